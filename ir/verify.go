@@ -1,0 +1,122 @@
+package ir
+
+import (
+	"fmt"
+	"regexp"
+)
+
+// OpChecker checks one node against its op's definition (arity, attributes, result type). Package
+// ops supplies the checker for the op table; Verify handles everything that does not depend on ops.
+type OpChecker func(g *Graph, v *Value) error
+
+// VerifyError is a verifier failure located at one value. Its message names the node in the text
+// syntax: "model.go:17: %3 = add(%1, %2) : f32[4]: operand types differ".
+type VerifyError struct {
+	Where string // file:line, or empty
+	Node  string // the offending statement in the text form
+	Msg   string
+}
+
+func (e *VerifyError) Error() string {
+	s := ""
+	if e.Where != "" {
+		s = e.Where + ": "
+	}
+	if e.Node != "" {
+		s += e.Node + ": "
+	}
+	return s + e.Msg
+}
+
+var nameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.]*$`)
+
+// Verify checks the structure of g (single definitions, definition before use, which also rules out
+// cycles and dangling values; names; types; outputs) and then every node with check, if not nil.
+// It returns the first problem found.
+func Verify(g *Graph, check OpChecker) error {
+	fail := func(v *Value, format string, args ...any) error {
+		e := &VerifyError{Msg: fmt.Sprintf(format, args...)}
+		if v != nil {
+			e.Where, e.Node = v.Where(g), g.Format(v)
+		}
+		return e
+	}
+	if !nameRE.MatchString(g.Name) {
+		return fail(nil, "graph name %q is not an identifier", g.Name)
+	}
+	defined := make(map[*Value]bool, len(g.Values))
+	ids := make(map[int]bool, len(g.Values))
+	names := map[string]bool{}
+	for _, v := range g.Values {
+		if v == nil {
+			return fail(nil, "nil value in the graph")
+		}
+		if defined[v] {
+			return fail(v, "value defined twice")
+		}
+		if ids[v.ID] {
+			return fail(v, "duplicate value ID %d", v.ID)
+		}
+		ids[v.ID] = true
+		for i, a := range v.Args {
+			if a == nil {
+				return fail(v, "operand %d is nil", i)
+			}
+			if !defined[a] {
+				return fail(v, "operand %d is not defined before its use (a cycle or a value from another graph)", i)
+			}
+		}
+		defined[v] = true
+		if v.Name != "" {
+			if !nameRE.MatchString(v.Name) || isNumber(v.Name) {
+				return fail(v, "bad value name %q", v.Name)
+			}
+			if names[v.Name] {
+				return fail(v, "name %q is used twice", v.Name)
+			}
+			names[v.Name] = true
+		}
+		if (v.Op == OpInput || v.Op == OpParam) && v.Name == "" {
+			return fail(v, "%s needs a name", v.Op)
+		}
+		if !v.Type.DType.Valid() {
+			return fail(v, "invalid dtype")
+		}
+		for _, d := range v.Type.Shape {
+			if d < 0 {
+				return fail(v, "negative dimension in %s", v.Type)
+			}
+		}
+		for _, k := range v.Attrs.Keys() {
+			switch v.Attrs[k].(type) {
+			case int, float64, bool, string, DType, []int, []float64:
+			default:
+				return fail(v, "attribute %s has unsupported Go type %T", k, v.Attrs[k])
+			}
+		}
+	}
+	outs := map[string]bool{}
+	for _, o := range g.Outputs {
+		if !nameRE.MatchString(o.Name) {
+			return fail(nil, "bad output name %q", o.Name)
+		}
+		if outs[o.Name] {
+			return fail(nil, "output %s declared twice", o.Name)
+		}
+		outs[o.Name] = true
+		if o.Value == nil || !defined[o.Value] {
+			return fail(nil, "output %s refers to a value not in the graph", o.Name)
+		}
+	}
+	if len(g.Outputs) == 0 {
+		return fail(nil, "graph %s has no outputs", g.Name)
+	}
+	if check != nil {
+		for _, v := range g.Values {
+			if err := check(g, v); err != nil {
+				return fail(v, "%s", err.Error())
+			}
+		}
+	}
+	return nil
+}
