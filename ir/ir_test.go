@@ -1,0 +1,220 @@
+package ir
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+const sample = `graph linreg {
+  input %x : f32[8,2]
+  input %tokens : i64[1,4] {range=[0,512]}
+  param %linear.weight : f32[5,2] {high=0.7071067811865476, init="uniform", low=-0.7071067811865476}
+  %0 = dot_general(%x, %linear.weight) {lhs_contract=[1], rhs_contract=[1]} : f32[8,5] loc("model.go:12")
+  %1 = constant() {dtype=f32, shape=[], value=[-0.0]} : f32[]
+  %2 = constant() {dtype=f64, shape=[3], value=[inf,-inf,1e-300]} : f64[3]
+  %scaled = mul(%0, %0) {note="a \"quoted\" string", on=true} : f32[8,5]
+  output y = %scaled
+  output z = %2
+}
+`
+
+func TestRoundTrip(t *testing.T) {
+	g, err := Parse("sample.gir", []byte(sample))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(sample, g.String()); diff != "" {
+		t.Errorf("print(parse(text)) differs (-want +got):\n%s", diff)
+	}
+	g2, err := Parse("again.gir", []byte(g.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g2.String() != g.String() {
+		t.Errorf("print∘parse is not a fixpoint")
+	}
+	if err := Verify(g, nil); err != nil {
+		t.Errorf("Verify: %v", err)
+	}
+	if got := g.Values[4].Attrs.Floats("value"); !math.Signbit(got[0]) {
+		t.Errorf("-0.0 lost its sign: %v", got)
+	}
+	if got := g.Lookup("linear.weight"); got == nil || got.Type.String() != "f32[5,2]" {
+		t.Errorf("Lookup(linear.weight) = %v", got)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct{ name, src, want string }{
+		{"empty", ``, `t.gir:1:1: expected "graph", found end of file`},
+		{"no brace", `graph g`, `t.gir:1:8: expected "{", found end of file`},
+		{"bad dtype", "graph g {\n  input %x : f33[2]\n}", `t.gir:2:14: unknown dtype "f33"`},
+		{"undefined", "graph g {\n  %0 = neg(%y) : f32[2]\n}", `t.gir:2:12: undefined value %y`},
+		{"twice", "graph g {\n  input %x : f32[2]\n  input %x : f32[2]\n}", `t.gir:3:9: value %x defined twice`},
+		{"numbered input", "graph g {\n  input %3 : f32[2]\n}", `t.gir:2:9: input %3 needs a name, not a number`},
+		{"bad dim", "graph g {\n  input %x : f32[-2]\n}", `t.gir:2:18: bad dimension "-2"`},
+		{"bad attr", "graph g {\n  input %x : f32[2] {a=%x}\n}", `t.gir:2:24: bad attribute value "%x"`},
+		{"dup attr", "graph g {\n  input %x : f32[2] {a=1, a=2}\n}", `t.gir:2:27: attribute a given twice`},
+		{"trailing", "graph g {\n}\nx", `t.gir:3:1: unexpected "x" after the graph`},
+		{"stray char", "graph g {\n  $\n}", `t.gir:2:3: unexpected character '$'`},
+		{"string", "graph g {\n  input %x : f32[2] {a=\"oops}\n}", `t.gir:2:24: unterminated string`},
+		{"dup output", "graph g {\n  input %x : f32[2]\n  output y = %x\n  output y = %x\n}", `t.gir:4:10: output y declared twice`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("t.gir", []byte(tc.src))
+			if err == nil || err.Error() != tc.want {
+				t.Errorf("Parse error = %v\nwant %s", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestVerifyRejects(t *testing.T) {
+	build := func(f func(g *Graph)) *Graph {
+		g := NewGraph("g")
+		f(g)
+		return g
+	}
+	tests := []struct {
+		name string
+		g    *Graph
+		want string
+	}{
+		{"no outputs", build(func(g *Graph) { g.Input("x", T(F32, 2), nil) }), "graph g has no outputs"},
+		{"unnamed input", build(func(g *Graph) { x := g.Input("", T(F32, 2), nil); g.SetOutput("y", x) }), "input %0 : f32[2]: input needs a name"},
+		{"bad dtype", build(func(g *Graph) { x := g.Input("x", T(Invalid, 2), nil); g.SetOutput("y", x) }), "invalid dtype"},
+		{"negative dim", build(func(g *Graph) { x := g.Input("x", T(F32, -1), nil); g.SetOutput("y", x) }), "negative dimension in f32[-1]"},
+		{"dangling", build(func(g *Graph) {
+			other := NewGraph("o").Input("z", T(F32, 2), nil)
+			y := g.Add("neg", T(F32, 2), nil, other)
+			g.SetOutput("y", y)
+		}), "%0 = neg(%<undefined>) : f32[2]: operand 0 is not defined before its use"},
+		{"cycle", build(func(g *Graph) {
+			x := g.Input("x", T(F32, 2), nil)
+			a := g.Add("add", T(F32, 2), nil, x, x)
+			b := g.Add("neg", T(F32, 2), nil, a)
+			a.Args[1] = b
+			g.SetOutput("y", b)
+		}), "%0 = add(%x, %1) : f32[2]: operand 1 is not defined before its use"},
+		{"duplicate name", build(func(g *Graph) {
+			g.Input("x", T(F32, 2), nil)
+			x := g.Param("x", T(F32, 2), nil)
+			g.SetOutput("y", x)
+		}), `name "x" is used twice`},
+		{"bad attr type", build(func(g *Graph) {
+			x := g.Input("x", T(F32, 2), Attrs{"k": int64(3)})
+			g.SetOutput("y", x)
+		}), "attribute k has unsupported Go type int64"},
+		{"position", build(func(g *Graph) {
+			x := g.Input("x", T(F32, 2), nil)
+			y := g.Add("neg", T(F32, 2), nil, x)
+			y.Pos = "model.go:7"
+			y.Args = append(y.Args, nil)
+			g.SetOutput("y", y)
+		}), "model.go:7: "},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := Verify(tc.g, nil)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Verify = %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestCheckerMessageNamesNode(t *testing.T) {
+	g, err := Parse("m.gir", []byte("graph g {\n  input %x : f32[2]\n  %0 = neg(%x) : f32[3]\n  output y = %0\n}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = Verify(g, func(g *Graph, v *Value) error {
+		if v.Op == "neg" && !v.Type.Equal(v.Args[0].Type) {
+			return errString("result type differs")
+		}
+		return nil
+	})
+	want := "m.gir:3: %0 = neg(%x) : f32[3]: result type differs"
+	if err == nil || err.Error() != want {
+		t.Errorf("got %v, want %s", err, want)
+	}
+}
+
+type errString string
+
+func (e errString) Error() string { return string(e) }
+
+func TestDOT(t *testing.T) {
+	g, err := Parse("s.gir", []byte(sample))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dot := g.DOT()
+	for _, want := range []string{`digraph "linreg" {`, `shape=note, label="linear.weight\nf32[5,2]"`, `v0 -> v3 [label="0"];`, `out0 [shape=doubleoctagon, label="y"]`} {
+		if !strings.Contains(dot, want) {
+			t.Errorf("DOT output lacks %q:\n%s", want, dot)
+		}
+	}
+}
+
+func TestTypes(t *testing.T) {
+	for _, d := range DTypes {
+		got, ok := ParseDType(d.String())
+		if !ok || got != d {
+			t.Errorf("ParseDType(%q) = %v, %v", d.String(), got, ok)
+		}
+	}
+	ty, err := ParseType("bf16[2,3,4]")
+	if err != nil || ty.String() != "bf16[2,3,4]" || ty.Bytes() != 48 {
+		t.Errorf("ParseType: %v %v", ty, err)
+	}
+	if got := ty.Shape.Strides(); !cmp.Equal(got, []int{12, 4, 1}) {
+		t.Errorf("Strides = %v", got)
+	}
+	for _, bad := range []string{"f32", "x[2]", "f32[a]", "f32[-1]"} {
+		if _, err := ParseType(bad); err == nil {
+			t.Errorf("ParseType(%q) succeeded", bad)
+		}
+	}
+}
+
+func TestClone(t *testing.T) {
+	g, err := Parse("s.gir", []byte(sample))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := g.Clone()
+	c.Values[3].Attrs["lhs_contract"].([]int)[0] = 7
+	c.Values[0].Type.Shape[0] = 99
+	if g.String() != sample {
+		t.Errorf("mutating the clone changed the original:\n%s", g.String())
+	}
+	if err := Verify(c, nil); err != nil {
+		t.Error(err)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add(sample)
+	f.Add("graph g {\n  input %x : f32[2]\n  output y = %x\n}\n")
+	f.Add("graph g { %0 = c() {a=[1,2.5,nan], b=-inf, c=\"s\"} : bool[] }")
+	f.Fuzz(func(t *testing.T, src string) {
+		g, err := Parse("f.gir", []byte(src))
+		if err != nil {
+			return
+		}
+		// Whatever parses must print and parse back to the same text.
+		text := g.String()
+		g2, err := Parse("f2.gir", []byte(text))
+		if err != nil {
+			t.Fatalf("reparse of printed graph failed: %v\n%s", err, text)
+		}
+		if g2.String() != text {
+			t.Fatalf("print is not a fixpoint:\n%s\n---\n%s", text, g2.String())
+		}
+	})
+}
