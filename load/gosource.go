@@ -1,0 +1,122 @@
+package load
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/scanner"
+	"go/token"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/traefik/yaegi/interp"
+	"github.com/traefik/yaegi/stdlib"
+
+	"github.com/gcomp/gcomp/frontend"
+	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/load/symbols"
+)
+
+// stdlibAllowed lists the standard library packages a model file may import: the ones that help
+// compute shapes and constants. Everything else (files, network, processes) has no place in a
+// model definition.
+var stdlibAllowed = []string{"errors", "fmt", "math", "math/bits", "slices", "sort", "strconv", "strings"}
+
+var (
+	panicPosRE  = regexp.MustCompile(`(?m)^(\d+):(\d+): panic`)
+	importErrRE = regexp.MustCompile(`^import "([^"]+)" error: .*`)
+	errPosRE    = regexp.MustCompile(`^(\d+):(\d+): (.*)$`)
+)
+
+// goSource runs a model file through the embedded Go interpreter and calls its entry function on
+// a fresh frontend.Builder.
+func goSource(filename string, src []byte, opt Options) (*ir.Graph, error) {
+	// go/parser first: its syntax errors are the ones Go programmers know, with file:line:col.
+	fset := token.NewFileSet()
+	file, err := parser.ParseFile(fset, filename, src, parser.SkipObjectResolution)
+	if err != nil {
+		var list scanner.ErrorList
+		if errors.As(err, &list) && len(list) > 0 {
+			return nil, list[0]
+		}
+		return nil, err
+	}
+	if !declaresFunc(file, opt.Entry) {
+		return nil, fmt.Errorf("%s: no function %s: a model file declares func %s(b *frontend.Builder)", filename, opt.Entry, opt.Entry)
+	}
+
+	tr := &tracer{file: filename}
+	traced, ins := instrument(fset, file, src)
+	var stderr bytes.Buffer
+	i := interp.New(interp.Options{Stderr: &stderr, Stdout: &stderr})
+	if err := i.Use(tr.exports()); err != nil {
+		return nil, err
+	}
+	if err := i.Use(allowedStdlib()); err != nil {
+		return nil, err
+	}
+	if err := i.Use(symbols.Symbols); err != nil {
+		return nil, err
+	}
+	if _, err := i.Eval(string(traced)); err != nil {
+		return nil, interpError(filename, err, &stderr, ins)
+	}
+	v, err := i.Eval(file.Name.Name + "." + opt.Entry)
+	if err != nil {
+		return nil, interpError(filename, err, &stderr, ins)
+	}
+	model, ok := v.Interface().(func(*frontend.Builder))
+	if !ok {
+		return nil, fmt.Errorf("%s: %s has type %s, want func(b *frontend.Builder)", filename, opt.Entry, v.Type())
+	}
+	return frontend.Build(file.Name.Name, model, frontend.WithPosition(tr.pos))
+}
+
+func declaresFunc(f *ast.File, name string) bool {
+	for _, d := range f.Decls {
+		if fd, ok := d.(*ast.FuncDecl); ok && fd.Recv == nil && fd.Name.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func allowedStdlib() interp.Exports {
+	ex := interp.Exports{}
+	for _, path := range stdlibAllowed {
+		key := path + "/" + path[strings.LastIndexByte(path, '/')+1:]
+		ex[key] = stdlib.Symbols[key]
+	}
+	return ex
+}
+
+// interpError rewrites an interpreter error as file:line:col: message.
+func interpError(filename string, err error, stderr *bytes.Buffer, ins insertions) error {
+	var p interp.Panic
+	if errors.As(err, &p) {
+		// A panic while initialising the model file (package-level vars, init functions).
+		msg := fmt.Sprint(p.Value)
+		if m := panicPosRE.FindStringSubmatch(stderr.String()); m != nil {
+			return fmt.Errorf("%s:%s:%s: panic: %s", filename, m[1], m[2], msg)
+		}
+		return fmt.Errorf("%s: panic: %s", filename, msg)
+	}
+	msg := err.Error()
+	pos := ""
+	// Interpreter errors look like "4:17: cannot convert 3 to string".
+	if m := errPosRE.FindStringSubmatch(msg); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		col, _ := strconv.Atoi(m[2])
+		pos, msg = fmt.Sprintf("%d:%d", line, ins.origCol(line, col)), m[3]
+	}
+	if m := importErrRE.FindStringSubmatch(msg); m != nil {
+		msg = fmt.Sprintf("cannot import %q: a model file may import github.com/gcomp/gcomp/frontend, frontend/nn, ir and the standard packages %s", m[1], strings.Join(stdlibAllowed, ", "))
+	}
+	if pos == "" {
+		return fmt.Errorf("%s: %s", filename, msg)
+	}
+	return fmt.Errorf("%s:%s: %s", filename, pos, msg)
+}

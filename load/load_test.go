@@ -1,0 +1,111 @@
+package load
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const goodModel = `package toy
+
+import (
+	"github.com/gcomp/gcomp/frontend"
+	"github.com/gcomp/gcomp/ir"
+)
+
+const layers = 3
+
+// block is a helper defined in the model file.
+func block(b *frontend.Builder, name string, x *frontend.Tensor) *frontend.Tensor {
+	w := b.Param(name+".weight", ir.T(ir.F32, 4), frontend.Ones())
+	return x.Add(w).Relu()
+}
+
+func Model(b *frontend.Builder) {
+	x := b.Input("x", ir.F32, 2, 4)
+	for i := 0; i < layers; i++ {
+		x = block(b, "layer"+string(rune('0'+i)), x)
+	}
+	b.Output("y", x)
+}
+`
+
+func TestGoModel(t *testing.T) {
+	g, err := Source("model.go", []byte(goodModel), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(g.Params()); got != 3 {
+		t.Errorf("params = %d, want 3", got)
+	}
+	if g.Name != "toy" || len(g.Outputs) != 1 || g.Outputs[0].Value.Type.String() != "f32[2,4]" {
+		t.Errorf("unexpected graph:\n%s", g)
+	}
+}
+
+func TestErrors(t *testing.T) {
+	replace := func(old, new string) string {
+		if !strings.Contains(goodModel, old) {
+			t.Fatalf("test model lacks %q", old)
+		}
+		return strings.Replace(goodModel, old, new, 1)
+	}
+	tests := []struct {
+		name, file, src, want string
+		entry                 string
+	}{
+		{name: "syntax", file: "model.go", src: replace("x.Add(w).Relu()", "x.Add(w).Relu("),
+			want: "model.go:14:1: expected operand, found '}'"},
+		{name: "type error", file: "model.go", src: replace(`x := b.Input("x", ir.F32, 2, 4)`, `x := b.Input(3, ir.F32, 2, 4)`),
+			want: "model.go:17:15: "},
+		{name: "undefined", file: "model.go", src: replace("x.Add(w).Relu()", "x.Add(w).Frobnicate()"),
+			want: "model.go:13:9: undefined"},
+		{name: "shape error in helper", file: "model.go", src: replace("ir.T(ir.F32, 4)", "ir.T(ir.F32, 3)"),
+			want: "model.go:13: add: shapes cannot be broadcast together"},
+		{name: "shape error in model", file: "model.go", src: replace(`b.Output("y", x)`, `b.Output("y", x.Add(b.Input("z", ir.F32, 5)))`),
+			want: "model.go:21: add: shapes cannot be broadcast together"},
+		{name: "duplicate parameter", file: "model.go", src: replace(`"layer"+string(rune('0'+i))`, `"layer"`),
+			want: "model.go:12: "},
+		{name: "missing entry", file: "model.go", src: goodModel, entry: "Nope",
+			want: "model.go: no function Nope"},
+		{name: "bad import", file: "model.go", src: replace(`"github.com/gcomp/gcomp/ir"`, `"github.com/gcomp/gcomp/ir"
+	"os"`), want: `model.go:6:2: cannot import "os"`},
+		{name: "panic in init", file: "model.go", src: goodModel + "\nvar boom = []int{}[3]\n",
+			want: "model.go:"},
+		{name: "wrong signature", file: "model.go", src: goodModel + "\nfunc Other(x int) {}\n", entry: "Other",
+			want: "model.go: Other has type func(int), want func(b *frontend.Builder)"},
+		{name: "unknown op in gir", file: "m.gir", src: "graph g {\n  input %x : f32[2]\n  %0 = frob(%x) : f32[2]\n  output y = %0\n}\n",
+			want: `m.gir:3: %0 = frob(%x) : f32[2]: unknown op "frob"`},
+		{name: "wrong type in gir", file: "m.gir", src: "graph g {\n  input %x : f32[2]\n  %0 = neg(%x) : f64[2]\n  output y = %0\n}\n",
+			want: `m.gir:3: %0 = neg(%x) : f64[2]: result type is f64[2], but the op computes f32[2]`},
+		{name: "gir syntax", file: "m.gir", src: "graph g {\n  input %x f32[2]\n}\n",
+			want: `m.gir:2:12: expected ":"`},
+		{name: "unknown extension", file: "m.onnx", src: "", want: `m.onnx: unknown model format ".onnx"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Source(tc.file, []byte(tc.src), Options{Entry: tc.entry})
+			if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+				t.Errorf("error = %v\nwant prefix %q", err, tc.want)
+			}
+			t.Logf("%v", err)
+			if err != nil && strings.Contains(err.Error(), "goroutine ") {
+				t.Errorf("error carries a stack trace: %v", err)
+			}
+		})
+	}
+}
+
+func TestFile(t *testing.T) {
+	if _, err := File(filepath.Join(t.TempDir(), "none.go"), Options{}); err == nil || !strings.HasSuffix(err.Error(), "none.go: no such file") {
+		t.Errorf("missing file: %v", err)
+	}
+	path := filepath.Join(t.TempDir(), "model.go")
+	if err := os.WriteFile(path, []byte(goodModel), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := File(path, Options{}); err != nil {
+		t.Errorf("File: %v", err)
+	}
+}
