@@ -8,10 +8,10 @@ import (
 	"path/filepath"
 )
 
-// writeFileAtomic writes path through write into a temporary file in the
+// WriteFileAtomic writes path through write into a temporary file in the
 // same directory, then renames it over path. On failure the temporary file is
 // removed and path is untouched. Errors carry the "tensorio: PATH: " prefix.
-func writeFileAtomic(path string, write func(io.Writer) error) (err error) {
+func WriteFileAtomic(path string, write func(io.Writer) error) (err error) {
 	defer func() {
 		if err != nil {
 			err = fmt.Errorf("tensorio: %s: %w", path, err)

@@ -53,7 +53,7 @@ func WriteNPY(w io.Writer, a *Array) error {
 
 // WriteNPYFile writes a to the file at path atomically.
 func WriteNPYFile(path string, a *Array) error {
-	return writeFileAtomic(path, func(w io.Writer) error { return writeNPY(w, a) })
+	return WriteFileAtomic(path, func(w io.Writer) error { return writeNPY(w, a) })
 }
 
 func readNPY(r io.Reader) (*Array, error) {

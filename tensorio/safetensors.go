@@ -60,7 +60,7 @@ func WriteSafetensors(w io.Writer, tensors map[string]*Array, metadata map[strin
 
 // WriteSafetensorsFile writes a safetensors file at path atomically.
 func WriteSafetensorsFile(path string, tensors map[string]*Array, metadata map[string]string) error {
-	return writeFileAtomic(path, func(w io.Writer) error { return writeSafetensors(w, tensors, metadata) })
+	return WriteFileAtomic(path, func(w io.Writer) error { return writeSafetensors(w, tensors, metadata) })
 }
 
 func readSafetensors(data []byte) (map[string]*Array, map[string]string, error) {
