@@ -5,7 +5,9 @@
 # library (libcuda.so.1) from Debian bookworm's non-free component and unpacks
 # them into DIR (default: .cache/cuda at the repository root). Nothing outside
 # DIR is changed: apt runs with its own sources, lists and cache under DIR/apt,
-# and the packages are unpacked with dpkg -x, not installed.
+# and the packages are unpacked with dpkg -x, not installed. (apt-get update
+# still runs the hooks the machine's apt configuration defines; on Debian they
+# only clear apt's own regenerable caches.)
 #
 # Idempotent: when DIR already holds a working ptxas the script only prints
 # where it is. Needs apt-get and dpkg (any Debian or Ubuntu machine); running

@@ -28,5 +28,6 @@
 // order, header padded with spaces to a multiple of 8 bytes.
 //
 // The *File writers are atomic: they write a temporary file in the target
-// directory and rename it, leaving nothing behind on failure.
+// directory and rename it, leaving nothing behind on failure; WriteFileAtomic
+// offers the same to other writers.
 package tensorio

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/hex"
+	"errors"
+	"io"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -298,4 +300,17 @@ func TestDTypeSize(t *testing.T) {
 	if len(dtypes) != len(want) {
 		t.Errorf("dtype table has %d rows, test knows %d", len(dtypes), len(want))
 	}
+}
+
+func TestWriteFileAtomicPartial(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "x.bin")
+	err := WriteFileAtomic(path, func(w io.Writer) error {
+		w.Write(bytes.Repeat([]byte{1}, 1<<16))
+		return errors.New("disk on fire")
+	})
+	if err == nil || err.Error() != "tensorio: "+path+": disk on fire" {
+		t.Errorf("WriteFileAtomic = %v", err)
+	}
+	assertDir(t, dir)
 }
