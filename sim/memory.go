@@ -1,0 +1,184 @@
+package sim
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+)
+
+// Address layout of the simulated 64-bit address space. Global allocations
+// live far above 4 GiB so a pointer truncated to 32 bits never hits one;
+// shared and local memory appear in the generic space through two windows,
+// as cvta.shared and cvta.local map them.
+const (
+	globalBase  = 0x0000_1000_0000_0000
+	sharedWin   = 0x0000_7E00_0000_0000
+	localWin    = 0x0000_7F00_0000_0000
+	windowSize  = 1 << 32
+	allocAlign  = 256     // cudaMalloc's alignment
+	allocGap    = 1 << 16 // unmapped guard between allocations
+	poisonByte  = 0xFF    // fresh memory reads as NaN / -1
+	maxDevBytes = 1 << 36
+)
+
+// allocation is one device buffer. init[i] says byte i was written; it is a
+// byte, not a bit, so that blocks running in parallel writing neighbouring
+// bytes never share a word.
+type allocation struct {
+	id     int
+	addr   uint64
+	data   []byte
+	init   []byte
+	name   string // module variable name, or ""
+	rdonly bool
+}
+
+func (a *allocation) end() uint64 { return a.addr + uint64(len(a.data)) }
+
+func (a *allocation) String() string {
+	if a.name != "" {
+		return fmt.Sprintf("variable %s [%#x, +%d)", a.name, a.addr, len(a.data))
+	}
+	return fmt.Sprintf("allocation #%d [%#x, +%d)", a.id, a.addr, len(a.data))
+}
+
+// Device is a simulated GPU: its global memory and the modules loaded on it.
+// Memory methods may be called concurrently with each other but not with a
+// running launch.
+type Device struct {
+	mu     sync.Mutex
+	allocs []*allocation // sorted by address
+	next   uint64
+	nextID int
+	total  uint64
+
+	atomMu [64]sync.Mutex // striped by address for atomics across blocks
+}
+
+// NewDevice returns a device with empty memory.
+func NewDevice() *Device { return &Device{next: globalBase} }
+
+// Alloc returns the address of n fresh bytes of global memory. The bytes are
+// poisoned: they read as 0xFF and count as never written, so memcheck
+// reports a kernel reading them before anything wrote them.
+func (d *Device) Alloc(n int) (uint64, error) {
+	a, err := d.alloc(n, "")
+	if err != nil {
+		return 0, err
+	}
+	return a.addr, nil
+}
+
+func (d *Device) alloc(n int, name string) (*allocation, error) {
+	if n < 0 || uint64(n) > maxDevBytes {
+		return nil, fmt.Errorf("sim: cannot allocate %d bytes", n)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.total+uint64(n) > maxDevBytes {
+		return nil, fmt.Errorf("sim: out of device memory allocating %d bytes", n)
+	}
+	d.nextID++
+	a := &allocation{id: d.nextID, addr: d.next, data: make([]byte, n), init: make([]byte, n), name: name}
+	for i := range a.data {
+		a.data[i] = poisonByte
+	}
+	d.next += (uint64(n) + allocGap + allocAlign - 1) &^ (allocAlign - 1)
+	d.total += uint64(n)
+	d.allocs = append(d.allocs, a) // addresses only grow, so the slice stays sorted
+	return a, nil
+}
+
+// Free releases the allocation starting at addr. Its addresses are never
+// reused, so a dangling pointer is reported as out of bounds.
+func (d *Device) Free(addr uint64) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for i, a := range d.allocs {
+		if a.addr == addr && a.name == "" {
+			d.allocs = append(d.allocs[:i:i], d.allocs[i+1:]...)
+			d.total -= uint64(len(a.data))
+			return nil
+		}
+	}
+	return fmt.Errorf("sim: free of %#x, which is not the start of an allocation", addr)
+}
+
+// find returns the allocation containing [addr, addr+n), or nil.
+func (d *Device) find(addr uint64, n int) *allocation {
+	as := d.allocs
+	i := sort.Search(len(as), func(i int) bool { return as[i].end() > addr })
+	if i < len(as) && as[i].addr <= addr && addr+uint64(n) <= as[i].end() {
+		return as[i]
+	}
+	return nil
+}
+
+// describe says where addr lies relative to the nearest allocation.
+func (d *Device) describe(addr uint64) string {
+	as := d.allocs
+	if len(as) == 0 {
+		return "no allocations exist"
+	}
+	i := sort.Search(len(as), func(i int) bool { return as[i].end() > addr })
+	var best *allocation
+	var dist uint64
+	if i < len(as) {
+		best, dist = as[i], as[i].addr-min(addr, as[i].addr)
+		if as[i].addr <= addr {
+			return fmt.Sprintf("%d bytes into %v", addr-as[i].addr, as[i])
+		}
+	}
+	if i > 0 && (best == nil || addr-as[i-1].end() < dist) {
+		return fmt.Sprintf("%d bytes past the end of %v", addr-as[i-1].end(), as[i-1])
+	}
+	return fmt.Sprintf("%d bytes before %v", dist, best)
+}
+
+func (d *Device) span(addr uint64, n int, what string) (*allocation, int, error) {
+	d.mu.Lock()
+	a := d.find(addr, n)
+	d.mu.Unlock()
+	if a == nil {
+		d.mu.Lock()
+		where := d.describe(addr)
+		d.mu.Unlock()
+		return nil, 0, fmt.Errorf("sim: %s of %d bytes at %#x out of bounds: %s", what, n, addr, where)
+	}
+	return a, int(addr - a.addr), nil
+}
+
+// Write copies host bytes to device memory at addr and marks them written.
+func (d *Device) Write(addr uint64, data []byte) error {
+	a, off, err := d.span(addr, len(data), "write")
+	if err != nil {
+		return err
+	}
+	copy(a.data[off:], data)
+	for i := range data {
+		a.init[off+i] = 1
+	}
+	return nil
+}
+
+// Read copies device memory at addr to the host.
+func (d *Device) Read(addr uint64, data []byte) error {
+	a, off, err := d.span(addr, len(data), "read")
+	if err != nil {
+		return err
+	}
+	copy(data, a.data[off:])
+	return nil
+}
+
+// Memset sets n bytes at addr to v and marks them written.
+func (d *Device) Memset(addr uint64, v byte, n int) error {
+	a, off, err := d.span(addr, n, "memset")
+	if err != nil {
+		return err
+	}
+	for i := off; i < off+n; i++ {
+		a.data[i], a.init[i] = v, 1
+	}
+	return nil
+}
