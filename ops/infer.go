@@ -44,8 +44,15 @@ func (s dset) want(t ir.Type) error {
 	return nil
 }
 
-// errf builds an inference error; types in args print in the text form (f32[2,3]).
-func errf(format string, args ...any) error { return fmt.Errorf(format, args...) }
+// errf builds an inference error. Types and []int lists print in the text form: f32[2,3], [0,1].
+func errf(format string, args ...any) error {
+	for i, a := range args {
+		if l, ok := a.([]int); ok {
+			args[i] = ir.Shape(l)
+		}
+	}
+	return fmt.Errorf(format, args...)
+}
 
 func checkAxis(ax int, t ir.Type) error {
 	if ax < 0 || ax >= len(t.Shape) {
@@ -64,7 +71,7 @@ func checkAxes(what string, axes []int, t ir.Type, sorted bool) error {
 			return errf("%s %v must be sorted and unique", what, axes)
 		}
 		if slices.Index(axes[:i], ax) >= 0 {
-			return errf("%s %v repeat axis %d", what, axes, ax)
+			return errf("%s %v name axis %d twice", what, axes, ax)
 		}
 	}
 	return nil

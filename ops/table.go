@@ -6,27 +6,33 @@ import (
 	"github.com/gcomp/gcomp/ir"
 )
 
-// The op table. Every row's Doc is its specification; Eval implements exactly that.
-//
-// Conventions shared by all rows (repeated in docs/ops.md):
-//   - Float results are computed in float64 from the operands' exact values and rounded once to
-//     the result dtype, round-to-nearest-even. For the IEEE basic operations (add, sub, mul, div,
-//     sqrt) this equals computing in the dtype itself (f32 in f32): float64 has more than twice
-//     the precision of f32, f16 and bf16, so the double rounding is harmless.
-//   - Integer results wrap (two's complement, modulo 2^bits; u8 modulo 256).
-//   - Accumulations (reductions, dot_general, conv2d, avg_pool2d) run in float64 (floats) or
-//     wrapping int64 (integers) from +0 in a fixed order and round once at the end, so results do
-//     not depend on blocking or on the number of threads.
+// conventions are the rules every row's Doc assumes; docs/ops.md starts with them.
+const conventions = `- Float results are computed in float64 from the operands' exact values and rounded once to the
+  result dtype, round-to-nearest-even. For the IEEE basic operations (add, sub, mul, div, sqrt) this
+  equals computing in the dtype itself ("f32 in f32"): float64 carries more than twice the precision
+  of f32, f16 and bf16 plus two bits, so the double rounding is innocuous. Transcendental functions
+  are float64's, rounded once.
+- Integer results wrap (two's complement, modulo 2^bits; u8 modulo 256). Bool is 0 or 1.
+- Accumulations (reductions, dot_general, conv2d, avg_pool2d) run in float64 (floats) or wrapping
+  int64 (integers), start from +0 (or the reduction's identity) and add in a fixed order, then round
+  once. The order never depends on blocking or on the number of threads: results are bit-identical
+  whatever GOMAXPROCS is.
+- Binary elementwise operands have equal types: there is no implicit broadcasting (the DSL inserts
+  broadcast_in_dim).
+- Eval errors exist only where the data can be wrong (gather's indices); everything else is caught
+  by inference.`
+
+// The op table. Every row's Doc is its specification, and Eval implements exactly that.
 func init() {
 	un := func(name string, allowed dset, f func(float64) float64, i func(int64) int64, doc string) *Op {
-		return &Op{Name: name, Arity: 1, Class: Elementwise, Doc: doc, Infer: inferUnary(allowed), Eval: evalMap(f, i)}
+		return &Op{Name: name, Arity: 1, Class: Elementwise, Doc: doc + typesDoc(allowed), Infer: inferUnary(allowed), Eval: evalMap(f, i)}
 	}
 	bin := func(name string, allowed dset, result ir.DType, f func(a, b float64) float64, i func(a, b int64) int64, doc string) *Op {
-		return &Op{Name: name, Arity: 2, Class: Elementwise, Doc: doc, Infer: inferBinary(allowed, result), Eval: evalMap2(f, i)}
+		return &Op{Name: name, Arity: 2, Class: Elementwise, Doc: doc + typesDoc(allowed), Infer: inferBinary(allowed, result), Eval: evalMap2(f, i)}
 	}
 	cmp := func(name string, f func(a, b float64) bool, i func(a, b int64) bool, doc string) *Op {
 		return bin(name, anyType, ir.Bool, func(a, b float64) float64 { return b2f(f(a, b)) },
-			func(a, b int64) int64 { return b2i(i(a, b)) }, doc+" The result is bool; operands of any one dtype (bool compares as 0 < 1).")
+			func(a, b int64) int64 { return b2i(i(a, b)) }, doc+" The result is bool; bool operands compare as 0 < 1.")
 	}
 	reduce := func(name string, f func(a, b float64) float64, i func(a, b int64) int64, fid float64, doc string) *Op {
 		return &Op{Name: name, Arity: 1, Class: Reduce, Doc: doc + reduceDoc,
@@ -160,6 +166,8 @@ func init() {
 				"for integer and bool dtypes every value must be an integer in the dtype's range (bool: 0 or 1)."},
 	)
 }
+
+func typesDoc(s dset) string { return " Operand types: " + s.String() + "." }
 
 const reduceDoc = " axes are sorted, unique and in range; keepdims (default false) keeps them as size 1. " +
 	"The reduced elements of each output are combined in row-major order."

@@ -1,0 +1,116 @@
+package ref
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ops"
+	"github.com/gcomp/gcomp/tensor"
+)
+
+// Run verifies g, checks the supplied inputs and parameters against its declarations, evaluates
+// every value in definition order and returns the outputs by name. Intermediate tensors are
+// dropped after their last use. inputs and params must hold exactly the graph's inputs and
+// parameters.
+func Run(g *ir.Graph, inputs, params map[string]*tensor.Tensor) (map[string]*tensor.Tensor, error) {
+	if err := ops.Verify(g); err != nil {
+		return nil, err
+	}
+	if err := bind(g, ir.OpInput, "input", inputs); err != nil {
+		return nil, err
+	}
+	if err := bind(g, ir.OpParam, "parameter", params); err != nil {
+		return nil, err
+	}
+	uses := g.Uses()
+	vals := make(map[*ir.Value]*tensor.Tensor, len(g.Values))
+	for _, v := range g.Values {
+		var t *tensor.Tensor
+		switch v.Op {
+		case ir.OpInput:
+			t = inputs[v.Name]
+		case ir.OpParam:
+			t = params[v.Name]
+		default:
+			args := make([]*tensor.Tensor, len(v.Args))
+			for i, a := range v.Args {
+				args[i] = vals[a]
+			}
+			var err error
+			if t, err = eval(g, v, args); err != nil {
+				return nil, err
+			}
+			for _, a := range v.Args {
+				if uses[a]--; uses[a] == 0 {
+					delete(vals, a)
+				}
+			}
+		}
+		if uses[v] > 0 {
+			vals[v] = t
+		}
+	}
+	out := make(map[string]*tensor.Tensor, len(g.Outputs))
+	for _, o := range g.Outputs {
+		out[o.Name] = vals[o.Value]
+	}
+	return out, nil
+}
+
+// eval runs one node, turning a failure or a panic into an error that names the node.
+func eval(g *ir.Graph, v *ir.Value, args []*tensor.Tensor) (t *tensor.Tensor, err error) {
+	fail := func(msg string) error {
+		where := v.Where(g)
+		if where != "" {
+			where += ": "
+		}
+		return fmt.Errorf("%s%s: %s", where, g.Format(v), msg)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			t, err = nil, fail(fmt.Sprintf("internal error: %v", p))
+		}
+	}()
+	t, err = ops.Eval(v, args)
+	switch {
+	case err != nil:
+		return nil, fail(err.Error())
+	case !t.Type.Equal(v.Type):
+		return nil, fail(fmt.Sprintf("internal error: computed %s", t.Type))
+	}
+	return t, nil
+}
+
+// bind checks that supplied holds a well-formed tensor of the declared type for every value of
+// kind op, and nothing else.
+func bind(g *ir.Graph, op, what string, supplied map[string]*tensor.Tensor) error {
+	declared := map[string]bool{}
+	for _, v := range g.Values {
+		if v.Op != op {
+			continue
+		}
+		declared[v.Name] = true
+		t, ok := supplied[v.Name]
+		switch {
+		case !ok || t == nil:
+			return fmt.Errorf("missing %s %s", what, v.Name)
+		case !t.Type.Equal(v.Type):
+			return fmt.Errorf("%s %s: want %s, have %s", what, v.Name, v.Type, t.Type)
+		case t.Type.DType.IsFloat() && len(t.F) != t.Len(), !t.Type.DType.IsFloat() && len(t.I) != t.Len():
+			return fmt.Errorf("%s %s: malformed %s tensor (%d floats, %d ints)", what, v.Name, t.Type, len(t.F), len(t.I))
+		}
+	}
+	var extra []string
+	for name := range supplied {
+		if !declared[name] {
+			extra = append(extra, name)
+		}
+	}
+	if len(extra) > 0 {
+		slices.Sort(extra)
+		return fmt.Errorf("unknown %s %s: the graph %s declares no such %s", what, strings.Join(extra, ", "), g.Name, what)
+	}
+	return nil
+}
