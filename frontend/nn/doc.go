@@ -1,0 +1,38 @@
+// Package nn holds the layers of PyTorch's torch.nn for the gcomp DSL (package frontend):
+// Linear, Conv2d, MaxPool2d, AvgPool2d, ReLU, GELU, SiLU, Sequential, Embedding, LayerNorm,
+// MultiheadAttention, TransformerEncoderLayer, RNNCell, LSTMCell, GRUCell, RNN, LSTM and GRU.
+//
+// A module with parameters is made by a constructor that takes the builder scope and the
+// module's name, like an attribute assignment self.fc1 = nn.Linear(1568, 128) in PyTorch:
+//
+//	fc1 := nn.NewLinear(b, "fc1", 1568, 128) // parameters fc1.weight [128,1568], fc1.bias [128]
+//	y := fc1.Forward(x)
+//
+// Parameter names, layouts and default initializers are PyTorch's, so a state_dict saved as
+// safetensors loads without renaming: Linear's weight is [out, in]; LSTM's weight_ih_l0 stacks
+// the gates i, f, g, o; TransformerEncoderLayer's attention weights are self_attn.in_proj_weight
+// and so on. Optional arguments come in an options struct whose zero value means PyTorch's
+// defaults: nn.NewConv2d(b, "conv1", 3, 16, 3, nn.Conv2dOptions{Padding: 1}). Modules without
+// parameters are plain values: nn.ReLU{}, nn.MaxPool2d{KernelSize: 2}.
+//
+// Your own modules are Go structs with a constructor and a Forward method; a submodule's scope
+// is b.Sub(name):
+//
+//	type Block struct{ FC1, FC2 *nn.Linear }
+//
+//	func NewBlock(b *frontend.Builder, name string) *Block {
+//		s := b.Sub(name)
+//		return &Block{nn.NewLinear(s, "fc1", 64, 256), nn.NewLinear(s, "fc2", 256, 64)}
+//	}
+//
+//	func (m *Block) Forward(x *frontend.Tensor) *frontend.Tensor {
+//		return x.Add(m.FC2.Forward(m.FC1.Forward(x).Relu()))
+//	}
+//
+// Sequential numbers its children as PyTorch does; build them with those names:
+//
+//	net := nn.NewSequential(nn.NewLinear(b, "0", 64, 32), nn.ReLU{}, nn.NewLinear(b, "2", 32, 10))
+//
+// The graphs are for inference (PyTorch's eval mode): dropout options must be 0, and recurrent
+// layers are unrolled over the fixed sequence length of their input.
+package nn
