@@ -1,6 +1,7 @@
 package ref
 
 import (
+	"fmt"
 	"math"
 	"runtime"
 	"strings"
@@ -164,5 +165,41 @@ func BenchmarkCNN(b *testing.B) {
 		if _, err := Run(g, in, ps); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// A graph in the text form runs as written: attributes parse to the kinds the op table expects.
+func TestRunParsed(t *testing.T) {
+	src := `graph text {
+  input %x : f32[2,3]
+  input %idx : i32[2]
+  %0 = cast(%x) {to=bf16} : bf16[2,3]
+  %1 = cast(%0) {to=f32} : f32[2,3]
+  %2 = pad(%1) {high=[0,1], low=[1,0], value=0} : f32[3,4]
+  %3 = reduce_max(%2) {axes=[1], keepdims=false} : f32[3]
+  %4 = constant() {dtype=f32, shape=[3], value=[0.5]} : f32[3]
+  %5 = mul(%3, %4) : f32[3]
+  %6 = iota() {dim=0, dtype=i64, shape=[3]} : i64[3]
+  %7 = gather(%5, %idx) : f32[2]
+  %8 = concat(%7, %7) {axis=0} : f32[4]
+  output y = %8
+  output i = %6
+}
+`
+	g, err := ir.Parse("text.gir", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := map[string]*tensor.Tensor{
+		"x":   tensor.FromFloats(ir.T(ir.F32, 2, 3), []float64{1.01, -2, -3, -4, -5, -6}),
+		"idx": tensor.FromFloats(ir.T(ir.I32, 2), []float64{2, 1}),
+	}
+	out, err := Run(g, in, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Rows of the padded matrix: [0,0,0,0], [1.0078125 (1.01 in bf16), -2, -3, 0], [-4, -5, -6, 0].
+	if got := fmt.Sprint(out["y"].F, out["i"].I); got != "[0 0.50390625 0 0.50390625] [0 1 2]" {
+		t.Errorf("got %s", got)
 	}
 }
