@@ -8,4 +8,4 @@ import "reflect"
 // Symbols maps "import/path/name" to the package's exported identifiers.
 var Symbols = map[string]map[string]reflect.Value{}
 
-//go:generate go run github.com/traefik/yaegi/cmd/yaegi extract -name symbols github.com/gcomp/gcomp/ir github.com/gcomp/gcomp/frontend
+//go:generate go run github.com/traefik/yaegi/cmd/yaegi extract -name symbols github.com/gcomp/gcomp/ir github.com/gcomp/gcomp/frontend github.com/gcomp/gcomp/frontend/nn

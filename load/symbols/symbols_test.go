@@ -20,7 +20,7 @@ func TestCurrent(t *testing.T) {
 	}
 	dir := t.TempDir()
 	cmd := exec.Command(goCmd, "run", "github.com/traefik/yaegi/cmd/yaegi", "extract", "-name", "symbols",
-		"github.com/gcomp/gcomp/ir", "github.com/gcomp/gcomp/frontend")
+		"github.com/gcomp/gcomp/ir", "github.com/gcomp/gcomp/frontend", "github.com/gcomp/gcomp/frontend/nn")
 	cmd.Dir = dir
 	writeScratchModule(t, dir)
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -61,7 +61,7 @@ func writeScratchModule(t *testing.T, dir string) {
 	}
 }
 
-func yaegiVersion(t *testing.T, ) string {
+func yaegiVersion(t *testing.T) string {
 	out, err := exec.Command("go", "list", "-m", "-f", "{{.Version}}", "github.com/traefik/yaegi").Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)

@@ -1,0 +1,47 @@
+# gcomp: two commands matter on a fresh clone.
+#   make demo   build the example models and run them, printing a table
+#   make test   everything CI runs: formatting, vet, tests (ptxas is fetched first)
+
+GO       ?= go
+PKGS     := ./...
+# Packages that run goroutines get a second pass under the race detector.
+RACEPKGS := ./runtime/... ./sim/...
+CUDA_DIR ?= $(CURDIR)/.cache/cuda
+
+.PHONY: all demo test tools fmt-check vet unit race bench gcomp golden
+
+all: test
+
+gcomp:
+	$(GO) build -o bin/gcomp ./cmd/gcomp
+
+demo: gcomp
+	$(GO) run ./examples/demo
+
+# tools fetches NVIDIA's ptxas (and the driver library) into .cache/cuda; idempotent.
+# Off CI (GCOMP_REQUIRE_PTXAS unset) a machine without apt-get gets a warning and ptxas tests skip.
+tools:
+	@sh scripts/fetch-cuda-tools.sh $(CUDA_DIR) >/dev/null || { \
+	  if [ -n "$$GCOMP_REQUIRE_PTXAS" ]; then echo "could not fetch ptxas" >&2; exit 1; fi; \
+	  echo "warning: could not fetch ptxas; tests that assemble PTX will skip" >&2; }
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.cache/*')); \
+	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet $(PKGS)
+
+unit:
+	$(GO) test -count=1 $(PKGS)
+
+race:
+	$(GO) test -count=1 -race -short $(RACEPKGS)
+
+test: tools fmt-check vet unit race
+
+bench:
+	$(GO) test -run XXX -bench . -benchtime 3x ./runtime/ref ./sim/... ./load
+
+golden:
+	$(GO) test ./... -update

@@ -1,0 +1,214 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/tensor"
+	"github.com/gcomp/gcomp/tensorio"
+)
+
+const linearModel = `package lin
+
+import (
+	"github.com/gcomp/gcomp/frontend"
+	"github.com/gcomp/gcomp/ir"
+)
+
+func Model(b *frontend.Builder) {
+	x := b.Input("x", ir.F32, 2, 3)
+	w := b.Param("w", ir.T(ir.F32, 3), frontend.Ones())
+	b.Output("y", x.Mul(w).Relu())
+}
+`
+
+const badShapeModel = `package lin
+
+import (
+	"github.com/gcomp/gcomp/frontend"
+	"github.com/gcomp/gcomp/ir"
+)
+
+func Model(b *frontend.Builder) {
+	x := b.Input("x", ir.F32, 2, 3)
+	w := b.Param("w", ir.T(ir.F32, 4), frontend.Ones())
+	b.Output("y", x.Mul(w))
+}
+`
+
+// fixture writes the files every case may use into a fresh directory.
+func fixture(t *testing.T) string {
+	dir := t.TempDir()
+	write := func(name string, data []byte) {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("model.go", []byte(linearModel))
+	write("shape.go", []byte(badShapeModel))
+	write("syntax.go", []byte(strings.Replace(linearModel, "x.Mul(w)", "x.Mul(w", 1)))
+	write("unknown.gir", []byte("graph g {\n  input %x : f32[2]\n  %0 = frob(%x) : f32[2]\n  output y = %0\n}\n"))
+	write("model.gir", []byte("graph g {\n  input %x : f32[2,3]\n  param %w : f32[2,3] {init=\"ones\"}\n  %0 = add(%x, %w) : f32[2,3]\n  output y = %0\n}\n"))
+	npy := func(name string, ty ir.Type, vals []float64) {
+		if err := tensorio.WriteNPYFile(filepath.Join(dir, name), tensor.FromFloats(ty, vals).Array()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	npy("x.npy", ir.T(ir.F32, 2, 3), []float64{1, -2, 3, -4, 5, -6})
+	npy("x64.npy", ir.T(ir.F64, 2, 3), []float64{1, 2, 3, 4, 5, 6})
+	npy("x23.npy", ir.T(ir.F32, 3, 2), []float64{1, 2, 3, 4, 5, 6})
+	st := func(name string, tensors map[string]*tensorio.Array) {
+		if err := tensorio.WriteSafetensorsFile(filepath.Join(dir, name), tensors, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st("w.safetensors", map[string]*tensorio.Array{"w": tensor.FromFloats(ir.T(ir.F32, 3), []float64{2, 2, 2}).Array()})
+	st("w4.safetensors", map[string]*tensorio.Array{"w": tensor.FromFloats(ir.T(ir.F32, 4), []float64{2, 2, 2, 2}).Array()})
+	st("wextra.safetensors", map[string]*tensorio.Array{"w": tensor.FromFloats(ir.T(ir.F32, 3), []float64{2, 2, 2}).Array(),
+		"v": tensor.FromFloats(ir.T(ir.F32, 1), []float64{1}).Array()})
+	st("empty.safetensors", map[string]*tensorio.Array{})
+	good, _ := os.ReadFile(filepath.Join(dir, "w.safetensors"))
+	write("trunc.safetensors", good[:len(good)-3])
+	goodNPY, _ := os.ReadFile(filepath.Join(dir, "x.npy"))
+	write("corrupt.npy", append([]byte("NOTNUMPY"), goodNPY[8:]...))
+	write("trunc.npy", goodNPY[:len(goodNPY)-5])
+	return dir
+}
+
+func TestBadInput(t *testing.T) {
+	dir := fixture(t)
+	tests := []struct {
+		name string
+		args []string
+		want string // substring of the single error message
+	}{
+		{"no command", nil, ""},
+		{"unknown command", []string{"frob"}, `unknown command "frob"`},
+		{"unknown flag", []string{"build", "model.go", "--frob"}, "flag provided but not defined: -frob"},
+		{"missing file", []string{"dump", "none.go"}, "none.go: no such file"},
+		{"two models", []string{"dump", "model.go", "model.gir"}, "want one model file"},
+		{"syntax error", []string{"build", "syntax.go", "--emit", "ir", "-o", "out.gir"}, "syntax.go:11:"},
+		{"shape error", []string{"build", "shape.go", "--emit", "ir", "-o", "out.gir"}, "shape.go:11: mul: shapes cannot be broadcast together"},
+		{"unknown op", []string{"build", "unknown.gir", "--emit", "ir", "-o", "out.gir"}, `unknown.gir:3: %0 = frob(%x) : f32[2]: unknown op "frob"`},
+		{"ptx not yet", []string{"build", "model.go", "-o", "out.ptx"}, "no PTX code generator yet"},
+		{"bad emit", []string{"build", "model.go", "--emit", "frob"}, `unknown --emit "frob"`},
+		{"no output dir", []string{"run", "model.go"}, "--output-dir is required"},
+		{"bad device", []string{"run", "model.go", "--device", "tpu", "--output-dir", "out"}, `unknown device "tpu"`},
+		{"wrong dtype input", []string{"run", "model.go", "--input", "x=x64.npy", "--output-dir", "out"}, "input x: x64.npy holds f64[2,3], the model wants f32[2,3]"},
+		{"wrong shape input", []string{"run", "model.go", "--input", "x=x23.npy", "--output-dir", "out"}, "holds f32[3,2], the model wants f32[2,3]"},
+		{"unknown input", []string{"run", "model.go", "--input", "z=x.npy", "--output-dir", "out"}, `the model has no input "z" (inputs: x)`},
+		{"bad input spec", []string{"run", "model.go", "--input", "x.npy", "--output-dir", "out"}, "want NAME=FILE.npy"},
+		{"corrupt npy", []string{"run", "model.go", "--input", "x=corrupt.npy", "--output-dir", "out"}, "corrupt.npy"},
+		{"truncated npy", []string{"run", "model.go", "--input", "x=trunc.npy", "--output-dir", "out"}, "trunc.npy"},
+		{"missing npy", []string{"run", "model.go", "--input", "x=nope.npy", "--output-dir", "out"}, "nope.npy"},
+		{"wrong shape weight", []string{"run", "model.go", "--weights", "w4.safetensors", "--output-dir", "out"}, "tensor w is f32[4], the model wants f32[3]"},
+		{"missing weight strict", []string{"run", "model.go", "--weights", "empty.safetensors", "--strict", "--output-dir", "out"}, "has no tensor w (f32[3]) and --strict is set"},
+		{"unexpected weight", []string{"run", "model.go", "--weights", "wextra.safetensors", "--output-dir", "out"}, "has tensors the model does not declare: v"},
+		{"truncated safetensors", []string{"run", "model.go", "--weights", "trunc.safetensors", "--output-dir", "out"}, "trunc.safetensors"},
+		{"missing weights file", []string{"run", "model.go", "--weights", "none.safetensors", "--output-dir", "out"}, "none.safetensors"},
+		{"init-weights needs -o", []string{"init-weights", "model.go"}, "-o FILE is required"},
+		{"init-weights bad model", []string{"init-weights", "shape.go", "-o", "out.safetensors"}, "shape.go:11:"},
+		{"output dir missing", []string{"build", "model.go", "--emit", "ir", "-o", "nodir/out.gir"}, "directory nodir does not exist"},
+	}
+	t.Chdir(dir)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if code := Main(tc.args, &stdout, &stderr); code != 1 {
+				t.Fatalf("exit status %d, want 1; stderr:\n%s", code, stderr.String())
+			}
+			msg := stderr.String()
+			if !strings.Contains(msg, tc.want) {
+				t.Errorf("stderr = %q, want it to contain %q", msg, tc.want)
+			}
+			if tc.want != "" && strings.Count(strings.TrimSpace(msg), "\n") != 0 {
+				t.Errorf("want one line of error, got:\n%s", msg)
+			}
+			if strings.Contains(msg, "goroutine") || strings.Contains(msg, "panic") {
+				t.Errorf("stderr shows a panic:\n%s", msg)
+			}
+			for _, f := range []string{"out", "out.gir", "out.ptx", "out.safetensors"} {
+				if _, err := os.Stat(f); err == nil {
+					t.Errorf("%s was written by a failing command", f)
+					os.RemoveAll(f)
+				}
+			}
+		})
+	}
+}
+
+func TestRunWritesOutputs(t *testing.T) {
+	dir := fixture(t)
+	t.Chdir(dir)
+	var stdout, stderr bytes.Buffer
+	if code := Main([]string{"run", "model.go", "--device", "ref", "--weights", "w.safetensors", "--input", "x=x.npy", "--output-dir", "out", "--save-inputs"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("run failed: %s", stderr.String())
+	}
+	a, err := tensorio.ReadNPYFile("out/y.npy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, _ := tensor.FromArray(a)
+	want := []float64{2, 0, 6, 0, 10, 0} // relu(x * 2)
+	for i, w := range want {
+		if y.F[i] != w {
+			t.Fatalf("y = %v, want %v", y.F, want)
+		}
+	}
+	if _, err := os.Stat("out/inputs/x.npy"); err != nil {
+		t.Errorf("--save-inputs: %v", err)
+	}
+	// Random inputs and initial weights are announced on stderr and are reproducible.
+	stderr.Reset()
+	if code := Main([]string{"run", "model.gir", "--output-dir", "r1"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("run failed: %s", stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "input x not given: using seeded random f32[2,3] (seed 0)") {
+		t.Errorf("stderr = %q", stderr.String())
+	}
+	Main([]string{"run", "model.gir", "--output-dir", "r2"}, &stdout, &stderr)
+	b1, _ := os.ReadFile("r1/y.npy")
+	b2, _ := os.ReadFile("r2/y.npy")
+	if !bytes.Equal(b1, b2) || len(b1) == 0 {
+		t.Errorf("two runs with the same seed differ")
+	}
+}
+
+func TestBuildAndInitWeights(t *testing.T) {
+	dir := fixture(t)
+	t.Chdir(dir)
+	var stdout, stderr bytes.Buffer
+	if code := Main([]string{"build", "model.go", "--emit", "ir", "-o", "m.gir"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("build: %s", stderr.String())
+	}
+	if code := Main([]string{"dump", "m.gir"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("dump of the written IR: %s", stderr.String())
+	}
+	text, _ := os.ReadFile("m.gir")
+	if stdout.String() != string(text) {
+		t.Errorf("dump(build --emit ir) is not the same text:\n%s\n---\n%s", text, stdout.String())
+	}
+	stdout.Reset()
+	if code := Main([]string{"build", "model.go", "--emit", "dot"}, &stdout, &stderr); code != 0 || !strings.HasPrefix(stdout.String(), "digraph") {
+		t.Fatalf("build --emit dot: %d %s", code, stderr.String())
+	}
+	if code := Main([]string{"init-weights", "model.go", "-o", "w0.safetensors"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("init-weights: %s", stderr.String())
+	}
+	ts, meta, err := tensorio.ReadSafetensorsFile("w0.safetensors")
+	if err != nil || len(ts) != 1 || ts["w"] == nil || meta["format"] != "pt" {
+		t.Fatalf("init-weights wrote %v %v %v", ts, meta, err)
+	}
+	stdout.Reset()
+	if code := Main([]string{"help"}, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "init-weights") {
+		t.Errorf("help: %d %q", code, stdout.String())
+	}
+	stdout.Reset()
+	if code := Main([]string{"run", "-h"}, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "-output-dir") {
+		t.Errorf("run -h: %d %q", code, stdout.String())
+	}
+}
