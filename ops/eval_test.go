@@ -241,7 +241,8 @@ func TestMovement(t *testing.T) {
 		{"concat", ir.Attrs{"axis": 0}, []*tensor.Tensor{m, tt(F, []int{1, 3}, 7, 8, 9)}, tt(F, []int{3, 3}, 1, 2, 3, 4, 5, 6, 7, 8, 9)},
 		{"pad", ir.Attrs{"low": []int{1, 0}, "high": []int{0, 1}, "value": -1}, []*tensor.Tensor{m}, tt(F, []int{3, 4}, -1, -1, -1, -1, 1, 2, 3, -1, 4, 5, 6, -1)},
 		{"pad", ir.Attrs{"low": []int{1}, "high": []int{1}, "value": 0.1}, []*tensor.Tensor{vec(ir.F16, 1)}, vec(ir.F16, 0.0999755859375, 1, 0.0999755859375)},
-		{"pad", ir.Attrs{"low": []int{1}, "high": []int{0}, "value": -1.5}, []*tensor.Tensor{vec(ir.U8, 1)}, vec(ir.U8, 255, 1)},
+		{"pad", ir.Attrs{"low": []int{1}, "high": []int{0}, "value": -1.5}, []*tensor.Tensor{vec(ir.I8, 1)}, vec(ir.I8, -1, 1)},
+		{"pad", ir.Attrs{"low": []int{1}, "high": []int{0}, "value": 300}, []*tensor.Tensor{vec(ir.U8, 1)}, vec(ir.U8, 255, 1)}, // saturates, as cast does
 		{"gather", nil, []*tensor.Tensor{tt(F, []int{3, 2}, 1, 2, 3, 4, 5, 6), tt(ir.I32, []int{2, 2}, 2, 0, 1, 2)}, tt(F, []int{2, 2, 2}, 5, 6, 1, 2, 3, 4, 5, 6)},
 		{"gather", nil, []*tensor.Tensor{vec(ir.I64, 10, 20, 30), vec(ir.I64, 1)}, vec(ir.I64, 20)},
 		{"iota", ir.Attrs{"shape": []int{2, 3}, "dim": 1, "dtype": ir.I64}, nil, tt(ir.I64, []int{2, 3}, 0, 1, 2, 0, 1, 2)},

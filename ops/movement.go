@@ -140,13 +140,13 @@ func evalPad(args []*tensor.Tensor, a ir.Attrs, out ir.Type) (*tensor.Tensor, er
 	return r, nil
 }
 
-// fill sets every element of r to v, rounded (floats) or truncated and wrapped (integers).
+// fill sets every element of r to v converted as cast converts a float.
 func fill(r *tensor.Tensor, v float64) {
 	for j := range r.F {
 		r.F[j] = tensor.RoundFloat(r.Type.DType, v)
 	}
 	for j := range r.I {
-		r.I[j] = wrap(r.Type.DType, floatToInt(ir.I64, v))
+		r.I[j] = floatToInt(r.Type.DType, v)
 	}
 }
 

@@ -120,6 +120,7 @@ func Infer(name string, args []ir.Type, a ir.Attrs) (ir.Type, error) {
 	if err != nil {
 		return ir.Type{}, fmt.Errorf("%s: %w", name, err)
 	}
+	t.Shape = t.Shape.Clone() // never alias an operand's shape
 	return t, nil
 }
 

@@ -152,8 +152,8 @@ func init() {
 			Doc: "Joins the operands along axis, in operand order; they have one dtype and equal sizes in the other dims."},
 		&Op{Name: "pad", Arity: 1, Class: Movement, Attrs: []AttrSpec{{"low", AttrInts, false}, {"high", AttrInts, false}, {"value", AttrFloat, true}},
 			Infer: inferPad, Eval: evalPad,
-			Doc: "Constant padding: low[i] elements before and high[i] after dim i, all equal to value (default 0; rounded to a float dtype, " +
-				"truncated and wrapped for integers). No interior padding; negative padding is rejected."},
+			Doc: "Constant padding: low[i] elements before and high[i] after dim i, all equal to value (default 0), converted to the dtype " +
+				"as cast converts a float. No interior padding; negative padding is rejected."},
 		&Op{Name: "gather", Arity: 2, Class: Other, Infer: inferGather, Eval: evalGather,
 			Doc: "gather(table, indices): row lookup (embedding). Result shape indices.shape + table.shape[1:], result[i..., j...] = " +
 				"table[indices[i...], j...]. Indices are integers; one outside [0, rows) is an error naming it (no clamping, no wrap)."},
