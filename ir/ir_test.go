@@ -12,6 +12,7 @@ const sample = `graph linreg {
   input %x : f32[8,2]
   input %tokens : i64[1,4] {range=[0,512]}
   param %linear.weight : f32[5,2] {high=0.7071067811865476, init="uniform", low=-0.7071067811865476}
+  param %0.bias : f32[5] {init="zeros"}
   %0 = dot_general(%x, %linear.weight) {lhs_contract=[1], rhs_contract=[1]} : f32[8,5] loc("model.go:12")
   %1 = constant() {dtype=f32, shape=[], value=[-0.0]} : f32[]
   %2 = constant() {dtype=f64, shape=[3], value=[inf,-inf,1e-300]} : f64[3]
@@ -39,7 +40,7 @@ func TestRoundTrip(t *testing.T) {
 	if err := Verify(g, nil); err != nil {
 		t.Errorf("Verify: %v", err)
 	}
-	if got := g.Values[4].Attrs.Floats("value"); !math.Signbit(got[0]) {
+	if got := g.Values[5].Attrs.Floats("value"); !math.Signbit(got[0]) {
 		t.Errorf("-0.0 lost its sign: %v", got)
 	}
 	if got := g.Lookup("linear.weight"); got == nil || got.Type.String() != "f32[5,2]" {
@@ -154,7 +155,7 @@ func TestDOT(t *testing.T) {
 		t.Fatal(err)
 	}
 	dot := g.DOT()
-	for _, want := range []string{`digraph "linreg" {`, `shape=note, label="linear.weight\nf32[5,2]"`, `v0 -> v3 [label="0"];`, `out0 [shape=doubleoctagon, label="y"]`} {
+	for _, want := range []string{`digraph "linreg" {`, `shape=note, label="linear.weight\nf32[5,2]"`, `v0 -> v4 [label="0"];`, `out0 [shape=doubleoctagon, label="y"]`} {
 		if !strings.Contains(dot, want) {
 			t.Errorf("DOT output lacks %q:\n%s", want, dot)
 		}
@@ -188,7 +189,7 @@ func TestClone(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := g.Clone()
-	c.Values[3].Attrs["lhs_contract"].([]int)[0] = 7
+	c.Values[4].Attrs["lhs_contract"].([]int)[0] = 7
 	c.Values[0].Type.Shape[0] = 99
 	if g.String() != sample {
 		t.Errorf("mutating the clone changed the original:\n%s", g.String())

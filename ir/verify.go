@@ -28,7 +28,13 @@ func (e *VerifyError) Error() string {
 	return s + e.Msg
 }
 
-var nameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.]*$`)
+var (
+	// identRE is the form of graph and output names.
+	identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.]*$`)
+	// valueNameRE is the form of value names; they may start with a digit ("0.weight", as PyTorch
+	// names a Sequential's children) but may not be all digits, which is how unnamed values print.
+	valueNameRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.]*$`)
+)
 
 // Verify checks the structure of g (single definitions, definition before use, which also rules out
 // cycles and dangling values; names; types; outputs) and then every node with check, if not nil.
@@ -41,7 +47,7 @@ func Verify(g *Graph, check OpChecker) error {
 		}
 		return e
 	}
-	if !nameRE.MatchString(g.Name) {
+	if !identRE.MatchString(g.Name) {
 		return fail(nil, "graph name %q is not an identifier", g.Name)
 	}
 	defined := make(map[*Value]bool, len(g.Values))
@@ -68,7 +74,7 @@ func Verify(g *Graph, check OpChecker) error {
 		}
 		defined[v] = true
 		if v.Name != "" {
-			if !nameRE.MatchString(v.Name) || isNumber(v.Name) {
+			if !valueNameRE.MatchString(v.Name) || isNumber(v.Name) {
 				return fail(v, "bad value name %q", v.Name)
 			}
 			if names[v.Name] {
@@ -97,7 +103,7 @@ func Verify(g *Graph, check OpChecker) error {
 	}
 	outs := map[string]bool{}
 	for _, o := range g.Outputs {
-		if !nameRE.MatchString(o.Name) {
+		if !identRE.MatchString(o.Name) {
 			return fail(nil, "bad output name %q", o.Name)
 		}
 		if outs[o.Name] {
