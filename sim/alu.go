@@ -87,8 +87,12 @@ func fArith(t ptype, rnd rmode, op byte) aluFn {
 		return func(in *inst, a, b, c, _ uint64) uint64 {
 			x, y, z := f64(a), f64(b), f64(c)
 			switch op {
+			case '+':
+				return math.Float64bits(zeroSign(f64Op('+', rnd, x, y, 0), x, y, rnd))
 			case '-':
-				return math.Float64bits(f64Op('+', rnd, x, -y, 0))
+				return math.Float64bits(zeroSign(f64Op('+', rnd, x, -y, 0), x, -y, rnd))
+			case 'f':
+				return math.Float64bits(zeroSign(f64Op('f', rnd, x, y, z), x*y, z, rnd))
 			case 'n': // neg
 				return a ^ 1<<63
 			}
@@ -117,20 +121,29 @@ func fArith(t ptype, rnd rmode, op byte) aluFn {
 	return floatOp(t, func(a, b, c float64) float64 {
 		switch op {
 		case '+':
-			return oddAdd(a, b)
+			return zeroSign(oddAdd(a, b), a, b, rnd)
 		case '-':
-			return oddAdd(a, -b)
+			return zeroSign(oddAdd(a, -b), a, -b, rnd)
 		case '*':
 			return a * b // exact for 24-bit inputs
 		case '/':
 			return oddDiv(a, b)
 		case 'f':
-			return oddFMA(a, b, c)
+			return zeroSign(oddFMA(a, b, c), a*b, c, rnd)
 		case 's':
 			return oddSqrt(a)
 		}
 		panic("bad op")
 	})
+}
+
+// zeroSign applies IEEE's rule for an exact zero sum p+c of operands with
+// opposite signs: +0, except -0 when rounding toward -inf.
+func zeroSign(r, p, c float64, m rmode) float64 {
+	if r == 0 && m == rm && math.Signbit(p) != math.Signbit(c) {
+		return math.Copysign(0, -1)
+	}
+	return r
 }
 
 func canon32(f float32) uint64 {
@@ -576,10 +589,11 @@ func cvtFn(dst, src ptype) aluFn {
 				v = uint64(src.sext(a))
 			}
 			if in.sat {
-				return satInt(v, src.signed(), dst)
+				v = satInt(v, src.signed(), dst)
 			}
 			if dst.signed() {
-				return uint64(dst.sext(v)) & dst.mask() // wraps
+				// Wraps to the destination type, then sign-extends to the register.
+				return uint64(dst.sext(v))
 			}
 			return v & dst.mask()
 		case !src.isFloat():
@@ -593,7 +607,11 @@ func cvtFn(dst, src ptype) aluFn {
 		}
 		x := fin(in, src, a)
 		if !dst.isFloat() {
-			return floatToInt(x, dst.signed(), dst.size(), in.rnd) & dst.mask()
+			v := floatToInt(x, dst.signed(), dst.size(), in.rnd)
+			if dst.signed() {
+				return uint64(dst.sext(v))
+			}
+			return v
 		}
 		if in.flag == 1 { // integer rounding to a float type: .rni etc.
 			x = roundInt(x, in.rnd)
@@ -605,10 +623,6 @@ func cvtFn(dst, src ptype) aluFn {
 			r := encode(x, fmtTF32, in.rnd)
 			// tf32 is stored as f32 bits with the low 13 mantissa bits zero.
 			return (r>>18&1)<<31 | (r>>10&0xFF)<<23 | (r&0x3FF)<<13
-		}
-		if src == tF64 && dst == tF32 && in.rnd != rn && in.rnd != rnDefault {
-			in2 := *in
-			return fout(&in2, dst, x)
 		}
 		return fout(in, dst, x)
 	}

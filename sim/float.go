@@ -323,11 +323,20 @@ func intToFloat(v uint64, signed bool, size int, f ffmt, m rmode) uint64 {
 	} else if size < 8 {
 		v &= 1<<(8*size) - 1
 	}
+	if v >= 1<<53 && f == (ffmt{52, 11}) {
+		x := new(big.Float).SetMode(bigMode(m)).SetPrec(53)
+		x.SetUint64(v)
+		if neg {
+			x.Neg(x)
+		}
+		r, _ := x.Float64()
+		return math.Float64bits(r)
+	}
 	var x float64
 	if v < 1<<53 {
 		x = float64(v)
-	} else { // round to 54 bits with the odd bit as sticky
-		sh := 64 - bits.LeadingZeros64(v) - 54
+	} else { // round to 53 bits with the last bit as sticky (round to odd)
+		sh := 64 - bits.LeadingZeros64(v) - 53
 		t := v >> sh
 		if v&(1<<sh-1) != 0 {
 			t |= 1
@@ -338,7 +347,7 @@ func intToFloat(v uint64, signed bool, size int, f ffmt, m rmode) uint64 {
 		x = -x
 	}
 	if f == (ffmt{52, 11}) {
-		return math.Float64bits(f64Op('+', m, x, 0, 0))
+		return math.Float64bits(x)
 	}
 	return encode(x, f, m)
 }
