@@ -329,10 +329,10 @@ func TestMovementValues(t *testing.T) {
 	x := []float64{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11} // [3, 4]
 	v := run(t, func(b *frontend.Builder) {
 		in := b.Input("x", frontend.F64, 3, 4)
-		b.Output("slice", in.Slice(1, -3, -1))    // x[:, 1:3]
-		b.Output("index", in.Index(0, -1))        // x[-1]
-		b.Output("chunk", in.Chunk(3, 1)[1])      // x[:, 2:4]
-		b.Output("t", in.T())                     // x.T
+		b.Output("slice", in.Slice(1, -3, -1)) // x[:, 1:3]
+		b.Output("index", in.Index(0, -1))     // x[-1]
+		b.Output("chunk", in.Chunk(3, 1)[1])   // x[:, 2:4]
+		b.Output("t", in.T())                  // x.T
 		b.Output("cat", frontend.Cat(0, in, in).Slice(0, 2, 4))
 		b.Output("stack", frontend.Stack(2, in, in.Neg()).Index(1, 0))
 		b.Output("pad", in.Narrow(0, 0, 1).Pad([]int{0, 1}, []int{0, 1}, -1))
