@@ -29,8 +29,8 @@ const (
 	qnan32 = 0x7FC00000
 )
 
-func s32(v int32) uint64 { return uint64(uint32(v)) }
-func s64(v int64) uint64 { return uint64(v) }
+func s32(v int32) uint64  { return uint64(uint32(v)) }
+func s64(v int64) uint64  { return uint64(v) }
 func fb(v float32) uint64 { return uint64(math.Float32bits(v)) }
 func db(v float64) uint64 { return math.Float64bits(v) }
 
@@ -64,18 +64,18 @@ var opCases = []opCase{
 	c32("add.rp.f32 %d, %a, %b", 0xBF800000, 0xBF800000, 0xB3C00000),
 	// A tie (1 + 2^-24) goes to the even neighbour, 1.0.
 	c32("add.f32 %d, %a, %b", one32, one32, 0x33800000),
-	c32("add.f32 %d, %a, %b", 0x7FFFFFFF, qnan32, one32),     // NaN results are the canonical NaN
-	c32("sub.f32 %d, %a, %b", 0x7FFFFFFF, inf32, inf32),      // inf - inf
-	c32("add.f32 %d, %a, %b", 0x80000000, 0x80000000, 0x80000000), // -0 + -0
-	c32("add.f32 %d, %a, %b", 0, 0x80000000, 0),              // -0 + +0 = +0 in rn
+	c32("add.f32 %d, %a, %b", 0x7FFFFFFF, qnan32, one32),             // NaN results are the canonical NaN
+	c32("sub.f32 %d, %a, %b", 0x7FFFFFFF, inf32, inf32),              // inf - inf
+	c32("add.f32 %d, %a, %b", 0x80000000, 0x80000000, 0x80000000),    // -0 + -0
+	c32("add.f32 %d, %a, %b", 0, 0x80000000, 0),                      // -0 + +0 = +0 in rn
 	c32("add.rm.f32 %d, %a, %b", 0x80000000, 0x3F800000, 0xBF800000), // x - x = -0 in rm
 	c32("mul.rn.f32 %d, %a, %b", inf32, max32, two32),
 	c32("mul.rz.f32 %d, %a, %b", max32, max32, two32),
 	c32("mul.rm.f32 %d, %a, %b", max32, max32, two32),
 	c32("mul.rm.f32 %d, %a, %b", ninf32, 0xFF7FFFFF, two32),
 	c32("mul.rp.f32 %d, %a, %b", inf32, max32, two32),
-	c32("mul.f32 %d, %a, %b", 0x00400000, 0x00800000, 0x3F000000),   // result subnormal
-	c32("mul.ftz.f32 %d, %a, %b", 0, 0x00800000, 0x3F000000),        // flushed
+	c32("mul.f32 %d, %a, %b", 0x00400000, 0x00800000, 0x3F000000),     // result subnormal
+	c32("mul.ftz.f32 %d, %a, %b", 0, 0x00800000, 0x3F000000),          // flushed
 	c32("add.ftz.f32 %d, %a, %b", 0x80000000, 0x80000001, 0x80000000), // subnormal input flushed
 	c32("mul.sat.f32 %d, %a, %b", one32, two32, two32),
 	c32("add.sat.f32 %d, %a, %b", 0, 0xBF800000, 0),
@@ -185,7 +185,7 @@ var opCases = []opCase{
 	c32("bfe.s32 %d, %a, %b, %c", 7, 0x00000700, 8, 4),
 	c32("bfe.u32 %d, %a, %b, %c", 0, 0xFFFFFFFF, 4, 0),
 	c32("bfe.s32 %d, %a, %b, %c", 0xFFFFFFFF, 0x80000000, 40, 4), // pos past the msb: copies of the sign
-	c32("bfe.u32 %d, %a, %b, %c", 0xF, 0xF0000000, 28, 10),        // len runs past the msb
+	c32("bfe.u32 %d, %a, %b, %c", 0xF, 0xF0000000, 28, 10),       // len runs past the msb
 	{"bfi.b32 %d, %a, %b, %c, %e", "b32", b32s(4), []uint64{0xF, 0, 4, 4}, 0xF0},
 	{"bfi.b32 %d, %a, %b, %c, %e", "b32", b32s(4), []uint64{0xFF, 0xFFFFFFFF, 28, 8}, 0xFFFFFFFF},
 	{"bfi.b32 %d, %a, %b, %c, %e", "b32", b32s(4), []uint64{0, 0xFFFFFFFF, 30, 8}, 0x3FFFFFFF},
@@ -235,7 +235,7 @@ var opCases = []opCase{
 	{"cvt.rzi.s64.f64 %d, %a", "b64", []string{"b64"}, []uint64{db(-1e300)}, 1 << 63},
 	{"cvt.rni.u8.f32 %d, %a", "b16", b32s(1), []uint64{fb(300)}, 255},
 	{"cvt.rni.s8.f32 %d, %a", "b16", b32s(1), []uint64{fb(-300)}, 0xFF80}, // -128, sign-extended
-	c32("cvt.rn.f32.s32 %d, %a", 0x4B800000, 16777217),                      // tie to even: 2^24
+	c32("cvt.rn.f32.s32 %d, %a", 0x4B800000, 16777217),                    // tie to even: 2^24
 	c32("cvt.rz.f32.s32 %d, %a", 0x4B800001, 16777219),
 	c32("cvt.rp.f32.s32 %d, %a", 0x4B800001, 16777217),
 	c32("cvt.rm.f32.s32 %d, %a", 0xCB800001, s32(-16777217)),
