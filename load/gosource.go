@@ -8,6 +8,7 @@ import (
 	"go/parser"
 	"go/scanner"
 	"go/token"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -19,11 +20,6 @@ import (
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/load/symbols"
 )
-
-// stdlibAllowed lists the standard library packages a model file may import: the ones that help
-// compute shapes and constants. Everything else (files, network, processes) has no place in a
-// model definition.
-var stdlibAllowed = []string{"errors", "fmt", "math", "math/bits", "slices", "sort", "strconv", "strings"}
 
 var (
 	panicPosRE  = regexp.MustCompile(`(?m)^(\d+):(\d+): panic`)
@@ -48,10 +44,16 @@ func goSource(filename string, src []byte, opt Options) (*ir.Graph, error) {
 		return nil, fmt.Errorf("%s: no function %s: a model file declares func %s(b *frontend.Builder)", filename, opt.Entry, opt.Entry)
 	}
 
+	info, err := typecheck(fset, file)
+	if err != nil {
+		return nil, err
+	}
 	tr := &tracer{file: filename}
-	traced, ins := instrument(fset, file, src)
+	traced, ins := instrument(fset, file, src, info)
 	var stderr bytes.Buffer
-	i := interp.New(interp.Options{Stderr: &stderr, Stdout: &stderr})
+	// The model's own prints (shapes, while debugging) go to our stderr, never to stdout,
+	// which may carry the IR.
+	i := interp.New(interp.Options{Stderr: &stderr, Stdout: os.Stderr})
 	if err := i.Use(tr.exports()); err != nil {
 		return nil, err
 	}
@@ -84,11 +86,14 @@ func declaresFunc(f *ast.File, name string) bool {
 	return false
 }
 
+// allowedStdlib exports the standard packages of modelImports to the interpreter.
 func allowedStdlib() interp.Exports {
 	ex := interp.Exports{}
-	for _, path := range stdlibAllowed {
+	for _, path := range modelImports {
 		key := path + "/" + path[strings.LastIndexByte(path, '/')+1:]
-		ex[key] = stdlib.Symbols[key]
+		if syms, ok := stdlib.Symbols[key]; ok {
+			ex[key] = syms
+		}
 	}
 	return ex
 }
@@ -113,7 +118,7 @@ func interpError(filename string, err error, stderr *bytes.Buffer, ins insertion
 		pos, msg = fmt.Sprintf("%d:%d", line, ins.origCol(line, col)), m[3]
 	}
 	if m := importErrRE.FindStringSubmatch(msg); m != nil {
-		msg = fmt.Sprintf("cannot import %q: a model file may import github.com/gcomp/gcomp/frontend, frontend/nn, ir and the standard packages %s", m[1], strings.Join(stdlibAllowed, ", "))
+		msg = fmt.Sprintf("cannot import %q: %v", m[1], errNotAllowed)
 	}
 	if pos == "" {
 		return fmt.Errorf("%s: %s", filename, msg)

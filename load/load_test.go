@@ -60,7 +60,9 @@ func TestErrors(t *testing.T) {
 		{name: "type error", file: "model.go", src: replace(`x := b.Input("x", ir.F32, 2, 4)`, `x := b.Input(3, ir.F32, 2, 4)`),
 			want: "model.go:17:15: "},
 		{name: "undefined", file: "model.go", src: replace("x.Add(w).Relu()", "x.Add(w).Frobnicate()"),
-			want: "model.go:13:9: undefined"},
+			want: "model.go:13:18: x.Add(w).Frobnicate undefined (type *frontend.Tensor has no field or method Frobnicate)"},
+		{name: "unused variable", file: "model.go", src: replace(`x := b.Input("x", ir.F32, 2, 4)`, `x := b.Input("x", ir.F32, 2, 4)
+	unused := 3`), want: "model.go:18:2: declared and not used: unused"},
 		{name: "shape error in helper", file: "model.go", src: replace("ir.T(ir.F32, 4)", "ir.T(ir.F32, 3)"),
 			want: "model.go:13: add: shapes cannot be broadcast together"},
 		{name: "shape error in model", file: "model.go", src: replace(`b.Output("y", x)`, `b.Output("y", x.Add(b.Input("z", ir.F32, 5)))`),
@@ -70,7 +72,7 @@ func TestErrors(t *testing.T) {
 		{name: "missing entry", file: "model.go", src: goodModel, entry: "Nope",
 			want: "model.go: no function Nope"},
 		{name: "bad import", file: "model.go", src: replace(`"github.com/gcomp/gcomp/ir"`, `"github.com/gcomp/gcomp/ir"
-	"os"`), want: `model.go:6:2: cannot import "os"`},
+	"os"`), want: `model.go:6:2: cannot import "os": a model file may import github.com/gcomp/gcomp/ir, `},
 		{name: "panic in init", file: "model.go", src: goodModel + "\nvar boom = []int{}[3]\n",
 			want: "model.go:"},
 		{name: "wrong signature", file: "model.go", src: goodModel + "\nfunc Other(x int) {}\n", entry: "Other",
@@ -94,6 +96,40 @@ func TestErrors(t *testing.T) {
 				t.Errorf("error carries a stack trace: %v", err)
 			}
 		})
+	}
+}
+
+// TestRangeOverInt checks the rewrite of Go 1.22 integer range loops, which the interpreter lacks,
+// in all their forms, and that line numbers survive it.
+func TestRangeOverInt(t *testing.T) {
+	src := strings.Replace(goodModel, "for i := 0; i < layers; i++ {", `for range 2 {
+		x = x.Relu()
+	}
+	var j int
+	for j = range 1 {
+		_ = j
+	}
+	for _ = range layers - layers {
+		x = x.Neg()
+	}
+	for i := range
+		layers {`, 1)
+	src = strings.Replace(src, `b.Output("y", x)`, `b.Output("y", x.Add(b.Input("z", ir.F32, 5)))`, 1)
+	_, err := Source("model.go", []byte(src), Options{})
+	if err == nil || !strings.HasPrefix(err.Error(), "model.go:32: add: shapes cannot be broadcast") {
+		t.Fatalf("error = %v, want it at model.go:32", err)
+	}
+	src = strings.Replace(src, `x.Add(b.Input("z", ir.F32, 5))`, "x", 1)
+	g, err := Source("model.go", []byte(src), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	for _, v := range g.Values {
+		count[v.Op]++
+	}
+	if count["relu"] != 2+3 || count["neg"] != 0 || count["param"] != 3 {
+		t.Errorf("loops ran the wrong number of times: %v", count)
 	}
 }
 

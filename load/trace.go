@@ -1,8 +1,10 @@
 package load
 
 import (
+	"fmt"
 	"go/ast"
 	"go/token"
+	"go/types"
 	"reflect"
 	"sort"
 	"strconv"
@@ -42,21 +44,42 @@ func (t *tracer) exports() interp.Exports {
 	}}
 }
 
-// insertion is text added to the source at a byte offset.
+// insertion is text that replaces the source bytes [offset, end); end == offset inserts.
 type insertion struct {
-	offset    int
-	line, col int // original position
-	text      string
+	offset, end int
+	line, col   int // original position
+	text        string
 }
 
 type insertions []insertion
 
-// instrument returns src with the tracing calls added, and the insertions made.
-func instrument(fset *token.FileSet, f *ast.File, src []byte) ([]byte, insertions) {
+// instrument returns src with the tracing calls added and loops over integers rewritten as
+// three-clause loops (the interpreter predates Go 1.22's range over int), and the edits made.
+func instrument(fset *token.FileSet, f *ast.File, src []byte, info *types.Info) ([]byte, insertions) {
 	var ins insertions
 	add := func(p token.Pos, text string) {
 		pos := fset.Position(p)
-		ins = append(ins, insertion{offset: pos.Offset, line: pos.Line, col: pos.Column, text: text})
+		ins = append(ins, insertion{offset: pos.Offset, end: pos.Offset, line: pos.Line, col: pos.Column, text: text})
+	}
+	srcOf := func(n ast.Node) string {
+		return string(src[fset.Position(n.Pos()).Offset:fset.Position(n.End()).Offset])
+	}
+	rewriteIntRange := func(rs *ast.RangeStmt) {
+		// The range expression keeps its own text (and so its newlines): no line moves.
+		key := "_gcompI"
+		id, isIdent := rs.Key.(*ast.Ident)
+		blank := rs.Key == nil || isIdent && id.Name == "_"
+		if isIdent && !blank {
+			key = id.Name
+		}
+		var header string
+		if rs.Tok == token.ASSIGN && !blank {
+			header = fmt.Sprintf("for %s = 0; %s < (%s); %s++ ", srcOf(rs.Key), srcOf(rs.Key), srcOf(rs.X), srcOf(rs.Key))
+		} else {
+			header = fmt.Sprintf("for %s, _gcompN := 0, %s; %s < _gcompN; %s++ ", key, srcOf(rs.X), key, key)
+		}
+		pos := fset.Position(rs.For)
+		ins = append(ins, insertion{offset: pos.Offset, end: fset.Position(rs.Body.Lbrace).Offset, line: pos.Line, col: pos.Column, text: header})
 	}
 	// The import goes on the package clause's line so that no line moves.
 	add(f.Name.End(), "; import "+tracePkg+` "`+tracePkg+`"`)
@@ -79,16 +102,25 @@ func instrument(fset *token.FileSet, f *ast.File, src []byte) ([]byte, insertion
 			stmts(n.Body)
 		case *ast.CommClause:
 			stmts(n.Body)
+		case *ast.RangeStmt:
+			if isIntRange(info, n) {
+				rewriteIntRange(n)
+			}
 		}
 		return true
 	})
-	sort.SliceStable(ins, func(i, j int) bool { return ins[i].offset < ins[j].offset })
+	sort.SliceStable(ins, func(i, j int) bool {
+		if ins[i].offset != ins[j].offset {
+			return ins[i].offset < ins[j].offset
+		}
+		return ins[i].end < ins[j].end
+	})
 	out := make([]byte, 0, len(src)+len(ins)*24)
 	last := 0
 	for _, in := range ins {
 		out = append(out, src[last:in.offset]...)
 		out = append(out, in.text...)
-		last = in.offset
+		last = in.end
 	}
 	return append(out, src[last:]...), ins
 }
@@ -98,7 +130,7 @@ func (ins insertions) origCol(line, col int) int {
 	shift := 0
 	for _, in := range ins {
 		if in.line == line && in.col+shift < col {
-			shift += len(in.text)
+			shift += len(in.text) - (in.end - in.offset)
 		}
 	}
 	return col - shift

@@ -1,0 +1,103 @@
+package examples_test
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"golang.org/x/tools/txtar"
+
+	"github.com/gcomp/gcomp/internal/golden"
+	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/load"
+	"github.com/gcomp/gcomp/runtime/ref"
+	"github.com/gcomp/gcomp/tensor"
+	"github.com/gcomp/gcomp/tensorio"
+)
+
+var exampleNames = []string{"linreg", "mlp", "cnn", "rnn", "lstm", "transformer", "gpt"}
+
+// loadExample loads examples/NAME/model.go the way gcomp does (through the interpreter), naming
+// it by its path from the repository root in positions.
+func loadExample(t *testing.T, name string) *ir.Graph {
+	t.Helper()
+	src, err := os.ReadFile(filepath.Join(name, "model.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := load.Source("examples/"+name+"/model.go", src, load.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// TestGolden pins the printed IR of every example in testdata/golden/NAME.txtar.
+func TestGolden(t *testing.T) {
+	for _, name := range exampleNames {
+		t.Run(name, func(t *testing.T) {
+			g := loadExample(t, name)
+			golden.CheckTxtar(t, filepath.Join("..", "testdata", "golden", name+".txtar"),
+				fmt.Sprintf("gcomp golden file for examples/%s/model.go; regenerate with go test ./examples -update\n", name),
+				[]txtar.File{{Name: "model.gir", Data: []byte(g.String())}})
+		})
+	}
+}
+
+// TestAgainstPyTorch runs every example on the reference interpreter with the weights of
+// `gcomp init-weights` and the inputs of `gcomp run` (seed 0), and compares with the float64
+// outputs PyTorch computed for the same weights and inputs (scripts/torch_reference.sh wrote
+// testdata/torch/). PyTorch loaded the weights with load_state_dict(strict=True), so this also
+// pins the parameter names and layouts to PyTorch's.
+func TestAgainstPyTorch(t *testing.T) {
+	for _, name := range exampleNames {
+		t.Run(name, func(t *testing.T) {
+			g := loadExample(t, name)
+			params := map[string]*tensor.Tensor{}
+			for _, p := range g.Params() {
+				x, err := tensor.Initialize(p, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				params[p.Name] = x
+			}
+			inputs := map[string]*tensor.Tensor{}
+			for _, v := range g.Inputs() {
+				inputs[v.Name] = tensor.RandomInput(v, 0)
+			}
+			outs, err := ref.Run(g, inputs, params)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, o := range g.Outputs {
+				a, err := tensorio.ReadNPYFile(filepath.Join("..", "testdata", "torch", name, o.Name+".npy"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, err := tensor.FromArray(a)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := outs[o.Name]
+				if !got.Type.Shape.Equal(want.Type.Shape) {
+					t.Fatalf("%s: shape %v, PyTorch has %v", o.Name, got.Type.Shape, want.Type.Shape)
+				}
+				// f32 arithmetic against a float64 oracle: a few f32 ulps per layer.
+				const rtol, atol = 1e-4, 1e-5
+				worst, at := 0.0, 0
+				for i := range want.F {
+					d := math.Abs(got.At(i) - want.F[i])
+					if !(d <= atol+rtol*math.Abs(want.F[i])) {
+						t.Fatalf("%s[%d] = %v, PyTorch %v", o.Name, i, got.At(i), want.F[i])
+					}
+					if d > worst {
+						worst, at = d, i
+					}
+				}
+				t.Logf("%s: %d values, max |ref - torch| = %.3g at %d", o.Name, len(want.F), worst, at)
+			}
+		})
+	}
+}
