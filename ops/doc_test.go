@@ -1,7 +1,8 @@
 package ops
 
 import (
-	"flag"
+	"github.com/gcomp/gcomp/internal/golden"
+
 	"fmt"
 	"os"
 	"strings"
@@ -9,8 +10,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 )
-
-var update = flag.Bool("update", false, "rewrite docs/ops.md from the op table")
 
 // markdown renders the op table as docs/ops.md.
 func markdown() string {
@@ -47,7 +46,7 @@ func markdown() string {
 func TestOpsDoc(t *testing.T) {
 	const path = "../docs/ops.md"
 	got := markdown()
-	if *update {
+	if golden.Updating() {
 		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
 			t.Fatal(err)
 		}
