@@ -5,92 +5,14 @@ import (
 	"testing"
 
 	"github.com/gcomp/gcomp/frontend"
-	"github.com/gcomp/gcomp/ir"
-	"github.com/gcomp/gcomp/runtime/ref"
-	"github.com/gcomp/gcomp/tensor"
+	"github.com/gcomp/gcomp/frontend/internal/reftest"
 )
 
-// run builds model and runs it on the reference interpreter. Inputs named in given take those
-// values; the other inputs are seeded random data and parameters their seeded initial values.
-// It returns every input, parameter and output by name.
-func run(t *testing.T, model func(b *frontend.Builder), given map[string][]float64) map[string][]float64 {
-	t.Helper()
-	g, err := frontend.Build("m", model)
-	if err != nil {
-		t.Fatal(err)
-	}
-	vals := map[string][]float64{}
-	inputs, params := map[string]*tensor.Tensor{}, map[string]*tensor.Tensor{}
-	for _, v := range g.Values {
-		var x *tensor.Tensor
-		switch {
-		case v.Op == ir.OpInput && given[v.Name] != nil:
-			x = tensor.FromFloats(v.Type, given[v.Name])
-			inputs[v.Name] = x
-		case v.Op == ir.OpInput:
-			x = tensor.RandomInput(v, 1)
-			inputs[v.Name] = x
-		case v.Op == ir.OpParam:
-			if x, err = tensor.Initialize(v, 1); err != nil {
-				t.Fatal(err)
-			}
-			params[v.Name] = x
-		default:
-			continue
-		}
-		vals[v.Name] = floats(x)
-	}
-	out, err := ref.Run(g, inputs, params)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, x := range out {
-		vals[name] = floats(x)
-	}
-	return vals
-}
-
-func floats(x *tensor.Tensor) []float64 {
-	f := make([]float64, x.Len())
-	for i := range f {
-		f[i] = x.At(i)
-	}
-	return f
-}
-
-// near fails unless got and want agree within tol, absolutely or relatively.
-func near(t *testing.T, what string, got, want []float64, tol float64) {
-	t.Helper()
-	if len(got) != len(want) {
-		t.Fatalf("%s: %d values, want %d", what, len(got), len(want))
-	}
-	for i := range got {
-		if d := math.Abs(got[i] - want[i]); !(d <= tol || d <= tol*math.Abs(want[i])) {
-			t.Fatalf("%s[%d] = %v, want %v (and maybe more)", what, i, got[i], want[i])
-		}
-	}
-}
-
-// linearRef is x·wᵀ + b for x[n, in], w[out, in], b[out] (b may be nil).
-func linearRef(x, w, b []float64, in, out int) []float64 {
-	n := len(x) / in
-	y := make([]float64, n*out)
-	for i := range n {
-		for o := range out {
-			s := 0.0
-			if b != nil {
-				s = b[o]
-			}
-			for k := range in {
-				s += x[i*in+k] * w[o*in+k]
-			}
-			y[i*out+o] = s
-		}
-	}
-	return y
-}
-
-func sigmoid(x float64) float64 { return 1 / (1 + math.Exp(-x)) }
+var (
+	run     = reftest.Run
+	near    = reftest.Near
+	sigmoid = reftest.Sigmoid
+)
 
 func TestSoftmaxValues(t *testing.T) {
 	x := []float64{1, 2, 3, 4, 1000, 1001, 1002, 1003, -1e4, 0, 0, 1e-3}
@@ -170,7 +92,7 @@ func TestMatmulValues(t *testing.T) {
 		}
 	}
 	near(t, "matmul", v["y"], want, 1e-12)
-	near(t, "matvec", v["mv"], linearRef(v["m"], v["v"], nil, 4, 1), 1e-12)
+	near(t, "matvec", v["mv"], reftest.Linear(v["m"], v["v"], nil, 4, 1), 1e-12)
 }
 
 func TestLayerNormValues(t *testing.T) {
@@ -179,53 +101,7 @@ func TestLayerNormValues(t *testing.T) {
 		w, bias := b.Input("w", frontend.F64, 5), b.Input("b", frontend.F64, 5)
 		b.Output("y", frontend.LayerNorm(x, []int{5}, w, bias, 1e-5))
 	}, nil)
-	x, w, bias := v["x"], v["w"], v["b"]
-	var want []float64
-	for r := range 3 {
-		row := x[r*5 : r*5+5]
-		mean, vr := 0.0, 0.0
-		for _, e := range row {
-			mean += e / 5
-		}
-		for _, e := range row {
-			vr += (e - mean) * (e - mean) / 5
-		}
-		for i, e := range row {
-			want = append(want, (e-mean)/math.Sqrt(vr+1e-5)*w[i]+bias[i])
-		}
-	}
-	near(t, "layer_norm", v["y"], want, 1e-12)
-}
-
-// attentionRef is softmax(q·kᵀ/√e)·v for one head: q[l, e], k[s, e], v[s, ev].
-func attentionRef(q, k, vv []float64, l, s, e, ev int, causal bool) []float64 {
-	out := make([]float64, l*ev)
-	for i := range l {
-		scores := make([]float64, s)
-		m := math.Inf(-1)
-		for j := range s {
-			scores[j] = math.Inf(-1)
-			if !causal || j <= i {
-				d := 0.0
-				for c := range e {
-					d += q[i*e+c] * k[j*e+c]
-				}
-				scores[j] = d / math.Sqrt(float64(e))
-			}
-			m = max(m, scores[j])
-		}
-		sum := 0.0
-		for j := range s {
-			scores[j] = math.Exp(scores[j] - m)
-			sum += scores[j]
-		}
-		for j := range s {
-			for c := range ev {
-				out[i*ev+c] += scores[j] / sum * vv[j*ev+c]
-			}
-		}
-	}
-	return out
+	near(t, "layer_norm", v["y"], reftest.LayerNorm(v["x"], v["w"], v["b"], 5, 1e-5), 1e-12)
 }
 
 func TestAttentionValues(t *testing.T) {
@@ -238,40 +114,10 @@ func TestAttentionValues(t *testing.T) {
 		}, nil)
 		var want []float64
 		for h := range 2 {
-			want = append(want, attentionRef(v["q"][h*12:h*12+12], v["k"][h*12:h*12+12], v["v"][h*20:h*20+20], 4, 4, 3, 5, causal)...)
+			want = append(want, reftest.Attention(v["q"][h*12:h*12+12], v["k"][h*12:h*12+12], v["v"][h*20:h*20+20], 4, 4, 3, 5, causal)...)
 		}
 		near(t, "attention", v["y"], want, 1e-12)
 	}
-}
-
-// lstmStepRef is PyTorch's LSTM cell for one batch row, gates i, f, g, o.
-func lstmStepRef(x, h, c, wih, whh, bih, bhh []float64, in, hs int) (h2, c2 []float64) {
-	g := linearRef(x, wih, bih, in, 4*hs)
-	gh := linearRef(h, whh, bhh, hs, 4*hs)
-	h2, c2 = make([]float64, hs), make([]float64, hs)
-	for j := range hs {
-		i := sigmoid(g[j] + gh[j])
-		f := sigmoid(g[hs+j] + gh[hs+j])
-		gg := math.Tanh(g[2*hs+j] + gh[2*hs+j])
-		o := sigmoid(g[3*hs+j] + gh[3*hs+j])
-		c2[j] = f*c[j] + i*gg
-		h2[j] = o * math.Tanh(c2[j])
-	}
-	return h2, c2
-}
-
-// gruStepRef is PyTorch's GRU cell for one batch row, gates r, z, n.
-func gruStepRef(x, h, wih, whh, bih, bhh []float64, in, hs int) []float64 {
-	gi := linearRef(x, wih, bih, in, 3*hs)
-	gh := linearRef(h, whh, bhh, hs, 3*hs)
-	h2 := make([]float64, hs)
-	for j := range hs {
-		r := sigmoid(gi[j] + gh[j])
-		z := sigmoid(gi[hs+j] + gh[hs+j])
-		n := math.Tanh(gi[2*hs+j] + r*gh[2*hs+j])
-		h2[j] = (1-z)*n + z*h[j]
-	}
-	return h2
 }
 
 func TestCellValues(t *testing.T) {
@@ -288,12 +134,12 @@ func TestCellValues(t *testing.T) {
 		b.Output("gru_h", frontend.GRUCell(x, h, gw[0], gw[1], gw[2], gw[3]))
 		b.Output("rnn_h", frontend.RNNCell(x, h, gw[0].Narrow(0, 0, hs), gw[1].Narrow(0, 0, hs), nil, nil, false))
 	}, nil)
-	h, c := lstmStepRef(v["x"], v["h"], v["c"], v["lwih"], v["lwhh"], v["lbih"], v["lbhh"], in, hs)
+	h, c := reftest.LSTMStep(v["x"], v["h"], v["c"], v["lwih"], v["lwhh"], v["lbih"], v["lbhh"], in, hs)
 	near(t, "lstm h", v["lstm_h"], h, 1e-12)
 	near(t, "lstm c", v["lstm_c"], c, 1e-12)
-	near(t, "gru h", v["gru_h"], gruStepRef(v["x"], v["h"], v["gwih"], v["gwhh"], v["gbih"], v["gbhh"], in, hs), 1e-12)
-	rnn := linearRef(v["x"], v["gwih"][:hs*in], nil, in, hs)
-	hh := linearRef(v["h"], v["gwhh"][:hs*hs], nil, hs, hs)
+	near(t, "gru h", v["gru_h"], reftest.GRUStep(v["x"], v["h"], v["gwih"], v["gwhh"], v["gbih"], v["gbhh"], in, hs), 1e-12)
+	rnn := reftest.Linear(v["x"], v["gwih"][:hs*in], nil, in, hs)
+	hh := reftest.Linear(v["h"], v["gwhh"][:hs*hs], nil, hs, hs)
 	for i := range rnn {
 		rnn[i] = math.Tanh(rnn[i] + hh[i])
 	}
