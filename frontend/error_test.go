@@ -3,24 +3,17 @@ package frontend_test
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
-	"reflect"
 	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/gcomp/gcomp/frontend"
+	"github.com/gcomp/gcomp/frontend/internal/reftest"
 )
 
 const f32 = frontend.F32
 
-// lineOf returns "file.go:LINE" of a function literal; each case below is written on one line, so
-// it is also the line of the failing call.
-func lineOf(f any) string {
-	fn := runtime.FuncForPC(reflect.ValueOf(f).Pointer())
-	file, line := fn.FileLine(fn.Entry())
-	return fmt.Sprintf("%s:%d", filepath.Base(file), line)
-}
+var lineOf = reftest.LineOf
 
 // Mistakes come back from Build as *Error values at the user's line, never as panics.
 func TestErrors(t *testing.T) {

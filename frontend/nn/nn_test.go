@@ -2,14 +2,11 @@ package nn_test
 
 import (
 	"errors"
-	"fmt"
-	"path/filepath"
-	"reflect"
-	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/gcomp/gcomp/frontend"
+	"github.com/gcomp/gcomp/frontend/internal/reftest"
 	"github.com/gcomp/gcomp/frontend/nn"
 )
 
@@ -199,9 +196,7 @@ func TestModuleErrors(t *testing.T) {
 		{func(b *B) { nn.NewTransformerEncoderLayer(b, "t", 8, 2, tel{Activation: "tanh"}) }, `transformer encoder layer: activation must be "relu" or "gelu", have "tanh"`},
 		{func(b *B) { v := x(b); nn.NewMultiheadAttention(b, "a", 8, 2).Forward(v, v, v, false) }, "multihead attention: want query, key and value of embed dim 8"},
 	} {
-		fn := runtime.FuncForPC(reflect.ValueOf(tc.f).Pointer())
-		file, line := fn.FileLine(fn.Entry())
-		at := fmt.Sprintf("%s:%d", filepath.Base(file), line)
+		at := reftest.LineOf(tc.f)
 		_, err := frontend.Build("m", tc.f)
 		var fe *frontend.Error
 		if !errors.As(err, &fe) || !strings.HasPrefix(fe.Msg, tc.want) || fe.Pos != at {

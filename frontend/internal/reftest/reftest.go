@@ -2,7 +2,11 @@
 package reftest
 
 import (
+	"fmt"
 	"math"
+	"path/filepath"
+	"reflect"
+	"runtime"
 	"testing"
 
 	"github.com/gcomp/gcomp/frontend"
@@ -173,4 +177,12 @@ func LayerNorm(x, w, b []float64, d int, eps float64) []float64 {
 		}
 	}
 	return y
+}
+
+// LineOf returns "file.go:LINE" of a function literal's first line. A test case written on one
+// line thus knows the position its errors must carry.
+func LineOf(f any) string {
+	fn := runtime.FuncForPC(reflect.ValueOf(f).Pointer())
+	file, line := fn.FileLine(fn.Entry())
+	return fmt.Sprintf("%s:%d", filepath.Base(file), line)
 }
