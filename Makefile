@@ -8,7 +8,7 @@ PKGS     := ./...
 RACEPKGS := ./runtime/... ./sim/...
 CUDA_DIR ?= $(CURDIR)/.cache/cuda
 
-.PHONY: all demo test tools fmt-check vet unit race bench gcomp golden
+.PHONY: all demo test tools fmt-check vet unit race flags bench gcomp golden generate
 
 all: test
 
@@ -38,10 +38,18 @@ unit:
 race:
 	$(GO) test -count=1 -race -short $(RACEPKGS)
 
-test: tools fmt-check vet unit race
+# flags checks that every test package accepts -update (they all import internal/golden).
+flags:
+	$(GO) test -count=1 -run '^$$' $(PKGS) -update >/dev/null
+
+test: tools fmt-check vet unit race flags
 
 bench:
 	$(GO) test -run XXX -bench . -benchtime 3x ./runtime/ref ./sim/... ./load
 
 golden:
 	$(GO) test ./... -update
+
+# generate refreshes what the model loader embeds about the DSL; run it after changing frontend/ or ir/.
+generate:
+	$(GO) generate ./load/...
