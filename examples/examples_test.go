@@ -57,11 +57,6 @@ func TestExamples(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			g, err := frontend.Build(tc.name, tc.model)
 			if err != nil {
-				if tc.name == "mlp" && strings.Contains(err.Error(), `bad value name "0.weight"`) {
-					// PyTorch names a top-level Sequential's parameters "0.weight"; the IR
-					// verifier does not accept a name starting with a digit yet.
-					t.Skip("the IR verifier rejects PyTorch's Sequential parameter names:", err)
-				}
 				t.Fatal(err)
 			}
 			check := func(what string, got []string, want []string, n int) {
