@@ -100,7 +100,7 @@ func (b *Builder) Input(name string, dtype ir.DType, dims ...int) *Tensor {
 func (t *Tensor) WithRange(low, high int) *Tensor {
 	s := t.state()
 	if t.v.Op != ir.OpInput || !t.v.Type.DType.IsInt() {
-		s.failf("WithRange: %s is not an integer input", t.describe("tensor"))
+		s.failf("WithRange: %s is not an integer input", named(t, "tensor"))
 	}
 	if low >= high {
 		s.failf("WithRange: empty range [%d, %d) for input %s", low, high, t.v.Name)
@@ -166,7 +166,7 @@ func (b *Builder) Param(name string, t ir.Type, init Init) *Tensor {
 func (t *Tensor) SetInit(init Init) *Tensor {
 	s := t.state()
 	if t.v.Op != ir.OpParam {
-		s.failf("SetInit: %s is not a parameter", t.describe("tensor"))
+		s.failf("SetInit: %s is not a parameter", named(t, "tensor"))
 	}
 	t.v.Attrs = init.attrs.Clone()
 	if t.v.Attrs == nil {

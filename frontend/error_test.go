@@ -30,14 +30,14 @@ func TestErrors(t *testing.T) {
 		{func(b *B) { x(b).Relu().Matmul(b.Input("y", f32, 10)) }, "matmul: inner dimensions differ: lhs is f32[64,784], y is f32[10]"},
 		{func(b *B) { x(b).Add(b.Input("y", f32, 2, 784)) }, "add: shapes cannot be broadcast together: x is f32[64,784], y is f32[2,784]"},
 		{func(b *B) { x(b).Mul(b.Input("y", frontend.I32, 784)) }, "mul: dtypes differ: x is f32[64,784], y is i32[784] (convert one with Cast)"},
-		{func(b *B) { x(b).Sum(2) }, "sum: dim 2 out of range for x is f32[64,784] (want -2..1)"},
-		{func(b *B) { x(b).Softmax(-3) }, "softmax: dim -3 out of range for x is f32[64,784] (want -2..1)"},
+		{func(b *B) { x(b).Sum(2) }, "sum: dim 2 out of range for x f32[64,784] (want -2..1)"},
+		{func(b *B) { x(b).Softmax(-3) }, "softmax: dim -3 out of range for x f32[64,784] (want -2..1)"},
 		{func(b *B) { x(b).Sum(1, -1) }, "sum: dim 1 repeated in [1 -1]"},
-		{func(b *B) { x(b).Reshape(3, -1) }, "reshape: shape [3 -1] is invalid for x is f32[64,784] (50176 elements)"},
+		{func(b *B) { x(b).Reshape(3, -1) }, "reshape: shape [3 -1] is invalid for x f32[64,784] (50176 elements)"},
 		{func(b *B) { x(b).View(-1, -1) }, "view: only one dim can be -1, have [-1 -1]"},
 		{func(b *B) { x(b).Permute(0, 0) }, "permute: dim 0 repeated in [0 0]"},
-		{func(b *B) { x(b).Squeeze(0) }, "squeeze: dim 0 of x is f32[64,784] has size 64, not 1"},
-		{func(b *B) { x(b).Narrow(1, 780, 8) }, "narrow: range [780, 788) is outside dim 1 of x is f32[64,784]"},
+		{func(b *B) { x(b).Squeeze(0) }, "squeeze: dim 0 of x f32[64,784] has size 64, not 1"},
+		{func(b *B) { x(b).Narrow(1, 780, 8) }, "narrow: range [780, 788) is outside dim 1 of x f32[64,784]"},
 		{func(b *B) { frontend.Cat(0, x(b), b.Input("y", f32, 64, 10)) }, "cat: tensor 1 does not fit along dim 0: x is f32[64,784], y is f32[64,10]"},
 		{func(b *B) { v := x(b); frontend.Where(v, v, v) }, "where: the condition must be bool, x is f32[64,784]"},
 		{func(b *B) { b.Lookup("fc1.weight") }, `unknown input or parameter "fc1.weight"`},
@@ -47,8 +47,8 @@ func TestErrors(t *testing.T) {
 		{func(b *B) { b.Input("bad name", f32) }, `bad input name "bad name": want letters, digits, '_' and '.'`},
 		{func(b *B) { b.Input("12", f32) }, `bad input name "12"`},
 		{func(b *B) { b.Input("x", f32, -1) }, "input x: negative dimension in [-1]"},
-		{func(b *B) { b.Input("x", f32).WithRange(0, 10) }, "WithRange: x is f32[] is not an integer input"},
-		{func(b *B) { x(b).SetInit(frontend.Zeros()) }, "SetInit: x is f32[64,784] is not a parameter"},
+		{func(b *B) { b.Input("x", f32).WithRange(0, 10) }, "WithRange: x f32[] is not an integer input"},
+		{func(b *B) { x(b).SetInit(frontend.Zeros()) }, "SetInit: x f32[64,784] is not a parameter"},
 		{func(b *B) { var t *frontend.Tensor; b.Output("y", t) }, "output y: nil tensor"},
 		{func(b *B) { var t *frontend.Tensor; t.Relu() }, "nil tensor"},
 		{func(b *B) { x(b).Cast(frontend.Bool).Exp() }, "exp: wants a float type, have bool[64,784]"},
@@ -134,7 +134,7 @@ func TestPositions(t *testing.T) {
 	}
 	_, err = frontend.Build("m", func(b *frontend.Builder) { b.Input("x", f32, 2).Sum(3) }, none)
 	var fe *frontend.Error
-	if !errors.As(err, &fe) || fe.Pos != "" || err.Error() != "sum: dim 3 out of range for x is f32[2] (want -1..0)" {
+	if !errors.As(err, &fe) || fe.Pos != "" || err.Error() != "sum: dim 3 out of range for x f32[2] (want -1..0)" {
 		t.Errorf("no position error: %#v", err)
 	}
 }

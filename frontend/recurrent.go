@@ -78,7 +78,7 @@ func unroll(what string, x, h0, c0 *Tensor, layers []RNNWeights, batchFirst bool
 			t = t.Unsqueeze(1)
 		}
 		if !t.Type().Equal(ir.T(x.DType(), want...)) {
-			s.failf("%s: %s has the wrong shape, want %s", what, t.describe(name), ir.T(x.DType(), want...))
+			s.failf("%s: %s has the wrong shape, want %s", what, named(t, name), ir.T(x.DType(), want...))
 		}
 		return t
 	}

@@ -33,11 +33,11 @@ func (t *Tensor) reshape(what string, dims []int) *Tensor {
 	total := t.v.Type.Shape.NumElements()
 	if infer >= 0 {
 		if n == 0 || total%n != 0 {
-			s.failf("%s: shape %v is invalid for %s (%d elements)", what, dims, t.describe("input"), total)
+			s.failf("%s: shape %v is invalid for %s (%d elements)", what, dims, named(t, "input"), total)
 		}
 		shape[infer] = total / n
 	} else if n != total {
-		s.failf("%s: shape %v is invalid for %s (%d elements)", what, dims, t.describe("input"), total)
+		s.failf("%s: shape %v is invalid for %s (%d elements)", what, dims, named(t, "input"), total)
 	}
 	if t.v.Type.Shape.Equal(shape) {
 		return t
@@ -65,7 +65,7 @@ func (t *Tensor) Unsqueeze(d int) *Tensor {
 	s := t.state()
 	r := t.Rank()
 	if d < -r-1 || d > r {
-		s.failf("unsqueeze: dim %d out of range for %s (want %d..%d)", d, t.describe("input"), -r-1, r)
+		s.failf("unsqueeze: dim %d out of range for %s (want %d..%d)", d, named(t, "input"), -r-1, r)
 	}
 	if d < 0 {
 		d += r + 1
@@ -78,7 +78,7 @@ func (t *Tensor) Unsqueeze(d int) *Tensor {
 func (t *Tensor) Squeeze(d int) *Tensor {
 	d = t.axis("squeeze", d)
 	if t.v.Type.Shape[d] != 1 {
-		t.s.failf("squeeze: dim %d of %s has size %d, not 1", d, t.describe("input"), t.v.Type.Shape[d])
+		t.s.failf("squeeze: dim %d of %s has size %d, not 1", d, named(t, "input"), t.v.Type.Shape[d])
 	}
 	return t.Reshape(slices.Delete(t.Shape(), d, d+1)...)
 }
@@ -87,7 +87,7 @@ func (t *Tensor) Squeeze(d int) *Tensor {
 func (t *Tensor) Permute(dims ...int) *Tensor {
 	s := t.state()
 	if len(dims) != t.Rank() {
-		s.failf("permute: %v does not list the %d dims of %s", dims, t.Rank(), t.describe("input"))
+		s.failf("permute: %v does not list the %d dims of %s", dims, t.Rank(), named(t, "input"))
 	}
 	perm := make([]int, len(dims))
 	seen := make([]bool, len(dims))
@@ -152,7 +152,7 @@ func (t *Tensor) Narrow(dim, start, length int) *Tensor {
 		start += n
 	}
 	if start < 0 || length < 0 || start+length > n {
-		t.s.failf("narrow: range [%d, %d) is outside dim %d of %s", start, start+length, dim, t.describe("input"))
+		t.s.failf("narrow: range [%d, %d) is outside dim %d of %s", start, start+length, dim, named(t, "input"))
 	}
 	return t.narrow(dim, start, length)
 }
@@ -173,7 +173,7 @@ func (t *Tensor) Index(dim, i int) *Tensor {
 	dim = t.axis("index", dim)
 	n := t.v.Type.Shape[dim]
 	if i < -n || i >= n {
-		t.s.failf("index: index %d is out of range for dim %d of %s", i, dim, t.describe("input"))
+		t.s.failf("index: index %d is out of range for dim %d of %s", i, dim, named(t, "input"))
 	}
 	if i < 0 {
 		i += n
@@ -209,7 +209,7 @@ func (t *Tensor) Split(dim int, sizes ...int) []*Tensor {
 		total += n
 	}
 	if total != t.v.Type.Shape[dim] {
-		t.s.failf("split: sizes %v add up to %d, but dim %d of %s has %d", sizes, total, dim, t.describe("input"), t.v.Type.Shape[dim])
+		t.s.failf("split: sizes %v add up to %d, but dim %d of %s has %d", sizes, total, dim, named(t, "input"), t.v.Type.Shape[dim])
 	}
 	out := make([]*Tensor, len(sizes))
 	start := 0
@@ -274,7 +274,7 @@ func Stack(dim int, ts ...*Tensor) *Tensor {
 func (t *Tensor) Pad(low, high []int, value float64) *Tensor {
 	s := t.state()
 	if len(low) != t.Rank() || len(high) != t.Rank() {
-		s.failf("pad: want %d low and high sizes for %s, have %v and %v", t.Rank(), t.describe("input"), low, high)
+		s.failf("pad: want %d low and high sizes for %s, have %v and %v", t.Rank(), named(t, "input"), low, high)
 	}
 	return s.op("pad", ir.Attrs{"low": slices.Clone(low), "high": slices.Clone(high), "value": value}, t)
 }

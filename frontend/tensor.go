@@ -74,9 +74,9 @@ func (t *Tensor) axis(what string, d int) int {
 	r := len(t.v.Type.Shape)
 	if d < -r || d >= r {
 		if r == 0 {
-			s.failf("%s: dim %d out of range: %s has no dimensions", what, d, t.describe("input"))
+			s.failf("%s: dim %d out of range: %s has no dimensions", what, d, named(t, "input"))
 		}
-		s.failf("%s: dim %d out of range for %s (want %d..%d)", what, d, t.describe("input"), -r, r-1)
+		s.failf("%s: dim %d out of range for %s (want %d..%d)", what, d, named(t, "input"), -r, r-1)
 	}
 	if d < 0 {
 		d += r
@@ -226,7 +226,7 @@ func (t *Tensor) Expand(dims ...int) *Tensor {
 	s := t.state()
 	r := t.Rank()
 	if len(dims) < r {
-		s.failf("expand: %v has fewer dims than %s", dims, t.describe("input"))
+		s.failf("expand: %v has fewer dims than %s", dims, named(t, "input"))
 	}
 	shape := make(ir.Shape, len(dims))
 	for i, d := range dims {
@@ -237,7 +237,7 @@ func (t *Tensor) Expand(dims ...int) *Tensor {
 		case d < 0:
 			s.failf("expand: bad size %d in %v", d, dims)
 		case j >= 0 && t.v.Type.Shape[j] != d && t.v.Type.Shape[j] != 1:
-			s.failf("expand: cannot expand %s to %v: dim %d has size %d", t.describe("input"), dims, j, t.v.Type.Shape[j])
+			s.failf("expand: cannot expand %s to %v: dim %d has size %d", named(t, "input"), dims, j, t.v.Type.Shape[j])
 		default:
 			shape[i] = d
 		}
@@ -360,4 +360,12 @@ func (t *Tensor) MaskedFill(mask *Tensor, value float64) *Tensor {
 		s.failf("masked_fill: mask does not broadcast to the input: %s, %s", t.describe("input"), mask.describe("mask"))
 	}
 	return Where(mask, t.scalar(value), t)
+}
+
+// named names t inside a phrase: "x f32[64,784]" for a named tensor, else "role f32[...]".
+func named(t *Tensor, role string) string {
+	if t.v.Name != "" {
+		role = t.v.Name
+	}
+	return role + " " + t.v.Type.String()
 }

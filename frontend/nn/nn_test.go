@@ -190,7 +190,7 @@ func TestModuleErrors(t *testing.T) {
 		{func(b *B) { nn.NewLSTM(b, "l", 3, 4, nn.RNNOptions{Nonlinearity: "relu"}) }, "lstm: nonlinearity is an option of RNN only"},
 		{func(b *B) { nn.NewRNN(b, "l", 3, 4, nn.RNNOptions{Nonlinearity: "gelu"}) }, `rnn: nonlinearity must be "tanh" or "relu", have "gelu"`},
 		{func(b *B) { nn.NewLSTM(b, "l", 3, 4).Forward(b.Input("x", f32, 5, 2, 7), nil, nil) }, "lstm: want an input [T, B, I] or [T, I] with I = 3, x is f32[5,2,7]"},
-		{func(b *B) { nn.NewGRU(b, "l", 3, 4).Forward(b.Input("x", f32, 5, 2, 3), b.Input("h", f32, 2, 4)) }, "gru: h is f32[2,4] has the wrong shape, want f32[1,2,4]"},
+		{func(b *B) { nn.NewGRU(b, "l", 3, 4).Forward(b.Input("x", f32, 5, 2, 3), b.Input("h", f32, 2, 4)) }, "gru: h f32[2,4] has the wrong shape, want f32[1,2,4]"},
 		{func(b *B) { nn.GELU{Approximate: "erf"}.Forward(x(b)) }, `gelu: approximate must be "none" or "tanh", have "erf"`},
 		{func(b *B) { nn.NewLinear(b, "fc", 1, 1, nn.LinearOptions{}, nn.LinearOptions{}) }, "pass at most one options value, have 2"},
 		{func(b *B) { nn.NewTransformerEncoderLayer(b, "t", 8, 2, tel{Activation: "tanh"}) }, `transformer encoder layer: activation must be "relu" or "gelu", have "tanh"`},
