@@ -3,6 +3,7 @@ package frontend_test
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
@@ -149,4 +150,53 @@ func TestPanicValue(t *testing.T) {
 	}()
 	b := frontend.NewBuilder("m")
 	b.Input("x", f32, 3).Softmax(5)
+}
+
+// When the DSL is called through reflection, as a Go interpreter calls compiled packages, the
+// first frame outside the DSL is not the model's code, so the default position is empty.
+func TestPositionThroughReflection(t *testing.T) {
+	b := frontend.NewBuilder("m")
+	x := b.Input("x", f32, 2)
+	y := reflect.ValueOf(x.Relu).Call(nil)[0].Interface().(*frontend.Tensor)
+	if pos := y.Value().Pos; pos != "" {
+		t.Errorf("position %q through reflection, want none", pos)
+	}
+	if pos := x.Value().Pos; !strings.HasPrefix(pos, "error_test.go:") {
+		t.Errorf("position %q of a direct call, want error_test.go:LINE", pos)
+	}
+}
+
+// More shape mistakes, each reported at its line.
+func TestMoreErrors(t *testing.T) {
+	type B = frontend.Builder
+	x := func(b *B) *frontend.Tensor { return b.Input("x", f32, 2, 3) }
+	for _, tc := range []struct {
+		f    func(b *B)
+		want string
+	}{
+		{func(b *B) { x(b).Expand(3) }, "expand: [3] has fewer dims than x f32[2,3]"},
+		{func(b *B) { x(b).Expand(2, 4) }, "expand: cannot expand x f32[2,3] to [2 4]: dim 1 has size 3"},
+		{func(b *B) { x(b).Chunk(0, 1) }, "chunk: need at least one chunk, have 0"},
+		{func(b *B) { x(b).Split(1, 1, 1) }, "split: sizes [1 1] add up to 2, but dim 1 of x f32[2,3] has 3"},
+		{func(b *B) { frontend.Stack(0, x(b), b.Input("y", f32, 3, 2)) }, "stack: tensors differ: x is f32[2,3], y is f32[3,2]"},
+		{func(b *B) { frontend.Cat(0) }, "cat: no tensors"},
+		{func(b *B) { x(b).Pad([]int{1}, []int{1}, 0) }, "pad: want 2 low and high sizes for x f32[2,3], have [1] and [1]"},
+		{func(b *B) { x(b).Index(0, 2) }, "index: index 2 is out of range for dim 0 of x f32[2,3]"},
+		{func(b *B) { x(b).Unsqueeze(4) }, "unsqueeze: dim 4 out of range for x f32[2,3] (want -3..2)"},
+		{func(b *B) { x(b).Permute(1) }, "permute: [1] does not list the 2 dims of x f32[2,3]"},
+		{func(b *B) { x(b).Flatten(1, 0) }, "flatten: start dim 1 comes after end dim 0"},
+		{func(b *B) { x(b).MaskedFill(b.Input("m", frontend.Bool, 4, 1, 3), 0) }, "masked_fill: mask does not broadcast to the input"},
+		{func(b *B) { frontend.LayerNorm(x(b), []int{2}, nil, nil, 1e-5) }, "layer_norm: normalized shape [2] does not match the last dims of x is f32[2,3]"},
+		{func(b *B) { frontend.MSELoss(x(b), b.Input("y", f32, 3)) }, "mse_loss: shapes differ: x is f32[2,3], y is f32[3]"},
+		{func(b *B) { v := x(b); frontend.Embedding(v, v) }, "embedding: indices must be integers, x is f32[2,3]"},
+		{func(b *B) { q := x(b); frontend.ScaledDotProductAttention(q, q.Transpose(0, 1), q, false) }, "scaled_dot_product_attention: want q[..., L, E]"},
+		{func(b *B) { frontend.MaxPool2d(x(b), [2]int{2, 2}, frontend.PoolOptions{}) }, "max_pool2d: want a 4-D input [N,C,H,W], x is f32[2,3]"},
+	} {
+		at := lineOf(tc.f)
+		_, err := frontend.Build("m", tc.f)
+		var fe *frontend.Error
+		if !errors.As(err, &fe) || fe.Pos != at || !strings.HasPrefix(fe.Msg, tc.want) {
+			t.Errorf("got  %v\nwant %s: %s", err, at, tc.want)
+		}
+	}
 }
