@@ -1,0 +1,170 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gcomp/gcomp/tensorio"
+)
+
+const vadd = "../testdata/llvm/vadd.ptx"
+
+func f32Array(v ...float32) *tensorio.Array {
+	b := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+	}
+	return &tensorio.Array{DType: "f32", Shape: []int{len(v)}, Data: b}
+}
+
+func runCLI(args ...string) (int, string, string) {
+	var out, errb bytes.Buffer
+	code := Main(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestRunVadd(t *testing.T) {
+	dir := t.TempDir()
+	a, b := make([]float32, 1000), make([]float32, 1000)
+	for i := range a {
+		a[i], b[i] = float32(i), float32(2*i)+0.5
+	}
+	for name, arr := range map[string]*tensorio.Array{"a": f32Array(a...), "b": f32Array(b...)} {
+		if err := tensorio.WriteNPYFile(filepath.Join(dir, name+".npy"), arr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Flags before and after the file, in both --flag value and --flag=value forms.
+	code, stdout, stderr := runCLI("--entry", "vadd", vadd, "--grid=4", "--block", "256,1,1",
+		"--arg", "in="+filepath.Join(dir, "a.npy"), "--arg", "in="+filepath.Join(dir, "b.npy"),
+		"--arg", "out=c:f32:1000", "--arg", "u32=1000", "--output-dir", filepath.Join(dir, "out"), "--stats")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	c, err := tensorio.ReadNPYFile(filepath.Join(dir, "out", "c.npy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.DType != "f32" || len(c.Shape) != 1 || c.Shape[0] != 1000 {
+		t.Fatalf("c.npy: %s %v", c.DType, c.Shape)
+	}
+	for i := 0; i < 1000; i++ {
+		got := math.Float32frombits(binary.LittleEndian.Uint32(c.Data[4*i:]))
+		if got != a[i]+b[i] {
+			t.Fatalf("c[%d] = %v, want %v", i, got, a[i]+b[i])
+		}
+	}
+	for _, want := range []string{"warp instructions", "global loads", "100.0% efficiency", "barriers"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("--stats output lacks %q:\n%s", want, stdout)
+		}
+	}
+}
+
+func TestErrors(t *testing.T) {
+	dir := t.TempDir()
+	small := filepath.Join(dir, "small.npy")
+	if err := tensorio.WriteNPYFile(small, f32Array(1, 2, 3)); err != nil {
+		t.Fatal(err)
+	}
+	bad := filepath.Join(dir, "bad.ptx")
+	os.WriteFile(bad, []byte(".version 7.8\n.target sm_80\n.entry k()\n{\n\tfrobnicate.u32 %r1;\n}\n"), 0o644)
+	garbage := filepath.Join(dir, "garbage.npy")
+	os.WriteFile(garbage, []byte("not numpy"), 0o644)
+	base := []string{vadd, "--entry", "vadd", "--grid", "1", "--block", "32"}
+	args4 := func(a ...string) []string {
+		out := append([]string{}, base...)
+		for _, x := range a {
+			out = append(out, "--arg", x)
+		}
+		return out
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "no PTX file given"},
+		{[]string{vadd}, "--entry NAME is required"},
+		{[]string{vadd, "--entry", "vadd", "--block", "1"}, "--grid X[,Y[,Z]] is required"},
+		{[]string{vadd, "--entry", "vadd", "--grid", "1"}, "--block X[,Y[,Z]] is required"},
+		{[]string{vadd, "--entry", "vadd", "--grid", "0", "--block", "1"}, `--grid 0: dimension "0" is not a positive integer`},
+		{[]string{vadd, "--entry", "vadd", "--grid", "1,2,3,4", "--block", "1"}, "at most three dimensions"},
+		{[]string{vadd, "--entry", "vadd", "--grid", "1", "--block", "2048"}, "exceeds 1024 threads"},
+		{[]string{vadd, "--entry"}, "flag --entry needs a value"},
+		{[]string{vadd, "--bogus"}, "unknown flag --bogus"},
+		{[]string{vadd, "--stats=yes"}, "flag --stats takes no value"},
+		{[]string{vadd, "x.ptx"}, "more than one PTX file"},
+		{[]string{filepath.Join(dir, "missing.ptx"), "--entry", "k", "--grid", "1", "--block", "1"}, "no such file"},
+		{[]string{bad, "--entry", "k", "--grid", "1", "--block", "1"}, "bad.ptx:5:2: frobnicate.u32: unsupported instruction"},
+		{append(base[:1:1], "--entry", "nope", "--grid", "1", "--block", "1"), `no kernel "nope" in module (kernels: vadd)`},
+		{args4("in=" + small), "kernel vadd takes 4 parameters, 1 --arg given"},
+		{args4("in="+garbage, "in="+small, "out=c:f32:4", "u32=3"), "tensorio"},
+		{args4("in="+small, "in="+small, "out=c:f99:4", "u32=3"), `unknown dtype "f99"`},
+		{args4("in="+small, "in="+small, "out=../c:f32:4", "u32=3"), `bad output name "../c"`},
+		{args4("in="+small, "in="+small, "out=c:f32:-1", "u32=3"), `bad element count "-1"`},
+		{args4("in="+small, "in="+small, "out=c:f32", "u32=3"), "expected out=NAME:DTYPE:N"},
+		{args4("in="+small, "in="+small, "out=c:f32:4", "u32=x"), `bad u32 value "x"`},
+		{args4("in="+small, "in="+small, "out=c:f32:4", "u64=3"), "parameter has 4 bytes, a u64 has 8"},
+		{args4("in="+small, "in="+small, "out=c:f32:4", "f32"), "expected KIND=VALUE"},
+		{args4("u32=1", "in="+small, "out=c:f32:4", "u32=3"), "parameter has 8 bytes, a u32 has 4"},
+		{args4("in="+small, "in="+small, "out=c:f32:4", "in="+small), "a buffer needs a 64-bit pointer parameter"},
+		{args4("in="+small, "in="+small, "out=c:f32:4", "u32=3", "u32=3"), "takes 4 parameters, 5 --arg given"},
+		// A check: n = 32 reads past the 3-element inputs.
+		{args4("in="+small, "in="+small, "out=c:f32:32", "u32=32"), "memcheck: kernel vadd, line"},
+		{args4("in="+small, "in="+small, "out=c:f32:4", "u32=4"), "out-of-bounds global load of 4 bytes"},
+	} {
+		code, _, stderr := runCLI(c.args...)
+		if code != 1 {
+			t.Errorf("%q: exit %d, want 1", c.args, code)
+		}
+		if !strings.Contains(stderr, c.want) || strings.Count(stderr, "\n") != 1 || !strings.HasPrefix(stderr, "gcomp sim: ") {
+			t.Errorf("%q: stderr %q, want one line containing %q", c.args, stderr, c.want)
+		}
+	}
+}
+
+func TestHelp(t *testing.T) {
+	code, stdout, _ := runCLI("--help")
+	if code != 0 || !strings.Contains(stdout, "usage: gcomp sim FILE.ptx") {
+		t.Errorf("exit %d, %q", code, stdout)
+	}
+}
+
+func TestNoCheckAndBF16Output(t *testing.T) {
+	dir := t.TempDir()
+	ptx := filepath.Join(dir, "k.ptx")
+	os.WriteFile(ptx, []byte(`.version 7.8
+.target sm_80
+.address_size 64
+.visible .entry fill(.param .u64 p, .param .f32 v)
+{
+	.reg .b32 %r<2>;
+	.reg .b16 %h1;
+	.reg .f32 %f1;
+	.reg .b64 %rd<4>;
+	ld.param.u64 %rd1, [p];
+	ld.param.f32 %f1, [v];
+	cvt.rn.bf16.f32 %h1, %f1;
+	mov.u32 %r1, %tid.x;
+	mul.wide.u32 %rd2, %r1, 2;
+	add.s64 %rd3, %rd1, %rd2;
+	st.global.b16 [%rd3], %h1;
+}
+`), 0o644)
+	code, _, stderr := runCLI(ptx, "--entry", "fill", "--grid", "1", "--block", "8", "--arg", "out=y:bf16:8", "--arg", "f32=1.5", "--output-dir", dir, "--no-check")
+	if code != 0 {
+		t.Fatal(stderr)
+	}
+	y, err := tensorio.ReadNPYFile(filepath.Join(dir, "y.npy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if y.DType != "f32" || math.Float32frombits(binary.LittleEndian.Uint32(y.Data[28:])) != 1.5 {
+		t.Errorf("y.npy: %s %v", y.DType, y.Data)
+	}
+}
