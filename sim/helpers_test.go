@@ -108,3 +108,12 @@ func mustErr(t *testing.T, err error, kind string, want ...string) {
 		}
 	}
 }
+
+func mustRead(t testing.TB, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
