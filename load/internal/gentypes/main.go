@@ -25,7 +25,7 @@ func main() {
 		os.Exit(2)
 	}
 	// The compiler's export data for each package, as `go list -export` builds it.
-	list, err := exec.Command("go", append([]string{"list", "-export", "-f", "{{.ImportPath}}\t{{.Export}}"}, flag.Args()...)...).Output()
+	list, err := exec.Command("go", append([]string{"list", "-trimpath", "-export", "-f", "{{.ImportPath}}\t{{.Export}}"}, flag.Args()...)...).Output()
 	if err != nil {
 		fail(fmt.Errorf("go list: %v", err))
 	}
