@@ -645,3 +645,23 @@ func satInt(v uint64, srcSigned bool, dst ptype) uint64 {
 	}
 	return min(v, dst.mask())
 }
+
+// bfind finds the most significant non-sign bit (0xFFFFFFFF if none); with
+// .shiftamt it returns the left shift that would normalize it instead.
+func bfind(t ptype, shiftamt bool) aluFn {
+	n := int(t.bits())
+	return func(_ *inst, a, _, _, _ uint64) uint64 {
+		v := a & t.mask()
+		if t.signed() && t.sext(a) < 0 {
+			v = ^v & t.mask()
+		}
+		if v == 0 {
+			return 0xFFFFFFFF
+		}
+		msb := 63 - bits.LeadingZeros64(v)
+		if shiftamt {
+			return uint64(n - 1 - msb)
+		}
+		return uint64(msb)
+	}
+}

@@ -169,24 +169,53 @@ SKIP:
 }
 
 func TestDivergedCollective(t *testing.T) {
+	// The two halves of the warp reach different shfl.sync instructions,
+	// each naming the whole warp: they wait for each other forever.
 	body := `
 	.reg .pred %p1;
 	.reg .b32 %r<3>;
 	mov.u32 %r1, %laneid;
 	setp.lt.u32 %p1, %r1, LIMIT;
-	@!%p1 bra SKIP;
+	@!%p1 bra ELSE;
 	shfl.sync.bfly.b32 %r2, %r1, 1, 31, -1;
-SKIP:
+	bra.uni DONE;
+ELSE:
+	shfl.sync.bfly.b32 %r2, %r1, 2, 31, -1;
+DONE:
 	ret;`
 	bad := kernel("", replace(body, "LIMIT", "16"))
 	good := kernel("", replace(body, "LIMIT", "32"))
 	dev := NewDevice()
 	_, err := load(t, dev, bad).Launch("k", grid(1, 32))
-	mustErr(t, err, "synccheck", "shfl.sync.bfly.b32 executed by a diverged warp", "0xffff0000")
+	mustErr(t, err, "synccheck", "shfl.sync.bfly.b32 executed by a diverged warp", "lanes 0x0000ffff wait for lanes 0xffff0000", "line 12", "thread (16,0,0)")
 	if _, err := load(t, dev, good).Launch("k", grid(1, 32)); err != nil {
 		t.Fatal(err)
 	}
+	// Lanes that exit are not waited for: a shfl among the remaining lanes is fine.
+	early := kernel("", replace(replace(body, "LIMIT", "16"), "ELSE:\n\tshfl.sync.bfly.b32 %r2, %r1, 2, 31, -1;", "ELSE:"))
+	if _, err := load(t, dev, early).Launch("k", grid(1, 32)); err != nil {
+		t.Fatal(err)
+	}
 	t.Run("ptxas", func(t *testing.T) { assembles(t, bad) })
+}
+
+// TestBarrierDivergedWarp: one warp's lanes reach barrier 0 through two
+// different bar.sync instructions (if/else, each with __syncthreads).
+func TestBarrierDivergedWarp(t *testing.T) {
+	src := kernel("", `
+	.reg .pred %p1;
+	.reg .b32 %r<3>;
+	mov.u32 %r1, %tid.x;
+	setp.lt.u32 %p1, %r1, 16;
+	@!%p1 bra ELSE;
+	bar.sync 0;
+	bra.uni DONE;
+ELSE:
+	bar.sync 0;
+DONE:
+	ret;`)
+	_, err := load(t, NewDevice(), src).Launch("k", grid(1, 64))
+	mustErr(t, err, "synccheck", "bar.sync executed by a diverged warp", "through line 12")
 }
 
 func replace(s, old, new string) string {

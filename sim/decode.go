@@ -292,8 +292,14 @@ func (d *decoder) run(name string) error {
 	case "add", "sub", "mul", "mad", "fma", "div", "rem", "min", "max", "abs", "neg",
 		"rcp", "sqrt", "rsqrt", "ex2", "lg2", "sin", "cos", "tanh", "copysign", "testp":
 		return d.arith(name)
-	case "and", "or", "xor", "not", "cnot", "shl", "shr", "popc", "clz", "brev", "bfe", "bfi", "prmt":
+	case "and", "or", "xor", "not", "cnot", "shl", "shr", "popc", "clz", "brev", "bfe", "bfi", "prmt", "bfind":
 		return d.bits(name)
+	case "shf":
+		return d.shf()
+	case "lop3":
+		return d.lop3()
+	case "isspacep":
+		return d.isspacep()
 	case "setp":
 		return d.setp()
 	case "set", "selp", "slct":
@@ -325,6 +331,7 @@ func (d *decoder) run(name string) error {
 	case "membar", "fence", "nanosleep", "prefetch", "prefetchu", "pmevent", "griddepcontrol":
 		// Memory is sequentially consistent in the simulator; these only order.
 		o.has("proxy")
+		o.has("gl")
 		o.has("async")
 		o.has("L1")
 		o.has("L2")
@@ -480,10 +487,27 @@ func (d *decoder) cvt() error {
 	}
 	in.ftz, in.sat = o.has("ftz"), o.has("sat")
 	ts := o.types()
-	if len(ts) != 2 || d.nargs(2) != nil {
+	if len(ts) != 2 {
 		return fmt.Errorf("bad form")
 	}
 	in.t, in.t2 = ts[0], ts[1]
+	if (in.t == tF16x2 || in.t == tBF16x2) && in.t2 == tF32 && len(args) == 3 {
+		// cvt.rn.f16x2.f32 d, a, b packs a into the upper half, b into the lower.
+		h := in.t - 1
+		one := cvtFn(h, tF32)
+		in.op, in.class = opALU, ClassConvert
+		in.fn = func(in *inst, a, b, _, _ uint64) uint64 {
+			return one(in, a, 0, 0, 0)<<16 | one(in, b, 0, 0, 0)
+		}
+		var err error
+		if in.d[0], err = d.dst(args[0]); err != nil {
+			return err
+		}
+		return d.srcs(tF32, args[1:])
+	}
+	if d.nargs(2) != nil {
+		return fmt.Errorf("bad form")
+	}
 	if in.t == tF16x2 || in.t == tBF16x2 || in.t2 == tF16x2 || in.t2 == tBF16x2 || in.t == tPred || in.t2 == tPred {
 		return fmt.Errorf("unsupported conversion")
 	}
@@ -515,14 +539,7 @@ func (d *decoder) arith(name string) error {
 		return err
 	}
 	in.t, in.op = t, opALU
-	switch {
-	case t == tF64:
-		in.class = ClassFP64
-	case t == tF32:
-		in.class = ClassFP32
-	case t.isFloat():
-		in.class = ClassFP16
-	}
+	in.class = floatClass(t)
 	nsrc := map[string]int{"mad": 3, "fma": 3}[name]
 	if nsrc == 0 {
 		nsrc = 2
@@ -594,6 +611,19 @@ func (d *decoder) arith(name string) error {
 		return nil
 	}
 	return d.srcs(st, args[1:])
+}
+
+// floatClass is the counter class of an instruction of type t.
+func floatClass(t ptype) class {
+	switch {
+	case t == tF64:
+		return ClassFP64
+	case t == tF32:
+		return ClassFP32
+	case t.isFloat():
+		return ClassFP16
+	}
+	return ClassInteger
 }
 
 func intDstCheck(t ptype) (ptype, error) { return t, nil }
@@ -697,7 +727,10 @@ func (d *decoder) bits(name string) error {
 	if t.isFloat() && t != tF32 && name != "and" {
 		return fmt.Errorf("no floating-point form")
 	}
-	n := map[string]int{"not": 1, "cnot": 1, "popc": 1, "clz": 1, "brev": 1, "bfe": 3, "bfi": 4, "prmt": 3}[name]
+	if name == "bfind" {
+		in.fn = bfind(t, d.o.has("shiftamt"))
+	}
+	n := map[string]int{"not": 1, "cnot": 1, "popc": 1, "clz": 1, "brev": 1, "bfind": 1, "bfe": 3, "bfi": 4, "prmt": 3}[name]
 	if n == 0 {
 		n = 2
 	}
@@ -718,6 +751,87 @@ func (d *decoder) bits(name string) error {
 	}
 	in.n = uint8(n)
 	return nil
+}
+
+// shf is the funnel shift: {b, a} as one 64-bit value shifted by c, the
+// shift amount wrapped mod 32 or clamped to 32.
+func (d *decoder) shf() error {
+	in, o, args := d.in, d.o, d.pi.Args
+	left := o.oneOf("l", "r") == "l"
+	wrap := o.oneOf("wrap", "clamp") == "wrap"
+	if t, err := d.oneType(); err != nil || t != tB32 || d.nargs(4) != nil {
+		return fmt.Errorf("bad form")
+	}
+	in.op, in.t = opALU, tB32
+	in.fn = func(_ *inst, a, b, c, _ uint64) uint64 {
+		n := c & 0xFFFFFFFF
+		if wrap {
+			n &= 31
+		} else {
+			n = min(n, 32)
+		}
+		x := (b&0xFFFFFFFF)<<32 | a&0xFFFFFFFF
+		if left {
+			return (x << n) >> 32 & 0xFFFFFFFF
+		}
+		return (x >> n) & 0xFFFFFFFF
+	}
+	var err error
+	if in.d[0], err = d.dst(args[0]); err != nil {
+		return err
+	}
+	return d.srcs(tB32, args[1:])
+}
+
+// lop3 computes any three-input logic function from its 8-bit truth table:
+// bit (a<<2 | b<<1 | c) of immLut is the result for those input bits.
+func (d *decoder) lop3() error {
+	in, args := d.in, d.pi.Args
+	if t, err := d.oneType(); err != nil || t != tB32 || d.nargs(5) != nil || args[4].Kind != ptx.OpInt {
+		return fmt.Errorf("bad form")
+	}
+	in.op, in.t = opALU, tB32
+	lut := uint64(args[4].Int) & 0xFF
+	in.fn = func(_ *inst, a, b, c, _ uint64) uint64 {
+		var r uint64
+		for i := uint(0); i < 8; i++ {
+			if lut>>i&1 == 0 {
+				continue
+			}
+			m := ^uint64(0)
+			for bit, v := range [3]uint64{c, b, a} {
+				if i>>bit&1 == 0 {
+					v = ^v
+				}
+				m &= v
+			}
+			r |= m
+		}
+		return r & 0xFFFFFFFF
+	}
+	var err error
+	if in.d[0], err = d.dst(args[0]); err != nil {
+		return err
+	}
+	return d.srcs(tB32, args[1:4])
+}
+
+func (d *decoder) isspacep() error {
+	in, args := d.in, d.pi.Args
+	sp := d.space()
+	if d.nargs(2) != nil || sp == spGeneric {
+		return fmt.Errorf("bad form")
+	}
+	in.op, in.t = opALU, tU64
+	in.fn = func(_ *inst, a, _, _, _ uint64) uint64 {
+		got := resolved(spGeneric, a)
+		return b2u(got == sp || sp == spConst && got == spGlobal)
+	}
+	var err error
+	if in.d[0], err = d.dst(args[0]); err != nil {
+		return err
+	}
+	return d.srcs(tU64, args[1:])
 }
 
 var bopByName = map[string]uint8{"and": 1, "or": 2, "xor": 3}
@@ -744,6 +858,7 @@ func (d *decoder) setp() error {
 		return fmt.Errorf("packed setp is not supported")
 	}
 	in.op, in.t, in.flag = opSetp, t, cmpByName[cmp]
+	in.class = floatClass(t)
 	if (in.bop != 0) != (len(args) == 4) || d.nargs(3, 4) != nil {
 		return fmt.Errorf("bad form")
 	}
@@ -925,6 +1040,8 @@ const (
 func (d *decoder) bar() error {
 	in, o, args := d.in, d.o, d.pi.Args
 	in.op, in.class = opBar, ClassBarrier
+	// bar.sync means barrier.sync.aligned: the whole warp must execute it.
+	in.ftz = strings.HasPrefix(d.pi.Op, "bar.") || o.has("aligned")
 	switch {
 	case o.has("sync") || len(o.parts) == 0 || o.has("cta") && !o.has("arrive") && !o.has("red"):
 		in.flag = barSync

@@ -40,6 +40,7 @@ type barrier struct {
 type barWait struct {
 	w    *warp
 	mask uint32
+	pc   int32
 	red  bool // write the bar.red result
 }
 
@@ -50,8 +51,10 @@ type warp struct {
 	pc      [32]int32
 	upc     int32
 	conv    bool // all runnable lanes are at upc (pc[] is stale for them)
-	live    uint32
-	blocked uint32
+	live     uint32
+	blocked  uint32 // waiting at a barrier
+	parked   uint32 // waiting for the rest of their warp at a collective
+	parkLive uint32 // live lanes when the last lane parked
 	stack   [32][]int32
 	cp      [32]cpState
 }
@@ -139,6 +142,7 @@ func (w *warp) reset() {
 	clear(w.regs)
 	w.live = 0
 	w.blocked = 0
+	w.parked = 0
 	w.conv = true
 	w.upc = l.k.start
 	cfg := l.cfg
@@ -204,7 +208,7 @@ func (w *warp) materialize() {
 	if !w.conv {
 		return
 	}
-	for m := w.live &^ w.blocked; m != 0; m &= m - 1 {
+	for m := w.live &^ w.blocked &^ w.parked; m != 0; m &= m - 1 {
 		w.pc[bits.TrailingZeros32(m)] = w.upc
 	}
 	w.conv = false
@@ -212,7 +216,7 @@ func (w *warp) materialize() {
 
 // goTo moves the lanes of mask to pc.
 func (w *warp) goTo(mask uint32, pc int32) {
-	if w.conv && mask == w.live&^w.blocked {
+	if w.conv && mask == w.live&^w.blocked&^w.parked {
 		w.upc = pc
 		return
 	}
@@ -228,9 +232,15 @@ func (w *warp) run(budget int) (int, error) {
 	prog := b.prog
 	n := 0
 	for ; n < budget; n++ {
-		run := w.live &^ w.blocked
+		run := w.live &^ w.blocked &^ w.parked
 		if run == 0 {
-			break
+			// Parked lanes may be complete now that others have exited.
+			if w.parked == 0 || w.live == w.parkLive {
+				break
+			}
+			w.parkLive = w.live
+			w.conv = false
+			run, w.parked = w.parked, 0
 		}
 		var pc int32
 		var mask uint32
@@ -252,6 +262,15 @@ func (w *warp) run(budget int) (int, error) {
 			}
 			if mask == run {
 				w.conv, w.upc = true, pc
+			}
+		}
+		if w.parked != 0 {
+			// Lanes waiting at this collective join the lanes arriving now.
+			for m := w.parked; m != 0; m &= m - 1 {
+				if l := bits.TrailingZeros32(m); w.pc[l] == pc {
+					mask |= 1 << l
+					w.parked &^= 1 << l
+				}
 			}
 		}
 		in := &prog[pc]
@@ -397,20 +416,28 @@ func (w *warp) step(in *inst, pc int32, mask, exec uint32) error {
 	case opNop:
 	case opBar:
 		return w.bar(in, pc, mask, exec)
-	case opShfl, opVote, opActivemask, opMatch:
+	case opShfl, opVote, opMatch, opLdmatrix, opMma:
+		if ready, err := w.rendezvous(in, pc, mask, exec); !ready || err != nil {
+			return err
+		}
+		var err error
+		switch in.op {
+		case opLdmatrix:
+			err = w.ldmatrix(in, exec)
+		case opMma:
+			err = w.mma(in, exec)
+		default:
+			err = w.collective(in, exec)
+		}
+		if err != nil {
+			return err
+		}
+	case opActivemask:
 		if err := w.collective(in, exec); err != nil {
 			return err
 		}
 	case opAtom:
 		if err := w.atomic(in, exec); err != nil {
-			return err
-		}
-	case opLdmatrix:
-		if err := w.ldmatrix(in, exec); err != nil {
-			return err
-		}
-	case opMma:
-		if err := w.mma(in, exec); err != nil {
 			return err
 		}
 	case opCpAsync, opCpCommit, opCpWait:
@@ -586,8 +613,18 @@ func (w *warp) bar(in *inst, pc int32, mask, exec uint32) error {
 		}
 	}
 	if in.flag != barArrive {
+		if in.ftz && b.l.check {
+			// bar.sync is barrier.sync.aligned: one warp's lanes may arrive
+			// at different times, but through the same instruction.
+			for _, wt := range br.waiting {
+				if wt.w == w && wt.pc != pc {
+					return w.fail(in, l0, "synccheck", "%s executed by a diverged warp: other lanes of this warp wait at barrier %d through line %d (only barrier.sync without .aligned allows that)",
+						opName(in), id, b.prog[wt.pc].line)
+				}
+			}
+		}
 		w.blocked |= exec
-		br.waiting = append(br.waiting, barWait{w, exec, isRed})
+		br.waiting = append(br.waiting, barWait{w, exec, pc, isRed})
 	}
 	if br.arrived >= br.expected {
 		b.stats.Barriers++
@@ -608,6 +645,27 @@ func (w *warp) bar(in *inst, pc int32, mask, exec uint32) error {
 // deadlock reports a block where every live thread waits at a barrier that
 // cannot complete.
 func (b *block) deadlock() error {
+	for _, w := range b.warps {
+		if w.parked == 0 {
+			continue
+		}
+		l0 := bits.TrailingZeros32(w.parked)
+		in := &b.prog[w.pc[l0]]
+		waiting := uint32(0)
+		for m := w.parked; m != 0; m &= m - 1 {
+			if l := bits.TrailingZeros32(m); w.pc[l] == w.pc[l0] {
+				waiting |= 1 << l
+			}
+		}
+		member := w.memberOf(in, l0)
+		missing := member &^ waiting
+		if missing == 0 {
+			missing = ^waiting
+		}
+		return w.fail(in, bits.TrailingZeros32(missing), "synccheck",
+			"%s executed by a diverged warp: lanes %#08x wait for lanes %#08x of membermask %#08x, which never arrive (they exited or wait elsewhere)",
+			opName(in), waiting, missing, member)
+	}
 	for id := range b.bars {
 		br := &b.bars[id]
 		if br.arrived == 0 {
@@ -636,4 +694,52 @@ func (b *block) deadlock() error {
 		}
 	}
 	return &Error{Kind: "synccheck", Kernel: b.l.k.name, Block: b.ctaid, Msg: "deadlock: no thread can make progress"}
+}
+
+// memberOf is the set of lanes a warp collective needs: its membermask, or
+// the whole warp for the .aligned ldmatrix and mma.
+func (w *warp) memberOf(in *inst, l int) uint32 {
+	switch in.op {
+	case opShfl:
+		return uint32(w.val(&in.s[3], l))
+	case opVote, opMatch:
+		return uint32(w.val(&in.s[1], l))
+	}
+	return fullWarp
+}
+
+// rendezvous gathers the lanes of a warp collective: lanes arriving before
+// the rest of their membermask park at the instruction until the others
+// come (as .sync instructions wait on the GPU). It reports whether all are
+// here. Lanes outside the membermask, and .aligned instructions in a warp
+// with exited lanes, are errors.
+func (w *warp) rendezvous(in *inst, pc int32, mask, exec uint32) (bool, error) {
+	if exec == 0 {
+		return true, nil
+	}
+	l0 := bits.TrailingZeros32(exec)
+	member := w.memberOf(in, l0)
+	if extra := exec &^ member; extra != 0 && w.b.l.check {
+		return false, w.fail(in, bits.TrailingZeros32(extra), "synccheck",
+			"%s executed by a lane not in membermask %#08x", opName(in), member)
+	}
+	if member == fullWarp && w.live != fullWarp && (in.op == opMma || in.op == opLdmatrix) {
+		return false, w.fail(in, bits.TrailingZeros32(^w.live), "synccheck",
+			"%s executed by a diverged warp: active mask %#08x, all 32 lanes must execute it", opName(in), exec)
+	}
+	if member&w.live&^exec == 0 {
+		return true, nil
+	}
+	w.materialize()
+	for m := mask; m != 0; m &= m - 1 {
+		l := bits.TrailingZeros32(m)
+		if exec&(1<<l) != 0 {
+			w.pc[l] = pc
+		} else {
+			w.pc[l] = pc + 1
+		}
+	}
+	w.parked |= exec
+	w.parkLive = w.live
+	return false, nil
 }

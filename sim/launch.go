@@ -35,7 +35,7 @@ type Config struct {
 const (
 	MaxThreadsPerBlock = 1024
 	MaxSharedPerBlock  = 227 << 10
-	defaultMaxSteps    = 1 << 31 // warp instructions per block before giving up on a hung kernel
+	defaultMaxSteps    = 1 << 28 // warp instructions per block before giving up on a hung kernel
 )
 
 // Error is an error raised while a kernel runs: a check that fired or an
@@ -155,6 +155,15 @@ func (m *Module) Launch(kernel string, cfg Config, args ...any) (*Stats, error) 
 		}
 		if want != cfg.Block {
 			return nil, fmt.Errorf("sim: kernel %s requires block %v (.reqntid), launched with %v", kernel, want, cfg.Block)
+		}
+	}
+	if r := k.maxntid; len(r) > 0 {
+		lim := 1
+		for _, v := range r {
+			lim *= v
+		}
+		if cfg.Block.count() > lim {
+			return nil, fmt.Errorf("sim: kernel %s allows at most %d threads per block (.maxntid), launched with %v", kernel, lim, cfg.Block)
 		}
 	}
 	if cfg.SharedBytes < 0 {

@@ -439,24 +439,6 @@ func atomOp(in *inst, t ptype, old, b, c uint64) uint64 {
 	return (old ^ b) & m
 }
 
-// checkConverged enforces that every live lane of membermask executes a
-// warp-collective instruction together.
-func (w *warp) checkConverged(in *inst, exec, member uint32) error {
-	if !w.b.l.check {
-		return nil
-	}
-	if missing := member & w.live &^ exec; missing != 0 {
-		return w.fail(in, bits.TrailingZeros32(missing), "synccheck",
-			"%s executed by a diverged warp: lanes %#08x of membermask %#08x are not executing it (active %#08x)",
-			opName(in), missing, member, exec)
-	}
-	if extra := exec &^ member; extra != 0 {
-		return w.fail(in, bits.TrailingZeros32(extra), "synccheck",
-			"%s executed by a lane not in membermask %#08x", opName(in), member)
-	}
-	return nil
-}
-
 func opName(in *inst) string {
 	for i := 0; i < len(in.text); i++ {
 		if in.text[i] == ' ' {
@@ -481,10 +463,6 @@ func (w *warp) collective(in *inst, exec uint32) error {
 		}
 		return nil
 	case opShfl:
-		member := uint32(w.val(&in.s[3], l0))
-		if err := w.checkConverged(in, exec, member); err != nil {
-			return err
-		}
 		var out [32]uint64
 		var ok [32]bool
 		for m := exec; m != 0; m &= m - 1 {
@@ -521,10 +499,6 @@ func (w *warp) collective(in *inst, exec uint32) error {
 			w.set(&in.d[1], l, b2u(ok[l]))
 		}
 	case opVote:
-		member := uint32(w.val(&in.s[1], l0))
-		if err := w.checkConverged(in, exec, member); err != nil {
-			return err
-		}
 		var ballot uint32
 		for m := exec; m != 0; m &= m - 1 {
 			l := bits.TrailingZeros32(m)
@@ -548,10 +522,6 @@ func (w *warp) collective(in *inst, exec uint32) error {
 			w.set(&in.d[0], bits.TrailingZeros32(m), r)
 		}
 	case opMatch:
-		member := uint32(w.val(&in.s[1], l0))
-		if err := w.checkConverged(in, exec, member); err != nil {
-			return err
-		}
 		allSame := true
 		v0 := w.val(&in.s[0], l0)
 		for m := exec; m != 0; m &= m - 1 {

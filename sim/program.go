@@ -104,6 +104,7 @@ type function struct {
 	shared    int   // static shared bytes used by this kernel (module and kernel variables)
 	dynShared bool
 	reqntid   []int
+	maxntid   []int
 }
 
 // param is a parameter's place: an offset in the kernel parameter buffer
@@ -233,7 +234,7 @@ func (d *Device) Load(src string) (*Module, error) {
 		return nil, err
 	}
 	for _, f := range pm.Funcs {
-		fn := &function{name: f.Name, entry: f.Entry, reqntid: f.ReqNTID}
+		fn := &function{name: f.Name, entry: f.Entry, reqntid: f.ReqNTID, maxntid: f.MaxNTID}
 		m.funcs[f.Name] = fn
 		m.order = append(m.order, f.Name)
 	}
@@ -383,6 +384,11 @@ func (ld *loader) function(f *ptx.Func) error {
 		ld.fsyms[v.Name] = sym{sp, base + *off}
 		*off += int64(sz)
 		return p, nil
+	}
+	for _, v := range append(append([]*ptx.Var{}, f.Params...), f.Rets...) {
+		if v.Space == "reg" {
+			return errAt(v.Pos, "register parameter %s is not supported (use .param)", v.Name)
+		}
 	}
 	for _, v := range f.Params {
 		sp, off := spLocal, &frame

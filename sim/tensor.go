@@ -6,24 +6,10 @@ import (
 
 const fullWarp = 0xFFFFFFFF
 
-// needFullWarp enforces the .aligned contract of ldmatrix and mma: all 32
-// lanes execute the instruction together.
-func (w *warp) needFullWarp(in *inst, exec uint32) error {
-	if exec == fullWarp || !w.b.l.check && exec != 0 {
-		return nil
-	}
-	missing := ^exec
-	return w.fail(in, bits.TrailingZeros32(missing), "synccheck",
-		"%s executed by a diverged warp: active mask %#08x, all 32 lanes must execute it", opName(in), exec)
-}
-
 // ldmatrix loads n 8x8 matrices of 16-bit elements: lanes 8i..8i+7 give the
 // row addresses of matrix i; lane t receives row t/4, columns 2(t%4) and
 // 2(t%4)+1 of each matrix (with .trans, the same elements of the transpose).
 func (w *warp) ldmatrix(in *inst, exec uint32) error {
-	if err := w.needFullWarp(in, exec); err != nil {
-		return err
-	}
 	n := int(in.n)
 	var rows [4][8][]byte
 	var offs [32]uint64
@@ -119,9 +105,6 @@ func elem(w *warp, regs []opnd, lane, i int, t ptype) float64 {
 // mma computes D = A*B + C for one warp. Products are exact in float64 and
 // summed there; the result is rounded once to the accumulator type.
 func (w *warp) mma(in *inst, exec uint32) error {
-	if err := w.needFullWarp(in, exec); err != nil {
-		return err
-	}
 	na, nb := int(in.n>>4), int(in.n&15)
 	dt, at := in.t, in.t2
 	ct := tF16

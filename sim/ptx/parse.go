@@ -301,7 +301,7 @@ func (p *parser) paramList(entry bool) []*Var {
 		if t.text != ".param" && !(t.text == ".reg" && !entry) {
 			p.failf(t.pos, "expected .param, found %s", describe(t))
 		}
-		v := &Var{Space: "param"}
+		v := &Var{Space: t.text[1:]}
 		p.varAttrs(v)
 		v.Pos = p.peek().pos
 		v.Name = p.ident().text
