@@ -313,6 +313,19 @@ var opCases = []opCase{
 	c32("fma.rn.bf16x2 %d, %a, %b, %c", 0x40003F80, 0x3F803F80, 0x40003F80, 0x00000000),
 	{"fma.rn.bf16 %d, %a, %b, %c", "b16", []string{"b16", "b16", "b16"}, []uint64{0x3F81, 0x3F81, 0}, 0x3F82},
 	c32("max.bf16x2 %d, %a, %b", 0x3F804000, 0x3F804000, 0xBF803F80),
+	// Funnel shifts, three-input logic, bit find.
+	c32("shf.l.wrap.b32 %d, %a, %b, %c", 0x23456788, 0x80000000, 0x12345678, 4),
+	c32("shf.r.wrap.b32 %d, %a, %b, %c", 0x81234567, 0x12345678, 0x00000008, 36),
+	c32("shf.l.clamp.b32 %d, %a, %b, %c", 0x11111111, 0x11111111, 0x22222222, 40),
+	c32("shf.r.clamp.b32 %d, %a, %b, %c", 0x22222222, 0x11111111, 0x22222222, 32),
+	c32("lop3.b32 %d, %a, %b, %c, 0x96", 0x96, 0xF0, 0xCC, 0xAA), // a^b^c reproduces the table
+	c32("lop3.b32 %d, %a, %b, %c, 0xE8", 0xE8, 0xF0, 0xCC, 0xAA), // majority
+	c32("bfind.u32 %d, %a", 31, 0x80000000),
+	c32("bfind.u32 %d, %a", 0xFFFFFFFF, 0),
+	c32("bfind.s32 %d, %a", 30, 0x80000000), // the first bit that differs from the sign
+	c32("bfind.shiftamt.u32 %d, %a", 27, 0x10),
+	{"cvt.rn.f16x2.f32 %d, %a, %b", "b32", b32s(2), []uint64{one32, two32}, 0x3C004000},
+	{"cvt.rn.bf16x2.f32 %d, %a, %b", "b32", b32s(2), []uint64{one32, 0x3F808000}, 0x3F803F80},
 	// Moves and packing.
 	{"mov.b32 %d, {%a, %b}", "b32", []string{"b16", "b16"}, []uint64{0x1111, 0x2222}, 0x22221111},
 	{"mov.b64 %d, {%a, %b}", "b64", b32s(2), []uint64{0x11111111, 0x22222222}, 0x2222222211111111},

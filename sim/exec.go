@@ -45,18 +45,18 @@ type barWait struct {
 }
 
 type warp struct {
-	b       *block
-	id      int
-	regs    []uint64 // regs[r<<5|lane]
-	pc      [32]int32
-	upc     int32
-	conv    bool // all runnable lanes are at upc (pc[] is stale for them)
+	b        *block
+	id       int
+	regs     []uint64 // regs[r<<5|lane]
+	pc       [32]int32
+	upc      int32
+	conv     bool // all runnable lanes are at upc (pc[] is stale for them)
 	live     uint32
 	blocked  uint32 // waiting at a barrier
 	parked   uint32 // waiting for the rest of their warp at a collective
 	parkLive uint32 // live lanes when the last lane parked
-	stack   [32][]int32
-	cp      [32]cpState
+	stack    [32][]int32
+	cp       [32]cpState
 }
 
 type cpState struct {
