@@ -1,0 +1,244 @@
+package sim
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+)
+
+// TestBankConflicts plants strided shared-memory accesses: stride s words
+// makes gcd(s,32) lanes share a bank.
+func TestBankConflicts(t *testing.T) {
+	for _, c := range []struct {
+		stride, size int
+		wavefronts   int64
+	}{
+		{1, 4, 1}, {2, 4, 2}, {4, 4, 4}, {32, 4, 32}, {33, 4, 1},
+		{0, 4, 1},  // broadcast: every lane reads the same word
+		{2, 8, 2},  // 8-byte accesses: two half-warp phases, each conflict-free
+		{4, 16, 4}, // 16-byte accesses: four quarter-warp phases
+		{4, 8, 4},  // 8-byte accesses two words apart: each phase has 2-way conflicts
+	} {
+		t.Run(fmt.Sprintf("stride%d_size%d", c.stride, c.size), func(t *testing.T) {
+			ty := map[int]string{4: "u32", 8: "u64", 16: "v4.u32"}[c.size]
+			reg := map[int]string{4: "%r5", 8: "%rd5", 16: "{%r5, %r6, %r7, %r8}"}[c.size]
+			src := kernel("", fmt.Sprintf(`
+	.shared .align 16 .b8 s[16384];
+	.reg .b32 %%r<9>;
+	.reg .b64 %%rd<6>;
+	mov.u32 %%r1, %%tid.x;
+	mul.lo.u32 %%r2, %%r1, %d;
+	mov.u32 %%r3, s;
+	add.u32 %%r4, %%r3, %%r2;
+	ld.shared.%s %s, [%%r4];`, 4*c.stride, ty, reg))
+			cfg := grid(1, 32)
+			cfg.NoCheck = true // the memory is never written; only the counters matter here
+			st, err := load(t, NewDevice(), src).Launch("k", cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.SharedWavefronts != c.wavefronts {
+				t.Errorf("wavefronts = %d, want %d", st.SharedWavefronts, c.wavefronts)
+			}
+			if st.SharedBankConflicts != st.SharedWavefronts-phasesFor(c.size) {
+				t.Errorf("conflicts = %d with %d wavefronts", st.SharedBankConflicts, st.SharedWavefronts)
+			}
+		})
+	}
+}
+
+func phasesFor(size int) int64 { return int64(max(1, size*32/128)) }
+
+// TestLocalAndGenericAddressing runs the code LLVM emits for a local array
+// (a __local_depot addressed through cvta.local) and generic pointers into
+// shared and global memory.
+func TestLocalAndGenericAddressing(t *testing.T) {
+	src := kernel(".param .u64 out", `
+	.local .align 4 .b8 __local_depot0[32];
+	.shared .align 4 .b8 sh[128];
+	.reg .pred %p<3>;
+	.reg .b32 %r<10>;
+	.reg .b64 %SP;
+	.reg .b64 %SPL;
+	.reg .b64 %rd<10>;
+	mov.u64 %SPL, __local_depot0;
+	cvta.local.u64 %SP, %SPL;
+	ld.param.u64 %rd1, [out];
+	mov.u32 %r1, %tid.x;
+	// local[i] = tid*10 + i through generic addresses
+	mov.u32 %r2, 0;
+L1:
+	mad.lo.u32 %r3, %r1, 10, %r2;
+	mul.wide.u32 %rd2, %r2, 4;
+	add.s64 %rd3, %SP, %rd2;
+	st.u32 [%rd3], %r3;
+	add.u32 %r2, %r2, 1;
+	setp.lt.u32 %p1, %r2, 8;
+	@%p1 bra L1;
+	// shared[tid] = local[7] via a generic shared pointer
+	ld.local.u32 %r4, [%SPL+28];
+	mov.u64 %rd4, sh;
+	cvta.shared.u64 %rd5, %rd4;
+	mul.wide.u32 %rd6, %r1, 4;
+	add.s64 %rd7, %rd5, %rd6;
+	st.u32 [%rd7], %r4;
+	isspacep.shared %p2, %rd7;
+	selp.u32 %r5, 1, 0, %p2;
+	isspacep.global %p2, %rd1;
+	selp.u32 %r6, 2, 0, %p2;
+	add.u32 %r5, %r5, %r6;
+	cvta.to.shared.u64 %rd8, %rd7;
+	ld.shared.u32 %r7, [%rd8];
+	// out[tid] = {shared value, space flags} through a generic global pointer
+	mul.wide.u32 %rd9, %r1, 8;
+	add.s64 %rd9, %rd1, %rd9;
+	st.v2.u32 [%rd9], {%r7, %r5};`)
+	dev := NewDevice()
+	out, _ := dev.Alloc(8 * 32)
+	st, err := load(t, dev, src).Launch("k", grid(1, 32), out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := bytesU32s(download(t, dev, out, 8*32))
+	for i := 0; i < 32; i++ {
+		if got[2*i] != uint32(10*i+7) || got[2*i+1] != 3 {
+			t.Errorf("thread %d: %d %d", i, got[2*i], got[2*i+1])
+		}
+	}
+	if st.Class("st.local") == 0 || st.Class("ld.local") == 0 || st.Class("st.shared") == 0 {
+		t.Errorf("generic accesses not classified by space: %v", st)
+	}
+	t.Run("ptxas", func(t *testing.T) { assembles(t, src) })
+}
+
+func TestBarRedAndArrive(t *testing.T) {
+	src := kernel(".param .u64 out", `
+	.reg .pred %p<4>;
+	.reg .b32 %r<8>;
+	.reg .b64 %rd<4>;
+	ld.param.u64 %rd1, [out];
+	mov.u32 %r1, %tid.x;
+	and.b32 %r2, %r1, 1;
+	setp.eq.u32 %p1, %r2, 1;
+	bar.red.popc.u32 %r3, 0, %p1;
+	setp.lt.u32 %p2, %r1, 1000;
+	bar.red.and.pred %p3, 0, %p2;
+	selp.u32 %r4, 1, 0, %p3;
+	bar.red.or.pred %p3, 0, !%p2;
+	selp.u32 %r5, 1, 0, %p3;
+	// Warps 0-1 produce, warps 2-3 consume through named barrier 1.
+	setp.lt.u32 %p1, %r1, 64;
+	@%p1 bar.arrive 1, 128;
+	@!%p1 bar.sync 1, 128;
+	mul.wide.u32 %rd2, %r1, 16;
+	add.s64 %rd3, %rd1, %rd2;
+	st.global.v4.u32 [%rd3], {%r3, %r4, %r5, %r1};`)
+	dev := NewDevice()
+	out, _ := dev.Alloc(16 * 128)
+	if _, err := load(t, dev, src).Launch("k", grid(1, 128), out); err != nil {
+		t.Fatal(err)
+	}
+	got := bytesU32s(download(t, dev, out, 16*128))
+	for i := 0; i < 128; i++ {
+		if r := got[4*i : 4*i+3]; r[0] != 64 || r[1] != 1 || r[2] != 0 {
+			t.Fatalf("thread %d: %v", i, r)
+		}
+	}
+	t.Run("ptxas", func(t *testing.T) { assembles(t, src) })
+}
+
+// TestDeterministic: a race-free kernel gives the same bytes and counters
+// whatever the number of workers.
+func TestDeterministic(t *testing.T) {
+	run := func(workers int) ([]byte, Stats) {
+		dev := NewDevice()
+		m := load(t, dev, "llvm/matmul_tiled.ptx")
+		const M, N, K = 40, 48, 33
+		a, b := make([]float32, M*K), make([]float32, K*N)
+		for i := range a {
+			a[i] = float32(i%13) * 0.37
+		}
+		for i := range b {
+			b[i] = float32(i%7) * 1.3
+		}
+		da, db := upload(t, dev, f32sBytes(a)), upload(t, dev, f32sBytes(b))
+		dc, _ := dev.Alloc(4 * M * N)
+		cfg := Config{Grid: Dim3{3, 3, 1}, Block: Dim3{16, 16, 1}, Workers: workers}
+		st, err := m.Launch("matmul_tiled", cfg, da, db, dc, uint32(M), uint32(N), uint32(K))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return download(t, dev, dc, 4*M*N), *st
+	}
+	d1, s1 := run(1)
+	d4, s4 := run(4)
+	if !bytes.Equal(d1, d4) || s1 != s4 {
+		t.Errorf("results differ between 1 and 4 workers:\n%v\n%v", s1.String(), s4.String())
+	}
+}
+
+// TestDivergentCall calls a .func from half of a warp, and from two call
+// sites whose lanes reconverge inside the callee.
+func TestDivergentCall(t *testing.T) {
+	src := `.version 7.8
+.target sm_80
+.address_size 64
+.func (.param .b32 r) twice(.param .b32 x)
+{
+	.reg .b32 %r<3>;
+	ld.param.b32 %r1, [x];
+	shl.b32 %r2, %r1, 1;
+	st.param.b32 [r], %r2;
+	ret;
+}
+.visible .entry k(.param .u64 out)
+{
+	.reg .pred %p1;
+	.reg .b32 %r<5>;
+	.reg .b64 %rd<4>;
+	ld.param.u64 %rd1, [out];
+	mov.u32 %r1, %tid.x;
+	mov.u32 %r3, 7;
+	and.b32 %r2, %r1, 1;
+	setp.eq.u32 %p1, %r2, 1;
+	@%p1 bra ODD;
+	{
+	.param .b32 a;
+	.param .b32 res;
+	st.param.b32 [a], %r1;
+	call.uni (res), twice, (a);
+	ld.param.b32 %r3, [res];
+	}
+	bra.uni DONE;
+ODD:
+	{
+	.param .b32 a;
+	.param .b32 res;
+	add.u32 %r4, %r1, 1000;
+	st.param.b32 [a], %r4;
+	call (res), twice, (a);
+	ld.param.b32 %r3, [res];
+	}
+DONE:
+	mul.wide.u32 %rd2, %r1, 4;
+	add.s64 %rd3, %rd1, %rd2;
+	st.global.u32 [%rd3], %r3;
+	ret;
+}
+`
+	dev := NewDevice()
+	out, _ := dev.Alloc(4 * 32)
+	if _, err := load(t, dev, src).Launch("k", grid(1, 32), out); err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range bytesU32s(download(t, dev, out, 128)) {
+		want := uint32(2 * i)
+		if i%2 == 1 {
+			want = uint32(2 * (i + 1000))
+		}
+		if v != want {
+			t.Errorf("out[%d] = %d, want %d", i, v, want)
+		}
+	}
+	t.Run("ptxas", func(t *testing.T) { assembles(t, src) })
+}
