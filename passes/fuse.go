@@ -1,0 +1,875 @@
+package passes
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ops"
+)
+
+// FusionOptions bound what one kernel may hold. Zero fields take the defaults.
+type FusionOptions struct {
+	MaxOps   int // ops in one kernel (default 64)
+	MaxReads int // buffers one kernel reads (default 16)
+	MaxRow   int // elements of a reduced row kept on chip (default 8192: 32 KB of f32 shared memory)
+}
+
+func (o FusionOptions) withDefaults() FusionOptions {
+	if o.MaxOps == 0 {
+		o.MaxOps = 64
+	}
+	if o.MaxReads == 0 {
+		o.MaxReads = 16
+	}
+	if o.MaxRow == 0 {
+		o.MaxRow = 8192
+	}
+	return o
+}
+
+// group is a kernel being formed. Members are the values it computes (each value is a member of
+// at most one group); views are reshapes, transposes, broadcasts and slices it applies by index
+// arithmetic, which several groups may share.
+type group struct {
+	kind        Kind
+	space       ir.Shape
+	axes        []int // row groups: the reduced axes of space
+	members     map[*ir.Value]bool
+	views       map[*ir.Value]bool
+	prologue    map[*ir.Value]bool // contraction groups: views that feed the contraction's operands
+	outputs     map[*ir.Value]bool // members needed outside the group
+	contraction *ir.Value
+	first       int // smallest definition index of a member, for a deterministic order
+}
+
+func (gr *group) has(v *ir.Value) bool { return gr.members[v] || gr.views[v] }
+
+func (gr *group) size() int { return len(gr.members) + len(gr.views) }
+
+type fuser struct {
+	g      *ir.Graph
+	opt    FusionOptions
+	eager  bool // one kernel per op: the unfused baseline
+	index  map[*ir.Value]int
+	users  map[*ir.Value][]*ir.Value
+	output map[*ir.Value]bool
+	home   map[*ir.Value]*group
+	dups   map[*ir.Value][]*group
+	groups []*group
+}
+
+func fusePass(st *State) error {
+	kg, err := buildKernels(st.Graph, st.opt.Fusion, false)
+	st.Kernels = kg
+	return err
+}
+
+// eagerKernels is the unfused baseline: one kernel per op (constants are folded into their
+// users as literals).
+func eagerKernels(g *ir.Graph) (*KernelGraph, error) { return buildKernels(g, FusionOptions{}, true) }
+
+func buildKernels(g *ir.Graph, opt FusionOptions, eager bool) (*KernelGraph, error) {
+	f := &fuser{g: g, opt: opt.withDefaults(), eager: eager, index: map[*ir.Value]int{}, users: map[*ir.Value][]*ir.Value{},
+		output: map[*ir.Value]bool{}, home: map[*ir.Value]*group{}, dups: map[*ir.Value][]*group{}}
+	for i, v := range g.Values {
+		f.index[v] = i
+		for _, a := range v.Args {
+			if !slices.Contains(f.users[a], v) {
+				f.users[a] = append(f.users[a], v)
+			}
+		}
+	}
+	for _, o := range g.Outputs {
+		f.output[o.Value] = true
+	}
+	for i := len(g.Values) - 1; i >= 0; i-- {
+		f.assign(g.Values[i])
+	}
+	if !eager {
+		f.siblings()
+	}
+	return f.kernels()
+}
+
+// inline values are recomputed wherever they are used: literals and iota cost nothing to make.
+func (f *fuser) inline(v *ir.Value) bool {
+	return v.Op == "constant" || v.Op == "iota" && !f.eager
+}
+
+// assign decides where v is computed. Values are visited from last to first, so every user of
+// v already has its place.
+func (f *fuser) assign(v *ir.Value) {
+	if v.Op == ir.OpInput || v.Op == ir.OpParam || f.inline(v) && !f.output[v] {
+		return
+	}
+	cgs := f.consumerGroups(v)
+	if len(cgs) == 0 && !f.output[v] {
+		return // dead
+	}
+	if !f.eager && isView(v.Op) && !f.output[v] && len(cgs) > 0 {
+		f.dups[v] = cgs
+		for _, gr := range cgs {
+			gr.views[v] = true
+			if gr.kind == Contraction && f.feedsContraction(v, gr) {
+				gr.prologue[v] = true
+			}
+		}
+		return
+	}
+	if !f.eager {
+		for _, gr := range cgs {
+			if f.canJoin(v, gr, cgs) {
+				f.join(v, gr, len(cgs) > 1 || f.output[v])
+				return
+			}
+		}
+	}
+	gr := &group{kind: Loop, space: v.Type.Shape, members: map[*ir.Value]bool{}, views: map[*ir.Value]bool{},
+		prologue: map[*ir.Value]bool{}, outputs: map[*ir.Value]bool{}, first: f.index[v]}
+	f.groups = append(f.groups, gr)
+	f.join(v, gr, true)
+}
+
+func (f *fuser) join(v *ir.Value, gr *group, isOutput bool) {
+	switch ops.ClassOf(v.Op) {
+	case ops.Contraction:
+		gr.kind, gr.contraction = Contraction, v
+	case ops.Reduce:
+		gr.kind, gr.space, gr.axes = Row, v.Args[0].Type.Shape, v.Attrs.Ints("axes")
+	}
+	gr.members[v] = true
+	if isOutput {
+		gr.outputs[v] = true
+	}
+	gr.first = min(gr.first, f.index[v])
+	f.home[v] = gr
+}
+
+// consumerGroups lists the groups that use v, looking through shared views, earliest first.
+func (f *fuser) consumerGroups(v *ir.Value) []*group {
+	var gs []*group
+	for _, u := range f.users[v] {
+		if gr := f.home[u]; gr != nil && !slices.Contains(gs, gr) {
+			gs = append(gs, gr)
+		}
+		for _, gr := range f.dups[u] {
+			if !slices.Contains(gs, gr) {
+				gs = append(gs, gr)
+			}
+		}
+	}
+	sort.SliceStable(gs, func(i, j int) bool { return gs[i].first < gs[j].first })
+	return gs
+}
+
+// usesIn lists v's users inside gr.
+func (f *fuser) usesIn(v *ir.Value, gr *group) []*ir.Value {
+	var us []*ir.Value
+	for _, u := range f.users[v] {
+		if gr.has(u) {
+			us = append(us, u)
+		}
+	}
+	return us
+}
+
+// feedsContraction reports whether v reaches gr's contraction through views in gr.
+func (f *fuser) feedsContraction(v *ir.Value, gr *group) bool {
+	for _, u := range f.usesIn(v, gr) {
+		if u == gr.contraction || gr.prologue[u] {
+			return true
+		}
+	}
+	return false
+}
+
+// readsThroughViews reports whether v reaches, through views in gr, an op that needs its operand
+// in memory: the contraction, pooling or gather.
+func (f *fuser) needsMemory(v *ir.Value, gr *group) bool {
+	for _, u := range f.usesIn(v, gr) {
+		if u == gr.contraction || ops.ClassOf(u.Op) == ops.Other || gr.views[u] && f.needsMemory(u, gr) {
+			return true
+		}
+	}
+	return false
+}
+
+// expensive ops are not recomputed once per element of a broadcast.
+func expensive(v *ir.Value) bool {
+	switch v.Op {
+	case "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "sin", "cos", "pow", "div":
+		return true
+	}
+	c := ops.ClassOf(v.Op)
+	return c != ops.Elementwise && c != ops.Movement
+}
+
+// expanded reports whether gr evaluates v more than once per element of v: v reaches a
+// broadcast that repeats elements, other than a row group's broadcast of a per-row value.
+func (f *fuser) expanded(v *ir.Value, gr *group, seen map[*ir.Value]bool) bool {
+	if seen[v] {
+		return false
+	}
+	seen[v] = true
+	for _, u := range f.usesIn(v, gr) {
+		if u.Op == "broadcast_in_dim" && u.Type.Shape.NumElements() > v.Type.Shape.NumElements() && !(gr.kind == Row && f.rowBroadcast(u, gr)) {
+			return true
+		}
+		if f.expanded(u, gr, seen) {
+			return true
+		}
+	}
+	return false
+}
+
+// canJoin reports whether v may be computed in gr, whose members use it; others are the other
+// groups that use v and will read it from gr's output.
+func (f *fuser) canJoin(v *ir.Value, gr *group, others []*group) bool {
+	if gr.size() >= f.opt.MaxOps {
+		return false
+	}
+	outside := len(others) > 1 || f.output[v]
+	if outside && !f.outputShapeOK(v, gr) {
+		return false
+	}
+	for _, h := range others {
+		if h != gr && f.reaches(h, gr) {
+			return false // gr would read from h and h from gr: a cycle
+		}
+	}
+	if f.needsMemory(v, gr) {
+		return false
+	}
+	class := ops.ClassOf(v.Op)
+	ok := false
+	switch gr.kind {
+	case Loop:
+		switch class {
+		case ops.Contraction:
+			ok = f.epilogueOK(v, gr)
+		case ops.Reduce:
+			ok = f.rowOK(gr, v)
+		default:
+			ok = !(expensive(v) && f.expanded(v, gr, map[*ir.Value]bool{}))
+		}
+	case Row:
+		ok = (class == ops.Elementwise || class == ops.Movement || class == ops.Reduce) && f.rowOK(gr, v) &&
+			!(expensive(v) && class != ops.Reduce && f.expanded(v, gr, map[*ir.Value]bool{}))
+	case Contraction:
+		ok = (class == ops.Elementwise || class == ops.Movement) && !f.feedsContraction(v, gr) &&
+			!(expensive(v) && f.expanded(v, gr, map[*ir.Value]bool{}))
+	}
+	return ok && f.reads(gr, v) <= f.opt.MaxReads
+}
+
+// outputShapeOK: a value the group writes must be indexed by the group's iteration space.
+func (f *fuser) outputShapeOK(v *ir.Value, gr *group) bool {
+	s := v.Type.Shape
+	if gr.kind == Row {
+		keep, drop := rowShapes(gr.space, gr.axes)
+		return s.Equal(gr.space) || s.Equal(keep) || s.Equal(drop)
+	}
+	return s.Equal(gr.space)
+}
+
+// reads counts the buffers gr would read with v added.
+func (f *fuser) reads(gr *group, v *ir.Value) int {
+	ext := map[*ir.Value]bool{}
+	add := func(w *ir.Value) {
+		for _, a := range w.Args {
+			if a != v && !gr.has(a) && !f.inline(a) {
+				ext[a] = true
+			}
+		}
+	}
+	for w := range gr.members {
+		add(w)
+	}
+	for w := range gr.views {
+		add(w)
+	}
+	add(v)
+	return len(ext)
+}
+
+// reaches reports whether group to depends on group from (from writes something to reads,
+// directly or through other groups).
+func (f *fuser) reaches(from, to *group) bool {
+	succ := map[*group][]*group{}
+	edge := func(w *ir.Value, into *group) {
+		for _, a := range w.Args {
+			if h := f.home[a]; h != nil && h != into {
+				succ[h] = append(succ[h], into)
+			}
+		}
+	}
+	for _, gr := range f.groups {
+		for w := range gr.members {
+			edge(w, gr)
+		}
+		for w := range gr.views {
+			edge(w, gr)
+		}
+	}
+	seen := map[*group]bool{from: true}
+	stack := []*group{from}
+	for len(stack) > 0 {
+		h := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, n := range succ[h] {
+			if n == to {
+				return true
+			}
+			if !seen[n] {
+				seen[n] = true
+				stack = append(stack, n)
+			}
+		}
+	}
+	return false
+}
+
+// epilogueOK reports whether loop group gr can become the epilogue of contraction c: every value
+// computed from c is elementwise over c's shape, and gr holds no pooling or gather.
+func (f *fuser) epilogueOK(c *ir.Value, gr *group) bool {
+	if !gr.space.Equal(c.Type.Shape) {
+		return false
+	}
+	for w := range gr.members {
+		if ops.ClassOf(w.Op) == ops.Other {
+			return false
+		}
+	}
+	ok := true
+	var walk func(v *ir.Value)
+	walk = func(v *ir.Value) {
+		for _, u := range f.usesIn(v, gr) {
+			if ops.ClassOf(u.Op) != ops.Elementwise || !u.Type.Shape.Equal(c.Type.Shape) {
+				ok = false
+				return
+			}
+			walk(u)
+		}
+	}
+	walk(c)
+	return ok
+}
+
+// rowShapes returns the per-row shapes of space reduced over axes: with the axes kept as size 1,
+// and dropped.
+func rowShapes(space ir.Shape, axes []int) (keep, drop ir.Shape) {
+	keep, drop = ir.Shape{}, ir.Shape{}
+	for i, d := range space {
+		if slices.Contains(axes, i) {
+			keep = append(keep, 1)
+		} else {
+			keep = append(keep, d)
+			drop = append(drop, d)
+		}
+	}
+	return keep, drop
+}
+
+// rowBroadcast reports whether broadcast u spreads a per-row value of row group gr over its row.
+func (f *fuser) rowBroadcast(u *ir.Value, gr *group) bool {
+	keep, drop := rowShapes(gr.space, gr.axes)
+	in, dims := u.Args[0].Type.Shape, u.Attrs.Ints("dims")
+	if !u.Type.Shape.Equal(gr.space) {
+		return false
+	}
+	if in.Equal(keep) {
+		return isIdentity(dims)
+	}
+	if !in.Equal(drop) {
+		return false
+	}
+	j := 0
+	for i := range gr.space {
+		if !slices.Contains(gr.axes, i) {
+			if j >= len(dims) || dims[j] != i {
+				return false
+			}
+			j++
+		}
+	}
+	return true
+}
+
+// rowOK reports whether gr with v added is a valid row group: every reduction folds the same axes
+// of the same shape (a row fits on chip), and every value that a reduction depends on or that
+// depends on one is either a full row element or a per-row value, moved only by spreading
+// per-row values over their row.
+func (f *fuser) rowOK(gr *group, v *ir.Value) bool {
+	space, axes := gr.space, gr.axes
+	all := []*ir.Value{v}
+	for w := range gr.members {
+		all = append(all, w)
+	}
+	for w := range gr.views {
+		all = append(all, w)
+	}
+	in := func(w *ir.Value) bool { return w == v || gr.has(w) }
+	var reduces []*ir.Value
+	for _, w := range all {
+		if ops.ClassOf(w.Op) == ops.Reduce {
+			reduces = append(reduces, w)
+		}
+	}
+	if gr.kind != Row {
+		if len(reduces) != 1 {
+			return false
+		}
+		space, axes = reduces[0].Args[0].Type.Shape, reduces[0].Attrs.Ints("axes")
+	}
+	rowLen := 1
+	for _, a := range axes {
+		rowLen *= space[a]
+	}
+	if rowLen > f.opt.MaxRow {
+		return false
+	}
+	for _, r := range reduces {
+		if !r.Args[0].Type.Shape.Equal(space) || !slices.Equal(r.Attrs.Ints("axes"), axes) {
+			return false
+		}
+	}
+	// anchored values: connected to a reduction inside the group.
+	anchored := map[*ir.Value]bool{}
+	var up, down func(w *ir.Value)
+	up = func(w *ir.Value) {
+		for _, a := range w.Args {
+			if in(a) && !anchored[a] {
+				anchored[a] = true
+				up(a)
+			}
+		}
+	}
+	down = func(w *ir.Value) {
+		for _, u := range f.users[w] {
+			if in(u) && !anchored[u] {
+				anchored[u] = true
+				down(u)
+			}
+		}
+	}
+	for _, r := range reduces {
+		up(r)
+		down(r)
+	}
+	keep, drop := rowShapes(space, axes)
+	probe := &group{kind: Row, space: space, axes: axes}
+	for _, w := range all {
+		if !anchored[w] || ops.ClassOf(w.Op) == ops.Reduce {
+			continue
+		}
+		s := w.Type.Shape
+		if !s.Equal(space) && !s.Equal(keep) && !s.Equal(drop) {
+			return false
+		}
+		if ops.ClassOf(w.Op) == ops.Movement && slices.ContainsFunc(w.Args, func(a *ir.Value) bool { return in(a) && anchored[a] }) {
+			perRow := func(s ir.Shape) bool { return s.Equal(keep) || s.Equal(drop) }
+			switch {
+			case w.Op == "broadcast_in_dim" && f.rowBroadcast(w, probe):
+			case w.Op == "reshape" && perRow(s) && perRow(w.Args[0].Type.Shape):
+			default:
+				return false
+			}
+		}
+		if ops.ClassOf(w.Op) == ops.Other || ops.ClassOf(w.Op) == ops.Contraction {
+			return false
+		}
+	}
+	for w := range gr.outputs {
+		s := w.Type.Shape
+		if !s.Equal(space) && !s.Equal(keep) && !s.Equal(drop) {
+			return false
+		}
+	}
+	if gr.kind != Row {
+		for w := range gr.members {
+			if ops.ClassOf(w.Op) == ops.Other {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// siblings merges groups that iterate the same space, read a common buffer and do not depend on
+// each other into one multi-output kernel.
+func (f *fuser) siblings() {
+	for changed := true; changed; {
+		changed = false
+		byRead := map[*ir.Value][]*group{}
+		for _, gr := range f.groups {
+			for r := range f.groupReads(gr) {
+				byRead[r] = append(byRead[r], gr)
+			}
+		}
+		keys := make([]*ir.Value, 0, len(byRead))
+		for r := range byRead {
+			keys = append(keys, r)
+		}
+		sort.Slice(keys, func(i, j int) bool { return f.index[keys[i]] < f.index[keys[j]] })
+	search:
+		for _, r := range keys {
+			gs := byRead[r]
+			for i, a := range gs {
+				for _, b := range gs[i+1:] {
+					if a.kind == Contraction || a.kind != b.kind || !a.space.Equal(b.space) || !slices.Equal(a.axes, b.axes) ||
+						a.size()+b.size() > f.opt.MaxOps || f.reaches(a, b) || f.reaches(b, a) {
+						continue
+					}
+					if len(union(f.groupReads(a), f.groupReads(b))) > f.opt.MaxReads {
+						continue
+					}
+					f.merge(a, b)
+					changed = true
+					break search
+				}
+			}
+		}
+	}
+}
+
+func union(a, b map[*ir.Value]bool) map[*ir.Value]bool {
+	u := map[*ir.Value]bool{}
+	for k := range a {
+		u[k] = true
+	}
+	for k := range b {
+		u[k] = true
+	}
+	return u
+}
+
+// groupReads returns the values gr reads from memory.
+func (f *fuser) groupReads(gr *group) map[*ir.Value]bool {
+	ext := map[*ir.Value]bool{}
+	for _, w := range f.groupValues(gr) {
+		for _, a := range w.Args {
+			if !gr.has(a) && !f.inline(a) {
+				ext[a] = true
+			}
+		}
+	}
+	return ext
+}
+
+func (f *fuser) merge(a, b *group) {
+	for w := range b.members {
+		a.members[w] = true
+		f.home[w] = a
+	}
+	for w := range b.views {
+		a.views[w] = true
+		f.dups[w] = slices.DeleteFunc(f.dups[w], func(g *group) bool { return g == b })
+		if !slices.Contains(f.dups[w], a) {
+			f.dups[w] = append(f.dups[w], a)
+		}
+	}
+	for w := range b.outputs {
+		a.outputs[w] = true
+	}
+	a.first = min(a.first, b.first)
+	f.groups = slices.DeleteFunc(f.groups, func(g *group) bool { return g == b })
+}
+
+// groupValues lists everything gr computes, with the literals it uses, in definition order.
+func (f *fuser) groupValues(gr *group) []*ir.Value {
+	set := map[*ir.Value]bool{}
+	var add func(w *ir.Value)
+	add = func(w *ir.Value) {
+		if set[w] {
+			return
+		}
+		set[w] = true
+		for _, a := range w.Args {
+			if f.inline(a) {
+				add(a)
+			}
+		}
+	}
+	for w := range gr.members {
+		add(w)
+	}
+	for w := range gr.views {
+		add(w)
+	}
+	vs := make([]*ir.Value, 0, len(set))
+	for w := range set {
+		vs = append(vs, w)
+	}
+	sort.Slice(vs, func(i, j int) bool { return f.index[vs[i]] < f.index[vs[j]] })
+	return vs
+}
+
+// kernels orders the groups topologically (earliest first among the ready ones) and builds the
+// kernel graph.
+func (f *fuser) kernels() (*KernelGraph, error) {
+	kg := &KernelGraph{Name: f.g.Name}
+	buf := map[*ir.Value]*Buffer{}
+	used := map[string]bool{}
+	for _, v := range f.g.Values {
+		if v.Op == ir.OpInput || v.Op == ir.OpParam {
+			kind := InputBuffer
+			if v.Op == ir.OpParam {
+				kind = ParamBuffer
+			}
+			b := &Buffer{Name: v.Name, Kind: kind, Type: v.Type}
+			buf[v] = b
+			used[v.Name] = true
+			kg.Buffers = append(kg.Buffers, b)
+		}
+	}
+	unique := func(name string) string {
+		n := name
+		for i := 1; used[n]; i++ {
+			n = fmt.Sprintf("%s_%d", name, i)
+		}
+		used[n] = true
+		return n
+	}
+	// Output buffers, one per graph output; a value output under several names is written to each.
+	outBufs := map[*ir.Value][]*Buffer{}
+	for _, o := range f.g.Outputs {
+		b := &Buffer{Name: unique(o.Name), Kind: OutputBuffer, Type: o.Value.Type}
+		kg.Outputs = append(kg.Outputs, b)
+		outBufs[o.Value] = append(outBufs[o.Value], b)
+	}
+	// Outputs that are inputs or parameters are copied by a kernel of their own.
+	for _, o := range f.g.Outputs {
+		v := o.Value
+		if f.home[v] == nil && (v.Op == ir.OpInput || v.Op == ir.OpParam) {
+			gr := &group{kind: Loop, space: v.Type.Shape, members: map[*ir.Value]bool{v: true}, views: map[*ir.Value]bool{},
+				outputs: map[*ir.Value]bool{v: true}, first: len(f.g.Values)}
+			f.groups = append(f.groups, gr) // a kernel that only copies v
+		}
+	}
+	order, err := f.topoGroups()
+	if err != nil {
+		return nil, err
+	}
+	for _, gr := range order {
+		k := &Kernel{Kind: gr.kind, Space: gr.space.Clone(), Axes: slices.Clone(gr.axes)}
+		if gr.kind == Contraction {
+			k.Space = gr.contraction.Type.Shape.Clone()
+		}
+		body := ir.NewGraph("kernel")
+		m := map[*ir.Value]*ir.Value{}
+		input := func(a *ir.Value) *ir.Value {
+			if m[a] == nil {
+				b := buf[a]
+				if b == nil {
+					b = outBufs[a][0]
+				}
+				m[a] = body.Input(b.Name, a.Type, nil)
+				k.Reads = append(k.Reads, b)
+			}
+			return m[a]
+		}
+		vals := f.groupValues(gr)
+		for _, w := range vals {
+			if w.Op == ir.OpInput || w.Op == ir.OpParam {
+				input(w) // copy kernel
+				continue
+			}
+			args := make([]*ir.Value, len(w.Args))
+			for i, a := range w.Args {
+				if set := m[a]; set != nil && (gr.has(a) || f.inline(a)) {
+					args[i] = set
+				} else {
+					args[i] = input(a)
+				}
+			}
+			m[w] = body.Add(w.Op, ir.Type{DType: w.Type.DType, Shape: w.Type.Shape.Clone()}, w.Attrs.Clone(), args...)
+			if gr.members[w] {
+				k.Ops = append(k.Ops, w)
+			}
+		}
+		for _, w := range vals {
+			if !gr.members[w] {
+				continue
+			}
+			if f.neededOutside(w, gr) {
+				b := buf[w]
+				if b == nil {
+					b = &Buffer{Name: unique(fmt.Sprintf("t%d", f.index[w])), Kind: TempBuffer, Type: w.Type}
+					buf[w] = b
+				}
+				b.Writer = k
+				k.Writes = append(k.Writes, b)
+				body.SetOutput(b.Name, m[w])
+			}
+			for _, b := range outBufs[w] {
+				b.Writer = k
+				k.Writes = append(k.Writes, b)
+				body.SetOutput(b.Name, m[w])
+				if buf[w] == nil {
+					buf[w] = b
+				}
+			}
+		}
+		k.Body = body
+		k.label = f.label(gr, vals)
+		kg.Kernels = append(kg.Kernels, k)
+		kg.Buffers = append(kg.Buffers, k.Writes...)
+	}
+	kg.renumber()
+	return kg, nil
+}
+
+// neededOutside reports whether a kernel other than gr's reads w.
+func (f *fuser) neededOutside(w *ir.Value, gr *group) bool {
+	if w.Op == ir.OpInput || w.Op == ir.OpParam {
+		return false
+	}
+	for _, u := range f.users[w] {
+		if h := f.home[u]; h != nil && h != gr {
+			return true
+		}
+		for _, h := range f.dups[u] {
+			if h != gr {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// topoGroups orders the groups so that every group follows those it reads from, taking the
+// group whose first value comes earliest among the ready ones.
+func (f *fuser) topoGroups() ([]*group, error) {
+	deps := map[*group]map[*group]bool{}
+	for _, gr := range f.groups {
+		deps[gr] = map[*group]bool{}
+		for _, w := range f.groupValues(gr) {
+			for _, a := range w.Args {
+				if h := f.home[a]; h != nil && h != gr && !gr.has(a) {
+					deps[gr][h] = true
+				}
+			}
+		}
+	}
+	var order []*group
+	done := map[*group]bool{}
+	for len(order) < len(f.groups) {
+		var next *group
+		for _, gr := range f.groups {
+			if done[gr] || next != nil && next.first <= gr.first {
+				continue
+			}
+			ready := true
+			for h := range deps[gr] {
+				ready = ready && done[h]
+			}
+			if ready {
+				next = gr
+			}
+		}
+		if next == nil {
+			return nil, fmt.Errorf("fusion created a cycle among %d kernels", len(f.groups)-len(order))
+		}
+		done[next] = true
+		order = append(order, next)
+	}
+	return order, nil
+}
+
+// label names a kernel after what it computes: "matmul_bias_relu", "softmax", "layernorm".
+func (f *fuser) label(gr *group, vals []*ir.Value) string {
+	count := map[string]int{}
+	for _, w := range vals {
+		if gr.members[w] {
+			count[w.Op]++
+		}
+	}
+	var parts []string
+	addPart := func(p string) {
+		if len(parts) < 4 && !slices.Contains(parts, p) {
+			parts = append(parts, p)
+		}
+	}
+	switch gr.kind {
+	case Contraction:
+		c := gr.contraction
+		if c.Op == "conv2d" {
+			addPart("conv")
+		} else {
+			addPart("matmul")
+		}
+		for _, w := range vals {
+			if !gr.members[w] || w == c || f.index[w] < f.index[c] {
+				continue
+			}
+			addPart(epilogueName(w))
+		}
+	case Row:
+		switch {
+		case count["reduce_max"] > 0 && count["exp"] > 0 && count["log"] > 0:
+			addPart("logsoftmax")
+		case count["reduce_max"] > 0 && count["exp"] > 0 && count["reduce_sum"] > 0:
+			addPart("softmax")
+		case count["reduce_sum"] >= 2 && count["rsqrt"] > 0:
+			addPart("layernorm")
+		default:
+			for _, w := range vals {
+				if ops.ClassOf(w.Op) == ops.Reduce {
+					addPart(strings.TrimPrefix(w.Op, "reduce_"))
+				}
+			}
+		}
+	default:
+		for _, w := range vals {
+			if gr.members[w] && !isView(w.Op) && w.Op != "constant" && w.Op != ir.OpInput && w.Op != ir.OpParam {
+				addPart(opName(w.Op))
+			}
+		}
+		if len(parts) == 0 {
+			addPart("copy")
+		}
+	}
+	if len(parts) > 3 {
+		parts = parts[:3]
+	}
+	return strings.Join(parts, "_")
+}
+
+func opName(op string) string {
+	switch op {
+	case "max_pool2d":
+		return "maxpool"
+	case "avg_pool2d":
+		return "avgpool"
+	case "broadcast_in_dim":
+		return "broadcast"
+	}
+	return op
+}
+
+// epilogueName names one epilogue op of a contraction.
+func epilogueName(w *ir.Value) string {
+	switch w.Op {
+	case "add":
+		for _, a := range w.Args {
+			if a.Op == "broadcast_in_dim" {
+				return "bias"
+			}
+		}
+		return "add"
+	case "mul":
+		for _, a := range w.Args {
+			if _, ok := splatValue(a); ok {
+				return "scale"
+			}
+		}
+	case "erf":
+		return "gelu"
+	case "select":
+		return "mask"
+	}
+	return opName(w.Op)
+}

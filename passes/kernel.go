@@ -1,0 +1,243 @@
+package passes
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ops"
+)
+
+// Kind says how a kernel iterates; codegen picks its template by kind.
+type Kind uint8
+
+const (
+	// Loop kernels run one thread per element of Space and compute every op by index
+	// arithmetic: elementwise ops, views (reshape, transpose, broadcast, slice), concat, pad,
+	// and pooling or gather reading buffers.
+	Loop Kind = iota + 1
+	// Row kernels reduce Axes of Space, one row (the elements that differ only in Axes) per
+	// block: the reductions' elementwise producers, several reductions over the same rows
+	// (softmax, layer norm), and elementwise epilogues of the reduced values broadcast back over
+	// the row all happen on chip.
+	Row
+	// Contraction kernels compute one dot_general or conv2d over Space (its result shape),
+	// reading operands through views, and apply an elementwise epilogue before the store.
+	Contraction
+)
+
+var kindNames = [...]string{Loop: "loop", Row: "row", Contraction: "contraction"}
+
+func (k Kind) String() string {
+	if int(k) < len(kindNames) && kindNames[k] != "" {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("kind(%d)", int(k))
+}
+
+// BufferKind says where a buffer lives.
+type BufferKind uint8
+
+const (
+	InputBuffer  BufferKind = iota + 1 // a graph input, supplied by the caller
+	ParamBuffer                        // a parameter (weight), bound at load time
+	OutputBuffer                       // a graph output, returned to the caller
+	TempBuffer                         // an intermediate: placed in the arena by the memory plan
+)
+
+var bufferKindNames = [...]string{InputBuffer: "input", ParamBuffer: "param", OutputBuffer: "output", TempBuffer: "temp"}
+
+func (k BufferKind) String() string { return bufferKindNames[k] }
+
+// Buffer is one tensor in device memory.
+type Buffer struct {
+	Name   string
+	Kind   BufferKind
+	Type   ir.Type
+	Writer *Kernel // nil for inputs and parameters
+}
+
+// Bytes is the buffer's size.
+func (b *Buffer) Bytes() int64 { return int64(b.Type.Bytes()) }
+
+// Kernel is one fused kernel: a small graph whose inputs are the buffers it reads and whose
+// outputs are the buffers it writes, named as the buffers are.
+type Kernel struct {
+	Name   string   // "k3_matmul_bias_relu": position in the schedule and what it computes
+	Kind   Kind     // the iteration scheme
+	Space  ir.Shape // Loop: output shape; Row: shape of the reduced operand; Contraction: result shape
+	Axes   []int    // Row: the reduced axes of Space
+	Body   *ir.Graph
+	Reads  []*Buffer // in the order of Body's inputs
+	Writes []*Buffer // in the order of Body's outputs
+	Ops    []*ir.Value
+	label  string // Name without the number
+}
+
+// KernelGraph is the fused program: kernels in execution order over named buffers.
+type KernelGraph struct {
+	Name    string
+	Buffers []*Buffer // inputs and parameters in declaration order, then written buffers in kernel order
+	Kernels []*Kernel
+	Outputs []*Buffer // one per graph output, in the graph's order
+}
+
+// Buffer returns the buffer named name, or nil.
+func (kg *KernelGraph) Buffer(name string) *Buffer {
+	for _, b := range kg.Buffers {
+		if b.Name == name {
+			return b
+		}
+	}
+	return nil
+}
+
+// renumber names kernels by their position and orders the written buffers to match.
+func (kg *KernelGraph) renumber() {
+	var bufs []*Buffer
+	for _, b := range kg.Buffers {
+		if b.Writer == nil {
+			bufs = append(bufs, b)
+		}
+	}
+	for i, k := range kg.Kernels {
+		k.Name = fmt.Sprintf("k%d_%s", i, k.label)
+		k.Body.Name = k.Name
+		bufs = append(bufs, k.Writes...)
+	}
+	kg.Buffers = bufs
+}
+
+// String prints the kernel graph in a deterministic text form (used by golden files and
+// --dump-after): buffers, then each kernel with its body in the .gir syntax.
+func (kg *KernelGraph) String() string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "kernels %s {\n", kg.Name)
+	for _, b := range kg.Buffers {
+		if b.Writer == nil {
+			fmt.Fprintf(&sb, "  %s %%%s : %s\n", b.Kind, b.Name, b.Type)
+		}
+	}
+	for _, k := range kg.Kernels {
+		sb.WriteString(k.header())
+		sb.WriteString(" {\n")
+		names := k.Body.Names()
+		for _, v := range k.Body.Values {
+			if v.Op != ir.OpInput {
+				fmt.Fprintf(&sb, "    %s\n", k.Body.Format(v))
+			}
+		}
+		for _, o := range k.Body.Outputs {
+			fmt.Fprintf(&sb, "    output %s = %%%s\n", o.Name, names[o.Value])
+		}
+		sb.WriteString("  }\n")
+	}
+	for _, b := range kg.Outputs {
+		fmt.Fprintf(&sb, "  output %%%s : %s\n", b.Name, b.Type)
+	}
+	sb.WriteString("}\n")
+	return sb.String()
+}
+
+func (k *Kernel) header() string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "  kernel %s %s %s", k.Name, k.Kind, k.Space)
+	if k.Kind == Row {
+		fmt.Fprintf(&sb, " axes=%s", ir.FormatAttr(k.Axes))
+	}
+	list := func(bs []*Buffer) string {
+		var parts []string
+		for _, b := range bs {
+			parts = append(parts, "%"+b.Name)
+		}
+		return strings.Join(parts, ", ")
+	}
+	fmt.Fprintf(&sb, " reads(%s) writes(%s)", list(k.Reads), list(k.Writes))
+	return sb.String()
+}
+
+// CheckKernels checks a kernel graph's invariants: every body verifies against the op table
+// and reads and writes exactly its buffers; each written buffer has one writer, which runs
+// before every reader; every output is written; kinds match the ops fused.
+func CheckKernels(kg *KernelGraph) error {
+	if kg == nil {
+		return fmt.Errorf("no kernel graph")
+	}
+	known := map[*Buffer]bool{}
+	names := map[string]bool{}
+	for _, b := range kg.Buffers {
+		if names[b.Name] {
+			return fmt.Errorf("buffer %s declared twice", b.Name)
+		}
+		names[b.Name] = true
+		if b.Writer == nil {
+			if b.Kind != InputBuffer && b.Kind != ParamBuffer {
+				return fmt.Errorf("%s buffer %s has no writer", b.Kind, b.Name)
+			}
+			known[b] = true
+		}
+	}
+	written := map[*Buffer]bool{}
+	for i, k := range kg.Kernels {
+		fail := func(format string, args ...any) error {
+			return fmt.Errorf("kernel %s: %s", k.Name, fmt.Sprintf(format, args...))
+		}
+		if !strings.HasPrefix(k.Name, fmt.Sprintf("k%d_", i)) {
+			return fail("name does not start with k%d_", i)
+		}
+		if err := ops.Verify(k.Body); err != nil {
+			return fail("%v", err)
+		}
+		ins := k.Body.Inputs()
+		if len(ins) != len(k.Reads) || len(k.Body.Outputs) != len(k.Writes) || len(k.Writes) == 0 {
+			return fail("body has %d inputs and %d outputs for %d reads and %d writes", len(ins), len(k.Body.Outputs), len(k.Reads), len(k.Writes))
+		}
+		for j, b := range k.Reads {
+			switch {
+			case ins[j].Name != b.Name || !ins[j].Type.Equal(b.Type):
+				return fail("input %s : %s does not match buffer %s : %s", ins[j].Name, ins[j].Type, b.Name, b.Type)
+			case !known[b]:
+				return fail("reads %s before it is written", b.Name)
+			}
+		}
+		for j, b := range k.Writes {
+			o := k.Body.Outputs[j]
+			switch {
+			case o.Name != b.Name || !o.Value.Type.Equal(b.Type):
+				return fail("output %s does not match buffer %s : %s", o.Name, b.Name, b.Type)
+			case b.Writer != k || written[b]:
+				return fail("buffer %s has another writer", b.Name)
+			case b.Kind != TempBuffer && b.Kind != OutputBuffer:
+				return fail("writes %s buffer %s", b.Kind, b.Name)
+			}
+			written[b] = true
+			known[b] = true
+		}
+		var contractions, reduces int
+		for _, v := range k.Body.Values {
+			switch ops.ClassOf(v.Op) {
+			case ops.Contraction:
+				contractions++
+			case ops.Reduce:
+				reduces++
+			}
+		}
+		switch {
+		case k.Kind == Contraction && contractions != 1, k.Kind != Contraction && contractions != 0:
+			return fail("%s kernel with %d contractions", k.Kind, contractions)
+		case k.Kind == Row && reduces == 0, k.Kind == Loop && reduces != 0:
+			return fail("%s kernel with %d reductions", k.Kind, reduces)
+		}
+	}
+	for _, b := range kg.Buffers {
+		if b.Writer != nil && !written[b] {
+			return fmt.Errorf("buffer %s is never written", b.Name)
+		}
+	}
+	for _, b := range kg.Outputs {
+		if b.Kind != OutputBuffer || !written[b] {
+			return fmt.Errorf("output %s is not a written output buffer", b.Name)
+		}
+	}
+	return nil
+}

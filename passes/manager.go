@@ -1,0 +1,269 @@
+package passes
+
+import (
+	"fmt"
+	"io"
+	"runtime/debug"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ops"
+)
+
+// State is what the passes transform: the graph, then the kernel graph fusion builds from it,
+// then the memory plan and the cost report. Each pass reads and replaces some of its fields.
+type State struct {
+	Graph   *ir.Graph
+	Kernels *KernelGraph // set by fuse (or built eagerly when fuse is disabled)
+	Plan    *Plan        // set by memplan
+	Stats   *Stats       // set by cost
+	opt     Options
+}
+
+// A pass is one row of the pipeline table.
+type pass struct {
+	name     string
+	fn       func(*State) error
+	required bool   // cannot be disabled
+	stage    string // what the pass produces or rewrites: "graph", "kernels", "plan" or "stats"
+	doc      string
+}
+
+// passes is the pipeline, in the order it runs. passOrder below states why the order matters;
+// init checks it.
+var passes = [...]pass{
+	{name: "dce", fn: graphPass(deadCode), stage: "graph", doc: "removes values no output needs"},
+	{name: "fold", fn: graphPass(foldConstants), stage: "graph", doc: "evaluates ops whose operands are constants (size-limited)"},
+	{name: "simplify", fn: graphPass(simplify), stage: "graph", doc: "exact algebraic identities: x*1, -(-x), transpose∘transpose, ..."},
+	{name: "cse", fn: graphPass(commonSubexpressions), stage: "graph", doc: "merges values computing the same op on the same operands"},
+	{name: "late-dce", fn: graphPass(deadCode), stage: "graph", doc: "removes what simplify and cse left unused"},
+	{name: "fuse", fn: fusePass, stage: "kernels", doc: "groups ops into kernels (docs/fusion.md); disabled: one kernel per op"},
+	{name: "schedule", fn: schedulePass, stage: "kernels", doc: "orders kernels to lower peak live memory"},
+	{name: "memplan", fn: memplanPass, stage: "plan", required: true, doc: "places intermediates in one arena"},
+	{name: "cost", fn: costPass, stage: "stats", required: true, doc: "kernels, DRAM bytes, flops and a roofline time"},
+}
+
+// passOrder lists constraints on the order of passes: a runs before b, for the reason given.
+var passOrder = [...]struct{ a, b, why string }{
+	{"fold", "simplify", "simplify recognizes the splat constants that folding produces (x * broadcast(1) → x)"},
+	{"fold", "cse", "folding creates equal constants for cse to merge"},
+	{"simplify", "cse", "simplification rewrites values into equal forms"},
+	{"cse", "late-dce", "cse and simplify leave unused values behind"},
+	{"late-dce", "fuse", "fusion materializes only what outputs need"},
+	{"fuse", "schedule", "the schedule orders kernels"},
+	{"schedule", "memplan", "liveness is computed over the kernel order"},
+	{"memplan", "cost", "the cost report includes the arena size"},
+}
+
+func init() {
+	if err := checkOrder(); err != nil {
+		panic(err)
+	}
+}
+
+// checkOrder verifies that the table satisfies passOrder and that names are unique.
+func checkOrder() error {
+	index := map[string]int{}
+	for i, p := range passes {
+		if _, dup := index[p.name]; dup {
+			return fmt.Errorf("passes: pass %s listed twice", p.name)
+		}
+		index[p.name] = i
+	}
+	for _, c := range passOrder {
+		ia, oka := index[c.a]
+		ib, okb := index[c.b]
+		switch {
+		case !oka || !okb:
+			return fmt.Errorf("passes: ordering constraint names an unknown pass: %s before %s", c.a, c.b)
+		case ia >= ib:
+			return fmt.Errorf("passes: %s must run before %s: %s", c.a, c.b, c.why)
+		}
+	}
+	return nil
+}
+
+// PassInfo describes one pass for help texts.
+type PassInfo struct {
+	Name     string
+	Doc      string
+	Required bool
+}
+
+// Passes lists the pipeline in order.
+func Passes() []PassInfo {
+	var ps []PassInfo
+	for _, p := range passes {
+		ps = append(ps, PassInfo{p.name, p.doc, p.required})
+	}
+	return ps
+}
+
+// Options control a pipeline run. The zero value runs every pass without checks or output.
+type Options struct {
+	DisablePasses []string  // pass names to skip (required passes cannot be skipped)
+	DumpAfter     string    // a pass name or "all": print the IR (or kernel graph, plan, stats) after it
+	DumpTo        io.Writer // where dumps go; nil discards them
+	VerifyEach    bool      // run the checker of the pass's stage after every pass
+	Timings       io.Writer // if set, a table of per-pass times is written here at the end
+	Fusion        FusionOptions
+	TF32          bool // cost model: f32 contractions run on TF32 tensor cores
+}
+
+// Timing is the time one pass took.
+type Timing struct {
+	Pass     string
+	Duration time.Duration
+	Skipped  bool
+}
+
+// Result is the outcome of Run.
+type Result struct {
+	Graph   *ir.Graph    // the canonicalized graph
+	Kernels *KernelGraph // fused kernels in schedule order
+	Plan    *Plan        // memory plan
+	Stats   *Stats       // cost report
+	Timings []Timing
+}
+
+// Run runs the pipeline on a copy of g (g itself is not modified). The first failing pass stops
+// the run; its error, and any panic inside it, names the pass.
+func Run(g *ir.Graph, opt Options) (*Result, error) {
+	if err := ops.Verify(g); err != nil {
+		return nil, fmt.Errorf("input graph: %w", err)
+	}
+	disabled := map[string]bool{}
+	for _, name := range opt.DisablePasses {
+		p := find(name)
+		if p == nil {
+			return nil, fmt.Errorf("--disable-pass: unknown pass %q (passes: %s)", name, passNames())
+		}
+		if p.required {
+			return nil, fmt.Errorf("--disable-pass: pass %s is required", name)
+		}
+		disabled[name] = true
+	}
+	if opt.DumpAfter != "" && opt.DumpAfter != "all" && find(opt.DumpAfter) == nil {
+		return nil, fmt.Errorf("--dump-after: unknown pass %q (passes: %s, or all)", opt.DumpAfter, passNames())
+	}
+	st := &State{Graph: g.Clone(), opt: opt}
+	res := &Result{}
+	for i := range passes {
+		p := &passes[i]
+		if disabled[p.name] {
+			res.Timings = append(res.Timings, Timing{Pass: p.name, Skipped: true})
+			continue
+		}
+		if p.stage != "graph" && st.Kernels == nil {
+			// fuse was disabled: later stages work on the unfused kernel graph.
+			kg, err := eagerKernels(st.Graph)
+			if err != nil {
+				return nil, fmt.Errorf("pass %s: %w", p.name, err)
+			}
+			st.Kernels = kg
+		}
+		start := time.Now()
+		err := runPass(p, st)
+		res.Timings = append(res.Timings, Timing{Pass: p.name, Duration: time.Since(start)})
+		if err != nil {
+			return nil, err
+		}
+		if opt.VerifyEach {
+			if err := verifyStage(p.stage, st); err != nil {
+				return nil, fmt.Errorf("after pass %s: %w", p.name, err)
+			}
+		}
+		if opt.DumpTo != nil && (opt.DumpAfter == p.name || opt.DumpAfter == "all") {
+			fmt.Fprintf(opt.DumpTo, "// after %s\n", p.name)
+			dump(opt.DumpTo, p.stage, st)
+		}
+	}
+	res.Graph, res.Kernels, res.Plan, res.Stats = st.Graph, st.Kernels, st.Plan, st.Stats
+	if opt.Timings != nil {
+		WriteTimings(opt.Timings, res.Timings)
+	}
+	return res, nil
+}
+
+// runPass runs one pass, turning a panic into an error that names it.
+func runPass(p *pass, st *State) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("pass %s: internal error: %v\n%s", p.name, r, debug.Stack())
+		}
+	}()
+	if err := p.fn(st); err != nil {
+		return fmt.Errorf("pass %s: %w", p.name, err)
+	}
+	return nil
+}
+
+// verifyStage runs the checker for what the pass produced.
+func verifyStage(stage string, st *State) error {
+	switch stage {
+	case "graph":
+		return ops.Verify(st.Graph)
+	case "kernels":
+		return CheckKernels(st.Kernels)
+	case "plan":
+		return CheckPlan(st.Kernels, st.Plan)
+	}
+	return nil
+}
+
+func dump(w io.Writer, stage string, st *State) {
+	switch stage {
+	case "graph":
+		io.WriteString(w, st.Graph.String())
+	case "kernels":
+		io.WriteString(w, st.Kernels.String())
+	case "plan":
+		io.WriteString(w, st.Plan.String())
+	case "stats":
+		st.Stats.WriteTable(w)
+	}
+}
+
+// WriteTimings prints per-pass times as a table.
+func WriteTimings(w io.Writer, ts []Timing) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "pass\ttime\t")
+	var total time.Duration
+	for _, t := range ts {
+		if t.Skipped {
+			fmt.Fprintf(tw, "%s\tdisabled\t\n", t.Pass)
+			continue
+		}
+		total += t.Duration
+		fmt.Fprintf(tw, "%s\t%s\t\n", t.Pass, t.Duration.Round(time.Microsecond))
+	}
+	fmt.Fprintf(tw, "total\t%s\t\n", total.Round(time.Microsecond))
+	tw.Flush()
+}
+
+func find(name string) *pass {
+	for i := range passes {
+		if passes[i].name == name {
+			return &passes[i]
+		}
+	}
+	return nil
+}
+
+func passNames() string {
+	var names []string
+	for _, p := range passes {
+		names = append(names, p.name)
+	}
+	return strings.Join(names, ", ")
+}
+
+// graphPass adapts a graph rewrite to the table. Rewrites return the new graph.
+func graphPass(f func(*ir.Graph) *ir.Graph) func(*State) error {
+	return func(st *State) error {
+		st.Graph = f(st.Graph)
+		return nil
+	}
+}

@@ -1,0 +1,487 @@
+package passes
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ops"
+)
+
+// Alignment is the byte alignment of every buffer in the arena (the widest vector access and
+// what cudaMalloc guarantees).
+const Alignment = 256
+
+// Plan places the intermediate buffers of a kernel graph in one device arena. Inputs,
+// parameters and outputs have buffers of their own and are listed for the runtime.
+type Plan struct {
+	ArenaBytes      int64          `json:"arena_bytes"`
+	Alignment       int            `json:"alignment"`
+	Heuristic       string         `json:"heuristic"` // the placement that gave the smaller arena
+	NaiveBytes      int64          `json:"naive_bytes"`
+	LowerBoundBytes int64          `json:"lower_bound_bytes"`
+	Buffers         []PlacedBuffer `json:"buffers"`
+	Inputs          []IOBuffer     `json:"inputs"`
+	Params          []IOBuffer     `json:"params"`
+	Outputs         []IOBuffer     `json:"outputs"`
+}
+
+// PlacedBuffer is an intermediate in the arena: bytes [Offset, Offset+Size) from the kernel
+// LiveFrom (its writer) through LiveTo (its last reader), inclusive.
+type PlacedBuffer struct {
+	Name      string `json:"name"`
+	Offset    int64  `json:"offset"`
+	Size      int64  `json:"size"`
+	LiveFrom  int    `json:"live_from"`
+	LiveTo    int    `json:"live_to"`
+	InPlaceOf string `json:"in_place_of,omitempty"` // an elementwise kernel overwrites this dead input
+}
+
+// IOBuffer is a buffer outside the arena.
+type IOBuffer struct {
+	Name string `json:"name"`
+	Type string `json:"type"`
+	Size int64  `json:"size"`
+}
+
+// JSON returns the plan as indented JSON (the --emit plan format).
+func (p *Plan) JSON() []byte { return indentedJSON(p) }
+
+func indentedJSON(v any) []byte {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		panic(err) // plain structs always marshal
+	}
+	return append(b, '\n')
+}
+
+// String prints the plan as a table, one arena buffer per line.
+func (p *Plan) String() string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "arena %d bytes (%s; lower bound %d, naive %d)\n", p.ArenaBytes, p.Heuristic, p.LowerBoundBytes, p.NaiveBytes)
+	for _, b := range p.Buffers {
+		fmt.Fprintf(&sb, "  %-12s offset %9d size %9d live k%d..k%d", b.Name, b.Offset, b.Size, b.LiveFrom, b.LiveTo)
+		if b.InPlaceOf != "" {
+			fmt.Fprintf(&sb, " in place of %s", b.InPlaceOf)
+		}
+		sb.WriteByte('\n')
+	}
+	return sb.String()
+}
+
+func alignUp(n int64) int64 { return (n + Alignment - 1) / Alignment * Alignment }
+
+// interval is the live range of a temp buffer over kernel positions.
+type interval struct{ from, to int }
+
+// liveness computes, for every temp buffer, the kernels from its writer to its last reader.
+func liveness(kernels []*Kernel) map[*Buffer]interval {
+	live := map[*Buffer]interval{}
+	for i, k := range kernels {
+		for _, b := range k.Writes {
+			if b.Kind == TempBuffer {
+				live[b] = interval{i, i}
+			}
+		}
+		for _, b := range k.Reads {
+			if iv, ok := live[b]; ok {
+				iv.to = i
+				live[b] = iv
+			}
+		}
+	}
+	return live
+}
+
+// peakLive is the most temp bytes live at one kernel, each buffer counted by its exact size.
+func peakLive(kernels []*Kernel) int64 {
+	delta := make([]int64, len(kernels)+1)
+	for b, iv := range liveness(kernels) {
+		delta[iv.from] += b.Bytes()
+		delta[iv.to+1] -= b.Bytes()
+	}
+	var cur, peak int64
+	for _, d := range delta {
+		cur += d
+		peak = max(peak, cur)
+	}
+	return peak
+}
+
+// schedulePass reorders kernels (keeping every dependency) when a greedy order needs less peak
+// memory than the fusion order. Fusion is unchanged: only the order moves.
+func schedulePass(st *State) error {
+	kg := st.Kernels
+	order := greedyOrder(kg.Kernels)
+	if peakLive(order) < peakLive(kg.Kernels) {
+		kg.Kernels = order
+		kg.renumber()
+	}
+	return nil
+}
+
+// greedyOrder is list scheduling: among the kernels whose inputs are ready, run the one that
+// grows live memory least (bytes it writes minus temp bytes it frees), earliest on ties.
+func greedyOrder(kernels []*Kernel) []*Kernel {
+	readers := map[*Buffer]int{}
+	for _, k := range kernels {
+		for _, b := range k.Reads {
+			readers[b]++
+		}
+	}
+	written := map[*Buffer]bool{}
+	done := make([]bool, len(kernels))
+	var order []*Kernel
+	for len(order) < len(kernels) {
+		best, bestGain := -1, int64(0)
+		for i, k := range kernels {
+			if done[i] || !ready(k, written) {
+				continue
+			}
+			var gain int64
+			for _, b := range k.Writes {
+				if b.Kind == TempBuffer {
+					gain += b.Bytes()
+				}
+			}
+			for _, b := range k.Reads {
+				if b.Kind == TempBuffer && readers[b] == 1 {
+					gain -= b.Bytes()
+				}
+			}
+			if best < 0 || gain < bestGain {
+				best, bestGain = i, gain
+			}
+		}
+		k := kernels[best]
+		done[best] = true
+		order = append(order, k)
+		for _, b := range k.Writes {
+			written[b] = true
+		}
+		for _, b := range k.Reads {
+			readers[b]--
+		}
+	}
+	return order
+}
+
+func ready(k *Kernel, written map[*Buffer]bool) bool {
+	for _, b := range k.Reads {
+		if b.Writer != nil && !written[b] {
+			return false
+		}
+	}
+	return true
+}
+
+// unit is a set of temp buffers that share memory: a buffer and the outputs written in place
+// over it.
+type unit struct {
+	bufs   []*Buffer
+	size   int64 // aligned
+	from   int
+	to     int
+	offset int64
+	placed bool
+}
+
+func memplanPass(st *State) error {
+	st.Plan = planMemory(st.Kernels)
+	return nil
+}
+
+// planMemory places the temp buffers: liveness over the schedule, in-place reuse for
+// elementwise kernels, then the better of two placements.
+func planMemory(kg *KernelGraph) *Plan {
+	live := liveness(kg.Kernels)
+	p := &Plan{Alignment: Alignment}
+	unitOf := map[*Buffer]*unit{}
+	inPlace := map[*Buffer]*Buffer{}
+	var units []*unit
+	for i, k := range kg.Kernels {
+		taken := map[*Buffer]bool{}
+		for _, out := range k.Writes {
+			if out.Kind != TempBuffer {
+				continue
+			}
+			if in := inPlaceCandidate(k, i, out, live, taken); in != nil {
+				taken[in] = true
+				inPlace[out] = in
+				u := unitOf[in]
+				u.bufs = append(u.bufs, out)
+				u.to = max(u.to, live[out].to)
+				unitOf[out] = u
+				continue
+			}
+			u := &unit{bufs: []*Buffer{out}, size: alignUp(out.Bytes()), from: live[out].from, to: live[out].to}
+			units = append(units, u)
+			unitOf[out] = u
+		}
+	}
+	for _, u := range units {
+		p.NaiveBytes += u.bufs[0].Bytes()
+		for _, b := range u.bufs[1:] {
+			p.NaiveBytes += b.Bytes()
+		}
+	}
+	p.LowerBoundBytes = unitPeak(units, len(kg.Kernels))
+	bySize := placeBestFit(units, orderBySize(units))
+	sizeOffsets := offsets(units)
+	byBreadth := placeBestFit(units, orderByBreadth(units, len(kg.Kernels)))
+	p.Heuristic, p.ArenaBytes = "greedy-by-breadth", byBreadth
+	if bySize <= byBreadth {
+		p.Heuristic, p.ArenaBytes = "greedy-by-size", bySize
+		for i, u := range units {
+			u.offset = sizeOffsets[i]
+		}
+	}
+	for _, b := range kg.Buffers {
+		switch b.Kind {
+		case TempBuffer:
+			pb := PlacedBuffer{Name: b.Name, Offset: unitOf[b].offset, Size: b.Bytes(), LiveFrom: live[b].from, LiveTo: live[b].to}
+			if in := inPlace[b]; in != nil {
+				pb.InPlaceOf = in.Name
+			}
+			p.Buffers = append(p.Buffers, pb)
+		case InputBuffer:
+			p.Inputs = append(p.Inputs, IOBuffer{b.Name, b.Type.String(), b.Bytes()})
+		case ParamBuffer:
+			p.Params = append(p.Params, IOBuffer{b.Name, b.Type.String(), b.Bytes()})
+		}
+	}
+	for _, b := range kg.Outputs {
+		p.Outputs = append(p.Outputs, IOBuffer{b.Name, b.Type.String(), b.Bytes()})
+	}
+	sort.SliceStable(p.Buffers, func(i, j int) bool { return p.Buffers[i].LiveFrom < p.Buffers[j].LiveFrom })
+	return p
+}
+
+// unitPeak is the most bytes live at one kernel: exact sizes, a unit's in-place buffers sharing
+// its bytes.
+func unitPeak(units []*unit, n int) int64 {
+	delta := make([]int64, n+1)
+	for _, u := range units {
+		var size int64
+		for _, b := range u.bufs {
+			size = max(size, b.Bytes())
+		}
+		delta[u.from] += size
+		delta[u.to+1] -= size
+	}
+	var cur, peak int64
+	for _, d := range delta {
+		cur += d
+		peak = max(peak, cur)
+	}
+	return peak
+}
+
+// inPlaceCandidate returns a temp buffer that out may overwrite: k is a loop kernel that reads
+// it only elementwise at the output's own index, this is its last use, and the sizes match.
+func inPlaceCandidate(k *Kernel, i int, out *Buffer, live map[*Buffer]interval, taken map[*Buffer]bool) *Buffer {
+	if k.Kind != Loop {
+		return nil
+	}
+	for _, in := range k.Reads {
+		if in.Kind == TempBuffer && !taken[in] && live[in].to == i && in.Bytes() == out.Bytes() && in.Type.Shape.Equal(k.Space) &&
+			elementwiseUse(k, in.Name) {
+			return in
+		}
+	}
+	return nil
+}
+
+// elementwiseUse reports whether everything k computes from its input name is elementwise over
+// the kernel's space: then each thread reads the input only at the index it writes.
+func elementwiseUse(k *Kernel, name string) bool {
+	var start *ir.Value
+	for _, v := range k.Body.Inputs() {
+		if v.Name == name {
+			start = v
+		}
+	}
+	if start == nil {
+		return false
+	}
+	reached := map[*ir.Value]bool{start: true}
+	for _, v := range k.Body.Values {
+		if slices.ContainsFunc(v.Args, func(a *ir.Value) bool { return reached[a] }) {
+			if ops.ClassOf(v.Op) != ops.Elementwise || !v.Type.Shape.Equal(k.Space) {
+				return false
+			}
+			reached[v] = true
+		}
+	}
+	return true
+}
+
+func offsets(units []*unit) []int64 {
+	o := make([]int64, len(units))
+	for i, u := range units {
+		o[i] = u.offset
+	}
+	return o
+}
+
+// orderBySize is TFLite's greedy-by-size order: largest first, then longest-lived.
+func orderBySize(units []*unit) []*unit {
+	order := slices.Clone(units)
+	sort.SliceStable(order, func(i, j int) bool {
+		a, b := order[i], order[j]
+		if a.size != b.size {
+			return a.size > b.size
+		}
+		return a.to-a.from > b.to-b.from
+	})
+	return order
+}
+
+// orderByBreadth is greedy by breadth (Pisarchyk & Lee 2020): the kernels with the most bytes
+// live first, and within each its buffers largest first.
+func orderByBreadth(units []*unit, n int) []*unit {
+	total := make([]int64, n)
+	for _, u := range units {
+		for s := u.from; s <= u.to; s++ {
+			total[s] += u.size
+		}
+	}
+	steps := make([]int, n)
+	for i := range steps {
+		steps[i] = i
+	}
+	sort.SliceStable(steps, func(i, j int) bool { return total[steps[i]] > total[steps[j]] })
+	var order []*unit
+	seen := map[*unit]bool{}
+	for _, s := range steps {
+		var here []*unit
+		for _, u := range units {
+			if !seen[u] && u.from <= s && s <= u.to {
+				here = append(here, u)
+				seen[u] = true
+			}
+		}
+		order = append(order, orderBySize(here)...)
+	}
+	return order
+}
+
+// placeBestFit places units in the given order, each in the smallest gap between the units
+// already placed that are live at the same time, and returns the arena size.
+func placeBestFit(units []*unit, order []*unit) int64 {
+	for _, u := range units {
+		u.placed = false
+	}
+	var arena int64
+	for _, u := range order {
+		var busy []*unit
+		for _, o := range units {
+			if o.placed && o.from <= u.to && u.from <= o.to {
+				busy = append(busy, o)
+			}
+		}
+		sort.Slice(busy, func(i, j int) bool { return busy[i].offset < busy[j].offset })
+		best, bestGap := int64(-1), int64(-1)
+		var end int64
+		for _, o := range busy {
+			if gap := o.offset - end; gap >= u.size && (bestGap < 0 || gap < bestGap) {
+				best, bestGap = end, gap
+			}
+			end = max(end, o.offset+o.size)
+		}
+		if best < 0 {
+			best = end
+		}
+		u.offset, u.placed = best, true
+		arena = max(arena, u.offset+u.size)
+	}
+	return arena
+}
+
+// CheckPlan independently checks a memory plan against its kernel graph: every temp buffer is
+// placed once, aligned, inside the arena, with the live range its writer and readers give; and
+// no two buffers live at the same kernel overlap in memory, except an elementwise kernel's
+// output written in place over an input whose last use that kernel is.
+func CheckPlan(kg *KernelGraph, p *Plan) error {
+	if p == nil {
+		return fmt.Errorf("no memory plan")
+	}
+	pos := map[*Kernel]int{}
+	for i, k := range kg.Kernels {
+		pos[k] = i
+	}
+	placed := map[string]PlacedBuffer{}
+	for _, b := range p.Buffers {
+		if _, dup := placed[b.Name]; dup {
+			return fmt.Errorf("buffer %s placed twice", b.Name)
+		}
+		placed[b.Name] = b
+	}
+	for _, b := range kg.Buffers {
+		if b.Kind != TempBuffer {
+			if _, ok := placed[b.Name]; ok {
+				return fmt.Errorf("%s buffer %s is in the arena", b.Kind, b.Name)
+			}
+			continue
+		}
+		pb, ok := placed[b.Name]
+		if !ok {
+			return fmt.Errorf("temp buffer %s is not placed", b.Name)
+		}
+		from, to := pos[b.Writer], pos[b.Writer]
+		for i, k := range kg.Kernels {
+			if slices.Contains(k.Reads, b) {
+				to = max(to, i)
+			}
+		}
+		switch {
+		case pb.Size != b.Bytes():
+			return fmt.Errorf("buffer %s: size %d, want %d", b.Name, pb.Size, b.Bytes())
+		case pb.LiveFrom != from || pb.LiveTo != to:
+			return fmt.Errorf("buffer %s: live k%d..k%d, but written at k%d and last read at k%d", b.Name, pb.LiveFrom, pb.LiveTo, from, to)
+		case pb.Offset%Alignment != 0 || pb.Offset < 0:
+			return fmt.Errorf("buffer %s: offset %d is not %d-byte aligned", b.Name, pb.Offset, Alignment)
+		case pb.Offset+pb.Size > p.ArenaBytes:
+			return fmt.Errorf("buffer %s: [%d, %d) lies outside the %d-byte arena", b.Name, pb.Offset, pb.Offset+pb.Size, p.ArenaBytes)
+		}
+	}
+	if len(placed) != len(p.Buffers) || countTemps(kg) != len(p.Buffers) {
+		return fmt.Errorf("plan places %d buffers, the kernel graph has %d temps", len(p.Buffers), countTemps(kg))
+	}
+	for i, a := range p.Buffers {
+		for _, b := range p.Buffers[i+1:] {
+			timeOverlap := a.LiveFrom <= b.LiveTo && b.LiveFrom <= a.LiveTo
+			memOverlap := a.Offset < b.Offset+b.Size && b.Offset < a.Offset+a.Size
+			if !timeOverlap || !memOverlap || legalInPlace(kg, a, b) || legalInPlace(kg, b, a) {
+				continue
+			}
+			return fmt.Errorf("buffers %s [%d, %d) live k%d..k%d and %s [%d, %d) live k%d..k%d overlap",
+				a.Name, a.Offset, a.Offset+a.Size, a.LiveFrom, a.LiveTo, b.Name, b.Offset, b.Offset+b.Size, b.LiveFrom, b.LiveTo)
+		}
+	}
+	return nil
+}
+
+func countTemps(kg *KernelGraph) int {
+	n := 0
+	for _, b := range kg.Buffers {
+		if b.Kind == TempBuffer {
+			n++
+		}
+	}
+	return n
+}
+
+// legalInPlace reports whether out may share in's memory: they meet at one kernel only, the
+// kernel that reads in for the last time and writes out, at the same offset, reading in
+// elementwise.
+func legalInPlace(kg *KernelGraph, in, out PlacedBuffer) bool {
+	if out.InPlaceOf != in.Name || in.LiveTo != out.LiveFrom || in.Offset != out.Offset || in.Size != out.Size {
+		return false
+	}
+	k := kg.Kernels[out.LiveFrom]
+	return k.Kind == Loop && elementwiseUse(k, in.Name)
+}

@@ -1,0 +1,226 @@
+package passes
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ops"
+)
+
+// The H100 SXM numbers of the roofline model.
+const (
+	hbmBytesPerSec  = 3.35e12
+	fp32FlopsPerSec = 67e12
+	tf32FlopsPerSec = 495e12
+	halfFlopsPerSec = 989e12 // f16 and bf16 tensor cores, dense
+)
+
+// CostModel labels modeled_time_us in every report: it is a model, not a measurement.
+const CostModel = "H100 SXM roofline model (not a measurement): per kernel max(DRAM bytes / 3.35 TB/s, flops / peak), " +
+	"peak 67 TFLOP/s FP32, 495 TF32, 989 BF16/FP16 dense for contractions; no launch overhead"
+
+// Stats is the cost report of a compiled graph. The JSON field names are a public format.
+type Stats struct {
+	Kernels         int           `json:"kernels"`
+	EagerKernels    int           `json:"eager_kernels"`
+	DRAMBytes       int64         `json:"dram_bytes"`
+	EagerDRAMBytes  int64         `json:"eager_dram_bytes"`
+	IdealDRAMBytes  int64         `json:"ideal_dram_bytes"`
+	Flops           int64         `json:"flops"`
+	ArenaBytes      int64         `json:"arena_bytes"`
+	NaiveBytes      int64         `json:"naive_bytes"`
+	LowerBoundBytes int64         `json:"lower_bound_bytes"`
+	ModeledTimeUS   float64       `json:"modeled_time_us"`
+	Model           string        `json:"model"`
+	PerKernel       []KernelStats `json:"per_kernel"`
+}
+
+// KernelStats is one kernel's share of the report.
+type KernelStats struct {
+	Name          string  `json:"name"`
+	Kind          string  `json:"kind"`
+	ReadBytes     int64   `json:"read_bytes"`
+	WriteBytes    int64   `json:"write_bytes"`
+	Flops         int64   `json:"flops"`
+	ModeledTimeUS float64 `json:"modeled_time_us"`
+}
+
+// JSON returns the report as one JSON object (the --stats=json format).
+func (s *Stats) JSON() []byte { return indentedJSON(s) }
+
+// WriteTable prints the report per kernel and in total.
+func (s *Stats) WriteTable(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "kernel\tkind\tread B\twrite B\tflops\tmodel µs\t")
+	for _, k := range s.PerKernel {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%.3f\t\n", k.Name, k.Kind, k.ReadBytes, k.WriteBytes, k.Flops, k.ModeledTimeUS)
+	}
+	fmt.Fprintf(tw, "total\t\t\t%d\t%d\t%.3f\t\n", s.DRAMBytes, s.Flops, s.ModeledTimeUS)
+	tw.Flush()
+	fmt.Fprintf(w, "kernels %d (eager %d)\n", s.Kernels, s.EagerKernels)
+	fmt.Fprintf(w, "DRAM bytes %d (eager %d, ideal %d)\n", s.DRAMBytes, s.EagerDRAMBytes, s.IdealDRAMBytes)
+	fmt.Fprintf(w, "arena bytes %d (lower bound %d, naive %d)\n", s.ArenaBytes, s.LowerBoundBytes, s.NaiveBytes)
+	fmt.Fprintf(w, "modeled time %.3f µs: %s\n", s.ModeledTimeUS, s.Model)
+}
+
+func costPass(st *State) error {
+	eager, err := eagerKernels(st.Graph)
+	if err != nil {
+		return err
+	}
+	s := &Stats{Model: CostModel, IdealDRAMBytes: idealBytes(st.Graph)}
+	s.Kernels, s.DRAMBytes, s.ModeledTimeUS, s.PerKernel = kernelCosts(st.Kernels, st.opt.TF32)
+	s.EagerKernels, s.EagerDRAMBytes, _, _ = kernelCosts(eager, st.opt.TF32)
+	for _, v := range st.Graph.Values {
+		s.Flops += flops(v)
+	}
+	if p := st.Plan; p != nil {
+		s.ArenaBytes, s.NaiveBytes, s.LowerBoundBytes = p.ArenaBytes, p.NaiveBytes, p.LowerBoundBytes
+	}
+	st.Stats = s
+	return nil
+}
+
+func kernelCosts(kg *KernelGraph, tf32 bool) (n int, bytes int64, us float64, per []KernelStats) {
+	for _, k := range kg.Kernels {
+		ks := KernelStats{Name: k.Name, Kind: k.Kind.String()}
+		users := map[*ir.Value][]*ir.Value{}
+		for _, v := range k.Body.Values {
+			for _, a := range v.Args {
+				users[a] = append(users[a], v)
+			}
+		}
+		for _, in := range k.Body.Inputs() {
+			ks.ReadBytes += footprint(in, users) * int64(in.Type.DType.Size())
+		}
+		peak := fp32FlopsPerSec
+		for _, v := range k.Body.Values {
+			ks.Flops += flops(v)
+			if v.Op == "constant" && len(v.Attrs.Floats("value")) > 1 {
+				ks.ReadBytes += int64(v.Type.Bytes()) // a table of literals lives in memory
+			}
+			if ops.ClassOf(v.Op) == ops.Contraction {
+				switch d := v.Args[0].Type.DType; {
+				case d == ir.F16 || d == ir.BF16:
+					peak = halfFlopsPerSec
+				case d == ir.F32 && tf32:
+					peak = tf32FlopsPerSec
+				}
+			}
+		}
+		for _, b := range k.Writes {
+			ks.WriteBytes += b.Bytes()
+		}
+		ks.ModeledTimeUS = max(float64(ks.ReadBytes+ks.WriteBytes)/hbmBytesPerSec, float64(ks.Flops)/peak) * 1e6
+		per = append(per, ks)
+		bytes += ks.ReadBytes + ks.WriteBytes
+		us += ks.ModeledTimeUS
+	}
+	return len(kg.Kernels), bytes, us, per
+}
+
+// footprint is how many elements of a kernel input the kernel touches: all of them, unless it
+// reads the input only through slices (or gathers rows of it).
+func footprint(v *ir.Value, users map[*ir.Value][]*ir.Value) int64 {
+	n := int64(v.Type.Shape.NumElements())
+	if len(users[v]) == 0 {
+		return n // copied to an output
+	}
+	var sum int64
+	for _, u := range users[v] {
+		switch {
+		case u.Op == "slice":
+			sum += footprint(u, users)
+		case u.Op == "reshape" || u.Op == "transpose" || u.Op == "broadcast_in_dim":
+			sum += min(n, footprint(u, users))
+		case u.Op == "gather" && u.Args[0] == v:
+			sum += int64(u.Type.Shape.NumElements())
+		default:
+			sum += n
+		}
+	}
+	return min(n, sum)
+}
+
+// flops counts a value's arithmetic: one per element for elementwise ops, one per operand
+// element for reductions, two per multiply-add for contractions, one per window element for
+// pooling, none for data movement.
+func flops(v *ir.Value) int64 {
+	out := int64(v.Type.Shape.NumElements())
+	switch ops.ClassOf(v.Op) {
+	case ops.Elementwise:
+		return out
+	case ops.Reduce:
+		return int64(v.Args[0].Type.Shape.NumElements())
+	case ops.Contraction:
+		if v.Op == "conv2d" {
+			w := v.Args[1].Type.Shape
+			return 2 * out * int64(w[1]*w[2]*w[3])
+		}
+		k := int64(1)
+		for _, a := range v.Attrs.Ints("lhs_contract") {
+			k *= int64(v.Args[0].Type.Shape[a])
+		}
+		return 2 * out * k
+	}
+	if v.Op == "max_pool2d" || v.Op == "avg_pool2d" {
+		k := v.Attrs.Ints("kernel")
+		return out * int64(k[0]*k[1])
+	}
+	return 0
+}
+
+// idealBytes is the DRAM traffic no schedule can avoid: every input and parameter read once,
+// every output written once, and the results of contractions, reductions, pooling and gathers
+// that feed another such op (through elementwise ops and views) written once and read once.
+func idealBytes(g *ir.Graph) int64 {
+	var total int64
+	for _, v := range g.Values {
+		if v.Op == ir.OpInput || v.Op == ir.OpParam {
+			total += int64(v.Type.Bytes())
+		}
+	}
+	isOutput := map[*ir.Value]bool{}
+	for _, o := range g.Outputs {
+		total += int64(o.Value.Type.Bytes())
+		isOutput[o.Value] = true
+	}
+	heavy := func(v *ir.Value) bool {
+		c := ops.ClassOf(v.Op)
+		return c == ops.Contraction || c == ops.Reduce || c == ops.Other && v.Op != ir.OpInput && v.Op != ir.OpParam && v.Op != "constant" && v.Op != "iota"
+	}
+	boundary := map[*ir.Value]bool{}
+	for _, h := range g.Values {
+		if !heavy(h) {
+			continue
+		}
+		seen := map[*ir.Value]bool{}
+		var walk func(v *ir.Value)
+		walk = func(v *ir.Value) {
+			if seen[v] {
+				return
+			}
+			seen[v] = true
+			if heavy(v) {
+				boundary[v] = true
+				return
+			}
+			for _, a := range v.Args {
+				walk(a)
+			}
+		}
+		for _, a := range h.Args {
+			walk(a)
+		}
+	}
+	for v := range boundary {
+		if isOutput[v] {
+			total += int64(v.Type.Bytes()) // written anyway; read once more
+		} else {
+			total += 2 * int64(v.Type.Bytes())
+		}
+	}
+	return total
+}
