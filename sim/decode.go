@@ -21,6 +21,13 @@ func (ld *loader) decode(pi *ptx.Inst) (in inst, err error) {
 	o := newOpts(pi.Op)
 	name := strings.SplitN(pi.Op, ".", 2)[0]
 	d := &decoder{ld: ld, pi: pi, in: &in, o: o}
+	defer func() {
+		// A malformed operand list the checks above missed is still an
+		// error at the instruction, never a crash.
+		if r := recover(); r != nil {
+			err = errAt(pi.Pos, "%s: malformed instruction (%v)", pi.Op, r)
+		}
+	}()
 	if err := d.run(name); err != nil {
 		if _, ok := err.(*SyntaxError); ok {
 			return in, err
@@ -183,13 +190,11 @@ func (d *decoder) space() space {
 }
 
 func (d *decoder) vecWidth() int {
-	switch d.o.oneOf("v2", "v4", "v8") {
+	switch d.o.oneOf("v2", "v4") {
 	case "v2":
 		return 2
 	case "v4":
 		return 4
-	case "v8":
-		return 8
 	}
 	return 1
 }
@@ -1245,11 +1250,14 @@ func (d *decoder) atom(name string) error {
 		if in.flag == atomCas || in.flag == atomExch {
 			return fmt.Errorf("red has no %s", op)
 		}
-	} else if in.d[0], err = d.dst(args[0]); err != nil {
-		return err
 	}
 	if err := d.nargs(ai + 1 + nsrc); err != nil {
 		return err
+	}
+	if ai == 1 {
+		if in.d[0], err = d.dst(args[0]); err != nil {
+			return err
+		}
 	}
 	if in.space, err = d.addr(args[ai], sp); err != nil {
 		return err

@@ -95,7 +95,7 @@ func (w *warp) access(in *inst, sp space, addr uint64, n int, lane int, kind uin
 	switch sp {
 	case spGlobal, spConst:
 		a := b.last
-		if a == nil || addr < a.addr || addr+uint64(n) > a.end() {
+		if a == nil || addr < a.addr || !fits(addr-a.addr, n, len(a.data)) {
 			a = b.m.dev.find(addr, n)
 			if a == nil {
 				return nil, w.fail(in, lane, "memcheck", "out-of-bounds global %s of %d bytes at %#x: %s", verb, n, addr, b.m.dev.describe(addr))
@@ -121,7 +121,7 @@ func (w *warp) access(in *inst, sp space, addr uint64, n int, lane int, kind uin
 		}
 		return a.data[off : off+uint64(n)], nil
 	case spShared:
-		if addr+uint64(n) > uint64(len(b.shared)) {
+		if !fits(addr, n, len(b.shared)) {
 			return nil, w.fail(in, lane, "memcheck", "out-of-bounds shared %s of %d bytes at shared offset %#x (block has %d bytes of shared memory)", verb, n, addr, len(b.shared))
 		}
 		if l.check {
@@ -147,7 +147,7 @@ func (w *warp) access(in *inst, sp space, addr uint64, n int, lane int, kind uin
 		return b.shared[addr : addr+uint64(n)], nil
 	case spLocal:
 		fs := uint64(b.m.frameSize)
-		if addr+uint64(n) > fs {
+		if !fits(addr, n, int(fs)) {
 			return nil, w.fail(in, lane, "memcheck", "out-of-bounds local %s of %d bytes at local offset %#x (thread has %d bytes)", verb, n, addr, fs)
 		}
 		base := uint64(w.id*32+lane) * fs
@@ -156,12 +156,17 @@ func (w *warp) access(in *inst, sp space, addr uint64, n int, lane int, kind uin
 		if kind != accRead {
 			return nil, w.fail(in, lane, "memcheck", "store to kernel parameter space")
 		}
-		if addr+uint64(n) > uint64(len(l.params)) {
+		if !fits(addr, n, len(l.params)) {
 			return nil, w.fail(in, lane, "memcheck", "out-of-bounds parameter load of %d bytes at offset %d (parameters have %d bytes)", n, addr, len(l.params))
 		}
 		return l.params[addr : addr+uint64(n)], nil
 	}
 	return nil, w.fail(in, lane, "error", "bad state space")
+}
+
+// fits reports whether [off, off+n) lies within [0, size), without overflow.
+func fits(off uint64, n, size int) bool {
+	return off <= uint64(size) && uint64(size)-off >= uint64(n)
 }
 
 func getLE(b []byte) uint64 {

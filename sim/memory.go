@@ -18,7 +18,7 @@ const (
 	allocAlign  = 256     // cudaMalloc's alignment
 	allocGap    = 1 << 16 // unmapped guard between allocations
 	poisonByte  = 0xFF    // fresh memory reads as NaN / -1
-	maxDevBytes = 1 << 36
+	maxDevBytes = 8 << 30 // a simulated device as large as the host can bear
 )
 
 // allocation is one device buffer. init[i] says byte i was written; it is a
@@ -108,7 +108,7 @@ func (d *Device) Free(addr uint64) error {
 func (d *Device) find(addr uint64, n int) *allocation {
 	as := d.allocs
 	i := sort.Search(len(as), func(i int) bool { return as[i].end() > addr })
-	if i < len(as) && as[i].addr <= addr && addr+uint64(n) <= as[i].end() {
+	if i < len(as) && as[i].addr <= addr && fits(addr-as[i].addr, n, len(as[i].data)) {
 		return as[i]
 	}
 	return nil

@@ -132,6 +132,14 @@ type Module struct {
 	target    []string
 }
 
+// Per-thread and per-launch limits of the simulated device.
+const (
+	maxLocalBytes  = 512 << 10
+	maxParamBytes  = 32764
+	maxGlobalVar   = 1 << 30
+	maxSharedBytes = 1 << 30 // static shared is checked against the real limit at launch
+)
+
 // Special registers occupy the first register slots; their per-lane values
 // are filled in when a warp starts.
 var specialRegs = []string{
@@ -257,6 +265,9 @@ func (ld *loader) vars() error {
 	for _, v := range ld.mod.Vars {
 		switch v.Space {
 		case "global", "const":
+			if v.Size() > maxGlobalVar || v.Size() < 0 {
+				return errAt(v.Pos, "variable %s is too large", v.Name)
+			}
 			if v.Extern {
 				return errAt(v.Pos, "extern %s variable %s is not supported", v.Space, v.Name)
 			}
@@ -278,6 +289,9 @@ func (ld *loader) vars() error {
 			if len(v.Dims) > 0 && v.Dims[0] == 0 {
 				ld.syms[v.Name] = sym{spShared, -1} // dynamic: placed after the kernel's static shared memory
 				continue
+			}
+			if v.Size() < 0 || v.Size() > maxSharedBytes {
+				return errAt(v.Pos, "shared variable %s is too large", v.Name)
 			}
 			off := alignUp(int64(ld.m.shared), int64(v.Alignment()))
 			ld.syms[v.Name] = sym{spShared, off}
@@ -372,7 +386,7 @@ func (ld *loader) function(f *ptx.Func) error {
 	frame := int64(0)
 	place := func(v *ptx.Var, sp space, off *int64) (param, error) {
 		sz := v.Size()
-		if sz == 0 {
+		if sz <= 0 || sz > maxLocalBytes {
 			return param{}, errAt(v.Pos, "parameter %s has no size", v.Name)
 		}
 		*off = alignUp(*off, int64(v.Alignment()))
@@ -428,6 +442,9 @@ func (ld *loader) function(f *ptx.Func) error {
 				ld.fsyms[v.Name] = sym{spShared, -1}
 				continue
 			}
+			if v.Size() < 0 || v.Size() > maxSharedBytes {
+				return errAt(v.Pos, "shared variable %s is too large", v.Name)
+			}
 			off := alignUp(int64(fn.shared), int64(v.Alignment()))
 			ld.fsyms[v.Name] = sym{spShared, off}
 			fn.shared = int(off) + v.Size()
@@ -436,6 +453,12 @@ func (ld *loader) function(f *ptx.Func) error {
 		}
 	}
 	m.frameSize = alignUp(fn.frame+frame, 16)
+	if m.frameSize > maxLocalBytes {
+		return errAt(f.Pos, "%s: %d bytes of local memory and parameters per thread exceed %d", f.Name, m.frameSize, maxLocalBytes)
+	}
+	if fn.paramSize > maxParamBytes {
+		return errAt(f.Pos, "%s: %d bytes of kernel parameters exceed %d", f.Name, fn.paramSize, maxParamBytes)
+	}
 	for _, r := range f.Regs {
 		t, ok := typeByName[r.Type]
 		if !ok {

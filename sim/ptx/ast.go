@@ -46,10 +46,14 @@ func (v *Var) ElemSize() int {
 	return n
 }
 
-// Size is the variable's size in bytes (0 for an unsized array).
+// Size is the variable's size in bytes (0 for an unsized array, -1 when
+// it exceeds 2^40).
 func (v *Var) Size() int {
 	n := v.ElemSize()
 	for _, d := range v.Dims {
+		if d > 0 && n > (1<<40)/d {
+			return -1
+		}
 		n *= d
 	}
 	return n
