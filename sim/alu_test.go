@@ -326,6 +326,10 @@ var opCases = []opCase{
 	c32("bfind.shiftamt.u32 %d, %a", 27, 0x10),
 	{"cvt.rn.f16x2.f32 %d, %a, %b", "b32", b32s(2), []uint64{one32, two32}, 0x3C004000},
 	{"cvt.rn.bf16x2.f32 %d, %a, %b", "b32", b32s(2), []uint64{one32, 0x3F808000}, 0x3F803F80},
+	c32("mul24.lo.u32 %d, %a, %b", 0xFE000001, 0xFFFFFF, 0xFFFFFF),  // the 48-bit product's low half
+	c32("mul24.hi.u32 %d, %a, %b", 0xFFFFFE00, 0x1FFFFFF, 0xFFFFFF), // bits 47..16; bit 24 of a ignored
+	c32("mul24.lo.s32 %d, %a, %b", s32(-6), 0xFFFFFE, 3),            // 24-bit -2 times 3
+	c32("mad24.lo.u32 %d, %a, %b, %c", 7, 2, 3, 1),
 	// Moves and packing.
 	{"mov.b32 %d, {%a, %b}", "b32", []string{"b16", "b16"}, []uint64{0x1111, 0x2222}, 0x22221111},
 	{"mov.b64 %d, {%a, %b}", "b64", b32s(2), []uint64{0x11111111, 0x22222222}, 0x2222222211111111},

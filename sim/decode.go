@@ -362,6 +362,10 @@ func (d *decoder) run(name string) error {
 		return err
 	case "match":
 		return d.match()
+	case "redux":
+		return d.redux()
+	case "mul24", "mad24":
+		return d.mul24(name)
 	case "atom", "red":
 		return d.atom(name)
 	case "ldmatrix":
@@ -1192,6 +1196,58 @@ func (d *decoder) match() error {
 	return err
 }
 
+// redux.sync.op.type d, a, membermask reduces a over the warp (sm_80).
+func (d *decoder) redux() error {
+	in, o, args := d.in, d.o, d.pi.Args
+	in.op, in.class = opRedux, ClassWarp
+	if !o.has("sync") {
+		return fmt.Errorf("only redux.sync is supported")
+	}
+	var op string
+	for i, p := range o.parts {
+		if p == "add" || p == "min" || p == "max" || p == "and" || p == "or" || p == "xor" {
+			op, o.used[i] = p, true
+		}
+	}
+	t, err := d.oneType()
+	if err != nil || op == "" || d.nargs(3) != nil || t.size() != 4 || t.isFloat() {
+		return fmt.Errorf("bad form")
+	}
+	in.t, in.flag = t, atomByName[op]
+	if in.d[0], err = d.dst(args[0]); err != nil {
+		return err
+	}
+	return d.srcs(t, args[1:])
+}
+
+// mul24/mad24 multiply the low 24 bits of their operands; .lo keeps the low
+// 32 bits of the 48-bit product, .hi its bits 47..16.
+func (d *decoder) mul24(name string) error {
+	in, o, args := d.in, d.o, d.pi.Args
+	hi := o.oneOf("hi", "lo") == "hi"
+	t, err := d.oneType()
+	if err != nil || (t != tU32 && t != tS32) || d.nargs(map[string]int{"mul24": 3, "mad24": 4}[name]) != nil {
+		return fmt.Errorf("bad form")
+	}
+	in.op, in.t = opALU, t
+	in.fn = func(_ *inst, a, b, c, _ uint64) uint64 {
+		var p uint64
+		if t.signed() {
+			p = uint64((int64(a<<40) >> 40) * (int64(b<<40) >> 40))
+		} else {
+			p = (a & 0xFFFFFF) * (b & 0xFFFFFF)
+		}
+		if hi {
+			p >>= 16
+		}
+		return (p + c) & 0xFFFFFFFF
+	}
+	if in.d[0], err = d.dst(args[0]); err != nil {
+		return err
+	}
+	return d.srcs(t, args[1:])
+}
+
 // Atomic operations in inst.flag.
 const (
 	atomAdd uint8 = iota
@@ -1344,7 +1400,7 @@ func (d *decoder) mma() error {
 	default:
 		okTypes = false
 	}
-	if at == tTF32 && in.flag != mmaM16N8K8 || at == tBF16 && in.flag != mmaM16N8K16 {
+	if at == tTF32 && in.flag != mmaM16N8K8 {
 		okTypes = false
 	}
 	if !okTypes {
@@ -1358,7 +1414,7 @@ func (d *decoder) mma() error {
 	// Register counts per thread.
 	na, nb := 4, 2
 	switch {
-	case in.flag == mmaM16N8K8 && at == tF16:
+	case in.flag == mmaM16N8K8 && (at == tF16 || at == tBF16):
 		na, nb = 2, 1
 	case in.flag == mmaM16N8K8 && at == tTF32:
 		na, nb = 4, 2

@@ -416,7 +416,7 @@ func (w *warp) step(in *inst, pc int32, mask, exec uint32) error {
 	case opNop:
 	case opBar:
 		return w.bar(in, pc, mask, exec)
-	case opShfl, opVote, opMatch, opLdmatrix, opMma:
+	case opShfl, opVote, opMatch, opRedux, opLdmatrix, opMma:
 		if ready, err := w.rendezvous(in, pc, mask, exec); !ready || err != nil {
 			return err
 		}
@@ -702,7 +702,7 @@ func (w *warp) memberOf(in *inst, l int) uint32 {
 	switch in.op {
 	case opShfl:
 		return uint32(w.val(&in.s[3], l))
-	case opVote, opMatch:
+	case opVote, opMatch, opRedux:
 		return uint32(w.val(&in.s[1], l))
 	}
 	return fullWarp

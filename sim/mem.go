@@ -526,6 +526,21 @@ func (w *warp) collective(in *inst, exec uint32) error {
 		for m := exec; m != 0; m &= m - 1 {
 			w.set(&in.d[0], bits.TrailingZeros32(m), r)
 		}
+	case opRedux:
+		// The same combining rules as the atomics, folded in lane order.
+		var acc uint64
+		first := true
+		for m := exec; m != 0; m &= m - 1 {
+			v := w.val(&in.s[0], bits.TrailingZeros32(m)) & in.t.mask()
+			if first {
+				acc, first = v, false
+				continue
+			}
+			acc = atomOp(in, in.t, acc, v, 0)
+		}
+		for m := exec; m != 0; m &= m - 1 {
+			w.set(&in.d[0], bits.TrailingZeros32(m), acc)
+		}
 	case opMatch:
 		allSame := true
 		v0 := w.val(&in.s[0], l0)

@@ -50,6 +50,7 @@ const (
 	opVote
 	opActivemask
 	opMatch
+	opRedux
 	opBar // bar.sync / barrier.sync / bar.arrive / bar.red
 	opAtom
 	opLdmatrix

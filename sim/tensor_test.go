@@ -164,7 +164,7 @@ func quantize(x float64, t string) (uint64, float64) {
 func TestMmaAgainstMatmul(t *testing.T) {
 	cases := []mmaCase{
 		{16, "f16", "f32", true}, {16, "f16", "f16", true}, {16, "bf16", "f32", true},
-		{8, "f16", "f32", true}, {8, "f16", "f16", true}, {8, "tf32", "f32", false},
+		{8, "f16", "f32", true}, {8, "f16", "f16", true}, {8, "bf16", "f32", true}, {8, "tf32", "f32", false},
 	}
 	rng := rand.New(rand.NewSource(1))
 	for _, c := range cases {

@@ -280,3 +280,50 @@ DONE:
 	}
 	t.Run("ptxas", func(t *testing.T) { assembles(t, src) })
 }
+
+func TestReduxAndCarry(t *testing.T) {
+	src := kernel(".param .u64 out", `
+	.reg .b32 %r<12>;
+	.reg .b64 %rd<4>;
+	ld.param.u64 %rd1, [out];
+	mov.u32 %r1, %laneid;
+	mad.lo.s32 %r2, %r1, 3, -40;
+	redux.sync.add.s32 %r3, %r2, -1;
+	redux.sync.min.s32 %r4, %r2, -1;
+	redux.sync.max.u32 %r5, %r2, -1;
+	redux.sync.or.b32 %r6, %r1, -1;
+	redux.sync.xor.b32 %r7, %r1, -1;
+	// 64-bit add from 32-bit halves: 0x00000001_FFFFFFFF + 0x00000000_00000001 + lane
+	add.cc.u32 %r8, -1, 1;
+	addc.u32 %r9, 1, %r1;
+	sub.cc.u32 %r10, 0, 1;
+	subc.u32 %r11, 5, 0;
+	mul.wide.u32 %rd2, %r1, 48;
+	add.s64 %rd3, %rd1, %rd2;
+	st.global.v4.u32 [%rd3], {%r3, %r4, %r5, %r6};
+	st.global.v4.u32 [%rd3+16], {%r7, %r8, %r9, %r10};
+	st.global.v2.u32 [%rd3+32], {%r11, %r11};`)
+	dev := NewDevice()
+	out, _ := dev.Alloc(48 * 32)
+	if _, err := load(t, dev, src).Launch("k", grid(1, 32), out); err != nil {
+		t.Fatal(err)
+	}
+	got := bytesU32s(download(t, dev, out, 48*32))
+	var sum int32
+	var maxu uint32
+	for l := 0; l < 32; l++ {
+		v := int32(3*l - 40)
+		sum += v
+		maxu = max(maxu, uint32(v))
+	}
+	for l := 0; l < 32; l++ {
+		r := got[12*l : 12*l+9]
+		want := []uint32{uint32(sum), uint32(0xFFFFFFD8), maxu, 31, 0, 0, uint32(2 + l), 0xFFFFFFFF, 4}
+		for k := range want {
+			if r[k] != want[k] {
+				t.Errorf("lane %d result %d: got %#x, want %#x", l, k, r[k], want[k])
+			}
+		}
+	}
+	t.Run("ptxas", func(t *testing.T) { assembles(t, src) })
+}
