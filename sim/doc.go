@@ -42,7 +42,30 @@
 // the correctly rounded value, which is within the ISA's error bound.
 // mma sums exact products in float64 and rounds once.
 //
-// Limitations: recursion and indirect calls, textures and surfaces, wgmma
-// and TMA, packed setp and a few rare modes of prmt are reported as
-// unsupported at load time with the instruction's line.
+// Warp collectives. shfl.sync, vote.sync, match.sync and redux.sync wait
+// for their membermask: lanes that arrive early park at the instruction
+// until the rest of the mask arrives or exits, as on Volta and later GPUs.
+// ldmatrix and mma (.aligned) need all 32 lanes. Lanes that can never meet
+// (they wait at a different collective or barrier) are a synccheck error,
+// as is one warp reaching the same bar.sync barrier through two different
+// instructions (bar.sync is barrier.sync.aligned).
+//
+// Racecheck compares accesses of different warps only: the lanes of one
+// warp run in lockstep here, so their order is fixed. Uninitialized-read
+// tracking covers global and shared memory, not local memory or registers.
+//
+// Concurrency: one launch at a time per Device; do not allocate, free or
+// copy during a launch. Blocks of a launch run in parallel, so results of
+// kernels that race on global memory (or add floats atomically) may vary
+// between runs, as on a GPU; race-free kernels give identical bytes and
+// counters whatever the number of workers.
+//
+// Limitations: recursion and indirect calls, textures and surfaces, wgmma,
+// TMA and mbarrier, integer and fp8 mma shapes, packed setp and the
+// non-default modes of prmt are reported as unsupported at load time with
+// the instruction's line. A warp in which one lane spins waiting for another
+// lane of the same warp can starve under lowest-PC-first scheduling; such
+// kernels stop at Config.MaxSteps with an error. f64 arithmetic with a
+// directed rounding mode (.rz/.rm/.rp) is exact except for results in the
+// f64 subnormal range.
 package sim
