@@ -130,8 +130,16 @@ func (b *block) run(idx int) error {
 			return b.deadlock()
 		}
 		if b.steps > l.cfg.MaxSteps {
-			return &Error{Kind: "error", Kernel: l.k.name, Line: int(l.k.end), Inst: "", Thread: Dim3{}, Block: b.ctaid,
-				Msg: fmt.Sprintf("block did not finish within %d warp instructions (infinite loop?)", l.cfg.MaxSteps)}
+			for _, w := range b.warps {
+				if run := w.live &^ w.blocked &^ w.parked; run != 0 {
+					lane := bits.TrailingZeros32(run)
+					pc := w.upc
+					if !w.conv {
+						pc = w.pc[lane]
+					}
+					return w.fail(&b.prog[pc], lane, "error", "block did not finish within %d warp instructions (infinite loop?)", l.cfg.MaxSteps)
+				}
+			}
 		}
 	}
 }

@@ -242,3 +242,51 @@ DONE:
 	}
 	t.Run("ptxas", func(t *testing.T) { assembles(t, src) })
 }
+
+// TestParamLayout: parameters are laid out from their declarations,
+// including alignment and byte arrays (structs passed by value).
+func TestParamLayout(t *testing.T) {
+	src := kernel(".param .u8 a, .param .align 8 .b8 s[16], .param .u16 b, .param .u64 out", `
+	.reg .b16 %h<3>;
+	.reg .b32 %r<4>;
+	.reg .b64 %rd<3>;
+	ld.param.u8 %h1, [a];
+	ld.param.u32 %r1, [s+4];
+	ld.param.u64 %rd1, [s+8];
+	ld.param.u16 %h2, [b];
+	ld.param.u64 %rd2, [out];
+	cvt.u32.u16 %r2, %h1;
+	cvt.u32.u16 %r3, %h2;
+	st.global.v4.u32 [%rd2], {%r2, %r1, %r3, %r3};
+	st.global.u64 [%rd2+16], %rd1;`)
+	dev := NewDevice()
+	m := load(t, dev, src)
+	ps, err := m.Params("k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(ps) != "[{a u8 1 1} {s b8 16 8} {b u16 2 2} {out u64 8 8}]" {
+		t.Errorf("params: %v", ps)
+	}
+	out, _ := dev.Alloc(24)
+	s := []byte{0, 0, 0, 0, 7, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8}
+	if _, err := m.Launch("k", grid(1, 1), uint8(200), s, uint16(0xBEEF), out); err != nil {
+		t.Fatal(err)
+	}
+	got := download(t, dev, out, 24)
+	if w := bytesU32s(got[:16]); w[0] != 200 || w[1] != 7 || w[2] != 0xBEEF {
+		t.Errorf("got %v", w)
+	}
+	if !bytes.Equal(got[16:], s[8:]) {
+		t.Errorf("struct bytes %v", got[16:])
+	}
+	t.Run("ptxas", func(t *testing.T) { assembles(t, src) })
+}
+
+func TestInfiniteLoopStops(t *testing.T) {
+	src := kernel("", "L:\n\tbra.uni L;")
+	cfg := grid(1, 32)
+	cfg.MaxSteps = 100000
+	_, err := load(t, NewDevice(), src).Launch("k", cfg)
+	mustErr(t, err, "error", "block did not finish within 100000 warp instructions", "line 7")
+}
