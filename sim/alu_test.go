@@ -410,7 +410,9 @@ func bytesU64(b []byte) uint64 {
 func assembles(t *testing.T, src string) {
 	t.Helper()
 	ptxas.Require(t)
-	if _, err := ptxas.Assemble([]byte(src), "sm_80"); err != nil {
-		t.Fatalf("ptxas rejects the test PTX: %v", err)
+	for _, arch := range []string{"sm_80", "sm_90"} {
+		if _, err := ptxas.Assemble([]byte(src), arch); err != nil {
+			t.Fatalf("ptxas -arch=%s rejects the test PTX: %v", arch, err)
+		}
 	}
 }

@@ -49,8 +49,9 @@ func BenchmarkComputeNoChecks(b *testing.B) { benchCompute(b, true) }
 func BenchmarkCopyChecks(b *testing.B)      { benchCopy(b, false) }
 func BenchmarkCopyNoChecks(b *testing.B)    { benchCopy(b, true) }
 
-func TestBenchKernels(t *testing.T) {
-	for _, f := range []string{"compute.ptx", "copy.ptx"} {
+// TestTestdataKernels loads and assembles the kernels in testdata.
+func TestTestdataKernels(t *testing.T) {
+	for _, f := range []string{"compute.ptx", "copy.ptx", "saxpy.ptx"} {
 		t.Run(f, func(t *testing.T) {
 			src := string(mustRead(t, "testdata/"+f))
 			load(t, NewDevice(), src)

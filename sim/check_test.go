@@ -216,6 +216,7 @@ DONE:
 	ret;`)
 	_, err := load(t, NewDevice(), src).Launch("k", grid(1, 64))
 	mustErr(t, err, "synccheck", "bar.sync executed by a diverged warp", "through line 12")
+	t.Run("ptxas", func(t *testing.T) { assembles(t, src) })
 }
 
 func replace(s, old, new string) string {

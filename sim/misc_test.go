@@ -43,6 +43,7 @@ func TestBankConflicts(t *testing.T) {
 			if st.SharedBankConflicts != st.SharedWavefronts-phasesFor(c.size) {
 				t.Errorf("conflicts = %d with %d wavefronts", st.SharedBankConflicts, st.SharedWavefronts)
 			}
+			assembles(t, src)
 		})
 	}
 }
@@ -289,4 +290,5 @@ func TestInfiniteLoopStops(t *testing.T) {
 	cfg.MaxSteps = 100000
 	_, err := load(t, NewDevice(), src).Launch("k", cfg)
 	mustErr(t, err, "error", "block did not finish within 100000 warp instructions", "line 7")
+	t.Run("ptxas", func(t *testing.T) { assembles(t, src) })
 }

@@ -270,6 +270,7 @@ SKIP:
 	ret;`)
 	_, err := load(t, NewDevice(), src).Launch("k", grid(1, 32))
 	mustErr(t, err, "synccheck", "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 executed by a diverged warp", "0x7fffffff", "thread (31,0,0)")
+	t.Run("ptxas", func(t *testing.T) { assembles(t, src) })
 }
 
 // cp.async copies land at the wait: reading before it sees the old bytes
