@@ -99,6 +99,20 @@ func (f *fuser) inline(v *ir.Value) bool {
 	return v.Op == "constant" || v.Op == "iota" && !f.eager
 }
 
+// indexOnly reports whether v is cheap arithmetic on literals and indices alone (a causal mask
+// from two iotas): every kernel that needs it recomputes it rather than reading it.
+func (f *fuser) indexOnly(v *ir.Value) bool {
+	if expensive(v) || ops.ClassOf(v.Op) != ops.Elementwise {
+		return false
+	}
+	for _, a := range v.Args {
+		if !f.inline(a) && !f.indexOnly(a) {
+			return false
+		}
+	}
+	return true
+}
+
 // assign decides where v is computed. Values are visited from last to first, so every user of
 // v already has its place.
 func (f *fuser) assign(v *ir.Value) {
@@ -109,7 +123,7 @@ func (f *fuser) assign(v *ir.Value) {
 	if len(cgs) == 0 && !f.output[v] {
 		return // dead
 	}
-	if !f.eager && isView(v.Op) && !f.output[v] && len(cgs) > 0 {
+	if !f.eager && (isView(v.Op) || f.indexOnly(v)) && !f.output[v] && len(cgs) > 0 {
 		f.dups[v] = cgs
 		for _, gr := range cgs {
 			gr.views[v] = true
@@ -253,16 +267,55 @@ func (f *fuser) canJoin(v *ir.Value, gr *group, others []*group) bool {
 		case ops.Reduce:
 			ok = f.rowOK(gr, v)
 		default:
-			ok = !(expensive(v) && f.expanded(v, gr, map[*ir.Value]bool{}))
+			ok = !(expensive(v) && f.expanded(v, gr, map[*ir.Value]bool{})) || f.becomeRow(v, gr)
 		}
 	case Row:
-		ok = (class == ops.Elementwise || class == ops.Movement || class == ops.Reduce) && f.rowOK(gr, v) &&
+		ok = (class == ops.Elementwise || class == ops.Movement || class == ops.Reduce || v.Op == "gather") && f.rowOK(gr, v) &&
 			!(expensive(v) && class != ops.Reduce && f.expanded(v, gr, map[*ir.Value]bool{}))
 	case Contraction:
 		ok = (class == ops.Elementwise || class == ops.Movement) && !f.feedsContraction(v, gr) &&
 			!(expensive(v) && f.expanded(v, gr, map[*ir.Value]bool{}))
 	}
 	return ok && f.reads(gr, v) <= f.opt.MaxReads
+}
+
+// becomeRow handles a per-row value (computed from a reduction, like layer norm's rsqrt of the
+// variance) that loop group gr spreads over rows it iterates: gr becomes a row group over the
+// reduction's rows, so that the value is computed once per row; the reduction joins it later.
+func (f *fuser) becomeRow(v *ir.Value, gr *group) bool {
+	r := f.rowSource(v, map[*ir.Value]bool{})
+	if r == nil || !gr.space.Equal(r.Args[0].Type.Shape) {
+		return false
+	}
+	saved := *gr
+	gr.kind, gr.axes = Row, r.Attrs.Ints("axes")
+	if !f.expanded(v, gr, map[*ir.Value]bool{}) && f.rowOK(gr, v) {
+		return true
+	}
+	*gr = saved
+	return false
+}
+
+// rowSource finds a reduction that v is computed from by elementwise ops of v's shape.
+func (f *fuser) rowSource(v *ir.Value, seen map[*ir.Value]bool) *ir.Value {
+	if seen[v] {
+		return nil
+	}
+	seen[v] = true
+	for _, a := range v.Args {
+		if !a.Type.Shape.Equal(v.Type.Shape) {
+			continue
+		}
+		switch ops.ClassOf(a.Op) {
+		case ops.Reduce:
+			return a
+		case ops.Elementwise:
+			if r := f.rowSource(a, seen); r != nil {
+				return r
+			}
+		}
+	}
+	return nil
 }
 
 // outputShapeOK: a value the group writes must be indexed by the group's iteration space.
@@ -436,63 +489,44 @@ func (f *fuser) rowOK(gr *group, v *ir.Value) bool {
 			return false
 		}
 	}
-	// anchored values: connected to a reduction inside the group.
-	anchored := map[*ir.Value]bool{}
-	var up, down func(w *ir.Value)
-	up = func(w *ir.Value) {
-		for _, a := range w.Args {
-			if in(a) && !anchored[a] {
-				anchored[a] = true
-				up(a)
-			}
-		}
-	}
-	down = func(w *ir.Value) {
+	// Values computed from a reduction must be per-row or full-row values, moved only by
+	// spreading per-row values over their row. The reductions' producers and side values are
+	// computed per element by index arithmetic, as in a loop kernel.
+	down := map[*ir.Value]bool{}
+	var walk func(w *ir.Value)
+	walk = func(w *ir.Value) {
 		for _, u := range f.users[w] {
-			if in(u) && !anchored[u] {
-				anchored[u] = true
-				down(u)
+			if in(u) && !down[u] {
+				down[u] = true
+				walk(u)
 			}
 		}
 	}
 	for _, r := range reduces {
-		up(r)
-		down(r)
+		walk(r)
 	}
 	keep, drop := rowShapes(space, axes)
+	perRow := func(s ir.Shape) bool { return s.Equal(keep) || s.Equal(drop) }
 	probe := &group{kind: Row, space: space, axes: axes}
 	for _, w := range all {
-		if !anchored[w] || ops.ClassOf(w.Op) == ops.Reduce {
+		class := ops.ClassOf(w.Op)
+		switch {
+		case class == ops.Contraction || class == ops.Other && w.Op != "gather":
+			return false // pooling and contractions have kernels of their own kind
+		case !down[w] || class == ops.Reduce:
 			continue
 		}
 		s := w.Type.Shape
-		if !s.Equal(space) && !s.Equal(keep) && !s.Equal(drop) {
+		switch {
+		case !s.Equal(space) && !perRow(s), class == ops.Other:
 			return false
-		}
-		if ops.ClassOf(w.Op) == ops.Movement && slices.ContainsFunc(w.Args, func(a *ir.Value) bool { return in(a) && anchored[a] }) {
-			perRow := func(s ir.Shape) bool { return s.Equal(keep) || s.Equal(drop) }
-			switch {
-			case w.Op == "broadcast_in_dim" && f.rowBroadcast(w, probe):
-			case w.Op == "reshape" && perRow(s) && perRow(w.Args[0].Type.Shape):
-			default:
-				return false
-			}
-		}
-		if ops.ClassOf(w.Op) == ops.Other || ops.ClassOf(w.Op) == ops.Contraction {
+		case class == ops.Movement && !(w.Op == "broadcast_in_dim" && f.rowBroadcast(w, probe) || w.Op == "reshape" && perRow(s) && perRow(w.Args[0].Type.Shape)):
 			return false
 		}
 	}
 	for w := range gr.outputs {
-		s := w.Type.Shape
-		if !s.Equal(space) && !s.Equal(keep) && !s.Equal(drop) {
+		if s := w.Type.Shape; !s.Equal(space) && !perRow(s) {
 			return false
-		}
-	}
-	if gr.kind != Row {
-		for w := range gr.members {
-			if ops.ClassOf(w.Op) == ops.Other {
-				return false
-			}
 		}
 	}
 	return true

@@ -229,15 +229,22 @@ func planMemory(kg *KernelGraph) *Plan {
 		}
 	}
 	p.LowerBoundBytes = unitPeak(units, len(kg.Kernels))
-	bySize := placeBestFit(units, orderBySize(units))
-	sizeOffsets := offsets(units)
-	byBreadth := placeBestFit(units, orderByBreadth(units, len(kg.Kernels)))
-	p.Heuristic, p.ArenaBytes = "greedy-by-breadth", byBreadth
-	if bySize <= byBreadth {
-		p.Heuristic, p.ArenaBytes = "greedy-by-size", bySize
-		for i, u := range units {
-			u.offset = sizeOffsets[i]
+	p.ArenaBytes = -1
+	var best []int64
+	for _, h := range []struct {
+		name  string
+		order []*unit
+	}{
+		{"greedy-by-size", orderBySize(units)},
+		{"greedy-by-breadth", orderByBreadth(units, len(kg.Kernels))},
+		{"longest-lived-first", orderByLifetime(units)},
+	} {
+		if arena := placeBestFit(units, h.order); p.ArenaBytes < 0 || arena < p.ArenaBytes {
+			p.Heuristic, p.ArenaBytes, best = h.name, arena, offsets(units)
 		}
+	}
+	for i, u := range units {
+		u.offset = best[i]
 	}
 	for _, b := range kg.Buffers {
 		switch b.Kind {
@@ -336,6 +343,19 @@ func orderBySize(units []*unit) []*unit {
 			return a.size > b.size
 		}
 		return a.to-a.from > b.to-b.from
+	})
+	return order
+}
+
+// orderByLifetime is XLA's heuristic: the longest-lived buffers first, then the largest.
+func orderByLifetime(units []*unit) []*unit {
+	order := slices.Clone(units)
+	sort.SliceStable(order, func(i, j int) bool {
+		a, b := order[i], order[j]
+		if a.to-a.from != b.to-b.from {
+			return a.to-a.from > b.to-b.from
+		}
+		return a.size > b.size
 	})
 	return order
 }

@@ -3,6 +3,7 @@ package passes
 import (
 	"fmt"
 	"io"
+	"slices"
 	"text/tabwriter"
 
 	"github.com/gcomp/gcomp/ir"
@@ -172,9 +173,16 @@ func flops(v *ir.Value) int64 {
 	return 0
 }
 
-// idealBytes is the DRAM traffic no schedule can avoid: every input and parameter read once,
-// every output written once, and the results of contractions, reductions, pooling and gathers
-// that feed another such op (through elementwise ops and views) written once and read once.
+// idealBytes is the DRAM traffic no fusion of this graph avoids: every input and parameter read
+// once, every output written once, and these intermediates written once and read once:
+//
+//   - operands of contractions, pooling and gathers (looking through views), which read their
+//     operands from memory: a tiled contraction reads each operand element more than once;
+//   - results of contractions that reach a reduction through elementwise ops and views (a row
+//     spans many contraction tiles);
+//   - results of reductions that reach a reduction over other rows.
+//
+// An intermediate that is also an output counts once more, for the read.
 func idealBytes(g *ir.Graph) int64 {
 	var total int64
 	for _, v := range g.Values {
@@ -187,37 +195,57 @@ func idealBytes(g *ir.Graph) int64 {
 		total += int64(o.Value.Type.Bytes())
 		isOutput[o.Value] = true
 	}
-	heavy := func(v *ir.Value) bool {
-		c := ops.ClassOf(v.Op)
-		return c == ops.Contraction || c == ops.Reduce || c == ops.Other && v.Op != ir.OpInput && v.Op != ir.OpParam && v.Op != "constant" && v.Op != "iota"
+	leaf := func(v *ir.Value) bool {
+		return v.Op == ir.OpInput || v.Op == ir.OpParam || v.Op == "constant" || v.Op == "iota"
 	}
 	boundary := map[*ir.Value]bool{}
+	// sources walks back from v through elementwise ops and views to the contractions and
+	// reductions it is computed from.
+	var sources func(v *ir.Value, seen map[*ir.Value]bool, found func(*ir.Value))
+	sources = func(v *ir.Value, seen map[*ir.Value]bool, found func(*ir.Value)) {
+		if seen[v] || leaf(v) {
+			return
+		}
+		seen[v] = true
+		switch ops.ClassOf(v.Op) {
+		case ops.Contraction, ops.Reduce, ops.Other:
+			found(v)
+			return
+		}
+		for _, a := range v.Args {
+			sources(a, seen, found)
+		}
+	}
 	for _, h := range g.Values {
-		if !heavy(h) {
-			continue
-		}
-		seen := map[*ir.Value]bool{}
-		var walk func(v *ir.Value)
-		walk = func(v *ir.Value) {
-			if seen[v] {
-				return
+		switch ops.ClassOf(h.Op) {
+		case ops.Contraction, ops.Other:
+			if leaf(h) {
+				continue
 			}
-			seen[v] = true
-			if heavy(v) {
-				boundary[v] = true
-				return
+			for _, a := range h.Args {
+				for isView(a.Op) {
+					a = a.Args[0]
+				}
+				if !leaf(a) {
+					boundary[a] = true
+				}
 			}
-			for _, a := range v.Args {
-				walk(a)
-			}
-		}
-		for _, a := range h.Args {
-			walk(a)
+		case ops.Reduce:
+			sources(h.Args[0], map[*ir.Value]bool{}, func(s *ir.Value) {
+				switch ops.ClassOf(s.Op) {
+				case ops.Contraction:
+					boundary[s] = true
+				case ops.Reduce:
+					if !s.Args[0].Type.Shape.Equal(h.Args[0].Type.Shape) || !slices.Equal(s.Attrs.Ints("axes"), h.Attrs.Ints("axes")) {
+						boundary[s] = true
+					}
+				}
+			})
 		}
 	}
 	for v := range boundary {
 		if isOutput[v] {
-			total += int64(v.Type.Bytes()) // written anyway; read once more
+			total += int64(v.Type.Bytes())
 		} else {
 			total += 2 * int64(v.Type.Bytes())
 		}
