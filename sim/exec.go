@@ -638,6 +638,9 @@ func (w *warp) bar(in *inst, pc int32, mask, exec uint32) error {
 		b.stats.Barriers++
 		b.epoch++
 		for _, wt := range br.waiting {
+			// The waiting lanes' pc[] is current; the warp's running lanes
+			// may be on the converged fast path, so pin theirs first.
+			wt.w.materialize()
 			wt.w.blocked &^= wt.mask
 			if wt.red {
 				for m := wt.mask; m != 0; m &= m - 1 {

@@ -292,3 +292,48 @@ func TestInfiniteLoopStops(t *testing.T) {
 	mustErr(t, err, "error", "block did not finish within 100000 warp instructions", "line 7")
 	t.Run("ptxas", func(t *testing.T) { assembles(t, src) })
 }
+
+// TestSplitWarpBarrier: half of warp 1 waits at a non-aligned named barrier
+// while its other half loops; the barrier completes from other warps while
+// the looping half is mid-loop.
+func TestSplitWarpBarrier(t *testing.T) {
+	src := kernel(".param .u64 out", `
+	.reg .pred %p<4>;
+	.reg .b32 %r<8>;
+	.reg .b64 %rd<4>;
+	ld.param.u64 %rd1, [out];
+	mov.u32 %r1, %tid.x;
+	and.b32 %r2, %r1, 31;
+	shr.u32 %r3, %r1, 5;
+	setp.lt.u32 %p1, %r2, 16;
+	setp.eq.u32 %p2, %r3, 0;
+	or.pred %p1, %p1, %p2;
+	mov.u32 %r4, 0;
+	@!%p1 bra WORK;
+	barrier.sync 1, 64;
+	mov.u32 %r4, 100;
+	bra.uni DONE;
+WORK:
+	add.u32 %r4, %r4, 1;
+	setp.lt.u32 %p3, %r4, 5000;
+	@%p3 bra WORK;
+DONE:
+	mul.wide.u32 %rd2, %r1, 4;
+	add.s64 %rd3, %rd1, %rd2;
+	st.global.u32 [%rd3], %r4;`)
+	dev := NewDevice()
+	out, _ := dev.Alloc(4 * 96)
+	if _, err := load(t, dev, src).Launch("k", grid(1, 96), out); err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range bytesU32s(download(t, dev, out, 4*96)) {
+		want := uint32(5000)
+		if i < 32 || i%32 < 16 {
+			want = 100
+		}
+		if v != want {
+			t.Fatalf("thread %d: %d, want %d", i, v, want)
+		}
+	}
+	t.Run("ptxas", func(t *testing.T) { assembles(t, src) })
+}
