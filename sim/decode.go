@@ -433,6 +433,11 @@ func (d *decoder) ldst(name string) error {
 	}
 	o.has("unified")
 	in.t, in.n = t, uint8(n)
+	for _, q := range []string{"volatile", "relaxed", "acquire", "release"} {
+		if o.has(q) {
+			in.flag = ldOrdered
+		}
+	}
 	ai, vi := 1, 0
 	in.op = opLd
 	if name == "st" {
@@ -460,6 +465,10 @@ func (d *decoder) ldst(name string) error {
 	in.class = memClass(in.op == opSt, in.space)
 	return nil
 }
+
+// ldOrdered in inst.flag marks a load or store with a memory-order
+// qualifier: it synchronizes with atomics on the same address.
+const ldOrdered = 1
 
 func memClass(store bool, sp space) class {
 	switch sp {

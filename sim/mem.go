@@ -115,8 +115,10 @@ func (w *warp) access(in *inst, sp space, addr uint64, n int, lane int, kind uin
 			}
 		}
 		if kind != accRead {
-			for i := range init {
-				init[i] = 1
+			for i, v := range init {
+				if v == 0 { // written once: later atomics and flags do not touch it
+					init[i] = 1
+				}
 			}
 		}
 		return a.data[off : off+uint64(n)], nil
@@ -226,8 +228,13 @@ func (w *warp) ldst(in *inst, exec uint32) error {
 		l := bits.TrailingZeros32(m)
 		addr := w.addrOf(in, l)
 		addrs[l] = addr
+		unlock := func() {}
+		if in.flag == ldOrdered && total <= 8 {
+			unlock = w.b.m.dev.lockGlobal(resolved(in.space, addr), addr)
+		}
 		mem, err := w.access(in, in.space, addr, total, l, kind)
 		if err != nil {
+			unlock()
 			return err
 		}
 		for i := 0; i < int(in.n); i++ {
@@ -242,6 +249,7 @@ func (w *warp) ldst(in *inst, exec uint32) error {
 			}
 			w.set(&in.d[i], l, v)
 		}
+		unlock()
 	}
 	w.countMem(in, exec, &addrs, total, kind == accWrite)
 	return nil
@@ -358,6 +366,19 @@ func wavefronts(exec uint32, offs *[32]uint64, size int) (int, int) {
 	return total, ideal
 }
 
+// lockGlobal serializes an access to global memory with the atomics of
+// other blocks on the same 8 bytes; it returns the unlock function.
+// Atomics and .volatile/.relaxed/.acquire/.release accesses take it, so
+// flags and spin loops across blocks behave, and are race-free in Go.
+func (d *Device) lockGlobal(sp space, addr uint64) func() {
+	if sp != spGlobal {
+		return func() {}
+	}
+	mu := &d.atomMu[(addr>>3)%uint64(len(d.atomMu))]
+	mu.Lock()
+	return mu.Unlock
+}
+
 func (w *warp) atomic(in *inst, exec uint32) error {
 	dev := w.b.m.dev
 	t := in.t
@@ -365,23 +386,16 @@ func (w *warp) atomic(in *inst, exec uint32) error {
 	for m := exec; m != 0; m &= m - 1 {
 		l := bits.TrailingZeros32(m)
 		addr := w.addrOf(in, l)
-		sp := resolved(in.space, addr)
+		b, c := w.val(&in.s[0], l), w.val(&in.s[1], l)
+		unlock := dev.lockGlobal(resolved(in.space, addr), addr)
 		mem, err := w.access(in, in.space, addr, sz, l, accAtomic)
 		if err != nil {
+			unlock()
 			return err
-		}
-		b, c := w.val(&in.s[0], l), w.val(&in.s[1], l)
-		var mu interface{ Unlock() }
-		if sp == spGlobal {
-			lk := &dev.atomMu[(addr>>3)%uint64(len(dev.atomMu))]
-			lk.Lock()
-			mu = lk
 		}
 		old := getLE(mem)
 		putLE(mem, atomOp(in, t, old, b, c))
-		if mu != nil {
-			mu.Unlock()
-		}
+		unlock()
 		if t.signed() {
 			old = uint64(t.sext(old))
 		}
