@@ -14,7 +14,7 @@ import (
 type FusionOptions struct {
 	MaxOps   int // ops in one kernel (default 64)
 	MaxReads int // buffers one kernel reads (default 16)
-	MaxRow   int // elements of a reduced row kept on chip (default 8192: 32 KB of f32 shared memory)
+	MaxRow   int // elements of a row a block keeps on chip (default 8192: 32 KB of f32); longer rows are streamed (Kernel.RowPasses)
 }
 
 func (o FusionOptions) withDefaults() FusionOptions {
@@ -477,13 +477,6 @@ func (f *fuser) rowOK(gr *group, v *ir.Value) bool {
 		}
 		space, axes = reduces[0].Args[0].Type.Shape, reduces[0].Attrs.Ints("axes")
 	}
-	rowLen := 1
-	for _, a := range axes {
-		rowLen *= space[a]
-	}
-	if rowLen > f.opt.MaxRow {
-		return false
-	}
 	for _, r := range reduces {
 		if !r.Args[0].Type.Shape.Equal(space) || !slices.Equal(r.Attrs.Ints("axes"), axes) {
 			return false
@@ -675,9 +668,11 @@ func (f *fuser) kernels() (*KernelGraph, error) {
 		outBufs[o.Value] = append(outBufs[o.Value], b)
 	}
 	// Outputs that are inputs or parameters are copied by a kernel of their own.
+	copied := map[*ir.Value]bool{}
 	for _, o := range f.g.Outputs {
 		v := o.Value
-		if f.home[v] == nil && (v.Op == ir.OpInput || v.Op == ir.OpParam) {
+		if !copied[v] && (v.Op == ir.OpInput || v.Op == ir.OpParam) {
+			copied[v] = true
 			gr := &group{kind: Loop, space: v.Type.Shape, members: map[*ir.Value]bool{v: true}, views: map[*ir.Value]bool{},
 				outputs: map[*ir.Value]bool{v: true}, first: len(f.g.Values)}
 			f.groups = append(f.groups, gr) // a kernel that only copies v
@@ -749,11 +744,41 @@ func (f *fuser) kernels() (*KernelGraph, error) {
 		}
 		k.Body = body
 		k.label = f.label(gr, vals)
+		if k.Kind == Row {
+			k.RowPasses = rowPasses(k, f.opt.MaxRow)
+		}
 		kg.Kernels = append(kg.Kernels, k)
 		kg.Buffers = append(kg.Buffers, k.Writes...)
 	}
 	kg.renumber()
 	return kg, nil
+}
+
+// rowPasses is how many times a row kernel reads its row from memory: once if the row fits on
+// chip, else once per chained reduction and once more for the epilogue (softmax: max, sum,
+// normalize).
+func rowPasses(k *Kernel, maxRow int) int {
+	n := 1
+	for _, a := range k.Axes {
+		n *= k.Space[a]
+	}
+	if n <= maxRow {
+		return 1
+	}
+	depth := map[*ir.Value]int{}
+	deepest := 0
+	for _, v := range k.Body.Values {
+		d := 0
+		for _, a := range v.Args {
+			d = max(d, depth[a])
+		}
+		if ops.ClassOf(v.Op) == ops.Reduce {
+			d++
+		}
+		depth[v] = d
+		deepest = max(deepest, d)
+	}
+	return deepest + 1
 }
 
 // neededOutside reports whether a kernel other than gr's reads w.

@@ -67,6 +67,10 @@ type Kernel struct {
 	Kind   Kind     // the iteration scheme
 	Space  ir.Shape // Loop: output shape; Row: shape of the reduced operand; Contraction: result shape
 	Axes   []int    // Row: the reduced axes of Space
+	// RowPasses (row kernels) is how many times the kernel reads its inputs: 1 when a row fits on
+	// chip (FusionOptions.MaxRow), else the row is streamed once per chained reduction and once
+	// more for the epilogue.
+	RowPasses int
 	Body   *ir.Graph
 	Reads  []*Buffer // in the order of Body's inputs
 	Writes []*Buffer // in the order of Body's outputs
@@ -144,6 +148,9 @@ func (k *Kernel) header() string {
 	fmt.Fprintf(&sb, "  kernel %s %s %s", k.Name, k.Kind, k.Space)
 	if k.Kind == Row {
 		fmt.Fprintf(&sb, " axes=%s", ir.FormatAttr(k.Axes))
+		if k.RowPasses > 1 {
+			fmt.Fprintf(&sb, " passes=%d", k.RowPasses)
+		}
 	}
 	list := func(bs []*Buffer) string {
 		var parts []string

@@ -111,6 +111,9 @@ func kernelCosts(kg *KernelGraph, tf32 bool) (n int, bytes int64, us float64, pe
 				}
 			}
 		}
+		if k.RowPasses > 1 {
+			ks.ReadBytes *= int64(k.RowPasses) // a streamed row is read once per pass
+		}
 		for _, b := range k.Writes {
 			ks.WriteBytes += b.Bytes()
 		}

@@ -1,0 +1,227 @@
+package passes
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ops"
+)
+
+// parse reads a graph body given without the "graph t {" wrapper.
+func parse(t *testing.T, body string) *ir.Graph {
+	t.Helper()
+	g, err := ir.Parse("test.gir", []byte("graph t {\n"+body+"\n}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ops.Verify(g); err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+func TestCanonicalization(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		pass   func(*ir.Graph) *ir.Graph
+		before string
+		after  string
+	}{
+		{"dce keeps inputs and params", deadCode, `
+  input %x : f32[4]
+  param %w : f32[4]
+  %0 = exp(%x) : f32[4]
+  %1 = neg(%x) : f32[4]
+  output y = %1`, `
+  input %x : f32[4]
+  param %w : f32[4]
+  %0 = neg(%x) : f32[4]
+  output y = %0`},
+		{"cse merges equal values and keeps the first", commonSubexpressions, `
+  input %x : f32[4]
+  %0 = exp(%x) : f32[4]
+  %1 = exp(%x) : f32[4]
+  %2 = add(%0, %1) : f32[4]
+  %3 = add(%1, %0) : f32[4]
+  output y = %2
+  output z = %3`, `
+  input %x : f32[4]
+  %0 = exp(%x) : f32[4]
+  %1 = add(%0, %0) : f32[4]
+  output y = %1
+  output z = %1`},
+		{"cse tells -0 from +0", commonSubexpressions, `
+  %0 = constant() {dtype=f32, shape=[], value=[0.0]} : f32[]
+  %1 = constant() {dtype=f32, shape=[], value=[-0.0]} : f32[]
+  %2 = add(%0, %1) : f32[]
+  output y = %2`, `
+  %0 = constant() {dtype=f32, shape=[], value=[0.0]} : f32[]
+  %1 = constant() {dtype=f32, shape=[], value=[-0.0]} : f32[]
+  %2 = add(%0, %1) : f32[]
+  output y = %2`},
+		{"fold small values", foldConstants, `
+  %0 = constant() {dtype=f32, shape=[2], value=[1.0, 2.0]} : f32[2]
+  %1 = exp(%0) : f32[2]
+  output y = %1`, `
+  %0 = constant() {dtype=f32, shape=[2], value=[1.0,2.0]} : f32[2]
+  %1 = constant() {dtype=f32, shape=[2], value=[2.7182817459106445,7.389056205749512]} : f32[2]
+  output y = %1`},
+		{"fold splats of any size on one element", foldConstants, `
+  %0 = constant() {dtype=f32, shape=[1000,1000], value=[2.0]} : f32[1000,1000]
+  %1 = mul(%0, %0) : f32[1000,1000]
+  %2 = reshape(%1) {shape=[1000000]} : f32[1000000]
+  output y = %2`, `
+  %0 = constant() {dtype=f32, shape=[1000,1000], value=[2.0]} : f32[1000,1000]
+  %1 = constant() {dtype=f32, shape=[1000,1000], value=[4.0]} : f32[1000,1000]
+  %2 = constant() {dtype=f32, shape=[1000000], value=[4.0]} : f32[1000000]
+  output y = %2`},
+		{"fold leaves large non-splat results", foldConstants, `
+  %0 = iota() {dim=0, dtype=f32, shape=[2000]} : f32[2000]
+  %1 = constant() {dtype=f32, shape=[2000], value=[1.0]} : f32[2000]
+  %2 = add(%0, %1) : f32[2000]
+  output y = %2`, `
+  %0 = iota() {dim=0, dtype=f32, shape=[2000]} : f32[2000]
+  %1 = constant() {dtype=f32, shape=[2000], value=[1.0]} : f32[2000]
+  %2 = add(%0, %1) : f32[2000]
+  output y = %2`},
+		{"x*1, x/1, x-0, x+(-0) and -(-x) are x", simplify, `
+  input %x : f32[4]
+  %0 = constant() {dtype=f32, shape=[4], value=[1.0]} : f32[4]
+  %1 = constant() {dtype=f32, shape=[4], value=[0.0]} : f32[4]
+  %2 = constant() {dtype=f32, shape=[4], value=[-0.0]} : f32[4]
+  %3 = mul(%0, %x) : f32[4]
+  %4 = div(%3, %0) : f32[4]
+  %5 = sub(%4, %1) : f32[4]
+  %6 = add(%5, %2) : f32[4]
+  %7 = neg(%6) : f32[4]
+  %8 = neg(%7) : f32[4]
+  output y = %8`, `
+  input %x : f32[4]
+  %0 = constant() {dtype=f32, shape=[4], value=[1.0]} : f32[4]
+  %1 = constant() {dtype=f32, shape=[4], value=[0.0]} : f32[4]
+  %2 = constant() {dtype=f32, shape=[4], value=[-0.0]} : f32[4]
+  %3 = neg(%x) : f32[4]
+  output y = %x`},
+		{"float x+0 and x*0 stay (-0 and NaN)", simplify, `
+  input %x : f32[4]
+  %0 = constant() {dtype=f32, shape=[4], value=[0.0]} : f32[4]
+  %1 = add(%x, %0) : f32[4]
+  %2 = mul(%1, %0) : f32[4]
+  output y = %2`, `
+  input %x : f32[4]
+  %0 = constant() {dtype=f32, shape=[4], value=[0.0]} : f32[4]
+  %1 = add(%x, %0) : f32[4]
+  %2 = mul(%1, %0) : f32[4]
+  output y = %2`},
+		{"integer x+0 is x and x*0 is 0", simplify, `
+  input %x : i32[4]
+  %0 = constant() {dtype=i32, shape=[4], value=[0.0]} : i32[4]
+  %1 = add(%x, %0) : i32[4]
+  %2 = mul(%1, %0) : i32[4]
+  output y = %2`, `
+  input %x : i32[4]
+  %0 = constant() {dtype=i32, shape=[4], value=[0.0]} : i32[4]
+  output y = %0`},
+		{"transpose of transpose composes", simplify, `
+  input %x : f32[2,3,4]
+  %0 = transpose(%x) {perm=[1,2,0]} : f32[3,4,2]
+  %1 = transpose(%0) {perm=[1,0,2]} : f32[4,3,2]
+  %2 = transpose(%1) {perm=[2,1,0]} : f32[2,3,4]
+  output y = %1
+  output z = %2`, `
+  input %x : f32[2,3,4]
+  %0 = transpose(%x) {perm=[1,2,0]} : f32[3,4,2]
+  %1 = transpose(%x) {perm=[2,1,0]} : f32[4,3,2]
+  output y = %1
+  output z = %x`},
+		{"reshape of reshape, broadcast of broadcast, broadcast of a splat", simplify, `
+  input %x : f32[6]
+  input %b : f32[3]
+  %0 = reshape(%x) {shape=[2,3]} : f32[2,3]
+  %1 = reshape(%0) {shape=[3,2]} : f32[3,2]
+  %2 = reshape(%1) {shape=[6]} : f32[6]
+  %3 = broadcast_in_dim(%b) {dims=[1], shape=[2,3]} : f32[2,3]
+  %4 = broadcast_in_dim(%3) {dims=[1,2], shape=[4,2,3]} : f32[4,2,3]
+  %5 = constant() {dtype=f32, shape=[], value=[3.0]} : f32[]
+  %6 = broadcast_in_dim(%5) {dims=[], shape=[2,3]} : f32[2,3]
+  output y = %1
+  output z = %2
+  output w = %4
+  output c = %6`, `
+  input %x : f32[6]
+  input %b : f32[3]
+  %0 = reshape(%x) {shape=[2,3]} : f32[2,3]
+  %1 = reshape(%x) {shape=[3,2]} : f32[3,2]
+  %2 = broadcast_in_dim(%b) {dims=[1], shape=[2,3]} : f32[2,3]
+  %3 = broadcast_in_dim(%b) {dims=[2], shape=[4,2,3]} : f32[4,2,3]
+  %4 = constant() {dtype=f32, shape=[], value=[3.0]} : f32[]
+  %5 = constant() {dtype=f32, shape=[2,3], value=[3.0]} : f32[2,3]
+  output y = %1
+  output z = %x
+  output w = %3
+  output c = %5`},
+		{"lossless cast chains collapse, lossy ones stay", simplify, `
+  input %h : f16[4]
+  input %f : f32[4]
+  %0 = cast(%h) {to=f32} : f32[4]
+  %1 = cast(%0) {to=f64} : f64[4]
+  %2 = cast(%0) {to=f16} : f16[4]
+  %3 = cast(%f) {to=f16} : f16[4]
+  %4 = cast(%3) {to=f32} : f32[4]
+  output a = %1
+  output b = %2
+  output c = %4`, `
+  input %h : f16[4]
+  input %f : f32[4]
+  %0 = cast(%h) {to=f32} : f32[4]
+  %1 = cast(%h) {to=f64} : f64[4]
+  %2 = cast(%f) {to=f16} : f16[4]
+  %3 = cast(%2) {to=f32} : f32[4]
+  output a = %1
+  output b = %h
+  output c = %3`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := tc.pass(parse(t, tc.before))
+			if err := ops.Verify(got); err != nil {
+				t.Fatalf("after the pass: %v\n%s", err, got)
+			}
+			want := parse(t, tc.after).String()
+			if got.String() != want {
+				t.Errorf("got:\n%s\nwant:\n%s", got, want)
+			}
+		})
+	}
+}
+
+// A cast chain collapses only through a type that holds every value of the source type.
+func TestLosslessTable(t *testing.T) {
+	for _, tc := range []struct {
+		from, to ir.DType
+		want     bool
+	}{
+		{ir.F16, ir.F32, true}, {ir.BF16, ir.F32, true}, {ir.F32, ir.F64, true}, {ir.F32, ir.F16, false},
+		{ir.F16, ir.BF16, false}, {ir.I8, ir.F16, true}, {ir.U8, ir.BF16, true}, {ir.I32, ir.F32, false},
+		{ir.I32, ir.F64, true}, {ir.I64, ir.F64, false}, {ir.U8, ir.I8, false}, {ir.I8, ir.U8, false},
+		{ir.U8, ir.I32, true}, {ir.Bool, ir.I8, true}, {ir.I32, ir.Bool, false}, {ir.F32, ir.I32, false},
+	} {
+		if got := lossless(tc.from, tc.to); got != tc.want {
+			t.Errorf("lossless(%s, %s) = %v, want %v", tc.from, tc.to, got, tc.want)
+		}
+	}
+}
+
+func TestCanonicalizeNoChange(t *testing.T) {
+	src := `
+  input %x : f32[2,3]
+  %0 = transpose(%x) {perm=[1,0]} : f32[3,2]
+  %1 = exp(%0) : f32[3,2]
+  output y = %1`
+	for _, pass := range []func(*ir.Graph) *ir.Graph{deadCode, commonSubexpressions, foldConstants, simplify} {
+		g := pass(parse(t, src))
+		if got, want := g.String(), parse(t, src).String(); got != want {
+			t.Errorf("a graph with nothing to do changed:\n%s", strings.TrimSpace(got))
+		}
+	}
+}
