@@ -116,6 +116,14 @@ func fArith(t ptype, rnd rmode, op byte) aluFn {
 				}
 				return canon32(math.Float32frombits(uint32(a)) * math.Float32frombits(uint32(b)))
 			}
+		case 'f':
+			slow := floatOp(t, func(a, b, c float64) float64 { return oddFMA(a, b, c) })
+			return func(in *inst, a, b, c, d uint64) uint64 {
+				if in.ftz || in.sat {
+					return slow(in, a, b, c, d)
+				}
+				return canon32(float32(oddFMA(f32(a), f32(b), f32(c))))
+			}
 		}
 	}
 	return floatOp(t, func(a, b, c float64) float64 {
