@@ -1,0 +1,24 @@
+// Package ptx lowers fused kernels to PTX text (ISA 7.8) for sm_80 through sm_90.
+//
+// A kernel is a small ir.Graph: its inputs and params are the buffers the kernel reads, its
+// outputs the buffers it writes, and the ops in between are what it fuses. Generate picks a
+// template from the ops the graph contains and returns one .entry plus its Launch (grid, block,
+// shared memory and what each .param binds); Module puts several kernels into one module:
+//
+//	text, launches, err := ptx.Module([]ptx.Kernel{{Name: "k0_add_relu", Graph: g}}, ptx.Target{SM: 80})
+//
+// Every template evaluates graph values element by element at symbolic indexes (see gen in
+// expr.go): movement ops (broadcast_in_dim, transpose, reshape, slice, pad, concat) transform the
+// index arithmetic and never materialize a tensor; elementwise ops compute in registers; inputs
+// are loaded at the index. The templates differ in how they iterate:
+//
+//   - loop kernels: one output iteration space, a grid-stride loop over groups of consecutive
+//     elements with 128-bit loads and stores, and a scalar tail.
+//
+// Numerics follow docs/ops.md exactly where the op is exact (every IEEE operation, casts, min/max
+// with NaN propagation, integer wrapping and division); docs/codegen.md lists the error bound of
+// each approximate op. Output is deterministic: the same graph gives the same bytes.
+//
+// Buffers must be 16-byte aligned (vector accesses rely on it); shapes are static, and every
+// tensor must have fewer than 2^31 elements (indexes are 32-bit).
+package ptx

@@ -1,0 +1,386 @@
+package ptx
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ops"
+	"github.com/gcomp/gcomp/tensor"
+)
+
+// gen evaluates graph values element by element at symbolic indexes: the heart of every template.
+// Movement ops (broadcast, transpose, reshape, slice, pad, concat) only transform the index, so no
+// intermediate tensor is ever materialized; elementwise ops compute in registers; inputs load from
+// global memory at the index. Templates bind the values they compute themselves (matmul
+// accumulators, reduction results) in bound.
+type gen struct {
+	kernelGraph *ir.Graph
+	err         error
+	e           *emitter
+	a           ia
+	kname       string
+	ptr         map[*ir.Value]string                   // global address register of each input and param
+	outPtr      []string                               // global address register of each output
+	bound       map[*ir.Value]func(*index) val         // values the template supplies
+	offsets     map[string]string                      // byte offsets of linear indexes, per element like cache
+	cache       map[cacheKey]val                       // per element: common subexpressions evaluate once
+	vec         map[*ir.Value]func(*index) (val, bool) // vectorized loads of the current element group
+	globals     *[]string                              // module-level constant arrays
+}
+
+type cacheKey struct {
+	v *ir.Value
+	x *index
+}
+
+func newGen(b *builder, kname string, globals *[]string) *gen {
+	return &gen{e: &emitter{b: b}, a: ia{b}, kname: kname, ptr: map[*ir.Value]string{},
+		bound: map[*ir.Value]func(*index) val{}, cache: map[cacheKey]val{}, offsets: map[string]string{}, globals: globals}
+}
+
+// reset forgets cached element values: registers computed inside one loop iteration must not be
+// reused in another.
+func (g *gen) reset() {
+	g.cache = map[cacheKey]val{}
+	g.offsets = map[string]string{}
+	g.vec = nil
+}
+
+func (g *gen) eval(v *ir.Value, x *index) (val, error) {
+	key := cacheKey{v, x}
+	if r, ok := g.cache[key]; ok {
+		return r, nil
+	}
+	r, err := g.eval1(v, x)
+	if err != nil {
+		return val{}, err
+	}
+	g.cache[key] = r
+	return r, nil
+}
+
+func (g *gen) eval1(v *ir.Value, x *index) (val, error) {
+	if f, ok := g.bound[v]; ok {
+		return f(x), nil
+	}
+	if g.vec != nil {
+		if f, ok := g.vec[v]; ok {
+			if r, ok := f(x); ok {
+				return r, nil
+			}
+		}
+	}
+	a := g.a
+	switch v.Op {
+	case ir.OpInput, ir.OpParam:
+		return g.load(v, x.getLin(a)), nil
+	case "constant":
+		return g.constant(v, x)
+	case "iota":
+		c := x.getCoord(a, v.Attrs.Int("dim", 0))
+		return g.e.cast(val{ir.I32, c}, v.Type.DType), nil
+	case "broadcast_in_dim":
+		op := v.Args[0]
+		c := make([]string, op.Type.Shape.Rank())
+		for i, d := range v.Attrs.Ints("dims") {
+			if op.Type.Shape[i] == 1 {
+				c[i] = "0"
+			} else {
+				c[i] = x.getCoord(a, d)
+			}
+		}
+		return g.eval(op, newIndexCoords(op.Type.Shape, c))
+	case "transpose":
+		op := v.Args[0]
+		c := make([]string, op.Type.Shape.Rank())
+		for i, p := range v.Attrs.Ints("perm") {
+			c[p] = x.getCoord(a, i)
+		}
+		return g.eval(op, newIndexCoords(op.Type.Shape, c))
+	case "reshape":
+		op := v.Args[0]
+		return g.eval(op, newIndexLin(op.Type.Shape, x.getLin(a)))
+	case "slice":
+		op := v.Args[0]
+		start, stride := v.Attrs.Ints("start"), v.Attrs.Ints("stride")
+		c := make([]string, op.Type.Shape.Rank())
+		for i := range c {
+			s := 1
+			if stride != nil {
+				s = stride[i]
+			}
+			c[i] = a.mad(x.getCoord(a, i), s, imm(start[i]))
+		}
+		return g.eval(op, newIndexCoords(op.Type.Shape, c))
+	case "pad":
+		return g.pad(v, x)
+	case "concat":
+		return g.concat(v, x)
+	case "gather":
+		return g.gather(v, x)
+	case "select":
+		p, err := g.eval(v.Args[0], x)
+		if err != nil {
+			return val{}, err
+		}
+		t, err := g.eval(v.Args[1], x)
+		if err != nil {
+			return val{}, err
+		}
+		f, err := g.eval(v.Args[2], x)
+		if err != nil {
+			return val{}, err
+		}
+		return g.e.selectVal(p, t, f), nil
+	}
+	if ops.ClassOf(v.Op) != ops.Elementwise {
+		return val{}, fmt.Errorf("%s cannot be computed inside this kernel", v.Op)
+	}
+	args := make([]val, len(v.Args))
+	for i, arg := range v.Args {
+		r, err := g.eval(arg, x)
+		if err != nil {
+			return val{}, err
+		}
+		args[i] = r
+	}
+	switch len(args) {
+	case 1:
+		return g.e.unary(v.Op, args[0], v.Type.DType, v.Attrs)
+	case 2:
+		return g.e.binary(v.Op, args[0], args[1])
+	}
+	return val{}, fmt.Errorf("%s is not supported by the PTX code generator", v.Op)
+}
+
+// addr returns the address of element lin of the tensor at base ptr.
+func (g *gen) addr(ptr, lin string, size int) string {
+	if n, ok := g.a.num(lin); ok {
+		if n == 0 {
+			return "[" + ptr + "]"
+		}
+		return fmt.Sprintf("[%s+%d]", ptr, n*size)
+	}
+	key := fmt.Sprint(lin, "*", size)
+	off, ok := g.offsets[key]
+	if !ok {
+		off = g.e.b.reg(rU64)
+		g.e.b.ins("mul.wide.u32", off, lin, imm(size))
+		g.offsets[key] = off
+	}
+	ad := g.e.b.reg(rU64)
+	g.e.b.ins("add.s64", ad, ptr, off)
+	return "[" + ad + "]"
+}
+
+// load reads one element of an input into its register form.
+func (g *gen) load(v *ir.Value, lin string) val {
+	d := v.Type.DType
+	return g.fromMem(d, g.loadRaw("ld.global."+memType(d), memClass(d), g.addr(g.ptr[v], lin, d.Size())))
+}
+
+func (g *gen) loadRaw(opcode string, c regClass, addr string) string {
+	r := g.e.b.reg(c)
+	g.e.b.ins(opcode, r, addr)
+	return r
+}
+
+// fromMem converts a loaded memory image to the register form of dtype d.
+func (g *gen) fromMem(d ir.DType, r string) val {
+	switch d {
+	case ir.F16, ir.BF16:
+		return g.e.widenHalf(d, r)
+	case ir.Bool:
+		p := g.e.b.reg(rPred)
+		g.e.b.ins("setp.ne.u32", p, r, "0")
+		return val{d, p}
+	}
+	return val{d, r}
+}
+
+// toMem converts a register value to the operand st writes.
+func (g *gen) toMem(v val) string {
+	switch v.dt {
+	case ir.F16, ir.BF16:
+		return g.e.narrowHalf(v)
+	case ir.Bool:
+		return g.e.boolToInt(v).r
+	}
+	return g.e.reg(v)
+}
+
+// store writes one element of an output.
+func (g *gen) store(out *ir.Value, ptr, lin string, v val) {
+	d := out.Type.DType
+	g.e.b.ins("st.global."+memType(d), g.addr(ptr, lin, d.Size()), g.toMem(v))
+}
+
+// castConst converts a float attribute to dtype d the way cast converts a float.
+func castConst(d ir.DType, f float64) float64 {
+	switch {
+	case d.IsFloat():
+		return tensor.RoundFloat(d, f)
+	case d == ir.Bool:
+		if f != 0 {
+			return 1
+		}
+		return 0
+	case f != f:
+		return 0
+	}
+	lo, hi := map[ir.DType][2]float64{ir.I8: {-128, 127}, ir.U8: {0, 255},
+		ir.I32: {math.MinInt32, math.MaxInt32}, ir.I64: {math.MinInt64, math.MaxInt64}}[d][0],
+		map[ir.DType][2]float64{ir.I8: {-128, 127}, ir.U8: {0, 255},
+			ir.I32: {math.MinInt32, math.MaxInt32}, ir.I64: {math.MinInt64, math.MaxInt64}}[d][1]
+	return math.Max(lo, math.Min(hi, math.Trunc(f)))
+}
+
+func (g *gen) constant(v *ir.Value, x *index) (val, error) {
+	d := v.Type.DType
+	vals := v.Attrs.Floats("value")
+	if len(vals) == 1 {
+		return g.e.constVal(d, castConst(d, vals[0])), nil
+	}
+	// A literal tensor becomes a module-level array read at the index.
+	name := fmt.Sprintf("%s_const%d", g.kname, v.ID)
+	t := tensor.New(v.Type)
+	for i, f := range vals {
+		if d.IsFloat() {
+			t.F[i] = castConst(d, f)
+		} else {
+			t.I[i] = int64(castConst(d, f))
+		}
+	}
+	if !g.hasGlobal(name) {
+		img := t.Bytes()
+		for len(img)%8 != 0 {
+			img = append(img, 0)
+		}
+		var s strings.Builder
+		fmt.Fprintf(&s, ".global .align 8 .b64 %s[%d] = {", name, len(img)/8)
+		for i := 0; i < len(img); i += 8 {
+			if i > 0 {
+				s.WriteString(", ")
+			}
+			fmt.Fprintf(&s, "0x%016X", binary.LittleEndian.Uint64(img[i:]))
+		}
+		s.WriteString("};")
+		*g.globals = append(*g.globals, s.String())
+	}
+	base := g.e.b.reg(rU64)
+	g.e.b.ins("mov.u64", base, name)
+	return g.fromMem(d, g.loadRaw("ld.global."+memType(d), memClass(d), g.addr(base, x.getLin(g.a), d.Size()))), nil
+}
+
+func (g *gen) hasGlobal(name string) bool {
+	for _, s := range *g.globals {
+		if strings.Contains(s, " "+name+"[") {
+			return true
+		}
+	}
+	return false
+}
+
+// inRange is a predicate for 0 ≤ c < n (c is signed; the unsigned compare covers both ends).
+func (g *gen) inRange(c string, n int) string {
+	p := g.e.b.reg(rPred)
+	g.e.b.ins("setp.lt.u32", p, g.e.reg(val{ir.I32, c}), imm(n))
+	return p
+}
+
+func (g *gen) pad(v *ir.Value, x *index) (val, error) {
+	op := v.Args[0]
+	low := v.Attrs.Ints("low")
+	c := make([]string, op.Type.Shape.Rank())
+	inb := ""
+	for i := range c {
+		ci := g.a.sub(x.getCoord(g.a, i), imm(low[i]))
+		if low[i] != 0 || v.Type.Shape[i] != op.Type.Shape[i] {
+			p := g.inRange(ci, op.Type.Shape[i])
+			if inb == "" {
+				inb = p
+			} else {
+				q := g.e.b.reg(rPred)
+				g.e.b.ins("and.pred", q, inb, p)
+				inb = q
+			}
+			ci = g.a.clamp(ci, op.Type.Shape[i])
+		}
+		c[i] = ci
+	}
+	in, err := g.eval(op, newIndexCoords(op.Type.Shape, c))
+	if err != nil || inb == "" {
+		return in, err
+	}
+	d := v.Type.DType
+	pv := g.e.constVal(d, castConst(d, v.Attrs.Float("value", 0)))
+	return g.e.selectVal(val{ir.Bool, inb}, in, pv), nil
+}
+
+func (g *gen) concat(v *ir.Value, x *index) (val, error) {
+	axis := v.Attrs.Int("axis", 0)
+	c := x.getCoord(g.a, axis)
+	var out val
+	offs := make([]int, len(v.Args))
+	off := 0
+	for i, op := range v.Args {
+		offs[i] = off
+		off += op.Type.Shape[axis]
+	}
+	for i := len(v.Args) - 1; i >= 0; i-- {
+		op := v.Args[i]
+		oc := make([]string, op.Type.Shape.Rank())
+		for d := range oc {
+			oc[d] = x.getCoord(g.a, d)
+		}
+		oc[axis] = g.a.clamp(g.a.sub(c, imm(offs[i])), op.Type.Shape[axis])
+		r, err := g.eval(op, newIndexCoords(op.Type.Shape, oc))
+		if err != nil {
+			return val{}, err
+		}
+		if i == len(v.Args)-1 {
+			out = r
+			continue
+		}
+		p := g.e.b.reg(rPred)
+		g.e.b.ins("setp.lt.s32", p, g.e.reg(val{ir.I32, c}), imm(offs[i+1]))
+		out = g.e.selectVal(val{ir.Bool, p}, r, out)
+	}
+	return out, nil
+}
+
+// gather reads table[indices[i...], j...]. An index outside the table traps, which fails the
+// launch the way the reference interpreter fails the run: no clamped or wrapped result.
+func (g *gen) gather(v *ir.Value, x *index) (val, error) {
+	table, idx := v.Args[0], v.Args[1]
+	ri := idx.Type.Shape.Rank()
+	ic := make([]string, ri)
+	for d := range ic {
+		ic[d] = x.getCoord(g.a, d)
+	}
+	iv, err := g.eval(idx, newIndexCoords(idx.Type.Shape, ic))
+	if err != nil {
+		return val{}, err
+	}
+	row := g.e.reg(iv)
+	rows := table.Type.Shape[0]
+	bad := g.e.b.reg(rPred)
+	if iv.dt == ir.I64 {
+		g.e.b.ins("setp.ge.u64", bad, row, imm(rows))
+		r32 := g.e.b.reg(rU32)
+		g.e.b.ins("cvt.u32.u64", r32, row)
+		row = r32
+	} else {
+		g.e.b.ins("setp.ge.u32", bad, row, imm(rows))
+	}
+	g.e.b.guarded(bad, "trap")
+	tc := make([]string, table.Type.Shape.Rank())
+	tc[0] = row
+	for d := 1; d < len(tc); d++ {
+		tc[d] = x.getCoord(g.a, ri+d-1)
+	}
+	return g.eval(table, newIndexCoords(table.Type.Shape, tc))
+}

@@ -1,0 +1,261 @@
+package ptx
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"testing"
+
+	"github.com/gcomp/gcomp/internal/ptxas"
+	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/runtime/ref"
+	"github.com/gcomp/gcomp/sim"
+	"github.com/gcomp/gcomp/tensor"
+)
+
+// Tolerances per element, relative with an absolute floor of the same size (issue 5). Exact ops
+// are compared bit for bit instead.
+var tolerance = map[ir.DType]float64{ir.F32: 1e-5, ir.F64: 1e-12, ir.F16: 2e-2, ir.BF16: 2e-2}
+
+// result is what one checked kernel reports.
+type result struct {
+	ptx   string
+	regs  map[string]int // ptxas registers per arch
+	stats *sim.Stats
+	out   map[string]*tensor.Tensor
+}
+
+// checkKernel generates k, assembles it for sm_80 and sm_90 (no errors, no spills), runs it in
+// the simulator with all checks on and compares every output with the reference interpreter:
+// bit-exact when exact, else within the dtype's tolerance.
+func checkKernel(t *testing.T, k Kernel, in map[string]*tensor.Tensor, exact bool) *result {
+	t.Helper()
+	res := runKernel(t, k, in)
+	if res == nil {
+		return nil
+	}
+	want, err := ref.Run(k.Graph, pick(k.Graph.Inputs(), in), pick(k.Graph.Params(), in))
+	if err != nil {
+		t.Fatalf("%s: reference: %v", k.Name, err)
+	}
+	for _, o := range k.Graph.Outputs {
+		compare(t, k.Name+" "+o.Name, res.out[o.Name], want[o.Name], exact)
+	}
+	return res
+}
+
+func pick(vs []*ir.Value, all map[string]*tensor.Tensor) map[string]*tensor.Tensor {
+	m := map[string]*tensor.Tensor{}
+	for _, v := range vs {
+		m[v.Name] = all[v.Name]
+	}
+	return m
+}
+
+var ptxasCache sync.Map // PTX text + arch → registers, spills
+
+func assemble(t *testing.T, text string) map[string]int {
+	t.Helper()
+	ptxas.Require(t)
+	regs := map[string]int{}
+	for _, arch := range []string{"sm_80", "sm_90"} {
+		key := arch + "\x00" + text
+		if r, ok := ptxasCache.Load(key); ok {
+			regs[arch] = r.(int)
+			continue
+		}
+		r, err := ptxas.Assemble([]byte(text), arch)
+		if err != nil {
+			t.Fatalf("ptxas %s: %v", arch, err)
+		}
+		for _, ki := range r.Kernels {
+			if ki.SpillStores != 0 || ki.SpillLoads != 0 || ki.StackBytes != 0 {
+				t.Errorf("%s %s: spills %d/%d bytes, stack %d", arch, ki.Name, ki.SpillStores, ki.SpillLoads, ki.StackBytes)
+			}
+			regs[arch] = max(regs[arch], ki.Registers)
+		}
+		ptxasCache.Store(key, regs[arch])
+	}
+	return regs
+}
+
+var assembledEntries sync.Map // entries a batch already assembled
+
+func batched(entry string) bool {
+	_, ok := assembledEntries.Load(entry)
+	return ok
+}
+
+// assembleBatch assembles many kernels in one module (one ptxas run per arch instead of one per
+// kernel); runKernel then skips assembling them again.
+func assembleBatch(t *testing.T, kernels []Kernel) {
+	t.Helper()
+	text, _, err := Module(kernels, Target{SM: 80})
+	if err != nil {
+		t.Fatal(err)
+	}
+	assemble(t, text)
+	for _, k := range kernels {
+		entry, _, _ := Generate(k, Target{SM: 80})
+		assembledEntries.Store(entry, true)
+	}
+}
+
+// runKernel generates, assembles and simulates k on the given inputs and params.
+func runKernel(t *testing.T, k Kernel, in map[string]*tensor.Tensor) *result {
+	t.Helper()
+	text, launches, err := Module([]Kernel{k}, Target{SM: 80})
+	if err != nil {
+		t.Fatalf("generate: %v", err)
+	}
+	res := &result{ptx: text, out: map[string]*tensor.Tensor{}}
+	if entry, _, _ := Generate(k, Target{SM: 80}); !batched(entry) {
+		res.regs = assemble(t, text)
+	}
+	dev := sim.NewDevice()
+	m, err := dev.Load(text)
+	if err != nil {
+		t.Fatalf("sim load: %v\n%s", err, text)
+	}
+	l := launches[0]
+	g := k.Graph
+	var args []any
+	outAddr := map[string]uint64{}
+	for _, a := range l.Params {
+		var typ ir.Type
+		var data []byte
+		switch a.Kind {
+		case ArgInput, ArgParam:
+			x := in[a.Name]
+			if x == nil {
+				t.Fatalf("no value for %s", a.Name)
+			}
+			typ, data = x.Type, x.Bytes()
+		case ArgOutput:
+			typ = g.Outputs[a.Index].Value.Type
+		}
+		addr, err := dev.Alloc(max(typ.Bytes(), 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if data != nil && len(data) > 0 {
+			if err := dev.Write(addr, data); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if a.Kind == ArgOutput {
+			outAddr[a.Name] = addr
+		}
+		args = append(args, addr)
+	}
+	cfg := sim.Config{Grid: sim.Dim3{X: l.Grid[0], Y: l.Grid[1], Z: l.Grid[2]},
+		Block: sim.Dim3{X: l.Block[0], Y: l.Block[1], Z: l.Block[2]}, SharedBytes: l.SharedBytes}
+	st, err := m.Launch(k.Name, cfg, args...)
+	if err != nil {
+		t.Fatalf("sim launch %v: %v", l, err)
+	}
+	res.stats = st
+	for _, o := range g.Outputs {
+		buf := make([]byte, o.Value.Type.Bytes())
+		if err := dev.Read(outAddr[o.Name], buf); err != nil {
+			t.Fatal(err)
+		}
+		x, err := tensor.FromBytes(o.Value.Type, buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.out[o.Name] = x
+	}
+	return res
+}
+
+func compare(t *testing.T, what string, got, want *tensor.Tensor, exact bool) {
+	t.Helper()
+	bad := 0
+	for i := 0; i < want.Len(); i++ {
+		if msg := mismatch(want.Type.DType, got.At(i), want.At(i), exact); msg != "" {
+			if bad < 5 {
+				t.Errorf("%s[%d]: %s", what, i, msg)
+			}
+			bad++
+		}
+	}
+	if bad > 5 {
+		t.Errorf("%s: %d of %d elements differ", what, bad, want.Len())
+	}
+}
+
+func mismatch(d ir.DType, got, want float64, exact bool) string {
+	if math.IsNaN(want) || math.IsNaN(got) {
+		if math.IsNaN(want) && math.IsNaN(got) {
+			return ""
+		}
+		return fmt.Sprintf("got %v, want %v", got, want)
+	}
+	if exact || !d.IsFloat() {
+		if math.Float64bits(got) != math.Float64bits(want) {
+			return fmt.Sprintf("got %v, want %v exactly", got, want)
+		}
+		return ""
+	}
+	if got == want {
+		return ""
+	}
+	tol := tolerance[d]
+	if math.Abs(got-want) > tol*math.Max(math.Abs(want), 1) || math.IsInf(got, 0) != math.IsInf(want, 0) {
+		return fmt.Sprintf("got %v, want %v (tolerance %g)", got, want, tol)
+	}
+	return ""
+}
+
+// random returns a tensor of type ty with values drawn for its dtype: floats uniform in
+// [-scale, scale], integers across a small range including negatives.
+func random(r *rand.Rand, ty ir.Type, scale float64) *tensor.Tensor {
+	x := tensor.New(ty)
+	for i := 0; i < x.Len(); i++ {
+		switch {
+		case ty.DType.IsFloat():
+			x.F[i] = tensor.RoundFloat(ty.DType, (2*r.Float64()-1)*scale)
+		case ty.DType == ir.Bool:
+			x.I[i] = int64(r.IntN(2))
+		default:
+			x.I[i] = tensor.WrapInt(ty.DType, int64(r.IntN(201)-100))
+		}
+	}
+	return x
+}
+
+// inputsFor draws random values for every input and param of g.
+func inputsFor(g *ir.Graph, seed uint64, scale float64) map[string]*tensor.Tensor {
+	r := rand.New(rand.NewPCG(seed, 1))
+	m := map[string]*tensor.Tensor{}
+	for _, v := range append(g.Inputs(), g.Params()...) {
+		m[v.Name] = random(r, v.Type, scale)
+	}
+	return m
+}
+
+func parse(t *testing.T, src string) *ir.Graph {
+	t.Helper()
+	g, err := ir.Parse("test.gir", []byte(src))
+	if err != nil {
+		t.Fatalf("parse: %v\n%s", err, src)
+	}
+	return g
+}
+
+// assembleBatchRenamed is assembleBatch for kernels that share a name: each is assembled under a
+// numbered name, and registered under its own.
+func assembleBatchRenamed(t *testing.T, kernels []Kernel) {
+	t.Helper()
+	renamed := make([]Kernel, len(kernels))
+	for i, k := range kernels {
+		renamed[i] = Kernel{Name: fmt.Sprintf("%s_%d", k.Name, i), Graph: k.Graph}
+	}
+	assembleBatch(t, renamed)
+	for _, k := range kernels {
+		entry, _, _ := Generate(k, Target{SM: 80})
+		assembledEntries.Store(entry, true)
+	}
+}

@@ -1,0 +1,190 @@
+package ptx
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ops"
+)
+
+const loopBlock = 256 // threads per block of loop kernels
+
+// maxLoopBlocks caps the grid of grid-stride kernels: enough blocks to fill the largest GPU
+// several times over, few enough that each thread does several elements of a large tensor.
+const maxLoopBlocks = 4096
+
+// loopKernel generates a kernel over one output iteration space: every output has the same
+// shape and each element is computed from the graph independently. Threads take groups of V
+// consecutive elements (one 128-bit access per tensor where V·size ≤ 16) in a grid-stride loop;
+// a scalar loop handles the elements after the last whole group.
+func loopKernel(k Kernel, globals *[]string) (string, Launch, error) {
+	g := k.Graph
+	shape := g.Outputs[0].Value.Type.Shape
+	for _, o := range g.Outputs[1:] {
+		if !o.Value.Type.Shape.Equal(shape) {
+			return "", Launch{}, fmt.Errorf("outputs %s %s and %s %s have different shapes; a loop kernel has one iteration space",
+				g.Outputs[0].Name, shape, o.Name, o.Value.Type.Shape)
+		}
+	}
+	n := shape.NumElements()
+	v, flat := vectorWidth(g, shape)
+	b := newBuilder(k.Name)
+	gn, args := header(k, b, globals)
+	tid, nthreads := globalThread(b)
+	groups := n / v
+	if n == 0 {
+		groups = 0
+	}
+	gn.loop(tid, nthreads, groups, func(i string) error {
+		base := gn.a.mul(i, v)
+		return gn.elementGroup(shape, base, v, flat)
+	})
+	if v > 1 && n%v != 0 {
+		b.note("scalar tail: elements %d..%d", groups*v, n-1)
+		start := gn.a.add(tid, imm(groups*v))
+		gn.loopFrom(start, nthreads, n, func(i string) error {
+			return gn.elementGroup(shape, i, 1, true)
+		})
+	}
+	if gn.err != nil {
+		return "", Launch{}, gn.err
+	}
+	work := max(1, groups, n%v)
+	l := Launch{Grid: [3]int{min(ceilDiv(work, loopBlock), maxLoopBlocks), 1, 1}, Block: [3]int{loopBlock, 1, 1}, Params: args}
+	return b.text(), l, nil
+}
+
+// loop emits `for i := start; i < end; i += step { body(i) }`; the first error of body is kept in
+// gn.err.
+func (gn *gen) loopFrom(start, step string, end int, body func(i string) error) {
+	b := gn.e.b
+	i := b.reg(rU32)
+	b.ins("mov.u32", i, start)
+	head, done := b.label("loop"), b.label("done")
+	b.place(head)
+	p := b.reg(rPred)
+	b.ins("setp.ge.u32", p, i, imm(end))
+	b.braIf(p, done)
+	gn.reset()
+	if err := body(i); err != nil && gn.err == nil {
+		gn.err = err
+	}
+	gn.reset()
+	b.ins("add.s32", i, i, step)
+	b.bra(head)
+	b.place(done)
+}
+
+func (gn *gen) loop(start, step string, end int, body func(i string) error) {
+	gn.loopFrom(start, step, end, body)
+}
+
+// vectorWidth chooses how many consecutive elements a thread handles, and whether the kernel is
+// flat (only same-shape elementwise work, so groups may straddle rows).
+func vectorWidth(g *ir.Graph, shape ir.Shape) (int, bool) {
+	flat := true
+	widest := 1
+	for _, v := range live(g) {
+		if v.Op == ir.OpInput || v.Op == ir.OpParam {
+			if v.Type.Shape.Equal(shape) {
+				widest = max(widest, v.Type.DType.Size())
+			}
+			continue
+		}
+		if !v.Type.Shape.Equal(shape) || (ops.ClassOf(v.Op) != ops.Elementwise && v.Op != "select" &&
+			!(v.Op == "constant" && len(v.Attrs.Floats("value")) == 1)) {
+			flat = false
+		}
+	}
+	for _, o := range g.Outputs {
+		widest = max(widest, o.Value.Type.DType.Size())
+	}
+	v := min(4, 16/widest)
+	n := shape.NumElements()
+	switch {
+	case n < v:
+		return 1, true
+	case flat:
+		return v, true
+	case shape.Rank() > 0 && shape[shape.Rank()-1]%v == 0:
+		return v, false
+	}
+	return 1, true
+}
+
+// elementGroup computes and stores v consecutive output elements starting at linear index base.
+// With v > 1, inputs of the output's shape reached through elementwise ops only are read with
+// one vector load each.
+func (gn *gen) elementGroup(shape ir.Shape, base string, v int, flat bool) error {
+	g := gn.kernelGraph
+	root := newIndexLin(shape, base)
+	lanes := make([]*index, v)
+	for j := range lanes {
+		if flat {
+			lanes[j] = newIndexLin(shape, gn.a.add(base, imm(j)))
+		} else {
+			lanes[j] = root.lane(j)
+		}
+	}
+	if v > 1 {
+		gn.vec = map[*ir.Value]func(*index) (val, bool){}
+		for _, in := range append(g.Inputs(), g.Params()...) {
+			if !in.Type.Shape.Equal(shape) {
+				continue
+			}
+			var loaded []val
+			gn.vec[in] = func(x *index) (val, bool) {
+				for j, l := range lanes {
+					if l != x {
+						continue
+					}
+					if loaded == nil {
+						loaded = gn.vectorLoad(in, base, v)
+					}
+					return loaded[j], true
+				}
+				return val{}, false
+			}
+		}
+	}
+	for oi, o := range g.Outputs {
+		vals := make([]val, v)
+		for j := range lanes {
+			r, err := gn.eval(o.Value, lanes[j])
+			if err != nil {
+				return err
+			}
+			vals[j] = r
+		}
+		if v == 1 {
+			gn.store(o.Value, gn.outPtr[oi], base, vals[0])
+			continue
+		}
+		gn.vectorStore(o.Value, gn.outPtr[oi], base, vals)
+	}
+	return nil
+}
+
+func (gn *gen) vectorLoad(in *ir.Value, base string, v int) []val {
+	d := in.Type.DType
+	regs := make([]string, v)
+	for j := range regs {
+		regs[j] = gn.e.b.reg(memClass(d))
+	}
+	gn.e.b.ins(fmt.Sprintf("ld.global.v%d.%s", v, memType(d)), "{"+strings.Join(regs, ", ")+"}", gn.addr(gn.ptr[in], base, d.Size()))
+	out := make([]val, v)
+	for j, r := range regs {
+		out[j] = gn.fromMem(d, r)
+	}
+	return out
+}
+
+func (gn *gen) vectorStore(out *ir.Value, ptr, base string, vals []val) {
+	d := out.Type.DType
+	regs := make([]string, len(vals))
+	for j, x := range vals {
+		regs[j] = gn.toMem(x)
+	}
+	gn.e.b.ins(fmt.Sprintf("st.global.v%d.%s", len(vals), memType(d)), gn.addr(ptr, base, d.Size()), "{"+strings.Join(regs, ", ")+"}")
+}

@@ -1,0 +1,102 @@
+package ptx
+
+import (
+	"math"
+	"testing"
+
+	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/runtime/ref"
+	"github.com/gcomp/gcomp/tensor"
+)
+
+// ulpBound is the largest error, in units in the last place of the correctly rounded result,
+// each approximate op may have in the simulator (whose ex2.approx is exact; docs/codegen.md adds
+// the hardware's own ex2.approx error to exp's bound). The numbers are those docs/codegen.md
+// states.
+var ulpBound = map[ir.DType]map[string]float64{
+	ir.F32: {"exp": 1, "log": 1, "sigmoid": 1, "tanh": 1, "erf": 1, "sin": 1, "cos": 1, "rsqrt": 0},
+	ir.F64: {"exp": 2, "log": 2, "sigmoid": 3, "tanh": 3, "erf": 64, "sin": 2, "cos": 2, "rsqrt": 0},
+}
+
+// mathInputs spans the whole range: ±0, subnormals, small, moderate and large magnitudes in
+// geometric steps, the overflow and underflow edges of exp, and the series/fraction switch of erf.
+func mathInputs(d ir.DType) []float64 {
+	xs := []float64{0, math.Copysign(0, -1), math.Inf(1), math.Inf(-1), math.NaN(), 1, -1, 2.5, -2.5, 88.72, -87.33,
+		-103.9, 709.7, -745, 6, 20, 0.5 * math.Ln2, 1e-7, 1 - 0x1p-24, 1 + 0x1p-23}
+	for x := 1e-44; x < 1e6; x *= 1.0137 {
+		xs = append(xs, x, -x)
+	}
+	for i := range xs {
+		xs[i] = tensor.RoundFloat(d, xs[i])
+	}
+	return xs
+}
+
+func ulpsOff(d ir.DType, got, want float64) float64 {
+	if math.IsNaN(got) || math.IsNaN(want) {
+		if math.IsNaN(got) == math.IsNaN(want) {
+			return 0
+		}
+		return math.Inf(1)
+	}
+	if got == want {
+		return 0
+	}
+	if math.IsInf(want, 0) || math.IsInf(got, 0) {
+		return math.Inf(1)
+	}
+	var ulp float64
+	if d == ir.F32 {
+		w := float32(want)
+		ulp = float64(math.Nextafter32(float32(math.Abs(float64(w))), float32(math.Inf(1))) - float32(math.Abs(float64(w))))
+		ulp = math.Max(ulp, 0x1p-149)
+	} else {
+		ulp = math.Nextafter(math.Abs(want), math.Inf(1)) - math.Abs(want)
+	}
+	return math.Abs(got-want) / ulp
+}
+
+func TestMathAccuracy(t *testing.T) {
+	for _, d := range []ir.DType{ir.F32, ir.F64} {
+		for _, op := range []string{"exp", "log", "sigmoid", "tanh", "erf", "sin", "cos", "rsqrt"} {
+			t.Run(op+"_"+d.String(), func(t *testing.T) {
+				xs := mathInputs(d)
+				g := ir.NewGraph(op)
+				x := g.Input("x", ir.T(d, len(xs)), nil)
+				g.SetOutput("y", g.Add(op, x.Type, nil, x))
+				in := map[string]*tensor.Tensor{"x": tensor.FromFloats(x.Type, xs)}
+				res := runKernel(t, Kernel{Name: "k_" + op, Graph: g}, in)
+				want, err := ref.Run(g, in, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				worst, at := 0.0, 0.0
+				for i, xi := range xs {
+					if (op == "sin" || op == "cos") && math.Abs(xi) >= sinCosLimit {
+						continue
+					}
+					if op == "exp" && d == ir.F64 && xi > 708.39 && xi < 709.79 {
+						continue // Go's amd64 math.Exp, the reference, overflows to +Inf from 708.4 on
+					}
+					if u := ulpsOff(d, res.out["y"].F[i], want["y"].F[i]); u > worst {
+						worst, at = u, xi
+					}
+				}
+				if worst > ulpBound[d][op] {
+					t.Errorf("%s %s: %.2f ulp at x=%v (got %v, want %v), bound %v", op, d, worst, at,
+						res.out["y"].F[indexOf(xs, at)], want["y"].F[indexOf(xs, at)], ulpBound[d][op])
+				}
+				t.Logf("%s %s: max error %.3f ulp over %d inputs", op, d, worst, len(xs))
+			})
+		}
+	}
+}
+
+func indexOf(xs []float64, x float64) int {
+	for i, v := range xs {
+		if v == x || (v != v && x != x) {
+			return i
+		}
+	}
+	return 0
+}
