@@ -1,6 +1,8 @@
 package passes_test
 
 import (
+	"fmt"
+	"path/filepath"
 	"testing"
 
 	"github.com/gcomp/gcomp/examples/cnn"
@@ -11,7 +13,10 @@ import (
 	"github.com/gcomp/gcomp/examples/rnn"
 	"github.com/gcomp/gcomp/examples/transformer"
 	"github.com/gcomp/gcomp/frontend"
+	"github.com/gcomp/gcomp/internal/golden"
+	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/passes"
+	"golang.org/x/tools/txtar"
 )
 
 var exampleModels = []struct {
@@ -27,27 +32,39 @@ var exampleModels = []struct {
 	{"gpt", gpt.Model},
 }
 
-// Every example compiles with the checkers on after every pass, and its kernels compute exactly
-// what the source graph computes.
+// compileExample builds an example and runs the pipeline with every checker on. It skips the
+// test if the example does not build (its owner may be editing it).
+func compileExample(t *testing.T, name string, model func(*frontend.Builder)) (*ir.Graph, *passes.Result) {
+	t.Helper()
+	g, err := frontend.Build(name, model)
+	if err != nil {
+		t.Skipf("example does not build: %v", err)
+	}
+	res, err := passes.Run(g, passes.Options{VerifyEach: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := passes.CheckPlan(res.Kernels, res.Plan); err != nil {
+		t.Fatal(err)
+	}
+	return g, res
+}
+
+// Every example compiles with the checkers on after every pass, its kernels compute bit for bit
+// what the source graph computes, and its kernel graph, memory plan and cost report match the
+// golden file testdata/NAME.txtar (go test -update rewrites them).
 func TestExamples(t *testing.T) {
 	for _, ex := range exampleModels {
 		t.Run(ex.name, func(t *testing.T) {
-			g, err := frontend.Build(ex.name, ex.model)
-			if err != nil {
-				t.Skipf("example does not build (being edited?): %v", err)
-			}
-			res, err := passes.Run(g, passes.Options{VerifyEach: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := passes.CheckPlan(res.Kernels, res.Plan); err != nil {
-				t.Fatal(err)
-			}
-			s := res.Stats
-			t.Logf("kernels %d eager %d; dram %d eager %d ideal %d (%.2f×); arena %d lower %d (%.3f×) naive %d",
-				s.Kernels, s.EagerKernels, s.DRAMBytes, s.EagerDRAMBytes, s.IdealDRAMBytes, float64(s.DRAMBytes)/float64(s.IdealDRAMBytes),
-				s.ArenaBytes, s.LowerBoundBytes, float64(s.ArenaBytes)/float64(max(1, s.LowerBoundBytes)), s.NaiveBytes)
+			g, res := compileExample(t, ex.name, ex.model)
 			checkEquivalent(t, g, res, 1)
+			golden.CheckTxtar(t, filepath.Join("testdata", ex.name+".txtar"),
+				fmt.Sprintf("The %s example after the pass pipeline: kernels, memory plan, cost report.\n", ex.name),
+				[]txtar.File{
+					{Name: "kernels.txt", Data: []byte(res.Kernels.String())},
+					{Name: "plan.json", Data: res.Plan.JSON()},
+					{Name: "stats.json", Data: res.Stats.JSON()},
+				})
 		})
 	}
 }

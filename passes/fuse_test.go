@@ -168,14 +168,7 @@ func TestExampleFusion(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			g, err := frontend.Build(tc.name, tc.model)
-			if err != nil {
-				t.Skipf("example does not build: %v", err)
-			}
-			res, err := passes.Run(g, passes.Options{VerifyEach: true})
-			if err != nil {
-				t.Fatal(err)
-			}
+			_, res := compileExample(t, tc.name, tc.model)
 			tc.check(t, res.Kernels)
 		})
 	}

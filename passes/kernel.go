@@ -63,19 +63,19 @@ func (b *Buffer) Bytes() int64 { return int64(b.Type.Bytes()) }
 // Kernel is one fused kernel: a small graph whose inputs are the buffers it reads and whose
 // outputs are the buffers it writes, named as the buffers are.
 type Kernel struct {
-	Name   string   // "k3_matmul_bias_relu": position in the schedule and what it computes
-	Kind   Kind     // the iteration scheme
-	Space  ir.Shape // Loop: output shape; Row: shape of the reduced operand; Contraction: result shape
-	Axes   []int    // Row: the reduced axes of Space
+	Name  string   // "k3_matmul_bias_relu": position in the schedule and what it computes
+	Kind  Kind     // the iteration scheme
+	Space ir.Shape // Loop: output shape; Row: shape of the reduced operand; Contraction: result shape
+	Axes  []int    // Row: the reduced axes of Space
 	// RowPasses (row kernels) is how many times the kernel reads its inputs: 1 when a row fits on
 	// chip (FusionOptions.MaxRow), else the row is streamed once per chained reduction and once
 	// more for the epilogue.
 	RowPasses int
-	Body   *ir.Graph
-	Reads  []*Buffer // in the order of Body's inputs
-	Writes []*Buffer // in the order of Body's outputs
-	Ops    []*ir.Value
-	label  string // Name without the number
+	Body      *ir.Graph
+	Reads     []*Buffer // in the order of Body's inputs
+	Writes    []*Buffer // in the order of Body's outputs
+	Ops       []*ir.Value
+	label     string // Name without the number
 }
 
 // KernelGraph is the fused program: kernels in execution order over named buffers.

@@ -1,0 +1,106 @@
+package passes_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gcomp/gcomp/passes"
+)
+
+const chain = `
+  input %x : f32[64]
+  param %w : f32[64,64]
+  %0 = dot_general(%w, %x) {lhs_contract=[1], rhs_contract=[0]} : f32[64]
+  %1 = dot_general(%w, %0) {lhs_contract=[1], rhs_contract=[0]} : f32[64]
+  %2 = dot_general(%w, %1) {lhs_contract=[1], rhs_contract=[0]} : f32[64]
+  %3 = exp(%2) : f32[64]
+  %4 = reshape(%3) {shape=[8,8]} : f32[8,8]
+  %5 = reduce_sum(%4) {axes=[1]} : f32[8]
+  %6 = broadcast_in_dim(%5) {dims=[0], shape=[8,8]} : f32[8,8]
+  %7 = dot_general(%6, %4) {lhs_contract=[1], rhs_contract=[0]} : f32[8,8]
+  output y = %7`
+
+// The plan checker catches every way a plan can be wrong.
+func TestCheckPlanRejects(t *testing.T) {
+	res := compile(t, chain, passes.Options{})
+	if len(res.Plan.Buffers) < 3 {
+		t.Fatalf("want at least 3 arena buffers:\n%s", res.Plan)
+	}
+	for _, tc := range []struct {
+		name  string
+		break_ func(p *passes.Plan)
+		want  string
+	}{
+		{"overlap", func(p *passes.Plan) { p.Buffers[1].Offset = p.Buffers[0].Offset }, "overlap"},
+		{"misaligned", func(p *passes.Plan) { p.Buffers[0].Offset += 4 }, "aligned"},
+		{"outside the arena", func(p *passes.Plan) { p.ArenaBytes = 16 }, "outside"},
+		{"short live range", func(p *passes.Plan) { p.Buffers[0].LiveTo = p.Buffers[0].LiveFrom }, "last read"},
+		{"missing buffer", func(p *passes.Plan) { p.Buffers = p.Buffers[1:] }, "not placed"},
+		{"wrong size", func(p *passes.Plan) { p.Buffers[0].Size-- }, "size"},
+		{"false in-place claim", func(p *passes.Plan) {
+			p.Buffers[1].Offset, p.Buffers[1].InPlaceOf = p.Buffers[0].Offset, p.Buffers[0].Name
+		}, "overlap"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := *res.Plan
+			p.Buffers = append([]passes.PlacedBuffer(nil), res.Plan.Buffers...)
+			tc.break_(&p)
+			if err := passes.CheckPlan(res.Kernels, &p); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want an error about %q\n%s", err, tc.want, p.String())
+			}
+		})
+	}
+}
+
+// An elementwise kernel overwrites an input it reads for the last time; the checker accepts it.
+func TestInPlace(t *testing.T) {
+	res := compile(t, `
+  input %x : f32[64]
+  param %w : f32[64,64]
+  %0 = dot_general(%w, %x) {lhs_contract=[1], rhs_contract=[0]} : f32[64]
+  %1 = reshape(%0) {shape=[8,8]} : f32[8,8]
+  %2 = transpose(%1) {perm=[1,0]} : f32[8,8]
+  %3 = exp(%0) : f32[64]
+  %4 = reshape(%3) {shape=[8,8]} : f32[8,8]
+  %5 = dot_general(%4, %2) {lhs_contract=[1], rhs_contract=[0]} : f32[8,8]
+  output y = %5`, passes.Options{})
+	var inPlace []string
+	for _, b := range res.Plan.Buffers {
+		if b.InPlaceOf != "" {
+			inPlace = append(inPlace, b.Name)
+		}
+	}
+	// exp reads the matmul result at its own index only, but the transpose view of it is read
+	// by the last kernel, so nothing may be overwritten here.
+	if len(inPlace) != 0 {
+		t.Errorf("in place over a buffer read later: %v\n%s\n%s", inPlace, res.Kernels, res.Plan)
+	}
+	res = compile(t, `
+  input %x : f32[64]
+  param %w : f32[64,64]
+  %0 = dot_general(%w, %x) {lhs_contract=[1], rhs_contract=[0]} : f32[64]
+  %1 = exp(%0) : f32[64]
+  %2 = dot_general(%w, %1) {lhs_contract=[1], rhs_contract=[0]} : f32[64]
+  output y = %2`, passes.Options{Fusion: passes.FusionOptions{MaxOps: 1}})
+	if len(res.Plan.Buffers) != 2 || res.Plan.Buffers[1].InPlaceOf != res.Plan.Buffers[0].Name || res.Plan.ArenaBytes != 256 {
+		t.Errorf("want the exp kernel to write over its input:\n%s\n%s", res.Kernels, res.Plan)
+	}
+}
+
+// A softmax whose row does not fit a block stays one kernel that streams its row three times.
+func TestStreamedRow(t *testing.T) {
+	res := compile(t, `
+  input %x : f32[2,64]
+  %0 = reduce_max(%x) {axes=[1], keepdims=true} : f32[2,1]
+  %1 = broadcast_in_dim(%0) {dims=[0,1], shape=[2,64]} : f32[2,64]
+  %2 = sub(%x, %1) : f32[2,64]
+  %3 = exp(%2) : f32[2,64]
+  %4 = reduce_sum(%3) {axes=[1], keepdims=true} : f32[2,1]
+  %5 = broadcast_in_dim(%4) {dims=[0,1], shape=[2,64]} : f32[2,64]
+  %6 = div(%3, %5) : f32[2,64]
+  output y = %6`, passes.Options{Fusion: passes.FusionOptions{MaxRow: 16}})
+	k := res.Kernels.Kernels
+	if len(k) != 1 || k[0].RowPasses != 3 || res.Stats.PerKernel[0].ReadBytes != 3*2*64*4 {
+		t.Errorf("want one softmax kernel reading its row 3 times:\n%s\n%+v", res.Kernels, res.Stats.PerKernel)
+	}
+}
