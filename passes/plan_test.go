@@ -27,9 +27,9 @@ func TestCheckPlanRejects(t *testing.T) {
 		t.Fatalf("want at least 3 arena buffers:\n%s", res.Plan)
 	}
 	for _, tc := range []struct {
-		name  string
+		name   string
 		break_ func(p *passes.Plan)
-		want  string
+		want   string
 	}{
 		{"overlap", func(p *passes.Plan) { p.Buffers[1].Offset = p.Buffers[0].Offset }, "overlap"},
 		{"misaligned", func(p *passes.Plan) { p.Buffers[0].Offset += 4 }, "aligned"},
