@@ -35,6 +35,7 @@ func init() {
 		{"dump", "print a model's graph in the .gir text form", cmdDump},
 		{"run", "run a model and write its outputs as .npy files", cmdRun},
 		{"init-weights", "write a model's seeded initial weights as safetensors", cmdInitWeights},
+		{"sim", "run a PTX kernel on the PTX simulator (no GPU needed)", cmdSim},
 		{"version", "print gcomp's version", cmdVersion},
 	}
 }
@@ -43,7 +44,7 @@ func main() {
 	os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// errUsage marks an error whose message is usage text already.
+// errUsage marks an error whose message has been printed already.
 var errUsage = errors.New("usage")
 
 // Main runs gcomp with args and returns the exit status. A panic anywhere below is turned into an
