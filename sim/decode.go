@@ -292,7 +292,7 @@ func (d *decoder) run(name string) error {
 		return err
 	case "cvt":
 		return d.cvt()
-	case "addc", "subc":
+	case "addc", "subc", "madc":
 		return d.carry(name, true)
 	case "add", "sub", "mul", "mad", "fma", "div", "rem", "min", "max", "abs", "neg",
 		"rcp", "sqrt", "rsqrt", "ex2", "lg2", "sin", "cos", "tanh", "copysign", "testp":
@@ -606,9 +606,6 @@ func (d *decoder) arith(name string) error {
 		if err != nil {
 			return err
 		}
-		if in.t, err = intDstCheck(t); err != nil {
-			return err
-		}
 	}
 	if in.d[0], err = d.dst(args[0]); err != nil {
 		return err
@@ -643,8 +640,6 @@ func floatClass(t ptype) class {
 	}
 	return ClassInteger
 }
-
-func intDstCheck(t ptype) (ptype, error) { return t, nil }
 
 func (d *decoder) testp(t ptype) error {
 	in, o, args := d.in, d.o, d.pi.Args
@@ -696,6 +691,8 @@ const (
 	carrySub uint8 = 1 << iota
 	carryIn
 	carryOut
+	carryMad // mad.cc/madc: the addends are a*b (low or high half) and c
+	carryHi
 )
 
 // carry decodes add/sub .cc and addc/subc: the carry flag is one bit per
@@ -704,7 +701,11 @@ func (d *decoder) carry(name string, cin bool) error {
 	in, args := d.in, d.pi.Args
 	cout := !cin || d.o.has("cc")
 	t, err := d.oneType()
-	if err != nil || (t.size() != 4 && t.size() != 8) || t.isFloat() || d.nargs(3) != nil {
+	nsrc := 2
+	if name == "mad" || name == "madc" {
+		nsrc = 3
+	}
+	if err != nil || (t.size() != 4 && t.size() != 8) || t.isFloat() || d.nargs(nsrc+1) != nil {
 		return fmt.Errorf("bad form")
 	}
 	in.op, in.t = opCarry, t
@@ -712,6 +713,11 @@ func (d *decoder) carry(name string, cin bool) error {
 	case "add", "addc":
 	case "sub", "subc":
 		in.flag = carrySub
+	case "mad", "madc":
+		in.flag = carryMad
+		if d.o.oneOf("hi", "lo") == "hi" {
+			in.flag |= carryHi
+		}
 	default:
 		return fmt.Errorf("unsupported carry form")
 	}
@@ -894,7 +900,7 @@ func (d *decoder) setp() error {
 			return err
 		}
 		if neg {
-			in.sat = true // .sat is unused by setp: it marks a negated c
+			in.negc = true
 		}
 	}
 	return nil
@@ -1059,7 +1065,7 @@ func (d *decoder) bar() error {
 	in, o, args := d.in, d.o, d.pi.Args
 	in.op, in.class = opBar, ClassBarrier
 	// bar.sync means barrier.sync.aligned: the whole warp must execute it.
-	in.ftz = strings.HasPrefix(d.pi.Op, "bar.") || o.has("aligned")
+	in.aligned = strings.HasPrefix(d.pi.Op, "bar.") || o.has("aligned")
 	switch {
 	case o.has("sync") || len(o.parts) == 0 || o.has("cta") && !o.has("arrive") && !o.has("red"):
 		in.flag = barSync
@@ -1090,7 +1096,7 @@ func (d *decoder) bar() error {
 		if in.s[2], err = d.src(c, tPred); err != nil {
 			return err
 		}
-		in.sat = neg
+		in.negc = neg
 		args = args[1 : len(args)-1]
 	case o.has("warp"):
 		o.has("sync")
@@ -1171,7 +1177,7 @@ func (d *decoder) vote() error {
 		return err
 	}
 	c := args[1]
-	in.sat, c.Neg = c.Neg, false
+	in.negc, c.Neg = c.Neg, false
 	if in.s[0], err = d.src(c, tPred); err != nil {
 		return err
 	}
@@ -1416,7 +1422,7 @@ func (d *decoder) mma() error {
 		return fmt.Errorf("unsupported type combination")
 	}
 	in.t, in.t2 = dt, at
-	in.ftz = ct == tF32 // records the accumulator type: true for f32
+	in.t3 = ct
 	if err := d.nargs(4); err != nil {
 		return err
 	}

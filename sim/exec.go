@@ -375,7 +375,7 @@ func (w *warp) step(in *inst, pc int32, mask, exec uint32) error {
 			q := !r
 			if in.bop != 0 {
 				c := w.val(&in.s[2], l)&1 != 0
-				if in.sat {
+				if in.negc {
 					c = !c
 				}
 				r, q = boolOp(in.bop, r, c), boolOp(in.bop, !r, c)
@@ -481,6 +481,14 @@ func (w *warp) carry(in *inst, exec uint32) {
 	for m := exec; m != 0; m &= m - 1 {
 		l := bits.TrailingZeros32(m)
 		a, b := w.val(&in.s[0], l)&m64, w.val(&in.s[1], l)&m64
+		if in.flag&carryMad != 0 {
+			// d = (a*b).lo/hi + c (+ carry in), with the carry of that addition.
+			p := a * b & m64
+			if in.flag&carryHi != 0 {
+				p = mulHi(a, b, in.t.bits(), in.t.signed()) & m64
+			}
+			a, b = p, w.val(&in.s[2], l)&m64
+		}
 		var cin uint64
 		if in.flag&carryIn != 0 {
 			cin = w.regs[regCC<<5|l] & 1
@@ -607,7 +615,7 @@ func (w *warp) bar(in *inst, pc int32, mask, exec uint32) error {
 		for m := exec; m != 0; m &= m - 1 {
 			l := bits.TrailingZeros32(m)
 			p := w.val(&in.s[2], l)&1 != 0
-			if in.sat {
+			if in.negc {
 				p = !p
 			}
 			switch in.flag {
@@ -621,7 +629,7 @@ func (w *warp) bar(in *inst, pc int32, mask, exec uint32) error {
 		}
 	}
 	if in.flag != barArrive {
-		if in.ftz && b.l.check {
+		if in.aligned && b.l.check {
 			// bar.sync is barrier.sync.aligned: one warp's lanes may arrive
 			// at different times, but through the same instruction.
 			for _, wt := range br.waiting {

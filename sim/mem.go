@@ -522,7 +522,7 @@ func (w *warp) collective(in *inst, exec uint32) error {
 		for m := exec; m != 0; m &= m - 1 {
 			l := bits.TrailingZeros32(m)
 			p := w.val(&in.s[0], l)&1 != 0
-			if p != in.sat { // in.sat marks a negated predicate
+			if p != in.negc {
 				ballot |= 1 << l
 			}
 		}

@@ -65,31 +65,34 @@ type aluFn func(in *inst, a, b, c, d uint64) uint64
 
 // inst is one decoded instruction.
 type inst struct {
-	op     opcode
-	class  class
-	t, t2  ptype
-	rnd    rmode
-	ftz    bool
-	sat    bool
-	flag   uint8 // op-specific: compare op, shfl mode, vote mode, atomic op, barrier kind
-	bop    uint8 // setp boolean combination
-	space  space
-	n      uint8 // vector width, source count, or call argument count
-	gneg   bool
-	guard  int32 // predicate register, -1 if unguarded
-	d      [4]opnd
-	s      [4]opnd
-	a      opnd  // address base
-	off    int64 // address offset
-	fn     aluFn
-	target int32 // branch target pc
-	callee *function
-	args   []int64 // call: caller-frame offsets of arguments, then of return values
-	nret   int
-	more   []opnd // mma/ldmatrix operands beyond d and s
-	line   int32
-	f      *function
-	text   string
+	op      opcode
+	class   class
+	t, t2   ptype
+	t3      ptype // mma accumulator type
+	rnd     rmode
+	ftz     bool
+	sat     bool
+	negc    bool  // the predicate operand is negated: !p
+	aligned bool  // bar.sync: a warp's lanes must use the same instruction
+	flag    uint8 // op-specific: compare op, shfl mode, vote mode, atomic op, barrier kind
+	bop     uint8 // setp boolean combination
+	space   space
+	n       uint8 // vector width, source count, or call argument count
+	gneg    bool
+	guard   int32 // predicate register, -1 if unguarded
+	d       [4]opnd
+	s       [4]opnd
+	a       opnd  // address base
+	off     int64 // address offset
+	fn      aluFn
+	target  int32 // branch target pc
+	callee  *function
+	args    []int64 // call: caller-frame offsets of arguments, then of return values
+	nret    int
+	more    []opnd // mma/ldmatrix operands beyond d and s
+	line    int32
+	f       *function
+	text    string
 }
 
 // function is a decoded .entry or .func.

@@ -107,10 +107,7 @@ func elem(w *warp, regs []opnd, lane, i int, t ptype) float64 {
 func (w *warp) mma(in *inst, exec uint32) error {
 	na, nb := int(in.n>>4), int(in.n&15)
 	dt, at := in.t, in.t2
-	ct := tF16
-	if in.ftz {
-		ct = tF32
-	}
+	ct := in.t3
 	nd := 4
 	if dt == tF16 {
 		nd = 2

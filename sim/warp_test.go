@@ -283,7 +283,7 @@ DONE:
 
 func TestReduxAndCarry(t *testing.T) {
 	src := kernel(".param .u64 out", `
-	.reg .b32 %r<12>;
+	.reg .b32 %r<14>;
 	.reg .b64 %rd<4>;
 	ld.param.u64 %rd1, [out];
 	mov.u32 %r1, %laneid;
@@ -298,17 +298,25 @@ func TestReduxAndCarry(t *testing.T) {
 	addc.u32 %r9, 1, %r1;
 	sub.cc.u32 %r10, 0, 1;
 	subc.u32 %r11, 5, 0;
+	// 64x64->128 style partial products: lo(0xFFFFFFFF*2) + 3 carries into madc.hi.
+	mad.lo.cc.u32 %r12, -1, 2, 3;
+	madc.hi.u32 %r13, -1, 2, 0;
+	st.global.v2.u32 [%rd1+1536], {%r12, %r13};
 	mul.wide.u32 %rd2, %r1, 48;
 	add.s64 %rd3, %rd1, %rd2;
 	st.global.v4.u32 [%rd3], {%r3, %r4, %r5, %r6};
 	st.global.v4.u32 [%rd3+16], {%r7, %r8, %r9, %r10};
 	st.global.v2.u32 [%rd3+32], {%r11, %r11};`)
 	dev := NewDevice()
-	out, _ := dev.Alloc(48 * 32)
+	out, _ := dev.Alloc(48*32 + 8)
 	if _, err := load(t, dev, src).Launch("k", grid(1, 32), out); err != nil {
 		t.Fatal(err)
 	}
-	got := bytesU32s(download(t, dev, out, 48*32))
+	got := bytesU32s(download(t, dev, out, 48*32+8))
+	// 0xFFFFFFFF*2 = 0x1_FFFFFFFE; + 3 = 0x2_00000001: low word 1, carry into the high word 1+1.
+	if got[384] != 1 || got[385] != 2 {
+		t.Errorf("mad.lo.cc/madc.hi: %#x %#x, want 1 2", got[384], got[385])
+	}
 	var sum int32
 	var maxu uint32
 	for l := 0; l < 32; l++ {
