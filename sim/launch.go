@@ -214,7 +214,7 @@ func (m *Module) Launch(kernel string, cfg Config, args ...any) (*Stats, error) 
 	wg.Wait()
 	total := &Stats{}
 	for i := range stats {
-		total.add(&stats[i])
+		total.Add(&stats[i])
 	}
 	if l.err != nil {
 		return total, l.err
@@ -283,7 +283,8 @@ type Stats struct {
 	Blocks              int64
 }
 
-func (s *Stats) add(o *Stats) {
+// Add accumulates o into s (for totals over several launches).
+func (s *Stats) Add(o *Stats) {
 	s.WarpInsts += o.WarpInsts
 	s.ThreadInsts += o.ThreadInsts
 	for i := range s.Classes {

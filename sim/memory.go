@@ -182,3 +182,26 @@ func (d *Device) Memset(addr uint64, v byte, n int) error {
 	}
 	return nil
 }
+
+// Copy copies n bytes between device allocations; bytes never written stay
+// marked as never written at the destination.
+func (d *Device) Copy(dst, src uint64, n int) error {
+	sa, soff, err := d.span(src, n, "copy source")
+	if err != nil {
+		return err
+	}
+	da, doff, err := d.span(dst, n, "copy destination")
+	if err != nil {
+		return err
+	}
+	copy(da.data[doff:doff+n], sa.data[soff:soff+n])
+	copy(da.init[doff:doff+n], sa.init[soff:soff+n])
+	return nil
+}
+
+// Allocated is the number of bytes currently allocated (module variables included).
+func (d *Device) Allocated() int64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return int64(d.total)
+}

@@ -337,3 +337,41 @@ DONE:
 	}
 	t.Run("ptxas", func(t *testing.T) { assembles(t, src) })
 }
+
+func TestDeviceMemory(t *testing.T) {
+	dev := NewDevice()
+	a, _ := dev.Alloc(64)
+	b, _ := dev.Alloc(64)
+	if a%256 != 0 || b%256 != 0 || b-a < 64+4096 {
+		t.Errorf("allocations %#x %#x are not aligned or not separated", a, b)
+	}
+	if err := dev.Memset(a, 7, 32); err != nil {
+		t.Fatal(err)
+	}
+	if err := dev.Copy(b, a, 64); err != nil {
+		t.Fatal(err)
+	}
+	got := download(t, dev, b, 64)
+	if got[31] != 7 || got[32] != poisonByte {
+		t.Errorf("copy: %v", got)
+	}
+	// The poisoned half stays "never written" after the copy.
+	src := kernel(".param .u64 p", `
+	.reg .b32 %r1;
+	.reg .b64 %rd1;
+	ld.param.u64 %rd1, [p];
+	ld.global.u32 %r1, [%rd1+32];`)
+	_, err := load(t, dev, src).Launch("k", grid(1, 1), b)
+	mustErr(t, err, "memcheck", "uninitialized global load", "32 bytes into allocation #2")
+	if dev.Allocated() != 128 {
+		t.Errorf("allocated %d", dev.Allocated())
+	}
+	for _, err := range []error{dev.Copy(b, a, 65), dev.Write(a+60, make([]byte, 8)), dev.Free(a + 1), dev.Read(0, make([]byte, 1))} {
+		if err == nil {
+			t.Error("out-of-range host operation succeeded")
+		}
+	}
+	if err := dev.Free(a); err != nil || dev.Allocated() != 64 {
+		t.Errorf("free: %v, %d allocated", err, dev.Allocated())
+	}
+}
