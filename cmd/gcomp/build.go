@@ -9,6 +9,7 @@ import (
 
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/load"
+	"github.com/gcomp/gcomp/passes"
 	"github.com/gcomp/gcomp/tensorio"
 )
 
@@ -25,31 +26,92 @@ func (m modelFlags) load(path string) (*ir.Graph, error) {
 	return load.File(path, load.Options{Entry: *m.entry})
 }
 
+// statsFlag is --stats (a table) or --stats=json.
+type statsFlag string
+
+func (f *statsFlag) String() string   { return string(*f) }
+func (f *statsFlag) IsBoolFlag() bool { return true }
+func (f *statsFlag) Set(v string) error {
+	switch v {
+	case "true", "table":
+		*f = "table"
+	case "json":
+		*f = "json"
+	case "false":
+		*f = ""
+	default:
+		return fmt.Errorf("want --stats or --stats=json")
+	}
+	return nil
+}
+
 func cmdBuild(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("build", flag.ContinueOnError)
 	mf := addModelFlags(fs)
 	out := fs.String("o", "", "write the output to this file instead of standard output")
-	emit := fs.String("emit", "", "what to write: ir (the .gir text form) or dot (graphviz)")
-	path, err := parseModelArgs(fs, args, stdout, "MODEL [--emit ir|dot] [-o FILE]")
+	emit := fs.String("emit", "", "what to write: ir (the source graph, .gir), dot (graphviz), kernels (the fused kernel graph) or plan (the memory plan, JSON)")
+	var stats statsFlag
+	fs.Var(&stats, "stats", "print the cost report: --stats for a table, --stats=json for one JSON object")
+	dumpAfter := fs.String("dump-after", "", "print the IR after this pass (or all) to stderr")
+	var disable multiFlag
+	fs.Var(&disable, "disable-pass", "skip this pass (repeatable)")
+	timings := fs.Bool("timings", false, "print the time each pass took to stderr")
+	verifyEach := fs.Bool("verify-each", false, "check the IR, kernel graph and plan after every pass")
+	tf32 := fs.Bool("tf32", false, "cost model: f32 contractions on TF32 tensor cores")
+	path, err := parseModelArgs(fs, args, stdout, "MODEL [--emit ir|dot|kernels|plan] [-o FILE] [--stats[=json]] [--dump-after PASS|all] [--disable-pass NAME]... [--timings] [--verify-each]")
 	if err != nil {
 		return err
 	}
-	var render func(*ir.Graph) string
 	switch *emit {
-	case "ir":
-		render = (*ir.Graph).String
-	case "dot":
-		render = (*ir.Graph).DOT
-	case "", "ptx", "plan":
-		return fmt.Errorf("gcomp build: this version of gcomp has no PTX code generator yet; use --emit ir or --emit dot")
+	case "", "ir", "dot", "kernels", "plan":
+	case "ptx":
+		return fmt.Errorf("gcomp build: this version of gcomp has no PTX code generator yet; use --emit ir, dot, kernels or plan")
 	default:
-		return fmt.Errorf("gcomp build: unknown --emit %q (want ir or dot)", *emit)
+		return fmt.Errorf("gcomp build: unknown --emit %q (want ir, dot, kernels or plan)", *emit)
+	}
+	if *emit == "" && stats == "" {
+		return fmt.Errorf("gcomp build: this version of gcomp has no PTX code generator yet; use --emit ir, dot, kernels or plan, or --stats")
 	}
 	g, err := mf.load(path)
 	if err != nil {
 		return err
 	}
-	return writeOutput(*out, stdout, render(g))
+	var text string
+	switch *emit {
+	case "ir":
+		text = g.String()
+	case "dot":
+		text = g.DOT()
+	}
+	if *emit == "kernels" || *emit == "plan" || stats != "" {
+		opt := passes.Options{DumpAfter: *dumpAfter, DumpTo: stderr, DisablePasses: disable, VerifyEach: *verifyEach, TF32: *tf32}
+		if *timings {
+			opt.Timings = stderr
+		}
+		res, err := passes.Run(g, opt)
+		if err != nil {
+			return fmt.Errorf("gcomp build: %s: %v", path, err)
+		}
+		switch *emit {
+		case "kernels":
+			text = res.Kernels.String()
+		case "plan":
+			text = string(res.Plan.JSON())
+		}
+		switch stats {
+		case "json":
+			stdout.Write(res.Stats.JSON())
+		case "table":
+			res.Stats.WriteTable(stdout)
+		}
+	}
+	if *emit == "" {
+		return nil
+	}
+	if *out == "" && stats != "" {
+		return fmt.Errorf("gcomp build: with --stats, give -o FILE for the --emit output")
+	}
+	return writeOutput(*out, stdout, text)
 }
 
 func cmdDump(args []string, stdout, stderr io.Writer) error {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -95,6 +96,10 @@ func TestBadInput(t *testing.T) {
 		{"shape error", []string{"build", "shape.go", "--emit", "ir", "-o", "out.gir"}, "shape.go:11: mul: shapes cannot be broadcast together"},
 		{"unknown op", []string{"build", "unknown.gir", "--emit", "ir", "-o", "out.gir"}, `unknown.gir:3: %0 = frob(%x) : f32[2]: unknown op "frob"`},
 		{"ptx not yet", []string{"build", "model.go", "-o", "out.ptx"}, "no PTX code generator yet"},
+		{"unknown pass", []string{"build", "model.go", "--emit", "plan", "--disable-pass", "frob", "-o", "out.gir"}, `--disable-pass: unknown pass "frob"`},
+		{"required pass", []string{"build", "model.go", "--stats", "--disable-pass", "memplan"}, "pass memplan is required"},
+		{"unknown dump", []string{"build", "model.go", "--stats", "--dump-after", "frob"}, `--dump-after: unknown pass "frob"`},
+		{"bad stats", []string{"build", "model.go", "--stats=xml"}, "want --stats or --stats=json"},
 		{"bad emit", []string{"build", "model.go", "--emit", "frob"}, `unknown --emit "frob"`},
 		{"no output dir", []string{"run", "model.go"}, "--output-dir is required"},
 		{"bad device", []string{"run", "model.go", "--device", "tpu", "--output-dir", "out"}, `unknown device "tpu"`},
@@ -175,6 +180,45 @@ func TestRunWritesOutputs(t *testing.T) {
 	b2, _ := os.ReadFile("r2/y.npy")
 	if !bytes.Equal(b1, b2) || len(b1) == 0 {
 		t.Errorf("two runs with the same seed differ")
+	}
+}
+
+func TestBuildPasses(t *testing.T) {
+	dir := fixture(t)
+	t.Chdir(dir)
+	var stdout, stderr bytes.Buffer
+	if code := Main([]string{"build", "model.go", "--stats=json", "--verify-each", "--timings", "--dump-after", "all"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("build --stats=json: %s", stderr.String())
+	}
+	var stats map[string]any
+	if err := json.Unmarshal(stdout.Bytes(), &stats); err != nil {
+		t.Fatalf("--stats=json printed %q: %v", stdout.String(), err)
+	}
+	for _, k := range []string{"kernels", "eager_kernels", "dram_bytes", "eager_dram_bytes", "ideal_dram_bytes", "flops",
+		"arena_bytes", "naive_bytes", "lower_bound_bytes", "modeled_time_us"} {
+		if _, ok := stats[k]; !ok {
+			t.Errorf("--stats=json lacks %s", k)
+		}
+	}
+	for _, want := range []string{"// after fuse", "// after memplan", "cse"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr lacks %q (dump-after all, timings)", want)
+		}
+	}
+	stdout.Reset()
+	if code := Main([]string{"build", "model.go", "--emit", "plan", "-o", "plan.json", "--stats"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("build --emit plan: %s", stderr.String())
+	}
+	var plan struct {
+		Buffers    []map[string]any `json:"buffers"`
+		ArenaBytes *int64           `json:"arena_bytes"`
+	}
+	data, _ := os.ReadFile("plan.json")
+	if err := json.Unmarshal(data, &plan); err != nil || plan.ArenaBytes == nil {
+		t.Errorf("plan.json = %s (%v)", data, err)
+	}
+	if !strings.Contains(stdout.String(), "kernels") {
+		t.Errorf("--stats table missing: %q", stdout.String())
 	}
 }
 
