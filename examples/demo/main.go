@@ -14,6 +14,7 @@ import (
 
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/load"
+	"github.com/gcomp/gcomp/passes"
 	"github.com/gcomp/gcomp/runtime/ref"
 	"github.com/gcomp/gcomp/tensor"
 	"github.com/gcomp/gcomp/tensorio"
@@ -23,7 +24,7 @@ var examples = []string{"linreg", "mlp", "cnn", "rnn", "lstm", "transformer", "g
 
 func main() {
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "model\tparams\tops\tinputs\toutputs\tload ms\tref ms\tmax |ref − PyTorch|\t")
+	fmt.Fprintln(w, "model\tparams\tops\tkernels (eager)\tarena KiB\tinputs\toutputs\tload ms\tref ms\tmax |ref − PyTorch|\t")
 	failed := false
 	for _, name := range examples {
 		row, err := runExample(name)
@@ -35,8 +36,9 @@ func main() {
 		fmt.Fprintln(w, row)
 	}
 	w.Flush()
-	fmt.Println("\nops: graph nodes after the DSL; ref: the reference interpreter on all cores; PyTorch: float64 outputs")
-	fmt.Println("of the same module definitions for the same weights (scripts/torch_reference.sh).")
+	fmt.Println("\nops: graph nodes from the DSL; kernels: after fusion (one per op without it); arena: the planned device")
+	fmt.Println("memory for intermediates; ref: the reference interpreter on all cores; PyTorch: float64 outputs of the")
+	fmt.Println("same module definitions for the same weights (scripts/torch_reference.sh).")
 	if failed {
 		os.Exit(1)
 	}
@@ -50,6 +52,10 @@ func runExample(name string) (string, error) {
 		return "", err
 	}
 	loadTime := time.Since(start)
+	compiled, err := passes.Run(g, passes.Options{})
+	if err != nil {
+		return "", err
+	}
 	params := map[string]*tensor.Tensor{}
 	nparams := 0
 	for _, p := range g.Params() {
@@ -85,8 +91,9 @@ func runExample(name string) (string, error) {
 		}
 	}
 	ops := len(g.Values) - len(g.Inputs()) - len(g.Params())
-	return fmt.Sprintf("%s\t%d\t%d\t%s\t%s\t%.1f\t%.1f\t%.1e\t", name, nparams, ops, types(g.Inputs()), outTypes(g),
-		ms(loadTime), ms(runTime), worst), nil
+	st := compiled.Stats
+	return fmt.Sprintf("%s\t%d\t%d\t%d (%d)\t%d\t%s\t%s\t%.1f\t%.1f\t%.1e\t", name, nparams, ops, st.Kernels, st.EagerKernels,
+		st.ArenaBytes/1024, types(g.Inputs()), outTypes(g), ms(loadTime), ms(runTime), worst), nil
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
