@@ -375,3 +375,52 @@ func TestDeviceMemory(t *testing.T) {
 		t.Errorf("free: %v, %d allocated", err, dev.Allocated())
 	}
 }
+
+// TestModuleVariables: initialized .global and .const variables, a pointer
+// initialized with generic(var), and a write to .const being refused.
+func TestModuleVariables(t *testing.T) {
+	src := `.version 7.8
+.target sm_80
+.address_size 64
+.global .align 4 .u32 table[4] = {10, 20, 30, 40};
+.global .align 8 .u64 ptr = generic(table);
+.const .align 4 .f32 coef[2] = {0f3F000000, 0f40000000};
+.global .align 4 .u32 counter;
+
+.visible .entry k(.param .u64 out)
+{
+	.reg .b32 %r<6>;
+	.reg .f32 %f<3>;
+	.reg .b64 %rd<4>;
+	ld.param.u64 %rd1, [out];
+	ld.global.u64 %rd2, [ptr];
+	ld.u32 %r1, [%rd2+8];
+	ld.const.f32 %f1, [coef+4];
+	ld.global.u32 %r2, [counter];
+	atom.global.add.u32 %r3, [counter], 1;
+	cvt.rzi.u32.f32 %r4, %f1;
+	st.global.v4.u32 [%rd1], {%r1, %r4, %r2, %r3};
+}
+.visible .entry bad()
+{
+	.reg .b64 %rd1;
+	mov.u64 %rd1, coef;
+	st.global.f32 [%rd1], 0f00000000;
+}
+`
+	dev := NewDevice()
+	m := load(t, dev, src)
+	out, _ := dev.Alloc(16)
+	if _, err := m.Launch("k", grid(1, 1), out); err != nil {
+		t.Fatal(err)
+	}
+	if got := bytesU32s(download(t, dev, out, 16)); got[0] != 30 || got[1] != 2 || got[2] != 0 || got[3] != 0 {
+		t.Errorf("got %v", got)
+	}
+	if addr, ok := m.GlobalAddr("counter"); !ok || bytesU32s(download(t, dev, addr, 4))[0] != 1 {
+		t.Errorf("counter at %#x: %v", addr, ok)
+	}
+	_, err := m.Launch("bad", grid(1, 1))
+	mustErr(t, err, "memcheck", "store to read-only variable coef")
+	t.Run("ptxas", func(t *testing.T) { assembles(t, src) })
+}

@@ -278,7 +278,7 @@ func (p *parser) initializer() []Operand {
 			if p.is("{") {
 				ops = append(ops, p.initializer()...)
 			} else {
-				ops = append(ops, p.operand())
+				ops = append(ops, p.initOperand())
 			}
 			if !p.accept(",") {
 				p.expect("}")
@@ -287,7 +287,19 @@ func (p *parser) initializer() []Operand {
 		}
 		return ops
 	}
-	return []Operand{p.operand()}
+	return []Operand{p.initOperand()}
+}
+
+// initOperand is a literal, a variable's address, or generic(var).
+func (p *parser) initOperand() Operand {
+	if p.is("generic") {
+		p.i++
+		p.expect("(")
+		o := p.operand()
+		p.expect(")")
+		return o
+	}
+	return p.operand()
 }
 
 func (p *parser) paramList(entry bool) []*Var {
@@ -331,11 +343,12 @@ func (p *parser) function(kw token, extern bool) *Func {
 		}
 		p.i++
 		switch t.text {
-		case ".maxntid", ".reqntid", ".minnctapersm", ".maxnreg", ".maxnctapersm", ".noreturn", ".pragma":
+		case ".maxntid", ".reqntid", ".minnctapersm", ".maxnreg", ".maxnctapersm", ".noreturn", ".pragma",
+			".maxclusterrank", ".reqnctapercluster", ".explicitcluster":
 			var v []int
 			if t.text == ".pragma" {
 				p.next()
-			} else if t.text != ".noreturn" {
+			} else if t.text != ".noreturn" && t.text != ".explicitcluster" {
 				for {
 					v = append(v, p.int())
 					if !p.accept(",") {

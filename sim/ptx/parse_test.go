@@ -16,6 +16,7 @@ const sample = `//
 
 .global .align 4 .b8 table[8] = {1, 2, 3, 4, 5, 6, 7, 8};
 .const .f32 scale = 0f3F800000;
+.global .align 8 .u64 ptrs[2] = {generic(table), table};
 .extern .shared .align 16 .b8 dyn[];
 
 .func  (.param .b32 func_retval0) sq(
@@ -71,7 +72,7 @@ func TestParseSample(t *testing.T) {
 	if m.Version != "7.8" || len(m.Target) != 2 || m.AddressSize != 64 {
 		t.Errorf("header: %q %q %d", m.Version, m.Target, m.AddressSize)
 	}
-	if len(m.Vars) != 3 || m.Vars[0].Size() != 8 || len(m.Vars[0].Init) != 8 || m.Vars[2].Dims[0] != 0 {
+	if len(m.Vars) != 4 || m.Vars[0].Size() != 8 || len(m.Vars[0].Init) != 8 || m.Vars[3].Dims[0] != 0 || m.Vars[2].Init[0].Name != "table" {
 		t.Errorf("vars: %+v", m.Vars)
 	}
 	k := m.Func("k")
