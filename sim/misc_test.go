@@ -424,3 +424,58 @@ func TestModuleVariables(t *testing.T) {
 	mustErr(t, err, "memcheck", "store to read-only variable coef")
 	t.Run("ptxas", func(t *testing.T) { assembles(t, src) })
 }
+
+// TestDynamicShared: an extern .shared array gets Config.SharedBytes after
+// the static shared variables; indexing past it is out of bounds.
+func TestDynamicShared(t *testing.T) {
+	src := `.version 7.8
+.target sm_80
+.address_size 64
+.extern .shared .align 16 .b8 dyn[];
+.visible .entry k(.param .u64 out, .param .u32 n)
+{
+	.shared .align 4 .b8 fixed[12];
+	.reg .pred %p1;
+	.reg .b32 %r<8>;
+	.reg .b64 %rd<4>;
+	ld.param.u64 %rd1, [out];
+	ld.param.u32 %r1, [n];
+	mov.u32 %r2, %tid.x;
+	mov.u32 %r3, dyn;
+	mov.u32 %r6, fixed;
+	shl.b32 %r4, %r2, 2;
+	add.u32 %r5, %r3, %r4;
+	st.shared.u32 [%r5], %r2;
+	setp.eq.u32 %p1, %r2, 0;
+	@%p1 st.shared.u32 [%r6], %r3;
+	bar.sync 0;
+	sub.u32 %r7, %r1, 1;
+	sub.u32 %r7, %r7, %r2;
+	shl.b32 %r7, %r7, 2;
+	add.u32 %r7, %r3, %r7;
+	ld.shared.u32 %r7, [%r7];
+	mov.u32 %r6, %dynamic_smem_size;
+	mul.wide.u32 %rd2, %r2, 8;
+	add.s64 %rd3, %rd1, %rd2;
+	st.global.v2.u32 [%rd3], {%r7, %r6};
+}
+`
+	dev := NewDevice()
+	m := load(t, dev, src)
+	out, _ := dev.Alloc(8 * 64)
+	cfg := grid(1, 64)
+	cfg.SharedBytes = 256
+	if _, err := m.Launch("k", cfg, out, uint32(64)); err != nil {
+		t.Fatal(err)
+	}
+	got := bytesU32s(download(t, dev, out, 8*64))
+	for i := 0; i < 64; i++ {
+		if got[2*i] != uint32(63-i) || got[2*i+1] != 256 {
+			t.Fatalf("thread %d: %v", i, got[2*i:2*i+2])
+		}
+	}
+	cfg.SharedBytes = 128
+	_, err := m.Launch("k", cfg, out, uint32(64))
+	mustErr(t, err, "memcheck", "out-of-bounds shared store of 4 bytes at shared offset 0x90 (block has 144 bytes of shared memory)", "thread (32,0,0)")
+	t.Run("ptxas", func(t *testing.T) { assembles(t, src) })
+}
