@@ -270,7 +270,9 @@ func (f *fuser) canJoin(v *ir.Value, gr *group, others []*group) bool {
 			ok = !(expensive(v) && f.expanded(v, gr, map[*ir.Value]bool{})) || f.becomeRow(v, gr)
 		}
 	case Row:
-		ok = (class == ops.Elementwise || class == ops.Movement || class == ops.Reduce || v.Op == "gather") && f.rowOK(gr, v) &&
+		// An elementwise tail of a contraction goes to the contraction's store (rule d), not to
+		// the reduction that reads it.
+		ok = (class == ops.Elementwise && !f.tailOfContraction(v) || class == ops.Movement || class == ops.Reduce || v.Op == "gather") && f.rowOK(gr, v) &&
 			!(expensive(v) && class != ops.Reduce && f.expanded(v, gr, map[*ir.Value]bool{}))
 	case Contraction:
 		ok = (class == ops.Elementwise || class == ops.Movement) && !f.feedsContraction(v, gr) &&
@@ -316,6 +318,25 @@ func (f *fuser) rowSource(v *ir.Value, seen map[*ir.Value]bool) *ir.Value {
 		}
 	}
 	return nil
+}
+
+// tailOfContraction reports whether elementwise v computes on a contraction's result through a
+// chain of single-use elementwise ops of v's shape: a chain the contraction's epilogue can hold.
+func (f *fuser) tailOfContraction(v *ir.Value) bool {
+	for _, a := range v.Args {
+		if len(f.users[a]) != 1 || !a.Type.Shape.Equal(v.Type.Shape) {
+			continue
+		}
+		switch ops.ClassOf(a.Op) {
+		case ops.Contraction:
+			return true
+		case ops.Elementwise:
+			if f.tailOfContraction(a) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // outputShapeOK: a value the group writes must be indexed by the group's iteration space.
@@ -683,6 +704,11 @@ func (f *fuser) kernels() (*KernelGraph, error) {
 		return nil, err
 	}
 	for _, gr := range order {
+		vals := f.groupValues(gr)
+		if gr.kind == Row && !slices.ContainsFunc(vals, func(v *ir.Value) bool { return ops.ClassOf(v.Op) == ops.Reduce }) {
+			// becomeRow expected a reduction that a size bound then kept out.
+			gr.kind, gr.axes = Loop, nil
+		}
 		k := &Kernel{Kind: gr.kind, Space: gr.space.Clone(), Axes: slices.Clone(gr.axes)}
 		if gr.kind == Contraction {
 			k.Space = gr.contraction.Type.Shape.Clone()
@@ -700,7 +726,6 @@ func (f *fuser) kernels() (*KernelGraph, error) {
 			}
 			return m[a]
 		}
-		vals := f.groupValues(gr)
 		for _, w := range vals {
 			if w.Op == ir.OpInput || w.Op == ir.OpParam {
 				input(w) // copy kernel
