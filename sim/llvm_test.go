@@ -409,3 +409,32 @@ func refF16(x float64) uint16 {
 	}
 	return best
 }
+
+// TestChecksOffSameResults: the fast path without checks computes the same
+// bytes and counters as the checked run.
+func TestChecksOffSameResults(t *testing.T) {
+	run := func(noCheck bool) ([]byte, Stats) {
+		dev := NewDevice()
+		m := load(t, dev, "llvm/reduce_shared.ptx")
+		const n = 3000
+		in := make([]float32, n)
+		for i := range in {
+			in[i] = float32(i%29) * 0.25
+		}
+		din := upload(t, dev, f32sBytes(in))
+		nb := ceilDiv(n, 256)
+		out, _ := dev.Alloc(4 * nb)
+		cfg := grid(nb, 256)
+		cfg.NoCheck = noCheck
+		st, err := m.Launch("reduce_shared", cfg, din, out, uint32(n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return download(t, dev, out, 4*nb), *st
+	}
+	b1, s1 := run(false)
+	b2, s2 := run(true)
+	if string(b1) != string(b2) || s1 != s2 {
+		t.Errorf("checked and unchecked runs differ:\n%v\n%v", s1.String(), s2.String())
+	}
+}
