@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 
@@ -259,3 +260,5 @@ func assembleBatchRenamed(t *testing.T, kernels []Kernel) {
 		assembledEntries.Store(entry, true)
 	}
 }
+
+func replaceAll(s, old, new string) string { return strings.ReplaceAll(s, old, new) }

@@ -1,0 +1,132 @@
+package ptx
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// Loop kernels over movement ops, several outputs and shapes from one element to many blocks:
+// each result must equal the reference bit for bit.
+var loopCases = []struct{ name, src string }{
+	{"bias_relu", `graph g {
+  input %x : f32[SHAPE2]
+  param %b : f32[N]
+  %0 = broadcast_in_dim(%b) {dims=[1], shape=[SHAPE2]} : f32[SHAPE2]
+  %1 = add(%x, %0) : f32[SHAPE2]
+  %2 = relu(%1) : f32[SHAPE2]
+  output y = %2
+}`},
+	{"transpose_mul", `graph g {
+  input %x : f32[M,N]
+  input %y : f32[N,M]
+  %0 = transpose(%y) {perm=[1,0]} : f32[M,N]
+  %1 = mul(%x, %0) : f32[M,N]
+  output y = %1
+}`},
+	{"reshape_slice_pad", `graph g {
+  input %x : f32[M,N]
+  %0 = reshape(%x) {shape=[N,M]} : f32[N,M]
+  %1 = slice(%0) {start=[0,0], limit=[N,M], stride=[1,1]} : f32[N,M]
+  %2 = pad(%1) {low=[1,0], high=[0,2], value=-1.5} : f32[N1,M2]
+  output y = %2
+}`},
+	{"concat_iota_select", `graph g {
+  input %x : f32[M,N]
+  input %y : f32[M,N]
+  %0 = concat(%x, %y) {axis=1} : f32[M,NN]
+  %1 = iota() {dim=1, dtype=f32, shape=[M,NN]} : f32[M,NN]
+  %2 = constant() {dtype=f32, shape=[], value=[3]} : f32[]
+  %3 = broadcast_in_dim(%2) {dims=[], shape=[M,NN]} : f32[M,NN]
+  %4 = lt(%1, %3) : bool[M,NN]
+  %5 = select(%4, %0, %1) : f32[M,NN]
+  output y = %5
+  output p = %4
+}`},
+	{"two_outputs_f16", `graph g {
+  input %x : f16[M,N]
+  input %y : f16[M,N]
+  %0 = mul(%x, %y) : f16[M,N]
+  %1 = sub(%0, %y) : f16[M,N]
+  %2 = cast(%1) {to=f32} : f32[M,N]
+  output a = %0
+  output b = %2
+}`},
+	{"strided_slice", `graph g {
+  input %x : f32[M,N]
+  %0 = slice(%x) {start=[0,1], limit=[M,N], stride=[1,2]} : f32[M,NH]
+  %1 = neg(%0) : f32[M,NH]
+  output y = %1
+}`},
+}
+
+// shapes: (M, N) pairs: one element, odd sizes, exact vector multiples, many blocks.
+var loopShapes = [][2]int{{1, 1}, {3, 5}, {4, 8}, {33, 100}, {130, 1031}}
+
+func instantiate(src string, m, n int) string {
+	r := strings.NewReplacer("SHAPE2", fmt.Sprintf("%d,%d", m, n), "NN", fmt.Sprint(2*n), "NH", fmt.Sprint(n/2),
+		"N1", fmt.Sprint(n+1), "M2", fmt.Sprint(m+2), "M", fmt.Sprint(m), "N", fmt.Sprint(n))
+	return r.Replace(src)
+}
+
+func TestLoopKernels(t *testing.T) {
+	for _, c := range loopCases {
+		for _, s := range loopShapes {
+			m, n := s[0], s[1]
+			if c.name == "strided_slice" && n < 2 {
+				continue
+			}
+			t.Run(fmt.Sprintf("%s_%dx%d", c.name, m, n), func(t *testing.T) {
+				g := parse(t, instantiate(c.src, m, n))
+				checkKernel(t, Kernel{Name: "k_" + c.name, Graph: g}, inputsFor(g, uint64(m*n), 3), true)
+			})
+		}
+	}
+}
+
+func TestGather(t *testing.T) {
+	g := parse(t, `graph g {
+  param %table : f32[50,24]
+  input %ids : i32[3,7]
+  %0 = gather(%table, %ids) : f32[3,7,24]
+  output y = %0
+}`)
+	in := inputsFor(g, 3, 1)
+	for i := range in["ids"].I {
+		in["ids"].I[i] = int64((i * 17) % 50)
+	}
+	checkKernel(t, Kernel{Name: "k_embed", Graph: g}, in, true)
+	// An index outside the table fails the launch instead of reading another row.
+	in["ids"].I[5] = 50
+	text, launches, err := Module([]Kernel{{Name: "k_embed", Graph: g}}, Target{SM: 80})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = launches
+	if !strings.Contains(text, "trap;") {
+		t.Error("gather has no bounds trap")
+	}
+}
+
+// asmcheck-style properties of loop kernels.
+func TestLoopAsm(t *testing.T) {
+	g := parse(t, instantiate(loopCases[0].src, 64, 256))
+	text, _, err := Generate(Kernel{Name: "k_bias_relu", Graph: g}, Target{SM: 80})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, re := range []string{`ld\.global\.v4\.f32`, `st\.global\.v4\.f32`, `// k_bias_relu fuses:\n//   %0 = broadcast_in_dim`} {
+		if !regexp.MustCompile(re).MatchString(text) {
+			t.Errorf("missing %s in\n%s", re, text)
+		}
+	}
+	if n := len(regexp.MustCompile(`st\.global`).FindAllString(text, -1)); n != 1 {
+		t.Errorf("%d st.global, want 1 (no tail: 256 is a multiple of 4)", n)
+	}
+	// Deterministic bytes.
+	again, _, _ := Generate(Kernel{Name: "k_bias_relu", Graph: g}, Target{SM: 80})
+	if again != text {
+		t.Error("two generations differ")
+	}
+}

@@ -1,0 +1,382 @@
+package ptx
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ops"
+)
+
+// Reductions. Every reduce in a kernel folds the same axes of operands of one shape F. Two
+// templates:
+//
+//   - row: the reduced axes are F's trailing ones (a full reduction is the case with no kept
+//     axes). One block per row (grid-stride over rows); each thread folds a strided slice of the
+//     row, then warp shuffles and one shared-memory stage combine the block's partials. Every
+//     thread ends with the row's result, so later reduces and the output loop of the same row can
+//     use it: softmax and layer norm are one kernel, reading the row once per reduce.
+//   - column: the reduced axes are a contiguous block followed by kept axes ([A, R, C] after
+//     merging): a 32×8 block per tile of 32 columns, each thread folds every 8th row of its
+//     column (coalesced across the warp), and the 8 partials combine in shared memory.
+//
+// Float sums and products accumulate in f64 and round once, like the reference; the combining
+// order is fixed, so results are deterministic (no atomics).
+
+type reduceShape struct {
+	full       ir.Shape
+	axes       []int
+	a, r, c    int // [A, R, C]: kept before, reduced, kept after
+	rowPattern bool
+}
+
+func reduceKernel(k Kernel, globals *[]string) (string, Launch, error) {
+	g := k.Graph
+	var reds []*ir.Value
+	for _, v := range live(g) {
+		if ops.ClassOf(v.Op) == ops.Reduce {
+			reds = append(reds, v)
+		}
+	}
+	rs, err := reduceLayout(reds)
+	if err != nil {
+		return "", Launch{}, err
+	}
+	if rs.rowPattern {
+		if err := checkRowDomains(g, rs); err != nil {
+			return "", Launch{}, err
+		}
+		return rowReduce(k, rs, reds, globals)
+	}
+	return colReduce(k, rs, reds, globals)
+}
+
+// reduceLayout checks that every reduce folds the same axes of one shape and merges them into
+// [A, R, C].
+func reduceLayout(reds []*ir.Value) (reduceShape, error) {
+	first := reds[0]
+	rs := reduceShape{full: first.Args[0].Type.Shape, axes: first.Attrs.Ints("axes")}
+	for _, v := range reds[1:] {
+		if !v.Args[0].Type.Shape.Equal(rs.full) || !slices.Equal(v.Attrs.Ints("axes"), rs.axes) {
+			return rs, fmt.Errorf("reductions over different shapes or axes (%s%v and %s%v) are not a supported fusion",
+				rs.full, rs.axes, v.Args[0].Type.Shape, v.Attrs.Ints("axes"))
+		}
+	}
+	for _, v := range reds {
+		if v.Type.DType == ir.Bool {
+			return rs, fmt.Errorf("%s of bool is not supported", v.Op)
+		}
+	}
+	rank := rs.full.Rank()
+	if len(rs.axes) == 0 {
+		rs.a, rs.r, rs.c = rs.full.NumElements(), 1, 1
+		rs.rowPattern = true
+		return rs, nil
+	}
+	lo, hi := rs.axes[0], rs.axes[len(rs.axes)-1]
+	if hi-lo+1 != len(rs.axes) {
+		return rs, fmt.Errorf("a reduction over the non-adjacent axes %v is not a supported fusion", rs.axes)
+	}
+	rs.a = ir.Shape(rs.full[:lo]).NumElements()
+	rs.r = ir.Shape(rs.full[lo : hi+1]).NumElements()
+	rs.c = ir.Shape(rs.full[hi+1:]).NumElements()
+	rs.rowPattern = hi == rank-1 || rs.c == 1
+	return rs, nil
+}
+
+// reducedShapes are the shapes a per-row value may have: the kept dims, or the kept dims with
+// the reduced ones as 1 (keepdims).
+func (rs reduceShape) isRowShape(s ir.Shape) bool {
+	if s.NumElements() != rs.a {
+		return false
+	}
+	lo := rs.full.Rank()
+	if len(rs.axes) > 0 {
+		lo = rs.axes[0]
+	}
+	kept := rs.full[:lo]
+	if s.Equal(kept) {
+		return true
+	}
+	if s.Rank() != rs.full.Rank() {
+		return false
+	}
+	for i := range s {
+		if (i < lo && s[i] != kept[i]) || (i >= lo && s[i] != 1) {
+			return false
+		}
+	}
+	return true
+}
+
+// checkRowDomains makes sure every value computed from a reduction's result is used only where
+// the current row is meant: elementwise with other per-row values, reshaped between the two row
+// shapes, or broadcast back along the reduced axes.
+func checkRowDomains(g *ir.Graph, rs reduceShape) error {
+	dep := map[*ir.Value]bool{}
+	lo := rs.full.Rank()
+	if len(rs.axes) > 0 {
+		lo = rs.axes[0]
+	}
+	for _, v := range live(g) {
+		for _, a := range v.Args {
+			if dep[a] {
+				dep[v] = true
+			}
+		}
+		if ops.ClassOf(v.Op) == ops.Reduce {
+			dep[v] = true
+			continue
+		}
+		if !dep[v] {
+			continue
+		}
+		ok := false
+		switch {
+		case ops.ClassOf(v.Op) == ops.Elementwise || v.Op == "select":
+			ok = v.Type.Shape.Equal(rs.full) || rs.isRowShape(v.Type.Shape)
+		case v.Op == "reshape":
+			ok = rs.isRowShape(v.Type.Shape) && rs.isRowShape(v.Args[0].Type.Shape)
+		case v.Op == "broadcast_in_dim":
+			ok = rs.isRowShape(v.Args[0].Type.Shape) && v.Type.Shape.Equal(rs.full)
+			for i, d := range v.Attrs.Ints("dims") {
+				if i < lo && d != i {
+					ok = false
+				}
+			}
+		}
+		if !ok {
+			return fmt.Errorf("%s uses a reduction's result in a way the row template cannot follow; not a supported fusion", g.Format(v))
+		}
+	}
+	for _, o := range g.Outputs {
+		s := o.Value.Type.Shape
+		if !s.Equal(rs.full) && !rs.isRowShape(s) {
+			return fmt.Errorf("output %s %s is neither the reduced operand's shape %s nor a per-row shape", o.Name, s, rs.full)
+		}
+	}
+	return nil
+}
+
+// accumulator describes how one reduce folds: the dtype its partials are held in and the
+// binary op that combines them.
+func accumulator(v *ir.Value) (acc ir.DType, combine string, identity float64) {
+	d := v.Type.DType
+	switch v.Op {
+	case "reduce_sum":
+		combine, identity = "add", 0
+	case "reduce_prod":
+		combine, identity = "mul", 1
+	case "reduce_max":
+		combine, identity = "max", math.Inf(-1)
+	case "reduce_min":
+		combine, identity = "min", math.Inf(1)
+	}
+	switch {
+	case d.IsFloat() && (combine == "add" || combine == "mul"):
+		acc = ir.F64
+	case d.IsFloat():
+		acc = d
+	case d == ir.I64:
+		acc = ir.I64
+	default:
+		acc = ir.I32 // i8 and u8 wrap at the end, which modular arithmetic allows
+	}
+	if !acc.IsFloat() {
+		lo, hi := intLimits(d)
+		switch combine {
+		case "max":
+			identity = lo
+		case "min":
+			identity = hi
+		}
+	}
+	return acc, combine, identity
+}
+
+func intLimits(d ir.DType) (lo, hi float64) {
+	switch d {
+	case ir.I8:
+		return -128, 127
+	case ir.U8:
+		return 0, 255
+	case ir.I32:
+		return math.MinInt32, math.MaxInt32
+	}
+	return math.MinInt64, math.MaxInt64
+}
+
+// shuffleXor returns the value of lane^off for a 32- or 64-bit register.
+func (gn *gen) shuffleXor(v val, off int) val {
+	b := gn.e.b
+	x := gn.e.reg(v)
+	if classOf(v.dt) == rU64 || classOf(v.dt) == rF64 {
+		lo, hi := b.reg(rU32), b.reg(rU32)
+		b.ins("mov.b64", "{"+lo+", "+hi+"}", x)
+		b.ins("shfl.sync.bfly.b32", lo, lo, imm(off), "0x1f", "0xffffffff")
+		b.ins("shfl.sync.bfly.b32", hi, hi, imm(off), "0x1f", "0xffffffff")
+		r := b.reg(classOf(v.dt))
+		b.ins("mov.b64", r, "{"+lo+", "+hi+"}")
+		return val{v.dt, r}
+	}
+	r := b.reg(classOf(v.dt))
+	b.ins("shfl.sync.bfly.b32", r, x, imm(off), "0x1f", "0xffffffff")
+	return val{v.dt, r}
+}
+
+// accMove copies v into the accumulator register acc (a loop-carried register).
+func (gn *gen) accMove(acc string, v val) {
+	gn.e.b.ins("mov."+bits(v.dt), acc, gn.e.reg(v))
+}
+
+// sharedAccess is the ld/st type of an accumulator in shared memory (8-byte slots).
+func sharedType(d ir.DType) string {
+	switch d {
+	case ir.F64:
+		return "f64"
+	case ir.F32:
+		return "f32"
+	case ir.I64:
+		return "s64"
+	}
+	return "s32"
+}
+
+func rowBlock(r int) int {
+	t := 32
+	for t < 256 && t < r {
+		t *= 2
+	}
+	return t
+}
+
+func rowReduce(k Kernel, rs reduceShape, reds []*ir.Value, globals *[]string) (string, Launch, error) {
+	g := k.Graph
+	threads := rowBlock(rs.r)
+	warps := threads / 32
+	b := newBuilder(k.Name)
+	gn, args := header(k, b, globals)
+	part := b.sharedArray("partials", 8*warps, 8)
+	a := gn.a
+	tid, lane, warp := b.reg(rU32), b.reg(rU32), b.reg(rU32)
+	b.ins("mov.u32", tid, "%tid.x")
+	b.ins("and.b32", lane, tid, "31")
+	b.ins("shr.u32", warp, tid, "5")
+	partBase := b.reg(rU32)
+	b.ins("mov.u32", partBase, part)
+	slot := a.mad(warp, 8, partBase)
+	row := b.reg(rU32)
+	b.ins("mov.u32", row, "%ctaid.x")
+	nrows := b.reg(rU32)
+	b.ins("mov.u32", nrows, "%nctaid.x")
+	rowHead, rowDone := b.label("row"), b.label("rows_done")
+	b.place(rowHead)
+	p := b.reg(rPred)
+	b.ins("setp.ge.u32", p, row, imm(rs.a))
+	b.braIf(p, rowDone)
+	gn.bound = map[*ir.Value]func(*index) val{}
+	rowLin := a.mul(row, rs.r)
+	fullAt := func(r string) *index { return newIndexLin(rs.full, a.add(rowLin, r)) }
+	for _, red := range reds {
+		accT, combine, identity := accumulator(red)
+		b.note("%s", g.Format(red))
+		acc := b.reg(classOf(accT))
+		gn.accMove(acc, gn.e.constVal(accT, identity))
+		gn.loopFrom(tid, imm(threads), rs.r, func(r string) error {
+			x, err := gn.eval(red.Args[0], fullAt(r))
+			if err != nil {
+				return err
+			}
+			y, err := gn.e.binary(combine, val{accT, acc}, gn.e.cast(x, accT))
+			if err != nil {
+				return err
+			}
+			gn.accMove(acc, y)
+			return nil
+		})
+		total := gn.blockCombine(val{accT, acc}, combine, lane, slot, partBase, warps)
+		res := gn.e.cast(total, red.Type.DType)
+		gn.bound[red] = func(*index) val { return res }
+	}
+	// Outputs: full-shape ones element by element, per-row ones by thread 0.
+	var fullOuts, rowOuts []int
+	for i, o := range g.Outputs {
+		if o.Value.Type.Shape.Equal(rs.full) {
+			fullOuts = append(fullOuts, i)
+		} else {
+			rowOuts = append(rowOuts, i)
+		}
+	}
+	if len(fullOuts) > 0 {
+		gn.loopFrom(tid, imm(threads), rs.r, func(r string) error {
+			x := fullAt(r)
+			for _, i := range fullOuts {
+				o := g.Outputs[i]
+				v, err := gn.eval(o.Value, x)
+				if err != nil {
+					return err
+				}
+				gn.store(o.Value, gn.outPtr[i], x.getLin(a), v)
+			}
+			return nil
+		})
+	}
+	if len(rowOuts) > 0 {
+		skip := b.label("not_thread0")
+		q := b.reg(rPred)
+		b.ins("setp.ne.u32", q, tid, "0")
+		b.braIf(q, skip)
+		gn.reset()
+		for _, i := range rowOuts {
+			o := g.Outputs[i]
+			v, err := gn.eval(o.Value, newIndexLin(o.Value.Type.Shape, row))
+			if err != nil {
+				return "", Launch{}, err
+			}
+			gn.store(o.Value, gn.outPtr[i], row, v)
+		}
+		gn.reset()
+		b.place(skip)
+	}
+	b.ins("add.s32", row, row, nrows)
+	b.bra(rowHead)
+	b.place(rowDone)
+	if gn.err != nil {
+		return "", Launch{}, gn.err
+	}
+	l := Launch{Grid: [3]int{max(1, min(rs.a, maxLoopBlocks)), 1, 1}, Block: [3]int{threads, 1, 1}, Params: args}
+	return b.text(), l, nil
+}
+
+// blockCombine folds each warp with butterfly shuffles, stages the warp results in shared memory
+// and has every thread fold them in warp order, so all threads hold the same block result.
+func (gn *gen) blockCombine(acc val, combine, lane, slot, partBase string, warps int) val {
+	b := gn.e.b
+	gn.reset()
+	for off := 16; off >= 1; off /= 2 {
+		o := gn.shuffleXor(acc, off)
+		y, _ := gn.e.binary(combine, acc, o)
+		gn.accMove(acc.r, y)
+	}
+	st := sharedType(acc.dt)
+	first := b.reg(rPred)
+	b.ins("setp.eq.u32", first, lane, "0")
+	b.guarded(first, "st.shared."+st, "["+slot+"]", acc.r)
+	b.ins("bar.sync", "0")
+	total := val{acc.dt, b.reg(classOf(acc.dt))}
+	b.ins("ld.shared."+st, total.r, "["+partBase+"]")
+	for w := 1; w < warps; w++ {
+		x := b.reg(classOf(acc.dt))
+		b.ins("ld.shared."+st, x, fmt.Sprintf("[%s+%d]", partBase, 8*w))
+		y, _ := gn.e.binary(combine, total, val{acc.dt, x})
+		total = y
+	}
+	b.ins("bar.sync", "0") // the next reduce reuses the slots
+	gn.reset()
+	return total
+}
+
+func colReduce(k Kernel, rs reduceShape, reds []*ir.Value, globals *[]string) (string, Launch, error) {
+	return "", Launch{}, fmt.Errorf("column reductions (axes %v of %s) are not supported yet", rs.axes, rs.full)
+}

@@ -1,0 +1,97 @@
+package ptx
+
+import (
+	"fmt"
+	"testing"
+)
+
+var reduceCases = []struct{ name, src string }{
+	{"sum_rows", `graph g {
+  input %x : f32[M,N]
+  %0 = reduce_sum(%x) {axes=[1]} : f32[M]
+  output y = %0
+}`},
+	{"max_rows_keepdims", `graph g {
+  input %x : f32[M,N]
+  %0 = reduce_max(%x) {axes=[1], keepdims=true} : f32[M,1]
+  output y = %0
+}`},
+	{"sum_all", `graph g {
+  input %x : f32[M,N]
+  %0 = reduce_sum(%x) {axes=[0,1]} : f32[]
+  output y = %0
+}`},
+	{"mean_of_squares", `graph g {
+  input %x : f32[M,N]
+  %0 = mul(%x, %x) : f32[M,N]
+  %1 = reduce_sum(%0) {axes=[1]} : f32[M]
+  %2 = constant() {dtype=f32, shape=[M], value=[0.25]} : f32[M]
+  %3 = mul(%1, %2) : f32[M]
+  output y = %3
+}`},
+	{"softmax", `graph g {
+  input %x : f32[M,N]
+  %0 = reduce_max(%x) {axes=[1]} : f32[M]
+  %1 = broadcast_in_dim(%0) {dims=[0], shape=[M,N]} : f32[M,N]
+  %2 = sub(%x, %1) : f32[M,N]
+  %3 = exp(%2) : f32[M,N]
+  %4 = reduce_sum(%3) {axes=[1]} : f32[M]
+  %5 = broadcast_in_dim(%4) {dims=[0], shape=[M,N]} : f32[M,N]
+  %6 = div(%3, %5) : f32[M,N]
+  output y = %6
+}`},
+	{"layernorm", `graph g {
+  input %x : f32[M,N]
+  param %gamma : f32[N]
+  param %beta : f32[N]
+  %0 = reduce_sum(%x) {axes=[1], keepdims=true} : f32[M,1]
+  %1 = constant() {dtype=f32, shape=[M,1], value=[RECIP]} : f32[M,1]
+  %2 = mul(%0, %1) : f32[M,1]
+  %3 = broadcast_in_dim(%2) {dims=[0,1], shape=[M,N]} : f32[M,N]
+  %4 = sub(%x, %3) : f32[M,N]
+  %5 = mul(%4, %4) : f32[M,N]
+  %6 = reduce_sum(%5) {axes=[1], keepdims=true} : f32[M,1]
+  %7 = mul(%6, %1) : f32[M,1]
+  %8 = constant() {dtype=f32, shape=[M,1], value=[1e-5]} : f32[M,1]
+  %9 = add(%7, %8) : f32[M,1]
+  %10 = rsqrt(%9) : f32[M,1]
+  %11 = broadcast_in_dim(%10) {dims=[0,1], shape=[M,N]} : f32[M,N]
+  %12 = mul(%4, %11) : f32[M,N]
+  %13 = broadcast_in_dim(%gamma) {dims=[1], shape=[M,N]} : f32[M,N]
+  %14 = broadcast_in_dim(%beta) {dims=[1], shape=[M,N]} : f32[M,N]
+  %15 = mul(%12, %13) : f32[M,N]
+  %16 = add(%15, %14) : f32[M,N]
+  output y = %16
+}`},
+	{"int_min_rows", `graph g {
+  input %x : i8[M,N]
+  %0 = reduce_min(%x) {axes=[1]} : i8[M]
+  %1 = reduce_sum(%x) {axes=[1]} : i8[M]
+  output lo = %0
+  output s = %1
+}`},
+	{"f16_prod", `graph g {
+  input %x : f16[M,N]
+  %0 = reduce_prod(%x) {axes=[1]} : f16[M]
+  output y = %0
+}`},
+}
+
+var reduceShapes = [][2]int{{1, 1}, {3, 5}, {7, 32}, {5, 300}, {200, 33}, {2, 3000}}
+
+func TestReductions(t *testing.T) {
+	for _, c := range reduceCases {
+		for _, s := range reduceShapes {
+			m, n := s[0], s[1]
+			t.Run(fmt.Sprintf("%s_%dx%d", c.name, m, n), func(t *testing.T) {
+				src := instantiate(replaceAll(c.src, "RECIP", fmt.Sprint(1/float64(n))), m, n)
+				g := parse(t, src)
+				scale := 3.0
+				if c.name == "f16_prod" {
+					scale = 1.2
+				}
+				checkKernel(t, Kernel{Name: "k_" + c.name, Graph: g}, inputsFor(g, uint64(m+n), scale), false)
+			})
+		}
+	}
+}
