@@ -1025,6 +1025,7 @@ func (d *decoder) call() error {
 		return errAt(fname.Pos, "cannot call kernel %s", fname.Name)
 	}
 	in.callee = callee
+	var sizes []int
 	for _, list := range [][]ptx.Operand{params, rets} {
 		for _, a := range list {
 			s, ok := d.ld.lookup(a.Name)
@@ -1032,6 +1033,7 @@ func (d *decoder) call() error {
 				return errAt(a.Pos, "call operand %s must be a .param variable", a)
 			}
 			in.args = append(in.args, s.addr)
+			sizes = append(sizes, s.size)
 		}
 	}
 	in.n, in.nret = uint8(len(params)), len(rets)
@@ -1046,6 +1048,11 @@ func (d *decoder) call() error {
 		}
 		if callee == fn {
 			return errAt(pos, "recursive call to %s is not supported", callee.name)
+		}
+		for i, p := range append(append([]param{}, callee.params...), callee.rets...) {
+			if sizes[i] != p.Size {
+				return errAt(pos, "call to %s: operand %d has %d bytes, parameter %s has %d", callee.name, i, sizes[i], p.Name, p.Size)
+			}
 		}
 		return nil
 	})
@@ -1396,13 +1403,7 @@ func (d *decoder) mma() error {
 		return fmt.Errorf("unsupported shape")
 	}
 	ts := d.o.types()
-	// .dtype.atype.btype.ctype; f16 forms may write just .dtype.ctype.
-	if len(ts) == 2 && ts[0] != tF32 && ts[1] != tF32 {
-		ts = []ptype{ts[0], tF16, tF16, ts[1]}
-	}
-	if len(ts) == 2 {
-		ts = []ptype{ts[0], tF16, tF16, ts[1]}
-	}
+	// .dtype.atype.btype.ctype
 	if len(ts) != 4 || ts[1] != ts[2] {
 		return fmt.Errorf("bad types")
 	}

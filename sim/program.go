@@ -204,6 +204,7 @@ func (e *SyntaxError) Error() string { return fmt.Sprintf("%d:%d: %s", e.Line, e
 type sym struct {
 	sp   space
 	addr int64
+	size int // bytes, for checking call arguments
 }
 
 type regInfo struct {
@@ -288,17 +289,17 @@ func (ld *loader) vars() error {
 			}
 			a.rdonly = v.Space == "const"
 			ld.m.globals[v.Name] = a
-			ld.syms[v.Name] = sym{spGlobal, int64(a.addr)}
+			ld.syms[v.Name] = sym{spGlobal, int64(a.addr), v.Size()}
 		case "shared":
 			if len(v.Dims) > 0 && v.Dims[0] == 0 {
-				ld.syms[v.Name] = sym{spShared, -1} // dynamic: placed after the kernel's static shared memory
+				ld.syms[v.Name] = sym{spShared, -1, 0} // dynamic: placed after the kernel's static shared memory
 				continue
 			}
 			if v.Size() < 0 || v.Size() > maxSharedBytes {
 				return errAt(v.Pos, "shared variable %s is too large", v.Name)
 			}
 			off := alignUp(int64(ld.m.shared), int64(v.Alignment()))
-			ld.syms[v.Name] = sym{spShared, off}
+			ld.syms[v.Name] = sym{spShared, off, v.Size()}
 			ld.m.shared = int(off) + v.Size()
 		default:
 			return errAt(v.Pos, "module-scope .%s variable %s is not supported", v.Space, v.Name)
@@ -399,7 +400,7 @@ func (ld *loader) function(f *ptx.Func) error {
 		if sp == spLocal {
 			base = fn.frame
 		}
-		ld.fsyms[v.Name] = sym{sp, base + *off}
+		ld.fsyms[v.Name] = sym{sp, base + *off, sz}
 		*off += int64(sz)
 		return p, nil
 	}
@@ -443,14 +444,14 @@ func (ld *loader) function(f *ptx.Func) error {
 				return errAt(v.Pos, ".shared variables inside a .func are not supported")
 			}
 			if len(v.Dims) > 0 && v.Dims[0] == 0 {
-				ld.fsyms[v.Name] = sym{spShared, -1}
+				ld.fsyms[v.Name] = sym{spShared, -1, 0}
 				continue
 			}
 			if v.Size() < 0 || v.Size() > maxSharedBytes {
 				return errAt(v.Pos, "shared variable %s is too large", v.Name)
 			}
 			off := alignUp(int64(fn.shared), int64(v.Alignment()))
-			ld.fsyms[v.Name] = sym{spShared, off}
+			ld.fsyms[v.Name] = sym{spShared, off, v.Size()}
 			fn.shared = int(off) + v.Size()
 		default:
 			return errAt(v.Pos, ".%s variable inside a function is not supported", v.Space)
