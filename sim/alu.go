@@ -21,6 +21,19 @@ func scalarFmt(t ptype) ffmt {
 	return fmtF32
 }
 
+// fval decodes a float of type t, with no flushing.
+func fval(t ptype, b uint64) float64 {
+	switch t {
+	case tF64:
+		return f64(b)
+	case tF32, tTF32:
+		return f32(b)
+	case tBF16, tBF16x2:
+		return bf16(b)
+	}
+	return f16(b)
+}
+
 func fin(in *inst, t ptype, b uint64) float64 {
 	switch t {
 	case tF64:
@@ -40,7 +53,11 @@ func fin(in *inst, t ptype, b uint64) float64 {
 }
 
 func fout(in *inst, t ptype, x float64) uint64 {
-	if in.sat {
+	return foutMode(t, x, in.rnd, in.ftz, in.sat)
+}
+
+func foutMode(t ptype, x float64, rnd rmode, ftz, sat bool) uint64 {
+	if sat {
 		switch {
 		case x != x || x <= 0:
 			x = 0
@@ -52,14 +69,14 @@ func fout(in *inst, t ptype, x float64) uint64 {
 	case tF64:
 		return math.Float64bits(x)
 	case tF32:
-		r := toF32(x, in.rnd)
-		if in.ftz {
+		r := toF32(x, rnd)
+		if ftz {
 			r = ftz32(r)
 		}
 		return r
 	}
-	r := encode(x, scalarFmt(t), in.rnd)
-	if in.ftz && t != tBF16 && t != tBF16x2 && r&0x7C00 == 0 {
+	r := encode(x, scalarFmt(t), rnd)
+	if ftz && t != tBF16 && t != tBF16x2 && r&0x7C00 == 0 {
 		r &= 0x8000
 	}
 	return r
@@ -613,7 +630,11 @@ func cvtFn(dst, src ptype) aluFn {
 			}
 			return intToFloat(a, src.signed(), src.size(), scalarFmt(dst), in.rnd)
 		}
+		// .ftz in cvt concerns f32 operands only.
 		x := fin(in, src, a)
+		if src != tF32 {
+			x = fval(src, a)
+		}
 		if !dst.isFloat() {
 			v := floatToInt(x, dst.signed(), dst.size(), in.rnd)
 			if dst.signed() {
@@ -625,14 +646,14 @@ func cvtFn(dst, src ptype) aluFn {
 			x = roundInt(x, in.rnd)
 		}
 		if dst == tF64 {
-			return fout(in, dst, x)
+			return math.Float64bits(x)
 		}
 		if dst == tTF32 {
 			r := encode(x, fmtTF32, in.rnd)
 			// tf32 is stored as f32 bits with the low 13 mantissa bits zero.
 			return (r>>18&1)<<31 | (r>>10&0xFF)<<23 | (r&0x3FF)<<13
 		}
-		return fout(in, dst, x)
+		return foutMode(dst, x, in.rnd, in.ftz && dst == tF32, in.sat)
 	}
 }
 

@@ -273,6 +273,10 @@ var opCases = []opCase{
 	c32("cvt.rmi.f32.f32 %d, %a", 0xC0400000, fb(-2.5)),
 	c32("cvt.sat.f32.f32 %d, %a", one32, fb(7)),
 	c32("cvt.ftz.f32.f32 %d, %a", 0x80000000, 0x80000001),
+	{"cvt.ftz.f32.f16 %d, %a", "b32", []string{"b16"}, []uint64{0x0001}, 0x33800000}, // .ftz is about f32 subnormals
+	{"cvt.rn.ftz.f16.f32 %d, %a", "b16", b32s(1), []uint64{fb(0x1p-24)}, 0x0001},
+	{"cvt.rn.ftz.f16.f32 %d, %a", "b16", b32s(1), []uint64{1}, 0x0000}, // the f32 input is subnormal
+	c32("cvt.sat.f32.f16 %d, %a", one32, 0x4000),
 	c32("cvt.sat.u8.s32 %d, %a", 0, s32(-5)),
 	c32("cvt.sat.u8.s32 %d, %a", 255, 300),
 	c32("cvt.sat.s8.s32 %d, %a", 0xFFFFFF80, s32(-300)),
