@@ -331,3 +331,91 @@ func TestCpAsync(t *testing.T) {
 	mustErr(t, err, "memcheck", "uninitialized shared load", "line 23")
 	t.Run("ptxas", func(t *testing.T) { assembles(t, good) })
 }
+
+// TestLdmatrixLayouts checks every ldmatrix form against the ISA's
+// description: lane 8i+r supplies the address of row r of matrix i; lane t
+// receives elements (t/4, 2(t%4)) and (t/4, 2(t%4)+1) of each matrix, or of
+// its transpose with .trans. Rows are given in reverse order to show that
+// each row comes from its own address.
+func TestLdmatrixLayouts(t *testing.T) {
+	for _, n := range []int{1, 2, 4} {
+		for _, trans := range []bool{false, true} {
+			name := fmt.Sprintf("x%d", n)
+			tr := ""
+			if trans {
+				name += ".trans"
+				tr = ".trans"
+			}
+			t.Run(name, func(t *testing.T) {
+				var regs []string
+				for i := 0; i < n; i++ {
+					regs = append(regs, fmt.Sprintf("%%r%d", 10+i))
+				}
+				src := kernel(".param .u64 in, .param .u64 out", fmt.Sprintf(`
+	.shared .align 16 .b8 s[512];
+	.reg .b32 %%r<20>;
+	.reg .b64 %%rd<6>;
+	ld.param.u64 %%rd1, [in];
+	ld.param.u64 %%rd2, [out];
+	mov.u32 %%r1, %%tid.x;
+	mul.wide.u32 %%rd3, %%r1, 16;
+	add.s64 %%rd4, %%rd1, %%rd3;
+	ld.global.v4.u32 {%%r2, %%r3, %%r4, %%r5}, [%%rd4];
+	mov.u32 %%r6, s;
+	shl.b32 %%r7, %%r1, 4;
+	add.u32 %%r7, %%r6, %%r7;
+	st.shared.v4.u32 [%%r7], {%%r2, %%r3, %%r4, %%r5};
+	bar.sync 0;
+	// lane 8i+r points at row 7-r of matrix i (matrix i is rows 8i..8i+7)
+	and.b32 %%r8, %%r1, 7;
+	sub.u32 %%r8, 7, %%r8;
+	and.b32 %%r9, %%r1, 24;
+	add.u32 %%r8, %%r8, %%r9;
+	shl.b32 %%r8, %%r8, 4;
+	add.u32 %%r8, %%r6, %%r8;
+	ldmatrix.sync.aligned.m8n8.x%d%s.shared.b16 {%s}, [%%r8];
+	mul.wide.u32 %%rd3, %%r1, %d;
+	add.s64 %%rd5, %%rd2, %%rd3;
+%s`, n, tr, strings.Join(regs, ", "), 4*n, storeRegs(regs)))
+				dev := NewDevice()
+				in := make([]byte, 512)
+				for m := 0; m < 4; m++ {
+					for r := 0; r < 8; r++ {
+						for c := 0; c < 8; c++ {
+							binary.LittleEndian.PutUint16(in[(8*m+r)*16+2*c:], uint16(m*64+r*8+c))
+						}
+					}
+				}
+				din := upload(t, dev, in)
+				out, _ := dev.Alloc(32 * 4 * n)
+				if _, err := load(t, dev, src).Launch("k", grid(1, 32), din, out); err != nil {
+					t.Fatal(err)
+				}
+				got := download(t, dev, out, 32*4*n)
+				for lane := 0; lane < 32; lane++ {
+					for m := 0; m < n; m++ {
+						for j := 0; j < 2; j++ {
+							r, c := lane/4, 2*(lane%4)+j
+							if trans {
+								r, c = c, r
+							}
+							want := uint16(m*64 + (7-r)*8 + c) // row r was read from the address of row 7-r
+							if g := binary.LittleEndian.Uint16(got[(lane*n+m)*4+2*j:]); g != want {
+								t.Fatalf("lane %d matrix %d element %d: got %d, want %d", lane, m, j, g, want)
+							}
+						}
+					}
+				}
+				assembles(t, src)
+			})
+		}
+	}
+}
+
+func storeRegs(regs []string) string {
+	var b strings.Builder
+	for i, r := range regs {
+		fmt.Fprintf(&b, "\tst.global.b32 [%%rd5+%d], %s;\n", 4*i, r)
+	}
+	return b.String()
+}
