@@ -239,3 +239,25 @@ func indexOf(s, sub string) int {
 	}
 	return -1
 }
+
+func TestMemcheckUninitializedLocal(t *testing.T) {
+	body := `
+	.local .align 4 .b8 depot[16];
+	.reg .b32 %r<3>;
+	.reg .b64 %rd<3>;
+	ld.param.u64 %rd1, [p];
+	mov.u32 %r1, %tid.x;
+	st.local.u32 [depot], %r1;
+	ld.local.u32 %r2, [depot+OFF];
+	st.global.u32 [%rd1], %r2;`
+	bad := kernel(".param .u64 p", replace(body, "OFF", "4"))
+	good := kernel(".param .u64 p", replace(body, "OFF", "0"))
+	dev := NewDevice()
+	out, _ := dev.Alloc(4)
+	_, err := load(t, dev, bad).Launch("k", grid(1, 1), out)
+	mustErr(t, err, "memcheck", "uninitialized local load: local byte 0x4 was never written", "line 13")
+	if _, err := load(t, dev, good).Launch("k", grid(1, 1), out); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("ptxas", func(t *testing.T) { assembles(t, bad) })
+}

@@ -28,7 +28,7 @@
 // windows, which cvta and cvta.to translate.
 //
 // Checks (on unless Config.NoCheck): out-of-bounds and misaligned accesses
-// in every space, reads of never-written global and shared bytes, shared
+// in every space, reads of never-written global, shared and local bytes, shared
 // memory races between warps within one barrier interval, barriers only part
 // of a block reaches, and warp collectives (shfl, vote, match, ldmatrix, mma)
 // executed by a diverged warp. Failures are *Error values naming the
@@ -52,7 +52,8 @@
 //
 // Racecheck compares accesses of different warps only: the lanes of one
 // warp run in lockstep here, so their order is fixed. Uninitialized-read
-// tracking covers global and shared memory, not local memory or registers.
+// tracking covers global, shared and local memory (parameters passed to a
+// .func carry their state), not registers.
 //
 // Concurrency: one launch at a time per Device; do not allocate, free or
 // copy during a launch. Blocks of a launch run in parallel, so results of

@@ -21,6 +21,7 @@ type block struct {
 	race   raceShadow
 	epoch  uint32
 	local  []byte
+	linit  []byte // local bytes written, when checking
 	bars   [16]barrier
 	stats  Stats
 	last   *allocation // most recently used global allocation
@@ -83,6 +84,9 @@ func newBlock(l *launch) *block {
 		b.race.init(l.shared)
 	}
 	b.local = make([]byte, int(l.m.frameSize)*b.nthr)
+	if l.check {
+		b.linit = make([]byte, len(b.local))
+	}
 	return b
 }
 
@@ -101,6 +105,7 @@ func (b *block) run(idx int) error {
 	}
 	b.epoch = 1
 	clear(b.local)
+	clear(b.linit)
 	for i := range b.bars {
 		b.bars[i] = barrier{waiting: b.bars[i].waiting[:0]}
 	}
@@ -521,7 +526,6 @@ func (w *warp) call(in *inst, pc int32, mask, exec uint32) error {
 		return nil
 	}
 	callee := in.callee
-	frame := int(w.b.m.frameSize)
 	for m := exec; m != 0; m &= m - 1 {
 		l := bits.TrailingZeros32(m)
 		for _, ret := range w.stack[l] {
@@ -533,9 +537,8 @@ func (w *warp) call(in *inst, pc int32, mask, exec uint32) error {
 			return w.fail(in, l, "error", "call stack overflow")
 		}
 		w.stack[l] = append(w.stack[l], pc)
-		loc := w.b.local[(w.id*32+l)*frame:]
 		for i, p := range callee.params {
-			copy(loc[callee.frame+p.off:callee.frame+p.off+int64(p.Size)], loc[in.args[i]:])
+			w.frameCopy(l, callee.frame+p.off, in.args[i], p.Size)
 		}
 	}
 	w.goTo(exec, callee.start)
@@ -548,8 +551,17 @@ func (w *warp) call(in *inst, pc int32, mask, exec uint32) error {
 	return nil
 }
 
+// frameCopy copies n bytes within lane's local memory (parameter passing),
+// with their written-or-not state.
+func (w *warp) frameCopy(lane int, dst, src int64, n int) {
+	base := int64(w.id*32+lane) * w.b.m.frameSize
+	copy(w.b.local[base+dst:base+dst+int64(n)], w.b.local[base+src:base+src+int64(n)])
+	if w.b.linit != nil {
+		copy(w.b.linit[base+dst:base+dst+int64(n)], w.b.linit[base+src:base+src+int64(n)])
+	}
+}
+
 func (w *warp) ret(in *inst, pc int32, mask, exec uint32) error {
-	frame := int(w.b.m.frameSize)
 	w.materialize()
 	for m := mask; m != 0; m &= m - 1 {
 		l := bits.TrailingZeros32(m)
@@ -563,11 +575,9 @@ func (w *warp) ret(in *inst, pc int32, mask, exec uint32) error {
 		}
 		call := &w.b.prog[st[len(st)-1]]
 		w.stack[l] = st[:len(st)-1]
-		loc := w.b.local[(w.id*32+l)*frame:]
 		f := call.callee
 		for j, r := range f.rets {
-			dst := call.args[int(call.n)+j]
-			copy(loc[dst:dst+int64(r.Size)], loc[f.frame+r.off:])
+			w.frameCopy(l, call.args[int(call.n)+j], f.frame+r.off, r.Size)
 		}
 		w.pc[l] = st[len(st)-1] + 1
 	}

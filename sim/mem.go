@@ -153,6 +153,21 @@ func (w *warp) access(in *inst, sp space, addr uint64, n int, lane int, kind uin
 			return nil, w.fail(in, lane, "memcheck", "out-of-bounds local %s of %d bytes at local offset %#x (thread has %d bytes)", verb, n, addr, fs)
 		}
 		base := uint64(w.id*32+lane) * fs
+		if b.linit != nil {
+			init := b.linit[base+addr : base+addr+uint64(n)]
+			if kind != accWrite {
+				for i, v := range init {
+					if v == 0 {
+						return nil, w.fail(in, lane, "memcheck", "uninitialized local %s: local byte %#x was never written", verb, addr+uint64(i))
+					}
+				}
+			}
+			if kind != accRead {
+				for i := range init {
+					init[i] = 1
+				}
+			}
+		}
 		return b.local[base+addr : base+addr+uint64(n)], nil
 	case spKParam:
 		if kind != accRead {
