@@ -30,6 +30,7 @@ type allocation struct {
 	data   []byte
 	init   []byte
 	name   string // module variable name, or ""
+	label  string // what the host says this buffer is, for messages
 	rdonly bool
 }
 
@@ -38,6 +39,9 @@ func (a *allocation) end() uint64 { return a.addr + uint64(len(a.data)) }
 func (a *allocation) String() string {
 	if a.name != "" {
 		return fmt.Sprintf("variable %s [%#x, +%d)", a.name, a.addr, len(a.data))
+	}
+	if a.label != "" {
+		return fmt.Sprintf("allocation #%d (%s) [%#x, +%d)", a.id, a.label, a.addr, len(a.data))
 	}
 	return fmt.Sprintf("allocation #%d [%#x, +%d)", a.id, a.addr, len(a.data))
 }
@@ -204,4 +208,18 @@ func (d *Device) Allocated() int64 {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return int64(d.total)
+}
+
+// Label names the allocation starting at addr in check messages, e.g. after
+// the kernel parameter or file it holds.
+func (d *Device) Label(addr uint64, label string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, a := range d.allocs {
+		if a.addr == addr && a.name == "" {
+			a.label = label
+			return nil
+		}
+	}
+	return fmt.Errorf("sim: label of %#x, which is not the start of an allocation", addr)
 }

@@ -248,6 +248,7 @@ func makeArg(dev *sim.Device, spec string, p sim.Param) (any, *output, error) {
 		if err := dev.Write(addr, a.Data); err != nil {
 			return nil, nil, err
 		}
+		dev.Label(addr, p.Name+" = "+val)
 		return addr, nil, nil
 	case "out":
 		if err := needPtr(); err != nil {
@@ -273,6 +274,7 @@ func makeArg(dev *sim.Device, spec string, p sim.Param) (any, *output, error) {
 		if err != nil {
 			return nil, nil, err
 		}
+		dev.Label(addr, p.Name+" = out "+name)
 		return addr, &output{name, dtype, n, addr}, nil
 	}
 	var bits uint64

@@ -116,7 +116,7 @@ func TestErrors(t *testing.T) {
 		{args4("in="+small, "in="+small, "out=c:f32:4", "u32=3", "u32=3"), "takes 4 parameters, 5 --arg given"},
 		// A check: n = 32 reads past the 3-element inputs.
 		{args4("in="+small, "in="+small, "out=c:f32:32", "u32=32"), "memcheck: kernel vadd, line"},
-		{args4("in="+small, "in="+small, "out=c:f32:4", "u32=4"), "out-of-bounds global load of 4 bytes"},
+		{args4("in="+small, "in="+small, "out=c:f32:4", "u32=4"), "out-of-bounds global load of 4 bytes at 0x10000000000c: 0 bytes past the end of allocation #1 (vadd_param_0 = " + small + ")"},
 	} {
 		code, _, stderr := runCLI(c.args...)
 		if code != 1 {
