@@ -34,6 +34,7 @@ type builder struct {
 	shared  []string // ".shared" declarations inside the entry
 	regs    [numRegClasses]int
 	labels  int
+	perf    string // performance directives between the parameter list and the body
 	body    strings.Builder
 }
 
@@ -105,7 +106,11 @@ func (b *builder) text() string {
 		}
 		s.WriteString("\n\t" + p)
 	}
-	s.WriteString("\n)\n{\n")
+	s.WriteString("\n)\n")
+	if b.perf != "" {
+		s.WriteString(b.perf + "\n")
+	}
+	s.WriteString("{\n")
 	for _, sh := range b.shared {
 		s.WriteString("\t" + sh + "\n")
 	}

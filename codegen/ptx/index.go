@@ -69,6 +69,14 @@ func (a ia) sub(x, y string) string {
 	return r
 }
 
+// reg returns s as a register, moving an immediate into one.
+func (a ia) reg(s string) string {
+	if !isImm(s) {
+		return s
+	}
+	return a.mov(s)
+}
+
 func (a ia) mov(s string) string {
 	r := a.b.reg(rU32)
 	a.b.ins("mov.u32", r, s)

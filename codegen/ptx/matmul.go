@@ -1,0 +1,395 @@
+package ptx
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ops"
+)
+
+// The f32 matmul template: C[b] = A[b]·B[b] for any dot_general with one (or mergeable)
+// contracting dim and at most one (or mergeable) free dim per side, with the kernel's other ops
+// as an epilogue applied to each accumulator in registers before its single store.
+//
+// A block computes a 128×128 tile of C with 256 threads, each an 8×8 register block (rows
+// ty·4+i and 64+ty·4+i, columns alike, so a warp's 128-bit shared loads are contiguous). K
+// advances in steps of 8 through two shared-memory buffers filled by cp.async (4-byte copies,
+// zero-filled outside the matrix), so the copy of step k+1 overlaps the FMAs of step k. Shared
+// rows are padded by 4 floats, which keeps the transposing stores free of bank conflicts.
+const (
+	mmBM, mmBN, mmBK = 128, 128, 8
+	mmThreads        = 256
+	mmPad            = 4
+)
+
+// operandLayout addresses one dot operand as [batch...][free][k] through element strides.
+type operandLayout struct {
+	v            *ir.Value
+	batchStrides []int
+	free, freeSt int // merged free dim (size 1 if none)
+	k, kSt       int
+}
+
+// mergeDims merges dims (positions into shape) that are adjacent and ascending into one dim.
+func mergeDims(shape ir.Shape, pos []int) (size, stride int, ok bool) {
+	st := shape.Strides()
+	if len(pos) == 0 {
+		return 1, 0, true
+	}
+	size = 1
+	for i, p := range pos {
+		if i > 0 && p != pos[i-1]+1 {
+			return 0, 0, false
+		}
+		size *= shape[p]
+	}
+	return size, st[pos[len(pos)-1]], true
+}
+
+func layoutOf(v *ir.Value, batch, contract []int) (operandLayout, error) {
+	s := v.Type.Shape
+	st := s.Strides()
+	l := operandLayout{v: v}
+	for _, d := range batch {
+		l.batchStrides = append(l.batchStrides, st[d])
+	}
+	var free []int
+	for d := range s.Rank() {
+		if !slices.Contains(batch, d) && !slices.Contains(contract, d) {
+			free = append(free, d)
+		}
+	}
+	var ok bool
+	if l.free, l.freeSt, ok = mergeDims(s, free); !ok {
+		return l, fmt.Errorf("dot_general operand %s: free dims %v are not adjacent", s, free)
+	}
+	if l.k, l.kSt, ok = mergeDims(s, contract); !ok {
+		return l, fmt.Errorf("dot_general operand %s: contracting dims %v are not adjacent and ascending", s, contract)
+	}
+	return l, nil
+}
+
+func matmulKernel(k Kernel, t Target, globals *[]string) (string, Launch, error) {
+	g := k.Graph
+	var dot *ir.Value
+	for _, v := range live(g) {
+		if v.Op == "dot_general" {
+			dot = v
+		}
+	}
+	if dot.Type.DType != ir.F32 {
+		return "", Launch{}, fmt.Errorf("dot_general on %s is not supported yet (f32 only)", dot.Type.DType)
+	}
+	for _, a := range dot.Args {
+		if a.Op != ir.OpInput && a.Op != ir.OpParam {
+			return "", Launch{}, fmt.Errorf("dot_general operand %s is computed inside the kernel; only inputs and params are a supported fusion", g.Format(a))
+		}
+	}
+	// Epilogue: everything but the dot and what feeds it must be elementwise-computable at the
+	// dot's element index, and every output has the dot's shape.
+	for _, v := range live(g) {
+		if v == dot || v.Op == ir.OpInput || v.Op == ir.OpParam {
+			continue
+		}
+		if slices.Contains(dot.Args, v) {
+			continue
+		}
+		if c := ops.ClassOf(v.Op); c == ops.Contraction || c == ops.Reduce {
+			return "", Launch{}, fmt.Errorf("%s after a matmul is not a supported fusion", v.Op)
+		}
+	}
+	for _, o := range g.Outputs {
+		if !o.Value.Type.Shape.Equal(dot.Type.Shape) {
+			return "", Launch{}, fmt.Errorf("output %s %s does not have the matmul's shape %s", o.Name, o.Value.Type.Shape, dot.Type.Shape)
+		}
+	}
+	lb, rb := dot.Attrs.Ints("lhs_batch"), dot.Attrs.Ints("rhs_batch")
+	lhs, err := layoutOf(dot.Args[0], lb, dot.Attrs.Ints("lhs_contract"))
+	if err != nil {
+		return "", Launch{}, err
+	}
+	rhs, err := layoutOf(dot.Args[1], rb, dot.Attrs.Ints("rhs_contract"))
+	if err != nil {
+		return "", Launch{}, err
+	}
+	batch := 1
+	var batchShape ir.Shape
+	for _, d := range lb {
+		batch *= dot.Args[0].Type.Shape[d]
+		batchShape = append(batchShape, dot.Args[0].Type.Shape[d])
+	}
+	if batch > 65535 {
+		return "", Launch{}, fmt.Errorf("a batch of %d matmuls exceeds the grid's z limit", batch)
+	}
+	mm := &matmul{gen: nil, M: lhs.free, N: rhs.free, K: lhs.k, lhs: lhs, rhs: rhs, dot: dot, batchShape: batchShape}
+	b := newBuilder(k.Name)
+	// Two blocks per SM (25% occupancy) caps registers at 128 per thread.
+	b.perf = fmt.Sprintf(".maxntid %d, 1, 1\n.minnctapersm 2", mmThreads)
+	gn, args := header(k, b, globals)
+	mm.gen = gn
+	if err := mm.emit(); err != nil {
+		return "", Launch{}, err
+	}
+	l := Launch{Grid: [3]int{ceilDiv(mm.N, mmBN), ceilDiv(mm.M, mmBM), batch}, Block: [3]int{mmThreads, 1, 1}, Params: args}
+	return b.text(), l, nil
+}
+
+type matmul struct {
+	*gen
+	M, N, K    int
+	lhs, rhs   operandLayout
+	dot        *ir.Value
+	batchShape ir.Shape
+}
+
+// rowOf is the tile row (or column) of register i of a thread at position p in its 16×16 grid.
+func tileOffset(p string, i int, a ia) string {
+	return a.add(a.mul(p, 4), imm((i/4)*64+i%4))
+}
+
+func (mm *matmul) emit() error {
+	b, a := mm.e.b, mm.a
+	const aBytes = mmBK * (mmBM + mmPad) * 4
+	const bBytes = mmBK * (mmBN + mmPad) * 4
+	sA := b.sharedArray("tileA", 2*aBytes, 16)
+	sB := b.sharedArray("tileB", 2*bBytes, 16)
+	tid, bx, by, bz := b.reg(rU32), b.reg(rU32), b.reg(rU32), b.reg(rU32)
+	b.ins("mov.u32", tid, "%tid.x")
+	b.ins("mov.u32", bx, "%ctaid.x")
+	b.ins("mov.u32", by, "%ctaid.y")
+	b.ins("mov.u32", bz, "%ctaid.z")
+	tx, ty := b.reg(rU32), b.reg(rU32)
+	b.ins("and.b32", tx, tid, "15")
+	b.ins("shr.u32", ty, tid, "4")
+	m0, n0 := a.mul(by, mmBM), a.mul(bx, mmBN)
+	// Batch: coordinates of blockIdx.z, and each operand's element offset.
+	bidx := newIndexLin(mm.batchShape, bz)
+	offA, offB := "0", "0"
+	for i := range mm.batchShape {
+		c := bidx.getCoord(a, i)
+		offA = a.mad(c, mm.lhs.batchStrides[i], offA)
+		offB = a.mad(c, mm.rhs.batchStrides[i], offB)
+	}
+	baseA, baseB := mm.ptr[mm.lhs.v], mm.ptr[mm.rhs.v]
+	if offA != "0" {
+		baseA = mm.elemAddr(baseA, offA)
+	}
+	if offB != "0" {
+		baseB = mm.elemAddr(baseB, offB)
+	}
+	shA, shB := b.reg(rU32), b.reg(rU32)
+	b.ins("mov.u32", shA, sA)
+	b.ins("mov.u32", shB, sB)
+
+	// Each thread copies 4 elements of each tile per step. The thread→element map follows the
+	// operand's contiguous dim, so a warp's copies are coalesced; copy i sits at constant
+	// distances (df, dk) from the thread's first one, so only a pointer, a shared offset and the
+	// first coordinates stay live through the loop.
+	type side struct {
+		l           operandLayout
+		rows, nFree int
+		f0, kq      string // the thread's first copy: free and k coordinates in the tile
+		df, dk      [4]int
+		ptr         string // global address of the first copy at the current k step
+		base        string // the operand's first element: a safe address for empty copies
+		sh          string // shared byte offset of the first copy in buffer 0
+		bufBytes    int
+	}
+	mkSide := func(l operandLayout, rows, nFree int, f0tile, shBase, base string, bufBytes int) *side {
+		sd := &side{l: l, rows: rows, nFree: nFree, bufBytes: bufBytes, base: base}
+		if l.kSt == 1 && l.freeSt != 1 {
+			sd.f0, sd.kq = a.add(f0tile, a.div(tid, mmBK)), a.rem(tid, mmBK)
+			for i := range 4 {
+				sd.df[i] = i * mmThreads / mmBK
+			}
+		} else {
+			sd.f0, sd.kq = a.add(f0tile, a.rem(tid, rows)), a.div(tid, rows)
+			for i := range 4 {
+				sd.dk[i] = i * mmThreads / rows
+			}
+		}
+		// shared: ((kq+dk)·(rows+pad) + (f0−f0tile) + df)·4
+		fl := a.sub(sd.f0, f0tile)
+		sd.sh = a.add(a.mul(a.mad(sd.kq, rows+mmPad, fl), 4), shBase)
+		// global: clamp(f0)·freeSt + kq·kSt elements from base
+		off := a.mad(a.clamp(sd.f0, nFree), l.freeSt, a.mul(sd.kq, l.kSt))
+		sd.ptr = b.reg(rU64)
+		o := b.reg(rU64)
+		b.ins("mul.wide.u32", o, a.reg(off), "4")
+		b.ins("add.s64", sd.ptr, base, o)
+		return sd
+	}
+	sides := []*side{
+		mkSide(mm.lhs, mmBM, mm.M, m0, shA, baseA, aBytes),
+		mkSide(mm.rhs, mmBN, mm.N, n0, shB, baseB, bBytes),
+	}
+
+	nk := ceilDiv(mm.K, mmBK)
+	// issue copies k step kt (k0 = kt·8) into buffer buf, then advances each side's pointer.
+	issue := func(k0 string, buf string) {
+		for _, sd := range sides {
+			bufBase := a.mad(buf, sd.bufBytes, sd.sh)
+			kc := a.add(k0, sd.kq)
+			for i := range 4 {
+				// Signed compares: a bound ≤ 0 means the copy never lies inside.
+				ok := b.reg(rPred)
+				b.ins("setp.lt.s32", ok, a.reg(kc), imm(mm.K-sd.dk[i]))
+				okF := b.reg(rPred)
+				b.ins("setp.lt.s32", okF, a.reg(sd.f0), imm(sd.nFree-sd.df[i]))
+				b.ins("and.pred", ok, ok, okF)
+				// Out of range: copy 0 bytes (zero fill) from an address inside the operand.
+				src := b.reg(rU64)
+				b.ins("add.s64", src, sd.ptr, imm(4*(sd.df[i]*sd.l.freeSt+sd.dk[i]*sd.l.kSt)))
+				b.ins("selp.b64", src, src, sd.base, ok)
+				n := b.reg(rU32)
+				b.ins("selp.b32", n, "4", "0", ok)
+				dst := fmt.Sprintf("[%s+%d]", bufBase, 4*(sd.dk[i]*(sd.rows+mmPad)+sd.df[i]))
+				b.ins("cp.async.ca.shared.global", dst, "["+src+"]", "4", n)
+			}
+			// Next step: 8 further along k.
+			b.ins("add.s64", sd.ptr, sd.ptr, imm(4*mmBK*sd.l.kSt))
+		}
+		b.ins("cp.async.commit_group")
+	}
+
+	acc := make([]string, 64)
+	for i := range acc {
+		acc[i] = b.reg(rF32)
+		b.ins("mov.f32", acc[i], immF32(0))
+	}
+	b.note("k step 0")
+	issue("0", "0")
+	b.ins("cp.async.wait_group", "0")
+	b.ins("bar.sync", "0")
+	// FMAs of one step from buffer cur: per kk, two 128-bit loads of A's column and B's row.
+	compute := func(cur string) {
+		rowA := a.mad(cur, aBytes, a.add(shA, a.mul(ty, 16)))
+		rowB := a.mad(cur, bBytes, a.add(shB, a.mul(tx, 16)))
+		for kk := range mmBK {
+			av := make([]string, 8)
+			bv := make([]string, 8)
+			for h := range 2 {
+				for _, side := range []struct {
+					dst  []string
+					base string
+					row  int
+				}{{av, rowA, mmBM + mmPad}, {bv, rowB, mmBN + mmPad}} {
+					regs := make([]string, 4)
+					for j := range regs {
+						regs[j] = b.reg(rF32)
+						side.dst[h*4+j] = regs[j]
+					}
+					b.ins("ld.shared.v4.f32", "{"+joinRegs(regs)+"}", fmt.Sprintf("[%s+%d]", side.base, (kk*side.row+h*64)*4))
+				}
+			}
+			for i := range 8 {
+				for j := range 8 {
+					b.ins("fma.rn.f32", acc[i*8+j], av[i], bv[j], acc[i*8+j])
+				}
+			}
+		}
+	}
+	if nk == 1 {
+		// One step: no loop, whose single trip ptxas would schedule into spills.
+		compute("0")
+	} else {
+		kt := b.reg(rU32)
+		b.ins("mov.u32", kt, "0")
+		loop, done := b.label("k_loop"), b.label("k_done")
+		b.place(loop)
+		p := b.reg(rPred)
+		b.ins("setp.ge.u32", p, kt, imm(nk))
+		b.braIf(p, done)
+		cur := b.reg(rU32)
+		b.ins("and.b32", cur, kt, "1")
+		next := b.reg(rU32)
+		b.ins("add.s32", next, kt, "1")
+		more := b.reg(rPred)
+		b.ins("setp.lt.u32", more, next, imm(nk))
+		skipIssue := b.label("no_prefetch")
+		b.braIf("!"+more, skipIssue)
+		nbuf := b.reg(rU32)
+		b.ins("xor.b32", nbuf, cur, "1")
+		issue(a.mul(next, mmBK), nbuf)
+		b.place(skipIssue)
+		compute(cur)
+		b.ins("cp.async.wait_group", "0")
+		b.ins("bar.sync", "0")
+		b.ins("add.s32", kt, kt, "1")
+		b.bra(loop)
+		b.place(done)
+	}
+
+	// Epilogue: each accumulator through the fused ops, then its one store.
+	b.note("epilogue")
+	g := mm.kernelGraph
+	rows := make([]string, 8)
+	cols := make([]string, 8)
+	for i := range 8 {
+		rows[i] = a.add(m0, tileOffset(ty, i, a))
+		cols[i] = a.add(n0, tileOffset(tx, i, a))
+	}
+	shape := mm.dot.Type.Shape
+	nb := len(mm.batchShape)
+	single := shape.Rank() == nb+2
+	for i := range 8 {
+		for j := range 8 {
+			skip := b.label("skip")
+			okm, okn := b.reg(rPred), b.reg(rPred)
+			b.ins("setp.lt.u32", okm, rows[i], imm(mm.M))
+			b.ins("setp.lt.u32", okn, cols[j], imm(mm.N))
+			ok := b.reg(rPred)
+			b.ins("and.pred", ok, okm, okn)
+			b.braIf("!"+ok, skip)
+			mm.reset()
+			lin := a.mad(a.mad(bz, mm.M, rows[i]), mm.N, cols[j])
+			x := newIndexLin(shape, lin)
+			if single && shape.Rank() >= 2 {
+				for d := range nb {
+					x.coord[d] = bidx.getCoord(a, d)
+				}
+				x.coord[nb], x.coord[nb+1] = rows[i], cols[j]
+				if shape[nb] == 1 {
+					x.coord[nb] = "0"
+				}
+				if shape[nb+1] == 1 {
+					x.coord[nb+1] = "0"
+				}
+			}
+			accv := val{ir.F32, acc[i*8+j]}
+			mm.bound[mm.dot] = func(*index) val { return accv }
+			for oi, o := range g.Outputs {
+				v, err := mm.eval(o.Value, x)
+				if err != nil {
+					return err
+				}
+				mm.store(o.Value, mm.outPtr[oi], lin, v)
+			}
+			mm.reset()
+			b.place(skip)
+		}
+	}
+	return nil
+}
+
+// elemAddr is base + off·4 for an f32 element offset.
+func (mm *matmul) elemAddr(base, off string) string {
+	b := mm.e.b
+	o := b.reg(rU64)
+	b.ins("mul.wide.u32", o, mm.a.reg(off), "4")
+	r := b.reg(rU64)
+	b.ins("add.s64", r, base, o)
+	return r
+}
+
+func joinRegs(r []string) string {
+	s := ""
+	for i, x := range r {
+		if i > 0 {
+			s += ", "
+		}
+		s += x
+	}
+	return s
+}
