@@ -106,20 +106,10 @@ func (w *warp) access(in *inst, sp space, addr uint64, n int, lane int, kind uin
 		if kind != accRead && a.rdonly {
 			return nil, w.fail(in, lane, "memcheck", "%s to read-only %v", verb, a)
 		}
-		init := a.init[off : off+uint64(n)]
-		if kind != accWrite && l.check {
-			for i, v := range init {
-				if v == 0 {
-					return nil, w.fail(in, lane, "memcheck", "uninitialized global %s: byte %#x (%d bytes into %v) was never written", verb, addr+uint64(i), off+uint64(i), a)
-				}
-			}
-		}
-		if kind != accRead {
-			for i, v := range init {
-				if v == 0 { // written once: later atomics and flags do not touch it
-					init[i] = 1
-				}
-			}
+		// Writes are tracked even without checks, so a later checked
+		// launch knows what an unchecked one wrote.
+		if i := trackInit(a.init[off:off+uint64(n)], kind, l.check); i >= 0 {
+			return nil, w.fail(in, lane, "memcheck", "uninitialized global %s: byte %#x (%d bytes into %v) was never written", verb, addr+uint64(i), off+uint64(i), a)
 		}
 		return a.data[off : off+uint64(n)], nil
 	case spShared:
@@ -127,18 +117,8 @@ func (w *warp) access(in *inst, sp space, addr uint64, n int, lane int, kind uin
 			return nil, w.fail(in, lane, "memcheck", "out-of-bounds shared %s of %d bytes at shared offset %#x (block has %d bytes of shared memory)", verb, n, addr, len(b.shared))
 		}
 		if l.check {
-			init := b.sinit[addr : addr+uint64(n)]
-			if kind != accWrite {
-				for i, v := range init {
-					if v == 0 {
-						return nil, w.fail(in, lane, "memcheck", "uninitialized shared %s: shared byte %#x was never written", verb, addr+uint64(i))
-					}
-				}
-			}
-			if kind != accRead {
-				for i := range init {
-					init[i] = 1
-				}
+			if i := trackInit(b.sinit[addr:addr+uint64(n)], kind, true); i >= 0 {
+				return nil, w.fail(in, lane, "memcheck", "uninitialized shared %s: shared byte %#x was never written", verb, addr+uint64(i))
 			}
 			if kind != accAtomic {
 				if err := w.raceCheck(in, lane, addr, n, kind == accWrite); err != nil {
@@ -154,18 +134,8 @@ func (w *warp) access(in *inst, sp space, addr uint64, n int, lane int, kind uin
 		}
 		base := uint64(w.id*32+lane) * fs
 		if b.linit != nil {
-			init := b.linit[base+addr : base+addr+uint64(n)]
-			if kind != accWrite {
-				for i, v := range init {
-					if v == 0 {
-						return nil, w.fail(in, lane, "memcheck", "uninitialized local %s: local byte %#x was never written", verb, addr+uint64(i))
-					}
-				}
-			}
-			if kind != accRead {
-				for i := range init {
-					init[i] = 1
-				}
+			if i := trackInit(b.linit[base+addr:base+addr+uint64(n)], kind, true); i >= 0 {
+				return nil, w.fail(in, lane, "memcheck", "uninitialized local %s: local byte %#x was never written", verb, addr+uint64(i))
 			}
 		}
 		return b.local[base+addr : base+addr+uint64(n)], nil
@@ -179,6 +149,28 @@ func (w *warp) access(in *inst, sp space, addr uint64, n int, lane int, kind uin
 		return l.params[addr : addr+uint64(n)], nil
 	}
 	return nil, w.fail(in, lane, "error", "bad state space")
+}
+
+// trackInit checks and updates the written-state of the bytes of one
+// access: a read (when check) returns the index of the first never-written
+// byte, or -1; a write marks the bytes. Bytes already marked are not
+// written again, so atomics and flags other blocks poll do not race on them.
+func trackInit(init []byte, kind uint8, check bool) int {
+	if kind != accWrite && check {
+		for i, v := range init {
+			if v == 0 {
+				return i
+			}
+		}
+	}
+	if kind != accRead {
+		for i, v := range init {
+			if v == 0 {
+				init[i] = 1
+			}
+		}
+	}
+	return -1
 }
 
 // fits reports whether [off, off+n) lies within [0, size), without overflow.

@@ -173,53 +173,10 @@ func TestMmaAgainstMatmul(t *testing.T) {
 			src := mmaKernel(c)
 			dev := NewDevice()
 			m := load(t, dev, src)
-			esz := 2
-			if c.atype == "tf32" {
-				esz = 4
-			}
-			csz := 4
-			if c.ctype == "f16" {
-				csz = 2
-			}
 			for trial := 0; trial < 5; trial++ {
-				A := make([]float64, 16*c.k)
-				B := make([]float64, c.k*8)
-				C := make([]float64, 16*8)
-				ab, bb, cb := make([]byte, len(A)*esz), make([]byte, len(B)*esz), make([]byte, len(C)*csz)
-				put := func(buf []byte, i, sz int, v uint64) {
-					if sz == 2 {
-						binary.LittleEndian.PutUint16(buf[2*i:], uint16(v))
-					} else {
-						binary.LittleEndian.PutUint32(buf[4*i:], uint32(v))
-					}
-				}
-				for i := range A {
-					bits, v := quantize(rng.Float64()*4-2, c.atype)
-					if c.atype == "tf32" {
-						bits = toF32(rng.Float64()*4-2, rn) // the kernel rounds to tf32 itself
-						v = f32(cvtTF32(bits))
-					}
-					A[i] = v
-					put(ab, i, esz, bits)
-				}
-				for i := range B {
-					bits, v := quantize(rng.Float64()*4-2, c.atype)
-					if c.atype == "tf32" {
-						bits = toF32(rng.Float64()*4-2, rn)
-						v = f32(cvtTF32(bits))
-					}
-					B[i] = v
-					put(bb, i, esz, bits)
-				}
-				for i := range C {
-					bits, v := quantize(rng.Float64()*8-4, c.ctype)
-					if c.ctype == "f32" {
-						bits = toF32(rng.Float64()*8-4, rn)
-						v = f32(bits)
-					}
-					C[i] = v
-					put(cb, i, csz, bits)
-				}
+				A, ab := randMatrix(rng, 16*c.k, 2, c.atype)
+				B, bb := randMatrix(rng, c.k*8, 2, c.atype)
+				C, cb := randMatrix(rng, 16*8, 4, c.ctype)
 				da, db, dc := upload(t, dev, ab), upload(t, dev, bb), upload(t, dev, cb)
 				dd, _ := dev.Alloc(len(cb))
 				if _, err := m.Launch("k", grid(1, 32), da, db, dc, dd); err != nil {
@@ -250,6 +207,36 @@ func TestMmaAgainstMatmul(t *testing.T) {
 			t.Run("ptxas", func(t *testing.T) { assembles(t, src) })
 		})
 	}
+}
+
+// randMatrix returns n random values in [-r, r) rounded to type typ, and
+// their bytes (tf32 inputs are given as f32: the kernel rounds them).
+func randMatrix(rng *rand.Rand, n int, r float64, typ string) ([]float64, []byte) {
+	vals := make([]float64, n)
+	size := 2
+	if typ == "f32" || typ == "tf32" {
+		size = 4
+	}
+	buf := make([]byte, n*size)
+	for i := range vals {
+		x := rng.Float64()*2*r - r
+		bits, v := quantize(x, typ)
+		switch typ {
+		case "tf32":
+			bits = toF32(x, rn)
+			v = f32(cvtTF32(bits))
+		case "f32":
+			bits = toF32(x, rn)
+			v = f32(bits)
+		}
+		vals[i] = v
+		if size == 2 {
+			binary.LittleEndian.PutUint16(buf[2*i:], uint16(bits))
+		} else {
+			binary.LittleEndian.PutUint32(buf[4*i:], uint32(bits))
+		}
+	}
+	return vals, buf
 }
 
 // cvtTF32 is cvt.rna.tf32.f32: round to 10 mantissa bits, ties away.
