@@ -143,6 +143,16 @@ func (kg *KernelGraph) String() string {
 	return sb.String()
 }
 
+// writableShape reports whether a kernel's threads can write a buffer of shape s: loop and
+// contraction kernels write their space, row kernels their space or one value per row.
+func writableShape(k *Kernel, s ir.Shape) bool {
+	if k.Kind != Row {
+		return s.Equal(k.Space)
+	}
+	keep, drop := rowShapes(k.Space, k.Axes)
+	return s.Equal(k.Space) || s.Equal(keep) || s.Equal(drop)
+}
+
 func (k *Kernel) header() string {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "  kernel %s %s %s", k.Name, k.Kind, k.Space)
@@ -219,6 +229,9 @@ func CheckKernels(kg *KernelGraph) error {
 			}
 			written[b] = true
 			known[b] = true
+			if !writableShape(k, b.Type.Shape) {
+				return fail("writes %s : %s, which is not indexed by its space %s", b.Name, b.Type, k.Space)
+			}
 		}
 		var contractions, reduces int
 		for _, v := range k.Body.Values {

@@ -38,12 +38,22 @@ func randomGraph(r *rand.Rand) *ir.Graph {
 			pool = append(pool, g.Param(fmt.Sprintf("p%d", i), t, nil))
 		}
 	}
+	if r.IntN(4) == 0 {
+		pool = append(pool, g.Input("img", ir.T(ir.F32, 1+r.IntN(2), 2, 4, 4), nil))
+	}
+	var idx *ir.Value
+	if r.IntN(4) == 0 {
+		idx = g.Input("idx", ir.T(ir.I32, 1+r.IntN(4)), ir.Attrs{"range": []int{0, 5}})
+	}
 	pick := func() *ir.Value {
 		// Prefer recent values so that chains grow long.
 		n := len(pool)
 		return pool[n-1-min(n-1, int(r.ExpFloat64()*3))]
 	}
 	add := func(op string, attrs ir.Attrs, args ...*ir.Value) *ir.Value {
+		if slices.Contains(args, nil) {
+			return nil
+		}
 		ts := make([]ir.Type, len(args))
 		for i, a := range args {
 			ts[i] = a.Type
@@ -105,7 +115,7 @@ func randomGraph(r *rand.Rand) *ir.Graph {
 	for range 4 + r.IntN(16) {
 		x := pick()
 		float := x.Type.DType.IsFloat()
-		switch k := r.IntN(14); {
+		switch k := r.IntN(18); {
 		case k < 3:
 			op := unary[r.IntN(len(unary))]
 			if !float {
@@ -154,6 +164,42 @@ func randomGraph(r *rand.Rand) *ir.Graph {
 			}
 		case k == 13 && x.Type.Shape.Rank() > 0:
 			add("concat", ir.Attrs{"axis": 0}, x, same(x))
+		case k == 14 && x.Type.Shape.Rank() > 1:
+			// A reduction without keepdims spread back over the kept axes, as layer norm's mean.
+			n := x.Type.Shape.Rank()
+			axis := r.IntN(n)
+			var kept []int
+			for i := range n {
+				if i != axis {
+					kept = append(kept, i)
+				}
+			}
+			if red := add("reduce_sum", ir.Attrs{"axes": []int{axis}}, x); red != nil {
+				if b := add("broadcast_in_dim", ir.Attrs{"dims": kept, "shape": []int(x.Type.Shape.Clone())}, add("exp", nil, red)); b != nil {
+					add("mul", nil, x, b)
+				}
+			}
+		case k == 15 && idx != nil && float:
+			d := x.Type.Shape[x.Type.Shape.Rank()-1]
+			table := g.Param(fmt.Sprintf("emb%d", len(pool)), ir.T(x.Type.DType, 5, d), nil)
+			if e := add("gather", nil, table, idx); e != nil && x.Type.Shape.Rank() == 2 && x.Type.Shape[0] == idx.Type.Shape[0] {
+				add("add", nil, e, x)
+			}
+		case k == 16 && x.Type.Shape.Rank() == 2:
+			// A causal-style mask from two iotas.
+			s := []int(x.Type.Shape.Clone())
+			i0 := add("iota", ir.Attrs{"shape": s, "dim": 0, "dtype": ir.I32})
+			i1 := add("iota", ir.Attrs{"shape": s, "dim": 1, "dtype": ir.I32})
+			if m := add("gt", nil, i1, i0); m != nil {
+				add("select", nil, m, constant(x.Type), x)
+			}
+		case k == 17 && x.Type.Shape.Rank() == 4 && float:
+			if r.IntN(2) == 0 {
+				w := g.Param(fmt.Sprintf("conv%d", len(pool)), ir.T(x.Type.DType, 2, x.Type.Shape[1], 3, 3), nil)
+				add("conv2d", ir.Attrs{"padding": []int{1, 1}}, x, w)
+			} else {
+				add("max_pool2d", ir.Attrs{"kernel": []int{2, 2}}, x)
+			}
 		}
 	}
 	// Outputs: the last value and a few others, never an input twice.
