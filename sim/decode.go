@@ -470,7 +470,7 @@ func (d *decoder) ldst(name string) error {
 // qualifier: it synchronizes with atomics on the same address.
 const ldOrdered = 1
 
-func memClass(store bool, sp space) class {
+func memClass(store bool, sp space) Class {
 	switch sp {
 	case spShared:
 		if store {
@@ -629,7 +629,7 @@ func (d *decoder) arith(name string) error {
 }
 
 // floatClass is the counter class of an instruction of type t.
-func floatClass(t ptype) class {
+func floatClass(t ptype) Class {
 	switch {
 	case t == tF64:
 		return ClassFP64

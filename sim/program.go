@@ -66,7 +66,7 @@ type aluFn func(in *inst, a, b, c, d uint64) uint64
 // inst is one decoded instruction.
 type inst struct {
 	op      opcode
-	class   class
+	class   Class
 	t, t2   ptype
 	t3      ptype // mma accumulator type
 	rnd     rmode

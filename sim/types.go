@@ -101,12 +101,13 @@ func (s space) String() string {
 	return [...]string{"generic", "global", "shared", "local", "param", "const"}[s]
 }
 
-// class is an instruction class for the counters.
-type class uint8
+// Class is an instruction class for the counters: Stats.Classes is indexed
+// by it.
+type Class uint8
 
 // Instruction classes counted by Stats.Classes.
 const (
-	ClassInteger class = iota
+	ClassInteger Class = iota
 	ClassFP32
 	ClassFP64
 	ClassFP16
@@ -134,4 +135,4 @@ var classNames = [NumClasses]string{
 	"atomic", "warp", "control", "barrier", "other",
 }
 
-func (c class) String() string { return classNames[c] }
+func (c Class) String() string { return classNames[c] }
