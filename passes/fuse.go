@@ -59,6 +59,8 @@ type fuser struct {
 	home   map[*ir.Value]*group
 	dups   map[*ir.Value][]*group
 	groups []*group
+
+	indexMemo map[*ir.Value]bool
 }
 
 func fusePass(st *State) error {
@@ -73,7 +75,7 @@ func eagerKernels(g *ir.Graph) (*KernelGraph, error) { return buildKernels(g, Fu
 
 func buildKernels(g *ir.Graph, opt FusionOptions, eager bool) (*KernelGraph, error) {
 	f := &fuser{g: g, opt: opt.withDefaults(), eager: eager, index: map[*ir.Value]int{}, users: map[*ir.Value][]*ir.Value{},
-		output: map[*ir.Value]bool{}, home: map[*ir.Value]*group{}, dups: map[*ir.Value][]*group{}}
+		output: map[*ir.Value]bool{}, home: map[*ir.Value]*group{}, dups: map[*ir.Value][]*group{}, indexMemo: map[*ir.Value]bool{}}
 	for i, v := range g.Values {
 		f.index[v] = i
 		for _, a := range v.Args {
@@ -102,15 +104,15 @@ func (f *fuser) inline(v *ir.Value) bool {
 // indexOnly reports whether v is cheap arithmetic on literals and indices alone (a causal mask
 // from two iotas): every kernel that needs it recomputes it rather than reading it.
 func (f *fuser) indexOnly(v *ir.Value) bool {
-	if expensive(v) || ops.ClassOf(v.Op) != ops.Elementwise {
-		return false
+	if ok, known := f.indexMemo[v]; known {
+		return ok
 	}
+	ok := !expensive(v) && ops.ClassOf(v.Op) == ops.Elementwise
 	for _, a := range v.Args {
-		if !f.inline(a) && !f.indexOnly(a) {
-			return false
-		}
+		ok = ok && (f.inline(a) || f.indexOnly(a))
 	}
-	return true
+	f.indexMemo[v] = ok
+	return ok
 }
 
 // assign decides where v is computed. Values are visited from last to first, so every user of
@@ -123,7 +125,7 @@ func (f *fuser) assign(v *ir.Value) {
 	if len(cgs) == 0 && !f.output[v] {
 		return // dead
 	}
-	if !f.eager && (isView(v.Op) || f.indexOnly(v)) && !f.output[v] && len(cgs) > 0 {
+	if !f.eager && (isView(v.Op) || f.indexOnly(v) && !f.feedsAnyContraction(v, cgs)) && !f.output[v] && len(cgs) > 0 {
 		f.dups[v] = cgs
 		for _, gr := range cgs {
 			gr.views[v] = true
@@ -200,7 +202,13 @@ func (f *fuser) feedsContraction(v *ir.Value, gr *group) bool {
 	return false
 }
 
-// readsThroughViews reports whether v reaches, through views in gr, an op that needs its operand
+// feedsAnyContraction reports whether v would be a contraction operand in one of gs: only views
+// may be applied to those.
+func (f *fuser) feedsAnyContraction(v *ir.Value, gs []*group) bool {
+	return slices.ContainsFunc(gs, func(gr *group) bool { return gr.kind == Contraction && f.feedsContraction(v, gr) })
+}
+
+// needsMemory reports whether v reaches, through views in gr, an op that needs its operand
 // in memory: the contraction, pooling or gather.
 func (f *fuser) needsMemory(v *ir.Value, gr *group) bool {
 	for _, u := range f.usesIn(v, gr) {
@@ -242,7 +250,7 @@ func (f *fuser) expanded(v *ir.Value, gr *group, seen map[*ir.Value]bool) bool {
 // canJoin reports whether v may be computed in gr, whose members use it; others are the other
 // groups that use v and will read it from gr's output.
 func (f *fuser) canJoin(v *ir.Value, gr *group, others []*group) bool {
-	if gr.size() >= f.opt.MaxOps {
+	if gr.size() >= f.opt.MaxOps || f.reads(gr, v) > f.opt.MaxReads {
 		return false
 	}
 	outside := len(others) > 1 || f.output[v]
@@ -278,7 +286,7 @@ func (f *fuser) canJoin(v *ir.Value, gr *group, others []*group) bool {
 		ok = (class == ops.Elementwise || class == ops.Movement) && !f.feedsContraction(v, gr) &&
 			!(expensive(v) && f.expanded(v, gr, map[*ir.Value]bool{}))
 	}
-	return ok && f.reads(gr, v) <= f.opt.MaxReads
+	return ok
 }
 
 // becomeRow handles a per-row value (computed from a reduction, like layer norm's rsqrt of the
