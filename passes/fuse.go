@@ -756,23 +756,19 @@ func (f *fuser) kernels() (*KernelGraph, error) {
 			if !gr.members[w] {
 				continue
 			}
-			if f.neededOutside(w, gr) {
-				b := buf[w]
-				if b == nil {
-					b = &Buffer{Name: unique(fmt.Sprintf("t%d", f.index[w])), Kind: TempBuffer, Type: w.Type}
-					buf[w] = b
-				}
+			// Other kernels read an output value from its output buffer; any other value they
+			// need goes to a temp.
+			writes := outBufs[w]
+			if len(writes) == 0 && f.neededOutside(w, gr) {
+				writes = []*Buffer{{Name: unique(fmt.Sprintf("t%d", f.index[w])), Kind: TempBuffer, Type: w.Type}}
+			}
+			for _, b := range writes {
 				b.Writer = k
 				k.Writes = append(k.Writes, b)
 				body.SetOutput(b.Name, m[w])
 			}
-			for _, b := range outBufs[w] {
-				b.Writer = k
-				k.Writes = append(k.Writes, b)
-				body.SetOutput(b.Name, m[w])
-				if buf[w] == nil {
-					buf[w] = b
-				}
+			if len(writes) > 0 && buf[w] == nil {
+				buf[w] = writes[0]
 			}
 		}
 		k.Body = body
