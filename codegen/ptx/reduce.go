@@ -43,10 +43,10 @@ func reduceKernel(k Kernel, globals *[]string) (string, Launch, error) {
 	if err != nil {
 		return "", Launch{}, err
 	}
+	if err := checkRowDomains(g, rs); err != nil {
+		return "", Launch{}, err
+	}
 	if rs.rowPattern {
-		if err := checkRowDomains(g, rs); err != nil {
-			return "", Launch{}, err
-		}
 		return rowReduce(k, rs, reds, globals)
 	}
 	return colReduce(k, rs, reds, globals)
@@ -85,29 +85,19 @@ func reduceLayout(reds []*ir.Value) (reduceShape, error) {
 	return rs, nil
 }
 
-// reducedShapes are the shapes a per-row value may have: the kept dims, or the kept dims with
-// the reduced ones as 1 (keepdims).
+// isRowShape reports whether s is a shape a reduction result may have: the kept dims, or the
+// operand's shape with the reduced dims as 1 (keepdims).
 func (rs reduceShape) isRowShape(s ir.Shape) bool {
-	if s.NumElements() != rs.a {
-		return false
-	}
-	lo := rs.full.Rank()
-	if len(rs.axes) > 0 {
-		lo = rs.axes[0]
-	}
-	kept := rs.full[:lo]
-	if s.Equal(kept) {
-		return true
-	}
-	if s.Rank() != rs.full.Rank() {
-		return false
-	}
-	for i := range s {
-		if (i < lo && s[i] != kept[i]) || (i >= lo && s[i] != 1) {
-			return false
+	var kept, keep1 ir.Shape
+	for i, d := range rs.full {
+		if slices.Contains(rs.axes, i) {
+			keep1 = append(keep1, 1)
+		} else {
+			kept = append(kept, d)
+			keep1 = append(keep1, d)
 		}
 	}
-	return true
+	return s.Equal(kept) || s.Equal(keep1)
 }
 
 // checkRowDomains makes sure every value computed from a reduction's result is used only where
@@ -138,7 +128,7 @@ func checkRowDomains(g *ir.Graph, rs reduceShape) error {
 			ok = v.Type.Shape.Equal(rs.full) || rs.isRowShape(v.Type.Shape)
 		case v.Op == "reshape":
 			ok = rs.isRowShape(v.Type.Shape) && rs.isRowShape(v.Args[0].Type.Shape)
-		case v.Op == "broadcast_in_dim":
+		case v.Op == "broadcast_in_dim" && rs.rowPattern:
 			ok = rs.isRowShape(v.Args[0].Type.Shape) && v.Type.Shape.Equal(rs.full)
 			for i, d := range v.Attrs.Ints("dims") {
 				if i < lo && d != i {
@@ -147,11 +137,14 @@ func checkRowDomains(g *ir.Graph, rs reduceShape) error {
 			}
 		}
 		if !ok {
-			return fmt.Errorf("%s uses a reduction's result in a way the row template cannot follow; not a supported fusion", g.Format(v))
+			return fmt.Errorf("%s uses a reduction's result in a way the reduction template cannot follow; not a supported fusion", g.Format(v))
 		}
 	}
 	for _, o := range g.Outputs {
 		s := o.Value.Type.Shape
+		if !rs.rowPattern && !rs.isRowShape(s) {
+			return fmt.Errorf("output %s %s is not the column reduction's result shape", o.Name, s)
+		}
 		if !s.Equal(rs.full) && !rs.isRowShape(s) {
 			return fmt.Errorf("output %s %s is neither the reduced operand's shape %s nor a per-row shape", o.Name, s, rs.full)
 		}
@@ -232,12 +225,12 @@ func (gn *gen) accMove(acc string, v val) {
 
 // sharedAccess is the ld/st type of an accumulator in shared memory (8-byte slots).
 func sharedType(d ir.DType) string {
-	switch d {
-	case ir.F64:
+	switch classOf(d) {
+	case rF64:
 		return "f64"
-	case ir.F32:
+	case rF32:
 		return "f32"
-	case ir.I64:
+	case rU64:
 		return "s64"
 	}
 	return "s32"
@@ -377,6 +370,95 @@ func (gn *gen) blockCombine(acc val, combine, lane, slot, partBase string, warps
 	return total
 }
 
+const colWidth, colRows = 32, 8 // column tile: 32 columns, 8 threads down each
+
 func colReduce(k Kernel, rs reduceShape, reds []*ir.Value, globals *[]string) (string, Launch, error) {
-	return "", Launch{}, fmt.Errorf("column reductions (axes %v of %s) are not supported yet", rs.axes, rs.full)
+	g := k.Graph
+	b := newBuilder(k.Name)
+	gn, args := header(k, b, globals)
+	a := gn.a
+	part := b.sharedArray("partials", 8*colWidth*colRows, 8)
+	tid, tx, ty := b.reg(rU32), b.reg(rU32), b.reg(rU32)
+	b.ins("mov.u32", tid, "%tid.x")
+	b.ins("and.b32", tx, tid, "31")
+	b.ins("shr.u32", ty, tid, "5")
+	partBase := b.reg(rU32)
+	b.ins("mov.u32", partBase, part)
+	slot := a.mad(tid, 8, partBase)
+	colSlot := a.mad(tx, 8, partBase)
+	ctiles := ceilDiv(rs.c, colWidth)
+	tiles := rs.a * ctiles
+	tile := b.reg(rU32)
+	b.ins("mov.u32", tile, "%ctaid.x")
+	ntiles := b.reg(rU32)
+	b.ins("mov.u32", ntiles, "%nctaid.x")
+	head, done := b.label("tile"), b.label("tiles_done")
+	b.place(head)
+	p := b.reg(rPred)
+	b.ins("setp.ge.u32", p, tile, imm(tiles))
+	b.braIf(p, done)
+	ai := a.div(tile, ctiles)
+	c := a.add(a.mul(a.rem(tile, ctiles), colWidth), tx)
+	cok := b.reg(rPred)
+	b.ins("setp.lt.u32", cok, a.reg(c), imm(rs.c))
+	cc := a.clamp(c, rs.c) // lanes past the last column fold column C-1 and discard it
+	base := a.mul(ai, rs.r*rs.c)
+	gn.bound = map[*ir.Value]func(*index) val{}
+	for _, red := range reds {
+		accT, combine, identity := accumulator(red)
+		b.note("%s", g.Format(red))
+		acc := b.reg(classOf(accT))
+		gn.accMove(acc, gn.e.constVal(accT, identity))
+		gn.loopFrom(ty, imm(colRows), rs.r, func(r string) error {
+			x, err := gn.eval(red.Args[0], newIndexLin(rs.full, a.add(base, a.mad(r, rs.c, cc))))
+			if err != nil {
+				return err
+			}
+			y, err := gn.e.binary(combine, val{accT, acc}, gn.e.cast(x, accT))
+			if err != nil {
+				return err
+			}
+			gn.accMove(acc, y)
+			return nil
+		})
+		st := sharedType(accT)
+		b.ins("st.shared."+st, "["+slot+"]", acc)
+		b.ins("bar.sync", "0")
+		gn.reset()
+		total := val{accT, b.reg(classOf(accT))}
+		b.ins("ld.shared."+st, total.r, "["+colSlot+"]")
+		for y := 1; y < colRows; y++ {
+			x := b.reg(classOf(accT))
+			b.ins("ld.shared."+st, x, fmt.Sprintf("[%s+%d]", colSlot, 8*colWidth*y))
+			total, _ = gn.e.binary(combine, total, val{accT, x})
+		}
+		b.ins("bar.sync", "0")
+		res := gn.e.cast(total, red.Type.DType)
+		gn.bound[red] = func(*index) val { return res }
+	}
+	// Row 0 of the block writes the tile's results.
+	skip := b.label("not_row0")
+	w := b.reg(rPred)
+	b.ins("setp.eq.u32", w, ty, "0")
+	b.ins("and.pred", w, w, cok)
+	b.braIf("!"+w, skip)
+	gn.reset()
+	lin := a.add(a.mul(ai, rs.c), c)
+	for i, o := range g.Outputs {
+		v, err := gn.eval(o.Value, newIndexLin(o.Value.Type.Shape, lin))
+		if err != nil {
+			return "", Launch{}, err
+		}
+		gn.store(o.Value, gn.outPtr[i], lin, v)
+	}
+	gn.reset()
+	b.place(skip)
+	b.ins("add.s32", tile, tile, ntiles)
+	b.bra(head)
+	b.place(done)
+	if gn.err != nil {
+		return "", Launch{}, gn.err
+	}
+	l := Launch{Grid: [3]int{max(1, min(tiles, maxLoopBlocks)), 1, 1}, Block: [3]int{colWidth * colRows, 1, 1}, Params: args}
+	return b.text(), l, nil
 }

@@ -70,6 +70,23 @@ var reduceCases = []struct{ name, src string }{
   output lo = %0
   output s = %1
 }`},
+	{"sum_cols", `graph g {
+  input %x : f32[M,N]
+  input %y : f32[M,N]
+  %0 = mul(%x, %y) : f32[M,N]
+  %1 = reduce_sum(%0) {axes=[0]} : f32[N]
+  param %s : f32[N]
+  %2 = add(%1, %s) : f32[N]
+  output y = %2
+}`},
+	{"max_middle_keepdims", `graph g {
+  input %x : bf16[2,M,N]
+  %0 = reduce_max(%x) {axes=[1], keepdims=true} : bf16[2,1,N]
+  %1 = reduce_min(%x) {axes=[1], keepdims=true} : bf16[2,1,N]
+  %2 = sub(%0, %1) : bf16[2,1,N]
+  output range = %2
+  output hi = %0
+}`},
 	{"f16_prod", `graph g {
   input %x : f16[M,N]
   %0 = reduce_prod(%x) {axes=[1]} : f16[M]
