@@ -104,3 +104,29 @@ func TestStreamedRow(t *testing.T) {
 		t.Errorf("want one softmax kernel reading its row 3 times:\n%s\n%+v", res.Kernels, res.Stats.PerKernel)
 	}
 }
+
+// The schedule runs a consumer before an unrelated producer when that frees memory: the first
+// matmul's result is reduced (and freed) before the second matmul allocates its own.
+func TestSchedule(t *testing.T) {
+	const src = `
+  input %x : f32[64,64]
+  input %y : f32[64,64]
+  param %w : f32[64,64]
+  %0 = dot_general(%x, %w) {lhs_contract=[1], rhs_contract=[1]} : f32[64,64]
+  %1 = dot_general(%y, %w) {lhs_contract=[1], rhs_contract=[1]} : f32[64,64]
+  %2 = reduce_sum(%0) {axes=[1]} : f32[64]
+  %3 = reduce_sum(%1) {axes=[0]} : f32[64]
+  output a = %2
+  output b = %3`
+	res := compile(t, src, passes.Options{})
+	if got, want := labels(res.Kernels), "k0_matmul:contraction k1_sum:row k2_matmul:contraction k3_sum:row"; got != want {
+		t.Errorf("order %s, want %s", got, want)
+	}
+	if res.Plan.LowerBoundBytes != 64*64*4 || res.Plan.ArenaBytes != 64*64*4 {
+		t.Errorf("want one 16 KB temp live at a time:\n%s", res.Plan)
+	}
+	unscheduled := compile(t, src, passes.Options{DisablePasses: []string{"schedule"}})
+	if unscheduled.Plan.LowerBoundBytes != 2*64*64*4 {
+		t.Errorf("without the schedule pass, want both temps live at once:\n%s\n%s", unscheduled.Kernels, unscheduled.Plan)
+	}
+}
