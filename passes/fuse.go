@@ -889,11 +889,14 @@ func (f *fuser) label(gr *group, vals []*ir.Value) string {
 		} else {
 			addPart("matmul")
 		}
+		gelu := count["erf"] > 0 // its scalings and products are part of the name "gelu"
 		for _, w := range vals {
 			if !gr.members[w] || w == c || f.index[w] < f.index[c] {
 				continue
 			}
-			addPart(epilogueName(w))
+			if name := epilogueName(w); name != "" && !(gelu && (name == "scale" || name == "mul")) {
+				addPart(name)
+			}
 		}
 	case Row:
 		switch {
@@ -945,6 +948,9 @@ func epilogueName(w *ir.Value) string {
 		for _, a := range w.Args {
 			if a.Op == "broadcast_in_dim" {
 				return "bias"
+			}
+			if _, ok := splatValue(a); ok {
+				return "" // adding a literal is part of a larger pattern
 			}
 		}
 		return "add"
