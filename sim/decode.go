@@ -80,6 +80,9 @@ func (d *decoder) src(a ptx.Operand, t ptype) (opnd, error) {
 			return opnd{}, errAt(a.Pos, "negated operand !%s not allowed here", a.Name)
 		}
 		if r, ok := d.ld.regs[a.Name]; ok {
+			if !typeOK(t, r.t) {
+				return opnd{}, errAt(a.Pos, "register %s of type .%s does not fit a .%s operand", a.Name, r.t, t)
+			}
 			return opnd{kind: oReg, reg: r.idx}, nil
 		}
 		if i, ok := specialIndex[a.Name]; ok {
@@ -100,6 +103,40 @@ func (d *decoder) src(a ptx.Operand, t ptype) (opnd, error) {
 		return opnd{}, errAt(a.Pos, "undefined name %s", a.Name)
 	}
 	return opnd{}, errAt(a.Pos, "bad operand %s", a)
+}
+
+// typeOK applies the ISA's operand type-checking rules to a register of
+// type reg used where the instruction expects type t (tNone: unchecked):
+// bit-size types fit every type of their size, signed and unsigned integers
+// fit each other, a floating-point type fits only itself, predicates only
+// predicates. Sizes may differ (ld, st and cvt allow wider registers; other
+// size rules are left to ptxas).
+func typeOK(t, reg ptype) bool {
+	switch {
+	case t == tNone:
+		return true
+	case t == tPred || reg == tPred:
+		return t == reg
+	case t.size() != reg.size():
+		return true
+	case t <= tB128 || reg <= tB128: // .bN
+		return true
+	case t.isFloat() || reg.isFloat():
+		return t == reg
+	}
+	return true
+}
+
+// dstT decodes a destination register that holds a value of type t.
+func (d *decoder) dstT(a ptx.Operand, t ptype) (opnd, error) {
+	o, err := d.dst(a)
+	if err != nil || o.kind != oReg {
+		return o, err
+	}
+	if r := d.ld.regs[a.Name]; !typeOK(t, r.t) {
+		return opnd{}, errAt(a.Pos, "register %s of type .%s does not fit a .%s result", a.Name, r.t, t)
+	}
+	return o, nil
 }
 
 func (d *decoder) dst(a ptx.Operand) (opnd, error) {
@@ -212,7 +249,7 @@ func (d *decoder) regList(a ptx.Operand, n int, isDst bool, t ptype) ([]opnd, er
 	for i, e := range elems {
 		var err error
 		if isDst {
-			out[i], err = d.dst(e)
+			out[i], err = d.dstT(e, t)
 		} else {
 			out[i], err = d.src(e, t)
 		}
@@ -413,7 +450,7 @@ func (d *decoder) mov() error {
 		in.d[0], err = d.dst(args[0])
 		return err
 	}
-	if in.d[0], err = d.dst(args[0]); err != nil {
+	if in.d[0], err = d.dstT(args[0], t); err != nil {
 		return err
 	}
 	in.s[0], err = d.src(args[1], t)
@@ -518,7 +555,7 @@ func (d *decoder) cvt() error {
 			return one(in, a, 0, 0, 0)<<16 | one(in, b, 0, 0, 0)
 		}
 		var err error
-		if in.d[0], err = d.dst(args[0]); err != nil {
+		if in.d[0], err = d.dstT(args[0], in.t); err != nil {
 			return err
 		}
 		return d.srcs(tF32, args[1:])
@@ -534,7 +571,7 @@ func (d *decoder) cvt() error {
 	}
 	in.op, in.fn, in.class = opALU, cvtFn(in.t, in.t2), ClassConvert
 	var err error
-	if in.d[0], err = d.dst(args[0]); err != nil {
+	if in.d[0], err = d.dstT(args[0], in.t); err != nil {
 		return err
 	}
 	return d.srcs(in.t2, args[1:])
@@ -607,7 +644,7 @@ func (d *decoder) arith(name string) error {
 			return err
 		}
 	}
-	if in.d[0], err = d.dst(args[0]); err != nil {
+	if in.d[0], err = d.dstT(args[0], t); err != nil {
 		return err
 	}
 	st := t
@@ -680,7 +717,7 @@ func (d *decoder) testp(t ptype) error {
 		return 0
 	}
 	var err error
-	if in.d[0], err = d.dst(args[0]); err != nil {
+	if in.d[0], err = d.dstT(args[0], tPred); err != nil {
 		return err
 	}
 	return d.srcs(t, args[1:])
@@ -727,7 +764,7 @@ func (d *decoder) carry(name string, cin bool) error {
 	if cout {
 		in.flag |= carryOut
 	}
-	if in.d[0], err = d.dst(args[0]); err != nil {
+	if in.d[0], err = d.dstT(args[0], t); err != nil {
 		return err
 	}
 	return d.srcs(t, args[1:])
@@ -761,7 +798,7 @@ func (d *decoder) bits(name string) error {
 	if err := d.nargs(n + 1); err != nil {
 		return err
 	}
-	if in.d[0], err = d.dst(args[0]); err != nil {
+	if in.d[0], err = d.dstT(args[0], t); err != nil {
 		return err
 	}
 	for i := 1; i <= n; i++ {
@@ -801,7 +838,7 @@ func (d *decoder) shf() error {
 		return (x >> n) & 0xFFFFFFFF
 	}
 	var err error
-	if in.d[0], err = d.dst(args[0]); err != nil {
+	if in.d[0], err = d.dstT(args[0], tB32); err != nil {
 		return err
 	}
 	return d.srcs(tB32, args[1:])
@@ -834,7 +871,7 @@ func (d *decoder) lop3() error {
 		return r & 0xFFFFFFFF
 	}
 	var err error
-	if in.d[0], err = d.dst(args[0]); err != nil {
+	if in.d[0], err = d.dstT(args[0], tB32); err != nil {
 		return err
 	}
 	return d.srcs(tB32, args[1:4])
@@ -852,7 +889,7 @@ func (d *decoder) isspacep() error {
 		return b2u(got == sp || sp == spConst && got == spGlobal)
 	}
 	var err error
-	if in.d[0], err = d.dst(args[0]); err != nil {
+	if in.d[0], err = d.dstT(args[0], tPred); err != nil {
 		return err
 	}
 	return d.srcs(tU64, args[1:])
@@ -924,7 +961,7 @@ func (d *decoder) select_(name string) error {
 			}
 			return b
 		}
-		if in.d[0], err = d.dst(args[0]); err != nil {
+		if in.d[0], err = d.dstT(args[0], t); err != nil {
 			return err
 		}
 		if err = d.srcs(t, args[1:3]); err != nil {
@@ -953,7 +990,7 @@ func (d *decoder) select_(name string) error {
 			}
 			return b
 		}
-		if in.d[0], err = d.dst(args[0]); err != nil {
+		if in.d[0], err = d.dstT(args[0], in.t); err != nil {
 			return err
 		}
 		if err = d.srcs(ts[0], args[1:3]); err != nil {
@@ -986,7 +1023,7 @@ func (d *decoder) select_(name string) error {
 		}
 		return dt.mask()
 	}
-	if in.d[0], err = d.dst(args[0]); err != nil {
+	if in.d[0], err = d.dstT(args[0], in.t); err != nil {
 		return err
 	}
 	return d.srcs(st, args[1:])
@@ -1236,7 +1273,7 @@ func (d *decoder) redux() error {
 		return fmt.Errorf("bad form")
 	}
 	in.t, in.flag = t, atomByName[op]
-	if in.d[0], err = d.dst(args[0]); err != nil {
+	if in.d[0], err = d.dstT(args[0], t); err != nil {
 		return err
 	}
 	return d.srcs(t, args[1:])
@@ -1264,7 +1301,7 @@ func (d *decoder) mul24(name string) error {
 		}
 		return (p + c) & 0xFFFFFFFF
 	}
-	if in.d[0], err = d.dst(args[0]); err != nil {
+	if in.d[0], err = d.dstT(args[0], t); err != nil {
 		return err
 	}
 	return d.srcs(t, args[1:])
@@ -1333,7 +1370,7 @@ func (d *decoder) atom(name string) error {
 		return err
 	}
 	if ai == 1 {
-		if in.d[0], err = d.dst(args[0]); err != nil {
+		if in.d[0], err = d.dstT(args[0], t); err != nil {
 			return err
 		}
 	}

@@ -5,20 +5,25 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gcomp/gcomp/internal/ptxas"
 )
 
 func TestLoadErrors(t *testing.T) {
 	for _, c := range []struct{ body, want string }{
-		{"\tsad.u32 %r1, %r1, %r1, %r1;", "7:2: sad.u32: unsupported instruction"},
-		{"\tadd.s32 %r1, %r1, %q;", "7:20: undefined name %q"},
-		{"\tbra NOWHERE;", "7:6: undefined label NOWHERE"},
+		{"\tsad.u32 %r1, %r1, %r1, %r1;", "9:2: sad.u32: unsupported instruction"},
+		{"\tadd.s32 %r1, %r1, %q;", "9:20: undefined name %q"},
+		{"\tbra NOWHERE;", "9:6: undefined label NOWHERE"},
 		{"\tadd.fancy.s32 %r1, %r1, 1;", "unsupported instruction add.fancy.s32 (modifier .fancy)"},
 		{"\tdiv.f32 %r1, %r1, %r1;", "div.f32 needs .approx, .full or a rounding mode"},
-		{"\t@%r1 ret;", "7:2: guard %r1 is not a predicate register"},
+		{"\t@%r1 ret;", "9:2: guard %r1 is not a predicate register"},
 		{"\tmov.u32 %tid.x, 1;", "cannot write special register %tid.x"},
 		{"\tcall.uni foo;", "undefined function foo"},
+		{"\tld.global.s32 %f1, [%rd1];", "9:16: register %f1 of type .f32 does not fit a .s32 result"},
+		{"\tadd.f32 %f1, %f1, %r1;", "9:20: register %r1 of type .u32 does not fit a .f32 operand"},
+		{"\tmov.f32 %f1, %r1;", "register %r1 of type .u32 does not fit a .f32 operand"},
 	} {
-		src := kernel("", "\t.reg .b32 %r1;\n"+c.body)
+		src := kernel("", "\t.reg .u32 %r1;\n\t.reg .f32 %f1;\n\t.reg .b64 %rd1;\n"+c.body)
 		_, err := NewDevice().Load(src)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: got %v, want error containing %q", c.body, err, c.want)
@@ -64,4 +69,39 @@ func FuzzLoad(f *testing.F) {
 	f.Fuzz(func(t *testing.T, src string) {
 		NewDevice().Load(src)
 	})
+}
+
+// TestTypeCheckingAgreesWithPtxas: register operands of the wrong kind are
+// rejected at load time exactly when NVIDIA's assembler rejects them.
+func TestTypeCheckingAgreesWithPtxas(t *testing.T) {
+	ptxas.Require(t)
+	for _, body := range []string{
+		"ld.global.s32 %f1, [%rd1];",
+		"ld.global.f32 %r1, [%rd1];",
+		"st.global.u32 [%rd1], %f1;",
+		"add.f32 %f1, %f1, %r1;",
+		"add.s32 %r1, %f1, %r2;",
+		"mov.f32 %f1, %r1;",
+		"mov.b32 %f1, %r1;",
+		"mov.u32 %r1, %r2;",
+		"ld.global.u8 %r1, [%rd1];",
+		"cvt.u32.u16 %r1, %r1;",
+		"cvt.rn.f32.s32 %f1, %r2;",
+		"cvt.rn.f32.s32 %r1, %f1;",
+		"add.s32 %r1, %r1, %r2;",
+		"selp.f32 %f1, %f1, %f1, %p1;",
+		"selp.f32 %f1, %f1, %f1, %r1;",
+		"setp.lt.f32 %p1, %f1, %f1;",
+		"setp.lt.s32 %p1, %f1, %r1;",
+		"atom.global.add.f32 %f1, [%rd1], %f1;",
+		"atom.global.add.u32 %f1, [%rd1], %r1;",
+		"shfl.sync.bfly.b32 %f1, %f1, 1, 31, -1;",
+	} {
+		src := kernel("", "\t.reg .u32 %r1;\n\t.reg .s32 %r2;\n\t.reg .f32 %f1;\n\t.reg .b64 %rd1;\n\t.reg .pred %p1;\n\t"+body)
+		_, simErr := NewDevice().Load(src)
+		_, asErr := ptxas.Assemble([]byte(src), "sm_80")
+		if (simErr == nil) != (asErr == nil) {
+			t.Errorf("%s: simulator says %v, ptxas says %v", body, simErr, asErr)
+		}
+	}
 }
