@@ -223,3 +223,22 @@ func (d *Device) Label(addr uint64, label string) error {
 	}
 	return fmt.Errorf("sim: label of %#x, which is not the start of an allocation", addr)
 }
+
+// Close frees the module's .global and .const variables; the module must
+// not be launched afterwards.
+func (m *Module) Close() {
+	d := m.dev
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	keep := d.allocs[:0]
+	for _, a := range d.allocs {
+		if m.globals[a.name] == a {
+			d.total -= uint64(len(a.data))
+			continue
+		}
+		keep = append(keep, a)
+	}
+	clear(d.allocs[len(keep):])
+	d.allocs = keep
+	m.globals = nil
+}

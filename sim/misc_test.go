@@ -422,6 +422,11 @@ func TestModuleVariables(t *testing.T) {
 	}
 	_, err := m.Launch("bad", grid(1, 1))
 	mustErr(t, err, "memcheck", "store to read-only variable coef")
+	before := dev.Allocated()
+	m.Close()
+	if got := dev.Allocated(); got != before-16-8-8-4 {
+		t.Errorf("after Close: %d bytes allocated, want %d", got, before-36)
+	}
 	t.Run("ptxas", func(t *testing.T) { assembles(t, src) })
 }
 
