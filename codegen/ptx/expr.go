@@ -22,13 +22,14 @@ type gen struct {
 	e           *emitter
 	a           ia
 	kname       string
-	ptr         map[*ir.Value]string                   // global address register of each input and param
-	outPtr      []string                               // global address register of each output
-	bound       map[*ir.Value]func(*index) val         // values the template supplies
-	offsets     map[string]string                      // byte offsets of linear indexes, per element like cache
-	cache       map[cacheKey]val                       // per element: common subexpressions evaluate once
-	vec         map[*ir.Value]func(*index) (val, bool) // vectorized loads of the current element group
-	globals     *[]string                              // module-level constant arrays
+	ptr         map[*ir.Value]string           // global address register of each input and param
+	outPtr      []string                       // global address register of each output
+	bound       map[*ir.Value]func(*index) val // values the template supplies
+	offsets     map[string]string              // byte offsets of linear indexes, per element like cache
+	cache       map[cacheKey]val               // per element: common subexpressions evaluate once
+	groups      map[cacheKey]*index            // operand groups of element groups, per movement op
+	vecLoads    map[cacheKey][]val             // vector loads of inputs at element groups
+	globals     *[]string                      // module-level constant arrays
 }
 
 type cacheKey struct {
@@ -38,7 +39,8 @@ type cacheKey struct {
 
 func newGen(b *builder, kname string, globals *[]string) *gen {
 	return &gen{e: &emitter{b: b}, a: ia{b}, kname: kname, ptr: map[*ir.Value]string{},
-		bound: map[*ir.Value]func(*index) val{}, cache: map[cacheKey]val{}, offsets: map[string]string{}, globals: globals}
+		bound: map[*ir.Value]func(*index) val{}, cache: map[cacheKey]val{}, offsets: map[string]string{}, globals: globals,
+		groups: map[cacheKey]*index{}, vecLoads: map[cacheKey][]val{}}
 }
 
 // reset forgets cached element values: registers computed inside one loop iteration must not be
@@ -46,7 +48,8 @@ func newGen(b *builder, kname string, globals *[]string) *gen {
 func (g *gen) reset() {
 	g.cache = map[cacheKey]val{}
 	g.offsets = map[string]string{}
-	g.vec = nil
+	g.groups = map[cacheKey]*index{}
+	g.vecLoads = map[cacheKey][]val{}
 }
 
 func (g *gen) eval(v *ir.Value, x *index) (val, error) {
@@ -66,14 +69,13 @@ func (g *gen) eval1(v *ir.Value, x *index) (val, error) {
 	if f, ok := g.bound[v]; ok {
 		return f(x), nil
 	}
-	if g.vec != nil {
-		if f, ok := g.vec[v]; ok {
-			if r, ok := f(x); ok {
-				return r, nil
-			}
+
+	a := g.a
+	if x.leader != nil {
+		if r, ok, err := g.groupThrough(v, x); ok || err != nil {
+			return r, err
 		}
 	}
-	a := g.a
 	switch v.Op {
 	case ir.OpInput, ir.OpParam:
 		return g.load(v, x.getLin(a)), nil
@@ -383,4 +385,112 @@ func (g *gen) gather(v *ir.Value, x *index) (val, error) {
 		tc[d] = x.getCoord(g.a, ri+d-1)
 	}
 	return g.eval(table, newIndexCoords(table.Type.Shape, tc))
+}
+
+// groupThrough evaluates v at lane x of an element group where the group survives: an input
+// read with one vector load, or a movement op whose operand lanes stay consecutive (or all
+// coincide), so the operand is evaluated at the matching lane of an operand group. ok is false
+// where the lane must be evaluated on its own.
+func (g *gen) groupThrough(v *ir.Value, x *index) (r val, ok bool, err error) {
+	lead := x.leader
+	n := len(lead.lanes)
+	j := x.laneOf()
+	switch v.Op {
+	case ir.OpInput, ir.OpParam:
+		d := v.Type.DType
+		if n*d.Size() > 16 {
+			return val{}, false, nil
+		}
+		key := cacheKey{v, lead}
+		vals, done := g.vecLoads[key]
+		if !done {
+			vals = g.vectorLoad(v, lead.getLin(g.a), n)
+			g.vecLoads[key] = vals
+		}
+		return vals[j], true, nil
+	case "broadcast_in_dim", "transpose", "slice", "reshape":
+	default:
+		return val{}, false, nil
+	}
+	op := v.Args[0]
+	key := cacheKey{v, lead}
+	og, done := g.groups[key]
+	if !done {
+		og = g.operandGroup(v, lead, n)
+		g.groups[key] = og
+	}
+	if og == nil {
+		return val{}, false, nil
+	}
+	if og.lanes == nil { // every lane reads the same operand element
+		r, err := g.eval(op, og)
+		return r, true, err
+	}
+	r, err = g.eval(op, og.lanes[j])
+	return r, true, err
+}
+
+// operandGroup maps the group led by lead through movement op v: a new group if the lanes stay
+// consecutive in the operand, an index without lanes if they all read one element, nil if
+// neither.
+func (g *gen) operandGroup(v *ir.Value, lead *index, n int) *index {
+	op := v.Args[0]
+	os, rs := op.Type.Shape, v.Type.Shape
+	if len(rs) == 0 || len(os) == 0 || (lead.lanes[1].parent == nil && v.Op != "reshape") {
+		return nil // flat groups only pass reshape, by linear position
+	}
+	last, olast := len(rs)-1, len(os)-1
+	var opIdx *index
+	grouped := false
+	switch v.Op {
+	case "broadcast_in_dim":
+		c := make([]string, len(os))
+		for i, d := range v.Attrs.Ints("dims") {
+			if os[i] == 1 {
+				c[i] = "0"
+			} else {
+				c[i] = lead.getCoord(g.a, d)
+				if d == last {
+					if i != olast {
+						return nil
+					}
+					grouped = true
+				}
+			}
+		}
+		opIdx = newIndexCoords(os, c)
+	case "transpose":
+		perm := v.Attrs.Ints("perm")
+		if perm[last] != olast {
+			return nil
+		}
+		c := make([]string, len(os))
+		for i, p := range perm {
+			c[p] = lead.getCoord(g.a, i)
+		}
+		opIdx, grouped = newIndexCoords(os, c), true
+	case "slice":
+		start, stride := v.Attrs.Ints("start"), v.Attrs.Ints("stride")
+		if (stride != nil && stride[last] != 1) || start[last]%n != 0 || os[olast]%n != 0 {
+			return nil
+		}
+		c := make([]string, len(os))
+		for i := range c {
+			s := 1
+			if stride != nil {
+				s = stride[i]
+			}
+			c[i] = g.a.mad(lead.getCoord(g.a, i), s, imm(start[i]))
+		}
+		opIdx, grouped = newIndexCoords(os, c), true
+	case "reshape":
+		if os[olast]%n != 0 {
+			return nil
+		}
+		opIdx, grouped = newIndexLin(os, lead.getLin(g.a)), true
+	}
+	if grouped {
+		newGroup(g.a, opIdx, n, false)
+	}
+	return opIdx
 }

@@ -16,6 +16,41 @@ type index struct {
 	// A lane of a vectorized element group: coordinates are parent's, plus off in the last one.
 	parent *index
 	off    int
+	// Group membership: leader is lane 0 of the group of consecutive elements x belongs to (nil
+	// if none), lanes the group's members (set on the leader). A group's elements are
+	// consecutive in memory order and its first is a multiple of the group size, so an input
+	// read at a group loads with one vector access.
+	leader *index
+	lanes  []*index
+}
+
+// newGroup makes x the leader of a group of v consecutive elements. With flat, lanes are
+// linear positions only (a group may straddle rows); otherwise they share all coordinates but
+// the last.
+func newGroup(a ia, x *index, v int, flat bool) {
+	x.leader = x
+	x.lanes = make([]*index, v)
+	x.lanes[0] = x
+	for j := 1; j < v; j++ {
+		var l *index
+		if flat {
+			l = newIndexLin(x.shape, a.add(x.getLin(a), imm(j)))
+		} else {
+			l = &index{shape: x.shape, coord: make([]string, len(x.shape)), parent: x, off: j}
+		}
+		l.leader = x
+		x.lanes[j] = l
+	}
+}
+
+// laneOf is x's position in its group.
+func (x *index) laneOf() int {
+	for j, l := range x.leader.lanes {
+		if l == x {
+			return j
+		}
+	}
+	return -1
 }
 
 func newIndexLin(shape ir.Shape, lin string) *index {
@@ -189,12 +224,4 @@ func (x *index) getLin(a ia) string {
 	}
 	x.lin = lin
 	return lin
-}
-
-// lane returns the index of the element off places after x in its last dimension.
-func (x *index) lane(off int) *index {
-	if off == 0 {
-		return x
-	}
-	return &index{shape: x.shape, coord: make([]string, len(x.shape)), parent: x, off: off}
 }

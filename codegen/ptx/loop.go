@@ -114,39 +114,15 @@ func vectorWidth(g *ir.Graph, shape ir.Shape) (int, bool) {
 }
 
 // elementGroup computes and stores v consecutive output elements starting at linear index base.
-// With v > 1, inputs of the output's shape reached through elementwise ops only are read with
-// one vector load each.
+// With v > 1 the elements form a group, which movement ops carry to their operands where the
+// lanes stay consecutive (see groupThrough): inputs read at a group use one vector load.
 func (gn *gen) elementGroup(shape ir.Shape, base string, v int, flat bool) error {
 	g := gn.kernelGraph
 	root := newIndexLin(shape, base)
-	lanes := make([]*index, v)
-	for j := range lanes {
-		if flat {
-			lanes[j] = newIndexLin(shape, gn.a.add(base, imm(j)))
-		} else {
-			lanes[j] = root.lane(j)
-		}
-	}
+	lanes := []*index{root}
 	if v > 1 {
-		gn.vec = map[*ir.Value]func(*index) (val, bool){}
-		for _, in := range append(g.Inputs(), g.Params()...) {
-			if !in.Type.Shape.Equal(shape) {
-				continue
-			}
-			var loaded []val
-			gn.vec[in] = func(x *index) (val, bool) {
-				for j, l := range lanes {
-					if l != x {
-						continue
-					}
-					if loaded == nil {
-						loaded = gn.vectorLoad(in, base, v)
-					}
-					return loaded[j], true
-				}
-				return val{}, false
-			}
-		}
+		newGroup(gn.a, root, v, flat)
+		lanes = root.lanes
 	}
 	for oi, o := range g.Outputs {
 		vals := make([]val, v)

@@ -1,0 +1,96 @@
+package ptx
+
+import (
+	"flag"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/gcomp/gcomp/internal/ptxas"
+)
+
+var perfFlag = flag.Bool("perf", false, "run the large kernels of docs/perf.md and print their numbers")
+
+// occupancy is the fraction of an SM's 64 warp slots that resident blocks fill, limited by
+// registers (allocated per warp in units of 256), shared memory and the block limit.
+func occupancy(arch string, regs, threads, shared int) float64 {
+	warps := (threads + 31) / 32
+	smem := map[string]int{"sm_80": 164 << 10, "sm_90": 228 << 10}[arch]
+	blocks := min(32, 64/warps)
+	if regs > 0 {
+		perWarp := (regs*32 + 255) / 256 * 256
+		blocks = min(blocks, 65536/(perWarp*warps))
+	}
+	if shared > 0 {
+		blocks = min(blocks, smem/(shared+1024)) // the runtime reserves 1 KB per block
+	}
+	return float64(blocks*warps) / 64
+}
+
+// TestPerf measures the kernels docs/perf.md reports: go test ./codegen/ptx -run Perf -perf -v
+func TestPerf(t *testing.T) {
+	if !*perfFlag {
+		t.Skip("large simulations: run with -perf")
+	}
+	ptxas.Require(t)
+	cases := []struct {
+		name, src string
+		m, n, k   int
+	}{
+		{"bias_relu", loopCases[0].src, 1024, 1024, 0},
+		{"transpose_mul", loopCases[1].src, 1024, 1024, 0},
+		{"softmax", reduceCases[4].src, 512, 1024, 0},
+		{"layernorm", reduceCases[5].src, 512, 1024, 0},
+		{"sum_cols", reduceCases[7].src, 1024, 1024, 0},
+		{"sum_all", reduceCases[2].src, 1024, 1024, 0},
+		{"matmul", matmulCases[0].src, 1024, 1024, 1024},
+		{"linear_bias_relu", matmulCases[1].src, 512, 1024, 768},
+	}
+	var rows []string
+	for _, c := range cases {
+		var src string
+		if c.k > 0 {
+			src = instantiateMNK(c.src, c.m, c.n, c.k)
+		} else {
+			src = instantiate(replaceAll(c.src, "RECIP", fmt.Sprint(1/float64(c.n))), c.m, c.n)
+		}
+		g := parse(t, src)
+		k := Kernel{Name: "k_" + c.name, Graph: g}
+		res := checkKernel(t, k, inputsFor(g, 7, 1), false)
+		if res == nil {
+			continue
+		}
+		_, l, _ := Generate(k, Target{SM: 80})
+		st := res.stats
+		ld := 100 * float64(st.GlobalLoadBytes) / float64(32*max(1, st.GlobalLoadSectors))
+		sto := 100 * float64(st.GlobalStoreBytes) / float64(32*max(1, st.GlobalStoreSectors))
+		threads := l.Block[0] * l.Block[1] * l.Block[2]
+		shared := 0
+		if c.k > 0 {
+			shared = 2 * (mmBK*(mmBM+mmPad)*4 + mmBK*(mmBN+mmPad)*4)
+		}
+		extra := ""
+		if c.k > 0 {
+			min := int64(4 * (c.m*c.k + c.k*c.n + c.m*c.n))
+			fp32 := st.Class("fp32")
+			extra = fmt.Sprintf("global bytes %.2f× minimum; fp32 (FFMA) %.1f%% of warp instructions",
+				float64(st.GlobalLoadBytes+st.GlobalStoreBytes)/float64(min), 100*float64(fp32)/float64(st.WarpInsts))
+		}
+		rows = append(rows, fmt.Sprintf("| %s | %s | %d / %d | %.0f%% / %.0f%% | %.1f%% | %.1f%% | %d | %s |",
+			c.name, strings.TrimPrefix(shapeOf(g), ""), res.regs["sm_80"], res.regs["sm_90"],
+			100*occupancy("sm_80", res.regs["sm_80"], threads, shared), 100*occupancy("sm_90", res.regs["sm_90"], threads, shared),
+			ld, sto, st.WarpInsts, extra))
+	}
+	t.Log("\n| kernel | shape | registers sm_80 / sm_90 | occupancy sm_80 / sm_90 | load efficiency | store efficiency | warp instructions | notes |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n" + strings.Join(rows, "\n"))
+}
+
+func shapeOf(g interface{ String() string }) string {
+	s := g.String()
+	if i := strings.Index(s, ": "); i >= 0 {
+		s = s[i+2:]
+		if j := strings.Index(s, "\n"); j >= 0 {
+			s = s[:j]
+		}
+	}
+	return s
+}
