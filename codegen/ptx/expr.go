@@ -123,6 +123,8 @@ func (g *gen) eval1(v *ir.Value, x *index) (val, error) {
 		return g.concat(v, x)
 	case "gather":
 		return g.gather(v, x)
+	case "max_pool2d", "avg_pool2d":
+		return g.pool(v, x)
 	case "select":
 		p, err := g.eval(v.Args[0], x)
 		if err != nil {

@@ -287,3 +287,5 @@ func assembleBatchRenamed(t *testing.T, kernels []Kernel) {
 }
 
 func replaceAll(s, old, new string) string { return strings.ReplaceAll(s, old, new) }
+
+func nan() float64 { return math.NaN() }

@@ -117,8 +117,8 @@ func generate(k Kernel, t Target, globals *[]string) (string, Launch, error) {
 			count["matmul"]++
 		case c == ops.Reduce:
 			count["reduce"]++
-		case v.Op == "conv2d" || v.Op == "max_pool2d" || v.Op == "avg_pool2d":
-			count[v.Op]++
+		case v.Op == "conv2d":
+			count["conv2d"]++
 		}
 	}
 	for kind := range count {
