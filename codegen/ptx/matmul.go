@@ -74,16 +74,16 @@ func matmulKernel(k Kernel, t Target, globals *[]string) (string, Launch, error)
 	g := k.Graph
 	var dot *ir.Value
 	for _, v := range live(g) {
-		if v.Op == "dot_general" {
+		if v.Op == "dot_general" || v.Op == "conv2d" {
 			dot = v
 		}
 	}
 	if dot.Type.DType != ir.F32 {
-		return "", Launch{}, fmt.Errorf("dot_general on %s is not supported yet (f32 only)", dot.Type.DType)
+		return "", Launch{}, fmt.Errorf("%s on %s is not supported yet (f32 only)", dot.Op, dot.Type.DType)
 	}
 	for _, a := range dot.Args {
 		if a.Op != ir.OpInput && a.Op != ir.OpParam {
-			return "", Launch{}, fmt.Errorf("dot_general operand %s is computed inside the kernel; only inputs and params are a supported fusion", g.Format(a))
+			return "", Launch{}, fmt.Errorf("%s operand %s is computed inside the kernel; only inputs and params are a supported fusion", dot.Op, g.Format(a))
 		}
 	}
 	// Epilogue: everything but the dot and what feeds it must be elementwise-computable at the
@@ -104,25 +104,19 @@ func matmulKernel(k Kernel, t Target, globals *[]string) (string, Launch, error)
 			return "", Launch{}, fmt.Errorf("output %s %s does not have the matmul's shape %s", o.Name, o.Value.Type.Shape, dot.Type.Shape)
 		}
 	}
-	lb, rb := dot.Attrs.Ints("lhs_batch"), dot.Attrs.Ints("rhs_batch")
-	lhs, err := layoutOf(dot.Args[0], lb, dot.Attrs.Ints("lhs_contract"))
-	if err != nil {
-		return "", Launch{}, err
-	}
-	rhs, err := layoutOf(dot.Args[1], rb, dot.Attrs.Ints("rhs_contract"))
-	if err != nil {
-		return "", Launch{}, err
-	}
+	var mm *matmul
 	batch := 1
-	var batchShape ir.Shape
-	for _, d := range lb {
-		batch *= dot.Args[0].Type.Shape[d]
-		batchShape = append(batchShape, dot.Args[0].Type.Shape[d])
+	if dot.Op == "conv2d" {
+		var err error
+		if mm, err = convGEMM(dot); err != nil {
+			return "", Launch{}, err
+		}
+	} else {
+		var err error
+		if mm, batch, err = dotGEMM(dot); err != nil {
+			return "", Launch{}, err
+		}
 	}
-	if batch > 65535 {
-		return "", Launch{}, fmt.Errorf("a batch of %d matmuls exceeds the grid's z limit", batch)
-	}
-	mm := &matmul{gen: nil, M: lhs.free, N: rhs.free, K: lhs.k, lhs: lhs, rhs: rhs, dot: dot, batchShape: batchShape}
 	b := newBuilder(k.Name)
 	// Two blocks per SM (25% occupancy) caps registers at 128 per thread.
 	b.perf = fmt.Sprintf(".maxntid %d, 1, 1\n.minnctapersm 2", mmThreads)
@@ -135,9 +129,33 @@ func matmulKernel(k Kernel, t Target, globals *[]string) (string, Launch, error)
 	return b.text(), l, nil
 }
 
+// dotGEMM views a dot_general as a (batched) GEMM.
+func dotGEMM(dot *ir.Value) (*matmul, int, error) {
+	lb, rb := dot.Attrs.Ints("lhs_batch"), dot.Attrs.Ints("rhs_batch")
+	lhs, err := layoutOf(dot.Args[0], lb, dot.Attrs.Ints("lhs_contract"))
+	if err != nil {
+		return nil, 0, err
+	}
+	rhs, err := layoutOf(dot.Args[1], rb, dot.Attrs.Ints("rhs_contract"))
+	if err != nil {
+		return nil, 0, err
+	}
+	batch := 1
+	var batchShape ir.Shape
+	for _, d := range lb {
+		batch *= dot.Args[0].Type.Shape[d]
+		batchShape = append(batchShape, dot.Args[0].Type.Shape[d])
+	}
+	if batch > 65535 {
+		return nil, 0, fmt.Errorf("a batch of %d matmuls exceeds the grid's z limit", batch)
+	}
+	return &matmul{M: lhs.free, N: rhs.free, K: lhs.k, lhs: lhs, rhs: rhs, dot: dot, batchShape: batchShape}, batch, nil
+}
+
 type matmul struct {
 	*gen
 	M, N, K    int
+	conv       *convSpec // set for conv2d: A is the implicit im2col matrix of the image
 	lhs, rhs   operandLayout
 	dot        *ir.Value
 	batchShape ir.Shape
@@ -172,6 +190,9 @@ func (mm *matmul) emit() error {
 		offB = a.mad(c, mm.rhs.batchStrides[i], offB)
 	}
 	baseA, baseB := mm.ptr[mm.lhs.v], mm.ptr[mm.rhs.v]
+	if mm.conv != nil {
+		offA, offB = "0", "0"
+	}
 	if offA != "0" {
 		baseA = mm.elemAddr(baseA, offA)
 	}
@@ -195,6 +216,9 @@ func (mm *matmul) emit() error {
 		base        string // the operand's first element: a safe address for empty copies
 		sh          string // shared byte offset of the first copy in buffer 0
 		bufBytes    int
+		// copyAt, if set, replaces the strided addressing: the source address and validity of
+		// copy i at k step k0 (conv2d's image side).
+		copyAt func(k0 string, i int) (src, ok string)
 	}
 	mkSide := func(l operandLayout, rows, nFree int, f0tile, shBase, base string, bufBytes int) *side {
 		sd := &side{l: l, rows: rows, nFree: nFree, bufBytes: bufBytes, base: base}
@@ -224,6 +248,9 @@ func (mm *matmul) emit() error {
 		mkSide(mm.lhs, mmBM, mm.M, m0, shA, baseA, aBytes),
 		mkSide(mm.rhs, mmBN, mm.N, n0, shB, baseB, bBytes),
 	}
+	if mm.conv != nil {
+		sides[0].copyAt = mm.conv.copier(mm, sides[0].f0, sides[0].kq, sides[0].dk, baseA)
+	}
 
 	nk := ceilDiv(mm.K, mmBK)
 	// issue copies k step kt (k0 = kt·8) into buffer buf, then advances each side's pointer.
@@ -232,6 +259,14 @@ func (mm *matmul) emit() error {
 			bufBase := a.mad(buf, sd.bufBytes, sd.sh)
 			kc := a.add(k0, sd.kq)
 			for i := range 4 {
+				if sd.copyAt != nil {
+					src, ok := sd.copyAt(k0, i)
+					n := b.reg(rU32)
+					b.ins("selp.b32", n, "4", "0", ok)
+					dst := fmt.Sprintf("[%s+%d]", bufBase, 4*(sd.dk[i]*(sd.rows+mmPad)+sd.df[i]))
+					b.ins("cp.async.ca.shared.global", dst, "["+src+"]", "4", n)
+					continue
+				}
 				// Signed compares: a bound ≤ 0 means the copy never lies inside.
 				ok := b.reg(rPred)
 				b.ins("setp.lt.s32", ok, a.reg(kc), imm(mm.K-sd.dk[i]))
@@ -248,7 +283,9 @@ func (mm *matmul) emit() error {
 				b.ins("cp.async.ca.shared.global", dst, "["+src+"]", "4", n)
 			}
 			// Next step: 8 further along k.
-			b.ins("add.s64", sd.ptr, sd.ptr, imm(4*mmBK*sd.l.kSt))
+			if sd.copyAt == nil {
+				b.ins("add.s64", sd.ptr, sd.ptr, imm(4*mmBK*sd.l.kSt))
+			}
 		}
 		b.ins("cp.async.commit_group")
 	}
@@ -344,8 +381,13 @@ func (mm *matmul) emit() error {
 			b.braIf("!"+ok, skip)
 			mm.reset()
 			lin := a.mad(a.mad(bz, mm.M, rows[i]), mm.N, cols[j])
-			x := newIndexLin(shape, lin)
-			if single && shape.Rank() >= 2 {
+			var x *index
+			if mm.conv != nil {
+				x, lin = mm.conv.outIndex(a, rows[i], cols[j])
+			} else {
+				x = newIndexLin(shape, lin)
+			}
+			if mm.conv == nil && single && shape.Rank() >= 2 {
 				for d := range nb {
 					x.coord[d] = bidx.getCoord(a, d)
 				}

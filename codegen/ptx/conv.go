@@ -1,0 +1,95 @@
+package ptx
+
+import (
+	"fmt"
+
+	"github.com/gcomp/gcomp/ir"
+)
+
+// conv2d as an implicit GEMM on the matmul core: M = N·OH·OW output pixels, N = O output
+// channels, K = C·KH·KW taps. The weights [O, C, KH, KW] are the GEMM's B as they lie in memory
+// ([O, K], k contiguous); A is never built: each copy into shared memory computes its image
+// address from (pixel, tap) and zero-fills taps in the padding. Copies take consecutive pixels
+// across a warp, so stride-1 convolutions read the image coalesced.
+type convSpec struct {
+	n, c, h, w     int
+	o, kh, kw      int
+	oh, ow         int
+	stride, pad, d [2]int
+}
+
+func convGEMM(v *ir.Value) (*matmul, error) {
+	x, wt := v.Args[0].Type.Shape, v.Args[1].Type.Shape
+	if grp := v.Attrs.Int("groups", 1); grp != 1 {
+		return nil, fmt.Errorf("conv2d with groups=%d is not supported yet", grp)
+	}
+	two := func(name string, def int) [2]int {
+		if s := v.Attrs.Ints(name); s != nil {
+			return [2]int{s[0], s[1]}
+		}
+		return [2]int{def, def}
+	}
+	cs := &convSpec{n: x[0], c: x[1], h: x[2], w: x[3], o: wt[0], kh: wt[2], kw: wt[3],
+		oh: v.Type.Shape[2], ow: v.Type.Shape[3], stride: two("stride", 1), pad: two("padding", 0), d: two("dilation", 1)}
+	k := cs.c * cs.kh * cs.kw
+	// The image side is addressed by copier; its layout only fixes the copy map: consecutive
+	// pixels across threads (free dim contiguous).
+	lhs := operandLayout{v: v.Args[0], free: cs.n * cs.oh * cs.ow, freeSt: 1, k: k, kSt: cs.oh * cs.ow}
+	rhs := operandLayout{v: v.Args[1], free: cs.o, freeSt: k, k: k, kSt: 1}
+	return &matmul{M: lhs.free, N: cs.o, K: k, lhs: lhs, rhs: rhs, dot: v, conv: cs}, nil
+}
+
+// copier returns the image side's addressing. The pixel of each copy is fixed per thread (the
+// copy map gives every copy of a thread the same pixel f0 and taps kq + dk[i]), so its
+// coordinates are computed once.
+func (cs *convSpec) copier(mm *matmul, f0, kq string, dk [4]int, base string) func(k0 string, i int) (string, string) {
+	a, b := mm.a, mm.e.b
+	m := a.clamp(f0, mm.M)
+	okM := b.reg(rPred)
+	b.ins("setp.lt.s32", okM, a.reg(f0), imm(mm.M))
+	plane := cs.oh * cs.ow
+	n := a.div(m, plane)
+	r := a.rem(m, plane)
+	ih0 := a.sub(a.mul(a.div(r, cs.ow), cs.stride[0]), imm(cs.pad[0]))
+	iw0 := a.sub(a.mul(a.rem(r, cs.ow), cs.stride[1]), imm(cs.pad[1]))
+	img := a.mul(n, cs.c*cs.h*cs.w)
+	return func(k0 string, i int) (string, string) {
+		kk := a.add(a.add(k0, kq), imm(dk[i]))
+		ok := b.reg(rPred)
+		b.ins("setp.lt.s32", ok, a.reg(kk), imm(mm.K))
+		b.ins("and.pred", ok, ok, okM)
+		taps := cs.kh * cs.kw
+		c := a.div(kk, taps)
+		t := a.rem(kk, taps)
+		ih := a.add(ih0, a.mul(a.div(t, cs.kw), cs.d[0]))
+		iw := a.add(iw0, a.mul(a.rem(t, cs.kw), cs.d[1]))
+		for _, in := range []struct {
+			c string
+			n int
+		}{{ih, cs.h}, {iw, cs.w}} {
+			p := b.reg(rPred)
+			b.ins("setp.lt.u32", p, a.reg(in.c), imm(in.n))
+			b.ins("and.pred", ok, ok, p)
+		}
+		off := a.add(img, a.mad(a.mad(c, cs.h, ih), cs.w, iw))
+		safe := b.reg(rU32)
+		b.ins("selp.b32", safe, a.reg(off), "0", ok)
+		o := b.reg(rU64)
+		b.ins("mul.wide.u32", o, safe, "4")
+		src := b.reg(rU64)
+		b.ins("add.s64", src, base, o)
+		return src, ok
+	}
+}
+
+// outIndex maps GEMM element (pixel m, channel o) to the output [N, O, OH, OW].
+func (cs *convSpec) outIndex(a ia, m, o string) (*index, string) {
+	plane := cs.oh * cs.ow
+	n := a.div(m, plane)
+	r := a.rem(m, plane)
+	oh, ow := a.div(r, cs.ow), a.rem(r, cs.ow)
+	x := newIndexCoords(ir.Shape{cs.n, cs.o, cs.oh, cs.ow}, []string{n, o, oh, ow})
+	lin := a.add(a.mul(a.mad(n, cs.o, o), plane), r)
+	x.lin = lin
+	return x, lin
+}
