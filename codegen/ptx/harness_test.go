@@ -155,6 +155,8 @@ func runKernel(t *testing.T, k Kernel, in map[string]*tensor.Tensor) *result {
 			typ, data = x.Type, x.Bytes()
 		case ArgOutput:
 			typ = g.Outputs[a.Index].Value.Type
+		case ArgScratch:
+			typ, data = ir.T(ir.U8, a.Bytes), make([]byte, a.Bytes)
 		}
 		addr, err := dev.Alloc(max(typ.Bytes(), 1))
 		if err != nil {
@@ -175,6 +177,37 @@ func runKernel(t *testing.T, k Kernel, in map[string]*tensor.Tensor) *result {
 	st, err := m.Launch(k.Name, cfg, args...)
 	if err != nil {
 		t.Fatalf("sim launch %v: %v", l, err)
+	}
+	for i, a := range l.Params {
+		if a.Kind != ArgScratch {
+			continue
+		}
+		// A scratch buffer is left zero, and a second launch gives the same bits.
+		buf := make([]byte, a.Bytes)
+		if err := dev.Read(args[i].(uint64), buf); err != nil {
+			t.Fatal(err)
+		}
+		tail := buf[len(buf)-8:]
+		for _, c := range tail {
+			if c != 0 {
+				t.Errorf("scratch counter left at %v", tail)
+				break
+			}
+		}
+		first := make([]byte, g.Outputs[0].Value.Type.Bytes())
+		if err := dev.Read(outAddr[g.Outputs[0].Name], first); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := m.Launch(k.Name, cfg, args...); err != nil {
+			t.Fatalf("second launch: %v", err)
+		}
+		again := make([]byte, len(first))
+		if err := dev.Read(outAddr[g.Outputs[0].Name], again); err != nil {
+			t.Fatal(err)
+		}
+		if string(again) != string(first) {
+			t.Errorf("second launch differs: %x vs %x", again, first)
+		}
 	}
 	res.stats = st
 	for _, o := range g.Outputs {

@@ -29,9 +29,12 @@ const (
 	ArgInput  ArgKind = iota // a graph input (Arg.Index into Graph.Inputs())
 	ArgParam                 // a graph parameter (Arg.Index into Graph.Params())
 	ArgOutput                // a graph output (Arg.Index into Graph.Outputs)
+	// ArgScratch is a kernel-private buffer of Arg.Bytes bytes (Index and Name unused). It must
+	// be zero before the first launch; the kernel leaves it zero again, so it can be reused.
+	ArgScratch
 )
 
-func (k ArgKind) String() string { return [...]string{"input", "param", "output"}[k] }
+func (k ArgKind) String() string { return [...]string{"input", "param", "output", "scratch"}[k] }
 
 // Arg binds one .param of the entry, in declaration order. Every parameter is a .u64 global
 // address of a buffer aligned to 16 bytes (vector loads rely on it).
@@ -39,6 +42,7 @@ type Arg struct {
 	Kind  ArgKind
 	Index int
 	Name  string // the input, param or output name
+	Bytes int    // size of a scratch buffer
 }
 
 // Launch is how to run a generated kernel.

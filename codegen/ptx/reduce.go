@@ -46,6 +46,9 @@ func reduceKernel(k Kernel, globals *[]string) (string, Launch, error) {
 	if err := checkRowDomains(g, rs); err != nil {
 		return "", Launch{}, err
 	}
+	if rs.rowPattern && rs.a == 1 && rs.r >= splitReduce && len(reds) == 1 && !outputsFull(g, rs) {
+		return fullReduce(k, rs, reds[0], globals)
+	}
 	if rs.rowPattern {
 		return rowReduce(k, rs, reds, globals)
 	}
@@ -461,4 +464,127 @@ func colReduce(k Kernel, rs reduceShape, reds []*ir.Value, globals *[]string) (s
 	}
 	l := Launch{Grid: [3]int{max(1, min(tiles, maxLoopBlocks)), 1, 1}, Block: [3]int{colWidth * colRows, 1, 1}, Params: args}
 	return b.text(), l, nil
+}
+
+// splitReduce is the size from which a full reduction spreads over many blocks.
+const splitReduce = 1 << 15
+
+// maxSplitBlocks bounds the partials of a split reduction (one per block).
+const maxSplitBlocks = 256
+
+func outputsFull(g *ir.Graph, rs reduceShape) bool {
+	for _, o := range g.Outputs {
+		if o.Value.Type.Shape.Equal(rs.full) && !rs.isRowShape(o.Value.Type.Shape) {
+			return true
+		}
+	}
+	return false
+}
+
+// fullReduce folds a large tensor to one value with many blocks, deterministically and without
+// float atomics: each block folds a fixed grid-stride share and writes its partial to scratch;
+// the last block to finish (an integer atomic counter decides) folds the partials in block
+// order, writes the result and resets the counter. The scratch holds the partials and the
+// counter.
+func fullReduce(k Kernel, rs reduceShape, red *ir.Value, globals *[]string) (string, Launch, error) {
+	g := k.Graph
+	const threads = 256
+	blocks := min(maxSplitBlocks, ceilDiv(rs.r, threads*8))
+	b := newBuilder(k.Name)
+	gn, args := header(k, b, globals)
+	a := gn.a
+	sp := b.param("u64", fmt.Sprintf("%s_param_%d", k.Name, len(args)))
+	args = append(args, Arg{Kind: ArgScratch, Bytes: 8*blocks + 8})
+	scratch := b.reg(rU64)
+	b.ins("ld.param.u64", scratch, "["+sp+"]")
+	b.ins("cvta.to.global.u64", scratch, scratch)
+	part := b.sharedArray("partials", 8*threads/32, 8)
+	last := b.sharedArray("is_last", 4, 4)
+	tid, lane, warp := b.reg(rU32), b.reg(rU32), b.reg(rU32)
+	b.ins("mov.u32", tid, "%tid.x")
+	b.ins("and.b32", lane, tid, "31")
+	b.ins("shr.u32", warp, tid, "5")
+	partBase := b.reg(rU32)
+	b.ins("mov.u32", partBase, part)
+	slot := a.mad(warp, 8, partBase)
+	bid := b.reg(rU32)
+	b.ins("mov.u32", bid, "%ctaid.x")
+	first := a.mad(bid, threads, tid)
+
+	accT, combine, identity := accumulator(red)
+	st := sharedType(accT)
+	b.note("%s", g.Format(red))
+	acc := b.reg(classOf(accT))
+	gn.accMove(acc, gn.e.constVal(accT, identity))
+	gn.loopFrom(first, imm(blocks*threads), rs.r, func(i string) error {
+		x, err := gn.eval(red.Args[0], newIndexLin(rs.full, i))
+		if err != nil {
+			return err
+		}
+		y, err := gn.e.binary(combine, val{accT, acc}, gn.e.cast(x, accT))
+		if err != nil {
+			return err
+		}
+		gn.accMove(acc, y)
+		return nil
+	})
+	total := gn.blockCombine(val{accT, acc}, combine, lane, slot, partBase, threads/32)
+	// Thread 0 publishes the partial, then takes a ticket.
+	t0 := b.reg(rPred)
+	b.ins("setp.eq.u32", t0, tid, "0")
+	notT0 := b.label("published")
+	b.braIf("!"+t0, notT0)
+	b.ins("st.global."+st, gn.addr(scratch, bid, 8), total.r)
+	b.ins("fence.acq_rel.gpu")
+	ticket := b.reg(rU32)
+	b.ins("atom.global.add.u32", ticket, fmt.Sprintf("[%s+%d]", scratch, 8*blocks), "1")
+	isLast := b.reg(rU32)
+	lp := b.reg(rPred)
+	b.ins("setp.eq.u32", lp, ticket, imm(blocks-1))
+	b.ins("selp.u32", isLast, "1", "0", lp)
+	b.ins("st.shared.u32", "["+last+"]", isLast)
+	b.place(notT0)
+	b.ins("bar.sync", "0")
+	flag := b.reg(rU32)
+	b.ins("ld.shared.u32", flag, "["+last+"]")
+	done := b.label("not_last")
+	fp := b.reg(rPred)
+	b.ins("setp.eq.u32", fp, flag, "0")
+	b.braIf(fp, done)
+	// The last block: fold the partials in block order.
+	b.ins("fence.acq_rel.gpu")
+	acc2 := b.reg(classOf(accT))
+	gn.accMove(acc2, gn.e.constVal(accT, identity))
+	gn.loopFrom(tid, imm(threads), blocks, func(i string) error {
+		x := b.reg(classOf(accT))
+		ad := gn.addr(scratch, i, 8)
+		b.ins("ld.global.cg."+st, x, ad)
+		y, err := gn.e.binary(combine, val{accT, acc2}, val{accT, x})
+		if err != nil {
+			return err
+		}
+		gn.accMove(acc2, y)
+		return nil
+	})
+	res := gn.blockCombine(val{accT, acc2}, combine, lane, slot, partBase, threads/32)
+	out := gn.e.cast(res, red.Type.DType)
+	gn.bound = map[*ir.Value]func(*index) val{red: func(*index) val { return out }}
+	wr := b.label("written")
+	b.braIf("!"+t0, wr)
+	gn.reset()
+	for i, o := range g.Outputs {
+		v, err := gn.eval(o.Value, newIndexLin(o.Value.Type.Shape, "0"))
+		if err != nil {
+			return "", Launch{}, err
+		}
+		gn.store(o.Value, gn.outPtr[i], "0", v)
+	}
+	b.ins("st.global.u32", fmt.Sprintf("[%s+%d]", scratch, 8*blocks), "0") // ready for the next launch
+	gn.reset()
+	b.place(wr)
+	b.place(done)
+	if gn.err != nil {
+		return "", Launch{}, gn.err
+	}
+	return b.text(), Launch{Grid: [3]int{blocks, 1, 1}, Block: [3]int{threads, 1, 1}, Params: args}, nil
 }

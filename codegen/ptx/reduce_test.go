@@ -2,6 +2,7 @@ package ptx
 
 import (
 	"fmt"
+	"regexp"
 	"testing"
 )
 
@@ -94,7 +95,7 @@ var reduceCases = []struct{ name, src string }{
 }`},
 }
 
-var reduceShapes = [][2]int{{1, 1}, {3, 5}, {7, 32}, {5, 300}, {200, 33}, {2, 3000}}
+var reduceShapes = [][2]int{{1, 1}, {3, 5}, {7, 32}, {5, 300}, {200, 33}, {2, 3000}, {37, 1000}}
 
 func TestReductions(t *testing.T) {
 	for _, c := range reduceCases {
@@ -110,5 +111,21 @@ func TestReductions(t *testing.T) {
 				checkKernel(t, Kernel{Name: "k_" + c.name, Graph: g}, inputsFor(g, uint64(m+n), scale), false)
 			})
 		}
+	}
+}
+
+// A large full reduction spreads over blocks and finishes in the last one: an integer ticket,
+// no float atomics.
+func TestSplitReductionAsm(t *testing.T) {
+	g := parse(t, instantiate(reduceCases[2].src, 37, 1000))
+	text, l, err := Generate(Kernel{Name: "k_sum_all", Graph: g}, Target{SM: 80})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Grid[0] < 2 || l.Params[len(l.Params)-1].Kind != ArgScratch {
+		t.Errorf("launch %+v: want several blocks and a scratch buffer", l)
+	}
+	if !regexp.MustCompile(`atom\.global\.add\.u32`).MatchString(text) || regexp.MustCompile(`atom\.[a-z.]*f(32|64)`).MatchString(text) {
+		t.Error("want an integer ticket and no float atomics")
 	}
 }
