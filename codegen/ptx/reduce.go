@@ -253,7 +253,7 @@ func rowReduce(k Kernel, rs reduceShape, reds []*ir.Value, globals *[]string) (s
 	warps := threads / 32
 	b := newBuilder(k.Name)
 	gn, args := header(k, b, globals)
-	part := b.sharedArray("partials", 8*warps, 8)
+	part := b.sharedArray("partials", 16*warps, 8)
 	a := gn.a
 	tid, lane, warp := b.reg(rU32), b.reg(rU32), b.reg(rU32)
 	b.ins("mov.u32", tid, "%tid.x")
@@ -262,6 +262,7 @@ func rowReduce(k Kernel, rs reduceShape, reds []*ir.Value, globals *[]string) (s
 	partBase := b.reg(rU32)
 	b.ins("mov.u32", partBase, part)
 	slot := a.mad(warp, 8, partBase)
+	online := onlineSoftmaxPairs(g, reds)
 	row := b.reg(rU32)
 	b.ins("mov.u32", row, "%ctaid.x")
 	nrows := b.reg(rU32)
@@ -275,6 +276,16 @@ func rowReduce(k Kernel, rs reduceShape, reds []*ir.Value, globals *[]string) (s
 	rowLin := a.mul(row, rs.r)
 	fullAt := func(r string) *index { return newIndexLin(rs.full, a.add(rowLin, r)) }
 	for _, red := range reds {
+		if _, done := gn.bound[red]; done {
+			continue // the sum of an online softmax pair
+		}
+		if sum := online[red]; sum != nil {
+			b.note("online softmax: %s and %s in one pass", g.Format(red), g.Format(sum))
+			m, s := gn.onlineMaxSum(red, sum, fullAt, tid, threads, rs.r, lane, warp, partBase, warps)
+			gn.bound[red] = func(*index) val { return m }
+			gn.bound[sum] = func(*index) val { return s }
+			continue
+		}
 		accT, combine, identity := accumulator(red)
 		b.note("%s", g.Format(red))
 		acc := b.reg(classOf(accT))
@@ -587,4 +598,90 @@ func fullReduce(k Kernel, rs reduceShape, red *ir.Value, globals *[]string) (str
 		return "", Launch{}, gn.err
 	}
 	return b.text(), Launch{Grid: [3]int{blocks, 1, 1}, Block: [3]int{threads, 1, 1}, Params: args}, nil
+}
+
+// onlineSoftmaxPairs finds softmax's two reductions: m = reduce_max(x) and
+// s = reduce_sum(exp(x − broadcast(m))) over the same f32 x, with s not an output. They fold in
+// one pass over the row (online: the running sum is rescaled whenever the running max grows).
+func onlineSoftmaxPairs(g *ir.Graph, reds []*ir.Value) map[*ir.Value]*ir.Value {
+	pairs := map[*ir.Value]*ir.Value{}
+	outs := map[*ir.Value]bool{}
+	for _, o := range g.Outputs {
+		outs[o.Value] = true
+	}
+	for _, s := range reds {
+		e := s.Args[0]
+		if s.Op != "reduce_sum" || outs[s] || e.Op != "exp" || e.Type.DType != ir.F32 {
+			continue
+		}
+		d := e.Args[0]
+		if d.Op != "sub" || d.Args[1].Op != "broadcast_in_dim" {
+			continue
+		}
+		m := d.Args[1].Args[0]
+		for m.Op == "reshape" {
+			m = m.Args[0]
+		}
+		if m.Op == "reduce_max" && m.Args[0] == d.Args[0] && pairs[m] == nil {
+			pairs[m] = s
+		}
+	}
+	return pairs
+}
+
+// onlineMaxSum folds a row to its max m and Σ exp(x − m) in one pass. Each thread keeps (m, s)
+// with s in f64; pairs combine as (max, s₁·e^(m₁−m) + s₂·e^(m₂−m)). While the max is −inf the
+// scale is 1 and the terms 0, so leading −inf elements do not poison the sum.
+func (gn *gen) onlineMaxSum(maxV, sumV *ir.Value, fullAt func(string) *index, tid string, threads, n int, lane, warp, partBase string, warps int) (val, val) {
+	b := gn.e.b
+	m := b.reg(rF32)
+	s := b.reg(rF64)
+	b.ins("mov.f32", m, immF32(math.Inf(-1)))
+	b.ins("mov.f64", s, immF64(0))
+	// merge folds (m2, s2) into (m, s); s2 is already scaled to m2.
+	merge := func(m2, s2 val) {
+		mn := gn.e.fminmax("max", val{ir.F32, m}, m2)
+		ninf := b.reg(rPred)
+		b.ins("setp.eq.f32", ninf, mn.r, immF32(math.Inf(-1)))
+		sc1 := gn.e.expF32(gn.e.op(ir.F32, "sub.rn.f32", m, mn.r).r, ir.F32)
+		sc2 := gn.e.expF32(gn.e.op(ir.F32, "sub.rn.f32", gn.e.reg(m2), mn.r).r, ir.F32)
+		w1 := gn.e.op(ir.F64, "cvt.f64.f32", sc1.r)
+		w2 := gn.e.op(ir.F64, "cvt.f64.f32", sc2.r)
+		t := gn.e.op(ir.F64, "mul.rn.f64", w2.r, gn.e.reg(s2))
+		ns := gn.e.op(ir.F64, "fma.rn.f64", s, w1.r, t.r)
+		plain := gn.e.op(ir.F64, "add.rn.f64", s, gn.e.reg(s2))
+		b.ins("selp.f64", s, plain.r, ns.r, ninf)
+		b.ins("mov.f32", m, mn.r)
+	}
+	gn.loopFrom(tid, imm(threads), n, func(r string) error {
+		x, err := gn.eval(maxV.Args[0], fullAt(r))
+		if err != nil {
+			return err
+		}
+		merge(x, val{ir.F64, immF64(1)})
+		return nil
+	})
+	gn.reset()
+	for off := 16; off >= 1; off /= 2 {
+		m2 := gn.shuffleXor(val{ir.F32, m}, off)
+		s2 := gn.shuffleXor(val{ir.F64, s}, off)
+		merge(m2, s2)
+	}
+	first := b.reg(rPred)
+	b.ins("setp.eq.u32", first, lane, "0")
+	slot := gn.a.mad(warp, 16, partBase)
+	b.guarded(first, "st.shared.f32", "["+slot+"]", m)
+	b.guarded(first, "st.shared.f64", "["+slot+"+8]", s)
+	b.ins("bar.sync", "0")
+	b.ins("ld.shared.f32", m, "["+partBase+"]")
+	b.ins("ld.shared.f64", s, "["+partBase+"+8]")
+	for w := 1; w < warps; w++ {
+		m2, s2 := b.reg(rF32), b.reg(rF64)
+		b.ins("ld.shared.f32", m2, fmt.Sprintf("[%s+%d]", partBase, 16*w))
+		b.ins("ld.shared.f64", s2, fmt.Sprintf("[%s+%d]", partBase, 16*w+8))
+		merge(val{ir.F32, m2}, val{ir.F64, s2})
+	}
+	b.ins("bar.sync", "0")
+	gn.reset()
+	return val{ir.F32, m}, gn.e.cast(val{ir.F64, s}, ir.F32)
 }

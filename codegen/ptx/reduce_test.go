@@ -2,6 +2,7 @@ package ptx
 
 import (
 	"fmt"
+	"math"
 	"regexp"
 	"testing"
 )
@@ -128,4 +129,30 @@ func TestSplitReductionAsm(t *testing.T) {
 	if !regexp.MustCompile(`atom\.global\.add\.u32`).MatchString(text) || regexp.MustCompile(`atom\.[a-z.]*f(32|64)`).MatchString(text) {
 		t.Error("want an integer ticket and no float atomics")
 	}
+}
+
+// Softmax's max and sum fold in one pass; rows with −inf, +inf and NaN give what the reference
+// gives.
+func TestOnlineSoftmax(t *testing.T) {
+	g := parse(t, instantiate(reduceCases[4].src, 6, 70))
+	k := Kernel{Name: "k_softmax", Graph: g}
+	text, _, err := Generate(k, Target{SM: 80})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`// online softmax`).MatchString(text) {
+		t.Error("softmax is not folded online")
+	}
+	in := inputsFor(g, 11, 30)
+	x := in["x"].F
+	inf := math.Inf(1)
+	x[0], x[1] = -inf, -inf // leading −inf in row 0
+	for i := 70; i < 140; i++ {
+		x[i] = -inf // row 1 all −inf: NaN
+	}
+	x[150] = inf   // row 2: +inf gives NaN
+	x[220] = nan() // row 3: NaN
+	x[290] = 88    // row 4: large values stay finite
+	x[291] = 87.5
+	checkKernel(t, k, in, false)
 }
