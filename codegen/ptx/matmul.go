@@ -118,8 +118,13 @@ func matmulKernel(k Kernel, t Target, globals *[]string) (string, Launch, error)
 		}
 	}
 	b := newBuilder(k.Name)
-	// Two blocks per SM (25% occupancy) caps registers at 128 per thread.
-	b.perf = fmt.Sprintf(".maxntid %d, 1, 1\n.minnctapersm 2", mmThreads)
+	// Two blocks per SM (25% occupancy) caps registers at 128 per thread. With a single k step
+	// (K ≤ 8) ptxas schedules the straight-line FMAs and epilogue into spills under that cap, and
+	// such a kernel is bound by its epilogue's memory traffic anyway: it goes uncapped.
+	b.perf = fmt.Sprintf(".maxntid %d, 1, 1", mmThreads)
+	if mm.K > mmBK {
+		b.perf += "\n.minnctapersm 2"
+	}
 	gn, args := header(k, b, globals)
 	mm.gen = gn
 	if err := mm.emit(); err != nil {
@@ -370,20 +375,31 @@ func (mm *matmul) emit() error {
 	shape := mm.dot.Type.Shape
 	nb := len(mm.batchShape)
 	single := shape.Rank() == nb+2
+	// Four consecutive columns form an element group (one 128-bit store, and 128-bit loads of
+	// row-broadcast operands such as a bias) when rows hold whole groups.
+	w := 1
+	if mm.conv == nil && mm.N%4 == 0 {
+		w = 4
+		for _, o := range g.Outputs {
+			if o.Value.Type.DType.Size() > 4 {
+				w = 1
+			}
+		}
+	}
 	for i := range 8 {
-		for j := range 8 {
+		for j0 := 0; j0 < 8; j0 += w {
 			skip := b.label("skip")
 			okm, okn := b.reg(rPred), b.reg(rPred)
 			b.ins("setp.lt.u32", okm, rows[i], imm(mm.M))
-			b.ins("setp.lt.u32", okn, cols[j], imm(mm.N))
+			b.ins("setp.lt.u32", okn, cols[j0], imm(mm.N))
 			ok := b.reg(rPred)
 			b.ins("and.pred", ok, okm, okn)
 			b.braIf("!"+ok, skip)
 			mm.reset()
-			lin := a.mad(a.mad(bz, mm.M, rows[i]), mm.N, cols[j])
+			lin := a.mad(a.mad(bz, mm.M, rows[i]), mm.N, cols[j0])
 			var x *index
 			if mm.conv != nil {
-				x, lin = mm.conv.outIndex(a, rows[i], cols[j])
+				x, lin = mm.conv.outIndex(a, rows[i], cols[j0])
 			} else {
 				x = newIndexLin(shape, lin)
 			}
@@ -391,7 +407,7 @@ func (mm *matmul) emit() error {
 				for d := range nb {
 					x.coord[d] = bidx.getCoord(a, d)
 				}
-				x.coord[nb], x.coord[nb+1] = rows[i], cols[j]
+				x.coord[nb], x.coord[nb+1] = rows[i], cols[j0]
 				if shape[nb] == 1 {
 					x.coord[nb] = "0"
 				}
@@ -399,14 +415,30 @@ func (mm *matmul) emit() error {
 					x.coord[nb+1] = "0"
 				}
 			}
-			accv := val{ir.F32, acc[i*8+j]}
-			mm.bound[mm.dot] = func(*index) val { return accv }
+			lanes := []*index{x}
+			if w > 1 {
+				newGroup(a, x, w, false)
+				lanes = x.lanes
+			}
+			accOf := map[*index]val{}
+			for l, xl := range lanes {
+				accOf[xl] = val{ir.F32, acc[i*8+j0+l]}
+			}
+			mm.bound[mm.dot] = func(x *index) val { return accOf[x] }
 			for oi, o := range g.Outputs {
-				v, err := mm.eval(o.Value, x)
-				if err != nil {
-					return err
+				vals := make([]val, w)
+				for l, xl := range lanes {
+					v, err := mm.eval(o.Value, xl)
+					if err != nil {
+						return err
+					}
+					vals[l] = v
 				}
-				mm.store(o.Value, mm.outPtr[oi], lin, v)
+				if w == 1 {
+					mm.store(o.Value, mm.outPtr[oi], lin, vals[0])
+				} else {
+					mm.vectorStore(o.Value, mm.outPtr[oi], lin, vals)
+				}
 			}
 			mm.reset()
 			b.place(skip)

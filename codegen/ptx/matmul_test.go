@@ -74,17 +74,24 @@ func TestMatmulAsm(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 64 register-block elements, one store each.
-	if n := len(regexp.MustCompile(`st\.global\.f32`).FindAllString(text, -1)); n != 64 {
-		t.Errorf("%d st.global.f32, want 64 (one per register-block element)", n)
+	// 64 register-block elements, one store each: 16 stores of 4 (N is a multiple of 4).
+	if n := len(regexp.MustCompile(`st\.global\.v4\.f32`).FindAllString(text, -1)); n != 16 {
+		t.Errorf("%d st.global.v4.f32, want 16 (one per 4 register-block elements)", n)
 	}
-	for _, re := range []string{`cp\.async\.ca\.shared\.global`, `ld\.shared\.v4\.f32`, `fma\.rn\.f32`} {
+	if regexp.MustCompile(`st\.global\.f32`).MatchString(text) {
+		t.Error("scalar stores beside the vector ones")
+	}
+	for _, re := range []string{`cp\.async\.ca\.shared\.global`, `ld\.shared\.v4\.f32`, `fma\.rn\.f32`, `ld\.global\.v4\.f32`} {
 		if !regexp.MustCompile(re).MatchString(text) {
 			t.Errorf("missing %s", re)
 		}
 	}
 	// The stored value is the relu's select, never the sum before it.
-	if regexp.MustCompile(`add\.rn\.f32 (%f\d+),[^\n]*\n\s*mul.wide.u32[^\n]*\n[^\n]*\n\s*st\.global\.f32 \[[^\]]+\], (%f\d+);`).MatchString(text) {
-		t.Error("a pre-activation sum is stored")
+	for _, m := range regexp.MustCompile(`st\.global\.v4\.f32 \[[^\]]+\], \{([^}]*)\}`).FindAllStringSubmatch(text, -1) {
+		for _, r := range regexp.MustCompile(`%f\d+`).FindAllString(m[1], -1) {
+			if !regexp.MustCompile(`selp\.f32 ` + r + `,`).MatchString(text) {
+				t.Errorf("stored %s is not a relu result", r)
+			}
+		}
 	}
 }

@@ -46,10 +46,16 @@ func TestPerf(t *testing.T) {
 		{"matmul", matmulCases[0].src, 1024, 1024, 1024},
 		{"linear_bias_relu", matmulCases[1].src, 512, 1024, 768},
 	}
+	cases = append(cases, struct {
+		name, src string
+		m, n, k   int
+	}{"conv3x3_bias_relu", convSrc, 8 * 28 * 28, 64, 64 * 9})
 	var rows []string
 	for _, c := range cases {
 		var src string
-		if c.k > 0 {
+		if c.name == "conv3x3_bias_relu" {
+			src = c.src
+		} else if c.k > 0 {
 			src = instantiateMNK(c.src, c.m, c.n, c.k)
 		} else {
 			src = instantiate(replaceAll(c.src, "RECIP", fmt.Sprint(1/float64(c.n))), c.m, c.n)
@@ -94,3 +100,15 @@ func shapeOf(g interface{ String() string }) string {
 	}
 	return s
 }
+
+// convSrc is a ResNet-style 3×3 convolution with bias and relu: x[8,64,28,28], w[64,64,3,3].
+const convSrc = `graph g {
+  input %x : f32[8,64,28,28]
+  param %w : f32[64,64,3,3]
+  param %b : f32[64]
+  %0 = conv2d(%x, %w) {padding=[1,1]} : f32[8,64,28,28]
+  %1 = broadcast_in_dim(%b) {dims=[1], shape=[8,64,28,28]} : f32[8,64,28,28]
+  %2 = add(%0, %1) : f32[8,64,28,28]
+  %3 = relu(%2) : f32[8,64,28,28]
+  output y = %3
+}`
