@@ -83,22 +83,11 @@ func TestPerf(t *testing.T) {
 				float64(st.GlobalLoadBytes+st.GlobalStoreBytes)/float64(min), 100*float64(fp32)/float64(st.WarpInsts))
 		}
 		rows = append(rows, fmt.Sprintf("| %s | %s | %d / %d | %.0f%% / %.0f%% | %.1f%% | %.1f%% | %d | %s |",
-			c.name, strings.TrimPrefix(shapeOf(g), ""), res.regs["sm_80"], res.regs["sm_90"],
+			c.name, g.Outputs[0].Value.Type, res.regs["sm_80"], res.regs["sm_90"],
 			100*occupancy("sm_80", res.regs["sm_80"], threads, shared), 100*occupancy("sm_90", res.regs["sm_90"], threads, shared),
 			ld, sto, st.WarpInsts, extra))
 	}
-	t.Log("\n| kernel | shape | registers sm_80 / sm_90 | occupancy sm_80 / sm_90 | load efficiency | store efficiency | warp instructions | notes |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n" + strings.Join(rows, "\n"))
-}
-
-func shapeOf(g interface{ String() string }) string {
-	s := g.String()
-	if i := strings.Index(s, ": "); i >= 0 {
-		s = s[i+2:]
-		if j := strings.Index(s, "\n"); j >= 0 {
-			s = s[:j]
-		}
-	}
-	return s
+	t.Log("\n| kernel | output | registers sm_80 / sm_90 | occupancy sm_80 / sm_90 | load efficiency | store efficiency | warp instructions | notes |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n" + strings.Join(rows, "\n"))
 }
 
 // convSrc is a ResNet-style 3×3 convolution with bias and relu: x[8,64,28,28], w[64,64,3,3].
