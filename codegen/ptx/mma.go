@@ -1,0 +1,332 @@
+package ptx
+
+import (
+	"fmt"
+
+	"github.com/gcomp/gcomp/ir"
+)
+
+// The f16/bf16 matmul template: tensor cores through mma.sync.m16n8k16 with f32 accumulators.
+//
+// A block computes a 128×128 tile with 8 warps in a 2×4 grid, each warp a 64×32 tile: 4×4
+// mma tiles of 16×8, 64 f32 accumulators per thread. K advances in steps of 32 through two
+// shared buffers filled by 16-byte cp.async copies (4-byte ones when a contiguous dim is not a
+// multiple of 8). Fragments come from shared memory with ldmatrix (.trans where an operand is
+// stored free-dim contiguous); shared rows are padded by 16 bytes, so the 8 row addresses of each
+// ldmatrix phase fall in 8 different 16-byte bank groups: no bank conflicts.
+const (
+	mmaBK   = 32
+	mmaPadH = 8 // halves of padding per shared row
+)
+
+// mmaSide is one operand's tile in shared memory.
+type mmaSide struct {
+	l        operandLayout
+	kContig  bool // stored [free][k] (else [k][free], read with ldmatrix.trans)
+	rowH     int  // halves per shared row, padding included
+	bufBytes int
+	chunk    int // elements per cp.async (8 or 2)
+	sh       string
+	base     string // global address of the operand (batch offset applied)
+}
+
+func (mm *matmul) emitMMA() error {
+	b, a := mm.e.b, mm.a
+	d := mm.dot.Args[0].Type.DType
+	sides := []*mmaSide{{l: mm.lhs}, {l: mm.rhs}}
+	for i, sd := range sides {
+		free := mmBM
+		sd.kContig = sd.l.kSt == 1
+		if !sd.kContig && sd.l.freeSt != 1 {
+			return fmt.Errorf("%s matmul operand %d has no contiguous dim", d, i)
+		}
+		if sd.kContig {
+			sd.rowH = mmaBK + mmaPadH
+			sd.bufBytes = free * sd.rowH * 2
+		} else {
+			sd.rowH = free + mmaPadH
+			sd.bufBytes = mmaBK * sd.rowH * 2
+		}
+		contig := mm.K
+		nFree := mm.M
+		if i == 1 {
+			nFree = mm.N
+		}
+		if !sd.kContig {
+			contig = nFree
+		}
+		switch {
+		case contig%8 == 0:
+			sd.chunk = 8
+		case contig%2 == 0:
+			sd.chunk = 2
+		default:
+			return fmt.Errorf("%s matmul: the contiguous dim of operand %d has odd size %d; not supported yet", d, i, contig)
+		}
+	}
+	sA := b.sharedArray("tileA", 2*sides[0].bufBytes, 16)
+	sB := b.sharedArray("tileB", 2*sides[1].bufBytes, 16)
+	tid, bx, by, bz := b.reg(rU32), b.reg(rU32), b.reg(rU32), b.reg(rU32)
+	b.ins("mov.u32", tid, "%tid.x")
+	b.ins("mov.u32", bx, "%ctaid.x")
+	b.ins("mov.u32", by, "%ctaid.y")
+	b.ins("mov.u32", bz, "%ctaid.z")
+	lane, warp := b.reg(rU32), b.reg(rU32)
+	b.ins("and.b32", lane, tid, "31")
+	b.ins("shr.u32", warp, tid, "5")
+	m0, n0 := a.mul(by, mmBM), a.mul(bx, mmBN)
+	bidx := newIndexLin(mm.batchShape, bz)
+	offs := []string{"0", "0"}
+	for i := range mm.batchShape {
+		c := bidx.getCoord(a, i)
+		offs[0] = a.mad(c, mm.lhs.batchStrides[i], offs[0])
+		offs[1] = a.mad(c, mm.rhs.batchStrides[i], offs[1])
+	}
+	for i, sd := range sides {
+		sd.base = mm.ptr[sd.l.v]
+		if offs[i] != "0" {
+			sd.base = mm.halfAddr(sd.base, offs[i])
+		}
+		sd.sh = b.reg(rU32)
+	}
+	b.ins("mov.u32", sides[0].sh, sA)
+	b.ins("mov.u32", sides[1].sh, sB)
+	f0s := []string{m0, n0}
+	nFrees := []int{mm.M, mm.N}
+
+	// Copy map: copy i of a thread sits at constant distances (df, dk) from its first one (f0,
+	// kq), so a pointer, a shared offset and the first coordinates are all that stay live.
+	type copyMap struct {
+		f0, kq, sh0 string
+		df, dk      []int
+		ptr         string
+	}
+	maps := make([]copyMap, 2)
+	for si, sd := range sides {
+		cm := &maps[si]
+		per := mmBM * mmaBK / sd.chunk / mmThreads
+		var fl string
+		if sd.kContig {
+			perRow := mmaBK / sd.chunk
+			fl, cm.kq = a.div(tid, perRow), a.mul(a.rem(tid, perRow), sd.chunk)
+			for i := range per {
+				cm.df, cm.dk = append(cm.df, i*mmThreads/perRow), append(cm.dk, 0)
+			}
+			cm.sh0 = a.add(sd.sh, a.mul(a.mad(fl, sd.rowH, cm.kq), 2))
+		} else {
+			perRow := mmBM / sd.chunk
+			cm.kq, fl = a.div(tid, perRow), a.mul(a.rem(tid, perRow), sd.chunk)
+			for i := range per {
+				cm.df, cm.dk = append(cm.df, 0), append(cm.dk, i*mmThreads/perRow)
+			}
+			cm.sh0 = a.add(sd.sh, a.mul(a.mad(cm.kq, sd.rowH, fl), 2))
+		}
+		cm.f0 = a.add(f0s[si], fl)
+		off := a.mad(a.clamp(cm.f0, nFrees[si]), sd.l.freeSt, a.mul(cm.kq, sd.l.kSt))
+		cm.ptr = b.reg(rU64)
+		o := b.reg(rU64)
+		b.ins("mul.wide.u32", o, a.reg(off), "2")
+		b.ins("add.s64", cm.ptr, sd.base, o)
+	}
+
+	// issue copies k step k0 of both operands into buffer buf, then advances the pointers.
+	issue := func(k0, buf string) {
+		for si, sd := range sides {
+			cm := maps[si]
+			bufBase := a.mad(buf, sd.bufBytes, cm.sh0)
+			kc := a.add(k0, cm.kq)
+			for i := range cm.df {
+				ok := b.reg(rPred)
+				b.ins("setp.lt.s32", ok, a.reg(cm.f0), imm(nFrees[si]-cm.df[i]))
+				okK := b.reg(rPred)
+				b.ins("setp.lt.s32", okK, a.reg(kc), imm(mm.K-cm.dk[i]))
+				b.ins("and.pred", ok, ok, okK)
+				src := b.reg(rU64)
+				b.ins("add.s64", src, cm.ptr, imm(2*(cm.df[i]*sd.l.freeSt+cm.dk[i]*sd.l.kSt)))
+				b.ins("selp.b64", src, src, sd.base, ok)
+				n := b.reg(rU32)
+				b.ins("selp.b32", n, imm(2*sd.chunk), "0", ok)
+				kind := "ca"
+				if sd.chunk == 8 {
+					kind = "cg" // 16-byte copies bypass L1
+				}
+				var shOff int
+				if sd.kContig {
+					shOff = 2 * (cm.df[i] * sd.rowH)
+				} else {
+					shOff = 2 * (cm.dk[i] * sd.rowH)
+				}
+				b.ins("cp.async."+kind+".shared.global", fmt.Sprintf("[%s+%d]", bufBase, shOff), "["+src+"]", imm(2*sd.chunk), n)
+			}
+			b.ins("add.s64", cm.ptr, cm.ptr, imm(2*mmaBK*sd.l.kSt))
+		}
+		b.ins("cp.async.commit_group")
+	}
+
+	// Per-lane ldmatrix addresses (byte offsets in buffer 0). Lane l serves matrix q = l/8,
+	// row r = l%8. A's four matrices of a 16×16 fragment are (m, k) = (0,0), (8,0), (0,8), (8,8);
+	// B's x4 loads two 8-column tiles: (n, k) = (0,0), (0,8), (8,0), (8,8).
+	q, r := a.div(lane, 8), a.rem(lane, 8)
+	wm, wn := a.div(warp, 4), a.rem(warp, 4)
+	frag := func(sd *mmaSide, freeOff, kOff string) string {
+		if sd.kContig {
+			return a.mul(a.mad(a.add(freeOff, r), sd.rowH, kOff), 2)
+		}
+		return a.mul(a.mad(a.add(kOff, r), sd.rowH, freeOff), 2)
+	}
+	aFree := a.add(a.mul(wm, 64), a.mul(a.rem(q, 2), 8))
+	aK := a.mul(a.div(q, 2), 8)
+	bFree := a.add(a.mul(wn, 32), a.mul(a.div(q, 2), 8))
+	bK := a.mul(a.rem(q, 2), 8)
+	aAddr := a.add(sides[0].sh, frag(sides[0], aFree, aK))
+	bAddr := a.add(sides[1].sh, frag(sides[1], bFree, bK))
+
+	acc := make([]string, 64) // [mi][ni][4]
+	for i := range acc {
+		acc[i] = b.reg(rF32)
+		b.ins("mov.f32", acc[i], immF32(0))
+	}
+	typ := halfName(d)
+	compute := func(cur string) {
+		ab := a.mad(cur, sides[0].bufBytes, aAddr)
+		bb := a.mad(cur, sides[1].bufBytes, bAddr)
+		for ks := 0; ks < mmaBK; ks += 16 {
+			// B's fragments for the warp's 4 column tiles first, then A's one row tile at a
+			// time, so only 12 fragment registers are live beside the 64 accumulators.
+			bf := make([][]string, 2)
+			for nj := range 2 {
+				bf[nj] = []string{b.reg(rU32), b.reg(rU32), b.reg(rU32), b.reg(rU32)}
+				off := 2 * (nj*16*sides[1].rowH + ks)
+				if !sides[1].kContig {
+					off = 2 * (ks*sides[1].rowH + nj*16)
+				}
+				b.ins(ldmatrix(!sides[1].kContig), "{"+joinRegs(bf[nj])+"}", fmt.Sprintf("[%s+%d]", bb, off))
+			}
+			for mi := range 4 {
+				af := []string{b.reg(rU32), b.reg(rU32), b.reg(rU32), b.reg(rU32)}
+				off := 2 * (mi*16*sides[0].rowH + ks)
+				if !sides[0].kContig {
+					off = 2 * (ks*sides[0].rowH + mi*16)
+				}
+				b.ins(ldmatrix(!sides[0].kContig), "{"+joinRegs(af)+"}", fmt.Sprintf("[%s+%d]", ab, off))
+				for ni := range 4 {
+					bfr := bf[ni/2][2*(ni%2) : 2*(ni%2)+2]
+					c := acc[(mi*4+ni)*4 : (mi*4+ni)*4+4]
+					b.ins("mma.sync.aligned.m16n8k16.row.col.f32."+typ+"."+typ+".f32",
+						"{"+joinRegs(c)+"}", "{"+joinRegs(af)+"}", "{"+joinRegs(bfr)+"}", "{"+joinRegs(c)+"}")
+				}
+			}
+		}
+	}
+
+	nk := ceilDiv(mm.K, mmaBK)
+	issue("0", "0")
+	b.ins("cp.async.wait_group", "0")
+	b.ins("bar.sync", "0")
+	kt := b.reg(rU32)
+	b.ins("mov.u32", kt, "0")
+	loop, done := b.label("k_loop"), b.label("k_done")
+	b.place(loop)
+	b.ins(`.pragma "nounroll"`) // unrolled copies of the pipeline overflow 128 registers
+	p := b.reg(rPred)
+	b.ins("setp.ge.u32", p, kt, imm(nk))
+	b.braIf(p, done)
+	cur := b.reg(rU32)
+	b.ins("and.b32", cur, kt, "1")
+	next := b.reg(rU32)
+	b.ins("add.s32", next, kt, "1")
+	more := b.reg(rPred)
+	b.ins("setp.lt.u32", more, next, imm(nk))
+	skip := b.label("no_prefetch")
+	b.braIf("!"+more, skip)
+	nbuf := b.reg(rU32)
+	b.ins("xor.b32", nbuf, cur, "1")
+	issue(a.mul(next, mmaBK), nbuf)
+	b.place(skip)
+	compute(cur)
+	b.ins("cp.async.wait_group", "0")
+	b.ins("bar.sync", "0")
+	b.ins("add.s32", kt, kt, "1")
+	b.bra(loop)
+	b.place(done)
+
+	// Epilogue: accumulator c of tile (mi, ni) is row lane/4 (+8 for c ≥ 2), column
+	// 2·(lane%4) + c%2 of the tile.
+	b.note("epilogue")
+	rowBase := a.add(a.add(m0, a.mul(wm, 64)), a.div(lane, 4))
+	colBase := a.add(a.add(n0, a.mul(wn, 32)), a.mul(a.rem(lane, 4), 2))
+	linBase := a.mad(a.mad(bz, mm.M, rowBase), mm.N, colBase)
+	for mi := range 4 {
+		for ni := range 4 {
+			for c := range 4 {
+				dr, dc := mi*16+(c/2)*8, ni*8+c%2
+				accv := val{ir.F32, acc[(mi*4+ni)*4+c]}
+				if err := mm.element(rowBase, dr, colBase, dc, linBase, bidx, accv); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func ldmatrix(trans bool) string {
+	if trans {
+		return "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16"
+	}
+	return "ldmatrix.sync.aligned.m8n8.x4.shared.b16"
+}
+
+// halfAddr is base + off·2 for a 16-bit element offset.
+func (mm *matmul) halfAddr(base, off string) string {
+	b := mm.e.b
+	o := b.reg(rU64)
+	b.ins("mul.wide.u32", o, mm.a.reg(off), "2")
+	r := b.reg(rU64)
+	b.ins("add.s64", r, base, o)
+	return r
+}
+
+// element runs the epilogue for GEMM element (rowBase+dr, colBase+dc) whose f32 accumulator is
+// accv, guarded by the bounds, and stores every output. Offsets stay immediates, so the 64
+// elements of a thread share three base registers.
+func (mm *matmul) element(rowBase string, dr int, colBase string, dc int, linBase string, bidx *index, accv val) error {
+	b, a := mm.e.b, mm.a
+	skip := b.label("skip")
+	okm, okn := b.reg(rPred), b.reg(rPred)
+	b.ins("setp.lt.s32", okm, a.reg(rowBase), imm(mm.M-dr))
+	b.ins("setp.lt.s32", okn, a.reg(colBase), imm(mm.N-dc))
+	ok := b.reg(rPred)
+	b.ins("and.pred", ok, okm, okn)
+	b.braIf("!"+ok, skip)
+	mm.reset()
+	accv = mm.e.cast(accv, mm.dot.Type.DType)
+	row, col := a.add(rowBase, imm(dr)), a.add(colBase, imm(dc))
+	shape := mm.dot.Type.Shape
+	nb := len(mm.batchShape)
+	lin := a.add(linBase, imm(dr*mm.N+dc))
+	x := newIndexLin(shape, lin)
+	if shape.Rank() == nb+2 {
+		for d := range nb {
+			x.coord[d] = bidx.getCoord(a, d)
+		}
+		x.coord[nb], x.coord[nb+1] = row, col
+		if shape[nb] == 1 {
+			x.coord[nb] = "0"
+		}
+		if shape[nb+1] == 1 {
+			x.coord[nb+1] = "0"
+		}
+	}
+	mm.bound[mm.dot] = func(*index) val { return accv }
+	for oi, o := range mm.kernelGraph.Outputs {
+		v, err := mm.eval(o.Value, x)
+		if err != nil {
+			return err
+		}
+		mm.store(o.Value, mm.outPtr[oi], lin, v)
+	}
+	mm.reset()
+	b.place(skip)
+	return nil
+}

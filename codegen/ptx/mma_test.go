@@ -1,0 +1,72 @@
+package ptx
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// f16 and bf16 matmuls run on tensor cores (mma.sync m16n8k16, f32 accumulators).
+func TestMatmulHalf(t *testing.T) {
+	cases := []struct{ name, src string }{
+		{"kn", matmulCases[0].src},
+		{"linear_bias_relu", matmulCases[1].src},
+		{"transposed_lhs", `graph g {
+  input %a : f32[K,M]
+  input %b : f32[K,N]
+  %0 = dot_general(%a, %b) {lhs_contract=[0], rhs_contract=[0]} : f32[M,N]
+  %1 = cast(%0) {to=f32} : f32[M,N]
+  output y = %1
+}`},
+		{"batched", `graph g {
+  input %q : f32[3,M,K]
+  input %k : f32[3,N,K]
+  %0 = dot_general(%q, %k) {lhs_batch=[0], rhs_batch=[0], lhs_contract=[2], rhs_contract=[2]} : f32[3,M,N]
+  output y = %0
+}`},
+	}
+	shapes := [][3]int{{8, 8, 8}, {16, 8, 16}, {130, 72, 40}, {64, 200, 96}, {6, 10, 6}}
+	for _, dt := range []string{"f16", "bf16"} {
+		for _, c := range cases {
+			for _, s := range shapes {
+				t.Run(fmt.Sprintf("%s_%s_%dx%dx%d", dt, c.name, s[0], s[1], s[2]), func(t *testing.T) {
+					src := strings.ReplaceAll(instantiateMNK(c.src, s[0], s[1], s[2]), "f32", dt)
+					g := parse(t, src)
+					k := Kernel{Name: "k_" + c.name + "_" + dt, Graph: g}
+					res := checkKernel(t, k, inputsFor(g, uint64(s[0]+s[2]), 1), false)
+					if res == nil {
+						return
+					}
+					for arch, r := range res.regs {
+						if r > 128 {
+							t.Errorf("%s: %d registers; more than 128 halves the occupancy", arch, r)
+						}
+					}
+					if res.stats.SharedBankConflicts != 0 {
+						t.Errorf("%d shared-memory bank conflicts", res.stats.SharedBankConflicts)
+					}
+				})
+			}
+		}
+	}
+}
+
+func TestMatmulHalfAsm(t *testing.T) {
+	g := parse(t, strings.ReplaceAll(instantiateMNK(matmulCases[0].src, 256, 256, 256), "f32", "f16"))
+	text, _, err := Generate(Kernel{Name: "k_mm_f16", Graph: g}, Target{SM: 80})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, re := range []string{`mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.f16\.f16\.f32`, `ldmatrix\.sync\.aligned\.m8n8\.x4`, `cp\.async\.cg\.shared\.global .*, 16,`} {
+		if !regexp.MustCompile(re).MatchString(text) {
+			t.Errorf("missing %s", re)
+		}
+	}
+	// The main loop (between its label and the epilogue) is mma, ldmatrix and cp.async: no
+	// scalar shared or global loads.
+	loop := text[strings.Index(text, "$L_k_loop"):strings.Index(text, "// epilogue")]
+	if regexp.MustCompile(`ld\.(global|shared)\.`).MatchString(loop) {
+		t.Error("plain loads in the f16 main loop")
+	}
+}
