@@ -84,39 +84,8 @@ func (g *gen) eval1(v *ir.Value, x *index) (val, error) {
 	case "iota":
 		c := x.getCoord(a, v.Attrs.Int("dim", 0))
 		return g.e.cast(val{ir.I32, c}, v.Type.DType), nil
-	case "broadcast_in_dim":
-		op := v.Args[0]
-		c := make([]string, op.Type.Shape.Rank())
-		for i, d := range v.Attrs.Ints("dims") {
-			if op.Type.Shape[i] == 1 {
-				c[i] = "0"
-			} else {
-				c[i] = x.getCoord(a, d)
-			}
-		}
-		return g.eval(op, newIndexCoords(op.Type.Shape, c))
-	case "transpose":
-		op := v.Args[0]
-		c := make([]string, op.Type.Shape.Rank())
-		for i, p := range v.Attrs.Ints("perm") {
-			c[p] = x.getCoord(a, i)
-		}
-		return g.eval(op, newIndexCoords(op.Type.Shape, c))
-	case "reshape":
-		op := v.Args[0]
-		return g.eval(op, newIndexLin(op.Type.Shape, x.getLin(a)))
-	case "slice":
-		op := v.Args[0]
-		start, stride := v.Attrs.Ints("start"), v.Attrs.Ints("stride")
-		c := make([]string, op.Type.Shape.Rank())
-		for i := range c {
-			s := 1
-			if stride != nil {
-				s = stride[i]
-			}
-			c[i] = a.mad(x.getCoord(a, i), s, imm(start[i]))
-		}
-		return g.eval(op, newIndexCoords(op.Type.Shape, c))
+	case "broadcast_in_dim", "transpose", "reshape", "slice":
+		return g.eval(v.Args[0], g.operandIndex(v, x))
 	case "pad":
 		return g.pad(v, x)
 	case "concat":
@@ -495,4 +464,50 @@ func (g *gen) operandGroup(v *ir.Value, lead *index, n int) *index {
 		newGroup(g.a, opIdx, n, false)
 	}
 	return opIdx
+}
+
+// operandIndex maps index x of view v (broadcast_in_dim, transpose, reshape, slice) to the index
+// of its operand that holds the same element.
+func (g *gen) operandIndex(v *ir.Value, x *index) *index {
+	a := g.a
+	op := v.Args[0]
+	c := make([]string, op.Type.Shape.Rank())
+	switch v.Op {
+	case "broadcast_in_dim":
+		for i, d := range v.Attrs.Ints("dims") {
+			if op.Type.Shape[i] == 1 {
+				c[i] = "0"
+			} else {
+				c[i] = x.getCoord(a, d)
+			}
+		}
+	case "transpose":
+		for i, p := range v.Attrs.Ints("perm") {
+			c[p] = x.getCoord(a, i)
+		}
+	case "reshape":
+		return newIndexLin(op.Type.Shape, x.getLin(a))
+	case "slice":
+		start, stride := v.Attrs.Ints("start"), v.Attrs.Ints("stride")
+		for i := range c {
+			s := 1
+			if stride != nil {
+				s = stride[i]
+			}
+			c[i] = a.mad(x.getCoord(a, i), s, imm(start[i]))
+		}
+	}
+	return newIndexCoords(op.Type.Shape, c)
+}
+
+// viewLin follows views from v at index x down to the buffer they read, returning the buffer
+// and the element's linear index in it.
+func (g *gen) viewLin(v *ir.Value, x *index) (*ir.Value, string, error) {
+	switch v.Op {
+	case ir.OpInput, ir.OpParam:
+		return v, x.getLin(g.a), nil
+	case "broadcast_in_dim", "transpose", "reshape", "slice":
+		return g.viewLin(v.Args[0], g.operandIndex(v, x))
+	}
+	return nil, "", fmt.Errorf("%s is computed inside the kernel; a contraction reads only views of buffers", v.Op)
 }

@@ -25,32 +25,143 @@ const (
 
 // operandLayout addresses one dot operand as [batch...][free][k] through element strides.
 type operandLayout struct {
-	v            *ir.Value
-	batchStrides []int
-	free, freeSt int // merged free dim (size 1 if none)
-	k, kSt       int
+	v *ir.Value // the buffer read (views are folded into off and the strides)
+	// view is set for a generic operand: the value whose element (batch, free, k) each copy
+	// evaluates through its views (dims by role; contract dims in the dot's order).
+	view                              *ir.Value
+	batchDims, freeDims, contractDims []int
+	off                               int // element offset of the view's first element
+	batchStrides                      []int
+	free, freeSt                      int // merged free dim (size 1 if none)
+	k, kSt                            int
 }
 
-// mergeDims merges dims (positions into shape) that are adjacent and ascending into one dim.
-func mergeDims(shape ir.Shape, pos []int) (size, stride int, ok bool) {
-	st := shape.Strides()
+// mergeDims merges dims (positions into shape, with element strides st) into one dim: they
+// must be adjacent and ascending, and each must step over exactly the dims after it (size-1
+// dims aside).
+func mergeDims(shape ir.Shape, st []int, pos []int) (size, stride int, ok bool) {
 	if len(pos) == 0 {
 		return 1, 0, true
 	}
 	size = 1
-	for i, p := range pos {
+	inner := -1 // the innermost non-1 dim so far (walking outward)
+	for i := len(pos) - 1; i >= 0; i-- {
+		p := pos[i]
 		if i > 0 && p != pos[i-1]+1 {
 			return 0, 0, false
 		}
 		size *= shape[p]
+		if shape[p] == 1 {
+			continue
+		}
+		if inner >= 0 && st[p] != st[inner]*shape[inner] {
+			return 0, 0, false
+		}
+		if inner < 0 {
+			stride = st[p]
+		}
+		inner = p
 	}
-	return size, st[pos[len(pos)-1]], true
+	return size, stride, true
+}
+
+// viewOf follows a chain of views (transpose, slice, broadcast_in_dim, reshape) from v down to
+// the input or param it reads, and returns the element offset and per-dim element strides of v
+// in that buffer. ok is false where a view is not strided (a reshape across non-contiguous
+// dims) or v is computed.
+func viewOf(v *ir.Value) (base *ir.Value, off int, st []int, ok bool) {
+	switch v.Op {
+	case ir.OpInput, ir.OpParam:
+		return v, 0, v.Type.Shape.Strides(), true
+	case "transpose", "slice", "broadcast_in_dim", "reshape":
+	default:
+		return nil, 0, nil, false
+	}
+	base, off, ost, ok := viewOf(v.Args[0])
+	if !ok {
+		return nil, 0, nil, false
+	}
+	os, rs := v.Args[0].Type.Shape, v.Type.Shape
+	st = make([]int, len(rs))
+	switch v.Op {
+	case "transpose":
+		for i, p := range v.Attrs.Ints("perm") {
+			st[i] = ost[p]
+		}
+	case "slice":
+		start, step := v.Attrs.Ints("start"), v.Attrs.Ints("stride")
+		for i := range st {
+			off += start[i] * ost[i]
+			st[i] = ost[i]
+			if step != nil {
+				st[i] *= step[i]
+			}
+		}
+	case "broadcast_in_dim":
+		for i, d := range v.Attrs.Ints("dims") {
+			if os[i] != 1 {
+				st[d] = ost[i]
+			}
+		}
+	case "reshape":
+		// Walk both shapes in groups of equal element count; within a group the operand's dims
+		// must be contiguous, and the result's dims get row-major strides over the group's
+		// innermost stride.
+		i, j := 0, 0
+		for i < len(os) || j < len(rs) {
+			gi, gj := i, j
+			pi, pj := 1, 1
+			if i < len(os) {
+				pi *= os[i]
+				i++
+			}
+			if j < len(rs) {
+				pj *= rs[j]
+				j++
+			}
+			for pi != pj {
+				if pi < pj && i < len(os) {
+					pi *= os[i]
+					i++
+				} else if j < len(rs) {
+					pj *= rs[j]
+					j++
+				} else {
+					return nil, 0, nil, false
+				}
+			}
+			// absorb trailing size-1 dims into this group
+			for i < len(os) && os[i] == 1 && (j >= len(rs) || rs[j] != 1) {
+				i++
+			}
+			grp := make([]int, 0, i-gi)
+			for d := gi; d < i; d++ {
+				grp = append(grp, d)
+			}
+			_, inner, ok := mergeDims(os, ost, grp)
+			if !ok {
+				return nil, 0, nil, false
+			}
+			if inner == 0 {
+				inner = 1
+			}
+			acc := inner
+			for d := j - 1; d >= gj; d-- {
+				st[d] = acc
+				acc *= rs[d]
+			}
+		}
+	}
+	return base, off, st, true
 }
 
 func layoutOf(v *ir.Value, batch, contract []int) (operandLayout, error) {
 	s := v.Type.Shape
-	st := s.Strides()
-	l := operandLayout{v: v}
+	base, off, st, ok := viewOf(v)
+	if !ok {
+		return genericLayout(v, batch, contract)
+	}
+	l := operandLayout{v: base, off: off}
 	for _, d := range batch {
 		l.batchStrides = append(l.batchStrides, st[d])
 	}
@@ -60,12 +171,42 @@ func layoutOf(v *ir.Value, batch, contract []int) (operandLayout, error) {
 			free = append(free, d)
 		}
 	}
-	var ok bool
-	if l.free, l.freeSt, ok = mergeDims(s, free); !ok {
-		return l, fmt.Errorf("dot_general operand %s: free dims %v are not adjacent", s, free)
+	var ok1, ok2 bool
+	l.free, l.freeSt, ok1 = mergeDims(s, st, free)
+	l.k, l.kSt, ok2 = mergeDims(s, st, contract)
+	if !ok1 || !ok2 {
+		return genericLayout(v, batch, contract)
 	}
-	if l.k, l.kSt, ok = mergeDims(s, contract); !ok {
-		return l, fmt.Errorf("dot_general operand %s: contracting dims %v are not adjacent and ascending", s, contract)
+	return l, nil
+}
+
+// genericLayout describes an operand whose (free, k) → address map is not affine (e.g. the
+// heads of attention merged back through a transpose): each copy then evaluates the view chain
+// at its coordinates. The copy map runs along k when the operand's last dim is contracting.
+func genericLayout(v *ir.Value, batch, contract []int) (operandLayout, error) {
+	s := v.Type.Shape
+	for u := v; u.Op != ir.OpInput && u.Op != ir.OpParam; u = u.Args[0] {
+		switch u.Op {
+		case "transpose", "slice", "broadcast_in_dim", "reshape":
+		default:
+			return operandLayout{}, fmt.Errorf("dot_general operand %s is computed inside the kernel (%s); only views of buffers are a supported fusion", v.Type, u.Op)
+		}
+	}
+	l := operandLayout{view: v, batchDims: batch, contractDims: contract, free: 1, k: 1}
+	for d := range s.Rank() {
+		switch {
+		case slices.Contains(batch, d):
+		case slices.Contains(contract, d):
+			l.k *= s[d]
+		default:
+			l.freeDims = append(l.freeDims, d)
+			l.free *= s[d]
+		}
+	}
+	if s.Rank() > 0 && slices.Contains(contract, s.Rank()-1) {
+		l.kSt = 1
+	} else {
+		l.freeSt = 1
 	}
 	return l, nil
 }
@@ -82,9 +223,11 @@ func matmulKernel(k Kernel, t Target, globals *[]string) (string, Launch, error)
 	if dot.Type.DType != ir.F32 && !half {
 		return "", Launch{}, fmt.Errorf("%s on %s is not supported yet", dot.Op, dot.Type.DType)
 	}
-	for _, a := range dot.Args {
-		if a.Op != ir.OpInput && a.Op != ir.OpParam {
-			return "", Launch{}, fmt.Errorf("%s operand %s is computed inside the kernel; only inputs and params are a supported fusion", dot.Op, g.Format(a))
+	if dot.Op == "conv2d" {
+		for _, a := range dot.Args {
+			if a.Op != ir.OpInput && a.Op != ir.OpParam {
+				return "", Launch{}, fmt.Errorf("conv2d operand %s is computed inside the kernel; only inputs and params are a supported fusion", g.Format(a))
+			}
 		}
 	}
 	// Epilogue: everything but the dot and what feeds it must be elementwise-computable at the
@@ -93,8 +236,8 @@ func matmulKernel(k Kernel, t Target, globals *[]string) (string, Launch, error)
 		if v == dot || v.Op == ir.OpInput || v.Op == ir.OpParam {
 			continue
 		}
-		if slices.Contains(dot.Args, v) {
-			continue
+		if feedsOnly(v, dot, g) {
+			continue // a view the operand reads through
 		}
 		if c := ops.ClassOf(v.Op); c == ops.Contraction || c == ops.Reduce {
 			return "", Launch{}, fmt.Errorf("%s after a matmul is not a supported fusion", v.Op)
@@ -138,6 +281,9 @@ func matmulKernel(k Kernel, t Target, globals *[]string) (string, Launch, error)
 	}
 	if err := emit(); err != nil {
 		return "", Launch{}, err
+	}
+	if gn.err != nil {
+		return "", Launch{}, gn.err
 	}
 	l := Launch{Grid: [3]int{ceilDiv(mm.N, mmBN), ceilDiv(mm.M, mmBM), batch}, Block: [3]int{mmThreads, 1, 1}, Params: args}
 	return b.text(), l, nil
@@ -203,7 +349,14 @@ func (mm *matmul) emit() error {
 		offA = a.mad(c, mm.lhs.batchStrides[i], offA)
 		offB = a.mad(c, mm.rhs.batchStrides[i], offB)
 	}
+	offA, offB = a.add(offA, imm(mm.lhs.off)), a.add(offB, imm(mm.rhs.off))
 	baseA, baseB := mm.ptr[mm.lhs.v], mm.ptr[mm.rhs.v]
+	if mm.lhs.view != nil {
+		baseA = mm.ptr[mm.kernelGraph.Inputs()[0]] // unused: generic copies address their own buffer
+	}
+	if mm.rhs.view != nil {
+		baseB = mm.ptr[mm.kernelGraph.Inputs()[0]]
+	}
 	if mm.conv != nil {
 		offA, offB = "0", "0"
 	}
@@ -264,6 +417,12 @@ func (mm *matmul) emit() error {
 	}
 	if mm.conv != nil {
 		sides[0].copyAt = mm.conv.copier(mm, sides[0].f0, sides[0].kq, sides[0].dk, baseA)
+	}
+	for si, l := range []operandLayout{mm.lhs, mm.rhs} {
+		if l.view != nil {
+			sd := sides[si]
+			sides[si].copyAt = mm.genericCopier(l, sd.f0, sd.kq, sd.df, sd.dk, sd.nFree, bidx)
+		}
 	}
 
 	nk := ceilDiv(mm.K, mmBK)
@@ -475,4 +634,62 @@ func joinRegs(r []string) string {
 		s += x
 	}
 	return s
+}
+
+// feedsOnly reports whether v is used only on the way to dot's operands (a view they read
+// through), so it is not part of the epilogue.
+func feedsOnly(v, dot *ir.Value, g *ir.Graph) bool {
+	for _, o := range g.Outputs {
+		if o.Value == v {
+			return false
+		}
+	}
+	for _, u := range g.Values {
+		if slices.Contains(u.Args, v) && u != dot && !feedsOnly(u, dot, g) {
+			return false
+		}
+	}
+	return true
+}
+
+// genericCopier addresses the copies of a generic operand: each copy delinearizes its free and k
+// coordinates over the operand's dims and follows the views to the buffer.
+func (mm *matmul) genericCopier(l operandLayout, f0, kq string, df, dk [4]int, nFree int, bidx *index) func(k0 string, i int) (string, string) {
+	a, b := mm.a, mm.e.b
+	s := l.view.Type.Shape
+	return func(k0 string, i int) (string, string) {
+		f := a.add(f0, imm(df[i]))
+		k := a.add(a.add(k0, kq), imm(dk[i]))
+		ok := b.reg(rPred)
+		b.ins("setp.lt.s32", ok, a.reg(f), imm(nFree))
+		okK := b.reg(rPred)
+		b.ins("setp.lt.s32", okK, a.reg(k), imm(mm.K))
+		b.ins("and.pred", ok, ok, okK)
+		f, k = a.clamp(f, nFree), a.clamp(k, mm.K)
+		c := make([]string, s.Rank())
+		for j, d := range l.batchDims {
+			c[d] = bidx.getCoord(a, j)
+		}
+		for _, grp := range []struct {
+			dims []int
+			lin  string
+		}{{l.freeDims, f}, {l.contractDims, k}} {
+			sizes := make(ir.Shape, len(grp.dims))
+			for j, d := range grp.dims {
+				sizes[j] = s[d]
+			}
+			x := newIndexLin(sizes, grp.lin)
+			for j, d := range grp.dims {
+				c[d] = x.getCoord(a, j)
+			}
+		}
+		buf, lin, err := mm.viewLin(l.view, newIndexCoords(s, c))
+		if err != nil && mm.err == nil {
+			mm.err = err
+		}
+		if err != nil {
+			return mm.ptr[mm.kernelGraph.Inputs()[0]], ok
+		}
+		return mm.elemAddr(mm.ptr[buf], lin), ok
+	}
 }

@@ -35,6 +35,9 @@ func (mm *matmul) emitMMA() error {
 	d := mm.dot.Args[0].Type.DType
 	sides := []*mmaSide{{l: mm.lhs}, {l: mm.rhs}}
 	for i, sd := range sides {
+		if sd.l.view != nil {
+			return fmt.Errorf("%s matmul operand %d reads through views that are not strided; not supported yet", d, i)
+		}
 		free := mmBM
 		sd.kContig = sd.l.kSt == 1
 		if !sd.kContig && sd.l.freeSt != 1 {
@@ -55,10 +58,23 @@ func (mm *matmul) emitMMA() error {
 		if !sd.kContig {
 			contig = nFree
 		}
+		// A chunk must start 16 (or 4) bytes aligned wherever it lies: the view's offset and every
+		// stride but the contiguous one must be multiples of it too.
+		aligned := func(n int) bool {
+			if contig%n != 0 || sd.l.off%n != 0 {
+				return false
+			}
+			for _, st := range append([]int{sd.l.freeSt, sd.l.kSt}, sd.l.batchStrides...) {
+				if st != 1 && st%n != 0 {
+					return false
+				}
+			}
+			return true
+		}
 		switch {
-		case contig%8 == 0:
+		case aligned(8):
 			sd.chunk = 8
-		case contig%2 == 0:
+		case aligned(2):
 			sd.chunk = 2
 		default:
 			return fmt.Errorf("%s matmul: the contiguous dim of operand %d has odd size %d; not supported yet", d, i, contig)
@@ -82,6 +98,7 @@ func (mm *matmul) emitMMA() error {
 		offs[0] = a.mad(c, mm.lhs.batchStrides[i], offs[0])
 		offs[1] = a.mad(c, mm.rhs.batchStrides[i], offs[1])
 	}
+	offs[0], offs[1] = a.add(offs[0], imm(mm.lhs.off)), a.add(offs[1], imm(mm.rhs.off))
 	for i, sd := range sides {
 		sd.base = mm.ptr[sd.l.v]
 		if offs[i] != "0" {

@@ -1,0 +1,52 @@
+package ptx
+
+import (
+	"testing"
+
+	"github.com/gcomp/gcomp/examples/cnn"
+	"github.com/gcomp/gcomp/examples/gpt"
+	"github.com/gcomp/gcomp/examples/linreg"
+	"github.com/gcomp/gcomp/examples/lstm"
+	"github.com/gcomp/gcomp/examples/mlp"
+	"github.com/gcomp/gcomp/examples/rnn"
+	"github.com/gcomp/gcomp/examples/transformer"
+	"github.com/gcomp/gcomp/frontend"
+	"github.com/gcomp/gcomp/passes"
+)
+
+// Every kernel the pass pipeline forms for the examples compiles, assembles without spills, runs
+// in the simulator with all checks on and matches the reference interpreter on its own body.
+func TestExampleKernels(t *testing.T) {
+	models := []struct {
+		name  string
+		model func(*frontend.Builder)
+	}{
+		{"linreg", linreg.Model}, {"mlp", mlp.Model}, {"cnn", cnn.Model}, {"rnn", rnn.Model},
+		{"lstm", lstm.Model}, {"transformer", transformer.Model}, {"gpt", gpt.Model},
+	}
+	for _, m := range models {
+		t.Run(m.name, func(t *testing.T) {
+			g, err := frontend.Build(m.name, m.model)
+			if err != nil {
+				t.Skipf("example does not build: %v", err)
+			}
+			res, err := passes.Run(g, passes.Options{})
+			if err != nil {
+				t.Skipf("pass pipeline: %v", err)
+			}
+			var kernels []Kernel
+			for _, kn := range res.Kernels.Kernels {
+				kernels = append(kernels, Kernel{Name: kn.Name, Graph: kn.Body})
+			}
+			if _, _, err := Module(kernels, Target{SM: 80}); err != nil {
+				t.Fatal(err)
+			}
+			assembleBatch(t, kernels)
+			for i, k := range kernels {
+				t.Run(k.Name, func(t *testing.T) {
+					checkKernel(t, k, inputsFor(k.Graph, uint64(i), 1), false)
+				})
+			}
+		})
+	}
+}
