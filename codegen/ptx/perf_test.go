@@ -49,7 +49,10 @@ func TestPerf(t *testing.T) {
 	cases = append(cases, struct {
 		name, src string
 		m, n, k   int
-	}{"conv3x3_bias_relu", convSrc, 8 * 28 * 28, 64, 64 * 9})
+	}{"conv3x3_bias_relu", convSrc, 8 * 28 * 28, 64, 64 * 9}, struct {
+		name, src string
+		m, n, k   int
+	}{"matmul_f16", strings.ReplaceAll(matmulCases[0].src, "f32", "f16"), 1024, 1024, 1024})
 	var rows []string
 	for _, c := range cases {
 		var src string
@@ -75,12 +78,17 @@ func TestPerf(t *testing.T) {
 		if c.k > 0 {
 			shared = 2 * (mmBK*(mmBM+mmPad)*4 + mmBK*(mmBN+mmPad)*4)
 		}
+		if c.name == "matmul_f16" {
+			shared = 2 * (mmBM*(mmaBK+mmaPadH)*2 + mmaBK*(mmBN+mmaPadH)*2)
+		}
 		extra := ""
 		if c.k > 0 {
-			min := int64(4 * (c.m*c.k + c.k*c.n + c.m*c.n))
+			size := int64(g.Outputs[0].Value.Type.DType.Size())
+			min := size * int64(c.m*c.k+c.k*c.n+c.m*c.n)
 			fp32 := st.Class("fp32")
-			extra = fmt.Sprintf("global bytes %.2f× minimum; fp32 (FFMA) %.1f%% of warp instructions",
-				float64(st.GlobalLoadBytes+st.GlobalStoreBytes)/float64(min), 100*float64(fp32)/float64(st.WarpInsts))
+			extra = fmt.Sprintf("global bytes %.2f× minimum; fp32 %.1f%%, tensor %.1f%% of warp instructions; %d bank conflicts",
+				float64(st.GlobalLoadBytes+st.GlobalStoreBytes)/float64(min), 100*float64(fp32)/float64(st.WarpInsts),
+				100*float64(st.Class("tensor"))/float64(st.WarpInsts), st.SharedBankConflicts)
 		}
 		rows = append(rows, fmt.Sprintf("| %s | %s | %d / %d | %.0f%% / %.0f%% | %.1f%% | %.1f%% | %d | %s |",
 			c.name, g.Outputs[0].Value.Type, res.regs["sm_80"], res.regs["sm_90"],
