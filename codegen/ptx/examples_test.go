@@ -44,7 +44,13 @@ func TestExampleKernels(t *testing.T) {
 			assembleBatch(t, kernels)
 			for i, k := range kernels {
 				t.Run(k.Name, func(t *testing.T) {
-					checkKernel(t, k, inputsFor(k.Graph, uint64(i), 1), false)
+					res := checkKernel(t, k, inputsFor(k.Graph, uint64(i), 1), false)
+					if res != nil && testing.Verbose() {
+						st := res.stats
+						t.Logf("registers %d/%d, loads %.0f%%, stores %.0f%% coalesced", res.regs["sm_80"], res.regs["sm_90"],
+							100*float64(st.GlobalLoadBytes)/float64(32*max(1, st.GlobalLoadSectors)),
+							100*float64(st.GlobalStoreBytes)/float64(32*max(1, st.GlobalStoreSectors)))
+					}
 				})
 			}
 		})

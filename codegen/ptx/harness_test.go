@@ -103,6 +103,9 @@ func assemble(t *testing.T, text string) map[string]int {
 
 var assembledEntries sync.Map // entries a batch already assembled
 
+// harnessTarget is the target runKernel generates for (tests that change it restore it).
+var harnessTarget = Target{SM: 80}
+
 func batched(entry string) bool {
 	_, ok := assembledEntries.Load(entry)
 	return ok
@@ -126,12 +129,12 @@ func assembleBatch(t *testing.T, kernels []Kernel) {
 // runKernel generates, assembles and simulates k on the given inputs and params.
 func runKernel(t *testing.T, k Kernel, in map[string]*tensor.Tensor) *result {
 	t.Helper()
-	text, launches, err := Module([]Kernel{k}, Target{SM: 80})
+	text, launches, err := Module([]Kernel{k}, harnessTarget)
 	if err != nil {
 		t.Fatalf("generate: %v", err)
 	}
 	res := &result{ptx: text, out: map[string]*tensor.Tensor{}}
-	if entry, _, _ := Generate(k, Target{SM: 80}); !batched(entry) {
+	if entry, _, _ := Generate(k, harnessTarget); !batched(entry) {
 		res.regs = assemble(t, text)
 	}
 	dev := sim.NewDevice()

@@ -267,7 +267,7 @@ func matmulKernel(k Kernel, t Target, globals *[]string) (string, Launch, error)
 	// such a kernel is bound by its epilogue's memory traffic anyway: it goes uncapped.
 	// The tensor-core kernel stays under 128 registers by itself, and any cap (.maxntid, .maxnreg,
 	// .minnctapersm) makes ptxas spill it: it goes uncapped, and the tests check its count.
-	if !half {
+	if !half && !(t.TF32 && mm.tf32Eligible()) {
 		b.perf = fmt.Sprintf(".maxntid %d, 1, 1", mmThreads)
 		if mm.K > mmBK {
 			b.perf += "\n.minnctapersm 2"
@@ -276,7 +276,7 @@ func matmulKernel(k Kernel, t Target, globals *[]string) (string, Launch, error)
 	gn, args := header(k, b, globals)
 	mm.gen = gn
 	emit := mm.emit
-	if half {
+	if half || (t.TF32 && mm.tf32Eligible()) {
 		emit = mm.emitMMA
 	}
 	if err := emit(); err != nil {

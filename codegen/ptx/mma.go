@@ -6,7 +6,8 @@ import (
 	"github.com/gcomp/gcomp/ir"
 )
 
-// The f16/bf16 matmul template: tensor cores through mma.sync.m16n8k16 with f32 accumulators.
+// The tensor-core matmul template: f16/bf16 through mma.sync.m16n8k16, and f32 with --tf32
+// through mma.sync.m16n8k8.tf32 (operands rounded to tf32 with cvt.rna), f32 accumulators.
 //
 // A block computes a 128×128 tile with 8 warps in a 2×4 grid, each warp a 64×32 tile: 4×4
 // mma tiles of 16×8, 64 f32 accumulators per thread. K advances in steps of 32 through two
@@ -15,9 +16,32 @@ import (
 // stored free-dim contiguous); shared rows are padded by 16 bytes, so the 8 row addresses of each
 // ldmatrix phase fall in 8 different 16-byte bank groups: no bank conflicts.
 const (
-	mmaBK   = 32
-	mmaPadH = 8 // halves of padding per shared row
+	mmaBK   = 32 // k elements per step for 16-bit operands (64 bytes; tf32 steps 16)
+	mmaPadH = 8  // halves of padding per shared row (16 bytes)
 )
+
+// mmaShape is what differs between 16-bit and tf32 operands; tiles are laid out in bytes alike.
+type mmaShape struct {
+	eb    int // element bytes
+	bk    int // k elements per pipeline step (64 bytes)
+	pad   int // padding elements per shared row (16 bytes)
+	kStep int // k of one mma
+	inst  string
+}
+
+func mmaShapeOf(d ir.DType) mmaShape {
+	if d == ir.F32 {
+		return mmaShape{4, 16, 4, 8, "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"}
+	}
+	t := halfName(d)
+	return mmaShape{2, mmaBK, mmaPadH, 16, "mma.sync.aligned.m16n8k16.row.col.f32." + t + "." + t + ".f32"}
+}
+
+// tf32Eligible reports whether an f32 product can take the tf32 tensor-core path: both
+// operands strided with k contiguous (ldmatrix cannot transpose 32-bit elements).
+func (mm *matmul) tf32Eligible() bool {
+	return mm.conv == nil && mm.lhs.view == nil && mm.rhs.view == nil && mm.lhs.kSt == 1 && mm.rhs.kSt == 1 && mm.K%4 == 0
+}
 
 // mmaSide is one operand's tile in shared memory.
 type mmaSide struct {
@@ -33,6 +57,8 @@ type mmaSide struct {
 func (mm *matmul) emitMMA() error {
 	b, a := mm.e.b, mm.a
 	d := mm.dot.Args[0].Type.DType
+	ms := mmaShapeOf(d)
+	eb, bk := ms.eb, ms.bk
 	sides := []*mmaSide{{l: mm.lhs}, {l: mm.rhs}}
 	for i, sd := range sides {
 		if sd.l.view != nil {
@@ -43,12 +69,15 @@ func (mm *matmul) emitMMA() error {
 		if !sd.kContig && sd.l.freeSt != 1 {
 			return fmt.Errorf("%s matmul operand %d has no contiguous dim", d, i)
 		}
+		if !sd.kContig && eb == 4 {
+			return fmt.Errorf("tf32 matmul operand %d is not k-contiguous", i)
+		}
 		if sd.kContig {
-			sd.rowH = mmaBK + mmaPadH
-			sd.bufBytes = free * sd.rowH * 2
+			sd.rowH = bk + ms.pad
+			sd.bufBytes = free * sd.rowH * eb
 		} else {
-			sd.rowH = free + mmaPadH
-			sd.bufBytes = mmaBK * sd.rowH * 2
+			sd.rowH = free + ms.pad
+			sd.bufBytes = bk * sd.rowH * eb
 		}
 		contig := mm.K
 		nFree := mm.M
@@ -72,10 +101,10 @@ func (mm *matmul) emitMMA() error {
 			return true
 		}
 		switch {
-		case aligned(8):
-			sd.chunk = 8
-		case aligned(2):
-			sd.chunk = 2
+		case aligned(16 / eb):
+			sd.chunk = 16 / eb
+		case aligned(4 / eb):
+			sd.chunk = 4 / eb
 		default:
 			return fmt.Errorf("%s matmul: the contiguous dim of operand %d has odd size %d; not supported yet", d, i, contig)
 		}
@@ -102,7 +131,7 @@ func (mm *matmul) emitMMA() error {
 	for i, sd := range sides {
 		sd.base = mm.ptr[sd.l.v]
 		if offs[i] != "0" {
-			sd.base = mm.halfAddr(sd.base, offs[i])
+			sd.base = mm.scaledAddr(sd.base, offs[i], eb)
 		}
 		sd.sh = b.reg(rU32)
 	}
@@ -121,28 +150,28 @@ func (mm *matmul) emitMMA() error {
 	maps := make([]copyMap, 2)
 	for si, sd := range sides {
 		cm := &maps[si]
-		per := mmBM * mmaBK / sd.chunk / mmThreads
+		per := mmBM * bk / sd.chunk / mmThreads
 		var fl string
 		if sd.kContig {
-			perRow := mmaBK / sd.chunk
+			perRow := bk / sd.chunk
 			fl, cm.kq = a.div(tid, perRow), a.mul(a.rem(tid, perRow), sd.chunk)
 			for i := range per {
 				cm.df, cm.dk = append(cm.df, i*mmThreads/perRow), append(cm.dk, 0)
 			}
-			cm.sh0 = a.add(sd.sh, a.mul(a.mad(fl, sd.rowH, cm.kq), 2))
+			cm.sh0 = a.add(sd.sh, a.mul(a.mad(fl, sd.rowH, cm.kq), eb))
 		} else {
 			perRow := mmBM / sd.chunk
 			cm.kq, fl = a.div(tid, perRow), a.mul(a.rem(tid, perRow), sd.chunk)
 			for i := range per {
 				cm.df, cm.dk = append(cm.df, 0), append(cm.dk, i*mmThreads/perRow)
 			}
-			cm.sh0 = a.add(sd.sh, a.mul(a.mad(cm.kq, sd.rowH, fl), 2))
+			cm.sh0 = a.add(sd.sh, a.mul(a.mad(cm.kq, sd.rowH, fl), eb))
 		}
 		cm.f0 = a.add(f0s[si], fl)
 		off := a.mad(a.clamp(cm.f0, nFrees[si]), sd.l.freeSt, a.mul(cm.kq, sd.l.kSt))
 		cm.ptr = b.reg(rU64)
 		o := b.reg(rU64)
-		b.ins("mul.wide.u32", o, a.reg(off), "2")
+		b.ins("mul.wide.u32", o, a.reg(off), imm(eb))
 		b.ins("add.s64", cm.ptr, sd.base, o)
 	}
 
@@ -159,23 +188,23 @@ func (mm *matmul) emitMMA() error {
 				b.ins("setp.lt.s32", okK, a.reg(kc), imm(mm.K-cm.dk[i]))
 				b.ins("and.pred", ok, ok, okK)
 				src := b.reg(rU64)
-				b.ins("add.s64", src, cm.ptr, imm(2*(cm.df[i]*sd.l.freeSt+cm.dk[i]*sd.l.kSt)))
+				b.ins("add.s64", src, cm.ptr, imm(eb*(cm.df[i]*sd.l.freeSt+cm.dk[i]*sd.l.kSt)))
 				b.ins("selp.b64", src, src, sd.base, ok)
 				n := b.reg(rU32)
-				b.ins("selp.b32", n, imm(2*sd.chunk), "0", ok)
+				b.ins("selp.b32", n, imm(eb*sd.chunk), "0", ok)
 				kind := "ca"
-				if sd.chunk == 8 {
+				if eb*sd.chunk == 16 {
 					kind = "cg" // 16-byte copies bypass L1
 				}
 				var shOff int
 				if sd.kContig {
-					shOff = 2 * (cm.df[i] * sd.rowH)
+					shOff = eb * (cm.df[i] * sd.rowH)
 				} else {
-					shOff = 2 * (cm.dk[i] * sd.rowH)
+					shOff = eb * (cm.dk[i] * sd.rowH)
 				}
-				b.ins("cp.async."+kind+".shared.global", fmt.Sprintf("[%s+%d]", bufBase, shOff), "["+src+"]", imm(2*sd.chunk), n)
+				b.ins("cp.async."+kind+".shared.global", fmt.Sprintf("[%s+%d]", bufBase, shOff), "["+src+"]", imm(eb*sd.chunk), n)
 			}
-			b.ins("add.s64", cm.ptr, cm.ptr, imm(2*mmaBK*sd.l.kSt))
+			b.ins("add.s64", cm.ptr, cm.ptr, imm(eb*bk*sd.l.kSt))
 		}
 		b.ins("cp.async.commit_group")
 	}
@@ -187,14 +216,14 @@ func (mm *matmul) emitMMA() error {
 	wm, wn := a.div(warp, 4), a.rem(warp, 4)
 	frag := func(sd *mmaSide, freeOff, kOff string) string {
 		if sd.kContig {
-			return a.mul(a.mad(a.add(freeOff, r), sd.rowH, kOff), 2)
+			return a.mul(a.mad(a.add(freeOff, r), sd.rowH, kOff), eb)
 		}
-		return a.mul(a.mad(a.add(kOff, r), sd.rowH, freeOff), 2)
+		return a.mul(a.mad(a.add(kOff, r), sd.rowH, freeOff), eb)
 	}
 	aFree := a.add(a.mul(wm, 64), a.mul(a.rem(q, 2), 8))
-	aK := a.mul(a.div(q, 2), 8)
+	aK := a.mul(a.div(q, 2), 16/eb) // the second 16 bytes of k
 	bFree := a.add(a.mul(wn, 32), a.mul(a.div(q, 2), 8))
-	bK := a.mul(a.rem(q, 2), 8)
+	bK := a.mul(a.rem(q, 2), 16/eb)
 	aAddr := a.add(sides[0].sh, frag(sides[0], aFree, aK))
 	bAddr := a.add(sides[1].sh, frag(sides[1], bFree, bK))
 
@@ -203,40 +232,52 @@ func (mm *matmul) emitMMA() error {
 		acc[i] = b.reg(rF32)
 		b.ins("mov.f32", acc[i], immF32(0))
 	}
-	typ := halfName(d)
+	// tf32 fragments are f32 images: round them to tf32 (nearest, ties away) in place.
+	toTF32 := func(regs []string) {
+		if eb != 4 {
+			return
+		}
+		for _, r := range regs {
+			f := b.reg(rF32)
+			b.ins("mov.b32", f, r)
+			b.ins("cvt.rna.tf32.f32", r, f)
+		}
+	}
 	compute := func(cur string) {
 		ab := a.mad(cur, sides[0].bufBytes, aAddr)
 		bb := a.mad(cur, sides[1].bufBytes, bAddr)
-		for ks := 0; ks < mmaBK; ks += 16 {
+		for ks := 0; ks < bk; ks += ms.kStep {
 			// B's fragments for the warp's 4 column tiles first, then A's one row tile at a
 			// time, so only 12 fragment registers are live beside the 64 accumulators.
 			bf := make([][]string, 2)
 			for nj := range 2 {
 				bf[nj] = []string{b.reg(rU32), b.reg(rU32), b.reg(rU32), b.reg(rU32)}
-				off := 2 * (nj*16*sides[1].rowH + ks)
+				off := eb * (nj*16*sides[1].rowH + ks)
 				if !sides[1].kContig {
-					off = 2 * (ks*sides[1].rowH + nj*16)
+					off = eb * (ks*sides[1].rowH + nj*16)
 				}
 				b.ins(ldmatrix(!sides[1].kContig), "{"+joinRegs(bf[nj])+"}", fmt.Sprintf("[%s+%d]", bb, off))
+				toTF32(bf[nj])
 			}
 			for mi := range 4 {
 				af := []string{b.reg(rU32), b.reg(rU32), b.reg(rU32), b.reg(rU32)}
-				off := 2 * (mi*16*sides[0].rowH + ks)
+				off := eb * (mi*16*sides[0].rowH + ks)
 				if !sides[0].kContig {
-					off = 2 * (ks*sides[0].rowH + mi*16)
+					off = eb * (ks*sides[0].rowH + mi*16)
 				}
 				b.ins(ldmatrix(!sides[0].kContig), "{"+joinRegs(af)+"}", fmt.Sprintf("[%s+%d]", ab, off))
+				toTF32(af)
 				for ni := range 4 {
 					bfr := bf[ni/2][2*(ni%2) : 2*(ni%2)+2]
 					c := acc[(mi*4+ni)*4 : (mi*4+ni)*4+4]
-					b.ins("mma.sync.aligned.m16n8k16.row.col.f32."+typ+"."+typ+".f32",
+					b.ins(ms.inst,
 						"{"+joinRegs(c)+"}", "{"+joinRegs(af)+"}", "{"+joinRegs(bfr)+"}", "{"+joinRegs(c)+"}")
 				}
 			}
 		}
 	}
 
-	nk := ceilDiv(mm.K, mmaBK)
+	nk := ceilDiv(mm.K, bk)
 	issue("0", "0")
 	b.ins("cp.async.wait_group", "0")
 	b.ins("bar.sync", "0")
@@ -258,7 +299,7 @@ func (mm *matmul) emitMMA() error {
 	b.braIf("!"+more, skip)
 	nbuf := b.reg(rU32)
 	b.ins("xor.b32", nbuf, cur, "1")
-	issue(a.mul(next, mmaBK), nbuf)
+	issue(a.mul(next, bk), nbuf)
 	b.place(skip)
 	compute(cur)
 	b.ins("cp.async.wait_group", "0")
@@ -294,11 +335,11 @@ func ldmatrix(trans bool) string {
 	return "ldmatrix.sync.aligned.m8n8.x4.shared.b16"
 }
 
-// halfAddr is base + off·2 for a 16-bit element offset.
-func (mm *matmul) halfAddr(base, off string) string {
+// scaledAddr is base + off·eb for an element offset of eb-byte elements.
+func (mm *matmul) scaledAddr(base, off string, eb int) string {
 	b := mm.e.b
 	o := b.reg(rU64)
-	b.ins("mul.wide.u32", o, mm.a.reg(off), "2")
+	b.ins("mul.wide.u32", o, mm.a.reg(off), imm(eb))
 	r := b.reg(rU64)
 	b.ins("add.s64", r, base, o)
 	return r

@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/gcomp/gcomp/ir"
 )
 
 // f16 and bf16 matmuls run on tensor cores (mma.sync m16n8k16, f32 accumulators).
@@ -68,5 +70,36 @@ func TestMatmulHalfAsm(t *testing.T) {
 	loop := text[strings.Index(text, "$L_k_loop"):strings.Index(text, "// epilogue")]
 	if regexp.MustCompile(`ld\.(global|shared)\.`).MatchString(loop) {
 		t.Error("plain loads in the f16 main loop")
+	}
+}
+
+// With TF32 set, f32 products whose operands are k-contiguous run on tensor cores
+// (mma.sync m16n8k8 tf32) and stay within the issue's tf32 tolerance, 5e-3; others keep FFMA.
+func TestMatmulTF32(t *testing.T) {
+	harnessTarget = Target{SM: 80, TF32: true}
+	tolerance[ir.F32] = 5e-3
+	t.Cleanup(func() { harnessTarget, tolerance[ir.F32] = Target{SM: 80}, 1e-5 })
+	for _, s := range [][3]int{{8, 8, 8}, {130, 72, 40}, {64, 200, 96}, {5, 9, 12}} {
+		t.Run(fmt.Sprintf("linear_%dx%dx%d", s[0], s[1], s[2]), func(t *testing.T) {
+			g := parse(t, instantiateMNK(matmulCases[1].src, s[0], s[1], s[2]))
+			k := Kernel{Name: "k_linear_tf32", Graph: g}
+			text, _, err := Generate(k, harnessTarget)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(text, "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32") || !strings.Contains(text, "cvt.rna.tf32.f32") {
+				t.Error("no tf32 mma")
+			}
+			res := checkKernel(t, k, inputsFor(g, uint64(s[0]), 1), false)
+			if res != nil && res.stats.SharedBankConflicts != 0 {
+				t.Errorf("%d bank conflicts", res.stats.SharedBankConflicts)
+			}
+		})
+	}
+	// [K,N] operands are not k-contiguous: exact FFMA.
+	g := parse(t, instantiateMNK(matmulCases[0].src, 16, 16, 16))
+	text, _, _ := Generate(Kernel{Name: "k_mm", Graph: g}, harnessTarget)
+	if strings.Contains(text, "mma.sync") {
+		t.Error("a [K,N] operand took the tf32 path")
 	}
 }
