@@ -316,10 +316,18 @@ func (mm *matmul) emitMMA() error {
 	linBase := a.mad(a.mad(bz, mm.M, rowBase), mm.N, colBase)
 	for mi := range 4 {
 		for ni := range 4 {
-			for c := range 4 {
+			// c0,c1 (and c2,c3) are adjacent columns: one paired store when N is even.
+			w := 1
+			if mm.N%2 == 0 && len(mm.batchShape)+2 == mm.dot.Type.Shape.Rank() {
+				w = 2
+			}
+			for c := 0; c < 4; c += w {
 				dr, dc := mi*16+(c/2)*8, ni*8+c%2
-				accv := val{ir.F32, acc[(mi*4+ni)*4+c]}
-				if err := mm.element(rowBase, dr, colBase, dc, linBase, bidx, accv); err != nil {
+				accs := make([]val, w)
+				for l := range accs {
+					accs[l] = val{ir.F32, acc[(mi*4+ni)*4+c+l]}
+				}
+				if err := mm.element(rowBase, dr, colBase, dc, linBase, bidx, accs); err != nil {
 					return err
 				}
 			}
@@ -348,7 +356,7 @@ func (mm *matmul) scaledAddr(base, off string, eb int) string {
 // element runs the epilogue for GEMM element (rowBase+dr, colBase+dc) whose f32 accumulator is
 // accv, guarded by the bounds, and stores every output. Offsets stay immediates, so the 64
 // elements of a thread share three base registers.
-func (mm *matmul) element(rowBase string, dr int, colBase string, dc int, linBase string, bidx *index, accv val) error {
+func (mm *matmul) element(rowBase string, dr int, colBase string, dc int, linBase string, bidx *index, accs []val) error {
 	b, a := mm.e.b, mm.a
 	skip := b.label("skip")
 	okm, okn := b.reg(rPred), b.reg(rPred)
@@ -358,7 +366,9 @@ func (mm *matmul) element(rowBase string, dr int, colBase string, dc int, linBas
 	b.ins("and.pred", ok, okm, okn)
 	b.braIf("!"+ok, skip)
 	mm.reset()
-	accv = mm.e.cast(accv, mm.dot.Type.DType)
+	for l := range accs {
+		accs[l] = mm.e.cast(accs[l], mm.dot.Type.DType)
+	}
 	row, col := a.add(rowBase, imm(dr)), a.add(colBase, imm(dc))
 	shape := mm.dot.Type.Shape
 	nb := len(mm.batchShape)
@@ -376,13 +386,31 @@ func (mm *matmul) element(rowBase string, dr int, colBase string, dc int, linBas
 			x.coord[nb+1] = "0"
 		}
 	}
-	mm.bound[mm.dot] = func(*index) val { return accv }
+	// Several accumulators are a group of consecutive columns (stored together).
+	lanes := []*index{x}
+	if len(accs) > 1 {
+		newGroup(a, x, len(accs), false)
+		lanes = x.lanes
+	}
+	accOf := map[*index]val{}
+	for l, xl := range lanes {
+		accOf[xl] = accs[l]
+	}
+	mm.bound[mm.dot] = func(x *index) val { return accOf[x] }
 	for oi, o := range mm.kernelGraph.Outputs {
-		v, err := mm.eval(o.Value, x)
-		if err != nil {
-			return err
+		vals := make([]val, len(lanes))
+		for l, xl := range lanes {
+			v, err := mm.eval(o.Value, xl)
+			if err != nil {
+				return err
+			}
+			vals[l] = v
 		}
-		mm.store(o.Value, mm.outPtr[oi], lin, v)
+		if len(vals) == 1 {
+			mm.store(o.Value, mm.outPtr[oi], lin, vals[0])
+		} else {
+			mm.vectorStore(o.Value, mm.outPtr[oi], lin, vals)
+		}
 	}
 	mm.reset()
 	b.place(skip)
