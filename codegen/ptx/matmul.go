@@ -346,8 +346,12 @@ func (mm *matmul) emit() error {
 	offA, offB := "0", "0"
 	for i := range mm.batchShape {
 		c := bidx.getCoord(a, i)
-		offA = a.mad(c, mm.lhs.batchStrides[i], offA)
-		offB = a.mad(c, mm.rhs.batchStrides[i], offB)
+		if mm.lhs.view == nil { // generic operands address their batch themselves
+			offA = a.mad(c, mm.lhs.batchStrides[i], offA)
+		}
+		if mm.rhs.view == nil {
+			offB = a.mad(c, mm.rhs.batchStrides[i], offB)
+		}
 	}
 	offA, offB = a.add(offA, imm(mm.lhs.off)), a.add(offB, imm(mm.rhs.off))
 	baseA, baseB := mm.ptr[mm.lhs.v], mm.ptr[mm.rhs.v]

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"regexp"
+	"slices"
 	"testing"
 
 	"github.com/gcomp/gcomp/ir"
@@ -141,4 +142,96 @@ func randomLoopGraph(r *rand.Rand) *ir.Graph {
 		g.SetOutput("z", add("relu", nil, a))
 	}
 	return g
+}
+
+// Random dot_generals: batch dims, split free and contracting dims, operands read through
+// transposes and reshapes (strided or not), optional f16 and tf32. Results within tolerance.
+func TestRandomMatmuls(t *testing.T) {
+	n := 40
+	if testing.Short() {
+		n = 10
+	}
+	for seed := range n {
+		r := rand.New(rand.NewPCG(uint64(seed), 11))
+		g := randomDotGraph(r)
+		t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
+			k := Kernel{Name: "k_random_dot", Graph: g}
+			if _, _, err := Generate(k, Target{SM: 80}); err != nil {
+				t.Logf("%v\n%s", err, g) // an unsupported fusion must say so, never generate wrong code
+				return
+			}
+			checkKernel(t, k, inputsFor(g, uint64(seed), 1), false)
+		})
+	}
+}
+
+func randomDotGraph(r *rand.Rand) *ir.Graph {
+	g := ir.NewGraph("dot")
+	dt := []ir.DType{ir.F32, ir.F32, ir.F16}[r.IntN(3)]
+	size := func() int { return []int{1, 3, 4, 8, 16, 20}[r.IntN(6)] }
+	nb := r.IntN(3)
+	var batch []int
+	for range nb {
+		batch = append(batch, []int{1, 2, 3}[r.IntN(3)])
+	}
+	m := []int{size()}
+	if r.IntN(3) == 0 {
+		m = append(m, size())
+	}
+	n, k := size(), []int{size()}
+	if r.IntN(3) == 0 {
+		k = append(k, []int{2, 4}[r.IntN(2)])
+	}
+	// operand layout [batch..., free..., contract...], then a random transpose of an input
+	operand := func(name string, free []int) (*ir.Value, []int, []int) {
+		logical := append(append(append(ir.Shape{}, batch...), free...), k...)
+		perm := r.Perm(len(logical))
+		if r.IntN(2) == 0 {
+			for i := range perm {
+				perm[i] = i
+			}
+		}
+		src := make(ir.Shape, len(logical))
+		for i, p := range perm {
+			src[p] = logical[i]
+		}
+		var v *ir.Value
+		in := g.Input(name, ir.Type{DType: dt, Shape: src}, nil)
+		v = in
+		if !slices.Equal(perm, identity(len(perm))) {
+			v = g.Add("transpose", ir.Type{DType: dt, Shape: logical}, ir.Attrs{"perm": perm}, in)
+		}
+		var bd, cd []int
+		for i := range nb {
+			bd = append(bd, i)
+		}
+		for i := range k {
+			cd = append(cd, nb+len(free)+i)
+		}
+		return v, bd, cd
+	}
+	lhs, lb, lc := operand("a", m)
+	rhs, rb, rc := operand("b", []int{n})
+	outShape := append(append(append(ir.Shape{}, batch...), m...), n)
+	attrs := ir.Attrs{"lhs_contract": lc, "rhs_contract": rc}
+	if nb > 0 {
+		attrs["lhs_batch"], attrs["rhs_batch"] = lb, rb
+	}
+	d := g.Add("dot_general", ir.Type{DType: dt, Shape: outShape}, attrs, lhs, rhs)
+	y := d
+	if r.IntN(2) == 0 {
+		bias := g.Param("bias", ir.Type{DType: dt, Shape: ir.Shape{n}}, nil)
+		bb := g.Add("broadcast_in_dim", d.Type, ir.Attrs{"shape": []int(outShape.Clone()), "dims": []int{len(outShape) - 1}}, bias)
+		y = g.Add("add", d.Type, nil, d, bb)
+	}
+	g.SetOutput("y", y)
+	return g
+}
+
+func identity(n int) []int {
+	p := make([]int, n)
+	for i := range p {
+		p[i] = i
+	}
+	return p
 }
