@@ -26,6 +26,9 @@ func TestExampleKernels(t *testing.T) {
 	}
 	for _, m := range models {
 		t.Run(m.name, func(t *testing.T) {
+			if testing.Short() && (m.name == "cnn" || m.name == "lstm" || m.name == "gpt") {
+				t.Skip("-short: the larger examples take 5 s each")
+			}
 			g, err := frontend.Build(m.name, m.model)
 			if err != nil {
 				t.Skipf("example does not build: %v", err)
