@@ -1,6 +1,7 @@
 package ptx
 
 import (
+	"runtime"
 	"testing"
 
 	"github.com/gcomp/gcomp/examples/cnn"
@@ -41,8 +42,16 @@ func TestExampleKernels(t *testing.T) {
 			for _, kn := range res.Kernels.Kernels {
 				kernels = append(kernels, Kernel{Name: kn.Name, Graph: kn.Body})
 			}
-			if _, _, err := Module(kernels, Target{SM: 80}); err != nil {
+			text, _, err := Module(kernels, Target{SM: 80})
+			if err != nil {
 				t.Fatal(err)
+			}
+			// The bytes do not depend on GOMAXPROCS (or on anything but the graphs).
+			prev := runtime.GOMAXPROCS(1)
+			again, _, _ := Module(kernels, Target{SM: 80})
+			runtime.GOMAXPROCS(prev)
+			if again != text {
+				t.Error("the module differs under GOMAXPROCS=1")
 			}
 			assembleBatch(t, kernels)
 			for i, k := range kernels {
@@ -58,4 +67,30 @@ func TestExampleKernels(t *testing.T) {
 			}
 		})
 	}
+}
+
+// BenchmarkGPT2Small times code generation for every kernel of GPT-2 small (12 layers, 128
+// tokens) into one module: go test ./codegen/ptx -run '^$' -bench GPT2Small -benchtime 5x
+func BenchmarkGPT2Small(b *testing.B) {
+	g, err := frontend.Build("gpt2small", gpt.GPT2Small)
+	if err != nil {
+		b.Skip(err)
+	}
+	res, err := passes.Run(g, passes.Options{})
+	if err != nil {
+		b.Skip(err)
+	}
+	var kernels []Kernel
+	for _, kn := range res.Kernels.Kernels {
+		kernels = append(kernels, Kernel{Name: kn.Name, Graph: kn.Body})
+	}
+	b.ResetTimer()
+	for range b.N {
+		text, _, err := Module(kernels, Target{SM: 80})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(len(text)), "bytes")
+	}
+	b.ReportMetric(float64(len(kernels)), "kernels")
 }
