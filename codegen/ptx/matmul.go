@@ -341,6 +341,12 @@ func (mm *matmul) emit() error {
 	b.ins("and.b32", tx, tid, "15")
 	b.ins("shr.u32", ty, tid, "4")
 	m0, n0 := a.mul(by, mmBM), a.mul(bx, mmBN)
+	// A thread's rows come from ty and columns from tx, so a warp's stores run along the result's
+	// rows. conv2d swaps them: its GEMM rows are pixels, contiguous in the NCHW output.
+	rowT, colT := ty, tx
+	if mm.conv != nil {
+		rowT, colT = tx, ty
+	}
 	// Batch: coordinates of blockIdx.z, and each operand's element offset.
 	bidx := newIndexLin(mm.batchShape, bz)
 	offA, offB := "0", "0"
@@ -478,8 +484,8 @@ func (mm *matmul) emit() error {
 	b.ins("bar.sync", "0")
 	// FMAs of one step from buffer cur: per kk, two 128-bit loads of A's column and B's row.
 	compute := func(cur string) {
-		rowA := a.mad(cur, aBytes, a.add(shA, a.mul(ty, 16)))
-		rowB := a.mad(cur, bBytes, a.add(shB, a.mul(tx, 16)))
+		rowA := a.mad(cur, aBytes, a.add(shA, a.mul(rowT, 16)))
+		rowB := a.mad(cur, bBytes, a.add(shB, a.mul(colT, 16)))
 		for kk := range mmBK {
 			av := make([]string, 8)
 			bv := make([]string, 8)
@@ -541,24 +547,28 @@ func (mm *matmul) emit() error {
 	rows := make([]string, 8)
 	cols := make([]string, 8)
 	for i := range 8 {
-		rows[i] = a.add(m0, tileOffset(ty, i, a))
-		cols[i] = a.add(n0, tileOffset(tx, i, a))
+		rows[i] = a.add(m0, tileOffset(rowT, i, a))
+		cols[i] = a.add(n0, tileOffset(colT, i, a))
 	}
 	shape := mm.dot.Type.Shape
 	nb := len(mm.batchShape)
 	single := shape.Rank() == nb+2
 	// Four consecutive columns form an element group (one 128-bit store, and 128-bit loads of
 	// row-broadcast operands such as a bias) when rows hold whole groups.
-	w := 1
-	if mm.conv == nil && mm.N%4 == 0 {
-		w = 4
-		for _, o := range g.Outputs {
-			if o.Value.Type.DType.Size() > 4 {
-				w = 1
-			}
-		}
+	// conv2d groups four consecutive pixels instead (one image row holds whole groups when
+	// OW % 4 = 0).
+	w, wi := 1, 1
+	narrow := true
+	for _, o := range g.Outputs {
+		narrow = narrow && o.Value.Type.DType.Size() <= 4
 	}
-	for i := range 8 {
+	switch {
+	case mm.conv == nil && mm.N%4 == 0 && narrow:
+		w = 4
+	case mm.conv != nil && mm.conv.ow%4 == 0 && narrow:
+		wi = 4
+	}
+	for i := 0; i < 8; i += wi {
 		for j0 := 0; j0 < 8; j0 += w {
 			skip := b.label("skip")
 			okm, okn := b.reg(rPred), b.reg(rPred)
@@ -588,17 +598,21 @@ func (mm *matmul) emit() error {
 				}
 			}
 			lanes := []*index{x}
-			if w > 1 {
-				newGroup(a, x, w, false)
+			if n := max(w, wi); n > 1 {
+				newGroup(a, x, n, false)
 				lanes = x.lanes
 			}
 			accOf := map[*index]val{}
 			for l, xl := range lanes {
-				accOf[xl] = val{ir.F32, acc[i*8+j0+l]}
+				if wi > 1 {
+					accOf[xl] = val{ir.F32, acc[(i+l)*8+j0]}
+				} else {
+					accOf[xl] = val{ir.F32, acc[i*8+j0+l]}
+				}
 			}
 			mm.bound[mm.dot] = func(x *index) val { return accOf[x] }
 			for oi, o := range g.Outputs {
-				vals := make([]val, w)
+				vals := make([]val, len(lanes))
 				for l, xl := range lanes {
 					v, err := mm.eval(o.Value, xl)
 					if err != nil {
@@ -606,7 +620,7 @@ func (mm *matmul) emit() error {
 					}
 					vals[l] = v
 				}
-				if w == 1 {
+				if len(vals) == 1 {
 					mm.store(o.Value, mm.outPtr[oi], lin, vals[0])
 				} else {
 					mm.vectorStore(o.Value, mm.outPtr[oi], lin, vals)
