@@ -17,9 +17,9 @@ import (
 // scalar tail.
 var (
 	unaryOps  = []string{"abs", "neg", "not", "relu", "sqrt", "rsqrt", "floor", "ceil", "exp", "log", "sigmoid", "tanh", "erf", "sin", "cos"}
-	binaryOps = []string{"add", "sub", "mul", "div", "max", "min", "and", "or", "eq", "ne", "lt", "le", "gt", "ge"}
+	binaryOps = []string{"add", "sub", "mul", "div", "max", "min", "and", "or", "eq", "ne", "lt", "le", "gt", "ge", "pow"}
 	// approximate lists the ops whose results are held to the tolerance instead of bit-exactness.
-	approximate = map[string]bool{"exp": true, "log": true, "sigmoid": true, "tanh": true, "erf": true, "sin": true, "cos": true}
+	approximate = map[string]bool{"exp": true, "log": true, "sigmoid": true, "tanh": true, "erf": true, "sin": true, "cos": true, "pow": true}
 )
 
 func edgeValues(d ir.DType) []float64 {

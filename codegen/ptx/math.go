@@ -303,7 +303,51 @@ func (e *emitter) sincos64(op, x string) string {
 	return y
 }
 
-// pow is not lowered yet: its special cases need care the tests do not cover yet.
+// pow computes e^(y·log|x|) in f64, negated for x < 0 and odd integer y, with Go's (C99's)
+// special cases: pow(x, ±0) = 1, pow(1, y) = 1, pow(x, 1) = x, pow(−1, ±inf) = 1, and NaN for
+// x < 0 with finite non-integer y. IEEE arithmetic on ±0, ±inf and NaN covers the rest (log ±0 =
+// −inf, log inf = inf, NaN propagates).
 func (e *emitter) pow(a, b val) (val, error) {
-	return val{}, fmt.Errorf("pow is not supported by the PTX code generator yet")
+	x, y := e.reg(a), e.reg(b)
+	if a.dt != ir.F64 {
+		x, y = e.fd("cvt.f64.f32", x), e.fd("cvt.f64.f32", y)
+	}
+	ax := e.fd("abs.f64", x)
+	r := e.exp64(e.fd("mul.rn.f64", y, e.log64(ax)))
+	// y an integer (finite), and odd (every |y| ≥ 2^53 is even)
+	yi := e.pred("setp.eq.f64", e.fd("cvt.rni.f64.f64", y), y)
+	half := e.fd("mul.rn.f64", y, d64(0.5))
+	odd := e.pred("setp.ne.f64", e.fd("cvt.rni.f64.f64", half), half)
+	e.b.ins("and.pred", odd, odd, yi)
+	neg := e.pred("setp.lt.f64", x, d64(0))
+	// −0 counts as negative for the sign of the result (pow(−0, −1) = −inf).
+	xb := e.b.reg(rU64)
+	e.b.ins("mov.b64", xb, x)
+	signed := e.pred("setp.lt.s64", xb, "0")
+	flip := e.b.reg(rPred)
+	e.b.ins("and.pred", flip, signed, odd)
+	r = e.fd("selp.f64", e.fd("neg.f64", r), r, flip)
+	// finite x < 0 with a non-integer y: NaN (an infinite y is integer-valued above)
+	bad := e.b.reg(rPred)
+	e.b.ins("not.pred", bad, yi)
+	e.b.ins("and.pred", bad, bad, neg)
+	fin := e.pred("setp.lt.f64", ax, d64(math.Inf(1)))
+	e.b.ins("and.pred", bad, bad, fin)
+	yfin := e.pred("setp.lt.f64", e.fd("abs.f64", y), d64(math.Inf(1)))
+	e.b.ins("and.pred", bad, bad, yfin)
+	r = e.fd("selp.f64", "0d7FF8000000000000", r, bad)
+	// pow(−1, ±inf) = 1
+	m1 := e.pred("setp.eq.f64", x, d64(-1))
+	yinf := e.pred("setp.eq.f64", e.fd("abs.f64", y), d64(math.Inf(1)))
+	e.b.ins("and.pred", m1, m1, yinf)
+	r = e.fd("selp.f64", d64(1), r, m1)
+	r = e.fd("selp.f64", x, r, e.pred("setp.eq.f64", y, d64(1)))
+	one := e.pred("setp.eq.f64", x, d64(1))
+	zero := e.pred("setp.eq.f64", y, d64(0))
+	e.b.ins("or.pred", one, one, zero)
+	r = e.fd("selp.f64", d64(1), r, one)
+	if a.dt == ir.F64 {
+		return val{ir.F64, r}, nil
+	}
+	return e.floatToFloat(val{ir.F64, r}, a.dt), nil
 }
