@@ -1,6 +1,8 @@
 package ptx
 
 import (
+	"fmt"
+	"path/filepath"
 	"runtime"
 	"testing"
 
@@ -12,7 +14,9 @@ import (
 	"github.com/gcomp/gcomp/examples/rnn"
 	"github.com/gcomp/gcomp/examples/transformer"
 	"github.com/gcomp/gcomp/frontend"
+	"github.com/gcomp/gcomp/internal/golden"
 	"github.com/gcomp/gcomp/passes"
+	"golang.org/x/tools/txtar"
 )
 
 // Every kernel the pass pipeline forms for the examples compiles, assembles without spills, runs
@@ -53,7 +57,14 @@ func TestExampleKernels(t *testing.T) {
 			if again != text {
 				t.Error("the module differs under GOMAXPROCS=1")
 			}
-			assembleBatch(t, kernels)
+			regs := assembleModule(t, kernels)
+			sections := []txtar.File{{Name: "registers.txt", Data: []byte(regs)}}
+			if m.name == "linreg" || m.name == "mlp" {
+				sections = append(sections, txtar.File{Name: "module.ptx", Data: []byte(text)})
+			}
+			golden.CheckTxtar(t, filepath.Join("testdata", m.name+".txtar"),
+				fmt.Sprintf("PTX for the %s example's kernels: ptxas registers per kernel (sm_80 sm_90)%s.\n", m.name,
+					map[bool]string{true: " and the module", false: ""}[len(sections) > 1]), sections)
 			for i, k := range kernels {
 				t.Run(k.Name, func(t *testing.T) {
 					res := checkKernel(t, k, inputsFor(k.Graph, uint64(i), 1), false)

@@ -111,6 +111,37 @@ func batched(entry string) bool {
 	return ok
 }
 
+// assembleModule assembles kernels as one module for sm_80 and sm_90 (no spills, no stack) and
+// returns "kernel sm_80 sm_90" register lines in kernel order; runKernel then skips them.
+func assembleModule(t *testing.T, kernels []Kernel) string {
+	t.Helper()
+	ptxas.Require(t)
+	text, _, err := Module(kernels, Target{SM: 80})
+	if err != nil {
+		t.Fatal(err)
+	}
+	regs := map[string][]int{}
+	for _, arch := range []string{"sm_80", "sm_90"} {
+		r, err := ptxas.Assemble([]byte(text), arch)
+		if err != nil {
+			t.Fatalf("ptxas %s: %v", arch, err)
+		}
+		for _, ki := range r.Kernels {
+			if ki.SpillStores != 0 || ki.SpillLoads != 0 || ki.StackBytes != 0 {
+				t.Errorf("%s %s: spills %d/%d bytes, stack %d", arch, ki.Name, ki.SpillStores, ki.SpillLoads, ki.StackBytes)
+			}
+			regs[ki.Name] = append(regs[ki.Name], ki.Registers)
+		}
+	}
+	var b strings.Builder
+	for _, k := range kernels {
+		fmt.Fprintf(&b, "%s %v\n", k.Name, regs[k.Name])
+		entry, _, _ := Generate(k, Target{SM: 80})
+		assembledEntries.Store(entry, true)
+	}
+	return b.String()
+}
+
 // assembleBatch assembles many kernels in one module (one ptxas run per arch instead of one per
 // kernel); runKernel then skips assembling them again.
 func assembleBatch(t *testing.T, kernels []Kernel) {
