@@ -27,6 +27,9 @@ func loopKernel(k Kernel, globals *[]string) (string, Launch, error) {
 				g.Outputs[0].Name, shape, o.Name, o.Value.Type.Shape)
 		}
 	}
+	if tt := findTransposeTile(g, shape); tt != nil {
+		return transposeKernel(k, tt, globals)
+	}
 	n := shape.NumElements()
 	v, flat := vectorWidth(g, shape)
 	b := newBuilder(k.Name)

@@ -130,3 +130,21 @@ func TestLoopAsm(t *testing.T) {
 		t.Error("two generations differ")
 	}
 }
+
+// A transposed read is staged through a shared-memory tile: loads and stores both coalesced.
+func TestTransposeTile(t *testing.T) {
+	g := parse(t, instantiate(loopCases[1].src, 96, 160))
+	res := checkKernel(t, Kernel{Name: "k_transpose_mul", Graph: g}, inputsFor(g, 5, 1), true)
+	if res == nil {
+		return
+	}
+	if !regexp.MustCompile(`st\.shared\.f32`).MatchString(res.ptx) {
+		t.Error("no shared-memory tile")
+	}
+	st := res.stats
+	ld := float64(st.GlobalLoadBytes) / float64(32*st.GlobalLoadSectors)
+	sto := float64(st.GlobalStoreBytes) / float64(32*st.GlobalStoreSectors)
+	if ld < 0.9 || sto < 0.9 || st.SharedBankConflicts != 0 {
+		t.Errorf("load efficiency %.2f, store efficiency %.2f, %d bank conflicts", ld, sto, st.SharedBankConflicts)
+	}
+}
