@@ -12,13 +12,26 @@
 // index arithmetic and never materialize a tensor; elementwise ops compute in registers; inputs
 // are loaded at the index. The templates differ in how they iterate:
 //
-//   - loop kernels: one output iteration space, a grid-stride loop over groups of consecutive
-//     elements with 128-bit loads and stores, and a scalar tail.
+//   - loop: one output iteration space, a grid-stride loop over groups of consecutive elements
+//     with 128-bit loads and stores (groups follow broadcasts, transposes, slices and reshapes
+//     where their lanes stay consecutive) and a scalar tail; pooling and gather fuse here.
+//   - transpose tile: a loop kernel reading a buffer through a transpose of its contiguous dim
+//     stages 32×32 tiles through shared memory.
+//   - row reduction: one block per row, warp shuffles and a shared-memory stage; several
+//     reductions over the same rows (softmax, online; layer norm) share one kernel.
+//   - split full reduction: many blocks, the last one (an integer ticket) folds the partials.
+//   - column reduction: 32-column tiles, coalesced, partials combined in shared memory.
+//   - matmul: 128×128 tiles, cp.async double buffering, 8×8 register blocks of FFMA, the
+//     kernel's other ops as an epilogue before the single store; conv2d as an implicit GEMM on
+//     the same core.
+//   - tensor-core matmul: f16/bf16 (and f32 with Target.TF32) through ldmatrix and mma.sync.
 //
 // Numerics follow docs/ops.md exactly where the op is exact (every IEEE operation, casts, min/max
 // with NaN propagation, integer wrapping and division); docs/codegen.md lists the error bound of
 // each approximate op. Output is deterministic: the same graph gives the same bytes.
 //
 // Buffers must be 16-byte aligned (vector accesses rely on it); shapes are static, and every
-// tensor must have fewer than 2^31 elements (indexes are 32-bit).
+// tensor must have fewer than 2^31 elements (indexes are 32-bit). A Launch lists what each
+// .param binds: graph inputs, params and outputs by index, and scratch buffers (zero before the
+// first launch, left zero). docs/codegen.md describes the templates and the numerics in full.
 package ptx
