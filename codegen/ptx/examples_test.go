@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/gcomp/gcomp/examples/cnn"
@@ -15,6 +16,7 @@ import (
 	"github.com/gcomp/gcomp/examples/transformer"
 	"github.com/gcomp/gcomp/frontend"
 	"github.com/gcomp/gcomp/internal/golden"
+	"github.com/gcomp/gcomp/internal/ptxas"
 	"github.com/gcomp/gcomp/passes"
 	"golang.org/x/tools/txtar"
 )
@@ -104,4 +106,36 @@ func BenchmarkGPT2Small(b *testing.B) {
 		b.ReportMetric(float64(len(text)), "bytes")
 	}
 	b.ReportMetric(float64(len(kernels)), "kernels")
+}
+
+// Every target's module assembles for its own architecture; an unknown target is an error.
+func TestTargets(t *testing.T) {
+	ptxas.Require(t)
+	g, err := frontend.Build("transformer", transformer.Model)
+	if err != nil {
+		t.Skip(err)
+	}
+	res, err := passes.Run(g, passes.Options{})
+	if err != nil {
+		t.Skip(err)
+	}
+	var kernels []Kernel
+	for _, kn := range res.Kernels.Kernels {
+		kernels = append(kernels, Kernel{Name: kn.Name, Graph: kn.Body})
+	}
+	for _, sm := range []int{86, 89, 90} {
+		text, _, err := Module(kernels, Target{SM: sm})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(text, fmt.Sprintf(".target sm_%d\n", sm)) {
+			t.Errorf("sm_%d: wrong .target line", sm)
+		}
+		if _, err := ptxas.Assemble([]byte(text), fmt.Sprintf("sm_%d", sm)); err != nil {
+			t.Errorf("sm_%d: %v", sm, err)
+		}
+	}
+	if _, _, err := Module(kernels, Target{SM: 75}); err == nil {
+		t.Error("sm_75 accepted")
+	}
 }

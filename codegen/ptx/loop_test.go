@@ -148,3 +148,43 @@ func TestTransposeTile(t *testing.T) {
 		t.Errorf("load efficiency %.2f, store efficiency %.2f, %d bank conflicts", ld, sto, st.SharedBankConflicts)
 	}
 }
+
+// Edge shapes: a literal tensor (a module-level array), empty tensors, empty reductions, scalars.
+func TestEdgeShapes(t *testing.T) {
+	cases := map[string]string{
+		"literal": `graph g {
+  input %x : f32[2,3]
+  %0 = constant() {dtype=f32, shape=[2,3], value=[1,-2,3.5,0.25,-0,7]} : f32[2,3]
+  %1 = constant() {dtype=i8, shape=[3], value=[1,-2,3]} : i8[3]
+  %2 = cast(%1) {to=f32} : f32[3]
+  %3 = broadcast_in_dim(%2) {dims=[1], shape=[2,3]} : f32[2,3]
+  %4 = mul(%x, %0) : f32[2,3]
+  %5 = add(%4, %3) : f32[2,3]
+  output y = %5
+}`,
+		"empty_loop": `graph g {
+  input %x : f32[0,5]
+  %0 = neg(%x) : f32[0,5]
+  output y = %0
+}`,
+		"empty_reduction": `graph g {
+  input %x : f32[3,0]
+  %0 = reduce_sum(%x) {axes=[1]} : f32[3]
+  %1 = reduce_max(%x) {axes=[1]} : f32[3]
+  output s = %0
+  output m = %1
+}`,
+		"scalar": `graph g {
+  input %x : f32[]
+  input %y : f32[]
+  %0 = div(%x, %y) : f32[]
+  output z = %0
+}`,
+	}
+	for _, name := range []string{"literal", "empty_loop", "empty_reduction", "scalar"} {
+		t.Run(name, func(t *testing.T) {
+			g := parse(t, cases[name])
+			checkKernel(t, Kernel{Name: "k_" + name, Graph: g}, inputsFor(g, 1, 2), true)
+		})
+	}
+}
