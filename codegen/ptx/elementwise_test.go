@@ -34,10 +34,7 @@ func edgeValues(d ir.DType) []float64 {
 	case d == ir.Bool:
 		return []float64{0, 1, 1, 0}
 	}
-	lo, hi := map[ir.DType][2]float64{ir.I8: {-128, 127}, ir.U8: {0, 255},
-		ir.I32: {math.MinInt32, math.MaxInt32}, ir.I64: {math.MinInt64, math.MaxInt64}}[d][0],
-		map[ir.DType][2]float64{ir.I8: {-128, 127}, ir.U8: {0, 255},
-			ir.I32: {math.MinInt32, math.MaxInt32}, ir.I64: {math.MinInt64, math.MaxInt64}}[d][1]
+	lo, hi := intLimits(d)
 	return []float64{0, 1, -1, lo, hi, 2, -2, 7, -7, lo + 1, hi - 1, 0, 3, -1, 1}
 }
 

@@ -204,10 +204,7 @@ func castConst(d ir.DType, f float64) float64 {
 	case f != f:
 		return 0
 	}
-	lo, hi := map[ir.DType][2]float64{ir.I8: {-128, 127}, ir.U8: {0, 255},
-		ir.I32: {math.MinInt32, math.MaxInt32}, ir.I64: {math.MinInt64, math.MaxInt64}}[d][0],
-		map[ir.DType][2]float64{ir.I8: {-128, 127}, ir.U8: {0, 255},
-			ir.I32: {math.MinInt32, math.MaxInt32}, ir.I64: {math.MinInt64, math.MaxInt64}}[d][1]
+	lo, hi := intLimits(d)
 	return math.Max(lo, math.Min(hi, math.Trunc(f)))
 }
 
