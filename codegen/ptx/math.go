@@ -47,7 +47,7 @@ func (e *emitter) transcendental(op string, x val) (val, error) {
 	case "erf":
 		r = e.erf64(in)
 	case "sin", "cos":
-		r = e.sincos64(op, in)
+		r = e.sincos64(op, in, x.dt != ir.F64)
 	default:
 		return val{}, fmt.Errorf("%s is not supported by the PTX code generator", op)
 	}
@@ -258,15 +258,24 @@ func (e *emitter) erf64(x string) string {
 
 // sincos64: k = rint(x·2/π), r = x − k·π/2 with π/2 split in three (fdlibm's 33-bit pieces, so each
 // product is exact for |k| < 2^20), Taylor polynomials on |r| ≤ π/4, quadrant from k mod 4.
-// sinCosLimit bounds the arguments sin and cos reduce accurately.
-const sinCosLimit = 0x1p20 * math.Pi / 2
-
-func (e *emitter) sincos64(op, x string) string {
+// Beyond that, arguments that came from f32 take the Payne–Hanek reduction (exact for every f32);
+// f64 ones give NaN.
+func (e *emitter) sincos64(op, x string, fromF32 bool) string {
 	kf := e.fd("cvt.rni.f64.f64", e.fd("mul.rn.f64", x, d64(2/math.Pi)))
 	r := e.fd("fma.rn.f64", kf, d64(-1.57079632673412561417e+00), x)
 	r = e.fd("fma.rn.f64", kf, d64(-6.07710050630396597660e-11), r)
 	r = e.fd("fma.rn.f64", kf, d64(-2.02226624871116645580e-21), r)
 	r = e.fd("fma.rn.f64", kf, d64(-8.47842766036889956997e-32), r)
+	k := e.b.reg(rU64)
+	e.b.ins("cvt.rzi.s64.f64", k, kf)
+	limit := sinCosLimit
+	if fromF32 {
+		big := e.pred("setp.ge.f64", e.fd("abs.f64", x), d64(sinCosLimit))
+		kb, rb := e.payneHanek(x)
+		e.b.ins("selp.b64", k, kb, k, big)
+		e.b.ins("selp.f64", r, rb, r, big)
+		limit = math.Inf(1)
+	}
 	r2 := e.fd("mul.rn.f64", r, r)
 	// sin r = r(1 − r²/(2·3)(1 − r²/(4·5)(...))), cos r = 1 − r²/2(1 − r²/(3·4)(...)).
 	s := d64(1)
@@ -280,8 +289,6 @@ func (e *emitter) sincos64(op, x string) string {
 	}
 	cosr := c
 	// Quadrant: sin(x) = [sin r, cos r, −sin r, −cos r][k mod 4]; cos(x) uses k+1.
-	k := e.b.reg(rU64)
-	e.b.ins("cvt.rzi.s64.f64", k, kf)
 	if op == "cos" {
 		e.b.ins("add.s64", k, k, "1")
 	}
@@ -293,14 +300,108 @@ func (e *emitter) sincos64(op, x string) string {
 	y := e.fd("selp.f64", cosr, sinr, e.pred("setp.ne.u32", odd, "0"))
 	neg := e.pred("setp.ge.u32", q, "2")
 	y = e.fd("selp.f64", e.fd("neg.f64", y), y, neg)
-	// Beyond |x| = 2^20·π/2 the three-piece reduction loses accuracy: those (and ±inf, NaN) give
-	// NaN rather than a wrong number.
-	fin := e.pred("setp.lt.f64", e.fd("abs.f64", x), d64(sinCosLimit))
+	// ±inf and NaN give NaN; so do f64 arguments beyond the reduction's range, rather than a
+	// wrong number.
+	fin := e.pred("setp.lt.f64", e.fd("abs.f64", x), d64(limit))
 	y = e.fd("selp.f64", y, "0d7FF8000000000000", fin)
 	if op == "sin" {
 		y = e.fd("selp.f64", x, y, e.pred("setp.eq.f64", x, d64(0))) // sin(±0) = ±0
 	}
 	return y
+}
+
+// sinCosLimit bounds the arguments the Cody–Waite reduction of sincos64 handles accurately.
+const sinCosLimit = 0x1p20 * math.Pi / 2
+
+// twoOverPi holds the first 192 bits of 2/π, most significant word first (TestTwoOverPi checks
+// them against a 300-bit computation).
+var twoOverPi = [6]uint32{0xA2F9836E, 0x4E441529, 0xFC2757D1, 0xF534DDC0, 0xDB629599, 0x3C439041}
+
+// payneHanek reduces an f32 value x (in f64, |x| ≥ 2^20) exactly: x = m·2^(e−23) with a 24-bit
+// integer m, so x·2/π = m·W·2^(e−23−192) with W = 2/π·2^192. The 224-bit product m·W is formed
+// word by word; the 66 bits around the binary point give the quadrant (2 integer bits) and a
+// 64-bit fraction, rounded to the nearest quadrant so r = fraction·π/2 lies in [−π/4, π/4].
+// Returns k (s64, the quadrant count, negated for x < 0) and r (f64).
+func (e *emitter) payneHanek(x string) (k, r string) {
+	b := e.b
+	xf := b.reg(rF32)
+	b.ins("cvt.rn.f32.f64", xf, x)
+	bitsR := b.reg(rU32)
+	b.ins("mov.b32", bitsR, xf)
+	ex := b.reg(rU32)
+	b.ins("bfe.u32", ex, bitsR, "23", "8")
+	b.ins("sub.s32", ex, ex, "127")
+	b.ins("max.s32", ex, ex, "20") // smaller arguments take the other path; keep shifts in range
+	b.ins("min.s32", ex, ex, "127")
+	m := b.reg(rU32)
+	b.ins("and.b32", m, bitsR, "0x7FFFFF")
+	b.ins("or.b32", m, m, "0x800000")
+	// p[j]: word j of the product counting from the least significant.
+	p := make([]string, 7)
+	carry := "0"
+	for i := 5; i >= 0; i-- {
+		t := b.reg(rU64)
+		b.ins("mul.wide.u32", t, m, fmt.Sprintf("0x%08X", twoOverPi[i]))
+		if carry != "0" {
+			c64 := b.reg(rU64)
+			b.ins("cvt.u64.u32", c64, carry)
+			b.ins("add.s64", t, t, c64)
+		}
+		lo, hi := b.reg(rU32), b.reg(rU32)
+		b.ins("mov.b64", "{"+lo+", "+hi+"}", t)
+		p[5-i] = lo
+		carry = hi
+	}
+	p[6] = carry
+	// The window starts at bit s = (192 + 23 − e) − 64 = 151 − e: word s/32, shift s%32.
+	s := b.reg(rU32)
+	b.ins("sub.s32", s, "151", ex)
+	wi, bo := b.reg(rU32), b.reg(rU32)
+	b.ins("shr.u32", wi, s, "5")
+	b.ins("and.b32", bo, s, "31")
+	p = append(p, "0")             // above the product
+	word := func(off int) string { // p[wi+off], wi in 0..4
+		w := b.reg(rU32)
+		b.ins("mov.b32", w, p[off])
+		for j := 1; j <= 4; j++ {
+			q := b.reg(rPred)
+			b.ins("setp.eq.u32", q, wi, imm(j))
+			b.ins("selp.b32", w, p[j+off], w, q)
+		}
+		return w
+	}
+	wa, wb, wc, wd := word(0), word(1), word(2), word(3)
+	lo64 := b.reg(rU64)
+	b.ins("mov.b64", lo64, "{"+wa+", "+wb+"}")
+	frac := b.reg(rU64)
+	b.ins("shr.b64", frac, lo64, bo)
+	c64 := b.reg(rU64)
+	b.ins("cvt.u64.u32", c64, wc)
+	sh := b.reg(rU32)
+	b.ins("sub.s32", sh, "64", bo)
+	b.ins("shl.b64", c64, c64, sh) // a shift by 64 (bo = 0) gives 0
+	b.ins("or.b64", frac, frac, c64)
+	// The quadrant bits are the window's bits 64 and 65, in words 2 and 3.
+	cd := b.reg(rU64)
+	b.ins("mov.b64", cd, "{"+wc+", "+wd+"}")
+	b.ins("shr.b64", cd, cd, bo)
+	quad := b.reg(rU32)
+	b.ins("cvt.u32.u64", quad, cd)
+	// Round to the nearest quadrant: the fraction read as signed is in [−½, ½).
+	top := b.reg(rU64)
+	b.ins("shr.u64", top, frac, "63")
+	k = b.reg(rU64)
+	b.ins("cvt.u64.u32", k, quad)
+	b.ins("add.s64", k, k, top)
+	b.ins("and.b64", k, k, "3")
+	f := e.fd("cvt.rn.f64.s64", frac)
+	r = e.fd("mul.rn.f64", e.fd("mul.rn.f64", f, d64(0x1p-64)), d64(math.Pi/2))
+	neg := e.pred("setp.lt.f64", x, d64(0))
+	nk := b.reg(rU64)
+	b.ins("neg.s64", nk, k)
+	b.ins("selp.b64", k, nk, k, neg)
+	r = e.fd("selp.f64", e.fd("neg.f64", r), r, neg)
+	return k, r
 }
 
 // pow computes e^(y·log|x|) in f64, negated for x < 0 and odd integer y, with Go's (C99's)

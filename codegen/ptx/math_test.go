@@ -2,6 +2,7 @@ package ptx
 
 import (
 	"math"
+	"math/big"
 	"testing"
 
 	"github.com/gcomp/gcomp/ir"
@@ -152,5 +153,72 @@ func TestPowAccuracy(t *testing.T) {
 			}
 			t.Logf("pow %s: worst error %g over %d pairs", d, worst, len(rx))
 		})
+	}
+}
+
+// The 2/π words of the Payne–Hanek reduction, against 2/π computed to 300 bits with Machin's
+// formula π = 16·atan(1/5) − 4·atan(1/239).
+func TestTwoOverPi(t *testing.T) {
+	const prec = 300
+	atanInv := func(n int64) *big.Float { // atan(1/n) = Σ (−1)^k / ((2k+1)·n^(2k+1))
+		sum := new(big.Float).SetPrec(prec)
+		x := new(big.Float).SetPrec(prec).Quo(big.NewFloat(1).SetPrec(prec), new(big.Float).SetPrec(prec).SetInt64(n))
+		n2 := new(big.Float).SetPrec(prec).SetInt64(n * n)
+		for k := int64(0); k < 200; k++ {
+			term := new(big.Float).SetPrec(prec).Quo(x, new(big.Float).SetPrec(prec).SetInt64(2*k+1))
+			if k%2 == 0 {
+				sum.Add(sum, term)
+			} else {
+				sum.Sub(sum, term)
+			}
+			x.Quo(x, n2)
+		}
+		return sum
+	}
+	pi := new(big.Float).SetPrec(prec).Sub(
+		new(big.Float).SetPrec(prec).Mul(big.NewFloat(16), atanInv(5)),
+		new(big.Float).SetPrec(prec).Mul(big.NewFloat(4), atanInv(239)))
+	v := new(big.Float).SetPrec(prec).Quo(big.NewFloat(2).SetPrec(prec), pi)
+	v.Mul(v, new(big.Float).SetPrec(prec).SetMantExp(big.NewFloat(1), 192))
+	w, _ := v.Int(nil)
+	for i := 5; i >= 0; i-- {
+		word := new(big.Int).And(w, big.NewInt(0xFFFFFFFF)).Uint64()
+		if uint32(word) != twoOverPi[i] {
+			t.Errorf("word %d: have %08X, 2/π gives %08X", i, twoOverPi[i], word)
+		}
+		w.Rsh(w, 32)
+	}
+}
+
+// f32 sin and cos are exact-reduced for every finite argument, up to 3.4e38.
+func TestSinCosLarge(t *testing.T) {
+	var xs []float64
+	for x := 1e6; x < 3.4e38; x *= 1.9 {
+		xs = append(xs, float64(float32(x)), -float64(float32(x)))
+	}
+	xs = append(xs, float64(math.MaxFloat32), 16777216, 1.6e6, 1647099, 0x1p20*math.Pi/2)
+	for _, op := range []string{"sin", "cos"} {
+		g := ir.NewGraph(op)
+		x := g.Input("x", ir.T(ir.F32, len(xs)), nil)
+		g.SetOutput("y", g.Add(op, x.Type, nil, x))
+		for i := range xs {
+			xs[i] = float64(float32(xs[i]))
+		}
+		in := map[string]*tensor.Tensor{"x": tensor.FromFloats(x.Type, xs)}
+		res := runKernel(t, Kernel{Name: "k_" + op, Graph: g}, in)
+		want, err := ref.Run(g, in, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		worst := 0.0
+		for i := range xs {
+			if u := ulpsOff(ir.F32, res.out["y"].F[i], want["y"].F[i]); u > worst {
+				worst = u
+			}
+			if u := ulpsOff(ir.F32, res.out["y"].F[i], want["y"].F[i]); u > 1 {
+				t.Errorf("%s(%v) = %v, want %v", op, xs[i], res.out["y"].F[i], want["y"].F[i])
+			}
+		}
+		t.Logf("%s f32 large arguments: worst %.2f ulp over %d", op, worst, len(xs))
 	}
 }
