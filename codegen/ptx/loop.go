@@ -104,6 +104,9 @@ func vectorWidth(g *ir.Graph, shape ir.Shape) (int, bool) {
 		widest = max(widest, o.Value.Type.DType.Size())
 	}
 	v := min(4, 16/widest)
+	if widest == 2 {
+		v = 8 // 16-bit types: eight per group, moved as four packed 32-bit words
+	}
 	n := shape.NumElements()
 	switch {
 	case n < v:
@@ -151,7 +154,24 @@ func (gn *gen) vectorLoad(in *ir.Value, base string, v int) []val {
 	for j := range regs {
 		regs[j] = gn.e.b.reg(memClass(d))
 	}
-	gn.e.b.ins(fmt.Sprintf("ld.global.v%d.%s", v, memType(d)), "{"+strings.Join(regs, ", ")+"}", gn.addr(gn.ptr[in], base, d.Size()))
+	if v == 8 && d.Size() == 2 {
+		// PTX vectors have at most four elements: load four words and unpack the halves.
+		words := make([]string, 4)
+		for j := range words {
+			words[j] = gn.e.b.reg(rU32)
+		}
+		gn.e.b.ins("ld.global.v4.b32", "{"+strings.Join(words, ", ")+"}", gn.addr(gn.ptr[in], base, d.Size()))
+		for j, w := range words {
+			gn.e.b.ins("mov.b32", "{"+regs[2*j]+", "+regs[2*j+1]+"}", w)
+		}
+	} else {
+		// at most four per instruction (1-byte types in an 8-wide group take two)
+		for c := 0; c < v; c += 4 {
+			n := min(4, v-c)
+			at := gn.addr(gn.ptr[in], gn.a.add(base, imm(c)), d.Size())
+			gn.e.b.ins(fmt.Sprintf("ld.global.v%d.%s", n, memType(d)), "{"+strings.Join(regs[c:c+n], ", ")+"}", at)
+		}
+	}
 	out := make([]val, v)
 	for j, r := range regs {
 		out[j] = gn.fromMem(d, r)
@@ -165,5 +185,19 @@ func (gn *gen) vectorStore(out *ir.Value, ptr, base string, vals []val) {
 	for j, x := range vals {
 		regs[j] = gn.toMem(x)
 	}
-	gn.e.b.ins(fmt.Sprintf("st.global.v%d.%s", len(vals), memType(d)), gn.addr(ptr, base, d.Size()), "{"+strings.Join(regs, ", ")+"}")
+	if len(vals) == 8 && d.Size() == 2 {
+		words := make([]string, 4)
+		for j := range words {
+			words[j] = gn.e.b.reg(rU32)
+			gn.e.b.ins("mov.b32", words[j], "{"+regs[2*j]+", "+regs[2*j+1]+"}")
+		}
+		regs = words
+		gn.e.b.ins("st.global.v4.b32", gn.addr(ptr, base, d.Size()), "{"+strings.Join(regs, ", ")+"}")
+		return
+	}
+	for c := 0; c < len(regs); c += 4 {
+		n := min(4, len(regs)-c)
+		at := gn.addr(ptr, gn.a.add(base, imm(c)), d.Size())
+		gn.e.b.ins(fmt.Sprintf("st.global.v%d.%s", n, memType(d)), at, "{"+strings.Join(regs[c:c+n], ", ")+"}")
+	}
 }

@@ -188,3 +188,24 @@ func TestEdgeShapes(t *testing.T) {
 		})
 	}
 }
+
+// 16-bit loop kernels move eight elements per 128-bit access.
+func TestLoopAsmHalf(t *testing.T) {
+	g := parse(t, `graph g {
+  input %x : bf16[16,64]
+  input %y : bf16[16,64]
+  %0 = mul(%x, %y) : bf16[16,64]
+  output a = %0
+}`)
+	checkKernel(t, Kernel{Name: "k_f16", Graph: g}, inputsFor(g, 3, 2), true)
+	text, _, err := Generate(Kernel{Name: "k_f16", Graph: g}, Target{SM: 80})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(text, "ld.global.v4.b32"); n != 2 {
+		t.Errorf("%d ld.global.v4.b32, want 2 (x and y)", n)
+	}
+	if n := strings.Count(text, "st.global.v4.b32"); n != 1 {
+		t.Errorf("%d st.global.v4.b32, want 1 (output a)", n)
+	}
+}
