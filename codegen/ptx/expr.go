@@ -29,6 +29,7 @@ type gen struct {
 	cache       map[cacheKey]val               // per element: common subexpressions evaluate once
 	groups      map[cacheKey]*index            // operand groups of element groups, per movement op
 	vecLoads    map[cacheKey][]val             // vector loads of inputs at element groups
+	poolRows    map[string][]val               // vector loads of pooling window rows, per element group
 	globals     *[]string                      // module-level constant arrays
 }
 
@@ -40,7 +41,7 @@ type cacheKey struct {
 func newGen(b *builder, kname string, globals *[]string) *gen {
 	return &gen{e: &emitter{b: b}, a: ia{b}, kname: kname, ptr: map[*ir.Value]string{},
 		bound: map[*ir.Value]func(*index) val{}, cache: map[cacheKey]val{}, offsets: map[string]string{}, globals: globals,
-		groups: map[cacheKey]*index{}, vecLoads: map[cacheKey][]val{}}
+		groups: map[cacheKey]*index{}, vecLoads: map[cacheKey][]val{}, poolRows: map[string][]val{}}
 }
 
 // reset forgets cached element values: registers computed inside one loop iteration must not be
@@ -50,6 +51,7 @@ func (g *gen) reset() {
 	g.offsets = map[string]string{}
 	g.groups = map[cacheKey]*index{}
 	g.vecLoads = map[cacheKey][]val{}
+	g.poolRows = map[string][]val{}
 }
 
 func (g *gen) eval(v *ir.Value, x *index) (val, error) {
@@ -376,6 +378,8 @@ func (g *gen) groupThrough(v *ir.Value, x *index) (r val, ok bool, err error) {
 			g.vecLoads[key] = vals
 		}
 		return vals[j], true, nil
+	case "max_pool2d", "avg_pool2d":
+		return g.poolGroup(v, x)
 	case "broadcast_in_dim", "transpose", "slice", "reshape":
 	default:
 		return val{}, false, nil

@@ -113,8 +113,13 @@ func vectorWidth(g *ir.Graph, shape ir.Shape) (int, bool) {
 		return 1, true
 	case flat:
 		return v, true
-	case shape.Rank() > 0 && shape[shape.Rank()-1]%v == 0:
-		return v, false
+	case shape.Rank() > 0:
+		// Groups must not straddle rows: the widest power of two dividing the row.
+		for ; v > 1; v /= 2 {
+			if shape[shape.Rank()-1]%v == 0 {
+				return v, false
+			}
+		}
 	}
 	return 1, true
 }

@@ -1,6 +1,7 @@
 package ptx
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/gcomp/gcomp/ir"
@@ -12,6 +13,13 @@ import (
 // bit-identical to the reference. Pooling is elementwise in its output, so it fuses into loop
 // kernels like a movement op.
 func (g *gen) pool(v *ir.Value, x *index) (val, error) {
+	return g.poolTaps(v, x, nil)
+}
+
+// poolTaps is pool with an optional source of taps: tap(kh, kw) returns the input element of
+// window position (kh, kw) when the caller already holds it (a vector load); nil reads it at
+// its index.
+func (g *gen) poolTaps(v *ir.Value, x *index, tap func(kh, kw int) val) (val, error) {
 	a := g.a
 	in := v.Args[0]
 	s := in.Type.Shape // [N, C, H, W]
@@ -46,9 +54,14 @@ func (g *gen) pool(v *ir.Value, x *index) (val, error) {
 				g.e.b.ins("and.pred", valid, p, q)
 				ih, iw = a.clamp(ih, s[2]), a.clamp(iw, s[3])
 			}
-			xv, err := g.eval(in, newIndexCoords(s, []string{n, c, ih, iw}))
-			if err != nil {
-				return val{}, err
+			var xv val
+			if tap != nil {
+				xv = tap(kh, kw)
+			} else {
+				var err error
+				if xv, err = g.eval(in, newIndexCoords(s, []string{n, c, ih, iw})); err != nil {
+					return val{}, err
+				}
 			}
 			var next val
 			if isMax {
@@ -82,4 +95,46 @@ func count0(c string) string {
 		return "0"
 	}
 	return c
+}
+
+// poolGroup evaluates a pool at lane x of an element group whose lanes are consecutive output
+// columns: with no padding and the window as wide as the stride, the group's windows tile
+// n·stride consecutive input columns, loaded with vector accesses once per window row and shared
+// by the lanes. ok is false where that does not apply.
+func (g *gen) poolGroup(v *ir.Value, x *index) (r val, ok bool, err error) {
+	in := v.Args[0]
+	if in.Op != ir.OpInput && in.Op != ir.OpParam {
+		return val{}, false, nil
+	}
+	lead := x.leader
+	n := len(lead.lanes)
+	kern := v.Attrs.Ints("kernel")
+	stride := v.Attrs.Ints("stride")
+	if stride == nil {
+		stride = kern
+	}
+	pad := v.Attrs.Ints("padding")
+	s := in.Type.Shape
+	width := n * stride[1]
+	if (pad != nil && (pad[0] != 0 || pad[1] != 0)) || kern[1] != stride[1] || s[3]%width != 0 ||
+		width*in.Type.DType.Size() > 64 || lead.lanes[1].parent != lead {
+		return val{}, false, nil
+	}
+	a := g.a
+	j := x.laneOf()
+	rows := make([][]val, kern[0])
+	for kh := range rows {
+		ih := a.add(a.mul(lead.getCoord(a, 2), stride[0]), imm(kh))
+		c := []string{lead.getCoord(a, 0), lead.getCoord(a, 1), ih, a.mul(lead.getCoord(a, 3), stride[1])}
+		lin := newIndexCoords(s, c).getLin(a)
+		lk := fmt.Sprintf("pool %d %d %s", v.ID, kh, lin)
+		if vals, done := g.poolRows[lk]; done {
+			rows[kh] = vals
+			continue
+		}
+		rows[kh] = g.vectorLoad(in, lin, width)
+		g.poolRows[lk] = rows[kh]
+	}
+	r, err = g.poolTaps(v, x, func(kh, kw int) val { return rows[kh][j*stride[1]+kw] })
+	return r, true, err
 }
