@@ -3,6 +3,7 @@ package ptx
 import (
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"math"
 	"strings"
 
@@ -293,35 +294,92 @@ func (g *gen) pad(v *ir.Value, x *index) (val, error) {
 }
 
 func (g *gen) concat(v *ir.Value, x *index) (val, error) {
+	vals, err := g.concatBranches(v, x, []*index{x})
+	if err != nil {
+		return val{}, err
+	}
+	return vals[0], nil
+}
+
+// concatBranches evaluates concat v at lanes (consecutive elements that lie in the same
+// operand: one element, or a group whose lanes differ off the concat axis or stay inside one
+// operand along it). It branches on the axis coordinate of lead, so only the operand holding the
+// elements is read; the operand's lanes form a group again where they are consecutive.
+func (g *gen) concatBranches(v *ir.Value, lead *index, lanes []*index) ([]val, error) {
+	b, a := g.e.b, g.a
 	axis := v.Attrs.Int("axis", 0)
-	c := x.getCoord(g.a, axis)
-	var out val
-	offs := make([]int, len(v.Args))
+	// Every coordinate of lead before the first branch: index objects cache what they derive,
+	// and a register set inside one branch is not set on the others' paths.
+	for dd := range v.Type.Shape {
+		lead.getCoord(a, dd)
+	}
+	c := a.reg(lead.getCoord(a, axis))
+	d := v.Type.DType
+	out := make([]string, len(lanes))
+	for l := range out {
+		out[l] = b.reg(classOf(d))
+	}
+	done := b.label("concat_done")
 	off := 0
 	for i, op := range v.Args {
-		offs[i] = off
-		off += op.Type.Shape[axis]
-	}
-	for i := len(v.Args) - 1; i >= 0; i-- {
-		op := v.Args[i]
+		size := op.Type.Shape[axis]
+		next := b.label("concat_next")
+		if i < len(v.Args)-1 {
+			p := b.reg(rPred)
+			b.ins("setp.ge.s32", p, c, imm(off+size))
+			b.braIf(p, next)
+		}
 		oc := make([]string, op.Type.Shape.Rank())
-		for d := range oc {
-			oc[d] = x.getCoord(g.a, d)
+		for dd := range oc {
+			oc[dd] = lead.getCoord(a, dd)
 		}
-		oc[axis] = g.a.clamp(g.a.sub(c, imm(offs[i])), op.Type.Shape[axis])
-		r, err := g.eval(op, newIndexCoords(op.Type.Shape, oc))
+		oc[axis] = a.sub(c, imm(off))
+		opLead := newIndexCoords(op.Type.Shape, oc)
+		opLanes := []*index{opLead}
+		if len(lanes) > 1 {
+			newGroup(a, opLead, len(lanes), false)
+			opLanes = opLead.lanes
+		}
+		// Values computed inside the branch must not be reused after it.
+		err := g.isolated(func() error {
+			for l, ol := range opLanes {
+				r, err := g.eval(op, ol)
+				if err != nil {
+					return err
+				}
+				mov := "mov." + bits(d)
+				if d == ir.Bool {
+					mov = "mov.pred"
+				}
+				b.ins(mov, out[l], g.e.reg(r))
+			}
+			return nil
+		})
 		if err != nil {
-			return val{}, err
+			return nil, err
 		}
-		if i == len(v.Args)-1 {
-			out = r
-			continue
+		if i < len(v.Args)-1 {
+			b.bra(done)
 		}
-		p := g.e.b.reg(rPred)
-		g.e.b.ins("setp.lt.s32", p, g.e.reg(val{ir.I32, c}), imm(offs[i+1]))
-		out = g.e.selectVal(val{ir.Bool, p}, r, out)
+		b.place(next)
+		off += size
 	}
-	return out, nil
+	b.place(done)
+	vals := make([]val, len(lanes))
+	for l := range vals {
+		vals[l] = val{d, out[l]}
+	}
+	return vals, nil
+}
+
+// isolated runs f with the per-element caches saved and restored around it, for code emitted
+// inside a branch.
+func (g *gen) isolated(f func() error) error {
+	cache, offsets := maps.Clone(g.cache), maps.Clone(g.offsets)
+	groups, vecLoads, poolRows := maps.Clone(g.groups), maps.Clone(g.vecLoads), maps.Clone(g.poolRows)
+	err := f()
+	g.cache, g.offsets, g.groups, g.vecLoads, g.poolRows = cache, offsets, groups, vecLoads, poolRows
+	return err
 }
 
 // gather reads table[indices[i...], j...]. An index outside the table traps, which fails the
@@ -380,6 +438,8 @@ func (g *gen) groupThrough(v *ir.Value, x *index) (r val, ok bool, err error) {
 		return vals[j], true, nil
 	case "max_pool2d", "avg_pool2d":
 		return g.poolGroup(v, x)
+	case "concat":
+		return g.concatGroup(v, x)
 	case "broadcast_in_dim", "transpose", "slice", "reshape":
 	default:
 		return val{}, false, nil
@@ -511,4 +571,33 @@ func (g *gen) viewLin(v *ir.Value, x *index) (*ir.Value, string, error) {
 		return g.viewLin(v.Args[0], g.operandIndex(v, x))
 	}
 	return nil, "", fmt.Errorf("%s is computed inside the kernel; a contraction reads only views of buffers", v.Op)
+}
+
+// concatGroup evaluates concat at a lane of an element group, all lanes at once (one branch per
+// group), when the lanes cannot straddle two operands.
+func (g *gen) concatGroup(v *ir.Value, x *index) (val, bool, error) {
+	lead := x.leader
+	n := len(lead.lanes)
+	axis := v.Attrs.Int("axis", 0)
+	last := v.Type.Shape.Rank() - 1
+	if lead.lanes[1].parent != lead {
+		return val{}, false, nil
+	}
+	if axis == last {
+		for _, op := range v.Args {
+			if op.Type.Shape[axis]%n != 0 {
+				return val{}, false, nil
+			}
+		}
+	}
+	key := cacheKey{v, lead}
+	vals, done := g.vecLoads[key]
+	if !done {
+		var err error
+		if vals, err = g.concatBranches(v, lead, lead.lanes); err != nil {
+			return val{}, true, err
+		}
+		g.vecLoads[key] = vals
+	}
+	return vals[x.laneOf()], true, nil
 }

@@ -72,7 +72,31 @@ func randomLoopGraph(r *rand.Rand) *ir.Graph {
 			inputs++
 			return g.Input(fmt.Sprintf("x%d", inputs), ir.Type{DType: ir.F32, Shape: s.Clone()}, nil)
 		}
-		switch r.IntN(5) {
+		switch r.IntN(6) {
+		case 5: // concat of two or three views along a dim of size ≥ 2
+			if len(s) == 0 {
+				return view(s, 0)
+			}
+			ax := r.IntN(len(s))
+			if s[ax] < 2 {
+				return view(s, depth-1)
+			}
+			var parts []*ir.Value
+			rem := s[ax]
+			for rem > 0 {
+				k := 1 + r.IntN(rem)
+				if len(parts) == 2 {
+					k = rem
+				}
+				ps := s.Clone()
+				ps[ax] = k
+				parts = append(parts, view(ps, depth-1))
+				rem -= k
+			}
+			if len(parts) == 1 {
+				return parts[0]
+			}
+			return add("concat", ir.Attrs{"axis": ax}, parts...)
 		case 0: // transpose of a permuted shape
 			perm := r.Perm(len(s))
 			src := make(ir.Shape, len(s))
