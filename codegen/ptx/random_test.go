@@ -259,3 +259,68 @@ func identity(n int) []int {
 	}
 	return p
 }
+
+// Random reductions: a fused elementwise producer, any contiguous block of axes (row, column
+// and full reductions), keepdims or not, an epilogue on the result, and for trailing axes
+// sometimes a second reduction over the producer minus the broadcast first result.
+func TestRandomReductions(t *testing.T) {
+	n := 80
+	if testing.Short() {
+		n = 20
+	}
+	var kernels []Kernel
+	for seed := range n {
+		kernels = append(kernels, Kernel{Name: fmt.Sprintf("k_rred%d", seed), Graph: randomReduceGraph(rand.New(rand.NewPCG(uint64(seed), 13)))})
+	}
+	assembleBatch(t, kernels)
+	for i, k := range kernels {
+		t.Run(k.Name, func(t *testing.T) {
+			checkKernel(t, k, inputsFor(k.Graph, uint64(i), 1.5), false)
+		})
+	}
+}
+
+func randomReduceGraph(r *rand.Rand) *ir.Graph {
+	g := ir.NewGraph("rred")
+	shape := make(ir.Shape, 1+r.IntN(3))
+	for i := range shape {
+		shape[i] = []int{1, 2, 3, 5, 8, 33, 70}[r.IntN(7)]
+	}
+	ty := ir.Type{DType: ir.F32, Shape: shape}
+	x := g.Input("x", ty, nil)
+	y := g.Input("y", ty, nil)
+	prod := g.Add([]string{"mul", "add", "max"}[r.IntN(3)], ty, nil, x, y)
+	lo := r.IntN(len(shape))
+	hi := lo + r.IntN(len(shape)-lo)
+	var axes []int
+	for a := lo; a <= hi; a++ {
+		axes = append(axes, a)
+	}
+	keep := r.IntN(2) == 0
+	op := []string{"reduce_sum", "reduce_max", "reduce_min", "reduce_sum"}[r.IntN(4)]
+	attrs := ir.Attrs{"axes": axes, "keepdims": keep}
+	rt, err := ops.Infer(op, []ir.Type{ty}, attrs)
+	if err != nil {
+		panic(err)
+	}
+	red := g.Add(op, rt, attrs, prod)
+	out := red
+	if r.IntN(2) == 0 {
+		out = g.Add("neg", rt, nil, red)
+	}
+	g.SetOutput("r", out)
+	if hi == len(shape)-1 && keep && r.IntN(2) == 0 {
+		// layer-norm-like: reduce again over prod − broadcast(red), output the full shape too
+		dims := make([]int, len(shape))
+		for i := range dims {
+			dims[i] = i
+		}
+		b := g.Add("broadcast_in_dim", ty, ir.Attrs{"shape": []int(shape.Clone()), "dims": dims}, red)
+		d := g.Add("sub", ty, nil, prod, b)
+		sq := g.Add("mul", ty, nil, d, d)
+		red2 := g.Add("reduce_sum", rt, attrs, sq)
+		g.SetOutput("r2", red2)
+		g.SetOutput("d", d)
+	}
+	return g
+}
