@@ -209,3 +209,42 @@ func TestLoopAsmHalf(t *testing.T) {
 		t.Errorf("%d st.global.v4.b32, want 1 (output a)", n)
 	}
 }
+
+// Unsupported fusions are errors naming the kernel and the reason, never code.
+func TestUnsupportedFusions(t *testing.T) {
+	cases := []struct{ src, want string }{
+		{`graph g {
+  input %x : f32[1,2,6,6]
+  param %w : f32[3,2,3,3]
+  %0 = conv2d(%x, %w) : f32[1,3,4,4]
+  %1 = reduce_sum(%0) {axes=[2,3]} : f32[1,3]
+  output y = %1
+}`, "k7: a kernel fusing conv2d and reduce is not a supported fusion"},
+		{`graph g {
+  input %x : f32[4,8]
+  %0 = reduce_sum(%x) {axes=[1]} : f32[4]
+  %1 = reduce_sum(%x) {axes=[0]} : f32[8]
+  output a = %0
+  output b = %1
+}`, "k7: reductions over different shapes or axes"},
+		{`graph g {
+  input %x : f32[4,8]
+  input %y : f32[8,4]
+  %0 = neg(%x) : f32[4,8]
+  output a = %0
+  output b = %y
+}`, "k7: outputs a [4,8] and b [8,4] have different shapes"},
+		{`graph g {
+  input %x : f32[2,4,6]
+  %0 = reduce_max(%x) {axes=[0,2]} : f32[4]
+  output a = %0
+}`, "k7: a reduction over the non-adjacent axes [0 2] is not a supported fusion"},
+	}
+	for _, c := range cases {
+		g := parse(t, c.src)
+		_, _, err := Generate(Kernel{Name: "k7", Graph: g}, Target{SM: 80})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("error %v, want %q", err, c.want)
+		}
+	}
+}
