@@ -12,6 +12,7 @@ import (
 // address from (pixel, tap) and zero-fills taps in the padding. Copies take consecutive pixels
 // across a warp, so stride-1 convolutions read the image coalesced.
 type convSpec struct {
+	groups         int // each group is one GEMM of the batch (blockIdx.z)
 	n, c, h, w     int
 	o, kh, kw      int
 	oh, ow         int
@@ -20,23 +21,31 @@ type convSpec struct {
 
 func convGEMM(v *ir.Value) (*matmul, error) {
 	x, wt := v.Args[0].Type.Shape, v.Args[1].Type.Shape
-	if grp := v.Attrs.Int("groups", 1); grp != 1 {
-		return nil, fmt.Errorf("conv2d with groups=%d is not supported yet", grp)
-	}
 	two := func(name string, def int) [2]int {
 		if s := v.Attrs.Ints(name); s != nil {
 			return [2]int{s[0], s[1]}
 		}
 		return [2]int{def, def}
 	}
-	cs := &convSpec{n: x[0], c: x[1], h: x[2], w: x[3], o: wt[0], kh: wt[2], kw: wt[3],
+	cs := &convSpec{groups: v.Attrs.Int("groups", 1), n: x[0], c: wt[1], h: x[2], w: x[3], o: wt[0], kh: wt[2], kw: wt[3],
 		oh: v.Type.Shape[2], ow: v.Type.Shape[3], stride: two("stride", 1), pad: two("padding", 0), d: two("dilation", 1)}
+	// c is the channels per group; group g reads image channels g·c.. and weight rows g·og...
 	k := cs.c * cs.kh * cs.kw
+	og := cs.o / cs.groups
 	// The image side is addressed by copier; its layout only fixes the copy map: consecutive
 	// pixels across threads (free dim contiguous).
 	lhs := operandLayout{v: v.Args[0], free: cs.n * cs.oh * cs.ow, freeSt: 1, k: k, kSt: cs.oh * cs.ow}
-	rhs := operandLayout{v: v.Args[1], free: cs.o, freeSt: k, k: k, kSt: 1}
-	return &matmul{M: lhs.free, N: cs.o, K: k, lhs: lhs, rhs: rhs, dot: v, conv: cs}, nil
+	rhs := operandLayout{v: v.Args[1], free: og, freeSt: k, k: k, kSt: 1}
+	var batch ir.Shape
+	if cs.groups > 1 {
+		if cs.groups > 65535 {
+			return nil, fmt.Errorf("conv2d with %d groups exceeds the grid's z limit", cs.groups)
+		}
+		batch = ir.Shape{cs.groups}
+		lhs.batchStrides = []int{cs.c * cs.h * cs.w}
+		rhs.batchStrides = []int{og * k}
+	}
+	return &matmul{M: lhs.free, N: og, K: k, lhs: lhs, rhs: rhs, dot: v, conv: cs, batchShape: batch}, nil
 }
 
 // copier returns the image side's addressing. The pixel of each copy is fixed per thread (the
@@ -52,7 +61,7 @@ func (cs *convSpec) copier(mm *matmul, f0, kq string, dk [4]int, base string) fu
 	r := a.rem(m, plane)
 	ih0 := a.sub(a.mul(a.div(r, cs.ow), cs.stride[0]), imm(cs.pad[0]))
 	iw0 := a.sub(a.mul(a.rem(r, cs.ow), cs.stride[1]), imm(cs.pad[1]))
-	img := a.mul(n, cs.c*cs.h*cs.w)
+	img := a.mul(n, cs.c*cs.groups*cs.h*cs.w) // the image's channels are all groups'; base holds the group offset
 	return func(k0 string, i int) (string, string) {
 		kk := a.add(a.add(k0, kq), imm(dk[i]))
 		ok := b.reg(rPred)
@@ -82,7 +91,8 @@ func (cs *convSpec) copier(mm *matmul, f0, kq string, dk [4]int, base string) fu
 	}
 }
 
-// outIndex maps GEMM element (pixel m, channel o) to the output [N, O, OH, OW].
+// outIndex maps GEMM element (pixel m, output channel o across all groups) to the output
+// [N, O, OH, OW].
 func (cs *convSpec) outIndex(a ia, m, o string) (*index, string) {
 	plane := cs.oh * cs.ow
 	n := a.div(m, plane)

@@ -10,26 +10,30 @@ import (
 func TestConv2d(t *testing.T) {
 	cases := []struct {
 		n, c, h, w, o, k, stride, pad, dil int
+		groups                             int
 	}{
-		{1, 1, 1, 1, 1, 1, 1, 0, 1},
-		{1, 3, 8, 8, 4, 3, 1, 1, 1},
-		{2, 5, 9, 7, 6, 3, 2, 1, 1},
-		{1, 4, 10, 10, 3, 3, 1, 2, 2},
-		{2, 16, 12, 12, 130, 1, 1, 0, 1}, // 1×1 conv, channels past one tile
-		{3, 8, 14, 14, 16, 5, 1, 2, 1},   // pixels past one tile
+		{1, 1, 1, 1, 1, 1, 1, 0, 1, 1},
+		{1, 3, 8, 8, 4, 3, 1, 1, 1, 1},
+		{2, 5, 9, 7, 6, 3, 2, 1, 1, 1},
+		{1, 4, 10, 10, 3, 3, 1, 2, 2, 1},
+		{2, 16, 12, 12, 130, 1, 1, 0, 1, 1}, // 1×1 conv, channels past one tile
+		{3, 8, 14, 14, 16, 5, 1, 2, 1, 0},   // pixels past one tile
+		{2, 8, 9, 9, 8, 3, 1, 1, 1, 8},      // depthwise
+		{1, 6, 8, 8, 4, 3, 2, 1, 1, 2},      // two groups
 	}
 	for _, c := range cases {
-		name := fmt.Sprintf("n%d_c%d_%dx%d_o%d_k%d_s%d_p%d_d%d", c.n, c.c, c.h, c.w, c.o, c.k, c.stride, c.pad, c.dil)
+		groups := max(1, c.groups)
+		name := fmt.Sprintf("n%d_c%d_%dx%d_o%d_k%d_s%d_p%d_d%d_g%d", c.n, c.c, c.h, c.w, c.o, c.k, c.stride, c.pad, c.dil, groups)
 		t.Run(name, func(t *testing.T) {
 			g := ir.NewGraph("conv")
 			x := g.Input("x", ir.T(ir.F32, c.n, c.c, c.h, c.w), nil)
-			w := g.Param("w", ir.T(ir.F32, c.o, c.c, c.k, c.k), nil)
+			w := g.Param("w", ir.T(ir.F32, c.o, c.c/groups, c.k, c.k), nil)
 			bias := g.Param("b", ir.T(ir.F32, c.o), nil)
 			oh := (c.h+2*c.pad-c.dil*(c.k-1)-1)/c.stride + 1
 			ow := (c.w+2*c.pad-c.dil*(c.k-1)-1)/c.stride + 1
 			ty := ir.T(ir.F32, c.n, c.o, oh, ow)
 			y := g.Add("conv2d", ty, ir.Attrs{"stride": []int{c.stride, c.stride}, "padding": []int{c.pad, c.pad},
-				"dilation": []int{c.dil, c.dil}}, x, w)
+				"dilation": []int{c.dil, c.dil}, "groups": groups}, x, w)
 			bb := g.Add("broadcast_in_dim", ty, ir.Attrs{"shape": []int(ty.Shape), "dims": []int{1}}, bias)
 			g.SetOutput("y", g.Add("relu", ty, nil, g.Add("add", ty, nil, y, bb)))
 			checkKernel(t, Kernel{Name: "k_conv_bias_relu", Graph: g}, inputsFor(g, 9, 1), false)

@@ -255,6 +255,7 @@ func matmulKernel(k Kernel, t Target, globals *[]string) (string, Launch, error)
 		if mm, err = convGEMM(dot); err != nil {
 			return "", Launch{}, err
 		}
+		batch = mm.conv.groups
 	} else {
 		var err error
 		if mm, batch, err = dotGEMM(dot); err != nil {
@@ -366,9 +367,6 @@ func (mm *matmul) emit() error {
 	}
 	if mm.rhs.view != nil {
 		baseB = mm.ptr[mm.kernelGraph.Inputs()[0]]
-	}
-	if mm.conv != nil {
-		offA, offB = "0", "0"
 	}
 	if offA != "0" {
 		baseA = mm.elemAddr(baseA, offA)
@@ -581,7 +579,7 @@ func (mm *matmul) emit() error {
 			lin := a.mad(a.mad(bz, mm.M, rows[i]), mm.N, cols[j0])
 			var x *index
 			if mm.conv != nil {
-				x, lin = mm.conv.outIndex(a, rows[i], cols[j0])
+				x, lin = mm.conv.outIndex(a, rows[i], a.mad(bz, mm.N, cols[j0]))
 			} else {
 				x = newIndexLin(shape, lin)
 			}
