@@ -39,7 +39,7 @@ func loopKernel(k Kernel, globals *[]string) (string, Launch, error) {
 	if n == 0 {
 		groups = 0
 	}
-	gn.loop(tid, nthreads, groups, func(i string) error {
+	gn.loopFrom(tid, nthreads, groups, func(i string) error {
 		base := gn.a.mul(i, v)
 		return gn.elementGroup(shape, base, v, flat)
 	})
@@ -58,8 +58,8 @@ func loopKernel(k Kernel, globals *[]string) (string, Launch, error) {
 	return b.text(), l, nil
 }
 
-// loop emits `for i := start; i < end; i += step { body(i) }`; the first error of body is kept in
-// gn.err.
+// loopFrom emits `for i := start; i < end; i += step { body(i) }`; the first error of body is
+// kept in gn.err.
 func (gn *gen) loopFrom(start, step string, end int, body func(i string) error) {
 	b := gn.e.b
 	i := b.reg(rU32)
@@ -77,10 +77,6 @@ func (gn *gen) loopFrom(start, step string, end int, body func(i string) error) 
 	b.ins("add.s32", i, i, step)
 	b.bra(head)
 	b.place(done)
-}
-
-func (gn *gen) loop(start, step string, end int, body func(i string) error) {
-	gn.loopFrom(start, step, end, body)
 }
 
 // vectorWidth chooses how many consecutive elements a thread handles, and whether the kernel is

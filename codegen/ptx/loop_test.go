@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/gcomp/gcomp/sim"
 )
 
 // Loop kernels over movement ops, several outputs and shapes from one element to many blocks:
@@ -103,9 +105,32 @@ func TestGather(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_ = launches
-	if !strings.Contains(text, "trap;") {
-		t.Error("gather has no bounds trap")
+	dev := sim.NewDevice()
+	m, err := dev.Load(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var args []any
+	for _, a := range launches[0].Params {
+		var data []byte
+		var n int
+		switch a.Kind {
+		case ArgOutput:
+			n = g.Outputs[0].Value.Type.Bytes()
+		default:
+			data = in[a.Name].Bytes()
+			n = len(data)
+		}
+		addr, _ := dev.Alloc(n)
+		if data != nil {
+			dev.Write(addr, data)
+		}
+		args = append(args, addr)
+	}
+	l := launches[0]
+	_, err = m.Launch("k_embed", sim.Config{Grid: sim.Dim3{X: l.Grid[0], Y: 1, Z: 1}, Block: sim.Dim3{X: l.Block[0], Y: 1, Z: 1}}, args...)
+	if err == nil || !strings.Contains(err.Error(), "trap") {
+		t.Errorf("launch with index 50 of 50 rows: %v, want a trap", err)
 	}
 }
 

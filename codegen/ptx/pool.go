@@ -43,7 +43,7 @@ func (g *gen) poolTaps(v *ir.Value, x *index, tap func(kh, kw int) val) (val, er
 	} else {
 		acc = g.e.constVal(ir.F64, 0)
 	}
-	count := ""
+	count := "0" // valid taps, when padding does not count
 	for kh := range kern[0] {
 		for kw := range kern[1] {
 			ih, iw := a.add(ih0, imm(kh)), a.add(iw0, imm(kw))
@@ -73,7 +73,7 @@ func (g *gen) poolTaps(v *ir.Value, x *index, tap func(kh, kw int) val) (val, er
 				next = g.e.selectVal(val{ir.Bool, valid}, next, acc)
 				if !isMax && !v.Attrs.Bool("count_include_pad", true) {
 					one := g.e.op(ir.I32, "selp.u32", "1", "0", valid)
-					count = a.add(count0(count), one.r)
+					count = a.add(count, one.r)
 				}
 			}
 			acc = next
@@ -83,18 +83,11 @@ func (g *gen) poolTaps(v *ir.Value, x *index, tap func(kh, kw int) val) (val, er
 		return acc, nil
 	}
 	div := immF64(float64(kern[0] * kern[1]))
-	if count != "" {
-		div = g.e.op(ir.F64, "cvt.rn.f64.u32", count).r
+	if count != "0" {
+		div = g.e.op(ir.F64, "cvt.rn.f64.u32", g.e.reg(val{ir.I32, count})).r
 	}
 	q := g.e.op(ir.F64, "div.rn.f64", g.e.reg(acc), div)
 	return g.e.cast(q, d), nil
-}
-
-func count0(c string) string {
-	if c == "" {
-		return "0"
-	}
-	return c
 }
 
 // poolGroup evaluates a pool at lane x of an element group whose lanes are consecutive output
