@@ -258,6 +258,8 @@ CONSUME:
 	setp.lt.u32 %p2, %r3, 3;
 	@%p2 bra CONSUME;
 	sub.u32 %r5, %r1, 32;
+	mov.u32 %r7, %ctaid.x;
+	mad.lo.u32 %r5, %r7, 32, %r5;
 	mul.wide.u32 %rd2, %r5, 4;
 	add.s64 %rd3, %rd1, %rd2;
 	st.global.u32 [%rd3], %r6;
@@ -265,13 +267,15 @@ DONE:
 	ret;`)
 	dev := NewDevice()
 	m := load(t, dev, src)
-	out, _ := dev.Alloc(4 * 32)
+	// Each block writes its own 32 results: blocks run in parallel, and a
+	// kernel whose blocks store to the same words races (regression: CI).
+	out, _ := dev.Alloc(4 * 64)
 	st, err := m.Launch("k", grid(2, 64), out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, v := range bytesU32s(download(t, dev, out, 128)) {
-		if want := uint32(3*100*i + 0 + 1 + 2); v != want {
+	for i, v := range bytesU32s(download(t, dev, out, 256)) {
+		if want := uint32(3*100*(i%32) + 0 + 1 + 2); v != want {
 			t.Errorf("out[%d] = %d, want %d", i, v, want)
 		}
 	}
