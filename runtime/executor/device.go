@@ -1,0 +1,94 @@
+package executor
+
+import "time"
+
+// Ptr is a device address. The executor only adds offsets to the pointers a
+// Device returns; 0 is never a valid allocation.
+type Ptr uint64
+
+// Device is the small surface the executor needs from a GPU-like device.
+// The simulator (runtime/simdev) and the CUDA driver (runtime/cuda)
+// implement it; everything above it — buffer allocation, argument packing,
+// launch order, copies — is shared.
+//
+// Copies and launches may be asynchronous (issued on the device's stream);
+// Sync waits for everything issued so far and reports the first failure.
+// Read must not return before the bytes are in dst.
+type Device interface {
+	// Name describes the device, e.g. "sim" or "cuda:0 (NVIDIA H100 80GB HBM3, sm_90)".
+	Name() string
+	// Alloc returns n bytes of device memory aligned to at least 256 bytes.
+	// The contents are undefined.
+	Alloc(n int64) (Ptr, error)
+	Free(p Ptr) error
+	// Write copies src to device memory at p.
+	Write(p Ptr, src []byte) error
+	// Read copies device memory at p into dst.
+	Read(dst []byte, p Ptr) error
+	// Zero sets n bytes at p to zero.
+	Zero(p Ptr, n int64) error
+	// Load loads a PTX module (the text exactly as the compiler wrote it).
+	Load(ptx []byte) (Module, error)
+	// Sync waits for all work issued to the device.
+	Sync() error
+	// MemInfo reports the device's free and total memory in bytes.
+	MemInfo() (free, total int64, err error)
+	// Close releases everything the device holds.
+	Close() error
+}
+
+// Module is a loaded PTX module.
+type Module interface {
+	// Launch runs kernel with the given configuration; args are the
+	// kernel's .param values in declaration order (every gcomp kernel
+	// parameter is a .u64 pointer). The returned counters may be nil when
+	// the device measures nothing (or the launch is still in flight).
+	Launch(kernel string, cfg LaunchConfig, args []Ptr) (*Counters, error)
+	Close() error
+}
+
+// LaunchConfig is a kernel's launch geometry.
+type LaunchConfig struct {
+	Grid, Block [3]int
+	SharedBytes int
+}
+
+// Counters are what a device measured about one launch. Fields a device
+// does not measure stay zero.
+type Counters struct {
+	Time                time.Duration // wall time of the launch (CUDA events on a GPU)
+	WarpInsts           int64         // warp-level instructions issued
+	ThreadInsts         int64         // thread-level instructions executed
+	FMAInsts            int64         // warp-level fma/mma instructions
+	GlobalLoadBytes     int64         // bytes the threads requested
+	GlobalLoadSectors   int64         // 32-byte sectors those requests touched
+	GlobalStoreBytes    int64
+	GlobalStoreSectors  int64
+	SharedBankConflicts int64 // shared-memory wavefronts beyond the conflict-free minimum
+}
+
+// Add accumulates o into c.
+func (c *Counters) Add(o *Counters) {
+	if o == nil {
+		return
+	}
+	c.Time += o.Time
+	c.WarpInsts += o.WarpInsts
+	c.ThreadInsts += o.ThreadInsts
+	c.FMAInsts += o.FMAInsts
+	c.GlobalLoadBytes += o.GlobalLoadBytes
+	c.GlobalLoadSectors += o.GlobalLoadSectors
+	c.GlobalStoreBytes += o.GlobalStoreBytes
+	c.GlobalStoreSectors += o.GlobalStoreSectors
+	c.SharedBankConflicts += o.SharedBankConflicts
+}
+
+// Coalescing is the fraction of fetched global sector bytes the threads
+// asked for (loads and stores together), or 1 with no global traffic.
+func (c *Counters) Coalescing() float64 {
+	sectors := c.GlobalLoadSectors + c.GlobalStoreSectors
+	if sectors == 0 {
+		return 1
+	}
+	return float64(c.GlobalLoadBytes+c.GlobalStoreBytes) / float64(32*sectors)
+}
