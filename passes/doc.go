@@ -12,8 +12,9 @@
 //	cost                                 → Stats (kernels, DRAM bytes, flops, roofline time)
 //
 // Run executes the pipeline. With Options.VerifyEach the checker of each stage runs after every
-// pass (ops.Verify for graphs, CheckKernels, CheckPlan); a panic inside a pass comes back as an
-// error naming the pass; DumpAfter prints the IR after one pass or all.
+// pass (ops.Verify for graphs, CheckKernels, CheckPlan); a panic inside a pass comes back as a
+// one-line error naming the pass (the Go stack is appended only when GCOMP_TRACE is set);
+// DumpAfter prints the IR after one pass or all.
 //
 // A kernel's Body is itself an ir.Graph whose inputs are the buffers it reads and whose outputs
 // are the buffers it writes, so the reference interpreter can run a kernel graph kernel by kernel.

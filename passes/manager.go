@@ -3,6 +3,7 @@ package passes
 import (
 	"fmt"
 	"io"
+	"os"
 	"runtime/debug"
 	"strings"
 	"text/tabwriter"
@@ -187,11 +188,22 @@ func Run(g *ir.Graph, opt Options) (*Result, error) {
 	return res, nil
 }
 
-// runPass runs one pass, turning a panic into an error that names it.
+// TraceEnv is the environment variable that, when set to anything non-empty, appends the Go
+// stack of a panic inside a pass to the error (for reports from users; without it the error is
+// one line).
+const TraceEnv = "GCOMP_TRACE"
+
+// runPass runs one pass, turning a panic into an error that names it: one line
+// "pass NAME: internal error: VALUE", followed by the stack only when TraceEnv is set.
 func runPass(p *pass, st *State) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("pass %s: internal error: %v\n%s", p.name, r, debug.Stack())
+			msg := strings.Join(strings.Fields(fmt.Sprint(r)), " ")
+			if os.Getenv(TraceEnv) != "" {
+				err = fmt.Errorf("pass %s: internal error: %s\n%s", p.name, msg, debug.Stack())
+			} else {
+				err = fmt.Errorf("pass %s: internal error: %s", p.name, msg)
+			}
 		}
 	}()
 	if err := p.fn(st); err != nil {

@@ -108,3 +108,41 @@ func TestPassFailures(t *testing.T) {
 		t.Errorf("got %v", err)
 	}
 }
+
+// Regression: a panic inside a pass used to come back with the Go stack embedded in the error.
+// Users get one line; the stack is appended only when GCOMP_TRACE is set.
+func TestPanicMessage(t *testing.T) {
+	saved := passes
+	defer func() { passes = saved }()
+	for j := range passes {
+		if passes[j].name == "fuse" {
+			passes[j].fn = func(*State) error {
+				var s []int
+				_ = s[len(passes)] // a runtime panic, as a bug in a pass would raise
+				return nil
+			}
+		}
+	}
+	for _, tc := range []struct {
+		trace     string
+		wantStack bool
+	}{
+		{"", false},
+		{"1", true},
+	} {
+		t.Run("GCOMP_TRACE="+tc.trace, func(t *testing.T) {
+			t.Setenv(TraceEnv, tc.trace)
+			_, err := Run(parse(t, tiny), Options{})
+			if err == nil {
+				t.Fatal("no error")
+			}
+			first, rest, multiline := strings.Cut(err.Error(), "\n")
+			if want := "pass fuse: internal error: runtime error: index out of range [9] with length 0"; first != want {
+				t.Errorf("first line %q, want %q", first, want)
+			}
+			if multiline != tc.wantStack || tc.wantStack && !strings.Contains(rest, "goroutine") {
+				t.Errorf("stack shown %v, want %v:\n%s", multiline, tc.wantStack, err)
+			}
+		})
+	}
+}
