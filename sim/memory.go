@@ -59,6 +59,9 @@ type Device struct {
 	atomMu [64]sync.Mutex // striped by address for atomics across blocks
 }
 
+// MaxDeviceBytes is the simulated device's memory capacity.
+const MaxDeviceBytes = maxDevBytes
+
 // NewDevice returns a device with empty memory.
 func NewDevice() *Device { return &Device{next: globalBase} }
 

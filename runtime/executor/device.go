@@ -53,13 +53,19 @@ type LaunchConfig struct {
 	SharedBytes int
 }
 
+// Labeler is implemented by devices that can name an allocation in their
+// diagnostics (the simulator's memcheck messages say "arena" or "param
+// 0.weight" instead of an address).
+type Labeler interface {
+	Label(p Ptr, label string) error
+}
+
 // Counters are what a device measured about one launch. Fields a device
 // does not measure stay zero.
 type Counters struct {
 	Time                time.Duration // wall time of the launch (CUDA events on a GPU)
 	WarpInsts           int64         // warp-level instructions issued
 	ThreadInsts         int64         // thread-level instructions executed
-	FMAInsts            int64         // warp-level fma/mma instructions
 	GlobalLoadBytes     int64         // bytes the threads requested
 	GlobalLoadSectors   int64         // 32-byte sectors those requests touched
 	GlobalStoreBytes    int64
@@ -75,7 +81,6 @@ func (c *Counters) Add(o *Counters) {
 	c.Time += o.Time
 	c.WarpInsts += o.WarpInsts
 	c.ThreadInsts += o.ThreadInsts
-	c.FMAInsts += o.FMAInsts
 	c.GlobalLoadBytes += o.GlobalLoadBytes
 	c.GlobalLoadSectors += o.GlobalLoadSectors
 	c.GlobalStoreBytes += o.GlobalStoreBytes

@@ -1,0 +1,230 @@
+package artifact
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/passes"
+	"github.com/gcomp/gcomp/tensorio"
+)
+
+// Format and Version identify a launch plan; a runtime refuses other versions.
+const (
+	Format  = "gcomp-launch-plan"
+	Version = 1
+)
+
+// Plan is the launch plan of a compiled model.
+type Plan struct {
+	Format  string `json:"format"`
+	Version int    `json:"version"`
+	Model   string `json:"model"`
+	Target  string `json:"target"` // "sm_80"
+	TF32    bool   `json:"tf32"`
+	// PTX names the module file (relative to the plan's directory) and its SHA-256, so a
+	// plan is never run against a module it was not made for.
+	PTX       string `json:"ptx"`
+	PTXSHA256 string `json:"ptx_sha256"`
+	// The memory plan: arena_bytes, buffers (with offsets and live ranges), inputs,
+	// params and outputs.
+	passes.Plan
+	// ScratchBytes is the size of the zeroed scratch area kernels use for cross-block
+	// reductions; every kernel leaves it zero again.
+	ScratchBytes int64    `json:"scratch_bytes"`
+	Kernels      []Kernel `json:"kernels"`
+	// Graph is the source model in the .gir text form.
+	Graph string `json:"graph"`
+}
+
+// Kernel is one launch.
+type Kernel struct {
+	Name        string `json:"name"`
+	Grid        [3]int `json:"grid"`
+	Block       [3]int `json:"block"`
+	SharedBytes int    `json:"shared_bytes"`
+	Args        []Arg  `json:"args"`
+	Ops         string `json:"ops"` // the graph ops fused into the kernel, for people reading the plan
+}
+
+// ArgKind values: which buffer a kernel parameter points into.
+const (
+	ArgInput   = "input"   // the model input Name
+	ArgParam   = "param"   // the parameter Name
+	ArgOutput  = "output"  // the model output Name
+	ArgArena   = "arena"   // the arena at Offset (the intermediate Name)
+	ArgScratch = "scratch" // the scratch area at Offset, Bytes long
+)
+
+// Arg binds one .param of a kernel entry, in declaration order. Each is a
+// 64-bit device address.
+type Arg struct {
+	Kind   string `json:"kind"`
+	Name   string `json:"name,omitempty"`
+	Offset int64  `json:"offset,omitempty"`
+	Bytes  int64  `json:"bytes,omitempty"`
+}
+
+// Artifact is a compiled model: the PTX module and its plan.
+type Artifact struct {
+	PTX  []byte
+	Plan *Plan
+}
+
+// PlanPath is where the plan of a module file lives: model.ptx → model.plan.json.
+func PlanPath(ptxPath string) string {
+	return strings.TrimSuffix(ptxPath, filepath.Ext(ptxPath)) + ".plan.json"
+}
+
+// JSON is the plan as indented JSON with a trailing newline.
+func (p *Plan) JSON() []byte {
+	b, err := json.MarshalIndent(p, "", "  ")
+	if err != nil {
+		panic(err) // a Plan has only marshalable fields
+	}
+	return append(b, '\n')
+}
+
+// SourceGraph parses the plan's source graph.
+func (p *Plan) SourceGraph() (*ir.Graph, error) {
+	g, err := ir.Parse(p.Model+".gir", []byte(p.Graph))
+	if err != nil {
+		return nil, fmt.Errorf("launch plan: source graph: %v", err)
+	}
+	return g, nil
+}
+
+// Write writes the module to ptxPath and its plan beside it, both atomically
+// (the plan records the module's file name and hash).
+func (a *Artifact) Write(ptxPath string) error {
+	a.Plan.PTX = filepath.Base(ptxPath)
+	a.Plan.PTXSHA256 = hash(a.PTX)
+	if err := tensorio.WriteFileAtomic(ptxPath, func(w io.Writer) error {
+		_, err := w.Write(a.PTX)
+		return err
+	}); err != nil {
+		return err
+	}
+	return tensorio.WriteFileAtomic(PlanPath(ptxPath), func(w io.Writer) error {
+		_, err := w.Write(a.Plan.JSON())
+		return err
+	})
+}
+
+// Read loads a module file and the plan beside it, checking that they belong
+// together.
+func Read(ptxPath string) (*Artifact, error) {
+	text, err := os.ReadFile(ptxPath)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read module: %v", err)
+	}
+	planPath := PlanPath(ptxPath)
+	data, err := os.ReadFile(planPath)
+	if err != nil {
+		return nil, fmt.Errorf("%s has no launch plan beside it (%s): %v", ptxPath, filepath.Base(planPath), errNotExist(err))
+	}
+	p, err := ParsePlan(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", planPath, err)
+	}
+	if p.PTXSHA256 != hash(text) {
+		return nil, fmt.Errorf("%s was not made for %s: the module's SHA-256 differs (rebuild both with gcomp build)", planPath, ptxPath)
+	}
+	return &Artifact{PTX: text, Plan: p}, nil
+}
+
+func errNotExist(err error) error {
+	if os.IsNotExist(err) {
+		return fmt.Errorf("no such file")
+	}
+	return err
+}
+
+// ParsePlan decodes and validates a launch plan.
+func ParsePlan(data []byte) (*Plan, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var p Plan
+	if err := dec.Decode(&p); err != nil {
+		return nil, fmt.Errorf("not a launch plan: %v", err)
+	}
+	if p.Format != Format {
+		return nil, fmt.Errorf("not a launch plan (format %q, want %q)", p.Format, Format)
+	}
+	if p.Version != Version {
+		return nil, fmt.Errorf("launch plan version %d; this gcomp reads version %d (rebuild the model)", p.Version, Version)
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// Validate checks the plan's internal consistency: every argument names a
+// buffer the plan declares and stays inside its region.
+func (p *Plan) Validate() error {
+	names := map[string]map[string]int64{ArgInput: {}, ArgParam: {}, ArgOutput: {}, ArgArena: {}}
+	for _, set := range []struct {
+		kind string
+		bufs []passes.IOBuffer
+	}{{ArgInput, p.Inputs}, {ArgParam, p.Params}, {ArgOutput, p.Outputs}} {
+		for _, b := range set.bufs {
+			t, err := ir.ParseType(b.Type)
+			if err != nil {
+				return fmt.Errorf("%s %s: bad type %q: %v", set.kind, b.Name, b.Type, err)
+			}
+			if int64(t.Bytes()) != b.Size {
+				return fmt.Errorf("%s %s: size %d does not match its type %s", set.kind, b.Name, b.Size, b.Type)
+			}
+			names[set.kind][b.Name] = b.Size
+		}
+	}
+	for _, b := range p.Buffers {
+		if b.Offset < 0 || b.Size < 0 || b.Offset+b.Size > p.ArenaBytes {
+			return fmt.Errorf("arena buffer %s [%d, %d) lies outside the %d-byte arena", b.Name, b.Offset, b.Offset+b.Size, p.ArenaBytes)
+		}
+		names[ArgArena][b.Name] = b.Size
+	}
+	if len(p.Kernels) == 0 {
+		return fmt.Errorf("the plan has no kernels")
+	}
+	for _, k := range p.Kernels {
+		for d := range 3 {
+			if k.Grid[d] <= 0 || k.Block[d] <= 0 {
+				return fmt.Errorf("kernel %s: grid %v and block %v must be positive", k.Name, k.Grid, k.Block)
+			}
+		}
+		for i, a := range k.Args {
+			switch a.Kind {
+			case ArgInput, ArgParam, ArgOutput:
+				if _, ok := names[a.Kind][a.Name]; !ok {
+					return fmt.Errorf("kernel %s argument %d: no %s named %q", k.Name, i, a.Kind, a.Name)
+				}
+			case ArgArena:
+				size, ok := names[ArgArena][a.Name]
+				if !ok || a.Offset < 0 || a.Offset+size > p.ArenaBytes {
+					return fmt.Errorf("kernel %s argument %d: arena buffer %q at %d is not in the plan", k.Name, i, a.Name, a.Offset)
+				}
+			case ArgScratch:
+				if a.Offset < 0 || a.Bytes <= 0 || a.Offset+a.Bytes > p.ScratchBytes {
+					return fmt.Errorf("kernel %s argument %d: scratch [%d, %d) lies outside the %d-byte scratch area", k.Name, i, a.Offset, a.Offset+a.Bytes, p.ScratchBytes)
+				}
+			default:
+				return fmt.Errorf("kernel %s argument %d: unknown kind %q", k.Name, i, a.Kind)
+			}
+		}
+	}
+	return nil
+}
+
+func hash(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}

@@ -1,0 +1,114 @@
+package compiler
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/gcomp/gcomp/artifact"
+	"github.com/gcomp/gcomp/codegen/ptx"
+	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/passes"
+)
+
+// Options select the target and the passes' behaviour.
+type Options struct {
+	Target ptx.Target     // zero value: sm_80, exact f32
+	Passes passes.Options // Passes.TF32 is set from Target.TF32
+}
+
+// Result is a compiled model with what the passes computed on the way.
+type Result struct {
+	Artifact *artifact.Artifact
+	Passes   *passes.Result
+}
+
+// Compile compiles g.
+func Compile(g *ir.Graph, opt Options) (*Result, error) {
+	if opt.Target.SM == 0 {
+		opt.Target.SM = 80
+	}
+	opt.Passes.TF32 = opt.Target.TF32
+	source := g.String() // before the passes, which work on a copy, see anything
+	res, err := passes.Run(g, opt.Passes)
+	if err != nil {
+		return nil, err
+	}
+	kg := res.Kernels
+	kernels := make([]ptx.Kernel, len(kg.Kernels))
+	for i, k := range kg.Kernels {
+		kernels[i] = ptx.Kernel{Name: k.Name, Graph: k.Body}
+	}
+	text, launches, err := ptx.Module(kernels, opt.Target)
+	if err != nil {
+		return nil, err
+	}
+	plan := &artifact.Plan{
+		Format:  artifact.Format,
+		Version: artifact.Version,
+		Model:   g.Name,
+		Target:  fmt.Sprintf("sm_%d", opt.Target.SM),
+		TF32:    opt.Target.TF32,
+		Plan:    *res.Plan,
+		Graph:   source,
+	}
+	offsets := map[string]int64{}
+	for _, b := range res.Plan.Buffers {
+		offsets[b.Name] = b.Offset
+	}
+	for i, k := range kg.Kernels {
+		l := launches[i]
+		pk := artifact.Kernel{Name: k.Name, Grid: l.Grid, Block: l.Block, SharedBytes: l.SharedBytes, Ops: opNames(k.Ops)}
+		var scratch int64
+		for _, a := range l.Params {
+			arg, err := bind(kg, offsets, a, &scratch)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %v", k.Name, err)
+			}
+			pk.Args = append(pk.Args, arg)
+		}
+		// Kernels run one after another, so they share one scratch area.
+		plan.ScratchBytes = max(plan.ScratchBytes, scratch)
+		plan.Kernels = append(plan.Kernels, pk)
+	}
+	if err := plan.Validate(); err != nil {
+		return nil, fmt.Errorf("internal error: the launch plan is inconsistent: %v", err)
+	}
+	return &Result{Artifact: &artifact.Artifact{PTX: []byte(text), Plan: plan}, Passes: res}, nil
+}
+
+// bind resolves one kernel parameter to the model buffer of that name, or a
+// slice of the scratch area (scratch advances past it).
+func bind(kg *passes.KernelGraph, offsets map[string]int64, a ptx.Arg, scratch *int64) (artifact.Arg, error) {
+	if a.Kind == ptx.ArgScratch {
+		arg := artifact.Arg{Kind: artifact.ArgScratch, Offset: *scratch, Bytes: int64(a.Bytes)}
+		*scratch += alignUp(int64(a.Bytes))
+		return arg, nil
+	}
+	b := kg.Buffer(a.Name)
+	if b == nil {
+		return artifact.Arg{}, fmt.Errorf("parameter %s names no buffer", a.Name)
+	}
+	switch b.Kind {
+	case passes.InputBuffer:
+		return artifact.Arg{Kind: artifact.ArgInput, Name: b.Name}, nil
+	case passes.ParamBuffer:
+		return artifact.Arg{Kind: artifact.ArgParam, Name: b.Name}, nil
+	case passes.OutputBuffer:
+		return artifact.Arg{Kind: artifact.ArgOutput, Name: b.Name}, nil
+	}
+	off, ok := offsets[b.Name]
+	if !ok {
+		return artifact.Arg{}, fmt.Errorf("intermediate %s has no place in the memory plan", b.Name)
+	}
+	return artifact.Arg{Kind: artifact.ArgArena, Name: b.Name, Offset: off}, nil
+}
+
+func alignUp(n int64) int64 { return (n + passes.Alignment - 1) / passes.Alignment * passes.Alignment }
+
+func opNames(vs []*ir.Value) string {
+	names := make([]string, len(vs))
+	for i, v := range vs {
+		names[i] = v.Op
+	}
+	return strings.Join(names, " ")
+}

@@ -1,0 +1,187 @@
+package check
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"time"
+
+	"github.com/gcomp/gcomp/artifact"
+	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/runtime/executor"
+	"github.com/gcomp/gcomp/runtime/ref"
+	"github.com/gcomp/gcomp/runtime/simdev"
+	"github.com/gcomp/gcomp/tensor"
+)
+
+// Report is the outcome of one check.
+type Report struct {
+	Outputs []Output
+	Kernels []executor.KernelRun
+	Memory  executor.MemStats
+	SimTime time.Duration // wall time of the simulated run
+	RefTime time.Duration // wall time of the reference interpreter
+}
+
+// Output compares one model output.
+type Output struct {
+	Name     string
+	Type     ir.Type
+	MaxAbs   float64 // largest |got − want|
+	MaxRel   float64 // largest |got − want| / |want| over elements with want ≠ 0
+	Rel, Abs float64 // the tolerance: |got − want| ≤ Rel·|want| + Abs
+	Bad      int     // elements outside the tolerance
+	First    string  // the first bad element, described
+}
+
+// Pass reports whether the output is within tolerance everywhere.
+func (o Output) Pass() bool { return o.Bad == 0 }
+
+// Pass reports whether every output passed.
+func (r *Report) Pass() bool {
+	for _, o := range r.Outputs {
+		if !o.Pass() {
+			return false
+		}
+	}
+	return true
+}
+
+// Run loads a on a fresh simulated device, runs it on inputs and params with
+// all checks on, runs the reference interpreter on the plan's source graph
+// with the same values, and compares. An error means the run itself failed
+// (for example a memcheck report); a mismatch is a Report that does not Pass.
+func Run(a *artifact.Artifact, inputs, params map[string]*tensor.Tensor) (*Report, error) {
+	g, err := a.Plan.SourceGraph()
+	if err != nil {
+		return nil, err
+	}
+	dev := simdev.New(simdev.Options{})
+	defer dev.Close()
+	prog, err := executor.Load(dev, a)
+	if err != nil {
+		return nil, err
+	}
+	defer prog.Close()
+	if err := prog.SetParams(params); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	got, err := prog.Run(inputs)
+	if err != nil {
+		return nil, err
+	}
+	rep := &Report{Kernels: got.Kernels, Memory: prog.Memory(), SimTime: time.Since(start)}
+	start = time.Now()
+	want, err := ref.Run(g, inputs, params)
+	if err != nil {
+		return nil, fmt.Errorf("reference interpreter: %v", err)
+	}
+	rep.RefTime = time.Since(start)
+	for _, v := range g.Outputs {
+		rep.Outputs = append(rep.Outputs, Compare(v.Name, got.Outputs[v.Name], want[v.Name], a.Plan.TF32))
+	}
+	return rep, nil
+}
+
+// Tolerance is the relative tolerance for a dtype (see the package comment).
+func Tolerance(d ir.DType, tf32 bool) float64 {
+	switch d {
+	case ir.F32:
+		if tf32 {
+			return 5e-3
+		}
+		return 1e-5
+	case ir.F16, ir.BF16:
+		return 2e-2
+	case ir.F64:
+		return 1e-12
+	}
+	return 0
+}
+
+// Compare compares got with want element by element.
+func Compare(name string, got, want *tensor.Tensor, tf32 bool) Output {
+	o := Output{Name: name, Type: want.Type}
+	if got == nil || !got.Type.Equal(want.Type) {
+		o.Bad = want.Len()
+		o.First = fmt.Sprintf("the device returned %v, the reference %s", typeOf(got), want.Type)
+		return o
+	}
+	o.Rel = Tolerance(want.Type.DType, tf32)
+	var sum float64
+	for i := range want.Len() {
+		sum += want.At(i) * want.At(i)
+	}
+	if want.Len() > 0 && o.Rel > 0 {
+		o.Abs = o.Rel * max(math.Sqrt(sum/float64(want.Len())), 1e-30)
+	}
+	for i := range want.Len() {
+		g, w := got.At(i), want.At(i)
+		if g == w || (math.IsNaN(w) && math.IsNaN(g)) {
+			continue
+		}
+		d := math.Abs(g - w)
+		if math.IsNaN(d) || math.IsInf(d, 0) {
+			d = math.Inf(1)
+		}
+		o.MaxAbs = max(o.MaxAbs, d)
+		if w != 0 {
+			o.MaxRel = max(o.MaxRel, d/math.Abs(w))
+		}
+		if d > o.Rel*math.Abs(w)+o.Abs {
+			if o.Bad == 0 {
+				o.First = fmt.Sprintf("%s[%s] = %v, want %v", name, index(want.Type.Shape, i), g, w)
+			}
+			o.Bad++
+		}
+	}
+	return o
+}
+
+func typeOf(t *tensor.Tensor) string {
+	if t == nil {
+		return "nothing"
+	}
+	return t.Type.String()
+}
+
+// index formats flat index i of shape as [a,b,c].
+func index(shape ir.Shape, i int) string {
+	idx := make([]int, len(shape))
+	for d := len(shape) - 1; d >= 0; d-- {
+		if shape[d] > 0 {
+			idx[d] = i % shape[d]
+			i /= shape[d]
+		}
+	}
+	return fmt.Sprint(idx)
+}
+
+// WriteTable prints the per-output and per-kernel tables.
+func (r *Report) WriteTable(w io.Writer) {
+	fmt.Fprintf(w, "%-16s %-18s %10s %10s %10s  %s\n", "output", "type", "max abs", "max rel", "tolerance", "result")
+	for _, o := range r.Outputs {
+		res := "ok"
+		if !o.Pass() {
+			res = fmt.Sprintf("FAIL: %d elements, first %s", o.Bad, o.First)
+		}
+		fmt.Fprintf(w, "%-16s %-18s %10.3g %10.3g %10.3g  %s\n", o.Name, o.Type, o.MaxAbs, o.MaxRel, o.Rel, res)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "%-34s %14s %12s %10s %9s\n", "kernel", "grid×block", "warp insts", "coalesced", "conflicts")
+	var total executor.Counters
+	for _, k := range r.Kernels {
+		c := k.Counters
+		if c == nil {
+			c = &executor.Counters{}
+		}
+		total.Add(c)
+		fmt.Fprintf(w, "%-34s %14s %12d %9.1f%% %9d\n", k.Name, dims(k.Grid, k.Block), c.WarpInsts, 100*c.Coalescing(), c.SharedBankConflicts)
+	}
+	fmt.Fprintf(w, "%-34s %14s %12d %9.1f%% %9d\n", fmt.Sprintf("total (%d kernels)", len(r.Kernels)), "", total.WarpInsts, 100*total.Coalescing(), total.SharedBankConflicts)
+}
+
+func dims(grid, block [3]int) string {
+	return fmt.Sprintf("%d×%d", grid[0]*grid[1]*grid[2], block[0]*block[1]*block[2])
+}

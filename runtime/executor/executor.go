@@ -1,0 +1,268 @@
+package executor
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/gcomp/gcomp/artifact"
+	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/passes"
+	"github.com/gcomp/gcomp/tensor"
+)
+
+// Program is an artifact loaded onto a device: its module, arena, scratch
+// area and one buffer per input, parameter and output.
+type Program struct {
+	dev     Device
+	plan    *artifact.Plan
+	mod     Module
+	arena   Ptr
+	scratch Ptr
+	bufs    map[string]map[string]*buffer // kind (input, param, output) → name → buffer
+	allocs  []Ptr
+	mem     MemStats
+}
+
+type buffer struct {
+	name  string
+	typ   ir.Type
+	ptr   Ptr
+	bound bool // parameters: weights were written
+}
+
+// MemStats is the device memory a program holds, by purpose.
+type MemStats struct {
+	ArenaBytes   int64 // intermediates, placed by the memory plan
+	ScratchBytes int64 // kernels' zeroed scratch area
+	ParamBytes   int64
+	InputBytes   int64
+	OutputBytes  int64
+}
+
+// Total is all device memory the program holds.
+func (m MemStats) Total() int64 {
+	return m.ArenaBytes + m.ScratchBytes + m.ParamBytes + m.InputBytes + m.OutputBytes
+}
+
+// KernelRun is what a device measured about one kernel launch.
+type KernelRun struct {
+	Name     string
+	Grid     [3]int
+	Block    [3]int
+	Counters *Counters // nil when the device measures nothing
+}
+
+// Result is one run's outputs (by output name) and per-kernel measurements in
+// launch order.
+type Result struct {
+	Outputs map[string]*tensor.Tensor
+	Kernels []KernelRun
+}
+
+// Load loads an artifact onto dev: the module, then every buffer.
+// Parameters must be bound with SetParams before Run.
+func Load(dev Device, a *artifact.Artifact) (*Program, error) {
+	if err := a.Plan.Validate(); err != nil {
+		return nil, fmt.Errorf("launch plan: %v", err)
+	}
+	mod, err := dev.Load(a.PTX)
+	if err != nil {
+		return nil, err
+	}
+	p := &Program{dev: dev, plan: a.Plan, mod: mod, bufs: map[string]map[string]*buffer{}}
+	if err := p.allocate(); err != nil {
+		p.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
+func (p *Program) alloc(n int64, label string) (Ptr, error) {
+	ptr, err := p.dev.Alloc(max(n, 1)) // a 0-byte tensor still needs a distinct address
+	if err != nil {
+		return 0, err
+	}
+	p.allocs = append(p.allocs, ptr)
+	if l, ok := p.dev.(Labeler); ok {
+		if err := l.Label(ptr, label); err != nil {
+			return 0, err
+		}
+	}
+	return ptr, nil
+}
+
+func (p *Program) allocate() error {
+	var err error
+	if p.arena, err = p.alloc(p.plan.ArenaBytes, "arena"); err != nil {
+		return fmt.Errorf("allocating the %d-byte arena: %v", p.plan.ArenaBytes, err)
+	}
+	p.mem.ArenaBytes = p.plan.ArenaBytes
+	if p.plan.ScratchBytes > 0 {
+		if p.scratch, err = p.alloc(p.plan.ScratchBytes, "scratch"); err != nil {
+			return fmt.Errorf("allocating the %d-byte scratch area: %v", p.plan.ScratchBytes, err)
+		}
+		// Kernels expect zeroed scratch and leave it zeroed.
+		if err := p.dev.Zero(p.scratch, p.plan.ScratchBytes); err != nil {
+			return err
+		}
+		p.mem.ScratchBytes = p.plan.ScratchBytes
+	}
+	for _, set := range []struct {
+		kind  string
+		bufs  []passes.IOBuffer
+		bytes *int64
+	}{
+		{artifact.ArgInput, p.plan.Inputs, &p.mem.InputBytes},
+		{artifact.ArgParam, p.plan.Params, &p.mem.ParamBytes},
+		{artifact.ArgOutput, p.plan.Outputs, &p.mem.OutputBytes},
+	} {
+		p.bufs[set.kind] = map[string]*buffer{}
+		for _, b := range set.bufs {
+			if set.kind == artifact.ArgOutput && p.lookup(b.Name) != nil {
+				continue // an output that is an input or parameter is read from there
+			}
+			if p.bufs[set.kind][b.Name] != nil {
+				continue // the same buffer named twice (an output listed twice)
+			}
+			t, err := ir.ParseType(b.Type)
+			if err != nil {
+				return err
+			}
+			ptr, err := p.alloc(b.Size, set.kind+" "+b.Name)
+			if err != nil {
+				return fmt.Errorf("allocating %s %s (%d bytes): %v", set.kind, b.Name, b.Size, err)
+			}
+			p.bufs[set.kind][b.Name] = &buffer{name: b.Name, typ: t, ptr: ptr}
+			*set.bytes += b.Size
+		}
+	}
+	return nil
+}
+
+// lookup finds an input or parameter buffer by name.
+func (p *Program) lookup(name string) *buffer {
+	if b := p.bufs[artifact.ArgInput][name]; b != nil {
+		return b
+	}
+	return p.bufs[artifact.ArgParam][name]
+}
+
+// Memory reports the device memory the program holds.
+func (p *Program) Memory() MemStats { return p.mem }
+
+// Plan is the program's launch plan.
+func (p *Program) Plan() *artifact.Plan { return p.plan }
+
+// SetParams writes weights to the device. Every parameter of the plan must be
+// given, with its exact type; unknown names are an error.
+func (p *Program) SetParams(params map[string]*tensor.Tensor) error {
+	return p.write(artifact.ArgParam, params, true)
+}
+
+func (p *Program) write(kind string, values map[string]*tensor.Tensor, bind bool) error {
+	bufs := p.bufs[kind]
+	var missing, unknown []string
+	for name := range values {
+		if bufs[name] == nil {
+			unknown = append(unknown, name)
+		}
+	}
+	for name := range bufs {
+		if values[name] == nil {
+			missing = append(missing, name)
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		return fmt.Errorf("the model has no %s named %s", kind, strings.Join(unknown, ", "))
+	}
+	if len(missing) > 0 {
+		sort.Strings(missing)
+		return fmt.Errorf("no value for %s %s", kind, strings.Join(missing, ", "))
+	}
+	for name, t := range values {
+		b := bufs[name]
+		if !t.Type.Equal(b.typ) {
+			return fmt.Errorf("%s %s is %s, the model wants %s", kind, name, t.Type, b.typ)
+		}
+		if err := p.dev.Write(b.ptr, t.Bytes()); err != nil {
+			return fmt.Errorf("copying %s %s to the device: %v", kind, name, err)
+		}
+		b.bound = bind
+	}
+	return nil
+}
+
+// Run copies the inputs to the device, launches every kernel in plan order,
+// waits, and copies the outputs back.
+func (p *Program) Run(inputs map[string]*tensor.Tensor) (*Result, error) {
+	for _, b := range p.bufs[artifact.ArgParam] {
+		if !b.bound {
+			return nil, fmt.Errorf("parameter %s has no value (bind weights first)", b.name)
+		}
+	}
+	if err := p.write(artifact.ArgInput, inputs, false); err != nil {
+		return nil, err
+	}
+	res := &Result{Outputs: map[string]*tensor.Tensor{}}
+	for _, k := range p.plan.Kernels {
+		args := make([]Ptr, len(k.Args))
+		for i, a := range k.Args {
+			args[i] = p.address(a)
+		}
+		c, err := p.mod.Launch(k.Name, LaunchConfig{Grid: k.Grid, Block: k.Block, SharedBytes: k.SharedBytes}, args)
+		if err != nil {
+			return nil, fmt.Errorf("kernel %s (grid %v, block %v): %w", k.Name, k.Grid, k.Block, err)
+		}
+		res.Kernels = append(res.Kernels, KernelRun{Name: k.Name, Grid: k.Grid, Block: k.Block, Counters: c})
+	}
+	if err := p.dev.Sync(); err != nil {
+		return nil, err
+	}
+	for _, o := range p.plan.Outputs {
+		b := p.bufs[artifact.ArgOutput][o.Name]
+		if b == nil {
+			b = p.lookup(o.Name)
+		}
+		data := make([]byte, o.Size)
+		if err := p.dev.Read(data, b.ptr); err != nil {
+			return nil, fmt.Errorf("copying output %s from the device: %v", o.Name, err)
+		}
+		t, err := tensor.FromBytes(b.typ, data)
+		if err != nil {
+			return nil, err
+		}
+		res.Outputs[o.Name] = t
+	}
+	return res, nil
+}
+
+func (p *Program) address(a artifact.Arg) Ptr {
+	switch a.Kind {
+	case artifact.ArgArena:
+		return p.arena + Ptr(a.Offset)
+	case artifact.ArgScratch:
+		return p.scratch + Ptr(a.Offset)
+	case artifact.ArgOutput:
+		if b := p.bufs[artifact.ArgOutput][a.Name]; b != nil {
+			return b.ptr
+		}
+	}
+	return p.lookup(a.Name).ptr
+}
+
+// Close frees the program's device memory and unloads its module.
+func (p *Program) Close() error {
+	var errs []error
+	for _, ptr := range p.allocs {
+		errs = append(errs, p.dev.Free(ptr))
+	}
+	p.allocs = nil
+	if p.mod != nil {
+		errs = append(errs, p.mod.Close())
+		p.mod = nil
+	}
+	return errors.Join(errs...)
+}

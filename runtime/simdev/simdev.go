@@ -1,0 +1,103 @@
+// Package simdev is the PTX simulator as an executor device: compiled models
+// run on the CPU, kernel by kernel, with the simulator's memcheck, racecheck
+// and synccheck on (unless Options.NoCheck), and every launch reports the
+// simulator's counters.
+package simdev
+
+import (
+	"errors"
+
+	"github.com/gcomp/gcomp/runtime/executor"
+	"github.com/gcomp/gcomp/sim"
+)
+
+// Options configure the simulated device.
+type Options struct {
+	NoCheck bool // skip memcheck, racecheck and synccheck (bounds are still enforced)
+	Workers int  // goroutines running blocks; 0 means GOMAXPROCS
+}
+
+// Device is a simulated GPU.
+type Device struct {
+	d   *sim.Device
+	opt Options
+}
+
+var _ executor.Device = (*Device)(nil)
+
+// New returns a simulated device with empty memory.
+func New(opt Options) *Device { return &Device{d: sim.NewDevice(), opt: opt} }
+
+// Sim is the underlying simulator device.
+func (d *Device) Sim() *sim.Device { return d.d }
+
+func (d *Device) Name() string { return "sim (PTX simulator)" }
+
+func (d *Device) Alloc(n int64) (executor.Ptr, error) {
+	if n > int64(^uint(0)>>1) {
+		return 0, errors.New("sim: allocation too large")
+	}
+	p, err := d.d.Alloc(int(n))
+	return executor.Ptr(p), err
+}
+
+func (d *Device) Free(p executor.Ptr) error                { return d.d.Free(uint64(p)) }
+func (d *Device) Write(p executor.Ptr, src []byte) error   { return d.d.Write(uint64(p), src) }
+func (d *Device) Read(dst []byte, p executor.Ptr) error    { return d.d.Read(uint64(p), dst) }
+func (d *Device) Zero(p executor.Ptr, n int64) error       { return d.d.Memset(uint64(p), 0, int(n)) }
+func (d *Device) Label(p executor.Ptr, label string) error { return d.d.Label(uint64(p), label) }
+
+// Sync returns at once: simulated launches and copies are synchronous.
+func (d *Device) Sync() error { return nil }
+
+// MemInfo reports the simulator's capacity and what is allocated.
+func (d *Device) MemInfo() (free, total int64, err error) {
+	total = sim.MaxDeviceBytes
+	return total - d.d.Allocated(), total, nil
+}
+
+func (d *Device) Close() error { return nil }
+
+func (d *Device) Load(ptx []byte) (executor.Module, error) {
+	m, err := d.d.Load(string(ptx))
+	if err != nil {
+		return nil, err
+	}
+	return &module{m: m, opt: d.opt}, nil
+}
+
+type module struct {
+	m   *sim.Module
+	opt Options
+}
+
+func (m *module) Launch(kernel string, cfg executor.LaunchConfig, args []executor.Ptr) (*executor.Counters, error) {
+	vals := make([]any, len(args))
+	for i, a := range args {
+		vals[i] = uint64(a)
+	}
+	st, err := m.m.Launch(kernel, sim.Config{
+		Grid:        sim.Dim3{X: cfg.Grid[0], Y: cfg.Grid[1], Z: cfg.Grid[2]},
+		Block:       sim.Dim3{X: cfg.Block[0], Y: cfg.Block[1], Z: cfg.Block[2]},
+		SharedBytes: cfg.SharedBytes,
+		NoCheck:     m.opt.NoCheck,
+		Workers:     m.opt.Workers,
+	}, vals...)
+	if err != nil {
+		return nil, err
+	}
+	return &executor.Counters{
+		WarpInsts:           st.WarpInsts,
+		ThreadInsts:         st.ThreadInsts,
+		GlobalLoadBytes:     st.GlobalLoadBytes,
+		GlobalLoadSectors:   st.GlobalLoadSectors,
+		GlobalStoreBytes:    st.GlobalStoreBytes,
+		GlobalStoreSectors:  st.GlobalStoreSectors,
+		SharedBankConflicts: st.SharedBankConflicts,
+	}, nil
+}
+
+func (m *module) Close() error {
+	m.m.Close()
+	return nil
+}
