@@ -9,15 +9,12 @@ import (
 	"testing"
 
 	"github.com/gcomp/gcomp/internal/ptxas"
+	"github.com/gcomp/gcomp/internal/tolerance"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/runtime/ref"
 	"github.com/gcomp/gcomp/sim"
 	"github.com/gcomp/gcomp/tensor"
 )
-
-// Tolerances per element, relative with an absolute floor of the same size (issue 5). Exact ops
-// are compared bit for bit instead.
-var tolerance = map[ir.DType]float64{ir.F32: 1e-5, ir.F64: 1e-12, ir.F16: 2e-2, ir.BF16: 2e-2}
 
 // result is what one checked kernel reports.
 type result struct {
@@ -40,30 +37,55 @@ func checkKernel(t *testing.T, k Kernel, in map[string]*tensor.Tensor, exact boo
 	if err != nil {
 		t.Fatalf("%s: reference: %v", k.Name, err)
 	}
-	floor := math.Sqrt(float64(contractionSize(k.Graph)))
+	k2, scale := contraction(k.Graph, in)
 	for _, o := range k.Graph.Outputs {
-		compare(t, k.Name+" "+o.Name, res.out[o.Name], want[o.Name], exact, floor)
+		compare(t, k.Name+" "+o.Name, res.out[o.Name], want[o.Name], exact, k2, scale)
 	}
 	return res
 }
 
-// contractionSize is the number of products each dot_general result sums (1 without one). f32
-// FFMA accumulation errs like a random walk of K roundings, so contraction outputs get an
-// absolute floor of tolerance·√K (docs/codegen.md).
-func contractionSize(g *ir.Graph) int {
-	k := 1
+// contraction returns the length K of the longest contraction (dot_general or conv2d) in g (1
+// without one) and the largest max|a|·max|b| of its operands, found through movement ops in the
+// inputs in: the absolute floor of tolerance.Tolerance is rel·√K for unit-scale operands, scaled
+// by that product (docs/codegen.md, "Tolerances").
+func contraction(g *ir.Graph, in map[string]*tensor.Tensor) (k int, scale float64) {
+	k = 1
 	for _, v := range g.Values {
-		if v.Op == "dot_general" {
+		n := 0
+		switch v.Op {
+		case "dot_general":
+			n = 1
 			for _, d := range v.Attrs.Ints("lhs_contract") {
-				k *= v.Args[0].Type.Shape[d]
+				n *= v.Args[0].Type.Shape[d]
+			}
+		case "conv2d":
+			w := v.Args[1].Type.Shape
+			n = w[1] * w[2] * w[3]
+		default:
+			continue
+		}
+		k = max(k, n)
+		scale = max(scale, maxAbs(v.Args[0], in)*maxAbs(v.Args[1], in))
+	}
+	return k, scale
+}
+
+// maxAbs bounds the magnitude of v's elements: the largest |x| over the buffers v is a view of,
+// 1 when v is computed (the tests' computed operands stay near unit scale).
+func maxAbs(v *ir.Value, in map[string]*tensor.Tensor) float64 {
+	switch v.Op {
+	case ir.OpInput, ir.OpParam:
+		m := 0.0
+		if x := in[v.Name]; x != nil && x.Type.DType.IsFloat() {
+			for _, f := range x.F {
+				m = max(m, math.Abs(f))
 			}
 		}
-		if v.Op == "conv2d" {
-			w := v.Args[1].Type.Shape
-			k = w[1] * w[2] * w[3]
-		}
+		return m
+	case "broadcast_in_dim", "transpose", "reshape", "slice":
+		return maxAbs(v.Args[0], in)
 	}
-	return k
+	return 1
 }
 
 func pick(vs []*ir.Value, all map[string]*tensor.Tensor) map[string]*tensor.Tensor {
@@ -256,11 +278,13 @@ func runKernel(t *testing.T, k Kernel, in map[string]*tensor.Tensor) *result {
 	return res
 }
 
-func compare(t *testing.T, what string, got, want *tensor.Tensor, exact bool, floor float64) {
+// compare holds every element of got to want: bit for bit when exact (or not a float), else
+// within tolerance.Tolerance for the dtype, a contraction of length k and operands up to scale.
+func compare(t *testing.T, what string, got, want *tensor.Tensor, exact bool, k int, scale float64) {
 	t.Helper()
 	bad := 0
 	for i := 0; i < want.Len(); i++ {
-		if msg := mismatchFloor(want.Type.DType, got.At(i), want.At(i), exact, floor); msg != "" {
+		if msg := mismatchK(want.Type.DType, got.At(i), want.At(i), exact, k, scale); msg != "" {
 			if bad < 5 {
 				t.Errorf("%s[%d]: %s", what, i, msg)
 			}
@@ -273,11 +297,12 @@ func compare(t *testing.T, what string, got, want *tensor.Tensor, exact bool, fl
 }
 
 func mismatch(d ir.DType, got, want float64, exact bool) string {
-	return mismatchFloor(d, got, want, exact, 1)
+	return mismatchK(d, got, want, exact, 1, 1)
 }
 
-// mismatchFloor compares within tolerance·max(|want|, floor).
-func mismatchFloor(d ir.DType, got, want float64, exact bool, floor float64) string {
+// mismatchK describes how got fails want, or returns "". Unlike tolerance.Within, NaN passes
+// against NaN: the tests feed NaN on purpose and check that it propagates.
+func mismatchK(d ir.DType, got, want float64, exact bool, k int, scale float64) string {
 	if math.IsNaN(want) || math.IsNaN(got) {
 		if math.IsNaN(want) && math.IsNaN(got) {
 			return ""
@@ -293,9 +318,10 @@ func mismatchFloor(d ir.DType, got, want float64, exact bool, floor float64) str
 	if got == want {
 		return ""
 	}
-	tol := tolerance[d]
-	if math.Abs(got-want) > tol*math.Max(math.Abs(want), floor) || math.IsInf(got, 0) != math.IsInf(want, 0) {
-		return fmt.Sprintf("got %v, want %v (tolerance %g)", got, want, tol)
+	rel, abs := tolerance.Tolerance(d, harnessTarget.TF32, k)
+	abs = tolerance.Scale(abs, scale, 1) // scale is already max|a|·max|b|
+	if !tolerance.Within(got, want, rel, abs) {
+		return fmt.Sprintf("got %v, want %v (rel %g, abs %g)", got, want, rel, abs)
 	}
 	return ""
 }

@@ -1,0 +1,3 @@
+package tolerance
+
+import _ "github.com/gcomp/gcomp/internal/golden" // registers -update for this package

@@ -1,0 +1,47 @@
+package tolerance
+
+import (
+	"math"
+
+	"github.com/gcomp/gcomp/ir"
+)
+
+// Tolerance returns the relative bound and the absolute floor for results of dtype d (the
+// result's float type; tf32 when f32 products ran on tensor cores) that depend on a contraction
+// of length k (the longest dot_general or conv2d contraction on the way to the result; 0 or 1
+// when there is none). The floor assumes operands of magnitude at most 1; see Scale. Non-float
+// dtypes return 0, 0: compare them exactly.
+func Tolerance(d ir.DType, tf32 bool, k int) (rel, abs float64) {
+	switch d {
+	case ir.F32:
+		rel = 1e-5
+		if tf32 {
+			rel = 5e-3
+		}
+	case ir.F16, ir.BF16:
+		rel = 2e-2
+	case ir.F64:
+		rel = 1e-12
+	default:
+		return 0, 0
+	}
+	return rel, rel * math.Sqrt(float64(max(k, 1)))
+}
+
+// Scale adapts an absolute floor to operands larger than 1: the contraction's terms are bounded
+// by maxA·maxB instead of 1. Smaller products leave abs as it is.
+func Scale(abs, maxA, maxB float64) float64 {
+	return abs * max(1, maxA*maxB)
+}
+
+// Within reports whether got passes against want: |got − want| ≤ max(rel·|want|, abs). NaN never
+// passes; an infinity passes only against the same infinity.
+func Within(got, want, rel, abs float64) bool {
+	if math.IsNaN(got) || math.IsNaN(want) {
+		return false
+	}
+	if math.IsInf(got, 0) || math.IsInf(want, 0) {
+		return got == want
+	}
+	return math.Abs(got-want) <= max(rel*math.Abs(want), abs)
+}
