@@ -272,7 +272,7 @@ type Stats struct {
 
 	GlobalLoads         int64 // warp-level global load requests
 	GlobalStores        int64
-	GlobalLoadBytes     int64 // bytes the threads asked for
+	GlobalLoadBytes     int64 // bytes the threads asked for (a word several lanes read counts once)
 	GlobalStoreBytes    int64
 	GlobalLoadSectors   int64 // distinct 32-byte sectors per request, summed
 	GlobalStoreSectors  int64

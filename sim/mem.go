@@ -295,7 +295,24 @@ func (w *warp) countMem(in *inst, exec uint32, addrs *[32]uint64, size int, stor
 				}
 			}
 		}
-		bytes := int64(size * bits.OnesCount32(exec))
+		// Requested bytes count each distinct address once: lanes reading
+		// the same word (a broadcast) are served by one fetch, so the ratio
+		// to fetched sector bytes never exceeds 1.
+		distinct := 0
+		for m := exec; m != 0; m &= m - 1 {
+			l := bits.TrailingZeros32(m)
+			dup := false
+			for p := exec & (1<<l - 1); p != 0; p &= p - 1 {
+				if addrs[bits.TrailingZeros32(p)] == addrs[l] {
+					dup = true
+					break
+				}
+			}
+			if !dup {
+				distinct++
+			}
+		}
+		bytes := int64(size * distinct)
 		if store {
 			s.GlobalStores++
 			s.GlobalStoreBytes += bytes

@@ -178,6 +178,8 @@ func (w *warp) mma(in *inst, exec uint32) error {
 // The source is read at issue; the destination is written only when a
 // cp.async.wait_group retires the copy's group.
 func (w *warp) cpAsync(in *inst, exec uint32) error {
+	var addrs [32]uint64 // the lanes' sources, counted as one warp request
+	var reads uint32     // lanes that read global memory (src-size > 0)
 	for m := exec; m != 0; m &= m - 1 {
 		l := bits.TrailingZeros32(m)
 		st := &w.cp[l]
@@ -206,10 +208,10 @@ func (w *warp) cpAsync(in *inst, exec uint32) error {
 				copy(data, mem[:srcSize])
 			}
 			st.cur = append(st.cur, cpCopy{dst: dst, data: data, line: in.line})
-			var addrs [32]uint64
-			addrs[l] = src
-			w.countMem(in, 1<<l, &addrs, n, false)
-			w.b.stats.GlobalLoads-- // counted per warp below
+			if srcSize > 0 {
+				addrs[l] = src
+				reads |= 1 << l
+			}
 		case opCpCommit:
 			st.groups = append(st.groups, st.cur)
 			st.cur = nil
@@ -232,8 +234,8 @@ func (w *warp) cpAsync(in *inst, exec uint32) error {
 			}
 		}
 	}
-	if in.op == opCpAsync && exec != 0 {
-		w.b.stats.GlobalLoads++
+	if in.op == opCpAsync && reads != 0 {
+		w.countMem(in, reads, &addrs, int(in.n), false)
 	}
 	return nil
 }

@@ -294,8 +294,15 @@ func TestCpAsync(t *testing.T) {
 	din := upload(t, dev, u32sBytes(in))
 	out, _ := dev.Alloc(4 * 256)
 	good := kernel(params, replace(body, "WAIT", "cp.async.wait_group 0;"))
-	if _, err := load(t, dev, good).Launch("k", grid(1, 16), din, out); err != nil {
+	st, err := load(t, dev, good).Launch("k", grid(1, 16), din, out)
+	if err != nil {
 		t.Fatal(err)
+	}
+	// Each cp.async is one warp request (regression: lanes were counted as
+	// requests of their own): 16 lanes × 16 contiguous bytes = 8 sectors, then
+	// 16 lanes × 8 bytes at a 16-byte stride = 8 sectors.
+	if st.GlobalLoads != 2 || st.GlobalLoadBytes != 256+128 || st.GlobalLoadSectors != 16 {
+		t.Errorf("cp.async counters: %d requests, %d bytes, %d sectors; want 2, 384, 16", st.GlobalLoads, st.GlobalLoadBytes, st.GlobalLoadSectors)
 	}
 	got := bytesU32s(download(t, dev, out, 4*(128+64)))
 	for i := 0; i < 64; i++ {
@@ -311,7 +318,7 @@ func TestCpAsync(t *testing.T) {
 	}
 	// Waiting only for the older group leaves the second copy in flight.
 	partial := kernel(params, replace(body, "WAIT", "cp.async.wait_group 1;"))
-	_, err := load(t, dev, partial).Launch("k", grid(1, 16), din, out)
+	_, err = load(t, dev, partial).Launch("k", grid(1, 16), din, out)
 	mustErr(t, err, "memcheck", "uninitialized shared load", "line 24")
 	missing := kernel(params, replace(body, "WAIT", ""))
 	_, err = load(t, dev, missing).Launch("k", grid(1, 16), din, out)
@@ -405,4 +412,30 @@ func storeRegs(regs []string) string {
 		fmt.Fprintf(&b, "\tst.global.b32 [%%rd5+%d], %s;\n", 4*i, r)
 	}
 	return b.String()
+}
+
+// A word every lane loads is requested once: the counters never report more
+// requested bytes than the sectors fetched (regression: broadcasts read as
+// 800% coalesced).
+func TestBroadcastLoadCounters(t *testing.T) {
+	src := kernel(".param .u64 in, .param .u64 out", `
+	.reg .b32 %r<4>;
+	.reg .b64 %rd<6>;
+	ld.param.u64 %rd1, [in];
+	ld.param.u64 %rd2, [out];
+	ld.global.u32 %r1, [%rd1];
+	mov.u32 %r2, %tid.x;
+	mul.wide.u32 %rd3, %r2, 4;
+	add.s64 %rd4, %rd2, %rd3;
+	st.global.u32 [%rd4], %r1;`)
+	dev := NewDevice()
+	din := upload(t, dev, u32sBytes([]uint32{7}))
+	out, _ := dev.Alloc(4 * 32)
+	st, err := load(t, dev, src).Launch("k", grid(1, 32), din, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.GlobalLoadBytes != 4 || st.GlobalLoadSectors != 1 || st.GlobalStoreBytes != 128 || st.GlobalStoreSectors != 4 {
+		t.Errorf("counters: %+v", st)
+	}
 }
