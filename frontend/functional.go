@@ -245,30 +245,3 @@ func gruStep(gi, h, whh, bhh *Tensor) *Tensor {
 	n := a[2].Add(r.Mul(b[2])).Tanh()
 	return n.Sub(z.Mul(n)).Add(z.Mul(h))
 }
-
-// MSELoss is F.mse_loss with mean reduction: the mean of (pred - target)², a scalar.
-func MSELoss(pred, target *Tensor) *Tensor {
-	s := pred.state()
-	s.own(target, "mse_loss")
-	if !pred.Type().Equal(target.v.Type) {
-		s.failf("mse_loss: shapes differ: %s, %s", pred.describe("input"), target.describe("target"))
-	}
-	d := pred.Sub(target)
-	return d.Mul(d).Mean()
-}
-
-// CrossEntropyLoss is F.cross_entropy with mean reduction for logits[N, C] and integer class
-// labels[N]: the mean over the batch of -log_softmax(logits)[label], a scalar. The labels become
-// one-hot rows by comparing them with an iota.
-func CrossEntropyLoss(logits, labels *Tensor) *Tensor {
-	s := logits.state()
-	s.own(labels, "cross_entropy")
-	if logits.Rank() != 2 || labels.Rank() != 1 || labels.Dim(0) != logits.Dim(0) || !labels.DType().IsInt() {
-		s.failf("cross_entropy: want logits[N, C] and integer labels[N]: %s, %s", logits.describe("input"), labels.describe("target"))
-	}
-	n, c := logits.Dim(0), logits.Dim(1)
-	b := &Builder{st: s}
-	classes := b.Iota(labels.DType(), 1, n, c)
-	onehot := classes.Eq(labels.Unsqueeze(1)).Cast(logits.DType())
-	return logits.LogSoftmax(1).Mul(onehot).Sum().Neg().DivScalar(float64(n))
-}
