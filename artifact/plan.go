@@ -36,6 +36,9 @@ type Plan struct {
 	// The memory plan: arena_bytes, buffers (with offsets and live ranges), inputs,
 	// params and outputs.
 	passes.Plan
+	// OutputNames are the model's names of its outputs, one per entry of Outputs (whose
+	// names are the buffers' names, which differ where the passes renamed a buffer).
+	OutputNames []string `json:"output_names"`
 	// ScratchBytes is the size of the zeroed scratch area kernels use for cross-block
 	// reductions; every kernel leaves it zero again.
 	ScratchBytes int64    `json:"scratch_bytes"`
@@ -191,6 +194,9 @@ func (p *Plan) Validate() error {
 			return fmt.Errorf("arena buffer %s [%d, %d) lies outside the %d-byte arena", b.Name, b.Offset, b.Offset+b.Size, p.ArenaBytes)
 		}
 		names[ArgArena][b.Name] = b.Size
+	}
+	if len(p.OutputNames) != len(p.Outputs) {
+		return fmt.Errorf("%d output names for %d outputs", len(p.OutputNames), len(p.Outputs))
 	}
 	if len(p.Kernels) == 0 {
 		return fmt.Errorf("the plan has no kernels")

@@ -51,6 +51,9 @@ func Compile(g *ir.Graph, opt Options) (*Result, error) {
 		Plan:    *res.Plan,
 		Graph:   source,
 	}
+	for _, o := range g.Outputs {
+		plan.OutputNames = append(plan.OutputNames, o.Name)
+	}
 	offsets := map[string]int64{}
 	for _, b := range res.Plan.Buffers {
 		offsets[b.Name] = b.Offset

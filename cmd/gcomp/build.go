@@ -7,6 +7,9 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/gcomp/gcomp/artifact"
+	"github.com/gcomp/gcomp/codegen/ptx"
+	"github.com/gcomp/gcomp/compiler"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/load"
 	"github.com/gcomp/gcomp/passes"
@@ -45,11 +48,38 @@ func (f *statsFlag) Set(v string) error {
 	return nil
 }
 
+// targetFlags are the code generation flags build, run and check share.
+type targetFlags struct {
+	target *string
+	tf32   *bool
+}
+
+func addTargetFlags(fs *flag.FlagSet) targetFlags {
+	return targetFlags{
+		target: fs.String("target", "sm_80", "GPU architecture: sm_80, sm_86, sm_89 or sm_90 (sm_80 PTX is JIT-compiled by the driver for newer GPUs)"),
+		tf32:   fs.Bool("tf32", false, "run f32 matmuls on TF32 tensor cores (faster, about 3 decimal digits)"),
+	}
+}
+
+func (f targetFlags) get() (ptx.Target, error) {
+	var sm int
+	if _, err := fmt.Sscanf(*f.target, "sm_%d", &sm); err != nil || *f.target != fmt.Sprintf("sm_%d", sm) {
+		return ptx.Target{}, fmt.Errorf("--target %q: want sm_80, sm_86, sm_89 or sm_90", *f.target)
+	}
+	switch sm {
+	case 80, 86, 89, 90:
+	default:
+		return ptx.Target{}, fmt.Errorf("--target %s is not supported (want sm_80, sm_86, sm_89 or sm_90)", *f.target)
+	}
+	return ptx.Target{SM: sm, TF32: *f.tf32}, nil
+}
+
 func cmdBuild(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("build", flag.ContinueOnError)
 	mf := addModelFlags(fs)
-	out := fs.String("o", "", "write the output to this file instead of standard output")
-	emit := fs.String("emit", "", "what to write: ir (the source graph, .gir), dot (graphviz), kernels (the fused kernel graph) or plan (the memory plan, JSON)")
+	tf := addTargetFlags(fs)
+	out := fs.String("o", "", "write the output to this file instead of standard output (with --emit ptx, the launch plan goes beside it as NAME.plan.json)")
+	emit := fs.String("emit", "ptx", "what to write: ptx (the PTX module and its launch plan), plan (the launch plan with the memory plan, JSON), ir (the source graph, .gir), dot (graphviz) or kernels (the fused kernel graph)")
 	var stats statsFlag
 	fs.Var(&stats, "stats", "print the cost report: --stats for a table, --stats=json for one JSON object")
 	dumpAfter := fs.String("dump-after", "", "print the IR after this pass (or all) to stderr")
@@ -57,20 +87,20 @@ func cmdBuild(args []string, stdout, stderr io.Writer) error {
 	fs.Var(&disable, "disable-pass", "skip this pass (repeatable)")
 	timings := fs.Bool("timings", false, "print the time each pass took to stderr")
 	verifyEach := fs.Bool("verify-each", false, "check the IR, kernel graph and plan after every pass")
-	tf32 := fs.Bool("tf32", false, "cost model: f32 contractions on TF32 tensor cores")
-	path, err := parseModelArgs(fs, args, stdout, "MODEL [--emit ir|dot|kernels|plan] [-o FILE] [--stats[=json]] [--dump-after PASS|all] [--disable-pass NAME]... [--timings] [--verify-each]")
+	path, err := parseModelArgs(fs, args, stdout, "MODEL [-o model.ptx] [--emit ptx|plan|ir|dot|kernels] [--target sm_80|sm_86|sm_89|sm_90] [--tf32] [--stats[=json]] [--dump-after PASS|all] [--disable-pass NAME]... [--timings] [--verify-each]")
 	if err != nil {
 		return err
 	}
+	explicitEmit := false
+	fs.Visit(func(f *flag.Flag) { explicitEmit = explicitEmit || f.Name == "emit" })
 	switch *emit {
-	case "", "ir", "dot", "kernels", "plan":
-	case "ptx":
-		return fmt.Errorf("gcomp build: this version of gcomp has no PTX code generator yet; use --emit ir, dot, kernels or plan")
+	case "ptx", "plan", "ir", "dot", "kernels":
 	default:
-		return fmt.Errorf("gcomp build: unknown --emit %q (want ir, dot, kernels or plan)", *emit)
+		return fmt.Errorf("gcomp build: unknown --emit %q (want ptx, plan, ir, dot or kernels)", *emit)
 	}
-	if *emit == "" && stats == "" {
-		return fmt.Errorf("gcomp build: this version of gcomp has no PTX code generator yet; use --emit ir, dot, kernels or plan, or --stats")
+	target, err := tf.get()
+	if err != nil {
+		return fmt.Errorf("gcomp build: %v", err)
 	}
 	g, err := mf.load(path)
 	if err != nil {
@@ -83,20 +113,35 @@ func cmdBuild(args []string, stdout, stderr io.Writer) error {
 	case "dot":
 		text = g.DOT()
 	}
-	if *emit == "kernels" || *emit == "plan" || stats != "" {
-		opt := passes.Options{DumpAfter: *dumpAfter, DumpTo: stderr, DisablePasses: disable, VerifyEach: *verifyEach, TF32: *tf32}
+	// --stats alone prints the report and nothing else: only the passes run.
+	statsOnly := stats != "" && !explicitEmit && *out == ""
+	var art *artifact.Artifact
+	if *emit == "ptx" || *emit == "plan" || *emit == "kernels" || stats != "" {
+		opt := passes.Options{DumpAfter: *dumpAfter, DumpTo: stderr, DisablePasses: disable, VerifyEach: *verifyEach}
 		if *timings {
 			opt.Timings = stderr
 		}
-		res, err := passes.Run(g, opt)
+		var res *passes.Result
+		if *emit == "kernels" || statsOnly {
+			// Only the passes are needed.
+			opt.TF32 = target.TF32
+			res, err = passes.Run(g, opt)
+		} else {
+			var c *compiler.Result
+			if c, err = compiler.Compile(g, compiler.Options{Target: target, Passes: opt}); err == nil {
+				res, art = c.Passes, c.Artifact
+			}
+		}
 		if err != nil {
 			return fmt.Errorf("gcomp build: %s: %v", path, err)
 		}
-		switch *emit {
-		case "kernels":
+		switch {
+		case *emit == "kernels":
 			text = res.Kernels.String()
-		case "plan":
-			text = string(res.Plan.JSON())
+		case art != nil && *emit == "plan":
+			text = string(art.Plan.JSON())
+		case art != nil:
+			text = string(art.PTX)
 		}
 		switch stats {
 		case "json":
@@ -105,11 +150,17 @@ func cmdBuild(args []string, stdout, stderr io.Writer) error {
 			res.Stats.WriteTable(stdout)
 		}
 	}
-	if *emit == "" {
+	if statsOnly {
 		return nil
 	}
 	if *out == "" && stats != "" {
 		return fmt.Errorf("gcomp build: with --stats, give -o FILE for the --emit output")
+	}
+	if *emit == "ptx" && *out != "" {
+		if err := checkDir(*out); err != nil {
+			return err
+		}
+		return art.Write(*out)
 	}
 	return writeOutput(*out, stdout, text)
 }
@@ -135,13 +186,21 @@ func writeOutput(path string, stdout io.Writer, text string) error {
 		_, err := io.WriteString(stdout, text)
 		return err
 	}
-	if dir := filepath.Dir(path); dir != "" {
-		if _, err := os.Stat(dir); err != nil {
-			return fmt.Errorf("gcomp: cannot write %s: directory %s does not exist", path, dir)
-		}
+	if err := checkDir(path); err != nil {
+		return err
 	}
 	return tensorio.WriteFileAtomic(path, func(w io.Writer) error {
 		_, err := io.WriteString(w, text)
 		return err
 	})
+}
+
+// checkDir reports a missing output directory in one line.
+func checkDir(path string) error {
+	if dir := filepath.Dir(path); dir != "" {
+		if _, err := os.Stat(dir); err != nil {
+			return fmt.Errorf("gcomp: cannot write %s: directory %s does not exist", path, dir)
+		}
+	}
+	return nil
 }

@@ -1,8 +1,9 @@
 // Command gcomp compiles deep-learning models written in Go (or the .gir text form) and runs them.
 //
-//	gcomp build MODEL [--emit ir|dot] [-o FILE]      compile; with --emit ir, write the graph
+//	gcomp build MODEL -o model.ptx [--target sm_80] [--tf32]   compile (model.plan.json goes beside)
+//	gcomp check MODEL                                simulate the compiled model and compare with the reference
 //	gcomp dump MODEL                                 print the graph in the .gir text form
-//	gcomp run MODEL --device ref [--weights W] [--input NAME=FILE.npy]... --output-dir DIR
+//	gcomp run MODEL|model.ptx --device ref|sim [--weights W] [--input NAME=FILE.npy]... --output-dir DIR
 //	gcomp init-weights MODEL -o w.safetensors        write the model's seeded initial weights
 //	gcomp sim FILE.ptx --entry NAME --grid X --block X [--arg SPEC]...   run PTX on the simulator
 //
@@ -31,7 +32,8 @@ var commands []command
 
 func init() {
 	commands = []command{
-		{"build", "compile a model (today: --emit ir or dot)", cmdBuild},
+		{"build", "compile a model to PTX and a launch plan (or --emit plan, ir, dot, kernels)", cmdBuild},
+		{"check", "run a compiled model on the simulator with all checks and compare with the reference", cmdCheck},
 		{"dump", "print a model's graph in the .gir text form", cmdDump},
 		{"run", "run a model and write its outputs as .npy files", cmdRun},
 		{"init-weights", "write a model's seeded initial weights as safetensors", cmdInitWeights},

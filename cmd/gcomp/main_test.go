@@ -53,6 +53,13 @@ func fixture(t *testing.T) string {
 	write("shape.go", []byte(badShapeModel))
 	write("syntax.go", []byte(strings.Replace(linearModel, "x.Mul(w)", "x.Mul(w", 1)))
 	write("unknown.gir", []byte("graph g {\n  input %x : f32[2]\n  %0 = frob(%x) : f32[2]\n  output y = %0\n}\n"))
+	write("lone.ptx", []byte(".version 7.8\n"))
+	write("other.ptx", []byte(".version 7.8\n"))
+	write("other.plan.json", []byte(`{"format": "gcomp-launch-plan", "version": 1, "ptx_sha256": "00", "inputs": [{"name": "x", "type": "f32[2]", "size": 8}], "kernels": [{"name": "k", "grid": [1,1,1], "block": [1,1,1], "args": [{"kind": "input", "name": "x"}]}]}`))
+	write("badplan.ptx", []byte(".version 7.8\n"))
+	write("badplan.plan.json", []byte(`{"format": "gcomp-launch-plan", "version": 1, "kernels": [`))
+	write("future.ptx", []byte(".version 7.8\n"))
+	write("future.plan.json", []byte(`{"format": "gcomp-launch-plan", "version": 99}`))
 	write("model.gir", []byte("graph g {\n  input %x : f32[2,3]\n  param %w : f32[2,3] {init=\"ones\"}\n  %0 = add(%x, %w) : f32[2,3]\n  output y = %0\n}\n"))
 	npy := func(name string, ty ir.Type, vals []float64) {
 		if err := tensorio.WriteNPYFile(filepath.Join(dir, name), tensor.FromFloats(ty, vals).Array()); err != nil {
@@ -95,7 +102,14 @@ func TestBadInput(t *testing.T) {
 		{"syntax error", []string{"build", "syntax.go", "--emit", "ir", "-o", "out.gir"}, "syntax.go:11:"},
 		{"shape error", []string{"build", "shape.go", "--emit", "ir", "-o", "out.gir"}, "shape.go:11: mul: shapes cannot be broadcast together"},
 		{"unknown op", []string{"build", "unknown.gir", "--emit", "ir", "-o", "out.gir"}, `unknown.gir:3: %0 = frob(%x) : f32[2]: unknown op "frob"`},
-		{"ptx not yet", []string{"build", "model.go", "-o", "out.ptx"}, "no PTX code generator yet"},
+		{"bad target", []string{"build", "model.go", "--target", "sm_75", "-o", "out.ptx"}, "--target sm_75 is not supported"},
+		{"malformed target", []string{"build", "model.go", "--target", "hopper", "-o", "out.ptx"}, `--target "hopper": want sm_80`},
+		{"ptx without plan", []string{"run", "lone.ptx", "--device", "sim", "--output-dir", "out"}, "lone.ptx has no launch plan beside it (lone.plan.json)"},
+		{"plan for another module", []string{"run", "other.ptx", "--device", "sim", "--output-dir", "out"}, "other.plan.json was not made for other.ptx"},
+		{"corrupt plan", []string{"run", "badplan.ptx", "--device", "sim", "--output-dir", "out"}, "badplan.plan.json: not a launch plan"},
+		{"future plan", []string{"check", "future.ptx"}, "launch plan version 99; this gcomp reads version 1"},
+		{"check bad model", []string{"check", "shape.go"}, "shape.go:11:"},
+		{"cuda device", []string{"run", "model.go", "--device", "cuda", "--output-dir", "out"}, "no CUDA runtime yet"},
 		{"unknown pass", []string{"build", "model.go", "--emit", "plan", "--disable-pass", "frob", "-o", "out.gir"}, `--disable-pass: unknown pass "frob"`},
 		{"required pass", []string{"build", "model.go", "--stats", "--disable-pass", "memplan"}, "pass memplan is required"},
 		{"unknown dump", []string{"build", "model.go", "--stats", "--dump-after", "frob"}, `--dump-after: unknown pass "frob"`},
@@ -136,7 +150,7 @@ func TestBadInput(t *testing.T) {
 			if strings.Contains(msg, "goroutine") || strings.Contains(msg, "panic") {
 				t.Errorf("stderr shows a panic:\n%s", msg)
 			}
-			for _, f := range []string{"out", "out.gir", "out.ptx", "out.safetensors"} {
+			for _, f := range []string{"out", "out.gir", "out.ptx", "out.plan.json", "out.safetensors"} {
 				if _, err := os.Stat(f); err == nil {
 					t.Errorf("%s was written by a failing command", f)
 					os.RemoveAll(f)
@@ -254,5 +268,60 @@ func TestBuildAndInitWeights(t *testing.T) {
 	stdout.Reset()
 	if code := Main([]string{"run", "-h"}, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "-output-dir") {
 		t.Errorf("run -h: %d %q", code, stdout.String())
+	}
+}
+
+// build writes a module and its plan; run --device sim on the module gives the reference's
+// numbers; check passes; a second build writes the same bytes.
+func TestBuildRunCheck(t *testing.T) {
+	dir := fixture(t)
+	t.Chdir(dir)
+	main := func(args ...string) string {
+		t.Helper()
+		var stdout, stderr bytes.Buffer
+		if code := Main(args, &stdout, &stderr); code != 0 {
+			t.Fatalf("gcomp %s: %s", strings.Join(args, " "), stderr.String())
+		}
+		return stdout.String()
+	}
+	main("build", "model.go", "-o", "m.ptx")
+	ptx1, _ := os.ReadFile("m.ptx")
+	plan1, _ := os.ReadFile("m.plan.json")
+	if !strings.Contains(string(ptx1), ".visible .entry") || !strings.Contains(string(plan1), `"format": "gcomp-launch-plan"`) {
+		t.Fatalf("m.ptx or m.plan.json lacks its content:\n%s\n%s", ptx1, plan1)
+	}
+	main("build", "model.go", "-o", "m.ptx")
+	ptx2, _ := os.ReadFile("m.ptx")
+	plan2, _ := os.ReadFile("m.plan.json")
+	if !bytes.Equal(ptx1, ptx2) || !bytes.Equal(plan1, plan2) {
+		t.Error("two builds of the same model differ")
+	}
+	if out := main("build", "model.go"); out != string(ptx1) {
+		t.Error("build without -o does not print the module")
+	}
+	main("run", "m.ptx", "--device", "sim", "--output-dir", "sim", "--seed", "3")
+	main("run", "m.ptx", "--device", "ref", "--output-dir", "ref", "--seed", "3")
+	main("run", "model.go", "--device", "ref", "--output-dir", "src", "--seed", "3")
+	read := func(path string) *tensor.Tensor {
+		a, err := tensorio.ReadNPYFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, err := tensor.FromArray(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+	sim, ref, src := read("sim/y.npy"), read("ref/y.npy"), read("src/y.npy")
+	for i := range ref.Len() {
+		if sim.At(i) != ref.At(i) || src.At(i) != ref.At(i) {
+			t.Fatalf("y[%d]: sim %v, ref of the module %v, ref of the source %v", i, sim.At(i), ref.At(i), src.At(i))
+		}
+	}
+	for _, model := range []string{"m.ptx", "model.go", "model.gir"} {
+		if out := main("check", model, "--seed", "5"); !strings.Contains(out, "ok") || !strings.Contains(out, "k0_") {
+			t.Errorf("check %s:\n%s", model, out)
+		}
 	}
 }

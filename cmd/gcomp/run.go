@@ -9,8 +9,13 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/gcomp/gcomp/artifact"
+	"github.com/gcomp/gcomp/codegen/ptx"
+	"github.com/gcomp/gcomp/compiler"
 	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/runtime/executor"
 	"github.com/gcomp/gcomp/runtime/ref"
+	"github.com/gcomp/gcomp/runtime/simdev"
 	"github.com/gcomp/gcomp/tensor"
 	"github.com/gcomp/gcomp/tensorio"
 )
@@ -18,15 +23,13 @@ import (
 func cmdRun(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	mf := addModelFlags(fs)
-	device := fs.String("device", "ref", "where to run: ref (the reference interpreter)")
-	weights := fs.String("weights", "", "safetensors file with the parameters (missing ones use the model's initializers)")
-	strict := fs.Bool("strict", false, "require --weights to hold every parameter")
-	var inputs multiFlag
-	fs.Var(&inputs, "input", "NAME=FILE.npy: an input's value (repeatable); inputs not given get seeded random data")
-	seed := fs.Uint64("seed", 0, "seed for random inputs and initial weights")
+	tf := addTargetFlags(fs)
+	device := fs.String("device", "ref", "where to run: ref (the reference interpreter on the source graph) or sim (the compiled kernels on the PTX simulator)")
+	noCheck := fs.Bool("no-check", false, "sim: skip memcheck, racecheck and synccheck (faster)")
+	vf := addValueFlags(fs)
 	outDir := fs.String("output-dir", "", "directory to write each output to as NAME.npy")
 	saveInputs := fs.Bool("save-inputs", false, "also write the inputs used (given or random) to DIR/inputs/NAME.npy")
-	path, err := parseModelArgs(fs, args, stdout, "MODEL --device ref [--weights W.safetensors] [--input NAME=FILE.npy]... --output-dir DIR")
+	path, err := parseModelArgs(fs, args, stdout, "MODEL|model.ptx --device ref|sim [--weights W.safetensors] [--input NAME=FILE.npy]... --output-dir DIR")
 	if err != nil {
 		return err
 	}
@@ -34,25 +37,30 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("gcomp run: --output-dir is required")
 	}
 	switch *device {
-	case "ref":
-	case "sim", "auto", "cuda":
-		return fmt.Errorf("gcomp run: device %q needs compiled kernels, which this version of gcomp cannot generate yet; use --device ref", *device)
+	case "ref", "sim":
+	case "auto", "cuda":
+		return fmt.Errorf("gcomp run: device %q: this gcomp has no CUDA runtime yet; use --device sim (the PTX simulator) or ref", *device)
 	default:
-		return fmt.Errorf("gcomp run: unknown device %q (want ref)", *device)
+		return fmt.Errorf("gcomp run: unknown device %q (want ref or sim)", *device)
 	}
-	g, err := mf.load(path)
+	target, err := tf.get()
+	if err != nil {
+		return fmt.Errorf("gcomp run: %v", err)
+	}
+	g, art, err := loadRunnable(path, mf, target, *device != "ref")
 	if err != nil {
 		return err
 	}
-	params, err := bindParams(g, *weights, *strict, *seed, stderr)
+	in, params, err := vf.bind(g, stderr)
 	if err != nil {
 		return err
 	}
-	in, err := bindInputs(g, inputs, *seed, stderr)
-	if err != nil {
-		return err
+	var outs map[string]*tensor.Tensor
+	if *device == "ref" {
+		outs, err = ref.Run(g, in, params)
+	} else {
+		outs, err = runSim(art, in, params, *noCheck)
 	}
-	outs, err := ref.Run(g, in, params)
 	if err != nil {
 		return fmt.Errorf("gcomp run: %s: %v", path, err)
 	}
@@ -66,6 +74,80 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	return writeNPYFiles(*outDir, files)
+}
+
+// loadRunnable loads a model for running: a compiled module (model.ptx with
+// model.plan.json beside it) brings its source graph along; a .go or .gir
+// model is compiled in memory when compile is set.
+func loadRunnable(path string, mf modelFlags, target ptx.Target, compile bool) (*ir.Graph, *artifact.Artifact, error) {
+	if strings.HasSuffix(path, ".ptx") {
+		art, err := artifact.Read(path)
+		if err != nil {
+			return nil, nil, fmt.Errorf("gcomp: %v", err)
+		}
+		g, err := art.Plan.SourceGraph()
+		if err != nil {
+			return nil, nil, fmt.Errorf("gcomp: %s: %v", artifact.PlanPath(path), err)
+		}
+		return g, art, nil
+	}
+	g, err := mf.load(path)
+	if err != nil || !compile {
+		return g, nil, err
+	}
+	res, err := compiler.Compile(g, compiler.Options{Target: target})
+	if err != nil {
+		return nil, nil, fmt.Errorf("gcomp: %s: %v", path, err)
+	}
+	return g, res.Artifact, nil
+}
+
+// runSim runs a compiled model on a fresh simulated device and returns its
+// outputs by the graph's output names.
+func runSim(art *artifact.Artifact, in, params map[string]*tensor.Tensor, noCheck bool) (map[string]*tensor.Tensor, error) {
+	dev := simdev.New(simdev.Options{NoCheck: noCheck})
+	defer dev.Close()
+	prog, err := executor.Load(dev, art)
+	if err != nil {
+		return nil, err
+	}
+	defer prog.Close()
+	if err := prog.SetParams(params); err != nil {
+		return nil, err
+	}
+	res, err := prog.Run(in)
+	if err != nil {
+		return nil, err
+	}
+	return res.Outputs, nil
+}
+
+// valueFlags say where a run's weights and inputs come from.
+type valueFlags struct {
+	weights *string
+	strict  *bool
+	inputs  *multiFlag
+	seed    *uint64
+}
+
+func addValueFlags(fs *flag.FlagSet) valueFlags {
+	vf := valueFlags{inputs: &multiFlag{}}
+	vf.weights = fs.String("weights", "", "safetensors file with the parameters (missing ones use the model's initializers)")
+	vf.strict = fs.Bool("strict", false, "require --weights to hold every parameter")
+	fs.Var(vf.inputs, "input", "NAME=FILE.npy: an input's value (repeatable); inputs not given get seeded random data")
+	vf.seed = fs.Uint64("seed", 0, "seed for random inputs and initial weights")
+	return vf
+}
+
+// bind reads or makes every input and parameter of g; notes go to stderr.
+func (vf valueFlags) bind(g *ir.Graph, stderr io.Writer) (inputs, params map[string]*tensor.Tensor, err error) {
+	if params, err = bindParams(g, *vf.weights, *vf.strict, *vf.seed, stderr); err != nil {
+		return nil, nil, err
+	}
+	if inputs, err = bindInputs(g, *vf.inputs, *vf.seed, stderr); err != nil {
+		return nil, nil, err
+	}
+	return inputs, params, nil
 }
 
 func bindInputs(g *ir.Graph, specs []string, seed uint64, stderr io.Writer) (map[string]*tensor.Tensor, error) {

@@ -1,7 +1,11 @@
 package check_test
 
 import (
+	"math"
+	"strings"
 	"testing"
+
+	"github.com/gcomp/gcomp/artifact"
 
 	"github.com/gcomp/gcomp/compiler"
 	"github.com/gcomp/gcomp/examples/cnn"
@@ -71,5 +75,82 @@ func TestExamples(t *testing.T) {
 				t.Errorf("%d kernel runs, plan has %d kernels", len(rep.Kernels), len(res.Artifact.Plan.Kernels))
 			}
 		})
+	}
+}
+
+const linGraph = `graph lin {
+  input %x : f32[2,3]
+  param %w : f32[3] {init="normal"}
+  %0 = broadcast_in_dim(%w) {dims=[1], shape=[2,3]} : f32[2,3]
+  %1 = mul(%x, %0) : f32[2,3]
+  %2 = relu(%1) : f32[2,3]
+  output y = %2
+}
+`
+
+// A wrong kernel fails the comparison, and a kernel that stores out of bounds fails the run:
+// the check can fail.
+func TestCheckCatchesWrongKernels(t *testing.T) {
+	g, err := ir.Parse("lin.gir", []byte(linGraph))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := compiler.Compile(g, compiler.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inputs, params := values(t, g, 2)
+	art := res.Artifact
+	mutate := func(old, new string) *artifact.Artifact {
+		text := string(art.PTX)
+		if !strings.Contains(text, old) {
+			t.Fatalf("the module has no %q:\n%s", old, text)
+		}
+		return &artifact.Artifact{PTX: []byte(strings.Replace(text, old, new, 1)), Plan: art.Plan}
+	}
+	rep, err := check.Run(art, inputs, params)
+	if err != nil || !rep.Pass() {
+		t.Fatalf("the compiled module fails: %v %+v", err, rep)
+	}
+	rep, err = check.Run(mutate("mul.rn.f32", "add.rn.f32"), inputs, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Pass() || rep.Outputs[0].Bad == 0 || !strings.HasPrefix(rep.Outputs[0].First, "y[") {
+		t.Errorf("add instead of mul passed: %+v", rep.Outputs)
+	}
+	_, err = check.Run(mutate("st.global.f32 [%rd8]", "st.global.f32 [%rd8+4096]"), inputs, params)
+	if err == nil || !strings.Contains(err.Error(), "memcheck") || !strings.Contains(err.Error(), "output y") {
+		t.Errorf("out-of-bounds store: err = %v, want a memcheck error naming the output buffer", err)
+	}
+}
+
+func TestCompare(t *testing.T) {
+	f32 := ir.T(ir.F32, 4)
+	tests := []struct {
+		name      string
+		got, want []float64
+		tf32      bool
+		bad       int
+	}{
+		{"equal", []float64{1, 2, 3, 4}, []float64{1, 2, 3, 4}, false, 0},
+		{"within 1e-5", []float64{1 + 5e-6, 2, 3, 4}, []float64{1, 2, 3, 4}, false, 0},
+		{"outside 1e-5", []float64{1 + 1e-4, 2, 3, 4}, []float64{1, 2, 3, 4}, false, 1},
+		{"tf32 loosens", []float64{1 + 1e-3, 2, 3, 4}, []float64{1, 2, 3, 4}, true, 0},
+		{"near zero judged by the tensor's scale", []float64{1e-6, 2, 3, 4}, []float64{0, 2, 3, 4}, false, 0},
+		{"NaN never passes", []float64{math.NaN(), 2, 3, 4}, []float64{1, 2, 3, 4}, false, 1},
+		{"inf never passes", []float64{math.Inf(1), 2, 3, 4}, []float64{1, 2, 3, 4}, true, 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o := check.Compare("y", tensor.FromFloats(f32, tc.got), tensor.FromFloats(f32, tc.want), tc.tf32)
+			if o.Bad != tc.bad {
+				t.Errorf("bad = %d, want %d (%+v)", o.Bad, tc.bad, o)
+			}
+		})
+	}
+	i32 := ir.T(ir.I32, 2)
+	if o := check.Compare("n", tensor.FromFloats(i32, []float64{1, 2}), tensor.FromFloats(i32, []float64{1, 3}), false); o.Bad != 1 {
+		t.Errorf("integers must match exactly: %+v", o)
 	}
 }

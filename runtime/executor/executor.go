@@ -54,7 +54,7 @@ type KernelRun struct {
 	Counters *Counters // nil when the device measures nothing
 }
 
-// Result is one run's outputs (by output name) and per-kernel measurements in
+// Result is one run's outputs (by the model's output names) and per-kernel measurements in
 // launch order.
 type Result struct {
 	Outputs map[string]*tensor.Tensor
@@ -221,7 +221,7 @@ func (p *Program) Run(inputs map[string]*tensor.Tensor) (*Result, error) {
 	if err := p.dev.Sync(); err != nil {
 		return nil, err
 	}
-	for _, o := range p.plan.Outputs {
+	for i, o := range p.plan.Outputs {
 		b := p.bufs[artifact.ArgOutput][o.Name]
 		if b == nil {
 			b = p.lookup(o.Name)
@@ -234,7 +234,7 @@ func (p *Program) Run(inputs map[string]*tensor.Tensor) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		res.Outputs[o.Name] = t
+		res.Outputs[p.plan.OutputNames[i]] = t
 	}
 	return res, nil
 }

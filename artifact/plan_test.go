@@ -1,0 +1,111 @@
+package artifact_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gcomp/gcomp/artifact"
+	"github.com/gcomp/gcomp/compiler"
+	"github.com/gcomp/gcomp/ir"
+)
+
+const graph = `graph lin {
+  input %x : f32[4,8]
+  param %w : f32[8,8] {init="normal"}
+  %0 = dot_general(%x, %w) {lhs_contract=[1], rhs_contract=[0]} : f32[4,8]
+  %1 = relu(%0) : f32[4,8]
+  %2 = exp(%1) : f32[4,8]
+  %3 = reduce_sum(%2) {axes=[1]} : f32[4]
+  output y = %3
+}
+`
+
+func compiled(t *testing.T) *artifact.Artifact {
+	t.Helper()
+	g, err := ir.Parse("lin.gir", []byte(graph))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := compiler.Compile(g, compiler.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Artifact
+}
+
+func TestWriteRead(t *testing.T) {
+	a := compiled(t)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "lin.ptx")
+	if err := a.Write(path); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "lin.plan.json")); err != nil {
+		t.Fatal(err)
+	}
+	b, err := artifact.Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(b.PTX) != string(a.PTX) || string(b.Plan.JSON()) != string(a.Plan.JSON()) {
+		t.Error("the artifact read back differs from the one written")
+	}
+	g, err := b.Plan.SourceGraph()
+	if err != nil || g.String() != graph {
+		t.Errorf("source graph: %v\n%s", err, g)
+	}
+	// A module edited after the build no longer matches its plan.
+	os.WriteFile(path, append(b.PTX, '\n'), 0o644)
+	if _, err := artifact.Read(path); err == nil || !strings.Contains(err.Error(), "was not made for") {
+		t.Errorf("edited module: err = %v", err)
+	}
+}
+
+// Every way a plan can be inconsistent is one error that says what is wrong.
+func TestParsePlanErrors(t *testing.T) {
+	good := string(compiled(t).Plan.JSON())
+	tests := []struct {
+		name, old, new, want string
+	}{
+		{"format", `"gcomp-launch-plan"`, `"onnx"`, `not a launch plan (format "onnx"`},
+		{"version", `"version": 1`, `"version": 2`, "launch plan version 2"},
+		{"unknown field", `"tf32": false`, `"tf32": false, "extra": 1`, `unknown field "extra"`},
+		{"bad type", `"type": "f32[4,8]"`, `"type": "f33[4,8]"`, "bad type"},
+		{"size", `"size": 256`, `"size": 255`, "does not match its type"},
+		{"unknown arg", `"kind": "param"`, `"kind": "texture"`, `unknown kind "texture"`},
+		{"unknown buffer", `"name": "w"`, `"name": "v"`, `no param named "w"`},
+		{"grid", `"grid": [`, `"grid": [0, `, "must be positive"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if !strings.Contains(good, tc.old) {
+				t.Fatalf("the plan has no %q:\n%s", tc.old, good)
+			}
+			_, err := artifact.ParsePlan([]byte(strings.Replace(good, tc.old, tc.new, 1)))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v, want %q", err, tc.want)
+			}
+		})
+	}
+	if _, err := artifact.ParsePlan([]byte(good)); err != nil {
+		t.Errorf("the compiled plan does not parse: %v", err)
+	}
+}
+
+func FuzzParsePlan(f *testing.F) {
+	a := compiled(&testing.T{})
+	f.Add(a.Plan.JSON())
+	f.Add([]byte(`{"format": "gcomp-launch-plan", "version": 1}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p, err := artifact.ParsePlan(data)
+		if err != nil {
+			return
+		}
+		// A plan that parses validates again after a round trip.
+		if _, err := artifact.ParsePlan(p.JSON()); err != nil {
+			t.Fatalf("round trip: %v", err)
+		}
+	})
+}

@@ -1,0 +1,96 @@
+package compiler_test
+
+import (
+	"testing"
+
+	"github.com/gcomp/gcomp/compiler"
+	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/runtime/check"
+	"github.com/gcomp/gcomp/tensor"
+)
+
+// Graphs whose outputs are unusual still compile, bind and run: an output that is an input or
+// a parameter, one value under two output names, a constant output, a full reduction that
+// needs scratch memory, and a kernel reading an output another kernel wrote.
+func TestEdgeCases(t *testing.T) {
+	tests := []struct{ name, src string }{
+		{"output is an input", `graph g {
+  input %x : f32[4]
+  %0 = exp(%x) : f32[4]
+  output x = %x
+  output y = %0
+}
+`},
+		{"output is a param", `graph g {
+  input %x : f32[4]
+  param %w : f32[4] {init="normal"}
+  %0 = add(%x, %w) : f32[4]
+  output w = %w
+  output y = %0
+}
+`},
+		{"one value two names", `graph g {
+  input %x : f32[4]
+  %0 = neg(%x) : f32[4]
+  output a = %0
+  output b = %0
+}
+`},
+		{"constant output", `graph g {
+  input %x : f32[4]
+  %0 = constant() {dtype=f32, shape=[4], value=[1.5]} : f32[4]
+  %1 = mul(%x, %0) : f32[4]
+  output c = %0
+  output y = %1
+}
+`},
+		{"full reduction", `graph g {
+  input %x : f32[300,700]
+  %0 = reduce_sum(%x) {axes=[0,1]} : f32[]
+  output s = %0
+}
+`},
+		{"output read by a later kernel", `graph g {
+  input %x : f32[8,16]
+  param %w : f32[16,16] {init="normal"}
+  %0 = dot_general(%x, %w) {lhs_contract=[1], rhs_contract=[0]} : f32[8,16]
+  %1 = reduce_max(%0) {axes=[1]} : f32[8]
+  output h = %0
+  output m = %1
+}
+`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			g, err := ir.Parse("g.gir", []byte(tc.src))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := compiler.Compile(g, compiler.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			inputs, params := map[string]*tensor.Tensor{}, map[string]*tensor.Tensor{}
+			for _, v := range g.Inputs() {
+				inputs[v.Name] = tensor.RandomInput(v, 1)
+			}
+			for _, p := range g.Params() {
+				if params[p.Name], err = tensor.Initialize(p, 1); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rep, err := check.Run(res.Artifact, inputs, params)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rep.Outputs) != len(g.Outputs) {
+				t.Errorf("%d outputs compared, the graph has %d", len(rep.Outputs), len(g.Outputs))
+			}
+			for _, o := range rep.Outputs {
+				if !o.Pass() {
+					t.Errorf("%s: %d bad, first %s", o.Name, o.Bad, o.First)
+				}
+			}
+		})
+	}
+}
