@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gcomp/gcomp/artifact"
+	"github.com/gcomp/gcomp/internal/tolerance"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/runtime/executor"
 	"github.com/gcomp/gcomp/runtime/ref"
@@ -29,7 +30,7 @@ type Output struct {
 	Type     ir.Type
 	MaxAbs   float64 // largest |got − want|
 	MaxRel   float64 // largest |got − want| / |want| over elements with want ≠ 0
-	Rel, Abs float64 // the tolerance: |got − want| ≤ Rel·|want| + Abs
+	Rel, Abs float64 // the tolerance: |got − want| ≤ max(Rel·|want|, Abs)
 	Bad      int     // elements outside the tolerance
 	First    string  // the first bad element, described
 }
@@ -84,22 +85,6 @@ func Run(a *artifact.Artifact, inputs, params map[string]*tensor.Tensor) (*Repor
 	return rep, nil
 }
 
-// Tolerance is the relative tolerance for a dtype (see the package comment).
-func Tolerance(d ir.DType, tf32 bool) float64 {
-	switch d {
-	case ir.F32:
-		if tf32 {
-			return 5e-3
-		}
-		return 1e-5
-	case ir.F16, ir.BF16:
-		return 2e-2
-	case ir.F64:
-		return 1e-12
-	}
-	return 0
-}
-
 // Compare compares got with want element by element.
 func Compare(name string, got, want *tensor.Tensor, tf32 bool) Output {
 	o := Output{Name: name, Type: want.Type}
@@ -108,28 +93,29 @@ func Compare(name string, got, want *tensor.Tensor, tf32 bool) Output {
 		o.First = fmt.Sprintf("the device returned %v, the reference %s", typeOf(got), want.Type)
 		return o
 	}
-	o.Rel = Tolerance(want.Type.DType, tf32)
+	o.Rel, _ = tolerance.Tolerance(want.Type.DType, tf32, 0)
 	var sum float64
+	finite := 0
 	for i := range want.Len() {
-		sum += want.At(i) * want.At(i)
+		if w := want.At(i); !math.IsNaN(w) && !math.IsInf(w, 0) {
+			sum += w * w
+			finite++
+		}
 	}
-	if want.Len() > 0 && o.Rel > 0 {
-		o.Abs = o.Rel * max(math.Sqrt(sum/float64(want.Len())), 1e-30)
+	if finite > 0 && o.Rel > 0 {
+		o.Abs = o.Rel * max(math.Sqrt(sum/float64(finite)), 1e-30)
 	}
 	for i := range want.Len() {
 		g, w := got.At(i), want.At(i)
-		if g == w || (math.IsNaN(w) && math.IsNaN(g)) {
-			continue
-		}
 		d := math.Abs(g - w)
-		if math.IsNaN(d) || math.IsInf(d, 0) {
+		if math.IsNaN(d) {
 			d = math.Inf(1)
 		}
 		o.MaxAbs = max(o.MaxAbs, d)
-		if w != 0 {
+		if w != 0 && !math.IsInf(w, 0) && !math.IsNaN(w) {
 			o.MaxRel = max(o.MaxRel, d/math.Abs(w))
 		}
-		if d > o.Rel*math.Abs(w)+o.Abs {
+		if !tolerance.Within(g, w, o.Rel, o.Abs) {
 			if o.Bad == 0 {
 				o.First = fmt.Sprintf("%s[%s] = %v, want %v", name, index(want.Type.Shape, i), g, w)
 			}

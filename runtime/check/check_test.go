@@ -140,6 +140,7 @@ func TestCompare(t *testing.T) {
 		{"near zero judged by the tensor's scale", []float64{1e-6, 2, 3, 4}, []float64{0, 2, 3, 4}, false, 0},
 		{"NaN never passes", []float64{math.NaN(), 2, 3, 4}, []float64{1, 2, 3, 4}, false, 1},
 		{"inf never passes", []float64{math.Inf(1), 2, 3, 4}, []float64{1, 2, 3, 4}, true, 1},
+		{"not even against NaN", []float64{math.NaN(), 2, 3, 4}, []float64{math.NaN(), 2, 3, 4}, false, 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -4,11 +4,12 @@
 // GPU, that the generated kernels compute what the graph means. It is what
 // `gcomp check` and `make demo` print.
 //
-// Tolerances are per element, relative with an absolute floor:
-// |got − want| ≤ rel·|want| + rel·scale, where rel is 1e-5 for f32 (5e-3 when
-// f32 contractions run on TF32 tensor cores), 2e-2 for f16 and bf16, 1e-12
-// for f64, and integers and bools must match exactly; scale is the output's
-// root-mean-square reference value (at least 1e-30), so elements that cancel
-// to nearly zero are judged against the tensor's magnitude rather than their
-// own. A NaN or infinity where the reference is finite never passes.
+// Tolerances are per element, relative with an absolute floor, as
+// internal/tolerance defines them: |got − want| ≤ max(rel·|want|, abs), with
+// rel 1e-5 for f32 (5e-3 when f32 contractions run on TF32 tensor cores),
+// 2e-2 for f16 and bf16 and 1e-12 for f64; integers and bools must match
+// exactly, and NaN never passes. A whole model's output depends on many
+// contractions of unknown operand scale, so the floor is taken from the output
+// itself: abs = rel·RMS(reference output), which judges elements that cancel to
+// nearly zero against the tensor's typical magnitude.
 package check
