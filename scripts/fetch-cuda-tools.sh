@@ -1,5 +1,6 @@
 #!/bin/sh
 # fetch-cuda-tools.sh [DIR]
+# fetch-cuda-tools.sh --dev [DIR]
 #
 # Fetches NVIDIA's PTX tools (ptxas, cuobjdump, nvdisasm) and the CUDA driver
 # library (libcuda.so.1) from Debian bookworm's non-free component and unpacks
@@ -9,40 +10,67 @@
 # still runs the hooks the machine's apt configuration defines; on Debian they
 # only clear apt's own regenerable caches.)
 #
-# Idempotent: when DIR already holds a working ptxas the script only prints
-# where it is. Needs apt-get and dpkg (any Debian or Ubuntu machine); running
-# as root is not required but apt-get may want it for its lock files.
+# With --dev it fetches instead the two files the cgo binding behind the
+# `gorgonia` build tag compiles against: cuda.h and the link stub libcuda.so,
+# from the nvidia-cuda-dev package (CUDA 11.8; a 774 MB download of which
+# only those files are kept). They land in DIR/include/cuda.h and
+# DIR/lib/libcuda.so (default DIR: .cache/cuda-dev); the .deb is deleted.
+# Use them with
+#   CGO_CFLAGS=-IDIR/include CGO_LDFLAGS=-LDIR/lib go build -tags gorgonia ./...
 #
-# Prints the path of ptxas on its last line.
+# Idempotent: when DIR already holds a working ptxas (with --dev: both files)
+# the script only prints where it is. Needs apt-get and dpkg (any Debian or
+# Ubuntu machine); running as root is not required but apt-get may want it for
+# its lock files.
+#
+# Prints the path of ptxas (with --dev: DIR) on its last line.
 set -eu
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-dir=${1:-$root/.cache/cuda}
+mode=tools
+if [ "${1:-}" = "--dev" ]; then
+	mode=dev
+	shift
+fi
+if [ "$mode" = dev ]; then
+	dir=${1:-$root/.cache/cuda-dev}
+else
+	dir=${1:-$root/.cache/cuda}
+fi
 mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)
-
-# Packages unpacked into DIR. nvidia-cuda-toolkit holds ptxas, cuobjdump and
-# nvdisasm (they need only libc); libcuda1 is the driver library a
-# loader links against at run time.
-pkgs="nvidia-cuda-toolkit libcuda1"
 
 ptxas=$dir/usr/bin/ptxas
 stamp=$dir/.fetched
 
-if [ -f "$stamp" ] && [ -x "$ptxas" ] && "$ptxas" --version >/dev/null 2>&1; then
-	echo "$ptxas"
-	exit 0
+if [ "$mode" = dev ]; then
+	if [ -f "$stamp" ] && [ -s "$dir/include/cuda.h" ] && [ -s "$dir/lib/libcuda.so" ]; then
+		echo "$dir"
+		exit 0
+	fi
+	# nvidia-cuda-dev holds cuda.h and stubs/libcuda.so (and 2 GB of
+	# libraries we do not need).
+	pkgs="nvidia-cuda-dev"
+else
+	if [ -f "$stamp" ] && [ -x "$ptxas" ] && "$ptxas" --version >/dev/null 2>&1; then
+		echo "$ptxas"
+		exit 0
+	fi
+	# nvidia-cuda-toolkit holds ptxas, cuobjdump and nvdisasm (they need
+	# only libc); libcuda1 is the driver library a loader links against at
+	# run time.
+	pkgs="nvidia-cuda-toolkit libcuda1"
 fi
 
 state=$dir/apt
 mkdir -p "$state/lists/partial" "$state/cache/archives/partial" "$state/debs"
-cat >"$state/nf.sources" <<'EOF'
+cat >"$state/nf.sources" <<'SRC'
 Types: deb
 URIs: http://deb.debian.org/debian
 Suites: bookworm
 Components: non-free
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-EOF
+SRC
 
 apt() {
 	apt-get -q \
@@ -59,6 +87,28 @@ apt update >&2
 
 echo "fetch-cuda-tools: downloading $pkgs" >&2
 (cd "$state/debs" && rm -f ./*.deb && apt download $pkgs >&2)
+
+if [ "$mode" = dev ]; then
+	deb=$(ls "$state"/debs/*.deb)
+	tmp=$dir/unpack
+	rm -rf "$tmp"
+	mkdir -p "$tmp" "$dir/include" "$dir/lib"
+	echo "fetch-cuda-tools: extracting cuda.h and stubs/libcuda.so from $(basename "$deb")" >&2
+	dpkg-deb --fsys-tarfile "$deb" |
+		tar -x -C "$tmp" --wildcards '*/include/cuda.h' '*/stubs/libcuda.so'
+	h=$(find "$tmp" -name cuda.h -path '*/include/*' | head -n 1)
+	so=$(find "$tmp" -name libcuda.so -path '*/stubs/*' | head -n 1)
+	if [ -z "$h" ] || [ -z "$so" ]; then
+		echo "fetch-cuda-tools: $(basename "$deb") lacks cuda.h or stubs/libcuda.so" >&2
+		exit 1
+	fi
+	cp "$h" "$dir/include/cuda.h"
+	cp -L "$so" "$dir/lib/libcuda.so"
+	rm -rf "$tmp" "$state"/debs/*.deb
+	touch "$stamp"
+	echo "$dir"
+	exit 0
+fi
 
 for deb in "$state"/debs/*.deb; do
 	echo "fetch-cuda-tools: unpacking $(basename "$deb")" >&2
