@@ -1,6 +1,8 @@
 // Command demo is what `make demo` runs: it loads every example model the way gcomp does,
-// runs it on the reference interpreter with the seeded initial weights and random inputs, and
-// compares the outputs with PyTorch's for the same weights and inputs (testdata/torch).
+// compiles it to PTX (bin/examples/NAME.ptx and NAME.plan.json, as `gcomp build` writes them),
+// runs the compiled kernels on the PTX simulator with memcheck and racecheck on and compares them
+// with the reference interpreter (what `gcomp check` does), and compares the reference outputs
+// with PyTorch's for the same weights and inputs (testdata/torch).
 package main
 
 import (
@@ -8,13 +10,12 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/compiler"
 	"github.com/gcomp/gcomp/load"
-	"github.com/gcomp/gcomp/passes"
+	"github.com/gcomp/gcomp/runtime/check"
 	"github.com/gcomp/gcomp/runtime/ref"
 	"github.com/gcomp/gcomp/tensor"
 	"github.com/gcomp/gcomp/tensorio"
@@ -24,10 +25,10 @@ var examples = []string{"linreg", "mlp", "cnn", "rnn", "lstm", "transformer", "g
 
 func main() {
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "model\tparams\tops\tkernels (eager)\tarena KiB\tinputs\toutputs\tload ms\tref ms\tmax |ref − PyTorch|\t")
+	fmt.Fprintln(w, "model\tparams\tops\tkernels (eager)\tarena KiB\tPTX KiB\tload ms\tbuild ms\tsim ms\tref ms\tsim err/tol\tcheck\tmax |ref − PyTorch|\t")
 	failed := false
 	for _, name := range examples {
-		row, err := runExample(name)
+		row, err := runExample(name, &failed)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "demo: %s: %v\n", name, err)
 			failed = true
@@ -36,15 +37,22 @@ func main() {
 		fmt.Fprintln(w, row)
 	}
 	w.Flush()
-	fmt.Println("\nops: graph nodes from the DSL; kernels: after fusion (one per op without it); arena: the planned device")
-	fmt.Println("memory for intermediates; ref: the reference interpreter on all cores; PyTorch: float64 outputs of the")
-	fmt.Println("same module definitions for the same weights (scripts/torch_reference.sh).")
+	fmt.Println(`
+ops: graph nodes from the DSL; kernels: after fusion (one per op without it); arena: the planned
+device memory for intermediates; PTX: the module written to bin/examples; sim: the compiled kernels
+on the PTX simulator with memcheck, racecheck and synccheck; ref: the reference interpreter;
+err/tol: the worst element's error over its tolerance; check: every output within tolerance of the
+reference (what gcomp check does); PyTorch: float64 outputs of the same module definitions for the
+same weights (scripts/torch_reference.sh).`)
 	if failed {
 		os.Exit(1)
 	}
 }
 
-func runExample(name string) (string, error) {
+// outDir is where the compiled examples go (ignored by git).
+const outDir = "bin/examples"
+
+func runExample(name string, failed *bool) (string, error) {
 	path := filepath.Join("examples", name, "model.go")
 	start := time.Now()
 	g, err := load.File(path, load.Options{})
@@ -52,8 +60,17 @@ func runExample(name string) (string, error) {
 		return "", err
 	}
 	loadTime := time.Since(start)
-	compiled, err := passes.Run(g, passes.Options{})
+	start = time.Now()
+	compiled, err := compiler.Compile(g, compiler.Options{})
 	if err != nil {
+		return "", err
+	}
+	buildTime := time.Since(start)
+	art := compiled.Artifact
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		return "", err
+	}
+	if err := art.Write(filepath.Join(outDir, name+".ptx")); err != nil {
 		return "", err
 	}
 	params := map[string]*tensor.Tensor{}
@@ -70,12 +87,24 @@ func runExample(name string) (string, error) {
 	for _, v := range g.Inputs() {
 		inputs[v.Name] = tensor.RandomInput(v, 0)
 	}
+	rep, err := check.Run(art, inputs, params)
+	if err != nil {
+		return "", err
+	}
 	start = time.Now()
 	outs, err := ref.Run(g, inputs, params)
 	if err != nil {
 		return "", err
 	}
 	runTime := time.Since(start)
+	status, simRel := "ok", 0.0
+	for _, o := range rep.Outputs {
+		simRel = math.Max(simRel, o.Worst)
+		if !o.Pass() {
+			status = "FAIL " + o.First
+			*failed = true
+		}
+	}
 	worst := 0.0
 	for _, o := range g.Outputs {
 		a, err := tensorio.ReadNPYFile(filepath.Join("testdata", "torch", name, o.Name+".npy"))
@@ -91,25 +120,9 @@ func runExample(name string) (string, error) {
 		}
 	}
 	ops := len(g.Values) - len(g.Inputs()) - len(g.Params())
-	st := compiled.Stats
-	return fmt.Sprintf("%s\t%d\t%d\t%d (%d)\t%d\t%s\t%s\t%.1f\t%.1f\t%.1e\t", name, nparams, ops, st.Kernels, st.EagerKernels,
-		st.ArenaBytes/1024, types(g.Inputs()), outTypes(g), ms(loadTime), ms(runTime), worst), nil
+	st := compiled.Passes.Stats
+	return fmt.Sprintf("%s\t%d\t%d\t%d (%d)\t%d\t%d\t%.0f\t%.0f\t%.0f\t%.1f\t%.2f\t%s\t%.1e\t", name, nparams, ops, st.Kernels, st.EagerKernels,
+		st.ArenaBytes/1024, len(art.PTX)/1024, ms(loadTime), ms(buildTime), ms(rep.SimTime), ms(runTime), simRel, status, worst), nil
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
-func types(vs []*ir.Value) string {
-	var s []string
-	for _, v := range vs {
-		s = append(s, v.Name+" "+v.Type.String())
-	}
-	return strings.Join(s, ", ")
-}
-
-func outTypes(g *ir.Graph) string {
-	var s []string
-	for _, o := range g.Outputs {
-		s = append(s, o.Name+" "+o.Value.Type.String())
-	}
-	return strings.Join(s, ", ")
-}

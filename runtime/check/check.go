@@ -31,6 +31,7 @@ type Output struct {
 	MaxAbs   float64 // largest |got − want|
 	MaxRel   float64 // largest |got − want| / |want| over elements with want ≠ 0
 	Rel, Abs float64 // the tolerance: |got − want| ≤ max(Rel·|want|, Abs)
+	Worst    float64 // largest |got − want| / max(Rel·|want|, Abs): ≤ 1 passes
 	Bad      int     // elements outside the tolerance
 	First    string  // the first bad element, described
 }
@@ -115,6 +116,9 @@ func Compare(name string, got, want *tensor.Tensor, tf32 bool) Output {
 		if w != 0 && !math.IsInf(w, 0) && !math.IsNaN(w) {
 			o.MaxRel = max(o.MaxRel, d/math.Abs(w))
 		}
+		if bound := max(o.Rel*math.Abs(w), o.Abs); d > 0 {
+			o.Worst = max(o.Worst, d/bound)
+		}
 		if !tolerance.Within(g, w, o.Rel, o.Abs) {
 			if o.Bad == 0 {
 				o.First = fmt.Sprintf("%s[%s] = %v, want %v", name, index(want.Type.Shape, i), g, w)
@@ -146,13 +150,13 @@ func index(shape ir.Shape, i int) string {
 
 // WriteTable prints the per-output and per-kernel tables.
 func (r *Report) WriteTable(w io.Writer) {
-	fmt.Fprintf(w, "%-16s %-18s %10s %10s %10s  %s\n", "output", "type", "max abs", "max rel", "tolerance", "result")
+	fmt.Fprintf(w, "%-16s %-18s %10s %10s %10s %10s  %s\n", "output", "type", "max abs", "max rel", "tolerance", "err/tol", "result")
 	for _, o := range r.Outputs {
 		res := "ok"
 		if !o.Pass() {
 			res = fmt.Sprintf("FAIL: %d elements, first %s", o.Bad, o.First)
 		}
-		fmt.Fprintf(w, "%-16s %-18s %10.3g %10.3g %10.3g  %s\n", o.Name, o.Type, o.MaxAbs, o.MaxRel, o.Rel, res)
+		fmt.Fprintf(w, "%-16s %-18s %10.3g %10.3g %10.3g %10.3g  %s\n", o.Name, o.Type, o.MaxAbs, o.MaxRel, o.Rel, o.Worst, res)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "%-34s %14s %12s %10s %9s\n", "kernel", "grid×block", "warp insts", "coalesced", "conflicts")
