@@ -30,6 +30,9 @@ func loopKernel(k Kernel, globals *[]string) (string, Launch, error) {
 	if tt := findTransposeTile(g, shape); tt != nil {
 		return transposeKernel(k, tt, globals)
 	}
+	if pt := findPoolTile(g, shape); pt != nil {
+		return poolTileKernel(k, pt, globals)
+	}
 	n := shape.NumElements()
 	v, flat := vectorWidth(g, shape)
 	b := newBuilder(k.Name)

@@ -16,10 +16,10 @@ func (g *gen) pool(v *ir.Value, x *index) (val, error) {
 	return g.poolTaps(v, x, nil)
 }
 
-// poolTaps is pool with an optional source of taps: tap(kh, kw) returns the input element of
-// window position (kh, kw) when the caller already holds it (a vector load); nil reads it at
-// its index.
-func (g *gen) poolTaps(v *ir.Value, x *index, tap func(kh, kw int) val) (val, error) {
+// poolTaps is pool with an optional source of taps: tap(kh, kw, y) returns the input element of
+// window position (kh, kw), at index y of the input (coordinates clamped into the image), when
+// the caller holds it elsewhere (a vector load, shared memory); nil reads it at its index.
+func (g *gen) poolTaps(v *ir.Value, x *index, tap func(kh, kw int, y *index) val) (val, error) {
 	a := g.a
 	in := v.Args[0]
 	s := in.Type.Shape // [N, C, H, W]
@@ -55,11 +55,12 @@ func (g *gen) poolTaps(v *ir.Value, x *index, tap func(kh, kw int) val) (val, er
 				ih, iw = a.clamp(ih, s[2]), a.clamp(iw, s[3])
 			}
 			var xv val
+			y := newIndexCoords(s, []string{n, c, ih, iw})
 			if tap != nil {
-				xv = tap(kh, kw)
+				xv = tap(kh, kw, y)
 			} else {
 				var err error
-				if xv, err = g.eval(in, newIndexCoords(s, []string{n, c, ih, iw})); err != nil {
+				if xv, err = g.eval(in, y); err != nil {
 					return val{}, err
 				}
 			}
@@ -128,6 +129,6 @@ func (g *gen) poolGroup(v *ir.Value, x *index) (r val, ok bool, err error) {
 		rows[kh] = g.vectorLoad(in, lin, width)
 		g.poolRows[lk] = rows[kh]
 	}
-	r, err = g.poolTaps(v, x, func(kh, kw int) val { return rows[kh][j*stride[1]+kw] })
+	r, err = g.poolTaps(v, x, func(kh, kw int, _ *index) val { return rows[kh][j*stride[1]+kw] })
 	return r, true, err
 }

@@ -2,6 +2,7 @@ package ptx
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/gcomp/gcomp/ir"
@@ -19,6 +20,9 @@ func TestPooling(t *testing.T) {
 		{"avg_pool2d", 9, 7, 3, 2, 1, true},
 		{"avg_pool2d", 9, 7, 3, 1, 1, false},
 		{"avg_pool2d", 7, 7, 7, 7, 0, true}, // global average pooling
+		{"max_pool2d", 9, 11, 3, 1, 0, true},
+		{"max_pool2d", 13, 13, 3, 2, 0, true}, // overlapping windows
+		{"max_pool2d", 6, 9, 2, 3, 0, true},   // windows skip columns and rows
 	}
 	for _, c := range cases {
 		for _, nc := range [][2]int{{1, 1}, {2, 3}, {4, 16}} {
@@ -38,5 +42,59 @@ func TestPooling(t *testing.T) {
 				checkKernel(t, Kernel{Name: "k_pool_relu", Graph: g}, in, true)
 			})
 		}
+	}
+}
+
+// A pool read at the output's linear index stages its input range through shared memory (the
+// pool tile): the input may be computed, the output reshaped, the dtype 16-bit; every block's
+// loads cover whole sectors. An image row too wide for the stage keeps per-thread window reads.
+func TestPoolTile(t *testing.T) {
+	cases := []struct {
+		name string
+		src  string
+		tile bool
+	}{
+		{"relu_pool_reshape", `graph g {
+  input %x : f32[3,5,14,14]
+  %0 = relu(%x) : f32[3,5,14,14]
+  %1 = max_pool2d(%0) {kernel=[2,2], padding=[0,0], stride=[2,2]} : f32[3,5,7,7]
+  %2 = reshape(%1) {shape=[3,245]} : f32[3,245]
+  output y = %2
+}`, true},
+		{"f16_avg", `graph g {
+  input %x : f16[2,8,10,12]
+  %0 = avg_pool2d(%x) {kernel=[2,2], padding=[0,0], stride=[2,2]} : f16[2,8,5,6]
+  output y = %0
+}`, true},
+		{"padded_3x3", `graph g {
+  input %x : f32[2,4,17,9]
+  %0 = max_pool2d(%x) {kernel=[3,3], padding=[1,1], stride=[2,2]} : f32[2,4,9,5]
+  output y = %0
+}`, true},
+		{"wide_rows", `graph g {
+  input %x : f32[1,1,8,8192]
+  %0 = max_pool2d(%x) {kernel=[2,2], padding=[0,0], stride=[2,2]} : f32[1,1,4,4096]
+  output y = %0
+}`, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			g := parse(t, c.src)
+			k := Kernel{Name: "k_" + c.name, Graph: g}
+			text, _, err := Generate(k, Target{SM: 80})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Contains(text, "pool_in"); got != c.tile {
+				t.Fatalf("pool tile used: %v, want %v", got, c.tile)
+			}
+			res := checkKernel(t, k, inputsFor(g, 3, 2), true)
+			if res == nil || !c.tile {
+				return
+			}
+			if eff := float64(res.stats.GlobalLoadBytes) / float64(32*res.stats.GlobalLoadSectors); eff < 0.9 {
+				t.Errorf("loads %.0f%% coalesced", 100*eff)
+			}
+		})
 	}
 }

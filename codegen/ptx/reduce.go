@@ -402,15 +402,7 @@ func colReduce(k Kernel, rs reduceShape, reds []*ir.Value, globals *[]string) (s
 	colSlot := a.mad(tx, 8, partBase)
 	ctiles := ceilDiv(rs.c, colWidth)
 	tiles := rs.a * ctiles
-	tile := b.reg(rU32)
-	b.ins("mov.u32", tile, "%ctaid.x")
-	ntiles := b.reg(rU32)
-	b.ins("mov.u32", ntiles, "%nctaid.x")
-	head, done := b.label("tile"), b.label("tiles_done")
-	b.place(head)
-	p := b.reg(rPred)
-	b.ins("setp.ge.u32", p, tile, imm(tiles))
-	b.braIf(p, done)
+	tile, next := blockTiles(b, tiles)
 	ai := a.div(tile, ctiles)
 	c := a.add(a.mul(a.rem(tile, ctiles), colWidth), tx)
 	cok := b.reg(rPred)
@@ -467,9 +459,7 @@ func colReduce(k Kernel, rs reduceShape, reds []*ir.Value, globals *[]string) (s
 	}
 	gn.reset()
 	b.place(skip)
-	b.ins("add.s32", tile, tile, ntiles)
-	b.bra(head)
-	b.place(done)
+	next()
 	if gn.err != nil {
 		return "", Launch{}, gn.err
 	}

@@ -24,12 +24,7 @@ func findTransposeTile(g *ir.Graph, shape ir.Shape) *transposeTile {
 	if r < 2 || shape[r-1] < 16 {
 		return nil
 	}
-	uses := map[*ir.Value][]*ir.Value{}
-	for _, v := range live(g) {
-		for _, a := range v.Args {
-			uses[a] = append(uses[a], v)
-		}
-	}
+	uses := usesOf(g)
 	for _, v := range live(g) {
 		if v.Op != "transpose" || !v.Type.Shape.Equal(shape) {
 			continue
@@ -49,19 +44,7 @@ func findTransposeTile(g *ir.Graph, shape ir.Shape) *transposeTile {
 		}
 		// Only elementwise consumers of the output's shape, so the view is read at the output's
 		// own index.
-		ok := true
-		var check func(u *ir.Value)
-		check = func(u *ir.Value) {
-			for _, c := range uses[u] {
-				if !(ops.ClassOf(c.Op) == ops.Elementwise || c.Op == "select") || !c.Type.Shape.Equal(shape) {
-					ok = false
-					return
-				}
-				check(c)
-			}
-		}
-		check(v)
-		if ok {
+		if readAtIndex(uses, v, false) {
 			return &transposeTile{view: v, p: p, last: r - 1}
 		}
 	}
@@ -96,15 +79,7 @@ func transposeKernel(k Kernel, tt *transposeTile, globals *[]string) (string, La
 	}
 	tp, tl := ceilDiv(shape[tt.p], tileDim), ceilDiv(shape[tt.last], tileDim)
 	tiles := rest.NumElements() * tp * tl
-	id := b.reg(rU32)
-	b.ins("mov.u32", id, "%ctaid.x")
-	step := b.reg(rU32)
-	b.ins("mov.u32", step, "%nctaid.x")
-	head, done := b.label("tile"), b.label("tiles_done")
-	b.place(head)
-	pr := b.reg(rPred)
-	b.ins("setp.ge.u32", pr, id, imm(tiles))
-	b.braIf(pr, done)
+	id, next := blockTiles(b, tiles)
 	gn.reset()
 	p0 := a.mul(a.rem(a.div(id, tl), tp), tileDim)
 	l0 := a.mul(a.rem(id, tl), tileDim)
@@ -178,14 +153,36 @@ func transposeKernel(k Kernel, tt *transposeTile, globals *[]string) (string, La
 		b.place(skip)
 	}
 	b.ins("bar.sync", "0") // the next tile overwrites the buffer
-	b.ins("add.s32", id, id, step)
-	b.bra(head)
-	b.place(done)
+	next()
 	if gn.err != nil {
 		return "", Launch{}, gn.err
 	}
 	l := Launch{Grid: [3]int{max(1, min(tiles, maxLoopBlocks)), 1, 1}, Block: [3]int{tileDim * tileRows, 1, 1}, Params: args}
 	return b.text(), l, nil
+}
+
+// usesOf maps each live value of g to the live values that take it as an argument.
+func usesOf(g *ir.Graph) map[*ir.Value][]*ir.Value {
+	uses := map[*ir.Value][]*ir.Value{}
+	for _, v := range live(g) {
+		for _, a := range v.Args {
+			uses[a] = append(uses[a], v)
+		}
+	}
+	return uses
+}
+
+// readAtIndex reports whether every consumer of v, transitively, is elementwise at its
+// argument's shape (or, with reshapes, a reshape), so that v is read only at the index of the
+// kernel's outputs: the same coordinates, or with reshapes the same linear position.
+func readAtIndex(uses map[*ir.Value][]*ir.Value, v *ir.Value, reshapes bool) bool {
+	for _, c := range uses[v] {
+		same := (ops.ClassOf(c.Op) == ops.Elementwise || c.Op == "select") && c.Type.Shape.Equal(v.Type.Shape)
+		if !same && !(reshapes && c.Op == "reshape") || !readAtIndex(uses, c, reshapes) {
+			return false
+		}
+	}
+	return true
 }
 
 // memClassShared is the register class a value of dtype d travels through shared memory in.
