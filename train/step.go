@@ -1,0 +1,277 @@
+package train
+
+import (
+	"fmt"
+
+	"github.com/gcomp/gcomp/frontend"
+	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ops"
+	"github.com/gcomp/gcomp/passes/autodiff"
+	"github.com/gcomp/gcomp/tensor"
+)
+
+// Names in a train-step graph (see StepGraph).
+const (
+	NewPrefix    = "new."               // output "new.X" is the next step's value of X
+	OptPrefix    = "opt."               // optimizer state inputs: "opt.<param>.<slot>", "opt.step"
+	StepName     = "opt.step"           // f32[] optimizer step count, 0 before the first step
+	ScaleName    = "amp.scale"          // f32[] dynamic loss scale
+	TrackerName  = "amp.growth_tracker" // i32[] clean steps since the scale last changed
+	FoundInfName = "amp.found_inf"      // f32[] output: 1 if this step's gradients were not finite (the step was skipped)
+	DefaultLoss  = "loss"
+)
+
+// Options configure Step.
+type Options struct {
+	// Loss is the model output to minimize, a float scalar (default "loss").
+	Loss string
+	// Params lists the parameters to train (default: every float parameter, in declaration order).
+	// The others stay parameters of the step graph but are not updated.
+	Params []string
+	// AMP is "" (f32 throughout), "bf16" or "f16": matmuls and convolutions (forward and
+	// backward) read their operands rounded to that dtype and accumulate in f32; everything
+	// else, the master weights and the optimizer stay f32.
+	AMP string
+	// LossScale is the dynamic loss scaler. nil means GradScaler's defaults when AMP is "f16"
+	// and no scaling otherwise; set Disabled to turn it off for f16.
+	LossScale *LossScale
+}
+
+// LossScale is torch.cuda.amp.GradScaler's dynamic loss scaling, computed inside the step graph.
+type LossScale struct {
+	Init           float64 // initial scale (65536)
+	Growth         float64 // factor after GrowthInterval clean steps in a row (2)
+	Backoff        float64 // factor after a step with inf or NaN gradients (0.5)
+	GrowthInterval int     // (2000)
+	Disabled       bool
+}
+
+// DefaultLossScale returns GradScaler's defaults.
+func DefaultLossScale() *LossScale {
+	return &LossScale{Init: 65536, Growth: 2, Backoff: 0.5, GrowthInterval: 2000}
+}
+
+// StateVar is one state input of a step graph and its value before the first step.
+type StateVar struct {
+	Name string
+	Type ir.Type
+	Init float64 // every element
+}
+
+// StepGraph is one training step as one graph:
+//
+//   - inputs: the batch (the model's inputs), then the state (optimizer slots
+//     "opt.<param>.<slot>", the step count "opt.step", the loss scaler's "amp.scale" and
+//     "amp.growth_tracker");
+//   - parameters: the model's parameters, under their state_dict names;
+//   - outputs: the model's outputs (among them the loss), then "new.<param>" for every trained
+//     parameter and "new.<state>" for every state input, and "amp.found_inf" with loss scaling.
+//
+// StateBindings maps each "new." output to the input or parameter it replaces at the next step:
+// an executor feeds outputs back through it, and may give the output the input's buffer (donation),
+// since nothing reads the old value after the update.
+type StepGraph struct {
+	Graph         *ir.Graph
+	Loss          string
+	Params        []string // trained parameters
+	State         []StateVar
+	StateBindings map[string]string // output name → input or parameter name
+	Optimizer     Optimizer
+	AMP           string
+	LossScale     *LossScale // nil without loss scaling
+}
+
+// InitState returns the state inputs' values before the first step.
+func (s *StepGraph) InitState() map[string]*tensor.Tensor {
+	st := make(map[string]*tensor.Tensor, len(s.State))
+	for _, v := range s.State {
+		t := tensor.New(v.Type)
+		for i := range t.F {
+			t.F[i] = v.Init
+		}
+		for i := range t.I {
+			t.I[i] = int64(v.Init)
+		}
+		st[v.Name] = t
+	}
+	return st
+}
+
+// Step builds the training step of model, which declares the batch as inputs, the parameters,
+// and the loss as an output (see Options.Loss).
+func Step(name string, model func(*frontend.Builder), opt Optimizer, o Options) (*StepGraph, error) {
+	g, err := frontend.Build(name, model)
+	if err != nil {
+		return nil, err
+	}
+	return StepFromGraph(g, opt, o)
+}
+
+// StepFromGraph builds the training step of a forward graph. g is not changed.
+func StepFromGraph(fwd *ir.Graph, opt Optimizer, o Options) (*StepGraph, error) {
+	if err := opt.Check(); err != nil {
+		return nil, err
+	}
+	if o.Loss == "" {
+		o.Loss = DefaultLoss
+	}
+	var amp ir.DType
+	switch o.AMP {
+	case "":
+	case "bf16":
+		amp = ir.BF16
+	case "f16":
+		amp = ir.F16
+	default:
+		return nil, fmt.Errorf("train: unknown AMP dtype %q (want bf16 or f16)", o.AMP)
+	}
+	ls := o.LossScale
+	if ls == nil && o.AMP == "f16" {
+		ls = DefaultLossScale()
+	}
+	if ls != nil && ls.Disabled {
+		ls = nil
+	}
+	if ls != nil && !(ls.Init > 0 && ls.Growth >= 1 && ls.Backoff > 0 && ls.Backoff < 1 && ls.GrowthInterval >= 1) {
+		return nil, fmt.Errorf("train: invalid loss scaling %+v", *ls)
+	}
+	g := fwd.Clone()
+	g.Name = fwd.Name + "_train_step"
+	var loss *ir.Value
+	for _, out := range g.Outputs {
+		if out.Name == o.Loss {
+			loss = out.Value
+		}
+	}
+	if loss == nil {
+		return nil, fmt.Errorf("train: graph %s has no output %q (the loss to minimize)", fwd.Name, o.Loss)
+	}
+	if loss.Type.Shape.Rank() != 0 || !loss.Type.DType.IsFloat() {
+		return nil, fmt.Errorf("train: the loss %s must be a float scalar, have %s", o.Loss, loss.Type)
+	}
+	params, err := trainable(g, o.Params)
+	if err != nil {
+		return nil, err
+	}
+	s := &StepGraph{Graph: g, Loss: o.Loss, StateBindings: map[string]string{}, Optimizer: opt, AMP: o.AMP, LossScale: ls}
+	var clash string
+	state := func(name string, t ir.Type, init float64) *ir.Value {
+		if g.Lookup(name) != nil && clash == "" {
+			clash = name
+		}
+		s.State = append(s.State, StateVar{name, t, init})
+		return g.Input(name, t, nil)
+	}
+	for _, p := range params {
+		s.Params = append(s.Params, p.Name)
+	}
+	slots := make([][]*ir.Value, len(params))
+	for i, p := range params {
+		for _, slot := range opt.Slots() {
+			slots[i] = append(slots[i], state(OptPrefix+p.Name+"."+slot, p.Type, 0))
+		}
+	}
+	var step, scale, tracker *ir.Value
+	if opt.Counts() {
+		step = state(StepName, ir.T(ir.F32), 0)
+	}
+	if ls != nil {
+		scale = state(ScaleName, ir.T(ir.F32), ls.Init)
+		tracker = state(TrackerName, ir.T(ir.I32), 0)
+	}
+	if clash != "" {
+		return nil, fmt.Errorf("train: graph %s already declares %s, a name the step's state uses", fwd.Name, clash)
+	}
+	err = autodiff.Emit(g, func(e *autodiff.Emitter) {
+		var seed *ir.Value
+		if scale != nil {
+			seed = e.Cast(scale, loss.Type.DType) // the gradient of scale·loss
+		}
+		grads, err := autodiff.Append(g, loss, seed, params)
+		if err != nil {
+			e.Fail("%v", err)
+		}
+		if amp != ir.Invalid {
+			autocast(g, amp)
+		}
+		var found *ir.Value
+		if scale != nil {
+			grads, found = unscale(e, grads, scale)
+		}
+		var newStep *ir.Value
+		if step != nil {
+			newStep = e.AddScalar(step, 1)
+		}
+		for i, p := range params {
+			np, ns := opt.Update(e, Update{Param: p, Grad: grads[i], Slots: slots[i], Step: newStep})
+			if found != nil {
+				np = keepIf(e, found, p, np)
+				for j := range ns {
+					ns[j] = keepIf(e, found, slots[i][j], ns[j])
+				}
+			}
+			s.output(np, p.Name)
+			for j, slot := range ns {
+				s.output(slot, slots[i][j].Name)
+			}
+		}
+		if step != nil {
+			if found != nil {
+				newStep = keepIf(e, found, step, newStep)
+			}
+			s.output(newStep, StepName)
+		}
+		if scale != nil {
+			newScale, newTracker := updateScale(e, ls, found, scale, tracker)
+			s.output(newScale, ScaleName)
+			s.output(newTracker, TrackerName)
+			g.SetOutput(FoundInfName, e.Cast(found, ir.F32))
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("train: %v", err)
+	}
+	if err := ops.Verify(g); err != nil {
+		return nil, fmt.Errorf("train: internal error: the step graph does not verify: %v", err)
+	}
+	return s, nil
+}
+
+// output adds "new.<name>" bound to name.
+func (s *StepGraph) output(v *ir.Value, name string) {
+	s.Graph.SetOutput(NewPrefix+name, v)
+	s.StateBindings[NewPrefix+name] = name
+}
+
+// trainable returns the named parameters, or every float parameter.
+func trainable(g *ir.Graph, names []string) ([]*ir.Value, error) {
+	if names == nil {
+		var ps []*ir.Value
+		for _, p := range g.Params() {
+			if p.Type.DType.IsFloat() {
+				ps = append(ps, p)
+			}
+		}
+		if len(ps) == 0 {
+			return nil, fmt.Errorf("train: graph %s has no float parameters to train", g.Name)
+		}
+		return ps, nil
+	}
+	ps := make([]*ir.Value, len(names))
+	for i, n := range names {
+		v := g.Lookup(n)
+		if v == nil || v.Op != ir.OpParam {
+			return nil, fmt.Errorf("train: graph %s has no parameter %q", g.Name, n)
+		}
+		if !v.Type.DType.IsFloat() {
+			return nil, fmt.Errorf("train: parameter %s is %s, not a float tensor", n, v.Type)
+		}
+		ps[i] = v
+	}
+	return ps, nil
+}
+
+// keepIf is found ? old : updated, elementwise (found is a bool scalar).
+func keepIf(e *autodiff.Emitter, found, old, updated *ir.Value) *ir.Value {
+	return e.Select(e.BroadcastScalar(found, old.Type.Shape), old, updated)
+}
