@@ -19,15 +19,18 @@ const Alignment = 256
 // Plan places the intermediate buffers of a kernel graph in one device arena. Inputs,
 // parameters and outputs have buffers of their own and are listed for the runtime.
 type Plan struct {
-	ArenaBytes      int64          `json:"arena_bytes"`
-	Alignment       int            `json:"alignment"`
-	Heuristic       string         `json:"heuristic"` // the placement that gave the smaller arena
-	NaiveBytes      int64          `json:"naive_bytes"`
-	LowerBoundBytes int64          `json:"lower_bound_bytes"`
-	Buffers         []PlacedBuffer `json:"buffers"`
-	Inputs          []IOBuffer     `json:"inputs"`
-	Params          []IOBuffer     `json:"params"`
-	Outputs         []IOBuffer     `json:"outputs"`
+	ArenaBytes      int64  `json:"arena_bytes"`
+	Alignment       int    `json:"alignment"`
+	Heuristic       string `json:"heuristic"` // the placement that gave the smaller arena
+	NaiveBytes      int64  `json:"naive_bytes"`
+	LowerBoundBytes int64  `json:"lower_bound_bytes"` // no 256-byte-aligned placement needs less (see alignedBound)
+	// UnalignedLowerBoundBytes is the most temp bytes live at one kernel at their exact sizes:
+	// the bound before alignment is taken into account, which no aligned plan may reach.
+	UnalignedLowerBoundBytes int64          `json:"lower_bound_unaligned_bytes"`
+	Buffers                  []PlacedBuffer `json:"buffers"`
+	Inputs                   []IOBuffer     `json:"inputs"`
+	Params                   []IOBuffer     `json:"params"`
+	Outputs                  []IOBuffer     `json:"outputs"`
 }
 
 // PlacedBuffer is an intermediate in the arena: bytes [Offset, Offset+Size) from the kernel
@@ -62,7 +65,8 @@ func indentedJSON(v any) []byte {
 // String prints the plan as a table, one arena buffer per line.
 func (p *Plan) String() string {
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "arena %d bytes (%s; lower bound %d, naive %d)\n", p.ArenaBytes, p.Heuristic, p.LowerBoundBytes, p.NaiveBytes)
+	fmt.Fprintf(&sb, "arena %d bytes (%s; lower bound %d, %d without alignment; naive %d)\n",
+		p.ArenaBytes, p.Heuristic, p.LowerBoundBytes, p.UnalignedLowerBoundBytes, p.NaiveBytes)
 	for _, b := range p.Buffers {
 		fmt.Fprintf(&sb, "  %-12s offset %9d size %9d live k%d..k%d", b.Name, b.Offset, b.Size, b.LiveFrom, b.LiveTo)
 		if b.InPlaceOf != "" {
@@ -183,7 +187,8 @@ func ready(k *Kernel, written map[*Buffer]bool) bool {
 // over it.
 type unit struct {
 	bufs   []*Buffer
-	size   int64 // aligned
+	size   int64 // aligned: where the next buffer above it may start
+	bytes  int64 // exact: the largest of bufs (they have equal sizes)
 	from   int
 	to     int
 	offset int64
@@ -215,10 +220,11 @@ func planMemory(kg *KernelGraph) *Plan {
 				u := unitOf[in]
 				u.bufs = append(u.bufs, out)
 				u.to = max(u.to, live[out].to)
+				u.bytes = max(u.bytes, out.Bytes())
 				unitOf[out] = u
 				continue
 			}
-			u := &unit{bufs: []*Buffer{out}, size: alignUp(out.Bytes()), from: live[out].from, to: live[out].to}
+			u := &unit{bufs: []*Buffer{out}, size: alignUp(out.Bytes()), bytes: out.Bytes(), from: live[out].from, to: live[out].to}
 			units = append(units, u)
 			unitOf[out] = u
 		}
@@ -229,7 +235,8 @@ func planMemory(kg *KernelGraph) *Plan {
 			p.NaiveBytes += b.Bytes()
 		}
 	}
-	p.LowerBoundBytes = unitPeak(units, len(kg.Kernels))
+	p.UnalignedLowerBoundBytes = unitPeak(units, len(kg.Kernels))
+	p.LowerBoundBytes = alignedBound(units, len(kg.Kernels))
 	p.ArenaBytes = -1
 	var best []int64
 	var bestOrder []*unit
@@ -245,7 +252,7 @@ func planMemory(kg *KernelGraph) *Plan {
 			p.Heuristic, p.ArenaBytes, best, bestOrder = h.name, arena, offsets(units), h.order
 		}
 	}
-	if arena, offs := improveOrder(units, bestOrder, p.ArenaBytes, alignedPeak(units, len(kg.Kernels))); arena < p.ArenaBytes {
+	if arena, offs := improveOrder(units, bestOrder, p.ArenaBytes, p.LowerBoundBytes); arena < p.ArenaBytes {
 		p.Heuristic += " + swaps"
 		p.ArenaBytes, best = arena, offs
 	}
@@ -278,12 +285,8 @@ func planMemory(kg *KernelGraph) *Plan {
 func unitPeak(units []*unit, n int) int64 {
 	delta := make([]int64, n+1)
 	for _, u := range units {
-		var size int64
-		for _, b := range u.bufs {
-			size = max(size, b.Bytes())
-		}
-		delta[u.from] += size
-		delta[u.to+1] -= size
+		delta[u.from] += u.bytes
+		delta[u.to+1] -= u.bytes
 	}
 	var cur, peak int64
 	for _, d := range delta {
@@ -291,6 +294,28 @@ func unitPeak(units []*unit, n int) int64 {
 		peak = max(peak, cur)
 	}
 	return peak
+}
+
+// alignedBound is the lower bound on the arena that respects alignment: at each kernel, the
+// smallest arena that holds the units live there, every one at a multiple of Alignment. Sorted
+// by offset, each unit but the top one ends before the next aligned offset, so it takes its
+// aligned size; the top one takes its exact size. The best order puts the unit with the most
+// padding on top: sum of aligned sizes minus the largest padding. The maximum over kernels
+// bounds every aligned placement of the whole schedule from below.
+func alignedBound(units []*unit, n int) int64 {
+	sum := make([]int64, n)
+	pad := make([]int64, n)
+	for _, u := range units {
+		for s := u.from; s <= u.to; s++ {
+			sum[s] += u.size
+			pad[s] = max(pad[s], u.size-u.bytes)
+		}
+	}
+	var bound int64
+	for s := range sum {
+		bound = max(bound, sum[s]-pad[s])
+	}
+	return bound
 }
 
 // inPlaceCandidate returns a temp buffer that out may overwrite: k is a loop kernel that reads
@@ -334,7 +359,7 @@ func elementwiseUse(k *Kernel, name string) bool {
 
 // improveOrder searches around the best placement order: it swaps two units (chosen by a
 // fixed-seed generator, so plans are reproducible), places again, and keeps swaps that do not
-// grow the arena. It stops at the aligned lower bound or after a budget of placement work.
+// grow the arena. It stops at the lower bound or after a budget of placement work.
 func improveOrder(units, order []*unit, arena, bound int64) (int64, []int64) {
 	n := len(order)
 	if n < 3 || arena <= bound {
@@ -357,21 +382,6 @@ func improveOrder(units, order []*unit, arena, bound int64) (int64, []int64) {
 		}
 	}
 	return best, bestOffs
-}
-
-// alignedPeak is the most aligned bytes live at one kernel: no placement does better.
-func alignedPeak(units []*unit, n int) int64 {
-	delta := make([]int64, n+1)
-	for _, u := range units {
-		delta[u.from] += u.size
-		delta[u.to+1] -= u.size
-	}
-	var cur, peak int64
-	for _, d := range delta {
-		cur += d
-		peak = max(peak, cur)
-	}
-	return peak
 }
 
 func offsets(units []*unit) []int64 {
@@ -438,7 +448,8 @@ func orderByBreadth(units []*unit, n int) []*unit {
 }
 
 // placeBestFit places units in the given order, each in the smallest gap between the units
-// already placed that are live at the same time, and returns the arena size.
+// already placed that are live at the same time, and returns the arena size: the end of the
+// highest buffer (the arena itself needs no padding after its last byte).
 func placeBestFit(units []*unit, order []*unit) int64 {
 	for _, u := range units {
 		u.placed = false
@@ -464,7 +475,7 @@ func placeBestFit(units []*unit, order []*unit) int64 {
 			best = end
 		}
 		u.offset, u.placed = best, true
-		arena = max(arena, u.offset+u.size)
+		arena = max(arena, u.offset+u.bytes)
 	}
 	return arena
 }

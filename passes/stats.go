@@ -24,18 +24,20 @@ const CostModel = "H100 SXM roofline model (not a measurement): per kernel max(D
 
 // Stats is the cost report of a compiled graph. The JSON field names are a public format.
 type Stats struct {
-	Kernels         int           `json:"kernels"`
-	EagerKernels    int           `json:"eager_kernels"`
-	DRAMBytes       int64         `json:"dram_bytes"`
-	EagerDRAMBytes  int64         `json:"eager_dram_bytes"`
-	IdealDRAMBytes  int64         `json:"ideal_dram_bytes"`
-	Flops           int64         `json:"flops"`
-	ArenaBytes      int64         `json:"arena_bytes"`
-	NaiveBytes      int64         `json:"naive_bytes"`
-	LowerBoundBytes int64         `json:"lower_bound_bytes"`
-	ModeledTimeUS   float64       `json:"modeled_time_us"`
-	Model           string        `json:"model"`
-	PerKernel       []KernelStats `json:"per_kernel"`
+	Kernels         int   `json:"kernels"`
+	EagerKernels    int   `json:"eager_kernels"`
+	DRAMBytes       int64 `json:"dram_bytes"`
+	EagerDRAMBytes  int64 `json:"eager_dram_bytes"`
+	IdealDRAMBytes  int64 `json:"ideal_dram_bytes"`
+	Flops           int64 `json:"flops"`
+	ArenaBytes      int64 `json:"arena_bytes"`
+	NaiveBytes      int64 `json:"naive_bytes"`
+	LowerBoundBytes int64 `json:"lower_bound_bytes"`
+	// UnalignedLowerBoundBytes is the lower bound without 256-byte alignment (exact sizes).
+	UnalignedLowerBoundBytes int64         `json:"lower_bound_unaligned_bytes"`
+	ModeledTimeUS            float64       `json:"modeled_time_us"`
+	Model                    string        `json:"model"`
+	PerKernel                []KernelStats `json:"per_kernel"`
 }
 
 // KernelStats is one kernel's share of the report.
@@ -62,7 +64,7 @@ func (s *Stats) WriteTable(w io.Writer) {
 	tw.Flush()
 	fmt.Fprintf(w, "kernels %d (eager %d)\n", s.Kernels, s.EagerKernels)
 	fmt.Fprintf(w, "DRAM bytes %d (eager %d, ideal %d)\n", s.DRAMBytes, s.EagerDRAMBytes, s.IdealDRAMBytes)
-	fmt.Fprintf(w, "arena bytes %d (lower bound %d, naive %d)\n", s.ArenaBytes, s.LowerBoundBytes, s.NaiveBytes)
+	fmt.Fprintf(w, "arena bytes %d (lower bound %d, %d without alignment; naive %d)\n", s.ArenaBytes, s.LowerBoundBytes, s.UnalignedLowerBoundBytes, s.NaiveBytes)
 	fmt.Fprintf(w, "modeled time %.3f µs: %s\n", s.ModeledTimeUS, s.Model)
 }
 
@@ -78,7 +80,7 @@ func costPass(st *State) error {
 		s.Flops += flops(v)
 	}
 	if p := st.Plan; p != nil {
-		s.ArenaBytes, s.NaiveBytes, s.LowerBoundBytes = p.ArenaBytes, p.NaiveBytes, p.LowerBoundBytes
+		s.ArenaBytes, s.NaiveBytes, s.LowerBoundBytes, s.UnalignedLowerBoundBytes = p.ArenaBytes, p.NaiveBytes, p.LowerBoundBytes, p.UnalignedLowerBoundBytes
 	}
 	st.Stats = s
 	return nil
@@ -186,6 +188,13 @@ func flops(v *ir.Value) int64 {
 //   - results of reductions that reach a reduction over other rows.
 //
 // An intermediate that is also an output counts once more, for the read.
+//
+// Reading once is the ideal only where one kernel can do all the reading. The ideal already
+// assumes that a contraction reads its operands from memory, so no kernel holds a value computed
+// before a contraction and a value computed from its result. An input, parameter or
+// materialized intermediate read in full by values that a chain of such contractions separates
+// (a recurrent weight read by the matmul of every time step) is therefore read by as many
+// kernels as the chain has groups (readGroups); each read after the first is counted.
 func idealBytes(g *ir.Graph) int64 {
 	var total int64
 	for _, v := range g.Values {
@@ -253,5 +262,81 @@ func idealBytes(g *ir.Graph) int64 {
 			total += 2 * int64(v.Type.Bytes())
 		}
 	}
+	return total + rereadBytes(g, func(v *ir.Value) bool {
+		return v.Op == ir.OpInput || v.Op == ir.OpParam || boundary[v]
+	})
+}
+
+// rereadBytes is, over the values src that isSource accepts, (readGroups - 1) times src's bytes.
+func rereadBytes(g *ir.Graph, isSource func(*ir.Value) bool) int64 {
+	// readers[src] are the values that read every element of src: elementwise ops, reductions
+	// and dot_general (a convolution's weights too), with src as an operand or seen through
+	// reshapes, transposes and broadcasts. A slice, a gather or a strided window may read only
+	// part of it.
+	readers := map[*ir.Value]map[*ir.Value]bool{}
+	for _, u := range g.Values {
+		for i, a := range u.Args {
+			switch c := ops.ClassOf(u.Op); {
+			case c == ops.Elementwise || c == ops.Reduce || u.Op == "dot_general":
+			case u.Op == "conv2d" && i == 1:
+			default:
+				continue
+			}
+			for a.Op == "reshape" || a.Op == "transpose" || a.Op == "broadcast_in_dim" {
+				a = a.Args[0]
+			}
+			if !isSource(a) {
+				continue
+			}
+			if readers[a] == nil {
+				readers[a] = map[*ir.Value]bool{}
+			}
+			readers[a][u] = true
+		}
+	}
+	pos := make(map[*ir.Value]int, len(g.Values))
+	for i, v := range g.Values {
+		pos[v] = i
+	}
+	var total int64
+	for _, src := range g.Values { // in graph order, so that the report is deterministic
+		if rs := readers[src]; len(rs) > 1 {
+			total += int64(readGroups(g, pos, rs)-1) * int64(src.Type.Bytes())
+		}
+	}
 	return total
+}
+
+// readGroups is the most groups of readers along one dependency path, where consecutive groups
+// are separated by a contraction: the reads before a contraction (in the producers of its
+// operands) and the reads from the contraction on (the contraction itself and what is computed
+// from its result) cannot share a kernel, because the operands are in memory before the
+// contraction's kernel starts. Each value carries (groups closed by a contraction, whether the
+// current group has a read), maximized lexicographically over its operands: (k+1, no read)
+// dominates (k, read), which the next contraction would only turn into k+1.
+func readGroups(g *ir.Graph, pos map[*ir.Value]int, readers map[*ir.Value]bool) int {
+	closed := make([]int, len(g.Values))
+	open := make([]bool, len(g.Values))
+	most := 0
+	for i, v := range g.Values {
+		k, o := 0, false
+		for _, a := range v.Args {
+			if j := pos[a]; closed[j] > k || closed[j] == k && open[j] {
+				k, o = closed[j], open[j]
+			}
+		}
+		if ops.ClassOf(v.Op) == ops.Contraction && o {
+			k, o = k+1, false
+		}
+		if readers[v] {
+			o = true
+		}
+		closed[i], open[i] = k, o
+		if o {
+			most = max(most, k+1)
+		} else {
+			most = max(most, k)
+		}
+	}
+	return most
 }
