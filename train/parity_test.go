@@ -174,4 +174,3 @@ func TestOptimizersMatchPyTorch(t *testing.T) {
 		})
 	}
 }
-
