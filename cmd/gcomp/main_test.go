@@ -109,6 +109,7 @@ func TestBadInput(t *testing.T) {
 		{"corrupt plan", []string{"run", "badplan.ptx", "--device", "sim", "--output-dir", "out"}, "badplan.plan.json: not a launch plan"},
 		{"future plan", []string{"check", "future.ptx"}, "launch plan version 99; this gcomp reads version 1"},
 		{"check bad model", []string{"check", "shape.go"}, "shape.go:11:"},
+		{"bench on ref", []string{"run", "model.go", "--device", "ref", "--bench", "3", "--output-dir", "out"}, "--bench wants N > 0 and a compiled device"},
 		{"cuda device", []string{"run", "model.go", "--device", "cuda", "--output-dir", "out"}, "no CUDA runtime yet"},
 		{"unknown pass", []string{"build", "model.go", "--emit", "plan", "--disable-pass", "frob", "-o", "out.gir"}, `--disable-pass: unknown pass "frob"`},
 		{"required pass", []string{"build", "model.go", "--stats", "--disable-pass", "memplan"}, "pass memplan is required"},
@@ -301,6 +302,9 @@ func TestBuildRunCheck(t *testing.T) {
 	}
 	main("run", "m.ptx", "--device", "sim", "--output-dir", "sim", "--seed", "3")
 	main("run", "m.ptx", "--device", "ref", "--output-dir", "ref", "--seed", "3")
+	if out := main("run", "m.ptx", "--device", "sim", "--bench", "2", "--output-dir", "bench"); !strings.Contains(out, "median ms") || !strings.Contains(out, "per run") || !strings.Contains(out, "k0_") {
+		t.Errorf("--bench printed:\n%s", out)
+	}
 	main("run", "model.go", "--device", "ref", "--output-dir", "src", "--seed", "3")
 	read := func(path string) *tensor.Tensor {
 		a, err := tensorio.ReadNPYFile(path)

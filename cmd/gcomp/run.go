@@ -26,6 +26,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	tf := addTargetFlags(fs)
 	device := fs.String("device", "ref", "where to run: ref (the reference interpreter on the source graph) or sim (the compiled kernels on the PTX simulator)")
 	noCheck := fs.Bool("no-check", false, "sim: skip memcheck, racecheck and synccheck (faster)")
+	bench := fs.Int("bench", 0, "after one warm-up run, time N runs and print the median and minimum per run and per kernel (compiled devices)")
 	vf := addValueFlags(fs)
 	outDir := fs.String("output-dir", "", "directory to write each output to as NAME.npy")
 	saveInputs := fs.Bool("save-inputs", false, "also write the inputs used (given or random) to DIR/inputs/NAME.npy")
@@ -35,6 +36,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	}
 	if *outDir == "" {
 		return fmt.Errorf("gcomp run: --output-dir is required")
+	}
+	if *bench < 0 || (*bench > 0 && *device == "ref") {
+		return fmt.Errorf("gcomp run: --bench wants N > 0 and a compiled device (--device sim)")
 	}
 	switch *device {
 	case "ref", "sim":
@@ -59,7 +63,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if *device == "ref" {
 		outs, err = ref.Run(g, in, params)
 	} else {
-		outs, err = runSim(art, in, params, *noCheck)
+		outs, err = runSim(art, in, params, *noCheck, *bench, stdout)
 	}
 	if err != nil {
 		return fmt.Errorf("gcomp run: %s: %v", path, err)
@@ -103,8 +107,9 @@ func loadRunnable(path string, mf modelFlags, target ptx.Target, compile bool) (
 }
 
 // runSim runs a compiled model on a fresh simulated device and returns its
-// outputs by the graph's output names.
-func runSim(art *artifact.Artifact, in, params map[string]*tensor.Tensor, noCheck bool) (map[string]*tensor.Tensor, error) {
+// outputs by the graph's output names; with bench > 0 it times that many
+// further runs and prints the report to w.
+func runSim(art *artifact.Artifact, in, params map[string]*tensor.Tensor, noCheck bool, bench int, w io.Writer) (map[string]*tensor.Tensor, error) {
 	dev := simdev.New(simdev.Options{NoCheck: noCheck})
 	defer dev.Close()
 	prog, err := executor.Load(dev, art)
@@ -118,6 +123,14 @@ func runSim(art *artifact.Artifact, in, params map[string]*tensor.Tensor, noChec
 	res, err := prog.Run(in)
 	if err != nil {
 		return nil, err
+	}
+	if bench > 0 {
+		b, err := executor.Bench(prog, in, bench)
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(w, "%s on %s: %d runs after 1 warm-up (simulated time: the simulator's wall clock, not a GPU's)\n\n", art.Plan.Model, dev.Name(), bench)
+		b.WriteTable(w)
 	}
 	return res.Outputs, nil
 }

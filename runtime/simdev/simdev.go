@@ -6,6 +6,7 @@ package simdev
 
 import (
 	"errors"
+	"time"
 
 	"github.com/gcomp/gcomp/runtime/executor"
 	"github.com/gcomp/gcomp/sim"
@@ -76,6 +77,7 @@ func (m *module) Launch(kernel string, cfg executor.LaunchConfig, args []executo
 	for i, a := range args {
 		vals[i] = uint64(a)
 	}
+	start := time.Now()
 	st, err := m.m.Launch(kernel, sim.Config{
 		Grid:        sim.Dim3{X: cfg.Grid[0], Y: cfg.Grid[1], Z: cfg.Grid[2]},
 		Block:       sim.Dim3{X: cfg.Block[0], Y: cfg.Block[1], Z: cfg.Block[2]},
@@ -87,6 +89,7 @@ func (m *module) Launch(kernel string, cfg executor.LaunchConfig, args []executo
 		return nil, err
 	}
 	return &executor.Counters{
+		Time:                time.Since(start), // of the simulation, not of a GPU
 		WarpInsts:           st.WarpInsts,
 		ThreadInsts:         st.ThreadInsts,
 		GlobalLoadBytes:     st.GlobalLoadBytes,
