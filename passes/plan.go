@@ -362,7 +362,7 @@ func elementwiseUse(k *Kernel, name string) bool {
 // grow the arena. It stops at the lower bound or after a budget of placement work.
 func improveOrder(units, order []*unit, arena, bound int64) (int64, []int64) {
 	n := len(order)
-	if n < 3 || arena <= bound {
+	if n < 2 || arena <= bound {
 		return arena, nil
 	}
 	order = slices.Clone(order)

@@ -149,6 +149,17 @@ func TestAlignedBound(t *testing.T) {
   %2 = dot_general(%1, %w) {lhs_contract=[0], rhs_contract=[0]} : f32[185]
   %3 = add(%2, %0) : f32[185]
   output y = %3`, 840, 840, 812},
+		// Both round up to 256 bytes; the 32-byte temp must be the one on top. The three
+		// placements put the longer-lived one first, and the swap search used to skip plans of
+		// fewer than three buffers (384 bytes).
+		{"smaller on top", `
+  input %x : f32[8]
+  param %w : f32[32,8]
+  %0 = exp(%x) : f32[8]
+  %1 = dot_general(%w, %0) {lhs_contract=[1], rhs_contract=[0]} : f32[32]
+  %2 = dot_general(%1, %w) {lhs_contract=[0], rhs_contract=[0]} : f32[8]
+  %3 = add(%2, %0) : f32[8]
+  output y = %3`, 288, 288, 160},
 		{"chain", chain, 512, 512, 512},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

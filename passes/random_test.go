@@ -12,7 +12,8 @@ import (
 )
 
 // checkPipeline is the property: the pipeline succeeds with every checker on, the plan
-// checker passes, and the kernels compute bit for bit what the source graph computes.
+// checker passes, the arena is no smaller than its lower bound, and the kernels compute bit for
+// bit what the source graph computes.
 func checkPipeline(t *testing.T, g *ir.Graph, opt passes.Options, seed uint64) {
 	t.Helper()
 	if err := ops.Verify(g); err != nil {
@@ -25,6 +26,11 @@ func checkPipeline(t *testing.T, g *ir.Graph, opt passes.Options, seed uint64) {
 	}
 	if err := passes.CheckPlan(res.Kernels, res.Plan); err != nil {
 		t.Fatalf("%v\n%s", err, res.Kernels)
+	}
+	// The bounds are bounds: no aligned plan beats lower_bound_bytes, which is at least the
+	// unaligned one.
+	if p := res.Plan; p.ArenaBytes < p.LowerBoundBytes || p.LowerBoundBytes < p.UnalignedLowerBoundBytes {
+		t.Fatalf("arena %d, lower bound %d, unaligned bound %d\n%s", p.ArenaBytes, p.LowerBoundBytes, p.UnalignedLowerBoundBytes, p)
 	}
 	checkEquivalent(t, g, res, seed)
 }
