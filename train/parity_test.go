@@ -174,3 +174,33 @@ func TestOptimizersMatchPyTorch(t *testing.T) {
 		})
 	}
 }
+
+// TestCNNParity trains a small CNN (conv, ReLU, max pool, linear) for 20 SGD steps and compares
+// the losses with PyTorch's: the conv2d and max_pool2d gradients against PyTorch's own.
+func TestCNNParity(t *testing.T) {
+	want := readNPY(t, "cnn_sgd.npy")
+	s, err := Step("cnn", cnnModel, &SGD{LR: 0.05, Momentum: 0.9}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	params := map[string]*tensor.Tensor{
+		"conv.weight": hashUniform(ir.T(ir.F32, 4, 1, 3, 3), 11, 1/3.0),
+		"conv.bias":   hashUniform(ir.T(ir.F32, 4), 12, 1/3.0),
+		"fc.weight":   hashUniform(ir.T(ir.F32, 10, 144), 13, 1/12.0),
+		"fc.bias":     hashUniform(ir.T(ir.F32, 10), 14, 1/12.0),
+	}
+	data := func(i int) (map[string]*tensor.Tensor, error) {
+		k := uint32(i % 2)
+		x := tensor.FromFloats(ir.T(ir.F32, 4, 1, 12, 12), mix32(4*144, 400+k))
+		return map[string]*tensor.Tensor{"x": x, "y": hashLabels(4, 500+k, 10)}, nil
+	}
+	r, err := RunRef(s, params, want.Len(), data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, got := range r.Losses {
+		if rel := math.Abs(got-want.F[i]) / math.Abs(want.F[i]); rel > 1e-4 {
+			t.Errorf("step %d: loss %.8g, PyTorch %.8g (relative difference %.2g)", i, got, want.F[i], rel)
+		}
+	}
+}
