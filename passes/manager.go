@@ -158,12 +158,15 @@ func Run(g *ir.Graph, opt Options) (*Result, error) {
 			continue
 		}
 		if p.stage != "graph" && st.Kernels == nil {
-			// fuse was disabled: later stages work on the unfused kernel graph.
-			kg, err := eagerKernels(st.Graph)
-			if err != nil {
-				return nil, fmt.Errorf("pass %s: %w", p.name, err)
+			// fuse was disabled: later stages work on the unfused kernel graph, built under the
+			// name of the pass that needs it (a panic there is reported like one in the pass).
+			eager := pass{name: p.name, fn: func(st *State) (err error) {
+				st.Kernels, err = eagerKernels(st.Graph)
+				return err
+			}}
+			if err := runPass(&eager, st); err != nil {
+				return nil, err
 			}
-			st.Kernels = kg
 		}
 		start := time.Now()
 		err := runPass(p, st)
