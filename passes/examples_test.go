@@ -2,6 +2,7 @@ package passes_test
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -66,5 +67,30 @@ func TestExamples(t *testing.T) {
 					{Name: "stats.json", Data: res.Stats.JSON()},
 				})
 		})
+	}
+}
+
+// Every example model (examples/NAME/model.go) is in the list above and has its golden file, so
+// a new example cannot go without its kernel graph, plan and cost report pinned.
+func TestEveryExampleHasGolden(t *testing.T) {
+	models, err := filepath.Glob(filepath.Join("..", "examples", "*", "model.go"))
+	if err != nil || len(models) == 0 {
+		t.Fatalf("no example models found: %v", err)
+	}
+	listed := map[string]bool{}
+	for _, ex := range exampleModels {
+		listed[ex.name] = true
+	}
+	for _, m := range models {
+		name := filepath.Base(filepath.Dir(m))
+		if !listed[name] {
+			t.Errorf("example %s is not in exampleModels", name)
+		}
+		if _, err := os.Stat(filepath.Join("testdata", name+".txtar")); err != nil {
+			t.Errorf("example %s has no golden file: %v", name, err)
+		}
+	}
+	if len(models) != len(exampleModels) {
+		t.Errorf("%d example models, %d listed", len(models), len(exampleModels))
 	}
 }
