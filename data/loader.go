@@ -1,0 +1,169 @@
+package data
+
+import (
+	"fmt"
+	"iter"
+	"math/bits"
+	"math/rand/v2"
+	"sync"
+
+	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/tensor"
+)
+
+// Loader hands out a dataset in batches, epoch by epoch, like PyTorch's DataLoader. A background
+// goroutine prepares the next batches while the caller works on the current one.
+type Loader struct {
+	Data *Dataset
+	// Batch is the number of examples per batch (required, ≥ 1).
+	Batch int
+	// Shuffle visits the examples in a new random order every epoch, a function of (Seed, epoch)
+	// only (see Order); without it every epoch goes in dataset order.
+	Shuffle bool
+	Seed    uint64
+	// DropLast drops a last batch smaller than Batch; without it the last batch is smaller.
+	DropLast bool
+	// Flatten gives images as f32[B, H*W] (for a multilayer perceptron) instead of f32[B,1,H,W].
+	Flatten bool
+	// Prefetch is how many prepared batches may wait for the caller (default 2). The goroutine
+	// works on at most one more.
+	Prefetch int
+	// Prepare, when set, runs on each batch in the prefetch goroutine, in batch order, before the
+	// batch is handed out: the place for the device side of DataLoader(pin_memory=True) with
+	// non_blocking copies, e.g. copying X and Y into pinned host memory and starting an
+	// asynchronous upload whose handle goes into Batch.Device. An error ends the epoch with that
+	// error.
+	Prepare func(*Batch) error
+}
+
+// Batch is one batch. Each is freshly allocated and belongs to the caller once handed out.
+type Batch struct {
+	Epoch, Index int            // which epoch, and the batch's number in it (from 0)
+	Indices      []int          // the dataset rows in the batch, in order
+	X            *tensor.Tensor // f32[B,1,H,W], or f32[B,H*W] with Flatten
+	Y            *tensor.Tensor // i64[B]
+	Device       any            // for Prepare: the batch's device-side copies
+}
+
+// Len is the number of batches per epoch.
+func (l *Loader) Len() int {
+	if l.Batch <= 0 {
+		return 0
+	}
+	if l.DropLast {
+		return l.Data.N / l.Batch
+	}
+	return (l.Data.N + l.Batch - 1) / l.Batch
+}
+
+// Order is the order in which epoch visits the rows: 0, 1, …, N-1 without Shuffle, else a
+// permutation that depends on (Seed, epoch) alone and is the same on every machine and Go
+// version. The generator is PCG-DXSM (math/rand/v2's PCG) seeded with (Seed, epoch); the
+// permutation is a Fisher–Yates shuffle of the identity that, for i from N-1 down to 1, swaps
+// element i with element j = ⌊u·(i+1) / 2⁶⁴⌋ where u is the generator's next Uint64.
+func (l *Loader) Order(epoch int) []int {
+	order := make([]int, l.Data.N)
+	for i := range order {
+		order[i] = i
+	}
+	if !l.Shuffle {
+		return order
+	}
+	rng := rand.NewPCG(l.Seed, uint64(epoch))
+	for i := len(order) - 1; i > 0; i-- {
+		j, _ := bits.Mul64(rng.Uint64(), uint64(i+1))
+		order[i], order[j] = order[j], order[i]
+	}
+	return order
+}
+
+// Epoch returns the batches of one epoch, in order. Breaking out of the loop stops the prefetch
+// goroutine and waits for it, so nothing runs after the loop ends:
+//
+//	for b, err := range loader.Epoch(epoch) {
+//		if err != nil {
+//			return err
+//		}
+//		loss := step(b.X, b.Y)
+//	}
+//
+// After an error the sequence ends.
+func (l *Loader) Epoch(epoch int) iter.Seq2[*Batch, error] {
+	return func(yield func(*Batch, error) bool) {
+		if err := l.check(); err != nil {
+			yield(nil, err)
+			return
+		}
+		prefetch := l.Prefetch
+		if prefetch <= 0 {
+			prefetch = 2
+		}
+		type result struct {
+			b   *Batch
+			err error
+		}
+		ready := make(chan result, prefetch)
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		defer func() {
+			close(stop)
+			wg.Wait()
+		}()
+		order := l.Order(epoch)
+		n := l.Len()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer close(ready)
+			for i := range n {
+				b := l.batch(epoch, i, order[i*l.Batch:min((i+1)*l.Batch, len(order))])
+				var err error
+				if l.Prepare != nil {
+					if err = l.Prepare(b); err != nil {
+						b, err = nil, fmt.Errorf("data: %s: epoch %d, batch %d: %w", l.Data.Name, epoch, i, err)
+					}
+				}
+				select {
+				case ready <- result{b, err}:
+				case <-stop:
+					return
+				}
+				if err != nil {
+					return
+				}
+			}
+		}()
+		for r := range ready {
+			if !yield(r.b, r.err) || r.err != nil {
+				return
+			}
+		}
+	}
+}
+
+func (l *Loader) check() error {
+	if l.Data == nil {
+		return fmt.Errorf("data: loader has no dataset")
+	}
+	if l.Batch <= 0 {
+		return fmt.Errorf("data: %s: batch size %d, want at least 1", l.Data.Name, l.Batch)
+	}
+	return nil
+}
+
+// batch gathers the rows into a new batch.
+func (l *Loader) batch(epoch, index int, rows []int) *Batch {
+	h, w := l.Data.Height(), l.Data.Width()
+	px := h * w
+	xt := ir.T(ir.F32, len(rows), 1, h, w)
+	if l.Flatten {
+		xt = ir.T(ir.F32, len(rows), px)
+	}
+	b := &Batch{Epoch: epoch, Index: index, Indices: append([]int(nil), rows...),
+		X: tensor.New(xt), Y: tensor.New(ir.T(ir.I64, len(rows)))}
+	for k, r := range rows {
+		copy(b.X.F[k*px:(k+1)*px], l.Data.Images.F[r*px:(r+1)*px])
+		b.Y.I[k] = l.Data.Labels.I[r]
+	}
+	return b
+}
