@@ -1,0 +1,216 @@
+//go:build gpu
+
+// The GPU suite: go test -tags gpu ./runtime/cuda (or ./... for every
+// package's GPU tests). It runs each example model on cuda:0 and compares
+// its outputs with the reference interpreter, then times the kernels with
+// CUDA events. Without a driver library or a GPU it skips, saying why.
+
+package cuda_test
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gcomp/gcomp/codegen/ptx"
+	"github.com/gcomp/gcomp/compiler"
+	"github.com/gcomp/gcomp/examples/cnn"
+	"github.com/gcomp/gcomp/examples/gpt"
+	"github.com/gcomp/gcomp/examples/linreg"
+	"github.com/gcomp/gcomp/examples/lstm"
+	"github.com/gcomp/gcomp/examples/mlp"
+	"github.com/gcomp/gcomp/examples/rnn"
+	"github.com/gcomp/gcomp/examples/transformer"
+	"github.com/gcomp/gcomp/frontend"
+	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/runtime/check"
+	"github.com/gcomp/gcomp/runtime/cuda"
+	"github.com/gcomp/gcomp/runtime/executor"
+	"github.com/gcomp/gcomp/runtime/ref"
+	"github.com/gcomp/gcomp/tensor"
+)
+
+// openGPU opens cuda:0 or skips the test. Closing it must succeed unless
+// the test makes a kernel fault on purpose.
+func openGPU(t *testing.T, faults bool) *cuda.Device {
+	t.Helper()
+	drv, err := cuda.Load("")
+	if err != nil {
+		t.Skip(err)
+	}
+	if err := drv.Init(); err != nil {
+		t.Skip(err)
+	}
+	dev, err := cuda.Open(drv, 0, cuda.OptionsFromEnv())
+	if err != nil {
+		t.Skip(err)
+	}
+	t.Cleanup(func() {
+		if err := dev.Close(); err != nil && !faults {
+			t.Error(err)
+		}
+	})
+	if a := dev.Info().Arch; a.Major < 8 {
+		t.Skipf("%s: gcomp's kernels need compute capability 8.0 or newer", dev.Name())
+	}
+	t.Logf("%s, %s", dev.Name(), cuda.FormatBytes(dev.Info().TotalMem))
+	return dev
+}
+
+// target is the newest architecture gcomp compiles for that dev runs.
+func target(dev *cuda.Device) ptx.Target {
+	a := dev.Info().Arch
+	sm := 10*a.Major + a.Minor
+	best := 80
+	for _, s := range []int{86, 89, 90} {
+		if s <= sm {
+			best = s
+		}
+	}
+	return ptx.Target{SM: best}
+}
+
+func values(t *testing.T, g *ir.Graph, seed uint64) (inputs, params map[string]*tensor.Tensor) {
+	t.Helper()
+	inputs, params = map[string]*tensor.Tensor{}, map[string]*tensor.Tensor{}
+	for _, v := range g.Inputs() {
+		inputs[v.Name] = tensor.RandomInput(v, seed)
+	}
+	for _, p := range g.Params() {
+		w, err := tensor.Initialize(p, seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		params[p.Name] = w
+	}
+	return inputs, params
+}
+
+// TestGPUExamples runs every example on the GPU and compares it with the
+// reference interpreter; then it runs each five more times with event timing
+// and logs the median and minimum time of every kernel.
+func TestGPUExamples(t *testing.T) {
+	dev := openGPU(t, false)
+	tgt := target(dev)
+	for _, m := range []struct {
+		name  string
+		model func(*frontend.Builder)
+	}{
+		{"linreg", linreg.Model}, {"mlp", mlp.Model}, {"cnn", cnn.Model}, {"rnn", rnn.Model},
+		{"lstm", lstm.Model}, {"transformer", transformer.Model}, {"gpt", gpt.Model},
+	} {
+		t.Run(m.name, func(t *testing.T) {
+			g, err := frontend.Build(m.name, m.model)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := compiler.Compile(g, compiler.Options{Target: tgt})
+			if err != nil {
+				t.Fatal(err)
+			}
+			inputs, params := values(t, g, 1)
+			prog, err := executor.Load(dev, res.Artifact)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer prog.Close()
+			if err := prog.SetParams(params); err != nil {
+				t.Fatal(err)
+			}
+			got, err := prog.Run(inputs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := ref.Run(g, inputs, params)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, v := range g.Outputs {
+				o := check.Compare(v.Name, got.Outputs[v.Name], want[v.Name], res.Artifact.Plan.TF32)
+				if !o.Pass() {
+					t.Errorf("%s: %d elements outside tolerance (max abs %g, max rel %g); first %s", o.Name, o.Bad, o.MaxAbs, o.MaxRel, o.First)
+				}
+			}
+			t.Logf("memory: %+v; device: %+v", prog.Memory(), dev.Stats())
+			bench(t, dev, prog, inputs, 5)
+		})
+	}
+}
+
+// bench runs prog n times with event timing and logs each kernel's median
+// and minimum time.
+func bench(t *testing.T, dev *cuda.Device, prog *executor.Program, inputs map[string]*tensor.Tensor, n int) {
+	dev.SetProfile(true)
+	defer dev.SetProfile(false)
+	times := map[string][]time.Duration{}
+	var order []string
+	for range n {
+		res, err := prog.Run(inputs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range res.Kernels {
+			if k.Counters == nil {
+				t.Fatalf("kernel %s: no counters with profiling on", k.Name)
+			}
+			if _, ok := times[k.Name]; !ok {
+				order = append(order, k.Name)
+			}
+			times[k.Name] = append(times[k.Name], k.Counters.Time)
+		}
+	}
+	var b strings.Builder
+	var total time.Duration
+	for _, name := range order {
+		ts := slices.Clone(times[name])
+		sort.Slice(ts, func(i, j int) bool { return ts[i] < ts[j] })
+		total += ts[len(ts)/2]
+		fmt.Fprintf(&b, "\n  %-40s median %9v  min %9v", name, ts[len(ts)/2], ts[0])
+	}
+	t.Logf("%d runs, kernels' median sum %v:%s", n, total, b.String())
+}
+
+// TestGPUErrors checks the device's errors against a real driver: PTX the
+// JIT rejects, an allocation larger than the memory and, with
+// GCOMP_GPU_FAULT=1, a kernel that faults (which leaves the process's
+// context unusable, so it runs last).
+func TestGPUErrors(t *testing.T) {
+	faults := os.Getenv("GCOMP_GPU_FAULT") != ""
+	dev := openGPU(t, faults)
+	_, err := dev.Load([]byte(".version 7.8\n.target sm_80\n.address_size 64\n.visible .entry k() { bogus; }\n"))
+	if err == nil || !strings.Contains(err.Error(), "CUDA_ERROR_INVALID_PTX") || !strings.Contains(err.Error(), "JIT log:") {
+		t.Errorf("invalid PTX: %v", err)
+	}
+	_, err = dev.Alloc(dev.Info().TotalMem * 2)
+	if err == nil || !strings.Contains(err.Error(), "out of memory: requested") {
+		t.Errorf("huge allocation: %v", err)
+	}
+	if !faults {
+		return
+	}
+	m, err := dev.Load([]byte(`.version 7.8
+.target sm_80
+.address_size 64
+.visible .entry fault(.param .u64 p)
+{
+	.reg .b64 %rd<2>;
+	ld.param.u64 %rd1, [p];
+	st.global.u32 [%rd1], 1;
+	ret;
+}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Launch("fault", executor.LaunchConfig{Grid: [3]int{1, 1, 1}, Block: [3]int{1, 1, 1}}, []executor.Ptr{8}); err != nil {
+		t.Logf("launch: %v", err)
+	}
+	err = dev.Sync()
+	if err == nil || !strings.Contains(err.Error(), "kernel fault") {
+		t.Errorf("faulting kernel: %v", err)
+	}
+}
