@@ -48,10 +48,10 @@ func convGEMM(v *ir.Value) (*matmul, error) {
 	return &matmul{M: lhs.free, N: og, K: k, lhs: lhs, rhs: rhs, dot: v, conv: cs, batchShape: batch}, nil
 }
 
-// copier returns the image side's addressing. The pixel of each copy is fixed per thread (the
+// copier returns the image side's addressing (eb-byte elements). The pixel of each copy is fixed per thread (the
 // copy map gives every copy of a thread the same pixel f0 and taps kq + dk[i]), so its
 // coordinates are computed once.
-func (cs *convSpec) copier(mm *matmul, f0, kq string, dk [4]int, base string) func(k0 string, i int) (string, string) {
+func (cs *convSpec) copier(mm *matmul, f0, kq string, dk []int, base string, eb int) func(k0 string, i int) (string, string) {
 	a, b := mm.a, mm.e.b
 	m := a.clamp(f0, mm.M)
 	okM := b.reg(rPred)
@@ -84,7 +84,7 @@ func (cs *convSpec) copier(mm *matmul, f0, kq string, dk [4]int, base string) fu
 		safe := b.reg(rU32)
 		b.ins("selp.b32", safe, a.reg(off), "0", ok)
 		o := b.reg(rU64)
-		b.ins("mul.wide.u32", o, safe, "4")
+		b.ins("mul.wide.u32", o, safe, imm(eb))
 		src := b.reg(rU64)
 		b.ins("add.s64", src, base, o)
 		return src, ok

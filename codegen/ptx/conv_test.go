@@ -2,6 +2,7 @@ package ptx
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/gcomp/gcomp/ir"
@@ -21,22 +22,43 @@ func TestConv2d(t *testing.T) {
 		{2, 8, 9, 9, 8, 3, 1, 1, 1, 8},      // depthwise
 		{1, 6, 8, 8, 4, 3, 2, 1, 1, 2},      // two groups
 	}
-	for _, c := range cases {
-		groups := max(1, c.groups)
-		name := fmt.Sprintf("n%d_c%d_%dx%d_o%d_k%d_s%d_p%d_d%d_g%d", c.n, c.c, c.h, c.w, c.o, c.k, c.stride, c.pad, c.dil, groups)
-		t.Run(name, func(t *testing.T) {
-			g := ir.NewGraph("conv")
-			x := g.Input("x", ir.T(ir.F32, c.n, c.c, c.h, c.w), nil)
-			w := g.Param("w", ir.T(ir.F32, c.o, c.c/groups, c.k, c.k), nil)
-			bias := g.Param("b", ir.T(ir.F32, c.o), nil)
-			oh := (c.h+2*c.pad-c.dil*(c.k-1)-1)/c.stride + 1
-			ow := (c.w+2*c.pad-c.dil*(c.k-1)-1)/c.stride + 1
-			ty := ir.T(ir.F32, c.n, c.o, oh, ow)
-			y := g.Add("conv2d", ty, ir.Attrs{"stride": []int{c.stride, c.stride}, "padding": []int{c.pad, c.pad},
-				"dilation": []int{c.dil, c.dil}, "groups": groups}, x, w)
-			bb := g.Add("broadcast_in_dim", ty, ir.Attrs{"shape": []int(ty.Shape), "dims": []int{1}}, bias)
-			g.SetOutput("y", g.Add("relu", ty, nil, g.Add("add", ty, nil, y, bb)))
-			checkKernel(t, Kernel{Name: "k_conv_bias_relu", Graph: g}, inputsFor(g, 9, 1), false)
-		})
+	for _, d := range []ir.DType{ir.F32, ir.F16, ir.BF16} {
+		for _, c := range cases {
+			groups := max(1, c.groups)
+			name := fmt.Sprintf("%s_n%d_c%d_%dx%d_o%d_k%d_s%d_p%d_d%d_g%d", d, c.n, c.c, c.h, c.w, c.o, c.k, c.stride, c.pad, c.dil, groups)
+			t.Run(name, func(t *testing.T) {
+				if testing.Short() && d == ir.BF16 {
+					t.Skip("-short: bf16 takes the f16 path")
+				}
+				g := ir.NewGraph("conv")
+				x := g.Input("x", ir.T(d, c.n, c.c, c.h, c.w), nil)
+				w := g.Param("w", ir.T(d, c.o, c.c/groups, c.k, c.k), nil)
+				bias := g.Param("b", ir.T(d, c.o), nil)
+				oh := (c.h+2*c.pad-c.dil*(c.k-1)-1)/c.stride + 1
+				ow := (c.w+2*c.pad-c.dil*(c.k-1)-1)/c.stride + 1
+				ty := ir.T(d, c.n, c.o, oh, ow)
+				y := g.Add("conv2d", ty, ir.Attrs{"stride": []int{c.stride, c.stride}, "padding": []int{c.pad, c.pad},
+					"dilation": []int{c.dil, c.dil}, "groups": groups}, x, w)
+				bb := g.Add("broadcast_in_dim", ty, ir.Attrs{"shape": []int(ty.Shape), "dims": []int{1}}, bias)
+				g.SetOutput("y", g.Add("relu", ty, nil, g.Add("add", ty, nil, y, bb)))
+				k := Kernel{Name: "k_conv_bias_relu", Graph: g}
+				res := checkKernel(t, k, inputsFor(g, 9, 1), false)
+				if d == ir.F32 || res == nil {
+					return
+				}
+				// 16-bit convolutions run on tensor cores: f32 accumulators, no bank conflicts.
+				if !strings.Contains(res.ptx, "mma.sync.aligned.m16n8k16") || !strings.Contains(res.ptx, "ldmatrix") {
+					t.Error("no mma.sync / ldmatrix")
+				}
+				if res.stats.SharedBankConflicts != 0 {
+					t.Errorf("%d shared bank conflicts", res.stats.SharedBankConflicts)
+				}
+				for arch, n := range res.regs {
+					if n > 128 {
+						t.Errorf("%s: %d registers (over 128 halves the occupancy)", arch, n)
+					}
+				}
+			})
+		}
 	}
 }

@@ -219,7 +219,7 @@ func matmulKernel(k Kernel, t Target, globals *[]string) (string, Launch, error)
 			dot = v
 		}
 	}
-	half := (dot.Type.DType == ir.F16 || dot.Type.DType == ir.BF16) && dot.Op == "dot_general"
+	half := dot.Type.DType == ir.F16 || dot.Type.DType == ir.BF16
 	if dot.Type.DType != ir.F32 && !half {
 		return "", Launch{}, fmt.Errorf("%s on %s is not supported yet", dot.Op, dot.Type.DType)
 	}
@@ -424,7 +424,7 @@ func (mm *matmul) emit() error {
 		mkSide(mm.rhs, mmBN, mm.N, n0, shB, baseB, bBytes),
 	}
 	if mm.conv != nil {
-		sides[0].copyAt = mm.conv.copier(mm, sides[0].f0, sides[0].kq, sides[0].dk, baseA)
+		sides[0].copyAt = mm.conv.copier(mm, sides[0].f0, sides[0].kq, sides[0].dk[:], baseA, 4)
 	}
 	for si, l := range []operandLayout{mm.lhs, mm.rhs} {
 		if l.view != nil {

@@ -49,9 +49,16 @@ type mmaSide struct {
 	kContig  bool // stored [free][k] (else [k][free], read with ldmatrix.trans)
 	rowH     int  // halves per shared row, padding included
 	bufBytes int
-	chunk    int // elements per cp.async (8 or 2)
-	sh       string
-	base     string // global address of the operand (batch offset applied)
+	chunk    int // elements per cp.async (8 or 2), 1 for element copies
+	// elem: 16-bit elements are copied one at a time with ld.global.u16 and st.shared.u16 (a
+	// contiguous dim that is odd, or conv2d's implicit im2col side, whose elements have no
+	// contiguous runs cp.async could move: cp.async copies at least 4 bytes).
+	elem bool
+	// copyAt, if set, gives the source address and validity of copy i at k step k0 (conv2d's
+	// image side).
+	copyAt func(k0 string, i int) (src, ok string)
+	sh     string
+	base   string // global address of the operand (batch offset applied)
 }
 
 func (mm *matmul) emitMMA() error {
@@ -61,6 +68,14 @@ func (mm *matmul) emitMMA() error {
 	eb, bk := ms.eb, ms.bk
 	sides := []*mmaSide{{l: mm.lhs}, {l: mm.rhs}}
 	for i, sd := range sides {
+		if i == 0 && mm.conv != nil {
+			// The implicit im2col matrix, stored [k][pixel] (pixels are what lie close together in
+			// the image) and read with ldmatrix.trans.
+			sd.elem, sd.chunk = true, 1
+			sd.rowH = mmBM + ms.pad
+			sd.bufBytes = bk * sd.rowH * eb
+			continue
+		}
 		if sd.l.view != nil {
 			return fmt.Errorf("%s matmul operand %d reads through views that are not strided; not supported yet", d, i)
 		}
@@ -105,6 +120,8 @@ func (mm *matmul) emitMMA() error {
 			sd.chunk = 16 / eb
 		case aligned(4 / eb):
 			sd.chunk = 4 / eb
+		case eb == 2:
+			sd.chunk, sd.elem = 1, true
 		default:
 			return fmt.Errorf("%s matmul: the contiguous dim of operand %d has odd size %d; not supported yet", d, i, contig)
 		}
@@ -168,6 +185,10 @@ func (mm *matmul) emitMMA() error {
 			cm.sh0 = a.add(sd.sh, a.mul(a.mad(cm.kq, sd.rowH, fl), eb))
 		}
 		cm.f0 = a.add(f0s[si], fl)
+		if si == 0 && mm.conv != nil {
+			sd.copyAt = mm.conv.copier(mm, cm.f0, cm.kq, cm.dk, sd.base, eb)
+			continue
+		}
 		off := a.mad(a.clamp(cm.f0, nFrees[si]), sd.l.freeSt, a.mul(cm.kq, sd.l.kSt))
 		cm.ptr = b.reg(rU64)
 		o := b.reg(rU64)
@@ -182,19 +203,18 @@ func (mm *matmul) emitMMA() error {
 			bufBase := a.mad(buf, sd.bufBytes, cm.sh0)
 			kc := a.add(k0, cm.kq)
 			for i := range cm.df {
-				ok := b.reg(rPred)
-				b.ins("setp.lt.s32", ok, a.reg(cm.f0), imm(nFrees[si]-cm.df[i]))
-				okK := b.reg(rPred)
-				b.ins("setp.lt.s32", okK, a.reg(kc), imm(mm.K-cm.dk[i]))
-				b.ins("and.pred", ok, ok, okK)
-				src := b.reg(rU64)
-				b.ins("add.s64", src, cm.ptr, imm(eb*(cm.df[i]*sd.l.freeSt+cm.dk[i]*sd.l.kSt)))
-				b.ins("selp.b64", src, src, sd.base, ok)
-				n := b.reg(rU32)
-				b.ins("selp.b32", n, imm(eb*sd.chunk), "0", ok)
-				kind := "ca"
-				if eb*sd.chunk == 16 {
-					kind = "cg" // 16-byte copies bypass L1
+				var src, ok string
+				if sd.copyAt != nil {
+					src, ok = sd.copyAt(k0, i)
+				} else {
+					ok = b.reg(rPred)
+					b.ins("setp.lt.s32", ok, a.reg(cm.f0), imm(nFrees[si]-cm.df[i]))
+					okK := b.reg(rPred)
+					b.ins("setp.lt.s32", okK, a.reg(kc), imm(mm.K-cm.dk[i]))
+					b.ins("and.pred", ok, ok, okK)
+					src = b.reg(rU64)
+					b.ins("add.s64", src, cm.ptr, imm(eb*(cm.df[i]*sd.l.freeSt+cm.dk[i]*sd.l.kSt)))
+					b.ins("selp.b64", src, src, sd.base, ok)
 				}
 				var shOff int
 				if sd.kContig {
@@ -202,9 +222,26 @@ func (mm *matmul) emitMMA() error {
 				} else {
 					shOff = eb * (cm.dk[i] * sd.rowH)
 				}
-				b.ins("cp.async."+kind+".shared.global", fmt.Sprintf("[%s+%d]", bufBase, shOff), "["+src+"]", imm(eb*sd.chunk), n)
+				dst := fmt.Sprintf("[%s+%d]", bufBase, shOff)
+				if sd.elem {
+					// Zero outside the matrix (and in conv2d's padding), as cp.async zero-fills.
+					r := b.reg(rU32)
+					b.ins("mov.u32", r, "0")
+					b.guarded(ok, "ld.global.u16", r, "["+src+"]")
+					b.ins("st.shared.u16", dst, r)
+					continue
+				}
+				n := b.reg(rU32)
+				b.ins("selp.b32", n, imm(eb*sd.chunk), "0", ok)
+				kind := "ca"
+				if eb*sd.chunk == 16 {
+					kind = "cg" // 16-byte copies bypass L1
+				}
+				b.ins("cp.async."+kind+".shared.global", dst, "["+src+"]", imm(eb*sd.chunk), n)
 			}
-			b.ins("add.s64", cm.ptr, cm.ptr, imm(eb*bk*sd.l.kSt))
+			if sd.copyAt == nil {
+				b.ins("add.s64", cm.ptr, cm.ptr, imm(eb*bk*sd.l.kSt))
+			}
 		}
 		b.ins("cp.async.commit_group")
 	}
@@ -374,7 +411,10 @@ func (mm *matmul) element(rowBase string, dr int, colBase string, dc int, linBas
 	nb := len(mm.batchShape)
 	lin := a.add(linBase, imm(dr*mm.N+dc))
 	x := newIndexLin(shape, lin)
-	if shape.Rank() == nb+2 {
+	if mm.conv != nil {
+		// GEMM rows are pixels and columns output channels of the group (blockIdx.z).
+		x, lin = mm.conv.outIndex(a, row, a.mad(bidx.getLin(a), mm.N, col))
+	} else if shape.Rank() == nb+2 {
 		for d := range nb {
 			x.coord[d] = bidx.getCoord(a, d)
 		}

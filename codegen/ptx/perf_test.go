@@ -52,11 +52,14 @@ func TestPerf(t *testing.T) {
 	}{"conv3x3_bias_relu", convSrc, 8 * 28 * 28, 64, 64 * 9}, struct {
 		name, src string
 		m, n, k   int
-	}{"matmul_f16", strings.ReplaceAll(matmulCases[0].src, "f32", "f16"), 1024, 1024, 1024})
+	}{"matmul_f16", strings.ReplaceAll(matmulCases[0].src, "f32", "f16"), 1024, 1024, 1024}, struct {
+		name, src string
+		m, n, k   int
+	}{"conv3x3_bias_relu_f16", strings.ReplaceAll(convSrc, "f32", "f16"), 8 * 28 * 28, 64, 64 * 9})
 	var rows []string
 	for _, c := range cases {
 		var src string
-		if c.name == "conv3x3_bias_relu" {
+		if strings.HasPrefix(c.name, "conv") {
 			src = c.src
 		} else if c.k > 0 {
 			src = instantiateMNK(c.src, c.m, c.n, c.k)
@@ -78,7 +81,7 @@ func TestPerf(t *testing.T) {
 		if c.k > 0 {
 			shared = 2 * (mmBK*(mmBM+mmPad)*4 + mmBK*(mmBN+mmPad)*4)
 		}
-		if c.name == "matmul_f16" {
+		if strings.HasSuffix(c.name, "_f16") {
 			shared = 2 * (mmBM*(mmaBK+mmaPadH)*2 + mmaBK*(mmBN+mmaPadH)*2)
 		}
 		extra := ""
