@@ -12,7 +12,8 @@ data and initial weights bit for bit without committing them:
   - optim_<config>.npy: a tiny float64 least-squares problem, 6 steps of each optimizer
     configuration, the flattened parameters after every step ([steps, 2*3+2]).
 
-Usage: torch_train_reference.py OUT_DIR   (scripts/torch_train_reference.sh drives it).
+Usage: torch_train_reference.py OUT_DIR   (scripts/torch_train_reference.sh drives it)
+       torch_train_reference.py bench     (images/s of the MLP's SGD and Adam steps, batch 32)
 Needs Debian's python3-torch (CPU) and python3-numpy.
 """
 import os
@@ -125,7 +126,36 @@ def train_tiny(make_opt, steps=6):
     return np.stack(out)
 
 
+def bench(steps=200):
+    default = torch.get_num_threads()
+    for threads in sorted({default, os.cpu_count() or default}):
+        torch.set_num_threads(threads)
+        bench_threads(steps)
+
+
+def bench_threads(steps):
+    import time
+    xs, ys = mlp_batches()
+    for name, make in [("sgd", lambda p: torch.optim.SGD(p, lr=0.01, momentum=0.9)),
+                       ("adam", lambda p: torch.optim.Adam(p, lr=1e-3))]:
+        model = mlp()
+        opt = make(model.parameters())
+        best = None
+        for _ in range(3):
+            start = time.perf_counter()
+            for step in range(steps):
+                opt.zero_grad()
+                F.cross_entropy(model(xs[0]), ys[0]).backward()
+                opt.step()
+            t = (time.perf_counter() - start) / steps
+            best = t if best is None else min(best, t)
+        print("torch %s: %.3f ms/step, %.0f images/s (%d threads)" % (name, best * 1e3, BATCH / best, torch.get_num_threads()))
+
+
 def main():
+    if sys.argv[1] == "bench":
+        bench()
+        return
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
     torch.set_num_threads(1)

@@ -3,6 +3,7 @@ package autodiff
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/gcomp/gcomp/ir"
@@ -163,7 +164,7 @@ func typeOf(v *ir.Value) any {
 
 // where names v for messages: its source position, if known, and its printed form.
 func where(g *ir.Graph, v *ir.Value) string {
-	s := strings.TrimSpace(g.Format(v))
+	s := strings.TrimSuffix(strings.TrimSpace(g.Format(v)), " loc("+strconv.Quote(v.Pos)+")")
 	if w := v.Where(g); w != "" {
 		return w + ": " + s
 	}
