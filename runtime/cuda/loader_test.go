@@ -81,3 +81,17 @@ func TestLibraryPath(t *testing.T) {
 		t.Errorf("explicit: LibraryPath = %q", got)
 	}
 }
+
+// BenchmarkDriverCall measures one call into the driver library through
+// purego (cuDriverGetVersion, which does no work of its own).
+func BenchmarkDriverCall(b *testing.B) {
+	drv, err := Load(cudatest.Library(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := drv.DriverVersion(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
