@@ -2,6 +2,7 @@ package train
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/gcomp/gcomp/frontend"
 	"github.com/gcomp/gcomp/ir"
@@ -141,6 +142,9 @@ func StepFromGraph(fwd *ir.Graph, opt Optimizer, o Options) (*StepGraph, error) 
 	for _, out := range g.Outputs {
 		if out.Name == o.Loss {
 			loss = out.Value
+		}
+		if strings.HasPrefix(out.Name, NewPrefix) || out.Name == FoundInfName {
+			return nil, fmt.Errorf("train: graph %s has an output named %s; the step graph reserves new.* and %s", fwd.Name, out.Name, FoundInfName)
 		}
 	}
 	if loss == nil {

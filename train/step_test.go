@@ -136,6 +136,13 @@ func TestStepErrors(t *testing.T) {
 	if _, err := Step("clash", clash, NewAdam(), Options{}); err == nil || !strings.Contains(err.Error(), "already declares opt.step") {
 		t.Errorf("state name clash: %v", err)
 	}
+	reserved := func(b *frontend.Builder) {
+		tinyLinear(b)
+		b.Output("new.w", b.Lookup("w"))
+	}
+	if _, err := Step("reserved", reserved, NewAdam(), Options{}); err == nil || !strings.Contains(err.Error(), "has an output named new.w") {
+		t.Errorf("reserved output name: %v", err)
+	}
 }
 
 func TestParseOptimizer(t *testing.T) {
