@@ -160,44 +160,51 @@ func TestGradCheck(t *testing.T) {
 				}
 				params[p.Name] = x
 			}
-			gg, err := Grad(g, "loss", names)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := ops.Verify(gg); err != nil {
-				t.Fatal(err)
-			}
-			got, err := ref.Run(gg, nil, params)
-			if err != nil {
-				t.Fatal(err)
-			}
-			loss := func() float64 {
-				out, err := ref.Run(g, nil, params)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return out["loss"].F[0]
-			}
 			h, tol := 1e-6, 1e-5
 			if c.coarse {
 				h, tol = 1e-2, 1e-3 // exact for the quadratic; f32 rounding is ~1e-7/h
 			}
-			for _, name := range names {
-				x, an := params[name], got[GradPrefix+name]
-				for i := range x.F {
-					old := x.F[i]
-					x.F[i] = old + h
-					up := loss()
-					x.F[i] = old - h
-					down := loss()
-					x.F[i] = old
-					num := (up - down) / (2 * h)
-					if d := math.Abs(an.F[i] - num); d > 1e-6+tol*math.Abs(num) {
-						t.Errorf("d loss/d %s[%d]: analytic %.9g, numeric %.9g", name, i, an.F[i], num)
-					}
-				}
-			}
+			checkGrad(t, g, nil, params, names, h, tol)
 		})
+	}
+}
+
+// checkGrad compares Grad's gradients of g's output "loss" with respect to names (parameters)
+// with central finite differences of step h.
+func checkGrad(t *testing.T, g *ir.Graph, inputs, params map[string]*tensor.Tensor, names []string, h, tol float64) {
+	t.Helper()
+	gg, err := Grad(g, "loss", names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ops.Verify(gg); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ref.Run(gg, inputs, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loss := func() float64 {
+		out, err := ref.Run(g, inputs, params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out["loss"].F[0]
+	}
+	for _, name := range names {
+		x, an := params[name], got[GradPrefix+name]
+		for i := range x.F {
+			old := x.F[i]
+			x.F[i] = old + h
+			up := loss()
+			x.F[i] = old - h
+			down := loss()
+			x.F[i] = old
+			num := (up - down) / (2 * h)
+			if d := math.Abs(an.F[i] - num); d > 1e-6+tol*math.Abs(num) {
+				t.Errorf("d loss/d %s[%d]: analytic %.9g, numeric %.9g", name, i, an.F[i], num)
+			}
+		}
 	}
 }
 
