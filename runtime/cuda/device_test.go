@@ -417,3 +417,22 @@ func TestPTXTarget(t *testing.T) {
 		t.Errorf("ptxEntries = %q", got)
 	}
 }
+
+// FuzzPTXTarget: the .target parser never panics, and an architecture it
+// reads prints as a directive it reads back the same.
+func FuzzPTXTarget(f *testing.F) {
+	for _, s := range []string{copyPTX, ".target sm_90a\n", "\t.target sm_86, debug", ".target sm_1", ".target sm_99999999999999999999999"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, ptx string) {
+		a, ok := ptxTarget([]byte(ptx))
+		ptxEntries([]byte(ptx))
+		if !ok {
+			return
+		}
+		b, ok := ptxTarget([]byte(".target " + a.String() + "\n"))
+		if !ok || a != b {
+			t.Errorf("%q: read %v, which reads back as %v, %v", ptx, a, b, ok)
+		}
+	})
+}

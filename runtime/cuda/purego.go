@@ -1,4 +1,4 @@
-//go:build linux && (amd64 || arm64) && !gorgonia
+//go:build linux && (amd64 || arm64) && !gorgonia && !nocuda
 
 package cuda
 

@@ -147,3 +147,21 @@ func TestFormatVersion(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParse: Parse never panics, and an accepted name's canonical form
+// parses to the same Spec.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{"auto", "cuda", "cuda:0", "cuda:12", "sim", "ref", "cuda:", "cuda:-1", "cuda:007", "cuda:99999999999999999999"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		spec, err := Parse(name)
+		if err != nil {
+			return
+		}
+		again, err := Parse(spec.String())
+		if err != nil || again != spec {
+			t.Errorf("Parse(%q) = %v, but Parse(%q) = %v, %v", name, spec, spec.String(), again, err)
+		}
+	})
+}

@@ -1,0 +1,5 @@
+//go:build !nocuda
+
+package cuda
+
+const nocuda = false
