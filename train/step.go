@@ -74,6 +74,7 @@ type StateVar struct {
 type StepGraph struct {
 	Graph         *ir.Graph
 	Loss          string
+	Batch         []string // the model's inputs, fed anew at every step
 	Params        []string // trained parameters
 	State         []StateVar
 	StateBindings map[string]string // output name → input or parameter name
@@ -165,6 +166,9 @@ func StepFromGraph(fwd *ir.Graph, opt Optimizer, o Options) (*StepGraph, error) 
 		}
 		s.State = append(s.State, StateVar{name, t, init})
 		return g.Input(name, t, nil)
+	}
+	for _, v := range g.Inputs() {
+		s.Batch = append(s.Batch, v.Name)
 	}
 	for _, p := range params {
 		s.Params = append(s.Params, p.Name)

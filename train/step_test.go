@@ -42,6 +42,7 @@ func TestStepGraphGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			var sb strings.Builder
+			sb.WriteString("batch: " + strings.Join(s.Batch, " ") + "\n")
 			sb.WriteString("params: " + strings.Join(s.Params, " ") + "\nstate:\n")
 			for _, v := range s.State {
 				sb.WriteString("  " + v.Name + " " + v.Type.String() + " init " + ir.FormatFloat(v.Init) + "\n")
