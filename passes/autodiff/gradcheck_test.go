@@ -324,3 +324,32 @@ func TestGradErrors(t *testing.T) {
 		}
 	}
 }
+
+// Append with a seed is a vector-Jacobian product: the gradient of Σ seed·y for a non-scalar y.
+func TestAppendSeed(t *testing.T) {
+	g := ir.NewGraph("vjp")
+	w := g.Param("w", ir.T(ir.F64, 3), nil)
+	seed := g.Input("seed", ir.T(ir.F64, 3), nil)
+	var y *ir.Value
+	if err := Emit(g, func(e *Emitter) { y = e.Mul(w, w) }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Append(g, y, g.Input("bad", ir.T(ir.F32, 3), nil), []*ir.Value{w}); err == nil ||
+		!strings.Contains(err.Error(), "the seed is f32[3], the loss f64[3]") {
+		t.Errorf("wrong seed type: %v", err)
+	}
+	grads, err := Append(g, y, seed, []*ir.Value{w})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.SetOutput("vjp", grads[0])
+	out, err := ref.Run(g,
+		map[string]*tensor.Tensor{"seed": tensor.FromFloats(ir.T(ir.F64, 3), []float64{1, 10, 100}), "bad": tensor.New(ir.T(ir.F32, 3))},
+		map[string]*tensor.Tensor{"w": tensor.FromFloats(ir.T(ir.F64, 3), []float64{1, 2, 3})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []float64{2, 40, 600}; !slices.Equal(out["vjp"].F, want) {
+		t.Errorf("vjp = %v, want %v", out["vjp"].F, want)
+	}
+}
