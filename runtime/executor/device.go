@@ -60,6 +60,13 @@ type Labeler interface {
 	Label(p Ptr, label string) error
 }
 
+// Copier is implemented by devices that copy between device buffers without
+// a round trip through the host (cuMemcpyDtoD). Without it the executor
+// copies through host memory.
+type Copier interface {
+	Copy(dst, src Ptr, n int64) error
+}
+
 // Counters are what a device measured about one launch. Fields a device
 // does not measure stay zero.
 type Counters struct {

@@ -23,6 +23,10 @@ type Program struct {
 	bufs    map[string]map[string]*buffer // kind (input, param, output) → name → buffer
 	allocs  []Ptr
 	mem     MemStats
+	// feedback maps an output to the input or parameter it replaces after each run (a
+	// train step's updated weights and optimizer state): those inputs stay on the device.
+	feedback map[string]*buffer
+	resident map[string]bool // inputs whose value lives on the device between runs
 }
 
 type buffer struct {
@@ -170,7 +174,7 @@ func (p *Program) write(kind string, values map[string]*tensor.Tensor, bind bool
 		}
 	}
 	for name := range bufs {
-		if values[name] == nil {
+		if v, ok := values[name]; !ok || (v == nil && !p.resident[name]) {
 			missing = append(missing, name)
 		}
 	}
@@ -184,6 +188,9 @@ func (p *Program) write(kind string, values map[string]*tensor.Tensor, bind bool
 	}
 	for name, t := range values {
 		b := bufs[name]
+		if t == nil {
+			continue // resident state: already on the device
+		}
 		if !t.Type.Equal(b.typ) {
 			return fmt.Errorf("%s %s is %s, the model wants %s", kind, name, t.Type, b.typ)
 		}
@@ -203,7 +210,7 @@ func (p *Program) Run(inputs map[string]*tensor.Tensor) (*Result, error) {
 			return nil, fmt.Errorf("parameter %s has no value (bind weights first)", b.name)
 		}
 	}
-	if err := p.write(artifact.ArgInput, inputs, false); err != nil {
+	if err := p.writeInputs(inputs); err != nil {
 		return nil, err
 	}
 	res := &Result{Outputs: map[string]*tensor.Tensor{}}
@@ -226,17 +233,128 @@ func (p *Program) Run(inputs map[string]*tensor.Tensor) (*Result, error) {
 		if b == nil {
 			b = p.lookup(o.Name)
 		}
-		data := make([]byte, o.Size)
-		if err := p.dev.Read(data, b.ptr); err != nil {
-			return nil, fmt.Errorf("copying output %s from the device: %v", o.Name, err)
+		name := p.plan.OutputNames[i]
+		if dst := p.feedback[name]; dst != nil {
+			if err := p.copy(dst, b, o.Size); err != nil {
+				return nil, fmt.Errorf("feeding output %s back into %s: %v", name, dst.name, err)
+			}
+			continue
 		}
-		t, err := tensor.FromBytes(b.typ, data)
+		t, err := p.read(b, o.Size)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("copying output %s from the device: %v", name, err)
 		}
-		res.Outputs[p.plan.OutputNames[i]] = t
+		res.Outputs[name] = t
 	}
 	return res, nil
+}
+
+func (p *Program) read(b *buffer, size int64) (*tensor.Tensor, error) {
+	data := make([]byte, size)
+	if err := p.dev.Read(data, b.ptr); err != nil {
+		return nil, err
+	}
+	return tensor.FromBytes(b.typ, data)
+}
+
+func (p *Program) copy(dst, src *buffer, n int64) error {
+	if c, ok := p.dev.(Copier); ok {
+		return c.Copy(dst.ptr, src.ptr, n)
+	}
+	data := make([]byte, n)
+	if err := p.dev.Read(data, src.ptr); err != nil {
+		return err
+	}
+	return p.dev.Write(dst.ptr, data)
+}
+
+// Feedback makes the program keep state on the device across runs, as a
+// compiled train step needs: after every run, output out (by the model's
+// output name) is copied on the device into the input or parameter
+// bindings[out], and is not returned. Inputs named here must be given to
+// SetState once; after that Run does not take them.
+func (p *Program) Feedback(bindings map[string]string) error {
+	outs := map[string]passes.IOBuffer{}
+	for i, o := range p.plan.Outputs {
+		outs[p.plan.OutputNames[i]] = o
+	}
+	fb, resident := map[string]*buffer{}, map[string]bool{}
+	for out, name := range bindings {
+		o, ok := outs[out]
+		if !ok {
+			return fmt.Errorf("feedback: the model has no output %s", out)
+		}
+		dst := p.lookup(name)
+		if dst == nil {
+			return fmt.Errorf("feedback: the model has no input or parameter %s (for output %s)", name, out)
+		}
+		if dst.typ.String() != o.Type {
+			return fmt.Errorf("feedback: output %s is %s, %s is %s", out, o.Type, name, dst.typ)
+		}
+		fb[out] = dst
+		if p.bufs[artifact.ArgInput][name] != nil {
+			resident[name] = true
+		}
+	}
+	p.feedback, p.resident = fb, resident
+	return nil
+}
+
+// SetState writes the initial values of the inputs that Feedback keeps on the
+// device.
+func (p *Program) SetState(values map[string]*tensor.Tensor) error {
+	for name := range p.resident {
+		if values[name] == nil {
+			return fmt.Errorf("no value for state input %s", name)
+		}
+	}
+	for name, t := range values {
+		b := p.bufs[artifact.ArgInput][name]
+		if b == nil || !p.resident[name] {
+			return fmt.Errorf("%s is not a state input of the model", name)
+		}
+		if !t.Type.Equal(b.typ) {
+			return fmt.Errorf("state %s is %s, the model wants %s", name, t.Type, b.typ)
+		}
+		if err := p.dev.Write(b.ptr, t.Bytes()); err != nil {
+			return err
+		}
+		b.bound = true
+	}
+	return nil
+}
+
+// Read copies a parameter's or input's current value from the device (the
+// trained weights after steps with Feedback).
+func (p *Program) Read(name string) (*tensor.Tensor, error) {
+	b := p.lookup(name)
+	if b == nil {
+		return nil, fmt.Errorf("the model has no input or parameter %s", name)
+	}
+	return p.read(b, int64(b.typ.Bytes()))
+}
+
+// writeInputs writes the inputs of one run: every input but the resident ones.
+func (p *Program) writeInputs(values map[string]*tensor.Tensor) error {
+	for name := range p.resident {
+		if values[name] != nil {
+			return fmt.Errorf("input %s is state kept on the device; do not pass it to Run", name)
+		}
+		if !p.bufs[artifact.ArgInput][name].bound {
+			return fmt.Errorf("state input %s has no value (SetState first)", name)
+		}
+	}
+	if len(p.resident) == 0 {
+		return p.write(artifact.ArgInput, values, false)
+	}
+	all := map[string]*tensor.Tensor{}
+	for k, v := range values {
+		all[k] = v
+	}
+	for name := range p.resident {
+		all[name] = nil
+	}
+	return p.write(artifact.ArgInput, all, false)
 }
 
 func (p *Program) address(a artifact.Arg) Ptr {

@@ -47,6 +47,9 @@ func (d *Device) Write(p executor.Ptr, src []byte) error   { return d.d.Write(ui
 func (d *Device) Read(dst []byte, p executor.Ptr) error    { return d.d.Read(uint64(p), dst) }
 func (d *Device) Zero(p executor.Ptr, n int64) error       { return d.d.Memset(uint64(p), 0, int(n)) }
 func (d *Device) Label(p executor.Ptr, label string) error { return d.d.Label(uint64(p), label) }
+func (d *Device) Copy(dst, src executor.Ptr, n int64) error {
+	return d.d.Copy(uint64(dst), uint64(src), int(n))
+}
 
 // Sync returns at once: simulated launches and copies are synchronous.
 func (d *Device) Sync() error { return nil }
