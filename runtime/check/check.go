@@ -33,6 +33,7 @@ type Output struct {
 	Rel, Abs float64 // the tolerance: |got − want| ≤ max(Rel·|want|, Abs)
 	Worst    float64 // largest |got − want| / max(Rel·|want|, Abs): ≤ 1 passes
 	Bad      int     // elements outside the tolerance
+	BothNaN  int     // of the Bad elements, those where the reference is NaN too (agreement, but NaN never passes)
 	First    string  // the first bad element, described
 }
 
@@ -124,6 +125,9 @@ func Compare(name string, got, want *tensor.Tensor, tf32 bool) Output {
 				o.First = fmt.Sprintf("%s[%s] = %v, want %v", name, index(want.Type.Shape, i), g, w)
 			}
 			o.Bad++
+			if math.IsNaN(g) && math.IsNaN(w) {
+				o.BothNaN++
+			}
 		}
 	}
 	return o
