@@ -30,8 +30,8 @@ func loopKernel(k Kernel, globals *[]string) (string, Launch, error) {
 	if tt := findTransposeTile(g, shape); tt != nil {
 		return transposeKernel(k, tt, globals)
 	}
-	if pt := findPoolTile(g, shape); pt != nil {
-		return poolTileKernel(k, pt, globals)
+	if st := findStage(g, shape); st != nil {
+		return stagedKernel(k, st, globals)
 	}
 	n := shape.NumElements()
 	v, flat := vectorWidth(g, shape)

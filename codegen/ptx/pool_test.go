@@ -2,7 +2,6 @@ package ptx
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/gcomp/gcomp/ir"
@@ -49,52 +48,28 @@ func TestPooling(t *testing.T) {
 // pool tile): the input may be computed, the output reshaped, the dtype 16-bit; every block's
 // loads cover whole sectors. An image row too wide for the stage keeps per-thread window reads.
 func TestPoolTile(t *testing.T) {
-	cases := []struct {
-		name string
-		src  string
-		tile bool
-	}{
+	checkStaged(t, []stagedCase{
 		{"relu_pool_reshape", `graph g {
   input %x : f32[3,5,14,14]
   %0 = relu(%x) : f32[3,5,14,14]
   %1 = max_pool2d(%0) {kernel=[2,2], padding=[0,0], stride=[2,2]} : f32[3,5,7,7]
   %2 = reshape(%1) {shape=[3,245]} : f32[3,245]
   output y = %2
-}`, true},
+}`, true, true},
 		{"f16_avg", `graph g {
   input %x : f16[2,8,10,12]
   %0 = avg_pool2d(%x) {kernel=[2,2], padding=[0,0], stride=[2,2]} : f16[2,8,5,6]
   output y = %0
-}`, true},
+}`, true, true},
 		{"padded_3x3", `graph g {
   input %x : f32[2,4,17,9]
   %0 = max_pool2d(%x) {kernel=[3,3], padding=[1,1], stride=[2,2]} : f32[2,4,9,5]
   output y = %0
-}`, true},
+}`, true, true},
 		{"wide_rows", `graph g {
   input %x : f32[1,1,8,8192]
   %0 = max_pool2d(%x) {kernel=[2,2], padding=[0,0], stride=[2,2]} : f32[1,1,4,4096]
   output y = %0
-}`, false},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			g := parse(t, c.src)
-			k := Kernel{Name: "k_" + c.name, Graph: g}
-			text, _, err := Generate(k, Target{SM: 80})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := strings.Contains(text, "pool_in"); got != c.tile {
-				t.Fatalf("pool tile used: %v, want %v", got, c.tile)
-			}
-			res := checkKernel(t, k, inputsFor(g, 3, 2), true)
-			if res == nil || !c.tile {
-				return
-			}
-			if eff := float64(res.stats.GlobalLoadBytes) / float64(32*res.stats.GlobalLoadSectors); eff < 0.9 {
-				t.Errorf("loads %.0f%% coalesced", 100*eff)
-			}
-		})
-	}
+}`, false, false},
+	})
 }

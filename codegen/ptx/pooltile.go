@@ -6,14 +6,12 @@ import (
 	"github.com/gcomp/gcomp/ir"
 )
 
-// The pool-tile template: a loop kernel whose pooling is read at the output's own linear index
-// stages the pool's input through shared memory. A block takes poolTileOut consecutive outputs;
-// their windows all lie in one contiguous range of the input (the first output's first tap to
-// the last output's last tap, see poolSpan), which the block reads with consecutive threads on
-// consecutive elements — coalesced whatever the stride — and every thread then pools its output
-// from shared memory. Per-thread window reads straight from global memory touch a sector for
-// every stride·4 bytes a warp's 32 outputs advance, several times per window row.
-const poolTileOut = 256 // outputs per block and threads per block
+// Pooling in a staged kernel (tile.go): the windows of a tile's tileOut consecutive outputs all
+// lie in one contiguous range of the input (the first output's first tap to the last output's
+// last tap, see poolSpan), which the block reads with consecutive threads on consecutive
+// elements — coalesced whatever the stride — and every thread then pools its output from shared
+// memory. Per-thread window reads straight from global memory touch a sector for every
+// stride·4 bytes a warp's 32 outputs advance, several times per window row.
 
 // maxPoolTileBytes caps the staged range (a wide image row with a window taller than 1 makes a
 // range far longer than the outputs it serves); larger ones keep per-thread window reads.
@@ -23,6 +21,7 @@ type poolTile struct {
 	pool *ir.Value // max_pool2d or avg_pool2d, read only at the output's linear index
 	span int       // elements of the pool's input one tile reads, at most
 	slot int       // bytes per staged element
+	lo   string    // register: the tile's first staged input index
 }
 
 // findPoolTile returns the pooling worth staging in a loop kernel over shape, or nil.
@@ -98,15 +97,15 @@ func (w poolWindow) last(o int) int {
 	return (plane*w.s[2]+ih)*w.s[3] + iw
 }
 
-// poolSpan is the longest input range a tile of poolTileOut outputs reads. The range depends on
+// poolSpan is the longest input range a tile of tileOut outputs reads. The range depends on
 // where the tile starts in a plane, which repeats every lcm(plane, tile) outputs.
 func poolSpan(v *ir.Value, n int) int {
 	w := windowOf(v)
 	plane := w.outH * w.outW
-	period := plane / gcd(plane, poolTileOut) // tiles before the starts repeat
+	period := plane / gcd(plane, tileOut) // tiles before the starts repeat
 	span := 0
-	for t := 0; t < ceilDiv(n, poolTileOut) && t <= period; t++ {
-		o0, o1 := t*poolTileOut, min(n, (t+1)*poolTileOut)-1
+	for t := 0; t < ceilDiv(n, tileOut) && t <= period; t++ {
+		o0, o1 := t*tileOut, min(n, (t+1)*tileOut)-1
 		span = max(span, w.last(o1)-w.first(o0)+1)
 	}
 	return span
@@ -122,28 +121,18 @@ func gcd(a, b int) int {
 	return a
 }
 
-func poolTileKernel(k Kernel, pt *poolTile, globals *[]string) (string, Launch, error) {
-	g := k.Graph
-	shape := g.Outputs[0].Value.Type.Shape
-	n := shape.NumElements()
-	b := newBuilder(k.Name)
-	gn, args := header(k, b, globals)
+// pool stage: phase 1 copies the input range [first tap of the tile's first output, last tap
+// of its last output]; phase 2 pools each output from it.
+func (pt *poolTile) value() *ir.Value { return pt.pool }
+func (pt *poolTile) elems() int       { return pt.span }
+func (pt *poolTile) slotBytes() int   { return pt.slot }
+func (pt *poolTile) describe() string {
+	return fmt.Sprintf("the windows' input range, at most %d elements", pt.span)
+}
+
+func (pt *poolTile) load(gn *gen, o0, last, tid string, slot func(i string) string) error {
 	a := gn.a
-	in := pt.pool.Args[0]
 	w := windowOf(pt.pool)
-	b.note("pool tile: %d outputs per block; the windows' input range, at most %d elements, staged in shared memory", poolTileOut, pt.span)
-	stage := b.sharedArray("pool_in", pt.span*pt.slot, 8)
-	base := b.reg(rU32)
-	b.ins("mov.u32", base, stage)
-	tid := b.reg(rU32)
-	b.ins("mov.u32", tid, "%tid.x")
-	tiles := ceilDiv(n, poolTileOut)
-	id, next := blockTiles(b, tiles)
-	gn.reset()
-	o0 := a.mul(id, poolTileOut)
-	last := b.reg(rU32)
-	b.ins("add.s32", last, o0, imm(poolTileOut-1))
-	b.ins("min.u32", last, last, imm(n-1))
 	// The same bounds as poolWindow.first and last, at run time.
 	bound := func(o string, last bool) string {
 		x := newIndexLin(pt.pool.Type.Shape, o)
@@ -158,71 +147,15 @@ func poolTileKernel(k Kernel, pt *poolTile, globals *[]string) (string, Launch, 
 		}
 		return a.reg(newIndexCoords(w.s, []string{x.getCoord(a, 0), x.getCoord(a, 1), ih, iw}).getLin(a))
 	}
-	lo, hi := bound(o0, false), bound(last, true)
-	d := in.Type.DType
-	typ := sharedType(d)
-	slotAddr := func(lin string) string {
-		return fmt.Sprintf("[%s]", a.add(base, a.mul(a.sub(lin, lo), pt.slot)))
-	}
-	// Phase 1: consecutive threads read consecutive input elements of [lo, hi], starting from
-	// the 32-byte sector that holds lo, so each warp's request covers whole sectors.
-	q := b.reg(rU32)
-	b.ins("and.b32", q, lo, imm(-max(1, 32/d.Size())))
-	b.ins("add.s32", q, q, tid)
-	lhead, lnext, ldone := b.label("stage"), b.label("stage_next"), b.label("stage_done")
-	b.place(lhead)
-	p := b.reg(rPred)
-	b.ins("setp.gt.u32", p, q, hi)
-	b.braIf(p, ldone)
-	before := b.reg(rPred)
-	b.ins("setp.lt.u32", before, q, lo)
-	b.braIf(before, lnext)
-	v, err := gn.eval(in, newIndexLin(w.s, q))
-	if err != nil {
-		return "", Launch{}, err
-	}
-	b.ins("st.shared."+typ, slotAddr(q), gn.e.reg(v))
-	b.place(lnext)
-	b.ins("add.s32", q, q, imm(poolTileOut))
-	b.bra(lhead)
-	b.place(ldone)
-	gn.reset()
-	b.ins("bar.sync", "0")
-	// Phase 2: thread tid pools output o0 + tid from shared memory and computes the outputs.
-	o := a.reg(a.add(o0, tid))
-	skip := b.label("out_skip")
-	b.braIf(predGE(b, o, n), skip)
-	x := newIndexLin(shape, o)
-	pv, err := gn.poolTaps(pt.pool, newIndexLin(pt.pool.Type.Shape, o), func(_, _ int, y *index) val {
-		r := b.reg(classOf(d))
-		b.ins("ld.shared."+typ, r, slotAddr(y.getLin(a)))
-		return val{d, r}
-	})
-	if err != nil {
-		return "", Launch{}, err
-	}
-	gn.bound[pt.pool] = func(*index) val { return pv }
-	for i, out := range g.Outputs {
-		ov, err := gn.eval(out.Value, x)
-		if err != nil {
-			return "", Launch{}, err
-		}
-		gn.store(out.Value, gn.outPtr[i], o, ov)
-	}
-	delete(gn.bound, pt.pool)
-	b.place(skip)
-	b.ins("bar.sync", "0") // the next tile overwrites the stage
-	next()
-	if gn.err != nil {
-		return "", Launch{}, gn.err
-	}
-	l := Launch{Grid: [3]int{min(tiles, maxLoopBlocks), 1, 1}, Block: [3]int{poolTileOut, 1, 1}, Params: args}
-	return b.text(), l, nil
+	pt.lo = bound(o0, false)
+	end := a.reg(a.add(bound(last, true), imm(1)))
+	in := pt.pool.Args[0]
+	return gn.stageRange(in, pt.lo, end, tid, func(q string) string { return slot(a.sub(q, pt.lo)) })
 }
 
-// predGE returns a predicate register holding x ≥ n (unsigned).
-func predGE(b *builder, x string, n int) string {
-	p := b.reg(rPred)
-	b.ins("setp.ge.u32", p, x, imm(n))
-	return p
+func (pt *poolTile) at(gn *gen, o, _ string, slot func(i string) string) (val, error) {
+	d := pt.pool.Args[0].Type.DType
+	return gn.poolTaps(pt.pool, newIndexLin(pt.pool.Type.Shape, o), func(_, _ int, y *index) val {
+		return gn.loadStaged(d, slot(gn.a.sub(y.getLin(gn.a), pt.lo)))
+	})
 }
