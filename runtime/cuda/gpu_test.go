@@ -17,20 +17,8 @@ import (
 	"time"
 
 	"github.com/gcomp/gcomp/codegen/ptx"
-	"github.com/gcomp/gcomp/compiler"
-	"github.com/gcomp/gcomp/examples/cnn"
-	"github.com/gcomp/gcomp/examples/gpt"
-	"github.com/gcomp/gcomp/examples/linreg"
-	"github.com/gcomp/gcomp/examples/lstm"
-	"github.com/gcomp/gcomp/examples/mlp"
-	"github.com/gcomp/gcomp/examples/rnn"
-	"github.com/gcomp/gcomp/examples/transformer"
-	"github.com/gcomp/gcomp/frontend"
-	"github.com/gcomp/gcomp/ir"
-	"github.com/gcomp/gcomp/runtime/check"
 	"github.com/gcomp/gcomp/runtime/cuda"
 	"github.com/gcomp/gcomp/runtime/executor"
-	"github.com/gcomp/gcomp/runtime/ref"
 	"github.com/gcomp/gcomp/tensor"
 )
 
@@ -74,67 +62,15 @@ func target(dev *cuda.Device) ptx.Target {
 	return ptx.Target{SM: best}
 }
 
-func values(t *testing.T, g *ir.Graph, seed uint64) (inputs, params map[string]*tensor.Tensor) {
-	t.Helper()
-	inputs, params = map[string]*tensor.Tensor{}, map[string]*tensor.Tensor{}
-	for _, v := range g.Inputs() {
-		inputs[v.Name] = tensor.RandomInput(v, seed)
-	}
-	for _, p := range g.Params() {
-		w, err := tensor.Initialize(p, seed)
-		if err != nil {
-			t.Fatal(err)
-		}
-		params[p.Name] = w
-	}
-	return inputs, params
-}
-
 // TestGPUExamples runs every example on the GPU and compares it with the
 // reference interpreter; then it runs each five more times with event timing
 // and logs the median and minimum time of every kernel.
 func TestGPUExamples(t *testing.T) {
 	dev := openGPU(t, false)
 	tgt := target(dev)
-	for _, m := range []struct {
-		name  string
-		model func(*frontend.Builder)
-	}{
-		{"linreg", linreg.Model}, {"mlp", mlp.Model}, {"cnn", cnn.Model}, {"rnn", rnn.Model},
-		{"lstm", lstm.Model}, {"transformer", transformer.Model}, {"gpt", gpt.Model},
-	} {
+	for _, m := range exampleModels {
 		t.Run(m.name, func(t *testing.T) {
-			g, err := frontend.Build(m.name, m.model)
-			if err != nil {
-				t.Fatal(err)
-			}
-			res, err := compiler.Compile(g, compiler.Options{Target: tgt})
-			if err != nil {
-				t.Fatal(err)
-			}
-			inputs, params := values(t, g, 1)
-			prog, err := executor.Load(dev, res.Artifact)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer prog.Close()
-			if err := prog.SetParams(params); err != nil {
-				t.Fatal(err)
-			}
-			got, err := prog.Run(inputs)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want, err := ref.Run(g, inputs, params)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, v := range g.Outputs {
-				o := check.Compare(v.Name, got.Outputs[v.Name], want[v.Name], res.Artifact.Plan.TF32)
-				if !o.Pass() {
-					t.Errorf("%s: %d elements outside tolerance (max abs %g, max rel %g); first %s", o.Name, o.Bad, o.MaxAbs, o.MaxRel, o.First)
-				}
-			}
+			prog, inputs := runExample(t, dev, m.name, m.model, tgt)
 			t.Logf("memory: %+v; device: %+v", prog.Memory(), dev.Stats())
 			bench(t, dev, prog, inputs, 5)
 		})
