@@ -138,15 +138,15 @@ func (s *simDriver) EventDestroy(cuda.Event) error     { return nil }
 func (s *simDriver) GetErrorName(r cuda.Result) string { return fmt.Sprintf("CUDA_ERROR_%d", int(r)) }
 func (s *simDriver) GetErrorString(cuda.Result) string { return "" }
 
-// TestExamplesOnSimDriver runs the fast example models through the CUDA
-// device over the simulator-backed driver, with each option, and compares
-// them with the reference interpreter: the GPU suite's code path, short of
-// the GPU.
+// TestExamplesOnSimDriver runs the fast example models (with -short, mlp
+// alone) through the CUDA device over the simulator-backed driver, with
+// each option, and compares them with the reference interpreter: the GPU
+// suite's code path, short of the GPU.
 func TestExamplesOnSimDriver(t *testing.T) {
 	for _, opts := range []cuda.Options{{}, {Sync: true}, {Profile: true, StagingLimit: 1}} {
 		t.Run(fmt.Sprintf("sync=%v,profile=%v", opts.Sync, opts.Profile), func(t *testing.T) {
 			for _, m := range exampleModels {
-				if m.slow {
+				if m.slow || testing.Short() && m.name != "mlp" {
 					continue
 				}
 				t.Run(m.name, func(t *testing.T) {
