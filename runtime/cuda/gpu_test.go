@@ -8,13 +8,9 @@
 package cuda_test
 
 import (
-	"fmt"
 	"os"
-	"slices"
-	"sort"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/gcomp/gcomp/codegen/ptx"
 	"github.com/gcomp/gcomp/runtime/cuda"
@@ -77,37 +73,23 @@ func TestGPUExamples(t *testing.T) {
 	}
 }
 
-// bench runs prog n times with event timing and logs each kernel's median
-// and minimum time.
+// bench runs prog n times with event timing and logs the executor's
+// benchmark table (median and minimum per run and per kernel).
 func bench(t *testing.T, dev *cuda.Device, prog *executor.Program, inputs map[string]*tensor.Tensor, n int) {
 	dev.SetProfile(true)
 	defer dev.SetProfile(false)
-	times := map[string][]time.Duration{}
-	var order []string
-	for range n {
-		res, err := prog.Run(inputs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, k := range res.Kernels {
-			if k.Counters == nil {
-				t.Fatalf("kernel %s: no counters with profiling on", k.Name)
-			}
-			if _, ok := times[k.Name]; !ok {
-				order = append(order, k.Name)
-			}
-			times[k.Name] = append(times[k.Name], k.Counters.Time)
+	b, err := executor.Bench(prog, inputs, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range b.Kernels {
+		if len(k.Times) != n {
+			t.Errorf("kernel %s: %d times from %d profiled runs", k.Name, len(k.Times), n)
 		}
 	}
-	var b strings.Builder
-	var total time.Duration
-	for _, name := range order {
-		ts := slices.Clone(times[name])
-		sort.Slice(ts, func(i, j int) bool { return ts[i] < ts[j] })
-		total += ts[len(ts)/2]
-		fmt.Fprintf(&b, "\n  %-40s median %9v  min %9v", name, ts[len(ts)/2], ts[0])
-	}
-	t.Logf("%d runs, kernels' median sum %v:%s", n, total, b.String())
+	var buf strings.Builder
+	b.WriteTable(&buf)
+	t.Logf("%d runs: median %v, min %v\n%s", n, executor.Median(b.Runs), executor.Min(b.Runs), buf.String())
 }
 
 // TestGPUErrors checks the device's errors against a real driver: PTX the

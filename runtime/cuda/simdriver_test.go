@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gcomp/gcomp/codegen/ptx"
 	"github.com/gcomp/gcomp/runtime/cuda"
@@ -163,6 +164,17 @@ func TestExamplesOnSimDriver(t *testing.T) {
 					for _, k := range res.Kernels {
 						if (k.Counters != nil) != opts.Profile {
 							t.Fatalf("kernel %s: counters %+v with profiling %v", k.Name, k.Counters, opts.Profile)
+						}
+					}
+					if opts.Profile {
+						b, err := executor.Bench(prog, inputs, 2)
+						if err != nil {
+							t.Fatal(err)
+						}
+						for _, k := range b.Kernels {
+							if len(k.Times) != 2 || k.Times[0] != 250*time.Microsecond {
+								t.Errorf("kernel %s: bench times %v, want two of 250µs (the events')", k.Name, k.Times)
+							}
 						}
 					}
 					if s := dev.Stats(); s.Allocated < prog.Memory().Total() {
