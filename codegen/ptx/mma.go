@@ -126,7 +126,13 @@ func (mm *matmul) emitMMA() error {
 			return fmt.Errorf("%s matmul: the contiguous dim of operand %d has odd size %d; not supported yet", d, i, contig)
 		}
 	}
-	sA := b.sharedArray("tileA", 2*sides[0].bufBytes, 16)
+	// The epilogue stages accumulators through tileA once the main loop is done with it.
+	staged := mm.conv == nil && mm.N%4 == 0 && len(mm.batchShape)+2 == mm.dot.Type.Shape.Rank()
+	aBytes := 2 * sides[0].bufBytes
+	if staged {
+		aBytes = max(aBytes, mmThreads/32*stageWarpBytes)
+	}
+	sA := b.sharedArray("tileA", aBytes, 16)
 	sB := b.sharedArray("tileB", 2*sides[1].bufBytes, 16)
 	tid, bx, by, bz := b.reg(rU32), b.reg(rU32), b.reg(rU32), b.reg(rU32)
 	b.ins("mov.u32", tid, "%tid.x")
@@ -345,9 +351,12 @@ func (mm *matmul) emitMMA() error {
 	b.bra(loop)
 	b.place(done)
 
-	// Epilogue: accumulator c of tile (mi, ni) is row lane/4 (+8 for c ≥ 2), column
-	// 2·(lane%4) + c%2 of the tile.
 	b.note("epilogue")
+	if staged {
+		return mm.stagedEpilogue(acc, sides[0].sh, warp, lane, m0, n0, bz, bidx)
+	}
+	// Accumulator c of tile (mi, ni) is row lane/4 (+8 for c ≥ 2), column 2·(lane%4) + c%2 of
+	// the tile.
 	rowBase := a.add(a.add(m0, a.mul(wm, 64)), a.div(lane, 4))
 	colBase := a.add(a.add(n0, a.mul(wn, 32)), a.mul(a.rem(lane, 4), 2))
 	linBase := a.mad(a.mad(bz, mm.M, rowBase), mm.N, colBase)
@@ -369,6 +378,52 @@ func (mm *matmul) emitMMA() error {
 				}
 			}
 		}
+	}
+	return nil
+}
+
+// The staged epilogue: a warp's 64×32 tile goes out 16 rows at a time through its own
+// 16×32 f32 region of shared memory (rows padded to 40 floats). The mma layout gives a thread
+// two adjacent columns of 8 rows, so direct stores of a 16-bit result write 4 bytes per thread
+// and a warp's request covers 8 rows × 16 bytes: half of each 32-byte sector. Staged, a thread
+// takes 4 consecutive columns of one row and 8 threads a whole 32-column row: 16-bit results
+// store 64 contiguous bytes per row (whole sectors), f32 ones 128. Writes (st.shared.v2, per
+// half-warp 4 rows × 8 words, rows 8 banks apart) and reads (ld.shared.v4, per quarter-warp one
+// row of 32 words) are free of bank conflicts.
+const (
+	stageRow       = 40 // floats per staged row
+	stageWarpBytes = 16 * stageRow * 4
+)
+
+func (mm *matmul) stagedEpilogue(acc []string, sh, warp, lane, m0, n0, bz string, bidx *index) error {
+	b, a := mm.e.b, mm.a
+	stage := a.add(sh, a.mul(warp, stageWarpBytes))
+	wAddr := a.reg(a.add(stage, a.mul(a.mad(a.div(lane, 4), stageRow, a.mul(a.rem(lane, 4), 2)), 4)))
+	rAddr := a.reg(a.add(stage, a.mul(a.mad(a.div(lane, 8), stageRow, a.mul(a.rem(lane, 8), 4)), 4)))
+	wm, wn := a.div(warp, 4), a.rem(warp, 4)
+	rowBase := a.reg(a.add(a.add(m0, a.mul(wm, 64)), a.div(lane, 8)))
+	colBase := a.reg(a.add(a.add(n0, a.mul(wn, 32)), a.mul(a.rem(lane, 8), 4)))
+	linBase := a.reg(a.mad(a.mad(bz, mm.M, rowBase), mm.N, colBase))
+	for mi := range 4 {
+		for ni := range 4 {
+			for h := range 2 {
+				c := (mi*4+ni)*4 + 2*h
+				b.ins("st.shared.v2.f32", fmt.Sprintf("[%s+%d]", wAddr, 4*(8*h*stageRow+ni*8)), "{"+acc[c]+", "+acc[c+1]+"}")
+			}
+		}
+		b.ins("bar.sync", "0")
+		for p := range 4 {
+			regs := []string{b.reg(rF32), b.reg(rF32), b.reg(rF32), b.reg(rF32)}
+			b.ins("ld.shared.v4.f32", "{"+joinRegs(regs)+"}", fmt.Sprintf("[%s+%d]", rAddr, 4*4*p*stageRow))
+			accs := make([]val, 4)
+			for l, r := range regs {
+				accs[l] = val{ir.F32, r}
+			}
+			if err := mm.element(rowBase, mi*16+4*p, colBase, 0, linBase, bidx, accs); err != nil {
+				return err
+			}
+		}
+		b.ins("bar.sync", "0") // the next rows overwrite the stage
 	}
 	return nil
 }

@@ -101,3 +101,26 @@ func TestMatmulTF32(t *testing.T) {
 		t.Error("a [K,N] operand took the tf32 path")
 	}
 }
+
+// The tensor-core epilogue stages each warp's accumulators through shared memory, so a warp
+// stores whole rows of 32 columns: 16-bit results fill whole sectors (direct stores from the
+// mma layout write 4 bytes per thread and half of each sector: 50%).
+func TestMatmulHalfStores(t *testing.T) {
+	for _, dt := range []string{"f16", "bf16"} {
+		t.Run(dt, func(t *testing.T) {
+			src := strings.ReplaceAll(instantiateMNK(matmulCases[1].src, 128, 256, 64), "f32", dt)
+			g := parse(t, src)
+			res := checkKernel(t, Kernel{Name: "k_linear_" + dt, Graph: g}, inputsFor(g, 4, 1), false)
+			if res == nil {
+				return
+			}
+			st := res.stats
+			if eff := float64(st.GlobalStoreBytes) / float64(32*st.GlobalStoreSectors); eff < 0.99 {
+				t.Errorf("stores %.0f%% coalesced", 100*eff)
+			}
+			if st.SharedBankConflicts != 0 {
+				t.Errorf("%d bank conflicts", st.SharedBankConflicts)
+			}
+		})
+	}
+}
