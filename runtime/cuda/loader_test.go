@@ -2,7 +2,9 @@ package cuda
 
 import (
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/gcomp/gcomp/runtime/cuda/cudatest"
@@ -93,5 +95,39 @@ func BenchmarkDriverCall(b *testing.B) {
 		if _, err := drv.DriverVersion(); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestLoadMissingLibraryConcurrently is the regression test for an empty
+// loader message: dlerror is per thread, and a goroutine that moved to
+// another thread between dlopen and dlerror read nothing (it happened under
+// the parallel tests of cmd/gcomp). Every failed Load, from goroutines
+// competing for the processors, must carry the loader's message.
+func TestLoadMissingLibraryConcurrently(t *testing.T) {
+	const workers, loads = 8, 100
+	errs := make(chan error, workers*loads)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range loads {
+				_, err := Load(fmt.Sprintf("libgcomp-missing-%d-%d.so.1", w, i))
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	bad := 0
+	for err := range errs {
+		if err == nil || !strings.HasSuffix(err.Error(), ": cannot open shared object file: No such file or directory") {
+			if bad++; bad <= 3 {
+				t.Errorf("Load: %v", err)
+			}
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%d of %d loads lacked the loader's message", bad, workers*loads)
 	}
 }

@@ -114,6 +114,9 @@ func loadLibrary(path string) (Driver, error) {
 	if l := loaded[path]; l != nil {
 		return l, nil
 	}
+	// dlerror's message is per thread: keep dlopen and dlerror on one.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	h, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_GLOBAL)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNoLibrary, err)
