@@ -17,6 +17,8 @@
 //     where their lanes stay consecutive) and a scalar tail; pooling and gather fuse here.
 //   - transpose tile: a loop kernel reading a buffer through a transpose of its contiguous dim
 //     stages 32×32 tiles through shared memory.
+//   - staged: a loop kernel with pooling, or a concat whose pieces lie off 32-byte sectors,
+//     reads what each tile of 256 outputs needs into shared memory, sector-aligned and coalesced.
 //   - row reduction: one block per row, warp shuffles and a shared-memory stage; several
 //     reductions over the same rows (softmax, online; layer norm) share one kernel.
 //   - split full reduction: many blocks, the last one (an integer ticket) folds the partials.
@@ -24,7 +26,8 @@
 //   - matmul: 128×128 tiles, cp.async double buffering, 8×8 register blocks of FFMA, the
 //     kernel's other ops as an epilogue before the single store; conv2d as an implicit GEMM on
 //     the same core.
-//   - tensor-core matmul: f16/bf16 (and f32 with Target.TF32) through ldmatrix and mma.sync.
+//   - tensor-core matmul: f16/bf16 matmuls and convolutions (and f32 matmuls with Target.TF32)
+//     through ldmatrix and mma.sync, the epilogue staged through shared memory.
 //
 // Numerics follow docs/ops.md exactly where the op is exact (every IEEE operation, casts, min/max
 // with NaN propagation, integer wrapping and division); docs/codegen.md lists the error bound of
