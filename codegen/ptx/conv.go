@@ -103,3 +103,20 @@ func (cs *convSpec) outIndex(a ia, m, o string) (*index, string) {
 	x.lin = lin
 	return x, lin
 }
+
+// pixelLanes returns the output indexes of n consecutive pixels from GEMM row m (x, its index)
+// in channel o, a group stored together: consecutive in the NCHW output while they stay in one
+// plane, which holds when OH·OW and m are multiples of n. Within one image row they form an
+// element group (epilogue operands load as vectors); across rows each lane is its own index.
+func (cs *convSpec) pixelLanes(a ia, x *index, m, o string, n int) []*index {
+	if cs.ow%n == 0 {
+		newGroup(a, x, n, false)
+		return x.lanes
+	}
+	lanes := []*index{x}
+	for l := 1; l < n; l++ {
+		xl, _ := cs.outIndex(a, a.add(m, imm(l)), o)
+		lanes = append(lanes, xl)
+	}
+	return lanes
+}

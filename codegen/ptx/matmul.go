@@ -553,8 +553,8 @@ func (mm *matmul) emit() error {
 	single := shape.Rank() == nb+2
 	// Four consecutive columns form an element group (one 128-bit store, and 128-bit loads of
 	// row-broadcast operands such as a bias) when rows hold whole groups.
-	// conv2d groups four consecutive pixels instead (one image row holds whole groups when
-	// OW % 4 = 0).
+	// conv2d groups four consecutive pixels instead (contiguous in the output while a plane
+	// holds whole groups: OH·OW % 4 = 0).
 	w, wi := 1, 1
 	narrow := true
 	for _, o := range g.Outputs {
@@ -563,7 +563,7 @@ func (mm *matmul) emit() error {
 	switch {
 	case mm.conv == nil && mm.N%4 == 0 && narrow:
 		w = 4
-	case mm.conv != nil && mm.conv.ow%4 == 0 && narrow:
+	case mm.conv != nil && mm.conv.oh*mm.conv.ow%4 == 0 && narrow:
 		wi = 4
 	}
 	for i := 0; i < 8; i += wi {
@@ -596,8 +596,11 @@ func (mm *matmul) emit() error {
 				}
 			}
 			lanes := []*index{x}
-			if n := max(w, wi); n > 1 {
-				newGroup(a, x, n, false)
+			switch {
+			case wi > 1:
+				lanes = mm.conv.pixelLanes(a, x, rows[i], a.mad(bz, mm.N, cols[j0]), wi)
+			case w > 1:
+				newGroup(a, x, w, false)
 				lanes = x.lanes
 			}
 			accOf := map[*index]val{}

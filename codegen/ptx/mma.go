@@ -127,7 +127,8 @@ func (mm *matmul) emitMMA() error {
 		}
 	}
 	// The epilogue stages accumulators through tileA once the main loop is done with it.
-	staged := mm.conv == nil && mm.N%4 == 0 && len(mm.batchShape)+2 == mm.dot.Type.Shape.Rank()
+	staged := mm.conv == nil && mm.N%4 == 0 && len(mm.batchShape)+2 == mm.dot.Type.Shape.Rank() ||
+		mm.conv != nil && mm.conv.oh*mm.conv.ow%4 == 0
 	aBytes := 2 * sides[0].bufBytes
 	if staged {
 		aBytes = max(aBytes, mmThreads/32*stageWarpBytes)
@@ -385,11 +386,17 @@ func (mm *matmul) emitMMA() error {
 // The staged epilogue: a warp's 64×32 tile goes out 16 rows at a time through its own
 // 16×32 f32 region of shared memory (rows padded to 40 floats). The mma layout gives a thread
 // two adjacent columns of 8 rows, so direct stores of a 16-bit result write 4 bytes per thread
-// and a warp's request covers 8 rows × 16 bytes: half of each 32-byte sector. Staged, a thread
-// takes 4 consecutive columns of one row and 8 threads a whole 32-column row: 16-bit results
-// store 64 contiguous bytes per row (whole sectors), f32 ones 128. Writes (st.shared.v2, per
-// half-warp 4 rows × 8 words, rows 8 banks apart) and reads (ld.shared.v4, per quarter-warp one
-// row of 32 words) are free of bank conflicts.
+// and a warp's request covers 8 rows × 16 bytes: half of each 32-byte sector. Staged, a matmul
+// thread takes 4 consecutive columns of one row and 8 threads a whole 32-column row: 16-bit
+// results store 64 contiguous bytes per row (whole sectors), f32 ones 128. A conv2d's rows are
+// pixels, contiguous in the NCHW output, so there a thread takes 4 consecutive rows of one
+// column and 4 threads 16 pixels of an output channel (32 contiguous bytes of f16).
+//
+// Word (r, c) of the region sits at r·40 + (c XOR 8·(r/4 mod 4)): the swizzle moves each
+// 8-column block by the row's quarter. Writes (st.shared.v2 of the fragment pairs: per
+// half-warp 4 rows of one quarter × 8 words, rows 8 banks apart), matmul reads (ld.shared.v4:
+// per quarter-warp the 32 words of one row) and conv reads (per warp rows k, k+4, k+8, k+12 ×
+// 8 columns, whose blocks the swizzle spreads over all 32 banks) are free of bank conflicts.
 const (
 	stageRow       = 40 // floats per staged row
 	stageWarpBytes = 16 * stageRow * 4
@@ -397,29 +404,63 @@ const (
 
 func (mm *matmul) stagedEpilogue(acc []string, sh, warp, lane, m0, n0, bz string, bidx *index) error {
 	b, a := mm.e.b, mm.a
-	stage := a.add(sh, a.mul(warp, stageWarpBytes))
-	wAddr := a.reg(a.add(stage, a.mul(a.mad(a.div(lane, 4), stageRow, a.mul(a.rem(lane, 4), 2)), 4)))
-	rAddr := a.reg(a.add(stage, a.mul(a.mad(a.div(lane, 8), stageRow, a.mul(a.rem(lane, 8), 4)), 4)))
+	stage := a.reg(a.add(sh, a.mul(warp, stageWarpBytes)))
+	xor := func(x string, c int) string {
+		r := b.reg(rU32)
+		b.ins("xor.b32", r, a.reg(x), imm(c))
+		return r
+	}
+	// Write addresses: fragment pair (ni, h) of a thread is row lane/4 + 8h, columns
+	// ni·8 + 2·(lane%4) and the next; the row's quarter is (lane/16 + 2h) mod 4.
+	var wAddr [4][2]string
+	for h := range 2 {
+		rowOff := a.add(stage, a.mul(a.mad(a.add(a.div(lane, 4), imm(8*h)), stageRow, a.mul(a.rem(lane, 4), 2)), 4))
+		q := a.mul(a.rem(a.add(a.div(lane, 16), imm(2*h)), 4), 32) // the swizzle in bytes
+		for ni := range 4 {
+			wAddr[ni][h] = a.reg(a.add(rowOff, xor(q, ni*32)))
+		}
+	}
 	wm, wn := a.div(warp, 4), a.rem(warp, 4)
-	rowBase := a.reg(a.add(a.add(m0, a.mul(wm, 64)), a.div(lane, 8)))
-	colBase := a.reg(a.add(a.add(n0, a.mul(wn, 32)), a.mul(a.rem(lane, 8), 4)))
-	linBase := a.reg(a.mad(a.mad(bz, mm.M, rowBase), mm.N, colBase))
+	var rowBase, colBase, linBase string
+	if mm.conv == nil {
+		rowBase = a.reg(a.add(a.add(m0, a.mul(wm, 64)), a.div(lane, 8)))
+		colBase = a.reg(a.add(a.add(n0, a.mul(wn, 32)), a.mul(a.rem(lane, 8), 4)))
+		linBase = a.reg(a.mad(a.mad(bz, mm.M, rowBase), mm.N, colBase))
+	} else {
+		rowBase = a.reg(a.add(a.add(m0, a.mul(wm, 64)), a.mul(a.rem(lane, 4), 4)))
+		colBase = a.reg(a.add(a.add(n0, a.mul(wn, 32)), a.div(lane, 4)))
+	}
 	for mi := range 4 {
 		for ni := range 4 {
 			for h := range 2 {
 				c := (mi*4+ni)*4 + 2*h
-				b.ins("st.shared.v2.f32", fmt.Sprintf("[%s+%d]", wAddr, 4*(8*h*stageRow+ni*8)), "{"+acc[c]+", "+acc[c+1]+"}")
+				b.ins("st.shared.v2.f32", "["+wAddr[ni][h]+"]", "{"+acc[c]+", "+acc[c+1]+"}")
 			}
 		}
 		b.ins("bar.sync", "0")
 		for p := range 4 {
 			regs := []string{b.reg(rF32), b.reg(rF32), b.reg(rF32), b.reg(rF32)}
-			b.ins("ld.shared.v4.f32", "{"+joinRegs(regs)+"}", fmt.Sprintf("[%s+%d]", rAddr, 4*4*p*stageRow))
 			accs := make([]val, 4)
 			for l, r := range regs {
 				accs[l] = val{ir.F32, r}
 			}
-			if err := mm.element(rowBase, mi*16+4*p, colBase, 0, linBase, bidx, accs); err != nil {
+			var err error
+			if mm.conv == nil {
+				// Row lane/8 + 4p (quarter p), columns 4·(lane%8).. of the row.
+				col := xor(a.mul(a.rem(lane, 8), 16), 32*p)
+				at := a.add(a.add(stage, a.mul(a.div(lane, 8), 4*stageRow)), col)
+				b.ins("ld.shared.v4.f32", "{"+joinRegs(regs)+"}", fmt.Sprintf("[%s+%d]", at, 4*4*p*stageRow))
+				err = mm.element(rowBase, mi*16+4*p, colBase, 0, linBase, bidx, accs)
+			} else {
+				// Rows 4·(lane%4) + k (quarter lane%4), column 8p + lane/4.
+				blk := a.mul(xor(a.rem(lane, 4), p), 32)
+				at := a.add(a.add(stage, a.mul(a.rem(lane, 4), 4*4*stageRow)), a.add(blk, a.mul(a.div(lane, 4), 4)))
+				for k, r := range regs {
+					b.ins("ld.shared.f32", r, fmt.Sprintf("[%s+%d]", at, 4*k*stageRow))
+				}
+				err = mm.element(rowBase, mi*16, colBase, 8*p, "0", bidx, accs)
+			}
+			if err != nil {
 				return err
 			}
 		}
@@ -481,9 +522,13 @@ func (mm *matmul) element(rowBase string, dr int, colBase string, dc int, linBas
 			x.coord[nb+1] = "0"
 		}
 	}
-	// Several accumulators are a group of consecutive columns (stored together).
+	// Several accumulators are a group of consecutive columns (consecutive pixels for conv2d),
+	// stored together.
 	lanes := []*index{x}
-	if len(accs) > 1 {
+	switch {
+	case len(accs) > 1 && mm.conv != nil:
+		lanes = mm.conv.pixelLanes(a, x, row, a.mad(bidx.getLin(a), mm.N, col), len(accs))
+	case len(accs) > 1:
 		newGroup(a, x, len(accs), false)
 		lanes = x.lanes
 	}
