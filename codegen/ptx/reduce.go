@@ -108,10 +108,6 @@ func (rs reduceShape) isRowShape(s ir.Shape) bool {
 // shapes, or broadcast back along the reduced axes.
 func checkRowDomains(g *ir.Graph, rs reduceShape) error {
 	dep := map[*ir.Value]bool{}
-	lo := rs.full.Rank()
-	if len(rs.axes) > 0 {
-		lo = rs.axes[0]
-	}
 	for _, v := range live(g) {
 		for _, a := range v.Args {
 			if dep[a] {
@@ -131,13 +127,8 @@ func checkRowDomains(g *ir.Graph, rs reduceShape) error {
 			ok = v.Type.Shape.Equal(rs.full) || rs.isRowShape(v.Type.Shape)
 		case v.Op == "reshape":
 			ok = rs.isRowShape(v.Type.Shape) && rs.isRowShape(v.Args[0].Type.Shape)
-		case v.Op == "broadcast_in_dim" && rs.rowPattern:
-			ok = rs.isRowShape(v.Args[0].Type.Shape) && v.Type.Shape.Equal(rs.full)
-			for i, d := range v.Attrs.Ints("dims") {
-				if i < lo && d != i {
-					ok = false
-				}
-			}
+		case v.Op == "broadcast_in_dim":
+			ok = rs.isRowShape(v.Args[0].Type.Shape) && v.Type.Shape.Equal(rs.full) && rs.backAlongReduced(v)
 		}
 		if !ok {
 			return fmt.Errorf("%s uses a reduction's result in a way the reduction template cannot follow; not a supported fusion", g.Format(v))
@@ -145,14 +136,34 @@ func checkRowDomains(g *ir.Graph, rs reduceShape) error {
 	}
 	for _, o := range g.Outputs {
 		s := o.Value.Type.Shape
-		if !rs.rowPattern && !rs.isRowShape(s) {
-			return fmt.Errorf("output %s %s is not the column reduction's result shape", o.Name, s)
-		}
 		if !s.Equal(rs.full) && !rs.isRowShape(s) {
 			return fmt.Errorf("output %s %s is neither the reduced operand's shape %s nor a per-row shape", o.Name, s, rs.full)
 		}
 	}
 	return nil
+}
+
+// backAlongReduced reports whether broadcast v (from a row shape to the full shape) spreads a
+// per-row value back along the reduced axes: every kept dim of its operand lands where it
+// lies in the full shape, so the value read at a full element is that element's own row's.
+func (rs reduceShape) backAlongReduced(v *ir.Value) bool {
+	in := v.Args[0].Type.Shape
+	var keptPos []int
+	for i := range rs.full {
+		if !slices.Contains(rs.axes, i) {
+			keptPos = append(keptPos, i)
+		}
+	}
+	for i, d := range v.Attrs.Ints("dims") {
+		want := i // keepdims: the operand has the full rank
+		if in.Rank() != rs.full.Rank() {
+			want = keptPos[i]
+		}
+		if in[i] != 1 && d != want {
+			return false
+		}
+	}
+	return true
 }
 
 // accumulator describes how one reduce folds: the dtype its partials are held in and the
@@ -317,16 +328,7 @@ func rowReduce(k Kernel, rs reduceShape, reds []*ir.Value, globals *[]string) (s
 	}
 	if len(fullOuts) > 0 {
 		gn.loopFrom(tid, imm(threads), rs.r, func(r string) error {
-			x := fullAt(r)
-			for _, i := range fullOuts {
-				o := g.Outputs[i]
-				v, err := gn.eval(o.Value, x)
-				if err != nil {
-					return err
-				}
-				gn.store(o.Value, gn.outPtr[i], x.getLin(a), v)
-			}
-			return nil
+			return gn.storeOutputs(fullOuts, fullAt(r))
 		})
 	}
 	if len(rowOuts) > 0 {
@@ -354,6 +356,20 @@ func rowReduce(k Kernel, rs reduceShape, reds []*ir.Value, globals *[]string) (s
 	}
 	l := Launch{Grid: [3]int{max(1, min(rs.a, maxLoopBlocks)), 1, 1}, Block: [3]int{threads, 1, 1}, Params: args}
 	return b.text(), l, nil
+}
+
+// storeOutputs evaluates the kernel's outputs outs (indexes into its outputs) at full-shape
+// element x and stores them.
+func (gn *gen) storeOutputs(outs []int, x *index) error {
+	for _, i := range outs {
+		o := gn.kernelGraph.Outputs[i]
+		v, err := gn.eval(o.Value, x)
+		if err != nil {
+			return err
+		}
+		gn.store(o.Value, gn.outPtr[i], x.getLin(gn.a), v)
+	}
+	return nil
 }
 
 // blockCombine folds each warp with butterfly shuffles, stages the warp results in shared memory
@@ -442,6 +458,22 @@ func colReduce(k Kernel, rs reduceShape, reds []*ir.Value, globals *[]string) (s
 		res := gn.e.cast(total, red.Type.DType)
 		gn.bound[red] = func(*index) val { return res }
 	}
+	// Full-shape outputs (the operand's producers, or the results spread back over the reduced
+	// axes): every thread holds its column's results, so each goes down its rows once more.
+	var fullOuts []int
+	for i, o := range g.Outputs {
+		if !rs.isRowShape(o.Value.Type.Shape) {
+			fullOuts = append(fullOuts, i)
+		}
+	}
+	if len(fullOuts) > 0 {
+		fskip := b.label("col_past_end")
+		b.braIf("!"+cok, fskip)
+		gn.loopFrom(ty, imm(colRows), rs.r, func(r string) error {
+			return gn.storeOutputs(fullOuts, newIndexLin(rs.full, a.add(base, a.mad(r, rs.c, c))))
+		})
+		b.place(fskip)
+	}
 	// Row 0 of the block writes the tile's results.
 	skip := b.label("not_row0")
 	w := b.reg(rPred)
@@ -451,6 +483,9 @@ func colReduce(k Kernel, rs reduceShape, reds []*ir.Value, globals *[]string) (s
 	gn.reset()
 	lin := a.add(a.mul(ai, rs.c), c)
 	for i, o := range g.Outputs {
+		if slices.Contains(fullOuts, i) {
+			continue
+		}
 		v, err := gn.eval(o.Value, newIndexLin(o.Value.Type.Shape, lin))
 		if err != nil {
 			return "", Launch{}, err

@@ -156,3 +156,57 @@ func TestOnlineSoftmax(t *testing.T) {
 	x[291] = 87.5
 	checkKernel(t, k, in, false)
 }
+
+// Column reductions fused the ways the pass pipeline forms them (found by the compiler's random
+// graphs): the result spread back over the reduced axis (a column softmax), the reduced
+// operand's producer as an output beside the result, keepdims results broadcast back, integer
+// columns. Each thread holds its column's result and walks its rows once more for the
+// full-shape outputs.
+func TestColumnFusions(t *testing.T) {
+	cases := []struct{ name, src string }{
+		{"softmax_cols", `graph g {
+  input %x : f32[37,70]
+  %0 = reduce_max(%x) {axes=[0]} : f32[70]
+  %1 = broadcast_in_dim(%0) {dims=[1], shape=[37,70]} : f32[37,70]
+  %2 = sub(%x, %1) : f32[37,70]
+  %3 = exp(%2) : f32[37,70]
+  output y = %3
+}`},
+		{"producer_and_sum", `graph g {
+  input %x : f32[4,40,33]
+  %0 = exp(%x) : f32[4,40,33]
+  %1 = tanh(%0) : f32[4,40,33]
+  %2 = reduce_sum(%1) {axes=[1]} : f32[4,33]
+  %3 = exp(%2) : f32[4,33]
+  output t = %1
+  output s = %3
+}`},
+		{"keepdims_center", `graph g {
+  input %x : f32[9,5,1,34]
+  %0 = reduce_sum(%x) {axes=[0], keepdims=true} : f32[1,5,1,34]
+  %1 = broadcast_in_dim(%0) {dims=[0,1,2,3], shape=[9,5,1,34]} : f32[9,5,1,34]
+  %2 = sub(%x, %1) : f32[9,5,1,34]
+  output y = %2
+}`},
+		{"i32_back", `graph g {
+  input %x : i32[3,3,40]
+  %0 = reduce_sum(%x) {axes=[0]} : i32[3,40]
+  %1 = broadcast_in_dim(%0) {dims=[1,2], shape=[3,3,40]} : i32[3,3,40]
+  output a = %1
+  output b = %0
+}`},
+		{"reshape_out", `graph g {
+  input %img : f32[2,2,4,4]
+  %0 = reshape(%img) {shape=[4,4,2,2]} : f32[4,4,2,2]
+  %1 = reduce_max(%0) {axes=[2], keepdims=true} : f32[4,4,1,2]
+  output r = %0
+  output m = %1
+}`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			g := parse(t, c.src)
+			checkKernel(t, Kernel{Name: "k_" + c.name, Graph: g}, inputsFor(g, 8, 2), false)
+		})
+	}
+}
