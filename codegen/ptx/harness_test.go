@@ -39,9 +39,38 @@ func checkKernel(t *testing.T, k Kernel, in map[string]*tensor.Tensor, exact boo
 	}
 	k2, scale := contraction(k.Graph, in)
 	for _, o := range k.Graph.Outputs {
-		compare(t, k.Name+" "+o.Name, res.out[o.Name], want[o.Name], exact, k2, scale)
+		compare(t, k.Name+" "+o.Name, res.out[o.Name], want[o.Name], exact, precision(o.Value), k2, scale)
 	}
 	return res
+}
+
+// precision is the dtype whose tolerance a result is held to: the least precise float type
+// computed on the way to it (an f32 result cast to f64 carries f32 rounding; inputs and casts
+// that widen add none).
+func precision(v *ir.Value) ir.DType {
+	d := v.Type.DType
+	seen := map[*ir.Value]bool{}
+	var walk func(u *ir.Value)
+	walk = func(u *ir.Value) {
+		if seen[u] || u.Op == ir.OpInput || u.Op == ir.OpParam || u.Op == "constant" {
+			return
+		}
+		seen[u] = true
+		if coarser(u.Type.DType, d) {
+			d = u.Type.DType
+		}
+		for _, a := range u.Args {
+			walk(a)
+		}
+	}
+	walk(v)
+	return d
+}
+
+// coarser reports whether float dtype a has a wider tolerance than b (non-floats never do).
+func coarser(a, b ir.DType) bool {
+	rank := map[ir.DType]int{ir.F64: 1, ir.F32: 2, ir.F16: 3, ir.BF16: 3}
+	return rank[a] > rank[b] && b.IsFloat()
 }
 
 // contraction returns the length K of the longest contraction (dot_general or conv2d) in g (1
@@ -279,12 +308,12 @@ func runKernel(t *testing.T, k Kernel, in map[string]*tensor.Tensor) *result {
 }
 
 // compare holds every element of got to want: bit for bit when exact (or not a float), else
-// within tolerance.Tolerance for the dtype, a contraction of length k and operands up to scale.
-func compare(t *testing.T, what string, got, want *tensor.Tensor, exact bool, k int, scale float64) {
+// within tolerance.Tolerance for dtype prec, a contraction of length k and operands up to scale.
+func compare(t *testing.T, what string, got, want *tensor.Tensor, exact bool, prec ir.DType, k int, scale float64) {
 	t.Helper()
 	bad := 0
 	for i := 0; i < want.Len(); i++ {
-		if msg := mismatchK(want.Type.DType, got.At(i), want.At(i), exact, k, scale); msg != "" {
+		if msg := mismatchK(want.Type.DType, prec, got.At(i), want.At(i), exact, k, scale); msg != "" {
 			if bad < 5 {
 				t.Errorf("%s[%d]: %s", what, i, msg)
 			}
@@ -297,12 +326,12 @@ func compare(t *testing.T, what string, got, want *tensor.Tensor, exact bool, k 
 }
 
 func mismatch(d ir.DType, got, want float64, exact bool) string {
-	return mismatchK(d, got, want, exact, 1, 1)
+	return mismatchK(d, d, got, want, exact, 1, 1)
 }
 
-// mismatchK describes how got fails want, or returns "". Unlike tolerance.Within, NaN passes
+// mismatchK describes how got fails want (a d element computed at precision prec), or returns "". Unlike tolerance.Within, NaN passes
 // against NaN: the tests feed NaN on purpose and check that it propagates.
-func mismatchK(d ir.DType, got, want float64, exact bool, k int, scale float64) string {
+func mismatchK(d, prec ir.DType, got, want float64, exact bool, k int, scale float64) string {
 	if math.IsNaN(want) || math.IsNaN(got) {
 		if math.IsNaN(want) && math.IsNaN(got) {
 			return ""
@@ -318,7 +347,7 @@ func mismatchK(d ir.DType, got, want float64, exact bool, k int, scale float64) 
 	if got == want {
 		return ""
 	}
-	rel, abs := tolerance.Tolerance(d, harnessTarget.TF32, k)
+	rel, abs := tolerance.Tolerance(prec, harnessTarget.TF32, k)
 	abs = tolerance.Scale(abs, scale, 1) // scale is already max|a|·max|b|
 	if !tolerance.Within(got, want, rel, abs) {
 		return fmt.Sprintf("got %v, want %v (rel %g, abs %g)", got, want, rel, abs)

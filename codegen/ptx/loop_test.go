@@ -322,6 +322,17 @@ func TestConcatTile(t *testing.T) {
 	checkStaged(t, cases)
 }
 
+// generateCase parses src into kernel k_name and generates it for sm_80.
+func generateCase(t *testing.T, name, src string) (Kernel, string) {
+	t.Helper()
+	k := Kernel{Name: "k_" + name, Graph: parse(t, src)}
+	text, _, err := Generate(k, Target{SM: 80})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k, text
+}
+
 // stagedCase is a loop kernel that does (or does not) take the staged template.
 type stagedCase struct {
 	name, src         string
@@ -334,16 +345,11 @@ func checkStaged(t *testing.T, cases []stagedCase) {
 	t.Helper()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			g := parse(t, c.src)
-			k := Kernel{Name: "k_" + c.name, Graph: g}
-			text, _, err := Generate(k, Target{SM: 80})
-			if err != nil {
-				t.Fatal(err)
-			}
+			k, text := generateCase(t, c.name, c.src)
 			if got := strings.Contains(text, "staged"); got != c.staged {
 				t.Fatalf("staged: %v, want %v", got, c.staged)
 			}
-			res := checkKernel(t, k, inputsFor(g, 5, 2), true)
+			res := checkKernel(t, k, inputsFor(k.Graph, 5, 2), true)
 			if res == nil || !c.coalesced {
 				return
 			}

@@ -220,16 +220,6 @@ func matmulKernel(k Kernel, t Target, globals *[]string) (string, Launch, error)
 		}
 	}
 	half := dot.Type.DType == ir.F16 || dot.Type.DType == ir.BF16
-	if dot.Type.DType != ir.F32 && !half {
-		return "", Launch{}, fmt.Errorf("%s on %s is not supported yet", dot.Op, dot.Type.DType)
-	}
-	if dot.Op == "conv2d" {
-		for _, a := range dot.Args {
-			if a.Op != ir.OpInput && a.Op != ir.OpParam {
-				return "", Launch{}, fmt.Errorf("conv2d operand %s is computed inside the kernel; only inputs and params are a supported fusion", g.Format(a))
-			}
-		}
-	}
 	// Epilogue: everything but the dot and what feeds it must be elementwise-computable at the
 	// dot's element index, and every output has the dot's shape.
 	for _, v := range live(g) {
@@ -246,6 +236,32 @@ func matmulKernel(k Kernel, t Target, globals *[]string) (string, Launch, error)
 	for _, o := range g.Outputs {
 		if !o.Value.Type.Shape.Equal(dot.Type.Shape) {
 			return "", Launch{}, fmt.Errorf("output %s %s does not have the matmul's shape %s", o.Name, o.Value.Type.Shape, dot.Type.Shape)
+		}
+	}
+	nglobals := len(*globals)
+	text, l, err := tiledKernel(k, dot, t, half, globals)
+	if err == nil {
+		return text, l, nil
+	}
+	// What the tiled templates cannot take falls back to the direct template (dropping any
+	// module constants the attempt declared); an error there (an epilogue op no template
+	// computes, say) is the kernel's error.
+	*globals = (*globals)[:nglobals]
+	return directKernel(k, dot, err.Error(), globals)
+}
+
+// tiledKernel generates the 128×128-tile templates: FFMA, or tensor cores for 16-bit operands
+// and tf32.
+func tiledKernel(k Kernel, dot *ir.Value, t Target, half bool, globals *[]string) (string, Launch, error) {
+	g := k.Graph
+	if dot.Type.DType != ir.F32 && !half {
+		return "", Launch{}, fmt.Errorf("%s operands", dot.Type.DType)
+	}
+	if dot.Op == "conv2d" {
+		for _, a := range dot.Args {
+			if a.Op != ir.OpInput && a.Op != ir.OpParam {
+				return "", Launch{}, fmt.Errorf("operand %s computed inside the kernel", g.Format(a))
+			}
 		}
 	}
 	var mm *matmul

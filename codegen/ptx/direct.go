@@ -1,0 +1,170 @@
+package ptx
+
+import "github.com/gcomp/gcomp/ir"
+
+// The direct contraction template: the fallback for the dot_generals and conv2ds the tiled
+// templates do not take — f64 and integer operands, operands computed inside the kernel
+// (constants, elementwise producers, views a copy cannot address), 16-bit operands without a
+// contiguous dim. One thread per output element (grid-stride) folds its K products in ascending
+// contraction order, evaluating each operand element through the kernel graph at its index, and
+// runs the epilogue on the result before its one store. Floats accumulate in f64 from +0 (the
+// products of f32, f16 and bf16 are exact there), the reference's own order and precision, so
+// results are bit-identical to it; integers wrap in 64 bits and wrap again to the dtype, as the
+// reference does. Correct rather than fast: no operand reuse between threads.
+func directKernel(k Kernel, dot *ir.Value, why string, globals *[]string) (string, Launch, error) {
+	g := k.Graph
+	shape := dot.Type.Shape
+	n := shape.NumElements()
+	b := newBuilder(k.Name)
+	gn, args := header(k, b, globals)
+	b.note("direct %s (%s): one thread per result element", dot.Op, why)
+	a := gn.a
+	accT := ir.F64
+	if !dot.Type.DType.IsFloat() {
+		accT = ir.I64
+	}
+	tid, nthreads := globalThread(b)
+	gn.loopFrom(tid, nthreads, n, func(o string) error {
+		x := newIndexLin(shape, o)
+		for d := range shape {
+			x.getCoord(a, d) // derived outside the k loop, whose registers do not outlive it
+		}
+		acc := b.reg(classOf(accT))
+		gn.accMove(acc, gn.e.constVal(accT, 0))
+		var term func(kk string) (val, error)
+		K := 1
+		if dot.Op == "conv2d" {
+			term, K = gn.convTerm(dot, x)
+		} else {
+			term, K = gn.dotTerm(dot, x)
+		}
+		gn.loopFrom("0", "1", K, func(kk string) error {
+			p, err := term(kk)
+			if err != nil {
+				return err
+			}
+			s, err := gn.e.binary("add", val{accT, acc}, p)
+			if err != nil {
+				return err
+			}
+			gn.accMove(acc, s)
+			return nil
+		})
+		res := gn.e.cast(val{accT, acc}, dot.Type.DType)
+		gn.bound[dot] = func(*index) val { return res }
+		defer delete(gn.bound, dot)
+		return gn.storeOutputs(allOutputs(g), x)
+	})
+	if gn.err != nil {
+		return "", Launch{}, gn.err
+	}
+	l := Launch{Grid: [3]int{max(1, min(ceilDiv(n, loopBlock), maxLoopBlocks)), 1, 1}, Block: [3]int{loopBlock, 1, 1}, Params: args}
+	return b.text(), l, nil
+}
+
+func allOutputs(g *ir.Graph) []int {
+	outs := make([]int, len(g.Outputs))
+	for i := range outs {
+		outs[i] = i
+	}
+	return outs
+}
+
+// product multiplies two operand elements in the accumulator's type (f64: exact for 16- and
+// 32-bit floats; i64: wrapping).
+func (gn *gen) product(x, y val, accT ir.DType) (val, error) {
+	return gn.e.binary("mul", gn.e.cast(x, accT), gn.e.cast(y, accT))
+}
+
+// dotTerm returns the k-th product of dot_general result element x (k over the contracting
+// dims, row-major in lhs_contract order) and K.
+func (gn *gen) dotTerm(dot *ir.Value, x *index) (func(k string) (val, error), int) {
+	a := gn.a
+	lhs, rhs := dot.Args[0], dot.Args[1]
+	lb, rb := dot.Attrs.Ints("lhs_batch"), dot.Attrs.Ints("rhs_batch")
+	lc, rc := dot.Attrs.Ints("lhs_contract"), dot.Attrs.Ints("rhs_contract")
+	var ks ir.Shape
+	for _, d := range lc {
+		ks = append(ks, lhs.Type.Shape[d])
+	}
+	accT := ir.F64
+	if !dot.Type.DType.IsFloat() {
+		accT = ir.I64
+	}
+	// coords places the result's batch dims, then this operand's free dims (starting at result
+	// dim free0), and the contraction index kx into the operand's coordinates.
+	coords := func(op *ir.Value, batch, contract []int, free0 int, kx *index) *index {
+		c := make([]string, op.Type.Shape.Rank())
+		for i, d := range batch {
+			c[d] = x.getCoord(a, i)
+		}
+		for i, d := range contract {
+			c[d] = kx.getCoord(a, i)
+		}
+		f := free0
+		for d := range c {
+			if c[d] == "" {
+				c[d] = x.getCoord(a, f)
+				f++
+			}
+		}
+		return newIndexCoords(op.Type.Shape, c)
+	}
+	lhsFree := lhs.Type.Shape.Rank() - len(lb) - len(lc)
+	return func(k string) (val, error) {
+		kx := newIndexLin(ks, k)
+		u, err := gn.eval(lhs, coords(lhs, lb, lc, len(lb), kx))
+		if err != nil {
+			return val{}, err
+		}
+		v, err := gn.eval(rhs, coords(rhs, rb, rc, len(lb)+lhsFree, kx))
+		if err != nil {
+			return val{}, err
+		}
+		return gn.product(u, v, accT)
+	}, ks.NumElements()
+}
+
+// convTerm returns the k-th product of conv2d result element x = (n, o, oh, ow), k over
+// (c, kh, kw) of the group's channels row-major, and K. Taps in the padding multiply a zero, as
+// the reference's zero-padded im2col does.
+func (gn *gen) convTerm(v *ir.Value, x *index) (func(k string) (val, error), int) {
+	a := gn.a
+	img, wt := v.Args[0], v.Args[1]
+	xs, ws := img.Type.Shape, wt.Type.Shape
+	two := func(name string, def int) [2]int {
+		if s := v.Attrs.Ints(name); s != nil {
+			return [2]int{s[0], s[1]}
+		}
+		return [2]int{def, def}
+	}
+	stride, pad, dil := two("stride", 1), two("padding", 0), two("dilation", 1)
+	groups := v.Attrs.Int("groups", 1)
+	c, kh, kw := ws[1], ws[2], ws[3]
+	og := ws[0] / groups
+	nIdx, o := x.getCoord(a, 0), x.getCoord(a, 1)
+	ih0 := a.sub(a.mul(x.getCoord(a, 2), stride[0]), imm(pad[0]))
+	iw0 := a.sub(a.mul(x.getCoord(a, 3), stride[1]), imm(pad[1]))
+	cBase := a.mul(a.div(o, og), c)
+	accT := ir.F64
+	if !v.Type.DType.IsFloat() {
+		accT = ir.I64
+	}
+	return func(k string) (val, error) {
+		kx := newIndexLin(ir.Shape{c, kh, kw}, k)
+		ci, ki, kj := kx.getCoord(a, 0), kx.getCoord(a, 1), kx.getCoord(a, 2)
+		ih, iw := a.add(ih0, a.mul(ki, dil[0])), a.add(iw0, a.mul(kj, dil[1]))
+		ok := gn.e.b.reg(rPred)
+		gn.e.b.ins("and.pred", ok, gn.inRange(ih, xs[2]), gn.inRange(iw, xs[3]))
+		xv, err := gn.eval(img, newIndexCoords(xs, []string{nIdx, a.add(cBase, ci), a.clamp(ih, xs[2]), a.clamp(iw, xs[3])}))
+		if err != nil {
+			return val{}, err
+		}
+		xv = gn.e.selectVal(val{ir.Bool, ok}, xv, gn.e.constVal(img.Type.DType, 0))
+		wv, err := gn.eval(wt, newIndexCoords(ws, []string{o, ci, ki, kj}))
+		if err != nil {
+			return val{}, err
+		}
+		return gn.product(xv, wv, accT)
+	}, c * kh * kw
+}
