@@ -28,6 +28,8 @@
 //     the same core.
 //   - tensor-core matmul: f16/bf16 matmuls and convolutions (and f32 matmuls with Target.TF32)
 //     through ldmatrix and mma.sync, the epilogue staged through shared memory.
+//   - direct contraction: the fallback for contractions the tiles do not take (f64, integers,
+//     computed operands): one thread per result, f64 accumulation in the reference's order.
 //
 // Numerics follow docs/ops.md exactly where the op is exact (every IEEE operation, casts, min/max
 // with NaN propagation, integer wrapping and division); docs/codegen.md lists the error bound of
