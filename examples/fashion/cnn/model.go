@@ -8,9 +8,12 @@
 //	x = pool(F.relu(conv1(x))); x = pool(F.relu(conv2(x))); x = torch.flatten(x, 1)
 //	x = F.relu(fc1(x)); x = F.relu(fc2(x)); return fc3(x)
 //
-// Training configuration (reaches at least 88% test accuracy in 3 epochs): cross-entropy loss
-// on the logits, Adam with learning rate 1e-3 and PyTorch's other defaults, batch 64, 3 epochs,
-// training set shuffled every epoch, pixels scaled to [0,1] and nothing else:
+// Training configuration: cross-entropy loss on the logits, Adam with learning rate 1e-3 and
+// PyTorch's other defaults, batch 64, 3 epochs, the training set shuffled every epoch, pixels
+// scaled to [0,1]. A plain float32 implementation of this run measured 80.6%, 84.7% and 85.8%
+// test accuracy after epochs 1 to 3. This small network needs more steps than that to reach
+// 88%: with the tutorial's Normalize((0.5,), (0.5,)) and batches of 16 (edit Batch) it measured
+// 88.1% after 3 epochs with initial-weight seed 0 and 87.7% with seed 1.
 //
 //	gcomp train examples/fashion/cnn/model.go --data fashion-mnist --epochs 3 --batch 64 \
 //	    --optimizer adam --lr 0.001 --save cnn.safetensors --log metrics.jsonl

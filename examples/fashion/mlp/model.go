@@ -5,12 +5,14 @@
 //
 // with the parameters named fc1.* and fc2.* here.
 //
-// Training configuration (reaches at least 85% test accuracy in 3 epochs): cross-entropy loss
-// on the logits, SGD with momentum 0.9 and learning rate 0.01, batch 64, 3 epochs, training set
-// shuffled every epoch, pixels scaled to [0,1] and nothing else:
+// Training configuration: cross-entropy loss on the logits, Adam with learning rate 1e-3 and
+// PyTorch's other defaults, batch 64, 3 epochs, the training set shuffled every epoch, pixels
+// scaled to [0,1]. A plain float32 implementation of exactly this run (initial weights of gcomp
+// init-weights, seed 0; loader seed 1) measured 84.8%, 86.2% and 85.9% test accuracy after
+// epochs 1 to 3; SGD with momentum 0.9 and learning rate 0.01 measured 84.8% after 3 epochs.
 //
 //	gcomp train examples/fashion/mlp/model.go --data fashion-mnist --epochs 3 --batch 64 \
-//	    --optimizer sgd --lr 0.01 --save mlp.safetensors --log metrics.jsonl
+//	    --optimizer adam --lr 0.001 --save mlp.safetensors --log metrics.jsonl
 package mlp
 
 import (
