@@ -1,9 +1,12 @@
 package compiler_test
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/gcomp/gcomp/compiler"
+	"github.com/gcomp/gcomp/internal/randgraph"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/runtime/check"
 	"github.com/gcomp/gcomp/tensor"
@@ -89,6 +92,46 @@ func TestEdgeCases(t *testing.T) {
 			for _, o := range rep.Outputs {
 				if !o.Pass() {
 					t.Errorf("%s: %d bad, first %s", o.Name, o.Bad, o.First)
+				}
+			}
+		})
+	}
+}
+
+// Random graphs from the passes' generator go through the whole pipeline — canonicalization,
+// fusion, memory planning, PTX for every kernel, the executor on the simulator with all checks —
+// and match the reference interpreter on the source graph.
+func TestRandomGraphs(t *testing.T) {
+	n := 60
+	if testing.Short() {
+		n = 15
+	}
+	for seed := range n {
+		r := rand.New(rand.NewPCG(uint64(seed), 11))
+		g := randgraph.Graph(r)
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			res, err := compiler.Compile(g, compiler.Options{})
+			if err != nil {
+				t.Fatalf("%v\n%s", err, g)
+			}
+			inputs, params := map[string]*tensor.Tensor{}, map[string]*tensor.Tensor{}
+			for _, v := range g.Inputs() {
+				inputs[v.Name] = tensor.RandomInput(v, uint64(seed))
+			}
+			for _, p := range g.Params() {
+				if params[p.Name], err = tensor.Initialize(p, uint64(seed)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rep, err := check.Run(res.Artifact, inputs, params)
+			if err != nil {
+				t.Fatalf("%v\n%s", err, g)
+			}
+			for _, o := range rep.Outputs {
+				// Random graphs compute NaN where the reference does (log of a negative, say):
+				// that is agreement, which the tolerance rule alone does not accept.
+				if o.Bad > o.BothNaN {
+					t.Errorf("%s: %d bad, first %s\n%s", o.Name, o.Bad, o.First, g)
 				}
 			}
 		})
