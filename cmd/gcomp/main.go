@@ -38,6 +38,8 @@ func init() {
 		{"run", "run a model and write its outputs as .npy files", cmdRun},
 		{"init-weights", "write a model's seeded initial weights as safetensors", cmdInitWeights},
 		{"sim", "run a PTX kernel on the PTX simulator (no GPU needed)", cmdSim},
+		{"devices", "list the GPUs, the simulator and the reference interpreter, and which one --device auto picks", cmdDevices},
+		{"plot", "draw loss and accuracy curves from a training metrics log (JSON lines) as a PNG", cmdPlot},
 		{"version", "print gcomp's version", cmdVersion},
 	}
 }
