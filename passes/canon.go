@@ -354,7 +354,7 @@ func simplifyValue(rw *rewriter, v *ir.Value) *ir.Value {
 		}
 	case "cast":
 		x := arg(0)
-		if x.Op == "cast" && lossless(x.Args[0].Type.DType, x.Type.DType) {
+		if x.Op == "cast" && castChainExact(x.Args[0].Type.DType, x.Type.DType, d) {
 			x = x.Args[0]
 		}
 		if x.Type.DType == d {
@@ -398,11 +398,14 @@ func isIdentity(perm []int) bool {
 	return true
 }
 
-// lossless reports whether every value of dtype from is exactly a value of dtype to, so that a
-// cast through to changes nothing.
+// lossless reports whether every value of dtype from is exactly a value of dtype to (NaN, ±inf
+// and -0 included), so that cast(x, to) keeps x's value.
 func lossless(from, to ir.DType) bool {
-	if from == to || from == ir.Bool {
-		return true
+	switch {
+	case from == to || from == ir.Bool:
+		return true // 0 and 1 are values of every dtype
+	case to == ir.Bool:
+		return false // bool keeps only x != 0
 	}
 	// bits of integer range each type holds exactly (floats: significand bits).
 	exact := map[ir.DType]int{ir.F16: 11, ir.BF16: 8, ir.F32: 24, ir.F64: 53, ir.I8: 7, ir.U8: 8, ir.I32: 31, ir.I64: 63}
@@ -419,4 +422,26 @@ func lossless(from, to ir.DType) bool {
 		return false
 	}
 	return exact[from] <= exact[to]
+}
+
+// castChainExact reports whether cast(cast(x, mid), to) equals cast(x, to) for every x of dtype
+// from. The cast rules (docs/ops.md) depend on the source kind as well as the value: int→int
+// wraps, float→int saturates, anything→bool is x != 0, and casts to floats round the exact value
+// once. So keeping x's value through mid is not enough when mid changes the rule that applies.
+func castChainExact(from, mid, to ir.DType) bool {
+	switch {
+	case mid == to:
+		return true // the outer cast is the identity
+	case from.IsInt() && mid.IsInt() && to.IsInt() && to.Size() <= mid.Size():
+		return true // wrapping modulo 2^bits(mid), then modulo 2^bits(to) ≤ that, is wrapping modulo 2^bits(to)
+	case !lossless(from, mid):
+		return false // mid rounds, saturates, wraps or normalizes some x
+	case from.IsInt() && mid.IsFloat() && to.IsInt():
+		// float→int saturates where the direct int→int wraps: equal only if no x needs either.
+		return lossless(from, to)
+	}
+	// x reaches the outer cast with its value, and the rule for to agrees on it: rounding to a
+	// float and x != 0 depend on the value only, as do int→int from an int mid and float→int
+	// from a float mid.
+	return true
 }

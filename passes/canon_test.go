@@ -1,11 +1,13 @@
 package passes
 
 import (
+	"math"
 	"strings"
 	"testing"
 
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ops"
+	"github.com/gcomp/gcomp/tensor"
 )
 
 // parse reads a graph body given without the "graph t {" wrapper.
@@ -26,7 +28,7 @@ func TestCanonicalization(t *testing.T) {
 		name   string
 		pass   func(*ir.Graph) *ir.Graph
 		before string
-		after  string
+		after  string // "": unchanged
 	}{
 		{"dce keeps inputs and params", deadCode, `
   input %x : f32[4]
@@ -181,11 +183,38 @@ func TestCanonicalization(t *testing.T) {
   output a = %1
   output b = %h
   output c = %3`},
+		{"cast chains that change the cast rule stay", simplify, `
+  input %u : u8[4]
+  input %i : i32[4]
+  %0 = cast(%u) {to=bool} : bool[4]
+  %1 = cast(%0) {to=i32} : i32[4]
+  %2 = cast(%i) {to=f64} : f64[4]
+  %3 = cast(%2) {to=i8} : i8[4]
+  output a = %1
+  output b = %3`, ""},
+		{"wrapping chains and exact int→float→int chains collapse", simplify, `
+  input %i : i32[4]
+  %0 = cast(%i) {to=u8} : u8[4]
+  %1 = cast(%0) {to=i8} : i8[4]
+  %2 = cast(%i) {to=f64} : f64[4]
+  %3 = cast(%2) {to=i64} : i64[4]
+  output c = %1
+  output d = %3`, `
+  input %i : i32[4]
+  %0 = cast(%i) {to=u8} : u8[4]
+  %1 = cast(%i) {to=i8} : i8[4]
+  %2 = cast(%i) {to=f64} : f64[4]
+  %3 = cast(%i) {to=i64} : i64[4]
+  output c = %1
+  output d = %3`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := tc.pass(parse(t, tc.before))
 			if err := ops.Verify(got); err != nil {
 				t.Fatalf("after the pass: %v\n%s", err, got)
+			}
+			if tc.after == "" {
+				tc.after = tc.before
 			}
 			want := parse(t, tc.after).String()
 			if got.String() != want {
@@ -195,7 +224,7 @@ func TestCanonicalization(t *testing.T) {
 	}
 }
 
-// A cast chain collapses only through a type that holds every value of the source type.
+// lossless: every value of the first dtype is exactly a value of the second.
 func TestLosslessTable(t *testing.T) {
 	for _, tc := range []struct {
 		from, to ir.DType
@@ -205,10 +234,103 @@ func TestLosslessTable(t *testing.T) {
 		{ir.F16, ir.BF16, false}, {ir.I8, ir.F16, true}, {ir.U8, ir.BF16, true}, {ir.I32, ir.F32, false},
 		{ir.I32, ir.F64, true}, {ir.I64, ir.F64, false}, {ir.U8, ir.I8, false}, {ir.I8, ir.U8, false},
 		{ir.U8, ir.I32, true}, {ir.Bool, ir.I8, true}, {ir.I32, ir.Bool, false}, {ir.F32, ir.I32, false},
+		// bool keeps only x != 0: nothing but bool itself fits in it.
+		{ir.U8, ir.Bool, false}, {ir.I8, ir.Bool, false}, {ir.I64, ir.Bool, false}, {ir.F16, ir.Bool, false},
+		{ir.Bool, ir.U8, true}, {ir.Bool, ir.BF16, true}, {ir.Bool, ir.Bool, true},
+		{ir.I8, ir.I64, true}, {ir.I64, ir.I32, false}, {ir.U8, ir.U8, true}, {ir.BF16, ir.F16, false}, {ir.F64, ir.F32, false},
 	} {
 		if got := lossless(tc.from, tc.to); got != tc.want {
 			t.Errorf("lossless(%s, %s) = %v, want %v", tc.from, tc.to, got, tc.want)
 		}
+	}
+}
+
+// castChainExact: cast(cast(x, mid), to) collapses to cast(x, to) only where the two agree for
+// every x. The rows named after a bug are the audit's reproducers (issue 4).
+func TestCastChainTable(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		from, mid, to ir.DType
+		want          bool
+	}{
+		{"castbug: u8→bool→i32 normalizes to 0 or 1", ir.U8, ir.Bool, ir.I32, false},
+		{"castbug2: i32→f64→i8 saturates where i32→i8 wraps", ir.I32, ir.F64, ir.I8, false},
+		{"u8→f16→i8 saturates 200 to 127, u8→i8 wraps it to -56", ir.U8, ir.F16, ir.I8, false},
+		{"i8→f32→i32: every i8 fits", ir.I8, ir.F32, ir.I32, true},
+		{"i32→f64→i32 is x", ir.I32, ir.F64, ir.I32, true},
+		{"i32→f64→f16 rounds the same exact value", ir.I32, ir.F64, ir.F16, true},
+		{"i32→f32→f64 rounds to f32 first", ir.I32, ir.F32, ir.F64, false},
+		{"f16→f32→i8 saturates the same value", ir.F16, ir.F32, ir.I8, true},
+		{"f16→f32→bool: NaN stays NaN, so true", ir.F16, ir.F32, ir.Bool, true},
+		{"f32→i32→i8 saturates to i32 first", ir.F32, ir.I32, ir.I8, false},
+		{"f32→bool→f32 normalizes", ir.F32, ir.Bool, ir.F32, false},
+		{"x→bool→bool is x→bool", ir.F32, ir.Bool, ir.Bool, true},
+		{"i64→i32→u8 wraps modulo 2^32 then 2^8", ir.I64, ir.I32, ir.U8, true},
+		{"i32→u8→i8 wraps modulo 2^8 twice", ir.I32, ir.U8, ir.I8, true},
+		{"i8→u8→i32 loses the sign", ir.I8, ir.U8, ir.I32, false},
+		{"u8→i32→i8 wraps once", ir.U8, ir.I32, ir.I8, true},
+		{"bool→bf16→i8 is 0 or 1", ir.Bool, ir.BF16, ir.I8, true},
+		{"i64→f64→i64 rounds large values", ir.I64, ir.F64, ir.I64, false},
+		{"f32→f16→f32 rounds", ir.F32, ir.F16, ir.F32, false},
+		{"bf16→f32→f16 rounds the same value once", ir.BF16, ir.F32, ir.F16, true},
+	} {
+		if got := castChainExact(tc.from, tc.mid, tc.to); got != tc.want {
+			t.Errorf("%s: castChainExact(%s, %s, %s) = %v, want %v", tc.name, tc.from, tc.mid, tc.to, got, tc.want)
+		}
+	}
+}
+
+// Every dtype triple that castChainExact accepts gives the same results through the reference
+// semantics as the direct cast, on values chosen to hit every edge: NaN, ±inf, -0, fractions,
+// the ends of each integer range, values that round, saturate or wrap.
+func TestCastChainExactIsSound(t *testing.T) {
+	dtypes := []ir.DType{ir.F64, ir.F32, ir.F16, ir.BF16, ir.I64, ir.I32, ir.I8, ir.U8, ir.Bool}
+	floats := []float64{math.NaN(), math.Inf(1), math.Inf(-1), 0, math.Copysign(0, -1), 0.5, -1.5, 1, 2, 127, 128, -128,
+		-129, 200, 255, 256, 300, -300, 2049, 65504, 65520, 1e5, 1<<24 + 1, 1 << 31, -1<<31 - 1, 3e9, 1<<53 + 2, 1e19, -1e19,
+		1e300, 5.960464477539063e-08, 3.4e38}
+	ints := []int64{0, 1, -1, 2, 127, 128, -128, -129, 200, 255, 256, -300, 1<<24 + 1, 1<<31 - 1, -1 << 31, 1 << 31,
+		1<<53 + 1, 1<<62 + 1, math.MaxInt64, math.MinInt64}
+	cast := func(x *tensor.Tensor, to ir.DType) *tensor.Tensor {
+		v := &ir.Value{Op: "cast", Attrs: ir.Attrs{"to": to}, Type: ir.T(to, x.Len())}
+		r, err := ops.Eval(v, []*tensor.Tensor{x})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	accepted := 0
+	for _, from := range dtypes {
+		x := tensor.New(ir.T(from, len(floats)+len(ints)))
+		if from.IsFloat() {
+			for i, f := range floats {
+				x.F[i] = tensor.RoundFloat(from, f)
+			}
+			for i, n := range ints {
+				x.F[len(floats)+i] = tensor.RoundFloat(from, float64(n))
+			}
+		} else {
+			for i, n := range ints {
+				x.I[i] = tensor.WrapInt(from, n)
+			}
+		}
+		for _, mid := range dtypes {
+			for _, to := range dtypes {
+				if !castChainExact(from, mid, to) {
+					continue
+				}
+				accepted++
+				want, got := cast(x, to), cast(cast(x, mid), to)
+				for i := range x.Len() {
+					w, g := want.At(i), got.At(i)
+					if math.Float64bits(w) != math.Float64bits(g) && !(math.IsNaN(w) && math.IsNaN(g)) {
+						t.Errorf("%s→%s→%s of %v: %v, direct %v", from, mid, to, x.At(i), g, w)
+					}
+				}
+			}
+		}
+	}
+	if accepted < 200 {
+		t.Errorf("only %d of 729 chains collapse", accepted)
 	}
 }
 

@@ -162,9 +162,20 @@ func Graph(r *rand.Rand) *ir.Graph {
 			w := g.Param(fmt.Sprintf("w%d", len(pool)), ir.T(x.Type.DType, 1+r.IntN(4), kdim), nil)
 			add("dot_general", ir.Attrs{"lhs_contract": []int{1}, "rhs_contract": []int{1}}, x, w)
 		case k == 11:
-			to := []ir.DType{ir.F64, ir.F32, ir.I32, ir.F16}[r.IntN(4)]
-			if c := add("cast", ir.Attrs{"to": to}, x); c != nil && r.IntN(2) == 0 {
-				add("cast", ir.Attrs{"to": x.Type.DType}, c)
+			// A chain of one to three casts through any dtype, half the time on values scaled
+			// out of the narrow types' ranges: the chain and its simplification must agree on
+			// rounding, saturation (float→int), wrapping (int→int), inf and bool's x != 0.
+			if r.IntN(2) == 0 {
+				scale := []float64{37, -300, 1e5, 3e9}[r.IntN(4)]
+				if !float {
+					scale = []float64{37, -300}[r.IntN(2)]
+				}
+				if m := add("mul", nil, x, add("constant", ir.Attrs{"shape": []int(x.Type.Shape.Clone()), "dtype": x.Type.DType, "value": []float64{scale}})); m != nil {
+					x = m
+				}
+			}
+			for range 1 + r.IntN(3) {
+				x = add("cast", ir.Attrs{"to": castTypes[r.IntN(len(castTypes))]}, x)
 			}
 		case k == 12:
 			y := same(x)
@@ -221,6 +232,9 @@ func Graph(r *rand.Rand) *ir.Graph {
 	}
 	return g
 }
+
+// castTypes is every dtype: casts between any two are valid.
+var castTypes = []ir.DType{ir.F64, ir.F32, ir.F16, ir.BF16, ir.I64, ir.I32, ir.I8, ir.U8, ir.Bool}
 
 func identity(n int) []int {
 	p := make([]int, n)

@@ -38,16 +38,14 @@ func TestValid(t *testing.T) {
 }
 
 // Over a few hundred seeds the generator makes every op the compiler's passes and code
-// generator treat specially, graphs with several outputs, and integer as well as float values.
+// generator treat specially, graphs with several outputs, and values of every dtype.
 func TestCoverage(t *testing.T) {
 	seen := map[string]int{}
 	for seed := range uint64(300) {
 		g := seeded(seed)
 		for _, v := range g.Values {
 			seen[v.Op]++
-			if v.Type.DType == ir.I32 {
-				seen["i32 value"]++
-			}
+			seen[v.Type.DType.String()+" value"]++
 		}
 		if len(g.Outputs) > 1 {
 			seen["several outputs"]++
@@ -60,7 +58,8 @@ func TestCoverage(t *testing.T) {
 		"reduce_sum", "reduce_max",
 		"broadcast_in_dim", "transpose", "reshape", "slice", "concat",
 		"dot_general", "conv2d", "max_pool2d", "gather",
-		"i32 value", "several outputs",
+		"f64 value", "f16 value", "bf16 value", "i64 value", "i32 value", "i8 value", "u8 value", "bool value",
+		"several outputs",
 	} {
 		if seen[want] == 0 {
 			t.Errorf("300 seeds made no %s", want)

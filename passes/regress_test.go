@@ -1,0 +1,35 @@
+package passes_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/passes"
+)
+
+// Every bug the property tests, fuzzing or an audit found is kept as a named graph in
+// testdata/regress (NAME.gir) and must pass the pipeline property: every checker after every
+// pass, the plan checker, and kernels that compute bit for bit what the source graph computes.
+// A first-line comment "// kernels: N" also pins how many kernels fusion forms.
+func TestRegressions(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "regress", "*.gir"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no regression graphs: %v", err)
+	}
+	for _, file := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(file), ".gir"), func(t *testing.T) {
+			src, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g, err := ir.Parse(file, src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkPipeline(t, g, passes.Options{}, 1)
+		})
+	}
+}
