@@ -452,6 +452,46 @@ func prmt(_ *inst, a, b, c, _ uint64) uint64 {
 	return d
 }
 
+// prmtModes are the byte selectors of prmt's special modes, one per value of
+// c[1:0], written as the selector nibbles of the default mode (PTX ISA,
+// prmt: forward and backward 4 extract, replicate 8, edge clamp left and
+// right, replicate 16).
+var prmtModes = map[string][4]uint64{
+	"f4e":  {0x3210, 0x4321, 0x5432, 0x6543},
+	"b4e":  {0x5670, 0x6701, 0x7012, 0x0123},
+	"rc8":  {0x0000, 0x1111, 0x2222, 0x3333},
+	"ecl":  {0x3210, 0x3211, 0x3222, 0x3333},
+	"ecr":  {0x0000, 0x1110, 0x2210, 0x3210},
+	"rc16": {0x1010, 0x3232, 0x1010, 0x3232},
+}
+
+// prmtMode permutes with one of the tables above; the modes never sign-extend.
+func prmtMode(sel [4]uint64) aluFn {
+	return func(in *inst, a, b, c, _ uint64) uint64 { return prmt(in, a, b, sel[c&3], 0) }
+}
+
+// relu wraps the fn of an f16/bf16 (or packed) result with .relu: a
+// negative half becomes +0 and a NaN the canonical NaN.
+func relu(fn aluFn, t ptype) aluFn {
+	exp := uint64(0x7C00)
+	if t == tBF16 || t == tBF16x2 {
+		exp = 0x7F80
+	}
+	half := func(h uint64) uint64 {
+		switch {
+		case h&exp == exp && h&^exp&0x7FFF != 0:
+			return 0x7FFF
+		case h&0x8000 != 0:
+			return 0
+		}
+		return h
+	}
+	return func(in *inst, a, b, c, d uint64) uint64 {
+		r := fn(in, a, b, c, d)
+		return half(r>>16&0xFFFF)<<16 | half(r&0xFFFF)
+	}
+}
+
 // fUnary builds rcp, sqrt, rsqrt, ex2, lg2, sin, cos, tanh, abs, neg.
 // Approximate forms return the correctly rounded value, which is within
 // every error bound the ISA gives.

@@ -261,3 +261,75 @@ func TestMemcheckUninitializedLocal(t *testing.T) {
 	}
 	t.Run("ptxas", func(t *testing.T) { assembles(t, bad) })
 }
+
+// namedBarrierKernel: warps 0 and 1 meet at named barrier 3; warp 2 writes
+// s[lane] and warp 3 reads it (WRITER and READER add their synchronization).
+// Warps 0, 1 and 3 first spin for more than one scheduling turn, so warp 2
+// writes before barrier 3 completes and warp 3 reads after: a checker that
+// let any barrier order all warps would miss the race.
+const namedBarrierKernel = `
+	.shared .align 4 .b32 s[32];
+	.reg .pred %p<3>;
+	.reg .b32 %r<8>;
+	.reg .b64 %rd<4>;
+	mov.u32 %r1, %tid.x;
+	shr.u32 %r2, %r1, 5;
+	and.b32 %r3, %r1, 31;
+	shl.b32 %r4, %r3, 2;
+	mov.u32 %r5, s;
+	add.s32 %r5, %r5, %r4;
+	setp.eq.u32 %p1, %r2, 2;
+	@%p1 bra WRITE;
+	mov.u32 %r6, 0;
+SPIN:
+	add.s32 %r6, %r6, 1;
+	setp.lt.u32 %p2, %r6, 2000;
+	@%p2 bra SPIN;
+	setp.eq.u32 %p1, %r2, 3;
+	@%p1 bra READ;
+	bar.sync 3, 64;
+	ret;
+WRITE:
+	WRITER
+	ret;
+READ:
+	READER
+	ld.param.u64 %rd1, [p];
+	mul.wide.u32 %rd2, %r3, 4;
+	add.s64 %rd3, %rd1, %rd2;
+	st.global.u32 [%rd3], %r7;
+	ret;`
+
+// TestRacecheckNamedBarriers: a barrier orders only the warps that took part
+// in it, and bar.arrive orders the arriving warp's earlier accesses only.
+func TestRacecheckNamedBarriers(t *testing.T) {
+	for _, c := range []struct {
+		name, writer, reader string
+		race                 bool
+	}{
+		{"other warps' barrier", "st.shared.u32 [%r5], %r1;", "ld.shared.u32 %r7, [%r5];", true},
+		{"shared barrier", "st.shared.u32 [%r5], %r1;\n\tbar.sync 4, 64;", "bar.sync 4, 64;\n\tld.shared.u32 %r7, [%r5];", false},
+		{"arrive then write", "bar.arrive 4, 64;\n\tst.shared.u32 [%r5], %r1;", "bar.sync 4, 64;\n\tld.shared.u32 %r7, [%r5];", true},
+		{"write then arrive", "st.shared.u32 [%r5], %r1;\n\tbar.arrive 4, 64;", "bar.sync 4, 64;\n\tld.shared.u32 %r7, [%r5];", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			src := kernel(".param .u64 p", replace(replace(namedBarrierKernel, "WRITER", c.writer), "READER", c.reader))
+			dev := NewDevice()
+			out, _ := dev.Alloc(4 * 32)
+			_, err := load(t, dev, src).Launch("k", grid(1, 128), out)
+			if c.race {
+				mustErr(t, err, "racecheck", "thread (96,0,0)", "this thread reads byte 0x0, written by thread (64,0,0)")
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, v := range bytesU32s(download(t, dev, out, 4*32)) {
+				if v != uint32(64+i) {
+					t.Fatalf("out[%d] = %d, want %d", i, v, 64+i)
+				}
+			}
+			t.Run("ptxas", func(t *testing.T) { assembles(t, src) })
+		})
+	}
+}

@@ -93,6 +93,10 @@ func (d *decoder) src(a ptx.Operand, t ptype) (opnd, error) {
 			return opnd{kind: oClock}, nil
 		case "%clock64", "%globaltimer":
 			return opnd{kind: oClock64}, nil
+		case "%globaltimer_lo":
+			return opnd{kind: oClock}, nil
+		case "%globaltimer_hi":
+			return opnd{kind: oClockHi}, nil
 		}
 		if s, ok := d.ld.lookup(a.Name); ok {
 			return opnd{kind: oImm, imm: uint64(s.addr)}, nil
@@ -206,12 +210,14 @@ func (d *decoder) addr(a ptx.Operand, sp space) (space, error) {
 	return sp, nil
 }
 
+// space decodes the state space qualifier. A launch has no clusters (each
+// block is a cluster of one), so .shared::cluster addresses the block's own
+// shared memory, as .shared::cta does.
 func (d *decoder) space() space {
-	switch d.o.oneOf("global", "shared", "local", "param", "const") {
+	switch d.o.oneOf("global", "shared", "shared::cta", "shared::cluster", "local", "param", "const") {
 	case "global":
 		return spGlobal
-	case "shared":
-		d.o.has("cta") // .shared::cta
+	case "shared", "shared::cta", "shared::cluster":
 		return spShared
 	case "local":
 		return spLocal
@@ -219,9 +225,6 @@ func (d *decoder) space() space {
 		return spKParam
 	case "const":
 		return spConst
-	}
-	if d.o.has("shared::cta") {
-		return spShared
 	}
 	return spGeneric
 }
@@ -325,8 +328,17 @@ func (d *decoder) run(name string) error {
 		if in.d[0], err = d.dst(args[0]); err != nil {
 			return err
 		}
-		in.s[0], err = d.src(args[1], tU64)
-		return err
+		if in.s[0], err = d.src(args[1], tU64); err != nil {
+			return err
+		}
+		// Both addresses have the instruction's width, as ptxas demands
+		// (cvta.to.shared.u32 of a 64-bit register is an error).
+		for _, a := range args {
+			if r, ok := d.ld.regs[a.Name]; ok && a.Kind == ptx.OpName && r.t.size() != t.size() {
+				return errAt(a.Pos, "register %s of type .%s does not fit a .%s address", a.Name, r.t, t)
+			}
+		}
+		return nil
 	case "cvt":
 		return d.cvt()
 	case "addc", "subc", "madc":
@@ -554,6 +566,9 @@ func (d *decoder) cvt() error {
 		in.fn = func(in *inst, a, b, _, _ uint64) uint64 {
 			return one(in, a, 0, 0, 0)<<16 | one(in, b, 0, 0, 0)
 		}
+		if o.has("relu") {
+			in.fn = relu(in.fn, in.t)
+		}
 		var err error
 		if in.d[0], err = d.dstT(args[0], in.t); err != nil {
 			return err
@@ -566,10 +581,13 @@ func (d *decoder) cvt() error {
 	if in.t == tF16x2 || in.t == tBF16x2 || in.t2 == tF16x2 || in.t2 == tBF16x2 || in.t == tPred || in.t2 == tPred {
 		return fmt.Errorf("unsupported conversion")
 	}
-	if o.has("relu") {
-		return fmt.Errorf("unsupported modifier .relu")
-	}
 	in.op, in.fn, in.class = opALU, cvtFn(in.t, in.t2), ClassConvert
+	if o.has("relu") {
+		if (in.t != tF16 && in.t != tBF16) || in.t2 != tF32 {
+			return fmt.Errorf(".relu needs an f16 or bf16 result from f32")
+		}
+		in.fn = relu(in.fn, in.t)
+	}
 	var err error
 	if in.d[0], err = d.dstT(args[0], in.t); err != nil {
 		return err
@@ -629,6 +647,12 @@ func (d *decoder) arith(name string) error {
 			if name == "rem" || in.fn == nil {
 				return fmt.Errorf("no floating-point form")
 			}
+		}
+		if o.has("relu") {
+			if name != "fma" || (t != tF16 && t != tF16x2 && t != tBF16 && t != tBF16x2) {
+				return fmt.Errorf(".relu needs fma on f16 or bf16 values")
+			}
+			in.fn = relu(in.fn, t)
 		}
 	} else {
 		if t == tPred {
@@ -778,10 +802,10 @@ func (d *decoder) bits(name string) error {
 	}
 	in.op, in.t = opALU, t
 	if name == "prmt" {
-		if d.o.oneOf("f4e", "b4e", "rc8", "ecl", "ecr", "rc16") != "" {
-			return fmt.Errorf("only the default prmt mode is supported")
-		}
 		in.fn = prmt
+		if m := d.o.oneOf("f4e", "b4e", "rc8", "ecl", "ecr", "rc16"); m != "" {
+			in.fn = prmtMode(prmtModes[m])
+		}
 	} else {
 		in.fn = bitOp(name, t)
 	}
@@ -1108,6 +1132,17 @@ const (
 func (d *decoder) bar() error {
 	in, o, args := d.in, d.o, d.pi.Args
 	in.op, in.class = opBar, ClassBarrier
+	if o.has("warp") {
+		// bar.warp.sync membermask: a rendezvous of the mask's lanes only
+		// (__syncwarp); "warp" must be tested before "sync".
+		if !o.has("sync") || d.nargs(1) != nil {
+			return fmt.Errorf("bad form")
+		}
+		in.op = opBarWarp
+		var err error
+		in.s[0], err = d.src(args[0], tB32)
+		return err
+	}
 	// bar.sync means barrier.sync.aligned: the whole warp must execute it.
 	in.aligned = strings.HasPrefix(d.pi.Op, "bar.") || o.has("aligned")
 	switch {
@@ -1142,10 +1177,6 @@ func (d *decoder) bar() error {
 		}
 		in.negc = neg
 		args = args[1 : len(args)-1]
-	case o.has("warp"):
-		o.has("sync")
-		in.op, in.class = opNop, ClassBarrier
-		return nil
 	default:
 		return fmt.Errorf("bad form")
 	}
@@ -1445,7 +1476,8 @@ func (d *decoder) mma() error {
 		return fmt.Errorf("bad types")
 	}
 	dt, at, ct := ts[0], ts[1], ts[3]
-	okTypes := (dt == tF32 || dt == tF16) && (ct == tF32 || ct == tF16)
+	// ptxas 11.8 accepts no mixed accumulators in these shapes (f32 d with f16 c, or the reverse).
+	okTypes := (dt == tF32 || dt == tF16) && ct == dt
 	switch {
 	case at == tF16:
 	case at == tBF16 || at == tTF32:
@@ -1520,10 +1552,9 @@ func (d *decoder) cpAsync() error {
 		return d.nargs(0)
 	}
 	in.op, in.class = opCpAsync, ClassLoadGlobal
-	if !o.has("shared") || !o.has("global") {
+	if o.oneOf("shared", "shared::cta") == "" || !o.has("global") {
 		return fmt.Errorf("only cp.async.shared.global is supported")
 	}
-	o.has("cta")
 	o.oneOf("ca", "cg")
 	if len(args) < 3 || len(args) > 4 {
 		return fmt.Errorf("bad form")

@@ -19,7 +19,8 @@ type block struct {
 	shared []byte
 	sinit  []byte
 	race   raceShadow
-	epoch  uint32
+	vc     []uint32 // racecheck: vc[u*nwarps+w] is the last clock of warp w known to warp u
+	tick   uint32   // racecheck: the last clock handed out
 	local  []byte
 	linit  []byte // local bytes written, when checking
 	bars   [16]barrier
@@ -36,6 +37,7 @@ type barrier struct {
 	red      uint64 // bar.red accumulator
 	waiting  []barWait
 	inst     *inst
+	join     []uint32 // racecheck: the clocks of the warps that arrived
 }
 
 type barWait struct {
@@ -81,7 +83,11 @@ func newBlock(l *launch) *block {
 	b.shared = make([]byte, l.shared)
 	if l.check {
 		b.sinit = make([]byte, l.shared)
-		b.race.init(l.shared)
+		b.race.init(l.shared, nw)
+		b.vc = make([]uint32, nw*nw)
+		for i := range b.bars {
+			b.bars[i].join = make([]uint32, nw)
+		}
 	}
 	b.local = make([]byte, int(l.m.frameSize)*b.nthr)
 	if l.check {
@@ -101,13 +107,12 @@ func (b *block) run(idx int) error {
 	}
 	if l.check {
 		clear(b.sinit)
-		b.race.reset()
+		b.startClocks()
 	}
-	b.epoch = 1
 	clear(b.local)
 	clear(b.linit)
 	for i := range b.bars {
-		b.bars[i] = barrier{waiting: b.bars[i].waiting[:0]}
+		b.bars[i].reset()
 	}
 	for _, w := range b.warps {
 		w.reset()
@@ -146,6 +151,58 @@ func (b *block) run(idx int) error {
 				}
 			}
 		}
+	}
+}
+
+func (br *barrier) reset() {
+	clear(br.join)
+	*br = barrier{waiting: br.waiting[:0], join: br.join}
+}
+
+// startClocks begins a block's racecheck clocks above every stamp a previous
+// block left in the shadow, so those count as ordered before everything.
+// Each warp's own clock is one past what the others know of it.
+func (b *block) startClocks() {
+	if b.tick > 1<<31 {
+		b.race.reset()
+		b.tick = 0
+	}
+	nw := len(b.warps)
+	g := b.tick
+	for u := 0; u < nw; u++ {
+		for w := 0; w < nw; w++ {
+			b.vc[u*nw+w] = g
+		}
+		b.vc[u*nw+u] = g + 1
+	}
+	b.tick = g + 1
+}
+
+// arrive records warp w's arrival at br for racecheck: its accesses so far
+// join the barrier's clocks, and it moves to a fresh clock, so accesses
+// after a bar.arrive stay unordered with the barrier's waiters.
+func (b *block) arrive(br *barrier, w *warp) {
+	if b.vc == nil {
+		return
+	}
+	nw := len(b.warps)
+	vc := b.vc[w.id*nw : (w.id+1)*nw]
+	for i, c := range vc {
+		br.join[i] = max(br.join[i], c)
+	}
+	b.tick++
+	vc[w.id] = b.tick
+}
+
+// acquire gives warp w the clocks of everything that arrived at br.
+func (b *block) acquire(br *barrier, w *warp) {
+	if b.vc == nil {
+		return
+	}
+	nw := len(b.warps)
+	vc := b.vc[w.id*nw : (w.id+1)*nw]
+	for i, c := range br.join {
+		vc[i] = max(vc[i], c)
 	}
 }
 
@@ -206,6 +263,8 @@ func (w *warp) val(o *opnd, l int) uint64 {
 		return w.b.clock & 0xFFFFFFFF
 	case oClock64:
 		return w.b.clock
+	case oClockHi:
+		return w.b.clock >> 32
 	}
 	return o.imm
 }
@@ -429,12 +488,13 @@ func (w *warp) step(in *inst, pc int32, mask, exec uint32) error {
 	case opNop:
 	case opBar:
 		return w.bar(in, pc, mask, exec)
-	case opShfl, opVote, opMatch, opRedux, opLdmatrix, opMma:
+	case opShfl, opVote, opMatch, opRedux, opLdmatrix, opMma, opBarWarp:
 		if ready, err := w.rendezvous(in, pc, mask, exec); !ready || err != nil {
 			return err
 		}
 		var err error
 		switch in.op {
+		case opBarWarp: // the rendezvous is all it does
 		case opLdmatrix:
 			err = w.ldmatrix(in, exec)
 		case opMma:
@@ -620,6 +680,7 @@ func (w *warp) bar(in *inst, pc int32, mask, exec uint32) error {
 		return w.fail(in, l0, "synccheck", "barrier %d used with thread count %d while threads wait with count %d", id, expected, br.expected)
 	}
 	br.arrived += bits.OnesCount32(exec)
+	b.arrive(br, w)
 	isRed := in.flag >= barRedPopc
 	if isRed {
 		for m := exec; m != 0; m &= m - 1 {
@@ -654,19 +715,19 @@ func (w *warp) bar(in *inst, pc int32, mask, exec uint32) error {
 	}
 	if br.arrived >= br.expected {
 		b.stats.Barriers++
-		b.epoch++
 		for _, wt := range br.waiting {
 			// The waiting lanes' pc[] is current; the warp's running lanes
 			// may be on the converged fast path, so pin theirs first.
 			wt.w.materialize()
 			wt.w.blocked &^= wt.mask
+			b.acquire(br, wt.w)
 			if wt.red {
 				for m := wt.mask; m != 0; m &= m - 1 {
 					wt.w.set(&br.inst.d[0], bits.TrailingZeros32(m), br.red)
 				}
 			}
 		}
-		*br = barrier{waiting: br.waiting[:0]}
+		br.reset()
 	}
 	return nil
 }
@@ -733,8 +794,32 @@ func (w *warp) memberOf(in *inst, l int) uint32 {
 		return uint32(w.val(&in.s[3], l))
 	case opVote, opMatch, opRedux:
 		return uint32(w.val(&in.s[1], l))
+	case opBarWarp:
+		return uint32(w.val(&in.s[0], l))
 	}
 	return fullWarp
+}
+
+// releaseWarpSync completes a bar.warp.sync when every other lane of its
+// membermask waits at a bar.warp.sync with the same mask: since sm_70 the
+// lanes need not use the same instruction. The waiting lanes move past
+// their own instruction. w must be materialized.
+func (w *warp) releaseWarpSync(member, exec uint32) bool {
+	missing := member & w.live &^ exec
+	if missing&^w.parked != 0 {
+		return false
+	}
+	for m := missing; m != 0; m &= m - 1 {
+		l := bits.TrailingZeros32(m)
+		if in := &w.b.prog[w.pc[l]]; in.op != opBarWarp || w.memberOf(in, l) != member {
+			return false
+		}
+	}
+	for m := missing; m != 0; m &= m - 1 {
+		w.pc[bits.TrailingZeros32(m)]++
+	}
+	w.parked &^= missing
+	return true
 }
 
 // rendezvous gathers the lanes of a warp collective: lanes arriving before
@@ -760,6 +845,9 @@ func (w *warp) rendezvous(in *inst, pc int32, mask, exec uint32) (bool, error) {
 		return true, nil
 	}
 	w.materialize()
+	if in.op == opBarWarp && w.releaseWarpSync(member, exec) {
+		return true, nil
+	}
 	for m := mask; m != 0; m &= m - 1 {
 		l := bits.TrailingZeros32(m)
 		if exec&(1<<l) != 0 {

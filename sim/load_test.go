@@ -96,8 +96,23 @@ func TestTypeCheckingAgreesWithPtxas(t *testing.T) {
 		"atom.global.add.f32 %f1, [%rd1], %f1;",
 		"atom.global.add.u32 %f1, [%rd1], %r1;",
 		"shfl.sync.bfly.b32 %f1, %f1, 1, 31, -1;",
+		"cvta.to.shared.u32 %r1, %rd1;",
+		"cvta.to.shared.u32 %r1, %r2;",
+		"cvta.shared.u64 %rd1, %r1;",
+		"cvta.to.global.u64 %rd1, %rd1;",
+		"mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f16 {%f1, %f1, %f1, %f1}, {%b1, %b1}, {%b1}, {%b1, %b1};",
+		"mma.sync.aligned.m16n8k8.row.col.f16.f16.f16.f32 {%b1, %b1}, {%b1, %b1}, {%b1}, {%f1, %f1, %f1, %f1};",
+		"mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%f1, %f1, %f1, %f1}, {%b1, %b1}, {%b1}, {%f1, %f1, %f1, %f1};",
+		"bar.warp.sync -1;",
+		"bar.warp.sync %r1;",
+		"prmt.b32.ecl %r1, %r1, %r2, %r1;",
+		"fma.rn.relu.f32 %f1, %f1, %f1, %f1;",
+		"cvt.rn.relu.f32.f16 %f1, %h1;",
+		"cvt.rn.relu.f16.f32 %h1, %f1;",
+		"fma.rn.relu.f16 %h1, %h1, %h1, %h1;",
+		"mov.u32 %r1, %globaltimer_hi;",
 	} {
-		src := kernel("", "\t.reg .u32 %r1;\n\t.reg .s32 %r2;\n\t.reg .f32 %f1;\n\t.reg .b64 %rd1;\n\t.reg .pred %p1;\n\t"+body)
+		src := kernel("", "\t.reg .u32 %r1;\n\t.reg .s32 %r2;\n\t.reg .f32 %f1;\n\t.reg .b16 %h1;\n\t.reg .b32 %b1;\n\t.reg .b64 %rd1;\n\t.reg .pred %p1;\n\t"+body)
 		_, simErr := NewDevice().Load(src)
 		_, asErr := ptxas.Assemble([]byte(src), "sm_80")
 		if (simErr == nil) != (asErr == nil) {

@@ -13,56 +13,67 @@ const (
 	accAtomic // read-modify-write; exempt from racecheck
 )
 
-// raceShadow records, per shared-memory byte, the last writer and reader
-// within the current barrier interval (epoch). Threads of one warp are
-// ordered by lockstep execution, so only accesses from different warps race.
+// raceShadow records, per shared-memory byte, the last write and each
+// warp's last read, stamped with the accessing warp's clock. An earlier
+// access of warp w stamped c happens before the current access of warp u
+// when c <= vc[u][w]: barriers join the clocks of the warps that took part
+// (see block.arrive), so a named barrier orders only its own warps. Threads
+// of one warp are ordered by lockstep execution, so only accesses from
+// different warps race.
 type raceShadow struct {
-	wThread, rThread []int32 // thread index+1; rThread -1 means several warps read
-	wEpoch, rEpoch   []uint32
-	wLine, rLine     []int32
+	nw      int
+	wThread []int32 // thread index+1 of the last write, 0 for none
+	wClock  []uint32
+	wLine   []int32
+	rClock  []uint32 // [byte*nw+warp]: that warp's last read
+	rLine   []int32
+	rLane   []uint8
 }
 
-func (r *raceShadow) init(n int) {
-	r.wThread, r.rThread = make([]int32, n), make([]int32, n)
-	r.wEpoch, r.rEpoch = make([]uint32, n), make([]uint32, n)
-	r.wLine, r.rLine = make([]int32, n), make([]int32, n)
+func (r *raceShadow) init(n, nw int) {
+	r.nw = nw
+	r.wThread, r.wClock, r.wLine = make([]int32, n), make([]uint32, n), make([]int32, n)
+	r.rClock, r.rLine, r.rLane = make([]uint32, n*nw), make([]int32, n*nw), make([]uint8, n*nw)
 }
 
+// reset forgets every access. Blocks need not call it: a new block's clocks
+// start above every stamp left behind (see block.startClocks).
 func (r *raceShadow) reset() {
-	clear(r.wEpoch)
-	clear(r.rEpoch)
+	clear(r.wThread)
+	clear(r.wClock)
+	clear(r.rClock)
 }
 
 func (w *warp) raceCheck(in *inst, lane int, off uint64, n int, write bool) error {
 	b := w.b
 	r := &b.race
+	nw := r.nw
 	me := int32(w.id*32+lane) + 1
-	myWarp := int32(w.id)
-	other := func(t int32) bool { return t == -1 || (t-1)/32 != myWarp }
+	vc := b.vc[w.id*nw : (w.id+1)*nw]
+	now := vc[w.id]
 	for i := int(off); i < int(off)+n; i++ {
-		if r.wEpoch[i] == b.epoch && other(r.wThread[i]) {
-			what := "reads"
-			if write {
-				what = "writes"
+		if t := r.wThread[i]; t != 0 {
+			if ww := int(t-1) / 32; ww != w.id && r.wClock[i] > vc[ww] {
+				what := "reads"
+				if write {
+					what = "writes"
+				}
+				return w.fail(in, lane, "racecheck", "shared-memory race: this thread %s byte %#x, written by thread %v at line %d with no barrier in between",
+					what, i, b.l.cfg.Block.unflatten(int(t-1)), r.wLine[i])
 			}
-			return w.fail(in, lane, "racecheck", "shared-memory race: this thread %s byte %#x, written by thread %v at line %d with no barrier in between",
-				what, i, b.l.cfg.Block.unflatten(int(r.wThread[i]-1)), r.wLine[i])
 		}
-		if write && r.rEpoch[i] == b.epoch && other(r.rThread[i]) {
-			who := "another warp"
-			if r.rThread[i] > 0 {
-				who = "thread " + b.l.cfg.Block.unflatten(int(r.rThread[i]-1)).String()
+		j := i * nw
+		if !write {
+			r.rClock[j+w.id], r.rLine[j+w.id], r.rLane[j+w.id] = now, in.line, uint8(lane)
+			continue
+		}
+		for rw, c := range r.rClock[j : j+nw] {
+			if rw != w.id && c > vc[rw] {
+				return w.fail(in, lane, "racecheck", "shared-memory race: this thread writes byte %#x, read by thread %v at line %d with no barrier in between",
+					i, b.l.cfg.Block.unflatten(rw*32+int(r.rLane[j+rw])), r.rLine[j+rw])
 			}
-			return w.fail(in, lane, "racecheck", "shared-memory race: this thread writes byte %#x, read by %s at line %d with no barrier in between",
-				i, who, r.rLine[i])
 		}
-		if write {
-			r.wThread[i], r.wEpoch[i], r.wLine[i] = me, b.epoch, in.line
-		} else if r.rEpoch[i] != b.epoch {
-			r.rThread[i], r.rEpoch[i], r.rLine[i] = me, b.epoch, in.line
-		} else if r.rThread[i] != -1 && (r.rThread[i]-1)/32 != myWarp {
-			r.rThread[i] = -1
-		}
+		r.wThread[i], r.wClock[i], r.wLine[i] = me, now, in.line
 	}
 	return nil
 }

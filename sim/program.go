@@ -17,6 +17,7 @@ const (
 	oSink    // "_": result discarded
 	oClock   // %clock
 	oClock64 // %clock64, %globaltimer
+	oClockHi // %globaltimer_hi
 )
 
 // opnd is a decoded operand. For a destination register imm holds the
@@ -51,7 +52,8 @@ const (
 	opActivemask
 	opMatch
 	opRedux
-	opBar // bar.sync / barrier.sync / bar.arrive / bar.red
+	opBar     // bar.sync / barrier.sync / bar.arrive / bar.red
+	opBarWarp // bar.warp.sync: a rendezvous of the membermask's lanes
 	opAtom
 	opLdmatrix
 	opMma
@@ -578,11 +580,14 @@ var ignorable = map[string]bool{
 	"weak": true, "mmio": true, "cta": true, "gpu": true, "sys": true, "cluster": true,
 	"ca": true, "cg": true, "cs": true, "lu": true, "cv": true, "wb": true, "wt": true, "nc": true,
 	"uni": true, "aligned": true, "sync": true, "noftz": true,
+	"L1::evict_normal": true, "L1::evict_unchanged": true, "L1::evict_first": true, "L1::evict_last": true,
+	"L1::no_allocate": true, "L2::evict_normal": true, "L2::evict_first": true, "L2::evict_last": true,
+	"L2::64B": true, "L2::128B": true, "L2::256B": true,
 }
 
 func (o *opts) leftover() string {
 	for i, p := range o.parts {
-		if !o.used[i] && !ignorable[p] && !strings.Contains(p, "::") {
+		if !o.used[i] && !ignorable[p] {
 			return p
 		}
 	}

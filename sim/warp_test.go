@@ -339,3 +339,62 @@ func TestReduxAndCarry(t *testing.T) {
 	}
 	t.Run("ptxas", func(t *testing.T) { assembles(t, src) })
 }
+
+// TestBarWarpSync: bar.warp.sync (__syncwarp) is a rendezvous of its
+// membermask's lanes, which since sm_70 may wait at different instructions;
+// lanes of the mask that never arrive, and lanes outside it, are errors.
+func TestBarWarpSync(t *testing.T) {
+	const body = `
+	.shared .align 4 .b32 s[32];
+	.reg .pred %p<2>;
+	.reg .b32 %r<8>;
+	.reg .b64 %rd<4>;
+	ld.param.u64 %rd1, [p];
+	mov.u32 %r1, %laneid;
+	shl.b32 %r2, %r1, 2;
+	mov.u32 %r3, s;
+	add.s32 %r4, %r3, %r2;
+	st.shared.u32 [%r4], %r1;
+	setp.lt.u32 %p1, %r1, 16;
+	@!%p1 bra ELSE;
+	THEN
+	bra.uni JOIN;
+ELSE:
+	ELSE_
+JOIN:
+	xor.b32 %r5, %r2, 4;
+	add.s32 %r5, %r3, %r5;
+	ld.shared.u32 %r6, [%r5];
+	mul.wide.u32 %rd2, %r1, 4;
+	add.s64 %rd3, %rd1, %rd2;
+	st.global.u32 [%rd3], %r6;`
+	for _, c := range []struct {
+		then, els string
+		err       []string // synccheck message parts; nil: runs
+	}{
+		{"bar.warp.sync 0xFFFF;", "bar.warp.sync 0xFFFF0000;", nil},
+		{"bar.warp.sync -1;", "bar.warp.sync -1;", nil},
+		{"bar.warp.sync -1;", "shfl.sync.idx.b32 %r7, %r1, 0, 31, -1;", []string{"executed by a diverged warp", "which never arrive"}},
+		{"bar.warp.sync 0xFFFF;", "bar.warp.sync 0xFFFF;", []string{"bar.warp.sync executed by a lane not in membermask 0x0000ffff", "thread (16,0,0)"}},
+	} {
+		t.Run(c.then+" "+c.els, func(t *testing.T) {
+			src := kernel(".param .u64 p", replace(replace(body, "THEN", c.then), "ELSE_", c.els))
+			dev := NewDevice()
+			out, _ := dev.Alloc(4 * 32)
+			_, err := load(t, dev, src).Launch("k", grid(1, 32), out)
+			if c.err != nil {
+				mustErr(t, err, "synccheck", c.err...)
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, v := range bytesU32s(download(t, dev, out, 4*32)) {
+				if v != uint32(i^1) {
+					t.Fatalf("out[%d] = %d, want %d", i, v, i^1)
+				}
+			}
+			assembles(t, src)
+		})
+	}
+}

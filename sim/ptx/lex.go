@@ -40,7 +40,7 @@ func isIdentChar(c byte) bool {
 }
 
 // lex splits src into tokens. Identifiers keep their dots ("ld.global.f32",
-// "%tid.x"); numbers keep their letters ("0f3F800000") and are decoded by the
+// "%tid.x") and "::" sub-qualifiers (".shared::cta", ".L2::128B"); numbers keep their letters ("0f3F800000") and are decoded by the
 // parser.
 func lex(src string) ([]token, error) {
 	var toks []token
@@ -90,8 +90,15 @@ func lex(src string) ([]token, error) {
 		case isIdentStart(c):
 			start := Pos{line, col}
 			j := i + 1
-			for j < len(src) && isIdentChar(src[j]) {
-				j++
+			for j < len(src) {
+				if isIdentChar(src[j]) {
+					j++
+				} else if src[j] == ':' && j+2 < len(src) && src[j+1] == ':' && isIdentChar(src[j+2]) && src[j+2] != '.' {
+					// A sub-qualifier stays in its name: ld.global.L1::evict_last.f32.
+					j += 3
+				} else {
+					break
+				}
 			}
 			toks = append(toks, token{tIdent, src[i:j], start})
 			adv(j - i)

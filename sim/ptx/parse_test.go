@@ -60,6 +60,9 @@ $L__BB0_2:
 	mov.f64 	%fd1, 0d3FF0000000000000;
 	setp.lt.and.s32 	%p1|%p0, %r1, -5, !%p1;
 	ld.global.v2.u32 	{%r3, %r4}, [%rd1+-8];
+	ld.global.L1::evict_last.L2::128B.u32 	%r3, [%rd1];
+$L__BB0_3:
+	ld.shared::cta.u32 %r3, [%r1];
 	ret;
 }
 `
@@ -94,6 +97,8 @@ func TestParseSample(t *testing.T) {
 		"mov.f64 %fd1, 0d3FF0000000000000",
 		"setp.lt.and.s32 %p1|%p0, %r1, -5, !%p1",
 		"ld.global.v2.u32 {%r3, %r4}, [%rd1+-8]",
+		"ld.global.L1::evict_last.L2::128B.u32 %r3, [%rd1]",
+		"ld.shared::cta.u32 %r3, [%r1]",
 		"ret",
 	}
 	if strings.Join(insts, "\n") != strings.Join(want, "\n") {
@@ -116,6 +121,7 @@ func TestParseErrors(t *testing.T) {
 		{".global .align 3 .b8 x;", "1:9: alignment 3 is not a power of two"},
 		{".entry k()\n{\n\t.reg .b32 %r<0>;\n}", "3:12: bad register count 0"},
 		{"#include", "1:1: unexpected character '#'"},
+		{".entry k()\n{\n\tld.global.L1:: %r1;\n}", "3:15: unexpected \":\""}, // "::" needs a name after it
 	} {
 		_, err := Parse(c.src)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
