@@ -7,8 +7,9 @@ PKGS     := ./...
 # Packages that run goroutines get a second pass under the race detector.
 RACEPKGS := ./runtime/... ./sim/...
 CUDA_DIR ?= $(CURDIR)/.cache/cuda
+CUDA_DEV_DIR ?= $(CURDIR)/.cache/cuda-dev
 
-.PHONY: all demo test tools fmt-check vet unit race flags bench gcomp golden generate
+.PHONY: all demo test tools fmt-check vet unit race flags nocgo gorgonia bench gcomp golden generate
 
 all: test
 
@@ -29,8 +30,10 @@ fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.cache/*')); \
 	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 
+# vet also type-checks the GPU suite (build tag gpu), which only runs where there is a GPU.
 vet:
 	$(GO) vet $(PKGS)
+	$(GO) vet -tags gpu ./runtime/cuda ./cmd/gcomp
 
 unit:
 	$(GO) test -count=1 $(PKGS)
@@ -42,7 +45,23 @@ race:
 flags:
 	$(GO) test -count=1 -run '^$$' $(PKGS) -update >/dev/null
 
-test: tools fmt-check vet unit race flags
+# nocgo: the default binary needs no cgo (the CUDA driver is loaded through purego), and the
+# loader's tests against the real driver library pass without cgo too.
+nocgo:
+	CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/gcomp
+	CGO_ENABLED=0 $(GO) test -count=1 -run 'TestLoad|TestNoGPU|TestNoLibrary' ./runtime/cuda ./runtime/device
+
+# gorgonia: the driver binding behind the gorgonia build tag (gorgonia.org/cu, cgo) compiles and
+# vets against cuda.h and the link stub libcuda.so, fetched from Debian's nvidia-cuda-dev.
+gorgonia:
+	@sh scripts/fetch-cuda-tools.sh --dev $(CUDA_DEV_DIR) >/dev/null || { \
+	  if [ -n "$$GCOMP_REQUIRE_PTXAS" ]; then echo "could not fetch cuda.h" >&2; exit 1; fi; \
+	  echo "warning: could not fetch cuda.h; the gorgonia build is not checked" >&2; exit 0; }; \
+	export CGO_CFLAGS=-I$(CUDA_DEV_DIR)/include CGO_LDFLAGS=-L$(CUDA_DEV_DIR)/lib; \
+	$(GO) vet -tags gorgonia ./runtime/... ./cmd/gcomp && \
+	$(GO) build -tags gorgonia -o /dev/null ./cmd/gcomp && echo "gorgonia: vet and build ok"
+
+test: tools fmt-check vet unit race flags nocgo gorgonia
 
 bench:
 	$(GO) test -run XXX -bench . -benchtime 3x ./runtime/ref ./sim/... ./load

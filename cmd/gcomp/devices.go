@@ -24,7 +24,7 @@ func cmdDevices(args []string, stdout, stderr io.Writer) error {
 	if len(pos) > 0 {
 		return fmt.Errorf("gcomp devices: unexpected arguments: %s", strings.Join(pos, " "))
 	}
-	r := device.Probe(device.Options{CUDALib: *lib})
+	r := device.Probe(device.Options{CUDALib: *lib, Driver: testDriver})
 	writeDevices(stdout, r)
 	return nil
 }

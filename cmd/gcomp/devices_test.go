@@ -3,11 +3,14 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"os"
 	"strings"
 	"testing"
 
 	"github.com/gcomp/gcomp/runtime/cuda"
 	"github.com/gcomp/gcomp/runtime/cuda/cudatest"
+	"github.com/gcomp/gcomp/runtime/cuda/simdriver"
 	"github.com/gcomp/gcomp/runtime/device"
 )
 
@@ -77,5 +80,92 @@ func TestDevicesFlags(t *testing.T) {
 	out.Reset()
 	if err := cmdDevices([]string{"-h"}, &out, &out); !errors.Is(err, errHelp) || !strings.Contains(out.String(), "--cuda-lib") && !strings.Contains(out.String(), "-cuda-lib") {
 		t.Errorf("-h: %v\n%s", err, out.String())
+	}
+}
+
+// TestRunDevices runs one model on each compiled device the CLI can reach here and compares the
+// outputs with the reference interpreter's: auto without a driver library falls back to the
+// simulator and says why; cuda:0 runs the CUDA device's code over the simulator-backed driver,
+// and its --bench table comes from CUDA events.
+func TestRunDevices(t *testing.T) {
+	dir := fixture(t)
+	t.Chdir(dir)
+	run := func(t *testing.T, args ...string) (stdout, stderr string) {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		if code := Main(append([]string{"run", "model.go", "--input", "x=x.npy"}, args...), &out, &errOut); code != 0 {
+			t.Fatalf("exit status %d: %s", code, errOut.String())
+		}
+		return out.String(), errOut.String()
+	}
+	run(t, "--device", "ref", "--output-dir", "ref")
+	want, err := os.ReadFile("ref/y.npy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name     string
+		driver   cuda.Driver
+		args     []string
+		stderr   string // substring; "" means nothing beyond the random-weight note
+		benchHdr string // substring of --bench's header
+	}{
+		{"auto without a driver", nil, []string{"--device", "auto", "--cuda-lib", "/nonexistent/libcuda.so.1"},
+			"gcomp: no usable GPU (no CUDA driver library (libcuda.so.1) found: /nonexistent/libcuda.so.1", "on sim (PTX simulator)"},
+		{"sim", nil, []string{"--device", "sim"}, "", "simulated time"},
+		{"cuda:0 over the simulator", simdriver.New(), []string{"--device", "cuda:0"}, "", "on cuda:0 (PTX simulator, sm_90): 2 runs after 1 warm-up (kernel times from CUDA events)"},
+		{"auto picks the GPU", simdriver.New(), []string{"--device", "auto"}, "", "kernel times from CUDA events"},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			testDriver = tc.driver
+			defer func() { testDriver = nil }()
+			dir := fmt.Sprintf("out%d", i)
+			stdout, stderr := run(t, append(tc.args, "--output-dir", dir, "--bench", "2")...)
+			if tc.stderr != "" && !strings.Contains(stderr, tc.stderr) {
+				t.Errorf("stderr = %q, want it to contain %q", stderr, tc.stderr)
+			}
+			if tc.stderr == "" && strings.Contains(stderr, "no usable GPU") {
+				t.Errorf("stderr = %q, want no fallback", stderr)
+			}
+			if !strings.Contains(stdout, tc.benchHdr) || !strings.Contains(stdout, "per run (with copies)") {
+				t.Errorf("bench output:\n%s\nwant it to contain %q and the per-run row", stdout, tc.benchHdr)
+			}
+			got, err := os.ReadFile(dir + "/y.npy")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("y.npy differs from the reference interpreter's")
+			}
+		})
+	}
+}
+
+// TestRunNoGPU runs against NVIDIA's driver library without a GPU: cuda:0 is one clear error and
+// auto falls back to the simulator, saying why.
+func TestRunNoGPU(t *testing.T) {
+	lib := cudatest.Library(t)
+	if device.Probe(device.Options{CUDALib: lib}).Usable() {
+		t.Skip("this machine has a GPU")
+	}
+	dir := fixture(t)
+	t.Chdir(dir)
+	var out, errOut bytes.Buffer
+	if code := Main([]string{"run", "model.go", "--device", "cuda:0", "--cuda-lib", lib, "--output-dir", "out"}, &out, &errOut); code != 1 {
+		t.Fatalf("exit status %d, want 1: %s", code, errOut.String())
+	}
+	if want := "gcomp run: device cuda:0: no CUDA device (cuInit: CUDA_ERROR_NO_DEVICE: no CUDA-capable device is detected)\n"; errOut.String() != want {
+		t.Errorf("stderr = %q, want %q", errOut.String(), want)
+	}
+	if _, err := os.Stat("out"); err == nil {
+		t.Errorf("a failed run created its output directory")
+	}
+	errOut.Reset()
+	if code := Main([]string{"run", "model.go", "--device", "auto", "--cuda-lib", lib, "--output-dir", "out"}, &out, &errOut); code != 0 {
+		t.Fatalf("exit status %d: %s", code, errOut.String())
+	}
+	if !strings.Contains(errOut.String(), "gcomp: no usable GPU (no CUDA device (cuInit: CUDA_ERROR_NO_DEVICE") {
+		t.Errorf("stderr = %q", errOut.String())
 	}
 }

@@ -110,7 +110,8 @@ func TestBadInput(t *testing.T) {
 		{"future plan", []string{"check", "future.ptx"}, "launch plan version 99; this gcomp reads version 1"},
 		{"check bad model", []string{"check", "shape.go"}, "shape.go:11:"},
 		{"bench on ref", []string{"run", "model.go", "--device", "ref", "--bench", "3", "--output-dir", "out"}, "--bench wants N > 0 and a compiled device"},
-		{"cuda device", []string{"run", "model.go", "--device", "cuda", "--output-dir", "out"}, "no CUDA runtime yet"},
+		{"cuda without driver", []string{"run", "model.go", "--device", "cuda", "--cuda-lib", "/nonexistent/libcuda.so.1", "--output-dir", "out"}, "gcomp run: device cuda:0: no CUDA driver library (libcuda.so.1) found: /nonexistent/libcuda.so.1"},
+		{"bad gpu number", []string{"run", "model.go", "--device", "cuda:x", "--output-dir", "out"}, `unknown device "cuda:x"`},
 		{"unknown pass", []string{"build", "model.go", "--emit", "plan", "--disable-pass", "frob", "-o", "out.gir"}, `--disable-pass: unknown pass "frob"`},
 		{"required pass", []string{"build", "model.go", "--stats", "--disable-pass", "memplan"}, "pass memplan is required"},
 		{"unknown dump", []string{"build", "model.go", "--stats", "--dump-after", "frob"}, `--dump-after: unknown pass "frob"`},
@@ -306,18 +307,7 @@ func TestBuildRunCheck(t *testing.T) {
 		t.Errorf("--bench printed:\n%s", out)
 	}
 	main("run", "model.go", "--device", "ref", "--output-dir", "src", "--seed", "3")
-	read := func(path string) *tensor.Tensor {
-		a, err := tensorio.ReadNPYFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		x, err := tensor.FromArray(a)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return x
-	}
-	sim, ref, src := read("sim/y.npy"), read("ref/y.npy"), read("src/y.npy")
+	sim, ref, src := readNPY(t, "sim/y.npy"), readNPY(t, "ref/y.npy"), readNPY(t, "src/y.npy")
 	for i := range ref.Len() {
 		if sim.At(i) != ref.At(i) || src.At(i) != ref.At(i) {
 			t.Fatalf("y[%d]: sim %v, ref of the module %v, ref of the source %v", i, sim.At(i), ref.At(i), src.At(i))
@@ -328,4 +318,18 @@ func TestBuildRunCheck(t *testing.T) {
 			t.Errorf("check %s:\n%s", model, out)
 		}
 	}
+}
+
+// readNPY reads a tensor a command wrote.
+func readNPY(t *testing.T, path string) *tensor.Tensor {
+	t.Helper()
+	a, err := tensorio.ReadNPYFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := tensor.FromArray(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return x
 }

@@ -13,6 +13,8 @@ import (
 	"github.com/gcomp/gcomp/codegen/ptx"
 	"github.com/gcomp/gcomp/compiler"
 	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/runtime/cuda"
+	"github.com/gcomp/gcomp/runtime/device"
 	"github.com/gcomp/gcomp/runtime/executor"
 	"github.com/gcomp/gcomp/runtime/ref"
 	"github.com/gcomp/gcomp/runtime/simdev"
@@ -24,34 +26,40 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	mf := addModelFlags(fs)
 	tf := addTargetFlags(fs)
-	device := fs.String("device", "ref", "where to run: ref (the reference interpreter on the source graph) or sim (the compiled kernels on the PTX simulator)")
+	dev := fs.String("device", "ref", "where to run: ref (the reference interpreter on the source graph), sim (the compiled kernels on the PTX simulator), cuda:N (GPU N; cuda is cuda:0) or auto (the first usable GPU, else sim)")
+	cudaLib := fs.String("cuda-lib", "", "the CUDA driver library to load (default $"+cuda.LibraryEnv+", else "+cuda.DefaultLibrary+")")
 	noCheck := fs.Bool("no-check", false, "sim: skip memcheck, racecheck and synccheck (faster)")
-	bench := fs.Int("bench", 0, "after one warm-up run, time N runs and print the median and minimum per run and per kernel (compiled devices)")
+	bench := fs.Int("bench", 0, "after one warm-up run, time N runs and print the median and minimum per run and per kernel (compiled devices; CUDA events on a GPU)")
 	vf := addValueFlags(fs)
 	outDir := fs.String("output-dir", "", "directory to write each output to as NAME.npy")
 	saveInputs := fs.Bool("save-inputs", false, "also write the inputs used (given or random) to DIR/inputs/NAME.npy")
-	path, err := parseModelArgs(fs, args, stdout, "MODEL|model.ptx --device ref|sim [--weights W.safetensors] [--input NAME=FILE.npy]... --output-dir DIR")
+	path, err := parseModelArgs(fs, args, stdout, "MODEL|model.ptx --device ref|sim|cuda:N|auto [--weights W.safetensors] [--input NAME=FILE.npy]... --output-dir DIR")
 	if err != nil {
 		return err
 	}
 	if *outDir == "" {
 		return fmt.Errorf("gcomp run: --output-dir is required")
 	}
-	if *bench < 0 || (*bench > 0 && *device == "ref") {
-		return fmt.Errorf("gcomp run: --bench wants N > 0 and a compiled device (--device sim)")
+	spec, err := device.Parse(*dev)
+	if err != nil {
+		return fmt.Errorf("gcomp run: %v", err)
 	}
-	switch *device {
-	case "ref", "sim":
-	case "auto", "cuda":
-		return fmt.Errorf("gcomp run: device %q: this gcomp has no CUDA runtime yet; use --device sim (the PTX simulator) or ref", *device)
-	default:
-		return fmt.Errorf("gcomp run: unknown device %q (want ref or sim)", *device)
+	if *bench < 0 || (*bench > 0 && spec.Kind == device.Ref) {
+		return fmt.Errorf("gcomp run: --bench wants N > 0 and a compiled device (--device sim, cuda:N or auto)")
 	}
 	target, err := tf.get()
 	if err != nil {
 		return fmt.Errorf("gcomp run: %v", err)
 	}
-	g, art, err := loadRunnable(path, mf, target, *device != "ref")
+	// The device opens first: a missing GPU is the first thing to hear of.
+	var sel *device.Selected
+	if spec.Kind != device.Ref {
+		if sel, err = openCompiledDevice(*dev, *cudaLib, *noCheck, stderr); err != nil {
+			return fmt.Errorf("gcomp run: %v", err)
+		}
+		defer sel.Device.Close()
+	}
+	g, art, err := loadRunnable(path, mf, target, sel != nil)
 	if err != nil {
 		return err
 	}
@@ -60,10 +68,10 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	var outs map[string]*tensor.Tensor
-	if *device == "ref" {
+	if sel == nil {
 		outs, err = ref.Run(g, in, params)
 	} else {
-		outs, err = runSim(art, in, params, *noCheck, *bench, stdout)
+		outs, err = runCompiled(sel, art, in, params, *bench, stdout)
 	}
 	if err != nil {
 		return fmt.Errorf("gcomp run: %s: %v", path, err)
@@ -106,12 +114,32 @@ func loadRunnable(path string, mf modelFlags, target ptx.Target, compile bool) (
 	return g, res.Artifact, nil
 }
 
-// runSim runs a compiled model on a fresh simulated device and returns its
-// outputs by the graph's output names; with bench > 0 it times that many
-// further runs and prints the report to w.
-func runSim(art *artifact.Artifact, in, params map[string]*tensor.Tensor, noCheck bool, bench int, w io.Writer) (map[string]*tensor.Tensor, error) {
-	dev := simdev.New(simdev.Options{NoCheck: noCheck})
-	defer dev.Close()
+// testDriver, when a test sets it, replaces the CUDA driver library (with the simulator-backed
+// driver, say), so that the CUDA device's code path runs without a GPU.
+var testDriver cuda.Driver
+
+// openCompiledDevice opens the device name selects (auto, cuda:N or sim); when auto falls back to
+// the simulator it says why on stderr, as the first line of output a user sees.
+func openCompiledDevice(name, cudaLib string, noCheck bool, stderr io.Writer) (*device.Selected, error) {
+	sel, err := device.Open(name, device.Options{
+		CUDALib: cudaLib,
+		Driver:  testDriver,
+		Sim:     func() (executor.Device, error) { return simdev.New(simdev.Options{NoCheck: noCheck}), nil },
+	})
+	if err != nil {
+		return nil, err
+	}
+	if sel.Fallback != "" {
+		fmt.Fprintf(stderr, "gcomp: no usable GPU (%s): running on the PTX simulator\n", sel.Fallback)
+	}
+	return sel, nil
+}
+
+// runCompiled runs a compiled model on the selected device and returns its outputs by the graph's
+// output names; with bench > 0 it times that many further runs (kernels timed by CUDA events on a
+// GPU, by the simulator's clock on sim) and prints the report to w.
+func runCompiled(sel *device.Selected, art *artifact.Artifact, in, params map[string]*tensor.Tensor, bench int, w io.Writer) (map[string]*tensor.Tensor, error) {
+	dev := sel.Device
 	prog, err := executor.Load(dev, art)
 	if err != nil {
 		return nil, err
@@ -125,11 +153,17 @@ func runSim(art *artifact.Artifact, in, params map[string]*tensor.Tensor, noChec
 		return nil, err
 	}
 	if bench > 0 {
+		clock := "simulated time: the simulator's wall clock, not a GPU's"
+		if p, ok := dev.(interface{ SetProfile(bool) }); ok && sel.Spec.Kind == device.CUDA {
+			p.SetProfile(true)
+			defer p.SetProfile(false)
+			clock = "kernel times from CUDA events"
+		}
 		b, err := executor.Bench(prog, in, bench)
 		if err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(w, "%s on %s: %d runs after 1 warm-up (simulated time: the simulator's wall clock, not a GPU's)\n\n", art.Plan.Model, dev.Name(), bench)
+		fmt.Fprintf(w, "%s on %s: %d runs after 1 warm-up (%s)\n\n", art.Plan.Model, dev.Name(), bench, clock)
 		b.WriteTable(w)
 	}
 	return res.Outputs, nil

@@ -226,8 +226,8 @@ func (d *Device) Alloc(n int64) (executor.Ptr, error) {
 		if ierr != nil {
 			return d.errorf("out of memory: requested %s (%d bytes): %w", FormatBytes(n), n, err)
 		}
-		return d.errorf("out of memory: requested %s (%d bytes), %s free of %s (gcomp holds %s)",
-			FormatBytes(n), n, FormatBytes(free), FormatBytes(total), FormatBytes(d.bytes))
+		return d.errorf("out of memory: requested %s (%d bytes), %s free of %s (gcomp holds %s): %w",
+			FormatBytes(n), n, FormatBytes(free), FormatBytes(total), FormatBytes(d.bytes), err)
 	})
 	if err != nil {
 		return 0, err

@@ -29,9 +29,10 @@ func openGPU(t *testing.T, faults bool) *cuda.Device {
 	if err := drv.Init(); err != nil {
 		t.Skip(err)
 	}
+	// The driver found a GPU: from here on a failure is the suite's to report, not a reason to skip.
 	dev, err := cuda.Open(drv, 0, cuda.OptionsFromEnv())
 	if err != nil {
-		t.Skip(err)
+		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		if err := dev.Close(); err != nil && !faults {

@@ -120,7 +120,7 @@ func TestPuregoABI(t *testing.T) {
 
 	// Out of memory, with the driver's error name.
 	_, err = d.Alloc(2 << 30)
-	if want := "cuda:0: out of memory: requested 2.0 GiB (2147483648 bytes), 1.0 GiB free of 3.0 GiB (gcomp holds 100 B)"; err == nil || err.Error() != want {
+	if want := "cuda:0: out of memory: requested 2.0 GiB (2147483648 bytes), 1.0 GiB free of 3.0 GiB (gcomp holds 100 B): cuMemAlloc_v2: CUDA_ERROR_OUT_OF_MEMORY: out of memory"; err == nil || err.Error() != want {
 		t.Errorf("Alloc: %v, want %q", err, want)
 	}
 	if err := m.Close(); err != nil {

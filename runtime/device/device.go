@@ -91,6 +91,9 @@ type Options struct {
 	// CUDALib is the CUDA driver library to load; empty means
 	// $GCOMP_CUDA_LIB, else libcuda.so.1 wherever the dynamic loader finds it.
 	CUDALib string
+	// Driver, when set, is used instead of loading a driver library: the
+	// simulator-backed driver of runtime/cuda/simdriver, or a test's fake.
+	Driver cuda.Driver
 	// CUDA configures a GPU device; nil means cuda.OptionsFromEnv()
 	// (GCOMP_SYNC=1 checks every launch).
 	CUDA *cuda.Options
@@ -121,7 +124,7 @@ func Open(name string, opts Options) (*Selected, error) {
 	case Sim:
 		return openSim(opts, "")
 	case CUDA:
-		drv, err := initDriver(opts.CUDALib)
+		drv, err := initDriver(opts)
 		if err != nil {
 			return nil, fmt.Errorf("device %s: %w", spec, err)
 		}
@@ -132,7 +135,7 @@ func Open(name string, opts Options) (*Selected, error) {
 		return &Selected{Spec: spec, Device: dev}, nil
 	}
 	// auto
-	drv, err := initDriver(opts.CUDALib)
+	drv, err := initDriver(opts)
 	if err != nil {
 		return openSim(opts, err.Error())
 	}
@@ -176,12 +179,19 @@ func openSim(opts Options, fallback string) (*Selected, error) {
 // initDriver loads and initializes the CUDA driver. Its errors say what
 // is missing: "no CUDA driver library (libcuda.so.1) found: ...", "no CUDA
 // device (cuInit: ...)", or the driver's own failure.
-func initDriver(lib string) (cuda.Driver, error) {
-	drv, err := cuda.Load(lib)
+func initDriver(opts Options) (cuda.Driver, error) {
+	drv, err := loadDriver(opts)
 	if err != nil {
 		return nil, err
 	}
 	return drv, initialize(drv)
+}
+
+func loadDriver(opts Options) (cuda.Driver, error) {
+	if opts.Driver != nil {
+		return opts.Driver, nil
+	}
+	return cuda.Load(opts.CUDALib)
 }
 
 func initialize(drv cuda.Driver) error {
@@ -218,7 +228,7 @@ func (r *Report) Usable() bool { return r.Reason == "" }
 // briefly to read its free memory.
 func Probe(opts Options) *Report {
 	r := &Report{Library: cuda.LibraryPath(opts.CUDALib)}
-	drv, err := cuda.Load(opts.CUDALib)
+	drv, err := loadDriver(opts)
 	if err != nil {
 		r.Reason = err.Error()
 		return r
@@ -260,7 +270,7 @@ func Probe(opts Options) *Report {
 // Count is the number of CUDA GPUs the driver reports (0 without a driver
 // library or device). It uses $GCOMP_CUDA_LIB or libcuda.so.1.
 func Count() int {
-	drv, err := initDriver("")
+	drv, err := initDriver(Options{})
 	if err != nil {
 		return 0
 	}
