@@ -79,8 +79,12 @@ func fixture(t *testing.T) string {
 	st("wextra.safetensors", map[string]*tensorio.Array{"w": tensor.FromFloats(ir.T(ir.F32, 3), []float64{2, 2, 2}).Array(),
 		"v": tensor.FromFloats(ir.T(ir.F32, 1), []float64{1}).Array()})
 	st("empty.safetensors", map[string]*tensorio.Array{})
+	st("w64.safetensors", map[string]*tensorio.Array{"w": tensor.FromFloats(ir.T(ir.F64, 3), []float64{2, 2, 2}).Array()})
 	good, _ := os.ReadFile(filepath.Join(dir, "w.safetensors"))
 	write("trunc.safetensors", good[:len(good)-3])
+	// A header that claims more data than the file holds.
+	write("corrupt.safetensors", bytes.Replace(good, []byte(`"data_offsets":[0,12]`), []byte(`"data_offsets":[0,1200]`), 1))
+	write("typeerr.go", []byte(strings.Replace(linearModel, "x.Mul(w)", "x.Mul(3)", 1)))
 	goodNPY, _ := os.ReadFile(filepath.Join(dir, "x.npy"))
 	write("corrupt.npy", append([]byte("NOTNUMPY"), goodNPY[8:]...))
 	write("trunc.npy", goodNPY[:len(goodNPY)-5])
@@ -134,6 +138,10 @@ func TestBadInput(t *testing.T) {
 		{"init-weights needs -o", []string{"init-weights", "model.go"}, "-o FILE is required"},
 		{"init-weights bad model", []string{"init-weights", "shape.go", "-o", "out.safetensors"}, "shape.go:11:"},
 		{"output dir missing", []string{"build", "model.go", "--emit", "ir", "-o", "nodir/out.gir"}, "directory nodir does not exist"},
+		{"output-dir parent missing", []string{"run", "model.go", "--output-dir", "nodir/out"}, "cannot write nodir/out: directory nodir does not exist"},
+		{"wrong dtype weight", []string{"run", "model.go", "--weights", "w64.safetensors", "--output-dir", "out"}, "tensor w is f64[3], the model wants f32[3]"},
+		{"corrupt safetensors", []string{"run", "model.go", "--weights", "corrupt.safetensors", "--output-dir", "out"}, "corrupt.safetensors"},
+		{"type error", []string{"build", "typeerr.go", "--emit", "ir", "-o", "out.gir"}, "typeerr.go:11:"},
 	}
 	t.Chdir(dir)
 	for _, tc := range tests {
@@ -159,6 +167,28 @@ func TestBadInput(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A bf16 output is written as f32 holding the same values (NumPy has no bfloat16), and said so.
+func TestRunBF16Output(t *testing.T) {
+	dir := fixture(t)
+	t.Chdir(dir)
+	if err := os.WriteFile("bf16.gir", []byte("graph g {\n  input %x : f32[2,3]\n  %0 = cast(%x) {to=bf16} : bf16[2,3]\n  output y = %0\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, dev := range []string{"ref", "sim"} {
+		var stdout, stderr bytes.Buffer
+		if code := Main([]string{"run", "bf16.gir", "--device", dev, "--input", "x=x.npy", "--output-dir", dev}, &stdout, &stderr); code != 0 {
+			t.Fatalf("%s: %s", dev, stderr.String())
+		}
+		if !strings.Contains(stderr.String(), "gcomp: y is bf16[2,3], which NumPy lacks: written as f32 (exactly)") {
+			t.Errorf("%s: stderr = %q", dev, stderr.String())
+		}
+		y := readNPY(t, dev+"/y.npy")
+		if y.Type.String() != "f32[2,3]" || y.F[1] != -2 {
+			t.Errorf("%s: y = %s %v", dev, y.Type, y.F)
+		}
 	}
 }
 

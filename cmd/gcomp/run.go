@@ -40,6 +40,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if *outDir == "" {
 		return fmt.Errorf("gcomp run: --output-dir is required")
 	}
+	if err := checkOutputDir(*outDir); err != nil {
+		return err
+	}
 	spec, err := device.Parse(*dev)
 	if err != nil {
 		return fmt.Errorf("gcomp run: %v", err)
@@ -78,14 +81,24 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	}
 	files := map[string]*tensorio.Array{}
 	for name, t := range outs {
-		files[name+".npy"] = t.Array()
+		files[name+".npy"] = npyArray(name, t, stderr)
 	}
 	if *saveInputs {
 		for name, t := range in {
-			files[filepath.Join("inputs", name+".npy")] = t.Array()
+			files[filepath.Join("inputs", name+".npy")] = npyArray(name, t, stderr)
 		}
 	}
 	return writeNPYFiles(*outDir, files)
+}
+
+// npyArray is t as a NumPy file can hold it: NumPy has no bfloat16, so a bf16 tensor widens to
+// f32, which holds every bf16 value exactly (torch.from_numpy(a).bfloat16() gives it back).
+func npyArray(name string, t *tensor.Tensor, stderr io.Writer) *tensorio.Array {
+	if t.Type.DType != ir.BF16 {
+		return t.Array()
+	}
+	fmt.Fprintf(stderr, "gcomp: %s is %s, which NumPy lacks: written as f32 (exactly)\n", name, t.Type)
+	return tensor.FromFloats(ir.Type{DType: ir.F32, Shape: t.Type.Shape}, t.F).Array()
 }
 
 // loadRunnable loads a model for running: a compiled module (model.ptx with
@@ -293,15 +306,30 @@ func valueNames(vs []*ir.Value) string {
 	return strings.Join(names, ", ")
 }
 
-// writeNPYFiles writes every file into dir, or none: all are written to temporary names first and
-// renamed into place only when every write succeeded.
-func writeNPYFiles(dir string, files map[string]*tensorio.Array) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("gcomp: cannot create output directory: %v", err)
+// checkOutputDir fails early, before any work, when an output directory cannot be made: its
+// parent must exist (the directory itself is created only when the outputs are ready).
+func checkOutputDir(dir string) error {
+	parent := filepath.Dir(filepath.Clean(dir))
+	if st, err := os.Stat(parent); err != nil || !st.IsDir() {
+		return fmt.Errorf("gcomp: cannot write %s: directory %s does not exist", dir, parent)
 	}
-	tmp, err := os.MkdirTemp(dir, ".gcomp-out-*")
+	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
+		return fmt.Errorf("gcomp: cannot write to %s: it is a file, not a directory", dir)
+	}
+	return nil
+}
+
+// writeNPYFiles writes every file into dir, or none: all are written under a temporary directory
+// beside dir first, and dir is created and the files renamed into it only when every write
+// succeeded. Errors name the files as the user will know them (dir/NAME.npy).
+func writeNPYFiles(dir string, files map[string]*tensorio.Array) error {
+	if err := checkOutputDir(dir); err != nil {
+		return err
+	}
+	parent := filepath.Dir(filepath.Clean(dir))
+	tmp, err := os.MkdirTemp(parent, ".gcomp-out-*")
 	if err != nil {
-		return fmt.Errorf("gcomp: cannot write to %s: %v", dir, err)
+		return fmt.Errorf("gcomp: cannot write to %s: %v", parent, err)
 	}
 	defer os.RemoveAll(tmp)
 	names := make([]string, 0, len(files))
@@ -315,13 +343,13 @@ func writeNPYFiles(dir string, files map[string]*tensorio.Array) error {
 			return fmt.Errorf("gcomp: %v", err)
 		}
 		if err := tensorio.WriteNPYFile(path, files[name]); err != nil {
-			return err
+			return fmt.Errorf("gcomp: %s: %v", filepath.Join(dir, name), strings.ReplaceAll(err.Error(), path+": ", ""))
 		}
 	}
 	for _, name := range names {
 		dst := filepath.Join(dir, name)
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			return fmt.Errorf("gcomp: %v", err)
+			return fmt.Errorf("gcomp: cannot create output directory: %v", err)
 		}
 		if err := os.Rename(filepath.Join(tmp, name), dst); err != nil {
 			return fmt.Errorf("gcomp: %v", err)
