@@ -2,6 +2,7 @@ package passes
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -32,7 +33,8 @@ func (o FusionOptions) withDefaults() FusionOptions {
 
 // group is a kernel being formed. Members are the values it computes (each value is a member of
 // at most one group); views are reshapes, transposes, broadcasts and slices it applies by index
-// arithmetic, which several groups may share.
+// arithmetic (and index-only values it recomputes), which several groups may share. A member's
+// views join with it, before they are visited, so that they count against the bounds.
 type group struct {
 	kind        Kind
 	space       ir.Shape
@@ -47,7 +49,8 @@ type group struct {
 
 func (gr *group) has(v *ir.Value) bool { return gr.members[v] || gr.views[v] }
 
-func (gr *group) size() int { return len(gr.members) + len(gr.views) }
+// size is the number of ops gr computes; each counts against MaxOps.
+func (gr *group) size() int { return len(union(gr.members, gr.views)) }
 
 type fuser struct {
 	g      *ir.Graph
@@ -125,15 +128,27 @@ func (f *fuser) assign(v *ir.Value) {
 	if len(cgs) == 0 && !f.output[v] {
 		return // dead
 	}
-	if !f.eager && (isView(v.Op) || f.indexOnly(v) && !f.feedsAnyContraction(v, cgs)) && !f.output[v] && len(cgs) > 0 {
-		f.dups[v] = cgs
+	if f.dupable(v) && len(cgs) > 0 {
+		// Every kernel that has room applies v itself; the others (full ones, and contractions
+		// whose operand it is, unless it is a view) read it from the kernel placed below.
+		var rest []*group
 		for _, gr := range cgs {
+			feeds := gr.kind == Contraction && f.feedsContraction(v, gr)
+			if feeds && !isView(v.Op) || !gr.views[v] && gr.size() >= f.opt.MaxOps {
+				delete(gr.views, v)
+				rest = append(rest, gr)
+				continue
+			}
+			f.dups[v] = append(f.dups[v], gr)
 			gr.views[v] = true
-			if gr.kind == Contraction && f.feedsContraction(v, gr) {
+			if feeds {
 				gr.prologue[v] = true
 			}
 		}
-		return
+		if len(rest) == 0 {
+			return
+		}
+		cgs = rest
 	}
 	if !f.eager {
 		for _, gr := range cgs {
@@ -150,6 +165,9 @@ func (f *fuser) assign(v *ir.Value) {
 }
 
 func (f *fuser) join(v *ir.Value, gr *group, isOutput bool) {
+	for _, w := range f.closure(v, gr, f.opt.MaxOps-gr.size()-1) {
+		gr.views[w] = true
+	}
 	switch ops.ClassOf(v.Op) {
 	case ops.Contraction:
 		gr.kind, gr.contraction = Contraction, v
@@ -162,6 +180,35 @@ func (f *fuser) join(v *ir.Value, gr *group, isOutput bool) {
 	}
 	gr.first = min(gr.first, f.index[v])
 	f.home[v] = gr
+}
+
+// dupable reports whether v is applied by every kernel that uses it rather than read from
+// memory: views, and cheap values of literals and indices.
+func (f *fuser) dupable(v *ir.Value) bool {
+	return !f.eager && !f.output[v] && (isView(v.Op) || f.indexOnly(v))
+}
+
+// closure lists the values gr takes on with v, nearest first and at most room of them: v's
+// dupable operands not in gr, and theirs. Only views lead to a contraction's operands.
+func (f *fuser) closure(v *ir.Value, gr *group, room int) []*ir.Value {
+	type item struct {
+		w       *ir.Value
+		operand bool // w is, or feeds through views, a contraction's operand
+	}
+	var out []*ir.Value
+	queue := []item{{v, ops.ClassOf(v.Op) == ops.Contraction}}
+	for len(queue) > 0 {
+		it := queue[0]
+		queue = queue[1:]
+		for _, a := range it.w.Args {
+			if len(out) >= room || gr.has(a) || slices.Contains(out, a) || !f.dupable(a) || it.operand && !isView(a.Op) {
+				continue
+			}
+			out = append(out, a)
+			queue = append(queue, item{a, it.operand})
+		}
+	}
+	return out
 }
 
 // consumerGroups lists the groups that use v, looking through shared views, earliest first.
@@ -200,12 +247,6 @@ func (f *fuser) feedsContraction(v *ir.Value, gr *group) bool {
 		}
 	}
 	return false
-}
-
-// feedsAnyContraction reports whether v would be a contraction operand in one of gs: only views
-// may be applied to those.
-func (f *fuser) feedsAnyContraction(v *ir.Value, gs []*group) bool {
-	return slices.ContainsFunc(gs, func(gr *group) bool { return gr.kind == Contraction && f.feedsContraction(v, gr) })
 }
 
 // needsMemory reports whether v reaches, through views in gr, an op that needs its operand
@@ -250,7 +291,8 @@ func (f *fuser) expanded(v *ir.Value, gr *group, seen map[*ir.Value]bool) bool {
 // canJoin reports whether v may be computed in gr, whose members use it; others are the other
 // groups that use v and will read it from gr's output.
 func (f *fuser) canJoin(v *ir.Value, gr *group, others []*group) bool {
-	if gr.size() >= f.opt.MaxOps || f.reads(gr, v) > f.opt.MaxReads {
+	extra := f.closure(v, gr, f.opt.MaxOps)
+	if gr.size()+1+len(extra) > f.opt.MaxOps || f.reads(gr, append(extra, v)) > f.opt.MaxReads {
 		return false
 	}
 	outside := len(others) > 1 || f.output[v]
@@ -357,24 +399,24 @@ func (f *fuser) outputShapeOK(v *ir.Value, gr *group) bool {
 	return s.Equal(gr.space)
 }
 
-// reads counts the buffers gr would read with v added.
-func (f *fuser) reads(gr *group, v *ir.Value) int {
+// reads counts the distinct buffers gr would read with vs added.
+func (f *fuser) reads(gr *group, vs []*ir.Value) int {
+	vals := slices.Concat(vs, slices.Collect(maps.Keys(gr.members)), slices.Collect(maps.Keys(gr.views)))
+	return len(f.external(vals, func(w *ir.Value) bool { return gr.has(w) || slices.Contains(vs, w) }))
+}
+
+// external returns the values that vals use and that are neither in the kernel (has) nor
+// literals: the buffers it reads.
+func (f *fuser) external(vals []*ir.Value, has func(*ir.Value) bool) map[*ir.Value]bool {
 	ext := map[*ir.Value]bool{}
-	add := func(w *ir.Value) {
+	for _, w := range vals {
 		for _, a := range w.Args {
-			if a != v && !gr.has(a) && !f.inline(a) {
+			if !has(a) && !f.inline(a) {
 				ext[a] = true
 			}
 		}
 	}
-	for w := range gr.members {
-		add(w)
-	}
-	for w := range gr.views {
-		add(w)
-	}
-	add(v)
-	return len(ext)
+	return ext
 }
 
 // reaches reports whether group to depends on group from (from writes something to reads,
@@ -576,7 +618,7 @@ func (f *fuser) siblings() {
 			for i, a := range gs {
 				for _, b := range gs[i+1:] {
 					if a.kind == Contraction || a.kind != b.kind || !a.space.Equal(b.space) || !slices.Equal(a.axes, b.axes) ||
-						a.size()+b.size() > f.opt.MaxOps || f.reaches(a, b) || f.reaches(b, a) {
+						len(union(union(a.members, a.views), union(b.members, b.views))) > f.opt.MaxOps || f.reaches(a, b) || f.reaches(b, a) {
 						continue
 					}
 					if len(union(f.groupReads(a), f.groupReads(b))) > f.opt.MaxReads {
@@ -604,15 +646,7 @@ func union(a, b map[*ir.Value]bool) map[*ir.Value]bool {
 
 // groupReads returns the values gr reads from memory.
 func (f *fuser) groupReads(gr *group) map[*ir.Value]bool {
-	ext := map[*ir.Value]bool{}
-	for _, w := range f.groupValues(gr) {
-		for _, a := range w.Args {
-			if !gr.has(a) && !f.inline(a) {
-				ext[a] = true
-			}
-		}
-	}
-	return ext
+	return f.external(f.groupValues(gr), gr.has)
 }
 
 func (f *fuser) merge(a, b *group) {
@@ -666,7 +700,7 @@ func (f *fuser) groupValues(gr *group) []*ir.Value {
 // kernels orders the groups topologically (earliest first among the ready ones) and builds the
 // kernel graph.
 func (f *fuser) kernels() (*KernelGraph, error) {
-	kg := &KernelGraph{Name: f.g.Name}
+	kg := &KernelGraph{Name: f.g.Name, Bounds: f.opt}
 	buf := map[*ir.Value]*Buffer{}
 	used := map[string]bool{}
 	for _, v := range f.g.Values {

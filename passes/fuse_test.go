@@ -1,6 +1,7 @@
 package passes_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -123,6 +124,27 @@ func TestFusionRules(t *testing.T) {
   %0 = add(%a, %b) : f32[8]
   %1 = add(%0, %c) : f32[8]
   output y = %1`, passes.FusionOptions{MaxReads: 2}, "k0_add:loop k1_add:loop"},
+		{"views count against the size bound", `
+  input %x : f32[8]
+  %0 = slice(%x) {start=[0], limit=[4]} : f32[4]
+  %1 = slice(%x) {start=[4], limit=[8]} : f32[4]
+  %2 = add(%0, %1) : f32[4]
+  %3 = neg(%2) : f32[4]
+  output y = %3`, passes.FusionOptions{MaxOps: 3}, "k0_add:loop k1_neg:loop"},
+		{"a view that finds its kernel full is read from memory", `
+  input %x : f32[8]
+  %0 = reshape(%x) {shape=[2,4]} : f32[2,4]
+  %1 = transpose(%0) {perm=[1,0]} : f32[4,2]
+  %2 = neg(%1) : f32[4,2]
+  output y = %2`, passes.FusionOptions{MaxOps: 2}, "k0_copy:loop k1_neg:loop"},
+		{"the operand bound counts buffers: slices of one input read it once", `
+  input %x : f32[8]
+  %0 = slice(%x) {start=[0], limit=[4]} : f32[4]
+  %1 = slice(%x) {start=[2], limit=[6]} : f32[4]
+  %2 = slice(%x) {start=[4], limit=[8]} : f32[4]
+  %3 = add(%0, %1) : f32[4]
+  %4 = mul(%3, %2) : f32[4]
+  output z = %4`, passes.FusionOptions{MaxReads: 1}, "k0_add_mul:loop"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := compile(t, tc.src, passes.Options{Fusion: tc.opt})
@@ -130,6 +152,121 @@ func TestFusionRules(t *testing.T) {
 				t.Errorf("kernels %s, want %s\n%s", got, tc.want, res.Kernels)
 			}
 		})
+	}
+}
+
+// layerNorm normalizes the rows of %x and scales and shifts them by %g and %b.
+const layerNorm = `
+  %0 = constant() {dtype=f32, shape=[2], value=[0.125]} : f32[2]
+  %1 = reduce_sum(%x) {axes=[1]} : f32[2]
+  %2 = mul(%1, %0) : f32[2]
+  %3 = broadcast_in_dim(%2) {dims=[0], shape=[2,8]} : f32[2,8]
+  %4 = sub(%x, %3) : f32[2,8]
+  %5 = mul(%4, %4) : f32[2,8]
+  %6 = reduce_sum(%5) {axes=[1]} : f32[2]
+  %7 = mul(%6, %0) : f32[2]
+  %8 = rsqrt(%7) : f32[2]
+  %9 = broadcast_in_dim(%8) {dims=[0], shape=[2,8]} : f32[2,8]
+  %10 = mul(%4, %9) : f32[2,8]
+  %11 = broadcast_in_dim(%g) {dims=[1], shape=[2,8]} : f32[2,8]
+  %12 = mul(%10, %11) : f32[2,8]
+  %13 = broadcast_in_dim(%b) {dims=[1], shape=[2,8]} : f32[2,8]
+  %14 = add(%12, %13) : f32[2,8]`
+
+// Whole kernel graphs, before and after fusion, for the rules whose shape a name cannot show.
+func TestFusedKernelGraphs(t *testing.T) {
+	for _, tc := range []struct{ name, src, want string }{
+		{"c: layer norm is one row kernel: mean, variance, normalize, scale and shift", `
+  input %x : f32[2,8]
+  param %g : f32[8]
+  param %b : f32[8]` + layerNorm + `
+  output y = %14`, `kernels t {
+  input %x : f32[2,8]
+  param %g : f32[8]
+  param %b : f32[8]
+  kernel k0_layernorm row [2,8] axes=[1] reads(%x, %g, %b) writes(%y) {` + strings.ReplaceAll(layerNorm, "\n", "\n  ") + `
+    output y = %14
+  }
+  output %y : f32[2,8]
+}
+`},
+		{"e: a value two kernels need is an extra output of the kernel computing it", `
+  input %x : f32[2,3]
+  input %c : f32[2,3]
+  param %w : f32[4,3]
+  %0 = add(%x, %c) : f32[2,3]
+  %1 = tanh(%0) : f32[2,3]
+  %2 = dot_general(%0, %w) {lhs_contract=[1], rhs_contract=[1]} : f32[2,4]
+  output h = %1
+  output y = %2`, `kernels t {
+  input %x : f32[2,3]
+  input %c : f32[2,3]
+  param %w : f32[4,3]
+  kernel k0_add_tanh loop [2,3] reads(%x, %c) writes(%t3, %h) {
+    %0 = add(%x, %c) : f32[2,3]
+    %1 = tanh(%0) : f32[2,3]
+    output t3 = %0
+    output h = %1
+  }
+  kernel k1_matmul contraction [2,4] reads(%t3, %w) writes(%y) {
+    %0 = dot_general(%t3, %w) {lhs_contract=[1], rhs_contract=[1]} : f32[2,4]
+    output y = %0
+  }
+  output %h : f32[2,3]
+  output %y : f32[2,4]
+}
+`},
+		{"e: siblings over one space reading one buffer become one kernel with two outputs", `
+  input %x : f32[4,8]
+  %0 = reduce_max(%x) {axes=[1]} : f32[4]
+  %1 = reduce_sum(%x) {axes=[1]} : f32[4]
+  output m = %0
+  output s = %1`, `kernels t {
+  input %x : f32[4,8]
+  kernel k0_max_sum row [4,8] axes=[1] reads(%x) writes(%m, %s) {
+    %0 = reduce_max(%x) {axes=[1]} : f32[4]
+    %1 = reduce_sum(%x) {axes=[1]} : f32[4]
+    output m = %0
+    output s = %1
+  }
+  output %m : f32[4]
+  output %s : f32[4]
+}
+`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := compile(t, tc.src, passes.Options{}).Kernels.String(); got != tc.want {
+				t.Errorf("got:\n%s\nwant:\n%s", got, tc.want)
+			}
+		})
+	}
+}
+
+// CheckKernels holds every kernel to the bounds fusion formed it under.
+func TestCheckKernelsBounds(t *testing.T) {
+	src := `
+  input %x : f32[8]
+  input %y : f32[8]
+  input %w : f32[8]
+  %0 = exp(%x) : f32[8]
+  %1 = neg(%y) : f32[8]
+  %2 = add(%0, %1) : f32[8]
+  %3 = mul(%2, %w) : f32[8]
+  output z = %3`
+	for _, tc := range []struct {
+		bounds passes.FusionOptions
+		want   string // "": no error
+	}{
+		{passes.FusionOptions{MaxOps: 3}, "computes 4 ops, more than MaxOps (3)"},
+		{passes.FusionOptions{MaxReads: 2}, "reads 3 buffers, more than MaxReads (2)"},
+		{passes.FusionOptions{MaxOps: 4, MaxReads: 3}, ""},
+	} {
+		kg := compile(t, src, passes.Options{}).Kernels
+		kg.Bounds = tc.bounds
+		err := passes.CheckKernels(kg)
+		if got := fmt.Sprint(err); tc.want == "" && err != nil || tc.want != "" && !strings.Contains(got, tc.want) {
+			t.Errorf("bounds %+v: got %v, want %q", tc.bounds, err, tc.want)
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package passes
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/gcomp/gcomp/ir"
@@ -83,7 +84,8 @@ type KernelGraph struct {
 	Name    string
 	Buffers []*Buffer // inputs and parameters in declaration order, then written buffers in kernel order
 	Kernels []*Kernel
-	Outputs []*Buffer // one per graph output, in the graph's order
+	Outputs []*Buffer     // one per graph output, in the graph's order
+	Bounds  FusionOptions // what one kernel may hold; CheckKernels checks them
 }
 
 // Buffer returns the buffer named name, or nil.
@@ -173,13 +175,19 @@ func (k *Kernel) header() string {
 	return sb.String()
 }
 
+// literal values are copied into every kernel that uses them, at no cost.
+func literal(v *ir.Value) bool { return v.Op == "constant" || v.Op == "iota" }
+
 // CheckKernels checks a kernel graph's invariants: every body verifies against the op table
 // and reads and writes exactly its buffers; each written buffer has one writer, which runs
-// before every reader; every output is written; kinds match the ops fused.
+// before every reader; every output is written; kinds match the ops fused; no kernel computes
+// more than Bounds.MaxOps ops (literals are free) or reads more than Bounds.MaxReads buffers,
+// unless one op of it needs that many operands.
 func CheckKernels(kg *KernelGraph) error {
 	if kg == nil {
 		return fmt.Errorf("no kernel graph")
 	}
+	bounds := kg.Bounds.withDefaults()
 	known := map[*Buffer]bool{}
 	names := map[string]bool{}
 	for _, b := range kg.Buffers {
@@ -233,8 +241,12 @@ func CheckKernels(kg *KernelGraph) error {
 				return fail("writes %s : %s, which is not indexed by its space %s", b.Name, b.Type, k.Space)
 			}
 		}
-		var contractions, reduces int
+		var contractions, reduces, computed, widest int
 		for _, v := range k.Body.Values {
+			if !literal(v) && v.Op != ir.OpInput {
+				computed++
+				widest = max(widest, len(slices.DeleteFunc(slices.Clone(v.Args), literal)))
+			}
 			switch ops.ClassOf(v.Op) {
 			case ops.Contraction:
 				contractions++
@@ -243,6 +255,10 @@ func CheckKernels(kg *KernelGraph) error {
 			}
 		}
 		switch {
+		case computed > bounds.MaxOps:
+			return fail("computes %d ops, more than MaxOps (%d)", computed, bounds.MaxOps)
+		case len(k.Reads) > max(bounds.MaxReads, widest):
+			return fail("reads %d buffers, more than MaxReads (%d)", len(k.Reads), bounds.MaxReads)
 		case k.Kind == Contraction && contractions != 1, k.Kind != Contraction && contractions != 0:
 			return fail("%s kernel with %d contractions", k.Kind, contractions)
 		case k.Kind == Row && reduces == 0, k.Kind == Loop && reduces != 0:

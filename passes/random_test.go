@@ -14,7 +14,7 @@ import (
 // checkPipeline is the property: the pipeline succeeds with every checker on, the plan
 // checker passes, the arena is no smaller than its lower bound, and the kernels compute bit for
 // bit what the source graph computes.
-func checkPipeline(t *testing.T, g *ir.Graph, opt passes.Options, seed uint64) {
+func checkPipeline(t *testing.T, g *ir.Graph, opt passes.Options, seed uint64) *passes.Result {
 	t.Helper()
 	if err := ops.Verify(g); err != nil {
 		t.Fatalf("generator made an invalid graph: %v\n%s", err, g)
@@ -33,6 +33,7 @@ func checkPipeline(t *testing.T, g *ir.Graph, opt passes.Options, seed uint64) {
 		t.Fatalf("arena %d, lower bound %d, unaligned bound %d\n%s", p.ArenaBytes, p.LowerBoundBytes, p.UnalignedLowerBoundBytes, p)
 	}
 	checkEquivalent(t, g, res, seed)
+	return res
 }
 
 func TestRandomGraphs(t *testing.T) {

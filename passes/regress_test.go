@@ -1,6 +1,7 @@
 package passes_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,7 +30,11 @@ func TestRegressions(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			checkPipeline(t, g, passes.Options{}, 1)
+			res := checkPipeline(t, g, passes.Options{}, 1)
+			var want int
+			if _, err := fmt.Sscanf(string(src), "// kernels: %d", &want); err == nil && len(res.Kernels.Kernels) != want {
+				t.Errorf("%d kernels, want %d:\n%s", len(res.Kernels.Kernels), want, res.Kernels)
+			}
 		})
 	}
 }
