@@ -72,8 +72,11 @@ func tinyData() map[string]*tensor.Tensor {
 	}
 }
 
-func TestFrozenParamsAndOutputs(t *testing.T) {
-	s, err := Step("tiny", tinyLinear, NewSGD(0.1), Options{Params: []string{"w"}})
+// tinyStep runs one step of tinyLinear from the weights of seed 0; it returns the step, the
+// initial weights, the trainer after the step and the step's outputs.
+func tinyStep(t *testing.T, opt Optimizer, o Options) (*StepGraph, map[string]*tensor.Tensor, *RefTrainer, map[string]*tensor.Tensor) {
+	t.Helper()
+	s, err := Step("tiny", tinyLinear, opt, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,6 +89,11 @@ func TestFrozenParamsAndOutputs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s, params, tr, out
+}
+
+func TestFrozenParamsAndOutputs(t *testing.T) {
+	_, params, tr, out := tinyStep(t, NewSGD(0.1), Options{Params: []string{"w"}})
 	if _, ok := out["pred"]; !ok {
 		t.Errorf("the model's other outputs are missing: have %v", keys(out))
 	}

@@ -39,6 +39,7 @@ func init() {
 		{"init-weights", "write a model's seeded initial weights as safetensors", cmdInitWeights},
 		{"sim", "run a PTX kernel on the PTX simulator (no GPU needed)", cmdSim},
 		{"devices", "list the GPUs, the simulator and the reference interpreter, and which one --device auto picks", cmdDevices},
+		{"train", "train a classifier on Fashion-MNIST: progress, test accuracy per epoch, safetensors checkpoints, metrics log", cmdTrain},
 		{"plot", "draw loss and accuracy curves from a training metrics log (JSON lines) as a PNG", cmdPlot},
 		{"version", "print gcomp's version", cmdVersion},
 	}

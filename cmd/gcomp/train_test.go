@@ -1,0 +1,225 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gcomp/gcomp/runtime/check"
+	"github.com/gcomp/gcomp/tensor"
+	"github.com/gcomp/gcomp/tensorio"
+)
+
+// tinyClassifier is a Fashion-MNIST classifier small enough for the simulator: 4 steps of 16 on
+// the data package's 64 fixture images.
+const tinyClassifier = `package tiny
+
+import (
+	"github.com/gcomp/gcomp/frontend"
+	"github.com/gcomp/gcomp/frontend/nn"
+	"github.com/gcomp/gcomp/ir"
+)
+
+func Model(b *frontend.Builder) {
+	x := b.Input("x", ir.F32, 16, 1, 28, 28)
+	fc1, fc2 := nn.NewLinear(b, "fc1", 784, 8), nn.NewLinear(b, "fc2", 8, CLASSES)
+	b.Output("logits", fc2.Forward(fc1.Forward(nn.Flatten{}.Forward(x)).Relu()))
+}
+`
+
+// trainFixture writes model files into a fresh directory, changes to it and returns the --data
+// flag of the fixture images.
+func trainFixture(t *testing.T) string {
+	dir := t.TempDir()
+	data, err := filepath.Abs(filepath.Join("..", "..", "data", "testdata", "mnist"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, src := range map[string]string{
+		"tiny.go":     strings.Replace(tinyClassifier, "CLASSES", "10", 1),
+		"five.go":     strings.Replace(tinyClassifier, "CLASSES", "5", 1),
+		"wide.go":     strings.Replace(strings.Replace(tinyClassifier, "CLASSES", "10", 1), "784, 8), nn.NewLinear(b, \"fc2\", 8,", "784, 16), nn.NewLinear(b, \"fc2\", 16,", 1),
+		"nologits.go": strings.Replace(strings.Replace(tinyClassifier, "CLASSES", "10", 1), `"logits"`, `"scores"`, 1),
+		"twoin.go": strings.Replace(strings.Replace(tinyClassifier, "CLASSES", "10", 1), "b.Output(",
+			`b.Input("y", ir.I64, 16); b.Output(`, 1),
+		"withloss.go": strings.Replace(strings.Replace(tinyClassifier, "CLASSES", "10", 1), "b.Output(",
+			`b.Output("loss", b.Zeros(ir.F32)); b.Output(`, 1),
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Chdir(dir)
+	return "mnist:" + data
+}
+
+func runTrain(t *testing.T, args ...string) (stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	if code := Main(append([]string{"train"}, args...), &out, &errb); code != 0 {
+		t.Fatalf("gcomp train %s: exit status %d:\n%s", strings.Join(args, " "), code, errb.String())
+	}
+	return out.String(), errb.String()
+}
+
+// Training two epochs in one run and training one, saving, and resuming for one more write the
+// same checkpoint, bit for bit, on the reference interpreter and the simulator; the metrics logs
+// of both runs parse as gcomp plot reads them and hold the same records but the timings.
+func TestTrainResume(t *testing.T) {
+	data := trainFixture(t)
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"ref adam", []string{"--device", "ref", "--optimizer", "adam", "--lr", "0.01"}},
+		{"ref sgd momentum", []string{"--device", "ref", "--optimizer", "sgd", "--lr", "0.05", "--momentum", "0.9", "--weight-decay", "1e-4"}},
+		{"ref adamw f16", []string{"--device", "ref", "--optimizer", "adamw", "--amp", "f16", "--seed", "3"}},
+		{"sim adam", []string{"--device", "sim", "--optimizer", "adam", "--lr", "0.01"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			common := append([]string{"tiny.go", "--data", data}, tc.args...)
+			runTrain(t, append(common, "--epochs", "2", "--save", "two.safetensors", "--log", "two.jsonl")...)
+			runTrain(t, append(common, "--epochs", "1", "--save", "one.safetensors", "--log", "resumed.jsonl")...)
+			out, _ := runTrain(t, append(common, "--epochs", "1", "--resume", "one.safetensors", "--save", "resumed.safetensors", "--log", "resumed.jsonl")...)
+			if !strings.HasPrefix(out, "epoch 2/2: train loss ") || !strings.Contains(out, "test accuracy ") {
+				t.Errorf("summary of the resumed run: %q", out)
+			}
+			two, err := os.ReadFile("two.safetensors")
+			if err != nil {
+				t.Fatal(err)
+			}
+			resumed, err := os.ReadFile("resumed.safetensors")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(two, resumed) {
+				t.Errorf("the resumed run's checkpoint differs from the uninterrupted run's")
+			}
+			var logs [2][]metric
+			for i, name := range []string{"two.jsonl", "resumed.jsonl"} {
+				f, err := os.Open(name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				l, err := readMetrics(name, f)
+				f.Close()
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, r := range l.records {
+					r.line = 0
+					logs[i] = append(logs[i], r)
+				}
+			}
+			// Per epoch: one step record (4 steps: the record of the epoch's last step), then the summary.
+			if len(logs[0]) != 4 || logs[0][2].step != 8 || math.IsNaN(logs[0][3].testAccuracy) {
+				t.Errorf("log records %+v, want a step record and a summary per epoch", logs[0])
+			}
+			if len(logs[0]) != len(logs[1]) {
+				t.Fatalf("logs differ:\n%+v\n%+v", logs[0], logs[1])
+			}
+			for i := range logs[0] {
+				if fmt.Sprint(logs[0][i]) != fmt.Sprint(logs[1][i]) { // NaN for absent fields
+					t.Errorf("log record %d: %+v, resumed %+v", i, logs[0][i], logs[1][i])
+				}
+			}
+		})
+	}
+}
+
+// The compiled step on the simulator trains like the reference interpreter: after an epoch the
+// checkpoints agree within the comparison tolerance, and both hold the parameters under their
+// state_dict names and the optimizer state under the step's names.
+func TestTrainSimMatchesRef(t *testing.T) {
+	data := trainFixture(t)
+	for _, dev := range []string{"ref", "sim"} {
+		runTrain(t, "tiny.go", "--data", data, "--device", dev, "--optimizer", "adam", "--lr", "0.01", "--save", dev+".safetensors")
+	}
+	read := func(name string) (map[string]*tensorio.Array, map[string]string) {
+		a, meta, err := tensorio.ReadSafetensorsFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a, meta
+	}
+	want, meta := read("ref.safetensors")
+	got, _ := read("sim.safetensors")
+	var names []string
+	for name := range want {
+		names = append(names, name)
+	}
+	if len(want) != 13 || want["fc1.weight"] == nil || want["opt.fc2.bias.exp_avg_sq"] == nil || want["opt.step"] == nil {
+		t.Errorf("checkpoint tensors %v, want 4 parameters, 8 Adam slots and opt.step", names)
+	}
+	if meta["format"] != "pt" || meta["gcomp.optimizer"] != "adam" || meta[metaEpoch] != "1" || meta[metaSteps] != "4" {
+		t.Errorf("checkpoint metadata %v", meta)
+	}
+	for _, name := range names {
+		w, err1 := tensor.FromArray(want[name])
+		g, err2 := tensor.FromArray(got[name])
+		if err1 != nil || err2 != nil {
+			t.Fatal(err1, err2)
+		}
+		if o := check.Compare(name, g, w, false); !o.Pass() {
+			t.Errorf("%s: %d elements differ, first %s", name, o.Bad, o.First)
+		}
+	}
+}
+
+// Every mistake is one line, exit status 1, and leaves no checkpoint and no log behind.
+func TestTrainBadInput(t *testing.T) {
+	data := trainFixture(t)
+	runTrain(t, "tiny.go", "--data", data, "--device", "ref", "--optimizer", "sgd", "--lr", "0.1", "--save", "sgd.safetensors")
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no save", []string{"tiny.go", "--data", data}, "--save FILE.safetensors is required"},
+		{"no model", []string{"--data", data, "--save", "out.safetensors"}, "no model file given"},
+		{"unknown data", []string{"tiny.go", "--data", "cifar10", "--save", "out.safetensors"}, `unknown --data "cifar10"`},
+		{"empty data dir", []string{"tiny.go", "--data", "fashion-mnist:", "--save", "out.safetensors"}, `unknown --data "fashion-mnist:"`},
+		{"missing data", []string{"tiny.go", "--data", "mnist:nodata", "--save", "out.safetensors"}, "nodata"},
+		{"not fashion-mnist", []string{"tiny.go", "--data", "fashion-mnist:" + strings.TrimPrefix(data, "mnist:"), "--save", "out.safetensors"}, "64 images of 28x28, Fashion-MNIST has 60000"},
+		{"zero epochs", []string{"tiny.go", "--data", data, "--epochs", "0", "--save", "out.safetensors"}, "--epochs 0: want at least 1"},
+		{"negative limit", []string{"tiny.go", "--data", data, "--limit", "-1", "--save", "out.safetensors"}, "--limit -1"},
+		{"unknown optimizer", []string{"tiny.go", "--data", data, "--optimizer", "lbfgs", "--save", "out.safetensors"}, `unknown optimizer "lbfgs"`},
+		{"sgd without lr", []string{"tiny.go", "--data", data, "--optimizer", "sgd", "--save", "out.safetensors"}, "sgd needs a learning rate"},
+		{"negative lr", []string{"tiny.go", "--data", data, "--lr", "-1", "--save", "out.safetensors"}, "invalid learning rate -1"},
+		{"momentum for adam", []string{"tiny.go", "--data", data, "--momentum", "0.9", "--save", "out.safetensors"}, "--momentum is for sgd"},
+		{"bad amp", []string{"tiny.go", "--data", data, "--amp", "fp8", "--save", "out.safetensors"}, `unknown AMP dtype "fp8"`},
+		{"bad device", []string{"tiny.go", "--data", data, "--device", "tpu", "--save", "out.safetensors"}, `unknown device "tpu"`},
+		{"save dir missing", []string{"tiny.go", "--data", data, "--save", "nodir/out.safetensors"}, "directory nodir does not exist"},
+		{"log dir missing", []string{"tiny.go", "--data", data, "--save", "out.safetensors", "--log", "nodir/out.jsonl"}, "directory nodir does not exist"},
+		{"batch mismatch", []string{"tiny.go", "--data", data, "--batch", "32", "--save", "out.safetensors"}, "--batch 32: the model's batch is 16"},
+		{"no logits", []string{"nologits.go", "--data", data, "--save", "out.safetensors"}, "has no output logits"},
+		{"own loss", []string{"withloss.go", "--data", data, "--save", "out.safetensors"}, "already has an output loss"},
+		{"two inputs", []string{"twoin.go", "--data", data, "--save", "out.safetensors"}, "want one input of images"},
+		{"too few classes", []string{"five.go", "--data", data, "--save", "out.safetensors"}, "the model's logits have 5 classes"},
+		{"too few images", []string{"tiny.go", "--data", data, "--limit", "10", "--save", "out.safetensors"}, "10 training images make no batch of 16"},
+		{"missing checkpoint", []string{"tiny.go", "--data", data, "--resume", "none.safetensors", "--save", "out.safetensors"}, "none.safetensors"},
+		{"other optimizer", []string{"tiny.go", "--data", data, "--resume", "sgd.safetensors", "--save", "out.safetensors"}, `a checkpoint of optimizer "sgd", this run uses adam`},
+		{"other model", []string{"wide.go", "--data", data, "--optimizer", "sgd", "--lr", "0.1", "--resume", "sgd.safetensors", "--save", "out.safetensors"}, "gcomp train: sgd.safetensors: tensor fc1.weight is f32[8,784], the step wants f32[16,784]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if code := Main(append([]string{"train"}, tc.args...), &stdout, &stderr); code != 1 {
+				t.Fatalf("exit status %d, want 1; stderr:\n%s", code, stderr.String())
+			}
+			msg := strings.TrimSpace(stderr.String())
+			if !strings.Contains(msg, tc.want) || strings.Contains(msg, "\n") {
+				t.Errorf("stderr = %q, want one line containing %q", msg, tc.want)
+			}
+			for _, f := range []string{"out.safetensors", "out.jsonl"} {
+				if _, err := os.Stat(f); err == nil {
+					t.Errorf("%s was written by a failing command", f)
+					os.Remove(f)
+				}
+			}
+		})
+	}
+}
