@@ -98,6 +98,10 @@ func cmdBuild(args []string, stdout, stderr io.Writer) error {
 	default:
 		return fmt.Errorf("gcomp build: unknown --emit %q (want ptx, plan, ir, dot or kernels)", *emit)
 	}
+	// Both the report and the --emit output would go to standard output: refuse before any work.
+	if *out == "" && stats != "" && explicitEmit {
+		return fmt.Errorf("gcomp build: with --stats, give -o FILE for the --emit output")
+	}
 	target, err := tf.get()
 	if err != nil {
 		return fmt.Errorf("gcomp build: %v", err)

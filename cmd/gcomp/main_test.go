@@ -121,6 +121,7 @@ func TestBadInput(t *testing.T) {
 		{"unknown dump", []string{"build", "model.go", "--stats", "--dump-after", "frob"}, `--dump-after: unknown pass "frob"`},
 		{"bad stats", []string{"build", "model.go", "--stats=xml"}, "want --stats or --stats=json"},
 		{"bad emit", []string{"build", "model.go", "--emit", "frob"}, `unknown --emit "frob"`},
+		{"stats and emit to stdout", []string{"build", "model.go", "--emit", "kernels", "--stats"}, "with --stats, give -o FILE for the --emit output"},
 		{"no output dir", []string{"run", "model.go"}, "--output-dir is required"},
 		{"bad device", []string{"run", "model.go", "--device", "tpu", "--output-dir", "out"}, `unknown device "tpu"`},
 		{"wrong dtype input", []string{"run", "model.go", "--input", "x=x64.npy", "--output-dir", "out"}, "input x: x64.npy holds f64[2,3], the model wants f32[2,3]"},
@@ -156,6 +157,9 @@ func TestBadInput(t *testing.T) {
 			}
 			if tc.want != "" && strings.Count(strings.TrimSpace(msg), "\n") != 0 {
 				t.Errorf("want one line of error, got:\n%s", msg)
+			}
+			if tc.want != "" && stdout.Len() > 0 {
+				t.Errorf("a failing command printed to stdout:\n%s", stdout.String())
 			}
 			if strings.Contains(msg, "goroutine") || strings.Contains(msg, "panic") {
 				t.Errorf("stderr shows a panic:\n%s", msg)
