@@ -1,6 +1,7 @@
 package ptx
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"path/filepath"
 	"runtime"
@@ -17,12 +18,17 @@ import (
 	"github.com/gcomp/gcomp/frontend"
 	"github.com/gcomp/gcomp/internal/golden"
 	"github.com/gcomp/gcomp/internal/ptxas"
+	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/passes"
 	"golang.org/x/tools/txtar"
 )
 
 // Every kernel the pass pipeline forms for the examples compiles, assembles without spills, runs
-// in the simulator with all checks on and matches the reference interpreter on its own body.
+// in the simulator with all checks on and matches the reference interpreter on its own body. The
+// issue's static performance targets hold for each: occupancy from ptxas's registers and shared
+// memory (the formula of occupancy, perf_test.go) ≥ 25% for contraction kernels and ≥ 50% for
+// the others, and the simulator's global load and store coalescing ≥ 90% for loop and reduction
+// kernels (coalescingExceptions names the ones that cannot).
 func TestExampleKernels(t *testing.T) {
 	models := []struct {
 		name  string
@@ -38,17 +44,17 @@ func TestExampleKernels(t *testing.T) {
 			}
 			g, err := frontend.Build(m.name, m.model)
 			if err != nil {
-				t.Skipf("example does not build: %v", err)
+				t.Fatalf("example does not build: %v", err)
 			}
 			res, err := passes.Run(g, passes.Options{})
 			if err != nil {
-				t.Skipf("pass pipeline: %v", err)
+				t.Fatalf("pass pipeline: %v", err)
 			}
 			var kernels []Kernel
 			for _, kn := range res.Kernels.Kernels {
 				kernels = append(kernels, Kernel{Name: kn.Name, Graph: kn.Body})
 			}
-			text, _, err := Module(kernels, Target{SM: 80})
+			text, launches, err := Module(kernels, Target{SM: 80})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -59,27 +65,87 @@ func TestExampleKernels(t *testing.T) {
 			if again != text {
 				t.Error("the module differs under GOMAXPROCS=1")
 			}
-			regs := assembleModule(t, kernels)
-			sections := []txtar.File{{Name: "registers.txt", Data: []byte(regs)}}
-			if m.name == "linreg" || m.name == "mlp" {
+			info := assembleModule(t, kernels)
+			var regs, sums strings.Builder
+			for i, k := range kernels {
+				l := launches[i]
+				threads := l.Block[0] * l.Block[1] * l.Block[2]
+				target := 0.5
+				if isContraction(k.Graph) {
+					target = 0.25
+				}
+				var occ [2]float64
+				for j, arch := range []string{"sm_80", "sm_90"} {
+					ki := info[arch][k.Name]
+					occ[j] = occupancy(arch, ki.Registers, threads, ki.SharedBytes+l.SharedBytes)
+					if occ[j] < target {
+						t.Errorf("%s %s: occupancy %.1f%% (%d registers, %d threads, %d bytes shared), target %.0f%%",
+							k.Name, arch, 100*occ[j], ki.Registers, threads, ki.SharedBytes+l.SharedBytes, 100*target)
+					}
+				}
+				fmt.Fprintf(&regs, "%s [%d %d] threads %d shared %d occupancy [%.1f%% %.1f%%]\n", k.Name,
+					info["sm_80"][k.Name].Registers, info["sm_90"][k.Name].Registers, threads,
+					info["sm_80"][k.Name].SharedBytes+l.SharedBytes, 100*occ[0], 100*occ[1])
+				entry, _, _ := Generate(k, Target{SM: 80})
+				fmt.Fprintf(&sums, "%x %s\n", sha256.Sum256([]byte(entry)), k.Name)
+			}
+			sections := []txtar.File{{Name: "registers.txt", Data: []byte(regs.String())}}
+			what := "ptxas registers, threads, static shared bytes and occupancy per kernel (sm_80 sm_90)"
+			if len(text) < maxGoldenModule {
 				sections = append(sections, txtar.File{Name: "module.ptx", Data: []byte(text)})
+				what += " and the module"
+			} else {
+				sections = append(sections, txtar.File{Name: "kernels.sha256", Data: []byte(sums.String())})
+				what += fmt.Sprintf(" and each entry's SHA-256 (the %d KB module is too large to keep)", len(text)>>10)
 			}
 			golden.CheckTxtar(t, filepath.Join("testdata", m.name+".txtar"),
-				fmt.Sprintf("PTX for the %s example's kernels: ptxas registers per kernel (sm_80 sm_90)%s.\n", m.name,
-					map[bool]string{true: " and the module", false: ""}[len(sections) > 1]), sections)
+				fmt.Sprintf("PTX for the %s example's kernels: %s.\n", m.name, what), sections)
 			for i, k := range kernels {
 				t.Run(k.Name, func(t *testing.T) {
 					res := checkKernel(t, k, inputsFor(k.Graph, uint64(i), 1), false)
-					if res != nil && testing.Verbose() {
-						st := res.stats
-						t.Logf("registers %d/%d, loads %.0f%%, stores %.0f%% coalesced", res.regs["sm_80"], res.regs["sm_90"],
-							100*float64(st.GlobalLoadBytes)/float64(32*max(1, st.GlobalLoadSectors)),
-							100*float64(st.GlobalStoreBytes)/float64(32*max(1, st.GlobalStoreSectors)))
+					if res == nil {
+						return
+					}
+					st := res.stats
+					ld := float64(st.GlobalLoadBytes) / float64(32*max(1, st.GlobalLoadSectors))
+					sto := float64(st.GlobalStoreBytes) / float64(32*max(1, st.GlobalStoreSectors))
+					if testing.Verbose() {
+						t.Logf("registers %d/%d, loads %.1f%%, stores %.1f%% coalesced", res.regs["sm_80"], res.regs["sm_90"], 100*ld, 100*sto)
+					}
+					why, excepted := coalescingExceptions[m.name+"/"+k.Name]
+					if isContraction(k.Graph) || excepted && ld >= 0.74 && sto >= 0.74 {
+						if excepted {
+							t.Logf("coalescing %.1f%% / %.1f%%: %s", 100*ld, 100*sto, why)
+						}
+						return
+					}
+					if ld < 0.9 || sto < 0.9 {
+						t.Errorf("loads %.1f%%, stores %.1f%% coalesced; target 90%%", 100*ld, 100*sto)
 					}
 				})
 			}
 		})
 	}
+}
+
+// maxGoldenModule is the largest module an example's golden file keeps whole; larger ones keep
+// one SHA-256 per entry.
+const maxGoldenModule = 300 << 10
+
+// coalescingExceptions are the example loop and reduction kernels below the 90% coalescing
+// target, with the reason (docs/perf.md); they are held to 74%.
+var coalescingExceptions = map[string]string{
+	"rnn/k3_logsoftmax": "a row of 18 floats is 72 bytes in at least 3 sectors (96 bytes): 75% is the ceiling",
+}
+
+// isContraction reports whether a kernel computes a dot_general or conv2d.
+func isContraction(g *ir.Graph) bool {
+	for _, v := range live(g) {
+		if v.Op == "dot_general" || v.Op == "conv2d" {
+			return true
+		}
+	}
+	return false
 }
 
 // BenchmarkGPT2Small times code generation for every kernel of GPT-2 small (12 layers, 128

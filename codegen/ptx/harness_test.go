@@ -125,29 +125,39 @@ func pick(vs []*ir.Value, all map[string]*tensor.Tensor) map[string]*tensor.Tens
 	return m
 }
 
-var ptxasCache sync.Map // PTX text + arch → registers per kernel
+var ptxasCache sync.Map // PTX text + arch → ptxas's report per kernel
 
-// assembleArch runs ptxas for one arch (once per text), fails on spills or a stack frame, and
-// returns the registers of each kernel.
-func assembleArch(t *testing.T, text, arch string) map[string]int {
+// assembleInfo runs ptxas for one arch (once per text), fails on spills or a stack frame, and
+// returns what ptxas reports for each kernel (registers, static shared memory).
+func assembleInfo(t *testing.T, text, arch string) map[string]ptxas.KernelInfo {
 	t.Helper()
 	ptxas.Require(t)
 	key := arch + "\x00" + text
 	if r, ok := ptxasCache.Load(key); ok {
-		return r.(map[string]int)
+		return r.(map[string]ptxas.KernelInfo)
 	}
 	r, err := ptxas.Assemble([]byte(text), arch)
 	if err != nil {
 		t.Fatalf("ptxas %s: %v", arch, err)
 	}
-	regs := map[string]int{}
+	info := map[string]ptxas.KernelInfo{}
 	for _, ki := range r.Kernels {
 		if ki.SpillStores != 0 || ki.SpillLoads != 0 || ki.StackBytes != 0 {
 			t.Errorf("%s %s: spills %d/%d bytes, stack %d", arch, ki.Name, ki.SpillStores, ki.SpillLoads, ki.StackBytes)
 		}
-		regs[ki.Name] = ki.Registers
+		info[ki.Name] = ki
 	}
-	ptxasCache.Store(key, regs)
+	ptxasCache.Store(key, info)
+	return info
+}
+
+// assembleArch is assembleInfo's registers per kernel.
+func assembleArch(t *testing.T, text, arch string) map[string]int {
+	t.Helper()
+	regs := map[string]int{}
+	for name, ki := range assembleInfo(t, text, arch) {
+		regs[name] = ki.Registers
+	}
 	return regs
 }
 
@@ -174,21 +184,22 @@ func batched(entry string) bool {
 }
 
 // assembleModule assembles kernels as one module for sm_80 and sm_90 (no spills, no stack) and
-// returns "kernel sm_80 sm_90" register lines in kernel order; runKernel then skips them.
-func assembleModule(t *testing.T, kernels []Kernel) string {
+// returns ptxas's report per kernel for each arch; runKernel then skips them.
+func assembleModule(t *testing.T, kernels []Kernel) map[string]map[string]ptxas.KernelInfo {
 	t.Helper()
 	text, _, err := Module(kernels, Target{SM: 80})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r80, r90 := assembleArch(t, text, "sm_80"), assembleArch(t, text, "sm_90")
-	var b strings.Builder
+	info := map[string]map[string]ptxas.KernelInfo{}
+	for _, arch := range []string{"sm_80", "sm_90"} {
+		info[arch] = assembleInfo(t, text, arch)
+	}
 	for _, k := range kernels {
-		fmt.Fprintf(&b, "%s [%d %d]\n", k.Name, r80[k.Name], r90[k.Name])
 		entry, _, _ := Generate(k, Target{SM: 80})
 		assembledEntries.Store(entry, true)
 	}
-	return b.String()
+	return info
 }
 
 // assembleBatch assembles many kernels in one module (one ptxas run per arch instead of one per

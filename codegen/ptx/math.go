@@ -25,8 +25,15 @@ func (e *emitter) pred(opcode string, args ...string) string {
 func d64(f float64) string { return immF64(f) }
 
 func (e *emitter) transcendental(op string, x val) (val, error) {
-	if op == "exp" && x.dt != ir.F64 {
-		return e.round(e.expF32(e.reg(x), x.dt)), nil
+	if x.dt != ir.F64 {
+		switch op {
+		case "exp":
+			return e.round(e.expF32(e.reg(x), x.dt)), nil
+		case "sigmoid":
+			return e.round(val{x.dt, e.sigmoidF32(e.reg(x))}), nil
+		case "tanh":
+			return e.round(val{x.dt, e.tanhF32(e.reg(x))}), nil
+		}
 	}
 	in := e.reg(x)
 	if x.dt != ir.F64 {
@@ -77,6 +84,41 @@ func (e *emitter) expF32(x string, d ir.DType) val {
 	y := f("mul.rn.f32", f("mul.rn.f32", p, s1), s2)
 	nan := e.pred("setp.nan.f32", x, x)
 	return val{d, f("selp.f32", x, y, nan)}
+}
+
+// sigmoidF32 is the reference's stable form in f32: 1/(1+t) for x ≥ 0 and t/(1+t) for x < 0,
+// t = e^-|x| from expF32. f32 registers only (no f64: half the registers, full-rate arithmetic).
+func (e *emitter) sigmoidF32(x string) string {
+	f := func(opcode string, args ...string) string { return e.op(ir.F32, opcode, args...).r }
+	t := e.expF32(f("neg.f32", f("abs.f32", x)), ir.F32).r
+	den := f("add.rn.f32", t, immF32(1))
+	pos := f("div.rn.f32", immF32(1), den)
+	neg := f("div.rn.f32", t, den)
+	return f("selp.f32", neg, pos, e.pred("setp.lt.f32", x, immF32(0))) // NaN: pos, which is NaN
+}
+
+// tanhCoef are the Taylor coefficients of tanh x / x in powers of x² from x²: −1/3, 2/15, …,
+// through x^21 (truncation below 2^-29 relative for |x| < 0.625).
+var tanhCoef = []float64{-1.0 / 3, 2.0 / 15, -17.0 / 315, 62.0 / 2835, -1382.0 / 155925, 21844.0 / 6081075,
+	-929569.0 / 638512875, 6404582.0 / 10854718875, -443861162.0 / 1856156927625, 18888466084.0 / 194896477400625}
+
+// tanhF32 in f32: the odd Taylor polynomial x + x³·P(x²) for |x| < 0.625, else
+// sign(x)·(1 − 2/(e^(2|x|) + 1)) (the subtraction loses less than a bit there since tanh ≥ 0.55);
+// |x| is clamped to 10, beyond which tanh rounds to ±1.
+func (e *emitter) tanhF32(x string) string {
+	f := func(opcode string, args ...string) string { return e.op(ir.F32, opcode, args...).r }
+	s := f("mul.rn.f32", x, x)
+	p := immF32(tanhCoef[len(tanhCoef)-1])
+	for i := len(tanhCoef) - 2; i >= 0; i-- {
+		p = f("fma.rn.f32", p, s, immF32(tanhCoef[i]))
+	}
+	small := f("fma.rn.f32", f("mul.rn.f32", x, s), p, x)
+	ax := f("min.f32", f("abs.f32", x), immF32(10))
+	ex := e.expF32(f("add.rn.f32", ax, ax), ir.F32).r
+	large := f("sub.rn.f32", immF32(1), f("div.rn.f32", immF32(2), f("add.rn.f32", ex, immF32(1))))
+	large = f("copysign.f32", x, large)
+	y := f("selp.f32", small, large, e.pred("setp.lt.f32", ax, immF32(0.625)))
+	return f("selp.f32", x, y, e.pred("setp.nan.f32", x, x))
 }
 
 func (e *emitter) pow2f32(k string) string {

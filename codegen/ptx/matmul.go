@@ -3,6 +3,7 @@ package ptx
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ops"
@@ -240,14 +241,37 @@ func matmulKernel(k Kernel, t Target, globals *[]string) (string, Launch, error)
 	}
 	nglobals := len(*globals)
 	text, l, err := tiledKernel(k, dot, t, half, globals)
-	if err == nil {
+	if err != nil {
+		// What the tiled templates cannot take falls back to the direct template (dropping any
+		// module constants the attempt declared); an error there (an epilogue op no template
+		// computes, say) is the kernel's error.
+		*globals = (*globals)[:nglobals]
+		why := err.Error()
+		if text, l, err = directKernel(k, dot, why, globals); err != nil {
+			return "", Launch{}, err
+		}
+		if t.TF32 && dot.Type.DType == ir.F32 {
+			text, l = tf32Note(text, l, "exact direct template: "+why)
+		}
 		return text, l, nil
 	}
-	// What the tiled templates cannot take falls back to the direct template (dropping any
-	// module constants the attempt declared); an error there (an epilogue op no template
-	// computes, say) is the kernel's error.
-	*globals = (*globals)[:nglobals]
-	return directKernel(k, dot, err.Error(), globals)
+	if t.TF32 && dot.Type.DType == ir.F32 && !strings.Contains(text, "mma.sync") {
+		mm := &matmul{conv: &convSpec{}}
+		if dot.Op != "conv2d" {
+			mm, _, _ = dotGEMM(dot) // tiledKernel succeeded with it
+		}
+		text, l = tf32Note(text, l, "FFMA: "+mm.tf32Fallback())
+	}
+	return text, l, nil
+}
+
+// tf32Note records that a kernel asked for tf32 computes an f32 contraction some other way:
+// a comment above the entry and a note in its Launch, which the plan and `gcomp check` carry.
+func tf32Note(text string, l Launch, why string) (string, Launch) {
+	note := "tf32 fallback to " + why
+	l.Notes = append(l.Notes, note)
+	i := strings.Index(text, ".visible .entry")
+	return text[:i] + "// " + note + "\n" + text[i:], l
 }
 
 // tiledKernel generates the 128×128-tile templates: FFMA, or tensor cores for 16-bit operands

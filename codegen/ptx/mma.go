@@ -38,9 +38,27 @@ func mmaShapeOf(d ir.DType) mmaShape {
 }
 
 // tf32Eligible reports whether an f32 product can take the tf32 tensor-core path: both
-// operands strided with k contiguous (ldmatrix cannot transpose 32-bit elements).
+// operands strided views with a contiguous dim. A k-contiguous operand's fragments load with
+// ldmatrix; a free-contiguous one (B stored [K,N], A stored [K,M]) with one ld.shared.b32 per
+// fragment register, since ldmatrix cannot transpose 32-bit elements.
 func (mm *matmul) tf32Eligible() bool {
-	return mm.conv == nil && mm.lhs.view == nil && mm.rhs.view == nil && mm.lhs.kSt == 1 && mm.rhs.kSt == 1 && mm.K%4 == 0
+	ok := func(l operandLayout) bool { return l.view == nil && (l.kSt == 1 || l.freeSt == 1) }
+	return mm.conv == nil && ok(mm.lhs) && ok(mm.rhs) && mm.K%4 == 0
+}
+
+// tf32Fallback says why an f32 contraction does not take the tf32 path ("" when it does).
+func (mm *matmul) tf32Fallback() string {
+	switch {
+	case mm.conv != nil:
+		return "conv2d has no tf32 template (its implicit im2col side is copied element by element)"
+	case mm.lhs.view != nil || mm.rhs.view != nil:
+		return "an operand is read through views that are not strided"
+	case mm.lhs.kSt != 1 && mm.lhs.freeSt != 1 || mm.rhs.kSt != 1 && mm.rhs.freeSt != 1:
+		return "an operand has no contiguous dim"
+	case mm.K%4 != 0:
+		return fmt.Sprintf("K = %d is not a multiple of 4", mm.K)
+	}
+	return ""
 }
 
 // mmaSide is one operand's tile in shared memory.
@@ -84,12 +102,14 @@ func (mm *matmul) emitMMA() error {
 		if !sd.kContig && sd.l.freeSt != 1 {
 			return fmt.Errorf("%s matmul operand %d has no contiguous dim", d, i)
 		}
-		if !sd.kContig && eb == 4 {
-			return fmt.Errorf("tf32 matmul operand %d is not k-contiguous", i)
-		}
 		if sd.kContig {
 			sd.rowH = bk + ms.pad
 			sd.bufBytes = free * sd.rowH * eb
+		} else if eb == 4 {
+			// tf32 [k][free] rows, read one word per fragment register: lanes (g, t) read word
+			// t·rowH + g, and rows of 136 words put the 4 values of t 8 banks apart.
+			sd.rowH = free + 8
+			sd.bufBytes = bk * sd.rowH * eb
 		} else {
 			sd.rowH = free + ms.pad
 			sd.bufBytes = bk * sd.rowH * eb
@@ -270,6 +290,29 @@ func (mm *matmul) emitMMA() error {
 	bK := a.mul(a.rem(q, 2), 16/eb)
 	aAddr := a.add(sides[0].sh, frag(sides[0], aFree, aK))
 	bAddr := a.add(sides[1].sh, frag(sides[1], bFree, bK))
+	// A tf32 operand stored [k][free]: lane (g, t) = (lane/4, lane%4) holds fragment elements
+	// (free g or g+8, k t or t+4); its base is word t·rowH + g of the warp's columns.
+	g, tg := a.div(lane, 4), a.rem(lane, 4)
+	wordFrag := func(sd *mmaSide, warpFree string) string {
+		return a.add(sd.sh, a.mul(a.mad(tg, sd.rowH, a.add(warpFree, g)), eb))
+	}
+	if eb == 4 && !sides[0].kContig {
+		aAddr = wordFrag(sides[0], a.mul(wm, 64))
+	}
+	if eb == 4 && !sides[1].kContig {
+		bAddr = wordFrag(sides[1], a.mul(wn, 32))
+	}
+	// loadFrag loads the four registers of one x4 fragment: with ldmatrix, or for a tf32 side
+	// stored [k][free] with four ld.shared.b32 at (k, free) offsets kOff(j), fOff(j) from base.
+	loadFrag := func(sd *mmaSide, regs []string, base string, off int, kOff, fOff func(j int) int) {
+		if eb == 4 && !sd.kContig {
+			for j, r := range regs {
+				b.ins("ld.shared.b32", r, fmt.Sprintf("[%s+%d]", base, off+eb*(kOff(j)*sd.rowH+fOff(j))))
+			}
+			return
+		}
+		b.ins(ldmatrix(!sd.kContig), "{"+joinRegs(regs)+"}", fmt.Sprintf("[%s+%d]", base, off))
+	}
 
 	acc := make([]string, 64) // [mi][ni][4]
 	for i := range acc {
@@ -300,7 +343,8 @@ func (mm *matmul) emitMMA() error {
 				if !sides[1].kContig {
 					off = eb * (ks*sides[1].rowH + nj*16)
 				}
-				b.ins(ldmatrix(!sides[1].kContig), "{"+joinRegs(bf[nj])+"}", fmt.Sprintf("[%s+%d]", bb, off))
+				// B registers j: k half j%2, column tile j/2 (b0, b1 of tile 2nj, then of 2nj+1).
+				loadFrag(sides[1], bf[nj], bb, off, func(j int) int { return 4 * (j % 2) }, func(j int) int { return 8 * (j / 2) })
 				toTF32(bf[nj])
 			}
 			for mi := range 4 {
@@ -309,7 +353,8 @@ func (mm *matmul) emitMMA() error {
 				if !sides[0].kContig {
 					off = eb * (ks*sides[0].rowH + mi*16)
 				}
-				b.ins(ldmatrix(!sides[0].kContig), "{"+joinRegs(af)+"}", fmt.Sprintf("[%s+%d]", ab, off))
+				// A registers j: rows g or g+8 (j%2), k t or t+4 (j/2).
+				loadFrag(sides[0], af, ab, off, func(j int) int { return 4 * (j / 2) }, func(j int) int { return 8 * (j % 2) })
 				toTF32(af)
 				for ni := range 4 {
 					bfr := bf[ni/2][2*(ni%2) : 2*(ni%2)+2]

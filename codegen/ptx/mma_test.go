@@ -72,33 +72,40 @@ func TestMatmulHalfAsm(t *testing.T) {
 	}
 }
 
-// With TF32 set, f32 products whose operands are k-contiguous run on tensor cores
-// (mma.sync m16n8k8 tf32) and stay within the tf32 tolerance, 5e-3; others keep FFMA.
+// With TF32 set, f32 products whose operands have a contiguous dim run on tensor cores
+// (mma.sync m16n8k8 tf32) and stay within the tf32 tolerance, 5e-3: k-contiguous
+// operands (x·wᵀ) through ldmatrix, [K,N] and [K,M] ones through ld.shared.b32 fragments, all
+// without bank conflicts.
 func TestMatmulTF32(t *testing.T) {
 	harnessTarget = Target{SM: 80, TF32: true}
 	t.Cleanup(func() { harnessTarget = Target{SM: 80} })
-	for _, s := range [][3]int{{8, 8, 8}, {130, 72, 40}, {64, 200, 96}, {5, 9, 12}} {
-		t.Run(fmt.Sprintf("linear_%dx%dx%d", s[0], s[1], s[2]), func(t *testing.T) {
-			g := parse(t, instantiateMNK(matmulCases[1].src, s[0], s[1], s[2]))
-			k := Kernel{Name: "k_linear_tf32", Graph: g}
-			text, _, err := Generate(k, harnessTarget)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !strings.Contains(text, "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32") || !strings.Contains(text, "cvt.rna.tf32.f32") {
-				t.Error("no tf32 mma")
-			}
-			res := checkKernel(t, k, inputsFor(g, uint64(s[0]), 1), false)
-			if res != nil && res.stats.SharedBankConflicts != 0 {
-				t.Errorf("%d bank conflicts", res.stats.SharedBankConflicts)
-			}
-		})
+	for _, c := range []int{1, 0, 2} {
+		for _, s := range [][3]int{{8, 8, 8}, {130, 72, 40}, {64, 200, 96}, {5, 9, 12}} {
+			t.Run(fmt.Sprintf("%s_%dx%dx%d", matmulCases[c].name, s[0], s[1], s[2]), func(t *testing.T) {
+				g := parse(t, instantiateMNK(matmulCases[c].src, s[0], s[1], s[2]))
+				k := Kernel{Name: "k_tf32", Graph: g}
+				text, l, err := Generate(k, harnessTarget)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !strings.Contains(text, "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32") || !strings.Contains(text, "cvt.rna.tf32.f32") {
+					t.Error("no tf32 mma")
+				}
+				if len(l.Notes) != 0 || strings.Contains(text, "fallback") {
+					t.Errorf("fallback noted: %q", l.Notes)
+				}
+				res := checkKernel(t, k, inputsFor(g, uint64(s[0]), 1), false)
+				if res != nil && res.stats.SharedBankConflicts != 0 {
+					t.Errorf("%d bank conflicts", res.stats.SharedBankConflicts)
+				}
+			})
+		}
 	}
-	// [K,N] operands are not k-contiguous: exact FFMA.
-	g := parse(t, instantiateMNK(matmulCases[0].src, 16, 16, 16))
-	text, _, _ := Generate(Kernel{Name: "k_mm", Graph: g}, harnessTarget)
-	if strings.Contains(text, "mma.sync") {
-		t.Error("a [K,N] operand took the tf32 path")
+	// A convolution keeps exact FFMA, and says so in the kernel header and the launch.
+	g := parse(t, strings.ReplaceAll(convSrc, "8,64,28,28", "1,64,28,28"))
+	text, l, _ := Generate(Kernel{Name: "k_conv", Graph: g}, harnessTarget)
+	if strings.Contains(text, "mma.sync") || !strings.Contains(text, "// tf32 fallback to FFMA: conv2d") || len(l.Notes) != 1 {
+		t.Errorf("conv: want FFMA with a fallback note, got notes %q", l.Notes)
 	}
 }
 

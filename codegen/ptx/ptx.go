@@ -50,6 +50,10 @@ type Launch struct {
 	Grid, Block [3]int
 	SharedBytes int // dynamic shared memory (all current templates use static shared memory: 0)
 	Params      []Arg
+	// Notes are what a reader of the plan should know about how the kernel was generated:
+	// today, that an f32 contraction asked for tf32 (Target.TF32) runs on FFMA or the direct
+	// template instead, and why. The same text is a comment above the entry.
+	Notes []string
 }
 
 // Generate lowers one kernel to a PTX .entry (with any module-level constant arrays it needs
