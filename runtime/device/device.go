@@ -86,6 +86,10 @@ func Parse(name string) (Spec, error) {
 	return Spec{}, fmt.Errorf("unknown device %q (want %s)", name, Names)
 }
 
+// MinArch is the oldest compute capability gcomp compiles for (sm_80, Ampere): auto passes over
+// older GPUs.
+var MinArch = cuda.Arch{Major: 8}
+
 // Options configure Open and Probe.
 type Options struct {
 	// CUDALib is the CUDA driver library to load; empty means
@@ -146,10 +150,17 @@ func Open(name string, opts Options) (*Selected, error) {
 	var reasons []string
 	for i := range n {
 		dev, err := cuda.Open(drv, i, cudaOptions(opts))
-		if err == nil {
-			return &Selected{Spec: Spec{Kind: CUDA, Ordinal: i}, Device: dev}, nil
+		if err != nil {
+			reasons = append(reasons, err.Error())
+			continue
 		}
-		reasons = append(reasons, err.Error())
+		// gcomp's kernels target sm_80 and newer; an older GPU would refuse every module.
+		if a := dev.Info().Arch; a.Major < MinArch.Major {
+			reasons = append(reasons, fmt.Sprintf("%s has compute capability %d.%d; gcomp's kernels need %d.%d or newer", dev.Name(), a.Major, a.Minor, MinArch.Major, MinArch.Minor))
+			dev.Close()
+			continue
+		}
+		return &Selected{Spec: Spec{Kind: CUDA, Ordinal: i}, Device: dev}, nil
 	}
 	if len(reasons) == 0 {
 		return openSim(opts, cuda.ErrNoDevice.Error())

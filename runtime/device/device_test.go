@@ -7,6 +7,7 @@ import (
 
 	"github.com/gcomp/gcomp/runtime/cuda"
 	"github.com/gcomp/gcomp/runtime/cuda/cudatest"
+	"github.com/gcomp/gcomp/runtime/cuda/simdriver"
 	"github.com/gcomp/gcomp/runtime/executor"
 	"github.com/gcomp/gcomp/runtime/simdev"
 )
@@ -164,4 +165,32 @@ func FuzzParse(f *testing.F) {
 			t.Errorf("Parse(%q) = %v, but Parse(%q) = %v, %v", name, spec, spec.String(), again, err)
 		}
 	})
+}
+
+// oldGPU is the simulator-backed driver posing as a GPU of compute capability 7.5.
+type oldGPU struct{ *simdriver.Driver }
+
+func (o oldGPU) DeviceGetAttribute(a cuda.Attribute, h cuda.DeviceHandle) (int, error) {
+	switch a {
+	case cuda.AttrComputeCapabilityMajor:
+		return 7, nil
+	case cuda.AttrComputeCapabilityMinor:
+		return 5, nil
+	}
+	return o.Driver.DeviceGetAttribute(a, h)
+}
+
+// auto takes the first GPU gcomp's kernels run on, and passes over older ones, saying why.
+func TestAutoArch(t *testing.T) {
+	sel, err := Open("auto", Options{Driver: simdriver.New()})
+	if err != nil || sel.Spec.String() != "cuda:0" || sel.Fallback != "" {
+		t.Fatalf("auto over an sm_90 GPU = %+v, %v", sel, err)
+	}
+	sel.Device.Close()
+	sel, err = Open("auto", Options{Driver: oldGPU{simdriver.New()}})
+	want := "no GPU initialized: cuda:0 (PTX simulator, sm_75) has compute capability 7.5; gcomp's kernels need 8.0 or newer"
+	if err != nil || sel.Spec.Kind != Sim || sel.Fallback != want {
+		t.Fatalf("auto over an sm_75 GPU = %+v, %v; want the simulator and %q", sel, err, want)
+	}
+	sel.Device.Close()
 }
