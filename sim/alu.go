@@ -492,6 +492,29 @@ func relu(fn aluFn, t ptype) aluFn {
 	}
 }
 
+// approxUpper computes rcp.approx.ftz.f64 and rsqrt.approx.ftz.f64 as the
+// ISA defines them: from the upper word of a (sign, exponent and 20 mantissa
+// bits) to a result of as many bits, rounded to nearest, whose low 32 bits
+// are zero. Subnormal inputs and results flush to signed zero; a NaN result
+// is 0x7FFFFFFF00000000.
+func approxUpper(fn aluFn) aluFn {
+	return func(in *inst, a, _, _, _ uint64) uint64 {
+		a &^= 0xFFFFFFFF
+		if a&0x7FF0000000000000 == 0 {
+			a &= 1 << 63
+		}
+		r := fn(in, a, 0, 0, 0)
+		switch {
+		case r&0x7FF0000000000000 == 0x7FF0000000000000 && r&0xFFFFFFFFFFFFF != 0:
+			return 0x7FFFFFFF00000000
+		case r&0x7FF0000000000000 == 0:
+			return r & (1 << 63)
+		}
+		// A carry out of the mantissa bumps the exponent, as rounding should.
+		return (r + 0x80000000) &^ 0xFFFFFFFF
+	}
+}
+
 // fUnary builds rcp, sqrt, rsqrt, ex2, lg2, sin, cos, tanh, abs, neg.
 // Approximate forms return the correctly rounded value, which is within
 // every error bound the ISA gives.

@@ -334,15 +334,55 @@ var opCases = []opCase{
 	c32("mul24.hi.u32 %d, %a, %b", 0xFFFFFE00, 0x1FFFFFF, 0xFFFFFF), // bits 47..16; bit 24 of a ignored
 	c32("mul24.lo.s32 %d, %a, %b", s32(-6), 0xFFFFFE, 3),            // 24-bit -2 times 3
 	c32("mad24.lo.u32 %d, %a, %b, %c", 7, 2, 3, 1),
+	// prmt's special modes select with c[1:0] and never sign-extend.
+	c32("prmt.b32.f4e %d, %a, %b, %c", 0x66554433, 0x33221100, 0x77665544, 3),
+	c32("prmt.b32.b4e %d, %a, %b, %c", 0x66770011, 0x33221100, 0x77665544, 1),
+	c32("prmt.b32.rc8 %d, %a, %b, %c", 0x80808080, 0x00800000, 0x77665544, 2),
+	c32("prmt.b32.ecl %d, %a, %b, %c", 0x33221111, 0x33221100, 0x77665544, 1),
+	c32("prmt.b32.ecr %d, %a, %b, %c", 0x22221100, 0x33221100, 0x77665544, 2),
+	c32("prmt.b32.rc16 %d, %a, %b, %c", 0x33223322, 0x33221100, 0x77665544, 5),
+	// .relu: negative results become +0, NaN results the canonical NaN.
+	{"fma.rn.relu.f16 %d, %a, %b, %c", "b16", []string{"b16", "b16", "b16"}, []uint64{0x3C00, 0xC000, 0x3C00}, 0},
+	{"fma.rn.relu.f16 %d, %a, %b, %c", "b16", []string{"b16", "b16", "b16"}, []uint64{0x3C00, 0x4000, 0x3C00}, 0x4200},
+	{"fma.rn.relu.f16 %d, %a, %b, %c", "b16", []string{"b16", "b16", "b16"}, []uint64{0x7C00, 0, 0x3C00}, 0x7FFF},
+	{"fma.rn.relu.bf16 %d, %a, %b, %c", "b16", []string{"b16", "b16", "b16"}, []uint64{0x3F80, 0xC000, 0x3F80}, 0},
+	c32("fma.rn.relu.f16x2 %d, %a, %b, %c", 0x42000000, 0x3C003C00, 0x4000C000, 0x3C003C00),
+	c32("fma.rn.relu.bf16x2 %d, %a, %b, %c", 0x00004040, 0x3F803F80, 0xC0004000, 0x3F803F80),
+	{"cvt.rn.relu.f16.f32 %d, %a", "b16", b32s(1), []uint64{fb(-2)}, 0},
+	{"cvt.rn.relu.bf16.f32 %d, %a", "b16", b32s(1), []uint64{qnan32}, 0x7FFF},
+	{"cvt.rn.relu.f16x2.f32 %d, %a, %b", "b32", b32s(2), []uint64{fb(-1), two32}, 0x00004000},
+	{"cvt.rn.relu.bf16x2.f32 %d, %a, %b", "b32", b32s(2), []uint64{one32, fb(-3)}, 0x3F800000},
 	// Moves and packing.
 	{"mov.b32 %d, {%a, %b}", "b32", []string{"b16", "b16"}, []uint64{0x1111, 0x2222}, 0x22221111},
 	{"mov.b64 %d, {%a, %b}", "b64", b32s(2), []uint64{0x11111111, 0x22222222}, 0x2222222211111111},
 }
 
+// opCases90 need sm_90: bf16 add, sub and mul.
+var opCases90 = []opCase{
+	{"add.bf16 %d, %a, %b", "b16", []string{"b16", "b16"}, []uint64{0x3F80, 0x3F80}, 0x4000},
+	{"add.rn.bf16 %d, %a, %b", "b16", []string{"b16", "b16"}, []uint64{0x3F80, 0x3B80}, 0x3F80}, // 1 + 2^-8: a tie, to even
+	{"sub.bf16 %d, %a, %b", "b16", []string{"b16", "b16"}, []uint64{0x3F80, 0x3F81}, 0xBC00},    // -2^-7
+	{"mul.bf16 %d, %a, %b", "b16", []string{"b16", "b16"}, []uint64{0x7F7F, 0x4000}, 0x7F80},    // overflow to inf
+	{"mul.rn.bf16 %d, %a, %b", "b16", []string{"b16", "b16"}, []uint64{0x3FC0, 0x3FC0}, 0x4010}, // 1.5 * 1.5
+	c32("add.bf16x2 %d, %a, %b", 0x40004040, 0x3F803F80, 0x3F804000),
+	c32("mul.bf16x2 %d, %a, %b", 0xC0803F00, 0x40003F80, 0xC0003F00),
+	c32("mul.rn.bf16x2 %d, %a, %b", 0x7FFF0000, 0x7F800000, 0x00000000), // inf*0 is NaN; 0*0 is 0
+}
+
 func TestInstructionTable(t *testing.T) {
+	runOpTable(t, "sm_80", opCases, "sm_80", "sm_90")
+}
+
+func TestInstructionTableSM90(t *testing.T) {
+	runOpTable(t, "sm_90", opCases90, "sm_90")
+}
+
+// runOpTable runs every case as its own kernel of one module for target and
+// assembles the module with ptxas for archs.
+func runOpTable(t *testing.T, target string, cases []opCase, archs ...string) {
 	var b strings.Builder
-	b.WriteString(".version 7.8\n.target sm_80\n.address_size 64\n")
-	for i, c := range opCases {
+	b.WriteString(".version 7.8\n.target " + target + "\n.address_size 64\n")
+	for i, c := range cases {
 		fmt.Fprintf(&b, ".visible .entry k%d(.param .u64 out, .param .b64 p0, .param .b64 p1, .param .b64 p2, .param .b64 p3)\n{\n", i)
 		fmt.Fprintf(&b, "\t.reg .b64 %%rd<3>;\n\t.reg .%s %%d;\n", c.dt)
 		names := []string{"%a", "%b", "%c", "%e"}
@@ -380,7 +420,7 @@ func TestInstructionTable(t *testing.T) {
 	dev := NewDevice()
 	m := load(t, dev, src)
 	out, _ := dev.Alloc(8)
-	for i, c := range opCases {
+	for i, c := range cases {
 		args := []any{out}
 		for j := 0; j < 4; j++ {
 			var v uint64
@@ -398,7 +438,7 @@ func TestInstructionTable(t *testing.T) {
 			t.Errorf("%s with %#x: got %#x, want %#x", c.inst, c.src, got, c.want)
 		}
 	}
-	t.Run("ptxas", func(t *testing.T) { assembles(t, src) })
+	t.Run("ptxas", func(t *testing.T) { assembles(t, src, archs...) })
 }
 
 func bytesU64(b []byte) uint64 {
@@ -410,11 +450,15 @@ func bytesU64(b []byte) uint64 {
 }
 
 // assembles checks that NVIDIA's assembler accepts a test kernel, so the
-// simulator is never tested on PTX a GPU would reject.
-func assembles(t *testing.T, src string) {
+// simulator is never tested on PTX a GPU would reject: for sm_80 and sm_90,
+// or for the archs given.
+func assembles(t *testing.T, src string, archs ...string) {
 	t.Helper()
 	ptxas.Require(t)
-	for _, arch := range []string{"sm_80", "sm_90"} {
+	if len(archs) == 0 {
+		archs = []string{"sm_80", "sm_90"}
+	}
+	for _, arch := range archs {
 		if _, err := ptxas.Assemble([]byte(src), arch); err != nil {
 			t.Fatalf("ptxas -arch=%s rejects the test PTX: %v", arch, err)
 		}

@@ -385,6 +385,7 @@ func (d *decoder) run(name string) error {
 	case "membar", "fence", "nanosleep", "prefetch", "prefetchu", "pmevent", "griddepcontrol":
 		// Memory is sequentially consistent in the simulator; these only order.
 		o.has("proxy")
+		o.has("alias")
 		o.has("gl")
 		o.has("async")
 		o.has("L1")
@@ -646,6 +647,14 @@ func (d *decoder) arith(name string) error {
 			in.fn = fUnary(name, t, in.rnd)
 			if name == "rem" || in.fn == nil {
 				return fmt.Errorf("no floating-point form")
+			}
+			if t == tF64 && approx && (name == "rcp" || name == "rsqrt") {
+				if name == "rcp" && !in.ftz {
+					return fmt.Errorf("rcp.approx.f64 needs .ftz")
+				}
+				if in.ftz {
+					in.fn = approxUpper(fUnary(name, tF64, rn))
+				}
 			}
 		}
 		if o.has("relu") {
