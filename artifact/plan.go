@@ -55,6 +55,9 @@ type Kernel struct {
 	SharedBytes int    `json:"shared_bytes"`
 	Args        []Arg  `json:"args"`
 	Ops         string `json:"ops"` // the graph ops fused into the kernel, for people reading the plan
+	// Notes say how the kernel departs from what the flags asked for, e.g. "tf32 fallback to
+	// FFMA: conv2d has no tf32 template (…)"; `gcomp build --stats` and `gcomp check` print them.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // ArgKind values: which buffer a kernel parameter points into.
@@ -79,6 +82,18 @@ type Arg struct {
 type Artifact struct {
 	PTX  []byte
 	Plan *Plan
+}
+
+// Notes lists every kernel's notes as "kernel: note", in launch order: what `gcomp check` prints
+// under its kernel table and `gcomp build --stats` should print under the cost report.
+func (p *Plan) Notes() []string {
+	var notes []string
+	for _, k := range p.Kernels {
+		for _, n := range k.Notes {
+			notes = append(notes, k.Name+": "+n)
+		}
+	}
+	return notes
 }
 
 // PlanPath is where the plan of a module file lives: model.ptx → model.plan.json.

@@ -28,6 +28,7 @@ func Compile(g *ir.Graph, opt Options) (*Result, error) {
 		opt.Target.SM = 80
 	}
 	opt.Passes.TF32 = opt.Target.TF32
+	g = relativeLocs(g)
 	source := g.String() // before the passes, which work on a copy, see anything
 	res, err := passes.Run(g, opt.Passes)
 	if err != nil {
@@ -60,7 +61,7 @@ func Compile(g *ir.Graph, opt Options) (*Result, error) {
 	}
 	for i, k := range kg.Kernels {
 		l := launches[i]
-		pk := artifact.Kernel{Name: k.Name, Grid: l.Grid, Block: l.Block, SharedBytes: l.SharedBytes, Ops: opNames(k.Ops)}
+		pk := artifact.Kernel{Name: k.Name, Grid: l.Grid, Block: l.Block, SharedBytes: l.SharedBytes, Ops: opNames(k.Ops), Notes: l.Notes}
 		var scratch int64
 		for _, a := range l.Params {
 			arg, err := bind(kg, offsets, a, &scratch)
@@ -114,4 +115,33 @@ func opNames(vs []*ir.Value) string {
 		names[i] = v.Op
 	}
 	return strings.Join(names, " ")
+}
+
+// relativeLocs returns g, or a copy of it whose source locations ("/home/me/gcomp/model.go:17")
+// name the model file relative to its own directory ("model.go:17"), so the artifact's bytes do
+// not depend on where the model was checked out or from which directory gcomp ran. A graph
+// comes from one model file, so its base name is that relative path.
+func relativeLocs(g *ir.Graph) *ir.Graph {
+	var c *ir.Graph
+	for i, v := range g.Values {
+		if rel := relativeLoc(v.Pos); rel != v.Pos {
+			if c == nil {
+				c = g.Clone()
+			}
+			c.Values[i].Pos = rel
+		}
+	}
+	if c == nil {
+		return g
+	}
+	return c
+}
+
+// relativeLoc turns "dir/file:line" into "file:line" (either separator, so a plan written on
+// Windows reads the same).
+func relativeLoc(pos string) string {
+	if i := strings.LastIndexAny(pos, `/\`); i >= 0 {
+		return pos[i+1:]
+	}
+	return pos
 }

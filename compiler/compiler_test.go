@@ -1,10 +1,14 @@
 package compiler_test
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"regexp"
+	"strings"
 	"testing"
 
+	"github.com/gcomp/gcomp/codegen/ptx"
 	"github.com/gcomp/gcomp/compiler"
 	"github.com/gcomp/gcomp/internal/randgraph"
 	"github.com/gcomp/gcomp/ir"
@@ -135,5 +139,75 @@ func TestRandomGraphs(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A model's source locations name the model file relative to its own directory, so the same
+// model compiled from two checkouts gives the same bytes; the caller's graph is left as it was.
+func TestRelativeLocations(t *testing.T) {
+	var arts [][]byte
+	for _, dir := range []string{"/home/a/gcomp/examples/mlp", `C:\src\gcomp\examples\mlp`, "examples/mlp"} {
+		g, err := ir.Parse("model.gir", []byte(fmt.Sprintf(`graph g {
+  input %%x : f32[4,8] loc(%q)
+  %%0 = exp(%%x) : f32[4,8] loc(%q)
+  output y = %%0
+}
+`, dir+"/model.go:3", dir+"/model.go:4")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := compiler.Compile(g, compiler.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan := res.Artifact.Plan.JSON()
+		if strings.Contains(string(plan)+string(res.Artifact.PTX), "examples") {
+			t.Errorf("%s: the artifact names the checkout:\n%s", dir, plan)
+		}
+		if !strings.Contains(string(plan), `loc(\"model.go:4\")`) {
+			t.Errorf("%s: no relative location in the plan:\n%s", dir, plan)
+		}
+		if g.Values[1].Pos != dir+"/model.go:4" {
+			t.Errorf("the caller's graph changed: %q", g.Values[1].Pos)
+		}
+		arts = append(arts, append(plan, res.Artifact.PTX...))
+	}
+	for i := 1; i < len(arts); i++ {
+		if !bytes.Equal(arts[i], arts[0]) {
+			t.Errorf("artifact %d differs from artifact 0", i)
+		}
+	}
+}
+
+// With tf32, a contraction the tensor cores cannot take says so in its plan entry and kernel
+// comment; one they take has no note.
+func TestTF32Notes(t *testing.T) {
+	g, err := ir.Parse("model.gir", []byte(`graph g {
+  input %x : f32[1,8,12,12]
+  param %w : f32[8,8,3,3] {init="normal"}
+  param %v : f32[16,32] {init="normal"}
+  %0 = conv2d(%x, %w) : f32[1,8,10,10]
+  %1 = reshape(%0) {shape=[50,16]} : f32[50,16]
+  %2 = dot_general(%1, %v) {lhs_contract=[1], rhs_contract=[0]} : f32[50,32]
+  output y = %2
+}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := compiler.Compile(g, compiler.Options{Target: ptx.Target{SM: 80, TF32: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var notes []string
+	for _, k := range res.Artifact.Plan.Kernels {
+		notes = append(notes, k.Name+": "+strings.Join(k.Notes, "; "))
+	}
+	got := strings.Join(notes, "\n")
+	if !regexp.MustCompile(`conv.*: tf32 fallback to FFMA: conv2d`).MatchString(got) || strings.Count(got, "fallback") != 1 {
+		t.Errorf("notes:\n%s", got)
+	}
+	if !strings.Contains(string(res.Artifact.PTX), "// tf32 fallback to FFMA: conv2d") {
+		t.Error("no fallback comment in the module")
 	}
 }

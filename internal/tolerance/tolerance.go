@@ -28,6 +28,26 @@ func Tolerance(d ir.DType, tf32 bool, k int) (rel, abs float64) {
 	return rel, rel * math.Sqrt(float64(max(k, 1)))
 }
 
+// OutputFloor is the absolute floor for a whole model's output (what `gcomp check` uses):
+// rel·RMS of the reference's finite elements. Tolerance's rel·√K floor needs the magnitudes of
+// the contraction's operands (Scale), which inside a model are intermediates nobody drew; the
+// output's own RMS is the typical size its elements cancel against, and for a bare contraction of
+// unit-scale operands (RMS ≈ √K) the two agree. Zero when there are no finite elements.
+func OutputFloor(rel float64, want []float64) float64 {
+	var sum float64
+	finite := 0
+	for _, w := range want {
+		if !math.IsNaN(w) && !math.IsInf(w, 0) {
+			sum += w * w
+			finite++
+		}
+	}
+	if finite == 0 || rel == 0 {
+		return 0
+	}
+	return rel * max(math.Sqrt(sum/float64(finite)), 1e-30)
+}
+
 // Scale adapts an absolute floor to operands larger than 1: the contraction's terms are bounded
 // by maxA·maxB instead of 1. Smaller products leave abs as it is.
 func Scale(abs, maxA, maxB float64) float64 {

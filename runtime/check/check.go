@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gcomp/gcomp/artifact"
@@ -22,6 +24,8 @@ type Report struct {
 	Memory  executor.MemStats
 	SimTime time.Duration // wall time of the simulated run
 	RefTime time.Duration // wall time of the reference interpreter
+	// Notes are the plan's kernel notes ("kernel: note"), e.g. a tf32 fallback to FFMA.
+	Notes []string
 }
 
 // Output compares one model output.
@@ -30,7 +34,7 @@ type Output struct {
 	Type     ir.Type
 	MaxAbs   float64 // largest |got − want|
 	MaxRel   float64 // largest |got − want| / |want| over elements with want ≠ 0
-	Rel, Abs float64 // the tolerance: |got − want| ≤ max(Rel·|want|, Abs)
+	Rel, Abs float64 // the tolerance: |got − want| ≤ max(Rel·|want|, Abs); Abs = Rel·RMS(want)
 	Worst    float64 // largest |got − want| / max(Rel·|want|, Abs): ≤ 1 passes
 	Bad      int     // elements outside the tolerance
 	BothNaN  int     // of the Bad elements, those where the reference is NaN too (agreement, but NaN never passes)
@@ -74,7 +78,7 @@ func Run(a *artifact.Artifact, inputs, params map[string]*tensor.Tensor) (*Repor
 	if err != nil {
 		return nil, err
 	}
-	rep := &Report{Kernels: got.Kernels, Memory: prog.Memory(), SimTime: time.Since(start)}
+	rep := &Report{Kernels: got.Kernels, Memory: prog.Memory(), SimTime: time.Since(start), Notes: a.Plan.Notes()}
 	start = time.Now()
 	want, err := ref.Run(g, inputs, params)
 	if err != nil {
@@ -96,17 +100,11 @@ func Compare(name string, got, want *tensor.Tensor, tf32 bool) Output {
 		return o
 	}
 	o.Rel, _ = tolerance.Tolerance(want.Type.DType, tf32, 0)
-	var sum float64
-	finite := 0
-	for i := range want.Len() {
-		if w := want.At(i); !math.IsNaN(w) && !math.IsInf(w, 0) {
-			sum += w * w
-			finite++
-		}
+	ws := make([]float64, want.Len())
+	for i := range ws {
+		ws[i] = want.At(i)
 	}
-	if finite > 0 && o.Rel > 0 {
-		o.Abs = o.Rel * max(math.Sqrt(sum/float64(finite)), 1e-30)
-	}
+	o.Abs = tolerance.OutputFloor(o.Rel, ws)
 	for i := range want.Len() {
 		g, w := got.At(i), want.At(i)
 		d := math.Abs(g - w)
@@ -122,7 +120,7 @@ func Compare(name string, got, want *tensor.Tensor, tf32 bool) Output {
 		}
 		if !tolerance.Within(g, w, o.Rel, o.Abs) {
 			if o.Bad == 0 {
-				o.First = fmt.Sprintf("%s[%s] = %v, want %v", name, index(want.Type.Shape, i), g, w)
+				o.First = fmt.Sprintf("%s%s = %v, want %v", name, index(want.Type.Shape, i), g, w)
 			}
 			o.Bad++
 			if math.IsNaN(g) && math.IsNaN(w) {
@@ -140,28 +138,33 @@ func typeOf(t *tensor.Tensor) string {
 	return t.Type.String()
 }
 
-// index formats flat index i of shape as [a,b,c].
+// index formats flat index i of shape as [a,b,c] ("" for a scalar).
 func index(shape ir.Shape, i int) string {
-	idx := make([]int, len(shape))
-	for d := len(shape) - 1; d >= 0; d-- {
-		if shape[d] > 0 {
-			idx[d] = i % shape[d]
-			i /= shape[d]
-		}
+	if len(shape) == 0 {
+		return ""
 	}
-	return fmt.Sprint(idx)
+	idx := make([]string, len(shape))
+	for d := len(shape) - 1; d >= 0; d-- {
+		c := 0
+		if shape[d] > 0 {
+			c, i = i%shape[d], i/shape[d]
+		}
+		idx[d] = strconv.Itoa(c)
+	}
+	return "[" + strings.Join(idx, ",") + "]"
 }
 
 // WriteTable prints the per-output and per-kernel tables.
 func (r *Report) WriteTable(w io.Writer) {
-	fmt.Fprintf(w, "%-16s %-18s %10s %10s %10s %10s  %s\n", "output", "type", "max abs", "max rel", "tolerance", "err/tol", "result")
+	fmt.Fprintf(w, "%-16s %-18s %10s %10s %10s %10s %10s  %s\n", "output", "type", "max abs", "max rel", "rel tol", "abs floor", "err/tol", "result")
 	for _, o := range r.Outputs {
 		res := "ok"
 		if !o.Pass() {
 			res = fmt.Sprintf("FAIL: %d elements, first %s", o.Bad, o.First)
 		}
-		fmt.Fprintf(w, "%-16s %-18s %10.3g %10.3g %10.3g %10.3g  %s\n", o.Name, o.Type, o.MaxAbs, o.MaxRel, o.Rel, o.Worst, res)
+		fmt.Fprintf(w, "%-16s %-18s %10.3g %10.3g %10.3g %10.3g %10.3g  %s\n", o.Name, o.Type, o.MaxAbs, o.MaxRel, o.Rel, o.Abs, o.Worst, res)
 	}
+	fmt.Fprintln(w, "an element passes when |got − want| ≤ max(rel tol·|want|, abs floor); abs floor = rel tol·RMS(want)")
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "%-34s %14s %12s %10s %9s\n", "kernel", "grid×block", "warp insts", "coalesced", "conflicts")
 	var total executor.Counters
@@ -174,6 +177,9 @@ func (r *Report) WriteTable(w io.Writer) {
 		fmt.Fprintf(w, "%-34s %14s %12d %9.1f%% %9d\n", k.Name, dims(k.Grid, k.Block), c.WarpInsts, 100*c.Coalescing(), c.SharedBankConflicts)
 	}
 	fmt.Fprintf(w, "%-34s %14s %12d %9.1f%% %9d\n", fmt.Sprintf("total (%d kernels)", len(r.Kernels)), "", total.WarpInsts, 100*total.Coalescing(), total.SharedBankConflicts)
+	for _, n := range r.Notes {
+		fmt.Fprintln(w, "note: "+n)
+	}
 }
 
 func dims(grid, block [3]int) string {

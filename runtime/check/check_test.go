@@ -155,3 +155,30 @@ func TestCompare(t *testing.T) {
 		t.Errorf("integers must match exactly: %+v", o)
 	}
 }
+
+// The first bad element is named as in Python, y[1,2] (a scalar by its name alone), and the table
+// prints the absolute floor beside the relative tolerance, and the plan's kernel notes.
+func TestReportWording(t *testing.T) {
+	y := tensor.FromFloats(ir.T(ir.F32, 2, 3), []float64{1, 2, 3, 4, 5, 6})
+	bad := tensor.FromFloats(ir.T(ir.F32, 2, 3), []float64{1, 2, 3, 4, 5, 7})
+	o := check.Compare("y", bad, y, false)
+	if o.First != "y[1,2] = 7, want 6" {
+		t.Errorf("first = %q", o.First)
+	}
+	s := tensor.FromFloats(ir.T(ir.F32), []float64{2})
+	if o := check.Compare("s", tensor.FromFloats(ir.T(ir.F32), []float64{3}), s, false); o.First != "s = 3, want 2" {
+		t.Errorf("scalar first = %q", o.First)
+	}
+	// RMS of 1..6 is √(91/6).
+	if want := 1e-5 * math.Sqrt(91.0/6); math.Abs(o.Abs-want) > 1e-18 {
+		t.Errorf("floor %g, want 1e-5·RMS = %g", o.Abs, want)
+	}
+	rep := &check.Report{Outputs: []check.Output{o}, Notes: []string{"k0_conv: tf32 fallback to FFMA: conv2d"}}
+	var b strings.Builder
+	rep.WriteTable(&b)
+	for _, want := range []string{"abs floor", "3.89e-05", "RMS(want)", "note: k0_conv: tf32 fallback to FFMA: conv2d"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("the table lacks %q:\n%s", want, b.String())
+		}
+	}
+}
