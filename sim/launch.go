@@ -182,6 +182,7 @@ func (m *Module) Launch(kernel string, cfg Config, args ...any) (*Stats, error) 
 		return nil, err
 	}
 	l := &launch{m: m, k: k, cfg: cfg, params: params, check: !cfg.NoCheck, shared: static + cfg.SharedBytes, dynBytes: cfg.SharedBytes}
+	m.dev.materializeAll()
 	if l.cfg.MaxSteps <= 0 {
 		l.cfg.MaxSteps = defaultMaxSteps
 	}

@@ -3,6 +3,7 @@ package sim
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -118,5 +119,40 @@ func TestTypeCheckingAgreesWithPtxas(t *testing.T) {
 		if (simErr == nil) != (asErr == nil) {
 			t.Errorf("%s: simulator says %v, ptxas says %v", body, simErr, asErr)
 		}
+	}
+}
+
+// TestHugeModuleVariable: a module variable gets memory only when a launch
+// or the host uses it, so loading one of 1 GiB is instant (FuzzLoad found
+// such a line taking 16 s and 2 GB).
+func TestHugeModuleVariable(t *testing.T) {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	dev := NewDevice()
+	m, err := dev.Load(".version 7.8\n.target sm_80\n.address_size 64\n.global .b8 g[1073741823];\n.global .u32 h[1073741] = {7, 8};\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	if grew := int64(after.TotalAlloc - before.TotalAlloc); grew > 1<<20 {
+		t.Errorf("Load allocated %d bytes", grew)
+	}
+	if got, want := dev.Allocated(), int64(1073741823+4*1073741); got != want {
+		t.Errorf("Allocated() = %d, want %d", got, want)
+	}
+	// The small one reads back its initializer and zeros.
+	addr, ok := m.GlobalAddr("h")
+	if !ok {
+		t.Fatal("no variable h")
+	}
+	b := make([]byte, 12)
+	if err := dev.Read(addr, b); err != nil {
+		t.Fatal(err)
+	}
+	if got := bytesU32s(b); got[0] != 7 || got[1] != 8 || got[2] != 0 {
+		t.Errorf("h[:3] = %v, want [7 8 0]", got)
+	}
+	if _, err := dev.Load(".global .b8 x[1073741823];\n.global .b8 y[1073741823];\n.global .b8 z[1073741823];\n.global .b8 w[1073741823];\n.global .b8 v[1073741823];\n.global .b8 u[1073741823];\n.global .b8 s[1073741823];\n.global .b8 r[1073741823];\n.global .b8 q[1073741823];\n"); err == nil || !strings.Contains(err.Error(), "out of device memory") {
+		t.Errorf("9 GiB of variables: %v, want out of device memory", err)
 	}
 }

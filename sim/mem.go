@@ -106,7 +106,7 @@ func (w *warp) access(in *inst, sp space, addr uint64, n int, lane int, kind uin
 	switch sp {
 	case spGlobal, spConst:
 		a := b.last
-		if a == nil || addr < a.addr || !fits(addr-a.addr, n, len(a.data)) {
+		if a == nil || addr < a.addr || !fits(addr-a.addr, n, a.size) {
 			a = b.m.dev.find(addr, n)
 			if a == nil {
 				return nil, w.fail(in, lane, "memcheck", "out-of-bounds global %s of %d bytes at %#x: %s", verb, n, addr, b.m.dev.describe(addr))
@@ -119,7 +119,8 @@ func (w *warp) access(in *inst, sp space, addr uint64, n int, lane int, kind uin
 		}
 		// Writes are tracked even without checks, so a later checked
 		// launch knows what an unchecked one wrote.
-		if i := trackInit(a.init[off:off+uint64(n)], kind, l.check); i >= 0 {
+		if a.init == nil { // a module variable: every byte counts as written
+		} else if i := trackInit(a.init[off:off+uint64(n)], kind, l.check); i >= 0 {
 			return nil, w.fail(in, lane, "memcheck", "uninitialized global %s: byte %#x (%d bytes into %v) was never written", verb, addr+uint64(i), off+uint64(i), a)
 		}
 		return a.data[off : off+uint64(n)], nil

@@ -23,27 +23,41 @@ const (
 
 // allocation is one device buffer. init[i] says byte i was written; it is a
 // byte, not a bit, so that blocks running in parallel writing neighbouring
-// bytes never share a word.
+// bytes never share a word. A module variable has no init (all its bytes
+// count as written) and gets its data only when first used (materialize):
+// loading a module that declares a huge array costs nothing.
 type allocation struct {
 	id     int
 	addr   uint64
-	data   []byte
-	init   []byte
+	size   int
+	data   []byte // nil until materialized
+	image  []byte // a lazy variable's initializer bytes; the rest is zero
+	init   []byte // nil: every byte counts as written
 	name   string // module variable name, or ""
 	label  string // what the host says this buffer is, for messages
 	rdonly bool
 }
 
-func (a *allocation) end() uint64 { return a.addr + uint64(len(a.data)) }
+func (a *allocation) end() uint64 { return a.addr + uint64(a.size) }
+
+// materialize gives a lazy variable its bytes; callers hold Device.mu or
+// run before a launch starts.
+func (a *allocation) materialize() {
+	if a.data == nil {
+		a.data = make([]byte, a.size)
+		copy(a.data, a.image)
+		a.image = nil
+	}
+}
 
 func (a *allocation) String() string {
 	if a.name != "" {
-		return fmt.Sprintf("variable %s [%#x, +%d)", a.name, a.addr, len(a.data))
+		return fmt.Sprintf("variable %s [%#x, +%d)", a.name, a.addr, a.size)
 	}
 	if a.label != "" {
-		return fmt.Sprintf("allocation #%d (%s) [%#x, +%d)", a.id, a.label, a.addr, len(a.data))
+		return fmt.Sprintf("allocation #%d (%s) [%#x, +%d)", a.id, a.label, a.addr, a.size)
 	}
-	return fmt.Sprintf("allocation #%d [%#x, +%d)", a.id, a.addr, len(a.data))
+	return fmt.Sprintf("allocation #%d [%#x, +%d)", a.id, a.addr, a.size)
 }
 
 // Device is a simulated GPU: its global memory and the modules loaded on it.
@@ -77,6 +91,30 @@ func (d *Device) Alloc(n int) (uint64, error) {
 }
 
 func (d *Device) alloc(n int, name string) (*allocation, error) {
+	a, err := d.reserve(n, name)
+	if err != nil {
+		return nil, err
+	}
+	a.data, a.init = make([]byte, n), make([]byte, n)
+	for i := range a.data {
+		a.data[i] = poisonByte
+	}
+	return a, nil
+}
+
+// allocVar reserves a module variable: zero but for the initializer image,
+// every byte written, its memory allocated on first use.
+func (d *Device) allocVar(n int, name string, image []byte) (*allocation, error) {
+	a, err := d.reserve(n, name)
+	if err != nil {
+		return nil, err
+	}
+	a.image = image
+	return a, nil
+}
+
+// reserve places an allocation of n bytes in the address space, without memory.
+func (d *Device) reserve(n int, name string) (*allocation, error) {
 	if n < 0 || uint64(n) > maxDevBytes {
 		return nil, fmt.Errorf("sim: cannot allocate %d bytes", n)
 	}
@@ -86,10 +124,7 @@ func (d *Device) alloc(n int, name string) (*allocation, error) {
 		return nil, fmt.Errorf("sim: out of device memory allocating %d bytes", n)
 	}
 	d.nextID++
-	a := &allocation{id: d.nextID, addr: d.next, data: make([]byte, n), init: make([]byte, n), name: name}
-	for i := range a.data {
-		a.data[i] = poisonByte
-	}
+	a := &allocation{id: d.nextID, addr: d.next, size: n, name: name}
 	d.next += (uint64(n) + allocGap + allocAlign - 1) &^ (allocAlign - 1)
 	d.total += uint64(n)
 	d.allocs = append(d.allocs, a) // addresses only grow, so the slice stays sorted
@@ -104,7 +139,7 @@ func (d *Device) Free(addr uint64) error {
 	for i, a := range d.allocs {
 		if a.addr == addr && a.name == "" {
 			d.allocs = append(d.allocs[:i:i], d.allocs[i+1:]...)
-			d.total -= uint64(len(a.data))
+			d.total -= uint64(a.size)
 			return nil
 		}
 	}
@@ -115,7 +150,7 @@ func (d *Device) Free(addr uint64) error {
 func (d *Device) find(addr uint64, n int) *allocation {
 	as := d.allocs
 	i := sort.Search(len(as), func(i int) bool { return as[i].end() > addr })
-	if i < len(as) && as[i].addr <= addr && fits(addr-as[i].addr, n, len(as[i].data)) {
+	if i < len(as) && as[i].addr <= addr && fits(addr-as[i].addr, n, as[i].size) {
 		return as[i]
 	}
 	return nil
@@ -145,6 +180,9 @@ func (d *Device) describe(addr uint64) string {
 func (d *Device) span(addr uint64, n int, what string) (*allocation, int, error) {
 	d.mu.Lock()
 	a := d.find(addr, n)
+	if a != nil {
+		a.materialize()
+	}
 	d.mu.Unlock()
 	if a == nil {
 		d.mu.Lock()
@@ -162,8 +200,10 @@ func (d *Device) Write(addr uint64, data []byte) error {
 		return err
 	}
 	copy(a.data[off:], data)
-	for i := range data {
-		a.init[off+i] = 1
+	if a.init != nil {
+		for i := range data {
+			a.init[off+i] = 1
+		}
 	}
 	return nil
 }
@@ -185,7 +225,12 @@ func (d *Device) Memset(addr uint64, v byte, n int) error {
 		return err
 	}
 	for i := off; i < off+n; i++ {
-		a.data[i], a.init[i] = v, 1
+		a.data[i] = v
+	}
+	if a.init != nil {
+		for i := off; i < off+n; i++ {
+			a.init[i] = 1
+		}
 	}
 	return nil
 }
@@ -202,8 +247,26 @@ func (d *Device) Copy(dst, src uint64, n int) error {
 		return err
 	}
 	copy(da.data[doff:doff+n], sa.data[soff:soff+n])
-	copy(da.init[doff:doff+n], sa.init[soff:soff+n])
+	switch {
+	case da.init == nil:
+	case sa.init == nil:
+		for i := doff; i < doff+n; i++ {
+			da.init[i] = 1
+		}
+	default:
+		copy(da.init[doff:doff+n], sa.init[soff:soff+n])
+	}
 	return nil
+}
+
+// materializeAll gives every lazy module variable its memory, so that a
+// launch (whose blocks run in parallel) never has to.
+func (d *Device) materializeAll() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, a := range d.allocs {
+		a.materialize()
+	}
 }
 
 // Allocated is the number of bytes currently allocated (module variables included).
@@ -236,7 +299,7 @@ func (m *Module) Close() {
 	keep := d.allocs[:0]
 	for _, a := range d.allocs {
 		if m.globals[a.name] == a {
-			d.total -= uint64(len(a.data))
+			d.total -= uint64(a.size)
 			continue
 		}
 		keep = append(keep, a)

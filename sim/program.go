@@ -278,15 +278,14 @@ func (ld *loader) vars() error {
 			if v.Extern {
 				return errAt(v.Pos, "extern %s variable %s is not supported", v.Space, v.Name)
 			}
-			a, err := ld.m.dev.alloc(v.Size(), v.Name)
+			// Global variables are zero-initialized as on the GPU; only
+			// the initializer's bytes are kept until the variable is used.
+			image, err := ld.initVar(v)
 			if err != nil {
 				return err
 			}
-			// Global variables are zero-initialized as on the GPU.
-			for i := range a.data {
-				a.data[i], a.init[i] = 0, 1
-			}
-			if err := ld.initVar(v, a.data); err != nil {
+			a, err := ld.m.dev.allocVar(v.Size(), v.Name, image)
+			if err != nil {
 				return err
 			}
 			a.rdonly = v.Space == "const"
@@ -312,15 +311,17 @@ func (ld *loader) vars() error {
 
 func alignUp(x, a int64) int64 { return (x + a - 1) / a * a }
 
-func (ld *loader) initVar(v *ptx.Var, data []byte) error {
+// initVar returns the bytes v's initializer gives its first elements.
+func (ld *loader) initVar(v *ptx.Var) ([]byte, error) {
 	t, ok := typeByName[v.Type]
 	if !ok && len(v.Init) > 0 {
-		return errAt(v.Pos, "cannot initialize variable of type .%s", v.Type)
+		return nil, errAt(v.Pos, "cannot initialize variable of type .%s", v.Type)
 	}
 	es := t.size()
-	if len(v.Init)*es > len(data) {
-		return errAt(v.Pos, "too many initializers for %s", v.Name)
+	if len(v.Init)*es > v.Size() {
+		return nil, errAt(v.Pos, "too many initializers for %s", v.Name)
 	}
+	data := make([]byte, len(v.Init)*es)
 	for i, o := range v.Init {
 		var bits uint64
 		switch o.Kind {
@@ -334,17 +335,17 @@ func (ld *loader) initVar(v *ptx.Var, data []byte) error {
 		case ptx.OpName:
 			s, ok := ld.syms[o.Name]
 			if !ok || s.sp != spGlobal {
-				return errAt(o.Pos, "initializer %s is not a global variable", o.Name)
+				return nil, errAt(o.Pos, "initializer %s is not a global variable", o.Name)
 			}
 			bits = uint64(s.addr)
 		default:
-			return errAt(o.Pos, "unsupported initializer %s", o)
+			return nil, errAt(o.Pos, "unsupported initializer %s", o)
 		}
 		for j := 0; j < es; j++ {
 			data[i*es+j] = byte(bits >> (8 * j))
 		}
 	}
-	return nil
+	return data, nil
 }
 
 // floatBits encodes x as a value of float type t (round to nearest).
