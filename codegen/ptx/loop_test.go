@@ -259,11 +259,6 @@ func TestUnsupportedFusions(t *testing.T) {
   output a = %0
   output b = %y
 }`, "k7: outputs a [4,8] and b [8,4] have different shapes"},
-		{`graph g {
-  input %x : f32[2,4,6]
-  %0 = reduce_max(%x) {axes=[0,2]} : f32[4]
-  output a = %0
-}`, "k7: a reduction over the non-adjacent axes [0 2] is not a supported fusion"},
 	}
 	for _, c := range cases {
 		g := parse(t, c.src)

@@ -29,6 +29,10 @@ type reduceShape struct {
 	axes       []int
 	a, r, c    int // [A, R, C]: kept before, reduced, kept after
 	rowPattern bool
+	// scattered: the reduced axes are not adjacent (reduce_sum axes=[0,2] of [4,5,6]). The row
+	// template then runs with A = the kept elements and R = the reduced ones, and derives each
+	// element's coordinates from (row, r) by index arithmetic over the kept and reduced axes.
+	scattered bool
 }
 
 func reduceKernel(k Kernel, globals *[]string) (string, Launch, error) {
@@ -79,13 +83,60 @@ func reduceLayout(reds []*ir.Value) (reduceShape, error) {
 	}
 	lo, hi := rs.axes[0], rs.axes[len(rs.axes)-1]
 	if hi-lo+1 != len(rs.axes) {
-		return rs, fmt.Errorf("a reduction over the non-adjacent axes %v is not a supported fusion", rs.axes)
+		kept, red := rs.split()
+		rs.a, rs.r, rs.c = kept.NumElements(), red.NumElements(), 1
+		rs.rowPattern, rs.scattered = true, true
+		return rs, nil
 	}
 	rs.a = ir.Shape(rs.full[:lo]).NumElements()
 	rs.r = ir.Shape(rs.full[lo : hi+1]).NumElements()
 	rs.c = ir.Shape(rs.full[hi+1:]).NumElements()
 	rs.rowPattern = hi == rank-1 || rs.c == 1
 	return rs, nil
+}
+
+// split returns the kept and the reduced dims of the operand shape, each in axis order.
+func (rs reduceShape) split() (kept, red ir.Shape) {
+	for i, d := range rs.full {
+		if slices.Contains(rs.axes, i) {
+			red = append(red, d)
+		} else {
+			kept = append(kept, d)
+		}
+	}
+	return kept, red
+}
+
+// rowElement returns a function from the position r in the reduced elements of row (a linear
+// position in the kept elements) to the operand's index: the linear one when the reduced axes
+// are trailing, else coordinates put together from the row's kept coordinates (derived once,
+// here) and r's reduced ones.
+func (rs reduceShape) rowElement(a ia, row string) func(r string) *index {
+	if !rs.scattered {
+		rowLin := a.mul(row, rs.r)
+		return func(r string) *index { return newIndexLin(rs.full, a.add(rowLin, r)) }
+	}
+	kept, red := rs.split()
+	kx := newIndexLin(kept, row)
+	keptCoord := make([]string, len(kept))
+	for d := range kept {
+		keptCoord[d] = kx.getCoord(a, d)
+	}
+	return func(r string) *index {
+		rx := newIndexLin(red, r)
+		coord := make([]string, len(rs.full))
+		ki, ri := 0, 0
+		for i := range rs.full {
+			if slices.Contains(rs.axes, i) {
+				coord[i] = rx.getCoord(a, ri)
+				ri++
+			} else {
+				coord[i] = keptCoord[ki]
+				ki++
+			}
+		}
+		return newIndexCoords(rs.full, coord)
+	}
 }
 
 // isRowShape reports whether s is a shape a reduction result may have: the kept dims, or the
@@ -284,8 +335,7 @@ func rowReduce(k Kernel, rs reduceShape, reds []*ir.Value, globals *[]string) (s
 	b.ins("setp.ge.u32", p, row, imm(rs.a))
 	b.braIf(p, rowDone)
 	gn.bound = map[*ir.Value]func(*index) val{}
-	rowLin := a.mul(row, rs.r)
-	fullAt := func(r string) *index { return newIndexLin(rs.full, a.add(rowLin, r)) }
+	fullAt := rs.rowElement(a, row)
 	for _, red := range reds {
 		if _, done := gn.bound[red]; done {
 			continue // the sum of an online softmax pair

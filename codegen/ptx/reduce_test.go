@@ -210,3 +210,51 @@ func TestColumnFusions(t *testing.T) {
 		})
 	}
 }
+
+// Reductions over axes that are not adjacent run in the row template with index arithmetic over
+// the kept and reduced axes: sums, maxima and keepdims, a softmax-like use of the result spread
+// back over the reduced axes, f16 and i32, a kept axis of size 1, and enough rows for many blocks.
+func TestScatteredReductions(t *testing.T) {
+	cases := []struct{ name, src string }{
+		{"sum_0_2", `graph g {
+  input %x : f32[4,5,6]
+  %0 = reduce_sum(%x) {axes=[0,2]} : f32[5]
+  output y = %0
+}`},
+		{"max_0_2_keepdims", `graph g {
+  input %x : f32[4,5,6]
+  %0 = reduce_max(%x) {axes=[0,2], keepdims=true} : f32[1,5,1]
+  output y = %0
+}`},
+		{"normalize_1_3", `graph g {
+  input %x : f32[3,7,33,9]
+  %0 = exp(%x) : f32[3,7,33,9]
+  %1 = reduce_sum(%0) {axes=[1,3]} : f32[3,33]
+  %2 = broadcast_in_dim(%1) {dims=[0,2], shape=[3,7,33,9]} : f32[3,7,33,9]
+  %3 = div(%0, %2) : f32[3,7,33,9]
+  output y = %3
+  output s = %1
+}`},
+		{"f16_sum_0_2", `graph g {
+  input %x : f16[6,1,300]
+  %0 = reduce_sum(%x) {axes=[0,2]} : f16[1]
+  output y = %0
+}`},
+		{"i32_many_rows", `graph g {
+  input %x : i32[5,700,3]
+  %0 = reduce_sum(%x) {axes=[0,2]} : i32[700]
+  output y = %0
+}`},
+		{"min_0_2_4", `graph g {
+  input %x : f32[2,3,4,5,6]
+  %0 = reduce_min(%x) {axes=[0,2,4]} : f32[3,5]
+  output y = %0
+}`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			g := parse(t, c.src)
+			checkKernel(t, Kernel{Name: "k_" + c.name, Graph: g}, inputsFor(g, 9, 2), false)
+		})
+	}
+}
