@@ -23,8 +23,40 @@ func BenchmarkGPT2Small(b *testing.B) {
 	}
 }
 
-// TestTargets prints the targets for every example as a Markdown table (run with -v;
-// docs/perf.md records the result). It fails only if a pipeline run fails.
+// targets pins each example's kernel count and the targets: arena_bytes ≤ 1.02 ×
+// lower_bound_bytes and dram_bytes ≤ 1.10 × ideal_dram_bytes, and the same against the refined
+// bounds (lower_bound_aligned_bytes, ideal_dram_reread_bytes).
+var targets = map[string]struct {
+	kernels int
+	// waived names the targets the model knowingly misses, with the reason (docs/perf.md);
+	// a waiver that is no longer needed fails the test, so none outlives its reason.
+	waived map[string]string
+}{
+	"linreg": {kernels: 1},
+	"mlp":    {kernels: 2},
+	"cnn":    {kernels: 6, waived: map[string]string{"dram": poolOperands}},
+	"rnn": {kernels: 4, waived: map[string]string{
+		"arena": "812 bytes of temps live at once need 840 with 256-byte-aligned offsets: the arena equals the aligned bound",
+	}},
+	"lstm": {kernels: 46, waived: map[string]string{
+		"dram": "the recurrent weights are read by the matmul of every step (no persistent kernel keeps them on chip), " +
+			"and the gate pre-activations and cell state go through memory every step; see docs/fusion.md, Known limits",
+		"dram refined": "the refined ideal counts the weight re-reads; the gate pre-activations (four column slices of " +
+			"the gate matmul, not elementwise in its shape), the batched input projection read back per step, the cell " +
+			"state across each step's matmul and the concats of per-step states still go through memory",
+	}},
+	"transformer": {kernels: 9},
+	"gpt":         {kernels: 20},
+	"gpt2small":   {kernels: 110},
+	"fashion_mlp": {kernels: 2},
+	"fashion_cnn": {kernels: 7, waived: map[string]string{"dram": poolOperands}},
+}
+
+const poolOperands = "the issue's ideal counts no pooling operand, but each conv+relu result is written for max_pool2d " +
+	"to read (a pool in the conv's epilogue needs tiles aligned to whole windows); met against the refined ideal"
+
+// TestTargets checks the targets on every example (and GPT-2 small without -short) and
+// logs them as the Markdown table docs/perf.md records (run with -v).
 func TestTargets(t *testing.T) {
 	models := append(exampleModels, struct {
 		name  string
@@ -33,20 +65,38 @@ func TestTargets(t *testing.T) {
 	if testing.Short() {
 		models = exampleModels
 	}
-	out := "\n| model | kernels | eager | dram_bytes | ideal | ratio (≤ 1.10) | eager_dram_bytes | arena_bytes | lower_bound | ratio (≤ 1.02) | naive_bytes | modeled µs |\n" +
-		"| --- | --: | --: | --: | --: | --: | --: | --: | --: | --: | --: | --: |\n"
+	ratio := func(a, b int64) float64 {
+		if b == 0 {
+			return 1 // no temps (linreg): nothing to beat
+		}
+		return float64(a) / float64(b)
+	}
+	out := "\n| model | kernels | eager | dram_bytes | ideal_dram_bytes | ratio (≤ 1.10) | ideal_dram_reread_bytes | ratio | eager_dram_bytes | arena_bytes | lower_bound_bytes | ratio (≤ 1.02) | lower_bound_aligned_bytes | ratio | naive_bytes | modeled µs |\n" +
+		"| --- | --: | --: | --: | --: | --: | --: | --: | --: | --: | --: | --: | --: | --: | --: | --: |\n"
 	for _, ex := range models {
 		_, res := compileExample(t, ex.name, ex.model)
-		s := res.Stats
-		ratio := func(a, b int64) string {
-			if b == 0 {
-				return "–"
-			}
-			return fmt.Sprintf("%.3f", float64(a)/float64(b))
+		s, want := res.Stats, targets[ex.name]
+		dram, dramRefined := ratio(s.DRAMBytes, s.IdealDRAMBytes), ratio(s.DRAMBytes, s.IdealDRAMRereadBytes)
+		arena, arenaAligned := ratio(s.ArenaBytes, s.LowerBoundBytes), ratio(s.ArenaBytes, s.AlignedLowerBoundBytes)
+		if s.Kernels != want.kernels || s.Kernels >= s.EagerKernels {
+			t.Errorf("%s: %d kernels (eager %d), want %d", ex.name, s.Kernels, s.EagerKernels, want.kernels)
 		}
-		out += fmt.Sprintf("| %s | %d | %d | %d | %d | %s | %d | %d | %d | %s | %d | %.2f |\n", ex.name, s.Kernels, s.EagerKernels,
-			s.DRAMBytes, s.IdealDRAMBytes, ratio(s.DRAMBytes, s.IdealDRAMBytes), s.EagerDRAMBytes,
-			s.ArenaBytes, s.LowerBoundBytes, ratio(s.ArenaBytes, s.LowerBoundBytes), s.NaiveBytes, s.ModeledTimeUS)
+		for _, c := range []struct {
+			target string
+			ratio  float64
+			limit  float64
+		}{{"dram", dram, 1.10}, {"dram refined", dramRefined, 1.10}, {"arena", arena, 1.02}, {"arena refined", arenaAligned, 1.02}} {
+			why, waived := want.waived[c.target]
+			switch {
+			case c.ratio > c.limit && !waived:
+				t.Errorf("%s: %s ratio %.3f, target ≤ %.2f", ex.name, c.target, c.ratio, c.limit)
+			case c.ratio <= c.limit && waived:
+				t.Errorf("%s: %s ratio %.3f meets its target: remove the waiver (%s)", ex.name, c.target, c.ratio, why)
+			}
+		}
+		out += fmt.Sprintf("| %s | %d | %d | %d | %d | %.3f | %d | %.3f | %d | %d | %d | %.3f | %d | %.3f | %d | %.2f |\n",
+			ex.name, s.Kernels, s.EagerKernels, s.DRAMBytes, s.IdealDRAMBytes, dram, s.IdealDRAMRereadBytes, dramRefined,
+			s.EagerDRAMBytes, s.ArenaBytes, s.LowerBoundBytes, arena, s.AlignedLowerBoundBytes, arenaAligned, s.NaiveBytes, s.ModeledTimeUS)
 	}
 	t.Log(out)
 }

@@ -59,7 +59,7 @@ func ExampleRun() {
 	//   }
 	//   output %y : f32[8,16]
 	// }
-	// arena 512 bytes (greedy-by-size; lower bound 512, 512 without alignment; naive 512)
+	// arena 512 bytes (greedy-by-size; lower bound 512, 512 aligned; naive 512)
 	//   t6           offset         0 size       512 live k0..k1
 	// kernels 2 (eager 11)
 }
