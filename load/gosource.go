@@ -44,12 +44,12 @@ func goSource(filename string, src []byte, opt Options) (*ir.Graph, error) {
 		return nil, fmt.Errorf("%s: no function %s: a model file declares func %s(b *frontend.Builder)", filename, opt.Entry, opt.Entry)
 	}
 
-	info, err := typecheck(fset, file)
+	pkg, info, err := typecheck(fset, file)
 	if err != nil {
 		return nil, err
 	}
 	tr := &tracer{file: filename}
-	traced, ins := instrument(fset, file, src, info)
+	traced, ins := instrument(fset, file, src, pkg, info)
 	var stderr bytes.Buffer
 	// The model's own prints (shapes, while debugging) go to our stderr, never to stdout,
 	// which may carry the IR.
@@ -74,7 +74,19 @@ func goSource(filename string, src []byte, opt Options) (*ir.Graph, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s: %s has type %s, want func(b *frontend.Builder)", filename, opt.Entry, v.Type())
 	}
-	return frontend.Build(file.Name.Name, model, frontend.WithPosition(tr.pos))
+	g, err := frontend.Build(file.Name.Name, func(b *frontend.Builder) {
+		defer func() {
+			if r := recover(); r != nil {
+				panic(tr.recovered(r))
+			}
+		}()
+		model(b)
+	}, frontend.WithPosition(tr.pos))
+	var fe *frontend.Error
+	if errors.As(err, &fe) && fe.Pos == "" {
+		fe.Pos = filename // a mistake of the whole model, such as declaring no outputs
+	}
+	return g, err
 }
 
 func declaresFunc(f *ast.File, name string) bool {
@@ -103,9 +115,11 @@ func interpError(filename string, err error, stderr *bytes.Buffer, ins insertion
 	var p interp.Panic
 	if errors.As(err, &p) {
 		// A panic while initialising the model file (package-level vars, init functions).
-		msg := fmt.Sprint(p.Value)
+		msg := panicMessage(p.Value)
 		if m := panicPosRE.FindStringSubmatch(stderr.String()); m != nil {
-			return fmt.Errorf("%s:%s:%s: panic: %s", filename, m[1], m[2], msg)
+			line, _ := strconv.Atoi(m[1])
+			col, _ := strconv.Atoi(m[2])
+			return fmt.Errorf("%s:%d:%d: panic: %s", filename, line, ins.origCol(line, col), msg)
 		}
 		return fmt.Errorf("%s: panic: %s", filename, msg)
 	}

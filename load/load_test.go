@@ -5,6 +5,21 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/gcomp/gcomp/examples/cnn"
+	fcnn "github.com/gcomp/gcomp/examples/fashion/cnn"
+	fmlp "github.com/gcomp/gcomp/examples/fashion/mlp"
+	"github.com/gcomp/gcomp/examples/gpt"
+	"github.com/gcomp/gcomp/examples/linreg"
+	"github.com/gcomp/gcomp/examples/lstm"
+	"github.com/gcomp/gcomp/examples/mlp"
+	"github.com/gcomp/gcomp/examples/rnn"
+	"github.com/gcomp/gcomp/examples/transformer"
+	"github.com/gcomp/gcomp/frontend"
+	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/load/internal/linetest"
 )
 
 const goodModel = `package toy
@@ -74,9 +89,34 @@ func TestErrors(t *testing.T) {
 		{name: "bad import", file: "model.go", src: replace(`"github.com/gcomp/gcomp/ir"`, `"github.com/gcomp/gcomp/ir"
 	"os"`), want: `model.go:6:2: cannot import "os": a model file may import github.com/gcomp/gcomp/ir, `},
 		{name: "panic in init", file: "model.go", src: goodModel + "\nvar boom = []int{}[3]\n",
-			want: "model.go:"},
+			want: "model.go:24:12: panic: runtime error: index out of range"},
 		{name: "wrong signature", file: "model.go", src: goodModel + "\nfunc Other(x int) {}\n", entry: "Other",
 			want: "model.go: Other has type func(int), want func(b *frontend.Builder)"},
+		{name: "index out of range", file: "model.go", src: replace(`b.Output("y", x)`, `s := []int{1, 2, 3}
+	_ = s[3]`), want: "model.go:22: panic: runtime error: index out of range"},
+		{name: "panic in helper", file: "model.go", src: replace("return x.Add(w).Relu()", "return x.Add(w).Relu().Split(1, 2, 2)[2]"),
+			want: "model.go:13: panic: runtime error: index out of range"},
+		{name: "panic after a call returned", file: "model.go", src: replace(`b.Output("y", x)`, `_ = three()[3]`) + "\nfunc three() []int { return []int{1, 2, 3} }\n",
+			want: "model.go:21: panic: runtime error: index out of range"},
+		{name: "nil map", file: "model.go", src: replace(`b.Output("y", x)`, `var m map[string]int
+	m["x"] = 1`), want: "model.go:22: panic: assignment to entry in nil map"},
+		{name: "panic call", file: "model.go", src: replace(`b.Output("y", x)`, `panic("no layers")`),
+			want: "model.go:21: panic: no layers"},
+		{name: "nil tensor", file: "model.go", src: replace(`b.Output("y", x)`, `var t *frontend.Tensor
+	b.Output("y", t.Relu())`), want: "model.go:22: nil tensor"},
+		{name: "unbounded recursion", file: "model.go", src: replace(`b.Output("y", x)`, `_ = loop(0)`) + "\nfunc loop(n int) int {\n\treturn loop(n+1)\n}\n",
+			want: "model.go:25: calls nested more than 1000 deep (unbounded recursion?)"},
+		{name: "no outputs", file: "model.go", src: replace(`b.Output("y", x)`, `_ = x`),
+			want: "model.go: graph toy has no outputs"},
+		{name: "duplicate in a literal", file: "model.go", src: replace(`b.Output("y", x)`, `ws := []*frontend.Tensor{
+		b.Param("p", ir.T(ir.F32, 4), frontend.Ones()),
+		b.Param("p",
+			ir.T(ir.F32, 4), frontend.Ones()),
+	}
+	b.Output("y", x.Add(ws[0]))`), want: `model.go:23: duplicate name "p": already declared as parameter at model.go:22`},
+		{name: "shape error in a multi-line call", file: "model.go", src: replace(`b.Output("y", x)`, `b.Output("y",
+		x.Add(
+			b.Input("z", ir.F32, 5)))`), want: "model.go:22: add: shapes cannot be broadcast together"},
 		{name: "unknown op in gir", file: "m.gir", src: "graph g {\n  input %x : f32[2]\n  %0 = frob(%x) : f32[2]\n  output y = %0\n}\n",
 			want: `m.gir:3: %0 = frob(%x) : f32[2]: unknown op "frob"`},
 		{name: "wrong type in gir", file: "m.gir", src: "graph g {\n  input %x : f32[2]\n  %0 = neg(%x) : f64[2]\n  output y = %0\n}\n",
@@ -143,5 +183,48 @@ func TestFile(t *testing.T) {
 	}
 	if _, err := File(path, Options{}); err != nil {
 		t.Errorf("File: %v", err)
+	}
+}
+
+// TestRoutesAgree builds models compiled, with positions from the Go stack, and through the
+// interpreter, and wants every value at the same line: the loader's instrumentation gives each
+// call into the DSL its own line, as `go build` does, also in statements that span lines.
+func TestRoutesAgree(t *testing.T) {
+	for _, tc := range []struct {
+		path  string
+		model func(*frontend.Builder)
+		entry string
+	}{
+		{"internal/linetest/model.go", linetest.Model, ""},
+		{"../examples/linreg/model.go", linreg.Model, ""},
+		{"../examples/mlp/model.go", mlp.Model, ""},
+		{"../examples/cnn/model.go", cnn.Model, ""},
+		{"../examples/rnn/model.go", rnn.Model, ""},
+		{"../examples/lstm/model.go", lstm.Model, ""},
+		{"../examples/transformer/model.go", transformer.Model, ""},
+		{"../examples/gpt/model.go", gpt.Model, ""},
+		{"../examples/fashion/mlp/model.go", fmlp.Model, ""},
+		{"../examples/fashion/cnn/model.go", fcnn.Model, ""},
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			compiled, err := frontend.Build("m", tc.model)
+			if err != nil {
+				t.Fatal(err)
+			}
+			loaded, err := File(tc.path, Options{Entry: tc.entry})
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines := func(g *ir.Graph, file string) []string {
+				var s []string
+				for _, v := range g.Values {
+					s = append(s, v.Op+" "+strings.TrimPrefix(v.Pos, file))
+				}
+				return s
+			}
+			if diff := cmp.Diff(lines(compiled, "model.go"), lines(loaded, tc.path)); diff != "" {
+				t.Errorf("positions differ (-compiled +interpreted):\n%s", diff)
+			}
+		})
 	}
 }

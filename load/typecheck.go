@@ -29,12 +29,12 @@ var modelTypes []byte
 
 // typecheck checks file with go/types, as the Go compiler would, so that type errors come back
 // with the compiler's words and file:line:col even though the file then runs in an interpreter.
-func typecheck(fset *token.FileSet, file *ast.File) (*types.Info, error) {
+func typecheck(fset *token.FileSet, file *ast.File) (*types.Package, *types.Info, error) {
 	imports := map[string]*types.Package{}
 	_, bundle, _ := bytes.Cut(modelTypes, []byte("\n")) // after the Go version line
 	pkgs, err := gcexportdata.ReadBundle(bytes.NewReader(bundle), fset, imports)
 	if err != nil {
-		return nil, fmt.Errorf("load: reading the DSL's type information: %v", err)
+		return nil, nil, fmt.Errorf("load: reading the DSL's type information: %v", err)
 	}
 	allowed := map[string]*types.Package{}
 	for _, p := range pkgs {
@@ -55,8 +55,14 @@ func typecheck(fset *token.FileSet, file *ast.File) (*types.Info, error) {
 			}
 		},
 	}
-	info := &types.Info{Types: map[ast.Expr]types.TypeAndValue{}}
-	conf.Check(file.Name.Name, fset, []*ast.File{file}, info)
+	info := &types.Info{
+		Types:      map[ast.Expr]types.TypeAndValue{},
+		Defs:       map[*ast.Ident]types.Object{},
+		Uses:       map[*ast.Ident]types.Object{},
+		Implicits:  map[ast.Node]types.Object{},
+		Selections: map[*ast.SelectorExpr]*types.Selection{},
+	}
+	pkg, _ := conf.Check(file.Name.Name, fset, []*ast.File{file}, info)
 	if first != nil {
 		var te types.Error
 		if errors.As(first, &te) {
@@ -64,11 +70,11 @@ func typecheck(fset *token.FileSet, file *ast.File) (*types.Info, error) {
 			if strings.Contains(msg, errNotAllowed.Error()) {
 				msg = fmt.Sprintf("cannot import %s: %s", importPath(file, fset, te.Pos), errNotAllowed.Error())
 			}
-			return nil, fmt.Errorf("%s: %s", te.Fset.Position(te.Pos), msg)
+			return nil, nil, fmt.Errorf("%s: %s", te.Fset.Position(te.Pos), msg)
 		}
-		return nil, first
+		return nil, nil, first
 	}
-	return info, nil
+	return pkg, info, nil
 }
 
 var errNotAllowed = errors.New("a model file may import " + strings.Join(modelImports, ", "))
