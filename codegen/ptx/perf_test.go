@@ -3,10 +3,13 @@ package ptx
 import (
 	"flag"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
 	"github.com/gcomp/gcomp/internal/ptxas"
+	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/sim"
 )
 
 var perfFlag = flag.Bool("perf", false, "run the large kernels of docs/perf.md and print their numbers")
@@ -86,12 +89,9 @@ func TestPerf(t *testing.T) {
 		}
 		extra := ""
 		if c.k > 0 {
-			size := int64(g.Outputs[0].Value.Type.DType.Size())
-			min := size * int64(c.m*c.k+c.k*c.n+c.m*c.n)
-			fp32 := st.Class("fp32")
+			ratio, fp32, tensor := contractionCounters(st, g, c.m, c.n, c.k)
 			extra = fmt.Sprintf("global bytes %.2f× minimum; fp32 %.1f%%, tensor %.1f%% of warp instructions; %d bank conflicts",
-				float64(st.GlobalLoadBytes+st.GlobalStoreBytes)/float64(min), 100*float64(fp32)/float64(st.WarpInsts),
-				100*float64(st.Class("tensor"))/float64(st.WarpInsts), st.SharedBankConflicts)
+				ratio, 100*fp32, 100*tensor, st.SharedBankConflicts)
 		}
 		rows = append(rows, fmt.Sprintf("| %s | %s | %d / %d | %.0f%% / %.0f%% | %.1f%% | %.1f%% | %d | %s |",
 			c.name, g.Outputs[0].Value.Type, res.regs["sm_80"], res.regs["sm_90"],
@@ -99,6 +99,51 @@ func TestPerf(t *testing.T) {
 			ld, sto, st.WarpInsts, extra))
 	}
 	t.Log("\n| kernel | output | registers sm_80 / sm_90 | occupancy sm_80 / sm_90 | load efficiency | store efficiency | warp instructions | notes |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n" + strings.Join(rows, "\n"))
+}
+
+// contractionCounters returns an M×N×K product's global bytes requested (loads + stores) over
+// the minimum (each operand read once, the result written once) and the fractions of its warp
+// instructions in the simulator's fp32 and tensor classes.
+func contractionCounters(st *sim.Stats, g *ir.Graph, m, n, k int) (ratio, fp32, tensor float64) {
+	size := int64(g.Outputs[0].Value.Type.DType.Size())
+	minimum := size * int64(m*k+k*n+m*n)
+	return float64(st.GlobalLoadBytes+st.GlobalStoreBytes) / float64(minimum),
+		float64(st.Class("fp32")) / float64(st.WarpInsts), float64(st.Class("tensor")) / float64(st.WarpInsts)
+}
+
+// The matmul targets, held at 256×256×256 (4 blocks: a second of simulation) with the
+// simulator's counters, which are deterministic: the f32 product requests at most 6× the minimum
+// global bytes (the 128×128 tiles' model: A read N/128 times, B M/128 times, 5/3× here) and at
+// least 60% of its warp instructions are FP32 (each thread's 64 FFMAs per k; the FFMAs alone
+// are 2^19 warp instructions); the f16 product has no shared-memory bank conflicts, on the
+// ldmatrix path or anywhere else, and requests the same bytes.
+func TestPerfTargets(t *testing.T) {
+	const m, n, k = 256, 256, 256
+	model := float64(m*k*(n/mmBN)+k*n*(m/mmBM)+m*n) / float64(m*k+k*n+m*n)
+	for _, dt := range []string{"f32", "f16"} {
+		t.Run("matmul_"+dt, func(t *testing.T) {
+			g := parse(t, strings.ReplaceAll(instantiateMNK(matmulCases[0].src, m, n, k), "f32", dt))
+			res := checkKernel(t, Kernel{Name: "k_matmul_" + dt, Graph: g}, inputsFor(g, 3, 1), false)
+			if res == nil {
+				return
+			}
+			st := res.stats
+			ratio, fp32, tensor := contractionCounters(st, g, m, n, k)
+			t.Logf("global bytes %.3f× the minimum (tile model %.3f×), fp32 %.1f%%, tensor %.1f%% of %d warp instructions, %d bank conflicts",
+				ratio, model, 100*fp32, 100*tensor, st.WarpInsts, st.SharedBankConflicts)
+			if ratio > 6 || math.Abs(ratio-model) > 0.01*model {
+				t.Errorf("global bytes %.3f× the minimum; want ≤ 6× and the tile model's %.3f×", ratio, model)
+			}
+			if dt == "f32" {
+				if ffma := int64(m / mmBM * n / mmBN * 8 * k * 64); st.Class("fp32") < ffma || fp32 < 0.6 {
+					t.Errorf("fp32 %d warp instructions (%.1f%%); want ≥ %d FFMAs and ≥ 60%%", st.Class("fp32"), 100*fp32, ffma)
+				}
+			}
+			if dt == "f16" && (st.SharedBankConflicts != 0 || st.Class("tensor") == 0) {
+				t.Errorf("%d bank conflicts, %d tensor instructions; want 0 conflicts on the mma.sync path", st.SharedBankConflicts, st.Class("tensor"))
+			}
+		})
+	}
 }
 
 // convSrc is a ResNet-style 3×3 convolution with bias and relu: x[8,64,28,28], w[64,64,3,3].
