@@ -17,6 +17,9 @@ import (
 var ulpBound = map[ir.DType]map[string]float64{
 	ir.F32: {"exp": 1, "log": 1, "sigmoid": 1, "tanh": 1, "erf": 1, "sin": 1, "cos": 1, "rsqrt": 0},
 	ir.F64: {"exp": 2, "log": 2, "sigmoid": 3, "tanh": 3, "erf": 64, "sin": 2, "cos": 2, "rsqrt": 0},
+	// f16 and bf16 round an f32 or f64 result once more: at most 1 ulp of their own.
+	ir.F16:  {"exp": 1, "log": 1, "sigmoid": 1, "tanh": 1, "erf": 1, "sin": 1, "cos": 1, "rsqrt": 1},
+	ir.BF16: {"exp": 1, "log": 1, "sigmoid": 1, "tanh": 1, "erf": 1, "sin": 1, "cos": 1, "rsqrt": 1},
 }
 
 // mathInputs spans the whole range: ±0, subnormals, small, moderate and large magnitudes in
@@ -48,7 +51,16 @@ func ulpsOff(d ir.DType, got, want float64) float64 {
 		return math.Inf(1)
 	}
 	var ulp float64
-	if d == ir.F32 {
+	if d == ir.F16 || d == ir.BF16 {
+		// The spacing of the 16-bit type at |want|: 2^(e−10) (f16) or 2^(e−7) (bf16), e the
+		// exponent, no smaller than the subnormals' spacing.
+		mant, minExp := 10, -14
+		if d == ir.BF16 {
+			mant, minExp = 7, -126
+		}
+		_, e := math.Frexp(want)
+		ulp = math.Ldexp(1, max(e-1, minExp)-mant)
+	} else if d == ir.F32 {
 		w := float32(want)
 		ulp = float64(math.Nextafter32(float32(math.Abs(float64(w))), float32(math.Inf(1))) - float32(math.Abs(float64(w))))
 		ulp = math.Max(ulp, 0x1p-149)
@@ -59,7 +71,7 @@ func ulpsOff(d ir.DType, got, want float64) float64 {
 }
 
 func TestMathAccuracy(t *testing.T) {
-	for _, d := range []ir.DType{ir.F32, ir.F64} {
+	for _, d := range []ir.DType{ir.F32, ir.F64, ir.F16, ir.BF16} {
 		for _, op := range []string{"exp", "log", "sigmoid", "tanh", "erf", "sin", "cos", "rsqrt"} {
 			t.Run(op+"_"+d.String(), func(t *testing.T) {
 				xs := mathInputs(d)
