@@ -116,7 +116,16 @@ func TestVerifyRejects(t *testing.T) {
 			y.Pos = "model.go:7"
 			y.Args = append(y.Args, nil)
 			g.SetOutput("y", y)
-		}), "model.go:7: "},
+		}), "model.go:7: %0 = neg(%x, %<undefined>) : f32[2]: operand 1 is nil"},
+		{"no outputs in a file", build(func(g *Graph) { g.File = "m.gir"; g.Input("x", T(F32, 2), nil) }), "m.gir: graph g has no outputs"},
+		{"too many elements", build(func(g *Graph) { g.SetOutput("y", g.Input("x", T(F32, 100000, 100000), nil)) }),
+			"input %x : f32[100000,100000]: f32[100000,100000] is too large: its dimensions multiply to 10000000000, and a tensor holds at most 2147483647 (2^31-1) elements"},
+		{"element count overflows", build(func(g *Graph) { g.SetOutput("y", g.Input("x", T(F32, 1<<62, 4), nil)) }),
+			"its dimensions multiply to 18446744073709551616,"},
+		{"byte count overflows", build(func(g *Graph) { g.SetOutput("y", g.Input("x", T(F64, 1<<61), nil)) }),
+			"its dimensions multiply to 2305843009213693952,"},
+		{"strides overflow past a zero dim", build(func(g *Graph) { g.SetOutput("y", g.Input("x", T(F32, 0, 1<<40, 1<<40), nil)) }),
+			"its dimensions multiply to 1208925819614629174706176,"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

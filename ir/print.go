@@ -47,7 +47,26 @@ func (g *Graph) Format(v *Value) string {
 	return sb.String()
 }
 
+// FormatAt names v in messages: "model.go:17: %3 = add(%1, %2) : f32[4]", where it is (Where)
+// and its statement without the loc(...) that would say it again.
+func (g *Graph) FormatAt(v *Value) string {
+	var sb strings.Builder
+	if w := v.Where(g); w != "" {
+		sb.WriteString(w + ": ")
+	}
+	writeStmt(&sb, v, g.Names())
+	return sb.String()
+}
+
 func writeValue(sb *strings.Builder, v *Value, names map[*Value]string) {
+	writeStmt(sb, v, names)
+	if v.Pos != "" {
+		fmt.Fprintf(sb, " loc(%s)", strconv.Quote(v.Pos))
+	}
+}
+
+// writeStmt writes the statement defining v, without its position.
+func writeStmt(sb *strings.Builder, v *Value, names map[*Value]string) {
 	name := func(a *Value) string {
 		if n, ok := names[a]; ok {
 			return "%" + n
@@ -75,9 +94,6 @@ func writeValue(sb *strings.Builder, v *Value, names map[*Value]string) {
 			writeAttrs(sb, v.Attrs)
 		}
 		fmt.Fprintf(sb, " : %s", v.Type)
-	}
-	if v.Pos != "" {
-		fmt.Fprintf(sb, " loc(%s)", strconv.Quote(v.Pos))
 	}
 }
 

@@ -2,18 +2,21 @@ package ir
 
 import (
 	"fmt"
+	"math/big"
 	"regexp"
+	"strings"
 )
 
 // OpChecker checks one node against its op's definition (arity, attributes, result type). Package
 // ops supplies the checker for the op table; Verify handles everything that does not depend on ops.
 type OpChecker func(g *Graph, v *Value) error
 
-// VerifyError is a verifier failure located at one value. Its message names the node in the text
-// syntax: "model.go:17: %3 = add(%1, %2) : f32[4]: operand types differ".
+// VerifyError is a verifier failure located at one value, or at the graph's file. Its message
+// names the node in the text syntax: "model.go:17: %3 = add(%1, %2) : f32[4]: operand types
+// differ".
 type VerifyError struct {
-	Where string // file:line, or empty
-	Node  string // the offending statement in the text form
+	Where string // file:line, or the file, or empty
+	Node  string // the offending statement in the text form, without its loc(...)
 	Msg   string
 }
 
@@ -41,9 +44,11 @@ var (
 // It returns the first problem found.
 func Verify(g *Graph, check OpChecker) error {
 	fail := func(v *Value, format string, args ...any) error {
-		e := &VerifyError{Msg: fmt.Sprintf(format, args...)}
+		e := &VerifyError{Where: g.File, Msg: fmt.Sprintf(format, args...)}
 		if v != nil {
-			e.Where, e.Node = v.Where(g), g.Format(v)
+			var sb strings.Builder
+			writeStmt(&sb, v, g.Names())
+			e.Where, e.Node = v.Where(g), sb.String()
 		}
 		return e
 	}
@@ -93,6 +98,9 @@ func Verify(g *Graph, check OpChecker) error {
 				return fail(v, "negative dimension in %s", v.Type)
 			}
 		}
+		if n, ok := elements(v.Type.Shape); !ok {
+			return fail(v, "%s is too large: its dimensions multiply to %s, and a tensor holds at most %d (2^31-1) elements", v.Type, n, MaxElements)
+		}
 		for _, k := range v.Attrs.Keys() {
 			switch v.Attrs[k].(type) {
 			case int, float64, bool, string, DType, []int, []float64:
@@ -125,4 +133,26 @@ func Verify(g *Graph, check OpChecker) error {
 		}
 	}
 	return nil
+}
+
+// MaxElements is the most elements a tensor may hold. Kernels index tensors with 32-bit integers,
+// and the reference interpreter holds every element in 8 bytes (16 GiB at this limit), so the
+// verifier refuses larger tensors, and shapes whose counts would overflow an int, before anything
+// is allocated.
+const MaxElements = 1<<31 - 1
+
+// elements reports whether shape s fits MaxElements, counting zero dimensions as 1 (strides
+// multiply the other dimensions still), and otherwise the exact product for messages.
+func elements(s Shape) (string, bool) {
+	n := 1
+	for _, d := range s {
+		if n *= max(d, 1); d > MaxElements || n > MaxElements {
+			prod := big.NewInt(1)
+			for _, d := range s {
+				prod.Mul(prod, big.NewInt(int64(max(d, 1))))
+			}
+			return prod.String(), false
+		}
+	}
+	return "", true
 }

@@ -61,13 +61,7 @@ func Run(g *ir.Graph, inputs, params map[string]*tensor.Tensor) (map[string]*ten
 
 // eval runs one node, turning a failure or a panic into an error that names the node.
 func eval(g *ir.Graph, v *ir.Value, args []*tensor.Tensor) (t *tensor.Tensor, err error) {
-	fail := func(msg string) error {
-		where := v.Where(g)
-		if where != "" {
-			where += ": "
-		}
-		return fmt.Errorf("%s%s: %s", where, g.Format(v), msg)
-	}
+	fail := func(msg string) error { return fmt.Errorf("%s: %s", g.FormatAt(v), msg) }
 	defer func() {
 		if p := recover(); p != nil {
 			t, err = nil, fail(fmt.Sprintf("internal error: %v", p))

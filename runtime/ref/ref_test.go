@@ -140,7 +140,7 @@ func TestEvalErrorNamesNode(t *testing.T) {
 	g.SetOutput("y", e)
 	in := map[string]*tensor.Tensor{"tokens": {Type: ir.T(ir.I64, 3), I: []int64{0, 7, 1}}}
 	_, err := Run(g, in, map[string]*tensor.Tensor{"wte": tensor.New(ir.T(ir.F32, 4, 2))})
-	want := `model.go:9: %0 = gather(%wte, %tokens) : f32[3,2] loc("model.go:9"): index 7 (element 1 of the indices) is out of range [0, 4) for table f32[4,2]`
+	want := `model.go:9: %0 = gather(%wte, %tokens) : f32[3,2]: index 7 (element 1 of the indices) is out of range [0, 4) for table f32[4,2]`
 	if err == nil || err.Error() != want {
 		t.Fatalf("got %v\nwant %s", err, want)
 	}
