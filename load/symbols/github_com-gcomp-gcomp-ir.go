@@ -24,6 +24,7 @@ func init() {
 		"I64":         reflect.ValueOf(ir.I64),
 		"I8":          reflect.ValueOf(ir.I8),
 		"Invalid":     reflect.ValueOf(ir.Invalid),
+		"MaxElements": reflect.ValueOf(constant.MakeFromLiteral("2147483647", token.INT, 0)),
 		"NewGraph":    reflect.ValueOf(ir.NewGraph),
 		"OpInput":     reflect.ValueOf(constant.MakeFromLiteral("\"input\"", token.STRING, 0)),
 		"OpParam":     reflect.ValueOf(constant.MakeFromLiteral("\"param\"", token.STRING, 0)),
