@@ -4,7 +4,7 @@
 # Regenerates sim/testdata/llvm/NAME.ptx from every NAME.ll beside it with
 # LLVM's NVPTX backend (llc, LLVM 14; set LLC to use another binary).
 # With --check, writes nothing and fails if any committed .ptx differs from
-# what llc produces now.
+# what llc produces now (sim's TestLLVMCorpusUpToDate runs this).
 #
 # Flags: sm_80 and PTX ISA 7.0, as the corpus's consumers expect;
 # -nvptx-fma-level=0 so llc never fuses a mul and an add on its own: every

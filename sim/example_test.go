@@ -4,7 +4,9 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"testing"
 
+	"github.com/gcomp/gcomp/internal/ptxas"
 	"github.com/gcomp/gcomp/sim"
 )
 
@@ -68,4 +70,14 @@ func ExampleModule_Launch() {
 	// 49.5
 	// 400 13
 	// memcheck: kernel scale, line 23 (ld.global.f32 %f2, [%rd3]), thread (36,0,0), block (1,0,0): out-of-bounds global load of 4 bytes at 0x100000000190: 0 bytes past the end of allocation #1 [0x100000000000, +400)
+}
+
+// TestExampleAssembles: the example's kernel is PTX a GPU accepts.
+func TestExampleAssembles(t *testing.T) {
+	ptxas.Require(t)
+	for _, arch := range []string{"sm_80", "sm_90"} {
+		if _, err := ptxas.Assemble([]byte(scalePTX), arch); err != nil {
+			t.Fatalf("ptxas -arch=%s: %v", arch, err)
+		}
+	}
 }

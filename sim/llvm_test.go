@@ -3,7 +3,11 @@ package sim
 import (
 	"encoding/binary"
 	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 )
 
@@ -436,5 +440,211 @@ func TestChecksOffSameResults(t *testing.T) {
 	b2, s2 := run(true)
 	if string(b1) != string(b2) || s1 != s2 {
 		t.Errorf("checked and unchecked runs differ:\n%v\n%v", s1.String(), s2.String())
+	}
+}
+
+func TestLLVMLocalStack(t *testing.T) {
+	dev := NewDevice()
+	m := load(t, dev, "llvm/local_stack.ptx")
+	const n = 300
+	in := make([]uint32, n)
+	for i := range in {
+		in[i] = uint32(i) * 2654435761
+	}
+	din := upload(t, dev, u32sBytes(in))
+	out, _ := dev.Alloc(4 * n)
+	if _, err := m.Launch("local_stack", grid(ceilDiv(n, 128), 128), din, out, uint32(n)); err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range bytesU32s(download(t, dev, out, 4*n)) {
+		var buf [16]uint32
+		for k := range buf {
+			buf[k] = in[i] ^ uint32(k)*0x9E3779B9
+		}
+		want := buf[in[i]&15]
+		for k := 1; k < 16; k += 2 {
+			want += buf[k]
+		}
+		if v != want {
+			t.Fatalf("out[%d] = %#x, want %#x", i, v, want)
+		}
+	}
+}
+
+func TestLLVMGenericVec(t *testing.T) {
+	dev := NewDevice()
+	m := load(t, dev, "llvm/generic_vec.ptx")
+	const n = 200
+	in := make([]float32, 4*n)
+	for i := range in {
+		in[i] = float32(i%37 - 18)
+	}
+	din := upload(t, dev, f32sBytes(in))
+	out, _ := dev.Alloc(16 * n)
+	sums, _ := dev.Alloc(4 * n)
+	if _, err := m.Launch("generic_vec", grid(ceilDiv(n, 64), 64), din, out, sums, uint32(n)); err != nil {
+		t.Fatal(err)
+	}
+	got, gs := bytesF32s(download(t, dev, out, 16*n)), bytesF32s(download(t, dev, sums, 4*n))
+	for i := 0; i < n; i++ {
+		for j := 0; j < 4; j++ {
+			if got[4*i+j] != in[4*i+3-j] {
+				t.Fatalf("out[%d] = %v, want in[%d] reversed", i, got[4*i:4*i+4], i)
+			}
+		}
+		nbr := i ^ 1
+		want := in[4*nbr] + in[4*nbr+1] + in[4*nbr+2] + in[4*nbr+3] + in[4*i]
+		if gs[i] != want {
+			t.Fatalf("sums[%d] = %v, want %v", i, gs[i], want)
+		}
+	}
+}
+
+func TestLLVMHalfMath(t *testing.T) {
+	dev := NewDevice()
+	m := load(t, dev, "llvm/half_math.ptx")
+	const n = 500
+	x, y := make([]byte, 2*n), make([]byte, 2*n)
+	xs, ys := make([]float64, n), make([]float64, n)
+	for i := 0; i < n; i++ {
+		hx, hy := refF16(8*math.Sin(float64(i))), refF16(8*math.Cos(float64(3*i)))
+		binary.LittleEndian.PutUint16(x[2*i:], hx)
+		binary.LittleEndian.PutUint16(y[2*i:], hy)
+		xs[i], ys[i] = f16(uint64(hx)), f16(uint64(hy))
+	}
+	dx, dy := upload(t, dev, x), upload(t, dev, y)
+	out, _ := dev.Alloc(2 * n)
+	out2, _ := dev.Alloc(4 * n)
+	if _, err := m.Launch("half_math", grid(ceilDiv(n, 128), 128), dx, dy, out, out2, uint32(n)); err != nil {
+		t.Fatal(err)
+	}
+	o, o2 := download(t, dev, out, 2*n), download(t, dev, out2, 4*n)
+	r := func(v float64) float64 { return f16(uint64(refF16(v))) } // products and sums of f16 values are exact in float64
+	for i := 0; i < n; i++ {
+		a, b := xs[i], ys[i]
+		want := []uint16{refF16(math.Max(r(r(a*b)+a), b)), refF16(r(a*b) - a), refF16(r(b*a) - b)}
+		got := []uint16{binary.LittleEndian.Uint16(o[2*i:]), binary.LittleEndian.Uint16(o2[4*i:]), binary.LittleEndian.Uint16(o2[4*i+2:])}
+		for j := range want {
+			if got[j] != want[j] {
+				t.Fatalf("i=%d (a=%v, b=%v): result %d = %#04x, want %#04x", i, a, b, j, got[j], want[j])
+			}
+		}
+	}
+}
+
+func TestLLVMMmaAsync(t *testing.T) {
+	dev := NewDevice()
+	m := load(t, dev, "llvm/mma_async.ptx")
+	A, B := make([]float64, 16*16), make([]float64, 16*8)
+	ab, bb := make([]byte, 2*len(A)), make([]byte, 2*len(B))
+	for i := range A {
+		A[i] = float64(i%7 - 3)
+		binary.LittleEndian.PutUint16(ab[2*i:], refF16(A[i]))
+	}
+	for i := range B {
+		B[i] = float64(i%5 - 2)
+		binary.LittleEndian.PutUint16(bb[2*i:], refF16(B[i]))
+	}
+	da, db := upload(t, dev, ab), upload(t, dev, bb)
+	dd, _ := dev.Alloc(4 * 16 * 8)
+	if _, err := m.Launch("mma_async", grid(1, 32), da, db, dd); err != nil {
+		t.Fatal(err)
+	}
+	got := bytesF32s(download(t, dev, dd, 4*16*8))
+	for r := 0; r < 16; r++ {
+		for c := 0; c < 8; c++ {
+			want := 0.0
+			for k := 0; k < 16; k++ {
+				want += A[r*16+k] * B[k*8+c]
+			}
+			if float64(got[r*8+c]) != want {
+				t.Fatalf("D[%d][%d] = %v, want %v", r, c, got[r*8+c], want)
+			}
+		}
+	}
+}
+
+func TestLLVMSyncAtomics(t *testing.T) {
+	dev := NewDevice()
+	m := load(t, dev, "llvm/sync_atomics.ptx")
+	const n = 1000
+	in := make([]uint32, n)
+	hist := make([]uint32, 16)
+	for i := range in {
+		in[i] = uint32(i * 7 % 100)
+		hist[in[i]&15]++
+	}
+	none := make([]uint32, 16)
+	for i := range none {
+		none[i] = 0xFFFFFFFF
+	}
+	din := upload(t, dev, u32sBytes(in))
+	bins := upload(t, dev, make([]byte, 64))
+	slot := upload(t, dev, u32sBytes(none[:1]))
+	olds, _ := dev.Alloc(4 * n)
+	owner := upload(t, dev, u32sBytes(none))
+	wins, _ := dev.Alloc(4 * n)
+	nb, _ := dev.Alloc(4 * n)
+	if _, err := m.Launch("sync_atomics", grid(ceilDiv(n, 128), 128), din, bins, slot, olds, owner, wins, nb, uint32(n)); err != nil {
+		t.Fatal(err)
+	}
+	for b, v := range bytesU32s(download(t, dev, bins, 64)) {
+		if v != hist[b] {
+			t.Errorf("bins[%d] = %d, want %d", b, v, hist[b])
+		}
+	}
+	seen := append(bytesU32s(download(t, dev, olds, 4*n)), bytesU32s(download(t, dev, slot, 4))...)
+	sort.Slice(seen, func(i, j int) bool { return seen[i] < seen[j] })
+	for i, v := range seen {
+		if want := uint32(i); i == n && v != 0xFFFFFFFF || i < n && v != want {
+			t.Fatalf("exchanged values are not 0 .. n-1 and the initial value: sorted[%d] = %#x", i, v)
+		}
+	}
+	ow, w := bytesU32s(download(t, dev, owner, 64)), bytesU32s(download(t, dev, wins, 4*n))
+	won := make([]int, 16)
+	for i, v := range w {
+		if v == 1 {
+			won[in[i]&15]++
+			if ow[in[i]&15] != uint32(i) {
+				t.Errorf("thread %d won bin %d, owned by %d", i, in[i]&15, ow[in[i]&15])
+			}
+		}
+	}
+	for b := range won {
+		if want := min(int(hist[b]), 1); won[b] != want || want == 0 && ow[b] != 0xFFFFFFFF {
+			t.Errorf("bin %d: %d winners (owner %#x), want %d", b, won[b], ow[b], want)
+		}
+	}
+	for i, v := range bytesU32s(download(t, dev, nb, 4*n)) {
+		if v != uint32(i^1) {
+			t.Fatalf("nb[%d] = %d, want %d", i, v, i^1)
+		}
+	}
+}
+
+// TestLLVMCorpusUpToDate: every committed .ptx of the corpus is what llc 14
+// produces from its .ll now (scripts/gen-llvm-ptx.sh --check). Without
+// llc 14 the test skips, or fails when GCOMP_REQUIRE_PTXAS=1 demands the
+// toolchain, as the ptxas tests do.
+func TestLLVMCorpusUpToDate(t *testing.T) {
+	llc := ""
+	for _, c := range []string{"llc-14", "llc"} {
+		if p, err := exec.LookPath(c); err == nil {
+			if out, err := exec.Command(p, "--version").Output(); err == nil && strings.Contains(string(out), "LLVM version 14.") {
+				llc = p
+				break
+			}
+		}
+	}
+	if llc == "" {
+		if os.Getenv("GCOMP_REQUIRE_PTXAS") == "1" {
+			t.Fatal("GCOMP_REQUIRE_PTXAS=1 but no LLVM 14 llc on PATH")
+		}
+		t.Skip("SKIPPING: no LLVM 14 llc on PATH (set GCOMP_REQUIRE_PTXAS=1 to make this a failure)")
+	}
+	cmd := exec.Command("sh", filepath.Join("..", "scripts", "gen-llvm-ptx.sh"), "--check")
+	cmd.Env = append(os.Environ(), "LLC="+llc)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
 	}
 }

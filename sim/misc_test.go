@@ -374,6 +374,7 @@ func TestDeviceMemory(t *testing.T) {
 	if err := dev.Free(a); err != nil || dev.Allocated() != 64 {
 		t.Errorf("free: %v, %d allocated", err, dev.Allocated())
 	}
+	t.Run("ptxas", func(t *testing.T) { assembles(t, src) })
 }
 
 // TestModuleVariables: initialized .global and .const variables, a pointer

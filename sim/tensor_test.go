@@ -438,4 +438,5 @@ func TestBroadcastLoadCounters(t *testing.T) {
 	if st.GlobalLoadBytes != 4 || st.GlobalLoadSectors != 1 || st.GlobalStoreBytes != 128 || st.GlobalStoreSectors != 4 {
 		t.Errorf("counters: %+v", st)
 	}
+	t.Run("ptxas", func(t *testing.T) { assembles(t, src) })
 }
