@@ -119,7 +119,7 @@ func TestVerifyRejects(t *testing.T) {
 		}), "model.go:7: %0 = neg(%x, %<undefined>) : f32[2]: operand 1 is nil"},
 		{"no outputs in a file", build(func(g *Graph) { g.File = "m.gir"; g.Input("x", T(F32, 2), nil) }), "m.gir: graph g has no outputs"},
 		{"too many elements", build(func(g *Graph) { g.SetOutput("y", g.Input("x", T(F32, 100000, 100000), nil)) }),
-			"input %x : f32[100000,100000]: f32[100000,100000] is too large: its dimensions multiply to 10000000000, and a tensor holds at most 2147483647 (2^31-1) elements"},
+			"input %x : f32[100000,100000]: too large: its dimensions multiply to 10000000000, and a tensor holds at most 2147483647 (2^31-1) elements"},
 		{"element count overflows", build(func(g *Graph) { g.SetOutput("y", g.Input("x", T(F32, 1<<62, 4), nil)) }),
 			"its dimensions multiply to 18446744073709551616,"},
 		{"byte count overflows", build(func(g *Graph) { g.SetOutput("y", g.Input("x", T(F64, 1<<61), nil)) }),

@@ -99,7 +99,7 @@ func Verify(g *Graph, check OpChecker) error {
 			}
 		}
 		if n, ok := elements(v.Type.Shape); !ok {
-			return fail(v, "%s is too large: its dimensions multiply to %s, and a tensor holds at most %d (2^31-1) elements", v.Type, n, MaxElements)
+			return fail(v, "too large: its dimensions multiply to %s, and a tensor holds at most %d (2^31-1) elements", n, MaxElements)
 		}
 		for _, k := range v.Attrs.Keys() {
 			switch v.Attrs[k].(type) {

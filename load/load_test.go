@@ -118,9 +118,9 @@ func TestErrors(t *testing.T) {
 		x.Add(
 			b.Input("z", ir.F32, 5)))`), want: "model.go:22: add: shapes cannot be broadcast together"},
 		{name: "too large", file: "model.go", src: replace(`b.Output("y", x)`, `b.Output("y", b.Input("big", ir.F32, 100000, 100000))`),
-			want: "model.go:21: input %big : f32[100000,100000]: f32[100000,100000] is too large: its dimensions multiply to 10000000000, and a tensor holds at most 2147483647 (2^31-1) elements"},
+			want: "model.go:21: input %big : f32[100000,100000]: too large: its dimensions multiply to 10000000000, and a tensor holds at most 2147483647 (2^31-1) elements"},
 		{name: "overflow in gir", file: "m.gir", src: "graph g {\n  input %x : f32[4611686018427387904,4]\n  output y = %x\n}\n",
-			want: "m.gir:2: input %x : f32[4611686018427387904,4]: f32[4611686018427387904,4] is too large: its dimensions multiply to 18446744073709551616"},
+			want: "m.gir:2: input %x : f32[4611686018427387904,4]: too large: its dimensions multiply to 18446744073709551616"},
 		{name: "no outputs in gir", file: "m.gir", src: "graph g {\n  input %x : f32[2]\n}\n",
 			want: "m.gir: graph g has no outputs"},
 		{name: "unknown op in gir", file: "m.gir", src: "graph g {\n  input %x : f32[2]\n  %0 = frob(%x) : f32[2]\n  output y = %0\n}\n",
