@@ -21,13 +21,13 @@ import (
 
 // The embedded interpreter's frames are invisible to runtime.Callers, so the DSL cannot find the
 // model.go line that called it. The loader therefore instruments the model source: every function
-// body starts with `defer __gcomp.Leave(__gcomp.Enter());`, every statement is preceded by
-// `__gcomp.At(LINE);`, and in a statement spanning several lines each call into compiled code
-// passes its last argument (or, without arguments, its receiver or function) through
-// `__gcomp.Line(LINE, x).(T)`, which sets the line after the arguments are evaluated and just
-// before the call, as `go build` would report it. All are inserted on the line they describe, so
-// line numbers do not move; columns that move are mapped back in messages (see
-// insertions.origCol).
+// body starts with `defer gcomptrace.Leave(gcomptrace.Enter());`, every statement is preceded by
+// `gcomptrace.At(LINE);`, and where a statement's line could be wrong for a call (the statement
+// spans lines, or the call is in a loop's condition) the call into compiled code passes its last
+// argument, or else its receiver or function, through `gcomptrace.Line(LINE, (T)(x)).(T)`, which
+// sets the call's line just before the call, the line `go build` would report. All are inserted
+// on the line they describe, so line numbers do not move; columns that move are mapped back in
+// messages (see insertions.origCol).
 
 const tracePkg = "gcomptrace"
 
