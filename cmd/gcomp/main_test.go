@@ -85,6 +85,11 @@ func fixture(t *testing.T) string {
 	// A header that claims more data than the file holds.
 	write("corrupt.safetensors", bytes.Replace(good, []byte(`"data_offsets":[0,12]`), []byte(`"data_offsets":[0,1200]`), 1))
 	write("typeerr.go", []byte(strings.Replace(linearModel, "x.Mul(w)", "x.Mul(3)", 1)))
+	write("idx.go", []byte("package toy\n\nimport \"github.com/gcomp/gcomp/frontend\"\n\nfunc Model(b *frontend.Builder) {\n\tx := b.Input(\"x\", frontend.F32, 2)\n\ts := []int{1, 2, 3}\n\t_ = s[3]\n\tb.Output(\"y\", x)\n}\n"))
+	write("rec.go", []byte("package toy\n\nimport \"github.com/gcomp/gcomp/frontend\"\n\nfunc depth(n int) int {\n\treturn depth(n+1) + 1\n}\n\nfunc Model(b *frontend.Builder) {\n\tx := b.Input(\"x\", frontend.F32, 2)\n\t_ = depth(0)\n\tb.Output(\"y\", x)\n}\n"))
+	write("big.go", []byte("package toy\n\nimport \"github.com/gcomp/gcomp/frontend\"\n\nfunc Model(b *frontend.Builder) {\n\tx := b.Input(\"x\", frontend.F32, 100000, 100000)\n\tb.Output(\"y\", x.Relu())\n}\n"))
+	write("huge.gir", []byte("graph g {\n  input %x : f32[4611686018427387904,4]\n  output y = %x\n}\n"))
+	write("noout.gir", []byte("graph g {\n  input %x : f32[2]\n}\n"))
 	goodNPY, _ := os.ReadFile(filepath.Join(dir, "x.npy"))
 	write("corrupt.npy", append([]byte("NOTNUMPY"), goodNPY[8:]...))
 	write("trunc.npy", goodNPY[:len(goodNPY)-5])
@@ -143,6 +148,11 @@ func TestBadInput(t *testing.T) {
 		{"wrong dtype weight", []string{"run", "model.go", "--weights", "w64.safetensors", "--output-dir", "out"}, "tensor w is f64[3], the model wants f32[3]"},
 		{"corrupt safetensors", []string{"run", "model.go", "--weights", "corrupt.safetensors", "--output-dir", "out"}, "corrupt.safetensors"},
 		{"type error", []string{"build", "typeerr.go", "--emit", "ir", "-o", "out.gir"}, "typeerr.go:11:"},
+		{"runtime panic", []string{"dump", "idx.go"}, "idx.go:8: panic: runtime error: index out of range"},
+		{"recursion", []string{"dump", "rec.go"}, "rec.go:6: calls nested more than 1000 deep (unbounded recursion?)"},
+		{"too large", []string{"run", "big.go", "--device", "ref", "--output-dir", "out"}, "big.go:6: input %x : f32[100000,100000]: too large"},
+		{"overflowing shape", []string{"run", "huge.gir", "--device", "ref", "--output-dir", "out"}, "huge.gir:2: input %x : f32[4611686018427387904,4]: too large"},
+		{"no outputs", []string{"dump", "noout.gir"}, "noout.gir: graph g has no outputs"},
 	}
 	t.Chdir(dir)
 	for _, tc := range tests {
@@ -161,7 +171,7 @@ func TestBadInput(t *testing.T) {
 			if tc.want != "" && stdout.Len() > 0 {
 				t.Errorf("a failing command printed to stdout:\n%s", stdout.String())
 			}
-			if strings.Contains(msg, "goroutine") || strings.Contains(msg, "panic") {
+			if strings.Contains(msg, "goroutine ") || strings.HasPrefix(msg, "panic:") || strings.Contains(msg, "\npanic:") {
 				t.Errorf("stderr shows a panic:\n%s", msg)
 			}
 			for _, f := range []string{"out", "out.gir", "out.ptx", "out.plan.json", "out.safetensors"} {

@@ -77,7 +77,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		outs, err = runCompiled(sel, art, in, params, *bench, stdout)
 	}
 	if err != nil {
-		return fmt.Errorf("gcomp run: %s: %v", path, err)
+		return fmt.Errorf("gcomp run: %s", prefixPath(path, err))
 	}
 	files := map[string]*tensorio.Array{}
 	for name, t := range outs {
@@ -99,6 +99,15 @@ func npyArray(name string, t *tensor.Tensor, stderr io.Writer) *tensorio.Array {
 	}
 	fmt.Fprintf(stderr, "gcomp: %s is %s, which NumPy lacks: written as f32 (exactly)\n", name, t.Type)
 	return tensor.FromFloats(ir.Type{DType: ir.F32, Shape: t.Type.Shape}, t.F).Array()
+}
+
+// prefixPath puts the model's path before err's message unless the message starts with it
+// already (errors positioned in the model do: "model.go:83: ...").
+func prefixPath(path string, err error) string {
+	if msg := err.Error(); strings.HasPrefix(msg, path+":") {
+		return msg
+	}
+	return path + ": " + err.Error()
 }
 
 // loadRunnable loads a model for running: a compiled module (model.ptx with
