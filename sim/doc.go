@@ -20,7 +20,15 @@
 // lanes reconverge where their paths meet. Blocks run in parallel on all
 // cores; a block's warps take turns, and bar.sync blocks a lane until the
 // barrier's expected thread count has arrived. Memory is sequentially
-// consistent, so fences and scopes are accepted and need no action.
+// consistent, so fences and scopes are accepted and need no action; cache
+// hints (.L1::evict_last, .L2::128B, prefetch) are accepted and ignored. A
+// launch has no thread-block clusters: each block is a cluster of one, so
+// .shared::cluster addresses the block's own shared memory.
+//
+// Clocks. %clock, %clock64 and %globaltimer (with %globaltimer_lo/_hi) all
+// count the warp instructions the block has executed so far: they increase
+// as a kernel runs, but %globaltimer is not nanoseconds and does not agree
+// between blocks.
 //
 // Addresses. Global allocations start far above 4 GiB and are separated by
 // unmapped gaps and never reused, so out-of-bounds and dangling pointers are
@@ -42,18 +50,26 @@
 // the correctly rounded value, which is within the ISA's error bound.
 // mma sums exact products in float64 and rounds once.
 //
-// Warp collectives. shfl.sync, vote.sync, match.sync and redux.sync wait
-// for their membermask: lanes that arrive early park at the instruction
-// until the rest of the mask arrives or exits, as on Volta and later GPUs.
-// ldmatrix and mma (.aligned) need all 32 lanes. Lanes that can never meet
-// (they wait at a different collective or barrier) are a synccheck error,
-// as is one warp reaching the same bar.sync barrier through two different
-// instructions (bar.sync is barrier.sync.aligned).
+// Warp collectives. shfl.sync, vote.sync, match.sync, redux.sync and
+// bar.warp.sync (__syncwarp) wait for their membermask: lanes that arrive
+// early park at the instruction until the rest of the mask arrives or
+// exits, as on Volta and later GPUs; bar.warp.sync lanes may meet at
+// different bar.warp.sync instructions with the same mask. ldmatrix and mma
+// (.aligned) need all 32 lanes. Lanes that can never meet (they wait at a
+// different collective or barrier) are a synccheck error, as is a lane
+// outside the membermask, and one warp reaching the same bar.sync barrier
+// through two different instructions (bar.sync is barrier.sync.aligned).
 //
 // Racecheck compares accesses of different warps only: the lanes of one
-// warp run in lockstep here, so their order is fixed. Uninitialized-read
-// tracking covers global, shared and local memory (parameters passed to a
-// .func carry their state), not registers.
+// warp run in lockstep here, so their order is fixed. Each warp keeps a
+// vector clock; a barrier joins the clocks of the warps that arrived at it
+// and hands the join to those that wait there, so bar.sync with a thread
+// count (a named barrier) orders only the warps that took part, and
+// bar.arrive orders only the arriving warp's earlier accesses.
+// Uninitialized-read tracking covers global, shared and local memory
+// (parameters passed to a .func carry their state), not registers. Module
+// .global and .const variables count as written (they start zeroed) and get
+// host memory only when a launch or the host first uses them.
 //
 // Concurrency: one launch at a time per Device; do not allocate, free or
 // copy during a launch. Blocks of a launch run in parallel, so results of
@@ -62,9 +78,9 @@
 // counters whatever the number of workers.
 //
 // Limitations: recursion and indirect calls, textures and surfaces, wgmma,
-// TMA and mbarrier, integer and fp8 mma shapes, packed setp and the
-// non-default modes of prmt are reported as unsupported at load time with
-// the instruction's line. A warp in which one lane spins waiting for another
+// TMA and mbarrier, integer and fp8 mma shapes, packed setp, sad, dp4a and
+// dp2a are reported as unsupported at load time with the instruction's
+// line. A warp in which one lane spins waiting for another
 // lane of the same warp can starve under lowest-PC-first scheduling; such
 // kernels stop at Config.MaxSteps with an error. f64 arithmetic with a
 // directed rounding mode (.rz/.rm/.rp) is exact except for results in the
