@@ -79,6 +79,10 @@ func fixture(t *testing.T) string {
 	st("wextra.safetensors", map[string]*tensorio.Array{"w": tensor.FromFloats(ir.T(ir.F32, 3), []float64{2, 2, 2}).Array(),
 		"v": tensor.FromFloats(ir.T(ir.F32, 1), []float64{1}).Array()})
 	st("empty.safetensors", map[string]*tensorio.Array{})
+	st("wtied.safetensors", map[string]*tensorio.Array{"w": tensor.FromFloats(ir.T(ir.F32, 3), []float64{2, 2, 2}).Array(),
+		"head.w": tensor.FromFloats(ir.T(ir.F32, 3), []float64{2, 2, 2}).Array()})
+	st("wuntied.safetensors", map[string]*tensorio.Array{"w": tensor.FromFloats(ir.T(ir.F32, 3), []float64{2, 2, 2}).Array(),
+		"head.w": tensor.FromFloats(ir.T(ir.F32, 3), []float64{2, 2, 3}).Array()})
 	st("w64.safetensors", map[string]*tensorio.Array{"w": tensor.FromFloats(ir.T(ir.F64, 3), []float64{2, 2, 2}).Array()})
 	good, _ := os.ReadFile(filepath.Join(dir, "w.safetensors"))
 	write("trunc.safetensors", good[:len(good)-3])
@@ -139,6 +143,7 @@ func TestBadInput(t *testing.T) {
 		{"wrong shape weight", []string{"run", "model.go", "--weights", "w4.safetensors", "--output-dir", "out"}, "tensor w is f32[4], the model wants f32[3]"},
 		{"missing weight strict", []string{"run", "model.go", "--weights", "empty.safetensors", "--strict", "--output-dir", "out"}, "has no tensor w (f32[3]) and --strict is set"},
 		{"unexpected weight", []string{"run", "model.go", "--weights", "wextra.safetensors", "--output-dir", "out"}, "has tensors the model does not declare: v"},
+		{"different extra weight", []string{"run", "model.go", "--weights", "wuntied.safetensors", "--output-dir", "out"}, "has tensors the model does not declare: head.w"},
 		{"truncated safetensors", []string{"run", "model.go", "--weights", "trunc.safetensors", "--output-dir", "out"}, "trunc.safetensors"},
 		{"missing weights file", []string{"run", "model.go", "--weights", "none.safetensors", "--output-dir", "out"}, "none.safetensors"},
 		{"init-weights needs -o", []string{"init-weights", "model.go"}, "-o FILE is required"},
@@ -203,6 +208,20 @@ func TestRunBF16Output(t *testing.T) {
 		if y.Type.String() != "f32[2,3]" || y.F[1] != -2 {
 			t.Errorf("%s: y = %s %v", dev, y.Type, y.F)
 		}
+	}
+}
+
+// A tied weight saved under both of its names (nanoGPT's lm_head.weight beside
+// transformer.wte.weight) loads: the copy is ignored, and said so.
+func TestRunTiedWeights(t *testing.T) {
+	dir := fixture(t)
+	t.Chdir(dir)
+	var stdout, stderr bytes.Buffer
+	if code := Main([]string{"run", "model.go", "--weights", "wtied.safetensors", "--strict", "--input", "x=x.npy", "--output-dir", "out"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit status %d: %s", code, stderr.String())
+	}
+	if want := "gcomp: wtied.safetensors: ignoring tied weights: head.w (a copy of w)\n"; stderr.String() != want {
+		t.Errorf("stderr = %q, want %q", stderr.String(), want)
 	}
 }
 

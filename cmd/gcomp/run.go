@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -288,11 +290,20 @@ func bindParams(g *ir.Graph, weights string, strict bool, seed uint64, stderr io
 		}
 		params[p.Name] = t
 	}
-	var unknown []string
-	for name := range file {
-		if v := g.Lookup(name); v == nil || v.Op != ir.OpParam {
-			unknown = append(unknown, name)
+	var unknown, tied []string
+	for name, a := range file {
+		if v := g.Lookup(name); v != nil && v.Op == ir.OpParam {
+			continue
 		}
+		if p := tiedTo(a, file, params); p != "" {
+			tied = append(tied, fmt.Sprintf("%s (a copy of %s)", name, p))
+			continue
+		}
+		unknown = append(unknown, name)
+	}
+	if len(tied) > 0 {
+		sort.Strings(tied)
+		fmt.Fprintf(stderr, "gcomp: %s: ignoring tied weights: %s\n", weights, strings.Join(tied, ", "))
 	}
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
@@ -302,6 +313,22 @@ func bindParams(g *ir.Graph, weights string, strict bool, seed uint64, stderr io
 		fmt.Fprintf(stderr, "gcomp: %d parameters not in %s use their initializers (seed %d): %s\n", len(initialized), weights, seed, strings.Join(initialized, ", "))
 	}
 	return params, nil
+}
+
+// tiedTo names the model parameter that a holds a byte-identical copy of, read from the same
+// file: a tied weight saved under both of its state_dict names, as nanoGPT's lm_head.weight and
+// transformer.wte.weight are. It returns "" when there is none.
+func tiedTo(a *tensorio.Array, file map[string]*tensorio.Array, params map[string]*tensor.Tensor) string {
+	var names []string
+	for name, b := range file {
+		if params[name] != nil && b.DType == a.DType && slices.Equal(b.Shape, a.Shape) && bytes.Equal(b.Data, a.Data) {
+			names = append(names, name)
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return slices.Min(names)
 }
 
 func valueNames(vs []*ir.Value) string {
