@@ -156,3 +156,176 @@ func TestHugeModuleVariable(t *testing.T) {
 		t.Errorf("9 GiB of variables: %v, want out of device memory", err)
 	}
 }
+
+// issueForms are instruction forms issue 3 lists (and LLVM emits), one of
+// each kind and variant, as ptxas 11.8 accepts them for sm_80.
+const issueForms = `
+	ld.volatile.global.u32 %r1, [%rd1];
+	ld.const.u32 %r1, [%rd1];
+	ld.local.u32 %r1, [%rd1];
+	st.local.u32 [%rd1], %r1;
+	ld.u32 %r1, [%rd1];
+	st.volatile.shared.u32 [%r2], %r1;
+	ld.global.v4.f32 {%f1, %f2, %f3, %f4}, [%rd1];
+	ldu.global.u32 %r1, [%rd1];
+	ld.global.nc.v2.f32 {%f1, %f2}, [%rd1];
+	cvt.rna.tf32.f32 %r1, %f1;
+	cvt.rn.f16.f64 %h1, %fd1;
+	cvt.f64.f16 %fd1, %h1;
+	cvt.rzi.s64.f16 %rd1, %h1;
+	cvt.rn.f16.s32 %h1, %r1;
+	cvt.f32.bf16 %f1, %h1;
+	cvt.rpi.f16.f16 %h1, %h2;
+	cvt.sat.f16.f16 %h1, %h2;
+	mad.wide.u16 %r1, %h1, %h2, %r1;
+	mad.lo.u64 %rd1, %rd1, %rd1, %rd1;
+	mad.hi.sat.s32 %r1, %r1, %r1, %r1;
+	add.cc.u32 %r1, %r1, %r1;
+	addc.cc.u32 %r1, %r1, %r1;
+	sub.cc.u64 %rd1, %rd1, %rd1;
+	subc.u64 %rd1, %rd1, %rd1;
+	madc.hi.cc.u32 %r1, %r1, %r1, %r1;
+	sub.sat.s32 %r1, %r1, %r1;
+	div.full.f32 %f1, %f1, %f1;
+	div.rn.ftz.f32 %f1, %f1, %f1;
+	div.approx.ftz.f32 %f1, %f1, %f1;
+	rem.u64 %rd1, %rd1, %rd1;
+	abs.f64 %fd1, %fd1;
+	abs.s16 %h1, %h2;
+	neg.s64 %rd1, %rd1;
+	min.u16 %h1, %h1, %h2;
+	max.f64 %fd1, %fd1, %fd1;
+	min.NaN.f16x2 %r1, %r1, %r1;
+	min.ftz.NaN.f32 %f1, %f1, %f1;
+	and.pred %p1, %p1, %p2;
+	or.pred %p1, %p1, %p2;
+	xor.pred %p1, %p1, %p2;
+	not.pred %p1, %p1;
+	cnot.b16 %h1, %h2;
+	not.b64 %rd1, %rd1;
+	popc.b64 %r1, %rd1;
+	clz.b64 %r1, %rd1;
+	brev.b64 %rd1, %rd1;
+	bfe.s64 %rd1, %rd1, %r1, %r1;
+	bfi.b64 %rd1, %rd1, %rd1, %r1, %r1;
+	shr.u16 %h1, %h2, %r1;
+	setp.ne.f64 %p1, %fd1, %fd1;
+	setp.lt.f16 %p1, %h1, %h2;
+	setp.gtu.ftz.f32 %p1, %f1, %f1;
+	selp.f64 %fd1, %fd1, %fd1, %p1;
+	set.lt.u32.f32 %r1, %f1, %f1;
+	set.eq.f32.s32 %f1, %r1, %r1;
+	slct.f32.s32 %f1, %f1, %f1, %r1;
+	slct.ftz.u32.f32 %r1, %r1, %r1, %f1;
+	mov.pred %p1, %p2;
+	mov.u64 %rd1, %rd1;
+	mov.b32 {%h1, %h2}, %r1;
+	mov.b64 {%r1, %r2}, %rd1;
+	mov.f64 %fd1, 0d3FF0000000000000;
+	fma.rn.ftz.sat.f32 %f1, %f1, %f1, %f1;
+	fma.rz.f64 %fd1, %fd1, %fd1, %fd1;
+	rcp.approx.ftz.f64 %fd1, %fd1;
+	rcp.rn.ftz.f32 %f1, %f1;
+	rsqrt.approx.f64 %fd1, %fd1;
+	rsqrt.approx.ftz.f64 %fd1, %fd1;
+	sqrt.rz.f64 %fd1, %fd1;
+	sqrt.rn.ftz.f32 %f1, %f1;
+	ex2.approx.f16 %h1, %h2;
+	ex2.approx.f16x2 %r1, %r1;
+	lg2.approx.f32 %f1, %f1;
+	sin.approx.f32 %f1, %f1;
+	cos.approx.ftz.f32 %f1, %f1;
+	tanh.approx.f32 %f1, %f1;
+	tanh.approx.f16 %h1, %h2;
+	tanh.approx.f16x2 %r1, %r1;
+	add.f16x2 %r1, %r1, %r1;
+	sub.f16x2 %r1, %r1, %r1;
+	sub.rn.f16 %h1, %h1, %h2;
+	mul.rn.f16x2 %r1, %r1, %r1;
+	add.ftz.sat.f16x2 %r1, %r1, %r1;
+	fma.rn.sat.f16x2 %r1, %r1, %r1, %r1;
+	max.bf16x2 %r1, %r1, %r1;
+	min.bf16 %h1, %h1, %h2;
+	min.NaN.bf16x2 %r1, %r1, %r1;
+	neg.f16x2 %r1, %r1;
+	abs.f16x2 %r1, %r1;
+	neg.bf16x2 %r1, %r1;
+	abs.bf16 %h1, %h2;
+	fma.rn.bf16x2 %r1, %r1, %r1, %r1;
+	shfl.sync.up.b32 %r1|%p1, %r1, 1, 0, -1;
+	vote.sync.ballot.b32 %r1, %p1, -1;
+	vote.sync.all.pred %p1, %p1, -1;
+	vote.sync.uni.pred %p1, !%p1, -1;
+	activemask.b32 %r1;
+	match.any.sync.b64 %r1, %rd1, -1;
+	match.all.sync.b32 %r1|%p1, %r1, -1;
+	bar.sync 1, 64;
+	barrier.sync 0;
+	barrier.sync.aligned 0;
+	barrier.arrive 1, 64;
+	bar.red.popc.u32 %r1, 0, %p1;
+	bar.red.and.pred %p1, 0, %p1;
+	barrier.red.or.pred %p1, 0, 64, %p1;
+	membar.gl;
+	fence.sc.gpu;
+	atom.global.add.u64 %rd1, [%rd1], %rd1;
+	atom.global.add.f64 %fd1, [%rd1], %fd1;
+	atom.global.add.noftz.f16x2 %r1, [%rd1], %r1;
+	atom.global.add.noftz.f16 %h1, [%rd1], %h1;
+	atom.shared.add.f32 %f1, [%r2], %f1;
+	atom.global.min.s32 %r1, [%rd1], %r1;
+	atom.global.max.u64 %rd1, [%rd1], %rd1;
+	atom.shared.max.s64 %rd1, [%r2], %rd1;
+	atom.global.inc.u32 %r1, [%rd1], %r1;
+	atom.shared.dec.u32 %r1, [%r2], %r1;
+	atom.global.cas.b64 %rd1, [%rd1], %rd1, %rd1;
+	atom.shared.cas.b64 %rd1, [%r2], %rd1, %rd1;
+	atom.global.exch.b64 %rd1, [%rd1], %rd1;
+	atom.global.or.b64 %rd1, [%rd1], %rd1;
+	atom.acq_rel.gpu.global.add.u32 %r1, [%rd1], %r1;
+	atom.relaxed.sys.cas.b32 %r1, [%rd1], %r1, %r1;
+	atom.add.u32 %r1, [%rd1], %r1;
+	red.global.add.f32 [%rd1], %f1;
+	red.global.and.b32 [%rd1], %r1;
+	red.shared.or.b32 [%r2], %r1;
+	red.global.inc.u32 [%rd1], %r1;
+	red.shared.dec.u32 [%r2], %r1;
+	red.global.min.u64 [%rd1], %rd1;
+	red.global.add.noftz.f16x2 [%rd1], %r1;
+	red.release.gpu.global.add.u32 [%rd1], %r1;
+	mov.u32 %r1, %nsmid;
+	mov.u32 %r1, %gridid;
+	mov.u64 %rd1, %gridid;
+	mov.u32 %r1, %lanemask_lt;
+	mov.u32 %r1, %dynamic_smem_size;
+	mov.u64 %rd1, %clock64;
+	ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%r1, %r2, %r3, %r4}, [%r2];
+	ldmatrix.sync.aligned.x2.m8n8.shared.b16 {%r1, %r2}, [%r2];
+	cp.async.ca.shared.global [%r2], [%rd1], 4;
+	cp.async.cg.shared.global [%r2], [%rd1], 16, %r1;
+	cp.async.wait_all;
+	isspacep.shared %p1, %rd1;
+	cvta.local.u64 %rd1, %rd1;
+	cvta.to.global.u64 %rd1, %rd1;
+	cvta.const.u64 %rd1, %rd1;
+	testp.finite.f64 %p1, %fd1;
+	copysign.f64 %fd1, %fd1, %fd1;
+	mul24.hi.s32 %r1, %r1, %r1;
+	shf.l.clamp.b32 %r1, %r1, %r1, %r1;
+	lop3.b32 %r1, %r1, %r1, %r1, 0xF0;
+	bfind.s64 %r1, %rd1;
+	nanosleep.u32 %r1;
+	bra.uni L;
+L:
+	exit;`
+
+// TestIssueFormsDecode: the simulator decodes every listed form, and the
+// module assembles, so the list holds only real PTX.
+func TestIssueFormsDecode(t *testing.T) {
+	regs := "\t.reg .pred %p<3>;\n\t.reg .b16 %h<3>;\n\t.reg .b32 %r<5>;\n\t.reg .f32 %f<5>;\n\t.reg .f64 %fd<2>;\n\t.reg .b64 %rd<2>;\n"
+	src := kernel("", regs+issueForms)
+	if _, err := NewDevice().Load(src); err != nil {
+		t.Error(err)
+	}
+	t.Run("ptxas", func(t *testing.T) { assembles(t, src) })
+}
