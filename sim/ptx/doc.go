@@ -10,8 +10,10 @@
 //	@!%p1 ld.global.v2.f32 {%f1, %f2}, [%rd4+8];
 //
 // becomes Inst{Guard: "%p1", GuardNeg: true, Op: "ld.global.v2.f32",
-// Args: [{%f1, %f2}, [%rd4+8]]}. The simulator decodes that tree once into
-// its own compact form.
+// Args: [{%f1, %f2}, [%rd4+8]]}. Sub-qualifiers written with "::" stay part
+// of the opcode: ld.global.L1::evict_last.f32 and ld.shared::cta.u32 are
+// single names. The simulator decodes that tree once into its own compact
+// form.
 //
 // Names declared inside nested { } blocks are renamed with a unique suffix
 // so that later stages see one flat namespace per function.
