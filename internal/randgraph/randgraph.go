@@ -50,6 +50,7 @@ func Graph(r *rand.Rand) *ir.Graph {
 	if r.IntN(4) == 0 {
 		pool = append(pool, g.Input("img", ir.T(ir.F32, 1+r.IntN(2), 2, 4, 4), nil))
 	}
+	leaves := len(pool) // inputs and parameters: values every executor holds exactly
 	var idx *ir.Value
 	if r.IntN(4) == 0 {
 		idx = g.Input("idx", ir.T(ir.I32, 1+r.IntN(4)), ir.Attrs{"range": []int{0, 5}})
@@ -162,10 +163,14 @@ func Graph(r *rand.Rand) *ir.Graph {
 			w := g.Param(fmt.Sprintf("w%d", len(pool)), ir.T(x.Type.DType, 1+r.IntN(4), kdim), nil)
 			add("dot_general", ir.Attrs{"lhs_contract": []int{1}, "rhs_contract": []int{1}}, x, w)
 		case k == 11:
-			// A chain of one to three casts through any dtype, half the time on values scaled
-			// out of the narrow types' ranges: the chain and its simplification must agree on
-			// rounding, saturation (float→int), wrapping (int→int), inf and bool's x != 0.
+			// A chain of one to three casts through any dtype, half the time on an input or
+			// parameter scaled out of the narrow types' ranges: the chain and its simplification
+			// must agree on rounding, saturation (float→int), wrapping (int→int), inf and bool's
+			// x != 0. Only exact values are scaled: a last-bit difference in a computed float
+			// (a GPU matmul) times 3e9 would change the integer it casts to.
 			if r.IntN(2) == 0 {
+				x = pool[r.IntN(leaves)]
+				float = x.Type.DType.IsFloat()
 				scale := []float64{37, -300, 1e5, 3e9}[r.IntN(4)]
 				if !float {
 					scale = []float64{37, -300}[r.IntN(2)]
