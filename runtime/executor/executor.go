@@ -26,6 +26,7 @@ type Program struct {
 	// feedback maps an output to the input or parameter it replaces after each run (a
 	// train step's updated weights and optimizer state): those inputs stay on the device.
 	feedback map[string]*buffer
+	donate   map[string]bool // feedback outputs whose buffer trades places with the input's
 	resident map[string]bool // inputs whose value lives on the device between runs
 }
 
@@ -145,6 +146,20 @@ func (p *Program) allocate() error {
 	return nil
 }
 
+// relabel names b's memory anew on devices that label allocations (for their error messages),
+// after buffers traded places.
+func (p *Program) relabel(b *buffer) {
+	l, ok := p.dev.(Labeler)
+	if !ok {
+		return
+	}
+	for _, kind := range []string{artifact.ArgInput, artifact.ArgParam, artifact.ArgOutput} {
+		if p.bufs[kind][b.name] == b {
+			l.Label(b.ptr, kind+" "+b.name)
+		}
+	}
+}
+
 // lookup finds an input or parameter buffer by name.
 func (p *Program) lookup(name string) *buffer {
 	if b := p.bufs[artifact.ArgInput][name]; b != nil {
@@ -235,6 +250,14 @@ func (p *Program) Run(inputs map[string]*tensor.Tensor) (*Result, error) {
 		}
 		name := p.plan.OutputNames[i]
 		if dst := p.feedback[name]; dst != nil {
+			if p.donate[name] {
+				// The output's memory becomes the input's and the input's old memory, which
+				// nothing reads any more, receives the output of the next run: no copy.
+				dst.ptr, b.ptr = b.ptr, dst.ptr
+				p.relabel(dst)
+				p.relabel(b)
+				continue
+			}
 			if err := p.copy(dst, b, o.Size); err != nil {
 				return nil, fmt.Errorf("feeding output %s back into %s: %v", name, dst.name, err)
 			}
@@ -270,15 +293,20 @@ func (p *Program) copy(dst, src *buffer, n int64) error {
 
 // Feedback makes the program keep state on the device across runs, as a
 // compiled train step needs: after every run, output out (by the model's
-// output name) is copied on the device into the input or parameter
-// bindings[out], and is not returned. Inputs named here must be given to
+// output name) replaces the input or parameter bindings[out], and is not
+// returned. Where the output has a buffer of its own the two buffers trade
+// places (the input is donated to the next run's output), so state never
+// moves; otherwise (an output that is an input, or one buffer behind two
+// outputs) it is copied on the device. Inputs named here must be given to
 // SetState once; after that Run does not take them.
 func (p *Program) Feedback(bindings map[string]string) error {
 	outs := map[string]passes.IOBuffer{}
+	users := map[string]int{} // output buffer → how many output names it holds
 	for i, o := range p.plan.Outputs {
 		outs[p.plan.OutputNames[i]] = o
+		users[o.Name]++
 	}
-	fb, resident := map[string]*buffer{}, map[string]bool{}
+	fb, resident, donate := map[string]*buffer{}, map[string]bool{}, map[string]bool{}
 	for out, name := range bindings {
 		o, ok := outs[out]
 		if !ok {
@@ -295,8 +323,10 @@ func (p *Program) Feedback(bindings map[string]string) error {
 		if p.bufs[artifact.ArgInput][name] != nil {
 			resident[name] = true
 		}
+		src := p.bufs[artifact.ArgOutput][o.Name]
+		donate[out] = src != nil && src != dst && users[o.Name] == 1
 	}
-	p.feedback, p.resident = fb, resident
+	p.feedback, p.resident, p.donate = fb, resident, donate
 	return nil
 }
 
