@@ -134,7 +134,7 @@ func (f *fuser) assign(v *ir.Value) {
 		var rest []*group
 		for _, gr := range cgs {
 			feeds := gr.kind == Contraction && f.feedsContraction(v, gr)
-			if feeds && !isView(v.Op) || !gr.views[v] && gr.size() >= f.opt.MaxOps {
+			if feeds && !isView(v.Op) || !gr.views[v] && !f.fits(v, gr) {
 				delete(gr.views, v)
 				rest = append(rest, gr)
 				continue
@@ -165,16 +165,20 @@ func (f *fuser) assign(v *ir.Value) {
 }
 
 func (f *fuser) join(v *ir.Value, gr *group, isOutput bool) {
-	for _, w := range f.closure(v, gr, f.opt.MaxOps-gr.size()-1) {
-		gr.views[w] = true
-	}
+	// canJoin counted all of v's closure into an existing group; a new group takes what fits.
+	fresh := gr.size() == 0
+	gr.members[v] = true
+	f.closure(v, gr, func(w *ir.Value) bool {
+		ok := !fresh || f.fits(w, gr)
+		gr.views[w] = gr.views[w] || ok
+		return ok
+	})
 	switch ops.ClassOf(v.Op) {
 	case ops.Contraction:
 		gr.kind, gr.contraction = Contraction, v
 	case ops.Reduce:
 		gr.kind, gr.space, gr.axes = Row, v.Args[0].Type.Shape, v.Attrs.Ints("axes")
 	}
-	gr.members[v] = true
 	if isOutput {
 		gr.outputs[v] = true
 	}
@@ -188,9 +192,9 @@ func (f *fuser) dupable(v *ir.Value) bool {
 	return !f.eager && !f.output[v] && (isView(v.Op) || f.indexOnly(v))
 }
 
-// closure lists the values gr takes on with v, nearest first and at most room of them: v's
-// dupable operands not in gr, and theirs. Only views lead to a contraction's operands.
-func (f *fuser) closure(v *ir.Value, gr *group, room int) []*ir.Value {
+// closure lists the values gr takes on with v, nearest first: v's dupable operands not in gr
+// that accept takes, and theirs. Only views lead to a contraction's operands.
+func (f *fuser) closure(v *ir.Value, gr *group, accept func(*ir.Value) bool) []*ir.Value {
 	type item struct {
 		w       *ir.Value
 		operand bool // w is, or feeds through views, a contraction's operand
@@ -201,7 +205,7 @@ func (f *fuser) closure(v *ir.Value, gr *group, room int) []*ir.Value {
 		it := queue[0]
 		queue = queue[1:]
 		for _, a := range it.w.Args {
-			if len(out) >= room || gr.has(a) || slices.Contains(out, a) || !f.dupable(a) || it.operand && !isView(a.Op) {
+			if gr.has(a) || slices.Contains(out, a) || !f.dupable(a) || it.operand && !isView(a.Op) || !accept(a) {
 				continue
 			}
 			out = append(out, a)
@@ -209,6 +213,12 @@ func (f *fuser) closure(v *ir.Value, gr *group, room int) []*ir.Value {
 		}
 	}
 	return out
+}
+
+// fits reports whether gr has room for dupable v, and applying v reads no more buffers than the
+// bound (or than gr reads already: a kernel of one op reads what that op needs).
+func (f *fuser) fits(v *ir.Value, gr *group) bool {
+	return gr.size() < f.opt.MaxOps && f.reads(gr, []*ir.Value{v}) <= max(f.opt.MaxReads, f.reads(gr, nil))
 }
 
 // consumerGroups lists the groups that use v, looking through shared views, earliest first.
@@ -291,7 +301,7 @@ func (f *fuser) expanded(v *ir.Value, gr *group, seen map[*ir.Value]bool) bool {
 // canJoin reports whether v may be computed in gr, whose members use it; others are the other
 // groups that use v and will read it from gr's output.
 func (f *fuser) canJoin(v *ir.Value, gr *group, others []*group) bool {
-	extra := f.closure(v, gr, f.opt.MaxOps)
+	extra := f.closure(v, gr, func(*ir.Value) bool { return true })
 	if gr.size()+1+len(extra) > f.opt.MaxOps || f.reads(gr, append(extra, v)) > f.opt.MaxReads {
 		return false
 	}

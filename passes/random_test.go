@@ -27,10 +27,10 @@ func checkPipeline(t *testing.T, g *ir.Graph, opt passes.Options, seed uint64) *
 	if err := passes.CheckPlan(res.Kernels, res.Plan); err != nil {
 		t.Fatalf("%v\n%s", err, res.Kernels)
 	}
-	// The bounds are bounds: no aligned plan beats lower_bound_bytes, which is at least the
-	// unaligned one.
-	if p := res.Plan; p.ArenaBytes < p.LowerBoundBytes || p.LowerBoundBytes < p.UnalignedLowerBoundBytes {
-		t.Fatalf("arena %d, lower bound %d, unaligned bound %d\n%s", p.ArenaBytes, p.LowerBoundBytes, p.UnalignedLowerBoundBytes, p)
+	// The bounds are bounds: no aligned plan beats lower_bound_aligned_bytes, which is at least
+	// lower_bound_bytes (exact sizes).
+	if p := res.Plan; p.ArenaBytes < p.AlignedLowerBoundBytes || p.AlignedLowerBoundBytes < p.LowerBoundBytes {
+		t.Fatalf("arena %d, lower bound %d, unaligned bound %d\n%s", p.ArenaBytes, p.AlignedLowerBoundBytes, p.LowerBoundBytes, p)
 	}
 	checkEquivalent(t, g, res, seed)
 	return res
