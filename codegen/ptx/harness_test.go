@@ -46,9 +46,16 @@ func checkKernel(t *testing.T, k Kernel, in map[string]*tensor.Tensor, exact boo
 
 // precision is the dtype whose tolerance a result is held to: the least precise float type
 // computed on the way to it (an f32 result cast to f64 carries f32 rounding; inputs and casts
-// that widen add none).
+// that widen add none). An integer result computed from floats (a cast at the end) gets the
+// floats' precision, and compare allows its cast one unit on top of their tolerance.
 func precision(v *ir.Value) ir.DType {
 	d := v.Type.DType
+	if !d.IsFloat() {
+		d = ir.F64
+		if !computesFloats(v) {
+			return v.Type.DType
+		}
+	}
 	seen := map[*ir.Value]bool{}
 	var walk func(u *ir.Value)
 	walk = func(u *ir.Value) {
@@ -65,6 +72,22 @@ func precision(v *ir.Value) ir.DType {
 	}
 	walk(v)
 	return d
+}
+
+// computesFloats reports whether any value v depends on inside the kernel is a float.
+func computesFloats(v *ir.Value) bool {
+	if v.Op == ir.OpInput || v.Op == ir.OpParam {
+		return false
+	}
+	if v.Type.DType.IsFloat() {
+		return true
+	}
+	for _, a := range v.Args {
+		if computesFloats(a) {
+			return true
+		}
+	}
+	return false
 }
 
 // coarser reports whether float dtype a has a wider tolerance than b (non-floats never do).
@@ -349,7 +372,7 @@ func mismatchK(d, prec ir.DType, got, want float64, exact bool, k int, scale flo
 		}
 		return fmt.Sprintf("got %v, want %v", got, want)
 	}
-	if exact || !d.IsFloat() {
+	if exact || !d.IsFloat() && !prec.IsFloat() {
 		if math.Float64bits(got) != math.Float64bits(want) {
 			return fmt.Sprintf("got %v, want %v exactly", got, want)
 		}
@@ -360,6 +383,9 @@ func mismatchK(d, prec ir.DType, got, want float64, exact bool, k int, scale flo
 	}
 	rel, abs := tolerance.Tolerance(prec, harnessTarget.TF32, k)
 	abs = tolerance.Scale(abs, scale, 1) // scale is already max|a|·max|b|
+	if !d.IsFloat() {
+		abs++ // a float within tolerance may truncate to the next integer
+	}
 	if !tolerance.Within(got, want, rel, abs) {
 		return fmt.Sprintf("got %v, want %v (rel %g, abs %g)", got, want, rel, abs)
 	}

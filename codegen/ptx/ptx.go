@@ -12,7 +12,7 @@ import (
 // Target selects the GPU architecture the PTX is written for.
 type Target struct {
 	SM   int  // 80, 86, 89 or 90
-	TF32 bool // f32 matmuls with k-contiguous operands run on tf32 tensor cores (mma.sync m16n8k8)
+	TF32 bool // f32 matmuls with strided operands run on tf32 tensor cores (mma.sync m16n8k8); see Launch.Notes
 }
 
 // Kernel is one fused kernel: its graph's inputs and params are read from global memory, its
