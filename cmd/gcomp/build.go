@@ -126,8 +126,9 @@ func cmdBuild(args []string, stdout, stderr io.Writer) error {
 			opt.Timings = stderr
 		}
 		var res *passes.Result
-		if *emit == "kernels" || statsOnly {
-			// Only the passes are needed.
+		if *emit == "kernels" || statsOnly && !target.TF32 {
+			// Only the passes are needed (with --tf32 codegen runs too, to say which kernels
+			// fall back to FFMA).
 			opt.TF32 = target.TF32
 			res, err = passes.Run(g, opt)
 		} else {
@@ -138,6 +139,11 @@ func cmdBuild(args []string, stdout, stderr io.Writer) error {
 		}
 		if err != nil {
 			return fmt.Errorf("gcomp build: %s: %v", path, err)
+		}
+		if art != nil {
+			for _, n := range art.Plan.Notes() {
+				fmt.Fprintf(stderr, "gcomp: note: %s\n", n)
+			}
 		}
 		switch {
 		case *emit == "kernels":

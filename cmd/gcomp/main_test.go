@@ -396,3 +396,30 @@ func readNPY(t *testing.T, path string) *tensor.Tensor {
 	}
 	return x
 }
+
+// With --tf32, kernels that stay on FFMA say so: a conv2d has no tf32 template.
+func TestBuildTF32Notes(t *testing.T) {
+	dir := fixture(t)
+	t.Chdir(dir)
+	conv := strings.Replace(linearModel, `x := b.Input("x", ir.F32, 2, 3)
+	w := b.Param("w", ir.T(ir.F32, 3), frontend.Ones())
+	b.Output("y", x.Mul(w).Relu())`, `x := b.Input("x", ir.F32, 1, 2, 5, 5)
+	w := b.Param("w", ir.T(ir.F32, 4, 2, 3, 3), frontend.Ones())
+	b.Output("y", frontend.Conv2d(x, w, nil, frontend.Conv2dOptions{}))`, 1)
+	if err := os.WriteFile("conv.go", []byte(conv), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"build", "conv.go", "--tf32", "--stats"}, {"build", "conv.go", "--tf32", "-o", "conv.ptx"}} {
+		var stdout, stderr bytes.Buffer
+		if code := Main(args, &stdout, &stderr); code != 0 {
+			t.Fatalf("%v: %s", args, stderr.String())
+		}
+		if !strings.Contains(stderr.String(), "gcomp: note: k0_conv: tf32 fallback to FFMA: conv2d has no tf32 template") {
+			t.Errorf("%v: stderr = %q", args, stderr.String())
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	if code := Main([]string{"build", "conv.go", "-o", "conv.ptx"}, &stdout, &stderr); code != 0 || stderr.Len() != 0 {
+		t.Errorf("without --tf32: exit %d, stderr %q", code, stderr.String())
+	}
+}
