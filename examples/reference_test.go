@@ -1,7 +1,6 @@
 package examples_test
 
 import (
-	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -39,9 +38,8 @@ func TestGolden(t *testing.T) {
 	for _, name := range exampleNames {
 		t.Run(name, func(t *testing.T) {
 			g := loadExample(t, name)
-			golden.CheckTxtar(t, filepath.Join("..", "testdata", "golden", name+".txtar"),
-				fmt.Sprintf("gcomp golden file for examples/%s/model.go; regenerate with go test ./examples -update\n", name),
-				[]txtar.File{{Name: "model.gir", Data: []byte(g.String())}})
+			path, comment := golden.Example("..", name)
+			golden.CheckSections(t, path, comment, "source", []txtar.File{{Name: "model.gir", Data: []byte(g.String())}})
 		})
 	}
 }

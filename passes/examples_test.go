@@ -1,7 +1,6 @@
 package passes_test
 
 import (
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -39,13 +38,12 @@ var exampleModels = []struct {
 	{"fashion_cnn", fashioncnn.Model},
 }
 
-// compileExample builds an example and runs the pipeline with every checker on. It skips the
-// test if the example does not build (its owner may be editing it).
+// compileExample builds an example and runs the pipeline with every checker on.
 func compileExample(t *testing.T, name string, model func(*frontend.Builder)) (*ir.Graph, *passes.Result) {
 	t.Helper()
 	g, err := frontend.Build(name, model)
 	if err != nil {
-		t.Skipf("example does not build: %v", err)
+		t.Fatalf("example does not build: %v", err)
 	}
 	res, err := passes.Run(g, passes.Options{VerifyEach: true})
 	if err != nil {
@@ -59,21 +57,19 @@ func compileExample(t *testing.T, name string, model func(*frontend.Builder)) (*
 
 // Every example compiles with the checkers on after every pass, its kernels compute bit for bit
 // what the source graph computes, and its kernel graph, memory plan and cost report match the
-// golden file testdata/NAME.txtar (go test -update rewrites them). They are not sections of
-// testdata/golden/NAME.txtar at the repository root: the examples package writes that file with
-// model.gir as its only section and rejects any other.
+// passes/ sections of the example's golden file, testdata/golden/NAME.txtar at the module root
+// (go test -update rewrites them).
 func TestExamples(t *testing.T) {
 	for _, ex := range exampleModels {
 		t.Run(ex.name, func(t *testing.T) {
 			g, res := compileExample(t, ex.name, ex.model)
 			checkEquivalent(t, g, res, 1)
-			golden.CheckTxtar(t, filepath.Join("testdata", ex.name+".txtar"),
-				fmt.Sprintf("The %s example after the pass pipeline: kernels, memory plan, cost report.\n", ex.name),
-				[]txtar.File{
-					{Name: "kernels.txt", Data: []byte(res.Kernels.String())},
-					{Name: "plan.json", Data: res.Plan.JSON()},
-					{Name: "stats.json", Data: res.Stats.JSON()},
-				})
+			path, comment := golden.Example("..", ex.name)
+			golden.CheckSections(t, path, comment, "passes", []txtar.File{
+				{Name: "kernels.txt", Data: []byte(res.Kernels.String())},
+				{Name: "plan.json", Data: res.Plan.JSON()},
+				{Name: "stats.json", Data: res.Stats.JSON()},
+			})
 		})
 	}
 }
@@ -103,7 +99,8 @@ func TestEveryExampleHasGolden(t *testing.T) {
 		if !listed[name] {
 			t.Errorf("example %s is not in exampleModels", name)
 		}
-		if _, err := os.Stat(filepath.Join("testdata", name+".txtar")); err != nil {
+		path, _ := golden.Example("..", name)
+		if _, err := os.Stat(path); err != nil {
 			t.Errorf("example %s has no golden file: %v", name, err)
 		}
 	}

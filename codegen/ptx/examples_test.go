@@ -90,16 +90,16 @@ func TestExampleKernels(t *testing.T) {
 				fmt.Fprintf(&sums, "%x %s\n", sha256.Sum256([]byte(entry)), k.Name)
 			}
 			sections := []txtar.File{{Name: "registers.txt", Data: []byte(regs.String())}}
-			what := "ptxas registers, threads, static shared bytes and occupancy per kernel (sm_80 sm_90)"
 			if len(text) < maxGoldenModule {
 				sections = append(sections, txtar.File{Name: "module.ptx", Data: []byte(text)})
-				what += " and the module"
 			} else {
 				sections = append(sections, txtar.File{Name: "kernels.sha256", Data: []byte(sums.String())})
-				what += fmt.Sprintf(" and each entry's SHA-256 (the %d KB module is too large to keep)", len(text)>>10)
 			}
-			golden.CheckTxtar(t, filepath.Join("testdata", m.name+".txtar"),
-				fmt.Sprintf("PTX for the %s example's kernels: %s.\n", m.name, what), sections)
+			// The sections say what they hold: registers.txt has ptxas registers, threads,
+			// static shared bytes and occupancy per kernel (sm_80 sm_90); module.ptx the module,
+			// or kernels.sha256 each entry's SHA-256 where the module is too large to keep.
+			path, comment := golden.Example(filepath.Join("..", ".."), m.name)
+			golden.CheckSections(t, path, comment, "ptx", sections)
 			for i, k := range kernels {
 				t.Run(k.Name, func(t *testing.T) {
 					res := checkKernel(t, k, inputsFor(k.Graph, uint64(i), 1), false)

@@ -62,9 +62,8 @@ func TestModels(t *testing.T) {
 			if a, b := noLoc.ReplaceAllString(compiled.String(), ""), noLoc.ReplaceAllString(g.String(), ""); a != b {
 				t.Errorf("the compiled and the interpreted model differ:\n%s\n%s", a, b)
 			}
-			golden.CheckTxtar(t, filepath.Join("testdata", tc.name+".txtar"),
-				fmt.Sprintf("gcomp golden file for examples/fashion/%s/model.go; regenerate with go test ./examples/fashion -update\n", tc.name),
-				[]txtar.File{{Name: "model.gir", Data: []byte(g.String())}})
+			path, comment := golden.Example(filepath.Join("..", ".."), "fashion_"+tc.name)
+			golden.CheckSections(t, path, comment, "source", []txtar.File{{Name: "model.gir", Data: []byte(g.String())}})
 
 			var got []string
 			n := 0

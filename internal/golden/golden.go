@@ -3,6 +3,11 @@
 //
 // Every test package of the module imports this package (blank where it has no golden files), so
 // that the -update flag is defined wherever `go test ./... -update` runs.
+//
+// An example model has one golden file, testdata/golden/NAME.txtar, which several packages
+// share: the examples' tests keep its source/ sections (the printed graph), the passes' its
+// passes/ sections (kernel graph, memory plan, cost report) and codegen's its ptx/ sections.
+// CheckSections checks and rewrites one owner's sections and leaves the others alone.
 package golden
 
 import (
