@@ -40,10 +40,9 @@ func TestModels(t *testing.T) {
 	}{
 		{"mlp", mlp.Model, mlp.Batch, 28*28*256 + 256 + 256*10 + 10,
 			[]string{"fc1.weight:f32[256,784]", "fc1.bias:f32[256]", "fc2.weight:f32[10,256]", "fc2.bias:f32[10]"}},
-		{"cnn", cnn.Model, cnn.Batch, 6*25 + 6 + 16*6*25 + 16 + 256*120 + 120 + 120*84 + 84 + 84*10 + 10,
-			[]string{"conv1.weight:f32[6,1,5,5]", "conv1.bias:f32[6]", "conv2.weight:f32[16,6,5,5]", "conv2.bias:f32[16]",
-				"fc1.weight:f32[120,256]", "fc1.bias:f32[120]", "fc2.weight:f32[84,120]", "fc2.bias:f32[84]",
-				"fc3.weight:f32[10,84]", "fc3.bias:f32[10]"}},
+		{"cnn", cnn.Model, cnn.Batch, 16*9 + 16 + 32*16*9 + 32 + 1568*128 + 128 + 128*10 + 10,
+			[]string{"conv1.weight:f32[16,1,3,3]", "conv1.bias:f32[16]", "conv2.weight:f32[32,16,3,3]", "conv2.bias:f32[32]",
+				"fc1.weight:f32[128,1568]", "fc1.bias:f32[128]", "fc2.weight:f32[10,128]", "fc2.bias:f32[10]"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(tc.name, "model.go")
