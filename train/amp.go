@@ -5,42 +5,56 @@ import (
 	"github.com/gcomp/gcomp/passes/autodiff"
 )
 
-// autocast makes every f32 dot_general and conv2d of g read its operands rounded to dt: each
-// operand becomes cast(cast(x, dt), f32). The contraction itself stays f32, so it accumulates in
-// f32 and returns f32, which is what autocast's bf16/f16 matmuls do on tensor cores; a code
-// generator recognizes the cast pair and loads dt directly. Reductions, softmax, norms, losses
-// and the optimizer are untouched and stay f32. An operand used by several contractions is
-// rounded once.
-func autocast(g *ir.Graph, dt ir.DType) {
-	rounded := map[*ir.Value]*ir.Value{}
-	var out []*ir.Value
-	var fresh []*ir.Value
-	mk := func(op string, t ir.Type, attrs ir.Attrs, args ...*ir.Value) *ir.Value {
-		v := &ir.Value{Op: op, Type: t, Attrs: attrs, Args: args}
+// autocast runs every f32 dot_general and conv2d of g in dt, as torch.autocast does: the
+// operands are cast to dt, the contraction computes in dt (accumulating in f32 on tensor cores:
+// mma.sync with f32 accumulators, rounded once to dt at the store; the reference accumulates in
+// f64 and rounds once) and its result is cast back to f32 for what follows. Reductions,
+// softmax, norms, losses and the optimizer are untouched and stay f32; the master weights stay
+// f32 (each is cast once per step, however many contractions read it). It returns, for each
+// contraction, the f32 value that now stands for its result (gradients the caller holds).
+func autocast(g *ir.Graph, dt ir.DType) map[*ir.Value]*ir.Value {
+	low := map[*ir.Value]*ir.Value{}  // f32 value → its dt cast
+	back := map[*ir.Value]*ir.Value{} // contraction → the f32 cast of its result
+	var out, fresh []*ir.Value
+	mk := func(v *ir.Value) *ir.Value {
 		fresh = append(fresh, v)
+		out = append(out, v)
 		return v
 	}
 	for _, v := range g.Values {
-		if (v.Op == "dot_general" || v.Op == "conv2d") && v.Type.DType == ir.F32 {
-			for i, a := range v.Args {
-				r, ok := rounded[a]
-				if !ok {
-					low := mk("cast", ir.Type{DType: dt, Shape: a.Type.Shape.Clone()}, ir.Attrs{"to": dt}, a)
-					r = mk("cast", a.Type, ir.Attrs{"to": ir.F32}, low)
-					low.Pos, r.Pos = v.Pos, v.Pos
-					out = append(out, low, r)
-					rounded[a] = r
-				}
-				v.Args[i] = r
+		for i, a := range v.Args {
+			if b := back[a]; b != nil {
+				v.Args[i] = b
 			}
 		}
+		if (v.Op != "dot_general" && v.Op != "conv2d") || v.Type.DType != ir.F32 {
+			out = append(out, v)
+			continue
+		}
+		for i, a := range v.Args {
+			l := low[a]
+			if l == nil {
+				l = mk(&ir.Value{Op: "cast", Type: ir.Type{DType: dt, Shape: a.Type.Shape.Clone()}, Attrs: ir.Attrs{"to": dt}, Args: []*ir.Value{a}, Pos: v.Pos})
+				low[a] = l
+			}
+			v.Args[i] = l
+		}
+		f32 := v.Type
+		v.Type = ir.Type{DType: dt, Shape: f32.Shape.Clone()}
 		out = append(out, v)
+		back[v] = mk(&ir.Value{Op: "cast", Type: f32, Attrs: ir.Attrs{"to": ir.F32}, Args: []*ir.Value{v}, Pos: v.Pos})
+	}
+	for i, o := range g.Outputs {
+		if b := back[o.Value]; b != nil {
+			g.Outputs[i].Value = b
+		}
 	}
 	// Give the new values IDs (Append puts them at the end), then restore the order.
 	for _, v := range fresh {
 		g.Append(v)
 	}
 	g.Values = out
+	return back
 }
 
 // unscale divides the gradients of the scaled loss by the scale and reports (as a bool scalar)

@@ -200,7 +200,12 @@ func StepFromGraph(fwd *ir.Graph, opt Optimizer, o Options) (*StepGraph, error) 
 			e.Fail("%v", err)
 		}
 		if amp != ir.Invalid {
-			autocast(g, amp)
+			back := autocast(g, amp)
+			for i, gr := range grads {
+				if b := back[gr]; b != nil {
+					grads[i] = b
+				}
+			}
 		}
 		var found *ir.Value
 		if scale != nil {
