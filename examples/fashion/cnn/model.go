@@ -10,7 +10,9 @@
 //
 // Training configuration: cross-entropy loss on the logits (added by gcomp train), Adam with
 // learning rate 1e-3 and PyTorch's other defaults, batch 64, 3 epochs, shuffled every epoch,
-// pixels in [0,1]; docs/perf.md has what it measured:
+// pixels in [0,1]. On the reference device (initial weights and shuffle of seed 0) this command
+// measured 86.83%, 87.66% and 88.63% test accuracy after epochs 1 to 3, in 10 minutes on 2
+// cores (docs/perf.md):
 //
 //	gcomp train examples/fashion/cnn/model.go --data fashion-mnist --epochs 3 --batch 64 \
 //	    --optimizer adam --lr 0.001 --device ref --save cnn.safetensors --log metrics.jsonl
