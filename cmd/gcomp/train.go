@@ -55,7 +55,9 @@ func cmdTrain(args []string, stdout, stderr io.Writer) error {
 	resume := fs.String("resume", "", "continue training from this checkpoint")
 	logPath := fs.String("log", "", "metrics log, JSON lines (appended to with --resume)")
 	limit := fs.Int("limit", 0, "use only the first N training images and at most N test images (quick runs)")
-	path, err := parseModelArgs(fs, args, stdout, "MODEL --data fashion-mnist[:DIR] --epochs N [--batch B] --optimizer sgd|adam|adamw [--lr X] [--momentum M] [--weight-decay W] [--amp bf16|f16] --device auto|cuda:N|sim|ref [--seed S] --save W.safetensors [--resume W.safetensors] [--log metrics.jsonl] [--limit N]")
+	var stats statsFlag
+	fs.Var(&stats, "stats", "compile the train step and print its cost report (kernels, DRAM bytes, arena, modeled H100 time) instead of training: --stats for a table, --stats=json for JSON")
+	path, err := parseModelArgs(fs, args, stdout, "MODEL --data fashion-mnist[:DIR] --epochs N [--batch B] --optimizer sgd|adam|adamw [--lr X] [--momentum M] [--weight-decay W] [--amp bf16|f16] --device auto|cuda:N|sim|ref [--seed S] --save W.safetensors [--resume W.safetensors] [--log metrics.jsonl] [--limit N] [--stats[=json]]")
 	if err != nil {
 		return err
 	}
@@ -82,7 +84,7 @@ func cmdTrain(args []string, stdout, stderr io.Writer) error {
 		return fail("--batch %d: want at least 1", *batch)
 	case *limit < 0:
 		return fail("--limit %d: want at least 1 (or 0 for all)", *limit)
-	case *save == "":
+	case *save == "" && stats == "":
 		return fail("--save FILE.safetensors is required")
 	case set["momentum"] && *optName != "sgd":
 		return fail("--momentum is for sgd; %s has betas", *optName)
@@ -124,6 +126,20 @@ func cmdTrain(args []string, stdout, stderr io.Writer) error {
 	step, err := train.StepFromGraph(m.train, opt, train.Options{AMP: *amp})
 	if err != nil {
 		return fail("%s: %v", path, err)
+	}
+	if stats != "" {
+		// The whole step (forward, backward, update) as the devices run it.
+		res, err := compiler.Compile(step.Graph, compiler.Options{})
+		if err != nil {
+			return fail("%s: %v", path, err)
+		}
+		if stats == "json" {
+			stdout.Write(res.Passes.Stats.JSON())
+		} else {
+			fmt.Fprintf(stdout, "train step of %s, %s, batch %d:\n", path, describeOptimizer(opt, *amp), m.batch)
+			res.Passes.Stats.WriteTable(stdout)
+		}
+		return nil
 	}
 	trainSet, testSet, err := load(dataDir)
 	if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -249,5 +250,37 @@ func TestTrainFashionMNISTSlice(t *testing.T) {
 	}
 	if acc < 55 {
 		t.Errorf("test accuracy %.2f%% after one epoch, want at least 55%%", acc)
+	}
+}
+
+// --stats compiles the whole train step (f32, and with --amp bf16) and prints its cost report
+// instead of training; it needs no --save and writes nothing.
+func TestTrainStats(t *testing.T) {
+	fixtureData := trainFixture(t)
+	var reports [2]struct {
+		Kernels       int     `json:"kernels"`
+		EagerKernels  int     `json:"eager_kernels"`
+		ArenaBytes    int64   `json:"arena_bytes"`
+		ModeledTimeUS float64 `json:"modeled_time_us"`
+	}
+	for i, amp := range []string{"", "bf16"} {
+		args := []string{"tiny.go", "--data", fixtureData, "--optimizer", "adam", "--stats=json"}
+		if amp != "" {
+			args = append(args, "--amp", amp)
+		}
+		stdout, _ := runTrain(t, args...)
+		if err := json.Unmarshal([]byte(stdout), &reports[i]); err != nil {
+			t.Fatalf("--stats=json printed %q: %v", stdout, err)
+		}
+		if r := reports[i]; r.Kernels == 0 || r.Kernels >= r.EagerKernels || r.ModeledTimeUS <= 0 {
+			t.Errorf("amp %q: report %+v", amp, r)
+		}
+	}
+	if entries, _ := os.ReadDir("."); len(entries) != 6 {
+		t.Errorf("--stats wrote files: %v", entries)
+	}
+	stdout, _ := runTrain(t, "tiny.go", "--optimizer", "sgd", "--lr", "0.1", "--stats")
+	if !strings.Contains(stdout, "train step of tiny.go, sgd") || !strings.Contains(stdout, "modeled time") {
+		t.Errorf("--stats printed:\n%s", stdout)
 	}
 }
