@@ -86,6 +86,14 @@ type metricsLog struct {
 	steps   bool // some record has a step
 }
 
+// maxMetricValue bounds the magnitude of a value in a metrics log (a loss of 1e308 overflows the
+// plotting library's axis arithmetic; a real one is far smaller).
+const maxMetricValue = 1e300
+
+// maxMetricCount bounds epochs and steps: near 2^53 consecutive steps are no longer distinct
+// floats and the axis ticks never advance.
+const maxMetricCount = 1 << 40
+
 // maxMetricsLine bounds one line of a metrics log.
 const maxMetricsLine = 1 << 20
 
@@ -148,6 +156,10 @@ func parseMetric(text []byte) (metric, error) {
 		if err := json.Unmarshal(raw, &v); err != nil {
 			return 0, false, fmt.Errorf("%s is %s, want a number", key, raw)
 		}
+		// The plot's axes pad their range, which must stay finite.
+		if math.Abs(v) > maxMetricValue {
+			return 0, false, fmt.Errorf("%s is %s, too large to plot (at most %g in magnitude)", key, raw, maxMetricValue)
+		}
 		return v, true, nil
 	}
 	integer := func(key string, lo int) (int, bool, error) {
@@ -155,8 +167,8 @@ func parseMetric(text []byte) (metric, error) {
 		if err != nil || !ok {
 			return 0, ok, err
 		}
-		if v != math.Trunc(v) || v < float64(lo) || v > 1<<53 {
-			return 0, false, fmt.Errorf("%s is %s, want an integer >= %d", key, fields[key], lo)
+		if v != math.Trunc(v) || v < float64(lo) || v > maxMetricCount {
+			return 0, false, fmt.Errorf("%s is %s, want an integer from %d to %d", key, fields[key], lo, int64(maxMetricCount))
 		}
 		return int(v), true, nil
 	}
@@ -288,6 +300,10 @@ func drawCurves(log *metricsLog, title string) (vgimg.PngCanvas, error) {
 	if acc := panels[len(panels)-1]; acc.Y.Label.Text == "accuracy" {
 		acc.Y.Min, acc.Y.Max = math.Min(acc.Y.Min, 1), 1 // accuracies end at 1; the bottom follows the data
 	}
+	for _, p := range panels {
+		widen(&p.X.Min, &p.X.Max)
+		widen(&p.Y.Min, &p.Y.Max)
+	}
 	img := vgimg.New(8*vg.Inch, vg.Length(4*len(panels))*vg.Inch)
 	dc := draw.New(img)
 	rows := make([][]*plot.Plot, len(panels))
@@ -301,4 +317,15 @@ func drawCurves(log *metricsLog, title string) (vgimg.PngCanvas, error) {
 		p.Draw(canvases[i][0])
 	}
 	return vgimg.PngCanvas{Canvas: img}, nil
+}
+
+// widen gives an axis whose data is one value (a single record, a constant loss) a range the
+// plotting library accepts: its tick placement refuses an empty range, including one that a
+// pad smaller than the values' spacing leaves empty (a lone loss of 1e17).
+func widen(lo, hi *float64) {
+	if *hi-*lo > 1e-9*math.Max(math.Abs(*lo), math.Abs(*hi)) {
+		return
+	}
+	pad := math.Max(math.Abs(*hi)*0.05, 0.5)
+	*lo, *hi = *lo-pad, *hi+pad
 }
