@@ -56,7 +56,7 @@ type Kernel struct {
 	Args        []Arg  `json:"args"`
 	Ops         string `json:"ops"` // the graph ops fused into the kernel, for people reading the plan
 	// Notes say how the kernel departs from what the flags asked for, e.g. "tf32 fallback to
-	// FFMA: conv2d has no tf32 template (…)"; `gcomp build --stats` and `gcomp check` print them.
+	// FFMA: an operand has no contiguous dim"; `gcomp build` and `gcomp check` print them.
 	Notes []string `json:"notes,omitempty"`
 }
 

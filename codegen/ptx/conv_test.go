@@ -22,13 +22,23 @@ func TestConv2d(t *testing.T) {
 		{2, 8, 9, 9, 8, 3, 1, 1, 1, 8},      // depthwise
 		{1, 6, 8, 8, 4, 3, 2, 1, 1, 2},      // two groups
 	}
-	for _, d := range []ir.DType{ir.F32, ir.F16, ir.BF16} {
+	// tf32 is f32 with Target.TF32: tensor cores too (m16n8k8), the image copied by 4-byte
+	// cp.async.
+	for _, prec := range []string{"f32", "tf32", "f16", "bf16"} {
+		d, tf32 := ir.F32, prec == "tf32"
+		if prec == "f16" || prec == "bf16" {
+			d = map[string]ir.DType{"f16": ir.F16, "bf16": ir.BF16}[prec]
+		}
 		for _, c := range cases {
 			groups := max(1, c.groups)
-			name := fmt.Sprintf("%s_n%d_c%d_%dx%d_o%d_k%d_s%d_p%d_d%d_g%d", d, c.n, c.c, c.h, c.w, c.o, c.k, c.stride, c.pad, c.dil, groups)
+			name := fmt.Sprintf("%s_n%d_c%d_%dx%d_o%d_k%d_s%d_p%d_d%d_g%d", prec, c.n, c.c, c.h, c.w, c.o, c.k, c.stride, c.pad, c.dil, groups)
 			t.Run(name, func(t *testing.T) {
 				if testing.Short() && d == ir.BF16 {
 					t.Skip("-short: bf16 takes the f16 path")
+				}
+				if tf32 {
+					harnessTarget = Target{SM: 80, TF32: true}
+					t.Cleanup(func() { harnessTarget = Target{SM: 80} })
 				}
 				g := ir.NewGraph("conv")
 				x := g.Input("x", ir.T(d, c.n, c.c, c.h, c.w), nil)
@@ -43,12 +53,17 @@ func TestConv2d(t *testing.T) {
 				g.SetOutput("y", g.Add("relu", ty, nil, g.Add("add", ty, nil, y, bb)))
 				k := Kernel{Name: "k_conv_bias_relu", Graph: g}
 				res := checkKernel(t, k, inputsFor(g, 9, 1), false)
-				if d == ir.F32 || res == nil {
+				if prec == "f32" || res == nil {
 					return
 				}
-				// 16-bit convolutions run on tensor cores: f32 accumulators, no bank conflicts.
-				if !strings.Contains(res.ptx, "mma.sync.aligned.m16n8k16") || !strings.Contains(res.ptx, "ldmatrix") {
-					t.Error("no mma.sync / ldmatrix")
+				// 16-bit and tf32 convolutions run on tensor cores: f32 accumulators, no bank
+				// conflicts. The image side's tf32 fragments load with ld.shared.b32.
+				mma, frag := "mma.sync.aligned.m16n8k16", "ldmatrix"
+				if tf32 {
+					mma, frag = "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", "ld.shared.b32"
+				}
+				if !strings.Contains(res.ptx, mma) || !strings.Contains(res.ptx, frag) || strings.Contains(res.ptx, "fallback") {
+					t.Errorf("no %s / %s, or a fallback", mma, frag)
 				}
 				if res.stats.SharedBankConflicts != 0 {
 					t.Errorf("%d shared bank conflicts", res.stats.SharedBankConflicts)

@@ -256,10 +256,7 @@ func matmulKernel(k Kernel, t Target, globals *[]string) (string, Launch, error)
 		return text, l, nil
 	}
 	if t.TF32 && dot.Type.DType == ir.F32 && !strings.Contains(text, "mma.sync") {
-		mm := &matmul{conv: &convSpec{}}
-		if dot.Op != "conv2d" {
-			mm, _, _ = dotGEMM(dot) // tiledKernel succeeded with it
-		}
+		mm, _, _ := dotGEMM(dot) // tiledKernel succeeded with it; conv2d always takes tf32
 		text, l = tf32Note(text, l, "FFMA: "+mm.tf32Fallback())
 	}
 	return text, l, nil
@@ -409,10 +406,10 @@ func (mm *matmul) emit() error {
 		baseB = mm.ptr[mm.kernelGraph.Inputs()[0]]
 	}
 	if offA != "0" {
-		baseA = mm.elemAddr(baseA, offA)
+		baseA = mm.scaledAddr(baseA, offA, 4)
 	}
 	if offB != "0" {
-		baseB = mm.elemAddr(baseB, offB)
+		baseB = mm.scaledAddr(baseB, offB, 4)
 	}
 	shA, shB := b.reg(rU32), b.reg(rU32)
 	b.ins("mov.u32", shA, sA)
@@ -469,7 +466,7 @@ func (mm *matmul) emit() error {
 	for si, l := range []operandLayout{mm.lhs, mm.rhs} {
 		if l.view != nil {
 			sd := sides[si]
-			sides[si].copyAt = mm.genericCopier(l, sd.f0, sd.kq, sd.df, sd.dk, sd.nFree, bidx)
+			sides[si].copyAt = mm.genericCopier(l, sd.f0, sd.kq, sd.df[:], sd.dk[:], sd.nFree, bidx, 4)
 		}
 	}
 
@@ -674,16 +671,6 @@ func (mm *matmul) emit() error {
 	return nil
 }
 
-// elemAddr is base + off·4 for an f32 element offset.
-func (mm *matmul) elemAddr(base, off string) string {
-	b := mm.e.b
-	o := b.reg(rU64)
-	b.ins("mul.wide.u32", o, mm.a.reg(off), "4")
-	r := b.reg(rU64)
-	b.ins("add.s64", r, base, o)
-	return r
-}
-
 func joinRegs(r []string) string {
 	s := ""
 	for i, x := range r {
@@ -711,9 +698,10 @@ func feedsOnly(v, dot *ir.Value, g *ir.Graph) bool {
 	return true
 }
 
-// genericCopier addresses the copies of a generic operand: each copy delinearizes its free and k
-// coordinates over the operand's dims and follows the views to the buffer.
-func (mm *matmul) genericCopier(l operandLayout, f0, kq string, df, dk [4]int, nFree int, bidx *index) func(k0 string, i int) (string, string) {
+// genericCopier addresses the copies of a generic operand (eb-byte elements): each copy
+// delinearizes its free and k coordinates over the operand's dims and follows the views to the
+// buffer.
+func (mm *matmul) genericCopier(l operandLayout, f0, kq string, df, dk []int, nFree int, bidx *index, eb int) func(k0 string, i int) (string, string) {
 	a, b := mm.a, mm.e.b
 	s := l.view.Type.Shape
 	return func(k0 string, i int) (string, string) {
@@ -749,6 +737,6 @@ func (mm *matmul) genericCopier(l operandLayout, f0, kq string, df, dk [4]int, n
 		if err != nil {
 			return mm.ptr[mm.kernelGraph.Inputs()[0]], ok
 		}
-		return mm.elemAddr(mm.ptr[buf], lin), ok
+		return mm.scaledAddr(mm.ptr[buf], lin, eb), ok
 	}
 }

@@ -37,26 +37,18 @@ func mmaShapeOf(d ir.DType) mmaShape {
 	return mmaShape{2, mmaBK, mmaPadH, 16, "mma.sync.aligned.m16n8k16.row.col.f32." + t + "." + t + ".f32"}
 }
 
-// tf32Eligible reports whether an f32 product can take the tf32 tensor-core path: both
-// operands strided views with a contiguous dim. A k-contiguous operand's fragments load with
-// ldmatrix; a free-contiguous one (B stored [K,N], A stored [K,M]) with one ld.shared.b32 per
-// fragment register, since ldmatrix cannot transpose 32-bit elements.
-func (mm *matmul) tf32Eligible() bool {
-	ok := func(l operandLayout) bool { return l.view == nil && (l.kSt == 1 || l.freeSt == 1) }
-	return mm.conv == nil && ok(mm.lhs) && ok(mm.rhs) && mm.K%4 == 0
-}
+// tf32Eligible reports whether an f32 product can take the tf32 tensor-core path: each
+// operand a strided view with a contiguous dim, read through views that are not strided, or
+// conv2d's image. A k-contiguous operand's fragments load with ldmatrix; a free-contiguous one
+// (B stored [K,N], A stored [K,M], conv2d's image) with one ld.shared.b32 per fragment
+// register, since ldmatrix cannot transpose 32-bit elements.
+func (mm *matmul) tf32Eligible() bool { return mm.tf32Fallback() == "" }
 
 // tf32Fallback says why an f32 contraction does not take the tf32 path ("" when it does).
 func (mm *matmul) tf32Fallback() string {
-	switch {
-	case mm.conv != nil:
-		return "conv2d has no tf32 template (its implicit im2col side is copied element by element)"
-	case mm.lhs.view != nil || mm.rhs.view != nil:
-		return "an operand is read through views that are not strided"
-	case mm.lhs.kSt != 1 && mm.lhs.freeSt != 1 || mm.rhs.kSt != 1 && mm.rhs.freeSt != 1:
+	ok := func(l operandLayout) bool { return l.view != nil || l.kSt == 1 || l.freeSt == 1 }
+	if !ok(mm.rhs) || mm.conv == nil && !ok(mm.lhs) {
 		return "an operand has no contiguous dim"
-	case mm.K%4 != 0:
-		return fmt.Sprintf("K = %d is not a multiple of 4", mm.K)
 	}
 	return ""
 }
@@ -69,11 +61,12 @@ type mmaSide struct {
 	bufBytes int
 	chunk    int // elements per cp.async (8 or 2), 1 for element copies
 	// elem: 16-bit elements are copied one at a time with ld.global.u16 and st.shared.u16 (a
-	// contiguous dim that is odd, or conv2d's implicit im2col side, whose elements have no
-	// contiguous runs cp.async could move: cp.async copies at least 4 bytes).
+	// contiguous dim that is odd, conv2d's implicit im2col side or a generic operand, whose
+	// elements have no contiguous runs cp.async could move: cp.async copies at least 4 bytes).
+	// tf32 element copies are 4-byte cp.async.
 	elem bool
 	// copyAt, if set, gives the source address and validity of copy i at k step k0 (conv2d's
-	// image side).
+	// image side, a generic operand).
 	copyAt func(k0 string, i int) (src, ok string)
 	sh     string
 	base   string // global address of the operand (batch offset applied)
@@ -86,22 +79,14 @@ func (mm *matmul) emitMMA() error {
 	eb, bk := ms.eb, ms.bk
 	sides := []*mmaSide{{l: mm.lhs}, {l: mm.rhs}}
 	for i, sd := range sides {
-		if i == 0 && mm.conv != nil {
-			// The implicit im2col matrix, stored [k][pixel] (pixels are what lie close together in
-			// the image) and read with ldmatrix.trans.
-			sd.elem, sd.chunk = true, 1
-			sd.rowH = mmBM + ms.pad
-			sd.bufBytes = bk * sd.rowH * eb
-			continue
-		}
-		if sd.l.view != nil {
-			return fmt.Errorf("%s matmul operand %d reads through views that are not strided; not supported yet", d, i)
-		}
-		free := mmBM
-		sd.kContig = sd.l.kSt == 1
-		if !sd.kContig && sd.l.freeSt != 1 {
+		// conv2d's image side is the implicit im2col matrix, stored [k][pixel] (pixels are what lie
+		// close together in the image); a generic operand runs along its last dim.
+		conv := i == 0 && mm.conv != nil
+		sd.kContig = !conv && sd.l.kSt == 1
+		if !conv && !sd.kContig && sd.l.freeSt != 1 {
 			return fmt.Errorf("%s matmul operand %d has no contiguous dim", d, i)
 		}
+		free := mmBM
 		if sd.kContig {
 			sd.rowH = bk + ms.pad
 			sd.bufBytes = free * sd.rowH * eb
@@ -113,6 +98,12 @@ func (mm *matmul) emitMMA() error {
 		} else {
 			sd.rowH = free + ms.pad
 			sd.bufBytes = bk * sd.rowH * eb
+		}
+		if conv || sd.l.view != nil {
+			// Element copies whose addresses copyAt computes: 4-byte ones by cp.async, 2-byte ones
+			// by ld.global.u16 and st.shared.u16.
+			sd.chunk, sd.elem = 1, eb == 2
+			continue
 		}
 		contig := mm.K
 		nFree := mm.M
@@ -140,10 +131,8 @@ func (mm *matmul) emitMMA() error {
 			sd.chunk = 16 / eb
 		case aligned(4 / eb):
 			sd.chunk = 4 / eb
-		case eb == 2:
+		default: // 16-bit elements of an odd contiguous dim
 			sd.chunk, sd.elem = 1, true
-		default:
-			return fmt.Errorf("%s matmul: the contiguous dim of operand %d has odd size %d; not supported yet", d, i, contig)
 		}
 	}
 	// The epilogue stages accumulators through tileA once the main loop is done with it.
@@ -168,13 +157,18 @@ func (mm *matmul) emitMMA() error {
 	offs := []string{"0", "0"}
 	for i := range mm.batchShape {
 		c := bidx.getCoord(a, i)
-		offs[0] = a.mad(c, mm.lhs.batchStrides[i], offs[0])
-		offs[1] = a.mad(c, mm.rhs.batchStrides[i], offs[1])
+		for si, sd := range sides {
+			if sd.l.view == nil { // generic operands address their batch themselves
+				offs[si] = a.mad(c, sd.l.batchStrides[i], offs[si])
+			}
+		}
 	}
 	offs[0], offs[1] = a.add(offs[0], imm(mm.lhs.off)), a.add(offs[1], imm(mm.rhs.off))
 	for i, sd := range sides {
-		sd.base = mm.ptr[sd.l.v]
-		if offs[i] != "0" {
+		if sd.l.view != nil {
+			// A generic operand's copies address their own buffer: any valid address does here.
+			sd.base = mm.ptr[mm.kernelGraph.Inputs()[0]]
+		} else if sd.base = mm.ptr[sd.l.v]; offs[i] != "0" {
 			sd.base = mm.scaledAddr(sd.base, offs[i], eb)
 		}
 		sd.sh = b.reg(rU32)
@@ -214,6 +208,10 @@ func (mm *matmul) emitMMA() error {
 		cm.f0 = a.add(f0s[si], fl)
 		if si == 0 && mm.conv != nil {
 			sd.copyAt = mm.conv.copier(mm, cm.f0, cm.kq, cm.dk, sd.base, eb)
+			continue
+		}
+		if sd.l.view != nil {
+			sd.copyAt = mm.genericCopier(sd.l, cm.f0, cm.kq, cm.df, cm.dk, nFrees[si], bidx, eb)
 			continue
 		}
 		off := a.mad(a.clamp(cm.f0, nFrees[si]), sd.l.freeSt, a.mul(cm.kq, sd.l.kSt))
