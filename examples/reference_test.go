@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/tools/txtar"
 
+	"github.com/gcomp/gcomp/examples"
 	"github.com/gcomp/gcomp/internal/golden"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/load"
@@ -15,8 +16,6 @@ import (
 	"github.com/gcomp/gcomp/tensor"
 	"github.com/gcomp/gcomp/tensorio"
 )
-
-var exampleNames = []string{"linreg", "mlp", "cnn", "rnn", "lstm", "transformer", "gpt"}
 
 // loadExample loads examples/NAME/model.go the way gcomp does (through the interpreter), naming
 // it by its path from the repository root in positions.
@@ -35,7 +34,8 @@ func loadExample(t *testing.T, name string) *ir.Graph {
 
 // TestGolden pins the printed IR of every example in testdata/golden/NAME.txtar.
 func TestGolden(t *testing.T) {
-	for _, name := range exampleNames {
+	for _, ex := range examples.Tutorials {
+		name := ex.Name
 		t.Run(name, func(t *testing.T) {
 			g := loadExample(t, name)
 			path, comment := golden.Example("..", name)
@@ -50,7 +50,8 @@ func TestGolden(t *testing.T) {
 // testdata/torch/). PyTorch loaded the weights with load_state_dict(strict=True), so this also
 // pins the parameter names and layouts to PyTorch's.
 func TestAgainstPyTorch(t *testing.T) {
-	for _, name := range exampleNames {
+	for _, ex := range examples.Tutorials {
+		name := ex.Name
 		t.Run(name, func(t *testing.T) {
 			g := loadExample(t, name)
 			params := map[string]*tensor.Tensor{}

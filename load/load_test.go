@@ -8,15 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/gcomp/gcomp/examples/cnn"
-	fcnn "github.com/gcomp/gcomp/examples/fashion/cnn"
-	fmlp "github.com/gcomp/gcomp/examples/fashion/mlp"
-	"github.com/gcomp/gcomp/examples/gpt"
-	"github.com/gcomp/gcomp/examples/linreg"
-	"github.com/gcomp/gcomp/examples/lstm"
-	"github.com/gcomp/gcomp/examples/mlp"
-	"github.com/gcomp/gcomp/examples/rnn"
-	"github.com/gcomp/gcomp/examples/transformer"
+	"github.com/gcomp/gcomp/examples"
 	"github.com/gcomp/gcomp/frontend"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/load/internal/linetest"
@@ -196,28 +188,21 @@ func TestFile(t *testing.T) {
 // interpreter, and wants every value at the same line: the loader's instrumentation gives each
 // call into the DSL its own line, as `go build` does, also in statements that span lines.
 func TestRoutesAgree(t *testing.T) {
-	for _, tc := range []struct {
+	type route struct {
 		path  string
 		model func(*frontend.Builder)
-		entry string
-	}{
-		{"internal/linetest/model.go", linetest.Model, ""},
-		{"../examples/linreg/model.go", linreg.Model, ""},
-		{"../examples/mlp/model.go", mlp.Model, ""},
-		{"../examples/cnn/model.go", cnn.Model, ""},
-		{"../examples/rnn/model.go", rnn.Model, ""},
-		{"../examples/lstm/model.go", lstm.Model, ""},
-		{"../examples/transformer/model.go", transformer.Model, ""},
-		{"../examples/gpt/model.go", gpt.Model, ""},
-		{"../examples/fashion/mlp/model.go", fmlp.Model, ""},
-		{"../examples/fashion/cnn/model.go", fcnn.Model, ""},
-	} {
+	}
+	routes := []route{{"internal/linetest/model.go", linetest.Model}}
+	for _, ex := range examples.All() {
+		routes = append(routes, route{filepath.Join("..", ex.Dir, "model.go"), ex.Model})
+	}
+	for _, tc := range routes {
 		t.Run(tc.path, func(t *testing.T) {
 			compiled, err := frontend.Build("m", tc.model)
 			if err != nil {
 				t.Fatal(err)
 			}
-			loaded, err := File(tc.path, Options{Entry: tc.entry})
+			loaded, err := File(tc.path, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/gcomp/gcomp/examples"
 	"github.com/gcomp/gcomp/examples/gpt"
 	"github.com/gcomp/gcomp/frontend"
 	"github.com/gcomp/gcomp/passes"
@@ -58,12 +59,9 @@ const poolOperands = "the issue's ideal counts no pooling operand, but each conv
 // TestTargets checks the issue's targets on every example (and GPT-2 small without -short) and
 // logs them as the Markdown table docs/perf.md records (run with -v).
 func TestTargets(t *testing.T) {
-	models := append(exampleModels, struct {
-		name  string
-		model func(*frontend.Builder)
-	}{"gpt2small", gpt.GPT2Small})
-	if testing.Short() {
-		models = exampleModels
+	models := exampleModels
+	if !testing.Short() {
+		models = append(examples.All(), examples.Example{Name: "gpt2small", Model: gpt.GPT2Small})
 	}
 	ratio := func(a, b int64) float64 {
 		if b == 0 {
@@ -74,12 +72,12 @@ func TestTargets(t *testing.T) {
 	out := "\n| model | kernels | eager | dram_bytes | ideal_dram_bytes | ratio (≤ 1.10) | ideal_dram_reread_bytes | ratio | eager_dram_bytes | arena_bytes | lower_bound_bytes | ratio (≤ 1.02) | lower_bound_aligned_bytes | ratio | naive_bytes | modeled µs |\n" +
 		"| --- | --: | --: | --: | --: | --: | --: | --: | --: | --: | --: | --: | --: | --: | --: | --: |\n"
 	for _, ex := range models {
-		_, res := compileExample(t, ex.name, ex.model)
-		s, want := res.Stats, targets[ex.name]
+		_, res := compileExample(t, ex.Name, ex.Model)
+		s, want := res.Stats, targets[ex.Name]
 		dram, dramRefined := ratio(s.DRAMBytes, s.IdealDRAMBytes), ratio(s.DRAMBytes, s.IdealDRAMRereadBytes)
 		arena, arenaAligned := ratio(s.ArenaBytes, s.LowerBoundBytes), ratio(s.ArenaBytes, s.AlignedLowerBoundBytes)
 		if s.Kernels != want.kernels || s.Kernels >= s.EagerKernels {
-			t.Errorf("%s: %d kernels (eager %d), want %d", ex.name, s.Kernels, s.EagerKernels, want.kernels)
+			t.Errorf("%s: %d kernels (eager %d), want %d", ex.Name, s.Kernels, s.EagerKernels, want.kernels)
 		}
 		for _, c := range []struct {
 			target string
@@ -89,13 +87,13 @@ func TestTargets(t *testing.T) {
 			why, waived := want.waived[c.target]
 			switch {
 			case c.ratio > c.limit && !waived:
-				t.Errorf("%s: %s ratio %.3f, target ≤ %.2f", ex.name, c.target, c.ratio, c.limit)
+				t.Errorf("%s: %s ratio %.3f, target ≤ %.2f", ex.Name, c.target, c.ratio, c.limit)
 			case c.ratio <= c.limit && waived:
-				t.Errorf("%s: %s ratio %.3f meets its target: remove the waiver (%s)", ex.name, c.target, c.ratio, why)
+				t.Errorf("%s: %s ratio %.3f meets its target: remove the waiver (%s)", ex.Name, c.target, c.ratio, why)
 			}
 		}
 		out += fmt.Sprintf("| %s | %d | %d | %d | %d | %.3f | %d | %.3f | %d | %d | %d | %.3f | %d | %.3f | %d | %.2f |\n",
-			ex.name, s.Kernels, s.EagerKernels, s.DRAMBytes, s.IdealDRAMBytes, dram, s.IdealDRAMRereadBytes, dramRefined,
+			ex.Name, s.Kernels, s.EagerKernels, s.DRAMBytes, s.IdealDRAMBytes, dram, s.IdealDRAMRereadBytes, dramRefined,
 			s.EagerDRAMBytes, s.ArenaBytes, s.LowerBoundBytes, arena, s.AlignedLowerBoundBytes, arenaAligned, s.NaiveBytes, s.ModeledTimeUS)
 	}
 	t.Log(out)

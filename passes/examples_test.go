@@ -7,36 +7,17 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gcomp/gcomp/examples/cnn"
-	fashioncnn "github.com/gcomp/gcomp/examples/fashion/cnn"
-	fashionmlp "github.com/gcomp/gcomp/examples/fashion/mlp"
-	"github.com/gcomp/gcomp/examples/gpt"
-	"github.com/gcomp/gcomp/examples/linreg"
-	"github.com/gcomp/gcomp/examples/lstm"
-	"github.com/gcomp/gcomp/examples/mlp"
-	"github.com/gcomp/gcomp/examples/rnn"
-	"github.com/gcomp/gcomp/examples/transformer"
+	"golang.org/x/tools/txtar"
+
+	"github.com/gcomp/gcomp/examples"
 	"github.com/gcomp/gcomp/frontend"
 	"github.com/gcomp/gcomp/internal/golden"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/passes"
-	"golang.org/x/tools/txtar"
 )
 
-var exampleModels = []struct {
-	name  string
-	model func(*frontend.Builder)
-}{
-	{"linreg", linreg.Model},
-	{"mlp", mlp.Model},
-	{"cnn", cnn.Model},
-	{"rnn", rnn.Model},
-	{"lstm", lstm.Model},
-	{"transformer", transformer.Model},
-	{"gpt", gpt.Model},
-	{"fashion_mlp", fashionmlp.Model}, // examples/fashion/mlp
-	{"fashion_cnn", fashioncnn.Model},
-}
+// exampleModels are every example, the Fashion-MNIST classifiers included.
+var exampleModels = examples.All()
 
 // compileExample builds an example and runs the pipeline with every checker on.
 func compileExample(t *testing.T, name string, model func(*frontend.Builder)) (*ir.Graph, *passes.Result) {
@@ -61,10 +42,10 @@ func compileExample(t *testing.T, name string, model func(*frontend.Builder)) (*
 // (go test -update rewrites them).
 func TestExamples(t *testing.T) {
 	for _, ex := range exampleModels {
-		t.Run(ex.name, func(t *testing.T) {
-			g, res := compileExample(t, ex.name, ex.model)
+		t.Run(ex.Name, func(t *testing.T) {
+			g, res := compileExample(t, ex.Name, ex.Model)
 			checkEquivalent(t, g, res, 1)
-			path, comment := golden.Example("..", ex.name)
+			path, comment := golden.Example("..", ex.Name)
 			golden.CheckSections(t, path, comment, "passes", []txtar.File{
 				{Name: "kernels.txt", Data: []byte(res.Kernels.String())},
 				{Name: "plan.json", Data: res.Plan.JSON()},
@@ -91,7 +72,7 @@ func TestEveryExampleHasGolden(t *testing.T) {
 	}
 	listed := map[string]bool{}
 	for _, ex := range exampleModels {
-		listed[ex.name] = true
+		listed[ex.Name] = true
 	}
 	for _, m := range models {
 		dir, _ := filepath.Rel(root, filepath.Dir(m))

@@ -313,8 +313,8 @@ func TestExampleFusion(t *testing.T) {
 
 func exampleModel(name string) func(*frontend.Builder) {
 	for _, ex := range exampleModels {
-		if ex.name == name {
-			return ex.model
+		if ex.Name == name {
+			return ex.Model
 		}
 	}
 	return nil

@@ -8,19 +8,16 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gcomp/gcomp/examples/cnn"
+	"golang.org/x/tools/txtar"
+
+	"github.com/gcomp/gcomp/examples"
 	"github.com/gcomp/gcomp/examples/gpt"
-	"github.com/gcomp/gcomp/examples/linreg"
-	"github.com/gcomp/gcomp/examples/lstm"
-	"github.com/gcomp/gcomp/examples/mlp"
-	"github.com/gcomp/gcomp/examples/rnn"
 	"github.com/gcomp/gcomp/examples/transformer"
 	"github.com/gcomp/gcomp/frontend"
 	"github.com/gcomp/gcomp/internal/golden"
 	"github.com/gcomp/gcomp/internal/ptxas"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/passes"
-	"golang.org/x/tools/txtar"
 )
 
 // Every kernel the pass pipeline forms for the examples compiles, assembles without spills, runs
@@ -30,19 +27,12 @@ import (
 // the others, and the simulator's global load and store coalescing ≥ 90% for loop and reduction
 // kernels (coalescingExceptions names the ones that cannot).
 func TestExampleKernels(t *testing.T) {
-	models := []struct {
-		name  string
-		model func(*frontend.Builder)
-	}{
-		{"linreg", linreg.Model}, {"mlp", mlp.Model}, {"cnn", cnn.Model}, {"rnn", rnn.Model},
-		{"lstm", lstm.Model}, {"transformer", transformer.Model}, {"gpt", gpt.Model},
-	}
-	for _, m := range models {
-		t.Run(m.name, func(t *testing.T) {
-			if testing.Short() && (m.name == "cnn" || m.name == "lstm" || m.name == "gpt") {
+	for _, m := range examples.Tutorials {
+		t.Run(m.Name, func(t *testing.T) {
+			if testing.Short() && m.Slow {
 				t.Skip("-short: the larger examples take 5 s each")
 			}
-			g, err := frontend.Build(m.name, m.model)
+			g, err := frontend.Build(m.Name, m.Model)
 			if err != nil {
 				t.Fatalf("example does not build: %v", err)
 			}
@@ -98,7 +88,7 @@ func TestExampleKernels(t *testing.T) {
 			// The sections say what they hold: registers.txt has ptxas registers, threads,
 			// static shared bytes and occupancy per kernel (sm_80 sm_90); module.ptx the module,
 			// or kernels.sha256 each entry's SHA-256 where the module is too large to keep.
-			path, comment := golden.Example(filepath.Join("..", ".."), m.name)
+			path, comment := golden.Example(filepath.Join("..", ".."), m.Name)
 			golden.CheckSections(t, path, comment, "ptx", sections)
 			for i, k := range kernels {
 				t.Run(k.Name, func(t *testing.T) {
@@ -112,7 +102,7 @@ func TestExampleKernels(t *testing.T) {
 					if testing.Verbose() {
 						t.Logf("registers %d/%d, loads %.1f%%, stores %.1f%% coalesced", res.regs["sm_80"], res.regs["sm_90"], 100*ld, 100*sto)
 					}
-					why, excepted := coalescingExceptions[m.name+"/"+k.Name]
+					why, excepted := coalescingExceptions[m.Name+"/"+k.Name]
 					if isContraction(k.Graph) || excepted && ld >= 0.74 && sto >= 0.74 {
 						if excepted {
 							t.Logf("coalescing %.1f%% / %.1f%%: %s", 100*ld, 100*sto, why)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gcomp/gcomp/compiler"
+	"github.com/gcomp/gcomp/examples"
 	"github.com/gcomp/gcomp/load"
 	"github.com/gcomp/gcomp/runtime/check"
 	"github.com/gcomp/gcomp/runtime/ref"
@@ -21,13 +22,12 @@ import (
 	"github.com/gcomp/gcomp/tensorio"
 )
 
-var examples = []string{"linreg", "mlp", "cnn", "rnn", "lstm", "transformer", "gpt"}
-
 func main() {
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "model\tparams\tops\tkernels (eager)\tarena KiB\tPTX KiB\tload ms\tbuild ms\tsim ms\tref ms\tsim err/tol\tcheck\tmax |ref − PyTorch|\t")
 	failed := false
-	for _, name := range examples {
+	for _, ex := range examples.Tutorials {
+		name := ex.Name
 		row, err := runExample(name, &failed)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "demo: %s: %v\n", name, err)

@@ -6,15 +6,9 @@ import (
 	"testing"
 
 	"github.com/gcomp/gcomp/artifact"
+	"github.com/gcomp/gcomp/examples"
 
 	"github.com/gcomp/gcomp/compiler"
-	"github.com/gcomp/gcomp/examples/cnn"
-	"github.com/gcomp/gcomp/examples/gpt"
-	"github.com/gcomp/gcomp/examples/linreg"
-	"github.com/gcomp/gcomp/examples/lstm"
-	"github.com/gcomp/gcomp/examples/mlp"
-	"github.com/gcomp/gcomp/examples/rnn"
-	"github.com/gcomp/gcomp/examples/transformer"
 	"github.com/gcomp/gcomp/frontend"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/runtime/check"
@@ -40,20 +34,12 @@ func values(t *testing.T, g *ir.Graph, seed uint64) (inputs, params map[string]*
 
 // Every example compiles, runs on the simulator with all checks on, and matches the reference.
 func TestExamples(t *testing.T) {
-	for _, m := range []struct {
-		name  string
-		model func(*frontend.Builder)
-		slow  bool
-	}{
-		{"linreg", linreg.Model, false}, {"mlp", mlp.Model, false}, {"cnn", cnn.Model, true},
-		{"rnn", rnn.Model, false}, {"lstm", lstm.Model, true}, {"transformer", transformer.Model, false},
-		{"gpt", gpt.Model, true},
-	} {
-		t.Run(m.name, func(t *testing.T) {
-			if m.slow && testing.Short() {
+	for _, m := range examples.Tutorials {
+		t.Run(m.Name, func(t *testing.T) {
+			if m.Slow && testing.Short() {
 				t.Skip("-short")
 			}
-			g, err := frontend.Build(m.name, m.model)
+			g, err := frontend.Build(m.Name, m.Model)
 			if err != nil {
 				t.Fatal(err)
 			}

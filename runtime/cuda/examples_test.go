@@ -5,13 +5,6 @@ import (
 
 	"github.com/gcomp/gcomp/codegen/ptx"
 	"github.com/gcomp/gcomp/compiler"
-	"github.com/gcomp/gcomp/examples/cnn"
-	"github.com/gcomp/gcomp/examples/gpt"
-	"github.com/gcomp/gcomp/examples/linreg"
-	"github.com/gcomp/gcomp/examples/lstm"
-	"github.com/gcomp/gcomp/examples/mlp"
-	"github.com/gcomp/gcomp/examples/rnn"
-	"github.com/gcomp/gcomp/examples/transformer"
 	"github.com/gcomp/gcomp/frontend"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/runtime/check"
@@ -19,18 +12,6 @@ import (
 	"github.com/gcomp/gcomp/runtime/ref"
 	"github.com/gcomp/gcomp/tensor"
 )
-
-// exampleModels are the example models; the slow ones take minutes on the
-// simulator.
-var exampleModels = []struct {
-	name  string
-	model func(*frontend.Builder)
-	slow  bool
-}{
-	{"linreg", linreg.Model, false}, {"mlp", mlp.Model, false}, {"cnn", cnn.Model, true},
-	{"rnn", rnn.Model, false}, {"lstm", lstm.Model, true}, {"transformer", transformer.Model, false},
-	{"gpt", gpt.Model, true},
-}
 
 // values returns seeded inputs and weights for g, as gcomp check makes them.
 func values(t *testing.T, g *ir.Graph, seed uint64) (inputs, params map[string]*tensor.Tensor) {

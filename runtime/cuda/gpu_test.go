@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/gcomp/gcomp/codegen/ptx"
+	"github.com/gcomp/gcomp/examples"
 	"github.com/gcomp/gcomp/runtime/cuda"
 	"github.com/gcomp/gcomp/runtime/executor"
 	"github.com/gcomp/gcomp/tensor"
@@ -65,9 +66,9 @@ func target(dev *cuda.Device) ptx.Target {
 func TestGPUExamples(t *testing.T) {
 	dev := openGPU(t, false)
 	tgt := target(dev)
-	for _, m := range exampleModels {
-		t.Run(m.name, func(t *testing.T) {
-			prog, inputs := runExample(t, dev, m.name, m.model, tgt)
+	for _, m := range examples.Tutorials {
+		t.Run(m.Name, func(t *testing.T) {
+			prog, inputs := runExample(t, dev, m.Name, m.Model, tgt)
 			t.Logf("memory: %+v; device: %+v", prog.Memory(), dev.Stats())
 			bench(t, dev, prog, inputs, 5)
 		})

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/gcomp/gcomp/codegen/ptx"
+	"github.com/gcomp/gcomp/examples"
 	"github.com/gcomp/gcomp/runtime/cuda"
 	"github.com/gcomp/gcomp/runtime/cuda/simdriver"
 	"github.com/gcomp/gcomp/runtime/executor"
@@ -18,17 +19,17 @@ import (
 func TestExamplesOnSimDriver(t *testing.T) {
 	for _, opts := range []cuda.Options{{}, {Sync: true}, {Profile: true, StagingLimit: 1}} {
 		t.Run(fmt.Sprintf("sync=%v,profile=%v", opts.Sync, opts.Profile), func(t *testing.T) {
-			for _, m := range exampleModels {
-				if m.slow || testing.Short() && m.name != "mlp" {
+			for _, m := range examples.Tutorials {
+				if m.Slow || testing.Short() && m.Name != "mlp" {
 					continue
 				}
-				t.Run(m.name, func(t *testing.T) {
+				t.Run(m.Name, func(t *testing.T) {
 					dev, err := cuda.Open(simdriver.New(), 0, opts)
 					if err != nil {
 						t.Fatal(err)
 					}
 					defer dev.Close()
-					prog, inputs := runExample(t, dev, m.name, m.model, ptx.Target{SM: 90})
+					prog, inputs := runExample(t, dev, m.Name, m.Model, ptx.Target{SM: 90})
 					res, err := prog.Run(inputs)
 					if err != nil {
 						t.Fatal(err)
