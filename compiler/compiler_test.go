@@ -77,14 +77,9 @@ func TestEdgeCases(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			inputs, params := map[string]*tensor.Tensor{}, map[string]*tensor.Tensor{}
-			for _, v := range g.Inputs() {
-				inputs[v.Name] = tensor.RandomInput(v, 1)
-			}
-			for _, p := range g.Params() {
-				if params[p.Name], err = tensor.Initialize(p, 1); err != nil {
-					t.Fatal(err)
-				}
+			inputs, params, err := tensor.SeededValues(g, 1)
+			if err != nil {
+				t.Fatal(err)
 			}
 			rep, err := check.Run(res.Artifact, inputs, params)
 			if err != nil {
@@ -118,14 +113,9 @@ func TestRandomGraphs(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%v\n%s", err, g)
 			}
-			inputs, params := map[string]*tensor.Tensor{}, map[string]*tensor.Tensor{}
-			for _, v := range g.Inputs() {
-				inputs[v.Name] = tensor.RandomInput(v, uint64(seed))
-			}
-			for _, p := range g.Params() {
-				if params[p.Name], err = tensor.Initialize(p, uint64(seed)); err != nil {
-					t.Fatal(err)
-				}
+			inputs, params, err := tensor.SeededValues(g, uint64(seed))
+			if err != nil {
+				t.Fatal(err)
 			}
 			rep, err := check.Run(res.Artifact, inputs, params)
 			if err != nil {

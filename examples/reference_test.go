@@ -14,7 +14,6 @@ import (
 	"github.com/gcomp/gcomp/load"
 	"github.com/gcomp/gcomp/runtime/ref"
 	"github.com/gcomp/gcomp/tensor"
-	"github.com/gcomp/gcomp/tensorio"
 )
 
 // loadExample loads examples/NAME/model.go the way gcomp does (through the interpreter), naming
@@ -54,28 +53,16 @@ func TestAgainstPyTorch(t *testing.T) {
 		name := ex.Name
 		t.Run(name, func(t *testing.T) {
 			g := loadExample(t, name)
-			params := map[string]*tensor.Tensor{}
-			for _, p := range g.Params() {
-				x, err := tensor.Initialize(p, 0)
-				if err != nil {
-					t.Fatal(err)
-				}
-				params[p.Name] = x
-			}
-			inputs := map[string]*tensor.Tensor{}
-			for _, v := range g.Inputs() {
-				inputs[v.Name] = tensor.RandomInput(v, 0)
+			inputs, params, err := tensor.SeededValues(g, 0)
+			if err != nil {
+				t.Fatal(err)
 			}
 			outs, err := ref.Run(g, inputs, params)
 			if err != nil {
 				t.Fatal(err)
 			}
 			for _, o := range g.Outputs {
-				a, err := tensorio.ReadNPYFile(filepath.Join("..", "testdata", "torch", name, o.Name+".npy"))
-				if err != nil {
-					t.Fatal(err)
-				}
-				want, err := tensor.FromArray(a)
+				want, err := tensor.ReadNPYFile(filepath.Join("..", "testdata", "torch", name, o.Name+".npy"))
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -20,3 +20,16 @@ func FromArray(a *tensorio.Array) (*Tensor, error) {
 func (x *Tensor) Array() *tensorio.Array {
 	return &tensorio.Array{DType: x.Type.DType.String(), Shape: x.Type.Shape.Clone(), Data: x.Bytes()}
 }
+
+// ReadNPYFile reads a .npy file as a tensor.
+func ReadNPYFile(path string) (*Tensor, error) {
+	a, err := tensorio.ReadNPYFile(path)
+	if err != nil {
+		return nil, err
+	}
+	x, err := FromArray(a)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	return x, nil
+}

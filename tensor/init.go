@@ -90,3 +90,18 @@ func RandomInput(v *ir.Value, seed uint64) *Tensor {
 	}
 	return x
 }
+
+// SeededValues returns a value for every input of g (RandomInput) and every parameter (its
+// initializer), all from seed: what `gcomp run` and `gcomp check` use when none are given.
+func SeededValues(g *ir.Graph, seed uint64) (inputs, params map[string]*Tensor, err error) {
+	inputs, params = map[string]*Tensor{}, map[string]*Tensor{}
+	for _, v := range g.Inputs() {
+		inputs[v.Name] = RandomInput(v, seed)
+	}
+	for _, p := range g.Params() {
+		if params[p.Name], err = Initialize(p, seed); err != nil {
+			return nil, nil, err
+		}
+	}
+	return inputs, params, nil
+}

@@ -9,7 +9,6 @@ import (
 	"github.com/gcomp/gcomp/frontend/nn"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/tensor"
-	"github.com/gcomp/gcomp/tensorio"
 )
 
 // mix32 is scripts/torch_train_reference.py's hash: n values in [0, 1), multiples of 2^-24.
@@ -47,11 +46,7 @@ func hashLabels(n int, salt uint32, classes int) *tensor.Tensor {
 
 func readNPY(t *testing.T, name string) *tensor.Tensor {
 	t.Helper()
-	a, err := tensorio.ReadNPYFile(filepath.Join("..", "testdata", "torch_train", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	x, err := tensor.FromArray(a)
+	x, err := tensor.ReadNPYFile(filepath.Join("..", "testdata", "torch_train", name))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -232,11 +232,7 @@ func TestRunWritesOutputs(t *testing.T) {
 	if code := Main([]string{"run", "model.go", "--device", "ref", "--weights", "w.safetensors", "--input", "x=x.npy", "--output-dir", "out", "--save-inputs"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("run failed: %s", stderr.String())
 	}
-	a, err := tensorio.ReadNPYFile("out/y.npy")
-	if err != nil {
-		t.Fatal(err)
-	}
-	y, _ := tensor.FromArray(a)
+	y := readNPY(t, "out/y.npy")
 	want := []float64{2, 0, 6, 0, 10, 0} // relu(x * 2)
 	for i, w := range want {
 		if y.F[i] != w {
@@ -386,11 +382,7 @@ func TestBuildRunCheck(t *testing.T) {
 // readNPY reads a tensor a command wrote.
 func readNPY(t *testing.T, path string) *tensor.Tensor {
 	t.Helper()
-	a, err := tensorio.ReadNPYFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	x, err := tensor.FromArray(a)
+	x, err := tensor.ReadNPYFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,6 @@ import (
 	"github.com/gcomp/gcomp/runtime/check"
 	"github.com/gcomp/gcomp/runtime/ref"
 	"github.com/gcomp/gcomp/tensor"
-	"github.com/gcomp/gcomp/tensorio"
 )
 
 func main() {
@@ -73,19 +72,13 @@ func runExample(name string, failed *bool) (string, error) {
 	if err := art.Write(filepath.Join(outDir, name+".ptx")); err != nil {
 		return "", err
 	}
-	params := map[string]*tensor.Tensor{}
-	nparams := 0
-	for _, p := range g.Params() {
-		x, err := tensor.Initialize(p, 0)
-		if err != nil {
-			return "", err
-		}
-		params[p.Name] = x
-		nparams += x.Len()
+	inputs, params, err := tensor.SeededValues(g, 0)
+	if err != nil {
+		return "", err
 	}
-	inputs := map[string]*tensor.Tensor{}
-	for _, v := range g.Inputs() {
-		inputs[v.Name] = tensor.RandomInput(v, 0)
+	nparams := 0
+	for _, x := range params {
+		nparams += x.Len()
 	}
 	rep, err := check.Run(art, inputs, params)
 	if err != nil {
@@ -107,13 +100,9 @@ func runExample(name string, failed *bool) (string, error) {
 	}
 	worst := 0.0
 	for _, o := range g.Outputs {
-		a, err := tensorio.ReadNPYFile(filepath.Join("testdata", "torch", name, o.Name+".npy"))
+		want, err := tensor.ReadNPYFile(filepath.Join("testdata", "torch", name, o.Name+".npy"))
 		if err != nil {
 			return "", fmt.Errorf("no PyTorch reference: %v", err)
-		}
-		want, err := tensor.FromArray(a)
-		if err != nil {
-			return "", err
 		}
 		for i := range want.F {
 			worst = math.Max(worst, math.Abs(outs[o.Name].At(i)-want.F[i]))

@@ -18,16 +18,9 @@ import (
 // Values returns seeded weights and inputs for g, as `gcomp check` makes them.
 func values(t *testing.T, g *ir.Graph, seed uint64) (inputs, params map[string]*tensor.Tensor) {
 	t.Helper()
-	inputs, params = map[string]*tensor.Tensor{}, map[string]*tensor.Tensor{}
-	for _, v := range g.Inputs() {
-		inputs[v.Name] = tensor.RandomInput(v, seed)
-	}
-	for _, p := range g.Params() {
-		w, err := tensor.Initialize(p, seed)
-		if err != nil {
-			t.Fatal(err)
-		}
-		params[p.Name] = w
+	inputs, params, err := tensor.SeededValues(g, seed)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return inputs, params
 }
