@@ -307,8 +307,6 @@ func ftz32(b uint64) uint64 {
 	return b
 }
 
-func isNaN32(b uint64) bool { return b&0x7FFFFFFF > 0x7F800000 }
-
 // f32 converts an integer to f32 bits with rounding mode m.
 func intToFloat(v uint64, signed bool, size int, f ffmt, m rmode) uint64 {
 	neg := false
