@@ -91,11 +91,22 @@ const grain = 1 << 15
 // bool operands; the result is rounded (floats) or wrapped (integers) to its dtype.
 func evalMap(f func(float64) float64, i func(int64) int64) func([]*tensor.Tensor, ir.Attrs, ir.Type) (*tensor.Tensor, error) {
 	return func(args []*tensor.Tensor, _ ir.Attrs, out ir.Type) (*tensor.Tensor, error) {
-		x, r, d := args[0], tensor.New(out), out.DType
+		x, r, d := args[0], tensor.Empty(out), out.DType
 		chunks(r.Len(), grain, func(lo, hi int) {
 			if x.F != nil {
-				for j := lo; j < hi; j++ {
-					r.F[j] = tensor.RoundFloat(d, f(x.F[j]))
+				switch xs, rs := x.F[lo:hi], r.F[lo:hi]; d { // F32 and F64 inline the rounding
+				case ir.F32:
+					for j, a := range xs {
+						rs[j] = float64(float32(f(a)))
+					}
+				case ir.F64:
+					for j, a := range xs {
+						rs[j] = f(a)
+					}
+				default:
+					for j, a := range xs {
+						rs[j] = tensor.RoundFloat(d, f(a))
+					}
 				}
 				return
 			}
@@ -111,12 +122,24 @@ func evalMap(f func(float64) float64, i func(int64) int64) func([]*tensor.Tensor
 // is rounded to a float result dtype or, for comparisons, is 0 or 1 for a bool result.
 func evalMap2(f func(a, b float64) float64, i func(a, b int64) int64) func([]*tensor.Tensor, ir.Attrs, ir.Type) (*tensor.Tensor, error) {
 	return func(args []*tensor.Tensor, _ ir.Attrs, out ir.Type) (*tensor.Tensor, error) {
-		x, y, r, d := args[0], args[1], tensor.New(out), out.DType
+		x, y, r, d := args[0], args[1], tensor.Empty(out), out.DType
 		chunks(r.Len(), grain, func(lo, hi int) {
 			switch {
 			case x.F != nil && r.F != nil:
-				for j := lo; j < hi; j++ {
-					r.F[j] = tensor.RoundFloat(d, f(x.F[j], y.F[j]))
+				xs, ys, rs := x.F[lo:hi], y.F[lo:hi], r.F[lo:hi]
+				switch d { // F32 and F64 inline the rounding
+				case ir.F32:
+					for j, a := range xs {
+						rs[j] = float64(float32(f(a, ys[j])))
+					}
+				case ir.F64:
+					for j, a := range xs {
+						rs[j] = f(a, ys[j])
+					}
+				default:
+					for j, a := range xs {
+						rs[j] = tensor.RoundFloat(d, f(a, ys[j]))
+					}
 				}
 			case x.F != nil:
 				for j := lo; j < hi; j++ {
@@ -134,7 +157,7 @@ func evalMap2(f func(a, b float64) float64, i func(a, b int64) int64) func([]*te
 
 func evalSelect(args []*tensor.Tensor, _ ir.Attrs, out ir.Type) (*tensor.Tensor, error) {
 	p, t, f := args[0], args[1], args[2]
-	r := tensor.New(out)
+	r := tensor.Empty(out)
 	chunks(r.Len(), grain, func(lo, hi int) {
 		for j := lo; j < hi; j++ {
 			src := f

@@ -75,7 +75,7 @@ func copyKind(dst *tensor.Tensor, dv view, src *tensor.Tensor, sv view, shape []
 
 // gatherView returns the result of copying x's view with the result's shape.
 func gatherView(x *tensor.Tensor, sv view, out ir.Type) *tensor.Tensor {
-	r := tensor.New(out)
+	r := tensor.Empty(out)
 	copyTensor(r, dense(out.Shape), x, sv, out.Shape)
 	return r
 }
@@ -142,11 +142,16 @@ func evalPad(args []*tensor.Tensor, a ir.Attrs, out ir.Type) (*tensor.Tensor, er
 
 // fill sets every element of r to v converted as cast converts a float.
 func fill(r *tensor.Tensor, v float64) {
-	for j := range r.F {
-		r.F[j] = tensor.RoundFloat(r.Type.DType, v)
+	if r.F != nil {
+		f := tensor.RoundFloat(r.Type.DType, v)
+		for j := range r.F {
+			r.F[j] = f
+		}
+		return
 	}
+	n := floatToInt(r.Type.DType, v)
 	for j := range r.I {
-		r.I[j] = floatToInt(r.Type.DType, v)
+		r.I[j] = n
 	}
 }
 
@@ -182,10 +187,14 @@ func evalIota(_ []*tensor.Tensor, a ir.Attrs, out ir.Type) (*tensor.Tensor, erro
 }
 
 func evalConstant(_ []*tensor.Tensor, a ir.Attrs, out ir.Type) (*tensor.Tensor, error) {
-	r := tensor.New(out)
+	r := tensor.Empty(out)
 	ivals, isInts := a["value"].([]int)
 	fvals := a.Floats("value")
-	for j := 0; j < r.Len(); j++ {
+	n := r.Len()
+	if len(fvals) == 1 && n > 0 { // a splat: convert element 0, then copy it
+		n = 1
+	}
+	for j := range n {
 		k := j
 		if len(fvals) == 1 {
 			k = 0
@@ -201,5 +210,21 @@ func evalConstant(_ []*tensor.Tensor, a ir.Attrs, out ir.Type) (*tensor.Tensor, 
 			r.I[j] = int64(fvals[k])
 		}
 	}
+	if n == 1 {
+		splat(r)
+	}
 	return r, nil
+}
+
+// splat copies element 0 of r to every element.
+func splat(r *tensor.Tensor) {
+	if r.F != nil {
+		for j := range r.F {
+			r.F[j] = r.F[0]
+		}
+		return
+	}
+	for j := range r.I {
+		r.I[j] = r.I[0]
+	}
 }

@@ -23,12 +23,20 @@ type Tensor struct {
 }
 
 // New returns a zero tensor of type t.
-func New(t ir.Type) *Tensor {
+func New(t ir.Type) *Tensor { return alloc(t, true) }
+
+// Empty returns a tensor of type t whose elements are unspecified (a recycled buffer is not
+// cleared): for a caller that writes every element.
+func Empty(t ir.Type) *Tensor { return alloc(t, false) }
+
+func alloc(t ir.Type, zero bool) *Tensor {
 	x := &Tensor{Type: ir.Type{DType: t.DType, Shape: t.Shape.Clone()}}
 	n := t.Shape.NumElements()
 	if t.DType.IsFloat() {
-		x.F = make([]float64, n)
-	} else {
+		if x.F = takeF(n, zero); x.F == nil {
+			x.F = make([]float64, n)
+		}
+	} else if x.I = takeI(n, zero); x.I == nil {
 		x.I = make([]int64, n)
 	}
 	return x

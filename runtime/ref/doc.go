@@ -7,6 +7,9 @@
 // nearest even; reductions and contractions accumulate in float64 in a fixed order and round
 // once; integers wrap. Run uses all cores for the large ops, over a partition of the work that
 // does not depend on the number of threads, so the result has the same bits whatever GOMAXPROCS is.
+// Each intermediate goes back to the tensor pool after its last use (tensor.Recycle), so a
+// training loop that runs the same step graph again reuses the same buffers instead of faulting in
+// fresh memory every step; inputs, parameters and outputs are never recycled.
 //
 //	g := ir.NewGraph("axpy")
 //	x := g.Input("x", ir.T(ir.F32, 3), nil)

@@ -25,6 +25,10 @@ func Run(g *ir.Graph, inputs, params map[string]*tensor.Tensor) (map[string]*ten
 		return nil, err
 	}
 	uses := g.Uses()
+	isOutput := make(map[*ir.Value]bool, len(g.Outputs))
+	for _, o := range g.Outputs {
+		isOutput[o.Value] = true
+	}
 	vals := make(map[*ir.Value]*tensor.Tensor, len(g.Values))
 	for _, v := range g.Values {
 		var t *tensor.Tensor
@@ -44,6 +48,9 @@ func Run(g *ir.Graph, inputs, params map[string]*tensor.Tensor) (map[string]*ten
 			}
 			for _, a := range v.Args {
 				if uses[a]--; uses[a] == 0 {
+					if dead := vals[a]; a.Op != ir.OpInput && a.Op != ir.OpParam && !isOutput[a] && !shares(dead, t) {
+						tensor.Recycle(dead)
+					}
 					delete(vals, a)
 				}
 			}
@@ -57,6 +64,20 @@ func Run(g *ir.Graph, inputs, params map[string]*tensor.Tensor) (map[string]*ten
 		out[o.Name] = vals[o.Value]
 	}
 	return out, nil
+}
+
+// shares reports whether a and b hold the same elements, so that recycling a would clobber b.
+// No op returns an operand's storage today; the check keeps it safe if one does.
+func shares(a, b *tensor.Tensor) bool {
+	switch {
+	case a == b:
+		return true
+	case len(a.F) > 0 && len(b.F) > 0:
+		return &a.F[0] == &b.F[0]
+	case len(a.I) > 0 && len(b.I) > 0:
+		return &a.I[0] == &b.I[0]
+	}
+	return false
 }
 
 // eval runs one node, turning a failure or a panic into an error that names the node.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -201,5 +202,43 @@ func TestRunParsed(t *testing.T) {
 	// Rows of the padded matrix: [0,0,0,0], [1.0078125 (1.01 in bf16), -2, -3, 0], [-4, -5, -6, 0].
 	if got := fmt.Sprint(out["y"].F, out["i"].I); got != "[0 0.50390625 0 0.50390625] [0 1 2]" {
 		t.Errorf("got %s", got)
+	}
+}
+
+// Run recycles dead intermediates into the tensor pool: runs at once and one after another must
+// neither see another run's values nor hand out a buffer still in use, and the caller's inputs,
+// parameters and outputs stay intact.
+func TestRecycledBuffersStayPrivate(t *testing.T) {
+	g := cnnGraph(2)
+	in, ps := randomBindings(t, g)
+	want, err := Run(g, in, ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keep := want["logits"].Clone()
+	x := in["x"].Clone()
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() {
+			for range 3 {
+				out, err := Run(g, in, ps)
+				if err == nil && !slices.Equal(out["logits"].F, keep.F) {
+					err = fmt.Errorf("a concurrent run computed other logits")
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !slices.Equal(want["logits"].F, keep.F) || !slices.Equal(in["x"].F, x.F) {
+		t.Fatal("a later run changed an earlier run's output or the input")
 	}
 }
