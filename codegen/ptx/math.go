@@ -7,9 +7,10 @@ import (
 	"github.com/gcomp/gcomp/ir"
 )
 
-// Transcendental functions. f32 exp uses the hardware ex2.approx after an exact range reduction;
-// everything else is computed in f64 by the routines below (polynomials after range reduction)
-// and rounded once to the dtype. docs/codegen.md lists each op's error bound.
+// Transcendental functions. f32 exp uses the hardware ex2.approx after an exact range reduction,
+// and f32 (f16, bf16) sigmoid, tanh and erf are built on it in f32 registers; everything else is
+// computed in f64 by the routines below (polynomials after range reduction) and rounded once to
+// the dtype. docs/codegen.md lists each op's error bound.
 
 // fd emits an f64 instruction into a fresh register.
 func (e *emitter) fd(opcode string, args ...string) string {
@@ -33,6 +34,8 @@ func (e *emitter) transcendental(op string, x val) (val, error) {
 			return e.round(val{x.dt, e.sigmoidF32(e.reg(x))}), nil
 		case "tanh":
 			return e.round(val{x.dt, e.tanhF32(e.reg(x))}), nil
+		case "erf":
+			return e.round(val{x.dt, e.erfF32(e.reg(x))}), nil
 		}
 	}
 	in := e.reg(x)
@@ -118,6 +121,38 @@ func (e *emitter) tanhF32(x string) string {
 	large := f("sub.rn.f32", immF32(1), f("div.rn.f32", immF32(2), f("add.rn.f32", ex, immF32(1))))
 	large = f("copysign.f32", x, large)
 	y := f("selp.f32", small, large, e.pred("setp.lt.f32", ax, immF32(0.625)))
+	return f("selp.f32", x, y, e.pred("setp.nan.f32", x, x))
+}
+
+// erfSmallCoef and erfLargeCoef are the f32 erf's minimax polynomials, fitted and checked by
+// scripts/fit_erf.py: erf(x) = x + x·P(x²) below erfSplit (P absolute error 4e-10) and
+// erf(|x|) = 1 − e^Q(|x|) above (Q fits log erfc to 1.2e-8 absolute, so erfc is right to 1.2e-8
+// relative and the subtraction from 1, with erfc ≤ 0.19, loses under half an ulp).
+var (
+	erfSmallCoef = []float64{0.12837916612625122, -0.37612634897232056, 0.11283701658248901, -0.026859702542424202, 0.0052017164416611195, -0.0008149807690642774, 8.397803321713582e-05}
+	erfLargeCoef = []float64{0.0002942764840554446, -1.130131483078003, -0.6319953203201294, -0.10992518812417984, 0.026335541158914566, -0.004730281885713339, 0.0005907152080908418, -4.535457992460579e-05, 1.6024897604438593e-06}
+)
+
+const erfSplit = 0.921875
+
+// erfF32 in f32 registers (GELU's epilogue ran ~4700 f64 instructions before): the two
+// polynomials above, both evaluated and one selected; |x| is clamped to 4, beyond which erf
+// rounds to ±1. ≤ 1 ulp against the correctly rounded erf (scripts/fit_erf.py --check,
+// TestMathAccuracy).
+func (e *emitter) erfF32(x string) string {
+	f := func(opcode string, args ...string) string { return e.op(ir.F32, opcode, args...).r }
+	horner := func(coef []float64, t string) string {
+		p := immF32(coef[len(coef)-1])
+		for i := len(coef) - 2; i >= 0; i-- {
+			p = f("fma.rn.f32", p, t, immF32(coef[i]))
+		}
+		return p
+	}
+	small := f("fma.rn.f32", x, horner(erfSmallCoef, f("mul.rn.f32", x, x)), x)
+	ax := f("abs.f32", x)
+	q := horner(erfLargeCoef, f("min.f32", ax, immF32(4)))
+	large := f("copysign.f32", x, f("sub.rn.f32", immF32(1), e.expF32(q, ir.F32).r))
+	y := f("selp.f32", small, large, e.pred("setp.lt.f32", ax, immF32(erfSplit)))
 	return f("selp.f32", x, y, e.pred("setp.nan.f32", x, x))
 }
 

@@ -27,7 +27,8 @@ var ulpBound = map[ir.DType]map[string]float64{
 func mathInputs(d ir.DType) []float64 {
 	xs := []float64{0, math.Copysign(0, -1), math.Inf(1), math.Inf(-1), math.NaN(), 1, -1, 2.5, -2.5, 88.72, -87.33,
 		-103.9, 709.7, -745, 6, 20, 0.5 * math.Ln2, 1e-7, 1 - 0x1p-24, 1 + 0x1p-23,
-		0.625, -0.625, 0.625 - 0x1p-25, 9.99, 10.01} // tanh's f32 switches
+		0.625, -0.625, 0.625 - 0x1p-25, 9.99, 10.01, // tanh's f32 switches
+		erfSplit, -erfSplit, erfSplit - 0x1p-25, 3.92, 4, 4.01} // erf's
 	for x := 1e-44; x < 1e6; x *= 1.0137 {
 		xs = append(xs, x, -x)
 	}
