@@ -169,6 +169,36 @@ func TestSimDriverStreamOrder(t *testing.T) {
 // what synchronous steps compute, bit for bit, under every schedule the simulator-backed driver
 // can run the two streams in: the waits order everything that matters.
 func TestSimDriverPrefetchSchedules(t *testing.T) {
+	fx := newStepFixture(t, ptx.Target{SM: 90}, 4)
+	open := func(s simdriver.Schedule) *cuda.Device {
+		dev, err := cuda.Open(simdriver.NewWithOptions(simdriver.Options{Schedule: s}), 0, cuda.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { dev.Close() })
+		return dev
+	}
+	want := fx.run(t, open(simdriver.IssueOrder), false)
+	for _, s := range []simdriver.Schedule{simdriver.IssueOrder, simdriver.LowStreamFirst, simdriver.HighStreamFirst} {
+		t.Run(s.String(), func(t *testing.T) {
+			if got := fx.run(t, open(s), true); got != want {
+				t.Errorf("prefetched steps differ from synchronous ones")
+			}
+		})
+	}
+}
+
+// stepFixture is a classifier's adam train step compiled for a target, its initial weights and
+// a few batches.
+type stepFixture struct {
+	step    *train.StepGraph
+	res     *compiler.Result
+	params  map[string]*tensor.Tensor
+	batches []map[string]*tensor.Tensor
+}
+
+func newStepFixture(t *testing.T, tgt ptx.Target, steps int) *stepFixture {
+	t.Helper()
 	opt := train.NewAdam()
 	opt.LR = 1e-2
 	step, err := train.Step("classifier", func(b *frontend.Builder) {
@@ -180,78 +210,68 @@ func TestSimDriverPrefetchSchedules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := compiler.Compile(step.Graph, compiler.Options{Target: ptx.Target{SM: 90}})
-	if err != nil {
+	fx := &stepFixture{step: step}
+	if fx.res, err = compiler.Compile(step.Graph, compiler.Options{Target: tgt}); err != nil {
 		t.Fatal(err)
 	}
-	params, err := train.InitParams(step.Graph, 1)
-	if err != nil {
+	if fx.params, err = train.InitParams(step.Graph, 1); err != nil {
 		t.Fatal(err)
 	}
-	var batches []map[string]*tensor.Tensor
-	for i := range 4 {
+	for i := range steps {
 		b := map[string]*tensor.Tensor{}
 		for _, name := range step.Batch {
 			b[name] = tensor.RandomInput(step.Graph.Lookup(name), uint64(30+i))
 		}
-		batches = append(batches, b)
+		fx.batches = append(fx.batches, b)
 	}
-	train := func(t *testing.T, schedule simdriver.Schedule, prefetch bool) string {
-		dev, err := cuda.Open(simdriver.NewWithOptions(simdriver.Options{Schedule: schedule}), 0, cuda.Options{})
+	return fx
+}
+
+// run trains on dev, one step per batch, with the next batch prefetched during each step or
+// not, and returns the losses and the final weights in hex.
+func (fx *stepFixture) run(t *testing.T, dev executor.Device, prefetch bool) string {
+	t.Helper()
+	prog, err := fx.step.Load(dev, fx.res.Artifact, fx.params, fx.step.InitState())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prog.Close()
+	stage := func(b map[string]*tensor.Tensor) {
+		s, err := prog.Stage(b)
+		if err == nil {
+			err = prog.Prefetch(s)
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer dev.Close()
-		prog, err := step.Load(dev, res.Artifact, params, step.InitState())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer prog.Close()
-		stage := func(b map[string]*tensor.Tensor) {
-			s, err := prog.Stage(b)
-			if err == nil {
-				err = prog.Prefetch(s)
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
-		var out strings.Builder
+	}
+	var out strings.Builder
+	if prefetch {
+		stage(fx.batches[0])
+	}
+	for i, b := range fx.batches {
+		in := b
 		if prefetch {
-			stage(batches[0])
+			in = nil
 		}
-		for i, b := range batches {
-			in := b
-			if prefetch {
-				in = nil
-			}
-			if err := prog.Launch(in); err != nil {
-				t.Fatal(err)
-			}
-			if prefetch && i+1 < len(batches) {
-				stage(batches[i+1])
-			}
-			r, err := prog.Wait()
-			if err != nil {
-				t.Fatal(err)
-			}
-			fmt.Fprintf(&out, "%x ", r.Outputs[step.Loss].Bytes())
+		if err := prog.Launch(in); err != nil {
+			t.Fatal(err)
 		}
-		for _, name := range step.Params {
-			w, err := prog.Read(name)
-			if err != nil {
-				t.Fatal(err)
-			}
-			fmt.Fprintf(&out, "%x ", w.Bytes())
+		if prefetch && i+1 < len(fx.batches) {
+			stage(fx.batches[i+1])
 		}
-		return out.String()
+		r, err := prog.Wait()
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&out, "%x ", r.Outputs[fx.step.Loss].Bytes())
 	}
-	want := train(t, simdriver.IssueOrder, false)
-	for _, s := range []simdriver.Schedule{simdriver.IssueOrder, simdriver.LowStreamFirst, simdriver.HighStreamFirst} {
-		t.Run(s.String(), func(t *testing.T) {
-			if got := train(t, s, true); got != want {
-				t.Errorf("prefetched steps differ from synchronous ones")
-			}
-		})
+	for _, name := range fx.step.Params {
+		w, err := prog.Read(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&out, "%x ", w.Bytes())
 	}
+	return out.String()
 }
