@@ -28,6 +28,9 @@ type Loader struct {
 	// Prefetch is how many prepared batches may wait for the caller (default 2). The goroutine
 	// works on at most one more.
 	Prefetch int
+	// NoWorker prepares each batch in the caller's goroutine when the caller asks for it, with no
+	// prefetch goroutine (DataLoader's num_workers=0): the same batches, in the same order.
+	NoWorker bool
 	// Prepare, when set, runs on each batch in the prefetch goroutine, in batch order, before the
 	// batch is handed out: the place for the device side of DataLoader(pin_memory=True) with
 	// non_blocking copies, e.g. copying X and Y into pinned host memory and starting an
@@ -94,6 +97,26 @@ func (l *Loader) Epoch(epoch int) iter.Seq2[*Batch, error] {
 			yield(nil, err)
 			return
 		}
+		order := l.Order(epoch)
+		n := l.Len()
+		prepare := func(i int) (*Batch, error) {
+			b := l.batch(epoch, i, order[i*l.Batch:min((i+1)*l.Batch, len(order))])
+			if l.Prepare != nil {
+				if err := l.Prepare(b); err != nil {
+					return nil, fmt.Errorf("data: %s: epoch %d, batch %d: %w", l.Data.Name, epoch, i, err)
+				}
+			}
+			return b, nil
+		}
+		if l.NoWorker {
+			for i := range n {
+				b, err := prepare(i)
+				if !yield(b, err) || err != nil {
+					return
+				}
+			}
+			return
+		}
 		prefetch := l.Prefetch
 		if prefetch <= 0 {
 			prefetch = 2
@@ -109,20 +132,12 @@ func (l *Loader) Epoch(epoch int) iter.Seq2[*Batch, error] {
 			close(stop)
 			wg.Wait()
 		}()
-		order := l.Order(epoch)
-		n := l.Len()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer close(ready)
 			for i := range n {
-				b := l.batch(epoch, i, order[i*l.Batch:min((i+1)*l.Batch, len(order))])
-				var err error
-				if l.Prepare != nil {
-					if err = l.Prepare(b); err != nil {
-						b, err = nil, fmt.Errorf("data: %s: epoch %d, batch %d: %w", l.Data.Name, epoch, i, err)
-					}
-				}
+				b, err := prepare(i)
 				select {
 				case ready <- result{b, err}:
 				case <-stop:

@@ -48,6 +48,8 @@ func TestLoaderBatches(t *testing.T) {
 		{"flatten shuffled", Loader{Batch: 30, Flatten: true, Shuffle: true, Seed: 7}, []int{30, 30, 4}, "f32[30,784]", true},
 		{"batch larger than data", Loader{Batch: 100, Prefetch: 1}, []int{64}, "f32[64,1,28,28]", false},
 		{"batch larger than data, drop last", Loader{Batch: 100, DropLast: true}, nil, "", false},
+		{"no worker", Loader{Batch: 20, NoWorker: true}, []int{20, 20, 20, 4}, "f32[20,1,28,28]", false},
+		{"no worker, shuffled", Loader{Batch: 30, Flatten: true, Shuffle: true, Seed: 7, NoWorker: true}, []int{30, 30, 4}, "f32[30,784]", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := tc.l
@@ -114,13 +116,19 @@ func TestLoaderOrder(t *testing.T) {
 	}
 }
 
-// Prepare runs in the prefetch goroutine in batch order; its error ends the epoch, names the
-// batch and wraps the cause.
+// Prepare runs in the prefetch goroutine (or the caller's, with NoWorker) in batch order; its
+// error ends the epoch, names the batch and wraps the cause.
 func TestLoaderPrepare(t *testing.T) {
+	for _, noWorker := range []bool{false, true} {
+		t.Run(fmt.Sprintf("noWorker=%v", noWorker), func(t *testing.T) { testLoaderPrepare(t, noWorker) })
+	}
+}
+
+func testLoaderPrepare(t *testing.T, noWorker bool) {
 	d := fixtureTrain(t)
 	var calls []int
 	errBoom := errors.New("boom")
-	l := &Loader{Data: d, Batch: 10, Prepare: func(b *Batch) error {
+	l := &Loader{Data: d, Batch: 10, NoWorker: noWorker, Prepare: func(b *Batch) error {
 		calls = append(calls, b.Index) // no lock: Prepare runs on one goroutine, before the hand-out
 		b.Device = b.Index * 100
 		if b.Index == 3 {

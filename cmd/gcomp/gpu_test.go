@@ -7,6 +7,7 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -38,5 +39,27 @@ func TestGPURunBench(t *testing.T) {
 	}
 	if o := check.Compare("y", readNPY(t, "gpu/y.npy"), readNPY(t, "ref/y.npy"), false); !o.Pass() {
 		t.Errorf("cuda:0 differs from the reference: %d bad, first %s", o.Bad, o.First)
+	}
+}
+
+// TestGPUTrainPrefetch trains two epochs on cuda:0 with and without --prefetch: the checkpoints
+// are the same bit for bit (gcomp's kernels are deterministic). The summaries, with images/s, are
+// logged.
+func TestGPUTrainPrefetch(t *testing.T) {
+	if r := device.Probe(device.Options{}); !r.Usable() {
+		t.Skip(r.Reason)
+	}
+	data := trainFixture(t)
+	var ckpt [2][]byte
+	for i, prefetch := range []string{"--prefetch=false", "--prefetch=true"} {
+		out, _ := runTrain(t, "tiny.go", "--data", data, "--device", "cuda:0", "--epochs", "2", prefetch, "--save", "gpu.safetensors")
+		t.Logf("%s:\n%s", prefetch, out)
+		var err error
+		if ckpt[i], err = os.ReadFile("gpu.safetensors"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !bytes.Equal(ckpt[0], ckpt[1]) {
+		t.Errorf("the checkpoint with --prefetch differs from the one without")
 	}
 }

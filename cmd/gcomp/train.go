@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"iter"
 	"math"
 	"os"
 	"strconv"
@@ -55,9 +56,10 @@ func cmdTrain(args []string, stdout, stderr io.Writer) error {
 	resume := fs.String("resume", "", "continue training from this checkpoint")
 	logPath := fs.String("log", "", "metrics log, JSON lines (appended to with --resume)")
 	limit := fs.Int("limit", 0, "use only the first N training images and at most N test images (quick runs)")
+	prefetch := fs.Bool("prefetch", true, "prepare the next batch in a goroutine (and on a GPU copy it to the device) while the current step runs; --prefetch=false does each in turn")
 	var stats statsFlag
 	fs.Var(&stats, "stats", "compile the train step and print its cost report (kernels, DRAM bytes, arena, modeled H100 time) instead of training: --stats for a table, --stats=json for JSON")
-	path, err := parseModelArgs(fs, args, stdout, "MODEL --data fashion-mnist[:DIR] --epochs N [--batch B] --optimizer sgd|adam|adamw [--lr X] [--momentum M] [--weight-decay W] [--amp bf16|f16] --device auto|cuda:N|sim|ref [--seed S] --save W.safetensors [--resume W.safetensors] [--log metrics.jsonl] [--limit N] [--stats[=json]]")
+	path, err := parseModelArgs(fs, args, stdout, "MODEL --data fashion-mnist[:DIR] --epochs N [--batch B] --optimizer sgd|adam|adamw [--lr X] [--momentum M] [--weight-decay W] [--amp bf16|f16] --device auto|cuda:N|sim|ref [--seed S] --save W.safetensors [--resume W.safetensors] [--log metrics.jsonl] [--limit N] [--prefetch=false] [--stats[=json]]")
 	if err != nil {
 		return err
 	}
@@ -173,7 +175,7 @@ func cmdTrain(args []string, stdout, stderr io.Writer) error {
 		state = step.InitState()
 	}
 
-	sel, err := device.Open(*devName, device.Options{Sim: func() (executor.Device, error) {
+	sel, err := device.Open(*devName, device.Options{Driver: testDriver, Sim: func() (executor.Device, error) {
 		// Training runs many steps: bounds are enforced, the race and barrier checks are left to tests.
 		return simdev.New(simdev.Options{NoCheck: true}), nil
 	}})
@@ -183,7 +185,7 @@ func cmdTrain(args []string, stdout, stderr io.Writer) error {
 	if sel.Fallback != "" {
 		fmt.Fprintf(stderr, "gcomp train: no usable GPU (%s): training on the PTX simulator\n", sel.Fallback)
 	}
-	tr, err := newTrainer(sel, step, m.eval, params, state)
+	tr, err := newTrainer(sel, step, m, params, state, *prefetch)
 	if err != nil {
 		return fail("%s on %s: %v", path, sel.Spec, err)
 	}
@@ -210,7 +212,8 @@ func cmdTrain(args []string, stdout, stderr io.Writer) error {
 	}
 
 	last := first + *epochs - 1
-	loader := &data.Loader{Data: trainSet, Batch: m.batch, Shuffle: true, Seed: *seed, DropLast: true, Flatten: m.flatten}
+	loader := &data.Loader{Data: trainSet, Batch: m.batch, Shuffle: true, Seed: *seed, DropLast: true, Flatten: m.flatten,
+		NoWorker: !*prefetch, Prepare: tr.prepare}
 	fmt.Fprintf(stderr, "gcomp train: %s on %s: %d training images, %d steps of %d per epoch, %s\n",
 		path, sel.Spec, trainSet.N, loader.Len(), m.batch, describeOptimizer(opt, *amp))
 	for epoch := first; epoch <= last; epoch++ {
@@ -219,14 +222,7 @@ func cmdTrain(args []string, stdout, stderr io.Writer) error {
 		var correct, logSteps int
 		var logLoss float64
 		logStart := start
-		for b, err := range loader.Epoch(epoch) {
-			if err != nil {
-				return fail("%v", err)
-			}
-			out, err := tr.runStep(map[string]*tensor.Tensor{m.input: b.X, train.LabelsName: b.Y})
-			if err != nil {
-				return fail("epoch %d, step %d: %v", epoch, b.Index+1, err)
-			}
+		_, err := runEpoch(tr, loader, epoch, func(b *data.Batch, out map[string]*tensor.Tensor) error {
 			steps++
 			loss := out[train.DefaultLoss].F[0]
 			correct += countCorrect(out[train.LogitsName], b.Y, m.batch)
@@ -237,15 +233,19 @@ func cmdTrain(args []string, stdout, stderr io.Writer) error {
 				now := time.Now()
 				rate := float64(logSteps*m.batch) / now.Sub(logStart).Seconds()
 				if err := writeRecord(metricRecord{Epoch: epoch, Step: steps, TrainLoss: num(logLoss / float64(logSteps)), ImagesPerSec: pnum(rate)}); err != nil {
-					return fail("%s: %v", *logPath, err)
+					return fmt.Errorf("%s: %v", *logPath, err)
 				}
 				logLoss, logSteps, logStart = 0, 0, now
 			}
+			return nil
+		})
+		if err != nil {
+			return fail("%v", err)
 		}
 		bar.Finish()
 		trainTime := time.Since(start)
 		trainLoss, trainAcc := bar.Loss(), float64(correct)/float64(loader.Len()*m.batch)
-		testLoss, testAcc, err := evaluate(tr, testSet, m)
+		testLoss, testAcc, err := evaluate(tr, testSet, m, !*prefetch)
 		if err != nil {
 			return fail("epoch %d: evaluating: %v", epoch, err)
 		}
@@ -360,11 +360,63 @@ func describeValues(vs []*ir.Value) string {
 	return strings.Join(s, ", ")
 }
 
+// runEpoch runs a train step on every batch of the epoch, in order, each overlapped with the next
+// batch: the loader's goroutine gathers (and tr.prepare packs) batch i+1 while step i runs, and
+// its upload is queued after step i is launched and before step i is waited for. done sees each
+// step's batch and outputs. It returns how long the loop waited for the loader's batches: the
+// loader's time that the steps did not hide.
+func runEpoch(tr trainer, loader *data.Loader, epoch int, done func(*data.Batch, map[string]*tensor.Tensor) error) (time.Duration, error) {
+	next, stop := iter.Pull2(loader.Epoch(epoch))
+	defer stop()
+	var waited time.Duration
+	pull := func() (*data.Batch, error, bool) {
+		start := time.Now()
+		b, err, ok := next()
+		waited += time.Since(start)
+		return b, err, ok
+	}
+	b, berr, ok := pull()
+	if ok && berr == nil {
+		berr = tr.upload(b)
+	}
+	for ok {
+		if berr != nil {
+			return waited, berr
+		}
+		if err := tr.launch(b); err != nil {
+			return waited, fmt.Errorf("epoch %d, step %d: %v", epoch, b.Index+1, err)
+		}
+		nb, nerr, nok := pull()
+		if nok && nerr == nil {
+			if err := tr.upload(nb); err != nil {
+				nerr = fmt.Errorf("epoch %d, step %d: %v", epoch, nb.Index+1, err)
+			}
+		}
+		out, err := tr.wait()
+		if err != nil {
+			return waited, fmt.Errorf("epoch %d, step %d: %v", epoch, b.Index+1, err)
+		}
+		if err := done(b, out); err != nil {
+			return waited, err
+		}
+		b, berr, ok = nb, nerr, nok
+	}
+	return waited, nil
+}
+
 // trainer runs train steps and evaluations on one device, keeping the weights and the optimizer
-// state there.
+// state there. A step goes prepare (in the loader's goroutine), upload, launch, wait.
 type trainer interface {
-	// runStep runs one train step and returns the outputs that reach the host (loss, logits).
-	runStep(batch map[string]*tensor.Tensor) (map[string]*tensor.Tensor, error)
+	// prepare readies a batch in the data loader's goroutine: the compiled trainer, prefetching,
+	// packs its inputs into pinned host memory.
+	prepare(b *data.Batch) error
+	// upload queues b's inputs for the next launch: the compiled trainer, prefetching, copies
+	// them on the device's copy stream while the launched step computes.
+	upload(b *data.Batch) error
+	// launch starts a train step on b.
+	launch(b *data.Batch) error
+	// wait finishes the launched step and returns the outputs that reach the host (loss, logits).
+	wait() (map[string]*tensor.Tensor, error)
 	// runEval runs the evaluation graph with the current weights.
 	runEval(in map[string]*tensor.Tensor) (map[string]*tensor.Tensor, error)
 	// weights returns every parameter and the optimizer state.
@@ -372,16 +424,16 @@ type trainer interface {
 	close()
 }
 
-func newTrainer(sel *device.Selected, step *train.StepGraph, eval *ir.Graph, params, state map[string]*tensor.Tensor) (trainer, error) {
+func newTrainer(sel *device.Selected, step *train.StepGraph, m *model, params, state map[string]*tensor.Tensor, prefetch bool) (trainer, error) {
 	if sel.Device == nil {
 		t := train.NewRefTrainer(step, params)
 		for k, v := range state {
 			t.State[k] = v.Clone()
 		}
-		return &refTrainer{t, eval}, nil
+		return &refTrainer{t: t, eval: m.eval, input: m.input}, nil
 	}
-	c := &compiledTrainer{dev: sel.Device, step: step}
-	err := c.load(eval, params, state)
+	c := &compiledTrainer{dev: sel.Device, step: step, input: m.input, prefetch: prefetch}
+	err := c.load(m.eval, params, state)
 	if err != nil {
 		c.close()
 		return nil, err
@@ -389,14 +441,32 @@ func newTrainer(sel *device.Selected, step *train.StepGraph, eval *ir.Graph, par
 	return c, nil
 }
 
-// refTrainer trains on the reference interpreter.
-type refTrainer struct {
-	t    *train.RefTrainer
-	eval *ir.Graph
+// stepInputs are a train step's inputs from a batch.
+func stepInputs(input string, b *data.Batch) map[string]*tensor.Tensor {
+	return map[string]*tensor.Tensor{input: b.X, train.LabelsName: b.Y}
 }
 
-func (r *refTrainer) runStep(batch map[string]*tensor.Tensor) (map[string]*tensor.Tensor, error) {
-	return r.t.Run(batch)
+// refTrainer trains on the reference interpreter: a launch runs the step.
+type refTrainer struct {
+	t     *train.RefTrainer
+	eval  *ir.Graph
+	input string
+	out   map[string]*tensor.Tensor
+	err   error
+}
+
+func (r *refTrainer) prepare(*data.Batch) error { return nil }
+func (r *refTrainer) upload(*data.Batch) error  { return nil }
+
+func (r *refTrainer) launch(b *data.Batch) error {
+	r.out, r.err = r.t.Run(stepInputs(r.input, b))
+	return nil
+}
+
+func (r *refTrainer) wait() (map[string]*tensor.Tensor, error) {
+	out, err := r.out, r.err
+	r.out, r.err = nil, nil
+	return out, err
 }
 
 func (r *refTrainer) runEval(in map[string]*tensor.Tensor) (map[string]*tensor.Tensor, error) {
@@ -415,6 +485,8 @@ func (r *refTrainer) close() {}
 type compiledTrainer struct {
 	dev         executor.Device
 	step        *train.StepGraph
+	input       string
+	prefetch    bool // stage batches in pinned memory and upload them ahead (Program.Prefetch)
 	prog, evalP *executor.Program
 	evalFresh   bool // evalP has the step's current weights
 }
@@ -428,24 +500,44 @@ func (c *compiledTrainer) load(eval *ir.Graph, params, state map[string]*tensor.
 	if err != nil {
 		return fmt.Errorf("compiling the evaluation: %v", err)
 	}
-	if c.prog, err = executor.Load(c.dev, stepArt.Artifact); err != nil {
+	if c.prog, err = c.step.Load(c.dev, stepArt.Artifact, params, state); err != nil {
 		return err
 	}
-	if c.evalP, err = executor.Load(c.dev, evalArt.Artifact); err != nil {
-		return err
-	}
-	if err := c.prog.SetParams(params); err != nil {
-		return err
-	}
-	if err := c.prog.Feedback(c.step.StateBindings); err != nil {
-		return err
-	}
-	return c.prog.SetState(state)
+	c.evalP, err = executor.Load(c.dev, evalArt.Artifact)
+	return err
 }
 
-func (c *compiledTrainer) runStep(batch map[string]*tensor.Tensor) (map[string]*tensor.Tensor, error) {
+// prepare runs in the loader's goroutine, which Program.Stage allows.
+func (c *compiledTrainer) prepare(b *data.Batch) error {
+	if !c.prefetch {
+		return nil
+	}
+	s, err := c.prog.Stage(stepInputs(c.input, b))
+	b.Device = s
+	return err
+}
+
+func (c *compiledTrainer) upload(b *data.Batch) error {
+	if !c.prefetch {
+		return nil
+	}
+	s, ok := b.Device.(*executor.Staged)
+	if !ok {
+		return fmt.Errorf("batch %d was not staged", b.Index)
+	}
+	return c.prog.Prefetch(s)
+}
+
+func (c *compiledTrainer) launch(b *data.Batch) error {
 	c.evalFresh = false
-	res, err := c.prog.Run(batch)
+	if c.prefetch {
+		return c.prog.Launch(nil)
+	}
+	return c.prog.Launch(stepInputs(c.input, b))
+}
+
+func (c *compiledTrainer) wait() (map[string]*tensor.Tensor, error) {
+	res, err := c.prog.Wait()
 	if err != nil {
 		return nil, err
 	}
@@ -503,8 +595,8 @@ func (c *compiledTrainer) close() {
 // evaluate returns the mean cross-entropy and the accuracy over d. The last batch, when smaller,
 // is padded with blank images whose results are ignored (the rows of a classifier's inference are
 // independent).
-func evaluate(tr trainer, d *data.Dataset, m *model) (loss, accuracy float64, err error) {
-	loader := &data.Loader{Data: d, Batch: m.batch, Flatten: m.flatten}
+func evaluate(tr trainer, d *data.Dataset, m *model, noWorker bool) (loss, accuracy float64, err error) {
+	loader := &data.Loader{Data: d, Batch: m.batch, Flatten: m.flatten, NoWorker: noWorker}
 	correct := 0
 	for b, err := range loader.Epoch(0) {
 		if err != nil {

@@ -40,7 +40,9 @@ func OptionsFromEnv() Options {
 // Device is one GPU, driven through a Driver. It implements
 // executor.Device: it uses the device's primary context and one
 // non-blocking stream on which copies, memsets and launches are issued in
-// order; Sync waits for the stream.
+// order; Sync waits for the stream. It also implements executor.Streams:
+// uploads go on a second non-blocking stream (created on first use), ordered
+// against the compute stream by events, and Sync waits for both streams.
 //
 // Writes go through pinned staging buffers, so Write returns as soon as
 // the bytes are staged and the copy is queued; Read waits for the stream
@@ -64,8 +66,14 @@ type Device struct {
 	staging  staging
 	evStart  Event
 	evEnd    Event
-	launches int    // since the last Sync
-	last     string // the last launch issued, described
+	copier   Stream // the upload stream, 0 until the first Upload
+	events   map[executor.Event]Event
+	idle     []Event // events released for reuse
+	lastEv   executor.Event
+	host     map[*byte][]byte // AllocHost's buffers by first byte
+	hostN    int64            // their bytes
+	launches int              // since the last Sync
+	last     string           // the last launch issued, described
 }
 
 // Info describes a GPU.
@@ -81,10 +89,13 @@ type Info struct {
 type Stats struct {
 	Allocated     int64 // device bytes allocated through Alloc and not freed
 	PeakAllocated int64
-	Pinned        int64 // pinned host bytes held for staging copies
+	Pinned        int64 // pinned host bytes: staging buffers and AllocHost's
 }
 
-var _ executor.Device = (*Device)(nil)
+var (
+	_ executor.Device  = (*Device)(nil)
+	_ executor.Streams = (*Device)(nil)
+)
 
 // Open opens GPU ordinal through drv, which must be initialized: it
 // retains the device's primary context and creates the device's stream.
@@ -104,7 +115,8 @@ func Open(drv Driver, ordinal int, opts Options) (*Device, error) {
 		opts.StagingLimit = 256 << 20
 	}
 	d := &Device{drv: drv, ordinal: ordinal, handle: h, opts: opts, info: info,
-		allocs: map[executor.Ptr]int64{}, modules: map[*module]bool{}}
+		allocs: map[executor.Ptr]int64{}, modules: map[*module]bool{},
+		events: map[executor.Event]Event{}, host: map[*byte][]byte{}}
 	d.ctx, err = drv.DevicePrimaryCtxRetain(h)
 	if err != nil {
 		return nil, d.errorf("creating a context: %w", err)
@@ -198,7 +210,7 @@ func (d *Device) SetProfile(on bool) {
 func (d *Device) Stats() Stats {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return Stats{Allocated: d.bytes, PeakAllocated: d.peak, Pinned: d.staging.pinned}
+	return Stats{Allocated: d.bytes, PeakAllocated: d.peak, Pinned: d.staging.pinned + d.hostN}
 }
 
 // Alloc allocates n bytes of device memory (cuMemAlloc aligns to at least
@@ -258,32 +270,35 @@ func (d *Device) Write(p executor.Ptr, src []byte) error {
 	if len(src) == 0 {
 		return nil
 	}
-	return d.do(func() error {
-		if d.staging.inFlight+int64(len(src)) > d.opts.StagingLimit && d.staging.inFlight > 0 {
-			if err := d.syncLocked(); err != nil {
-				return err
-			}
+	return d.do(func() error { return d.writeLocked(p, src, d.stream) })
+}
+
+// writeLocked queues the copy of src to p on stream s from a pinned staging
+// buffer, or copies synchronously (after all queued work) when there is no
+// pinned memory to be had.
+func (d *Device) writeLocked(p executor.Ptr, src []byte, s Stream) error {
+	if d.staging.inFlight+int64(len(src)) > d.opts.StagingLimit && d.staging.inFlight > 0 {
+		if err := d.syncLocked(); err != nil {
+			return err
 		}
-		buf := d.staging.get(d.drv, int64(len(src)), d.opts.StagingLimit)
-		if buf == nil {
-			// No pinned memory: copy synchronously from src, after the work
-			// queued before.
-			if err := d.syncLocked(); err != nil {
-				return err
-			}
-			if err := d.drv.MemcpyHtoD(DevicePtr(p), src); err != nil {
-				return d.errorf("writing %d bytes to %#x: %w", len(src), uint64(p), err)
-			}
-			return nil
+	}
+	buf := d.staging.get(d.drv, int64(len(src)), d.opts.StagingLimit)
+	if buf == nil {
+		if err := d.syncLocked(); err != nil {
+			return err
 		}
-		copy(buf, src)
-		if err := d.drv.MemcpyHtoDAsync(DevicePtr(p), buf, d.stream); err != nil {
-			d.staging.put(buf)
+		if err := d.drv.MemcpyHtoD(DevicePtr(p), src); err != nil {
 			return d.errorf("writing %d bytes to %#x: %w", len(src), uint64(p), err)
 		}
-		d.staging.hold(buf)
 		return nil
-	})
+	}
+	copy(buf, src)
+	if err := d.drv.MemcpyHtoDAsync(DevicePtr(p), buf, s); err != nil {
+		d.staging.put(buf)
+		return d.errorf("writing %d bytes to %#x: %w", len(src), uint64(p), err)
+	}
+	d.staging.hold(buf)
+	return nil
 }
 
 // Read copies the device memory at p into dst, after the work queued
@@ -328,13 +343,18 @@ func (d *Device) Zero(p executor.Ptr, n int64) error {
 	})
 }
 
-// Sync waits for everything queued on the device's stream. A kernel that
+// Sync waits for everything queued on the device's streams. A kernel that
 // failed asynchronously is reported here.
 func (d *Device) Sync() error {
 	return d.do(d.syncLocked)
 }
 
 func (d *Device) syncLocked() error {
+	if d.copier != 0 {
+		if err := d.drv.StreamSynchronize(d.copier); err != nil {
+			return d.errorf("waiting for the uploads: %w", err)
+		}
+	}
 	err := d.drv.StreamSynchronize(d.stream)
 	n, last := d.launches, d.last
 	d.launches, d.last = 0, ""
@@ -592,9 +612,23 @@ func (d *Device) Close() error {
 		}
 		d.allocs, d.bytes = nil, 0
 		keep(d.staging.free(d.drv))
+		for _, b := range d.host {
+			keep(d.drv.MemFreeHost(b))
+		}
+		d.host, d.hostN = nil, 0
 		if d.evStart != 0 {
 			keep(d.drv.EventDestroy(d.evStart))
 			keep(d.drv.EventDestroy(d.evEnd))
+		}
+		for _, e := range d.events {
+			keep(d.drv.EventDestroy(e))
+		}
+		for _, e := range d.idle {
+			keep(d.drv.EventDestroy(e))
+		}
+		d.events, d.idle = nil, nil
+		if d.copier != 0 {
+			keep(d.drv.StreamDestroy(d.copier))
 		}
 		keep(d.drv.StreamDestroy(d.stream))
 		return nil

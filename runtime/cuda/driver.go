@@ -64,6 +64,10 @@ type Driver interface {
 
 	StreamCreate() (Stream, error) // CU_STREAM_NON_BLOCKING
 	StreamSynchronize(s Stream) error
+	// StreamWaitEvent is cuStreamWaitEvent(s, e, 0): work issued to s after
+	// the call waits until the work captured by e's most recent EventRecord
+	// is done (at once if e was never recorded). The host does not wait.
+	StreamWaitEvent(s Stream, e Event) error
 	StreamDestroy(s Stream) error
 
 	EventCreate() (Event, error) // CU_EVENT_DEFAULT: timing enabled

@@ -3,6 +3,7 @@ package cuda
 import (
 	"fmt"
 	"strings"
+	"unsafe"
 )
 
 // fakeDriver is an in-memory Driver for testing the Device without a GPU.
@@ -32,6 +33,19 @@ type fakeDriver struct {
 	syncs     int
 	asyncHtoD int // copies from pinned memory
 	syncHtoD  int // synchronous copies
+	// calls logs the stream work and synchronizations in issue order when
+	// logging: "htod s=5002 dst=7f0000000400 n=64", "launch add s=5001",
+	// "record e=e001 s=5001", "wait s=5001 e=e002", "sync s=5001",
+	// "dtoh s=5001 src=7f0000000000 n=4".
+	logging bool
+	calls   []string
+}
+
+// logf appends to the call log when logging.
+func (f *fakeDriver) logf(format string, a ...any) {
+	if f.logging {
+		f.calls = append(f.calls, fmt.Sprintf(format, a...))
+	}
 }
 
 type fakeKernel func(f *fakeDriver, params []uint64) (launchErr, asyncErr Result)
@@ -210,7 +224,20 @@ func (f *fakeDriver) copyOut(call string, dst []byte, src DevicePtr) error {
 	return nil
 }
 
-func (f *fakeDriver) pinned(b []byte) bool { return len(b) > 0 && f.host[&b[:1][0]] > 0 }
+// pinned reports whether b lies in a buffer from MemHostAlloc.
+func (f *fakeDriver) pinned(b []byte) bool {
+	if len(b) == 0 {
+		return false
+	}
+	p := uintptr(unsafe.Pointer(&b[0]))
+	for base, n := range f.host {
+		lo := uintptr(unsafe.Pointer(base))
+		if p >= lo && p+uintptr(len(b)) <= lo+uintptr(n) {
+			return true
+		}
+	}
+	return false
+}
 
 func (f *fakeDriver) MemcpyHtoD(dst DevicePtr, src []byte) error {
 	f.syncHtoD++
@@ -226,6 +253,7 @@ func (f *fakeDriver) MemcpyHtoDAsync(dst DevicePtr, src []byte, s Stream) error 
 		return fmt.Errorf("fake: asynchronous copy from pageable memory")
 	}
 	f.asyncHtoD++
+	f.logf("htod s=%x dst=%x n=%d", s, dst, len(src))
 	return f.copyIn("cuMemcpyHtoDAsync_v2", dst, src)
 }
 
@@ -233,6 +261,7 @@ func (f *fakeDriver) MemcpyDtoHAsync(dst []byte, src DevicePtr, s Stream) error 
 	if !f.pinned(dst) {
 		return fmt.Errorf("fake: asynchronous copy to pageable memory")
 	}
+	f.logf("dtoh s=%x src=%x n=%d", s, src, len(dst))
 	return f.copyOut("cuMemcpyDtoHAsync_v2", dst, src)
 }
 
@@ -283,6 +312,7 @@ func (f *fakeDriver) LaunchKernel(fn Function, grid, block [3]uint32, shared uin
 		}
 	}
 	f.launches = append(f.launches, fakeLaunch{name, grid, block, shared, append([]uint64(nil), params...), s, f.current == fakeCtx})
+	f.logf("launch %s s=%x", name, s)
 	if block[0]*block[1]*block[2] > 1024 {
 		return f.fail("cuLaunchKernel", ResultInvalidValue)
 	}
@@ -308,7 +338,13 @@ func (f *fakeDriver) StreamCreate() (Stream, error) {
 // a kernel fault, the fake stays broken.
 func (f *fakeDriver) StreamSynchronize(s Stream) error {
 	f.syncs++
+	f.logf("sync s=%x", s)
 	return f.fail("cuStreamSynchronize", f.pending)
+}
+
+func (f *fakeDriver) StreamWaitEvent(s Stream, e Event) error {
+	f.logf("wait s=%x e=%x", s, e)
+	return nil
 }
 
 func (f *fakeDriver) StreamDestroy(s Stream) error {
@@ -320,7 +356,10 @@ func (f *fakeDriver) EventCreate() (Event, error) {
 	f.events++
 	return Event(0xe000 + f.events), nil
 }
-func (f *fakeDriver) EventRecord(e Event, s Stream) error { return nil }
+func (f *fakeDriver) EventRecord(e Event, s Stream) error {
+	f.logf("record e=%x s=%x", e, s)
+	return nil
+}
 func (f *fakeDriver) EventSynchronize(e Event) error {
 	return f.fail("cuEventSynchronize", f.pending)
 }

@@ -244,6 +244,10 @@ func (g *gorgoniaDriver) StreamDestroy(s Stream) error {
 	return g.wrap("cuStreamDestroy_v2", st.Destroy())
 }
 
+func (g *gorgoniaDriver) StreamWaitEvent(s Stream, e Event) error {
+	return g.wrap("cuStreamWaitEvent", get(g, g.streams, uintptr(s)).Wait(get(g, g.events, uintptr(e)), 0))
+}
+
 func (g *gorgoniaDriver) EventCreate() (Event, error) {
 	e, err := cu.MakeEvent(cu.DefaultEvent)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gcomp/gcomp/codegen/ptx"
 	"github.com/gcomp/gcomp/examples"
@@ -92,6 +93,23 @@ func bench(t *testing.T, dev *cuda.Device, prog *executor.Program, inputs map[st
 	var buf strings.Builder
 	b.WriteTable(&buf)
 	t.Logf("%d runs: median %v, min %v\n%s", n, executor.Median(b.Runs), executor.Min(b.Runs), buf.String())
+}
+
+// TestGPUPrefetch trains steps with each batch prefetched on the copy stream during the previous
+// step, and without, and requires the same losses and weights bit for bit (gcomp's kernels are
+// deterministic); it logs the wall time of both.
+func TestGPUPrefetch(t *testing.T) {
+	dev := openGPU(t, false)
+	fx := newStepFixture(t, target(dev), 50)
+	var got [2]string
+	for i, prefetch := range []bool{false, true} {
+		start := time.Now()
+		got[i] = fx.run(t, dev, prefetch)
+		t.Logf("prefetch=%v: %d steps in %v", prefetch, len(fx.batches), time.Since(start))
+	}
+	if got[0] != got[1] {
+		t.Errorf("prefetched steps differ from synchronous ones")
+	}
 }
 
 // TestGPUErrors checks the device's errors against a real driver: PTX the

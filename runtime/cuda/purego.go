@@ -44,6 +44,7 @@ type libDriver struct {
 	cuStreamCreate               func(s *uintptr, flags uint32) int32
 	cuStreamSynchronize          func(s uintptr) int32
 	cuStreamDestroy_v2           func(s uintptr) int32
+	cuStreamWaitEvent            func(s, e uintptr, flags uint32) int32
 	cuEventCreate                func(e *uintptr, flags uint32) int32
 	cuEventRecord                func(e, s uintptr) int32
 	cuEventSynchronize           func(e uintptr) int32
@@ -90,6 +91,7 @@ func (l *libDriver) symbols() []struct {
 		{"cuStreamCreate", &l.cuStreamCreate},
 		{"cuStreamSynchronize", &l.cuStreamSynchronize},
 		{"cuStreamDestroy_v2", &l.cuStreamDestroy_v2},
+		{"cuStreamWaitEvent", &l.cuStreamWaitEvent},
 		{"cuEventCreate", &l.cuEventCreate},
 		{"cuEventRecord", &l.cuEventRecord},
 		{"cuEventSynchronize", &l.cuEventSynchronize},
@@ -338,6 +340,10 @@ func (l *libDriver) StreamSynchronize(s Stream) error {
 
 func (l *libDriver) StreamDestroy(s Stream) error {
 	return l.err("cuStreamDestroy_v2", l.cuStreamDestroy_v2(uintptr(s)))
+}
+
+func (l *libDriver) StreamWaitEvent(s Stream, e Event) error {
+	return l.err("cuStreamWaitEvent", l.cuStreamWaitEvent(uintptr(s), uintptr(e), 0))
 }
 
 func (l *libDriver) EventCreate() (Event, error) {

@@ -118,6 +118,33 @@ func TestPuregoABI(t *testing.T) {
 		t.Errorf("cuLaunchKernel received %#x,\nwant %#x", rec, wantRec)
 	}
 
+	// An upload on the second stream from pinned memory, and the compute stream waiting for it.
+	host, err := d.AllocHost(16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copy(host, "uploaded pinned!")
+	ev, err := d.Upload([]executor.HostCopy{{Dst: p, Src: host}}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Wait(ev); err != nil {
+		t.Fatal(err)
+	}
+	var lastWait func(out *[3]uint64)
+	purego.RegisterLibFunc(&lastWait, h, "fake_last_wait")
+	var wait [3]uint64
+	lastWait(&wait)
+	if want := [3]uint64{uint64(d.stream), uint64(d.events[ev]), 0}; wait != want || d.copier == d.stream {
+		t.Errorf("cuStreamWaitEvent received %#x, want %#x (the compute stream %#x, the copy stream %#x)", wait, want, d.stream, d.copier)
+	}
+	if err := d.Read(out[:16], p); err != nil || string(out[:16]) != "uploaded pinned!" {
+		t.Errorf("read back %q, %v", out[:16], err)
+	}
+	if err := d.FreeHost(host); err != nil {
+		t.Error(err)
+	}
+
 	// Out of memory, with the driver's error name.
 	_, err = d.Alloc(2 << 30)
 	if want := "cuda:0: out of memory: requested 2.0 GiB (2147483648 bytes), 1.0 GiB free of 3.0 GiB (gcomp holds 100 B): cuMemAlloc_v2: CUDA_ERROR_OUT_OF_MEMORY: out of memory"; err == nil || err.Error() != want {

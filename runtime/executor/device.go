@@ -67,6 +67,41 @@ type Copier interface {
 	Copy(dst, src Ptr, n int64) error
 }
 
+// Event marks a point in a device's queued work; 0 is no event.
+type Event uint64
+
+// HostCopy is one host-to-device copy of an upload.
+type HostCopy struct {
+	Dst Ptr
+	Src []byte
+}
+
+// Streams is implemented by devices that copy host memory to the device on a
+// stream of their own, beside the compute stream that Write, Zero and
+// launches use, so that the next run's inputs upload while the current run
+// computes (Program.Prefetch). Without it the executor writes prefetched
+// inputs with Write, which is ordered after the work issued before.
+type Streams interface {
+	// Record returns an event marking the compute work issued so far.
+	Record() (Event, error)
+	// Upload queues copies on the copy stream, after the compute work that
+	// after marks (0: nothing to wait for), and returns the event of their
+	// completion. The sources must stay untouched until the copies are done:
+	// until a Sync after compute work waited for the event. Memory from
+	// AllocHost is copied from in place; other memory is staged first.
+	Upload(copies []HostCopy, after Event) (Event, error)
+	// Wait makes the compute work issued from now on wait for e; the host
+	// does not wait.
+	Wait(e Event) error
+	// Release hands e back to the device once nothing will wait for it again.
+	Release(e Event) error
+	// AllocHost returns n bytes of page-locked host memory, which the device
+	// copies from asynchronously; FreeHost frees it. Both are safe to call
+	// while another goroutine uses the device.
+	AllocHost(n int64) ([]byte, error)
+	FreeHost(b []byte) error
+}
+
 // Counters are what a device measured about one launch. Fields a device
 // does not measure stay zero.
 type Counters struct {

@@ -28,6 +28,8 @@ type Program struct {
 	feedback map[string]*buffer
 	donate   map[string]bool // feedback outputs whose buffer trades places with the input's
 	resident map[string]bool // inputs whose value lives on the device between runs
+	pf       prefetch        // double-buffered inputs (Prefetch)
+	pending  *Result         // launched, not yet waited for
 }
 
 type buffer struct {
@@ -77,6 +79,8 @@ func Load(dev Device, a *artifact.Artifact) (*Program, error) {
 		return nil, err
 	}
 	p := &Program{dev: dev, plan: a.Plan, mod: mod, bufs: map[string]map[string]*buffer{}}
+	p.pf.streams, _ = dev.(Streams)
+	p.pf.pool.dev = p.pf.streams
 	if err := p.allocate(); err != nil {
 		p.Close()
 		return nil, err
@@ -181,6 +185,25 @@ func (p *Program) SetParams(params map[string]*tensor.Tensor) error {
 }
 
 func (p *Program) write(kind string, values map[string]*tensor.Tensor, bind bool) error {
+	if err := p.check(kind, values); err != nil {
+		return err
+	}
+	for name, t := range values {
+		b := p.bufs[kind][name]
+		if t == nil {
+			continue // resident state: already on the device
+		}
+		if err := p.dev.Write(b.ptr, t.Bytes()); err != nil {
+			return fmt.Errorf("copying %s %s to the device: %v", kind, name, err)
+		}
+		b.bound = bind
+	}
+	return nil
+}
+
+// check checks values against the buffers of kind: every one given (nil for resident state),
+// none unknown, each of its buffer's type.
+func (p *Program) check(kind string, values map[string]*tensor.Tensor) error {
 	bufs := p.bufs[kind]
 	var missing, unknown []string
 	for name := range values {
@@ -202,31 +225,49 @@ func (p *Program) write(kind string, values map[string]*tensor.Tensor, bind bool
 		return fmt.Errorf("no value for %s %s", kind, strings.Join(missing, ", "))
 	}
 	for name, t := range values {
-		b := bufs[name]
-		if t == nil {
-			continue // resident state: already on the device
+		if t != nil && !t.Type.Equal(bufs[name].typ) {
+			return fmt.Errorf("%s %s is %s, the model wants %s", kind, name, t.Type, bufs[name].typ)
 		}
-		if !t.Type.Equal(b.typ) {
-			return fmt.Errorf("%s %s is %s, the model wants %s", kind, name, t.Type, b.typ)
-		}
-		if err := p.dev.Write(b.ptr, t.Bytes()); err != nil {
-			return fmt.Errorf("copying %s %s to the device: %v", kind, name, err)
-		}
-		b.bound = bind
 	}
 	return nil
 }
 
 // Run copies the inputs to the device, launches every kernel in plan order,
-// waits, and copies the outputs back.
+// waits, and copies the outputs back: Launch, then Wait. With inputs nil it
+// runs on the inputs Prefetch uploaded.
 func (p *Program) Run(inputs map[string]*tensor.Tensor) (*Result, error) {
+	if err := p.Launch(inputs); err != nil {
+		return nil, err
+	}
+	return p.Wait()
+}
+
+// Launch starts a run: it copies the inputs to the device (or, with inputs
+// nil after Prefetch, makes the run read the prefetched ones) and queues
+// every kernel in plan order, without waiting for them. Wait finishes the
+// run; in between, Prefetch may upload the next run's inputs, which then
+// copy while this run computes.
+func (p *Program) Launch(inputs map[string]*tensor.Tensor) error {
+	if p.pending != nil {
+		return fmt.Errorf("the previous run was launched and not waited for")
+	}
 	for _, b := range p.bufs[artifact.ArgParam] {
 		if !b.bound {
-			return nil, fmt.Errorf("parameter %s has no value (bind weights first)", b.name)
+			return fmt.Errorf("parameter %s has no value (bind weights first)", b.name)
 		}
 	}
-	if err := p.writeInputs(inputs); err != nil {
-		return nil, err
+	staged := p.pf.staged
+	switch {
+	case staged != nil && inputs != nil:
+		return fmt.Errorf("inputs were prefetched for this run: pass nil to run on them")
+	case staged != nil:
+		if err := p.useStaged(); err != nil {
+			return err
+		}
+	default:
+		if err := p.writeInputs(inputs); err != nil {
+			return err
+		}
 	}
 	res := &Result{Outputs: map[string]*tensor.Tensor{}}
 	for _, k := range p.plan.Kernels {
@@ -236,12 +277,31 @@ func (p *Program) Run(inputs map[string]*tensor.Tensor) (*Result, error) {
 		}
 		c, err := p.mod.Launch(k.Name, LaunchConfig{Grid: k.Grid, Block: k.Block, SharedBytes: k.SharedBytes}, args)
 		if err != nil {
-			return nil, fmt.Errorf("kernel %s (grid %v, block %v): %w", k.Name, k.Grid, k.Block, err)
+			return fmt.Errorf("kernel %s (grid %v, block %v): %w", k.Name, k.Grid, k.Block, err)
 		}
 		res.Kernels = append(res.Kernels, KernelRun{Name: k.Name, Grid: k.Grid, Block: k.Block, Counters: c})
 	}
+	if err := p.markRead(); err != nil {
+		return err
+	}
+	p.pending, p.pf.running = res, staged
+	return nil
+}
+
+// Wait waits for the launched run and returns its outputs.
+func (p *Program) Wait() (*Result, error) {
+	res := p.pending
+	if res == nil {
+		return nil, fmt.Errorf("no run was launched")
+	}
+	p.pending = nil
 	if err := p.dev.Sync(); err != nil {
 		return nil, err
+	}
+	// The run's uploads are done: their host memory may take the next batch.
+	if s := p.pf.running; s != nil {
+		p.pf.running = nil
+		p.pf.pool.put(s.buf)
 	}
 	for i, o := range p.plan.Outputs {
 		b := p.bufs[artifact.ArgOutput][o.Name]
@@ -366,16 +426,26 @@ func (p *Program) Read(name string) (*tensor.Tensor, error) {
 
 // writeInputs writes the inputs of one run: every input but the resident ones.
 func (p *Program) writeInputs(values map[string]*tensor.Tensor) error {
+	all, err := p.runInputs(values)
+	if err != nil {
+		return err
+	}
+	return p.write(artifact.ArgInput, all, false)
+}
+
+// runInputs checks that values are a run's inputs (none of them resident state, which must be
+// set) and returns them with nil for each resident input, as write and check take them.
+func (p *Program) runInputs(values map[string]*tensor.Tensor) (map[string]*tensor.Tensor, error) {
 	for name := range p.resident {
 		if values[name] != nil {
-			return fmt.Errorf("input %s is state kept on the device; do not pass it to Run", name)
+			return nil, fmt.Errorf("input %s is state kept on the device; do not pass it to Run", name)
 		}
 		if !p.bufs[artifact.ArgInput][name].bound {
-			return fmt.Errorf("state input %s has no value (SetState first)", name)
+			return nil, fmt.Errorf("state input %s has no value (SetState first)", name)
 		}
 	}
 	if len(p.resident) == 0 {
-		return p.write(artifact.ArgInput, values, false)
+		return values, nil
 	}
 	all := map[string]*tensor.Tensor{}
 	for k, v := range values {
@@ -384,7 +454,7 @@ func (p *Program) writeInputs(values map[string]*tensor.Tensor) error {
 	for name := range p.resident {
 		all[name] = nil
 	}
-	return p.write(artifact.ArgInput, all, false)
+	return all, nil
 }
 
 func (p *Program) address(a artifact.Arg) Ptr {
@@ -401,7 +471,8 @@ func (p *Program) address(a artifact.Arg) Ptr {
 	return p.lookup(a.Name).ptr
 }
 
-// Close frees the program's device memory and unloads its module.
+// Close frees the program's device memory and prefetch host memory and unloads its module.
+// Nothing may use the program, or memory Stage returned, after Close.
 func (p *Program) Close() error {
 	var errs []error
 	for _, ptr := range p.allocs {
@@ -412,5 +483,7 @@ func (p *Program) Close() error {
 		errs = append(errs, p.mod.Close())
 		p.mod = nil
 	}
+	// Last: freeing device memory waited for the uploads from the host memory.
+	errs = append(errs, p.closePrefetch())
 	return errors.Join(errs...)
 }

@@ -69,6 +69,14 @@ func newCompiledStep(t *testing.T, model func(*frontend.Builder), opt train.Opti
 	if err != nil {
 		t.Fatal(err)
 	}
+	prog, params := loadStep(t, simdev.New(simdev.Options{}), step)
+	return &compiledStep{step, train.NewRefTrainer(step, params), prog}
+}
+
+// loadStep compiles step and loads it on dev (closed when the test ends) with the weights of
+// seed 1 and fresh optimizer state.
+func loadStep(t *testing.T, dev executor.Device, step *train.StepGraph) (*executor.Program, map[string]*tensor.Tensor) {
+	t.Helper()
 	res, err := compiler.Compile(step.Graph, compiler.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -77,21 +85,12 @@ func newCompiledStep(t *testing.T, model func(*frontend.Builder), opt train.Opti
 	if err != nil {
 		t.Fatal(err)
 	}
-	prog, err := executor.Load(simdev.New(simdev.Options{}), res.Artifact)
+	prog, err := step.Load(dev, res.Artifact, params, step.InitState())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { prog.Close() })
-	if err := prog.SetParams(params); err != nil {
-		t.Fatal(err)
-	}
-	if err := prog.Feedback(step.StateBindings); err != nil {
-		t.Fatal(err)
-	}
-	if err := prog.SetState(step.InitState()); err != nil {
-		t.Fatal(err)
-	}
-	return &compiledStep{step, train.NewRefTrainer(step, params), prog}
+	return prog, params
 }
 
 // run runs step i on both and compares the loss, found_inf, every trained parameter and every

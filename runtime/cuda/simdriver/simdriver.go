@@ -3,9 +3,14 @@
 // models through it on machines without a GPU: tests use it, and so can anyone who wants the CUDA
 // code path checked short of the hardware.
 //
-// It reports one device, "PTX simulator", of compute capability 9.0. Launches run synchronously
-// at cuLaunchKernel; a kernel that fails does so asynchronously, as on a GPU: its error is
-// returned by the next synchronization. Event times are the simulator's wall clock.
+// It reports one device, "PTX simulator", of compute capability 9.0. Work issued to a stream
+// (asynchronous copies, memsets, launches, event records and waits) is queued and runs only when
+// the host synchronizes (cuStreamSynchronize, cuEventSynchronize, or a synchronous call, which
+// waits for every stream), in an order that keeps each stream's order and every
+// cuStreamWaitEvent, and among those orders the one Options.Schedule picks: so work that a
+// missing wait leaves unordered can be made to run in the wrong order, as it may on a GPU. A
+// kernel that fails does so asynchronously, as on a GPU: its error is returned by the next
+// synchronization. Event times are the simulator's wall clock when the record runs.
 package simdriver
 
 import (
@@ -17,18 +22,46 @@ import (
 	"github.com/gcomp/gcomp/runtime/simdev"
 )
 
+// Schedule picks which stream runs next when several could.
+type Schedule int
+
+const (
+	// IssueOrder runs the work issued first, as a GPU with streams to spare tends to.
+	IssueOrder Schedule = iota
+	// LowStreamFirst runs the stream created first as far as its waits let it before any other:
+	// a stream that should wait for another's copies but does not reads stale memory.
+	LowStreamFirst
+	// HighStreamFirst runs the stream created last first: copies that should wait for another
+	// stream's kernels but do not overwrite what the kernels have yet to read.
+	HighStreamFirst
+)
+
+func (s Schedule) String() string {
+	return [...]string{"issue order", "low stream first", "high stream first"}[s]
+}
+
+// Options configure a Driver.
+type Options struct {
+	Schedule Schedule
+}
+
 // Driver is a cuda.Driver whose "GPU" is the PTX simulator: device
 // memory, modules and launches go to a simdev.Device. It lets the CUDA
 // device's own code (staging, ordering, argument packing, events, errors)
 // run real compiled models without a GPU. A kernel that fails on the
 // simulator fails asynchronously, as on a GPU: at the next synchronization.
+// Like the driver, it leaves serializing calls to its caller.
 type Driver struct {
 	dev       *simdev.Device
+	opts      Options
 	modules   map[cuda.ModuleHandle]executor.Module
 	funcs     []simFunc // Function h is funcs[h-1]
 	pending   error
-	events    map[cuda.Event]time.Time // when each was recorded
+	events    map[cuda.Event]*event
 	lastEvent cuda.Event
+	streams   map[cuda.Stream][]op // queued work, in issue order
+	lastStrm  cuda.Stream
+	issued    int // ops issued so far, for IssueOrder
 }
 
 type simFunc struct {
@@ -36,9 +69,29 @@ type simFunc struct {
 	name string
 }
 
-// New returns a driver over a fresh simulated device with all checks on.
-func New() *Driver {
-	return &Driver{dev: simdev.New(simdev.Options{}), modules: map[cuda.ModuleHandle]executor.Module{}, events: map[cuda.Event]time.Time{}}
+// event is a CUDA event: its records are numbered as issued; done is the last one that ran.
+type event struct {
+	recorded, done int
+	at             time.Time // when record done ran
+}
+
+// op is one piece of queued work: run, or (with wait set) waiting until event wait has run
+// record gen.
+type op struct {
+	seq  int
+	run  func()
+	wait *event
+	gen  int
+}
+
+// New returns a driver over a fresh simulated device with all checks on, running queued work in
+// issue order.
+func New() *Driver { return NewWithOptions(Options{}) }
+
+// NewWithOptions returns a driver over a fresh simulated device with all checks on.
+func NewWithOptions(o Options) *Driver {
+	return &Driver{dev: simdev.New(simdev.Options{}), opts: o, modules: map[cuda.ModuleHandle]executor.Module{},
+		events: map[cuda.Event]*event{}, streams: map[cuda.Stream][]op{}}
 }
 
 func simErr(call string, code cuda.Result, err error) error {
@@ -77,6 +130,7 @@ func (s *Driver) ModuleGetFunction(m cuda.ModuleHandle, name string) (cuda.Funct
 }
 
 func (s *Driver) ModuleUnload(m cuda.ModuleHandle) error {
+	s.drainAll()
 	err := s.modules[m].Close()
 	delete(s.modules, m)
 	return err
@@ -86,27 +140,42 @@ func (s *Driver) MemAlloc(n int64) (cuda.DevicePtr, error) {
 	p, err := s.dev.Alloc(n)
 	return cuda.DevicePtr(p), err
 }
-func (s *Driver) MemFree(p cuda.DevicePtr) error { return s.dev.Free(executor.Ptr(p)) }
+
+// The synchronous calls wait for every stream first (cuMemFree does; a synchronous copy on the
+// legacy stream would not wait for non-blocking streams, but the cuda Device synchronizes before
+// one anyway).
+func (s *Driver) MemFree(p cuda.DevicePtr) error {
+	s.drainAll()
+	return s.dev.Free(executor.Ptr(p))
+}
 func (s *Driver) MemcpyHtoD(dst cuda.DevicePtr, src []byte) error {
+	s.drainAll()
 	return s.dev.Write(executor.Ptr(dst), src)
 }
 func (s *Driver) MemcpyDtoH(dst []byte, src cuda.DevicePtr) error {
+	s.drainAll()
 	return s.dev.Read(dst, executor.Ptr(src))
 }
-func (s *Driver) MemcpyHtoDAsync(dst cuda.DevicePtr, src []byte, _ cuda.Stream) error {
-	return s.MemcpyHtoD(dst, src)
+
+// The asynchronous copies read and write the host memory when they run, as DMA does.
+func (s *Driver) MemcpyHtoDAsync(dst cuda.DevicePtr, src []byte, st cuda.Stream) error {
+	return s.enqueue("cuMemcpyHtoDAsync_v2", st, func() error { return s.dev.Write(executor.Ptr(dst), src) })
 }
-func (s *Driver) MemcpyDtoHAsync(dst []byte, src cuda.DevicePtr, _ cuda.Stream) error {
-	return s.MemcpyDtoH(dst, src)
+func (s *Driver) MemcpyDtoHAsync(dst []byte, src cuda.DevicePtr, st cuda.Stream) error {
+	return s.enqueue("cuMemcpyDtoHAsync_v2", st, func() error { return s.dev.Read(dst, executor.Ptr(src)) })
 }
 func (s *Driver) MemsetD8(p cuda.DevicePtr, v byte, n int64) error {
 	if v != 0 {
 		return fmt.Errorf("Driver: memset to %d", v)
 	}
+	s.drainAll()
 	return s.dev.Zero(executor.Ptr(p), n)
 }
-func (s *Driver) MemsetD8Async(p cuda.DevicePtr, v byte, n int64, _ cuda.Stream) error {
-	return s.MemsetD8(p, v, n)
+func (s *Driver) MemsetD8Async(p cuda.DevicePtr, v byte, n int64, st cuda.Stream) error {
+	if v != 0 {
+		return fmt.Errorf("Driver: memset to %d", v)
+	}
+	return s.enqueue("cuMemsetD8Async", st, func() error { return s.dev.Zero(executor.Ptr(p), n) })
 }
 func (s *Driver) MemHostAlloc(n int64) ([]byte, error) { return make([]byte, n), nil }
 func (s *Driver) MemFreeHost([]byte) error             { return nil }
@@ -114,7 +183,10 @@ func (s *Driver) MemGetInfo() (free, total int64, err error) {
 	return s.dev.MemInfo()
 }
 
-func (s *Driver) LaunchKernel(f cuda.Function, grid, block [3]uint32, shared uint32, _ cuda.Stream, params []uint64) error {
+func (s *Driver) LaunchKernel(f cuda.Function, grid, block [3]uint32, shared uint32, st cuda.Stream, params []uint64) error {
+	if f < 1 || int(f) > len(s.funcs) {
+		return simErr("cuLaunchKernel", cuda.ResultInvalidHandle, fmt.Errorf("no function %d", f))
+	}
 	fn := s.funcs[f-1]
 	args := make([]executor.Ptr, len(params))
 	for i, p := range params {
@@ -124,34 +196,157 @@ func (s *Driver) LaunchKernel(f cuda.Function, grid, block [3]uint32, shared uin
 	for i := range 3 {
 		cfg.Grid[i], cfg.Block[i] = int(grid[i]), int(block[i])
 	}
-	if _, err := fn.m.Launch(fn.name, cfg, args); err != nil && s.pending == nil {
-		s.pending = simErr("cuStreamSynchronize", cuda.ResultIllegalAddress, err)
+	return s.enqueue("cuLaunchKernel", st, func() error {
+		_, err := fn.m.Launch(fn.name, cfg, args)
+		return err
+	})
+}
+
+func (s *Driver) StreamCreate() (cuda.Stream, error) {
+	s.lastStrm++
+	s.streams[s.lastStrm] = nil
+	return s.lastStrm, nil
+}
+
+// StreamSynchronize runs queued work until st's queue is empty.
+func (s *Driver) StreamSynchronize(st cuda.Stream) error {
+	if _, ok := s.streams[st]; !ok {
+		return simErr("cuStreamSynchronize", cuda.ResultInvalidHandle, fmt.Errorf("no stream %d", st))
 	}
+	s.drain(func() bool { return len(s.streams[st]) == 0 })
+	return s.pending
+}
+
+func (s *Driver) StreamDestroy(st cuda.Stream) error {
+	if _, ok := s.streams[st]; !ok {
+		return simErr("cuStreamDestroy_v2", cuda.ResultInvalidHandle, fmt.Errorf("no stream %d", st))
+	}
+	// Work still queued completes, as the driver promises.
+	s.drain(func() bool { return len(s.streams[st]) == 0 })
+	delete(s.streams, st)
 	return nil
 }
 
-func (s *Driver) StreamCreate() (cuda.Stream, error)  { return 1, nil }
-func (s *Driver) StreamSynchronize(cuda.Stream) error { return s.pending }
-func (s *Driver) StreamDestroy(cuda.Stream) error     { return nil }
+// StreamWaitEvent queues on st a wait for e's latest record (none: no wait).
+func (s *Driver) StreamWaitEvent(st cuda.Stream, e cuda.Event) error {
+	ev, ok := s.events[e]
+	if !ok {
+		return simErr("cuStreamWaitEvent", cuda.ResultInvalidHandle, fmt.Errorf("no event %d", e))
+	}
+	if _, ok := s.streams[st]; !ok {
+		return simErr("cuStreamWaitEvent", cuda.ResultInvalidHandle, fmt.Errorf("no stream %d", st))
+	}
+	s.issued++
+	s.streams[st] = append(s.streams[st], op{seq: s.issued, wait: ev, gen: ev.recorded})
+	return nil
+}
+
 func (s *Driver) EventCreate() (cuda.Event, error) {
 	s.lastEvent++
-	s.events[s.lastEvent] = time.Time{}
+	s.events[s.lastEvent] = &event{}
 	return s.lastEvent, nil
 }
 
-// EventRecord notes the simulator's wall clock: launches run synchronously, so the time between
-// two events is the simulation time of what was launched between them.
-func (s *Driver) EventRecord(e cuda.Event, _ cuda.Stream) error {
-	s.events[e] = time.Now()
-	return nil
+// EventRecord queues a record of e on st: when it runs it notes the simulator's wall clock, so
+// the time between two events is the simulation time of what ran between them.
+func (s *Driver) EventRecord(e cuda.Event, st cuda.Stream) error {
+	ev, ok := s.events[e]
+	if !ok {
+		return simErr("cuEventRecord", cuda.ResultInvalidHandle, fmt.Errorf("no event %d", e))
+	}
+	ev.recorded++
+	gen := ev.recorded
+	return s.enqueue("cuEventRecord", st, func() error {
+		ev.done, ev.at = gen, time.Now()
+		return nil
+	})
 }
-func (s *Driver) EventSynchronize(cuda.Event) error { return s.pending }
+
+// EventSynchronize runs queued work until e's latest record has run.
+func (s *Driver) EventSynchronize(e cuda.Event) error {
+	ev, ok := s.events[e]
+	if !ok {
+		return simErr("cuEventSynchronize", cuda.ResultInvalidHandle, fmt.Errorf("no event %d", e))
+	}
+	s.drain(func() bool { return ev.done >= ev.recorded })
+	return s.pending
+}
+
 func (s *Driver) EventElapsedTime(start, end cuda.Event) (float32, error) {
-	return float32(s.events[end].Sub(s.events[start]).Seconds() * 1e3), nil
+	a, b := s.events[start], s.events[end]
+	if a == nil || b == nil || a.done == 0 || b.done == 0 || a.done < a.recorded || b.done < b.recorded {
+		return 0, simErr("cuEventElapsedTime", 600, fmt.Errorf("an event has not completed"))
+	}
+	return float32(b.at.Sub(a.at).Seconds() * 1e3), nil
 }
+
 func (s *Driver) EventDestroy(e cuda.Event) error {
 	delete(s.events, e)
 	return nil
+}
+
+// enqueue queues f on st. A failure when f runs becomes the pending asynchronous error.
+func (s *Driver) enqueue(call string, st cuda.Stream, f func() error) error {
+	if _, ok := s.streams[st]; !ok {
+		return simErr(call, cuda.ResultInvalidHandle, fmt.Errorf("no stream %d", st))
+	}
+	s.issued++
+	s.streams[st] = append(s.streams[st], op{seq: s.issued, run: func() {
+		if err := f(); err != nil && s.pending == nil {
+			s.pending = simErr("cuStreamSynchronize", cuda.ResultIllegalAddress, err)
+		}
+	}})
+	return nil
+}
+
+// drainAll runs every queued op.
+func (s *Driver) drainAll() {
+	s.drain(func() bool {
+		for _, q := range s.streams {
+			if len(q) > 0 {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// drain runs queued ops, one at a time in the schedule's order, until done reports true. Every
+// wait is for a record issued before it, so the op issued first can always run.
+func (s *Driver) drain(done func() bool) {
+	for !done() {
+		var pick cuda.Stream
+		for st, q := range s.streams {
+			if len(q) == 0 || q[0].wait != nil && q[0].wait.done < q[0].gen {
+				continue
+			}
+			if pick == 0 || s.before(st, pick) {
+				pick = st
+			}
+		}
+		if pick == 0 { // unreachable: the op issued first can always run
+			if s.pending == nil {
+				s.pending = simErr("cuStreamSynchronize", cuda.ResultUnknown, fmt.Errorf("queued work waits for records never issued"))
+			}
+			return
+		}
+		o := s.streams[pick][0]
+		s.streams[pick] = s.streams[pick][1:]
+		if o.run != nil {
+			o.run()
+		}
+	}
+}
+
+// before reports whether stream a's next op runs before stream b's.
+func (s *Driver) before(a, b cuda.Stream) bool {
+	switch s.opts.Schedule {
+	case LowStreamFirst:
+		return a < b
+	case HighStreamFirst:
+		return a > b
+	}
+	return s.streams[a][0].seq < s.streams[b][0].seq
 }
 func (s *Driver) GetErrorName(r cuda.Result) string { return fmt.Sprintf("CUDA_ERROR_%d", int(r)) }
 func (s *Driver) GetErrorString(cuda.Result) string { return "" }

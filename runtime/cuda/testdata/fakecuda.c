@@ -13,11 +13,19 @@ typedef uint64_t CUdeviceptr;
 typedef void *CUcontext, *CUmodule, *CUfunction, *CUstream, *CUevent;
 
 static uint64_t last_launch[16];
+static uint64_t last_wait[3];
 static CUcontext current;
+
+// Streams are 0x5757, 0x5758, ... in creation order.
+static uintptr_t streams;
+static int stream_ok(CUstream s) { return (uintptr_t)s >= 0x5757 && (uintptr_t)s < 0x5757 + streams; }
 
 // fake_last_launch copies what the last cuLaunchKernel received: the
 // function, grid, block, shared bytes, stream, and three parameter values.
 void fake_last_launch(uint64_t *out) { memcpy(out, last_launch, sizeof last_launch); }
+
+// fake_last_wait copies what the last cuStreamWaitEvent received: the stream, the event, the flags.
+void fake_last_wait(uint64_t *out) { memcpy(out, last_wait, sizeof last_wait); }
 
 CUresult cuInit(unsigned flags) { return flags == 0 ? 0 : 1; }
 CUresult cuDriverGetVersion(int *v) { *v = 12040; return 0; }
@@ -75,7 +83,7 @@ CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n) { memcpy((v
 CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) { memcpy(dst, (void *)(uintptr_t)src, n); return 0; }
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, CUstream s) {
 	memcpy((void *)(uintptr_t)dst, src, n);
-	return s ? 0 : 400;
+	return stream_ok(s) ? 0 : 400;
 }
 CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, CUstream s) {
 	memcpy(dst, (void *)(uintptr_t)src, n);
@@ -98,15 +106,21 @@ CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, uns
 	memcpy(last_launch, rec, sizeof rec);
 	return f == (CUfunction)0x9abc ? 0 : 400;
 }
-CUresult cuStreamCreate(CUstream *s, unsigned flags) { *s = (CUstream)0x5757; return flags == 1 ? 0 : 1; }
-CUresult cuStreamSynchronize(CUstream s) { return s == (CUstream)0x5757 ? 0 : 400; }
-CUresult cuStreamDestroy_v2(CUstream s) { return s == (CUstream)0x5757 ? 0 : 400; }
+CUresult cuStreamCreate(CUstream *s, unsigned flags) { *s = (CUstream)(0x5757 + streams++); return flags == 1 ? 0 : 1; }
+CUresult cuStreamSynchronize(CUstream s) { return stream_ok(s) ? 0 : 400; }
+CUresult cuStreamDestroy_v2(CUstream s) { return stream_ok(s) ? 0 : 400; }
+CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned flags) {
+	last_wait[0] = (uint64_t)(uintptr_t)s;
+	last_wait[1] = (uint64_t)(uintptr_t)e;
+	last_wait[2] = flags;
+	return stream_ok(s) && flags == 0 ? 0 : 400;
+}
 CUresult cuEventCreate(CUevent *e, unsigned flags) {
 	static uintptr_t next = 0xe0;
 	*e = (CUevent)next++;
 	return flags == 0 ? 0 : 1;
 }
-CUresult cuEventRecord(CUevent e, CUstream s) { return s == (CUstream)0x5757 ? 0 : 400; }
+CUresult cuEventRecord(CUevent e, CUstream s) { return stream_ok(s) ? 0 : 400; }
 CUresult cuEventSynchronize(CUevent e) { return 0; }
 CUresult cuEventElapsedTime(float *ms, CUevent start, CUevent end) { *ms = 2.5f; return (uintptr_t)end == (uintptr_t)start + 1 ? 0 : 400; }
 CUresult cuEventDestroy_v2(CUevent e) { return 0; }
