@@ -17,6 +17,10 @@ type convSpec struct {
 	o, kh, kw      int
 	oh, ow         int
 	stride, pad, d [2]int
+	// pool is the pooling the epilogue ends in (nil if none), with window win: the GEMM's rows
+	// are then enumerated window-major (poolWindow).
+	pool *ir.Value
+	win  [2]int
 }
 
 func convGEMM(v *ir.Value) (*matmul, error) {
@@ -56,11 +60,19 @@ func (cs *convSpec) copier(mm *matmul, f0, kq string, dk []int, base string, eb 
 	m := a.clamp(f0, mm.M)
 	okM := b.reg(rPred)
 	b.ins("setp.lt.s32", okM, a.reg(f0), imm(mm.M))
-	plane := cs.oh * cs.ow
-	n := a.div(m, plane)
-	r := a.rem(m, plane)
-	ih0 := a.sub(a.mul(a.div(r, cs.ow), cs.stride[0]), imm(cs.pad[0]))
-	iw0 := a.sub(a.mul(a.rem(r, cs.ow), cs.stride[1]), imm(cs.pad[1]))
+	var n, ih0, iw0 string
+	if cs.pool == nil {
+		plane := cs.oh * cs.ow
+		n = a.div(m, plane)
+		r := a.rem(m, plane)
+		ih0 = a.sub(a.mul(a.div(r, cs.ow), cs.stride[0]), imm(cs.pad[0]))
+		iw0 = a.sub(a.mul(a.rem(r, cs.ow), cs.stride[1]), imm(cs.pad[1]))
+	} else {
+		var oh, ow string
+		n, oh, ow = cs.pixel(a, m)
+		ih0 = a.sub(a.mul(oh, cs.stride[0]), imm(cs.pad[0]))
+		iw0 = a.sub(a.mul(ow, cs.stride[1]), imm(cs.pad[1]))
+	}
 	img := a.mul(n, cs.c*cs.groups*cs.h*cs.w) // the image's channels are all groups'; base holds the group offset
 	return func(k0 string, i int) (string, string) {
 		kk := a.add(a.add(k0, kq), imm(dk[i]))
@@ -91,15 +103,36 @@ func (cs *convSpec) copier(mm *matmul, f0, kq string, dk []int, base string, eb 
 	}
 }
 
+// pixel returns the image n and output coordinates (oh, ow) of GEMM row m when the epilogue
+// pools: rows are window-major (the KH·KW rows of one window consecutive, windows in row-major
+// order of the pooled output [N, OH/KH, OW/KW]); without pooling they are row-major over
+// [N, OH, OW].
+func (cs *convSpec) pixel(a ia, m string) (n, oh, ow string) {
+	kh, kw := cs.win[0], cs.win[1]
+	pw := cs.ow / kw
+	q, t := a.div(m, kh*kw), a.rem(m, kh*kw)
+	n, r := a.div(q, cs.oh*cs.ow/(kh*kw)), a.rem(q, cs.oh*cs.ow/(kh*kw))
+	oh = a.mad(a.div(r, pw), kh, a.div(t, kw))
+	ow = a.mad(a.rem(r, pw), kw, a.rem(t, kw))
+	return n, oh, ow
+}
+
 // outIndex maps GEMM element (pixel m, output channel o across all groups) to the output
 // [N, O, OH, OW].
 func (cs *convSpec) outIndex(a ia, m, o string) (*index, string) {
 	plane := cs.oh * cs.ow
-	n := a.div(m, plane)
-	r := a.rem(m, plane)
-	oh, ow := a.div(r, cs.ow), a.rem(r, cs.ow)
-	x := newIndexCoords(ir.Shape{cs.n, cs.o, cs.oh, cs.ow}, []string{n, o, oh, ow})
-	lin := a.add(a.mul(a.mad(n, cs.o, o), plane), r)
+	x := newIndexCoords(ir.Shape{cs.n, cs.o, cs.oh, cs.ow}, nil)
+	var lin string
+	if cs.pool == nil {
+		n := a.div(m, plane)
+		r := a.rem(m, plane)
+		x.coord = []string{n, o, a.div(r, cs.ow), a.rem(r, cs.ow)}
+		lin = a.add(a.mul(a.mad(n, cs.o, o), plane), r)
+	} else {
+		n, oh, ow := cs.pixel(a, m)
+		x.coord = []string{n, o, oh, ow}
+		lin = a.add(a.mul(a.mad(n, cs.o, o), plane), a.mad(oh, cs.ow, ow))
+	}
 	x.lin = lin
 	return x, lin
 }
