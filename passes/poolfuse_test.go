@@ -1,9 +1,13 @@
 package passes_test
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
+	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ops"
 	"github.com/gcomp/gcomp/passes"
 )
 
@@ -113,4 +117,73 @@ func TestCheckKernelsPool(t *testing.T) {
 	if err := passes.CheckKernels(kg); err == nil || !strings.Contains(err.Error(), "does not tile") {
 		t.Errorf("got %v, want a pooling that does not tile", err)
 	}
+}
+
+// Random convolutions ending in a pooling, with random epilogues, pre-pool consumers and fusion
+// bounds, through the whole pipeline with every checker on; the kernel graph must compute what
+// the source graph does, bit for bit (checkPipeline). The rule must fire in some of them.
+func TestConvPoolRandom(t *testing.T) {
+	n := 400
+	if testing.Short() {
+		n = 40
+	}
+	fused := 0
+	for seed := range uint64(n) {
+		r := rand.New(rand.NewPCG(seed, 11))
+		dt := []ir.DType{ir.F32, ir.F32, ir.F16, ir.BF16, ir.F64}[r.IntN(5)]
+		nb, c, o := 1+r.IntN(2), 1+r.IntN(3), 1+r.IntN(4)
+		h, w, k := 2+r.IntN(7), 2+r.IntN(7), 1+2*r.IntN(2)
+		g := ir.NewGraph("t")
+		x := g.Input("x", ir.T(dt, nb, c, h, w), nil)
+		wt := g.Param("w", ir.T(dt, o, c, k, k), nil)
+		ty := ir.T(dt, nb, o, h, w)
+		v := g.Add("conv2d", ty, ir.Attrs{"padding": []int{k / 2, k / 2}}, x, wt)
+		for range r.IntN(4) {
+			switch r.IntN(4) {
+			case 0:
+				b := g.Param(fmt.Sprintf("b%d", len(g.Values)), ir.T(dt, o), nil)
+				v = g.Add("add", ty, nil, v, g.Add("broadcast_in_dim", ty, ir.Attrs{"dims": []int{1}, "shape": []int(ty.Shape)}, b))
+			case 1:
+				v = g.Add("relu", ty, nil, v)
+			case 2:
+				v = g.Add("neg", ty, nil, v)
+			case 3:
+				v = g.Add("mul", ty, nil, v, g.Input(fmt.Sprintf("s%d", len(g.Values)), ty, nil))
+			}
+		}
+		win := [][]int{{2, 2}, {1, 2}, {2, 1}, {1, 4}, {3, 3}}[r.IntN(5)]
+		attrs := ir.Attrs{"kernel": win}
+		if r.IntN(4) == 0 {
+			attrs["stride"] = []int{1, 1}
+		}
+		op := []string{"max_pool2d", "avg_pool2d"}[r.IntN(2)]
+		pt, err := ops.Infer(op, []ir.Type{ty}, attrs)
+		if err != nil {
+			continue // the window does not fit the image
+		}
+		p := g.Add(op, pt, attrs, v)
+		if r.IntN(2) == 0 {
+			p = g.Add("tanh", pt, nil, p)
+		}
+		g.SetOutput("y", p)
+		switch r.IntN(3) {
+		case 1:
+			g.SetOutput("pre", v)
+		case 2:
+			g.SetOutput("s", g.Add("reduce_sum", ir.T(dt, nb, o), ir.Attrs{"axes": []int{2, 3}}, v))
+		}
+		opt := passes.Options{}
+		if r.IntN(3) == 0 {
+			opt.Fusion = passes.FusionOptions{MaxOps: 1 + r.IntN(8), MaxReads: 1 + r.IntN(4)}
+		}
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			if strings.Contains(checkPipeline(t, g, opt, seed).Kernels.String(), "pool contraction") {
+				fused++
+			}
+		})
+	}
+	if fused == 0 {
+		t.Errorf("the rule fired in none of %d graphs", n)
+	}
+	t.Logf("%d of %d fused", fused, n)
 }

@@ -109,30 +109,29 @@ func (cs *convSpec) copier(mm *matmul, f0, kq string, dk []int, base string, eb 
 // [N, OH, OW].
 func (cs *convSpec) pixel(a ia, m string) (n, oh, ow string) {
 	kh, kw := cs.win[0], cs.win[1]
-	pw := cs.ow / kw
-	q, t := a.div(m, kh*kw), a.rem(m, kh*kw)
-	n, r := a.div(q, cs.oh*cs.ow/(kh*kw)), a.rem(q, cs.oh*cs.ow/(kh*kw))
-	oh = a.mad(a.div(r, pw), kh, a.div(t, kw))
-	ow = a.mad(a.rem(r, pw), kw, a.rem(t, kw))
-	return n, oh, ow
+	t := a.rem(m, kh*kw)
+	n, ph, pw := cs.window(a, m)
+	return n, a.mad(ph, kh, a.div(t, kw)), a.mad(pw, kw, a.rem(t, kw))
+}
+
+// window returns the pooled output position (n, ph, pw) of the window holding GEMM row m.
+func (cs *convSpec) window(a ia, m string) (n, ph, pw string) {
+	q := a.div(m, cs.win[0]*cs.win[1])
+	pooledW := cs.ow / cs.win[1]
+	plane := cs.oh / cs.win[0] * pooledW
+	r := a.rem(q, plane)
+	return a.div(q, plane), a.div(r, pooledW), a.rem(r, pooledW)
 }
 
 // outIndex maps GEMM element (pixel m, output channel o across all groups) to the output
 // [N, O, OH, OW].
 func (cs *convSpec) outIndex(a ia, m, o string) (*index, string) {
 	plane := cs.oh * cs.ow
-	x := newIndexCoords(ir.Shape{cs.n, cs.o, cs.oh, cs.ow}, nil)
-	var lin string
-	if cs.pool == nil {
-		n := a.div(m, plane)
-		r := a.rem(m, plane)
-		x.coord = []string{n, o, a.div(r, cs.ow), a.rem(r, cs.ow)}
-		lin = a.add(a.mul(a.mad(n, cs.o, o), plane), r)
-	} else {
-		n, oh, ow := cs.pixel(a, m)
-		x.coord = []string{n, o, oh, ow}
-		lin = a.add(a.mul(a.mad(n, cs.o, o), plane), a.mad(oh, cs.ow, ow))
-	}
+	n := a.div(m, plane)
+	r := a.rem(m, plane)
+	oh, ow := a.div(r, cs.ow), a.rem(r, cs.ow)
+	x := newIndexCoords(ir.Shape{cs.n, cs.o, cs.oh, cs.ow}, []string{n, o, oh, ow})
+	lin := a.add(a.mul(a.mad(n, cs.o, o), plane), r)
 	x.lin = lin
 	return x, lin
 }

@@ -66,19 +66,29 @@ func (mm *matmul) pooledRows(row, col, ch string, accs []val) error {
 		b.ins("and.pred", ok, okm, okn)
 		b.braIf("!"+ok, skip)
 		mm.reset()
+		// Pixel (i, j) of the window is row m + i·KW + j.
+		n, ph, pw := cs.window(a, m)
+		oh0, ow0 := a.mul(ph, cs.win[0]), a.mul(pw, cs.win[1])
 		xs := make([]*index, ww)
-		lins := make([]string, ww)
 		accOf := map[*index]val{}
 		for l := range ww {
-			xs[l], lins[l] = cs.outIndex(a, a.add(m, imm(l)), ch)
+			xs[l] = newIndexCoords(mm.dot.Type.Shape, []string{n, ch, a.add(oh0, imm(l/cs.win[1])), a.add(ow0, imm(l%cs.win[1]))})
 			accOf[xs[l]] = mm.e.cast(accs[t+l], mm.dot.Type.DType)
 		}
 		mm.bound[mm.dot] = func(x *index) val { return accOf[x] }
-		// The window's pooled position: q = m / ww counts windows over [N, OH/KH, OW/KW].
-		q := a.div(m, ww)
-		plane := pooled[2] * pooled[3]
-		r := a.rem(q, plane)
-		xp := newIndexCoords(pooled, []string{a.div(q, plane), ch, a.div(r, pooled[3]), a.rem(r, pooled[3])})
+		// Values the same at every pixel of the window (a per-channel bias) are evaluated once.
+		for _, v := range live(mm.kernelGraph) {
+			if v.Op == "broadcast_in_dim" && v.Type.Shape.Equal(mm.dot.Type.Shape) && !slices.Contains(v.Attrs.Ints("dims"), 2) && !slices.Contains(v.Attrs.Ints("dims"), 3) {
+				r, err := mm.eval(v, xs[0])
+				if err != nil {
+					return err
+				}
+				for _, x := range xs[1:] {
+					mm.cache[cacheKey{v, x}] = r
+				}
+			}
+		}
+		xp := newIndexCoords(pooled, []string{n, ch, ph, pw})
 		var tapErr error
 		pv, err := mm.poolTaps(cs.pool, xp, func(kh, kw int, _ *index) val {
 			v, err := mm.eval(cs.pool.Args[0], xs[kh*cs.win[1]+kw])
@@ -98,12 +108,12 @@ func (mm *matmul) pooledRows(row, col, ch string, accs []val) error {
 				mm.store(o.Value, mm.outPtr[oi], xp.getLin(a), v)
 				continue
 			}
-			for l, x := range xs { // a pre-pool value another kernel reads
+			for _, x := range xs { // a pre-pool value another kernel reads
 				v, err := mm.eval(o.Value, x)
 				if err != nil {
 					return err
 				}
-				mm.store(o.Value, mm.outPtr[oi], lins[l], v)
+				mm.store(o.Value, mm.outPtr[oi], x.getLin(a), v)
 			}
 		}
 		delete(mm.bound, cs.pool)

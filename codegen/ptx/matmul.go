@@ -320,6 +320,10 @@ func tiledKernel(k Kernel, dot *ir.Value, t Target, half bool, globals *[]string
 		b.perf = fmt.Sprintf(".maxntid %d, 1, 1", mmThreads)
 		if mm.K > mmBK {
 			b.perf += "\n.minnctapersm 2"
+		} else if mm.conv != nil && mm.conv.pool != nil {
+			// Uncapped means it: with a pooled epilogue ptxas for sm_90 otherwise holds the
+			// straight-line kernel to 128 registers by itself, and spills.
+			b.perf += "\n.maxnreg 255"
 		}
 	}
 	gn, args := header(k, b, globals)

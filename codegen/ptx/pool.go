@@ -65,9 +65,12 @@ func (g *gen) poolTaps(v *ir.Value, x *index, tap func(kh, kw int, y *index) val
 				}
 			}
 			var next val
-			if isMax {
+			switch {
+			case isMax && kh+kw == 0 && valid == "":
+				next = xv // max(-inf, x) is x, NaN and -0 included
+			case isMax:
 				next = g.e.fminmax("max", acc, xv)
-			} else {
+			default:
 				next, _ = g.e.binary("add", acc, g.e.cast(xv, ir.F64))
 			}
 			if valid != "" {
