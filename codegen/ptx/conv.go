@@ -18,7 +18,7 @@ type convSpec struct {
 	oh, ow         int
 	stride, pad, d [2]int
 	// pool is the pooling the epilogue ends in (nil if none), with window win: the GEMM's rows
-	// are then enumerated window-major (poolWindow).
+	// are then enumerated window-major (pixel).
 	pool *ir.Value
 	win  [2]int
 }
@@ -104,9 +104,9 @@ func (cs *convSpec) copier(mm *matmul, f0, kq string, dk []int, base string, eb 
 }
 
 // pixel returns the image n and output coordinates (oh, ow) of GEMM row m when the epilogue
-// pools: rows are window-major (the KH·KW rows of one window consecutive, windows in row-major
-// order of the pooled output [N, OH/KH, OW/KW]); without pooling they are row-major over
-// [N, OH, OW].
+// pools: rows are window-major (the KH·KW rows of one window consecutive, row-major inside it,
+// windows in row-major order of the pooled output [N, OH/KH, OW/KW]). Without pooling, rows are
+// row-major over [N, OH, OW] (copier, outIndex).
 func (cs *convSpec) pixel(a ia, m string) (n, oh, ow string) {
 	kh, kw := cs.win[0], cs.win[1]
 	t := a.rem(m, kh*kw)

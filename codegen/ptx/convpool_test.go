@@ -20,26 +20,32 @@ func TestConvPool(t *testing.T) {
 		pool                          string
 		win                           [2]int
 		pre                           bool // the pre-pool value is an output too
+		f32                           bool // the epilogue casts to f32 first, as autocast does
 	}{
-		{2, 3, 8, 8, 5, 3, 1, 1, "max_pool2d", [2]int{2, 2}, false},
-		{1, 4, 12, 10, 16, 3, 1, 1, "avg_pool2d", [2]int{2, 2}, false},
-		{3, 8, 6, 6, 130, 1, 0, 1, "max_pool2d", [2]int{1, 2}, true}, // channels past one tile
-		{2, 5, 10, 7, 7, 3, 1, 1, "max_pool2d", [2]int{2, 1}, false}, // OH·OW = 70: windows of 2 rows
-		{3, 4, 16, 16, 6, 5, 2, 1, "max_pool2d", [2]int{2, 2}, true}, // pixels past one tile
-		{1, 6, 8, 8, 4, 3, 1, 2, "max_pool2d", [2]int{4, 1}, false},  // two groups
+		{2, 3, 8, 8, 5, 3, 1, 1, "max_pool2d", [2]int{2, 2}, false, false},
+		{1, 4, 12, 10, 16, 3, 1, 1, "avg_pool2d", [2]int{2, 2}, false, false},
+		{3, 8, 6, 6, 130, 1, 0, 1, "max_pool2d", [2]int{1, 2}, true, false}, // channels past one tile
+		{2, 5, 10, 7, 7, 3, 1, 1, "max_pool2d", [2]int{2, 1}, false, false}, // OH·OW = 70: windows of 2 rows
+		{3, 4, 16, 16, 6, 5, 2, 1, "max_pool2d", [2]int{2, 2}, true, false}, // pixels past one tile
+		{1, 6, 8, 8, 4, 3, 1, 2, "max_pool2d", [2]int{4, 1}, false, false},  // two groups
+		{2, 3, 8, 8, 5, 3, 1, 1, "max_pool2d", [2]int{2, 2}, true, true},    // a train step's forward conv
 	}
 	for _, prec := range convPrecisions {
 		for _, c := range cases {
-			name := fmt.Sprintf("%s_n%d_c%d_%dx%d_o%d_k%d_g%d_%s%dx%d_pre%v", prec, c.n, c.c, c.h, c.w, c.o, c.k, c.groups, c.pool, c.win[0], c.win[1], c.pre)
+			name := fmt.Sprintf("%s_n%d_c%d_%dx%d_o%d_k%d_g%d_%s%dx%d_pre%v_f32%v", prec, c.n, c.c, c.h, c.w, c.o, c.k, c.groups, c.pool, c.win[0], c.win[1], c.pre, c.f32)
 			t.Run(name, func(t *testing.T) {
 				d := usePrecision(t, prec)
 				g := ir.NewGraph("convpool")
 				x := g.Input("x", ir.T(d, c.n, c.c, c.h, c.w), nil)
 				w := g.Param("w", ir.T(d, c.o, c.c/c.groups, c.k, c.k), nil)
-				bias := g.Param("b", ir.T(d, c.o), nil)
 				oh, ow := c.h+2*c.pad-c.k+1, c.w+2*c.pad-c.k+1
+				y := g.Add("conv2d", ir.T(d, c.n, c.o, oh, ow), ir.Attrs{"padding": []int{c.pad, c.pad}, "groups": c.groups}, x, w)
+				if c.f32 {
+					d = ir.F32
+					y = g.Add("cast", ir.T(d, c.n, c.o, oh, ow), ir.Attrs{"to": d}, y)
+				}
+				bias := g.Param("b", ir.T(d, c.o), nil)
 				ty := ir.T(d, c.n, c.o, oh, ow)
-				y := g.Add("conv2d", ty, ir.Attrs{"padding": []int{c.pad, c.pad}, "groups": c.groups}, x, w)
 				bb := g.Add("broadcast_in_dim", ty, ir.Attrs{"shape": []int(ty.Shape), "dims": []int{1}}, bias)
 				r := g.Add("relu", ty, nil, g.Add("add", ty, nil, y, bb))
 				pt := ir.T(d, c.n, c.o, oh/c.win[0], ow/c.win[1])
