@@ -94,6 +94,7 @@ func buildKernels(g *ir.Graph, opt FusionOptions, eager bool) (*KernelGraph, err
 		f.assign(g.Values[i])
 	}
 	if !eager {
+		f.poolEpilogues()
 		f.siblings()
 	}
 	return f.kernels()
@@ -920,6 +921,7 @@ func (f *fuser) label(gr *group, vals []*ir.Value) string {
 		}
 	}
 	var parts []string
+	pool := "" // a contraction's pooling ends its name
 	addPart := func(p string) {
 		if len(parts) < 4 && !slices.Contains(parts, p) {
 			parts = append(parts, p)
@@ -938,7 +940,9 @@ func (f *fuser) label(gr *group, vals []*ir.Value) string {
 			if !gr.members[w] || w == c || f.index[w] < f.index[c] {
 				continue
 			}
-			if name := epilogueName(w); name != "" && !(gelu && (name == "scale" || name == "mul")) {
+			if w.Op == "max_pool2d" || w.Op == "avg_pool2d" {
+				pool = opName(w.Op)
+			} else if name := epilogueName(w); name != "" && !(gelu && (name == "scale" || name == "mul")) {
 				addPart(name)
 			}
 		}
@@ -969,6 +973,9 @@ func (f *fuser) label(gr *group, vals []*ir.Value) string {
 	}
 	if len(parts) > 3 {
 		parts = parts[:3]
+	}
+	if pool != "" {
+		parts = append(parts, pool)
 	}
 	return strings.Join(parts, "_")
 }

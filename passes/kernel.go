@@ -146,8 +146,12 @@ func (kg *KernelGraph) String() string {
 }
 
 // writableShape reports whether a kernel's threads can write a buffer of shape s: loop and
-// contraction kernels write their space, row kernels their space or one value per row.
+// contraction kernels write their space (a contraction whose epilogue pools also the pooled
+// shape), row kernels their space or one value per row.
 func writableShape(k *Kernel, s ir.Shape) bool {
+	if p := kernelPool(k); p != nil && s.Equal(p.Type.Shape) {
+		return true
+	}
 	if k.Kind != Row {
 		return s.Equal(k.Space)
 	}
@@ -241,7 +245,7 @@ func CheckKernels(kg *KernelGraph) error {
 				return fail("writes %s : %s, which is not indexed by its space %s", b.Name, b.Type, k.Space)
 			}
 		}
-		var contractions, reduces, computed, widest int
+		var contractions, reduces, others, computed, widest int
 		for _, v := range k.Body.Values {
 			if !literal(v) && v.Op != ir.OpInput {
 				computed++
@@ -253,6 +257,18 @@ func CheckKernels(kg *KernelGraph) error {
 			case ops.Reduce:
 				reduces++
 			}
+			switch v.Op {
+			case "max_pool2d", "avg_pool2d", "gather":
+				others++
+			}
+		}
+		// A contraction's epilogue may end in one pooling whose windows tile the space.
+		if p := kernelPool(k); p != nil {
+			if _, ok := PoolWindow(p); !ok || others != 1 || !p.Args[0].Type.Shape.Equal(k.Space) {
+				return fail("pools %s, which does not tile the contraction's result %s", k.Body.Format(p), k.Space)
+			}
+		} else if k.Kind == Contraction && others != 0 {
+			return fail("contraction kernel with %d gathers or poolings", others)
 		}
 		switch {
 		case computed > bounds.MaxOps:

@@ -195,7 +195,8 @@ func flops(v *ir.Value) int64 {
 // An intermediate that is also an output counts once more, for the read.
 //
 // The refined ideal (ideal_dram_reread_bytes) also counts the operands of pooling and gathers,
-// which read from memory too, and the re-reads below. Reading once is the ideal only where one
+// which read from memory too (except a pooling that a convolution's epilogue computes,
+// pooledConv), and the re-reads below. Reading once is the ideal only where one
 // kernel can do all the reading. The ideal already
 // assumes that a contraction reads its operands from memory, so no kernel holds a value computed
 // before a contraction and a value computed from its result. An input, parameter or
@@ -239,8 +240,8 @@ func idealBytes(g *ir.Graph) (ideal, reread int64) {
 	for _, h := range g.Values {
 		switch ops.ClassOf(h.Op) {
 		case ops.Contraction, ops.Other:
-			if leaf(h) {
-				continue
+			if leaf(h) || pooledConv(h) != nil {
+				continue // a pooling a convolution's epilogue computes reads no memory
 			}
 			for _, a := range h.Args {
 				for isView(a.Op) {

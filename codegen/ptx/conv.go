@@ -17,6 +17,10 @@ type convSpec struct {
 	o, kh, kw      int
 	oh, ow         int
 	stride, pad, d [2]int
+	// pool is the pooling the epilogue ends in (nil if none), with window win: the GEMM's rows
+	// are then enumerated window-major (pixel).
+	pool *ir.Value
+	win  [2]int
 }
 
 func convGEMM(v *ir.Value) (*matmul, error) {
@@ -56,11 +60,19 @@ func (cs *convSpec) copier(mm *matmul, f0, kq string, dk []int, base string, eb 
 	m := a.clamp(f0, mm.M)
 	okM := b.reg(rPred)
 	b.ins("setp.lt.s32", okM, a.reg(f0), imm(mm.M))
-	plane := cs.oh * cs.ow
-	n := a.div(m, plane)
-	r := a.rem(m, plane)
-	ih0 := a.sub(a.mul(a.div(r, cs.ow), cs.stride[0]), imm(cs.pad[0]))
-	iw0 := a.sub(a.mul(a.rem(r, cs.ow), cs.stride[1]), imm(cs.pad[1]))
+	var n, ih0, iw0 string
+	if cs.pool == nil {
+		plane := cs.oh * cs.ow
+		n = a.div(m, plane)
+		r := a.rem(m, plane)
+		ih0 = a.sub(a.mul(a.div(r, cs.ow), cs.stride[0]), imm(cs.pad[0]))
+		iw0 = a.sub(a.mul(a.rem(r, cs.ow), cs.stride[1]), imm(cs.pad[1]))
+	} else {
+		var oh, ow string
+		n, oh, ow = cs.pixel(a, m)
+		ih0 = a.sub(a.mul(oh, cs.stride[0]), imm(cs.pad[0]))
+		iw0 = a.sub(a.mul(ow, cs.stride[1]), imm(cs.pad[1]))
+	}
 	img := a.mul(n, cs.c*cs.groups*cs.h*cs.w) // the image's channels are all groups'; base holds the group offset
 	return func(k0 string, i int) (string, string) {
 		kk := a.add(a.add(k0, kq), imm(dk[i]))
@@ -89,6 +101,26 @@ func (cs *convSpec) copier(mm *matmul, f0, kq string, dk []int, base string, eb 
 		b.ins("add.s64", src, base, o)
 		return src, ok
 	}
+}
+
+// pixel returns the image n and output coordinates (oh, ow) of GEMM row m when the epilogue
+// pools: rows are window-major (the KH·KW rows of one window consecutive, row-major inside it,
+// windows in row-major order of the pooled output [N, OH/KH, OW/KW]). Without pooling, rows are
+// row-major over [N, OH, OW] (copier, outIndex).
+func (cs *convSpec) pixel(a ia, m string) (n, oh, ow string) {
+	kh, kw := cs.win[0], cs.win[1]
+	t := a.rem(m, kh*kw)
+	n, ph, pw := cs.window(a, m)
+	return n, a.mad(ph, kh, a.div(t, kw)), a.mad(pw, kw, a.rem(t, kw))
+}
+
+// window returns the pooled output position (n, ph, pw) of the window holding GEMM row m.
+func (cs *convSpec) window(a ia, m string) (n, ph, pw string) {
+	q := a.div(m, cs.win[0]*cs.win[1])
+	pooledW := cs.ow / cs.win[1]
+	plane := cs.oh / cs.win[0] * pooledW
+	r := a.rem(q, plane)
+	return a.div(q, plane), a.div(r, pooledW), a.rem(r, pooledW)
 }
 
 // outIndex maps GEMM element (pixel m, output channel o across all groups) to the output

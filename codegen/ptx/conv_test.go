@@ -8,6 +8,24 @@ import (
 	"github.com/gcomp/gcomp/ir"
 )
 
+// convPrecisions are the paths of the tiled conv2d templates: f32 on FFMA; tf32 (f32 with
+// Target.TF32: tensor cores too, m16n8k8, the image copied by 4-byte cp.async), f16 and bf16
+// on mma.sync.
+var convPrecisions = []string{"f32", "tf32", "f16", "bf16"}
+
+// usePrecision returns the dtype of precision prec and, for tf32, sets the harness target for
+// the rest of the test; with -short it skips bf16, which takes the f16 path.
+func usePrecision(t *testing.T, prec string) ir.DType {
+	if testing.Short() && prec == "bf16" {
+		t.Skip("-short: bf16 takes the f16 path")
+	}
+	if prec == "tf32" {
+		harnessTarget = Target{SM: 80, TF32: true}
+		t.Cleanup(func() { harnessTarget = Target{SM: 80} })
+	}
+	return map[string]ir.DType{"f32": ir.F32, "tf32": ir.F32, "f16": ir.F16, "bf16": ir.BF16}[prec]
+}
+
 func TestConv2d(t *testing.T) {
 	cases := []struct {
 		n, c, h, w, o, k, stride, pad, dil int
@@ -22,24 +40,13 @@ func TestConv2d(t *testing.T) {
 		{2, 8, 9, 9, 8, 3, 1, 1, 1, 8},      // depthwise
 		{1, 6, 8, 8, 4, 3, 2, 1, 1, 2},      // two groups
 	}
-	// tf32 is f32 with Target.TF32: tensor cores too (m16n8k8), the image copied by 4-byte
-	// cp.async.
-	for _, prec := range []string{"f32", "tf32", "f16", "bf16"} {
-		d, tf32 := ir.F32, prec == "tf32"
-		if prec == "f16" || prec == "bf16" {
-			d = map[string]ir.DType{"f16": ir.F16, "bf16": ir.BF16}[prec]
-		}
+	for _, prec := range convPrecisions {
+		tf32 := prec == "tf32"
 		for _, c := range cases {
 			groups := max(1, c.groups)
 			name := fmt.Sprintf("%s_n%d_c%d_%dx%d_o%d_k%d_s%d_p%d_d%d_g%d", prec, c.n, c.c, c.h, c.w, c.o, c.k, c.stride, c.pad, c.dil, groups)
 			t.Run(name, func(t *testing.T) {
-				if testing.Short() && d == ir.BF16 {
-					t.Skip("-short: bf16 takes the f16 path")
-				}
-				if tf32 {
-					harnessTarget = Target{SM: 80, TF32: true}
-					t.Cleanup(func() { harnessTarget = Target{SM: 80} })
-				}
+				d := usePrecision(t, prec)
 				g := ir.NewGraph("conv")
 				x := g.Input("x", ir.T(d, c.n, c.c, c.h, c.w), nil)
 				w := g.Param("w", ir.T(d, c.o, c.c/groups, c.k, c.k), nil)

@@ -234,13 +234,21 @@ func matmulKernel(k Kernel, t Target, globals *[]string) (string, Launch, error)
 			return "", Launch{}, fmt.Errorf("%s after a matmul is not a supported fusion", v.Op)
 		}
 	}
+	pool, _, err := convPool(g, dot)
+	if err != nil {
+		return "", Launch{}, err
+	}
 	for _, o := range g.Outputs {
-		if !o.Value.Type.Shape.Equal(dot.Type.Shape) {
+		if !o.Value.Type.Shape.Equal(dot.Type.Shape) && (pool == nil || !o.Value.Type.Shape.Equal(pool.Type.Shape)) {
 			return "", Launch{}, fmt.Errorf("output %s %s does not have the matmul's shape %s", o.Name, o.Value.Type.Shape, dot.Type.Shape)
 		}
 	}
 	nglobals := len(*globals)
 	text, l, err := tiledKernel(k, dot, t, half, globals)
+	if err != nil && pool != nil {
+		// The passes fuse a pooling only where a tiled template applies.
+		return "", Launch{}, fmt.Errorf("%s fused into a conv2d needs the tiled templates: %v", pool.Op, err)
+	}
 	if err != nil {
 		// What the tiled templates cannot take falls back to the direct template (dropping any
 		// module constants the attempt declared); an error there (an epilogue op no template
@@ -292,6 +300,9 @@ func tiledKernel(k Kernel, dot *ir.Value, t Target, half bool, globals *[]string
 		if mm, err = convGEMM(dot); err != nil {
 			return "", Launch{}, err
 		}
+		if mm.conv.pool, mm.conv.win, err = convPool(g, dot); err != nil {
+			return "", Launch{}, err
+		}
 		batch = mm.conv.groups
 	} else {
 		var err error
@@ -309,6 +320,10 @@ func tiledKernel(k Kernel, dot *ir.Value, t Target, half bool, globals *[]string
 		b.perf = fmt.Sprintf(".maxntid %d, 1, 1", mmThreads)
 		if mm.K > mmBK {
 			b.perf += "\n.minnctapersm 2"
+		} else if mm.conv != nil && mm.conv.pool != nil {
+			// Uncapped means it: with a pooled epilogue ptxas for sm_90 otherwise holds the
+			// straight-line kernel to 128 registers by itself, and spills.
+			b.perf += "\n.maxnreg 255"
 		}
 	}
 	gn, args := header(k, b, globals)
@@ -598,6 +613,20 @@ func (mm *matmul) emit() error {
 		narrow = narrow && o.Value.Type.DType.Size() <= 4
 	}
 	switch {
+	case mm.conv != nil && mm.conv.pool != nil:
+		// Pooled: rows i..i+3 of a thread are consecutive pixels, whole windows.
+		for i := 0; i < 8; i += 4 {
+			for j := range 8 {
+				accs := make([]val, 4)
+				for l := range accs {
+					accs[l] = val{ir.F32, acc[(i+l)*8+j]}
+				}
+				if err := mm.pooledRows(rows[i], cols[j], a.mad(bz, mm.N, cols[j]), accs); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
 	case mm.conv == nil && mm.N%4 == 0 && narrow:
 		w = 4
 	case mm.conv != nil && mm.conv.oh*mm.conv.ow%4 == 0 && narrow:

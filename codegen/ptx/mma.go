@@ -137,7 +137,7 @@ func (mm *matmul) emitMMA() error {
 	}
 	// The epilogue stages accumulators through tileA once the main loop is done with it.
 	staged := mm.conv == nil && mm.N%4 == 0 && len(mm.batchShape)+2 == mm.dot.Type.Shape.Rank() ||
-		mm.conv != nil && mm.conv.oh*mm.conv.ow%4 == 0
+		mm.conv != nil && (mm.conv.oh*mm.conv.ow%4 == 0 || mm.conv.pool != nil)
 	aBytes := 2 * sides[0].bufBytes
 	if staged {
 		aBytes = max(aBytes, mmThreads/32*stageWarpBytes)
@@ -501,7 +501,12 @@ func (mm *matmul) stagedEpilogue(acc []string, sh, warp, lane, m0, n0, bz string
 				for k, r := range regs {
 					b.ins("ld.shared.f32", r, fmt.Sprintf("[%s+%d]", at, 4*k*stageRow))
 				}
-				err = mm.element(rowBase, mi*16, colBase, 8*p, "0", bidx, accs)
+				if mm.conv.pool != nil {
+					col := a.add(colBase, imm(8*p))
+					err = mm.pooledRows(a.add(rowBase, imm(mi*16)), col, a.mad(bidx.getLin(a), mm.N, col), accs)
+				} else {
+					err = mm.element(rowBase, mi*16, colBase, 8*p, "0", bidx, accs)
+				}
 			}
 			if err != nil {
 				return err

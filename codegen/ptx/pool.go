@@ -65,9 +65,12 @@ func (g *gen) poolTaps(v *ir.Value, x *index, tap func(kh, kw int, y *index) val
 				}
 			}
 			var next val
-			if isMax {
+			switch {
+			case isMax && kh+kw == 0 && valid == "":
+				next = xv // max(-inf, x) is x, NaN and -0 included
+			case isMax:
 				next = g.e.fminmax("max", acc, xv)
-			} else {
+			default:
 				next, _ = g.e.binary("add", acc, g.e.cast(xv, ir.F64))
 			}
 			if valid != "" {
@@ -84,6 +87,12 @@ func (g *gen) poolTaps(v *ir.Value, x *index, tap func(kh, kw int, y *index) val
 		return acc, nil
 	}
 	div := immF64(float64(kern[0] * kern[1]))
+	if n := kern[0] * kern[1]; count == "0" && n&(n-1) == 0 {
+		// Dividing by a power of two is multiplying by its reciprocal, exactly (both round the
+		// same real number); div.rn.f64 is a long sequence that adds register pressure.
+		q := g.e.op(ir.F64, "mul.rn.f64", g.e.reg(acc), immF64(1/float64(n)))
+		return g.e.cast(q, d), nil
+	}
 	if count != "0" {
 		div = g.e.op(ir.F64, "cvt.rn.f64.u32", g.e.reg(val{ir.I32, count})).r
 	}
