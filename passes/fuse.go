@@ -171,7 +171,9 @@ func (f *fuser) join(v *ir.Value, gr *group, isOutput bool) {
 	gr.members[v] = true
 	f.closure(v, gr, func(w *ir.Value) bool {
 		ok := !fresh || f.fits(w, gr)
-		gr.views[w] = gr.views[w] || ok
+		if ok {
+			gr.views[w] = true // no entry otherwise: size and reads count the keys
+		}
 		return ok
 	})
 	switch ops.ClassOf(v.Op) {
