@@ -12,19 +12,30 @@ import "github.com/gcomp/gcomp/ir"
 // results are bit-identical to it; integers wrap in 64 bits and wrap again to the dtype, as the
 // reference does. Correct rather than fast: no operand reuse between threads.
 func directKernel(k Kernel, dot *ir.Value, why string, globals *[]string) (string, Launch, error) {
-	g := k.Graph
-	shape := dot.Type.Shape
-	n := shape.NumElements()
+	n := dot.Type.Shape.NumElements()
 	b := newBuilder(k.Name)
 	gn, args := header(k, b, globals)
 	b.note("direct %s (%s): one thread per result element", dot.Op, why)
-	a := gn.a
+	tid, nthreads := globalThread(b)
+	gn.directElements(dot, tid, nthreads)
+	if gn.err != nil {
+		return "", Launch{}, gn.err
+	}
+	l := Launch{Grid: [3]int{max(1, min(ceilDiv(n, loopBlock), maxLoopBlocks)), 1, 1}, Block: [3]int{loopBlock, 1, 1}, Params: args}
+	return b.text(), l, nil
+}
+
+// directElements computes result elements start, start+step, ... of dot (grid-stride or
+// block-stride) and stores every output of the kernel graph at each.
+func (gn *gen) directElements(dot *ir.Value, start, step string) {
+	b, a := gn.e.b, gn.a
+	shape := dot.Type.Shape
+	n := shape.NumElements()
 	accT := ir.F64
 	if !dot.Type.DType.IsFloat() {
 		accT = ir.I64
 	}
-	tid, nthreads := globalThread(b)
-	gn.loopFrom(tid, nthreads, n, func(o string) error {
+	gn.loopFrom(start, step, n, func(o string) error {
 		x := newIndexLin(shape, o)
 		for d := range shape {
 			x.getCoord(a, d) // derived outside the k loop, whose registers do not outlive it
@@ -53,13 +64,8 @@ func directKernel(k Kernel, dot *ir.Value, why string, globals *[]string) (strin
 		res := gn.e.cast(val{accT, acc}, dot.Type.DType)
 		gn.bound[dot] = func(*index) val { return res }
 		defer delete(gn.bound, dot)
-		return gn.storeOutputs(allOutputs(g), x)
+		return gn.storeOutputs(allOutputs(gn.kernelGraph), x)
 	})
-	if gn.err != nil {
-		return "", Launch{}, gn.err
-	}
-	l := Launch{Grid: [3]int{max(1, min(ceilDiv(n, loopBlock), maxLoopBlocks)), 1, 1}, Block: [3]int{loopBlock, 1, 1}, Params: args}
-	return b.text(), l, nil
 }
 
 func allOutputs(g *ir.Graph) []int {
