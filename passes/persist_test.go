@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gcomp/gcomp/frontend"
+	"github.com/gcomp/gcomp/frontend/nn"
 	"github.com/gcomp/gcomp/passes"
 )
 
@@ -135,5 +137,38 @@ func TestCheckPersistentRejects(t *testing.T) {
 				t.Errorf("got %v, want an error containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// A large LSTM (hidden 1024) is beyond one block: its gate matmuls have 4·4·1024 elements and
+// 2·4·4096·1024 flops a step, so no run forms and every step keeps its tiled matmul kernel.
+func TestPersistLargeLSTM(t *testing.T) {
+	g, err := frontend.Build("lstm1024", func(b *frontend.Builder) {
+		x := b.Input("x", frontend.F32, 4, 3, 16)
+		h0 := b.Input("h0", frontend.F32, 1, 4, 1024)
+		c0 := b.Input("c0", frontend.F32, 1, 4, 1024)
+		out, hn, cn := nn.NewLSTM(b, "lstm", 16, 1024, nn.RNNOptions{NumLayers: 1, BatchFirst: true}).Forward(x, h0, c0)
+		b.Output("out", out)
+		b.Output("h_n", hn)
+		b.Output("c_n", cn)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := passes.Run(g, passes.Options{VerifyEach: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	matmuls := 0
+	for _, k := range res.Kernels.Kernels {
+		if k.Kind == passes.Persistent {
+			t.Fatalf("a persistent kernel for a large LSTM:\n%s", res.Kernels)
+		}
+		if k.Kind == passes.Contraction {
+			matmuls++
+		}
+	}
+	if matmuls != 4 { // the batched input projection and one per step
+		t.Errorf("%d contraction kernels, want 4:\n%s", matmuls, res.Kernels)
 	}
 }
