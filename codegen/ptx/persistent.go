@@ -82,6 +82,9 @@ func persistentKernel(k Kernel, globals *[]string) (string, Launch, error) {
 		if err := ops.Verify(st.Graph); err != nil {
 			return "", Launch{}, fmt.Errorf("stage %s: %w", st.Name, err)
 		}
+		if len(st.Graph.Outputs) == 0 {
+			return "", Launch{}, fmt.Errorf("stage %s has no outputs", st.Name)
+		}
 		// The stage's graph, with an output listed once for global memory and once for its
 		// shared slot when it goes to both.
 		sg := st.Graph.Clone()

@@ -167,3 +167,42 @@ func TestPersistentNeedsBarriers(t *testing.T) {
 		t.Errorf("got %v, want a race report", err)
 	}
 }
+
+// A malformed persistent kernel is a clear error, never a panic or wrong code.
+func TestPersistentErrors(t *testing.T) {
+	g := parse(t, `graph t {
+  input %x : f32[4,16]
+  %0 = exp(%x) : f32[4,16]
+  %1 = neg(%0) : f32[4,16]
+  output y = %1
+}`)
+	stage := func(src string) Kernel { return Kernel{Name: "s", Graph: parse(t, "graph s {\n"+src+"\n}\n")} }
+	exp := stage("  input %x : f32[4,16]\n  %0 = exp(%x) : f32[4,16]\n  output t0 = %0")
+	neg := stage("  input %t0 : f32[4,16]\n  %0 = neg(%t0) : f32[4,16]\n  output y = %0")
+	sum := stage("  input %t0 : f32[4,16]\n  %0 = reduce_sum(%t0) {axes=[1], keepdims=true} : f32[4,1]\n  %1 = broadcast_in_dim(%0) {dims=[0,1], shape=[4,16]} : f32[4,16]\n  output y = %1")
+	for _, tc := range []struct {
+		name string
+		k    Kernel
+		want string
+	}{
+		{"ok", Kernel{Graph: g, Stages: []Kernel{exp, neg}, Shared: map[string]int{"t0": 0}, SharedBytes: 256}, ""},
+		{"value lost", Kernel{Graph: g, Stages: []Kernel{exp, neg}, SharedBytes: 256}, "neither a kernel output nor in shared memory"},
+		{"unknown read", Kernel{Graph: g, Stages: []Kernel{neg}}, "neither a kernel input nor in shared memory"},
+		{"misaligned", Kernel{Graph: g, Stages: []Kernel{exp, neg}, Shared: map[string]int{"t0": 8}, SharedBytes: 512}, "not 16-byte aligned"},
+		{"outside", Kernel{Graph: g, Stages: []Kernel{exp, neg}, Shared: map[string]int{"t0": 0}, SharedBytes: 128}, "outside 128 bytes"},
+		{"too much shared memory", Kernel{Graph: g, Stages: []Kernel{exp, neg}, Shared: map[string]int{"t0": 0}, SharedBytes: 64 << 10}, "at most 49152"},
+		{"no outputs", Kernel{Graph: g, Stages: []Kernel{exp, stage("  input %t0 : f32[4,16]")}, Shared: map[string]int{"t0": 0}, SharedBytes: 256}, "has no outputs"},
+		{"reduction stage", Kernel{Graph: g, Stages: []Kernel{exp, sum}, Shared: map[string]int{"t0": 0}, SharedBytes: 256}, "reduction cannot be a stage"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.k.Name = "k0_persistent"
+			_, _, err := Generate(tc.k, Target{SM: 80})
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatal(err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("got %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
