@@ -12,9 +12,12 @@ import (
 // The persistent template: one block of persistThreads threads runs the kernel's stages in
 // order (a chain of small kernels, such as the time steps of a recurrent layer, fused by the
 // passes' persist stage). Each stage is lowered as its own kernel would be, with a block-stride
-// loop over its elements in place of the grid-stride one: a loop stage computes one element per
-// iteration through the kernel graph (views, concats, elementwise ops), a contraction stage runs
-// the direct template (f64 accumulation, bit-identical to the reference). A stage reads the
+// loop over its elements in place of the grid-stride one: a loop stage computes its elements
+// through the kernel graph (views, concats, elementwise ops) in groups of consecutive elements
+// with vector accesses when the stage has enough of them to give every thread a group, else one
+// element per thread (a recurrence's small steps are its critical path: spreading them keeps it
+// short); a contraction stage runs the direct template (f64 accumulation, bit-identical to the
+// reference). A stage reads the
 // kernel's inputs from global memory and the values earlier stages left in shared memory, and
 // stores each output to global memory, to its shared slot, or both. bar.sync separates the
 // stages: it orders every shared (and global) access of one stage before those of the next, for
@@ -149,8 +152,6 @@ func (gn *gen) stage(g *ir.Graph, tid string) error {
 			return fmt.Errorf("outputs %s %s and %s %s have different shapes", g.Outputs[0].Name, shape, o.Name, o.Value.Type.Shape)
 		}
 	}
-	gn.loopFrom(tid, step, shape.NumElements(), func(i string) error {
-		return gn.elementGroup(shape, i, 1, true)
-	})
+	gn.loopElements(shape, tid, step, persistThreads)
 	return nil
 }

@@ -70,6 +70,16 @@ func TestPersistentKernels(t *testing.T) {
   %4 = broadcast_in_dim(%3) {dims=[0,1], shape=[8,8,100]} : f32[8,8,100]
   %5 = neg(%4) : f32[8,8,100]
   output y = %5`), passes.FusionOptions{}, 1, 3},
+		// Stages large enough for vector groups: 128-bit loads of a value in shared memory
+		// through a broadcast, and a matmul reading the 32 KB result from shared memory.
+		{"vector groups", gir(`
+  input %x : f32[2048]
+  param %w : f32[2048,2]
+  %0 = exp(%x) : f32[2048]
+  %1 = broadcast_in_dim(%0) {dims=[1], shape=[4,2048]} : f32[4,2048]
+  %2 = tanh(%1) : f32[4,2048]
+  %3 = dot_general(%2, %w) {lhs_contract=[1], rhs_contract=[0]} : f32[4,2]
+  output y = %3`), passes.FusionOptions{}, 1, 3},
 		// Matmul stages; h1 is an output and read by the next step and the residual add, so it
 		// is stored to global memory and kept in shared memory until its last reader.
 		{"matmuls, an output inside", gir(steps), passes.FusionOptions{}, 1, 4},
@@ -114,8 +124,11 @@ func TestPersistentKernels(t *testing.T) {
 				if outputs != len(kn.Writes) {
 					t.Errorf("%d output parameters for %d buffers written", outputs, len(kn.Writes))
 				}
-				if len(kn.Shared) > 0 && !regexp.MustCompile(`(?m)^\tld\.shared\.f32`).MatchString(entry) {
+				if len(kn.Shared) > 0 && !regexp.MustCompile(`(?m)^\tld\.shared\.`).MatchString(entry) {
 					t.Error("no stage reads shared memory")
+				}
+				if tc.name == "vector groups" && !strings.Contains(entry, "ld.shared.v4.f32") {
+					t.Error("no vector load from shared memory")
 				}
 			}
 		})
