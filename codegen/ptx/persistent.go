@@ -16,8 +16,9 @@ import (
 // through the kernel graph (views, concats, elementwise ops) in groups of consecutive elements
 // with vector accesses when the stage has enough of them to give every thread a group, else one
 // element per thread (a recurrence's small steps are its critical path: spreading them keeps it
-// short); a contraction stage runs the direct template (f64 accumulation, bit-identical to the
-// reference). A stage reads the
+// short); a contraction stage runs the direct template's per-element fold, f32 products with
+// fma.rn.f32 into an f32 accumulator as the tiled template does (the exact f64 accumulation
+// runs at 1/64 of the f32 rate on sm_86 and sm_89, and a recurrence runs every step on one SM). A stage reads the
 // kernel's inputs from global memory and the values earlier stages left in shared memory, and
 // stores each output to global memory, to its shared slot, or both. bar.sync separates the
 // stages: it orders every shared (and global) access of one stage before those of the next, for
@@ -143,7 +144,7 @@ func (gn *gen) stage(g *ir.Graph, tid string) error {
 	}
 	step := imm(persistThreads)
 	if dot != nil {
-		gn.directElements(dot, tid, step)
+		gn.directElements(dot, tid, step, true)
 		return nil
 	}
 	shape := g.Outputs[0].Value.Type.Shape

@@ -127,6 +127,10 @@ func TestPersistentKernels(t *testing.T) {
 				if len(kn.Shared) > 0 && !regexp.MustCompile(`(?m)^\tld\.shared\.`).MatchString(entry) {
 					t.Error("no stage reads shared memory")
 				}
+				// f32 matmul stages accumulate with fma.rn.f32: no f64 in an f32 recurrence.
+				if tc.name == "lstm" && (regexp.MustCompile(`\.f64\s`).MatchString(entry) || !strings.Contains(entry, "fma.rn.f32")) {
+					t.Error("lstm's kernel computes in f64 or has no fma.rn.f32")
+				}
 				if tc.name == "vector groups" && !strings.Contains(entry, "ld.shared.v4.f32") {
 					t.Error("no vector load from shared memory")
 				}
