@@ -37,7 +37,10 @@ func Compile(g *ir.Graph, opt Options) (*Result, error) {
 	kg := res.Kernels
 	kernels := make([]ptx.Kernel, len(kg.Kernels))
 	for i, k := range kg.Kernels {
-		kernels[i] = ptx.Kernel{Name: k.Name, Graph: k.Body}
+		kernels[i] = ptx.Kernel{Name: k.Name, Graph: k.Body, Shared: k.SharedOffsets(), SharedBytes: int(k.SharedBytes)}
+		for _, s := range k.Stages {
+			kernels[i].Stages = append(kernels[i].Stages, ptx.Kernel{Name: s.Name, Graph: s.Body})
+		}
 	}
 	text, launches, err := ptx.Module(kernels, opt.Target)
 	if err != nil {

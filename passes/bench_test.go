@@ -36,16 +36,9 @@ var targets = map[string]struct {
 	"linreg": {kernels: 1},
 	"mlp":    {kernels: 2},
 	"cnn":    {kernels: 4},
-	"rnn": {kernels: 4, waived: map[string]string{
-		"arena": "812 bytes of temps live at once need 840 with 256-byte-aligned offsets: the arena equals the aligned bound",
-	}},
-	"lstm": {kernels: 46, waived: map[string]string{
-		"dram": "the recurrent weights are read by the matmul of every step (no persistent kernel keeps them on chip), " +
-			"and the gate pre-activations and cell state go through memory every step; see docs/fusion.md, Known limits",
-		"dram refined": "the refined ideal counts the weight re-reads; the gate pre-activations (four column slices of " +
-			"the gate matmul, not elementwise in its shape), the batched input projection read back per step, the cell " +
-			"state across each step's matmul and the concats of per-step states still go through memory",
-	}},
+	// rnn and lstm: one persistent kernel per chain of small kernels (docs/fusion.md).
+	"rnn":         {kernels: 2},
+	"lstm":        {kernels: 1},
 	"transformer": {kernels: 9},
 	"gpt":         {kernels: 20},
 	"gpt2small":   {kernels: 110},

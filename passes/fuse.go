@@ -16,6 +16,15 @@ type FusionOptions struct {
 	MaxOps   int // ops in one kernel (default 64)
 	MaxReads int // buffers one kernel reads (default 16)
 	MaxRow   int // elements of a row a block keeps on chip (default 8192: 32 KB of f32); longer rows are streamed (Kernel.RowPasses)
+	// Persistent kernels (persist.go): a run of at least PersistStages kernels (default 3;
+	// negative: none) becomes one single-block kernel when every stage's space has at most
+	// PersistElems elements (default 8192), the run computes at most PersistFlops (default 2^22,
+	// a few µs of one SM) and its values between stages fit PersistShared bytes of shared memory
+	// (default 48 KB, the static limit).
+	PersistStages int
+	PersistElems  int
+	PersistFlops  int64
+	PersistShared int
 }
 
 func (o FusionOptions) withDefaults() FusionOptions {
@@ -27,6 +36,18 @@ func (o FusionOptions) withDefaults() FusionOptions {
 	}
 	if o.MaxRow == 0 {
 		o.MaxRow = 8192
+	}
+	if o.PersistStages == 0 {
+		o.PersistStages = 3
+	}
+	if o.PersistElems == 0 {
+		o.PersistElems = 8192
+	}
+	if o.PersistFlops == 0 {
+		o.PersistFlops = 1 << 22
+	}
+	if o.PersistShared == 0 {
+		o.PersistShared = 48 << 10
 	}
 	return o
 }

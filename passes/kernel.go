@@ -25,9 +25,12 @@ const (
 	// Contraction kernels compute one dot_general or conv2d over Space (its result shape),
 	// reading operands through views, and apply an elementwise epilogue before the store.
 	Contraction
+	// Persistent kernels run Stages (loop and contraction kernels) in order in one block,
+	// passing values between stages in shared memory (persist.go).
+	Persistent
 )
 
-var kindNames = [...]string{Loop: "loop", Row: "row", Contraction: "contraction"}
+var kindNames = [...]string{Loop: "loop", Row: "row", Contraction: "contraction", Persistent: "persistent"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) && kindNames[k] != "" {
@@ -44,9 +47,10 @@ const (
 	ParamBuffer                        // a parameter (weight), bound at load time
 	OutputBuffer                       // a graph output, returned to the caller
 	TempBuffer                         // an intermediate: placed in the arena by the memory plan
+	SharedBuffer                       // an intermediate of a persistent kernel's stages, only in shared memory
 )
 
-var bufferKindNames = [...]string{InputBuffer: "input", ParamBuffer: "param", OutputBuffer: "output", TempBuffer: "temp"}
+var bufferKindNames = [...]string{InputBuffer: "input", ParamBuffer: "param", OutputBuffer: "output", TempBuffer: "temp", SharedBuffer: "shared"}
 
 func (k BufferKind) String() string { return bufferKindNames[k] }
 
@@ -76,7 +80,13 @@ type Kernel struct {
 	Reads     []*Buffer // in the order of Body's inputs
 	Writes    []*Buffer // in the order of Body's outputs
 	Ops       []*ir.Value
-	label     string // Name without the number
+	// Persistent kernels: the stages in order (named sN_..., their writes either the kernel's
+	// Writes or SharedBuffers), the values kept in shared memory and its size. Body is the
+	// stages' bodies in one graph.
+	Stages      []*Kernel
+	Shared      []SharedSlot
+	SharedBytes int64
+	label       string // Name without the number
 }
 
 // KernelGraph is the fused program: kernels in execution order over named buffers.
@@ -125,24 +135,36 @@ func (kg *KernelGraph) String() string {
 		}
 	}
 	for _, k := range kg.Kernels {
-		sb.WriteString(k.header())
-		sb.WriteString(" {\n")
-		names := k.Body.Names()
-		for _, v := range k.Body.Values {
-			if v.Op != ir.OpInput {
-				fmt.Fprintf(&sb, "    %s\n", k.Body.Format(v))
-			}
-		}
-		for _, o := range k.Body.Outputs {
-			fmt.Fprintf(&sb, "    output %s = %%%s\n", o.Name, names[o.Value])
-		}
-		sb.WriteString("  }\n")
+		k.write(&sb, "  ", "kernel")
 	}
 	for _, b := range kg.Outputs {
 		fmt.Fprintf(&sb, "  output %%%s : %s\n", b.Name, b.Type)
 	}
 	sb.WriteString("}\n")
 	return sb.String()
+}
+
+// write prints the kernel (a persistent kernel as its stages) with the given indent.
+func (k *Kernel) write(sb *strings.Builder, indent, word string) {
+	sb.WriteString(indent + k.header(word))
+	sb.WriteString(" {\n")
+	if k.Kind == Persistent {
+		for _, s := range k.Stages {
+			s.write(sb, indent+"  ", "stage")
+		}
+		sb.WriteString(indent + "}\n")
+		return
+	}
+	names := k.Body.Names()
+	for _, v := range k.Body.Values {
+		if v.Op != ir.OpInput {
+			fmt.Fprintf(sb, "%s  %s\n", indent, k.Body.Format(v))
+		}
+	}
+	for _, o := range k.Body.Outputs {
+		fmt.Fprintf(sb, "%s  output %s = %%%s\n", indent, o.Name, names[o.Value])
+	}
+	sb.WriteString(indent + "}\n")
 }
 
 // writableShape reports whether a kernel's threads can write a buffer of shape s: loop and
@@ -159,9 +181,14 @@ func writableShape(k *Kernel, s ir.Shape) bool {
 	return s.Equal(k.Space) || s.Equal(keep) || s.Equal(drop)
 }
 
-func (k *Kernel) header() string {
+// header is the kernel's first line; word is "kernel", or "stage" inside a persistent kernel.
+func (k *Kernel) header(word string) string {
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "  kernel %s %s %s", k.Name, k.Kind, k.Space)
+	if k.Kind == Persistent {
+		fmt.Fprintf(&sb, "%s %s %s stages=%d", word, k.Name, k.Kind, len(k.Stages))
+	} else {
+		fmt.Fprintf(&sb, "%s %s %s %s", word, k.Name, k.Kind, k.Space)
+	}
 	if k.Kind == Row {
 		fmt.Fprintf(&sb, " axes=%s", ir.FormatAttr(k.Axes))
 		if k.RowPasses > 1 {
@@ -176,6 +203,13 @@ func (k *Kernel) header() string {
 		return strings.Join(parts, ", ")
 	}
 	fmt.Fprintf(&sb, " reads(%s) writes(%s)", list(k.Reads), list(k.Writes))
+	if k.Kind == Persistent {
+		var parts []string
+		for _, s := range k.Shared {
+			parts = append(parts, fmt.Sprintf("%%%s@%d", s.Buffer.Name, s.Offset))
+		}
+		fmt.Fprintf(&sb, " shared(%s) shared_bytes=%d", strings.Join(parts, ", "), k.SharedBytes)
+	}
 	return sb.String()
 }
 
@@ -214,26 +248,16 @@ func CheckKernels(kg *KernelGraph) error {
 		if !strings.HasPrefix(k.Name, fmt.Sprintf("k%d_", i)) {
 			return fail("name does not start with k%d_", i)
 		}
-		if err := ops.Verify(k.Body); err != nil {
+		if err := checkBody(k, bounds); err != nil {
 			return fail("%v", err)
 		}
-		ins := k.Body.Inputs()
-		if len(ins) != len(k.Reads) || len(k.Body.Outputs) != len(k.Writes) || len(k.Writes) == 0 {
-			return fail("body has %d inputs and %d outputs for %d reads and %d writes", len(ins), len(k.Body.Outputs), len(k.Reads), len(k.Writes))
-		}
-		for j, b := range k.Reads {
-			switch {
-			case ins[j].Name != b.Name || !ins[j].Type.Equal(b.Type):
-				return fail("input %s : %s does not match buffer %s : %s", ins[j].Name, ins[j].Type, b.Name, b.Type)
-			case !known[b]:
+		for _, b := range k.Reads {
+			if !known[b] {
 				return fail("reads %s before it is written", b.Name)
 			}
 		}
-		for j, b := range k.Writes {
-			o := k.Body.Outputs[j]
+		for _, b := range k.Writes {
 			switch {
-			case o.Name != b.Name || !o.Value.Type.Equal(b.Type):
-				return fail("output %s does not match buffer %s : %s", o.Name, b.Name, b.Type)
 			case b.Writer != k || written[b]:
 				return fail("buffer %s has another writer", b.Name)
 			case b.Kind != TempBuffer && b.Kind != OutputBuffer:
@@ -241,44 +265,13 @@ func CheckKernels(kg *KernelGraph) error {
 			}
 			written[b] = true
 			known[b] = true
-			if !writableShape(k, b.Type.Shape) {
-				return fail("writes %s : %s, which is not indexed by its space %s", b.Name, b.Type, k.Space)
-			}
 		}
-		var contractions, reduces, others, computed, widest int
-		for _, v := range k.Body.Values {
-			if !literal(v) && v.Op != ir.OpInput {
-				computed++
-				widest = max(widest, len(slices.DeleteFunc(slices.Clone(v.Args), literal)))
+		if k.Kind == Persistent {
+			if err := checkPersistent(k, bounds); err != nil {
+				return fail("%v", err)
 			}
-			switch ops.ClassOf(v.Op) {
-			case ops.Contraction:
-				contractions++
-			case ops.Reduce:
-				reduces++
-			}
-			switch v.Op {
-			case "max_pool2d", "avg_pool2d", "gather":
-				others++
-			}
-		}
-		// A contraction's epilogue may end in one pooling whose windows tile the space.
-		if p := kernelPool(k); p != nil {
-			if _, ok := PoolWindow(p); !ok || others != 1 || !p.Args[0].Type.Shape.Equal(k.Space) {
-				return fail("pools %s, which does not tile the contraction's result %s", k.Body.Format(p), k.Space)
-			}
-		} else if k.Kind == Contraction && others != 0 {
-			return fail("contraction kernel with %d gathers or poolings", others)
-		}
-		switch {
-		case computed > bounds.MaxOps:
-			return fail("computes %d ops, more than MaxOps (%d)", computed, bounds.MaxOps)
-		case len(k.Reads) > max(bounds.MaxReads, widest):
-			return fail("reads %d buffers, more than MaxReads (%d)", len(k.Reads), bounds.MaxReads)
-		case k.Kind == Contraction && contractions != 1, k.Kind != Contraction && contractions != 0:
-			return fail("%s kernel with %d contractions", k.Kind, contractions)
-		case k.Kind == Row && reduces == 0, k.Kind == Loop && reduces != 0:
-			return fail("%s kernel with %d reductions", k.Kind, reduces)
+		} else if len(k.Stages) > 0 || len(k.Shared) > 0 {
+			return fail("a %s kernel with stages", k.Kind)
 		}
 	}
 	for _, b := range kg.Buffers {
@@ -290,6 +283,71 @@ func CheckKernels(kg *KernelGraph) error {
 		if b.Kind != OutputBuffer || !written[b] {
 			return fmt.Errorf("output %s is not a written output buffer", b.Name)
 		}
+	}
+	return nil
+}
+
+// checkBody checks what a kernel (or a stage of a persistent kernel) is on its own: its body
+// verifies and reads and writes exactly its buffers, its kind matches the ops fused, and it stays
+// within the bounds. A persistent kernel's body holds its stages' ops: the stages are held to the
+// bounds on ops and kinds (checkPersistent), the kernel to the bound on reads.
+func checkBody(k *Kernel, bounds FusionOptions) error {
+	if err := ops.Verify(k.Body); err != nil {
+		return err
+	}
+	ins := k.Body.Inputs()
+	if len(ins) != len(k.Reads) || len(k.Body.Outputs) != len(k.Writes) || len(k.Writes) == 0 {
+		return fmt.Errorf("body has %d inputs and %d outputs for %d reads and %d writes", len(ins), len(k.Body.Outputs), len(k.Reads), len(k.Writes))
+	}
+	for j, b := range k.Reads {
+		if ins[j].Name != b.Name || !ins[j].Type.Equal(b.Type) {
+			return fmt.Errorf("input %s : %s does not match buffer %s : %s", ins[j].Name, ins[j].Type, b.Name, b.Type)
+		}
+	}
+	for j, b := range k.Writes {
+		if o := k.Body.Outputs[j]; o.Name != b.Name || !o.Value.Type.Equal(b.Type) {
+			return fmt.Errorf("output %s does not match buffer %s : %s", o.Name, b.Name, b.Type)
+		}
+		if k.Kind != Persistent && !writableShape(k, b.Type.Shape) {
+			return fmt.Errorf("writes %s : %s, which is not indexed by its space %s", b.Name, b.Type, k.Space)
+		}
+	}
+	var contractions, reduces, others, computed, widest int
+	for _, v := range k.Body.Values {
+		if !literal(v) && v.Op != ir.OpInput {
+			computed++
+			widest = max(widest, len(slices.DeleteFunc(slices.Clone(v.Args), literal)))
+		}
+		switch ops.ClassOf(v.Op) {
+		case ops.Contraction:
+			contractions++
+		case ops.Reduce:
+			reduces++
+		}
+		switch v.Op {
+		case "max_pool2d", "avg_pool2d", "gather":
+			others++
+		}
+	}
+	// A contraction's epilogue may end in one pooling whose windows tile the space.
+	if p := kernelPool(k); p != nil {
+		if _, ok := PoolWindow(p); !ok || others != 1 || !p.Args[0].Type.Shape.Equal(k.Space) {
+			return fmt.Errorf("pools %s, which does not tile the contraction's result %s", k.Body.Format(p), k.Space)
+		}
+	} else if k.Kind == Contraction && others != 0 {
+		return fmt.Errorf("contraction kernel with %d gathers or poolings", others)
+	}
+	switch {
+	case len(k.Reads) > max(bounds.MaxReads, widest):
+		return fmt.Errorf("reads %d buffers, more than MaxReads (%d)", len(k.Reads), bounds.MaxReads)
+	case k.Kind == Persistent:
+		return nil
+	case computed > bounds.MaxOps:
+		return fmt.Errorf("computes %d ops, more than MaxOps (%d)", computed, bounds.MaxOps)
+	case k.Kind == Contraction && contractions != 1, k.Kind != Contraction && contractions != 0:
+		return fmt.Errorf("%s kernel with %d contractions", k.Kind, contractions)
+	case k.Kind == Row && reduces == 0, k.Kind == Loop && reduces != 0:
+		return fmt.Errorf("%s kernel with %d reductions", k.Kind, reduces)
 	}
 	return nil
 }

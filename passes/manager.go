@@ -42,6 +42,7 @@ var passes = [...]pass{
 	{name: "late-dce", fn: graphPass(deadCode), stage: "graph", doc: "removes what simplify and cse left unused"},
 	{name: "fuse", fn: fusePass, stage: "kernels", doc: "groups ops into kernels (docs/fusion.md); disabled: one kernel per op"},
 	{name: "schedule", fn: schedulePass, stage: "kernels", doc: "orders kernels to lower peak live memory"},
+	{name: "persist", fn: persistPass, stage: "kernels", doc: "runs chains of small kernels in one single-block kernel, passing values in shared memory"},
 	{name: "memplan", fn: memplanPass, stage: "plan", required: true, doc: "places intermediates in one arena"},
 	{name: "cost", fn: costPass, stage: "stats", required: true, doc: "kernels, DRAM bytes, flops and a roofline time"},
 }
@@ -54,6 +55,8 @@ var passOrder = [...]struct{ a, b, why string }{
 	{"cse", "late-dce", "cse and simplify leave unused values behind"},
 	{"late-dce", "fuse", "fusion materializes only what outputs need"},
 	{"fuse", "schedule", "the schedule orders kernels"},
+	{"schedule", "persist", "runs are consecutive kernels of the final order"},
+	{"persist", "memplan", "values a persistent kernel keeps in shared memory need no place in the arena"},
 	{"schedule", "memplan", "liveness is computed over the kernel order"},
 	{"memplan", "cost", "the cost report includes the arena size"},
 }

@@ -20,9 +20,13 @@ const chain = `
   %7 = dot_general(%6, %4) {lhs_contract=[1], rhs_contract=[0]} : f32[8,8]
   output y = %7`
 
+// noPersist keeps the small chains of these tests as separate kernels, whose temps the memory
+// plan places (a persistent kernel would keep them in shared memory).
+var noPersist = passes.Options{DisablePasses: []string{"persist"}}
+
 // The plan checker catches every way a plan can be wrong.
 func TestCheckPlanRejects(t *testing.T) {
-	res := compile(t, chain, passes.Options{})
+	res := compile(t, chain, noPersist)
 	if len(res.Plan.Buffers) < 3 {
 		t.Fatalf("want at least 3 arena buffers:\n%s", res.Plan)
 	}
@@ -63,7 +67,7 @@ func TestInPlace(t *testing.T) {
   %3 = exp(%0) : f32[64]
   %4 = reshape(%3) {shape=[8,8]} : f32[8,8]
   %5 = dot_general(%4, %2) {lhs_contract=[1], rhs_contract=[0]} : f32[8,8]
-  output y = %5`, passes.Options{})
+  output y = %5`, noPersist)
 	var inPlace []string
 	for _, b := range res.Plan.Buffers {
 		if b.InPlaceOf != "" {
@@ -81,7 +85,7 @@ func TestInPlace(t *testing.T) {
   %0 = dot_general(%w, %x) {lhs_contract=[1], rhs_contract=[0]} : f32[64]
   %1 = exp(%0) : f32[64]
   %2 = dot_general(%w, %1) {lhs_contract=[1], rhs_contract=[0]} : f32[64]
-  output y = %2`, passes.Options{Fusion: passes.FusionOptions{MaxOps: 1}})
+  output y = %2`, passes.Options{Fusion: passes.FusionOptions{MaxOps: 1, PersistStages: -1}})
 	if len(res.Plan.Buffers) != 2 || res.Plan.Buffers[1].InPlaceOf != res.Plan.Buffers[0].Name || res.Plan.ArenaBytes != 256 {
 		t.Errorf("want the exp kernel to write over its input:\n%s\n%s", res.Kernels, res.Plan)
 	}
@@ -163,7 +167,7 @@ func TestAlignedBound(t *testing.T) {
 		{"chain", chain, 512, 512, 512},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := compile(t, tc.src, passes.Options{}).Plan
+			p := compile(t, tc.src, noPersist).Plan
 			if p.ArenaBytes != tc.arena || p.AlignedLowerBoundBytes != tc.bound || p.LowerBoundBytes != tc.unalignedLB {
 				t.Errorf("arena %d, bound %d, unaligned bound %d; want %d, %d, %d\n%s",
 					p.ArenaBytes, p.AlignedLowerBoundBytes, p.LowerBoundBytes, tc.arena, tc.bound, tc.unalignedLB, p)

@@ -41,13 +41,15 @@ func TestRandomGraphs(t *testing.T) {
 	if testing.Short() {
 		n = 50
 	}
+	persistent := 0
 	for seed := range uint64(n) {
 		r := rand.New(rand.NewPCG(seed, 7))
 		g := randgraph.Graph(r)
 		opt := passes.Options{}
 		if seed%3 == 1 {
 			// Tight bounds exercise the size and operand limits.
-			opt.Fusion = passes.FusionOptions{MaxOps: 1 + r.IntN(6), MaxReads: 1 + r.IntN(3), MaxRow: 1 + r.IntN(8)}
+			opt.Fusion = passes.FusionOptions{MaxOps: 1 + r.IntN(6), MaxReads: 1 + r.IntN(3), MaxRow: 1 + r.IntN(8),
+				PersistStages: 2 + r.IntN(3), PersistShared: 16 * (1 + r.IntN(64))}
 		}
 		switch seed % 5 {
 		case 2:
@@ -56,8 +58,19 @@ func TestRandomGraphs(t *testing.T) {
 			// Fusion and planning must cope with dead values, duplicates and foldable constants.
 			opt.DisablePasses = []string{"dce", "fold", "simplify", "cse", "late-dce", "schedule"}
 		}
-		t.Run(fmt.Sprint(seed), func(t *testing.T) { checkPipeline(t, g, opt, seed) })
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			for _, k := range checkPipeline(t, g, opt, seed).Kernels.Kernels {
+				if k.Kind == passes.Persistent {
+					persistent++
+				}
+			}
+		})
 	}
+	// The generator's small graphs form persistent kernels: the property covers them.
+	if persistent == 0 {
+		t.Errorf("no persistent kernel in %d random graphs", n)
+	}
+	t.Logf("%d persistent kernels in %d random graphs", persistent, n)
 }
 
 func FuzzPipeline(f *testing.F) {

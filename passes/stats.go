@@ -16,6 +16,7 @@ const (
 	fp32FlopsPerSec = 67e12
 	tf32FlopsPerSec = 495e12
 	halfFlopsPerSec = 989e12 // f16 and bf16 tensor cores, dense
+	h100SMs         = 132    // a persistent kernel's one block gets one SM's share of the peak
 )
 
 // CostModel labels modeled_time_us in every report: it is a model, not a measurement.
@@ -122,6 +123,9 @@ func kernelCosts(kg *KernelGraph, tf32 bool) (n int, bytes int64, us float64, pe
 		}
 		for _, b := range k.Writes {
 			ks.WriteBytes += b.Bytes()
+		}
+		if k.Kind == Persistent {
+			peak /= h100SMs // one block: one SM's share of the peak
 		}
 		ks.ModeledTimeUS = max(float64(ks.ReadBytes+ks.WriteBytes)/hbmBytesPerSec, float64(ks.Flops)/peak) * 1e6
 		per = append(per, ks)

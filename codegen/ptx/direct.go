@@ -12,26 +12,43 @@ import "github.com/gcomp/gcomp/ir"
 // results are bit-identical to it; integers wrap in 64 bits and wrap again to the dtype, as the
 // reference does. Correct rather than fast: no operand reuse between threads.
 func directKernel(k Kernel, dot *ir.Value, why string, globals *[]string) (string, Launch, error) {
-	g := k.Graph
-	shape := dot.Type.Shape
-	n := shape.NumElements()
+	n := dot.Type.Shape.NumElements()
 	b := newBuilder(k.Name)
 	gn, args := header(k, b, globals)
 	b.note("direct %s (%s): one thread per result element", dot.Op, why)
-	a := gn.a
-	accT := ir.F64
-	if !dot.Type.DType.IsFloat() {
-		accT = ir.I64
-	}
 	tid, nthreads := globalThread(b)
-	gn.loopFrom(tid, nthreads, n, func(o string) error {
+	gn.directElements(dot, tid, nthreads, false)
+	if gn.err != nil {
+		return "", Launch{}, gn.err
+	}
+	l := Launch{Grid: [3]int{max(1, min(ceilDiv(n, loopBlock), maxLoopBlocks)), 1, 1}, Block: [3]int{loopBlock, 1, 1}, Params: args}
+	return b.text(), l, nil
+}
+
+// directElements computes result elements start, start+step, ... of dot (grid-stride or
+// block-stride) and stores every output of the kernel graph at each. With fmaF32, a product of
+// f32 operands into f32 accumulates with fma.rn.f32 (as the tiled FFMA template does, within
+// the f32 tolerance) instead of exactly in f64, which runs at 1/64 of the f32 rate on sm_86 and
+// sm_89.
+func (gn *gen) directElements(dot *ir.Value, start, step string, fmaF32 bool) {
+	b, a := gn.e.b, gn.a
+	shape := dot.Type.Shape
+	n := shape.NumElements()
+	accT := ir.F64
+	switch {
+	case !dot.Type.DType.IsFloat():
+		accT = ir.I64
+	case fmaF32 && dot.Type.DType == ir.F32 && dot.Args[0].Type.DType == ir.F32 && dot.Args[1].Type.DType == ir.F32:
+		accT = ir.F32
+	}
+	gn.loopFrom(start, step, n, func(o string) error {
 		x := newIndexLin(shape, o)
 		for d := range shape {
 			x.getCoord(a, d) // derived outside the k loop, whose registers do not outlive it
 		}
 		acc := b.reg(classOf(accT))
 		gn.accMove(acc, gn.e.constVal(accT, 0))
-		var term func(kk string) (val, error)
+		var term func(kk string) (val, val, error)
 		K := 1
 		if dot.Op == "conv2d" {
 			term, K = gn.convTerm(dot, x)
@@ -39,7 +56,15 @@ func directKernel(k Kernel, dot *ir.Value, why string, globals *[]string) (strin
 			term, K = gn.dotTerm(dot, x)
 		}
 		gn.loopFrom("0", "1", K, func(kk string) error {
-			p, err := term(kk)
+			u, v, err := term(kk)
+			if err != nil {
+				return err
+			}
+			if accT == ir.F32 {
+				b.ins("fma.rn.f32", acc, gn.e.reg(u), gn.e.reg(v), acc)
+				return nil
+			}
+			p, err := gn.e.binary("mul", gn.e.cast(u, accT), gn.e.cast(v, accT))
 			if err != nil {
 				return err
 			}
@@ -53,13 +78,8 @@ func directKernel(k Kernel, dot *ir.Value, why string, globals *[]string) (strin
 		res := gn.e.cast(val{accT, acc}, dot.Type.DType)
 		gn.bound[dot] = func(*index) val { return res }
 		defer delete(gn.bound, dot)
-		return gn.storeOutputs(allOutputs(g), x)
+		return gn.storeOutputs(allOutputs(gn.kernelGraph), x)
 	})
-	if gn.err != nil {
-		return "", Launch{}, gn.err
-	}
-	l := Launch{Grid: [3]int{max(1, min(ceilDiv(n, loopBlock), maxLoopBlocks)), 1, 1}, Block: [3]int{loopBlock, 1, 1}, Params: args}
-	return b.text(), l, nil
 }
 
 func allOutputs(g *ir.Graph) []int {
@@ -70,15 +90,9 @@ func allOutputs(g *ir.Graph) []int {
 	return outs
 }
 
-// product multiplies two operand elements in the accumulator's type (f64: exact for 16- and
-// 32-bit floats; i64: wrapping).
-func (gn *gen) product(x, y val, accT ir.DType) (val, error) {
-	return gn.e.binary("mul", gn.e.cast(x, accT), gn.e.cast(y, accT))
-}
-
-// dotTerm returns the k-th product of dot_general result element x (k over the contracting
-// dims, row-major in lhs_contract order) and K.
-func (gn *gen) dotTerm(dot *ir.Value, x *index) (func(k string) (val, error), int) {
+// dotTerm returns the operand elements of the k-th product of dot_general result element x (k
+// over the contracting dims, row-major in lhs_contract order) and K.
+func (gn *gen) dotTerm(dot *ir.Value, x *index) (func(k string) (val, val, error), int) {
 	a := gn.a
 	lhs, rhs := dot.Args[0], dot.Args[1]
 	lb, rb := dot.Attrs.Ints("lhs_batch"), dot.Attrs.Ints("rhs_batch")
@@ -86,10 +100,6 @@ func (gn *gen) dotTerm(dot *ir.Value, x *index) (func(k string) (val, error), in
 	var ks ir.Shape
 	for _, d := range lc {
 		ks = append(ks, lhs.Type.Shape[d])
-	}
-	accT := ir.F64
-	if !dot.Type.DType.IsFloat() {
-		accT = ir.I64
 	}
 	// coords places the result's batch dims, then this operand's free dims (starting at result
 	// dim free0), and the contraction index kx into the operand's coordinates.
@@ -111,24 +121,21 @@ func (gn *gen) dotTerm(dot *ir.Value, x *index) (func(k string) (val, error), in
 		return newIndexCoords(op.Type.Shape, c)
 	}
 	lhsFree := lhs.Type.Shape.Rank() - len(lb) - len(lc)
-	return func(k string) (val, error) {
+	return func(k string) (val, val, error) {
 		kx := newIndexLin(ks, k)
 		u, err := gn.eval(lhs, coords(lhs, lb, lc, len(lb), kx))
 		if err != nil {
-			return val{}, err
+			return val{}, val{}, err
 		}
 		v, err := gn.eval(rhs, coords(rhs, rb, rc, len(lb)+lhsFree, kx))
-		if err != nil {
-			return val{}, err
-		}
-		return gn.product(u, v, accT)
+		return u, v, err
 	}, ks.NumElements()
 }
 
-// convTerm returns the k-th product of conv2d result element x = (n, o, oh, ow), k over
-// (c, kh, kw) of the group's channels row-major, and K. Taps in the padding multiply a zero, as
-// the reference's zero-padded im2col does.
-func (gn *gen) convTerm(v *ir.Value, x *index) (func(k string) (val, error), int) {
+// convTerm returns the operand elements of the k-th product of conv2d result element x =
+// (n, o, oh, ow), k over (c, kh, kw) of the group's channels row-major, and K. Taps in the
+// padding multiply a zero, as the reference's zero-padded im2col does.
+func (gn *gen) convTerm(v *ir.Value, x *index) (func(k string) (val, val, error), int) {
 	a := gn.a
 	img, wt := v.Args[0], v.Args[1]
 	xs, ws := img.Type.Shape, wt.Type.Shape
@@ -146,11 +153,7 @@ func (gn *gen) convTerm(v *ir.Value, x *index) (func(k string) (val, error), int
 	ih0 := a.sub(a.mul(x.getCoord(a, 2), stride[0]), imm(pad[0]))
 	iw0 := a.sub(a.mul(x.getCoord(a, 3), stride[1]), imm(pad[1]))
 	cBase := a.mul(a.div(o, og), c)
-	accT := ir.F64
-	if !v.Type.DType.IsFloat() {
-		accT = ir.I64
-	}
-	return func(k string) (val, error) {
+	return func(k string) (val, val, error) {
 		kx := newIndexLin(ir.Shape{c, kh, kw}, k)
 		ci, ki, kj := kx.getCoord(a, 0), kx.getCoord(a, 1), kx.getCoord(a, 2)
 		ih, iw := a.add(ih0, a.mul(ki, dil[0])), a.add(iw0, a.mul(kj, dil[1]))
@@ -158,13 +161,10 @@ func (gn *gen) convTerm(v *ir.Value, x *index) (func(k string) (val, error), int
 		gn.e.b.ins("and.pred", ok, gn.inRange(ih, xs[2]), gn.inRange(iw, xs[3]))
 		xv, err := gn.eval(img, newIndexCoords(xs, []string{nIdx, a.add(cBase, ci), a.clamp(ih, xs[2]), a.clamp(iw, xs[3])}))
 		if err != nil {
-			return val{}, err
+			return val{}, val{}, err
 		}
 		xv = gn.e.selectVal(val{ir.Bool, ok}, xv, gn.e.constVal(img.Type.DType, 0))
 		wv, err := gn.eval(wt, newIndexCoords(ws, []string{o, ci, ki, kj}))
-		if err != nil {
-			return val{}, err
-		}
-		return gn.product(xv, wv, accT)
+		return xv, wv, err
 	}, c * kh * kw
 }

@@ -99,6 +99,7 @@ func TestPipelineRandomGraphs(t *testing.T) {
 	if *randomGraphs > 0 {
 		n = *randomGraphs
 	}
+	persistent := 0
 	for seed := range n {
 		g := randgraph.Graph(rand.New(rand.NewPCG(uint64(seed), 3)))
 		res, err := passes.Run(g, passes.Options{})
@@ -107,7 +108,10 @@ func TestPipelineRandomGraphs(t *testing.T) {
 		}
 		var kernels []Kernel
 		for _, kn := range res.Kernels.Kernels {
-			kernels = append(kernels, Kernel{Name: fmt.Sprintf("s%d_%s", seed, kn.Name), Graph: kn.Body})
+			kernels = append(kernels, kernelOf(kn, fmt.Sprintf("s%d_%s", seed, kn.Name)))
+			if kn.Kind == passes.Persistent {
+				persistent++
+			}
 		}
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			assembleBatch(t, kernels)
@@ -116,4 +120,5 @@ func TestPipelineRandomGraphs(t *testing.T) {
 			}
 		})
 	}
+	t.Logf("%d persistent kernels among them", persistent) // the generator's small chains form some
 }

@@ -30,6 +30,8 @@
 //     through ldmatrix and mma.sync, the epilogue staged through shared memory.
 //   - direct contraction: the fallback for contractions the tiles do not take (f64, integers,
 //     computed operands): one thread per result, f64 accumulation in the reference's order.
+//   - persistent: Kernel.Stages (a chain of small loop and contraction kernels) run in order by
+//     one block, bar.sync between stages, the values passed between them in shared memory.
 //
 // Numerics follow docs/ops.md exactly where the op is exact (every IEEE operation, casts, min/max
 // with NaN propagation, integer wrapping and division); docs/codegen.md lists the error bound of

@@ -25,6 +25,7 @@ type gen struct {
 	kname       string
 	ptr         map[*ir.Value]string           // global address register of each input and param
 	outPtr      []string                       // global address register of each output
+	sharedPtr   map[string]bool                // address registers that point into shared memory (persistent kernels)
 	bound       map[*ir.Value]func(*index) val // values the template supplies
 	offsets     map[string]string              // byte offsets of linear indexes, per element like cache
 	cache       map[cacheKey]val               // per element: common subexpressions evaluate once
@@ -155,7 +156,15 @@ func (g *gen) addr(ptr, lin string, size int) string {
 // load reads one element of an input into its register form.
 func (g *gen) load(v *ir.Value, lin string) val {
 	d := v.Type.DType
-	return g.fromMem(d, g.loadRaw("ld.global."+memType(d), memClass(d), g.addr(g.ptr[v], lin, d.Size())))
+	return g.fromMem(d, g.loadRaw("ld."+g.space(g.ptr[v])+"."+memType(d), memClass(d), g.addr(g.ptr[v], lin, d.Size())))
+}
+
+// space is the state space an address register points into.
+func (g *gen) space(ptr string) string {
+	if g.sharedPtr[ptr] {
+		return "shared"
+	}
+	return "global"
 }
 
 func (g *gen) loadRaw(opcode string, c regClass, addr string) string {
@@ -191,7 +200,7 @@ func (g *gen) toMem(v val) string {
 // store writes one element of an output.
 func (g *gen) store(out *ir.Value, ptr, lin string, v val) {
 	d := out.Type.DType
-	g.e.b.ins("st.global."+memType(d), g.addr(ptr, lin, d.Size()), g.toMem(v))
+	g.e.b.ins("st."+g.space(ptr)+"."+memType(d), g.addr(ptr, lin, d.Size()), g.toMem(v))
 }
 
 // castConst converts a float attribute to dtype d the way cast converts a float.

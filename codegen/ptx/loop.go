@@ -33,32 +33,41 @@ func loopKernel(k Kernel, globals *[]string) (string, Launch, error) {
 	if st := findStage(g, shape); st != nil {
 		return stagedKernel(k, st, globals)
 	}
-	n := shape.NumElements()
-	v, flat := vectorWidth(g, shape)
 	b := newBuilder(k.Name)
 	gn, args := header(k, b, globals)
 	tid, nthreads := globalThread(b)
-	groups := n / v
-	if n == 0 {
-		groups = 0
+	work := gn.loopElements(shape, tid, nthreads, 0)
+	if gn.err != nil {
+		return "", Launch{}, gn.err
 	}
-	gn.loopFrom(tid, nthreads, groups, func(i string) error {
+	l := Launch{Grid: [3]int{min(ceilDiv(work, loopBlock), maxLoopBlocks), 1, 1}, Block: [3]int{loopBlock, 1, 1}, Params: args}
+	return b.text(), l, nil
+}
+
+// loopElements computes and stores every element of shape, the kernel graph's output space:
+// groups of V consecutive elements at start, start+step, ... (grid- or block-stride), then the
+// elements after the last whole group one at a time. With threads > 0 (one block of that many
+// threads), groups are formed only if every thread still gets one: a small space is spread over
+// the threads one element each. It returns how many work items (groups, or tail elements) there
+// are.
+func (gn *gen) loopElements(shape ir.Shape, start, step string, threads int) int {
+	n := shape.NumElements()
+	v, flat := vectorWidth(gn.kernelGraph, shape)
+	if threads > 0 && n < v*threads {
+		v, flat = 1, true
+	}
+	groups := n / v
+	gn.loopFrom(start, step, groups, func(i string) error {
 		base := gn.a.mul(i, v)
 		return gn.elementGroup(shape, base, v, flat)
 	})
 	if v > 1 && n%v != 0 {
-		b.note("scalar tail: elements %d..%d", groups*v, n-1)
-		start := gn.a.add(tid, imm(groups*v))
-		gn.loopFrom(start, nthreads, n, func(i string) error {
+		gn.e.b.note("scalar tail: elements %d..%d", groups*v, n-1)
+		gn.loopFrom(gn.a.add(start, imm(groups*v)), step, n, func(i string) error {
 			return gn.elementGroup(shape, i, 1, true)
 		})
 	}
-	if gn.err != nil {
-		return "", Launch{}, gn.err
-	}
-	work := max(1, groups, n%v)
-	l := Launch{Grid: [3]int{min(ceilDiv(work, loopBlock), maxLoopBlocks), 1, 1}, Block: [3]int{loopBlock, 1, 1}, Params: args}
-	return b.text(), l, nil
+	return max(1, groups, n%v)
 }
 
 // loopFrom emits `for i := start; i < end; i += step { body(i) }`; the first error of body is
@@ -164,7 +173,7 @@ func (gn *gen) vectorLoad(in *ir.Value, base string, v int) []val {
 		for j := range words {
 			words[j] = gn.e.b.reg(rU32)
 		}
-		gn.e.b.ins("ld.global.v4.b32", "{"+strings.Join(words, ", ")+"}", gn.addr(gn.ptr[in], base, d.Size()))
+		gn.e.b.ins("ld."+gn.space(gn.ptr[in])+".v4.b32", "{"+strings.Join(words, ", ")+"}", gn.addr(gn.ptr[in], base, d.Size()))
 		for j, w := range words {
 			gn.e.b.ins("mov.b32", "{"+regs[2*j]+", "+regs[2*j+1]+"}", w)
 		}
@@ -173,7 +182,7 @@ func (gn *gen) vectorLoad(in *ir.Value, base string, v int) []val {
 		for c := 0; c < v; c += 4 {
 			n := min(4, v-c)
 			at := gn.addr(gn.ptr[in], gn.a.add(base, imm(c)), d.Size())
-			gn.e.b.ins(fmt.Sprintf("ld.global.v%d.%s", n, memType(d)), "{"+strings.Join(regs[c:c+n], ", ")+"}", at)
+			gn.e.b.ins(fmt.Sprintf("ld.%s.v%d.%s", gn.space(gn.ptr[in]), n, memType(d)), "{"+strings.Join(regs[c:c+n], ", ")+"}", at)
 		}
 	}
 	out := make([]val, v)
@@ -196,12 +205,12 @@ func (gn *gen) vectorStore(out *ir.Value, ptr, base string, vals []val) {
 			gn.e.b.ins("mov.b32", words[j], "{"+regs[2*j]+", "+regs[2*j+1]+"}")
 		}
 		regs = words
-		gn.e.b.ins("st.global.v4.b32", gn.addr(ptr, base, d.Size()), "{"+strings.Join(regs, ", ")+"}")
+		gn.e.b.ins("st."+gn.space(ptr)+".v4.b32", gn.addr(ptr, base, d.Size()), "{"+strings.Join(regs, ", ")+"}")
 		return
 	}
 	for c := 0; c < len(regs); c += 4 {
 		n := min(4, len(regs)-c)
 		at := gn.addr(ptr, gn.a.add(base, imm(c)), d.Size())
-		gn.e.b.ins(fmt.Sprintf("st.global.v%d.%s", n, memType(d)), at, "{"+strings.Join(regs[c:c+n], ", ")+"}")
+		gn.e.b.ins(fmt.Sprintf("st.%s.v%d.%s", gn.space(ptr), n, memType(d)), at, "{"+strings.Join(regs[c:c+n], ", ")+"}")
 	}
 }

@@ -20,6 +20,13 @@ type Target struct {
 type Kernel struct {
 	Name  string // the .entry name, e.g. "k3_matmul_bias_relu"
 	Graph *ir.Graph
+	// Stages make the kernel persistent (persistent.go): one block runs them in order, Graph
+	// being their union (its inputs and outputs are the kernel's parameters). A stage's inputs
+	// and outputs are named after Graph's or after entries of Shared, the byte offsets of the
+	// values kept in SharedBytes of shared memory between stages.
+	Stages      []Kernel
+	Shared      map[string]int
+	SharedBytes int
 }
 
 // ArgKind says what a kernel parameter points to.
@@ -115,6 +122,13 @@ func generate(k Kernel, t Target, globals *[]string) (string, Launch, error) {
 		if n := v.Type.Shape.NumElements(); n >= 1<<31 {
 			return "", Launch{}, fmt.Errorf("%s: %s has %d elements; 32-bit indexing needs fewer than 2^31", k.Name, g.Format(v), n)
 		}
+	}
+	if len(k.Stages) > 0 {
+		entry, l, err := persistentKernel(k, globals)
+		if err != nil {
+			return "", Launch{}, fmt.Errorf("%s: %w", k.Name, err)
+		}
+		return entry, l, nil
 	}
 	var kinds []string
 	count := map[string]int{}
