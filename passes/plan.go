@@ -260,6 +260,7 @@ func planMemory(kg *KernelGraph) *Plan {
 	for i, u := range units {
 		u.offset = best[i]
 	}
+	p.Buffers = []PlacedBuffer{} // "buffers": [] in JSON when there are no temps, not null
 	for _, b := range kg.Buffers {
 		switch b.Kind {
 		case TempBuffer:
