@@ -878,19 +878,17 @@ func rowPasses(k *Kernel, maxRow int) int {
 	return deepest + 1
 }
 
-// neededOutside reports whether a kernel other than gr's reads w.
+// neededOutside reports whether a kernel other than gr's reads w. A kernel that applies w itself
+// (a dupable value that fit there as a view) reads w's operands instead: writing w for it would
+// be a store nothing loads.
 func (f *fuser) neededOutside(w *ir.Value, gr *group) bool {
 	if w.Op == ir.OpInput || w.Op == ir.OpParam {
 		return false
 	}
+	reads := func(h *group) bool { return h != nil && h != gr && !h.has(w) }
 	for _, u := range f.users[w] {
-		if h := f.home[u]; h != nil && h != gr {
+		if reads(f.home[u]) || slices.ContainsFunc(f.dups[u], reads) {
 			return true
-		}
-		for _, h := range f.dups[u] {
-			if h != gr {
-				return true
-			}
 		}
 	}
 	return false

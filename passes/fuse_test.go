@@ -321,3 +321,31 @@ func exampleModel(name string) func(*frontend.Builder) {
 	}
 	return nil
 }
+
+// An index-only value that one kernel applies as a view and another computes as a member (it
+// did not fit that kernel as a view, under MaxReads) is not written to memory: the first
+// kernel recomputes it, so nothing would read the store (found by FuzzPipeline, where a
+// persistent kernel then had nowhere to put it).
+func TestRecomputedValueNotWritten(t *testing.T) {
+	const src = `
+  %0 = iota() {dim=0, dtype=f32, shape=[4]} : f32[4]
+  %1 = neg(%0) : f32[4]
+  %2 = abs(%0) : f32[4]
+  %3 = add(%1, %2) : f32[4]
+  %4 = neg(%3) : f32[4]
+  %5 = sub(%4, %3) : f32[4]
+  output p = %4
+  output q = %5`
+	kg := compile(t, src, passes.Options{Fusion: passes.FusionOptions{MaxOps: 4, MaxReads: 2}}).Kernels
+	var got []string
+	for _, k := range kg.Kernels {
+		var ws []string
+		for _, b := range k.Writes {
+			ws = append(ws, b.Name)
+		}
+		got = append(got, fmt.Sprintf("%s writes(%s)", k.Name, strings.Join(ws, ",")))
+	}
+	if want := "k0_neg writes(p) k1_add_sub writes(q)"; strings.Join(got, " ") != want {
+		t.Errorf("got %s, want %s\n%s", strings.Join(got, " "), want, kg)
+	}
+}
