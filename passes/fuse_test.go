@@ -145,6 +145,20 @@ func TestFusionRules(t *testing.T) {
   %3 = add(%0, %1) : f32[4]
   %4 = mul(%3, %2) : f32[4]
   output z = %4`, passes.FusionOptions{MaxReads: 1}, "k0_add_mul:loop"},
+		// exp of the column sums makes the tanh kernel a row group over them (becomeRow); neg,
+		// which the abs kernel reads too, joins it; MaxOps keeps the sum out, so the kernel stays
+		// a loop over [4,3] and cannot write neg's f32[3]: neg goes with the sum.
+		{"a row group waiting for its reduction writes no per-row value", `
+  input %x : f32[4,3]
+  %0 = reduce_sum(%x) {axes=[0]} : f32[3]
+  %1 = neg(%0) : f32[3]
+  %2 = exp(%1) : f32[3]
+  %3 = broadcast_in_dim(%2) {dims=[1], shape=[4,3]} : f32[4,3]
+  %4 = sub(%x, %3) : f32[4,3]
+  %5 = tanh(%4) : f32[4,3]
+  %6 = abs(%1) : f32[3]
+  output y = %5
+  output z = %6`, passes.FusionOptions{MaxOps: 5}, "k0_sum:row k1_exp_sub_tanh:loop"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := compile(t, tc.src, passes.Options{Fusion: tc.opt})
