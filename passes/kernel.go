@@ -337,7 +337,10 @@ func checkBody(k *Kernel, bounds FusionOptions) error {
 	}
 	// A contraction's epilogue may end in one pooling whose windows tile the space.
 	if p := kernelPool(k); p != nil {
-		if _, ok := PoolWindow(p); !ok || others != 1 || !p.Args[0].Type.Shape.Equal(k.Space) {
+		if others != 1 {
+			return fmt.Errorf("contraction kernel with %d gathers or poolings; its epilogue may end in one pooling", others)
+		}
+		if _, ok := PoolWindow(p); !ok || !p.Args[0].Type.Shape.Equal(k.Space) {
 			return fmt.Errorf("pools %s, which does not tile the contraction's result %s", k.Body.Format(p), k.Space)
 		}
 	} else if k.Kind == Contraction && others != 0 {
