@@ -70,6 +70,17 @@ type group struct {
 
 func (gr *group) has(v *ir.Value) bool { return gr.members[v] || gr.views[v] }
 
+// hasReduction reports whether a reduction is a member of gr: a row group that becomeRow formed
+// has none until the reduction joins.
+func (gr *group) hasReduction() bool {
+	for w := range gr.members {
+		if ops.ClassOf(w.Op) == ops.Reduce {
+			return true
+		}
+	}
+	return false
+}
+
 // size is the number of ops gr computes; each counts against MaxOps.
 func (gr *group) size() int { return len(union(gr.members, gr.views)) }
 
@@ -423,10 +434,13 @@ func (f *fuser) tailOfContraction(v *ir.Value) bool {
 	return false
 }
 
-// outputShapeOK: a value the group writes must be indexed by the group's iteration space.
+// outputShapeOK: a value the group writes must be indexed by the group's iteration space. A row
+// group writes per-row values only once its reduction is a member: becomeRow made it a row group
+// ahead of the reduction, which the bounds may still keep out, and then it is a loop kernel
+// again (kernels), which writes nothing but its space.
 func (f *fuser) outputShapeOK(v *ir.Value, gr *group) bool {
 	s := v.Type.Shape
-	if gr.kind == Row {
+	if gr.kind == Row && gr.hasReduction() {
 		keep, drop := rowShapes(gr.space, gr.axes)
 		return s.Equal(gr.space) || s.Equal(keep) || s.Equal(drop)
 	}
@@ -781,7 +795,7 @@ func (f *fuser) kernels() (*KernelGraph, error) {
 	}
 	for _, gr := range order {
 		vals := f.groupValues(gr)
-		if gr.kind == Row && !slices.ContainsFunc(vals, func(v *ir.Value) bool { return ops.ClassOf(v.Op) == ops.Reduce }) {
+		if gr.kind == Row && !gr.hasReduction() {
 			// becomeRow expected a reduction that a size bound then kept out.
 			gr.kind, gr.axes = Loop, nil
 		}
@@ -878,19 +892,17 @@ func rowPasses(k *Kernel, maxRow int) int {
 	return deepest + 1
 }
 
-// neededOutside reports whether a kernel other than gr's reads w.
+// neededOutside reports whether a kernel other than gr's reads w. A kernel that applies w itself
+// (a dupable value that fit there as a view) reads w's operands instead: writing w for it would
+// be a store nothing loads.
 func (f *fuser) neededOutside(w *ir.Value, gr *group) bool {
 	if w.Op == ir.OpInput || w.Op == ir.OpParam {
 		return false
 	}
+	reads := func(h *group) bool { return h != nil && h != gr && !h.has(w) }
 	for _, u := range f.users[w] {
-		if h := f.home[u]; h != nil && h != gr {
+		if reads(f.home[u]) || slices.ContainsFunc(f.dups[u], reads) {
 			return true
-		}
-		for _, h := range f.dups[u] {
-			if h != gr {
-				return true
-			}
 		}
 	}
 	return false

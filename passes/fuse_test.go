@@ -145,6 +145,20 @@ func TestFusionRules(t *testing.T) {
   %3 = add(%0, %1) : f32[4]
   %4 = mul(%3, %2) : f32[4]
   output z = %4`, passes.FusionOptions{MaxReads: 1}, "k0_add_mul:loop"},
+		// exp of the column sums makes the tanh kernel a row group over them (becomeRow); neg,
+		// which the abs kernel reads too, joins it; MaxOps keeps the sum out, so the kernel stays
+		// a loop over [4,3] and cannot write neg's f32[3]: neg goes with the sum.
+		{"a row group waiting for its reduction writes no per-row value", `
+  input %x : f32[4,3]
+  %0 = reduce_sum(%x) {axes=[0]} : f32[3]
+  %1 = neg(%0) : f32[3]
+  %2 = exp(%1) : f32[3]
+  %3 = broadcast_in_dim(%2) {dims=[1], shape=[4,3]} : f32[4,3]
+  %4 = sub(%x, %3) : f32[4,3]
+  %5 = tanh(%4) : f32[4,3]
+  %6 = abs(%1) : f32[3]
+  output y = %5
+  output z = %6`, passes.FusionOptions{MaxOps: 5}, "k0_sum:row k1_exp_sub_tanh:loop"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := compile(t, tc.src, passes.Options{Fusion: tc.opt})
@@ -320,4 +334,32 @@ func exampleModel(name string) func(*frontend.Builder) {
 		}
 	}
 	return nil
+}
+
+// An index-only value that one kernel applies as a view and another computes as a member (it
+// did not fit that kernel as a view, under MaxReads) is not written to memory: the first
+// kernel recomputes it, so nothing would read the store (found by FuzzPipeline, where a
+// persistent kernel then had nowhere to put it).
+func TestRecomputedValueNotWritten(t *testing.T) {
+	const src = `
+  %0 = iota() {dim=0, dtype=f32, shape=[4]} : f32[4]
+  %1 = neg(%0) : f32[4]
+  %2 = abs(%0) : f32[4]
+  %3 = add(%1, %2) : f32[4]
+  %4 = neg(%3) : f32[4]
+  %5 = sub(%4, %3) : f32[4]
+  output p = %4
+  output q = %5`
+	kg := compile(t, src, passes.Options{Fusion: passes.FusionOptions{MaxOps: 4, MaxReads: 2}}).Kernels
+	var got []string
+	for _, k := range kg.Kernels {
+		var ws []string
+		for _, b := range k.Writes {
+			ws = append(ws, b.Name)
+		}
+		got = append(got, fmt.Sprintf("%s writes(%s)", k.Name, strings.Join(ws, ",")))
+	}
+	if want := "k0_neg writes(p) k1_add_sub writes(q)"; strings.Join(got, " ") != want {
+		t.Errorf("got %s, want %s\n%s", strings.Join(got, " "), want, kg)
+	}
 }

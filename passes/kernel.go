@@ -218,7 +218,7 @@ func literal(v *ir.Value) bool { return v.Op == "constant" || v.Op == "iota" }
 
 // CheckKernels checks a kernel graph's invariants: every body verifies against the op table
 // and reads and writes exactly its buffers; each written buffer has one writer, which runs
-// before every reader; every output is written; kinds match the ops fused; no kernel computes
+// before every reader; every temp has a reader; every output is written; kinds match the ops fused; no kernel computes
 // more than Bounds.MaxOps ops (literals are free) or reads more than Bounds.MaxReads buffers,
 // unless one op of it needs that many operands.
 func CheckKernels(kg *KernelGraph) error {
@@ -240,7 +240,7 @@ func CheckKernels(kg *KernelGraph) error {
 			known[b] = true
 		}
 	}
-	written := map[*Buffer]bool{}
+	written, read := map[*Buffer]bool{}, map[*Buffer]bool{}
 	for i, k := range kg.Kernels {
 		fail := func(format string, args ...any) error {
 			return fmt.Errorf("kernel %s: %s", k.Name, fmt.Sprintf(format, args...))
@@ -255,6 +255,7 @@ func CheckKernels(kg *KernelGraph) error {
 			if !known[b] {
 				return fail("reads %s before it is written", b.Name)
 			}
+			read[b] = true
 		}
 		for _, b := range k.Writes {
 			switch {
@@ -277,6 +278,11 @@ func CheckKernels(kg *KernelGraph) error {
 	for _, b := range kg.Buffers {
 		if b.Writer != nil && !written[b] {
 			return fmt.Errorf("buffer %s is never written", b.Name)
+		}
+		// A temp nothing reads is a store to DRAM for nothing (and a persistent kernel would have
+		// nowhere to put it).
+		if b.Kind == TempBuffer && !read[b] {
+			return fmt.Errorf("%s writes temp %s, which no kernel reads", b.Writer.Name, b.Name)
 		}
 	}
 	for _, b := range kg.Outputs {
@@ -331,7 +337,10 @@ func checkBody(k *Kernel, bounds FusionOptions) error {
 	}
 	// A contraction's epilogue may end in one pooling whose windows tile the space.
 	if p := kernelPool(k); p != nil {
-		if _, ok := PoolWindow(p); !ok || others != 1 || !p.Args[0].Type.Shape.Equal(k.Space) {
+		if others != 1 {
+			return fmt.Errorf("contraction kernel with %d gathers or poolings; its epilogue may end in one pooling", others)
+		}
+		if _, ok := PoolWindow(p); !ok || !p.Args[0].Type.Shape.Equal(k.Space) {
 			return fmt.Errorf("pools %s, which does not tile the contraction's result %s", k.Body.Format(p), k.Space)
 		}
 	} else if k.Kind == Contraction && others != 0 {

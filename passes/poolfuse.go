@@ -96,8 +96,8 @@ func literalOnly(v *ir.Value) bool {
 
 // poolEpilogues merges each pooling's loop kernel into the contraction kernel computing its
 // operand when pooledConv allows, the loop kernel computes nothing but the pooling and
-// elementwise ops of its shape (side operands from memory), and the merge stays within the
-// bounds and creates no cycle.
+// elementwise ops of its shape (side operands from memory), the contraction kernel does not pool
+// already, and the merge stays within the bounds and creates no cycle.
 func (f *fuser) poolEpilogues() {
 	for _, p := range f.g.Values {
 		c := pooledConv(p)
@@ -112,6 +112,11 @@ func (f *fuser) poolEpilogues() {
 		ok := true
 		for w := range pg.members {
 			ok = ok && (w == p || ops.ClassOf(w.Op) == ops.Elementwise && w.Type.Shape.Equal(pg.space))
+		}
+		// The epilogue ends in one pooling: a second one (of the same values or of others
+		// computed from the convolution) stays a loop kernel reading the pre-pool values.
+		for w := range cg.members {
+			ok = ok && w.Op != "max_pool2d" && w.Op != "avg_pool2d"
 		}
 		for w := range pg.views {
 			ok = ok && !f.dependsOn(w, p, pg)

@@ -52,6 +52,10 @@ func TestConvPoolFusion(t *testing.T) {
 			"k0_conv_bias_relu_maxpool:contraction"},
 		{"elementwise ops after the pooling join", "f32", "", pool2 + "\n  %5 = neg(%4) : DT[2,5,4,4]", "output z = %5",
 			"k0_conv_bias_relu_maxpool:contraction"},
+		// The epilogue ends in one pooling (found by FuzzPipeline: both merged, and CheckKernels
+		// failed after fuse).
+		{"a second pooling of the result stays a loop kernel", "f32", "", pool2 + "\n  %5 = avg_pool2d(%3) {kernel=[2,2]} : DT[2,5,4,4]",
+			"output z = %5", "k0_conv_bias_relu_maxpool:contraction k1_avgpool:loop"},
 		{"overlapping windows (stride 1) do not fuse", "f32", "", "%4 = max_pool2d(%3) {kernel=[2,2], stride=[1,1]} : DT[2,5,7,7]", "",
 			"k0_conv_bias_relu:contraction k1_maxpool:loop"},
 		{"padded windows do not fuse", "f32", "", "%4 = max_pool2d(%3) {kernel=[2,2], padding=[1,1]} : DT[2,5,5,5]", "",
