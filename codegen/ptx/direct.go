@@ -34,13 +34,7 @@ func (gn *gen) directElements(dot *ir.Value, start, step string, fmaF32 bool) {
 	b, a := gn.e.b, gn.a
 	shape := dot.Type.Shape
 	n := shape.NumElements()
-	accT := ir.F64
-	switch {
-	case !dot.Type.DType.IsFloat():
-		accT = ir.I64
-	case fmaF32 && dot.Type.DType == ir.F32 && dot.Args[0].Type.DType == ir.F32 && dot.Args[1].Type.DType == ir.F32:
-		accT = ir.F32
-	}
+	accT := accType(dot, fmaF32)
 	gn.loopFrom(start, step, n, func(o string) error {
 		x := newIndexLin(shape, o)
 		for d := range shape {
@@ -60,26 +54,44 @@ func (gn *gen) directElements(dot *ir.Value, start, step string, fmaF32 bool) {
 			if err != nil {
 				return err
 			}
-			if accT == ir.F32 {
-				b.ins("fma.rn.f32", acc, gn.e.reg(u), gn.e.reg(v), acc)
-				return nil
-			}
-			p, err := gn.e.binary("mul", gn.e.cast(u, accT), gn.e.cast(v, accT))
-			if err != nil {
-				return err
-			}
-			s, err := gn.e.binary("add", val{accT, acc}, p)
-			if err != nil {
-				return err
-			}
-			gn.accMove(acc, s)
-			return nil
+			return gn.fold(val{accT, acc}, u, v)
 		})
 		res := gn.e.cast(val{accT, acc}, dot.Type.DType)
 		gn.bound[dot] = func(*index) val { return res }
 		defer delete(gn.bound, dot)
 		return gn.storeOutputs(allOutputs(gn.kernelGraph), x)
 	})
+}
+
+// accType is the accumulator type of dot's products: f64 for floats (exact products of f32,
+// f16 and bf16), i64 for integers, and with fmaF32 f32 for f32 operands into f32.
+func accType(dot *ir.Value, fmaF32 bool) ir.DType {
+	switch {
+	case !dot.Type.DType.IsFloat():
+		return ir.I64
+	case fmaF32 && dot.Type.DType == ir.F32 && dot.Args[0].Type.DType == ir.F32 && dot.Args[1].Type.DType == ir.F32:
+		return ir.F32
+	}
+	return ir.F64
+}
+
+// fold adds the product u·v to the accumulator register acc: fma.rn.f32 into an f32
+// accumulator, else both operands converted to the accumulator's type, multiplied and added.
+func (gn *gen) fold(acc, u, v val) error {
+	if acc.dt == ir.F32 {
+		gn.e.b.ins("fma.rn.f32", acc.r, gn.e.reg(u), gn.e.reg(v), acc.r)
+		return nil
+	}
+	p, err := gn.e.binary("mul", gn.e.cast(u, acc.dt), gn.e.cast(v, acc.dt))
+	if err != nil {
+		return err
+	}
+	s, err := gn.e.binary("add", acc, p)
+	if err != nil {
+		return err
+	}
+	gn.accMove(acc.r, s)
+	return nil
 }
 
 func allOutputs(g *ir.Graph) []int {
@@ -93,11 +105,25 @@ func allOutputs(g *ir.Graph) []int {
 // dotTerm returns the operand elements of the k-th product of dot_general result element x (k
 // over the contracting dims, row-major in lhs_contract order) and K.
 func (gn *gen) dotTerm(dot *ir.Value, x *index) (func(k string) (val, val, error), int) {
+	lhsAt, rhsAt, ks := gn.dotOperands(dot, x)
+	return func(k string) (val, val, error) {
+		kx := newIndexLin(ks, k)
+		u, err := lhsAt(kx)
+		if err != nil {
+			return val{}, val{}, err
+		}
+		v, err := rhsAt(kx)
+		return u, v, err
+	}, ks.NumElements()
+}
+
+// dotOperands returns evaluators of the lhs and rhs elements of dot_general result element x at
+// contraction index kx, and the shape of the contracting dims (in lhs_contract order).
+func (gn *gen) dotOperands(dot *ir.Value, x *index) (lhsAt, rhsAt func(kx *index) (val, error), ks ir.Shape) {
 	a := gn.a
 	lhs, rhs := dot.Args[0], dot.Args[1]
 	lb, rb := dot.Attrs.Ints("lhs_batch"), dot.Attrs.Ints("rhs_batch")
 	lc, rc := dot.Attrs.Ints("lhs_contract"), dot.Attrs.Ints("rhs_contract")
-	var ks ir.Shape
 	for _, d := range lc {
 		ks = append(ks, lhs.Type.Shape[d])
 	}
@@ -121,15 +147,9 @@ func (gn *gen) dotTerm(dot *ir.Value, x *index) (func(k string) (val, val, error
 		return newIndexCoords(op.Type.Shape, c)
 	}
 	lhsFree := lhs.Type.Shape.Rank() - len(lb) - len(lc)
-	return func(k string) (val, val, error) {
-		kx := newIndexLin(ks, k)
-		u, err := gn.eval(lhs, coords(lhs, lb, lc, len(lb), kx))
-		if err != nil {
-			return val{}, val{}, err
-		}
-		v, err := gn.eval(rhs, coords(rhs, rb, rc, len(lb)+lhsFree, kx))
-		return u, v, err
-	}, ks.NumElements()
+	lhsAt = func(kx *index) (val, error) { return gn.eval(lhs, coords(lhs, lb, lc, len(lb), kx)) }
+	rhsAt = func(kx *index) (val, error) { return gn.eval(rhs, coords(rhs, rb, rc, len(lb)+lhsFree, kx)) }
+	return lhsAt, rhsAt, ks
 }
 
 // convTerm returns the operand elements of the k-th product of conv2d result element x =

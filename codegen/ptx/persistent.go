@@ -16,11 +16,12 @@ import (
 // through the kernel graph (views, concats, elementwise ops) in groups of consecutive elements
 // with vector accesses when the stage has enough of them to give every thread a group, else one
 // element per thread (a recurrence's small steps are its critical path: spreading them keeps it
-// short); a contraction stage runs the direct template's per-element fold, f32 products with
-// fma.rn.f32 into an f32 accumulator as the tiled template does (the exact f64 accumulation
-// runs at 1/64 of the f32 rate on sm_86 and sm_89, and a recurrence runs every step on one SM). A stage reads the
-// kernel's inputs from global memory and the values earlier stages left in shared memory, and
-// stores each output to global memory, to its shared slot, or both. bar.sync separates the
+// short); a contraction stage whose weight rows are contiguous along K has the lanes of a warp
+// split K (warpElements: coalesced reads), any other runs the direct template's per-element
+// fold; both accumulate f32 products with fma.rn.f32 into an f32 accumulator as the tiled
+// template does (the exact f64 accumulation runs at 1/64 of the f32 rate on sm_86 and sm_89,
+// and a recurrence runs every step on one SM). A stage reads the kernel's inputs from global
+// memory and the values earlier stages left in shared memory, and stores each output to global memory, to its shared slot, or both. bar.sync separates the
 // stages: it orders every shared (and global) access of one stage before those of the next, for
 // the whole block, so a value is read only after all of it is written, and a slot is reused only
 // after its last reader is done.
@@ -143,6 +144,9 @@ func (gn *gen) stage(g *ir.Graph, tid string) error {
 		}
 	}
 	step := imm(persistThreads)
+	if dot != nil && laneSplit(dot) {
+		return gn.warpElements(dot, tid)
+	}
 	if dot != nil {
 		gn.directElements(dot, tid, step, true)
 		return nil
@@ -154,5 +158,168 @@ func (gn *gen) stage(g *ir.Graph, tid string) error {
 		}
 	}
 	gn.loopElements(shape, tid, step, persistThreads)
+	return nil
+}
+
+// minLaneSplitK is the shortest contraction the lanes split: below it a weight row is at most
+// 32 bytes, and the per-element fold's neighbouring threads read neighbouring rows in the same
+// lines, while most lanes would idle in a split.
+const minLaneSplitK = 8
+
+// maxWarpGroup caps the elements a warp's lanes split at once. Each is unrolled (its own
+// accumulator, operand addresses and fold), so the cap trades shuffles for code: on lstm, 32
+// runs 1% fewer warp instructions than 16 but assembles to a third more SASS, which a
+// persistent kernel's stages, each run once or twice per warp, fetch cold (docs/perf.md).
+const maxWarpGroup = 16
+
+// laneSplit tells whether a contraction stage runs warpElements: a dot_general whose rhs (the
+// weight of a linear layer, [out, in] row-major) is contracted along its innermost dim, the
+// last of the contraction index, so consecutive k are consecutive addresses. A rhs contracted
+// along another dim ([in, out]) is read coalesced by the per-element fold already: neighbouring
+// threads take neighbouring columns.
+func laneSplit(dot *ir.Value) bool {
+	if dot.Op != "dot_general" {
+		return false
+	}
+	rc := dot.Attrs.Ints("rhs_contract")
+	return len(rc) > 0 && rc[len(rc)-1] == dot.Args[1].Type.Shape.Rank()-1 && contractLen(dot) >= minLaneSplitK
+}
+
+// contractLen is K, the number of products of a dot_general result element.
+func contractLen(dot *ir.Value) int {
+	k := 1
+	for _, d := range dot.Attrs.Ints("lhs_contract") {
+		k *= dot.Args[0].Type.Shape[d]
+	}
+	return k
+}
+
+// warpElements computes a contraction stage with coalesced operand reads: the block's warps
+// take groups of R consecutive result elements (block-stride over the groups; R a power of
+// two, up to maxWarpGroup, small enough that every warp gets a group), and the lanes split each
+// element's K products, lane l folding k = l, l+32, ... in ascending order, so a warp reads 32
+// consecutive k of an operand row at once. A butterfly of shfl.sync.bfly then sums the 32
+// partials in a fixed order: while more than one element is left, lanes with the step's bit set
+// keep the upper half of the group's partials and send the lower half to their partner (a
+// reduce-scatter: R−1 shuffles for the R elements, not 5 each), then the remaining steps add
+// the one partial across the lanes that share it. Lane l ends with element l/(32/R) of the
+// group; the first lane of each such set runs the epilogue and stores it. The accumulators are
+// the per-element fold's (f32 by fma.rn.f32 for f32, else f64 or i64), so f32 results stay
+// within the f32 tolerance: only the order of the additions differs. Every shuffle runs with the
+// whole warp: the group loop is warp-uniform, and lanes that leave the k loop early (K not a
+// multiple of 32) wait for the others where the loop ends.
+func (gn *gen) warpElements(dot *ir.Value, tid string) error {
+	b, a := gn.e.b, gn.a
+	shape := dot.Type.Shape
+	n := shape.NumElements()
+	const warps = persistThreads / 32
+	r := 1
+	for r < maxWarpGroup && r*warps < n {
+		r *= 2
+	}
+	groups := ceilDiv(n, r)
+	// A group inside one row shares all coordinates but the last; the lhs element of a
+	// product is then the same for all of it when the last result dim is a rhs free dim.
+	inRow := shape.Rank() > 0 && shape[shape.Rank()-1]%r == 0
+	lhsShared := inRow && dot.Args[1].Type.Shape.Rank() > len(dot.Attrs.Ints("rhs_batch"))+len(dot.Attrs.Ints("rhs_contract"))
+	b.note("warps of 32 lanes split the %d products of each element, %d elements per warp", contractLen(dot), r)
+	lane, warp := b.reg(rU32), b.reg(rU32)
+	b.ins("and.b32", lane, tid, "31")
+	b.ins("shr.u32", warp, tid, "5")
+	accT := accType(dot, true)
+	gn.loopFrom(warp, imm(warps), groups, func(g string) error {
+		first := a.mul(g, r)
+		xs := make([]*index, r)
+		if inRow {
+			x0 := newIndexLin(shape, first)
+			newGroup(a, x0, r, false)
+			xs = x0.lanes
+		} else {
+			for j := range xs {
+				// past the last element a lane evaluates the last one and stores nothing
+				xs[j] = newIndexLin(shape, a.clamp(a.add(first, imm(j)), n))
+			}
+		}
+		accs := make([]val, r)
+		lhsAt := make([]func(*index) (val, error), r)
+		rhsAt := make([]func(*index) (val, error), r)
+		var ks ir.Shape
+		for j, x := range xs {
+			for d := range shape {
+				x.getCoord(a, d) // derived outside the k loop, whose registers do not outlive it
+			}
+			accs[j] = val{accT, b.reg(classOf(accT))}
+			gn.accMove(accs[j].r, gn.e.constVal(accT, 0))
+			lhsAt[j], rhsAt[j], ks = gn.dotOperands(dot, x)
+		}
+		gn.loopFrom(lane, "32", ks.NumElements(), func(k string) error {
+			kx := newIndexLin(ks, k)
+			var u val
+			for j := range xs {
+				var err error
+				if j == 0 || !lhsShared {
+					if u, err = lhsAt[j](kx); err != nil {
+						return err
+					}
+				}
+				v, err := rhsAt[j](kx)
+				if err != nil {
+					return err
+				}
+				if err := gn.fold(accs[j], u, v); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		vals := accs
+		for off := 16; off >= 1; off /= 2 {
+			if len(vals) == 1 {
+				s, err := gn.e.binary("add", vals[0], gn.shuffleXor(vals[0], off))
+				if err != nil {
+					return err
+				}
+				vals = []val{s}
+				continue
+			}
+			upper := b.reg(rPred)
+			bit := b.reg(rU32)
+			b.ins("and.b32", bit, lane, imm(off))
+			b.ins("setp.ne.u32", upper, bit, "0")
+			h := len(vals) / 2
+			next := make([]val, h)
+			for j := range next {
+				keep := gn.e.selectVal(val{ir.Bool, upper}, vals[h+j], vals[j])
+				send := gn.e.selectVal(val{ir.Bool, upper}, vals[j], vals[h+j])
+				s, err := gn.e.binary("add", keep, gn.shuffleXor(send, off))
+				if err != nil {
+					return err
+				}
+				next[j] = s
+			}
+			vals = next
+		}
+		// Lanes 32/r·j .. 32/r·(j+1)−1 hold element j of the group.
+		per := 32 / r
+		o := a.add(first, a.div(lane, per))
+		store := b.reg(rPred)
+		b.ins("setp.lt.u32", store, o, imm(n))
+		if per > 1 {
+			lead, rest := b.reg(rPred), b.reg(rU32)
+			b.ins("and.b32", rest, lane, imm(per-1))
+			b.ins("setp.eq.u32", lead, rest, "0")
+			b.ins("and.pred", store, store, lead)
+		}
+		res := gn.e.cast(vals[0], dot.Type.DType)
+		skip := b.label("stored")
+		np := b.reg(rPred)
+		b.ins("not.pred", np, store)
+		b.braIf(np, skip)
+		gn.bound[dot] = func(*index) val { return res }
+		defer delete(gn.bound, dot)
+		err := gn.isolated(func() error { return gn.storeOutputs(allOutputs(gn.kernelGraph), newIndexLin(shape, o)) })
+		b.place(skip)
+		return err
+	})
 	return nil
 }

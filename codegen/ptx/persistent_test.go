@@ -1,6 +1,7 @@
 package ptx
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -51,15 +52,49 @@ func TestPersistentKernels(t *testing.T) {
   %6 = dot_general(%5, %w) {lhs_contract=[1], rhs_contract=[0]} : f32[4,16]
   output h1 = %1
   output y = %6`
+	// chain is three linear layers, weights [out, in] as nn.Linear keeps them (contracted along
+	// their rows: the lanes of a warp split K), lhs [batch..., B, K]; batch dims, when given,
+	// are batch dims of the contractions too.
+	chain := func(dt string, batch string, b, k, n int) func(t *testing.T) *ir.Graph {
+		dims := func(x, y int) string { return fmt.Sprintf("%s[%s%d,%d]", dt, batch, x, y) }
+		attrs := "lhs_contract=[1], rhs_contract=[1]"
+		if batch != "" {
+			attrs = "lhs_batch=[0], rhs_batch=[0], lhs_contract=[2], rhs_contract=[2]"
+		}
+		act := "tanh"
+		if dt == "i32" {
+			act = "neg" // integers wrap: the same sums in any order
+		}
+		return gir(fmt.Sprintf(`
+  input %%x : %[1]s
+  param %%w : %[2]s
+  param %%v : %[3]s
+  %%0 = dot_general(%%x, %%w) {%[6]s} : %[4]s
+  %%1 = %[7]s(%%0) : %[4]s
+  %%2 = dot_general(%%1, %%v) {%[6]s} : %[5]s
+  %%3 = %[7]s(%%2) : %[5]s
+  %%4 = dot_general(%%3, %%w) {%[6]s} : %[4]s
+  output y = %%4`, dims(b, k), dims(n, k), dims(k, n), dims(b, n), dims(b, k), attrs, act))
+	}
 	for _, tc := range []struct {
 		name    string
 		graph   func(t *testing.T) *ir.Graph
 		opt     passes.FusionOptions
-		kernels int // in all
-		stages  int // of the persistent kernel
+		kernels int  // in all
+		stages  int  // of the persistent kernel
+		split   bool // its contractions split K over the lanes of a warp
 	}{
-		{"lstm", model(lstm.Model), passes.FusionOptions{}, 1, 46},
-		{"rnn", model(rnn.Model), passes.FusionOptions{}, 2, 3},
+		{"lstm", model(lstm.Model), passes.FusionOptions{}, 1, 46, true},
+		{"rnn", model(rnn.Model), passes.FusionOptions{}, 2, 3, true},
+		// Lane-split contractions: K not a multiple of 32, element counts not a multiple of the
+		// 8 warps nor of the group size (the last group clamps), groups inside rows.
+		{"split K=40", chain("f32", "", 3, 40, 20), passes.FusionOptions{}, 1, 3, true},
+		{"split K<32", chain("f32", "", 3, 12, 20), passes.FusionOptions{}, 1, 3, true},
+		{"split K>32·3", chain("f32", "", 2, 100, 72), passes.FusionOptions{}, 1, 3, true},
+		{"split in rows", chain("f32", "", 4, 64, 64), passes.FusionOptions{}, 1, 3, true},
+		{"split batch dims", chain("f32", "2,", 3, 36, 24), passes.FusionOptions{}, 1, 3, true},
+		{"split bf16", chain("bf16", "", 3, 40, 20), passes.FusionOptions{}, 1, 3, true},
+		{"split i32", chain("i32", "", 3, 40, 20), passes.FusionOptions{}, 1, 3, true},
 		// Loop stages only: a broadcast keeps exp, then tanh∘log, out of the next kernel.
 		{"elementwise", gir(`
   input %x : f32[8]
@@ -69,7 +104,7 @@ func TestPersistentKernels(t *testing.T) {
   %3 = log(%2) : f32[8,8]
   %4 = broadcast_in_dim(%3) {dims=[0,1], shape=[8,8,100]} : f32[8,8,100]
   %5 = neg(%4) : f32[8,8,100]
-  output y = %5`), passes.FusionOptions{}, 1, 3},
+  output y = %5`), passes.FusionOptions{}, 1, 3, false},
 		// Stages large enough for vector groups: 128-bit loads of a value in shared memory
 		// through a broadcast, and a matmul reading the 32 KB result from shared memory.
 		{"vector groups", gir(`
@@ -79,12 +114,12 @@ func TestPersistentKernels(t *testing.T) {
   %1 = broadcast_in_dim(%0) {dims=[1], shape=[4,2048]} : f32[4,2048]
   %2 = tanh(%1) : f32[4,2048]
   %3 = dot_general(%2, %w) {lhs_contract=[1], rhs_contract=[0]} : f32[4,2]
-  output y = %3`), passes.FusionOptions{}, 1, 3},
+  output y = %3`), passes.FusionOptions{}, 1, 3, false},
 		// Matmul stages; h1 is an output and read by the next step and the residual add, so it
 		// is stored to global memory and kept in shared memory until its last reader.
-		{"matmuls, an output inside", gir(steps), passes.FusionOptions{}, 1, 4},
+		{"matmuls, an output inside", gir(steps), passes.FusionOptions{}, 1, 4, false},
 		// The flops bound cuts the run after three steps; the fourth is a kernel of its own.
-		{"cut by the budget", gir(steps), passes.FusionOptions{PersistFlops: 6400}, 2, 3},
+		{"cut by the budget", gir(steps), passes.FusionOptions{PersistFlops: 6400}, 2, 3, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res, err := passes.Run(tc.graph(t), passes.Options{Fusion: tc.opt, VerifyEach: true})
@@ -130,6 +165,10 @@ func TestPersistentKernels(t *testing.T) {
 				// f32 matmul stages accumulate with fma.rn.f32: no f64 in an f32 recurrence.
 				if tc.name == "lstm" && (regexp.MustCompile(`\.f64\s`).MatchString(entry) || !strings.Contains(entry, "fma.rn.f32")) {
 					t.Error("lstm's kernel computes in f64 or has no fma.rn.f32")
+				}
+				// The weights [in, out] of the steps are read coalesced by the per-element fold.
+				if got := strings.Contains(entry, "shfl.sync.bfly.b32"); got != tc.split {
+					t.Errorf("shuffles in the kernel: %v, want %v", got, tc.split)
 				}
 				if tc.name == "vector groups" && !strings.Contains(entry, "ld.shared.v4.f32") {
 					t.Error("no vector load from shared memory")
