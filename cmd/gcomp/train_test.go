@@ -350,7 +350,7 @@ func TestTrainStats(t *testing.T) {
 // trains the MLP example (batch 64) on the first 1280 Fashion-MNIST images when the data set is
 // installed, else the tiny classifier on the 64 fixture images:
 //
-//	go test ./cmd/gcomp -run XXX -bench TrainEpoch -benchtime 5x
+//	go test ./cmd/gcomp -run '^$' -bench TrainEpoch -benchtime 5x
 func BenchmarkTrainEpoch(b *testing.B) {
 	model, dataDir := "../../examples/fashion/mlp/model.go", ""
 	trainSet, testSet, err := data.FashionMNIST("")

@@ -251,50 +251,12 @@ func runKernel(t *testing.T, k Kernel, in map[string]*tensor.Tensor) *result {
 	if entry, _, _ := Generate(k, harnessTarget); !batched(entry) {
 		res.regs = assemble(t, text)
 	}
-	dev := sim.NewDevice()
-	m, err := dev.Load(text)
-	if err != nil {
-		t.Fatalf("sim load: %v\n%s", err, text)
-	}
-	l := launches[0]
-	g := k.Graph
-	var args []any
-	outAddr := map[string]uint64{}
-	for _, a := range l.Params {
-		var typ ir.Type
-		var data []byte
-		switch a.Kind {
-		case ArgInput, ArgParam:
-			x := in[a.Name]
-			if x == nil {
-				t.Fatalf("no value for %s", a.Name)
-			}
-			typ, data = x.Type, x.Bytes()
-		case ArgOutput:
-			typ = g.Outputs[a.Index].Value.Type
-		case ArgScratch:
-			typ, data = ir.T(ir.U8, a.Bytes), make([]byte, a.Bytes)
-		}
-		addr, err := dev.Alloc(max(typ.Bytes(), 1))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if data != nil && len(data) > 0 {
-			if err := dev.Write(addr, data); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if a.Kind == ArgOutput {
-			outAddr[a.Name] = addr
-		}
-		args = append(args, addr)
-	}
-	cfg := sim.Config{Grid: sim.Dim3{X: l.Grid[0], Y: l.Grid[1], Z: l.Grid[2]},
-		Block: sim.Dim3{X: l.Block[0], Y: l.Block[1], Z: l.Block[2]}, SharedBytes: l.SharedBytes}
-	st, err := m.Launch(k.Name, cfg, args...)
+	l, g := launches[0], k.Graph
+	run, err := launchSim(t, text, k.Name, l, g, in)
 	if err != nil {
 		t.Fatalf("sim launch %v: %v", l, err)
 	}
+	dev, m, args, outAddr, cfg, st := run.dev, run.m, run.args, run.outAddr, run.cfg, run.stats
 	for i, a := range l.Params {
 		if a.Kind != ArgScratch {
 			continue
@@ -339,6 +301,62 @@ func runKernel(t *testing.T, k Kernel, in map[string]*tensor.Tensor) *result {
 		res.out[o.Name] = x
 	}
 	return res
+}
+
+// simRun is one launch of a generated module on a fresh simulator device.
+type simRun struct {
+	dev     *sim.Device
+	m       *sim.Module
+	args    []any
+	outAddr map[string]uint64 // output name → device address
+	cfg     sim.Config
+	stats   *sim.Stats
+}
+
+// launchSim loads text on a fresh simulator device, binds l's parameters (inputs and parameters
+// from in, outputs uninitialized, scratch zeroed) and launches kernel once. Load and binding
+// problems fail the test; the launch's own error is returned.
+func launchSim(t *testing.T, text, kernel string, l Launch, g *ir.Graph, in map[string]*tensor.Tensor) (*simRun, error) {
+	t.Helper()
+	dev := sim.NewDevice()
+	m, err := dev.Load(text)
+	if err != nil {
+		t.Fatalf("sim load: %v\n%s", err, text)
+	}
+	run := &simRun{dev: dev, m: m, outAddr: map[string]uint64{}}
+	for _, a := range l.Params {
+		var typ ir.Type
+		var data []byte
+		switch a.Kind {
+		case ArgInput, ArgParam:
+			x := in[a.Name]
+			if x == nil {
+				t.Fatalf("no value for %s", a.Name)
+			}
+			typ, data = x.Type, x.Bytes()
+		case ArgOutput:
+			typ = g.Outputs[a.Index].Value.Type
+		case ArgScratch:
+			typ, data = ir.T(ir.U8, a.Bytes), make([]byte, a.Bytes)
+		}
+		addr, err := dev.Alloc(max(typ.Bytes(), 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(data) > 0 {
+			if err := dev.Write(addr, data); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if a.Kind == ArgOutput {
+			run.outAddr[a.Name] = addr
+		}
+		run.args = append(run.args, addr)
+	}
+	run.cfg = sim.Config{Grid: sim.Dim3{X: l.Grid[0], Y: l.Grid[1], Z: l.Grid[2]},
+		Block: sim.Dim3{X: l.Block[0], Y: l.Block[1], Z: l.Block[2]}, SharedBytes: l.SharedBytes}
+	run.stats, err = m.Launch(kernel, run.cfg, run.args...)
+	return run, err
 }
 
 // compare holds every element of got to want: bit for bit when exact (or not a float), else

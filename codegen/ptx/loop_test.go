@@ -5,8 +5,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-
-	"github.com/gcomp/gcomp/sim"
 )
 
 // Loop kernels over movement ops, several outputs and shapes from one element to many blocks:
@@ -105,30 +103,7 @@ func TestGather(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dev := sim.NewDevice()
-	m, err := dev.Load(text)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var args []any
-	for _, a := range launches[0].Params {
-		var data []byte
-		var n int
-		switch a.Kind {
-		case ArgOutput:
-			n = g.Outputs[0].Value.Type.Bytes()
-		default:
-			data = in[a.Name].Bytes()
-			n = len(data)
-		}
-		addr, _ := dev.Alloc(n)
-		if data != nil {
-			dev.Write(addr, data)
-		}
-		args = append(args, addr)
-	}
-	l := launches[0]
-	_, err = m.Launch("k_embed", sim.Config{Grid: sim.Dim3{X: l.Grid[0], Y: 1, Z: 1}, Block: sim.Dim3{X: l.Block[0], Y: 1, Z: 1}}, args...)
+	_, err = launchSim(t, text, "k_embed", launches[0], g, in)
 	if err == nil || !strings.Contains(err.Error(), "trap") {
 		t.Errorf("launch with index 50 of 50 rows: %v, want a trap", err)
 	}

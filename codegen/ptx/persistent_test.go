@@ -11,7 +11,7 @@ import (
 	"github.com/gcomp/gcomp/frontend"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/passes"
-	"github.com/gcomp/gcomp/sim"
+	"github.com/gcomp/gcomp/tensor"
 )
 
 // kernelOf is the codegen view of a kernel of the pass pipeline, as the compiler builds it.
@@ -195,30 +195,11 @@ func TestPersistentNeedsBarriers(t *testing.T) {
 		t.Fatal(err)
 	}
 	text = strings.ReplaceAll(text, "\tbar.sync 0;\n", "")
-	dev := sim.NewDevice()
-	m, err := dev.Load(text)
-	if err != nil {
-		t.Fatal(err)
+	zeros := map[string]*tensor.Tensor{}
+	for _, v := range k.Graph.Inputs() {
+		zeros[v.Name] = tensor.New(v.Type)
 	}
-	var args []any
-	for _, a := range launches[0].Params {
-		bytes := 0
-		switch a.Kind {
-		case ArgInput:
-			bytes = k.Graph.Inputs()[a.Index].Type.Bytes()
-		case ArgOutput:
-			bytes = k.Graph.Outputs[a.Index].Value.Type.Bytes()
-		}
-		addr, err := dev.Alloc(bytes)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := dev.Write(addr, make([]byte, bytes)); err != nil {
-			t.Fatal(err)
-		}
-		args = append(args, addr)
-	}
-	_, err = m.Launch(k.Name, sim.Config{Grid: sim.Dim3{X: 1, Y: 1, Z: 1}, Block: sim.Dim3{X: persistThreads, Y: 1, Z: 1}}, args...)
+	_, err = launchSim(t, text, k.Name, launches[0], k.Graph, zeros)
 	if err == nil || !strings.Contains(err.Error(), "race") {
 		t.Errorf("got %v, want a race report", err)
 	}
