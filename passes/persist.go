@@ -1,7 +1,6 @@
 package passes
 
 import (
-	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -161,35 +160,21 @@ func planRun(run []*Kernel, start int, readers map[*Buffer][]int, opt FusionOpti
 	if len(external) > opt.MaxReads {
 		return nil
 	}
-	// Largest first (the memory plan's greedy by size), each at the lowest offset that no slot
-	// placed before and live at the same time overlaps.
-	order := make([]int, len(p.slots))
-	for i := range order {
-		order[i] = i
+	// Placed as the memory plan places the arena (greedy by size, best fit), at sharedAlign.
+	units := make([]*unit, len(p.slots))
+	for i, sl := range p.slots {
+		n := sl.Buffer.Bytes()
+		units[i] = &unit{bufs: []*Buffer{sl.Buffer}, size: alignTo(n, sharedAlign), bytes: n, from: sl.From, to: sl.To}
 	}
-	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(p.slots[b].Buffer.Bytes(), p.slots[a].Buffer.Bytes()) })
-	for n, i := range order {
-		s := &p.slots[i]
-		var off int64
-		for again := true; again; {
-			again = false
-			for _, j := range order[:n] {
-				o := p.slots[j]
-				if o.From <= s.To && s.From <= o.To && o.Offset < off+s.Buffer.Bytes() && off < o.Offset+o.Buffer.Bytes() {
-					off, again = alignTo(o.Offset+o.Buffer.Bytes(), sharedAlign), true
-				}
-			}
-		}
-		s.Offset = off
-		p.sharedBytes = max(p.sharedBytes, off+s.Buffer.Bytes())
+	p.sharedBytes = placeBestFit(units, orderBySize(units))
+	for i, u := range units {
+		p.slots[i].Offset = u.offset
 	}
 	if p.sharedBytes > int64(opt.PersistShared) {
 		return nil
 	}
 	return p
 }
-
-func alignTo(n, a int64) int64 { return (n + a - 1) / a * a }
 
 // persistent builds the kernel that runs the stages of run under plan p. Buffers no kernel
 // outside reads become SharedBuffers; the kernel's body is the stages' bodies in order, so the

@@ -78,7 +78,9 @@ func (p *Plan) String() string {
 	return sb.String()
 }
 
-func alignUp(n int64) int64 { return (n + Alignment - 1) / Alignment * Alignment }
+func alignUp(n int64) int64 { return alignTo(n, Alignment) }
+
+func alignTo(n, a int64) int64 { return (n + a - 1) / a * a }
 
 // interval is the live range of a temp buffer over kernel positions.
 type interval struct{ from, to int }
