@@ -233,7 +233,7 @@ func (g *gen) constant(v *ir.Value, x *index) (val, error) {
 		if d.IsFloat() {
 			t.F[i] = castConst(d, f)
 		} else {
-			t.I[i] = int64(castConst(d, f))
+			t.I[i] = exactInt(castConst(d, f))
 		}
 	}
 	if !g.hasGlobal(name) {
