@@ -139,12 +139,11 @@ func viewOf(v *ir.Value) (base *ir.Value, off int, st []int, ok bool) {
 			for d := gi; d < i; d++ {
 				grp = append(grp, d)
 			}
+			// inner is 0 for a group of broadcast (stride-0) dims, which the result's dims
+			// repeat too; a group of size-1 dims also gives 0, and its result dims have size 1.
 			_, inner, ok := mergeDims(os, ost, grp)
 			if !ok {
 				return nil, 0, nil, false
-			}
-			if inner == 0 {
-				inner = 1
 			}
 			acc := inner
 			for d := j - 1; d >= gj; d-- {
