@@ -383,7 +383,11 @@ func (d *decoder) run(name string) error {
 		in.op, in.class = opTrap, ClassControl
 		return nil
 	case "membar", "fence", "nanosleep", "prefetch", "prefetchu", "pmevent", "griddepcontrol":
-		// Memory is sequentially consistent in the simulator; these only order.
+		// Memory is sequentially consistent in the simulator; these only order,
+		// and a fence between blocks (gpu or sys scope) matters to the global racecheck.
+		if (name == "membar" || name == "fence") && !o.has("proxy") && !o.has("cta") && !o.has("cluster") && !o.has("mbarrier_init") {
+			in.sem = semFence
+		}
 		o.has("proxy")
 		o.has("alias")
 		o.has("gl")
@@ -488,6 +492,7 @@ func (d *decoder) ldst(name string) error {
 			in.flag = ldOrdered
 		}
 	}
+	in.sem = o.memSem(false)
 	ai, vi := 1, 0
 	in.op = opLd
 	if name == "st" {
@@ -1367,6 +1372,7 @@ var atomByName = map[string]uint8{"add": atomAdd, "min": atomMin, "max": atomMax
 func (d *decoder) atom(name string) error {
 	in, o, args := d.in, d.o, d.pi.Args
 	in.op, in.class = opAtom, ClassAtomic
+	in.sem = o.memSem(true)
 	sp := d.space()
 	if sp != spGlobal && sp != spShared && sp != spGeneric {
 		return fmt.Errorf("atomics need global or shared memory")

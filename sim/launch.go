@@ -29,6 +29,13 @@ type Config struct {
 	NoCheck     bool // skip memcheck/racecheck/synccheck for speed (bounds are still enforced)
 	Workers     int  // goroutines running blocks; 0 means GOMAXPROCS
 	MaxSteps    int64
+	// Order is the order blocks start in, Seed the seed of RandomOrder. With
+	// one worker (or RaceGlobal) blocks also run one after another in it.
+	Order BlockOrder
+	Seed  uint64
+	// RaceGlobal checks for races on global memory between the blocks of
+	// the launch (see globalrace.go); blocks then run one at a time.
+	RaceGlobal bool
 }
 
 // Limits of the simulated device (sm_80 and later).
@@ -106,6 +113,7 @@ type launch struct {
 	check    bool
 	shared   int // bytes per block
 	dynBytes int
+	grace    *globalRace // the global racecheck's state, or nil
 	stop     atomic.Bool
 	mu       sync.Mutex
 	err      error
@@ -191,7 +199,12 @@ func (m *Module) Launch(kernel string, cfg Config, args ...any) (*Stats, error) 
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
+	if cfg.RaceGlobal {
+		l.grace = newGlobalRace()
+		workers = 1
+	}
 	workers = min(workers, nblocks)
+	order := cfg.Order.perm(nblocks, cfg.Seed)
 	var next atomic.Int64
 	stats := make([]Stats, workers)
 	var wg sync.WaitGroup
@@ -205,6 +218,7 @@ func (m *Module) Launch(kernel string, cfg Config, args ...any) (*Stats, error) 
 				if i >= nblocks {
 					break
 				}
+				i = order(i)
 				if err := b.run(i); err != nil {
 					l.fail(i, err)
 				}

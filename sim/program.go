@@ -77,6 +77,7 @@ type inst struct {
 	negc    bool  // the predicate operand is negated: !p
 	aligned bool  // bar.sync: a warp's lanes must use the same instruction
 	flag    uint8 // op-specific: compare op, shfl mode, vote mode, atomic op, barrier kind
+	sem     uint8 // ld, st, atom, red and fences: ordering semantics (semStrong ...)
 	bop     uint8 // setp boolean combination
 	space   space
 	n       uint8 // vector width, source count, or call argument count

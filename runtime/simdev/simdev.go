@@ -16,6 +16,12 @@ import (
 type Options struct {
 	NoCheck bool // skip memcheck, racecheck and synccheck (bounds are still enforced)
 	Workers int  // goroutines running blocks; 0 means GOMAXPROCS
+	// RaceGlobal checks every launch for races on global memory between its
+	// blocks (blocks then run one at a time); Order and Seed set the order
+	// blocks run in (sim.Config).
+	RaceGlobal bool
+	Order      sim.BlockOrder
+	Seed       uint64
 }
 
 // Device is a simulated GPU.
@@ -87,6 +93,9 @@ func (m *module) Launch(kernel string, cfg executor.LaunchConfig, args []executo
 		SharedBytes: cfg.SharedBytes,
 		NoCheck:     m.opt.NoCheck,
 		Workers:     m.opt.Workers,
+		RaceGlobal:  m.opt.RaceGlobal,
+		Order:       m.opt.Order,
+		Seed:        m.opt.Seed,
 	}, vals...)
 	if err != nil {
 		return nil, err

@@ -25,6 +25,7 @@ import (
 
 const usage = `usage: gcomp sim FILE.ptx --entry NAME --grid X[,Y[,Z]] --block X[,Y[,Z]]
                  [--shared BYTES] [--arg SPEC]... [--output-dir DIR] [--stats] [--no-check]
+                 [--race-global] [--block-order in-order|reverse|random] [--seed N]
 
 Runs kernel NAME of FILE.ptx on the PTX simulator. Each --arg gives the next
 kernel parameter, in order:
@@ -34,6 +35,9 @@ kernel parameter, in order:
                       (bf16 is widened to f32: NumPy has no bf16)
   u32=V s32=V u64=V s64=V f32=V f64=V   a scalar
 Checks (memcheck, racecheck, synccheck) are on unless --no-check.
+--race-global also checks for races on global memory between blocks (blocks
+then run one at a time); --block-order runs the blocks in reverse or in a
+random order drawn from --seed (default 1).
 `
 
 // Main runs the command with args (after "sim") and returns the exit status.
@@ -63,10 +67,13 @@ type options struct {
 	shared              int
 	args                []string
 	stats, noCheck      bool
+	raceGlobal          bool
+	order               sim.BlockOrder
+	seed                uint64
 }
 
 func parseArgs(args []string) (*options, error) {
-	o := &options{outDir: "."}
+	o := &options{outDir: ".", seed: 1}
 	var haveGrid, haveBlock bool
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -81,17 +88,20 @@ func parseArgs(args []string) (*options, error) {
 		switch name {
 		case "h", "help":
 			return nil, errHelp
-		case "stats", "no-check":
+		case "stats", "no-check", "race-global":
 			if hasVal {
 				return nil, fmt.Errorf("flag --%s takes no value", name)
 			}
-			if name == "stats" {
+			switch name {
+			case "stats":
 				o.stats = true
-			} else {
+			case "no-check":
 				o.noCheck = true
+			default:
+				o.raceGlobal = true
 			}
 			continue
-		case "entry", "grid", "block", "shared", "arg", "output-dir":
+		case "entry", "grid", "block", "shared", "arg", "output-dir", "block-order", "seed":
 		default:
 			return nil, fmt.Errorf("unknown flag %s (see gcomp sim --help)", a)
 		}
@@ -121,6 +131,13 @@ func parseArgs(args []string) (*options, error) {
 			o.args = append(o.args, val)
 		case "output-dir":
 			o.outDir = val
+		case "block-order":
+			o.order, err = sim.ParseBlockOrder(val)
+		case "seed":
+			o.seed, err = strconv.ParseUint(val, 10, 64)
+			if err != nil {
+				err = fmt.Errorf("not a non-negative integer")
+			}
 		}
 		if err != nil {
 			return nil, fmt.Errorf("--%s %s: %v", name, val, err)
@@ -200,7 +217,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		}
 		vals = append(vals, v)
 	}
-	cfg := sim.Config{Grid: o.grid, Block: o.block, SharedBytes: o.shared, NoCheck: o.noCheck}
+	cfg := sim.Config{Grid: o.grid, Block: o.block, SharedBytes: o.shared, NoCheck: o.noCheck,
+		RaceGlobal: o.raceGlobal, Order: o.order, Seed: o.seed}
 	st, err := m.Launch(o.entry, cfg, vals...)
 	if err != nil {
 		return fmt.Errorf("%s: %v", o.file, strings.TrimPrefix(err.Error(), "sim: "))
