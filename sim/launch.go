@@ -199,6 +199,13 @@ func (m *Module) Launch(kernel string, cfg Config, args ...any) (*Stats, error) 
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
+	// Every thread of a running block holds the module's whole register file.
+	regBytes := int64(m.nregs) * 8 * 32 * int64((cfg.Block.count()+31)/32)
+	if regBytes > maxRegBytes {
+		return nil, fmt.Errorf("sim: kernel %s: the module's %d registers × %d threads need %d MiB of simulated registers per block, more than the simulator's %d MiB",
+			kernel, m.nregs, cfg.Block.count(), regBytes>>20, maxRegBytes>>20)
+	}
+	workers = int(min(int64(workers), maxRegBytes/regBytes))
 	if cfg.RaceGlobal {
 		l.grace = newGlobalRace()
 		workers = 1

@@ -74,6 +74,14 @@ func TestErrors(t *testing.T) {
 	}
 	bad := filepath.Join(dir, "bad.ptx")
 	os.WriteFile(bad, []byte(".version 7.8\n.target sm_80\n.entry k()\n{\n\tfrobnicate.u32 %r1;\n}\n"), 0o644)
+	// A sparse file one byte over the PTX size limit: refused by its size, unread.
+	sparse := filepath.Join(dir, "huge.ptx")
+	if err := os.WriteFile(sparse, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(sparse, 256<<20+1); err != nil {
+		t.Fatal(err)
+	}
 	garbage := filepath.Join(dir, "garbage.npy")
 	os.WriteFile(garbage, []byte("not numpy"), 0o644)
 	base := []string{vadd, "--entry", "vadd", "--grid", "1", "--block", "32"}
@@ -101,6 +109,14 @@ func TestErrors(t *testing.T) {
 		{[]string{vadd, "--race-global=1"}, "flag --race-global takes no value"},
 		{append(args4(), "--block-order", "sideways"), `--block-order sideways: unknown block order "sideways"`},
 		{append(args4(), "--seed", "-3"), "--seed -3: not a non-negative integer"},
+		{append(args4(), "--memory-limit", "12Q"), "--memory-limit 12Q: not a positive byte count"},
+		{append(args4(), "--memory-limit", "0"), "--memory-limit 0: not a positive byte count"},
+		{append(args4(), "--memory-limit", "9000000000000000T"), "not a positive byte count"},
+		{append(args4(), "--memory-limit", "2T"), "--memory-limit: memory limit 2199023255552 bytes: want 1 to 1099511627776"},
+		{append(args4("in="+small, "in="+small, "out=c:f32:5000", "u32=3"), "--memory-limit", "16K"), "out of device memory allocating 20000 bytes: 24 of the simulator's 16384-byte limit are in use"},
+		{[]string{"/dev/zero", "--entry", "k", "--grid", "1", "--block", "1"}, "/dev/zero: more than 256 MiB, the largest PTX file the simulator reads"},
+		{[]string{sparse, "--entry", "k", "--grid", "1", "--block", "1"}, "huge.ptx: more than 256 MiB"},
+		{[]string{dir, "--entry", "k", "--grid", "1", "--block", "1"}, "is a directory, not a PTX file"},
 		{[]string{vadd, "x.ptx"}, "more than one PTX file"},
 		{[]string{filepath.Join(dir, "missing.ptx"), "--entry", "k", "--grid", "1", "--block", "1"}, "no such file"},
 		{[]string{bad, "--entry", "k", "--grid", "1", "--block", "1"}, "bad.ptx:5:2: frobnicate.u32: unsupported instruction"},
