@@ -13,6 +13,8 @@ import (
 	"github.com/gcomp/gcomp/internal/randgraph"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/runtime/check"
+	"github.com/gcomp/gcomp/runtime/simdev"
+	"github.com/gcomp/gcomp/sim"
 	"github.com/gcomp/gcomp/tensor"
 )
 
@@ -99,7 +101,8 @@ func TestEdgeCases(t *testing.T) {
 
 // Random graphs from the passes' generator go through the whole pipeline — canonicalization,
 // fusion, memory planning, PTX for every kernel, the executor on the simulator with all checks —
-// and match the reference interpreter on the source graph.
+// and match the reference interpreter on the source graph, also under the global race check with
+// the blocks in reverse and in random order.
 func TestRandomGraphs(t *testing.T) {
 	n := 60
 	if testing.Short() {
@@ -117,15 +120,19 @@ func TestRandomGraphs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rep, err := check.Run(res.Artifact, inputs, params)
-			if err != nil {
-				t.Fatalf("%v\n%s", err, g)
-			}
-			for _, o := range rep.Outputs {
-				// Random graphs compute NaN where the reference does (log of a negative, say):
-				// that is agreement, which the tolerance rule alone does not accept.
-				if o.Bad > o.BothNaN {
-					t.Errorf("%s: %d bad, first %s\n%s", o.Name, o.Bad, o.First, g)
+			// The default run, then the global race check with the blocks in reverse and in a
+			// seeded random order.
+			for i, opt := range []simdev.Options{{}, {RaceGlobal: true, Order: sim.Reverse}, {RaceGlobal: true, Order: sim.RandomOrder, Seed: uint64(seed)}} {
+				rep, err := check.RunWith(opt, res.Artifact, inputs, params)
+				if err != nil {
+					t.Fatalf("run %d (%v blocks): %v\n%s", i, opt.Order, err, g)
+				}
+				for _, o := range rep.Outputs {
+					// Random graphs compute NaN where the reference does (log of a negative, say):
+					// that is agreement, which the tolerance rule alone does not accept.
+					if o.Bad > o.BothNaN {
+						t.Errorf("run %d (%v blocks): %s: %d bad, first %s\n%s", i, opt.Order, o.Name, o.Bad, o.First, g)
+					}
 				}
 			}
 		})

@@ -269,6 +269,9 @@ var opCases = []opCase{
 	{"cvt.f32.bf16 %d, %a", "b32", []string{"b16"}, []uint64{0x3F81}, 0x3F810000},
 	c32("cvt.rna.tf32.f32 %d, %a", 0x3F802000, 0x3F801000),
 	c32("cvt.rna.tf32.f32 %d, %a", 0x3F800000, 0x3F800FFF),
+	c32("cvt.rna.tf32.f32 %d, %a", 0x7F800000, 0x7F7FFFFF), // rounds away past the largest tf32: inf
+	c32("cvt.rna.tf32.f32 %d, %a", 0xFF800000, 0xFF7FFFFF),
+	c32("cvt.rna.tf32.f32 %d, %a", 0x7F7FE000, 0x7F7FEFFF), // below the tie: the largest tf32
 	c32("cvt.rni.f32.f32 %d, %a", two32, fb(2.5)),
 	c32("cvt.rmi.f32.f32 %d, %a", 0xC0400000, fb(-2.5)),
 	c32("cvt.sat.f32.f32 %d, %a", one32, fb(7)),

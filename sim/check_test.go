@@ -333,3 +333,26 @@ func TestRacecheckNamedBarriers(t *testing.T) {
 		})
 	}
 }
+
+// An atomic reads the old value, so memcheck reports one on memory never
+// written, as it does a load; once written, the atomic is fine.
+func TestMemcheckUninitializedAtomic(t *testing.T) {
+	for _, op := range []string{"atom.global.add.u32 %r2, [%rd1], 1;", "red.global.add.u32 [%rd1], 1;"} {
+		src := kernel(".param .u64 p", `
+	.reg .b64 %rd<2>;
+	.reg .b32 %r<3>;
+	ld.param.u64 %rd1, [p];
+	`+op)
+		dev := NewDevice()
+		m := load(t, dev, src)
+		p, _ := dev.Alloc(4)
+		_, err := m.Launch("k", grid(1, 1), p)
+		mustErr(t, err, "memcheck", "uninitialized global atomic", "was never written")
+		if err := dev.Write(p, make([]byte, 4)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := m.Launch("k", grid(1, 1), p); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

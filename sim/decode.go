@@ -12,7 +12,7 @@ import (
 func (ld *loader) decode(pi *ptx.Inst) (in inst, err error) {
 	in = inst{guard: -1, line: int32(pi.Pos.Line), f: ld.fn, text: pi.String()}
 	if pi.Guard != "" {
-		r, ok := ld.regs[pi.Guard]
+		r, ok := ld.regs.get(pi.Guard)
 		if !ok || r.t != tPred {
 			return in, errAt(pi.Pos, "guard %s is not a predicate register", pi.Guard)
 		}
@@ -79,7 +79,7 @@ func (d *decoder) src(a ptx.Operand, t ptype) (opnd, error) {
 		if a.Neg {
 			return opnd{}, errAt(a.Pos, "negated operand !%s not allowed here", a.Name)
 		}
-		if r, ok := d.ld.regs[a.Name]; ok {
+		if r, ok := d.ld.regs.get(a.Name); ok {
 			if !typeOK(t, r.t) {
 				return opnd{}, errAt(a.Pos, "register %s of type .%s does not fit a .%s operand", a.Name, r.t, t)
 			}
@@ -137,7 +137,7 @@ func (d *decoder) dstT(a ptx.Operand, t ptype) (opnd, error) {
 	if err != nil || o.kind != oReg {
 		return o, err
 	}
-	if r := d.ld.regs[a.Name]; !typeOK(t, r.t) {
+	if r, _ := d.ld.regs.get(a.Name); !typeOK(t, r.t) {
 		return opnd{}, errAt(a.Pos, "register %s of type .%s does not fit a .%s result", a.Name, r.t, t)
 	}
 	return o, nil
@@ -150,7 +150,7 @@ func (d *decoder) dst(a ptx.Operand) (opnd, error) {
 	if a.Kind != ptx.OpName || a.Neg {
 		return opnd{}, errAt(a.Pos, "destination %s is not a register", a)
 	}
-	r, ok := d.ld.regs[a.Name]
+	r, ok := d.ld.regs.get(a.Name)
 	if !ok {
 		if _, sp := specialIndex[a.Name]; sp {
 			return opnd{}, errAt(a.Pos, "cannot write special register %s", a.Name)
@@ -186,7 +186,7 @@ func (d *decoder) addr(a ptx.Operand, sp space) (space, error) {
 	in.off = a.Int
 	if a.Name == "" {
 		in.a = opnd{kind: oImm}
-	} else if r, ok := d.ld.regs[a.Name]; ok {
+	} else if r, ok := d.ld.regs.get(a.Name); ok {
 		if r.t.size() < 4 || r.t.isFloat() {
 			return 0, errAt(a.Pos, "address register %s has type .%s", a.Name, r.t)
 		}
@@ -334,7 +334,7 @@ func (d *decoder) run(name string) error {
 		// Both addresses have the instruction's width, as ptxas demands
 		// (cvta.to.shared.u32 of a 64-bit register is an error).
 		for _, a := range args {
-			if r, ok := d.ld.regs[a.Name]; ok && a.Kind == ptx.OpName && r.t.size() != t.size() {
+			if r, ok := d.ld.regs.get(a.Name); ok && a.Kind == ptx.OpName && r.t.size() != t.size() {
 				return errAt(a.Pos, "register %s of type .%s does not fit a .%s address", a.Name, r.t, t)
 			}
 		}
@@ -383,7 +383,11 @@ func (d *decoder) run(name string) error {
 		in.op, in.class = opTrap, ClassControl
 		return nil
 	case "membar", "fence", "nanosleep", "prefetch", "prefetchu", "pmevent", "griddepcontrol":
-		// Memory is sequentially consistent in the simulator; these only order.
+		// Memory is sequentially consistent in the simulator; these only order,
+		// and a fence between blocks (gpu or sys scope) matters to the global racecheck.
+		if (name == "membar" || name == "fence") && !o.has("proxy") && !o.has("cta") && !o.has("cluster") && !o.has("mbarrier_init") {
+			in.sem = semFence
+		}
 		o.has("proxy")
 		o.has("alias")
 		o.has("gl")
@@ -488,6 +492,7 @@ func (d *decoder) ldst(name string) error {
 			in.flag = ldOrdered
 		}
 	}
+	in.sem = o.memSem(false)
 	ai, vi := 1, 0
 	in.op = opLd
 	if name == "st" {
@@ -1086,7 +1091,7 @@ func (d *decoder) call() error {
 	}
 	callee, ok := d.ld.m.funcs[fname.Name]
 	if !ok {
-		if _, isReg := d.ld.regs[fname.Name]; isReg {
+		if _, isReg := d.ld.regs.get(fname.Name); isReg {
 			return fmt.Errorf("indirect calls are not supported")
 		}
 		return errAt(fname.Pos, "undefined function %s", fname.Name)
@@ -1367,6 +1372,7 @@ var atomByName = map[string]uint8{"add": atomAdd, "min": atomMin, "max": atomMax
 func (d *decoder) atom(name string) error {
 	in, o, args := d.in, d.o, d.pi.Args
 	in.op, in.class = opAtom, ClassAtomic
+	in.sem = o.memSem(true)
 	sp := d.space()
 	if sp != spGlobal && sp != spShared && sp != spGeneric {
 		return fmt.Errorf("atomics need global or shared memory")

@@ -20,7 +20,8 @@
 // lanes reconverge where their paths meet. Blocks run in parallel on all
 // cores; a block's warps take turns, and bar.sync blocks a lane until the
 // barrier's expected thread count has arrived. Memory is sequentially
-// consistent, so fences and scopes are accepted and need no action; cache
+// consistent, so fences and scopes need no action (only the global racecheck
+// reads them); cache
 // hints (.L1::evict_last, .L2::128B, prefetch) are accepted and ignored. A
 // launch has no thread-block clusters: each block is a cluster of one, so
 // .shared::cluster addresses the block's own shared memory.
@@ -70,6 +71,15 @@
 // (parameters passed to a .func carry their state), not registers. Module
 // .global and .const variables count as written (they start zeroed) and get
 // host memory only when a launch or the host first uses them.
+//
+// Global racecheck (Config.RaceGlobal, off by default): blocks of one
+// launch that read and write the same global byte with no release/acquire
+// order between them (a fence and an atomic, as the split reductions'
+// last-block hand-off uses) are reported with both blocks, the address and
+// both PTX lines; blocks then run one at a time. globalrace.go says what it
+// models and what not. Config.Order runs blocks in reverse or in a seeded
+// random order, so a kernel that depends on blocks running in index order
+// shows it.
 //
 // Concurrency: one launch at a time per Device; do not allocate, free or
 // copy during a launch. Blocks of a launch run in parallel, so results of

@@ -102,6 +102,9 @@ func (b *block) run(idx int) error {
 	b.ctaid = l.cfg.Grid.unflatten(idx)
 	b.stats.Blocks++
 	b.steps = 0
+	if l.grace != nil {
+		l.grace.start(idx)
+	}
 	for i := range b.shared {
 		b.shared[i] = poisonByte
 	}
@@ -486,6 +489,9 @@ func (w *warp) step(in *inst, pc int32, mask, exec uint32) error {
 			return w.fail(in, bits.TrailingZeros32(exec), "error", "trap executed")
 		}
 	case opNop:
+		if g := w.b.l.grace; g != nil && in.sem&semFence != 0 && exec != 0 {
+			g.fence()
+		}
 	case opBar:
 		return w.bar(in, pc, mask, exec)
 	case opShfl, opVote, opMatch, opRedux, opLdmatrix, opMma, opBarWarp:

@@ -29,6 +29,13 @@ type Config struct {
 	NoCheck     bool // skip memcheck/racecheck/synccheck for speed (bounds are still enforced)
 	Workers     int  // goroutines running blocks; 0 means GOMAXPROCS
 	MaxSteps    int64
+	// Order is the order blocks start in, Seed the seed of RandomOrder. With
+	// one worker (or RaceGlobal) blocks also run one after another in it.
+	Order BlockOrder
+	Seed  uint64
+	// RaceGlobal checks for races on global memory between the blocks of
+	// the launch (see globalrace.go); blocks then run one at a time.
+	RaceGlobal bool
 }
 
 // Limits of the simulated device (sm_80 and later).
@@ -106,6 +113,7 @@ type launch struct {
 	check    bool
 	shared   int // bytes per block
 	dynBytes int
+	grace    *globalRace // the global racecheck's state, or nil
 	stop     atomic.Bool
 	mu       sync.Mutex
 	err      error
@@ -191,7 +199,19 @@ func (m *Module) Launch(kernel string, cfg Config, args ...any) (*Stats, error) 
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
+	// Every thread of a running block holds the module's whole register file.
+	regBytes := int64(m.nregs) * 8 * 32 * int64((cfg.Block.count()+31)/32)
+	if regBytes > maxRegBytes {
+		return nil, fmt.Errorf("sim: kernel %s: the module's %d registers × %d threads need %d MiB of simulated registers per block, more than the simulator's %d MiB",
+			kernel, m.nregs, cfg.Block.count(), regBytes>>20, maxRegBytes>>20)
+	}
+	workers = int(min(int64(workers), maxRegBytes/regBytes))
+	if cfg.RaceGlobal {
+		l.grace = newGlobalRace()
+		workers = 1
+	}
 	workers = min(workers, nblocks)
+	order := cfg.Order.perm(nblocks, cfg.Seed)
 	var next atomic.Int64
 	stats := make([]Stats, workers)
 	var wg sync.WaitGroup
@@ -205,6 +225,7 @@ func (m *Module) Launch(kernel string, cfg Config, args ...any) (*Stats, error) 
 				if i >= nblocks {
 					break
 				}
+				i = order(i)
 				if err := b.run(i); err != nil {
 					l.fail(i, err)
 				}

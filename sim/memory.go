@@ -18,7 +18,7 @@ const (
 	allocAlign  = 256     // cudaMalloc's alignment
 	allocGap    = 1 << 16 // unmapped guard between allocations
 	poisonByte  = 0xFF    // fresh memory reads as NaN / -1
-	maxDevBytes = 8 << 30 // a simulated device as large as the host can bear
+	maxDevBytes = 1 << 40 // the largest memory limit a device accepts
 )
 
 // allocation is one device buffer. init[i] says byte i was written; it is a
@@ -69,15 +69,33 @@ type Device struct {
 	next   uint64
 	nextID int
 	total  uint64
+	limit  uint64 // bytes the device may hold at once (see SetMemoryLimit)
 
 	atomMu [64]sync.Mutex // striped by address for atomics across blocks
 }
 
-// MaxDeviceBytes is the simulated device's memory capacity.
-const MaxDeviceBytes = maxDevBytes
+// NewDevice returns a device with empty memory and the DefaultMemoryLimit.
+func NewDevice() *Device { return &Device{next: globalBase, limit: uint64(DefaultMemoryLimit())} }
 
-// NewDevice returns a device with empty memory.
-func NewDevice() *Device { return &Device{next: globalBase} }
+// SetMemoryLimit sets the bytes the device may hold at once (its
+// allocations and module variables, which the host backs one for one);
+// allocations beyond it fail with an error. It does not free anything.
+func (d *Device) SetMemoryLimit(n int64) error {
+	if n <= 0 || n > maxDevBytes {
+		return fmt.Errorf("sim: memory limit %d bytes: want 1 to %d", n, int64(maxDevBytes))
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.limit = uint64(n)
+	return nil
+}
+
+// MemoryLimit is the bytes the device may hold at once.
+func (d *Device) MemoryLimit() int64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return int64(d.limit)
+}
 
 // Alloc returns the address of n fresh bytes of global memory. The bytes are
 // poisoned: they read as 0xFF and count as never written, so memcheck
@@ -115,13 +133,13 @@ func (d *Device) allocVar(n int, name string, image []byte) (*allocation, error)
 
 // reserve places an allocation of n bytes in the address space, without memory.
 func (d *Device) reserve(n int, name string) (*allocation, error) {
-	if n < 0 || uint64(n) > maxDevBytes {
+	if n < 0 {
 		return nil, fmt.Errorf("sim: cannot allocate %d bytes", n)
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.total+uint64(n) > maxDevBytes {
-		return nil, fmt.Errorf("sim: out of device memory allocating %d bytes", n)
+	if uint64(n) > d.limit-min(d.total, d.limit) {
+		return nil, fmt.Errorf("sim: out of device memory allocating %d bytes: %d of the simulator's %d-byte limit are in use", n, d.total, d.limit)
 	}
 	d.nextID++
 	a := &allocation{id: d.nextID, addr: d.next, size: n, name: name}

@@ -3,7 +3,6 @@ package sim
 import (
 	"fmt"
 	"math"
-	"strconv"
 	"strings"
 
 	"github.com/gcomp/gcomp/sim/ptx"
@@ -77,6 +76,7 @@ type inst struct {
 	negc    bool  // the predicate operand is negated: !p
 	aligned bool  // bar.sync: a warp's lanes must use the same instruction
 	flag    uint8 // op-specific: compare op, shfl mode, vote mode, atomic op, barrier kind
+	sem     uint8 // ld, st, atom, red and fences: ordering semantics (semStrong ...)
 	bop     uint8 // setp boolean combination
 	space   space
 	n       uint8 // vector width, source count, or call argument count
@@ -138,12 +138,22 @@ type Module struct {
 	target    []string
 }
 
+// MaxPTXBytes is the largest PTX text a caller should read from a file
+// for Load; the CLI checks a file's size against it before reading.
+const MaxPTXBytes = 256 << 20
+
 // Per-thread and per-launch limits of the simulated device.
 const (
 	maxLocalBytes  = 512 << 10
 	maxParamBytes  = 32764
 	maxGlobalVar   = 1 << 30
 	maxSharedBytes = 1 << 30 // static shared is checked against the real limit at launch
+	maxModuleRegs  = 1 << 22 // registers of all functions of a module together
+	// maxRegBytes bounds the host memory the register files of the blocks
+	// running at once take: every thread holds every register of the module
+	// (8 bytes each), and Launch runs fewer blocks at once, or refuses,
+	// rather than exceed it.
+	maxRegBytes = 1 << 30
 )
 
 // Special registers occupy the first register slots; their per-lane values
@@ -219,7 +229,7 @@ type loader struct {
 	mod     *ptx.Module
 	syms    map[string]sym // module scope
 	fsyms   map[string]sym
-	regs    map[string]regInfo
+	regs    *regTable
 	labels  map[string]int32
 	fn      *function
 	pending []func() error // call targets resolved after all functions are known
@@ -384,7 +394,7 @@ func (ld *loader) function(f *ptx.Func) error {
 	fn := m.funcs[f.Name]
 	ld.fn = fn
 	ld.fsyms = map[string]sym{}
-	ld.regs = map[string]regInfo{}
+	ld.regs = newRegTable()
 	ld.labels = map[string]int32{}
 	fn.start = int32(len(m.prog))
 	if !f.HasBody {
@@ -472,28 +482,20 @@ func (ld *loader) function(f *ptx.Func) error {
 		if !ok {
 			return errAt(r.Pos, "bad register type .%s", r.Type)
 		}
-		add := func(name string) error {
-			if _, dup := ld.regs[name]; dup {
-				return errAt(r.Pos, "register %s declared twice", name)
-			}
-			ld.regs[name] = regInfo{int32(m.nregs), t}
-			m.nregs++
-			return nil
-		}
 		if r.Count == 0 {
-			if err := add(r.Name); err != nil {
-				return err
+			if !ld.regs.declareOne(r.Name, int32(m.nregs), t) {
+				return errAt(r.Pos, "register %s declared twice", r.Name)
 			}
-			continue
-		}
-		for i := 0; i < r.Count; i++ {
-			if err := add(r.Name + strconv.Itoa(i)); err != nil {
-				return err
+			m.nregs++
+		} else {
+			if dup := ld.regs.declareRange(r.Name, r.Count, int32(m.nregs), t); dup != "" {
+				return errAt(r.Pos, "register %s declared twice", dup)
 			}
+			m.nregs += r.Count
 		}
-	}
-	if m.nregs > 1<<22 {
-		return errAt(f.Pos, "too many registers")
+		if m.nregs > maxModuleRegs {
+			return errAt(r.Pos, "%s: the module declares %d registers so far, more than the simulator's %d", f.Name, m.nregs, maxModuleRegs)
+		}
 	}
 	pc := fn.start
 	for _, s := range f.Body {

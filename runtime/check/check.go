@@ -59,11 +59,17 @@ func (r *Report) Pass() bool {
 // with the same values, and compares. An error means the run itself failed
 // (for example a memcheck report); a mismatch is a Report that does not Pass.
 func Run(a *artifact.Artifact, inputs, params map[string]*tensor.Tensor) (*Report, error) {
+	return RunWith(simdev.Options{}, a, inputs, params)
+}
+
+// RunWith is Run on a simulated device with options opt (for example the
+// global race check and a block order).
+func RunWith(opt simdev.Options, a *artifact.Artifact, inputs, params map[string]*tensor.Tensor) (*Report, error) {
 	g, err := a.Plan.SourceGraph()
 	if err != nil {
 		return nil, err
 	}
-	dev := simdev.New(simdev.Options{})
+	dev := simdev.New(opt)
 	defer dev.Close()
 	prog, err := executor.Load(dev, a)
 	if err != nil {

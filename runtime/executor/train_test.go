@@ -11,6 +11,7 @@ import (
 	"github.com/gcomp/gcomp/runtime/check"
 	"github.com/gcomp/gcomp/runtime/executor"
 	"github.com/gcomp/gcomp/runtime/simdev"
+	"github.com/gcomp/gcomp/sim"
 	"github.com/gcomp/gcomp/tensor"
 	"github.com/gcomp/gcomp/train"
 )
@@ -42,16 +43,24 @@ func TestCompiledTrainSteps(t *testing.T) {
 		{"adam bf16", adam, "bf16"},
 		{"sgd f16 loss scaling", train.NewSGD(0.1), "f16"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			c := newCompiledStep(t, classifier, tc.opt, tc.amp)
-			for i := range 4 {
-				batch := map[string]*tensor.Tensor{}
-				for _, name := range c.step.Batch {
-					batch[name] = tensor.RandomInput(c.step.Graph.Lookup(name), uint64(10+i))
-				}
-				c.run(t, i, batch)
+		// The default run, then the global race check with the blocks in reverse and in a seeded
+		// random order.
+		for _, dev := range []simdev.Options{{}, {RaceGlobal: true, Order: sim.Reverse}, {RaceGlobal: true, Order: sim.RandomOrder, Seed: 1}} {
+			name := tc.name
+			if dev.RaceGlobal {
+				name += ", race check, " + dev.Order.String()
 			}
-		})
+			t.Run(name, func(t *testing.T) {
+				c := newCompiledStepOn(t, dev, classifier, tc.opt, tc.amp)
+				for i := range 4 {
+					batch := map[string]*tensor.Tensor{}
+					for _, name := range c.step.Batch {
+						batch[name] = tensor.RandomInput(c.step.Graph.Lookup(name), uint64(10+i))
+					}
+					c.run(t, i, batch)
+				}
+			})
+		}
 	}
 }
 
@@ -65,11 +74,17 @@ type compiledStep struct {
 
 func newCompiledStep(t *testing.T, model func(*frontend.Builder), opt train.Optimizer, amp string) *compiledStep {
 	t.Helper()
+	return newCompiledStepOn(t, simdev.Options{}, model, opt, amp)
+}
+
+// newCompiledStepOn is newCompiledStep on a simulator with options dev.
+func newCompiledStepOn(t *testing.T, dev simdev.Options, model func(*frontend.Builder), opt train.Optimizer, amp string) *compiledStep {
+	t.Helper()
 	step, err := train.Step("classifier", model, opt, train.Options{AMP: amp})
 	if err != nil {
 		t.Fatal(err)
 	}
-	prog, params := loadStep(t, simdev.New(simdev.Options{}), step)
+	prog, params := loadStep(t, simdev.New(dev), step)
 	return &compiledStep{step, train.NewRefTrainer(step, params), prog}
 }
 

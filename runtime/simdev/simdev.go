@@ -16,18 +16,35 @@ import (
 type Options struct {
 	NoCheck bool // skip memcheck, racecheck and synccheck (bounds are still enforced)
 	Workers int  // goroutines running blocks; 0 means GOMAXPROCS
+	// RaceGlobal checks every launch for races on global memory between its
+	// blocks (blocks then run one at a time); Order and Seed set the order
+	// blocks run in (sim.Config).
+	RaceGlobal bool
+	Order      sim.BlockOrder
+	Seed       uint64
+	// MemoryLimit is the most bytes the device holds at once; 0 means
+	// sim.DefaultMemoryLimit (a fraction of the host's memory).
+	MemoryLimit int64
 }
 
 // Device is a simulated GPU.
 type Device struct {
 	d   *sim.Device
 	opt Options
+	err error // a bad option
 }
 
 var _ executor.Device = (*Device)(nil)
 
-// New returns a simulated device with empty memory.
-func New(opt Options) *Device { return &Device{d: sim.NewDevice(), opt: opt} }
+// New returns a simulated device with empty memory. A MemoryLimit out of
+// range makes every Alloc and Load fail with the reason.
+func New(opt Options) *Device {
+	d := &Device{d: sim.NewDevice(), opt: opt}
+	if opt.MemoryLimit != 0 {
+		d.err = d.d.SetMemoryLimit(opt.MemoryLimit)
+	}
+	return d
+}
 
 // Sim is the underlying simulator device.
 func (d *Device) Sim() *sim.Device { return d.d }
@@ -35,6 +52,9 @@ func (d *Device) Sim() *sim.Device { return d.d }
 func (d *Device) Name() string { return "sim (PTX simulator)" }
 
 func (d *Device) Alloc(n int64) (executor.Ptr, error) {
+	if d.err != nil {
+		return 0, d.err
+	}
 	if n > int64(^uint(0)>>1) {
 		return 0, errors.New("sim: allocation too large")
 	}
@@ -56,13 +76,16 @@ func (d *Device) Sync() error { return nil }
 
 // MemInfo reports the simulator's capacity and what is allocated.
 func (d *Device) MemInfo() (free, total int64, err error) {
-	total = sim.MaxDeviceBytes
+	total = d.d.MemoryLimit()
 	return total - d.d.Allocated(), total, nil
 }
 
 func (d *Device) Close() error { return nil }
 
 func (d *Device) Load(ptx []byte) (executor.Module, error) {
+	if d.err != nil {
+		return nil, d.err
+	}
 	m, err := d.d.Load(string(ptx))
 	if err != nil {
 		return nil, err
@@ -87,6 +110,9 @@ func (m *module) Launch(kernel string, cfg executor.LaunchConfig, args []executo
 		SharedBytes: cfg.SharedBytes,
 		NoCheck:     m.opt.NoCheck,
 		Workers:     m.opt.Workers,
+		RaceGlobal:  m.opt.RaceGlobal,
+		Order:       m.opt.Order,
+		Seed:        m.opt.Seed,
 	}, vals...)
 	if err != nil {
 		return nil, err

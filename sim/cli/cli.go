@@ -25,6 +25,8 @@ import (
 
 const usage = `usage: gcomp sim FILE.ptx --entry NAME --grid X[,Y[,Z]] --block X[,Y[,Z]]
                  [--shared BYTES] [--arg SPEC]... [--output-dir DIR] [--stats] [--no-check]
+                 [--race-global] [--block-order in-order|reverse|random] [--seed N]
+                 [--memory-limit BYTES]
 
 Runs kernel NAME of FILE.ptx on the PTX simulator. Each --arg gives the next
 kernel parameter, in order:
@@ -34,6 +36,11 @@ kernel parameter, in order:
                       (bf16 is widened to f32: NumPy has no bf16)
   u32=V s32=V u64=V s64=V f32=V f64=V   a scalar
 Checks (memcheck, racecheck, synccheck) are on unless --no-check.
+--race-global also checks for races on global memory between blocks (blocks
+then run one at a time); --block-order runs the blocks in reverse or in a
+random order drawn from --seed (default 1). --memory-limit caps the simulated
+device's memory (a number of bytes, or with K, M, G or T; default half the
+host's memory, at most 8G). FILE.ptx may hold at most 256 MiB.
 `
 
 // Main runs the command with args (after "sim") and returns the exit status.
@@ -63,10 +70,14 @@ type options struct {
 	shared              int
 	args                []string
 	stats, noCheck      bool
+	raceGlobal          bool
+	order               sim.BlockOrder
+	seed                uint64
+	memLimit            int64
 }
 
 func parseArgs(args []string) (*options, error) {
-	o := &options{outDir: "."}
+	o := &options{outDir: ".", seed: 1}
 	var haveGrid, haveBlock bool
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -81,17 +92,20 @@ func parseArgs(args []string) (*options, error) {
 		switch name {
 		case "h", "help":
 			return nil, errHelp
-		case "stats", "no-check":
+		case "stats", "no-check", "race-global":
 			if hasVal {
 				return nil, fmt.Errorf("flag --%s takes no value", name)
 			}
-			if name == "stats" {
+			switch name {
+			case "stats":
 				o.stats = true
-			} else {
+			case "no-check":
 				o.noCheck = true
+			default:
+				o.raceGlobal = true
 			}
 			continue
-		case "entry", "grid", "block", "shared", "arg", "output-dir":
+		case "entry", "grid", "block", "shared", "arg", "output-dir", "block-order", "seed", "memory-limit":
 		default:
 			return nil, fmt.Errorf("unknown flag %s (see gcomp sim --help)", a)
 		}
@@ -121,6 +135,15 @@ func parseArgs(args []string) (*options, error) {
 			o.args = append(o.args, val)
 		case "output-dir":
 			o.outDir = val
+		case "block-order":
+			o.order, err = sim.ParseBlockOrder(val)
+		case "seed":
+			o.seed, err = strconv.ParseUint(val, 10, 64)
+			if err != nil {
+				err = fmt.Errorf("not a non-negative integer")
+			}
+		case "memory-limit":
+			o.memLimit, err = parseBytes(val)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("--%s %s: %v", name, val, err)
@@ -139,6 +162,51 @@ func parseArgs(args []string) (*options, error) {
 		return nil, fmt.Errorf("--block %d,%d,%d exceeds %d threads", o.block.X, o.block.Y, o.block.Z, sim.MaxThreadsPerBlock)
 	}
 	return o, nil
+}
+
+// parseBytes reads a byte count: digits, optionally with a K, M, G or T
+// suffix (powers of 1024).
+func parseBytes(s string) (int64, error) {
+	shift := 0
+	if i := strings.IndexAny(s, "KMGT"); i >= 0 && i == len(s)-1 {
+		shift = 10 * (1 + strings.IndexByte("KMGT", s[i]))
+		s = s[:i]
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || v <= 0 || v > math.MaxInt64>>shift {
+		return 0, fmt.Errorf("not a positive byte count (digits, optionally followed by K, M, G or T)")
+	}
+	return v << shift, nil
+}
+
+// readPTX reads a PTX file of at most sim.MaxPTXBytes, checking the size
+// before reading (a device such as /dev/zero has no size and is read only
+// up to the limit).
+func readPTX(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if st.IsDir() {
+		return nil, fmt.Errorf("%s is a directory, not a PTX file", path)
+	}
+	tooBig := fmt.Errorf("%s: more than %d MiB, the largest PTX file the simulator reads", path, sim.MaxPTXBytes>>20)
+	if st.Mode().IsRegular() && st.Size() > sim.MaxPTXBytes {
+		return nil, tooBig
+	}
+	b, err := io.ReadAll(io.LimitReader(f, sim.MaxPTXBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > sim.MaxPTXBytes {
+		return nil, tooBig
+	}
+	return b, nil
 }
 
 func parseDim(s string) (sim.Dim3, error) {
@@ -171,11 +239,16 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	src, err := os.ReadFile(o.file)
+	src, err := readPTX(o.file)
 	if err != nil {
 		return err
 	}
 	dev := sim.NewDevice()
+	if o.memLimit != 0 {
+		if err := dev.SetMemoryLimit(o.memLimit); err != nil {
+			return fmt.Errorf("--memory-limit: %v", strings.TrimPrefix(err.Error(), "sim: "))
+		}
+	}
 	m, err := dev.Load(string(src))
 	if err != nil {
 		return fmt.Errorf("%s:%v", o.file, err)
@@ -200,7 +273,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		}
 		vals = append(vals, v)
 	}
-	cfg := sim.Config{Grid: o.grid, Block: o.block, SharedBytes: o.shared, NoCheck: o.noCheck}
+	cfg := sim.Config{Grid: o.grid, Block: o.block, SharedBytes: o.shared, NoCheck: o.noCheck,
+		RaceGlobal: o.raceGlobal, Order: o.order, Seed: o.seed}
 	st, err := m.Launch(o.entry, cfg, vals...)
 	if err != nil {
 		return fmt.Errorf("%s: %v", o.file, strings.TrimPrefix(err.Error(), "sim: "))

@@ -74,6 +74,14 @@ func TestErrors(t *testing.T) {
 	}
 	bad := filepath.Join(dir, "bad.ptx")
 	os.WriteFile(bad, []byte(".version 7.8\n.target sm_80\n.entry k()\n{\n\tfrobnicate.u32 %r1;\n}\n"), 0o644)
+	// A sparse file one byte over the PTX size limit: refused by its size, unread.
+	sparse := filepath.Join(dir, "huge.ptx")
+	if err := os.WriteFile(sparse, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(sparse, 256<<20+1); err != nil {
+		t.Fatal(err)
+	}
 	garbage := filepath.Join(dir, "garbage.npy")
 	os.WriteFile(garbage, []byte("not numpy"), 0o644)
 	base := []string{vadd, "--entry", "vadd", "--grid", "1", "--block", "32"}
@@ -98,6 +106,17 @@ func TestErrors(t *testing.T) {
 		{[]string{vadd, "--entry"}, "flag --entry needs a value"},
 		{[]string{vadd, "--bogus"}, "unknown flag --bogus"},
 		{[]string{vadd, "--stats=yes"}, "flag --stats takes no value"},
+		{[]string{vadd, "--race-global=1"}, "flag --race-global takes no value"},
+		{append(args4(), "--block-order", "sideways"), `--block-order sideways: unknown block order "sideways"`},
+		{append(args4(), "--seed", "-3"), "--seed -3: not a non-negative integer"},
+		{append(args4(), "--memory-limit", "12Q"), "--memory-limit 12Q: not a positive byte count"},
+		{append(args4(), "--memory-limit", "0"), "--memory-limit 0: not a positive byte count"},
+		{append(args4(), "--memory-limit", "9000000000000000T"), "not a positive byte count"},
+		{append(args4(), "--memory-limit", "2T"), "--memory-limit: memory limit 2199023255552 bytes: want 1 to 1099511627776"},
+		{append(args4("in="+small, "in="+small, "out=c:f32:5000", "u32=3"), "--memory-limit", "16K"), "out of device memory allocating 20000 bytes: 24 of the simulator's 16384-byte limit are in use"},
+		{[]string{"/dev/zero", "--entry", "k", "--grid", "1", "--block", "1"}, "/dev/zero: more than 256 MiB, the largest PTX file the simulator reads"},
+		{[]string{sparse, "--entry", "k", "--grid", "1", "--block", "1"}, "huge.ptx: more than 256 MiB"},
+		{[]string{dir, "--entry", "k", "--grid", "1", "--block", "1"}, "is a directory, not a PTX file"},
 		{[]string{vadd, "x.ptx"}, "more than one PTX file"},
 		{[]string{filepath.Join(dir, "missing.ptx"), "--entry", "k", "--grid", "1", "--block", "1"}, "no such file"},
 		{[]string{bad, "--entry", "k", "--grid", "1", "--block", "1"}, "bad.ptx:5:2: frobnicate.u32: unsupported instruction"},
@@ -166,5 +185,38 @@ func TestNoCheckAndBF16Output(t *testing.T) {
 	}
 	if y.DType != "f32" || math.Float32frombits(binary.LittleEndian.Uint32(y.Data[28:])) != 1.5 {
 		t.Errorf("y.npy: %s %v", y.DType, y.Data)
+	}
+}
+
+// --race-global finds two blocks writing the same global element; the
+// default run, in any --block-order, does not look.
+func TestRaceGlobal(t *testing.T) {
+	dir := t.TempDir()
+	ptx := filepath.Join(dir, "k.ptx")
+	os.WriteFile(ptx, []byte(`.version 7.8
+.target sm_80
+.address_size 64
+.visible .entry fill(.param .u64 p)
+{
+	.reg .b32 %r<3>;
+	.reg .b64 %rd<4>;
+	ld.param.u64 %rd1, [p];
+	mov.u32 %r1, %tid.x;
+	mov.u32 %r2, %ctaid.x;
+	mul.wide.u32 %rd2, %r1, 4;
+	add.s64 %rd3, %rd1, %rd2;
+	st.global.u32 [%rd3], %r2;
+}
+`), 0o644)
+	args := []string{ptx, "--entry", "fill", "--grid", "3", "--block", "8", "--arg", "out=y:u32:8", "--output-dir", dir}
+	for _, order := range []string{"in-order", "reverse", "random"} {
+		if code, _, stderr := runCLI(append(args, "--block-order", order, "--seed", "7")...); code != 0 {
+			t.Fatalf("--block-order %s: %s", order, stderr)
+		}
+	}
+	code, _, stderr := runCLI(append(args, "--race-global", "--block-order", "reverse")...)
+	want := "k.ptx: racecheck: kernel fill, line 13 (st.global.u32 [%rd3], %r2), thread (0,0,0), block (1,0,0): global-memory race: block (1,0,0) writes byte 0x100000000000"
+	if code != 1 || !strings.Contains(stderr, want) || !strings.Contains(stderr, "written by block (2,0,0) at line 13") {
+		t.Errorf("exit %d, stderr %q, want %q", code, stderr, want)
 	}
 }

@@ -454,6 +454,9 @@ func (p *parser) body(f *Func) {
 	}
 }
 
+// MaxRegDecl is the most registers one .reg %name<N> declaration may declare.
+const MaxRegDecl = 1 << 20
+
 func (p *parser) regDecl(f *Func, kw token) {
 	var v Var
 	p.varAttrs(&v)
@@ -465,8 +468,8 @@ func (p *parser) regDecl(f *Func, kw token) {
 		d := &RegDecl{Pos: t.pos, Type: v.Type, Name: t.text}
 		if p.accept("<") {
 			d.Count = p.int()
-			if d.Count <= 0 || d.Count > 1<<20 {
-				p.failf(t.pos, "bad register count %d", d.Count)
+			if d.Count <= 0 || d.Count > MaxRegDecl {
+				p.failf(t.pos, "bad register count %d for %s in %s (1 to %d per declaration)", d.Count, d.Name, f.Name, MaxRegDecl)
 			}
 			p.expect(">")
 			s := p.scopes[len(p.scopes)-1]

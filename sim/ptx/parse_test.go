@@ -119,7 +119,8 @@ func TestParseErrors(t *testing.T) {
 		{"/* open", "1:1: unterminated comment"},
 		{".global .b8 x[0x7fffffffff];", "1:15: bad integer"},
 		{".global .align 3 .b8 x;", "1:9: alignment 3 is not a power of two"},
-		{".entry k()\n{\n\t.reg .b32 %r<0>;\n}", "3:12: bad register count 0"},
+		{".entry k()\n{\n\t.reg .b32 %r<0>;\n}", "3:12: bad register count 0 for %r in k (1 to 1048576 per declaration)"},
+		{".entry k0_concat()\n{\n\t.reg .b32 %r<7>;\n\t.reg .b64 %rd<1500009>;\n}", "4:12: bad register count 1500009 for %rd in k0_concat (1 to 1048576 per declaration)"},
 		{"#include", "1:1: unexpected character '#'"},
 		{".entry k()\n{\n\tld.global.L1:: %r1;\n}", "3:15: unexpected \":\""}, // "::" needs a name after it
 	} {

@@ -1,0 +1,30 @@
+package simdev
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gcomp/gcomp/sim"
+)
+
+// Options.MemoryLimit bounds the device, MemInfo reports it, and an
+// out-of-range limit is an error at the first use.
+func TestMemoryLimit(t *testing.T) {
+	d := New(Options{MemoryLimit: 1 << 20})
+	if free, total, err := d.MemInfo(); err != nil || total != 1<<20 || free != 1<<20 {
+		t.Errorf("MemInfo = %d, %d, %v", free, total, err)
+	}
+	if _, err := d.Alloc(2 << 20); err == nil || !strings.Contains(err.Error(), "out of device memory") {
+		t.Errorf("Alloc beyond the limit: %v", err)
+	}
+	if _, total, _ := New(Options{}).MemInfo(); total != sim.DefaultMemoryLimit() {
+		t.Errorf("default total %d, want %d", total, sim.DefaultMemoryLimit())
+	}
+	bad := New(Options{MemoryLimit: -5})
+	if _, err := bad.Alloc(8); err == nil || !strings.Contains(err.Error(), "memory limit -5 bytes") {
+		t.Errorf("Alloc with a negative limit: %v", err)
+	}
+	if _, err := bad.Load([]byte(".version 7.8\n.target sm_80\n.address_size 64\n")); err == nil {
+		t.Error("Load with a negative limit succeeded")
+	}
+}
