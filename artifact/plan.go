@@ -188,6 +188,9 @@ func ParsePlan(data []byte) (*Plan, error) {
 // Validate checks the plan's internal consistency: every argument names a
 // buffer the plan declares and stays inside its region.
 func (p *Plan) Validate() error {
+	if err := p.validateNames(); err != nil {
+		return err
+	}
 	names := map[string]map[string]int64{ArgInput: {}, ArgParam: {}, ArgOutput: {}, ArgArena: {}}
 	for _, set := range []struct {
 		kind string

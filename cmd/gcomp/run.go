@@ -83,10 +83,16 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	}
 	files := map[string]*tensorio.Array{}
 	for name, t := range outs {
+		if err := tensorio.CheckFileName(name); err != nil {
+			return fmt.Errorf("gcomp run: %s: output: %v", path, err)
+		}
 		files[name+".npy"] = npyArray(name, t, stderr)
 	}
 	if *saveInputs {
 		for name, t := range in {
+			if err := tensorio.CheckFileName(name); err != nil {
+				return fmt.Errorf("gcomp run: %s: input: %v", path, err)
+			}
 			files[filepath.Join("inputs", name+".npy")] = npyArray(name, t, stderr)
 		}
 	}

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// gcompFails runs gcomp with args and checks the bad-input contract: exit status 1, one line of
+// error on stderr containing want, nothing on stdout, no panic trace. It returns the message.
+func gcompFails(t *testing.T, want string, args ...string) string {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	if code := Main(args, &stdout, &stderr); code != 1 {
+		t.Fatalf("gcomp %s: exit status %d, want 1; stderr:\n%s", strings.Join(args, " "), code, stderr.String())
+	}
+	msg := stderr.String()
+	if !strings.Contains(msg, want) {
+		t.Errorf("gcomp %s: stderr = %q, want it to contain %q", strings.Join(args, " "), msg, want)
+	}
+	if strings.Count(strings.TrimSpace(msg), "\n") != 0 {
+		t.Errorf("gcomp %s: want one line of error, got:\n%s", strings.Join(args, " "), msg)
+	}
+	if stdout.Len() > 0 {
+		t.Errorf("gcomp %s: a failing command printed to stdout:\n%s", strings.Join(args, " "), stdout.String())
+	}
+	if strings.Contains(msg, "goroutine ") || strings.Contains(msg, "panic:") {
+		t.Errorf("gcomp %s: stderr shows a panic:\n%s", strings.Join(args, " "), msg)
+	}
+	return msg
+}
+
+// gcompOK runs gcomp with args and fails the test unless it succeeds.
+func gcompOK(t *testing.T, args ...string) string {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	if code := Main(args, &stdout, &stderr); code != 0 {
+		t.Fatalf("gcomp %s: exit status %d: %s", strings.Join(args, " "), code, stderr.String())
+	}
+	return stdout.String()
+}
+
+// listFiles returns every path under dir (relative to it), sorted, to show that a failing command
+// wrote nothing.
+func listFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	var paths []string
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		paths = append(paths, rel)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return paths
+}
+
+// A hand-edited launch plan whose output names leave the output directory is refused at load,
+// and nothing is written anywhere.
+func TestAuditPlanNamesArePaths(t *testing.T) {
+	dir := fixture(t)
+	t.Chdir(dir)
+	if err := os.MkdirAll("a/b", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	gcompOK(t, "build", "model.go", "-o", "a/b/m.ptx")
+	plan, err := os.ReadFile("a/b/m.plan.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	orig := "\"output_names\": [\n    \"y\""
+	if !bytes.Contains(plan, []byte(orig)) {
+		t.Fatalf("the plan has no %q:\n%s", orig, plan)
+	}
+	for _, name := range []string{"../../x", "/tmp/x", "..", "", `y\u0007`, "a/b"} {
+		edited := bytes.Replace(plan, []byte(orig), []byte("\"output_names\": [\n    \""+name+"\""), 1)
+		if err := os.WriteFile("a/b/m.plan.json", edited, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		before := listFiles(t, ".")
+		gcompFails(t, "a/b/m.plan.json: output name:", "run", "a/b/m.ptx", "--device", "sim", "--output-dir", "a/b/out")
+		gcompFails(t, "a/b/m.plan.json: output name:", "check", "a/b/m.ptx")
+		if after := listFiles(t, "."); strings.Join(after, "\n") != strings.Join(before, "\n") {
+			t.Errorf("output name %q: files before %v, after %v", name, before, after)
+		}
+	}
+}
