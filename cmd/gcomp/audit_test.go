@@ -91,3 +91,29 @@ func TestAuditPlanNamesArePaths(t *testing.T) {
 		}
 	}
 }
+
+// -o naming a symbolic link writes its target and keeps the link; -o naming a character device
+// writes into the device and leaves it a device; -o naming a directory is one clean error.
+func TestAuditOutputThroughLinksAndDevices(t *testing.T) {
+	dir := fixture(t)
+	t.Chdir(dir)
+	if err := os.Symlink("real.safetensors", "w.link"); err != nil {
+		t.Fatal(err)
+	}
+	gcompOK(t, "init-weights", "model.go", "-o", "w.link")
+	if st, err := os.Lstat("w.link"); err != nil || st.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("w.link is no longer a symbolic link (%v)", err)
+	}
+	if _, err := os.Stat("real.safetensors"); err != nil {
+		t.Errorf("the link's target was not written: %v", err)
+	}
+	if st, err := os.Stat("/dev/null"); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+		gcompOK(t, "init-weights", "model.go", "-o", "/dev/null")
+		gcompOK(t, "build", "model.go", "--emit", "ir", "-o", "/dev/null")
+		if st, err := os.Lstat("/dev/null"); err != nil || st.Mode()&os.ModeCharDevice == 0 {
+			t.Fatalf("/dev/null is no longer a character device (%v)", err)
+		}
+	}
+	os.Mkdir("d.safetensors", 0o755)
+	gcompFails(t, "d.safetensors: is a directory", "init-weights", "model.go", "-o", "d.safetensors")
+}
