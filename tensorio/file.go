@@ -16,20 +16,65 @@ import (
 // symbolic link is followed: its target is replaced, the link stays. A character device or a
 // named pipe (-o /dev/null, -o /dev/stdout) is written directly, never replaced. Anything else (a
 // directory, a socket, a block device) is refused. Errors carry the "tensorio: PATH: " prefix.
-func WriteFileAtomic(path string, write func(io.Writer) error) (err error) {
-	defer func() {
+func WriteFileAtomic(path string, write func(io.Writer) error) error {
+	return WriteFilesAtomic(FileWrite{path, write})
+}
+
+// A FileWrite is one file of a command's outputs: its path and what writes its bytes.
+type FileWrite struct {
+	Path  string
+	Write func(io.Writer) error
+}
+
+// WriteFilesAtomic writes a command's outputs together, each as WriteFileAtomic would: every
+// destination is resolved first (a bad one fails before anything is written), every regular file
+// is written to its temporary file, and only when all writes succeeded are the temporaries renamed
+// into place, so a failure leaves every file as it was. (Devices and pipes are written directly,
+// after the temporaries and before the renames; they cannot be taken back.)
+func WriteFilesAtomic(files ...FileWrite) (err error) {
+	type job struct {
+		FileWrite
+		dst Dest
+		tmp string
+	}
+	jobs := make([]job, len(files))
+	for i, f := range files {
+		dst, err := Destination(f.Path)
 		if err != nil {
-			err = fmt.Errorf("tensorio: %s: %w", path, err)
+			return fmt.Errorf("tensorio: %s: %w", f.Path, err)
+		}
+		jobs[i] = job{FileWrite: f, dst: dst}
+	}
+	defer func() {
+		for _, j := range jobs {
+			if j.tmp != "" {
+				os.Remove(j.tmp)
+			}
 		}
 	}()
-	dst, err := Destination(path)
-	if err != nil {
-		return err
+	for i, j := range jobs {
+		if !j.dst.Direct {
+			if jobs[i].tmp, err = writeTemp(j.dst, j.Write); err != nil {
+				return fmt.Errorf("tensorio: %s: %w", j.Path, err)
+			}
+		}
 	}
-	if dst.Direct {
-		return writeDirect(path, write)
+	for _, j := range jobs {
+		if j.dst.Direct {
+			if err := writeDirect(j.Path, j.Write); err != nil {
+				return fmt.Errorf("tensorio: %s: %w", j.Path, err)
+			}
+		}
 	}
-	return writeRenamed(dst.Path, dst.Mode, write)
+	for i, j := range jobs {
+		if j.tmp != "" {
+			if err := os.Rename(j.tmp, j.dst.Path); err != nil {
+				return fmt.Errorf("tensorio: %s: %w", j.Path, err)
+			}
+			jobs[i].tmp = ""
+		}
+	}
+	return nil
 }
 
 // A Dest is where WriteFileAtomic puts a path's bytes.
@@ -114,30 +159,27 @@ func writeDirect(path string, write func(io.Writer) error) error {
 	return unwrapPath(f.Close())
 }
 
-func writeRenamed(path string, mode fs.FileMode, write func(io.Writer) error) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+// writeTemp writes a temporary file beside dst and returns its name.
+func writeTemp(dst Dest, write func(io.Writer) error) (tmp string, err error) {
+	f, err := os.CreateTemp(filepath.Dir(dst.Path), "."+filepath.Base(dst.Path)+".tmp*")
 	if err != nil {
-		return err
+		return "", err
 	}
-	tmp := f.Name()
 	defer func() {
 		if err != nil {
 			f.Close()
-			os.Remove(tmp)
+			os.Remove(f.Name())
 		}
 	}()
 	bw := bufio.NewWriter(f)
 	if err := write(bw); err != nil {
-		return err
+		return "", err
 	}
 	if err := bw.Flush(); err != nil {
-		return err
+		return "", err
 	}
-	if err := f.Chmod(mode); err != nil {
-		return err
+	if err := f.Chmod(dst.Mode); err != nil {
+		return "", err
 	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return f.Name(), f.Close()
 }

@@ -132,3 +132,49 @@ func TestWriteFileAtomicDevices(t *testing.T) {
 		t.Errorf("/dev/full: err = %v", err)
 	}
 }
+
+// A command's outputs are published together: when one destination is bad or one write fails,
+// no file changes and no temporary is left.
+func TestWriteFilesAtomicAllOrNothing(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	if err := os.WriteFile(a, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	failing := func(io.Writer) error { return io.ErrShortWrite }
+	os.Mkdir(b, 0o755)
+	if err := WriteFilesAtomic(FileWrite{a, writeString("new")}, FileWrite{b, writeString("new")}); err == nil || !strings.Contains(err.Error(), "is a directory") {
+		t.Errorf("b a directory: err = %v", err)
+	}
+	os.Remove(b)
+	if err := WriteFilesAtomic(FileWrite{a, writeString("new")}, FileWrite{b, failing}); err == nil || !strings.Contains(err.Error(), "short write") {
+		t.Errorf("b's write fails: err = %v", err)
+	}
+	if got, _ := os.ReadFile(a); string(got) != "old" {
+		t.Errorf("a = %q after failed writes, want old", got)
+	}
+	if names := listDir(t, dir); strings.Join(names, " ") != "a" {
+		t.Errorf("the directory holds %v, want only a", names)
+	}
+	if err := WriteFilesAtomic(FileWrite{a, writeString("new a")}, FileWrite{b, writeString("new b")}); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{a: "new a", b: "new b"} {
+		if got, _ := os.ReadFile(path); string(got) != want {
+			t.Errorf("%s = %q, want %q", path, got, want)
+		}
+	}
+}
+
+func listDir(t *testing.T, dir string) []string {
+	t.Helper()
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range es {
+		names = append(names, e.Name())
+	}
+	return names
+}

@@ -117,3 +117,63 @@ func TestAuditOutputThroughLinksAndDevices(t *testing.T) {
 	os.Mkdir("d.safetensors", 0o755)
 	gcompFails(t, "d.safetensors: is a directory", "init-weights", "model.go", "-o", "d.safetensors")
 }
+
+// Every destination is checked before any work, and a command's outputs are published together:
+// a failing command leaves every file as it was.
+func TestAuditOutputsAllOrNothing(t *testing.T) {
+	dir := fixture(t)
+	t.Chdir(dir)
+	two := "graph g {\n  input %x : f32[2]\n  %0 = neg(%x) : f32[2]\n  %1 = abs(%x) : f32[2]\n  output a = %0\n  output b = %1\n}\n"
+	for name, text := range map[string]string{"two.gir": two, "out/a.npy": "old", "keep.jsonl": "keep\n", "m.ptx": "old"} {
+		os.MkdirAll(filepath.Dir(name), 0o755)
+		if err := os.WriteFile(name, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, d := range []string{"out/b.npy", "m.plan.json", "ckpt", "out2/inputs/x.npy", "c.png"} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile("out3", nil, 0o644)
+	os.MkdirAll("out4", 0o755)
+	os.WriteFile("out4/inputs", nil, 0o644)
+	tests := []struct {
+		want string
+		args []string
+	}{
+		{"cannot write out/b.npy: is a directory", []string{"run", "two.gir", "--output-dir", "out"}},
+		{"cannot write out/b.npy: is a directory", []string{"run", "two.gir", "--device", "sim", "--output-dir", "out"}},
+		{"cannot write out2/inputs/x.npy: is a directory", []string{"run", "model.gir", "--save-inputs", "--output-dir", "out2"}},
+		{"out4/inputs is not a directory", []string{"run", "model.gir", "--save-inputs", "--output-dir", "out4"}},
+		{"cannot write to out3: it is a file", []string{"run", "model.gir", "--output-dir", "out3"}},
+		{"cannot write m.plan.json: is a directory", []string{"build", "model.go", "-o", "m.ptx"}},
+		{"cannot write ckpt: is a directory", []string{"train", "model.go", "--log", "keep.jsonl", "--save", "ckpt"}},
+		{"cannot write ckpt: is a directory", []string{"init-weights", "model.go", "-o", "ckpt"}},
+		{"cannot write c.png: is a directory", []string{"plot", "keep.jsonl", "-o", "c.png"}},
+	}
+	before := listFiles(t, ".")
+	for _, tc := range tests {
+		gcompFails(t, tc.want, tc.args...)
+	}
+	if after := listFiles(t, "."); strings.Join(after, "\n") != strings.Join(before, "\n") {
+		t.Errorf("files before %v, after %v", before, after)
+	}
+	for name, want := range map[string]string{"out/a.npy": "old", "keep.jsonl": "keep\n", "m.ptx": "old"} {
+		if got, _ := os.ReadFile(name); string(got) != want {
+			t.Errorf("%s = %q after failing commands, want %q", name, got, want)
+		}
+	}
+	// Into an existing directory, the outputs replace what was there, through a symbolic link too.
+	os.Remove("out/b.npy")
+	os.Symlink("../b.target", "out/b.npy")
+	gcompOK(t, "run", "two.gir", "--output-dir", "out", "--save-inputs")
+	for _, f := range []string{"out/a.npy", "b.target", "out/inputs/x.npy"} {
+		if readNPY(t, f).Len() != 2 {
+			t.Errorf("%s is not the output", f)
+		}
+	}
+	if st, err := os.Lstat("out/b.npy"); err != nil || st.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("out/b.npy is no longer a symbolic link (%v)", err)
+	}
+}

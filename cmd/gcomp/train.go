@@ -96,7 +96,7 @@ func cmdTrain(args []string, stdout, stderr io.Writer) error {
 	}
 	for _, p := range []string{*save, *logPath} {
 		if p != "" {
-			if err := checkDir(p); err != nil {
+			if err := checkOutput(p); err != nil {
 				return err
 			}
 		}
