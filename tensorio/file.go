@@ -34,8 +34,9 @@ type FileWrite struct {
 func WriteFilesAtomic(files ...FileWrite) (err error) {
 	type job struct {
 		FileWrite
-		dst Dest
-		tmp string
+		dst    Dest
+		tmp    string
+		forget func() // stops tracking tmp as a temporary
 	}
 	jobs := make([]job, len(files))
 	for i, f := range files {
@@ -50,11 +51,14 @@ func WriteFilesAtomic(files ...FileWrite) (err error) {
 			if j.tmp != "" {
 				os.Remove(j.tmp)
 			}
+			if j.forget != nil {
+				j.forget()
+			}
 		}
 	}()
 	for i, j := range jobs {
 		if !j.dst.Direct {
-			if jobs[i].tmp, err = writeTemp(j.dst, j.Write); err != nil {
+			if jobs[i].tmp, jobs[i].forget, err = writeTemp(j.dst, j.Write); err != nil {
 				return fmt.Errorf("tensorio: %s: %w", j.Path, err)
 			}
 		}
@@ -159,27 +163,30 @@ func writeDirect(path string, write func(io.Writer) error) error {
 	return unwrapPath(f.Close())
 }
 
-// writeTemp writes a temporary file beside dst and returns its name.
-func writeTemp(dst Dest, write func(io.Writer) error) (tmp string, err error) {
+// writeTemp writes a temporary file beside dst and returns its name and the function that stops
+// tracking it (TrackTemporary) once it is renamed or removed.
+func writeTemp(dst Dest, write func(io.Writer) error) (tmp string, forget func(), err error) {
 	f, err := os.CreateTemp(filepath.Dir(dst.Path), "."+filepath.Base(dst.Path)+".tmp*")
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
+	untrack := TrackTemporary(f.Name())
 	defer func() {
 		if err != nil {
 			f.Close()
 			os.Remove(f.Name())
+			untrack()
 		}
 	}()
 	bw := bufio.NewWriter(f)
 	if err := write(bw); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	if err := bw.Flush(); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	if err := f.Chmod(dst.Mode); err != nil {
-		return "", err
+		return "", nil, err
 	}
-	return f.Name(), f.Close()
+	return f.Name(), untrack, f.Close()
 }

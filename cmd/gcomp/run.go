@@ -424,6 +424,7 @@ func writeNPYFiles(dir string, files map[string]*tensorio.Array) error {
 		return fmt.Errorf("gcomp: cannot write to %s: %v", parent, err)
 	}
 	defer os.RemoveAll(tmp)
+	defer tensorio.TrackTemporary(tmp)()
 	for _, name := range names {
 		path := filepath.Join(tmp, name)
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
