@@ -119,21 +119,20 @@ func (p *Plan) SourceGraph() (*ir.Graph, error) {
 	return g, nil
 }
 
-// Write writes the module to ptxPath and its plan beside it, both atomically
-// (the plan records the module's file name and hash).
+// Write writes the module to ptxPath and its plan beside it (the plan records the module's file
+// name and hash), together: both are replaced atomically, or neither when either cannot be.
 func (a *Artifact) Write(ptxPath string) error {
 	a.Plan.PTX = filepath.Base(ptxPath)
 	a.Plan.PTXSHA256 = hash(a.PTX)
-	if err := tensorio.WriteFileAtomic(ptxPath, func(w io.Writer) error {
-		_, err := w.Write(a.PTX)
-		return err
-	}); err != nil {
-		return err
-	}
-	return tensorio.WriteFileAtomic(PlanPath(ptxPath), func(w io.Writer) error {
-		_, err := w.Write(a.Plan.JSON())
-		return err
-	})
+	return tensorio.WriteFilesAtomic(
+		tensorio.FileWrite{Path: ptxPath, Write: func(w io.Writer) error {
+			_, err := w.Write(a.PTX)
+			return err
+		}},
+		tensorio.FileWrite{Path: PlanPath(ptxPath), Write: func(w io.Writer) error {
+			_, err := w.Write(a.Plan.JSON())
+			return err
+		}})
 }
 
 // Read loads a module file and the plan beside it, checking that they belong
@@ -188,6 +187,9 @@ func ParsePlan(data []byte) (*Plan, error) {
 // Validate checks the plan's internal consistency: every argument names a
 // buffer the plan declares and stays inside its region.
 func (p *Plan) Validate() error {
+	if err := p.validateNames(); err != nil {
+		return err
+	}
 	names := map[string]map[string]int64{ArgInput: {}, ArgParam: {}, ArgOutput: {}, ArgArena: {}}
 	for _, set := range []struct {
 		kind string

@@ -77,6 +77,14 @@ func TestParsePlanErrors(t *testing.T) {
 		{"unknown arg", `"kind": "param"`, `"kind": "texture"`, `unknown kind "texture"`},
 		{"unknown buffer", `"name": "w"`, `"name": "v"`, `no param named "w"`},
 		{"grid", `"grid": [`, `"grid": [0, `, "must be positive"},
+		// Names become file names (run writes NAME.npy): none may leave the output directory.
+		{"output name escapes", "\"output_names\": [\n    \"y\"", "\"output_names\": [\n    \"../../x\"", `output name: name "../../x" cannot name a file: it holds a path separator`},
+		{"absolute output name", "\"output_names\": [\n    \"y\"", "\"output_names\": [\n    \"/tmp/x\"", "path separator"},
+		{"dot-dot output name", "\"output_names\": [\n    \"y\"", "\"output_names\": [\n    \"..\"", `name ".." cannot name a file`},
+		{"empty output name", "\"output_names\": [\n    \"y\"", "\"output_names\": [\n    \"\"", "empty name"},
+		{"control character", "\"output_names\": [\n    \"y\"", "\"output_names\": [\n    \"y\\u001b[2J\"", "control character"},
+		{"input name escapes", `"name": "x",`, `"name": "../x",`, "input: name"},
+		{"duplicate output name", "\"output_names\": [\n    \"y\"", "\"output_names\": [\n    \"y\", \"y\"", `"y" is declared twice`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -29,5 +29,11 @@
 //
 // The *File writers are atomic: they write a temporary file in the target
 // directory and rename it, leaving nothing behind on failure; WriteFileAtomic
-// offers the same to other writers.
+// offers the same to other writers. Only a regular file (or nothing) is
+// replaced: a symbolic link is followed to its target, a character device or
+// named pipe (/dev/null, /dev/stdout) is written in place, and a directory,
+// socket or block device is refused.
+//
+// Names read from files (a plan's output names, safetensors keys) pass
+// CheckFileName before they become file names.
 package tensorio

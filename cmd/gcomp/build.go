@@ -106,6 +106,18 @@ func cmdBuild(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("gcomp build: %v", err)
 	}
+	// Every destination is checked before any work: the module and, beside it, its plan.
+	if *out != "" {
+		outs := []string{*out}
+		if *emit == "ptx" {
+			outs = append(outs, artifact.PlanPath(*out))
+		}
+		for _, o := range outs {
+			if err := checkOutput(o); err != nil {
+				return err
+			}
+		}
+	}
 	g, err := mf.load(path)
 	if err != nil {
 		return err
@@ -167,9 +179,6 @@ func cmdBuild(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("gcomp build: with --stats, give -o FILE for the --emit output")
 	}
 	if *emit == "ptx" && *out != "" {
-		if err := checkDir(*out); err != nil {
-			return err
-		}
 		return art.Write(*out)
 	}
 	return writeOutput(*out, stdout, text)
@@ -196,21 +205,22 @@ func writeOutput(path string, stdout io.Writer, text string) error {
 		_, err := io.WriteString(stdout, text)
 		return err
 	}
-	if err := checkDir(path); err != nil {
-		return err
-	}
 	return tensorio.WriteFileAtomic(path, func(w io.Writer) error {
 		_, err := io.WriteString(w, text)
 		return err
 	})
 }
 
-// checkDir reports a missing output directory in one line.
-func checkDir(path string) error {
+// checkOutput fails before any work when a command could not write path: its directory is
+// missing, or path names what a write must not replace (a directory, a socket).
+func checkOutput(path string) error {
 	if dir := filepath.Dir(path); dir != "" {
 		if _, err := os.Stat(dir); err != nil {
 			return fmt.Errorf("gcomp: cannot write %s: directory %s does not exist", path, dir)
 		}
+	}
+	if _, err := tensorio.Destination(path); err != nil {
+		return fmt.Errorf("gcomp: cannot write %s: %v", path, err)
 	}
 	return nil
 }

@@ -17,9 +17,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"runtime/debug"
 	"sort"
 	"strings"
+	"syscall"
+
+	"github.com/gcomp/gcomp/tensorio"
 )
 
 type command struct {
@@ -46,7 +50,19 @@ func init() {
 }
 
 func main() {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go exitOnInterrupt(sigs, os.Stderr, os.Exit)
 	os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// exitOnInterrupt waits for SIGINT or SIGTERM, then removes the temporaries of writes in
+// progress (a half-written .NAME.tmpNNN, a .gcomp-out-* directory) and exits with status 1.
+func exitOnInterrupt(sigs <-chan os.Signal, stderr io.Writer, exit func(int)) {
+	sig := <-sigs
+	tensorio.RemoveTemporaries()
+	fmt.Fprintf(stderr, "gcomp: interrupted (%v)\n", sig)
+	exit(1)
 }
 
 // errUsage marks an error whose message has been printed already.

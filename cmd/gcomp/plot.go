@@ -43,6 +43,9 @@ func cmdPlot(args []string, stdout, stderr io.Writer) error {
 	case !strings.EqualFold(filepath.Ext(*out), ".png"):
 		return fmt.Errorf("gcomp plot: -o %s: the output is a PNG image and its name must end in .png", *out)
 	}
+	if err := checkOutput(*out); err != nil {
+		return err
+	}
 	path := pos[0]
 	f, err := os.Open(path)
 	if err != nil {
@@ -59,9 +62,6 @@ func cmdPlot(args []string, stdout, stderr io.Writer) error {
 	img, err := drawCurves(log, *title)
 	if err != nil {
 		return fmt.Errorf("gcomp plot: %s: %v", path, err)
-	}
-	if err := checkDir(*out); err != nil {
-		return err
 	}
 	return tensorio.WriteFileAtomic(*out, func(w io.Writer) error {
 		_, err := img.WriteTo(w)

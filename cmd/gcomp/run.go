@@ -2,9 +2,11 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -68,6 +70,10 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// The outputs' files are known now: check them all before any work.
+	if err := checkNPYFiles(*outDir, runFileNames(g, *saveInputs)); err != nil {
+		return fmt.Errorf("gcomp run: %s: %v", path, err)
+	}
 	in, params, err := vf.bind(g, stderr)
 	if err != nil {
 		return err
@@ -91,6 +97,22 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	return writeNPYFiles(*outDir, files)
+}
+
+// runFileNames are the files run writes under its output directory: NAME.npy per output and,
+// with --save-inputs, inputs/NAME.npy per input. Names come from a model or a plan, whose loaders
+// have checked them; they are checked again here, where they become paths.
+func runFileNames(g *ir.Graph, saveInputs bool) []string {
+	var names []string
+	for _, o := range g.Outputs {
+		names = append(names, o.Name+".npy")
+	}
+	if saveInputs {
+		for _, v := range g.Inputs() {
+			names = append(names, filepath.Join("inputs", v.Name+".npy"))
+		}
+	}
+	return names
 }
 
 // npyArray is t as a NumPy file can hold it: NumPy has no bfloat16, so a bf16 tensor widens to
@@ -355,12 +377,46 @@ func checkOutputDir(dir string) error {
 	return nil
 }
 
-// writeNPYFiles writes every file into dir, or none: all are written under a temporary directory
-// beside dir first, and dir is created and the files renamed into it only when every write
-// succeeded. Errors name the files as the user will know them (dir/NAME.npy).
-func writeNPYFiles(dir string, files map[string]*tensorio.Array) error {
+// checkNPYFiles checks that every file (a path relative to dir whose every part passes
+// tensorio.CheckFileName) can be written under dir: no directory or socket in the way.
+func checkNPYFiles(dir string, names []string) error {
 	if err := checkOutputDir(dir); err != nil {
 		return err
+	}
+	for _, name := range names {
+		for _, part := range strings.Split(name, string(filepath.Separator)) {
+			if err := tensorio.CheckFileName(part); err != nil {
+				return err
+			}
+		}
+		path := filepath.Join(dir, name)
+		if sub := filepath.Dir(path); sub != filepath.Clean(dir) {
+			if st, err := os.Stat(sub); err == nil && !st.IsDir() {
+				return fmt.Errorf("cannot write %s: %s is not a directory", path, sub)
+			}
+		}
+		if _, err := tensorio.Destination(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("cannot write %s: %v", path, err)
+		}
+	}
+	return nil
+}
+
+// writeNPYFiles writes every file into dir, or none. A new dir is made as a temporary directory
+// beside it and renamed into place when every file is in it; into an existing dir the files are
+// published together by tensorio.WriteFilesAtomic. Errors name the files as the user will know
+// them (dir/NAME.npy).
+func writeNPYFiles(dir string, files map[string]*tensorio.Array) error {
+	names := make([]string, 0, len(files))
+	for name := range files {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	if err := checkNPYFiles(dir, names); err != nil {
+		return fmt.Errorf("gcomp: %v", err)
+	}
+	if _, err := os.Stat(dir); err == nil {
+		return writeIntoDir(dir, names, files)
 	}
 	parent := filepath.Dir(filepath.Clean(dir))
 	tmp, err := os.MkdirTemp(parent, ".gcomp-out-*")
@@ -368,11 +424,7 @@ func writeNPYFiles(dir string, files map[string]*tensorio.Array) error {
 		return fmt.Errorf("gcomp: cannot write to %s: %v", parent, err)
 	}
 	defer os.RemoveAll(tmp)
-	names := make([]string, 0, len(files))
-	for name := range files {
-		names = append(names, name)
-	}
-	sort.Strings(names)
+	defer tensorio.TrackTemporary(tmp)()
 	for _, name := range names {
 		path := filepath.Join(tmp, name)
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -382,14 +434,38 @@ func writeNPYFiles(dir string, files map[string]*tensorio.Array) error {
 			return fmt.Errorf("gcomp: %s: %v", filepath.Join(dir, name), strings.ReplaceAll(err.Error(), path+": ", ""))
 		}
 	}
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return fmt.Errorf("gcomp: %v", err)
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		return fmt.Errorf("gcomp: cannot create %s: %v", dir, err)
+	}
+	return nil
+}
+
+// writeIntoDir publishes the files into the existing dir together; a subdirectory it had to make
+// is removed again when the writes fail.
+func writeIntoDir(dir string, names []string, files map[string]*tensorio.Array) (err error) {
+	var writes []tensorio.FileWrite
 	for _, name := range names {
-		dst := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			return fmt.Errorf("gcomp: cannot create output directory: %v", err)
+		path := filepath.Join(dir, name)
+		if sub := filepath.Dir(path); sub != filepath.Clean(dir) {
+			if _, err := os.Stat(sub); errors.Is(err, fs.ErrNotExist) {
+				if err := os.Mkdir(sub, 0o755); err != nil {
+					return fmt.Errorf("gcomp: %v", err)
+				}
+				defer func() {
+					if err != nil {
+						os.Remove(sub)
+					}
+				}()
+			}
 		}
-		if err := os.Rename(filepath.Join(tmp, name), dst); err != nil {
-			return fmt.Errorf("gcomp: %v", err)
-		}
+		a := files[name]
+		writes = append(writes, tensorio.FileWrite{Path: path, Write: func(w io.Writer) error { return tensorio.WriteNPY(w, a) }})
+	}
+	if err := tensorio.WriteFilesAtomic(writes...); err != nil {
+		return fmt.Errorf("gcomp: %v", strings.TrimPrefix(err.Error(), "tensorio: "))
 	}
 	return nil
 }
@@ -405,6 +481,9 @@ func cmdInitWeights(args []string, stdout, stderr io.Writer) error {
 	}
 	if *out == "" {
 		return fmt.Errorf("gcomp init-weights: -o FILE is required")
+	}
+	if err := checkOutput(*out); err != nil {
+		return err
 	}
 	g, err := mf.load(path)
 	if err != nil {

@@ -96,7 +96,7 @@ func cmdTrain(args []string, stdout, stderr io.Writer) error {
 	}
 	for _, p := range []string{*save, *logPath} {
 		if p != "" {
-			if err := checkDir(p); err != nil {
+			if err := checkOutput(p); err != nil {
 				return err
 			}
 		}
@@ -195,6 +195,10 @@ func cmdTrain(args []string, stdout, stderr io.Writer) error {
 	if *logPath != "" {
 		mode := os.O_CREATE | os.O_WRONLY | os.O_TRUNC
 		if *resume != "" {
+			// Records past the checkpoint (of an interrupted epoch) are dropped, not repeated.
+			if err := truncateLog(*logPath, first-1, steps); err != nil {
+				return fail("%v", err)
+			}
 			mode = os.O_CREATE | os.O_WRONLY | os.O_APPEND
 		}
 		if log, err = os.OpenFile(*logPath, mode, 0o644); err != nil {

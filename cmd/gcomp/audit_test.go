@@ -1,0 +1,179 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// gcompFails runs gcomp with args and checks the bad-input contract: exit status 1, one line of
+// error on stderr containing want, nothing on stdout, no panic trace. It returns the message.
+func gcompFails(t *testing.T, want string, args ...string) string {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	if code := Main(args, &stdout, &stderr); code != 1 {
+		t.Fatalf("gcomp %s: exit status %d, want 1; stderr:\n%s", strings.Join(args, " "), code, stderr.String())
+	}
+	msg := stderr.String()
+	if !strings.Contains(msg, want) {
+		t.Errorf("gcomp %s: stderr = %q, want it to contain %q", strings.Join(args, " "), msg, want)
+	}
+	if strings.Count(strings.TrimSpace(msg), "\n") != 0 {
+		t.Errorf("gcomp %s: want one line of error, got:\n%s", strings.Join(args, " "), msg)
+	}
+	if stdout.Len() > 0 {
+		t.Errorf("gcomp %s: a failing command printed to stdout:\n%s", strings.Join(args, " "), stdout.String())
+	}
+	if strings.Contains(msg, "goroutine ") || strings.Contains(msg, "panic:") {
+		t.Errorf("gcomp %s: stderr shows a panic:\n%s", strings.Join(args, " "), msg)
+	}
+	return msg
+}
+
+// gcompOK runs gcomp with args and fails the test unless it succeeds.
+func gcompOK(t *testing.T, args ...string) string {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	if code := Main(args, &stdout, &stderr); code != 0 {
+		t.Fatalf("gcomp %s: exit status %d: %s", strings.Join(args, " "), code, stderr.String())
+	}
+	return stdout.String()
+}
+
+// listFiles returns every path under dir (relative to it), sorted, to show that a failing command
+// wrote nothing.
+func listFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	var paths []string
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		paths = append(paths, rel)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return paths
+}
+
+// A hand-edited launch plan whose output names leave the output directory is refused at load,
+// and nothing is written anywhere.
+func TestAuditPlanNamesArePaths(t *testing.T) {
+	dir := fixture(t)
+	t.Chdir(dir)
+	if err := os.MkdirAll("a/b", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	gcompOK(t, "build", "model.go", "-o", "a/b/m.ptx")
+	plan, err := os.ReadFile("a/b/m.plan.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	orig := "\"output_names\": [\n    \"y\""
+	if !bytes.Contains(plan, []byte(orig)) {
+		t.Fatalf("the plan has no %q:\n%s", orig, plan)
+	}
+	for _, name := range []string{"../../x", "/tmp/x", "..", "", `y\u0007`, "a/b"} {
+		edited := bytes.Replace(plan, []byte(orig), []byte("\"output_names\": [\n    \""+name+"\""), 1)
+		if err := os.WriteFile("a/b/m.plan.json", edited, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		before := listFiles(t, ".")
+		gcompFails(t, "a/b/m.plan.json: output name:", "run", "a/b/m.ptx", "--device", "sim", "--output-dir", "a/b/out")
+		gcompFails(t, "a/b/m.plan.json: output name:", "check", "a/b/m.ptx")
+		if after := listFiles(t, "."); strings.Join(after, "\n") != strings.Join(before, "\n") {
+			t.Errorf("output name %q: files before %v, after %v", name, before, after)
+		}
+	}
+}
+
+// -o naming a symbolic link writes its target and keeps the link; -o naming a character device
+// writes into the device and leaves it a device; -o naming a directory is one clean error.
+func TestAuditOutputThroughLinksAndDevices(t *testing.T) {
+	dir := fixture(t)
+	t.Chdir(dir)
+	if err := os.Symlink("real.safetensors", "w.link"); err != nil {
+		t.Fatal(err)
+	}
+	gcompOK(t, "init-weights", "model.go", "-o", "w.link")
+	if st, err := os.Lstat("w.link"); err != nil || st.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("w.link is no longer a symbolic link (%v)", err)
+	}
+	if _, err := os.Stat("real.safetensors"); err != nil {
+		t.Errorf("the link's target was not written: %v", err)
+	}
+	if st, err := os.Stat("/dev/null"); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+		gcompOK(t, "init-weights", "model.go", "-o", "/dev/null")
+		gcompOK(t, "build", "model.go", "--emit", "ir", "-o", "/dev/null")
+		if st, err := os.Lstat("/dev/null"); err != nil || st.Mode()&os.ModeCharDevice == 0 {
+			t.Fatalf("/dev/null is no longer a character device (%v)", err)
+		}
+	}
+	os.Mkdir("d.safetensors", 0o755)
+	gcompFails(t, "d.safetensors: is a directory", "init-weights", "model.go", "-o", "d.safetensors")
+}
+
+// Every destination is checked before any work, and a command's outputs are published together:
+// a failing command leaves every file as it was.
+func TestAuditOutputsAllOrNothing(t *testing.T) {
+	dir := fixture(t)
+	t.Chdir(dir)
+	two := "graph g {\n  input %x : f32[2]\n  %0 = neg(%x) : f32[2]\n  %1 = abs(%x) : f32[2]\n  output a = %0\n  output b = %1\n}\n"
+	for name, text := range map[string]string{"two.gir": two, "out/a.npy": "old", "keep.jsonl": "keep\n", "m.ptx": "old"} {
+		os.MkdirAll(filepath.Dir(name), 0o755)
+		if err := os.WriteFile(name, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, d := range []string{"out/b.npy", "m.plan.json", "ckpt", "out2/inputs/x.npy", "c.png"} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile("out3", nil, 0o644)
+	os.MkdirAll("out4", 0o755)
+	os.WriteFile("out4/inputs", nil, 0o644)
+	tests := []struct {
+		want string
+		args []string
+	}{
+		{"cannot write out/b.npy: is a directory", []string{"run", "two.gir", "--output-dir", "out"}},
+		{"cannot write out/b.npy: is a directory", []string{"run", "two.gir", "--device", "sim", "--output-dir", "out"}},
+		{"cannot write out2/inputs/x.npy: is a directory", []string{"run", "model.gir", "--save-inputs", "--output-dir", "out2"}},
+		{"out4/inputs is not a directory", []string{"run", "model.gir", "--save-inputs", "--output-dir", "out4"}},
+		{"cannot write to out3: it is a file", []string{"run", "model.gir", "--output-dir", "out3"}},
+		{"cannot write m.plan.json: is a directory", []string{"build", "model.go", "-o", "m.ptx"}},
+		{"cannot write ckpt: is a directory", []string{"train", "model.go", "--log", "keep.jsonl", "--save", "ckpt"}},
+		{"cannot write ckpt: is a directory", []string{"init-weights", "model.go", "-o", "ckpt"}},
+		{"cannot write c.png: is a directory", []string{"plot", "keep.jsonl", "-o", "c.png"}},
+	}
+	before := listFiles(t, ".")
+	for _, tc := range tests {
+		gcompFails(t, tc.want, tc.args...)
+	}
+	if after := listFiles(t, "."); strings.Join(after, "\n") != strings.Join(before, "\n") {
+		t.Errorf("files before %v, after %v", before, after)
+	}
+	for name, want := range map[string]string{"out/a.npy": "old", "keep.jsonl": "keep\n", "m.ptx": "old"} {
+		if got, _ := os.ReadFile(name); string(got) != want {
+			t.Errorf("%s = %q after failing commands, want %q", name, got, want)
+		}
+	}
+	// Into an existing directory, the outputs replace what was there, through a symbolic link too.
+	os.Remove("out/b.npy")
+	os.Symlink("../b.target", "out/b.npy")
+	gcompOK(t, "run", "two.gir", "--output-dir", "out", "--save-inputs")
+	for _, f := range []string{"out/a.npy", "b.target", "out/inputs/x.npy"} {
+		if readNPY(t, f).Len() != 2 {
+			t.Errorf("%s is not the output", f)
+		}
+	}
+	if st, err := os.Lstat("out/b.npy"); err != nil || st.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("out/b.npy is no longer a symbolic link (%v)", err)
+	}
+}
