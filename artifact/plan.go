@@ -12,7 +12,6 @@ import (
 	"strings"
 
 	"github.com/gcomp/gcomp/ir"
-	"github.com/gcomp/gcomp/passes"
 	"github.com/gcomp/gcomp/tensorio"
 )
 
@@ -35,7 +34,7 @@ type Plan struct {
 	PTXSHA256 string `json:"ptx_sha256"`
 	// The memory plan: arena_bytes, buffers (with offsets and live ranges), inputs,
 	// params and outputs.
-	passes.Plan
+	MemoryPlan
 	// OutputNames are the model's names of its outputs, one per entry of Outputs (whose
 	// names are the buffers' names, which differ where the passes renamed a buffer).
 	OutputNames []string `json:"output_names"`
@@ -102,13 +101,7 @@ func PlanPath(ptxPath string) string {
 }
 
 // JSON is the plan as indented JSON with a trailing newline.
-func (p *Plan) JSON() []byte {
-	b, err := json.MarshalIndent(p, "", "  ")
-	if err != nil {
-		panic(err) // a Plan has only marshalable fields
-	}
-	return append(b, '\n')
-}
+func (p *Plan) JSON() []byte { return indentedJSON(p) }
 
 // SourceGraph parses the plan's source graph.
 func (p *Plan) SourceGraph() (*ir.Graph, error) {
@@ -191,7 +184,7 @@ func (p *Plan) Validate() error {
 	names := map[string]map[string]int64{ArgInput: {}, ArgParam: {}, ArgOutput: {}, ArgArena: {}}
 	for _, set := range []struct {
 		kind string
-		bufs []passes.IOBuffer
+		bufs []IOBuffer
 	}{{ArgInput, p.Inputs}, {ArgParam, p.Params}, {ArgOutput, p.Outputs}} {
 		for _, b := range set.bufs {
 			t, err := ir.ParseType(b.Type)

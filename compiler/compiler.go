@@ -47,13 +47,13 @@ func Compile(g *ir.Graph, opt Options) (*Result, error) {
 		return nil, err
 	}
 	plan := &artifact.Plan{
-		Format:  artifact.Format,
-		Version: artifact.Version,
-		Model:   g.Name,
-		Target:  fmt.Sprintf("sm_%d", opt.Target.SM),
-		TF32:    opt.Target.TF32,
-		Plan:    *res.Plan,
-		Graph:   source,
+		Format:     artifact.Format,
+		Version:    artifact.Version,
+		Model:      g.Name,
+		Target:     fmt.Sprintf("sm_%d", opt.Target.SM),
+		TF32:       opt.Target.TF32,
+		MemoryPlan: *res.Plan,
+		Graph:      source,
 	}
 	for _, o := range g.Outputs {
 		plan.OutputNames = append(plan.OutputNames, o.Name)
