@@ -15,10 +15,12 @@ import (
 	"github.com/gcomp/gcomp/tensorio"
 )
 
-// Format and Version identify a launch plan; a runtime refuses other versions.
+// Format and Version identify a launch plan; a runtime refuses other versions. Version 2 added
+// Kernel.Entry (a module holds each distinct kernel once); version 1 plans, whose launches each
+// ran the entry of their own name, are still read.
 const (
 	Format  = "gcomp-launch-plan"
-	Version = 1
+	Version = 2
 )
 
 // Plan is the launch plan of a compiled model.
@@ -48,7 +50,10 @@ type Plan struct {
 
 // Kernel is one launch.
 type Kernel struct {
-	Name        string `json:"name"`
+	Name string `json:"name"`
+	// Entry is the module's .entry the launch runs. Launches whose kernels have the same code
+	// share one entry, named after the first of them, each with its own Args.
+	Entry       string `json:"entry"`
 	Grid        [3]int `json:"grid"`
 	Block       [3]int `json:"block"`
 	SharedBytes int    `json:"shared_bytes"`
@@ -169,8 +174,14 @@ func ParsePlan(data []byte) (*Plan, error) {
 	if p.Format != Format {
 		return nil, fmt.Errorf("not a launch plan (format %q, want %q)", p.Format, Format)
 	}
-	if p.Version != Version {
-		return nil, fmt.Errorf("launch plan version %d; this gcomp reads version %d (rebuild the model)", p.Version, Version)
+	switch p.Version {
+	case Version:
+	case 1: // every launch ran the entry of its own name
+		for i := range p.Kernels {
+			p.Kernels[i].Entry = p.Kernels[i].Name
+		}
+	default:
+		return nil, fmt.Errorf("launch plan version %d; this gcomp reads versions 1 and %d (rebuild the model)", p.Version, Version)
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -210,6 +221,9 @@ func (p *Plan) Validate() error {
 		return fmt.Errorf("the plan has no kernels")
 	}
 	for _, k := range p.Kernels {
+		if k.Entry == "" {
+			return fmt.Errorf("kernel %s names no entry", k.Name)
+		}
 		for d := range 3 {
 			if k.Grid[d] <= 0 || k.Block[d] <= 0 {
 				return fmt.Errorf("kernel %s: grid %v and block %v must be positive", k.Name, k.Grid, k.Block)

@@ -64,7 +64,7 @@ func Compile(g *ir.Graph, opt Options) (*Result, error) {
 	}
 	for i, k := range kg.Kernels {
 		l := launches[i]
-		pk := artifact.Kernel{Name: k.Name, Grid: l.Grid, Block: l.Block, SharedBytes: l.SharedBytes, Ops: opNames(k.Ops), Notes: l.Notes}
+		pk := artifact.Kernel{Name: k.Name, Entry: l.Entry, Grid: l.Grid, Block: l.Block, SharedBytes: l.SharedBytes, Ops: opNames(k.Ops), Notes: l.Notes}
 		var scratch int64
 		for _, a := range l.Params {
 			arg, err := bind(kg, offsets, a, &scratch)

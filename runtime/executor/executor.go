@@ -274,7 +274,7 @@ func (p *Program) Launch(inputs map[string]*tensor.Tensor) error {
 		for i, a := range k.Args {
 			args[i] = p.address(a)
 		}
-		c, err := p.mod.Launch(k.Name, LaunchConfig{Grid: k.Grid, Block: k.Block, SharedBytes: k.SharedBytes}, args)
+		c, err := p.mod.Launch(k.Entry, LaunchConfig{Grid: k.Grid, Block: k.Block, SharedBytes: k.SharedBytes}, args)
 		if err != nil {
 			return fmt.Errorf("kernel %s (grid %v, block %v): %w", k.Name, k.Grid, k.Block, err)
 		}
