@@ -12,14 +12,15 @@ import (
 	"strings"
 
 	"github.com/gcomp/gcomp/ir"
-	"github.com/gcomp/gcomp/passes"
 	"github.com/gcomp/gcomp/tensorio"
 )
 
-// Format and Version identify a launch plan; a runtime refuses other versions.
+// Format and Version identify a launch plan; a runtime refuses other versions. Version 2 added
+// Kernel.Entry (a module holds each distinct kernel once); version 1 plans, whose launches each
+// ran the entry of their own name, are still read.
 const (
 	Format  = "gcomp-launch-plan"
-	Version = 1
+	Version = 2
 )
 
 // Plan is the launch plan of a compiled model.
@@ -35,7 +36,7 @@ type Plan struct {
 	PTXSHA256 string `json:"ptx_sha256"`
 	// The memory plan: arena_bytes, buffers (with offsets and live ranges), inputs,
 	// params and outputs.
-	passes.Plan
+	MemoryPlan
 	// OutputNames are the model's names of its outputs, one per entry of Outputs (whose
 	// names are the buffers' names, which differ where the passes renamed a buffer).
 	OutputNames []string `json:"output_names"`
@@ -49,7 +50,10 @@ type Plan struct {
 
 // Kernel is one launch.
 type Kernel struct {
-	Name        string `json:"name"`
+	Name string `json:"name"`
+	// Entry is the module's .entry the launch runs. Launches whose kernels have the same code
+	// share one entry, named after the first of them, each with its own Args.
+	Entry       string `json:"entry"`
 	Grid        [3]int `json:"grid"`
 	Block       [3]int `json:"block"`
 	SharedBytes int    `json:"shared_bytes"`
@@ -102,13 +106,7 @@ func PlanPath(ptxPath string) string {
 }
 
 // JSON is the plan as indented JSON with a trailing newline.
-func (p *Plan) JSON() []byte {
-	b, err := json.MarshalIndent(p, "", "  ")
-	if err != nil {
-		panic(err) // a Plan has only marshalable fields
-	}
-	return append(b, '\n')
-}
+func (p *Plan) JSON() []byte { return indentedJSON(p) }
 
 // SourceGraph parses the plan's source graph.
 func (p *Plan) SourceGraph() (*ir.Graph, error) {
@@ -175,8 +173,14 @@ func ParsePlan(data []byte) (*Plan, error) {
 	if p.Format != Format {
 		return nil, fmt.Errorf("not a launch plan (format %q, want %q)", p.Format, Format)
 	}
-	if p.Version != Version {
-		return nil, fmt.Errorf("launch plan version %d; this gcomp reads version %d (rebuild the model)", p.Version, Version)
+	switch p.Version {
+	case Version:
+	case 1: // every launch ran the entry of its own name
+		for i := range p.Kernels {
+			p.Kernels[i].Entry = p.Kernels[i].Name
+		}
+	default:
+		return nil, fmt.Errorf("launch plan version %d; this gcomp reads versions 1 and %d (rebuild the model)", p.Version, Version)
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -193,7 +197,7 @@ func (p *Plan) Validate() error {
 	names := map[string]map[string]int64{ArgInput: {}, ArgParam: {}, ArgOutput: {}, ArgArena: {}}
 	for _, set := range []struct {
 		kind string
-		bufs []passes.IOBuffer
+		bufs []IOBuffer
 	}{{ArgInput, p.Inputs}, {ArgParam, p.Params}, {ArgOutput, p.Outputs}} {
 		for _, b := range set.bufs {
 			t, err := ir.ParseType(b.Type)
@@ -219,6 +223,9 @@ func (p *Plan) Validate() error {
 		return fmt.Errorf("the plan has no kernels")
 	}
 	for _, k := range p.Kernels {
+		if k.Entry == "" {
+			return fmt.Errorf("kernel %s names no entry", k.Name)
+		}
 		for d := range 3 {
 			if k.Grid[d] <= 0 || k.Block[d] <= 0 {
 				return fmt.Errorf("kernel %s: grid %v and block %v must be positive", k.Name, k.Grid, k.Block)

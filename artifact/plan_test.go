@@ -3,6 +3,7 @@ package artifact_test
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -70,7 +71,7 @@ func TestParsePlanErrors(t *testing.T) {
 		name, old, new, want string
 	}{
 		{"format", `"gcomp-launch-plan"`, `"onnx"`, `not a launch plan (format "onnx"`},
-		{"version", `"version": 1`, `"version": 2`, "launch plan version 2"},
+		{"version", `"version": 2`, `"version": 3`, "launch plan version 3"},
 		{"unknown field", `"tf32": false`, `"tf32": false, "extra": 1`, `unknown field "extra"`},
 		{"bad type", `"type": "f32[4,8]"`, `"type": "f33[4,8]"`, "bad type"},
 		{"size", `"size": 256`, `"size": 255`, "does not match its type"},
@@ -99,6 +100,29 @@ func TestParsePlanErrors(t *testing.T) {
 	}
 	if _, err := artifact.ParsePlan([]byte(good)); err != nil {
 		t.Errorf("the compiled plan does not parse: %v", err)
+	}
+}
+
+// A version 1 plan (before launches named their entry) still runs: each launch runs the entry of
+// its own name, which is what version 1 modules held.
+func TestParsePlanVersion1(t *testing.T) {
+	good := string(compiled(t).Plan.JSON())
+	v1 := regexp.MustCompile(`(?m)^\s*"entry": .*\n`).ReplaceAllString(strings.Replace(good, `"version": 2`, `"version": 1`, 1), "")
+	if v1 == good || strings.Contains(v1, `"entry"`) {
+		t.Fatalf("could not make a version 1 plan of:\n%s", good)
+	}
+	p, err := artifact.ParsePlan([]byte(v1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range p.Kernels {
+		if k.Entry != k.Name {
+			t.Errorf("launch %s runs entry %q, want its own", k.Name, k.Entry)
+		}
+	}
+	p.Kernels[0].Entry = "" // a version 2 launch must name its entry
+	if err := p.Validate(); err == nil || !strings.Contains(err.Error(), "names no entry") {
+		t.Errorf("a launch without an entry: err = %v", err)
 	}
 }
 

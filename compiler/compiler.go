@@ -47,13 +47,13 @@ func Compile(g *ir.Graph, opt Options) (*Result, error) {
 		return nil, err
 	}
 	plan := &artifact.Plan{
-		Format:  artifact.Format,
-		Version: artifact.Version,
-		Model:   g.Name,
-		Target:  fmt.Sprintf("sm_%d", opt.Target.SM),
-		TF32:    opt.Target.TF32,
-		Plan:    *res.Plan,
-		Graph:   source,
+		Format:     artifact.Format,
+		Version:    artifact.Version,
+		Model:      g.Name,
+		Target:     fmt.Sprintf("sm_%d", opt.Target.SM),
+		TF32:       opt.Target.TF32,
+		MemoryPlan: *res.Plan,
+		Graph:      source,
 	}
 	for _, o := range g.Outputs {
 		plan.OutputNames = append(plan.OutputNames, o.Name)
@@ -64,7 +64,7 @@ func Compile(g *ir.Graph, opt Options) (*Result, error) {
 	}
 	for i, k := range kg.Kernels {
 		l := launches[i]
-		pk := artifact.Kernel{Name: k.Name, Grid: l.Grid, Block: l.Block, SharedBytes: l.SharedBytes, Ops: opNames(k.Ops), Notes: l.Notes}
+		pk := artifact.Kernel{Name: k.Name, Entry: l.Entry, Grid: l.Grid, Block: l.Block, SharedBytes: l.SharedBytes, Ops: opNames(k.Ops), Notes: l.Notes}
 		var scratch int64
 		for _, a := range l.Params {
 			arg, err := bind(kg, offsets, a, &scratch)

@@ -6,54 +6,21 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sort"
-	"strings"
 
+	"github.com/gcomp/gcomp/artifact"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ops"
 )
 
-// Alignment is the byte alignment of every buffer in the arena (the widest vector access and
-// what cudaMalloc guarantees).
-const Alignment = 256
+// The memory plan's types are the artifact's: the runtime reads them from the launch plan.
+type (
+	Plan         = artifact.MemoryPlan
+	PlacedBuffer = artifact.PlacedBuffer
+	IOBuffer     = artifact.IOBuffer
+)
 
-// Plan places the intermediate buffers of a kernel graph in one device arena. Inputs,
-// parameters and outputs have buffers of their own and are listed for the runtime.
-type Plan struct {
-	ArenaBytes int64  `json:"arena_bytes"`
-	Alignment  int    `json:"alignment"`
-	Heuristic  string `json:"heuristic"` // the placement that gave the smaller arena
-	NaiveBytes int64  `json:"naive_bytes"`
-	// LowerBoundBytes is the most temp bytes live at one kernel at their exact sizes (the
-	// issue's lower_bound_bytes); no aligned plan reaches it when small temps meet.
-	LowerBoundBytes int64 `json:"lower_bound_bytes"`
-	// AlignedLowerBoundBytes: no 256-byte-aligned placement needs less (see alignedBound).
-	AlignedLowerBoundBytes int64          `json:"lower_bound_aligned_bytes"`
-	Buffers                []PlacedBuffer `json:"buffers"`
-	Inputs                 []IOBuffer     `json:"inputs"`
-	Params                 []IOBuffer     `json:"params"`
-	Outputs                []IOBuffer     `json:"outputs"`
-}
-
-// PlacedBuffer is an intermediate in the arena: bytes [Offset, Offset+Size) from the kernel
-// LiveFrom (its writer) through LiveTo (its last reader), inclusive.
-type PlacedBuffer struct {
-	Name      string `json:"name"`
-	Offset    int64  `json:"offset"`
-	Size      int64  `json:"size"`
-	LiveFrom  int    `json:"live_from"`
-	LiveTo    int    `json:"live_to"`
-	InPlaceOf string `json:"in_place_of,omitempty"` // an elementwise kernel overwrites this dead input
-}
-
-// IOBuffer is a buffer outside the arena.
-type IOBuffer struct {
-	Name string `json:"name"`
-	Type string `json:"type"`
-	Size int64  `json:"size"`
-}
-
-// JSON returns the plan as indented JSON (the --emit plan format).
-func (p *Plan) JSON() []byte { return indentedJSON(p) }
+// Alignment is the byte alignment of every buffer in the arena.
+const Alignment = artifact.Alignment
 
 func indentedJSON(v any) []byte {
 	b, err := json.MarshalIndent(v, "", "  ")
@@ -61,21 +28,6 @@ func indentedJSON(v any) []byte {
 		panic(err) // plain structs always marshal
 	}
 	return append(b, '\n')
-}
-
-// String prints the plan as a table, one arena buffer per line.
-func (p *Plan) String() string {
-	var sb strings.Builder
-	fmt.Fprintf(&sb, "arena %d bytes (%s; lower bound %d, %d aligned; naive %d)\n",
-		p.ArenaBytes, p.Heuristic, p.LowerBoundBytes, p.AlignedLowerBoundBytes, p.NaiveBytes)
-	for _, b := range p.Buffers {
-		fmt.Fprintf(&sb, "  %-12s offset %9d size %9d live k%d..k%d", b.Name, b.Offset, b.Size, b.LiveFrom, b.LiveTo)
-		if b.InPlaceOf != "" {
-			fmt.Fprintf(&sb, " in place of %s", b.InPlaceOf)
-		}
-		sb.WriteByte('\n')
-	}
-	return sb.String()
 }
 
 func alignUp(n int64) int64 { return alignTo(n, Alignment) }
@@ -272,13 +224,13 @@ func planMemory(kg *KernelGraph) *Plan {
 			}
 			p.Buffers = append(p.Buffers, pb)
 		case InputBuffer:
-			p.Inputs = append(p.Inputs, IOBuffer{b.Name, b.Type.String(), b.Bytes()})
+			p.Inputs = append(p.Inputs, IOBuffer{Name: b.Name, Type: b.Type.String(), Size: b.Bytes()})
 		case ParamBuffer:
-			p.Params = append(p.Params, IOBuffer{b.Name, b.Type.String(), b.Bytes()})
+			p.Params = append(p.Params, IOBuffer{Name: b.Name, Type: b.Type.String(), Size: b.Bytes()})
 		}
 	}
 	for _, b := range kg.Outputs {
-		p.Outputs = append(p.Outputs, IOBuffer{b.Name, b.Type.String(), b.Bytes()})
+		p.Outputs = append(p.Outputs, IOBuffer{Name: b.Name, Type: b.Type.String(), Size: b.Bytes()})
 	}
 	sort.SliceStable(p.Buffers, func(i, j int) bool { return p.Buffers[i].LiveFrom < p.Buffers[j].LiveFrom })
 	return p

@@ -66,7 +66,7 @@ func TestExampleKernels(t *testing.T) {
 				}
 				var occ [2]float64
 				for j, arch := range []string{"sm_80", "sm_90"} {
-					ki := info[arch][k.Name]
+					ki := info[arch][l.Entry]
 					occ[j] = occupancy(arch, ki.Registers, threads, ki.SharedBytes+l.SharedBytes)
 					if occ[j] < target {
 						t.Errorf("%s %s: occupancy %.1f%% (%d registers, %d threads, %d bytes shared), target %.0f%%",
@@ -74,10 +74,14 @@ func TestExampleKernels(t *testing.T) {
 					}
 				}
 				fmt.Fprintf(&regs, "%s [%d %d] threads %d shared %d occupancy [%.1f%% %.1f%%]\n", k.Name,
-					info["sm_80"][k.Name].Registers, info["sm_90"][k.Name].Registers, threads,
-					info["sm_80"][k.Name].SharedBytes+l.SharedBytes, 100*occ[0], 100*occ[1])
-				entry, _, _ := Generate(k, Target{SM: 80})
-				fmt.Fprintf(&sums, "%x %s\n", sha256.Sum256([]byte(entry)), k.Name)
+					info["sm_80"][l.Entry].Registers, info["sm_90"][l.Entry].Registers, threads,
+					info["sm_80"][l.Entry].SharedBytes+l.SharedBytes, 100*occ[0], 100*occ[1])
+				if l.Entry == k.Name {
+					entry, _, _ := Generate(k, Target{SM: 80})
+					fmt.Fprintf(&sums, "%x %s\n", sha256.Sum256([]byte(entry)), k.Name)
+				} else {
+					fmt.Fprintf(&sums, "  runs %s: %s\n", l.Entry, k.Name)
+				}
 			}
 			sections := []txtar.File{{Name: "registers.txt", Data: []byte(regs.String())}}
 			if len(text) < maxGoldenModule {
@@ -87,7 +91,8 @@ func TestExampleKernels(t *testing.T) {
 			}
 			// The sections say what they hold: registers.txt has ptxas registers, threads,
 			// static shared bytes and occupancy per kernel (sm_80 sm_90); module.ptx the module,
-			// or kernels.sha256 each entry's SHA-256 where the module is too large to keep.
+			// or kernels.sha256 each entry's SHA-256 where the module is too large to keep, and
+			// for a kernel that runs another's entry, that entry.
 			path, comment := golden.Example(filepath.Join("..", ".."), m.Name)
 			golden.CheckSections(t, path, comment, "ptx", sections)
 			for i, k := range kernels {
@@ -141,18 +146,7 @@ func isContraction(g *ir.Graph) bool {
 // BenchmarkGPT2Small times code generation for every kernel of GPT-2 small (12 layers, 128
 // tokens) into one module: go test ./codegen/ptx -run '^$' -bench GPT2Small -benchtime 5x
 func BenchmarkGPT2Small(b *testing.B) {
-	g, err := frontend.Build("gpt2small", gpt.GPT2Small)
-	if err != nil {
-		b.Skip(err)
-	}
-	res, err := passes.Run(g, passes.Options{})
-	if err != nil {
-		b.Skip(err)
-	}
-	var kernels []Kernel
-	for _, kn := range res.Kernels.Kernels {
-		kernels = append(kernels, kernelOf(kn, kn.Name))
-	}
+	kernels := moduleKernels(b, gpt.GPT2Small)
 	b.ResetTimer()
 	for range b.N {
 		text, _, err := Module(kernels, Target{SM: 80})
@@ -167,18 +161,7 @@ func BenchmarkGPT2Small(b *testing.B) {
 // Every target's module assembles for its own architecture; an unknown target is an error.
 func TestTargets(t *testing.T) {
 	ptxas.Require(t)
-	g, err := frontend.Build("transformer", transformer.Model)
-	if err != nil {
-		t.Skip(err)
-	}
-	res, err := passes.Run(g, passes.Options{})
-	if err != nil {
-		t.Skip(err)
-	}
-	var kernels []Kernel
-	for _, kn := range res.Kernels.Kernels {
-		kernels = append(kernels, kernelOf(kn, kn.Name))
-	}
+	kernels := moduleKernels(t, transformer.Model)
 	for _, sm := range []int{86, 89, 90} {
 		text, _, err := Module(kernels, Target{SM: sm})
 		if err != nil {

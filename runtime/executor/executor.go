@@ -8,7 +8,6 @@ import (
 
 	"github.com/gcomp/gcomp/artifact"
 	"github.com/gcomp/gcomp/ir"
-	"github.com/gcomp/gcomp/passes"
 	"github.com/gcomp/gcomp/tensor"
 )
 
@@ -120,7 +119,7 @@ func (p *Program) allocate() error {
 	}
 	for _, set := range []struct {
 		kind  string
-		bufs  []passes.IOBuffer
+		bufs  []artifact.IOBuffer
 		bytes *int64
 	}{
 		{artifact.ArgInput, p.plan.Inputs, &p.mem.InputBytes},
@@ -275,7 +274,7 @@ func (p *Program) Launch(inputs map[string]*tensor.Tensor) error {
 		for i, a := range k.Args {
 			args[i] = p.address(a)
 		}
-		c, err := p.mod.Launch(k.Name, LaunchConfig{Grid: k.Grid, Block: k.Block, SharedBytes: k.SharedBytes}, args)
+		c, err := p.mod.Launch(k.Entry, LaunchConfig{Grid: k.Grid, Block: k.Block, SharedBytes: k.SharedBytes}, args)
 		if err != nil {
 			return fmt.Errorf("kernel %s (grid %v, block %v): %w", k.Name, k.Grid, k.Block, err)
 		}
@@ -360,7 +359,7 @@ func (p *Program) copy(dst, src *buffer, n int64) error {
 // outputs) it is copied on the device. Inputs named here must be given to
 // SetState once; after that Run does not take them.
 func (p *Program) Feedback(bindings map[string]string) error {
-	outs := map[string]passes.IOBuffer{}
+	outs := map[string]artifact.IOBuffer{}
 	users := map[string]int{} // output buffer → how many output names it holds
 	for i, o := range p.plan.Outputs {
 		outs[p.plan.OutputNames[i]] = o
