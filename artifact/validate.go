@@ -3,8 +3,6 @@ package artifact
 import (
 	"fmt"
 
-	"github.com/gcomp/gcomp/passes"
-
 	"github.com/gcomp/gcomp/tensorio"
 )
 
@@ -35,7 +33,7 @@ func (p *Plan) validateNames() error {
 	return nil
 }
 
-func ioNames(bufs []passes.IOBuffer) []string {
+func ioNames(bufs []IOBuffer) []string {
 	names := make([]string, len(bufs))
 	for i, b := range bufs {
 		names[i] = b.Name
