@@ -21,6 +21,7 @@ import (
 	"runtime/debug"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/gcomp/gcomp/tensorio"
@@ -53,13 +54,33 @@ func main() {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	go exitOnInterrupt(sigs, os.Stderr, os.Exit)
-	os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr))
+	status := Main(os.Args[1:], os.Stdout, quietOnInterrupt{os.Stderr})
+	if interrupted.Load() {
+		select {} // the interrupt handler prints its one line and exits
+	}
+	os.Exit(status)
+}
+
+// interrupted is set before an interrupt removes the temporaries: a write that then fails (its
+// temporary gone) is a consequence of the interrupt, not an error of its own to report.
+var interrupted atomic.Bool
+
+// quietOnInterrupt drops what the command writes to stderr once it has been interrupted, so the
+// user sees the interrupt's one line only.
+type quietOnInterrupt struct{ w io.Writer }
+
+func (q quietOnInterrupt) Write(p []byte) (int, error) {
+	if interrupted.Load() {
+		return len(p), nil
+	}
+	return q.w.Write(p)
 }
 
 // exitOnInterrupt waits for SIGINT or SIGTERM, then removes the temporaries of writes in
 // progress (a half-written .NAME.tmpNNN, a .gcomp-out-* directory) and exits with status 1.
 func exitOnInterrupt(sigs <-chan os.Signal, stderr io.Writer, exit func(int)) {
 	sig := <-sigs
+	interrupted.Store(true)
 	tensorio.RemoveTemporaries()
 	fmt.Fprintf(stderr, "gcomp: interrupted (%v)\n", sig)
 	exit(1)
