@@ -117,3 +117,14 @@ func TestMemoryLimit(t *testing.T) {
 		t.Error("Alloc above a lowered limit succeeded")
 	}
 }
+
+// 196608 registers × 1024 threads are 1.5 GiB per block: refused before any
+// is allocated.
+func TestRegisterBudgetBoundary(t *testing.T) {
+	src := kernel("", "\t.reg .b64 %x<196581>;\n\tmov.u64 %x1, 1;")
+	dev := NewDevice()
+	_, err := load(t, dev, src).Launch("k", grid(1, 1024))
+	if err == nil || !strings.Contains(err.Error(), "the module's 196608 registers × 1024 threads need 1536 MiB") {
+		t.Fatalf("err = %v", err)
+	}
+}

@@ -129,7 +129,7 @@ func (g *globalRace) fence() {
 
 func (g *globalRace) acquire(loc uint64) {
 	for b, e := range g.sync[loc] {
-		if b != g.cur && e > g.vc[b] {
+		if e > g.vc[b] {
 			g.vc[b] = e
 		}
 	}

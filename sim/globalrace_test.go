@@ -129,6 +129,64 @@ func TestGlobalRacecheck(t *testing.T) {
 	red.global.max.u32 [%rd1], %r1;`), nil, false},
 		{"cta-scope atomics on one word", onePerBlock(`	atom.cta.global.add.u32 %r5, [%rd1], %r1;`),
 			[]string{"global-memory race", "accesses atomically"}, false},
+		{"cluster-scope atomics on one word", onePerBlock(`	atom.cluster.global.add.u32 %r5, [%rd1], %r1;`),
+			[]string{"global-memory race", "accesses atomically"}, false},
+		{"hand-off with the partial written after the fence", handoffWith("PARTIAL", "", "WFENCE", "fence.acq_rel.gpu;\n\tst.global.u32 [%rd4], %r4;", "RFENCE", "fence.acq_rel.gpu;"),
+			[]string{"global-memory race", "reads byte"}, false},
+		// Block 0 releases at L, block 1 acquires at L and releases at M, block 2 acquires at
+		// M and reads block 0's data: ordered through block 1, but only if block 1 fences
+		// between (a relaxed atomic alone publishes nothing).
+		{"release chain through a second block", onePerBlock(strings.Replace(`	setp.eq.u32 %p1, %r1, 0;
+	@!%p1 bra B1;
+	st.global.u32 [%rd1+12], 5;
+	fence.acq_rel.gpu;
+	atom.global.add.u32 %r5, [%rd1+4], 1;
+	bra END;
+B1:
+	setp.eq.u32 %p1, %r1, 1;
+	@!%p1 bra B2;
+	ld.acquire.gpu.global.u32 %r5, [%rd1+4];
+	setp.eq.u32 %p1, %r5, 0;
+	@%p1 bra END;
+	BFENCE
+	atom.global.add.u32 %r5, [%rd1+8], 1;
+	bra END;
+B2:
+	setp.eq.u32 %p1, %r1, 2;
+	@!%p1 bra END;
+	ld.acquire.gpu.global.u32 %r5, [%rd1+8];
+	setp.eq.u32 %p1, %r5, 0;
+	@%p1 bra END;
+	ld.global.u32 %r6, [%rd1+12];`, "BFENCE", "fence.acq_rel.gpu;", 1)), nil, false},
+		{"release chain broken in the second block", onePerBlock(strings.Replace(`	setp.eq.u32 %p1, %r1, 0;
+	@!%p1 bra B1;
+	st.global.u32 [%rd1+12], 5;
+	fence.acq_rel.gpu;
+	atom.global.add.u32 %r5, [%rd1+4], 1;
+	bra END;
+B1:
+	setp.eq.u32 %p1, %r1, 1;
+	@!%p1 bra B2;
+	ld.acquire.gpu.global.u32 %r5, [%rd1+4];
+	setp.eq.u32 %p1, %r5, 0;
+	@%p1 bra END;
+	BFENCE
+	atom.global.add.u32 %r5, [%rd1+8], 1;
+	bra END;
+B2:
+	setp.eq.u32 %p1, %r1, 2;
+	@!%p1 bra END;
+	ld.acquire.gpu.global.u32 %r5, [%rd1+8];
+	setp.eq.u32 %p1, %r5, 0;
+	@%p1 bra END;
+	ld.global.u32 %r6, [%rd1+12];`, "BFENCE", "", 1)),
+			[]string{"global-memory race", "block (2,0,0) reads byte", "written by block (0,0,0)"}, true},
+		// Two blocks read a word, then the second writes it: the write races with the first's
+		// read although the second's own read came later.
+		{"write after two readers", onePerBlock(`
+	ld.global.u32 %r5, [%rd1];
+	setp.eq.u32 %p1, %r1, 1;
+	@%p1 st.global.u32 [%rd1], 1;`), []string{"global-memory race", "block (1,0,0) writes byte", "read by block (0,0,0)"}, false},
 		{"atomic on another block's plain write", onePerBlock(`
 	setp.eq.u32 %p1, %r1, 0;
 	@%p1 st.global.u32 [%rd1], 7;
@@ -277,5 +335,31 @@ func TestBlockOrder(t *testing.T) {
 	}
 	if _, err := ParseBlockOrder("sideways"); err == nil {
 		t.Error("ParseBlockOrder accepted sideways")
+	}
+}
+
+// Under the global racecheck blocks run one at a time whatever Workers
+// says: each block counts itself in and out, and records the most blocks
+// it saw running.
+func TestGlobalRacecheckOneBlockAtATime(t *testing.T) {
+	src := onePerBlock(`
+	atom.global.add.u32 %r5, [%rd1], 1;
+	add.u32 %r5, %r5, 1;
+	atom.global.max.u32 %r6, [%rd1+4], %r5;
+	mov.u32 %r7, 0;
+SPIN:
+	add.u32 %r7, %r7, 1;
+	setp.lt.u32 %p1, %r7, 20000;
+	@%p1 bra SPIN;
+	atom.global.add.u32 %r5, [%rd1], -1;`)
+	dev := NewDevice()
+	p := upload(t, dev, make([]byte, 8))
+	cfg := grid(16, 32)
+	cfg.RaceGlobal, cfg.Workers = true, 4
+	if _, err := load(t, dev, src).Launch("k", cfg, p, p); err != nil {
+		t.Fatal(err)
+	}
+	if got := bytesU32s(download(t, dev, p, 8)); got[0] != 0 || got[1] != 1 {
+		t.Errorf("running %d at the end, at most %d at once; want 0 and 1", got[0], got[1])
 	}
 }

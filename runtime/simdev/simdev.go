@@ -6,6 +6,7 @@ package simdev
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/gcomp/gcomp/runtime/executor"
@@ -88,6 +89,11 @@ func (d *Device) Load(ptx []byte) (executor.Module, error) {
 	}
 	m, err := d.d.Load(string(ptx))
 	if err != nil {
+		var se *sim.SyntaxError
+		if errors.As(err, &se) {
+			// The caller may not have a file to name: say what the line is of.
+			return nil, fmt.Errorf("PTX module, line %v", err)
+		}
 		return nil, err
 	}
 	return &module{m: m, opt: d.opt}, nil

@@ -28,3 +28,11 @@ func TestMemoryLimit(t *testing.T) {
 		t.Error("Load with a negative limit succeeded")
 	}
 }
+
+// A PTX error names the line and the kernel, and says it is the module's line.
+func TestLoadError(t *testing.T) {
+	_, err := New(Options{}).Load([]byte(".version 7.8\n.target sm_80\n.address_size 64\n.visible .entry k0_concat()\n{\n\t.reg .b64 %rd<1500009>;\n}\n"))
+	if err == nil || err.Error() != "PTX module, line 6:12: bad register count 1500009 for %rd in k0_concat (1 to 1048576 per declaration)" {
+		t.Errorf("err = %v", err)
+	}
+}
