@@ -177,3 +177,38 @@ func TestAuditOutputsAllOrNothing(t *testing.T) {
 		t.Errorf("out/b.npy is no longer a symbolic link (%v)", err)
 	}
 }
+
+// Sizes read from files are checked against the files' real lengths and stated limits before
+// anything large is allocated; each refusal is one clear line.
+func TestAuditHostileSizes(t *testing.T) {
+	dir := fixture(t)
+	t.Chdir(dir)
+	os.WriteFile("iota.gir", []byte("graph g {\n  %0 = iota() {shape=[2000000000], dim=0, dtype=f32} : f32[2000000000]\n  output y = %0\n}\n"), 0o644)
+	gcompOK(t, "build", "model.go", "-o", "m.ptx")
+	plan, _ := os.ReadFile("m.plan.json")
+	var arena []byte
+	for _, line := range strings.Split(string(plan), "\n") {
+		if strings.Contains(line, `"arena_bytes"`) {
+			arena = []byte(line)
+		}
+	}
+	os.WriteFile("m.plan.json", bytes.Replace(plan, arena, []byte(`  "arena_bytes": 8589934592,`), 1), 0o644)
+	tests := []struct {
+		want string
+		args []string
+	}{
+		{"iota.gir:2: %0 = iota() {dim=0, dtype=f32, shape=[2000000000]} : f32[2000000000]: the reference interpreter would hold 16000000000 bytes, more than its memory budget of 1073741824 bytes",
+			[]string{"run", "iota.gir", "--ref-memory", "1GiB", "--output-dir", "out"}},
+		{"invalid value \"0\" for flag -ref-memory", []string{"run", "model.gir", "--ref-memory", "0", "--output-dir", "out"}},
+		{"m.plan.json: arena_bytes 8589934592 is more than its buffers need", []string{"run", "m.ptx", "--device", "sim", "--output-dir", "out"}},
+		{"/dev/zero: not a regular file, and longer than the limit of", []string{"dump", "/dev/zero"}},
+		{"tensorio: /dev/zero: ", []string{"run", "model.go", "--weights", "/dev/zero", "--output-dir", "out"}},
+		{".: is a directory", []string{"dump", "."}},
+	}
+	if _, err := os.Stat("/dev/zero"); err != nil {
+		tests = tests[:3]
+	}
+	for _, tc := range tests {
+		gcompFails(t, tc.want, tc.args...)
+	}
+}

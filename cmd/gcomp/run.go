@@ -221,6 +221,8 @@ type valueFlags struct {
 	strict  *bool
 	inputs  *multiFlag
 	seed    *uint64
+	// refMemory is the reference interpreter's memory budget (--ref-memory).
+	refMemory *byteSize
 }
 
 func addValueFlags(fs *flag.FlagSet) valueFlags {
@@ -229,11 +231,15 @@ func addValueFlags(fs *flag.FlagSet) valueFlags {
 	vf.strict = fs.Bool("strict", false, "require --weights to hold every parameter")
 	fs.Var(vf.inputs, "input", "NAME=FILE.npy: an input's value (repeatable); inputs not given get seeded random data")
 	vf.seed = fs.Uint64("seed", 0, "seed for random inputs and initial weights")
+	mem := defaultRefMemory()
+	vf.refMemory = &mem
+	fs.Var(vf.refMemory, "ref-memory", "the most memory the reference interpreter may hold in values, in bytes (or 512MiB, 8GiB; default half the physical memory)")
 	return vf
 }
 
 // bind reads or makes every input and parameter of g; notes go to stderr.
 func (vf valueFlags) bind(g *ir.Graph, stderr io.Writer) (inputs, params map[string]*tensor.Tensor, err error) {
+	ref.SetMemoryBudget(int64(*vf.refMemory))
 	if params, err = bindParams(g, *vf.weights, *vf.strict, *vf.seed, stderr); err != nil {
 		return nil, nil, err
 	}
