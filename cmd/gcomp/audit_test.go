@@ -2,10 +2,13 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gcomp/gcomp/tensorio"
 )
 
 // gcompFails runs gcomp with args and checks the bad-input contract: exit status 1, one line of
@@ -211,4 +214,35 @@ func TestAuditHostileSizes(t *testing.T) {
 	for _, tc := range tests {
 		gcompFails(t, tc.want, tc.args...)
 	}
+}
+
+// A weights file with 300,000 extra zero-size tensors loads in time linear in their number: each
+// is matched against the parameters by content in one lookup (copies of a zero-size parameter are
+// tied weights), and the notes and errors name the first few.
+func TestAuditManyTiedTensors(t *testing.T) {
+	dir := fixture(t)
+	t.Chdir(dir)
+	os.WriteFile("zero.gir", []byte("graph g {\n  input %x : f32[2]\n  param %e : f32[0] {init=\"zeros\"}\n  %0 = neg(%x) : f32[2]\n  output y = %0\n}\n"), 0o644)
+	const n = 300_000
+	tensors := map[string]*tensorio.Array{"e": {DType: "f32", Shape: []int{0}}}
+	for i := range n {
+		tensors[fmt.Sprintf("copy%06d", i)] = &tensorio.Array{DType: "f32", Shape: []int{0}}
+	}
+	if err := tensorio.WriteSafetensorsFile("many.safetensors", tensors, nil); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := Main([]string{"run", "zero.gir", "--weights", "many.safetensors", "--input", "x=x.npy", "--output-dir", "out"}, &stdout, &stderr); code != 1 {
+		// x.npy is f32[2,3]: the run fails after the weights are bound, which is what is timed here.
+		t.Fatalf("exit status %d: %s", code, stderr.String())
+	}
+	want := "gcomp: many.safetensors: ignoring tied weights: copy000000 (a copy of e), "
+	if !strings.HasPrefix(stderr.String(), want) || !strings.Contains(stderr.String(), fmt.Sprintf("and %d more\n", n-10)) {
+		t.Errorf("stderr = %.300q", stderr.String())
+	}
+	tensors = map[string]*tensorio.Array{"e": tensors["e"], "copy": tensors["copy000000"], "odd": {DType: "f32", Shape: []int{0, 1}}}
+	if err := tensorio.WriteSafetensorsFile("many.safetensors", tensors, nil); err != nil {
+		t.Fatal(err)
+	}
+	gcompFails(t, "has tensors the model does not declare: odd (model parameters: e)", "run", "zero.gir", "--weights", "many.safetensors", "--output-dir", "out")
 }
