@@ -48,6 +48,9 @@ func goSource(filename string, src []byte, opt Options) (*ir.Graph, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := unsupported(fset, file, info); err != nil {
+		return nil, err
+	}
 	tr := &tracer{file: filename}
 	traced, ins := instrument(fset, file, src, pkg, info)
 	var stderr bytes.Buffer

@@ -323,9 +323,14 @@ func headerEnd(s ast.Stmt) token.Pos {
 func (ins insertions) origCol(line, col int) int {
 	shift := 0
 	for _, in := range ins {
-		if in.line == line && in.col+shift < col {
-			shift += len(in.text) - (in.end - in.offset)
+		if in.line != line || in.col+shift >= col {
+			continue
 		}
+		if col < in.col+shift+len(in.text) {
+			// Inside text the loader inserted: the user's code is at the insertion's column.
+			return in.col
+		}
+		shift += len(in.text) - (in.end - in.offset)
 	}
-	return col - shift
+	return max(col-shift, 1)
 }

@@ -103,3 +103,22 @@ func isIntRange(info *types.Info, rs *ast.RangeStmt) bool {
 	b, ok := tv.Type.Underlying().(*types.Basic)
 	return ok && b.Info()&types.IsInteger != 0
 }
+
+// unsupported finds what type-checks as Go but the interpreter cannot run, and says so at its
+// position instead of failing inside the interpreter: ranging over a function (Go 1.23 iterators).
+func unsupported(fset *token.FileSet, file *ast.File, info *types.Info) error {
+	var err error
+	ast.Inspect(file, func(n ast.Node) bool {
+		rs, ok := n.(*ast.RangeStmt)
+		if !ok || err != nil {
+			return err == nil
+		}
+		if tv, ok := info.Types[rs.X]; ok && tv.Type != nil {
+			if _, ok := tv.Type.Underlying().(*types.Signature); ok {
+				err = fmt.Errorf("%s: range over a function (an iterator) is not supported in model files: loop over a slice or call the function with a callback", fset.Position(rs.For))
+			}
+		}
+		return true
+	})
+	return err
+}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/gcomp/gcomp/tensorio"
@@ -245,4 +246,29 @@ func TestAuditManyTiedTensors(t *testing.T) {
 		t.Fatal(err)
 	}
 	gcompFails(t, "has tensors the model does not declare: odd (model parameters: e)", "run", "zero.gir", "--weights", "many.safetensors", "--output-dir", "out")
+}
+
+// failingWriter fails every write, as standard output on a full disk does.
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, syscall.ENOSPC }
+
+// Validation gaps: each is one clear error and exit status 1.
+func TestAuditValidationGaps(t *testing.T) {
+	dir := fixture(t)
+	t.Chdir(dir)
+	os.WriteFile("nan.gir", []byte("graph g {\n  input %x : f32[2]\n  param %w : f32[2] {init=\"normal\", mean=nan, std=-1}\n  %0 = add(%x, %w) : f32[2]\n  output y = %0\n}\n"), 0o644)
+	os.Mkdir("x.dir", 0o755)
+	gcompFails(t, "parameter w: normal init needs a finite mean and a finite std >= 0, have mean=NaN, std=-1", "run", "nan.gir", "--output-dir", "out")
+	gcompFails(t, "tensorio: x.dir: is a directory, not a .npy file", "run", "model.go", "--input", "x=x.dir", "--output-dir", "out")
+	// Standard output that cannot be written fails the command.
+	for _, args := range [][]string{{"build", "model.go", "--stats"}, {"check", "model.go"}, {"dump", "model.gir"}} {
+		var stderr bytes.Buffer
+		if code := Main(args, failingWriter{}, &stderr); code != 1 {
+			t.Errorf("%v to a full disk: exit status %d, want 1", args, code)
+		}
+		if want := "gcomp " + args[0] + ": writing standard output: no space left on device\n"; stderr.String() != want {
+			t.Errorf("%v: stderr = %q, want %q", args, stderr.String(), want)
+		}
+	}
 }

@@ -88,6 +88,8 @@ func cmdTrain(args []string, stdout, stderr io.Writer) error {
 		return fail("--limit %d: want at least 1 (or 0 for all)", *limit)
 	case *save == "" && stats == "":
 		return fail("--save FILE.safetensors is required")
+	case set["lr"] && !(*lr > 0 && *lr <= math.MaxFloat64):
+		return fail("invalid learning rate %v (--lr): want a positive number", *lr)
 	case set["momentum"] && *optName != "sgd":
 		return fail("--momentum is for sgd; %s has betas", *optName)
 	}
