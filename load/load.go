@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ops"
@@ -20,6 +21,11 @@ const DefaultEntry = "Model"
 type Options struct {
 	// Entry names the model function in a .go file; DefaultEntry if empty.
 	Entry string
+	// Timeout bounds the time a .go model takes to build its graph; DefaultTimeout if zero.
+	Timeout time.Duration
+	// Memory bounds the heap a .go model's code may grow (one make, or the heap over time);
+	// DefaultMemory if zero.
+	Memory int64
 }
 
 // File loads the model at path. Errors carry file:line (and :col for Go syntax errors).
@@ -39,6 +45,12 @@ const MaxSourceBytes = 64 << 20
 func Source(filename string, src []byte, opt Options) (*ir.Graph, error) {
 	if opt.Entry == "" {
 		opt.Entry = DefaultEntry
+	}
+	if opt.Timeout <= 0 {
+		opt.Timeout = DefaultTimeout
+	}
+	if opt.Memory <= 0 {
+		opt.Memory = DefaultMemory
 	}
 	switch strings.ToLower(filepath.Ext(filename)) {
 	case ".gir":

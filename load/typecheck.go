@@ -104,14 +104,24 @@ func isIntRange(info *types.Info, rs *ast.RangeStmt) bool {
 	return ok && b.Info()&types.IsInteger != 0
 }
 
-// unsupported finds what type-checks as Go but the interpreter cannot run, and says so at its
-// position instead of failing inside the interpreter: ranging over a function (Go 1.23 iterators).
+// unsupported finds what type-checks as Go but a model file may not do, and says so at its
+// position instead of failing inside the interpreter: ranging over a function (Go 1.23
+// iterators), which the interpreter cannot run, and go statements: a model is built by one
+// goroutine (the builder is not safe for concurrent use, and a panic in another goroutine could
+// not be reported at its line).
 func unsupported(fset *token.FileSet, file *ast.File, info *types.Info) error {
 	var err error
 	ast.Inspect(file, func(n ast.Node) bool {
+		if err != nil {
+			return false
+		}
+		if g, ok := n.(*ast.GoStmt); ok {
+			err = fmt.Errorf("%s: go statements are not allowed in model files: a model's graph is built by one goroutine", fset.Position(g.Go))
+			return false
+		}
 		rs, ok := n.(*ast.RangeStmt)
-		if !ok || err != nil {
-			return err == nil
+		if !ok {
+			return true
 		}
 		if tv, ok := info.Types[rs.X]; ok && tv.Type != nil {
 			if _, ok := tv.Type.Underlying().(*types.Signature); ok {

@@ -272,3 +272,13 @@ func TestAuditValidationGaps(t *testing.T) {
 		}
 	}
 }
+
+// Model code that never finishes ends at --load-timeout with one line naming the file.
+func TestAuditLoadTimeout(t *testing.T) {
+	dir := fixture(t)
+	t.Chdir(dir)
+	os.WriteFile("loop.go", []byte(strings.Replace(linearModel, "x := b.Input", "for {\n\t}\n\tx := b.Input", 1)), 0o644)
+	gcompFails(t, "loop.go: building the graph took longer than 200ms", "dump", "loop.go", "--load-timeout", "200ms")
+	gcompFails(t, "loop.go: building the graph took longer than 200ms", "build", "loop.go", "--load-timeout", "200ms", "-o", "out.ptx")
+	gcompFails(t, `invalid value "1x" for flag -load-memory`, "dump", "model.go", "--load-memory", "1x")
+}
