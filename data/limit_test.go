@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -89,4 +90,38 @@ func TestReadIDXLimit(t *testing.T) {
 	if _, err := readIDX(io.MultiReader(bytes.NewReader(buf.Bytes()), strings.NewReader("x")), 1); err == nil || !strings.Contains(err.Error(), "data after the array") {
 		t.Errorf("trailing data with a limit: err = %v", err)
 	}
+}
+
+// FuzzReadIDXLimit checks reading with a limit against reading everything: both accept or both
+// refuse the same input, and the limited array is the first items of the whole one.
+func FuzzReadIDXLimit(f *testing.F) {
+	for _, a := range sampleArrays() {
+		var buf bytes.Buffer
+		if err := WriteIDX(&buf, a); err != nil {
+			f.Fatal(err)
+		}
+		f.Add(buf.Bytes(), 1)
+		f.Add(gzipped(buf.Bytes()), 2)
+	}
+	f.Fuzz(func(t *testing.T, in []byte, limit int) {
+		if limit < 0 {
+			limit = -limit
+		}
+		all, errAll := readIDX(bytes.NewReader(in), 0)
+		some, errSome := readIDX(bytes.NewReader(in), limit)
+		if (errAll == nil) != (errSome == nil) {
+			t.Fatalf("without a limit: %v; with limit %d: %v", errAll, limit, errSome)
+		}
+		if errAll != nil {
+			return
+		}
+		want, dims := all.Data, all.Dims
+		if limit > 0 && len(dims) > 0 && dims[0] > limit {
+			want = want[:len(want)/dims[0]*limit]
+			dims = append([]int{limit}, dims[1:]...)
+		}
+		if !bytes.Equal(some.Data, want) || fmt.Sprint(some.Dims) != fmt.Sprint(dims) {
+			t.Fatalf("limit %d: %v %d bytes, want %v %d bytes", limit, some.Dims, len(some.Data), dims, len(want))
+		}
+	})
 }

@@ -1,6 +1,7 @@
 package tensorio
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -93,4 +94,33 @@ func TestReadSafetensorsStream(t *testing.T) {
 			t.Errorf("%s: err = %v, want %q", tc.name, err, tc.want)
 		}
 	}
+}
+
+// FuzzReadSafetensorsStream checks that reading a safetensors file as a stream (a pipe, a
+// device) accepts exactly what reading it whole accepts, with the same tensors.
+func FuzzReadSafetensorsStream(f *testing.F) {
+	var buf bytes.Buffer
+	WriteSafetensors(&buf, map[string]*Array{"w": {DType: "f32", Shape: []int{2}, Data: make([]byte, 8)}, "e": {DType: "i64", Shape: []int{0}}}, map[string]string{"format": "pt"})
+	f.Add(buf.Bytes())
+	f.Add(append(buf.Bytes(), 0))
+	f.Add([]byte{0, 0, 0, 0, 0, 0, 0, 0})
+	f.Fuzz(func(t *testing.T, in []byte) {
+		whole, _, errWhole := ReadSafetensors(in)
+		data, err := readSafetensorsStream(bytes.NewReader(in))
+		var streamed map[string]*Array
+		if err == nil {
+			streamed, _, err = readSafetensors(data)
+		}
+		if (errWhole == nil) != (err == nil) {
+			t.Fatalf("whole: %v; streamed: %v", errWhole, err)
+		}
+		if len(whole) != len(streamed) {
+			t.Fatalf("whole: %d tensors; streamed: %d", len(whole), len(streamed))
+		}
+		for name, a := range whole {
+			if b := streamed[name]; b == nil || !bytes.Equal(a.Data, b.Data) {
+				t.Fatalf("tensor %q differs", name)
+			}
+		}
+	})
 }
