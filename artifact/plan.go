@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -136,14 +135,14 @@ func (a *Artifact) Write(ptxPath string) error {
 // Read loads a module file and the plan beside it, checking that they belong
 // together.
 func Read(ptxPath string) (*Artifact, error) {
-	text, err := os.ReadFile(ptxPath)
+	text, err := tensorio.ReadFile(ptxPath, maxFileBytes)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read module: %v", err)
 	}
 	planPath := PlanPath(ptxPath)
-	data, err := os.ReadFile(planPath)
+	data, err := tensorio.ReadFile(planPath, maxFileBytes)
 	if err != nil {
-		return nil, fmt.Errorf("%s has no launch plan beside it (%s): %v", ptxPath, filepath.Base(planPath), errNotExist(err))
+		return nil, fmt.Errorf("%s has no launch plan beside it (%s): %v", ptxPath, filepath.Base(planPath), strings.TrimPrefix(err.Error(), planPath+": "))
 	}
 	p, err := ParsePlan(data)
 	if err != nil {
@@ -155,13 +154,6 @@ func Read(ptxPath string) (*Artifact, error) {
 	return &Artifact{PTX: text, Plan: p}, nil
 }
 
-func errNotExist(err error) error {
-	if os.IsNotExist(err) {
-		return fmt.Errorf("no such file")
-	}
-	return err
-}
-
 // ParsePlan decodes and validates a launch plan.
 func ParsePlan(data []byte) (*Plan, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -169,6 +161,9 @@ func ParsePlan(data []byte) (*Plan, error) {
 	var p Plan
 	if err := dec.Decode(&p); err != nil {
 		return nil, fmt.Errorf("not a launch plan: %v", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("not a launch plan: data after the JSON object")
 	}
 	if p.Format != Format {
 		return nil, fmt.Errorf("not a launch plan (format %q, want %q)", p.Format, Format)
@@ -194,6 +189,9 @@ func (p *Plan) Validate() error {
 	if err := p.validateNames(); err != nil {
 		return err
 	}
+	if err := p.validateSizes(); err != nil {
+		return err
+	}
 	names := map[string]map[string]int64{ArgInput: {}, ArgParam: {}, ArgOutput: {}, ArgArena: {}}
 	for _, set := range []struct {
 		kind string
@@ -211,7 +209,7 @@ func (p *Plan) Validate() error {
 		}
 	}
 	for _, b := range p.Buffers {
-		if b.Offset < 0 || b.Size < 0 || b.Offset+b.Size > p.ArenaBytes {
+		if b.Offset < 0 || b.Size < 0 || b.Offset > p.ArenaBytes || b.Size > p.ArenaBytes-b.Offset {
 			return fmt.Errorf("arena buffer %s [%d, %d) lies outside the %d-byte arena", b.Name, b.Offset, b.Offset+b.Size, p.ArenaBytes)
 		}
 		names[ArgArena][b.Name] = b.Size
@@ -239,11 +237,11 @@ func (p *Plan) Validate() error {
 				}
 			case ArgArena:
 				size, ok := names[ArgArena][a.Name]
-				if !ok || a.Offset < 0 || a.Offset+size > p.ArenaBytes {
+				if !ok || a.Offset < 0 || a.Offset > p.ArenaBytes-size {
 					return fmt.Errorf("kernel %s argument %d: arena buffer %q at %d is not in the plan", k.Name, i, a.Name, a.Offset)
 				}
 			case ArgScratch:
-				if a.Offset < 0 || a.Bytes <= 0 || a.Offset+a.Bytes > p.ScratchBytes {
+				if a.Offset < 0 || a.Bytes <= 0 || a.Offset > p.ScratchBytes || a.Bytes > p.ScratchBytes-a.Offset {
 					return fmt.Errorf("kernel %s argument %d: scratch [%d, %d) lies outside the %d-byte scratch area", k.Name, i, a.Offset, a.Offset+a.Bytes, p.ScratchBytes)
 				}
 			default:

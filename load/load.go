@@ -5,12 +5,13 @@ package load
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ops"
+	"github.com/gcomp/gcomp/tensorio"
 )
 
 // DefaultEntry is the function a model.go file must declare: func Model(b *frontend.Builder).
@@ -20,24 +21,36 @@ const DefaultEntry = "Model"
 type Options struct {
 	// Entry names the model function in a .go file; DefaultEntry if empty.
 	Entry string
+	// Timeout bounds the time a .go model takes to build its graph; DefaultTimeout if zero.
+	Timeout time.Duration
+	// Memory bounds the heap a .go model's code may grow (one make, or the heap over time);
+	// DefaultMemory if zero.
+	Memory int64
 }
 
 // File loads the model at path. Errors carry file:line (and :col for Go syntax errors).
 func File(path string, opt Options) (*ir.Graph, error) {
-	src, err := os.ReadFile(path)
+	src, err := tensorio.ReadFile(path, MaxSourceBytes)
 	if err != nil {
-		if os.IsNotExist(err) {
-			return nil, fmt.Errorf("%s: no such file", path)
-		}
 		return nil, err
 	}
 	return Source(path, src, opt)
 }
 
+// MaxSourceBytes bounds a model file (a .go or .gir source; a chain of a million ops in .gir is
+// about 50 MB).
+const MaxSourceBytes = 64 << 20
+
 // Source loads a model from its text; filename decides the format and is used in messages.
 func Source(filename string, src []byte, opt Options) (*ir.Graph, error) {
 	if opt.Entry == "" {
 		opt.Entry = DefaultEntry
+	}
+	if opt.Timeout <= 0 {
+		opt.Timeout = DefaultTimeout
+	}
+	if opt.Memory <= 0 {
+		opt.Memory = DefaultMemory
 	}
 	switch strings.ToLower(filepath.Ext(filename)) {
 	case ".gir":

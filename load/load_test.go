@@ -122,6 +122,13 @@ func TestErrors(t *testing.T) {
 		{name: "gir syntax", file: "m.gir", src: "graph g {\n  input %x f32[2]\n}\n",
 			want: `m.gir:2:12: expected ":"`},
 		{name: "unknown extension", file: "m.onnx", src: "", want: `m.onnx: unknown model format ".onnx"`},
+		{name: "range over func", file: "model.go", src: replace(`b.Output("y", x)`, `for i := range seq {
+		_ = i
+	}
+	b.Output("y", x)`) + "\nfunc seq(yield func(int) bool) {\n\tyield(1)\n}\n",
+			want: "model.go:21:2: range over a function (an iterator) is not supported in model files"},
+		{name: "escape sequence in loc", file: "m.gir", src: "graph g {\n  input %x : f32[2]\n  input %z : f32[3]\n  %0 = add(%x, %z) : f32[2] loc(\"\\u001b[2Jm.go:3\")\n  output y = %0\n}\n",
+			want: `\x1b[2Jm.go:3: %0 = add(%x, %z) : f32[2]: add: `},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/gcomp/gcomp/artifact"
 	"github.com/gcomp/gcomp/codegen/ptx"
@@ -18,15 +19,23 @@ import (
 
 // modelFlags are the flags every command that loads a model shares.
 type modelFlags struct {
-	entry *string
+	entry   *string
+	timeout *time.Duration
+	memory  *byteSize
 }
 
 func addModelFlags(fs *flag.FlagSet) modelFlags {
-	return modelFlags{entry: fs.String("entry", load.DefaultEntry, "name of the model function in a .go model file")}
+	mem := byteSize(load.DefaultMemory)
+	fs.Var(&mem, "load-memory", "the most memory a .go model's code may allocate while building its graph (bytes, or 512MiB, 8GiB)")
+	return modelFlags{
+		entry:   fs.String("entry", load.DefaultEntry, "name of the model function in a .go model file"),
+		timeout: fs.Duration("load-timeout", load.DefaultTimeout, "the longest a .go model's code may take to build its graph"),
+		memory:  &mem,
+	}
 }
 
 func (m modelFlags) load(path string) (*ir.Graph, error) {
-	return load.File(path, load.Options{Entry: *m.entry})
+	return load.File(path, load.Options{Entry: *m.entry, Timeout: *m.timeout, Memory: int64(*m.memory)})
 }
 
 // statsFlag is --stats (a table) or --stats=json.

@@ -1,7 +1,8 @@
 package main
 
 import (
-	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -9,7 +10,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 
@@ -221,6 +221,8 @@ type valueFlags struct {
 	strict  *bool
 	inputs  *multiFlag
 	seed    *uint64
+	// refMemory is the reference interpreter's memory budget (--ref-memory).
+	refMemory *byteSize
 }
 
 func addValueFlags(fs *flag.FlagSet) valueFlags {
@@ -229,11 +231,15 @@ func addValueFlags(fs *flag.FlagSet) valueFlags {
 	vf.strict = fs.Bool("strict", false, "require --weights to hold every parameter")
 	fs.Var(vf.inputs, "input", "NAME=FILE.npy: an input's value (repeatable); inputs not given get seeded random data")
 	vf.seed = fs.Uint64("seed", 0, "seed for random inputs and initial weights")
+	mem := defaultRefMemory()
+	vf.refMemory = &mem
+	fs.Var(vf.refMemory, "ref-memory", "the most memory the reference interpreter may hold in values, in bytes (or 512MiB, 8GiB; default half the physical memory)")
 	return vf
 }
 
 // bind reads or makes every input and parameter of g; notes go to stderr.
 func (vf valueFlags) bind(g *ir.Graph, stderr io.Writer) (inputs, params map[string]*tensor.Tensor, err error) {
+	ref.SetMemoryBudget(int64(*vf.refMemory))
 	if params, err = bindParams(g, *vf.weights, *vf.strict, *vf.seed, stderr); err != nil {
 		return nil, nil, err
 	}
@@ -313,23 +319,24 @@ func bindParams(g *ir.Graph, weights string, strict bool, seed uint64, stderr io
 		params[p.Name] = t
 	}
 	var unknown, tied []string
+	copies := paramCopies(file, params)
 	for name, a := range file {
 		if v := g.Lookup(name); v != nil && v.Op == ir.OpParam {
 			continue
 		}
-		if p := tiedTo(a, file, params); p != "" {
+		if p := copies[contentKey(a)]; p != "" {
 			tied = append(tied, fmt.Sprintf("%s (a copy of %s)", name, p))
 			continue
 		}
 		unknown = append(unknown, name)
 	}
-	if len(tied) > 0 {
-		sort.Strings(tied)
-		fmt.Fprintf(stderr, "gcomp: %s: ignoring tied weights: %s\n", weights, strings.Join(tied, ", "))
-	}
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
-		return nil, fmt.Errorf("gcomp: %s has tensors the model does not declare: %s (model parameters: %s)", weights, strings.Join(unknown, ", "), valueNames(g.Params()))
+		return nil, fmt.Errorf("gcomp: %s has tensors the model does not declare: %s (model parameters: %s)", weights, listNames(unknown), valueNames(g.Params()))
+	}
+	if len(tied) > 0 {
+		sort.Strings(tied)
+		fmt.Fprintf(stderr, "gcomp: %s: ignoring tied weights: %s\n", weights, listNames(tied))
 	}
 	if weights != "" && len(initialized) > 0 {
 		fmt.Fprintf(stderr, "gcomp: %d parameters not in %s use their initializers (seed %d): %s\n", len(initialized), weights, seed, strings.Join(initialized, ", "))
@@ -337,20 +344,36 @@ func bindParams(g *ir.Graph, weights string, strict bool, seed uint64, stderr io
 	return params, nil
 }
 
-// tiedTo names the model parameter that a holds a byte-identical copy of, read from the same
-// file: a tied weight saved under both of its state_dict names, as nanoGPT's lm_head.weight and
-// transformer.wte.weight are. It returns "" when there is none.
-func tiedTo(a *tensorio.Array, file map[string]*tensorio.Array, params map[string]*tensor.Tensor) string {
-	var names []string
-	for name, b := range file {
-		if params[name] != nil && b.DType == a.DType && slices.Equal(b.Shape, a.Shape) && bytes.Equal(b.Data, a.Data) {
-			names = append(names, name)
+// paramCopies indexes the model parameters read from a file by their content (contentKey), each
+// key naming the least such parameter, so that a tied weight saved under both of its state_dict
+// names (nanoGPT's lm_head.weight and transformer.wte.weight) is found in one lookup: the file's
+// tensors are matched in time linear in their number and size.
+func paramCopies(file map[string]*tensorio.Array, params map[string]*tensor.Tensor) map[string]string {
+	copies := map[string]string{}
+	for name, a := range file {
+		if params[name] == nil {
+			continue
+		}
+		if k := contentKey(a); copies[k] == "" || name < copies[k] {
+			copies[k] = name
 		}
 	}
-	if len(names) == 0 {
-		return ""
+	return copies
+}
+
+// contentKey identifies a tensor by dtype, shape and a SHA-256 of its bytes.
+func contentKey(a *tensorio.Array) string {
+	h := sha256.Sum256(a.Data)
+	return fmt.Sprint(a.DType, a.Shape, hex.EncodeToString(h[:]))
+}
+
+// listNames joins names for a message, eliding all but the first few of a long list.
+func listNames(names []string) string {
+	const show = 10
+	if len(names) <= show {
+		return strings.Join(names, ", ")
 	}
-	return slices.Min(names)
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:show], ", "), len(names)-show)
 }
 
 func valueNames(vs []*ir.Value) string {

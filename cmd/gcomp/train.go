@@ -70,11 +70,11 @@ func cmdTrain(args []string, stdout, stderr io.Writer) error {
 		return errors.New(strings.ReplaceAll(fmt.Sprintf("gcomp train: "+format, a...), ": train: ", ": "))
 	}
 
-	load := data.FashionMNIST
+	load := data.FashionMNISTLimit
 	switch name, dir, hasDir := strings.Cut(*dataSpec, ":"); {
 	case name == "fashion-mnist" && (!hasDir || dir != ""):
 	case name == "mnist" && dir != "":
-		load = data.LoadMNIST
+		load = data.LoadMNISTLimit
 	default:
 		return fail("unknown --data %q (want fashion-mnist, fashion-mnist:DIR or mnist:DIR)", *dataSpec)
 	}
@@ -88,6 +88,8 @@ func cmdTrain(args []string, stdout, stderr io.Writer) error {
 		return fail("--limit %d: want at least 1 (or 0 for all)", *limit)
 	case *save == "" && stats == "":
 		return fail("--save FILE.safetensors is required")
+	case set["lr"] && !(*lr > 0 && *lr <= math.MaxFloat64):
+		return fail("invalid learning rate %v (--lr): want a positive number", *lr)
 	case set["momentum"] && *optName != "sgd":
 		return fail("--momentum is for sgd; %s has betas", *optName)
 	}
@@ -143,7 +145,8 @@ func cmdTrain(args []string, stdout, stderr io.Writer) error {
 		}
 		return nil
 	}
-	trainSet, testSet, err := load(dataDir)
+	// Only the images --limit keeps are held in memory, whatever the files' headers claim.
+	trainSet, testSet, err := load(dataDir, *limit)
 	if err != nil {
 		return fail("%v", err)
 	}
