@@ -15,12 +15,9 @@ import (
 //
 //	go test ./compiler -run '^$' -bench CompileGPT2 -benchtime 3x -benchmem
 func BenchmarkCompileGPT2(b *testing.B) {
-	for _, m := range []struct {
-		name  string
-		model func(*frontend.Builder)
-	}{{"small", gpt.GPT2Small}, {"medium", gpt.GPT2Medium}, {"large", gpt.GPT2Large}, {"xl", gpt.GPT2XL}} {
-		b.Run(m.name, func(b *testing.B) {
-			g, err := frontend.Build(m.name, m.model)
+	for _, m := range gpt.GPT2Sizes {
+		b.Run(m.Name, func(b *testing.B) {
+			g, err := frontend.Build(m.Name, m.Model)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -16,12 +16,9 @@ import (
 //
 //	go test ./passes -run '^$' -bench 'GPT2/' -benchtime 3x
 func BenchmarkGPT2(b *testing.B) {
-	for _, m := range []struct {
-		name  string
-		model func(*frontend.Builder)
-	}{{"medium", gpt.GPT2Medium}, {"large", gpt.GPT2Large}, {"xl", gpt.GPT2XL}} {
-		b.Run(m.name, func(b *testing.B) {
-			g, err := frontend.Build(m.name, m.model)
+	for _, m := range gpt.GPT2Sizes[1:] {
+		b.Run(m.Name, func(b *testing.B) {
+			g, err := frontend.Build(m.Name, m.Model)
 			if err != nil {
 				b.Fatal(err)
 			}
