@@ -235,9 +235,10 @@ func live(g *ir.Graph) []*ir.Value {
 func header(k Kernel, b *builder, globals *[]string) (*gen, []Arg) {
 	g := k.Graph
 	b.comment = append(b.comment, k.Name+" fuses:")
+	format := g.Formatter()
 	for _, v := range live(g) {
 		if v.Op != ir.OpInput && v.Op != ir.OpParam {
-			b.comment = append(b.comment, "  "+g.Format(v))
+			b.comment = append(b.comment, "  "+format(v))
 		}
 	}
 	gn := newGen(b, k.Name, globals)

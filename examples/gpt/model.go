@@ -57,6 +57,12 @@ func GPT2Large(b *frontend.Builder) { build(b, Config{36, 1280, 20, 50257, 1024}
 // GPT2XL: see GPT2Medium.
 func GPT2XL(b *frontend.Builder) { build(b, Config{48, 1600, 25, 50257, 1024}) }
 
+// GPT2Sizes lists the GPT-2 configurations by name, smallest first, for benchmarks.
+var GPT2Sizes = []struct {
+	Name  string
+	Model func(*frontend.Builder)
+}{{"small", GPT2Small}, {"medium", GPT2Medium}, {"large", GPT2Large}, {"xl", GPT2XL}}
+
 func build(b *frontend.Builder, c Config) {
 	tokens := b.Input("tokens", frontend.I64, 1, c.SeqLen).WithRange(0, c.VocabSize)
 	b.Output("logits", NewGPT(b, c).Forward(tokens))
