@@ -16,6 +16,11 @@ import (
 // bit what the source graph computes.
 func checkPipeline(t *testing.T, g *ir.Graph, opt passes.Options, seed uint64) *passes.Result {
 	t.Helper()
+	defer func() {
+		if p := recover(); p != nil { // a crash is one seed's failure, not the end of the run
+			t.Fatalf("panic: %v\n%s", p, g)
+		}
+	}()
 	if err := ops.Verify(g); err != nil {
 		t.Fatalf("generator made an invalid graph: %v\n%s", err, g)
 	}
