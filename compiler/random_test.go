@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"testing"
 
 	"github.com/gcomp/gcomp/codegen/ptx"
@@ -93,4 +94,9 @@ func FuzzCompile(f *testing.F) {
 		}
 		checkRandom(t, g, target, seed)
 	})
+}
+
+// The corpus has an input for each kind of graph the generator makes (kind-NAME).
+func TestFuzzCorpusKinds(t *testing.T) {
+	randgraph.CheckCorpusKinds(t, filepath.Join("testdata", "fuzz", "FuzzCompile"))
 }

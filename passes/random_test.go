@@ -3,6 +3,7 @@ package passes_test
 import (
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"testing"
 
 	"github.com/gcomp/gcomp/internal/randgraph"
@@ -91,4 +92,9 @@ func FuzzPipeline(f *testing.F) {
 		}
 		checkPipeline(t, g, opt, seed)
 	})
+}
+
+// The corpus has an input for each kind of graph the generator makes (kind-NAME).
+func TestFuzzCorpusKinds(t *testing.T) {
+	randgraph.CheckCorpusKinds(t, filepath.Join("testdata", "fuzz", "FuzzPipeline"))
 }
