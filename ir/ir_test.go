@@ -228,3 +228,87 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// An input's range=[lo,hi] is a non-empty set of its dtype's values (lo <= v < hi), or the graph
+// is refused; the limits themselves are accepted.
+func TestVerifyRange(t *testing.T) {
+	tests := []struct {
+		dt   DType
+		r    any
+		want string // "" when valid
+	}{
+		{I8, []int{-128, 128}, ""},
+		{U8, []int{0, 256}, ""},
+		{I32, []int{-1 << 31, 1 << 31}, ""},
+		{I64, []int{-1 << 62, 1 << 62}, ""},
+		{I64, []int{math.MinInt64, math.MaxInt64}, ""},
+		{I8, []int{-200, 5}, "range=[-200, 5] is outside i8's values [-128, 127]"},
+		{I8, []int{0, 129}, "range=[0, 129] is outside i8's values [-128, 127]"},
+		{U8, []int{-1, 3}, "is outside u8's values [0, 255]"},
+		{U8, []int{0, 257}, "is outside u8's values [0, 255]"},
+		{I32, []int{0, 1<<31 + 1}, "is outside i32's values"},
+		{I32, []int{5, 5}, "range=[5, 5] is empty"},
+		{I32, []int{3, 2}, "range=[3, 2] is empty"},
+		{I32, []int{3}, "range must be a list of two integers"},
+		{I32, []float64{0, 2}, "range must be a list of two integers"},
+		{F32, []int{0, 2}, "range is for integer inputs, not f32"},
+	}
+	for _, tc := range tests {
+		g := NewGraph("g")
+		g.File = "m.gir"
+		x := g.Input("x", T(tc.dt, 2), Attrs{"range": tc.r})
+		x.Pos = "m.gir:2"
+		g.SetOutput("y", x)
+		err := Verify(g, nil)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "m.gir:2: ")) {
+			t.Errorf("%s range=%v: Verify = %v, want %q at m.gir:2", tc.dt, tc.r, err, tc.want)
+		}
+	}
+}
+
+// The element limit is inclusive: 2^31-1 elements are accepted, 2^31 refused. A value built
+// through the API with an all-digit name would print as an unnamed %17 and not read back.
+func TestVerifyBoundaries(t *testing.T) {
+	g := NewGraph("g")
+	g.SetOutput("y", g.Input("x", T(F32, MaxElements), nil))
+	if err := Verify(g, nil); err != nil {
+		t.Errorf("%d elements: %v", MaxElements, err)
+	}
+	g = NewGraph("g")
+	g.SetOutput("y", g.Input("x", T(F32, MaxElements+1), nil))
+	if err := Verify(g, nil); err == nil {
+		t.Errorf("%d elements accepted", MaxElements+1)
+	}
+	g = NewGraph("g")
+	x := g.Input("x", T(F32, 2), nil)
+	g.SetOutput("y", g.Add("neg", T(F32, 2), nil, x))
+	g.Values[1].Name = "17"
+	if err := Verify(g, nil); err == nil || !strings.Contains(err.Error(), `bad value name "17"`) {
+		t.Errorf("a value named 17: Verify = %v", err)
+	}
+}
+
+// Hand-written numbers: an exponent may be written E, and a list with any float in it is a
+// float list (ir.md), whatever the order of its elements.
+func TestParseNumbers(t *testing.T) {
+	src := "graph g {\n  input %x : f32[2] {eps=1E-5, a=[1.5, 2], b=[2, 1.5], c=[1, 2], d=2.5e+3}\n  output y = %x\n}"
+	g, err := Parse("t.gir", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := g.Values[0].Attrs
+	if got := a["eps"]; got != 1e-5 {
+		t.Errorf("eps = %#v, want 1e-5", got)
+	}
+	for _, k := range []string{"a", "b"} {
+		if got, ok := a[k].([]float64); !ok || len(got) != 2 {
+			t.Errorf("%s = %#v, want a float list", k, a[k])
+		}
+	}
+	if got, ok := a["c"].([]int); !ok || got[0] != 1 || got[1] != 2 {
+		t.Errorf("c = %#v, want [1 2] as ints", a["c"])
+	}
+	if got := a["d"]; got != 2500.0 {
+		t.Errorf("d = %#v, want 2500.0", got)
+	}
+}

@@ -2,6 +2,7 @@ package ir
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -61,6 +62,21 @@ func (d DType) IsFloat() bool { return d == F32 || d == F16 || d == BF16 || d ==
 
 // IsInt reports whether d is an integer type (bool is not).
 func (d DType) IsInt() bool { return d == I32 || d == I64 || d == I8 || d == U8 }
+
+// IntLimits returns the smallest and largest value of integer type d (bool: 0 and 1).
+func (d DType) IntLimits() (lo, hi int64) {
+	switch d {
+	case I8:
+		return math.MinInt8, math.MaxInt8
+	case U8:
+		return 0, math.MaxUint8
+	case I32:
+		return math.MinInt32, math.MaxInt32
+	case Bool:
+		return 0, 1
+	}
+	return math.MinInt64, math.MaxInt64
+}
 
 // Valid reports whether d is one of DTypes.
 func (d DType) Valid() bool { return d > Invalid && d <= Bool }

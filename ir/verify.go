@@ -101,6 +101,9 @@ func Verify(g *Graph, check OpChecker) error {
 		if n, ok := elements(v.Type.Shape); !ok {
 			return fail(v, "too large: its dimensions multiply to %s, and a tensor holds at most %d (2^31-1) elements", n, MaxElements)
 		}
+		if err := checkRange(v); err != "" {
+			return fail(v, "%s", err)
+		}
 		for _, k := range v.Attrs.Keys() {
 			switch v.Attrs[k].(type) {
 			case int, float64, bool, string, DType, []int, []float64:
@@ -133,6 +136,31 @@ func Verify(g *Graph, check OpChecker) error {
 		}
 	}
 	return nil
+}
+
+// checkRange checks an input's range=[lo,hi] attribute: the values lo <= v < hi must be a
+// non-empty set of the input's integer dtype, so that random inputs drawn from it are exactly
+// what it says.
+func checkRange(v *Value) string {
+	a, ok := v.Attrs["range"]
+	if !ok || v.Op != OpInput {
+		return ""
+	}
+	r, ok := a.([]int)
+	if !ok || len(r) != 2 {
+		return "range must be a list of two integers [lo, hi]"
+	}
+	if !v.Type.DType.IsInt() {
+		return fmt.Sprintf("range is for integer inputs, not %s", v.Type.DType)
+	}
+	lo, hi := int64(r[0]), int64(r[1])
+	if lo >= hi {
+		return fmt.Sprintf("range=[%d, %d] is empty: the values are lo <= v < hi", lo, hi)
+	}
+	if min, max := v.Type.DType.IntLimits(); lo < min || hi-1 > max {
+		return fmt.Sprintf("range=[%d, %d] is outside %s's values [%d, %d]", lo, hi, v.Type.DType, min, max)
+	}
+	return ""
 }
 
 // MaxElements is the most elements a tensor may hold. Kernels index tensors with 32-bit integers,

@@ -75,17 +75,19 @@ func RandomInput(v *ir.Value, seed uint64) *Tensor {
 	x := New(v.Type)
 	rng := RNG(seed, v.Name)
 	lo, hi := int64(0), int64(10)
-	if r := v.Attrs.Ints("range"); len(r) == 2 && r[1] > r[0] {
-		lo, hi = int64(r[0]), int64(r[1])
+	if r := v.Attrs.Ints("range"); len(r) == 2 {
+		lo, hi = int64(r[0]), int64(r[1]) // the verifier checked lo < hi within the dtype
 	}
 	if v.Type.DType == ir.Bool {
 		lo, hi = 0, 2
 	}
+	// hi-lo can exceed MaxInt64 (i64 range=[-2^62, 2^62]); as a uint64 it is exact.
+	n := uint64(hi) - uint64(lo)
 	for i := 0; i < x.Len(); i++ {
 		if x.F != nil {
 			x.F[i] = RoundFloat(v.Type.DType, rng.NormFloat64())
 		} else {
-			x.I[i] = WrapInt(v.Type.DType, lo+rng.Int64N(hi-lo))
+			x.I[i] = WrapInt(v.Type.DType, int64(uint64(lo)+rng.Uint64N(n)))
 		}
 	}
 	return x

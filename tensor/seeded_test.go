@@ -1,6 +1,7 @@
 package tensor_test
 
 import (
+	"math"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -54,5 +55,31 @@ func TestReadNPYFile(t *testing.T) {
 	}
 	if _, err := tensor.ReadNPYFile(u32); err == nil || !strings.HasPrefix(err.Error(), u32+": ") {
 		t.Errorf("u32 file: %v", err)
+	}
+}
+
+// RandomInput draws integers from exactly range=[lo,hi): at the dtype's limits, from ranges wider
+// than MaxInt64, and never outside.
+func TestRandomInputRange(t *testing.T) {
+	tests := []struct {
+		dt     ir.DType
+		lo, hi int
+	}{
+		{ir.I8, -128, 128}, {ir.I8, -3, -1}, {ir.U8, 250, 256}, {ir.I32, -1 << 31, -1<<31 + 2},
+		{ir.I64, -1 << 62, 1 << 62}, {ir.I64, math.MinInt64, math.MaxInt64}, {ir.I64, 7, 8},
+	}
+	for _, tc := range tests {
+		v := ir.NewGraph("g").Input("x", ir.T(tc.dt, 1000), ir.Attrs{"range": []int{tc.lo, tc.hi}})
+		x := tensor.RandomInput(v, 1)
+		lo, hi := int64(x.I[0]), int64(x.I[0])
+		for _, n := range x.I {
+			lo, hi = min(lo, n), max(hi, n)
+		}
+		if lo < int64(tc.lo) || hi >= int64(tc.hi) {
+			t.Errorf("%s range=[%d,%d): drew from %d to %d", tc.dt, tc.lo, tc.hi, lo, hi)
+		}
+		if tc.hi-tc.lo > 1000 && (lo > 0 || hi < 0) && tc.lo < 0 && tc.hi > 0 {
+			t.Errorf("%s range=[%d,%d): drew only from %d to %d", tc.dt, tc.lo, tc.hi, lo, hi)
+		}
 	}
 }

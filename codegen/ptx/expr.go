@@ -73,6 +73,12 @@ func (g *gen) eval1(v *ir.Value, x *index) (val, error) {
 	if f, ok := g.bound[v]; ok {
 		return f(x), nil
 	}
+	if v.Type.Shape.NumElements() == 0 {
+		// An empty value has no element to read: code that reaches it (a pad or concat of an
+		// empty operand) never uses what it gets, and its index arithmetic would divide by
+		// the zero strides before a zero dim, or address an empty buffer.
+		return g.e.constVal(v.Type.DType, 0), nil
+	}
 
 	a := g.a
 	if x.leader != nil {
@@ -233,7 +239,7 @@ func (g *gen) constant(v *ir.Value, x *index) (val, error) {
 		if d.IsFloat() {
 			t.F[i] = castConst(d, f)
 		} else {
-			t.I[i] = int64(castConst(d, f))
+			t.I[i] = exactInt(castConst(d, f))
 		}
 	}
 	if !g.hasGlobal(name) {

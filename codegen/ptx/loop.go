@@ -143,22 +143,41 @@ func (gn *gen) elementGroup(shape ir.Shape, base string, v int, flat bool) error
 		newGroup(gn.a, root, v, flat)
 		lanes = root.lanes
 	}
+	// Every output is computed before any is stored: an output placed in place of an input
+	// (the memory plan's in_place_of) overwrites it at this index, so all its loads come first.
+	vals := make([][]val, len(g.Outputs))
 	for oi, o := range g.Outputs {
-		vals := make([]val, v)
+		vals[oi] = make([]val, v)
 		for j := range lanes {
 			r, err := gn.eval(o.Value, lanes[j])
 			if err != nil {
 				return err
 			}
-			vals[j] = r
+			vals[oi][j] = r
 		}
+	}
+	for oi, o := range g.Outputs {
 		if v == 1 {
-			gn.store(o.Value, gn.outPtr[oi], base, vals[0])
+			gn.store(o.Value, gn.outPtr[oi], base, vals[oi][0])
 			continue
 		}
-		gn.vectorStore(o.Value, gn.outPtr[oi], base, vals)
+		gn.vectorStore(o.Value, gn.outPtr[oi], base, vals[oi])
 	}
 	return nil
+}
+
+// evalOutputs computes every output of the kernel at x, before any is stored (see elementGroup).
+func (gn *gen) evalOutputs(x *index) ([]val, error) {
+	outs := gn.kernelGraph.Outputs
+	vals := make([]val, len(outs))
+	for i, o := range outs {
+		v, err := gn.eval(o.Value, x)
+		if err != nil {
+			return nil, err
+		}
+		vals[i] = v
+	}
+	return vals, nil
 }
 
 func (gn *gen) vectorLoad(in *ir.Value, base string, v int) []val {

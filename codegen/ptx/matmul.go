@@ -139,12 +139,11 @@ func viewOf(v *ir.Value) (base *ir.Value, off int, st []int, ok bool) {
 			for d := gi; d < i; d++ {
 				grp = append(grp, d)
 			}
+			// inner is 0 for a group of broadcast (stride-0) dims, which the result's dims
+			// repeat too; a group of size-1 dims also gives 0, and its result dims have size 1.
 			_, inner, ok := mergeDims(os, ost, grp)
 			if !ok {
 				return nil, 0, nil, false
-			}
-			if inner == 0 {
-				inner = 1
 			}
 			acc := inner
 			for d := j - 1; d >= gj; d-- {
@@ -602,7 +601,7 @@ func (mm *matmul) emit() error {
 	}
 	shape := mm.dot.Type.Shape
 	nb := len(mm.batchShape)
-	single := shape.Rank() == nb+2
+	single := mm.rowColShape()
 	// Four consecutive columns form an element group (one 128-bit store, and 128-bit loads of
 	// row-broadcast operands such as a bias) when rows hold whole groups.
 	// conv2d groups four consecutive pixels instead (contiguous in the output while a plane
@@ -649,7 +648,7 @@ func (mm *matmul) emit() error {
 			} else {
 				x = newIndexLin(shape, lin)
 			}
-			if mm.conv == nil && single && shape.Rank() >= 2 {
+			if mm.conv == nil && single {
 				for d := range nb {
 					x.coord[d] = bidx.getCoord(a, d)
 				}
@@ -698,6 +697,15 @@ func (mm *matmul) emit() error {
 		}
 	}
 	return nil
+}
+
+// rowColShape reports whether the result's dims after the batch dims are exactly the GEMM's
+// rows and columns, [M, N] (one free dim on each side), so that an epilogue element's coordinates
+// are its row and column. A side without free dims makes M or N 1 while the other side's free dims
+// fill both places: f32[4]·f32[4,3,8] is 1×24 with a result of [3,8].
+func (mm *matmul) rowColShape() bool {
+	shape, nb := mm.dot.Type.Shape, len(mm.batchShape)
+	return shape.Rank() == nb+2 && shape[nb] == mm.M && shape[nb+1] == mm.N
 }
 
 func joinRegs(r []string) string {

@@ -558,7 +558,7 @@ func (mm *matmul) element(rowBase string, dr int, colBase string, dc int, linBas
 	if mm.conv != nil {
 		// GEMM rows are pixels and columns output channels of the group (blockIdx.z).
 		x, lin = mm.conv.outIndex(a, row, a.mad(bidx.getLin(a), mm.N, col))
-	} else if shape.Rank() == nb+2 {
+	} else if mm.rowColShape() {
 		for d := range nb {
 			x.coord[d] = bidx.getCoord(a, d)
 		}

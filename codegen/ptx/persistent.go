@@ -57,7 +57,7 @@ func persistentKernel(k Kernel, globals *[]string) (string, Launch, error) {
 	for i, o := range k.Graph.Outputs {
 		global[o.Name] = gn.outPtr[i]
 	}
-	var smem string
+	smem := "0" // no shared memory: every value with a slot is empty, and its address never used
 	if k.SharedBytes > 0 {
 		smem = b.sharedArray(k.Name+"_values", k.SharedBytes, 16)
 	}

@@ -119,8 +119,11 @@ func (g *gen) poolGroup(v *ir.Value, x *index) (r val, ok bool, err error) {
 	pad := v.Attrs.Ints("padding")
 	s := in.Type.Shape
 	width := n * stride[1]
+	// The loads start at a multiple of width elements and go in vectors of up to four: their
+	// addresses are aligned to their size only when width is a power of two (rows of 30 floats
+	// in windows of 3 gave width 6 and 16-byte loads at 8-byte-aligned addresses).
 	if (pad != nil && (pad[0] != 0 || pad[1] != 0)) || kern[1] != stride[1] || s[3]%width != 0 ||
-		width*in.Type.DType.Size() > 64 || lead.lanes[1].parent != lead {
+		width&(width-1) != 0 || width*in.Type.DType.Size() > 64 || lead.lanes[1].parent != lead {
 		return val{}, false, nil
 	}
 	a := g.a

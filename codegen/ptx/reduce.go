@@ -570,8 +570,8 @@ func outputsFull(g *ir.Graph, rs reduceShape) bool {
 // fullReduce folds a large tensor to one value with many blocks, deterministically and without
 // float atomics: each block folds a fixed grid-stride share and writes its partial to scratch;
 // the last block to finish (an integer atomic counter decides) folds the partials in block
-// order, writes the result and resets the counter. The scratch holds the partials and the
-// counter.
+// order, writes the result and zeroes the partials and the counter. The scratch holds the
+// partials and the counter.
 func fullReduce(k Kernel, rs reduceShape, red *ir.Value, globals *[]string) (string, Launch, error) {
 	g := k.Graph
 	const threads = 256
@@ -645,6 +645,10 @@ func fullReduce(k Kernel, rs reduceShape, red *ir.Value, globals *[]string) (str
 		x := b.reg(classOf(accT))
 		ad := gn.addr(scratch, i, 8)
 		b.ins("ld.global.cg."+st, x, ad)
+		// The scratch area is shared by every split kernel of the plan, each with its counter
+		// after its own partials (another kernel's counter may sit where this one's partial
+		// was): leave it all zero, as the plan promises the next kernel.
+		b.ins("st.global.b64", ad, "0")
 		y, err := gn.e.binary(combine, val{accT, acc2}, val{accT, x})
 		if err != nil {
 			return err

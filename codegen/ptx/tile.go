@@ -73,12 +73,12 @@ func stagedKernel(k Kernel, st stage, globals *[]string) (string, Launch, error)
 	}
 	gn.bound[st.value()] = func(*index) val { return v }
 	x := newIndexLin(shape, o)
+	ovs, err := gn.evalOutputs(x)
+	if err != nil {
+		return "", Launch{}, err
+	}
 	for i, out := range g.Outputs {
-		ov, err := gn.eval(out.Value, x)
-		if err != nil {
-			return "", Launch{}, err
-		}
-		gn.store(out.Value, gn.outPtr[i], o, ov)
+		gn.store(out.Value, gn.outPtr[i], o, ovs[i])
 	}
 	delete(gn.bound, st.value())
 	gn.reset()

@@ -141,12 +141,12 @@ func transposeKernel(k Kernel, tt *transposeTile, globals *[]string) (string, La
 			v = val{d, p}
 		}
 		gn.bound[tt.view] = func(*index) val { return v }
+		ovs, err := gn.evalOutputs(x)
+		if err != nil {
+			return "", Launch{}, err
+		}
 		for i, o := range g.Outputs {
-			ov, err := gn.eval(o.Value, x)
-			if err != nil {
-				return "", Launch{}, err
-			}
-			gn.store(o.Value, gn.outPtr[i], x.getLin(a), ov)
+			gn.store(o.Value, gn.outPtr[i], x.getLin(a), ovs[i])
 		}
 		delete(gn.bound, tt.view)
 		gn.reset()

@@ -2,6 +2,7 @@ package ptx
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/gcomp/gcomp/ir"
 )
@@ -81,7 +82,8 @@ func memClass(d ir.DType) regClass {
 	return classOf(d)
 }
 
-// constVal returns an immediate of dtype d with value f (already representable in d).
+// constVal returns an immediate of dtype d with value f (already representable in d; for i64
+// the limits arrive as ±2^63, of which +2^63 stands for MaxInt64, see exactInt).
 func (e *emitter) constVal(d ir.DType, f float64) val {
 	switch d {
 	case ir.F32, ir.F16, ir.BF16:
@@ -91,7 +93,20 @@ func (e *emitter) constVal(d ir.DType, f float64) val {
 	case ir.Bool:
 		return e.predConst(f != 0)
 	}
-	return val{d, fmt.Sprint(int64(f))}
+	return val{d, fmt.Sprint(exactInt(f))}
+}
+
+// exactInt converts an integral float to int64, saturating: float64 cannot hold MaxInt64, so
+// the i64 maximum travels as 2^63, and Go's int64(2^63) is implementation-defined (MinInt64 on
+// amd64), which made reduce_min over i64 start from the minimum.
+func exactInt(f float64) int64 {
+	switch {
+	case f >= 1<<63:
+		return math.MaxInt64
+	case f <= -(1 << 63):
+		return math.MinInt64
+	}
+	return int64(f)
 }
 
 // predConst materializes a constant predicate.
