@@ -168,11 +168,17 @@ func (b *builder) view(t ir.Type, depth int) *ir.Value {
 		start, limit, stride, src := make([]int, n), make([]int, n), make([]int, n), make([]int, n)
 		for i, d := range s {
 			start[i], stride[i] = b.r.IntN(3), 1+b.r.IntN(3)
+			if elements(src[:i])*d*stride[i]*elements(s[i+1:]) > maxOperand {
+				start[i], stride[i] = 0, 1 // strides multiply the operand: keep it small
+			}
 			limit[i] = start[i]
 			if d > 0 {
 				limit[i] = start[i] + (d-1)*stride[i] + 1
 			}
 			src[i] = limit[i] + b.r.IntN(3)
+		}
+		if elements(src) > maxOperand {
+			return b.leaf(t)
 		}
 		attrs := ir.Attrs{"start": start, "limit": limit, "stride": stride}
 		return b.op("slice", attrs, b.view(ir.T(t.DType, src...), depth-1))
@@ -266,6 +272,19 @@ var (
 )
 
 func (b *builder) pick(ds []ir.DType) ir.DType { return ds[b.r.IntN(len(ds))] }
+
+// maxOperand bounds the elements of the operands views read, so that strided slices of slices
+// stay small (the reference interpreter and the simulator run every graph).
+const maxOperand = 4096
+
+// elements is the number of elements of a shape.
+func elements(s []int) int {
+	n := 1
+	for _, d := range s {
+		n *= d
+	}
+	return n
+}
 
 // shape is rank dims of 1 to max elements each.
 func (b *builder) shape(rank, max int) []int {

@@ -1,6 +1,10 @@
 package randgraph
 
-import "github.com/gcomp/gcomp/ir"
+import (
+	"slices"
+
+	"github.com/gcomp/gcomp/ir"
+)
 
 // contractionGraph is one dot_general whose operands are chains of views and whose result runs
 // through an epilogue of elementwise ops with view operands (iotas, broadcast biases, pads).
@@ -32,21 +36,34 @@ func (b *builder) contraction(dt ir.DType, zeros int) *ir.Value {
 	case 1:
 		lf, rf = 2+b.r.IntN(2), 0
 	}
+	// Sizes: batch, contracting, lhs free and rhs free dims, shrunk until each operand and the
+	// result have at most maxOperand elements.
+	sizes := make([]int, nb+nc+lf+rf)
+	for i := range sizes {
+		if i < nb {
+			sizes[i] = 1 + b.r.IntN(3)
+		} else {
+			sizes[i] = size()
+		}
+	}
+	for elements(sizes[:nb+nc+lf]) > maxOperand || elements(sizes[:nb+nc])*elements(sizes[nb+nc+lf:]) > maxOperand ||
+		elements(sizes[:nb])*elements(sizes[nb+nc:]) > maxOperand {
+		i := slices.Index(sizes, slices.Max(sizes))
+		sizes[i] = (sizes[i] + 1) / 2
+	}
 	type dim struct{ kind, pair, size int } // kind 0 batch, 1 contract, 2 free
 	var lhs, rhs []dim
 	for i := range nb {
-		n := 1 + b.r.IntN(3)
-		lhs, rhs = append(lhs, dim{0, i, n}), append(rhs, dim{0, i, n})
+		lhs, rhs = append(lhs, dim{0, i, sizes[i]}), append(rhs, dim{0, i, sizes[i]})
 	}
 	for i := range nc {
-		n := size()
-		lhs, rhs = append(lhs, dim{1, i, n}), append(rhs, dim{1, i, n})
+		lhs, rhs = append(lhs, dim{1, i, sizes[nb+i]}), append(rhs, dim{1, i, sizes[nb+i]})
 	}
-	for range lf {
-		lhs = append(lhs, dim{2, 0, size()})
+	for i := range lf {
+		lhs = append(lhs, dim{2, 0, sizes[nb+nc+i]})
 	}
-	for range rf {
-		rhs = append(rhs, dim{2, 0, size()})
+	for i := range rf {
+		rhs = append(rhs, dim{2, 0, sizes[nb+nc+lf+i]})
 	}
 	side := func(ds []dim) (ir.Type, []int, []int) {
 		ds = permute(ds, b.r.Perm(len(ds)))
