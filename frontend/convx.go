@@ -105,6 +105,9 @@ func ConvTranspose2d(x, w, b *Tensor, o ConvTranspose2dOptions) *Tensor {
 		}
 	}
 	n, cin, h, wd := x.Dim(0), x.Dim(1), x.Dim(2), x.Dim(3)
+	if stride == k && dil == [2]int{1, 1} && g == 1 {
+		return convTransposeTiles(x, w, b, o.Padding, o.OutputPadding)
+	}
 	// Zeros between the input's elements: [N,C,H,1,W,1] padded to [N,C,H,sh,W,sw], then the
 	// trailing zeros cut off.
 	if stride != [2]int{1, 1} {
@@ -126,6 +129,30 @@ func ConvTranspose2d(x, w, b *Tensor, o ConvTranspose2dOptions) *Tensor {
 	cg := w.Dim(1)
 	wk := w.Reshape(g, cin/g, cg, k[0], k[1]).Permute(0, 2, 1, 3, 4).Reshape(g*cg, cin/g, k[0], k[1]).Flip(2, 3)
 	return Conv2d(x, wk, b, Conv2dOptions{Dilation: dil, Groups: g})
+}
+
+// convTransposeTiles is the transposed convolution whose stride equals its kernel (U-Net's
+// 2×2, stride 2): the output tiles do not overlap, so it is one contraction over the input
+// channels, y[n, o, h·KH+i, w·KW+j] = Σ_c x[n, c, h, w]·w[c, o, i, j], with no zeros
+// multiplied; padding crops the border and output_padding adds zeros (then the bias).
+func convTransposeTiles(x, w, b *Tensor, pad, outPad [2]int) *Tensor {
+	n, h, wd := x.Dim(0), x.Dim(2), x.Dim(3)
+	o, kh, kw := w.Dim(1), w.Dim(2), w.Dim(3)
+	// [O, KH, KW, N, H, W] → [N, O, H, KH, W, KW] → [N, O, H·KH, W·KW]: the contraction's
+	// result has W innermost, so the reads of the interleaving permutation are runs along W.
+	y := dotGeneral(w, x, nil, nil, []int{0}, []int{1}).Permute(3, 0, 4, 1, 5, 2).Reshape(n, o, h*kh, wd*kw)
+	y = y.padOrCut([]int{0, 0, -pad[0], -pad[1]}, []int{0, 0, outPad[0] - pad[0], outPad[1] - pad[1]})
+	if y.Dim(2) < 1 || y.Dim(3) < 1 {
+		y.s.failf("conv_transpose2d: padding %v leaves no output for %s", pad, x.describe("x"))
+	}
+	if b == nil {
+		return y
+	}
+	y.s.own(b, "conv_transpose2d")
+	if !b.Type().Equal(ir.T(w.DType(), o)) {
+		y.s.failf("conv_transpose2d: bias does not match the weight: %s, %s", b.describe("bias"), w.describe("weight"))
+	}
+	return y.Add(y.s.op("broadcast_in_dim", ir.Attrs{"shape": y.Shape(), "dims": []int{1}}, b))
 }
 
 // padOrCut pads dim i by lo[i] before and hi[i] after; negative entries cut that many instead.

@@ -34,6 +34,16 @@ func (t *Tensor) spatial(what string, size [2]int) {
 func AdaptiveAvgPool2d(x *Tensor, size [2]int) *Tensor {
 	x.spatial("adaptive_avg_pool2d", size)
 	h, w := x.Dim(2), x.Dim(3)
+	if size == [2]int{1, 1} {
+		// Global average pooling: the plane's sum as a contraction with a ones vector (exact:
+		// every product is by 1, summed in order from +0 as reduce_sum does), which runs with
+		// coalesced reads and stores, where a pooling window per plane or a row reduction
+		// writing one float per row do not.
+		n, c := x.Dim(0), x.Dim(1)
+		b := &Builder{st: x.s}
+		sum := dotGeneral(x.Reshape(n, c, h*w), b.Full(1, x.DType(), h*w), nil, nil, []int{2}, []int{0})
+		return sum.DivScalar(float64(h*w)).Reshape(n, c, 1, 1)
+	}
 	if h%size[0] == 0 && w%size[1] == 0 {
 		k := [2]int{h / size[0], w / size[1]}
 		if k == [2]int{1, 1} {

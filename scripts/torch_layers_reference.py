@@ -97,12 +97,15 @@ def cases():
     c["conv_transpose2d"] = (rand(55, 2, 4, 5, 3), nn.ConvTranspose2d(4, 3, 3, stride=2, padding=1, output_padding=1))
     c["conv_transpose2d_groups"] = (rand(56, 1, 4, 3, 4), nn.ConvTranspose2d(4, 6, (2, 3), stride=(1, 2), padding=(0, 2),
                                                                             groups=2, dilation=(2, 1)))
+    c["conv_transpose2d_tiles"] = (rand(58, 2, 3, 4, 5), nn.ConvTranspose2d(3, 2, 2, stride=2))
+    c["conv_transpose2d_tiles_pad"] = (rand(59, 1, 2, 3, 3), nn.ConvTranspose2d(2, 3, 3, stride=3, padding=1, output_padding=2))
     c["conv_transpose2d_plain"] = (rand(57, 1, 2, 3, 3), nn.ConvTranspose2d(2, 1, 3, bias=False))
 
     # Pooling, resampling, movement.
     c["adaptive_avg_pool2d"] = (rand(60, 2, 3, 7, 10), nn.AdaptiveAvgPool2d((3, 4)))
     c["adaptive_avg_pool2d_div"] = (rand(61, 1, 2, 8, 6), nn.AdaptiveAvgPool2d(2))
     c["adaptive_avg_pool2d_up"] = (rand(62, 1, 2, 3, 2), nn.AdaptiveAvgPool2d((5, 3)))
+    c["adaptive_avg_pool2d_1"] = (rand(74, 2, 3, 5, 7), nn.AdaptiveAvgPool2d(1))
     c["adaptive_max_pool2d"] = (rand(63, 2, 3, 7, 10), nn.AdaptiveMaxPool2d((3, 4)))
     c["adaptive_max_pool2d_1"] = (rand(64, 1, 3, 5, 5), nn.AdaptiveMaxPool2d(1))
     c["flip"] = (rand(65, 2, 3, 4), lambda x: torch.flip(x, (0, 2)))

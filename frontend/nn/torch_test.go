@@ -69,6 +69,12 @@ var torchCases = map[string]func(b *frontend.Builder, x *frontend.Tensor) []*fro
 		return nn.NewConvTranspose2d(b, "", 4, 6, 0, nn.ConvTranspose2dOptions{KernelHW: [2]int{2, 3},
 			StrideHW: [2]int{1, 2}, PaddingHW: [2]int{0, 2}, Groups: 2, DilationHW: [2]int{2, 1}})
 	}),
+	"conv_transpose2d_tiles": built(func(b *B) nn.Module {
+		return nn.NewConvTranspose2d(b, "", 3, 2, 2, nn.ConvTranspose2dOptions{Stride: 2})
+	}),
+	"conv_transpose2d_tiles_pad": built(func(b *B) nn.Module {
+		return nn.NewConvTranspose2d(b, "", 2, 3, 3, nn.ConvTranspose2dOptions{Stride: 3, Padding: 1, OutputPadding: 2})
+	}),
 	"conv_transpose2d_plain": built(func(b *B) nn.Module {
 		return nn.NewConvTranspose2d(b, "", 2, 1, 3, nn.ConvTranspose2dOptions{NoBias: true})
 	}),
@@ -76,6 +82,7 @@ var torchCases = map[string]func(b *frontend.Builder, x *frontend.Tensor) []*fro
 	"adaptive_avg_pool2d":     mod(nn.AdaptiveAvgPool2d{OutputSize: [2]int{3, 4}}),
 	"adaptive_avg_pool2d_div": mod(nn.AdaptiveAvgPool2d{OutputSize: [2]int{2, 2}}),
 	"adaptive_avg_pool2d_up":  mod(nn.AdaptiveAvgPool2d{OutputSize: [2]int{5, 3}}),
+	"adaptive_avg_pool2d_1":   mod(nn.AdaptiveAvgPool2d{OutputSize: [2]int{1, 1}}),
 	"adaptive_max_pool2d":     mod(nn.AdaptiveMaxPool2d{OutputSize: [2]int{3, 4}}),
 	"adaptive_max_pool2d_1":   mod(nn.AdaptiveMaxPool2d{OutputSize: [2]int{1, 1}}),
 	"flip":                    act(func(x *T) *T { return x.Flip(0, 2) }),
