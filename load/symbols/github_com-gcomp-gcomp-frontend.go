@@ -29,6 +29,7 @@ func init() {
 		"CrossEntropyLoss":          reflect.ValueOf(frontend.CrossEntropyLoss),
 		"CrossEntropyLossWith":      reflect.ValueOf(frontend.CrossEntropyLossWith),
 		"DefaultUniform":            reflect.ValueOf(frontend.DefaultUniform),
+		"DropoutTrain":              reflect.ValueOf(frontend.DropoutTrain),
 		"Elu":                       reflect.ValueOf(frontend.Elu),
 		"Embedding":                 reflect.ValueOf(frontend.Embedding),
 		"F16":                       reflect.ValueOf(frontend.F16),
