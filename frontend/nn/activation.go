@@ -123,14 +123,20 @@ type Identity struct{}
 // Forward returns x.
 func (Identity) Forward(x *frontend.Tensor) *frontend.Tensor { return x }
 
-// Dropout is nn.Dropout(p) in eval mode, where it passes x through unchanged (PyTorch's
-// model.eval()); p must lie in [0, 1] as PyTorch checks.
+// Dropout is nn.Dropout(p). In eval mode it passes x through unchanged (PyTorch's
+// model.eval()); in training mode (a graph built WithTraining, as `gcomp train` builds it) it
+// zeroes each element with probability P and scales the others by 1/(1−P), with a mask from the
+// graph's random key and a stream of its own (frontend.DropoutTrain). P must lie in [0, 1].
 type Dropout struct{ P float64 }
 
-// Forward returns x.
+// Forward applies dropout.
 func (m Dropout) Forward(x *frontend.Tensor) *frontend.Tensor {
+	b := x.Builder()
 	if !(m.P >= 0 && m.P <= 1) {
-		x.Builder().Fail("dropout probability has to be between 0 and 1, but got %v", m.P)
+		b.Fail("dropout probability has to be between 0 and 1, but got %v", m.P)
 	}
-	return x
+	if !b.Training() || m.P == 0 {
+		return x
+	}
+	return frontend.DropoutTrain(x, m.P, b.RandomKey(), b.NextStream())
 }

@@ -4,6 +4,8 @@ package symbols
 
 import (
 	"github.com/gcomp/gcomp/frontend"
+	"go/constant"
+	"go/token"
 	"reflect"
 )
 
@@ -60,6 +62,7 @@ func init() {
 		"Prelu":                     reflect.ValueOf(frontend.Prelu),
 		"RNN":                       reflect.ValueOf(frontend.RNN),
 		"RNNCell":                   reflect.ValueOf(frontend.RNNCell),
+		"RandomKeyName":             reflect.ValueOf(constant.MakeFromLiteral("\"rng.key\"", token.STRING, 0)),
 		"ReductionMean":             reflect.ValueOf(frontend.ReductionMean),
 		"ReductionNone":             reflect.ValueOf(frontend.ReductionNone),
 		"ReductionSum":              reflect.ValueOf(frontend.ReductionSum),
@@ -72,6 +75,7 @@ func init() {
 		"Uniform":                   reflect.ValueOf(frontend.Uniform),
 		"Where":                     reflect.ValueOf(frontend.Where),
 		"WithPosition":              reflect.ValueOf(frontend.WithPosition),
+		"WithTraining":              reflect.ValueOf(frontend.WithTraining),
 		"XavierUniform":             reflect.ValueOf(frontend.XavierUniform),
 		"Zeros":                     reflect.ValueOf(frontend.Zeros),
 
