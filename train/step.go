@@ -36,6 +36,10 @@ type Options struct {
 	// LossScale is the dynamic loss scaler. nil means GradScaler's defaults when AMP is "f16"
 	// and no scaling otherwise; set Disabled to turn it off for f16.
 	LossScale *LossScale
+	// Seed seeds the random numbers of a graph built in training mode (dropout masks): its key
+	// input frontend.RandomKeyName becomes state that starts at (Seed mod 2³¹)·2³² and grows by
+	// one every step, so each (seed, step) draws fresh numbers (`gcomp train --seed`).
+	Seed uint64
 }
 
 // LossScale is torch.cuda.amp.GradScaler's dynamic loss scaling, computed inside the step graph.
@@ -167,7 +171,13 @@ func StepFromGraph(fwd *ir.Graph, opt Optimizer, o Options) (*StepGraph, error) 
 		s.State = append(s.State, StateVar{name, t, init})
 		return g.Input(name, t, nil)
 	}
+	var rngKey *ir.Value
 	for _, v := range g.Inputs() {
+		if v.Name == frontend.RandomKeyName && v.Type.Equal(ir.T(ir.I64)) {
+			rngKey = v
+			s.State = append(s.State, StateVar{v.Name, v.Type, float64(o.Seed%(1<<31)) * (1 << 32)})
+			continue
+		}
 		s.Batch = append(s.Batch, v.Name)
 	}
 	for _, p := range params {
@@ -233,6 +243,10 @@ func StepFromGraph(fwd *ir.Graph, opt Optimizer, o Options) (*StepGraph, error) 
 				newStep = keepIf(e, found, step, newStep)
 			}
 			s.output(newStep, StepName)
+		}
+		if rngKey != nil {
+			// Every step draws new numbers, skipped steps too (as PyTorch's generator advances).
+			s.output(e.AddScalar(rngKey, 1), rngKey.Name)
 		}
 		if scale != nil {
 			newScale, newTracker := updateScale(e, ls, found, scale, tracker)

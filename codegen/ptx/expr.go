@@ -102,6 +102,8 @@ func (g *gen) eval1(v *ir.Value, x *index) (val, error) {
 		return g.concat(v, x)
 	case "gather":
 		return g.gather(v, x)
+	case "philox_uniform":
+		return g.philox(v, x)
 	case "max_pool2d", "avg_pool2d":
 		return g.pool(v, x)
 	case "select":
