@@ -538,11 +538,10 @@ func convTile(n *node) ([]*val, error) {
 func convPad(n *node) ([]*val, error) {
 	x := n.in[0]
 	r := len(x.t.Shape)
-	mode, err := n.attrChoice("mode", "constant", "constant")
+	mode, err := n.attrChoice("mode", "constant", "constant", "edge", "reflect")
 	if err != nil {
 		return nil, err
 	}
-	_ = mode
 	var pads []int
 	value := 0.0
 	if n.opset < 11 {
@@ -588,6 +587,9 @@ func convPad(n *node) ([]*val, error) {
 	}
 	if len(pads) != 2*r {
 		return nil, fmt.Errorf("pads has %d values for rank %d", len(pads), r)
+	}
+	if mode != "constant" {
+		return one(n.padIndexed(x, pads, mode))
 	}
 	return []*val{n.padConst(x, pads[:r], pads[r:], value)}, nil
 }
