@@ -1,6 +1,7 @@
-// Package load turns a model file into a verified graph: a .gir text file (parsed by package ir) or
+// Package load turns a model file into a verified graph: a .gir text file (parsed by package ir),
 // a Go file written with the DSL (package frontend), run by an embedded Go interpreter so that
-// gcomp needs neither the Go toolchain nor the network at run time.
+// gcomp needs neither the Go toolchain nor the network at run time, or an ONNX model (package
+// frontend/onnx), whose weights Initializers returns.
 package load
 
 import (
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/gcomp/gcomp/frontend/onnx"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ops"
 )
@@ -20,6 +22,8 @@ const DefaultEntry = "Model"
 type Options struct {
 	// Entry names the model function in a .go file; DefaultEntry if empty.
 	Entry string
+	// ONNX fixes an .onnx model's input shapes and compile-time inputs.
+	ONNX onnx.Options
 }
 
 // File loads the model at path. Errors carry file:line (and :col for Go syntax errors).
@@ -51,6 +55,8 @@ func Source(filename string, src []byte, opt Options) (*ir.Graph, error) {
 		return g, nil
 	case ".go":
 		return goSource(filename, src, opt)
+	case ".onnx":
+		return onnxSource(filename, src, opt)
 	}
-	return nil, fmt.Errorf("%s: unknown model format %q (want .go or .gir)", filename, filepath.Ext(filename))
+	return nil, fmt.Errorf("%s: unknown model format %q (want .go, .gir or .onnx)", filename, filepath.Ext(filename))
 }

@@ -19,14 +19,19 @@ import (
 // modelFlags are the flags every command that loads a model shares.
 type modelFlags struct {
 	entry *string
+	onnx  onnxFlags
 }
 
 func addModelFlags(fs *flag.FlagSet) modelFlags {
-	return modelFlags{entry: fs.String("entry", load.DefaultEntry, "name of the model function in a .go model file")}
+	return modelFlags{entry: fs.String("entry", load.DefaultEntry, "name of the model function in a .go model file"), onnx: addONNXFlags(fs)}
 }
 
 func (m modelFlags) load(path string) (*ir.Graph, error) {
-	return load.File(path, load.Options{Entry: *m.entry})
+	opt, err := m.onnx.options()
+	if err != nil {
+		return nil, err
+	}
+	return load.File(path, load.Options{Entry: *m.entry, ONNX: opt})
 }
 
 // statsFlag is --stats (a table) or --stats=json.

@@ -77,7 +77,7 @@ func (b *builder) op(name string, attrs ir.Attrs, args ...*val) (*val, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", name, err)
 	}
-	if fold {
+	if fold && t.Shape.NumElements() <= foldLimit {
 		cs := make([]*tensor.Tensor, len(args))
 		for i, a := range args {
 			cs[i] = a.c
@@ -113,6 +113,36 @@ func must(x *val, err error) *val {
 }
 
 type internalError struct{ err error }
+
+// foldLimit bounds the elements of a value computed at import (a folded op, an index map), so
+// that sizes read from a model cannot make import allocate without bound; larger constants are
+// computed in the graph.
+const foldLimit = 1 << 24
+
+func checkFold(n int, what string) error {
+	if n > foldLimit {
+		return unsupportedf("%s has %d elements, more than gcomp computes at import (%d)", what, n, foldLimit)
+	}
+	return nil
+}
+
+// splatOf is a tensor of type t with every element v: folded when small, else a constant op.
+func (b *builder) splatOf(t ir.Type, v float64) *val {
+	if t.Shape.NumElements() <= foldLimit {
+		c := tensor.New(t)
+		for i := 0; i < c.Len(); i++ {
+			if c.F != nil {
+				c.F[i] = tensor.RoundFloat(t.DType, v)
+			} else {
+				c.I[i] = tensor.WrapInt(t.DType, int64(v))
+			}
+		}
+		return constant(c)
+	}
+	x := b.g.Add("constant", t, ir.Attrs{"shape": []int(t.Shape.Clone()), "dtype": t.DType, "value": []float64{v}})
+	x.Pos = b.pos
+	return &val{t: t, v: x}
+}
 
 // constant returns a compile-time value.
 func constant(c *tensor.Tensor) *val { return &val{t: c.Type, c: c} }

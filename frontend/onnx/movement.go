@@ -419,6 +419,9 @@ func convSlice(n *node) ([]*val, error) {
 		}
 		// A negative step: the elements b, b+s, ... above e, picked by a gather.
 		b, e := clamp(starts[i], -1, d-1), clamp(ends[i], -1, d-1)
+		if err := checkFold((b-e)/(-s)+1, "Slice's index map"); err != nil {
+			return nil, err
+		}
 		var idx []int
 		for j := b; j > e; j += s {
 			idx = append(idx, j)
@@ -646,15 +649,7 @@ func convConstantOfShape(n *node) ([]*val, error) {
 		}
 		t.DType, v = c.Type.DType, c.At(0)
 	}
-	c := tensor.New(t)
-	for i := 0; i < c.Len(); i++ {
-		if c.F != nil {
-			c.F[i] = v
-		} else {
-			c.I[i] = int64(v)
-		}
-	}
-	return []*val{constant(c)}, nil
+	return []*val{n.splatOf(t, v)}, nil
 }
 
 func convRange(n *node) ([]*val, error) {
@@ -677,10 +672,11 @@ func convRange(n *node) ([]*val, error) {
 	if delta == 0 {
 		return nil, fmt.Errorf("delta is 0")
 	}
-	count := int(max(0, ceilDiv(limit-start, delta)))
-	if count > ir.MaxElements {
-		return nil, fmt.Errorf("range has too many elements")
+	cf := max(0, ceilDiv(limit-start, delta))
+	if err := checkFold(int(min(cf, 1<<40)), "Range's output"); err != nil {
+		return nil, err
 	}
+	count := int(cf)
 	c := tensor.New(ir.T(d, count))
 	for i := 0; i < count; i++ {
 		v := start + float64(i)*delta
@@ -732,11 +728,7 @@ func convDropout(n *node) ([]*val, error) {
 	if training && ratio != 0 {
 		return nil, unsupportedf("Dropout in training mode is random")
 	}
-	mask := constant(tensor.FromFloats(ir.Type{DType: ir.Bool, Shape: x.t.Shape}, []float64{}))
-	for i := range mask.c.I {
-		mask.c.I[i] = 1
-	}
-	return []*val{x, mask}, nil
+	return []*val{x, n.splatOf(ir.Type{DType: ir.Bool, Shape: x.t.Shape}, 1)}, nil
 }
 
 func convEyeLike(n *node) ([]*val, error) {
@@ -755,6 +747,9 @@ func convEyeLike(n *node) ([]*val, error) {
 		}
 	}
 	k := n.attrInt("k", 0)
+	if err := checkFold(x.t.Shape.NumElements(), "EyeLike's output"); err != nil {
+		return nil, err
+	}
 	c := tensor.New(ir.Type{DType: d, Shape: x.t.Shape.Clone()})
 	rows, cols := x.t.Shape[0], x.t.Shape[1]
 	for i := 0; i < rows; i++ {
@@ -788,6 +783,9 @@ func convTrilu(n *node) ([]*val, error) {
 	}
 	rows, cols := x.t.Shape[r-2], x.t.Shape[r-1]
 	upper := n.attrInt("upper", 1) != 0
+	if err := checkFold(rows*cols, "Trilu's mask"); err != nil {
+		return nil, err
+	}
 	m := tensor.New(ir.T(ir.Bool, rows, cols))
 	for i := 0; i < rows; i++ {
 		for j := 0; j < cols; j++ {

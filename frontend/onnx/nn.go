@@ -428,6 +428,9 @@ func poolConv(isMax bool) converter {
 			// y is the window's sum over KH·KW; ONNX divides by the count of input elements in
 			// the window (count_include_pad=0) or of input and declared padding (=1).
 			incl := n.attrInt("count_include_pad", 0) != 0
+			if err := checkFold(out[0]*out[1], "AveragePool's divisors"); err != nil {
+				return nil, err
+			}
 			counts := tensor.New(ir.T(y.t.DType, out[0], out[1]))
 			full := true
 			k := w.kernel[0] * w.kernel[1]

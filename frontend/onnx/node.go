@@ -14,6 +14,7 @@ import (
 type node struct {
 	*builder
 	p     *onnxpb.NodeProto
+	idx   int
 	opset int
 	in    []*val // nil for an omitted optional input
 	attrs map[string]*onnxpb.AttributeProto
@@ -38,7 +39,7 @@ func (im *importer) node(i int, p *onnxpb.NodeProto) (err error) {
 	if im.opset < MinOpset && !oldOpsetOK[p.GetOpType()] {
 		return unsupportedf("%s at opset %d is not supported (supported: opsets %d to %d)", p.GetOpType(), im.opset, MinOpset, MaxOpset)
 	}
-	n := &node{builder: im.b, p: p, opset: im.opset, attrs: map[string]*onnxpb.AttributeProto{}}
+	n := &node{builder: im.b, p: p, idx: i, opset: im.opset, attrs: map[string]*onnxpb.AttributeProto{}}
 	for _, a := range p.GetAttribute() {
 		if a.GetRefAttrName() != "" {
 			return unsupportedf("attribute references (in functions) are not supported")
@@ -144,7 +145,7 @@ func (n *node) known(i int, what string) (*tensor.Tensor, error) {
 		return x.c, nil
 	}
 	if len(x.deps) > 0 {
-		return nil, &NeedConst{Input: x.deps[0], Use: fmt.Sprintf("%s %q's %s", n.p.GetOpType(), n.p.GetName(), what)}
+		return nil, &NeedConst{Input: x.deps[0], Use: fmt.Sprintf("the %s of node %d (%s %q)", what, n.idx, n.p.GetOpType(), n.p.GetName())}
 	}
 	return nil, unsupportedf("%s (input %d) is computed at run time, but it decides the output's shape, which gcomp fixes at compile time", what, i)
 }

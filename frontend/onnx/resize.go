@@ -111,6 +111,9 @@ func convResize(n *node) ([]*val, error) {
 		if out == in && scale == 1 {
 			continue
 		}
+		if err := checkFold(out, "Resize's index map"); err != nil {
+			return nil, err
+		}
 		if in == 0 || out == 0 {
 			return nil, unsupportedf("resizing an empty dim is not supported")
 		}
@@ -203,6 +206,9 @@ func convCumSum(n *node) ([]*val, error) {
 		return nil, err
 	}
 	d := x.t.Shape[a]
+	if err := checkFold(d*d, "CumSum's mask"); err != nil {
+		return nil, err
+	}
 	excl, rev := n.attrInt("exclusive", 0) != 0, n.attrInt("reverse", 0) != 0
 	// y[..j..] = Σ_k mask[k,j]·x[..k..]: x broadcast over a new dim j after a, the terms not
 	// summed selected away (a select, not a multiply by 0, so inf stays inf), summed over k.
@@ -250,6 +256,9 @@ func windowConv(a0, a1, a2 float64) converter {
 			return nil, fmt.Errorf("size must be a non-negative scalar")
 		}
 		size := int(c.At(0))
+		if err := checkFold(size, "the window"); err != nil {
+			return nil, err
+		}
 		d, err := dtypeOf(int32(n.attrInt("output_datatype", onnxFloat)))
 		if err != nil {
 			return nil, err
@@ -281,6 +290,9 @@ func (n *node) padIndexed(x *val, pads []int, mode string) (*val, error) {
 		}
 		if d == 0 || mode == "reflect" && d == 1 {
 			return nil, fmt.Errorf("cannot %s-pad a dim of size %d", mode, d)
+		}
+		if err := checkFold(d+lo+hi, "Pad's index map"); err != nil {
+			return nil, err
 		}
 		idx := make([]int, d+lo+hi)
 		for i := range idx {

@@ -141,39 +141,34 @@ func (src tensorSource) decode(p *onnxpb.TensorProto) (*tensor.Tensor, error) {
 		}
 		return tensor.FromBytes(t, raw)
 	}
-	count := func(have int, field string) error {
-		if have != n {
-			return fmt.Errorf("%s needs %d values, %s has %d", t, n, field, have)
-		}
-		return nil
+	// The typed fields' lengths are checked before the tensor is allocated from the dims.
+	have, field := len(p.GetInt32Data()), "int32_data"
+	switch d {
+	case ir.F32:
+		have, field = len(p.GetFloatData()), "float_data"
+	case ir.F64:
+		have, field = len(p.GetDoubleData()), "double_data"
+	case ir.I64:
+		have, field = len(p.GetInt64Data()), "int64_data"
+	}
+	if have != n {
+		return nil, fmt.Errorf("%s needs %d values, %s has %d", t, n, field, have)
 	}
 	x := tensor.New(t)
 	switch d {
 	case ir.F32:
 		v := p.GetFloatData()
-		if err := count(len(v), "float_data"); err != nil {
-			return nil, err
-		}
 		for i, f := range v {
 			x.F[i] = float64(f)
 		}
 	case ir.F64:
 		v := p.GetDoubleData()
-		if err := count(len(v), "double_data"); err != nil {
-			return nil, err
-		}
 		copy(x.F, v)
 	case ir.I64:
 		v := p.GetInt64Data()
-		if err := count(len(v), "int64_data"); err != nil {
-			return nil, err
-		}
 		copy(x.I, v)
 	default: // int32_data holds int32, int8, uint8, bool, and the bits of float16 and bfloat16
 		v := p.GetInt32Data()
-		if err := count(len(v), "int32_data"); err != nil {
-			return nil, err
-		}
 		for i, e := range v {
 			switch d {
 			case ir.F16:
