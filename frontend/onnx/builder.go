@@ -105,7 +105,7 @@ func (b *builder) op(name string, attrs ir.Attrs, args ...*val) (*val, error) {
 
 // must panics on an error of op; the converters use it where their own checks have made the
 // op's inference certain, and import recovers it into an error naming the node.
-func must(x *val, err error) *val {
+func must[T any](x T, err error) T {
 	if err != nil {
 		panic(internalError{err})
 	}
