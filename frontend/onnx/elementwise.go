@@ -143,15 +143,7 @@ func init() {
 		}
 		return must(n.selectOp(n.bin("lt", x, n.splat(x, 0)), n.splat(x, -1), r))
 	})
-	converters["Round"] = floatUnary(func(n *node, x *val) *val {
-		// Round half to even: floor(x), plus 1 above the half, and at the half when floor(x) is odd.
-		f := n.unary("floor", x)
-		d := n.bin("sub", x, f)
-		half := n.splat(x, 0.5)
-		odd := n.bin("ne", n.bin("sub", f, n.bin("mul", n.unary("floor", n.bin("mul", f, half)), n.splat(x, 2))), n.splat(x, 0))
-		up := n.bin("or", n.bin("gt", d, half), n.bin("and", n.bin("eq", d, half), odd))
-		return must(n.selectOp(up, n.bin("add", f, n.splat(x, 1)), f))
-	})
+	converters["Round"] = floatUnary(func(n *node, x *val) *val { return n.roundEven(x) })
 	// Activations, as their ONNX definitions.
 	converters["LeakyRelu"] = floatUnary(func(n *node, x *val) *val {
 		a := n.attrFloat("alpha", 0.01)
@@ -202,6 +194,17 @@ func init() {
 		}
 		return one(n.selectOp(n.bin("lt", x, n.splat(x, 0)), n.bin("mul", x, sb), x))
 	}
+}
+
+// roundEven rounds half to even: floor(x), plus 1 above the half, and at the half when floor(x)
+// is odd.
+func (n *node) roundEven(x *val) *val {
+	f := n.unary("floor", x)
+	d := n.bin("sub", x, f)
+	half := n.splat(x, 0.5)
+	odd := n.bin("ne", n.bin("sub", f, n.bin("mul", n.unary("floor", n.bin("mul", f, half)), n.splat(x, 2))), n.splat(x, 0))
+	up := n.bin("or", n.bin("gt", d, half), n.bin("and", n.bin("eq", d, half), odd))
+	return must(n.selectOp(up, n.bin("add", f, n.splat(x, 1)), f))
 }
 
 func unaryConv(op string) converter {

@@ -330,7 +330,10 @@ func convConv(n *node) ([]*val, error) {
 	if err := n.inputs(2, 3); err != nil {
 		return nil, err
 	}
-	x, wt, bias := n.in[0], n.in[1], n.arg(2)
+	return one(n.conv(n.in[0], n.in[1], n.arg(2)))
+}
+
+func (n *node) conv(x, wt, bias *val) (*val, error) {
 	if len(wt.t.Shape) != len(x.t.Shape) || len(x.t.Shape) < 3 {
 		return nil, fmt.Errorf("Conv of %s with weight %s", x.t, wt.t)
 	}
@@ -363,7 +366,7 @@ func convConv(n *node) ([]*val, error) {
 		}
 		y = n.bin("add", y, b)
 	}
-	return []*val{n.unlift(w, y)}, nil
+	return n.unlift(w, y), nil
 }
 
 func poolConv(isMax bool) converter {
