@@ -225,7 +225,7 @@ func (im *importer) irName(s string, ident bool) string {
 func (im *importer) input(in *onnxpb.ValueInfoProto) (*val, error) {
 	tt := in.GetType().GetTensorType()
 	if tt == nil {
-		return nil, unsupportedf("only tensor inputs are supported (this one is a %s)", typeKind(in.GetType()))
+		return nil, unsupportedf("only tensor inputs are supported (this one is %s)", typeKind(in.GetType()))
 	}
 	d, err := dtypeOf(tt.GetElemType())
 	if err != nil {
@@ -312,7 +312,7 @@ func checkDeclared(out *onnxpb.ValueInfoProto, t ir.Type) error {
 	tt := out.GetType().GetTensorType()
 	if tt == nil {
 		if out.GetType() != nil && out.GetType().GetValue() != nil {
-			return unsupportedf("only tensor outputs are supported (this one is a %s)", typeKind(out.GetType()))
+			return unsupportedf("only tensor outputs are supported (this one is %s)", typeKind(out.GetType()))
 		}
 		return nil
 	}
@@ -334,15 +334,15 @@ func checkDeclared(out *onnxpb.ValueInfoProto, t ir.Type) error {
 func typeKind(t *onnxpb.TypeProto) string {
 	switch {
 	case t.GetSequenceType() != nil:
-		return "sequence"
+		return "a sequence"
 	case t.GetMapType() != nil:
-		return "map"
+		return "a map"
 	case t.GetOptionalType() != nil:
-		return "optional"
+		return "an optional"
 	case t.GetSparseTensorType() != nil:
-		return "sparse tensor"
+		return "a sparse tensor"
 	}
-	return "value of unknown type"
+	return "a value of unknown type"
 }
 
 // prune drops values no output needs (an initializer only a shape used, a Dropout's unused
