@@ -3,5 +3,6 @@
 // output_N.pb) is imported, run on the reference interpreter and, compiled, on the PTX
 // simulator, and compared with the expected outputs at ONNX's backend-test tolerances (rtol
 // 1e-3, atol 1e-7). testdata/status.txt records every case's outcome; the test fails when a
-// case's outcome changes. The package has no code of its own: see suite_test.go.
+// case's outcome changes. TestExported checks models PyTorch exported (scripts/export_onnx.py,
+// testdata/exported) against PyTorch's own outputs. The package has no code of its own.
 package suite
