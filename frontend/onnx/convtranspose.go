@@ -50,28 +50,15 @@ func convConvTranspose(n *node) ([]*val, error) {
 	if !ok {
 		kernel = []int(wt.t.Shape[2:].Clone())
 	}
-	get := func(name string, def int) ([]int, error) {
-		v, ok := n.attrInts(name)
-		if !ok {
-			v = make([]int, sp)
-			for i := range v {
-				v[i] = def
-			}
-		}
-		if len(v) != sp {
-			return nil, fmt.Errorf("%s has %d values for %d spatial dims", name, len(v), sp)
-		}
-		return v, nil
-	}
-	strides, err := get("strides", 1)
+	strides, err := n.spatialInts("strides", 1, sp)
 	if err != nil {
 		return nil, err
 	}
-	dil, err := get("dilations", 1)
+	dil, err := n.spatialInts("dilations", 1, sp)
 	if err != nil {
 		return nil, err
 	}
-	outPad, err := get("output_padding", 0)
+	outPad, err := n.spatialInts("output_padding", 0, sp)
 	if err != nil {
 		return nil, err
 	}

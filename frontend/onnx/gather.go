@@ -123,27 +123,27 @@ func (n *node) pick(x, idx *val, a int, wrap bool) (*val, error) {
 	}
 	// E = s[:a+1] + [d] + s[a+1:]: the index's position, then the candidate position.
 	e := append(append(s[:a+1:a+1], d), s[a+1:]...)
-	idims, xdims := []int{}, []int{}
-	for i := 0; i < r; i++ {
-		if i <= a {
-			idims = append(idims, i)
-		} else {
-			idims = append(idims, i+1)
-		}
-		switch {
-		case i < a:
-			xdims = append(xdims, i)
-		case i == a:
-			xdims = append(xdims, a+1)
-		default:
-			xdims = append(xdims, i+1)
-		}
-	}
+	// idx's dims skip the candidate dim a+1; x's axis a becomes it.
+	idims := insertDim(r, a+1)
+	xdims := insertDim(r, a+1)
+	xdims[a] = a + 1
 	ib := must(n.op("broadcast_in_dim", ir.Attrs{"shape": []int(e.Clone()), "dims": idims}, ix))
 	xb := must(n.op("broadcast_in_dim", ir.Attrs{"shape": []int(e.Clone()), "dims": xdims}, x))
 	pos := must(n.op("iota", ir.Attrs{"shape": []int(e.Clone()), "dim": a + 1, "dtype": ir.I64}))
 	sel := must(n.selectOp(n.bin("eq", ib, pos), xb, n.splat(x, 0)))
 	return n.reduce("reduce_sum", sel, []int{a + 1}, false), nil
+}
+
+// insertDim maps the dims of a rank-r tensor into rank r+1 with a new dim at position at.
+func insertDim(r, at int) []int {
+	dims := make([]int, r)
+	for i := range dims {
+		dims[i] = i
+		if i >= at {
+			dims[i] = i + 1
+		}
+	}
+	return dims
 }
 
 func convGatherElements(n *node) ([]*val, error) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -103,25 +104,13 @@ func TestImportLinear(t *testing.T) {
 	}
 	// x·Wᵀ = [[3,7,11],[3,5,7]]; + b = [[3.5,-93,11],[3.5,-95,7]]; relu.
 	want2 := []float64{3.5, 0, 11, 3.5, 0, 7}
-	if got := out["output"].F; !equal(got, want2) {
+	if got := out["output"].F; !slices.Equal(got, want2) {
 		t.Fatalf("output %v, want %v", got, want2)
 	}
 	if _, err := Import("linear.onnx", linear(), "", Options{Shapes: map[string][]int{"input": {2, 5}}}); err == nil ||
 		!strings.Contains(err.Error(), "dimension 1 is 5, the model declares 2") {
 		t.Fatalf("--shape against a fixed dim: %v", err)
 	}
-}
-
-func equal(a, b []float64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // reshapeModel reshapes x by the value of a second input.
@@ -243,7 +232,7 @@ func TestExternalData(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := m.Weights["w"].F; !equal(got, []float64{1.5, -2}) {
+	if got := m.Weights["w"].F; !slices.Equal(got, []float64{1.5, -2}) {
 		t.Fatalf("w = %v", got)
 	}
 	for _, tc := range []struct{ loc, off, length, want string }{

@@ -250,28 +250,15 @@ func (n *node) window(x *val, kernel []int) (window2d, *val, error) {
 	if len(kernel) != sp {
 		return w, nil, fmt.Errorf("kernel_shape %v for %d spatial dims", kernel, sp)
 	}
-	get := func(name string, def int, count int) ([]int, error) {
-		v, ok := n.attrInts(name)
-		if !ok {
-			v = make([]int, count)
-			for i := range v {
-				v[i] = def
-			}
-		}
-		if len(v) != count {
-			return nil, fmt.Errorf("%s has %d values, want %d", name, len(v), count)
-		}
-		return v, nil
-	}
-	strides, err := get("strides", 1, sp)
+	strides, err := n.spatialInts("strides", 1, sp)
 	if err != nil {
 		return w, nil, err
 	}
-	dil, err := get("dilations", 1, sp)
+	dil, err := n.spatialInts("dilations", 1, sp)
 	if err != nil {
 		return w, nil, err
 	}
-	pads, err := get("pads", 0, 2*sp)
+	pads, err := n.spatialInts("pads", 0, 2*sp)
 	if err != nil {
 		return w, nil, err
 	}
@@ -313,6 +300,21 @@ func (n *node) window(x *val, kernel []int) (window2d, *val, error) {
 		}
 	}
 	return w, x, nil
+}
+
+// spatialInts reads a per-spatial-dim list attribute (count values), def for each if absent.
+func (n *node) spatialInts(name string, def, count int) ([]int, error) {
+	v, ok := n.attrInts(name)
+	if !ok {
+		v = make([]int, count)
+		for i := range v {
+			v[i] = def
+		}
+	}
+	if len(v) != count {
+		return nil, fmt.Errorf("%s has %d values, want %d", name, len(v), count)
+	}
+	return v, nil
 }
 
 func (w window2d) symmetric() bool { return w.lo == w.hi }

@@ -230,14 +230,7 @@ func convCumSum(n *node) ([]*val, error) {
 		}
 	}
 	e := append(append(x.t.Shape[:a+1:a+1], d), x.t.Shape[a+1:]...)
-	xdims := []int{}
-	for i := 0; i < r; i++ {
-		if i <= a {
-			xdims = append(xdims, i)
-		} else {
-			xdims = append(xdims, i+1)
-		}
-	}
+	xdims := insertDim(r, a+1)
 	xb := must(n.op("broadcast_in_dim", ir.Attrs{"shape": []int(e.Clone()), "dims": xdims}, x))
 	mb := must(n.op("broadcast_in_dim", ir.Attrs{"shape": []int(e.Clone()), "dims": []int{a, a + 1}}, constant(m)))
 	return []*val{n.reduce("reduce_sum", must(n.selectOp(mb, xb, n.splat(x, 0))), []int{a}, false)}, nil
