@@ -496,7 +496,7 @@ func convBatchNorm(n *node) ([]*val, error) {
 		return nil, err
 	}
 	if n.attrInt("training_mode", 0) != 0 {
-		return nil, unsupportedf("BatchNormalization in training mode is not supported")
+		return n.batchNormTraining()
 	}
 	if n.opset < 9 && n.attrInt("spatial", 1) == 0 {
 		return nil, unsupportedf("spatial=0 is not supported")

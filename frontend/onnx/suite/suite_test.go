@@ -33,7 +33,7 @@ const (
 
 // simBound is the largest case (in elements over all inputs and outputs) run on the simulator;
 // larger cases run on the reference interpreter only, to keep the suite's time in CI reasonable.
-const simBound = 1 << 17
+const simBound = 1 << 18
 
 const statusFile = "testdata/status.txt"
 
