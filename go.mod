@@ -10,6 +10,7 @@ require (
 	golang.org/x/term v0.30.0
 	golang.org/x/tools v0.30.0
 	gonum.org/v1/plot v0.15.2
+	google.golang.org/protobuf v1.36.12
 	gorgonia.org/cu v0.9.6
 )
 

@@ -1,6 +1,7 @@
-// Package load turns a model file into a verified graph: a .gir text file (parsed by package ir) or
+// Package load turns a model file into a verified graph: a .gir text file (parsed by package ir),
 // a Go file written with the DSL (package frontend), run by an embedded Go interpreter so that
-// gcomp needs neither the Go toolchain nor the network at run time.
+// gcomp needs neither the Go toolchain nor the network at run time, or an ONNX model (package
+// frontend/onnx), whose weights Initializers returns.
 package load
 
 import (
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gcomp/gcomp/frontend/onnx"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ops"
 	"github.com/gcomp/gcomp/tensorio"
@@ -26,11 +28,17 @@ type Options struct {
 	// Memory bounds the heap a .go model's code may grow (one make, or the heap over time);
 	// DefaultMemory if zero.
 	Memory int64
+	// ONNX fixes an .onnx model's input shapes and compile-time inputs.
+	ONNX onnx.Options
 }
 
 // File loads the model at path. Errors carry file:line (and :col for Go syntax errors).
 func File(path string, opt Options) (*ir.Graph, error) {
-	src, err := tensorio.ReadFile(path, MaxSourceBytes)
+	limit := int64(MaxSourceBytes)
+	if strings.EqualFold(filepath.Ext(path), ".onnx") {
+		limit = MaxONNXBytes
+	}
+	src, err := tensorio.ReadFile(path, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -40,6 +48,10 @@ func File(path string, opt Options) (*ir.Graph, error) {
 // MaxSourceBytes bounds a model file (a .go or .gir source; a chain of a million ops in .gir is
 // about 50 MB).
 const MaxSourceBytes = 64 << 20
+
+// MaxONNXBytes bounds an .onnx file: protobuf's 2 GB message limit (larger models keep their
+// weights in external data files, which are read separately).
+const MaxONNXBytes = 2 << 30
 
 // Source loads a model from its text; filename decides the format and is used in messages.
 func Source(filename string, src []byte, opt Options) (*ir.Graph, error) {
@@ -64,6 +76,8 @@ func Source(filename string, src []byte, opt Options) (*ir.Graph, error) {
 		return g, nil
 	case ".go":
 		return goSource(filename, src, opt)
+	case ".onnx":
+		return onnxSource(filename, src, opt)
 	}
-	return nil, fmt.Errorf("%s: unknown model format %q (want .go or .gir)", filename, filepath.Ext(filename))
+	return nil, fmt.Errorf("%s: unknown model format %q (want .go, .gir or .onnx)", filename, filepath.Ext(filename))
 }

@@ -121,7 +121,9 @@ func TestErrors(t *testing.T) {
 			want: `m.gir:3: %0 = neg(%x) : f64[2]: result type is f64[2], but the op computes f32[2]`},
 		{name: "gir syntax", file: "m.gir", src: "graph g {\n  input %x f32[2]\n}\n",
 			want: `m.gir:2:12: expected ":"`},
-		{name: "unknown extension", file: "m.onnx", src: "", want: `m.onnx: unknown model format ".onnx"`},
+		{name: "unknown extension", file: "m.tflite", src: "", want: `m.tflite: unknown model format ".tflite"`},
+		{name: "empty onnx", file: "m.onnx", src: "", want: `m.onnx: the model has no graph`},
+		{name: "corrupt onnx", file: "m.onnx", src: "\xff\xff", want: `m.onnx: not a valid ONNX model`},
 		{name: "range over func", file: "model.go", src: replace(`b.Output("y", x)`, `for i := range seq {
 		_ = i
 	}

@@ -22,6 +22,7 @@ type modelFlags struct {
 	entry   *string
 	timeout *time.Duration
 	memory  *byteSize
+	onnx    onnxFlags
 }
 
 func addModelFlags(fs *flag.FlagSet) modelFlags {
@@ -31,11 +32,16 @@ func addModelFlags(fs *flag.FlagSet) modelFlags {
 		entry:   fs.String("entry", load.DefaultEntry, "name of the model function in a .go model file"),
 		timeout: fs.Duration("load-timeout", load.DefaultTimeout, "the longest a .go model's code may take to build its graph"),
 		memory:  &mem,
+		onnx:    addONNXFlags(fs),
 	}
 }
 
 func (m modelFlags) load(path string) (*ir.Graph, error) {
-	return load.File(path, load.Options{Entry: *m.entry, Timeout: *m.timeout, Memory: int64(*m.memory)})
+	opt, err := m.onnx.options()
+	if err != nil {
+		return nil, err
+	}
+	return load.File(path, load.Options{Entry: *m.entry, Timeout: *m.timeout, Memory: int64(*m.memory), ONNX: opt})
 }
 
 // statsFlag is --stats (a table) or --stats=json.

@@ -7,8 +7,9 @@
 //	gcomp init-weights MODEL -o w.safetensors        write the model's seeded initial weights
 //	gcomp sim FILE.ptx --entry NAME --grid X --block X [--arg SPEC]...   run PTX on the simulator
 //
-// MODEL is a .go file declaring func Model(b *frontend.Builder) (another function with --entry) or
-// a .gir file. Every failure prints one message and exits with status 1; nothing is written to -o
+// MODEL is a .go file declaring func Model(b *frontend.Builder) (another function with --entry),
+// a .gir file, or an .onnx model (with --shape NAME=1x3x224x224 for symbolic dims and
+// --const NAME=FILE.pb|.npy for inputs that decide shapes; --input also takes TensorProto .pb). Every failure prints one message and exits with status 1; nothing is written to -o
 // or --output-dir unless the command succeeds.
 package main
 

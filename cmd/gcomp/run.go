@@ -17,6 +17,7 @@ import (
 	"github.com/gcomp/gcomp/codegen/ptx"
 	"github.com/gcomp/gcomp/compiler"
 	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/load"
 	"github.com/gcomp/gcomp/runtime/cuda"
 	"github.com/gcomp/gcomp/runtime/device"
 	"github.com/gcomp/gcomp/runtime/executor"
@@ -263,13 +264,9 @@ func bindInputs(g *ir.Graph, specs []string, seed uint64, stderr io.Writer) (map
 		if in[name] != nil {
 			return nil, fmt.Errorf("gcomp run: input %s given twice", name)
 		}
-		a, err := tensorio.ReadNPYFile(file)
+		t, err := load.ReadTensorFile(file) // .npy, or an ONNX TensorProto .pb
 		if err != nil {
-			return nil, err
-		}
-		t, err := tensor.FromArray(a)
-		if err != nil {
-			return nil, fmt.Errorf("gcomp run: %s: %v", file, err)
+			return nil, fmt.Errorf("gcomp run: %v", err)
 		}
 		if !t.Type.Equal(v.Type) {
 			return nil, fmt.Errorf("gcomp run: input %s: %s holds %s, the model wants %s", name, file, t.Type, v.Type)
@@ -295,8 +292,13 @@ func bindParams(g *ir.Graph, weights string, strict bool, seed uint64, stderr io
 	}
 	params := map[string]*tensor.Tensor{}
 	var initialized []string
+	onnxWeights := load.Initializers(g) // an .onnx model's own weights
 	for _, p := range g.Params() {
 		a, ok := file[p.Name]
+		if w := onnxWeights[p.Name]; !ok && w != nil {
+			params[p.Name] = w
+			continue
+		}
 		if !ok {
 			if strict {
 				return nil, fmt.Errorf("gcomp: %s has no tensor %s (%s) and --strict is set", weights, p.Name, p.Type)
