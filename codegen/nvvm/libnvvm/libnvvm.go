@@ -65,16 +65,21 @@ func Candidates(explicit string) []string {
 type Lib struct {
 	Path string
 
-	nvvmVersion               func(major, minor *int32) int32
-	nvvmIRVersion             func(maj, min, dmaj, dmin *int32) int32
-	nvvmCreateProgram         func(p *uintptr) int32
-	nvvmDestroyProgram        func(p *uintptr) int32
-	nvvmAddModuleToProgram    func(p uintptr, buf *byte, size uintptr, name *byte) int32
-	nvvmCompileProgram        func(p uintptr, n int32, opts **byte) int32
-	nvvmGetCompiledResultSize func(p uintptr, size *uintptr) int32
-	nvvmGetCompiledResult     func(p uintptr, buf *byte) int32
-	nvvmGetProgramLogSize     func(p uintptr, size *uintptr) int32
-	nvvmGetProgramLog         func(p uintptr, buf *byte) int32
+	nvvmVersion            func(major, minor *int32) int32
+	nvvmIRVersion          func(maj, min, dmaj, dmin *int32) int32
+	nvvmCreateProgram      func(p *uintptr) int32
+	nvvmDestroyProgram     func(p *uintptr) int32
+	nvvmAddModuleToProgram func(p uintptr, buf *byte, size uintptr, name *byte) int32
+	// nvvmLazyAddModuleToProgram links only what the other modules use (CUDA 11.4 and newer;
+	// nil before).
+	nvvmLazyAddModuleToProgram func(p uintptr, buf *byte, size uintptr, name *byte) int32
+	nvvmCompileProgram         func(p uintptr, n int32, opts **byte) int32
+	nvvmGetCompiledResultSize  func(p uintptr, size *uintptr) int32
+	nvvmGetCompiledResult      func(p uintptr, buf *byte) int32
+	nvvmGetProgramLogSize      func(p uintptr, size *uintptr) int32
+	nvvmGetProgramLog          func(p uintptr, buf *byte) int32
+
+	mu sync.Mutex // one compilation at a time: thread safety is not promised before CUDA 12
 }
 
 var (
@@ -136,6 +141,9 @@ func open(path string) (*Lib, error) {
 		}
 		purego.RegisterFunc(s.fptr, addr)
 	}
+	if addr, err := purego.Dlsym(h, "nvvmLazyAddModuleToProgram"); err == nil && addr != 0 {
+		purego.RegisterFunc(&l.nvvmLazyAddModuleToProgram, addr)
+	}
 	return l, nil
 }
 
@@ -173,23 +181,40 @@ func (l *Lib) IRVersion() (major, minor, dbgMajor, dbgMinor int, err error) {
 	return int(a), int(b), int(c), int(d), nil
 }
 
-// Compile compiles one textual NVVM IR module to PTX with the given options (such as
-// "-arch=compute_80"). name labels the module in errors (the kernel's name): a failure returns
-// an error starting with it and holding libNVVM's log. The log of a success (warnings) is
-// returned too.
-func (l *Lib) Compile(name string, module []byte, options ...string) (ptx []byte, log string, err error) {
+// Module is one input of a compilation: NVVM IR text or bitcode. A Lazy module (libdevice)
+// contributes only the functions the others call.
+type Module struct {
+	Name string
+	Data []byte
+	Lazy bool
+}
+
+// Compile compiles NVVM IR modules, linked into one program, to PTX with the given options
+// (such as "-arch=compute_80"). name labels the compilation in errors (the kernel's name): a
+// failure returns an error starting with it and holding libNVVM's log. The log of a success
+// (warnings) is returned too.
+func (l *Lib) Compile(name string, modules []Module, options ...string) (ptx []byte, log string, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	var prog uintptr
 	if r := l.nvvmCreateProgram(&prog); r != 0 {
 		return nil, "", fmt.Errorf("%s: nvvmCreateProgram: %s", name, resultName(r))
 	}
 	defer l.nvvmDestroyProgram(&prog)
-	buf := append(append([]byte(nil), module...), 0) // NUL-terminated too, for older libraries
-	cname := cstr(name)
-	r := l.nvvmAddModuleToProgram(prog, &buf[0], uintptr(len(module)), &cname[0])
-	runtime.KeepAlive(buf)
-	runtime.KeepAlive(cname)
-	if r != 0 {
-		return nil, l.log(prog), fmt.Errorf("%s: nvvmAddModuleToProgram: %s%s", name, resultName(r), indent(l.log(prog)))
+	for _, m := range modules {
+		add, how := l.nvvmAddModuleToProgram, "nvvmAddModuleToProgram"
+		if m.Lazy && l.nvvmLazyAddModuleToProgram != nil {
+			add, how = l.nvvmLazyAddModuleToProgram, "nvvmLazyAddModuleToProgram"
+		}
+		buf := append(append([]byte(nil), m.Data...), 0) // NUL-terminated too, for older libraries
+		cname := cstr(m.Name)
+		r := add(prog, &buf[0], uintptr(len(m.Data)), &cname[0])
+		runtime.KeepAlive(buf)
+		runtime.KeepAlive(cname)
+		if r != 0 {
+			log := l.log(prog)
+			return nil, log, fmt.Errorf("%s: %s(%s): %s%s", name, how, m.Name, resultName(r), indent(log))
+		}
 	}
 	copts := make([][]byte, len(options))
 	ptrs := make([]*byte, len(options)+1)
@@ -197,7 +222,7 @@ func (l *Lib) Compile(name string, module []byte, options ...string) (ptx []byte
 		copts[i] = cstr(o)
 		ptrs[i] = &copts[i][0]
 	}
-	r = l.nvvmCompileProgram(prog, int32(len(options)), &ptrs[0])
+	r := l.nvvmCompileProgram(prog, int32(len(options)), &ptrs[0])
 	runtime.KeepAlive(copts)
 	runtime.KeepAlive(ptrs)
 	log = l.log(prog)

@@ -38,7 +38,7 @@ func TestCompile(t *testing.T) {
 	if err != nil || irMaj < 1 {
 		t.Fatalf("IRVersion: %d, %v", irMaj, err)
 	}
-	ptx, log, err := l.Compile("k_copy", []byte(okModule), "-arch=compute_80")
+	ptx, log, err := l.Compile("k_copy", []Module{{Name: "m", Data: []byte(okModule)}}, "-arch=compute_80")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestCompileErrors(t *testing.T) {
 		{"k_copy", okModule, []string{"-arch=compute_12"}, []string{"k_copy: ", "NVVM_ERROR_INVALID_OPTION"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, _, err := l.Compile(tc.name, []byte(tc.module), tc.opts...)
+			_, _, err := l.Compile(tc.name, []Module{{Name: "m", Data: []byte(tc.module)}}, tc.opts...)
 			if err == nil {
 				t.Fatal("no error")
 			}

@@ -1,0 +1,92 @@
+package ptx
+
+import (
+	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ops"
+)
+
+// The decisions another producer of the same kernels (codegen/nvvm) shares with this one, so
+// that both give a kernel the same name, parameters and tiling.
+
+// Template names the template Generate picks for a verified kernel: "persistent", "loop",
+// "transpose tile", "staged loop", "reduction", "contraction", or "" for a kernel no template
+// takes (Generate says why).
+func Template(k Kernel) string {
+	g := k.Graph
+	if len(k.Stages) > 0 {
+		return "persistent"
+	}
+	if len(g.Outputs) == 0 {
+		return ""
+	}
+	kinds, count := contractionKinds(g)
+	switch {
+	case len(kinds) == 0:
+		shape := g.Outputs[0].Value.Type.Shape
+		if findTransposeTile(g, shape) != nil {
+			return "transpose tile"
+		}
+		if findStage(g, shape) != nil {
+			return "staged loop"
+		}
+		return "loop"
+	case len(kinds) == 1 && kinds[0] == "reduce":
+		return "reduction"
+	case len(kinds) == 1 && count[kinds[0]] == 1:
+		return "contraction"
+	}
+	return ""
+}
+
+// contractionKinds counts the kernel's live reductions, matmuls and convolutions, which choose
+// its template; kinds lists the ones present, sorted.
+func contractionKinds(g *ir.Graph) (kinds []string, count map[string]int) {
+	count = map[string]int{}
+	for _, v := range live(g) {
+		switch {
+		case v.Op == "dot_general":
+			count["matmul"]++
+		case ops.ClassOf(v.Op) == ops.Reduce:
+			count["reduce"]++
+		case v.Op == "conv2d":
+			count["conv2d"]++
+		}
+	}
+	for _, kind := range []string{"conv2d", "matmul", "reduce"} {
+		if count[kind] > 0 {
+			kinds = append(kinds, kind)
+		}
+	}
+	return kinds, count
+}
+
+// LoopPlan is the loop template's tiling: each work item is a group of V consecutive output
+// elements (flat: groups may straddle rows, as only same-shape elementwise work is fused), and
+// the launch that covers the work items with grid-stride threads.
+func LoopPlan(g *ir.Graph) (v int, flat bool, grid, block [3]int) {
+	shape := g.Outputs[0].Value.Type.Shape
+	v, flat = vectorWidth(g, shape)
+	n := shape.NumElements()
+	work := max(1, n/v, n%v)
+	return v, flat, [3]int{min(ceilDiv(work, loopBlock), maxLoopBlocks), 1, 1}, [3]int{loopBlock, 1, 1}
+}
+
+// Params lists a kernel's parameters in declaration order: its graph's inputs, params, then
+// outputs (templates that need scratch buffers append them).
+func Params(g *ir.Graph) []Arg {
+	var args []Arg
+	for i, v := range g.Inputs() {
+		args = append(args, Arg{Kind: ArgInput, Index: i, Name: v.Name})
+	}
+	for i, v := range g.Params() {
+		args = append(args, Arg{Kind: ArgParam, Index: i, Name: v.Name})
+	}
+	for i, o := range g.Outputs {
+		args = append(args, Arg{Kind: ArgOutput, Index: i, Name: o.Name})
+	}
+	return args
+}
+
+// CastConst converts a float attribute (a constant's or pad's value) to dtype d the way cast
+// converts a float: every producer folds constants identically.
+func CastConst(d ir.DType, f float64) float64 { return castConst(d, f) }
