@@ -183,6 +183,7 @@ func (kg *kgen) constant(v *irg.Value, x *index) value.Value {
 		gv = kg.md.m.NewGlobalDef(name, arr)
 		gv.Immutable = true
 		gv.Linkage = enum.LinkageInternal
+		gv.AddrSpace = 1
 		gv.Typ.AddrSpace = 1
 		gv.Align = 8
 		kg.md.globals[name] = gv
