@@ -31,6 +31,9 @@ func (kg *kgen) eval(v *irg.Value, x *index) (value.Value, error) {
 }
 
 func (kg *kgen) eval1(v *irg.Value, x *index) (value.Value, error) {
+	if r, ok := kg.bound[v]; ok {
+		return r, nil
+	}
 	d := v.Type.DType
 	switch v.Op {
 	case irg.OpInput, irg.OpParam:

@@ -23,7 +23,8 @@ type kgen struct {
 	name   string
 	ptr    map[*irg.Value]value.Value // global pointer of each input and param
 	outPtr []value.Value
-	cache  map[cacheKey]value.Value // per element: common subexpressions evaluate once
+	cache  map[cacheKey]value.Value   // per element: common subexpressions evaluate once
+	bound  map[*irg.Value]value.Value // values the template computed (reduction results)
 	blocks int
 }
 

@@ -125,25 +125,38 @@ func (md *module) kernel(k ptx.Kernel) (*ir.Func, ptx.Launch, error) {
 		}
 	}
 	tpl := ptx.Template(k)
-	if tpl == "loop" {
-		for _, v := range g.Values {
-			if v.Op == "max_pool2d" || v.Op == "avg_pool2d" {
-				tpl = "loop with pooling"
-			}
+	for _, v := range g.Values {
+		if (v.Op == "max_pool2d" || v.Op == "avg_pool2d") && tpl != "" {
+			return nil, ptx.Launch{}, fmt.Errorf("%s: pooling (fused into the %s template) has no NVVM counterpart yet (build with --backend ptx)", k.Name, tpl)
 		}
 	}
-	if tpl != "loop" {
-		if tpl == "" {
-			// The PTX emitter's message says why no template takes the kernel.
-			_, _, err := ptx.Generate(k, ptx.Target{SM: 80})
-			if err == nil {
-				err = fmt.Errorf("%s: no template takes this kernel", k.Name)
+	var (
+		f   *ir.Func
+		l   ptx.Launch
+		err error
+	)
+	switch tpl {
+	case "loop":
+		f, l, err = md.loopKernel(k)
+	case "reduction":
+		var kind string
+		var plan ptx.RowPlan
+		if kind, plan, err = ptx.ReducePlan(k); err == nil {
+			if kind != "row" {
+				return nil, ptx.Launch{}, fmt.Errorf("%s: the %s reduction template has no NVVM counterpart yet (build with --backend ptx)", k.Name, kind)
 			}
+			f, l, err = md.rowReduce(k, plan)
+		}
+	case "":
+		// The PTX emitter's message says why no template takes the kernel.
+		if _, _, err = ptx.Generate(k, ptx.Target{SM: 80}); err == nil {
+			err = fmt.Errorf("no template takes this kernel")
+		} else {
 			return nil, ptx.Launch{}, err
 		}
+	default:
 		return nil, ptx.Launch{}, fmt.Errorf("%s: the %s template has no NVVM counterpart yet (build with --backend ptx)", k.Name, tpl)
 	}
-	f, l, err := md.loopKernel(k)
 	if err != nil {
 		return nil, ptx.Launch{}, fmt.Errorf("%s: %w", k.Name, err)
 	}

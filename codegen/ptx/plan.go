@@ -90,3 +90,47 @@ func Params(g *ir.Graph) []Arg {
 // CastConst converts a float attribute (a constant's or pad's value) to dtype d the way cast
 // converts a float: every producer folds constants identically.
 func CastConst(d ir.DType, f float64) float64 { return castConst(d, f) }
+
+// RowPlan is the row reduction template's plan: every reduce of the kernel folds the R elements
+// of each of Rows rows of Full (Axes reduced; Scattered when they are not adjacent, so a row's
+// elements are found by coordinates rather than at row·R + r), one block of Threads per row.
+type RowPlan struct {
+	Full      ir.Shape
+	Axes      []int
+	Rows, R   int
+	Scattered bool
+	Threads   int
+	Grid      [3]int
+	Reduces   []*ir.Value // in definition order
+}
+
+// ReducePlan says which reduction template takes a kernel ("row", "split" for a full reduction
+// over many blocks, "column") and, for "row", its plan.
+func ReducePlan(k Kernel) (string, RowPlan, error) {
+	var reds []*ir.Value
+	for _, v := range live(k.Graph) {
+		if ops.ClassOf(v.Op) == ops.Reduce {
+			reds = append(reds, v)
+		}
+	}
+	rs, err := reduceLayout(reds)
+	if err != nil {
+		return "", RowPlan{}, err
+	}
+	if err := checkRowDomains(k.Graph, rs); err != nil {
+		return "", RowPlan{}, err
+	}
+	switch {
+	case rs.rowPattern && rs.a == 1 && rs.r >= splitReduce && len(reds) == 1 && !outputsFull(k.Graph, rs):
+		return "split", RowPlan{}, nil
+	case !rs.rowPattern:
+		return "column", RowPlan{}, nil
+	}
+	return "row", RowPlan{Full: rs.full, Axes: rs.axes, Rows: rs.a, R: rs.r, Scattered: rs.scattered,
+		Threads: rowBlock(rs.r), Grid: [3]int{max(1, min(rs.a, maxLoopBlocks)), 1, 1}, Reduces: reds}, nil
+}
+
+// Accumulator is how reduce v folds: the dtype its partials are held in (f64 for float sums and
+// products, rounded once at the end like the reference), the elementwise op combining two, and
+// the identity it starts from.
+func Accumulator(v *ir.Value) (acc ir.DType, combine string, identity float64) { return accumulator(v) }
