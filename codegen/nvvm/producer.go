@@ -14,6 +14,9 @@ import (
 // use from LibPath, or where libnvvm.Load looks when it is empty.
 type Producer struct {
 	LibPath string
+	// IROnly makes Module return the NVVM IR module instead of PTX, without libNVVM (gcomp build
+	// --emit nvvm writes it).
+	IROnly bool
 
 	once sync.Once
 	lib  *libnvvm.Lib
@@ -42,6 +45,9 @@ func (p *Producer) Module(kernels []ptx.Kernel, t ptx.Target) (string, []ptx.Lau
 	m, launches, err := build(kernels, t)
 	if err != nil {
 		return "", nil, err
+	}
+	if p.IROnly {
+		return m.m.String(), launches, nil
 	}
 	lib, err := p.Lib()
 	if err != nil {

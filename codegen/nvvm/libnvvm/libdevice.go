@@ -30,16 +30,13 @@ func (l *Lib) Libdevice() (string, error) {
 	}
 	cands = append(cands, "/usr/lib/nvidia-cuda-toolkit/libdevice/"+file)
 	if dir, err := os.Getwd(); err == nil {
-		for {
-			cands = append(cands, filepath.Join(dir, ".cache", "cuda", "usr", "lib", "nvidia-cuda-toolkit", "libdevice", file))
-			if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-				break
-			}
-			parent := filepath.Dir(dir)
-			if parent == dir {
-				break
-			}
-			dir = parent
+		if p := findUp(dir, ".cache/cuda/usr/lib/nvidia-cuda-toolkit/libdevice/"+file); p != "" {
+			cands = append(cands, p)
+		}
+	}
+	if exe, err := os.Executable(); err == nil {
+		if p := findUp(filepath.Dir(exe), ".cache/cuda/usr/lib/nvidia-cuda-toolkit/libdevice/"+file); p != "" {
+			cands = append(cands, p)
 		}
 	}
 	for _, c := range cands {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 
@@ -41,24 +42,39 @@ func Candidates(explicit string) []string {
 		}
 	}
 	c = append(c, debianPath)
+	// .cache/nvvm at or above the working directory, or above the executable (bin/gcomp).
+	var starts []string
 	if dir, err := os.Getwd(); err == nil {
-		for {
-			p := filepath.Join(dir, filepath.FromSlash(cacheRel))
-			if _, err := os.Stat(p); err == nil {
-				c = append(c, p)
-				break
-			}
-			if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-				break
-			}
-			parent := filepath.Dir(dir)
-			if parent == dir {
-				break
-			}
-			dir = parent
+		starts = append(starts, dir)
+	}
+	if exe, err := os.Executable(); err == nil {
+		starts = append(starts, filepath.Dir(exe))
+	}
+	for _, dir := range starts {
+		if p := findUp(dir, cacheRel); p != "" && !slices.Contains(c, p) {
+			c = append(c, p)
 		}
 	}
 	return c
+}
+
+// findUp returns rel under the first directory at or above dir that holds it, stopping at the
+// one holding go.mod; "" if none does.
+func findUp(dir, rel string) string {
+	for {
+		p := filepath.Join(dir, filepath.FromSlash(rel))
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return ""
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return ""
+		}
+		dir = parent
+	}
 }
 
 // Lib is a loaded libNVVM.
@@ -115,6 +131,9 @@ func open(path string) (*Lib, error) {
 	defer runtime.UnlockOSThread()
 	h, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_LOCAL)
 	if err != nil {
+		if strings.Contains(err.Error(), path) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("%s: %v", path, err)
 	}
 	l := &Lib{Path: path}
