@@ -51,19 +51,7 @@ func TestExampleKernels(t *testing.T) {
 				{Name: "module.ll", Data: []byte(ll)},
 				{Name: "unsupported.txt", Data: []byte(strings.Join(refused, "\n") + "\n")},
 			})
-			if len(kernels) == 0 {
-				return
-			}
-			text, launches, err := p.Module(kernels, ptx.Target{SM: 80})
-			if err != nil {
-				t.Fatal(err)
-			}
-			assemble(t, text)
-			for i, k := range kernels {
-				t.Run(k.Name, func(t *testing.T) {
-					checkKernel(t, text, k, launches[i], uint64(i))
-				})
-			}
+			checkModule(t, p, kernels, 0)
 		})
 	}
 }

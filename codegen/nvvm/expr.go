@@ -76,30 +76,15 @@ func (kg *kgen) eval1(v *irg.Value, x *index) (value.Value, error) {
 // operandIndex maps index x of view v to the index of its operand holding the same element.
 func (kg *kgen) operandIndex(v *irg.Value, x *index) *index {
 	op := v.Args[0]
-	c := make([]value.Value, op.Type.Shape.Rank())
-	switch v.Op {
-	case "broadcast_in_dim":
-		for i, d := range v.Attrs.Ints("dims") {
-			if op.Type.Shape[i] == 1 {
-				c[i] = ci(0)
-			} else {
-				c[i] = kg.coord(x, d)
-			}
-		}
-	case "transpose":
-		for i, p := range v.Attrs.Ints("perm") {
-			c[p] = kg.coord(x, i)
-		}
-	case "reshape":
+	if v.Op == "reshape" {
 		return newIndexLin(op.Type.Shape, kg.lin(x))
-	case "slice":
-		start, stride := v.Attrs.Ints("start"), v.Attrs.Ints("stride")
-		for i := range c {
-			s := 1
-			if stride != nil {
-				s = stride[i]
-			}
-			c[i] = kg.add(kg.mul(kg.coord(x, i), s), ci(start[i]))
+	}
+	c := make([]value.Value, op.Type.Shape.Rank())
+	for _, ax := range ptx.ViewPlan(v) {
+		if ax.Dim < 0 {
+			c[ax.Operand] = ci(ax.Offset)
+		} else {
+			c[ax.Operand] = kg.add(kg.mul(kg.coord(x, ax.Dim), ax.Scale), ci(ax.Offset))
 		}
 	}
 	return newIndexCoords(op.Type.Shape, c)

@@ -275,3 +275,22 @@ func inputsFor(g *ir.Graph, seed uint64) map[string]*tensor.Tensor {
 	}
 	return m
 }
+
+// checkModule compiles kernels into one module with p, assembles it, and runs every kernel
+// through checkKernel as a subtest (kernel i with seed seed+i).
+func checkModule(t *testing.T, p *Producer, kernels []ptx.Kernel, seed uint64) {
+	t.Helper()
+	if len(kernels) == 0 {
+		return
+	}
+	text, launches, err := p.Module(kernels, ptx.Target{SM: 80})
+	if err != nil {
+		t.Fatal(err)
+	}
+	assemble(t, text)
+	for i, k := range kernels {
+		t.Run(k.Name, func(t *testing.T) {
+			checkKernel(t, text, k, launches[i], seed+uint64(i))
+		})
+	}
+}

@@ -186,16 +186,10 @@ func memType(d irg.DType) types.Type {
 
 func regType(d irg.DType) types.Type {
 	switch d {
-	case irg.F32, irg.F16, irg.BF16:
+	case irg.F16, irg.BF16:
 		return types.Float
-	case irg.F64:
-		return types.Double
-	case irg.I32:
-		return types.I32
-	case irg.I64:
-		return types.I64
 	case irg.Bool:
 		return types.I1
 	}
-	return types.I8
+	return memType(d)
 }

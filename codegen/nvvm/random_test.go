@@ -40,19 +40,7 @@ func TestPipelineRandomGraphs(t *testing.T) {
 			kernels, no := supported(t, all)
 			taken += len(kernels)
 			refused += len(no)
-			if len(kernels) == 0 {
-				return
-			}
-			text, launches, err := p.Module(kernels, ptx.Target{SM: 80})
-			if err != nil {
-				t.Fatal(err)
-			}
-			assemble(t, text)
-			for i, k := range kernels {
-				t.Run(k.Name, func(t *testing.T) {
-					checkKernel(t, text, k, launches[i], uint64(seed*100+i))
-				})
-			}
+			checkModule(t, p, kernels, uint64(seed*100))
 		})
 	}
 	t.Logf("%d kernels taken, %d refused (templates without an NVVM counterpart)", taken, refused)

@@ -1,8 +1,6 @@
 package nvvm
 
 import (
-	"slices"
-
 	"github.com/llir/llvm/ir"
 	"github.com/llir/llvm/ir/constant"
 	"github.com/llir/llvm/ir/enum"
@@ -128,14 +126,7 @@ func (kg *kgen) rowElement(plan ptx.RowPlan, row value.Value) func(r value.Value
 		rowLin := kg.mul(row, plan.R)
 		return func(r value.Value) *index { return newIndexLin(plan.Full, kg.add(rowLin, r)) }
 	}
-	var kept, red irg.Shape
-	for i, d := range plan.Full {
-		if slices.Contains(plan.Axes, i) {
-			red = append(red, d)
-		} else {
-			kept = append(kept, d)
-		}
-	}
+	kept, red := plan.RowShapes()
 	kx := newIndexLin(kept, row)
 	keptCoord := make([]value.Value, len(kept))
 	for d := range kept {
@@ -143,18 +134,11 @@ func (kg *kgen) rowElement(plan ptx.RowPlan, row value.Value) func(r value.Value
 	}
 	return func(r value.Value) *index {
 		rx := newIndexLin(red, r)
-		coord := make([]value.Value, len(plan.Full))
-		ki, ri := 0, 0
-		for i := range plan.Full {
-			if slices.Contains(plan.Axes, i) {
-				coord[i] = kg.coord(rx, ri)
-				ri++
-			} else {
-				coord[i] = keptCoord[ki]
-				ki++
-			}
+		redCoord := make([]value.Value, len(red))
+		for d := range red {
+			redCoord[d] = kg.coord(rx, d)
 		}
-		return newIndexCoords(plan.Full, coord)
+		return newIndexCoords(plan.Full, ptx.RowCoords(plan.Axes, keptCoord, redCoord))
 	}
 }
 

@@ -1,6 +1,8 @@
 package ptx
 
 import (
+	"slices"
+
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ops"
 )
@@ -134,3 +136,61 @@ func ReducePlan(k Kernel) (string, RowPlan, error) {
 // products, rounded once at the end like the reference), the elementwise op combining two, and
 // the identity it starts from.
 func Accumulator(v *ir.Value) (acc ir.DType, combine string, identity float64) { return accumulator(v) }
+
+// ViewAxis is where coordinate Operand of a view's operand comes from: Scale × coordinate Dim
+// of the view, plus Offset (Dim -1: the constant Offset).
+type ViewAxis struct{ Operand, Dim, Scale, Offset int }
+
+// ViewPlan maps an element of view v (broadcast_in_dim, transpose, slice) to its operand's
+// element, one entry per operand coordinate, in the order codegen/ptx derives them (register
+// numbering follows it). A reshape maps by linear index and has no plan (nil).
+func ViewPlan(v *ir.Value) []ViewAxis {
+	op := v.Args[0]
+	var plan []ViewAxis
+	switch v.Op {
+	case "broadcast_in_dim":
+		for i, d := range v.Attrs.Ints("dims") {
+			if op.Type.Shape[i] == 1 {
+				d = -1
+			}
+			plan = append(plan, ViewAxis{Operand: i, Dim: d, Scale: 1})
+		}
+	case "transpose":
+		for i, p := range v.Attrs.Ints("perm") {
+			plan = append(plan, ViewAxis{Operand: p, Dim: i, Scale: 1})
+		}
+	case "slice":
+		start, stride := v.Attrs.Ints("start"), v.Attrs.Ints("stride")
+		for i := range op.Type.Shape {
+			s := 1
+			if stride != nil {
+				s = stride[i]
+			}
+			plan = append(plan, ViewAxis{Operand: i, Dim: i, Scale: s, Offset: start[i]})
+		}
+	}
+	return plan
+}
+
+// RowShapes are the kept and the reduced dims of a row plan's operand, each in axis order: a
+// row is a linear position in kept, an element of it one in reduced (Scattered plans).
+func (p RowPlan) RowShapes() (kept, reduced ir.Shape) {
+	return reduceShape{full: p.Full, axes: p.Axes}.split()
+}
+
+// RowCoords puts an element's coordinates together from its row's kept coordinates and its
+// reduced ones (a Scattered plan's index arithmetic, whatever the coordinates are held in).
+func RowCoords[T any](axes []int, kept, reduced []T) []T {
+	coord := make([]T, 0, len(kept)+len(reduced))
+	ki, ri := 0, 0
+	for i := 0; i < len(kept)+len(reduced); i++ {
+		if slices.Contains(axes, i) {
+			coord = append(coord, reduced[ri])
+			ri++
+		} else {
+			coord = append(coord, kept[ki])
+			ki++
+		}
+	}
+	return coord
+}

@@ -124,18 +124,11 @@ func (rs reduceShape) rowElement(a ia, row string) func(r string) *index {
 	}
 	return func(r string) *index {
 		rx := newIndexLin(red, r)
-		coord := make([]string, len(rs.full))
-		ki, ri := 0, 0
-		for i := range rs.full {
-			if slices.Contains(rs.axes, i) {
-				coord[i] = rx.getCoord(a, ri)
-				ri++
-			} else {
-				coord[i] = keptCoord[ki]
-				ki++
-			}
+		redCoord := make([]string, len(red))
+		for d := range red {
+			redCoord[d] = rx.getCoord(a, d)
 		}
-		return newIndexCoords(rs.full, coord)
+		return newIndexCoords(rs.full, RowCoords(rs.axes, keptCoord, redCoord))
 	}
 }
 
