@@ -100,8 +100,17 @@ func (kg *kgen) elemPtr(d irg.DType, p, lin value.Value) value.Value {
 // load reads one element into its register form.
 func (kg *kgen) load(d irg.DType, p, lin value.Value) value.Value {
 	ld := kg.b.NewLoad(memType(d), kg.elemPtr(d, p, lin))
-	ld.Align = ir.Align(d.Size())
+	ld.Align = kg.align(d, lin)
 	return kg.fromMem(d, ld)
+}
+
+// align is the alignment of element lin of a buffer of dtype d: a group's first element is
+// aligned to the group's bytes (up to the buffers' 16), any other to its size.
+func (kg *kgen) align(d irg.DType, lin value.Value) ir.Align {
+	if v, ok := kg.aligned[lin]; ok {
+		return ir.Align(min(16, v*d.Size()))
+	}
+	return ir.Align(d.Size())
 }
 
 func (kg *kgen) fromMem(d irg.DType, x value.Value) value.Value {
@@ -127,7 +136,7 @@ func (kg *kgen) store(d irg.DType, p, lin, r value.Value) {
 		r = kg.b.NewZExt(r, types.I8)
 	}
 	st := kg.b.NewStore(r, kg.elemPtr(d, p, lin))
-	st.Align = ir.Align(d.Size())
+	st.Align = kg.align(d, lin)
 }
 
 // constVal is the register constant of dtype d with value f (already representable in d).

@@ -25,7 +25,10 @@ type kgen struct {
 	outPtr []value.Value
 	cache  map[cacheKey]value.Value   // per element: common subexpressions evaluate once
 	bound  map[*irg.Value]value.Value // values the template computed (reduction results)
-	blocks int
+	// aligned is the byte alignment of element groups' first linear index (a multiple of the
+	// group size): loads and stores there say so, for the vectorizer.
+	aligned map[value.Value]int
+	blocks  int
 }
 
 type cacheKey struct {
@@ -51,7 +54,11 @@ func (md *module) newKernel(k ptx.Kernel, args []ptx.Arg) *kgen {
 			v = g.Outputs[a.Index].Value
 		}
 		bufs = append(bufs, v)
-		params = append(params, ir.NewParam(fmt.Sprintf("p%d", len(params)), types.NewPointer(memType(v.Type.DType))))
+		// Buffers are 16-byte aligned (docs/codegen.md): saying so lets libNVVM's vectorizer
+		// merge the lanes of an element group into one 128-bit access.
+		p := ir.NewParam(fmt.Sprintf("p%d", len(params)), types.NewPointer(memType(v.Type.DType)))
+		p.Attrs = append(p.Attrs, ir.Align(16))
+		params = append(params, p)
 	}
 	kg.f = md.m.NewFunc(k.Name, types.Void, params...)
 	kg.b = kg.f.NewBlock("entry")
@@ -142,6 +149,7 @@ func (kg *kgen) loop(start, step value.Value, end int, body func(i value.Value))
 func (kg *kgen) elementGroup(shape irg.Shape, base value.Value, v int, flat bool) error {
 	lead := newIndexLin(shape, base)
 	lanes := []*index{lead}
+	kg.aligned = map[value.Value]int{base: v}
 	for j := 1; j < v; j++ {
 		l := newIndexLin(shape, kg.add(base, ci(j)))
 		if !flat && shape.Rank() > 0 {
@@ -153,13 +161,21 @@ func (kg *kgen) elementGroup(shape irg.Shape, base value.Value, v int, flat bool
 		}
 		lanes = append(lanes, l)
 	}
+	// Every lane is computed before the first store, so the loads of a group are adjacent (the
+	// vectorizer cannot move a load across a store that may alias it).
+	vals := make([][]value.Value, len(kg.g.Outputs))
 	for oi, o := range kg.g.Outputs {
 		for _, x := range lanes {
 			r, err := kg.eval(o.Value, x)
 			if err != nil {
 				return err
 			}
-			kg.store(o.Value.Type.DType, kg.outPtr[oi], kg.lin(x), r)
+			vals[oi] = append(vals[oi], r)
+		}
+	}
+	for oi, o := range kg.g.Outputs {
+		for j, x := range lanes {
+			kg.store(o.Value.Type.DType, kg.outPtr[oi], kg.lin(x), vals[oi][j])
 		}
 	}
 	return nil
