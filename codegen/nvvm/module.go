@@ -139,13 +139,16 @@ func (md *module) kernel(k ptx.Kernel) (*ir.Func, ptx.Launch, error) {
 	case "loop":
 		f, l, err = md.loopKernel(k)
 	case "reduction":
-		var kind string
-		var plan ptx.RowPlan
-		if kind, plan, err = ptx.ReducePlan(k); err == nil {
-			if kind != "row" {
-				return nil, ptx.Launch{}, fmt.Errorf("%s: the %s reduction template has no NVVM counterpart yet (build with --backend ptx)", k.Name, kind)
+		var plan ptx.Reduction
+		if plan, err = ptx.ReducePlan(k); err == nil {
+			switch plan.Kind {
+			case "row":
+				f, l, err = md.rowReduce(k, plan)
+			case "column":
+				f, l, err = md.colReduce(k, plan)
+			default:
+				return nil, ptx.Launch{}, fmt.Errorf("%s: the %s reduction template has no NVVM counterpart yet (build with --backend ptx)", k.Name, plan.Kind)
 			}
-			f, l, err = md.rowReduce(k, plan)
 		}
 	case "":
 		// The PTX emitter's message says why no template takes the kernel.

@@ -19,50 +19,30 @@ import (
 // the other, each one pass over the row (softmax's max and sum are two passes here, where
 // codegen/ptx folds them online in one); full-shape outputs are stored by a last pass, per-row
 // ones by thread 0.
-func (md *module) rowReduce(k ptx.Kernel, plan ptx.RowPlan) (*ir.Func, ptx.Launch, error) {
+func (md *module) rowReduce(k ptx.Kernel, plan ptx.Reduction) (*ir.Func, ptx.Launch, error) {
 	g := k.Graph
 	args := ptx.Params(g)
 	kg := md.newKernel(k, args)
 	T := plan.Threads
 	warps := T / 32
-	slots := md.m.NewGlobalDef(k.Name+"_partials", constant.NewUndef(types.NewArray(uint64(warps), types.I64)))
-	slots.Linkage = enum.LinkageInternal
-	slots.AddrSpace = 3
-	slots.Typ.AddrSpace = 3
-	slots.Align = 8
+	slots := md.sharedSlots(k.Name, warps)
 	tid := kg.sreg("tid.x")
 	lane := kg.b.NewAnd(tid, ci(31))
 	warp := kg.b.NewLShr(tid, ci(5))
-	accs := map[*irg.Value]*ir.InstAlloca{}
-	for _, red := range plan.Reduces {
-		accT, _, _ := ptx.Accumulator(red)
-		accs[red] = kg.b.NewAlloca(regType(accT))
-	}
+	accs := kg.accumulators(plan.Reduces)
 	var err error
 	keep := func(e error) {
 		if e != nil && err == nil {
 			err = e
 		}
 	}
-	kg.loop(kg.sreg("ctaid.x"), kg.sreg("nctaid.x"), plan.Rows, func(row value.Value) {
+	kg.loop(kg.sreg("ctaid.x"), kg.sreg("nctaid.x"), plan.A, func(row value.Value) {
 		fullAt := kg.rowElement(plan, row)
 		kg.bound = map[*irg.Value]value.Value{}
 		for _, red := range plan.Reduces {
-			accT, combine, identity := ptx.Accumulator(red)
+			accT, combine, _ := ptx.Accumulator(red)
 			acc := accs[red]
-			kg.b.NewStore(constVal(accT, identity), acc)
-			kg.loop(tid, ci(T), plan.R, func(r value.Value) {
-				x, e := kg.eval(red.Args[0], fullAt(r))
-				if e != nil {
-					keep(e)
-					return
-				}
-				y, e := kg.binary(combine, accT, kg.b.NewLoad(regType(accT), acc), kg.cast(red.Args[0].Type.DType, x, accT))
-				keep(e)
-				if e == nil {
-					kg.b.NewStore(y, acc)
-				}
-			})
+			keep(kg.fold(red, acc, tid, ci(T), plan.R, fullAt))
 			total, e := kg.blockCombine(accT, combine, kg.b.NewLoad(regType(accT), acc), lane, warp, slots, warps)
 			keep(e)
 			if e == nil {
@@ -78,36 +58,12 @@ func (md *module) rowReduce(k ptx.Kernel, plan ptx.RowPlan) (*ir.Func, ptx.Launc
 			}
 		}
 		if len(fullOuts) > 0 {
-			kg.loop(tid, ci(T), plan.R, func(r value.Value) {
-				x := fullAt(r)
-				for _, i := range fullOuts {
-					o := g.Outputs[i]
-					v, e := kg.eval(o.Value, x)
-					if e != nil {
-						keep(e)
-						return
-					}
-					kg.store(o.Value.Type.DType, kg.outPtr[i], kg.lin(x), v)
-				}
-			})
+			kg.loop(tid, ci(T), plan.R, func(r value.Value) { keep(kg.storeOutputs(fullOuts, fullAt(r))) })
 		}
 		if len(rowOuts) > 0 {
-			first, rest := kg.block("thread0"), kg.block("rowdone")
-			kg.b.NewCondBr(kg.b.NewICmp(enum.IPredEQ, tid, ci(0)), first, rest)
-			kg.b = first
-			kg.cache = map[cacheKey]value.Value{}
-			for _, i := range rowOuts {
-				o := g.Outputs[i]
-				v, e := kg.eval(o.Value, newIndexLin(o.Value.Type.Shape, row))
-				if e != nil {
-					keep(e)
-					break
-				}
-				kg.store(o.Value.Type.DType, kg.outPtr[i], row, v)
-			}
-			kg.cache = map[cacheKey]value.Value{}
-			kg.b.NewBr(rest)
-			kg.b = rest
+			kg.branch(kg.b.NewICmp(enum.IPredEQ, tid, ci(0)), "thread0", func() {
+				keep(kg.storeRowOutputs(rowOuts, row))
+			})
 		}
 		kg.bound = nil
 	})
@@ -118,10 +74,102 @@ func (md *module) rowReduce(k ptx.Kernel, plan ptx.RowPlan) (*ir.Func, ptx.Launc
 	return kg.f, ptx.Launch{Grid: plan.Grid, Block: [3]int{T, 1, 1}, Params: args}, nil
 }
 
+// storeOutputs evaluates the kernel's outputs outs at full-shape element x and stores them.
+func (kg *kgen) storeOutputs(outs []int, x *index) error {
+	for _, i := range outs {
+		o := kg.g.Outputs[i]
+		v, err := kg.eval(o.Value, x)
+		if err != nil {
+			return err
+		}
+		kg.store(o.Value.Type.DType, kg.outPtr[i], kg.lin(x), v)
+	}
+	return nil
+}
+
+// storeRowOutputs evaluates and stores the per-row outputs outs at linear index lin.
+func (kg *kgen) storeRowOutputs(outs []int, lin value.Value) error {
+	for _, i := range outs {
+		o := kg.g.Outputs[i]
+		v, err := kg.eval(o.Value, newIndexLin(o.Value.Type.Shape, lin))
+		if err != nil {
+			return err
+		}
+		kg.store(o.Value.Type.DType, kg.outPtr[i], lin, v)
+	}
+	return nil
+}
+
+// fold folds red's operand at elements at(r), r = start, start+step, ... < end, into the
+// accumulator acc, starting from the identity.
+func (kg *kgen) fold(red *irg.Value, acc *ir.InstAlloca, start, step value.Value, end int, at func(r value.Value) *index) error {
+	accT, combine, identity := ptx.Accumulator(red)
+	kg.b.NewStore(constVal(accT, identity), acc)
+	var err error
+	kg.loop(start, step, end, func(r value.Value) {
+		x, e := kg.eval(red.Args[0], at(r))
+		if e == nil {
+			var y value.Value
+			if y, e = kg.binary(combine, accT, kg.b.NewLoad(regType(accT), acc), kg.cast(red.Args[0].Type.DType, x, accT)); e == nil {
+				kg.b.NewStore(y, acc)
+			}
+		}
+		if e != nil && err == nil {
+			err = e
+		}
+	})
+	return err
+}
+
+// accumulators allocates one accumulator per reduce (in the entry block: libNVVM promotes them
+// to registers).
+func (kg *kgen) accumulators(reds []*irg.Value) map[*irg.Value]*ir.InstAlloca {
+	accs := map[*irg.Value]*ir.InstAlloca{}
+	for _, red := range reds {
+		accT, _, _ := ptx.Accumulator(red)
+		accs[red] = kg.b.NewAlloca(regType(accT))
+	}
+	return accs
+}
+
+// sharedSlots declares the kernel's shared array of n 8-byte slots (partials).
+func (md *module) sharedSlots(name string, n int) *ir.Global {
+	slots := md.m.NewGlobalDef(name+"_partials", constant.NewUndef(types.NewArray(uint64(n), types.I64)))
+	slots.Linkage = enum.LinkageInternal
+	slots.AddrSpace = 3
+	slots.Typ.AddrSpace = 3
+	slots.Align = 8
+	return slots
+}
+
+// slot is a pointer to slot w of slots, as an accumulator of dtype d.
+func (kg *kgen) slot(slots *ir.Global, w value.Value, d irg.DType) value.Value {
+	pt := types.NewPointer(regType(d))
+	pt.AddrSpace = 3
+	p := kg.b.NewGetElementPtr(slots.ContentType, slots, ci(0), w)
+	p.InBounds = true
+	return kg.b.NewBitCast(p, pt)
+}
+
+// branch runs body in a block entered where cond holds and continues after it; values body
+// computes are not reused after it.
+func (kg *kgen) branch(cond value.Value, stem string, body func()) {
+	in, after := kg.block(stem), kg.block(stem+"_done")
+	kg.b.NewCondBr(cond, in, after)
+	kg.b = in
+	kg.cache = map[cacheKey]value.Value{}
+	body()
+	kg.cache = map[cacheKey]value.Value{}
+	kg.b.NewBr(after)
+	kg.b = after
+}
+
+func (kg *kgen) barrier() { kg.b.NewCall(kg.md.declare("llvm.nvvm.barrier0", types.Void)) }
+
 // rowElement maps position r of row's reduced elements to the operand's index: row·R + r when
 // the reduced axes are trailing, else coordinates put together from the row's kept coordinates
 // (derived once, here) and r's reduced ones.
-func (kg *kgen) rowElement(plan ptx.RowPlan, row value.Value) func(r value.Value) *index {
+func (kg *kgen) rowElement(plan ptx.Reduction, row value.Value) func(r value.Value) *index {
 	if !plan.Scattered {
 		rowLin := kg.mul(row, plan.R)
 		return func(r value.Value) *index { return newIndexLin(plan.Full, kg.add(rowLin, r)) }
@@ -154,24 +202,13 @@ func (kg *kgen) blockCombine(accT irg.DType, combine string, acc, lane, warp val
 		}
 		acc = y
 	}
-	pt := types.NewPointer(regType(accT))
-	pt.AddrSpace = 3
-	slot := func(w value.Value) value.Value {
-		p := kg.b.NewGetElementPtr(slots.ContentType, slots, ci(0), w)
-		p.InBounds = true
-		return kg.b.NewBitCast(p, pt)
-	}
-	first, rest := kg.block("lane0"), kg.block("stored")
-	kg.b.NewCondBr(kg.b.NewICmp(enum.IPredEQ, lane, ci(0)), first, rest)
-	kg.b = first
-	kg.b.NewStore(acc, slot(warp)).Align = 8
-	kg.b.NewBr(rest)
-	kg.b = rest
-	barrier := kg.md.declare("llvm.nvvm.barrier0", types.Void)
-	kg.b.NewCall(barrier)
+	kg.branch(kg.b.NewICmp(enum.IPredEQ, lane, ci(0)), "lane0", func() {
+		kg.b.NewStore(acc, kg.slot(slots, warp, accT)).Align = 8
+	})
+	kg.barrier()
 	var total value.Value
 	for w := range warps {
-		ld := kg.b.NewLoad(regType(accT), slot(ci(w)))
+		ld := kg.b.NewLoad(regType(accT), kg.slot(slots, ci(w), accT))
 		ld.Align = 8
 		if total == nil {
 			total = ld
@@ -183,7 +220,7 @@ func (kg *kgen) blockCombine(accT irg.DType, combine string, acc, lane, warp val
 		}
 		total = y
 	}
-	kg.b.NewCall(barrier) // the next reduce reuses the slots
+	kg.barrier() // the next reduce reuses the slots
 	return total, nil
 }
 

@@ -93,22 +93,27 @@ func Params(g *ir.Graph) []Arg {
 // converts a float: every producer folds constants identically.
 func CastConst(d ir.DType, f float64) float64 { return castConst(d, f) }
 
-// RowPlan is the row reduction template's plan: every reduce of the kernel folds the R elements
-// of each of Rows rows of Full (Axes reduced; Scattered when they are not adjacent, so a row's
-// elements are found by coordinates rather than at row·R + r), one block of Threads per row.
-type RowPlan struct {
-	Full      ir.Shape
-	Axes      []int
-	Rows, R   int
-	Scattered bool
-	Threads   int
-	Grid      [3]int
-	Reduces   []*ir.Value // in definition order
+// Reduction is the plan of a kernel's reduction template. Kind is "row", "split" (a full
+// reduction over many blocks) or "column". Every reduce folds the same Axes of operands of
+// shape Full, merged into [A, R, C] (kept before, reduced, kept after). Row: one block of
+// Threads per row of R elements (A rows; Scattered when the axes are not adjacent, so a row's
+// elements are found by coordinates rather than at row·R + r). Column: blocks of TileCols ×
+// TileRows threads per tile of TileCols columns, each thread folding every TileRows-th row.
+type Reduction struct {
+	Kind               string
+	Full               ir.Shape
+	Axes               []int
+	A, R, C            int
+	Scattered          bool
+	Threads            int
+	TileCols, TileRows int
+	Grid               [3]int
+	Reduces            []*ir.Value // in definition order
+	shape              reduceShape
 }
 
-// ReducePlan says which reduction template takes a kernel ("row", "split" for a full reduction
-// over many blocks, "column") and, for "row", its plan.
-func ReducePlan(k Kernel) (string, RowPlan, error) {
+// ReducePlan plans a kernel of the "reduction" Template as codegen/ptx generates it.
+func ReducePlan(k Kernel) (Reduction, error) {
 	var reds []*ir.Value
 	for _, v := range live(k.Graph) {
 		if ops.ClassOf(v.Op) == ops.Reduce {
@@ -117,20 +122,28 @@ func ReducePlan(k Kernel) (string, RowPlan, error) {
 	}
 	rs, err := reduceLayout(reds)
 	if err != nil {
-		return "", RowPlan{}, err
+		return Reduction{}, err
 	}
 	if err := checkRowDomains(k.Graph, rs); err != nil {
-		return "", RowPlan{}, err
+		return Reduction{}, err
 	}
+	p := Reduction{Full: rs.full, Axes: rs.axes, A: rs.a, R: rs.r, C: rs.c, Scattered: rs.scattered, Reduces: reds, shape: rs}
 	switch {
 	case rs.rowPattern && rs.a == 1 && rs.r >= splitReduce && len(reds) == 1 && !outputsFull(k.Graph, rs):
-		return "split", RowPlan{}, nil
-	case !rs.rowPattern:
-		return "column", RowPlan{}, nil
+		p.Kind = "split"
+	case rs.rowPattern:
+		p.Kind, p.Threads = "row", rowBlock(rs.r)
+		p.Grid = [3]int{max(1, min(rs.a, maxLoopBlocks)), 1, 1}
+	default:
+		p.Kind, p.Threads, p.TileCols, p.TileRows = "column", colWidth*colRows, colWidth, colRows
+		p.Grid = [3]int{max(1, min(rs.a*ceilDiv(rs.c, colWidth), maxLoopBlocks)), 1, 1}
 	}
-	return "row", RowPlan{Full: rs.full, Axes: rs.axes, Rows: rs.a, R: rs.r, Scattered: rs.scattered,
-		Threads: rowBlock(rs.r), Grid: [3]int{max(1, min(rs.a, maxLoopBlocks)), 1, 1}, Reduces: reds}, nil
+	return p, nil
 }
+
+// IsRowShape reports whether s is a shape a reduction result may have (the kept dims, or Full
+// with the reduced dims as 1): outputs of other shapes are full-shape ones.
+func (p Reduction) IsRowShape(s ir.Shape) bool { return p.shape.isRowShape(s) }
 
 // Accumulator is how reduce v folds: the dtype its partials are held in (f64 for float sums and
 // products, rounded once at the end like the reference), the elementwise op combining two, and
@@ -172,9 +185,9 @@ func ViewPlan(v *ir.Value) []ViewAxis {
 	return plan
 }
 
-// RowShapes are the kept and the reduced dims of a row plan's operand, each in axis order: a
+// RowShapes are the kept and the reduced dims of the operand, each in axis order: a
 // row is a linear position in kept, an element of it one in reduced (Scattered plans).
-func (p RowPlan) RowShapes() (kept, reduced ir.Shape) {
+func (p Reduction) RowShapes() (kept, reduced ir.Shape) {
 	return reduceShape{full: p.Full, axes: p.Axes}.split()
 }
 
