@@ -158,6 +158,19 @@ func run(t *testing.T, text string, k ptx.Kernel, l ptx.Launch, in map[string]*t
 	if err != nil {
 		t.Fatalf("sim launch %s: %v", k.Name, err)
 	}
+	for i, a := range l.Params {
+		if a.Kind != ptx.ArgScratch {
+			continue
+		}
+		// A scratch buffer is left zero for the next launch.
+		buf := make([]byte, a.Bytes)
+		if err := dev.Read(args[i].(uint64), buf); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Trim(string(buf[len(buf)-8:]), "\x00") != "" {
+			t.Errorf("%s: scratch counter left at %x", k.Name, buf[len(buf)-8:])
+		}
+	}
 	out := map[string]*tensor.Tensor{}
 	for _, o := range g.Outputs {
 		buf := make([]byte, o.Value.Type.Bytes())

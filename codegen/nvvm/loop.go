@@ -16,15 +16,16 @@ import (
 // kgen builds one kernel function: b is the block instructions go to (templates and branching
 // ops move it).
 type kgen struct {
-	md     *module
-	f      *ir.Func
-	b      *ir.Block
-	g      *irg.Graph
-	name   string
-	ptr    map[*irg.Value]value.Value // global pointer of each input and param
-	outPtr []value.Value
-	cache  map[cacheKey]value.Value   // per element: common subexpressions evaluate once
-	bound  map[*irg.Value]value.Value // values the template computed (reduction results)
+	md      *module
+	f       *ir.Func
+	b       *ir.Block
+	g       *irg.Graph
+	name    string
+	ptr     map[*irg.Value]value.Value // global pointer of each input and param
+	outPtr  []value.Value
+	scratch value.Value                // the scratch buffer, as i64 slots
+	cache   map[cacheKey]value.Value   // per element: common subexpressions evaluate once
+	bound   map[*irg.Value]value.Value // values the template computed (reduction results)
 	// aligned is the byte alignment of element groups' first linear index (a multiple of the
 	// group size): loads and stores there say so, for the vectorizer.
 	aligned map[value.Value]int
@@ -44,6 +45,13 @@ func (md *module) newKernel(k ptx.Kernel, args []ptx.Arg) *kgen {
 	var params []*ir.Param
 	var bufs []*irg.Value
 	for _, a := range args {
+		if a.Kind == ptx.ArgScratch {
+			p := ir.NewParam(fmt.Sprintf("p%d", len(params)), types.NewPointer(types.I64))
+			p.Attrs = append(p.Attrs, ir.Align(16))
+			params = append(params, p)
+			bufs = append(bufs, nil)
+			continue
+		}
 		var v *irg.Value
 		switch a.Kind {
 		case ptx.ArgInput:
@@ -63,12 +71,19 @@ func (md *module) newKernel(k ptx.Kernel, args []ptx.Arg) *kgen {
 	kg.f = md.m.NewFunc(k.Name, types.Void, params...)
 	kg.b = kg.f.NewBlock("entry")
 	for i, a := range args {
-		gp := types.NewPointer(memType(bufs[i].Type.DType))
+		elem := types.Type(types.I64)
+		if bufs[i] != nil {
+			elem = memType(bufs[i].Type.DType)
+		}
+		gp := types.NewPointer(elem)
 		gp.AddrSpace = 1
 		p := kg.b.NewAddrSpaceCast(params[i], gp)
-		if a.Kind == ptx.ArgOutput {
+		switch {
+		case a.Kind == ptx.ArgScratch:
+			kg.scratch = p
+		case a.Kind == ptx.ArgOutput:
 			kg.outPtr = append(kg.outPtr, p)
-		} else {
+		default:
 			kg.ptr[bufs[i]] = p
 		}
 	}

@@ -146,6 +146,8 @@ func (md *module) kernel(k ptx.Kernel) (*ir.Func, ptx.Launch, error) {
 				f, l, err = md.rowReduce(k, plan)
 			case "column":
 				f, l, err = md.colReduce(k, plan)
+			case "split":
+				f, l, err = md.splitReduce(k, plan)
 			default:
 				return nil, ptx.Launch{}, fmt.Errorf("%s: the %s reduction template has no NVVM counterpart yet (build with --backend ptx)", k.Name, plan.Kind)
 			}

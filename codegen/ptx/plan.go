@@ -108,6 +108,7 @@ type Reduction struct {
 	Threads            int
 	TileCols, TileRows int
 	Grid               [3]int
+	ScratchBytes       int         // split: one 8-byte partial per block, then the ticket counter
 	Reduces            []*ir.Value // in definition order
 	shape              reduceShape
 }
@@ -130,7 +131,9 @@ func ReducePlan(k Kernel) (Reduction, error) {
 	p := Reduction{Full: rs.full, Axes: rs.axes, A: rs.a, R: rs.r, C: rs.c, Scattered: rs.scattered, Reduces: reds, shape: rs}
 	switch {
 	case rs.rowPattern && rs.a == 1 && rs.r >= splitReduce && len(reds) == 1 && !outputsFull(k.Graph, rs):
-		p.Kind = "split"
+		p.Kind, p.Threads = "split", splitThreads
+		p.Grid = [3]int{splitBlocks(rs.r), 1, 1}
+		p.ScratchBytes = 8*p.Grid[0] + 8
 	case rs.rowPattern:
 		p.Kind, p.Threads = "row", rowBlock(rs.r)
 		p.Grid = [3]int{max(1, min(rs.a, maxLoopBlocks)), 1, 1}
@@ -140,6 +143,12 @@ func ReducePlan(k Kernel) (Reduction, error) {
 	}
 	return p, nil
 }
+
+// A split reduction runs splitThreads per block, each folding at least 8 elements, in at most
+// maxSplitBlocks blocks.
+const splitThreads = 256
+
+func splitBlocks(r int) int { return min(maxSplitBlocks, ceilDiv(r, splitThreads*8)) }
 
 // IsRowShape reports whether s is a shape a reduction result may have (the kept dims, or Full
 // with the reduced dims as 1): outputs of other shapes are full-shape ones.

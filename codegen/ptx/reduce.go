@@ -567,8 +567,8 @@ func outputsFull(g *ir.Graph, rs reduceShape) bool {
 // counter.
 func fullReduce(k Kernel, rs reduceShape, red *ir.Value, globals *[]string) (string, Launch, error) {
 	g := k.Graph
-	const threads = 256
-	blocks := min(maxSplitBlocks, ceilDiv(rs.r, threads*8))
+	const threads = splitThreads
+	blocks := splitBlocks(rs.r)
 	b := newBuilder(k.Name)
 	gn, args := header(k, b, globals)
 	a := gn.a
