@@ -17,8 +17,9 @@
 //
 // Templates: the elementwise loop (grid-stride, element groups of ptx.LoopPlan's width, with
 // broadcast, transpose, reshape, slice, pad, concat, iota, constants, select and gather fused),
-// the row, column and split reductions (ptx.ReducePlan). Every other template of codegen/ptx
-// (transpose tile, staged loop, pooling, contractions, persistent kernels) has no counterpart
+// the transpose tile (ptx.TransposePlan), the row, column and split reductions
+// (ptx.ReducePlan). Every other template of codegen/ptx (staged loop, pooling, contractions,
+// persistent kernels) has no counterpart
 // yet: such a kernel is an error naming the kernel and the template, never a silent fallback to
 // the PTX emitter.
 package nvvm

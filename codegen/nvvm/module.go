@@ -138,6 +138,8 @@ func (md *module) kernel(k ptx.Kernel) (*ir.Func, ptx.Launch, error) {
 	switch tpl {
 	case "loop":
 		f, l, err = md.loopKernel(k)
+	case "transpose tile":
+		f, l, err = md.transposeKernel(k)
 	case "reduction":
 		var plan ptx.Reduction
 		if plan, err = ptx.ReducePlan(k); err == nil {

@@ -216,3 +216,30 @@ func RowCoords[T any](axes []int, kept, reduced []T) []T {
 	}
 	return coord
 }
+
+// TransposeTile is the transpose-tile template's plan for a loop kernel: View (a transpose of
+// a buffer, read only at the output's index) is staged through TileDim × TileDim tiles of
+// shared memory; output dim P maps to the buffer's last dim, Last is the output's last. Tiles
+// run over the other dims (row-major), then along P, then along Last; a block of TileDim ×
+// TileRows threads covers TileRows rows of a tile per pass.
+type TransposeTile struct {
+	View              *ir.Value
+	P, Last           int
+	TileDim, TileRows int
+	Tiles             int
+	Grid, Block       [3]int
+}
+
+// TransposePlan returns the plan of a kernel of the "transpose tile" Template.
+func TransposePlan(k Kernel) TransposeTile {
+	shape := k.Graph.Outputs[0].Value.Type.Shape
+	tt := findTransposeTile(k.Graph, shape)
+	tiles := ceilDiv(shape[tt.p], tileDim) * ceilDiv(shape[tt.last], tileDim)
+	for i, n := range shape {
+		if i != tt.p && i != tt.last {
+			tiles *= n
+		}
+	}
+	return TransposeTile{View: tt.view, P: tt.p, Last: tt.last, TileDim: tileDim, TileRows: tileRows, Tiles: tiles,
+		Grid: [3]int{max(1, min(tiles, maxLoopBlocks)), 1, 1}, Block: [3]int{tileDim * tileRows, 1, 1}}
+}
