@@ -125,11 +125,6 @@ func (md *module) kernel(k ptx.Kernel) (*ir.Func, ptx.Launch, error) {
 		}
 	}
 	tpl := ptx.Template(k)
-	for _, v := range g.Values {
-		if (v.Op == "max_pool2d" || v.Op == "avg_pool2d") && tpl != "" {
-			return nil, ptx.Launch{}, fmt.Errorf("%s: pooling (fused into the %s template) has no NVVM counterpart yet (build with --backend ptx)", k.Name, tpl)
-		}
-	}
 	var (
 		f   *ir.Func
 		l   ptx.Launch
