@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/gcomp/gcomp/artifact"
+	"github.com/gcomp/gcomp/codegen/backend"
 	"github.com/gcomp/gcomp/codegen/ptx"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/passes"
@@ -14,6 +15,8 @@ import (
 type Options struct {
 	Target ptx.Target     // zero value: sm_80, exact f32
 	Passes passes.Options // Passes.TF32 is set from Target.TF32
+	// Producer writes the PTX (codegen/backend: ptx or nvvm); nil is codegen/ptx's emitter.
+	Producer backend.Producer
 }
 
 // Result is a compiled model with what the passes computed on the way.
@@ -42,7 +45,10 @@ func Compile(g *ir.Graph, opt Options) (*Result, error) {
 			kernels[i].Stages = append(kernels[i].Stages, ptx.Kernel{Name: s.Name, Graph: s.Body})
 		}
 	}
-	text, launches, err := ptx.Module(kernels, opt.Target)
+	if opt.Producer == nil {
+		opt.Producer = backend.PTX{}
+	}
+	text, launches, err := opt.Producer.Module(kernels, opt.Target)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/gcomp/gcomp/artifact"
+	"github.com/gcomp/gcomp/codegen/backend"
+	"github.com/gcomp/gcomp/codegen/nvvm"
 	"github.com/gcomp/gcomp/codegen/ptx"
 	"github.com/gcomp/gcomp/compiler"
 	"github.com/gcomp/gcomp/ir"
@@ -65,15 +67,32 @@ func (f *statsFlag) Set(v string) error {
 
 // targetFlags are the code generation flags build, run and check share.
 type targetFlags struct {
-	target *string
-	tf32   *bool
+	target  *string
+	tf32    *bool
+	backend *string
+	nvvmLib *string
 }
 
 func addTargetFlags(fs *flag.FlagSet) targetFlags {
 	return targetFlags{
-		target: fs.String("target", "sm_80", "GPU architecture: sm_80, sm_86, sm_89 or sm_90 (sm_80 PTX is JIT-compiled by the driver for newer GPUs)"),
-		tf32:   fs.Bool("tf32", false, "run f32 matmuls on TF32 tensor cores (faster, about 3 decimal digits)"),
+		target:  fs.String("target", "sm_80", "GPU architecture: sm_80, sm_86, sm_89 or sm_90 (sm_80 PTX is JIT-compiled by the driver for newer GPUs)"),
+		tf32:    fs.Bool("tf32", false, "run f32 matmuls on TF32 tensor cores (faster, about 3 decimal digits)"),
+		backend: fs.String("backend", "ptx", "PTX producer: ptx (gcomp's emitter) or nvvm (NVVM IR compiled by NVIDIA's libNVVM)"),
+		nvvmLib: fs.String("nvvm-lib", "", "libNVVM to load with --backend nvvm (default: $GCOMP_NVVM_LIB, the CUDA toolkit, Debian's libnvvm4, .cache/nvvm)"),
 	}
+}
+
+// options are the compiler options the flags select.
+func (f targetFlags) options() (compiler.Options, error) {
+	t, err := f.get()
+	if err != nil {
+		return compiler.Options{}, err
+	}
+	p, err := backend.New(*f.backend, *f.nvvmLib)
+	if err != nil {
+		return compiler.Options{}, fmt.Errorf("--backend: %v", err)
+	}
+	return compiler.Options{Target: t, Producer: p}, nil
 }
 
 func (f targetFlags) get() (ptx.Target, error) {
@@ -94,7 +113,7 @@ func cmdBuild(args []string, stdout, stderr io.Writer) error {
 	mf := addModelFlags(fs)
 	tf := addTargetFlags(fs)
 	out := fs.String("o", "", "write the output to this file instead of standard output (with --emit ptx, the launch plan goes beside it as NAME.plan.json)")
-	emit := fs.String("emit", "ptx", "what to write: ptx (the PTX module and its launch plan), plan (the launch plan with the memory plan, JSON), ir (the source graph, .gir), dot (graphviz) or kernels (the fused kernel graph)")
+	emit := fs.String("emit", "ptx", "what to write: ptx (the PTX module and its launch plan), plan (the launch plan with the memory plan, JSON), ir (the source graph, .gir), dot (graphviz), kernels (the fused kernel graph) or nvvm (the NVVM IR module, .ll)")
 	var stats statsFlag
 	fs.Var(&stats, "stats", "print the cost report: --stats for a table, --stats=json for one JSON object")
 	dumpAfter := fs.String("dump-after", "", "print the IR after this pass (or all) to stderr")
@@ -102,22 +121,22 @@ func cmdBuild(args []string, stdout, stderr io.Writer) error {
 	fs.Var(&disable, "disable-pass", "skip this pass (repeatable)")
 	timings := fs.Bool("timings", false, "print the time each pass took to stderr")
 	verifyEach := fs.Bool("verify-each", false, "check the IR, kernel graph and plan after every pass")
-	path, err := parseModelArgs(fs, args, stdout, "MODEL [-o model.ptx] [--emit ptx|plan|ir|dot|kernels] [--target sm_80|sm_86|sm_89|sm_90] [--tf32] [--stats[=json]] [--dump-after PASS|all] [--disable-pass NAME]... [--timings] [--verify-each]")
+	path, err := parseModelArgs(fs, args, stdout, "MODEL [-o model.ptx] [--emit ptx|plan|ir|dot|kernels|nvvm] [--target sm_80|sm_86|sm_89|sm_90] [--tf32] [--backend ptx|nvvm] [--nvvm-lib PATH] [--stats[=json]] [--dump-after PASS|all] [--disable-pass NAME]... [--timings] [--verify-each]")
 	if err != nil {
 		return err
 	}
 	explicitEmit := false
 	fs.Visit(func(f *flag.Flag) { explicitEmit = explicitEmit || f.Name == "emit" })
 	switch *emit {
-	case "ptx", "plan", "ir", "dot", "kernels":
+	case "ptx", "plan", "ir", "dot", "kernels", "nvvm":
 	default:
-		return fmt.Errorf("gcomp build: unknown --emit %q (want ptx, plan, ir, dot or kernels)", *emit)
+		return fmt.Errorf("gcomp build: unknown --emit %q (want ptx, plan, ir, dot, kernels or nvvm)", *emit)
 	}
 	// Both the report and the --emit output would go to standard output: refuse before any work.
 	if *out == "" && stats != "" && explicitEmit {
 		return fmt.Errorf("gcomp build: with --stats, give -o FILE for the --emit output")
 	}
-	target, err := tf.get()
+	copt, err := tf.options()
 	if err != nil {
 		return fmt.Errorf("gcomp build: %v", err)
 	}
@@ -133,6 +152,10 @@ func cmdBuild(args []string, stdout, stderr io.Writer) error {
 			}
 		}
 	}
+	target := copt.Target
+	if *emit == "nvvm" {
+		copt.Producer = &nvvm.Producer{IROnly: true}
+	}
 	g, err := mf.load(path)
 	if err != nil {
 		return err
@@ -147,7 +170,7 @@ func cmdBuild(args []string, stdout, stderr io.Writer) error {
 	// --stats alone prints the report and nothing else: only the passes run.
 	statsOnly := stats != "" && !explicitEmit && *out == ""
 	var art *artifact.Artifact
-	if *emit == "ptx" || *emit == "plan" || *emit == "kernels" || stats != "" {
+	if *emit == "ptx" || *emit == "plan" || *emit == "kernels" || *emit == "nvvm" || stats != "" {
 		opt := passes.Options{DumpAfter: *dumpAfter, DumpTo: stderr, DisablePasses: disable, VerifyEach: *verifyEach}
 		if *timings {
 			opt.Timings = stderr
@@ -160,7 +183,8 @@ func cmdBuild(args []string, stdout, stderr io.Writer) error {
 			res, err = passes.Run(g, opt)
 		} else {
 			var c *compiler.Result
-			if c, err = compiler.Compile(g, compiler.Options{Target: target, Passes: opt}); err == nil {
+			copt.Passes = opt
+			if c, err = compiler.Compile(g, copt); err == nil {
 				res, art = c.Passes, c.Artifact
 			}
 		}
@@ -178,7 +202,7 @@ func cmdBuild(args []string, stdout, stderr io.Writer) error {
 		case art != nil && *emit == "plan":
 			text = string(art.Plan.JSON())
 		case art != nil:
-			text = string(art.PTX)
+			text = string(art.PTX) // with --emit nvvm, the NVVM IR module
 		}
 		switch stats {
 		case "json":

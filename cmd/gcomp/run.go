@@ -14,7 +14,6 @@ import (
 	"strings"
 
 	"github.com/gcomp/gcomp/artifact"
-	"github.com/gcomp/gcomp/codegen/ptx"
 	"github.com/gcomp/gcomp/compiler"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/load"
@@ -55,7 +54,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if *bench < 0 || (*bench > 0 && spec.Kind == device.Ref) {
 		return fmt.Errorf("gcomp run: --bench wants N > 0 and a compiled device (--device sim, cuda:N or auto)")
 	}
-	target, err := tf.get()
+	copt, err := tf.options()
 	if err != nil {
 		return fmt.Errorf("gcomp run: %v", err)
 	}
@@ -67,7 +66,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		}
 		defer sel.Device.Close()
 	}
-	g, art, err := loadRunnable(path, mf, target, sel != nil)
+	g, art, err := loadRunnable(path, mf, copt, sel != nil)
 	if err != nil {
 		return err
 	}
@@ -138,7 +137,7 @@ func prefixPath(path string, err error) string {
 // loadRunnable loads a model for running: a compiled module (model.ptx with
 // model.plan.json beside it) brings its source graph along; a .go or .gir
 // model is compiled in memory when compile is set.
-func loadRunnable(path string, mf modelFlags, target ptx.Target, compile bool) (*ir.Graph, *artifact.Artifact, error) {
+func loadRunnable(path string, mf modelFlags, copt compiler.Options, compile bool) (*ir.Graph, *artifact.Artifact, error) {
 	if strings.HasSuffix(path, ".ptx") {
 		art, err := artifact.Read(path)
 		if err != nil {
@@ -154,7 +153,7 @@ func loadRunnable(path string, mf modelFlags, target ptx.Target, compile bool) (
 	if err != nil || !compile {
 		return g, nil, err
 	}
-	res, err := compiler.Compile(g, compiler.Options{Target: target})
+	res, err := compiler.Compile(g, copt)
 	if err != nil {
 		return nil, nil, fmt.Errorf("gcomp: %s: %v", path, err)
 	}

@@ -2,7 +2,6 @@ package ptx
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/gcomp/gcomp/ir"
@@ -161,23 +160,7 @@ func generate(k Kernel, t Target, globals *[]string) (string, Launch, error) {
 		}
 		return entry, l, nil
 	}
-	var kinds []string
-	count := map[string]int{}
-	for _, v := range live(g) {
-		c := ops.ClassOf(v.Op)
-		switch {
-		case v.Op == "dot_general":
-			count["matmul"]++
-		case c == ops.Reduce:
-			count["reduce"]++
-		case v.Op == "conv2d":
-			count["conv2d"]++
-		}
-	}
-	for kind := range count {
-		kinds = append(kinds, kind)
-	}
-	sort.Strings(kinds)
+	kinds, count := contractionKinds(g)
 	var (
 		entry string
 		l     Launch

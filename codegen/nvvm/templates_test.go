@@ -1,0 +1,117 @@
+package nvvm
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gcomp/gcomp/codegen/ptx"
+	"github.com/gcomp/gcomp/ir"
+)
+
+// One kernel per template and case the NVVM producer covers, through the differential harness
+// (the examples and random graphs reach few split reductions, bf16 or i64 paths); and the
+// templates it does not cover, each refused with the kernel and template named.
+func TestTemplates(t *testing.T) {
+	p := requireProducer(t)
+	for _, tc := range []struct{ name, src, template string }{
+		{"sum_all", `graph g {
+  input %x : f32[512,256]
+  %0 = reduce_sum(%x) {axes=[0,1]} : f32[]
+  output y = %0
+}`, "split"},
+		{"max_all_i32", `graph g {
+  input %x : i32[40000]
+  %0 = reduce_max(%x) {axes=[0]} : i32[]
+  %1 = neg(%0) : i32[]
+  output y = %1
+}`, "split"},
+		{"sum_cols_f16", `graph g {
+  input %x : f16[4,300,70]
+  %0 = reduce_sum(%x) {axes=[1]} : f16[4,70]
+  output y = %0
+}`, "column"},
+		{"min_cols_spread", `graph g {
+  input %x : f32[300,70]
+  %0 = reduce_min(%x) {axes=[0], keepdims=true} : f32[1,70]
+  %1 = broadcast_in_dim(%0) {shape=[300,70], dims=[0,1]} : f32[300,70]
+  %2 = sub(%x, %1) : f32[300,70]
+  output y = %2
+  output m = %0
+}`, "column"},
+		{"bf16_cast_chain", `graph g {
+  input %x : bf16[33,65]
+  input %y : i64[65]
+  %0 = cast(%y) {to=bf16} : bf16[65]
+  %1 = broadcast_in_dim(%0) {shape=[33,65], dims=[1]} : bf16[33,65]
+  %2 = mul(%x, %1) : bf16[33,65]
+  %3 = cast(%2) {to=u8} : u8[33,65]
+  %4 = max(%2, %x) : bf16[33,65]
+  output a = %3
+  output b = %4
+}`, "loop"},
+		{"transpose_mul", `graph g {
+  input %x : f32[70,3,40]
+  input %y : f32[40,3,70]
+  %0 = transpose(%x) {perm=[2,1,0]} : f32[40,3,70]
+  %1 = mul(%0, %y) : f32[40,3,70]
+  output z = %1
+}`, "transpose tile"},
+		{"transpose_bool", `graph g {
+  input %x : bool[48,33]
+  %0 = transpose(%x) {perm=[1,0]} : bool[33,48]
+  %1 = not(%0) : bool[33,48]
+  output z = %1
+}`, "transpose tile"},
+		{"avgpool_pad_then_sum", `graph g {
+  input %x : f32[2,3,9,9]
+  %0 = avg_pool2d(%x) {kernel=[3,3], stride=[2,2], padding=[1,1], count_include_pad=false} : f32[2,3,5,5]
+  %1 = reduce_sum(%0) {axes=[2,3]} : f32[2,3]
+  output y = %1
+}`, "row"},
+		{"maxpool_pad_then_max", `graph g {
+  input %x : f16[2,3,8,8]
+  %0 = max_pool2d(%x) {kernel=[2,2], stride=[2,2], padding=[1,1]} : f16[2,3,5,5]
+  %1 = reduce_max(%0) {axes=[1]} : f16[2,5,5]
+  output y = %1
+}`, "column"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g, err := ir.Parse(tc.name+".gir", []byte(tc.src))
+			if err != nil {
+				t.Fatal(err)
+			}
+			k := ptx.Kernel{Name: "k_" + tc.name, Graph: g}
+			if tpl := ptx.Template(k); tpl == "reduction" {
+				plan, err := ptx.ReducePlan(k)
+				if err != nil || plan.Kind != tc.template {
+					t.Fatalf("plan %q, %v; want %s", plan.Kind, err, tc.template)
+				}
+			} else if tpl != tc.template {
+				t.Fatalf("template %q, want %s", tpl, tc.template)
+			}
+			checkModule(t, p, []ptx.Kernel{k}, 7)
+		})
+	}
+	for _, tc := range []struct{ name, src, want string }{
+		{"matmul", `graph g {
+  input %x : f32[8,16]
+  input %w : f32[16,4]
+  %0 = dot_general(%x, %w) {lhs_contract=[1], rhs_contract=[0]} : f32[8,4]
+  output y = %0
+}`, "k_matmul: the contraction template has no NVVM counterpart yet"},
+		{"pool", `graph g {
+  input %x : f32[1,2,8,8]
+  %0 = max_pool2d(%x) {kernel=[2,2], stride=[2,2]} : f32[1,2,4,4]
+  output y = %0
+}`, "k_pool: the staged loop template has no NVVM counterpart yet"},
+	} {
+		g, err := ir.Parse(tc.name+".gir", []byte(tc.src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _, err = IR([]ptx.Kernel{{Name: "k_" + tc.name, Graph: g}}, ptx.Target{SM: 80})
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "(build with --backend ptx)") {
+			t.Errorf("%s: err = %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
