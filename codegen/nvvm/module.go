@@ -58,6 +58,7 @@ func build(kernels []ptx.Kernel, t ptx.Target) (*module, []ptx.Launch, error) {
 			return nil, nil, err
 		}
 		annotations = append(annotations, md.tuple(f, &metadata.String{Value: "kernel"}, md.i32(1)))
+		l.Entry = k.Name // every kernel is its own entry (codegen/ptx shares equal bodies; this producer does not yet)
 		launches = append(launches, l)
 	}
 	m.NamedMetadataDefs["nvvm.annotations"] = &metadata.NamedDef{Name: "nvvm.annotations", Nodes: annotations}
