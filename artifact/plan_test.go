@@ -94,6 +94,10 @@ func TestParsePlanErrors(t *testing.T) {
       "live_from"`, `"size": 9223372036854775800,
       "live_from"`, "lies outside the 128-byte arena"},
 		{"alignment", `"alignment": 256`, `"alignment": 3`, "alignment 3 is not a power of two"},
+		{"arena past its alignment", `"arena_bytes": 128`, `"arena_bytes": 257`, "arena_bytes 257 is more than its buffers need (128)"},
+		{"offset plus size overflows", `"offset": 0,
+      "size": 128,`, `"offset": 64,
+      "size": 9223372036854775807,`, "lies outside the 128-byte arena"},
 		{"trailing JSON", "\n}\n", "\n}\n{}", "data after the JSON object"},
 		{"duplicate input", `"inputs": [`, `"inputs": [{"name": "x", "type": "f32[4,8]", "size": 128},`, `input "x" is declared twice`},
 		{"duplicate output name", "\"output_names\": [\n    \"y\"", "\"output_names\": [\n    \"y\", \"y\"", `"y" is declared twice`},
@@ -111,6 +115,10 @@ func TestParsePlanErrors(t *testing.T) {
 	}
 	if _, err := artifact.ParsePlan([]byte(good)); err != nil {
 		t.Errorf("the compiled plan does not parse: %v", err)
+	}
+	// An arena may be rounded up to the alignment (256 bytes), no further.
+	if _, err := artifact.ParsePlan([]byte(strings.Replace(good, `"arena_bytes": 128`, `"arena_bytes": 256`, 1))); err != nil {
+		t.Errorf("an arena rounded up to its alignment: %v", err)
 	}
 }
 

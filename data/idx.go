@@ -191,8 +191,8 @@ func readRawIDX(r io.Reader, limit int) (*Array, error) {
 	if err != nil {
 		return nil, err
 	}
-	keep := n
-	if limit > 0 && len(dims) > 0 && dims[0] > limit {
+	keep, limited := n, limit > 0 && len(dims) > 0 && dims[0] > limit
+	if limited {
 		keep = n / dims[0] * limit
 	}
 	var buf bytes.Buffer
@@ -213,7 +213,7 @@ func readRawIDX(r io.Reader, limit int) (*Array, error) {
 	if got > int64(n) {
 		return nil, fmt.Errorf("data after the array: %s%v needs %d bytes, the file has more", t, dims, n)
 	}
-	if keep < n {
+	if limited {
 		dims = append([]int{limit}, dims[1:]...)
 	}
 	return &Array{Type: t, Dims: dims, Data: buf.Bytes()}, nil

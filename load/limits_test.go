@@ -57,6 +57,7 @@ func TestModelLimits(t *testing.T) {
 		{"goroutine panic", "go func() { panic(\"boom\") }()", "", "model.go:7:2: go statements are not allowed in model files"},
 		{"goroutines using the builder", "for i := 0; i < 8; i++ {\n\t\tgo b.Input(\"z\", frontend.F32, 2)\n\t}", "", "model.go:8:3: go statements are not allowed in model files"},
 		{"huge make", "_ = make([]float64, 1<<40)", "", "model.go:7: panic: make of 1099511627776 elements of 8 bytes exceeds the model code's memory limit of 67108864 bytes (see --load-memory)"},
+		{"make over the limit by its element size", "_ = make([]float64, 10<<20)", "", "model.go:7: panic: make of 10485760 elements of 8 bytes exceeds"},
 		{"growing heap", "var keep [][]byte\n\tfor {\n\t\tkeep = append(keep, make([]byte, 1<<20))\n\t}", "", "model.go: the model code allocated more than 67108864 bytes while building its graph (see --load-memory)"},
 	}
 	for _, tc := range tests {

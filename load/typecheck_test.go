@@ -43,6 +43,7 @@ func TestOrigCol(t *testing.T) {
 	// Line 10: "\tx := f(a)" with 20 bytes of tracing inserted at column 7 (before "f").
 	ins := insertions{{offset: 100, end: 100, line: 10, col: 7, text: strings.Repeat("t", 20)}}
 	for _, tc := range []struct{ col, want int }{
+		{0, 1},   // no column before the first
 		{1, 1},   // before the insertion
 		{6, 6},   // just before it
 		{7, 7},   // its first inserted byte
@@ -53,7 +54,7 @@ func TestOrigCol(t *testing.T) {
 		if got := ins.origCol(10, tc.col); got != tc.want {
 			t.Errorf("origCol(10, %d) = %d, want %d", tc.col, got, tc.want)
 		}
-		if got := ins.origCol(11, tc.col); got != tc.col {
+		if got := ins.origCol(11, tc.col); got != max(tc.col, 1) {
 			t.Errorf("origCol(11, %d) = %d on a line without insertions", tc.col, got)
 		}
 	}

@@ -260,6 +260,8 @@ func TestAuditValidationGaps(t *testing.T) {
 	os.WriteFile("nan.gir", []byte("graph g {\n  input %x : f32[2]\n  param %w : f32[2] {init=\"normal\", mean=nan, std=-1}\n  %0 = add(%x, %w) : f32[2]\n  output y = %0\n}\n"), 0o644)
 	os.Mkdir("x.dir", 0o755)
 	gcompFails(t, "parameter w: normal init needs a finite mean and a finite std >= 0, have mean=NaN, std=-1", "run", "nan.gir", "--output-dir", "out")
+	os.WriteFile("neg.gir", bytes.Replace(must(os.ReadFile("nan.gir")), []byte("mean=nan"), []byte("mean=0"), 1), 0o644)
+	gcompFails(t, "parameter w: normal init needs a finite mean and a finite std >= 0, have mean=0, std=-1", "run", "neg.gir", "--output-dir", "out")
 	gcompFails(t, "tensorio: x.dir: is a directory, not a .npy file", "run", "model.go", "--input", "x=x.dir", "--output-dir", "out")
 	// Standard output that cannot be written fails the command.
 	for _, args := range [][]string{{"build", "model.go", "--stats"}, {"check", "model.go"}, {"dump", "model.gir"}} {
@@ -281,4 +283,11 @@ func TestAuditLoadTimeout(t *testing.T) {
 	gcompFails(t, "loop.go: building the graph took longer than 200ms", "dump", "loop.go", "--load-timeout", "200ms")
 	gcompFails(t, "loop.go: building the graph took longer than 200ms", "build", "loop.go", "--load-timeout", "200ms", "-o", "out.ptx")
 	gcompFails(t, `invalid value "1x" for flag -load-memory`, "dump", "model.go", "--load-memory", "1x")
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }

@@ -21,6 +21,7 @@ func TestTruncateLog(t *testing.T) {
 	}{
 		{"nothing stale", epoch1, epoch1},
 		{"stale steps", epoch1 + `{"epoch":2,"step":6,"train_loss":0.7}` + "\n", epoch1},
+		{"the next step", epoch1 + `{"epoch":2,"step":5,"train_loss":0.7}` + "\n", epoch1},
 		{"stale summary", epoch1 + `{"epoch":2,"train_loss":0.7}` + "\n", epoch1},
 		{"cut-short line", epoch1 + `{"epoch":2,"st`, epoch1},
 		{"garbage line", epoch1 + "\x00\x00\n" + `{"epoch":1,"step":3}` + "\n", epoch1},
