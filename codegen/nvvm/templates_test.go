@@ -74,6 +74,27 @@ func TestTemplates(t *testing.T) {
   %1 = reduce_max(%0) {axes=[1]} : f16[2,5,5]
   output y = %1
 }`, "column"},
+		{"matmul_f64_bias", `graph g {
+  input %x : f64[2,5,7]
+  input %w : f64[2,7,3]
+  input %b : f64[3]
+  %0 = dot_general(%x, %w) {lhs_batch=[0], rhs_batch=[0], lhs_contract=[2], rhs_contract=[1]} : f64[2,5,3]
+  %1 = broadcast_in_dim(%b) {shape=[2,5,3], dims=[2]} : f64[2,5,3]
+  %2 = add(%0, %1) : f64[2,5,3]
+  output y = %2
+}`, "direct"},
+		{"matmul_i32", `graph g {
+  input %x : i32[6,9]
+  input %w : i32[9,4]
+  %0 = dot_general(%x, %w) {lhs_contract=[1], rhs_contract=[0]} : i32[6,4]
+  output y = %0
+}`, "direct"},
+		{"conv_f64_grouped", `graph g {
+  input %x : f64[1,4,7,7]
+  input %w : f64[6,2,3,3]
+  %0 = conv2d(%x, %w) {stride=[2,1], padding=[1,1], groups=2} : f64[1,6,4,7]
+  output y = %0
+}`, "direct"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g, err := ir.Parse(tc.name+".gir", []byte(tc.src))
@@ -81,7 +102,12 @@ func TestTemplates(t *testing.T) {
 				t.Fatal(err)
 			}
 			k := ptx.Kernel{Name: "k_" + tc.name, Graph: g}
-			if tpl := ptx.Template(k); tpl == "reduction" {
+			if tpl := ptx.Template(k); tpl == "contraction" {
+				c, err := ptx.ContractionPlan(k, ptx.Target{SM: 80})
+				if err != nil || c.Kind != tc.template {
+					t.Fatalf("plan %q, %v; want %s", c.Kind, err, tc.template)
+				}
+			} else if tpl == "reduction" {
 				plan, err := ptx.ReducePlan(k)
 				if err != nil || plan.Kind != tc.template {
 					t.Fatalf("plan %q, %v; want %s", plan.Kind, err, tc.template)
@@ -98,7 +124,7 @@ func TestTemplates(t *testing.T) {
   input %w : f32[16,4]
   %0 = dot_general(%x, %w) {lhs_contract=[1], rhs_contract=[0]} : f32[8,4]
   output y = %0
-}`, "k_matmul: the contraction template has no NVVM counterpart yet"},
+}`, "k_matmul: the ffma contraction template has no NVVM counterpart yet"},
 		{"pool", `graph g {
   input %x : f32[1,2,8,8]
   %0 = max_pool2d(%x) {kernel=[2,2], stride=[2,2]} : f32[1,2,4,4]

@@ -2,6 +2,7 @@ package ptx
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ops"
@@ -242,4 +243,42 @@ func TransposePlan(k Kernel) TransposeTile {
 	}
 	return TransposeTile{View: tt.view, P: tt.p, Last: tt.last, TileDim: tileDim, TileRows: tileRows, Tiles: tiles,
 		Grid: [3]int{max(1, min(tiles, maxLoopBlocks)), 1, 1}, Block: [3]int{tileDim * tileRows, 1, 1}}
+}
+
+// Contraction is the plan of a kernel of the "contraction" Template: Kind "ffma" or
+// "tensor core" (the 128×128-tile templates) or "direct" (one thread per result, Why says why
+// the tiles do not take it), for the kernel's one dot_general or conv2d, Dot.
+type Contraction struct {
+	Kind, Why   string
+	Dot         *ir.Value
+	Grid, Block [3]int
+}
+
+// ContractionPlan says which contraction template codegen/ptx generates k with for target t
+// (it generates the kernel to find out).
+func ContractionPlan(k Kernel, t Target) (Contraction, error) {
+	var globals []string
+	text, l, err := matmulKernel(k, t, &globals)
+	if err != nil {
+		return Contraction{}, err
+	}
+	c := Contraction{Kind: "ffma", Grid: l.Grid, Block: l.Block}
+	for _, v := range live(k.Graph) {
+		if v.Op == "dot_general" || v.Op == "conv2d" {
+			c.Dot = v
+		}
+	}
+	const direct = "// direct " // the direct template's note
+	switch {
+	case strings.Contains(text, direct):
+		c.Kind = "direct"
+		line := text[strings.Index(text, direct):]
+		line = line[:strings.IndexByte(line, '\n')]
+		if i, j := strings.Index(line, "("), strings.LastIndex(line, ")"); i >= 0 && j > i {
+			c.Why = line[i+1 : j]
+		}
+	case strings.Contains(text, "mma.sync"):
+		c.Kind = "tensor core"
+	}
+	return c, nil
 }
