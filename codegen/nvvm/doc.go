@@ -20,7 +20,6 @@
 // pooling fused), the transpose tile (ptx.TransposePlan), the row, column and split reductions
 // (ptx.ReducePlan), the direct contraction (ptx.ContractionPlan). Every other template of
 // codegen/ptx (the staged loop, the FFMA and tensor-core contractions, persistent kernels) has
-// no counterpart
-// yet: such a kernel is an error naming the kernel and the template, never a silent fallback to
-// the PTX emitter.
+// no counterpart yet: such a kernel is an error naming the kernel and the template, never a
+// silent fallback to the PTX emitter.
 package nvvm
