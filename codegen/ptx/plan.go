@@ -282,3 +282,28 @@ func ContractionPlan(k Kernel, t Target) (Contraction, error) {
 	}
 	return c, nil
 }
+
+// Staged is the staged template's plan for a loop kernel: Kind "pool" (Value, a pooling read at
+// the output's linear index, has the input range of each tile's windows staged: Slots
+// elements at most) or "concat"; TileOut outputs per tile, one per thread.
+type Staged struct {
+	Kind        string
+	Value       *ir.Value
+	Slots       int
+	TileOut     int
+	Grid, Block [3]int
+}
+
+// StagedPlan returns the plan of a kernel of the "staged loop" Template.
+func StagedPlan(k Kernel) Staged {
+	shape := k.Graph.Outputs[0].Value.Type.Shape
+	tiles := ceilDiv(shape.NumElements(), tileOut)
+	s := Staged{TileOut: tileOut, Grid: [3]int{min(tiles, maxLoopBlocks), 1, 1}, Block: [3]int{tileOut, 1, 1}}
+	switch st := findStage(k.Graph, shape).(type) {
+	case *poolTile:
+		s.Kind, s.Value, s.Slots = "pool", st.pool, st.span
+	case *concatTile:
+		s.Kind, s.Value, s.Slots = "concat", st.cat, st.elems()
+	}
+	return s
+}
