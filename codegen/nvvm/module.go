@@ -136,11 +136,7 @@ func (md *module) kernel(k ptx.Kernel, t ptx.Target) (*ir.Func, ptx.Launch, erro
 	case "transpose tile":
 		f, l, err = md.transposeKernel(k)
 	case "staged loop":
-		st := ptx.StagedPlan(k)
-		if st.Kind != "pool" {
-			return nil, ptx.Launch{}, fmt.Errorf("%s: the staged loop template (%s) has no NVVM counterpart yet (build with --backend ptx)", k.Name, st.Kind)
-		}
-		f, l, err = md.stagedPool(k, st)
+		f, l, err = md.stagedKernel(k, ptx.StagedPlan(k))
 	case "reduction":
 		var plan ptx.Reduction
 		if plan, err = ptx.ReducePlan(k); err == nil {

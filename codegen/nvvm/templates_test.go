@@ -106,6 +106,20 @@ func TestTemplates(t *testing.T) {
   %0 = avg_pool2d(%x) {kernel=[3,3], stride=[2,2], padding=[1,1], count_include_pad=false} : f16[2,5,7,6]
   output y = %0
 }`, "staged loop"},
+		{"concat_staged", `graph g {
+  input %x : f32[6,57]
+  input %h : f32[6,128]
+  %0 = concat(%x, %h) {axis=1} : f32[6,185]
+  %1 = neg(%0) : f32[6,185]
+  output y = %1
+}`, "staged loop"},
+		{"concat_staged_i8_axis0", `graph g {
+  input %x : i8[3,7,5]
+  input %y : i8[2,7,5]
+  input %z : i8[4,7,5]
+  %0 = concat(%x, %y, %z) {axis=0} : i8[9,7,5]
+  output y = %0
+}`, "staged loop"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g, err := ir.Parse(tc.name+".gir", []byte(tc.src))

@@ -292,6 +292,8 @@ type Staged struct {
 	Slots       int
 	TileOut     int
 	Grid, Block [3]int
+	// concat: its axis, and the elements per step along it (the product of the dims after it)
+	Axis, Inner int
 }
 
 // StagedPlan returns the plan of a kernel of the "staged loop" Template.
@@ -303,7 +305,7 @@ func StagedPlan(k Kernel) Staged {
 	case *poolTile:
 		s.Kind, s.Value, s.Slots = "pool", st.pool, st.span
 	case *concatTile:
-		s.Kind, s.Value, s.Slots = "concat", st.cat, st.elems()
+		s.Kind, s.Value, s.Slots, s.Axis, s.Inner = "concat", st.cat, st.elems(), st.axis, st.inner
 	}
 	return s
 }
