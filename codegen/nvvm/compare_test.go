@@ -102,31 +102,26 @@ func TestCompare(t *testing.T) {
 		k     ptx.Kernel
 	}
 	var all []entry
+	add := func(name string, g *ir.Graph, err error) {
+		if err == nil {
+			var res *passes.Result
+			if res, err = passes.Run(g, passes.Options{}); err == nil {
+				for _, kn := range res.Kernels.Kernels {
+					all = append(all, entry{name, kernelOf(kn, kn.Name)})
+				}
+			}
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
 	for _, m := range examples.Tutorials {
 		g, err := frontend.Build(m.Name, m.Model)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := passes.Run(g, passes.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, kn := range res.Kernels.Kernels {
-			all = append(all, entry{m.Name, kernelOf(kn, kn.Name)})
-		}
+		add(m.Name, g, err)
 	}
 	for _, name := range []string{"softmax_4096x1024", "add_relu_16M", "sum_cols_1024", "sum_all_1024", "transpose_mul_1024"} {
 		g, err := ir.Parse(name+".gir", []byte(perfKernels[name]))
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := passes.Run(g, passes.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, kn := range res.Kernels.Kernels {
-			all = append(all, entry{name, kernelOf(kn, kn.Name)})
-		}
+		add(name, g, err)
 	}
 	var rows []string
 	for _, e := range all {

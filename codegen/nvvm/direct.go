@@ -123,15 +123,9 @@ func (kg *kgen) dotTerm(dot *irg.Value, x *index) (func(k value.Value) (value.Va
 func (kg *kgen) convTerm(v *irg.Value, x *index) (func(k value.Value) (value.Value, value.Value, error), int) {
 	img, wt := v.Args[0], v.Args[1]
 	xs, ws := img.Type.Shape, wt.Type.Shape
-	two := func(name string, def int) [2]int {
-		if s := v.Attrs.Ints(name); s != nil {
-			return [2]int{s[0], s[1]}
-		}
-		return [2]int{def, def}
-	}
-	stride, pad, dil := two("stride", 1), two("padding", 0), two("dilation", 1)
+	stride, pad, dil, groups := ptx.ConvGeometry(v)
 	c, kh, kw := ws[1], ws[2], ws[3]
-	og := ws[0] / v.Attrs.Int("groups", 1)
+	og := ws[0] / groups
 	n, o := kg.coord(x, 0), kg.coord(x, 1)
 	ih0 := kg.sub(kg.mul(kg.coord(x, 2), stride[0]), ci(pad[0]))
 	iw0 := kg.sub(kg.mul(kg.coord(x, 3), stride[1]), ci(pad[1]))

@@ -7,6 +7,7 @@ import (
 	"github.com/llir/llvm/ir/types"
 	"github.com/llir/llvm/ir/value"
 
+	"github.com/gcomp/gcomp/codegen/ptx"
 	irg "github.com/gcomp/gcomp/ir"
 )
 
@@ -24,15 +25,7 @@ func (kg *kgen) pool(v *irg.Value, x *index) (value.Value, error) { return kg.po
 func (kg *kgen) poolTaps(v *irg.Value, x *index, tap func(y *index) value.Value) (value.Value, error) {
 	in := v.Args[0]
 	s := in.Type.Shape // [N, C, H, W]
-	kern := v.Attrs.Ints("kernel")
-	stride := v.Attrs.Ints("stride")
-	if stride == nil {
-		stride = kern
-	}
-	pad := v.Attrs.Ints("padding")
-	if pad == nil {
-		pad = []int{0, 0}
-	}
+	kern, stride, pad := ptx.PoolGeometry(v)
 	isMax := v.Op == "max_pool2d"
 	d := v.Type.DType
 	b := kg.b

@@ -108,15 +108,7 @@ func (kg *kgen) poolStage(pool *irg.Value, slot func(value.Value) value.Value, s
 	load func(o0, last value.Value) value.Value, at func(o, lo value.Value) (value.Value, error)) {
 	in := pool.Args[0]
 	s := in.Type.Shape
-	kern := pool.Attrs.Ints("kernel")
-	stride := pool.Attrs.Ints("stride")
-	if stride == nil {
-		stride = kern
-	}
-	pad := pool.Attrs.Ints("padding")
-	if pad == nil {
-		pad = []int{0, 0}
-	}
+	kern, stride, pad := ptx.PoolGeometry(pool)
 	// bound is the linear input index of output o's first (or last) tap, clamped into the
 	// image; with row padding, the whole first (or last) image row.
 	bound := func(o value.Value, last bool) value.Value {

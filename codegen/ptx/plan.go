@@ -309,3 +309,22 @@ func StagedPlan(k Kernel) Staged {
 	}
 	return s
 }
+
+// PoolGeometry is a pooling's kernel, stride and padding with the op table's defaults (stride
+// = kernel, no padding).
+func PoolGeometry(v *ir.Value) (kern, stride, pad []int) {
+	w := windowOf(v)
+	return w.kern, w.stride, w.pad
+}
+
+// ConvGeometry is a conv2d's stride, padding and dilation (per spatial dim) and groups, with
+// the op table's defaults.
+func ConvGeometry(v *ir.Value) (stride, pad, dil [2]int, groups int) {
+	two := func(name string, def int) [2]int {
+		if s := v.Attrs.Ints(name); s != nil {
+			return [2]int{s[0], s[1]}
+		}
+		return [2]int{def, def}
+	}
+	return two("stride", 1), two("padding", 0), two("dilation", 1), v.Attrs.Int("groups", 1)
+}
