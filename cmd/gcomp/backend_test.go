@@ -81,7 +81,7 @@ func TestBackendNVVM(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"check", "mm.gir", "--backend", "nvvm", "--nvvm-lib", lib.Path}, "k0_matmul: the contraction template has no NVVM counterpart yet"},
+		{[]string{"check", "mm.gir", "--backend", "nvvm", "--nvvm-lib", lib.Path}, "k0_matmul: the ffma contraction template has no NVVM counterpart yet"},
 		{[]string{"check", "softmax.gir", "--backend", "llvm"}, `unknown backend "llvm" (want ptx or nvvm)`},
 		{[]string{"check", "softmax.gir", "--backend", "nvvm", "--nvvm-lib", "nope/libnvvm.so"}, "libNVVM not found; tried:\n  nope/libnvvm.so"},
 	} {

@@ -18,8 +18,8 @@
 // Templates: the elementwise loop (grid-stride, element groups of ptx.LoopPlan's width, with
 // broadcast, transpose, reshape, slice, pad, concat, iota, constants, select, gather and
 // pooling fused), the transpose tile (ptx.TransposePlan), the row, column and split reductions
-// (ptx.ReducePlan). Every other template of codegen/ptx (the staged loop, contractions,
-// persistent kernels) has no counterpart
-// yet: such a kernel is an error naming the kernel and the template, never a silent fallback to
-// the PTX emitter.
+// (ptx.ReducePlan), the direct contraction (ptx.ContractionPlan), the staged loop for pooling
+// and concats (ptx.StagedPlan). Every other template of codegen/ptx (the FFMA and tensor-core
+// contractions, persistent kernels) has no counterpart yet: such a kernel is an error naming the kernel and the template, never a
+// silent fallback to the PTX emitter.
 package nvvm

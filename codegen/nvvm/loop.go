@@ -144,11 +144,16 @@ func (md *module) loopKernel(k ptx.Kernel) (*ir.Func, ptx.Launch, error) {
 // loop emits `for i := start; i < end; i += step { body(i) }` (unsigned compare, as the PTX
 // emitter's loops).
 func (kg *kgen) loop(start, step value.Value, end int, body func(i value.Value)) {
+	kg.loopTo(start, step, ci(end), body)
+}
+
+// loopTo is loop with an end computed at run time.
+func (kg *kgen) loopTo(start, step, end value.Value, body func(i value.Value)) {
 	pre := kg.b
 	head, bodyB, done := kg.block("loop"), kg.block("body"), kg.block("done")
 	pre.NewBr(head)
 	i := head.NewPhi(ir.NewIncoming(start, pre))
-	head.NewCondBr(head.NewICmp(enum.IPredULT, i, ci(end)), bodyB, done)
+	head.NewCondBr(head.NewICmp(enum.IPredULT, i, end), bodyB, done)
 	kg.b = bodyB
 	kg.cache = map[cacheKey]value.Value{}
 	body(i)

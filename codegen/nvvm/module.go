@@ -53,7 +53,7 @@ func build(kernels []ptx.Kernel, t ptx.Target) (*module, []ptx.Launch, error) {
 			return nil, nil, fmt.Errorf("%s: two kernels have this name", k.Name)
 		}
 		seen[k.Name] = true
-		f, l, err := md.kernel(k)
+		f, l, err := md.kernel(k, t)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -112,7 +112,7 @@ func (md *module) declare(name string, ret types.Type, params ...types.Type) *ir
 }
 
 // kernel checks k and lowers it with its template.
-func (md *module) kernel(k ptx.Kernel) (*ir.Func, ptx.Launch, error) {
+func (md *module) kernel(k ptx.Kernel, t ptx.Target) (*ir.Func, ptx.Launch, error) {
 	g := k.Graph
 	if err := ops.Verify(g); err != nil {
 		return nil, ptx.Launch{}, fmt.Errorf("%s: %w", k.Name, err)
@@ -136,6 +136,8 @@ func (md *module) kernel(k ptx.Kernel) (*ir.Func, ptx.Launch, error) {
 		f, l, err = md.loopKernel(k)
 	case "transpose tile":
 		f, l, err = md.transposeKernel(k)
+	case "staged loop":
+		f, l, err = md.stagedKernel(k, ptx.StagedPlan(k))
 	case "reduction":
 		var plan ptx.Reduction
 		if plan, err = ptx.ReducePlan(k); err == nil {
@@ -149,6 +151,14 @@ func (md *module) kernel(k ptx.Kernel) (*ir.Func, ptx.Launch, error) {
 			default:
 				return nil, ptx.Launch{}, fmt.Errorf("%s: the %s reduction template has no NVVM counterpart yet (build with --backend ptx)", k.Name, plan.Kind)
 			}
+		}
+	case "contraction":
+		var c ptx.Contraction
+		if c, err = ptx.ContractionPlan(k, t); err == nil {
+			if c.Kind != "direct" {
+				return nil, ptx.Launch{}, fmt.Errorf("%s: the %s contraction template has no NVVM counterpart yet (build with --backend ptx)", k.Name, c.Kind)
+			}
+			f, l, err = md.directKernel(k, c)
 		}
 	case "":
 		// The PTX emitter's message says why no template takes the kernel.

@@ -7,6 +7,7 @@ import (
 	"github.com/llir/llvm/ir/types"
 	"github.com/llir/llvm/ir/value"
 
+	"github.com/gcomp/gcomp/codegen/ptx"
 	irg "github.com/gcomp/gcomp/ir"
 )
 
@@ -16,18 +17,15 @@ import (
 // divides once, by a power of two as a multiplication), so results are bit-identical to the
 // reference. This is pooling fused into a loop or reduction kernel read directly; the staged
 // template (pooling windows through shared memory) has no NVVM counterpart yet.
-func (kg *kgen) pool(v *irg.Value, x *index) (value.Value, error) {
+func (kg *kgen) pool(v *irg.Value, x *index) (value.Value, error) { return kg.poolTaps(v, x, nil) }
+
+// poolTaps is pool with an optional source of taps: tap(y) returns the input element at index y
+// (coordinates clamped into the image) when the caller holds it elsewhere (shared memory); nil
+// evaluates it.
+func (kg *kgen) poolTaps(v *irg.Value, x *index, tap func(y *index) value.Value) (value.Value, error) {
 	in := v.Args[0]
 	s := in.Type.Shape // [N, C, H, W]
-	kern := v.Attrs.Ints("kernel")
-	stride := v.Attrs.Ints("stride")
-	if stride == nil {
-		stride = kern
-	}
-	pad := v.Attrs.Ints("padding")
-	if pad == nil {
-		pad = []int{0, 0}
-	}
+	kern, stride, pad := ptx.PoolGeometry(v)
 	isMax := v.Op == "max_pool2d"
 	d := v.Type.DType
 	b := kg.b
@@ -49,9 +47,15 @@ func (kg *kgen) pool(v *irg.Value, x *index) (value.Value, error) {
 				valid = b.NewAnd(kg.inRange(ih, s[2]), kg.inRange(iw, s[3]))
 				ih, iw = kg.clamp(ih, s[2]), kg.clamp(iw, s[3])
 			}
-			xv, err := kg.eval(in, newIndexCoords(s, []value.Value{n, c, ih, iw}))
-			if err != nil {
-				return nil, err
+			y := newIndexCoords(s, []value.Value{n, c, ih, iw})
+			var xv value.Value
+			if tap != nil {
+				xv = tap(y)
+			} else {
+				var err error
+				if xv, err = kg.eval(in, y); err != nil {
+					return nil, err
+				}
 			}
 			var next value.Value
 			switch {

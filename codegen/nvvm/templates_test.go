@@ -74,6 +74,52 @@ func TestTemplates(t *testing.T) {
   %1 = reduce_max(%0) {axes=[1]} : f16[2,5,5]
   output y = %1
 }`, "column"},
+		{"matmul_f64_bias", `graph g {
+  input %x : f64[2,5,7]
+  input %w : f64[2,7,3]
+  input %b : f64[3]
+  %0 = dot_general(%x, %w) {lhs_batch=[0], rhs_batch=[0], lhs_contract=[2], rhs_contract=[1]} : f64[2,5,3]
+  %1 = broadcast_in_dim(%b) {shape=[2,5,3], dims=[2]} : f64[2,5,3]
+  %2 = add(%0, %1) : f64[2,5,3]
+  output y = %2
+}`, "direct"},
+		{"matmul_i32", `graph g {
+  input %x : i32[6,9]
+  input %w : i32[9,4]
+  %0 = dot_general(%x, %w) {lhs_contract=[1], rhs_contract=[0]} : i32[6,4]
+  output y = %0
+}`, "direct"},
+		{"conv_f64_grouped", `graph g {
+  input %x : f64[1,4,7,7]
+  input %w : f64[6,2,3,3]
+  %0 = conv2d(%x, %w) {stride=[2,1], padding=[1,1], groups=2} : f64[1,6,4,7]
+  output y = %0
+}`, "direct"},
+		{"maxpool_staged", `graph g {
+  input %x : f32[2,3,20,20]
+  %0 = max_pool2d(%x) {kernel=[2,2], stride=[2,2]} : f32[2,3,10,10]
+  %1 = relu(%0) : f32[2,3,10,10]
+  output y = %1
+}`, "staged loop"},
+		{"avgpool_staged_pad", `graph g {
+  input %x : f16[2,5,13,11]
+  %0 = avg_pool2d(%x) {kernel=[3,3], stride=[2,2], padding=[1,1], count_include_pad=false} : f16[2,5,7,6]
+  output y = %0
+}`, "staged loop"},
+		{"concat_staged", `graph g {
+  input %x : f32[6,57]
+  input %h : f32[6,128]
+  %0 = concat(%x, %h) {axis=1} : f32[6,185]
+  %1 = neg(%0) : f32[6,185]
+  output y = %1
+}`, "staged loop"},
+		{"concat_staged_i8_axis0", `graph g {
+  input %x : i8[3,7,5]
+  input %y : i8[2,7,5]
+  input %z : i8[4,7,5]
+  %0 = concat(%x, %y, %z) {axis=0} : i8[9,7,5]
+  output y = %0
+}`, "staged loop"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g, err := ir.Parse(tc.name+".gir", []byte(tc.src))
@@ -81,7 +127,12 @@ func TestTemplates(t *testing.T) {
 				t.Fatal(err)
 			}
 			k := ptx.Kernel{Name: "k_" + tc.name, Graph: g}
-			if tpl := ptx.Template(k); tpl == "reduction" {
+			if tpl := ptx.Template(k); tpl == "contraction" {
+				c, err := ptx.ContractionPlan(k, ptx.Target{SM: 80})
+				if err != nil || c.Kind != tc.template {
+					t.Fatalf("plan %q, %v; want %s", c.Kind, err, tc.template)
+				}
+			} else if tpl == "reduction" {
 				plan, err := ptx.ReducePlan(k)
 				if err != nil || plan.Kind != tc.template {
 					t.Fatalf("plan %q, %v; want %s", plan.Kind, err, tc.template)
@@ -98,12 +149,7 @@ func TestTemplates(t *testing.T) {
   input %w : f32[16,4]
   %0 = dot_general(%x, %w) {lhs_contract=[1], rhs_contract=[0]} : f32[8,4]
   output y = %0
-}`, "k_matmul: the contraction template has no NVVM counterpart yet"},
-		{"pool", `graph g {
-  input %x : f32[1,2,8,8]
-  %0 = max_pool2d(%x) {kernel=[2,2], stride=[2,2]} : f32[1,2,4,4]
-  output y = %0
-}`, "k_pool: the staged loop template has no NVVM counterpart yet"},
+}`, "k_matmul: the ffma contraction template has no NVVM counterpart yet"},
 	} {
 		g, err := ir.Parse(tc.name+".gir", []byte(tc.src))
 		if err != nil {

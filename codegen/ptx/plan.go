@@ -2,6 +2,7 @@ package ptx
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ops"
@@ -242,4 +243,88 @@ func TransposePlan(k Kernel) TransposeTile {
 	}
 	return TransposeTile{View: tt.view, P: tt.p, Last: tt.last, TileDim: tileDim, TileRows: tileRows, Tiles: tiles,
 		Grid: [3]int{max(1, min(tiles, maxLoopBlocks)), 1, 1}, Block: [3]int{tileDim * tileRows, 1, 1}}
+}
+
+// Contraction is the plan of a kernel of the "contraction" Template: Kind "ffma" or
+// "tensor core" (the 128×128-tile templates) or "direct" (one thread per result, Why says why
+// the tiles do not take it), for the kernel's one dot_general or conv2d, Dot.
+type Contraction struct {
+	Kind, Why   string
+	Dot         *ir.Value
+	Grid, Block [3]int
+}
+
+// ContractionPlan says which contraction template codegen/ptx generates k with for target t
+// (it generates the kernel to find out).
+func ContractionPlan(k Kernel, t Target) (Contraction, error) {
+	var globals []string
+	text, l, err := matmulKernel(k, t, &globals)
+	if err != nil {
+		return Contraction{}, err
+	}
+	c := Contraction{Kind: "ffma", Grid: l.Grid, Block: l.Block}
+	for _, v := range live(k.Graph) {
+		if v.Op == "dot_general" || v.Op == "conv2d" {
+			c.Dot = v
+		}
+	}
+	const direct = "// direct " // the direct template's note
+	switch {
+	case strings.Contains(text, direct):
+		c.Kind = "direct"
+		line := text[strings.Index(text, direct):]
+		line = line[:strings.IndexByte(line, '\n')]
+		if i, j := strings.Index(line, "("), strings.LastIndex(line, ")"); i >= 0 && j > i {
+			c.Why = line[i+1 : j]
+		}
+	case strings.Contains(text, "mma.sync"):
+		c.Kind = "tensor core"
+	}
+	return c, nil
+}
+
+// Staged is the staged template's plan for a loop kernel: Kind "pool" (Value, a pooling read at
+// the output's linear index, has the input range of each tile's windows staged: Slots
+// elements at most) or "concat"; TileOut outputs per tile, one per thread.
+type Staged struct {
+	Kind        string
+	Value       *ir.Value
+	Slots       int
+	TileOut     int
+	Grid, Block [3]int
+	// concat: its axis, and the elements per step along it (the product of the dims after it)
+	Axis, Inner int
+}
+
+// StagedPlan returns the plan of a kernel of the "staged loop" Template.
+func StagedPlan(k Kernel) Staged {
+	shape := k.Graph.Outputs[0].Value.Type.Shape
+	tiles := ceilDiv(shape.NumElements(), tileOut)
+	s := Staged{TileOut: tileOut, Grid: [3]int{min(tiles, maxLoopBlocks), 1, 1}, Block: [3]int{tileOut, 1, 1}}
+	switch st := findStage(k.Graph, shape).(type) {
+	case *poolTile:
+		s.Kind, s.Value, s.Slots = "pool", st.pool, st.span
+	case *concatTile:
+		s.Kind, s.Value, s.Slots, s.Axis, s.Inner = "concat", st.cat, st.elems(), st.axis, st.inner
+	}
+	return s
+}
+
+// PoolGeometry is a pooling's kernel, stride and padding with the op table's defaults (stride
+// = kernel, no padding).
+func PoolGeometry(v *ir.Value) (kern, stride, pad []int) {
+	w := windowOf(v)
+	return w.kern, w.stride, w.pad
+}
+
+// ConvGeometry is a conv2d's stride, padding and dilation (per spatial dim) and groups, with
+// the op table's defaults.
+func ConvGeometry(v *ir.Value) (stride, pad, dil [2]int, groups int) {
+	two := func(name string, def int) [2]int {
+		if s := v.Attrs.Ints(name); s != nil {
+			return [2]int{s[0], s[1]}
+		}
+		return [2]int{def, def}
+	}
+	return two("stride", 1), two("padding", 0), two("dilation", 1), v.Attrs.Int("groups", 1)
 }
