@@ -152,3 +152,41 @@ func TestGPUErrors(t *testing.T) {
 		t.Errorf("faulting kernel: %v", err)
 	}
 }
+
+// TestGPUGraphs runs every example with CUDA graphs (record, then replay) and compares the outputs
+// with direct launches bit for bit, then times 20 runs of each way and logs both.
+func TestGPUGraphs(t *testing.T) {
+	dev := openGPU(t, false)
+	if o := cuda.OptionsFromEnv(); o.Profile || o.Sync {
+		t.Skip("GCOMP_CUDA_SYNC or profiling: launches wait for each kernel, which graphs cannot")
+	}
+	tgt := target(dev)
+	for _, m := range examples.Tutorials {
+		t.Run(m.Name, func(t *testing.T) {
+			prog, inputs := runExample(t, dev, m.Name, m.Model, tgt)
+			timeRuns := func() (time.Duration, *executor.Result) {
+				var last *executor.Result
+				start := time.Now()
+				for range 20 {
+					res, err := prog.Run(inputs)
+					if err != nil {
+						t.Fatal(err)
+					}
+					last = res
+				}
+				return time.Since(start) / 20, last
+			}
+			direct, want := timeRuns()
+			if !prog.UseGraphs(true) {
+				t.Fatal("the CUDA device does not record graphs")
+			}
+			graphs, got := timeRuns()
+			for name, w := range want.Outputs {
+				if string(got.Outputs[name].Bytes()) != string(w.Bytes()) {
+					t.Errorf("output %s differs with graphs", name)
+				}
+			}
+			t.Logf("%d kernels: %v per run launched one by one, %v as a graph", len(want.Kernels), direct, graphs)
+		})
+	}
+}
