@@ -34,6 +34,8 @@ type Plan struct {
 	// plan is never run against a module it was not made for.
 	PTX       string `json:"ptx"`
 	PTXSHA256 string `json:"ptx_sha256"`
+	// Cubins are the module precompiled for some architectures (gcomp build --cubin), beside it.
+	Cubins []Cubin `json:"cubins,omitempty"`
 	// The memory plan: arena_bytes, buffers (with offsets and live ranges), inputs,
 	// params and outputs.
 	MemoryPlan
@@ -82,10 +84,12 @@ type Arg struct {
 	Bytes  int64  `json:"bytes,omitempty"`
 }
 
-// Artifact is a compiled model: the PTX module and its plan.
+// Artifact is a compiled model: the PTX module and its plan, and the module precompiled for
+// some GPU architectures (by architecture, "sm_80"), if any.
 type Artifact struct {
-	PTX  []byte
-	Plan *Plan
+	PTX    []byte
+	Plan   *Plan
+	Cubins map[string][]byte
 }
 
 // Notes lists every kernel's notes as "kernel: note", in launch order: what `gcomp check` prints
@@ -122,6 +126,9 @@ func (p *Plan) SourceGraph() (*ir.Graph, error) {
 func (a *Artifact) Write(ptxPath string) error {
 	a.Plan.PTX = filepath.Base(ptxPath)
 	a.Plan.PTXSHA256 = hash(a.PTX)
+	if err := a.writeCubins(ptxPath); err != nil {
+		return err
+	}
 	if err := tensorio.WriteFileAtomic(ptxPath, func(w io.Writer) error {
 		_, err := w.Write(a.PTX)
 		return err
@@ -153,7 +160,11 @@ func Read(ptxPath string) (*Artifact, error) {
 	if p.PTXSHA256 != hash(text) {
 		return nil, fmt.Errorf("%s was not made for %s: the module's SHA-256 differs (rebuild both with gcomp build)", planPath, ptxPath)
 	}
-	return &Artifact{PTX: text, Plan: p}, nil
+	cubins, err := readCubins(ptxPath, p)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", planPath, err)
+	}
+	return &Artifact{PTX: text, Plan: p, Cubins: cubins}, nil
 }
 
 func errNotExist(err error) error {

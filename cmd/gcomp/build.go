@@ -87,9 +87,17 @@ func cmdBuild(args []string, stdout, stderr io.Writer) error {
 	fs.Var(&disable, "disable-pass", "skip this pass (repeatable)")
 	timings := fs.Bool("timings", false, "print the time each pass took to stderr")
 	verifyEach := fs.Bool("verify-each", false, "check the IR, kernel graph and plan after every pass")
-	path, err := parseModelArgs(fs, args, stdout, "MODEL [-o model.ptx] [--emit ptx|plan|ir|dot|kernels] [--target sm_80|sm_86|sm_89|sm_90] [--tf32] [--stats[=json]] [--dump-after PASS|all] [--disable-pass NAME]... [--timings] [--verify-each]")
+	cubin := fs.String("cubin", "", "with -o, also assemble the module with ptxas for these architectures (sm_80,sm_90) and store the cubins beside it; the runtime loads the one matching the GPU and otherwise JIT-compiles the PTX")
+	path, err := parseModelArgs(fs, args, stdout, "MODEL [-o model.ptx] [--emit ptx|plan|ir|dot|kernels] [--target sm_80|sm_86|sm_89|sm_90] [--tf32] [--cubin sm_80,sm_90] [--stats[=json]] [--dump-after PASS|all] [--disable-pass NAME]... [--timings] [--verify-each]")
 	if err != nil {
 		return err
+	}
+	archs, err := cubinArchs(*cubin)
+	if err != nil {
+		return fmt.Errorf("gcomp build: --cubin: %v", err)
+	}
+	if len(archs) > 0 && (*emit != "ptx" || *out == "") {
+		return fmt.Errorf("gcomp build: --cubin stores cubins beside the module: give -o model.ptx (and --emit ptx)")
 	}
 	explicitEmit := false
 	fs.Visit(func(f *flag.Flag) { explicitEmit = explicitEmit || f.Name == "emit" })
@@ -169,6 +177,9 @@ func cmdBuild(args []string, stdout, stderr io.Writer) error {
 	if *emit == "ptx" && *out != "" {
 		if err := checkDir(*out); err != nil {
 			return err
+		}
+		if err := addCubins(art, archs, stderr); err != nil {
+			return fmt.Errorf("gcomp build: %v", err)
 		}
 		return art.Write(*out)
 	}

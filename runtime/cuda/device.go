@@ -432,6 +432,7 @@ type module struct {
 	entries []string
 	funcs   map[string]Function
 	closed  bool
+	image   string // the cubin's architecture, "" for PTX (cubin.go)
 }
 
 // function looks kernel up (once).

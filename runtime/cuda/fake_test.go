@@ -43,6 +43,9 @@ type fakeDriver struct {
 	// instantiated ones, by handle.
 	capture map[Stream][]func() error
 	graphs  map[GraphExec][]func() error
+	// images are the modules loaded, in order; noCubin makes loading a cubin (an ELF image) fail.
+	images  [][]byte
+	noCubin bool
 }
 
 // logf appends to the call log when logging.
@@ -135,6 +138,10 @@ func (f *fakeDriver) CtxSetCurrent(c Context) error {
 func (f *fakeDriver) ModuleLoadDataEx(ptx []byte) (ModuleHandle, string, error) {
 	if err := f.ctx("cuModuleLoadDataEx"); err != nil {
 		return 0, "", err
+	}
+	f.images = append(f.images, ptx)
+	if f.noCubin && strings.HasPrefix(string(ptx), "\x7fELF") {
+		return 0, "", f.fail("cuModuleLoadDataEx", ResultNoBinaryForGPU)
 	}
 	if i := strings.Index(string(ptx), "syntax error"); i >= 0 {
 		line := 1 + strings.Count(string(ptx[:i]), "\n")

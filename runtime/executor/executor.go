@@ -75,7 +75,13 @@ func Load(dev Device, a *artifact.Artifact) (*Program, error) {
 	if err := a.Plan.Validate(); err != nil {
 		return nil, fmt.Errorf("launch plan: %v", err)
 	}
-	mod, err := dev.Load(a.PTX)
+	var mod Module
+	var err error
+	if b, ok := dev.(BinaryLoader); ok && len(a.Cubins) > 0 {
+		mod, err = b.LoadBinaries(a.PTX, a.Cubins)
+	} else {
+		mod, err = dev.Load(a.PTX)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -21,6 +21,12 @@ type Replay interface {
 	Close() error
 }
 
+// BinaryLoader is implemented by devices that load precompiled images of a module (cubins, by
+// architecture): LoadBinaries loads the one that runs on the device, or else the PTX.
+type BinaryLoader interface {
+	LoadBinaries(ptx []byte, cubins map[string][]byte) (Module, error)
+}
+
 // UseGraphs makes every run launch its kernels as one replayed graph where the device records
 // graphs (CUDA): the first run with a set of buffers records the launches, later runs with the
 // same buffers replay them. Prefetched inputs and train-step state trade buffers between runs,

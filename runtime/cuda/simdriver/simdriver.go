@@ -123,6 +123,9 @@ func (s *Driver) DevicePrimaryCtxRelease(cuda.DeviceHandle) error               
 func (s *Driver) CtxSetCurrent(cuda.Context) error                               { return nil }
 
 func (s *Driver) ModuleLoadDataEx(ptx []byte) (cuda.ModuleHandle, string, error) {
+	if len(ptx) >= 4 && string(ptx[:4]) == "\x7fELF" { // a cubin: the simulator runs PTX only
+		return 0, "", simErr("cuModuleLoadDataEx", cuda.ResultNoBinaryForGPU, fmt.Errorf("the PTX simulator runs PTX, not cubins"))
+	}
 	m, err := s.dev.Load(ptx)
 	if err != nil {
 		return 0, err.Error(), simErr("cuModuleLoadDataEx", cuda.ResultInvalidPTX, err)
