@@ -33,6 +33,8 @@ type Plan struct {
 	// plan is never run against a module it was not made for.
 	PTX       string `json:"ptx"`
 	PTXSHA256 string `json:"ptx_sha256"`
+	// Cubins are the module precompiled for some architectures (gcomp build --cubin), beside it.
+	Cubins []Cubin `json:"cubins,omitempty"`
 	// The memory plan: arena_bytes, buffers (with offsets and live ranges), inputs,
 	// params and outputs.
 	MemoryPlan
@@ -81,10 +83,12 @@ type Arg struct {
 	Bytes  int64  `json:"bytes,omitempty"`
 }
 
-// Artifact is a compiled model: the PTX module and its plan.
+// Artifact is a compiled model: the PTX module and its plan, and the module precompiled for
+// some GPU architectures (by architecture, "sm_80"), if any.
 type Artifact struct {
-	PTX  []byte
-	Plan *Plan
+	PTX    []byte
+	Plan   *Plan
+	Cubins map[string][]byte
 }
 
 // Notes lists every kernel's notes as "kernel: note", in launch order: what `gcomp check` prints
@@ -121,7 +125,12 @@ func (p *Plan) SourceGraph() (*ir.Graph, error) {
 func (a *Artifact) Write(ptxPath string) error {
 	a.Plan.PTX = filepath.Base(ptxPath)
 	a.Plan.PTXSHA256 = hash(a.PTX)
-	return tensorio.WriteFilesAtomic(
+	cubins, err := a.cubinWrites(ptxPath)
+	if err != nil {
+		return err
+	}
+	// The module, its cubins and the plan are published together, or none of them.
+	return tensorio.WriteFilesAtomic(append(cubins,
 		tensorio.FileWrite{Path: ptxPath, Write: func(w io.Writer) error {
 			_, err := w.Write(a.PTX)
 			return err
@@ -129,7 +138,7 @@ func (a *Artifact) Write(ptxPath string) error {
 		tensorio.FileWrite{Path: PlanPath(ptxPath), Write: func(w io.Writer) error {
 			_, err := w.Write(a.Plan.JSON())
 			return err
-		}})
+		}})...)
 }
 
 // Read loads a module file and the plan beside it, checking that they belong
@@ -151,7 +160,11 @@ func Read(ptxPath string) (*Artifact, error) {
 	if p.PTXSHA256 != hash(text) {
 		return nil, fmt.Errorf("%s was not made for %s: the module's SHA-256 differs (rebuild both with gcomp build)", planPath, ptxPath)
 	}
-	return &Artifact{PTX: text, Plan: p}, nil
+	cubins, err := readCubins(ptxPath, p)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", planPath, err)
+	}
+	return &Artifact{PTX: text, Plan: p, Cubins: cubins}, nil
 }
 
 // ParsePlan decodes and validates a launch plan.

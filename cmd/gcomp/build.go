@@ -121,9 +121,17 @@ func cmdBuild(args []string, stdout, stderr io.Writer) error {
 	fs.Var(&disable, "disable-pass", "skip this pass (repeatable)")
 	timings := fs.Bool("timings", false, "print the time each pass took to stderr")
 	verifyEach := fs.Bool("verify-each", false, "check the IR, kernel graph and plan after every pass")
-	path, err := parseModelArgs(fs, args, stdout, "MODEL [-o model.ptx] [--emit ptx|plan|ir|dot|kernels|nvvm] [--target sm_80|sm_86|sm_89|sm_90] [--tf32] [--backend ptx|nvvm] [--nvvm-lib PATH] [--stats[=json]] [--dump-after PASS|all] [--disable-pass NAME]... [--timings] [--verify-each]")
+	cubin := fs.String("cubin", "", "with -o, also assemble the module with ptxas for these architectures (sm_80,sm_90) and store the cubins beside it; the runtime loads the one matching the GPU and otherwise JIT-compiles the PTX")
+	path, err := parseModelArgs(fs, args, stdout, "MODEL [-o model.ptx] [--emit ptx|plan|ir|dot|kernels|nvvm] [--target sm_80|sm_86|sm_89|sm_90] [--tf32] [--backend ptx|nvvm] [--nvvm-lib PATH] [--cubin sm_80,sm_90] [--stats[=json]] [--dump-after PASS|all] [--disable-pass NAME]... [--timings] [--verify-each]")
 	if err != nil {
 		return err
+	}
+	archs, err := cubinArchs(*cubin)
+	if err != nil {
+		return fmt.Errorf("gcomp build: --cubin: %v", err)
+	}
+	if len(archs) > 0 && (*emit != "ptx" || *out == "") {
+		return fmt.Errorf("gcomp build: --cubin stores cubins beside the module: give -o model.ptx (and --emit ptx)")
 	}
 	explicitEmit := false
 	fs.Visit(func(f *flag.Flag) { explicitEmit = explicitEmit || f.Name == "emit" })
@@ -140,11 +148,14 @@ func cmdBuild(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("gcomp build: %v", err)
 	}
-	// Every destination is checked before any work: the module and, beside it, its plan.
+	// Every destination is checked before any work: the module and, beside it, its plan and cubins.
 	if *out != "" {
 		outs := []string{*out}
 		if *emit == "ptx" {
 			outs = append(outs, artifact.PlanPath(*out))
+			for _, arch := range archs {
+				outs = append(outs, artifact.CubinPath(*out, arch))
+			}
 		}
 		for _, o := range outs {
 			if err := checkOutput(o); err != nil {
@@ -218,6 +229,9 @@ func cmdBuild(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("gcomp build: with --stats, give -o FILE for the --emit output")
 	}
 	if *emit == "ptx" && *out != "" {
+		if err := addCubins(art, archs, stderr); err != nil {
+			return fmt.Errorf("gcomp build: %v", err)
+		}
 		return art.Write(*out)
 	}
 	return writeOutput(*out, stdout, text)

@@ -33,6 +33,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	dev := fs.String("device", "ref", "where to run: ref (the reference interpreter on the source graph), sim (the compiled kernels on the PTX simulator), cuda:N (GPU N; cuda is cuda:0) or auto (the first usable GPU, else sim)")
 	cudaLib := fs.String("cuda-lib", "", "the CUDA driver library to load (default $"+cuda.LibraryEnv+", else "+cuda.DefaultLibrary+")")
 	noCheck := fs.Bool("no-check", false, "sim: skip memcheck, racecheck and synccheck (faster)")
+	graphs := fs.Bool("cuda-graphs", true, "with --bench on a GPU, record the kernels of a run once as a CUDA graph and replay it for the timed runs (one launch per run; per-kernel times need --cuda-graphs=false)")
 	bench := fs.Int("bench", 0, "after one warm-up run, time N runs and print the median and minimum per run and per kernel (compiled devices; CUDA events on a GPU)")
 	vf := addValueFlags(fs)
 	outDir := fs.String("output-dir", "", "directory to write each output to as NAME.npy")
@@ -82,7 +83,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if sel == nil {
 		outs, err = ref.Run(g, in, params)
 	} else {
-		outs, err = runCompiled(sel, art, in, params, *bench, stdout)
+		outs, err = runCompiled(sel, art, in, params, *bench, *graphs, stdout)
 	}
 	if err != nil {
 		return fmt.Errorf("gcomp run: %s", prefixPath(path, err))
@@ -184,7 +185,7 @@ func openCompiledDevice(name, cudaLib string, noCheck bool, stderr io.Writer) (*
 // runCompiled runs a compiled model on the selected device and returns its outputs by the graph's
 // output names; with bench > 0 it times that many further runs (kernels timed by CUDA events on a
 // GPU, by the simulator's clock on sim) and prints the report to w.
-func runCompiled(sel *device.Selected, art *artifact.Artifact, in, params map[string]*tensor.Tensor, bench int, w io.Writer) (map[string]*tensor.Tensor, error) {
+func runCompiled(sel *device.Selected, art *artifact.Artifact, in, params map[string]*tensor.Tensor, bench int, graphs bool, w io.Writer) (map[string]*tensor.Tensor, error) {
 	dev := sel.Device
 	prog, err := executor.Load(dev, art)
 	if err != nil {
@@ -200,7 +201,9 @@ func runCompiled(sel *device.Selected, art *artifact.Artifact, in, params map[st
 	}
 	if bench > 0 {
 		clock := "simulated time: the simulator's wall clock, not a GPU's"
-		if p, ok := dev.(interface{ SetProfile(bool) }); ok && sel.Spec.Kind == device.CUDA {
+		if graphs && prog.UseGraphs(true) {
+			clock = "runs replaying one CUDA graph, host clock; per-kernel times need --cuda-graphs=false"
+		} else if p, ok := dev.(interface{ SetProfile(bool) }); ok && sel.Spec.Kind == device.CUDA {
 			p.SetProfile(true)
 			defer p.SetProfile(false)
 			clock = "kernel times from CUDA events"

@@ -56,10 +56,11 @@ func cmdTrain(args []string, stdout, stderr io.Writer) error {
 	resume := fs.String("resume", "", "continue training from this checkpoint")
 	logPath := fs.String("log", "", "metrics log, JSON lines (appended to with --resume)")
 	limit := fs.Int("limit", 0, "use only the first N training images and at most N test images (quick runs)")
+	graphs := fs.Bool("cuda-graphs", true, "on a GPU, record a train step's kernels once as a CUDA graph and replay it every step (one launch instead of one per kernel); --cuda-graphs=false launches kernel by kernel")
 	prefetch := fs.Bool("prefetch", true, "prepare the next batch in a goroutine (and on a GPU copy it to the device) while the current step runs; --prefetch=false does each in turn")
 	var stats statsFlag
 	fs.Var(&stats, "stats", "compile the train step and print its cost report (kernels, DRAM bytes, arena, modeled H100 time) instead of training: --stats for a table, --stats=json for JSON")
-	path, err := parseModelArgs(fs, args, stdout, "MODEL --data fashion-mnist[:DIR] --epochs N [--batch B] --optimizer sgd|adam|adamw [--lr X] [--momentum M] [--weight-decay W] [--amp bf16|f16] --device auto|cuda:N|sim|ref [--seed S] --save W.safetensors [--resume W.safetensors] [--log metrics.jsonl] [--limit N] [--prefetch=false] [--stats[=json]]")
+	path, err := parseModelArgs(fs, args, stdout, "MODEL --data fashion-mnist[:DIR] --epochs N [--batch B] --optimizer sgd|adam|adamw [--lr X] [--momentum M] [--weight-decay W] [--amp bf16|f16] --device auto|cuda:N|sim|ref [--seed S] --save W.safetensors [--resume W.safetensors] [--log metrics.jsonl] [--limit N] [--prefetch=false] [--cuda-graphs=false] [--stats[=json]]")
 	if err != nil {
 		return err
 	}
@@ -191,6 +192,9 @@ func cmdTrain(args []string, stdout, stderr io.Writer) error {
 	tr, err := newTrainer(sel, step, m, params, state, *prefetch)
 	if err != nil {
 		return fail("%s on %s: %v", path, sel.Spec, err)
+	}
+	if ct, ok := tr.(*compiledTrainer); ok {
+		ct.prog.UseGraphs(*graphs) // devices without graphs (the simulator) launch kernel by kernel
 	}
 	defer tr.close()
 
