@@ -388,8 +388,9 @@ func poolConv(isMax bool) converter {
 		if err != nil {
 			return nil, err
 		}
-		if w.dil != [2]int{1, 1} {
-			return nil, unsupportedf("pooling dilations %v are not supported (supported: 1)", w.dil)
+		dilated := w.dil != [2]int{1, 1}
+		if dilated && !isMax {
+			return nil, unsupportedf("AveragePool dilations %v are not supported (supported: 1)", w.dil)
 		}
 		d := x.t.DType
 		if !d.IsFloat() {
@@ -405,7 +406,8 @@ func poolConv(isMax bool) converter {
 		// high side.
 		var out, extra [2]int
 		for i := 0; i < 2; i++ {
-			num := w.in[i] + w.lo[i] + w.hi[i] - w.kernel[i]
+			span := (w.kernel[i]-1)*w.dil[i] + 1
+			num := w.in[i] + w.lo[i] + w.hi[i] - span
 			if num < 0 {
 				return nil, fmt.Errorf("kernel %v is larger than the padded input", kernel)
 			}
@@ -413,13 +415,29 @@ func poolConv(isMax bool) converter {
 			if n.attrInt("ceil_mode", 0) != 0 {
 				out[i] = (num+w.stride[i]-1)/w.stride[i] + 1
 			}
-			extra[i] = max(0, (out[i]-1)*w.stride[i]+w.kernel[i]-(w.in[i]+w.lo[i]+w.hi[i]))
+			extra[i] = max(0, (out[i]-1)*w.stride[i]+span-(w.in[i]+w.lo[i]+w.hi[i]))
 		}
 		pv := math.Inf(-1)
 		if !isMax {
 			pv = 0
 		}
 		xp := n.padConst(x, []int{0, 0, w.lo[0], w.lo[1]}, []int{0, 0, w.hi[0] + extra[0], w.hi[1] + extra[1]}, pv)
+		if dilated {
+			// The max over the window's taps, each a strided slice of the padded input.
+			var y *val
+			for i := 0; i < w.kernel[0]; i++ {
+				for j := 0; j < w.kernel[1]; j++ {
+					t := n.sliceAxis(xp, 2, i*w.dil[0], i*w.dil[0]+(out[0]-1)*w.stride[0]+1, w.stride[0])
+					t = n.sliceAxis(t, 3, j*w.dil[1], j*w.dil[1]+(out[1]-1)*w.stride[1]+1, w.stride[1])
+					if y == nil {
+						y = t
+					} else {
+						y = n.bin("max", y, t)
+					}
+				}
+			}
+			return []*val{n.unlift(w, n.cast(y, d))}, nil
+		}
 		attrs := ir.Attrs{"kernel": w.kernel[:], "stride": w.stride[:]}
 		op := "max_pool2d"
 		if !isMax {

@@ -146,3 +146,33 @@ func convScatterND(n *node) ([]*val, error) {
 	cnt := n.reshape(n.reduce("reduce_sum", must(n.selectOp(hitE, scalar(ir.I32, 1), scalar(ir.I32, 0))), []int{0}, false), x.t.Shape)
 	return one(n.combine(x, sum, cnt))
 }
+
+func init() {
+	converters["ReverseSequence"] = convReverseSequence
+	delete(refused, "ReverseSequence")
+}
+
+// convReverseSequence picks, along the time axis, position len[b]-1-t for t < len[b] and t
+// otherwise (a per-element gather by an index computed from sequence_lens).
+func convReverseSequence(n *node) ([]*val, error) {
+	if err := n.inputs(2, 2); err != nil {
+		return nil, err
+	}
+	x, lens := n.in[0], n.in[1]
+	r := len(x.t.Shape)
+	if r < 2 || x.t.DType == ir.Bool {
+		return nil, fmt.Errorf("ReverseSequence of %s", x.t)
+	}
+	ta, ba := n.attrInt("time_axis", 0), n.attrInt("batch_axis", 1)
+	if ta < 0 || ta > 1 || ba < 0 || ba > 1 || ta == ba {
+		return nil, fmt.Errorf("time_axis %d and batch_axis %d must be 0 and 1", ta, ba)
+	}
+	if len(lens.t.Shape) != 1 || lens.t.Shape[0] != x.t.Shape[ba] || !lens.t.DType.IsInt() {
+		return nil, fmt.Errorf("sequence_lens %s does not fit %s", lens.t, x.t)
+	}
+	l := must(n.op("broadcast_in_dim", ir.Attrs{"shape": []int(x.t.Shape.Clone()), "dims": []int{ba}}, n.cast(lens, ir.I64)))
+	t := must(n.op("iota", ir.Attrs{"shape": []int(x.t.Shape.Clone()), "dim": ta, "dtype": ir.I64}))
+	rev := n.bin("sub", n.bin("sub", l, n.splat(l, 1)), t)
+	idx := must(n.selectOp(n.bin("lt", t, l), rev, t))
+	return one(n.pick(x, idx, ta, false))
+}
