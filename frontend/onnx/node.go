@@ -267,4 +267,3 @@ func one(x *val, err error) ([]*val, error) {
 	}
 	return []*val{x}, nil
 }
-
