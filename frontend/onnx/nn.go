@@ -376,9 +376,7 @@ func poolConv(isMax bool) converter {
 		if err := n.inputs(1, 1); err != nil {
 			return nil, err
 		}
-		if len(n.p.GetOutput()) > 1 {
-			return nil, unsupportedf("MaxPool's Indices output is not supported")
-		}
+		withIndices := len(n.p.GetOutput()) > 1 && n.p.GetOutput()[1] != ""
 		x := n.in[0]
 		kernel, ok := n.attrInts("kernel_shape")
 		if !ok {
@@ -388,8 +386,9 @@ func poolConv(isMax bool) converter {
 		if err != nil {
 			return nil, err
 		}
-		if w.dil != [2]int{1, 1} {
-			return nil, unsupportedf("pooling dilations %v are not supported (supported: 1)", w.dil)
+		dilated := w.dil != [2]int{1, 1}
+		if dilated && !isMax {
+			return nil, unsupportedf("AveragePool dilations %v are not supported (supported: 1)", w.dil)
 		}
 		d := x.t.DType
 		if !d.IsFloat() {
@@ -405,7 +404,8 @@ func poolConv(isMax bool) converter {
 		// high side.
 		var out, extra [2]int
 		for i := 0; i < 2; i++ {
-			num := w.in[i] + w.lo[i] + w.hi[i] - w.kernel[i]
+			span := (w.kernel[i]-1)*w.dil[i] + 1
+			num := w.in[i] + w.lo[i] + w.hi[i] - span
 			if num < 0 {
 				return nil, fmt.Errorf("kernel %v is larger than the padded input", kernel)
 			}
@@ -413,13 +413,47 @@ func poolConv(isMax bool) converter {
 			if n.attrInt("ceil_mode", 0) != 0 {
 				out[i] = (num+w.stride[i]-1)/w.stride[i] + 1
 			}
-			extra[i] = max(0, (out[i]-1)*w.stride[i]+w.kernel[i]-(w.in[i]+w.lo[i]+w.hi[i]))
+			extra[i] = max(0, (out[i]-1)*w.stride[i]+span-(w.in[i]+w.lo[i]+w.hi[i]))
 		}
 		pv := math.Inf(-1)
 		if !isMax {
 			pv = 0
 		}
 		xp := n.padConst(x, []int{0, 0, w.lo[0], w.lo[1]}, []int{0, 0, w.hi[0] + extra[0], w.hi[1] + extra[1]}, pv)
+		if dilated || withIndices {
+			// The max over the window's taps, each a strided slice of the padded input; with
+			// Indices, the flat input index of the first tap holding it.
+			var y, best, idx *val
+			for i := 0; i < w.kernel[0]; i++ {
+				for j := 0; j < w.kernel[1]; j++ {
+					t := n.sliceAxis(xp, 2, i*w.dil[0], i*w.dil[0]+(out[0]-1)*w.stride[0]+1, w.stride[0])
+					t = n.sliceAxis(t, 3, j*w.dil[1], j*w.dil[1]+(out[1]-1)*w.stride[1]+1, w.stride[1])
+					if y == nil {
+						y, best = t, t
+						if withIndices {
+							if idx, err = n.tapIndex(x.t.Shape, w, out, i, j); err != nil {
+								return nil, err
+							}
+						}
+						continue
+					}
+					y = n.bin("max", y, t)
+					if withIndices {
+						k, err := n.tapIndex(x.t.Shape, w, out, i, j)
+						if err != nil {
+							return nil, err
+						}
+						gt := n.bin("gt", t, best)
+						best = must(n.selectOp(gt, t, best))
+						idx = must(n.selectOp(gt, k, idx))
+					}
+				}
+			}
+			if withIndices {
+				return []*val{n.unlift(w, n.cast(y, d)), n.unlift(w, idx)}, nil
+			}
+			return []*val{n.unlift(w, n.cast(y, d))}, nil
+		}
 		attrs := ir.Attrs{"kernel": w.kernel[:], "stride": w.stride[:]}
 		op := "max_pool2d"
 		if !isMax {
@@ -463,6 +497,32 @@ func poolConv(isMax bool) converter {
 		}
 		return []*val{n.unlift(w, y)}, nil
 	}
+}
+
+// tapIndex is, for every output of a pooling, the flat index into the unpadded input x of tap
+// (i, j) of its window: row-major, or with storage_order 1 the spatial dims column-major.
+func (n *node) tapIndex(x ir.Shape, w window2d, out [2]int, i, j int) (*val, error) {
+	N, C := x[0], x[1]
+	if err := checkFold(N*C*out[0]*out[1], "MaxPool's Indices"); err != nil {
+		return nil, err
+	}
+	c := tensor.New(ir.T(ir.I64, N, C, out[0], out[1]))
+	k := 0
+	for nc := 0; nc < N*C; nc++ {
+		for oh := 0; oh < out[0]; oh++ {
+			h := oh*w.stride[0] + i*w.dil[0] - w.lo[0]
+			for ow := 0; ow < out[1]; ow++ {
+				wi := ow*w.stride[1] + j*w.dil[1] - w.lo[1]
+				if n.attrInt("storage_order", 0) != 0 {
+					c.I[k] = int64((nc*w.in[1]+wi)*w.in[0] + h)
+				} else {
+					c.I[k] = int64((nc*w.in[0]+h)*w.in[1] + wi)
+				}
+				k++
+			}
+		}
+	}
+	return constant(c), nil
 }
 
 func globalPool(op string) converter {

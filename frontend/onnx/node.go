@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/gcomp/gcomp/frontend/onnx/onnxpb"
-	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/tensor"
 )
 
@@ -25,7 +24,7 @@ type node struct {
 type converter func(n *node) ([]*val, error)
 
 func (im *importer) node(i int, p *onnxpb.NodeProto) (err error) {
-	im.b.pos = fmt.Sprintf("%s:node%d", filepath_base(im.file), i)
+	im.b.pos = fmt.Sprintf("%s:node%d", baseName(im.file), i)
 	if d := p.GetDomain(); d != "" && d != "ai.onnx" {
 		return unsupportedf("domain %q is not supported (supported: the default domain, ai.onnx)", d)
 	}
@@ -85,7 +84,7 @@ func (im *importer) node(i int, p *onnxpb.NodeProto) (err error) {
 	return nil
 }
 
-func filepath_base(p string) string {
+func baseName(p string) string {
 	if i := strings.LastIndexAny(p, `/\`); i >= 0 {
 		return p[i+1:]
 	}
@@ -268,5 +267,3 @@ func one(x *val, err error) ([]*val, error) {
 	}
 	return []*val{x}, nil
 }
-
-var _ = ir.F32

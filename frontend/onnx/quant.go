@@ -182,3 +182,64 @@ func convConvInteger(n *node) ([]*val, error) {
 	}
 	return []*val{n.cast(y, ir.I32)}, nil
 }
+
+func init() {
+	converters["QLinearMatMul"] = convQLinear
+	converters["QLinearConv"] = convQLinear
+	delete(refused, "QLinearMatMul")
+	delete(refused, "QLinearConv")
+}
+
+// convQLinear is the integer contraction of the centered operands (exact in i32, or in f64 for
+// the convolution), rescaled by a_scale·b_scale/y_scale in f32, rounded half to even, shifted by
+// y's zero point and saturated.
+func convQLinear(n *node) ([]*val, error) {
+	isConv := n.p.GetOpType() == "QLinearConv"
+	hi := 8
+	if isConv {
+		hi = 9 // and an optional i32 bias
+	}
+	if err := n.inputs(8, hi); err != nil {
+		return nil, err
+	}
+	a, as, azp, b, bs, bzp, ys, yzp := n.in[0], n.in[1], n.in[2], n.in[3], n.in[4], n.in[5], n.in[6], n.in[7]
+	for _, s := range []*val{as, bs, ys} {
+		if s.t.DType != ir.F32 || s.t.Shape.NumElements() != 1 {
+			return nil, unsupportedf("%s with scale %s is not supported (supported: f32 scalars)", n.p.GetOpType(), s.t)
+		}
+	}
+	if d := yzp.t.DType; d != ir.U8 && d != ir.I8 {
+		return nil, fmt.Errorf("y_zero_point is %s, want uint8 or int8", d)
+	}
+	ac, err := n.centered(a, azp, -1)
+	if err != nil {
+		return nil, err
+	}
+	bc, err := n.centered(b, bzp, -1)
+	if err != nil {
+		return nil, err
+	}
+	var acc *val
+	if isConv {
+		y, err := n.conv(n.cast(ac, ir.F64), n.cast(bc, ir.F64), nil)
+		if err != nil {
+			return nil, err
+		}
+		acc = n.cast(y, ir.I32)
+		if bias := n.arg(8); bias != nil {
+			bb, err := n.channel(n.cast(bias, ir.I32), acc)
+			if err != nil {
+				return nil, err
+			}
+			acc = n.bin("add", acc, bb)
+		}
+	} else if acc, err = n.matmul(ac, bc); err != nil {
+		return nil, err
+	}
+	scalarOf := func(v *val) *val { return n.reshape(v, ir.Shape{}) }
+	m := n.bin("div", n.bin("mul", scalarOf(as), scalarOf(bs)), scalarOf(ys))
+	y := must(n.binary("mul", n.cast(acc, ir.F32), m))
+	y = n.roundEven(y)
+	y = must(n.binary("add", y, n.cast(scalarOf(yzp), ir.F32)))
+	return []*val{n.saturate(y, yzp.t.DType)}, nil
+}

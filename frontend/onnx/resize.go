@@ -27,7 +27,7 @@ func convResize(n *node) ([]*val, error) {
 	x := n.in[0]
 	r := len(x.t.Shape)
 	upsample := n.p.GetOpType() == "Upsample"
-	mode, err := n.attrChoice("mode", "nearest", "nearest", "linear", "bilinear")
+	mode, err := n.attrChoice("mode", "nearest", "nearest", "linear", "bilinear", "cubic")
 	if err != nil {
 		return nil, err
 	}
@@ -85,8 +85,11 @@ func convResize(n *node) ([]*val, error) {
 	if mode == "bilinear" {
 		mode = "linear"
 	}
-	if !x.t.DType.IsFloat() && mode == "linear" {
-		return nil, unsupportedf("linear Resize of %s is not supported", x.t.DType)
+	if !x.t.DType.IsFloat() && mode != "nearest" {
+		return nil, unsupportedf("%s Resize of %s is not supported", mode, x.t.DType)
+	}
+	if mode == "cubic" && upsample {
+		return nil, fmt.Errorf(`Upsample has no mode "cubic"`)
 	}
 	if sizes != nil && len(sizes) != r || sizes == nil && len(scales) != r {
 		return nil, fmt.Errorf("scales or sizes do not match rank %d", r)
@@ -169,6 +172,10 @@ func convResize(n *node) ([]*val, error) {
 			x = n.take(x, a, constInts(idx))
 			continue
 		}
+		if mode == "cubic" {
+			x = n.cubic(x, a, in, src)
+			continue
+		}
 		i0, i1 := make([]int, out), make([]int, out)
 		w := tensor.New(ir.T(x.t.DType, out))
 		for i, s := range src {
@@ -183,6 +190,58 @@ func convResize(n *node) ([]*val, error) {
 		x = n.bin("add", n.bin("mul", x0, one), n.bin("mul", x1, wb))
 	}
 	return []*val{x}, nil
+}
+
+// cubic interpolates x along axis a at the source coordinates src: four taps around each,
+// weighted by the cubic convolution kernel with coefficient A (ONNX's cubic_coeff_a), taps
+// beyond the border repeating the edge, or dropped and the rest renormalized with
+// exclude_outside.
+func (n *node) cubic(x *val, a, in int, src []float64) *val {
+	A := n.attrFloat("cubic_coeff_a", -0.75)
+	excl := n.attrInt("exclude_outside", 0) != 0
+	out := len(src)
+	var idx [4][]int
+	var w [4]*tensor.Tensor
+	for k := range idx {
+		idx[k] = make([]int, out)
+		w[k] = tensor.New(ir.T(x.t.DType, out))
+	}
+	for i, s := range src {
+		f := math.Floor(s)
+		r := s - f
+		c := [4]float64{
+			((A*(r+1)-5*A)*(r+1)+8*A)*(r+1) - 4*A,
+			((A+2)*r-(A+3))*r*r + 1,
+			((A+2)*(1-r)-(A+3))*(1-r)*(1-r) + 1,
+			((A*(2-r)-5*A)*(2-r)+8*A)*(2-r) - 4*A,
+		}
+		sum := 0.0
+		for k := range c {
+			p := int(f) - 1 + k
+			if excl && (p < 0 || p >= in) {
+				c[k] = 0
+			}
+			sum += c[k]
+			idx[k][i] = min(max(p, 0), in-1)
+		}
+		for k := range c {
+			if excl && sum != 0 {
+				c[k] /= sum
+			}
+			w[k].F[i] = tensor.RoundFloat(x.t.DType, c[k])
+		}
+	}
+	var acc *val
+	for k := range idx {
+		t := n.take(x, a, constInts(idx[k]))
+		wb := must(n.op("broadcast_in_dim", ir.Attrs{"shape": []int(t.t.Shape.Clone()), "dims": []int{a}}, constant(w[k])))
+		if term := n.bin("mul", t, wb); acc == nil {
+			acc = term
+		} else {
+			acc = n.bin("add", acc, term)
+		}
+	}
+	return acc
 }
 
 func convCumSum(n *node) ([]*val, error) {
