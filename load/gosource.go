@@ -74,6 +74,10 @@ func goSource(filename string, src []byte, opt Options) (*ir.Graph, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s: %s has type %s, want func(b *frontend.Builder)", filename, opt.Entry, v.Type())
 	}
+	opts := []frontend.Option{frontend.WithPosition(tr.pos)}
+	if opt.Training {
+		opts = append(opts, frontend.WithTraining())
+	}
 	g, err := frontend.Build(file.Name.Name, func(b *frontend.Builder) {
 		defer func() {
 			if r := recover(); r != nil {
@@ -81,7 +85,7 @@ func goSource(filename string, src []byte, opt Options) (*ir.Graph, error) {
 			}
 		}()
 		model(b)
-	}, frontend.WithPosition(tr.pos))
+	}, opts...)
 	var fe *frontend.Error
 	if errors.As(err, &fe) && fe.Pos == "" {
 		fe.Pos = filename // a mistake of the whole model, such as declaring no outputs

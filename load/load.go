@@ -20,6 +20,9 @@ const DefaultEntry = "Model"
 type Options struct {
 	// Entry names the model function in a .go file; DefaultEntry if empty.
 	Entry string
+	// Training builds a .go model in training mode (frontend.WithTraining), as gcomp train
+	// does: dropout drops, BatchNorm uses the batch's statistics. Eval mode otherwise.
+	Training bool
 }
 
 // File loads the model at path. Errors carry file:line (and :col for Go syntax errors).

@@ -29,6 +29,11 @@ func (m modelFlags) load(path string) (*ir.Graph, error) {
 	return load.File(path, load.Options{Entry: *m.entry})
 }
 
+// loadTraining loads the model at path in training mode (gcomp train's step).
+func (m modelFlags) loadTraining(path string) (*ir.Graph, error) {
+	return load.File(path, load.Options{Entry: *m.entry, Training: true})
+}
+
 // statsFlag is --stats (a table) or --stats=json.
 type statsFlag string
 
