@@ -41,3 +41,19 @@ func (b *Builder) NextStream() int {
 	b.st.mode.streams++
 	return n
 }
+
+// BufferPrefix starts the output that carries a buffer's value after a training step
+// ("buffer.bn1.running_mean"): train.StepFromGraph feeds it back into the parameter of that name
+// and leaves the parameter out of the optimizer, as PyTorch's registered buffers.
+const BufferPrefix = "buffer."
+
+// UpdateBuffer declares that after a training step the parameter p (a buffer: BatchNorm's
+// running statistics) holds v, of p's type.
+func (b *Builder) UpdateBuffer(p, v *Tensor) {
+	s := b.st
+	s.own(p, "update buffer")
+	if p.v.Op != ir.OpParam || !v.Type().Equal(p.v.Type) {
+		s.failf("update buffer: want a parameter and a value of its type: %s, %s", p.describe("buffer"), v.describe("value"))
+	}
+	(&Builder{st: s}).Output(BufferPrefix+p.v.Name, v)
+}

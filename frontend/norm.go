@@ -99,3 +99,30 @@ func InstanceNorm(x *Tensor, weight, bias *Tensor, eps float64) *Tensor {
 	}
 	return x.normalize(dims, eps).affine("instance_norm", weight, bias)
 }
+
+// BatchNormTrain is F.batch_norm in training mode over x[N, C, ...]: x normalized with the
+// batch's statistics per channel (mean and biased variance over every dim but 1), scaled by
+// weight and shifted by bias (either may be nil). It also returns the batch mean and the
+// unbiased variance (n/(n−1) times the biased one, n the elements per channel), which PyTorch
+// folds into the running statistics with its momentum.
+func BatchNormTrain(x, weight, bias *Tensor, eps float64) (y, mean, unbiased *Tensor) {
+	s := x.state()
+	if !x.DType().IsFloat() || x.Rank() < 2 {
+		s.failf("batch_norm: want a float input [N, C, ...], %s", x.describe("input"))
+	}
+	dims := []int{0}
+	n := x.Dim(0)
+	for d := 2; d < x.Rank(); d++ {
+		dims = append(dims, d)
+		n *= x.Dim(d)
+	}
+	if n < 2 {
+		s.failf("batch_norm: expected more than 1 value per channel when training, %s", x.describe("input"))
+	}
+	m := x.MeanKeepDim(dims...)
+	xc := x.Sub(m)
+	v := xc.Mul(xc).MeanKeepDim(dims...)
+	y = xc.Mul(v.AddScalar(eps).Rsqrt()).affine("batch_norm", weight, bias)
+	c := x.Dim(1)
+	return y, m.Reshape(c), v.Reshape(c).MulScalar(float64(n) / float64(n-1))
+}

@@ -85,7 +85,7 @@ func goSource(filename string, src []byte, opt Options) (*ir.Graph, error) {
 				done <- result{nil, fmt.Errorf("%s: panic: %v", filename, r)}
 			}
 		}()
-		g, err := runModel(i, filename, string(traced), file.Name.Name, opt.Entry, tr, &stderr, ins)
+		g, err := runModel(i, filename, string(traced), file.Name.Name, opt.Entry, opt.Training, tr, &stderr, ins)
 		done <- result{g, err}
 	}()
 	select {
@@ -102,7 +102,7 @@ func goSource(filename string, src []byte, opt Options) (*ir.Graph, error) {
 
 // runModel evaluates the instrumented model source and calls its entry function on a fresh
 // frontend.Builder.
-func runModel(i *interp.Interpreter, filename, traced, pkg, entry string, tr *tracer, stderr *bytes.Buffer, ins insertions) (*ir.Graph, error) {
+func runModel(i *interp.Interpreter, filename, traced, pkg, entry string, training bool, tr *tracer, stderr *bytes.Buffer, ins insertions) (*ir.Graph, error) {
 	if _, err := i.Eval(traced); err != nil {
 		return nil, interpError(filename, err, stderr, ins)
 	}
@@ -114,6 +114,10 @@ func runModel(i *interp.Interpreter, filename, traced, pkg, entry string, tr *tr
 	if !ok {
 		return nil, fmt.Errorf("%s: %s has type %s, want func(b *frontend.Builder)", filename, entry, v.Type())
 	}
+	opts := []frontend.Option{frontend.WithPosition(tr.pos)}
+	if training {
+		opts = append(opts, frontend.WithTraining())
+	}
 	g, err := frontend.Build(pkg, func(b *frontend.Builder) {
 		defer func() {
 			if r := recover(); r != nil {
@@ -121,7 +125,7 @@ func runModel(i *interp.Interpreter, filename, traced, pkg, entry string, tr *tr
 			}
 		}()
 		model(b)
-	}, frontend.WithPosition(tr.pos))
+	}, opts...)
 	var fe *frontend.Error
 	if errors.As(err, &fe) && fe.Pos == "" {
 		fe.Pos = filename // a mistake of the whole model, such as declaring no outputs

@@ -30,6 +30,9 @@ type Options struct {
 	Memory int64
 	// ONNX fixes an .onnx model's input shapes and compile-time inputs.
 	ONNX onnx.Options
+	// Training builds a .go model in training mode (frontend.WithTraining), as gcomp train
+	// does: dropout drops, BatchNorm uses the batch's statistics. Eval mode otherwise.
+	Training bool
 }
 
 // File loads the model at path. Errors carry file:line (and :col for Go syntax errors).

@@ -73,6 +73,12 @@ def cases():
         return (rand(seed + 4, *shape), m.eval())
 
     c["batchnorm2d"] = bn(nn.BatchNorm2d(3), (2, 3, 5, 7), 10)
+    # Training mode (names ending in _train): batch statistics, and the buffers after the step
+    # as b.KEY.npy.
+    x, m = bn(nn.BatchNorm2d(3, momentum=0.3), (2, 3, 5, 7), 15)
+    c["batchnorm2d_train"] = (x, m.train())
+    x, m = bn(nn.BatchNorm1d(5), (7, 5), 25)
+    c["batchnorm1d_train"] = (x, m.train())
     c["batchnorm1d"] = bn(nn.BatchNorm1d(5, eps=1e-3), (4, 5), 20)
     c["batchnorm1d_3d"] = bn(nn.BatchNorm1d(3), (2, 3, 7), 30)
     gn = nn.GroupNorm(2, 6)
@@ -154,6 +160,9 @@ def main():
                 save(d, "p." + k, v.double() if v.is_floating_point() else v)
         ys = f(x)
         ys = list(ys) if isinstance(ys, tuple) else [ys]
+        if isinstance(f, nn.Module) and f.training:
+            for k, v in f.state_dict().items():
+                save(d, "b." + k, v.double() if v.is_floating_point() else v)
         loss = 0
         for i, y in enumerate(ys):
             save(d, "y" if len(ys) == 1 else "y.%d" % i, y)

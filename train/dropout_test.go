@@ -92,3 +92,78 @@ func TestDropoutTrainingStep(t *testing.T) {
 		t.Errorf("the masks repeat from step to step")
 	}
 }
+
+// In training mode BatchNorm's running statistics and num_batches_tracked are step state fed
+// back through their parameters, not trained: after k steps num_batches_tracked is k, the
+// running mean moved toward the batch's, and the simulator's buffers equal the reference's.
+func TestBatchNormTrainingStep(t *testing.T) {
+	fwd, err := frontend.Build("bn", func(b *frontend.Builder) {
+		x, labels := b.Input("x", ir.F32, 4, 2, 3, 3), b.Input("labels", ir.I64, 4)
+		// No convolution bias: BatchNorm cancels it, so its gradient is rounding noise, which
+		// Adam turns into ±lr steps that differ between any two summation orders.
+		h := nn.NewBatchNorm2d(b, "bn", 2).Forward(nn.NewConv2d(b, "conv", 2, 2, 3, nn.Conv2dOptions{Padding: 1, NoBias: true}).Forward(x))
+		b.Output("loss", frontend.CrossEntropyLoss(nn.NewLinear(b, "fc", 18, 3).Forward(h.Relu().Flatten(1, -1)), labels))
+	}, frontend.WithTraining())
+	if err != nil {
+		t.Fatal(err)
+	}
+	step, err := train.StepFromGraph(fwd, train.NewAdam(), train.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range step.Params {
+		if p == "bn.running_mean" || p == "bn.running_var" || p == "bn.num_batches_tracked" {
+			t.Errorf("buffer %s is trained", p)
+		}
+	}
+	res, err := compiler.Compile(step.Graph, compiler.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	params, err := train.InitParams(step.Graph, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog, err := step.Load(simdev.New(simdev.Options{}), res.Artifact, params, step.InitState())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prog.Close()
+	batch := map[string]*tensor.Tensor{}
+	for _, name := range step.Batch {
+		batch[name] = tensor.RandomInput(step.Graph.Lookup(name), 3)
+	}
+	ref := train.NewRefTrainer(step, params)
+	const steps = 3
+	for i := range steps {
+		r, err := prog.Run(batch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := ref.Run(batch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := r.Outputs[step.Loss].F[0], want[step.Loss].F[0]; math.Abs(got-want) > 1e-5 {
+			t.Errorf("step %d: loss %g, the reference's %g", i, got, want)
+		}
+		for _, name := range []string{"conv.weight", "bn.weight", "bn.running_mean", "bn.running_var", "bn.num_batches_tracked"} {
+			g, err := prog.Read(name) // the parameter's buffer, which the step's update replaced
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := ref.Params[name]
+			for j := range w.Len() {
+				if math.Abs(g.At(j)-w.At(j)) > 1e-5*(1+math.Abs(w.At(j))) {
+					t.Errorf("step %d: %s[%d] = %v on the simulator, %v on the reference", i, name, j, g.At(j), w.At(j))
+				}
+			}
+		}
+	}
+	if n := ref.Params["bn.num_batches_tracked"].I[0]; n != steps {
+		t.Errorf("num_batches_tracked %d after %d steps", n, steps)
+	}
+	if m := ref.Params["bn.running_mean"]; m.F[0] == 0 && m.F[1] == 0 {
+		t.Errorf("the running mean did not move: %v", m.F)
+	}
+}

@@ -2,6 +2,8 @@ package train
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/gcomp/gcomp/frontend"
@@ -158,10 +160,23 @@ func StepFromGraph(fwd *ir.Graph, opt Optimizer, o Options) (*StepGraph, error) 
 	if loss.Type.Shape.Rank() != 0 || !loss.Type.DType.IsFloat() {
 		return nil, fmt.Errorf("train: the loss %s must be a float scalar, have %s", o.Loss, loss.Type)
 	}
+	// Buffers the forward pass updates (BatchNorm's running statistics in training mode): their
+	// outputs become the parameters' next values, and the optimizer leaves them alone.
+	buffers := map[string]*ir.Value{}
+	kept := slices.Clone(g.Outputs)[:0]
+	for _, out := range g.Outputs {
+		if name, ok := strings.CutPrefix(out.Name, frontend.BufferPrefix); ok {
+			buffers[name] = out.Value
+			continue
+		}
+		kept = append(kept, out)
+	}
+	g.Outputs = kept
 	params, err := trainable(g, o.Params)
 	if err != nil {
 		return nil, err
 	}
+	params = slices.DeleteFunc(params, func(p *ir.Value) bool { return buffers[p.Name] != nil })
 	s := &StepGraph{Graph: g, Loss: o.Loss, StateBindings: map[string]string{}, Optimizer: opt, AMP: o.AMP, LossScale: ls}
 	var clash string
 	state := func(name string, t ir.Type, init float64) *ir.Value {
@@ -243,6 +258,9 @@ func StepFromGraph(fwd *ir.Graph, opt Optimizer, o Options) (*StepGraph, error) 
 				newStep = keepIf(e, found, step, newStep)
 			}
 			s.output(newStep, StepName)
+		}
+		for _, name := range slices.Sorted(maps.Keys(buffers)) {
+			s.output(buffers[name], name)
 		}
 		if rngKey != nil {
 			// Every step draws new numbers, skipped steps too (as PyTorch's generator advances).

@@ -39,11 +39,20 @@ func addModelFlags(fs *flag.FlagSet) modelFlags {
 }
 
 func (m modelFlags) load(path string) (*ir.Graph, error) {
+	return m.loadMode(path, false)
+}
+
+// loadTraining loads the model at path in training mode (gcomp train's step).
+func (m modelFlags) loadTraining(path string) (*ir.Graph, error) {
+	return m.loadMode(path, true)
+}
+
+func (m modelFlags) loadMode(path string, training bool) (*ir.Graph, error) {
 	opt, err := m.onnx.options()
 	if err != nil {
 		return nil, err
 	}
-	return load.File(path, load.Options{Entry: *m.entry, Timeout: *m.timeout, Memory: int64(*m.memory), ONNX: opt})
+	return load.File(path, load.Options{Entry: *m.entry, Timeout: *m.timeout, Memory: int64(*m.memory), ONNX: opt, Training: training})
 }
 
 // statsFlag is --stats (a table) or --stats=json.

@@ -124,11 +124,17 @@ func cmdTrain(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	m, err := classifier(fwd, *batch)
+	// The step runs the model in training mode (dropout drops, BatchNorm uses and updates batch
+	// statistics); test accuracy is measured in eval mode, as model.train()/model.eval().
+	fwdTrain, err := mf.loadTraining(path)
+	if err != nil {
+		return err
+	}
+	m, err := classifier(fwd, fwdTrain, *batch)
 	if err != nil {
 		return fail("%s: %v", path, err)
 	}
-	step, err := train.StepFromGraph(m.train, opt, train.Options{AMP: *amp})
+	step, err := train.StepFromGraph(m.train, opt, train.Options{AMP: *amp, Seed: *seed})
 	if err != nil {
 		return fail("%s: %v", path, err)
 	}
@@ -298,8 +304,15 @@ type model struct {
 }
 
 // classifier checks that fwd is a classifier gcomp train can train (one f32 input of images,
-// [B,1,H,W] or [B,H·W], and an output logits [B,C]) and adds the loss.
-func classifier(fwd *ir.Graph, batch int) (*model, error) {
+// [B,1,H,W] or [B,H·W], and an output logits [B,C]) and adds the loss: to fwdTrain, the same
+// model built in training mode (it may add the random key input), for the step, and to fwd for
+// the evaluation.
+func classifier(fwd, fwdTrain *ir.Graph, batch int) (*model, error) {
+	for _, v := range fwdTrain.Inputs() {
+		if u := fwd.Lookup(v.Name); v.Name != frontend.RandomKeyName && (u == nil || !u.Type.Equal(v.Type)) {
+			return nil, fmt.Errorf("in training mode the model declares input %s %s, which it does not in eval mode", v.Name, v.Type)
+		}
+	}
 	in := fwd.Inputs()
 	if len(in) != 1 || in[0].Type.DType != ir.F32 || (in[0].Type.Shape.Rank() != 4 && in[0].Type.Shape.Rank() != 2) {
 		return nil, fmt.Errorf("want one input of images, f32[B,1,H,W] or f32[B,H*W]; the model has %s", describeValues(in))
@@ -310,7 +323,7 @@ func classifier(fwd *ir.Graph, batch int) (*model, error) {
 		return nil, fmt.Errorf("--batch %d: the model's batch is %d (input %s %s); shapes are static, so change the batch in the model", batch, m.batch, x.Name, x.Type)
 	}
 	var err error
-	if m.train, err = train.WithCrossEntropy(fwd, frontend.ReductionMean); err != nil {
+	if m.train, err = train.WithCrossEntropy(fwdTrain, frontend.ReductionMean); err != nil {
 		return nil, err
 	}
 	if m.eval, err = train.WithCrossEntropy(fwd, frontend.ReductionNone); err != nil {

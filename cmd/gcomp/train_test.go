@@ -372,7 +372,7 @@ func BenchmarkTrainEpoch(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	m, err := classifier(fwd, 0)
+	m, err := classifier(fwd, fwd, 0)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -12,8 +12,10 @@ type BatchNormOptions struct {
 	NoAffine      bool // PyTorch's affine=False
 }
 
-// BatchNorm is nn.BatchNorm2d / nn.BatchNorm1d in eval mode: x normalized per channel (dim 1)
-// with the running statistics, y = (x − running_mean)/√(running_var + eps)·weight + bias.
+// BatchNorm is nn.BatchNorm2d / nn.BatchNorm1d. In eval mode x is normalized per channel
+// (dim 1) with the running statistics, y = (x − running_mean)/√(running_var + eps)·weight + bias;
+// in training mode with the batch's, and the running statistics and num_batches_tracked are
+// updated as PyTorch does (Builder.UpdateBuffer; a training step feeds them back).
 // Its state_dict keys are PyTorch's, buffers included, so a saved state_dict loads unchanged.
 type BatchNorm struct {
 	NumFeatures       int
@@ -65,10 +67,23 @@ func (m *BatchNorm) Forward(x *frontend.Tensor) *frontend.Tensor {
 	for _, r := range m.rank {
 		ok = ok || x.Rank() == r
 	}
+	b := x.Builder()
 	if !ok {
-		x.Builder().Fail("%s: expected a %v-D input, have %s", m.kind, m.rank, x)
+		b.Fail("%s: expected a %v-D input, have %s", m.kind, m.rank, x)
 	}
-	return frontend.BatchNorm(x, m.RunningMean, m.RunningVar, m.Weight, m.Bias, m.Eps)
+	if !b.Training() {
+		return frontend.BatchNorm(x, m.RunningMean, m.RunningVar, m.Weight, m.Bias, m.Eps)
+	}
+	// Training: the batch's statistics, and PyTorch's updates of the running ones:
+	// r ← (1−momentum)·r + momentum·batch value (the variance unbiased), and one more batch.
+	y, mean, variance := frontend.BatchNormTrain(x, m.Weight, m.Bias, m.Eps)
+	ema := func(r, v *frontend.Tensor) *frontend.Tensor {
+		return r.MulScalar(1 - m.Momentum).Add(v.MulScalar(m.Momentum))
+	}
+	b.UpdateBuffer(m.RunningMean, ema(m.RunningMean, mean))
+	b.UpdateBuffer(m.RunningVar, ema(m.RunningVar, variance))
+	b.UpdateBuffer(m.NumBatchesTracked, m.NumBatchesTracked.AddScalar(1))
+	return y
 }
 
 // GroupNormOptions are the optional arguments of NewGroupNorm; zero values mean PyTorch's

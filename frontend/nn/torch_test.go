@@ -40,11 +40,15 @@ var torchCases = map[string]func(b *frontend.Builder, x *frontend.Tensor) []*fro
 	"prelu":              built(func(b *B) nn.Module { return nn.NewPReLU(b, "") }),
 	"prelu3":             built(func(b *B) nn.Module { return nn.NewPReLU(b, "", nn.PReLUOptions{NumParameters: 3}) }),
 
-	"batchnorm2d":    built(func(b *B) nn.Module { return nn.NewBatchNorm2d(b, "", 3) }),
-	"batchnorm1d":    built(func(b *B) nn.Module { return nn.NewBatchNorm1d(b, "", 5, nn.BatchNormOptions{Eps: 1e-3}) }),
-	"batchnorm1d_3d": built(func(b *B) nn.Module { return nn.NewBatchNorm1d(b, "", 3) }),
-	"groupnorm":      built(func(b *B) nn.Module { return nn.NewGroupNorm(b, "", 2, 6) }),
-	"instancenorm2d": built(func(b *B) nn.Module { return nn.NewInstanceNorm2d(b, "", 3) }),
+	"batchnorm2d": built(func(b *B) nn.Module { return nn.NewBatchNorm2d(b, "", 3) }),
+	"batchnorm2d_train": built(func(b *B) nn.Module {
+		return nn.NewBatchNorm2d(b, "", 3, nn.BatchNormOptions{Momentum: 0.3})
+	}),
+	"batchnorm1d_train": built(func(b *B) nn.Module { return nn.NewBatchNorm1d(b, "", 5) }),
+	"batchnorm1d":       built(func(b *B) nn.Module { return nn.NewBatchNorm1d(b, "", 5, nn.BatchNormOptions{Eps: 1e-3}) }),
+	"batchnorm1d_3d":    built(func(b *B) nn.Module { return nn.NewBatchNorm1d(b, "", 3) }),
+	"groupnorm":         built(func(b *B) nn.Module { return nn.NewGroupNorm(b, "", 2, 6) }),
+	"instancenorm2d":    built(func(b *B) nn.Module { return nn.NewInstanceNorm2d(b, "", 3) }),
 	"instancenorm2d_affine": built(func(b *B) nn.Module {
 		return nn.NewInstanceNorm2d(b, "", 3, nn.InstanceNormOptions{Affine: true})
 	}),
@@ -186,6 +190,10 @@ func loadTorchCase(t *testing.T, dir string, build func(*B, *T) []*T) torchCase 
 	t.Helper()
 	x := readNPY(t, dir, "x")
 	var outs []string
+	var opts []frontend.Option
+	if strings.HasSuffix(dir, "_train") {
+		opts = append(opts, frontend.WithTraining())
+	}
 	g, err := frontend.Build("torch", func(b *frontend.Builder) {
 		ys := build(b, b.Input("x", ir.F32, x.Type.Shape...))
 		var loss *T
@@ -209,7 +217,7 @@ func loadTorchCase(t *testing.T, dir string, build func(*B, *T) []*T) torchCase 
 		if loss != nil {
 			b.Output("loss", loss)
 		}
-	})
+	}, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,6 +263,12 @@ func checkTorchCase(t *testing.T, dir string, build func(*B, *T) []*T) {
 			t.Fatalf("%s is %v, PyTorch's %v", name, y.Type, want.Type.Shape)
 		}
 		near(t, name, reftest.Floats(y), reftest.Floats(want), atol, rtol)
+	}
+	// In training mode: the buffers after the step, as PyTorch left them.
+	for _, o := range g.Outputs {
+		if key, ok := strings.CutPrefix(o.Name, frontend.BufferPrefix); ok {
+			near(t, o.Name, reftest.Floats(got[o.Name]), reftest.Floats(readNPY(t, dir, "b."+strings.TrimPrefix(key, "."))), atol, rtol)
+		}
 	}
 	if !exists(dir, "gx") {
 		return
