@@ -119,6 +119,17 @@ func CompareIn(name string, got, want *tensor.Tensor, prec ir.DType, tf32 bool) 
 	o.Abs = tolerance.OutputFloor(o.Rel, ws)
 	for i := range want.Len() {
 		g, w := got.At(i), want.At(i)
+		if !want.Type.DType.IsFloat() && got.I[i] != want.I[i] {
+			// Integers compare exactly as integers: i64 values beyond 2^53 collapse as floats
+			// (MinInt64+1 and MinInt64 are both -2^63).
+			if o.Bad == 0 {
+				o.First = fmt.Sprintf("%s%s = %d, want %d", name, index(want.Type.Shape, i), got.I[i], want.I[i])
+			}
+			o.Bad++
+			o.MaxAbs = max(o.MaxAbs, math.Abs(g-w))
+			o.Worst = math.Inf(1)
+			continue
+		}
 		if math.IsNaN(g) && math.IsNaN(w) {
 			o.NaN++
 			continue

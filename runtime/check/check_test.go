@@ -149,6 +149,12 @@ func TestCompare(t *testing.T) {
 	if o := check.Compare("n", tensor.FromFloats(i32, []float64{1, 2}), tensor.FromFloats(i32, []float64{1, 3}), false); o.Bad != 1 {
 		t.Errorf("integers must match exactly: %+v", o)
 	}
+	// i64 values that one float64 holds for both still differ.
+	g, w := tensor.New(ir.T(ir.I64, 1)), tensor.New(ir.T(ir.I64, 1))
+	g.I[0], w.I[0] = math.MinInt64+1, math.MinInt64
+	if o := check.Compare("n", g, w, false); o.Bad != 1 || o.First != "n[0] = -9223372036854775807, want -9223372036854775808" {
+		t.Errorf("i64 beyond 2^53 must match exactly: %+v", o)
+	}
 }
 
 // The first bad element is named as in Python, y[1,2] (a scalar by its name alone), and the table
