@@ -1,10 +1,6 @@
 package randgraph
 
-import (
-	"math"
-
-	"github.com/gcomp/gcomp/ir"
-)
+import "github.com/gcomp/gcomp/ir"
 
 // extremesGraph computes on integers at the ends of their dtype: inputs whose range (docs/ir.md:
 // any lo < hi) reaches the dtype's minimum and maximum, i64 ranges as wide as [-2^62, 2^62] and
@@ -40,22 +36,10 @@ func extremesGraph(b *builder) {
 	b.output(b.op("select", nil, cmp, x, v))
 }
 
-// intBounds are the least and greatest values of an integer dtype.
-func intBounds(d ir.DType) (int, int) {
-	switch d {
-	case ir.I8:
-		return math.MinInt8, math.MaxInt8
-	case ir.U8:
-		return 0, math.MaxUint8
-	case ir.I32:
-		return math.MinInt32, math.MaxInt32
-	}
-	return math.MinInt64, math.MaxInt64
-}
-
 // extremeInput is an integer input whose range reaches one or both ends of its dtype.
 func (b *builder) extremeInput(t ir.Type) *ir.Value {
-	lo, hi := intBounds(t.DType)
+	l, h := t.DType.IntLimits()
+	lo, hi := int(l), int(h)
 	if t.DType != ir.I64 {
 		hi++ // the range's end is exclusive; i64's maximum has no number above it
 	}
@@ -75,7 +59,7 @@ func (b *builder) extremeInput(t ir.Type) *ir.Value {
 // extremeConstant is a splat of the dtype's minimum, maximum (for i64 2^62: a constant's value
 // is a float, which holds no i64 maximum), -1 or 0.
 func (b *builder) extremeConstant(t ir.Type) *ir.Value {
-	lo, hi := intBounds(t.DType)
+	lo, hi := t.DType.IntLimits()
 	if t.DType == ir.I64 {
 		hi = 1 << 62
 	}
