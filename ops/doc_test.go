@@ -18,7 +18,7 @@ func markdown() string {
 	sb.WriteString("Every op's Eval in package ops is its reference semantics, and runtime/ref runs exactly those.\n\n")
 	sb.WriteString("## Conventions\n\n" + conventions + "\n")
 	kinds := map[AttrKind]string{AttrInt: "int", AttrInts: "[]int", AttrFloat: "float", AttrFloats: "[]float", AttrBool: "bool", AttrString: "string", AttrDType: "dtype"}
-	for _, class := range []Class{Elementwise, Reduce, Contraction, Movement, Other} {
+	for _, class := range []Class{Elementwise, Reduce, Contraction, Movement, Other, Custom} {
 		fmt.Fprintf(&sb, "\n## %s%s\n\n| op | operands | attributes | semantics |\n| --- | --- | --- | --- |\n",
 			strings.ToUpper(class.String()[:1]), class.String()[1:])
 		for _, op := range All() {
