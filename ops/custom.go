@@ -81,8 +81,8 @@ func init() {
 
 func inferCustom(args []ir.Type, a ir.Attrs) (ir.Type, error) {
 	name := a.String("name", "")
-	if name == "" {
-		return ir.Type{}, fmt.Errorf("empty name")
+	if !isIdent(name) {
+		return ir.Type{}, fmt.Errorf("name %q is not an identifier (letters, digits, _)", name)
 	}
 	if !slices.Contains(CustomLangs, a.String("lang", "")) {
 		return ir.Type{}, fmt.Errorf("%q: lang %q is not cuda or ptx", name, a.String("lang", ""))
@@ -147,4 +147,13 @@ func evalCustom(args []*tensor.Tensor, a ir.Attrs, out ir.Type) (res *tensor.Ten
 		return nil, fmt.Errorf("custom op %q: the reference function returned %d values for %s", name, max(len(res.F), len(res.I)), out)
 	}
 	return res, nil
+}
+
+func isIdent(s string) bool {
+	for i, r := range s {
+		if !(r == '_' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || i > 0 && '0' <= r && r <= '9') {
+			return false
+		}
+	}
+	return s != ""
 }
