@@ -9,6 +9,7 @@ import (
 	"go/scanner"
 	"go/token"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -81,7 +82,7 @@ func goSource(filename string, src []byte, opt Options) (*ir.Graph, error) {
 			}
 		}()
 		model(b)
-	}, frontend.WithPosition(tr.pos))
+	}, frontend.WithPosition(tr.pos), frontend.WithDir(filepath.Dir(filename)))
 	var fe *frontend.Error
 	if errors.As(err, &fe) && fe.Pos == "" {
 		fe.Pos = filename // a mistake of the whole model, such as declaring no outputs

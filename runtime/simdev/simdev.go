@@ -109,6 +109,7 @@ func (m *module) Launch(kernel string, cfg executor.LaunchConfig, args []executo
 	for i, a := range args {
 		vals[i] = uint64(a)
 	}
+	narrowScalars(m.m, kernel, vals)
 	start := time.Now()
 	st, err := m.m.Launch(kernel, sim.Config{
 		Grid:        sim.Dim3{X: cfg.Grid[0], Y: cfg.Grid[1], Z: cfg.Grid[2]},
