@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"github.com/gcomp/gcomp/codegen/nvrtc"
 	"io"
 	"os"
 	"path/filepath"
@@ -52,12 +53,14 @@ func (f *statsFlag) Set(v string) error {
 type targetFlags struct {
 	target *string
 	tf32   *bool
+	nvrtc  *string
 }
 
 func addTargetFlags(fs *flag.FlagSet) targetFlags {
 	return targetFlags{
 		target: fs.String("target", "sm_80", "GPU architecture: sm_80, sm_86, sm_89 or sm_90 (sm_80 PTX is JIT-compiled by the driver for newer GPUs)"),
 		tf32:   fs.Bool("tf32", false, "run f32 matmuls on TF32 tensor cores (faster, about 3 decimal digits)"),
+		nvrtc:  fs.String("nvrtc-lib", "", "the NVRTC library compiling custom ops' CUDA C (default: $"+nvrtc.LibraryEnv+", the CUDA toolkit, Debian's libnvrtc11.2)"),
 	}
 }
 
@@ -70,6 +73,9 @@ func (f targetFlags) get() (ptx.Target, error) {
 	case 80, 86, 89, 90:
 	default:
 		return ptx.Target{}, fmt.Errorf("--target %s is not supported (want sm_80, sm_86, sm_89 or sm_90)", *f.target)
+	}
+	if *f.nvrtc != "" {
+		os.Setenv(nvrtc.LibraryEnv, *f.nvrtc) // the compiler's lookup order puts the flag first, then this
 	}
 	return ptx.Target{SM: sm, TF32: *f.tf32}, nil
 }
