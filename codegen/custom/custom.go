@@ -84,7 +84,7 @@ func Build(v *ir.Value, c Compiler, why error, sm int) (*Unit, error) {
 
 var (
 	reEntry = regexp.MustCompile(`(?m)^\s*(?:\.visible\s+|\.weak\s+)?\.entry\s+([A-Za-z_$%][\w$]*)\s*\(([^)]*)\)`)
-	reParam = regexp.MustCompile(`^\.param\s+((?:\.\w+\s+)*)([A-Za-z_$%][\w$]*)(\[\d*\])?$`)
+	reParam = regexp.MustCompile(`^\.param\s+((?:\.\w+(?:\s+\d+)?\s+)*)([A-Za-z_$%][\w$]*)(\[\d*\])?$`)
 )
 
 // entryParams finds entry in ptx and returns its parameters.
@@ -111,6 +111,9 @@ func entryParams(ptx, entry string) ([]Param, error) {
 				case "u8", "u16", "u32", "u64", "s8", "s16", "s32", "s64", "b8", "b16", "b32", "b64", "f16", "f32", "f64":
 					typ = q
 				}
+			}
+			if typ == "" {
+				return nil, fmt.Errorf("entry %s: parameter %q has no type", entry, p)
 			}
 			if pm[3] != "" {
 				typ += pm[3] // an array: a struct passed by value
