@@ -4,6 +4,7 @@ import (
 	"errors"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -92,6 +93,29 @@ func TestOpenMissing(t *testing.T) {
 	for _, want := range []string{"libnvrtc.so", "libnvrtc11.2", "--nvrtc-lib", LibraryEnv} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q: %v", want, err)
+		}
+	}
+}
+
+// BenchmarkCompile is NVRTC's time per kernel: each iteration compiles a new source.
+func BenchmarkCompile(b *testing.B) {
+	c := Require(b)
+	for i := 0; b.Loop(); i++ {
+		if _, err := c.Compile(swish+"// "+strconv.Itoa(i)+"\n", "swish.cu", "compute_80"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCompileCached is the same source again: the cache answers.
+func BenchmarkCompileCached(b *testing.B) {
+	c := Require(b)
+	if _, err := c.Compile(swish, "swish.cu", "compute_80"); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := c.Compile(swish, "swish.cu", "compute_80"); err != nil {
+			b.Fatal(err)
 		}
 	}
 }
