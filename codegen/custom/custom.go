@@ -59,7 +59,7 @@ func Build(v *ir.Value, c Compiler, why error, sm int) (*Unit, error) {
 	switch a.String("lang", "") {
 	case "cuda":
 		if c == nil {
-			return fail(fmt.Errorf("its CUDA C needs NVRTC: %v", why))
+			return fail(fmt.Errorf("its CUDA C needs NVRTC: %w", why))
 		}
 		ptx, err := c.Compile(src, u.File, fmt.Sprintf("compute_%d", sm))
 		if err != nil {
