@@ -2,6 +2,7 @@ package check_test
 
 import (
 	"math"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -71,11 +72,7 @@ func TestCustomCUDAKernel(t *testing.T) {
 		if err != nil {
 			t.Fatalf("sm_%d: %v", sm, err)
 		}
-		for _, o := range rep.Outputs {
-			if !o.Pass() {
-				t.Errorf("sm_%d: %s: %d elements outside tolerance; first %s", sm, o.Name, o.Bad, o.First)
-			}
-		}
+		requirePass(t, rep)
 		plan := res.Artifact.Plan
 		if len(plan.Kernels) != 3 || plan.Kernels[1].Name != "k1_custom_swish" || plan.Kernels[1].Entry != "swish" {
 			t.Fatalf("sm_%d: kernels %+v", sm, plan.Kernels)
@@ -172,11 +169,7 @@ func TestCustomPTXKernel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, o := range rep.Outputs {
-		if !o.Pass() {
-			t.Errorf("%s: %d elements outside tolerance; first %s", o.Name, o.Bad, o.First)
-		}
-	}
+	requirePass(t, rep)
 	if n := strings.Count(string(res.Artifact.PTX), ".version 7.8"); n != 1 {
 		t.Errorf("module: %d .version 7.8 lines, want 1 (the higher of 7.8 and the kernel's 7.0)", n)
 	}
@@ -298,21 +291,31 @@ func TestCustomModelFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, o := range rep.Outputs {
-		if !o.Pass() {
-			t.Errorf("%s: %d elements outside tolerance; first %s", o.Name, o.Bad, o.First)
-		}
-	}
-	// The .gir form carries the kernel; without the model's Go code there is no reference.
+	requirePass(t, rep)
+	// The .gir form carries the kernel, by file name and hash.
 	text := g.String()
 	if !strings.Contains(text, `file="swish.cu"`) || !strings.Contains(text, "hash=") {
 		t.Errorf(".gir lacks the kernel's file or hash:\n%s", text)
 	}
 }
 
+// NVRTC's error in a .cu file beside the model reaches the user at the model's line.
 func TestCustomModelFileCompileError(t *testing.T) {
 	nvrtc.Require(t)
-	g, err := load.File(filepath.Join("testdata", "custombad", "model.go"), load.Options{})
+	model, err := os.ReadFile(filepath.Join("testdata", "custom", "model.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	bad := "// Swish with a typo on line 3.\nextern \"C\" __global__ void swish(const float* x, float* y, int n) {\n" +
+		"  int i = blockIdx.x * blockDim.x + threadIdx.x\n  if (i < n) y[i] = x[i];\n}\n"
+	if err := os.WriteFile(filepath.Join(dir, "model.go"), []byte(strings.Replace(string(model), `"swish.cu"`, `"bad.cu"`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bad.cu"), []byte(bad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g, err := load.File(filepath.Join(dir, "model.go"), load.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,5 +323,14 @@ func TestCustomModelFileCompileError(t *testing.T) {
 	want := `model.go:13: custom op "swish": bad.cu:4: error: expected a ";"`
 	if err == nil || err.Error() != want {
 		t.Errorf("err = %v\nwant %s", err, want)
+	}
+}
+
+func requirePass(t *testing.T, rep *check.Report) {
+	t.Helper()
+	for _, o := range rep.Outputs {
+		if !o.Pass() {
+			t.Errorf("%s: %d elements outside tolerance; first %s", o.Name, o.Bad, o.First)
+		}
 	}
 }
