@@ -19,6 +19,7 @@ import (
 	"github.com/gcomp/gcomp/examples/lstm"
 	"github.com/gcomp/gcomp/examples/mlp"
 	"github.com/gcomp/gcomp/examples/rnn"
+	"github.com/gcomp/gcomp/examples/swish"
 	"github.com/gcomp/gcomp/examples/transformer"
 	"github.com/gcomp/gcomp/frontend"
 )
@@ -51,3 +52,9 @@ var Fashion = []Example{
 
 // All is Tutorials, then Fashion.
 func All() []Example { return append(append([]Example(nil), Tutorials...), Fashion...) }
+
+// Custom are the examples with a CUDA kernel of their own (docs/custom.md). They are not in
+// All: compiling them needs NVRTC, and their kernels are not gcomp's to generate.
+var Custom = []Example{
+	{"swish", "examples/swish", swish.Model, false},
+}

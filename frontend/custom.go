@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 
 	"github.com/gcomp/gcomp/ir"
@@ -40,7 +41,7 @@ func FloatArg(v float64) Scalar { return Scalar{ir.F32, v} }
 type Kernel struct {
 	Name   string // the op's name in messages and kernel names, an identifier: "swish"
 	Source string // the source inline, or
-	File   string // a file beside the model ("swish.cu"; a .ptx file is PTX), inside its folder
+	File   string // a file beside the model ("swish.cu"; a .ptx file is PTX), inside its folder (WithDir; default: the folder of the Go file calling Custom)
 	PTX    bool   // Source is PTX, not CUDA C
 	Entry  string // the __global__ function (extern "C"); default Name
 	// Output is the result's type; zero: the first input's.
@@ -51,6 +52,11 @@ type Kernel struct {
 	Scalars     []Scalar
 	// Reference computes the result from the inputs' values and the scalars' (as float64).
 	Reference func(inputs []*HostTensor, scalars []float64) *HostTensor
+	// Backward[i], if given, is the gradient with respect to input i: a custom kernel whose
+	// inputs are this op's inputs followed by the gradient of its result, and whose result
+	// (Output default: input i's type) is the gradient of input i. Training through an input
+	// without one fails with an error naming the op. At most ops.MaxCustomGrads inputs.
+	Backward []Kernel
 }
 
 // maxSourceBytes bounds a kernel source file.
@@ -59,6 +65,41 @@ const maxSourceBytes = 4 << 20
 // Custom applies the custom op k to inputs.
 func (b *Builder) Custom(k Kernel, inputs ...*Tensor) *Tensor {
 	s := b.st
+	what := fmt.Sprintf("custom op %q", k.Name)
+	for _, in := range inputs {
+		s.own(in, what)
+	}
+	out := k.Output
+	if out.DType == 0 {
+		if len(inputs) == 0 {
+			s.failf("%s: no inputs, so give its Output type", what)
+		}
+		out = inputs[0].v.Type
+	}
+	attrs := s.kernelAttrs(k, out)
+	if len(k.Backward) > len(inputs) {
+		s.failf("%s: %d Backward kernels for %d inputs", what, len(k.Backward), len(inputs))
+	}
+	for i, bk := range k.Backward {
+		if bk.Name == "" && bk.Source == "" && bk.File == "" {
+			continue // no gradient for input i
+		}
+		if len(bk.Backward) > 0 {
+			s.failf("%s: Backward[%d] has Backward kernels of its own", what, i)
+		}
+		if bk.Output.DType == 0 {
+			bk.Output = inputs[i].v.Type
+		}
+		for key, v := range s.kernelAttrs(bk, bk.Output) {
+			attrs[ops.GradAttr(i, key)] = v
+		}
+	}
+	return s.op(ops.CustomOp, attrs, inputs...)
+}
+
+// kernelAttrs are the custom op attributes of k with result type out; it registers k's
+// reference.
+func (s *state) kernelAttrs(k Kernel, out ir.Type) ir.Attrs {
 	what := fmt.Sprintf("custom op %q", k.Name)
 	if k.Reference == nil {
 		s.failf("%s: no Reference function: gcomp checks the kernel against it", what)
@@ -88,14 +129,6 @@ func (b *Builder) Custom(k Kernel, inputs ...*Tensor) *Tensor {
 	if entry == "" {
 		entry = k.Name
 	}
-	out := k.Output
-	if out.DType == 0 {
-		if len(inputs) == 0 {
-			s.failf("%s: no inputs, so give its Output type", what)
-		}
-		s.own(inputs[0], what)
-		out = inputs[0].v.Type
-	}
 	grid, block := k.Grid, k.Block
 	if grid == ([3]int{}) {
 		per := block[0]
@@ -121,7 +154,7 @@ func (b *Builder) Custom(k Kernel, inputs ...*Tensor) *Tensor {
 		attrs["scalars"], attrs["scalar_types"] = scalars, strings.Join(types, " ")
 	}
 	ops.RegisterReference(k.Name, hash, ops.Reference(k.Reference))
-	return s.op(ops.CustomOp, attrs, inputs...)
+	return attrs
 }
 
 // readSource reads a kernel source file named relative to the model's folder, refusing
@@ -132,7 +165,7 @@ func (s *state) readSource(name string) (string, string, error) {
 	}
 	dir := s.dir
 	if dir == "" {
-		dir = "."
+		dir = callerDir()
 	}
 	rel := filepath.Clean(filepath.FromSlash(name))
 	if rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
@@ -163,4 +196,26 @@ func (s *state) readSource(name string) (string, string, error) {
 		return "", "", fmt.Errorf("File %q is larger than %d bytes", name, maxSourceBytes)
 	}
 	return string(data), filepath.ToSlash(rel), nil
+}
+
+// callerDir is the directory of the Go file calling into the DSL (a model compiled into a
+// program, such as examples/swish), or "." when that is not known: a loader running model
+// files in an interpreter passes WithDir instead.
+func callerDir() string {
+	var pcs [64]uintptr
+	n := runtime.Callers(2, pcs[:])
+	frames := runtime.CallersFrames(pcs[:n])
+	for {
+		f, more := frames.Next()
+		switch pkg := funcPackage(f.Function); {
+		case pkg == "runtime" || strings.HasPrefix(pkg, "runtime/") || isFrontend(pkg):
+		case f.File != "" && filepath.IsAbs(f.File):
+			return filepath.Dir(f.File)
+		default:
+			return "."
+		}
+		if !more {
+			return "."
+		}
+	}
 }

@@ -63,23 +63,86 @@ func ScalarTypes(a ir.Attrs) ([]ir.DType, error) {
 	return out, nil
 }
 
+// customAttrs are a custom kernel's attributes.
+var customAttrs = []AttrSpec{
+	{"name", AttrString, false}, {"entry", AttrString, false}, {"lang", AttrString, false},
+	{"file", AttrString, false}, {"source", AttrString, false}, {"hash", AttrString, false},
+	{"dtype", AttrDType, false}, {"shape", AttrInts, false},
+	{"grid", AttrInts, false}, {"block", AttrInts, false},
+	{"scalars", AttrFloats, true}, {"scalar_types", AttrString, true},
+}
+
+// MaxCustomGrads is how many of a custom op's operands may have a backward kernel.
+const MaxCustomGrads = 4
+
+// GradAttr is the name of attribute key of the backward kernel of operand i: "grad0.source".
+func GradAttr(i int, key string) string { return fmt.Sprintf("grad%d.%s", i, key) }
+
+// GradAttrs returns the attributes of the backward kernel of operand i of a custom op, as a
+// custom op of its own (whose operands are the op's operands and the gradient of its
+// result), or false when it has none.
+func GradAttrs(a ir.Attrs, i int) (ir.Attrs, bool) {
+	if _, ok := a[GradAttr(i, "name")]; !ok {
+		return nil, false
+	}
+	g := ir.Attrs{}
+	for _, s := range customAttrs {
+		if v, ok := a[GradAttr(i, s.Name)]; ok {
+			g[s.Name] = v
+		}
+	}
+	return g, true
+}
+
 func init() {
+	specs := slices.Clone(customAttrs)
+	for i := range MaxCustomGrads {
+		for _, s := range customAttrs {
+			specs = append(specs, AttrSpec{GradAttr(i, s.Name), s.Kind, true})
+		}
+	}
 	register(&Op{Name: CustomOp, Arity: Variadic, Class: Custom, Infer: inferCustom, Eval: evalCustom,
-		Attrs: []AttrSpec{
-			{"name", AttrString, false}, {"entry", AttrString, false}, {"lang", AttrString, false},
-			{"file", AttrString, false}, {"source", AttrString, false}, {"hash", AttrString, false},
-			{"dtype", AttrDType, false}, {"shape", AttrInts, false},
-			{"grid", AttrInts, false}, {"block", AttrInts, false},
-			{"scalars", AttrFloats, true}, {"scalar_types", AttrString, true},
-		},
+		Attrs: specs,
 		Doc: "A user's own kernel: `source` (CUDA C if lang is \"cuda\", compiled by NVRTC; or PTX) from `file`, " +
 			"whose .entry `entry` takes one pointer per operand, then one to the result (dtype, shape), then the " +
 			"scalars (float values, of the space-separated scalar_types i32, i64, f32, f64), and runs on grid × block " +
 			"(3 positive ints each). hash is the source's SHA-256. Its semantics are the Go reference function the " +
-			"model registered under name and hash; a graph read from a .gir has none, and evaluating it is an error. Never fused."})
+			"model registered under name and hash; a graph read from a .gir has none, and evaluating it is an error. Never fused. " +
+			"gradN.* (N < 4), all optional, are the same attributes for the backward kernel of operand N: a custom op over the " +
+			"operands and the result's gradient whose result, of operand N's type, is operand N's gradient."})
 }
 
+// inferCustom checks the kernel's attributes, and those of its backward kernels.
 func inferCustom(args []ir.Type, a ir.Attrs) (ir.Type, error) {
+	t, err := inferKernel(a)
+	if err != nil {
+		return t, err
+	}
+	for i := range MaxCustomGrads {
+		g, ok := GradAttrs(a, i)
+		if !ok {
+			continue
+		}
+		if i >= len(args) {
+			return ir.Type{}, fmt.Errorf("%q: a backward kernel for operand %d of %d", a.String("name", ""), i, len(args))
+		}
+		for _, s := range customAttrs {
+			if _, ok := g[s.Name]; !ok && !s.Optional {
+				return ir.Type{}, fmt.Errorf("%q: backward kernel %d: missing attribute %s", a.String("name", ""), i, GradAttr(i, s.Name))
+			}
+		}
+		gt, err := inferKernel(g)
+		if err != nil {
+			return ir.Type{}, fmt.Errorf("backward kernel %d: %v", i, err)
+		}
+		if !gt.Equal(args[i]) {
+			return ir.Type{}, fmt.Errorf("%q: backward kernel %d computes %s, operand %d is %s", a.String("name", ""), i, gt, i, args[i])
+		}
+	}
+	return t, nil
+}
+
+func inferKernel(a ir.Attrs) (ir.Type, error) {
 	name := a.String("name", "")
 	if !isIdent(name) {
 		return ir.Type{}, fmt.Errorf("name %q is not an identifier (letters, digits, _)", name)

@@ -8,7 +8,7 @@ import (
 	"github.com/gcomp/gcomp/tensor"
 )
 
-func customAttrs(name, src string) ir.Attrs {
+func testAttrs(name, src string) ir.Attrs {
 	return ir.Attrs{"name": name, "entry": "k", "lang": "cuda", "file": "k.cu", "source": src, "hash": SourceHash(src),
 		"dtype": ir.F32, "shape": []int{2, 3}, "grid": []int{1, 1, 1}, "block": []int{6, 1, 1},
 		"scalars": []float64{6}, "scalar_types": "i32"}
@@ -31,7 +31,7 @@ func TestCustomInfer(t *testing.T) {
 		{"entry", func(a ir.Attrs) { a["entry"] = "" }, "empty entry"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a := customAttrs("t", "src")
+			a := testAttrs("t", "src")
 			tc.edit(a)
 			got, err := Infer(CustomOp, []ir.Type{f32}, a)
 			s := got.String()
@@ -71,7 +71,7 @@ func TestCustomEval(t *testing.T) {
 		{"missing", `custom op "missing" has no Go reference function`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			v := &ir.Value{Op: CustomOp, Attrs: customAttrs(tc.name, tc.name), Type: typ}
+			v := &ir.Value{Op: CustomOp, Attrs: testAttrs(tc.name, tc.name), Type: typ}
 			y, err := Eval(v, []*tensor.Tensor{x})
 			if tc.want == "" {
 				if err != nil {
@@ -94,7 +94,7 @@ func TestCustomTextRoundTrip(t *testing.T) {
 	src := "extern \"C\" __global__ void k(const float* x, float* y, int n) {\n\tint i = threadIdx.x; // \"quoted\" \\ \n\tif (i < n) y[i] = 2*x[i];\n}\n"
 	g := ir.NewGraph("m")
 	x := g.Input("x", ir.Type{DType: ir.F32, Shape: ir.Shape{2, 3}}, nil)
-	y := g.Add(CustomOp, ir.Type{DType: ir.F32, Shape: ir.Shape{2, 3}}, customAttrs("k", src), x)
+	y := g.Add(CustomOp, ir.Type{DType: ir.F32, Shape: ir.Shape{2, 3}}, testAttrs("k", src), x)
 	g.SetOutput("y", y)
 	if err := Verify(g); err != nil {
 		t.Fatal(err)

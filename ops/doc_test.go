@@ -31,6 +31,9 @@ func markdown() string {
 			}
 			var attrs []string
 			for _, a := range op.Attrs {
+				if strings.Contains(a.Name, ".") {
+					continue // a custom op's gradN.* repeat its own attributes; Doc says so
+				}
 				s := a.Name + " " + kinds[a.Kind]
 				if a.Optional {
 					s += " (optional)"

@@ -24,3 +24,14 @@ func customLabel(vals []*ir.Value) string {
 	}
 	return "custom"
 }
+
+// feedsCustom reports whether a custom op uses v: a custom kernel reads every operand from
+// memory, so a literal it uses is computed by a kernel that stores it.
+func (f *fuser) feedsCustom(v *ir.Value) bool {
+	for _, u := range f.users[v] {
+		if ops.ClassOf(u.Op) == ops.Custom {
+			return true
+		}
+	}
+	return false
+}

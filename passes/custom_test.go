@@ -88,3 +88,23 @@ func TestCustomKernelNames(t *testing.T) {
 		t.Errorf("kernel names %v", names)
 	}
 }
+
+// A constant operand of a custom op is stored by a kernel of its own: the custom kernel reads
+// every operand from memory (found when a backward kernel's dy was the splat 1 of a sum).
+func TestCustomConstantOperand(t *testing.T) {
+	src := "k"
+	typ := ir.Type{DType: ir.F32, Shape: ir.Shape{4}}
+	g := ir.NewGraph("m")
+	one := g.Add("constant", typ, ir.Attrs{"shape": []int{4}, "dtype": ir.F32, "value": []float64{1}})
+	c := g.Add(ops.CustomOp, typ, ir.Attrs{"name": "k", "entry": "k", "lang": "ptx", "file": "k.ptx", "source": src,
+		"hash": ops.SourceHash(src), "dtype": ir.F32, "shape": []int{4}, "grid": []int{1, 1, 1}, "block": []int{4, 1, 1}}, one)
+	g.SetOutput("y", c)
+	res, err := Run(g, Options{VerifyEach: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks := res.Kernels.Kernels
+	if len(ks) != 2 || ks[1].Kind != Custom || len(ks[1].Reads) != 1 || ks[1].Body.Values[0].Op != ir.OpInput {
+		t.Fatalf("kernels:\n%s", res.Kernels)
+	}
+}

@@ -134,7 +134,7 @@ func buildKernels(g *ir.Graph, opt FusionOptions, eager bool) (*KernelGraph, err
 
 // inline values are recomputed wherever they are used: literals and iota cost nothing to make.
 func (f *fuser) inline(v *ir.Value) bool {
-	return v.Op == "constant" || v.Op == "iota" && !f.eager
+	return (v.Op == "constant" || v.Op == "iota" && !f.eager) && !f.feedsCustom(v)
 }
 
 // indexOnly reports whether v is cheap arithmetic on literals and indices alone (a causal mask

@@ -5,17 +5,27 @@ import (
 	"github.com/gcomp/gcomp/ops"
 )
 
-// A custom op's semantics are the user's Go function, which autodiff cannot see into:
-// training through one fails with an error naming the op and the model's line.
+// A custom op's gradient with respect to operand j is its backward kernel j (ops.GradAttrs),
+// applied to the operands and dy: the user's own kernel and reference, as the forward op is.
+// Without one, training through operand j fails with an error naming the op and the line.
 func init() {
 	rules[ops.CustomOp] = rule{why: "a custom op has no gradient rule",
 		grad: func(e *Emitter, v, dy *ir.Value, need []bool) []*ir.Value {
-			pos := v.Pos
-			if pos != "" {
-				pos += ": "
+			out := make([]*ir.Value, len(v.Args))
+			for j := range v.Args {
+				if !need[j] {
+					continue
+				}
+				g, ok := ops.GradAttrs(v.Attrs, j)
+				if !ok {
+					pos := v.Pos
+					if pos != "" {
+						pos += ": "
+					}
+					e.Fail("autodiff: %scustom op %q has no gradient for operand %d: give its Kernel a Backward kernel for it", pos, v.Attrs.String("name", ""), j)
+				}
+				out[j] = e.Op(ops.CustomOp, g, append(append([]*ir.Value(nil), v.Args...), dy)...)
 			}
-			e.Fail("autodiff: %scustom op %q has no gradient: training needs the gradient of its operands, "+
-				"and a custom op's semantics are a Go function autodiff cannot differentiate", pos, v.Attrs.String("name", ""))
-			return nil
+			return out
 		}}
 }
