@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 )
 
@@ -20,7 +21,8 @@ var libNames = []string{"libnvrtc.so.12", "libnvrtc.so.11.2", "libnvrtc.so"}
 
 // Candidates lists the paths Open tries for lib, in order: lib itself if not
 // empty; else $GCOMP_NVRTC_LIB; else every soname in the CUDA toolkit's lib64
-// ($CUDA_HOME, $CUDA_PATH, /usr/local/cuda), Debian's multiarch directory and
+// ($CUDA_HOME, $CUDA_PATH, /usr/local/cuda), Debian's multiarch directory for this
+// machine and
 // .cache/nvrtc under the module root.
 func Candidates(lib string) []string {
 	if lib != "" {
@@ -35,9 +37,10 @@ func Candidates(lib string) []string {
 			dirs = append(dirs, filepath.Join(d, "lib64"))
 		}
 	}
-	dirs = append(dirs, "/usr/local/cuda/lib64", "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu")
+	multiarch := map[string]string{"amd64": "x86_64-linux-gnu", "arm64": "aarch64-linux-gnu"}[runtime.GOARCH]
+	dirs = append(dirs, "/usr/local/cuda/lib64", filepath.Join("/usr/lib", multiarch))
 	if root := moduleRoot(); root != "" {
-		dirs = append(dirs, filepath.Join(root, ".cache", "nvrtc", "usr", "lib", "x86_64-linux-gnu"))
+		dirs = append(dirs, filepath.Join(root, ".cache", "nvrtc", "usr", "lib", multiarch))
 	}
 	var out []string
 	for _, d := range dirs {
@@ -86,8 +89,19 @@ func builtinsFor(lib string) string {
 func notFound(tried []string, why []string) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, ": looked in --nvrtc-lib, $%s", LibraryEnv)
-	for i, p := range tried {
-		fmt.Fprintf(&b, "\n  %s: %s", p, why[i])
+	for i := 0; i < len(tried); i++ {
+		// Files of one directory that are not there make one line.
+		dir, j := filepath.Dir(tried[i]), i
+		var names []string
+		for ; j < len(tried) && filepath.Dir(tried[j]) == dir && why[j] == "not there"; j++ {
+			names = append(names, filepath.Base(tried[j]))
+		}
+		if len(names) > 1 {
+			fmt.Fprintf(&b, "\n  %s: no %s", dir, strings.Join(names, ", "))
+			i = j - 1
+			continue
+		}
+		fmt.Fprintf(&b, "\n  %s: %s", tried[i], why[i])
 	}
 	b.WriteString("\ninstall Debian's libnvrtc11.2 and libnvrtc-builtins11.8 (non-free), or a CUDA toolkit, or run scripts/fetch-nvrtc.sh; or point --nvrtc-lib or $" + LibraryEnv + " at libnvrtc.so")
 	return fmt.Errorf("%w%s", ErrNoLibrary, b.String())
