@@ -8,6 +8,7 @@ PKGS     := ./...
 RACEPKGS := ./runtime/... ./sim/... ./data/... ./ops
 CUDA_DIR ?= $(CURDIR)/.cache/cuda
 CUDA_DEV_DIR ?= $(CURDIR)/.cache/cuda-dev
+NVVM_DIR ?= $(CURDIR)/.cache/nvvm
 
 .PHONY: all demo test tools fmt-check vet unit race flags nocgo gorgonia bench gcomp golden generate
 
@@ -19,13 +20,21 @@ gcomp:
 demo: gcomp
 	$(GO) run ./examples/demo
 
-# tools fetches NVIDIA's ptxas (and the driver library) into .cache/cuda; idempotent.
+# tools fetches NVIDIA's ptxas (and the driver library) into .cache/cuda, libNVVM into
+# .cache/nvvm and ONNX's node test suite (Debian's libonnx-testdata) into .cache/onnx-testdata;
+# idempotent.
 # Off CI (GCOMP_REQUIRE_PTXAS unset) a machine without apt-get gets a warning and ptxas tests skip.
 tools:
 	@sh scripts/fetch-cuda-tools.sh $(CUDA_DIR) >/dev/null || { \
 	  if [ -n "$$GCOMP_REQUIRE_PTXAS" ]; then echo "could not fetch ptxas" >&2; exit 1; fi; \
 	  echo "warning: could not fetch ptxas; tests that assemble PTX will skip" >&2; }
 	@sh scripts/fetch-nvrtc.sh >/dev/null || { [ -z "$$GCOMP_REQUIRE_PTXAS" ] || exit 1; echo "warning: could not fetch NVRTC; custom-op tests skip" >&2; }
+	@sh scripts/fetch-onnx-testdata.sh >/dev/null || { \
+	  if [ -n "$$GCOMP_REQUIRE_PTXAS" ]; then echo "could not fetch ONNX's test data" >&2; exit 1; fi; \
+	  echo "warning: could not fetch ONNX's test data; the ONNX node suite will skip" >&2; }
+	@sh scripts/fetch-cuda-tools.sh --nvvm $(NVVM_DIR) >/dev/null || { \
+	  if [ -n "$$GCOMP_REQUIRE_PTXAS" ]; then echo "could not fetch libnvvm" >&2; exit 1; fi; \
+	  echo "warning: could not fetch libnvvm; the NVVM back end's tests will skip" >&2; }
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.cache/*')); \

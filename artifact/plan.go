@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -34,6 +33,8 @@ type Plan struct {
 	// plan is never run against a module it was not made for.
 	PTX       string `json:"ptx"`
 	PTXSHA256 string `json:"ptx_sha256"`
+	// Cubins are the module precompiled for some architectures (gcomp build --cubin), beside it.
+	Cubins []Cubin `json:"cubins,omitempty"`
 	// The memory plan: arena_bytes, buffers (with offsets and live ranges), inputs,
 	// params and outputs.
 	MemoryPlan
@@ -86,10 +87,12 @@ type Arg struct {
 	Value float64 `json:"value,omitempty"`
 }
 
-// Artifact is a compiled model: the PTX module and its plan.
+// Artifact is a compiled model: the PTX module and its plan, and the module precompiled for
+// some GPU architectures (by architecture, "sm_80"), if any.
 type Artifact struct {
-	PTX  []byte
-	Plan *Plan
+	PTX    []byte
+	Plan   *Plan
+	Cubins map[string][]byte
 }
 
 // Notes lists every kernel's notes as "kernel: note", in launch order: what `gcomp check` prints
@@ -126,7 +129,12 @@ func (p *Plan) SourceGraph() (*ir.Graph, error) {
 func (a *Artifact) Write(ptxPath string) error {
 	a.Plan.PTX = filepath.Base(ptxPath)
 	a.Plan.PTXSHA256 = hash(a.PTX)
-	return tensorio.WriteFilesAtomic(
+	cubins, err := a.cubinWrites(ptxPath)
+	if err != nil {
+		return err
+	}
+	// The module, its cubins and the plan are published together, or none of them.
+	return tensorio.WriteFilesAtomic(append(cubins,
 		tensorio.FileWrite{Path: ptxPath, Write: func(w io.Writer) error {
 			_, err := w.Write(a.PTX)
 			return err
@@ -134,20 +142,20 @@ func (a *Artifact) Write(ptxPath string) error {
 		tensorio.FileWrite{Path: PlanPath(ptxPath), Write: func(w io.Writer) error {
 			_, err := w.Write(a.Plan.JSON())
 			return err
-		}})
+		}})...)
 }
 
 // Read loads a module file and the plan beside it, checking that they belong
 // together.
 func Read(ptxPath string) (*Artifact, error) {
-	text, err := os.ReadFile(ptxPath)
+	text, err := tensorio.ReadFile(ptxPath, maxFileBytes)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read module: %v", err)
 	}
 	planPath := PlanPath(ptxPath)
-	data, err := os.ReadFile(planPath)
+	data, err := tensorio.ReadFile(planPath, maxFileBytes)
 	if err != nil {
-		return nil, fmt.Errorf("%s has no launch plan beside it (%s): %v", ptxPath, filepath.Base(planPath), errNotExist(err))
+		return nil, fmt.Errorf("%s has no launch plan beside it (%s): %v", ptxPath, filepath.Base(planPath), strings.TrimPrefix(err.Error(), planPath+": "))
 	}
 	p, err := ParsePlan(data)
 	if err != nil {
@@ -156,14 +164,11 @@ func Read(ptxPath string) (*Artifact, error) {
 	if p.PTXSHA256 != hash(text) {
 		return nil, fmt.Errorf("%s was not made for %s: the module's SHA-256 differs (rebuild both with gcomp build)", planPath, ptxPath)
 	}
-	return &Artifact{PTX: text, Plan: p}, nil
-}
-
-func errNotExist(err error) error {
-	if os.IsNotExist(err) {
-		return fmt.Errorf("no such file")
+	cubins, err := readCubins(ptxPath, p)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", planPath, err)
 	}
-	return err
+	return &Artifact{PTX: text, Plan: p, Cubins: cubins}, nil
 }
 
 // ParsePlan decodes and validates a launch plan.
@@ -173,6 +178,9 @@ func ParsePlan(data []byte) (*Plan, error) {
 	var p Plan
 	if err := dec.Decode(&p); err != nil {
 		return nil, fmt.Errorf("not a launch plan: %v", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("not a launch plan: data after the JSON object")
 	}
 	if p.Format != Format {
 		return nil, fmt.Errorf("not a launch plan (format %q, want %q)", p.Format, Format)
@@ -198,6 +206,9 @@ func (p *Plan) Validate() error {
 	if err := p.validateNames(); err != nil {
 		return err
 	}
+	if err := p.validateSizes(); err != nil {
+		return err
+	}
 	names := map[string]map[string]int64{ArgInput: {}, ArgParam: {}, ArgOutput: {}, ArgArena: {}}
 	for _, set := range []struct {
 		kind string
@@ -215,7 +226,7 @@ func (p *Plan) Validate() error {
 		}
 	}
 	for _, b := range p.Buffers {
-		if b.Offset < 0 || b.Size < 0 || b.Offset+b.Size > p.ArenaBytes {
+		if b.Offset < 0 || b.Size < 0 || b.Offset > p.ArenaBytes || b.Size > p.ArenaBytes-b.Offset {
 			return fmt.Errorf("arena buffer %s [%d, %d) lies outside the %d-byte arena", b.Name, b.Offset, b.Offset+b.Size, p.ArenaBytes)
 		}
 		names[ArgArena][b.Name] = b.Size
@@ -243,11 +254,11 @@ func (p *Plan) Validate() error {
 				}
 			case ArgArena:
 				size, ok := names[ArgArena][a.Name]
-				if !ok || a.Offset < 0 || a.Offset+size > p.ArenaBytes {
+				if !ok || a.Offset < 0 || a.Offset > p.ArenaBytes-size {
 					return fmt.Errorf("kernel %s argument %d: arena buffer %q at %d is not in the plan", k.Name, i, a.Name, a.Offset)
 				}
 			case ArgScratch:
-				if a.Offset < 0 || a.Bytes <= 0 || a.Offset+a.Bytes > p.ScratchBytes {
+				if a.Offset < 0 || a.Bytes <= 0 || a.Offset > p.ScratchBytes || a.Bytes > p.ScratchBytes-a.Offset {
 					return fmt.Errorf("kernel %s argument %d: scratch [%d, %d) lies outside the %d-byte scratch area", k.Name, i, a.Offset, a.Offset+a.Bytes, p.ScratchBytes)
 				}
 			case ArgScalar:

@@ -85,6 +85,21 @@ func TestParsePlanErrors(t *testing.T) {
 		{"empty output name", "\"output_names\": [\n    \"y\"", "\"output_names\": [\n    \"\"", "empty name"},
 		{"control character", "\"output_names\": [\n    \"y\"", "\"output_names\": [\n    \"y\\u001b[2J\"", "control character"},
 		{"input name escapes", `"name": "x",`, `"name": "../x",`, "input: name"},
+		// Sizes are checked before a runtime allocates them, without overflow.
+		{"negative scratch", `"scratch_bytes": 0`, `"scratch_bytes": -8`, "scratch_bytes -8 is negative"},
+		{"negative arena", `"arena_bytes": 128`, `"arena_bytes": -128`, "arena_bytes -128 is negative"},
+		{"huge arena", `"arena_bytes": 128`, `"arena_bytes": 8589934592`, "arena_bytes 8589934592 is more than its buffers need (128)"},
+		{"offset near 2^63", `"offset": 0,`, `"offset": 9223372036854775800,`, "lies outside the 128-byte arena"},
+		{"size near 2^63", `"size": 128,
+      "live_from"`, `"size": 9223372036854775800,
+      "live_from"`, "lies outside the 128-byte arena"},
+		{"alignment", `"alignment": 256`, `"alignment": 3`, "alignment 3 is not a power of two"},
+		{"arena past its alignment", `"arena_bytes": 128`, `"arena_bytes": 257`, "arena_bytes 257 is more than its buffers need (128)"},
+		{"offset plus size overflows", `"offset": 0,
+      "size": 128,`, `"offset": 64,
+      "size": 9223372036854775807,`, "lies outside the 128-byte arena"},
+		{"trailing JSON", "\n}\n", "\n}\n{}", "data after the JSON object"},
+		{"duplicate input", `"inputs": [`, `"inputs": [{"name": "x", "type": "f32[4,8]", "size": 128},`, `input "x" is declared twice`},
 		{"duplicate output name", "\"output_names\": [\n    \"y\"", "\"output_names\": [\n    \"y\", \"y\"", `"y" is declared twice`},
 	}
 	for _, tc := range tests {
@@ -100,6 +115,10 @@ func TestParsePlanErrors(t *testing.T) {
 	}
 	if _, err := artifact.ParsePlan([]byte(good)); err != nil {
 		t.Errorf("the compiled plan does not parse: %v", err)
+	}
+	// An arena may be rounded up to the alignment (256 bytes), no further.
+	if _, err := artifact.ParsePlan([]byte(strings.Replace(good, `"arena_bytes": 128`, `"arena_bytes": 256`, 1))); err != nil {
+		t.Errorf("an arena rounded up to its alignment: %v", err)
 	}
 }
 

@@ -40,3 +40,35 @@ func ioNames(bufs []IOBuffer) []string {
 	}
 	return names
 }
+
+// maxFileBytes bounds a module or plan file read (both are a few MB for the largest models).
+const maxFileBytes = 1 << 30
+
+// validateSizes checks the sizes a runtime allocates before it allocates them: the arena and
+// scratch sizes are not negative, and the arena is no larger than its buffers need (their
+// furthest end, rounded up to the plan's alignment), so a hand-edited arena_bytes of 8 GiB is
+// refused at once instead of allocated.
+func (p *Plan) validateSizes() error {
+	switch {
+	case p.ArenaBytes < 0:
+		return fmt.Errorf("arena_bytes %d is negative", p.ArenaBytes)
+	case p.ScratchBytes < 0:
+		return fmt.Errorf("scratch_bytes %d is negative", p.ScratchBytes)
+	case p.Alignment < 0 || p.Alignment > maxAlignment || p.Alignment&(p.Alignment-1) != 0:
+		return fmt.Errorf("alignment %d is not a power of two up to %d", p.Alignment, maxAlignment)
+	}
+	var end int64
+	for _, b := range p.Buffers {
+		if b.Offset < 0 || b.Size < 0 || b.Offset > p.ArenaBytes || b.Size > p.ArenaBytes-b.Offset {
+			return fmt.Errorf("arena buffer %s at %d, %d bytes, lies outside the %d-byte arena", b.Name, b.Offset, b.Size, p.ArenaBytes)
+		}
+		end = max(end, b.Offset+b.Size)
+	}
+	if align := int64(max(p.Alignment, 1)); p.ArenaBytes > (end+align-1)/align*align {
+		return fmt.Errorf("arena_bytes %d is more than its buffers need (%d)", p.ArenaBytes, end)
+	}
+	return nil
+}
+
+// maxAlignment bounds the arena's alignment (the planner uses 256 bytes).
+const maxAlignment = 1 << 16

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/gcomp/gcomp/artifact"
+	"github.com/gcomp/gcomp/codegen/backend"
 	"github.com/gcomp/gcomp/codegen/custom"
 	"github.com/gcomp/gcomp/codegen/ptx"
 	"github.com/gcomp/gcomp/ir"
@@ -15,6 +16,8 @@ import (
 type Options struct {
 	Target ptx.Target     // zero value: sm_80, exact f32
 	Passes passes.Options // Passes.TF32 is set from Target.TF32
+	// Producer writes the PTX (codegen/backend: ptx or nvvm); nil is codegen/ptx's emitter.
+	Producer backend.Producer
 	// NVRTCLib is the NVRTC library that compiles custom ops' CUDA C (--nvrtc-lib); empty:
 	// searched for (codegen/nvrtc.Candidates).
 	NVRTCLib string
@@ -54,7 +57,10 @@ func Compile(g *ir.Graph, opt Options) (*Result, error) {
 		}
 		kernels = append(kernels, pk)
 	}
-	text, genLaunches, err := ptx.Module(kernels, opt.Target)
+	if opt.Producer == nil {
+		opt.Producer = backend.PTX{}
+	}
+	text, genLaunches, err := opt.Producer.Module(kernels, opt.Target)
 	if err != nil {
 		return nil, err
 	}

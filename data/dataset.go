@@ -58,11 +58,15 @@ const (
 
 // FashionMNIST loads Fashion-MNIST from dir ("" means FashionMNISTDir) and checks that it is the
 // real thing: 60000 training and 10000 test images of 28×28, labels 0 to 9.
-func FashionMNIST(dir string) (train, test *Dataset, err error) {
+func FashionMNIST(dir string) (train, test *Dataset, err error) { return FashionMNISTLimit(dir, 0) }
+
+// FashionMNISTLimit is FashionMNIST keeping only the first limit examples of each split (all for
+// 0), as LoadMNISTLimit does.
+func FashionMNISTLimit(dir string, limit int) (train, test *Dataset, err error) {
 	if dir == "" {
 		dir = FashionMNISTDir
 	}
-	if train, test, err = LoadMNIST(dir); err != nil {
+	if train, test, err = LoadMNISTLimit(dir, limit); err != nil {
 		if errors.Is(err, fs.ErrNotExist) && dir == FashionMNISTDir {
 			err = fmt.Errorf("%w (install Fashion-MNIST with apt-get install dataset-fashion-mnist, or give its directory)", err)
 		}
@@ -72,6 +76,9 @@ func FashionMNIST(dir string) (train, test *Dataset, err error) {
 		d *Dataset
 		n int
 	}{{train, 60000}, {test, 10000}} {
+		if limit > 0 {
+			c.n = min(c.n, limit)
+		}
 		if c.d.N != c.n || c.d.Height() != 28 || c.d.Width() != 28 {
 			return nil, nil, fmt.Errorf("data: %s: %d images of %dx%d, Fashion-MNIST has %d of 28x28", c.d.Name, c.d.N, c.d.Height(), c.d.Width(), c.n)
 		}
@@ -87,11 +94,16 @@ func FashionMNIST(dir string) (train, test *Dataset, err error) {
 // LoadMNIST loads the training and test sets of an MNIST-like directory (MNIST, Fashion-MNIST,
 // KMNIST): the files TrainImages, TrainLabels, TestImages and TestLabels, each plain or
 // gzip-compressed with a .gz suffix.
-func LoadMNIST(dir string) (train, test *Dataset, err error) {
-	if train, err = loadPair(dir, TrainImages, TrainLabels); err != nil {
+func LoadMNIST(dir string) (train, test *Dataset, err error) { return LoadMNISTLimit(dir, 0) }
+
+// LoadMNISTLimit is LoadMNIST keeping only the first limit examples of each split (all for 0):
+// the rest of each file is read and checked but never held, so memory follows limit, not what a
+// file's header claims.
+func LoadMNISTLimit(dir string, limit int) (train, test *Dataset, err error) {
+	if train, err = loadPair(dir, TrainImages, TrainLabels, limit); err != nil {
 		return nil, nil, err
 	}
-	if test, err = loadPair(dir, TestImages, TestLabels); err != nil {
+	if test, err = loadPair(dir, TestImages, TestLabels, limit); err != nil {
 		return nil, nil, err
 	}
 	if train.Height() != test.Height() || train.Width() != test.Width() {
@@ -101,7 +113,7 @@ func LoadMNIST(dir string) (train, test *Dataset, err error) {
 	return train, test, nil
 }
 
-func loadPair(dir, images, labels string) (*Dataset, error) {
+func loadPair(dir, images, labels string, limit int) (*Dataset, error) {
 	ip, err := find(dir, images)
 	if err != nil {
 		return nil, err
@@ -110,7 +122,7 @@ func loadPair(dir, images, labels string) (*Dataset, error) {
 	if err != nil {
 		return nil, err
 	}
-	return Load(ip, lp)
+	return LoadLimit(ip, lp, limit)
 }
 
 // find returns dir/name, or dir/name.gz when only that exists.
@@ -129,11 +141,16 @@ func find(dir, name string) (string, error) {
 
 // Load reads one split from an images file (u8[N,H,W]) and a labels file (u8[N]).
 func Load(imagesPath, labelsPath string) (*Dataset, error) {
-	im, err := ReadIDXFile(imagesPath)
+	return LoadLimit(imagesPath, labelsPath, 0)
+}
+
+// LoadLimit is Load keeping only the first limit examples (all for 0).
+func LoadLimit(imagesPath, labelsPath string, limit int) (*Dataset, error) {
+	im, err := ReadIDXFileLimit(imagesPath, limit)
 	if err != nil {
 		return nil, err
 	}
-	lb, err := ReadIDXFile(labelsPath)
+	lb, err := ReadIDXFileLimit(labelsPath, limit)
 	if err != nil {
 		return nil, err
 	}

@@ -127,7 +127,7 @@ func dataSize(t ElemType, dims []int) (int, error) {
 // ReadIDX reads one IDX array from r, which may be gzip-compressed (recognized by its magic
 // bytes). It reads r to its end: data after the array is an error.
 func ReadIDX(r io.Reader) (*Array, error) {
-	a, err := readIDX(r)
+	a, err := readIDX(r, 0)
 	if err != nil {
 		return nil, fmt.Errorf("data: idx: %w", err)
 	}
@@ -135,35 +135,41 @@ func ReadIDX(r io.Reader) (*Array, error) {
 }
 
 // ReadIDXFile reads the IDX file at path, gzip-compressed or not, whatever its name.
-func ReadIDXFile(path string) (*Array, error) {
+func ReadIDXFile(path string) (*Array, error) { return ReadIDXFileLimit(path, 0) }
+
+// ReadIDXFileLimit reads the IDX file at path keeping only its first limit items (entries of the
+// first dimension; all of them for 0): the rest of the data is read and its length checked, but
+// never held in memory, so a header claiming millions of images costs the memory of limit.
+func ReadIDXFileLimit(path string, limit int) (*Array, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("data: %w", err)
 	}
 	defer f.Close()
-	a, err := readIDX(f)
+	a, err := readIDX(f, limit)
 	if err != nil {
 		return nil, fmt.Errorf("data: %s: %w", path, err)
 	}
 	return a, nil
 }
 
-func readIDX(r io.Reader) (*Array, error) {
+func readIDX(r io.Reader, limit int) (*Array, error) {
 	br := bufio.NewReader(r)
 	if magic, err := br.Peek(2); err == nil && magic[0] == 0x1f && magic[1] == 0x8b {
 		zr, err := gzip.NewReader(br)
 		if err != nil {
 			return nil, readErr(err)
 		}
-		return readRawIDX(zr)
+		return readRawIDX(zr, limit)
 	}
-	return readRawIDX(br)
+	return readRawIDX(br, limit)
 }
 
-// readRawIDX reads an uncompressed IDX stream. Sizes are checked before anything large is
-// allocated: the data is read in growing pieces, so a header that promises more than the
-// stream holds costs no more memory than the stream.
-func readRawIDX(r io.Reader) (*Array, error) {
+// readRawIDX reads an uncompressed IDX stream, keeping the first limit items (all for 0). Sizes
+// are checked before anything large is allocated: the data is read in growing pieces, so a header
+// that promises more than the stream holds (a small gzip stream inflating to gigabytes included)
+// costs no more memory than the data kept.
+func readRawIDX(r io.Reader, limit int) (*Array, error) {
 	var hdr [4]byte
 	if err := readFull(r, hdr[:], "magic number"); err != nil {
 		return nil, err
@@ -185,17 +191,30 @@ func readRawIDX(r io.Reader) (*Array, error) {
 	if err != nil {
 		return nil, err
 	}
+	keep, limited := n, limit > 0 && len(dims) > 0 && dims[0] > limit
+	if limited {
+		keep = n / dims[0] * limit
+	}
 	var buf bytes.Buffer
-	buf.Grow(min(n, 1<<20))
-	got, err := io.Copy(&buf, io.LimitReader(r, int64(n)+1))
+	buf.Grow(min(keep, 1<<20))
+	got, err := io.Copy(&buf, io.LimitReader(r, int64(keep)))
 	if err != nil {
 		return nil, readErr(err)
 	}
+	// The items not kept are counted, not held.
+	skipped, err := io.Copy(io.Discard, io.LimitReader(r, int64(n-keep)+1))
+	if err != nil {
+		return nil, readErr(err)
+	}
+	got += skipped
 	if got < int64(n) {
 		return nil, fmt.Errorf("truncated data: %s%v needs %d bytes, have %d", t, dims, n, got)
 	}
 	if got > int64(n) {
 		return nil, fmt.Errorf("data after the array: %s%v needs %d bytes, the file has more", t, dims, n)
+	}
+	if limited {
+		dims = append([]int{limit}, dims[1:]...)
 	}
 	return &Array{Type: t, Dims: dims, Data: buf.Bytes()}, nil
 }

@@ -18,9 +18,12 @@ import (
 	"github.com/gcomp/gcomp/examples/linreg"
 	"github.com/gcomp/gcomp/examples/lstm"
 	"github.com/gcomp/gcomp/examples/mlp"
+	"github.com/gcomp/gcomp/examples/mobilenet"
+	"github.com/gcomp/gcomp/examples/resnet"
 	"github.com/gcomp/gcomp/examples/rnn"
 	"github.com/gcomp/gcomp/examples/swish"
 	"github.com/gcomp/gcomp/examples/transformer"
+	"github.com/gcomp/gcomp/examples/unet"
 	"github.com/gcomp/gcomp/frontend"
 )
 
@@ -33,7 +36,9 @@ type Example struct {
 	Slow bool
 }
 
-// Tutorials are the models of the PyTorch tutorials, in the order the docs list them.
+// Tutorials are the models of the PyTorch tutorials, in the order the docs list them, then
+// two vision architectures built from BatchNorm, ReLU6 and adaptive pooling (a ResNet and a
+// MobileNet block).
 var Tutorials = []Example{
 	{"linreg", "examples/linreg", linreg.Model, false},
 	{"mlp", "examples/mlp", mlp.Model, false},
@@ -42,6 +47,16 @@ var Tutorials = []Example{
 	{"lstm", "examples/lstm", lstm.Model, true},
 	{"transformer", "examples/transformer", transformer.Model, false},
 	{"gpt", "examples/gpt", gpt.Model, true},
+	{"resnet", "examples/resnet", resnet.Model, true},
+	{"mobilenet", "examples/mobilenet", mobilenet.Model, true},
+}
+
+// Segmentation is the U-Net. It is not among Tutorials, whose kernels codegen holds to ≥ 90%
+// load coalescing on the simulator: its upsampling kernels apply the BatchNorm of the
+// convolution before them, and the simulator counts each warp-uniform per-channel parameter
+// load as 4 useful bytes of a 32-byte sector (40% overall). docs/perf.md has the numbers.
+var Segmentation = []Example{
+	{"unet", "examples/unet", unet.Model, true},
 }
 
 // Fashion are the Fashion-MNIST classifiers that gcomp train trains.
@@ -50,8 +65,10 @@ var Fashion = []Example{
 	{"fashion_cnn", "examples/fashion/cnn", fashioncnn.Model, true},
 }
 
-// All is Tutorials, then Fashion.
-func All() []Example { return append(append([]Example(nil), Tutorials...), Fashion...) }
+// All is Tutorials, then Fashion, then Segmentation.
+func All() []Example {
+	return append(append(append([]Example(nil), Tutorials...), Fashion...), Segmentation...)
+}
 
 // Custom are the examples with a CUDA kernel of their own (docs/custom.md). They are not in
 // All: compiling them needs NVRTC, and their kernels are not gcomp's to generate.

@@ -25,6 +25,7 @@ type state struct {
 	pos     PositionFunc
 	decl    map[string]decl   // input and parameter names
 	outputs map[string]string // output names → where they were declared
+	mode    mode              // eval or training (WithTraining)
 	dir     string            // the model's folder: custom kernels' source files are read from it
 }
 

@@ -38,7 +38,16 @@
 // dtypes must be equal (Cast converts). Scalar variants (AddScalar, MulScalar, ...) make a
 // constant of the tensor's type. The composites of torch.nn.functional are functions: Linear,
 // Conv2d, MaxPool2d, AvgPool2d, Embedding, LayerNorm, ScaledDotProductAttention, RNNCell,
-// LSTMCell, GRUCell, the unrolled RNN, LSTM and GRU, MSELoss and CrossEntropyLoss.
+// LSTMCell, GRUCell, the unrolled RNN, LSTM and GRU, MSELoss and CrossEntropyLoss; the
+// activation family (Clamp, Hardtanh, Relu6, Hardswish, Hardsigmoid, LeakyRelu, Elu, Softplus,
+// Mish, Prelu), BatchNorm, BatchNormTrain, GroupNorm, InstanceNorm, Conv1d, Conv2dSame,
+// ConvTranspose2d, AdaptiveAvgPool2d, AdaptiveMaxPool2d, Interpolate, Flip, Argmax, Argmin,
+// Topk, Cumsum and DropoutTrain. Each is built from exact primitives, so its gradient comes from
+// theirs; frontend/nn's tests hold them to PyTorch's values, forward and backward.
+//
+// A graph is built in eval mode unless WithTraining is given (Builder.Training): then nn.Dropout
+// drops, with numbers from the graph's random key input (RandomKey, NextStream), and BatchNorm
+// normalizes with batch statistics and updates its buffers (UpdateBuffer).
 //
 // # Parameters
 //

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
+	"unicode"
 )
 
 // Op names the graph layer itself uses. Every other op name is defined by package ops.
@@ -138,11 +140,24 @@ func (g *Graph) Clone() *Graph {
 func (v *Value) Where(g *Graph) string {
 	switch {
 	case v.Pos != "":
-		return v.Pos
+		return printable(v.Pos)
 	case v.Line > 0 && g != nil && g.File != "":
 		return fmt.Sprintf("%s:%d", g.File, v.Line)
 	}
 	return ""
+}
+
+// printable returns s as it may be printed to a terminal: unchanged when every rune is
+// printable, else Go-quoted without the quotes, so that a loc("...") read from a file cannot
+// send escape sequences to the user's terminal.
+func printable(s string) string {
+	for _, r := range s {
+		if !unicode.IsPrint(r) {
+			q := strconv.Quote(s)
+			return q[1 : len(q)-1]
+		}
+	}
+	return s
 }
 
 // Attrs holds an op's attributes. Values have one of the types int, float64, bool, string, DType,

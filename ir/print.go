@@ -47,6 +47,17 @@ func (g *Graph) Format(v *Value) string {
 	return sb.String()
 }
 
+// Formatter returns Format for many values of g: the names are computed once, where each call of
+// Format computes them again (a kernel's comment lists all its values).
+func (g *Graph) Formatter() func(v *Value) string {
+	names := g.Names()
+	return func(v *Value) string {
+		var sb strings.Builder
+		writeValue(&sb, v, names)
+		return sb.String()
+	}
+}
+
 // FormatAt names v in messages: "model.go:17: %3 = add(%1, %2) : f32[4]", where it is (Where)
 // and its statement without the loc(...) that would say it again.
 func (g *Graph) FormatAt(v *Value) string {

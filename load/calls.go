@@ -51,12 +51,24 @@ func (c *callLines) wrap(call *ast.CallExpr, line int) (e ast.Expr, prefix, suff
 		cands = append(cands, call.Fun)
 	}
 	for _, e := range cands {
+		if isEmptyStruct(c.info.TypeOf(e)) {
+			// A value of a compiled struct type without fields (nn.ReLU{}) that passes through
+			// `any` comes back broken from the interpreter's type assertion ("reflect: Field index
+			// out of bounds"); such a value holds no call to position anyway.
+			continue
+		}
 		if t, ok := c.typeString(c.info.TypeOf(e), e.Pos()); ok {
 			l := tracePkg + ".Line(" + strconv.Itoa(line) + ", (" + t + ")("
 			return e, l, ")).(" + t + ")", true
 		}
 	}
 	return nil, "", "", false
+}
+
+// isEmptyStruct reports whether t is a struct type without fields.
+func isEmptyStruct(t types.Type) bool {
+	s, ok := t.Underlying().(*types.Struct)
+	return ok && s.NumFields() == 0
 }
 
 // interpreted reports whether call calls a function of the model file, which sets its own line

@@ -2,6 +2,7 @@ package load
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"go/ast"
@@ -49,7 +50,10 @@ func goSource(filename string, src []byte, opt Options) (*ir.Graph, error) {
 	if err != nil {
 		return nil, err
 	}
-	tr := &tracer{file: filename}
+	if err := unsupported(fset, file, info); err != nil {
+		return nil, err
+	}
+	tr := &tracer{file: filename, maxBytes: opt.Memory}
 	traced, ins := instrument(fset, file, src, pkg, info)
 	var stderr bytes.Buffer
 	// The model's own prints (shapes, while debugging) go to our stderr, never to stdout,
@@ -64,25 +68,65 @@ func goSource(filename string, src []byte, opt Options) (*ir.Graph, error) {
 	if err := i.Use(symbols.Symbols); err != nil {
 		return nil, err
 	}
-	if _, err := i.Eval(string(traced)); err != nil {
-		return nil, interpError(filename, err, &stderr, ins)
+	// One deadline and one memory limit hold for the package's initialization and the entry
+	// function together.
+	ctx, cancel := context.WithTimeout(context.Background(), opt.Timeout)
+	defer cancel()
+	stopWatch := make(chan struct{})
+	defer close(stopWatch)
+	over := watchMemory(opt.Memory, stopWatch)
+	type result struct {
+		g   *ir.Graph
+		err error
 	}
-	v, err := i.Eval(file.Name.Name + "." + opt.Entry)
+	done := make(chan result, 1)
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				done <- result{nil, fmt.Errorf("%s: panic: %v", filename, r)}
+			}
+		}()
+		g, err := runModel(i, filename, string(traced), file.Name.Name, opt.Entry, opt.Training, tr, &stderr, ins)
+		done <- result{g, err}
+	}()
+	select {
+	case r := <-done:
+		return r.g, r.err
+	case <-ctx.Done():
+		stopInterpreter(i)
+		return nil, limitError(filename, opt, false)
+	case <-over:
+		stopInterpreter(i)
+		return nil, limitError(filename, opt, true)
+	}
+}
+
+// runModel evaluates the instrumented model source and calls its entry function on a fresh
+// frontend.Builder.
+func runModel(i *interp.Interpreter, filename, traced, pkg, entry string, training bool, tr *tracer, stderr *bytes.Buffer, ins insertions) (*ir.Graph, error) {
+	if _, err := i.Eval(traced); err != nil {
+		return nil, interpError(filename, err, stderr, ins)
+	}
+	v, err := i.Eval(pkg + "." + entry)
 	if err != nil {
-		return nil, interpError(filename, err, &stderr, ins)
+		return nil, interpError(filename, err, stderr, ins)
 	}
 	model, ok := v.Interface().(func(*frontend.Builder))
 	if !ok {
-		return nil, fmt.Errorf("%s: %s has type %s, want func(b *frontend.Builder)", filename, opt.Entry, v.Type())
+		return nil, fmt.Errorf("%s: %s has type %s, want func(b *frontend.Builder)", filename, entry, v.Type())
 	}
-	g, err := frontend.Build(file.Name.Name, func(b *frontend.Builder) {
+	opts := []frontend.Option{frontend.WithPosition(tr.pos), frontend.WithDir(filepath.Dir(filename))}
+	if training {
+		opts = append(opts, frontend.WithTraining())
+	}
+	g, err := frontend.Build(pkg, func(b *frontend.Builder) {
 		defer func() {
 			if r := recover(); r != nil {
 				panic(tr.recovered(r))
 			}
 		}()
 		model(b)
-	}, frontend.WithPosition(tr.pos), frontend.WithDir(filepath.Dir(filename)))
+	}, opts...)
 	var fe *frontend.Error
 	if errors.As(err, &fe) && fe.Pos == "" {
 		fe.Pos = filename // a mistake of the whole model, such as declaring no outputs

@@ -1,16 +1,19 @@
-// Package load turns a model file into a verified graph: a .gir text file (parsed by package ir) or
+// Package load turns a model file into a verified graph: a .gir text file (parsed by package ir),
 // a Go file written with the DSL (package frontend), run by an embedded Go interpreter so that
-// gcomp needs neither the Go toolchain nor the network at run time.
+// gcomp needs neither the Go toolchain nor the network at run time, or an ONNX model (package
+// frontend/onnx), whose weights Initializers returns.
 package load
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
+	"github.com/gcomp/gcomp/frontend/onnx"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ops"
+	"github.com/gcomp/gcomp/tensorio"
 )
 
 // DefaultEntry is the function a model.go file must declare: func Model(b *frontend.Builder).
@@ -20,24 +23,49 @@ const DefaultEntry = "Model"
 type Options struct {
 	// Entry names the model function in a .go file; DefaultEntry if empty.
 	Entry string
+	// Timeout bounds the time a .go model takes to build its graph; DefaultTimeout if zero.
+	Timeout time.Duration
+	// Memory bounds the heap a .go model's code may grow (one make, or the heap over time);
+	// DefaultMemory if zero.
+	Memory int64
+	// ONNX fixes an .onnx model's input shapes and compile-time inputs.
+	ONNX onnx.Options
+	// Training builds a .go model in training mode (frontend.WithTraining), as gcomp train
+	// does: dropout drops, BatchNorm uses the batch's statistics. Eval mode otherwise.
+	Training bool
 }
 
 // File loads the model at path. Errors carry file:line (and :col for Go syntax errors).
 func File(path string, opt Options) (*ir.Graph, error) {
-	src, err := os.ReadFile(path)
+	limit := int64(MaxSourceBytes)
+	if strings.EqualFold(filepath.Ext(path), ".onnx") {
+		limit = MaxONNXBytes
+	}
+	src, err := tensorio.ReadFile(path, limit)
 	if err != nil {
-		if os.IsNotExist(err) {
-			return nil, fmt.Errorf("%s: no such file", path)
-		}
 		return nil, err
 	}
 	return Source(path, src, opt)
 }
 
+// MaxSourceBytes bounds a model file (a .go or .gir source; a chain of a million ops in .gir is
+// about 50 MB).
+const MaxSourceBytes = 64 << 20
+
+// MaxONNXBytes bounds an .onnx file: protobuf's 2 GB message limit (larger models keep their
+// weights in external data files, which are read separately).
+const MaxONNXBytes = 2 << 30
+
 // Source loads a model from its text; filename decides the format and is used in messages.
 func Source(filename string, src []byte, opt Options) (*ir.Graph, error) {
 	if opt.Entry == "" {
 		opt.Entry = DefaultEntry
+	}
+	if opt.Timeout <= 0 {
+		opt.Timeout = DefaultTimeout
+	}
+	if opt.Memory <= 0 {
+		opt.Memory = DefaultMemory
 	}
 	switch strings.ToLower(filepath.Ext(filename)) {
 	case ".gir":
@@ -51,6 +79,8 @@ func Source(filename string, src []byte, opt Options) (*ir.Graph, error) {
 		return g, nil
 	case ".go":
 		return goSource(filename, src, opt)
+	case ".onnx":
+		return onnxSource(filename, src, opt)
 	}
-	return nil, fmt.Errorf("%s: unknown model format %q (want .go or .gir)", filename, filepath.Ext(filename))
+	return nil, fmt.Errorf("%s: unknown model format %q (want .go, .gir or .onnx)", filename, filepath.Ext(filename))
 }

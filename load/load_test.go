@@ -121,7 +121,16 @@ func TestErrors(t *testing.T) {
 			want: `m.gir:3: %0 = neg(%x) : f64[2]: result type is f64[2], but the op computes f32[2]`},
 		{name: "gir syntax", file: "m.gir", src: "graph g {\n  input %x f32[2]\n}\n",
 			want: `m.gir:2:12: expected ":"`},
-		{name: "unknown extension", file: "m.onnx", src: "", want: `m.onnx: unknown model format ".onnx"`},
+		{name: "unknown extension", file: "m.tflite", src: "", want: `m.tflite: unknown model format ".tflite"`},
+		{name: "empty onnx", file: "m.onnx", src: "", want: `m.onnx: the model has no graph`},
+		{name: "corrupt onnx", file: "m.onnx", src: "\xff\xff", want: `m.onnx: not a valid ONNX model`},
+		{name: "range over func", file: "model.go", src: replace(`b.Output("y", x)`, `for i := range seq {
+		_ = i
+	}
+	b.Output("y", x)`) + "\nfunc seq(yield func(int) bool) {\n\tyield(1)\n}\n",
+			want: "model.go:21:2: range over a function (an iterator) is not supported in model files"},
+		{name: "escape sequence in loc", file: "m.gir", src: "graph g {\n  input %x : f32[2]\n  input %z : f32[3]\n  %0 = add(%x, %z) : f32[2] loc(\"\\u001b[2Jm.go:3\")\n  output y = %0\n}\n",
+			want: `\x1b[2Jm.go:3: %0 = add(%x, %z) : f32[2]: add: `},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

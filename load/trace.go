@@ -41,6 +41,8 @@ const maxCallDepth = 1000
 type tracer struct {
 	file  string
 	lines []int
+	// maxBytes bounds one make's allocation (Size).
+	maxBytes int64
 	// panicked is the line stack as it was where the panic now unwinding began: the deferred
 	// Leave calls pop the stack before the model's caller can recover.
 	panicked []int
@@ -147,6 +149,7 @@ func (t *tracer) exports() interp.Exports {
 		"Leave": reflect.ValueOf(t.Leave),
 		"At":    reflect.ValueOf(t.At),
 		"Line":  reflect.ValueOf(t.Line),
+		"Size":  reflect.ValueOf(t.Size),
 	}}
 }
 
@@ -245,6 +248,28 @@ func instrument(fset *token.FileSet, f *ast.File, src []byte, pkg *types.Package
 			add(e.End(), suffix, true)
 		}
 	}
+	// boundMake passes a make's length and capacity through gcomptrace.Size, which refuses one
+	// larger than the memory limit before the interpreter allocates it.
+	sizes := types.SizesFor("gc", "amd64")
+	boundMake := func(call *ast.CallExpr) {
+		id, ok := ast.Unparen(call.Fun).(*ast.Ident)
+		if b, isB := info.Uses[id].(*types.Builtin); !ok || !isB || b.Name() != "make" || len(call.Args) < 2 {
+			return
+		}
+		var elem int64 = 1
+		switch t := info.TypeOf(call.Args[0]).Underlying().(type) {
+		case *types.Slice:
+			elem = sizes.Sizeof(t.Elem())
+		case *types.Chan:
+			elem = sizes.Sizeof(t.Elem())
+		case *types.Map:
+			elem = sizes.Sizeof(t.Key()) + sizes.Sizeof(t.Elem())
+		}
+		for _, a := range call.Args[1:] {
+			add(a.Pos(), tracePkg+".Size(int(", false)
+			add(a.End(), "), "+strconv.FormatInt(max(elem, 1), 10)+")", true)
+		}
+	}
 	var stack []ast.Node
 	ast.Inspect(f, func(n ast.Node) bool {
 		if n == nil {
@@ -270,6 +295,7 @@ func instrument(fset *token.FileSet, f *ast.File, src []byte, pkg *types.Package
 			}
 		case *ast.CallExpr:
 			wrapCall(n, stack)
+			boundMake(n)
 		}
 		stack = append(stack, n)
 		return true
@@ -323,9 +349,14 @@ func headerEnd(s ast.Stmt) token.Pos {
 func (ins insertions) origCol(line, col int) int {
 	shift := 0
 	for _, in := range ins {
-		if in.line == line && in.col+shift < col {
-			shift += len(in.text) - (in.end - in.offset)
+		if in.line != line || in.col+shift >= col {
+			continue
 		}
+		if col < in.col+shift+len(in.text) {
+			// Inside text the loader inserted: the user's code is at the insertion's column.
+			return in.col
+		}
+		shift += len(in.text) - (in.end - in.offset)
 	}
-	return col - shift
+	return max(col-shift, 1)
 }

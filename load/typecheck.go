@@ -103,3 +103,32 @@ func isIntRange(info *types.Info, rs *ast.RangeStmt) bool {
 	b, ok := tv.Type.Underlying().(*types.Basic)
 	return ok && b.Info()&types.IsInteger != 0
 }
+
+// unsupported finds what type-checks as Go but a model file may not do, and says so at its
+// position instead of failing inside the interpreter: ranging over a function (Go 1.23
+// iterators), which the interpreter cannot run, and go statements: a model is built by one
+// goroutine (the builder is not safe for concurrent use, and a panic in another goroutine could
+// not be reported at its line).
+func unsupported(fset *token.FileSet, file *ast.File, info *types.Info) error {
+	var err error
+	ast.Inspect(file, func(n ast.Node) bool {
+		if err != nil {
+			return false
+		}
+		if g, ok := n.(*ast.GoStmt); ok {
+			err = fmt.Errorf("%s: go statements are not allowed in model files: a model's graph is built by one goroutine", fset.Position(g.Go))
+			return false
+		}
+		rs, ok := n.(*ast.RangeStmt)
+		if !ok {
+			return true
+		}
+		if tv, ok := info.Types[rs.X]; ok && tv.Type != nil {
+			if _, ok := tv.Type.Underlying().(*types.Signature); ok {
+				err = fmt.Errorf("%s: range over a function (an iterator) is not supported in model files: loop over a slice or call the function with a callback", fset.Position(rs.For))
+			}
+		}
+		return true
+	})
+	return err
+}

@@ -36,3 +36,26 @@ func TestModelTypesCurrent(t *testing.T) {
 		t.Errorf("modeltypes.bin is stale: run go generate ./load")
 	}
 }
+
+// A column inside text the loader inserted maps to the insertion's column, never before the
+// line's start (an error once read "model.go:10:-16:").
+func TestOrigCol(t *testing.T) {
+	// Line 10: "\tx := f(a)" with 20 bytes of tracing inserted at column 7 (before "f").
+	ins := insertions{{offset: 100, end: 100, line: 10, col: 7, text: strings.Repeat("t", 20)}}
+	for _, tc := range []struct{ col, want int }{
+		{0, 1},   // no column before the first
+		{1, 1},   // before the insertion
+		{6, 6},   // just before it
+		{7, 7},   // its first inserted byte
+		{20, 7},  // inside it
+		{27, 7},  // the original "f", shifted by 20
+		{30, 10}, // after it
+	} {
+		if got := ins.origCol(10, tc.col); got != tc.want {
+			t.Errorf("origCol(10, %d) = %d, want %d", tc.col, got, tc.want)
+		}
+		if got := ins.origCol(11, tc.col); got != max(tc.col, 1) {
+			t.Errorf("origCol(11, %d) = %d on a line without insertions", tc.col, got)
+		}
+	}
+}

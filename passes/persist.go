@@ -59,16 +59,46 @@ func persistPass(st *State) error {
 	var out []*Kernel
 	for i := 0; i < len(kg.Kernels); {
 		n, p := longestRun(kg.Kernels, i, readers, opt)
-		if n < opt.PersistStages {
-			out = append(out, kg.Kernels[i])
-			i++
-			continue
+		if n >= opt.PersistStages {
+			if k := persistIfFaster(kg.Kernels[i:i+n], p, st.opt.TF32); k != nil {
+				out = append(out, k)
+				i += n
+				continue
+			}
 		}
-		out = append(out, persistent(kg.Kernels[i:i+n], p))
-		i += n
+		out = append(out, kg.Kernels[i])
+		i++
 	}
 	kg.Kernels = out
 	kg.renumber()
+	return nil
+}
+
+// persistIfFaster returns the persistent kernel for run if the cost model (cost.go) rates it
+// faster than the run's kernels, each launched on a stream: one launch instead of len(run), but
+// one block, so one SM's share of the machine. Otherwise it returns nil and leaves the run's
+// buffers as they were.
+func persistIfFaster(run []*Kernel, p *runPlan, tf32 bool) *Kernel {
+	separate := launchesUS(len(run), false)
+	type was struct {
+		b      *Buffer
+		writer *Kernel
+		kind   BufferKind
+	}
+	var undo []was
+	for _, k := range run {
+		separate += kernelCost(k, tf32).ModeledTimeUS
+		for _, b := range k.Writes {
+			undo = append(undo, was{b, b.Writer, b.Kind})
+		}
+	}
+	k := persistent(run, p)
+	if kernelCost(k, tf32).ModeledTimeUS+launchesUS(1, false) < separate {
+		return k
+	}
+	for _, u := range undo {
+		u.b.Writer, u.b.Kind = u.writer, u.kind
+	}
 	return nil
 }
 

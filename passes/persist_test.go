@@ -36,6 +36,13 @@ const loopChain = `
   %5 = neg(%4) : f32[8,8,4]
   output y = %5`
 
+// loopChain at 4096 times the size: with the bounds lifted the run qualifies, but one block
+// would move 4 MB on one SM's share of the machine.
+var bigLoopChain = strings.NewReplacer("f32[8]", "f32[4096]", "f32[8,8]", "f32[4096,64]", "shape=[8,8]", "shape=[4096,64]",
+	"f32[8,8,4]", "f32[4096,64,4]", "shape=[8,8,4]", "shape=[4096,64,4]").Replace(loopChain)
+
+var unbounded = passes.FusionOptions{PersistElems: 1 << 21, PersistFlops: 1 << 30, PersistShared: 1 << 30}
+
 // What the persist pass forms: which kernels, which values stay in shared memory, which go to
 // global memory. compile checks each result bit for bit against the source graph.
 func TestPersist(t *testing.T) {
@@ -62,6 +69,9 @@ func TestPersist(t *testing.T) {
 			"k0_exp:loop k1_tanh_log:loop k2_neg:loop", 0, "", ""},
 		{"two stages are not enough", loopChain, passes.FusionOptions{PersistStages: 4},
 			"k0_exp:loop k1_tanh_log:loop k2_neg:loop", 0, "", ""},
+		// The cost model decides: three launches (3 × 3.25 µs) beat one block doing it all.
+		{"slower on one block", bigLoopChain, unbounded, "k0_exp:loop k1_tanh_log:loop k2_neg:loop", 0, "", ""},
+		{"small runs still persist without the bounds", loopChain, unbounded, "k0_persistent:persistent", 3, "%t1@256, %t4@0", "%y"},
 		{"disabled", recurrence, passes.FusionOptions{PersistStages: -1},
 			"k0_matmul_tanh:contraction k1_matmul_tanh:contraction k2_matmul_tanh:contraction k3_matmul:contraction", 0, "", ""},
 	} {

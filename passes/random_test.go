@@ -3,6 +3,7 @@ package passes_test
 import (
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"testing"
 
 	"github.com/gcomp/gcomp/internal/randgraph"
@@ -16,6 +17,11 @@ import (
 // bit what the source graph computes.
 func checkPipeline(t *testing.T, g *ir.Graph, opt passes.Options, seed uint64) *passes.Result {
 	t.Helper()
+	defer func() {
+		if p := recover(); p != nil { // a crash is one seed's failure, not the end of the run
+			t.Fatalf("panic: %v\n%s", p, g)
+		}
+	}()
 	if err := ops.Verify(g); err != nil {
 		t.Fatalf("generator made an invalid graph: %v\n%s", err, g)
 	}
@@ -86,4 +92,9 @@ func FuzzPipeline(f *testing.F) {
 		}
 		checkPipeline(t, g, opt, seed)
 	})
+}
+
+// The corpus has an input for each kind of graph the generator makes (kind-NAME).
+func TestFuzzCorpusKinds(t *testing.T) {
+	randgraph.CheckCorpusKinds(t, filepath.Join("testdata", "fuzz", "FuzzPipeline"))
 }

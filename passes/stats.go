@@ -10,19 +10,6 @@ import (
 	"github.com/gcomp/gcomp/ops"
 )
 
-// The H100 SXM numbers of the roofline model.
-const (
-	hbmBytesPerSec  = 3.35e12
-	fp32FlopsPerSec = 67e12
-	tf32FlopsPerSec = 495e12
-	halfFlopsPerSec = 989e12 // f16 and bf16 tensor cores, dense
-	h100SMs         = 132    // a persistent kernel's one block gets one SM's share of the peak
-)
-
-// CostModel labels modeled_time_us in every report: it is a model, not a measurement.
-const CostModel = "H100 SXM roofline model (not a measurement): per kernel max(DRAM bytes / 3.35 TB/s, flops / peak), " +
-	"peak 67 TFLOP/s FP32, 495 TF32, 989 BF16/FP16 dense for contractions; no launch overhead"
-
 // Stats is the cost report of a compiled graph. The JSON field names are a public format.
 type Stats struct {
 	Kernels        int   `json:"kernels"`
@@ -38,19 +25,28 @@ type Stats struct {
 	NaiveBytes           int64 `json:"naive_bytes"`
 	LowerBoundBytes      int64 `json:"lower_bound_bytes"` // most temp bytes live at once, exact sizes
 	// AlignedLowerBoundBytes: no plan with 256-byte-aligned offsets needs less.
-	AlignedLowerBoundBytes int64         `json:"lower_bound_aligned_bytes"`
-	ModeledTimeUS          float64       `json:"modeled_time_us"`
-	Model                  string        `json:"model"`
-	PerKernel              []KernelStats `json:"per_kernel"`
+	AlignedLowerBoundBytes int64 `json:"lower_bound_aligned_bytes"`
+	// ModeledTimeUS is the modeled time of one run with every kernel launched on a stream;
+	// ModeledGraphTimeUS the same kernels replayed as a CUDA graph; ModeledKernelTimeUS the
+	// kernels alone, without launch overhead. EagerModeledTimeUS is one kernel per op, launched
+	// on a stream.
+	ModeledTimeUS       float64       `json:"modeled_time_us"`
+	ModeledGraphTimeUS  float64       `json:"modeled_graph_time_us"`
+	ModeledKernelTimeUS float64       `json:"modeled_kernel_time_us"`
+	EagerModeledTimeUS  float64       `json:"eager_modeled_time_us"`
+	Model               string        `json:"model"`
+	PerKernel           []KernelStats `json:"per_kernel"`
 }
 
-// KernelStats is one kernel's share of the report.
+// KernelStats is one kernel's share of the report. ModeledTimeUS is its time on the GPU,
+// without the launch overhead; Blocks the blocks the model assumes it launches.
 type KernelStats struct {
 	Name          string  `json:"name"`
 	Kind          string  `json:"kind"`
 	ReadBytes     int64   `json:"read_bytes"`
 	WriteBytes    int64   `json:"write_bytes"`
 	Flops         int64   `json:"flops"`
+	Blocks        int     `json:"blocks"`
 	ModeledTimeUS float64 `json:"modeled_time_us"`
 }
 
@@ -60,16 +56,17 @@ func (s *Stats) JSON() []byte { return indentedJSON(s) }
 // WriteTable prints the report per kernel and in total.
 func (s *Stats) WriteTable(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "kernel\tkind\tread B\twrite B\tflops\tmodel µs\t")
+	fmt.Fprintln(tw, "kernel\tkind\tread B\twrite B\tflops\tblocks\tmodel µs\t")
 	for _, k := range s.PerKernel {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%.3f\t\n", k.Name, k.Kind, k.ReadBytes, k.WriteBytes, k.Flops, k.ModeledTimeUS)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%.3f\t\n", k.Name, k.Kind, k.ReadBytes, k.WriteBytes, k.Flops, k.Blocks, k.ModeledTimeUS)
 	}
-	fmt.Fprintf(tw, "total\t\t\t%d\t%d\t%.3f\t\n", s.DRAMBytes, s.Flops, s.ModeledTimeUS)
+	fmt.Fprintf(tw, "total\t\t\t%d\t%d\t\t%.3f\t\n", s.DRAMBytes, s.Flops, s.ModeledKernelTimeUS)
 	tw.Flush()
 	fmt.Fprintf(w, "kernels %d (eager %d)\n", s.Kernels, s.EagerKernels)
 	fmt.Fprintf(w, "DRAM bytes %d (eager %d, ideal %d, %d with re-reads)\n", s.DRAMBytes, s.EagerDRAMBytes, s.IdealDRAMBytes, s.IdealDRAMRereadBytes)
 	fmt.Fprintf(w, "arena bytes %d (lower bound %d, %d aligned; naive %d)\n", s.ArenaBytes, s.LowerBoundBytes, s.AlignedLowerBoundBytes, s.NaiveBytes)
-	fmt.Fprintf(w, "modeled time %.3f µs: %s\n", s.ModeledTimeUS, s.Model)
+	fmt.Fprintf(w, "modeled time %.3f µs launched on a stream, %.3f µs as a CUDA graph, %.3f µs in kernels (eager %.3f µs): %s\n",
+		s.ModeledTimeUS, s.ModeledGraphTimeUS, s.ModeledKernelTimeUS, s.EagerModeledTimeUS, s.Model)
 }
 
 func costPass(st *State) error {
@@ -79,8 +76,12 @@ func costPass(st *State) error {
 	}
 	s := &Stats{Model: CostModel}
 	s.IdealDRAMBytes, s.IdealDRAMRereadBytes = idealBytes(st.Graph)
-	s.Kernels, s.DRAMBytes, s.ModeledTimeUS, s.PerKernel = kernelCosts(st.Kernels, st.opt.TF32)
-	s.EagerKernels, s.EagerDRAMBytes, _, _ = kernelCosts(eager, st.opt.TF32)
+	s.Kernels, s.DRAMBytes, s.ModeledKernelTimeUS, s.PerKernel = kernelCosts(st.Kernels, st.opt.TF32)
+	s.ModeledTimeUS = s.ModeledKernelTimeUS + launchesUS(s.Kernels, false)
+	s.ModeledGraphTimeUS = s.ModeledKernelTimeUS + launchesUS(s.Kernels, true)
+	var eagerUS float64
+	s.EagerKernels, s.EagerDRAMBytes, eagerUS, _ = kernelCosts(eager, st.opt.TF32)
+	s.EagerModeledTimeUS = eagerUS + launchesUS(s.EagerKernels, false)
 	for _, v := range st.Graph.Values {
 		s.Flops += flops(v)
 	}
@@ -91,46 +92,14 @@ func costPass(st *State) error {
 	return nil
 }
 
+// kernelCosts models every kernel of kg: their count, DRAM bytes, time on the GPU without
+// launch overhead, and each one's report.
 func kernelCosts(kg *KernelGraph, tf32 bool) (n int, bytes int64, us float64, per []KernelStats) {
-	for _, k := range kg.Kernels {
-		ks := KernelStats{Name: k.Name, Kind: k.Kind.String()}
-		users := map[*ir.Value][]*ir.Value{}
-		for _, v := range k.Body.Values {
-			for _, a := range v.Args {
-				users[a] = append(users[a], v)
-			}
-		}
-		for _, in := range k.Body.Inputs() {
-			ks.ReadBytes += footprint(in, users) * int64(in.Type.DType.Size())
-		}
-		peak := fp32FlopsPerSec
-		for _, v := range k.Body.Values {
-			ks.Flops += flops(v)
-			if v.Op == "constant" && len(v.Attrs.Floats("value")) > 1 {
-				ks.ReadBytes += int64(v.Type.Bytes()) // a table of literals lives in memory
-			}
-			if ops.ClassOf(v.Op) == ops.Contraction {
-				switch d := v.Args[0].Type.DType; {
-				case d == ir.F16 || d == ir.BF16:
-					peak = halfFlopsPerSec
-				case d == ir.F32 && tf32:
-					peak = tf32FlopsPerSec
-				}
-			}
-		}
-		if k.RowPasses > 1 {
-			ks.ReadBytes *= int64(k.RowPasses) // a streamed row is read once per pass
-		}
-		for _, b := range k.Writes {
-			ks.WriteBytes += b.Bytes()
-		}
-		if k.Kind == Persistent {
-			peak /= h100SMs // one block: one SM's share of the peak
-		}
-		ks.ModeledTimeUS = max(float64(ks.ReadBytes+ks.WriteBytes)/hbmBytesPerSec, float64(ks.Flops)/peak) * 1e6
-		per = append(per, ks)
-		bytes += ks.ReadBytes + ks.WriteBytes
-		us += ks.ModeledTimeUS
+	per = make([]KernelStats, len(kg.Kernels))
+	for i, k := range kg.Kernels {
+		per[i] = kernelCost(k, tf32)
+		bytes += per[i].ReadBytes + per[i].WriteBytes
+		us += per[i].ModeledTimeUS
 	}
 	return len(kg.Kernels), bytes, us, per
 }

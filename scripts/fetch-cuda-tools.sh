@@ -1,6 +1,7 @@
 #!/bin/sh
 # fetch-cuda-tools.sh [DIR]
 # fetch-cuda-tools.sh --dev [DIR]
+# fetch-cuda-tools.sh --nvvm [DIR]
 #
 # Fetches NVIDIA's PTX tools (ptxas, cuobjdump, nvdisasm) and the CUDA driver
 # library (libcuda.so.1) from Debian bookworm's non-free component and unpacks
@@ -18,22 +19,31 @@
 # Use them with
 #   CGO_CFLAGS=-IDIR/include CGO_LDFLAGS=-LDIR/lib go build -tags gorgonia ./...
 #
+# With --nvvm it fetches NVIDIA's libNVVM (libnvvm.so.4, CUDA 11.8) from the
+# libnvvm4 package into DIR (default .cache/nvvm); codegen/nvvm compiles NVVM
+# IR to PTX with it. The library lands in DIR/usr/lib/x86_64-linux-gnu/.
+#
 # Idempotent: when DIR already holds a working ptxas (with --dev: both files)
 # the script only prints where it is. Needs apt-get and dpkg (any Debian or
 # Ubuntu machine); running as root is not required but apt-get may want it for
 # its lock files.
 #
-# Prints the path of ptxas (with --dev: DIR) on its last line.
+# Prints the path of ptxas (with --dev: DIR; with --nvvm: libnvvm.so.4) on its
+# last line.
 set -eu
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 mode=tools
-if [ "${1:-}" = "--dev" ]; then
-	mode=dev
+case "${1:-}" in
+--dev | --nvvm)
+	mode=${1#--}
 	shift
-fi
+	;;
+esac
 if [ "$mode" = dev ]; then
 	dir=${1:-$root/.cache/cuda-dev}
+elif [ "$mode" = nvvm ]; then
+	dir=${1:-$root/.cache/nvvm}
 else
 	dir=${1:-$root/.cache/cuda}
 fi
@@ -51,6 +61,14 @@ if [ "$mode" = dev ]; then
 	# nvidia-cuda-dev holds cuda.h and stubs/libcuda.so (and 2 GB of
 	# libraries we do not need).
 	pkgs="nvidia-cuda-dev"
+elif [ "$mode" = nvvm ]; then
+	nvvm=$(find "$dir/usr" -name 'libnvvm.so.4' 2>/dev/null | head -n 1)
+	if [ -f "$stamp" ] && [ -n "$nvvm" ] && [ -s "$nvvm" ]; then
+		echo "$nvvm"
+		exit 0
+	fi
+	# libnvvm4 holds libnvvm.so.4 (it needs only libc, libm and libdl).
+	pkgs="libnvvm4"
 else
 	if [ -f "$stamp" ] && [ -x "$ptxas" ] && "$ptxas" --version >/dev/null 2>&1; then
 		echo "$ptxas"
@@ -107,6 +125,22 @@ if [ "$mode" = dev ]; then
 	rm -rf "$tmp" "$state"/debs/*.deb
 	touch "$stamp"
 	echo "$dir"
+	exit 0
+fi
+
+if [ "$mode" = nvvm ]; then
+	for deb in "$state"/debs/*.deb; do
+		echo "fetch-cuda-tools: unpacking $(basename "$deb")" >&2
+		dpkg -x "$deb" "$dir"
+	done
+	rm -f "$state"/debs/*.deb
+	nvvm=$(find "$dir/usr" -name 'libnvvm.so.4' | head -n 1)
+	if [ -z "$nvvm" ] || [ ! -s "$nvvm" ]; then
+		echo "fetch-cuda-tools: libnvvm4 did not hold libnvvm.so.4" >&2
+		exit 1
+	fi
+	touch "$stamp"
+	echo "$nvvm"
 	exit 0
 fi
 

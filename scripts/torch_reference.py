@@ -177,6 +177,94 @@ class Wrapped(nn.Module):
         return {self.out: self.inner(*args)}
 
 
+class BasicBlock(nn.Module):
+    """torchvision's BasicBlock."""
+
+    def __init__(self, i, o, stride):
+        super().__init__()
+        self.conv1 = nn.Conv2d(i, o, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(o)
+        self.conv2 = nn.Conv2d(o, o, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(o)
+        self.downsample = None
+        if stride != 1 or i != o:
+            self.downsample = nn.Sequential(nn.Conv2d(i, o, 1, stride, bias=False), nn.BatchNorm2d(o))
+
+    def forward(self, x):
+        y = F.relu(self.bn1(self.conv1(x)))
+        y = self.bn2(self.conv2(y))
+        if self.downsample is not None:
+            x = self.downsample(x)
+        return F.relu(y + x)
+
+
+class ResNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 16, 3, 1, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(16)
+        self.layer1 = BasicBlock(16, 16, 1)
+        self.layer2 = BasicBlock(16, 32, 2)
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(32, 10)
+
+    def forward(self, x):
+        x = F.relu(self.bn1(self.conv1(x)))
+        x = self.layer2(self.layer1(x))
+        return {"logits": self.fc(torch.flatten(self.pool(x), 1))}
+
+
+def conv_bn_relu6(i, o, k, groups):
+    return nn.Sequential(nn.Conv2d(i, o, k, 1, (k - 1) // 2, groups=groups, bias=False), nn.BatchNorm2d(o), nn.ReLU6())
+
+
+class InvertedResidual(nn.Module):
+    """torchvision's InvertedResidual with stride 1 and equal channels."""
+
+    def __init__(self, ch, expand):
+        super().__init__()
+        h = ch * expand
+        self.conv = nn.Sequential(conv_bn_relu6(ch, h, 1, 1), conv_bn_relu6(h, h, 3, h), nn.Conv2d(h, ch, 1, bias=False),
+                                  nn.BatchNorm2d(ch))
+
+    def forward(self, x):
+        return x + self.conv(x)
+
+
+class MobileNetBlock(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.block = InvertedResidual(16, 4)
+
+    def forward(self, x):
+        return {"y": self.block(x)}
+
+
+def double_conv(i, o):
+    return nn.Sequential(nn.Conv2d(i, o, 3, 1, 1, bias=False), nn.BatchNorm2d(o), nn.ReLU(),
+                         nn.Conv2d(o, o, 3, 1, 1, bias=False), nn.BatchNorm2d(o), nn.ReLU())
+
+
+class UNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.enc1 = double_conv(3, 8)
+        self.enc2 = double_conv(8, 16)
+        self.mid = double_conv(16, 32)
+        self.up = nn.Upsample(scale_factor=2)
+        self.dec2 = double_conv(32 + 16, 16)
+        self.dec1 = double_conv(16 + 8, 8)
+        self.head = nn.Conv2d(8, 2, 1)
+
+    def forward(self, x):
+        e1 = self.enc1(x)
+        e2 = self.enc2(F.max_pool2d(e1, 2))
+        mid = self.mid(F.max_pool2d(e2, 2))
+        d2 = self.dec2(torch.cat([self.up(mid), e2], 1))
+        d1 = self.dec1(torch.cat([self.up(d2), e1], 1))
+        return {"logits": self.head(d1)}
+
+
 MODELS = {
     "linreg": (lambda: LinearRegression(2, 5), ["x"]),
     "mlp": (MLP, ["x"]),
@@ -185,6 +273,9 @@ MODELS = {
     "lstm": (LSTM, ["x", "h0", "c0"]),
     "transformer": (lambda: Wrapped(transformer(), "y"), ["src"]),
     "gpt": (GPT, ["tokens"]),
+    "resnet": (ResNet, ["x"]),
+    "unet": (UNet, ["x"]),
+    "mobilenet": (MobileNetBlock, ["x"]),
 }
 
 

@@ -11,7 +11,7 @@ py=${PYTHON:-/usr/bin/python3}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 go build -o "$tmp/gcomp" ./cmd/gcomp
-for m in linreg mlp cnn rnn lstm transformer gpt; do
+for m in linreg mlp cnn rnn lstm transformer gpt resnet unet mobilenet; do
 	"$tmp/gcomp" init-weights "examples/$m/model.go" -o "$tmp/$m.safetensors"
 	"$tmp/gcomp" run "examples/$m/model.go" --weights "$tmp/$m.safetensors" --save-inputs \
 		--output-dir "$tmp/$m" 2>/dev/null

@@ -3,6 +3,7 @@ package tensor
 import (
 	"fmt"
 	"hash/fnv"
+	"math"
 	"math/rand/v2"
 
 	"github.com/gcomp/gcomp/ir"
@@ -50,12 +51,15 @@ func Initialize(p *ir.Value, seed uint64) (*Tensor, error) {
 	switch kind {
 	case InitUniform:
 		lo, hi := a.Float("low", -1), a.Float("high", 1)
-		if !(lo <= hi) {
-			return nil, fmt.Errorf("parameter %s: uniform init needs low <= high, have %v > %v", p.Name, lo, hi)
+		if !(lo <= hi) || math.IsInf(lo, 0) || math.IsInf(hi, 0) {
+			return nil, fmt.Errorf("parameter %s: uniform init needs finite low <= high, have low=%v, high=%v", p.Name, lo, hi)
 		}
 		fill(func() float64 { return lo + (hi-lo)*rng.Float64() })
 	case InitNormal:
 		mean, std := a.Float("mean", 0), a.Float("std", 1)
+		if math.IsNaN(mean) || math.IsInf(mean, 0) || !(std >= 0) || math.IsInf(std, 0) {
+			return nil, fmt.Errorf("parameter %s: normal init needs a finite mean and a finite std >= 0, have mean=%v, std=%v", p.Name, mean, std)
+		}
 		fill(func() float64 { return mean + std*rng.NormFloat64() })
 	case InitZeros:
 	case InitOnes:

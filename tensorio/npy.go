@@ -35,6 +35,9 @@ func ReadNPYFile(path string) (*Array, error) {
 		return nil, fmt.Errorf("tensorio: %w", err)
 	}
 	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.IsDir() {
+		return nil, fmt.Errorf("tensorio: %s: is a directory, not a .npy file", path)
+	}
 	a, err := readNPY(bufio.NewReader(f))
 	if err != nil {
 		return nil, fmt.Errorf("tensorio: %s: %w", path, err)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"slices"
 	"sort"
@@ -35,17 +36,72 @@ func ReadSafetensors(data []byte) (tensors map[string]*Array, metadata map[strin
 	return t, m, nil
 }
 
-// ReadSafetensorsFile reads the safetensors file at path.
+// ReadSafetensorsFile reads the safetensors file at path. A regular file is read whole after its
+// size is known; a pipe or device is read as far as its header says, never further, so
+// /dev/zero costs nothing.
 func ReadSafetensorsFile(path string) (map[string]*Array, map[string]string, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("tensorio: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, nil, fmt.Errorf("tensorio: %w", err)
+	}
+	var data []byte
+	if st.Mode().IsRegular() || st.IsDir() {
+		data, err = ReadFile(path, math.MaxInt64)
+		if err != nil {
+			return nil, nil, fmt.Errorf("tensorio: %w", err)
+		}
+	} else if data, err = readSafetensorsStream(f); err != nil {
+		return nil, nil, fmt.Errorf("tensorio: %s: %w", path, err)
 	}
 	t, m, err := readSafetensors(data)
 	if err != nil {
 		return nil, nil, fmt.Errorf("tensorio: %s: %w", path, err)
 	}
 	return t, m, nil
+}
+
+// readSafetensorsStream reads a safetensors file from a stream of unknown length: the header
+// length, the header, and then only as many bytes of data as the header's offsets reach (one
+// more, to see trailing data), growing the buffer as the bytes arrive.
+func readSafetensorsStream(r io.Reader) ([]byte, error) {
+	var n [8]byte
+	if _, err := io.ReadFull(r, n[:]); err != nil {
+		return nil, fmt.Errorf("truncated header: %v", err)
+	}
+	hlen := binary.LittleEndian.Uint64(n[:])
+	if hlen > maxSTHeader {
+		return nil, fmt.Errorf("header length %d exceeds the limit of %d bytes", hlen, maxSTHeader)
+	}
+	head, err := io.ReadAll(io.LimitReader(r, int64(hlen)))
+	if err != nil {
+		return nil, err
+	}
+	if uint64(len(head)) < hlen {
+		return nil, fmt.Errorf("truncated header: want %d bytes, have %d", hlen, len(head))
+	}
+	var entries map[string]json.RawMessage
+	if err := json.Unmarshal(head, &entries); err != nil {
+		return nil, fmt.Errorf("bad header JSON: %v", err)
+	}
+	var end int64
+	for name, raw := range entries {
+		var e struct {
+			DataOffsets []int64 `json:"data_offsets"`
+		}
+		if name != metadataKey && json.Unmarshal(raw, &e) == nil && len(e.DataOffsets) == 2 && e.DataOffsets[1] > end {
+			end = e.DataOffsets[1]
+		}
+	}
+	body, err := io.ReadAll(io.LimitReader(r, min(end, math.MaxInt64-1)+1))
+	if err != nil {
+		return nil, err
+	}
+	return append(append(n[:], head...), body...), nil
 }
 
 // WriteSafetensors writes tensors and metadata (which may be nil) to w.

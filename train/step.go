@@ -2,6 +2,8 @@ package train
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/gcomp/gcomp/frontend"
@@ -36,6 +38,10 @@ type Options struct {
 	// LossScale is the dynamic loss scaler. nil means GradScaler's defaults when AMP is "f16"
 	// and no scaling otherwise; set Disabled to turn it off for f16.
 	LossScale *LossScale
+	// Seed seeds the random numbers of a graph built in training mode (dropout masks): its key
+	// input frontend.RandomKeyName becomes state that starts at (Seed mod 2³¹)·2³² and grows by
+	// one every step, so each (seed, step) draws fresh numbers (`gcomp train --seed`).
+	Seed uint64
 }
 
 // LossScale is torch.cuda.amp.GradScaler's dynamic loss scaling, computed inside the step graph.
@@ -154,10 +160,23 @@ func StepFromGraph(fwd *ir.Graph, opt Optimizer, o Options) (*StepGraph, error) 
 	if loss.Type.Shape.Rank() != 0 || !loss.Type.DType.IsFloat() {
 		return nil, fmt.Errorf("train: the loss %s must be a float scalar, have %s", o.Loss, loss.Type)
 	}
+	// Buffers the forward pass updates (BatchNorm's running statistics in training mode): their
+	// outputs become the parameters' next values, and the optimizer leaves them alone.
+	buffers := map[string]*ir.Value{}
+	kept := slices.Clone(g.Outputs)[:0]
+	for _, out := range g.Outputs {
+		if name, ok := strings.CutPrefix(out.Name, frontend.BufferPrefix); ok {
+			buffers[name] = out.Value
+			continue
+		}
+		kept = append(kept, out)
+	}
+	g.Outputs = kept
 	params, err := trainable(g, o.Params)
 	if err != nil {
 		return nil, err
 	}
+	params = slices.DeleteFunc(params, func(p *ir.Value) bool { return buffers[p.Name] != nil })
 	s := &StepGraph{Graph: g, Loss: o.Loss, StateBindings: map[string]string{}, Optimizer: opt, AMP: o.AMP, LossScale: ls}
 	var clash string
 	state := func(name string, t ir.Type, init float64) *ir.Value {
@@ -167,7 +186,13 @@ func StepFromGraph(fwd *ir.Graph, opt Optimizer, o Options) (*StepGraph, error) 
 		s.State = append(s.State, StateVar{name, t, init})
 		return g.Input(name, t, nil)
 	}
+	var rngKey *ir.Value
 	for _, v := range g.Inputs() {
+		if v.Name == frontend.RandomKeyName && v.Type.Equal(ir.T(ir.I64)) {
+			rngKey = v
+			s.State = append(s.State, StateVar{v.Name, v.Type, float64(o.Seed%(1<<31)) * (1 << 32)})
+			continue
+		}
 		s.Batch = append(s.Batch, v.Name)
 	}
 	for _, p := range params {
@@ -233,6 +258,13 @@ func StepFromGraph(fwd *ir.Graph, opt Optimizer, o Options) (*StepGraph, error) 
 				newStep = keepIf(e, found, step, newStep)
 			}
 			s.output(newStep, StepName)
+		}
+		for _, name := range slices.Sorted(maps.Keys(buffers)) {
+			s.output(buffers[name], name)
+		}
+		if rngKey != nil {
+			// Every step draws new numbers, skipped steps too (as PyTorch's generator advances).
+			s.output(e.AddScalar(rngKey, 1), rngKey.Name)
 		}
 		if scale != nil {
 			newScale, newTracker := updateScale(e, ls, found, scale, tracker)

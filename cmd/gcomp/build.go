@@ -7,8 +7,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/gcomp/gcomp/artifact"
+	"github.com/gcomp/gcomp/codegen/backend"
+	"github.com/gcomp/gcomp/codegen/nvvm"
 	"github.com/gcomp/gcomp/codegen/ptx"
 	"github.com/gcomp/gcomp/compiler"
 	"github.com/gcomp/gcomp/ir"
@@ -19,15 +22,38 @@ import (
 
 // modelFlags are the flags every command that loads a model shares.
 type modelFlags struct {
-	entry *string
+	entry   *string
+	timeout *time.Duration
+	memory  *byteSize
+	onnx    onnxFlags
 }
 
 func addModelFlags(fs *flag.FlagSet) modelFlags {
-	return modelFlags{entry: fs.String("entry", load.DefaultEntry, "name of the model function in a .go model file")}
+	mem := byteSize(load.DefaultMemory)
+	fs.Var(&mem, "load-memory", "the most memory a .go model's code may allocate while building its graph (bytes, or 512MiB, 8GiB)")
+	return modelFlags{
+		entry:   fs.String("entry", load.DefaultEntry, "name of the model function in a .go model file"),
+		timeout: fs.Duration("load-timeout", load.DefaultTimeout, "the longest a .go model's code may take to build its graph"),
+		memory:  &mem,
+		onnx:    addONNXFlags(fs),
+	}
 }
 
 func (m modelFlags) load(path string) (*ir.Graph, error) {
-	return load.File(path, load.Options{Entry: *m.entry})
+	return m.loadMode(path, false)
+}
+
+// loadTraining loads the model at path in training mode (gcomp train's step).
+func (m modelFlags) loadTraining(path string) (*ir.Graph, error) {
+	return m.loadMode(path, true)
+}
+
+func (m modelFlags) loadMode(path string, training bool) (*ir.Graph, error) {
+	opt, err := m.onnx.options()
+	if err != nil {
+		return nil, err
+	}
+	return load.File(path, load.Options{Entry: *m.entry, Timeout: *m.timeout, Memory: int64(*m.memory), ONNX: opt, Training: training})
 }
 
 // statsFlag is --stats (a table) or --stats=json.
@@ -51,17 +77,34 @@ func (f *statsFlag) Set(v string) error {
 
 // targetFlags are the code generation flags build, run and check share.
 type targetFlags struct {
-	target *string
-	tf32   *bool
-	nvrtc  *string
+	target  *string
+	tf32    *bool
+	backend *string
+	nvvmLib *string
+	nvrtc   *string
 }
 
 func addTargetFlags(fs *flag.FlagSet) targetFlags {
 	return targetFlags{
-		target: fs.String("target", "sm_80", "GPU architecture: sm_80, sm_86, sm_89 or sm_90 (sm_80 PTX is JIT-compiled by the driver for newer GPUs)"),
-		tf32:   fs.Bool("tf32", false, "run f32 matmuls on TF32 tensor cores (faster, about 3 decimal digits)"),
-		nvrtc:  fs.String("nvrtc-lib", "", "the NVRTC library compiling custom ops' CUDA C (default: $"+nvrtc.LibraryEnv+", the CUDA toolkit, Debian's libnvrtc11.2)"),
+		target:  fs.String("target", "sm_80", "GPU architecture: sm_80, sm_86, sm_89 or sm_90 (sm_80 PTX is JIT-compiled by the driver for newer GPUs)"),
+		tf32:    fs.Bool("tf32", false, "run f32 matmuls on TF32 tensor cores (faster, about 3 decimal digits)"),
+		backend: fs.String("backend", "ptx", "PTX producer: ptx (gcomp's emitter) or nvvm (NVVM IR compiled by NVIDIA's libNVVM)"),
+		nvvmLib: fs.String("nvvm-lib", "", "libNVVM to load with --backend nvvm (default: $GCOMP_NVVM_LIB, the CUDA toolkit, Debian's libnvvm4, .cache/nvvm)"),
+		nvrtc:   fs.String("nvrtc-lib", "", "the NVRTC library compiling custom ops' CUDA C (default: $"+nvrtc.LibraryEnv+", the CUDA toolkit, Debian's libnvrtc11.2)"),
 	}
+}
+
+// options are the compiler options the flags select.
+func (f targetFlags) options() (compiler.Options, error) {
+	t, err := f.get()
+	if err != nil {
+		return compiler.Options{}, err
+	}
+	p, err := backend.New(*f.backend, *f.nvvmLib)
+	if err != nil {
+		return compiler.Options{}, fmt.Errorf("--backend: %v", err)
+	}
+	return compiler.Options{Target: t, Producer: p}, nil
 }
 
 func (f targetFlags) get() (ptx.Target, error) {
@@ -85,7 +128,7 @@ func cmdBuild(args []string, stdout, stderr io.Writer) error {
 	mf := addModelFlags(fs)
 	tf := addTargetFlags(fs)
 	out := fs.String("o", "", "write the output to this file instead of standard output (with --emit ptx, the launch plan goes beside it as NAME.plan.json)")
-	emit := fs.String("emit", "ptx", "what to write: ptx (the PTX module and its launch plan), plan (the launch plan with the memory plan, JSON), ir (the source graph, .gir), dot (graphviz) or kernels (the fused kernel graph)")
+	emit := fs.String("emit", "ptx", "what to write: ptx (the PTX module and its launch plan), plan (the launch plan with the memory plan, JSON), ir (the source graph, .gir), dot (graphviz), kernels (the fused kernel graph) or nvvm (the NVVM IR module, .ll)")
 	var stats statsFlag
 	fs.Var(&stats, "stats", "print the cost report: --stats for a table, --stats=json for one JSON object")
 	dumpAfter := fs.String("dump-after", "", "print the IR after this pass (or all) to stderr")
@@ -93,36 +136,51 @@ func cmdBuild(args []string, stdout, stderr io.Writer) error {
 	fs.Var(&disable, "disable-pass", "skip this pass (repeatable)")
 	timings := fs.Bool("timings", false, "print the time each pass took to stderr")
 	verifyEach := fs.Bool("verify-each", false, "check the IR, kernel graph and plan after every pass")
-	path, err := parseModelArgs(fs, args, stdout, "MODEL [-o model.ptx] [--emit ptx|plan|ir|dot|kernels] [--target sm_80|sm_86|sm_89|sm_90] [--tf32] [--stats[=json]] [--dump-after PASS|all] [--disable-pass NAME]... [--timings] [--verify-each]")
+	cubin := fs.String("cubin", "", "with -o, also assemble the module with ptxas for these architectures (sm_80,sm_90) and store the cubins beside it; the runtime loads the one matching the GPU and otherwise JIT-compiles the PTX")
+	path, err := parseModelArgs(fs, args, stdout, "MODEL [-o model.ptx] [--emit ptx|plan|ir|dot|kernels|nvvm] [--target sm_80|sm_86|sm_89|sm_90] [--tf32] [--backend ptx|nvvm] [--nvvm-lib PATH] [--cubin sm_80,sm_90] [--stats[=json]] [--dump-after PASS|all] [--disable-pass NAME]... [--timings] [--verify-each]")
 	if err != nil {
 		return err
+	}
+	archs, err := cubinArchs(*cubin)
+	if err != nil {
+		return fmt.Errorf("gcomp build: --cubin: %v", err)
+	}
+	if len(archs) > 0 && (*emit != "ptx" || *out == "") {
+		return fmt.Errorf("gcomp build: --cubin stores cubins beside the module: give -o model.ptx (and --emit ptx)")
 	}
 	explicitEmit := false
 	fs.Visit(func(f *flag.Flag) { explicitEmit = explicitEmit || f.Name == "emit" })
 	switch *emit {
-	case "ptx", "plan", "ir", "dot", "kernels":
+	case "ptx", "plan", "ir", "dot", "kernels", "nvvm":
 	default:
-		return fmt.Errorf("gcomp build: unknown --emit %q (want ptx, plan, ir, dot or kernels)", *emit)
+		return fmt.Errorf("gcomp build: unknown --emit %q (want ptx, plan, ir, dot, kernels or nvvm)", *emit)
 	}
 	// Both the report and the --emit output would go to standard output: refuse before any work.
 	if *out == "" && stats != "" && explicitEmit {
 		return fmt.Errorf("gcomp build: with --stats, give -o FILE for the --emit output")
 	}
-	target, err := tf.get()
+	copt, err := tf.options()
 	if err != nil {
 		return fmt.Errorf("gcomp build: %v", err)
 	}
-	// Every destination is checked before any work: the module and, beside it, its plan.
+	// Every destination is checked before any work: the module and, beside it, its plan and cubins.
 	if *out != "" {
 		outs := []string{*out}
 		if *emit == "ptx" {
 			outs = append(outs, artifact.PlanPath(*out))
+			for _, arch := range archs {
+				outs = append(outs, artifact.CubinPath(*out, arch))
+			}
 		}
 		for _, o := range outs {
 			if err := checkOutput(o); err != nil {
 				return err
 			}
 		}
+	}
+	target := copt.Target
+	if *emit == "nvvm" {
+		copt.Producer = &nvvm.Producer{IROnly: true}
 	}
 	g, err := mf.load(path)
 	if err != nil {
@@ -138,7 +196,7 @@ func cmdBuild(args []string, stdout, stderr io.Writer) error {
 	// --stats alone prints the report and nothing else: only the passes run.
 	statsOnly := stats != "" && !explicitEmit && *out == ""
 	var art *artifact.Artifact
-	if *emit == "ptx" || *emit == "plan" || *emit == "kernels" || stats != "" {
+	if *emit == "ptx" || *emit == "plan" || *emit == "kernels" || *emit == "nvvm" || stats != "" {
 		opt := passes.Options{DumpAfter: *dumpAfter, DumpTo: stderr, DisablePasses: disable, VerifyEach: *verifyEach}
 		if *timings {
 			opt.Timings = stderr
@@ -151,7 +209,8 @@ func cmdBuild(args []string, stdout, stderr io.Writer) error {
 			res, err = passes.Run(g, opt)
 		} else {
 			var c *compiler.Result
-			if c, err = compiler.Compile(g, compiler.Options{Target: target, Passes: opt}); err == nil {
+			copt.Passes = opt
+			if c, err = compiler.Compile(g, copt); err == nil {
 				res, art = c.Passes, c.Artifact
 			}
 		}
@@ -169,7 +228,7 @@ func cmdBuild(args []string, stdout, stderr io.Writer) error {
 		case art != nil && *emit == "plan":
 			text = string(art.Plan.JSON())
 		case art != nil:
-			text = string(art.PTX)
+			text = string(art.PTX) // with --emit nvvm, the NVVM IR module
 		}
 		switch stats {
 		case "json":
@@ -185,6 +244,9 @@ func cmdBuild(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("gcomp build: with --stats, give -o FILE for the --emit output")
 	}
 	if *emit == "ptx" && *out != "" {
+		if err := addCubins(art, archs, stderr); err != nil {
+			return fmt.Errorf("gcomp build: %v", err)
+		}
 		return art.Write(*out)
 	}
 	return writeOutput(*out, stdout, text)

@@ -13,15 +13,15 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 	mf := addModelFlags(fs)
 	tf := addTargetFlags(fs)
 	vf := addValueFlags(fs)
-	path, err := parseModelArgs(fs, args, stdout, "MODEL|model.ptx [--target sm_80|sm_86|sm_89|sm_90] [--tf32] [--weights W.safetensors] [--input NAME=FILE.npy]... [--seed N]")
+	path, err := parseModelArgs(fs, args, stdout, "MODEL|model.ptx [--target sm_80|sm_86|sm_89|sm_90] [--tf32] [--backend ptx|nvvm] [--nvvm-lib PATH] [--weights W.safetensors] [--input NAME=FILE.npy]... [--seed N]")
 	if err != nil {
 		return err
 	}
-	target, err := tf.get()
+	copt, err := tf.options()
 	if err != nil {
 		return fmt.Errorf("gcomp check: %v", err)
 	}
-	g, art, err := loadRunnable(path, mf, target, true)
+	g, art, err := loadRunnable(path, mf, copt, true)
 	if err != nil {
 		return err
 	}

@@ -113,8 +113,9 @@ func TestRunDevices(t *testing.T) {
 		{"auto without a driver", nil, []string{"--device", "auto", "--cuda-lib", "/nonexistent/libcuda.so.1"},
 			"gcomp: no usable GPU (no CUDA driver library (libcuda.so.1) found: /nonexistent/libcuda.so.1", "on sim (PTX simulator)"},
 		{"sim", nil, []string{"--device", "sim"}, "", "simulated time"},
-		{"cuda:0 over the simulator", simdriver.New(), []string{"--device", "cuda:0"}, "", "on cuda:0 (PTX simulator, sm_90): 2 runs after 1 warm-up (kernel times from CUDA events)"},
-		{"auto picks the GPU", simdriver.New(), []string{"--device", "auto"}, "", "kernel times from CUDA events"},
+		{"cuda:0 over the simulator", simdriver.New(), []string{"--device", "cuda:0"}, "", "on cuda:0 (PTX simulator, sm_90): 2 runs after 1 warm-up (runs replaying one CUDA graph"},
+		{"without graphs", simdriver.New(), []string{"--device", "cuda:0", "--cuda-graphs=false"}, "", "on cuda:0 (PTX simulator, sm_90): 2 runs after 1 warm-up (kernel times from CUDA events)"},
+		{"auto picks the GPU", simdriver.New(), []string{"--device", "auto"}, "", "CUDA graph"},
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

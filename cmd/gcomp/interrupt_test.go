@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // buildGcomp builds the gcomp binary into a temporary directory.
@@ -41,17 +42,21 @@ func TestInterruptRemovesTemporaries(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
 		// Wait for the temporary to appear, then interrupt.
 		for {
 			if m, _ := filepath.Glob(filepath.Join(dir, ".w.safetensors.tmp*")); len(m) > 0 {
 				break
 			}
-			if _, err := os.Stat(filepath.Join(dir, "w.safetensors")); err == nil {
-				t.Fatal("the write finished before the test saw its temporary")
+			select {
+			case err := <-exited:
+				t.Fatalf("gcomp exited (%v) before the test saw its temporary; stderr:\n%s", err, stderr.String())
+			case <-time.After(time.Millisecond):
 			}
 		}
 		cmd.Process.Signal(sig)
-		err := cmd.Wait()
+		err := <-exited
 		var exit *exec.ExitError
 		if !errors.As(err, &exit) || exit.ExitCode() != 1 {
 			t.Errorf("%v: %v, want exit status 1; stderr:\n%s", sig, err, stderr.String())

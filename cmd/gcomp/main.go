@@ -7,8 +7,9 @@
 //	gcomp init-weights MODEL -o w.safetensors        write the model's seeded initial weights
 //	gcomp sim FILE.ptx --entry NAME --grid X --block X [--arg SPEC]...   run PTX on the simulator
 //
-// MODEL is a .go file declaring func Model(b *frontend.Builder) (another function with --entry) or
-// a .gir file. Every failure prints one message and exits with status 1; nothing is written to -o
+// MODEL is a .go file declaring func Model(b *frontend.Builder) (another function with --entry),
+// a .gir file, or an .onnx model (with --shape NAME=1x3x224x224 for symbolic dims and
+// --const NAME=FILE.pb|.npy for inputs that decide shapes; --input also takes TensorProto .pb). Every failure prints one message and exits with status 1; nothing is written to -o
 // or --output-dir unless the command succeeds.
 package main
 
@@ -110,7 +111,13 @@ func Main(args []string, stdout, stderr io.Writer) (status int) {
 	}
 	for _, c := range commands {
 		if c.name == args[0] {
-			if err := c.run(args[1:], stdout, stderr); err != nil {
+			out := &errWriter{w: stdout}
+			err := c.run(args[1:], out, stderr)
+			if out.err != nil && (err == nil || errors.Is(err, out.err)) {
+				// A report that did not reach its reader (stdout on a full disk, a closed pipe) is a failure.
+				err = fmt.Errorf("gcomp %s: writing standard output: %v", c.name, out.err)
+			}
+			if err != nil {
 				if errors.Is(err, errHelp) {
 					return 0
 				}
@@ -124,6 +131,23 @@ func Main(args []string, stdout, stderr io.Writer) (status int) {
 	}
 	fmt.Fprintf(stderr, "gcomp: unknown command %q (run 'gcomp help')\n", args[0])
 	return 1
+}
+
+// errWriter remembers the first error writing to w; later writes are dropped.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	if err != nil {
+		e.err = err
+	}
+	return n, err
 }
 
 func usage(w io.Writer) {

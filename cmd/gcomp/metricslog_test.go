@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,6 +21,7 @@ func TestTruncateLog(t *testing.T) {
 	}{
 		{"nothing stale", epoch1, epoch1},
 		{"stale steps", epoch1 + `{"epoch":2,"step":6,"train_loss":0.7}` + "\n", epoch1},
+		{"the next step", epoch1 + `{"epoch":2,"step":5,"train_loss":0.7}` + "\n", epoch1},
 		{"stale summary", epoch1 + `{"epoch":2,"train_loss":0.7}` + "\n", epoch1},
 		{"cut-short line", epoch1 + `{"epoch":2,"st`, epoch1},
 		{"garbage line", epoch1 + "\x00\x00\n" + `{"epoch":1,"step":3}` + "\n", epoch1},
@@ -68,4 +71,35 @@ func TestTrainResumeAfterInterrupt(t *testing.T) {
 		t.Fatalf("resumed log has %d records, want %d:\n%+v", len(got), len(want), got)
 	}
 	gcompOK(t, "plot", "resumed.jsonl", "-o", "curves.png")
+}
+
+// FuzzTruncateLog checks the resume-time cut of a metrics log on any bytes: it keeps a prefix
+// of whole lines, every kept record belongs to the checkpoint (step and epoch not past it), the
+// kept prefix is kept whole when cut again, and nothing panics.
+func FuzzTruncateLog(f *testing.F) {
+	f.Add([]byte("{\"epoch\":1,\"step\":2,\"train_loss\":0.9}\n{\"epoch\":1,\"train_loss\":0.85}\n{\"epoch\":2,\"step\":6}\n"), 1, 4)
+	f.Add([]byte("{\"epoch\":1,\"st"), 1, 4)
+	f.Add([]byte("\n\n{\"epoch\":0}\n\x00\n"), 0, 0)
+	f.Fuzz(func(t *testing.T, log []byte, epoch, steps int) {
+		keep, err := logPrefix(bufio.NewReaderSize(bytes.NewReader(log), maxMetricsLine), epoch, steps)
+		if err != nil {
+			t.Fatalf("reading from memory: %v", err)
+		}
+		if keep < 0 || keep > int64(len(log)) || keep > 0 && log[keep-1] != '\n' {
+			t.Fatalf("kept %d bytes of %d, not whole lines", keep, len(log))
+		}
+		kept := log[:keep]
+		for _, line := range bytes.Split(kept, []byte("\n")) {
+			if text := bytes.TrimSpace(line); len(text) > 0 {
+				m, err := parseMetric(text)
+				if err != nil || m.step > steps || m.step == 0 && m.epoch > epoch {
+					t.Fatalf("kept %q (%v) for epoch %d, step %d", line, err, epoch, steps)
+				}
+			}
+		}
+		again, err := logPrefix(bufio.NewReaderSize(bytes.NewReader(kept), maxMetricsLine), epoch, steps)
+		if err != nil || again != keep {
+			t.Fatalf("cutting the kept prefix again kept %d of %d bytes (%v)", again, keep, err)
+		}
+	})
 }

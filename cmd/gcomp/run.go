@@ -1,7 +1,8 @@
 package main
 
 import (
-	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -9,14 +10,13 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 
 	"github.com/gcomp/gcomp/artifact"
-	"github.com/gcomp/gcomp/codegen/ptx"
 	"github.com/gcomp/gcomp/compiler"
 	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/load"
 	"github.com/gcomp/gcomp/runtime/cuda"
 	"github.com/gcomp/gcomp/runtime/device"
 	"github.com/gcomp/gcomp/runtime/executor"
@@ -33,6 +33,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	dev := fs.String("device", "ref", "where to run: ref (the reference interpreter on the source graph), sim (the compiled kernels on the PTX simulator), cuda:N (GPU N; cuda is cuda:0) or auto (the first usable GPU, else sim)")
 	cudaLib := fs.String("cuda-lib", "", "the CUDA driver library to load (default $"+cuda.LibraryEnv+", else "+cuda.DefaultLibrary+")")
 	noCheck := fs.Bool("no-check", false, "sim: skip memcheck, racecheck and synccheck (faster)")
+	graphs := fs.Bool("cuda-graphs", true, "with --bench on a GPU, record the kernels of a run once as a CUDA graph and replay it for the timed runs (one launch per run; per-kernel times need --cuda-graphs=false)")
 	bench := fs.Int("bench", 0, "after one warm-up run, time N runs and print the median and minimum per run and per kernel (compiled devices; CUDA events on a GPU)")
 	vf := addValueFlags(fs)
 	outDir := fs.String("output-dir", "", "directory to write each output to as NAME.npy")
@@ -54,7 +55,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if *bench < 0 || (*bench > 0 && spec.Kind == device.Ref) {
 		return fmt.Errorf("gcomp run: --bench wants N > 0 and a compiled device (--device sim, cuda:N or auto)")
 	}
-	target, err := tf.get()
+	copt, err := tf.options()
 	if err != nil {
 		return fmt.Errorf("gcomp run: %v", err)
 	}
@@ -66,7 +67,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		}
 		defer sel.Device.Close()
 	}
-	g, art, err := loadRunnable(path, mf, target, sel != nil)
+	g, art, err := loadRunnable(path, mf, copt, sel != nil)
 	if err != nil {
 		return err
 	}
@@ -82,7 +83,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if sel == nil {
 		outs, err = ref.Run(g, in, params)
 	} else {
-		outs, err = runCompiled(sel, art, in, params, *bench, stdout)
+		outs, err = runCompiled(sel, art, in, params, *bench, *graphs, stdout)
 	}
 	if err != nil {
 		return fmt.Errorf("gcomp run: %s", prefixPath(path, err))
@@ -137,7 +138,7 @@ func prefixPath(path string, err error) string {
 // loadRunnable loads a model for running: a compiled module (model.ptx with
 // model.plan.json beside it) brings its source graph along; a .go or .gir
 // model is compiled in memory when compile is set.
-func loadRunnable(path string, mf modelFlags, target ptx.Target, compile bool) (*ir.Graph, *artifact.Artifact, error) {
+func loadRunnable(path string, mf modelFlags, copt compiler.Options, compile bool) (*ir.Graph, *artifact.Artifact, error) {
 	if strings.HasSuffix(path, ".ptx") {
 		art, err := artifact.Read(path)
 		if err != nil {
@@ -153,7 +154,7 @@ func loadRunnable(path string, mf modelFlags, target ptx.Target, compile bool) (
 	if err != nil || !compile {
 		return g, nil, err
 	}
-	res, err := compiler.Compile(g, compiler.Options{Target: target})
+	res, err := compiler.Compile(g, copt)
 	if err != nil {
 		return nil, nil, fmt.Errorf("gcomp: %s: %v", path, err)
 	}
@@ -184,7 +185,7 @@ func openCompiledDevice(name, cudaLib string, noCheck bool, stderr io.Writer) (*
 // runCompiled runs a compiled model on the selected device and returns its outputs by the graph's
 // output names; with bench > 0 it times that many further runs (kernels timed by CUDA events on a
 // GPU, by the simulator's clock on sim) and prints the report to w.
-func runCompiled(sel *device.Selected, art *artifact.Artifact, in, params map[string]*tensor.Tensor, bench int, w io.Writer) (map[string]*tensor.Tensor, error) {
+func runCompiled(sel *device.Selected, art *artifact.Artifact, in, params map[string]*tensor.Tensor, bench int, graphs bool, w io.Writer) (map[string]*tensor.Tensor, error) {
 	dev := sel.Device
 	prog, err := executor.Load(dev, art)
 	if err != nil {
@@ -200,7 +201,9 @@ func runCompiled(sel *device.Selected, art *artifact.Artifact, in, params map[st
 	}
 	if bench > 0 {
 		clock := "simulated time: the simulator's wall clock, not a GPU's"
-		if p, ok := dev.(interface{ SetProfile(bool) }); ok && sel.Spec.Kind == device.CUDA {
+		if graphs && prog.UseGraphs(true) {
+			clock = "runs replaying one CUDA graph, host clock; per-kernel times need --cuda-graphs=false"
+		} else if p, ok := dev.(interface{ SetProfile(bool) }); ok && sel.Spec.Kind == device.CUDA {
 			p.SetProfile(true)
 			defer p.SetProfile(false)
 			clock = "kernel times from CUDA events"
@@ -221,6 +224,8 @@ type valueFlags struct {
 	strict  *bool
 	inputs  *multiFlag
 	seed    *uint64
+	// refMemory is the reference interpreter's memory budget (--ref-memory).
+	refMemory *byteSize
 }
 
 func addValueFlags(fs *flag.FlagSet) valueFlags {
@@ -229,11 +234,15 @@ func addValueFlags(fs *flag.FlagSet) valueFlags {
 	vf.strict = fs.Bool("strict", false, "require --weights to hold every parameter")
 	fs.Var(vf.inputs, "input", "NAME=FILE.npy: an input's value (repeatable); inputs not given get seeded random data")
 	vf.seed = fs.Uint64("seed", 0, "seed for random inputs and initial weights")
+	mem := defaultRefMemory()
+	vf.refMemory = &mem
+	fs.Var(vf.refMemory, "ref-memory", "the most memory the reference interpreter may hold in values, in bytes (or 512MiB, 8GiB; default half the physical memory)")
 	return vf
 }
 
 // bind reads or makes every input and parameter of g; notes go to stderr.
 func (vf valueFlags) bind(g *ir.Graph, stderr io.Writer) (inputs, params map[string]*tensor.Tensor, err error) {
+	ref.SetMemoryBudget(int64(*vf.refMemory))
 	if params, err = bindParams(g, *vf.weights, *vf.strict, *vf.seed, stderr); err != nil {
 		return nil, nil, err
 	}
@@ -257,13 +266,9 @@ func bindInputs(g *ir.Graph, specs []string, seed uint64, stderr io.Writer) (map
 		if in[name] != nil {
 			return nil, fmt.Errorf("gcomp run: input %s given twice", name)
 		}
-		a, err := tensorio.ReadNPYFile(file)
+		t, err := load.ReadTensorFile(file) // .npy, or an ONNX TensorProto .pb
 		if err != nil {
-			return nil, err
-		}
-		t, err := tensor.FromArray(a)
-		if err != nil {
-			return nil, fmt.Errorf("gcomp run: %s: %v", file, err)
+			return nil, fmt.Errorf("gcomp run: %v", err)
 		}
 		if !t.Type.Equal(v.Type) {
 			return nil, fmt.Errorf("gcomp run: input %s: %s holds %s, the model wants %s", name, file, t.Type, v.Type)
@@ -289,8 +294,13 @@ func bindParams(g *ir.Graph, weights string, strict bool, seed uint64, stderr io
 	}
 	params := map[string]*tensor.Tensor{}
 	var initialized []string
+	onnxWeights := load.Initializers(g) // an .onnx model's own weights
 	for _, p := range g.Params() {
 		a, ok := file[p.Name]
+		if w := onnxWeights[p.Name]; !ok && w != nil {
+			params[p.Name] = w
+			continue
+		}
 		if !ok {
 			if strict {
 				return nil, fmt.Errorf("gcomp: %s has no tensor %s (%s) and --strict is set", weights, p.Name, p.Type)
@@ -313,23 +323,24 @@ func bindParams(g *ir.Graph, weights string, strict bool, seed uint64, stderr io
 		params[p.Name] = t
 	}
 	var unknown, tied []string
+	copies := paramCopies(file, params)
 	for name, a := range file {
 		if v := g.Lookup(name); v != nil && v.Op == ir.OpParam {
 			continue
 		}
-		if p := tiedTo(a, file, params); p != "" {
+		if p := copies[contentKey(a)]; p != "" {
 			tied = append(tied, fmt.Sprintf("%s (a copy of %s)", name, p))
 			continue
 		}
 		unknown = append(unknown, name)
 	}
-	if len(tied) > 0 {
-		sort.Strings(tied)
-		fmt.Fprintf(stderr, "gcomp: %s: ignoring tied weights: %s\n", weights, strings.Join(tied, ", "))
-	}
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
-		return nil, fmt.Errorf("gcomp: %s has tensors the model does not declare: %s (model parameters: %s)", weights, strings.Join(unknown, ", "), valueNames(g.Params()))
+		return nil, fmt.Errorf("gcomp: %s has tensors the model does not declare: %s (model parameters: %s)", weights, listNames(unknown), valueNames(g.Params()))
+	}
+	if len(tied) > 0 {
+		sort.Strings(tied)
+		fmt.Fprintf(stderr, "gcomp: %s: ignoring tied weights: %s\n", weights, listNames(tied))
 	}
 	if weights != "" && len(initialized) > 0 {
 		fmt.Fprintf(stderr, "gcomp: %d parameters not in %s use their initializers (seed %d): %s\n", len(initialized), weights, seed, strings.Join(initialized, ", "))
@@ -337,20 +348,36 @@ func bindParams(g *ir.Graph, weights string, strict bool, seed uint64, stderr io
 	return params, nil
 }
 
-// tiedTo names the model parameter that a holds a byte-identical copy of, read from the same
-// file: a tied weight saved under both of its state_dict names, as nanoGPT's lm_head.weight and
-// transformer.wte.weight are. It returns "" when there is none.
-func tiedTo(a *tensorio.Array, file map[string]*tensorio.Array, params map[string]*tensor.Tensor) string {
-	var names []string
-	for name, b := range file {
-		if params[name] != nil && b.DType == a.DType && slices.Equal(b.Shape, a.Shape) && bytes.Equal(b.Data, a.Data) {
-			names = append(names, name)
+// paramCopies indexes the model parameters read from a file by their content (contentKey), each
+// key naming the least such parameter, so that a tied weight saved under both of its state_dict
+// names (nanoGPT's lm_head.weight and transformer.wte.weight) is found in one lookup: the file's
+// tensors are matched in time linear in their number and size.
+func paramCopies(file map[string]*tensorio.Array, params map[string]*tensor.Tensor) map[string]string {
+	copies := map[string]string{}
+	for name, a := range file {
+		if params[name] == nil {
+			continue
+		}
+		if k := contentKey(a); copies[k] == "" || name < copies[k] {
+			copies[k] = name
 		}
 	}
-	if len(names) == 0 {
-		return ""
+	return copies
+}
+
+// contentKey identifies a tensor by dtype, shape and a SHA-256 of its bytes.
+func contentKey(a *tensorio.Array) string {
+	h := sha256.Sum256(a.Data)
+	return fmt.Sprint(a.DType, a.Shape, hex.EncodeToString(h[:]))
+}
+
+// listNames joins names for a message, eliding all but the first few of a long list.
+func listNames(names []string) string {
+	const show = 10
+	if len(names) <= show {
+		return strings.Join(names, ", ")
 	}
-	return slices.Min(names)
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:show], ", "), len(names)-show)
 }
 
 func valueNames(vs []*ir.Value) string {

@@ -56,10 +56,11 @@ func cmdTrain(args []string, stdout, stderr io.Writer) error {
 	resume := fs.String("resume", "", "continue training from this checkpoint")
 	logPath := fs.String("log", "", "metrics log, JSON lines (appended to with --resume)")
 	limit := fs.Int("limit", 0, "use only the first N training images and at most N test images (quick runs)")
+	graphs := fs.Bool("cuda-graphs", true, "on a GPU, record a train step's kernels once as a CUDA graph and replay it every step (one launch instead of one per kernel); --cuda-graphs=false launches kernel by kernel")
 	prefetch := fs.Bool("prefetch", true, "prepare the next batch in a goroutine (and on a GPU copy it to the device) while the current step runs; --prefetch=false does each in turn")
 	var stats statsFlag
 	fs.Var(&stats, "stats", "compile the train step and print its cost report (kernels, DRAM bytes, arena, modeled H100 time) instead of training: --stats for a table, --stats=json for JSON")
-	path, err := parseModelArgs(fs, args, stdout, "MODEL --data fashion-mnist[:DIR] --epochs N [--batch B] --optimizer sgd|adam|adamw [--lr X] [--momentum M] [--weight-decay W] [--amp bf16|f16] --device auto|cuda:N|sim|ref [--seed S] --save W.safetensors [--resume W.safetensors] [--log metrics.jsonl] [--limit N] [--prefetch=false] [--stats[=json]]")
+	path, err := parseModelArgs(fs, args, stdout, "MODEL --data fashion-mnist[:DIR] --epochs N [--batch B] --optimizer sgd|adam|adamw [--lr X] [--momentum M] [--weight-decay W] [--amp bf16|f16] --device auto|cuda:N|sim|ref [--seed S] --save W.safetensors [--resume W.safetensors] [--log metrics.jsonl] [--limit N] [--prefetch=false] [--cuda-graphs=false] [--stats[=json]]")
 	if err != nil {
 		return err
 	}
@@ -70,11 +71,11 @@ func cmdTrain(args []string, stdout, stderr io.Writer) error {
 		return errors.New(strings.ReplaceAll(fmt.Sprintf("gcomp train: "+format, a...), ": train: ", ": "))
 	}
 
-	load := data.FashionMNIST
+	load := data.FashionMNISTLimit
 	switch name, dir, hasDir := strings.Cut(*dataSpec, ":"); {
 	case name == "fashion-mnist" && (!hasDir || dir != ""):
 	case name == "mnist" && dir != "":
-		load = data.LoadMNIST
+		load = data.LoadMNISTLimit
 	default:
 		return fail("unknown --data %q (want fashion-mnist, fashion-mnist:DIR or mnist:DIR)", *dataSpec)
 	}
@@ -88,6 +89,8 @@ func cmdTrain(args []string, stdout, stderr io.Writer) error {
 		return fail("--limit %d: want at least 1 (or 0 for all)", *limit)
 	case *save == "" && stats == "":
 		return fail("--save FILE.safetensors is required")
+	case set["lr"] && !(*lr > 0 && *lr <= math.MaxFloat64):
+		return fail("invalid learning rate %v (--lr): want a positive number", *lr)
 	case set["momentum"] && *optName != "sgd":
 		return fail("--momentum is for sgd; %s has betas", *optName)
 	}
@@ -121,11 +124,17 @@ func cmdTrain(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	m, err := classifier(fwd, *batch)
+	// The step runs the model in training mode (dropout drops, BatchNorm uses and updates batch
+	// statistics); test accuracy is measured in eval mode, as model.train()/model.eval().
+	fwdTrain, err := mf.loadTraining(path)
+	if err != nil {
+		return err
+	}
+	m, err := classifier(fwd, fwdTrain, *batch)
 	if err != nil {
 		return fail("%s: %v", path, err)
 	}
-	step, err := train.StepFromGraph(m.train, opt, train.Options{AMP: *amp})
+	step, err := train.StepFromGraph(m.train, opt, train.Options{AMP: *amp, Seed: *seed})
 	if err != nil {
 		return fail("%s: %v", path, err)
 	}
@@ -143,7 +152,8 @@ func cmdTrain(args []string, stdout, stderr io.Writer) error {
 		}
 		return nil
 	}
-	trainSet, testSet, err := load(dataDir)
+	// Only the images --limit keeps are held in memory, whatever the files' headers claim.
+	trainSet, testSet, err := load(dataDir, *limit)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -188,6 +198,9 @@ func cmdTrain(args []string, stdout, stderr io.Writer) error {
 	tr, err := newTrainer(sel, step, m, params, state, *prefetch)
 	if err != nil {
 		return fail("%s on %s: %v", path, sel.Spec, err)
+	}
+	if ct, ok := tr.(*compiledTrainer); ok {
+		ct.prog.UseGraphs(*graphs) // devices without graphs (the simulator) launch kernel by kernel
 	}
 	defer tr.close()
 
@@ -291,8 +304,15 @@ type model struct {
 }
 
 // classifier checks that fwd is a classifier gcomp train can train (one f32 input of images,
-// [B,1,H,W] or [B,H·W], and an output logits [B,C]) and adds the loss.
-func classifier(fwd *ir.Graph, batch int) (*model, error) {
+// [B,1,H,W] or [B,H·W], and an output logits [B,C]) and adds the loss: to fwdTrain, the same
+// model built in training mode (it may add the random key input), for the step, and to fwd for
+// the evaluation.
+func classifier(fwd, fwdTrain *ir.Graph, batch int) (*model, error) {
+	for _, v := range fwdTrain.Inputs() {
+		if u := fwd.Lookup(v.Name); v.Name != frontend.RandomKeyName && (u == nil || !u.Type.Equal(v.Type)) {
+			return nil, fmt.Errorf("in training mode the model declares input %s %s, which it does not in eval mode", v.Name, v.Type)
+		}
+	}
 	in := fwd.Inputs()
 	if len(in) != 1 || in[0].Type.DType != ir.F32 || (in[0].Type.Shape.Rank() != 4 && in[0].Type.Shape.Rank() != 2) {
 		return nil, fmt.Errorf("want one input of images, f32[B,1,H,W] or f32[B,H*W]; the model has %s", describeValues(in))
@@ -303,7 +323,7 @@ func classifier(fwd *ir.Graph, batch int) (*model, error) {
 		return nil, fmt.Errorf("--batch %d: the model's batch is %d (input %s %s); shapes are static, so change the batch in the model", batch, m.batch, x.Name, x.Type)
 	}
 	var err error
-	if m.train, err = train.WithCrossEntropy(fwd, frontend.ReductionMean); err != nil {
+	if m.train, err = train.WithCrossEntropy(fwdTrain, frontend.ReductionMean); err != nil {
 		return nil, err
 	}
 	if m.eval, err = train.WithCrossEntropy(fwd, frontend.ReductionNone); err != nil {

@@ -262,6 +262,9 @@ func TestTrainBadInput(t *testing.T) {
 		{"two inputs", []string{"twoin.go", "--data", data, "--save", "out.safetensors"}, "want one input of images"},
 		{"too few classes", []string{"five.go", "--data", data, "--save", "out.safetensors"}, "the model's logits have 5 classes"},
 		{"too few images", []string{"tiny.go", "--data", data, "--limit", "10", "--save", "out.safetensors"}, "10 training images make no batch of 16"},
+		{"zero lr", []string{"tiny.go", "--data", data, "--lr", "0", "--save", "out.safetensors"}, "invalid learning rate 0 (--lr): want a positive number"},
+		{"NaN lr", []string{"tiny.go", "--data", data, "--lr", "NaN", "--save", "out.safetensors"}, "invalid learning rate NaN"},
+		{"checkpoint from a device", []string{"tiny.go", "--data", data, "--resume", "/dev/zero", "--save", "out.safetensors"}, "tensorio: /dev/zero: "},
 		{"missing checkpoint", []string{"tiny.go", "--data", data, "--resume", "none.safetensors", "--save", "out.safetensors"}, "none.safetensors"},
 		{"other optimizer", []string{"tiny.go", "--data", data, "--resume", "sgd.safetensors", "--save", "out.safetensors"}, `a checkpoint of optimizer "sgd", this run uses adam`},
 		{"other model", []string{"wide.go", "--data", data, "--optimizer", "sgd", "--lr", "0.1", "--resume", "sgd.safetensors", "--save", "out.safetensors"}, "gcomp train: sgd.safetensors: tensor fc1.weight is f32[8,784], the step wants f32[16,784]"},
@@ -369,7 +372,7 @@ func BenchmarkTrainEpoch(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	m, err := classifier(fwd, 0)
+	m, err := classifier(fwd, fwd, 0)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -159,14 +159,7 @@ func (gn *gen) convTerm(v *ir.Value, x *index) (func(k string) (val, val, error)
 	a := gn.a
 	img, wt := v.Args[0], v.Args[1]
 	xs, ws := img.Type.Shape, wt.Type.Shape
-	two := func(name string, def int) [2]int {
-		if s := v.Attrs.Ints(name); s != nil {
-			return [2]int{s[0], s[1]}
-		}
-		return [2]int{def, def}
-	}
-	stride, pad, dil := two("stride", 1), two("padding", 0), two("dilation", 1)
-	groups := v.Attrs.Int("groups", 1)
+	stride, pad, dil, groups := ConvGeometry(v)
 	c, kh, kw := ws[1], ws[2], ws[3]
 	og := ws[0] / groups
 	nIdx, o := x.getCoord(a, 0), x.getCoord(a, 1)

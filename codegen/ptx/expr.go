@@ -102,6 +102,8 @@ func (g *gen) eval1(v *ir.Value, x *index) (val, error) {
 		return g.concat(v, x)
 	case "gather":
 		return g.gather(v, x)
+	case "philox_uniform":
+		return g.philox(v, x)
 	case "max_pool2d", "avg_pool2d":
 		return g.pool(v, x)
 	case "select":
@@ -547,30 +549,15 @@ func (g *gen) operandGroup(v *ir.Value, lead *index, n int) *index {
 func (g *gen) operandIndex(v *ir.Value, x *index) *index {
 	a := g.a
 	op := v.Args[0]
-	c := make([]string, op.Type.Shape.Rank())
-	switch v.Op {
-	case "broadcast_in_dim":
-		for i, d := range v.Attrs.Ints("dims") {
-			if op.Type.Shape[i] == 1 {
-				c[i] = "0"
-			} else {
-				c[i] = x.getCoord(a, d)
-			}
-		}
-	case "transpose":
-		for i, p := range v.Attrs.Ints("perm") {
-			c[p] = x.getCoord(a, i)
-		}
-	case "reshape":
+	if v.Op == "reshape" {
 		return newIndexLin(op.Type.Shape, x.getLin(a))
-	case "slice":
-		start, stride := v.Attrs.Ints("start"), v.Attrs.Ints("stride")
-		for i := range c {
-			s := 1
-			if stride != nil {
-				s = stride[i]
-			}
-			c[i] = a.mad(x.getCoord(a, i), s, imm(start[i]))
+	}
+	c := make([]string, op.Type.Shape.Rank())
+	for _, ax := range ViewPlan(v) {
+		if ax.Dim < 0 {
+			c[ax.Operand] = imm(ax.Offset)
+		} else {
+			c[ax.Operand] = a.mad(x.getCoord(a, ax.Dim), ax.Scale, imm(ax.Offset))
 		}
 	}
 	return newIndexCoords(op.Type.Shape, c)

@@ -434,13 +434,25 @@ func inputsFor(g *ir.Graph, seed uint64, scale float64) map[string]*tensor.Tenso
 	for _, v := range append(g.Inputs(), g.Params()...) {
 		m[v.Name] = random(r, v.Type, scale)
 	}
-	// gather indices stay inside their table (outside, the kernel traps: TestGather)
+	// gather indices stay inside their table (outside, the kernel traps: TestGather), inside
+	// the smallest one where several gathers share them
+	rows := map[string]int{}
+	var names []string
 	for _, v := range g.Values {
 		if v.Op == "gather" && (v.Args[1].Op == ir.OpInput || v.Args[1].Op == ir.OpParam) {
-			idx := m[v.Args[1].Name]
-			for i := range idx.I {
-				idx.I[i] = int64(r.IntN(v.Args[0].Type.Shape[0]))
+			name, n := v.Args[1].Name, v.Args[0].Type.Shape[0]
+			if old, ok := rows[name]; !ok || n < old {
+				if !ok {
+					names = append(names, name)
+				}
+				rows[name] = n
 			}
+		}
+	}
+	for _, name := range names {
+		idx := m[name]
+		for i := range idx.I {
+			idx.I[i] = int64(r.IntN(rows[name]))
 		}
 	}
 	return m

@@ -2,7 +2,6 @@ package ptx
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/gcomp/gcomp/ir"
@@ -151,6 +150,9 @@ func generate(k Kernel, t Target, globals *[]string) (string, Launch, error) {
 			return "", Launch{}, fmt.Errorf("%s: %s has %d elements; 32-bit indexing needs fewer than 2^31", k.Name, g.Format(v), n)
 		}
 	}
+	if emptyOutputs(g) && len(k.Stages) == 0 {
+		return emptyKernel(k, globals)
+	}
 	if len(k.Stages) > 0 {
 		entry, l, err := persistentKernel(k, globals)
 		if err != nil {
@@ -158,23 +160,7 @@ func generate(k Kernel, t Target, globals *[]string) (string, Launch, error) {
 		}
 		return entry, l, nil
 	}
-	var kinds []string
-	count := map[string]int{}
-	for _, v := range live(g) {
-		c := ops.ClassOf(v.Op)
-		switch {
-		case v.Op == "dot_general":
-			count["matmul"]++
-		case c == ops.Reduce:
-			count["reduce"]++
-		case v.Op == "conv2d":
-			count["conv2d"]++
-		}
-	}
-	for kind := range count {
-		kinds = append(kinds, kind)
-	}
-	sort.Strings(kinds)
+	kinds, count := contractionKinds(g)
 	var (
 		entry string
 		l     Launch
@@ -232,9 +218,10 @@ func live(g *ir.Graph) []*ir.Value {
 func header(k Kernel, b *builder, globals *[]string) (*gen, []Arg) {
 	g := k.Graph
 	b.comment = append(b.comment, k.Name+" fuses:")
+	format := g.Formatter()
 	for _, v := range live(g) {
 		if v.Op != ir.OpInput && v.Op != ir.OpParam {
-			b.comment = append(b.comment, "  "+g.Format(v))
+			b.comment = append(b.comment, "  "+format(v))
 		}
 	}
 	gn := newGen(b, k.Name, globals)
@@ -297,3 +284,23 @@ func blockTiles(b *builder, tiles int) (id string, next func()) {
 }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+// emptyOutputs reports whether no output of g has an element.
+func emptyOutputs(g *ir.Graph) bool {
+	for _, o := range g.Outputs {
+		if o.Value.Type.Shape.NumElements() > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// emptyKernel is the kernel of outputs without elements: it computes and stores nothing. It
+// takes the parameters its buffers bind and launches as one thread, so the plan stays uniform
+// (a template's grid would have no blocks: a contraction with a zero-size free dim).
+func emptyKernel(k Kernel, globals *[]string) (string, Launch, error) {
+	b := newBuilder(k.Name)
+	_, args := header(k, b, globals)
+	b.note("every output is empty: nothing to compute")
+	return b.text(), Launch{Grid: [3]int{1, 1, 1}, Block: [3]int{1, 1, 1}, Params: args}, nil
+}

@@ -124,18 +124,11 @@ func (rs reduceShape) rowElement(a ia, row string) func(r string) *index {
 	}
 	return func(r string) *index {
 		rx := newIndexLin(red, r)
-		coord := make([]string, len(rs.full))
-		ki, ri := 0, 0
-		for i := range rs.full {
-			if slices.Contains(rs.axes, i) {
-				coord[i] = rx.getCoord(a, ri)
-				ri++
-			} else {
-				coord[i] = keptCoord[ki]
-				ki++
-			}
+		redCoord := make([]string, len(red))
+		for d := range red {
+			redCoord[d] = rx.getCoord(a, d)
 		}
-		return newIndexCoords(rs.full, coord)
+		return newIndexCoords(rs.full, RowCoords(rs.axes, keptCoord, redCoord))
 	}
 }
 
@@ -574,8 +567,8 @@ func outputsFull(g *ir.Graph, rs reduceShape) bool {
 // partials and the counter.
 func fullReduce(k Kernel, rs reduceShape, red *ir.Value, globals *[]string) (string, Launch, error) {
 	g := k.Graph
-	const threads = 256
-	blocks := min(maxSplitBlocks, ceilDiv(rs.r, threads*8))
+	const threads = splitThreads
+	blocks := splitBlocks(rs.r)
 	b := newBuilder(k.Name)
 	gn, args := header(k, b, globals)
 	a := gn.a

@@ -46,17 +46,6 @@ func GPT2Small(b *frontend.Builder) {
 	build(b, Config{SmallNLayer, SmallNEmbd, SmallNHead, SmallVocabSize, SmallSeqLen})
 }
 
-// GPT2Medium, GPT2Large and GPT2XL build the larger GPT-2 configurations at their full context
-// of 1024 tokens (24, 36 and 48 layers; d = 1024, 1280, 1600; 16, 20 and 25 heads): the models
-// docs/perf.md times the compiler on.
-func GPT2Medium(b *frontend.Builder) { build(b, Config{24, 1024, 16, 50257, 1024}) }
-
-// GPT2Large: see GPT2Medium.
-func GPT2Large(b *frontend.Builder) { build(b, Config{36, 1280, 20, 50257, 1024}) }
-
-// GPT2XL: see GPT2Medium.
-func GPT2XL(b *frontend.Builder) { build(b, Config{48, 1600, 25, 50257, 1024}) }
-
 func build(b *frontend.Builder, c Config) {
 	tokens := b.Input("tokens", frontend.I64, 1, c.SeqLen).WithRange(0, c.VocabSize)
 	b.Output("logits", NewGPT(b, c).Forward(tokens))
@@ -182,3 +171,20 @@ func initLinear(l *nn.Linear, std float64) {
 	l.Weight.SetInit(frontend.Normal(0, std))
 	l.Bias.SetInit(frontend.Zeros())
 }
+
+// GPT2Medium, GPT2Large and GPT2XL build the larger GPT-2 configurations at their full context
+// of 1024 tokens (24, 36 and 48 layers; d = 1024, 1280, 1600; 16, 20 and 25 heads): the models
+// docs/perf.md times the compiler on.
+func GPT2Medium(b *frontend.Builder) { build(b, Config{24, 1024, 16, 50257, 1024}) }
+
+// GPT2Large: see GPT2Medium.
+func GPT2Large(b *frontend.Builder) { build(b, Config{36, 1280, 20, 50257, 1024}) }
+
+// GPT2XL: see GPT2Medium.
+func GPT2XL(b *frontend.Builder) { build(b, Config{48, 1600, 25, 50257, 1024}) }
+
+// GPT2Sizes lists the GPT-2 configurations by name, smallest first, for benchmarks.
+var GPT2Sizes = []struct {
+	Name  string
+	Model func(*frontend.Builder)
+}{{"small", GPT2Small}, {"medium", GPT2Medium}, {"large", GPT2Large}, {"xl", GPT2XL}}

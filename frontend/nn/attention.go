@@ -2,6 +2,7 @@ package nn
 
 import (
 	"math"
+	"strconv"
 
 	"github.com/gcomp/gcomp/frontend"
 	"github.com/gcomp/gcomp/ir"
@@ -173,4 +174,58 @@ func noDropout(b *frontend.Builder, p float64) {
 	if p != 0 || math.IsNaN(p) {
 		b.Fail("dropout %v: gcomp builds inference graphs (PyTorch's eval mode), so dropout must be 0", p)
 	}
+}
+
+// TransformerEncoderOptions are the optional arguments of NewTransformerEncoder: the options of
+// every layer, and Norm for PyTorch's norm=nn.LayerNorm(d_model) after the stack.
+type TransformerEncoderOptions struct {
+	Layer TransformerEncoderLayerOptions
+	Norm  bool
+}
+
+// TransformerEncoder is nn.TransformerEncoder(encoder_layer, num_layers, norm): NumLayers
+// encoder layers applied in turn, with PyTorch's keys "layers.0.self_attn.in_proj_weight" and
+// so on, and "norm.weight", "norm.bias" with Norm. (PyTorch deep-copies one layer, so its layers
+// start equal; here each layer draws its own initial values. Loaded weights are what count.)
+type TransformerEncoder struct {
+	Layers []*TransformerEncoderLayer
+	Norm   *LayerNorm // nil without Norm
+}
+
+// NewTransformerEncoder declares the parameters of the stack in b's scope under name.
+func NewTransformerEncoder(b *frontend.Builder, name string, dModel, nhead, numLayers int, opts ...TransformerEncoderOptions) *TransformerEncoder {
+	o := one(b, opts)
+	if numLayers < 1 {
+		b.Fail("transformer encoder %s: num_layers must be positive, have %d", b.Prefix()+name, numLayers)
+	}
+	s := b.Sub(name)
+	ls := s.Sub("layers")
+	m := &TransformerEncoder{}
+	for i := range numLayers {
+		m.Layers = append(m.Layers, NewTransformerEncoderLayer(ls, strconv.Itoa(i), dModel, nhead, o.Layer))
+	}
+	if o.Norm {
+		m.Norm = NewLayerNorm(s, "norm", dModel, LayerNormOptions{Eps: o.Layer.LayerNormEps, NoBias: o.Layer.NoBias})
+	}
+	return m
+}
+
+// Forward applies the layers in order, then the norm if any.
+func (m *TransformerEncoder) Forward(src *frontend.Tensor) *frontend.Tensor {
+	return m.forward(src, false)
+}
+
+// ForwardCausal applies the layers with a causal self-attention mask.
+func (m *TransformerEncoder) ForwardCausal(src *frontend.Tensor) *frontend.Tensor {
+	return m.forward(src, true)
+}
+
+func (m *TransformerEncoder) forward(x *frontend.Tensor, causal bool) *frontend.Tensor {
+	for _, l := range m.Layers {
+		x = l.forward(x, causal)
+	}
+	if m.Norm != nil {
+		x = m.Norm.Forward(x)
+	}
+	return x
 }

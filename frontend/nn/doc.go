@@ -1,6 +1,10 @@
 // Package nn holds the layers of PyTorch's torch.nn for the gcomp DSL (package frontend):
-// Linear, Conv2d, MaxPool2d, AvgPool2d, ReLU, GELU, SiLU, Sequential, Embedding, LayerNorm,
-// MultiheadAttention, TransformerEncoderLayer, RNNCell, LSTMCell, GRUCell, RNN, LSTM and GRU.
+// Linear, Conv1d, Conv2d, ConvTranspose2d, MaxPool2d, AvgPool2d, AdaptiveAvgPool2d,
+// AdaptiveMaxPool2d, Upsample, the activations (ReLU, ReLU6, Hardtanh, Hardswish, Hardsigmoid,
+// LeakyReLU, ELU, Softplus, Mish, PReLU, GELU, SiLU, Sigmoid, Tanh), BatchNorm2d, BatchNorm1d,
+// GroupNorm, InstanceNorm2d, LayerNorm, Dropout, Identity, Sequential, Embedding,
+// MultiheadAttention, TransformerEncoderLayer, TransformerEncoder, RNNCell, LSTMCell, GRUCell,
+// RNN, LSTM and GRU.
 //
 // A module with parameters is made by a constructor that takes the builder scope and the
 // module's name, like an attribute assignment self.fc1 = nn.Linear(1568, 128) in PyTorch:
@@ -33,6 +37,10 @@
 //
 //	net := nn.NewSequential(nn.NewLinear(b, "0", 64, 32), nn.ReLU{}, nn.NewLinear(b, "2", 32, 10))
 //
-// The graphs are for inference (PyTorch's eval mode): dropout options must be 0, and recurrent
-// layers are unrolled over the fixed sequence length of their input.
+// The graphs are for inference (PyTorch's eval mode): nn.Dropout passes its input through,
+// BatchNorm normalizes with its running statistics (running_mean, running_var and
+// num_batches_tracked are declared, so PyTorch's state_dict loads unchanged), the dropout
+// options of the attention and recurrent modules must be 0, and recurrent layers are unrolled
+// over the fixed sequence length of their input. scripts/torch_layers_reference.py wrote
+// PyTorch's values for every layer (testdata/torch), forward and backward.
 package nn

@@ -40,13 +40,29 @@ func (m *Linear) Forward(x *frontend.Tensor) *frontend.Tensor {
 type Conv2dOptions struct {
 	Stride, Padding, Dilation, Groups int
 	NoBias                            bool
+	// Non-square kernels, strides, paddings and dilations as PyTorch's tuples [height, width]:
+	// a non-zero pair replaces the int above (KernelHW replaces NewConv2d's kernelSize, which
+	// is then 0).
+	KernelHW, StrideHW, PaddingHW, DilationHW [2]int
+	Same                                      bool // padding="same" (stride 1)
 }
 
-// Conv2d is nn.Conv2d over x[N, In, H, W] with a square kernel.
+// hw returns the pair if set, else the square n, else def.
+func hw(pair [2]int, n, def int) [2]int {
+	switch {
+	case pair != [2]int{}:
+		return pair
+	case n != 0:
+		return [2]int{n, n}
+	}
+	return [2]int{def, def}
+}
+
+// Conv2d is nn.Conv2d over x[N, In, H, W].
 type Conv2d struct {
 	In, Out, KernelSize int
 	Options             Conv2dOptions
-	Weight              *frontend.Tensor // "weight" [Out, In/Groups, K, K], U(±1/√fan_in), fan_in = In/Groups·K·K
+	Weight              *frontend.Tensor // "weight" [Out, In/Groups, KH, KW], U(±1/√fan_in), fan_in = In/Groups·KH·KW
 	Bias                *frontend.Tensor // "bias" [Out], U(±1/√fan_in); nil with NoBias
 }
 
@@ -58,10 +74,17 @@ func NewConv2d(b *frontend.Builder, name string, in, out, kernelSize int, opts .
 	if in%g != 0 || out%g != 0 {
 		b.Fail("conv2d %s: groups %d must divide in channels %d and out channels %d", b.Prefix()+name, g, in, out)
 	}
+	k := hw(o.KernelHW, kernelSize, 0)
+	if o.KernelHW != [2]int{} && kernelSize != 0 || k[0] < 1 || k[1] < 1 {
+		b.Fail("conv2d %s: give a positive kernelSize or KernelHW, not both: %d, %v", b.Prefix()+name, kernelSize, o.KernelHW)
+	}
+	if o.Same && (o.Stride > 1 || o.StrideHW[0] > 1 || o.StrideHW[1] > 1) {
+		b.Fail("conv2d %s: padding='same' is not supported for strided convolutions", b.Prefix()+name)
+	}
 	s := b.Sub(name)
-	fanIn := in / g * kernelSize * kernelSize
+	fanIn := in / g * k[0] * k[1]
 	m := &Conv2d{In: in, Out: out, KernelSize: kernelSize, Options: o}
-	m.Weight = s.Param("weight", ir.T(ir.F32, out, in/g, kernelSize, kernelSize), frontend.DefaultUniform(fanIn))
+	m.Weight = s.Param("weight", ir.T(ir.F32, out, in/g, k[0], k[1]), frontend.DefaultUniform(fanIn))
 	if !o.NoBias {
 		m.Bias = s.Param("bias", ir.T(ir.F32, out), frontend.DefaultUniform(fanIn))
 	}
@@ -70,13 +93,12 @@ func NewConv2d(b *frontend.Builder, name string, in, out, kernelSize int, opts .
 
 // Forward applies the convolution.
 func (m *Conv2d) Forward(x *frontend.Tensor) *frontend.Tensor {
-	o := frontend.Conv2dOptions{Padding: pair(m.Options.Padding), Groups: m.Options.Groups}
-	if m.Options.Stride != 0 {
-		o.Stride = pair(m.Options.Stride)
+	p := m.Options
+	if p.Same {
+		return frontend.Conv2dSame(x, m.Weight, m.Bias, hw(p.DilationHW, p.Dilation, 1), p.Groups)
 	}
-	if m.Options.Dilation != 0 {
-		o.Dilation = pair(m.Options.Dilation)
-	}
+	o := frontend.Conv2dOptions{Stride: hw(p.StrideHW, p.Stride, 1), Padding: hw(p.PaddingHW, p.Padding, 0),
+		Dilation: hw(p.DilationHW, p.Dilation, 1), Groups: p.Groups}
 	return frontend.Conv2d(x, m.Weight, m.Bias, o)
 }
 

@@ -97,17 +97,28 @@ const timeout = 5 * time.Minute
 // Assemble runs ptxas -arch=arch -v on ptx. On failure the error holds the
 // assembler's error lines, each followed by the PTX line it names.
 func Assemble(ptx []byte, arch string) (*Result, error) {
+	res, _, err := assemble(ptx, arch)
+	return res, err
+}
+
+// Cubin assembles ptx for arch and returns the cubin (an ELF image cuModuleLoadData accepts).
+func Cubin(ptx []byte, arch string) ([]byte, error) {
+	_, cubin, err := assemble(ptx, arch)
+	return cubin, err
+}
+
+func assemble(ptx []byte, arch string) (*Result, []byte, error) {
 	bin, err := Find()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	dir, err := os.MkdirTemp("", "ptxas")
 	if err != nil {
-		return nil, fmt.Errorf("ptxas: %w", err)
+		return nil, nil, fmt.Errorf("ptxas: %w", err)
 	}
 	defer os.RemoveAll(dir)
 	if err := os.WriteFile(filepath.Join(dir, "kernel.ptx"), ptx, 0o644); err != nil {
-		return nil, fmt.Errorf("ptxas: %w", err)
+		return nil, nil, fmt.Errorf("ptxas: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
@@ -119,10 +130,13 @@ func Assemble(ptx []byte, arch string) (*Result, error) {
 	runErr := cmd.Run()
 	log := out.String()
 	if runErr != nil {
-		return nil, fmt.Errorf("ptxas -arch=%s: %v\n%s", arch, runErr, explain(log, ptx))
+		return nil, nil, fmt.Errorf("ptxas -arch=%s: %v\n%s", arch, runErr, explain(log, ptx))
 	}
-	res := &Result{Arch: arch, Log: log, Kernels: parseLog(log)}
-	return res, nil
+	cubin, err := os.ReadFile(filepath.Join(dir, "kernel.cubin"))
+	if err != nil {
+		return nil, nil, fmt.Errorf("ptxas: %w", err)
+	}
+	return &Result{Arch: arch, Log: log, Kernels: parseLog(log)}, cubin, nil
 }
 
 var lineRef = regexp.MustCompile(`, line (\d+); `)

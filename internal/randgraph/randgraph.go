@@ -20,15 +20,35 @@ func FromBytes(data []byte) (*rand.Rand, uint64) {
 	return rand.New(rand.NewPCG(seed, uint64(len(data)))), seed
 }
 
-// Graph generates a valid graph from r (ops.Verify accepts it): elementwise chains, broadcasts,
+// Graph generates a valid graph from r (ops.Verify accepts it) of one of the kinds below, named
+// after it: the mixed graph (40%) or one of the targeted kinds (kinds.go). The same generator
+// state gives the same graph.
+func Graph(r *rand.Rand) *ir.Graph {
+	total := 0
+	for _, k := range kinds {
+		total += k.weight
+	}
+	n := r.IntN(total)
+	for _, k := range kinds {
+		if n -= k.weight; n < 0 {
+			return k.build(r)
+		}
+	}
+	panic("unreachable")
+}
+
+// mixed generates a graph of many op classes together: elementwise chains, broadcasts,
 // reductions (with keepdims and without, spread back over their rows as softmax and layer norm
 // do), views, matmuls, convolutions, pooling, gathers, casts, selects, masks from iotas and
 // concats over small shapes, with constants chosen to trip algebraic rewrites (0, -0, 1) and one
-// to three outputs. The same generator state gives the same graph.
-func Graph(r *rand.Rand) *ir.Graph {
-	g := ir.NewGraph("random")
+// to three outputs. Inputs and parameters are f32 or of any dtype, some of them scalars.
+func mixed(r *rand.Rand) *ir.Graph {
+	g := ir.NewGraph("mixed")
 	dims := func() []int {
 		s := make([]int, 1+r.IntN(3))
+		if r.IntN(8) == 0 {
+			s = nil
+		}
 		for i := range s {
 			s[i] = 1 + r.IntN(4)
 		}
@@ -37,14 +57,21 @@ func Graph(r *rand.Rand) *ir.Graph {
 	var pool []*ir.Value
 	for i := range 1 + r.IntN(3) {
 		d := ir.F32
-		if r.IntN(5) == 0 {
+		switch r.IntN(6) {
+		case 0:
 			d = ir.I32
+		case 1:
+			d = dtypes[r.IntN(len(dtypes))]
 		}
 		t := ir.T(d, dims()...)
 		if i%2 == 0 {
 			pool = append(pool, g.Input(fmt.Sprintf("x%d", i), t, nil))
 		} else {
-			pool = append(pool, g.Param(fmt.Sprintf("p%d", i), t, nil))
+			var init ir.Attrs // zeros, half the time
+			if r.IntN(2) == 0 {
+				init = ir.Attrs{"init": "uniform", "low": -2.0, "high": 3.0}
+			}
+			pool = append(pool, g.Param(fmt.Sprintf("p%d", i), t, init))
 		}
 	}
 	if r.IntN(4) == 0 {
@@ -204,7 +231,7 @@ func Graph(r *rand.Rand) *ir.Graph {
 					add("mul", nil, x, b)
 				}
 			}
-		case k == 15 && idx != nil && float:
+		case k == 15 && idx != nil && float && x.Type.Shape.Rank() > 0:
 			d := x.Type.Shape[x.Type.Shape.Rank()-1]
 			table := g.Param(fmt.Sprintf("emb%d", len(pool)), ir.T(x.Type.DType, 5, d), nil)
 			if e := add("gather", nil, table, idx); e != nil && x.Type.Shape.Rank() == 2 && x.Type.Shape[0] == idx.Type.Shape[0] {

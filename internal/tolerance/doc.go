@@ -7,7 +7,10 @@
 //
 // with rel and abs from Tolerance. NaN never passes (got or want), and an infinity passes only
 // against the same infinity. Integer and bool results, and floats of exact ops, are compared
-// bit for bit by the caller instead.
+// bit for bit by the caller instead. A model's outputs (`gcomp check`) use Agree, which adds
+// docs/ops.md's special values: NaN agrees with NaN, a zero only with a zero of its sign; and
+// their rel is that of the least precise float type they are computed in (Precision), not of
+// the output's dtype.
 //
 // # Relative part
 //

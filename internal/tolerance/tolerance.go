@@ -65,3 +65,48 @@ func Within(got, want, rel, abs float64) bool {
 	}
 	return math.Abs(got-want) <= max(rel*math.Abs(want), abs)
 }
+
+// Agree is Within for a model's outputs, where docs/ops.md defines the special values: NaN
+// passes against NaN (ops.md says where results are NaN; payloads are not compared, as ir.md does
+// not preserve them) and nothing else, and a zero passes only against a zero of the same sign
+// (ops.md defines the sign of every zero result: -0 + -0 = -0, min(-0, +0) = -0, ...).
+func Agree(got, want, rel, abs float64) bool {
+	if math.IsNaN(got) || math.IsNaN(want) {
+		return math.IsNaN(got) && math.IsNaN(want)
+	}
+	if got == 0 && want == 0 {
+		return math.Signbit(got) == math.Signbit(want)
+	}
+	return Within(got, want, rel, abs)
+}
+
+// Precision returns the float dtype whose tolerance result v is held to: the least precise float
+// type among v and the values it is computed from. Graph inputs and parameters are data, not
+// computation, and do not count. An f16 exp cast to an f64 output was computed in f16 and is held
+// to f16's tolerance, not f64's. A non-float v returns its own dtype (compared exactly).
+func Precision(v *ir.Value) ir.DType {
+	prec := v.Type.DType
+	if !prec.IsFloat() {
+		return prec
+	}
+	loosest, _ := Tolerance(prec, false, 0)
+	seen := map[*ir.Value]bool{v: true}
+	stack := []*ir.Value{v}
+	for len(stack) > 0 {
+		u := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if u.Op == ir.OpInput || u.Op == ir.OpParam {
+			continue
+		}
+		if rel, _ := Tolerance(u.Type.DType, false, 0); rel > loosest {
+			prec, loosest = u.Type.DType, rel
+		}
+		for _, a := range u.Args {
+			if !seen[a] {
+				seen[a] = true
+				stack = append(stack, a)
+			}
+		}
+	}
+	return prec
+}

@@ -91,3 +91,55 @@ func TestFloorHoldsForF32Accumulation(t *testing.T) {
 		}
 	}
 }
+
+// Agree is Within with ops.md's special values: NaN agrees with NaN only, and zeros must have
+// the same sign.
+func TestAgree(t *testing.T) {
+	nan, neg0 := math.NaN(), math.Copysign(0, -1)
+	tests := []struct {
+		got, want float64
+		ok        bool
+	}{
+		{nan, nan, true},
+		{nan, 1, false},
+		{1, nan, false},
+		{neg0, neg0, true},
+		{0, 0, true},
+		{neg0, 0, false},
+		{0, neg0, false},
+		{1e-9, 0, true}, // not a zero: the floor judges it
+		{1 + 1e-6, 1, true},
+		{1 + 1e-4, 1, false},
+	}
+	for _, tc := range tests {
+		if ok := Agree(tc.got, tc.want, 1e-5, 1e-5); ok != tc.ok {
+			t.Errorf("Agree(%g, %g) = %v, want %v", tc.got, tc.want, ok, tc.ok)
+		}
+	}
+}
+
+// Precision is the least precise float type a result is computed in; inputs are data.
+func TestPrecision(t *testing.T) {
+	g := ir.NewGraph("g")
+	h := g.Input("h", ir.T(ir.F16, 2), nil)
+	x := g.Input("x", ir.T(ir.F32, 2), nil)
+	e := g.Add("exp", ir.T(ir.F16, 2), nil, h)
+	e64 := g.Add("cast", ir.T(ir.F64, 2), ir.Attrs{"to": ir.F64}, e)
+	h64 := g.Add("cast", ir.T(ir.F64, 2), ir.Attrs{"to": ir.F64}, h)
+	x64 := g.Add("cast", ir.T(ir.F64, 2), ir.Attrs{"to": ir.F64}, x)
+	s := g.Add("exp", ir.T(ir.F32, 2), nil, x)
+	m := g.Add("add", ir.T(ir.F64, 2), nil, x64, g.Add("cast", ir.T(ir.F64, 2), ir.Attrs{"to": ir.F64}, s))
+	b := g.Add("cast", ir.T(ir.BF16, 2), ir.Attrs{"to": ir.BF16}, x)
+	i := g.Add("cast", ir.T(ir.I32, 2), ir.Attrs{"to": ir.I32}, e)
+	tests := []struct {
+		v    *ir.Value
+		want ir.DType
+	}{
+		{e64, ir.F16}, {h64, ir.F64}, {x64, ir.F64}, {m, ir.F32}, {s, ir.F32}, {b, ir.BF16}, {i, ir.I32}, {x, ir.F32},
+	}
+	for _, tc := range tests {
+		if got := Precision(tc.v); got != tc.want {
+			t.Errorf("Precision(%s) = %s, want %s", g.Format(tc.v), got, tc.want)
+		}
+	}
+}

@@ -1,12 +1,10 @@
 package autodiff
 
 import (
-	"math/rand/v2"
 	"testing"
 
 	"github.com/gcomp/gcomp/frontend"
 	"github.com/gcomp/gcomp/ir"
-	"github.com/gcomp/gcomp/tensor"
 )
 
 // TestGradCheckComposites checks whole layers and losses of the front end, where several rules
@@ -57,31 +55,6 @@ func TestGradCheckComposites(t *testing.T) {
 		}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			g, err := frontend.Build(tt.name, func(b *frontend.Builder) {
-				out := tt.build(b)
-				rng := rand.New(rand.NewPCG(3, 4))
-				w := make([]float64, out.Type().Shape.NumElements())
-				for i := range w {
-					w[i] = rng.Float64()*2 - 1
-				}
-				b.Output("loss", out.Mul(b.Tensor(w, frontend.F64, out.Shape()...)).Sum())
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			rng := rand.New(rand.NewPCG(5, 6))
-			params := map[string]*tensor.Tensor{}
-			var names []string
-			for _, v := range g.Params() {
-				x := tensor.New(v.Type)
-				for i := range x.F {
-					x.F[i] = rng.Float64()*2 - 1
-				}
-				params[v.Name] = x
-				names = append(names, v.Name)
-			}
-			checkGrad(t, g, nil, params, names, 1e-6, 1e-5)
-		})
+		t.Run(tt.name, func(t *testing.T) { checkBuilt(t, tt.name, tt.build) })
 	}
 }

@@ -35,10 +35,13 @@ type Output struct {
 	MaxAbs   float64 // largest |got − want|
 	MaxRel   float64 // largest |got − want| / |want| over elements with want ≠ 0
 	Rel, Abs float64 // the tolerance: |got − want| ≤ max(Rel·|want|, Abs); Abs = Rel·RMS(want)
-	Worst    float64 // largest |got − want| / max(Rel·|want|, Abs): ≤ 1 passes
-	Bad      int     // elements outside the tolerance
-	BothNaN  int     // of the Bad elements, those where the reference is NaN too (agreement, but NaN never passes)
-	First    string  // the first bad element, described
+	// Prec is the float type the output was computed in (tolerance.Precision), whose tolerance
+	// Rel is: an f16 result cast to an f64 output is held to f16's.
+	Prec  ir.DType
+	Worst float64 // largest |got − want| / max(Rel·|want|, Abs): ≤ 1 passes
+	Bad   int     // elements outside the tolerance, NaN against a number, or a zero of the wrong sign
+	NaN   int     // elements where both are NaN, as ops.md defines: they agree and pass
+	First string  // the first bad element, described
 }
 
 // Pass reports whether the output is within tolerance everywhere.
@@ -92,20 +95,29 @@ func RunWith(opt simdev.Options, a *artifact.Artifact, inputs, params map[string
 	}
 	rep.RefTime = time.Since(start)
 	for _, v := range g.Outputs {
-		rep.Outputs = append(rep.Outputs, Compare(v.Name, got.Outputs[v.Name], want[v.Name], a.Plan.TF32))
+		rep.Outputs = append(rep.Outputs, CompareIn(v.Name, got.Outputs[v.Name], want[v.Name], tolerance.Precision(v.Value), a.Plan.TF32))
 	}
 	return rep, nil
 }
 
-// Compare compares got with want element by element.
+// Compare compares got with want element by element, held to the tolerance of want's dtype.
 func Compare(name string, got, want *tensor.Tensor, tf32 bool) Output {
-	o := Output{Name: name, Type: want.Type}
+	return CompareIn(name, got, want, want.Type.DType, tf32)
+}
+
+// CompareIn compares got with want element by element, held to the tolerance of prec, the float
+// type the value was computed in (integers and bools: exactly). NaN passes only against NaN, and
+// a zero only against a zero of the same sign.
+func CompareIn(name string, got, want *tensor.Tensor, prec ir.DType, tf32 bool) Output {
+	o := Output{Name: name, Type: want.Type, Prec: prec}
 	if got == nil || !got.Type.Equal(want.Type) {
 		o.Bad = want.Len()
 		o.First = fmt.Sprintf("the device returned %v, the reference %s", typeOf(got), want.Type)
 		return o
 	}
-	o.Rel, _ = tolerance.Tolerance(want.Type.DType, tf32, 0)
+	if want.Type.DType.IsFloat() {
+		o.Rel, _ = tolerance.Tolerance(prec, tf32, 0)
+	}
 	ws := make([]float64, want.Len())
 	for i := range ws {
 		ws[i] = want.At(i)
@@ -113,6 +125,21 @@ func Compare(name string, got, want *tensor.Tensor, tf32 bool) Output {
 	o.Abs = tolerance.OutputFloor(o.Rel, ws)
 	for i := range want.Len() {
 		g, w := got.At(i), want.At(i)
+		if !want.Type.DType.IsFloat() && got.I[i] != want.I[i] {
+			// Integers compare exactly as integers: i64 values beyond 2^53 collapse as floats
+			// (MinInt64+1 and MinInt64 are both -2^63).
+			if o.Bad == 0 {
+				o.First = fmt.Sprintf("%s%s = %d, want %d", name, index(want.Type.Shape, i), got.I[i], want.I[i])
+			}
+			o.Bad++
+			o.MaxAbs = max(o.MaxAbs, math.Abs(g-w))
+			o.Worst = math.Inf(1)
+			continue
+		}
+		if math.IsNaN(g) && math.IsNaN(w) {
+			o.NaN++
+			continue
+		}
 		d := math.Abs(g - w)
 		if math.IsNaN(d) {
 			d = math.Inf(1)
@@ -124,14 +151,11 @@ func Compare(name string, got, want *tensor.Tensor, tf32 bool) Output {
 		if bound := max(o.Rel*math.Abs(w), o.Abs); d > 0 {
 			o.Worst = max(o.Worst, d/bound)
 		}
-		if !tolerance.Within(g, w, o.Rel, o.Abs) {
+		if !tolerance.Agree(g, w, o.Rel, o.Abs) {
 			if o.Bad == 0 {
 				o.First = fmt.Sprintf("%s%s = %v, want %v", name, index(want.Type.Shape, i), g, w)
 			}
 			o.Bad++
-			if math.IsNaN(g) && math.IsNaN(w) {
-				o.BothNaN++
-			}
 		}
 	}
 	return o

@@ -119,7 +119,12 @@ func TestCompare(t *testing.T) {
 		{"near zero judged by the tensor's scale", []float64{1e-6, 2, 3, 4}, []float64{0, 2, 3, 4}, false, 0},
 		{"NaN never passes", []float64{math.NaN(), 2, 3, 4}, []float64{1, 2, 3, 4}, false, 1},
 		{"inf never passes", []float64{math.Inf(1), 2, 3, 4}, []float64{1, 2, 3, 4}, true, 1},
-		{"not even against NaN", []float64{math.NaN(), 2, 3, 4}, []float64{math.NaN(), 2, 3, 4}, false, 1},
+		{"NaN against NaN agrees", []float64{math.NaN(), 2, 3, 4}, []float64{math.NaN(), 2, 3, 4}, false, 0},
+		{"a number against NaN", []float64{0, 2, 3, 4}, []float64{math.NaN(), 2, 3, 4}, false, 1},
+		{"-0 against +0", []float64{math.Copysign(0, -1), 2, 3, 4}, []float64{0, 2, 3, 4}, false, 1},
+		{"+0 against -0", []float64{0, 2, 3, 4}, []float64{math.Copysign(0, -1), 2, 3, 4}, false, 1},
+		{"-0 against -0", []float64{math.Copysign(0, -1), 2, 3, 4}, []float64{math.Copysign(0, -1), 2, 3, 4}, false, 0},
+		{"a tiny negative against +0 is within the floor", []float64{-1e-9, 2, 3, 4}, []float64{0, 2, 3, 4}, false, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -129,9 +134,26 @@ func TestCompare(t *testing.T) {
 			}
 		})
 	}
+	// The tolerance follows the precision the value was computed in: an f16 result in an f64
+	// output passes at f16's tolerance, not at f64's.
+	f64 := ir.T(ir.F64, 1)
+	near := tensor.FromFloats(f64, []float64{1.001})
+	one := tensor.FromFloats(f64, []float64{1})
+	if o := check.Compare("y", near, one, false); o.Bad != 1 {
+		t.Errorf("f64 at f64's tolerance: %+v", o)
+	}
+	if o := check.CompareIn("y", near, one, ir.F16, false); o.Bad != 0 || o.Rel != 2e-2 {
+		t.Errorf("f64 computed in f16: %+v", o)
+	}
 	i32 := ir.T(ir.I32, 2)
 	if o := check.Compare("n", tensor.FromFloats(i32, []float64{1, 2}), tensor.FromFloats(i32, []float64{1, 3}), false); o.Bad != 1 {
 		t.Errorf("integers must match exactly: %+v", o)
+	}
+	// i64 values that one float64 holds for both still differ.
+	g, w := tensor.New(ir.T(ir.I64, 1)), tensor.New(ir.T(ir.I64, 1))
+	g.I[0], w.I[0] = math.MinInt64+1, math.MinInt64
+	if o := check.Compare("n", g, w, false); o.Bad != 1 || o.First != "n[0] = -9223372036854775807, want -9223372036854775808" {
+		t.Errorf("i64 beyond 2^53 must match exactly: %+v", o)
 	}
 }
 

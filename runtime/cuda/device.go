@@ -74,6 +74,9 @@ type Device struct {
 	hostN    int64            // their bytes
 	launches int              // since the last Sync
 	last     string           // the last launch issued, described
+
+	capturing bool // graph.go: the compute stream records instead of running
+	captured  int  // launches when the capture began
 }
 
 // Info describes a GPU.
@@ -429,6 +432,7 @@ type module struct {
 	entries []string
 	funcs   map[string]Function
 	closed  bool
+	image   string // the cubin's architecture, "" for PTX (cubin.go)
 }
 
 // function looks kernel up (once).

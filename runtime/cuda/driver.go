@@ -77,6 +77,21 @@ type Driver interface {
 	EventElapsedTime(start, end Event) (float32, error)
 	EventDestroy(e Event) error
 
+	// CUDA graphs. StreamBeginCapture is cuStreamBeginCapture_v2 in
+	// CU_STREAM_CAPTURE_MODE_GLOBAL: work issued to s is recorded, not run, until
+	// StreamEndCapture returns it as a graph; while the capture is active a call
+	// that would synchronize with it fails (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)
+	// and invalidates it (StreamEndCapture then fails with
+	// CUDA_ERROR_STREAM_CAPTURE_INVALIDATED). GraphInstantiate is
+	// cuGraphInstantiateWithFlags (flags 0); GraphLaunch queues all of an
+	// instantiated graph's work on a stream, in one call.
+	StreamBeginCapture(s Stream) error
+	StreamEndCapture(s Stream) (Graph, error)
+	GraphInstantiate(g Graph) (GraphExec, error)
+	GraphLaunch(e GraphExec, s Stream) error
+	GraphExecDestroy(e GraphExec) error
+	GraphDestroy(g Graph) error
+
 	// GetErrorName and GetErrorString describe a CUresult
 	// ("CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected").
 	GetErrorName(r Result) string
@@ -92,6 +107,8 @@ type (
 	Stream       uintptr // CUstream
 	Event        uintptr // CUevent
 	DevicePtr    uint64  // CUdeviceptr
+	Graph        uintptr // CUgraph
+	GraphExec    uintptr // CUgraphExec
 )
 
 // Attribute is a CUdevice_attribute.
@@ -121,10 +138,14 @@ const (
 	ResultInvalidPTX            Result = 218
 	ResultUnsupportedPTXVersion Result = 222
 	ResultInvalidHandle         Result = 400
+	ResultIllegalState          Result = 401
 	ResultNotFound              Result = 500
 	ResultIllegalAddress        Result = 700
 	ResultLaunchOutOfResources  Result = 701
 	ResultLaunchFailed          Result = 719
+	ResultNotSupported          Result = 801
+	ResultCaptureUnsupported    Result = 900 // CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED
+	ResultCaptureInvalidated    Result = 901 // CUDA_ERROR_STREAM_CAPTURE_INVALIDATED
 	ResultUnknown               Result = 999
 )
 

@@ -39,6 +39,13 @@ type fakeDriver struct {
 	// "dtoh s=5001 src=7f0000000000 n=4".
 	logging bool
 	calls   []string
+	// capture holds the launches a capturing stream recorded; graphs the
+	// instantiated ones, by handle.
+	capture map[Stream][]func() error
+	graphs  map[GraphExec][]func() error
+	// images are the modules loaded, in order; noCubin makes loading a cubin (an ELF image) fail.
+	images  [][]byte
+	noCubin bool
 }
 
 // logf appends to the call log when logging.
@@ -131,6 +138,10 @@ func (f *fakeDriver) CtxSetCurrent(c Context) error {
 func (f *fakeDriver) ModuleLoadDataEx(ptx []byte) (ModuleHandle, string, error) {
 	if err := f.ctx("cuModuleLoadDataEx"); err != nil {
 		return 0, "", err
+	}
+	f.images = append(f.images, ptx)
+	if f.noCubin && strings.HasPrefix(string(ptx), "\x7fELF") {
+		return 0, "", f.fail("cuModuleLoadDataEx", ResultNoBinaryForGPU)
 	}
 	if i := strings.Index(string(ptx), "syntax error"); i >= 0 {
 		line := 1 + strings.Count(string(ptx[:i]), "\n")
@@ -316,6 +327,17 @@ func (f *fakeDriver) LaunchKernel(fn Function, grid, block [3]uint32, shared uin
 	if block[0]*block[1]*block[2] > 1024 {
 		return f.fail("cuLaunchKernel", ResultInvalidValue)
 	}
+	if rec, ok := f.capture[s]; ok {
+		params := append([]uint64(nil), params...)
+		f.capture[s] = append(rec, func() error {
+			return f.LaunchKernel(fn, grid, block, shared, s, params)
+		})
+		f.launches = f.launches[:len(f.launches)-1] // recorded, not launched
+		if f.logging {
+			f.calls[len(f.calls)-1] = "capture " + f.calls[len(f.calls)-1]
+		}
+		return nil
+	}
 	launchErr, asyncErr := f.kernels[name](f, params)
 	if launchErr != Success {
 		return f.fail("cuLaunchKernel", launchErr)
@@ -380,4 +402,52 @@ func fakeCopyKernel(f *fakeDriver, params []uint64) (Result, Result) {
 	}
 	copy(dst, src)
 	return Success, Success
+}
+
+func (f *fakeDriver) StreamBeginCapture(s Stream) error {
+	if f.capture == nil {
+		f.capture = map[Stream][]func() error{}
+	}
+	if _, ok := f.capture[s]; ok {
+		return f.fail("cuStreamBeginCapture_v2", ResultIllegalState)
+	}
+	f.logf("begin capture s=%x", s)
+	f.capture[s] = []func() error{}
+	return nil
+}
+
+func (f *fakeDriver) StreamEndCapture(s Stream) (Graph, error) {
+	rec, ok := f.capture[s]
+	if !ok {
+		return 0, f.fail("cuStreamEndCapture", ResultIllegalState)
+	}
+	delete(f.capture, s)
+	if f.graphs == nil {
+		f.graphs = map[GraphExec][]func() error{}
+	}
+	f.logf("end capture s=%x (%d launches)", s, len(rec))
+	g := GraphExec(0x9000 + len(f.graphs) + 1)
+	f.graphs[g] = rec
+	return Graph(g), nil
+}
+
+func (f *fakeDriver) GraphInstantiate(g Graph) (GraphExec, error) { return GraphExec(g), nil }
+func (f *fakeDriver) GraphDestroy(Graph) error                    { return nil }
+
+func (f *fakeDriver) GraphLaunch(e GraphExec, s Stream) error {
+	f.logf("graph launch g=%x s=%x (%d launches)", e, s, len(f.graphs[e]))
+	logging := f.logging
+	f.logging = false // the graph's launches are logged as the graph
+	defer func() { f.logging = logging }()
+	for _, launch := range f.graphs[e] {
+		if err := launch(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (f *fakeDriver) GraphExecDestroy(e GraphExec) error {
+	delete(f.graphs, e)
+	return nil
 }

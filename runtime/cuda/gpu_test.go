@@ -8,15 +8,21 @@
 package cuda_test
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gcomp/gcomp/codegen/ptx"
+	"github.com/gcomp/gcomp/compiler"
 	"github.com/gcomp/gcomp/examples"
+	"github.com/gcomp/gcomp/frontend"
+	"github.com/gcomp/gcomp/internal/ptxas"
+	"github.com/gcomp/gcomp/runtime/check"
 	"github.com/gcomp/gcomp/runtime/cuda"
 	"github.com/gcomp/gcomp/runtime/executor"
+	"github.com/gcomp/gcomp/runtime/ref"
 	"github.com/gcomp/gcomp/tensor"
 )
 
@@ -150,5 +156,98 @@ func TestGPUErrors(t *testing.T) {
 	err = dev.Sync()
 	if err == nil || !strings.Contains(err.Error(), "kernel fault") {
 		t.Errorf("faulting kernel: %v", err)
+	}
+}
+
+// TestGPUGraphs runs every example with CUDA graphs (record, then replay) and compares the outputs
+// with direct launches bit for bit, then times 20 runs of each way and logs both.
+func TestGPUGraphs(t *testing.T) {
+	dev := openGPU(t, false)
+	if o := cuda.OptionsFromEnv(); o.Profile || o.Sync {
+		t.Skip("GCOMP_CUDA_SYNC or profiling: launches wait for each kernel, which graphs cannot")
+	}
+	tgt := target(dev)
+	for _, m := range examples.Tutorials {
+		t.Run(m.Name, func(t *testing.T) {
+			prog, inputs := runExample(t, dev, m.Name, m.Model, tgt)
+			timeRuns := func() (time.Duration, *executor.Result) {
+				var last *executor.Result
+				start := time.Now()
+				for range 20 {
+					res, err := prog.Run(inputs)
+					if err != nil {
+						t.Fatal(err)
+					}
+					last = res
+				}
+				return time.Since(start) / 20, last
+			}
+			direct, want := timeRuns()
+			if !prog.UseGraphs(true) {
+				t.Fatal("the CUDA device does not record graphs")
+			}
+			graphs, got := timeRuns()
+			for name, w := range want.Outputs {
+				if string(got.Outputs[name].Bytes()) != string(w.Bytes()) {
+					t.Errorf("output %s differs with graphs", name)
+				}
+			}
+			t.Logf("%d kernels: %v per run launched one by one, %v as a graph", len(want.Kernels), direct, graphs)
+		})
+	}
+}
+
+// TestGPUCubins assembles mlp for the GPU's architecture with ptxas, loads the cubin (not the
+// PTX) and checks its outputs against the reference interpreter.
+func TestGPUCubins(t *testing.T) {
+	dev := openGPU(t, false)
+	a := dev.Info().Arch
+	arch := fmt.Sprintf("sm_%d%d", a.Major, a.Minor)
+	g, err := frontend.Build("mlp", examples.Tutorials[1].Model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := compiler.Compile(g, compiler.Options{Target: target(dev)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ptxas.Require(t)
+	img, err := ptxas.Cubin(res.Artifact.PTX, arch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := dev.LoadBinaries(res.Artifact.PTX, map[string][]byte{arch: img})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.(interface{ Image() string }).Image(); got != arch {
+		t.Errorf("loaded %s, want the %s cubin", got, arch)
+	}
+	m.Close()
+	res.Artifact.Cubins = map[string][]byte{arch: img}
+	prog, err := executor.Load(dev, res.Artifact)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prog.Close()
+	inputs, params, err := tensor.SeededValues(g, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := prog.SetParams(params); err != nil {
+		t.Fatal(err)
+	}
+	got, err := prog.Run(inputs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := ref.Run(g, inputs, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range g.Outputs {
+		if o := check.Compare(v.Name, got.Outputs[v.Name], want[v.Name], false); !o.Pass() {
+			t.Errorf("%s: %d elements outside tolerance", o.Name, o.Bad)
+		}
 	}
 }

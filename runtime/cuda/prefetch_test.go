@@ -66,17 +66,13 @@ func renderCalls(calls []string, launches []fakeLaunch, compute, copier Stream, 
 	return strings.Join(out, "\n")
 }
 
-// The ordering contract of prefetched runs, as the driver sees it: batch i+1 is copied on the
-// copy stream, from pinned memory in place, before step i is synchronized; the compute stream
-// waits for that copy's record before step i+1's launches, which read the buffer it filled; a
-// copy into the buffer step i read waits for the record after step i's launches.
-func TestPrefetchOrdering(t *testing.T) {
-	f := newFake()
-	d := openFake(t, f, Options{})
-	// One input to prefetch.
-	g, err := frontend.Build("linear", func(b *frontend.Builder) {
-		b.Output("y", nn.NewLinear(b, "fc", 8, 2).Forward(b.Input("x", ir.F32, 4, 8)))
-	})
+// prefetchedSteps compiles model (one input x) for the fake driver, loads it on d with seeded
+// parameters (with CUDA graphs if graphs) and runs 3 steps as training does: prefetch batch 0,
+// then launch step i, prefetch batch i+1, wait. It logs the driver calls of the steps and returns
+// the program and the staging bytes before them.
+func prefetchedSteps(t *testing.T, f *fakeDriver, d *Device, graphs bool, model func(*frontend.Builder)) (*executor.Program, int64) {
+	t.Helper()
+	g, err := frontend.Build("m", model)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +81,7 @@ func TestPrefetchOrdering(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, k := range res.Artifact.Plan.Kernels {
-		f.kernels[k.Name] = func(*fakeDriver, []uint64) (Result, Result) { return Success, Success }
+		f.kernels[k.Entry] = func(*fakeDriver, []uint64) (Result, Result) { return Success, Success }
 	}
 	prog, err := executor.Load(d, res.Artifact)
 	if err != nil {
@@ -97,6 +93,9 @@ func TestPrefetchOrdering(t *testing.T) {
 	}
 	if err := prog.SetParams(params); err != nil {
 		t.Fatal(err)
+	}
+	if !prog.UseGraphs(graphs) {
+		t.Fatal("the CUDA device does not record graphs")
 	}
 	var staged []*executor.Staged
 	for i := range 4 {
@@ -123,6 +122,20 @@ func TestPrefetchOrdering(t *testing.T) {
 		}
 	}
 	f.logging = false
+	return prog, stagingBefore
+}
+
+// The ordering contract of prefetched runs, as the driver sees it: batch i+1 is copied on the
+// copy stream, from pinned memory in place, before step i is synchronized; the compute stream
+// waits for that copy's record before step i+1's launches, which read the buffer it filled; a
+// copy into the buffer step i read waits for the record after step i's launches.
+func TestPrefetchOrdering(t *testing.T) {
+	f := newFake()
+	d := openFake(t, f, Options{})
+	// One input to prefetch.
+	prog, stagingBefore := prefetchedSteps(t, f, d, false, func(b *frontend.Builder) {
+		b.Output("y", nn.NewLinear(b, "fc", 8, 2).Forward(b.Input("x", ir.F32, 4, 8)))
+	})
 	inputs := map[uint64]bool{}
 	for _, c := range f.calls {
 		if strings.HasPrefix(c, "htod s="+fmt.Sprintf("%x", d.copier)) {

@@ -52,6 +52,33 @@ type libDriver struct {
 	cuEventDestroy_v2            func(e uintptr) int32
 	cuGetErrorName               func(r int32, s *unsafe.Pointer) int32
 	cuGetErrorString             func(r int32, s *unsafe.Pointer) int32
+
+	// CUDA graphs (CUDA 11.4 and newer); nil where the library lacks them.
+	cuStreamBeginCapture_v2     func(s uintptr, mode int32) int32
+	cuStreamEndCapture          func(s uintptr, g *uintptr) int32
+	cuGraphInstantiateWithFlags func(e *uintptr, g uintptr, flags uint64) int32
+	cuGraphLaunch               func(e, s uintptr) int32
+	cuGraphExecDestroy          func(e uintptr) int32
+	cuGraphDestroy              func(g uintptr) int32
+}
+
+// graphSymbols are the graph functions, resolved if the library has them all: an older driver
+// still runs models, launching kernel by kernel.
+func (l *libDriver) graphSymbols() []struct {
+	name string
+	fptr any
+} {
+	return []struct {
+		name string
+		fptr any
+	}{
+		{"cuStreamBeginCapture_v2", &l.cuStreamBeginCapture_v2},
+		{"cuStreamEndCapture", &l.cuStreamEndCapture},
+		{"cuGraphInstantiateWithFlags", &l.cuGraphInstantiateWithFlags},
+		{"cuGraphLaunch", &l.cuGraphLaunch},
+		{"cuGraphExecDestroy", &l.cuGraphExecDestroy},
+		{"cuGraphDestroy", &l.cuGraphDestroy},
+	}
 }
 
 // symbols lists every function the driver resolves, by its exported name.
@@ -131,6 +158,17 @@ func loadLibrary(path string) (Driver, error) {
 			return nil, fmt.Errorf("the CUDA driver library %s lacks %s (the driver is too old: gcomp needs CUDA 11 or newer)", path, s.name)
 		}
 		purego.RegisterFunc(s.fptr, addr)
+	}
+	graphs := l.graphSymbols()
+	addrs := make([]uintptr, len(graphs))
+	for i, s := range graphs {
+		if addrs[i], _ = purego.Dlsym(h, s.name); addrs[i] == 0 {
+			addrs = nil
+			break
+		}
+	}
+	for i, a := range addrs {
+		purego.RegisterFunc(graphs[i].fptr, a)
 	}
 	loaded[path] = l
 	return l, nil
@@ -368,6 +406,65 @@ func (l *libDriver) EventElapsedTime(start, end Event) (float32, error) {
 
 func (l *libDriver) EventDestroy(e Event) error {
 	return l.err("cuEventDestroy_v2", l.cuEventDestroy_v2(uintptr(e)))
+}
+
+// captureModeGlobal is CU_STREAM_CAPTURE_MODE_GLOBAL: while any capture is active, calls that
+// could synchronize with it fail.
+const captureModeGlobal = 0
+
+// noGraphs is the error of a graph call on a driver library without the graph functions.
+func (l *libDriver) noGraphs(call string) error {
+	if l.cuGraphLaunch != nil {
+		return nil
+	}
+	return &Error{Call: call, Code: ResultNotSupported, Name: "CUDA_ERROR_NOT_SUPPORTED",
+		Msg: "the driver library " + l.path + " has no CUDA graph functions (CUDA 11.4 or newer has them)"}
+}
+
+func (l *libDriver) StreamBeginCapture(s Stream) error {
+	if err := l.noGraphs("cuStreamBeginCapture_v2"); err != nil {
+		return err
+	}
+	return l.err("cuStreamBeginCapture_v2", l.cuStreamBeginCapture_v2(uintptr(s), captureModeGlobal))
+}
+
+func (l *libDriver) StreamEndCapture(s Stream) (Graph, error) {
+	if err := l.noGraphs("cuStreamEndCapture"); err != nil {
+		return 0, err
+	}
+	var g uintptr
+	r := l.cuStreamEndCapture(uintptr(s), &g)
+	return Graph(g), l.err("cuStreamEndCapture", r)
+}
+
+func (l *libDriver) GraphInstantiate(g Graph) (GraphExec, error) {
+	if err := l.noGraphs("cuGraphInstantiateWithFlags"); err != nil {
+		return 0, err
+	}
+	var e uintptr
+	r := l.cuGraphInstantiateWithFlags(&e, uintptr(g), 0)
+	return GraphExec(e), l.err("cuGraphInstantiateWithFlags", r)
+}
+
+func (l *libDriver) GraphLaunch(e GraphExec, s Stream) error {
+	if err := l.noGraphs("cuGraphLaunch"); err != nil {
+		return err
+	}
+	return l.err("cuGraphLaunch", l.cuGraphLaunch(uintptr(e), uintptr(s)))
+}
+
+func (l *libDriver) GraphExecDestroy(e GraphExec) error {
+	if err := l.noGraphs("cuGraphExecDestroy"); err != nil {
+		return err
+	}
+	return l.err("cuGraphExecDestroy", l.cuGraphExecDestroy(uintptr(e)))
+}
+
+func (l *libDriver) GraphDestroy(g Graph) error {
+	if err := l.noGraphs("cuGraphDestroy"); err != nil {
+		return err
+	}
+	return l.err("cuGraphDestroy", l.cuGraphDestroy(uintptr(g)))
 }
 
 func (l *libDriver) GetErrorName(r Result) string {

@@ -72,6 +72,9 @@ func Min(ds []time.Duration) time.Duration {
 func (b *BenchResult) WriteTable(w io.Writer) {
 	fmt.Fprintf(w, "%-34s %12s %12s %12s %10s\n", "", "median ms", "min ms", "warp insts", "coalesced")
 	for _, k := range b.Kernels {
+		if k.Counters == nil && len(k.Times) == 0 {
+			continue // not measured one by one (a replayed CUDA graph)
+		}
 		var insts int64
 		coal := "-"
 		if c := k.Counters; c != nil {

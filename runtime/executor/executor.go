@@ -25,10 +25,12 @@ type Program struct {
 	// feedback maps an output to the input or parameter it replaces after each run (a
 	// train step's updated weights and optimizer state): those inputs stay on the device.
 	feedback map[string]*buffer
-	donate   map[string]bool // feedback outputs whose buffer trades places with the input's
-	resident map[string]bool // inputs whose value lives on the device between runs
-	pf       prefetch        // double-buffered inputs (Prefetch)
-	pending  *Result         // launched, not yet waited for
+	donate   map[string]bool   // feedback outputs whose buffer trades places with the input's
+	resident map[string]bool   // inputs whose value lives on the device between runs
+	pf       prefetch          // double-buffered inputs (Prefetch)
+	pending  *Result           // launched, not yet waited for
+	graphs   bool              // UseGraphs
+	replays  map[string]Replay // recorded runs, by their kernels' arguments
 }
 
 type buffer struct {
@@ -73,7 +75,13 @@ func Load(dev Device, a *artifact.Artifact) (*Program, error) {
 	if err := a.Plan.Validate(); err != nil {
 		return nil, fmt.Errorf("launch plan: %v", err)
 	}
-	mod, err := dev.Load(a.PTX)
+	var mod Module
+	var err error
+	if b, ok := dev.(BinaryLoader); ok && len(a.Cubins) > 0 {
+		mod, err = b.LoadBinaries(a.PTX, a.Cubins)
+	} else {
+		mod, err = dev.Load(a.PTX)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -269,21 +277,38 @@ func (p *Program) Launch(inputs map[string]*tensor.Tensor) error {
 		}
 	}
 	res := &Result{Outputs: map[string]*tensor.Tensor{}}
-	for _, k := range p.plan.Kernels {
-		args := make([]Ptr, len(k.Args))
+	args := make([][]Ptr, len(p.plan.Kernels))
+	for j, k := range p.plan.Kernels {
+		args[j] = make([]Ptr, len(k.Args))
 		for i, a := range k.Args {
-			args[i] = p.address(a)
+			args[j][i] = p.address(a)
 		}
-		c, err := p.mod.Launch(k.Entry, LaunchConfig{Grid: k.Grid, Block: k.Block, SharedBytes: k.SharedBytes}, args)
-		if err != nil {
-			return fmt.Errorf("kernel %s (grid %v, block %v): %w", k.Name, k.Grid, k.Block, err)
-		}
-		res.Kernels = append(res.Kernels, KernelRun{Name: k.Name, Grid: k.Grid, Block: k.Block, Counters: c})
+	}
+	launch := p.launchEach
+	if p.graphs {
+		launch = p.launchGraph
+	}
+	if err := launch(args, res); err != nil {
+		return err
 	}
 	if err := p.markRead(); err != nil {
 		return err
 	}
 	p.pending, p.pf.running = res, staged
+	return nil
+}
+
+// launchEach launches the plan's kernels one by one with args, noting each in res (if not nil).
+func (p *Program) launchEach(args [][]Ptr, res *Result) error {
+	for j, k := range p.plan.Kernels {
+		c, err := p.mod.Launch(k.Entry, LaunchConfig{Grid: k.Grid, Block: k.Block, SharedBytes: k.SharedBytes}, args[j])
+		if err != nil {
+			return fmt.Errorf("kernel %s (grid %v, block %v): %w", k.Name, k.Grid, k.Block, err)
+		}
+		if res != nil {
+			res.Kernels = append(res.Kernels, KernelRun{Name: k.Name, Grid: k.Grid, Block: k.Block, Counters: c})
+		}
+	}
 	return nil
 }
 
@@ -477,6 +502,7 @@ func (p *Program) address(a artifact.Arg) Ptr {
 // Nothing may use the program, or memory Stage returned, after Close.
 func (p *Program) Close() error {
 	var errs []error
+	errs = append(errs, p.closeReplays())
 	for _, ptr := range p.allocs {
 		errs = append(errs, p.dev.Free(ptr))
 	}

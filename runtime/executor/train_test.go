@@ -127,7 +127,7 @@ func (c *compiledStep) run(t *testing.T, i int, batch map[string]*tensor.Tensor)
 	}
 	for _, name := range []string{"loss", train.FoundInfName} {
 		if w, ok := want[name]; ok {
-			if o := check.Compare(name, got.Outputs[name], w, false); !o.Pass() && !(o.Bad == o.BothNaN) {
+			if o := check.Compare(name, got.Outputs[name], w, false); !o.Pass() {
 				t.Errorf("step %d: %s", i, o.First)
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ops"
@@ -30,6 +31,7 @@ func Run(g *ir.Graph, inputs, params map[string]*tensor.Tensor) (map[string]*ten
 		isOutput[o.Value] = true
 	}
 	vals := make(map[*ir.Value]*tensor.Tensor, len(g.Values))
+	budget, live := memoryBudget.Load(), int64(0) // live: bytes of the values held
 	for _, v := range g.Values {
 		var t *tensor.Tensor
 		switch v.Op {
@@ -38,6 +40,9 @@ func Run(g *ir.Graph, inputs, params map[string]*tensor.Tensor) (map[string]*ten
 		case ir.OpParam:
 			t = params[v.Name]
 		default:
+			if need := heldBytes(v.Type); budget > 0 && need > budget-live {
+				return nil, fmt.Errorf("%s: the reference interpreter would hold %d bytes, more than its memory budget of %d bytes", g.FormatAt(v), live+need, budget)
+			}
 			args := make([]*tensor.Tensor, len(v.Args))
 			for i, a := range v.Args {
 				args[i] = vals[a]
@@ -50,10 +55,14 @@ func Run(g *ir.Graph, inputs, params map[string]*tensor.Tensor) (map[string]*ten
 				if uses[a]--; uses[a] == 0 {
 					if dead := vals[a]; a.Op != ir.OpInput && a.Op != ir.OpParam && !isOutput[a] && !shares(dead, t) {
 						tensor.Recycle(dead)
+						live -= heldBytes(a.Type)
 					}
 					delete(vals, a)
 				}
 			}
+		}
+		if uses[v] > 0 || isOutput[v] || v.Op == ir.OpInput || v.Op == ir.OpParam {
+			live += heldBytes(v.Type)
 		}
 		if uses[v] > 0 {
 			vals[v] = t
@@ -65,6 +74,19 @@ func Run(g *ir.Graph, inputs, params map[string]*tensor.Tensor) (map[string]*ten
 	}
 	return out, nil
 }
+
+// memoryBudget bounds the bytes of values Run holds at once (0: no bound).
+var memoryBudget atomic.Int64
+
+// SetMemoryBudget bounds the memory Run may hold in values (inputs, parameters and the
+// intermediates still to be read) to n bytes; 0 removes the bound. A graph that would need more
+// fails with an error naming the value that crosses the budget, before it is allocated. Commands
+// set it from --ref-memory.
+func SetMemoryBudget(n int64) { memoryBudget.Store(n) }
+
+// heldBytes is what a value of type t costs the interpreter: every element is held as a float64
+// or an int64.
+func heldBytes(t ir.Type) int64 { return int64(t.Shape.NumElements()) * 8 }
 
 // shares reports whether a and b hold the same elements, so that recycling a would clobber b.
 // No op returns an operand's storage today; the check keeps it safe if one does.

@@ -62,6 +62,13 @@ type Driver struct {
 	streams   map[cuda.Stream][]op // queued work, in issue order
 	lastStrm  cuda.Stream
 	issued    int // ops issued so far, for IssueOrder
+
+	captures      map[cuda.Stream]*capture // graph.go
+	graphs        map[cuda.Graph]*graph
+	execs         map[cuda.GraphExec]*graph
+	lastGraph     cuda.Graph
+	lastExec      cuda.GraphExec
+	graphLaunches int
 }
 
 type simFunc struct {
@@ -91,7 +98,8 @@ func New() *Driver { return NewWithOptions(Options{}) }
 // NewWithOptions returns a driver over a fresh simulated device with all checks on.
 func NewWithOptions(o Options) *Driver {
 	return &Driver{dev: simdev.New(simdev.Options{}), opts: o, modules: map[cuda.ModuleHandle]executor.Module{},
-		events: map[cuda.Event]*event{}, streams: map[cuda.Stream][]op{}}
+		events: map[cuda.Event]*event{}, streams: map[cuda.Stream][]op{},
+		captures: map[cuda.Stream]*capture{}, graphs: map[cuda.Graph]*graph{}, execs: map[cuda.GraphExec]*graph{}}
 }
 
 func simErr(call string, code cuda.Result, err error) error {
@@ -115,6 +123,9 @@ func (s *Driver) DevicePrimaryCtxRelease(cuda.DeviceHandle) error               
 func (s *Driver) CtxSetCurrent(cuda.Context) error                               { return nil }
 
 func (s *Driver) ModuleLoadDataEx(ptx []byte) (cuda.ModuleHandle, string, error) {
+	if len(ptx) >= 4 && string(ptx[:4]) == "\x7fELF" { // a cubin: the simulator runs PTX only
+		return 0, "", simErr("cuModuleLoadDataEx", cuda.ResultNoBinaryForGPU, fmt.Errorf("the PTX simulator runs PTX, not cubins"))
+	}
 	m, err := s.dev.Load(ptx)
 	if err != nil {
 		return 0, err.Error(), simErr("cuModuleLoadDataEx", cuda.ResultInvalidPTX, err)
@@ -137,6 +148,9 @@ func (s *Driver) ModuleUnload(m cuda.ModuleHandle) error {
 }
 
 func (s *Driver) MemAlloc(n int64) (cuda.DevicePtr, error) {
+	if err := s.captureGuard("cuMemAlloc_v2"); err != nil {
+		return 0, err
+	}
 	p, err := s.dev.Alloc(n)
 	return cuda.DevicePtr(p), err
 }
@@ -145,14 +159,23 @@ func (s *Driver) MemAlloc(n int64) (cuda.DevicePtr, error) {
 // legacy stream would not wait for non-blocking streams, but the cuda Device synchronizes before
 // one anyway).
 func (s *Driver) MemFree(p cuda.DevicePtr) error {
+	if err := s.captureGuard("cuMemFree_v2"); err != nil {
+		return err
+	}
 	s.drainAll()
 	return s.dev.Free(executor.Ptr(p))
 }
 func (s *Driver) MemcpyHtoD(dst cuda.DevicePtr, src []byte) error {
+	if err := s.captureGuard("cuMemcpyHtoD_v2"); err != nil {
+		return err
+	}
 	s.drainAll()
 	return s.dev.Write(executor.Ptr(dst), src)
 }
 func (s *Driver) MemcpyDtoH(dst []byte, src cuda.DevicePtr) error {
+	if err := s.captureGuard("cuMemcpyDtoH_v2"); err != nil {
+		return err
+	}
 	s.drainAll()
 	return s.dev.Read(dst, executor.Ptr(src))
 }
@@ -165,6 +188,9 @@ func (s *Driver) MemcpyDtoHAsync(dst []byte, src cuda.DevicePtr, st cuda.Stream)
 	return s.enqueue("cuMemcpyDtoHAsync_v2", st, func() error { return s.dev.Read(dst, executor.Ptr(src)) })
 }
 func (s *Driver) MemsetD8(p cuda.DevicePtr, v byte, n int64) error {
+	if err := s.captureGuard("cuMemsetD8_v2"); err != nil {
+		return err
+	}
 	if v != 0 {
 		return fmt.Errorf("Driver: memset to %d", v)
 	}
@@ -210,6 +236,9 @@ func (s *Driver) StreamCreate() (cuda.Stream, error) {
 
 // StreamSynchronize runs queued work until st's queue is empty.
 func (s *Driver) StreamSynchronize(st cuda.Stream) error {
+	if err := s.captureGuard("cuStreamSynchronize"); err != nil {
+		return err
+	}
 	if _, ok := s.streams[st]; !ok {
 		return simErr("cuStreamSynchronize", cuda.ResultInvalidHandle, fmt.Errorf("no stream %d", st))
 	}
@@ -236,6 +265,9 @@ func (s *Driver) StreamWaitEvent(st cuda.Stream, e cuda.Event) error {
 	if _, ok := s.streams[st]; !ok {
 		return simErr("cuStreamWaitEvent", cuda.ResultInvalidHandle, fmt.Errorf("no stream %d", st))
 	}
+	if s.capturing(st) != nil {
+		return simErr("cuStreamWaitEvent", cuda.ResultCaptureUnsupported, fmt.Errorf("the simulator does not capture event waits"))
+	}
 	s.issued++
 	s.streams[st] = append(s.streams[st], op{seq: s.issued, wait: ev, gen: ev.recorded})
 	return nil
@@ -254,6 +286,9 @@ func (s *Driver) EventRecord(e cuda.Event, st cuda.Stream) error {
 	if !ok {
 		return simErr("cuEventRecord", cuda.ResultInvalidHandle, fmt.Errorf("no event %d", e))
 	}
+	if s.capturing(st) != nil {
+		return simErr("cuEventRecord", cuda.ResultCaptureUnsupported, fmt.Errorf("the simulator does not capture event records"))
+	}
 	ev.recorded++
 	gen := ev.recorded
 	return s.enqueue("cuEventRecord", st, func() error {
@@ -264,6 +299,9 @@ func (s *Driver) EventRecord(e cuda.Event, st cuda.Stream) error {
 
 // EventSynchronize runs queued work until e's latest record has run.
 func (s *Driver) EventSynchronize(e cuda.Event) error {
+	if err := s.captureGuard("cuEventSynchronize"); err != nil {
+		return err
+	}
 	ev, ok := s.events[e]
 	if !ok {
 		return simErr("cuEventSynchronize", cuda.ResultInvalidHandle, fmt.Errorf("no event %d", e))
@@ -289,6 +327,10 @@ func (s *Driver) EventDestroy(e cuda.Event) error {
 func (s *Driver) enqueue(call string, st cuda.Stream, f func() error) error {
 	if _, ok := s.streams[st]; !ok {
 		return simErr(call, cuda.ResultInvalidHandle, fmt.Errorf("no stream %d", st))
+	}
+	if c := s.capturing(st); c != nil { // recorded for a graph, not run
+		c.work = append(c.work, recorded{call, f})
+		return nil
 	}
 	s.issued++
 	s.streams[st] = append(s.streams[st], op{seq: s.issued, run: func() {

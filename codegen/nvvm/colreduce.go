@@ -1,0 +1,93 @@
+package nvvm
+
+import (
+	"github.com/llir/llvm/ir"
+	"github.com/llir/llvm/ir/enum"
+	"github.com/llir/llvm/ir/value"
+
+	"github.com/gcomp/gcomp/codegen/ptx"
+	irg "github.com/gcomp/gcomp/ir"
+)
+
+// colReduce is codegen/ptx's column reduction template (ptx.ReducePlan "column", the reduced
+// axes followed by kept ones: [A, R, C]): a block of TileCols × TileRows threads per tile of
+// TileCols columns (block-stride over tiles); thread (x, y) folds rows y, y+TileRows, ... of
+// its column, coalesced across the warp, and the column's TileRows partials combine through
+// shared memory in row order, as codegen/ptx does. Lanes past the last column fold column C-1
+// and discard it. Full-shape outputs go down the column once more; row 0 of the block stores
+// the tile's per-column outputs.
+func (md *module) colReduce(k ptx.Kernel, plan ptx.Reduction) (*ir.Func, ptx.Launch, error) {
+	g := k.Graph
+	args := ptx.Params(g)
+	kg := md.newKernel(k, args)
+	W, H := plan.TileCols, plan.TileRows
+	slots := md.sharedSlots(k.Name, W*H)
+	tid := kg.sreg("tid.x")
+	tx := kg.b.NewAnd(tid, ci(W-1))
+	ty := kg.b.NewLShr(tid, ci(5))
+	accs := kg.accumulators(plan.Reduces)
+	ctiles := (plan.C + W - 1) / W
+	var fullOuts, rowOuts []int
+	for i, o := range g.Outputs {
+		if plan.IsRowShape(o.Value.Type.Shape) {
+			rowOuts = append(rowOuts, i)
+		} else {
+			fullOuts = append(fullOuts, i)
+		}
+	}
+	var err error
+	keep := func(e error) {
+		if e != nil && err == nil {
+			err = e
+		}
+	}
+	kg.loop(kg.sreg("ctaid.x"), kg.sreg("nctaid.x"), plan.A*ctiles, func(tile value.Value) {
+		ai := kg.div(tile, ctiles)
+		c := kg.add(kg.mul(kg.rem(tile, ctiles), W), tx)
+		cok := kg.b.NewICmp(enum.IPredULT, c, ci(plan.C))
+		cc := kg.clamp(c, plan.C)
+		base := kg.mul(ai, plan.R*plan.C)
+		at := func(col value.Value) func(r value.Value) *index {
+			return func(r value.Value) *index {
+				return newIndexLin(plan.Full, kg.add(base, kg.add(kg.mul(r, plan.C), col)))
+			}
+		}
+		kg.bound = map[*irg.Value]value.Value{}
+		for _, red := range plan.Reduces {
+			accT, combine, _ := ptx.Accumulator(red)
+			acc := accs[red]
+			keep(kg.fold(red, acc, ty, ci(H), plan.R, at(cc)))
+			kg.b.NewStore(kg.b.NewLoad(regType(accT), acc), kg.slot(slots, tid, accT)).Align = 8
+			kg.barrier()
+			var total value.Value = kg.b.NewLoad(regType(accT), kg.slot(slots, tx, accT))
+			for y := 1; y < H; y++ {
+				x := kg.b.NewLoad(regType(accT), kg.slot(slots, kg.add(tx, ci(W*y)), accT))
+				t, e := kg.binary(combine, accT, total, x)
+				keep(e)
+				if e != nil {
+					break
+				}
+				total = t
+			}
+			kg.barrier() // the next reduce reuses the slots
+			kg.bound[red] = kg.cast(accT, total, red.Type.DType)
+		}
+		if len(fullOuts) > 0 {
+			kg.branch(cok, "col", func() {
+				kg.loop(ty, ci(H), plan.R, func(r value.Value) { keep(kg.storeOutputs(fullOuts, at(c)(r))) })
+			})
+		}
+		if len(rowOuts) > 0 {
+			row0 := kg.b.NewAnd(kg.b.NewICmp(enum.IPredEQ, ty, ci(0)), cok)
+			kg.branch(row0, "row0", func() {
+				keep(kg.storeRowOutputs(rowOuts, kg.add(kg.mul(ai, plan.C), c)))
+			})
+		}
+		kg.bound = nil
+	})
+	kg.b.NewRet(nil)
+	if err != nil {
+		return nil, ptx.Launch{}, err
+	}
+	return kg.f, ptx.Launch{Grid: plan.Grid, Block: [3]int{plan.Threads, 1, 1}, Params: args}, nil
+}

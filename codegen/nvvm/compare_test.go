@@ -1,0 +1,153 @@
+package nvvm
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/gcomp/gcomp/codegen/ptx"
+	"github.com/gcomp/gcomp/examples"
+	"github.com/gcomp/gcomp/frontend"
+	"github.com/gcomp/gcomp/internal/ptxas"
+	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/passes"
+)
+
+var compareFlag = flag.Bool("compare", false, "TestCompare prints docs/perf.md's table of the two producers, kernel by kernel")
+
+// perfKernels are the full-size kernels of docs/perf.md's comparison beside the examples'.
+var perfKernels = map[string]string{
+	"softmax_4096x1024": `graph softmax {
+  input %x : f32[4096,1024]
+  %0 = reduce_max(%x) {axes=[1], keepdims=true} : f32[4096,1]
+  %1 = broadcast_in_dim(%0) {shape=[4096,1024], dims=[0,1]} : f32[4096,1024]
+  %2 = sub(%x, %1) : f32[4096,1024]
+  %3 = exp(%2) : f32[4096,1024]
+  %4 = reduce_sum(%3) {axes=[1], keepdims=true} : f32[4096,1]
+  %5 = broadcast_in_dim(%4) {shape=[4096,1024], dims=[0,1]} : f32[4096,1024]
+  %6 = div(%3, %5) : f32[4096,1024]
+  output y = %6
+}`,
+	"sum_cols_1024": `graph sum_cols {
+  input %x : f32[1024,1024]
+  %0 = reduce_sum(%x) {axes=[0]} : f32[1024]
+  output y = %0
+}`,
+	"sum_all_1024": `graph sum_all {
+  input %x : f32[1024,1024]
+  %0 = reduce_sum(%x) {axes=[0,1]} : f32[]
+  output y = %0
+}`,
+	"transpose_mul_1024": `graph transpose_mul {
+  input %x : f32[1024,1024]
+  input %y : f32[1024,1024]
+  %0 = transpose(%x) {perm=[1,0]} : f32[1024,1024]
+  %1 = mul(%0, %y) : f32[1024,1024]
+  output z = %1
+}`,
+	"add_relu_16M": `graph add_relu {
+  input %x : f32[4096,4096]
+  input %y : f32[4096,4096]
+  %0 = add(%x, %y) : f32[4096,4096]
+  %1 = relu(%0) : f32[4096,4096]
+  output z = %1
+}`,
+}
+
+// sassCounts assembles text for sm_80 and counts each function's SASS instructions
+// (cuobjdump -sass, beside ptxas in .cache/cuda).
+func sassCounts(t *testing.T, text string) map[string]int {
+	t.Helper()
+	bin := ptxas.Require(t)
+	dir := t.TempDir()
+	src, cubin := filepath.Join(dir, "m.ptx"), filepath.Join(dir, "m.cubin")
+	if err := os.WriteFile(src, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(bin, "-arch=sm_80", "-o", cubin, src).CombinedOutput(); err != nil {
+		t.Fatalf("ptxas: %v\n%s", err, out)
+	}
+	out, err := exec.Command(filepath.Join(filepath.Dir(bin), "cuobjdump"), "-sass", cubin).Output()
+	if err != nil {
+		t.Fatalf("cuobjdump: %v", err)
+	}
+	counts := map[string]int{}
+	fn := ""
+	inst := regexp.MustCompile(`^\s+/\*[0-9a-f]{4}\*/\s+\S`)
+	for _, line := range strings.Split(string(out), "\n") {
+		if f, ok := strings.CutPrefix(strings.TrimSpace(line), "Function : "); ok {
+			fn = f
+		} else if fn != "" && inst.MatchString(line) {
+			counts[fn]++
+		}
+	}
+	return counts
+}
+
+// TestCompare (with -compare) prints, for every kernel the NVVM producer takes in the examples
+// and the perf kernels, each producer's ptxas registers (sm_80), SASS instructions and simulated
+// warp instructions: go test ./codegen/nvvm -run TestCompare -compare -v
+func TestCompare(t *testing.T) {
+	if !*compareFlag {
+		t.Skip("run with -compare")
+	}
+	p := requireProducer(t)
+	type entry struct {
+		model string
+		k     ptx.Kernel
+	}
+	var all []entry
+	add := func(name string, g *ir.Graph, err error) {
+		if err == nil {
+			var res *passes.Result
+			if res, err = passes.Run(g, passes.Options{}); err == nil {
+				for _, kn := range res.Kernels.Kernels {
+					all = append(all, entry{name, kernelOf(kn, kn.Name)})
+				}
+			}
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	for _, m := range examples.Tutorials {
+		g, err := frontend.Build(m.Name, m.Model)
+		add(m.Name, g, err)
+	}
+	for _, name := range []string{"softmax_4096x1024", "add_relu_16M", "sum_cols_1024", "sum_all_1024", "transpose_mul_1024"} {
+		g, err := ir.Parse(name+".gir", []byte(perfKernels[name]))
+		add(name, g, err)
+	}
+	var rows []string
+	for _, e := range all {
+		if _, _, err := IR([]ptx.Kernel{e.k}, ptx.Target{SM: 80}); err != nil {
+			continue
+		}
+		nv, nvL, err := p.Module([]ptx.Kernel{e.k}, ptx.Target{SM: 80})
+		if err != nil {
+			t.Fatal(err)
+		}
+		em, emL, err := ptx.Module([]ptx.Kernel{e.k}, ptx.Target{SM: 80})
+		if err != nil {
+			t.Fatal(err)
+		}
+		regs := func(text string) int {
+			res, err := ptxas.Assemble([]byte(text), "sm_80")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return res.Kernels[0].Registers
+		}
+		in := inputsFor(e.k.Graph, 1)
+		_, nvSt := run(t, nv, e.k, nvL[0], in)
+		_, emSt := run(t, em, e.k, emL[0], in)
+		rows = append(rows, fmt.Sprintf("| %s | %s | %d / %d | %d / %d | %d / %d |", e.model, e.k.Name,
+			regs(em), regs(nv), sassCounts(t, em)[e.k.Name], sassCounts(t, nv)[e.k.Name], emSt.WarpInsts, nvSt.WarpInsts))
+	}
+	t.Logf("\n| model | kernel | registers ptx / nvvm | SASS instructions ptx / nvvm | simulated warp instructions ptx / nvvm |\n|---|---|---|---|---|\n%s", strings.Join(rows, "\n"))
+}

@@ -1,0 +1,146 @@
+package nvvm
+
+import (
+	"github.com/llir/llvm/ir"
+	"github.com/llir/llvm/ir/value"
+
+	"github.com/gcomp/gcomp/codegen/ptx"
+	irg "github.com/gcomp/gcomp/ir"
+)
+
+// directKernel is codegen/ptx's direct contraction template (ptx.ContractionPlan "direct"): one
+// thread per result element (grid-stride) folds its K products in ascending contraction order,
+// each operand element evaluated through the kernel graph at its index, in f64 for floats (the
+// products of f32, f16 and bf16 are exact there) and i64 for integers, the reference's order
+// and precision; the epilogue runs on the result before its one store.
+func (md *module) directKernel(k ptx.Kernel, c ptx.Contraction) (*ir.Func, ptx.Launch, error) {
+	g := k.Graph
+	dot := c.Dot
+	args := ptx.Params(g)
+	kg := md.newKernel(k, args)
+	shape := dot.Type.Shape
+	accT := irg.F64
+	if !dot.Type.DType.IsFloat() {
+		accT = irg.I64
+	}
+	acc := kg.b.NewAlloca(regType(accT))
+	tid := kg.add(kg.b.NewMul(kg.sreg("ctaid.x"), kg.sreg("ntid.x")), kg.sreg("tid.x"))
+	step := kg.b.NewMul(kg.sreg("nctaid.x"), kg.sreg("ntid.x"))
+	var err error
+	keep := func(e error) {
+		if e != nil && err == nil {
+			err = e
+		}
+	}
+	outs := make([]int, len(g.Outputs))
+	for i := range outs {
+		outs[i] = i
+	}
+	kg.loop(tid, step, shape.NumElements(), func(o value.Value) {
+		x := newIndexLin(shape, o)
+		for d := range shape {
+			kg.coord(x, d) // derived outside the k loop, whose values do not outlive it
+		}
+		kg.b.NewStore(constVal(accT, 0), acc)
+		var term func(kk value.Value) (value.Value, value.Value, error)
+		K := 1
+		if dot.Op == "conv2d" {
+			term, K = kg.convTerm(dot, x)
+		} else {
+			term, K = kg.dotTerm(dot, x)
+		}
+		kg.loop(ci(0), ci(1), K, func(kk value.Value) {
+			u, v, e := term(kk)
+			if e != nil {
+				keep(e)
+				return
+			}
+			p, e := kg.binary("mul", accT, kg.cast(dot.Args[0].Type.DType, u, accT), kg.cast(dot.Args[1].Type.DType, v, accT))
+			keep(e)
+			if e != nil {
+				return
+			}
+			s, e := kg.binary("add", accT, kg.b.NewLoad(regType(accT), acc), p)
+			keep(e)
+			if e == nil {
+				kg.b.NewStore(s, acc)
+			}
+		})
+		kg.bound = map[*irg.Value]value.Value{dot: kg.cast(accT, kg.b.NewLoad(regType(accT), acc), dot.Type.DType)}
+		keep(kg.storeOutputs(outs, x))
+		kg.bound = nil
+	})
+	kg.b.NewRet(nil)
+	if err != nil {
+		return nil, ptx.Launch{}, err
+	}
+	return kg.f, ptx.Launch{Grid: c.Grid, Block: c.Block, Params: args}, nil
+}
+
+// dotTerm returns the operand elements of the k-th product of dot_general result element x (k
+// over the contracting dims, row-major in lhs_contract order) and K: the result's batch dims,
+// then each operand's free dims, placed into the operand's coordinates.
+func (kg *kgen) dotTerm(dot *irg.Value, x *index) (func(k value.Value) (value.Value, value.Value, error), int) {
+	lhs, rhs := dot.Args[0], dot.Args[1]
+	lb, rb := dot.Attrs.Ints("lhs_batch"), dot.Attrs.Ints("rhs_batch")
+	lc, rc := dot.Attrs.Ints("lhs_contract"), dot.Attrs.Ints("rhs_contract")
+	var ks irg.Shape
+	for _, d := range lc {
+		ks = append(ks, lhs.Type.Shape[d])
+	}
+	coords := func(op *irg.Value, batch, contract []int, free0 int, kx *index) *index {
+		c := make([]value.Value, op.Type.Shape.Rank())
+		for i, d := range batch {
+			c[d] = kg.coord(x, i)
+		}
+		for i, d := range contract {
+			c[d] = kg.coord(kx, i)
+		}
+		f := free0
+		for d := range c {
+			if c[d] == nil {
+				c[d] = kg.coord(x, f)
+				f++
+			}
+		}
+		return newIndexCoords(op.Type.Shape, c)
+	}
+	lhsFree := lhs.Type.Shape.Rank() - len(lb) - len(lc)
+	return func(k value.Value) (value.Value, value.Value, error) {
+		kx := newIndexLin(ks, k)
+		u, err := kg.eval(lhs, coords(lhs, lb, lc, len(lb), kx))
+		if err != nil {
+			return nil, nil, err
+		}
+		v, err := kg.eval(rhs, coords(rhs, rb, rc, len(lb)+lhsFree, kx))
+		return u, v, err
+	}, ks.NumElements()
+}
+
+// convTerm returns the operand elements of the k-th product of conv2d result element x =
+// (n, o, oh, ow), k over (c, kh, kw) of the group's channels row-major, and K. Taps in the
+// padding multiply a zero, as the reference's zero-padded im2col does.
+func (kg *kgen) convTerm(v *irg.Value, x *index) (func(k value.Value) (value.Value, value.Value, error), int) {
+	img, wt := v.Args[0], v.Args[1]
+	xs, ws := img.Type.Shape, wt.Type.Shape
+	stride, pad, dil, groups := ptx.ConvGeometry(v)
+	c, kh, kw := ws[1], ws[2], ws[3]
+	og := ws[0] / groups
+	n, o := kg.coord(x, 0), kg.coord(x, 1)
+	ih0 := kg.sub(kg.mul(kg.coord(x, 2), stride[0]), ci(pad[0]))
+	iw0 := kg.sub(kg.mul(kg.coord(x, 3), stride[1]), ci(pad[1]))
+	cBase := kg.mul(kg.div(o, og), c)
+	return func(k value.Value) (value.Value, value.Value, error) {
+		kx := newIndexLin(irg.Shape{c, kh, kw}, k)
+		cc, ki, kj := kg.coord(kx, 0), kg.coord(kx, 1), kg.coord(kx, 2)
+		ih, iw := kg.add(ih0, kg.mul(ki, dil[0])), kg.add(iw0, kg.mul(kj, dil[1]))
+		ok := kg.b.NewAnd(kg.inRange(ih, xs[2]), kg.inRange(iw, xs[3]))
+		xv, err := kg.eval(img, newIndexCoords(xs, []value.Value{n, kg.add(cBase, cc), kg.clamp(ih, xs[2]), kg.clamp(iw, xs[3])}))
+		if err != nil {
+			return nil, nil, err
+		}
+		xv = kg.b.NewSelect(ok, xv, constVal(img.Type.DType, 0))
+		wv, err := kg.eval(wt, newIndexCoords(ws, []value.Value{o, cc, ki, kj}))
+		return xv, wv, err
+	}, c * kh * kw
+}

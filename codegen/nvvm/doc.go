@@ -1,0 +1,25 @@
+// Package nvvm is gcomp's second code generator: it lowers the same kernels as codegen/ptx to
+// NVVM IR (LLVM IR for the NVPTX target, built with github.com/llir/llvm) and has NVIDIA's
+// libNVVM (package libnvvm) compile that to PTX. The kernels keep codegen/ptx's names,
+// parameters and launch tiling (ptx.Template, ptx.LoopPlan and ptx.Params decide both), so a
+// launch plan serves either producer's PTX unchanged:
+//
+//	ll, launches, err := nvvm.IR(kernels, ptx.Target{SM: 80})      // the NVVM IR module
+//	p := &nvvm.Producer{}                                           // libNVVM looked up lazily
+//	text, launches, err := p.Module(kernels, ptx.Target{SM: 80})    // PTX from libNVVM
+//
+// The module declares the 64-bit NVPTX datalayout with i128 spelled out (libNVVM 11.8 rejects
+// one without), triple nvptx64-nvidia-cuda, marks each kernel in !nvvm.annotations and declares
+// !nvvmir.version 1.8 (CUDA 11.8). Special registers are llvm.nvvm.read.ptx.sreg.* intrinsics;
+// transcendental ops call NVIDIA's libdevice (__nv_expf and friends), which Producer links from
+// the CUDA toolkit's libdevice.10.bc. libNVVM runs with -fma=0 -prec-div=1 -prec-sqrt=1 -ftz=0,
+// so every IEEE operation rounds once, as the op table and codegen/ptx's .rn instructions do.
+//
+// Templates: the elementwise loop (grid-stride, element groups of ptx.LoopPlan's width, with
+// broadcast, transpose, reshape, slice, pad, concat, iota, constants, select, gather and
+// pooling fused), the transpose tile (ptx.TransposePlan), the row, column and split reductions
+// (ptx.ReducePlan), the direct contraction (ptx.ContractionPlan), the staged loop for pooling
+// and concats (ptx.StagedPlan). Every other template of codegen/ptx (the FFMA and tensor-core
+// contractions, persistent kernels) has no counterpart yet: such a kernel is an error naming the kernel and the template, never a
+// silent fallback to the PTX emitter.
+package nvvm

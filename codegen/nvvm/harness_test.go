@@ -1,0 +1,309 @@
+package nvvm
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/gcomp/gcomp/codegen/nvvm/libnvvm"
+	"github.com/gcomp/gcomp/codegen/ptx"
+	"github.com/gcomp/gcomp/internal/ptxas"
+	"github.com/gcomp/gcomp/internal/tolerance"
+	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/passes"
+	"github.com/gcomp/gcomp/runtime/ref"
+	"github.com/gcomp/gcomp/sim"
+	"github.com/gcomp/gcomp/tensor"
+)
+
+// The differential harness: a kernel's PTX from libNVVM assembles for sm_80 and sm_90 without
+// spills, runs in the simulator with memcheck, racecheck and synccheck, matches the reference
+// interpreter, and matches codegen/ptx's PTX on the same inputs bit for bit where every op is
+// exact.
+
+var (
+	producerOnce sync.Once
+	producer     *Producer
+)
+
+// requireProducer returns a Producer with libNVVM loaded, or skips (see libnvvm.Require).
+func requireProducer(t *testing.T) *Producer {
+	t.Helper()
+	libnvvm.Require(t)
+	producerOnce.Do(func() { producer = &Producer{} })
+	return producer
+}
+
+func kernelOf(kn *passes.Kernel, name string) ptx.Kernel {
+	k := ptx.Kernel{Name: name, Graph: kn.Body, Shared: kn.SharedOffsets(), SharedBytes: int(kn.SharedBytes)}
+	for _, s := range kn.Stages {
+		k.Stages = append(k.Stages, ptx.Kernel{Name: s.Name, Graph: s.Body})
+	}
+	return k
+}
+
+// supported splits kernels into those the NVVM producer takes and the names of the others (with
+// the template they need); any other error fails the test.
+func supported(t *testing.T, kernels []ptx.Kernel) (yes []ptx.Kernel, no []string) {
+	t.Helper()
+	for _, k := range kernels {
+		_, _, err := IR([]ptx.Kernel{k}, ptx.Target{SM: 80})
+		switch {
+		case err == nil:
+			yes = append(yes, k)
+		case strings.Contains(err.Error(), "has no NVVM counterpart yet (build with --backend ptx)"):
+			no = append(no, err.Error())
+		default:
+			t.Errorf("%v", err)
+		}
+	}
+	return yes, no
+}
+
+// assemble runs ptxas on a libNVVM module for sm_80 and sm_90 and fails the test on errors or
+// spills; it returns the registers per kernel and arch.
+func assemble(t *testing.T, text string) map[string]map[string]int {
+	t.Helper()
+	ptxas.Require(t)
+	regs := map[string]map[string]int{}
+	for _, arch := range []string{"sm_80", "sm_90"} {
+		res, err := ptxas.Assemble([]byte(text), arch)
+		if err != nil {
+			t.Fatalf("ptxas %s: %v", arch, err)
+		}
+		for _, k := range res.Kernels {
+			if k.SpillStores != 0 || k.SpillLoads != 0 || k.StackBytes != 0 {
+				t.Errorf("%s %s: spills or stack: %+v", arch, k.Name, k)
+			}
+			if regs[k.Name] == nil {
+				regs[k.Name] = map[string]int{}
+			}
+			regs[k.Name][arch] = k.Registers
+		}
+	}
+	return regs
+}
+
+// approximate ops are computed by libdevice in one producer and by codegen/ptx's own
+// sequences in the other: both within tolerance, not bit-identical.
+var approximate = map[string]bool{"exp": true, "log": true, "tanh": true, "sigmoid": true, "erf": true,
+	"sin": true, "cos": true, "rsqrt": true, "pow": true}
+
+// exactKernel reports whether every op of g rounds once (IEEE) or is exact.
+func exactKernel(g *ir.Graph) bool {
+	for _, v := range g.Values {
+		if approximate[v.Op] {
+			return false
+		}
+	}
+	return true
+}
+
+// precision is the least precise float dtype computed in g (its results are held to that
+// dtype's tolerance), or the output's dtype if no float is computed.
+func precision(g *ir.Graph, out *ir.Value) ir.DType {
+	rank := map[ir.DType]int{ir.F64: 1, ir.F32: 2, ir.F16: 3, ir.BF16: 4}
+	p := out.Type.DType
+	for _, v := range g.Values {
+		if d := v.Type.DType; rank[d] > rank[p] {
+			p = d
+		}
+	}
+	return p
+}
+
+// run loads text in a fresh simulator device (checks on), launches kernel once with in bound
+// as l says, and returns the outputs and the stats.
+func run(t *testing.T, text string, k ptx.Kernel, l ptx.Launch, in map[string]*tensor.Tensor) (map[string]*tensor.Tensor, *sim.Stats) {
+	t.Helper()
+	dev := sim.NewDevice()
+	m, err := dev.Load(text)
+	if err != nil {
+		t.Fatalf("sim load: %v", err)
+	}
+	g := k.Graph
+	var args []any
+	outAddr := map[string]uint64{}
+	for _, a := range l.Params {
+		var typ ir.Type
+		var data []byte
+		switch a.Kind {
+		case ptx.ArgInput, ptx.ArgParam:
+			typ, data = in[a.Name].Type, in[a.Name].Bytes()
+		case ptx.ArgOutput:
+			typ = g.Outputs[a.Index].Value.Type
+		case ptx.ArgScratch:
+			typ, data = ir.T(ir.U8, a.Bytes), make([]byte, a.Bytes)
+		}
+		addr, err := dev.Alloc(max(typ.Bytes(), 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(data) > 0 {
+			if err := dev.Write(addr, data); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if a.Kind == ptx.ArgOutput {
+			outAddr[a.Name] = addr
+		}
+		args = append(args, addr)
+	}
+	cfg := sim.Config{Grid: sim.Dim3{X: l.Grid[0], Y: l.Grid[1], Z: l.Grid[2]},
+		Block: sim.Dim3{X: l.Block[0], Y: l.Block[1], Z: l.Block[2]}, SharedBytes: l.SharedBytes}
+	st, err := m.Launch(k.Name, cfg, args...)
+	if err != nil {
+		t.Fatalf("sim launch %s: %v", k.Name, err)
+	}
+	for i, a := range l.Params {
+		if a.Kind != ptx.ArgScratch {
+			continue
+		}
+		// A scratch buffer is left zero for the next launch.
+		buf := make([]byte, a.Bytes)
+		if err := dev.Read(args[i].(uint64), buf); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Trim(string(buf[len(buf)-8:]), "\x00") != "" {
+			t.Errorf("%s: scratch counter left at %x", k.Name, buf[len(buf)-8:])
+		}
+	}
+	out := map[string]*tensor.Tensor{}
+	for _, o := range g.Outputs {
+		buf := make([]byte, o.Value.Type.Bytes())
+		if err := dev.Read(outAddr[o.Name], buf); err != nil {
+			t.Fatal(err)
+		}
+		x, err := tensor.FromBytes(o.Value.Type, buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[o.Name] = x
+	}
+	return out, st
+}
+
+// checkKernel runs k's NVVM PTX (text, a module holding it, launch l) and codegen/ptx's, and
+// compares the NVVM results with the reference (tolerance rule) and with the PTX emitter's
+// (bit for bit where the kernel is exact).
+func checkKernel(t *testing.T, text string, k ptx.Kernel, l ptx.Launch, seed uint64) *sim.Stats {
+	t.Helper()
+	in := inputsFor(k.Graph, seed)
+	got, st := run(t, text, k, l, in)
+	pin := map[string]*tensor.Tensor{}
+	for _, v := range k.Graph.Params() {
+		pin[v.Name] = in[v.Name]
+	}
+	iin := map[string]*tensor.Tensor{}
+	for _, v := range k.Graph.Inputs() {
+		iin[v.Name] = in[v.Name]
+	}
+	want, err := ref.Run(k.Graph, iin, pin)
+	if err != nil {
+		t.Fatalf("reference: %v", err)
+	}
+	ptxText, launches, err := ptx.Module([]ptx.Kernel{k}, ptx.Target{SM: 80})
+	if err != nil {
+		t.Fatalf("codegen/ptx: %v", err)
+	}
+	emitted, _ := run(t, ptxText, k, launches[0], in)
+	exact := exactKernel(k.Graph)
+	for _, o := range k.Graph.Outputs {
+		compare(t, o.Name+" (reference)", got[o.Name], want[o.Name], exact, precision(k.Graph, o.Value))
+		if exact {
+			compare(t, o.Name+" (codegen/ptx)", got[o.Name], emitted[o.Name], true, o.Value.Type.DType)
+		}
+	}
+	return st
+}
+
+// compare holds got to want: bit for bit when exact or not a float, else within the tolerance
+// of dtype prec. NaN passes against NaN.
+func compare(t *testing.T, what string, got, want *tensor.Tensor, exact bool, prec ir.DType) {
+	t.Helper()
+	bad := 0
+	d := want.Type.DType
+	for i := 0; i < want.Len(); i++ {
+		g, w := got.At(i), want.At(i)
+		var msg string
+		switch {
+		case math.IsNaN(g) || math.IsNaN(w):
+			if !(math.IsNaN(g) && math.IsNaN(w)) {
+				msg = fmt.Sprintf("got %v, want %v", g, w)
+			}
+		case exact || !d.IsFloat() && !prec.IsFloat():
+			if math.Float64bits(g) != math.Float64bits(w) {
+				msg = fmt.Sprintf("got %v, want %v exactly", g, w)
+			}
+		case g != w:
+			rel, abs := tolerance.Tolerance(prec, false, 1)
+			if !d.IsFloat() {
+				abs++ // a float within tolerance may truncate to the next integer
+			}
+			if !tolerance.Within(g, w, rel, abs) {
+				msg = fmt.Sprintf("got %v, want %v (rel %g, abs %g)", g, w, rel, abs)
+			}
+		}
+		if msg != "" {
+			if bad < 5 {
+				t.Errorf("%s[%d]: %s", what, i, msg)
+			}
+			bad++
+		}
+	}
+	if bad > 5 {
+		t.Errorf("%s: %d of %d elements differ", what, bad, want.Len())
+	}
+}
+
+// inputsFor draws values for every input and param of g: floats uniform in [-1, 1] (rounded to
+// their dtype), integers in [-100, 100] (wrapped), bools 0/1, gather indices inside their table.
+func inputsFor(g *ir.Graph, seed uint64) map[string]*tensor.Tensor {
+	r := rand.New(rand.NewPCG(seed, 1))
+	m := map[string]*tensor.Tensor{}
+	for _, v := range append(g.Inputs(), g.Params()...) {
+		x := tensor.New(v.Type)
+		for i := 0; i < x.Len(); i++ {
+			switch {
+			case v.Type.DType.IsFloat():
+				x.F[i] = tensor.RoundFloat(v.Type.DType, 2*r.Float64()-1)
+			case v.Type.DType == ir.Bool:
+				x.I[i] = int64(r.IntN(2))
+			default:
+				x.I[i] = tensor.WrapInt(v.Type.DType, int64(r.IntN(201)-100))
+			}
+		}
+		m[v.Name] = x
+	}
+	for _, v := range g.Values {
+		if v.Op == "gather" && (v.Args[1].Op == ir.OpInput || v.Args[1].Op == ir.OpParam) {
+			idx := m[v.Args[1].Name]
+			for i := range idx.I {
+				idx.I[i] = int64(r.IntN(v.Args[0].Type.Shape[0]))
+			}
+		}
+	}
+	return m
+}
+
+// checkModule compiles kernels into one module with p, assembles it, and runs every kernel
+// through checkKernel as a subtest (kernel i with seed seed+i).
+func checkModule(t *testing.T, p *Producer, kernels []ptx.Kernel, seed uint64) {
+	t.Helper()
+	if len(kernels) == 0 {
+		return
+	}
+	text, launches, err := p.Module(kernels, ptx.Target{SM: 80})
+	if err != nil {
+		t.Fatal(err)
+	}
+	assemble(t, text)
+	for i, k := range kernels {
+		t.Run(k.Name, func(t *testing.T) {
+			checkKernel(t, text, k, launches[i], seed+uint64(i))
+		})
+	}
+}

@@ -1,0 +1,204 @@
+package nvvm
+
+import (
+	"fmt"
+
+	"github.com/llir/llvm/ir"
+	"github.com/llir/llvm/ir/constant"
+	"github.com/llir/llvm/ir/enum"
+	"github.com/llir/llvm/ir/types"
+	"github.com/llir/llvm/ir/value"
+
+	"github.com/gcomp/gcomp/codegen/ptx"
+	irg "github.com/gcomp/gcomp/ir"
+)
+
+// kgen builds one kernel function: b is the block instructions go to (templates and branching
+// ops move it).
+type kgen struct {
+	md      *module
+	f       *ir.Func
+	b       *ir.Block
+	g       *irg.Graph
+	name    string
+	ptr     map[*irg.Value]value.Value // global pointer of each input and param
+	outPtr  []value.Value
+	scratch value.Value                // the scratch buffer, as i64 slots
+	cache   map[cacheKey]value.Value   // per element: common subexpressions evaluate once
+	bound   map[*irg.Value]value.Value // values the template computed (reduction results)
+	// aligned is the byte alignment of element groups' first linear index (a multiple of the
+	// group size): loads and stores there say so, for the vectorizer.
+	aligned map[value.Value]int
+	blocks  int
+}
+
+type cacheKey struct {
+	v *irg.Value
+	x *index
+}
+
+// newKernel declares the kernel with one generic pointer parameter per ptx.Params entry (the
+// PTX parameters are .u64 as codegen/ptx's) and converts each to a global pointer.
+func (md *module) newKernel(k ptx.Kernel, args []ptx.Arg) *kgen {
+	g := k.Graph
+	kg := &kgen{md: md, g: g, name: k.Name, ptr: map[*irg.Value]value.Value{}, cache: map[cacheKey]value.Value{}}
+	var params []*ir.Param
+	var bufs []*irg.Value
+	for _, a := range args {
+		if a.Kind == ptx.ArgScratch {
+			p := ir.NewParam(fmt.Sprintf("p%d", len(params)), types.NewPointer(types.I64))
+			p.Attrs = append(p.Attrs, ir.Align(16))
+			params = append(params, p)
+			bufs = append(bufs, nil)
+			continue
+		}
+		var v *irg.Value
+		switch a.Kind {
+		case ptx.ArgInput:
+			v = g.Inputs()[a.Index]
+		case ptx.ArgParam:
+			v = g.Params()[a.Index]
+		case ptx.ArgOutput:
+			v = g.Outputs[a.Index].Value
+		}
+		bufs = append(bufs, v)
+		// Buffers are 16-byte aligned (docs/codegen.md): saying so lets libNVVM's vectorizer
+		// merge the lanes of an element group into one 128-bit access.
+		p := ir.NewParam(fmt.Sprintf("p%d", len(params)), types.NewPointer(memType(v.Type.DType)))
+		p.Attrs = append(p.Attrs, ir.Align(16))
+		params = append(params, p)
+	}
+	kg.f = md.m.NewFunc(k.Name, types.Void, params...)
+	kg.b = kg.f.NewBlock("entry")
+	for i, a := range args {
+		elem := types.Type(types.I64)
+		if bufs[i] != nil {
+			elem = memType(bufs[i].Type.DType)
+		}
+		gp := types.NewPointer(elem)
+		gp.AddrSpace = 1
+		p := kg.b.NewAddrSpaceCast(params[i], gp)
+		switch {
+		case a.Kind == ptx.ArgScratch:
+			kg.scratch = p
+		case a.Kind == ptx.ArgOutput:
+			kg.outPtr = append(kg.outPtr, p)
+		default:
+			kg.ptr[bufs[i]] = p
+		}
+	}
+	return kg
+}
+
+// block starts a new basic block named after stem.
+func (kg *kgen) block(stem string) *ir.Block {
+	kg.blocks++
+	return kg.f.NewBlock(fmt.Sprintf("%s%d", stem, kg.blocks))
+}
+
+// sreg reads a special register through its llvm.nvvm.read.ptx.sreg intrinsic.
+func (kg *kgen) sreg(name string) value.Value {
+	return kg.b.NewCall(kg.md.declare("llvm.nvvm.read.ptx.sreg."+name, types.I32))
+}
+
+// loopKernel is codegen/ptx's loop template: a grid-stride loop over groups of V consecutive
+// output elements (ptx.LoopPlan), then the elements after the last whole group one at a time.
+// The group's lanes are computed and stored one by one: libNVVM's vectorizer merges the
+// accesses it can prove contiguous and aligned.
+func (md *module) loopKernel(k ptx.Kernel) (*ir.Func, ptx.Launch, error) {
+	g := k.Graph
+	shape := g.Outputs[0].Value.Type.Shape
+	for _, o := range g.Outputs[1:] {
+		if !o.Value.Type.Shape.Equal(shape) {
+			return nil, ptx.Launch{}, fmt.Errorf("outputs %s %s and %s %s have different shapes; a loop kernel has one iteration space",
+				g.Outputs[0].Name, shape, o.Name, o.Value.Type.Shape)
+		}
+	}
+	v, flat, grid, block := ptx.LoopPlan(g)
+	args := ptx.Params(g)
+	kg := md.newKernel(k, args)
+	tid := kg.b.NewAdd(kg.b.NewMul(kg.sreg("ctaid.x"), kg.sreg("ntid.x")), kg.sreg("tid.x"))
+	step := kg.b.NewMul(kg.sreg("nctaid.x"), kg.sreg("ntid.x"))
+	n := shape.NumElements()
+	groups := n / v
+	var err error
+	kg.loop(tid, step, groups, func(i value.Value) {
+		if e := kg.elementGroup(shape, kg.mul(i, v), v, flat); e != nil && err == nil {
+			err = e
+		}
+	})
+	if v > 1 && n%v != 0 {
+		kg.loop(kg.add(tid, ci(groups*v)), step, n, func(i value.Value) {
+			if e := kg.elementGroup(shape, i, 1, true); e != nil && err == nil {
+				err = e
+			}
+		})
+	}
+	kg.b.NewRet(nil)
+	if err != nil {
+		return nil, ptx.Launch{}, err
+	}
+	return kg.f, ptx.Launch{Grid: grid, Block: block, Params: args}, nil
+}
+
+// loop emits `for i := start; i < end; i += step { body(i) }` (unsigned compare, as the PTX
+// emitter's loops).
+func (kg *kgen) loop(start, step value.Value, end int, body func(i value.Value)) {
+	kg.loopTo(start, step, ci(end), body)
+}
+
+// loopTo is loop with an end computed at run time.
+func (kg *kgen) loopTo(start, step, end value.Value, body func(i value.Value)) {
+	pre := kg.b
+	head, bodyB, done := kg.block("loop"), kg.block("body"), kg.block("done")
+	pre.NewBr(head)
+	i := head.NewPhi(ir.NewIncoming(start, pre))
+	head.NewCondBr(head.NewICmp(enum.IPredULT, i, end), bodyB, done)
+	kg.b = bodyB
+	kg.cache = map[cacheKey]value.Value{}
+	body(i)
+	kg.cache = map[cacheKey]value.Value{}
+	next := kg.b.NewAdd(i, step)
+	kg.b.NewBr(head)
+	i.Incs = append(i.Incs, ir.NewIncoming(next, kg.b))
+	kg.b = done
+}
+
+// elementGroup computes and stores the v consecutive output elements from linear index base
+// (flat: by linear position; otherwise they share a row, the last coordinate counting up).
+func (kg *kgen) elementGroup(shape irg.Shape, base value.Value, v int, flat bool) error {
+	lead := newIndexLin(shape, base)
+	lanes := []*index{lead}
+	kg.aligned = map[value.Value]int{base: v}
+	for j := 1; j < v; j++ {
+		l := newIndexLin(shape, kg.add(base, ci(j)))
+		if !flat && shape.Rank() > 0 {
+			last := shape.Rank() - 1
+			for d := 0; d < last; d++ {
+				l.coord[d] = kg.coord(lead, d)
+			}
+			l.coord[last] = kg.add(kg.coord(lead, last), ci(j))
+		}
+		lanes = append(lanes, l)
+	}
+	// Every lane is computed before the first store, so the loads of a group are adjacent (the
+	// vectorizer cannot move a load across a store that may alias it).
+	vals := make([][]value.Value, len(kg.g.Outputs))
+	for oi, o := range kg.g.Outputs {
+		for _, x := range lanes {
+			r, err := kg.eval(o.Value, x)
+			if err != nil {
+				return err
+			}
+			vals[oi] = append(vals[oi], r)
+		}
+	}
+	for oi, o := range kg.g.Outputs {
+		for j, x := range lanes {
+			kg.store(o.Value.Type.DType, kg.outPtr[oi], kg.lin(x), vals[oi][j])
+		}
+	}
+	return nil
+}
+
+func ci(n int) *constant.Int { return constant.NewInt(types.I32, int64(n)) }

@@ -1,0 +1,253 @@
+package nvvm
+
+import (
+	"github.com/llir/llvm/ir"
+	"github.com/llir/llvm/ir/constant"
+	"github.com/llir/llvm/ir/enum"
+	"github.com/llir/llvm/ir/types"
+	"github.com/llir/llvm/ir/value"
+
+	"github.com/gcomp/gcomp/codegen/ptx"
+	irg "github.com/gcomp/gcomp/ir"
+)
+
+// rowReduce is codegen/ptx's row reduction template (ptx.ReducePlan "row"): one block per row
+// (block-stride over rows); thread t folds elements t, t+T, ... of the row into an accumulator
+// (ptx.Accumulator), the warp combines by butterfly shuffles (16, 8, 4, 2, 1), lane 0 of each
+// warp leaves its partial in shared memory and every thread folds the partials in warp order:
+// the same order as codegen/ptx, so exact reductions give the same bits. Reduces run one after
+// the other, each one pass over the row (softmax's max and sum are two passes here, where
+// codegen/ptx folds them online in one); full-shape outputs are stored by a last pass, per-row
+// ones by thread 0.
+func (md *module) rowReduce(k ptx.Kernel, plan ptx.Reduction) (*ir.Func, ptx.Launch, error) {
+	g := k.Graph
+	args := ptx.Params(g)
+	kg := md.newKernel(k, args)
+	T := plan.Threads
+	warps := T / 32
+	slots := md.sharedSlots(k.Name, warps)
+	tid := kg.sreg("tid.x")
+	lane := kg.b.NewAnd(tid, ci(31))
+	warp := kg.b.NewLShr(tid, ci(5))
+	accs := kg.accumulators(plan.Reduces)
+	var err error
+	keep := func(e error) {
+		if e != nil && err == nil {
+			err = e
+		}
+	}
+	kg.loop(kg.sreg("ctaid.x"), kg.sreg("nctaid.x"), plan.A, func(row value.Value) {
+		fullAt := kg.rowElement(plan, row)
+		kg.bound = map[*irg.Value]value.Value{}
+		for _, red := range plan.Reduces {
+			accT, combine, _ := ptx.Accumulator(red)
+			acc := accs[red]
+			keep(kg.fold(red, acc, tid, ci(T), plan.R, fullAt))
+			total, e := kg.blockCombine(accT, combine, kg.b.NewLoad(regType(accT), acc), lane, warp, slots, warps)
+			keep(e)
+			if e == nil {
+				kg.bound[red] = kg.cast(accT, total, red.Type.DType)
+			}
+		}
+		var fullOuts, rowOuts []int
+		for i, o := range g.Outputs {
+			if o.Value.Type.Shape.Equal(plan.Full) {
+				fullOuts = append(fullOuts, i)
+			} else {
+				rowOuts = append(rowOuts, i)
+			}
+		}
+		if len(fullOuts) > 0 {
+			kg.loop(tid, ci(T), plan.R, func(r value.Value) { keep(kg.storeOutputs(fullOuts, fullAt(r))) })
+		}
+		if len(rowOuts) > 0 {
+			kg.branch(kg.b.NewICmp(enum.IPredEQ, tid, ci(0)), "thread0", func() {
+				keep(kg.storeRowOutputs(rowOuts, row))
+			})
+		}
+		kg.bound = nil
+	})
+	kg.b.NewRet(nil)
+	if err != nil {
+		return nil, ptx.Launch{}, err
+	}
+	return kg.f, ptx.Launch{Grid: plan.Grid, Block: [3]int{T, 1, 1}, Params: args}, nil
+}
+
+// storeOutputs evaluates the kernel's outputs outs at full-shape element x and stores them.
+func (kg *kgen) storeOutputs(outs []int, x *index) error {
+	for _, i := range outs {
+		o := kg.g.Outputs[i]
+		v, err := kg.eval(o.Value, x)
+		if err != nil {
+			return err
+		}
+		kg.store(o.Value.Type.DType, kg.outPtr[i], kg.lin(x), v)
+	}
+	return nil
+}
+
+// storeRowOutputs evaluates and stores the per-row outputs outs at linear index lin.
+func (kg *kgen) storeRowOutputs(outs []int, lin value.Value) error {
+	for _, i := range outs {
+		o := kg.g.Outputs[i]
+		v, err := kg.eval(o.Value, newIndexLin(o.Value.Type.Shape, lin))
+		if err != nil {
+			return err
+		}
+		kg.store(o.Value.Type.DType, kg.outPtr[i], lin, v)
+	}
+	return nil
+}
+
+// fold folds red's operand at elements at(r), r = start, start+step, ... < end, into the
+// accumulator acc, starting from the identity.
+func (kg *kgen) fold(red *irg.Value, acc *ir.InstAlloca, start, step value.Value, end int, at func(r value.Value) *index) error {
+	accT, combine, identity := ptx.Accumulator(red)
+	kg.b.NewStore(constVal(accT, identity), acc)
+	var err error
+	kg.loop(start, step, end, func(r value.Value) {
+		x, e := kg.eval(red.Args[0], at(r))
+		if e == nil {
+			var y value.Value
+			if y, e = kg.binary(combine, accT, kg.b.NewLoad(regType(accT), acc), kg.cast(red.Args[0].Type.DType, x, accT)); e == nil {
+				kg.b.NewStore(y, acc)
+			}
+		}
+		if e != nil && err == nil {
+			err = e
+		}
+	})
+	return err
+}
+
+// accumulators allocates one accumulator per reduce (in the entry block: libNVVM promotes them
+// to registers).
+func (kg *kgen) accumulators(reds []*irg.Value) map[*irg.Value]*ir.InstAlloca {
+	accs := map[*irg.Value]*ir.InstAlloca{}
+	for _, red := range reds {
+		accT, _, _ := ptx.Accumulator(red)
+		accs[red] = kg.b.NewAlloca(regType(accT))
+	}
+	return accs
+}
+
+// sharedSlots declares the kernel's shared array of n 8-byte slots (partials).
+func (md *module) sharedSlots(name string, n int) *ir.Global {
+	slots := md.m.NewGlobalDef(name+"_partials", constant.NewUndef(types.NewArray(uint64(n), types.I64)))
+	slots.Linkage = enum.LinkageInternal
+	slots.AddrSpace = 3
+	slots.Typ.AddrSpace = 3
+	slots.Align = 8
+	return slots
+}
+
+// slot is a pointer to slot w of slots, as an accumulator of dtype d.
+func (kg *kgen) slot(slots *ir.Global, w value.Value, d irg.DType) value.Value {
+	pt := types.NewPointer(regType(d))
+	pt.AddrSpace = 3
+	p := kg.b.NewGetElementPtr(slots.ContentType, slots, ci(0), w)
+	p.InBounds = true
+	return kg.b.NewBitCast(p, pt)
+}
+
+// branch runs body in a block entered where cond holds and continues after it; values body
+// computes are not reused after it.
+func (kg *kgen) branch(cond value.Value, stem string, body func()) {
+	in, after := kg.block(stem), kg.block(stem+"_done")
+	kg.b.NewCondBr(cond, in, after)
+	kg.b = in
+	kg.cache = map[cacheKey]value.Value{}
+	body()
+	kg.cache = map[cacheKey]value.Value{}
+	kg.b.NewBr(after)
+	kg.b = after
+}
+
+func (kg *kgen) barrier() { kg.b.NewCall(kg.md.declare("llvm.nvvm.barrier0", types.Void)) }
+
+// rowElement maps position r of row's reduced elements to the operand's index: row·R + r when
+// the reduced axes are trailing, else coordinates put together from the row's kept coordinates
+// (derived once, here) and r's reduced ones.
+func (kg *kgen) rowElement(plan ptx.Reduction, row value.Value) func(r value.Value) *index {
+	if !plan.Scattered {
+		rowLin := kg.mul(row, plan.R)
+		return func(r value.Value) *index { return newIndexLin(plan.Full, kg.add(rowLin, r)) }
+	}
+	kept, red := plan.RowShapes()
+	kx := newIndexLin(kept, row)
+	keptCoord := make([]value.Value, len(kept))
+	for d := range kept {
+		keptCoord[d] = kg.coord(kx, d)
+	}
+	return func(r value.Value) *index {
+		rx := newIndexLin(red, r)
+		redCoord := make([]value.Value, len(red))
+		for d := range red {
+			redCoord[d] = kg.coord(rx, d)
+		}
+		return newIndexCoords(plan.Full, ptx.RowCoords(plan.Axes, keptCoord, redCoord))
+	}
+}
+
+// blockCombine folds every thread's partial acc into the block's total, which every thread
+// gets: butterfly shuffles within the warp, then the warps' partials through shared memory in
+// warp order. The barriers are llvm.nvvm.barrier0 (bar.sync 0).
+func (kg *kgen) blockCombine(accT irg.DType, combine string, acc, lane, warp value.Value, slots *ir.Global, warps int) (value.Value, error) {
+	for off := 16; off >= 1; off /= 2 {
+		o := kg.shuffleXor(accT, acc, off)
+		y, err := kg.binary(combine, accT, acc, o)
+		if err != nil {
+			return nil, err
+		}
+		acc = y
+	}
+	kg.branch(kg.b.NewICmp(enum.IPredEQ, lane, ci(0)), "lane0", func() {
+		kg.b.NewStore(acc, kg.slot(slots, warp, accT)).Align = 8
+	})
+	kg.barrier()
+	var total value.Value
+	for w := range warps {
+		ld := kg.b.NewLoad(regType(accT), kg.slot(slots, ci(w), accT))
+		ld.Align = 8
+		if total == nil {
+			total = ld
+			continue
+		}
+		y, err := kg.binary(combine, accT, total, ld)
+		if err != nil {
+			return nil, err
+		}
+		total = y
+	}
+	kg.barrier() // the next reduce reuses the slots
+	return total, nil
+}
+
+// shuffleXor is lane^off's value of x (llvm.nvvm.shfl.sync.bfly, all lanes; 64-bit values as
+// two 32-bit halves).
+func (kg *kgen) shuffleXor(d irg.DType, x value.Value, off int) value.Value {
+	b := kg.b
+	shfl := func(name string, t types.Type, v value.Value) value.Value {
+		return b.NewCall(kg.md.declare(name, t, types.I32, t, types.I32, types.I32),
+			constant.NewInt(types.I32, -1), v, ci(off), ci(0x1f))
+	}
+	switch regType(d) {
+	case types.Float:
+		return shfl("llvm.nvvm.shfl.sync.bfly.f32", types.Float, x)
+	case types.I32:
+		return shfl("llvm.nvvm.shfl.sync.bfly.i32", types.I32, x)
+	}
+	t := regType(d)
+	w := x
+	if t == types.Double {
+		w = b.NewBitCast(x, types.I64)
+	}
+	lo := shfl("llvm.nvvm.shfl.sync.bfly.i32", types.I32, b.NewTrunc(w, types.I32))
+	hi := shfl("llvm.nvvm.shfl.sync.bfly.i32", types.I32, b.NewTrunc(b.NewLShr(w, constant.NewInt(types.I64, 32)), types.I32))
+	r := b.NewOr(b.NewZExt(lo, types.I64), b.NewShl(b.NewZExt(hi, types.I64), constant.NewInt(types.I64, 32)))
+	if t == types.Double {
+		return b.NewBitCast(r, types.Double)
+	}
+	return r
+}

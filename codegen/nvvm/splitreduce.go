@@ -1,0 +1,109 @@
+package nvvm
+
+import (
+	"github.com/llir/llvm/ir"
+	"github.com/llir/llvm/ir/constant"
+	"github.com/llir/llvm/ir/enum"
+	"github.com/llir/llvm/ir/types"
+	"github.com/llir/llvm/ir/value"
+
+	"github.com/gcomp/gcomp/codegen/ptx"
+	irg "github.com/gcomp/gcomp/ir"
+)
+
+// splitReduce is codegen/ptx's split full reduction (ptx.ReducePlan "split"): every block folds
+// a grid-stride share (element i at thread i of the grid) and thread 0 writes the block's
+// partial to the scratch buffer, then takes a ticket from the integer counter after it (an
+// atomic add; llvm.nvvm.membar.gl on both sides). The block with the last ticket folds the
+// partials in block order (volatile loads: the other blocks' stores are not in its L1), writes
+// the outputs and resets the counter for the next launch. No float atomics: the result is the
+// same bits every run, and codegen/ptx's.
+func (md *module) splitReduce(k ptx.Kernel, plan ptx.Reduction) (*ir.Func, ptx.Launch, error) {
+	g := k.Graph
+	red := plan.Reduces[0]
+	args := append(ptx.Params(g), ptx.Arg{Kind: ptx.ArgScratch, Bytes: plan.ScratchBytes})
+	kg := md.newKernel(k, args)
+	T, blocks := plan.Threads, plan.Grid[0]
+	slots := md.sharedSlots(k.Name, T/32)
+	flag := md.m.NewGlobalDef(k.Name+"_is_last", constant.NewUndef(types.I32))
+	flag.Linkage = enum.LinkageInternal
+	flag.AddrSpace = 3
+	flag.Typ.AddrSpace = 3
+	flag.Align = 4
+	tid := kg.sreg("tid.x")
+	lane := kg.b.NewAnd(tid, ci(31))
+	warp := kg.b.NewLShr(tid, ci(5))
+	bid := kg.sreg("ctaid.x")
+	accs := kg.accumulators([]*irg.Value{red})
+	acc2 := kg.b.NewAlloca(accs[red].ElemType)
+	accT, combine, identity := ptx.Accumulator(red)
+	rt := regType(accT)
+	membar := func() { kg.b.NewCall(kg.md.declare("llvm.nvvm.membar.gl", types.Void)) }
+	partial := func(i value.Value) value.Value {
+		p := kg.b.NewGetElementPtr(types.I64, kg.scratch, i)
+		p.InBounds = true
+		pt := types.NewPointer(rt)
+		pt.AddrSpace = 1
+		return kg.b.NewBitCast(p, pt)
+	}
+	counter := kg.b.NewBitCast(kg.b.NewGetElementPtr(types.I64, kg.scratch, ci(blocks)), func() types.Type {
+		pt := types.NewPointer(types.I32)
+		pt.AddrSpace = 1
+		return pt
+	}())
+	var err error
+	keep := func(e error) {
+		if e != nil && err == nil {
+			err = e
+		}
+	}
+	keep(kg.fold(red, accs[red], kg.add(kg.mul(bid, T), tid), ci(blocks*T), plan.R, func(i value.Value) *index {
+		return newIndexLin(plan.Full, i)
+	}))
+	total, e := kg.blockCombine(accT, combine, kg.b.NewLoad(rt, accs[red]), lane, warp, slots, T/32)
+	keep(e)
+	t0 := kg.b.NewICmp(enum.IPredEQ, tid, ci(0))
+	kg.branch(t0, "publish", func() {
+		kg.b.NewStore(total, partial(bid)).Align = 8
+		membar()
+		ticket := kg.b.NewAtomicRMW(enum.AtomicOpAdd, counter, ci(1), enum.AtomicOrderingMonotonic)
+		last := kg.b.NewZExt(kg.b.NewICmp(enum.IPredEQ, ticket, ci(blocks-1)), types.I32)
+		kg.b.NewStore(last, flag).Align = 4
+	})
+	kg.barrier()
+	ld := kg.b.NewLoad(types.I32, flag)
+	ld.Align = 4
+	kg.branch(kg.b.NewICmp(enum.IPredNE, ld, ci(0)), "last", func() {
+		membar()
+		kg.b.NewStore(constVal(accT, identity), acc2)
+		kg.loop(tid, ci(T), blocks, func(i value.Value) {
+			x := kg.b.NewLoad(rt, partial(i))
+			x.Align, x.Volatile = 8, true
+			y, e := kg.binary(combine, accT, kg.b.NewLoad(rt, acc2), x)
+			keep(e)
+			if e == nil {
+				kg.b.NewStore(y, acc2)
+			}
+		})
+		res, e := kg.blockCombine(accT, combine, kg.b.NewLoad(rt, acc2), lane, warp, slots, T/32)
+		keep(e)
+		if e != nil {
+			return
+		}
+		kg.bound = map[*irg.Value]value.Value{red: kg.cast(accT, res, red.Type.DType)}
+		kg.branch(kg.b.NewICmp(enum.IPredEQ, tid, ci(0)), "write", func() {
+			outs := make([]int, len(g.Outputs))
+			for i := range outs {
+				outs[i] = i
+			}
+			keep(kg.storeRowOutputs(outs, ci(0)))
+			kg.b.NewStore(ci(0), counter).Align = 4 // ready for the next launch
+		})
+		kg.bound = nil
+	})
+	kg.b.NewRet(nil)
+	if err != nil {
+		return nil, ptx.Launch{}, err
+	}
+	return kg.f, ptx.Launch{Grid: plan.Grid, Block: [3]int{T, 1, 1}, Params: args}, nil
+}

@@ -1,0 +1,163 @@
+package nvvm
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gcomp/gcomp/codegen/ptx"
+	"github.com/gcomp/gcomp/ir"
+)
+
+// One kernel per template and case the NVVM producer covers, through the differential harness
+// (the examples and random graphs reach few split reductions, bf16 or i64 paths); and the
+// templates it does not cover, each refused with the kernel and template named.
+func TestTemplates(t *testing.T) {
+	p := requireProducer(t)
+	for _, tc := range []struct{ name, src, template string }{
+		{"sum_all", `graph g {
+  input %x : f32[512,256]
+  %0 = reduce_sum(%x) {axes=[0,1]} : f32[]
+  output y = %0
+}`, "split"},
+		{"max_all_i32", `graph g {
+  input %x : i32[40000]
+  %0 = reduce_max(%x) {axes=[0]} : i32[]
+  %1 = neg(%0) : i32[]
+  output y = %1
+}`, "split"},
+		{"sum_cols_f16", `graph g {
+  input %x : f16[4,300,70]
+  %0 = reduce_sum(%x) {axes=[1]} : f16[4,70]
+  output y = %0
+}`, "column"},
+		{"min_cols_spread", `graph g {
+  input %x : f32[300,70]
+  %0 = reduce_min(%x) {axes=[0], keepdims=true} : f32[1,70]
+  %1 = broadcast_in_dim(%0) {shape=[300,70], dims=[0,1]} : f32[300,70]
+  %2 = sub(%x, %1) : f32[300,70]
+  output y = %2
+  output m = %0
+}`, "column"},
+		{"bf16_cast_chain", `graph g {
+  input %x : bf16[33,65]
+  input %y : i64[65]
+  %0 = cast(%y) {to=bf16} : bf16[65]
+  %1 = broadcast_in_dim(%0) {shape=[33,65], dims=[1]} : bf16[33,65]
+  %2 = mul(%x, %1) : bf16[33,65]
+  %3 = cast(%2) {to=u8} : u8[33,65]
+  %4 = max(%2, %x) : bf16[33,65]
+  output a = %3
+  output b = %4
+}`, "loop"},
+		{"transpose_mul", `graph g {
+  input %x : f32[70,3,40]
+  input %y : f32[40,3,70]
+  %0 = transpose(%x) {perm=[2,1,0]} : f32[40,3,70]
+  %1 = mul(%0, %y) : f32[40,3,70]
+  output z = %1
+}`, "transpose tile"},
+		{"transpose_bool", `graph g {
+  input %x : bool[48,33]
+  %0 = transpose(%x) {perm=[1,0]} : bool[33,48]
+  %1 = not(%0) : bool[33,48]
+  output z = %1
+}`, "transpose tile"},
+		{"avgpool_pad_then_sum", `graph g {
+  input %x : f32[2,3,9,9]
+  %0 = avg_pool2d(%x) {kernel=[3,3], stride=[2,2], padding=[1,1], count_include_pad=false} : f32[2,3,5,5]
+  %1 = reduce_sum(%0) {axes=[2,3]} : f32[2,3]
+  output y = %1
+}`, "row"},
+		{"maxpool_pad_then_max", `graph g {
+  input %x : f16[2,3,8,8]
+  %0 = max_pool2d(%x) {kernel=[2,2], stride=[2,2], padding=[1,1]} : f16[2,3,5,5]
+  %1 = reduce_max(%0) {axes=[1]} : f16[2,5,5]
+  output y = %1
+}`, "column"},
+		{"matmul_f64_bias", `graph g {
+  input %x : f64[2,5,7]
+  input %w : f64[2,7,3]
+  input %b : f64[3]
+  %0 = dot_general(%x, %w) {lhs_batch=[0], rhs_batch=[0], lhs_contract=[2], rhs_contract=[1]} : f64[2,5,3]
+  %1 = broadcast_in_dim(%b) {shape=[2,5,3], dims=[2]} : f64[2,5,3]
+  %2 = add(%0, %1) : f64[2,5,3]
+  output y = %2
+}`, "direct"},
+		{"matmul_i32", `graph g {
+  input %x : i32[6,9]
+  input %w : i32[9,4]
+  %0 = dot_general(%x, %w) {lhs_contract=[1], rhs_contract=[0]} : i32[6,4]
+  output y = %0
+}`, "direct"},
+		{"conv_f64_grouped", `graph g {
+  input %x : f64[1,4,7,7]
+  input %w : f64[6,2,3,3]
+  %0 = conv2d(%x, %w) {stride=[2,1], padding=[1,1], groups=2} : f64[1,6,4,7]
+  output y = %0
+}`, "direct"},
+		{"maxpool_staged", `graph g {
+  input %x : f32[2,3,20,20]
+  %0 = max_pool2d(%x) {kernel=[2,2], stride=[2,2]} : f32[2,3,10,10]
+  %1 = relu(%0) : f32[2,3,10,10]
+  output y = %1
+}`, "staged loop"},
+		{"avgpool_staged_pad", `graph g {
+  input %x : f16[2,5,13,11]
+  %0 = avg_pool2d(%x) {kernel=[3,3], stride=[2,2], padding=[1,1], count_include_pad=false} : f16[2,5,7,6]
+  output y = %0
+}`, "staged loop"},
+		{"concat_staged", `graph g {
+  input %x : f32[6,57]
+  input %h : f32[6,128]
+  %0 = concat(%x, %h) {axis=1} : f32[6,185]
+  %1 = neg(%0) : f32[6,185]
+  output y = %1
+}`, "staged loop"},
+		{"concat_staged_i8_axis0", `graph g {
+  input %x : i8[3,7,5]
+  input %y : i8[2,7,5]
+  input %z : i8[4,7,5]
+  %0 = concat(%x, %y, %z) {axis=0} : i8[9,7,5]
+  output y = %0
+}`, "staged loop"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g, err := ir.Parse(tc.name+".gir", []byte(tc.src))
+			if err != nil {
+				t.Fatal(err)
+			}
+			k := ptx.Kernel{Name: "k_" + tc.name, Graph: g}
+			if tpl := ptx.Template(k); tpl == "contraction" {
+				c, err := ptx.ContractionPlan(k, ptx.Target{SM: 80})
+				if err != nil || c.Kind != tc.template {
+					t.Fatalf("plan %q, %v; want %s", c.Kind, err, tc.template)
+				}
+			} else if tpl == "reduction" {
+				plan, err := ptx.ReducePlan(k)
+				if err != nil || plan.Kind != tc.template {
+					t.Fatalf("plan %q, %v; want %s", plan.Kind, err, tc.template)
+				}
+			} else if tpl != tc.template {
+				t.Fatalf("template %q, want %s", tpl, tc.template)
+			}
+			checkModule(t, p, []ptx.Kernel{k}, 7)
+		})
+	}
+	for _, tc := range []struct{ name, src, want string }{
+		{"matmul", `graph g {
+  input %x : f32[8,16]
+  input %w : f32[16,4]
+  %0 = dot_general(%x, %w) {lhs_contract=[1], rhs_contract=[0]} : f32[8,4]
+  output y = %0
+}`, "k_matmul: the ffma contraction template has no NVVM counterpart yet"},
+	} {
+		g, err := ir.Parse(tc.name+".gir", []byte(tc.src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _, err = IR([]ptx.Kernel{{Name: "k_" + tc.name, Graph: g}}, ptx.Target{SM: 80})
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "(build with --backend ptx)") {
+			t.Errorf("%s: err = %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}

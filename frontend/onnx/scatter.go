@@ -1,0 +1,178 @@
+package onnx
+
+import (
+	"fmt"
+
+	"github.com/gcomp/gcomp/ir"
+)
+
+// The scatters, as sums (products for reduction "mul") of the updates selected by a comparison
+// of their target index with iota: a target no update names keeps data's value. ONNX leaves
+// duplicate targets undefined without a reduction; here they add.
+
+func init() {
+	converters["ScatterElements"] = convScatterElements
+	converters["Scatter"] = convScatterElements // opset 9 and 10: ScatterElements's older name
+	converters["ScatterND"] = convScatterND
+	for _, op := range []string{"ScatterElements", "Scatter", "ScatterND"} {
+		delete(refused, op)
+	}
+}
+
+// gathered folds the updates each target selects (hitE) over axis a: their product for
+// reduction "mul", else their sum.
+func (n *node) gathered(hitE, ub *val, a int) (*val, error) {
+	red, err := n.attrChoice("reduction", "none", "none", "add", "mul")
+	if err != nil {
+		return nil, err
+	}
+	if red == "mul" {
+		return n.reduce("reduce_prod", must(n.selectOp(hitE, ub, n.splat(ub, 1))), []int{a}, false), nil
+	}
+	return n.reduce("reduce_sum", must(n.selectOp(hitE, ub, n.splat(ub, 0))), []int{a}, false), nil
+}
+
+// combine merges data with the folded updates and the per-target count of updates hit.
+func (n *node) combine(data, folded, hit *val) (*val, error) {
+	any := n.bin("gt", hit, n.splat(hit, 0))
+	switch n.attrString("reduction", "none") {
+	case "add":
+		return n.selectOp(any, n.bin("add", data, folded), data)
+	case "mul":
+		return n.selectOp(any, n.bin("mul", data, folded), data)
+	}
+	return n.selectOp(any, folded, data)
+}
+
+func convScatterElements(n *node) ([]*val, error) {
+	if err := n.inputs(3, 3); err != nil {
+		return nil, err
+	}
+	x, idx, upd := n.in[0], n.in[1], n.in[2]
+	r := len(x.t.Shape)
+	a, err := axis(n.attrInt("axis", 0), r)
+	if err != nil {
+		return nil, err
+	}
+	if x.t.DType == ir.Bool || upd.t.DType != x.t.DType || !idx.t.DType.IsInt() || !idx.t.Shape.Equal(upd.t.Shape) || len(idx.t.Shape) != r {
+		return nil, fmt.Errorf("data %s, indices %s and updates %s do not fit", x.t, idx.t, upd.t)
+	}
+	d := x.t.Shape[a]
+	s := upd.t.Shape
+	for i := range s {
+		if i != a && s[i] > x.t.Shape[i] {
+			return nil, fmt.Errorf("updates %s do not fit data %s", upd.t, x.t)
+		}
+	}
+	// E = s[:a+1] + [d] + s[a+1:]: the update's position j along a, then the target p.
+	e := append(append(s[:a+1:a+1], d), s[a+1:]...)
+	if err := checkFold(e.NumElements(), "the scatter's comparison"); err != nil {
+		return nil, err
+	}
+	ix := n.cast(idx, ir.I64)
+	ix = must(n.selectOp(n.bin("lt", ix, n.splat(ix, 0)), n.bin("add", ix, n.splat(ix, float64(d))), ix))
+	dims := insertDim(r, a+1)
+	ib := must(n.op("broadcast_in_dim", ir.Attrs{"shape": []int(e.Clone()), "dims": dims}, ix))
+	ub := must(n.op("broadcast_in_dim", ir.Attrs{"shape": []int(e.Clone()), "dims": dims}, upd))
+	pos := must(n.op("iota", ir.Attrs{"shape": []int(e.Clone()), "dim": a + 1, "dtype": ir.I64}))
+	hitE := n.bin("eq", ib, pos)
+	sum, err := n.gathered(hitE, ub, a)
+	if err != nil {
+		return nil, err
+	}
+	cnt := n.reduce("reduce_sum", must(n.selectOp(hitE, scalar(ir.I32, 1), scalar(ir.I32, 0))), []int{a}, false)
+	// sum and cnt have s's shape with d along a; pad the other dims up to data's.
+	lo, hi := make([]int, r), make([]int, r)
+	for i := range hi {
+		hi[i] = x.t.Shape[i] - sum.t.Shape[i]
+	}
+	return one(n.combine(x, n.padConst(sum, lo, hi, 0), n.padConst(cnt, lo, hi, 0)))
+}
+
+func convScatterND(n *node) ([]*val, error) {
+	if err := n.inputs(3, 3); err != nil {
+		return nil, err
+	}
+	x, idx, upd := n.in[0], n.in[1], n.in[2]
+	ri := len(idx.t.Shape)
+	if ri < 1 || !idx.t.DType.IsInt() || x.t.DType == ir.Bool || upd.t.DType != x.t.DType {
+		return nil, fmt.Errorf("data %s, indices %s and updates %s do not fit", x.t, idx.t, upd.t)
+	}
+	q := idx.t.Shape[ri-1]
+	if q > len(x.t.Shape) {
+		return nil, fmt.Errorf("index depth %d exceeds data %s", q, x.t)
+	}
+	lead, rest := idx.t.Shape[:ri-1], x.t.Shape[q:]
+	if !upd.t.Shape.Equal(append(lead.Clone(), rest...)) {
+		return nil, fmt.Errorf("updates %s, want %v", upd.t, append(lead.Clone(), rest...))
+	}
+	// Linear target row of each update, over data's first q dims.
+	ix := n.cast(idx, ir.I64)
+	rows := 1
+	var lin *val
+	for k := q - 1; k >= 0; k-- {
+		dim := x.t.Shape[k]
+		c := n.reshape(n.sliceAxis(ix, ri-1, k, k+1, 1), lead)
+		c = must(n.selectOp(n.bin("lt", c, n.splat(c, 0)), n.bin("add", c, n.splat(c, float64(dim))), c))
+		term := n.bin("mul", c, n.splat(c, float64(rows)))
+		if lin == nil {
+			lin = term
+		} else {
+			lin = n.bin("add", lin, term)
+		}
+		rows *= dim
+	}
+	if lin == nil {
+		return nil, unsupportedf("ScatterND with an index depth of 0 is not supported")
+	}
+	m := lead.NumElements()
+	restN := rest.NumElements()
+	if err := checkFold(m*rows*max(restN, 1), "the scatter's comparison"); err != nil {
+		return nil, err
+	}
+	// E = [m, rows, rest]: update u, target row p.
+	l := n.reshape(lin, ir.Shape{m})
+	u := n.reshape(upd, ir.Shape{m, restN})
+	e := ir.Shape{m, rows, restN}
+	lb := must(n.op("broadcast_in_dim", ir.Attrs{"shape": []int(e.Clone()), "dims": []int{0}}, l))
+	ub := must(n.op("broadcast_in_dim", ir.Attrs{"shape": []int(e.Clone()), "dims": []int{0, 2}}, u))
+	pos := must(n.op("iota", ir.Attrs{"shape": []int(e.Clone()), "dim": 1, "dtype": ir.I64}))
+	hitE := n.bin("eq", lb, pos)
+	sum, err := n.gathered(hitE, ub, 0)
+	if err != nil {
+		return nil, err
+	}
+	sum = n.reshape(sum, x.t.Shape)
+	cnt := n.reshape(n.reduce("reduce_sum", must(n.selectOp(hitE, scalar(ir.I32, 1), scalar(ir.I32, 0))), []int{0}, false), x.t.Shape)
+	return one(n.combine(x, sum, cnt))
+}
+
+func init() {
+	converters["ReverseSequence"] = convReverseSequence
+	delete(refused, "ReverseSequence")
+}
+
+// convReverseSequence picks, along the time axis, position len[b]-1-t for t < len[b] and t
+// otherwise (a per-element gather by an index computed from sequence_lens).
+func convReverseSequence(n *node) ([]*val, error) {
+	if err := n.inputs(2, 2); err != nil {
+		return nil, err
+	}
+	x, lens := n.in[0], n.in[1]
+	r := len(x.t.Shape)
+	if r < 2 || x.t.DType == ir.Bool {
+		return nil, fmt.Errorf("ReverseSequence of %s", x.t)
+	}
+	ta, ba := n.attrInt("time_axis", 0), n.attrInt("batch_axis", 1)
+	if ta < 0 || ta > 1 || ba < 0 || ba > 1 || ta == ba {
+		return nil, fmt.Errorf("time_axis %d and batch_axis %d must be 0 and 1", ta, ba)
+	}
+	if len(lens.t.Shape) != 1 || lens.t.Shape[0] != x.t.Shape[ba] || !lens.t.DType.IsInt() {
+		return nil, fmt.Errorf("sequence_lens %s does not fit %s", lens.t, x.t)
+	}
+	l := must(n.op("broadcast_in_dim", ir.Attrs{"shape": []int(x.t.Shape.Clone()), "dims": []int{ba}}, n.cast(lens, ir.I64)))
+	t := must(n.op("iota", ir.Attrs{"shape": []int(x.t.Shape.Clone()), "dim": ta, "dtype": ir.I64}))
+	rev := n.bin("sub", n.bin("sub", l, n.splat(l, 1)), t)
+	idx := must(n.selectOp(n.bin("lt", t, l), rev, t))
+	return one(n.pick(x, idx, ta, false))
+}

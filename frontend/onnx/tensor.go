@@ -1,0 +1,255 @@
+package onnx
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/gcomp/gcomp/frontend/onnx/onnxpb"
+	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/tensor"
+)
+
+// ONNX's TensorProto.DataType numbers (onnx.proto).
+const (
+	onnxFloat    = 1
+	onnxUint8    = 2
+	onnxInt8     = 3
+	onnxUint16   = 4
+	onnxInt16    = 5
+	onnxInt32    = 6
+	onnxInt64    = 7
+	onnxString   = 8
+	onnxBool     = 9
+	onnxFloat16  = 10
+	onnxDouble   = 11
+	onnxUint32   = 12
+	onnxUint64   = 13
+	onnxBFloat16 = 16
+)
+
+// dtypeOf maps an ONNX element type to gcomp's; the error names types gcomp has no dtype for.
+func dtypeOf(t int32) (ir.DType, error) {
+	switch t {
+	case onnxFloat:
+		return ir.F32, nil
+	case onnxUint8:
+		return ir.U8, nil
+	case onnxInt8:
+		return ir.I8, nil
+	case onnxInt32:
+		return ir.I32, nil
+	case onnxInt64:
+		return ir.I64, nil
+	case onnxBool:
+		return ir.Bool, nil
+	case onnxFloat16:
+		return ir.F16, nil
+	case onnxDouble:
+		return ir.F64, nil
+	case onnxBFloat16:
+		return ir.BF16, nil
+	}
+	name, ok := onnxpb.TensorProto_DataType_name[t]
+	if !ok {
+		return ir.Invalid, fmt.Errorf("unknown ONNX element type %d", t)
+	}
+	return ir.Invalid, unsupportedf("element type %s is not supported (supported: FLOAT, FLOAT16, BFLOAT16, DOUBLE, INT8, UINT8, INT32, INT64, BOOL)", name)
+}
+
+// onnxDType is dtypeOf's inverse (for Cast's "to" and the tests).
+func onnxDType(d ir.DType) int32 {
+	switch d {
+	case ir.F32:
+		return onnxFloat
+	case ir.U8:
+		return onnxUint8
+	case ir.I8:
+		return onnxInt8
+	case ir.I32:
+		return onnxInt32
+	case ir.I64:
+		return onnxInt64
+	case ir.Bool:
+		return onnxBool
+	case ir.F16:
+		return onnxFloat16
+	case ir.F64:
+		return onnxDouble
+	case ir.BF16:
+		return onnxBFloat16
+	}
+	return 0
+}
+
+// shapeOf checks ONNX dims (non-negative, element count within ir.MaxElements) before anything is
+// allocated from them.
+func shapeOf(dims []int64) (ir.Shape, error) {
+	s := make(ir.Shape, len(dims))
+	n := int64(1)
+	for i, d := range dims {
+		if d < 0 || d > ir.MaxElements {
+			return nil, fmt.Errorf("dim %d is %d", i, d)
+		}
+		s[i] = int(d)
+		if d > 0 {
+			if n *= d; n > ir.MaxElements {
+				return nil, fmt.Errorf("shape %v has more than %d elements", dims, ir.MaxElements)
+			}
+		}
+	}
+	return s, nil
+}
+
+// tensorSource says where a TensorProto's external data may be read from.
+type tensorSource struct {
+	dir string // the model's folder; external data must lie inside it
+}
+
+// Tensor decodes a TensorProto (an initializer, a Constant's value, a test's input_N.pb) into a
+// host tensor. External data is read relative to dir, the model's folder; dir "" refuses it.
+func Tensor(p *onnxpb.TensorProto, dir string) (*tensor.Tensor, error) {
+	return tensorSource{dir}.decode(p)
+}
+
+func (src tensorSource) decode(p *onnxpb.TensorProto) (*tensor.Tensor, error) {
+	if p.GetSegment() != nil {
+		return nil, unsupportedf("segmented tensors are not supported")
+	}
+	d, err := dtypeOf(p.GetDataType())
+	if err != nil {
+		return nil, err
+	}
+	shape, err := shapeOf(p.GetDims())
+	if err != nil {
+		return nil, err
+	}
+	t := ir.Type{DType: d, Shape: shape}
+	n := shape.NumElements()
+	if p.GetDataLocation() == onnxpb.TensorProto_EXTERNAL {
+		raw, err := src.external(p, n*d.Size())
+		if err != nil {
+			return nil, err
+		}
+		return tensor.FromBytes(t, raw)
+	}
+	if raw := p.GetRawData(); raw != nil {
+		if len(raw) != n*d.Size() {
+			return nil, fmt.Errorf("%s needs %d bytes of raw_data, has %d", t, n*d.Size(), len(raw))
+		}
+		return tensor.FromBytes(t, raw)
+	}
+	// The typed fields' lengths are checked before the tensor is allocated from the dims.
+	have, field := len(p.GetInt32Data()), "int32_data"
+	switch d {
+	case ir.F32:
+		have, field = len(p.GetFloatData()), "float_data"
+	case ir.F64:
+		have, field = len(p.GetDoubleData()), "double_data"
+	case ir.I64:
+		have, field = len(p.GetInt64Data()), "int64_data"
+	}
+	if have != n {
+		return nil, fmt.Errorf("%s needs %d values, %s has %d", t, n, field, have)
+	}
+	x := tensor.New(t)
+	switch d {
+	case ir.F32:
+		v := p.GetFloatData()
+		for i, f := range v {
+			x.F[i] = float64(f)
+		}
+	case ir.F64:
+		v := p.GetDoubleData()
+		copy(x.F, v)
+	case ir.I64:
+		v := p.GetInt64Data()
+		copy(x.I, v)
+	default: // int32_data holds int32, int8, uint8, bool, and the bits of float16 and bfloat16
+		v := p.GetInt32Data()
+		for i, e := range v {
+			switch d {
+			case ir.F16:
+				x.F[i] = tensor.F16ToFloat(uint16(e))
+			case ir.BF16:
+				x.F[i] = tensor.BF16ToFloat(uint16(e))
+			case ir.Bool:
+				if e != 0 && e != 1 {
+					return nil, fmt.Errorf("bool element %d is %d", i, e)
+				}
+				x.I[i] = int64(e)
+			default:
+				x.I[i] = tensor.WrapInt(d, int64(e))
+			}
+		}
+	}
+	return x, nil
+}
+
+// external reads want bytes of a tensor stored outside the model: location names a file inside
+// the model's folder (no absolute paths, no ".."), offset and length must lie within the file's
+// real size, and length (if given) must equal what the tensor's type needs.
+func (src tensorSource) external(p *onnxpb.TensorProto, want int) ([]byte, error) {
+	var loc string
+	offset, length := int64(0), int64(-1)
+	for _, kv := range p.GetExternalData() {
+		var err error
+		switch kv.GetKey() {
+		case "location":
+			loc = kv.GetValue()
+		case "offset":
+			offset, err = strconv.ParseInt(kv.GetValue(), 10, 64)
+		case "length":
+			length, err = strconv.ParseInt(kv.GetValue(), 10, 64)
+		}
+		if err != nil || offset < 0 || (kv.GetKey() == "length" && length < 0) {
+			return nil, fmt.Errorf("external data: bad %s %q", kv.GetKey(), kv.GetValue())
+		}
+	}
+	if loc == "" {
+		return nil, fmt.Errorf("external data without a location")
+	}
+	if src.dir == "" {
+		return nil, fmt.Errorf("external data %q: the model was not read from a file, so there is no folder to read it from", loc)
+	}
+	clean := filepath.Clean(filepath.FromSlash(loc))
+	if filepath.IsAbs(loc) || filepath.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, ".."+string(filepath.Separator)) || strings.ContainsRune(loc, 0) {
+		return nil, fmt.Errorf("external data location %q is outside the model's folder", loc)
+	}
+	if length >= 0 && length != int64(want) {
+		return nil, fmt.Errorf("external data %q: length %d, but the tensor needs %d bytes", loc, length, want)
+	}
+	path := filepath.Join(src.dir, clean)
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("external data: %v", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("external data: %v", err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("external data %q is not a regular file", loc)
+	}
+	if offset > st.Size() || int64(want) > st.Size()-offset {
+		return nil, fmt.Errorf("external data %q: %d bytes at offset %d are past the file's end (%d bytes)", loc, want, offset, st.Size())
+	}
+	buf := make([]byte, want)
+	if _, err := f.ReadAt(buf, offset); err != nil {
+		return nil, fmt.Errorf("external data %q: %v", loc, err)
+	}
+	return buf, nil
+}
+
+// encodeTensor is Tensor's inverse (raw_data), for tests and for writing test inputs.
+func encodeTensor(name string, x *tensor.Tensor) *onnxpb.TensorProto {
+	dims := make([]int64, len(x.Type.Shape))
+	for i, d := range x.Type.Shape {
+		dims[i] = int64(d)
+	}
+	dt := onnxDType(x.Type.DType)
+	return &onnxpb.TensorProto{Name: &name, Dims: dims, DataType: &dt, RawData: x.Bytes()}
+}

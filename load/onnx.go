@@ -1,0 +1,88 @@
+package load
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/gcomp/gcomp/frontend/onnx"
+	"github.com/gcomp/gcomp/frontend/onnx/onnxpb"
+	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/tensor"
+)
+
+// initializers holds the parameter values of the graphs loaded from ONNX files (an ONNX model
+// carries its weights; a DSL model carries only their initializers).
+var initializers = struct {
+	sync.Mutex
+	m map[*ir.Graph]map[string]*tensor.Tensor
+}{m: map[*ir.Graph]map[string]*tensor.Tensor{}}
+
+// Initializers returns the values an ONNX model gave its parameters (its initializers), by
+// parameter name; nil for a graph not loaded from an ONNX file.
+func Initializers(g *ir.Graph) map[string]*tensor.Tensor {
+	initializers.Lock()
+	defer initializers.Unlock()
+	return initializers.m[g]
+}
+
+func onnxSource(filename string, src []byte, opt Options) (*ir.Graph, error) {
+	m, err := onnx.Import(filename, src, filepath.Dir(filename), opt.ONNX)
+	if err != nil {
+		return nil, err
+	}
+	initializers.Lock()
+	initializers.m[m.Graph] = m.Weights
+	initializers.Unlock()
+	return m.Graph, nil
+}
+
+// ParseShape parses a --shape value, NAME=D1xD2x... ("x=1x3x224x224"; "x=" for a scalar).
+func ParseShape(spec string) (string, []int, error) {
+	name, dims, ok := strings.Cut(spec, "=")
+	if !ok || name == "" {
+		return "", nil, fmt.Errorf("--shape %q: want NAME=D1xD2x... (for example x=1x3x224x224)", spec)
+	}
+	shape := []int{}
+	if dims != "" {
+		for _, d := range strings.Split(dims, "x") {
+			n, err := strconv.Atoi(d)
+			if err != nil || n < 0 || n > ir.MaxElements {
+				return "", nil, fmt.Errorf("--shape %q: %q is not a dimension", spec, d)
+			}
+			shape = append(shape, n)
+		}
+	}
+	return name, shape, nil
+}
+
+// ReadTensorFile reads a tensor from an ONNX TensorProto file (.pb, as ONNX's test data holds
+// them) or a NumPy .npy file.
+func ReadTensorFile(path string) (*tensor.Tensor, error) {
+	if strings.EqualFold(filepath.Ext(path), ".pb") {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		var p onnxpb.TensorProto
+		if err := proto.Unmarshal(data, &p); err != nil {
+			return nil, fmt.Errorf("%s: not an ONNX TensorProto: %v", path, err)
+		}
+		// External data is refused: a tensor file given on the command line holds its values.
+		t, err := onnx.Tensor(&p, "")
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", path, err)
+		}
+		return t, nil
+	}
+	t, err := tensor.ReadNPYFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}

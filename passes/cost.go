@@ -1,0 +1,130 @@
+package passes
+
+import "github.com/gcomp/gcomp/ir"
+
+// The cost model: an H100 SXM roofline per kernel, scaled by the share of the machine the kernel's
+// blocks occupy, plus a fixed overhead per launch.
+//
+// Launch overheads. The CUDA programming guide ("CUDA Graphs") describes the host-side work the
+// driver does for every kernel placed in a stream, and that a graph pays it once at instantiation.
+// The figures are CUDA.jl's published measurement (its "Graphs" documentation): 10 RK4 steps, 80
+// small broadcast kernels, take 260 µs launched one by one and 70 µs replayed as a graph, i.e.
+// 3.25 µs and 0.875 µs per kernel. Those kernels do almost no work, so the per-kernel time is the
+// launch overhead (an upper bound: it includes their few hundred nanoseconds on the GPU). The
+// model adds the overhead to every kernel's time, as if the host never ran ahead of the GPU.
+const (
+	launchUS      = 3.25  // per kernel launched on a stream
+	graphLaunchUS = 0.875 // per kernel node of a replayed CUDA graph
+)
+
+// The H100 SXM numbers of the roofline (NVIDIA's H100 datasheet, SXM5: 3.35 TB/s HBM3, 67
+// TFLOP/s FP32, 495 TF32 and 989 FP16/BF16 dense tensor TFLOP/s, 132 SMs).
+const (
+	hbmBytesPerSec  = 3.35e12
+	fp32FlopsPerSec = 67e12
+	tf32FlopsPerSec = 495e12
+	halfFlopsPerSec = 989e12 // f16 and bf16 tensor cores, dense
+	h100SMs         = 132
+)
+
+// The block shapes of codegen's templates (docs/codegen.md), for estimating how many blocks a
+// kernel launches: 256-thread loop blocks, 128×128 contraction tiles, 32-column reduction tiles.
+const (
+	loopThreads = 256
+	matmulTile  = 128
+	columnTile  = 32
+)
+
+// CostModel labels modeled_time_us in every report: it is a model, not a measurement.
+const CostModel = "H100 SXM roofline model (not a measurement): per kernel max(DRAM bytes / 3.35 TB/s, flops / peak) " +
+	"divided by min(1, blocks / 132 SMs), peak 67 TFLOP/s FP32, 495 TF32, 989 BF16/FP16 dense for contractions; " +
+	"plus 3.25 µs per launch on a stream, 0.875 µs per kernel of a CUDA graph (CUDA.jl's measurement)"
+
+// kernelCost models one kernel: its DRAM traffic, flops, estimated blocks and time on the GPU
+// without the launch overhead.
+func kernelCost(k *Kernel, tf32 bool) KernelStats {
+	ks := KernelStats{Name: k.Name, Kind: k.Kind.String(), Blocks: blocks(k)}
+	users := map[*ir.Value][]*ir.Value{}
+	for _, v := range k.Body.Values {
+		for _, a := range v.Args {
+			users[a] = append(users[a], v)
+		}
+	}
+	for _, in := range k.Body.Inputs() {
+		ks.ReadBytes += footprint(in, users) * int64(in.Type.DType.Size())
+	}
+	peak := fp32FlopsPerSec
+	for _, v := range k.Body.Values {
+		ks.Flops += flops(v)
+		if v.Op == "constant" && len(v.Attrs.Floats("value")) > 1 {
+			ks.ReadBytes += int64(v.Type.Bytes()) // a table of literals lives in memory
+		}
+		if isContractionOp(v.Op) {
+			switch d := v.Args[0].Type.DType; {
+			case d == ir.F16 || d == ir.BF16:
+				peak = halfFlopsPerSec
+			case d == ir.F32 && tf32:
+				peak = tf32FlopsPerSec
+			}
+		}
+	}
+	if k.RowPasses > 1 {
+		ks.ReadBytes *= int64(k.RowPasses) // a streamed row is read once per pass
+	}
+	for _, b := range k.Writes {
+		ks.WriteBytes += b.Bytes()
+	}
+	share := min(1, float64(ks.Blocks)/h100SMs) // fewer blocks than SMs leave SMs idle
+	ks.ModeledTimeUS = max(float64(ks.ReadBytes+ks.WriteBytes)/hbmBytesPerSec, float64(ks.Flops)/peak) / share * 1e6
+	return ks
+}
+
+func isContractionOp(op string) bool { return op == "dot_general" || op == "conv2d" }
+
+// blocks estimates how many blocks codegen launches for k: one per 256 elements of a loop, one
+// per 128×128 tile of a contraction's result (times its batch), one per row of a row reduction
+// (one per 32 columns where the reduced axis is not the innermost; one per 256 elements of a
+// full reduction, which splits), one for a persistent kernel.
+func blocks(k *Kernel) int {
+	n := k.Space.NumElements()
+	switch k.Kind {
+	case Persistent:
+		return 1
+	case Contraction:
+		s := k.Space
+		if len(s) < 2 {
+			return 1
+		}
+		b := ceilDiv(s[len(s)-1], matmulTile) * ceilDiv(s[len(s)-2], matmulTile)
+		for _, d := range s[:len(s)-2] {
+			b *= d
+		}
+		return max(1, b)
+	case Row:
+		reduced := 1
+		inner := false
+		for _, a := range k.Axes {
+			reduced *= k.Space[a]
+			inner = inner || a == len(k.Space)-1
+		}
+		rows := n / max(1, reduced)
+		switch {
+		case rows <= 1:
+			return max(1, ceilDiv(n, loopThreads))
+		case !inner:
+			return ceilDiv(rows, columnTile)
+		}
+		return rows
+	}
+	return max(1, ceilDiv(n, loopThreads))
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+// launchesUS is the launch overhead of n kernels, on a stream or in a CUDA graph.
+func launchesUS(n int, graph bool) float64 {
+	if graph {
+		return float64(n) * graphLaunchUS
+	}
+	return float64(n) * launchUS
+}

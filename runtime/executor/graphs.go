@@ -1,0 +1,85 @@
+package executor
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Graphs is implemented by devices that can record the launches of a run once and replay them
+// with one call (CUDA graphs): BeginCapture makes the launches that follow be recorded instead
+// of run, EndCapture returns them as a Replay. Nothing but launches may be issued in between.
+type Graphs interface {
+	BeginCapture() error
+	EndCapture() (Replay, error)
+}
+
+// Replay is a recorded sequence of launches: Launch queues all of them again, with the
+// arguments they were recorded with, after the work issued before.
+type Replay interface {
+	Launch() error
+	Close() error
+}
+
+// BinaryLoader is implemented by devices that load precompiled images of a module (cubins, by
+// architecture): LoadBinaries loads the one that runs on the device, or else the PTX.
+type BinaryLoader interface {
+	LoadBinaries(ptx []byte, cubins map[string][]byte) (Module, error)
+}
+
+// UseGraphs makes every run launch its kernels as one replayed graph where the device records
+// graphs (CUDA): the first run with a set of buffers records the launches, later runs with the
+// same buffers replay them. Prefetched inputs and train-step state trade buffers between runs,
+// so a program keeps one recording per set of kernel arguments it has seen (two, in practice).
+// It reports whether the device supports graphs; on others, runs launch kernel by kernel.
+func (p *Program) UseGraphs(on bool) bool {
+	_, ok := p.dev.(Graphs)
+	p.graphs = on && ok
+	return ok
+}
+
+// launchGraph runs the plan's kernels through a replay recorded for these arguments, recording
+// it first if there is none.
+func (p *Program) launchGraph(args [][]Ptr, res *Result) error {
+	var key strings.Builder
+	for _, a := range args {
+		fmt.Fprint(&key, a, ";")
+	}
+	r := p.replays[key.String()]
+	if r == nil {
+		g := p.dev.(Graphs)
+		if err := g.BeginCapture(); err != nil {
+			return fmt.Errorf("recording a CUDA graph: %w", err)
+		}
+		err := p.launchEach(args, nil)
+		rec, endErr := g.EndCapture()
+		if err = errors.Join(err, endErr); err != nil {
+			if rec != nil {
+				rec.Close()
+			}
+			return fmt.Errorf("recording a CUDA graph: %w", err)
+		}
+		if p.replays == nil {
+			p.replays = map[string]Replay{}
+		}
+		r = rec
+		p.replays[key.String()] = r
+	}
+	if err := r.Launch(); err != nil {
+		return fmt.Errorf("replaying the CUDA graph of %d kernels: %w", len(args), err)
+	}
+	for _, k := range p.plan.Kernels {
+		res.Kernels = append(res.Kernels, KernelRun{Name: k.Name, Grid: k.Grid, Block: k.Block})
+	}
+	return nil
+}
+
+// closeReplays frees the recorded graphs.
+func (p *Program) closeReplays() error {
+	var errs []error
+	for _, r := range p.replays {
+		errs = append(errs, r.Close())
+	}
+	p.replays = nil
+	return errors.Join(errs...)
+}

@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""Exports the example models and torchvision's ResNet-18 and MobileNetV2 to ONNX.
+
+Every model gets random weights (torch.manual_seed(0); nothing is downloaded) and is exported
+with torch.onnx.export at each opset asked for, with a symbolic batch dimension ("batch") on
+every input and output that has one. Beside each NAME_opsetN.onnx the script writes the inputs
+it ran (NAME_inputs/INPUT.npy) and PyTorch's float32 outputs (NAME_outputs/OUTPUT.npy), so that
+`gcomp run NAME_opsetN.onnx --shape ... --input ...` can be compared with PyTorch.
+
+Usage: export_onnx.py OUT_DIR [--opsets 13,17] [--models cnn,rnn,...,resnet50]
+The small exports are committed in frontend/onnx/suite/testdata/exported (mlp, rnn, lstm,
+transformer), where TestExported checks gcomp's outputs against PyTorch's.
+Needs Debian's python3-torch, python3-torchvision and python3-onnx (apt-get install them).
+The example models' definitions are scripts/torch_reference.py's.
+"""
+import argparse
+import os
+import sys
+
+import numpy as np
+import torch
+import torchvision
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch_reference as tr  # noqa: E402
+
+
+class Tuple(torch.nn.Module):
+    """Returns a dict-returning module's outputs as a tuple, in names' order."""
+
+    def __init__(self, inner, names):
+        super().__init__()
+        self.inner, self.names = inner, names
+
+    def forward(self, *args):
+        out = self.inner(*args)
+        return tuple(out[n] for n in self.names)
+
+
+# name: (module factory, [(input, shape, dtype, batch dim or None)], [outputs], [(output, batch dim)])
+EXAMPLES = {
+    "cnn": (tr.CNN, [("x", (64, 3, 28, 28), torch.float32, 0)], ["logits"], [0]),
+    "rnn": (tr.RNN, [("input", (1, 57), torch.float32, 0), ("hidden", (1, 128), torch.float32, 0)],
+            ["output", "hidden_next"], [0, 0]),
+    "lstm": (tr.LSTM, [("x", (4, 10, 16), torch.float32, 0), ("h0", (2, 4, 32), torch.float32, 1),
+                       ("c0", (2, 4, 32), torch.float32, 1)], ["out", "h_n", "c_n"], [0, 1, 1]),
+    "transformer": (lambda: tr.Wrapped(tr.transformer(), "y"), [("src", (2, 16, 64), torch.float32, 0)], ["y"], [0]),
+    "gpt": (tr.GPT, [("tokens", (1, 64), torch.int64, 0)], ["logits"], [0]),
+    "mlp": (tr.MLP, [("x", (16, 64), torch.float32, 0)], ["y"], [0]),
+}
+VISION = {
+    "resnet18": torchvision.models.resnet18,
+    "mobilenet_v2": torchvision.models.mobilenet_v2,
+    "resnet50": torchvision.models.resnet50,  # 100 MB; only when asked for (--models resnet50)
+}
+
+
+def export(name, model, inputs, out_names, out_batch, opsets, out_dir):
+    model.eval()
+    args = []
+    for n, shape, dtype, _ in inputs:
+        g = torch.Generator().manual_seed(1)
+        if dtype == torch.int64:
+            args.append(torch.randint(0, 512, shape, generator=g))
+        else:
+            args.append(torch.randn(shape, generator=g, dtype=dtype))
+    with torch.no_grad():
+        outs = model(*args)
+    if torch.is_tensor(outs):
+        outs = (outs,)
+    in_dir, o_dir = os.path.join(out_dir, name + "_inputs"), os.path.join(out_dir, name + "_outputs")
+    os.makedirs(in_dir, exist_ok=True)
+    os.makedirs(o_dir, exist_ok=True)
+    for (n, *_), a in zip(inputs, args):
+        np.save(os.path.join(in_dir, n + ".npy"), a.numpy())
+    for n, o in zip(out_names, outs):
+        np.save(os.path.join(o_dir, n + ".npy"), o.numpy())
+    dyn = {n: {b: "batch"} for n, _, _, b in inputs if b is not None}
+    dyn.update({n: {b: "batch"} for n, b in zip(out_names, out_batch) if b is not None})
+    for opset in opsets:
+        path = os.path.join(out_dir, "%s_opset%d.onnx" % (name, opset))
+        try:
+            torch.onnx.export(model, tuple(args), path, opset_version=opset,
+                              input_names=[i[0] for i in inputs], output_names=out_names,
+                              dynamic_axes=dyn, do_constant_folding=True)
+        except torch.onnx.errors.OnnxExporterError as e:  # e.g. gpt's tril needs opset 14
+            print("%s: not exported: %s" % (path, str(e).splitlines()[0]))
+            continue
+        print(path, os.path.getsize(path))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("out_dir")
+    ap.add_argument("--opsets", default="13,17")
+    ap.add_argument("--models", default=",".join(list(EXAMPLES) + ["resnet18", "mobilenet_v2"]))
+    a = ap.parse_args()
+    opsets = [int(o) for o in a.opsets.split(",")]
+    os.makedirs(a.out_dir, exist_ok=True)
+    for name in a.models.split(","):
+        torch.manual_seed(0)
+        if name in EXAMPLES:
+            make, inputs, outs, out_batch = EXAMPLES[name]
+            export(name, Tuple(make(), outs), inputs, outs, out_batch, opsets, a.out_dir)
+        else:
+            export(name, VISION[name](), [("input", (1, 3, 224, 224), torch.float32, 0)], ["output"], [0],
+                   opsets, a.out_dir)
+
+
+if __name__ == "__main__":
+    main()
