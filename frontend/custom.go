@@ -5,7 +5,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 
 	"github.com/gcomp/gcomp/ir"
@@ -202,20 +201,8 @@ func (s *state) readSource(name string) (string, string, error) {
 // program, such as examples/swish), or "." when that is not known: a loader running model
 // files in an interpreter passes WithDir instead.
 func callerDir() string {
-	var pcs [64]uintptr
-	n := runtime.Callers(2, pcs[:])
-	frames := runtime.CallersFrames(pcs[:n])
-	for {
-		f, more := frames.Next()
-		switch pkg := funcPackage(f.Function); {
-		case pkg == "runtime" || strings.HasPrefix(pkg, "runtime/") || isFrontend(pkg):
-		case f.File != "" && filepath.IsAbs(f.File):
-			return filepath.Dir(f.File)
-		default:
-			return "."
-		}
-		if !more {
-			return "."
-		}
+	if f, ok := userFrame(); ok && filepath.IsAbs(f.File) {
+		return filepath.Dir(f.File)
 	}
+	return "."
 }
