@@ -72,6 +72,7 @@ const (
 	ArgOutput  = "output"  // the model output Name
 	ArgArena   = "arena"   // the arena at Offset (the intermediate Name)
 	ArgScratch = "scratch" // the scratch area at Offset, Bytes long
+	ArgScalar  = "scalar"  // a custom kernel's scalar argument: Value as Type (scalar.go)
 )
 
 // Arg binds one .param of a kernel entry, in declaration order. Each is a
@@ -81,6 +82,9 @@ type Arg struct {
 	Name   string `json:"name,omitempty"`
 	Offset int64  `json:"offset,omitempty"`
 	Bytes  int64  `json:"bytes,omitempty"`
+	// Scalars (ArgScalar) only: the dtype (i32, i64, f32, f64) and the value.
+	Type  string  `json:"type,omitempty"`
+	Value float64 `json:"value,omitempty"`
 }
 
 // Artifact is a compiled model: the PTX module and its plan, and the module precompiled for
@@ -256,6 +260,10 @@ func (p *Plan) Validate() error {
 			case ArgScratch:
 				if a.Offset < 0 || a.Bytes <= 0 || a.Offset > p.ScratchBytes || a.Bytes > p.ScratchBytes-a.Offset {
 					return fmt.Errorf("kernel %s argument %d: scratch [%d, %d) lies outside the %d-byte scratch area", k.Name, i, a.Offset, a.Offset+a.Bytes, p.ScratchBytes)
+				}
+			case ArgScalar:
+				if _, err := a.ScalarBits(); err != nil {
+					return fmt.Errorf("kernel %s argument %d: %v", k.Name, i, err)
 				}
 			default:
 				return fmt.Errorf("kernel %s argument %d: unknown kind %q", k.Name, i, a.Kind)

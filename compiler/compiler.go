@@ -6,6 +6,7 @@ import (
 
 	"github.com/gcomp/gcomp/artifact"
 	"github.com/gcomp/gcomp/codegen/backend"
+	"github.com/gcomp/gcomp/codegen/custom"
 	"github.com/gcomp/gcomp/codegen/ptx"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/passes"
@@ -17,6 +18,9 @@ type Options struct {
 	Passes passes.Options // Passes.TF32 is set from Target.TF32
 	// Producer writes the PTX (codegen/backend: ptx or nvvm); nil is codegen/ptx's emitter.
 	Producer backend.Producer
+	// NVRTCLib is the NVRTC library that compiles custom ops' CUDA C (--nvrtc-lib); empty:
+	// searched for (codegen/nvrtc.Candidates).
+	NVRTCLib string
 }
 
 // Result is a compiled model with what the passes computed on the way.
@@ -38,19 +42,41 @@ func Compile(g *ir.Graph, opt Options) (*Result, error) {
 		return nil, err
 	}
 	kg := res.Kernels
-	kernels := make([]ptx.Kernel, len(kg.Kernels))
-	for i, k := range kg.Kernels {
-		kernels[i] = ptx.Kernel{Name: k.Name, Graph: k.Body, Shared: k.SharedOffsets(), SharedBytes: int(k.SharedBytes)}
-		for _, s := range k.Stages {
-			kernels[i].Stages = append(kernels[i].Stages, ptx.Kernel{Name: s.Name, Graph: s.Body})
+	customs, err := buildCustom(kg, opt.Target.SM, opt.NVRTCLib)
+	if err != nil {
+		return nil, err
+	}
+	var kernels []ptx.Kernel
+	for _, k := range kg.Kernels {
+		if k.Kind == passes.Custom {
+			continue
 		}
+		pk := ptx.Kernel{Name: k.Name, Graph: k.Body, Shared: k.SharedOffsets(), SharedBytes: int(k.SharedBytes)}
+		for _, s := range k.Stages {
+			pk.Stages = append(pk.Stages, ptx.Kernel{Name: s.Name, Graph: s.Body})
+		}
+		kernels = append(kernels, pk)
 	}
 	if opt.Producer == nil {
 		opt.Producer = backend.PTX{}
 	}
-	text, launches, err := opt.Producer.Module(kernels, opt.Target)
+	text, genLaunches, err := opt.Producer.Module(kernels, opt.Target)
 	if err != nil {
 		return nil, err
+	}
+	units := make([]*custom.Unit, len(customs))
+	for i, ck := range customs {
+		units[i] = ck.unit
+	}
+	text, entries, err := custom.Merge(text, units)
+	if err != nil {
+		return nil, err
+	}
+	launches := make([]ptx.Launch, len(kg.Kernels)) // the custom kernels' stay zero
+	for i, j := 0, 0; i < len(kg.Kernels); i++ {
+		if kg.Kernels[i].Kind != passes.Custom {
+			launches[i], j = genLaunches[j], j+1
+		}
 	}
 	plan := &artifact.Plan{
 		Format:     artifact.Format,
@@ -68,7 +94,17 @@ func Compile(g *ir.Graph, opt Options) (*Result, error) {
 	for _, b := range res.Plan.Buffers {
 		offsets[b.Name] = b.Offset
 	}
+	nextCustom := 0
 	for i, k := range kg.Kernels {
+		if k.Kind == passes.Custom {
+			pk, err := customLaunch(kg, offsets, customs[nextCustom], entries[nextCustom])
+			if err != nil {
+				return nil, err
+			}
+			nextCustom++
+			plan.Kernels = append(plan.Kernels, pk)
+			continue
+		}
 		l := launches[i]
 		pk := artifact.Kernel{Name: k.Name, Entry: l.Entry, Grid: l.Grid, Block: l.Block, SharedBytes: l.SharedBytes, Ops: opNames(k.Ops), Notes: l.Notes}
 		var scratch int64

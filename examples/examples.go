@@ -21,6 +21,7 @@ import (
 	"github.com/gcomp/gcomp/examples/mobilenet"
 	"github.com/gcomp/gcomp/examples/resnet"
 	"github.com/gcomp/gcomp/examples/rnn"
+	"github.com/gcomp/gcomp/examples/swish"
 	"github.com/gcomp/gcomp/examples/transformer"
 	"github.com/gcomp/gcomp/examples/unet"
 	"github.com/gcomp/gcomp/frontend"
@@ -67,4 +68,10 @@ var Fashion = []Example{
 // All is Tutorials, then Fashion, then Segmentation.
 func All() []Example {
 	return append(append(append([]Example(nil), Tutorials...), Fashion...), Segmentation...)
+}
+
+// Custom are the examples with a CUDA kernel of their own (docs/custom.md). They are not in
+// All: compiling them needs NVRTC, and their kernels are not gcomp's to generate.
+var Custom = []Example{
+	{"swish", "examples/swish", swish.Model, false},
 }

@@ -26,6 +26,7 @@ type state struct {
 	decl    map[string]decl   // input and parameter names
 	outputs map[string]string // output names → where they were declared
 	mode    mode              // eval or training (WithTraining)
+	dir     string            // the model's folder: custom kernels' source files are read from it
 }
 
 // decl is what a declared name stands for and where it was declared.
@@ -38,6 +39,10 @@ type Option func(*state)
 // (default CallerPosition). A loader that runs model files in an interpreter passes its own, or
 // one that returns "" and fills positions in from the interpreter's panic report.
 func WithPosition(f PositionFunc) Option { return func(s *state) { s.pos = f } }
+
+// WithDir sets the model's folder, where Kernel.File names are resolved (default: the
+// working directory). A loader passes the model file's directory.
+func WithDir(dir string) Option { return func(s *state) { s.dir = dir } }
 
 // NewBuilder returns the root scope of an empty graph called name. Most programs call Build
 // instead, which also turns the DSL's panics into errors.

@@ -42,20 +42,29 @@ var frontendPkg = reflect.TypeFor[Builder]().PkgPath()
 // frame after them. When that frame belongs to the yaegi Go interpreter, the model's own position
 // is not on the Go stack, and CallerPosition returns "".
 func CallerPosition() string {
+	if f, ok := userFrame(); ok {
+		return filepath.Base(f.File) + ":" + strconv.Itoa(f.Line)
+	}
+	return ""
+}
+
+// userFrame is the first frame of the goroutine's stack past the runtime's and the DSL's own,
+// if it is Go code with a file (not the yaegi interpreter's).
+func userFrame() (runtime.Frame, bool) {
 	var pcs [64]uintptr
-	n := runtime.Callers(2, pcs[:])
+	n := runtime.Callers(3, pcs[:])
 	frames := runtime.CallersFrames(pcs[:n])
 	for {
 		f, more := frames.Next()
 		switch pkg := funcPackage(f.Function); {
 		case pkg == "runtime" || strings.HasPrefix(pkg, "runtime/") || isFrontend(pkg):
 		case strings.HasPrefix(pkg, "github.com/traefik/yaegi") || pkg == "reflect":
-			return ""
+			return runtime.Frame{}, false
 		case f.File != "":
-			return filepath.Base(f.File) + ":" + strconv.Itoa(f.Line)
+			return f, true
 		}
 		if !more {
-			return ""
+			return runtime.Frame{}, false
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"go/scanner"
 	"go/token"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -114,7 +115,7 @@ func runModel(i *interp.Interpreter, filename, traced, pkg, entry string, traini
 	if !ok {
 		return nil, fmt.Errorf("%s: %s has type %s, want func(b *frontend.Builder)", filename, entry, v.Type())
 	}
-	opts := []frontend.Option{frontend.WithPosition(tr.pos)}
+	opts := []frontend.Option{frontend.WithPosition(tr.pos), frontend.WithDir(filepath.Dir(filename))}
 	if training {
 		opts = append(opts, frontend.WithTraining())
 	}

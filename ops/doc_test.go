@@ -18,7 +18,7 @@ func markdown() string {
 	sb.WriteString("Every op's Eval in package ops is its reference semantics, and runtime/ref runs exactly those.\n\n")
 	sb.WriteString("## Conventions\n\n" + conventions + "\n")
 	kinds := map[AttrKind]string{AttrInt: "int", AttrInts: "[]int", AttrFloat: "float", AttrFloats: "[]float", AttrBool: "bool", AttrString: "string", AttrDType: "dtype"}
-	for _, class := range []Class{Elementwise, Reduce, Contraction, Movement, Other} {
+	for _, class := range []Class{Elementwise, Reduce, Contraction, Movement, Other, Custom} {
 		fmt.Fprintf(&sb, "\n## %s%s\n\n| op | operands | attributes | semantics |\n| --- | --- | --- | --- |\n",
 			strings.ToUpper(class.String()[:1]), class.String()[1:])
 		for _, op := range All() {
@@ -31,6 +31,9 @@ func markdown() string {
 			}
 			var attrs []string
 			for _, a := range op.Attrs {
+				if strings.Contains(a.Name, ".") {
+					continue // a custom op's gradN.* repeat its own attributes; Doc says so
+				}
 				s := a.Name + " " + kinds[a.Kind]
 				if a.Optional {
 					s += " (optional)"

@@ -17,9 +17,10 @@ const (
 	Movement                     // moves or copies elements without arithmetic (reshape, transpose, ...)
 	Contraction                  // dot_general, conv2d: multiply-accumulate over shared axes
 	Other                        // everything else (pooling, gather, iota, constant, input, param)
+	Custom                       // a user's own kernel (custom.go): opaque, never fused with anything
 )
 
-var classNames = [...]string{Elementwise: "elementwise", Reduce: "reduce", Movement: "movement", Contraction: "contraction", Other: "other"}
+var classNames = [...]string{Elementwise: "elementwise", Reduce: "reduce", Movement: "movement", Contraction: "contraction", Other: "other", Custom: "custom"}
 
 func (c Class) String() string {
 	if int(c) < len(classNames) && classNames[c] != "" {

@@ -16,8 +16,8 @@ import (
 	"github.com/gcomp/gcomp/passes"
 )
 
-// exampleModels are every example, the Fashion-MNIST classifiers included.
-var exampleModels = examples.All()
+// exampleModels are every example, the Fashion-MNIST classifiers and custom kernels included.
+var exampleModels = append(examples.All(), examples.Custom...)
 
 // compileExample builds an example and runs the pipeline with every checker on.
 func compileExample(t *testing.T, name string, model func(*frontend.Builder)) (*ir.Graph, *passes.Result) {

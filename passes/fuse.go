@@ -135,7 +135,7 @@ func buildKernels(g *ir.Graph, opt FusionOptions, eager bool) (*KernelGraph, err
 
 // inline values are recomputed wherever they are used: literals and iota cost nothing to make.
 func (f *fuser) inline(v *ir.Value) bool {
-	return v.Op == "constant" || v.Op == "iota" && !f.eager
+	return (v.Op == "constant" || v.Op == "iota" && !f.eager) && !f.feedsCustom(v)
 }
 
 // indexOnly reports whether v is cheap arithmetic on literals and indices alone (a causal mask
@@ -183,6 +183,10 @@ func (f *fuser) assign(v *ir.Value) {
 			return
 		}
 		cgs = rest
+	}
+	if ops.ClassOf(v.Op) == ops.Custom {
+		f.alone(v)
+		return
 	}
 	if !f.eager {
 		for _, gr := range cgs {
@@ -254,7 +258,7 @@ func (f *fuser) closure(v *ir.Value, gr *group, accept func(*ir.Value) bool) []*
 // fits reports whether gr has room for dupable v, and applying v reads no more buffers than the
 // bound (or than gr reads already: a kernel of one op reads what that op needs).
 func (f *fuser) fits(v *ir.Value, gr *group) bool {
-	return gr.size() < f.opt.MaxOps && f.reads(gr, []*ir.Value{v}) <= max(f.opt.MaxReads, f.reads(gr, nil))
+	return gr.kind != Custom && gr.size() < f.opt.MaxOps && f.reads(gr, []*ir.Value{v}) <= max(f.opt.MaxReads, f.reads(gr, nil))
 }
 
 // consumerGroups lists the groups that use v, looking through shared views, earliest first.
@@ -299,7 +303,7 @@ func (f *fuser) feedsContraction(v *ir.Value, gr *group) bool {
 // in memory: the contraction, pooling or gather.
 func (f *fuser) needsMemory(v *ir.Value, gr *group) bool {
 	for _, u := range f.usesIn(v, gr) {
-		if u == gr.contraction || ops.ClassOf(u.Op) == ops.Other || gr.views[u] && f.needsMemory(u, gr) {
+		if u == gr.contraction || ops.ClassOf(u.Op) == ops.Other || ops.ClassOf(u.Op) == ops.Custom || gr.views[u] && f.needsMemory(u, gr) {
 			return true
 		}
 	}
@@ -350,7 +354,7 @@ func (f *fuser) canJoin(v *ir.Value, gr *group, others []*group) bool {
 			return false // gr would read from h and h from gr: a cycle
 		}
 	}
-	if f.needsMemory(v, gr) {
+	if f.needsMemory(v, gr) || gr.kind == Custom || ops.ClassOf(v.Op) == ops.Custom {
 		return false
 	}
 	class := ops.ClassOf(v.Op)
@@ -666,7 +670,7 @@ func (f *fuser) siblings() {
 			gs := byRead[r]
 			for i, a := range gs {
 				for _, b := range gs[i+1:] {
-					if a.kind == Contraction || a.kind != b.kind || !a.space.Equal(b.space) || !slices.Equal(a.axes, b.axes) ||
+					if a.kind == Contraction || a.kind == Custom || a.kind != b.kind || !a.space.Equal(b.space) || !slices.Equal(a.axes, b.axes) ||
 						len(union(union(a.members, a.views), union(b.members, b.views))) > f.opt.MaxOps || f.reaches(a, b) || f.reaches(b, a) {
 						continue
 					}
@@ -978,6 +982,9 @@ func (h *groupHeap) Pop() any {
 
 // label names a kernel after what it computes: "matmul_bias_relu", "softmax", "layernorm".
 func (f *fuser) label(gr *group, vals []*ir.Value) string {
+	if gr.kind == Custom {
+		return customLabel(vals)
+	}
 	count := map[string]int{}
 	for _, w := range vals {
 		if gr.members[w] {

@@ -28,9 +28,12 @@ const (
 	// Persistent kernels run Stages (loop and contraction kernels) in order in one block,
 	// passing values between stages in shared memory (persist.go).
 	Persistent
+	// Custom kernels run one custom op (ops class custom): the user's own entry, compiled
+	// from the op's source; nothing is fused with it, and it reads and writes memory only.
+	Custom
 )
 
-var kindNames = [...]string{Loop: "loop", Row: "row", Contraction: "contraction", Persistent: "persistent"}
+var kindNames = [...]string{Loop: "loop", Row: "row", Contraction: "contraction", Persistent: "persistent", Custom: "custom"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) && kindNames[k] != "" {

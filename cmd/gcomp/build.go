@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"github.com/gcomp/gcomp/codegen/nvrtc"
 	"io"
 	"os"
 	"path/filepath"
@@ -80,6 +81,7 @@ type targetFlags struct {
 	tf32    *bool
 	backend *string
 	nvvmLib *string
+	nvrtc   *string
 }
 
 func addTargetFlags(fs *flag.FlagSet) targetFlags {
@@ -88,6 +90,7 @@ func addTargetFlags(fs *flag.FlagSet) targetFlags {
 		tf32:    fs.Bool("tf32", false, "run f32 matmuls on TF32 tensor cores (faster, about 3 decimal digits)"),
 		backend: fs.String("backend", "ptx", "PTX producer: ptx (gcomp's emitter) or nvvm (NVVM IR compiled by NVIDIA's libNVVM)"),
 		nvvmLib: fs.String("nvvm-lib", "", "libNVVM to load with --backend nvvm (default: $GCOMP_NVVM_LIB, the CUDA toolkit, Debian's libnvvm4, .cache/nvvm)"),
+		nvrtc:   fs.String("nvrtc-lib", "", "the NVRTC library compiling custom ops' CUDA C (default: $"+nvrtc.LibraryEnv+", the CUDA toolkit, Debian's libnvrtc11.2)"),
 	}
 }
 
@@ -113,6 +116,9 @@ func (f targetFlags) get() (ptx.Target, error) {
 	case 80, 86, 89, 90:
 	default:
 		return ptx.Target{}, fmt.Errorf("--target %s is not supported (want sm_80, sm_86, sm_89 or sm_90)", *f.target)
+	}
+	if *f.nvrtc != "" {
+		os.Setenv(nvrtc.LibraryEnv, *f.nvrtc) // the compiler's lookup order puts the flag first, then this
 	}
 	return ptx.Target{SM: sm, TF32: *f.tf32}, nil
 }

@@ -6,13 +6,16 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"text/tabwriter"
 	"time"
 
+	"github.com/gcomp/gcomp/codegen/nvrtc"
 	"github.com/gcomp/gcomp/compiler"
 	"github.com/gcomp/gcomp/examples"
 	"github.com/gcomp/gcomp/load"
@@ -25,9 +28,16 @@ func main() {
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "model\tparams\tops\tkernels (eager)\tarena KiB\tPTX KiB\tload ms\tbuild ms\tsim ms\tref ms\tsim err/tol\tcheck\tmax |ref − PyTorch|\t")
 	failed := false
+	names := []string{}
 	for _, ex := range examples.Tutorials {
-		name := ex.Name
+		names = append(names, ex.Name)
+	}
+	for _, name := range append(names, customExamples...) {
 		row, err := runExample(name, &failed)
+		if errors.Is(err, nvrtc.ErrNoLibrary) {
+			fmt.Fprintf(os.Stderr, "demo: %s skipped: its CUDA C needs NVRTC (sh scripts/fetch-nvrtc.sh)\n", name)
+			continue
+		}
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "demo: %s: %v\n", name, err)
 			failed = true
@@ -47,6 +57,9 @@ same weights (scripts/torch_reference.sh).`)
 		os.Exit(1)
 	}
 }
+
+// customExamples have a CUDA kernel of their own (NVRTC compiles it) and no PyTorch reference.
+var customExamples = []string{"swish"}
 
 // outDir is where the compiled examples go (ignored by git).
 const outDir = "bin/examples"
@@ -100,6 +113,10 @@ func runExample(name string, failed *bool) (string, error) {
 	}
 	worst := 0.0
 	for _, o := range g.Outputs {
+		if slices.Contains(customExamples, name) {
+			worst = math.NaN() // no PyTorch reference: printed as "-"
+			break
+		}
 		want, err := tensor.ReadNPYFile(filepath.Join("testdata", "torch", name, o.Name+".npy"))
 		if err != nil {
 			return "", fmt.Errorf("no PyTorch reference: %v", err)
@@ -110,8 +127,15 @@ func runExample(name string, failed *bool) (string, error) {
 	}
 	ops := len(g.Values) - len(g.Inputs()) - len(g.Params())
 	st := compiled.Passes.Stats
-	return fmt.Sprintf("%s\t%d\t%d\t%d (%d)\t%d\t%d\t%.0f\t%.0f\t%.0f\t%.1f\t%.2f\t%s\t%.1e\t", name, nparams, ops, st.Kernels, st.EagerKernels,
-		st.ArenaBytes/1024, len(art.PTX)/1024, ms(loadTime), ms(buildTime), ms(rep.SimTime), ms(runTime), simRel, status, worst), nil
+	return fmt.Sprintf("%s\t%d\t%d\t%d (%d)\t%d\t%d\t%.0f\t%.0f\t%.0f\t%.1f\t%.2f\t%s\t%s\t", name, nparams, ops, st.Kernels, st.EagerKernels,
+		st.ArenaBytes/1024, len(art.PTX)/1024, ms(loadTime), ms(buildTime), ms(rep.SimTime), ms(runTime), simRel, status, torchColumn(worst)), nil
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func torchColumn(worst float64) string {
+	if math.IsNaN(worst) {
+		return "-"
+	}
+	return fmt.Sprintf("%.1e", worst)
+}

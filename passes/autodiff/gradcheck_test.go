@@ -224,7 +224,7 @@ func TestEveryOpHasARule(t *testing.T) {
 		if r.grad == nil && (op.Arity == ops.Variadic || len(r.nondiff) < op.Arity) {
 			t.Errorf("op %s: no gradient function, but not every argument is marked non-differentiable", op.Name)
 		}
-		if r.grad != nil && !checked[op.Name] {
+		if r.grad != nil && !checked[op.Name] && op.Class != ops.Custom { // custom: TestCustomNoGradient
 			t.Errorf("op %s has a gradient rule but no gradient check case", op.Name)
 		}
 		if r.grad == nil && r.why == "" {

@@ -487,6 +487,9 @@ func (p *Program) address(a artifact.Arg) Ptr {
 		return p.arena + Ptr(a.Offset)
 	case artifact.ArgScratch:
 		return p.scratch + Ptr(a.Offset)
+	case artifact.ArgScalar:
+		bits, _ := a.ScalarBits() // the plan was validated
+		return Ptr(bits)
 	case artifact.ArgOutput:
 		if b := p.bufs[artifact.ArgOutput][a.Name]; b != nil {
 			return b.ptr

@@ -96,12 +96,13 @@ func (d *Device) Load(ptx []byte) (executor.Module, error) {
 		}
 		return nil, err
 	}
-	return &module{m: m, opt: d.opt}, nil
+	return &module{m: m, opt: d.opt, ptx: ptx}, nil
 }
 
 type module struct {
 	m   *sim.Module
 	opt Options
+	ptx []byte // for the source positions of errors (withSource)
 }
 
 func (m *module) Launch(kernel string, cfg executor.LaunchConfig, args []executor.Ptr) (*executor.Counters, error) {
@@ -109,6 +110,7 @@ func (m *module) Launch(kernel string, cfg executor.LaunchConfig, args []executo
 	for i, a := range args {
 		vals[i] = uint64(a)
 	}
+	narrowScalars(m.m, kernel, vals)
 	start := time.Now()
 	st, err := m.m.Launch(kernel, sim.Config{
 		Grid:        sim.Dim3{X: cfg.Grid[0], Y: cfg.Grid[1], Z: cfg.Grid[2]},
@@ -121,7 +123,7 @@ func (m *module) Launch(kernel string, cfg executor.LaunchConfig, args []executo
 		Seed:        m.opt.Seed,
 	}, vals...)
 	if err != nil {
-		return nil, err
+		return nil, withSource(m.ptx, err)
 	}
 	return &executor.Counters{
 		Time:                time.Since(start), // of the simulation, not of a GPU

@@ -1,0 +1,37 @@
+package passes
+
+import (
+	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ops"
+)
+
+// alone puts custom op v in a kernel of its own: the user's entry computes exactly v, so
+// nothing joins it (fits and canJoin refuse a Custom group) and its operands come from
+// memory (needsMemory keeps their producers out of their own consumers' kernels).
+func (f *fuser) alone(v *ir.Value) {
+	gr := &group{kind: Custom, space: v.Type.Shape, members: map[*ir.Value]bool{v: true}, views: map[*ir.Value]bool{},
+		prologue: map[*ir.Value]bool{}, outputs: map[*ir.Value]bool{v: true}, first: f.index[v]}
+	f.groups = append(f.groups, gr)
+	f.home[v] = gr
+}
+
+// customLabel names a custom kernel after the user's op: "custom_swish".
+func customLabel(vals []*ir.Value) string {
+	for _, v := range vals {
+		if v.Op == ops.CustomOp {
+			return "custom_" + v.Attrs.String("name", "")
+		}
+	}
+	return "custom"
+}
+
+// feedsCustom reports whether a custom op uses v: a custom kernel reads every operand from
+// memory, so a literal it uses is computed by a kernel that stores it.
+func (f *fuser) feedsCustom(v *ir.Value) bool {
+	for _, u := range f.users[v] {
+		if ops.ClassOf(u.Op) == ops.Custom {
+			return true
+		}
+	}
+	return false
+}
