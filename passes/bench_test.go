@@ -50,7 +50,9 @@ var targets = map[string]struct {
 	"resnet": {kernels: 14, waived: map[string]string{
 		"dram": "residual connections read each block's input twice", "dram refined": "residual connections read each block's input twice"}},
 	"mobilenet": {kernels: 6},
-	"unet": {kernels: 21, waived: map[string]string{
+	// 23, not 21: the persist pass charges launches now and rates the persistent kernel that
+	// joined two small BatchNorm stages slower than the kernels it would replace.
+	"unet": {kernels: 23, waived: map[string]string{
 		"dram": "skip connections read each encoder stage's output twice", "dram refined": "skip connections read each encoder stage's output twice"}},
 }
 
