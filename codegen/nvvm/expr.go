@@ -153,7 +153,7 @@ func constVal(d irg.DType, f float64) constant.Constant {
 	case irg.U8:
 		return constant.NewInt(types.I8, int64(int8(uint8(f))))
 	}
-	return constant.NewInt(regType(d).(*types.IntType), int64(f))
+	return constant.NewInt(regType(d).(*types.IntType), ptx.ExactInt(f)) // MaxInt64 arrives as 2^63
 }
 
 // constant is a splat's value, or an element of a literal tensor (a module-level constant
@@ -171,7 +171,7 @@ func (kg *kgen) constant(v *irg.Value, x *index) value.Value {
 		if d.IsFloat() {
 			t.F[i] = f
 		} else {
-			t.I[i] = int64(f)
+			t.I[i] = ptx.ExactInt(f)
 		}
 		elems[i] = memConst(d, f)
 	}
