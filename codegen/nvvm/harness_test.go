@@ -92,6 +92,19 @@ func assemble(t *testing.T, text string) map[string]map[string]int {
 var approximate = map[string]bool{"exp": true, "log": true, "tanh": true, "sigmoid": true, "erf": true,
 	"sin": true, "cos": true, "rsqrt": true, "pow": true}
 
+// reassociates reports whether g has a float sum or product reduction. The reference
+// accumulates in float64 in its fixed sequential order (docs/ops.md), both generators in the
+// same tree (thread, warp, block, split): in float64 the last bits of the two orders differ, so
+// such a kernel is held to the reference within tolerance, and to codegen/ptx still bit for bit.
+func reassociates(g *ir.Graph) bool {
+	for _, v := range g.Values {
+		if (v.Op == "reduce_sum" || v.Op == "reduce_prod") && v.Type.DType.IsFloat() {
+			return true
+		}
+	}
+	return false
+}
+
 // exactKernel reports whether every op of g rounds once (IEEE) or is exact.
 func exactKernel(g *ir.Graph) bool {
 	for _, v := range g.Values {
@@ -211,8 +224,9 @@ func checkKernel(t *testing.T, text string, k ptx.Kernel, l ptx.Launch, seed uin
 	}
 	emitted, _ := run(t, ptxText, k, launches[0], in)
 	exact := exactKernel(k.Graph)
+	refExact := exact && !reassociates(k.Graph)
 	for _, o := range k.Graph.Outputs {
-		compare(t, o.Name+" (reference)", got[o.Name], want[o.Name], exact, precision(k.Graph, o.Value))
+		compare(t, o.Name+" (reference)", got[o.Name], want[o.Name], refExact, precision(k.Graph, o.Value))
 		if exact {
 			compare(t, o.Name+" (codegen/ptx)", got[o.Name], emitted[o.Name], true, o.Value.Type.DType)
 		}
