@@ -63,11 +63,34 @@ func supported(t *testing.T, kernels []ptx.Kernel) (yes []ptx.Kernel, no []strin
 	return yes, no
 }
 
-// assemble runs ptxas on a libNVVM module for sm_80 and sm_90 and fails the test on errors or
-// spills; it returns the registers per kernel and arch.
-func assemble(t *testing.T, text string) map[string]map[string]int {
+// trigFrame is the stack frame of libdevice's f64 sin and cos (__nv_sin, __nv_cos): their
+// Payne–Hanek reduction of large arguments keeps its partial products in a local array, 48
+// bytes as ptxas reports it for sm_80 and sm_90. It is not a spill.
+const trigFrame = 48
+
+// trigKernel reports whether g computes an f64 sin or cos, which the producer lowers to a
+// libdevice call with a trigFrame stack frame.
+func trigKernel(g *ir.Graph) bool {
+	for _, v := range g.Values {
+		if (v.Op == "sin" || v.Op == "cos") && v.Type.DType == ir.F64 {
+			return true
+		}
+	}
+	return false
+}
+
+// assemble runs ptxas on a libNVVM module for sm_80 and sm_90 and fails the test on errors,
+// spills, or a stack frame (but trigFrame in a kernel kernels says computes an f64 sin or cos);
+// it returns the registers per kernel and arch.
+func assemble(t *testing.T, text string, kernels []ptx.Kernel) map[string]map[string]int {
 	t.Helper()
 	ptxas.Require(t)
+	frame := map[string]int{}
+	for _, k := range kernels {
+		if trigKernel(k.Graph) {
+			frame[k.Name] = trigFrame
+		}
+	}
 	regs := map[string]map[string]int{}
 	for _, arch := range []string{"sm_80", "sm_90"} {
 		res, err := ptxas.Assemble([]byte(text), arch)
@@ -75,7 +98,7 @@ func assemble(t *testing.T, text string) map[string]map[string]int {
 			t.Fatalf("ptxas %s: %v", arch, err)
 		}
 		for _, k := range res.Kernels {
-			if k.SpillStores != 0 || k.SpillLoads != 0 || k.StackBytes != 0 {
+			if k.SpillStores != 0 || k.SpillLoads != 0 || k.StackBytes > frame[k.Name] {
 				t.Errorf("%s %s: spills or stack: %+v", arch, k.Name, k)
 			}
 			if regs[k.Name] == nil {
@@ -314,7 +337,7 @@ func checkModule(t *testing.T, p *Producer, kernels []ptx.Kernel, seed uint64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	assemble(t, text)
+	assemble(t, text, kernels)
 	for i, k := range kernels {
 		t.Run(k.Name, func(t *testing.T) {
 			checkKernel(t, text, k, launches[i], seed+uint64(i))
