@@ -180,6 +180,12 @@ var opCases = []opCase{
 	{"clz.b64 %d, %a", "b32", []string{"b64"}, []uint64{1}, 63},
 	c32("brev.b32 %d, %a", 0x80000000, 1),
 	c64("brev.b64 %d, %a", 1, 1<<63),
+	c32("dp4a.u32.u32 %d, %a, %b, %c", 80, 0x01020304, 0x05060708, 10),               // 1*5+2*6+3*7+4*8 + 10
+	c32("dp4a.s32.s32 %d, %a, %b, %c", 0xFFFFFFF7, 0xFF02FF04, 0x80017F02, s32(-20)), // 8-127+2+128 - 20
+	c32("dp4a.u32.s32 %d, %a, %b, %c", 0xFFFFFF01, 0xFF, 0xFF, 0),                    // 255 * -1
+	c32("dp4a.u32.u32 %d, %a, %b, %c", 0x3F803, 0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF),  // wraps to 32 bits
+	c32("dp2a.lo.s32.s32 %d, %a, %b, %c", 18, 0xFFFF0003, 0x7F80FE05, 1),             // 3*5 + -1*-2 + 1
+	c32("dp2a.hi.s32.u32 %d, %a, %b, %c", 257, 0xFFFF0003, 0x7F80FE05, 0),            // 3*128 + -1*127
 	c32("bfe.u32 %d, %a, %b, %c", 0x0F, 0xF0F0F0F0, 4, 8),
 	c32("bfe.s32 %d, %a, %b, %c", 0xFFFFFFFF, 0x00000F00, 8, 4),
 	c32("bfe.s32 %d, %a, %b, %c", 7, 0x00000700, 8, 4),

@@ -348,6 +348,8 @@ func (d *decoder) run(name string) error {
 		return d.arith(name)
 	case "and", "or", "xor", "not", "cnot", "shl", "shr", "popc", "clz", "brev", "bfe", "bfi", "prmt", "bfind":
 		return d.bits(name)
+	case "dp4a", "dp2a":
+		return d.dot(name)
 	case "shf":
 		return d.shf()
 	case "lop3":

@@ -16,6 +16,7 @@ func TestLoadErrors(t *testing.T) {
 		{"\tadd.s32 %r1, %r1, %q;", "9:20: undefined name %q"},
 		{"\tbra NOWHERE;", "9:6: undefined label NOWHERE"},
 		{"\tadd.fancy.s32 %r1, %r1, 1;", "unsupported instruction add.fancy.s32 (modifier .fancy)"},
+		{"\tdp2a.u32.u32 %r1, %r1, %r1, %r1;", "dp2a.u32.u32: needs .lo or .hi"},
 		{"\tdiv.f32 %r1, %r1, %r1;", "div.f32 needs .approx, .full or a rounding mode"},
 		{"\t@%r1 ret;", "9:2: guard %r1 is not a predicate register"},
 		{"\tmov.u32 %tid.x, 1;", "cannot write special register %tid.x"},

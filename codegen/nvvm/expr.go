@@ -107,12 +107,23 @@ func (kg *kgen) load(d irg.DType, p, lin value.Value) value.Value {
 }
 
 // align is the alignment of element lin of a buffer of dtype d: a group's first element is
-// aligned to the group's bytes (up to the buffers' 16), any other to its size.
+// aligned to the group's bytes (up to maxAlign), any other to its size.
 func (kg *kgen) align(d irg.DType, lin value.Value) ir.Align {
 	if v, ok := kg.aligned[lin]; ok {
-		return ir.Align(min(16, v*d.Size()))
+		return ir.Align(min(maxAlign(d), v*d.Size()))
 	}
 	return ir.Align(d.Size())
+}
+
+// maxAlign is the alignment promised for a buffer of dtype d: the buffers' 16 bytes, except f16
+// (held as half) at 8. With 16, libNVVM 11.8's vectorizer merges eight halves into an
+// <8 x half> access its NVPTX backend cannot lower ("unsupported operation"); 8 bytes gives
+// <4 x half>, which it lowers.
+func maxAlign(d irg.DType) int {
+	if d == irg.F16 {
+		return 8
+	}
+	return 16
 }
 
 func (kg *kgen) fromMem(d irg.DType, x value.Value) value.Value {
@@ -153,7 +164,7 @@ func constVal(d irg.DType, f float64) constant.Constant {
 	case irg.U8:
 		return constant.NewInt(types.I8, int64(int8(uint8(f))))
 	}
-	return constant.NewInt(regType(d).(*types.IntType), int64(f))
+	return constant.NewInt(regType(d).(*types.IntType), ptx.ExactInt(f)) // MaxInt64 arrives as 2^63
 }
 
 // constant is a splat's value, or an element of a literal tensor (a module-level constant
@@ -171,7 +182,7 @@ func (kg *kgen) constant(v *irg.Value, x *index) value.Value {
 		if d.IsFloat() {
 			t.F[i] = f
 		} else {
-			t.I[i] = int64(f)
+			t.I[i] = ptx.ExactInt(f)
 		}
 		elems[i] = memConst(d, f)
 	}

@@ -63,11 +63,34 @@ func supported(t *testing.T, kernels []ptx.Kernel) (yes []ptx.Kernel, no []strin
 	return yes, no
 }
 
-// assemble runs ptxas on a libNVVM module for sm_80 and sm_90 and fails the test on errors or
-// spills; it returns the registers per kernel and arch.
-func assemble(t *testing.T, text string) map[string]map[string]int {
+// trigFrame is the stack frame of libdevice's f64 sin and cos (__nv_sin, __nv_cos): their
+// Payne–Hanek reduction of large arguments keeps its partial products in a local array, 48
+// bytes as ptxas reports it for sm_80 and sm_90. It is not a spill.
+const trigFrame = 48
+
+// trigKernel reports whether g computes an f64 sin or cos, which the producer lowers to a
+// libdevice call with a trigFrame stack frame.
+func trigKernel(g *ir.Graph) bool {
+	for _, v := range g.Values {
+		if (v.Op == "sin" || v.Op == "cos") && v.Type.DType == ir.F64 {
+			return true
+		}
+	}
+	return false
+}
+
+// assemble runs ptxas on a libNVVM module for sm_80 and sm_90 and fails the test on errors,
+// spills, or a stack frame (but trigFrame in a kernel kernels says computes an f64 sin or cos);
+// it returns the registers per kernel and arch.
+func assemble(t *testing.T, text string, kernels []ptx.Kernel) map[string]map[string]int {
 	t.Helper()
 	ptxas.Require(t)
+	frame := map[string]int{}
+	for _, k := range kernels {
+		if trigKernel(k.Graph) {
+			frame[k.Name] = trigFrame
+		}
+	}
 	regs := map[string]map[string]int{}
 	for _, arch := range []string{"sm_80", "sm_90"} {
 		res, err := ptxas.Assemble([]byte(text), arch)
@@ -75,7 +98,7 @@ func assemble(t *testing.T, text string) map[string]map[string]int {
 			t.Fatalf("ptxas %s: %v", arch, err)
 		}
 		for _, k := range res.Kernels {
-			if k.SpillStores != 0 || k.SpillLoads != 0 || k.StackBytes != 0 {
+			if k.SpillStores != 0 || k.SpillLoads != 0 || k.StackBytes > frame[k.Name] {
 				t.Errorf("%s %s: spills or stack: %+v", arch, k.Name, k)
 			}
 			if regs[k.Name] == nil {
@@ -91,6 +114,19 @@ func assemble(t *testing.T, text string) map[string]map[string]int {
 // sequences in the other: both within tolerance, not bit-identical.
 var approximate = map[string]bool{"exp": true, "log": true, "tanh": true, "sigmoid": true, "erf": true,
 	"sin": true, "cos": true, "rsqrt": true, "pow": true}
+
+// reassociates reports whether g has a float sum or product reduction. The reference
+// accumulates in float64 in its fixed sequential order (docs/ops.md), both generators in the
+// same tree (thread, warp, block, split): in float64 the last bits of the two orders differ, so
+// such a kernel is held to the reference within tolerance, and to codegen/ptx still bit for bit.
+func reassociates(g *ir.Graph) bool {
+	for _, v := range g.Values {
+		if (v.Op == "reduce_sum" || v.Op == "reduce_prod") && v.Type.DType.IsFloat() {
+			return true
+		}
+	}
+	return false
+}
 
 // exactKernel reports whether every op of g rounds once (IEEE) or is exact.
 func exactKernel(g *ir.Graph) bool {
@@ -211,8 +247,9 @@ func checkKernel(t *testing.T, text string, k ptx.Kernel, l ptx.Launch, seed uin
 	}
 	emitted, _ := run(t, ptxText, k, launches[0], in)
 	exact := exactKernel(k.Graph)
+	refExact := exact && !reassociates(k.Graph)
 	for _, o := range k.Graph.Outputs {
-		compare(t, o.Name+" (reference)", got[o.Name], want[o.Name], exact, precision(k.Graph, o.Value))
+		compare(t, o.Name+" (reference)", got[o.Name], want[o.Name], refExact, precision(k.Graph, o.Value))
 		if exact {
 			compare(t, o.Name+" (codegen/ptx)", got[o.Name], emitted[o.Name], true, o.Value.Type.DType)
 		}
@@ -300,7 +337,7 @@ func checkModule(t *testing.T, p *Producer, kernels []ptx.Kernel, seed uint64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	assemble(t, text)
+	assemble(t, text, kernels)
 	for i, k := range kernels {
 		t.Run(k.Name, func(t *testing.T) {
 			checkKernel(t, text, k, launches[i], seed+uint64(i))

@@ -65,7 +65,7 @@ func (md *module) newKernel(k ptx.Kernel, args []ptx.Arg) *kgen {
 		// Buffers are 16-byte aligned (docs/codegen.md): saying so lets libNVVM's vectorizer
 		// merge the lanes of an element group into one 128-bit access.
 		p := ir.NewParam(fmt.Sprintf("p%d", len(params)), types.NewPointer(memType(v.Type.DType)))
-		p.Attrs = append(p.Attrs, ir.Align(16))
+		p.Attrs = append(p.Attrs, ir.Align(maxAlign(v.Type.DType)))
 		params = append(params, p)
 	}
 	kg.f = md.m.NewFunc(k.Name, types.Void, params...)

@@ -25,6 +25,27 @@ func TestTemplates(t *testing.T) {
   %1 = neg(%0) : i32[]
   output y = %1
 }`, "split"},
+		// The i64 identities are MaxInt64 and MinInt64, which float64 holds as ±2^63: converted
+		// without saturating, reduce_min started from MinInt64 and returned it.
+		{"min_all_i64", `graph g {
+  input %x : i64[40000]
+  %0 = reduce_min(%x) {axes=[0]} : i64[]
+  output y = %0
+}`, "split"},
+		{"min_max_rows_i64", `graph g {
+  input %x : i64[6,300]
+  %0 = reduce_min(%x) {axes=[1]} : i64[6]
+  %1 = reduce_max(%x) {axes=[1]} : i64[6]
+  output y = %0
+  output z = %1
+}`, "row"},
+		// Eight-half groups: with 16-byte alignment libNVVM 11.8 merged them into <8 x half>
+		// accesses its backend rejects ("unsupported operation").
+		{"relu_f16", `graph g {
+  input %x : f16[896]
+  %0 = relu(%x) : f16[896]
+  output y = %0
+}`, "loop"},
 		{"sum_cols_f16", `graph g {
   input %x : f16[4,300,70]
   %0 = reduce_sum(%x) {axes=[1]} : f16[4,70]

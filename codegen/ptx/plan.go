@@ -94,6 +94,10 @@ func Params(g *ir.Graph) []Arg {
 // converts a float: every producer folds constants identically.
 func CastConst(d ir.DType, f float64) float64 { return castConst(d, f) }
 
+// ExactInt converts an integral float (a constant or an identity, where MaxInt64 travels as
+// 2^63) to int64, saturating, as this generator's immediates are converted.
+func ExactInt(f float64) int64 { return exactInt(f) }
+
 // Reduction is the plan of a kernel's reduction template. Kind is "row", "split" (a full
 // reduction over many blocks) or "column". Every reduce folds the same Axes of operands of
 // shape Full, merged into [A, R, C] (kept before, reduced, kept after). Row: one block of
