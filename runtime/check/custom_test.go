@@ -435,3 +435,62 @@ func TestCustomBackward(t *testing.T) {
 	}
 	requirePass(t, rep)
 }
+
+// A user's kernel that reads a neighbour's shared-memory element without a barrier is caught
+// by the simulator's racecheck, which names the kernel and the user's source line of the
+// racing access; the same kernel with __syncthreads() passes.
+func TestCustomSharedRace(t *testing.T) {
+	nvrtc.Require(t)
+	for _, tc := range []struct {
+		name    string
+		barrier string
+		want    []string // substrings of the error; nil: the check passes
+	}{
+		{"missing barrier", "", []string{"k1_custom_prev", "prev.inline.cu:6: racecheck: kernel prev", "shared-memory race", "ld.shared"}},
+		{"barrier", "__syncthreads();", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// prev: y[i] = x[i-1] within each block of 128 (0 at a block's start), through
+			// shared memory.
+			src := "extern \"C\" __global__ void prev(const float* x, float* y, int n) {\n" +
+				"  __shared__ float s[128];\n" +
+				"  int i = blockIdx.x * blockDim.x + threadIdx.x;\n" +
+				"  s[threadIdx.x] = i < n ? x[i] : 0.0f;\n" +
+				"  " + tc.barrier + "\n" +
+				"  float v = threadIdx.x > 0 ? s[threadIdx.x - 1] : 0.0f;\n" +
+				"  if (i < n) y[i] = v;\n" +
+				"}\n"
+			model := func(b *frontend.Builder) {
+				x := b.Input("x", frontend.F32, 256)
+				b.Output("y", b.Custom(frontend.Kernel{Name: "prev", Source: src, Block: [3]int{128, 1, 1},
+					Scalars: []frontend.Scalar{frontend.IntArg(256)},
+					Reference: func(in []*frontend.HostTensor, _ []float64) *frontend.HostTensor {
+						y := frontend.NewHostTensor(in[0].Type)
+						for i := range y.F {
+							if i%128 > 0 {
+								y.F[i] = in[0].F[i-1]
+							}
+						}
+						return y
+					}}, x.Exp()))
+			}
+			_, rep, err := compileCheck(t, model, 80)
+			if tc.want == nil {
+				if err != nil {
+					t.Fatal(err)
+				}
+				requirePass(t, rep)
+				return
+			}
+			if err == nil {
+				t.Fatal("no error")
+			}
+			t.Log(err)
+			for _, want := range tc.want {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("err lacks %q", want)
+				}
+			}
+		})
+	}
+}
