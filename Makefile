@@ -46,10 +46,10 @@ vet:
 	$(GO) vet -tags gpu ./runtime/cuda ./cmd/gcomp
 
 unit:
-	$(GO) test -count=1 $(PKGS)
+	$(GO) test -count=1 -timeout 45m $(PKGS)
 
 race:
-	$(GO) test -count=1 -race -short $(RACEPKGS)
+	$(GO) test -count=1 -timeout 45m -race -short $(RACEPKGS)
 
 # flags checks that every test package accepts -update (they all import internal/golden).
 flags:
