@@ -71,8 +71,8 @@ func TestVectorSideContraction(t *testing.T) {
 				}
 				for _, batch := range []bool{false, true} {
 					for _, vecRHS := range []bool{false, true} {
-						if testing.Short() && vecRHS && dt != "f32" {
-							continue
+						if testing.Short() && vecRHS {
+							continue // M×1 runs long in the simulator and forms no column groups
 						}
 						name := fmt.Sprintf("%s_free%d_at%d_batch%v_vecrhs%v", dt, len(free), at, batch, vecRHS)
 						t.Run(name, func(t *testing.T) {
