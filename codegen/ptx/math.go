@@ -106,8 +106,8 @@ var tanhCoef = []float64{-1.0 / 3, 2.0 / 15, -17.0 / 315, 62.0 / 2835, -1382.0 /
 	-929569.0 / 638512875, 6404582.0 / 10854718875, -443861162.0 / 1856156927625, 18888466084.0 / 194896477400625}
 
 // tanhF32 in f32: the odd Taylor polynomial x + x³·P(x²) for |x| < 0.625, else
-// sign(x)·(1 − 2/(e^(2|x|) + 1)) (the subtraction loses less than a bit there since tanh ≥ 0.55);
-// |x| is clamped to 10, beyond which tanh rounds to ±1.
+// 1 − 2/(e^(2|x|) + 1) (the subtraction loses less than a bit there since tanh ≥ 0.55);
+// |x| is clamped to 10, beyond which tanh rounds to ±1; the result takes x's sign.
 func (e *emitter) tanhF32(x string) string {
 	f := func(opcode string, args ...string) string { return e.op(ir.F32, opcode, args...).r }
 	s := f("mul.rn.f32", x, x)
@@ -119,8 +119,10 @@ func (e *emitter) tanhF32(x string) string {
 	ax := f("min.f32", f("abs.f32", x), immF32(10))
 	ex := e.expF32(f("add.rn.f32", ax, ax), ir.F32).r
 	large := f("sub.rn.f32", immF32(1), f("div.rn.f32", immF32(2), f("add.rn.f32", ex, immF32(1))))
-	large = f("copysign.f32", x, large)
 	y := f("selp.f32", small, large, e.pred("setp.lt.f32", ax, immF32(0.625)))
+	// tanh is odd: the sign is x's on both paths, including tanh(−0) = −0, which the polynomial
+	// loses (−0 + (−0·0)·P rounds to +0).
+	y = f("copysign.f32", x, y)
 	return f("selp.f32", x, y, e.pred("setp.nan.f32", x, x))
 }
 

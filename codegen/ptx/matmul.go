@@ -626,7 +626,7 @@ func (mm *matmul) emit() error {
 			}
 		}
 		return nil
-	case mm.conv == nil && mm.N%4 == 0 && narrow:
+	case mm.conv == nil && mm.colGroups(4) && narrow:
 		w = 4
 	case mm.conv != nil && mm.conv.oh*mm.conv.ow%4 == 0 && narrow:
 		wi = 4
@@ -706,6 +706,16 @@ func (mm *matmul) emit() error {
 func (mm *matmul) rowColShape() bool {
 	shape, nb := mm.dot.Type.Shape, len(mm.batchShape)
 	return shape.Rank() == nb+2 && shape[nb] == mm.M && shape[nb+1] == mm.N
+}
+
+// colGroups reports whether w consecutive GEMM columns starting at a multiple of w are w
+// consecutive elements of one innermost row of the result, as an element group needs. The
+// result's innermost dim is N only when the result is [batch..., M, N]: with one side without
+// free dims the other side's free dims fill N, which may be a multiple of w while the innermost
+// dim is not (f32[4]·f32[4,2,2,3] is 1×12 with a result ending in 3).
+func (mm *matmul) colGroups(w int) bool {
+	shape := mm.dot.Type.Shape
+	return mm.N%w == 0 && shape.Rank() > 0 && shape[shape.Rank()-1]%w == 0
 }
 
 func joinRegs(r []string) string {

@@ -136,7 +136,7 @@ func (mm *matmul) emitMMA() error {
 		}
 	}
 	// The epilogue stages accumulators through tileA once the main loop is done with it.
-	staged := mm.conv == nil && mm.N%4 == 0 && len(mm.batchShape)+2 == mm.dot.Type.Shape.Rank() ||
+	staged := mm.conv == nil && mm.colGroups(4) && len(mm.batchShape)+2 == mm.dot.Type.Shape.Rank() ||
 		mm.conv != nil && (mm.conv.oh*mm.conv.ow%4 == 0 || mm.conv.pool != nil)
 	aBytes := 2 * sides[0].bufBytes
 	if staged {
@@ -406,9 +406,9 @@ func (mm *matmul) emitMMA() error {
 	linBase := a.mad(a.mad(bz, mm.M, rowBase), mm.N, colBase)
 	for mi := range 4 {
 		for ni := range 4 {
-			// c0,c1 (and c2,c3) are adjacent columns: one paired store when N is even.
+			// c0,c1 (and c2,c3) are adjacent columns: one paired store when they are adjacent in the result.
 			w := 1
-			if mm.N%2 == 0 && len(mm.batchShape)+2 == mm.dot.Type.Shape.Rank() {
+			if mm.colGroups(2) && len(mm.batchShape)+2 == mm.dot.Type.Shape.Rank() {
 				w = 2
 			}
 			for c := 0; c < 4; c += w {
