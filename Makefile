@@ -28,7 +28,7 @@ tools:
 	@sh scripts/fetch-cuda-tools.sh $(CUDA_DIR) >/dev/null || { \
 	  if [ -n "$$GCOMP_REQUIRE_PTXAS" ]; then echo "could not fetch ptxas" >&2; exit 1; fi; \
 	  echo "warning: could not fetch ptxas; tests that assemble PTX will skip" >&2; }
-	@sh scripts/fetch-nvrtc.sh >/dev/null || { [ -z "$$GCOMP_REQUIRE_PTXAS" ] || exit 1; echo "warning: could not fetch NVRTC; custom-op tests skip" >&2; }
+	@sh scripts/fetch-cuda-tools.sh --nvrtc >/dev/null || { [ -z "$$GCOMP_REQUIRE_PTXAS" ] || exit 1; echo "warning: could not fetch NVRTC; custom-op tests skip" >&2; }
 	@sh scripts/fetch-onnx-testdata.sh >/dev/null || { \
 	  if [ -n "$$GCOMP_REQUIRE_PTXAS" ]; then echo "could not fetch ONNX's test data" >&2; exit 1; fi; \
 	  echo "warning: could not fetch ONNX's test data; the ONNX node suite will skip" >&2; }

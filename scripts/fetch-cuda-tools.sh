@@ -2,6 +2,7 @@
 # fetch-cuda-tools.sh [DIR]
 # fetch-cuda-tools.sh --dev [DIR]
 # fetch-cuda-tools.sh --nvvm [DIR]
+# fetch-cuda-tools.sh --nvrtc [DIR]
 #
 # Fetches NVIDIA's PTX tools (ptxas, cuobjdump, nvdisasm) and the CUDA driver
 # library (libcuda.so.1) from Debian bookworm's non-free component and unpacks
@@ -23,19 +24,24 @@
 # libnvvm4 package into DIR (default .cache/nvvm); codegen/nvvm compiles NVVM
 # IR to PTX with it. The library lands in DIR/usr/lib/x86_64-linux-gnu/.
 #
+# With --nvrtc it fetches NVIDIA's runtime compiler NVRTC (libnvrtc.so.11.2,
+# CUDA 11.8) and its builtins library (libnvrtc-builtins.so.11.8) from the
+# libnvrtc11.2 and libnvrtc-builtins11.8 packages into DIR (default
+# .cache/nvrtc); codegen/nvrtc compiles the CUDA C of custom ops with them.
+#
 # Idempotent: when DIR already holds a working ptxas (with --dev: both files)
 # the script only prints where it is. Needs apt-get and dpkg (any Debian or
 # Ubuntu machine); running as root is not required but apt-get may want it for
 # its lock files.
 #
-# Prints the path of ptxas (with --dev: DIR; with --nvvm: libnvvm.so.4) on its
-# last line.
+# Prints the path of ptxas (with --dev: DIR; with --nvvm: libnvvm.so.4; with
+# --nvrtc: libnvrtc.so.11.2) on its last line.
 set -eu
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 mode=tools
 case "${1:-}" in
---dev | --nvvm)
+--dev | --nvvm | --nvrtc)
 	mode=${1#--}
 	shift
 	;;
@@ -44,6 +50,8 @@ if [ "$mode" = dev ]; then
 	dir=${1:-$root/.cache/cuda-dev}
 elif [ "$mode" = nvvm ]; then
 	dir=${1:-$root/.cache/nvvm}
+elif [ "$mode" = nvrtc ]; then
+	dir=${1:-$root/.cache/nvrtc}
 else
 	dir=${1:-$root/.cache/cuda}
 fi
@@ -61,14 +69,28 @@ if [ "$mode" = dev ]; then
 	# nvidia-cuda-dev holds cuda.h and stubs/libcuda.so (and 2 GB of
 	# libraries we do not need).
 	pkgs="nvidia-cuda-dev"
-elif [ "$mode" = nvvm ]; then
-	nvvm=$(find "$dir/usr" -name 'libnvvm.so.4' 2>/dev/null | head -n 1)
-	if [ -f "$stamp" ] && [ -n "$nvvm" ] && [ -s "$nvvm" ]; then
-		echo "$nvvm"
+elif [ "$mode" = nvvm ] || [ "$mode" = nvrtc ]; then
+	# The libraries a mode must leave in DIR (the first is printed).
+	if [ "$mode" = nvvm ]; then
+		# libnvvm4 holds libnvvm.so.4 (it needs only libc, libm and libdl).
+		libs="libnvvm.so.4"
+		pkgs="libnvvm4"
+	else
+		libs="libnvrtc.so.11.2 libnvrtc-builtins.so.11.8"
+		pkgs="libnvrtc11.2 libnvrtc-builtins11.8"
+	fi
+	# found prints the path of each of $libs under DIR, or fails when one is missing.
+	found() {
+		for l in $libs; do
+			p=$(find "$dir/usr" -name "$l" 2>/dev/null | head -n 1)
+			[ -n "$p" ] && [ -s "$p" ] || return 1
+			echo "$p"
+		done
+	}
+	if [ -f "$stamp" ] && paths=$(found); then
+		echo "$paths" | head -n 1
 		exit 0
 	fi
-	# libnvvm4 holds libnvvm.so.4 (it needs only libc, libm and libdl).
-	pkgs="libnvvm4"
 else
 	if [ -f "$stamp" ] && [ -x "$ptxas" ] && "$ptxas" --version >/dev/null 2>&1; then
 		echo "$ptxas"
@@ -128,19 +150,18 @@ if [ "$mode" = dev ]; then
 	exit 0
 fi
 
-if [ "$mode" = nvvm ]; then
+if [ "$mode" = nvvm ] || [ "$mode" = nvrtc ]; then
 	for deb in "$state"/debs/*.deb; do
 		echo "fetch-cuda-tools: unpacking $(basename "$deb")" >&2
 		dpkg -x "$deb" "$dir"
 	done
 	rm -f "$state"/debs/*.deb
-	nvvm=$(find "$dir/usr" -name 'libnvvm.so.4' | head -n 1)
-	if [ -z "$nvvm" ] || [ ! -s "$nvvm" ]; then
-		echo "fetch-cuda-tools: libnvvm4 did not hold libnvvm.so.4" >&2
+	if ! paths=$(found); then
+		echo "fetch-cuda-tools: $pkgs did not hold $libs" >&2
 		exit 1
 	fi
 	touch "$stamp"
-	echo "$nvvm"
+	echo "$paths" | head -n 1
 	exit 0
 fi
 

@@ -9,7 +9,7 @@
 // The library is looked up in --nvrtc-lib (the path given to Open),
 // $GCOMP_NVRTC_LIB, the CUDA toolkit's lib64 ($CUDA_HOME, /usr/local/cuda),
 // Debian's path (package libnvrtc11.2) and .cache/nvrtc under the module root
-// (where scripts/fetch-nvrtc.sh unpacks it). NVRTC needs its builtins library
+// (where scripts/fetch-cuda-tools.sh --nvrtc unpacks it). NVRTC needs its builtins library
 // (libnvrtc-builtins); Open loads it first, with RTLD_GLOBAL, from the same
 // directory.
 //

@@ -103,6 +103,6 @@ func notFound(tried []string, why []string) error {
 		}
 		fmt.Fprintf(&b, "\n  %s: %s", tried[i], why[i])
 	}
-	b.WriteString("\ninstall Debian's libnvrtc11.2 and libnvrtc-builtins11.8 (non-free), or a CUDA toolkit, or run scripts/fetch-nvrtc.sh; or point --nvrtc-lib or $" + LibraryEnv + " at libnvrtc.so")
+	b.WriteString("\ninstall Debian's libnvrtc11.2 and libnvrtc-builtins11.8 (non-free), or a CUDA toolkit, or run scripts/fetch-cuda-tools.sh --nvrtc; or point --nvrtc-lib or $" + LibraryEnv + " at libnvrtc.so")
 	return fmt.Errorf("%w%s", ErrNoLibrary, b.String())
 }

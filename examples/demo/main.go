@@ -35,7 +35,7 @@ func main() {
 	for _, name := range append(names, customExamples...) {
 		row, err := runExample(name, &failed)
 		if errors.Is(err, nvrtc.ErrNoLibrary) {
-			fmt.Fprintf(os.Stderr, "demo: %s skipped: its CUDA C needs NVRTC (sh scripts/fetch-nvrtc.sh)\n", name)
+			fmt.Fprintf(os.Stderr, "demo: %s skipped: its CUDA C needs NVRTC (sh scripts/fetch-cuda-tools.sh --nvrtc)\n", name)
 			continue
 		}
 		if err != nil {
