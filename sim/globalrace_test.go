@@ -245,7 +245,9 @@ READ:
 				}
 				mustErr(t, err, "racecheck", append([]string{"kernel k"}, tc.want...)...)
 				// Without the check the same launch passes: the simulator is sequentially consistent.
-				cfg.RaceGlobal = false
+				// One worker: blocks that race on purpose must not race in the simulator's own memory
+				// (go test -race).
+				cfg.RaceGlobal, cfg.Workers = false, 1
 				dev = NewDevice()
 				if _, err := load(t, dev, tc.src).Launch("k", cfg, upload(t, dev, make([]byte, 4*blocks+4)), upload(t, dev, make([]byte, 4))); err != nil {
 					t.Fatalf("without the global racecheck: %v", err)
