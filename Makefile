@@ -60,6 +60,7 @@ flags:
 nocgo:
 	CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/gcomp
 	CGO_ENABLED=0 $(GO) test -count=1 -run 'TestLoad|TestNoGPU|TestNoLibrary' ./runtime/cuda ./runtime/device
+	CGO_ENABLED=0 $(GO) test -count=1 ./runtime/nccl
 
 # gorgonia: the driver binding behind the gorgonia build tag (gorgonia.org/cu, cgo) compiles and
 # vets against cuda.h and the link stub libcuda.so, fetched from Debian's nvidia-cuda-dev.
