@@ -4,18 +4,16 @@ package nccl
 
 import (
 	"errors"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"unsafe"
 
 	"github.com/ebitengine/purego"
+	"github.com/gcomp/gcomp/runtime/nccl/nccltest"
 )
 
-// stub is testdata/stubnccl.c built as a libnccl.so.2, loaded through Load,
-// with its test hooks.
+// stub is nccltest's stand-in library, loaded through Load, with its test
+// hooks.
 type stub struct {
 	lib   *Library
 	log   func() string
@@ -25,25 +23,10 @@ type stub struct {
 	depth func() int32
 }
 
-// buildStub compiles the stand-in library with the C compiler ($CC, else
-// gcc). Without one the test skips, unless CI is set: there it fails.
+// buildStub loads the stub library (nccltest) through Load, with its hooks.
 func buildStub(t *testing.T) *stub {
 	t.Helper()
-	cc := os.Getenv("CC")
-	if cc == "" {
-		cc = "gcc"
-	}
-	if _, err := exec.LookPath(cc); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("no C compiler to build the stub NCCL library (CI is set): %v", err)
-		}
-		t.Skipf("no C compiler to build the stub NCCL library: %v", err)
-	}
-	path := filepath.Join(t.TempDir(), "libnccl.so.2")
-	out, err := exec.Command(cc, "-Wall", "-shared", "-fPIC", "-O1", "-o", path, filepath.Join("testdata", "stubnccl.c")).CombinedOutput()
-	if err != nil {
-		t.Fatalf("%s: %v\n%s", cc, err, out)
-	}
+	path := nccltest.Build(t)
 	lib, err := Load(path)
 	if err != nil {
 		t.Fatal(err)

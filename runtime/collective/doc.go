@@ -1,0 +1,35 @@
+// Package collective is the collective-communication interface data-parallel
+// training stands on: AllReduce (sum, avg), Broadcast, AllGather and
+// ReduceScatter over device buffers, groups, asynchronous errors, abort.
+//
+// Two implementations:
+//
+//   - FromNCCL adapts an NCCL communicator (runtime/nccl): the engine on
+//     GPUs, where the calls are queued on CUDA streams and run on the GPUs'
+//     links.
+//   - The simulated implementation, for simulated devices: NewLocal for the
+//     ranks of one process (a goroutine per rank, meeting in memory) and
+//     ServeTCP/DialTCP for ranks in several processes (rank 0 computes,
+//     the others send it their buffers over one TCP connection each). It is
+//     a test double for rehearsing data parallelism without GPUs, never the
+//     engine on them.
+//
+// The simulated results follow NCCL's semantics, and reductions add in a
+// documented ring order (compute's comment): every rank gets bit-identical
+// results, equal to a serial reduction within the reduction-order tolerance.
+// Real NCCL also splits buffers across channels and pipelines slices, so its
+// bits can differ from the simulation's; both agree within that tolerance.
+//
+// Failures never hang: a collective some rank does not join within
+// Options.Timeout fails on every rank naming the missing ones, and a rank
+// that closes, aborts or loses its connection makes the others' current and
+// later collectives fail naming it.
+//
+//	comms, _ := collective.NewLocal([]collective.Memory{dev0, dev1}, collective.Options{})
+//	for r, c := range comms { // or one goroutine per rank
+//		c.AllReduce(grad[r], grad[r], n, ir.F32, collective.Avg, 0)
+//	}
+//	for _, c := range comms {
+//		if err := c.Wait(); err != nil { ... }
+//	}
+package collective
