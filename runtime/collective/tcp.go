@@ -60,7 +60,8 @@ func ServeTCP(ln net.Listener, size int, mem Memory, opt Options) (Comm, error) 
 			closeAll()
 			return nil, fmt.Errorf("collective: rank 0 at %s: ranks %v did not connect within %v: %w", ln.Addr(), missing, opt.timeout(), err)
 		}
-		r, err := hello(conn, size, conns, deadline)
+		// A connection that says nothing holds up the others only briefly.
+		r, err := hello(conn, size, conns, earliest(deadline, time.Now().Add(helloTimeout)))
 		if err != nil {
 			conn.Close() // a stray or confused peer: keep waiting for the real ones
 			continue
@@ -75,6 +76,16 @@ func ServeTCP(ln net.Listener, size int, mem Memory, opt Options) (Comm, error) 
 		go serve(h, r, size, conns[r], opt)
 	}
 	return newSimComm(0, size, mem, h, closeAll), nil
+}
+
+// helloTimeout bounds how long rank 0 waits for a connection's greeting.
+const helloTimeout = 10 * time.Second
+
+func earliest(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }
 
 // hello reads a peer's greeting and answers it.

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gcomp/gcomp/internal/reexec"
 )
 
 // The test binary re-executed as a node of a rendezvous: GCOMP_RDZV_NODE
@@ -198,32 +200,15 @@ func TestMissingNode(t *testing.T) {
 }
 
 // start runs the test binary as node cfg.NodeRank; its first output line is
-// on lines.
-func start(t *testing.T, cfg Config, hang bool) (*exec.Cmd, chan string) {
+// on the channel.
+func start(t *testing.T, cfg Config, hang bool) (*exec.Cmd, <-chan string) {
 	t.Helper()
 	js, _ := json.Marshal(Config{Addr: cfg.Addr, NNodes: cfg.NNodes, NodeRank: cfg.NodeRank, LocalDevices: cfg.LocalDevices, ModelHash: cfg.ModelHash, Batch: cfg.Batch, Timeout: cfg.Timeout})
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "GCOMP_RDZV_NODE="+string(js))
+	env := []string{"GCOMP_RDZV_NODE=" + string(js)}
 	if hang {
-		cmd.Env = append(cmd.Env, "GCOMP_RDZV_HANG=1")
+		env = append(env, "GCOMP_RDZV_HANG=1")
 	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	lines := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		sc.Scan()
-		lines <- sc.Text()
-		for sc.Scan() {
-		}
-	}()
-	return cmd, lines
+	return reexec.Start(t, env...)
 }
 
 // TestProcesses: nodes 1 and 2 are other processes.
@@ -235,7 +220,7 @@ func TestProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, l := range []chan string{l1, l2} {
+	for i, l := range []<-chan string{l1, l2} {
 		var w World
 		line := <-l
 		if err := json.Unmarshal([]byte(line), &w); err != nil {
