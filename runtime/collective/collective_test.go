@@ -508,3 +508,43 @@ func check(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// TestAbortWhileWaiting: Abort ends a collective that waits for a rank that
+// has not come, at once rather than at the timeout, and the other rank's
+// next collective names the aborted one.
+func TestAbortWhileWaiting(t *testing.T) {
+	for _, transport := range []string{"local", "tcp"} {
+		t.Run(transport, func(t *testing.T) {
+			mk := localWorld
+			if transport == "tcp" {
+				mk = tcpWorld
+			}
+			w := mk(t, 2, Options{Timeout: time.Minute})
+			defer w.close(t)
+			p := put(t, w.mems[1], ir.F32, []float64{1})
+			check(t, w.comms[1].AllReduce(p, p, 1, ir.F32, Sum, 0))
+			time.Sleep(50 * time.Millisecond) // rank 1 is now waiting for rank 0
+			start := time.Now()
+			check(t, w.comms[1].Abort())
+			if err := w.comms[1].Wait(); err == nil {
+				t.Error("the aborted collective succeeded")
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				t.Errorf("Abort took %v", d)
+			}
+			// Rank 1 had sent its part before it aborted, so over TCP rank 0's
+			// first collective may still complete with it; the next cannot.
+			var err error
+			for range 2 {
+				q := put(t, w.mems[0], ir.F32, []float64{1})
+				check(t, w.comms[0].AllReduce(q, q, 1, ir.F32, Sum, 0))
+				if err = w.comms[0].Wait(); err != nil {
+					break
+				}
+			}
+			if err == nil || !strings.Contains(err.Error(), "rank 1 ") {
+				t.Errorf("rank 0 after rank 1's abort: %v", err)
+			}
+		})
+	}
+}

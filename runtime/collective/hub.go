@@ -29,7 +29,8 @@ type hub struct {
 
 	mu     sync.Mutex
 	rounds map[uint64]*round
-	gone   map[int]string // rank → why it left
+	failed map[uint64]error // failed collectives some rank has not reached yet
+	gone   map[int]string   // rank → why it left
 }
 
 type round struct {
@@ -43,7 +44,7 @@ type round struct {
 }
 
 func newHub(size int, timeout time.Duration) *hub {
-	return &hub{size: size, timeout: timeout, rounds: map[uint64]*round{}, gone: map[int]string{}}
+	return &hub{size: size, timeout: timeout, rounds: map[uint64]*round{}, failed: map[uint64]error{}, gone: map[int]string{}}
 }
 
 // goneErr names the ranks that left; h.mu is held.
@@ -65,6 +66,10 @@ func (h *hub) goneErr() error {
 
 func (h *hub) exchange(seq uint64, rank int, c call, data []byte) ([]byte, error) {
 	h.mu.Lock()
+	if err := h.failed[seq]; err != nil {
+		h.mu.Unlock()
+		return nil, fmt.Errorf("%s #%d: %w", c, seq, err)
+	}
 	rd := h.rounds[seq]
 	if rd == nil {
 		rd = &round{calls: make([]*call, h.size), data: make([][]byte, h.size), done: make(chan struct{})}
@@ -75,11 +80,11 @@ func (h *hub) exchange(seq uint64, rank int, c call, data []byte) ([]byte, error
 		return nil, fmt.Errorf("collective #%d: rank %d joined twice", seq, rank)
 	}
 	rd.calls[rank] = &c
-	rd.data[rank] = data
 	rd.arrived++
 	select {
 	case <-rd.done: // failed before this rank arrived
 	default:
+		rd.data[rank] = data
 		if err := h.goneErr(); err != nil {
 			h.finish(rd, nil, err)
 		} else if rd.arrived == h.size {
@@ -112,6 +117,9 @@ func (h *hub) exchange(seq uint64, rank int, c call, data []byte) ([]byte, error
 	defer h.mu.Unlock()
 	if rd.fetched++; rd.fetched == h.size || rd.err != nil && rd.fetched == rd.arrived {
 		delete(h.rounds, seq)
+		if rd.err != nil && rd.fetched < h.size {
+			h.failed[seq] = rd.err // for the ranks still to come
+		}
 	}
 	if rd.err != nil {
 		return nil, fmt.Errorf("%s #%d: %w", c, seq, rd.err)

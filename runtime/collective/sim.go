@@ -182,9 +182,14 @@ func (c *simComm) end(how string) error {
 		return fmt.Errorf("rank %d: %w (%s)", c.rank, ErrClosed, c.closed)
 	}
 	c.closed = how
+	c.mu.Unlock()
+	// Leaving first wakes a worker waiting for the others, so the queued
+	// calls fail at once; then the queue closes (issue holds mu while it
+	// sends, so no send can follow).
+	c.ex.leave(c.rank, how+" its communicator")
+	c.mu.Lock()
 	close(c.tasks)
 	c.mu.Unlock()
-	c.ex.leave(c.rank, how+" its communicator") // wakes a worker waiting for the others
 	c.worker.Wait()
 	if c.onClose != nil {
 		return c.onClose()

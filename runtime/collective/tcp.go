@@ -162,32 +162,80 @@ type remoteError struct{ msg string }
 
 func (e *remoteError) Error() string { return e.msg }
 
-// serve carries rank r's requests to the hub until the connection ends.
+// request is what serve's reader got from a rank: a collective, or the end
+// of the connection (why says how it ended).
+type request struct {
+	seq  uint64
+	c    call
+	data []byte
+	why  string
+}
+
+// serve carries rank r's requests to the hub until the connection ends. It
+// keeps reading while a collective waits, so a rank whose connection breaks
+// then is gone at once, failing the collective for the others too.
 func serve(h *hub, r, size int, conn net.Conn, opt Options) {
 	defer conn.Close()
-	br := bufio.NewReader(conn)
-	for {
-		typ, err := br.ReadByte()
-		if err != nil {
-			h.leave(r, "lost its connection ("+err.Error()+")")
+	reqs := make(chan request)
+	quit := make(chan struct{})
+	defer close(quit)
+	go func() {
+		br := bufio.NewReader(conn)
+		for {
+			var q request
+			typ, err := br.ReadByte()
+			switch {
+			case err != nil:
+				q.why = "lost its connection (" + err.Error() + ")"
+			case typ == frameBye:
+				q.why = "closed its communicator"
+			default:
+				if q.seq, q.c, q.data, err = readCall(br, typ, size, opt.maxMessage()); err != nil {
+					q.why = "sent a bad request (" + err.Error() + ")"
+				}
+			}
+			select {
+			case reqs <- q:
+			case <-quit:
+				return
+			}
+			if q.why != "" {
+				return
+			}
+		}
+	}()
+	type result struct {
+		out []byte
+		err error
+	}
+	for q := range reqs {
+		if q.why != "" {
+			h.leave(r, q.why)
 			return
 		}
-		if typ == frameBye {
-			h.leave(r, "closed its communicator")
+		done := make(chan result, 1)
+		go func() {
+			out, err := h.exchange(q.seq, r, q.c, q.data)
+			done <- result{out, err}
+		}()
+		var res result
+		select {
+		case res = <-done:
+		case next := <-reqs: // a rank sends nothing while it waits: its connection ended
+			why := next.why
+			if why == "" {
+				why = "sent a request before its answer"
+			}
+			h.leave(r, why)
+			<-done
 			return
 		}
-		seq, c, data, err := readCall(br, typ, size, opt.maxMessage())
-		if err != nil {
-			h.leave(r, "sent a bad request ("+err.Error()+")")
-			return
-		}
-		out, err := h.exchange(seq, r, c, data)
 		problem := ""
-		if err != nil {
-			problem = err.Error()
+		if res.err != nil {
+			problem = res.err.Error()
 		}
 		conn.SetWriteDeadline(time.Now().Add(opt.timeout()))
-		if err := writeStatus(conn, problem, out); err != nil {
+		if err := writeStatus(conn, problem, res.out); err != nil {
 			h.leave(r, "lost its connection ("+err.Error()+")")
 			return
 		}
