@@ -31,7 +31,7 @@ func simMems(n int) []Memory {
 	return mems
 }
 
-func localWorld(t *testing.T, n int, opt Options) *world {
+func localWorld(t testing.TB, n int, opt Options) *world {
 	t.Helper()
 	mems := simMems(n)
 	comms, err := NewLocal(mems, opt)
@@ -43,7 +43,7 @@ func localWorld(t *testing.T, n int, opt Options) *world {
 
 // tcpWorld serves rank 0 on a loopback port and dials the others, each from
 // its own goroutine as separate processes would.
-func tcpWorld(t *testing.T, n int, opt Options) *world {
+func tcpWorld(t testing.TB, n int, opt Options) *world {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -73,7 +73,7 @@ func tcpWorld(t *testing.T, n int, opt Options) *world {
 	return &world{comms, mems}
 }
 
-func (w *world) close(t *testing.T) {
+func (w *world) close(t testing.TB) {
 	for _, c := range w.comms {
 		c.Close()
 	}
@@ -129,7 +129,7 @@ func decode(dt ir.DType, b []byte) []float64 {
 }
 
 // put allocates a buffer on m holding vals (at least one byte).
-func put(t *testing.T, m Memory, dt ir.DType, vals []float64) executor.Ptr {
+func put(t testing.TB, m Memory, dt ir.DType, vals []float64) executor.Ptr {
 	t.Helper()
 	b := encode(dt, vals)
 	p, err := m.(executor.Device).Alloc(int64(max(len(b), 1)))

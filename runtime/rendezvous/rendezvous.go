@@ -271,6 +271,10 @@ func dial(cfg Config) (*World, error) {
 	if w == nil || w.NodeRank != cfg.NodeRank || len(w.Devices) != cfg.NNodes || w.Devices[cfg.NodeRank] != cfg.LocalDevices {
 		return nil, lost(errors.New("a malformed world"))
 	}
+	// Node 0 checked this node's hello; check its answer too.
+	if w.ModelHash != cfg.ModelHash || w.Batch != cfg.Batch {
+		return nil, fmt.Errorf("rendezvous: node 0 answered for model %s, batch %d; node %d has model %s, batch %d", w.ModelHash, w.Batch, cfg.NodeRank, cfg.ModelHash, cfg.Batch)
+	}
 	if err := json.NewEncoder(conn).Encode(struct{ Ready bool }{true}); err != nil {
 		return nil, lost(err)
 	}
