@@ -37,7 +37,11 @@ func TestExported(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := ref.Run(m.Graph, inputs, m.Weights)
+			weights, err := m.Weights.Map()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := ref.Run(m.Graph, inputs, weights)
 			if err != nil {
 				t.Fatal(err)
 			}
