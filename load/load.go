@@ -1,7 +1,7 @@
 // Package load turns a model file into a verified graph: a .gir text file (parsed by package ir),
 // a Go file written with the DSL (package frontend), run by an embedded Go interpreter so that
 // gcomp needs neither the Go toolchain nor the network at run time, or an ONNX model (package
-// frontend/onnx), whose weights Initializers returns.
+// frontend/onnx), whose weights ModelFile returns with its graph.
 package load
 
 import (
@@ -37,6 +37,15 @@ type Options struct {
 
 // File loads the model at path. Errors carry file:line (and :col for Go syntax errors).
 func File(path string, opt Options) (*ir.Graph, error) {
+	m, err := ModelFile(path, opt)
+	if err != nil {
+		return nil, err
+	}
+	return m.Graph, nil
+}
+
+// ModelFile is File with the weights the file carries (an ONNX model's initializers).
+func ModelFile(path string, opt Options) (*Model, error) {
 	limit := int64(MaxSourceBytes)
 	if strings.EqualFold(filepath.Ext(path), ".onnx") {
 		limit = MaxONNXBytes
@@ -45,7 +54,7 @@ func File(path string, opt Options) (*ir.Graph, error) {
 	if err != nil {
 		return nil, err
 	}
-	return Source(path, src, opt)
+	return ModelSource(path, src, opt)
 }
 
 // MaxSourceBytes bounds a model file (a .go or .gir source; a chain of a million ops in .gir is
@@ -58,6 +67,16 @@ const MaxONNXBytes = 2 << 30
 
 // Source loads a model from its text; filename decides the format and is used in messages.
 func Source(filename string, src []byte, opt Options) (*ir.Graph, error) {
+	m, err := ModelSource(filename, src, opt)
+	if err != nil {
+		return nil, err
+	}
+	return m.Graph, nil
+}
+
+// ModelSource is Source with the weights the file carries. An ONNX model's weights refer to
+// src's bytes (they are not copied), so src must not change afterwards.
+func ModelSource(filename string, src []byte, opt Options) (*Model, error) {
 	if opt.Entry == "" {
 		opt.Entry = DefaultEntry
 	}
@@ -67,20 +86,22 @@ func Source(filename string, src []byte, opt Options) (*ir.Graph, error) {
 	if opt.Memory <= 0 {
 		opt.Memory = DefaultMemory
 	}
+	var g *ir.Graph
+	var err error
 	switch strings.ToLower(filepath.Ext(filename)) {
 	case ".gir":
-		g, err := ir.Parse(filename, src)
-		if err != nil {
-			return nil, err
+		if g, err = ir.Parse(filename, src); err == nil {
+			err = ops.Verify(g)
 		}
-		if err := ops.Verify(g); err != nil {
-			return nil, err
-		}
-		return g, nil
 	case ".go":
-		return goSource(filename, src, opt)
+		g, err = goSource(filename, src, opt)
 	case ".onnx":
 		return onnxSource(filename, src, opt)
+	default:
+		err = fmt.Errorf("%s: unknown model format %q (want .go, .gir or .onnx)", filename, filepath.Ext(filename))
 	}
-	return nil, fmt.Errorf("%s: unknown model format %q (want .go, .gir or .onnx)", filename, filepath.Ext(filename))
+	if err != nil {
+		return nil, err
+	}
+	return &Model{Graph: g}, nil
 }

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 
 	"google.golang.org/protobuf/proto"
 
@@ -16,30 +15,20 @@ import (
 	"github.com/gcomp/gcomp/tensor"
 )
 
-// initializers holds the parameter values of the graphs loaded from ONNX files (an ONNX model
-// carries its weights; a DSL model carries only their initializers).
-var initializers = struct {
-	sync.Mutex
-	m map[*ir.Graph]map[string]*tensor.Tensor
-}{m: map[*ir.Graph]map[string]*tensor.Tensor{}}
-
-// Initializers returns the values an ONNX model gave its parameters (its initializers), by
-// parameter name; nil for a graph not loaded from an ONNX file.
-func Initializers(g *ir.Graph) map[string]*tensor.Tensor {
-	initializers.Lock()
-	defer initializers.Unlock()
-	return initializers.m[g]
+// Model is a loaded model: its graph and the weights the file carries.
+type Model struct {
+	Graph *ir.Graph
+	// Weights are an ONNX model's initializers, the values of its parameters (nil for .go and
+	// .gir models, whose parameters carry initializers, not values).
+	Weights *onnx.Weights
 }
 
-func onnxSource(filename string, src []byte, opt Options) (*ir.Graph, error) {
+func onnxSource(filename string, src []byte, opt Options) (*Model, error) {
 	m, err := onnx.Import(filename, src, filepath.Dir(filename), opt.ONNX)
 	if err != nil {
 		return nil, err
 	}
-	initializers.Lock()
-	initializers.m[m.Graph] = m.Weights
-	initializers.Unlock()
-	return m.Graph, nil
+	return &Model{Graph: m.Graph, Weights: m.Weights}, nil
 }
 
 // ParseShape parses a --shape value, NAME=D1xD2x... ("x=1x3x224x224"; "x=" for a scalar).

@@ -7,13 +7,17 @@ every input and output that has one. Beside each NAME_opsetN.onnx the script wri
 it ran (NAME_inputs/INPUT.npy) and PyTorch's float32 outputs (NAME_outputs/OUTPUT.npy), so that
 `gcomp run NAME_opsetN.onnx --shape ... --input ...` can be compared with PyTorch.
 
-Usage: export_onnx.py OUT_DIR [--opsets 13,17] [--models cnn,rnn,...,resnet50]
+The vision models' height and width are symbolic too ("height", "width"), so that
+`gcomp check` can run them on the simulator at a small size (--shape input=1x3x64x64).
+
+Usage: export_onnx.py OUT_DIR [--opsets 13,17] [--models cnn,rnn,...,vit,resnet50]
 The small exports are committed in frontend/onnx/suite/testdata/exported (mlp, rnn, lstm,
-transformer), where TestExported checks gcomp's outputs against PyTorch's.
+transformer, vit), where TestExported checks gcomp's outputs against PyTorch's.
 Needs Debian's python3-torch, python3-torchvision and python3-onnx (apt-get install them).
 The example models' definitions are scripts/torch_reference.py's.
 """
 import argparse
+import contextlib
 import os
 import sys
 
@@ -55,7 +59,32 @@ VISION = {
 }
 
 
-def export(name, model, inputs, out_names, out_batch, opsets, out_dir):
+def small_vit():
+    """A small ViT (torchvision's VisionTransformer): 32x32 images in 8x8 patches, 2 layers."""
+    return torchvision.models.VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=2,
+                                                hidden_dim=32, mlp_dim=64, num_classes=10)
+
+
+def tril_by_compare(x, diagonal=0):
+    """torch.tril as a comparison of positions (PyTorch 1.13 exports tril only from opset 14)."""
+    r = torch.arange(x.shape[-2]).unsqueeze(-1)
+    c = torch.arange(x.shape[-1]).unsqueeze(0)
+    return torch.where(c - r <= diagonal, x, torch.zeros_like(x))
+
+
+@contextlib.contextmanager
+def exportable_tril(opset):
+    """Below opset 14 torch.tril is exported through tril_by_compare (the same values)."""
+    saved = torch.tril
+    if opset < 14:
+        torch.tril = tril_by_compare
+    try:
+        yield
+    finally:
+        torch.tril = saved
+
+
+def export(name, model, inputs, out_names, out_batch, opsets, out_dir, spatial=False):
     model.eval()
     args = []
     for n, shape, dtype, _ in inputs:
@@ -76,14 +105,18 @@ def export(name, model, inputs, out_names, out_batch, opsets, out_dir):
     for n, o in zip(out_names, outs):
         np.save(os.path.join(o_dir, n + ".npy"), o.numpy())
     dyn = {n: {b: "batch"} for n, _, _, b in inputs if b is not None}
+    if spatial:
+        for n, *_ in inputs:
+            dyn[n].update({2: "height", 3: "width"})
     dyn.update({n: {b: "batch"} for n, b in zip(out_names, out_batch) if b is not None})
     for opset in opsets:
         path = os.path.join(out_dir, "%s_opset%d.onnx" % (name, opset))
         try:
-            torch.onnx.export(model, tuple(args), path, opset_version=opset,
-                              input_names=[i[0] for i in inputs], output_names=out_names,
-                              dynamic_axes=dyn, do_constant_folding=True)
-        except torch.onnx.errors.OnnxExporterError as e:  # e.g. gpt's tril needs opset 14
+            with exportable_tril(opset):
+                torch.onnx.export(model, tuple(args), path, opset_version=opset,
+                                  input_names=[i[0] for i in inputs], output_names=out_names,
+                                  dynamic_axes=dyn, do_constant_folding=True)
+        except torch.onnx.errors.OnnxExporterError as e:
             print("%s: not exported: %s" % (path, str(e).splitlines()[0]))
             continue
         print(path, os.path.getsize(path))
@@ -93,7 +126,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out_dir")
     ap.add_argument("--opsets", default="13,17")
-    ap.add_argument("--models", default=",".join(list(EXAMPLES) + ["resnet18", "mobilenet_v2"]))
+    ap.add_argument("--models", default=",".join(list(EXAMPLES) + ["vit", "resnet18", "mobilenet_v2"]))
     a = ap.parse_args()
     opsets = [int(o) for o in a.opsets.split(",")]
     os.makedirs(a.out_dir, exist_ok=True)
@@ -102,9 +135,12 @@ def main():
         if name in EXAMPLES:
             make, inputs, outs, out_batch = EXAMPLES[name]
             export(name, Tuple(make(), outs), inputs, outs, out_batch, opsets, a.out_dir)
+        elif name == "vit":
+            export(name, small_vit(), [("input", (2, 3, 32, 32), torch.float32, 0)], ["output"], [0],
+                   opsets, a.out_dir)
         else:
             export(name, VISION[name](), [("input", (1, 3, 224, 224), torch.float32, 0)], ["output"], [0],
-                   opsets, a.out_dir)
+                   opsets, a.out_dir, spatial=True)
 
 
 if __name__ == "__main__":

@@ -40,20 +40,29 @@ func addModelFlags(fs *flag.FlagSet) modelFlags {
 }
 
 func (m modelFlags) load(path string) (*ir.Graph, error) {
-	return m.loadMode(path, false)
+	lm, err := m.loadModel(path, false)
+	if err != nil {
+		return nil, err
+	}
+	return lm.Graph, nil
 }
 
 // loadTraining loads the model at path in training mode (gcomp train's step).
 func (m modelFlags) loadTraining(path string) (*ir.Graph, error) {
-	return m.loadMode(path, true)
+	lm, err := m.loadModel(path, true)
+	if err != nil {
+		return nil, err
+	}
+	return lm.Graph, nil
 }
 
-func (m modelFlags) loadMode(path string, training bool) (*ir.Graph, error) {
+// loadModel loads the model at path with the weights it carries (an .onnx model's).
+func (m modelFlags) loadModel(path string, training bool) (*load.Model, error) {
 	opt, err := m.onnx.options()
 	if err != nil {
 		return nil, err
 	}
-	return load.File(path, load.Options{Entry: *m.entry, Timeout: *m.timeout, Memory: int64(*m.memory), ONNX: opt, Training: training})
+	return load.ModelFile(path, load.Options{Entry: *m.entry, Timeout: *m.timeout, Memory: int64(*m.memory), ONNX: opt, Training: training})
 }
 
 // statsFlag is --stats (a table) or --stats=json.

@@ -21,11 +21,11 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("gcomp check: %v", err)
 	}
-	g, art, err := loadRunnable(path, mf, copt, true)
+	m, art, err := loadRunnable(path, mf, copt, true)
 	if err != nil {
 		return err
 	}
-	in, params, err := vf.bind(g, io.Discard)
+	in, params, err := vf.bind(m, io.Discard)
 	if err != nil {
 		return err
 	}

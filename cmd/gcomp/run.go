@@ -67,15 +67,16 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		}
 		defer sel.Device.Close()
 	}
-	g, art, err := loadRunnable(path, mf, copt, sel != nil)
+	m, art, err := loadRunnable(path, mf, copt, sel != nil)
 	if err != nil {
 		return err
 	}
+	g := m.Graph
 	// The outputs' files are known now: check them all before any work.
 	if err := checkNPYFiles(*outDir, runFileNames(g, *saveInputs)); err != nil {
 		return fmt.Errorf("gcomp run: %s: %v", path, err)
 	}
-	in, params, err := vf.bind(g, stderr)
+	in, params, err := vf.bind(m, stderr)
 	if err != nil {
 		return err
 	}
@@ -138,7 +139,7 @@ func prefixPath(path string, err error) string {
 // loadRunnable loads a model for running: a compiled module (model.ptx with
 // model.plan.json beside it) brings its source graph along; a .go or .gir
 // model is compiled in memory when compile is set.
-func loadRunnable(path string, mf modelFlags, copt compiler.Options, compile bool) (*ir.Graph, *artifact.Artifact, error) {
+func loadRunnable(path string, mf modelFlags, copt compiler.Options, compile bool) (*load.Model, *artifact.Artifact, error) {
 	if strings.HasSuffix(path, ".ptx") {
 		art, err := artifact.Read(path)
 		if err != nil {
@@ -148,17 +149,17 @@ func loadRunnable(path string, mf modelFlags, copt compiler.Options, compile boo
 		if err != nil {
 			return nil, nil, fmt.Errorf("gcomp: %s: %v", artifact.PlanPath(path), err)
 		}
-		return g, art, nil
+		return &load.Model{Graph: g}, art, nil
 	}
-	g, err := mf.load(path)
+	m, err := mf.loadModel(path, false)
 	if err != nil || !compile {
-		return g, nil, err
+		return m, nil, err
 	}
-	res, err := compiler.Compile(g, copt)
+	res, err := compiler.Compile(m.Graph, copt)
 	if err != nil {
 		return nil, nil, fmt.Errorf("gcomp: %s: %v", path, err)
 	}
-	return g, res.Artifact, nil
+	return m, res.Artifact, nil
 }
 
 // testDriver, when a test sets it, replaces the CUDA driver library (with the simulator-backed
@@ -240,13 +241,13 @@ func addValueFlags(fs *flag.FlagSet) valueFlags {
 	return vf
 }
 
-// bind reads or makes every input and parameter of g; notes go to stderr.
-func (vf valueFlags) bind(g *ir.Graph, stderr io.Writer) (inputs, params map[string]*tensor.Tensor, err error) {
+// bind reads or makes every input and parameter of m's graph; notes go to stderr.
+func (vf valueFlags) bind(m *load.Model, stderr io.Writer) (inputs, params map[string]*tensor.Tensor, err error) {
 	ref.SetMemoryBudget(int64(*vf.refMemory))
-	if params, err = bindParams(g, *vf.weights, *vf.strict, *vf.seed, stderr); err != nil {
+	if params, err = bindParams(m, *vf.weights, *vf.strict, *vf.seed, stderr); err != nil {
 		return nil, nil, err
 	}
-	if inputs, err = bindInputs(g, *vf.inputs, *vf.seed, stderr); err != nil {
+	if inputs, err = bindInputs(m.Graph, *vf.inputs, *vf.seed, stderr); err != nil {
 		return nil, nil, err
 	}
 	return inputs, params, nil
@@ -284,7 +285,10 @@ func bindInputs(g *ir.Graph, specs []string, seed uint64, stderr io.Writer) (map
 	return in, nil
 }
 
-func bindParams(g *ir.Graph, weights string, strict bool, seed uint64, stderr io.Writer) (map[string]*tensor.Tensor, error) {
+// bindParams binds m's parameters: from the weights file, else the model's own weights (an
+// .onnx model's), else its initializers.
+func bindParams(m *load.Model, weights string, strict bool, seed uint64, stderr io.Writer) (map[string]*tensor.Tensor, error) {
+	g := m.Graph
 	var file map[string]*tensorio.Array
 	if weights != "" {
 		var err error
@@ -294,12 +298,17 @@ func bindParams(g *ir.Graph, weights string, strict bool, seed uint64, stderr io
 	}
 	params := map[string]*tensor.Tensor{}
 	var initialized []string
-	onnxWeights := load.Initializers(g) // an .onnx model's own weights
 	for _, p := range g.Params() {
 		a, ok := file[p.Name]
-		if w := onnxWeights[p.Name]; !ok && w != nil {
-			params[p.Name] = w
-			continue
+		if !ok {
+			w, err := m.Weights.Tensor(p.Name) // converted one at a time, as they are needed
+			if err != nil {
+				return nil, fmt.Errorf("gcomp: %s: %v", g.File, err)
+			}
+			if w != nil {
+				params[p.Name] = w
+				continue
+			}
 		}
 		if !ok {
 			if strict {
@@ -512,11 +521,11 @@ func cmdInitWeights(args []string, stdout, stderr io.Writer) error {
 	if err := checkOutput(*out); err != nil {
 		return err
 	}
-	g, err := mf.load(path)
+	m, err := mf.loadModel(path, false)
 	if err != nil {
 		return err
 	}
-	params, err := bindParams(g, "", false, *seed, stderr)
+	params, err := bindParams(m, "", false, *seed, stderr)
 	if err != nil {
 		return err
 	}

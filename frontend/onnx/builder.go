@@ -11,12 +11,13 @@ import (
 
 // val is an ONNX tensor during import. A value known at compile time (a Constant, a bound
 // input, a shape, and anything computed from those alone) has c set and enters the graph, as a
-// constant, only if a runtime value needs it. An initializer has both: c is its value (usable
-// where ONNX wants a shape-determining operand) and it enters the graph as a parameter.
+// constant, only if a runtime value needs it. An initializer has w, its bytes (converted only
+// where ONNX wants a shape-determining operand), and enters the graph as a parameter.
 type val struct {
 	t     ir.Type
 	c     *tensor.Tensor
 	v     *ir.Value
+	w     *weight
 	param string // the initializer's name
 	// deps are the graph inputs a run-time value is computed from: binding them (--const) makes
 	// it known, for an operand that decides a shape.
@@ -31,7 +32,7 @@ type builder struct {
 	src tensorSource
 	pos string // where new values come from: "model.onnx:node17"
 	// weights are the initializers that became parameters.
-	weights map[string]*tensor.Tensor
+	weights *Weights
 }
 
 func (b *builder) materialize(x *val) *ir.Value {
@@ -40,7 +41,7 @@ func (b *builder) materialize(x *val) *ir.Value {
 	}
 	if x.param != "" {
 		x.v = b.g.Param(x.param, x.t, nil)
-		b.weights[x.param] = x.c
+		b.weights.m[x.param] = x.w
 		return x.v
 	}
 	vals := make([]float64, x.c.Len())

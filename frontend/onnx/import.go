@@ -7,8 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/gcomp/gcomp/frontend/onnx/onnxpb"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ops"
@@ -34,8 +32,8 @@ type Options struct {
 // Model is an imported ONNX model.
 type Model struct {
 	Graph *ir.Graph
-	// Weights holds the initializers' values by parameter name.
-	Weights map[string]*tensor.Tensor
+	// Weights holds the initializers that became parameters, by parameter name.
+	Weights *Weights
 	// Inputs maps each graph input's ONNX name to its name in Graph ("" for inputs bound by
 	// Options.Consts), in the model's order; Outputs likewise for the outputs.
 	Inputs, Outputs []Name
@@ -58,10 +56,11 @@ func ImportFile(path string, opt Options) (*Model, error) {
 }
 
 // Import imports a serialized ModelProto. file names it in messages; dir is the folder external
-// data is read from ("" refuses external data).
+// data is read from ("" refuses external data). The model's Weights keep referring to data (the
+// initializers' bytes are not copied), so the caller must not change data afterwards.
 func Import(file string, data []byte, dir string, opt Options) (*Model, error) {
 	var m onnxpb.ModelProto
-	if err := proto.Unmarshal(data, &m); err != nil {
+	if err := unmarshalModel(data, &m); err != nil {
 		return nil, &Error{File: file, Node: -1, Err: fmt.Errorf("not a valid ONNX model: %v", err)}
 	}
 	im := &importer{file: file, src: tensorSource{dir}, opt: opt}
@@ -111,7 +110,7 @@ func (im *importer) run(m *onnxpb.ModelProto) (model *Model, err error) {
 	if gp == nil {
 		return nil, im.fail(fmt.Errorf("the model has no graph"))
 	}
-	im.b = &builder{g: ir.NewGraph(im.irName(graphName(gp.GetName()), true)), weights: map[string]*tensor.Tensor{}, src: im.src}
+	im.b = &builder{g: ir.NewGraph(im.irName(graphName(gp.GetName()), true)), weights: &Weights{src: im.src, m: map[string]*weight{}}, src: im.src}
 	im.b.g.File = im.file
 	im.vals = map[string]*val{}
 	im.names = map[string]bool{}
@@ -128,14 +127,14 @@ func (im *importer) run(m *onnxpb.ModelProto) (model *Model, err error) {
 		}
 	}
 	for _, t := range gp.GetInitializer() {
-		c, err := im.src.decode(t)
+		w, err := im.src.initializer(t)
 		if err != nil {
 			return nil, im.fail(fmt.Errorf("initializer %q: %w", t.GetName(), err))
 		}
 		if t.GetName() == "" {
 			return nil, im.fail(fmt.Errorf("an initializer has no name"))
 		}
-		im.vals[t.GetName()] = &val{t: c.Type, c: c, param: im.irName(t.GetName(), false)}
+		im.vals[t.GetName()] = &val{t: w.t, w: w, param: im.irName(t.GetName(), false)}
 	}
 	if len(gp.GetSparseInitializer()) > 0 {
 		return nil, im.fail(unsupportedf("sparse initializers are not supported"))
@@ -178,9 +177,9 @@ func (im *importer) run(m *onnxpb.ModelProto) (model *Model, err error) {
 		return nil, im.fail(fmt.Errorf("the graph has no outputs"))
 	}
 	prune(im.b.g)
-	for name := range im.b.weights {
+	for name := range im.b.weights.m {
 		if v := im.b.g.Lookup(name); v == nil || v.Op != ir.OpParam {
-			delete(im.b.weights, name)
+			delete(im.b.weights.m, name)
 		}
 	}
 	if err := ops.Verify(im.b.g); err != nil {

@@ -94,11 +94,15 @@ func TestImportLinear(t *testing.T) {
 	if p := m.Graph.Lookup("fc.weight"); p == nil || p.Op != ir.OpParam || !p.Type.Equal(ir.T(ir.F32, 3, 2)) {
 		t.Fatalf("fc.weight is not a f32[3,2] parameter:\n%s", m.Graph)
 	}
-	if len(m.Weights) != 2 || m.Weights["fc.bias"] == nil {
-		t.Fatalf("weights %v, want fc.weight and fc.bias", m.Weights)
+	if got := m.Weights.Names(); !slices.Equal(got, []string{"fc.bias", "fc.weight"}) {
+		t.Fatalf("weights %v, want fc.bias and fc.weight", got)
+	}
+	weights, err := m.Weights.Map()
+	if err != nil {
+		t.Fatal(err)
 	}
 	x := tensor.FromFloats(ir.T(ir.F32, 2, 2), []float64{1, 1, -1, 2})
-	out, err := ref.Run(m.Graph, map[string]*tensor.Tensor{"input": x}, m.Weights)
+	out, err := ref.Run(m.Graph, map[string]*tensor.Tensor{"input": x}, weights)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,8 +236,8 @@ func TestExternalData(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := m.Weights["w"].F; !slices.Equal(got, []float64{1.5, -2}) {
-		t.Fatalf("w = %v", got)
+	if got, err := m.Weights.Tensor("w"); err != nil || !slices.Equal(got.F, []float64{1.5, -2}) {
+		t.Fatalf("w = %v, %v", got, err)
 	}
 	for _, tc := range []struct{ loc, off, length, want string }{
 		{"../weights.bin", "", "", "outside the model's folder"},

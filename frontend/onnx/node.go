@@ -143,6 +143,9 @@ func (n *node) known(i int, what string) (*tensor.Tensor, error) {
 	if x.c != nil {
 		return x.c, nil
 	}
+	if x.w != nil {
+		return n.src.value(x.w)
+	}
 	if len(x.deps) > 0 {
 		return nil, &NeedConst{Input: x.deps[0], Use: fmt.Sprintf("the %s of node %d (%s %q)", what, n.idx, n.p.GetOpType(), n.p.GetName())}
 	}

@@ -114,20 +114,28 @@ func Tensor(p *onnxpb.TensorProto, dir string) (*tensor.Tensor, error) {
 	return tensorSource{dir}.decode(p)
 }
 
-func (src tensorSource) decode(p *onnxpb.TensorProto) (*tensor.Tensor, error) {
+// typeOf checks a TensorProto's element type and dims.
+func typeOf(p *onnxpb.TensorProto) (ir.Type, error) {
 	if p.GetSegment() != nil {
-		return nil, unsupportedf("segmented tensors are not supported")
+		return ir.Type{}, unsupportedf("segmented tensors are not supported")
 	}
 	d, err := dtypeOf(p.GetDataType())
 	if err != nil {
-		return nil, err
+		return ir.Type{}, err
 	}
 	shape, err := shapeOf(p.GetDims())
 	if err != nil {
+		return ir.Type{}, err
+	}
+	return ir.Type{DType: d, Shape: shape}, nil
+}
+
+func (src tensorSource) decode(p *onnxpb.TensorProto) (*tensor.Tensor, error) {
+	t, err := typeOf(p)
+	if err != nil {
 		return nil, err
 	}
-	t := ir.Type{DType: d, Shape: shape}
-	n := shape.NumElements()
+	d, n := t.DType, t.Shape.NumElements()
 	if p.GetDataLocation() == onnxpb.TensorProto_EXTERNAL {
 		raw, err := src.external(p, n*d.Size())
 		if err != nil {
@@ -188,10 +196,35 @@ func (src tensorSource) decode(p *onnxpb.TensorProto) (*tensor.Tensor, error) {
 	return x, nil
 }
 
-// external reads want bytes of a tensor stored outside the model: location names a file inside
-// the model's folder (no absolute paths, no ".."), offset and length must lie within the file's
-// real size, and length (if given) must equal what the tensor's type needs.
+// external reads want bytes of a tensor stored outside the model, where externalRange says.
 func (src tensorSource) external(p *onnxpb.TensorProto, want int) ([]byte, error) {
+	r, err := src.externalRange(p, want)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(r.path)
+	if err != nil {
+		return nil, fmt.Errorf("external data: %v", err)
+	}
+	defer f.Close()
+	buf := make([]byte, want)
+	if _, err := f.ReadAt(buf, r.offset); err != nil {
+		return nil, fmt.Errorf("external data %q: %v", r.loc, err)
+	}
+	return buf, nil
+}
+
+// extRange is where a tensor's external data lies.
+type extRange struct {
+	loc, path string
+	offset    int64
+}
+
+// externalRange checks where want bytes of a tensor stored outside the model lie: location
+// names a file inside the model's folder (no absolute paths, no ".."), offset and length must
+// lie within the file's real size, and length (if given) must equal what the tensor's type
+// needs.
+func (src tensorSource) externalRange(p *onnxpb.TensorProto, want int) (extRange, error) {
 	var loc string
 	offset, length := int64(0), int64(-1)
 	for _, kv := range p.GetExternalData() {
@@ -205,43 +238,39 @@ func (src tensorSource) external(p *onnxpb.TensorProto, want int) ([]byte, error
 			length, err = strconv.ParseInt(kv.GetValue(), 10, 64)
 		}
 		if err != nil || offset < 0 || (kv.GetKey() == "length" && length < 0) {
-			return nil, fmt.Errorf("external data: bad %s %q", kv.GetKey(), kv.GetValue())
+			return extRange{}, fmt.Errorf("external data: bad %s %q", kv.GetKey(), kv.GetValue())
 		}
 	}
 	if loc == "" {
-		return nil, fmt.Errorf("external data without a location")
+		return extRange{}, fmt.Errorf("external data without a location")
 	}
 	if src.dir == "" {
-		return nil, fmt.Errorf("external data %q: the model was not read from a file, so there is no folder to read it from", loc)
+		return extRange{}, fmt.Errorf("external data %q: the model was not read from a file, so there is no folder to read it from", loc)
 	}
 	clean := filepath.Clean(filepath.FromSlash(loc))
 	if filepath.IsAbs(loc) || filepath.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, ".."+string(filepath.Separator)) || strings.ContainsRune(loc, 0) {
-		return nil, fmt.Errorf("external data location %q is outside the model's folder", loc)
+		return extRange{}, fmt.Errorf("external data location %q is outside the model's folder", loc)
 	}
 	if length >= 0 && length != int64(want) {
-		return nil, fmt.Errorf("external data %q: length %d, but the tensor needs %d bytes", loc, length, want)
+		return extRange{}, fmt.Errorf("external data %q: length %d, but the tensor needs %d bytes", loc, length, want)
 	}
 	path := filepath.Join(src.dir, clean)
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("external data: %v", err)
+		return extRange{}, fmt.Errorf("external data: %v", err)
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("external data: %v", err)
+		return extRange{}, fmt.Errorf("external data: %v", err)
 	}
 	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("external data %q is not a regular file", loc)
+		return extRange{}, fmt.Errorf("external data %q is not a regular file", loc)
 	}
 	if offset > st.Size() || int64(want) > st.Size()-offset {
-		return nil, fmt.Errorf("external data %q: %d bytes at offset %d are past the file's end (%d bytes)", loc, want, offset, st.Size())
+		return extRange{}, fmt.Errorf("external data %q: %d bytes at offset %d are past the file's end (%d bytes)", loc, want, offset, st.Size())
 	}
-	buf := make([]byte, want)
-	if _, err := f.ReadAt(buf, offset); err != nil {
-		return nil, fmt.Errorf("external data %q: %v", loc, err)
-	}
-	return buf, nil
+	return extRange{loc: loc, path: path, offset: offset}, nil
 }
 
 // encodeTensor is Tensor's inverse (raw_data), for tests and for writing test inputs.

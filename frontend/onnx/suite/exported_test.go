@@ -1,63 +1,102 @@
 package suite_test
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/gcomp/gcomp/compiler"
 	"github.com/gcomp/gcomp/frontend/onnx"
 	"github.com/gcomp/gcomp/internal/tolerance"
+	"github.com/gcomp/gcomp/runtime/check"
 	"github.com/gcomp/gcomp/runtime/ref"
 	"github.com/gcomp/gcomp/tensor"
 )
 
-// TestExported imports models PyTorch exported (scripts/export_onnx.py: the example models with
-// random weights, a symbolic batch) and checks the reference interpreter's outputs against
-// PyTorch's for the same inputs, within the f32 tolerance rule of internal/tolerance.
+// TestExported imports models PyTorch exported (scripts/export_onnx.py: the example models and a
+// small ViT with random weights, a symbolic batch) and checks the reference interpreter's
+// outputs against PyTorch's for the same inputs, within the f32 tolerance rule of
+// internal/tolerance; then compiles each and runs it on the simulator against the reference
+// interpreter, as gcomp check does (not under -short).
+//
+// GCOMP_EXPORTED=DIR checks the exports in DIR too (those too large to commit: ResNet-18,
+// MobileNetV2, gpt; `scripts/export_onnx.py DIR`), on the reference interpreter only: at their
+// exported sizes the simulator would take many minutes (docs/onnx.md has the gcomp check runs
+// at a small --shape).
 func TestExported(t *testing.T) {
-	files, _ := filepath.Glob("testdata/exported/*.onnx")
-	if len(files) == 0 {
-		t.Fatal("no exported models in testdata/exported")
+	dirs := []string{filepath.Join("testdata", "exported")}
+	if d := os.Getenv("GCOMP_EXPORTED"); d != "" {
+		dirs = append(dirs, d)
 	}
-	for _, f := range files {
-		t.Run(filepath.Base(f), func(t *testing.T) {
-			name := strings.Split(filepath.Base(f), "_opset")[0]
-			inputs := map[string]*tensor.Tensor{}
-			shapes := map[string][]int{}
-			ins, _ := filepath.Glob(filepath.Join("testdata/exported", name+"_inputs", "*.npy"))
-			for _, p := range ins {
-				x, err := tensor.ReadNPYFile(p)
-				if err != nil {
-					t.Fatal(err)
-				}
-				n := strings.TrimSuffix(filepath.Base(p), ".npy")
-				inputs[n], shapes[n] = x, x.Type.Shape
+	for i, dir := range dirs {
+		files, _ := filepath.Glob(filepath.Join(dir, "*.onnx"))
+		if len(files) == 0 {
+			t.Fatalf("no exported models in %s", dir)
+		}
+		for _, f := range files {
+			t.Run(filepath.Base(f), func(t *testing.T) { checkExported(t, f, i == 0 && !testing.Short()) })
+		}
+	}
+}
+
+func checkExported(t *testing.T, f string, sim bool) {
+	dir := filepath.Dir(f)
+	name := strings.Split(filepath.Base(f), "_opset")[0]
+	inputs := map[string]*tensor.Tensor{}
+	shapes := map[string][]int{}
+	ins, _ := filepath.Glob(filepath.Join(dir, name+"_inputs", "*.npy"))
+	for _, p := range ins {
+		x, err := tensor.ReadNPYFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := strings.TrimSuffix(filepath.Base(p), ".npy")
+		inputs[n], shapes[n] = x, x.Type.Shape
+	}
+	m, err := onnx.ImportFile(f, onnx.Options{Shapes: shapes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	weights, err := m.Weights.Map()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ref.Run(m.Graph, inputs, weights)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range m.Outputs {
+		want, err := tensor.ReadNPYFile(filepath.Join(dir, name+"_outputs", o.ONNX+".npy"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := got[o.IR]
+		if !g.Type.Equal(want.Type) {
+			t.Fatalf("%s is %s, PyTorch's %s", o.ONNX, g.Type, want.Type)
+		}
+		rel, _ := tolerance.Tolerance(want.Type.DType, false, 0)
+		abs := tolerance.OutputFloor(rel, want.F)
+		for i := range want.F {
+			if !tolerance.Within(g.F[i], want.F[i], rel, abs) {
+				t.Fatalf("%s[%d] = %v, PyTorch %v (rel %g, abs %g)", o.ONNX, i, g.F[i], want.F[i], rel, abs)
 			}
-			m, err := onnx.ImportFile(f, onnx.Options{Shapes: shapes})
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := ref.Run(m.Graph, inputs, m.Weights)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, o := range m.Outputs {
-				want, err := tensor.ReadNPYFile(filepath.Join("testdata/exported", name+"_outputs", o.ONNX+".npy"))
-				if err != nil {
-					t.Fatal(err)
-				}
-				g := got[o.IR]
-				if !g.Type.Equal(want.Type) {
-					t.Fatalf("%s is %s, PyTorch's %s", o.ONNX, g.Type, want.Type)
-				}
-				rel, _ := tolerance.Tolerance(want.Type.DType, false, 0)
-				abs := tolerance.OutputFloor(rel, want.F)
-				for i := range want.F {
-					if !tolerance.Within(g.F[i], want.F[i], rel, abs) {
-						t.Fatalf("%s[%d] = %v, PyTorch %v (rel %g, abs %g)", o.ONNX, i, g.F[i], want.F[i], rel, abs)
-					}
-				}
-			}
-		})
+		}
+	}
+	if !sim {
+		return
+	}
+	res, err := compiler.Compile(m.Graph, compiler.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := check.Run(res.Artifact, inputs, weights)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Pass() {
+		var sb strings.Builder
+		rep.WriteTable(&sb)
+		t.Fatalf("the simulator does not match the reference interpreter:\n%s", sb.String())
 	}
 }

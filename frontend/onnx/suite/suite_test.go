@@ -261,7 +261,11 @@ func runCase(dir string) (o outcome) {
 		}
 		size += w.Len()
 	}
-	got, err := ref.Run(g, in, model.Weights)
+	weights, err := model.Weights.Map()
+	if err != nil {
+		return outcome{status: "error", fail: "weights: " + err.Error()}
+	}
+	got, err := ref.Run(g, in, weights)
 	if err != nil {
 		return outcome{status: "error", fail: "reference interpreter: " + err.Error()}
 	}
@@ -282,7 +286,7 @@ func runCase(dir string) (o outcome) {
 		return outcome{status: "pass ref; sim: load: " + oneLine(err.Error())}
 	}
 	defer prog.Close()
-	if err := prog.SetParams(model.Weights); err != nil {
+	if err := prog.SetParams(weights); err != nil {
 		return outcome{status: "error", fail: "sim params: " + err.Error()}
 	}
 	r, err := prog.Run(in)
