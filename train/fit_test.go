@@ -1,0 +1,235 @@
+package train
+
+//go:generate go run ../scripts/gendata -csv testdata/linear.csv -mixture testdata/mixture -linreg ../examples/linreg/data
+
+import (
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gcomp/gcomp/data"
+	"github.com/gcomp/gcomp/frontend"
+	"github.com/gcomp/gcomp/frontend/nn"
+	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/tensor"
+)
+
+// noise is the standard deviation of testdata/linear.csv's noise (scripts/gendata).
+const noise = 0.1
+
+// buildModel builds model in eval and in training mode and prepares it for loss l.
+func buildModel(t testing.TB, model func(*frontend.Builder), l Loss) *Model {
+	t.Helper()
+	fwd, err := frontend.Build("m", model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fwdTrain, err := frontend.Build("m", model, frontend.WithTraining())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := NewModel(fwd, fwdTrain, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// linearModel is y = x·Wᵀ + b for 3 inputs, a batch of 16.
+func linearModel(b *frontend.Builder) {
+	x := b.Input("x", ir.F32, 16, 3)
+	b.Output("y", nn.NewLinear(b, "fc", 3, 1).Forward(x))
+}
+
+// mixtureModel is a small MLP for the three clusters of testdata/mixture.
+func mixtureModel(b *frontend.Builder) {
+	x := b.Input("x", ir.F32, 16, 2)
+	fc1, fc2 := nn.NewLinear(b, "fc1", 2, 16), nn.NewLinear(b, "fc2", 16, 3)
+	b.Output("logits", fc2.Forward(fc1.Forward(x).Relu()))
+}
+
+// A regression on a CSV file (f64 columns, one target column; the model's prediction is
+// f32[16,1]) trained with MSELoss and SGD fits the noisy linear function to within its noise: the
+// mean squared error on the data ends below the noise's variance (plus 5%).
+func TestFitRegressionCSV(t *testing.T) {
+	d, err := data.ReadCSVFile("testdata/linear.csv", "y")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := buildModel(t, linearModel, Loss{Name: MSELoss})
+	var losses []float64
+	res, err := Fit(m, FitOptions{Optimizer: NewSGD(0.05), Train: d, Test: d, Epochs: 8, Seed: 1,
+		OnEpoch: func(e EpochEnd) error { losses = append(losses, e.Test.Loss); return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := res.Epochs[len(res.Epochs)-1].Test
+	t.Logf("test MSE by epoch %v; MAE %.4f", losses, last.MAE)
+	if last.MSE > 1.05*noise*noise || math.Abs(last.Loss-last.MSE) > 1e-6 || !math.IsNaN(last.Accuracy) {
+		t.Errorf("after %d epochs: %+v, want MSE (= the loss) ≤ %g", len(losses), *last, 1.05*noise*noise)
+	}
+	w := res.Params["fc.weight"].F
+	for i, want := range []float64{2, -3, 0.5} {
+		if math.Abs(w[i]-want) > 0.05 {
+			t.Errorf("fc.weight[%d] = %.4f, want %g", i, w[i], want)
+		}
+	}
+}
+
+// A classifier on a directory of .npy files (x f32[N,2], y i64[N], test_x, test_y) reaches 99%
+// test accuracy on the separable mixture.
+func TestFitClassificationNPY(t *testing.T) {
+	tr, te, err := data.ReadNPYDir("testdata/mixture")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := buildModel(t, mixtureModel, Loss{Name: CrossEntropyLoss})
+	adam := NewAdam()
+	adam.LR = 0.01
+	res, err := Fit(m, FitOptions{Optimizer: adam, Train: tr, Test: te, Epochs: 5, Seed: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := res.Epochs[len(res.Epochs)-1]
+	if last.Test.Accuracy < 0.99 || last.Test.Rows != 120 {
+		t.Errorf("test %+v, want accuracy ≥ 99%% over 120 rows", *last.Test)
+	}
+}
+
+// Callbacks see every step and epoch in order; ErrStop from OnEpoch ends training after that
+// epoch without an error, from OnStep after that step (the epoch still ends with its
+// evaluation and checkpoint); another error ends Fit with it.
+func TestFitCallbacks(t *testing.T) {
+	tr, te, err := data.ReadNPYDir("testdata/mixture")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := buildModel(t, mixtureModel, Loss{Name: CrossEntropyLoss})
+	save := filepath.Join(t.TempDir(), "c.safetensors")
+	var steps []int
+	res, err := Fit(m, FitOptions{Optimizer: NewSGD(0.1), Train: tr, Test: te, Epochs: 5, Save: save,
+		OnStep: func(s StepEnd) error {
+			steps = append(steps, s.Step)
+			if s.Index != (s.Step-1)%30 || s.Batches != 30 || s.Rows != 16 || s.Outputs[LogitsName] == nil {
+				t.Errorf("step %+v", s)
+			}
+			return nil
+		},
+		OnEpoch: func(e EpochEnd) error {
+			if e.Epoch == 2 {
+				return ErrStop
+			}
+			return nil
+		}})
+	if err != nil || len(res.Epochs) != 2 || len(steps) != 60 || steps[59] != 60 {
+		t.Fatalf("early stop: %v, %d epochs, %d steps", err, len(res.Epochs), len(steps))
+	}
+	step, err := m.Step(NewSGD(0.1), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := step.Resume(save)
+	if err != nil || c.Epoch != 2 || c.Steps != 60 {
+		t.Fatalf("checkpoint after the stop: %+v, %v", c, err)
+	}
+	res, err = Fit(m, FitOptions{Optimizer: NewSGD(0.1), Train: tr, Epochs: 3,
+		OnStep: func(s StepEnd) error {
+			if s.Index == 4 {
+				return ErrStop
+			}
+			return nil
+		}})
+	if err != nil || len(res.Epochs) != 1 || res.Epochs[0].Steps != 5 || res.Epochs[0].Test != nil {
+		t.Fatalf("stop in a step: %v, %+v", err, res)
+	}
+	boom := errors.New("boom")
+	if _, err := Fit(m, FitOptions{Optimizer: NewSGD(0.1), Train: tr, Epochs: 1,
+		OnStep: func(StepEnd) error { return boom }}); !errors.Is(err, boom) {
+		t.Errorf("error from OnStep: Fit returned %v", err)
+	}
+}
+
+// mismatched is a user's Dataset that returns fewer targets than rows.
+type mismatched struct{ n int }
+
+func (m mismatched) Len() int { return m.n }
+func (m mismatched) Rows(rows []int) (x, y *tensor.Tensor, err error) {
+	return tensor.New(ir.T(ir.F32, len(rows), 2)), tensor.New(ir.T(ir.I64, len(rows)-1)), nil
+}
+
+// Bad data is one error naming the file and the row.
+func TestFitBadData(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	rows := func(n int, last string) string {
+		s := "a,b,c,y\n"
+		for range n {
+			s += "1,2,3,4\n"
+		}
+		return s + last
+	}
+	tensors := func(x, y *tensor.Tensor) data.Dataset {
+		d, err := data.NewTensors("xy", x, y)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	linear := buildModel(t, linearModel, Loss{Name: MSELoss})
+	classes := buildModel(t, mixtureModel, Loss{Name: CrossEntropyLoss})
+	for _, tc := range []struct {
+		name string
+		m    *Model
+		data func() (data.Dataset, error)
+		want string
+	}{
+		{"NaN target", linear, func() (data.Dataset, error) {
+			return data.ReadCSVFile(write("nan.csv", rows(20, "1,2,3,NaN\n")), "y")
+		}, "nan.csv:22: target is NaN; MSELoss cannot take NaN targets"},
+		{"input columns", linear, func() (data.Dataset, error) {
+			return data.ReadCSVFile(write("wide.csv", "a,b,c,d,y\n1,2,3,4,5\n"), "y")
+		}, "wide.csv: a row's input is f64[4]; the model's input x is f32[16,3], which wants [3] per row"},
+		{"label not a class", classes, func() (data.Dataset, error) {
+			x, y := tensor.New(ir.T(ir.F32, 20, 2)), tensor.New(ir.T(ir.I64, 20))
+			y.I[17] = 3
+			return tensors(x, y), nil
+		}, "xy: row 17: label 3, the model's logits have 3 classes"},
+		{"fractional label", classes, func() (data.Dataset, error) {
+			return tensors(tensor.New(ir.T(ir.F32, 20, 2)), tensor.FromFloats(ir.T(ir.F64, 20), []float64{0, 1, 1.5})), nil
+		}, "xy: row 2: label 1.5 is not a class index"},
+		{"float inputs of an int model", buildModel(t, func(b *frontend.Builder) {
+			x := b.Input("x", ir.I64, 16, 2)
+			b.Output("y", nn.NewLinear(b, "fc", 2, 1).Forward(x.Cast(ir.F32)))
+		}, Loss{Name: L1Loss}), func() (data.Dataset, error) {
+			return tensors(tensor.New(ir.T(ir.F32, 20, 2)), tensor.New(ir.T(ir.F32, 20))), nil
+		}, "xy: the inputs are f32, the model's input x is i64[16,2]"},
+		{"targets of another shape", linear, func() (data.Dataset, error) {
+			return tensors(tensor.New(ir.T(ir.F32, 20, 3)), tensor.New(ir.T(ir.F32, 20, 2))), nil
+		}, "xy: a row's target is f32[2], MSELoss wants one prediction y f32[16,1]"},
+		{"rows and targets of different lengths", classes, func() (data.Dataset, error) {
+			return mismatched{20}, nil
+		}, "asked for 1 rows, returned inputs f32[1,2] and targets i64[0]"},
+		{"too few rows", classes, func() (data.Dataset, error) {
+			return tensors(tensor.New(ir.T(ir.F32, 5, 2)), tensor.New(ir.T(ir.I64, 5))), nil
+		}, "5 training rows make no batch of 16"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := tc.data()
+			if err == nil {
+				_, err = Fit(tc.m, FitOptions{Optimizer: NewSGD(0.1), Train: d, Epochs: 1})
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("error %v, want one line containing %q", err, tc.want)
+			}
+		})
+	}
+}
