@@ -203,9 +203,9 @@ func Fit(m *Model, o FitOptions) (*FitResult, error) {
 			return nil, err
 		}
 		e := EpochEnd{Epoch: epoch, LastEpoch: last, Steps: steps, TrainTime: time.Since(start)}
-		e.Train.Loss, e.Train.Rows = lossSum/float64(max(done, 1)), done
-		if done == 0 {
-			e.Train.Loss = 0
+		e.Train.Rows = done
+		if done > 0 {
+			e.Train.Loss = lossSum / float64(done)
 		}
 		mt.metrics(&e.Train)
 		if testSet != nil {
