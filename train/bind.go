@@ -30,10 +30,13 @@ func (m *Model) bind(d data.Dataset) (out data.Dataset, flatten bool, err error)
 	in, tt := m.inType, m.targetType
 	conv := &converted{Dataset: d, x: x0.Type.DType, y: y0.Type.DType, xrow: in.Shape[1:], yrow: tt.Shape[1:]}
 	xrow, yrow := x0.Type.Shape[1:], y0.Type.Shape[1:]
+	reshape := false // a row's input takes the model's shape (one element per row: [N] for [B,1])
 	switch {
 	case slices.Equal(xrow, in.Shape[1:]):
+	case in.Shape.Rank() == 2 && xrow.NumElements() == in.Shape[1] && xrow.Rank() > 1:
+		flatten = true // the loader's Flatten, as for images
 	case in.Shape.Rank() == 2 && xrow.NumElements() == in.Shape[1]:
-		flatten = true
+		reshape = true
 	default:
 		return nil, false, fmt.Errorf("%s: a row's input is %s%v; the model's input %s is %s, which wants %v per row",
 			name, x0.Type.DType, []int(xrow), m.Input, in, []int(in.Shape[1:]))
@@ -83,7 +86,7 @@ func (m *Model) bind(d data.Dataset) (out data.Dataset, flatten bool, err error)
 			}
 		}
 	}
-	if conv.x == x0.Type.DType && conv.y == y0.Type.DType && slices.Equal(yrow, tt.Shape[1:]) {
+	if !reshape && conv.x == x0.Type.DType && conv.y == y0.Type.DType && slices.Equal(yrow, tt.Shape[1:]) {
 		return d, flatten, nil
 	}
 	if flatten {

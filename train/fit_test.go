@@ -292,3 +292,41 @@ func TestFitEveryLoss(t *testing.T) {
 		})
 	}
 }
+
+// Rows of other shapes with as many elements reach the model in its shapes: inputs f32[N] for a
+// model taking f32[16,1], targets i32[N,1] as class indices i64[16], images [1,2,2] flattened.
+func TestFitReshapes(t *testing.T) {
+	n := 32
+	x, y := tensor.New(ir.T(ir.F32, n)), tensor.New(ir.T(ir.F64, n))
+	for i := range n {
+		x.F[i], y.F[i] = float64(i)/2, 3*float64(i)/2
+	}
+	d, err := data.NewTensors("line", x, y)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := buildModel(t, func(b *frontend.Builder) {
+		b.Output("y", nn.NewLinear(b, "fc", 1, 1).Forward(b.Input("x", ir.F32, 16, 1)))
+	}, Loss{Name: MSELoss})
+	if _, err := Fit(m, FitOptions{Optimizer: NewSGD(0.1), Train: d, Test: d, Epochs: 1}); err != nil {
+		t.Fatal(err)
+	}
+	img, lab := tensor.New(ir.T(ir.F32, n, 1, 2, 2)), tensor.New(ir.T(ir.I32, n, 1))
+	for i := range n {
+		lab.I[i] = int64(i % 2)
+		img.F[4*i+i%2] = 1
+	}
+	if d, err = data.NewTensors("images", img, lab); err != nil {
+		t.Fatal(err)
+	}
+	m = buildModel(t, func(b *frontend.Builder) {
+		b.Output("logits", nn.NewLinear(b, "fc", 4, 2).Forward(b.Input("x", ir.F32, 16, 4)))
+	}, Loss{Name: CrossEntropyLoss})
+	res, err := Fit(m, FitOptions{Optimizer: NewSGD(0.5), Train: d, Test: d, Epochs: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if acc := res.Epochs[4].Test.Accuracy; acc != 1 {
+		t.Errorf("test accuracy %v, want 1", acc)
+	}
+}
