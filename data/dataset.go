@@ -203,6 +203,18 @@ func LoadLimit(imagesPath, labelsPath string, limit int) (*Images, error) {
 	return d, nil
 }
 
+// Targets gathers the labels i64[len(rows)] of rows.
+func (d *Images) Targets(rows []int) (*tensor.Tensor, error) {
+	y := tensor.New(ir.T(ir.I64, len(rows)))
+	for k, r := range rows {
+		if r < 0 || r >= d.N {
+			return nil, fmt.Errorf("data: %s: row %d of %d", d.Name, r, d.N)
+		}
+		y.I[k] = d.Labels.I[r]
+	}
+	return y, nil
+}
+
 // pixel maps a byte to its f32 value in [0,1], rounded as PyTorch's ToTensor rounds it
 // (a float32 division by 255).
 var pixel = func() (t [256]float64) {

@@ -170,3 +170,5 @@ type head struct {
 func (h *head) Len() int             { return h.n }
 func (h *head) String() string       { return fmt.Sprintf("%s[:%d]", Name(h.Dataset), h.n) }
 func (h *head) RowName(i int) string { return RowName(h.Dataset, i) }
+
+func (h *head) Targets(rows []int) (*tensor.Tensor, error) { return ReadTargets(h.Dataset, rows) }

@@ -209,3 +209,39 @@ func FuzzReadNPZ(f *testing.F) {
 		}
 	})
 }
+
+// short is a Dataset whose Rows returns one target too few.
+type short struct{}
+
+func (short) Len() int { return 8 }
+func (short) Rows(rows []int) (x, y *tensor.Tensor, err error) {
+	return tensor.New(ir.T(ir.F32, len(rows), 2)), tensor.New(ir.T(ir.I64, len(rows)-1)), nil
+}
+
+// A Dataset whose Rows returns inputs and targets of other lengths than the rows asked for ends
+// the epoch with an error naming it; Head keeps the first rows and the row names; the targets
+// alone come from Targets where a dataset has it.
+func TestDatasetContract(t *testing.T) {
+	for _, noWorker := range []bool{false, true} {
+		l := &Loader{Data: short{}, Batch: 4, NoWorker: noWorker}
+		for _, err := range l.Epoch(0) {
+			if err == nil || !strings.Contains(err.Error(), "data: data.short: asked for 4 rows, returned inputs f32[4,2] and targets i64[3]") {
+				t.Errorf("error %v", err)
+			}
+		}
+	}
+	d, err := ReadCSV("t.csv", strings.NewReader("a,y\n1,2\n3,4\n5,6\n"), "y")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := Head(d, 2)
+	if h.Len() != 2 || Name(h) != "t.csv[:2]" || RowName(h, 1) != "t.csv:3" || Head(d, 0) != Dataset(d) || Head(d, 5) != Dataset(d) {
+		t.Errorf("Head: %d rows, %q, %q", h.Len(), Name(h), RowName(h, 1))
+	}
+	if y, err := ReadTargets(h, []int{1, 0}); err != nil || !slices.Equal(y.F, []float64{4, 2}) {
+		t.Errorf("ReadTargets: %v %v", y, err)
+	}
+	if y, err := ReadTargets(short{}, []int{1, 0}); err != nil || y.Type.String() != "i64[1]" {
+		t.Errorf("ReadTargets without Targets: %v %v", y, err)
+	}
+}

@@ -19,6 +19,21 @@ type Dataset interface {
 	Rows(rows []int) (x, y *tensor.Tensor, err error)
 }
 
+// TargetReader is a Dataset that reads the targets of rows without their inputs, which checks
+// of every target (train.Fit's) use instead of Rows.
+type TargetReader interface {
+	Targets(rows []int) (*tensor.Tensor, error)
+}
+
+// ReadTargets returns the targets of rows: d's Targets when it has the method, else Rows'.
+func ReadTargets(d Dataset, rows []int) (*tensor.Tensor, error) {
+	if t, ok := d.(TargetReader); ok {
+		return t.Targets(rows)
+	}
+	_, y, err := d.Rows(rows)
+	return y, err
+}
+
 // Name is d's name for messages: its String method's result when it has one.
 func Name(d Dataset) string {
 	if s, ok := d.(fmt.Stringer); ok {
@@ -72,6 +87,9 @@ func (d *Tensors) Rows(rows []int) (x, y *tensor.Tensor, err error) {
 	}
 	return x, y, err
 }
+
+// Targets gathers the targets of rows.
+func (d *Tensors) Targets(rows []int) (*tensor.Tensor, error) { return gather(d, d.Y, rows) }
 
 // gather copies the rows of t into a new tensor.
 func gather(d *Tensors, t *tensor.Tensor, rows []int) (*tensor.Tensor, error) {

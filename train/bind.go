@@ -68,21 +68,24 @@ func (m *Model) bind(d data.Dataset) (out data.Dataset, flatten bool, err error)
 		for i := lo; i < min(lo+scanRows, n); i++ {
 			all = append(all, i)
 		}
-		_, y, err := rows(d, all)
+		y, err := data.ReadTargets(d, all)
 		if err != nil {
 			return nil, false, err
+		}
+		if y.Type.Shape.Rank() == 0 || y.Type.Shape[0] != len(all) || y.Len() != len(all)*yrow.NumElements() {
+			return nil, false, fmt.Errorf("%s: asked for the targets of %d rows, returned %s", name, len(all), y.Type)
 		}
 		per := yrow.NumElements()
 		for k := range len(all) * per {
 			v := y.At(k)
-			row := data.RowName(d, lo+k/max(per, 1))
+			row := func() string { return data.RowName(d, lo+k/max(per, 1)) } // only for a message
 			switch {
 			case math.IsNaN(v):
-				return nil, false, fmt.Errorf("%s: target is NaN; %s cannot take NaN targets", row, m.Loss.Name)
+				return nil, false, fmt.Errorf("%s: target is NaN; %s cannot take NaN targets", row(), m.Loss.Name)
 			case classes > 0 && (v != math.Trunc(v) || math.IsInf(v, 0)):
-				return nil, false, fmt.Errorf("%s: label %v is not a class index", row, v)
+				return nil, false, fmt.Errorf("%s: label %v is not a class index", row(), v)
 			case classes > 0 && (v < 0 || v >= float64(classes)) && (m.Loss.IgnoreIndex == nil || v != float64(*m.Loss.IgnoreIndex)):
-				return nil, false, fmt.Errorf("%s: label %d, the model's logits have %d classes", row, int64(v), classes)
+				return nil, false, fmt.Errorf("%s: label %d, the model's logits have %d classes", row(), int64(v), classes)
 			}
 		}
 	}

@@ -80,3 +80,25 @@ func BenchmarkTrainEpoch(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkBind times Fit's check of a dataset against the model before training (every row
+// read once): the 60000 Fashion-MNIST training images for the MLP example when the data set is
+// installed, else the 64 fixture images.
+//
+//	go test ./train -run '^$' -bench Bind -benchtime 3x
+func BenchmarkBind(b *testing.B) {
+	set, _, err := data.FashionMNIST("")
+	if err != nil {
+		if set, _, err = data.LoadMNIST(filepath.Join("..", "data", "testdata", "mnist")); err != nil {
+			b.Fatal(err)
+		}
+	}
+	m := buildModel(b, mlp.Model, Loss{Name: CrossEntropyLoss})
+	b.Logf("%s: %d images", set.Name, set.N)
+	b.ResetTimer()
+	for range b.N {
+		if _, _, err := m.bind(set); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
