@@ -172,22 +172,12 @@ func (l *Loader) check() error {
 
 // batch gathers the rows into a new batch.
 func (l *Loader) batch(epoch, index int, rows []int) (*Batch, error) {
-	x, y, err := l.Data.Rows(rows)
+	x, y, err := ReadRows(l.Data, rows)
 	if err != nil {
 		return nil, err
-	}
-	if x == nil || y == nil || x.Type.Shape.Rank() == 0 || y.Type.Shape.Rank() == 0 || x.Type.Shape[0] != len(rows) || y.Type.Shape[0] != len(rows) {
-		return nil, fmt.Errorf("data: %s: asked for %d rows, returned inputs %v and targets %v: want the rows as the first dimension of both", Name(l.Data), len(rows), typeOf(x), typeOf(y))
 	}
 	if l.Flatten && x.Type.Shape.Rank() > 2 {
 		x.Type = ir.T(x.Type.DType, len(rows), x.Len()/max(len(rows), 1))
 	}
 	return &Batch{Epoch: epoch, Index: index, Indices: append([]int(nil), rows...), X: x, Y: y}, nil
-}
-
-func typeOf(t *tensor.Tensor) any {
-	if t == nil {
-		return "nil"
-	}
-	return t.Type
 }

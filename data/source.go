@@ -19,6 +19,24 @@ type Dataset interface {
 	Rows(rows []int) (x, y *tensor.Tensor, err error)
 }
 
+// ReadRows returns d.Rows(rows), checking that it returned one input and one target per row.
+func ReadRows(d Dataset, rows []int) (x, y *tensor.Tensor, err error) {
+	if x, y, err = d.Rows(rows); err != nil {
+		return nil, nil, err
+	}
+	if x == nil || y == nil || x.Type.Shape.Rank() == 0 || y.Type.Shape.Rank() == 0 || x.Type.Shape[0] != len(rows) || y.Type.Shape[0] != len(rows) {
+		return nil, nil, fmt.Errorf("data: %s: asked for %d rows, returned inputs %v and targets %v: want the rows as the first dimension of both", Name(d), len(rows), typeOf(x), typeOf(y))
+	}
+	return x, y, nil
+}
+
+func typeOf(t *tensor.Tensor) any {
+	if t == nil {
+		return "nil"
+	}
+	return t.Type
+}
+
 // TargetReader is a Dataset that reads the targets of rows without their inputs, which checks
 // of every target (train.Fit's) use instead of Rows.
 type TargetReader interface {

@@ -23,7 +23,7 @@ func (m *Model) bind(d data.Dataset) (out data.Dataset, flatten bool, err error)
 	if n <= 0 {
 		return nil, false, fmt.Errorf("%s: no rows", name)
 	}
-	x0, y0, err := rows(d, []int{0})
+	x0, y0, err := data.ReadRows(d, []int{0})
 	if err != nil {
 		return nil, false, err
 	}
@@ -98,25 +98,6 @@ func (m *Model) bind(d data.Dataset) (out data.Dataset, flatten bool, err error)
 	return conv, flatten, nil
 }
 
-// rows reads rows of d and checks that it returned one input and one target per row.
-func rows(d data.Dataset, rs []int) (x, y *tensor.Tensor, err error) {
-	x, y, err = d.Rows(rs)
-	if err != nil {
-		return nil, nil, err
-	}
-	if x == nil || y == nil || x.Type.Shape.Rank() == 0 || y.Type.Shape.Rank() == 0 || x.Type.Shape[0] != len(rs) || y.Type.Shape[0] != len(rs) {
-		return nil, nil, fmt.Errorf("%s: asked for %d rows, returned inputs %v and targets %v: want the rows as the first dimension of both", data.Name(d), len(rs), typeOf(x), typeOf(y))
-	}
-	return x, y, nil
-}
-
-func typeOf(t *tensor.Tensor) any {
-	if t == nil {
-		return "nil"
-	}
-	return t.Type
-}
-
 // converted is a dataset whose batches are converted to the model's dtypes and row shapes.
 type converted struct {
 	data.Dataset
@@ -129,7 +110,7 @@ func (c *converted) String() string { return data.Name(c.Dataset) }
 func (c *converted) RowName(i int) string { return data.RowName(c.Dataset, i) }
 
 func (c *converted) Rows(rs []int) (x, y *tensor.Tensor, err error) {
-	if x, y, err = rows(c.Dataset, rs); err != nil {
+	if x, y, err = data.ReadRows(c.Dataset, rs); err != nil {
 		return nil, nil, err
 	}
 	return convert(x, c.x, c.xrow), convert(y, c.y, c.yrow), nil
