@@ -19,8 +19,9 @@ const FashionMNISTDir = "/usr/share/datasets/fashion-mnist"
 var FashionMNISTClasses = []string{"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
 	"Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"}
 
-// Dataset is a set of labelled grey-scale images in memory.
-type Dataset struct {
+// Images is a set of labelled grey-scale images in memory, as the IDX files of MNIST hold them:
+// a Dataset whose rows are one image f32[1,H,W] and its label i64.
+type Images struct {
 	Name   string         // for messages: the images file, or what Slice made of it
 	N      int            // number of examples
 	Images *tensor.Tensor // f32[N,1,H,W], pixel/255 in [0,1] (PyTorch's ToTensor)
@@ -28,16 +29,36 @@ type Dataset struct {
 }
 
 // Height and Width are the image size.
-func (d *Dataset) Height() int { return d.Images.Type.Shape[2] }
-func (d *Dataset) Width() int  { return d.Images.Type.Shape[3] }
+func (d *Images) Height() int { return d.Images.Type.Shape[2] }
+func (d *Images) Width() int  { return d.Images.Type.Shape[3] }
+
+// Len is the number of examples, N.
+func (d *Images) Len() int { return d.N }
+
+// String is the name, for messages.
+func (d *Images) String() string { return d.Name }
+
+// Rows gathers the images f32[len(rows),1,H,W] and labels i64[len(rows)] of rows.
+func (d *Images) Rows(rows []int) (x, y *tensor.Tensor, err error) {
+	px := d.Height() * d.Width()
+	x, y = tensor.New(ir.T(ir.F32, len(rows), 1, d.Height(), d.Width())), tensor.New(ir.T(ir.I64, len(rows)))
+	for k, r := range rows {
+		if r < 0 || r >= d.N {
+			return nil, nil, fmt.Errorf("data: %s: row %d of %d", d.Name, r, d.N)
+		}
+		copy(x.F[k*px:(k+1)*px], d.Images.F[r*px:(r+1)*px])
+		y.I[k] = d.Labels.I[r]
+	}
+	return x, y, nil
+}
 
 // Slice returns the examples lo to hi-1, sharing no memory with d.
-func (d *Dataset) Slice(lo, hi int) (*Dataset, error) {
+func (d *Images) Slice(lo, hi int) (*Images, error) {
 	if lo < 0 || hi < lo || hi > d.N {
 		return nil, fmt.Errorf("data: %s: slice [%d:%d] of %d examples", d.Name, lo, hi, d.N)
 	}
 	px := d.Height() * d.Width()
-	s := &Dataset{
+	s := &Images{
 		Name:   fmt.Sprintf("%s[%d:%d]", d.Name, lo, hi),
 		N:      hi - lo,
 		Images: tensor.New(ir.T(ir.F32, hi-lo, 1, d.Height(), d.Width())),
@@ -58,11 +79,11 @@ const (
 
 // FashionMNIST loads Fashion-MNIST from dir ("" means FashionMNISTDir) and checks that it is the
 // real thing: 60000 training and 10000 test images of 28×28, labels 0 to 9.
-func FashionMNIST(dir string) (train, test *Dataset, err error) { return FashionMNISTLimit(dir, 0) }
+func FashionMNIST(dir string) (train, test *Images, err error) { return FashionMNISTLimit(dir, 0) }
 
 // FashionMNISTLimit is FashionMNIST keeping only the first limit examples of each split (all for
 // 0), as LoadMNISTLimit does.
-func FashionMNISTLimit(dir string, limit int) (train, test *Dataset, err error) {
+func FashionMNISTLimit(dir string, limit int) (train, test *Images, err error) {
 	if dir == "" {
 		dir = FashionMNISTDir
 	}
@@ -73,7 +94,7 @@ func FashionMNISTLimit(dir string, limit int) (train, test *Dataset, err error) 
 		return nil, nil, err
 	}
 	for _, c := range []struct {
-		d *Dataset
+		d *Images
 		n int
 	}{{train, 60000}, {test, 10000}} {
 		if limit > 0 {
@@ -94,12 +115,12 @@ func FashionMNISTLimit(dir string, limit int) (train, test *Dataset, err error) 
 // LoadMNIST loads the training and test sets of an MNIST-like directory (MNIST, Fashion-MNIST,
 // KMNIST): the files TrainImages, TrainLabels, TestImages and TestLabels, each plain or
 // gzip-compressed with a .gz suffix.
-func LoadMNIST(dir string) (train, test *Dataset, err error) { return LoadMNISTLimit(dir, 0) }
+func LoadMNIST(dir string) (train, test *Images, err error) { return LoadMNISTLimit(dir, 0) }
 
 // LoadMNISTLimit is LoadMNIST keeping only the first limit examples of each split (all for 0):
 // the rest of each file is read and checked but never held, so memory follows limit, not what a
 // file's header claims.
-func LoadMNISTLimit(dir string, limit int) (train, test *Dataset, err error) {
+func LoadMNISTLimit(dir string, limit int) (train, test *Images, err error) {
 	if train, err = loadPair(dir, TrainImages, TrainLabels, limit); err != nil {
 		return nil, nil, err
 	}
@@ -113,7 +134,7 @@ func LoadMNISTLimit(dir string, limit int) (train, test *Dataset, err error) {
 	return train, test, nil
 }
 
-func loadPair(dir, images, labels string, limit int) (*Dataset, error) {
+func loadPair(dir, images, labels string, limit int) (*Images, error) {
 	ip, err := find(dir, images)
 	if err != nil {
 		return nil, err
@@ -140,12 +161,12 @@ func find(dir, name string) (string, error) {
 }
 
 // Load reads one split from an images file (u8[N,H,W]) and a labels file (u8[N]).
-func Load(imagesPath, labelsPath string) (*Dataset, error) {
+func Load(imagesPath, labelsPath string) (*Images, error) {
 	return LoadLimit(imagesPath, labelsPath, 0)
 }
 
 // LoadLimit is Load keeping only the first limit examples (all for 0).
-func LoadLimit(imagesPath, labelsPath string, limit int) (*Dataset, error) {
+func LoadLimit(imagesPath, labelsPath string, limit int) (*Images, error) {
 	im, err := ReadIDXFileLimit(imagesPath, limit)
 	if err != nil {
 		return nil, err
@@ -167,7 +188,7 @@ func LoadLimit(imagesPath, labelsPath string, limit int) (*Dataset, error) {
 	if h == 0 || w == 0 {
 		return nil, fmt.Errorf("data: %s: images of %dx%d pixels", imagesPath, h, w)
 	}
-	d := &Dataset{
+	d := &Images{
 		Name:   imagesPath,
 		N:      n,
 		Images: tensor.New(ir.T(ir.F32, n, 1, h, w)),
@@ -180,6 +201,18 @@ func LoadLimit(imagesPath, labelsPath string, limit int) (*Dataset, error) {
 		d.Labels.I[i] = int64(l)
 	}
 	return d, nil
+}
+
+// Targets gathers the labels i64[len(rows)] of rows.
+func (d *Images) Targets(rows []int) (*tensor.Tensor, error) {
+	y := tensor.New(ir.T(ir.I64, len(rows)))
+	for k, r := range rows {
+		if r < 0 || r >= d.N {
+			return nil, fmt.Errorf("data: %s: row %d of %d", d.Name, r, d.N)
+		}
+		y.I[k] = d.Labels.I[r]
+	}
+	return y, nil
 }
 
 // pixel maps a byte to its f32 value in [0,1], rounded as PyTorch's ToTensor rounds it

@@ -14,7 +14,7 @@ func TestLoadMNISTFixture(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
-		d        *Dataset
+		d        *Images
 		n, first int
 	}{{train, 64, 0}, {test, 16, 64}} {
 		if c.d.N != c.n || c.d.Images.Type.String() != fmt.Sprintf("f32[%d,1,28,28]", c.n) || c.d.Labels.Type.String() != fmt.Sprintf("i64[%d]", c.n) {
@@ -156,7 +156,7 @@ func TestFashionMNISTReal(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
-		d        *Dataset
+		d        *Images
 		perClass int
 		first    []int64
 	}{{train, 6000, []int64{9, 0, 0, 3, 0}}, {test, 1000, []int64{9, 2, 1, 1, 6}}} {

@@ -14,7 +14,7 @@ import (
 // Loader hands out a dataset in batches, epoch by epoch, like PyTorch's DataLoader. A background
 // goroutine prepares the next batches while the caller works on the current one.
 type Loader struct {
-	Data *Dataset
+	Data Dataset
 	// Batch is the number of examples per batch (required, ≥ 1).
 	Batch int
 	// Shuffle visits the examples in a new random order every epoch, a function of (Seed, epoch)
@@ -23,7 +23,8 @@ type Loader struct {
 	Seed    uint64
 	// DropLast drops a last batch smaller than Batch; without it the last batch is smaller.
 	DropLast bool
-	// Flatten gives images as f32[B, H*W] (for a multilayer perceptron) instead of f32[B,1,H,W].
+	// Flatten gives each row's input as one dimension, X as [B, H*W] for images f32[B,1,H,W]
+	// (for a multilayer perceptron).
 	Flatten bool
 	// Prefetch is how many prepared batches may wait for the caller (default 2). The goroutine
 	// works on at most one more.
@@ -43,8 +44,8 @@ type Loader struct {
 type Batch struct {
 	Epoch, Index int            // which epoch, and the batch's number in it (from 0)
 	Indices      []int          // the dataset rows in the batch, in order
-	X            *tensor.Tensor // f32[B,1,H,W], or f32[B,H*W] with Flatten
-	Y            *tensor.Tensor // i64[B]
+	X            *tensor.Tensor // the rows' inputs (images: f32[B,1,H,W], or f32[B,H*W] with Flatten)
+	Y            *tensor.Tensor // the rows' targets (images: the labels i64[B])
 	Device       any            // for Prepare: the batch's device-side copies
 }
 
@@ -54,9 +55,9 @@ func (l *Loader) Len() int {
 		return 0
 	}
 	if l.DropLast {
-		return l.Data.N / l.Batch
+		return l.Data.Len() / l.Batch
 	}
-	return (l.Data.N + l.Batch - 1) / l.Batch
+	return (l.Data.Len() + l.Batch - 1) / l.Batch
 }
 
 // Order is the order in which epoch visits the rows: 0, 1, …, N-1 without Shuffle, else a
@@ -65,7 +66,7 @@ func (l *Loader) Len() int {
 // permutation is a Fisher–Yates shuffle of the identity that, for i from N-1 down to 1, swaps
 // element i with element j = ⌊u·(i+1) / 2⁶⁴⌋ where u is the generator's next Uint64.
 func (l *Loader) Order(epoch int) []int {
-	order := make([]int, l.Data.N)
+	order := make([]int, l.Data.Len())
 	for i := range order {
 		order[i] = i
 	}
@@ -100,10 +101,13 @@ func (l *Loader) Epoch(epoch int) iter.Seq2[*Batch, error] {
 		order := l.Order(epoch)
 		n := l.Len()
 		prepare := func(i int) (*Batch, error) {
-			b := l.batch(epoch, i, order[i*l.Batch:min((i+1)*l.Batch, len(order))])
+			b, err := l.batch(epoch, i, order[i*l.Batch:min((i+1)*l.Batch, len(order))])
+			if err != nil {
+				return nil, err
+			}
 			if l.Prepare != nil {
 				if err := l.Prepare(b); err != nil {
-					return nil, fmt.Errorf("data: %s: epoch %d, batch %d: %w", l.Data.Name, epoch, i, err)
+					return nil, fmt.Errorf("data: %s: epoch %d, batch %d: %w", Name(l.Data), epoch, i, err)
 				}
 			}
 			return b, nil
@@ -161,24 +165,19 @@ func (l *Loader) check() error {
 		return fmt.Errorf("data: loader has no dataset")
 	}
 	if l.Batch <= 0 {
-		return fmt.Errorf("data: %s: batch size %d, want at least 1", l.Data.Name, l.Batch)
+		return fmt.Errorf("data: %s: batch size %d, want at least 1", Name(l.Data), l.Batch)
 	}
 	return nil
 }
 
 // batch gathers the rows into a new batch.
-func (l *Loader) batch(epoch, index int, rows []int) *Batch {
-	h, w := l.Data.Height(), l.Data.Width()
-	px := h * w
-	xt := ir.T(ir.F32, len(rows), 1, h, w)
-	if l.Flatten {
-		xt = ir.T(ir.F32, len(rows), px)
+func (l *Loader) batch(epoch, index int, rows []int) (*Batch, error) {
+	x, y, err := ReadRows(l.Data, rows)
+	if err != nil {
+		return nil, err
 	}
-	b := &Batch{Epoch: epoch, Index: index, Indices: append([]int(nil), rows...),
-		X: tensor.New(xt), Y: tensor.New(ir.T(ir.I64, len(rows)))}
-	for k, r := range rows {
-		copy(b.X.F[k*px:(k+1)*px], l.Data.Images.F[r*px:(r+1)*px])
-		b.Y.I[k] = l.Data.Labels.I[r]
+	if l.Flatten && x.Type.Shape.Rank() > 2 {
+		x.Type = ir.T(x.Type.DType, len(rows), x.Len()/max(len(rows), 1))
 	}
-	return b
+	return &Batch{Epoch: epoch, Index: index, Indices: append([]int(nil), rows...), X: x, Y: y}, nil
 }

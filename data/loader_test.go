@@ -11,7 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-func fixtureTrain(t *testing.T) *Dataset {
+func fixtureTrain(t *testing.T) *Images {
 	t.Helper()
 	train, _, err := LoadMNIST(fixtureDir)
 	if err != nil {
@@ -90,7 +90,7 @@ func TestLoaderBatches(t *testing.T) {
 // The shuffle depends on (seed, epoch) alone, and is pinned: another program replays it from
 // the description in Loader.Order, so a change here is a change of the documented algorithm.
 func TestLoaderOrder(t *testing.T) {
-	d := &Dataset{N: 10}
+	d := &Images{N: 10}
 	l := &Loader{Data: d, Batch: 1, Shuffle: true, Seed: 42}
 	a, b := l.Order(1), l.Order(1)
 	if !slices.Equal(a, b) {
@@ -195,7 +195,7 @@ func TestLoaderErrors(t *testing.T) {
 		want string
 	}{
 		{Loader{Batch: 4}, "data: loader has no dataset"},
-		{Loader{Data: &Dataset{Name: "x"}}, "data: x: batch size 0, want at least 1"},
+		{Loader{Data: &Images{Name: "x"}}, "data: x: batch size 0, want at least 1"},
 	} {
 		n := 0
 		for b, err := range tc.l.Epoch(0) {

@@ -3,6 +3,7 @@ package train
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/gcomp/gcomp/frontend"
 	"github.com/gcomp/gcomp/ir"
@@ -21,43 +22,76 @@ const (
 // It is how a model that only computes class scores becomes trainable (Step needs a loss) and
 // how an evaluation gets per-sample losses.
 func WithCrossEntropy(fwd *ir.Graph, r frontend.Reduction) (*ir.Graph, error) {
-	var logits *ir.Value
+	return WithLoss(fwd, Loss{Name: CrossEntropyLoss}, r)
+}
+
+// Prediction returns the output of fwd that loss l reads: logits when fwd has it, else, for a
+// loss that is not a class loss, fwd's only output.
+func Prediction(fwd *ir.Graph, l Loss) (ir.Output, error) {
 	for _, o := range fwd.Outputs {
-		switch o.Name {
-		case LogitsName:
-			logits = o.Value
-		case DefaultLoss:
-			return nil, fmt.Errorf("graph %s already has an output %s; a classifier outputs only %s and the cross-entropy loss is added to it", fwd.Name, DefaultLoss, LogitsName)
+		if o.Name == LogitsName {
+			return o, nil
 		}
 	}
-	if logits == nil {
-		return nil, fmt.Errorf("graph %s has no output %s (a classifier's class scores [N,C])", fwd.Name, LogitsName)
+	if !l.Class() && len(fwd.Outputs) == 1 {
+		return fwd.Outputs[0], nil
 	}
-	if t := logits.Type; t.Shape.Rank() != 2 || !t.DType.IsFloat() {
-		return nil, fmt.Errorf("graph %s: output %s is %s, want float class scores [N,C]", fwd.Name, LogitsName, t)
+	if l.Class() {
+		return ir.Output{}, fmt.Errorf("graph %s has no output %s (a classifier's class scores [N,C])", fwd.Name, LogitsName)
 	}
-	if fwd.Lookup(LabelsName) != nil {
-		return nil, fmt.Errorf("graph %s already declares %s, the input the cross-entropy loss adds", fwd.Name, LabelsName)
+	return ir.Output{}, fmt.Errorf("graph %s has %d outputs and none is %s: which one does %s read?", fwd.Name, len(fwd.Outputs), LogitsName, l.Name)
+}
+
+// WithLoss returns a copy of fwd with an input for the targets (LabelsName i64[N] for a class
+// loss, TargetName of the prediction's type for the others) and an output loss: l of the
+// prediction (see Prediction) and the targets, with reduction r. The model's outputs stay.
+func WithLoss(fwd *ir.Graph, l Loss, r frontend.Reduction) (*ir.Graph, error) {
+	if err := l.Check(); err != nil {
+		return nil, err
 	}
-	lt, n := logits.Type, logits.Type.Shape[0]
-	loss, err := frontend.Build("cross_entropy", func(b *frontend.Builder) {
-		l := b.Input(LogitsName, lt.DType, lt.Shape...)
-		y := b.Input(LabelsName, ir.I64, n)
-		b.Output(DefaultLoss, frontend.CrossEntropyLossWith(l, y, frontend.LossOptions{Reduction: r}))
+	for _, o := range fwd.Outputs {
+		if o.Name == DefaultLoss {
+			return nil, fmt.Errorf("graph %s already has an output %s; a model outputs only its prediction and the loss is added to it", fwd.Name, DefaultLoss)
+		}
+	}
+	pred, err := Prediction(fwd, l)
+	if err != nil {
+		return nil, err
+	}
+	pt := pred.Value.Type
+	if !pt.DType.IsFloat() || pt.Shape.Rank() == 0 || l.Class() && pt.Shape.Rank() != 2 {
+		want := "a float prediction [N,...]"
+		if l.Class() {
+			want = "float class scores [N,C]"
+		}
+		return nil, fmt.Errorf("graph %s: output %s is %s, want %s", fwd.Name, pred.Name, pt, want)
+	}
+	targetName := TargetName
+	if l.Class() {
+		targetName = LabelsName
+	}
+	if fwd.Lookup(targetName) != nil {
+		return nil, fmt.Errorf("graph %s already declares %s, the input the loss adds", fwd.Name, targetName)
+	}
+	tt := l.TargetType(pt)
+	loss, err := frontend.Build(strings.ToLower(l.Name), func(b *frontend.Builder) {
+		p := b.Input(pred.Name, pt.DType, pt.Shape...)
+		y := b.Input(targetName, tt.DType, tt.Shape...)
+		b.Output(DefaultLoss, l.Build(p, y, r))
 	})
 	if err != nil {
 		return nil, err
 	}
 	g := fwd.Clone()
-	labels := g.Input(LabelsName, ir.T(ir.I64, n), nil)
-	// Splice the loss graph in: its inputs become the model's logits and the new labels.
+	target := g.Input(targetName, tt, nil)
+	// Splice the loss graph in: its inputs become the model's prediction and the new targets.
 	m := map[*ir.Value]*ir.Value{}
 	for _, v := range loss.Values {
 		switch {
-		case v.Op == ir.OpInput && v.Name == LogitsName:
-			m[v] = g.Outputs[slices.IndexFunc(g.Outputs, func(o ir.Output) bool { return o.Name == LogitsName })].Value
+		case v.Op == ir.OpInput && v.Name == pred.Name:
+			m[v] = g.Outputs[slices.IndexFunc(g.Outputs, func(o ir.Output) bool { return o.Name == pred.Name })].Value
 		case v.Op == ir.OpInput:
-			m[v] = labels
+			m[v] = target
 		default:
 			nv := *v
 			nv.Args = make([]*ir.Value, len(v.Args))
@@ -69,7 +103,7 @@ func WithCrossEntropy(fwd *ir.Graph, r frontend.Reduction) (*ir.Graph, error) {
 	}
 	g.SetOutput(DefaultLoss, m[loss.Outputs[0].Value])
 	if err := ops.Verify(g); err != nil {
-		return nil, fmt.Errorf("train: internal error: the classifier with its loss does not verify: %v", err)
+		return nil, fmt.Errorf("train: internal error: the model with its loss does not verify: %v", err)
 	}
 	return g, nil
 }

@@ -9,17 +9,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/gcomp/gcomp/data"
-	"github.com/gcomp/gcomp/load"
 	"github.com/gcomp/gcomp/runtime/check"
 	"github.com/gcomp/gcomp/runtime/cuda"
 	"github.com/gcomp/gcomp/runtime/cuda/simdriver"
-	"github.com/gcomp/gcomp/runtime/device"
 	"github.com/gcomp/gcomp/tensor"
 	"github.com/gcomp/gcomp/tensorio"
-	"github.com/gcomp/gcomp/train"
 )
 
 // tinyClassifier is a Fashion-MNIST classifier small enough for the simulator: 4 steps of 16 on
@@ -344,78 +340,5 @@ func TestTrainStats(t *testing.T) {
 	stdout, _ := runTrain(t, "tiny.go", "--optimizer", "sgd", "--lr", "0.1", "--stats")
 	if !strings.Contains(stdout, "train step of tiny.go, sgd") || !strings.Contains(stdout, "modeled time") {
 		t.Errorf("--stats printed:\n%s", stdout)
-	}
-}
-
-// BenchmarkTrainEpoch times an epoch of gcomp train's loop on the reference device with and
-// without prefetch, and reports how long the loop waited for batches (data-wait-ms/epoch): the
-// host loader's time that the overlap hides. The loader sub-benchmark times the loader alone. It
-// trains the MLP example (batch 64) on the first 1280 Fashion-MNIST images when the data set is
-// installed, else the tiny classifier on the 64 fixture images:
-//
-//	go test ./cmd/gcomp -run '^$' -bench TrainEpoch -benchtime 5x
-func BenchmarkTrainEpoch(b *testing.B) {
-	model, dataDir := "../../examples/fashion/mlp/model.go", ""
-	trainSet, testSet, err := data.FashionMNIST("")
-	if err != nil {
-		dir := b.TempDir()
-		model = filepath.Join(dir, "tiny.go")
-		if err := os.WriteFile(model, []byte(strings.Replace(tinyClassifier, "CLASSES", "10", 1)), 0o644); err != nil {
-			b.Fatal(err)
-		}
-		dataDir = filepath.Join("..", "..", "data", "testdata", "mnist")
-		if trainSet, testSet, err = data.LoadMNIST(dataDir); err != nil {
-			b.Fatal(err)
-		}
-	}
-	fwd, err := load.File(model, load.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	m, err := classifier(fwd, fwd, 0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	step, err := train.StepFromGraph(m.train, train.NewAdam(), train.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if trainSet, _, err = m.fit(trainSet, testSet, 1280); err != nil {
-		b.Fatal(err)
-	}
-	params, err := train.InitParams(step.Graph, 0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Logf("%s on %s: %d steps of %d", model, trainSet.Name, trainSet.N/m.batch, m.batch)
-	b.Run("loader", func(b *testing.B) {
-		loader := &data.Loader{Data: trainSet, Batch: m.batch, Shuffle: true, DropLast: true, Flatten: m.flatten, NoWorker: true}
-		for i := range b.N {
-			for _, err := range loader.Epoch(i) {
-				if err != nil {
-					b.Fatal(err)
-				}
-			}
-		}
-	})
-	for _, prefetch := range []bool{false, true} {
-		b.Run(fmt.Sprintf("prefetch=%v", prefetch), func(b *testing.B) {
-			tr, err := newTrainer(&device.Selected{Spec: device.Spec{Kind: device.Ref}}, step, m, params, step.InitState(), prefetch)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer tr.close()
-			loader := &data.Loader{Data: trainSet, Batch: m.batch, Shuffle: true, DropLast: true, Flatten: m.flatten,
-				NoWorker: !prefetch, Prepare: tr.prepare}
-			var waited time.Duration
-			for i := range b.N {
-				w, err := runEpoch(tr, loader, i, func(*data.Batch, map[string]*tensor.Tensor) error { return nil })
-				if err != nil {
-					b.Fatal(err)
-				}
-				waited += w
-			}
-			b.ReportMetric(float64(waited.Microseconds())/1e3/float64(b.N), "data-wait-ms/epoch")
-		})
 	}
 }
