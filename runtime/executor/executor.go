@@ -120,12 +120,12 @@ func (p *Program) alloc(n int64, label string) (Ptr, error) {
 func (p *Program) allocate(params map[string]*buffer) error {
 	var err error
 	if p.arena, err = p.alloc(p.plan.ArenaBytes, "arena"); err != nil {
-		return fmt.Errorf("allocating the %d-byte arena: %v", p.plan.ArenaBytes, err)
+		return fmt.Errorf("allocating the %d-byte arena: %w", p.plan.ArenaBytes, err)
 	}
 	p.mem.ArenaBytes = p.plan.ArenaBytes
 	if p.plan.ScratchBytes > 0 {
 		if p.scratch, err = p.alloc(p.plan.ScratchBytes, "scratch"); err != nil {
-			return fmt.Errorf("allocating the %d-byte scratch area: %v", p.plan.ScratchBytes, err)
+			return fmt.Errorf("allocating the %d-byte scratch area: %w", p.plan.ScratchBytes, err)
 		}
 		// Kernels expect zeroed scratch and leave it zeroed.
 		if err := p.dev.Zero(p.scratch, p.plan.ScratchBytes); err != nil {
@@ -160,7 +160,7 @@ func (p *Program) allocate(params map[string]*buffer) error {
 			}
 			ptr, err := p.alloc(b.Size, set.kind+" "+b.Name)
 			if err != nil {
-				return fmt.Errorf("allocating %s %s (%d bytes): %v", set.kind, b.Name, b.Size, err)
+				return fmt.Errorf("allocating %s %s (%d bytes): %w", set.kind, b.Name, b.Size, err)
 			}
 			p.bufs[set.kind][b.Name] = &buffer{name: b.Name, typ: t, ptr: ptr}
 			*set.bytes += b.Size

@@ -49,7 +49,7 @@ func RunContext(ctx context.Context, g *ir.Graph, inputs, params map[string]*ten
 			t = params[v.Name]
 		default:
 			if err := ctx.Err(); err != nil {
-				return nil, fmt.Errorf("%s: run stopped before this node: %w", g.FormatAt(v), err)
+				return nil, &StopError{Node: g.FormatAt(v), Err: err}
 			}
 			if need := heldBytes(v.Type); budget > 0 && need > budget-live {
 				return nil, budgetError(fmt.Sprintf("%s: the reference interpreter would hold %d bytes, more than its memory budget of %d bytes", g.FormatAt(v), live+need, budget))
@@ -85,6 +85,18 @@ func RunContext(ctx context.Context, g *ir.Graph, inputs, params map[string]*ten
 	}
 	return out, nil
 }
+
+// StopError is a run its context stopped before Node (the node in IR syntax, after its source
+// position). It wraps the context's error.
+type StopError struct {
+	Node string
+	Err  error
+}
+
+func (e *StopError) Error() string {
+	return e.Node + ": run stopped before this node: " + e.Err.Error()
+}
+func (e *StopError) Unwrap() error { return e.Err }
 
 // ErrMemoryBudget matches (errors.Is) the error of a run that would exceed the memory budget.
 var ErrMemoryBudget = errors.New("the reference interpreter's memory budget is exhausted")
