@@ -10,6 +10,7 @@ import (
 	"github.com/gcomp/gcomp/frontend"
 	"github.com/gcomp/gcomp/frontend/nn"
 	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/tensor"
 )
 
 // tiny is y = relu(x·Wᵀ + b) for a batch of 2 rows of 3 features: the model a Go program
@@ -176,4 +177,29 @@ func ExampleView() {
 	same[0] = 9
 	fmt.Println(t, t.DType(), t.Shape(), ids)
 	// Output: i64[3] i64 [3] [9 1 4]
+}
+
+// Host tensors carry the dtypes Go has no slice for, f16 here.
+func ExampleFromHost() {
+	g := ir.NewGraph("half")
+	x := g.Input("x", ir.T(ir.F16, 3), nil)
+	g.SetOutput("y", g.Add("mul", ir.T(ir.F16, 3), nil, x, x))
+	model, err := gcomp.CompileGraph(g, gcomp.Options{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	s, err := gcomp.Open(model, gcomp.SessionOptions{Device: "sim"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer s.Close()
+	out, err := s.Run(context.Background(), map[string]*gcomp.Tensor{"x": gcomp.FromHost(tensor.FromFloats(x.Type, []float64{0.5, 3, 1000}))})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(out["y"], out["y"].Host().F)
+	// Output: f16[3] [0.25 9 +Inf]
 }

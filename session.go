@@ -193,7 +193,11 @@ func (m *Model) weights(opts SessionOptions) (map[string]*tensor.Tensor, error) 
 // checkTensor checks a tensor given for an input or weight of type want.
 func checkTensor(kind, name string, t *Tensor, want ir.Type) error {
 	if t == nil {
-		return errorf(ErrMissingInput, "gcomp: %s %s is nil", kind, name)
+		missing := ErrMissingInput
+		if kind == "weight" {
+			missing = ErrMissingWeight
+		}
+		return errorf(missing, "gcomp: %s %s is nil", kind, name)
 	}
 	if !t.typ.Equal(want) {
 		return &ShapeError{Kind: kind, Name: name, Want: want, Have: t.typ}

@@ -68,39 +68,44 @@ func values(t *testing.T, out map[string]*gcomp.Tensor, name string) []float32 {
 // input gives, on every device (run with -race).
 func TestConcurrentRuns(t *testing.T) {
 	m := compileMLP(t)
-	const callers = 32
 	for _, dev := range []string{"ref", "sim"} {
 		t.Run(dev, func(t *testing.T) {
-			s := open(t, m, gcomp.SessionOptions{Device: dev, Pool: 4, NoSimChecks: true})
-			want := make([][]float32, callers)
-			for i := range callers {
-				out, err := s.Run(context.Background(), input(i))
-				if err != nil {
-					t.Fatal(err)
-				}
-				want[i] = values(t, out, "y")
-			}
-			var wg sync.WaitGroup
-			errs := make([]error, callers)
-			for i := range callers {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					out, err := s.Run(context.Background(), input(i))
-					if err != nil {
-						errs[i] = err
-						return
-					}
-					if got, _ := out["y"].Float32s(); !slices.Equal(got, want[i]) {
-						errs[i] = fmt.Errorf("caller %d: y differs from the serial run's", i)
-					}
-				}()
-			}
-			wg.Wait()
-			if err := errors.Join(errs...); err != nil {
-				t.Error(err)
-			}
+			concurrentRuns(t, open(t, m, gcomp.SessionOptions{Device: dev, Pool: 4, NoSimChecks: true}))
 		})
+	}
+}
+
+// concurrentRuns runs the mlp's session s serially on 32 inputs, then on all of them at once
+// from 32 goroutines, and compares.
+func concurrentRuns(t *testing.T, s *gcomp.Session) {
+	const callers = 32
+	want := make([][]float32, callers)
+	for i := range callers {
+		out, err := s.Run(context.Background(), input(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[i] = values(t, out, "y")
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, callers)
+	for i := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out, err := s.Run(context.Background(), input(i))
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			if got, _ := out["y"].Float32s(); !slices.Equal(got, want[i]) {
+				errs[i] = fmt.Errorf("caller %d: y differs from the serial run's", i)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Error(err)
 	}
 }
 
@@ -303,5 +308,24 @@ func TestWeightsFile(t *testing.T) {
 	}
 	if again := values(t, outA, "y"); &again[0] != &ya[0] {
 		t.Error("Float32s copied the output")
+	}
+}
+
+// A model.go compiled from its file (through the interpreter) is the model its function
+// compiles to in the program: the same PTX, byte for byte.
+func TestCompileFileMatchesCompile(t *testing.T) {
+	fromFile, err := gcomp.CompileFile("examples/mlp/model.go", gcomp.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inProgram := compileMLP(t)
+	if string(fromFile.Artifact().PTX) != string(inProgram.Artifact().PTX) {
+		t.Error("examples/mlp/model.go and mlp.Model compile to different PTX")
+	}
+	if _, err := gcomp.CompileFile("testdata/none.gir", gcomp.Options{}); err == nil {
+		t.Error("a missing file compiled")
+	}
+	if _, err := gcomp.Compile("mlp", mlp.Model, gcomp.Options{Target: "sm_70"}); err == nil || !strings.Contains(err.Error(), `target "sm_70"`) {
+		t.Errorf("sm_70: err = %v", err)
 	}
 }

@@ -223,7 +223,7 @@ type result struct {
 func (s *Server) submit(ctx context.Context, j *job) (map[string]*tensor.Tensor, error) {
 	if s.cfg.Window <= 0 || s.batch <= 1 {
 		s.sem <- struct{}{}
-		s.run([]*job{j})
+		s.run(ctx, []*job{j}) // alone: the request's context bounds its run
 		<-s.sem
 	} else {
 		select {
@@ -242,19 +242,29 @@ func (s *Server) submit(ctx context.Context, j *job) (map[string]*tensor.Tensor,
 	}
 }
 
-// gather forms batches: the first request waits up to Window for more, until the batch is
-// full; a request that would overflow it starts the next batch. Each batch runs in a goroutine
-// of its own, at most Pool at once.
+// gather forms batches: once a run can start (fewer than Pool batches in flight), the first
+// request waits up to Window for more, until the batch is full; a request that would overflow
+// it starts the next batch. While every run is busy requests queue up, so the next batch takes
+// them all. Each batch runs in a goroutine of its own.
 func (s *Server) gather() {
 	defer s.loop.Done()
 	var carry *job
 	for {
+		select {
+		case s.sem <- struct{}{}:
+		case <-s.stop:
+			if carry != nil {
+				carry.done <- result{err: &httpError{http.StatusServiceUnavailable, "the server is shutting down"}}
+			}
+			return
+		}
 		first := carry
 		carry = nil
 		if first == nil {
 			select {
 			case first = <-s.queue:
 			case <-s.stop:
+				<-s.sem
 				return
 			}
 		}
@@ -274,11 +284,10 @@ func (s *Server) gather() {
 			}
 		}
 		timer.Stop()
-		s.sem <- struct{}{}
 		s.batches.Add(1)
 		go func() {
 			defer s.batches.Done()
-			s.run(jobs)
+			s.run(context.Background(), jobs) // shared: no one request's context may stop it
 			<-s.sem
 		}()
 	}
@@ -286,7 +295,7 @@ func (s *Server) gather() {
 
 // run runs the jobs' rows as one batch (zero rows pad it to the model's batch) and gives each
 // job its rows of the outputs.
-func (s *Server) run(jobs []*job) {
+func (s *Server) run(ctx context.Context, jobs []*job) {
 	inputs := map[string]*gcomp.Tensor{}
 	for _, info := range s.inputs {
 		if s.batch == 0 {
@@ -305,7 +314,7 @@ func (s *Server) run(jobs []*job) {
 		}
 		inputs[info.Name] = gcomp.FromHost(full)
 	}
-	outs, err := s.sess.Run(context.Background(), inputs)
+	outs, err := s.sess.Run(ctx, inputs)
 	s.runs.Add(1)
 	s.requests.Add(int64(len(jobs)))
 	for _, j := range jobs {
@@ -317,16 +326,19 @@ func (s *Server) run(jobs []*job) {
 		}
 		return
 	}
+	host := map[string]*tensor.Tensor{}
+	for name, t := range outs {
+		host[name] = t.Host()
+	}
 	row := 0
 	for _, j := range jobs {
 		res := map[string]*tensor.Tensor{}
 		for _, info := range s.outputs {
-			h := outs[info.Name].Host()
 			if s.batch == 0 {
-				res[info.Name] = h
+				res[info.Name] = host[info.Name]
 				continue
 			}
-			res[info.Name] = rowsOf(h, row, j.rows)
+			res[info.Name] = rowsOf(host[info.Name], row, j.rows)
 		}
 		row += j.rows
 		j.done <- result{out: res}
