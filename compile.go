@@ -110,9 +110,9 @@ func (m *Model) Name() string { return m.graph.Name }
 
 // TensorInfo describes one input, output or parameter of a model.
 type TensorInfo struct {
-	Name  string
-	DType string // "f32", "i64", ...
-	Shape []int
+	Name  string `json:"name"`
+	DType string `json:"dtype"` // "f32", "i64", ...
+	Shape []int  `json:"shape"`
 }
 
 func info(name string, t ir.Type) TensorInfo {

@@ -4,7 +4,8 @@
 //
 //	go run ./examples/serve --device sim --window 2ms examples/mlp/model.go
 //	curl -s 127.0.0.1:8080/v1/model
-//	curl -s -d '{"inputs":{"x":{"shape":[1,64],"data":[...]}}}' 127.0.0.1:8080/v1/infer
+//	curl -s -H 'Content-Type: application/json' \
+//	    -d '{"inputs":{"x":{"shape":[1,64],"data":[...]}}}' 127.0.0.1:8080/v1/infer
 //
 // SIGINT or SIGTERM shuts it down gracefully: no new connections, the requests in flight
 // finish (up to --grace), then the session closes.
