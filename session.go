@@ -30,9 +30,9 @@ type SessionOptions struct {
 	// shape, and every name must be a parameter.
 	Weights     map[string]*Tensor
 	WeightsFile string
-	// InitWeights gives each parameter that no weight names its initial value: an ONNX model's
-	// initializer, else the model's initializer drawn with Seed (what gcomp run does). Without
-	// it a parameter without a weight is an ErrMissingWeight.
+	// An ONNX model's initializers are the weights of the parameters neither names.
+	// InitWeights gives each parameter still without a weight the model's initializer drawn
+	// with Seed (what gcomp run does); without it such a parameter is an ErrMissingWeight.
 	InitWeights bool
 	Seed        uint64
 	// Pool is how many runs may be in flight at once (further Runs wait for one to finish);
@@ -175,10 +175,10 @@ func (m *Model) weights(opts SessionOptions) (map[string]*tensor.Tensor, error) 
 		switch t := given[p.Name]; {
 		case t != nil:
 			params[p.Name] = t.Host()
-		case !opts.InitWeights:
-			return nil, errorf(ErrMissingWeight, "gcomp: no weight for parameter %s (%s) of the model %s", p.Name, p.Type, m.graph.Name)
 		case m.initial[p.Name] != nil:
 			params[p.Name] = m.initial[p.Name]
+		case !opts.InitWeights:
+			return nil, errorf(ErrMissingWeight, "gcomp: no weight for parameter %s (%s) of the model %s", p.Name, p.Type, m.graph.Name)
 		default:
 			init, err := tensor.Initialize(p, opts.Seed)
 			if err != nil {

@@ -329,3 +329,41 @@ func TestCompileFileMatchesCompile(t *testing.T) {
 		t.Errorf("sm_70: err = %v", err)
 	}
 }
+
+// An ONNX model compiles with its batch fixed by Options.Shapes, runs on its own initializers,
+// and computes PyTorch's outputs (exported by scripts/export_onnx.py).
+func TestCompileONNX(t *testing.T) {
+	const dir = "frontend/onnx/suite/testdata/exported/"
+	x, err := tensor.ReadNPYFile(dir + "mlp_inputs/x.npy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := tensor.ReadNPYFile(dir + "mlp_outputs/y.npy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := gcomp.CompileFile(dir+"mlp_opset17.onnx", gcomp.Options{Shapes: map[string][]int{"x": x.Type.Shape}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dev := range []string{"ref", "sim"} {
+		s, err := gcomp.Open(m, gcomp.SessionOptions{Device: dev, Pool: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		out, err := s.Run(context.Background(), map[string]*gcomp.Tensor{"x": gcomp.FromHost(x)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		y := out[m.Outputs()[0].Name].Host()
+		if !y.Type.Equal(want.Type) {
+			t.Fatalf("%s: y is %s, PyTorch's %s", dev, y.Type, want.Type)
+		}
+		for i := range want.F {
+			if d := y.F[i] - want.F[i]; d > 1e-4 || d < -1e-4 {
+				t.Fatalf("%s: y[%d] = %v, PyTorch %v", dev, i, y.F[i], want.F[i])
+			}
+		}
+	}
+}
