@@ -75,6 +75,13 @@ func TestConcurrentRuns(t *testing.T) {
 	}
 }
 
+// The CUDA device's path with a stream per run over one copy of the weights: 32 goroutines on a
+// pool of 4 streams of the simulator-backed driver (its calls serialized, as the CUDA driver's
+// are thread-safe).
+func TestConcurrentRunsCUDAStreams(t *testing.T) {
+	concurrentRuns(t, open(t, compileMLP(t), gcomp.SessionOptions{Device: "cuda:0", Driver: &lockedDriver{drv: simdriver.New()}, Pool: 4}))
+}
+
 // concurrentRuns runs the mlp's session s serially on 32 inputs, then on all of them at once
 // from 32 goroutines, and compares.
 func concurrentRuns(t *testing.T, s *gcomp.Session) {
