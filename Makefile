@@ -5,7 +5,7 @@
 GO       ?= go
 PKGS     := ./...
 # Packages that run goroutines get a second pass under the race detector.
-RACEPKGS := ./runtime/... ./sim/... ./data/... ./ops
+RACEPKGS := ./runtime/... ./sim/... ./data/... ./ops . ./serve
 CUDA_DIR ?= $(CURDIR)/.cache/cuda
 CUDA_DEV_DIR ?= $(CURDIR)/.cache/cuda-dev
 NVVM_DIR ?= $(CURDIR)/.cache/nvvm
@@ -43,7 +43,7 @@ fmt-check:
 # vet also type-checks the GPU suite (build tag gpu), which only runs where there is a GPU.
 vet:
 	$(GO) vet $(PKGS)
-	$(GO) vet -tags gpu ./runtime/cuda ./runtime/collective ./cmd/gcomp
+	$(GO) vet -tags gpu ./runtime/cuda ./runtime/collective ./cmd/gcomp .
 
 unit:
 	$(GO) test -count=1 -timeout 45m $(PKGS)

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"strings"
 	"testing"
 )
@@ -96,6 +97,8 @@ func TestMemoryLimit(t *testing.T) {
 	}
 	if _, err := dev.Alloc(401); err == nil || !strings.Contains(err.Error(), "out of device memory allocating 401 bytes: 600 of the simulator's 1000-byte limit are in use") {
 		t.Errorf("Alloc(401) = %v", err)
+	} else if !errors.Is(err, ErrOutOfMemory) {
+		t.Errorf("Alloc(401) = %v, not ErrOutOfMemory to errors.Is", err)
 	}
 	if _, err := dev.Load(".global .b8 x[401];\n"); err == nil || !strings.Contains(err.Error(), "out of device memory") {
 		t.Errorf("a 401-byte variable: %v", err)

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -132,6 +133,9 @@ func (d *Device) allocVar(n int, name string, image []byte) (*allocation, error)
 }
 
 // reserve places an allocation of n bytes in the address space, without memory.
+// ErrOutOfMemory is wrapped by the error of an allocation beyond the device's memory limit.
+var ErrOutOfMemory = errors.New("out of device memory")
+
 func (d *Device) reserve(n int, name string) (*allocation, error) {
 	if n < 0 {
 		return nil, fmt.Errorf("sim: cannot allocate %d bytes", n)
@@ -139,7 +143,7 @@ func (d *Device) reserve(n int, name string) (*allocation, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if uint64(n) > d.limit-min(d.total, d.limit) {
-		return nil, fmt.Errorf("sim: out of device memory allocating %d bytes: %d of the simulator's %d-byte limit are in use", n, d.total, d.limit)
+		return nil, fmt.Errorf("sim: %w allocating %d bytes: %d of the simulator's %d-byte limit are in use", ErrOutOfMemory, n, d.total, d.limit)
 	}
 	d.nextID++
 	a := &allocation{id: d.nextID, addr: d.next, size: n, name: name}

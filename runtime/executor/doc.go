@@ -7,4 +7,10 @@
 // The Device interface is deliberately small so that the PTX simulator
 // (runtime/simdev) and the CUDA driver (runtime/cuda) share all of this code:
 // the simulator's tests cover what a GPU run does above the driver calls.
+//
+// Runs take a context (RunContext, LaunchContext, RunImages), checked before every kernel is
+// queued; a stopped run's StopError names the kernel. RunImages takes inputs and gives outputs
+// as memory images, so callers holding data in the device's layout convert nothing on the host.
+// Share makes a second program on another stream of the same device memory that reads the
+// first one's weights: the per-run state of concurrent runs (package gcomp's session pool).
 package executor

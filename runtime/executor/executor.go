@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sort"
@@ -15,6 +16,7 @@ import (
 // area and one buffer per input, parameter and output.
 type Program struct {
 	dev     Device
+	art     *artifact.Artifact
 	plan    *artifact.Plan
 	mod     Module
 	arena   Ptr
@@ -75,6 +77,12 @@ func Load(dev Device, a *artifact.Artifact) (*Program, error) {
 	if err := a.Plan.Validate(); err != nil {
 		return nil, fmt.Errorf("launch plan: %v", err)
 	}
+	return load(dev, a, nil)
+}
+
+// load loads a onto dev; params, when not nil, are the parameter buffers of another program
+// whose memory dev addresses (Share), used instead of allocating new ones.
+func load(dev Device, a *artifact.Artifact, params map[string]*buffer) (*Program, error) {
 	var mod Module
 	var err error
 	if b, ok := dev.(BinaryLoader); ok && len(a.Cubins) > 0 {
@@ -85,10 +93,10 @@ func Load(dev Device, a *artifact.Artifact) (*Program, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Program{dev: dev, plan: a.Plan, mod: mod, bufs: map[string]map[string]*buffer{}}
+	p := &Program{dev: dev, art: a, plan: a.Plan, mod: mod, bufs: map[string]map[string]*buffer{}}
 	p.pf.streams, _ = dev.(Streams)
 	p.pf.pool.dev = p.pf.streams
-	if err := p.allocate(); err != nil {
+	if err := p.allocate(params); err != nil {
 		p.Close()
 		return nil, err
 	}
@@ -109,15 +117,15 @@ func (p *Program) alloc(n int64, label string) (Ptr, error) {
 	return ptr, nil
 }
 
-func (p *Program) allocate() error {
+func (p *Program) allocate(params map[string]*buffer) error {
 	var err error
 	if p.arena, err = p.alloc(p.plan.ArenaBytes, "arena"); err != nil {
-		return fmt.Errorf("allocating the %d-byte arena: %v", p.plan.ArenaBytes, err)
+		return fmt.Errorf("allocating the %d-byte arena: %w", p.plan.ArenaBytes, err)
 	}
 	p.mem.ArenaBytes = p.plan.ArenaBytes
 	if p.plan.ScratchBytes > 0 {
 		if p.scratch, err = p.alloc(p.plan.ScratchBytes, "scratch"); err != nil {
-			return fmt.Errorf("allocating the %d-byte scratch area: %v", p.plan.ScratchBytes, err)
+			return fmt.Errorf("allocating the %d-byte scratch area: %w", p.plan.ScratchBytes, err)
 		}
 		// Kernels expect zeroed scratch and leave it zeroed.
 		if err := p.dev.Zero(p.scratch, p.plan.ScratchBytes); err != nil {
@@ -142,13 +150,17 @@ func (p *Program) allocate() error {
 			if p.bufs[set.kind][b.Name] != nil {
 				continue // the same buffer named twice (an output listed twice)
 			}
+			if shared := params[b.Name]; set.kind == artifact.ArgParam && shared != nil {
+				p.bufs[set.kind][b.Name] = shared // another program's: not allocated, not freed here
+				continue
+			}
 			t, err := ir.ParseType(b.Type)
 			if err != nil {
 				return err
 			}
 			ptr, err := p.alloc(b.Size, set.kind+" "+b.Name)
 			if err != nil {
-				return fmt.Errorf("allocating %s %s (%d bytes): %v", set.kind, b.Name, b.Size, err)
+				return fmt.Errorf("allocating %s %s (%d bytes): %w", set.kind, b.Name, b.Size, err)
 			}
 			p.bufs[set.kind][b.Name] = &buffer{name: b.Name, typ: t, ptr: ptr}
 			*set.bytes += b.Size
@@ -211,6 +223,18 @@ func (p *Program) write(kind string, values map[string]*tensor.Tensor, bind bool
 // check checks values against the buffers of kind: every one given (nil for resident state),
 // none unknown, each of its buffer's type.
 func (p *Program) check(kind string, values map[string]*tensor.Tensor) error {
+	types := make(map[string]*ir.Type, len(values))
+	for name, t := range values {
+		types[name] = nil
+		if t != nil {
+			types[name] = &t.Type
+		}
+	}
+	return p.checkTypes(kind, types)
+}
+
+// checkTypes is check on the values' types (nil for resident state).
+func (p *Program) checkTypes(kind string, values map[string]*ir.Type) error {
 	bufs := p.bufs[kind]
 	var missing, unknown []string
 	for name := range values {
@@ -232,8 +256,8 @@ func (p *Program) check(kind string, values map[string]*tensor.Tensor) error {
 		return fmt.Errorf("no value for %s %s", kind, strings.Join(missing, ", "))
 	}
 	for name, t := range values {
-		if t != nil && !t.Type.Equal(bufs[name].typ) {
-			return fmt.Errorf("%s %s is %s, the model wants %s", kind, name, t.Type, bufs[name].typ)
+		if t != nil && !t.Equal(bufs[name].typ) {
+			return fmt.Errorf("%s %s is %s, the model wants %s", kind, name, *t, bufs[name].typ)
 		}
 	}
 	return nil
@@ -243,7 +267,13 @@ func (p *Program) check(kind string, values map[string]*tensor.Tensor) error {
 // waits, and copies the outputs back: Launch, then Wait. With inputs nil it
 // runs on the inputs Prefetch uploaded.
 func (p *Program) Run(inputs map[string]*tensor.Tensor) (*Result, error) {
-	if err := p.Launch(inputs); err != nil {
+	return p.RunContext(context.Background(), inputs)
+}
+
+// RunContext is Run under ctx: ctx is checked before every kernel launch, and a run it
+// stops returns an error that names the kernel it stopped before and wraps ctx.Err().
+func (p *Program) RunContext(ctx context.Context, inputs map[string]*tensor.Tensor) (*Result, error) {
+	if err := p.LaunchContext(ctx, inputs); err != nil {
 		return nil, err
 	}
 	return p.Wait()
@@ -255,6 +285,13 @@ func (p *Program) Run(inputs map[string]*tensor.Tensor) (*Result, error) {
 // run; in between, Prefetch may upload the next run's inputs, which then
 // copy while this run computes.
 func (p *Program) Launch(inputs map[string]*tensor.Tensor) error {
+	return p.LaunchContext(context.Background(), inputs)
+}
+
+// LaunchContext is Launch under ctx, checked before every kernel is queued (and before a
+// recorded graph is replayed). When ctx stops the launch, the kernels already queued are
+// waited for, so the program is ready for the next run, and the error wraps ctx.Err().
+func (p *Program) LaunchContext(ctx context.Context, inputs map[string]*tensor.Tensor) error {
 	if p.pending != nil {
 		return fmt.Errorf("the previous run was launched and not waited for")
 	}
@@ -277,6 +314,19 @@ func (p *Program) Launch(inputs map[string]*tensor.Tensor) error {
 		}
 	}
 	res := &Result{Outputs: map[string]*tensor.Tensor{}}
+	if err := p.launchAll(ctx, res, staged); err != nil {
+		return err
+	}
+	if err := p.markRead(); err != nil {
+		return err
+	}
+	p.pending, p.pf.running = res, staged
+	return nil
+}
+
+// launchAll queues every kernel of the plan, one by one or as a recorded graph, noting each in
+// res. When ctx stops it, the kernels queued finish before it returns (drain).
+func (p *Program) launchAll(ctx context.Context, res *Result, staged *Staged) error {
 	args := make([][]Ptr, len(p.plan.Kernels))
 	for j, k := range p.plan.Kernels {
 		args[j] = make([]Ptr, len(k.Args))
@@ -288,19 +338,20 @@ func (p *Program) Launch(inputs map[string]*tensor.Tensor) error {
 	if p.graphs {
 		launch = p.launchGraph
 	}
-	if err := launch(args, res); err != nil {
-		return err
+	err := launch(ctx, args, res)
+	if err != nil && ctx.Err() != nil {
+		err = errors.Join(err, p.drain(staged))
 	}
-	if err := p.markRead(); err != nil {
-		return err
-	}
-	p.pending, p.pf.running = res, staged
-	return nil
+	return err
 }
 
-// launchEach launches the plan's kernels one by one with args, noting each in res (if not nil).
-func (p *Program) launchEach(args [][]Ptr, res *Result) error {
+// launchEach launches the plan's kernels one by one with args, noting each in res (if not nil),
+// and stops before the next kernel once ctx is done.
+func (p *Program) launchEach(ctx context.Context, args [][]Ptr, res *Result) error {
 	for j, k := range p.plan.Kernels {
+		if err := ctx.Err(); err != nil {
+			return stopped(p.plan, j, err)
+		}
 		c, err := p.mod.Launch(k.Entry, LaunchConfig{Grid: k.Grid, Block: k.Block, SharedBytes: k.SharedBytes}, args[j])
 		if err != nil {
 			return fmt.Errorf("kernel %s (grid %v, block %v): %w", k.Name, k.Grid, k.Block, err)

@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -40,7 +41,10 @@ func (p *Program) UseGraphs(on bool) bool {
 
 // launchGraph runs the plan's kernels through a replay recorded for these arguments, recording
 // it first if there is none.
-func (p *Program) launchGraph(args [][]Ptr, res *Result) error {
+func (p *Program) launchGraph(ctx context.Context, args [][]Ptr, res *Result) error {
+	if err := ctx.Err(); err != nil {
+		return stopped(p.plan, 0, err)
+	}
 	var key strings.Builder
 	for _, a := range args {
 		fmt.Fprint(&key, a, ";")
@@ -51,7 +55,7 @@ func (p *Program) launchGraph(args [][]Ptr, res *Result) error {
 		if err := g.BeginCapture(); err != nil {
 			return fmt.Errorf("recording a CUDA graph: %w", err)
 		}
-		err := p.launchEach(args, nil)
+		err := p.launchEach(context.Background(), args, nil)
 		rec, endErr := g.EndCapture()
 		if err = errors.Join(err, endErr); err != nil {
 			if rec != nil {

@@ -1,6 +1,8 @@
 package ref
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -16,6 +18,12 @@ import (
 // dropped after their last use. inputs and params must hold exactly the graph's inputs and
 // parameters.
 func Run(g *ir.Graph, inputs, params map[string]*tensor.Tensor) (map[string]*tensor.Tensor, error) {
+	return RunContext(context.Background(), g, inputs, params)
+}
+
+// RunContext is Run under ctx, checked before every node: a run it stops returns an error that
+// names the node it stopped before and wraps ctx.Err().
+func RunContext(ctx context.Context, g *ir.Graph, inputs, params map[string]*tensor.Tensor) (map[string]*tensor.Tensor, error) {
 	if err := ops.Verify(g); err != nil {
 		return nil, err
 	}
@@ -40,8 +48,11 @@ func Run(g *ir.Graph, inputs, params map[string]*tensor.Tensor) (map[string]*ten
 		case ir.OpParam:
 			t = params[v.Name]
 		default:
+			if err := ctx.Err(); err != nil {
+				return nil, &StopError{Node: g.FormatAt(v), Err: err}
+			}
 			if need := heldBytes(v.Type); budget > 0 && need > budget-live {
-				return nil, fmt.Errorf("%s: the reference interpreter would hold %d bytes, more than its memory budget of %d bytes", g.FormatAt(v), live+need, budget)
+				return nil, budgetError(fmt.Sprintf("%s: the reference interpreter would hold %d bytes, more than its memory budget of %d bytes", g.FormatAt(v), live+need, budget))
 			}
 			args := make([]*tensor.Tensor, len(v.Args))
 			for i, a := range v.Args {
@@ -74,6 +85,26 @@ func Run(g *ir.Graph, inputs, params map[string]*tensor.Tensor) (map[string]*ten
 	}
 	return out, nil
 }
+
+// StopError is a run its context stopped before Node (the node in IR syntax, after its source
+// position). It wraps the context's error.
+type StopError struct {
+	Node string
+	Err  error
+}
+
+func (e *StopError) Error() string {
+	return e.Node + ": run stopped before this node: " + e.Err.Error()
+}
+func (e *StopError) Unwrap() error { return e.Err }
+
+// ErrMemoryBudget matches (errors.Is) the error of a run that would exceed the memory budget.
+var ErrMemoryBudget = errors.New("the reference interpreter's memory budget is exhausted")
+
+type budgetError string
+
+func (e budgetError) Error() string        { return string(e) }
+func (e budgetError) Is(target error) bool { return target == ErrMemoryBudget }
 
 // memoryBudget bounds the bytes of values Run holds at once (0: no bound).
 var memoryBudget atomic.Int64

@@ -1,0 +1,147 @@
+package gcomp
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/gcomp/gcomp/artifact"
+	"github.com/gcomp/gcomp/codegen/backend"
+	"github.com/gcomp/gcomp/codegen/ptx"
+	"github.com/gcomp/gcomp/compiler"
+	"github.com/gcomp/gcomp/frontend"
+	"github.com/gcomp/gcomp/frontend/onnx"
+	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/load"
+	"github.com/gcomp/gcomp/tensor"
+)
+
+// Options configure compilation. The zero value compiles for sm_80 with exact f32 arithmetic
+// and gcomp's own PTX emitter.
+type Options struct {
+	// Target is the GPU architecture: "sm_80" (the default), "sm_86", "sm_89" or "sm_90".
+	Target string
+	// TF32 runs f32 matmuls on TF32 tensor cores (faster; about 3 decimal digits).
+	TF32 bool
+	// Backend is the PTX producer: "ptx" (the default, gcomp's emitter) or "nvvm" (NVVM IR
+	// compiled by NVIDIA's libNVVM, found as codegen/nvvm/libnvvm searches for it).
+	Backend string
+	// Shapes fixes an ONNX model's input shapes by input name (its batch, say); Consts binds
+	// the ONNX inputs that decide shapes at compile time. Both apply to .onnx files only.
+	Shapes map[string][]int
+	Consts map[string]*tensor.Tensor
+}
+
+// Model is a compiled model: its graph, which the reference interpreter runs, and the PTX
+// module and launch plan compiled devices run. A Model is immutable and safe to share; open
+// Sessions on it to run it.
+type Model struct {
+	graph *ir.Graph
+	art   *artifact.Artifact
+	// initial are the parameters' values the model file carries (an ONNX model's
+	// initializers), used where a session is given no weight.
+	initial *onnx.Weights
+}
+
+// Compile compiles the model a Go function builds with the DSL (package frontend), compiled
+// into the calling program: no interpreter runs. The batch and every other shape are what
+// build declares, so a function that closes over a batch size compiles a model of that batch.
+func Compile(name string, build func(*frontend.Builder), opts Options) (*Model, error) {
+	g, err := frontend.Build(name, build)
+	if err != nil {
+		return nil, err
+	}
+	return CompileGraph(g, opts)
+}
+
+// CompileFile loads a model file and compiles it: a model.go (run by gcomp's embedded Go
+// interpreter; its shapes, batch included, are the file's), a .gir graph, or an .onnx model,
+// whose dynamic input shapes Options.Shapes fixes and whose initializers become the session's
+// weights unless others are given. Errors carry file:line where the file has one. Choosing a
+// model.go's batch when it is loaded (rather than the file's constant) is not supported yet.
+func CompileFile(path string, opts Options) (*Model, error) {
+	lm, err := load.ModelFile(path, load.Options{ONNX: onnx.Options{Shapes: opts.Shapes, Consts: opts.Consts}})
+	if err != nil {
+		return nil, err
+	}
+	m, err := CompileGraph(lm.Graph, opts)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	m.initial = lm.Weights
+	return m, nil
+}
+
+// CompileGraph compiles a verified graph (package ir), as built by frontend.Build or read by
+// ir.Parse. The graph must not change afterwards.
+func CompileGraph(g *ir.Graph, opts Options) (*Model, error) {
+	copt, err := opts.compiler()
+	if err != nil {
+		return nil, err
+	}
+	res, err := compiler.Compile(g, copt)
+	if err != nil {
+		return nil, err
+	}
+	return &Model{graph: g, art: res.Artifact}, nil
+}
+
+func (o Options) compiler() (compiler.Options, error) {
+	sm := 80
+	if o.Target != "" {
+		if _, err := fmt.Sscanf(o.Target, "sm_%d", &sm); err != nil || o.Target != fmt.Sprintf("sm_%d", sm) || !slices.Contains([]int{80, 86, 89, 90}, sm) {
+			return compiler.Options{}, fmt.Errorf("gcomp: target %q: want sm_80, sm_86, sm_89 or sm_90", o.Target)
+		}
+	}
+	p, err := backend.New(o.Backend, "")
+	if err != nil {
+		return compiler.Options{}, fmt.Errorf("gcomp: %v", err)
+	}
+	return compiler.Options{Target: ptx.Target{SM: sm, TF32: o.TF32}, Producer: p}, nil
+}
+
+// Graph is the model's source graph.
+func (m *Model) Graph() *ir.Graph { return m.graph }
+
+// Artifact is the compiled module and launch plan (what gcomp build writes).
+func (m *Model) Artifact() *artifact.Artifact { return m.art }
+
+// Name is the model's name.
+func (m *Model) Name() string { return m.graph.Name }
+
+// TensorInfo describes one input, output or parameter of a model.
+type TensorInfo struct {
+	Name  string `json:"name"`
+	DType string `json:"dtype"` // "f32", "i64", ...
+	Shape []int  `json:"shape"`
+}
+
+func info(name string, t ir.Type) TensorInfo {
+	return TensorInfo{Name: name, DType: t.DType.String(), Shape: slices.Clone([]int(t.Shape))}
+}
+
+// Inputs describes the model's inputs in declaration order.
+func (m *Model) Inputs() []TensorInfo {
+	var out []TensorInfo
+	for _, v := range m.graph.Inputs() {
+		out = append(out, info(v.Name, v.Type))
+	}
+	return out
+}
+
+// Outputs describes the model's outputs in declaration order.
+func (m *Model) Outputs() []TensorInfo {
+	var out []TensorInfo
+	for _, o := range m.graph.Outputs {
+		out = append(out, info(o.Name, o.Value.Type))
+	}
+	return out
+}
+
+// Params describes the model's parameters (the weights a session needs) in declaration order.
+func (m *Model) Params() []TensorInfo {
+	var out []TensorInfo
+	for _, v := range m.graph.Params() {
+		out = append(out, info(v.Name, v.Type))
+	}
+	return out
+}

@@ -1,0 +1,66 @@
+// Package gcomp is the door into the gcomp deep-learning compiler for Go programs: compile a
+// model, open a session on a device with its weights, and run it from as many goroutines as
+// the service has.
+//
+// # Compile
+//
+// A model comes from one of three places:
+//
+//   - Compile: a func(*frontend.Builder) compiled into the program itself, written with the
+//     DSL of package frontend and the PyTorch-named layers of frontend/nn. No interpreter
+//     runs. Its shapes, the batch among them, are whatever the function declares, so a
+//     function that closes over a batch size compiles a model of that batch.
+//   - CompileFile: a model.go (run by gcomp's embedded Go interpreter, so shapes are the
+//     file's own), a .gir graph, or an .onnx model whose dynamic input shapes
+//     Options.Shapes fixes (its batch, say) and whose initializers serve as weights. Choosing
+//     a model.go's batch at load time is not supported yet.
+//   - CompileGraph: an *ir.Graph built with package ir or read by ir.Parse.
+//
+// Options choose the GPU architecture (sm_80 by default, sm_90 for H100), TF32 tensor cores
+// for f32 matmuls, and the PTX producer (gcomp's own emitter, or NVVM IR compiled by
+// libNVVM). A Model is the compiled PTX module and launch plan with its source graph.
+//
+// # Sessions
+//
+// Open puts a model on a device: "auto" (the first usable GPU, else the PTX simulator),
+// "cuda:N", "sim" or "ref" (the reference interpreter). Weights come from a safetensors file
+// or a map of tensors and are checked against the model's parameters (names, dtypes,
+// shapes); on a GPU they are copied once. Session.Run takes a context and a tensor per input
+// and returns every output:
+//
+//	model, err := gcomp.Compile("mlp", func(b *frontend.Builder) {
+//		x := b.Input("x", frontend.F32, batch, 64)
+//		b.Output("y", nn.NewLinear(b, "fc", 64, 10).Forward(x))
+//	}, gcomp.Options{Target: "sm_90"})
+//	...
+//	s, err := gcomp.Open(model, gcomp.SessionOptions{Device: "auto", WeightsFile: "mlp.safetensors"})
+//	...
+//	defer s.Close()
+//	out, err := s.Run(ctx, map[string]*gcomp.Tensor{"x": gcomp.Float32(pixels, batch, 64)})
+//	...
+//	scores, err := out["y"].Float32s()
+//
+// A Session is safe for concurrent use. It holds a bounded pool of run slots
+// (SessionOptions.Pool): on a GPU each slot has its own CUDA stream, input and output buffers
+// and memory-plan arena, and all of them read the one copy of the weights; on the simulator
+// each slot is a simulated device of its own; on ref the slots share the weights' host
+// tensors. A Run waits for a free slot.
+//
+// # Tensors
+//
+// A Tensor is either a view over a Go slice ([]float32, []float64, []int32, []int64, []int8,
+// []uint8: View, Float32, Int64, ...) or a gcomp host tensor (FromHost: every dtype,
+// f16 and bf16 included). On a compiled device a view's memory is the bytes copied to the
+// device, with no conversion on the host, and outputs with a Go element type are read
+// straight into a new slice that Float32s (or Values) returns without copying. On ref, f64
+// and i64 views are shared with the interpreter; others are converted.
+//
+// # Cancellation and errors
+//
+// Run checks its context before every kernel (before every graph node on ref): a run that is
+// cancelled or past its deadline returns a *StopError naming the kernel or node it stopped
+// before, wrapping context.Canceled or context.DeadlineExceeded. On a GPU the kernels already
+// queued finish first. Errors are typed for errors.Is and errors.As: ErrShapeMismatch (with
+// a *ShapeError), ErrMissingInput, ErrUnknownInput, ErrMissingWeight, ErrUnknownWeight,
+// ErrOutOfMemory, ErrNoDevice and ErrClosed.
+package gcomp

@@ -1,0 +1,95 @@
+// Command serve is an HTTP inference server for any model gcomp compiles: a model.go, .gir or
+// .onnx file, served on net/http with JSON and .npy bodies and dynamic batching (package
+// serve has the endpoints).
+//
+//	go run ./examples/serve --device sim --window 2ms examples/mlp/model.go
+//	curl -s 127.0.0.1:8080/v1/model
+//	curl -s -H 'Content-Type: application/json' \
+//	    -d '{"inputs":{"x":{"shape":[1,64],"data":[...]}}}' 127.0.0.1:8080/v1/infer
+//
+// SIGINT or SIGTERM shuts it down gracefully: no new connections, the requests in flight
+// finish (up to --grace), then the session closes.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log"
+	"net/http"
+	"os"
+	"os/signal"
+	"runtime"
+	"syscall"
+	"time"
+
+	"github.com/gcomp/gcomp"
+	"github.com/gcomp/gcomp/load"
+	"github.com/gcomp/gcomp/serve"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "serve:", err)
+		os.Exit(1)
+	}
+}
+
+// shapes collects --shape NAME=D1xD2... flags.
+type shapes map[string][]int
+
+func (s shapes) String() string { return "" }
+func (s shapes) Set(v string) error {
+	name, shape, err := load.ParseShape(v)
+	s[name] = shape
+	return err
+}
+
+func run() error {
+	addr := flag.String("addr", "127.0.0.1:8080", "address to listen on")
+	dev := flag.String("device", "auto", "auto, cuda:N, sim or ref")
+	weights := flag.String("weights", "", "safetensors file of the parameters (default: the model's initializers)")
+	seed := flag.Uint64("seed", 0, "seed of the initializers of parameters the weights do not hold")
+	window := flag.Duration("window", 2*time.Millisecond, "dynamic batching: how long a request waits for others to fill the batch (0: every request runs alone)")
+	pool := flag.Int("pool", runtime.GOMAXPROCS(0), "runs in flight at once")
+	maxBody := flag.Int64("max-body", serve.DefaultMaxBodyBytes, "largest request body in bytes")
+	grace := flag.Duration("grace", 30*time.Second, "how long shutdown waits for requests in flight")
+	target := flag.String("target", "sm_80", "GPU architecture")
+	onnxShapes := shapes{}
+	flag.Var(onnxShapes, "shape", "an .onnx input's shape, NAME=1x3x224x224 (its batch, say; repeatable)")
+	flag.Parse()
+	if flag.NArg() != 1 {
+		return fmt.Errorf("usage: serve [flags] MODEL (model.go, .gir or .onnx)")
+	}
+	model, err := gcomp.CompileFile(flag.Arg(0), gcomp.Options{Target: *target, Shapes: onnxShapes})
+	if err != nil {
+		return err
+	}
+	sess, err := gcomp.Open(model, gcomp.SessionOptions{Device: *dev, WeightsFile: *weights, InitWeights: true, Seed: *seed, Pool: *pool})
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	srv := serve.New(sess, serve.Config{Window: *window, MaxBodyBytes: *maxBody, Pool: *pool})
+	hs := &http.Server{Addr: *addr, Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	errc := make(chan error, 1)
+	go func() { errc <- hs.ListenAndServe() }()
+	log.Printf("serving %s (batch %d) on %s at http://%s", model.Name(), srv.Batch(), sess.Device(), *addr)
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Printf("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), *grace)
+	defer cancel()
+	err = hs.Shutdown(sctx)
+	srv.Close()
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("requests still running after %v", *grace)
+	}
+	return err
+}

@@ -1,0 +1,28 @@
+// Package serve is an HTTP inference server for any compiled model, on net/http over a
+// gcomp.Session.
+//
+// Endpoints:
+//
+//	GET  /v1/model   the model's name, inputs, outputs and batch, as JSON
+//	POST /v1/infer   one request of 1..batch rows: a JSON body
+//	                 {"inputs": {"x": {"shape": [n, ...], "data": [...]}}}
+//	                 or, for a model with one input, a NumPy .npy body
+//	                 (Content-Type: application/x-npy); the reply is JSON
+//	                 {"outputs": {"y": {"dtype": "f32", "shape": [n, ...], "data": [...]}}},
+//	                 or the .npy of one output with Accept: application/x-npy
+//	                 (?output=NAME when the model has several)
+//	GET  /healthz    200 while the server takes requests
+//
+// A model's batch is the first dimension its inputs and outputs share. Requests carry any
+// number of rows up to it. With dynamic batching (Config.Window > 0), as Triton Inference
+// Server and TorchServe do it, the first request to arrive waits up to Window for others; the
+// rows of those that came are run together, the remainder of the batch padded with zeros, and
+// each request gets its own rows of the outputs back. Without it every request runs alone,
+// padded. Either way runs go through the session's pool, so several batches are in flight at
+// once.
+//
+// Bad requests get one 4xx with a JSON {"error": "..."} naming the problem: 400 for a body
+// that does not parse or a tensor of the wrong name, dtype or shape, 413 beyond
+// Config.MaxBodyBytes, 415 for another content type, 405 for another method. Shutdown (see
+// Server.Close and http.Server.Shutdown) finishes the requests in flight.
+package serve
