@@ -61,7 +61,6 @@ var refused = map[string]string{
 	"MatMulInteger":             "quantization is not supported yet",
 	"DFT":                       "complex numbers are not supported",
 	"STFT":                      "complex numbers are not supported",
-	"Det":                       "gcomp's op table has no determinant",
 	"GridSample":                "gcomp's op table has no data-dependent gather",
 	"RoiAlign":                  "gcomp's op table has no data-dependent gather",
 	"MaxUnpool":                 "gcomp's op table has no scatter",
