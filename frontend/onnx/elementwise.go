@@ -51,7 +51,6 @@ var refused = map[string]string{
 	"ScatterElements":           "gcomp's op table has no scatter",
 	"Scatter":                   "gcomp's op table has no scatter",
 	"ScatterND":                 "gcomp's op table has no scatter",
-	"BitShift":                  "gcomp's op table has no shifts (and no uint16/32/64)",
 	"QuantizeLinear":            "quantization is not supported yet",
 	"DequantizeLinear":          "quantization is not supported yet",
 	"DynamicQuantizeLinear":     "quantization is not supported yet",
