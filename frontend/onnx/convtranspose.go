@@ -2,6 +2,7 @@ package onnx
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/gcomp/gcomp/ir"
@@ -172,34 +173,38 @@ func convEinsum(n *node) ([]*val, error) {
 	eq := strings.ReplaceAll(n.attrString("equation", ""), " ", "")
 	lhs, out, explicit := strings.Cut(eq, "->")
 	terms := strings.Split(lhs, ",")
-	if strings.Contains(eq, ".") {
-		return nil, unsupportedf("Einsum with an ellipsis is not supported")
-	}
 	if len(terms) != len(n.in) {
 		return nil, fmt.Errorf("equation %q has %d operands, the node %d", eq, len(terms), len(n.in))
 	}
-	count := map[rune]int{}
+	ell, err := n.einsumEllipsis(eq, terms, &out, explicit)
+	if err != nil {
+		return nil, err
+	}
+	ins := slices.Clone(n.in)
+	count, uses := map[rune]int{}, map[rune]int{} // operands holding a letter; its occurrences
 	for i, t := range terms {
-		if len(t) != len(n.in[i].t.Shape) {
-			return nil, fmt.Errorf("equation %q: operand %d has rank %d", eq, i, len(n.in[i].t.Shape))
-		}
-		seen := map[rune]bool{}
 		for _, c := range t {
-			if seen[c] {
-				return nil, unsupportedf("Einsum with a repeated index in one operand (a diagonal) is not supported")
-			}
-			seen[c] = true
+			uses[c]++
+		}
+		if len([]rune(t)) != len(ins[i].t.Shape) {
+			return nil, fmt.Errorf("equation %q: operand %d has rank %d", eq, i, len(ins[i].t.Shape))
+		}
+		if ins[i], t, err = n.einsumDiagonals(ins[i], t); err != nil {
+			return nil, err
+		}
+		terms[i] = t
+		for _, c := range t {
 			count[c]++
 		}
 	}
 	if !explicit {
-		var letters []rune
-		for c, k := range count {
-			if k == 1 {
+		letters := []rune(ell) // numpy: the ellipsis's dims first, then the letters used once
+		for c, k := range uses {
+			if k == 1 && !strings.ContainsRune(ell, c) {
 				letters = append(letters, c)
 			}
 		}
-		for i := range letters {
+		for i := len(ell); i < len(letters); i++ {
 			for j := i + 1; j < len(letters); j++ {
 				if letters[j] < letters[i] {
 					letters[i], letters[j] = letters[j], letters[i]
@@ -227,7 +232,7 @@ func convEinsum(n *node) ([]*val, error) {
 				kept = append(kept, c)
 			}
 		}
-		xs[i] = n.reduce("reduce_sum", n.in[i], axes, false)
+		xs[i] = n.reduce("reduce_sum", ins[i], axes, false)
 		terms[i] = string(kept)
 	}
 	var res *val

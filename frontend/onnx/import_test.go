@@ -154,12 +154,12 @@ func TestUnsupported(t *testing.T) {
 		Initializer: []*onnxpb.TensorProto{floats("scales", []int{4}, 1, 1, 2, 2)},
 		Node: []*onnxpb.NodeProto{
 			nodeP("Relu", "r", []string{"x"}, []string{"a"}),
-			nodeP("Resize", "up1", []string{"a", "", "scales"}, []string{"y"}, attrS("coordinate_transformation_mode", "tf_crop_and_resize")),
+			nodeP("Resize", "up1", []string{"a", "", "scales"}, []string{"y"}, attrS("coordinate_transformation_mode", "half_pixel_symmetric")),
 		},
 		Output: []*onnxpb.ValueInfoProto{valueInfo("y", onnxFloat)},
 	})
 	_, err := Import("model.onnx", data, "", Options{})
-	want := `model.onnx: node 1 (Resize "up1"): coordinate_transformation_mode "tf_crop_and_resize" is not supported (supported: half_pixel, pytorch_half_pixel, align_corners, asymmetric, tf_half_pixel_for_nn)`
+	want := `model.onnx: node 1 (Resize "up1"): coordinate_transformation_mode "half_pixel_symmetric" is not supported (supported: half_pixel, pytorch_half_pixel, align_corners, asymmetric, tf_half_pixel_for_nn, tf_crop_and_resize)`
 	if err == nil || err.Error() != want {
 		t.Fatalf("got %v\nwant %s", err, want)
 	}

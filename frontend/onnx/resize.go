@@ -32,7 +32,8 @@ func convResize(n *node) ([]*val, error) {
 		return nil, err
 	}
 	coord, nearest := "asymmetric", "floor"
-	var scales []float64
+	var scales, roi []float64 // roi: tf_crop_and_resize's crop box, starts then ends
+	var crops []crop          // the axes whose positions may fall outside the input
 	var sizes []int
 	switch {
 	case upsample && n.opset < 9:
@@ -57,8 +58,20 @@ func convResize(n *node) ([]*val, error) {
 		if mode == "bilinear" {
 			return nil, unsupportedf(`mode "bilinear" is not supported (supported: nearest, linear)`)
 		}
-		if coord, err = n.attrChoice("coordinate_transformation_mode", "half_pixel", "half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_half_pixel_for_nn"); err != nil {
+		if coord, err = n.attrChoice("coordinate_transformation_mode", "half_pixel", "half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_half_pixel_for_nn", "tf_crop_and_resize"); err != nil {
 			return nil, err
+		}
+		if coord == "tf_crop_and_resize" {
+			c, err := n.known(1, "roi")
+			if err != nil {
+				return nil, err
+			}
+			if c.Len() != 2*r {
+				return nil, fmt.Errorf("roi has %d values, want %d (starts and ends)", c.Len(), 2*r)
+			}
+			for i := 0; i < c.Len(); i++ {
+				roi = append(roi, c.At(i))
+			}
 		}
 		if mode == "nearest" {
 			if nearest, err = n.attrChoice("nearest_mode", "round_prefer_floor", "round_prefer_floor", "round_prefer_ceil", "floor", "ceil"); err != nil {
@@ -111,7 +124,7 @@ func convResize(n *node) ([]*val, error) {
 		if out < 0 || out > ir.MaxElements {
 			return nil, fmt.Errorf("output size %d", out)
 		}
-		if out == in && scale == 1 {
+		if out == in && scale == 1 && (roi == nil || roi[a] == 0 && roi[r+a] == 1) {
 			continue
 		}
 		if err := checkFold(out, "Resize's index map"); err != nil {
@@ -143,7 +156,17 @@ func convResize(n *node) ([]*val, error) {
 				src[i] = xr / scale
 			case "tf_half_pixel_for_nn":
 				src[i] = (xr + 0.5) / scale
+			case "tf_crop_and_resize":
+				start, end := roi[a], roi[r+a]
+				if out > 1 {
+					src[i] = start*float64(in-1) + xr*(end-start)*float64(in-1)/(resized-1)
+				} else {
+					src[i] = 0.5 * (start + end) * float64(in-1)
+				}
 			}
+		}
+		if coord == "tf_crop_and_resize" {
+			crops = append(crops, crop{a, in, src})
 		}
 		clampIdx := func(v int) int { return min(max(v, 0), in-1) }
 		if mode == "nearest" {
@@ -189,7 +212,16 @@ func convResize(n *node) ([]*val, error) {
 		one := n.bin("sub", n.splat(wb, 1), wb)
 		x = n.bin("add", n.bin("mul", x0, one), n.bin("mul", x1, wb))
 	}
+	for _, c := range crops {
+		x = n.extrapolate(x, c)
+	}
 	return []*val{x}, nil
+}
+
+// crop is an axis of a tf_crop_and_resize Resize: its input length and source coordinates.
+type crop struct {
+	a, in int
+	src   []float64
 }
 
 // cubic interpolates x along axis a at the source coordinates src: four taps around each,
@@ -366,4 +398,21 @@ func (n *node) padIndexed(x *val, pads []int, mode string) (*val, error) {
 		x = n.take(x, a, constInts(idx))
 	}
 	return x, nil
+}
+
+// extrapolate sets the positions along axis c.a whose source coordinate lies outside the input
+// (tf_crop_and_resize's crop box reaching past it) to extrapolation_value.
+func (n *node) extrapolate(x *val, c crop) *val {
+	outside := tensor.New(ir.T(ir.Bool, len(c.src)))
+	any := false
+	for i, s := range c.src {
+		if s < 0 || s > float64(c.in-1) {
+			outside.I[i], any = 1, true
+		}
+	}
+	if !any {
+		return x
+	}
+	mask := must(n.op("broadcast_in_dim", ir.Attrs{"shape": []int(x.t.Shape.Clone()), "dims": []int{c.a}}, constant(outside)))
+	return must(n.selectOp(mask, n.splatOf(x.t, n.attrFloat("extrapolation_value", 0)), x))
 }

@@ -14,7 +14,8 @@ func init() {
 	converters["ScatterElements"] = convScatterElements
 	converters["Scatter"] = convScatterElements // opset 9 and 10: ScatterElements's older name
 	converters["ScatterND"] = convScatterND
-	for _, op := range []string{"ScatterElements", "Scatter", "ScatterND"} {
+	converters["MaxUnpool"] = convMaxUnpool
+	for _, op := range []string{"ScatterElements", "Scatter", "ScatterND", "MaxUnpool"} {
 		delete(refused, op)
 	}
 }
@@ -57,6 +58,12 @@ func convScatterElements(n *node) ([]*val, error) {
 	if x.t.DType == ir.Bool || upd.t.DType != x.t.DType || !idx.t.DType.IsInt() || !idx.t.Shape.Equal(upd.t.Shape) || len(idx.t.Shape) != r {
 		return nil, fmt.Errorf("data %s, indices %s and updates %s do not fit", x.t, idx.t, upd.t)
 	}
+	return n.scatterElements(x, idx, upd, a)
+}
+
+// scatterElements is ScatterElements along axis a, its operands checked.
+func (n *node) scatterElements(x, idx, upd *val, a int) ([]*val, error) {
+	r := len(x.t.Shape)
 	d := x.t.Shape[a]
 	s := upd.t.Shape
 	for i := range s {
@@ -175,4 +182,65 @@ func convReverseSequence(n *node) ([]*val, error) {
 	rev := n.bin("sub", n.bin("sub", l, n.splat(l, 1)), t)
 	idx := must(n.selectOp(n.bin("lt", t, l), rev, t))
 	return one(n.pick(x, idx, ta, false))
+}
+
+// convMaxUnpool scatters x to the flat positions idx names (MaxPool's Indices: over the whole
+// output, of the shape the pooling's inverse gives) in zeros of that shape; an output_shape
+// input larger than it pads the result at the high end, as ONNX's tests have it.
+func convMaxUnpool(n *node) ([]*val, error) {
+	if err := n.inputs(2, 3); err != nil {
+		return nil, err
+	}
+	x, idx := n.in[0], n.in[1]
+	sp := len(x.t.Shape) - 2
+	if sp < 1 || !idx.t.DType.IsInt() || !idx.t.Shape.Equal(x.t.Shape) || x.t.DType == ir.Bool {
+		return nil, fmt.Errorf("MaxUnpool wants N×C×spatial data and indices of its shape, has %s and %s", x.t, idx.t)
+	}
+	kernel, ok := n.attrInts("kernel_shape")
+	if !ok || len(kernel) != sp {
+		return nil, fmt.Errorf("kernel_shape %v for %d spatial dims", kernel, sp)
+	}
+	strides, err := n.spatialInts("strides", 1, sp)
+	if err != nil {
+		return nil, err
+	}
+	pads, err := n.spatialInts("pads", 0, 2*sp)
+	if err != nil {
+		return nil, err
+	}
+	shape := x.t.Shape[:2].Clone()
+	for i := 0; i < sp; i++ {
+		d := (x.t.Shape[2+i]-1)*strides[i] + kernel[i] - pads[i] - pads[sp+i]
+		if d < 1 {
+			return nil, fmt.Errorf("the output's spatial dim %d would be %d", i, d)
+		}
+		shape = append(shape, d)
+	}
+	if _, err := shapeOf(int64s(shape)); err != nil {
+		return nil, err
+	}
+	total, m := shape.NumElements(), x.t.Shape.NumElements()
+	flat := func(v *val) *val { return n.reshape(v, ir.Shape{1, m}) }
+	outs, err := n.scatterElements(n.splatOf(ir.Type{DType: x.t.DType, Shape: ir.Shape{1, total}}, 0), flat(idx), flat(x), 1)
+	if err != nil {
+		return nil, err
+	}
+	y := n.reshape(outs[0], shape)
+	if n.arg(2) == nil {
+		return []*val{y}, nil
+	}
+	want, err := n.knownInts(2, "output_shape")
+	if err != nil {
+		return nil, err
+	}
+	if len(want) != len(shape) {
+		return nil, fmt.Errorf("output_shape %v has rank %d, the output %d", want, len(want), len(shape))
+	}
+	lo, hi := make([]int, len(shape)), make([]int, len(shape))
+	for i := range shape {
+		if hi[i] = want[i] - shape[i]; hi[i] < 0 || (i < 2 && hi[i] != 0) {
+			return nil, unsupportedf("output_shape %v smaller than the unpooled %v is not supported", want, []int(shape))
+		}
+	}
+	return []*val{n.padConst(y, lo, hi, 0)}, nil
 }
