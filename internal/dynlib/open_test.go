@@ -18,11 +18,13 @@ func TestOpen(t *testing.T) {
 		t.Fatalf("Unavailable = %v in a build that opens libraries", err)
 	}
 	errLacks := errors.New("the caller's error")
+	errNoLibrary := errors.New("no test library")
 	for _, tc := range []struct {
 		name    string
 		path    string
 		spec    func(*libm) Spec
 		wantErr string // a prefix; "" for success
+		wantIs  error  // an error the error wraps
 		want    func(*libm) bool
 	}{
 		{
@@ -79,6 +81,14 @@ func TestOpen(t *testing.T) {
 			spec:    func(l *libm) Spec { return Spec{Required: []Func{{Name: "cos", Ptr: &l.cos}}} },
 			wantErr: "/nonexistent/libgcomp-test.so.1: cannot open shared object file",
 		},
+		{
+			name: "no such library, the caller's error", path: "/nonexistent/libgcomp-test.so.1",
+			spec: func(l *libm) Spec {
+				return Spec{Required: []Func{{Name: "cos", Ptr: &l.cos}}, NoLibrary: errNoLibrary}
+			},
+			wantErr: "no test library: /nonexistent/libgcomp-test.so.1: cannot open shared object file",
+			wantIs:  errNoLibrary,
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var l libm
@@ -88,6 +98,9 @@ func TestOpen(t *testing.T) {
 				t.Fatalf("Open: %v", err)
 			case tc.wantErr != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.wantErr)):
 				t.Fatalf("Open: %v, want an error starting with %q", err, tc.wantErr)
+			}
+			if tc.wantIs != nil && !errors.Is(err, tc.wantIs) {
+				t.Errorf("Open: %v, want it to wrap %v", err, tc.wantIs)
 			}
 			if tc.want != nil && !tc.want(&l) {
 				t.Errorf("the functions registered are not the ones expected: %+v", l)
