@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+
+	"github.com/gcomp/gcomp/internal/dynlib"
 )
 
 // LibraryEnv names the NVRTC library to load when no path is given.
@@ -25,10 +27,7 @@ var libNames = []string{"libnvrtc.so.12", "libnvrtc.so.11.2", "libnvrtc.so"}
 // machine and
 // .cache/nvrtc under the module root.
 func Candidates(lib string) []string {
-	if lib != "" {
-		return []string{lib}
-	}
-	if p := os.Getenv(LibraryEnv); p != "" {
+	if p := dynlib.Path(lib, LibraryEnv, ""); p != "" {
 		return []string{p}
 	}
 	var dirs []string

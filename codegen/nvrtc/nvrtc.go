@@ -11,7 +11,7 @@ import (
 	"sync"
 	"unsafe"
 
-	"github.com/ebitengine/purego"
+	"github.com/gcomp/gcomp/internal/dynlib"
 )
 
 // Compiler is a loaded NVRTC library. It is safe for concurrent use.
@@ -43,10 +43,7 @@ type result struct {
 	err error
 }
 
-var (
-	openMu sync.Mutex
-	opened = map[string]*Compiler{} // by the lib argument of Open
-)
+var opened dynlib.Cache[*Compiler] // by the lib argument of Open
 
 // Open loads NVRTC from the first of Candidates(lib) that loads, after its
 // builtins library. A library is opened once per process. Without one the
@@ -56,10 +53,13 @@ func Open(lib string) (*Compiler, error) {
 	if key == "" {
 		key = "\x00" + os.Getenv(LibraryEnv)
 	}
-	openMu.Lock()
-	defer openMu.Unlock()
-	if c := opened[key]; c != nil {
-		return c, nil
+	return opened.Get(key, func() (*Compiler, error) { return find(lib) })
+}
+
+// find loads the first of Candidates(lib) that loads.
+func find(lib string) (*Compiler, error) {
+	if err := dynlib.Unavailable("NVRTC"); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNoLibrary, err)
 	}
 	tried := Candidates(lib)
 	why := make([]string, len(tried))
@@ -75,7 +75,6 @@ func Open(lib string) (*Compiler, error) {
 			why[i] = err.Error()
 			continue
 		}
-		opened[key] = c
 		return c, nil
 	}
 	return nil, notFound(tried, why)
@@ -83,39 +82,28 @@ func Open(lib string) (*Compiler, error) {
 
 // load opens the library at path, with its builtins library first.
 func load(path string) (*Compiler, error) {
-	// dlerror's message is per thread: keep dlopen and dlerror on one.
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
 	if b := builtinsFor(path); b != "" {
-		if _, err := purego.Dlopen(b, purego.RTLD_NOW|purego.RTLD_GLOBAL); err != nil {
+		if err := dynlib.Open(b, dynlib.Spec{}); err != nil {
 			return nil, fmt.Errorf("its builtins library: %v", err)
 		}
 	}
-	h, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+	c := &Compiler{Path: path, cache: map[cacheKey]result{}}
+	err := dynlib.Open(path, dynlib.Spec{
+		Required: []dynlib.Func{
+			{Name: "nvrtcVersion", Ptr: &c.nvrtcVersion},
+			{Name: "nvrtcCreateProgram", Ptr: &c.nvrtcCreateProgram},
+			{Name: "nvrtcCompileProgram", Ptr: &c.nvrtcCompileProgram},
+			{Name: "nvrtcGetPTXSize", Ptr: &c.nvrtcGetPTXSize},
+			{Name: "nvrtcGetPTX", Ptr: &c.nvrtcGetPTX},
+			{Name: "nvrtcGetProgramLogSize", Ptr: &c.nvrtcGetProgramLogSize},
+			{Name: "nvrtcGetProgramLog", Ptr: &c.nvrtcGetProgramLog},
+			{Name: "nvrtcDestroyProgram", Ptr: &c.nvrtcDestroyProgram},
+			{Name: "nvrtcGetErrorString", Ptr: &c.nvrtcGetErrorString},
+		},
+		Lacks: func(sym string) error { return fmt.Errorf("lacks %s (not an NVRTC library?)", sym) },
+	})
 	if err != nil {
 		return nil, err
-	}
-	c := &Compiler{Path: path, cache: map[cacheKey]result{}}
-	for _, s := range []struct {
-		name string
-		fptr any
-	}{
-		{"nvrtcVersion", &c.nvrtcVersion},
-		{"nvrtcCreateProgram", &c.nvrtcCreateProgram},
-		{"nvrtcCompileProgram", &c.nvrtcCompileProgram},
-		{"nvrtcGetPTXSize", &c.nvrtcGetPTXSize},
-		{"nvrtcGetPTX", &c.nvrtcGetPTX},
-		{"nvrtcGetProgramLogSize", &c.nvrtcGetProgramLogSize},
-		{"nvrtcGetProgramLog", &c.nvrtcGetProgramLog},
-		{"nvrtcDestroyProgram", &c.nvrtcDestroyProgram},
-		{"nvrtcGetErrorString", &c.nvrtcGetErrorString},
-	} {
-		addr, err := purego.Dlsym(h, s.name)
-		if err != nil || addr == 0 {
-			purego.Dlclose(h)
-			return nil, fmt.Errorf("lacks %s (not an NVRTC library?)", s.name)
-		}
-		purego.RegisterFunc(s.fptr, addr)
 	}
 	var major, minor int32
 	if r := c.nvrtcVersion(&major, &minor); r != 0 {

@@ -2,7 +2,8 @@ package cuda
 
 import (
 	"bytes"
-	"os"
+
+	"github.com/gcomp/gcomp/internal/dynlib"
 )
 
 // LibraryEnv is the environment variable naming the driver library to load
@@ -16,15 +17,7 @@ const DefaultLibrary = "libcuda.so.1"
 
 // LibraryPath is the library Load opens for lib: lib itself if not empty,
 // else $GCOMP_CUDA_LIB, else DefaultLibrary.
-func LibraryPath(lib string) string {
-	if lib != "" {
-		return lib
-	}
-	if p := os.Getenv(LibraryEnv); p != "" {
-		return p
-	}
-	return DefaultLibrary
-}
+func LibraryPath(lib string) string { return dynlib.Path(lib, LibraryEnv, DefaultLibrary) }
 
 // Load opens the CUDA driver library named by LibraryPath(lib) and returns
 // its Driver, not yet initialized (call Init). Without a library the error

@@ -5,10 +5,9 @@ package cuda
 import (
 	"fmt"
 	"runtime"
-	"sync"
 	"unsafe"
 
-	"github.com/ebitengine/purego"
+	"github.com/gcomp/gcomp/internal/dynlib"
 )
 
 // libDriver calls libcuda.so.1 through purego: no cgo, and a binary that
@@ -64,114 +63,76 @@ type libDriver struct {
 
 // graphSymbols are the graph functions, resolved if the library has them all: an older driver
 // still runs models, launching kernel by kernel.
-func (l *libDriver) graphSymbols() []struct {
-	name string
-	fptr any
-} {
-	return []struct {
-		name string
-		fptr any
-	}{
-		{"cuStreamBeginCapture_v2", &l.cuStreamBeginCapture_v2},
-		{"cuStreamEndCapture", &l.cuStreamEndCapture},
-		{"cuGraphInstantiateWithFlags", &l.cuGraphInstantiateWithFlags},
-		{"cuGraphLaunch", &l.cuGraphLaunch},
-		{"cuGraphExecDestroy", &l.cuGraphExecDestroy},
-		{"cuGraphDestroy", &l.cuGraphDestroy},
+func (l *libDriver) graphSymbols() []dynlib.Func {
+	return []dynlib.Func{
+		{Name: "cuStreamBeginCapture_v2", Ptr: &l.cuStreamBeginCapture_v2},
+		{Name: "cuStreamEndCapture", Ptr: &l.cuStreamEndCapture},
+		{Name: "cuGraphInstantiateWithFlags", Ptr: &l.cuGraphInstantiateWithFlags},
+		{Name: "cuGraphLaunch", Ptr: &l.cuGraphLaunch},
+		{Name: "cuGraphExecDestroy", Ptr: &l.cuGraphExecDestroy},
+		{Name: "cuGraphDestroy", Ptr: &l.cuGraphDestroy},
 	}
 }
 
 // symbols lists every function the driver resolves, by its exported name.
-func (l *libDriver) symbols() []struct {
-	name string
-	fptr any
-} {
-	return []struct {
-		name string
-		fptr any
-	}{
-		{"cuInit", &l.cuInit},
-		{"cuDriverGetVersion", &l.cuDriverGetVersion},
-		{"cuDeviceGetCount", &l.cuDeviceGetCount},
-		{"cuDeviceGet", &l.cuDeviceGet},
-		{"cuDeviceGetName", &l.cuDeviceGetName},
-		{"cuDeviceGetAttribute", &l.cuDeviceGetAttribute},
-		{"cuDeviceTotalMem_v2", &l.cuDeviceTotalMem_v2},
-		{"cuDevicePrimaryCtxRetain", &l.cuDevicePrimaryCtxRetain},
-		{"cuDevicePrimaryCtxRelease_v2", &l.cuDevicePrimaryCtxRelease_v2},
-		{"cuCtxSetCurrent", &l.cuCtxSetCurrent},
-		{"cuModuleLoadDataEx", &l.cuModuleLoadDataEx},
-		{"cuModuleGetFunction", &l.cuModuleGetFunction},
-		{"cuModuleUnload", &l.cuModuleUnload},
-		{"cuMemAlloc_v2", &l.cuMemAlloc_v2},
-		{"cuMemFree_v2", &l.cuMemFree_v2},
-		{"cuMemcpyHtoD_v2", &l.cuMemcpyHtoD_v2},
-		{"cuMemcpyDtoH_v2", &l.cuMemcpyDtoH_v2},
-		{"cuMemcpyHtoDAsync_v2", &l.cuMemcpyHtoDAsync_v2},
-		{"cuMemcpyDtoHAsync_v2", &l.cuMemcpyDtoHAsync_v2},
-		{"cuMemsetD8_v2", &l.cuMemsetD8_v2},
-		{"cuMemsetD8Async", &l.cuMemsetD8Async},
-		{"cuMemHostAlloc", &l.cuMemHostAlloc},
-		{"cuMemFreeHost", &l.cuMemFreeHost},
-		{"cuMemGetInfo_v2", &l.cuMemGetInfo_v2},
-		{"cuLaunchKernel", &l.cuLaunchKernel},
-		{"cuStreamCreate", &l.cuStreamCreate},
-		{"cuStreamSynchronize", &l.cuStreamSynchronize},
-		{"cuStreamDestroy_v2", &l.cuStreamDestroy_v2},
-		{"cuStreamWaitEvent", &l.cuStreamWaitEvent},
-		{"cuEventCreate", &l.cuEventCreate},
-		{"cuEventRecord", &l.cuEventRecord},
-		{"cuEventSynchronize", &l.cuEventSynchronize},
-		{"cuEventElapsedTime", &l.cuEventElapsedTime},
-		{"cuEventDestroy_v2", &l.cuEventDestroy_v2},
-		{"cuGetErrorName", &l.cuGetErrorName},
-		{"cuGetErrorString", &l.cuGetErrorString},
+func (l *libDriver) symbols() []dynlib.Func {
+	return []dynlib.Func{
+		{Name: "cuInit", Ptr: &l.cuInit},
+		{Name: "cuDriverGetVersion", Ptr: &l.cuDriverGetVersion},
+		{Name: "cuDeviceGetCount", Ptr: &l.cuDeviceGetCount},
+		{Name: "cuDeviceGet", Ptr: &l.cuDeviceGet},
+		{Name: "cuDeviceGetName", Ptr: &l.cuDeviceGetName},
+		{Name: "cuDeviceGetAttribute", Ptr: &l.cuDeviceGetAttribute},
+		{Name: "cuDeviceTotalMem_v2", Ptr: &l.cuDeviceTotalMem_v2},
+		{Name: "cuDevicePrimaryCtxRetain", Ptr: &l.cuDevicePrimaryCtxRetain},
+		{Name: "cuDevicePrimaryCtxRelease_v2", Ptr: &l.cuDevicePrimaryCtxRelease_v2},
+		{Name: "cuCtxSetCurrent", Ptr: &l.cuCtxSetCurrent},
+		{Name: "cuModuleLoadDataEx", Ptr: &l.cuModuleLoadDataEx},
+		{Name: "cuModuleGetFunction", Ptr: &l.cuModuleGetFunction},
+		{Name: "cuModuleUnload", Ptr: &l.cuModuleUnload},
+		{Name: "cuMemAlloc_v2", Ptr: &l.cuMemAlloc_v2},
+		{Name: "cuMemFree_v2", Ptr: &l.cuMemFree_v2},
+		{Name: "cuMemcpyHtoD_v2", Ptr: &l.cuMemcpyHtoD_v2},
+		{Name: "cuMemcpyDtoH_v2", Ptr: &l.cuMemcpyDtoH_v2},
+		{Name: "cuMemcpyHtoDAsync_v2", Ptr: &l.cuMemcpyHtoDAsync_v2},
+		{Name: "cuMemcpyDtoHAsync_v2", Ptr: &l.cuMemcpyDtoHAsync_v2},
+		{Name: "cuMemsetD8_v2", Ptr: &l.cuMemsetD8_v2},
+		{Name: "cuMemsetD8Async", Ptr: &l.cuMemsetD8Async},
+		{Name: "cuMemHostAlloc", Ptr: &l.cuMemHostAlloc},
+		{Name: "cuMemFreeHost", Ptr: &l.cuMemFreeHost},
+		{Name: "cuMemGetInfo_v2", Ptr: &l.cuMemGetInfo_v2},
+		{Name: "cuLaunchKernel", Ptr: &l.cuLaunchKernel},
+		{Name: "cuStreamCreate", Ptr: &l.cuStreamCreate},
+		{Name: "cuStreamSynchronize", Ptr: &l.cuStreamSynchronize},
+		{Name: "cuStreamDestroy_v2", Ptr: &l.cuStreamDestroy_v2},
+		{Name: "cuStreamWaitEvent", Ptr: &l.cuStreamWaitEvent},
+		{Name: "cuEventCreate", Ptr: &l.cuEventCreate},
+		{Name: "cuEventRecord", Ptr: &l.cuEventRecord},
+		{Name: "cuEventSynchronize", Ptr: &l.cuEventSynchronize},
+		{Name: "cuEventElapsedTime", Ptr: &l.cuEventElapsedTime},
+		{Name: "cuEventDestroy_v2", Ptr: &l.cuEventDestroy_v2},
+		{Name: "cuGetErrorName", Ptr: &l.cuGetErrorName},
+		{Name: "cuGetErrorString", Ptr: &l.cuGetErrorString},
 	}
 }
 
-var (
-	loadMu sync.Mutex
-	loaded = map[string]*libDriver{} // by the path given to dlopen
-)
+var loaded dynlib.Cache[Driver] // by the path given to dlopen
 
 // loadLibrary opens the driver library at path (a file name is searched for
 // the way the dynamic loader searches) and resolves every symbol. A library
 // is opened once per process and path.
 func loadLibrary(path string) (Driver, error) {
-	loadMu.Lock()
-	defer loadMu.Unlock()
-	if l := loaded[path]; l != nil {
-		return l, nil
-	}
-	// dlerror's message is per thread: keep dlopen and dlerror on one.
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	h, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_GLOBAL)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrNoLibrary, err)
-	}
-	l := &libDriver{path: path}
-	for _, s := range l.symbols() {
-		addr, err := purego.Dlsym(h, s.name)
-		if err != nil || addr == 0 {
-			purego.Dlclose(h)
-			return nil, fmt.Errorf("the CUDA driver library %s lacks %s (the driver is too old: gcomp needs CUDA 11 or newer)", path, s.name)
-		}
-		purego.RegisterFunc(s.fptr, addr)
-	}
-	graphs := l.graphSymbols()
-	addrs := make([]uintptr, len(graphs))
-	for i, s := range graphs {
-		if addrs[i], _ = purego.Dlsym(h, s.name); addrs[i] == 0 {
-			addrs = nil
-			break
-		}
-	}
-	for i, a := range addrs {
-		purego.RegisterFunc(graphs[i].fptr, a)
-	}
-	loaded[path] = l
-	return l, nil
+	return loaded.Get(path, func() (Driver, error) {
+		l := &libDriver{path: path}
+		return l, dynlib.Open(path, dynlib.Spec{
+			Required:  l.symbols(),
+			Optional:  [][]dynlib.Func{l.graphSymbols()},
+			NoLibrary: ErrNoLibrary,
+			Lacks: func(sym string) error {
+				return fmt.Errorf("the CUDA driver library %s lacks %s (the driver is too old: gcomp needs CUDA 11 or newer)", path, sym)
+			},
+		})
+	})
 }
 
 func (l *libDriver) err(call string, r int32) error { return newError(l, call, Result(r)) }

@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"sync"
 	"unsafe"
+
+	"github.com/gcomp/gcomp/internal/dynlib"
 )
 
 // Load opens the NCCL library named by LibraryPath(lib) and resolves its
@@ -34,26 +36,21 @@ type Library struct {
 	ncclCommInitRankPtr      func(comm *uintptr, n int32, id *UniqueID, rank int32) int32                        // arm64 only (see doc.go)
 }
 
-type symbol struct {
-	name string
-	fptr any
-}
-
-func (l *Library) symbols() []symbol {
-	return []symbol{
-		{"ncclGetVersion", &l.ncclGetVersion},
-		{"ncclGetUniqueId", &l.ncclGetUniqueId},
-		{"ncclCommInitAll", &l.ncclCommInitAll},
-		{"ncclGroupStart", &l.ncclGroupStart},
-		{"ncclGroupEnd", &l.ncclGroupEnd},
-		{"ncclAllReduce", &l.ncclAllReduce},
-		{"ncclBroadcast", &l.ncclBroadcast},
-		{"ncclReduceScatter", &l.ncclReduceScatter},
-		{"ncclAllGather", &l.ncclAllGather},
-		{"ncclCommGetAsyncError", &l.ncclCommGetAsyncError},
-		{"ncclCommAbort", &l.ncclCommAbort},
-		{"ncclCommDestroy", &l.ncclCommDestroy},
-		{"ncclGetErrorString", &l.ncclGetErrorString},
+func (l *Library) symbols() []dynlib.Func {
+	return []dynlib.Func{
+		{Name: "ncclGetVersion", Ptr: &l.ncclGetVersion},
+		{Name: "ncclGetUniqueId", Ptr: &l.ncclGetUniqueId},
+		{Name: "ncclCommInitAll", Ptr: &l.ncclCommInitAll},
+		{Name: "ncclGroupStart", Ptr: &l.ncclGroupStart},
+		{Name: "ncclGroupEnd", Ptr: &l.ncclGroupEnd},
+		{Name: "ncclAllReduce", Ptr: &l.ncclAllReduce},
+		{Name: "ncclBroadcast", Ptr: &l.ncclBroadcast},
+		{Name: "ncclReduceScatter", Ptr: &l.ncclReduceScatter},
+		{Name: "ncclAllGather", Ptr: &l.ncclAllGather},
+		{Name: "ncclCommGetAsyncError", Ptr: &l.ncclCommGetAsyncError},
+		{Name: "ncclCommAbort", Ptr: &l.ncclCommAbort},
+		{Name: "ncclCommDestroy", Ptr: &l.ncclCommDestroy},
+		{Name: "ncclGetErrorString", Ptr: &l.ncclGetErrorString},
 	}
 }
 

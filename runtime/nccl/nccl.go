@@ -4,7 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"os"
+
+	"github.com/gcomp/gcomp/internal/dynlib"
 )
 
 // LibraryEnv names the NCCL library to load when no path is given.
@@ -16,15 +17,7 @@ const DefaultLibrary = "libnccl.so.2"
 
 // LibraryPath is the library Load opens for lib: lib itself if not empty,
 // else $GCOMP_NCCL_LIB, else DefaultLibrary.
-func LibraryPath(lib string) string {
-	if lib != "" {
-		return lib
-	}
-	if p := os.Getenv(LibraryEnv); p != "" {
-		return p
-	}
-	return DefaultLibrary
-}
+func LibraryPath(lib string) string { return dynlib.Path(lib, LibraryEnv, DefaultLibrary) }
 
 // ErrNoLibrary is the error Load returns (wrapped, with the loader's message)
 // when the library cannot be opened.

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/ebitengine/purego"
+	"github.com/gcomp/gcomp/internal/dynlib"
 )
 
 // Env names the library to load when no path is given explicitly.
@@ -29,10 +29,7 @@ var ErrNoLibrary = errors.New("libNVVM not found")
 
 // Candidates lists, in order, the paths Load tries for explicit (which may be empty).
 func Candidates(explicit string) []string {
-	if explicit != "" {
-		return []string{explicit}
-	}
-	if p := os.Getenv(Env); p != "" {
+	if p := dynlib.Path(explicit, Env, ""); p != "" {
 		return []string{p}
 	}
 	var c []string
@@ -98,25 +95,18 @@ type Lib struct {
 	mu sync.Mutex // one compilation at a time: thread safety is not promised before CUDA 12
 }
 
-var (
-	loadMu sync.Mutex
-	loaded = map[string]*Lib{}
-)
+var loaded dynlib.Cache[*Lib] // by the path given to dlopen
 
 // Load opens the first of Candidates(explicit) that loads and resolves every entry point. A
 // library is opened once per process and path.
 func Load(explicit string) (*Lib, error) {
-	loadMu.Lock()
-	defer loadMu.Unlock()
-	cands := Candidates(explicit)
+	if err := dynlib.Unavailable("libNVVM"); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNoLibrary, err)
+	}
 	var tried []string
-	for _, p := range cands {
-		if l := loaded[p]; l != nil {
-			return l, nil
-		}
-		l, err := open(p)
+	for _, p := range Candidates(explicit) {
+		l, err := loaded.Get(p, func() (*Lib, error) { return open(p) })
 		if err == nil {
-			loaded[p] = l
 			return l, nil
 		}
 		tried = append(tried, "  "+err.Error())
@@ -126,44 +116,33 @@ func Load(explicit string) (*Lib, error) {
 }
 
 func open(path string) (*Lib, error) {
-	// dlerror's message is per thread: keep dlopen and dlerror on one.
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	h, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_LOCAL)
-	if err != nil {
-		if strings.Contains(err.Error(), path) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("%s: %v", path, err)
-	}
 	l := &Lib{Path: path}
-	syms := []struct {
-		name string
-		fptr any
-	}{
-		{"nvvmVersion", &l.nvvmVersion},
-		{"nvvmIRVersion", &l.nvvmIRVersion},
-		{"nvvmCreateProgram", &l.nvvmCreateProgram},
-		{"nvvmDestroyProgram", &l.nvvmDestroyProgram},
-		{"nvvmAddModuleToProgram", &l.nvvmAddModuleToProgram},
-		{"nvvmCompileProgram", &l.nvvmCompileProgram},
-		{"nvvmGetCompiledResultSize", &l.nvvmGetCompiledResultSize},
-		{"nvvmGetCompiledResult", &l.nvvmGetCompiledResult},
-		{"nvvmGetProgramLogSize", &l.nvvmGetProgramLogSize},
-		{"nvvmGetProgramLog", &l.nvvmGetProgramLog},
+	err := dynlib.Open(path, dynlib.Spec{
+		Local: true,
+		Required: []dynlib.Func{
+			{Name: "nvvmVersion", Ptr: &l.nvvmVersion},
+			{Name: "nvvmIRVersion", Ptr: &l.nvvmIRVersion},
+			{Name: "nvvmCreateProgram", Ptr: &l.nvvmCreateProgram},
+			{Name: "nvvmDestroyProgram", Ptr: &l.nvvmDestroyProgram},
+			{Name: "nvvmAddModuleToProgram", Ptr: &l.nvvmAddModuleToProgram},
+			{Name: "nvvmCompileProgram", Ptr: &l.nvvmCompileProgram},
+			{Name: "nvvmGetCompiledResultSize", Ptr: &l.nvvmGetCompiledResultSize},
+			{Name: "nvvmGetCompiledResult", Ptr: &l.nvvmGetCompiledResult},
+			{Name: "nvvmGetProgramLogSize", Ptr: &l.nvvmGetProgramLogSize},
+			{Name: "nvvmGetProgramLog", Ptr: &l.nvvmGetProgramLog},
+		},
+		Lacks: func(sym string) error {
+			return fmt.Errorf("%s: lacks %s (not a libNVVM of CUDA 11 or newer)", path, sym)
+		},
+		Optional: [][]dynlib.Func{{{Name: "nvvmLazyAddModuleToProgram", Ptr: &l.nvvmLazyAddModuleToProgram}}},
+	})
+	switch {
+	case err == nil:
+		return l, nil
+	case strings.Contains(err.Error(), path):
+		return nil, err
 	}
-	for _, s := range syms {
-		addr, err := purego.Dlsym(h, s.name)
-		if err != nil || addr == 0 {
-			purego.Dlclose(h)
-			return nil, fmt.Errorf("%s: lacks %s (not a libNVVM of CUDA 11 or newer)", path, s.name)
-		}
-		purego.RegisterFunc(s.fptr, addr)
-	}
-	if addr, err := purego.Dlsym(h, "nvvmLazyAddModuleToProgram"); err == nil && addr != 0 {
-		purego.RegisterFunc(&l.nvvmLazyAddModuleToProgram, addr)
-	}
-	return l, nil
+	return nil, fmt.Errorf("%s: %v", path, err)
 }
 
 // resultNames are nvvmResult's values, as nvvm.h names them.

@@ -1,5 +1,0 @@
-//go:build !nocuda
-
-package cuda
-
-const nocuda = false
