@@ -86,7 +86,7 @@ func goSource(filename string, src []byte, opt Options) (*ir.Graph, error) {
 				done <- result{nil, fmt.Errorf("%s: panic: %v", filename, r)}
 			}
 		}()
-		g, err := runModel(i, filename, string(traced), file.Name.Name, opt.Entry, opt.Training, tr, &stderr, ins)
+		g, err := runModel(i, filename, string(traced), file.Name.Name, opt, tr, &stderr, ins)
 		done <- result{g, err}
 	}()
 	select {
@@ -103,7 +103,8 @@ func goSource(filename string, src []byte, opt Options) (*ir.Graph, error) {
 
 // runModel evaluates the instrumented model source and calls its entry function on a fresh
 // frontend.Builder.
-func runModel(i *interp.Interpreter, filename, traced, pkg, entry string, training bool, tr *tracer, stderr *bytes.Buffer, ins insertions) (*ir.Graph, error) {
+func runModel(i *interp.Interpreter, filename, traced, pkg string, opt Options, tr *tracer, stderr *bytes.Buffer, ins insertions) (*ir.Graph, error) {
+	entry := opt.Entry
 	if _, err := i.Eval(traced); err != nil {
 		return nil, interpError(filename, err, stderr, ins)
 	}
@@ -116,8 +117,11 @@ func runModel(i *interp.Interpreter, filename, traced, pkg, entry string, traini
 		return nil, fmt.Errorf("%s: %s has type %s, want func(b *frontend.Builder)", filename, entry, v.Type())
 	}
 	opts := []frontend.Option{frontend.WithPosition(tr.pos), frontend.WithDir(filepath.Dir(filename))}
-	if training {
+	if opt.Training {
 		opts = append(opts, frontend.WithTraining())
+	}
+	if opt.Batch != 0 {
+		opts = append(opts, frontend.WithBatch(opt.Batch))
 	}
 	g, err := frontend.Build(pkg, func(b *frontend.Builder) {
 		defer func() {

@@ -33,6 +33,9 @@ type Options struct {
 	// Training builds a .go model in training mode (frontend.WithTraining), as gcomp train
 	// does: dropout drops, BatchNorm uses the batch's statistics. Eval mode otherwise.
 	Training bool
+	// Batch traces a .go model at this batch instead of the one its file declares (see
+	// Batched); 0 keeps the file's own.
+	Batch int
 }
 
 // File loads the model at path. Errors carry file:line (and :col for Go syntax errors).
@@ -88,13 +91,17 @@ func ModelSource(filename string, src []byte, opt Options) (*Model, error) {
 	}
 	var g *ir.Graph
 	var err error
-	switch strings.ToLower(filepath.Ext(filename)) {
+	ext := strings.ToLower(filepath.Ext(filename))
+	if opt.Batch != 0 && ext != ".go" {
+		return nil, batchUnsupported(filename, ext)
+	}
+	switch ext {
 	case ".gir":
 		if g, err = ir.Parse(filename, src); err == nil {
 			err = ops.Verify(g)
 		}
 	case ".go":
-		g, err = goSource(filename, src, opt)
+		g, err = goBatched(filename, src, opt)
 	case ".onnx":
 		return onnxSource(filename, src, opt)
 	default:

@@ -28,7 +28,7 @@ import (
 
 func cmdRun(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	mf := addModelFlags(fs)
+	mf := addBatchedModelFlags(fs)
 	tf := addTargetFlags(fs)
 	dev := fs.String("device", "ref", "where to run: ref (the reference interpreter on the source graph), sim (the compiled kernels on the PTX simulator), cuda:N (GPU N; cuda is cuda:0) or auto (the first usable GPU, else sim)")
 	cudaLib := fs.String("cuda-lib", "", "the CUDA driver library to load (default $"+cuda.LibraryEnv+", else "+cuda.DefaultLibrary+")")

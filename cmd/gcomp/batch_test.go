@@ -1,0 +1,100 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The examples compile at a batch chosen on the command line and agree with the reference
+// interpreter on the simulator (gcomp check), and gcomp run writes outputs of that batch.
+func TestBatchCheck(t *testing.T) {
+	for _, tc := range []struct {
+		dir   string
+		batch string
+		slow  bool // minutes on the simulator
+	}{
+		{"mlp", "1", false}, {"mlp", "3", false}, {"mlp", "64", false},
+		{"transformer", "1", false}, {"transformer", "3", false}, {"transformer", "64", true},
+		{"cnn", "1", false}, {"cnn", "3", true}, {"cnn", "64", true},
+		{"rnn", "3", false}, {"linreg", "64", false},
+	} {
+		t.Run(tc.dir+"@"+tc.batch, func(t *testing.T) {
+			if tc.slow && testing.Short() {
+				t.Skip("minutes on the simulator")
+			}
+			model := filepath.Join("..", "..", "examples", tc.dir, "model.go")
+			var stdout, stderr bytes.Buffer
+			if code := Main([]string{"check", model, "--batch", tc.batch, "--seed", "2"}, &stdout, &stderr); code != 0 {
+				t.Fatalf("check: %s", stderr.String())
+			}
+			if !strings.Contains(stdout.String(), "ok") {
+				t.Errorf("check printed:\n%s", stdout.String())
+			}
+		})
+	}
+}
+
+func TestBatchRunAndDump(t *testing.T) {
+	model, err := filepath.Abs(filepath.Join("..", "..", "examples", "mlp", "model.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir())
+	var stdout, stderr bytes.Buffer
+	if code := Main([]string{"run", model, "--batch", "5", "--device", "ref", "--output-dir", "out"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("run: %s", stderr.String())
+	}
+	if y := readNPY(t, "out/y.npy"); !y.Type.Shape.Equal([]int{5, 10}) {
+		t.Errorf("y is %v, want [5 10]", y.Type.Shape)
+	}
+	// The default is the file's own batch; dump and build agree with it.
+	stdout.Reset()
+	if code := Main([]string{"dump", model}, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "input %x : f32[16,64]") {
+		t.Errorf("dump: %d %s %s", code, stdout.String(), stderr.String())
+	}
+	stdout.Reset()
+	if code := Main([]string{"dump", model, "--batch", "7"}, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "input %x : f32[7,64]") {
+		t.Errorf("dump --batch 7: %d %s %s", code, stdout.String(), stderr.String())
+	}
+	if code := Main([]string{"build", model, "--batch", "7", "-o", "m.ptx"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("build: %s", stderr.String())
+	}
+	if plan, err := os.ReadFile("m.plan.json"); err != nil || !strings.Contains(string(plan), `"f32[7,64]"`) {
+		t.Errorf("the plan is not at batch 7 (%v)", err)
+	}
+}
+
+func TestBatchErrorsCmd(t *testing.T) {
+	t.Chdir(t.TempDir())
+	lit := `package m
+
+import "github.com/gcomp/gcomp/frontend"
+
+func Model(b *frontend.Builder) {
+	x := b.Input("x", frontend.F32, b.Batch(64), 784)
+	b.Output("y", x.View(64, 784).Relu())
+}
+`
+	if err := os.WriteFile("lit.go", []byte(lit), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"build", "lit.go", "--batch", "3"}, "lit.go:7: view: shape [64 784] is invalid for x f32[3,784] (2352 elements) (at batch 3, while the model's own batch builds: this line fixes the batch)"},
+		{[]string{"check", "lit.go", "--batch", "-2"}, "--batch -2: must be positive"},
+		{[]string{"dump", "lit.go", "--batch", "x"}, "invalid value"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := Main(tc.args, &stdout, &stderr); code != 1 || !strings.Contains(stderr.String(), tc.want) || stdout.Len() != 0 {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q, want %q", tc.args, code, stdout.String(), stderr.String(), tc.want)
+		}
+	}
+	if _, err := os.Stat("m.ptx"); err == nil {
+		t.Error("a failed build wrote m.ptx")
+	}
+}
