@@ -49,3 +49,12 @@ func (s *state) checkBatch() error {
 	}
 	return nil
 }
+
+// TracedBatch returns the batch the graph is built at so far: the one asked for WithBatch, else
+// the model's own; 0 if the model has not called Batch (its batch, if any, is fixed).
+func (b *Builder) TracedBatch() int {
+	if b.st.batch.def == 0 {
+		return 0
+	}
+	return b.Batch(b.st.batch.def)
+}

@@ -56,3 +56,22 @@ func TestBatchErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestTracedBatch(t *testing.T) {
+	for _, tc := range []struct {
+		opts []frontend.Option
+		want int
+	}{{nil, 8}, {[]frontend.Option{frontend.WithBatch(3)}, 3}} {
+		got := -1
+		_, err := frontend.Build("m", func(b *frontend.Builder) {
+			if b.TracedBatch() != 0 {
+				t.Error("TracedBatch before Batch is not 0")
+			}
+			b.Output("y", b.Input("x", frontend.F32, b.Batch(8)))
+			got = b.TracedBatch()
+		}, tc.opts...)
+		if err != nil || got != tc.want {
+			t.Errorf("TracedBatch = %d (%v), want %d", got, err, tc.want)
+		}
+	}
+}

@@ -19,38 +19,39 @@ import (
 // would need every shape rule of the DSL over symbolic sizes; two traces reuse the DSL as it is.
 
 // goBatched loads a .go model at opt.Batch (its own batch if 0).
-func goBatched(filename string, src []byte, opt Options) (*ir.Graph, error) {
+// It returns the graph and the batch it was traced at (0 if the model declares none).
+func goBatched(filename string, src []byte, opt Options) (*ir.Graph, int, error) {
 	if opt.Batch == 0 {
 		return goSource(filename, src, opt)
 	}
 	if opt.Batch < 0 || opt.Batch >= ir.MaxElements {
-		return nil, fmt.Errorf("%s: batch %d out of range", filename, opt.Batch)
+		return nil, 0, fmt.Errorf("%s: batch %d out of range", filename, opt.Batch)
 	}
-	g, err := goSource(filename, src, opt)
+	g, _, err := goSource(filename, src, opt)
 	if err != nil {
 		// A mistake at batch B that the file's own batch does not make is the batch's doing.
 		own := opt
 		own.Batch = 0
 		if lineError(err) != nil {
-			if _, ownErr := goSource(filename, src, own); ownErr == nil {
-				return nil, batchError(err, fmt.Sprintf("at batch %d, while the model's own batch builds: this line fixes the batch", opt.Batch))
+			if _, _, ownErr := goSource(filename, src, own); ownErr == nil {
+				return nil, 0, batchError(err, fmt.Sprintf("at batch %d, while the model's own batch builds: this line fixes the batch", opt.Batch))
 			}
 		}
-		return nil, err
+		return nil, 0, err
 	}
 	probe := opt
 	probe.Batch = opt.Batch + 1
-	g2, err := goSource(filename, src, probe)
+	g2, _, err := goSource(filename, src, probe)
 	if err != nil {
-		return nil, batchError(err, fmt.Sprintf("at batch %d, traced besides %d to check that the graph follows the batch: this line fixes the batch", probe.Batch, opt.Batch))
+		return nil, 0, batchError(err, fmt.Sprintf("at batch %d, traced besides %d to check that the graph follows the batch: this line fixes the batch", probe.Batch, opt.Batch))
 	}
 	if err := followsBatch(g, g2, opt.Batch, probe.Batch); err != nil {
 		if err.Pos == "" {
 			err.Pos = filename
 		}
-		return nil, err
+		return nil, 0, err
 	}
-	return g, nil
+	return g, opt.Batch, nil
 }
 
 // lineError returns err's *frontend.Error if it names a model line.

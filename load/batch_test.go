@@ -29,15 +29,23 @@ func TestExamplesAtBatch(t *testing.T) {
 			continue
 		}
 		path := filepath.Join("..", ex.Dir, "model.go")
-		def, err := File(path, Options{})
+		dm, got, err := ModelFileBatch(path, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
+		def := dm.Graph
+		if got != own {
+			t.Errorf("%s: traced at batch %d by default, want %d", ex.Name, got, own)
+		}
 		for _, batch := range []int{1, 3, 64} {
-			g, err := File(path, Options{Batch: batch})
+			m, got, err := ModelFileBatch(path, Options{Batch: batch})
 			if err != nil {
 				t.Errorf("%s at batch %d: %v", ex.Name, batch, err)
 				continue
+			}
+			g := m.Graph
+			if got != batch {
+				t.Errorf("%s: traced at batch %d, want %d", ex.Name, got, batch)
 			}
 			if err := followsBatch(def, g, own, batch); err != nil {
 				t.Errorf("%s at batch %d does not follow its own graph: %v", ex.Name, batch, err)
@@ -131,6 +139,13 @@ func TestBatchNotDeclared(t *testing.T) {
 	src = strings.Replace(src, "BODY", `b.Output("y", x)`, 1)
 	if _, err := Source("model.go", []byte(src), Options{}); err != nil {
 		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "model.go")
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, batch, err := ModelFileBatch(path, Options{}); err != nil || batch != 0 {
+		t.Errorf("a model without b.Batch: batch %d, %v; want 0", batch, err)
 	}
 	_, err := Source("model.go", []byte(src), Options{Batch: 3})
 	if err == nil || !strings.Contains(err.Error(), "model.go: batch 3 asked for, but the model never declares its batch") {

@@ -49,15 +49,20 @@ func File(path string, opt Options) (*ir.Graph, error) {
 
 // ModelFile is File with the weights the file carries (an ONNX model's initializers).
 func ModelFile(path string, opt Options) (*Model, error) {
-	limit := int64(MaxSourceBytes)
-	if strings.EqualFold(filepath.Ext(path), ".onnx") {
-		limit = MaxONNXBytes
-	}
-	src, err := tensorio.ReadFile(path, limit)
+	src, err := readModel(path)
 	if err != nil {
 		return nil, err
 	}
 	return ModelSource(path, src, opt)
+}
+
+// readModel reads a model file, refusing one larger than its format's bound.
+func readModel(path string) ([]byte, error) {
+	limit := int64(MaxSourceBytes)
+	if strings.EqualFold(filepath.Ext(path), ".onnx") {
+		limit = MaxONNXBytes
+	}
+	return tensorio.ReadFile(path, limit)
 }
 
 // MaxSourceBytes bounds a model file (a .go or .gir source; a chain of a million ops in .gir is
@@ -80,6 +85,22 @@ func Source(filename string, src []byte, opt Options) (*ir.Graph, error) {
 // ModelSource is Source with the weights the file carries. An ONNX model's weights refer to
 // src's bytes (they are not copied), so src must not change afterwards.
 func ModelSource(filename string, src []byte, opt Options) (*Model, error) {
+	m, _, err := modelSource(filename, src, opt)
+	return m, err
+}
+
+// ModelFileBatch is ModelFile with the batch the graph was traced at: opt.Batch if set, else the
+// .go model's own (the number it gives b.Batch); 0 when the model declares none (a .gir or .onnx
+// model, or a .go model without b.Batch, whose batch is fixed).
+func ModelFileBatch(path string, opt Options) (*Model, int, error) {
+	src, err := readModel(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	return modelSource(path, src, opt)
+}
+
+func modelSource(filename string, src []byte, opt Options) (*Model, int, error) {
 	if opt.Entry == "" {
 		opt.Entry = DefaultEntry
 	}
@@ -91,9 +112,10 @@ func ModelSource(filename string, src []byte, opt Options) (*Model, error) {
 	}
 	var g *ir.Graph
 	var err error
+	batch := 0
 	ext := strings.ToLower(filepath.Ext(filename))
 	if opt.Batch != 0 && ext != ".go" {
-		return nil, batchUnsupported(filename, ext)
+		return nil, 0, batchUnsupported(filename, ext)
 	}
 	switch ext {
 	case ".gir":
@@ -101,14 +123,15 @@ func ModelSource(filename string, src []byte, opt Options) (*Model, error) {
 			err = ops.Verify(g)
 		}
 	case ".go":
-		g, err = goBatched(filename, src, opt)
+		g, batch, err = goBatched(filename, src, opt)
 	case ".onnx":
-		return onnxSource(filename, src, opt)
+		m, err := onnxSource(filename, src, opt)
+		return m, 0, err
 	default:
 		err = fmt.Errorf("%s: unknown model format %q (want .go, .gir or .onnx)", filename, filepath.Ext(filename))
 	}
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return &Model{Graph: g}, nil
+	return &Model{Graph: g}, batch, nil
 }
