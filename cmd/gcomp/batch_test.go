@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -96,5 +97,58 @@ func Model(b *frontend.Builder) {
 	}
 	if _, err := os.Stat("m.ptx"); err == nil {
 		t.Error("a failed build wrote m.ptx")
+	}
+}
+
+// gcomp run over two and three simulated devices writes what one device writes.
+func TestRunParallel(t *testing.T) {
+	model, err := filepath.Abs(filepath.Join("..", "..", "examples", "mlp", "model.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir())
+	run := func(args ...string) {
+		t.Helper()
+		var stdout, stderr bytes.Buffer
+		if code := Main(append([]string{"run", model, "--seed", "4"}, args...), &stdout, &stderr); code != 0 {
+			t.Fatalf("%v: %s", args, stderr.String())
+		}
+	}
+	run("--batch", "6", "--device", "sim", "--output-dir", "one", "--save-inputs")
+	run("--batch", "6", "--device", "sim:0,sim:1", "--output-dir", "two", "--input", "x=one/inputs/x.npy")
+	run("--batch", "6", "--device", "sim:0,sim:1,sim:2", "--output-dir", "three", "--input", "x=one/inputs/x.npy")
+	want := readNPY(t, "one/y.npy")
+	for _, dir := range []string{"two", "three"} {
+		got := readNPY(t, dir+"/y.npy")
+		if !got.Type.Equal(want.Type) || !slices.Equal(got.F, want.F) {
+			t.Errorf("%s devices: y differs from one device's", dir)
+		}
+	}
+}
+
+func TestRunParallelErrors(t *testing.T) {
+	mlp, err := filepath.Abs(filepath.Join("..", "..", "examples", "mlp", "model.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := fixture(t)
+	t.Chdir(dir)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", mlp, "--batch", "5", "--device", "sim:0,sim:1", "--output-dir", "o"}, "batch 5 does not split evenly over 2 devices"},
+		{[]string{"run", mlp, "--device", "sim:0,sim:1,sim:2", "--output-dir", "o"}, "batch 16 does not split evenly over 3 devices"},
+		{[]string{"run", "model.go", "--device", "sim:0,sim:1", "--output-dir", "o"}, "model.go: the model declares no batch (b.Batch) to split over 2 devices"},
+		{[]string{"run", mlp, "--device", "sim:0,cuda:1", "--output-dir", "o"}, "mixes sim and cuda"},
+		{[]string{"run", mlp, "--device", "sim:0,sim:1", "--bench", "2", "--output-dir", "o"}, "--bench times one device"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := Main(tc.args, &stdout, &stderr); code != 1 || !strings.Contains(stderr.String(), tc.want) {
+			t.Errorf("%v: exit %d, stderr %q, want %q", tc.args, code, stderr.String(), tc.want)
+		}
+	}
+	if _, err := os.Stat("o"); err == nil {
+		t.Error("a failed run wrote its output directory")
 	}
 }

@@ -66,18 +66,39 @@ func (m modelFlags) loadTraining(path string) (*ir.Graph, error) {
 
 // loadModel loads the model at path with the weights it carries (an .onnx model's).
 func (m modelFlags) loadModel(path string, training bool) (*load.Model, error) {
-	opt, err := m.onnx.options()
+	lopt, err := m.options(training)
 	if err != nil {
 		return nil, err
+	}
+	return load.ModelFile(path, lopt)
+}
+
+// loadModelBatch loads the model at path traced at batch (0: --batch, else the model's own) and
+// returns the batch it was traced at (0 if the model declares none).
+func (m modelFlags) loadModelBatch(path string, batch int) (*load.Model, int, error) {
+	lopt, err := m.options(false)
+	if err != nil {
+		return nil, 0, err
+	}
+	if batch != 0 {
+		lopt.Batch = batch
+	}
+	return load.ModelFileBatch(path, lopt)
+}
+
+func (m modelFlags) options(training bool) (load.Options, error) {
+	opt, err := m.onnx.options()
+	if err != nil {
+		return load.Options{}, err
 	}
 	lopt := load.Options{Entry: *m.entry, Timeout: *m.timeout, Memory: int64(*m.memory), ONNX: opt, Training: training}
 	if m.batch != nil {
 		if *m.batch < 0 {
-			return nil, fmt.Errorf("gcomp: --batch %d: must be positive", *m.batch)
+			return load.Options{}, fmt.Errorf("gcomp: --batch %d: must be positive", *m.batch)
 		}
 		lopt.Batch = *m.batch
 	}
-	return load.ModelFile(path, lopt)
+	return lopt, nil
 }
 
 // statsFlag is --stats (a table) or --stats=json.
