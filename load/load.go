@@ -33,8 +33,9 @@ type Options struct {
 	// Training builds a .go model in training mode (frontend.WithTraining), as gcomp train
 	// does: dropout drops, BatchNorm uses the batch's statistics. Eval mode otherwise.
 	Training bool
-	// Batch traces a .go model at this batch instead of the one its file declares (see
-	// Batched); 0 keeps the file's own.
+	// Batch traces a .go model at this batch instead of its file's own, the number it gives
+	// b.Batch; 0 keeps the file's own. The model is then traced twice, at Batch and Batch+1, and
+	// a line that fixes the batch is an error (batch.go). Only .go models take it.
 	Batch int
 }
 

@@ -209,3 +209,25 @@ func TestParseDevices(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseDevices: any --device list is parsed or refused with an error, never a panic, and a
+// parsed list names each device once, as sim:N or cuda:N of one kind.
+func FuzzParseDevices(f *testing.F) {
+	for _, s := range []string{"sim:0,sim:1", "cuda:0,cuda:1", "sim:0,cuda:0", "", ",", "sim:-1", "cuda:99999999999999999999"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, list string) {
+		specs, err := ParseDevices(list)
+		if err != nil {
+			return
+		}
+		seen := map[string]bool{}
+		for _, s := range specs {
+			kind, _, _ := strings.Cut(s.Name, ":")
+			if seen[s.Name] || kind != strings.SplitN(specs[0].Name, ":", 2)[0] || (s.Open != "sim" && s.Open != s.Name) {
+				t.Fatalf("%q parsed as %v", list, specs)
+			}
+			seen[s.Name] = true
+		}
+	})
+}
