@@ -89,6 +89,8 @@ func Model(b *frontend.Builder) {
 		{[]string{"build", "lit.go", "--batch", "3"}, "lit.go:7: view: shape [64 784] is invalid for x f32[3,784] (2352 elements) (at batch 3, while the model's own batch builds: this line fixes the batch)"},
 		{[]string{"check", "lit.go", "--batch", "-2"}, "--batch -2: must be positive"},
 		{[]string{"dump", "lit.go", "--batch", "x"}, "invalid value"},
+		{[]string{"check", "m.ptx", "--batch", "2"}, "m.ptx: --batch: a compiled module is fixed at the batch it was built at"},
+		{[]string{"run", "m.ptx", "--batch", "2", "--device", "sim", "--output-dir", "o"}, "m.ptx: --batch: a compiled module is fixed"},
 	} {
 		var stdout, stderr bytes.Buffer
 		if code := Main(tc.args, &stdout, &stderr); code != 1 || !strings.Contains(stderr.String(), tc.want) || stdout.Len() != 0 {

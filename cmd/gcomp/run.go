@@ -157,6 +157,9 @@ func prefixPath(path string, err error) string {
 // model is compiled in memory when compile is set.
 func loadRunnable(path string, mf modelFlags, copt compiler.Options, compile bool) (*load.Model, *artifact.Artifact, error) {
 	if strings.HasSuffix(path, ".ptx") {
+		if mf.batch != nil && *mf.batch != 0 {
+			return nil, nil, fmt.Errorf("gcomp: %s: --batch: a compiled module is fixed at the batch it was built at (build it with --batch)", path)
+		}
 		art, err := artifact.Read(path)
 		if err != nil {
 			return nil, nil, fmt.Errorf("gcomp: %v", err)
