@@ -22,12 +22,16 @@ func TestForwardEqualsOneDevice(t *testing.T) {
 		model func(*frontend.Builder)
 		batch int
 		n     int
+		slow  bool // -short (and so the race pass) leaves it out
 	}{
-		{"mlp", mlp.Model, 6, 2},
-		{"mlp", mlp.Model, 6, 3},
-		{"rnn", rnn.Model, 4, 4},
-		{"transformer", transformer.Model, 4, 2},
+		{"mlp", mlp.Model, 6, 2, false},
+		{"mlp", mlp.Model, 6, 3, true},
+		{"rnn", rnn.Model, 4, 4, false},
+		{"transformer", transformer.Model, 4, 2, true},
 	} {
+		if tc.slow && testing.Short() {
+			continue
+		}
 		build := func(batch int) *ir.Graph {
 			g, err := frontend.Build(tc.name, tc.model, frontend.WithBatch(batch))
 			if err != nil {
