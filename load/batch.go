@@ -133,15 +133,38 @@ func describe(v *ir.Value) string {
 	return fmt.Sprintf("%s %s", v.Op, v.Type)
 }
 
-// batchUnsupported is the error for Options.Batch on a model that is not a .go file: a .gir
-// file holds a graph traced at one batch, with every shape fixed and no dim marked as the batch,
-// and an .onnx model's inputs take their shapes from Options.ONNX.Shapes (--shape).
-func batchUnsupported(filename, ext string) error {
-	switch ext {
-	case ".gir":
-		return fmt.Errorf("%s: a .gir graph marks no batch dim (its shapes are fixed when it is written): choose the batch when tracing its .go model (gcomp dump model.go --batch B)", filename)
-	case ".onnx":
-		return fmt.Errorf("%s: an .onnx model's batch is set with its input shapes: --shape NAME=BxCx... instead of --batch", filename)
+// onnxBatched imports an .onnx model with Options.Batch filling its inputs' symbolic first
+// dimensions, twice (at B and B+1) as goBatched traces a .go model, so that a model whose nodes
+// fix the batch (a Reshape to a constant shape) is an error naming the node, not a wrong graph.
+func onnxBatched(filename string, src []byte, opt Options) (*Model, int, error) {
+	if opt.Batch < 0 || opt.Batch >= ir.MaxElements {
+		return nil, 0, fmt.Errorf("%s: batch %d out of range", filename, opt.Batch)
 	}
-	return fmt.Errorf("%s: batch: only a .go model is traced at a batch chosen when loading", filename)
+	o := opt
+	o.ONNX.Batch = opt.Batch
+	m, err := onnxSource(filename, src, o)
+	if err != nil {
+		return nil, 0, err
+	}
+	o.ONNX.Batch = opt.Batch + 1
+	m2, err := onnxSource(filename, src, o)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%v (at batch %d, imported besides %d to check that the graph follows the batch)", err, o.ONNX.Batch, opt.Batch)
+	}
+	if err := followsBatch(m.Graph, m2.Graph, opt.Batch, o.ONNX.Batch); err != nil {
+		if err.Pos == "" {
+			err.Pos = filename
+		}
+		return nil, 0, err
+	}
+	return m, opt.Batch, nil
+}
+
+// batchUnsupported is the error for Options.Batch on a .gir model: it holds a graph traced at
+// one batch, with every shape fixed and no dim marked as the batch.
+func batchUnsupported(filename, ext string) error {
+	if ext == ".gir" {
+		return fmt.Errorf("%s: a .gir graph marks no batch dim (its shapes are fixed when it is written): choose the batch when tracing its .go model (gcomp dump model.go --batch B)", filename)
+	}
+	return fmt.Errorf("%s: batch: only .go and .onnx models are traced at a batch chosen when loading", filename)
 }

@@ -7,9 +7,11 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/gcomp/gcomp/examples"
 	"github.com/gcomp/gcomp/frontend"
+	"github.com/gcomp/gcomp/frontend/onnx/onnxpb"
 	"github.com/gcomp/gcomp/ir"
 )
 
@@ -153,7 +155,7 @@ func TestBatchNotDeclared(t *testing.T) {
 	}
 }
 
-func TestBatchOtherFormats(t *testing.T) {
+func TestBatchGIR(t *testing.T) {
 	dir := t.TempDir()
 	gir := filepath.Join(dir, "m.gir")
 	if err := os.WriteFile(gir, []byte("graph g {\n  input %x : f32[2]\n  output y = %x\n}\n"), 0o644); err != nil {
@@ -162,16 +164,69 @@ func TestBatchOtherFormats(t *testing.T) {
 	if _, err := File(gir, Options{}); err != nil {
 		t.Fatal(err)
 	}
-	onnx := filepath.Join(dir, "m.onnx")
-	if err := os.WriteFile(onnx, []byte{}, 0o644); err != nil {
+	if _, err := File(gir, Options{Batch: 2}); err == nil || !strings.Contains(err.Error(), "m.gir: a .gir graph marks no batch dim") {
+		t.Errorf("err = %v", err)
+	}
+}
+
+// An .onnx model's symbolic first dims take the batch; a node that fixes it is an error.
+func TestBatchONNX(t *testing.T) {
+	mlp := filepath.Join("..", "frontend", "onnx", "suite", "testdata", "exported", "mlp_opset17.onnx")
+	m, batch, err := ModelFileBatch(mlp, Options{Batch: 3})
+	if err != nil {
 		t.Fatal(err)
 	}
-	for _, tc := range []struct{ file, want string }{
-		{gir, "m.gir: a .gir graph marks no batch dim"},
-		{onnx, "m.onnx: an .onnx model's batch is set with its input shapes: --shape"},
-	} {
-		if _, err := File(tc.file, Options{Batch: 2}); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: err = %v, want %q", tc.file, err, tc.want)
+	var shaped Options
+	shaped.ONNX.Shapes = map[string][]int{"x": {3, 64}}
+	want, err := File(mlp, shaped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if batch != 3 || m.Graph.String() != want.String() {
+		t.Errorf("--batch 3 (batch %d) is not --shape x=3x64:\n%s\n%s", batch, m.Graph, want)
+	}
+	shaped.Batch = 3
+	if _, err := File(mlp, shaped); err == nil || !strings.Contains(err.Error(), "--batch 3: no input without --shape has a symbolic first dimension") {
+		t.Errorf("--batch with every input shaped: %v", err)
+	}
+
+	// Reshape(x, [2, 4]) of x f32[batch, 4]: right at batch 2 only.
+	str := func(s string) *string { return &s }
+	elem := func(e int32) *int32 { return &e }
+	dim := func(d any) *onnxpb.TensorShapeProto_Dimension {
+		if s, ok := d.(string); ok {
+			return &onnxpb.TensorShapeProto_Dimension{Value: &onnxpb.TensorShapeProto_Dimension_DimParam{DimParam: s}}
 		}
+		return &onnxpb.TensorShapeProto_Dimension{Value: &onnxpb.TensorShapeProto_Dimension_DimValue{DimValue: int64(d.(int))}}
+	}
+	info := func(name string, dims ...any) *onnxpb.ValueInfoProto {
+		shape := &onnxpb.TensorShapeProto{}
+		for _, d := range dims {
+			shape.Dim = append(shape.Dim, dim(d))
+		}
+		return &onnxpb.ValueInfoProto{Name: str(name), Type: &onnxpb.TypeProto{Value: &onnxpb.TypeProto_TensorType{
+			TensorType: &onnxpb.TypeProto_Tensor{ElemType: elem(1), Shape: shape}}}}
+	}
+	graph := &onnxpb.GraphProto{
+		Name:        str("g"),
+		Input:       []*onnxpb.ValueInfoProto{info("x", "batch", 4)},
+		Output:      []*onnxpb.ValueInfoProto{info("y", 2, 4)},
+		Initializer: []*onnxpb.TensorProto{{Name: str("shape"), Dims: []int64{2}, DataType: elem(7), Int64Data: []int64{2, 4}}},
+		Node:        []*onnxpb.NodeProto{{OpType: str("Reshape"), Name: str("fixed"), Input: []string{"x", "shape"}, Output: []string{"y"}}},
+	}
+	version, opset := int64(8), int64(17)
+	data, err := proto.Marshal(&onnxpb.ModelProto{IrVersion: &version, Graph: graph,
+		OpsetImport: []*onnxpb.OperatorSetIdProto{{Domain: str(""), Version: &opset}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "fixed.onnx")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = File(path, Options{Batch: 2})
+	if err == nil || !strings.Contains(err.Error(), "fixed.onnx") || !strings.Contains(err.Error(), "Reshape") ||
+		!strings.Contains(err.Error(), "(at batch 3, imported besides 2 to check that the graph follows the batch)") {
+		t.Errorf("a Reshape to a constant batch: %v", err)
 	}
 }

@@ -34,8 +34,9 @@ type Options struct {
 	// does: dropout drops, BatchNorm uses the batch's statistics. Eval mode otherwise.
 	Training bool
 	// Batch traces a .go model at this batch instead of its file's own, the number it gives
-	// b.Batch; 0 keeps the file's own. The model is then traced twice, at Batch and Batch+1, and
-	// a line that fixes the batch is an error (batch.go). Only .go models take it.
+	// b.Batch, and fills an .onnx model's symbolic first input dims; 0 keeps the file's own. The
+	// model is then traced twice, at Batch and Batch+1, and a line or node that fixes the batch
+	// is an error (batch.go). A .gir model refuses it.
 	Batch int
 }
 
@@ -115,7 +116,7 @@ func modelSource(filename string, src []byte, opt Options) (*Model, int, error) 
 	var err error
 	batch := 0
 	ext := strings.ToLower(filepath.Ext(filename))
-	if opt.Batch != 0 && ext != ".go" {
+	if opt.Batch != 0 && ext != ".go" && ext != ".onnx" {
 		return nil, 0, batchUnsupported(filename, ext)
 	}
 	switch ext {
@@ -126,6 +127,9 @@ func modelSource(filename string, src []byte, opt Options) (*Model, int, error) 
 	case ".go":
 		g, batch, err = goBatched(filename, src, opt)
 	case ".onnx":
+		if opt.Batch != 0 {
+			return onnxBatched(filename, src, opt)
+		}
 		m, err := onnxSource(filename, src, opt)
 		return m, 0, err
 	default:

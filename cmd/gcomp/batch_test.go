@@ -108,6 +108,10 @@ func TestRunParallel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	onnxModel, err := filepath.Abs(filepath.Join("..", "..", "frontend", "onnx", "suite", "testdata", "exported", "mlp_opset17.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Chdir(t.TempDir())
 	run := func(args ...string) {
 		t.Helper()
@@ -119,6 +123,17 @@ func TestRunParallel(t *testing.T) {
 	run("--batch", "6", "--device", "sim", "--output-dir", "one", "--save-inputs")
 	run("--batch", "6", "--device", "sim:0,sim:1", "--output-dir", "two", "--input", "x=one/inputs/x.npy")
 	run("--batch", "6", "--device", "sim:0,sim:1,sim:2", "--output-dir", "three", "--input", "x=one/inputs/x.npy")
+	// An .onnx model's symbolic batch dim takes --batch too.
+	var stdout, stderr bytes.Buffer
+	if code := Main([]string{"run", onnxModel, "--batch", "4", "--device", "sim:0,sim:1", "--output-dir", "onnx2", "--save-inputs"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("onnx over two devices: %s", stderr.String())
+	}
+	if code := Main([]string{"run", onnxModel, "--shape", "x=4x64", "--device", "sim", "--output-dir", "onnx1", "--input", "x=onnx2/inputs/x.npy"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("onnx on one device: %s", stderr.String())
+	}
+	if a, b := readNPY(t, "onnx1/y.npy"), readNPY(t, "onnx2/y.npy"); !a.Type.Equal(b.Type) || !slices.Equal(a.F, b.F) {
+		t.Error("the .onnx model over two devices differs from one device's")
+	}
 	want := readNPY(t, "one/y.npy")
 	for _, dir := range []string{"two", "three"} {
 		got := readNPY(t, dir+"/y.npy")

@@ -43,7 +43,7 @@ func addModelFlags(fs *flag.FlagSet) modelFlags {
 // addBatchedModelFlags is addModelFlags with --batch, the batch a .go model is traced at.
 func addBatchedModelFlags(fs *flag.FlagSet) modelFlags {
 	m := addModelFlags(fs)
-	m.batch = fs.Int("batch", 0, "trace a .go model at this batch instead of its file's own (the model declares it with b.Batch)")
+	m.batch = fs.Int("batch", 0, "trace a .go model at this batch instead of its file's own (the model declares it with b.Batch); fill an .onnx model's symbolic first input dims")
 	return m
 }
 
