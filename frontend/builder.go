@@ -27,6 +27,7 @@ type state struct {
 	outputs map[string]string // output names → where they were declared
 	mode    mode              // eval or training (WithTraining)
 	dir     string            // the model's folder: custom kernels' source files are read from it
+	batch   batchState        // the batch asked for and the model's own (Batch)
 }
 
 // decl is what a declared name stands for and where it was declared.
@@ -64,7 +65,13 @@ func Build(name string, model func(*Builder), opts ...Option) (g *ir.Graph, err 
 			g, err = nil, b.st.asError(r)
 		}
 	}()
+	if b.st.batch.want < 0 {
+		return nil, &Error{Msg: fmt.Sprintf("batch: must be positive, have %d", b.st.batch.want)}
+	}
 	model(b)
+	if err := b.st.checkBatch(); err != nil {
+		return nil, err
+	}
 	return b.Graph()
 }
 

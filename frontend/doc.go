@@ -49,6 +49,12 @@
 // drops, with numbers from the graph's random key input (RandomKey, NextStream), and BatchNorm
 // normalizes with batch statistics and updates its buffers (UpdateBuffer).
 //
+// # The batch
+//
+// Builder.Batch(64) returns the batch the graph is built at: 64, the model's own, unless the
+// graph is built WithBatch(B), as gcomp's --batch does. Shapes that carry the batch (inputs, an
+// RNN's initial state) ask for it there instead of writing the number.
+//
 // # Parameters
 //
 // Builder.Param declares a named weight with an initializer (Uniform, DefaultUniform, Normal,

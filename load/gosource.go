@@ -30,28 +30,29 @@ var (
 )
 
 // goSource runs a model file through the embedded Go interpreter and calls its entry function on
-// a fresh frontend.Builder.
-func goSource(filename string, src []byte, opt Options) (*ir.Graph, error) {
+// a fresh frontend.Builder. It returns the graph and the batch it was traced at (0 if the model
+// declares none).
+func goSource(filename string, src []byte, opt Options) (*ir.Graph, int, error) {
 	// go/parser first: its syntax errors are the ones Go programmers know, with file:line:col.
 	fset := token.NewFileSet()
 	file, err := parser.ParseFile(fset, filename, src, parser.SkipObjectResolution)
 	if err != nil {
 		var list scanner.ErrorList
 		if errors.As(err, &list) && len(list) > 0 {
-			return nil, list[0]
+			return nil, 0, list[0]
 		}
-		return nil, err
+		return nil, 0, err
 	}
 	if !declaresFunc(file, opt.Entry) {
-		return nil, fmt.Errorf("%s: no function %s: a model file declares func %s(b *frontend.Builder)", filename, opt.Entry, opt.Entry)
+		return nil, 0, fmt.Errorf("%s: no function %s: a model file declares func %s(b *frontend.Builder)", filename, opt.Entry, opt.Entry)
 	}
 
 	pkg, info, err := typecheck(fset, file)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if err := unsupported(fset, file, info); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	tr := &tracer{file: filename, maxBytes: opt.Memory}
 	traced, ins := instrument(fset, file, src, pkg, info)
@@ -60,13 +61,13 @@ func goSource(filename string, src []byte, opt Options) (*ir.Graph, error) {
 	// which may carry the IR.
 	i := interp.New(interp.Options{Stderr: &stderr, Stdout: os.Stderr})
 	if err := i.Use(tr.exports()); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if err := i.Use(allowedStdlib()); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if err := i.Use(symbols.Symbols); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	// One deadline and one memory limit hold for the package's initialization and the entry
 	// function together.
@@ -76,49 +77,55 @@ func goSource(filename string, src []byte, opt Options) (*ir.Graph, error) {
 	defer close(stopWatch)
 	over := watchMemory(opt.Memory, stopWatch)
 	type result struct {
-		g   *ir.Graph
-		err error
+		g     *ir.Graph
+		batch int
+		err   error
 	}
 	done := make(chan result, 1)
 	go func() {
 		defer func() {
 			if r := recover(); r != nil {
-				done <- result{nil, fmt.Errorf("%s: panic: %v", filename, r)}
+				done <- result{nil, 0, fmt.Errorf("%s: panic: %v", filename, r)}
 			}
 		}()
-		g, err := runModel(i, filename, string(traced), file.Name.Name, opt.Entry, opt.Training, tr, &stderr, ins)
-		done <- result{g, err}
+		g, batch, err := runModel(i, filename, string(traced), file.Name.Name, opt, tr, &stderr, ins)
+		done <- result{g, batch, err}
 	}()
 	select {
 	case r := <-done:
-		return r.g, r.err
+		return r.g, r.batch, r.err
 	case <-ctx.Done():
 		stopInterpreter(i)
-		return nil, limitError(filename, opt, false)
+		return nil, 0, limitError(filename, opt, false)
 	case <-over:
 		stopInterpreter(i)
-		return nil, limitError(filename, opt, true)
+		return nil, 0, limitError(filename, opt, true)
 	}
 }
 
 // runModel evaluates the instrumented model source and calls its entry function on a fresh
 // frontend.Builder.
-func runModel(i *interp.Interpreter, filename, traced, pkg, entry string, training bool, tr *tracer, stderr *bytes.Buffer, ins insertions) (*ir.Graph, error) {
+func runModel(i *interp.Interpreter, filename, traced, pkg string, opt Options, tr *tracer, stderr *bytes.Buffer, ins insertions) (*ir.Graph, int, error) {
+	entry := opt.Entry
 	if _, err := i.Eval(traced); err != nil {
-		return nil, interpError(filename, err, stderr, ins)
+		return nil, 0, interpError(filename, err, stderr, ins)
 	}
 	v, err := i.Eval(pkg + "." + entry)
 	if err != nil {
-		return nil, interpError(filename, err, stderr, ins)
+		return nil, 0, interpError(filename, err, stderr, ins)
 	}
 	model, ok := v.Interface().(func(*frontend.Builder))
 	if !ok {
-		return nil, fmt.Errorf("%s: %s has type %s, want func(b *frontend.Builder)", filename, entry, v.Type())
+		return nil, 0, fmt.Errorf("%s: %s has type %s, want func(b *frontend.Builder)", filename, entry, v.Type())
 	}
 	opts := []frontend.Option{frontend.WithPosition(tr.pos), frontend.WithDir(filepath.Dir(filename))}
-	if training {
+	if opt.Training {
 		opts = append(opts, frontend.WithTraining())
 	}
+	if opt.Batch != 0 {
+		opts = append(opts, frontend.WithBatch(opt.Batch))
+	}
+	batch := 0
 	g, err := frontend.Build(pkg, func(b *frontend.Builder) {
 		defer func() {
 			if r := recover(); r != nil {
@@ -126,12 +133,13 @@ func runModel(i *interp.Interpreter, filename, traced, pkg, entry string, traini
 			}
 		}()
 		model(b)
+		batch = b.TracedBatch()
 	}, opts...)
 	var fe *frontend.Error
 	if errors.As(err, &fe) && fe.Pos == "" {
 		fe.Pos = filename // a mistake of the whole model, such as declaring no outputs
 	}
-	return g, err
+	return g, batch, err
 }
 
 func declaresFunc(f *ast.File, name string) bool {

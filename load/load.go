@@ -33,6 +33,11 @@ type Options struct {
 	// Training builds a .go model in training mode (frontend.WithTraining), as gcomp train
 	// does: dropout drops, BatchNorm uses the batch's statistics. Eval mode otherwise.
 	Training bool
+	// Batch traces a .go model at this batch instead of its file's own, the number it gives
+	// b.Batch, and fills an .onnx model's symbolic first input dims; 0 keeps the file's own. The
+	// model is then traced twice, at Batch and Batch+1, and a line or node that fixes the batch
+	// is an error (batch.go). A .gir model refuses it.
+	Batch int
 }
 
 // File loads the model at path. Errors carry file:line (and :col for Go syntax errors).
@@ -46,15 +51,20 @@ func File(path string, opt Options) (*ir.Graph, error) {
 
 // ModelFile is File with the weights the file carries (an ONNX model's initializers).
 func ModelFile(path string, opt Options) (*Model, error) {
-	limit := int64(MaxSourceBytes)
-	if strings.EqualFold(filepath.Ext(path), ".onnx") {
-		limit = MaxONNXBytes
-	}
-	src, err := tensorio.ReadFile(path, limit)
+	src, err := readModel(path)
 	if err != nil {
 		return nil, err
 	}
 	return ModelSource(path, src, opt)
+}
+
+// readModel reads a model file, refusing one larger than its format's bound.
+func readModel(path string) ([]byte, error) {
+	limit := int64(MaxSourceBytes)
+	if strings.EqualFold(filepath.Ext(path), ".onnx") {
+		limit = MaxONNXBytes
+	}
+	return tensorio.ReadFile(path, limit)
 }
 
 // MaxSourceBytes bounds a model file (a .go or .gir source; a chain of a million ops in .gir is
@@ -77,6 +87,22 @@ func Source(filename string, src []byte, opt Options) (*ir.Graph, error) {
 // ModelSource is Source with the weights the file carries. An ONNX model's weights refer to
 // src's bytes (they are not copied), so src must not change afterwards.
 func ModelSource(filename string, src []byte, opt Options) (*Model, error) {
+	m, _, err := modelSource(filename, src, opt)
+	return m, err
+}
+
+// ModelFileBatch is ModelFile with the batch the graph was traced at: opt.Batch if set, else the
+// .go model's own (the number it gives b.Batch); 0 when the model declares none (a .gir or .onnx
+// model, or a .go model without b.Batch, whose batch is fixed).
+func ModelFileBatch(path string, opt Options) (*Model, int, error) {
+	src, err := readModel(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	return modelSource(path, src, opt)
+}
+
+func modelSource(filename string, src []byte, opt Options) (*Model, int, error) {
 	if opt.Entry == "" {
 		opt.Entry = DefaultEntry
 	}
@@ -88,20 +114,29 @@ func ModelSource(filename string, src []byte, opt Options) (*Model, error) {
 	}
 	var g *ir.Graph
 	var err error
-	switch strings.ToLower(filepath.Ext(filename)) {
+	batch := 0
+	ext := strings.ToLower(filepath.Ext(filename))
+	if opt.Batch != 0 && ext != ".go" && ext != ".onnx" {
+		return nil, 0, batchUnsupported(filename, ext)
+	}
+	switch ext {
 	case ".gir":
 		if g, err = ir.Parse(filename, src); err == nil {
 			err = ops.Verify(g)
 		}
 	case ".go":
-		g, err = goSource(filename, src, opt)
+		g, batch, err = goBatched(filename, src, opt)
 	case ".onnx":
-		return onnxSource(filename, src, opt)
+		if opt.Batch != 0 {
+			return onnxBatched(filename, src, opt)
+		}
+		m, err := onnxSource(filename, src, opt)
+		return m, 0, err
 	default:
 		err = fmt.Errorf("%s: unknown model format %q (want .go, .gir or .onnx)", filename, filepath.Ext(filename))
 	}
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return &Model{Graph: g}, nil
+	return &Model{Graph: g}, batch, nil
 }

@@ -26,6 +26,7 @@ type modelFlags struct {
 	timeout *time.Duration
 	memory  *byteSize
 	onnx    onnxFlags
+	batch   *int // --batch, for the commands that take it (nil otherwise)
 }
 
 func addModelFlags(fs *flag.FlagSet) modelFlags {
@@ -37,6 +38,13 @@ func addModelFlags(fs *flag.FlagSet) modelFlags {
 		memory:  &mem,
 		onnx:    addONNXFlags(fs),
 	}
+}
+
+// addBatchedModelFlags is addModelFlags with --batch, the batch a .go model is traced at.
+func addBatchedModelFlags(fs *flag.FlagSet) modelFlags {
+	m := addModelFlags(fs)
+	m.batch = fs.Int("batch", 0, "trace a .go model at this batch instead of its file's own (the model declares it with b.Batch); fill an .onnx model's symbolic first input dims")
+	return m
 }
 
 func (m modelFlags) load(path string) (*ir.Graph, error) {
@@ -58,11 +66,39 @@ func (m modelFlags) loadTraining(path string) (*ir.Graph, error) {
 
 // loadModel loads the model at path with the weights it carries (an .onnx model's).
 func (m modelFlags) loadModel(path string, training bool) (*load.Model, error) {
-	opt, err := m.onnx.options()
+	lopt, err := m.options(training)
 	if err != nil {
 		return nil, err
 	}
-	return load.ModelFile(path, load.Options{Entry: *m.entry, Timeout: *m.timeout, Memory: int64(*m.memory), ONNX: opt, Training: training})
+	return load.ModelFile(path, lopt)
+}
+
+// loadModelBatch loads the model at path traced at batch (0: --batch, else the model's own) and
+// returns the batch it was traced at (0 if the model declares none).
+func (m modelFlags) loadModelBatch(path string, batch int) (*load.Model, int, error) {
+	lopt, err := m.options(false)
+	if err != nil {
+		return nil, 0, err
+	}
+	if batch != 0 {
+		lopt.Batch = batch
+	}
+	return load.ModelFileBatch(path, lopt)
+}
+
+func (m modelFlags) options(training bool) (load.Options, error) {
+	opt, err := m.onnx.options()
+	if err != nil {
+		return load.Options{}, err
+	}
+	lopt := load.Options{Entry: *m.entry, Timeout: *m.timeout, Memory: int64(*m.memory), ONNX: opt, Training: training}
+	if m.batch != nil {
+		if *m.batch < 0 {
+			return load.Options{}, fmt.Errorf("gcomp: --batch %d: must be positive", *m.batch)
+		}
+		lopt.Batch = *m.batch
+	}
+	return lopt, nil
 }
 
 // statsFlag is --stats (a table) or --stats=json.
@@ -134,7 +170,7 @@ func (f targetFlags) get() (ptx.Target, error) {
 
 func cmdBuild(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("build", flag.ContinueOnError)
-	mf := addModelFlags(fs)
+	mf := addBatchedModelFlags(fs)
 	tf := addTargetFlags(fs)
 	out := fs.String("o", "", "write the output to this file instead of standard output (with --emit ptx, the launch plan goes beside it as NAME.plan.json)")
 	emit := fs.String("emit", "ptx", "what to write: ptx (the PTX module and its launch plan), plan (the launch plan with the memory plan, JSON), ir (the source graph, .gir), dot (graphviz), kernels (the fused kernel graph) or nvvm (the NVVM IR module, .ll)")
@@ -263,7 +299,7 @@ func cmdBuild(args []string, stdout, stderr io.Writer) error {
 
 func cmdDump(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("dump", flag.ContinueOnError)
-	mf := addModelFlags(fs)
+	mf := addBatchedModelFlags(fs)
 	path, err := parseModelArgs(fs, args, stdout, "MODEL")
 	if err != nil {
 		return err

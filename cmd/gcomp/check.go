@@ -10,7 +10,7 @@ import (
 
 func cmdCheck(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("check", flag.ContinueOnError)
-	mf := addModelFlags(fs)
+	mf := addBatchedModelFlags(fs)
 	tf := addTargetFlags(fs)
 	vf := addValueFlags(fs)
 	path, err := parseModelArgs(fs, args, stdout, "MODEL|model.ptx [--target sm_80|sm_86|sm_89|sm_90] [--tf32] [--backend ptx|nvvm] [--nvvm-lib PATH] [--weights W.safetensors] [--input NAME=FILE.npy]... [--seed N]")

@@ -28,9 +28,9 @@ import (
 
 func cmdRun(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	mf := addModelFlags(fs)
+	mf := addBatchedModelFlags(fs)
 	tf := addTargetFlags(fs)
-	dev := fs.String("device", "ref", "where to run: ref (the reference interpreter on the source graph), sim (the compiled kernels on the PTX simulator), cuda:N (GPU N; cuda is cuda:0) or auto (the first usable GPU, else sim)")
+	dev := fs.String("device", "ref", "where to run: ref (the reference interpreter on the source graph), sim (the compiled kernels on the PTX simulator), cuda:N (GPU N; cuda is cuda:0), auto (the first usable GPU, else sim), or a list cuda:0,cuda:1 or sim:0,sim:1 (the batch split across them)")
 	cudaLib := fs.String("cuda-lib", "", "the CUDA driver library to load (default $"+cuda.LibraryEnv+", else "+cuda.DefaultLibrary+")")
 	noCheck := fs.Bool("no-check", false, "sim: skip memcheck, racecheck and synccheck (faster)")
 	graphs := fs.Bool("cuda-graphs", true, "with --bench on a GPU, record the kernels of a run once as a CUDA graph and replay it for the timed runs (one launch per run; per-kernel times need --cuda-graphs=false)")
@@ -47,6 +47,16 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	}
 	if err := checkOutputDir(*outDir); err != nil {
 		return err
+	}
+	if parallelDevices(*dev) {
+		if *bench > 0 {
+			return fmt.Errorf("gcomp run: --bench times one device; give one --device")
+		}
+		in, outs, err := runParallel(path, *dev, mf, tf, vf, *cudaLib, *noCheck, *outDir, *saveInputs, stderr)
+		if err != nil {
+			return err
+		}
+		return writeRunOutputs(*outDir, in, outs, *saveInputs, stderr)
 	}
 	spec, err := device.Parse(*dev)
 	if err != nil {
@@ -89,16 +99,22 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("gcomp run: %s", prefixPath(path, err))
 	}
+	return writeRunOutputs(*outDir, in, outs, *saveInputs, stderr)
+}
+
+// writeRunOutputs writes each output to DIR/NAME.npy and, with saveInputs, each input to
+// DIR/inputs/NAME.npy.
+func writeRunOutputs(dir string, in, outs map[string]*tensor.Tensor, saveInputs bool, stderr io.Writer) error {
 	files := map[string]*tensorio.Array{}
 	for name, t := range outs {
 		files[name+".npy"] = npyArray(name, t, stderr)
 	}
-	if *saveInputs {
+	if saveInputs {
 		for name, t := range in {
 			files[filepath.Join("inputs", name+".npy")] = npyArray(name, t, stderr)
 		}
 	}
-	return writeNPYFiles(*outDir, files)
+	return writeNPYFiles(dir, files)
 }
 
 // runFileNames are the files run writes under its output directory: NAME.npy per output and,
@@ -141,6 +157,9 @@ func prefixPath(path string, err error) string {
 // model is compiled in memory when compile is set.
 func loadRunnable(path string, mf modelFlags, copt compiler.Options, compile bool) (*load.Model, *artifact.Artifact, error) {
 	if strings.HasSuffix(path, ".ptx") {
+		if mf.batch != nil && *mf.batch != 0 {
+			return nil, nil, fmt.Errorf("gcomp: %s: --batch: a compiled module is fixed at the batch it was built at (build it with --batch)", path)
+		}
 		art, err := artifact.Read(path)
 		if err != nil {
 			return nil, nil, fmt.Errorf("gcomp: %v", err)

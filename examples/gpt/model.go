@@ -47,7 +47,7 @@ func GPT2Small(b *frontend.Builder) {
 }
 
 func build(b *frontend.Builder, c Config) {
-	tokens := b.Input("tokens", frontend.I64, 1, c.SeqLen).WithRange(0, c.VocabSize)
+	tokens := b.Input("tokens", frontend.I64, b.Batch(1), c.SeqLen).WithRange(0, c.VocabSize)
 	b.Output("logits", NewGPT(b, c).Forward(tokens))
 }
 

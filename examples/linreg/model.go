@@ -24,7 +24,7 @@ func (m *LinearRegression) Forward(x *frontend.Tensor) *frontend.Tensor {
 
 // Model builds the graph: input x f32[8,2], output y f32[8,5].
 func Model(b *frontend.Builder) {
-	x := b.Input("x", frontend.F32, 8, 2)
+	x := b.Input("x", frontend.F32, b.Batch(8), 2)
 	model := NewLinearRegression(b, 2, 5)
 	b.Output("y", model.Forward(x))
 }

@@ -20,9 +20,9 @@ const (
 // f32[4,10,32], h_n and c_n f32[2,4,32]. The parameters are lstm.weight_ih_l0 and so on, as in
 // the state_dict of the tutorial's module, whose LSTM is called lstm.
 func Model(b *frontend.Builder) {
-	x := b.Input("x", frontend.F32, Batch, SeqLen, InputSize)
-	h0 := b.Input("h0", frontend.F32, NumLayers, Batch, HiddenSize)
-	c0 := b.Input("c0", frontend.F32, NumLayers, Batch, HiddenSize)
+	x := b.Input("x", frontend.F32, b.Batch(Batch), SeqLen, InputSize)
+	h0 := b.Input("h0", frontend.F32, NumLayers, b.Batch(Batch), HiddenSize)
+	c0 := b.Input("c0", frontend.F32, NumLayers, b.Batch(Batch), HiddenSize)
 	lstm := nn.NewLSTM(b, "lstm", InputSize, HiddenSize, nn.RNNOptions{NumLayers: NumLayers, BatchFirst: true})
 	out, hn, cn := lstm.Forward(x, h0, c0)
 	b.Output("out", out)

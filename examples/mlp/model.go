@@ -10,7 +10,7 @@ import (
 // Model builds the graph: input x f32[16,64], output y f32[16,10]. As in PyTorch's state_dict
 // of a Sequential, the parameters are 0.weight, 0.bias, 1.weight and 1.bias.
 func Model(b *frontend.Builder) {
-	x := b.Input("x", frontend.F32, 16, 64)
+	x := b.Input("x", frontend.F32, b.Batch(16), 64)
 	model := nn.NewSequential(
 		nn.NewLinear(b, "0", 64, 32),
 		nn.NewLinear(b, "1", 32, 10),

@@ -57,6 +57,6 @@ func (m *InvertedResidual) Forward(x *frontend.Tensor) *frontend.Tensor {
 
 // Model builds the graph: input x f32[4,16,16,16], output y f32[4,16,16,16].
 func Model(b *frontend.Builder) {
-	x := b.Input("x", frontend.F32, 4, 16, 16, 16)
+	x := b.Input("x", frontend.F32, b.Batch(4), 16, 16, 16)
 	b.Output("y", NewInvertedResidual(b, "block", 16, 4).Forward(x))
 }

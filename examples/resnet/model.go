@@ -77,6 +77,6 @@ func (m *ResNet) Forward(x *frontend.Tensor) *frontend.Tensor {
 
 // Model builds the graph: input x f32[4,3,32,32], output logits f32[4,10].
 func Model(b *frontend.Builder) {
-	x := b.Input("x", frontend.F32, 4, 3, 32, 32)
+	x := b.Input("x", frontend.F32, b.Batch(4), 3, 32, 32)
 	b.Output("logits", NewResNet(b).Forward(x))
 }

@@ -41,8 +41,8 @@ func (m *RNN) Forward(input, hidden *frontend.Tensor) (output, next *frontend.Te
 // Model builds the graph: inputs input f32[1,57] and hidden f32[1,128], outputs output
 // f32[1,18] and hidden_next f32[1,128].
 func Model(b *frontend.Builder) {
-	input := b.Input("input", frontend.F32, 1, InputSize)
-	hidden := b.Input("hidden", frontend.F32, 1, HiddenSize)
+	input := b.Input("input", frontend.F32, b.Batch(1), InputSize)
+	hidden := b.Input("hidden", frontend.F32, b.Batch(1), HiddenSize)
 	output, next := NewRNN(b, InputSize, HiddenSize, OutputSize).Forward(input, hidden)
 	b.Output("output", output)
 	b.Output("hidden_next", next)

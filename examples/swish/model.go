@@ -11,7 +11,7 @@ import (
 
 // Model is x[64,256] → Linear(256, 512) → swish (CUDA) → Linear(512, 10).
 func Model(b *frontend.Builder) {
-	x := b.Input("x", frontend.F32, 64, 256)
+	x := b.Input("x", frontend.F32, b.Batch(64), 256)
 	w1 := b.Param("fc1.weight", frontend.T(frontend.F32, 256, 512), frontend.DefaultUniform(256))
 	b1 := b.Param("fc1.bias", frontend.T(frontend.F32, 512), frontend.DefaultUniform(256))
 	w2 := b.Param("fc2.weight", frontend.T(frontend.F32, 512, 10), frontend.DefaultUniform(512))

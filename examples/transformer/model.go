@@ -12,7 +12,7 @@ import (
 // model, so its parameters have the layer's own state_dict names: self_attn.in_proj_weight,
 // linear1.weight, norm1.weight and so on.
 func Model(b *frontend.Builder) {
-	src := b.Input("src", frontend.F32, 2, 16, 64)
+	src := b.Input("src", frontend.F32, b.Batch(2), 16, 64)
 	layer := nn.NewTransformerEncoderLayer(b, "", 64, 4, nn.TransformerEncoderLayerOptions{
 		DimFeedforward: 128,
 		Dropout:        0,

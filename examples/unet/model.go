@@ -65,6 +65,6 @@ func (m *UNet) Forward(x *frontend.Tensor) *frontend.Tensor {
 
 // Model builds the graph: input x f32[2,3,32,32], output logits f32[2,2,32,32].
 func Model(b *frontend.Builder) {
-	x := b.Input("x", frontend.F32, 2, 3, 32, 32)
+	x := b.Input("x", frontend.F32, b.Batch(2), 3, 32, 32)
 	b.Output("logits", NewUNet(b).Forward(x))
 }

@@ -27,6 +27,9 @@ type Options struct {
 	// Consts binds graph inputs (by ONNX name) to values at compile time: the inputs that decide
 	// shapes (Reshape's shape, Slice's starts, ...). They are folded and are not graph inputs.
 	Consts map[string]*tensor.Tensor
+	// Batch, if positive, fills the symbolic first dimension of every input not in Shapes
+	// (gcomp's --batch); an error if no input has one.
+	Batch int
 }
 
 // Model is an imported ONNX model.
@@ -79,6 +82,8 @@ type importer struct {
 	b     *builder
 	vals  map[string]*val
 	names map[string]bool // ir names in use
+	// batchUsed records that Options.Batch filled an input's first dimension.
+	batchUsed bool
 }
 
 func (im *importer) fail(err error) error { return &Error{File: im.file, Node: -1, Err: err} }
@@ -154,6 +159,9 @@ func (im *importer) run(m *onnxpb.ModelProto) (model *Model, err error) {
 			irName = x.v.Name
 		}
 		model.Inputs = append(model.Inputs, Name{name, irName})
+	}
+	if im.opt.Batch > 0 && !im.batchUsed {
+		return nil, im.fail(fmt.Errorf("--batch %d: no input without --shape has a symbolic first dimension to fill", im.opt.Batch))
 	}
 	for i, np := range gp.GetNode() {
 		if err := im.node(i, np); err != nil {
@@ -252,6 +260,10 @@ func (im *importer) input(in *onnxpb.ValueInfoProto) (*val, error) {
 		}
 		for i, dim := range tt.GetShape().GetDim() {
 			switch {
+			case dim.GetDimParam() != "" && i == 0 && im.opt.Batch > 0:
+				shape = append(shape, im.opt.Batch)
+				im.batchUsed = true
+				continue
 			case dim.GetDimParam() != "":
 				return nil, fmt.Errorf("dimension %d is symbolic (%q): fix it with --shape %s=%s", i, dim.GetDimParam(), name, exampleShape(tt.GetShape()))
 			case dim.GetValue() == nil || dim.GetDimValue() < 0:

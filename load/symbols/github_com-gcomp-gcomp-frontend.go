@@ -79,6 +79,7 @@ func init() {
 		"U8":                        reflect.ValueOf(frontend.U8),
 		"Uniform":                   reflect.ValueOf(frontend.Uniform),
 		"Where":                     reflect.ValueOf(frontend.Where),
+		"WithBatch":                 reflect.ValueOf(frontend.WithBatch),
 		"WithDir":                   reflect.ValueOf(frontend.WithDir),
 		"WithPosition":              reflect.ValueOf(frontend.WithPosition),
 		"WithTraining":              reflect.ValueOf(frontend.WithTraining),

@@ -56,6 +56,6 @@ func (m *CNN) Forward(x *frontend.Tensor) *frontend.Tensor {
 
 // Model builds the graph: input x f32[64,1,28,28] (pixels in [0,1]), output logits f32[64,10].
 func Model(b *frontend.Builder) {
-	x := b.Input("x", frontend.F32, Batch, 1, 28, 28)
+	x := b.Input("x", frontend.F32, b.Batch(Batch), 1, 28, 28)
 	b.Output("logits", NewCNN(b).Forward(x))
 }
