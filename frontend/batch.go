@@ -1,6 +1,9 @@
 package frontend
 
-import "strconv"
+import (
+	"errors"
+	"strconv"
+)
 
 // A model's batch is chosen when it is traced: the model asks b.Batch(64) for it wherever a
 // shape carries the batch (an input's first dim, an RNN's initial state), 64 being the file's own
@@ -40,12 +43,16 @@ func (b *Builder) Batch(def int) int {
 	return def
 }
 
+// ErrNoBatch is what a build WithBatch fails with (errors.Is) when the model never calls
+// Batch: its batch, if it has one, is fixed.
+var ErrNoBatch = errors.New("the model declares no batch")
+
 // checkBatch is Build's check, after the model ran, that a graph built WithBatch asked for its
 // batch.
 func (s *state) checkBatch() error {
 	if s.batch.want > 0 && s.batch.def == 0 {
 		return &Error{Msg: "batch " + strconv.Itoa(s.batch.want) + " asked for, but the model never declares its batch: " +
-			"call b.Batch(N) where a shape carries it, as in b.Input(\"x\", frontend.F32, b.Batch(64), 784)"}
+			"call b.Batch(N) where a shape carries it, as in b.Input(\"x\", frontend.F32, b.Batch(64), 784)", Err: ErrNoBatch}
 	}
 	return nil
 }

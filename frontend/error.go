@@ -17,7 +17,11 @@ import (
 type Error struct {
 	Pos string // "model.go:17", or ""
 	Msg string // "matmul: inner dimensions differ: x is f32[64,784], w is f32[128,10]"
+	Err error  // the kind of mistake, for errors.Is (ErrNoBatch), or nil
 }
+
+// Unwrap returns the kind of mistake, if the error has one.
+func (e *Error) Unwrap() error { return e.Err }
 
 // Error returns "Pos: Msg", or Msg alone when the position is unknown.
 func (e *Error) Error() string {

@@ -32,7 +32,7 @@ func goBatched(filename string, src []byte, opt Options) (*ir.Graph, int, error)
 		// A mistake at batch B that the file's own batch does not make is the batch's doing.
 		own := opt
 		own.Batch = 0
-		if lineError(err) != nil {
+		if lineError(err) != nil && !errors.Is(err, frontend.ErrNoBatch) {
 			if _, _, ownErr := goSource(filename, src, own); ownErr == nil {
 				return nil, 0, batchError(err, fmt.Sprintf("at batch %d, while the model's own batch builds: this line fixes the batch", opt.Batch))
 			}
@@ -69,7 +69,7 @@ func batchError(err error, why string) error {
 	if fe == nil {
 		return err
 	}
-	return &frontend.Error{Pos: fe.Pos, Msg: fe.Msg + " (" + why + ")"}
+	return &frontend.Error{Pos: fe.Pos, Msg: fe.Msg + " (" + why + ")", Err: fe.Err}
 }
 
 // followsBatch checks that g1, traced at batch b1, and g2, traced at b2, are one graph up to the

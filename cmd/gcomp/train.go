@@ -41,7 +41,7 @@ func cmdTrain(args []string, stdout, stderr io.Writer) error {
 	var lf lossFlags
 	lf.add(fs)
 	epochs := fs.Int("epochs", 1, "epochs to train (after the checkpoint's, with --resume)")
-	batch := fs.Int("batch", 0, "rows per step; a model's batch is static, so this must be its input's first dimension (default)")
+	batch := fs.Int("batch", 0, "rows per step (default: the model's own batch); another batch re-traces the model, which must declare its batch with b.Batch")
 	optName := fs.String("optimizer", "adam", "sgd, adam or adamw, with PyTorch's defaults")
 	lr := fs.Float64("lr", 0, "learning rate (default: 1e-3 for adam and adamw; sgd needs one)")
 	momentum := fs.Float64("momentum", 0, "sgd: momentum")
@@ -128,6 +128,14 @@ func cmdTrain(args []string, stdout, stderr io.Writer) error {
 	fwd, err := mf.load(path)
 	if err != nil {
 		return err
+	}
+	if own, _ := train.NewModel(fwd, fwd, loss); own != nil && *batch != 0 && *batch != own.Batch {
+		// Another batch than the model's own: trace it again at that batch (a model whose
+		// batch is fixed, without b.Batch, gets the loader's error naming it).
+		mf.batch = batch
+		if fwd, err = mf.load(path); err != nil {
+			return err
+		}
 	}
 	// The step runs the model in training mode (dropout drops, BatchNorm uses and updates batch
 	// statistics); the test set is measured in eval mode, as model.train()/model.eval().

@@ -52,6 +52,7 @@ func trainFixture(t *testing.T) string {
 			`b.Input("y", ir.I64, 16); b.Output(`, 1),
 		"withloss.go": strings.Replace(strings.Replace(tinyClassifier, "CLASSES", "10", 1), "b.Output(",
 			`b.Output("loss", b.Zeros(ir.F32)); b.Output(`, 1),
+		"batched.go": strings.Replace(strings.Replace(tinyClassifier, "CLASSES", "10", 1), "ir.F32, 16,", "ir.F32, b.Batch(16),", 1),
 	} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
 			t.Fatal(err)
@@ -227,6 +228,24 @@ func TestTrainSimMatchesRef(t *testing.T) {
 	}
 }
 
+// --batch traces a model that declares its batch (b.Batch) at another batch: the step takes 32
+// rows where the file says 16, so the 64 fixture images make 2 steps per epoch, not 4.
+func TestTrainChosenBatch(t *testing.T) {
+	data := trainFixture(t)
+	for _, tc := range []struct {
+		batch, steps string
+	}{{"", "4 steps of 16 per epoch"}, {"32", "2 steps of 32 per epoch"}} {
+		args := []string{"batched.go", "--data", data, "--device", "ref", "--optimizer", "sgd", "--lr", "0.1", "--save", "out.safetensors"}
+		if tc.batch != "" {
+			args = append(args, "--batch", tc.batch)
+		}
+		_, stderr := runTrain(t, args...)
+		if !strings.Contains(stderr, tc.steps) {
+			t.Errorf("--batch %q: stderr lacks %q:\n%s", tc.batch, tc.steps, stderr)
+		}
+	}
+}
+
 // Every mistake is one line, exit status 1, and leaves no checkpoint and no log behind.
 func TestTrainBadInput(t *testing.T) {
 	data := trainFixture(t)
@@ -252,7 +271,7 @@ func TestTrainBadInput(t *testing.T) {
 		{"bad device", []string{"tiny.go", "--data", data, "--device", "tpu", "--save", "out.safetensors"}, `unknown device "tpu"`},
 		{"save dir missing", []string{"tiny.go", "--data", data, "--save", "nodir/out.safetensors"}, "directory nodir does not exist"},
 		{"log dir missing", []string{"tiny.go", "--data", data, "--save", "out.safetensors", "--log", "nodir/out.jsonl"}, "directory nodir does not exist"},
-		{"batch mismatch", []string{"tiny.go", "--data", data, "--batch", "32", "--save", "out.safetensors"}, "--batch 32: the model's batch is 16"},
+		{"batch of a fixed-batch model", []string{"tiny.go", "--data", data, "--batch", "32", "--save", "out.safetensors"}, "tiny.go: batch 32 asked for, but the model never declares its batch: call b.Batch(N)"},
 		{"no logits", []string{"nologits.go", "--data", data, "--save", "out.safetensors"}, "has no output logits"},
 		{"own loss", []string{"withloss.go", "--data", data, "--save", "out.safetensors"}, "already has an output loss"},
 		{"two inputs", []string{"twoin.go", "--data", data, "--save", "out.safetensors"}, "want one input of images"},

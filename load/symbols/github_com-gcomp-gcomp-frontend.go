@@ -36,6 +36,7 @@ func init() {
 		"DropoutTrain":              reflect.ValueOf(frontend.DropoutTrain),
 		"Elu":                       reflect.ValueOf(frontend.Elu),
 		"Embedding":                 reflect.ValueOf(frontend.Embedding),
+		"ErrNoBatch":                reflect.ValueOf(&frontend.ErrNoBatch).Elem(),
 		"F16":                       reflect.ValueOf(frontend.F16),
 		"F32":                       reflect.ValueOf(frontend.F32),
 		"F64":                       reflect.ValueOf(frontend.F64),
