@@ -3,10 +3,6 @@ package nvvm
 import (
 	"flag"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -63,28 +59,14 @@ var perfKernels = map[string]string{
 // (cuobjdump -sass, beside ptxas in .cache/cuda).
 func sassCounts(t *testing.T, text string) map[string]int {
 	t.Helper()
-	bin := ptxas.Require(t)
-	dir := t.TempDir()
-	src, cubin := filepath.Join(dir, "m.ptx"), filepath.Join(dir, "m.cubin")
-	if err := os.WriteFile(src, []byte(text), 0o644); err != nil {
+	ptxas.Require(t)
+	_, cubin, err := ptxas.AssembleCubin([]byte(text), "sm_80")
+	if err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command(bin, "-arch=sm_80", "-o", cubin, src).CombinedOutput(); err != nil {
-		t.Fatalf("ptxas: %v\n%s", err, out)
-	}
-	out, err := exec.Command(filepath.Join(filepath.Dir(bin), "cuobjdump"), "-sass", cubin).Output()
+	counts, err := ptxas.SASS(cubin)
 	if err != nil {
-		t.Fatalf("cuobjdump: %v", err)
-	}
-	counts := map[string]int{}
-	fn := ""
-	inst := regexp.MustCompile(`^\s+/\*[0-9a-f]{4}\*/\s+\S`)
-	for _, line := range strings.Split(string(out), "\n") {
-		if f, ok := strings.CutPrefix(strings.TrimSpace(line), "Function : "); ok {
-			fn = f
-		} else if fn != "" && inst.MatchString(line) {
-			counts[fn]++
-		}
+		t.Fatal(err)
 	}
 	return counts
 }

@@ -101,8 +101,15 @@ func classify(text string) (ptxItem, error) {
 var commentLine = regexp.MustCompile(`(?m)^\s*//.*$`)
 
 // mergePTX joins modules (in order) into one module.
-func mergePTX(modules []string) (string, error) {
+func mergePTX(modules []string) (string, error) { return MergePTX(modules, nil) }
+
+// MergePTX joins PTX modules (libNVVM's or codegen/ptx's, in order) into one, each item once
+// (see above). keep, when not nil, says which entries to take: the functions and variables only
+// dropped entries used are dropped with them.
+func MergePTX(modules []string, keep func(entry string) bool) (string, error) {
 	var out strings.Builder
+	var kept []ptxItem
+	dropped := false
 	have := map[string]string{} // key → code kept
 	for mi, text := range modules {
 		header, items, err := splitPTX(text)
@@ -126,6 +133,10 @@ func mergePTX(modules []string) (string, error) {
 			out.WriteString(header)
 		}
 		for _, it := range items {
+			if strings.HasPrefix(it.key, "entry ") && keep != nil && !keep(it.name) {
+				dropped = true
+				continue
+			}
 			if prev, ok := have[it.key]; ok {
 				if prev != it.code {
 					return "", fmt.Errorf("two modules define %s differently", it.key)
@@ -133,10 +144,41 @@ func mergePTX(modules []string) (string, error) {
 				continue
 			}
 			have[it.key] = it.code
-			out.WriteString(it.text)
+			kept = append(kept, it)
 		}
 	}
+	if dropped {
+		kept = used(kept)
+	}
+	for _, it := range kept {
+		out.WriteString(it.text)
+	}
 	return out.String(), nil
+}
+
+// used drops the functions and variables of items that no other item refers to, until none is
+// left to drop.
+func used(items []ptxItem) []ptxItem {
+	for {
+		var next []ptxItem
+		for i, it := range items {
+			if it.key == "trailer" || strings.HasPrefix(it.key, "entry ") {
+				next = append(next, it)
+				continue
+			}
+			re := regexp.MustCompile(`(^|[^\w$])` + regexp.QuoteMeta(it.name) + `($|[^\w$])`)
+			for j, other := range items {
+				if j != i && other.name != it.name && re.MatchString(other.code) {
+					next = append(next, it)
+					break
+				}
+			}
+		}
+		if len(next) == len(items) {
+			return next
+		}
+		items = next
+	}
 }
 
 // renameSymbol replaces the identifier old by new wherever it is a whole PTX identifier.

@@ -101,3 +101,12 @@ func compile(lib *libnvvm.Lib, name string, m *module, t ptx.Target) (string, st
 	out, log, err := lib.Compile(name, mods, Options(t)...)
 	return string(out), log, err
 }
+
+// refusedText is in every error for a kernel whose template has no NVVM counterpart.
+const refusedText = "has no NVVM counterpart yet"
+
+// Refused reports whether err says that no template of this package takes a kernel (rather than
+// that the kernel or the library is at fault): a producer choosing per kernel takes codegen/ptx's.
+func Refused(err error) bool {
+	return err != nil && strings.Contains(err.Error(), refusedText)
+}

@@ -63,6 +63,9 @@ type Launch struct {
 	// today, that an f32 contraction asked for tf32 (Target.TF32) runs on FFMA or the direct
 	// template instead, and why. The same text is a comment above the entry.
 	Notes []string
+	// Producer is the code generator that wrote the entry when they were chosen per kernel
+	// (codegen/backend's Auto); empty otherwise.
+	Producer string
 }
 
 // Generate lowers one kernel to a PTX .entry (with any module-level constant arrays it needs
