@@ -23,6 +23,9 @@ import (
 // for the same module.
 type Auto struct {
 	NVVM *nvvm.Producer
+	// PreferNVVM takes NVVM's entry for every kernel it has a template for, without counters
+	// (make demo's nvvm column: the NVVM producer wherever it can, codegen/ptx elsewhere).
+	PreferNVVM bool
 	// Choices are the last Module's decisions, one per kernel, in order.
 	Choices []Choice
 }
@@ -55,7 +58,7 @@ func (a *Auto) Module(kernels []ptx.Kernel, t ptx.Target) (string, []ptx.Launch,
 			taken = append(taken, k)
 			at = append(at, i)
 		case nvvm.Refused(err):
-			a.Choices[i].Why = "nvvm has no template for it"
+			a.Choices[i].Why = err.Error()
 		default:
 			return "", nil, err
 		}
@@ -77,16 +80,22 @@ func (a *Auto) Module(kernels []ptx.Kernel, t ptx.Target) (string, []ptx.Launch,
 		return "", nil, err
 	}
 	arch := fmt.Sprintf("sm_%d", t.SM)
-	emit, nv, rule := measure(ptxText, launches, arch), measure(nvText, nvLaunches, arch), "ptxas"
-	if emit == nil || nv == nil {
-		rule = "static"
+	rule := "prefer"
+	var emit, nv map[string]counters
+	if !a.PreferNVVM {
+		rule = "ptxas"
+		if emit, nv = measure(ptxText, launches, arch), measure(nvText, nvLaunches, arch); emit == nil || nv == nil {
+			rule = "static"
+		}
 	}
 	useNVVM := map[string]bool{} // entry → NVVM's
 	for j, i := range at {
 		entry := launches[i].Entry
 		var why string
 		var pick bool
-		if rule == "static" {
+		if rule == "prefer" {
+			pick, why = true, "nvvm preferred"
+		} else if rule == "static" {
 			tpl := ptx.Template(kernels[i])
 			if tpl == "reduction" {
 				if plan, err := ptx.ReducePlan(kernels[i]); err == nil {
