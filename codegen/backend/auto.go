@@ -155,37 +155,9 @@ func measure(text string, launches []ptx.Launch, arch string) map[string]counter
 			continue
 		}
 		out[l.Entry] = counters{
-			warps: residentWarps(arch, k.Registers, k.SharedBytes+l.SharedBytes, l.Block[0]*l.Block[1]*l.Block[2]),
+			warps: ptxas.ResidentWarps(arch, k.Registers, k.SharedBytes+l.SharedBytes, l.Block[0]*l.Block[1]*l.Block[2]),
 			sass:  sass[l.Entry],
 		}
 	}
 	return out
-}
-
-// residentWarps is how many warps of a kernel one SM holds at once: blocks limited by the
-// registers (allocated per warp in units of 256), the shared memory (1 KB reserved per block),
-// the warp and the block slots of the architecture (CUDA's occupancy calculator's rules).
-func residentWarps(arch string, regs, shared, threads int) int {
-	maxWarps, maxBlocks, smem := 64, 32, 164<<10
-	switch arch {
-	case "sm_86":
-		maxWarps, maxBlocks, smem = 48, 16, 100<<10
-	case "sm_89":
-		maxWarps, maxBlocks, smem = 48, 24, 100<<10
-	case "sm_90":
-		smem = 228 << 10
-	}
-	if threads <= 0 {
-		return 0
-	}
-	warps := (threads + 31) / 32
-	blocks := min(maxBlocks, maxWarps/warps)
-	if regs > 0 {
-		perWarp := (regs*32 + 255) / 256 * 256
-		blocks = min(blocks, (65536/perWarp)/warps)
-	}
-	if shared > 0 {
-		blocks = min(blocks, smem/(shared+1024))
-	}
-	return blocks * warps
 }

@@ -27,18 +27,23 @@ func exampleKernels(t *testing.T, name string) []ptx.Kernel {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var ks []ptx.Kernel
-		for _, kn := range res.Kernels.Kernels {
-			k := ptx.Kernel{Name: kn.Name, Graph: kn.Body, Shared: kn.SharedOffsets(), SharedBytes: int(kn.SharedBytes)}
-			for _, s := range kn.Stages {
-				k.Stages = append(k.Stages, ptx.Kernel{Name: s.Name, Graph: s.Body})
-			}
-			ks = append(ks, k)
-		}
-		return ks
+		return kernelsOf(res)
 	}
 	t.Fatalf("no example %s", name)
 	return nil
+}
+
+// kernelsOf are the codegen kernels of a pipeline's result, as the compiler builds them.
+func kernelsOf(res *passes.Result) []ptx.Kernel {
+	var ks []ptx.Kernel
+	for _, kn := range res.Kernels.Kernels {
+		k := ptx.Kernel{Name: kn.Name, Graph: kn.Body, Shared: kn.SharedOffsets(), SharedBytes: int(kn.SharedBytes)}
+		for _, s := range kn.Stages {
+			k.Stages = append(k.Stages, ptx.Kernel{Name: s.Name, Graph: s.Body})
+		}
+		ks = append(ks, k)
+	}
+	return ks
 }
 
 // --backend auto: every kernel's entry comes from one producer, recorded in its launch; a

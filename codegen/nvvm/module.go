@@ -130,6 +130,8 @@ func (md *module) kernel(k ptx.Kernel, t ptx.Target) (*ir.Func, ptx.Launch, erro
 		err error
 	)
 	switch tpl {
+	case "persistent":
+		f, l, err = md.persistentKernel(k)
 	case "loop":
 		f, l, err = md.loopKernel(k)
 	case "transpose tile":
