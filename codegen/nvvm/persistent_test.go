@@ -63,6 +63,7 @@ func TestPersistentKernels(t *testing.T) {
 		{"split in rows", chain("f32", "", 4, 64, 64), passes.FusionOptions{}, 3},
 		{"split batch dims", chain("f32", "2,", 3, 36, 24), passes.FusionOptions{}, 3},
 		{"split bf16", chain("bf16", "", 3, 40, 20), passes.FusionOptions{}, 3},
+		{"split f16", chain("f16", "", 3, 40, 20), passes.FusionOptions{}, 3},
 		{"split i32", chain("i32", "", 3, 40, 20), passes.FusionOptions{}, 3},
 		{"split f64", chain("f64", "", 3, 40, 20), passes.FusionOptions{}, 3},
 		{"elementwise", `
