@@ -9,6 +9,9 @@ RACEPKGS := ./runtime/... ./sim/... ./data/... ./ops . ./serve
 CUDA_DIR ?= $(CURDIR)/.cache/cuda
 CUDA_DEV_DIR ?= $(CURDIR)/.cache/cuda-dev
 NVVM_DIR ?= $(CURDIR)/.cache/nvvm
+LLVM_DIR ?= $(CURDIR)/.cache/llvm
+# LLVM 14's llvm-as-14 and llc-14 (scripts/fetch-llvm.sh's wrappers) for the tests that use them.
+export PATH := $(LLVM_DIR)/bin:$(PATH)
 
 .PHONY: all demo test tools fmt-check vet unit race flags nocgo gorgonia bench gcomp golden generate
 
@@ -21,8 +24,8 @@ demo: gcomp
 	$(GO) run ./examples/demo
 
 # tools fetches NVIDIA's ptxas (and the driver library) into .cache/cuda, libNVVM into
-# .cache/nvvm and ONNX's node test suite (Debian's libonnx-testdata) into .cache/onnx-testdata;
-# idempotent.
+# .cache/nvvm, ONNX's node test suite (Debian's libonnx-testdata) into .cache/onnx-testdata and
+# LLVM 14's llvm-as and llc into .cache/llvm; idempotent.
 # Off CI (GCOMP_REQUIRE_PTXAS unset) a machine without apt-get gets a warning and ptxas tests skip.
 tools:
 	@sh scripts/fetch-cuda-tools.sh $(CUDA_DIR) >/dev/null || { \
@@ -35,6 +38,9 @@ tools:
 	@sh scripts/fetch-cuda-tools.sh --nvvm $(NVVM_DIR) >/dev/null || { \
 	  if [ -n "$$GCOMP_REQUIRE_PTXAS" ]; then echo "could not fetch libnvvm" >&2; exit 1; fi; \
 	  echo "warning: could not fetch libnvvm; the NVVM back end's tests will skip" >&2; }
+	@sh scripts/fetch-llvm.sh $(LLVM_DIR) >/dev/null || { \
+	  if [ -n "$$GCOMP_REQUIRE_PTXAS" ]; then echo "could not fetch LLVM 14" >&2; exit 1; fi; \
+	  echo "warning: could not fetch LLVM 14; the llvm-as and llc tests will skip" >&2; }
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.cache/*')); \

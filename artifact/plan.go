@@ -63,6 +63,9 @@ type Kernel struct {
 	// Notes say how the kernel departs from what the flags asked for, e.g. "tf32 fallback to
 	// FFMA: an operand has no contiguous dim"; `gcomp build` and `gcomp check` print them.
 	Notes []string `json:"notes,omitempty"`
+	// Producer names the code generator that wrote the entry ("ptx" or "nvvm") when the build
+	// chose one per kernel (--backend auto); empty when one producer wrote the whole module.
+	Producer string `json:"producer,omitempty"`
 }
 
 // ArgKind values: which buffer a kernel parameter points into.

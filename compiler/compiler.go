@@ -106,7 +106,7 @@ func Compile(g *ir.Graph, opt Options) (*Result, error) {
 			continue
 		}
 		l := launches[i]
-		pk := artifact.Kernel{Name: k.Name, Entry: l.Entry, Grid: l.Grid, Block: l.Block, SharedBytes: l.SharedBytes, Ops: opNames(k.Ops), Notes: l.Notes}
+		pk := artifact.Kernel{Name: k.Name, Entry: l.Entry, Grid: l.Grid, Block: l.Block, SharedBytes: l.SharedBytes, Ops: opNames(k.Ops), Notes: l.Notes, Producer: l.Producer}
 		var scratch int64
 		for _, a := range l.Params {
 			arg, err := bind(kg, offsets, a, &scratch)

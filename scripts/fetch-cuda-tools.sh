@@ -6,11 +6,8 @@
 #
 # Fetches NVIDIA's PTX tools (ptxas, cuobjdump, nvdisasm) and the CUDA driver
 # library (libcuda.so.1) from Debian bookworm's non-free component and unpacks
-# them into DIR (default: .cache/cuda at the repository root). Nothing outside
-# DIR is changed: apt runs with its own sources, lists and cache under DIR/apt,
-# and the packages are unpacked with dpkg -x, not installed. (apt-get update
-# still runs the hooks the machine's apt configuration defines; on Debian they
-# only clear apt's own regenerable caches.)
+# them into DIR (default: .cache/cuda at the repository root), with the apt
+# recipe of scripts/debian-fetch.sh: nothing outside DIR is changed.
 #
 # With --dev it fetches instead the two files the cgo binding behind the
 # `gorgonia` build tag compiles against: cuda.h and the link stub libcuda.so,
@@ -103,30 +100,11 @@ else
 fi
 
 state=$dir/apt
-mkdir -p "$state/lists/partial" "$state/cache/archives/partial" "$state/debs"
-cat >"$state/nf.sources" <<'SRC'
-Types: deb
-URIs: http://deb.debian.org/debian
-Suites: bookworm
-Components: non-free
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-SRC
-
-apt() {
-	apt-get -q \
-		-o Dir::Etc::SourceList="$state/nf.sources" \
-		-o Dir::Etc::SourceParts=/dev/null \
-		-o Dir::State::Lists="$state/lists" \
-		-o Dir::Cache="$state/cache" \
-		-o APT::Sandbox::User=root \
-		"$@"
-}
-
-echo "fetch-cuda-tools: updating package lists in $state" >&2
-apt update >&2
-
-echo "fetch-cuda-tools: downloading $pkgs" >&2
-(cd "$state/debs" && rm -f ./*.deb && apt download $pkgs >&2)
+if [ "$mode" = dev ]; then
+	sh "$root/scripts/debian-fetch.sh" --download non-free "$dir" $pkgs
+else
+	sh "$root/scripts/debian-fetch.sh" non-free "$dir" $pkgs
+fi
 
 if [ "$mode" = dev ]; then
 	deb=$(ls "$state"/debs/*.deb)
@@ -151,11 +129,6 @@ if [ "$mode" = dev ]; then
 fi
 
 if [ "$mode" = nvvm ] || [ "$mode" = nvrtc ]; then
-	for deb in "$state"/debs/*.deb; do
-		echo "fetch-cuda-tools: unpacking $(basename "$deb")" >&2
-		dpkg -x "$deb" "$dir"
-	done
-	rm -f "$state"/debs/*.deb
 	if ! paths=$(found); then
 		echo "fetch-cuda-tools: $pkgs did not hold $libs" >&2
 		exit 1
@@ -164,12 +137,6 @@ if [ "$mode" = nvvm ] || [ "$mode" = nvrtc ]; then
 	echo "$paths" | head -n 1
 	exit 0
 fi
-
-for deb in "$state"/debs/*.deb; do
-	echo "fetch-cuda-tools: unpacking $(basename "$deb")" >&2
-	dpkg -x "$deb" "$dir"
-done
-rm -f "$state"/debs/*.deb
 
 if ! "$ptxas" --version >/dev/null 2>&1; then
 	echo "fetch-cuda-tools: $ptxas does not run; ldd says:" >&2

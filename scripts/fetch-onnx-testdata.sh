@@ -7,10 +7,9 @@
 # DIR/usr/share/libonnx-testdata/data/node: one folder per case, each with a
 # model.onnx and test_data_set_0/{input,output}_N.pb.
 #
-# Nothing outside DIR is changed: apt runs with its own sources, lists and
-# cache under DIR/apt (a machine whose apt has no bookworm main lists, or none
-# at all, still works), and the package is unpacked with dpkg -x, not
-# installed. Idempotent: when DIR already holds the node suite the script only
+# Nothing outside DIR is changed (scripts/debian-fetch.sh's apt recipe: apt's
+# own sources, lists and cache under DIR/apt; dpkg -x, not installed).
+# Idempotent: when DIR already holds the node suite the script only
 # prints where it is. Needs apt-get and dpkg.
 #
 # Prints the node suite's folder on its last line.
@@ -28,39 +27,7 @@ if [ -f "$stamp" ] && [ -d "$node" ]; then
 	exit 0
 fi
 
-state=$dir/apt
-mkdir -p "$state/lists/partial" "$state/cache/archives/partial" "$state/debs"
-cat >"$state/main.sources" <<'SRC'
-Types: deb
-URIs: http://deb.debian.org/debian
-Suites: bookworm
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-SRC
-
-apt() {
-	apt-get -q \
-		-o Dir::Etc::SourceList="$state/main.sources" \
-		-o Dir::Etc::SourceParts=/dev/null \
-		-o Dir::State::Lists="$state/lists" \
-		-o Dir::Cache="$state/cache" \
-		-o APT::Sandbox::User=root \
-		"$@"
-}
-
-echo "fetch-onnx-testdata: updating package lists in $state" >&2
-apt update >&2
-
-echo "fetch-onnx-testdata: downloading libonnx-testdata" >&2
-(cd "$state/debs" && rm -f ./*.deb && apt download libonnx-testdata >&2)
-
-for deb in "$state"/debs/*.deb; do
-	echo "fetch-onnx-testdata: unpacking $(basename "$deb")" >&2
-	dpkg -x "$deb" "$dir"
-done
-rm -f "$state"/debs/*.deb
-# The lists are only needed to download; they are 10 MB.
-rm -rf "$state/lists"
+sh "$root/scripts/debian-fetch.sh" main "$dir" libonnx-testdata
 
 if [ ! -d "$node" ]; then
 	echo "fetch-onnx-testdata: the package has no $node" >&2

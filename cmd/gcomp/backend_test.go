@@ -77,12 +77,25 @@ func TestBackendNVVM(t *testing.T) {
 			t.Errorf("llvm-as-14 m.ll: %v\n%s", err, out)
 		}
 	}
+	// --backend auto: the matmul (no NVVM template) is codegen/ptx's, the softmax either's; the
+	// plan names the producer of each launch.
+	for _, model := range []string{"mm.gir", "softmax.gir"} {
+		if out, errOut, code := run("check", model, "--backend", "auto", "--nvvm-lib", lib.Path); code != 0 {
+			t.Errorf("check %s --backend auto: %d %s%s", model, code, out, errOut)
+		}
+	}
+	if _, errOut, code = run("build", "mm.gir", "--backend", "auto", "--emit", "plan", "-o", "plan.json"); code != 0 {
+		t.Fatalf("build --backend auto --emit plan: %s", errOut)
+	}
+	if plan, _ := os.ReadFile("plan.json"); !strings.Contains(string(plan), `"producer": "ptx"`) {
+		t.Errorf("the plan does not record the producer:\n%.600s", plan)
+	}
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{"check", "mm.gir", "--backend", "nvvm", "--nvvm-lib", lib.Path}, "k0_matmul: the ffma contraction template has no NVVM counterpart yet"},
-		{[]string{"check", "softmax.gir", "--backend", "llvm"}, `unknown backend "llvm" (want ptx or nvvm)`},
+		{[]string{"check", "softmax.gir", "--backend", "llvm"}, `unknown backend "llvm" (want ptx, nvvm or auto)`},
 		{[]string{"check", "softmax.gir", "--backend", "nvvm", "--nvvm-lib", "nope/libnvvm.so"}, "libNVVM not found; tried:\n  nope/libnvvm.so"},
 	} {
 		_, errOut, code := run(tc.args...)

@@ -13,7 +13,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 	mf := addBatchedModelFlags(fs)
 	tf := addTargetFlags(fs)
 	vf := addValueFlags(fs)
-	path, err := parseModelArgs(fs, args, stdout, "MODEL|model.ptx [--target sm_80|sm_86|sm_89|sm_90] [--tf32] [--backend ptx|nvvm] [--nvvm-lib PATH] [--weights W.safetensors] [--input NAME=FILE.npy]... [--seed N]")
+	path, err := parseModelArgs(fs, args, stdout, "MODEL|model.ptx [--target sm_80|sm_86|sm_89|sm_90] [--tf32] [--backend ptx|nvvm|auto] [--nvvm-lib PATH] [--weights W.safetensors] [--input NAME=FILE.npy]... [--seed N]")
 	if err != nil {
 		return err
 	}

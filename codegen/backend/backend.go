@@ -1,5 +1,5 @@
 // Package backend names gcomp's PTX producers behind one interface, so the compiler and the
-// command line choose one by name (--backend ptx|nvvm): codegen/ptx writes PTX text directly,
+// command line choose one by name (--backend ptx|nvvm|auto): codegen/ptx writes PTX text directly,
 // codegen/nvvm builds NVVM IR and has NVIDIA's libNVVM compile it. Both give every kernel the
 // same name, parameters and launch, so one launch plan and one executor serve either.
 package backend
@@ -18,7 +18,7 @@ type Producer interface {
 }
 
 // Names are the producers New knows; the first is the default.
-var Names = []string{"ptx", "nvvm"}
+var Names = []string{"ptx", "nvvm", "auto"}
 
 // PTX is codegen/ptx's emitter.
 type PTX struct{}
@@ -37,6 +37,8 @@ func New(name, nvvmLib string) (Producer, error) {
 		return PTX{}, nil
 	case "nvvm":
 		return &nvvm.Producer{LibPath: nvvmLib}, nil
+	case "auto":
+		return &Auto{NVVM: &nvvm.Producer{LibPath: nvvmLib}}, nil
 	}
-	return nil, fmt.Errorf("unknown backend %q (want ptx or nvvm)", name)
+	return nil, fmt.Errorf("unknown backend %q (want ptx, nvvm or auto)", name)
 }

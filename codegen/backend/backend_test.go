@@ -12,7 +12,8 @@ func TestNew(t *testing.T) {
 		{"", "ptx", ""},
 		{"ptx", "ptx", ""},
 		{"nvvm", "nvvm", ""},
-		{"llvm", "", `unknown backend "llvm" (want ptx or nvvm)`},
+		{"auto", "auto", ""},
+		{"llvm", "", `unknown backend "llvm" (want ptx, nvvm or auto)`},
 	} {
 		p, err := New(tc.name, "")
 		switch {

@@ -3,10 +3,6 @@ package nvvm
 import (
 	"flag"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -16,6 +12,7 @@ import (
 	"github.com/gcomp/gcomp/internal/ptxas"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/passes"
+	"github.com/gcomp/gcomp/sim"
 )
 
 var compareFlag = flag.Bool("compare", false, "TestCompare prints docs/perf.md's table of the two producers, kernel by kernel")
@@ -63,35 +60,23 @@ var perfKernels = map[string]string{
 // (cuobjdump -sass, beside ptxas in .cache/cuda).
 func sassCounts(t *testing.T, text string) map[string]int {
 	t.Helper()
-	bin := ptxas.Require(t)
-	dir := t.TempDir()
-	src, cubin := filepath.Join(dir, "m.ptx"), filepath.Join(dir, "m.cubin")
-	if err := os.WriteFile(src, []byte(text), 0o644); err != nil {
+	ptxas.Require(t)
+	_, cubin, err := ptxas.AssembleCubin([]byte(text), "sm_80")
+	if err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command(bin, "-arch=sm_80", "-o", cubin, src).CombinedOutput(); err != nil {
-		t.Fatalf("ptxas: %v\n%s", err, out)
-	}
-	out, err := exec.Command(filepath.Join(filepath.Dir(bin), "cuobjdump"), "-sass", cubin).Output()
+	counts, err := ptxas.SASS(cubin)
 	if err != nil {
-		t.Fatalf("cuobjdump: %v", err)
-	}
-	counts := map[string]int{}
-	fn := ""
-	inst := regexp.MustCompile(`^\s+/\*[0-9a-f]{4}\*/\s+\S`)
-	for _, line := range strings.Split(string(out), "\n") {
-		if f, ok := strings.CutPrefix(strings.TrimSpace(line), "Function : "); ok {
-			fn = f
-		} else if fn != "" && inst.MatchString(line) {
-			counts[fn]++
-		}
+		t.Fatal(err)
 	}
 	return counts
 }
 
-// TestCompare (with -compare) prints, for every kernel the NVVM producer takes in the examples
-// and the perf kernels, each producer's ptxas registers (sm_80), SASS instructions and simulated
-// warp instructions: go test ./codegen/nvvm -run TestCompare -compare -v
+// TestCompare (with -compare) prints docs/perf.md's comparison: for every kernel the NVVM
+// producer takes in every example and the perf kernels, each producer's ptxas registers (sm_80),
+// occupancy, SASS instructions, simulated warp instructions and global load and store
+// efficiency, and the producer --backend auto's rule picks:
+// go test ./codegen/nvvm -run TestCompare -compare -v
 func TestCompare(t *testing.T) {
 	if !*compareFlag {
 		t.Skip("run with -compare")
@@ -115,7 +100,7 @@ func TestCompare(t *testing.T) {
 			t.Fatalf("%s: %v", name, err)
 		}
 	}
-	for _, m := range examples.Tutorials {
+	for _, m := range examples.All() {
 		g, err := frontend.Build(m.Name, m.Model)
 		add(m.Name, g, err)
 	}
@@ -136,18 +121,48 @@ func TestCompare(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		regs := func(text string) int {
-			res, err := ptxas.Assemble([]byte(text), "sm_80")
-			if err != nil {
-				t.Fatal(err)
-			}
-			return res.Kernels[0].Registers
-		}
 		in := inputsFor(e.k.Graph, 1)
 		_, nvSt := run(t, nv, e.k, nvL[0], in)
 		_, emSt := run(t, em, e.k, emL[0], in)
-		rows = append(rows, fmt.Sprintf("| %s | %s | %d / %d | %d / %d | %d / %d |", e.model, e.k.Name,
-			regs(em), regs(nv), sassCounts(t, em)[e.k.Name], sassCounts(t, nv)[e.k.Name], emSt.WarpInsts, nvSt.WarpInsts))
+		pc, nc := counted(t, em, emL[0], emSt), counted(t, nv, nvL[0], nvSt)
+		pick := "ptx"
+		if nc.warps > pc.warps || nc.warps == pc.warps && 10*nc.sass <= 9*pc.sass {
+			pick = "nvvm"
+		}
+		rows = append(rows, fmt.Sprintf("| %s | %s | %d / %d | %d%% / %d%% | %d / %d | %d / %d | %d%% / %d%% | %d%% / %d%% | %s |", e.model, e.k.Name,
+			pc.regs, nc.regs, pc.occupancy, nc.occupancy, pc.sass, nc.sass, emSt.WarpInsts, nvSt.WarpInsts,
+			pc.loadEff, nc.loadEff, pc.storeEff, nc.storeEff, pick))
 	}
-	t.Logf("\n| model | kernel | registers ptx / nvvm | SASS instructions ptx / nvvm | simulated warp instructions ptx / nvvm |\n|---|---|---|---|---|\n%s", strings.Join(rows, "\n"))
+	t.Logf("\n| model | kernel | registers ptx / nvvm | occupancy ptx / nvvm | SASS instructions ptx / nvvm | simulated warp instructions ptx / nvvm | global load efficiency ptx / nvvm | global store efficiency ptx / nvvm | auto |\n|---|---|---|---|---|---|---|---|---|\n%s", strings.Join(rows, "\n"))
+}
+
+// kernelCounters are one kernel's figures in the comparison: ptxas's registers for sm_80, the
+// occupancy they and the launch allow (resident warps of the SM's 64), the SASS instructions,
+// and the share of the 32-byte sectors the simulated global loads and stores moved that the
+// threads asked for (100%: fully coalesced).
+type kernelCounters struct {
+	regs, warps, occupancy, sass, loadEff, storeEff int
+}
+
+func counted(t *testing.T, text string, l ptx.Launch, st *sim.Stats) kernelCounters {
+	t.Helper()
+	res, err := ptxas.Assemble([]byte(text), "sm_80")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := res.Kernel(l.Entry)
+	if k == nil {
+		t.Fatalf("ptxas does not list %s", l.Entry)
+	}
+	c := kernelCounters{regs: k.Registers, sass: sassCounts(t, text)[l.Entry]}
+	c.warps = ptxas.ResidentWarps("sm_80", k.Registers, k.SharedBytes+l.SharedBytes, l.Block[0]*l.Block[1]*l.Block[2])
+	c.occupancy = 100 * c.warps / ptxas.MaxWarps("sm_80")
+	pct := func(bytes, sectors int64) int {
+		if sectors == 0 {
+			return 100
+		}
+		return int(100 * bytes / (32 * sectors))
+	}
+	c.loadEff, c.storeEff = pct(st.GlobalLoadBytes, st.GlobalLoadSectors), pct(st.GlobalStoreBytes, st.GlobalStoreSectors)
+	return c
 }

@@ -14,29 +14,32 @@ import (
 // products of f32, f16 and bf16 are exact there) and i64 for integers, the reference's order
 // and precision; the epilogue runs on the result before its one store.
 func (md *module) directKernel(k ptx.Kernel, c ptx.Contraction) (*ir.Func, ptx.Launch, error) {
-	g := k.Graph
-	dot := c.Dot
-	args := ptx.Params(g)
+	args := ptx.Params(k.Graph)
 	kg := md.newKernel(k, args)
-	shape := dot.Type.Shape
-	accT := irg.F64
-	if !dot.Type.DType.IsFloat() {
-		accT = irg.I64
-	}
-	acc := kg.b.NewAlloca(regType(accT))
 	tid := kg.add(kg.b.NewMul(kg.sreg("ctaid.x"), kg.sreg("ntid.x")), kg.sreg("tid.x"))
 	step := kg.b.NewMul(kg.sreg("nctaid.x"), kg.sreg("ntid.x"))
+	err := kg.directElements(c.Dot, tid, step, false)
+	kg.b.NewRet(nil)
+	if err != nil {
+		return nil, ptx.Launch{}, err
+	}
+	return kg.f, ptx.Launch{Grid: c.Grid, Block: c.Block, Params: args}, nil
+}
+
+// directElements computes result elements start, start+step, ... of dot and stores every
+// output of the kernel graph at each. With fmaF32 a product of f32 operands into f32 accumulates
+// with an fma in f32 (ptx.AccType), as codegen/ptx's persistent stages do.
+func (kg *kgen) directElements(dot *irg.Value, start, step value.Value, fmaF32 bool) error {
+	shape := dot.Type.Shape
+	accT := ptx.AccType(dot, fmaF32)
+	acc := kg.alloca(regType(accT))
 	var err error
 	keep := func(e error) {
 		if e != nil && err == nil {
 			err = e
 		}
 	}
-	outs := make([]int, len(g.Outputs))
-	for i := range outs {
-		outs[i] = i
-	}
-	kg.loop(tid, step, shape.NumElements(), func(o value.Value) {
+	kg.loop(start, step, shape.NumElements(), func(o value.Value) {
 		x := newIndexLin(shape, o)
 		for d := range shape {
 			kg.coord(x, d) // derived outside the k loop, whose values do not outlive it
@@ -51,30 +54,16 @@ func (md *module) directKernel(k ptx.Kernel, c ptx.Contraction) (*ir.Func, ptx.L
 		}
 		kg.loop(ci(0), ci(1), K, func(kk value.Value) {
 			u, v, e := term(kk)
-			if e != nil {
-				keep(e)
-				return
-			}
-			p, e := kg.binary("mul", accT, kg.cast(dot.Args[0].Type.DType, u, accT), kg.cast(dot.Args[1].Type.DType, v, accT))
-			keep(e)
-			if e != nil {
-				return
-			}
-			s, e := kg.binary("add", accT, kg.b.NewLoad(regType(accT), acc), p)
-			keep(e)
 			if e == nil {
-				kg.b.NewStore(s, acc)
+				e = kg.foldProduct(dot, accT, acc, u, v)
 			}
+			keep(e)
 		})
 		kg.bound = map[*irg.Value]value.Value{dot: kg.cast(accT, kg.b.NewLoad(regType(accT), acc), dot.Type.DType)}
-		keep(kg.storeOutputs(outs, x))
+		keep(kg.storeOutputs(allOutputs(kg.g), x))
 		kg.bound = nil
 	})
-	kg.b.NewRet(nil)
-	if err != nil {
-		return nil, ptx.Launch{}, err
-	}
-	return kg.f, ptx.Launch{Grid: c.Grid, Block: c.Block, Params: args}, nil
+	return err
 }
 
 // dotTerm returns the operand elements of the k-th product of dot_general result element x (k

@@ -119,26 +119,34 @@ func (md *module) loopKernel(k ptx.Kernel) (*ir.Func, ptx.Launch, error) {
 	kg := md.newKernel(k, args)
 	tid := kg.b.NewAdd(kg.b.NewMul(kg.sreg("ctaid.x"), kg.sreg("ntid.x")), kg.sreg("tid.x"))
 	step := kg.b.NewMul(kg.sreg("nctaid.x"), kg.sreg("ntid.x"))
-	n := shape.NumElements()
-	groups := n / v
-	var err error
-	kg.loop(tid, step, groups, func(i value.Value) {
-		if e := kg.elementGroup(shape, kg.mul(i, v), v, flat); e != nil && err == nil {
-			err = e
-		}
-	})
-	if v > 1 && n%v != 0 {
-		kg.loop(kg.add(tid, ci(groups*v)), step, n, func(i value.Value) {
-			if e := kg.elementGroup(shape, i, 1, true); e != nil && err == nil {
-				err = e
-			}
-		})
-	}
+	err := kg.loopElements(shape, tid, step, v, flat)
 	kg.b.NewRet(nil)
 	if err != nil {
 		return nil, ptx.Launch{}, err
 	}
 	return kg.f, ptx.Launch{Grid: grid, Block: block, Params: args}, nil
+}
+
+// loopElements computes and stores every element of shape, the kernel graph's output space:
+// groups of v consecutive elements at start, start+step, ..., then the elements after the last
+// whole group one at a time.
+func (kg *kgen) loopElements(shape irg.Shape, start, step value.Value, v int, flat bool) error {
+	n := shape.NumElements()
+	groups := n / v
+	var err error
+	kg.loop(start, step, groups, func(i value.Value) {
+		if e := kg.elementGroup(shape, kg.mul(i, v), v, flat); e != nil && err == nil {
+			err = e
+		}
+	})
+	if v > 1 && n%v != 0 {
+		kg.loop(kg.add(start, ci(groups*v)), step, n, func(i value.Value) {
+			if e := kg.elementGroup(shape, i, 1, true); e != nil && err == nil {
+				err = e
+			}
+		})
+	}
+	return err
 }
 
 // loop emits `for i := start; i < end; i += step { body(i) }` (unsigned compare, as the PTX

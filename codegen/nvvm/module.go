@@ -23,15 +23,19 @@ const Triple = "nvptx64-nvidia-cuda"
 // libNVVM (and by later ones).
 var irVersion = [2]int64{1, 8}
 
-// IR lowers kernels into one NVVM IR module, in order, and returns its text with each kernel's
-// launch. Kernels a template of this package does not cover are an error naming the kernel and
+// IR lowers kernels into one NVVM IR module, in order, each distinct kernel once (classes), and
+// returns its text with each kernel's launch. Kernels a template of this package does not cover are an error naming the kernel and
 // the template.
 func IR(kernels []ptx.Kernel, t ptx.Target) (string, []ptx.Launch, error) {
-	m, launches, err := build(kernels, t)
+	uniq, of, _, err := classes(kernels)
 	if err != nil {
 		return "", nil, err
 	}
-	return m.m.String(), launches, nil
+	m, launches, err := build(uniq, t)
+	if err != nil {
+		return "", nil, err
+	}
+	return m.m.String(), expand(kernels, uniq, of, launches), nil
 }
 
 func build(kernels []ptx.Kernel, t ptx.Target) (*module, []ptx.Launch, error) {
@@ -47,18 +51,12 @@ func build(kernels []ptx.Kernel, t ptx.Target) (*module, []ptx.Launch, error) {
 	md := &module{m: m, decls: map[string]*ir.Func{}, globals: map[string]*ir.Global{}}
 	var annotations []metadata.Node
 	var launches []ptx.Launch
-	seen := map[string]bool{}
 	for _, k := range kernels {
-		if seen[k.Name] {
-			return nil, nil, fmt.Errorf("%s: two kernels have this name", k.Name)
-		}
-		seen[k.Name] = true
 		f, l, err := md.kernel(k, t)
 		if err != nil {
 			return nil, nil, err
 		}
 		annotations = append(annotations, md.tuple(f, &metadata.String{Value: "kernel"}, md.i32(1)))
-		l.Entry = k.Name // every kernel is its own entry (codegen/ptx shares equal bodies; this producer does not yet)
 		launches = append(launches, l)
 	}
 	m.NamedMetadataDefs["nvvm.annotations"] = &metadata.NamedDef{Name: "nvvm.annotations", Nodes: annotations}
@@ -132,6 +130,8 @@ func (md *module) kernel(k ptx.Kernel, t ptx.Target) (*ir.Func, ptx.Launch, erro
 		err error
 	)
 	switch tpl {
+	case "persistent":
+		f, l, err = md.persistentKernel(k)
 	case "loop":
 		f, l, err = md.loopKernel(k)
 	case "transpose tile":

@@ -39,43 +39,49 @@ func (p *Producer) Lib() (*libnvvm.Lib, error) {
 	return p.lib, p.err
 }
 
-// Module lowers kernels to one NVVM IR module and compiles it with libNVVM: the PTX module and
-// each kernel's launch, as ptx.Module returns them. A libNVVM failure names the kernel it is in.
+// Module lowers kernels to NVVM IR and compiles it with libNVVM: the PTX module and each
+// kernel's launch, as ptx.Module returns them. Kernels equal up to names share one entry
+// (classes). The distinct kernels are compiled in programs of programKernels, in parallel
+// (parallel.go); the PTX is the same whatever the number of threads. A libNVVM failure names the
+// kernel it is in.
 func (p *Producer) Module(kernels []ptx.Kernel, t ptx.Target) (string, []ptx.Launch, error) {
-	m, launches, err := build(kernels, t)
+	uniq, of, users, err := classes(kernels)
 	if err != nil {
 		return "", nil, err
 	}
 	if p.IROnly {
-		return m.m.String(), launches, nil
+		m, launches, err := build(uniq, t)
+		if err != nil {
+			return "", nil, err
+		}
+		return m.m.String(), expand(kernels, uniq, of, launches), nil
+	}
+	// Lower every kernel first, in order, so the first kernel no template takes is the error.
+	launches := make([]ptx.Launch, len(uniq))
+	for i, k := range uniq {
+		_, l, err := build([]ptx.Kernel{k}, t)
+		if err != nil {
+			return "", nil, err
+		}
+		launches[i] = l[0]
 	}
 	lib, err := p.Lib()
 	if err != nil {
 		return "", nil, err
 	}
-	text, log, err := compile(lib, "module", m, t)
+	text, logs, err := compileAll(lib, uniq, users, t)
 	if err != nil {
-		// Find the kernel at fault: compile each alone.
-		for _, k := range kernels {
-			mk, _, kerr := build([]ptx.Kernel{k}, t)
-			if kerr == nil {
-				_, _, kerr = compile(lib, k.Name, mk, t)
-			}
-			if kerr != nil {
-				return "", nil, kerr
-			}
-		}
 		return "", nil, err
 	}
 	// Warnings reach the plan as notes of the kernels they name.
-	for _, line := range strings.Split(log, "\n") {
-		for i, k := range kernels {
-			if line != "" && strings.Contains(line, k.Name) {
-				launches[i].Notes = append(launches[i].Notes, "libNVVM: "+strings.TrimSpace(line))
+	for c, log := range logs {
+		for _, line := range strings.Split(log, "\n") {
+			if line = strings.TrimSpace(line); line != "" {
+				launches[c].Notes = append(launches[c].Notes, "libNVVM: "+line)
 			}
 		}
 	}
-	return text, launches, nil
+	return text, expand(kernels, uniq, of, launches), nil
 }
 
 // compile runs libNVVM on one built module, linking libdevice when the module calls it.
@@ -94,4 +100,13 @@ func compile(lib *libnvvm.Lib, name string, m *module, t ptx.Target) (string, st
 	}
 	out, log, err := lib.Compile(name, mods, Options(t)...)
 	return string(out), log, err
+}
+
+// refusedText is in every error for a kernel whose template has no NVVM counterpart.
+const refusedText = "has no NVVM counterpart yet"
+
+// Refused reports whether err says that no template of this package takes a kernel (rather than
+// that the kernel or the library is at fault): a producer choosing per kernel takes codegen/ptx's.
+func Refused(err error) bool {
+	return err != nil && strings.Contains(err.Error(), refusedText)
 }

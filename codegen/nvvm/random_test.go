@@ -27,15 +27,7 @@ func TestPipelineRandomGraphs(t *testing.T) {
 	}
 	taken, refused := 0, 0
 	for seed := range n {
-		g := randgraph.Graph(rand.New(rand.NewPCG(uint64(seed), 3)))
-		res, err := passes.Run(g, passes.Options{})
-		if err != nil {
-			t.Fatalf("seed %d: passes: %v", seed, err)
-		}
-		var all []ptx.Kernel
-		for _, kn := range res.Kernels.Kernels {
-			all = append(all, kernelOf(kn, fmt.Sprintf("s%d_%s", seed, kn.Name)))
-		}
+		all := randomKernels(t, seed)
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			kernels, no := supported(t, all)
 			taken += len(kernels)
@@ -47,4 +39,20 @@ func TestPipelineRandomGraphs(t *testing.T) {
 	if taken == 0 {
 		t.Error("the NVVM producer took no kernel")
 	}
+}
+
+// randomKernels are the kernels the pass pipeline forms for randgraph's graph of seed, named
+// s<seed>_<kernel>.
+func randomKernels(t *testing.T, seed int) []ptx.Kernel {
+	t.Helper()
+	g := randgraph.Graph(rand.New(rand.NewPCG(uint64(seed), 3)))
+	res, err := passes.Run(g, passes.Options{})
+	if err != nil {
+		t.Fatalf("seed %d: passes: %v", seed, err)
+	}
+	var all []ptx.Kernel
+	for _, kn := range res.Kernels.Kernels {
+		all = append(all, kernelOf(kn, fmt.Sprintf("s%d_%s", seed, kn.Name)))
+	}
+	return all
 }

@@ -30,9 +30,11 @@ const persistThreads = 256
 // maxStaticShared is the most static shared memory one block may declare.
 const maxStaticShared = 48 << 10
 
-func persistentKernel(k Kernel, globals *[]string) (string, Launch, error) {
+// CheckPersistent checks a persistent kernel's shared memory layout: at most the static 48 KB,
+// every value's slot 16-byte aligned and inside it.
+func CheckPersistent(k Kernel) error {
 	if k.SharedBytes < 0 || k.SharedBytes > maxStaticShared {
-		return "", Launch{}, fmt.Errorf("persistent kernel with %d bytes of shared memory (at most %d)", k.SharedBytes, maxStaticShared)
+		return fmt.Errorf("persistent kernel with %d bytes of shared memory (at most %d)", k.SharedBytes, maxStaticShared)
 	}
 	sizes := map[string]int{}
 	for _, st := range k.Stages {
@@ -45,8 +47,34 @@ func persistentKernel(k Kernel, globals *[]string) (string, Launch, error) {
 	}
 	for _, n := range slices.Sorted(maps.Keys(k.Shared)) {
 		if off := k.Shared[n]; off < 0 || off%16 != 0 || off+sizes[n] > k.SharedBytes {
-			return "", Launch{}, fmt.Errorf("shared value %s at offset %d: not 16-byte aligned or outside %d bytes", n, off, k.SharedBytes)
+			return fmt.Errorf("shared value %s at offset %d: not 16-byte aligned or outside %d bytes", n, off, k.SharedBytes)
 		}
+	}
+	return nil
+}
+
+// PersistThreads is the block of a persistent kernel.
+const PersistThreads = persistThreads
+
+// LaneSplit tells whether a contraction stage of a persistent kernel has the lanes of a warp
+// split each element's products (warpElements) rather than one thread fold them.
+func LaneSplit(dot *ir.Value) bool { return laneSplit(dot) }
+
+// WarpGroup is how many consecutive result elements of n a warp of a lane-split stage takes
+// at once (warpElements' R): a power of two up to maxWarpGroup, small enough that every warp of
+// the block gets a group.
+func WarpGroup(n int) int {
+	const warps = persistThreads / 32
+	r := 1
+	for r < maxWarpGroup && r*warps < n {
+		r *= 2
+	}
+	return r
+}
+
+func persistentKernel(k Kernel, globals *[]string) (string, Launch, error) {
+	if err := CheckPersistent(k); err != nil {
+		return "", Launch{}, err
 	}
 	b := newBuilder(k.Name)
 	gn, args := header(k, b, globals)
@@ -213,10 +241,7 @@ func (gn *gen) warpElements(dot *ir.Value, tid string) error {
 	shape := dot.Type.Shape
 	n := shape.NumElements()
 	const warps = persistThreads / 32
-	r := 1
-	for r < maxWarpGroup && r*warps < n {
-		r *= 2
-	}
+	r := WarpGroup(n)
 	groups := ceilDiv(n, r)
 	// A group inside one row shares all coordinates but the last; the lhs element of a
 	// product is then the same for all of it when the last result dim is a rhs free dim.

@@ -332,3 +332,10 @@ func ConvGeometry(v *ir.Value) (stride, pad, dil [2]int, groups int) {
 	}
 	return two("stride", 1), two("padding", 0), two("dilation", 1), v.Attrs.Int("groups", 1)
 }
+
+// Live returns the values g's outputs depend on, in definition order.
+func Live(g *ir.Graph) []*ir.Value { return live(g) }
+
+// AccType is the accumulator dtype of a direct or persistent contraction's products: f64 for
+// floats, i64 for integers, and with fmaF32 f32 for f32 operands into f32 (fma.rn.f32).
+func AccType(dot *ir.Value, fmaF32 bool) ir.DType { return accType(dot, fmaF32) }

@@ -13,13 +13,13 @@ import (
 // buffers one launch binds. Module generates each such class once, under the name of its first
 // kernel, and launches it for the others with their own arguments (Launch.Entry).
 
-// shareKey is a kernel's graph printed without names and source locations: the inputs and
+// ShareKey is a kernel's graph printed without names and source locations: the inputs and
 // params by position and type, then the values the outputs depend on, numbered in the order a
 // walk from the outputs meets them (two orders of the same computation print alike). Two kernels
 // with equal keys compute the same thing on buffers of the same types and generate the same code
 // (TestSharedKernelsGenerateTheSameCode checks it). Persistent kernels name their stages' values
 // across Shared, and are not shared: "" is their key.
-func shareKey(k Kernel) string {
+func ShareKey(k Kernel) string {
 	if len(k.Stages) > 0 {
 		return ""
 	}
@@ -63,9 +63,9 @@ func shareKey(k Kernel) string {
 	return sb.String()
 }
 
-// rebind is the launch of a shared kernel's code for k, whose graph has the same key as the one
+// Rebind is the launch of a shared kernel's code for k, whose graph has the same key as the one
 // the code was generated for: the same configuration, with k's own buffers as arguments.
-func rebind(l Launch, k Kernel) Launch {
+func Rebind(l Launch, k Kernel) Launch {
 	ins, params := k.Graph.Inputs(), k.Graph.Params()
 	out := l
 	out.Params = make([]Arg, len(l.Params))
@@ -83,9 +83,9 @@ func rebind(l Launch, k Kernel) Launch {
 	return out
 }
 
-// usersComment lists the kernels one entry runs for, above the entry in the module, in lines of
+// UsersComment lists the kernels one entry runs for, above the entry in the module, in lines of
 // at most 100 columns.
-func usersComment(entry string, users []string) string {
+func UsersComment(entry string, users []string) string {
 	if len(users) == 1 {
 		return ""
 	}

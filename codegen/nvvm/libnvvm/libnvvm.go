@@ -91,8 +91,6 @@ type Lib struct {
 	nvvmGetCompiledResult      func(p uintptr, buf *byte) int32
 	nvvmGetProgramLogSize      func(p uintptr, size *uintptr) int32
 	nvvmGetProgramLog          func(p uintptr, buf *byte) int32
-
-	mu sync.Mutex // one compilation at a time: thread safety is not promised before CUDA 12
 }
 
 var loaded dynlib.Cache[*Lib] // by the path given to dlopen
@@ -192,8 +190,8 @@ type Module struct {
 // failure returns an error starting with it and holding libNVVM's log. The log of a success
 // (warnings) is returned too.
 func (l *Lib) Compile(name string, modules []Module, options ...string) (ptx []byte, log string, err error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	// libNVVM's API is thread safe (its documentation's "Thread Safety", CUDA 11 on): programs
+	// compile in parallel.
 	var prog uintptr
 	if r := l.nvvmCreateProgram(&prog); r != 0 {
 		return nil, "", fmt.Errorf("%s: nvvmCreateProgram: %s", name, resultName(r))

@@ -1,0 +1,113 @@
+package nvvm
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/gcomp/gcomp/codegen/ptx"
+	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/passes"
+)
+
+// Persistent kernels from small chains (codegen/ptx's cases; the examples' rnn and lstm are in
+// TestExampleKernels) go through the differential harness: ptxas for sm_80 and sm_90 without
+// spills, the simulator with memcheck, racecheck and synccheck (barriers between stages, shuffles
+// of whole warps), the reference within tolerance (f32 products accumulate in f32 by fma) and
+// codegen/ptx's kernel bit for bit: the same lane split, butterfly pairs and fold order.
+func TestPersistentKernels(t *testing.T) {
+	p := requireProducer(t)
+	const steps = `
+  input %x : f32[4,16]
+  param %w : f32[16,16]
+  %0 = dot_general(%x, %w) {lhs_contract=[1], rhs_contract=[0]} : f32[4,16]
+  %1 = tanh(%0) : f32[4,16]
+  %2 = dot_general(%1, %w) {lhs_contract=[1], rhs_contract=[0]} : f32[4,16]
+  %3 = tanh(%2) : f32[4,16]
+  %4 = dot_general(%3, %w) {lhs_contract=[1], rhs_contract=[0]} : f32[4,16]
+  %5 = add(%4, %1) : f32[4,16]
+  %6 = dot_general(%5, %w) {lhs_contract=[1], rhs_contract=[0]} : f32[4,16]
+  output h1 = %1
+  output y = %6`
+	// chain is three linear layers, weights [out, in] (the lanes of a warp split K), lhs
+	// [batch..., B, K].
+	chain := func(dt string, batch string, b, k, n int) string {
+		dims := func(x, y int) string { return fmt.Sprintf("%s[%s%d,%d]", dt, batch, x, y) }
+		attrs := "lhs_contract=[1], rhs_contract=[1]"
+		if batch != "" {
+			attrs = "lhs_batch=[0], rhs_batch=[0], lhs_contract=[2], rhs_contract=[2]"
+		}
+		act := "tanh"
+		if dt == "i32" || dt == "f64" {
+			act = "neg" // exact: the producers must agree bit for bit with the reference too
+		}
+		return fmt.Sprintf(`
+  input %%x : %[1]s
+  param %%w : %[2]s
+  param %%v : %[3]s
+  %%0 = dot_general(%%x, %%w) {%[6]s} : %[4]s
+  %%1 = %[7]s(%%0) : %[4]s
+  %%2 = dot_general(%%1, %%v) {%[6]s} : %[5]s
+  %%3 = %[7]s(%%2) : %[5]s
+  %%4 = dot_general(%%3, %%w) {%[6]s} : %[4]s
+  output y = %%4`, dims(b, k), dims(n, k), dims(k, n), dims(b, n), dims(b, k), attrs, act)
+	}
+	for _, tc := range []struct {
+		name   string
+		src    string
+		opt    passes.FusionOptions
+		stages int
+	}{
+		{"split K=40", chain("f32", "", 3, 40, 20), passes.FusionOptions{}, 3},
+		{"split K<32", chain("f32", "", 3, 12, 20), passes.FusionOptions{}, 3},
+		{"split K>32·3", chain("f32", "", 2, 100, 72), passes.FusionOptions{}, 3},
+		{"split in rows", chain("f32", "", 4, 64, 64), passes.FusionOptions{}, 3},
+		{"split batch dims", chain("f32", "2,", 3, 36, 24), passes.FusionOptions{}, 3},
+		{"split bf16", chain("bf16", "", 3, 40, 20), passes.FusionOptions{}, 3},
+		{"split f16", chain("f16", "", 3, 40, 20), passes.FusionOptions{}, 3},
+		{"split i32", chain("i32", "", 3, 40, 20), passes.FusionOptions{}, 3},
+		{"split f64", chain("f64", "", 3, 40, 20), passes.FusionOptions{}, 3},
+		{"elementwise", `
+  input %x : f32[8]
+  %0 = exp(%x) : f32[8]
+  %1 = broadcast_in_dim(%0) {dims=[0], shape=[8,8]} : f32[8,8]
+  %2 = tanh(%1) : f32[8,8]
+  %3 = log(%2) : f32[8,8]
+  %4 = broadcast_in_dim(%3) {dims=[0,1], shape=[8,8,100]} : f32[8,8,100]
+  %5 = neg(%4) : f32[8,8,100]
+  output y = %5`, passes.FusionOptions{}, 3},
+		{"vector groups", `
+  input %x : f32[2048]
+  param %w : f32[2048,2]
+  %0 = exp(%x) : f32[2048]
+  %1 = broadcast_in_dim(%0) {dims=[1], shape=[4,2048]} : f32[4,2048]
+  %2 = tanh(%1) : f32[4,2048]
+  %3 = dot_general(%2, %w) {lhs_contract=[1], rhs_contract=[0]} : f32[4,2]
+  output y = %3`, passes.FusionOptions{}, 3},
+		{"matmuls, an output inside", steps, passes.FusionOptions{}, 4},
+		{"cut by the budget", steps, passes.FusionOptions{PersistFlops: 6400}, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g, err := ir.Parse("t.gir", []byte("graph t {\n"+tc.src+"\n}\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := passes.Run(g, passes.Options{Fusion: tc.opt, VerifyEach: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ks := res.Kernels.Kernels
+			if ks[0].Kind != passes.Persistent || len(ks[0].Stages) != tc.stages {
+				t.Fatalf("want the first kernel persistent with %d stages:\n%s", tc.stages, res.Kernels)
+			}
+			var all []ptx.Kernel
+			for _, kn := range ks {
+				all = append(all, kernelOf(kn, kn.Name))
+			}
+			kernels, refused := supported(t, all)
+			if len(kernels) == 0 || kernels[0].Name != ks[0].Name {
+				t.Fatalf("the persistent kernel is refused: %v", refused)
+			}
+			checkModule(t, p, kernels, 11)
+		})
+	}
+}
