@@ -128,6 +128,17 @@ func reassociates(g *ir.Graph) bool {
 	return false
 }
 
+// tiled reports whether k's contraction runs in a tiled template, which accumulates in f32 (the
+// FFMA template, in ascending k with one rounding per fma) where the reference sums in float64:
+// such a kernel is held to the reference within tolerance, to codegen/ptx bit for bit.
+func tiled(k ptx.Kernel) bool {
+	if ptx.Template(k) != "contraction" {
+		return false
+	}
+	c, err := ptx.ContractionPlan(k, ptx.Target{SM: 80})
+	return err == nil && c.Kind != "direct"
+}
+
 // exactKernel reports whether every op of g rounds once (IEEE) or is exact.
 func exactKernel(g *ir.Graph) bool {
 	for _, v := range g.Values {
@@ -247,7 +258,7 @@ func checkKernel(t *testing.T, text string, k ptx.Kernel, l ptx.Launch, seed uin
 	}
 	emitted, _ := run(t, ptxText, k, launches[0], in)
 	exact := exactKernel(k.Graph)
-	refExact := exact && !reassociates(k.Graph)
+	refExact := exact && !reassociates(k.Graph) && !tiled(k)
 	for _, o := range k.Graph.Outputs {
 		compare(t, o.Name+" (reference)", got[o.Name], want[o.Name], refExact, precision(k.Graph, o.Value))
 		if exact {

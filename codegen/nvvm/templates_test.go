@@ -116,6 +116,79 @@ func TestTemplates(t *testing.T) {
   %0 = conv2d(%x, %w) {stride=[2,1], padding=[1,1], groups=2} : f64[1,6,4,7]
   output y = %0
 }`, "direct"},
+		{"matmul_ffma", `graph g {
+  input %x : f32[8,16]
+  input %w : f32[16,4]
+  %0 = dot_general(%x, %w) {lhs_contract=[1], rhs_contract=[0]} : f32[8,4]
+  output y = %0
+}`, "ffma"},
+		// Several k steps and tiles, edges in M, N and K, a batch, a bias and relu epilogue
+		// stored in 4-column groups.
+		{"matmul_ffma_batched_bias_relu", `graph g {
+  input %x : f32[3,130,37]
+  input %w : f32[3,37,136]
+  input %b : f32[136]
+  %0 = dot_general(%x, %w) {lhs_batch=[0], rhs_batch=[0], lhs_contract=[2], rhs_contract=[1]} : f32[3,130,136]
+  %1 = broadcast_in_dim(%b) {shape=[3,130,136], dims=[2]} : f32[3,130,136]
+  %2 = add(%0, %1) : f32[3,130,136]
+  %3 = relu(%2) : f32[3,130,136]
+  output y = %3
+  output z = %0
+}`, "ffma"},
+		// Transposed operands: the lhs copies along its free dim, the rhs along k.
+		{"matmul_ffma_transposed", `graph g {
+  input %x : f32[21,70]
+  input %w : f32[45,21]
+  %0 = transpose(%x) {perm=[1,0]} : f32[70,21]
+  %1 = transpose(%w) {perm=[1,0]} : f32[21,45]
+  %2 = dot_general(%0, %1) {lhs_contract=[1], rhs_contract=[0]} : f32[70,45]
+  output y = %2
+}`, "ffma"},
+		// A generic operand: heads merged back through a transpose (not strided).
+		{"matmul_ffma_generic", `graph g {
+  input %x : f32[2,5,3,4]
+  input %w : f32[12,7]
+  %0 = transpose(%x) {perm=[0,2,1,3]} : f32[2,3,5,4]
+  %1 = reshape(%0) {shape=[6,20]} : f32[6,20]
+  %2 = reshape(%1) {shape=[10,12]} : f32[10,12]
+  %3 = dot_general(%2, %w) {lhs_contract=[1], rhs_contract=[0]} : f32[10,7]
+  output y = %3
+}`, "ffma"},
+		{"conv_ffma", `graph g {
+  input %x : f32[2,3,11,9]
+  input %w : f32[8,3,3,3]
+  %0 = conv2d(%x, %w) {padding=[1,1]} : f32[2,8,11,9]
+  output y = %0
+}`, "ffma"},
+		{"conv_ffma_grouped_strided_bias", `graph g {
+  input %x : f32[1,4,12,12]
+  input %w : f32[6,2,3,2]
+  input %b : f32[6]
+  %0 = conv2d(%x, %w) {stride=[2,1], padding=[1,0], dilation=[1,2], groups=2} : f32[1,6,6,10]
+  %1 = broadcast_in_dim(%b) {shape=[1,6,6,10], dims=[1]} : f32[1,6,6,10]
+  %2 = add(%0, %1) : f32[1,6,6,10]
+  %3 = tanh(%2) : f32[1,6,6,10]
+  output y = %3
+}`, "ffma"},
+		{"conv_ffma_maxpool", `graph g {
+  input %x : f32[2,3,10,12]
+  input %w : f32[16,3,3,3]
+  input %b : f32[16]
+  %0 = conv2d(%x, %w) {padding=[1,1]} : f32[2,16,10,12]
+  %1 = broadcast_in_dim(%b) {shape=[2,16,10,12], dims=[1]} : f32[2,16,10,12]
+  %2 = add(%0, %1) : f32[2,16,10,12]
+  %3 = relu(%2) : f32[2,16,10,12]
+  %4 = max_pool2d(%3) {kernel=[2,2], stride=[2,2]} : f32[2,16,5,6]
+  output y = %4
+  output pre = %3
+}`, "ffma"},
+		{"conv_ffma_avgpool", `graph g {
+  input %x : f32[1,2,8,6]
+  input %w : f32[5,2,1,1]
+  %0 = conv2d(%x, %w) : f32[1,5,8,6]
+  %1 = avg_pool2d(%0) {kernel=[2,1], stride=[2,1]} : f32[1,5,4,6]
+  output y = %1
+}`, "ffma"},
 		{"maxpool_staged", `graph g {
   input %x : f32[2,3,20,20]
   %0 = max_pool2d(%x) {kernel=[2,2], stride=[2,2]} : f32[2,3,10,10]
@@ -165,12 +238,12 @@ func TestTemplates(t *testing.T) {
 		})
 	}
 	for _, tc := range []struct{ name, src, want string }{
-		{"matmul", `graph g {
-  input %x : f32[8,16]
-  input %w : f32[16,4]
-  %0 = dot_general(%x, %w) {lhs_contract=[1], rhs_contract=[0]} : f32[8,4]
+		{"matmul_f16", `graph g {
+  input %x : f16[8,16]
+  input %w : f16[16,4]
+  %0 = dot_general(%x, %w) {lhs_contract=[1], rhs_contract=[0]} : f16[8,4]
   output y = %0
-}`, "k_matmul: the ffma contraction template has no NVVM counterpart yet"},
+}`, "k_matmul_f16: the tensor core contraction template has no NVVM counterpart yet"},
 	} {
 		g, err := ir.Parse(tc.name+".gir", []byte(tc.src))
 		if err != nil {
