@@ -52,37 +52,18 @@ func (mm *gemm) epilogue() error {
 	case p.Conv != nil && p.Conv.OH*p.Conv.OW%4 == 0 && narrow:
 		wi = 4
 	}
-	shape := p.Dot.Type.Shape
-	nb := len(p.Batch)
 	var err error
 	for i := 0; i < 8; i += wi {
 		for j0 := 0; j0 < 8; j0 += w {
 			ok := kg.b.NewAnd(kg.b.NewICmp(enum.IPredULT, rows[i], ci(p.M)), kg.b.NewICmp(enum.IPredULT, cols[j0], ci(p.N)))
 			kg.branch(ok, "store", func() {
-				var lanes []*index
+				n := max(w, wi)
+				lanes := mm.lanesAt(rows[i], cols[j0], n)
 				var lanesAcc []value.Value
-				if p.Conv != nil {
-					lanes = mm.pixelLanes(rows[i], kg.add(kg.mul(mm.bz, p.N), cols[j0]), wi)
-					for l := range lanes {
+				for l := range n {
+					if wi > 1 {
 						lanesAcc = append(lanesAcc, accs[(i+l)*8+j0])
-					}
-				} else {
-					lin := kg.add(kg.mul(kg.add(kg.mul(mm.bz, p.M), rows[i]), p.N), cols[j0])
-					for l := range w {
-						x := newIndexLin(shape, kg.add(lin, ci(l)))
-						if p.RowCol {
-							for d := range nb {
-								x.coord[d] = kg.coord(mm.bidx, d)
-							}
-							x.coord[nb], x.coord[nb+1] = rows[i], kg.add(cols[j0], ci(l))
-							if shape[nb] == 1 {
-								x.coord[nb] = ci(0)
-							}
-							if shape[nb+1] == 1 {
-								x.coord[nb+1] = ci(0)
-							}
-						}
-						lanes = append(lanes, x)
+					} else {
 						lanesAcc = append(lanesAcc, accs[i*8+j0+l])
 					}
 				}
@@ -93,6 +74,37 @@ func (mm *gemm) epilogue() error {
 		}
 	}
 	return err
+}
+
+// lanesAt is the result indexes of n GEMM elements from (row, col) stored together: n
+// consecutive pixels of a conv2d (col a channel of the group blockIdx.z), n consecutive
+// columns of a dot.
+func (mm *gemm) lanesAt(row, col value.Value, n int) []*index {
+	kg, p := mm.kg, mm.p
+	if p.Conv != nil {
+		return mm.pixelLanes(row, kg.add(kg.mul(mm.bz, p.N), col), n)
+	}
+	shape := p.Dot.Type.Shape
+	nb := len(p.Batch)
+	lin := kg.add(kg.mul(kg.add(kg.mul(mm.bz, p.M), row), p.N), col)
+	var lanes []*index
+	for l := range n {
+		x := newIndexLin(shape, kg.add(lin, ci(l)))
+		if p.RowCol {
+			for d := range nb {
+				x.coord[d] = kg.coord(mm.bidx, d)
+			}
+			x.coord[nb], x.coord[nb+1] = row, kg.add(col, ci(l))
+			if shape[nb] == 1 {
+				x.coord[nb] = ci(0)
+			}
+			if shape[nb+1] == 1 {
+				x.coord[nb+1] = ci(0)
+			}
+		}
+		lanes = append(lanes, x)
+	}
+	return lanes
 }
 
 // bindAndStore binds the contraction's value at each lane to its accumulator, computes every

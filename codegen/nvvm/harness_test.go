@@ -139,6 +139,25 @@ func tiled(k ptx.Kernel) bool {
 	return err == nil && c.Kind != "direct"
 }
 
+// contractionLen is the longest dot_general or conv2d contraction of g (1 if none).
+func contractionLen(g *ir.Graph) int {
+	k := 1
+	for _, v := range g.Values {
+		switch v.Op {
+		case "dot_general":
+			n := 1
+			for _, d := range v.Attrs.Ints("lhs_contract") {
+				n *= v.Args[0].Type.Shape[d]
+			}
+			k = max(k, n)
+		case "conv2d":
+			w := v.Args[1].Type.Shape // [O, C/groups, KH, KW]
+			k = max(k, w[1]*w[2]*w[3])
+		}
+	}
+	return k
+}
+
 // exactKernel reports whether every op of g rounds once (IEEE) or is exact.
 func exactKernel(g *ir.Graph) bool {
 	for _, v := range g.Values {
@@ -236,7 +255,7 @@ func run(t *testing.T, text string, k ptx.Kernel, l ptx.Launch, in map[string]*t
 // checkKernel runs k's NVVM PTX (text, a module holding it, launch l) and codegen/ptx's, and
 // compares the NVVM results with the reference (tolerance rule) and with the PTX emitter's
 // (bit for bit where the kernel is exact).
-func checkKernel(t *testing.T, text string, k ptx.Kernel, l ptx.Launch, seed uint64) *sim.Stats {
+func checkKernel(t *testing.T, text string, k ptx.Kernel, l ptx.Launch, seed uint64, target ptx.Target) *sim.Stats {
 	t.Helper()
 	in := inputsFor(k.Graph, seed)
 	got, st := run(t, text, k, l, in)
@@ -252,7 +271,7 @@ func checkKernel(t *testing.T, text string, k ptx.Kernel, l ptx.Launch, seed uin
 	if err != nil {
 		t.Fatalf("reference: %v", err)
 	}
-	ptxText, launches, err := ptx.Module([]ptx.Kernel{k}, ptx.Target{SM: 80})
+	ptxText, launches, err := ptx.Module([]ptx.Kernel{k}, target)
 	if err != nil {
 		t.Fatalf("codegen/ptx: %v", err)
 	}
@@ -260,17 +279,18 @@ func checkKernel(t *testing.T, text string, k ptx.Kernel, l ptx.Launch, seed uin
 	exact := exactKernel(k.Graph)
 	refExact := exact && !reassociates(k.Graph) && !tiled(k)
 	for _, o := range k.Graph.Outputs {
-		compare(t, o.Name+" (reference)", got[o.Name], want[o.Name], refExact, precision(k.Graph, o.Value))
+		compare(t, o.Name+" (reference)", got[o.Name], want[o.Name], refExact, precision(k.Graph, o.Value), target.TF32, contractionLen(k.Graph))
 		if exact {
-			compare(t, o.Name+" (codegen/ptx)", got[o.Name], emitted[o.Name], true, o.Value.Type.DType)
+			compare(t, o.Name+" (codegen/ptx)", got[o.Name], emitted[o.Name], true, o.Value.Type.DType, target.TF32, 1)
 		}
 	}
 	return st
 }
 
 // compare holds got to want: bit for bit when exact or not a float, else within the tolerance
-// of dtype prec. NaN passes against NaN.
-func compare(t *testing.T, what string, got, want *tensor.Tensor, exact bool, prec ir.DType) {
+// of dtype prec (f32's under tf32 when tf32 is set) for a contraction of length k (the inputs
+// are at most 1 in magnitude). NaN passes against NaN.
+func compare(t *testing.T, what string, got, want *tensor.Tensor, exact bool, prec ir.DType, tf32 bool, k int) {
 	t.Helper()
 	bad := 0
 	d := want.Type.DType
@@ -287,7 +307,7 @@ func compare(t *testing.T, what string, got, want *tensor.Tensor, exact bool, pr
 				msg = fmt.Sprintf("got %v, want %v exactly", g, w)
 			}
 		case g != w:
-			rel, abs := tolerance.Tolerance(prec, false, 1)
+			rel, abs := tolerance.Tolerance(prec, tf32, k)
 			if !d.IsFloat() {
 				abs++ // a float within tolerance may truncate to the next integer
 			}
@@ -341,17 +361,23 @@ func inputsFor(g *ir.Graph, seed uint64) map[string]*tensor.Tensor {
 // through checkKernel as a subtest (kernel i with seed seed+i).
 func checkModule(t *testing.T, p *Producer, kernels []ptx.Kernel, seed uint64) {
 	t.Helper()
+	checkModuleFor(t, p, kernels, seed, ptx.Target{SM: 80})
+}
+
+// checkModuleFor is checkModule for target (sm_80, with or without tf32).
+func checkModuleFor(t *testing.T, p *Producer, kernels []ptx.Kernel, seed uint64, target ptx.Target) {
+	t.Helper()
 	if len(kernels) == 0 {
 		return
 	}
-	text, launches, err := p.Module(kernels, ptx.Target{SM: 80})
+	text, launches, err := p.Module(kernels, target)
 	if err != nil {
 		t.Fatal(err)
 	}
 	assemble(t, text, kernels)
 	for i, k := range kernels {
 		t.Run(k.Name, func(t *testing.T) {
-			checkKernel(t, text, k, launches[i], seed+uint64(i))
+			checkKernel(t, text, k, launches[i], seed+uint64(i), target)
 		})
 	}
 }

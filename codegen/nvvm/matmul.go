@@ -59,9 +59,11 @@ type gemm struct {
 // side is one operand's copies into its shared tiles.
 type side struct {
 	op     ptx.GEMMOperand
-	cm     ptx.CopyMap
+	d      irg.DType // element type
+	rows   int       // free rows of the tile
+	df, dk []int     // copy i of the thread is at (f0+df[i], kq+dk[i])
 	nFree  int
-	tile   *ir.Global // two buffers of GEMMTileK rows of cm.Rows+GEMMPad floats
+	tile   *ir.Global // FFMA: two buffers of GEMMTileK rows of rows+GEMMPad floats
 	f0, kq value.Value
 	f0tile value.Value
 	// copyAt is the global address and validity of copy i at k step k0 (strided operands and
@@ -70,18 +72,15 @@ type side struct {
 	valueAt func(k0 value.Value, i int) (value.Value, error)
 }
 
-func (mm *gemm) emit() error {
+// prologue reads the block's position (tile origin m0, n0; batch element blockIdx.z, whose
+// coordinates are derived here, in the entry block) and zeroes the 64 accumulators; it returns
+// the thread index.
+func (mm *gemm) prologue() value.Value {
 	kg, p := mm.kg, mm.p
 	tid := kg.sreg("tid.x")
 	bx, by := kg.sreg("ctaid.x"), kg.sreg("ctaid.y")
 	mm.bz = kg.sreg("ctaid.z")
-	tx, ty := kg.rem(tid, 16), kg.div(tid, 16)
 	mm.m0, mm.n0 = kg.mul(by, ptx.GEMMTileM), kg.mul(bx, ptx.GEMMTileN)
-	// conv2d's GEMM rows are pixels, contiguous in the NCHW output: threads run along them.
-	mm.rowT, mm.colT = ty, tx
-	if p.Conv != nil {
-		mm.rowT, mm.colT = tx, ty
-	}
 	mm.bidx = newIndexLin(p.Batch, mm.bz)
 	for d := range p.Batch {
 		kg.coord(mm.bidx, d)
@@ -90,6 +89,18 @@ func (mm *gemm) emit() error {
 	for i := range mm.acc {
 		mm.acc[i] = kg.b.NewAlloca(types.Float)
 		kg.b.NewStore(constant.NewFloat(types.Float, 0), mm.acc[i])
+	}
+	return tid
+}
+
+func (mm *gemm) emit() error {
+	kg, p := mm.kg, mm.p
+	tid := mm.prologue()
+	tx, ty := kg.rem(tid, 16), kg.div(tid, 16)
+	// conv2d's GEMM rows are pixels, contiguous in the NCHW output: threads run along them.
+	mm.rowT, mm.colT = ty, tx
+	if p.Conv != nil {
+		mm.rowT, mm.colT = tx, ty
 	}
 	a, err := mm.side(p.A, ptx.GEMMTileM, p.M, mm.m0, tid, "A")
 	if err != nil {
@@ -138,21 +149,26 @@ func (mm *gemm) emit() error {
 // side declares operand op's shared tiles and computes the thread's first copy.
 func (mm *gemm) side(op ptx.GEMMOperand, rows, nFree int, f0tile, tid value.Value, name string) (*side, error) {
 	kg := mm.kg
-	sd := &side{op: op, cm: op.Copies(rows), nFree: nFree, f0tile: f0tile}
+	cm := op.Copies(rows)
+	sd := &side{op: op, d: irg.F32, rows: rows, df: cm.DF[:], dk: cm.DK[:], nFree: nFree, f0tile: f0tile}
 	n := 2 * ptx.GEMMTileK * (rows + ptx.GEMMPad)
-	sd.tile = kg.md.m.NewGlobalDef(kg.name+"_tile"+name, constant.NewUndef(types.NewArray(uint64(n), types.Float)))
-	sd.tile.Linkage = enum.LinkageInternal
-	sd.tile.AddrSpace = 3
-	sd.tile.Typ.AddrSpace = 3
-	sd.tile.Align = 16
-	if sd.cm.AlongK {
+	sd.tile = kg.md.sharedArray(kg.name+"_tile"+name, n, types.Float, 16)
+	if cm.AlongK {
 		sd.f0, sd.kq = kg.add(f0tile, kg.div(tid, ptx.GEMMTileK)), kg.rem(tid, ptx.GEMMTileK)
 	} else {
 		sd.f0, sd.kq = kg.add(f0tile, kg.rem(tid, rows)), kg.div(tid, rows)
 	}
+	mm.copier(sd)
+	return sd, nil
+}
+
+// copier sets the copies of a side whose f0, kq, df and dk are set: through the views for a
+// generic operand, else at strided addresses.
+func (mm *gemm) copier(sd *side) {
+	kg, op, nFree := mm.kg, sd.op, sd.nFree
 	if op.View != nil {
 		mm.genericCopier(sd)
-		return sd, nil
+		return
 	}
 	// Strided: element Off + batch offset + clamp(f0)·FreeSt + k·KSt, plus each copy's
 	// constant distance.
@@ -162,27 +178,26 @@ func (mm *gemm) side(op ptx.GEMMOperand, rows, nFree int, f0tile, tid value.Valu
 		off = kg.add(kg.mul(kg.coord(mm.bidx, i), op.BatchStrides[i]), off)
 	}
 	first := kg.add(off, kg.mul(kg.clamp(sd.f0, nFree), op.FreeSt))
-	safe := kg.elemPtr(irg.F32, base, off)
+	safe := kg.elemPtr(sd.d, base, off)
 	sd.copyAt = func(k0 value.Value, i int) (value.Value, value.Value) {
 		kc := kg.add(k0, sd.kq)
 		// Signed compares: a bound ≤ 0 means the copy never lies inside.
-		ok := kg.b.NewAnd(kg.b.NewICmp(enum.IPredSLT, kc, ci(mm.p.K-sd.cm.DK[i])),
-			kg.b.NewICmp(enum.IPredSLT, sd.f0, ci(nFree-sd.cm.DF[i])))
-		e := kg.add(kg.add(first, kg.mul(kc, op.KSt)), ci(sd.cm.DF[i]*op.FreeSt+sd.cm.DK[i]*op.KSt))
-		src := kg.b.NewGetElementPtr(types.Float, base, e)
+		ok := kg.b.NewAnd(kg.b.NewICmp(enum.IPredSLT, kc, ci(mm.p.K-sd.dk[i])),
+			kg.b.NewICmp(enum.IPredSLT, sd.f0, ci(nFree-sd.df[i])))
+		e := kg.add(kg.add(first, kg.mul(kc, op.KSt)), ci(sd.df[i]*op.FreeSt+sd.dk[i]*op.KSt))
+		src := kg.b.NewGetElementPtr(memType(sd.d), base, e)
 		return kg.b.NewSelect(ok, src, safe), ok
 	}
-	return sd, nil
 }
 
 // genericCopier evaluates a generic operand's copy i through its views at clamped
-// coordinates (so every read stays inside), 0 where the copy lies outside.
+// coordinates (so every read stays inside), 0 where the copy lies outside, in register form.
 func (mm *gemm) genericCopier(sd *side) {
 	kg, op := mm.kg, sd.op
 	s := op.View.Type.Shape
 	sd.valueAt = func(k0 value.Value, i int) (value.Value, error) {
-		f := kg.add(sd.f0, ci(sd.cm.DF[i]))
-		kk := kg.add(kg.add(k0, sd.kq), ci(sd.cm.DK[i]))
+		f := kg.add(sd.f0, ci(sd.df[i]))
+		kk := kg.add(kg.add(k0, sd.kq), ci(sd.dk[i]))
 		ok := kg.b.NewAnd(kg.b.NewICmp(enum.IPredSLT, f, ci(sd.nFree)), kg.b.NewICmp(enum.IPredSLT, kk, ci(mm.p.K)))
 		f, kk = kg.clamp(f, sd.nFree), kg.clamp(kk, mm.p.K)
 		c := make([]value.Value, s.Rank())
@@ -206,7 +221,7 @@ func (mm *gemm) genericCopier(sd *side) {
 		if err != nil {
 			return nil, err
 		}
-		return kg.b.NewSelect(ok, v, constant.NewFloat(types.Float, 0)), nil
+		return kg.b.NewSelect(ok, v, constVal(sd.d, 0)), nil
 	}
 }
 
@@ -223,9 +238,9 @@ func (mm *gemm) convCopier(sd *side) {
 	// The image's channels are all groups'; group z reads channels z·C...
 	img := kg.add(kg.mul(n, cs.C*cs.Groups*cs.H*cs.W), kg.mul(mm.bz, cs.C*cs.H*cs.W))
 	base := kg.ptr[mm.p.Dot.Args[0]]
-	safe := kg.elemPtr(irg.F32, base, ci(0))
+	safe := kg.elemPtr(sd.d, base, ci(0))
 	sd.copyAt = func(k0 value.Value, i int) (value.Value, value.Value) {
-		kk := kg.add(kg.add(k0, sd.kq), ci(sd.cm.DK[i]))
+		kk := kg.add(kg.add(k0, sd.kq), ci(sd.dk[i]))
 		ok := kg.b.NewAnd(kg.b.NewICmp(enum.IPredSLT, kk, ci(mm.p.K)), okM)
 		taps := cs.KH * cs.KW
 		c, t := kg.div(kk, taps), kg.rem(kk, taps)
@@ -233,7 +248,7 @@ func (mm *gemm) convCopier(sd *side) {
 		iw := kg.add(iw0, kg.mul(kg.rem(t, cs.KW), cs.Dil[1]))
 		ok = kg.b.NewAnd(ok, kg.b.NewAnd(kg.inRange(ih, cs.H), kg.inRange(iw, cs.W)))
 		off := kg.add(img, kg.add(kg.mul(kg.add(kg.mul(c, cs.H), ih), cs.W), iw))
-		src := kg.b.NewGetElementPtr(types.Float, base, off)
+		src := kg.b.NewGetElementPtr(memType(sd.d), base, off)
 		return kg.b.NewSelect(ok, src, safe), ok
 	}
 }
@@ -266,11 +281,11 @@ func (mm *gemm) window(m value.Value) (n, ph, pw value.Value) {
 func (mm *gemm) issue(sides []*side, k0, buf value.Value) error {
 	kg := mm.kg
 	for _, sd := range sides {
-		rows := sd.cm.Rows + ptx.GEMMPad
+		rows := sd.rows + ptx.GEMMPad
 		// shared: buf·bufFloats + (kq+dk)·rows + (f0−f0tile) + df
 		first := kg.add(kg.mul(buf, ptx.GEMMTileK*rows), kg.add(kg.mul(sd.kq, rows), kg.sub(sd.f0, sd.f0tile)))
 		for i := range 4 {
-			dst := kg.b.NewGetElementPtr(sd.tile.ContentType, sd.tile, ci(0), kg.add(first, ci(sd.cm.DK[i]*rows+sd.cm.DF[i])))
+			dst := kg.b.NewGetElementPtr(sd.tile.ContentType, sd.tile, ci(0), kg.add(first, ci(sd.dk[i]*rows+sd.df[i])))
 			dst.InBounds = true
 			if sd.valueAt != nil {
 				v, err := sd.valueAt(k0, i)
@@ -292,16 +307,10 @@ func (mm *gemm) issue(sides []*side, k0, buf value.Value) error {
 // waitAll waits for this thread's cp.async copies.
 func (mm *gemm) waitAll() { mm.kg.asm("cp.async.wait_group 0;", "~{memory}") }
 
-// asm calls one PTX instruction as inline assembly (libNVVM 11.8 has no intrinsic for it:
-// docs/codegen.md lists each).
+// asm calls one PTX instruction that returns nothing as inline assembly (libNVVM 11.8 has
+// no intrinsic for it: docs/codegen.md lists each).
 func (kg *kgen) asm(text, constraints string, args ...value.Value) {
-	var params []types.Type
-	for _, a := range args {
-		params = append(params, a.Type())
-	}
-	f := ir.NewInlineAsm(types.NewPointer(types.NewFunc(types.Void, params...)), text, constraints)
-	f.SideEffect = true
-	kg.b.NewCall(f, args...)
+	kg.asmRet(types.Void, text, constraints, args...)
 }
 
 // compute multiplies buffer cur's tiles into the accumulators: per k, two 128-bit loads of
@@ -312,7 +321,7 @@ func (mm *gemm) compute(a, b *side, cur value.Value) {
 	pv4 := types.NewPointer(v4)
 	pv4.AddrSpace = 3
 	load := func(sd *side, pos value.Value, kk, h int) []value.Value {
-		rows := sd.cm.Rows + ptx.GEMMPad
+		rows := sd.rows + ptx.GEMMPad
 		i := kg.add(kg.mul(cur, ptx.GEMMTileK*rows), kg.add(kg.mul(pos, 4), ci(kk*rows+h*64)))
 		ptr := kg.b.NewGetElementPtr(sd.tile.ContentType, sd.tile, ci(0), i)
 		ptr.InBounds = true

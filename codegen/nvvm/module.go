@@ -164,6 +164,8 @@ func (md *module) kernel(k ptx.Kernel, t ptx.Target) (*ir.Func, ptx.Launch, erro
 				f, l, err = md.directKernel(k, c)
 			case "ffma":
 				f, l, err = md.ffmaKernel(k, t)
+			case "tensor core":
+				f, l, err = md.mmaKernel(k, t)
 			default:
 				return nil, ptx.Launch{}, fmt.Errorf("%s: the %s contraction template has no NVVM counterpart yet (build with --backend ptx)", k.Name, c.Kind)
 			}

@@ -1,7 +1,6 @@
 package nvvm
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/gcomp/gcomp/codegen/ptx"
@@ -9,8 +8,7 @@ import (
 )
 
 // One kernel per template and case the NVVM producer covers, through the differential harness
-// (the examples and random graphs reach few split reductions, bf16 or i64 paths); and the
-// templates it does not cover, each refused with the kernel and template named.
+// (the examples and random graphs reach few split reductions, bf16 or i64 paths).
 func TestTemplates(t *testing.T) {
 	p := requireProducer(t)
 	for _, tc := range []struct{ name, src, template string }{
@@ -189,6 +187,44 @@ func TestTemplates(t *testing.T) {
   %1 = avg_pool2d(%0) {kernel=[2,1], stride=[2,1]} : f32[1,5,4,6]
   output y = %1
 }`, "ffma"},
+		{"matmul_f16_mma", `graph g {
+  input %x : f16[130,72]
+  input %w : f16[72,136]
+  input %b : f16[136]
+  %0 = dot_general(%x, %w) {lhs_contract=[1], rhs_contract=[0]} : f16[130,136]
+  %1 = broadcast_in_dim(%b) {shape=[130,136], dims=[1]} : f16[130,136]
+  %2 = add(%0, %1) : f16[130,136]
+  output y = %2
+}`, "tensor core"},
+		// bf16, batched, the rhs stored [N, K] (k contiguous: ldmatrix without .trans), an odd
+		// N (no paired stores, fragment epilogue).
+		{"matmul_bf16_mma_nt", `graph g {
+  input %x : bf16[2,40,48]
+  input %w : bf16[2,37,48]
+  %0 = dot_general(%x, %w) {lhs_batch=[0], rhs_batch=[0], lhs_contract=[2], rhs_contract=[2]} : bf16[2,40,37]
+  output y = %0
+}`, "tensor core"},
+		// An odd contiguous dim: 16-bit element copies through registers.
+		{"matmul_f16_mma_odd", `graph g {
+  input %x : f16[33,21]
+  input %w : f16[21,19]
+  %0 = dot_general(%x, %w) {lhs_contract=[1], rhs_contract=[0]} : f16[33,19]
+  output y = %0
+}`, "tensor core"},
+		{"conv_f16_mma", `graph g {
+  input %x : f16[2,8,10,10]
+  input %w : f16[16,8,3,3]
+  %0 = conv2d(%x, %w) {padding=[1,1]} : f16[2,16,10,10]
+  %1 = relu(%0) : f16[2,16,10,10]
+  output y = %1
+}`, "tensor core"},
+		{"conv_bf16_mma_maxpool", `graph g {
+  input %x : bf16[1,4,8,12]
+  input %w : bf16[8,4,3,3]
+  %0 = conv2d(%x, %w) {padding=[1,1]} : bf16[1,8,8,12]
+  %1 = max_pool2d(%0) {kernel=[2,2], stride=[2,2]} : bf16[1,8,4,6]
+  output y = %1
+}`, "tensor core"},
 		{"maxpool_staged", `graph g {
   input %x : f32[2,3,20,20]
   %0 = max_pool2d(%x) {kernel=[2,2], stride=[2,2]} : f32[2,3,10,10]
@@ -237,21 +273,49 @@ func TestTemplates(t *testing.T) {
 			checkModule(t, p, []ptx.Kernel{k}, 7)
 		})
 	}
-	for _, tc := range []struct{ name, src, want string }{
-		{"matmul_f16", `graph g {
-  input %x : f16[8,16]
-  input %w : f16[16,4]
-  %0 = dot_general(%x, %w) {lhs_contract=[1], rhs_contract=[0]} : f16[8,4]
+}
+
+// The tf32 tensor-core contractions (--tf32): an f32 matmul whose rhs is stored [K, N]
+// (fragments read word by word, cvt.rna rounding), one stored [N, K] (ldmatrix), and a conv2d
+// with a bias: both producers' kernels agree bit for bit and with the reference within tf32's
+// tolerance.
+func TestTemplatesTF32(t *testing.T) {
+	p := requireProducer(t)
+	target := ptx.Target{SM: 80, TF32: true}
+	for _, tc := range []struct{ name, src string }{
+		{"matmul_tf32", `graph g {
+  input %x : f32[70,40]
+  input %w : f32[40,136]
+  %0 = dot_general(%x, %w) {lhs_contract=[1], rhs_contract=[0]} : f32[70,136]
+  %1 = relu(%0) : f32[70,136]
+  output y = %1
+}`},
+		{"matmul_tf32_nt", `graph g {
+  input %x : f32[33,20]
+  input %w : f32[50,20]
+  %0 = dot_general(%x, %w) {lhs_contract=[1], rhs_contract=[1]} : f32[33,50]
   output y = %0
-}`, "k_matmul_f16: the tensor core contraction template has no NVVM counterpart yet"},
+}`},
+		{"conv_tf32_bias", `graph g {
+  input %x : f32[1,3,9,9]
+  input %w : f32[8,3,3,3]
+  input %b : f32[8]
+  %0 = conv2d(%x, %w) {padding=[1,1]} : f32[1,8,9,9]
+  %1 = broadcast_in_dim(%b) {shape=[1,8,9,9], dims=[1]} : f32[1,8,9,9]
+  %2 = add(%0, %1) : f32[1,8,9,9]
+  output y = %2
+}`},
 	} {
-		g, err := ir.Parse(tc.name+".gir", []byte(tc.src))
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, _, err = IR([]ptx.Kernel{{Name: "k_" + tc.name, Graph: g}}, ptx.Target{SM: 80})
-		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "(build with --backend ptx)") {
-			t.Errorf("%s: err = %v, want %q", tc.name, err, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			g, err := ir.Parse(tc.name+".gir", []byte(tc.src))
+			if err != nil {
+				t.Fatal(err)
+			}
+			k := ptx.Kernel{Name: "k_" + tc.name, Graph: g}
+			if c, err := ptx.ContractionPlan(k, target); err != nil || c.Kind != "tensor core" {
+				t.Fatalf("plan %q, %v; want tensor core", c.Kind, err)
+			}
+			checkModuleFor(t, p, []ptx.Kernel{k}, 7, target)
+		})
 	}
 }

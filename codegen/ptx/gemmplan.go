@@ -31,9 +31,43 @@ type GEMM struct {
 	RowCol bool
 	// ColGroups: 4 consecutive GEMM columns from a multiple of 4 are 4 consecutive elements of
 	// one innermost row of the result (an element group).
-	ColGroups   bool
+	ColGroups bool
+	// ColPairs: the same for 2 columns, with the result [batch..., M, N] (the tensor-core
+	// template's paired stores).
+	ColPairs    bool
 	Grid, Block [3]int
+	// MMA is set for the tensor-core template.
+	MMA *MMA
 }
+
+// MMA is the tensor-core template's plan (mma.go): each k step of BK elements goes through
+// two shared buffers per side; a warp's 64×32 tile is 4×4 mma tiles of 16×8, each mma
+// (Inst) KStep deep; Staged epilogues go out through shared memory (StageRow floats per row,
+// StageWarpBytes per warp, in the A tile's space).
+type MMA struct {
+	EB, BK, KStep int
+	Inst          string
+	Sides         [2]MMASide
+	Staged        bool
+}
+
+// MMASide is one side's shared tile: KContig rows of k (else rows of free elements, read with
+// ldmatrix.trans, or for tf32 word by word), RowH elements per row (padding included),
+// BufBytes per buffer; copies of Chunk elements (cp.async; Elem: 16-bit element copies through
+// registers), PerRow to a tile row, copy i of a thread at (DF[i], DK[i]) from its first.
+type MMASide struct {
+	KContig               bool
+	RowH, BufBytes, Chunk int
+	Elem                  bool
+	PerRow                int
+	DF, DK                []int
+}
+
+// Staged epilogue geometry (mma.go's stagedEpilogue).
+const (
+	StageRow       = stageRow
+	StageWarpBytes = stageWarpBytes
+)
 
 // GEMMOperand addresses one side as [batch...][free][k]: element Off + Σ batch·BatchStrides +
 // free·FreeSt + k·KSt of Buffer, or, for a generic operand (View set, Buffer nil), the element of
@@ -79,7 +113,21 @@ func GEMMPlan(k Kernel, t Target) (GEMM, error) {
 		return GEMM{}, err
 	}
 	p := GEMM{Dot: c.Dot, M: mm.M, N: mm.N, K: mm.K, Batch: mm.batchShape, A: exportOperand(mm.lhs), B: exportOperand(mm.rhs),
-		RowCol: mm.conv == nil && mm.rowColShape(), ColGroups: mm.conv == nil && mm.colGroups(4), Grid: c.Grid, Block: c.Block}
+		RowCol: mm.conv == nil && mm.rowColShape(), ColGroups: mm.conv == nil && mm.colGroups(4),
+		ColPairs: mm.conv == nil && mm.colGroups(2) && len(mm.batchShape)+2 == c.Dot.Type.Shape.Rank(), Grid: c.Grid, Block: c.Block}
+	if c.Kind == "tensor core" {
+		ms := mmaShapeOf(c.Dot.Args[0].Type.DType)
+		sides, err := mm.mmaSides(ms)
+		if err != nil {
+			return GEMM{}, err
+		}
+		p.MMA = &MMA{EB: ms.eb, BK: ms.bk, KStep: ms.kStep, Inst: ms.inst, Staged: mm.mmaStaged()}
+		for i, sd := range sides {
+			perRow, df, dk := sd.copies(ms.bk)
+			p.MMA.Sides[i] = MMASide{KContig: sd.kContig, RowH: sd.rowH, BufBytes: sd.bufBytes, Chunk: sd.chunk, Elem: sd.elem,
+				PerRow: perRow, DF: df, DK: dk}
+		}
+	}
 	if cs := mm.conv; cs != nil {
 		p.Conv = &ConvGEMM{Groups: cs.groups, N: cs.n, C: cs.c, H: cs.h, W: cs.w, O: cs.o, KH: cs.kh, KW: cs.kw, OH: cs.oh, OW: cs.ow,
 			Stride: cs.stride, Pad: cs.pad, Dil: cs.d, Pool: cs.pool, Win: cs.win}
