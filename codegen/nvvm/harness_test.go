@@ -63,33 +63,35 @@ func supported(t *testing.T, kernels []ptx.Kernel) (yes []ptx.Kernel, no []strin
 	return yes, no
 }
 
-// trigFrame is the stack frame of libdevice's f64 sin and cos (__nv_sin, __nv_cos): their
-// Payne–Hanek reduction of large arguments keeps its partial products in a local array, 48
-// bytes as ptxas reports it for sm_80 and sm_90. It is not a spill.
-const trigFrame = 48
-
-// trigKernel reports whether g computes an f64 sin or cos, which the producer lowers to a
-// libdevice call with a trigFrame stack frame.
-func trigKernel(g *ir.Graph) bool {
+// trigFrame is the stack frame of libdevice's sin and cos: their Payne–Hanek reduction of large
+// arguments keeps its partial products in a local array, 48 bytes for f64 (__nv_sin, __nv_cos)
+// and 32 for f32 (__nv_sinf, __nv_cosf; promoted to registers in small kernels, not beside a
+// tiled contraction's 64 accumulators) as ptxas reports them for sm_80 and sm_90. It is not a
+// spill.
+func trigFrame(g *ir.Graph) int {
+	frame := 0
 	for _, v := range g.Values {
-		if (v.Op == "sin" || v.Op == "cos") && v.Type.DType == ir.F64 {
-			return true
+		if v.Op == "sin" || v.Op == "cos" {
+			switch v.Type.DType {
+			case ir.F64:
+				frame = max(frame, 48)
+			case ir.F32, ir.F16, ir.BF16:
+				frame = max(frame, 32)
+			}
 		}
 	}
-	return false
+	return frame
 }
 
 // assemble runs ptxas on a libNVVM module for sm_80 and sm_90 and fails the test on errors,
-// spills, or a stack frame (but trigFrame in a kernel kernels says computes an f64 sin or cos);
+// spills, or a stack frame (but trigFrame in a kernel computing a sin or cos);
 // it returns the registers per kernel and arch.
 func assemble(t *testing.T, text string, kernels []ptx.Kernel) map[string]map[string]int {
 	t.Helper()
 	ptxas.Require(t)
 	frame := map[string]int{}
 	for _, k := range kernels {
-		if trigKernel(k.Graph) {
-			frame[k.Name] = trigFrame
-		}
+		frame[k.Name] = trigFrame(k.Graph)
 	}
 	regs := map[string]map[string]int{}
 	for _, arch := range []string{"sm_80", "sm_90"} {

@@ -54,6 +54,26 @@ type gemm struct {
 	// rowT and colT are the thread's positions in the 16×16 grid along the tile's rows and
 	// columns; m0 and n0 the tile's first row and column.
 	rowT, colT, m0, n0, bz value.Value
+	// shBase is the 32-bit shared address of each tile, the base of the inline asm's shared
+	// operands (a pointer would be 64-bit under the datalayout: an add.s64 and a cvt per use).
+	shBase map[*ir.Global]value.Value
+}
+
+// tile declares the kernel's shared array name of n elem's and takes its 32-bit address (in the
+// block being built: the entry block).
+func (mm *gemm) tile(name string, n int, elem types.Type) *ir.Global {
+	kg := mm.kg
+	gl := kg.md.sharedArray(kg.name+"_"+name, n, elem, 16)
+	if mm.shBase == nil {
+		mm.shBase = map[*ir.Global]value.Value{}
+	}
+	mm.shBase[gl] = kg.b.NewPtrToInt(gl, types.I32)
+	return gl
+}
+
+// shAddr is the 32-bit shared address of byte off of tile, for an inline asm's "r" operand.
+func (mm *gemm) shAddr(tile *ir.Global, off value.Value) value.Value {
+	return mm.kg.add(mm.shBase[tile], off)
 }
 
 // side is one operand's copies into its shared tiles.
@@ -152,7 +172,7 @@ func (mm *gemm) side(op ptx.GEMMOperand, rows, nFree int, f0tile, tid value.Valu
 	cm := op.Copies(rows)
 	sd := &side{op: op, d: irg.F32, rows: rows, df: cm.DF[:], dk: cm.DK[:], nFree: nFree, f0tile: f0tile}
 	n := 2 * ptx.GEMMTileK * (rows + ptx.GEMMPad)
-	sd.tile = kg.md.sharedArray(kg.name+"_tile"+name, n, types.Float, 16)
+	sd.tile = mm.tile("tile"+name, n, types.Float)
 	if cm.AlongK {
 		sd.f0, sd.kq = kg.add(f0tile, kg.div(tid, ptx.GEMMTileK)), kg.rem(tid, ptx.GEMMTileK)
 	} else {
@@ -285,19 +305,20 @@ func (mm *gemm) issue(sides []*side, k0, buf value.Value) error {
 		// shared: buf·bufFloats + (kq+dk)·rows + (f0−f0tile) + df
 		first := kg.add(kg.mul(buf, ptx.GEMMTileK*rows), kg.add(kg.mul(sd.kq, rows), kg.sub(sd.f0, sd.f0tile)))
 		for i := range 4 {
-			dst := kg.b.NewGetElementPtr(sd.tile.ContentType, sd.tile, ci(0), kg.add(first, ci(sd.dk[i]*rows+sd.df[i])))
-			dst.InBounds = true
+			at := kg.add(first, ci(sd.dk[i]*rows+sd.df[i]))
 			if sd.valueAt != nil {
 				v, err := sd.valueAt(k0, i)
 				if err != nil {
 					return err
 				}
+				dst := kg.b.NewGetElementPtr(sd.tile.ContentType, sd.tile, ci(0), at)
+				dst.InBounds = true
 				kg.b.NewStore(v, dst)
 				continue
 			}
 			src, ok := sd.copyAt(k0, i)
 			n := kg.b.NewSelect(ok, ci(4), ci(0))
-			kg.asm("cp.async.ca.shared.global [$0], [$1], 4, $2;", "r,l,r,~{memory}", dst, src, n)
+			kg.asm("cp.async.ca.shared.global [$0], [$1], 4, $2;", "r,l,r,~{memory}", mm.shAddr(sd.tile, kg.mul(at, 4)), src, n)
 		}
 	}
 	kg.asm("cp.async.commit_group;", "~{memory}")

@@ -53,7 +53,7 @@ func (mm *gemm) emitMMA() error {
 	if q.Staged {
 		aBytes = max(aBytes, ptx.GEMMThreads/32*ptx.StageWarpBytes)
 	}
-	tiles := [2]*ir.Global{kg.md.sharedArray(kg.name+"_tileA", aBytes, types.I8, 16), kg.md.sharedArray(kg.name+"_tileB", 2*q.Sides[1].BufBytes, types.I8, 16)}
+	tiles := [2]*ir.Global{mm.tile("tileA", aBytes, types.I8), mm.tile("tileB", 2*q.Sides[1].BufBytes, types.I8)}
 	f0s := []value.Value{mm.m0, mm.n0}
 	nFrees := []int{p.M, p.N}
 	ops := []ptx.GEMMOperand{p.A, p.B}
@@ -86,7 +86,8 @@ func (mm *gemm) emitMMA() error {
 				if pl.KContig {
 					off = eb * sd.df[i] * pl.RowH
 				}
-				dst := mm.shPtr(sd.tile, kg.add(first, ci(off)), memType(d))
+				at := kg.add(first, ci(off))
+				dst := mm.shPtr(sd.tile, at, memType(d))
 				if sd.valueAt != nil {
 					v, err := sd.valueAt(k0, i)
 					if err != nil {
@@ -109,7 +110,7 @@ func (mm *gemm) emitMMA() error {
 					kind = "cg" // 16-byte copies bypass L1
 				}
 				n := kg.b.NewSelect(ok, ci(size), ci(0))
-				kg.asm(fmt.Sprintf("cp.async.%s.shared.global [$0], [$1], %d, $2;", kind, size), "r,l,r,~{memory}", dst, src, n)
+				kg.asm(fmt.Sprintf("cp.async.%s.shared.global [$0], [$1], %d, $2;", kind, size), "r,l,r,~{memory}", mm.shAddr(sd.tile, at), src, n)
 			}
 		}
 		kg.asm("cp.async.commit_group;", "~{memory}")
@@ -157,7 +158,7 @@ func (mm *gemm) emitMMA() error {
 			text = strings.Replace(text, ".x4.", ".x4.trans.", 1)
 		}
 		ret := types.NewStruct(i32, i32, i32, i32)
-		res := kg.asmRet(ret, text, "=r,=r,=r,=r,r,~{memory}", mm.shPtr(sd.tile, kg.add(base, ci(off)), types.I8))
+		res := kg.asmRet(ret, text, "=r,=r,=r,=r,r,~{memory}", mm.shAddr(sd.tile, kg.add(base, ci(off))))
 		for j := range regs {
 			regs[j] = kg.b.NewExtractValue(res, uint64(j))
 		}
@@ -256,9 +257,6 @@ func (mm *gemm) shPtr(tile *ir.Global, off value.Value, t types.Type) value.Valu
 	kg := mm.kg
 	p := kg.b.NewGetElementPtr(tile.ContentType, tile, ci(0), off)
 	p.InBounds = true
-	if t == types.I8 {
-		return p
-	}
 	pt := types.NewPointer(t)
 	pt.AddrSpace = 3
 	return kg.b.NewBitCast(p, pt)

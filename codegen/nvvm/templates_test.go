@@ -152,6 +152,15 @@ func TestTemplates(t *testing.T) {
   %3 = dot_general(%2, %w) {lhs_contract=[1], rhs_contract=[0]} : f32[10,7]
   output y = %3
 }`, "ffma"},
+		// libdevice's __nv_sinf keeps its Payne–Hanek words in a 32-byte local array here (not
+		// a spill): the harness allows that frame and no more.
+		{"matmul_ffma_sin", `graph g {
+  input %x : f32[40,24]
+  input %w : f32[24,36]
+  %0 = dot_general(%x, %w) {lhs_contract=[1], rhs_contract=[0]} : f32[40,36]
+  %1 = sin(%0) : f32[40,36]
+  output y = %1
+}`, "ffma"},
 		{"conv_ffma", `graph g {
   input %x : f32[2,3,11,9]
   input %w : f32[8,3,3,3]
