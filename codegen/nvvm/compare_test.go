@@ -3,6 +3,7 @@ package nvvm
 import (
 	"flag"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -15,7 +16,10 @@ import (
 	"github.com/gcomp/gcomp/sim"
 )
 
-var compareFlag = flag.Bool("compare", false, "TestCompare prints docs/perf.md's table of the two producers, kernel by kernel")
+var (
+	compareFlag = flag.Bool("compare", false, "TestCompare prints docs/perf.md's table of the two producers, kernel by kernel")
+	compareOnly = flag.String("compare-only", "", "TestCompare measures only the models (examples or perf kernels) this regexp matches")
+)
 
 // perfKernels are the full-size kernels of docs/perf.md's comparison beside the examples'.
 var perfKernels = map[string]string{
@@ -46,6 +50,28 @@ var perfKernels = map[string]string{
   %0 = transpose(%x) {perm=[1,0]} : f32[1024,1024]
   %1 = mul(%0, %y) : f32[1024,1024]
   output z = %1
+}`,
+	"matmul_1024_f32": `graph matmul {
+  input %x : f32[1024,1024]
+  input %w : f32[1024,1024]
+  %0 = dot_general(%x, %w) {lhs_contract=[1], rhs_contract=[0]} : f32[1024,1024]
+  output y = %0
+}`,
+	"matmul_1024_f16": `graph matmul {
+  input %x : f16[1024,1024]
+  input %w : f16[1024,1024]
+  %0 = dot_general(%x, %w) {lhs_contract=[1], rhs_contract=[0]} : f16[1024,1024]
+  output y = %0
+}`,
+	"conv3x3_bias_relu": `graph conv {
+  input %x : f32[8,64,28,28]
+  param %w : f32[64,64,3,3]
+  param %b : f32[64]
+  %0 = conv2d(%x, %w) {padding=[1,1]} : f32[8,64,28,28]
+  %1 = broadcast_in_dim(%b) {dims=[1], shape=[8,64,28,28]} : f32[8,64,28,28]
+  %2 = add(%0, %1) : f32[8,64,28,28]
+  %3 = relu(%2) : f32[8,64,28,28]
+  output y = %3
 }`,
 	"add_relu_16M": `graph add_relu {
   input %x : f32[4096,4096]
@@ -87,7 +113,11 @@ func TestCompare(t *testing.T) {
 		k     ptx.Kernel
 	}
 	var all []entry
+	only := regexp.MustCompile(*compareOnly)
 	add := func(name string, g *ir.Graph, err error) {
+		if !only.MatchString(name) {
+			return
+		}
 		if err == nil {
 			var res *passes.Result
 			if res, err = passes.Run(g, passes.Options{}); err == nil {
@@ -101,16 +131,21 @@ func TestCompare(t *testing.T) {
 		}
 	}
 	for _, m := range examples.All() {
+		if !only.MatchString(m.Name) {
+			continue
+		}
 		g, err := frontend.Build(m.Name, m.Model)
 		add(m.Name, g, err)
 	}
-	for _, name := range []string{"softmax_4096x1024", "add_relu_16M", "sum_cols_1024", "sum_all_1024", "transpose_mul_1024"} {
+	for _, name := range []string{"softmax_4096x1024", "add_relu_16M", "sum_cols_1024", "sum_all_1024", "transpose_mul_1024",
+		"matmul_1024_f32", "matmul_1024_f16", "conv3x3_bias_relu"} {
 		g, err := ir.Parse(name+".gir", []byte(perfKernels[name]))
 		add(name, g, err)
 	}
 	var rows []string
 	for _, e := range all {
 		if _, _, err := IR([]ptx.Kernel{e.k}, ptx.Target{SM: 80}); err != nil {
+			t.Logf("%s: %v", e.model, err)
 			continue
 		}
 		nv, nvL, err := p.Module([]ptx.Kernel{e.k}, ptx.Target{SM: 80})

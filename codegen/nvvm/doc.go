@@ -19,7 +19,9 @@
 // broadcast, transpose, reshape, slice, pad, concat, iota, constants, select, gather and
 // pooling fused), the transpose tile (ptx.TransposePlan), the row, column and split reductions
 // (ptx.ReducePlan), the direct contraction (ptx.ContractionPlan), the staged loop for pooling
-// and concats (ptx.StagedPlan). Every other template of codegen/ptx (the FFMA and tensor-core
-// contractions, persistent kernels) has no counterpart yet: such a kernel is an error naming the kernel and the template, never a
-// silent fallback to the PTX emitter.
+// and concats (ptx.StagedPlan), the tiled FFMA and tensor-core (f16, bf16, tf32) matmul and
+// implicit-GEMM conv2d with their epilogues, pooled ones included (ptx.GEMMPlan; cp.async,
+// ldmatrix, mma.sync and cvt.rna.tf32 as one-instruction inline assembly, which libNVVM 11.8
+// has no intrinsics for). Persistent kernels have no counterpart yet: such a kernel is an
+// error naming the kernel and the template, never a silent fallback to the PTX emitter.
 package nvvm

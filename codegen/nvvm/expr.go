@@ -140,16 +140,21 @@ func (kg *kgen) fromMem(d irg.DType, x value.Value) value.Value {
 
 // store writes one element of an output (r is already rounded to d).
 func (kg *kgen) store(d irg.DType, p, lin, r value.Value) {
+	st := kg.b.NewStore(kg.toMem(d, r), kg.elemPtr(d, p, lin))
+	st.Align = kg.align(d, lin)
+}
+
+// toMem is fromMem's inverse: register form r (already rounded to d) in memory form.
+func (kg *kgen) toMem(d irg.DType, r value.Value) value.Value {
 	switch d {
 	case irg.F16:
-		r = kg.b.NewFPTrunc(r, types.Half)
+		return kg.b.NewFPTrunc(r, types.Half)
 	case irg.BF16:
-		r = kg.b.NewTrunc(kg.b.NewLShr(kg.b.NewBitCast(r, types.I32), ci(16)), types.I16)
+		return kg.b.NewTrunc(kg.b.NewLShr(kg.b.NewBitCast(r, types.I32), ci(16)), types.I16)
 	case irg.Bool:
-		r = kg.b.NewZExt(r, types.I8)
+		return kg.b.NewZExt(r, types.I8)
 	}
-	st := kg.b.NewStore(r, kg.elemPtr(d, p, lin))
-	st.Align = kg.align(d, lin)
+	return r
 }
 
 // constVal is the register constant of dtype d with value f (already representable in d).

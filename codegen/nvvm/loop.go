@@ -189,8 +189,13 @@ func (kg *kgen) elementGroup(shape irg.Shape, base value.Value, v int, flat bool
 		}
 		lanes = append(lanes, l)
 	}
-	// Every lane is computed before the first store, so the loads of a group are adjacent (the
-	// vectorizer cannot move a load across a store that may alias it).
+	return kg.storeLanes(lanes)
+}
+
+// storeLanes computes every output at each lane of an element group, then stores them: the
+// loads of a group stay adjacent (the vectorizer cannot move a load across a store that may
+// alias it), and so do the stores.
+func (kg *kgen) storeLanes(lanes []*index) error {
 	vals := make([][]value.Value, len(kg.g.Outputs))
 	for oi, o := range kg.g.Outputs {
 		for _, x := range lanes {

@@ -57,6 +57,8 @@ func build(kernels []ptx.Kernel, t ptx.Target) (*module, []ptx.Launch, error) {
 			return nil, nil, err
 		}
 		annotations = append(annotations, md.tuple(f, &metadata.String{Value: "kernel"}, md.i32(1)))
+		annotations = append(annotations, md.ann...) // the template's launch bounds
+		md.ann = nil
 		launches = append(launches, l)
 	}
 	m.NamedMetadataDefs["nvvm.annotations"] = &metadata.NamedDef{Name: "nvvm.annotations", Nodes: annotations}
@@ -71,6 +73,8 @@ type module struct {
 	decls   map[string]*ir.Func
 	globals map[string]*ir.Global
 	nmd     int64
+	// ann are annotations the kernel being built adds (maxntidx, minctasm).
+	ann []metadata.Node
 	// libdevice is set when a kernel calls a libdevice function (__nv_*): libNVVM must link
 	// libdevice.10.bc with the module.
 	libdevice bool
@@ -155,10 +159,16 @@ func (md *module) kernel(k ptx.Kernel, t ptx.Target) (*ir.Func, ptx.Launch, erro
 	case "contraction":
 		var c ptx.Contraction
 		if c, err = ptx.ContractionPlan(k, t); err == nil {
-			if c.Kind != "direct" {
+			switch c.Kind {
+			case "direct":
+				f, l, err = md.directKernel(k, c)
+			case "ffma":
+				f, l, err = md.ffmaKernel(k, t)
+			case "tensor core":
+				f, l, err = md.mmaKernel(k, t)
+			default:
 				return nil, ptx.Launch{}, fmt.Errorf("%s: the %s contraction template has no NVVM counterpart yet (build with --backend ptx)", k.Name, c.Kind)
 			}
-			f, l, err = md.directKernel(k, c)
 		}
 	case "":
 		// The PTX emitter's message says why no template takes the kernel.

@@ -134,12 +134,17 @@ func (kg *kgen) accumulators(reds []*irg.Value) map[*irg.Value]*ir.InstAlloca {
 
 // sharedSlots declares the kernel's shared array of n 8-byte slots (partials).
 func (md *module) sharedSlots(name string, n int) *ir.Global {
-	slots := md.m.NewGlobalDef(name+"_partials", constant.NewUndef(types.NewArray(uint64(n), types.I64)))
-	slots.Linkage = enum.LinkageInternal
-	slots.AddrSpace = 3
-	slots.Typ.AddrSpace = 3
-	slots.Align = 8
-	return slots
+	return md.sharedArray(name+"_partials", n, types.I64, 8)
+}
+
+// sharedArray declares a shared array of n elements of type elem, aligned to align bytes.
+func (md *module) sharedArray(name string, n int, elem types.Type, align int) *ir.Global {
+	gl := md.m.NewGlobalDef(name, constant.NewUndef(types.NewArray(uint64(n), elem)))
+	gl.Linkage = enum.LinkageInternal
+	gl.AddrSpace = 3
+	gl.Typ.AddrSpace = 3
+	gl.Align = ir.Align(align)
+	return gl
 }
 
 // slot is a pointer to slot w of slots, as an accumulator of dtype d.

@@ -375,7 +375,7 @@ type matmul struct {
 
 // rowOf is the tile row (or column) of register i of a thread at position p in its 16×16 grid.
 func tileOffset(p string, i int, a ia) string {
-	return a.add(a.mul(p, 4), imm((i/4)*64+i%4))
+	return a.add(a.mul(p, 4), imm(RegTileOffset(i)))
 }
 
 func (mm *matmul) emit() error {
@@ -448,16 +448,12 @@ func (mm *matmul) emit() error {
 	}
 	mkSide := func(l operandLayout, rows, nFree int, f0tile, shBase, base string, bufBytes int) *side {
 		sd := &side{l: l, rows: rows, nFree: nFree, bufBytes: bufBytes, base: base}
-		if l.kSt == 1 && l.freeSt != 1 {
+		cm := copyMap(l.kSt, l.freeSt, rows)
+		sd.df, sd.dk = cm.DF, cm.DK
+		if cm.AlongK {
 			sd.f0, sd.kq = a.add(f0tile, a.div(tid, mmBK)), a.rem(tid, mmBK)
-			for i := range 4 {
-				sd.df[i] = i * mmThreads / mmBK
-			}
 		} else {
 			sd.f0, sd.kq = a.add(f0tile, a.rem(tid, rows)), a.div(tid, rows)
-			for i := range 4 {
-				sd.dk[i] = i * mmThreads / rows
-			}
 		}
 		// shared: ((kq+dk)·(rows+pad) + (f0−f0tile) + df)·4
 		fl := a.sub(sd.f0, f0tile)

@@ -53,29 +53,9 @@ func (mm *matmul) tf32Fallback() string {
 	return ""
 }
 
-// mmaSide is one operand's tile in shared memory.
-type mmaSide struct {
-	l        operandLayout
-	kContig  bool // stored [free][k] (else [k][free], read with ldmatrix.trans)
-	rowH     int  // halves per shared row, padding included
-	bufBytes int
-	chunk    int // elements per cp.async (8 or 2), 1 for element copies
-	// elem: 16-bit elements are copied one at a time with ld.global.u16 and st.shared.u16 (a
-	// contiguous dim that is odd, conv2d's implicit im2col side or a generic operand, whose
-	// elements have no contiguous runs cp.async could move: cp.async copies at least 4 bytes).
-	// tf32 element copies are 4-byte cp.async.
-	elem bool
-	// copyAt, if set, gives the source address and validity of copy i at k step k0 (conv2d's
-	// image side, a generic operand).
-	copyAt func(k0 string, i int) (src, ok string)
-	sh     string
-	base   string // global address of the operand (batch offset applied)
-}
-
-func (mm *matmul) emitMMA() error {
-	b, a := mm.e.b, mm.a
+// mmaSides decides each operand's shared layout and copies (ms's element size and k step).
+func (mm *matmul) mmaSides(ms mmaShape) ([]*mmaSide, error) {
 	d := mm.dot.Args[0].Type.DType
-	ms := mmaShapeOf(d)
 	eb, bk := ms.eb, ms.bk
 	sides := []*mmaSide{{l: mm.lhs}, {l: mm.rhs}}
 	for i, sd := range sides {
@@ -84,7 +64,7 @@ func (mm *matmul) emitMMA() error {
 		conv := i == 0 && mm.conv != nil
 		sd.kContig = !conv && sd.l.kSt == 1
 		if !conv && !sd.kContig && sd.l.freeSt != 1 {
-			return fmt.Errorf("%s matmul operand %d has no contiguous dim", d, i)
+			return nil, fmt.Errorf("%s matmul operand %d has no contiguous dim", d, i)
 		}
 		free := mmBM
 		if sd.kContig {
@@ -135,9 +115,64 @@ func (mm *matmul) emitMMA() error {
 			sd.chunk, sd.elem = 1, true
 		}
 	}
-	// The epilogue stages accumulators through tileA once the main loop is done with it.
-	staged := mm.conv == nil && mm.colGroups(4) && len(mm.batchShape)+2 == mm.dot.Type.Shape.Rank() ||
+	return sides, nil
+}
+
+// copies is a side's copy map for k steps of bk: a row of the tile (a free row when k is
+// contiguous, else a k row) is perRow chunks; copy i of a thread sits (df[i], dk[i]) from its
+// first.
+func (sd *mmaSide) copies(bk int) (perRow int, df, dk []int) {
+	per := mmBM * bk / sd.chunk / mmThreads
+	if sd.kContig {
+		perRow = bk / sd.chunk
+		for i := range per {
+			df, dk = append(df, i*mmThreads/perRow), append(dk, 0)
+		}
+		return perRow, df, dk
+	}
+	perRow = mmBM / sd.chunk
+	for i := range per {
+		df, dk = append(df, 0), append(dk, i*mmThreads/perRow)
+	}
+	return perRow, df, dk
+}
+
+// mmaStaged reports whether the epilogue stages accumulators through shared memory.
+func (mm *matmul) mmaStaged() bool {
+	return mm.conv == nil && mm.colGroups(4) && len(mm.batchShape)+2 == mm.dot.Type.Shape.Rank() ||
 		mm.conv != nil && (mm.conv.oh*mm.conv.ow%4 == 0 || mm.conv.pool != nil)
+}
+
+// mmaSide is one operand's tile in shared memory.
+type mmaSide struct {
+	l        operandLayout
+	kContig  bool // stored [free][k] (else [k][free], read with ldmatrix.trans)
+	rowH     int  // halves per shared row, padding included
+	bufBytes int
+	chunk    int // elements per cp.async (8 or 2), 1 for element copies
+	// elem: 16-bit elements are copied one at a time with ld.global.u16 and st.shared.u16 (a
+	// contiguous dim that is odd, conv2d's implicit im2col side or a generic operand, whose
+	// elements have no contiguous runs cp.async could move: cp.async copies at least 4 bytes).
+	// tf32 element copies are 4-byte cp.async.
+	elem bool
+	// copyAt, if set, gives the source address and validity of copy i at k step k0 (conv2d's
+	// image side, a generic operand).
+	copyAt func(k0 string, i int) (src, ok string)
+	sh     string
+	base   string // global address of the operand (batch offset applied)
+}
+
+func (mm *matmul) emitMMA() error {
+	b, a := mm.e.b, mm.a
+	d := mm.dot.Args[0].Type.DType
+	ms := mmaShapeOf(d)
+	eb, bk := ms.eb, ms.bk
+	sides, err := mm.mmaSides(ms)
+	if err != nil {
+		return err
+	}
+	// The epilogue stages accumulators through tileA once the main loop is done with it.
+	staged := mm.mmaStaged()
 	aBytes := 2 * sides[0].bufBytes
 	if staged {
 		aBytes = max(aBytes, mmThreads/32*stageWarpBytes)
@@ -188,21 +223,14 @@ func (mm *matmul) emitMMA() error {
 	maps := make([]copyMap, 2)
 	for si, sd := range sides {
 		cm := &maps[si]
-		per := mmBM * bk / sd.chunk / mmThreads
 		var fl string
+		var perRow int
+		perRow, cm.df, cm.dk = sd.copies(bk)
 		if sd.kContig {
-			perRow := bk / sd.chunk
 			fl, cm.kq = a.div(tid, perRow), a.mul(a.rem(tid, perRow), sd.chunk)
-			for i := range per {
-				cm.df, cm.dk = append(cm.df, i*mmThreads/perRow), append(cm.dk, 0)
-			}
 			cm.sh0 = a.add(sd.sh, a.mul(a.mad(fl, sd.rowH, cm.kq), eb))
 		} else {
-			perRow := mmBM / sd.chunk
 			cm.kq, fl = a.div(tid, perRow), a.mul(a.rem(tid, perRow), sd.chunk)
-			for i := range per {
-				cm.df, cm.dk = append(cm.df, 0), append(cm.dk, i*mmThreads/perRow)
-			}
 			cm.sh0 = a.add(sd.sh, a.mul(a.mad(cm.kq, sd.rowH, fl), eb))
 		}
 		cm.f0 = a.add(f0s[si], fl)

@@ -1,0 +1,177 @@
+package ptx
+
+import (
+	"fmt"
+
+	"github.com/gcomp/gcomp/ir"
+)
+
+// The tiled contraction templates' plan, shared with codegen/nvvm: the GEMM a dot_general or
+// conv2d is, the tile, the launch, which thread copies which element of each operand's tile and
+// which accumulators it holds, so both producers tile, copy and accumulate alike.
+
+// Tile sizes and threads of the 128×128 tiled templates (matmul.go).
+const (
+	GEMMTileM, GEMMTileN, GEMMTileK = mmBM, mmBN, mmBK
+	GEMMThreads                     = mmThreads
+	GEMMPad                         = mmPad // floats of padding per shared row
+)
+
+// GEMM is the plan of a tiled contraction: C[b] = A[b]·B[b], M×K times K×N for each of the
+// Batch's elements (blockIdx.z), A the dot's lhs (or conv2d's implicit im2col of the image) and
+// B its rhs (conv2d's weights).
+type GEMM struct {
+	Dot     *ir.Value
+	M, N, K int
+	Batch   ir.Shape
+	A, B    GEMMOperand
+	Conv    *ConvGEMM // set for conv2d
+	// RowCol: the result's dims after the batch dims are [M, N], so an element's coordinates
+	// are its row and column (else it is addressed through its linear index).
+	RowCol bool
+	// ColGroups: 4 consecutive GEMM columns from a multiple of 4 are 4 consecutive elements of
+	// one innermost row of the result (an element group).
+	ColGroups bool
+	// ColPairs: the same for 2 columns, with the result [batch..., M, N] (the tensor-core
+	// template's paired stores).
+	ColPairs    bool
+	Grid, Block [3]int
+	// MMA is set for the tensor-core template.
+	MMA *MMA
+}
+
+// MMA is the tensor-core template's plan (mma.go): each k step of BK elements goes through
+// two shared buffers per side; a warp's 64×32 tile is 4×4 mma tiles of 16×8, each mma
+// (Inst) KStep deep; Staged epilogues go out through shared memory (StageRow floats per row,
+// StageWarpBytes per warp, in the A tile's space).
+type MMA struct {
+	EB, BK, KStep int
+	Inst          string
+	Sides         [2]MMASide
+	Staged        bool
+}
+
+// MMASide is one side's shared tile: KContig rows of k (else rows of free elements, read with
+// ldmatrix.trans, or for tf32 word by word), RowH elements per row (padding included),
+// BufBytes per buffer; copies of Chunk elements (cp.async; Elem: 16-bit element copies through
+// registers), PerRow to a tile row, copy i of a thread at (DF[i], DK[i]) from its first.
+type MMASide struct {
+	KContig               bool
+	RowH, BufBytes, Chunk int
+	Elem                  bool
+	PerRow                int
+	DF, DK                []int
+}
+
+// Staged epilogue geometry (mma.go's stagedEpilogue).
+const (
+	StageRow       = stageRow
+	StageWarpBytes = stageWarpBytes
+)
+
+// GEMMOperand addresses one side as [batch...][free][k]: element Off + Σ batch·BatchStrides +
+// free·FreeSt + k·KSt of Buffer, or, for a generic operand (View set, Buffer nil), the element of
+// View at the coordinates the dims' roles give (free and k delinearized row-major over
+// FreeDims and ContractDims).
+type GEMMOperand struct {
+	Buffer, View                      *ir.Value
+	BatchDims, FreeDims, ContractDims []int
+	Off                               int
+	BatchStrides                      []int
+	Free, FreeSt, K, KSt              int
+}
+
+// ConvGEMM is a conv2d as implicit GEMM (conv.go): rows are output pixels (row-major over
+// [N, OH, OW], or window-major when the epilogue pools over Win), columns a group's output
+// channels, k the taps (c, kh, kw) row-major.
+type ConvGEMM struct {
+	Groups, N, C, H, W, O, KH, KW, OH, OW int
+	Stride, Pad, Dil                      [2]int
+	Pool                                  *ir.Value
+	Win                                   [2]int
+}
+
+// GEMMPlan returns the tiled plan of a kernel whose ContractionPlan kind is "ffma" or
+// "tensor core".
+func GEMMPlan(k Kernel, t Target) (GEMM, error) {
+	c, err := ContractionPlan(k, t)
+	if err != nil {
+		return GEMM{}, err
+	}
+	if c.Kind == "direct" {
+		return GEMM{}, fmt.Errorf("the contraction runs in the direct template (%s)", c.Why)
+	}
+	var mm *matmul
+	if c.Dot.Op == "conv2d" {
+		if mm, err = convGEMM(c.Dot); err == nil {
+			mm.conv.pool, mm.conv.win, err = convPool(k.Graph, c.Dot)
+		}
+	} else {
+		mm, _, err = dotGEMM(c.Dot)
+	}
+	if err != nil {
+		return GEMM{}, err
+	}
+	p := GEMM{Dot: c.Dot, M: mm.M, N: mm.N, K: mm.K, Batch: mm.batchShape, A: exportOperand(mm.lhs), B: exportOperand(mm.rhs),
+		RowCol: mm.conv == nil && mm.rowColShape(), ColGroups: mm.conv == nil && mm.colGroups(4),
+		ColPairs: mm.conv == nil && mm.colGroups(2) && len(mm.batchShape)+2 == c.Dot.Type.Shape.Rank(), Grid: c.Grid, Block: c.Block}
+	if c.Kind == "tensor core" {
+		ms := mmaShapeOf(c.Dot.Args[0].Type.DType)
+		sides, err := mm.mmaSides(ms)
+		if err != nil {
+			return GEMM{}, err
+		}
+		p.MMA = &MMA{EB: ms.eb, BK: ms.bk, KStep: ms.kStep, Inst: ms.inst, Staged: mm.mmaStaged()}
+		for i, sd := range sides {
+			perRow, df, dk := sd.copies(ms.bk)
+			p.MMA.Sides[i] = MMASide{KContig: sd.kContig, RowH: sd.rowH, BufBytes: sd.bufBytes, Chunk: sd.chunk, Elem: sd.elem,
+				PerRow: perRow, DF: df, DK: dk}
+		}
+	}
+	if cs := mm.conv; cs != nil {
+		p.Conv = &ConvGEMM{Groups: cs.groups, N: cs.n, C: cs.c, H: cs.h, W: cs.w, O: cs.o, KH: cs.kh, KW: cs.kw, OH: cs.oh, OW: cs.ow,
+			Stride: cs.stride, Pad: cs.pad, Dil: cs.d, Pool: cs.pool, Win: cs.win}
+	}
+	return p, nil
+}
+
+func exportOperand(l operandLayout) GEMMOperand {
+	o := GEMMOperand{Buffer: l.v, View: l.view, BatchDims: l.batchDims, FreeDims: l.freeDims, ContractDims: l.contractDims,
+		Off: l.off, BatchStrides: l.batchStrides, Free: l.free, FreeSt: l.freeSt, K: l.k, KSt: l.kSt}
+	if l.view != nil {
+		o.Buffer = nil
+	}
+	return o
+}
+
+// CopyMap is which elements of a side's tile (rows free rows by GEMMTileK k) thread tid copies
+// at each k step: copy i is at free row F0(tid)+DF[i] and k KQ(tid)+DK[i] of the tile. AlongK
+// maps consecutive threads along k (the operand's contiguous dim), else along the free dim, so
+// a warp's copies are coalesced.
+type CopyMap struct {
+	AlongK bool
+	Rows   int
+	DF, DK [4]int
+}
+
+// Copies is the copy map of operand o for a tile of rows free rows.
+func (o GEMMOperand) Copies(rows int) CopyMap {
+	return copyMap(o.KSt, o.FreeSt, rows)
+}
+
+func copyMap(kSt, freeSt, rows int) CopyMap {
+	c := CopyMap{AlongK: kSt == 1 && freeSt != 1, Rows: rows}
+	for i := range 4 {
+		if c.AlongK {
+			c.DF[i] = i * mmThreads / mmBK
+		} else {
+			c.DK[i] = i * mmThreads / rows
+		}
+	}
+	return c
+}
+
+// RegTileOffset is the tile row (or column) of register i (0..7) of a thread at position p of
+// the 16×16 thread grid: p·4 + RegTileOffset(i), so a warp's 128-bit shared loads are
+// contiguous.
+func RegTileOffset(i int) int { return (i/4)*64 + i%4 }
