@@ -10,6 +10,7 @@ import (
 
 	"github.com/gcomp/gcomp/compiler"
 	"github.com/gcomp/gcomp/frontend"
+	"github.com/gcomp/gcomp/internal/tolerance"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/runtime/check"
 	"github.com/gcomp/gcomp/tensor"
@@ -180,6 +181,21 @@ func TestReportWording(t *testing.T) {
 	for _, want := range []string{"abs floor", "3.89e-05", "RMS(want)", "note: k0_conv: tf32 fallback to FFMA: conv2d"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("the table lacks %q:\n%s", want, b.String())
+		}
+	}
+	// With the graph each element has its own bound: the table prints the largest and says how
+	// many elements the arithmetic does not determine.
+	bounds := tolerance.Bound{Val: y, Err: []float64{0, 0, 1e-4, 0, math.Inf(1), 0.5}}
+	o = check.CompareBound("y", bad, bounds, ir.F32, false)
+	if o.Bad != 1 || o.Abs != 0.5 || o.Free != 1 || o.Worst != 2 {
+		t.Errorf("bounded: %+v", o)
+	}
+	ok := check.CompareBound("y", tensor.FromFloats(ir.T(ir.F32, 2, 3), []float64{1, 2, 3, 4, -50, 6.5}), bounds, ir.F32, false)
+	b.Reset()
+	(&check.Report{Outputs: []check.Output{ok}}).WriteTable(&b)
+	for _, want := range []string{"max bound", "0.5", "its own error bound", "ok (1 elements not determined by the arithmetic)"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("the bounded table lacks %q:\n%s", want, b.String())
 		}
 	}
 }
