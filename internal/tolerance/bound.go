@@ -92,6 +92,9 @@ func step(v *ir.Value, args []Bound, tf32 bool) (b Bound, err error) {
 		return Bound{}, err
 	}
 	b.Err, err = propagate(v, args, b.Val, tf32)
+	for i, e := range b.Err {
+		b.Err[i] = orInf(e) // ∞·0 or ∞ − ∞ of bounds: not determined
+	}
 	return b, err
 }
 
@@ -182,6 +185,9 @@ func unitRoundoff(d ir.DType) float64 {
 // roundingErr is the error one rounding of result element x to dtype d may commit, at rel.
 func roundingErr(d ir.DType, rel, x float64) float64 {
 	n, s := minNormal(d)
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return 0 // NaN and infinities are compared for what they are
+	}
 	if x = math.Abs(x); x != 0 && x < n {
 		return rel*x + s
 	}
@@ -340,7 +346,7 @@ func selection(v *ir.Value, a Bound) ([]float64, error) {
 		return nil, err
 	}
 	for i, x := range e {
-		if !(x > 0) { // an empty window or reduction: the identity, exact
+		if !(x > 0) && !math.IsNaN(x) { // an empty window or reduction: the identity, exact
 			e[i] = 0
 		}
 	}
@@ -411,6 +417,8 @@ func elementwise(v *ir.Value, args []Bound, val *tensor.Tensor, rel float64) ([]
 			for i, y := range r {
 				d := math.Abs(y - ref[i])
 				switch {
+				case y == ref[i]:
+					d = 0 // also the same infinity
 				case math.IsNaN(ref[i]):
 					d = 0 // a NaN result must be NaN: nothing to bound
 				case math.IsNaN(y) && a.At(i) == 0:

@@ -124,7 +124,7 @@ func AgreeBound(got, want, bound float64) bool {
 	case math.IsNaN(got) || math.IsNaN(want):
 		return math.IsNaN(got) && math.IsNaN(want)
 	case got == 0 && want == 0 && bound == 0:
-		return math.Signbit(got) == math.Signbit(want)
+		return math.Signbit(want) == math.Signbit(got)
 	case math.IsInf(got, 0) || math.IsInf(want, 0):
 		return got == want
 	}
