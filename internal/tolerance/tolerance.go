@@ -122,7 +122,7 @@ func AgreeBound(got, want, bound float64) bool {
 	case math.IsInf(bound, 1):
 		return true
 	case math.IsNaN(got) || math.IsNaN(want):
-		return math.IsNaN(got) && math.IsNaN(want)
+		return math.IsNaN(want) && math.IsNaN(got)
 	case got == 0 && want == 0 && bound == 0:
 		return math.Signbit(want) == math.Signbit(got)
 	case math.IsInf(got, 0) || math.IsInf(want, 0):
