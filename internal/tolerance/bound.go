@@ -117,8 +117,8 @@ func propagate(v *ir.Value, args []Bound, val *tensor.Tensor, tf32 bool) ([]floa
 		// Integer arithmetic then one conversion: bit-identical on every device.
 		return anyInf(val.Len(), args), nil
 	case "gather":
-		if args[1].Err != nil {
-			return allInf(val.Len(), args[1].Err), nil // a moved index picks another row
+		if e := allInf(val.Len(), args[1].Err); e != nil {
+			return e, nil // a moved index picks another row
 		}
 		return linear(v, []Bound{args[0], args[1]}, []bool{true, false}, 0, val)
 	case "reduce_sum", "avg_pool2d":

@@ -189,6 +189,10 @@ func TestBoundRules(t *testing.T) {
 			map[string][]float64{"x": {0}, "z": {3}}, []float64{3}},
 		{"a product: Π(|a|(1+rel)) − Π|a|", "graph g { input %x : f32[2]  %0 = reduce_prod(%x) {axes=[0]} : f32[]  output y = %0 }", false,
 			map[string][]float64{"x": {2, -3}}, []float64{6 * ((1+rel32)*(1+rel32) - 1)}},
+		// An index from a float that cannot move (its bound does not reach the next integer)
+		// still carries the gathered rows' own bounds.
+		{"an index that cannot move", "graph g { input %x : f32[3]  input %i : f32[1]  %0 = add(%x, %x) : f32[3]  %1 = add(%i, %i) : f32[1]  %2 = cast(%1) {to=i32} : i32[1]  %3 = gather(%0, %2) : f32[1]  output y = %3 }", false,
+			map[string][]float64{"x": {1, 2, 3}, "i": {0.25}}, []float64{2 * rel32}},
 		{"an index that may move: not determined", "graph g { input %x : f32[3]  input %i : f32[1]  %0 = add(%i, %i) : f32[1]  %1 = cast(%0) {to=i32} : i32[1]  %2 = gather(%x, %1) : f32[1]  output y = %2 }", false,
 			map[string][]float64{"x": {1, 2, 3}, "i": {0.5}}, []float64{math.Inf(1)}},
 	}
