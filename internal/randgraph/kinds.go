@@ -23,6 +23,7 @@ var kinds = []struct {
 	{"split", 1, targeted("split", splitGraph)},                   // split full reductions feeding each other
 	{"persistent", 2, targeted("persistent", persistentGraph)},    // runs of small kernels with pooling and gathers, odd rows
 	{"extremes", 2, targeted("extremes", extremesGraph)},          // integers at their dtype's ends
+	{"random", 1, targeted("random", randomGraph)},                // philox_uniform and Dropout's mask
 }
 
 // Kinds returns the names of the kinds of graph Graph draws, which it gives the graphs.

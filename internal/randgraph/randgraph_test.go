@@ -140,7 +140,7 @@ func TestCoverage(t *testing.T) {
 		"gt", "select", "cast",
 		"reduce_sum", "reduce_max", "reduce_min", "reduce_prod",
 		"broadcast_in_dim", "transpose", "reshape", "slice", "concat", "pad",
-		"dot_general", "conv2d", "max_pool2d", "avg_pool2d", "gather",
+		"dot_general", "conv2d", "max_pool2d", "avg_pool2d", "gather", "philox_uniform",
 		"f64 value", "f16 value", "bf16 value", "i64 value", "i32 value", "i8 value", "u8 value", "bool value",
 		"f32 input", "f64 input", "f16 input", "bf16 input", "i64 input", "i32 input", "i8 input", "u8 input", "bool input",
 		"several outputs", "zero-size value", "scalar", "split-sized input", "input range at a dtype's end",

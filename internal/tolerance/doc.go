@@ -7,10 +7,48 @@
 //
 // with rel and abs from Tolerance. NaN never passes (got or want), and an infinity passes only
 // against the same infinity. Integer and bool results, and floats of exact ops, are compared
-// bit for bit by the caller instead. A model's outputs (`gcomp check`) use Agree, which adds
-// docs/ops.md's special values: NaN agrees with NaN, a zero only with a zero of its sign; and
-// their rel is that of the least precise float type they are computed in (Precision), not of
-// the output's dtype.
+// bit for bit by the caller instead. This is the rule of the code generator's tests, which know
+// each kernel's contraction length and operand scale.
+//
+// # Error bounds of a whole graph
+//
+// A model's outputs (`gcomp check`, the random-graph property) are held to a bound per element
+// derived from the reference's own computation (Bounds, compared by AgreeBound): a running
+// first-order error analysis carried beside the values, as numerical analysis bounds an
+// algorithm's forward error. Where a result cancels, the error a correct kernel commits is set by
+// the magnitudes of the terms that cancelled, not by the small result, so no bound relative to
+// the result (or to the output's RMS) can be both tight and safe. Each op adds its own rounding
+// and passes on its operands' bounds E by its sensitivity:
+//
+//   - graph inputs, parameters, iota, constants, philox_uniform: exact (E = 0);
+//   - movement ops and gather: E moves with the elements (pad's padding is exact);
+//   - exact elementwise ops (abs, neg, relu, max, min, select, floor, ceil, comparisons, logic):
+//     the op evaluated with each operand moved by ±E, the largest change; a comparison that may
+//     flip has E = 1 and a select on it may take the other side;
+//   - correctly rounded ops (add, sub, mul, div, sqrt, cast): the same, plus rel·|result|;
+//   - approximations (exp, log, sin, cos, tanh, sigmoid, erf, rsqrt, pow): the same with each
+//     operand moved by E + u·|operand| (one rounding of the reduced argument), plus rel·|result|;
+//   - sums (reduce_sum, avg_pool2d): the sum of the operands' E, plus rel·|result| + 8u·Σ|terms|;
+//   - contractions (dot_general, conv2d): C(E_a, |b|) + C(|a|, E_b) + rel·|result| +
+//     8u·C(|a|, |b|), and with TF32 also 2·2⁻¹¹·C(|a|, |b|) (both operands rounded to a 10-bit
+//     mantissa); C(|a|, |b|) is the sum of the |terms| of each result;
+//   - reduce_max, reduce_min, max_pool2d: the largest E among the candidates; reduce_prod:
+//     Π(|a|(1+rel) + E) − Π|a|;
+//   - a custom kernel: every operand moved together by ±(E + rel·|operand|), plus rel·|result|.
+//
+// u is the unit roundoff of the op's dtype (2⁻²⁴ for f32) and rel its Tolerance, the allowance
+// per rounded op (about 168u for f32, which covers the approximate transcendentals); results below
+// the smallest normal add one subnormal spacing. 8u·Σ|terms| is the accumulation: K roundings of
+// partial sums, which for mixed signs add like a random walk to about u·Σ|terms|/2 (sums of one
+// sign are held by rel·|result|). A bound is +∞ where an operand's error reaches a singularity
+// (a gather index or a philox seed that may move, ∞ − ∞): the arithmetic does not determine the
+// element, and it passes whatever it is. Elsewhere NaN passes only against NaN, an infinity only
+// against itself, and a zero only against a zero of the same sign where the bound is 0 (an exact
+// result, whose sign docs/ops.md defines).
+//
+// Without the graph (a bare tensor, CompareIn in runtime/check) a model's output is held to
+// Agree: the rule above with rel of the least precise float type the value is computed in
+// (Precision), the floor rel·RMS(want) (OutputFloor), NaN against NaN and signed zeros.
 //
 // # Relative part
 //

@@ -110,3 +110,23 @@ func Precision(v *ir.Value) ir.DType {
 	}
 	return prec
 }
+
+// AgreeBound is the comparison of an element with its own error bound (Bounds): it passes when
+// |got − want| ≤ bound. NaN passes against NaN and nothing else, an infinity only against the same
+// infinity, and a zero against a zero of the same sign where the bound is 0 (the result is exact,
+// and ops.md defines its sign); where the bound is not 0 the sign of a zero is not determined by
+// the arithmetic. An infinite bound (the arithmetic does not determine the element) passes
+// anything.
+func AgreeBound(got, want, bound float64) bool {
+	switch {
+	case math.IsInf(bound, 1):
+		return true
+	case math.IsNaN(got) || math.IsNaN(want):
+		return math.IsNaN(want) && math.IsNaN(got)
+	case got == 0 && want == 0 && bound == 0:
+		return math.Signbit(want) == math.Signbit(got)
+	case math.IsInf(got, 0) || math.IsInf(want, 0):
+		return got == want
+	}
+	return math.Abs(got-want) <= bound
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gcomp/gcomp/compiler"
 	"github.com/gcomp/gcomp/frontend"
+	"github.com/gcomp/gcomp/internal/tolerance"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/runtime/check"
 	"github.com/gcomp/gcomp/tensor"
@@ -155,6 +156,16 @@ func TestCompare(t *testing.T) {
 	if o := check.Compare("n", g, w, false); o.Bad != 1 || o.First != "n[0] = -9223372036854775807, want -9223372036854775808" {
 		t.Errorf("i64 beyond 2^53 must match exactly: %+v", o)
 	}
+	// Bounded integers beyond 2^53 still compare as integers where the bound is 0; a bound of 1 or
+	// more (an integer from a float that may round either way) lets them differ by it.
+	ib := tolerance.Bound{Val: w, Err: []float64{0}}
+	if o := check.CompareBound("n", g, ib, ir.I64, false); o.Bad != 1 {
+		t.Errorf("bounded i64 beyond 2^53 must match exactly: %+v", o)
+	}
+	ib.Err[0] = 1
+	if o := check.CompareBound("n", g, ib, ir.I64, false); o.Bad != 0 {
+		t.Errorf("an i64 within its bound of 1: %+v", o)
+	}
 }
 
 // The first bad element is named as in Python, y[1,2] (a scalar by its name alone), and the table
@@ -180,6 +191,27 @@ func TestReportWording(t *testing.T) {
 	for _, want := range []string{"abs floor", "3.89e-05", "RMS(want)", "note: k0_conv: tf32 fallback to FFMA: conv2d"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("the table lacks %q:\n%s", want, b.String())
+		}
+	}
+}
+
+// With the graph each output element has its own bound: the table prints the largest and says
+// how many elements the arithmetic does not determine.
+func TestReportWordingBounded(t *testing.T) {
+	y := tensor.FromFloats(ir.T(ir.F32, 2, 3), []float64{1, 2, 3, 4, 5, 6})
+	bad := tensor.FromFloats(ir.T(ir.F32, 2, 3), []float64{1, 2, 3, 4, 5, 7})
+	var b strings.Builder
+	bounds := tolerance.Bound{Val: y, Err: []float64{0, 0, 1e-4, 0, math.Inf(1), 0.5}}
+	o := check.CompareBound("y", bad, bounds, ir.F32, false)
+	if o.Bad != 1 || o.Abs != 0.5 || o.Free != 1 || o.Worst != 2 {
+		t.Errorf("bounded: %+v", o)
+	}
+	ok := check.CompareBound("y", tensor.FromFloats(ir.T(ir.F32, 2, 3), []float64{1, 2, 3, 4, -50, 6.5}), bounds, ir.F32, false)
+	b.Reset()
+	(&check.Report{Outputs: []check.Output{ok}}).WriteTable(&b)
+	for _, want := range []string{"max bound", "0.5", "its own error bound", "ok (1 elements not determined by the arithmetic)"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("the bounded table lacks %q:\n%s", want, b.String())
 		}
 	}
 }

@@ -4,16 +4,13 @@
 // GPU, that the generated kernels compute what the graph means. It is what
 // `gcomp check` and `make demo` print.
 //
-// Tolerances are per element, relative with an absolute floor, as
-// internal/tolerance defines them: |got − want| ≤ max(rel·|want|, abs), with
-// rel 1e-5 for f32 (5e-3 when f32 contractions run on TF32 tensor cores),
-// 2e-2 for f16 and bf16 and 1e-12 for f64, taken from the least precise float
-// type the output is computed in (tolerance.Precision: an f16 result cast to an
-// f64 output is held to f16's); integers and bools must match exactly. Where
-// docs/ops.md defines special values the comparison is exact about them: NaN
-// passes against NaN only, and a zero only against a zero of the same sign.
-// A whole model's output depends on many
-// contractions of unknown operand scale, so the floor is taken from the output
-// itself: abs = rel·RMS(reference output), which judges elements that cancel to
-// nearly zero against the tensor's typical magnitude.
+// Each output element is held to its own error bound, computed from the reference's computation
+// by internal/tolerance (Bounds): every rounded op contributes its rounding on the magnitudes of
+// the terms it combines (rel per op — 1e-5 for f32, 2e-2 for f16 and bf16, 1e-12 for f64 — and
+// k·u·Σ|terms| for sums and contractions, with the operands' 10-bit rounding under TF32), and
+// every op passes on its operands' bounds by its sensitivity, so a result that cancels is judged
+// against the terms that cancelled. Integers and bools computed exactly must match exactly. NaN
+// passes against NaN only, an infinity against itself, and a zero against a zero of the same sign
+// where the result is exact. Compare, for a bare tensor without its graph, keeps the rule
+// |got − want| ≤ max(rel·|want|, rel·RMS(want)).
 package check
