@@ -29,6 +29,10 @@ type Options struct {
 	// the ONNX inputs that decide shapes at compile time. Both apply to .onnx files only.
 	Shapes map[string][]int
 	Consts map[string]*tensor.Tensor
+	// Batch traces a model file at this batch instead of its own (0): a model.go that declares
+	// its batch with b.Batch(N), or an .onnx model whose inputs leave their first dim symbolic.
+	// A model whose batch is fixed is an error naming the line that fixes it.
+	Batch int
 }
 
 // Model is a compiled model: its graph, which the reference interpreter runs, and the PTX
@@ -46,7 +50,11 @@ type Model struct {
 // into the calling program: no interpreter runs. The batch and every other shape are what
 // build declares, so a function that closes over a batch size compiles a model of that batch.
 func Compile(name string, build func(*frontend.Builder), opts Options) (*Model, error) {
-	g, err := frontend.Build(name, build)
+	var bopts []frontend.Option
+	if opts.Batch != 0 {
+		bopts = append(bopts, frontend.WithBatch(opts.Batch))
+	}
+	g, err := frontend.Build(name, build, bopts...)
 	if err != nil {
 		return nil, err
 	}
@@ -56,10 +64,10 @@ func Compile(name string, build func(*frontend.Builder), opts Options) (*Model, 
 // CompileFile loads a model file and compiles it: a model.go (run by gcomp's embedded Go
 // interpreter; its shapes, batch included, are the file's), a .gir graph, or an .onnx model,
 // whose dynamic input shapes Options.Shapes fixes and whose initializers become the session's
-// weights unless others are given. Errors carry file:line where the file has one. Choosing a
-// model.go's batch when it is loaded (rather than the file's constant) is not supported yet.
+// weights unless others are given; Options.Batch traces either at another batch. Errors carry
+// file:line where the file has one.
 func CompileFile(path string, opts Options) (*Model, error) {
-	lm, err := load.ModelFile(path, load.Options{ONNX: onnx.Options{Shapes: opts.Shapes, Consts: opts.Consts}})
+	lm, err := load.ModelFile(path, load.Options{ONNX: onnx.Options{Shapes: opts.Shapes, Consts: opts.Consts}, Batch: opts.Batch})
 	if err != nil {
 		return nil, err
 	}

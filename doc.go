@@ -12,8 +12,8 @@
 //     function that closes over a batch size compiles a model of that batch.
 //   - CompileFile: a model.go (run by gcomp's embedded Go interpreter, so shapes are the
 //     file's own), a .gir graph, or an .onnx model whose dynamic input shapes
-//     Options.Shapes fixes (its batch, say) and whose initializers serve as weights. Choosing
-//     a model.go's batch at load time is not supported yet.
+//     Options.Shapes fixes (its batch, say) and whose initializers serve as weights. Options.Batch
+//     traces a model.go that declares its batch with b.Batch(N), or an .onnx model, at another batch.
 //   - CompileGraph: an *ir.Graph built with package ir or read by ir.Parse.
 //
 // Options choose the GPU architecture (sm_80 by default, sm_90 for H100), TF32 tensor cores
