@@ -1,6 +1,7 @@
 package ptx
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
@@ -125,6 +126,9 @@ func ReducePlan(k Kernel) (Reduction, error) {
 		if ops.ClassOf(v.Op) == ops.Reduce {
 			reds = append(reds, v)
 		}
+	}
+	if len(reds) == 0 {
+		return Reduction{}, fmt.Errorf("%s: no reduction to plan (a %s kernel)", k.Name, Template(k))
 	}
 	rs, err := reduceLayout(reds)
 	if err != nil {
