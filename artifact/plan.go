@@ -43,8 +43,11 @@ type Plan struct {
 	OutputNames []string `json:"output_names"`
 	// ScratchBytes is the size of the zeroed scratch area kernels use for cross-block
 	// reductions; every kernel leaves it zero again.
-	ScratchBytes int64    `json:"scratch_bytes"`
-	Kernels      []Kernel `json:"kernels"`
+	ScratchBytes int64 `json:"scratch_bytes"`
+	// ErrorBytes is the size of the zeroed error area: one error word (indexcheck.go) for
+	// each launch whose kernel checks gather indices.
+	ErrorBytes int64    `json:"error_bytes,omitempty"`
+	Kernels    []Kernel `json:"kernels"`
 	// Graph is the source model in the .gir text form.
 	Graph string `json:"graph"`
 }
@@ -63,6 +66,8 @@ type Kernel struct {
 	// Notes say how the kernel departs from what the flags asked for, e.g. "tf32 fallback to
 	// FFMA: an operand has no contiguous dim"; `gcomp build` and `gcomp check` print them.
 	Notes []string `json:"notes,omitempty"`
+	// IndexChecks describe the gathers that record a bad index in the kernel's error word.
+	IndexChecks []IndexCheck `json:"index_checks,omitempty"`
 }
 
 // ArgKind values: which buffer a kernel parameter points into.
@@ -73,6 +78,7 @@ const (
 	ArgArena   = "arena"   // the arena at Offset (the intermediate Name)
 	ArgScratch = "scratch" // the scratch area at Offset, Bytes long
 	ArgScalar  = "scalar"  // a custom kernel's scalar argument: Value as Type (scalar.go)
+	ArgError   = "error"   // the launch's error word at Offset of the error area (indexcheck.go)
 )
 
 // Arg binds one .param of a kernel entry, in declaration order. Each is a
@@ -265,9 +271,13 @@ func (p *Plan) Validate() error {
 				if _, err := a.ScalarBits(); err != nil {
 					return fmt.Errorf("kernel %s argument %d: %v", k.Name, i, err)
 				}
+			case ArgError: // validateChecks
 			default:
 				return fmt.Errorf("kernel %s argument %d: unknown kind %q", k.Name, i, a.Kind)
 			}
+		}
+		if err := p.validateChecks(k); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -63,6 +63,8 @@ func launches(p *artifact.Plan) string {
 				fmt.Fprintf(&sb, " %s@%d", a.Name, a.Offset)
 			case artifact.ArgScratch:
 				fmt.Fprintf(&sb, " scratch@%d+%d", a.Offset, a.Bytes)
+			case artifact.ArgError:
+				fmt.Fprintf(&sb, " error@%d", a.Offset)
 			default:
 				fmt.Fprintf(&sb, " %s:%s", a.Kind, a.Name)
 			}

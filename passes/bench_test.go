@@ -44,6 +44,9 @@ var targets = map[string]struct {
 	"gpt2small":   {kernels: 110},
 	"fashion_mlp": {kernels: 2},
 	"fashion_cnn": {kernels: 4},
+	// fashion_cnn's 4 with BatchNorm folded into the convolutions' epilogues, and two small
+	// kernels computing rsqrt(running_var+eps) from parameters only.
+	"fashion_bncnn": {kernels: 6},
 	// The skip connections read a block's input twice: once by the block's first convolution
 	// (or pooling), once by the residual add, the shortcut convolution or the decoder's concat
 	// (docs/perf.md); ideal_dram_bytes counts every intermediate read once.

@@ -804,7 +804,7 @@ func (f *fuser) kernels() (*KernelGraph, error) {
 			// becomeRow expected a reduction that a size bound then kept out.
 			gr.kind, gr.axes = Loop, nil
 		}
-		k := &Kernel{Kind: gr.kind, Space: gr.space.Clone(), Axes: slices.Clone(gr.axes)}
+		k := &Kernel{Kind: gr.kind, Space: gr.space.Clone(), Axes: slices.Clone(gr.axes), Origins: map[*ir.Value]*ir.Value{}}
 		if gr.kind == Contraction {
 			k.Space = gr.contraction.Type.Shape.Clone()
 		}
@@ -835,6 +835,7 @@ func (f *fuser) kernels() (*KernelGraph, error) {
 				}
 			}
 			m[w] = body.Add(w.Op, ir.Type{DType: w.Type.DType, Shape: w.Type.Shape.Clone()}, w.Attrs.Clone(), args...)
+			k.Origins[m[w]] = w
 			if gr.members[w] {
 				k.Ops = append(k.Ops, w)
 			}

@@ -83,6 +83,9 @@ type Kernel struct {
 	Reads     []*Buffer // in the order of Body's inputs
 	Writes    []*Buffer // in the order of Body's outputs
 	Ops       []*ir.Value
+	// Origins maps Body's values to the values of the pass pipeline's graph they compute, whose
+	// source positions diagnostics name (a gather's bad index).
+	Origins map[*ir.Value]*ir.Value
 	// Persistent kernels: the stages in order (named sN_..., their writes either the kernel's
 	// Writes or SharedBuffers), the values kept in shared memory and its size. Body is the
 	// stages' bodies in one graph.

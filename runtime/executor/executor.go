@@ -19,6 +19,7 @@ type Program struct {
 	mod     Module
 	arena   Ptr
 	scratch Ptr
+	errors  Ptr                           // the error area (indexcheck.go), 0 without one
 	bufs    map[string]map[string]*buffer // kind (input, param, output) → name → buffer
 	allocs  []Ptr
 	mem     MemStats
@@ -124,6 +125,9 @@ func (p *Program) allocate() error {
 			return err
 		}
 		p.mem.ScratchBytes = p.plan.ScratchBytes
+	}
+	if err := p.allocateErrors(); err != nil {
+		return err
 	}
 	for _, set := range []struct {
 		kind  string
@@ -327,6 +331,9 @@ func (p *Program) Wait() (*Result, error) {
 		p.pf.running = nil
 		p.pf.pool.put(s.buf)
 	}
+	if err := p.checkIndices(); err != nil {
+		return nil, err
+	}
 	for i, o := range p.plan.Outputs {
 		b := p.bufs[artifact.ArgOutput][o.Name]
 		if b == nil {
@@ -487,6 +494,8 @@ func (p *Program) address(a artifact.Arg) Ptr {
 		return p.arena + Ptr(a.Offset)
 	case artifact.ArgScratch:
 		return p.scratch + Ptr(a.Offset)
+	case artifact.ArgError:
+		return p.errors + Ptr(a.Offset)
 	case artifact.ArgScalar:
 		bits, _ := a.ScalarBits() // the plan was validated
 		return Ptr(bits)
