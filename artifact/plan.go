@@ -66,6 +66,10 @@ type Kernel struct {
 	// Notes say how the kernel departs from what the flags asked for, e.g. "tf32 fallback to
 	// FFMA: an operand has no contiguous dim"; `gcomp build` and `gcomp check` print them.
 	Notes []string `json:"notes,omitempty"`
+	// BindTime kernels read parameters only: the runtime runs them before the first run after
+	// weights are bound or change, not on every run. They come before the kernels that read
+	// their outputs, which no kernel overwrites.
+	BindTime bool `json:"bind_time,omitempty"`
 	// IndexChecks describe the gathers that record a bad index in the kernel's error word.
 	IndexChecks []IndexCheck `json:"index_checks,omitempty"`
 }

@@ -106,7 +106,8 @@ func Compile(g *ir.Graph, opt Options) (*Result, error) {
 			continue
 		}
 		l := launches[i]
-		pk := artifact.Kernel{Name: k.Name, Entry: l.Entry, Grid: l.Grid, Block: l.Block, SharedBytes: l.SharedBytes, Ops: opNames(k.Ops), Notes: l.Notes}
+		pk := artifact.Kernel{Name: k.Name, Entry: l.Entry, Grid: l.Grid, Block: l.Block, SharedBytes: l.SharedBytes, Ops: opNames(k.Ops), Notes: l.Notes,
+			BindTime: k.BindTime}
 		var scratch int64
 		for _, a := range l.Params {
 			if a.Kind == ptx.ArgError {

@@ -56,6 +56,9 @@ func launches(p *artifact.Plan) string {
 		if k.Entry != k.Name {
 			sb.WriteString(" runs " + k.Entry)
 		}
+		if k.BindTime {
+			sb.WriteString(" (bind)")
+		}
 		fmt.Fprintf(&sb, " grid %v block %v shared %d:", k.Grid, k.Block, k.SharedBytes)
 		for _, a := range k.Args {
 			switch a.Kind {

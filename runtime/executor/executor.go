@@ -32,6 +32,7 @@ type Program struct {
 	pending  *Result           // launched, not yet waited for
 	graphs   bool              // UseGraphs
 	replays  map[string]Replay // recorded runs, by their kernels' arguments
+	bind     bindTime          // when the plan's bind-time kernels run (bindtime.go)
 }
 
 type buffer struct {
@@ -208,6 +209,7 @@ func (p *Program) write(kind string, values map[string]*tensor.Tensor, bind bool
 			return fmt.Errorf("copying %s %s to the device: %v", kind, name, err)
 		}
 		b.bound = bind
+		p.bind.stale = p.bind.stale || kind == artifact.ArgParam
 	}
 	return nil
 }
@@ -288,6 +290,9 @@ func (p *Program) Launch(inputs map[string]*tensor.Tensor) error {
 			args[j][i] = p.address(a)
 		}
 	}
+	if err := p.launchBindTime(args, res); err != nil {
+		return err
+	}
 	launch := p.launchEach
 	if p.graphs {
 		launch = p.launchGraph
@@ -305,6 +310,9 @@ func (p *Program) Launch(inputs map[string]*tensor.Tensor) error {
 // launchEach launches the plan's kernels one by one with args, noting each in res (if not nil).
 func (p *Program) launchEach(args [][]Ptr, res *Result) error {
 	for j, k := range p.plan.Kernels {
+		if k.BindTime {
+			continue // launchBindTime
+		}
 		c, err := p.mod.Launch(k.Entry, LaunchConfig{Grid: k.Grid, Block: k.Block, SharedBytes: k.SharedBytes}, args[j])
 		if err != nil {
 			return fmt.Errorf("kernel %s (grid %v, block %v): %w", k.Name, k.Grid, k.Block, err)
@@ -418,6 +426,7 @@ func (p *Program) Feedback(bindings map[string]string) error {
 		donate[out] = src != nil && src != dst && users[o.Name] == 1
 	}
 	p.feedback, p.resident, p.donate = fb, resident, donate
+	p.bind.everyRun = p.feedsParams()
 	return nil
 }
 
