@@ -78,3 +78,40 @@ func TestBindTimeBatchNorm(t *testing.T) {
 		t.Errorf("modeled kernel time %v, the per-run kernels' sum %v", s.ModeledKernelTimeUS, total)
 	}
 }
+
+// A transposed convolution's weights are flipped and their channels swapped (views and
+// gathers of the parameter): the convolution kernel reads them as a buffer in its own layout,
+// which the implicit-GEMM template needs (a transpose inside the kernel sent it to the direct
+// template, one thread per output in f64), and the kernels that permute them are bind-time.
+func TestBindTimeConvTransposeWeights(t *testing.T) {
+	g, err := frontend.Build("convt", func(b *frontend.Builder) {
+		// Large enough that the persist pass leaves the kernels alone.
+		x := b.Input("x", ir.F32, 4, 16, 16, 16)
+		b.Output("y", nn.NewConvTranspose2d(b, "up", 16, 16, 3, nn.ConvTranspose2dOptions{Stride: 2, Padding: 1, OutputPadding: 1}).Forward(x))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := passes.Run(g, passes.Options{VerifyEach: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	convs := 0
+	for _, k := range res.Kernels.Kernels {
+		if k.Kind != passes.Contraction {
+			continue
+		}
+		convs++
+		for _, v := range k.Body.Values {
+			if v.Op == "transpose" {
+				t.Errorf("%s computes %s in the convolution kernel:\n%s", k.Name, v.Op, res.Kernels)
+			}
+		}
+		if k.BindTime {
+			t.Errorf("%s reads the input and is bind-time", k.Name)
+		}
+	}
+	if convs != 1 || res.Stats.BindKernels == 0 {
+		t.Errorf("%d convolutions, %d bind-time kernels, want 1 and some:\n%s", convs, res.Stats.BindKernels, res.Kernels)
+	}
+}
