@@ -9,7 +9,7 @@ import (
 // bindTime says when the plan's bind-time kernels (artifact.Kernel.BindTime: they read
 // parameters only, and their outputs stay in the arena across runs) must run again.
 type bindTime struct {
-	stale    bool // parameters were written since they last ran (or they never ran)
+	current  bool // their outputs are up to date: they ran, and no parameter was written since
 	everyRun bool // Feedback replaces parameters after every run (a train step)
 }
 
@@ -27,7 +27,7 @@ func (p *Program) feedsParams() bool {
 // kernels, when the parameters they read changed since they last ran; otherwise their outputs
 // are still in the arena.
 func (p *Program) launchBindTime(args [][]Ptr, res *Result) error {
-	if !p.bind.stale && !p.bind.everyRun {
+	if p.bind.current && !p.bind.everyRun {
 		return nil
 	}
 	for j, k := range p.plan.Kernels {
@@ -40,6 +40,6 @@ func (p *Program) launchBindTime(args [][]Ptr, res *Result) error {
 		}
 		res.Kernels = append(res.Kernels, KernelRun{Name: k.Name, Grid: k.Grid, Block: k.Block, Counters: c})
 	}
-	p.bind.stale = false
+	p.bind.current = true
 	return nil
 }

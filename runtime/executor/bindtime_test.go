@@ -1,12 +1,14 @@
 package executor_test
 
 import (
+	"math"
 	"testing"
 
 	"github.com/gcomp/gcomp/compiler"
 	"github.com/gcomp/gcomp/frontend"
 	"github.com/gcomp/gcomp/frontend/nn"
 	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/passes"
 	"github.com/gcomp/gcomp/runtime/executor"
 	"github.com/gcomp/gcomp/runtime/ref"
 	"github.com/gcomp/gcomp/runtime/simdev"
@@ -78,6 +80,52 @@ func TestBindTimeKernelsRunOnce(t *testing.T) {
 			if d := got.Outputs["y"].F[i] - w; d > 1e-5 || d < -1e-5 {
 				t.Fatalf("run %d: y[%d] = %v, want %v", step, i, got.Outputs["y"].F[i], w)
 			}
+		}
+	}
+}
+
+// A model without parameters can still have bind-time kernels (a kernel computing from
+// constants alone): they run on the first run although no weights were ever bound.
+func TestBindTimeWithoutParams(t *testing.T) {
+	g, err := frontend.Build("mask", func(b *frontend.Builder) {
+		x := b.Input("x", ir.F32, 64, 64)
+		m := b.Tensor(make([]float64, 64), ir.F32, 64).AddScalar(2).Exp() // broadcast over rows
+		b.Output("y", x.Mul(m))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Without constant folding exp(0+2) is a kernel of its own that reads nothing.
+	res, err := compiler.Compile(g, compiler.Options{Passes: passes.Options{DisablePasses: []string{"fold"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bind := 0
+	for _, k := range res.Artifact.Plan.Kernels {
+		if k.BindTime {
+			bind++
+		}
+	}
+	if bind != 1 {
+		t.Fatalf("%d bind-time kernels of %d, want 1", bind, len(res.Artifact.Plan.Kernels))
+	}
+	prog, err := executor.Load(simdev.New(simdev.Options{}), res.Artifact)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prog.Close()
+	in := map[string]*tensor.Tensor{"x": tensor.RandomInput(g.Inputs()[0], 3)}
+	got, err := prog.Run(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := ref.Run(g, in, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, w := range want["y"].F {
+		if math.Abs(got.Outputs["y"].F[i]-w) > 1e-5*(1+math.Abs(w)) {
+			t.Fatalf("y[%d] = %v, want %v", i, got.Outputs["y"].F[i], w)
 		}
 	}
 }

@@ -209,7 +209,7 @@ func (p *Program) write(kind string, values map[string]*tensor.Tensor, bind bool
 			return fmt.Errorf("copying %s %s to the device: %v", kind, name, err)
 		}
 		b.bound = bind
-		p.bind.stale = p.bind.stale || kind == artifact.ArgParam
+		p.bind.current = p.bind.current && kind != artifact.ArgParam
 	}
 	return nil
 }
