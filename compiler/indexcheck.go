@@ -9,6 +9,10 @@ import (
 	"github.com/gcomp/gcomp/passes"
 )
 
+// The generator and the executor agree on the error word's size: a constant conversion of a
+// negative difference does not compile.
+const _ = uint(ptx.ErrorWordBytes-artifact.ErrorWordBytes) + uint(artifact.ErrorWordBytes-ptx.ErrorWordBytes)
+
 // indexChecks copies a launch's gather descriptions into the plan, with the model's names and
 // source position where fusion recorded the gather's origin: the table and indices by their
 // names when they are the model's inputs or parameters ("the indices" when computed), as the
