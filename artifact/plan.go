@@ -43,8 +43,11 @@ type Plan struct {
 	OutputNames []string `json:"output_names"`
 	// ScratchBytes is the size of the zeroed scratch area kernels use for cross-block
 	// reductions; every kernel leaves it zero again.
-	ScratchBytes int64    `json:"scratch_bytes"`
-	Kernels      []Kernel `json:"kernels"`
+	ScratchBytes int64 `json:"scratch_bytes"`
+	// ErrorBytes is the size of the zeroed error area: one error word (indexcheck.go) for
+	// each launch whose kernel checks gather indices.
+	ErrorBytes int64    `json:"error_bytes,omitempty"`
+	Kernels    []Kernel `json:"kernels"`
 	// Graph is the source model in the .gir text form.
 	Graph string `json:"graph"`
 }
@@ -66,6 +69,12 @@ type Kernel struct {
 	// Producer names the code generator that wrote the entry ("ptx" or "nvvm") when the build
 	// chose one per kernel (--backend auto); empty when one producer wrote the whole module.
 	Producer string `json:"producer,omitempty"`
+	// BindTime kernels read parameters only: the runtime runs them before the first run after
+	// weights are bound or change, not on every run. They come before the kernels that read
+	// their outputs, which no kernel overwrites.
+	BindTime bool `json:"bind_time,omitempty"`
+	// IndexChecks describe the gathers that record a bad index in the kernel's error word.
+	IndexChecks []IndexCheck `json:"index_checks,omitempty"`
 }
 
 // ArgKind values: which buffer a kernel parameter points into.
@@ -76,6 +85,7 @@ const (
 	ArgArena   = "arena"   // the arena at Offset (the intermediate Name)
 	ArgScratch = "scratch" // the scratch area at Offset, Bytes long
 	ArgScalar  = "scalar"  // a custom kernel's scalar argument: Value as Type (scalar.go)
+	ArgError   = "error"   // the launch's error word at Offset of the error area (indexcheck.go)
 )
 
 // Arg binds one .param of a kernel entry, in declaration order. Each is a
@@ -268,9 +278,13 @@ func (p *Plan) Validate() error {
 				if _, err := a.ScalarBits(); err != nil {
 					return fmt.Errorf("kernel %s argument %d: %v", k.Name, i, err)
 				}
+			case ArgError: // validateChecks
 			default:
 				return fmt.Errorf("kernel %s argument %d: unknown kind %q", k.Name, i, a.Kind)
 			}
+		}
+		if err := p.validateChecks(k); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -67,9 +67,7 @@ func TestWriteRead(t *testing.T) {
 // Every way a plan can be inconsistent is one error that says what is wrong.
 func TestParsePlanErrors(t *testing.T) {
 	good := string(compiled(t).Plan.JSON())
-	tests := []struct {
-		name, old, new, want string
-	}{
+	tests := []parseCase{
 		{"format", `"gcomp-launch-plan"`, `"onnx"`, `not a launch plan (format "onnx"`},
 		{"version", `"version": 2`, `"version": 3`, "launch plan version 3"},
 		{"unknown field", `"tf32": false`, `"tf32": false, "extra": 1`, `unknown field "extra"`},
@@ -102,6 +100,20 @@ func TestParsePlanErrors(t *testing.T) {
 		{"duplicate input", `"inputs": [`, `"inputs": [{"name": "x", "type": "f32[4,8]", "size": 128},`, `input "x" is declared twice`},
 		{"duplicate output name", "\"output_names\": [\n    \"y\"", "\"output_names\": [\n    \"y\", \"y\"", `"y" is declared twice`},
 	}
+	checkParseErrors(t, good, tests)
+	if _, err := artifact.ParsePlan([]byte(good)); err != nil {
+		t.Errorf("the compiled plan does not parse: %v", err)
+	}
+	// An arena may be rounded up to the alignment (256 bytes), no further.
+	if _, err := artifact.ParsePlan([]byte(strings.Replace(good, `"arena_bytes": 128`, `"arena_bytes": 256`, 1))); err != nil {
+		t.Errorf("an arena rounded up to its alignment: %v", err)
+	}
+}
+
+// checkParseErrors parses good with each case's old text replaced by new, expecting an error
+// that contains want.
+func checkParseErrors(t *testing.T, good string, tests []parseCase) {
+	t.Helper()
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			if !strings.Contains(good, tc.old) {
@@ -113,14 +125,9 @@ func TestParsePlanErrors(t *testing.T) {
 			}
 		})
 	}
-	if _, err := artifact.ParsePlan([]byte(good)); err != nil {
-		t.Errorf("the compiled plan does not parse: %v", err)
-	}
-	// An arena may be rounded up to the alignment (256 bytes), no further.
-	if _, err := artifact.ParsePlan([]byte(strings.Replace(good, `"arena_bytes": 128`, `"arena_bytes": 256`, 1))); err != nil {
-		t.Errorf("an arena rounded up to its alignment: %v", err)
-	}
 }
+
+type parseCase struct{ name, old, new, want string }
 
 // A version 1 plan (before launches named their entry) still runs: each launch runs the entry of
 // its own name, which is what version 1 modules held.

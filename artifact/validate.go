@@ -54,6 +54,8 @@ func (p *Plan) validateSizes() error {
 		return fmt.Errorf("arena_bytes %d is negative", p.ArenaBytes)
 	case p.ScratchBytes < 0:
 		return fmt.Errorf("scratch_bytes %d is negative", p.ScratchBytes)
+	case p.ErrorBytes < 0 || p.ErrorBytes%ErrorWordBytes != 0 || p.ErrorBytes > ErrorWordBytes*int64(len(p.Kernels)):
+		return fmt.Errorf("error_bytes %d is not %d bytes for some of the %d kernels", p.ErrorBytes, ErrorWordBytes, len(p.Kernels))
 	case p.Alignment < 0 || p.Alignment > maxAlignment || p.Alignment&(p.Alignment-1) != 0:
 		return fmt.Errorf("alignment %d is not a power of two up to %d", p.Alignment, maxAlignment)
 	}

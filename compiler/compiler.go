@@ -106,9 +106,17 @@ func Compile(g *ir.Graph, opt Options) (*Result, error) {
 			continue
 		}
 		l := launches[i]
-		pk := artifact.Kernel{Name: k.Name, Entry: l.Entry, Grid: l.Grid, Block: l.Block, SharedBytes: l.SharedBytes, Ops: opNames(k.Ops), Notes: l.Notes, Producer: l.Producer}
+		pk := artifact.Kernel{Name: k.Name, Entry: l.Entry, Grid: l.Grid, Block: l.Block, SharedBytes: l.SharedBytes, Ops: opNames(k.Ops), Notes: l.Notes,
+			Producer: l.Producer, BindTime: k.BindTime}
 		var scratch int64
 		for _, a := range l.Params {
+			if a.Kind == ptx.ArgError {
+				// Each launch gets a word of its own (indexcheck.go).
+				pk.Args = append(pk.Args, artifact.Arg{Kind: artifact.ArgError, Offset: plan.ErrorBytes})
+				plan.ErrorBytes += artifact.ErrorWordBytes
+				pk.IndexChecks = indexChecks(k, l.Checks)
+				continue
+			}
 			arg, err := bind(kg, offsets, a, &scratch)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %v", k.Name, err)

@@ -56,6 +56,9 @@ func launches(p *artifact.Plan) string {
 		if k.Entry != k.Name {
 			sb.WriteString(" runs " + k.Entry)
 		}
+		if k.BindTime {
+			sb.WriteString(" (bind)")
+		}
 		fmt.Fprintf(&sb, " grid %v block %v shared %d:", k.Grid, k.Block, k.SharedBytes)
 		for _, a := range k.Args {
 			switch a.Kind {
@@ -63,6 +66,8 @@ func launches(p *artifact.Plan) string {
 				fmt.Fprintf(&sb, " %s@%d", a.Name, a.Offset)
 			case artifact.ArgScratch:
 				fmt.Fprintf(&sb, " scratch@%d+%d", a.Offset, a.Bytes)
+			case artifact.ArgError:
+				fmt.Fprintf(&sb, " error@%d", a.Offset)
 			default:
 				fmt.Fprintf(&sb, " %s:%s", a.Kind, a.Name)
 			}

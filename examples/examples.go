@@ -12,6 +12,7 @@ package examples
 
 import (
 	"github.com/gcomp/gcomp/examples/cnn"
+	fashionbncnn "github.com/gcomp/gcomp/examples/fashion/bncnn"
 	fashioncnn "github.com/gcomp/gcomp/examples/fashion/cnn"
 	fashionmlp "github.com/gcomp/gcomp/examples/fashion/mlp"
 	"github.com/gcomp/gcomp/examples/gpt"
@@ -63,6 +64,7 @@ var Segmentation = []Example{
 var Fashion = []Example{
 	{"fashion_mlp", "examples/fashion/mlp", fashionmlp.Model, false},
 	{"fashion_cnn", "examples/fashion/cnn", fashioncnn.Model, true},
+	{"fashion_bncnn", "examples/fashion/bncnn", fashionbncnn.Model, true},
 }
 
 // All is Tutorials, then Fashion, then Segmentation.

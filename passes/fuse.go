@@ -168,7 +168,7 @@ func (f *fuser) assign(v *ir.Value) {
 		var rest []*group
 		for _, gr := range cgs {
 			feeds := gr.kind == Contraction && f.feedsContraction(v, gr)
-			if feeds && !isView(v.Op) || !gr.views[v] && !f.fits(v, gr) {
+			if feeds && (!isView(v.Op) || f.permutesConvWeight(v, gr)) || !gr.views[v] && !f.fits(v, gr) {
 				delete(gr.views, v)
 				rest = append(rest, gr)
 				continue
@@ -297,6 +297,15 @@ func (f *fuser) feedsContraction(v *ir.Value, gr *group) bool {
 		}
 	}
 	return false
+}
+
+// permutesConvWeight reports whether v is a view other than a reshape that gr's conv2d reads as
+// its weights: the implicit-GEMM template reads the weights as they lie in memory, so a
+// transposed view (a transposed convolution's flipped, channel-swapped kernel) is written out
+// by the kernel that computes it, where it depends on parameters alone a bind-time kernel.
+func (f *fuser) permutesConvWeight(v *ir.Value, gr *group) bool {
+	c := gr.contraction
+	return c != nil && c.Op == "conv2d" && v.Op != "reshape" && slices.Contains(f.usesIn(v, gr), c) && c.Args[1] == v
 }
 
 // needsMemory reports whether v reaches, through views in gr, an op that needs its operand
@@ -804,7 +813,7 @@ func (f *fuser) kernels() (*KernelGraph, error) {
 			// becomeRow expected a reduction that a size bound then kept out.
 			gr.kind, gr.axes = Loop, nil
 		}
-		k := &Kernel{Kind: gr.kind, Space: gr.space.Clone(), Axes: slices.Clone(gr.axes)}
+		k := &Kernel{Kind: gr.kind, Space: gr.space.Clone(), Axes: slices.Clone(gr.axes), Origins: map[*ir.Value]*ir.Value{}}
 		if gr.kind == Contraction {
 			k.Space = gr.contraction.Type.Shape.Clone()
 		}
@@ -835,6 +844,7 @@ func (f *fuser) kernels() (*KernelGraph, error) {
 				}
 			}
 			m[w] = body.Add(w.Op, ir.Type{DType: w.Type.DType, Shape: w.Type.Shape.Clone()}, w.Attrs.Clone(), args...)
+			k.Origins[m[w]] = w
 			if gr.members[w] {
 				k.Ops = append(k.Ops, w)
 			}

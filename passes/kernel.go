@@ -83,6 +83,12 @@ type Kernel struct {
 	Reads     []*Buffer // in the order of Body's inputs
 	Writes    []*Buffer // in the order of Body's outputs
 	Ops       []*ir.Value
+	// BindTime kernels read parameters only: the runtime runs them when weights are bound, not
+	// on every run (bindtime.go).
+	BindTime bool
+	// Origins maps Body's values to the values of the pass pipeline's graph they compute, whose
+	// source positions diagnostics name (a gather's bad index).
+	Origins map[*ir.Value]*ir.Value
 	// Persistent kernels: the stages in order (named sN_..., their writes either the kernel's
 	// Writes or SharedBuffers), the values kept in shared memory and its size. Body is the
 	// stages' bodies in one graph.
@@ -206,6 +212,9 @@ func (k *Kernel) header(word string) string {
 		return strings.Join(parts, ", ")
 	}
 	fmt.Fprintf(&sb, " reads(%s) writes(%s)", list(k.Reads), list(k.Writes))
+	if k.BindTime {
+		sb.WriteString(" bind")
+	}
 	if k.Kind == Persistent {
 		var parts []string
 		for _, s := range k.Shared {

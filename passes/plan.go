@@ -53,6 +53,11 @@ func liveness(kernels []*Kernel) map[*Buffer]interval {
 			}
 		}
 	}
+	for b := range live {
+		if bindTimeWritten(b) {
+			live[b] = interval{0, len(kernels) - 1}
+		}
+	}
 	return live
 }
 
@@ -281,7 +286,7 @@ func inPlaceCandidate(k *Kernel, i int, out *Buffer, live map[*Buffer]interval, 
 		return nil
 	}
 	for _, in := range k.Reads {
-		if in.Kind == TempBuffer && !taken[in] && live[in].to == i && in.Bytes() == out.Bytes() && in.Type.Shape.Equal(k.Space) &&
+		if in.Kind == TempBuffer && !taken[in] && !bindTimeWritten(in) && live[in].to == i && in.Bytes() == out.Bytes() && in.Type.Shape.Equal(k.Space) &&
 			elementwiseUse(k, in.Name) {
 			return in
 		}
@@ -471,6 +476,9 @@ func CheckPlan(kg *KernelGraph, p *Plan) error {
 			if slices.Contains(k.Reads, b) {
 				to = max(to, i)
 			}
+		}
+		if bindTimeWritten(b) {
+			from, to = 0, len(kg.Kernels)-1
 		}
 		switch {
 		case pb.Size != b.Bytes():

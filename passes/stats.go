@@ -12,7 +12,10 @@ import (
 
 // Stats is the cost report of a compiled graph. The JSON field names are a public format.
 type Stats struct {
+	// Kernels counts the kernels of one run; BindKernels those that run when weights are bound
+	// (bindtime.go), which the totals below leave out.
 	Kernels        int   `json:"kernels"`
+	BindKernels    int   `json:"bind_kernels,omitempty"`
 	EagerKernels   int   `json:"eager_kernels"`
 	DRAMBytes      int64 `json:"dram_bytes"`
 	EagerDRAMBytes int64 `json:"eager_dram_bytes"`
@@ -48,6 +51,7 @@ type KernelStats struct {
 	Flops         int64   `json:"flops"`
 	Blocks        int     `json:"blocks"`
 	ModeledTimeUS float64 `json:"modeled_time_us"`
+	BindTime      bool    `json:"bind_time,omitempty"` // runs when weights are bound, not per run
 }
 
 // JSON returns the report as one JSON object (the --stats=json format).
@@ -58,11 +62,19 @@ func (s *Stats) WriteTable(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "kernel\tkind\tread B\twrite B\tflops\tblocks\tmodel µs\t")
 	for _, k := range s.PerKernel {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%.3f\t\n", k.Name, k.Kind, k.ReadBytes, k.WriteBytes, k.Flops, k.Blocks, k.ModeledTimeUS)
+		kind := k.Kind
+		if k.BindTime {
+			kind += " (bind)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%.3f\t\n", k.Name, kind, k.ReadBytes, k.WriteBytes, k.Flops, k.Blocks, k.ModeledTimeUS)
 	}
 	fmt.Fprintf(tw, "total\t\t\t%d\t%d\t\t%.3f\t\n", s.DRAMBytes, s.Flops, s.ModeledKernelTimeUS)
 	tw.Flush()
-	fmt.Fprintf(w, "kernels %d (eager %d)\n", s.Kernels, s.EagerKernels)
+	fmt.Fprintf(w, "kernels %d per run (eager %d)", s.Kernels, s.EagerKernels)
+	if s.BindKernels > 0 {
+		fmt.Fprintf(w, ", %d more when weights are bound (not in the totals)", s.BindKernels)
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintf(w, "DRAM bytes %d (eager %d, ideal %d, %d with re-reads)\n", s.DRAMBytes, s.EagerDRAMBytes, s.IdealDRAMBytes, s.IdealDRAMRereadBytes)
 	fmt.Fprintf(w, "arena bytes %d (lower bound %d, %d aligned; naive %d)\n", s.ArenaBytes, s.LowerBoundBytes, s.AlignedLowerBoundBytes, s.NaiveBytes)
 	fmt.Fprintf(w, "modeled time %.3f µs launched on a stream, %.3f µs as a CUDA graph, %.3f µs in kernels (eager %.3f µs): %s\n",
@@ -77,6 +89,11 @@ func costPass(st *State) error {
 	s := &Stats{Model: CostModel}
 	s.IdealDRAMBytes, s.IdealDRAMRereadBytes = idealBytes(st.Graph)
 	s.Kernels, s.DRAMBytes, s.ModeledKernelTimeUS, s.PerKernel = kernelCosts(st.Kernels, st.opt.TF32)
+	for _, k := range s.PerKernel {
+		if k.BindTime {
+			s.BindKernels++
+		}
+	}
 	s.ModeledTimeUS = s.ModeledKernelTimeUS + launchesUS(s.Kernels, false)
 	s.ModeledGraphTimeUS = s.ModeledKernelTimeUS + launchesUS(s.Kernels, true)
 	var eagerUS float64
@@ -92,16 +109,20 @@ func costPass(st *State) error {
 	return nil
 }
 
-// kernelCosts models every kernel of kg: their count, DRAM bytes, time on the GPU without
-// launch overhead, and each one's report.
+// kernelCosts models every kernel of kg: the count, DRAM bytes and time on the GPU without
+// launch overhead of the per-run kernels, and each kernel's report (bind-time ones included).
 func kernelCosts(kg *KernelGraph, tf32 bool) (n int, bytes int64, us float64, per []KernelStats) {
 	per = make([]KernelStats, len(kg.Kernels))
 	for i, k := range kg.Kernels {
 		per[i] = kernelCost(k, tf32)
+		if per[i].BindTime = k.BindTime; k.BindTime {
+			continue
+		}
+		n++
 		bytes += per[i].ReadBytes + per[i].WriteBytes
 		us += per[i].ModeledTimeUS
 	}
-	return len(kg.Kernels), bytes, us, per
+	return n, bytes, us, per
 }
 
 // footprint is how many elements of a kernel input the kernel touches: all of them, unless it

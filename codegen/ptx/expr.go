@@ -33,6 +33,8 @@ type gen struct {
 	vecLoads    map[cacheKey][]val             // vector loads of inputs at element groups
 	poolRows    map[string][]val               // vector loads of pooling window rows, per element group
 	globals     *[]string                      // module-level constant arrays
+	errPtr      string                         // global address of the error word (kernels with gathers)
+	sites       map[*ir.Value]int              // each gather's site number in the error word
 }
 
 type cacheKey struct {
@@ -399,8 +401,9 @@ func (g *gen) isolated(f func() error) error {
 	return err
 }
 
-// gather reads table[indices[i...], j...]. An index outside the table traps, which fails the
-// launch the way the reference interpreter fails the run: no clamped or wrapped result.
+// gather reads table[indices[i...], j...]. An index outside the table is recorded in the
+// kernel's error word (badIndex), which fails the run the way the reference interpreter does:
+// the executor reports the index, and the results of the run are not returned.
 func (g *gen) gather(v *ir.Value, x *index) (val, error) {
 	table, idx := v.Args[0], v.Args[1]
 	ri := idx.Type.Shape.Rank()
@@ -415,15 +418,20 @@ func (g *gen) gather(v *ir.Value, x *index) (val, error) {
 	row := g.e.reg(iv)
 	rows := table.Type.Shape[0]
 	bad := g.e.b.reg(rPred)
+	value := g.e.b.reg(rU64) // the index as an i64, for the error word
 	if iv.dt == ir.I64 {
 		g.e.b.ins("setp.ge.u64", bad, row, imm(rows))
+		g.e.b.ins("mov.b64", value, row)
 		r32 := g.e.b.reg(rU32)
 		g.e.b.ins("cvt.u32.u64", r32, row)
 		row = r32
 	} else {
 		g.e.b.ins("setp.ge.u32", bad, row, imm(rows))
+		g.e.b.ins("cvt.s64.s32", value, row)
 	}
-	g.e.b.guarded(bad, "trap")
+	if row, err = g.badIndex(v, bad, row, value, idx.Type.Shape, ic); err != nil {
+		return val{}, err
+	}
 	tc := make([]string, table.Type.Shape.Rank())
 	tc[0] = row
 	for d := 1; d < len(tc); d++ {

@@ -1,6 +1,7 @@
 package ptx
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -309,6 +310,7 @@ type simRun struct {
 	m       *sim.Module
 	args    []any
 	outAddr map[string]uint64 // output name → device address
+	errAddr uint64            // the error word, if the kernel has one
 	cfg     sim.Config
 	stats   *sim.Stats
 }
@@ -338,6 +340,8 @@ func launchSim(t *testing.T, text, kernel string, l Launch, g *ir.Graph, in map[
 			typ = g.Outputs[a.Index].Value.Type
 		case ArgScratch:
 			typ, data = ir.T(ir.U8, a.Bytes), make([]byte, a.Bytes)
+		case ArgError:
+			typ, data = ir.T(ir.U8, ErrorWordBytes), make([]byte, ErrorWordBytes)
 		}
 		addr, err := dev.Alloc(max(typ.Bytes(), 1))
 		if err != nil {
@@ -351,12 +355,28 @@ func launchSim(t *testing.T, text, kernel string, l Launch, g *ir.Graph, in map[
 		if a.Kind == ArgOutput {
 			run.outAddr[a.Name] = addr
 		}
+		if a.Kind == ArgError {
+			run.errAddr = addr
+		}
 		run.args = append(run.args, addr)
 	}
 	run.cfg = sim.Config{Grid: sim.Dim3{X: l.Grid[0], Y: l.Grid[1], Z: l.Grid[2]},
 		Block: sim.Dim3{X: l.Block[0], Y: l.Block[1], Z: l.Block[2]}, SharedBytes: l.SharedBytes}
 	run.stats, err = m.Launch(kernel, run.cfg, run.args...)
 	return run, err
+}
+
+// errorWord reads the launch's error word: site, element and value (all 0 without a record).
+func (r *simRun) errorWord(t *testing.T) (site, elem uint64, value int64) {
+	t.Helper()
+	if r.errAddr == 0 {
+		t.Fatal("the kernel has no error word")
+	}
+	w := make([]byte, ErrorWordBytes)
+	if err := r.dev.Read(r.errAddr, w); err != nil {
+		t.Fatal(err)
+	}
+	return binary.LittleEndian.Uint64(w), binary.LittleEndian.Uint64(w[8:]), int64(binary.LittleEndian.Uint64(w[16:]))
 }
 
 // compare holds every element of got to want: bit for bit when exact (or not a float), else

@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/gcomp/gcomp/tensor"
 )
 
 // Loop kernels over movement ops, several outputs and shapes from one element to many blocks:
@@ -86,26 +88,55 @@ func TestLoopKernels(t *testing.T) {
 }
 
 func TestGather(t *testing.T) {
-	g := parse(t, `graph g {
+	for _, dt := range []string{"i32", "i64"} {
+		t.Run(dt, func(t *testing.T) {
+			g := parse(t, `graph g {
   param %table : f32[50,24]
-  input %ids : i32[3,7]
+  input %ids : `+dt+`[3,7]
   %0 = gather(%table, %ids) : f32[3,7,24]
   output y = %0
 }`)
-	in := inputsFor(g, 3, 1)
-	for i := range in["ids"].I {
-		in["ids"].I[i] = int64((i * 17) % 50)
-	}
-	checkKernel(t, Kernel{Name: "k_embed", Graph: g}, in, true)
-	// An index outside the table fails the launch instead of reading another row.
-	in["ids"].I[5] = 50
-	text, launches, err := Module([]Kernel{{Name: "k_embed", Graph: g}}, Target{SM: 80})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = launchSim(t, text, "k_embed", launches[0], g, in)
-	if err == nil || !strings.Contains(err.Error(), "trap") {
-		t.Errorf("launch with index 50 of 50 rows: %v, want a trap", err)
+			in := inputsFor(g, 3, 1)
+			for i := range in["ids"].I {
+				in["ids"].I[i] = int64((i * 17) % 50)
+			}
+			checkKernel(t, Kernel{Name: "k_embed", Graph: g}, in, true)
+			text, launches, err := Module([]Kernel{{Name: "k_embed", Graph: g}}, Target{SM: 80})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := []IndexCheck{{Site: 1, Op: "%0 = gather(%table, %ids) : f32[3,7,24]", Indices: "ids", Table: "f32[50,24]", Rows: 50,
+				Value: g.Outputs[0].Value}}; fmt.Sprint(launches[0].Checks) != fmt.Sprint(want) {
+				t.Errorf("checks %+v, want %+v", launches[0].Checks, want)
+			}
+			// In range: the error word stays zero.
+			run, err := launchSim(t, text, "k_embed", launches[0], g, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if site, elem, value := run.errorWord(t); site != 0 || elem != 0 || value != 0 {
+				t.Errorf("error word %d %d %d after a launch with every index in range", site, elem, value)
+			}
+			// An index outside the table (past the end, or negative) is recorded with its element
+			// and value instead of reading another row; the launch itself completes.
+			for _, bad := range []struct {
+				elem  int
+				value int64
+			}{{5, 50}, {20, -1}, {0, 1 << 40}} {
+				if dt == "i32" && bad.value > 1<<31 {
+					continue
+				}
+				in := map[string]*tensor.Tensor{"table": in["table"], "ids": in["ids"].Clone()}
+				in["ids"].I[bad.elem] = bad.value
+				run, err := launchSim(t, text, "k_embed", launches[0], g, in)
+				if err != nil {
+					t.Fatalf("index %d: %v", bad.value, err)
+				}
+				if site, elem, value := run.errorWord(t); site != 1 || elem != uint64(bad.elem) || value != bad.value {
+					t.Errorf("index %d at element %d: error word site %d, element %d, value %d", bad.value, bad.elem, site, elem, value)
+				}
+			}
+		})
 	}
 }
 

@@ -38,9 +38,14 @@ const (
 	// ArgScratch is a kernel-private buffer of Arg.Bytes bytes (Index and Name unused). It must
 	// be zero before the first launch; the kernel leaves it zero again, so it can be reused.
 	ArgScratch
+	// ArgError is the launch's error word (ErrorWordBytes, zeroed before the run; indexcheck.go):
+	// where a gather records an index outside its table instead of reading past the table.
+	ArgError
 )
 
-func (k ArgKind) String() string { return [...]string{"input", "param", "output", "scratch"}[k] }
+func (k ArgKind) String() string {
+	return [...]string{"input", "param", "output", "scratch", "error"}[k]
+}
 
 // Arg binds one .param of the entry, in declaration order. Every parameter is a .u64 global
 // address of a buffer aligned to 16 bytes (vector loads rely on it).
@@ -66,6 +71,9 @@ type Launch struct {
 	// Producer is the code generator that wrote the entry when they were chosen per kernel
 	// (codegen/backend's Auto); empty otherwise.
 	Producer string
+	// Checks describe the gathers that record a bad index in the ArgError parameter, by site
+	// number (indexcheck.go); empty when the kernel has no such parameter.
+	Checks []IndexCheck
 }
 
 // Generate lowers one kernel to a PTX .entry (with any module-level constant arrays it needs
@@ -78,6 +86,11 @@ func Generate(k Kernel, t Target) (string, Launch, error) {
 	entry, l, err := generate(k, t, &globals)
 	if err != nil {
 		return "", Launch{}, err
+	}
+	for _, a := range l.Params {
+		if a.Kind == ArgError {
+			l.Checks = IndexChecks(k)
+		}
 	}
 	return strings.Join(append(globals, entry), "\n"), l, nil
 }
@@ -250,6 +263,14 @@ func header(k Kernel, b *builder, globals *[]string) (*gen, []Arg) {
 	}
 	for i, o := range g.Outputs {
 		bind(ArgOutput, i, o.Name, o.Value)
+	}
+	if sites := gatherSites(g); len(sites) > 0 {
+		p := b.param("u64", fmt.Sprintf("%s_param_%d", k.Name, len(args)))
+		args = append(args, Arg{Kind: ArgError})
+		gn.errPtr = b.reg(rU64)
+		b.ins("ld.param.u64", gn.errPtr, "["+p+"]")
+		b.ins("cvta.to.global.u64", gn.errPtr, gn.errPtr)
+		gn.sites = sites
 	}
 	return gn, args
 }

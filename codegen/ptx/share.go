@@ -80,6 +80,9 @@ func Rebind(l Launch, k Kernel) Launch {
 		}
 		out.Params[i] = a
 	}
+	if len(l.Checks) > 0 {
+		out.Checks = IndexChecks(k)
+	}
 	return out
 }
 

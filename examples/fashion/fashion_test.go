@@ -11,6 +11,7 @@ import (
 	"golang.org/x/tools/txtar"
 
 	"github.com/gcomp/gcomp/data"
+	"github.com/gcomp/gcomp/examples/fashion/bncnn"
 	"github.com/gcomp/gcomp/examples/fashion/cnn"
 	"github.com/gcomp/gcomp/examples/fashion/mlp"
 	"github.com/gcomp/gcomp/frontend"
@@ -43,6 +44,11 @@ func TestModels(t *testing.T) {
 		{"cnn", cnn.Model, cnn.Batch, 16*9 + 16 + 32*16*9 + 32 + 1568*128 + 128 + 128*10 + 10,
 			[]string{"conv1.weight:f32[16,1,3,3]", "conv1.bias:f32[16]", "conv2.weight:f32[32,16,3,3]", "conv2.bias:f32[32]",
 				"fc1.weight:f32[128,1568]", "fc1.bias:f32[128]", "fc2.weight:f32[10,128]", "fc2.bias:f32[10]"}},
+		{"bncnn", bncnn.Model, bncnn.Batch, 16*9 + 4*16 + 1 + 32*16*9 + 4*32 + 1 + 1568*128 + 128 + 128*10 + 10,
+			[]string{"conv1.weight:f32[16,1,3,3]", "bn1.weight:f32[16]", "bn1.bias:f32[16]", "bn1.running_mean:f32[16]",
+				"bn1.running_var:f32[16]", "bn1.num_batches_tracked:i64[]", "conv2.weight:f32[32,16,3,3]",
+				"bn2.weight:f32[32]", "bn2.bias:f32[32]", "bn2.running_mean:f32[32]", "bn2.running_var:f32[32]",
+				"bn2.num_batches_tracked:i64[]", "fc1.weight:f32[128,1568]", "fc1.bias:f32[128]", "fc2.weight:f32[10,128]", "fc2.bias:f32[10]"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(tc.name, "model.go")
@@ -82,8 +88,8 @@ func TestModels(t *testing.T) {
 				t.Fatalf("inputs %v, want x:f32[%d,1,28,28]", in, tc.batch)
 			}
 			loader := &data.Loader{Data: train, Batch: tc.batch, DropLast: true}
-			if loader.Len() != 1 {
-				t.Fatalf("%d batches of %d from the fixture, want 1", loader.Len(), tc.batch)
+			if loader.Len() != 64/tc.batch {
+				t.Fatalf("%d batches of %d from the fixture's 64 images, want %d", loader.Len(), tc.batch, 64/tc.batch)
 			}
 			for b, err := range loader.Epoch(0) {
 				if err != nil {

@@ -21,6 +21,7 @@ type Program struct {
 	mod     Module
 	arena   Ptr
 	scratch Ptr
+	errors  Ptr                           // the error area (indexcheck.go), 0 without one
 	bufs    map[string]map[string]*buffer // kind (input, param, output) → name → buffer
 	allocs  []Ptr
 	mem     MemStats
@@ -33,6 +34,7 @@ type Program struct {
 	pending  *Result           // launched, not yet waited for
 	graphs   bool              // UseGraphs
 	replays  map[string]Replay // recorded runs, by their kernels' arguments
+	bind     bindTime          // when the plan's bind-time kernels run (bindtime.go)
 }
 
 type buffer struct {
@@ -133,6 +135,9 @@ func (p *Program) allocate(params map[string]*buffer) error {
 		}
 		p.mem.ScratchBytes = p.plan.ScratchBytes
 	}
+	if err := p.allocateErrors(); err != nil {
+		return err
+	}
 	for _, set := range []struct {
 		kind  string
 		bufs  []artifact.IOBuffer
@@ -216,6 +221,7 @@ func (p *Program) write(kind string, values map[string]*tensor.Tensor, bind bool
 			return fmt.Errorf("copying %s %s to the device: %v", kind, name, err)
 		}
 		b.bound = bind
+		p.bind.current = p.bind.current && kind != artifact.ArgParam
 	}
 	return nil
 }
@@ -334,6 +340,9 @@ func (p *Program) launchAll(ctx context.Context, res *Result, staged *Staged) er
 			args[j][i] = p.address(a)
 		}
 	}
+	if err := p.launchBindTime(args, res); err != nil {
+		return err
+	}
 	launch := p.launchEach
 	if p.graphs {
 		launch = p.launchGraph
@@ -349,6 +358,9 @@ func (p *Program) launchAll(ctx context.Context, res *Result, staged *Staged) er
 // and stops before the next kernel once ctx is done.
 func (p *Program) launchEach(ctx context.Context, args [][]Ptr, res *Result) error {
 	for j, k := range p.plan.Kernels {
+		if k.BindTime {
+			continue // launchBindTime
+		}
 		if err := ctx.Err(); err != nil {
 			return stopped(p.plan, j, err)
 		}
@@ -377,6 +389,9 @@ func (p *Program) Wait() (*Result, error) {
 	if s := p.pf.running; s != nil {
 		p.pf.running = nil
 		p.pf.pool.put(s.buf)
+	}
+	if err := p.checkIndices(); err != nil {
+		return nil, err
 	}
 	for i, o := range p.plan.Outputs {
 		b := p.bufs[artifact.ArgOutput][o.Name]
@@ -462,6 +477,7 @@ func (p *Program) Feedback(bindings map[string]string) error {
 		donate[out] = src != nil && src != dst && users[o.Name] == 1
 	}
 	p.feedback, p.resident, p.donate = fb, resident, donate
+	p.bind.everyRun = p.feedsParams()
 	return nil
 }
 
@@ -538,6 +554,8 @@ func (p *Program) address(a artifact.Arg) Ptr {
 		return p.arena + Ptr(a.Offset)
 	case artifact.ArgScratch:
 		return p.scratch + Ptr(a.Offset)
+	case artifact.ArgError:
+		return p.errors + Ptr(a.Offset)
 	case artifact.ArgScalar:
 		bits, _ := a.ScalarBits() // the plan was validated
 		return Ptr(bits)

@@ -73,7 +73,9 @@ func (p *Program) launchGraph(ctx context.Context, args [][]Ptr, res *Result) er
 		return fmt.Errorf("replaying the CUDA graph of %d kernels: %w", len(args), err)
 	}
 	for _, k := range p.plan.Kernels {
-		res.Kernels = append(res.Kernels, KernelRun{Name: k.Name, Grid: k.Grid, Block: k.Block})
+		if !k.BindTime {
+			res.Kernels = append(res.Kernels, KernelRun{Name: k.Name, Grid: k.Grid, Block: k.Block})
+		}
 	}
 	return nil
 }

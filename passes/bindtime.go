@@ -1,0 +1,39 @@
+package passes
+
+// The bindtime pass marks the kernels that depend on parameters alone (BatchNorm's
+// rsqrt(running_var+eps)·weight, weight transposes, casts of weights): their results are the
+// same on every run until the weights change, so the runtime runs them when weights are bound
+// (and again when they change: a train step that updates its weights runs them every step), not
+// on every run. The memory plan keeps their outputs alive across runs, and the cost report
+// counts per-run kernels only.
+
+// bindTimePass marks every kernel whose reads are parameters or outputs of kernels it marked
+// already, and which writes only intermediates. Custom and persistent kernels stay per-run.
+func bindTimePass(st *State) error {
+	bound := map[*Buffer]bool{}
+	for _, k := range st.Kernels.Kernels {
+		if k.Kind == Custom || k.Kind == Persistent {
+			continue
+		}
+		ok := true
+		for _, b := range k.Reads {
+			ok = ok && (b.Kind == ParamBuffer || bound[b])
+		}
+		for _, b := range k.Writes {
+			ok = ok && b.Kind == TempBuffer
+		}
+		if !ok {
+			continue
+		}
+		k.BindTime = true
+		for _, b := range k.Writes {
+			bound[b] = true
+		}
+	}
+	return nil
+}
+
+// bindTimeWritten reports whether b is the output of a bind-time kernel: it is written before
+// the first run and read by every run, so it is live over the whole schedule and no kernel may
+// write over it, in place or otherwise.
+func bindTimeWritten(b *Buffer) bool { return b.Writer != nil && b.Writer.BindTime }

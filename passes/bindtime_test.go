@@ -1,0 +1,117 @@
+package passes_test
+
+import (
+	"testing"
+
+	"github.com/gcomp/gcomp/frontend"
+	"github.com/gcomp/gcomp/frontend/nn"
+	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/passes"
+)
+
+// In eval mode a BatchNorm after a convolution costs nothing beyond the convolution's
+// epilogue: one kernel per run, the same as the convolution alone, whose DRAM bytes exceed the
+// convolution's by the per-channel vectors it reads; rsqrt(running_var+eps) is a bind-time
+// kernel that the cost report leaves out of its totals, and its output lives over the whole
+// schedule.
+func TestBindTimeBatchNorm(t *testing.T) {
+	build := func(bn bool) *passes.Result {
+		g, err := frontend.Build("convbn", func(b *frontend.Builder) {
+			x := b.Input("x", ir.F32, 2, 3, 8, 8)
+			y := nn.NewConv2d(b, "conv", 3, 4, 3, nn.Conv2dOptions{Padding: 1, NoBias: true}).Forward(x)
+			if bn {
+				y = nn.NewBatchNorm2d(b, "bn", 4).Forward(y)
+			}
+			b.Output("y", y.Relu())
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := passes.Run(g, passes.Options{VerifyEach: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := passes.CheckPlan(res.Kernels, res.Plan); err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	conv, convBN := build(false), build(true)
+	s := convBN.Stats
+	if s.Kernels != 1 || s.BindKernels != 1 || conv.Stats.Kernels != 1 || conv.Stats.BindKernels != 0 {
+		t.Fatalf("conv+bn: %d kernels per run and %d bind-time; conv: %d and %d; want 1 and 1, 1 and 0",
+			s.Kernels, s.BindKernels, conv.Stats.Kernels, conv.Stats.BindKernels)
+	}
+	// The epilogue reads rsqrt(var+eps), weight, running_mean and bias: 4 vectors of 4 floats.
+	if extra := s.DRAMBytes - conv.Stats.DRAMBytes; extra != 4*4*4 {
+		t.Errorf("conv+bn reads and writes %d bytes more per run than conv, want %d", extra, 4*4*4)
+	}
+	var bind, run *passes.Kernel
+	for _, k := range convBN.Kernels.Kernels {
+		if k.BindTime {
+			bind = k
+		} else {
+			run = k
+		}
+	}
+	for _, b := range bind.Reads {
+		if b.Kind != passes.ParamBuffer {
+			t.Errorf("bind-time kernel %s reads %s buffer %s", bind.Name, b.Kind, b.Name)
+		}
+	}
+	if run.Kind != passes.Contraction || run.Reads[0].Name != "x" {
+		t.Errorf("the per-run kernel is %s %s reading %s, want the convolution reading x", run.Kind, run.Name, run.Reads[0].Name)
+	}
+	n := len(convBN.Kernels.Kernels)
+	for _, pb := range convBN.Plan.Buffers {
+		if pb.Name == bind.Writes[0].Name && (pb.LiveFrom != 0 || pb.LiveTo != n-1 || pb.InPlaceOf != "") {
+			t.Errorf("bind-time output %s lives k%d..k%d (in place of %q), want k0..k%d", pb.Name, pb.LiveFrom, pb.LiveTo, pb.InPlaceOf, n-1)
+		}
+	}
+	var total float64
+	for _, k := range s.PerKernel {
+		if !k.BindTime {
+			total += k.ModeledTimeUS
+		}
+	}
+	if total != s.ModeledKernelTimeUS {
+		t.Errorf("modeled kernel time %v, the per-run kernels' sum %v", s.ModeledKernelTimeUS, total)
+	}
+}
+
+// A transposed convolution's weights are flipped and their channels swapped (views and
+// gathers of the parameter): the convolution kernel reads them as a buffer in its own layout,
+// which the implicit-GEMM template needs (a transpose inside the kernel sent it to the direct
+// template, one thread per output in f64), and the kernels that permute them are bind-time.
+func TestBindTimeConvTransposeWeights(t *testing.T) {
+	g, err := frontend.Build("convt", func(b *frontend.Builder) {
+		// Large enough that the persist pass leaves the kernels alone.
+		x := b.Input("x", ir.F32, 4, 16, 16, 16)
+		b.Output("y", nn.NewConvTranspose2d(b, "up", 16, 16, 3, nn.ConvTranspose2dOptions{Stride: 2, Padding: 1, OutputPadding: 1}).Forward(x))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := passes.Run(g, passes.Options{VerifyEach: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	convs := 0
+	for _, k := range res.Kernels.Kernels {
+		if k.Kind != passes.Contraction {
+			continue
+		}
+		convs++
+		for _, v := range k.Body.Values {
+			if v.Op == "transpose" {
+				t.Errorf("%s computes %s in the convolution kernel:\n%s", k.Name, v.Op, res.Kernels)
+			}
+		}
+		if k.BindTime {
+			t.Errorf("%s reads the input and is bind-time", k.Name)
+		}
+	}
+	if convs != 1 || res.Stats.BindKernels == 0 {
+		t.Errorf("%d convolutions, %d bind-time kernels, want 1 and some:\n%s", convs, res.Stats.BindKernels, res.Kernels)
+	}
+}
