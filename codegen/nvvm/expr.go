@@ -52,6 +52,8 @@ func (kg *kgen) eval1(v *irg.Value, x *index) (value.Value, error) {
 		return kg.gather(v, x)
 	case "max_pool2d", "avg_pool2d":
 		return kg.pool(v, x)
+	case "philox_uniform":
+		return kg.philox(v, x)
 	}
 	if ops.ClassOf(v.Op) != ops.Elementwise {
 		return nil, fmt.Errorf("%s cannot be computed inside this kernel", v.Op)

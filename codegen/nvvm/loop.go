@@ -63,9 +63,16 @@ func (md *module) newKernel(k ptx.Kernel, args []ptx.Arg) *kgen {
 		}
 		bufs = append(bufs, v)
 		// Buffers are 16-byte aligned (docs/codegen.md): saying so lets libNVVM's vectorizer
-		// merge the lanes of an element group into one 128-bit access.
+		// merge accesses the code does not mark aligned itself. Only where the buffer's length
+		// is a multiple of that alignment, though: the backend widens an aligned access of a
+		// partial vector (three f32, seven bf16) to the whole aligned vector, and on a buffer
+		// ending inside one that reads past its end. Element groups carry their own alignment.
 		p := ir.NewParam(fmt.Sprintf("p%d", len(params)), types.NewPointer(memType(v.Type.DType)))
-		p.Attrs = append(p.Attrs, ir.Align(maxAlign(v.Type.DType)))
+		if a := maxAlign(v.Type.DType); v.Type.Bytes()%a == 0 {
+			p.Attrs = append(p.Attrs, ir.Align(a))
+		} else {
+			p.Attrs = append(p.Attrs, ir.Align(v.Type.DType.Size()))
+		}
 		params = append(params, p)
 	}
 	kg.f = md.m.NewFunc(k.Name, types.Void, params...)

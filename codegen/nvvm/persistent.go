@@ -42,7 +42,11 @@ func (md *module) persistentKernel(k ptx.Kernel) (*ir.Func, ptx.Launch, error) {
 	}
 	var smem *ir.Global
 	if k.SharedBytes > 0 {
-		smem = md.m.NewGlobalDef(k.Name+"_values", constant.NewUndef(types.NewArray(uint64(k.SharedBytes), types.I8)))
+		// Whole 16-byte lines: the backend widens an aligned access of a partial vector (seven
+		// bf16 of a 14-byte slot) to the aligned vector around it, which must stay in the array.
+		// CheckPersistent's limit is a multiple of 16, so the rounding keeps within it.
+		n := (k.SharedBytes + 15) &^ 15
+		smem = md.m.NewGlobalDef(k.Name+"_values", constant.NewUndef(types.NewArray(uint64(n), types.I8)))
 		smem.Linkage = enum.LinkageInternal
 		smem.AddrSpace = 3
 		smem.Typ.AddrSpace = 3
@@ -64,6 +68,9 @@ func (md *module) persistentKernel(k ptx.Kernel) (*ir.Func, ptx.Launch, error) {
 		return kg.b.NewBitCast(p, pt), true
 	}
 	tid := kg.sreg("tid.x")
+	if smem != nil && slotGaps(k) {
+		kg.zeroShared(smem, tid)
+	}
 	for si, st := range k.Stages {
 		if si > 0 {
 			kg.barrier() // the previous stage's values are all written, its reads all done
@@ -304,4 +311,41 @@ func allOutputs(g *irg.Graph) []int {
 		outs[i] = i
 	}
 	return outs
+}
+
+// slotGaps reports whether a value's shared slot ends inside a 16-byte line. The backend reads a
+// slot's partial vector (seven bf16, three f32) as the aligned vector around it, so the line's
+// other bytes are read too: they must be inside the array (its length is rounded up to whole
+// lines) and written (zeroShared).
+func slotGaps(k ptx.Kernel) bool {
+	for _, st := range k.Stages {
+		for _, v := range st.Graph.Inputs() {
+			if _, ok := k.Shared[v.Name]; ok && v.Type.Bytes()%16 != 0 {
+				return true
+			}
+		}
+		for _, o := range st.Graph.Outputs {
+			if _, ok := k.Shared[o.Name]; ok && o.Value.Type.Bytes()%16 != 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// zeroShared zeroes the shared array smem (a whole number of 16-byte lines), the block's
+// threads taking lines tid, tid+ptx.PersistThreads, ..., then waits for the whole block: the
+// stages' stores come after, ordered by the barrier.
+func (kg *kgen) zeroShared(smem *ir.Global, tid value.Value) {
+	lines := int(smem.ContentType.(*types.ArrayType).Len) / 16
+	line := types.NewVector(4, types.I32)
+	pt := types.NewPointer(line)
+	pt.AddrSpace = 3
+	kg.loop(tid, ci(ptx.PersistThreads), lines, func(i value.Value) {
+		p := kg.b.NewGetElementPtr(smem.ContentType, smem, ci(0), kg.mul(i, 16))
+		p.InBounds = true
+		st := kg.b.NewStore(constant.NewZeroInitializer(line), kg.b.NewBitCast(p, pt))
+		st.Align = 16
+	})
+	kg.barrier()
 }

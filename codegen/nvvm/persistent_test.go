@@ -64,6 +64,10 @@ func TestPersistentKernels(t *testing.T) {
 		{"split batch dims", chain("f32", "2,", 3, 36, 24), passes.FusionOptions{}, 3},
 		{"split bf16", chain("bf16", "", 3, 40, 20), passes.FusionOptions{}, 3},
 		{"split f16", chain("f16", "", 3, 40, 20), passes.FusionOptions{}, 3},
+		// Buffers and shared slots ending inside a 16-byte line (bf16[1,7]: 14 bytes, bf16[1,3]:
+		// 6): no access may read past their ends or read bytes never written.
+		{"split bf16 odd sizes", chain("bf16", "", 1, 7, 3), passes.FusionOptions{}, 3},
+		{"split f32 odd sizes", chain("f32", "", 1, 3, 5), passes.FusionOptions{}, 3},
 		{"split i32", chain("i32", "", 3, 40, 20), passes.FusionOptions{}, 3},
 		{"split f64", chain("f64", "", 3, 40, 20), passes.FusionOptions{}, 3},
 		{"elementwise", `

@@ -252,6 +252,33 @@ func TestTemplates(t *testing.T) {
   %1 = neg(%0) : f32[6,185]
   output y = %1
 }`, "staged loop"},
+		// Dropout: philox_uniform bit for bit with codegen/ptx and the reference, in groups and
+		// the elements after them, with a stream above 32 bits.
+		{"dropout_philox", `graph g {
+  input %k : i64[]
+  input %x : f32[5,206]
+  %0 = philox_uniform(%k) {shape=[5,206], stream=4294967299} : f32[5,206]
+  %1 = constant() {dtype=f32, shape=[5,206], value=[0.25]} : f32[5,206]
+  %2 = lt(%0, %1) : bool[5,206]
+  %3 = constant() {dtype=f32, shape=[5,206], value=[0.0]} : f32[5,206]
+  %4 = select(%2, %3, %x) : f32[5,206]
+  output u = %0
+  output y = %4
+}`, "loop"},
+		// A padded input of 12 bytes (the loads of its three elements must not become one
+		// 16-byte load), beside philox_uniform.
+		{"philox_pad_small", `graph g {
+  input %k : i64[]
+  input %x : f32[3]
+  %0 = philox_uniform(%k) {shape=[4]} : f32[4]
+  %1 = constant() {dtype=f32, shape=[4], value=[0.25]} : f32[4]
+  %2 = lt(%0, %1) : bool[4]
+  %3 = pad(%x) {high=[0], low=[1], value=0.0} : f32[4]
+  %4 = constant() {dtype=f32, shape=[4], value=[0.0]} : f32[4]
+  %5 = select(%2, %3, %4) : f32[4]
+  output u = %0
+  output y = %5
+}`, "loop"},
 		{"concat_staged_i8_axis0", `graph g {
   input %x : i8[3,7,5]
   input %y : i8[2,7,5]
