@@ -45,7 +45,7 @@ func (md *module) newKernel(k ptx.Kernel, args []ptx.Arg) *kgen {
 	var params []*ir.Param
 	var bufs []*irg.Value
 	for _, a := range args {
-		if a.Kind == ptx.ArgScratch {
+		if a.Kind == ptx.ArgScratch || a.Kind == ptx.ArgError {
 			p := ir.NewParam(fmt.Sprintf("p%d", len(params)), types.NewPointer(types.I64))
 			p.Attrs = append(p.Attrs, ir.Align(16))
 			params = append(params, p)
@@ -88,6 +88,10 @@ func (md *module) newKernel(k ptx.Kernel, args []ptx.Arg) *kgen {
 		switch {
 		case a.Kind == ptx.ArgScratch:
 			kg.scratch = p
+		case a.Kind == ptx.ArgError:
+			// codegen/ptx's gathers record a bad index in this word; this producer's gathers
+			// trap instead (llvm.trap), so it declares the parameter, for one launch plan, and
+			// leaves the word zero.
 		case a.Kind == ptx.ArgOutput:
 			kg.outPtr = append(kg.outPtr, p)
 		default:

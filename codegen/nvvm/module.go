@@ -2,6 +2,7 @@ package nvvm
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/llir/llvm/ir"
 	"github.com/llir/llvm/ir/constant"
@@ -55,6 +56,9 @@ func build(kernels []ptx.Kernel, t ptx.Target) (*module, []ptx.Launch, error) {
 		f, l, err := md.kernel(k, t)
 		if err != nil {
 			return nil, nil, err
+		}
+		if slices.ContainsFunc(l.Params, func(a ptx.Arg) bool { return a.Kind == ptx.ArgError }) {
+			l.Checks = ptx.IndexChecks(k) // as codegen/ptx's launch describes them
 		}
 		annotations = append(annotations, md.tuple(f, &metadata.String{Value: "kernel"}, md.i32(1)))
 		annotations = append(annotations, md.ann...) // the template's launch bounds

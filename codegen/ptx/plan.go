@@ -75,8 +75,8 @@ func LoopPlan(g *ir.Graph) (v int, flat bool, grid, block [3]int) {
 	return v, flat, [3]int{min(ceilDiv(work, loopBlock), maxLoopBlocks), 1, 1}, [3]int{loopBlock, 1, 1}
 }
 
-// Params lists a kernel's parameters in declaration order: its graph's inputs, params, then
-// outputs (templates that need scratch buffers append them).
+// Params lists a kernel's parameters in declaration order: its graph's inputs, params, outputs,
+// then the error word if the kernel gathers (templates that need scratch buffers append them).
 func Params(g *ir.Graph) []Arg {
 	var args []Arg
 	for i, v := range g.Inputs() {
@@ -87,6 +87,9 @@ func Params(g *ir.Graph) []Arg {
 	}
 	for i, o := range g.Outputs {
 		args = append(args, Arg{Kind: ArgOutput, Index: i, Name: o.Name})
+	}
+	if len(gatherSites(g)) > 0 {
+		args = append(args, Arg{Kind: ArgError}) // header's: the gathers' error word
 	}
 	return args
 }
