@@ -18,7 +18,7 @@ import (
 // exampleBatch is each example's own batch, the number its model.go passes to b.Batch.
 var exampleBatch = map[string]int{
 	"linreg": 8, "mlp": 16, "cnn": 64, "rnn": 1, "lstm": 4, "transformer": 2, "gpt": 1,
-	"resnet": 4, "mobilenet": 4, "unet": 2, "swish": 64, "fashion_cnn": 64, "fashion_mlp": 64,
+	"resnet": 4, "mobilenet": 4, "unet": 2, "swish": 64, "fashion_cnn": 64, "fashion_mlp": 64, "fashion_bncnn": 32,
 }
 
 // Every example traces at a batch chosen when loading: the graph is the graph at its own batch

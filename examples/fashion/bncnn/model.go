@@ -70,6 +70,6 @@ func (m *CNN) Hidden(x *frontend.Tensor) *frontend.Tensor {
 
 // Model builds the graph: input x f32[32,1,28,28] (pixels in [0,1]), output logits f32[32,10].
 func Model(b *frontend.Builder) {
-	x := b.Input("x", frontend.F32, Batch, 1, 28, 28)
+	x := b.Input("x", frontend.F32, b.Batch(Batch), 1, 28, 28)
 	b.Output("logits", NewCNN(b).Forward(x))
 }
