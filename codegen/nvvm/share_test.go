@@ -53,7 +53,7 @@ func TestModuleEntriesAreDistinct(t *testing.T) {
 		t.Run(m.Name, func(t *testing.T) {
 			kernels := modelKernels(t, m.Model)
 			if len(kernels) == 0 {
-				t.Skip("the NVVM producer takes none of its kernels")
+				t.Fatal("the NVVM producer takes none of its kernels (every template has an NVVM counterpart)")
 			}
 			ll, launches, err := IR(kernels, ptx.Target{SM: 80})
 			if err != nil {
