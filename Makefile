@@ -13,7 +13,7 @@ LLVM_DIR ?= $(CURDIR)/.cache/llvm
 # LLVM 14's llvm-as-14 and llc-14 (scripts/fetch-llvm.sh's wrappers) for the tests that use them.
 export PATH := $(LLVM_DIR)/bin:$(PATH)
 
-.PHONY: all demo test tools fmt-check vet unit race flags nocgo gorgonia bench gcomp golden generate
+.PHONY: all demo test tools fmt-check vet unit race flags nocgo cross gorgonia bench gcomp golden generate
 
 all: test
 
@@ -68,6 +68,11 @@ nocgo:
 	CGO_ENABLED=0 $(GO) test -count=1 -run 'TestLoad|TestNoGPU|TestNoLibrary' ./runtime/cuda ./runtime/device
 	CGO_ENABLED=0 $(GO) test -count=1 ./runtime/nccl
 
+# cross: gcomp builds for the laptops it is cloned on (macOS) and for Windows, without cgo.
+cross:
+	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/gcomp
+	GOOS=windows GOARCH=amd64 CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/gcomp
+
 # gorgonia: the driver binding behind the gorgonia build tag (gorgonia.org/cu, cgo) compiles and
 # vets against cuda.h and the link stub libcuda.so, fetched from Debian's nvidia-cuda-dev.
 gorgonia:
@@ -78,7 +83,7 @@ gorgonia:
 	$(GO) vet -tags gorgonia ./runtime/... ./cmd/gcomp && \
 	$(GO) build -tags gorgonia -o /dev/null ./cmd/gcomp && echo "gorgonia: vet and build ok"
 
-test: tools fmt-check vet unit race flags nocgo gorgonia
+test: tools fmt-check vet unit race flags nocgo cross gorgonia
 
 bench:
 	$(GO) test -run XXX -bench . -benchtime 3x ./runtime/ref ./sim/... ./load

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"syscall"
 )
 
 // byteSize is a flag holding a number of bytes, written as 1000000, 512MiB, 8GiB or 1TiB.
@@ -34,9 +33,8 @@ func (b *byteSize) Set(s string) error {
 // physical memory (1 TiB if it cannot be read), so that a model too large for the machine fails
 // with a clear error instead of the out-of-memory killer.
 func defaultRefMemory() byteSize {
-	var si syscall.Sysinfo_t
-	if err := syscall.Sysinfo(&si); err != nil || si.Totalram == 0 {
-		return 1 << 40
+	if n := physicalMemory(); n > 0 {
+		return byteSize(n / 2)
 	}
-	return byteSize(int64(si.Totalram) * int64(si.Unit) / 2)
+	return 1 << 40
 }
