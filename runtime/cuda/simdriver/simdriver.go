@@ -15,6 +15,7 @@ package simdriver
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/gcomp/gcomp/runtime/cuda"
@@ -43,6 +44,8 @@ func (s Schedule) String() string {
 // Options configure a Driver.
 type Options struct {
 	Schedule Schedule
+	// Trace keeps the order in which queued work ran (Trace).
+	Trace bool
 }
 
 // Driver is a cuda.Driver whose "GPU" is the PTX simulator: device
@@ -69,6 +72,8 @@ type Driver struct {
 	lastGraph     cuda.Graph
 	lastExec      cuda.GraphExec
 	graphLaunches int
+
+	ran []Ran // what ran, with Options.Trace (hostfunc.go)
 }
 
 type simFunc struct {
@@ -86,6 +91,7 @@ type event struct {
 // record gen.
 type op struct {
 	seq  int
+	what string // the call, and a launch's kernel
 	run  func()
 	wait *event
 	gen  int
@@ -222,7 +228,7 @@ func (s *Driver) LaunchKernel(f cuda.Function, grid, block [3]uint32, shared uin
 	for i := range 3 {
 		cfg.Grid[i], cfg.Block[i] = int(grid[i]), int(block[i])
 	}
-	return s.enqueue("cuLaunchKernel", st, func() error {
+	return s.enqueue("cuLaunchKernel "+fn.name, st, func() error {
 		_, err := fn.m.Launch(fn.name, cfg, args)
 		return err
 	})
@@ -323,17 +329,18 @@ func (s *Driver) EventDestroy(e cuda.Event) error {
 	return nil
 }
 
-// enqueue queues f on st. A failure when f runs becomes the pending asynchronous error.
+// enqueue queues f on st (call is the driver call, for a launch followed by the kernel's name). A failure when f runs becomes the pending asynchronous error.
 func (s *Driver) enqueue(call string, st cuda.Stream, f func() error) error {
 	if _, ok := s.streams[st]; !ok {
-		return simErr(call, cuda.ResultInvalidHandle, fmt.Errorf("no stream %d", st))
+		name, _, _ := strings.Cut(call, " ") // a launch's call names its kernel after the call
+		return simErr(name, cuda.ResultInvalidHandle, fmt.Errorf("no stream %d", st))
 	}
 	if c := s.capturing(st); c != nil { // recorded for a graph, not run
 		c.work = append(c.work, recorded{call, f})
 		return nil
 	}
 	s.issued++
-	s.streams[st] = append(s.streams[st], op{seq: s.issued, run: func() {
+	s.streams[st] = append(s.streams[st], op{seq: s.issued, what: call, run: func() {
 		if err := f(); err != nil && s.pending == nil {
 			s.pending = simErr("cuStreamSynchronize", cuda.ResultIllegalAddress, err)
 		}
@@ -375,6 +382,9 @@ func (s *Driver) drain(done func() bool) {
 		o := s.streams[pick][0]
 		s.streams[pick] = s.streams[pick][1:]
 		if o.run != nil {
+			if s.opts.Trace {
+				s.ran = append(s.ran, Ran{Stream: pick, What: o.what})
+			}
 			o.run()
 		}
 	}
