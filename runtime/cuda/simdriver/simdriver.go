@@ -4,13 +4,14 @@
 // code path checked short of the hardware.
 //
 // It reports one device, "PTX simulator", of compute capability 9.0. Work issued to a stream
-// (asynchronous copies, memsets, launches, event records and waits) is queued and runs only when
+// (asynchronous copies, memsets, launches, host functions, event records and waits) is queued and runs only when
 // the host synchronizes (cuStreamSynchronize, cuEventSynchronize, or a synchronous call, which
 // waits for every stream), in an order that keeps each stream's order and every
 // cuStreamWaitEvent, and among those orders the one Options.Schedule picks: so work that a
 // missing wait leaves unordered can be made to run in the wrong order, as it may on a GPU. A
 // kernel that fails does so asynchronously, as on a GPU: its error is returned by the next
-// synchronization. Event times are the simulator's wall clock when the record runs.
+// synchronization. Event times are the simulator's wall clock when the record runs. With
+// Options.Trace, Trace returns the order the work ran in.
 package simdriver
 
 import (
