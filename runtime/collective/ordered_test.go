@@ -93,7 +93,12 @@ func (r *rankDevice) streamDevice() *StreamDevice {
 }
 
 func (r *rankDevice) launch(kernel string, dst, src executor.Ptr) error {
-	_, err := r.mod.Launch(kernel, executor.LaunchConfig{Grid: [3]int{1, 1, 1}, Block: [3]int{orderedN, 1, 1}}, []executor.Ptr{dst, src})
+	return r.launchN(kernel, dst, src, orderedN)
+}
+
+// launchN launches kernel over n elements.
+func (r *rankDevice) launchN(kernel string, dst, src executor.Ptr, n int) error {
+	_, err := r.mod.Launch(kernel, executor.LaunchConfig{Grid: [3]int{1, 1, 1}, Block: [3]int{n, 1, 1}}, []executor.Ptr{dst, src})
 	return err
 }
 
@@ -382,5 +387,93 @@ func TestOrderedIncompleteDevice(t *testing.T) {
 	_, err := NewLocal([]Memory{r.streamDevice(), sd}, Options{})
 	if err == nil || !strings.Contains(err.Error(), "rank 1: a StreamDevice needs") {
 		t.Errorf("NewLocal: %v", err)
+	}
+}
+
+// Every collective is stream-ordered, not only AllReduce: each reads the gradient kernel's output
+// on the communication stream after its event, and a kernel on the compute stream reads what it
+// received after the collective's event, under the schedules that would expose either wait
+// missing.
+func TestOrderedCollectives(t *testing.T) {
+	g := func(r, i int) float64 { return float64(2 * (r + 1) * (i + 1)) } // the gradient, 2x
+	for _, tc := range []struct {
+		name string
+		recv int // elements received
+		call func(c Comm, send, recv executor.Ptr, s Stream) error
+		want func(rank, i int) float64
+	}{
+		{"avg allreduce", orderedN, func(c Comm, send, recv executor.Ptr, s Stream) error {
+			return c.AllReduce(send, recv, orderedN, ir.F32, Avg, s)
+		}, func(_, i int) float64 { return (g(0, i) + g(1, i)) / 2 }},
+		{"broadcast", orderedN, func(c Comm, send, recv executor.Ptr, s Stream) error {
+			return c.Broadcast(send, recv, orderedN, ir.F32, 1, s)
+		}, func(_, i int) float64 { return g(1, i) }},
+		{"allgather", 2 * orderedN, func(c Comm, send, recv executor.Ptr, s Stream) error {
+			return c.AllGather(send, recv, orderedN, ir.F32, s)
+		}, func(_, i int) float64 { return g(i/orderedN, i%orderedN) }},
+		{"reducescatter", orderedN / 2, func(c Comm, send, recv executor.Ptr, s Stream) error {
+			return c.ReduceScatter(send, recv, orderedN/2, ir.F32, Sum, s)
+		}, func(r, i int) float64 { return g(0, r*orderedN/2+i) + g(1, r*orderedN/2+i) }},
+	} {
+		for _, sched := range []simdriver.Schedule{simdriver.LowStreamFirst, simdriver.HighStreamFirst} {
+			t.Run(fmt.Sprintf("%s/%v", tc.name, sched), func(t *testing.T) {
+				ranks, comms := orderedWorld(t, "local", [2]simdriver.Schedule{sched, sched}, Options{Timeout: 20 * time.Second})
+				var wg sync.WaitGroup
+				for r, rd := range ranks {
+					recv := put(t, rd.dev, ir.F32, make([]float64, tc.recv))
+					out := put(t, rd.dev, ir.F32, make([]float64, tc.recv))
+					check(t, rd.dev.Sync())
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						got, err := func() ([]float64, error) {
+							if err := rd.launch("twice", rd.g, rd.x); err != nil {
+								return nil, err
+							}
+							grad, err := rd.dev.Record()
+							if err == nil {
+								err = rd.dev.WaitOn(rd.comm, grad)
+							}
+							if err == nil {
+								err = tc.call(comms[r], rd.g, recv, Stream(rd.comm))
+							}
+							var done executor.Event
+							if err == nil {
+								done, err = rd.dev.RecordOn(rd.comm)
+							}
+							if err == nil {
+								err = rd.dev.Wait(done)
+							}
+							if err == nil {
+								err = rd.launchN("plus1", out, recv, tc.recv)
+							}
+							if err == nil {
+								err = rd.dev.Sync()
+							}
+							if err == nil {
+								err = comms[r].Wait()
+							}
+							if err != nil {
+								return nil, err
+							}
+							b := make([]byte, 4*tc.recv)
+							err = rd.dev.Read(b, out)
+							return decode(ir.F32, b), err
+						}()
+						if err != nil {
+							t.Errorf("rank %d: %v", r, err)
+							return
+						}
+						for i, v := range got {
+							if want := tc.want(r, i) + 1; v != want {
+								t.Errorf("rank %d: element %d is %v, want %v", r, i, v, want)
+								return
+							}
+						}
+					}()
+				}
+				wg.Wait()
+			})
+		}
 	}
 }
