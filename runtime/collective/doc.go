@@ -28,10 +28,8 @@
 //	drv := simdriver.New()
 //	dev, _ := cuda.Open(drv, 0, cuda.Options{})
 //	comm, _ := dev.NewStream()
-//	sd := &collective.StreamDevice{Memory: dev, InStream: drv.Memory(),
-//		LaunchHostFunc: func(s collective.Stream, f func()) error { return dev.LaunchHostFunc(cuda.Stream(s), f) },
-//		SyncStream:     func(s collective.Stream) error { return dev.SyncStream(cuda.Stream(s)) }}
-//	// NewLocal with one StreamDevice per rank; then, on rank r's goroutine:
+//	// NewLocal with collective.OnCUDA(dev, drv.Memory()) for each rank's
+//	// device; then, on rank r's goroutine:
 //	grads, _ := dev.Record()                  // after the backward kernels
 //	dev.WaitOn(comm, grads)
 //	c.AllReduce(g, g, n, ir.F32, collective.Avg, collective.Stream(comm))

@@ -82,14 +82,7 @@ func newRankDevice(t *testing.T, rank int, s simdriver.Schedule) *rankDevice {
 
 // streamDevice is the rank's device for the stream-ordered collectives.
 func (r *rankDevice) streamDevice() *StreamDevice {
-	return &StreamDevice{
-		Memory:   r.dev,
-		InStream: r.drv.Memory(),
-		LaunchHostFunc: func(s Stream, f func()) error {
-			return r.dev.LaunchHostFunc(cuda.Stream(s), f)
-		},
-		SyncStream: func(s Stream) error { return r.dev.SyncStream(cuda.Stream(s)) },
-	}
+	return OnCUDA(r.dev, r.drv.Memory())
 }
 
 func (r *rankDevice) launch(kernel string, dst, src executor.Ptr) error {
