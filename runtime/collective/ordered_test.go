@@ -53,9 +53,10 @@ type rankDevice struct {
 	x, g, h, y executor.Ptr
 }
 
-func newRankDevice(t *testing.T, rank int, s simdriver.Schedule) *rankDevice {
+func newRankDevice(t *testing.T, rank int, o simdriver.Options) *rankDevice {
 	t.Helper()
-	r := &rankDevice{drv: simdriver.NewWithOptions(simdriver.Options{Schedule: s, Trace: true})}
+	o.Trace = true
+	r := &rankDevice{drv: simdriver.NewWithOptions(o)}
 	var err error
 	if r.dev, err = cuda.Open(r.drv, 0, cuda.Options{}); err != nil {
 		t.Fatal(err)
@@ -148,7 +149,7 @@ func (r *rankDevice) step(c Comm, w waits) ([]float64, error) {
 }
 
 // orderedWorld makes two ranks on rank devices with the given schedules, in process or over TCP.
-func orderedWorld(t *testing.T, transport string, scheds [2]simdriver.Schedule, opt Options) ([]*rankDevice, []Comm) {
+func orderedWorld(t *testing.T, transport string, scheds [2]simdriver.Options, opt Options) ([]*rankDevice, []Comm) {
 	t.Helper()
 	ranks := []*rankDevice{newRankDevice(t, 0, scheds[0]), newRankDevice(t, 1, scheds[1])}
 	mems := []Memory{ranks[0].streamDevice(), ranks[1].streamDevice()}
@@ -224,7 +225,7 @@ func TestOrderedAllReduceSchedules(t *testing.T) {
 					continue
 				}
 				t.Run(fmt.Sprintf("%s/%v+%v", transport, s0, s1), func(t *testing.T) {
-					ranks, comms := orderedWorld(t, transport, [2]simdriver.Schedule{s0, s1}, Options{Timeout: 20 * time.Second})
+					ranks, comms := orderedWorld(t, transport, [2]simdriver.Options{{Schedule: s0}, {Schedule: s1}}, Options{Timeout: 20 * time.Second})
 					ys, errs := runSteps(ranks, comms, waits{true, true})
 					for r := range ranks {
 						if errs[r] != nil {
@@ -260,7 +261,7 @@ func TestOrderedAllReduceMissingWait(t *testing.T) {
 		{"no all-reduce wait", waits{true, false}, simdriver.HighStreamFirst, true},
 	} {
 		t.Run(fmt.Sprintf("%s/%v", tc.name, tc.sched), func(t *testing.T) {
-			ranks, comms := orderedWorld(t, "local", [2]simdriver.Schedule{tc.sched, tc.sched}, Options{Timeout: 20 * time.Second})
+			ranks, comms := orderedWorld(t, "local", [2]simdriver.Options{{Schedule: tc.sched}, {Schedule: tc.sched}}, Options{Timeout: 20 * time.Second})
 			ys, errs := runSteps(ranks, comms, tc.w)
 			for r := range ranks {
 				if errs[r] != nil {
@@ -270,6 +271,43 @@ func TestOrderedAllReduceMissingWait(t *testing.T) {
 					t.Errorf("rank %d: y = %v (the reduced gradient's: %v); want right %v", r, ys[r], wantY(), tc.right)
 				}
 			}
+		})
+	}
+}
+
+// Random interleavings, each rank with a seed of its own: with both waits every seed gives the
+// reduced values; with either wait missing some seed gives wrong ones.
+func TestOrderedAllReduceRandomSchedules(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		w    waits
+	}{
+		{"both waits", waits{true, true}},
+		{"no gradient wait", waits{false, true}},
+		{"no all-reduce wait", waits{true, false}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wrong := 0
+			for seed := range uint64(12) {
+				ranks, comms := orderedWorld(t, "local", [2]simdriver.Options{
+					{Schedule: simdriver.Random, Seed: 2 * seed}, {Schedule: simdriver.Random, Seed: 2*seed + 1}}, Options{Timeout: 20 * time.Second})
+				ys, errs := runSteps(ranks, comms, tc.w)
+				for r := range ranks {
+					if errs[r] != nil {
+						t.Fatalf("seed %d, rank %d: %v", seed, r, errs[r])
+					}
+					if !slices.Equal(ys[r], wantY()) {
+						wrong++
+						if tc.w == (waits{true, true}) {
+							t.Errorf("seed %d, rank %d: y = %v, want %v", seed, r, ys[r], wantY())
+						}
+					}
+				}
+			}
+			if tc.w != (waits{true, true}) && wrong == 0 {
+				t.Errorf("every seed gave the right values with a wait missing")
+			}
+			t.Logf("%d of 24 rank-steps wrong", wrong)
 		})
 	}
 }
@@ -287,7 +325,7 @@ func TestOrderedAllReduceOverlap(t *testing.T) {
 		{simdriver.HighStreamFirst, true},
 	} {
 		t.Run(tc.sched.String(), func(t *testing.T) {
-			ranks, comms := orderedWorld(t, "local", [2]simdriver.Schedule{tc.sched, tc.sched}, Options{Timeout: 20 * time.Second})
+			ranks, comms := orderedWorld(t, "local", [2]simdriver.Options{{Schedule: tc.sched}, {Schedule: tc.sched}}, Options{Timeout: 20 * time.Second})
 			if _, errs := runSteps(ranks, comms, waits{true, true}); errs[0] != nil || errs[1] != nil {
 				t.Fatal(errs)
 			}
@@ -316,7 +354,7 @@ func TestOrderedAllReduceOverlap(t *testing.T) {
 // Calls on stream 0 of a StreamDevice run at once, as on a device without streams: Wait
 // returns their results without the device being synchronized first.
 func TestOrderedStreamZero(t *testing.T) {
-	ranks, comms := orderedWorld(t, "local", [2]simdriver.Schedule{simdriver.IssueOrder, simdriver.IssueOrder}, Options{Timeout: 20 * time.Second})
+	ranks, comms := orderedWorld(t, "local", [2]simdriver.Options{}, Options{Timeout: 20 * time.Second})
 	for r, c := range comms {
 		check(t, c.AllReduce(ranks[r].x, ranks[r].y, orderedN, ir.F32, Sum, 0))
 	}
@@ -337,7 +375,7 @@ func TestOrderedStreamZero(t *testing.T) {
 func TestOrderedFailures(t *testing.T) {
 	for _, transport := range []string{"local", "tcp"} {
 		t.Run(transport+"/never runs", func(t *testing.T) {
-			ranks, comms := orderedWorld(t, transport, [2]simdriver.Schedule{}, Options{Timeout: 300 * time.Millisecond})
+			ranks, comms := orderedWorld(t, transport, [2]simdriver.Options{}, Options{Timeout: 300 * time.Millisecond})
 			for r, c := range comms {
 				check(t, c.AllReduce(ranks[r].g, ranks[r].g, orderedN, ir.F32, Sum, Stream(ranks[r].comm)))
 			}
@@ -357,7 +395,7 @@ func TestOrderedFailures(t *testing.T) {
 			}
 		})
 		t.Run(transport+"/abort", func(t *testing.T) {
-			ranks, comms := orderedWorld(t, transport, [2]simdriver.Schedule{}, Options{Timeout: time.Minute})
+			ranks, comms := orderedWorld(t, transport, [2]simdriver.Options{}, Options{Timeout: time.Minute})
 			check(t, comms[0].AllReduce(ranks[0].g, ranks[0].g, orderedN, ir.F32, Sum, Stream(ranks[0].comm)))
 			check(t, comms[1].Abort())
 			start := time.Now()
@@ -374,7 +412,7 @@ func TestOrderedFailures(t *testing.T) {
 
 // A StreamDevice missing a part is refused when the communicators are made.
 func TestOrderedIncompleteDevice(t *testing.T) {
-	r := newRankDevice(t, 0, simdriver.IssueOrder)
+	r := newRankDevice(t, 0, simdriver.Options{})
 	sd := r.streamDevice()
 	sd.InStream = nil
 	_, err := NewLocal([]Memory{r.streamDevice(), sd}, Options{})
@@ -410,7 +448,7 @@ func TestOrderedCollectives(t *testing.T) {
 	} {
 		for _, sched := range []simdriver.Schedule{simdriver.LowStreamFirst, simdriver.HighStreamFirst} {
 			t.Run(fmt.Sprintf("%s/%v", tc.name, sched), func(t *testing.T) {
-				ranks, comms := orderedWorld(t, "local", [2]simdriver.Schedule{sched, sched}, Options{Timeout: 20 * time.Second})
+				ranks, comms := orderedWorld(t, "local", [2]simdriver.Options{{Schedule: sched}, {Schedule: sched}}, Options{Timeout: 20 * time.Second})
 				var wg sync.WaitGroup
 				for r, rd := range ranks {
 					recv := put(t, rd.dev, ir.F32, make([]float64, tc.recv))

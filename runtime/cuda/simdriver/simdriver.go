@@ -16,6 +16,8 @@ package simdriver
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 
@@ -36,15 +38,19 @@ const (
 	// HighStreamFirst runs the stream created last first: copies that should wait for another
 	// stream's kernels but do not overwrite what the kernels have yet to read.
 	HighStreamFirst
+	// Random picks among the streams that can run with a generator seeded by Options.Seed: each
+	// seed is one interleaving, the same every time.
+	Random
 )
 
 func (s Schedule) String() string {
-	return [...]string{"issue order", "low stream first", "high stream first"}[s]
+	return [...]string{"issue order", "low stream first", "high stream first", "random"}[s]
 }
 
 // Options configure a Driver.
 type Options struct {
 	Schedule Schedule
+	Seed     uint64 // Random's
 	// Trace keeps the order in which queued work ran (Trace).
 	Trace bool
 }
@@ -75,6 +81,7 @@ type Driver struct {
 	graphLaunches int
 
 	ran []Ran // what ran, with Options.Trace (hostfunc.go)
+	rng *rand.Rand
 }
 
 type simFunc struct {
@@ -104,7 +111,7 @@ func New() *Driver { return NewWithOptions(Options{}) }
 
 // NewWithOptions returns a driver over a fresh simulated device with all checks on.
 func NewWithOptions(o Options) *Driver {
-	return &Driver{dev: simdev.New(simdev.Options{}), opts: o, modules: map[cuda.ModuleHandle]executor.Module{},
+	return &Driver{dev: simdev.New(simdev.Options{}), opts: o, rng: rand.New(rand.NewPCG(o.Seed, 0)), modules: map[cuda.ModuleHandle]executor.Module{},
 		events: map[cuda.Event]*event{}, streams: map[cuda.Stream][]op{},
 		captures: map[cuda.Stream]*capture{}, graphs: map[cuda.Graph]*graph{}, execs: map[cuda.GraphExec]*graph{}}
 }
@@ -366,13 +373,19 @@ func (s *Driver) drainAll() {
 func (s *Driver) drain(done func() bool) {
 	for !done() {
 		var pick cuda.Stream
+		var ready []cuda.Stream // Random's choices
 		for st, q := range s.streams {
 			if len(q) == 0 || q[0].wait != nil && q[0].wait.done < q[0].gen {
 				continue
 			}
+			ready = append(ready, st)
 			if pick == 0 || s.before(st, pick) {
 				pick = st
 			}
+		}
+		if s.opts.Schedule == Random && len(ready) > 1 {
+			slices.Sort(ready) // map order is not the seed's
+			pick = ready[s.rng.IntN(len(ready))]
 		}
 		if pick == 0 { // unreachable: the op issued first can always run
 			if s.pending == nil {
