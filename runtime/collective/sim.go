@@ -24,13 +24,13 @@ func NewLocal(mems []Memory, opt Options) ([]Comm, error) {
 	if len(mems) == 0 {
 		return nil, errors.New("collective: no ranks")
 	}
-	h := newHub(len(mems), opt.timeout())
-	comms := make([]Comm, len(mems))
 	for i, m := range mems {
 		if err := checkMemory(m); err != nil {
 			return nil, fmt.Errorf("collective: rank %d: %w", i, err)
 		}
 	}
+	h := newHub(len(mems), opt.timeout())
+	comms := make([]Comm, len(mems))
 	for i, m := range mems {
 		comms[i] = newSimComm(i, len(mems), m, h, nil)
 	}
