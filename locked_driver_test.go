@@ -256,6 +256,12 @@ func (l *lockedDriver) GraphDestroy(g cuda.Graph) error {
 	return l.drv.GraphDestroy(g)
 }
 
+func (l *lockedDriver) LaunchHostFunc(s cuda.Stream, f func()) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.drv.LaunchHostFunc(s, f)
+}
+
 func (l *lockedDriver) GetErrorName(r cuda.Result) string {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -31,8 +31,9 @@ func (o Op) String() string {
 }
 
 // Stream is the CUDA stream a call is queued on (a cuda.Stream handle); 0 is
-// the device's default stream. The simulated implementation has no streams
-// and ignores it (see Comm.Wait).
+// the device's default stream. The simulated implementation queues a call on
+// its stream when the rank's memory is a StreamDevice and the stream is not
+// 0; otherwise it runs the call on the rank's goroutine, in issue order.
 type Stream uintptr
 
 // Comm is one rank's communicator. Buffers are device pointers and counts

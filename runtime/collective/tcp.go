@@ -34,6 +34,9 @@ func ServeTCP(ln net.Listener, size int, mem Memory, opt Options) (Comm, error) 
 	if size < 1 {
 		return nil, fmt.Errorf("collective: %d ranks", size)
 	}
+	if err := checkMemory(mem); err != nil {
+		return nil, fmt.Errorf("collective: rank 0: %w", err)
+	}
 	h := newHub(size, opt.timeout())
 	conns := make([]net.Conn, size)
 	deadline := time.Now().Add(opt.timeout())
@@ -288,6 +291,9 @@ func readCall(r io.Reader, typ byte, size int, max int64) (uint64, call, []byte,
 func DialTCP(addr string, rank, size int, mem Memory, opt Options) (Comm, error) {
 	if rank < 1 || rank >= size {
 		return nil, fmt.Errorf("collective: rank %d is not one of ranks 1..%d", rank, size-1)
+	}
+	if err := checkMemory(mem); err != nil {
+		return nil, fmt.Errorf("collective: rank %d: %w", rank, err)
 	}
 	deadline := time.Now().Add(opt.timeout())
 	var conn net.Conn

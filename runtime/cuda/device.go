@@ -66,7 +66,8 @@ type Device struct {
 	staging  staging
 	evStart  Event
 	evEnd    Event
-	copier   Stream // the upload stream, 0 until the first Upload
+	copier   Stream   // the upload stream, 0 until the first Upload
+	extra    []Stream // NewStream's (hostfunc.go)
 	events   map[executor.Event]Event
 	idle     []Event // events released for reuse
 	lastEv   executor.Event
@@ -358,6 +359,11 @@ func (d *Device) syncLocked() error {
 			return d.errorf("waiting for the uploads: %w", err)
 		}
 	}
+	for _, s := range d.extra {
+		if err := d.drv.StreamSynchronize(s); err != nil {
+			return d.errorf("waiting for stream %#x: %w", uintptr(s), err)
+		}
+	}
 	err := d.drv.StreamSynchronize(d.stream)
 	n, last := d.launches, d.last
 	d.launches, d.last = 0, ""
@@ -633,6 +639,9 @@ func (d *Device) Close() error {
 		d.events, d.idle = nil, nil
 		if d.copier != 0 {
 			keep(d.drv.StreamDestroy(d.copier))
+		}
+		for _, s := range d.extra {
+			keep(d.drv.StreamDestroy(s))
 		}
 		keep(d.drv.StreamDestroy(d.stream))
 		return nil

@@ -69,6 +69,10 @@ type Driver interface {
 	// is done (at once if e was never recorded). The host does not wait.
 	StreamWaitEvent(s Stream, e Event) error
 	StreamDestroy(s Stream) error
+	// LaunchHostFunc is cuLaunchHostFunc: f runs on a thread of the driver
+	// once the work issued to s before it is done, and the work issued to s
+	// after it waits until f returns. f must not call the driver.
+	LaunchHostFunc(s Stream, f func()) error
 
 	EventCreate() (Event, error) // CU_EVENT_DEFAULT: timing enabled
 	EventRecord(e Event, s Stream) error

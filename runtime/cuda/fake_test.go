@@ -369,6 +369,13 @@ func (f *fakeDriver) StreamWaitEvent(s Stream, e Event) error {
 	return nil
 }
 
+// LaunchHostFunc runs fn at once: the fake runs all work when it is issued.
+func (f *fakeDriver) LaunchHostFunc(s Stream, fn func()) error {
+	f.logf("hostfunc s=%x", s)
+	fn()
+	return nil
+}
+
 func (f *fakeDriver) StreamDestroy(s Stream) error {
 	f.streams--
 	return nil

@@ -5,8 +5,10 @@ package cuda
 import (
 	"fmt"
 	"runtime"
+	"sync"
 	"unsafe"
 
+	"github.com/ebitengine/purego"
 	"github.com/gcomp/gcomp/internal/dynlib"
 )
 
@@ -44,6 +46,7 @@ type libDriver struct {
 	cuStreamSynchronize          func(s uintptr) int32
 	cuStreamDestroy_v2           func(s uintptr) int32
 	cuStreamWaitEvent            func(s, e uintptr, flags uint32) int32
+	cuLaunchHostFunc             func(s, fn, userData uintptr) int32
 	cuEventCreate                func(e *uintptr, flags uint32) int32
 	cuEventRecord                func(e, s uintptr) int32
 	cuEventSynchronize           func(e uintptr) int32
@@ -106,6 +109,7 @@ func (l *libDriver) symbols() []dynlib.Func {
 		{Name: "cuStreamSynchronize", Ptr: &l.cuStreamSynchronize},
 		{Name: "cuStreamDestroy_v2", Ptr: &l.cuStreamDestroy_v2},
 		{Name: "cuStreamWaitEvent", Ptr: &l.cuStreamWaitEvent},
+		{Name: "cuLaunchHostFunc", Ptr: &l.cuLaunchHostFunc},
 		{Name: "cuEventCreate", Ptr: &l.cuEventCreate},
 		{Name: "cuEventRecord", Ptr: &l.cuEventRecord},
 		{Name: "cuEventSynchronize", Ptr: &l.cuEventSynchronize},
@@ -343,6 +347,22 @@ func (l *libDriver) StreamDestroy(s Stream) error {
 
 func (l *libDriver) StreamWaitEvent(s Stream, e Event) error {
 	return l.err("cuStreamWaitEvent", l.cuStreamWaitEvent(uintptr(s), uintptr(e), 0))
+}
+
+// hostFuncCallback is the C function every cuLaunchHostFunc is given: it runs
+// the Go function its userData numbers. One callback serves every call, as
+// purego's callbacks are few and never freed.
+var hostFuncCallback = sync.OnceValue(func() uintptr {
+	return purego.NewCallback(func(userData uintptr) { runHostFunc(userData) })
+})
+
+func (l *libDriver) LaunchHostFunc(s Stream, f func()) error {
+	id := registerHostFunc(f)
+	if err := l.err("cuLaunchHostFunc", l.cuLaunchHostFunc(uintptr(s), hostFuncCallback(), id)); err != nil {
+		dropHostFunc(id)
+		return err
+	}
+	return nil
 }
 
 func (l *libDriver) EventCreate() (Event, error) {

@@ -3,6 +3,7 @@
 package cuda
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -143,6 +144,30 @@ func TestPuregoABI(t *testing.T) {
 	}
 	if err := d.FreeHost(host); err != nil {
 		t.Error(err)
+	}
+
+	// Host functions on another stream, called back from threads the library creates, in order.
+	comm, err := d.NewStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ran []int
+	for i := range 3 {
+		if err := d.LaunchHostFunc(comm, func() { ran = append(ran, i) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(ran) != 0 {
+		t.Errorf("host functions ran before the stream was synchronized: %v", ran)
+	}
+	if err := d.SyncStream(comm); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(ran) != "[0 1 2]" {
+		t.Errorf("host functions ran %v, want [0 1 2]", ran)
+	}
+	if err := d.LaunchHostFunc(0x1234, func() {}); err == nil || !strings.Contains(err.Error(), "not one of the device's") {
+		t.Errorf("a host function on a foreign stream: %v", err)
 	}
 
 	// Out of memory, with the driver's error name.

@@ -121,45 +121,8 @@ func TestSimDriverStreamOrder(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("%v,wait=%v", tc.schedule, tc.wait), func(t *testing.T) {
 			drv := simdriver.NewWithOptions(simdriver.Options{Schedule: tc.schedule})
-			reader, _ := drv.StreamCreate()
-			copier, _ := drv.StreamCreate()
-			ev, _ := drv.EventCreate()
-			p, err := drv.MemAlloc(4)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := drv.MemcpyHtoD(p, []byte{1, 1, 1, 1}); err != nil {
-				t.Fatal(err)
-			}
-			if err := drv.MemcpyHtoDAsync(p, []byte{2, 2, 2, 2}, copier); err != nil {
-				t.Fatal(err)
-			}
-			if err := drv.EventRecord(ev, copier); err != nil {
-				t.Fatal(err)
-			}
-			if tc.wait {
-				if err := drv.StreamWaitEvent(reader, ev); err != nil {
-					t.Fatal(err)
-				}
-			}
-			got := make([]byte, 4)
-			if err := drv.MemcpyDtoHAsync(got, p, reader); err != nil {
-				t.Fatal(err)
-			}
-			if got[0] != 0 {
-				t.Fatalf("the asynchronous read ran before a sync: %v", got)
-			}
-			if err := drv.StreamSynchronize(reader); err != nil {
-				t.Fatal(err)
-			}
-			if got[0] != tc.want {
-				t.Errorf("read %v, want %d", got, tc.want)
-			}
-			if err := drv.EventSynchronize(ev); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := drv.EventElapsedTime(ev, ev); err != nil {
-				t.Errorf("elapsed time of a completed event: %v", err)
+			if got := unorderedRead(t, drv, []byte{2}, tc.wait); got != tc.want {
+				t.Errorf("read %d, want %d", got, tc.want)
 			}
 		})
 	}
@@ -274,4 +237,75 @@ func (fx *stepFixture) run(t *testing.T, dev executor.Device, prefetch bool) str
 		fmt.Fprintf(&out, "%x ", w.Bytes())
 	}
 	return out.String()
+}
+
+// unorderedRead writes 1 to a buffer synchronously, then queues on a copy stream a copy of each
+// of values to it and an event record, on a reading stream (created first) a wait for that event
+// if wait, and a read; it returns what the read saw once the reading stream is synchronized.
+func unorderedRead(t *testing.T, drv *simdriver.Driver, values []byte, wait bool) byte {
+	t.Helper()
+	reader, _ := drv.StreamCreate()
+	copier, _ := drv.StreamCreate()
+	ev, _ := drv.EventCreate()
+	p, err := drv.MemAlloc(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := drv.MemcpyHtoD(p, []byte{1, 1, 1, 1}); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range values {
+		if err := drv.MemcpyHtoDAsync(p, []byte{v, v, v, v}, copier); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := drv.EventRecord(ev, copier); err != nil {
+		t.Fatal(err)
+	}
+	if wait {
+		if err := drv.StreamWaitEvent(reader, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := make([]byte, 4)
+	if err := drv.MemcpyDtoHAsync(got, p, reader); err != nil {
+		t.Fatal(err)
+	}
+	if got[0] != 0 {
+		t.Fatalf("the asynchronous read ran before a sync: %v", got)
+	}
+	if err := drv.StreamSynchronize(reader); err != nil {
+		t.Fatal(err)
+	}
+	if err := drv.EventSynchronize(ev); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := drv.EventElapsedTime(ev, ev); err != nil {
+		t.Errorf("elapsed time of a completed event: %v", err)
+	}
+	return got[0]
+}
+
+// The random schedule keeps stream order and waits under every seed, and among seeds runs
+// unordered work both ways: with the wait a read sees the copies; without it some seed reads
+// stale memory and some does not. A seed is one interleaving, the same on every run.
+func TestSimDriverRandomSchedule(t *testing.T) {
+	read := func(seed uint64, wait bool) byte {
+		// Two copies, so the reader may run before, between or after them.
+		return unorderedRead(t, simdriver.NewWithOptions(simdriver.Options{Schedule: simdriver.Random, Seed: seed}), []byte{2, 3}, wait)
+	}
+	seen := map[byte]bool{}
+	for seed := range uint64(16) {
+		if got := read(seed, true); got != 3 {
+			t.Errorf("seed %d with the wait: read %d, want 3", seed, got)
+		}
+		got := read(seed, false)
+		if again := read(seed, false); again != got {
+			t.Errorf("seed %d read %d, then %d", seed, got, again)
+		}
+		seen[got] = true
+	}
+	if !seen[1] || !seen[3] {
+		t.Errorf("without the wait, 16 seeds read %v: want both the stale 1 and the copied 3", seen)
+	}
 }

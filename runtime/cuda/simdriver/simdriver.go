@@ -4,17 +4,21 @@
 // code path checked short of the hardware.
 //
 // It reports one device, "PTX simulator", of compute capability 9.0. Work issued to a stream
-// (asynchronous copies, memsets, launches, event records and waits) is queued and runs only when
+// (asynchronous copies, memsets, launches, host functions, event records and waits) is queued and runs only when
 // the host synchronizes (cuStreamSynchronize, cuEventSynchronize, or a synchronous call, which
 // waits for every stream), in an order that keeps each stream's order and every
 // cuStreamWaitEvent, and among those orders the one Options.Schedule picks: so work that a
 // missing wait leaves unordered can be made to run in the wrong order, as it may on a GPU. A
 // kernel that fails does so asynchronously, as on a GPU: its error is returned by the next
-// synchronization. Event times are the simulator's wall clock when the record runs.
+// synchronization. Event times are the simulator's wall clock when the record runs. With
+// Options.Trace, Trace returns the order the work ran in.
 package simdriver
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/gcomp/gcomp/runtime/cuda"
@@ -34,15 +38,21 @@ const (
 	// HighStreamFirst runs the stream created last first: copies that should wait for another
 	// stream's kernels but do not overwrite what the kernels have yet to read.
 	HighStreamFirst
+	// Random picks among the streams that can run with a generator seeded by Options.Seed: each
+	// seed is one interleaving, the same every time.
+	Random
 )
 
 func (s Schedule) String() string {
-	return [...]string{"issue order", "low stream first", "high stream first"}[s]
+	return [...]string{"issue order", "low stream first", "high stream first", "random"}[s]
 }
 
 // Options configure a Driver.
 type Options struct {
 	Schedule Schedule
+	Seed     uint64 // Random's
+	// Trace keeps the order in which queued work ran (Trace).
+	Trace bool
 }
 
 // Driver is a cuda.Driver whose "GPU" is the PTX simulator: device
@@ -69,6 +79,9 @@ type Driver struct {
 	lastGraph     cuda.Graph
 	lastExec      cuda.GraphExec
 	graphLaunches int
+
+	ran []Ran // what ran, with Options.Trace (hostfunc.go)
+	rng *rand.Rand
 }
 
 type simFunc struct {
@@ -86,6 +99,7 @@ type event struct {
 // record gen.
 type op struct {
 	seq  int
+	what string // the call, and a launch's kernel
 	run  func()
 	wait *event
 	gen  int
@@ -97,7 +111,7 @@ func New() *Driver { return NewWithOptions(Options{}) }
 
 // NewWithOptions returns a driver over a fresh simulated device with all checks on.
 func NewWithOptions(o Options) *Driver {
-	return &Driver{dev: simdev.New(simdev.Options{}), opts: o, modules: map[cuda.ModuleHandle]executor.Module{},
+	return &Driver{dev: simdev.New(simdev.Options{}), opts: o, rng: rand.New(rand.NewPCG(o.Seed, 0)), modules: map[cuda.ModuleHandle]executor.Module{},
 		events: map[cuda.Event]*event{}, streams: map[cuda.Stream][]op{},
 		captures: map[cuda.Stream]*capture{}, graphs: map[cuda.Graph]*graph{}, execs: map[cuda.GraphExec]*graph{}}
 }
@@ -222,7 +236,7 @@ func (s *Driver) LaunchKernel(f cuda.Function, grid, block [3]uint32, shared uin
 	for i := range 3 {
 		cfg.Grid[i], cfg.Block[i] = int(grid[i]), int(block[i])
 	}
-	return s.enqueue("cuLaunchKernel", st, func() error {
+	return s.enqueue("cuLaunchKernel "+fn.name, st, func() error {
 		_, err := fn.m.Launch(fn.name, cfg, args)
 		return err
 	})
@@ -323,17 +337,18 @@ func (s *Driver) EventDestroy(e cuda.Event) error {
 	return nil
 }
 
-// enqueue queues f on st. A failure when f runs becomes the pending asynchronous error.
+// enqueue queues f on st (call is the driver call, for a launch followed by the kernel's name). A failure when f runs becomes the pending asynchronous error.
 func (s *Driver) enqueue(call string, st cuda.Stream, f func() error) error {
 	if _, ok := s.streams[st]; !ok {
-		return simErr(call, cuda.ResultInvalidHandle, fmt.Errorf("no stream %d", st))
+		name, _, _ := strings.Cut(call, " ") // a launch's call names its kernel after the call
+		return simErr(name, cuda.ResultInvalidHandle, fmt.Errorf("no stream %d", st))
 	}
 	if c := s.capturing(st); c != nil { // recorded for a graph, not run
 		c.work = append(c.work, recorded{call, f})
 		return nil
 	}
 	s.issued++
-	s.streams[st] = append(s.streams[st], op{seq: s.issued, run: func() {
+	s.streams[st] = append(s.streams[st], op{seq: s.issued, what: call, run: func() {
 		if err := f(); err != nil && s.pending == nil {
 			s.pending = simErr("cuStreamSynchronize", cuda.ResultIllegalAddress, err)
 		}
@@ -358,13 +373,19 @@ func (s *Driver) drainAll() {
 func (s *Driver) drain(done func() bool) {
 	for !done() {
 		var pick cuda.Stream
+		var ready []cuda.Stream // Random's choices
 		for st, q := range s.streams {
 			if len(q) == 0 || q[0].wait != nil && q[0].wait.done < q[0].gen {
 				continue
 			}
+			ready = append(ready, st)
 			if pick == 0 || s.before(st, pick) {
 				pick = st
 			}
+		}
+		if s.opts.Schedule == Random && len(ready) > 1 {
+			slices.Sort(ready) // map order is not the seed's
+			pick = ready[s.rng.IntN(len(ready))]
 		}
 		if pick == 0 { // unreachable: the op issued first can always run
 			if s.pending == nil {
@@ -375,6 +396,9 @@ func (s *Driver) drain(done func() bool) {
 		o := s.streams[pick][0]
 		s.streams[pick] = s.streams[pick][1:]
 		if o.run != nil {
+			if s.opts.Trace {
+				s.ran = append(s.ran, Ran{Stream: pick, What: o.what})
+			}
 			o.run()
 		}
 	}

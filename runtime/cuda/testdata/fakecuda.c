@@ -3,6 +3,7 @@
 // CUDA 11.8's cuda.h, working on host memory ("device" pointers are malloc'd).
 // It records what the last launch received so the test can check how Go
 // values reached C, including cuLaunchKernel's arguments passed on the stack.
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,7 +108,35 @@ CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, uns
 	return f == (CUfunction)0x9abc ? 0 : 400;
 }
 CUresult cuStreamCreate(CUstream *s, unsigned flags) { *s = (CUstream)(0x5757 + streams++); return flags == 1 ? 0 : 1; }
-CUresult cuStreamSynchronize(CUstream s) { return stream_ok(s) ? 0 : 400; }
+
+// Host functions queue per library and run at the next cuStreamSynchronize, each on a thread
+// of its own, as the driver runs them on threads Go did not create.
+typedef void (*CUhostFn)(void *);
+static struct { CUhostFn fn; void *data; } hostfns[16];
+static int nhostfns;
+CUresult cuLaunchHostFunc(CUstream s, CUhostFn fn, void *data) {
+	if (!stream_ok(s) || fn == NULL || nhostfns == 16)
+		return 400;
+	hostfns[nhostfns].fn = fn;
+	hostfns[nhostfns].data = data;
+	nhostfns++;
+	return 0;
+}
+static void *run_hostfn(void *i) {
+	hostfns[(intptr_t)i].fn(hostfns[(intptr_t)i].data);
+	return NULL;
+}
+CUresult cuStreamSynchronize(CUstream s) {
+	if (!stream_ok(s))
+		return 400;
+	for (intptr_t i = 0; i < nhostfns; i++) {
+		pthread_t t;
+		if (pthread_create(&t, NULL, run_hostfn, (void *)i) != 0 || pthread_join(t, NULL) != 0)
+			return 999;
+	}
+	nhostfns = 0;
+	return 0;
+}
 CUresult cuStreamDestroy_v2(CUstream s) { return stream_ok(s) ? 0 : 400; }
 CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned flags) {
 	last_wait[0] = (uint64_t)(uintptr_t)s;
