@@ -16,7 +16,15 @@ CPU kernels do not take the dtype (mish, f16 convolutions, ...), the case is com
 the rounded values and its outputs and gradients rounded to the dtype, as a GPU's f16 kernels
 compute internally in float32; the file's metadata says which ("compute": "f16", "bf16" or "f32").
 
-Usage: torch_layers_reference.py [--half] OUT_DIR   (Debian's python3-torch and python3-numpy)
+With --amp, it writes OUT_DIR/CASE.amp_f16.safetensors and CASE.amp_bf16.safetensors for the cases of
+AMP_CASES: the layer in float32 (x, p.KEY, u in float32) run as CUDA's torch.autocast runs it (CPU
+autocast in 1.13 knows bf16 only and keeps more ops in bf16): linear, matmul, bmm, baddbmm and the
+convolutions read their float operands rounded to the dtype, accumulate in float32 and round their
+result to the dtype; everything else (norms, softmax, reductions, elementwise) computes in float32.
+y and gp.KEY are that run's output and parameter gradients (float32); f32.y and f32.gp.KEY the same
+layer without autocast, to tell the two apart.
+
+Usage: torch_layers_reference.py [--half | --amp] OUT_DIR   (Debian's python3-torch and python3-numpy)
 """
 import copy
 import json
@@ -278,7 +286,79 @@ def main_half(out):
             print("%s.%s: computed in %s" % (name, tag, compute))
 
 
+# The autocast cases: those with a contraction (run in the low dtype) and norms (in float32).
+AMP_CASES = ["conv1d", "conv2d_rect", "conv_transpose2d", "transformer_encoder", "batchnorm2d", "groupnorm"]
+
+# The contractions autocast runs in the low dtype, by where PyTorch's modules look them up.
+LOW_OPS = [(F, "linear"), (F, "conv1d"), (F, "conv2d"), (F, "conv_transpose2d"), (torch, "matmul"), (torch, "bmm"),
+           (torch, "baddbmm")]
+
+
+class autocast_like_cuda:
+    """Patches LOW_OPS so that they compute as autocast's lower-precision list on CUDA: float
+    operands rounded to dt, float32 accumulation, the result rounded to dt (held in float32)."""
+
+    def __init__(self, dt):
+        self.dt = dt
+
+    def __enter__(self):
+        self.saved = [(m, n, getattr(m, n)) for m, n in LOW_OPS]
+        r = self.round
+        for m, n, f in self.saved:
+            setattr(m, n, lambda *a, f=f, **k: r(f(*[r(t) for t in a], **{key: r(v) for key, v in k.items()})))
+
+    def __exit__(self, *exc):
+        for m, n, f in self.saved:
+            setattr(m, n, f)
+
+    def round(self, t):
+        if torch.is_tensor(t) and t.is_floating_point():
+            return t.to(self.dt).to(torch.float32)
+        return t
+
+
+def run_f32(x, f, amp_dt=None):
+    f = copy.deepcopy(f).float() if isinstance(f, nn.Module) else f
+    x = x.detach().float().clone().requires_grad_(True)
+    u = None
+    if amp_dt is None:
+        y = f(x)
+    else:
+        with autocast_like_cuda(amp_dt):
+            y = f(x)
+    u = torch.tensor(np.random.default_rng(99).uniform(-1, 1, tuple(y.shape))).float()
+    (y * u).sum().backward()
+    out = {"y": y, "u": u}
+    for k, v in f.named_parameters():
+        out["gp." + k] = v.grad
+    return out
+
+
+def main_amp(out):
+    os.makedirs(out, exist_ok=True)
+    all_cases = cases()
+    for name in AMP_CASES:
+        _, f = all_cases[name]
+        shape = HALF_SHAPES[name]
+        x = rand(shape[0], *shape[1:]).float()
+        ref = run_f32(x, f)
+        for tag, dt in sorted(HALF_DTYPES.items()):
+            t = {"x": x}
+            for k, v in f.state_dict().items():
+                t["p." + k] = v.float() if v.is_floating_point() else v
+            t.update(run_f32(x, f, dt))
+            t["f32.y"] = ref["y"]
+            for k, v in ref.items():
+                if k.startswith("gp."):
+                    t["f32." + k] = v
+            write_safetensors(os.path.join(out, "%s.amp_%s.safetensors" % (name, tag)), t, {"autocast": tag})
+            print("%s.amp_%s" % (name, tag))
+
+
 def main():
+    if sys.argv[1] == "--amp":
+        main_amp(sys.argv[2])
+        return
     if sys.argv[1] == "--half":
         main_half(sys.argv[2])
         return
