@@ -1,6 +1,7 @@
 package ops
 
-// torchHalf closes docs/ops.md: how results in f16 and bf16 compare with PyTorch's, which
+// torchHalf closes docs/ops.md: how results in f16, bf16, under autocast and with tf32 compare
+// with PyTorch's, which
 // frontend/nn's tests check (scripts/torch_layers_reference.py --half).
 const torchHalf = `Every layer of frontend/nn (the activations, norms, convolutions, pooling, resampling, argmax/topk,
 cumsum and the Transformer encoder) is checked against PyTorch 1.13 in f16 and bf16 on inputs of
@@ -24,4 +25,9 @@ The two differ, within the dtype's tolerance, where they round differently:
   row-major order in max_pool2d and AdaptiveMaxPool2d, as PyTorch's index does; reduce_max (torch.amax)
   shares it among the ties.
 - A clamp (relu6, hardtanh) at a bound of 0 keeps a -0 input's sign, as PyTorch's does.
+
+Under autocast (` + "`gcomp train --amp`" + `, docs/training.md) the same tests hold a training step of the
+layers with contractions and of the norms to PyTorch's values; with ` + "`--tf32`" + ` (PyTorch's
+allow_tf32) the compiled layers, forward and backward, to PyTorch's float64 values within tf32's
+tolerance (relative 5e-3): a tf32 tensor-core kernel rounds its operands to a 10-bit mantissa.
 `
