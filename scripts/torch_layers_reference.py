@@ -8,8 +8,8 @@ upstream gradient. Everything is float64, computed by PyTorch in float64 (eval m
 tests (frontend/nn) build the same layer with gcomp's modules, bind these values and compare,
 forward on the reference interpreter and backward through passes/autodiff.
 
-With --half, it writes instead OUT_DIR/CASE.f16.safetensors and OUT_DIR/CASE.bf16.safetensors for
-the cases of HALF_SHAPES: the same layers on inputs whose sizes are 1, 3, 7 and 33, with the input,
+With --odd, it writes instead OUT_DIR/CASE.DT.safetensors, DT f32, f16 and bf16, for the cases of
+ODD_SHAPES: the same layers on inputs whose sizes are 1, 3, 7 and 33, with the input,
 parameters and buffers rounded to the dtype and PyTorch computing in that dtype (CPU), forward and
 backward, under the keys x, y (y.N), u (u.N), gx, p.KEY, gp.KEY and b.KEY above. Where PyTorch 1.13's
 CPU kernels do not take the dtype (mish, f16 convolutions, ...), the case is computed in float32 on
@@ -24,7 +24,7 @@ result to the dtype; everything else (norms, softmax, reductions, elementwise) c
 y and gp.KEY are that run's output and parameter gradients (float32); f32.y and f32.gp.KEY the same
 layer without autocast, to tell the two apart.
 
-Usage: torch_layers_reference.py [--half | --amp] OUT_DIR   (Debian's python3-torch and python3-numpy)
+Usage: torch_layers_reference.py [--odd | --amp] OUT_DIR   (Debian's python3-torch and python3-numpy)
 """
 import copy
 import json
@@ -167,9 +167,9 @@ def save(d, name, t):
     np.save(os.path.join(d, name + ".npy"), t.detach().numpy() if torch.is_tensor(t) else t)
 
 
-# The half-precision cases: each layer of cases() on an input of odd sizes (1, 3, 7, 33), drawn
+# The odd-size cases: each layer of cases() on an input of odd sizes (1, 3, 7, 33), drawn
 # with the seed given (None: the activation input, act_input's values in this shape).
-HALF_SHAPES = {
+ODD_SHAPES = {
     "clamp": None, "clamp_inverted": None, "hardtanh": None, "hardtanh_0_3": None, "relu6": None,
     "hardswish": None, "hardsigmoid": None, "leaky_relu": None, "leaky_relu_0.2": None, "elu": None,
     "elu_0.5": None, "softplus": None, "softplus_beta2_th5": None, "mish": None, "prelu": None,
@@ -197,10 +197,11 @@ HALF_SHAPES = {
 # Cases whose PyTorch CPU kernel runs in the dtype but rounds more than the op's result, so they
 # are computed like the unsupported ones (float32 on the rounded values, the results rounded).
 BILINEAR_BF16 = "upsample_bilinear2d rounds its interpolation weights to bfloat16"
-F32_HALF = {(n, "bf16"): BILINEAR_BF16 for n in ("upsample_bilinear", "upsample_bilinear_ac",
+F32_ODD = {(n, "bf16"): BILINEAR_BF16 for n in ("upsample_bilinear", "upsample_bilinear_ac",
                                                    "interpolate_bilinear_size", "interpolate_bilinear_size_ac")}
 
-HALF_DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16}
+ODD_DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
+AMP_DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16}
 ST_DTYPES = {torch.float16: "F16", torch.bfloat16: "BF16", torch.float32: "F32", torch.int64: "I64"}
 
 
@@ -219,7 +220,7 @@ def write_safetensors(path, tensors, metadata):
         f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
 
 
-def half_input(name, shape, dt):
+def odd_input(name, shape, dt):
     if shape is None:
         x = act_input().reshape(-1)
         x = torch.cat([x, torch.tensor(np.random.default_rng(2).uniform(-8, 8, 693 - x.numel()))])
@@ -232,7 +233,7 @@ def half_input(name, shape, dt):
     return x.to(dt)
 
 
-def run_half(name, x, f, dt, compute):
+def run_odd(name, x, f, dt, compute):
     """Runs f on x in compute (dt, or float32 on dt's values), forward and backward; the results
     in dt as save() would write them."""
     out = {}
@@ -260,13 +261,13 @@ def run_half(name, x, f, dt, compute):
     return out
 
 
-def main_half(out):
+def main_odd(out):
     os.makedirs(out, exist_ok=True)
     all_cases = cases()
-    for name, shape in sorted(HALF_SHAPES.items()):
+    for name, shape in sorted(ODD_SHAPES.items()):
         _, f64 = all_cases[name]
-        for tag, dt in sorted(HALF_DTYPES.items()):
-            x = half_input(name, shape, dt)
+        for tag, dt in sorted(ODD_DTYPES.items()):
+            x = odd_input(name, shape, dt)
             t = {"x": x}
             f = f64
             if isinstance(f, nn.Module):
@@ -274,13 +275,13 @@ def main_half(out):
                 for k, v in f.state_dict().items():
                     t["p." + k] = v
             try:
-                if (name, tag) in F32_HALF:
-                    raise RuntimeError("not implemented for " + tag + ": " + F32_HALF[name, tag])
-                res, compute = run_half(name, x, f, dt, dt), tag
+                if (name, tag) in F32_ODD:
+                    raise RuntimeError("not implemented for " + tag + ": " + F32_ODD[name, tag])
+                res, compute = run_odd(name, x, f, dt, dt), tag
             except RuntimeError as e:
                 if "not implemented for" not in str(e):
                     raise
-                res, compute = run_half(name, x, f, dt, torch.float32), "f32"
+                res, compute = run_odd(name, x, f, dt, torch.float32), "f32"
             t.update(res)
             write_safetensors(os.path.join(out, "%s.%s.safetensors" % (name, tag)), t, {"compute": compute})
             print("%s.%s: computed in %s" % (name, tag, compute))
@@ -339,10 +340,10 @@ def main_amp(out):
     all_cases = cases()
     for name in AMP_CASES:
         _, f = all_cases[name]
-        shape = HALF_SHAPES[name]
+        shape = ODD_SHAPES[name]
         x = rand(shape[0], *shape[1:]).float()
         ref = run_f32(x, f)
-        for tag, dt in sorted(HALF_DTYPES.items()):
+        for tag, dt in sorted(AMP_DTYPES.items()):
             t = {"x": x}
             for k, v in f.state_dict().items():
                 t["p." + k] = v.float() if v.is_floating_point() else v
@@ -359,8 +360,8 @@ def main():
     if sys.argv[1] == "--amp":
         main_amp(sys.argv[2])
         return
-    if sys.argv[1] == "--half":
-        main_half(sys.argv[2])
+    if sys.argv[1] == "--odd":
+        main_odd(sys.argv[2])
         return
     out = sys.argv[1]
     for name, (x, f) in sorted(cases().items()):

@@ -19,38 +19,38 @@ import (
 	"github.com/gcomp/gcomp/tensorio"
 )
 
-// halfDir holds PyTorch's values of the layers in f16 and bf16 (scripts/torch_layers_reference.py
-// --half): CASE.DT.safetensors, the case of torchCases on inputs of sizes 1, 3, 7 and 33.
-var halfDir = filepath.Join("testdata", "torch_half")
+// oddDir holds PyTorch's values of the layers in f32, f16 and bf16 on inputs of sizes 1, 3, 7
+// and 33 (scripts/torch_layers_reference.py --odd): CASE.DT.safetensors, the case of torchCases.
+var oddDir = filepath.Join("testdata", "torch_odd")
 
-var halfDTypes = map[string]ir.DType{"f16": ir.F16, "bf16": ir.BF16}
+var oddDTypes = map[string]ir.DType{"f32": ir.F32, "f16": ir.F16, "bf16": ir.BF16}
 
-// halfCase is one case file: its layer, dtype and PyTorch's tensors by key.
-type halfCase struct {
+// oddCase is one case file: its layer, dtype and PyTorch's tensors by key.
+type oddCase struct {
 	name string
 	dt   ir.DType
 	vals map[string]*tensor.Tensor
 }
 
-func readHalfCases(t *testing.T) []halfCase {
+func readOddCases(t *testing.T) []oddCase {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(halfDir, "*.safetensors"))
+	files, err := filepath.Glob(filepath.Join(oddDir, "*.safetensors"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var cs []halfCase
+	var cs []oddCase
 	for _, f := range files {
 		base := strings.TrimSuffix(filepath.Base(f), ".safetensors")
 		i := strings.LastIndexByte(base, '.')
-		dt, ok := halfDTypes[base[i+1:]]
+		dt, ok := oddDTypes[base[i+1:]]
 		if i < 0 || !ok {
-			t.Fatalf("%s: want CASE.f16 or CASE.bf16", f)
+			t.Fatalf("%s: want CASE.f32, CASE.f16 or CASE.bf16", f)
 		}
 		arrays, _, err := tensorio.ReadSafetensorsFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
-		c := halfCase{name: base[:i], dt: dt, vals: map[string]*tensor.Tensor{}}
+		c := oddCase{name: base[:i], dt: dt, vals: map[string]*tensor.Tensor{}}
 		for k, a := range arrays {
 			if c.vals[k], err = tensor.FromArray(a); err != nil {
 				t.Fatalf("%s: %s: %v", f, k, err)
@@ -59,14 +59,14 @@ func readHalfCases(t *testing.T) []halfCase {
 		cs = append(cs, c)
 	}
 	if len(cs) == 0 {
-		t.Fatalf("no cases in %s", halfDir)
+		t.Fatalf("no cases in %s", oddDir)
 	}
 	return cs
 }
 
 // build is the case's graph in c.dt: the input and the module's parameters in c.dt (PyTorch's
 // model.to(dtype)), the loss Σ y·u where PyTorch has gradients.
-func (c halfCase) build(t *testing.T) torchCase {
+func (c oddCase) build(t *testing.T) torchCase {
 	t.Helper()
 	fn := torchCases[c.name]
 	if fn == nil {
@@ -90,10 +90,10 @@ func (c halfCase) build(t *testing.T) torchCase {
 
 // compareTorch holds got, gcomp's reference interpreter's value, to PyTorch's want. Neither is
 // exact, so element i may differ by what either computation may round: max(rel·|want|,
-// rel·RMS(want), 2·bound_i), rel the tolerance of dt (2e-2 for f16 and bf16, as check.CompareIn
-// holds a value without its graph) and bound_i gcomp's own error bound of the element
-// (tolerance.Bounds, as check.CompareBound holds a kernel to the reference: it follows the
-// magnitudes of the terms a sum cancels). NaN agrees with NaN only; integers are exact.
+// rel·RMS(want), 2·bound_i), rel the tolerance of dt (2e-2 for f16 and bf16, 1e-5 for f32, as
+// check.CompareIn holds a value without its graph) and bound_i gcomp's own error bound of the
+// element (tolerance.Bounds, as check.CompareBound holds a kernel to the reference: it follows
+// the magnitudes of the terms a sum cancels). NaN agrees with NaN only; integers are exact.
 func compareTorch(t *testing.T, what string, got *tensor.Tensor, b tolerance.Bound, want *tensor.Tensor, dt ir.DType) {
 	t.Helper()
 	if got == nil || want == nil {
@@ -122,13 +122,13 @@ func compareTorch(t *testing.T, what string, got *tensor.Tensor, b tolerance.Bou
 	}
 }
 
-// TestHalfAgainstPyTorch checks every layer in f16 and bf16 on odd sizes against PyTorch
-// computing in that dtype: forward (with the training step's buffers) and the gradients of
+// TestOddSizesAgainstPyTorch checks every layer in f32, f16 and bf16 on odd sizes against
+// PyTorch computing in that dtype: forward (with the training step's buffers) and the gradients of
 // Σ y·u with respect to the input and the parameters, on the reference interpreter, and the
 // same graphs compiled and run on the PTX simulator against the reference interpreter.
-func TestHalfAgainstPyTorch(t *testing.T) {
+func TestOddSizesAgainstPyTorch(t *testing.T) {
 	seen := map[string]int{}
-	for _, hc := range readHalfCases(t) {
+	for _, hc := range readOddCases(t) {
 		seen[hc.name]++
 		t.Run(hc.name+"."+hc.dt.String(), func(t *testing.T) {
 			c := hc.build(t)
@@ -167,10 +167,10 @@ func TestHalfAgainstPyTorch(t *testing.T) {
 			checkCompiled(t, g, c, compiler.Options{})
 		})
 	}
-	// Every layer of the f32 cases has both half-precision files.
+	// Every layer has a file of each dtype.
 	for name := range torchCases {
-		if seen[name] != len(halfDTypes) {
-			t.Errorf("case %s has %d half-precision files in %s, want %d", name, seen[name], halfDir, len(halfDTypes))
+		if seen[name] != len(oddDTypes) {
+			t.Errorf("case %s has %d files in %s, want one per dtype, %d", name, seen[name], oddDir, len(oddDTypes))
 		}
 	}
 }
