@@ -124,47 +124,45 @@ func compareTorch(t *testing.T, what string, got *tensor.Tensor, b tolerance.Bou
 
 // TestOddSizesAgainstPyTorch checks every layer in f32, f16 and bf16 on odd sizes against
 // PyTorch computing in that dtype: forward (with the training step's buffers) and the gradients of
-// Σ y·u with respect to the input and the parameters, on the reference interpreter, and the
-// same graphs compiled and run on the PTX simulator against the reference interpreter.
+// Σ y·u with respect to the input and the parameters, on the reference interpreter and compiled
+// on the PTX simulator (which is also held to the reference interpreter, as check.Run holds it).
 func TestOddSizesAgainstPyTorch(t *testing.T) {
 	seen := map[string]int{}
 	for _, hc := range readOddCases(t) {
 		seen[hc.name]++
 		t.Run(hc.name+"."+hc.dt.String(), func(t *testing.T) {
 			c := hc.build(t)
-			got, bounds := runBounded(t, c.g, c)
-			for _, name := range c.outs {
-				out := strings.ReplaceAll(name, ".", "_")
-				compareTorch(t, name, got[out], bounds[out], hc.vals[name], hc.dt)
-			}
-			for _, o := range c.g.Outputs {
-				if key, ok := strings.CutPrefix(o.Name, frontend.BufferPrefix); ok {
-					compareTorch(t, o.Name, got[o.Name], bounds[o.Name], hc.vals["b."+strings.TrimPrefix(key, ".")], hc.dt)
-				}
-			}
 			g := c.g
-			var err error
 			if hc.vals["gx"] != nil {
+				var err error
 				if g, err = autodiff.Grad(c.g, "loss", c.wrt); err != nil {
 					t.Fatal(err)
 				}
 				if err := ops.Verify(g); err != nil {
 					t.Fatal(err)
 				}
-				grads, bounds := runBounded(t, g, c)
-				for _, name := range c.wrt {
-					key := "gx"
-					if name != "x" {
-						key = "gp." + strings.TrimPrefix(name, ".")
-					}
-					out := autodiff.GradPrefix + name
-					compareTorch(t, "d loss/d "+name, grads[out], bounds[out], hc.vals[key], hc.dt)
-				}
 			}
+			got, bounds := runBounded(t, g, c)
+			hc.compareAll(t, "", c, got, bounds)
 			if testing.Short() {
 				return // -short: the simulator runs every case
 			}
-			checkCompiled(t, g, c, compiler.Options{})
+			res, err := compiler.Compile(g, compiler.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sim, err := simProgram(t, res.Artifact, c.params).Run(c.inputs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, o := range g.Outputs {
+				want := tolerance.Bound{Val: got[o.Name], Err: bounds[o.Name].Err}
+				if r := check.CompareBound(o.Name, sim.Outputs[o.Name], want, tolerance.Precision(o.Value), false); !r.Pass() {
+					t.Errorf("simulator against the reference interpreter: %s: %d elements outside tolerance (max abs %g, max rel %g); first %s",
+						o.Name, r.Bad, r.MaxAbs, r.MaxRel, r.First)
+				}
+			}
+			hc.compareAll(t, "simulator: ", c, sim.Outputs, bounds)
 		})
 	}
 	// Every layer has a file of each dtype.
@@ -172,6 +170,33 @@ func TestOddSizesAgainstPyTorch(t *testing.T) {
 		if seen[name] != len(oddDTypes) {
 			t.Errorf("case %s has %d files in %s, want one per dtype, %d", name, seen[name], oddDir, len(oddDTypes))
 		}
+	}
+}
+
+// compareAll holds the outputs vals of the case's graph (forward, or with gradients) to PyTorch's:
+// the layer's outputs, the buffers after a training step and the gradients. bounds are the
+// reference interpreter's error bounds.
+func (hc oddCase) compareAll(t *testing.T, label string, c torchCase, vals map[string]*tensor.Tensor, bounds map[string]tolerance.Bound) {
+	t.Helper()
+	for _, name := range c.outs {
+		out := strings.ReplaceAll(name, ".", "_")
+		compareTorch(t, label+name, vals[out], bounds[out], hc.vals[name], hc.dt)
+	}
+	for _, o := range c.g.Outputs {
+		if key, ok := strings.CutPrefix(o.Name, frontend.BufferPrefix); ok {
+			compareTorch(t, label+o.Name, vals[o.Name], bounds[o.Name], hc.vals["b."+strings.TrimPrefix(key, ".")], hc.dt)
+		}
+	}
+	if hc.vals["gx"] == nil {
+		return
+	}
+	for _, name := range c.wrt {
+		key := "gx"
+		if name != "x" {
+			key = "gp." + strings.TrimPrefix(name, ".")
+		}
+		out := autodiff.GradPrefix + name
+		compareTorch(t, label+"d loss/d "+name, vals[out], bounds[out], hc.vals[key], hc.dt)
 	}
 }
 
