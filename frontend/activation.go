@@ -25,11 +25,21 @@ func (t *Tensor) ClampMax(hi float64) *Tensor {
 }
 
 // Hardtanh is F.hardtanh(x, lo, hi): x clamped to [lo, hi], whose gradient is 1 only strictly
-// inside (lo, hi), as PyTorch's hardtanh_backward.
+// inside (lo, hi), as PyTorch's hardtanh_backward. A bound of 0 met by a zero keeps the zero's
+// sign (relu6(-0) = -0), as PyTorch's clamp.
 func Hardtanh(x *Tensor, lo, hi float64) *Tensor {
 	l, h := x.scalar(lo), x.scalar(hi)
-	y := Where(x.Le(l), l, x)
-	return Where(y.Ge(h), h, y)
+	y := Where(x.Le(l), atBound(x, l, lo, (*Tensor).Lt), x)
+	return Where(y.Ge(h), atBound(y, h, hi, (*Tensor).Gt), y)
+}
+
+// atBound is a clamp's value where x is at or past the bound b (past(x, b): x is outside): b,
+// except that x = ±0 at a bound of 0 stays itself, read as x·0 so that no gradient passes.
+func atBound(x, b *Tensor, bound float64, past func(x, b *Tensor) *Tensor) *Tensor {
+	if bound != 0 || !x.DType().IsFloat() {
+		return b
+	}
+	return Where(past(x, b), b, x.MulScalar(0))
 }
 
 // Relu6 is F.relu6: hardtanh(x, 0, 6).

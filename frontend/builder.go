@@ -28,6 +28,8 @@ type state struct {
 	mode    mode              // eval or training (WithTraining)
 	dir     string            // the model's folder: custom kernels' source files are read from it
 	batch   batchState        // the batch asked for and the model's own (Batch)
+	// paramDType replaces f32 in parameters' types (WithParamDType); ir.Invalid keeps f32.
+	paramDType ir.DType
 }
 
 // decl is what a declared name stands for and where it was declared.
@@ -165,6 +167,7 @@ func Constant(value float64) Init {
 // prefix and name, e.g. "fc1.weight" for b.Sub("fc1").Param("weight", ...).
 func (b *Builder) Param(name string, t ir.Type, init Init) *Tensor {
 	full := b.prefix + name
+	t = b.st.paramType(t)
 	t = b.st.checkType("parameter "+full, t.DType, t.Shape)
 	b.st.declare("parameter", full)
 	attrs := init.attrs.Clone()

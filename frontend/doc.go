@@ -43,7 +43,9 @@
 // Mish, Prelu), BatchNorm, BatchNormTrain, GroupNorm, InstanceNorm, Conv1d, Conv2dSame,
 // ConvTranspose2d, AdaptiveAvgPool2d, AdaptiveMaxPool2d, Interpolate, Flip, Argmax, Argmin,
 // Topk, Cumsum and DropoutTrain. Each is built from exact primitives, so its gradient comes from
-// theirs; frontend/nn's tests hold them to PyTorch's values, forward and backward.
+// theirs; frontend/nn's tests hold them to PyTorch's values, forward and backward, in f32, f16
+// and bf16. WithParamDType declares a model's f32 parameters in f16 or bf16 instead, as PyTorch's
+// model.to(dtype).
 //
 // A graph is built in eval mode unless WithTraining is given (Builder.Training): then nn.Dropout
 // drops, with numbers from the graph's random key input (RandomKey, NextStream), and BatchNorm

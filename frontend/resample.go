@@ -116,20 +116,30 @@ func AdaptiveMaxPool2d(x *Tensor, size [2]int) *Tensor {
 		}
 		return MaxPool2d(x, k, PoolOptions{})
 	}
-	return x.windowMax(2, size[0]).windowMax(3, size[1])
+	// Columns first, then rows: the gradient goes to the window's first maximum in row-major
+	// order (the first row holding it, and that row's first), as PyTorch's index does.
+	return x.windowMax(3, size[1]).windowMax(2, size[0])
 }
 
 // windowMax takes the maximum over each adaptive window of dim d: one slice and reduction per
-// output element of d, joined.
+// output element of d, joined. Each window's maximum is read at its first position only (a
+// maximum over that one element), so ties do not share the gradient as reduce_max's do.
 func (t *Tensor) windowMax(d, out int) *Tensor {
 	in := t.Dim(d)
 	if in == out {
 		return t
 	}
+	fill := math.Inf(-1)
+	if !t.DType().IsFloat() {
+		fill = intBound(t.DType(), false)
+	}
 	parts := make([]*Tensor, out)
 	for i := range parts {
 		a, b := adaptiveWindow(i, in, out)
-		parts[i] = t.narrow(d, a, b-a).MaxKeepDim(d)
+		p := t.narrow(d, a, b-a)
+		pos := (&Builder{st: t.s}).Iota(ir.I32, d, p.Shape()...)
+		first := pos.Eq(p.firstHit(d, p.extremeHit(d, nil, true, true)).broadcastTo(pos.v.Type.Shape))
+		parts[i] = Where(first, p, p.scalar(fill)).MaxKeepDim(d)
 	}
 	return Cat(d, parts...)
 }

@@ -43,6 +43,7 @@ func markdown() string {
 			fmt.Fprintf(&sb, "| %s | %s | %s | %s |\n", op.Name, arity, strings.Join(attrs, ", "), strings.ReplaceAll(op.Doc, "|", `\|`))
 		}
 	}
+	sb.WriteString("\n## Half precision, autocast and tf32 against PyTorch\n\n" + torchParity)
 	return sb.String()
 }
 

@@ -8,8 +8,27 @@ upstream gradient. Everything is float64, computed by PyTorch in float64 (eval m
 tests (frontend/nn) build the same layer with gcomp's modules, bind these values and compare,
 forward on the reference interpreter and backward through passes/autodiff.
 
-Usage: torch_layers_reference.py OUT_DIR   (Debian's python3-torch and python3-numpy)
+With --odd, it writes instead OUT_DIR/CASE.DT.safetensors, DT f32, f16 and bf16, for the cases of
+ODD_SHAPES: the same layers on inputs whose sizes are 1, 3, 7 and 33, with the input,
+parameters and buffers rounded to the dtype and PyTorch computing in that dtype (CPU), forward and
+backward, under the keys x, y (y.N), u (u.N), gx, p.KEY, gp.KEY and b.KEY above. Where PyTorch 1.13's
+CPU kernels do not take the dtype (mish, f16 convolutions, ...), the case is computed in float32 on
+the rounded values and its outputs and gradients rounded to the dtype, as a GPU's f16 kernels
+compute internally in float32; the file's metadata says which ("compute": "f16", "bf16" or "f32").
+
+With --amp, it writes OUT_DIR/CASE.amp_f16.safetensors and CASE.amp_bf16.safetensors for the cases of
+AMP_CASES: the layer in float32 (x, p.KEY, u in float32) run as CUDA's torch.autocast runs it (CPU
+autocast in 1.13 knows bf16 only and keeps more ops in bf16): linear, matmul, bmm, baddbmm and the
+convolutions read their float operands rounded to the dtype, accumulate in float32 and round their
+result to the dtype; everything else (norms, softmax, reductions, elementwise) computes in float32.
+y and gp.KEY are that run's output and parameter gradients (float32); f32.y and f32.gp.KEY the same
+layer without autocast, to tell the two apart.
+
+Usage: torch_layers_reference.py [--odd | --amp] OUT_DIR   (Debian's python3-torch and python3-numpy)
 """
+import copy
+import json
+import struct
 import os
 import sys
 
@@ -148,7 +167,202 @@ def save(d, name, t):
     np.save(os.path.join(d, name + ".npy"), t.detach().numpy() if torch.is_tensor(t) else t)
 
 
+# The odd-size cases: each layer of cases() on an input of odd sizes (1, 3, 7, 33), drawn
+# with the seed given (None: the activation input, act_input's values in this shape).
+ODD_SHAPES = {
+    "clamp": None, "clamp_inverted": None, "hardtanh": None, "hardtanh_0_3": None, "relu6": None,
+    "hardswish": None, "hardsigmoid": None, "leaky_relu": None, "leaky_relu_0.2": None, "elu": None,
+    "elu_0.5": None, "softplus": None, "softplus_beta2_th5": None, "mish": None, "prelu": None,
+    "prelu3": None,
+    "batchnorm2d": (110, 1, 3, 7, 33), "batchnorm2d_train": (111, 3, 3, 7, 1),
+    "batchnorm1d": (112, 33, 5), "batchnorm1d_train": (113, 7, 5), "batchnorm1d_3d": (114, 1, 3, 33),
+    "groupnorm": (115, 3, 6, 7, 1), "instancenorm2d": (116, 1, 3, 7, 33),
+    "instancenorm2d_affine": (117, 3, 3, 7, 3),
+    "conv1d": (120, 3, 4, 33), "conv1d_groups_dil": (121, 1, 4, 7), "conv2d_rect": (122, 1, 3, 7, 33),
+    "conv2d_same": (123, 3, 2, 7, 7), "conv2d_same_dil": (124, 1, 2, 33, 7),
+    "conv_transpose2d": (125, 1, 4, 7, 3), "conv_transpose2d_groups": (126, 3, 4, 1, 7),
+    "conv_transpose2d_tiles": (127, 1, 3, 7, 33), "conv_transpose2d_tiles_pad": (128, 3, 2, 1, 7),
+    "conv_transpose2d_plain": (129, 1, 2, 7, 3),
+    "adaptive_avg_pool2d": (130, 1, 3, 7, 33), "adaptive_avg_pool2d_div": (131, 3, 2, 7, 3),
+    "adaptive_avg_pool2d_up": (132, 1, 2, 3, 1), "adaptive_avg_pool2d_1": (133, 3, 3, 7, 33),
+    "adaptive_max_pool2d": (134, 1, 3, 7, 33), "adaptive_max_pool2d_1": (135, 3, 3, 1, 7),
+    "flip": (136, 3, 7, 33), "upsample_nearest_2": (137, 1, 2, 7, 3), "upsample_nearest_size": (138, 3, 2, 1, 33),
+    "upsample_bilinear": (139, 1, 2, 7, 3), "upsample_bilinear_ac": (140, 3, 2, 3, 7),
+    "interpolate_bilinear_size": (141, 1, 1, 7, 33), "interpolate_bilinear_size_ac": (142, 3, 1, 7, 1),
+    "cumsum": (143, 3, 33), "cumsum0": (144, 33, 7),
+    "argmax": (145, 7, 33), "argmin": (146, 7, 33), "topk": (147, 3, 33), "topk_smallest": (148, 7, 33),
+    "transformer_encoder": (149, 3, 7, 8),
+}
+
+# Cases whose PyTorch CPU kernel runs in the dtype but rounds more than the op's result, so they
+# are computed like the unsupported ones (float32 on the rounded values, the results rounded).
+BILINEAR_BF16 = "upsample_bilinear2d rounds its interpolation weights to bfloat16"
+F32_ODD = {(n, "bf16"): BILINEAR_BF16 for n in ("upsample_bilinear", "upsample_bilinear_ac",
+                                                   "interpolate_bilinear_size", "interpolate_bilinear_size_ac")}
+
+ODD_DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
+AMP_DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16}
+ST_DTYPES = {torch.float16: "F16", torch.bfloat16: "BF16", torch.float32: "F32", torch.int64: "I64"}
+
+
+def write_safetensors(path, tensors, metadata):
+    """The safetensors format: an 8-byte little-endian header length, the JSON header, the data."""
+    header, blobs, off = {"__metadata__": metadata}, [], 0
+    for k in sorted(tensors):
+        t = tensors[k].detach().contiguous()
+        raw = (t.view(torch.int16) if t.dtype in (torch.float16, torch.bfloat16) else t).numpy().tobytes()
+        header[k] = {"dtype": ST_DTYPES[t.dtype], "shape": list(t.shape), "data_offsets": [off, off + len(raw)]}
+        blobs.append(raw)
+        off += len(raw)
+    h = json.dumps(header, separators=(",", ":")).encode()
+    h += b" " * (-len(h) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+
+
+def odd_input(name, shape, dt):
+    if shape is None:
+        x = act_input().reshape(-1)
+        x = torch.cat([x, torch.tensor(np.random.default_rng(2).uniform(-8, 8, 693 - x.numel()))])
+        x = x.reshape(1, 3, 7, 33)
+    else:
+        x = rand(shape[0], *shape[1:])
+    if name in ("argmax", "argmin"):
+        x[1, 2] = x[1, 5] = 0.75  # a tie: the first occurrence wins
+        x[2, 4] = x[2, 6] = float("nan")
+    return x.to(dt)
+
+
+def run_odd(name, x, f, dt, compute):
+    """Runs f on x in compute (dt, or float32 on dt's values), forward and backward; the results
+    in dt as save() would write them."""
+    out = {}
+    if isinstance(f, nn.Module):
+        f = copy.deepcopy(f).to(compute)
+    x = x.detach().to(compute).clone().requires_grad_(True)
+    ys = f(x)
+    ys = list(ys) if isinstance(ys, tuple) else [ys]
+    loss = 0
+    for i, y in enumerate(ys):
+        out["y" if len(ys) == 1 else "y.%d" % i] = y.to(dt) if y.is_floating_point() else y
+        if y.is_floating_point():
+            u = torch.tensor(np.random.default_rng(99 + i).uniform(-1, 1, tuple(y.shape))).to(dt)
+            out["u" if len(ys) == 1 else "u.%d" % i] = u
+            loss = loss + (torch.nan_to_num(y, nan=0.0) * u.to(compute)).sum()
+    if isinstance(f, nn.Module) and f.training:
+        for k, v in f.state_dict().items():
+            out["b." + k] = v.to(dt) if v.is_floating_point() else v
+    if torch.is_tensor(loss) and loss.requires_grad:
+        loss.backward()
+        out["gx"] = x.grad.to(dt)
+        if isinstance(f, nn.Module):
+            for k, v in f.named_parameters():
+                out["gp." + k] = v.grad.to(dt)
+    return out
+
+
+def main_odd(out):
+    os.makedirs(out, exist_ok=True)
+    all_cases = cases()
+    for name, shape in sorted(ODD_SHAPES.items()):
+        _, f64 = all_cases[name]
+        for tag, dt in sorted(ODD_DTYPES.items()):
+            x = odd_input(name, shape, dt)
+            t = {"x": x}
+            f = f64
+            if isinstance(f, nn.Module):
+                f = copy.deepcopy(f64).to(dt)  # the module's parameters and buffers in dt, as model.to(dt)
+                for k, v in f.state_dict().items():
+                    t["p." + k] = v
+            try:
+                if (name, tag) in F32_ODD:
+                    raise RuntimeError("not implemented for " + tag + ": " + F32_ODD[name, tag])
+                res, compute = run_odd(name, x, f, dt, dt), tag
+            except RuntimeError as e:
+                if "not implemented for" not in str(e):
+                    raise
+                res, compute = run_odd(name, x, f, dt, torch.float32), "f32"
+            t.update(res)
+            write_safetensors(os.path.join(out, "%s.%s.safetensors" % (name, tag)), t, {"compute": compute})
+            print("%s.%s: computed in %s" % (name, tag, compute))
+
+
+# The autocast cases: those with a contraction (run in the low dtype) and norms (in float32).
+AMP_CASES = ["conv1d", "conv2d_rect", "conv_transpose2d", "transformer_encoder", "batchnorm2d", "groupnorm"]
+
+# The contractions autocast runs in the low dtype, by where PyTorch's modules look them up.
+LOW_OPS = [(F, "linear"), (F, "conv1d"), (F, "conv2d"), (F, "conv_transpose2d"), (torch, "matmul"), (torch, "bmm"),
+           (torch, "baddbmm")]
+
+
+class autocast_like_cuda:
+    """Patches LOW_OPS so that they compute as autocast's lower-precision list on CUDA: float
+    operands rounded to dt, float32 accumulation, the result rounded to dt (held in float32)."""
+
+    def __init__(self, dt):
+        self.dt = dt
+
+    def __enter__(self):
+        self.saved = [(m, n, getattr(m, n)) for m, n in LOW_OPS]
+        r = self.round
+        for m, n, f in self.saved:
+            setattr(m, n, lambda *a, f=f, **k: r(f(*[r(t) for t in a], **{key: r(v) for key, v in k.items()})))
+
+    def __exit__(self, *exc):
+        for m, n, f in self.saved:
+            setattr(m, n, f)
+
+    def round(self, t):
+        if torch.is_tensor(t) and t.is_floating_point():
+            return t.to(self.dt).to(torch.float32)
+        return t
+
+
+def run_f32(x, f, amp_dt=None):
+    f = copy.deepcopy(f).float() if isinstance(f, nn.Module) else f
+    x = x.detach().float().clone().requires_grad_(True)
+    u = None
+    if amp_dt is None:
+        y = f(x)
+    else:
+        with autocast_like_cuda(amp_dt):
+            y = f(x)
+    u = torch.tensor(np.random.default_rng(99).uniform(-1, 1, tuple(y.shape))).float()
+    (y * u).sum().backward()
+    out = {"y": y, "u": u}
+    for k, v in f.named_parameters():
+        out["gp." + k] = v.grad
+    return out
+
+
+def main_amp(out):
+    os.makedirs(out, exist_ok=True)
+    all_cases = cases()
+    for name in AMP_CASES:
+        _, f = all_cases[name]
+        shape = ODD_SHAPES[name]
+        x = rand(shape[0], *shape[1:]).float()
+        ref = run_f32(x, f)
+        for tag, dt in sorted(AMP_DTYPES.items()):
+            t = {"x": x}
+            for k, v in f.state_dict().items():
+                t["p." + k] = v.float() if v.is_floating_point() else v
+            t.update(run_f32(x, f, dt))
+            t["f32.y"] = ref["y"]
+            for k, v in ref.items():
+                if k.startswith("gp."):
+                    t["f32." + k] = v
+            write_safetensors(os.path.join(out, "%s.amp_%s.safetensors" % (name, tag)), t, {"autocast": tag})
+            print("%s.amp_%s" % (name, tag))
+
+
 def main():
+    if sys.argv[1] == "--amp":
+        main_amp(sys.argv[2])
+        return
+    if sys.argv[1] == "--odd":
+        main_odd(sys.argv[2])
+        return
     out = sys.argv[1]
     for name, (x, f) in sorted(cases().items()):
         d = os.path.join(out, name)

@@ -7,9 +7,7 @@ import (
 	"github.com/gcomp/gcomp/compiler"
 	"github.com/gcomp/gcomp/frontend"
 	"github.com/gcomp/gcomp/ir"
-	"github.com/gcomp/gcomp/runtime/executor"
 	"github.com/gcomp/gcomp/runtime/ref"
-	"github.com/gcomp/gcomp/runtime/simdev"
 	"github.com/gcomp/gcomp/tensor"
 )
 
@@ -34,16 +32,7 @@ func TestDropoutMasks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dev := simdev.New(simdev.Options{})
-	defer dev.Close()
-	prog, err := executor.Load(dev, res.Artifact)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prog.Close()
-	if err := prog.SetParams(nil); err != nil {
-		t.Fatal(err)
-	}
+	prog := simProgram(t, res.Artifact, nil)
 	x := tensor.New(ir.T(ir.F32, rows, cols))
 	for i := range x.F {
 		x.F[i] = 1

@@ -189,13 +189,28 @@ type torchCase struct {
 func loadTorchCase(t *testing.T, dir string, build func(*B, *T) []*T) torchCase {
 	t.Helper()
 	x := readNPY(t, dir, "x")
+	lookup := func(name string) *tensor.Tensor {
+		if !exists(dir, name) {
+			return nil
+		}
+		return readNPY(t, dir, name)
+	}
+	keys, _ := filepath.Glob(filepath.Join(dir, "p.*.npy"))
+	return torchGraph(t, filepath.Base(dir), build, ir.F32, x, lookup, len(keys))
+}
+
+// torchGraph builds the case called name in dtype dt (its input x and the module's parameters,
+// frontend.WithParamDType), with the loss Σ y·u where PyTorch's values (lookup: nil where absent)
+// have u, and binds PyTorch's parameters, of which there are nparams.
+func torchGraph(t *testing.T, name string, build func(*B, *T) []*T, dt ir.DType, x *tensor.Tensor, lookup func(string) *tensor.Tensor, nparams int) torchCase {
+	t.Helper()
 	var outs []string
-	var opts []frontend.Option
-	if strings.HasSuffix(dir, "_train") {
+	opts := []frontend.Option{frontend.WithParamDType(dt)}
+	if strings.HasSuffix(name, "_train") {
 		opts = append(opts, frontend.WithTraining())
 	}
 	g, err := frontend.Build("torch", func(b *frontend.Builder) {
-		ys := build(b, b.Input("x", ir.F32, x.Type.Shape...))
+		ys := build(b, b.Input("x", dt, x.Type.Shape...))
 		var loss *T
 		for i, y := range ys {
 			name, uname := "y", "u"
@@ -204,9 +219,8 @@ func loadTorchCase(t *testing.T, dir string, build func(*B, *T) []*T) torchCase 
 			}
 			b.Output(strings.ReplaceAll(name, ".", "_"), y)
 			outs = append(outs, name)
-			if exists(dir, uname) {
-				u := readNPY(t, dir, uname)
-				l := y.Mul(b.Tensor(reftest.Floats(u), ir.F32, u.Type.Shape...)).Sum()
+			if u := lookup(uname); u != nil {
+				l := y.Mul(b.Tensor(reftest.Floats(u), dt, u.Type.Shape...)).Sum()
 				if loss == nil {
 					loss = l
 				} else {
@@ -221,26 +235,25 @@ func loadTorchCase(t *testing.T, dir string, build func(*B, *T) []*T) torchCase 
 	if err != nil {
 		t.Fatal(err)
 	}
-	inputs := map[string]*tensor.Tensor{"x": tensor.FromFloats(ir.T(ir.F32, x.Type.Shape...), reftest.Floats(x))}
+	inputs := map[string]*tensor.Tensor{"x": tensor.FromFloats(ir.T(dt, x.Type.Shape...), reftest.Floats(x))}
 	params := map[string]*tensor.Tensor{}
 	wrt := []string{"x"}
 	for _, p := range g.Params() {
 		key := strings.TrimPrefix(p.Name, ".")
-		if !exists(dir, "p."+key) {
+		v := lookup("p." + key)
+		if v == nil {
 			t.Fatalf("parameter %s is not in PyTorch's state_dict", key)
 		}
-		v := readNPY(t, dir, "p."+key)
 		if !v.Type.Shape.Equal(p.Type.Shape) {
 			t.Fatalf("parameter %s is %v, PyTorch's %v", key, p.Type, v.Type.Shape)
 		}
 		params[p.Name] = tensor.FromFloats(p.Type, reftest.Floats(v))
-		if exists(dir, "gp."+key) {
+		if lookup("gp."+key) != nil {
 			wrt = append(wrt, p.Name)
 		}
 	}
-	keys, _ := filepath.Glob(filepath.Join(dir, "p.*.npy"))
-	if len(keys) != len(g.Params()) {
-		t.Fatalf("PyTorch's state_dict has %d entries, the module %d parameters", len(keys), len(g.Params()))
+	if nparams != len(g.Params()) {
+		t.Fatalf("PyTorch's state_dict has %d entries, the module %d parameters", nparams, len(g.Params()))
 	}
 	return torchCase{g, outs, wrt, inputs, params}
 }
@@ -330,19 +343,26 @@ func TestCompiledLayers(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			res, err := compiler.Compile(g, compiler.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			rep, err := check.Run(res.Artifact, c.inputs, c.params)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, o := range rep.Outputs {
-				if !o.Pass() {
-					t.Errorf("%s: %d elements outside tolerance (max abs %g, max rel %g); first %s", o.Name, o.Bad, o.MaxAbs, o.MaxRel, o.First)
-				}
-			}
+			checkCompiled(t, g, c, compiler.Options{})
 		})
+	}
+}
+
+// checkCompiled compiles g with opt and runs it on the PTX simulator with c's values, held to the
+// reference interpreter by check.Run's error bounds.
+func checkCompiled(t *testing.T, g *ir.Graph, c torchCase, opt compiler.Options) {
+	t.Helper()
+	res, err := compiler.Compile(g, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := check.Run(res.Artifact, c.inputs, c.params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range rep.Outputs {
+		if !o.Pass() {
+			t.Errorf("simulator: %s: %d elements outside tolerance (max abs %g, max rel %g); first %s", o.Name, o.Bad, o.MaxAbs, o.MaxRel, o.First)
+		}
 	}
 }

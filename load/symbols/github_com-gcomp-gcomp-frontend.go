@@ -82,6 +82,7 @@ func init() {
 		"Where":                     reflect.ValueOf(frontend.Where),
 		"WithBatch":                 reflect.ValueOf(frontend.WithBatch),
 		"WithDir":                   reflect.ValueOf(frontend.WithDir),
+		"WithParamDType":            reflect.ValueOf(frontend.WithParamDType),
 		"WithPosition":              reflect.ValueOf(frontend.WithPosition),
 		"WithTraining":              reflect.ValueOf(frontend.WithTraining),
 		"XavierUniform":             reflect.ValueOf(frontend.XavierUniform),
