@@ -34,6 +34,9 @@ type FitOptions struct {
 	// and closes it. Compiler are the options the step and the evaluation are compiled with.
 	Device   executor.Device
 	Compiler compiler.Options
+	// Parallel, when set, trains data-parallel over several devices (and processes) instead of
+	// on Device: see Parallel.
+	Parallel *Parallel
 
 	Train data.Dataset // shuffled every epoch, the last partial batch dropped
 	Test  data.Dataset // evaluated after every epoch, in eval mode; nil for none
@@ -127,6 +130,9 @@ func Fit(m *Model, o FitOptions) (*FitResult, error) {
 	}
 	if o.Train == nil {
 		return nil, fmt.Errorf("train: no training data")
+	}
+	if o.Parallel != nil {
+		return fitParallel(m, o)
 	}
 	step := o.Step
 	if step == nil {
@@ -252,7 +258,7 @@ func unit(d data.Dataset) string {
 // inference are independent). The mean loss divides the sum of the per-sample losses by the
 // samples' total weight as the loss's mean reduction does (the row count, the element count for
 // an elementwise loss, Σ w[yᵢ] for class weights).
-func evaluate(tr trainer, m *Model, d data.Dataset, flatten, noWorker bool) (*Metrics, error) {
+func evaluate(tr evaluator, m *Model, d data.Dataset, flatten, noWorker bool) (*Metrics, error) {
 	loader := &data.Loader{Data: d, Batch: m.Batch, Flatten: flatten, NoWorker: noWorker}
 	mt := &meter{l: m.Loss}
 	var loss, weight float64

@@ -30,6 +30,7 @@ type Program struct {
 	feedback map[string]*buffer
 	donate   map[string]bool   // feedback outputs whose buffer trades places with the input's
 	resident map[string]bool   // inputs whose value lives on the device between runs
+	linked   map[string]bool   // inputs that read another program's buffer (Link)
 	pf       prefetch          // double-buffered inputs (Prefetch)
 	pending  *Result           // launched, not yet waited for
 	graphs   bool              // UseGraphs
@@ -244,11 +245,14 @@ func (p *Program) checkTypes(kind string, values map[string]*ir.Type) error {
 	bufs := p.bufs[kind]
 	var missing, unknown []string
 	for name := range values {
-		if bufs[name] == nil {
+		if bufs[name] == nil || kind == artifact.ArgInput && p.linked[name] {
 			unknown = append(unknown, name)
 		}
 	}
 	for name := range bufs {
+		if p.linked[name] {
+			continue
+		}
 		if v, ok := values[name]; !ok || (v == nil && !p.resident[name]) {
 			missing = append(missing, name)
 		}
@@ -477,7 +481,7 @@ func (p *Program) Feedback(bindings map[string]string) error {
 		donate[out] = src != nil && src != dst && users[o.Name] == 1
 	}
 	p.feedback, p.resident, p.donate = fb, resident, donate
-	p.bind.everyRun = p.feedsParams()
+	p.bind.everyRun = p.feedsParams() || p.bind.shared
 	return nil
 }
 

@@ -1,0 +1,217 @@
+package train
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gcomp/gcomp/data"
+	"github.com/gcomp/gcomp/frontend"
+	"github.com/gcomp/gcomp/frontend/nn"
+	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/runtime/check"
+	"github.com/gcomp/gcomp/runtime/collective"
+	"github.com/gcomp/gcomp/runtime/executor"
+	"github.com/gcomp/gcomp/runtime/simdev"
+)
+
+// mixtureAt is mixtureModel at batch n.
+func mixtureAt(n int) func(*frontend.Builder) {
+	return func(b *frontend.Builder) {
+		x := b.Input("x", ir.F32, n, 2)
+		fc1, fc2 := nn.NewLinear(b, "fc1", 2, 16), nn.NewLinear(b, "fc2", 16, 3)
+		b.Output("logits", fc2.Forward(fc1.Forward(x).Relu()))
+	}
+}
+
+// refDevices is n ranks on the reference interpreter.
+func refDevices(n int) []executor.Device { return make([]executor.Device, n) }
+
+// comparable reports where got's parameters differ from want's beyond the comparison tolerance.
+func compareParams(t *testing.T, got, want *FitResult) {
+	t.Helper()
+	for name, w := range want.Params {
+		if o := check.Compare(name, got.Params[name], w, false); !o.Pass() {
+			t.Errorf("%s: %d elements differ, first %s", name, o.Bad, o.First)
+		}
+	}
+	for name, w := range want.State {
+		if o := check.Compare(name, got.State[name], w, false); !o.Pass() {
+			t.Errorf("state %s: %d elements differ, first %s", name, o.Bad, o.First)
+		}
+	}
+}
+
+// The contract of data-parallel training: N ranks at batch B/N train the parameters (and
+// optimizer state) one device trains at batch B, within the f32 tolerance, for SGD with momentum
+// and Adam; the epoch's loss and accuracy are the global batch's.
+func TestFitParallelEquivalence(t *testing.T) {
+	tr, _, err := data.ReadNPYDir("testdata/mixture")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := data.Head(tr, 96) // 6 steps at batch 16
+	const global = 16
+	for _, opt := range []struct {
+		name string
+		new  func() Optimizer
+	}{
+		{"sgd", func() Optimizer { return &SGD{LR: 0.1, Momentum: 0.9, Dampening: 0.1} }},
+		{"adam", adam01},
+	} {
+		l := Loss{Name: CrossEntropyLoss}
+		want, err := Fit(buildModel(t, mixtureAt(global), l), FitOptions{Optimizer: opt.new(), Train: d, Test: d, Epochs: 2, Seed: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range []int{1, 2, 4} {
+			t.Run(fmt.Sprintf("%s/%d", opt.name, n), func(t *testing.T) {
+				m := buildModel(t, mixtureAt(global/n), l)
+				got, err := Fit(m, FitOptions{Optimizer: opt.new(), Train: d, Test: d, Epochs: 2, Seed: 3, Parallel: &Parallel{Devices: refDevices(n)}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				compareParams(t, got, want)
+				for i, e := range got.Epochs {
+					w := want.Epochs[i]
+					if e.Train.Rows != w.Train.Rows || e.Steps != w.Steps {
+						t.Errorf("epoch %d: %d rows in %d steps, want %d in %d", e.Epoch, e.Train.Rows, e.Steps, w.Train.Rows, w.Steps)
+					}
+					if diff := e.Train.Loss - w.Train.Loss; diff > 1e-5 || diff < -1e-5 {
+						t.Errorf("epoch %d: train loss %v, want %v", e.Epoch, e.Train.Loss, w.Train.Loss)
+					}
+					if diff := e.Train.Accuracy - w.Train.Accuracy; diff > 1e-9 || diff < -1e-9 {
+						t.Errorf("epoch %d: train accuracy %v, want %v", e.Epoch, e.Train.Accuracy, w.Train.Accuracy)
+					}
+					if diff := e.Test.Loss - w.Test.Loss; diff > 1e-5 || diff < -1e-5 {
+						t.Errorf("epoch %d: test loss %v, want %v", e.Epoch, e.Test.Loss, w.Test.Loss)
+					}
+				}
+			})
+		}
+	}
+}
+
+// A split step run on one device computes what the step as one graph computes, bit for bit on
+// the reference interpreter: the update is the same code.
+func TestSplitStepIsTheStep(t *testing.T) {
+	tr, _, err := data.ReadNPYDir("testdata/mixture")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := data.Head(tr, 64)
+	m := buildModel(t, mixtureAt(16), Loss{Name: CrossEntropyLoss})
+	for _, amp := range []string{"", "f16"} {
+		want, err := Fit(m, FitOptions{Optimizer: adam01(), AMP: amp, Train: d, Epochs: 1, Seed: 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := Fit(m, FitOptions{Optimizer: adam01(), AMP: amp, Train: d, Epochs: 1, Seed: 5, Parallel: &Parallel{Devices: refDevices(1)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, w := range want.Params {
+			for i, v := range w.F {
+				if g := got.Params[name].F[i]; g != v {
+					t.Fatalf("AMP %q: %s[%d] = %v split, %v as one graph", amp, name, i, g, v)
+				}
+			}
+		}
+		for name, w := range want.State {
+			if g := got.State[name]; g == nil || g.At(0) != w.At(0) {
+				t.Fatalf("AMP %q: state %s differs", amp, name)
+			}
+		}
+	}
+}
+
+// Two ranks on the PTX simulator train what one simulated device trains at the global batch.
+func TestFitParallelOnSimulator(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: compiles and simulates train steps on three devices")
+	}
+	tr, _, err := data.ReadNPYDir("testdata/mixture")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := data.Head(tr, 32) // 2 steps
+	l := Loss{Name: CrossEntropyLoss}
+	want, err := Fit(buildModel(t, mixtureAt(16), l), FitOptions{Optimizer: adam01(), Train: d, Epochs: 1, Device: simdev.New(simdev.Options{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	devs := []executor.Device{simdev.New(simdev.Options{}), simdev.New(simdev.Options{})}
+	got, err := Fit(buildModel(t, mixtureAt(8), l), FitOptions{Optimizer: adam01(), Train: d, Epochs: 1, Parallel: &Parallel{Devices: devs}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	compareParams(t, got, want)
+}
+
+// The per-rank batch times the ranks must fit the data; a model whose rows are not the data's
+// is refused before any rank starts.
+func TestFitParallelErrors(t *testing.T) {
+	tr, _, err := data.ReadNPYDir("testdata/mixture")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := Loss{Name: CrossEntropyLoss}
+	m := buildModel(t, mixtureAt(16), l)
+	_, err = Fit(m, FitOptions{Optimizer: NewSGD(0.1), Train: data.Head(tr, 40), Epochs: 1, Parallel: &Parallel{Devices: refDevices(4)}})
+	if err == nil || !strings.Contains(err.Error(), "no global batch of 64 (4 ranks × 16)") {
+		t.Errorf("40 rows over 4 ranks of 16: %v", err)
+	}
+	_, err = Fit(m, FitOptions{Optimizer: NewSGD(0.1), Train: tr, Epochs: 1, Parallel: &Parallel{}})
+	if err == nil || !strings.Contains(err.Error(), "no devices") {
+		t.Errorf("no devices: %v", err)
+	}
+}
+
+// failingComm is a communicator whose all-reduces fail from the given call on.
+type failingComm struct {
+	collective.Comm
+	after int
+	calls int
+}
+
+func (f *failingComm) AllReduce(send, recv executor.Ptr, count int, dt ir.DType, op collective.Op, s collective.Stream) error {
+	if f.calls++; f.calls > f.after {
+		return errors.New("link down")
+	}
+	return f.Comm.AllReduce(send, recv, count, dt, op, s)
+}
+
+// A rank whose communicator fails ends training on every rank with an error naming it, without
+// waiting for the collective's timeout.
+func TestFitParallelRankFails(t *testing.T) {
+	tr, _, err := data.ReadNPYDir("testdata/mixture")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := buildModel(t, mixtureAt(8), Loss{Name: CrossEntropyLoss})
+	comms := func(mems []collective.Memory) ([]collective.Comm, error) {
+		cs, err := collective.NewLocal(mems, collective.Options{Timeout: time.Minute})
+		if err != nil {
+			return nil, err
+		}
+		cs[1] = &failingComm{Comm: cs[1], after: 3}
+		return cs, nil
+	}
+	start := time.Now()
+	_, err = Fit(m, FitOptions{Optimizer: NewSGD(0.1), Train: data.Head(tr, 64), Epochs: 1, Parallel: &Parallel{Devices: refDevices(2), Comms: comms}})
+	if err == nil || !strings.Contains(err.Error(), "rank 1 (ref)") || !strings.Contains(err.Error(), "link down") {
+		t.Errorf("got %v, want rank 1's link down", err)
+	}
+	if took := time.Since(start); took > 30*time.Second {
+		t.Errorf("took %v: the other rank waited for the timeout", took)
+	}
+}
+
+// adam01 is Adam with learning rate 0.01.
+func adam01() Optimizer {
+	o := NewAdam()
+	o.LR = 0.01
+	return o
+}
