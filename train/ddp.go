@@ -21,7 +21,11 @@ import (
 )
 
 // DefaultBucketBytes caps a gradient bucket: DistributedDataParallel's bucket_cap_mb, 25 MB.
-const DefaultBucketBytes = 25 << 20
+// FirstBucketBytes caps the first bucket, so that communication starts early (DDP's 1 MB).
+const (
+	DefaultBucketBytes = 25 << 20
+	FirstBucketBytes   = 1 << 20
+)
 
 // Parallel makes Fit train data-parallel, as PyTorch's DistributedDataParallel does: one rank
 // per device, each with the model at the per-rank batch (Model.Batch), the global batch being
@@ -48,6 +52,9 @@ type ddp struct {
 	mems  []rankMemory
 	names []string       // each rank's name in errors: "rank 1 (sim)"
 	stats []executor.Ptr // each rank's scratch for reducing losses and metrics (8 float64)
+	// streams are the ranks' devices' compute streams (0 where a device has none): the
+	// collectives go on them, ordered after the kernels that produced their buffers.
+	streams []collective.Stream
 	// buckets are the trained parameters in reverse order, cut where a bucket would pass the cap.
 	buckets [][]string
 }
@@ -89,7 +96,7 @@ func (d *ddp) broadcast(i int) error {
 	}
 	for _, name := range slices.Sorted(maps.Keys(bufs)) {
 		b := bufs[name]
-		if err := c.Broadcast(b.ptr, b.ptr, b.typ.Shape.NumElements(), b.typ.DType, 0, 0); err != nil {
+		if err := c.Broadcast(b.ptr, b.ptr, b.typ.Shape.NumElements(), b.typ.DType, 0, d.streams[i]); err != nil {
 			c.GroupEnd()
 			return fmt.Errorf("broadcasting %s: %w", name, err)
 		}
@@ -114,7 +121,7 @@ func (d *ddp) allReduceGrads(i int) error {
 		for _, p := range bucket {
 			b, err := d.ranks[i].grad(p)
 			if err == nil {
-				err = c.AllReduce(b.ptr, b.ptr, b.typ.Shape.NumElements(), b.typ.DType, collective.Avg, 0)
+				err = c.AllReduce(b.ptr, b.ptr, b.typ.Shape.NumElements(), b.typ.DType, collective.Avg, d.streams[i])
 			}
 			if err != nil {
 				c.GroupEnd()
@@ -141,7 +148,7 @@ func (d *ddp) reduce(i int, vals []float64, op collective.Op) ([]float64, error)
 	if err := mem.Write(p, buf); err != nil {
 		return nil, err
 	}
-	if err := c.AllReduce(p, p, len(vals), ir.F64, op, 0); err != nil {
+	if err := c.AllReduce(p, p, len(vals), ir.F64, op, d.streams[i]); err != nil {
 		return nil, err
 	}
 	if err := c.Wait(); err != nil {
@@ -171,15 +178,19 @@ func (d *ddp) close() {
 	}
 }
 
-// makeBuckets cuts the parameters, last first, into buckets of at most limit bytes (a larger
-// parameter is a bucket of its own).
+// makeBuckets cuts the parameters, last first, into buckets of at most limit bytes, the first of
+// at most FirstBucketBytes as DDP's (a larger parameter is a bucket of its own).
 func makeBuckets(g *ir.Graph, params []string, limit int64) [][]string {
 	var out [][]string
 	var cur []string
 	var size int64
 	for _, p := range slices.Backward(params) {
 		n := int64(g.Lookup(p).Type.Bytes())
-		if len(cur) > 0 && size+n > limit {
+		capBytes := limit
+		if len(out) == 0 {
+			capBytes = min(limit, FirstBucketBytes)
+		}
+		if len(cur) > 0 && size+n > capBytes {
 			out, cur, size = append(out, cur), nil, 0
 		}
 		cur, size = append(cur, p), size+n
@@ -235,13 +246,16 @@ func fitParallel(m *Model, o FitOptions) (*FitResult, error) {
 		}
 	}
 
-	d := &ddp{ranks: make([]ddpRank, n), mems: make([]rankMemory, n), names: make([]string, n), stats: make([]executor.Ptr, n)}
+	d := &ddp{ranks: make([]ddpRank, n), mems: make([]rankMemory, n), names: make([]string, n), stats: make([]executor.Ptr, n), streams: make([]collective.Stream, n)}
 	mems := make([]collective.Memory, n)
 	for i, dev := range p.Devices {
 		if dev == nil {
 			d.mems[i] = NewHostMemory()
 		} else {
 			d.mems[i] = dev
+		}
+		if s, ok := dev.(interface{ ComputeStream() uintptr }); ok {
+			d.streams[i] = collective.Stream(s.ComputeStream())
 		}
 		mems[i] = d.mems[i]
 	}

@@ -3,6 +3,7 @@ package train
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/gcomp/gcomp/runtime/collective"
 	"github.com/gcomp/gcomp/runtime/executor"
 	"github.com/gcomp/gcomp/runtime/simdev"
+	"github.com/gcomp/gcomp/tensor"
 )
 
 // mixtureAt is mixtureModel at batch n.
@@ -29,16 +31,23 @@ func mixtureAt(n int) func(*frontend.Builder) {
 // refDevices is n ranks on the reference interpreter.
 func refDevices(n int) []executor.Device { return make([]executor.Device, n) }
 
-// comparable reports where got's parameters differ from want's beyond the comparison tolerance.
+// compareParams reports where got's parameters and state differ from want's beyond the
+// comparison tolerance of f32.
 func compareParams(t *testing.T, got, want *FitResult) {
 	t.Helper()
+	compareParamsIn(t, got, want, ir.F32)
+}
+
+// compareParamsIn is compareParams with the tolerance of values computed in prec.
+func compareParamsIn(t *testing.T, got, want *FitResult, prec ir.DType) {
+	t.Helper()
 	for name, w := range want.Params {
-		if o := check.Compare(name, got.Params[name], w, false); !o.Pass() {
+		if o := check.CompareIn(name, got.Params[name], w, prec, false); !o.Pass() {
 			t.Errorf("%s: %d elements differ, first %s", name, o.Bad, o.First)
 		}
 	}
 	for name, w := range want.State {
-		if o := check.Compare(name, got.State[name], w, false); !o.Pass() {
+		if o := check.CompareIn(name, got.State[name], w, prec, false); !o.Pass() {
 			t.Errorf("state %s: %d elements differ, first %s", name, o.Bad, o.First)
 		}
 	}
@@ -46,7 +55,8 @@ func compareParams(t *testing.T, got, want *FitResult) {
 
 // The contract of data-parallel training: N ranks at batch B/N train the parameters (and
 // optimizer state) one device trains at batch B, within the f32 tolerance, for SGD with momentum
-// and Adam; the epoch's loss and accuracy are the global batch's.
+// and Adam (and within bf16's with bf16 autocast, whose contractions round their per-rank sums to
+// bf16); the epoch's loss and accuracy are the global batch's.
 func TestFitParallelEquivalence(t *testing.T) {
 	tr, _, err := data.ReadNPYDir("testdata/mixture")
 	if err != nil {
@@ -57,35 +67,42 @@ func TestFitParallelEquivalence(t *testing.T) {
 	for _, opt := range []struct {
 		name string
 		new  func() Optimizer
+		amp  string
 	}{
-		{"sgd", func() Optimizer { return &SGD{LR: 0.1, Momentum: 0.9, Dampening: 0.1} }},
-		{"adam", adam01},
+		{"sgd", func() Optimizer { return &SGD{LR: 0.1, Momentum: 0.9, Dampening: 0.1} }, ""},
+		{"adam", adam01, ""},
+		{"adam-bf16", adam01, "bf16"},
 	} {
 		l := Loss{Name: CrossEntropyLoss}
-		want, err := Fit(buildModel(t, mixtureAt(global), l), FitOptions{Optimizer: opt.new(), Train: d, Test: d, Epochs: 2, Seed: 3})
+		want, err := Fit(buildModel(t, mixtureAt(global), l), FitOptions{Optimizer: opt.new(), AMP: opt.amp, Train: d, Test: d, Epochs: 2, Seed: 3})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, n := range []int{1, 2, 4} {
 			t.Run(fmt.Sprintf("%s/%d", opt.name, n), func(t *testing.T) {
 				m := buildModel(t, mixtureAt(global/n), l)
-				got, err := Fit(m, FitOptions{Optimizer: opt.new(), Train: d, Test: d, Epochs: 2, Seed: 3, Parallel: &Parallel{Devices: refDevices(n)}})
+				got, err := Fit(m, FitOptions{Optimizer: opt.new(), AMP: opt.amp, Train: d, Test: d, Epochs: 2, Seed: 3, Parallel: &Parallel{Devices: refDevices(n)}})
 				if err != nil {
 					t.Fatal(err)
 				}
-				compareParams(t, got, want)
+				prec, tol := ir.F32, 1e-5 // the losses' tolerance: f32's, or bf16's relative 2⁻⁸
+				if opt.amp != "" {
+					prec, tol = ir.BF16, 4e-3
+				}
+				compareParamsIn(t, got, want, prec)
+				t.Logf("largest difference from one device: %.3g of the parameter's RMS", maxRelDiff(got.Params, want.Params))
 				for i, e := range got.Epochs {
 					w := want.Epochs[i]
 					if e.Train.Rows != w.Train.Rows || e.Steps != w.Steps {
 						t.Errorf("epoch %d: %d rows in %d steps, want %d in %d", e.Epoch, e.Train.Rows, e.Steps, w.Train.Rows, w.Steps)
 					}
-					if diff := e.Train.Loss - w.Train.Loss; diff > 1e-5 || diff < -1e-5 {
+					if diff := e.Train.Loss - w.Train.Loss; diff > tol || diff < -tol {
 						t.Errorf("epoch %d: train loss %v, want %v", e.Epoch, e.Train.Loss, w.Train.Loss)
 					}
 					if diff := e.Train.Accuracy - w.Train.Accuracy; diff > 1e-9 || diff < -1e-9 {
 						t.Errorf("epoch %d: train accuracy %v, want %v", e.Epoch, e.Train.Accuracy, w.Train.Accuracy)
 					}
-					if diff := e.Test.Loss - w.Test.Loss; diff > 1e-5 || diff < -1e-5 {
+					if diff := e.Test.Loss - w.Test.Loss; diff > tol || diff < -tol {
 						t.Errorf("epoch %d: test loss %v, want %v", e.Epoch, e.Test.Loss, w.Test.Loss)
 					}
 				}
@@ -148,6 +165,7 @@ func TestFitParallelOnSimulator(t *testing.T) {
 		t.Fatal(err)
 	}
 	compareParams(t, got, want)
+	t.Logf("largest difference from one device: %.3g of the parameter's RMS", maxRelDiff(got.Params, want.Params))
 }
 
 // The per-rank batch times the ranks must fit the data; a model whose rows are not the data's
@@ -214,4 +232,80 @@ func adam01() Optimizer {
 	o := NewAdam()
 	o.LR = 0.01
 	return o
+}
+
+// Buckets hold the parameters last first, the first bucket capped at 1 MB and the others at the
+// cap, a parameter larger than the cap alone in its bucket (DDP's bucketing).
+func TestMakeBuckets(t *testing.T) {
+	g := ir.NewGraph("b")
+	sizes := map[string]int{"a": 100 << 10, "b": 600 << 10, "c": 600 << 10, "d": 3 << 20, "e": 300 << 10, "f": 200 << 10}
+	var names []string
+	for _, n := range []string{"a", "b", "c", "d", "e", "f"} {
+		g.Param(n, ir.T(ir.U8, sizes[n]), nil)
+		names = append(names, n)
+	}
+	got := makeBuckets(g, names, 2<<20)
+	want := [][]string{{"f", "e"}, {"d"}, {"c", "b", "a"}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("buckets %v, want %v", got, want)
+	}
+}
+
+// maxRelDiff is the largest |got − want| of any element over the RMS of its parameter in want.
+func maxRelDiff(got, want map[string]*tensor.Tensor) float64 {
+	worst := 0.0
+	for name, w := range want {
+		var ss float64
+		for _, v := range w.F {
+			ss += v * v
+		}
+		rms := math.Sqrt(ss / float64(len(w.F)))
+		for i, v := range w.F {
+			worst = max(worst, math.Abs(got[name].F[i]-v)/rms)
+		}
+	}
+	return worst
+}
+
+// Two epochs in one data-parallel run and one epoch, a checkpoint, and one more resumed from it
+// train the same bits: the checkpoint holds rank 0's weights and state, broadcast to every rank
+// on resuming.
+func TestFitParallelResume(t *testing.T) {
+	tr, _, err := data.ReadNPYDir("testdata/mixture")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := data.Head(tr, 64)
+	m := buildModel(t, mixtureAt(8), Loss{Name: CrossEntropyLoss})
+	par := &Parallel{Devices: refDevices(2)}
+	want, err := Fit(m, FitOptions{Optimizer: adam01(), Train: d, Epochs: 2, Seed: 7, Parallel: par})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ckpt := t.TempDir() + "/c.safetensors"
+	if _, err := Fit(m, FitOptions{Optimizer: adam01(), Train: d, Epochs: 1, Seed: 7, Parallel: par, Save: ckpt}); err != nil {
+		t.Fatal(err)
+	}
+	full, err := m.Step(adam01(), Options{Seed: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	from, err := full.Resume(ckpt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Fit(m, FitOptions{Optimizer: adam01(), Train: d, Epochs: 1, Seed: 7, Parallel: par, Resume: from})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := got.Epochs[0]; e.Epoch != 2 || e.Steps != 8 {
+		t.Errorf("resumed epoch %d after %d steps, want 2 after 8", e.Epoch, e.Steps)
+	}
+	for name, w := range want.Params {
+		for i, v := range w.F {
+			if g := got.Params[name].F[i]; g != v {
+				t.Fatalf("%s[%d] = %v resumed, %v in one run", name, i, g, v)
+			}
+		}
+	}
 }
