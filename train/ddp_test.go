@@ -28,6 +28,16 @@ func mixtureAt(n int) func(*frontend.Builder) {
 	}
 }
 
+// mixtureRows is the first n rows of testdata/mixture.
+func mixtureRows(t *testing.T, n int) data.Dataset {
+	t.Helper()
+	tr, _, err := data.ReadNPYDir("testdata/mixture")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data.Head(tr, n)
+}
+
 // refDevices is n ranks on the reference interpreter.
 func refDevices(n int) []executor.Device { return make([]executor.Device, n) }
 
@@ -58,11 +68,7 @@ func compareParamsIn(t *testing.T, got, want *FitResult, prec ir.DType) {
 // and Adam (and within bf16's with bf16 autocast, whose contractions round their per-rank sums to
 // bf16); the epoch's loss and accuracy are the global batch's.
 func TestFitParallelEquivalence(t *testing.T) {
-	tr, _, err := data.ReadNPYDir("testdata/mixture")
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := data.Head(tr, 96) // 6 steps at batch 16
+	d := mixtureRows(t, 96) // 6 steps at batch 16
 	const global = 16
 	for _, opt := range []struct {
 		name string
@@ -114,11 +120,7 @@ func TestFitParallelEquivalence(t *testing.T) {
 // A split step run on one device computes what the step as one graph computes, bit for bit on
 // the reference interpreter: the update is the same code.
 func TestSplitStepIsTheStep(t *testing.T) {
-	tr, _, err := data.ReadNPYDir("testdata/mixture")
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := data.Head(tr, 64)
+	d := mixtureRows(t, 64)
 	m := buildModel(t, mixtureAt(16), Loss{Name: CrossEntropyLoss})
 	for _, amp := range []string{"", "f16"} {
 		want, err := Fit(m, FitOptions{Optimizer: adam01(), AMP: amp, Train: d, Epochs: 1, Seed: 5})
@@ -149,11 +151,7 @@ func TestFitParallelOnSimulator(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: compiles and simulates train steps on three devices")
 	}
-	tr, _, err := data.ReadNPYDir("testdata/mixture")
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := data.Head(tr, 32) // 2 steps
+	d := mixtureRows(t, 32) // 2 steps
 	l := Loss{Name: CrossEntropyLoss}
 	want, err := Fit(buildModel(t, mixtureAt(16), l), FitOptions{Optimizer: adam01(), Train: d, Epochs: 1, Device: simdev.New(simdev.Options{})})
 	if err != nil {
@@ -171,17 +169,13 @@ func TestFitParallelOnSimulator(t *testing.T) {
 // The per-rank batch times the ranks must fit the data; a model whose rows are not the data's
 // is refused before any rank starts.
 func TestFitParallelErrors(t *testing.T) {
-	tr, _, err := data.ReadNPYDir("testdata/mixture")
-	if err != nil {
-		t.Fatal(err)
-	}
 	l := Loss{Name: CrossEntropyLoss}
 	m := buildModel(t, mixtureAt(16), l)
-	_, err = Fit(m, FitOptions{Optimizer: NewSGD(0.1), Train: data.Head(tr, 40), Epochs: 1, Parallel: &Parallel{Devices: refDevices(4)}})
+	_, err := Fit(m, FitOptions{Optimizer: NewSGD(0.1), Train: mixtureRows(t, 40), Epochs: 1, Parallel: &Parallel{Devices: refDevices(4)}})
 	if err == nil || !strings.Contains(err.Error(), "no global batch of 64 (4 ranks × 16)") {
 		t.Errorf("40 rows over 4 ranks of 16: %v", err)
 	}
-	_, err = Fit(m, FitOptions{Optimizer: NewSGD(0.1), Train: tr, Epochs: 1, Parallel: &Parallel{}})
+	_, err = Fit(m, FitOptions{Optimizer: NewSGD(0.1), Train: mixtureRows(t, 64), Epochs: 1, Parallel: &Parallel{}})
 	if err == nil || !strings.Contains(err.Error(), "no devices") {
 		t.Errorf("no devices: %v", err)
 	}
@@ -204,10 +198,6 @@ func (f *failingComm) AllReduce(send, recv executor.Ptr, count int, dt ir.DType,
 // A rank whose communicator fails ends training on every rank with an error naming it, without
 // waiting for the collective's timeout.
 func TestFitParallelRankFails(t *testing.T) {
-	tr, _, err := data.ReadNPYDir("testdata/mixture")
-	if err != nil {
-		t.Fatal(err)
-	}
 	m := buildModel(t, mixtureAt(8), Loss{Name: CrossEntropyLoss})
 	comms := func(mems []collective.Memory) ([]collective.Comm, error) {
 		cs, err := collective.NewLocal(mems, collective.Options{Timeout: time.Minute})
@@ -218,7 +208,7 @@ func TestFitParallelRankFails(t *testing.T) {
 		return cs, nil
 	}
 	start := time.Now()
-	_, err = Fit(m, FitOptions{Optimizer: NewSGD(0.1), Train: data.Head(tr, 64), Epochs: 1, Parallel: &Parallel{Devices: refDevices(2), Comms: comms}})
+	_, err := Fit(m, FitOptions{Optimizer: NewSGD(0.1), Train: mixtureRows(t, 64), Epochs: 1, Parallel: &Parallel{Devices: refDevices(2), Comms: comms}})
 	if err == nil || !strings.Contains(err.Error(), "rank 1 (ref)") || !strings.Contains(err.Error(), "link down") {
 		t.Errorf("got %v, want rank 1's link down", err)
 	}
@@ -271,11 +261,7 @@ func maxRelDiff(got, want map[string]*tensor.Tensor) float64 {
 // train the same bits: the checkpoint holds rank 0's weights and state, broadcast to every rank
 // on resuming.
 func TestFitParallelResume(t *testing.T) {
-	tr, _, err := data.ReadNPYDir("testdata/mixture")
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := data.Head(tr, 64)
+	d := mixtureRows(t, 64)
 	m := buildModel(t, mixtureAt(8), Loss{Name: CrossEntropyLoss})
 	par := &Parallel{Devices: refDevices(2)}
 	want, err := Fit(m, FitOptions{Optimizer: adam01(), Train: d, Epochs: 2, Seed: 7, Parallel: par})

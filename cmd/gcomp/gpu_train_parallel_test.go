@@ -13,13 +13,7 @@ import (
 // compares the checkpoint with cuda:0's alone at batch 16, within the f32 tolerance. It needs two
 // GPUs and NCCL: with fewer GPUs or no libnccl.so.2 it skips; once both are there a failure fails.
 func TestGPUTrainParallel(t *testing.T) {
-	r := device.Probe(device.Options{})
-	if !r.Usable() {
-		t.Skip(r.Reason)
-	}
-	if len(r.GPUs) < 2 {
-		t.Skipf("%d GPU; data-parallel training needs two", len(r.GPUs))
-	}
+	r := twoGPUs(t, "data-parallel training")
 	if _, err := nccl.Load(""); err != nil {
 		t.Skip(err)
 	}
@@ -32,4 +26,17 @@ func TestGPUTrainParallel(t *testing.T) {
 		runTrain(t, append(common, "--device", "cuda:all", "--save", "all.safetensors")...)
 		sameCheckpoint(t, "all.safetensors", "one.safetensors")
 	}
+}
+
+// twoGPUs skips the test, which does what, unless the driver sees at least two GPUs.
+func twoGPUs(t *testing.T, what string) *device.Report {
+	t.Helper()
+	r := device.Probe(device.Options{})
+	if !r.Usable() {
+		t.Skip(r.Reason)
+	}
+	if len(r.GPUs) < 2 {
+		t.Skipf("%d GPU; %s needs two", len(r.GPUs), what)
+	}
+	return r
 }
