@@ -43,6 +43,9 @@ type Parallel struct {
 	Comms func(mems []collective.Memory) ([]collective.Comm, error)
 	// BucketBytes caps a bucket of gradients all-reduced together (0: DefaultBucketBytes).
 	BucketBytes int64
+	// NoOverlap issues every bucket after the backward pass instead of each as soon as the
+	// kernels writing its gradients are queued (compiled devices). Both compute the same.
+	NoOverlap bool
 }
 
 // ddp is a data-parallel run: this process's ranks and their communicators.
@@ -57,6 +60,8 @@ type ddp struct {
 	streams []collective.Stream
 	// buckets are the trained parameters in reverse order, cut where a bucket would pass the cap.
 	buckets [][]string
+	// issued is how many buckets each rank has issued in the current step.
+	issued []int
 }
 
 // each runs f for every local rank, each in a goroutine of its own. The first rank to fail
@@ -110,31 +115,66 @@ func (d *ddp) broadcast(i int) error {
 	return d.ranks[i].sync()
 }
 
-// allReduceGrads averages rank i's gradients over the ranks, bucket by bucket: each bucket's
-// all-reduces are issued as one group, in reverse parameter order as DDP does.
-func (d *ddp) allReduceGrads(i int) error {
+// issueBucket queues the averaging of bucket k of rank i's gradients over the ranks, its
+// all-reduces as one group.
+func (d *ddp) issueBucket(i, k int) error {
 	c := d.comms[i]
-	for _, bucket := range d.buckets {
-		if err := c.GroupStart(); err != nil {
-			return err
+	if err := c.GroupStart(); err != nil {
+		return err
+	}
+	for _, p := range d.buckets[k] {
+		b, err := d.ranks[i].grad(p)
+		if err == nil {
+			err = c.AllReduce(b.ptr, b.ptr, b.typ.Shape.NumElements(), b.typ.DType, collective.Avg, d.streams[i])
 		}
-		for _, p := range bucket {
-			b, err := d.ranks[i].grad(p)
-			if err == nil {
-				err = c.AllReduce(b.ptr, b.ptr, b.typ.Shape.NumElements(), b.typ.DType, collective.Avg, d.streams[i])
-			}
-			if err != nil {
-				c.GroupEnd()
-				return fmt.Errorf("all-reducing the gradient of %s: %w", p, err)
-			}
+		if err != nil {
+			c.GroupEnd()
+			return fmt.Errorf("all-reducing the gradient of %s: %w", p, err)
 		}
-		if err := c.GroupEnd(); err != nil {
+	}
+	return c.GroupEnd()
+}
+
+// allReduceGrads averages rank i's gradients over the ranks: it issues the buckets the backward
+// pass did not issue (all of them, without overlap) in order and waits for every one.
+func (d *ddp) allReduceGrads(i int) error {
+	for ; d.issued[i] < len(d.buckets); d.issued[i]++ {
+		if err := d.issueBucket(i, d.issued[i]); err != nil {
 			return err
 		}
 	}
-	if err := c.Wait(); err != nil {
+	if err := d.comms[i].Wait(); err != nil {
 		return fmt.Errorf("all-reducing the gradients: %w", err)
 	}
+	return nil
+}
+
+// overlap makes a compiled rank issue each bucket during the backward pass, right after the last
+// kernel that writes one of its gradients is queued, so that the bucket is averaged while the
+// rest of backward computes. The buckets still go in their order on every rank: a bucket whose
+// gradients are ready before an earlier bucket's goes with that one.
+func (d *ddp) overlap(i int, c *compiledRank) error {
+	at := make([]int, len(d.buckets)) // the kernel after which bucket k goes
+	for k, bucket := range d.buckets {
+		for _, p := range bucket {
+			j, err := c.grd.LastUse(GradPrefix + p)
+			if err != nil {
+				return err
+			}
+			at[k] = max(at[k], j)
+		}
+		if k > 0 {
+			at[k] = max(at[k], at[k-1])
+		}
+	}
+	c.grd.OnLaunch(func(j int) error {
+		for ; d.issued[i] < len(d.buckets) && at[d.issued[i]] <= j; d.issued[i]++ {
+			if err := d.issueBucket(i, d.issued[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 	return nil
 }
 
@@ -246,7 +286,7 @@ func fitParallel(m *Model, o FitOptions) (*FitResult, error) {
 		}
 	}
 
-	d := &ddp{ranks: make([]ddpRank, n), mems: make([]rankMemory, n), names: make([]string, n), stats: make([]executor.Ptr, n), streams: make([]collective.Stream, n)}
+	d := &ddp{ranks: make([]ddpRank, n), mems: make([]rankMemory, n), names: make([]string, n), stats: make([]executor.Ptr, n), streams: make([]collective.Stream, n), issued: make([]int, n)}
 	mems := make([]collective.Memory, n)
 	for i, dev := range p.Devices {
 		if dev == nil {
@@ -326,6 +366,11 @@ func fitParallel(m *Model, o FitOptions) (*FitResult, error) {
 		if err != nil {
 			return err
 		}
+		if c, ok := d.ranks[i].(*compiledRank); ok && !p.NoOverlap {
+			if err := d.overlap(i, c); err != nil {
+				return err
+			}
+		}
 		return d.broadcast(i)
 	})
 	if err != nil {
@@ -358,6 +403,7 @@ func fitParallel(m *Model, o FitOptions) (*FitResult, error) {
 			err := d.each(func(i int) error {
 				lo := d.comms[i].Rank() * m.Batch
 				x, y := shardRows(b.X, lo, lo+m.Batch), shardRows(b.Y, lo, lo+m.Batch)
+				d.issued[i] = 0
 				out, err := d.ranks[i].backward(map[string]*tensor.Tensor{m.Input: x, m.Target: y})
 				if err != nil {
 					return err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +15,8 @@ import (
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/runtime/check"
 	"github.com/gcomp/gcomp/runtime/collective"
+	"github.com/gcomp/gcomp/runtime/cuda"
+	"github.com/gcomp/gcomp/runtime/cuda/simdriver"
 	"github.com/gcomp/gcomp/runtime/executor"
 	"github.com/gcomp/gcomp/runtime/simdev"
 	"github.com/gcomp/gcomp/tensor"
@@ -294,4 +297,140 @@ func TestFitParallelResume(t *testing.T) {
 			}
 		}
 	}
+}
+
+// logDevice is a simulated device that logs its launches, by module in load order.
+type logDevice struct {
+	executor.Device
+	log     *callLog
+	modules int
+}
+
+func (d *logDevice) Load(ptx []byte) (executor.Module, error) {
+	m, err := d.Device.Load(ptx)
+	d.modules++
+	return &logModule{Module: m, log: d.log, id: d.modules}, err
+}
+
+type logModule struct {
+	executor.Module
+	log *callLog
+	id  int
+}
+
+func (m *logModule) Launch(kernel string, cfg executor.LaunchConfig, args []executor.Ptr) (*executor.Counters, error) {
+	m.log.add(fmt.Sprintf("launch %d", m.id))
+	return m.Module.Launch(kernel, cfg, args)
+}
+
+// logComm logs its all-reduces of float32 (the gradients').
+type logComm struct {
+	collective.Comm
+	log *callLog
+}
+
+func (c *logComm) AllReduce(send, recv executor.Ptr, count int, dt ir.DType, op collective.Op, s collective.Stream) error {
+	if dt == ir.F32 {
+		c.log.add("allreduce")
+	}
+	return c.Comm.AllReduce(send, recv, count, dt, op, s)
+}
+
+type callLog struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (l *callLog) add(s string) {
+	l.mu.Lock()
+	l.calls = append(l.calls, s)
+	l.mu.Unlock()
+}
+
+// On compiled ranks each bucket's all-reduce is issued as soon as the kernels writing its
+// gradients are queued, before the backward pass ends (and trains the same parameters as
+// issuing them all after it); with NoOverlap every all-reduce comes after the last backward
+// kernel.
+func TestFitParallelOverlap(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: compiles and simulates train steps")
+	}
+	d := mixtureRows(t, 16) // one step
+	m := buildModel(t, mixtureAt(8), Loss{Name: CrossEntropyLoss})
+	var results []*FitResult
+	for _, noOverlap := range []bool{false, true} {
+		logs := []*callLog{{}, {}}
+		devs := []executor.Device{&logDevice{Device: simdev.New(simdev.Options{}), log: logs[0]}, &logDevice{Device: simdev.New(simdev.Options{}), log: logs[1]}}
+		comms := func(mems []collective.Memory) ([]collective.Comm, error) {
+			cs, err := collective.NewLocal(mems, collective.Options{})
+			for i := range cs {
+				cs[i] = &logComm{Comm: cs[i], log: logs[i]}
+			}
+			return cs, err
+		}
+		// A bucket per parameter: 4 all-reduces, fc2's gradients before fc1's.
+		res, err := Fit(m, FitOptions{Optimizer: adam01(), Train: d, Epochs: 1, Parallel: &Parallel{Devices: devs, Comms: comms, BucketBytes: 16, NoOverlap: noOverlap}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		results = append(results, res)
+		for r, l := range logs {
+			// Module 1 is the update's, module 2 the gradients'.
+			first, last, n := -1, -1, 0
+			for k, c := range l.calls {
+				switch c {
+				case "allreduce":
+					n++
+					if first < 0 {
+						first = k
+					}
+				case "launch 2":
+					last = k
+				}
+			}
+			t.Logf("no overlap %v, rank %d: %v", noOverlap, r, l.calls)
+			if n != 4 {
+				t.Errorf("rank %d: %d all-reduces of gradients, want 4", r, n)
+			}
+			if overlapped := first < last; overlapped == noOverlap {
+				t.Errorf("no overlap %v, rank %d: the first all-reduce is call %d, the last backward kernel %d", noOverlap, r, first, last)
+			}
+		}
+	}
+	for name, w := range results[1].Params {
+		for i, v := range w.F {
+			if g := results[0].Params[name].F[i]; g != v {
+				t.Fatalf("%s[%d] = %v overlapped, %v not", name, i, g, v)
+			}
+		}
+	}
+}
+
+// Ranks on runtime/cuda's device over the simulator-backed driver (streams, events, queued
+// work) train what one simulated device trains: the collectives' reads and writes of device
+// memory are ordered on the device's stream after the backward kernels queued before them.
+func TestFitParallelOnCUDADriver(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: compiles and simulates train steps on three devices")
+	}
+	d := mixtureRows(t, 32)
+	l := Loss{Name: CrossEntropyLoss}
+	want, err := Fit(buildModel(t, mixtureAt(16), l), FitOptions{Optimizer: adam01(), Train: d, Epochs: 1, Device: simdev.New(simdev.Options{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var devs []executor.Device
+	for range 2 {
+		dev, err := cuda.Open(simdriver.New(), 0, cuda.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer dev.Close()
+		devs = append(devs, dev)
+	}
+	got, err := Fit(buildModel(t, mixtureAt(8), l), FitOptions{Optimizer: adam01(), Train: d, Epochs: 1, Parallel: &Parallel{Devices: devs, BucketBytes: 16}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	compareParams(t, got, want)
 }

@@ -46,16 +46,18 @@ func (p *Program) LoadSharing(dev Device, a *artifact.Artifact) (*Program, error
 	return q, nil
 }
 
-// Link makes p's input read the buffer of from's output or input name, on the same device
+// Link makes p's input read the buffer of from's output (by the model's name) or input name, on the same device
 // memory, in place: Run no longer takes the input, and p reads whatever from's last run left
-// there (a gradient from.Run computed, reduced in between). from must stay open while p is in
-// use. Link before Feedback and Stage.
+// there (a gradient from.Run computed, reduced in between). An output so linked stays on the
+// device: from's Run no longer copies it to the host (where it would race with work on it
+// between the runs). from must stay open while p is in use. Link before Feedback and Stage.
 func (p *Program) Link(input string, from *Program, name string) error {
 	b := p.bufs[artifact.ArgInput][input]
 	if b == nil {
 		return fmt.Errorf("link: the model has no input %s", input)
 	}
-	src := from.bufs[artifact.ArgOutput][name]
+	src, _ := from.outputBuffer(name)
+	output := src != nil
 	if src == nil {
 		src = from.bufs[artifact.ArgInput][name]
 	}
@@ -77,14 +79,20 @@ func (p *Program) Link(input string, from *Program, name string) error {
 		p.linked = map[string]bool{}
 	}
 	p.linked[input] = true
+	if output {
+		if from.onDevice == nil {
+			from.onDevice = map[string]bool{}
+		}
+		from.onDevice[name] = true
+	}
 	return nil
 }
 
-// Buffer returns the device address and type of an output, input or parameter buffer (an
-// output's, where a name is both), for calls that work on device memory in place (a
+// Buffer returns the device address and type of an output (by the model's name), input or
+// parameter buffer (an output's, where a name is both), for calls that work on device memory in place (a
 // collective's all-reduce between runs).
 func (p *Program) Buffer(name string) (Ptr, ir.Type, error) {
-	b := p.bufs[artifact.ArgOutput][name]
+	b, _ := p.outputBuffer(name)
 	if b == nil {
 		b = p.lookup(name)
 	}
@@ -92,4 +100,51 @@ func (p *Program) Buffer(name string) (Ptr, ir.Type, error) {
 		return 0, ir.Type{}, fmt.Errorf("the model has no buffer %s", name)
 	}
 	return b.ptr, b.typ, nil
+}
+
+// OnLaunch makes f run after each kernel of a run is queued (bind-time kernels aside), with the
+// kernel's index in the plan; an error from f stops the launch with it. f queues work between
+// two kernels: an all-reduce of gradients as soon as the kernels writing them are queued
+// (LastUse), while the rest of the backward pass runs. With f set the program launches kernel by
+// kernel, never as a recorded CUDA graph. nil removes it.
+func (p *Program) OnLaunch(f func(kernel int) error) { p.onLaunch = f }
+
+// LastUse returns the index in the plan of the last kernel that takes the output buffer name as
+// an argument: after it is queued, no kernel of the run touches the buffer. It is an error for an
+// output no kernel writes (one that is an input or parameter).
+func (p *Program) LastUse(name string) (int, error) {
+	b, buf := p.outputBuffer(name)
+	if b == nil || b != p.bufs[artifact.ArgOutput][buf] {
+		return 0, fmt.Errorf("the model has no output %s with a buffer of its own", name)
+	}
+	last := -1
+	for j, k := range p.plan.Kernels {
+		if k.BindTime {
+			continue // they run before the others, and not every run
+		}
+		for _, a := range k.Args {
+			if a.Kind == artifact.ArgOutput && a.Name == buf {
+				last = j
+			}
+		}
+	}
+	if last < 0 {
+		return 0, fmt.Errorf("no kernel writes output %s", name)
+	}
+	return last, nil
+}
+
+// outputBuffer returns the buffer of the model's output name (an input's or a parameter's where
+// the output is one) and the plan's name for it; nil if the model has no such output.
+func (p *Program) outputBuffer(name string) (*buffer, string) {
+	for i, o := range p.plan.Outputs {
+		if p.plan.OutputNames[i] != name {
+			continue
+		}
+		if b := p.bufs[artifact.ArgOutput][o.Name]; b != nil {
+			return b, o.Name
+		}
+		return p.lookup(o.Name), o.Name
+	}
+	return nil, ""
 }

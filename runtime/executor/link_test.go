@@ -1,11 +1,14 @@
 package executor_test
 
 import (
+	"errors"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/gcomp/gcomp/compiler"
 	"github.com/gcomp/gcomp/frontend"
+	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/runtime/check"
 	"github.com/gcomp/gcomp/runtime/executor"
 	"github.com/gcomp/gcomp/runtime/ref"
@@ -97,6 +100,11 @@ func TestLinkedSplitStep(t *testing.T) {
 				if o := check.Compare("loss", got.Outputs["loss"], want["loss"], false); !o.Pass() {
 					t.Errorf("step %d: %s", i, o.First)
 				}
+				for _, p := range s.Update.Params {
+					if got.Outputs[train.GradPrefix+p] != nil {
+						t.Errorf("step %d: the linked output %s%s was copied to the host", i, train.GradPrefix, p)
+					}
+				}
 				if i == 2 {
 					p := train.GradPrefix + s.Update.Params[0]
 					ptr, typ, err := grd.Buffer(p)
@@ -148,29 +156,9 @@ func TestLinkedSplitStep(t *testing.T) {
 
 // Link and LoadSharing refuse buffers that are not there or not of the input's type.
 func TestLinkErrors(t *testing.T) {
-	fwd, err := frontend.Build("classifier", classifier)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := train.SplitStepFromGraph(fwd, train.NewSGD(0.1), train.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := sgdSplit(t)
 	dev := simdev.New(simdev.Options{})
-	var progs []*executor.Program
-	for _, g := range []*train.StepGraph{s.Update, s.Grad} {
-		r, err := compiler.Compile(g.Graph, compiler.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := executor.Load(dev, r.Artifact)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer p.Close()
-		progs = append(progs, p)
-	}
-	upd, grd := progs[0], progs[1]
+	upd, grd := loadGraph(t, dev, s.Update.Graph), loadGraph(t, dev, s.Grad.Graph)
 	for _, tc := range []struct {
 		input, name, want string
 	}{
@@ -185,4 +173,79 @@ func TestLinkErrors(t *testing.T) {
 	if _, _, err := grd.Buffer("nothing"); err == nil {
 		t.Errorf("Buffer of no buffer: no error")
 	}
+}
+
+// OnLaunch is called after every kernel of a run but the bind-time ones, in plan order, and an
+// error from it stops the launch naming the kernel; LastUse is the last of them that writes an
+// output.
+func TestOnLaunch(t *testing.T) {
+	s := sgdSplit(t)
+	p := loadGraph(t, simdev.New(simdev.Options{}), s.Grad.Graph)
+	params, err := train.InitParams(s.Full.Graph, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.SetParams(params); err != nil {
+		t.Fatal(err)
+	}
+	batch := map[string]*tensor.Tensor{}
+	for _, name := range s.Grad.Batch {
+		batch[name] = tensor.RandomInput(s.Grad.Graph.Lookup(name), 1)
+	}
+	var seen []int
+	p.OnLaunch(func(j int) error { seen = append(seen, j); return nil })
+	if _, err := p.Run(batch); err != nil {
+		t.Fatal(err)
+	}
+	var want []int
+	for j, k := range p.Plan().Kernels {
+		if !k.BindTime {
+			want = append(want, j)
+		}
+	}
+	if !slices.Equal(seen, want) {
+		t.Errorf("OnLaunch saw kernels %v, want %v", seen, want)
+	}
+	for _, name := range s.Update.Params {
+		j, err := p.LastUse(train.GradPrefix + name)
+		if err != nil || !slices.Contains(want, j) {
+			t.Errorf("LastUse(%s) = %d, %v: want a kernel of the run", train.GradPrefix+name, j, err)
+		}
+	}
+	if _, err := p.LastUse("nothing"); err == nil {
+		t.Errorf("LastUse of no output: no error")
+	}
+	p.OnLaunch(func(j int) error { return errors.New("stop here") })
+	if _, err := p.Run(batch); err == nil || !strings.Contains(err.Error(), "stop here") || !strings.Contains(err.Error(), "after kernel") {
+		t.Errorf("a failing hook: %v", err)
+	}
+}
+
+// sgdSplit is the classifier's split step with SGD.
+func sgdSplit(t *testing.T) *train.SplitStep {
+	t.Helper()
+	fwd, err := frontend.Build("classifier", classifier)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := train.SplitStepFromGraph(fwd, train.NewSGD(0.1), train.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// loadGraph compiles g and loads it on dev, closed when the test ends.
+func loadGraph(t *testing.T, dev executor.Device, g *ir.Graph) *executor.Program {
+	t.Helper()
+	r, err := compiler.Compile(g, compiler.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := executor.Load(dev, r.Artifact)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
 }
