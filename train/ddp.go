@@ -55,13 +55,38 @@ type ddp struct {
 	mems  []rankMemory
 	names []string       // each rank's name in errors: "rank 1 (sim)"
 	stats []executor.Ptr // each rank's scratch for reducing losses and metrics (8 float64)
-	// streams are the ranks' devices' compute streams (0 where a device has none): the
-	// collectives go on them, ordered after the kernels that produced their buffers.
+	// streams are the ranks' devices' communication streams (0 where a device has none) and
+	// ordered the devices that have them: the collectives go there, each after the compute work
+	// that produced its buffers, and the compute work after them waits for them.
 	streams []collective.Stream
+	ordered []commStreams
 	// buckets are the trained parameters in reverse order, cut where a bucket would pass the cap.
 	buckets [][]string
 	// issued is how many buckets each rank has issued in the current step.
 	issued []int
+}
+
+// commStreams is a device with a communication stream beside its compute stream (runtime/cuda's).
+type commStreams interface {
+	CommStream() (uintptr, error)
+	CommAfterCompute() error
+	ComputeAfterComm() error
+}
+
+// afterCompute orders rank i's next collectives after the compute work queued so far.
+func (d *ddp) afterCompute(i int) error {
+	if s := d.ordered[i]; s != nil {
+		return s.CommAfterCompute()
+	}
+	return nil
+}
+
+// beforeCompute orders rank i's next compute work after the collectives queued so far.
+func (d *ddp) beforeCompute(i int) error {
+	if s := d.ordered[i]; s != nil {
+		return s.ComputeAfterComm()
+	}
+	return nil
 }
 
 // each runs f for every local rank, each in a goroutine of its own. The first rank to fail
@@ -96,6 +121,9 @@ func (d *ddp) broadcast(i int) error {
 		return err
 	}
 	c := d.comms[i]
+	if err := d.afterCompute(i); err != nil {
+		return err
+	}
 	if err := c.GroupStart(); err != nil {
 		return err
 	}
@@ -109,6 +137,9 @@ func (d *ddp) broadcast(i int) error {
 	if err := c.GroupEnd(); err != nil {
 		return err
 	}
+	if err := d.beforeCompute(i); err != nil {
+		return err
+	}
 	if err := c.Wait(); err != nil {
 		return err
 	}
@@ -119,6 +150,9 @@ func (d *ddp) broadcast(i int) error {
 // all-reduces as one group.
 func (d *ddp) issueBucket(i, k int) error {
 	c := d.comms[i]
+	if err := d.afterCompute(i); err != nil {
+		return err
+	}
 	if err := c.GroupStart(); err != nil {
 		return err
 	}
@@ -142,6 +176,10 @@ func (d *ddp) allReduceGrads(i int) error {
 		if err := d.issueBucket(i, d.issued[i]); err != nil {
 			return err
 		}
+	}
+	// The optimizer's kernels wait for the last bucket.
+	if err := d.beforeCompute(i); err != nil {
+		return err
 	}
 	if err := d.comms[i].Wait(); err != nil {
 		return fmt.Errorf("all-reducing the gradients: %w", err)
@@ -188,7 +226,13 @@ func (d *ddp) reduce(i int, vals []float64, op collective.Op) ([]float64, error)
 	if err := mem.Write(p, buf); err != nil {
 		return nil, err
 	}
+	if err := d.afterCompute(i); err != nil {
+		return nil, err
+	}
 	if err := c.AllReduce(p, p, len(vals), ir.F64, op, d.streams[i]); err != nil {
+		return nil, err
+	}
+	if err := d.beforeCompute(i); err != nil {
 		return nil, err
 	}
 	if err := c.Wait(); err != nil {
@@ -286,7 +330,7 @@ func fitParallel(m *Model, o FitOptions) (*FitResult, error) {
 		}
 	}
 
-	d := &ddp{ranks: make([]ddpRank, n), mems: make([]rankMemory, n), names: make([]string, n), stats: make([]executor.Ptr, n), streams: make([]collective.Stream, n), issued: make([]int, n)}
+	d := &ddp{ranks: make([]ddpRank, n), mems: make([]rankMemory, n), names: make([]string, n), stats: make([]executor.Ptr, n), streams: make([]collective.Stream, n), ordered: make([]commStreams, n), issued: make([]int, n)}
 	mems := make([]collective.Memory, n)
 	for i, dev := range p.Devices {
 		if dev == nil {
@@ -294,8 +338,12 @@ func fitParallel(m *Model, o FitOptions) (*FitResult, error) {
 		} else {
 			d.mems[i] = dev
 		}
-		if s, ok := dev.(interface{ ComputeStream() uintptr }); ok {
-			d.streams[i] = collective.Stream(s.ComputeStream())
+		if s, ok := dev.(commStreams); ok {
+			cs, err := s.CommStream()
+			if err != nil {
+				return nil, fmt.Errorf("train: %s: %w", dev.Name(), err)
+			}
+			d.streams[i], d.ordered[i] = collective.Stream(cs), s
 		}
 		mems[i] = d.mems[i]
 	}

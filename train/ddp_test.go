@@ -407,8 +407,9 @@ func TestFitParallelOverlap(t *testing.T) {
 }
 
 // Ranks on runtime/cuda's device over the simulator-backed driver (streams, events, queued
-// work) train what one simulated device trains: the collectives' reads and writes of device
-// memory are ordered on the device's stream after the backward kernels queued before them.
+// work, run in each of its schedules) train what one simulated device trains: the buckets go on
+// the communication stream after an event on the compute stream, and the optimizer's kernels
+// wait for the last one.
 func TestFitParallelOnCUDADriver(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: compiles and simulates train steps on three devices")
@@ -419,18 +420,22 @@ func TestFitParallelOnCUDADriver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var devs []executor.Device
-	for range 2 {
-		dev, err := cuda.Open(simdriver.New(), 0, cuda.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer dev.Close()
-		devs = append(devs, dev)
+	for _, sched := range []simdriver.Schedule{simdriver.IssueOrder, simdriver.LowStreamFirst, simdriver.HighStreamFirst} {
+		t.Run(sched.String(), func(t *testing.T) {
+			var devs []executor.Device
+			for range 2 {
+				dev, err := cuda.Open(simdriver.NewWithOptions(simdriver.Options{Schedule: sched}), 0, cuda.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer dev.Close()
+				devs = append(devs, dev)
+			}
+			got, err := Fit(buildModel(t, mixtureAt(8), l), FitOptions{Optimizer: adam01(), Train: d, Epochs: 1, Parallel: &Parallel{Devices: devs, BucketBytes: 16}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			compareParams(t, got, want)
+		})
 	}
-	got, err := Fit(buildModel(t, mixtureAt(8), l), FitOptions{Optimizer: adam01(), Train: d, Epochs: 1, Parallel: &Parallel{Devices: devs, BucketBytes: 16}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	compareParams(t, got, want)
 }

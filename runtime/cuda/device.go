@@ -67,6 +67,7 @@ type Device struct {
 	evStart  Event
 	evEnd    Event
 	copier   Stream // the upload stream, 0 until the first Upload
+	comm     Stream // the communication stream (comm.go), 0 until first asked for
 	events   map[executor.Event]Event
 	idle     []Event // events released for reuse
 	lastEv   executor.Event
@@ -358,6 +359,11 @@ func (d *Device) syncLocked() error {
 			return d.errorf("waiting for the uploads: %w", err)
 		}
 	}
+	if d.comm != 0 {
+		if err := d.drv.StreamSynchronize(d.comm); err != nil {
+			return d.errorf("waiting for the communication stream: %w", err)
+		}
+	}
 	err := d.drv.StreamSynchronize(d.stream)
 	n, last := d.launches, d.last
 	d.launches, d.last = 0, ""
@@ -633,6 +639,9 @@ func (d *Device) Close() error {
 		d.events, d.idle = nil, nil
 		if d.copier != 0 {
 			keep(d.drv.StreamDestroy(d.copier))
+		}
+		if d.comm != 0 {
+			keep(d.drv.StreamDestroy(d.comm))
 		}
 		keep(d.drv.StreamDestroy(d.stream))
 		return nil
