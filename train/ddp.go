@@ -407,17 +407,22 @@ func fitParallel(m *Model, o FitOptions) (*FitResult, error) {
 		}
 		st := rankKey(state, d.comms[i].Rank())
 		if dev := p.Devices[i]; dev != nil {
-			d.ranks[i], err = newCompiledRank(dev, split, m, arts, params, st, !o.NoCUDAGraphs)
-		} else {
-			d.ranks[i], err = newRefRank(split, m, d.mems[i].(*HostMemory), params, st)
-		}
-		if err != nil {
-			return err
-		}
-		if c, ok := d.ranks[i].(*compiledRank); ok && !p.NoOverlap {
-			if err := d.overlap(i, c); err != nil {
+			c, err := newCompiledRank(dev, split, m, arts, params, st, !o.NoCUDAGraphs)
+			if err != nil {
 				return err
 			}
+			d.ranks[i] = c
+			if !p.NoOverlap {
+				if err := d.overlap(i, c); err != nil {
+					return err
+				}
+			}
+		} else {
+			r, err := newRefRank(split, m, d.mems[i].(*HostMemory), params, st)
+			if err != nil {
+				return err
+			}
+			d.ranks[i] = r
 		}
 		return d.broadcast(i)
 	})

@@ -439,3 +439,20 @@ func TestFitParallelOnCUDADriver(t *testing.T) {
 		})
 	}
 }
+
+// noLoadDevice is a simulated device that cannot load modules.
+type noLoadDevice struct{ executor.Device }
+
+func (noLoadDevice) Load([]byte) (executor.Module, error) { return nil, errors.New("out of modules") }
+
+// A rank whose device fails while the ranks start ends Fit with its error, naming it; the other
+// rank, waiting in the broadcast, stops at once (a regression: the failed rank's half-made state
+// was closed as if made).
+func TestFitParallelRankFailsToStart(t *testing.T) {
+	m := buildModel(t, mixtureAt(8), Loss{Name: CrossEntropyLoss})
+	devs := []executor.Device{nil, noLoadDevice{simdev.New(simdev.Options{})}}
+	_, err := Fit(m, FitOptions{Optimizer: NewSGD(0.1), Train: mixtureRows(t, 32), Epochs: 1, Parallel: &Parallel{Devices: devs}})
+	if err == nil || !strings.Contains(err.Error(), "rank 1 (sim") || !strings.Contains(err.Error(), "out of modules") {
+		t.Errorf("got %v, want rank 1's load error", err)
+	}
+}
