@@ -456,3 +456,41 @@ func TestFitParallelRankFailsToStart(t *testing.T) {
 		t.Errorf("got %v, want rank 1's load error", err)
 	}
 }
+
+// With f16 loss scaling, gradients that overflow on one rank only make every rank skip the step
+// (the averaged gradients are not finite anywhere), as one device at the global batch skips it:
+// the same steps skipped, the same parameters (within f16's tolerance).
+func TestFitParallelSkipsOverflowEverywhere(t *testing.T) {
+	tr, _, err := data.ReadNPYDir("testdata/mixture")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const seed, rows = 4, 48
+	order := (&data.Loader{Data: data.Head(tr, rows), Batch: 16, Shuffle: true, Seed: seed}).Order(1)
+	row := order[16+12] // step 2, in rank 1's half of the global batch
+	l := Loss{Name: CrossEntropyLoss}
+	run := func(big bool, m *Model, par *Parallel) ([]float64, *FitResult) {
+		x := tr.X.Clone()
+		if big {
+			x.F[2*row], x.F[2*row+1] = 1e6, 1e6 // beyond f16's 65504
+		}
+		var skipped []float64
+		res, err := Fit(m, FitOptions{Optimizer: NewSGD(0.1), AMP: "f16", Train: data.Head(&data.Tensors{Name: "mixture", X: x, Y: tr.Y}, rows),
+			Epochs: 1, Seed: seed, Parallel: par,
+			OnStep: func(s StepEnd) error { skipped = append(skipped, s.Outputs[FoundInfName].F[0]); return nil }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return skipped, res
+	}
+	clean, _ := run(false, buildModel(t, mixtureAt(16), l), nil)
+	oneSkips, want := run(true, buildModel(t, mixtureAt(16), l), nil)
+	twoSkips, got := run(true, buildModel(t, mixtureAt(8), l), &Parallel{Devices: refDevices(2)})
+	if clean[1] != 0 || oneSkips[1] != 1 {
+		t.Fatalf("step 2 found_inf %v without the large row, %v with it: the test's premise fails", clean[1], oneSkips[1])
+	}
+	if fmt.Sprint(twoSkips) != fmt.Sprint(oneSkips) {
+		t.Errorf("found_inf by step: rank 0 of two %v, one device %v", twoSkips, oneSkips)
+	}
+	compareParamsIn(t, got, want, ir.F16) // the contractions round their per-rank sums to f16
+}
