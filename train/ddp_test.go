@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -493,4 +494,57 @@ func TestFitParallelSkipsOverflowEverywhere(t *testing.T) {
 		t.Errorf("found_inf by step: rank 0 of two %v, one device %v", twoSkips, oneSkips)
 	}
 	compareParamsIn(t, got, want, ir.F16) // the contractions round their per-rank sums to f16
+}
+
+// bnDropoutAt is a 2→16→3 MLP with BatchNorm1d and dropout at batch n.
+func bnDropoutAt(n int) func(*frontend.Builder) {
+	return func(b *frontend.Builder) {
+		x := b.Input("x", ir.F32, n, 2)
+		fc1, bn, fc2 := nn.NewLinear(b, "fc1", 2, 16), nn.NewBatchNorm1d(b, "bn", 16), nn.NewLinear(b, "fc2", 16, 3)
+		b.Output("logits", fc2.Forward(nn.Dropout{P: 0.25}.Forward(bn.Forward(fc1.Forward(x)).Relu())))
+	}
+}
+
+// Rank r's dropout key is a one-device run's with seed+r: rank 0's is the one-device key, the
+// others differ in the seed half and count steps alike.
+func TestRankKey(t *testing.T) {
+	key := &tensor.Tensor{Type: ir.T(ir.I64), I: []int64{(1<<31-1)<<32 | 5}}
+	state := map[string]*tensor.Tensor{frontend.RandomKeyName: key, "opt.step": tensor.New(ir.T(ir.F32))}
+	if got := rankKey(state, 0); got[frontend.RandomKeyName] != key {
+		t.Errorf("rank 0's key changed")
+	}
+	got := rankKey(state, 2)[frontend.RandomKeyName].I[0]
+	if want := int64(1<<32 | 5); got != want { // seed 2³¹−1 + 2 wraps to 1
+		t.Errorf("rank 2's key %#x, want %#x", got, want)
+	}
+	if key.I[0] != (1<<31-1)<<32|5 {
+		t.Errorf("rankKey changed the caller's state")
+	}
+}
+
+// A model with BatchNorm and dropout trains data-parallel: each rank normalizes with its own
+// batch's statistics and drops with its own stream, and rank 0's running statistics and random
+// key are the ones returned (its key the one-device run's: the seed's, counted on by a step).
+func TestFitParallelBatchNormDropout(t *testing.T) {
+	d := mixtureRows(t, 64)
+	l := Loss{Name: CrossEntropyLoss}
+	one, err := Fit(buildModel(t, bnDropoutAt(16), l), FitOptions{Optimizer: NewSGD(0.1), Train: d, Epochs: 1, Seed: 9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	two, err := Fit(buildModel(t, bnDropoutAt(8), l), FitOptions{Optimizer: NewSGD(0.1), Train: d, Epochs: 1, Seed: 9, Parallel: &Parallel{Devices: refDevices(2)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, w := two.State[frontend.RandomKeyName].I[0], one.State[frontend.RandomKeyName].I[0]; g != w {
+		t.Errorf("rank 0's random key %#x, one device's %#x", g, w)
+	}
+	for _, name := range []string{"bn.running_mean", "bn.running_var"} {
+		if two.Params[name] == nil || slices.Equal(two.Params[name].F, one.Params[name].F) {
+			t.Errorf("%s: rank 0's running statistics should be its own batches', not the global batch's", name)
+		}
+	}
+	if l := two.Epochs[0].Train.Loss; math.IsNaN(l) || l <= 0 {
+		t.Errorf("train loss %v", l)
+	}
 }
