@@ -262,6 +262,17 @@ func (d *ddp) close() {
 	}
 }
 
+// reduceMeter sums s over the ranks through rank i.
+func (d *ddp) reduceMeter(i int, s *evalTotals) (*evalTotals, error) {
+	mt := s.mt
+	v, err := d.reduce(i, []float64{s.loss, s.weight, float64(mt.correct), float64(mt.counted), mt.sumSq, mt.sumAbs, mt.elems}, collective.Sum)
+	if err != nil {
+		return nil, err
+	}
+	out := &evalTotals{loss: v[0], weight: v[1], mt: &meter{l: mt.l, correct: int(v[2]), counted: int(v[3]), sumSq: v[4], sumAbs: v[5], elems: v[6]}}
+	return out, nil
+}
+
 // makeBuckets cuts the parameters, last first, into buckets of at most limit bytes, the first of
 // at most FirstBucketBytes as DDP's (a larger parameter is a bucket of its own).
 func makeBuckets(g *ir.Graph, params []string, limit int64) [][]string {
@@ -502,28 +513,40 @@ func fitParallel(m *Model, o FitOptions) (*FitResult, error) {
 		if done > 0 {
 			e.Train.Loss = lossSum / float64(done)
 		}
-		// The metrics over every rank's rows: the meters' sums, summed over the ranks.
-		total := &meter{l: m.Loss}
+		// The metrics over every rank's rows: the meters' sums, summed over the ranks; the test
+		// set's batches shared out among the ranks, whose weights are the same, likewise.
+		train, test := &evalTotals{mt: &meter{l: m.Loss}}, &evalTotals{mt: &meter{l: m.Loss}}
 		err := d.each(func(i int) error {
-			mt := meters[i]
-			s, err := d.reduce(i, []float64{float64(mt.correct), float64(mt.counted), mt.sumSq, mt.sumAbs, mt.elems}, collective.Sum)
-			if err == nil && i == 0 {
-				total.correct, total.counted, total.sumSq, total.sumAbs, total.elems = int(s[0]), int(s[1]), s[2], s[3], s[4]
+			s, err := d.reduceMeter(i, &evalTotals{mt: meters[i]})
+			if err != nil {
+				return fmt.Errorf("summing the metrics: %w", err)
 			}
-			return err
+			if i == 0 {
+				train = s
+			}
+			if testSet == nil {
+				return nil
+			}
+			mine, err := evalSums(d.ranks[i], m, testSet, testFlatten, o.NoPrefetch, d.comms[i].Rank(), world)
+			if err != nil {
+				return fmt.Errorf("evaluating: %w", err)
+			}
+			if s, err = d.reduceMeter(i, mine); err != nil {
+				return fmt.Errorf("summing the test metrics: %w", err)
+			}
+			if i == 0 {
+				test = s
+			}
+			return nil
 		})
 		if err != nil {
-			return nil, fmt.Errorf("epoch %d: summing the metrics: %w", epoch, err)
+			return nil, fmt.Errorf("epoch %d: %w", epoch, err)
 		}
-		total.metrics(&e.Train)
-		// Every rank holds the same weights: rank 0 evaluates and writes the checkpoint.
-		if lead >= 0 && testSet != nil {
-			t, err := evaluate(d.ranks[lead], m, testSet, testFlatten, o.NoPrefetch)
-			if err != nil {
-				return nil, fmt.Errorf("epoch %d: evaluating: %v", epoch, err)
-			}
-			e.Test = t
+		train.mt.metrics(&e.Train)
+		if testSet != nil {
+			e.Test = test.metrics(testSet.Len())
 		}
+		// Every rank holds the same weights: rank 0 writes the checkpoint.
 		from := max(lead, 0)
 		params, state, err := d.ranks[from].weights()
 		if err != nil {
