@@ -34,6 +34,9 @@ type FitOptions struct {
 	// and closes it. Compiler are the options the step and the evaluation are compiled with.
 	Device   executor.Device
 	Compiler compiler.Options
+	// Parallel, when set, trains data-parallel over several devices (and processes) instead of
+	// on Device: see Parallel.
+	Parallel *Parallel
 
 	Train data.Dataset // shuffled every epoch, the last partial batch dropped
 	Test  data.Dataset // evaluated after every epoch, in eval mode; nil for none
@@ -127,6 +130,9 @@ func Fit(m *Model, o FitOptions) (*FitResult, error) {
 	}
 	if o.Train == nil {
 		return nil, fmt.Errorf("train: no training data")
+	}
+	if o.Parallel != nil {
+		return fitParallel(m, o)
 	}
 	step := o.Step
 	if step == nil {
@@ -252,13 +258,38 @@ func unit(d data.Dataset) string {
 // inference are independent). The mean loss divides the sum of the per-sample losses by the
 // samples' total weight as the loss's mean reduction does (the row count, the element count for
 // an elementwise loss, Σ w[yᵢ] for class weights).
-func evaluate(tr trainer, m *Model, d data.Dataset, flatten, noWorker bool) (*Metrics, error) {
+func evaluate(tr evaluator, m *Model, d data.Dataset, flatten, noWorker bool) (*Metrics, error) {
+	s, err := evalSums(tr, m, d, flatten, noWorker, 0, 1)
+	if err != nil {
+		return nil, err
+	}
+	return s.metrics(d.Len()), nil
+}
+
+// evalTotals are the sums an evaluation's metrics divide: of the per-sample losses, of their
+// weights, and the meter's.
+type evalTotals struct {
+	loss, weight float64
+	mt           *meter
+}
+
+func (s *evalTotals) metrics(rows int) *Metrics {
+	r := &Metrics{Loss: s.loss / s.weight, Rows: rows}
+	s.mt.metrics(r)
+	return r
+}
+
+// evalSums evaluates the batches of d whose index is part modulo parts (one rank's share).
+func evalSums(tr evaluator, m *Model, d data.Dataset, flatten, noWorker bool, part, parts int) (*evalTotals, error) {
 	loader := &data.Loader{Data: d, Batch: m.Batch, Flatten: flatten, NoWorker: noWorker}
 	mt := &meter{l: m.Loss}
 	var loss, weight float64
 	for b, err := range loader.Epoch(0) {
 		if err != nil {
 			return nil, err
+		}
+		if b.Index%parts != part {
+			continue
 		}
 		n := len(b.Indices)
 		out, err := tr.runEval(map[string]*tensor.Tensor{m.Input: padRows(b.X, m.Batch), m.Target: padRows(b.Y, m.Batch)})
@@ -273,9 +304,7 @@ func evaluate(tr trainer, m *Model, d data.Dataset, flatten, noWorker bool) (*Me
 		weight += m.Loss.weight(b.Y, n, per)
 		mt.add(out[m.Output], b.Y, n)
 	}
-	r := &Metrics{Loss: loss / weight, Rows: d.Len()}
-	mt.metrics(r)
-	return r, nil
+	return &evalTotals{loss: loss, weight: weight, mt: mt}, nil
 }
 
 // weight is the divisor of the mean reduction over the first n rows of targets, each with per

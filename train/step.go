@@ -22,6 +22,7 @@ const (
 	TrackerName  = "amp.growth_tracker" // i32[] clean steps since the scale last changed
 	FoundInfName = "amp.found_inf"      // f32[] output: 1 if this step's gradients were not finite (the step was skipped)
 	DefaultLoss  = "loss"
+	GradPrefix   = "grad." // output "grad.<param>" of a split step's first graph (SplitStep)
 )
 
 // Options configure Step.
@@ -117,8 +118,16 @@ func Step(name string, model func(*frontend.Builder), opt Optimizer, o Options) 
 
 // StepFromGraph builds the training step of a forward graph. g is not changed.
 func StepFromGraph(fwd *ir.Graph, opt Optimizer, o Options) (*StepGraph, error) {
+	s, _, err := buildStep(fwd, opt, o, false)
+	return s, err
+}
+
+// buildStep builds the step of fwd as one graph, or, with split, as two (SplitStepFromGraph):
+// the gradients, then the update. The update's part is the same code in both forms, so the two
+// compute the same numbers.
+func buildStep(fwd *ir.Graph, opt Optimizer, o Options, split bool) (*StepGraph, *StepGraph, error) {
 	if err := opt.Check(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if o.Loss == "" {
 		o.Loss = DefaultLoss
@@ -131,7 +140,7 @@ func StepFromGraph(fwd *ir.Graph, opt Optimizer, o Options) (*StepGraph, error) 
 	case "f16":
 		amp = ir.F16
 	default:
-		return nil, fmt.Errorf("train: unknown AMP dtype %q (want bf16 or f16)", o.AMP)
+		return nil, nil, fmt.Errorf("train: unknown AMP dtype %q (want bf16 or f16)", o.AMP)
 	}
 	ls := o.LossScale
 	if ls == nil && o.AMP == "f16" {
@@ -141,7 +150,7 @@ func StepFromGraph(fwd *ir.Graph, opt Optimizer, o Options) (*StepGraph, error) 
 		ls = nil
 	}
 	if ls != nil && !(ls.Init > 0 && ls.Growth >= 1 && ls.Backoff > 0 && ls.Backoff < 1 && ls.GrowthInterval >= 1) {
-		return nil, fmt.Errorf("train: invalid loss scaling %+v", *ls)
+		return nil, nil, fmt.Errorf("train: invalid loss scaling %+v", *ls)
 	}
 	g := fwd.Clone()
 	g.Name = fwd.Name + "_train_step"
@@ -150,15 +159,15 @@ func StepFromGraph(fwd *ir.Graph, opt Optimizer, o Options) (*StepGraph, error) 
 		if out.Name == o.Loss {
 			loss = out.Value
 		}
-		if strings.HasPrefix(out.Name, NewPrefix) || out.Name == FoundInfName {
-			return nil, fmt.Errorf("train: graph %s has an output named %s; the step graph reserves new.* and %s", fwd.Name, out.Name, FoundInfName)
+		if strings.HasPrefix(out.Name, NewPrefix) || strings.HasPrefix(out.Name, GradPrefix) || out.Name == FoundInfName {
+			return nil, nil, fmt.Errorf("train: graph %s has an output named %s; the step graph reserves new.*, grad.* and %s", fwd.Name, out.Name, FoundInfName)
 		}
 	}
 	if loss == nil {
-		return nil, fmt.Errorf("train: graph %s has no output %q (the loss to minimize)", fwd.Name, o.Loss)
+		return nil, nil, fmt.Errorf("train: graph %s has no output %q (the loss to minimize)", fwd.Name, o.Loss)
 	}
 	if loss.Type.Shape.Rank() != 0 || !loss.Type.DType.IsFloat() {
-		return nil, fmt.Errorf("train: the loss %s must be a float scalar, have %s", o.Loss, loss.Type)
+		return nil, nil, fmt.Errorf("train: the loss %s must be a float scalar, have %s", o.Loss, loss.Type)
 	}
 	// Buffers the forward pass updates (BatchNorm's running statistics in training mode): their
 	// outputs become the parameters' next values, and the optimizer leaves them alone.
@@ -174,17 +183,23 @@ func StepFromGraph(fwd *ir.Graph, opt Optimizer, o Options) (*StepGraph, error) 
 	g.Outputs = kept
 	params, err := trainable(g, o.Params)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	params = slices.DeleteFunc(params, func(p *ir.Value) bool { return buffers[p.Name] != nil })
 	s := &StepGraph{Graph: g, Loss: o.Loss, StateBindings: map[string]string{}, Optimizer: opt, AMP: o.AMP, LossScale: ls}
+	// u is the graph and step the update goes into: s itself, or the second graph of a split.
+	u, us := g, s
+	if split {
+		u = ir.NewGraph(fwd.Name + "_update")
+		us = &StepGraph{Graph: u, Loss: o.Loss, StateBindings: map[string]string{}, Optimizer: opt, AMP: o.AMP, LossScale: ls}
+	}
 	var clash string
 	state := func(name string, t ir.Type, init float64) *ir.Value {
 		if g.Lookup(name) != nil && clash == "" {
 			clash = name
 		}
-		s.State = append(s.State, StateVar{name, t, init})
-		return g.Input(name, t, nil)
+		us.State = append(us.State, StateVar{name, t, init})
+		return u.Input(name, t, nil)
 	}
 	var rngKey *ir.Value
 	for _, v := range g.Inputs() {
@@ -198,27 +213,42 @@ func StepFromGraph(fwd *ir.Graph, opt Optimizer, o Options) (*StepGraph, error) 
 	for _, p := range params {
 		s.Params = append(s.Params, p.Name)
 	}
+	us.Params = s.Params
+	// The update reads the gradients, and its own copy of the parameters, from the first graph.
+	var uGrads []*ir.Value
+	uParams := params
+	if split {
+		uParams = make([]*ir.Value, len(params))
+		for i, p := range params {
+			uGrads = append(uGrads, u.Input(GradPrefix+p.Name, p.Type, nil))
+			uParams[i] = u.Param(p.Name, p.Type, p.Attrs)
+		}
+	}
 	slots := make([][]*ir.Value, len(params))
 	for i, p := range params {
 		for _, slot := range opt.Slots() {
 			slots[i] = append(slots[i], state(OptPrefix+p.Name+"."+slot, p.Type, 0))
 		}
 	}
-	var step, scale, tracker *ir.Value
+	var step, scale, gscale, tracker *ir.Value
 	if opt.Counts() {
 		step = state(StepName, ir.T(ir.F32), 0)
 	}
 	if ls != nil {
 		scale = state(ScaleName, ir.T(ir.F32), ls.Init)
 		tracker = state(TrackerName, ir.T(ir.I32), 0)
+		gscale = scale
+		if split {
+			gscale = g.Input(ScaleName, scale.Type, nil) // read, not updated, by the gradients' graph
+		}
 	}
 	if clash != "" {
-		return nil, fmt.Errorf("train: graph %s already declares %s, a name the step's state uses", fwd.Name, clash)
+		return nil, nil, fmt.Errorf("train: graph %s already declares %s, a name the step's state uses", fwd.Name, clash)
 	}
 	err = autodiff.Emit(g, func(e *autodiff.Emitter) {
 		var seed *ir.Value
-		if scale != nil {
-			seed = e.Cast(scale, loss.Type.DType) // the gradient of scale·loss
+		if gscale != nil {
+			seed = e.Cast(gscale, loss.Type.DType) // the gradient of scale·loss
 		}
 		grads, err := autodiff.Append(g, loss, seed, params)
 		if err != nil {
@@ -232,32 +262,14 @@ func StepFromGraph(fwd *ir.Graph, opt Optimizer, o Options) (*StepGraph, error) 
 				}
 			}
 		}
+		if split {
+			for i, p := range params {
+				g.SetOutput(GradPrefix+p.Name, grads[i])
+			}
+		}
 		var found *ir.Value
-		if scale != nil {
-			grads, found = unscale(e, grads, scale)
-		}
-		var newStep *ir.Value
-		if step != nil {
-			newStep = e.AddScalar(step, 1)
-		}
-		for i, p := range params {
-			np, ns := opt.Update(e, Update{Param: p, Grad: grads[i], Slots: slots[i], Step: newStep})
-			if found != nil {
-				np = keepIf(e, found, p, np)
-				for j := range ns {
-					ns[j] = keepIf(e, found, slots[i][j], ns[j])
-				}
-			}
-			s.output(np, p.Name)
-			for j, slot := range ns {
-				s.output(slot, slots[i][j].Name)
-			}
-		}
-		if step != nil {
-			if found != nil {
-				newStep = keepIf(e, found, step, newStep)
-			}
-			s.output(newStep, StepName)
+		if !split {
+			found = emitUpdate(e, us, opt, uParams, grads, slots, step, scale)
 		}
 		for _, name := range slices.Sorted(maps.Keys(buffers)) {
 			s.output(buffers[name], name)
@@ -266,20 +278,73 @@ func StepFromGraph(fwd *ir.Graph, opt Optimizer, o Options) (*StepGraph, error) 
 			// Every step draws new numbers, skipped steps too (as PyTorch's generator advances).
 			s.output(e.AddScalar(rngKey, 1), rngKey.Name)
 		}
-		if scale != nil {
-			newScale, newTracker := updateScale(e, ls, found, scale, tracker)
-			s.output(newScale, ScaleName)
-			s.output(newTracker, TrackerName)
-			g.SetOutput(FoundInfName, e.Cast(found, ir.F32))
+		if !split {
+			emitScale(e, us, ls, found, scale, tracker)
 		}
 	})
+	if err == nil && split {
+		err = autodiff.Emit(u, func(e *autodiff.Emitter) {
+			found := emitUpdate(e, us, opt, uParams, uGrads, slots, step, scale)
+			emitScale(e, us, ls, found, scale, tracker)
+		})
+	}
 	if err != nil {
-		return nil, fmt.Errorf("train: %v", err)
+		return nil, nil, fmt.Errorf("train: %v", err)
 	}
-	if err := ops.Verify(g); err != nil {
-		return nil, fmt.Errorf("train: internal error: the step graph does not verify: %v", err)
+	for _, graph := range []*ir.Graph{g, u} {
+		if err := ops.Verify(graph); err != nil {
+			return nil, nil, fmt.Errorf("train: internal error: the step graph %s does not verify: %v", graph.Name, err)
+		}
 	}
-	return s, nil
+	if !split {
+		return s, nil, nil
+	}
+	return s, us, nil
+}
+
+// emitUpdate appends to s's graph the optimizer's update of params from grads (unscaled first,
+// and the step skipped when they are not finite, with loss scaling) and the step count's. It
+// returns whether the gradients were not finite (nil without loss scaling).
+func emitUpdate(e *autodiff.Emitter, s *StepGraph, opt Optimizer, params, grads []*ir.Value, slots [][]*ir.Value, step, scale *ir.Value) *ir.Value {
+	var found *ir.Value
+	if scale != nil {
+		grads, found = unscale(e, grads, scale)
+	}
+	var newStep *ir.Value
+	if step != nil {
+		newStep = e.AddScalar(step, 1)
+	}
+	for i, p := range params {
+		np, ns := opt.Update(e, Update{Param: p, Grad: grads[i], Slots: slots[i], Step: newStep})
+		if found != nil {
+			np = keepIf(e, found, p, np)
+			for j := range ns {
+				ns[j] = keepIf(e, found, slots[i][j], ns[j])
+			}
+		}
+		s.output(np, p.Name)
+		for j, slot := range ns {
+			s.output(slot, slots[i][j].Name)
+		}
+	}
+	if step != nil {
+		if found != nil {
+			newStep = keepIf(e, found, step, newStep)
+		}
+		s.output(newStep, StepName)
+	}
+	return found
+}
+
+// emitScale appends the loss scaler's update after a step whose gradients were found not finite
+// or not, and the found_inf output.
+func emitScale(e *autodiff.Emitter, s *StepGraph, ls *LossScale, found, scale, tracker *ir.Value) {
+	if scale != nil {
+		newScale, newTracker := updateScale(e, ls, found, scale, tracker)
+		s.output(newScale, ScaleName)
+		s.output(newTracker, TrackerName)
+		s.Graph.SetOutput(FoundInfName, e.Cast(found, ir.F32))
+	}
 }
 
 // output adds "new.<name>" bound to name.

@@ -27,11 +27,15 @@ type trainer interface {
 	// wait finishes the launched step and returns the outputs that reach the host (loss,
 	// prediction).
 	wait() (map[string]*tensor.Tensor, error)
-	// runEval runs the evaluation graph with the current weights.
-	runEval(in map[string]*tensor.Tensor) (map[string]*tensor.Tensor, error)
+	evaluator
 	// weights returns every parameter and the optimizer state.
 	weights() (params, state map[string]*tensor.Tensor, err error)
 	close()
+}
+
+// evaluator runs the evaluation graph with the current weights.
+type evaluator interface {
+	runEval(in map[string]*tensor.Tensor) (map[string]*tensor.Tensor, error)
 }
 
 // newTrainer starts a trainer on dev (the reference interpreter for nil) from params and state

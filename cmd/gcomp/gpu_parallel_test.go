@@ -7,20 +7,12 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
-
-	"github.com/gcomp/gcomp/runtime/device"
 )
 
 // TestGPURunParallel splits a batch over cuda:0 and cuda:1 and compares the outputs with cuda:0's
 // alone, bit for bit (the same kernels at half the batch). It needs two GPUs; with fewer it skips.
 func TestGPURunParallel(t *testing.T) {
-	r := device.Probe(device.Options{})
-	if !r.Usable() {
-		t.Skip(r.Reason)
-	}
-	if len(r.GPUs) < 2 {
-		t.Skipf("%d GPU; splitting the batch needs two", len(r.GPUs))
-	}
+	twoGPUs(t, "splitting the batch")
 	model, err := filepath.Abs("../../examples/mlp/model.go")
 	if err != nil {
 		t.Fatal(err)

@@ -47,7 +47,12 @@ func cmdTrain(args []string, stdout, stderr io.Writer) error {
 	momentum := fs.Float64("momentum", 0, "sgd: momentum")
 	wd := fs.Float64("weight-decay", 0, "weight decay (default: 0, adamw 1e-2)")
 	amp := fs.String("amp", "", "mixed precision: bf16 or f16 (with dynamic loss scaling)")
-	devName := fs.String("device", "auto", "where to train: "+device.Names)
+	devName := fs.String("device", "auto", "where to train: "+device.Names+"; or data-parallel over a list, sim:0,sim:1 (simulated GPUs), cuda:0,cuda:1 or cuda:all (NCCL), --batch being the global batch")
+	nnodes := fs.Int("nnodes", 1, "data-parallel across processes (machines): how many gcomp train processes take part, each with its --device list")
+	nodeRank := fs.Int("node-rank", 0, "with --nnodes: this process's rank, 0 to N-1 (0 serves the rendezvous and writes the checkpoint and the log)")
+	rdzv := fs.String("rendezvous", "", "with --nnodes: HOST:PORT where node 0 listens and the others dial")
+	rdzvTimeout := fs.Duration("timeout", 5*time.Minute, "data-parallel: how long the rendezvous and each collective wait for the other ranks")
+	ncclLib := fs.String("nccl-lib", "", "libnccl.so.2 for --device cuda:0,cuda:1 (default: $GCOMP_NCCL_LIB, the usual library paths)")
 	producer := fs.String("backend", "ptx", "PTX producer of the compiled step: ptx (gcomp's emitter) or nvvm (NVVM IR compiled by NVIDIA's libNVVM)")
 	nvvmLib := fs.String("nvvm-lib", "", "libNVVM to load with --backend nvvm (default: $GCOMP_NVVM_LIB, the CUDA toolkit, Debian's libnvvm4, .cache/nvvm)")
 	seed := fs.Uint64("seed", 0, "seed of the initial weights and of the shuffle (default: 0, or the checkpoint's with --resume)")
@@ -59,7 +64,7 @@ func cmdTrain(args []string, stdout, stderr io.Writer) error {
 	prefetch := fs.Bool("prefetch", true, "prepare the next batch in a goroutine (and on a GPU copy it to the device) while the current step runs; --prefetch=false does each in turn")
 	var stats statsFlag
 	fs.Var(&stats, "stats", "compile the train step and print its cost report (kernels, DRAM bytes, arena, modeled H100 time) instead of training: --stats for a table, --stats=json for JSON")
-	path, err := parseModelArgs(fs, args, stdout, "MODEL --data fashion-mnist[:DIR]|mnist:DIR|npy:DIR|npz:FILE|csv:FILE [--target COL] [--loss NAME] --epochs N [--batch B] --optimizer sgd|adam|adamw [--lr X] [--momentum M] [--weight-decay W] [--amp bf16|f16] --device auto|cuda:N|sim|ref [--backend ptx|nvvm] [--seed S] --save W.safetensors [--resume W.safetensors] [--log metrics.jsonl] [--limit N] [--prefetch=false] [--cuda-graphs=false] [--stats[=json]]")
+	path, err := parseModelArgs(fs, args, stdout, "MODEL --data fashion-mnist[:DIR]|mnist:DIR|npy:DIR|npz:FILE|csv:FILE [--target COL] [--loss NAME] --epochs N [--batch B] --optimizer sgd|adam|adamw [--lr X] [--momentum M] [--weight-decay W] [--amp bf16|f16] --device auto|cuda:N|sim|ref [--backend ptx|nvvm] [--seed S] --save W.safetensors [--resume W.safetensors] [--log metrics.jsonl] [--limit N] [--nnodes N --node-rank R --rendezvous HOST:PORT] [--prefetch=false] [--cuda-graphs=false] [--stats[=json]]")
 	if err != nil {
 		return err
 	}
@@ -88,7 +93,8 @@ func cmdTrain(args []string, stdout, stderr io.Writer) error {
 	case set["momentum"] && *optName != "sgd":
 		return fail("--momentum is for sgd; %s has betas", *optName)
 	}
-	if _, err := device.Parse(*devName); err != nil {
+	dataParallel := parallelDevices(*devName) || *devName == "cuda:all" || *nnodes != 1
+	if _, err := device.Parse(*devName); err != nil && !dataParallel {
 		return fail("%v", err)
 	}
 	for _, p := range []string{*save, *logPath} {
@@ -123,6 +129,13 @@ func cmdTrain(args []string, stdout, stderr io.Writer) error {
 	prod, err := backend.New(*producer, *nvvmLib)
 	if err != nil {
 		return fail("--backend: %v", err)
+	}
+	if dataParallel {
+		pt := &parallelTrain{path: path, devices: *devName, mf: mf, batch: *batch, opt: opt, amp: *amp, loss: loss, ds: ds,
+			limit: *limit, nepochs: *epochs, seed: *seed, seedSet: set["seed"], save: *save, resume: *resume, logPath: *logPath,
+			stats: stats, copt: compiler.Options{Producer: prod}, graphs: *graphs, prefetch: *prefetch, ncclLib: *ncclLib,
+			nnodes: *nnodes, nodeRank: *nodeRank, rendezvous: *rdzv, timeout: *rdzvTimeout}
+		return pt.run(stdout, stderr)
 	}
 
 	fwd, err := mf.load(path)
@@ -200,28 +213,18 @@ func cmdTrain(args []string, stdout, stderr io.Writer) error {
 	if ds.images() {
 		p.unit = "images"
 	}
-	_, err = train.Fit(m, train.FitOptions{
+	err = p.fit(m, train.FitOptions{
 		Step: step, Device: sel.Device, Compiler: copt,
 		Train: trainSet, Test: testSet, Epochs: *epochs, Seed: *seed, Resume: from, Save: *save,
 		NoPrefetch: !*prefetch, NoCUDAGraphs: !*graphs,
-		OnStart: func(s train.Start) error {
-			// Printed once the data is checked, so that a mistake in it is the only line.
-			if sel.Fallback != "" {
-				fmt.Fprintf(stderr, "gcomp train: no usable GPU (%s): training on the PTX simulator\n", sel.Fallback)
-			}
-			if err := p.openLog(from); err != nil {
-				return err
-			}
-			fmt.Fprintf(stderr, "gcomp train: %s on %s: %d training %s, %d steps of %d per epoch, %s\n",
-				path, sel.Spec, trainSet.Len(), p.unit, s.Batches, m.Batch, describeOptimizer(opt, *amp))
-			return nil
-		},
-		OnStep:  p.step,
-		OnEpoch: p.epoch,
+	}, from, func(s train.Start) {
+		// Printed once the data is checked, so that a mistake in it is the only line.
+		if sel.Fallback != "" {
+			fmt.Fprintf(stderr, "gcomp train: no usable GPU (%s): training on the PTX simulator\n", sel.Fallback)
+		}
+		fmt.Fprintf(stderr, "gcomp train: %s on %s: %d training %s, %d steps of %d per epoch, %s\n",
+			path, sel.Spec, trainSet.Len(), p.unit, s.Batches, m.Batch, describeOptimizer(opt, *amp))
 	})
-	if p.log != nil {
-		p.log.Close()
-	}
 	if err != nil {
 		return fail("%s on %s: %v", path, sel.Spec, err)
 	}
@@ -249,6 +252,24 @@ type trainPrinter struct {
 	logLoss  float64
 	logSteps int
 	logStart time.Time
+}
+
+// fit runs train.Fit with o, printing: start once the data is checked and the step loaded, then
+// the progress and the metrics log (appended to after from's records with --resume).
+func (p *trainPrinter) fit(m *train.Model, o train.FitOptions, from *train.Checkpoint, start func(train.Start)) error {
+	o.OnStart = func(s train.Start) error {
+		if err := p.openLog(from); err != nil {
+			return err
+		}
+		start(s)
+		return nil
+	}
+	o.OnStep, o.OnEpoch = p.step, p.epoch
+	_, err := train.Fit(m, o)
+	if p.log != nil {
+		p.log.Close()
+	}
+	return err
 }
 
 // openLog opens the metrics log: truncated, or with --resume cut back to the checkpoint's

@@ -67,6 +67,7 @@ type Device struct {
 	evStart  Event
 	evEnd    Event
 	copier   Stream   // the upload stream, 0 until the first Upload
+	comm     Stream   // the communication stream (comm.go), 0 until first asked for
 	extra    []Stream // NewStream's (hostfunc.go)
 	events   map[executor.Event]Event
 	idle     []Event // events released for reuse
@@ -359,6 +360,11 @@ func (d *Device) syncLocked() error {
 			return d.errorf("waiting for the uploads: %w", err)
 		}
 	}
+	if d.comm != 0 {
+		if err := d.drv.StreamSynchronize(d.comm); err != nil {
+			return d.errorf("waiting for the communication stream: %w", err)
+		}
+	}
 	for _, s := range d.extra {
 		if err := d.drv.StreamSynchronize(s); err != nil {
 			return d.errorf("waiting for stream %#x: %w", uintptr(s), err)
@@ -639,6 +645,9 @@ func (d *Device) Close() error {
 		d.events, d.idle = nil, nil
 		if d.copier != 0 {
 			keep(d.drv.StreamDestroy(d.copier))
+		}
+		if d.comm != 0 {
+			keep(d.drv.StreamDestroy(d.comm))
 		}
 		for _, s := range d.extra {
 			keep(d.drv.StreamDestroy(s))

@@ -98,7 +98,7 @@ func (d *Device) SyncStream(s Stream) error {
 
 // ownLocked checks that s is one of the device's streams.
 func (d *Device) ownLocked(s Stream) error {
-	if s == d.stream || s != 0 && s == d.copier {
+	if s == d.stream || s != 0 && (s == d.copier || s == d.comm) {
 		return nil
 	}
 	for _, x := range d.extra {

@@ -11,6 +11,7 @@ import (
 type bindTime struct {
 	current  bool // their outputs are up to date: they ran, and no parameter was written since
 	everyRun bool // Feedback replaces parameters after every run (a train step)
+	shared   bool // another program with these parameter buffers may write them (LoadSharing)
 }
 
 // feedsParams reports whether a Feedback binding replaces a parameter.

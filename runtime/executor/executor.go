@@ -28,13 +28,16 @@ type Program struct {
 	// feedback maps an output to the input or parameter it replaces after each run (a
 	// train step's updated weights and optimizer state): those inputs stay on the device.
 	feedback map[string]*buffer
-	donate   map[string]bool   // feedback outputs whose buffer trades places with the input's
-	resident map[string]bool   // inputs whose value lives on the device between runs
-	pf       prefetch          // double-buffered inputs (Prefetch)
-	pending  *Result           // launched, not yet waited for
-	graphs   bool              // UseGraphs
-	replays  map[string]Replay // recorded runs, by their kernels' arguments
-	bind     bindTime          // when the plan's bind-time kernels run (bindtime.go)
+	donate   map[string]bool        // feedback outputs whose buffer trades places with the input's
+	resident map[string]bool        // inputs whose value lives on the device between runs
+	linked   map[string]bool        // inputs that read another program's buffer (Link)
+	onLaunch func(kernel int) error // OnLaunch
+	onDevice map[string]bool        // outputs another program reads in place (Link): not copied back
+	pf       prefetch               // double-buffered inputs (Prefetch)
+	pending  *Result                // launched, not yet waited for
+	graphs   bool                   // UseGraphs
+	replays  map[string]Replay      // recorded runs, by their kernels' arguments
+	bind     bindTime               // when the plan's bind-time kernels run (bindtime.go)
 }
 
 type buffer struct {
@@ -244,11 +247,14 @@ func (p *Program) checkTypes(kind string, values map[string]*ir.Type) error {
 	bufs := p.bufs[kind]
 	var missing, unknown []string
 	for name := range values {
-		if bufs[name] == nil {
+		if bufs[name] == nil || kind == artifact.ArgInput && p.linked[name] {
 			unknown = append(unknown, name)
 		}
 	}
 	for name := range bufs {
+		if p.linked[name] {
+			continue
+		}
 		if v, ok := values[name]; !ok || (v == nil && !p.resident[name]) {
 			missing = append(missing, name)
 		}
@@ -344,7 +350,7 @@ func (p *Program) launchAll(ctx context.Context, res *Result, staged *Staged) er
 		return err
 	}
 	launch := p.launchEach
-	if p.graphs {
+	if p.graphs && p.onLaunch == nil {
 		launch = p.launchGraph
 	}
 	err := launch(ctx, args, res)
@@ -370,6 +376,11 @@ func (p *Program) launchEach(ctx context.Context, args [][]Ptr, res *Result) err
 		}
 		if res != nil {
 			res.Kernels = append(res.Kernels, KernelRun{Name: k.Name, Grid: k.Grid, Block: k.Block, Counters: c})
+		}
+		if p.onLaunch != nil {
+			if err := p.onLaunch(j); err != nil {
+				return fmt.Errorf("after kernel %s: %w", k.Name, err)
+			}
 		}
 	}
 	return nil
@@ -411,6 +422,9 @@ func (p *Program) Wait() (*Result, error) {
 			if err := p.copy(dst, b, o.Size); err != nil {
 				return nil, fmt.Errorf("feeding output %s back into %s: %v", name, dst.name, err)
 			}
+			continue
+		}
+		if p.onDevice[name] {
 			continue
 		}
 		t, err := p.read(b, o.Size)
@@ -477,7 +491,7 @@ func (p *Program) Feedback(bindings map[string]string) error {
 		donate[out] = src != nil && src != dst && users[o.Name] == 1
 	}
 	p.feedback, p.resident, p.donate = fb, resident, donate
-	p.bind.everyRun = p.feedsParams()
+	p.bind.everyRun = p.feedsParams() || p.bind.shared
 	return nil
 }
 

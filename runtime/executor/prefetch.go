@@ -75,7 +75,7 @@ func (h *hostPool) put(b []byte) {
 func (p *Program) streamed() []*buffer {
 	var bs []*buffer
 	for _, in := range p.plan.Inputs {
-		if b := p.bufs[artifact.ArgInput][in.Name]; b != nil && !p.resident[in.Name] {
+		if b := p.bufs[artifact.ArgInput][in.Name]; b != nil && !p.resident[in.Name] && !p.linked[in.Name] {
 			bs = append(bs, b)
 		}
 	}
