@@ -1,0 +1,144 @@
+package backend
+
+import (
+	"fmt"
+
+	"github.com/gcomp/gcomp/codegen/ptx"
+	"github.com/gcomp/gcomp/internal/ptxas"
+	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/sim"
+)
+
+// Counters are one entry's measured figures: ptxas's (for one architecture) and the simulator's
+// over one launch.
+type Counters struct {
+	// Assembled: ptxas and cuobjdump ran. Registers per thread, the warps one SM keeps resident
+	// (registers, shared memory, block size) and the entry's static SASS instructions.
+	Assembled              bool
+	Registers, Warps, SASS int
+	// Simulated: the simulator ran the launch (on Grid, which may be a sample of the plan's
+	// grid). WarpInsts are the warp instructions it issued; the global load and store bytes the
+	// threads asked for and the 32-byte sectors that moved.
+	Simulated                                        bool
+	Grid                                             [3]int
+	WarpInsts                                        int64
+	LoadBytes, LoadSectors, StoreBytes, StoreSectors int64
+	SimErr                                           error
+}
+
+// sampleBlocks is how many blocks of a launch Auto simulates: both producers share the launch
+// plan (grid, block, which element each block takes), so the same sample of blocks is the same
+// work in both. Grid-stride kernels do all their work in the sample; tiled and row kernels do
+// that many tiles or rows.
+const sampleBlocks = 2
+
+// sampleGrid is grid cut to at most n blocks, x first.
+func sampleGrid(grid [3]int, n int) [3]int {
+	x := min(grid[0], n)
+	y := min(grid[1], max(1, n/x))
+	z := min(grid[2], max(1, n/(x*y)))
+	return [3]int{x, y, z}
+}
+
+// maxSimBytes bounds the buffers a sampled launch allocates in the simulator: a kernel reading
+// a larger table (an embedding) is judged by ptxas's counters alone.
+const maxSimBytes = 64 << 20
+
+// measureModule measures the entries launches run in text, each once: ptxas and cuobjdump for
+// arch (skipped when assemble is false or ptxas is missing), and the simulator over a launch on
+// the plan's grid cut to sample blocks (sample 0: the whole grid). kernels[i] is launches[i]'s
+// kernel; launches sharing an entry are measured at the first.
+func measureModule(text string, kernels []ptx.Kernel, launches []ptx.Launch, arch string, sample int, assemble bool) map[string]*Counters {
+	out := map[string]*Counters{}
+	for _, l := range launches {
+		out[l.Entry] = &Counters{}
+	}
+	if assemble {
+		if res, cubin, err := ptxas.AssembleCubin([]byte(text), arch); err == nil {
+			sass, _ := ptxas.SASS(cubin) // without cuobjdump, 0 instructions
+			for _, l := range launches {
+				c, k := out[l.Entry], res.Kernel(l.Entry)
+				if k == nil || c.Assembled {
+					continue
+				}
+				c.Assembled, c.Registers, c.SASS = true, k.Registers, sass[l.Entry]
+				c.Warps = ptxas.ResidentWarps(arch, k.Registers, k.SharedBytes+l.SharedBytes, l.Block[0]*l.Block[1]*l.Block[2])
+			}
+		}
+	}
+	dev := sim.NewDevice()
+	m, err := dev.Load(text)
+	if err == nil {
+		defer m.Close()
+	}
+	for i, l := range launches {
+		c := out[l.Entry]
+		if c.Simulated || c.SimErr != nil {
+			continue
+		}
+		if err != nil {
+			c.SimErr = err
+			continue
+		}
+		grid := l.Grid
+		if sample > 0 {
+			grid = sampleGrid(grid, sample)
+		}
+		st, err := simulate(dev, m, kernels[i], l, grid)
+		if err != nil {
+			c.SimErr = err
+			continue
+		}
+		c.Simulated, c.Grid, c.WarpInsts = true, grid, st.WarpInsts
+		c.LoadBytes, c.LoadSectors = st.GlobalLoadBytes, st.GlobalLoadSectors
+		c.StoreBytes, c.StoreSectors = st.GlobalStoreBytes, st.GlobalStoreSectors
+	}
+	return out
+}
+
+// simulate runs l's entry of m once on grid, every buffer zero (an index 0 is inside every
+// table, a zero ticket starts a split reduction), without the sanitizers, blocks one after
+// another: the counters depend only on the code and the launch.
+func simulate(dev *sim.Device, m *sim.Module, k ptx.Kernel, l ptx.Launch, grid [3]int) (*sim.Stats, error) {
+	g := k.Graph
+	sizes := make([]int, len(l.Params))
+	total := 0
+	for i, a := range l.Params {
+		var t ir.Type
+		switch a.Kind {
+		case ptx.ArgInput:
+			t = g.Inputs()[a.Index].Type
+		case ptx.ArgParam:
+			t = g.Params()[a.Index].Type
+		case ptx.ArgOutput:
+			t = g.Outputs[a.Index].Value.Type
+		case ptx.ArgScratch:
+			t = ir.T(ir.U8, a.Bytes)
+		case ptx.ArgError:
+			t = ir.T(ir.U8, ptx.ErrorWordBytes)
+		default:
+			return nil, fmt.Errorf("parameter %d of %s: unknown kind %d", i, l.Entry, a.Kind)
+		}
+		sizes[i] = max(t.Bytes(), 1)
+		total += sizes[i]
+	}
+	if total > maxSimBytes {
+		return nil, fmt.Errorf("%s: %d bytes of buffers, more than the %d a sample simulates", l.Entry, total, maxSimBytes)
+	}
+	var args []any
+	for _, n := range sizes {
+		addr, err := dev.Alloc(n)
+		if err != nil {
+			return nil, err
+		}
+		defer dev.Free(addr)
+		if err := dev.Write(addr, make([]byte, n)); err != nil {
+			return nil, err
+		}
+		args = append(args, addr)
+	}
+	cfg := sim.Config{Grid: sim.Dim3{X: grid[0], Y: grid[1], Z: grid[2]},
+		Block: sim.Dim3{X: l.Block[0], Y: l.Block[1], Z: l.Block[2]}, SharedBytes: l.SharedBytes,
+		NoCheck: true, Workers: 1}
+	return m.Launch(l.Entry, cfg, args...)
+}
