@@ -11,6 +11,7 @@ import (
 	"github.com/gcomp/gcomp/examples"
 	"github.com/gcomp/gcomp/frontend"
 	"github.com/gcomp/gcomp/internal/ptxas"
+	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/passes"
 )
 
@@ -209,5 +210,35 @@ func TestAutoWithoutPtxas(t *testing.T) {
 	}
 	if measured == 0 {
 		t.Error("no kernel was measured")
+	}
+}
+
+// A sample allocates at most maxSimBytes of buffers: a kernel over larger ones is not
+// simulated (Auto falls back to ptxas's counters), and says why.
+func TestSampleBoundsBuffers(t *testing.T) {
+	g, err := ir.Parse("big.gir", []byte(`graph big {
+  input %x : f32[4096,4096]
+  input %y : f32[4096,4096]
+  %0 = add(%x, %y) : f32[4096,4096]
+  output z = %0
+}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := passes.Run(g, passes.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kernels := kernelsOf(res)
+	text, launches, err := ptx.Module(kernels, ptx.Target{SM: 80})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := measureModule(text, kernels, launches, "sm_80", sampleBlocks, false)[launches[0].Entry]
+	if c.Simulated || c.SimErr == nil || !strings.Contains(c.SimErr.Error(), "bytes of buffers") {
+		t.Errorf("counters %+v", c)
+	}
+	if pick, why := choose(c, c, "sm_80", false); pick || !strings.Contains(why, "not simulated") {
+		t.Errorf("choose: %v (%s)", pick, why)
 	}
 }

@@ -46,7 +46,7 @@ const maxSimBytes = 64 << 20
 
 // measureModule measures the entries launches run in text, each once: ptxas and cuobjdump for
 // arch (skipped when assemble is false or ptxas is missing), and the simulator over a launch on
-// the plan's grid cut to sample blocks (sample 0: the whole grid). kernels[i] is launches[i]'s
+// the plan's grid cut to sample blocks (sample 0: the whole grid, buffers unbounded); kernels[i] is launches[i]'s
 // kernel; launches sharing an entry are measured at the first.
 func measureModule(text string, kernels []ptx.Kernel, launches []ptx.Launch, arch string, sample int, assemble bool) map[string]*Counters {
 	out := map[string]*Counters{}
@@ -84,7 +84,7 @@ func measureModule(text string, kernels []ptx.Kernel, launches []ptx.Launch, arc
 		if sample > 0 {
 			grid = sampleGrid(grid, sample)
 		}
-		st, err := simulate(dev, m, kernels[i], l, grid)
+		st, err := simulate(dev, m, kernels[i], l, grid, sample > 0)
 		if err != nil {
 			c.SimErr = err
 			continue
@@ -98,8 +98,9 @@ func measureModule(text string, kernels []ptx.Kernel, launches []ptx.Launch, arc
 
 // simulate runs l's entry of m once on grid, every buffer zero (an index 0 is inside every
 // table, a zero ticket starts a split reduction), without the sanitizers, blocks one after
-// another: the counters depend only on the code and the launch.
-func simulate(dev *sim.Device, m *sim.Module, k ptx.Kernel, l ptx.Launch, grid [3]int) (*sim.Stats, error) {
+// another: the counters depend only on the code and the launch. A sample (capped) allocates at
+// most maxSimBytes.
+func simulate(dev *sim.Device, m *sim.Module, k ptx.Kernel, l ptx.Launch, grid [3]int, capped bool) (*sim.Stats, error) {
 	g := k.Graph
 	sizes := make([]int, len(l.Params))
 	total := 0
@@ -122,7 +123,7 @@ func simulate(dev *sim.Device, m *sim.Module, k ptx.Kernel, l ptx.Launch, grid [
 		sizes[i] = max(t.Bytes(), 1)
 		total += sizes[i]
 	}
-	if total > maxSimBytes {
+	if capped && total > maxSimBytes {
 		return nil, fmt.Errorf("%s: %d bytes of buffers, more than the %d a sample simulates", l.Entry, total, maxSimBytes)
 	}
 	var args []any
