@@ -85,8 +85,23 @@ func (a *Auto) Module(kernels []ptx.Kernel, t ptx.Target) (string, []ptx.Launch,
 		for j, i := range at {
 			sub[j] = launches[i]
 		}
-		emit = measureModule(ptxText, taken, sub, arch, sampleBlocks, true)
-		nv = measureModule(nvText, taken, nvLaunches, arch, sampleBlocks, true)
+		emit = measureModule(ptxText, taken, sub, arch, sampleBlocks, registersFirst)
+		nv = measureModule(nvText, taken, nvLaunches, arch, sampleBlocks, registersFirst)
+		// An entry not simulated on one side is judged by SASS counts: both sides need them
+		// (measureModule counted them on the side that failed).
+		for j, i := range at {
+			p, n := emit[launches[i].Entry], nv[nvLaunches[j].Entry]
+			if p.Simulated && n.Simulated {
+				continue
+			}
+			if p.Assembled && p.SASS == 0 {
+				addSASS(ptxText, arch, emit)
+			}
+			if n.Assembled && n.SASS == 0 {
+				addSASS(nvText, arch, nv)
+			}
+			break
+		}
 	}
 	useNVVM := map[string]bool{} // entry → NVVM's
 	for j, i := range at {
@@ -137,7 +152,10 @@ func mergeChosen(ptxText, nvText string, useNVVM map[string]bool) (string, error
 func choose(p, n *Counters, arch string, oneBlock bool) (bool, string) {
 	warps := "no ptxas"
 	if p.Assembled && n.Assembled {
-		warps = fmt.Sprintf("resident warps ptx %d / nvvm %d, SASS instructions ptx %d / nvvm %d (%s)", p.Warps, n.Warps, p.SASS, n.SASS, arch)
+		warps = fmt.Sprintf("resident warps ptx %d / nvvm %d (%s)", p.Warps, n.Warps, arch)
+		if p.SASS > 0 && n.SASS > 0 { // counted only where an entry was not simulated
+			warps += fmt.Sprintf(", SASS instructions ptx %d / nvvm %d", p.SASS, n.SASS)
+		}
 	}
 	if p.Simulated && n.Simulated && p.WarpInsts > 0 {
 		cp, cn := cost(p, arch, oneBlock), cost(n, arch, oneBlock)

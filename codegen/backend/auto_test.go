@@ -155,8 +155,8 @@ func TestAutoChoosesByCounters(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				p := measureModule(emText, one, emL, "sm_80", 0, true)[emL[0].Entry]
-				n := measureModule(nvText, one, nvL, "sm_80", 0, true)[nvL[0].Entry]
+				p := measureModule(emText, one, emL, "sm_80", 0, registersFirst)[emL[0].Entry]
+				n := measureModule(nvText, one, nvL, "sm_80", 0, registersFirst)[nvL[0].Entry]
 				if !p.Simulated || !n.Simulated {
 					t.Fatalf("%s: not simulated: %v %v", k.Name, p.SimErr, n.SimErr)
 				}
@@ -214,7 +214,7 @@ func TestAutoWithoutPtxas(t *testing.T) {
 }
 
 // A sample allocates at most maxSimBytes of buffers: a kernel over larger ones is not
-// simulated (Auto falls back to ptxas's counters), and says why.
+// simulated, says why, and Auto falls back to ptxas's counters.
 func TestSampleBoundsBuffers(t *testing.T) {
 	g, err := ir.Parse("big.gir", []byte(`graph big {
   input %x : f32[4096,4096]
@@ -234,11 +234,22 @@ func TestSampleBoundsBuffers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := measureModule(text, kernels, launches, "sm_80", sampleBlocks, false)[launches[0].Entry]
+	c := measureModule(text, kernels, launches, "sm_80", sampleBlocks, noAssembly)[launches[0].Entry]
 	if c.Simulated || c.SimErr == nil || !strings.Contains(c.SimErr.Error(), "bytes of buffers") {
 		t.Errorf("counters %+v", c)
 	}
 	if pick, why := choose(c, c, "sm_80", false); pick || !strings.Contains(why, "not simulated") {
 		t.Errorf("choose: %v (%s)", pick, why)
+	}
+	// Auto judges such a kernel by ptxas's occupancy and both entries' SASS counts.
+	lib := libnvvm.Require(t)
+	ptxas.Require(t)
+	a := &Auto{NVVM: &nvvm.Producer{LibPath: lib.Path}}
+	if _, _, err := a.Module(kernels, ptx.Target{SM: 80}); err != nil {
+		t.Fatal(err)
+	}
+	ch := a.Choices[0]
+	if ch.PTX == nil || ch.PTX.SASS == 0 || ch.NVVM.SASS == 0 || !strings.Contains(ch.Why, "not simulated") || !strings.Contains(ch.Why, "SASS instructions") {
+		t.Errorf("choice %+v, counters %+v / %+v", ch, ch.PTX, ch.NVVM)
 	}
 }

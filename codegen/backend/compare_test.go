@@ -180,15 +180,15 @@ func TestCompare(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			pc := measureModule(em, one, emL, "sm_80", 0, true)[emL[0].Entry]
-			nc := measureModule(nv, one, nvL, "sm_80", 0, true)[nvL[0].Entry]
+			pc := measureModule(em, one, emL, "sm_80", 0, withSASS)[emL[0].Entry]
+			nc := measureModule(nv, one, nvL, "sm_80", 0, withSASS)[nvL[0].Entry]
 			if !pc.Simulated || !nc.Simulated || !pc.Assembled || !nc.Assembled {
 				t.Fatalf("%s: %s: not measured: %v %v", m.name, k.Name, pc.SimErr, nc.SimErr)
 			}
 			// Auto's choice: its rule on the sample it simulates, with the same entries' ptxas
 			// figures (an entry assembles alike alone and in the model's module).
-			ps := measureModule(em, one, emL, "sm_80", sampleBlocks, false)[emL[0].Entry]
-			ns := measureModule(nv, one, nvL, "sm_80", sampleBlocks, false)[nvL[0].Entry]
+			ps := measureModule(em, one, emL, "sm_80", sampleBlocks, noAssembly)[emL[0].Entry]
+			ns := measureModule(nv, one, nvL, "sm_80", sampleBlocks, noAssembly)[nvL[0].Entry]
 			ps.Assembled, ps.Registers, ps.Warps, ps.SASS = true, pc.Registers, pc.Warps, pc.SASS
 			ns.Assembled, ns.Registers, ns.Warps, ns.SASS = true, nc.Registers, nc.Warps, nc.SASS
 			g := emL[0].Grid

@@ -44,40 +44,40 @@ func sampleGrid(grid [3]int, n int) [3]int {
 // a larger table (an embedding) is judged by ptxas's counters alone.
 const maxSimBytes = 64 << 20
 
-// measureModule measures the entries launches run in text, each once: ptxas and cuobjdump for
-// arch (skipped when assemble is false or ptxas is missing), and the simulator over a launch on
-// the plan's grid cut to sample blocks (sample 0: the whole grid, buffers unbounded); kernels[i] is launches[i]'s
-// kernel; launches sharing an entry are measured at the first.
-func measureModule(text string, kernels []ptx.Kernel, launches []ptx.Launch, arch string, sample int, assemble bool) map[string]*Counters {
+// assembly is what measureModule asks of ptxas and cuobjdump.
+type assembly int
+
+const (
+	noAssembly assembly = iota
+	// registersFirst: ptxas's registers and occupancy for every entry, cuobjdump's SASS count
+	// only when an entry could not be simulated (the count is Auto's fallback; cuobjdump on a
+	// whole model takes several times ptxas's time).
+	registersFirst
+	withSASS // both for every entry
+)
+
+// measureModule measures the entries launches run in text, each once: the simulator over a
+// launch on the plan's grid cut to sample blocks (sample 0: the whole grid, buffers unbounded),
+// and ptxas and cuobjdump for arch as asm asks (nothing without ptxas). kernels[i] is
+// launches[i]'s kernel; launches sharing an entry are measured at the first.
+func measureModule(text string, kernels []ptx.Kernel, launches []ptx.Launch, arch string, sample int, asm assembly) map[string]*Counters {
 	out := map[string]*Counters{}
 	for _, l := range launches {
 		out[l.Entry] = &Counters{}
-	}
-	if assemble {
-		if res, cubin, err := ptxas.AssembleCubin([]byte(text), arch); err == nil {
-			sass, _ := ptxas.SASS(cubin) // without cuobjdump, 0 instructions
-			for _, l := range launches {
-				c, k := out[l.Entry], res.Kernel(l.Entry)
-				if k == nil || c.Assembled {
-					continue
-				}
-				c.Assembled, c.Registers, c.SASS = true, k.Registers, sass[l.Entry]
-				c.Warps = ptxas.ResidentWarps(arch, k.Registers, k.SharedBytes+l.SharedBytes, l.Block[0]*l.Block[1]*l.Block[2])
-			}
-		}
 	}
 	dev := sim.NewDevice()
 	m, err := dev.Load(text)
 	if err == nil {
 		defer m.Close()
 	}
+	allSimulated := true
 	for i, l := range launches {
 		c := out[l.Entry]
 		if c.Simulated || c.SimErr != nil {
 			continue
 		}
 		if err != nil {
-			c.SimErr = err
+			c.SimErr, allSimulated = err, false
 			continue
 		}
 		grid := l.Grid
@@ -86,14 +86,51 @@ func measureModule(text string, kernels []ptx.Kernel, launches []ptx.Launch, arc
 		}
 		st, err := simulate(dev, m, kernels[i], l, grid, sample > 0)
 		if err != nil {
-			c.SimErr = err
+			c.SimErr, allSimulated = err, false
 			continue
 		}
 		c.Simulated, c.Grid, c.WarpInsts = true, grid, st.WarpInsts
 		c.LoadBytes, c.LoadSectors = st.GlobalLoadBytes, st.GlobalLoadSectors
 		c.StoreBytes, c.StoreSectors = st.GlobalStoreBytes, st.GlobalStoreSectors
 	}
+	if asm == noAssembly {
+		return out
+	}
+	res, cubin, err := ptxas.AssembleCubin([]byte(text), arch)
+	if err != nil {
+		return out
+	}
+	for _, l := range launches {
+		c, k := out[l.Entry], res.Kernel(l.Entry)
+		if k == nil || c.Assembled {
+			continue
+		}
+		c.Assembled, c.Registers = true, k.Registers
+		c.Warps = ptxas.ResidentWarps(arch, k.Registers, k.SharedBytes+l.SharedBytes, l.Block[0]*l.Block[1]*l.Block[2])
+	}
+	if asm == withSASS || !allSimulated {
+		countSASS(cubin, out)
+	}
 	return out
+}
+
+// addSASS counts the SASS instructions of text's entries in out (assembled again for arch).
+func addSASS(text, arch string, out map[string]*Counters) {
+	if _, cubin, err := ptxas.AssembleCubin([]byte(text), arch); err == nil {
+		countSASS(cubin, out)
+	}
+}
+
+// countSASS sets the SASS instruction count of each counted entry from its cubin (none without
+// cuobjdump).
+func countSASS(cubin []byte, out map[string]*Counters) {
+	sass, err := ptxas.SASS(cubin)
+	if err != nil {
+		return
+	}
+	for entry, c := range out {
+		c.SASS = sass[entry]
+	}
 }
 
 // simulate runs l's entry of m once on grid, every buffer zero (an index 0 is inside every
