@@ -18,7 +18,8 @@ import (
 // warps an SM keeps resident. NVVM's entry is taken where its cost (choose) is at least 10%
 // lower: codegen/ptx computes the op table's numerics exactly, so it keeps every tie. An entry
 // the simulator cannot run (buffers beyond maxSimBytes) is judged by ptxas alone: more resident
-// warps, or as many and at least 10% fewer SASS instructions. Kernels the NVVM producer refuses
+// warps, or as many and at least 10% fewer SASS instructions; without ptxas the simulated warp
+// instructions alone decide (and without either, codegen/ptx's). Kernels the NVVM producer refuses
 // (templates without a counterpart) and every kernel when libNVVM is not installed (and none
 // was named) are codegen/ptx's. Each launch records the producer of its entry
 // (Launch.Producer) and the choice is deterministic: the same counters for the same module.
