@@ -170,7 +170,7 @@ func simulate(dev *sim.Device, m *sim.Module, k ptx.Kernel, l ptx.Launch, grid [
 			return nil, err
 		}
 		defer dev.Free(addr)
-		if err := dev.Write(addr, make([]byte, n)); err != nil {
+		if err := dev.Memset(addr, 0, n); err != nil {
 			return nil, err
 		}
 		args = append(args, addr)
