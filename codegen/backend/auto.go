@@ -11,16 +11,18 @@ import (
 )
 
 // Auto chooses the producer kernel by kernel (--backend auto). Both write every kernel the NVVM
-// producer takes; ptxas assembles both modules for the target and the entry that keeps more
-// warps resident per SM (registers, shared memory, block size) wins, and at equal occupancy
-// NVVM's only where its SASS has at least 10% fewer instructions (cuobjdump -sass): codegen/ptx
-// computes the op table's numerics exactly, so it keeps every tie. Without ptxas the static rule
-// takes NVVM's for the templates where docs/perf.md measured it issuing more than 10% fewer warp
-// instructions with as many or fewer resident warps (loop, transpose tile, column reduction),
-// codegen/ptx's elsewhere. Kernels the NVVM producer refuses (templates without a counterpart)
-// and every kernel when libNVVM is not installed (and none was named) are codegen/ptx's. Each launch records the
-// producer of its entry (Launch.Producer) and the choice is deterministic: the same counters
-// for the same module.
+// producer takes, and each entry is measured: the simulator runs it on a sample of its launch
+// (the plan's grid cut to sampleBlocks blocks; both producers share the plan, so it is the same
+// work) and counts the warp instructions issued, which sees loops, unrolling and libdevice's
+// calls where static SASS counts do not; ptxas (for the target) gives the registers and the
+// warps an SM keeps resident. NVVM's entry is taken where its cost (choose) is at least 10%
+// lower: codegen/ptx computes the op table's numerics exactly, so it keeps every tie. An entry
+// the simulator cannot run (buffers beyond maxSimBytes) is judged by ptxas alone: more resident
+// warps, or as many and at least 10% fewer SASS instructions; without ptxas the simulated warp
+// instructions alone decide (and without either, codegen/ptx's). Kernels the NVVM producer refuses
+// (templates without a counterpart) and every kernel when libNVVM is not installed (and none
+// was named) are codegen/ptx's. Each launch records the producer of its entry
+// (Launch.Producer) and the choice is deterministic: the same counters for the same module.
 type Auto struct {
 	NVVM *nvvm.Producer
 	// PreferNVVM takes NVVM's entry for every kernel it has a template for, without counters
@@ -33,14 +35,12 @@ type Auto struct {
 // Choice is why one kernel's entry came from its producer.
 type Choice struct {
 	Kernel, Producer, Why string
+	// PTX and NVVM are the two entries' counters, when both producers wrote the kernel and
+	// they were measured.
+	PTX, NVVM *Counters
 }
 
 func (*Auto) Name() string { return "auto" }
-
-// counters are one entry's ptxas figures.
-type counters struct {
-	warps, sass int
-}
 
 func (a *Auto) Module(kernels []ptx.Kernel, t ptx.Target) (string, []ptx.Launch, error) {
 	ptxText, launches, err := ptx.Module(kernels, t)
@@ -80,34 +80,39 @@ func (a *Auto) Module(kernels []ptx.Kernel, t ptx.Target) (string, []ptx.Launch,
 		return "", nil, err
 	}
 	arch := fmt.Sprintf("sm_%d", t.SM)
-	rule := "prefer"
-	var emit, nv map[string]counters
+	var emit, nv map[string]*Counters
 	if !a.PreferNVVM {
-		rule = "ptxas"
-		if emit, nv = measure(ptxText, launches, arch), measure(nvText, nvLaunches, arch); emit == nil || nv == nil {
-			rule = "static"
+		sub := make([]ptx.Launch, len(at))
+		for j, i := range at {
+			sub[j] = launches[i]
+		}
+		emit = measureModule(ptxText, taken, sub, arch, sampleBlocks, registersFirst)
+		nv = measureModule(nvText, taken, nvLaunches, arch, sampleBlocks, registersFirst)
+		// An entry not simulated on one side is judged by SASS counts: both sides need them
+		// (measureModule counted them on the side that failed).
+		for j, i := range at {
+			p, n := emit[launches[i].Entry], nv[nvLaunches[j].Entry]
+			if p.Simulated && n.Simulated {
+				continue
+			}
+			if p.Assembled && p.SASS == 0 {
+				addSASS(ptxText, arch, emit)
+			}
+			if n.Assembled && n.SASS == 0 {
+				addSASS(nvText, arch, nv)
+			}
+			break
 		}
 	}
 	useNVVM := map[string]bool{} // entry → NVVM's
 	for j, i := range at {
 		entry := launches[i].Entry
-		var why string
-		var pick bool
-		if rule == "prefer" {
-			pick, why = true, "nvvm preferred"
-		} else if rule == "static" {
-			tpl := ptx.Template(kernels[i])
-			if tpl == "reduction" {
-				if plan, err := ptx.ReducePlan(kernels[i]); err == nil {
-					tpl = plan.Kind + " reduction"
-				}
-			}
-			pick = tpl == "loop" || tpl == "transpose tile" || tpl == "column reduction"
-			why = fmt.Sprintf("static rule, no ptxas: %s template", tpl)
-		} else {
+		pick, why := true, "nvvm preferred"
+		if !a.PreferNVVM {
 			p, n := emit[entry], nv[nvLaunches[j].Entry]
-			pick = n.warps > p.warps || n.warps == p.warps && n.sass > 0 && 10*n.sass <= 9*p.sass
-			why = fmt.Sprintf("ptxas %s: resident warps ptx %d / nvvm %d, SASS instructions ptx %d / nvvm %d", arch, p.warps, n.warps, p.sass, n.sass)
+			g := launches[i].Grid
+			pick, why = choose(p, n, arch, g[0]*g[1]*g[2] == 1)
+			a.Choices[i].PTX, a.Choices[i].NVVM = p, n
 		}
 		a.Choices[i].Why = why
 		if pick {
@@ -138,26 +143,47 @@ func mergeChosen(ptxText, nvText string, useNVVM map[string]bool) (string, error
 	return nvvm.MergePTX([]string{emit, nv}, nil)
 }
 
-// measure assembles text for arch and returns each entry's counters, or nil without ptxas.
-func measure(text string, launches []ptx.Launch, arch string) map[string]counters {
-	res, cubin, err := ptxas.AssembleCubin([]byte(text), arch)
-	if err != nil {
-		return nil
-	}
-	sass, err := ptxas.SASS(cubin)
-	if err != nil {
-		sass = nil // occupancy alone decides
-	}
-	out := map[string]counters{}
-	for _, l := range launches {
-		k := res.Kernel(l.Entry)
-		if k == nil {
-			continue
-		}
-		out[l.Entry] = counters{
-			warps: ptxas.ResidentWarps(arch, k.Registers, k.SharedBytes+l.SharedBytes, l.Block[0]*l.Block[1]*l.Block[2]),
-			sass:  sass[l.Entry],
+// choose is Auto's rule for one kernel: whether NVVM's entry n replaces codegen/ptx's p, and
+// why. Both simulated: the cost of each is its simulated warp instructions, divided by the share
+// of half the SM's warp slots it keeps resident when it keeps fewer (below half, fewer warps
+// hide less of the memory latency; above, more warps do not issue faster), and NVVM's entry
+// wins at a cost at least 10% lower. A launch of one block (a persistent kernel) occupies one
+// SM whatever its registers: its cost is its warp instructions alone. Without the simulator's
+// counters ptxas's decide; without those either, codegen/ptx's entry stays.
+func choose(p, n *Counters, arch string, oneBlock bool) (bool, string) {
+	warps := "no ptxas"
+	if p.Assembled && n.Assembled {
+		warps = fmt.Sprintf("resident warps ptx %d / nvvm %d (%s)", p.Warps, n.Warps, arch)
+		if p.SASS > 0 && n.SASS > 0 { // counted only where an entry was not simulated
+			warps += fmt.Sprintf(", SASS instructions ptx %d / nvvm %d", p.SASS, n.SASS)
 		}
 	}
-	return out
+	if p.Simulated && n.Simulated && p.WarpInsts > 0 {
+		cp, cn := cost(p, arch, oneBlock), cost(n, arch, oneBlock)
+		why := fmt.Sprintf("simulated warp instructions ptx %d / nvvm %d on %d block(s), cost ptx %.0f / nvvm %.0f; %s",
+			p.WarpInsts, n.WarpInsts, p.Grid[0]*p.Grid[1]*p.Grid[2], cp, cn, warps)
+		return 10*cn <= 9*cp, why
+	}
+	why := "not simulated"
+	for _, c := range []*Counters{p, n} {
+		if c.SimErr != nil {
+			why = "not simulated: " + c.SimErr.Error()
+			break
+		}
+	}
+	if !p.Assembled || !n.Assembled {
+		return false, why + "; no ptxas"
+	}
+	pick := n.Warps > p.Warps || n.Warps == p.Warps && n.SASS > 0 && 10*n.SASS <= 9*p.SASS
+	return pick, why + "; " + warps
+}
+
+// cost is an entry's simulated warp instructions over its occupancy factor (choose).
+func cost(c *Counters, arch string, oneBlock bool) float64 {
+	w := float64(c.WarpInsts)
+	half := ptxas.MaxWarps(arch) / 2
+	if oneBlock || !c.Assembled || c.Warps >= half || c.Warps <= 0 {
+		return w
+	}
+	return w * float64(half) / float64(c.Warps)
 }

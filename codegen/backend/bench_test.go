@@ -12,8 +12,9 @@ import (
 )
 
 // BenchmarkGPT2SmallModule times GPT-2 small's whole module (12 layers, 128 tokens) from its
-// kernels: codegen/ptx alone, then libNVVM for every kernel it has a template for and codegen/ptx
-// for the rest (the matmuls), then --backend auto (both, and ptxas on both modules):
+// kernels: codegen/ptx alone, then libNVVM for every kernel it has a template for (all of them)
+// and codegen/ptx for any other, then --backend auto (both, ptxas on both modules, the
+// simulator on each distinct kernel's sample):
 // go test ./codegen/backend -run '^$' -bench GPT2SmallModule -benchtime 3x
 func BenchmarkGPT2SmallModule(b *testing.B) {
 	lib, err := libnvvm.Load("")

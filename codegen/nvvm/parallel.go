@@ -13,7 +13,8 @@ import (
 // parallel, at most GOMAXPROCS at once; the grouping is fixed, not derived from the number of
 // threads, so the merged PTX is byte-identical on every machine. Each program links libdevice
 // anew, which costs about as much as a kernel: docs/perf.md has the measurements behind the size.
-const programKernels = 4
+// A variable only so that BenchmarkProgramKernels can measure other sizes.
+var programKernels = 4
 
 // compileAll compiles the distinct kernels uniq (users[c] are the kernels that run uniq[c]) in
 // programs of programKernels and merges their PTX in kernel order. logs[c] are libNVVM's
