@@ -34,6 +34,11 @@ func (kg *kgen) eval1(v *irg.Value, x *index) (value.Value, error) {
 	if r, ok := kg.bound[v]; ok {
 		return r, nil
 	}
+	if f, ok := kg.at[v]; ok {
+		if r := f(x); r != nil {
+			return r, nil
+		}
+	}
 	d := v.Type.DType
 	switch v.Op {
 	case irg.OpInput, irg.OpParam:

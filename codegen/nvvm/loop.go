@@ -28,6 +28,9 @@ type kgen struct {
 	sites   map[*irg.Value]int         // each gather's site in the error word (ptx.IndexChecks)
 	cache   map[cacheKey]value.Value   // per element: common subexpressions evaluate once
 	bound   map[*irg.Value]value.Value // values the template computed (reduction results)
+	// at gives values the template computed at some indices (a pooled convolution's window),
+	// nil at others.
+	at map[*irg.Value]func(*index) value.Value
 	// aligned is the byte alignment of element groups' first linear index (a multiple of the
 	// group size): loads and stores there say so, for the vectorizer.
 	aligned map[value.Value]int
