@@ -28,7 +28,7 @@ func TestTrainStepKernels(t *testing.T) {
 		{"mlp", 2, train.MSELoss, &train.SGD{LR: 0.01, Momentum: 0.9}, "", false},
 		{"fashion_mlp", 2, train.CrossEntropyLoss, train.NewAdam(), "bf16", false},
 		{"cnn", 1, train.CrossEntropyLoss, train.NewAdam(), "", true},
-		{"fashion_bncnn", 2, train.CrossEntropyLoss, train.NewAdam(), "", true},
+		{"fashion_bncnn", 1, train.CrossEntropyLoss, train.NewAdam(), "", true},
 		{"transformer", 1, train.MSELoss, train.NewAdamW(), "", true},
 	} {
 		t.Run(tc.example, func(t *testing.T) {
@@ -64,14 +64,20 @@ func TestTrainStepKernels(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// Kernels equal up to names share one entry: one of each is checked.
 			var kernels []ptx.Kernel
+			seen := map[string]bool{}
 			for _, kn := range res.Kernels.Kernels {
-				kernels = append(kernels, nvvm.KernelOf(kn, ex.Name+"_"+kn.Name))
+				k := nvvm.KernelOf(kn, ex.Name+"_"+kn.Name)
+				if key := ptx.ShareKey(k); !seen[key] {
+					seen[key] = true
+					kernels = append(kernels, k)
+				}
 			}
 			if refused := nvvm.CheckKernels(t, kernels, 5); len(refused) > 0 {
 				t.Errorf("%d of %d kernels refused: %v", len(refused), len(kernels), refused)
 			}
-			t.Logf("%d kernels", len(kernels))
+			t.Logf("%d kernels, %d distinct", len(res.Kernels.Kernels), len(kernels))
 		})
 	}
 }
