@@ -174,10 +174,24 @@ func (mm *gemm) pooledRows(row, col, ch value.Value, accs []value.Value) error {
 			n, ph, pw := mm.window(m)
 			oh0, ow0 := kg.mul(ph, cs.Win[0]), kg.mul(pw, cs.Win[1])
 			xs := make([]*index, ww)
+			vals := make([]value.Value, ww)
 			for l := range ww {
 				xs[l] = newIndexCoords(p.Dot.Type.Shape, []value.Value{n, ch, kg.add(oh0, ci(l/cs.Win[1])), kg.add(ow0, ci(l%cs.Win[1]))})
-				kg.cache[cacheKey{p.Dot, xs[l]}] = kg.cast(irg.F32, accs[t+l], p.Dot.Type.DType)
+				vals[l] = kg.cast(irg.F32, accs[t+l], p.Dot.Type.DType)
+				kg.cache[cacheKey{p.Dot, xs[l]}] = vals[l]
 			}
+			// A view of a pre-pool value at the pooled shape (the max_pool2d gradient's slice of
+			// each window's first pixel) reaches the convolution at an index of its own: it is
+			// the window's pixel with the same coordinates.
+			kg.at = map[*irg.Value]func(*index) value.Value{p.Dot: func(x *index) value.Value {
+				for l, y := range xs {
+					if kg.sameIndex(x, y) {
+						return vals[l]
+					}
+				}
+				return nil
+			}}
+			defer func() { kg.at = nil }()
 			xp := newIndexCoords(pooled, []value.Value{n, ch, ph, pw})
 			tap := 0
 			pv, e := kg.poolTaps(cs.Pool, xp, func(*index) value.Value {

@@ -34,6 +34,11 @@ func (kg *kgen) eval1(v *irg.Value, x *index) (value.Value, error) {
 	if r, ok := kg.bound[v]; ok {
 		return r, nil
 	}
+	if f, ok := kg.at[v]; ok {
+		if r := f(x); r != nil {
+			return r, nil
+		}
+	}
 	d := v.Type.DType
 	switch v.Op {
 	case irg.OpInput, irg.OpParam:
@@ -109,10 +114,14 @@ func (kg *kgen) load(d irg.DType, p, lin value.Value) value.Value {
 }
 
 // align is the alignment of element lin of a buffer of dtype d: a group's first element is
-// aligned to the group's bytes (up to maxAlign), any other to its size.
+// aligned to the group's bytes (up to maxAlign and the kernel's alignCap), any other to its size.
 func (kg *kgen) align(d irg.DType, lin value.Value) ir.Align {
 	if v, ok := kg.aligned[lin]; ok {
-		return ir.Align(min(maxAlign(d), v*d.Size()))
+		a := min(maxAlign(d), v*d.Size())
+		if kg.alignCap > 0 {
+			a = max(min(a, kg.alignCap), d.Size())
+		}
+		return ir.Align(a)
 	}
 	return ir.Align(d.Size())
 }
@@ -279,8 +288,10 @@ func (kg *kgen) concat(v *irg.Value, x *index) (value.Value, error) {
 	return r, nil
 }
 
-// gather reads table[indices[i...], j...]; an index outside the table traps, failing the launch
-// as the reference interpreter fails the run.
+// gather reads table[indices[i...], j...]. An index outside the table is recorded in the
+// kernel's error word as codegen/ptx's gathers record it (ptx.IndexChecks: site, element,
+// value; the first thread's compare-and-swap of the site wins) and row 0 is read instead: the
+// executor fails the run naming the gather, the element and the index, as the reference does.
 func (kg *kgen) gather(v *irg.Value, x *index) (value.Value, error) {
 	table, idx := v.Args[0], v.Args[1]
 	ri := idx.Type.Shape.Rank()
@@ -293,22 +304,60 @@ func (kg *kgen) gather(v *irg.Value, x *index) (value.Value, error) {
 		return nil, err
 	}
 	rows := table.Type.Shape[0]
-	var bad value.Value
+	var bad, index value.Value // index: the index as an i64, for the error word
 	if idx.Type.DType == irg.I64 {
 		bad = kg.b.NewICmp(enum.IPredUGE, row, constant.NewInt(types.I64, int64(rows)))
+		index = row
 		row = kg.b.NewTrunc(row, types.I32)
 	} else {
 		bad = kg.b.NewICmp(enum.IPredUGE, row, ci(rows))
+		index = kg.b.NewSExt(row, types.I64)
 	}
-	trap, ok := kg.block("trap"), kg.block("gathered")
-	kg.b.NewCondBr(bad, trap, ok)
-	trap.NewCall(kg.md.declare("llvm.trap", types.Void))
-	trap.NewUnreachable()
-	kg.b = ok
+	kg.badIndex(v, bad, index, idx.Type.Shape, ic)
+	row = kg.b.NewSelect(bad, ci(0), row)
 	tc := make([]value.Value, table.Type.Shape.Rank())
 	tc[0] = row
 	for d := 1; d < len(tc); d++ {
 		tc[d] = kg.coord(x, ri+d-1)
 	}
 	return kg.eval(table, newIndexCoords(table.Type.Shape, tc))
+}
+
+// badIndex records index, bad where it is outside gather v's table, in the error word: the
+// site (from 1) by a compare-and-swap from 0, and the thread that wins it writes the element's
+// row-major position in the indices of shape (coords) and the index. A gather the error word
+// does not list (none today) can only trap.
+func (kg *kgen) badIndex(v *irg.Value, bad, index value.Value, shape irg.Shape, coords []value.Value) {
+	record, ok := kg.block("index_bad"), kg.block("index_ok")
+	kg.b.NewCondBr(bad, record, ok)
+	kg.b = record
+	site, listed := kg.sites[v]
+	if !listed || kg.errWord == nil {
+		kg.b.NewCall(kg.md.declare("llvm.trap", types.Void))
+		kg.b.NewUnreachable()
+		kg.b = ok
+		return
+	}
+	var elem value.Value = constant.NewInt(types.I64, 0)
+	stride := int64(1)
+	for d := len(coords) - 1; d >= 0; d-- {
+		var c value.Value = kg.b.NewZExt(coords[d], types.I64)
+		if stride != 1 {
+			c = kg.b.NewMul(c, constant.NewInt(types.I64, stride))
+		}
+		if d == len(coords)-1 {
+			elem = c
+		} else {
+			elem = kg.b.NewAdd(elem, c)
+		}
+		stride *= int64(shape[d])
+	}
+	cas := kg.b.NewCmpXchg(kg.errWord, constant.NewInt(types.I64, 0), constant.NewInt(types.I64, int64(site)),
+		enum.AtomicOrderingMonotonic, enum.AtomicOrderingMonotonic)
+	won, write := kg.block("index_won"), kg.b
+	write.NewCondBr(write.NewExtractValue(cas, 1), won, ok)
+	won.NewStore(elem, won.NewGetElementPtr(types.I64, kg.errWord, constant.NewInt(types.I64, 1)))
+	won.NewStore(index, won.NewGetElementPtr(types.I64, kg.errWord, constant.NewInt(types.I64, 2)))
+	won.NewBr(ok)
+	kg.b = ok
 }

@@ -1,6 +1,7 @@
 package nvvm
 
 import (
+	"github.com/llir/llvm/ir"
 	"github.com/llir/llvm/ir/constant"
 	"github.com/llir/llvm/ir/enum"
 	"github.com/llir/llvm/ir/value"
@@ -131,4 +132,47 @@ func (kg *kgen) clamp(x value.Value, n int) value.Value {
 // inRange is 0 ≤ c < n for a signed c (one unsigned compare covers both ends).
 func (kg *kgen) inRange(c value.Value, n int) value.Value {
 	return kg.b.NewICmp(enum.IPredULT, c, ci(n))
+}
+
+// sameIndex reports whether x and y have coordinates that are the same i32 values: equal
+// constants, or the same value, or the same constant-folded arithmetic (add, mul, udiv, urem) of
+// such. False is "not known to be the same".
+func (kg *kgen) sameIndex(x, y *index) bool {
+	if !x.shape.Equal(y.shape) {
+		return false
+	}
+	for d := range x.shape {
+		if !sameValue(kg.coord(x, d), kg.coord(y, d)) {
+			return false
+		}
+	}
+	return true
+}
+
+func sameValue(a, b value.Value) bool {
+	if a == b {
+		return true
+	}
+	if na, ok := num(a); ok {
+		nb, ok := num(b)
+		return ok && na == nb
+	}
+	ka, xa, ya := binop(a)
+	kb, xb, yb := binop(b)
+	return ka != "" && ka == kb && sameValue(xa, xb) && sameValue(ya, yb)
+}
+
+// binop is the index arithmetic v is, if it is: its kind and operands.
+func binop(v value.Value) (kind string, x, y value.Value) {
+	switch v := v.(type) {
+	case *ir.InstAdd:
+		return "add", v.X, v.Y
+	case *ir.InstMul:
+		return "mul", v.X, v.Y
+	case *ir.InstUDiv:
+		return "udiv", v.X, v.Y
+	case *ir.InstURem:
+		return "urem", v.X, v.Y
+	}
+	return "", nil, nil
 }

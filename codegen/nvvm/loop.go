@@ -24,12 +24,20 @@ type kgen struct {
 	ptr     map[*irg.Value]value.Value // global pointer of each input and param
 	outPtr  []value.Value
 	scratch value.Value                // the scratch buffer, as i64 slots
+	errWord value.Value                // the gathers' error word, as i64 slots (ptx.ErrorWordBytes)
+	sites   map[*irg.Value]int         // each gather's site in the error word (ptx.IndexChecks)
 	cache   map[cacheKey]value.Value   // per element: common subexpressions evaluate once
 	bound   map[*irg.Value]value.Value // values the template computed (reduction results)
+	// at gives values the template computed at some indices (a pooled convolution's window),
+	// nil at others.
+	at map[*irg.Value]func(*index) value.Value
 	// aligned is the byte alignment of element groups' first linear index (a multiple of the
 	// group size): loads and stores there say so, for the vectorizer.
 	aligned map[value.Value]int
-	blocks  int
+	// alignCap, if not 0, caps the alignment of every group access: the most a persistent
+	// kernel's shared array promises (sharedAlign), for groups in its slots.
+	alignCap int
+	blocks   int
 }
 
 type cacheKey struct {
@@ -89,9 +97,11 @@ func (md *module) newKernel(k ptx.Kernel, args []ptx.Arg) *kgen {
 		case a.Kind == ptx.ArgScratch:
 			kg.scratch = p
 		case a.Kind == ptx.ArgError:
-			// codegen/ptx's gathers record a bad index in this word; this producer's gathers
-			// trap instead (llvm.trap), so it declares the parameter, for one launch plan, and
-			// leaves the word zero.
+			kg.errWord = p
+			kg.sites = map[*irg.Value]int{}
+			for _, c := range ptx.IndexChecks(k) {
+				kg.sites[c.Value] = c.Site
+			}
 		case a.Kind == ptx.ArgOutput:
 			kg.outPtr = append(kg.outPtr, p)
 		default:

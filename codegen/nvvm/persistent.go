@@ -28,9 +28,6 @@ func (md *module) persistentKernel(k ptx.Kernel) (*ir.Func, ptx.Launch, error) {
 	if err := ptx.CheckPersistent(k); err != nil {
 		return nil, ptx.Launch{}, err
 	}
-	if why := persistentGap(k); why != "" {
-		return nil, ptx.Launch{}, fmt.Errorf("a stage %s: the persistent template for it %s (build with --backend ptx)", why, refusedText)
-	}
 	args := ptx.Params(k.Graph)
 	kg := md.newKernel(k, args)
 	global := map[string]value.Value{}
@@ -50,7 +47,10 @@ func (md *module) persistentKernel(k ptx.Kernel) (*ir.Func, ptx.Launch, error) {
 		smem.Linkage = enum.LinkageInternal
 		smem.AddrSpace = 3
 		smem.Typ.AddrSpace = 3
-		smem.Align = 16
+		smem.Align = ir.Align(sharedAlign(k))
+		if smem.Align < 16 {
+			kg.alignCap = int(smem.Align)
+		}
 	}
 	// slot is the shared address of a named value of dtype d, if it has a slot.
 	slot := func(name string, d irg.DType) (value.Value, bool) {
@@ -116,26 +116,6 @@ func (md *module) persistentKernel(k ptx.Kernel) (*ir.Func, ptx.Launch, error) {
 	}
 	kg.b.NewRet(nil)
 	return kg.f, ptx.Launch{Grid: [3]int{1, 1, 1}, Block: [3]int{ptx.PersistThreads, 1, 1}, Params: args}, nil
-}
-
-// persistentGap says which stage of k this template does not take yet, and why, or "". Two
-// kinds were found by the random graphs and not resolved: a stage computing sin or cos (in a
-// stage libdevice's Payne–Hanek slow path keeps a local array, a stack frame the loop template
-// does not get), and a per-element contraction stage of f16 operands (libNVVM 11.8's -opt=3
-// fails on it with "unsupported operation"; -opt=0 and -opt=1 compile it).
-func persistentGap(k ptx.Kernel) string {
-	for _, st := range k.Stages {
-		for _, v := range ptx.Live(st.Graph) {
-			switch {
-			case v.Op == "sin" || v.Op == "cos":
-				return "computes " + v.Op
-			case ops.ClassOf(v.Op) == ops.Contraction && !ptx.LaneSplit(v) &&
-				(v.Args[0].Type.DType == irg.F16 || v.Args[1].Type.DType == irg.F16):
-				return "contracts f16 operands one element per thread"
-			}
-		}
-	}
-	return ""
 }
 
 // stage emits one stage of a persistent kernel: every thread of the block takes elements (or
@@ -333,19 +313,35 @@ func slotGaps(k ptx.Kernel) bool {
 	return false
 }
 
-// zeroShared zeroes the shared array smem (a whole number of 16-byte lines), the block's
-// threads taking lines tid, tid+ptx.PersistThreads, ..., then waits for the whole block: the
-// stages' stores come after, ordered by the barrier.
+// zeroShared zeroes the shared array smem (a whole number of 16-byte lines) in stores of its
+// alignment, the block's threads taking them tid, tid+ptx.PersistThreads, ..., then waits for
+// the whole block: the stages' stores come after, ordered by the barrier.
 func (kg *kgen) zeroShared(smem *ir.Global, tid value.Value) {
-	lines := int(smem.ContentType.(*types.ArrayType).Len) / 16
-	line := types.NewVector(4, types.I32)
+	width := int(smem.Align)
+	lines := int(smem.ContentType.(*types.ArrayType).Len) / width
+	line := types.NewVector(uint64(width/4), types.I32)
 	pt := types.NewPointer(line)
 	pt.AddrSpace = 3
 	kg.loop(tid, ci(ptx.PersistThreads), lines, func(i value.Value) {
-		p := kg.b.NewGetElementPtr(smem.ContentType, smem, ci(0), kg.mul(i, 16))
+		p := kg.b.NewGetElementPtr(smem.ContentType, smem, ci(0), kg.mul(i, width))
 		p.InBounds = true
 		st := kg.b.NewStore(constant.NewZeroInitializer(line), kg.b.NewBitCast(p, pt))
-		st.Align = 16
+		st.Align = ir.Align(width)
 	})
 	kg.barrier()
+}
+
+// sharedAlign is the alignment the persistent shared array promises: the slots' 16 bytes, but
+// maxAlign(f16) where a slot holds f16 values, as f16 buffers promise. With 16, libNVVM 11.8
+// -opt=3 forms half vectors from a per-element contraction stage's unrolled reads of an f16
+// slot that its backend cannot lower ("unsupported operation"; random graph 164).
+func sharedAlign(k ptx.Kernel) int {
+	for _, st := range k.Stages {
+		for _, v := range st.Graph.Inputs() {
+			if _, ok := k.Shared[v.Name]; ok && v.Type.DType == irg.F16 {
+				return maxAlign(irg.F16)
+			}
+		}
+	}
+	return 16
 }

@@ -1,6 +1,7 @@
 package nvvm
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/gcomp/gcomp/codegen/ptx"
@@ -12,6 +13,11 @@ import (
 func TestTemplates(t *testing.T) {
 	p := requireProducer(t)
 	for _, tc := range []struct{ name, src, template string }{
+		// A train step's forward conv with the max_pool2d gradient's mask: the slice of each
+		// window's first pre-pool pixel reaches the convolution at an index of its own, which
+		// must resolve to the window's pixel ("conv2d cannot be computed inside this kernel").
+		{"conv_pool_mask_f32", convPoolMask, "ffma"},
+		{"conv_pool_mask_f16", strings.ReplaceAll(convPoolMask, "f32", "f16"), "tensor core"},
 		{"sum_all", `graph g {
   input %x : f32[512,256]
   %0 = reduce_sum(%x) {axes=[0,1]} : f32[]
@@ -355,3 +361,21 @@ func TestTemplatesTF32(t *testing.T) {
 		})
 	}
 }
+
+// convPoolMask is a train step's forward conv kernel (f32): the conv, bias and relu, the
+// max_pool2d, and its gradient's mask.
+const convPoolMask = `graph g {
+  input %x : f32[2,3,8,8]
+  param %w : f32[5,3,3,3]
+  param %b : f32[5]
+  %0 = conv2d(%x, %w) {padding=[1,1]} : f32[2,5,8,8]
+  %1 = broadcast_in_dim(%b) {dims=[1], shape=[2,5,8,8]} : f32[2,5,8,8]
+  %2 = add(%0, %1) : f32[2,5,8,8]
+  %3 = relu(%2) : f32[2,5,8,8]
+  %4 = max_pool2d(%3) {kernel=[2,2], stride=[2,2]} : f32[2,5,4,4]
+  %5 = slice(%3) {start=[0,0,0,0], limit=[2,5,7,7], stride=[1,1,2,2]} : f32[2,5,4,4]
+  %6 = eq(%5, %4) : bool[2,5,4,4]
+  output pre = %3
+  output p = %4
+  output mask = %6
+}`

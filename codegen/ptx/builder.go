@@ -36,6 +36,9 @@ type builder struct {
 	labels  int
 	perf    string // performance directives between the parameter list and the body
 	body    strings.Builder
+	// defs is the arithmetic that computed each index register (ia.add, ia.mul), so two
+	// registers can be known to hold the same coordinate (ia.same).
+	defs map[string]string
 }
 
 func newBuilder(name string) *builder { return &builder{name: name} }

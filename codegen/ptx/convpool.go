@@ -75,7 +75,23 @@ func (mm *matmul) pooledRows(row, col, ch string, accs []val) error {
 			xs[l] = newIndexCoords(mm.dot.Type.Shape, []string{n, ch, a.add(oh0, imm(l/cs.win[1])), a.add(ow0, imm(l%cs.win[1]))})
 			accOf[xs[l]] = mm.e.cast(accs[t+l], mm.dot.Type.DType)
 		}
-		mm.bound[mm.dot] = func(x *index) val { return accOf[x] }
+		// A view of a pre-pool value at the pooled shape (the max_pool2d gradient's slice of
+		// each window's first pixel) reaches the convolution at an index of its own: it is the
+		// window's pixel with the same coordinates.
+		mm.bound[mm.dot] = func(x *index) val {
+			if v, ok := accOf[x]; ok {
+				return v
+			}
+			for _, y := range xs {
+				if sameIndex(a, x, y) {
+					return accOf[y]
+				}
+			}
+			if mm.err == nil {
+				mm.err = fmt.Errorf("%s: an output reads the %s outside its pooling window", mm.kname, mm.dot.Op)
+			}
+			return accOf[xs[0]]
+		}
 		// Values the same at every pixel of the window (a per-channel bias) are evaluated once.
 		for _, v := range live(mm.kernelGraph) {
 			if v.Op == "broadcast_in_dim" && v.Type.Shape.Equal(mm.dot.Type.Shape) && !slices.Contains(v.Attrs.Ints("dims"), 2) && !slices.Contains(v.Attrs.Ints("dims"), 3) {

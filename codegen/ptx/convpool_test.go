@@ -140,3 +140,34 @@ func TestConvPoolRejects(t *testing.T) {
 		}
 	}
 }
+
+// A train step's forward conv keeps the max_pool2d gradient's mask in the same kernel: the
+// pre-pool value at each window's first pixel (a slice of stride 2) compared with the pooled
+// one. The slice reaches the convolution at an index of its own, which must resolve to the
+// window's pixel (it emitted an empty operand, which the simulator refused to load); on every
+// precision path.
+func TestConvPoolGradientMask(t *testing.T) {
+	for _, prec := range convPrecisions {
+		t.Run(prec, func(t *testing.T) {
+			d := usePrecision(t, prec)
+			g := ir.NewGraph("convpool_mask")
+			x := g.Input("x", ir.T(d, 2, 3, 8, 8), nil)
+			w := g.Param("w", ir.T(d, 5, 3, 3, 3), nil)
+			ty := ir.T(d, 2, 5, 8, 8)
+			y := g.Add("conv2d", ty, ir.Attrs{"padding": []int{1, 1}}, x, w)
+			bb := g.Add("broadcast_in_dim", ty, ir.Attrs{"shape": []int(ty.Shape), "dims": []int{1}}, g.Param("b", ir.T(d, 5), nil))
+			r := g.Add("relu", ty, nil, g.Add("add", ty, nil, y, bb))
+			pt := ir.T(d, 2, 5, 4, 4)
+			p := g.Add("max_pool2d", pt, ir.Attrs{"kernel": []int{2, 2}, "stride": []int{2, 2}}, r)
+			first := g.Add("slice", pt, ir.Attrs{"start": []int{0, 0, 0, 0}, "limit": []int{2, 5, 7, 7}, "stride": []int{1, 1, 2, 2}}, r)
+			g.SetOutput("pre", r)
+			g.SetOutput("p", p)
+			g.SetOutput("mask", g.Add("eq", ir.T(ir.Bool, 2, 5, 4, 4), nil, first, p))
+			k := Kernel{Name: "k_conv_bias_relu_maxpool", Graph: g}
+			if c, err := ContractionPlan(k, Target{SM: 80}); err != nil || c.Kind == "direct" {
+				t.Fatalf("plan %+v, %v: want a tiled template (its epilogue pools)", c, err)
+			}
+			checkKernel(t, k, inputsFor(g, 5, 1), false)
+		})
+	}
+}

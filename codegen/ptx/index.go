@@ -87,7 +87,41 @@ func (a ia) add(x, y string) string {
 	}
 	r := a.b.reg(rU32)
 	a.b.ins("add.s32", r, x, y)
+	a.def(r, "add", x, y)
 	return r
+}
+
+// def records that index register r is op of x and y.
+func (a ia) def(r, op, x, y string) {
+	if a.b.defs == nil {
+		a.b.defs = map[string]string{}
+	}
+	a.b.defs[r] = "(" + op + " " + a.canon(x) + " " + a.canon(y) + ")"
+}
+
+// canon is s as the arithmetic ia computed it from other registers and immediates.
+func (a ia) canon(s string) string {
+	if d, ok := a.b.defs[s]; ok {
+		return d
+	}
+	return s
+}
+
+// same reports whether x and y are known to hold the same coordinate: the same register or
+// immediate, or the same arithmetic of such (false: not known).
+func (a ia) same(x, y string) bool { return a.canon(x) == a.canon(y) }
+
+// sameIndex reports whether x and y are known to be the same element.
+func sameIndex(a ia, x, y *index) bool {
+	if !x.shape.Equal(y.shape) {
+		return false
+	}
+	for d := range x.shape {
+		if !a.same(x.getCoord(a, d), y.getCoord(a, d)) {
+			return false
+		}
+	}
+	return true
 }
 
 func (a ia) sub(x, y string) string {
@@ -130,6 +164,7 @@ func (a ia) mul(x string, c int) string {
 	}
 	r := a.b.reg(rU32)
 	a.b.ins("mul.lo.s32", r, x, imm(c))
+	a.def(r, "mul", x, imm(c))
 	return r
 }
 

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gcomp/gcomp/codegen/backend"
+	"github.com/gcomp/gcomp/codegen/nvvm/libnvvm"
 	"github.com/gcomp/gcomp/compiler"
 	"github.com/gcomp/gcomp/frontend"
 	"github.com/gcomp/gcomp/frontend/nn"
@@ -19,8 +21,24 @@ import (
 // reference interpreter says: the gather and its source line, the element of the indices and
 // the index, and the table (before, only "trap executed" with a PTX line and a thread). The
 // error area is clean again afterwards: the next run with valid indices succeeds. The indices
-// are computed in the kernel (tokens+offset) as well as read as they are.
+// are computed in the kernel (tokens+offset) as well as read as they are. Both producers write
+// the same error word (--backend ptx and nvvm).
 func TestIndexOutOfRange(t *testing.T) {
+	for _, name := range []string{"ptx", "nvvm"} {
+		t.Run(name, func(t *testing.T) {
+			if name == "nvvm" {
+				libnvvm.Require(t)
+			}
+			producer, err := backend.New(name, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			indexOutOfRange(t, producer)
+		})
+	}
+}
+
+func indexOutOfRange(t *testing.T, producer backend.Producer) {
 	for _, tc := range []struct {
 		name   string
 		shift  bool
@@ -44,7 +62,7 @@ func TestIndexOutOfRange(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, err := compiler.Compile(g, compiler.Options{})
+			res, err := compiler.Compile(g, compiler.Options{Producer: producer})
 			if err != nil {
 				t.Fatal(err)
 			}
