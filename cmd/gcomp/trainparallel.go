@@ -179,7 +179,7 @@ func (pt *parallelTrain) run(stdout, stderr io.Writer) error {
 		}
 	}()
 	for _, s := range specs {
-		dev, err := openRank(s)
+		dev, err := openRank(s, "", true)
 		if err != nil {
 			return fail("%s: %v", s.Name, err)
 		}
@@ -226,13 +226,13 @@ func (pt *parallelTrain) run(stdout, stderr io.Writer) error {
 }
 
 // openRank opens a rank's device: a GPU, or for sim:N a simulated GPU, runtime/cuda's device
-// over the simulator-backed driver (runtime/simrank), whose collectives are stream-ordered as
-// NCCL's are on a GPU.
-func openRank(s parallel.Spec) (executor.Device, error) {
+// over the simulator-backed driver (runtime/simrank, the simulator's checks off with noCheck),
+// whose collectives are stream-ordered as NCCL's are on a GPU.
+func openRank(s parallel.Spec, cudaLib string, noCheck bool) (executor.Device, error) {
 	if strings.HasPrefix(s.Name, "sim") {
-		return simrank.Open(simdriver.Options{})
+		return simrank.Open(simdriver.Options{NoCheck: noCheck})
 	}
-	sel, err := device.Open(s.Open, device.Options{Driver: testDriver})
+	sel, err := device.Open(s.Open, device.Options{CUDALib: cudaLib, Driver: testDriver})
 	if err != nil {
 		return nil, err
 	}
