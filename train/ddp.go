@@ -89,7 +89,8 @@ func fitParallel(m *Model, o FitOptions) (*FitResult, error) {
 			}
 			d.streams[i], d.ordered[i] = collective.Stream(cs), s
 		}
-		mems[i] = d.mems[i]
+		// A simulated GPU's collectives go on its streams (collective.StreamMemory).
+		mems[i] = collective.MemoryOf(d.mems[i])
 	}
 	if p.Comms != nil {
 		d.comms, err = p.Comms(mems)
@@ -261,14 +262,17 @@ func (d *ddp) step(i int, m *Model, b *data.Batch, mt *meter) (map[string]*tenso
 	lo := d.comms[i].Rank() * m.Batch
 	x, y := shardRows(b.X, lo, lo+m.Batch), shardRows(b.Y, lo, lo+m.Batch)
 	d.issued[i] = 0
-	out, err := d.ranks[i].backward(map[string]*tensor.Tensor{m.Input: x, m.Target: y})
-	if err != nil {
+	if err := d.ranks[i].backward(map[string]*tensor.Tensor{m.Input: x, m.Target: y}); err != nil {
 		return nil, 0, err
 	}
 	if err := d.allReduceGrads(i); err != nil {
 		return nil, 0, err
 	}
 	upd, err := d.ranks[i].update()
+	if err != nil {
+		return nil, 0, err
+	}
+	out, err := d.ranks[i].outputs()
 	if err != nil {
 		return nil, 0, err
 	}

@@ -146,9 +146,13 @@ func (d *ddp) allReduceGrads(i int) error {
 			return err
 		}
 	}
-	// The optimizer's kernels wait for the last bucket.
+	// The optimizer's kernels wait for the last bucket: on the device, where the communicator's
+	// calls are ordered on its streams (the host does not wait); else the host waits for them.
 	if err := d.beforeCompute(i); err != nil {
 		return err
+	}
+	if d.ordered[i] != nil && collective.StreamOrdered(d.comms[i]) {
+		return nil
 	}
 	if err := d.comms[i].Wait(); err != nil {
 		return fmt.Errorf("all-reducing the gradients: %w", err)

@@ -28,9 +28,12 @@ type devBuf struct {
 
 // ddpRank runs a split step on one rank's device, keeping the weights and state there.
 type ddpRank interface {
-	// backward runs the gradients' graph on the rank's shard; the gradients stay in the rank's
-	// memory (grad) for the all-reduce.
-	backward(in map[string]*tensor.Tensor) (map[string]*tensor.Tensor, error)
+	// backward runs the gradients' graph on the rank's shard, or on a device queues it; the
+	// gradients stay in the rank's memory (grad) for the all-reduce. outputs returns its
+	// outputs, waiting for them: the host reads nothing of a step before its update is queued,
+	// so that the update waits for the last all-reduce on the device alone.
+	backward(in map[string]*tensor.Tensor) error
+	outputs() (map[string]*tensor.Tensor, error)
 	// grad is the buffer of a trained parameter's gradient.
 	grad(param string) (devBuf, error)
 	// update runs the optimizer on the gradients in the grad buffers.
@@ -88,7 +91,8 @@ type refRank struct {
 	mem           *HostMemory
 	params, state map[string]*tensor.Tensor
 	grads         map[string]devBuf
-	bufs          map[string]devBuf // replicated's copies, while a broadcast uses them
+	bufs          map[string]devBuf         // replicated's copies, while a broadcast uses them
+	out           map[string]*tensor.Tensor // backward's
 }
 
 func newRefRank(s *SplitStep, m *Model, mem *HostMemory, params, state map[string]*tensor.Tensor) (*refRank, error) {
@@ -112,7 +116,9 @@ func newRefRank(s *SplitStep, m *Model, mem *HostMemory, params, state map[strin
 	return r, nil
 }
 
-func (r *refRank) backward(in map[string]*tensor.Tensor) (map[string]*tensor.Tensor, error) {
+func (r *refRank) outputs() (map[string]*tensor.Tensor, error) { return r.out, nil }
+
+func (r *refRank) backward(in map[string]*tensor.Tensor) error {
 	ins := map[string]*tensor.Tensor{}
 	for k, v := range in {
 		ins[k] = v
@@ -124,15 +130,16 @@ func (r *refRank) backward(in map[string]*tensor.Tensor) (map[string]*tensor.Ten
 	}
 	out, err := ref.Run(r.s.Grad.Graph, ins, r.params)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	r.apply(r.s.Grad, out)
 	for name, b := range r.grads {
 		if err := r.mem.Write(b.ptr, out[name].Bytes()); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return out, nil
+	r.out = out
+	return nil
 }
 
 // apply makes s's "new." outputs the next values.
@@ -304,9 +311,13 @@ func (c *compiledRank) load(dev executor.Device, a *splitArtifacts, params, stat
 	return err
 }
 
-func (c *compiledRank) backward(in map[string]*tensor.Tensor) (map[string]*tensor.Tensor, error) {
+func (c *compiledRank) backward(in map[string]*tensor.Tensor) error {
 	c.evalFresh = false
-	res, err := c.grd.Run(in)
+	return c.grd.Launch(in)
+}
+
+func (c *compiledRank) outputs() (map[string]*tensor.Tensor, error) {
+	res, err := c.grd.Wait()
 	if err != nil {
 		return nil, err
 	}

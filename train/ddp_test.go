@@ -408,9 +408,10 @@ func TestFitParallelOverlap(t *testing.T) {
 }
 
 // Ranks on runtime/cuda's device over the simulator-backed driver (streams, events, queued
-// work, run in each of its schedules) train what one simulated device trains: the buckets go on
-// the communication stream after an event on the compute stream, and the optimizer's kernels
-// wait for the last one.
+// work, run in each of its schedules), given to the collective as plain memory, train what one
+// simulated device trains: their collectives are not stream-ordered, so they run when called and
+// the host waits for the last bucket before the optimizer (ddp_order_test.go has the
+// stream-ordered ranks).
 func TestFitParallelOnCUDADriver(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: compiles and simulates train steps on three devices")

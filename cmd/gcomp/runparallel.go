@@ -43,11 +43,11 @@ func runParallel(path, list string, mf modelFlags, tf targetFlags, vf valueFlags
 		}
 	}()
 	for _, s := range specs {
-		sel, err := openCompiledDevice(s.Open, cudaLib, noCheck, stderr)
+		dev, err := openRank(s, cudaLib, noCheck) // a simulated GPU for sim:N, as gcomp train's ranks
 		if err != nil {
 			return nil, nil, fmt.Errorf("gcomp run: %s: %v", s.Name, err)
 		}
-		devs = append(devs, sel.Device)
+		devs = append(devs, dev)
 	}
 	m, batch, err := mf.loadModelBatch(path, 0)
 	if err != nil {

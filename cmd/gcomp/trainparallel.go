@@ -17,12 +17,13 @@ import (
 	"github.com/gcomp/gcomp/passes"
 	"github.com/gcomp/gcomp/runtime/collective"
 	"github.com/gcomp/gcomp/runtime/cuda"
+	"github.com/gcomp/gcomp/runtime/cuda/simdriver"
 	"github.com/gcomp/gcomp/runtime/device"
 	"github.com/gcomp/gcomp/runtime/executor"
 	"github.com/gcomp/gcomp/runtime/nccl"
 	"github.com/gcomp/gcomp/runtime/parallel"
 	"github.com/gcomp/gcomp/runtime/rendezvous"
-	"github.com/gcomp/gcomp/runtime/simdev"
+	"github.com/gcomp/gcomp/runtime/simrank"
 	"github.com/gcomp/gcomp/train"
 )
 
@@ -178,13 +179,11 @@ func (pt *parallelTrain) run(stdout, stderr io.Writer) error {
 		}
 	}()
 	for _, s := range specs {
-		sel, err := device.Open(s.Open, device.Options{Driver: testDriver, Sim: func() (executor.Device, error) {
-			return simdev.New(simdev.Options{NoCheck: true}), nil
-		}})
+		dev, err := openRank(s, "", true)
 		if err != nil {
 			return fail("%s: %v", s.Name, err)
 		}
-		devs = append(devs, sel.Device)
+		devs = append(devs, dev)
 	}
 	copts := collective.Options{Timeout: pt.timeout}
 	var comms func([]collective.Memory) ([]collective.Comm, error)
@@ -224,6 +223,20 @@ func (pt *parallelTrain) run(stdout, stderr io.Writer) error {
 		return fail("%s on %s: %v", pt.path, pt.devices, err)
 	}
 	return nil
+}
+
+// openRank opens a rank's device: a GPU, or for sim:N a simulated GPU, runtime/cuda's device
+// over the simulator-backed driver (runtime/simrank, the simulator's checks off with noCheck),
+// whose collectives are stream-ordered as NCCL's are on a GPU.
+func openRank(s parallel.Spec, cudaLib string, noCheck bool) (executor.Device, error) {
+	if strings.HasPrefix(s.Name, "sim") {
+		return simrank.Open(simdriver.Options{NoCheck: noCheck})
+	}
+	sel, err := device.Open(s.Open, device.Options{CUDALib: cudaLib, Driver: testDriver})
+	if err != nil {
+		return nil, err
+	}
+	return sel.Device, nil
 }
 
 // modelHash identifies the model's file, which every node must train.

@@ -108,3 +108,6 @@ func (n *ncclComm) Close() error {
 	}
 	return n.c.Destroy()
 }
+
+// StreamOrdered: NCCL's calls are always queued on their stream.
+func (n *ncclComm) StreamOrdered() bool { return true }

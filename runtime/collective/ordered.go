@@ -84,3 +84,32 @@ func (c *simComm) syncStreams() error {
 	}
 	return nil
 }
+
+// StreamMemory is a rank's device that gives the simulated collective its
+// own StreamDevice (runtime/simrank's): a trainer hands MemoryOf(dev) to
+// NewLocal, ServeTCP or DialTCP so that the rank's calls are stream-ordered.
+type StreamMemory interface {
+	StreamDevice() *StreamDevice
+}
+
+// MemoryOf is the memory a rank on dev gives the simulated collective: dev's
+// StreamDevice if it has one, else dev itself.
+func MemoryOf(dev Memory) Memory {
+	if s, ok := dev.(StreamMemory); ok {
+		return s.StreamDevice()
+	}
+	return dev
+}
+
+// StreamOrdered reports whether c's calls on a non-zero stream run in that
+// stream's order, as NCCL's do: work queued after a call on its stream, or on
+// a stream made to wait for it, sees its result without the host waiting
+// (Wait). The simulated communicator's are on a StreamDevice only; a Comm
+// that does not say is taken not to be.
+func StreamOrdered(c Comm) bool {
+	o, ok := c.(interface{ StreamOrdered() bool })
+	return ok && o.StreamOrdered()
+}
+
+// StreamOrdered is whether the rank's memory is a StreamDevice.
+func (c *simComm) StreamOrdered() bool { return c.streams != nil }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gcomp/gcomp/ir"
@@ -40,7 +41,11 @@ func ServeTCP(ln net.Listener, size int, mem Memory, opt Options) (Comm, error) 
 	h := newHub(size, opt.timeout())
 	conns := make([]net.Conn, size)
 	deadline := time.Now().Add(opt.timeout())
+	var answering atomic.Int64 // answers being computed or sent (serve)
 	closeAll := func() error {
+		// Rank 0's last collective may finish before the others' answers are written: closing
+		// their connections then would lose them.
+		waitAtMost(&answering, opt.timeout())
 		for _, c := range conns {
 			if c != nil {
 				c.Close()
@@ -76,7 +81,7 @@ func ServeTCP(ln net.Listener, size int, mem Memory, opt Options) (Comm, error) 
 		tl.SetDeadline(time.Time{})
 	}
 	for r := 1; r < size; r++ {
-		go serve(h, r, size, conns[r], opt)
+		go serve(h, r, size, conns[r], opt, &answering)
 	}
 	return newSimComm(0, size, mem, h, closeAll), nil
 }
@@ -177,7 +182,7 @@ type request struct {
 // serve carries rank r's requests to the hub until the connection ends. It
 // keeps reading while a collective waits, so a rank whose connection breaks
 // then is gone at once, failing the collective for the others too.
-func serve(h *hub, r, size int, conn net.Conn, opt Options) {
+func serve(h *hub, r, size int, conn net.Conn, opt Options, answering *atomic.Int64) {
 	defer conn.Close()
 	reqs := make(chan request)
 	quit := make(chan struct{})
@@ -217,6 +222,7 @@ func serve(h *hub, r, size int, conn net.Conn, opt Options) {
 			return
 		}
 		done := make(chan result, 1)
+		answering.Add(1)
 		go func() {
 			out, err := h.exchange(q.seq, r, q.c, q.data)
 			done <- result{out, err}
@@ -231,6 +237,7 @@ func serve(h *hub, r, size int, conn net.Conn, opt Options) {
 			}
 			h.leave(r, why)
 			<-done
+			answering.Add(-1)
 			return
 		}
 		problem := ""
@@ -238,10 +245,19 @@ func serve(h *hub, r, size int, conn net.Conn, opt Options) {
 			problem = res.err.Error()
 		}
 		conn.SetWriteDeadline(time.Now().Add(opt.timeout()))
-		if err := writeStatus(conn, problem, res.out); err != nil {
+		err := writeStatus(conn, problem, res.out)
+		answering.Add(-1)
+		if err != nil {
 			h.leave(r, "lost its connection ("+err.Error()+")")
 			return
 		}
+	}
+}
+
+// waitAtMost waits until n is 0, or d at most.
+func waitAtMost(n *atomic.Int64, d time.Duration) {
+	for end := time.Now().Add(d); n.Load() > 0 && time.Now().Before(end); {
+		time.Sleep(time.Millisecond)
 	}
 }
 

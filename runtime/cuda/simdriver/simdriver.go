@@ -53,6 +53,8 @@ type Options struct {
 	Seed     uint64 // Random's
 	// Trace keeps the order in which queued work ran (Trace).
 	Trace bool
+	// NoCheck skips the simulator's memcheck, racecheck and synccheck (simdev.Options.NoCheck).
+	NoCheck bool
 }
 
 // Driver is a cuda.Driver whose "GPU" is the PTX simulator: device
@@ -109,9 +111,10 @@ type op struct {
 // issue order.
 func New() *Driver { return NewWithOptions(Options{}) }
 
-// NewWithOptions returns a driver over a fresh simulated device with all checks on.
+// NewWithOptions returns a driver over a fresh simulated device, with all checks on unless
+// o.NoCheck.
 func NewWithOptions(o Options) *Driver {
-	return &Driver{dev: simdev.New(simdev.Options{}), opts: o, rng: rand.New(rand.NewPCG(o.Seed, 0)), modules: map[cuda.ModuleHandle]executor.Module{},
+	return &Driver{dev: simdev.New(simdev.Options{NoCheck: o.NoCheck}), opts: o, rng: rand.New(rand.NewPCG(o.Seed, 0)), modules: map[cuda.ModuleHandle]executor.Module{},
 		events: map[cuda.Event]*event{}, streams: map[cuda.Stream][]op{},
 		captures: map[cuda.Stream]*capture{}, graphs: map[cuda.Graph]*graph{}, execs: map[cuda.GraphExec]*graph{}}
 }
