@@ -109,11 +109,12 @@ type runPlan struct {
 	sharedBytes int64
 }
 
-// persistable reports whether a kernel can be a stage: a loop or contraction kernel whose
-// iteration space one block covers in a few strides. A contraction whose epilogue pools is not:
+// persistable reports whether a kernel can be a stage: a per-run loop or contraction kernel
+// whose iteration space one block covers in a few strides (a bind-time kernel runs once, when
+// weights are bound, not as a stage of a per-run kernel). A contraction whose epilogue pools is not:
 // its pooling needs the tiled template's window-major rows, and stages run the direct fold.
 func persistable(k *Kernel, opt FusionOptions) bool {
-	return (k.Kind == Loop || k.Kind == Contraction) && kernelPool(k) == nil && k.Space.NumElements() <= opt.PersistElems
+	return (k.Kind == Loop || k.Kind == Contraction) && !k.BindTime && kernelPool(k) == nil && k.Space.NumElements() <= opt.PersistElems
 }
 
 // longestRun returns how many kernels from start form the longest run that fits the bounds,
