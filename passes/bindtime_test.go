@@ -190,3 +190,32 @@ func checkPerRunTime(t *testing.T, s *passes.Stats) {
 		t.Errorf("modeled kernel time %v, the per-run kernels' sum %v", s.ModeledKernelTimeUS, total)
 	}
 }
+
+// A chain of parameter-only contractions (w1·w2·w3·w4, each reading the one before) runs as one
+// bind-time persistent kernel: the persist pass merges bind-time kernels among themselves, never
+// with per-run ones, so the product runs once, at bind, in one launch.
+func TestBindTimePersistent(t *testing.T) {
+	res := runChecked(t, "chain", func(b *frontend.Builder) {
+		x := b.Input("x", ir.F32, 4, 8)
+		w := x.Matmul(b.Param("w1", frontend.T(ir.F32, 8, 8), frontend.Zeros()))
+		p := b.Param("w2", frontend.T(ir.F32, 8, 8), frontend.Zeros())
+		for _, name := range []string{"w3", "w4", "w5"} {
+			p = p.Matmul(b.Param(name, frontend.T(ir.F32, 8, 8), frontend.Zeros())).Relu()
+		}
+		b.Output("y", w.Matmul(p))
+	})
+	var bind, run []*passes.Kernel
+	for _, k := range res.Kernels.Kernels {
+		if k.BindTime {
+			bind = append(bind, k)
+		} else {
+			run = append(run, k)
+		}
+	}
+	if len(bind) != 1 || bind[0].Kind != passes.Persistent || len(bind[0].Stages) != 3 {
+		t.Fatalf("bind-time kernels %d (want one persistent kernel of 3 stages):\n%s", len(bind), res.Kernels)
+	}
+	if res.Stats.BindKernels != 1 || res.Stats.Kernels != len(run) {
+		t.Errorf("cost report: %d per run, %d bind-time; want %d and 1", res.Stats.Kernels, res.Stats.BindKernels, len(run))
+	}
+}
