@@ -61,7 +61,7 @@ func TestBindTimeKernelsRunOnce(t *testing.T) {
 }
 
 // runMatches runs prog on a random x (seeded by run) and checks that it launched launches
-// kernels and that its y equals the reference's with params.
+// kernels and that its y equals the reference's with params (to 1e-5, relative past 1).
 func runMatches(t *testing.T, g *ir.Graph, prog *executor.Program, params map[string]*tensor.Tensor, run, launches int) {
 	t.Helper()
 	in := map[string]*tensor.Tensor{"x": tensor.RandomInput(g.Inputs()[0], uint64(10+run))}
@@ -77,7 +77,7 @@ func runMatches(t *testing.T, g *ir.Graph, prog *executor.Program, params map[st
 		t.Fatal(err)
 	}
 	for i, w := range want["y"].F {
-		if d := got.Outputs["y"].F[i] - w; d > 1e-5 || d < -1e-5 {
+		if d := got.Outputs["y"].F[i] - w; math.Abs(d) > 1e-5*max(1, math.Abs(w)) {
 			t.Fatalf("run %d: y[%d] = %v, want %v", run, i, got.Outputs["y"].F[i], w)
 		}
 	}
@@ -183,4 +183,44 @@ func loadBN(t *testing.T, g *ir.Graph, res *compiler.Result) (*executor.Program,
 	}
 	params["bn.running_var"] = tensor.FromFloats(ir.T(ir.F32, 4), []float64{0.5, 1, 2, 4})
 	return prog, params
+}
+
+// A run of parameter-only contractions becomes one bind-time persistent kernel: launched on the
+// first run only, its output read by the per-run kernels of every run, each equal to the
+// reference.
+func TestBindTimePersistentKernel(t *testing.T) {
+	g, err := frontend.Build("chain", func(b *frontend.Builder) {
+		x := b.Input("x", ir.F32, 4, 8)
+		p := b.Param("w2", frontend.T(ir.F32, 8, 8), frontend.Zeros())
+		for _, name := range []string{"w3", "w4", "w5"} {
+			p = p.Matmul(b.Param(name, frontend.T(ir.F32, 8, 8), frontend.Zeros())).Relu()
+		}
+		b.Output("y", x.Matmul(p))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := compiler.Compile(g, compiler.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks := res.Passes.Kernels.Kernels
+	if len(ks) != 2 || !ks[0].BindTime || ks[0].Kind != passes.Persistent {
+		t.Fatalf("want a bind-time persistent kernel and a per-run one:\n%s", res.Passes.Kernels)
+	}
+	prog, err := executor.Load(simdev.New(simdev.Options{}), res.Artifact)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prog.Close()
+	params := map[string]*tensor.Tensor{}
+	for i, p := range g.Params() {
+		params[p.Name] = tensor.RandomInput(p, uint64(i+1))
+	}
+	if err := prog.SetParams(params); err != nil {
+		t.Fatal(err)
+	}
+	for run, launches := range []int{2, 1, 1} {
+		runMatches(t, g, prog, params, run, launches)
+	}
 }
