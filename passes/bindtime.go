@@ -1,18 +1,26 @@
 package passes
 
+import "slices"
+
 // The bindtime pass marks the kernels that depend on parameters alone (BatchNorm's
 // rsqrt(running_var+eps)·weight, weight transposes, casts of weights): their results are the
 // same on every run until the weights change, so the runtime runs them when weights are bound
 // (and again when they change: a train step that updates its weights runs them every step), not
 // on every run. The memory plan keeps their outputs alive across runs, and the cost report
-// counts per-run kernels only.
+// counts per-run kernels only. The pass runs before persist, which leaves marked kernels out of
+// the persistent kernels it makes, so parameter-only stages never run per run inside one.
 
 // bindTimePass marks every kernel whose reads are parameters or outputs of kernels it marked
-// already, and which writes only intermediates. Custom and persistent kernels stay per-run.
+// already, and which writes only intermediates, and moves the marked kernels, in order, to the
+// front of the schedule: they read nothing a per-run kernel writes, so the order stays
+// topological, and the per-run kernels left between them become consecutive (runs the persist
+// pass can merge). Custom kernels stay per-run.
 func bindTimePass(st *State) error {
 	bound := map[*Buffer]bool{}
+	var bind, run []*Kernel
 	for _, k := range st.Kernels.Kernels {
-		if k.Kind == Custom || k.Kind == Persistent {
+		if k.Kind == Custom {
+			run = append(run, k)
 			continue
 		}
 		ok := true
@@ -23,12 +31,18 @@ func bindTimePass(st *State) error {
 			ok = ok && b.Kind == TempBuffer
 		}
 		if !ok {
+			run = append(run, k)
 			continue
 		}
 		k.BindTime = true
+		bind = append(bind, k)
 		for _, b := range k.Writes {
 			bound[b] = true
 		}
+	}
+	if !slices.Equal(st.Kernels.Kernels, append(bind, run...)) {
+		st.Kernels.Kernels = append(bind, run...)
+		st.Kernels.renumber()
 	}
 	return nil
 }

@@ -8,6 +8,7 @@
 //	dce, fold, simplify, cse, late-dce   rewrite the ir.Graph (exact: results stay bit-identical)
 //	fuse                                 ir.Graph → KernelGraph (docs/fusion.md has the rules)
 //	schedule                             reorders kernels to lower peak live memory
+//	bindtime                             marks parameter-only kernels (run at bind) and puts them first
 //	persist                              runs chains of small kernels as one single-block kernel
 //	memplan                              KernelGraph → Plan (arena offsets, liveness, in-place reuse)
 //	cost                                 → Stats (kernels, DRAM bytes, flops, roofline time)

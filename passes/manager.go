@@ -42,8 +42,8 @@ var passes = [...]pass{
 	{name: "late-dce", fn: graphPass(deadCode), stage: "graph", doc: "removes what simplify and cse left unused"},
 	{name: "fuse", fn: fusePass, stage: "kernels", doc: "groups ops into kernels (docs/fusion.md); disabled: one kernel per op"},
 	{name: "schedule", fn: schedulePass, stage: "kernels", doc: "orders kernels to lower peak live memory"},
-	{name: "persist", fn: persistPass, stage: "kernels", doc: "runs chains of small kernels in one single-block kernel, passing values in shared memory"},
 	{name: "bindtime", fn: bindTimePass, stage: "kernels", doc: "marks kernels that read parameters only, which run when weights are bound instead of every run"},
+	{name: "persist", fn: persistPass, stage: "kernels", doc: "runs chains of small kernels in one single-block kernel, passing values in shared memory"},
 	{name: "memplan", fn: memplanPass, stage: "plan", required: true, doc: "places intermediates in one arena"},
 	{name: "cost", fn: costPass, stage: "stats", required: true, doc: "kernels, DRAM bytes, flops and a roofline time"},
 }
@@ -59,7 +59,8 @@ var passOrder = [...]struct{ a, b, why string }{
 	{"schedule", "persist", "runs are consecutive kernels of the final order"},
 	{"persist", "memplan", "values a persistent kernel keeps in shared memory need no place in the arena"},
 	{"schedule", "memplan", "liveness is computed over the kernel order"},
-	{"persist", "bindtime", "a persistent kernel runs every run: bindtime marks the kernels left alone"},
+	{"schedule", "bindtime", "bindtime moves the kernels it marks to the front of the final order"},
+	{"bindtime", "persist", "parameter-only kernels run at bind: persist leaves them out of the per-run kernels it merges"},
 	{"bindtime", "memplan", "the outputs of bind-time kernels stay live across runs"},
 	{"memplan", "cost", "the cost report includes the arena size"},
 }

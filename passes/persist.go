@@ -123,7 +123,9 @@ func longestRun(ks []*Kernel, start int, readers map[*Buffer][]int, opt FusionOp
 	var best *runPlan
 	n := 0
 	var work int64
-	for j := start; j < len(ks) && persistable(ks[j], opt); j++ {
+	// A run is all bind-time kernels or all per-run ones: a bind-time stage inside a per-run
+	// kernel would run every run, and a per-run one inside a bind-time kernel only at bind.
+	for j := start; j < len(ks) && persistable(ks[j], opt) && ks[j].BindTime == ks[start].BindTime; j++ {
 		for _, v := range ks[j].Body.Values {
 			work += flops(v)
 		}
@@ -210,7 +212,7 @@ func planRun(run []*Kernel, start int, readers map[*Buffer][]int, opt FusionOpti
 // outside reads become SharedBuffers; the kernel's body is the stages' bodies in order, so the
 // reference interpreter and the cost report see one graph.
 func persistent(run []*Kernel, p *runPlan) *Kernel {
-	k := &Kernel{Kind: Persistent, Stages: run, Shared: p.slots, SharedBytes: p.sharedBytes, label: "persistent"}
+	k := &Kernel{Kind: Persistent, Stages: run, Shared: p.slots, SharedBytes: p.sharedBytes, label: "persistent", BindTime: run[0].BindTime}
 	body := ir.NewGraph("kernel")
 	val := map[*Buffer]*ir.Value{}
 	for i, s := range run {

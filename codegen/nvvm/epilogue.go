@@ -20,20 +20,23 @@ import (
 
 func (mm *gemm) epilogue() error {
 	kg, p := mm.kg, mm.p
-	rows, cols := make([]value.Value, 8), make([]value.Value, 8)
+	rn := p.ColRegs
+	rows, cols := make([]value.Value, 8), make([]value.Value, rn)
 	for i := range 8 {
 		rows[i] = kg.add(mm.m0, kg.add(kg.mul(mm.rowT, 4), ci(ptx.RegTileOffset(i))))
-		cols[i] = kg.add(mm.n0, kg.add(kg.mul(mm.colT, 4), ci(ptx.RegTileOffset(i))))
+		if i < rn {
+			cols[i] = kg.add(mm.n0, kg.add(kg.mul(mm.colT, ptx.RegColStep(rn)), ci(ptx.RegTileOffset(i))))
+		}
 	}
-	accs := make([]value.Value, 64)
+	accs := make([]value.Value, len(mm.acc))
 	for i, a := range mm.acc {
 		accs[i] = kg.b.NewLoad(types.Float, a)
 	}
 	if p.Conv != nil && p.Conv.Pool != nil {
 		// Rows i..i+3 of a thread are consecutive pixels: whole windows.
 		for i := 0; i < 8; i += 4 {
-			for j := range 8 {
-				run := []value.Value{accs[i*8+j], accs[(i+1)*8+j], accs[(i+2)*8+j], accs[(i+3)*8+j]}
+			for j := range rn {
+				run := []value.Value{accs[i*rn+j], accs[(i+1)*rn+j], accs[(i+2)*rn+j], accs[(i+3)*rn+j]}
 				if err := mm.pooledRows(rows[i], cols[j], kg.add(kg.mul(mm.bz, p.N), cols[j]), run); err != nil {
 					return err
 				}
@@ -54,7 +57,7 @@ func (mm *gemm) epilogue() error {
 	}
 	var err error
 	for i := 0; i < 8; i += wi {
-		for j0 := 0; j0 < 8; j0 += w {
+		for j0 := 0; j0 < rn; j0 += w {
 			ok := kg.b.NewAnd(kg.b.NewICmp(enum.IPredULT, rows[i], ci(p.M)), kg.b.NewICmp(enum.IPredULT, cols[j0], ci(p.N)))
 			kg.branch(ok, "store", func() {
 				n := max(w, wi)
@@ -62,9 +65,9 @@ func (mm *gemm) epilogue() error {
 				var lanesAcc []value.Value
 				for l := range n {
 					if wi > 1 {
-						lanesAcc = append(lanesAcc, accs[(i+l)*8+j0])
+						lanesAcc = append(lanesAcc, accs[(i+l)*rn+j0])
 					} else {
-						lanesAcc = append(lanesAcc, accs[i*8+j0+l])
+						lanesAcc = append(lanesAcc, accs[i*rn+j0+l])
 					}
 				}
 				if e := mm.bindAndStore(lanes, lanesAcc); e != nil && err == nil {

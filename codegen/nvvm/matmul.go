@@ -15,8 +15,8 @@ import (
 )
 
 // ffmaKernel is codegen/ptx's tiled FFMA contraction (ptx.GEMMPlan): a block computes a
-// 128×128 tile of C with 256 threads, each an 8×8 register block at rows p·4+RegTileOffset(i) of
-// its thread-grid position; K advances 8 at a time through two shared buffers that cp.async
+// 128×TileN tile of C with 256 threads, each an 8×ColRegs register block at rows
+// p·4+RegTileOffset(i) of its thread-grid position (columns p·RegColStep+RegTileOffset(j)); K advances 8 at a time through two shared buffers that cp.async
 // fills (zero-filled outside the matrix) while the other is multiplied; every accumulator folds
 // its products in ascending k with llvm.fma.f32 (one rounding each, as fma.rn), so results are
 // codegen/ptx's bit for bit. The kernel's other ops are the epilogue, applied to each
@@ -36,11 +36,11 @@ func (md *module) ffmaKernel(k ptx.Kernel, t ptx.Target) (*ir.Func, ptx.Launch, 
 	if err := mm.emit(); err != nil {
 		return nil, ptx.Launch{}, err
 	}
-	// codegen/ptx's .maxntid 256 and, with more than one k step, .minnctapersm 2 (two blocks
-	// per SM cap the registers at 128).
+	// codegen/ptx's .maxntid 256 and, with more than one k step, its .minnctapersm (blocks per
+	// SM cap the registers).
 	md.ann = append(md.ann, md.tuple(kg.f, &metadata.String{Value: "maxntidx"}, md.i32(ptx.GEMMThreads)))
-	if p.K > ptx.GEMMTileK {
-		md.ann = append(md.ann, md.tuple(kg.f, &metadata.String{Value: "minctasm"}, md.i32(2)))
+	if p.MinBlocksPerSM > 0 {
+		md.ann = append(md.ann, md.tuple(kg.f, &metadata.String{Value: "minctasm"}, md.i32(int64(p.MinBlocksPerSM))))
 	}
 	return kg.f, ptx.Launch{Grid: p.Grid, Block: p.Block, Params: args}, nil
 }
@@ -82,6 +82,9 @@ type side struct {
 	d      irg.DType // element type
 	rows   int       // free rows of the tile
 	df, dk []int     // copy i of the thread is at (f0+df[i], kq+dk[i])
+	// idle is set when only threads below the copy map's Threads copy (a tile of fewer
+	// elements than threads): true in the others.
+	idle   value.Value
 	nFree  int
 	tile   *ir.Global // FFMA: two buffers of GEMMTileK rows of rows+GEMMPad floats
 	f0, kq value.Value
@@ -100,12 +103,12 @@ func (mm *gemm) prologue() value.Value {
 	tid := kg.sreg("tid.x")
 	bx, by := kg.sreg("ctaid.x"), kg.sreg("ctaid.y")
 	mm.bz = kg.sreg("ctaid.z")
-	mm.m0, mm.n0 = kg.mul(by, ptx.GEMMTileM), kg.mul(bx, ptx.GEMMTileN)
+	mm.m0, mm.n0 = kg.mul(by, ptx.GEMMTileM), kg.mul(bx, p.TileN)
 	mm.bidx = newIndexLin(p.Batch, mm.bz)
 	for d := range p.Batch {
 		kg.coord(mm.bidx, d)
 	}
-	mm.acc = make([]*ir.InstAlloca, 64)
+	mm.acc = make([]*ir.InstAlloca, 8*p.ColRegs)
 	for i := range mm.acc {
 		mm.acc[i] = kg.b.NewAlloca(types.Float)
 		kg.b.NewStore(constant.NewFloat(types.Float, 0), mm.acc[i])
@@ -126,7 +129,7 @@ func (mm *gemm) emit() error {
 	if err != nil {
 		return err
 	}
-	b, err := mm.side(p.B, ptx.GEMMTileN, p.N, mm.n0, tid, "B")
+	b, err := mm.side(p.B, p.TileN, p.N, mm.n0, tid, "B")
 	if err != nil {
 		return err
 	}
@@ -170,7 +173,10 @@ func (mm *gemm) emit() error {
 func (mm *gemm) side(op ptx.GEMMOperand, rows, nFree int, f0tile, tid value.Value, name string) (*side, error) {
 	kg := mm.kg
 	cm := op.Copies(rows)
-	sd := &side{op: op, d: irg.F32, rows: rows, df: cm.DF[:], dk: cm.DK[:], nFree: nFree, f0tile: f0tile}
+	sd := &side{op: op, d: irg.F32, rows: rows, df: cm.DF[:cm.N], dk: cm.DK[:cm.N], nFree: nFree, f0tile: f0tile}
+	if cm.Threads < ptx.GEMMThreads {
+		sd.idle = kg.b.NewICmp(enum.IPredUGE, tid, ci(cm.Threads))
+	}
 	n := 2 * ptx.GEMMTileK * (rows + ptx.GEMMPad)
 	sd.tile = mm.tile("tile"+name, n, types.Float)
 	if cm.AlongK {
@@ -300,25 +306,37 @@ func (mm *gemm) window(m value.Value) (n, ph, pw value.Value) {
 // issue starts the copies of k step k0 into buffer buf and commits them as one group.
 func (mm *gemm) issue(sides []*side, k0, buf value.Value) error {
 	kg := mm.kg
+	var err error
 	for _, sd := range sides {
-		rows := sd.rows + ptx.GEMMPad
-		// shared: buf·bufFloats + (kq+dk)·rows + (f0−f0tile) + df
-		first := kg.add(kg.mul(buf, ptx.GEMMTileK*rows), kg.add(kg.mul(sd.kq, rows), kg.sub(sd.f0, sd.f0tile)))
-		for i := range 4 {
-			at := kg.add(first, ci(sd.dk[i]*rows+sd.df[i]))
-			if sd.valueAt != nil {
-				v, err := sd.valueAt(k0, i)
-				if err != nil {
-					return err
+		copies := func() {
+			rows := sd.rows + ptx.GEMMPad
+			// shared: buf·bufFloats + (kq+dk)·rows + (f0−f0tile) + df
+			first := kg.add(kg.mul(buf, ptx.GEMMTileK*rows), kg.add(kg.mul(sd.kq, rows), kg.sub(sd.f0, sd.f0tile)))
+			for i := range sd.df {
+				at := kg.add(first, ci(sd.dk[i]*rows+sd.df[i]))
+				if sd.valueAt != nil {
+					v, e := sd.valueAt(k0, i)
+					if e != nil {
+						err = e
+						return
+					}
+					dst := kg.b.NewGetElementPtr(sd.tile.ContentType, sd.tile, ci(0), at)
+					dst.InBounds = true
+					kg.b.NewStore(v, dst)
+					continue
 				}
-				dst := kg.b.NewGetElementPtr(sd.tile.ContentType, sd.tile, ci(0), at)
-				dst.InBounds = true
-				kg.b.NewStore(v, dst)
-				continue
+				src, ok := sd.copyAt(k0, i)
+				n := kg.b.NewSelect(ok, ci(4), ci(0))
+				kg.asm("cp.async.ca.shared.global [$0], [$1], 4, $2;", "r,l,r,~{memory}", mm.shAddr(sd.tile, kg.mul(at, 4)), src, n)
 			}
-			src, ok := sd.copyAt(k0, i)
-			n := kg.b.NewSelect(ok, ci(4), ci(0))
-			kg.asm("cp.async.ca.shared.global [$0], [$1], 4, $2;", "r,l,r,~{memory}", mm.shAddr(sd.tile, kg.mul(at, 4)), src, n)
+		}
+		if sd.idle == nil {
+			copies()
+		} else {
+			kg.branch(kg.b.NewXor(sd.idle, constant.True), "copy", copies)
+		}
+		if err != nil {
+			return err
 		}
 	}
 	kg.asm("cp.async.commit_group;", "~{memory}")
@@ -335,32 +353,43 @@ func (kg *kgen) asm(text, constraints string, args ...value.Value) {
 }
 
 // compute multiplies buffer cur's tiles into the accumulators: per k, two 128-bit loads of
-// A's column and of B's row, then the 64 FMAs.
+// A's column and of B's row (one load of ColRegs floats for a narrow tile), then the FMAs.
 func (mm *gemm) compute(a, b *side, cur value.Value) {
 	kg := mm.kg
-	v4 := types.NewVector(4, types.Float)
-	pv4 := types.NewPointer(v4)
-	pv4.AddrSpace = 3
-	load := func(sd *side, pos value.Value, kk, h int) []value.Value {
+	rn := mm.p.ColRegs
+	// load reads w floats (w-aligned) at h·64 past position pos's first.
+	load := func(sd *side, pos value.Value, w, kk, h int) []value.Value {
 		rows := sd.rows + ptx.GEMMPad
-		i := kg.add(kg.mul(cur, ptx.GEMMTileK*rows), kg.add(kg.mul(pos, 4), ci(kk*rows+h*64)))
+		i := kg.add(kg.mul(cur, ptx.GEMMTileK*rows), kg.add(kg.mul(pos, w), ci(kk*rows+h*64)))
 		ptr := kg.b.NewGetElementPtr(sd.tile.ContentType, sd.tile, ci(0), i)
 		ptr.InBounds = true
-		ld := kg.b.NewLoad(v4, kg.b.NewBitCast(ptr, pv4))
-		ld.Align = 16
-		out := make([]value.Value, 4)
+		if w == 1 {
+			ld := kg.b.NewLoad(types.Float, ptr)
+			ld.Align = 4
+			return []value.Value{ld}
+		}
+		vt := types.NewVector(uint64(w), types.Float)
+		pv := types.NewPointer(vt)
+		pv.AddrSpace = 3
+		ld := kg.b.NewLoad(vt, kg.b.NewBitCast(ptr, pv))
+		ld.Align = ir.Align(4 * w)
+		out := make([]value.Value, w)
 		for j := range out {
 			out[j] = kg.b.NewExtractElement(ld, ci(j))
 		}
 		return out
 	}
 	fma := kg.md.declare("llvm.fma.f32", types.Float, types.Float, types.Float, types.Float)
+	cw := ptx.RegColStep(rn)
 	for kk := range ptx.GEMMTileK {
-		av := append(load(a, mm.rowT, kk, 0), load(a, mm.rowT, kk, 1)...)
-		bv := append(load(b, mm.colT, kk, 0), load(b, mm.colT, kk, 1)...)
+		av := append(load(a, mm.rowT, 4, kk, 0), load(a, mm.rowT, 4, kk, 1)...)
+		var bv []value.Value
+		for h := range rn / cw {
+			bv = append(bv, load(b, mm.colT, cw, kk, h)...)
+		}
 		for i := range 8 {
-			for j := range 8 {
-				acc := mm.acc[i*8+j]
+			for j := range rn {
+				acc := mm.acc[i*rn+j]
 				kg.b.NewStore(kg.b.NewCall(fma, av[i], bv[j], kg.b.NewLoad(types.Float, acc)), acc)
 			}
 		}

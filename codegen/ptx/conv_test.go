@@ -39,6 +39,9 @@ func TestConv2d(t *testing.T) {
 		{3, 8, 14, 14, 16, 5, 1, 2, 1, 0},   // pixels past one tile
 		{2, 8, 9, 9, 8, 3, 1, 1, 1, 8},      // depthwise
 		{1, 6, 8, 8, 4, 3, 2, 1, 1, 2},      // two groups
+		{1, 4, 6, 6, 24, 3, 1, 1, 1, 1},     // a 32-column FFMA tile, partly filled
+		{1, 3, 7, 5, 40, 3, 1, 1, 1, 1},     // a 64-column FFMA tile, partly filled
+		{1, 8, 5, 5, 20, 1, 1, 0, 1, 2},     // 10 channels per group: 16-column tiles
 	}
 	for _, prec := range convPrecisions {
 		tf32 := prec == "tf32"

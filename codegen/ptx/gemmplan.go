@@ -36,6 +36,13 @@ type GEMM struct {
 	// template's paired stores).
 	ColPairs    bool
 	Grid, Block [3]int
+	// TileN is the block's tile width in GEMM columns: ColRegs (accumulator columns of each
+	// thread, 1, 2, 4 or 8) times the 16 thread-grid positions. The FFMA template narrows it for
+	// a conv2d of few output channels (narrowColRegs); elsewhere it is GEMMTileN.
+	TileN, ColRegs int
+	// MinBlocksPerSM is the FFMA template's .minnctapersm (0 for none), which caps its
+	// registers.
+	MinBlocksPerSM int
 	// MMA is set for the tensor-core template.
 	MMA *MMA
 }
@@ -115,6 +122,13 @@ func GEMMPlan(k Kernel, t Target) (GEMM, error) {
 	p := GEMM{Dot: c.Dot, M: mm.M, N: mm.N, K: mm.K, Batch: mm.batchShape, A: exportOperand(mm.lhs), B: exportOperand(mm.rhs),
 		RowCol: mm.conv == nil && mm.rowColShape(), ColGroups: mm.conv == nil && mm.colGroups(4),
 		ColPairs: mm.conv == nil && mm.colGroups(2) && len(mm.batchShape)+2 == c.Dot.Type.Shape.Rank(), Grid: c.Grid, Block: c.Block}
+	p.ColRegs, p.TileN = 8, GEMMTileN
+	if c.Kind != "tensor core" {
+		p.ColRegs = mm.narrowColRegs()
+		p.TileN = 16 * p.ColRegs
+		mm.rn = p.ColRegs
+		p.MinBlocksPerSM = mm.minBlocksPerSM()
+	}
 	if c.Kind == "tensor core" {
 		ms := mmaShapeOf(c.Dot.Args[0].Type.DType)
 		sides, err := mm.mmaSides(ms)
@@ -145,13 +159,15 @@ func exportOperand(l operandLayout) GEMMOperand {
 }
 
 // CopyMap is which elements of a side's tile (rows free rows by GEMMTileK k) thread tid copies
-// at each k step: copy i is at free row F0(tid)+DF[i] and k KQ(tid)+DK[i] of the tile. AlongK
-// maps consecutive threads along k (the operand's contiguous dim), else along the free dim, so
-// a warp's copies are coalesced.
+// at each k step: copy i (of N) is at free row F0(tid)+DF[i] and k KQ(tid)+DK[i] of the tile.
+// AlongK maps consecutive threads along k (the operand's contiguous dim), else along the free
+// dim, so a warp's copies are coalesced. A tile narrower than 32 rows has fewer elements than
+// the block has threads: only threads below Threads copy.
 type CopyMap struct {
-	AlongK bool
-	Rows   int
-	DF, DK [4]int
+	AlongK     bool
+	Rows       int
+	N, Threads int
+	DF, DK     [4]int
 }
 
 // Copies is the copy map of operand o for a tile of rows free rows.
@@ -160,8 +176,8 @@ func (o GEMMOperand) Copies(rows int) CopyMap {
 }
 
 func copyMap(kSt, freeSt, rows int) CopyMap {
-	c := CopyMap{AlongK: kSt == 1 && freeSt != 1, Rows: rows}
-	for i := range 4 {
+	c := CopyMap{AlongK: kSt == 1 && freeSt != 1, Rows: rows, N: max(1, rows*mmBK/mmThreads), Threads: min(mmThreads, rows*mmBK)}
+	for i := range c.N {
 		if c.AlongK {
 			c.DF[i] = i * mmThreads / mmBK
 		} else {
@@ -175,3 +191,9 @@ func copyMap(kSt, freeSt, rows int) CopyMap {
 // the 16×16 thread grid: p·4 + RegTileOffset(i), so a warp's 128-bit shared loads are
 // contiguous.
 func RegTileOffset(i int) int { return (i/4)*64 + i%4 }
+
+// RegColStep is the tile column step between thread-grid positions for a thread holding regs
+// accumulator columns: column j of the thread at p is p·RegColStep(regs) + RegTileOffset(j)
+// (4 for the 8-column blocks of the 128-wide tile; a narrower block's columns are consecutive,
+// read with one 2- or 4-wide shared load).
+func RegColStep(regs int) int { return min(regs, 4) }

@@ -309,16 +309,21 @@ func tiledKernel(k Kernel, dot *ir.Value, t Target, half bool, globals *[]string
 			return "", Launch{}, err
 		}
 	}
+	useMMA := half || (t.TF32 && mm.tf32Eligible())
+	mm.rn = 8 // the tensor-core template's 128 columns are 16·8 too
+	if !useMMA {
+		mm.rn = mm.narrowColRegs()
+	}
 	b := newBuilder(k.Name)
 	// Two blocks per SM (25% occupancy) caps registers at 128 per thread. With a single k step
 	// (K ≤ 8) ptxas schedules the straight-line FMAs and epilogue into spills under that cap, and
 	// such a kernel is bound by its epilogue's memory traffic anyway: it goes uncapped.
 	// The tensor-core kernel stays under 128 registers by itself, and any cap (.maxntid, .maxnreg,
 	// .minnctapersm) makes ptxas spill it: it goes uncapped, and the tests check its count.
-	if !half && !(t.TF32 && mm.tf32Eligible()) {
+	if !useMMA {
 		b.perf = fmt.Sprintf(".maxntid %d, 1, 1", mmThreads)
-		if mm.K > mmBK {
-			b.perf += "\n.minnctapersm 2"
+		if n := mm.minBlocksPerSM(); n > 0 {
+			b.perf += fmt.Sprintf("\n.minnctapersm %d", n)
 		} else if mm.conv != nil && mm.conv.pool != nil {
 			// Uncapped means it: with a pooled epilogue ptxas for sm_90 otherwise holds the
 			// straight-line kernel to 128 registers by itself, and spills.
@@ -328,7 +333,7 @@ func tiledKernel(k Kernel, dot *ir.Value, t Target, half bool, globals *[]string
 	gn, args := header(k, b, globals)
 	mm.gen = gn
 	emit := mm.emit
-	if half || (t.TF32 && mm.tf32Eligible()) {
+	if useMMA {
 		emit = mm.emitMMA
 	}
 	if err := emit(); err != nil {
@@ -337,7 +342,7 @@ func tiledKernel(k Kernel, dot *ir.Value, t Target, half bool, globals *[]string
 	if gn.err != nil {
 		return "", Launch{}, gn.err
 	}
-	l := Launch{Grid: [3]int{ceilDiv(mm.N, mmBN), ceilDiv(mm.M, mmBM), batch}, Block: [3]int{mmThreads, 1, 1}, Params: args}
+	l := Launch{Grid: [3]int{ceilDiv(mm.N, 16*mm.rn), ceilDiv(mm.M, mmBM), batch}, Block: [3]int{mmThreads, 1, 1}, Params: args}
 	return b.text(), l, nil
 }
 
@@ -367,10 +372,41 @@ func dotGEMM(dot *ir.Value) (*matmul, int, error) {
 type matmul struct {
 	*gen
 	M, N, K    int
+	rn         int       // the FFMA template's accumulator columns per thread (narrowColRegs)
 	conv       *convSpec // set for conv2d: A is the implicit im2col matrix of the image
 	lhs, rhs   operandLayout
 	dot        *ir.Value
 	batchShape ir.Shape
+}
+
+// narrowColRegs is the FFMA template's accumulator columns per thread: 8 (a 128-column tile)
+// unless the product is a conv2d of at most 64 output channels per group, whose tile is then as
+// narrow as the channels allow (16·regs ≥ N), so few of its multiply-adds meet the zero columns
+// past N: a 16-channel convolution would otherwise spend 7/8 of them there. The rows stay 128
+// (8 per thread), and the block count stays ceil(M/128) per group. Dots keep 128 columns.
+func (mm *matmul) narrowColRegs() int {
+	if mm.conv == nil {
+		return 8
+	}
+	r := 1
+	for 16*r < mm.N && r < 8 {
+		r *= 2
+	}
+	return r
+}
+
+// minBlocksPerSM is the FFMA template's .minnctapersm (0: none). Two blocks per SM cap the
+// registers at 128, which the 64 accumulators of a 128-column tile need; a narrow tile's 8 to 32
+// accumulators run three (85 registers; with the k loop not unrolled they use 68–80). With a
+// single k step (K ≤ 8) the kernel goes uncapped.
+func (mm *matmul) minBlocksPerSM() int {
+	switch {
+	case mm.K <= mmBK:
+		return 0
+	case mm.rn < 8:
+		return 3
+	}
+	return 2
 }
 
 // rowOf is the tile row (or column) of register i of a thread at position p in its 16×16 grid.
@@ -380,8 +416,9 @@ func tileOffset(p string, i int, a ia) string {
 
 func (mm *matmul) emit() error {
 	b, a := mm.e.b, mm.a
+	rn, bn := mm.rn, 16*mm.rn
 	const aBytes = mmBK * (mmBM + mmPad) * 4
-	const bBytes = mmBK * (mmBN + mmPad) * 4
+	bBytes := mmBK * (bn + mmPad) * 4
 	sA := b.sharedArray("tileA", 2*aBytes, 16)
 	sB := b.sharedArray("tileB", 2*bBytes, 16)
 	tid, bx, by, bz := b.reg(rU32), b.reg(rU32), b.reg(rU32), b.reg(rU32)
@@ -392,7 +429,7 @@ func (mm *matmul) emit() error {
 	tx, ty := b.reg(rU32), b.reg(rU32)
 	b.ins("and.b32", tx, tid, "15")
 	b.ins("shr.u32", ty, tid, "4")
-	m0, n0 := a.mul(by, mmBM), a.mul(bx, mmBN)
+	m0, n0 := a.mul(by, mmBM), a.mul(bx, bn)
 	// A thread's rows come from ty and columns from tx, so a warp's stores run along the result's
 	// rows. conv2d swaps them: its GEMM rows are pixels, contiguous in the NCHW output.
 	rowT, colT := ty, tx
@@ -437,7 +474,8 @@ func (mm *matmul) emit() error {
 		l           operandLayout
 		rows, nFree int
 		f0, kq      string // the thread's first copy: free and k coordinates in the tile
-		df, dk      [4]int
+		df, dk      []int
+		threads     int    // threads below it copy (a tile of fewer elements than threads)
 		ptr         string // global address of the first copy at the current k step
 		base        string // the operand's first element: a safe address for empty copies
 		sh          string // shared byte offset of the first copy in buffer 0
@@ -449,7 +487,7 @@ func (mm *matmul) emit() error {
 	mkSide := func(l operandLayout, rows, nFree int, f0tile, shBase, base string, bufBytes int) *side {
 		sd := &side{l: l, rows: rows, nFree: nFree, bufBytes: bufBytes, base: base}
 		cm := copyMap(l.kSt, l.freeSt, rows)
-		sd.df, sd.dk = cm.DF, cm.DK
+		sd.df, sd.dk, sd.threads = cm.DF[:cm.N], cm.DK[:cm.N], cm.Threads
 		if cm.AlongK {
 			sd.f0, sd.kq = a.add(f0tile, a.div(tid, mmBK)), a.rem(tid, mmBK)
 		} else {
@@ -468,15 +506,15 @@ func (mm *matmul) emit() error {
 	}
 	sides := []*side{
 		mkSide(mm.lhs, mmBM, mm.M, m0, shA, baseA, aBytes),
-		mkSide(mm.rhs, mmBN, mm.N, n0, shB, baseB, bBytes),
+		mkSide(mm.rhs, bn, mm.N, n0, shB, baseB, bBytes),
 	}
 	if mm.conv != nil {
-		sides[0].copyAt = mm.conv.copier(mm, sides[0].f0, sides[0].kq, sides[0].dk[:], baseA, 4)
+		sides[0].copyAt = mm.conv.copier(mm, sides[0].f0, sides[0].kq, sides[0].dk, baseA, 4)
 	}
 	for si, l := range []operandLayout{mm.lhs, mm.rhs} {
 		if l.view != nil {
 			sd := sides[si]
-			sides[si].copyAt = mm.genericCopier(l, sd.f0, sd.kq, sd.df[:], sd.dk[:], sd.nFree, bidx, 4)
+			sides[si].copyAt = mm.genericCopier(l, sd.f0, sd.kq, sd.df, sd.dk, sd.nFree, bidx, 4)
 		}
 	}
 
@@ -486,7 +524,14 @@ func (mm *matmul) emit() error {
 		for _, sd := range sides {
 			bufBase := a.mad(buf, sd.bufBytes, sd.sh)
 			kc := a.add(k0, sd.kq)
-			for i := range 4 {
+			noCopy := ""
+			if sd.threads < mmThreads {
+				noCopy = b.label("no_copy")
+				idle := b.reg(rPred)
+				b.ins("setp.ge.u32", idle, tid, imm(sd.threads))
+				b.braIf(idle, noCopy)
+			}
+			for i := range sd.df {
 				if sd.copyAt != nil {
 					src, ok := sd.copyAt(k0, i)
 					n := b.reg(rU32)
@@ -510,6 +555,9 @@ func (mm *matmul) emit() error {
 				dst := fmt.Sprintf("[%s+%d]", bufBase, 4*(sd.dk[i]*(sd.rows+mmPad)+sd.df[i]))
 				b.ins("cp.async.ca.shared.global", dst, "["+src+"]", "4", n)
 			}
+			if noCopy != "" {
+				b.place(noCopy)
+			}
 			// Next step: 8 further along k.
 			if sd.copyAt == nil {
 				b.ins("add.s64", sd.ptr, sd.ptr, imm(4*mmBK*sd.l.kSt))
@@ -518,7 +566,7 @@ func (mm *matmul) emit() error {
 		b.ins("cp.async.commit_group")
 	}
 
-	acc := make([]string, 64)
+	acc := make([]string, 8*rn)
 	for i := range acc {
 		acc[i] = b.reg(rF32)
 		b.ins("mov.f32", acc[i], immF32(0))
@@ -527,30 +575,38 @@ func (mm *matmul) emit() error {
 	issue("0", "0")
 	b.ins("cp.async.wait_group", "0")
 	b.ins("bar.sync", "0")
-	// FMAs of one step from buffer cur: per kk, two 128-bit loads of A's column and B's row.
+	// FMAs of one step from buffer cur: per kk, two 128-bit loads of A's column and B's row (one
+	// load of 1, 2 or 4 floats for a narrow tile's row).
+	cw := RegColStep(rn)
 	compute := func(cur string) {
 		rowA := a.mad(cur, aBytes, a.add(shA, a.mul(rowT, 16)))
-		rowB := a.mad(cur, bBytes, a.add(shB, a.mul(colT, 16)))
+		rowB := a.mad(cur, bBytes, a.add(shB, a.mul(colT, 4*cw)))
 		for kk := range mmBK {
 			av := make([]string, 8)
-			bv := make([]string, 8)
+			bv := make([]string, rn)
 			for h := range 2 {
 				for _, side := range []struct {
-					dst  []string
-					base string
-					row  int
-				}{{av, rowA, mmBM + mmPad}, {bv, rowB, mmBN + mmPad}} {
-					regs := make([]string, 4)
+					dst       []string
+					base      string
+					row, wide int
+				}{{av, rowA, mmBM + mmPad, 4}, {bv, rowB, bn + mmPad, cw}} {
+					if (h+1)*side.wide > len(side.dst) {
+						continue
+					}
+					regs := side.dst[h*side.wide : (h+1)*side.wide]
 					for j := range regs {
 						regs[j] = b.reg(rF32)
-						side.dst[h*4+j] = regs[j]
 					}
-					b.ins("ld.shared.v4.f32", "{"+joinRegs(regs)+"}", fmt.Sprintf("[%s+%d]", side.base, (kk*side.row+h*64)*4))
+					op, dst := fmt.Sprintf("ld.shared.v%d.f32", side.wide), "{"+joinRegs(regs)+"}"
+					if side.wide == 1 {
+						op, dst = "ld.shared.f32", regs[0]
+					}
+					b.ins(op, dst, fmt.Sprintf("[%s+%d]", side.base, (kk*side.row+h*64)*4))
 				}
 			}
 			for i := range 8 {
-				for j := range 8 {
-					b.ins("fma.rn.f32", acc[i*8+j], av[i], bv[j], acc[i*8+j])
+				for j := range rn {
+					b.ins("fma.rn.f32", acc[i*rn+j], av[i], bv[j], acc[i*rn+j])
 				}
 			}
 		}
@@ -563,6 +619,11 @@ func (mm *matmul) emit() error {
 		b.ins("mov.u32", kt, "0")
 		loop, done := b.label("k_loop"), b.label("k_done")
 		b.place(loop)
+		if rn < 8 {
+			// Unrolled, a narrow tile's loop has ptxas hoist the copies and loads of every step
+			// and spill (a conv2d with a pooled epilogue and two outputs: 4–16 bytes at any cap).
+			b.ins(".pragma", `"nounroll"`)
+		}
 		p := b.reg(rPred)
 		b.ins("setp.ge.u32", p, kt, imm(nk))
 		b.braIf(p, done)
@@ -590,10 +651,12 @@ func (mm *matmul) emit() error {
 	b.note("epilogue")
 	g := mm.kernelGraph
 	rows := make([]string, 8)
-	cols := make([]string, 8)
+	cols := make([]string, rn)
 	for i := range 8 {
 		rows[i] = a.add(m0, tileOffset(rowT, i, a))
-		cols[i] = a.add(n0, tileOffset(colT, i, a))
+		if i < rn {
+			cols[i] = a.add(n0, a.add(a.mul(colT, cw), imm(RegTileOffset(i))))
+		}
 	}
 	shape := mm.dot.Type.Shape
 	nb := len(mm.batchShape)
@@ -611,10 +674,10 @@ func (mm *matmul) emit() error {
 	case mm.conv != nil && mm.conv.pool != nil:
 		// Pooled: rows i..i+3 of a thread are consecutive pixels, whole windows.
 		for i := 0; i < 8; i += 4 {
-			for j := range 8 {
+			for j := range rn {
 				accs := make([]val, 4)
 				for l := range accs {
-					accs[l] = val{ir.F32, acc[(i+l)*8+j]}
+					accs[l] = val{ir.F32, acc[(i+l)*rn+j]}
 				}
 				if err := mm.pooledRows(rows[i], cols[j], a.mad(bz, mm.N, cols[j]), accs); err != nil {
 					return err
@@ -628,7 +691,7 @@ func (mm *matmul) emit() error {
 		wi = 4
 	}
 	for i := 0; i < 8; i += wi {
-		for j0 := 0; j0 < 8; j0 += w {
+		for j0 := 0; j0 < rn; j0 += w {
 			skip := b.label("skip")
 			okm, okn := b.reg(rPred), b.reg(rPred)
 			b.ins("setp.lt.u32", okm, rows[i], imm(mm.M))
@@ -667,9 +730,9 @@ func (mm *matmul) emit() error {
 			accOf := map[*index]val{}
 			for l, xl := range lanes {
 				if wi > 1 {
-					accOf[xl] = val{ir.F32, acc[(i+l)*8+j0]}
+					accOf[xl] = val{ir.F32, acc[(i+l)*rn+j0]}
 				} else {
-					accOf[xl] = val{ir.F32, acc[i*8+j0+l]}
+					accOf[xl] = val{ir.F32, acc[i*rn+j0+l]}
 				}
 			}
 			mm.bound[mm.dot] = func(x *index) val { return accOf[x] }
