@@ -7,11 +7,21 @@ package passes
 // on every run. The memory plan keeps their outputs alive across runs, and the cost report
 // counts per-run kernels only.
 
-// bindTimePass marks every kernel whose reads are parameters or outputs of kernels it marked
-// already, and which writes only intermediates. Custom and persistent kernels stay per-run.
+// bindTimePass marks the parameter-only kernels (paramOnly).
 func bindTimePass(st *State) error {
+	for k := range paramOnly(st.Kernels.Kernels) {
+		k.BindTime = true
+	}
+	return nil
+}
+
+// paramOnly returns the kernels of ks (in schedule order) whose reads are parameters or outputs
+// of kernels it returns already, and which write only intermediates. Custom and persistent
+// kernels are never among them: they run every run.
+func paramOnly(ks []*Kernel) map[*Kernel]bool {
+	only := map[*Kernel]bool{}
 	bound := map[*Buffer]bool{}
-	for _, k := range st.Kernels.Kernels {
+	for _, k := range ks {
 		if k.Kind == Custom || k.Kind == Persistent {
 			continue
 		}
@@ -25,12 +35,12 @@ func bindTimePass(st *State) error {
 		if !ok {
 			continue
 		}
-		k.BindTime = true
+		only[k] = true
 		for _, b := range k.Writes {
 			bound[b] = true
 		}
 	}
-	return nil
+	return only
 }
 
 // bindTimeWritten reports whether b is the output of a bind-time kernel: it is written before

@@ -50,24 +50,51 @@ func persistPass(st *State) error {
 	if opt.PersistStages < 2 {
 		return nil // disabled by the options
 	}
-	readers := map[*Buffer][]int{}
+	// Parameter-only kernels (a weight's cast under autocast) run once when weights are bound
+	// (bindtime.go), so no run takes them in: runs are sought among the other kernels, and a
+	// parameter-only kernel scheduled inside a run moves before it (it reads parameters alone,
+	// so it may run earlier). Where no run forms, the schedule stays as it was.
+	only := paramOnly(kg.Kernels)
+	var ks []*Kernel
+	pos := map[*Kernel]int{}
 	for i, k := range kg.Kernels {
+		pos[k] = i
+		if !only[k] {
+			ks = append(ks, k)
+		}
+	}
+	readers := map[*Buffer][]int{}
+	for i, k := range ks {
 		for _, b := range k.Reads {
 			readers[b] = append(readers[b], i)
 		}
 	}
 	var out []*Kernel
-	for i := 0; i < len(kg.Kernels); {
-		n, p := longestRun(kg.Kernels, i, readers, opt)
+	next := 0 // the first kernel of the old schedule not yet placed
+	place := func(k *Kernel, last *Kernel) {
+		for ; next < pos[last]; next++ {
+			if p := kg.Kernels[next]; only[p] {
+				out = append(out, p)
+			}
+		}
+		out = append(out, k)
+	}
+	for i := 0; i < len(ks); {
+		n, p := longestRun(ks, i, readers, opt)
 		if n >= opt.PersistStages {
-			if k := persistIfFaster(kg.Kernels[i:i+n], p, st.opt.TF32); k != nil {
-				out = append(out, k)
+			if k := persistIfFaster(ks[i:i+n], p, st.opt.TF32); k != nil {
+				place(k, ks[i+n-1])
 				i += n
 				continue
 			}
 		}
-		out = append(out, kg.Kernels[i])
+		place(ks[i], ks[i])
 		i++
+	}
+	for ; next < len(kg.Kernels); next++ {
+		if p := kg.Kernels[next]; only[p] {
+			out = append(out, p)
+		}
 	}
 	kg.Kernels = out
 	kg.renumber()
