@@ -1,10 +1,14 @@
 package passes_test
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"golang.org/x/tools/txtar"
+
 	"github.com/gcomp/gcomp/frontend"
+	"github.com/gcomp/gcomp/internal/golden"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/passes"
 )
@@ -66,6 +70,31 @@ func TestAutocastExamples(t *testing.T) {
 			})
 		}
 	}
+}
+
+// The kernel graph and cost report of resnet under --amp bf16 are pinned in
+// testdata/autocast/resnet_bf16.txtar (go test -update rewrites it): weight casts and BatchNorm's
+// scale as bind-time kernels, the input's cast and the bf16 convolutions per run.
+func TestAutocastGolden(t *testing.T) {
+	for _, ex := range exampleModels {
+		if ex.Name != "resnet" {
+			continue
+		}
+		g, err := frontend.Build(ex.Name, ex.Model)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := passes.Run(g, passes.Options{AMP: ir.BF16})
+		if err != nil {
+			t.Fatal(err)
+		}
+		golden.CheckTxtar(t, filepath.Join("testdata", "autocast", "resnet_bf16.txtar"), "resnet compiled with --amp bf16: the passes' kernel graph and cost report.\n", []txtar.File{
+			{Name: "kernels.txt", Data: []byte(res.Kernels.String())},
+			{Name: "stats.json", Data: res.Stats.JSON()},
+		})
+		return
+	}
+	t.Fatal("no example named resnet")
 }
 
 func isParam(kg *passes.KernelGraph, v *ir.Value) bool {
