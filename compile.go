@@ -12,6 +12,7 @@ import (
 	"github.com/gcomp/gcomp/frontend/onnx"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/load"
+	"github.com/gcomp/gcomp/passes"
 	"github.com/gcomp/gcomp/tensor"
 )
 
@@ -22,6 +23,11 @@ type Options struct {
 	Target string
 	// TF32 runs f32 matmuls on TF32 tensor cores (faster; about 3 decimal digits).
 	TF32 bool
+	// AMP is autocast at inference, as torch.autocast: "bf16" or "f16" runs matmuls and
+	// convolutions in that dtype on tensor cores with f32 accumulation (each weight cast once,
+	// when weights are bound), everything else and the outputs in f32; "" (the default) none.
+	// The model's graph (and so the reference interpreter's run) is the autocast graph.
+	AMP string
 	// Backend is the PTX producer: "ptx" (the default, gcomp's emitter) or "nvvm" (NVVM IR
 	// compiled by NVIDIA's libNVVM, found as codegen/nvvm/libnvvm searches for it).
 	Backend string
@@ -86,6 +92,7 @@ func CompileGraph(g *ir.Graph, opts Options) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
+	g = passes.AutocastGraph(g, copt.AMP)
 	res, err := compiler.Compile(g, copt)
 	if err != nil {
 		return nil, err
@@ -104,7 +111,11 @@ func (o Options) compiler() (compiler.Options, error) {
 	if err != nil {
 		return compiler.Options{}, fmt.Errorf("gcomp: %v", err)
 	}
-	return compiler.Options{Target: ptx.Target{SM: sm, TF32: o.TF32}, Producer: p}, nil
+	amp, err := passes.ParseAMP(o.AMP)
+	if err != nil {
+		return compiler.Options{}, fmt.Errorf("gcomp: %v", err)
+	}
+	return compiler.Options{Target: ptx.Target{SM: sm, TF32: o.TF32}, Producer: p, AMP: amp}, nil
 }
 
 // Graph is the model's source graph.

@@ -203,3 +203,42 @@ func ExampleFromHost() {
 	fmt.Println(out["y"], out["y"].Host().F)
 	// Output: f16[3] [0.25 9 +Inf]
 }
+
+// Compile under autocast (torch.autocast at inference): the matmul runs in bf16 on tensor cores
+// with f32 accumulation, the weight's cast runs once when weights are bound, and the output stays
+// f32. The reference interpreter runs the same autocast graph, so both devices agree.
+func ExampleCompile_autocast() {
+	model, err := gcomp.Compile("tiny", tiny, gcomp.Options{AMP: "bf16"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	plan := model.Artifact().Plan
+	bind := 0
+	for _, k := range plan.Kernels {
+		if k.BindTime {
+			bind++
+		}
+	}
+	fmt.Println("amp:", plan.AMP, "kernels:", len(plan.Kernels), "at bind time:", bind)
+	x := gcomp.Float32([]float32{1.01, 2, 3, -1, -2, -3}, 2, 3) // 1.01 is 1.0078125 in bf16
+	for _, dev := range []string{"sim", "ref"} {
+		s, err := gcomp.Open(model, gcomp.SessionOptions{Device: dev, Weights: tinyWeights()})
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		out, err := s.Run(context.Background(), map[string]*gcomp.Tensor{"x": x})
+		s.Close()
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		y, _ := out["y"].Float32s()
+		fmt.Println(dev, out["y"].DType(), y)
+	}
+	// Output:
+	// amp: bf16 kernels: 3 at bind time: 1
+	// sim f32 [1.2578125 2 0 0]
+	// ref f32 [1.2578125 2 0 0]
+}

@@ -29,6 +29,8 @@ type Plan struct {
 	Model   string `json:"model"`
 	Target  string `json:"target"` // "sm_80"
 	TF32    bool   `json:"tf32"`
+	// AMP is the autocast dtype the model was compiled with ("bf16", "f16"; empty: none).
+	AMP string `json:"amp,omitempty"`
 	// PTX names the module file (relative to the plan's directory) and its SHA-256, so a
 	// plan is never run against a module it was not made for.
 	PTX       string `json:"ptx"`
@@ -216,6 +218,9 @@ func ParsePlan(data []byte) (*Plan, error) {
 // Validate checks the plan's internal consistency: every argument names a
 // buffer the plan declares and stays inside its region.
 func (p *Plan) Validate() error {
+	if p.AMP != "" && p.AMP != "bf16" && p.AMP != "f16" {
+		return fmt.Errorf("amp %q: want bf16, f16 or none", p.AMP)
+	}
 	if err := p.validateNames(); err != nil {
 		return err
 	}

@@ -71,6 +71,7 @@ func TestParsePlanErrors(t *testing.T) {
 		{"format", `"gcomp-launch-plan"`, `"onnx"`, `not a launch plan (format "onnx"`},
 		{"version", `"version": 2`, `"version": 3`, "launch plan version 3"},
 		{"unknown field", `"tf32": false`, `"tf32": false, "extra": 1`, `unknown field "extra"`},
+		{"amp", `"tf32": false`, `"tf32": false, "amp": "fp8"`, `amp "fp8": want bf16, f16 or none`},
 		{"bad type", `"type": "f32[4,8]"`, `"type": "f33[4,8]"`, "bad type"},
 		{"size", `"size": 256`, `"size": 255`, "does not match its type"},
 		{"unknown arg", `"kind": "param"`, `"kind": "texture"`, `unknown kind "texture"`},

@@ -18,6 +18,11 @@ type Options struct {
 	Passes passes.Options // Passes.TF32 is set from Target.TF32
 	// Producer writes the PTX (codegen/backend: ptx or nvvm); nil is codegen/ptx's emitter.
 	Producer backend.Producer
+	// AMP is autocast at inference (torch.autocast): ir.BF16 or ir.F16 run the f32 contractions in
+	// that dtype with f32 accumulation (passes.Autocast); ir.Invalid, the zero value, none. The
+	// plan's source graph is the autocast graph, so the reference interpreter runs what the
+	// kernels compute, and the plan records the dtype.
+	AMP ir.DType
 	// NVRTCLib is the NVRTC library that compiles custom ops' CUDA C (--nvrtc-lib); empty:
 	// searched for (codegen/nvrtc.Candidates).
 	NVRTCLib string
@@ -35,7 +40,11 @@ func Compile(g *ir.Graph, opt Options) (*Result, error) {
 		opt.Target.SM = 80
 	}
 	opt.Passes.TF32 = opt.Target.TF32
-	g = relativeLocs(g)
+	if opt.AMP != ir.Invalid && opt.AMP != ir.BF16 && opt.AMP != ir.F16 {
+		return nil, fmt.Errorf("autocast to %s: want bf16 or f16", opt.AMP)
+	}
+	opt.Passes.AMP = ir.Invalid // applied here, before the source is recorded
+	g = relativeLocs(passes.AutocastGraph(g, opt.AMP))
 	source := g.String() // before the passes, which work on a copy, see anything
 	res, err := passes.Run(g, opt.Passes)
 	if err != nil {
@@ -84,6 +93,7 @@ func Compile(g *ir.Graph, opt Options) (*Result, error) {
 		Model:      g.Name,
 		Target:     fmt.Sprintf("sm_%d", opt.Target.SM),
 		TF32:       opt.Target.TF32,
+		AMP:        ampName(opt.AMP),
 		MemoryPlan: *res.Plan,
 		Graph:      source,
 	}
@@ -197,4 +207,12 @@ func relativeLoc(pos string) string {
 		return pos[i+1:]
 	}
 	return pos
+}
+
+// ampName is the plan's spelling of an autocast dtype ("" for none).
+func ampName(dt ir.DType) string {
+	if dt == ir.Invalid {
+		return ""
+	}
+	return dt.String()
 }

@@ -75,14 +75,7 @@ func TestEdgeCases(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			inputs, params, err := tensor.SeededValues(g, 1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rep, err := check.Run(res.Artifact, inputs, params)
-			if err != nil {
-				t.Fatal(err)
-			}
+			rep := simCheck(t, res, g)
 			if len(rep.Outputs) != len(g.Outputs) {
 				t.Errorf("%d outputs compared, the graph has %d", len(rep.Outputs), len(g.Outputs))
 			}
@@ -93,6 +86,21 @@ func TestEdgeCases(t *testing.T) {
 			}
 		})
 	}
+}
+
+// simCheck runs res on the simulator and g on the reference with seeded values (seed 1) and
+// compares them (check.Run).
+func simCheck(t *testing.T, res *compiler.Result, g *ir.Graph) *check.Report {
+	t.Helper()
+	inputs, params, err := tensor.SeededValues(g, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := check.Run(res.Artifact, inputs, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
 }
 
 // A model's source locations name the model file relative to its own directory, so the same

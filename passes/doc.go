@@ -13,6 +13,10 @@
 //	memplan                              KernelGraph → Plan (arena offsets, liveness, in-place reuse)
 //	cost                                 → Stats (kernels, DRAM bytes, flops, roofline time)
 //
+// With Options.AMP (autocast, autocast.go) the f32 contractions of the copy are rewritten to run
+// in bf16 or f16 before the first pass; the train step applies the same rewrite (Autocast) to its
+// graph. A weight's cast then reads parameters only, so bindtime marks it.
+//
 // Run executes the pipeline. With Options.VerifyEach the checker of each stage runs after every
 // pass (ops.Verify for graphs, CheckKernels, CheckPlan); a panic inside a pass comes back as a
 // one-line error naming the pass (the Go stack is appended only when GCOMP_TRACE is set);

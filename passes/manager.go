@@ -118,6 +118,9 @@ type Options struct {
 	Timings       io.Writer // if set, a table of per-pass times is written here at the end
 	Fusion        FusionOptions
 	TF32          bool // cost model: f32 contractions run on TF32 tensor cores
+	// AMP is autocast's low dtype (ir.BF16 or ir.F16): f32 contractions run in it before the
+	// first pass (Autocast); ir.Invalid, the zero value, leaves the graph as it is.
+	AMP ir.DType
 }
 
 // Timing is the time one pass took.
@@ -156,7 +159,13 @@ func Run(g *ir.Graph, opt Options) (*Result, error) {
 	if opt.DumpAfter != "" && opt.DumpAfter != "all" && find(opt.DumpAfter) == nil {
 		return nil, fmt.Errorf("--dump-after: unknown pass %q (passes: %s, or all)", opt.DumpAfter, passNames())
 	}
+	if opt.AMP != ir.Invalid && opt.AMP != ir.BF16 && opt.AMP != ir.F16 {
+		return nil, fmt.Errorf("autocast to %s: want bf16 or f16", opt.AMP)
+	}
 	st := &State{Graph: g.Clone(), opt: opt}
+	if opt.AMP != ir.Invalid {
+		Autocast(st.Graph, opt.AMP)
+	}
 	res := &Result{}
 	for i := range passes {
 		p := &passes[i]

@@ -9,6 +9,7 @@ import (
 	"github.com/gcomp/gcomp/frontend"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ops"
+	"github.com/gcomp/gcomp/passes"
 	"github.com/gcomp/gcomp/passes/autodiff"
 	"github.com/gcomp/gcomp/tensor"
 )
@@ -132,15 +133,9 @@ func buildStep(fwd *ir.Graph, opt Optimizer, o Options, split bool) (*StepGraph,
 	if o.Loss == "" {
 		o.Loss = DefaultLoss
 	}
-	var amp ir.DType
-	switch o.AMP {
-	case "":
-	case "bf16":
-		amp = ir.BF16
-	case "f16":
-		amp = ir.F16
-	default:
-		return nil, nil, fmt.Errorf("train: unknown AMP dtype %q (want bf16 or f16)", o.AMP)
+	amp, err := passes.ParseAMP(o.AMP)
+	if err != nil {
+		return nil, nil, fmt.Errorf("train: %v", err)
 	}
 	ls := o.LossScale
 	if ls == nil && o.AMP == "f16" {
@@ -255,7 +250,7 @@ func buildStep(fwd *ir.Graph, opt Optimizer, o Options, split bool) (*StepGraph,
 			e.Fail("%v", err)
 		}
 		if amp != ir.Invalid {
-			back := autocast(g, amp)
+			back := passes.Autocast(g, amp)
 			for i, gr := range grads {
 				if b := back[gr]; b != nil {
 					grads[i] = b

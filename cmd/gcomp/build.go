@@ -124,6 +124,7 @@ func (f *statsFlag) Set(v string) error {
 type targetFlags struct {
 	target  *string
 	tf32    *bool
+	amp     *string
 	backend *string
 	nvvmLib *string
 	nvrtc   *string
@@ -133,6 +134,7 @@ func addTargetFlags(fs *flag.FlagSet) targetFlags {
 	return targetFlags{
 		target:  fs.String("target", "sm_80", "GPU architecture: sm_80, sm_86, sm_89 or sm_90 (sm_80 PTX is JIT-compiled by the driver for newer GPUs)"),
 		tf32:    fs.Bool("tf32", false, "run f32 matmuls on TF32 tensor cores (faster, about 3 decimal digits)"),
+		amp:     fs.String("amp", "", "autocast at inference, as torch.autocast: bf16 or f16 runs matmuls and convolutions in that dtype on tensor cores (f32 accumulation, weights cast once when bound); everything else and the outputs stay f32"),
 		backend: fs.String("backend", "ptx", "PTX producer: ptx (gcomp's emitter), nvvm (NVVM IR compiled by NVIDIA's libNVVM) or auto (per kernel, the one ptxas counts better; recorded in the plan)"),
 		nvvmLib: fs.String("nvvm-lib", "", "libNVVM to load with --backend nvvm (default: $GCOMP_NVVM_LIB, the CUDA toolkit, Debian's libnvvm4, .cache/nvvm)"),
 		nvrtc:   fs.String("nvrtc-lib", "", "the NVRTC library compiling custom ops' CUDA C (default: $"+nvrtc.LibraryEnv+", the CUDA toolkit, Debian's libnvrtc11.2)"),
@@ -149,7 +151,11 @@ func (f targetFlags) options() (compiler.Options, error) {
 	if err != nil {
 		return compiler.Options{}, fmt.Errorf("--backend: %v", err)
 	}
-	return compiler.Options{Target: t, Producer: p}, nil
+	amp, err := passes.ParseAMP(*f.amp)
+	if err != nil {
+		return compiler.Options{}, fmt.Errorf("--amp: %v", err)
+	}
+	return compiler.Options{Target: t, Producer: p, AMP: amp}, nil
 }
 
 func (f targetFlags) get() (ptx.Target, error) {
@@ -182,7 +188,7 @@ func cmdBuild(args []string, stdout, stderr io.Writer) error {
 	timings := fs.Bool("timings", false, "print the time each pass took to stderr")
 	verifyEach := fs.Bool("verify-each", false, "check the IR, kernel graph and plan after every pass")
 	cubin := fs.String("cubin", "", "with -o, also assemble the module with ptxas for these architectures (sm_80,sm_90) and store the cubins beside it; the runtime loads the one matching the GPU and otherwise JIT-compiles the PTX")
-	path, err := parseModelArgs(fs, args, stdout, "MODEL [-o model.ptx] [--emit ptx|plan|ir|dot|kernels|nvvm] [--target sm_80|sm_86|sm_89|sm_90] [--tf32] [--backend ptx|nvvm|auto] [--nvvm-lib PATH] [--cubin sm_80,sm_90] [--stats[=json]] [--dump-after PASS|all] [--disable-pass NAME]... [--timings] [--verify-each]")
+	path, err := parseModelArgs(fs, args, stdout, "MODEL [-o model.ptx] [--emit ptx|plan|ir|dot|kernels|nvvm] [--target sm_80|sm_86|sm_89|sm_90] [--tf32] [--amp bf16|f16] [--backend ptx|nvvm|auto] [--nvvm-lib PATH] [--cubin sm_80,sm_90] [--stats[=json]] [--dump-after PASS|all] [--disable-pass NAME]... [--timings] [--verify-each]")
 	if err != nil {
 		return err
 	}
@@ -231,6 +237,7 @@ func cmdBuild(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	g = passes.AutocastGraph(g, copt.AMP) // so --emit ir and dot show what the kernels compute
 	var text string
 	switch *emit {
 	case "ir":

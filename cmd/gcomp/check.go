@@ -13,7 +13,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 	mf := addBatchedModelFlags(fs)
 	tf := addTargetFlags(fs)
 	vf := addValueFlags(fs)
-	path, err := parseModelArgs(fs, args, stdout, "MODEL|model.ptx [--target sm_80|sm_86|sm_89|sm_90] [--tf32] [--backend ptx|nvvm|auto] [--nvvm-lib PATH] [--weights W.safetensors] [--input NAME=FILE.npy]... [--seed N]")
+	path, err := parseModelArgs(fs, args, stdout, "MODEL|model.ptx [--target sm_80|sm_86|sm_89|sm_90] [--tf32] [--amp bf16|f16] [--backend ptx|nvvm|auto] [--nvvm-lib PATH] [--weights W.safetensors] [--input NAME=FILE.npy]... [--seed N]")
 	if err != nil {
 		return err
 	}
@@ -34,8 +34,12 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("gcomp check: %s: %v", path, err)
 	}
 	p := art.Plan
+	mode := map[bool]string{true: " (tf32)"}[p.TF32]
+	if p.AMP != "" {
+		mode += " (autocast " + p.AMP + ")"
+	}
 	fmt.Fprintf(stdout, "%s: %d kernels for %s%s, arena %d bytes; simulator %.0f ms (memcheck, racecheck, synccheck on), reference %.0f ms\n\n",
-		p.Model, len(p.Kernels), p.Target, map[bool]string{true: " (tf32)"}[p.TF32], p.ArenaBytes,
+		p.Model, len(p.Kernels), p.Target, mode, p.ArenaBytes,
 		float64(rep.SimTime.Microseconds())/1e3, float64(rep.RefTime.Microseconds())/1e3)
 	rep.WriteTable(stdout)
 	bad := 0

@@ -1,6 +1,6 @@
 // Command gcomp compiles deep-learning models written in Go (or the .gir text form) and runs them.
 //
-//	gcomp build MODEL -o model.ptx [--target sm_80] [--tf32]   compile (model.plan.json goes beside)
+//	gcomp build MODEL -o model.ptx [--target sm_80] [--tf32] [--amp bf16|f16]   compile (model.plan.json goes beside)
 //	gcomp check MODEL                                simulate the compiled model and compare with the reference
 //	gcomp dump MODEL                                 print the graph in the .gir text form
 //	gcomp run MODEL|model.ptx --device ref|sim [--weights W] [--input NAME=FILE.npy]... --output-dir DIR

@@ -17,6 +17,7 @@ import (
 	"github.com/gcomp/gcomp/compiler"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/load"
+	"github.com/gcomp/gcomp/passes"
 	"github.com/gcomp/gcomp/runtime/cuda"
 	"github.com/gcomp/gcomp/runtime/device"
 	"github.com/gcomp/gcomp/runtime/executor"
@@ -164,6 +165,10 @@ func loadRunnable(path string, mf modelFlags, copt compiler.Options, compile boo
 		if err != nil {
 			return nil, nil, fmt.Errorf("gcomp: %v", err)
 		}
+		// The module was compiled with or without autocast; --amp, if given, must say the same.
+		if copt.AMP != ir.Invalid && copt.AMP.String() != art.Plan.AMP {
+			return nil, nil, fmt.Errorf("gcomp: %s: --amp %s: the module was built %s (build it again with --amp %s)", path, copt.AMP, ampBuilt(art.Plan.AMP), copt.AMP)
+		}
 		g, err := art.Plan.SourceGraph()
 		if err != nil {
 			return nil, nil, fmt.Errorf("gcomp: %s: %v", artifact.PlanPath(path), err)
@@ -171,14 +176,27 @@ func loadRunnable(path string, mf modelFlags, copt compiler.Options, compile boo
 		return &load.Model{Graph: g}, art, nil
 	}
 	m, err := mf.loadModel(path, false)
-	if err != nil || !compile {
-		return m, nil, err
+	if err != nil {
+		return nil, nil, err
+	}
+	// The reference interpreter runs the autocast graph too, so ref and the kernels agree.
+	m.Graph = passes.AutocastGraph(m.Graph, copt.AMP)
+	if !compile {
+		return m, nil, nil
 	}
 	res, err := compiler.Compile(m.Graph, copt)
 	if err != nil {
 		return nil, nil, fmt.Errorf("gcomp: %s: %v", path, err)
 	}
 	return m, res.Artifact, nil
+}
+
+// ampBuilt says how a plan's module was built: "with --amp bf16" or "without --amp".
+func ampBuilt(amp string) string {
+	if amp == "" {
+		return "without --amp"
+	}
+	return "with --amp " + amp
 }
 
 // testDriver, when a test sets it, replaces the CUDA driver library (with the simulator-backed

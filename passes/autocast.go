@@ -1,0 +1,103 @@
+package passes
+
+import (
+	"fmt"
+
+	"github.com/gcomp/gcomp/ir"
+)
+
+// Autocast is torch.autocast's op choice for contractions, shared by inference (Options.AMP,
+// compiler.Options.AMP) and the train step: each f32 dot_general and conv2d (a transposed
+// convolution is a conv2d) runs in a low dtype with f32 accumulation and everything else stays
+// f32. Casting a weight is parameter-only work, which the bindtime pass runs once per binding.
+
+// ParseAMP reads an autocast dtype as the command line and the train options spell it: "" is
+// none (ir.Invalid), "bf16" and "f16" the low dtypes.
+func ParseAMP(s string) (ir.DType, error) {
+	switch s {
+	case "":
+		return ir.Invalid, nil
+	case "bf16":
+		return ir.BF16, nil
+	case "f16":
+		return ir.F16, nil
+	}
+	return ir.Invalid, fmt.Errorf("unknown AMP dtype %q (want bf16 or f16)", s)
+}
+
+// AutocastGraph returns g with Autocast(dt) applied to a copy of it, or g itself when dt is
+// ir.Invalid (no autocast) or g has no f32 contraction.
+func AutocastGraph(g *ir.Graph, dt ir.DType) *ir.Graph {
+	if dt == ir.Invalid || !hasF32Contraction(g) {
+		return g
+	}
+	c := g.Clone()
+	Autocast(c, dt)
+	return c
+}
+
+// Autocast runs every f32 dot_general and conv2d of g in dt, as torch.autocast does: the
+// operands are cast to dt, the contraction computes in dt (accumulating in f32 on tensor cores:
+// mma.sync with f32 accumulators, rounded once to dt at the store; the reference accumulates in
+// f64 and rounds once) and its result is cast back to f32 for what follows. Reductions,
+// softmax, norms, losses and optimizers are untouched and stay f32, and so are integer values;
+// the weights stay f32 (each is cast once, however many contractions read it). Contractions
+// already in dt are left alone, so applying it twice changes nothing. It returns, for each
+// contraction, the f32 value that now stands for its result (gradients a caller holds).
+func Autocast(g *ir.Graph, dt ir.DType) map[*ir.Value]*ir.Value {
+	low := map[*ir.Value]*ir.Value{}  // f32 value → its dt cast
+	back := map[*ir.Value]*ir.Value{} // contraction → the f32 cast of its result
+	var out, fresh []*ir.Value
+	mk := func(v *ir.Value) *ir.Value {
+		fresh = append(fresh, v)
+		out = append(out, v)
+		return v
+	}
+	for _, v := range g.Values {
+		for i, a := range v.Args {
+			if b := back[a]; b != nil {
+				v.Args[i] = b
+			}
+		}
+		if !isF32Contraction(v) {
+			out = append(out, v)
+			continue
+		}
+		for i, a := range v.Args {
+			l := low[a]
+			if l == nil {
+				l = mk(&ir.Value{Op: "cast", Type: ir.Type{DType: dt, Shape: a.Type.Shape.Clone()}, Attrs: ir.Attrs{"to": dt}, Args: []*ir.Value{a}, Pos: v.Pos})
+				low[a] = l
+			}
+			v.Args[i] = l
+		}
+		f32 := v.Type
+		v.Type = ir.Type{DType: dt, Shape: f32.Shape.Clone()}
+		out = append(out, v)
+		back[v] = mk(&ir.Value{Op: "cast", Type: f32, Attrs: ir.Attrs{"to": ir.F32}, Args: []*ir.Value{v}, Pos: v.Pos})
+	}
+	for i, o := range g.Outputs {
+		if b := back[o.Value]; b != nil {
+			g.Outputs[i].Value = b
+		}
+	}
+	// Give the new values IDs (Append puts them at the end), then restore the order.
+	for _, v := range fresh {
+		g.Append(v)
+	}
+	g.Values = out
+	return back
+}
+
+func isF32Contraction(v *ir.Value) bool {
+	return (v.Op == "dot_general" || v.Op == "conv2d") && v.Type.DType == ir.F32
+}
+
+func hasF32Contraction(g *ir.Graph) bool {
+	for _, v := range g.Values {
+		if isF32Contraction(v) {
+			return true
+		}
+	}
+	return false
+}
