@@ -229,30 +229,33 @@ func (kg *kgen) blockCombine(accT irg.DType, combine string, acc, lane, warp val
 	return total, nil
 }
 
-// shuffleXor is lane^off's value of x (llvm.nvvm.shfl.sync.bfly, all lanes; 64-bit values as
-// two 32-bit halves).
+// shuffleXor is lane^off's value of x (llvm.nvvm.shfl.sync.bfly, all lanes). A 64-bit value
+// crosses as its two 32-bit halves, split and joined as codegen/ptx does (mov.b64 {lo, hi}):
+// an i64 by a bitcast to <2 x i32>, which LLVM lowers to that mov; an f64 by that one mov as
+// inline assembly, since LLVM bitcasts an f64 to i64 first (one more mov each way), and
+// splitting with trunc/lshr/zext/shl/or costs six more.
 func (kg *kgen) shuffleXor(d irg.DType, x value.Value, off int) value.Value {
 	b := kg.b
-	shfl := func(name string, t types.Type, v value.Value) value.Value {
-		return b.NewCall(kg.md.declare(name, t, types.I32, t, types.I32, types.I32),
+	shfl := func(v value.Value) value.Value {
+		return b.NewCall(kg.md.declare("llvm.nvvm.shfl.sync.bfly.i32", types.I32, types.I32, types.I32, types.I32, types.I32),
 			constant.NewInt(types.I32, -1), v, ci(off), ci(0x1f))
 	}
-	switch regType(d) {
-	case types.Float:
-		return shfl("llvm.nvvm.shfl.sync.bfly.f32", types.Float, x)
-	case types.I32:
-		return shfl("llvm.nvvm.shfl.sync.bfly.i32", types.I32, x)
-	}
 	t := regType(d)
-	w := x
-	if t == types.Double {
-		w = b.NewBitCast(x, types.I64)
+	switch t {
+	case types.Float:
+		return b.NewCall(kg.md.declare("llvm.nvvm.shfl.sync.bfly.f32", types.Float, types.I32, types.Float, types.I32, types.I32),
+			constant.NewInt(types.I32, -1), x, ci(off), ci(0x1f))
+	case types.I32:
+		return shfl(x)
+	case types.Double:
+		halves := kg.asmRet(types.NewStruct(types.I32, types.I32), "mov.b64 {$0, $1}, $2;", "=r,=r,d", x)
+		lo, hi := shfl(b.NewExtractValue(halves, 0)), shfl(b.NewExtractValue(halves, 1))
+		return kg.asmRet(types.Double, "mov.b64 $0, {$1, $2};", "=d,r,r", lo, hi)
 	}
-	lo := shfl("llvm.nvvm.shfl.sync.bfly.i32", types.I32, b.NewTrunc(w, types.I32))
-	hi := shfl("llvm.nvvm.shfl.sync.bfly.i32", types.I32, b.NewTrunc(b.NewLShr(w, constant.NewInt(types.I64, 32)), types.I32))
-	r := b.NewOr(b.NewZExt(lo, types.I64), b.NewShl(b.NewZExt(hi, types.I64), constant.NewInt(types.I64, 32)))
-	if t == types.Double {
-		return b.NewBitCast(r, types.Double)
-	}
-	return r
+	v2 := types.NewVector(2, types.I32)
+	w := b.NewBitCast(x, v2)
+	lo, hi := shfl(b.NewExtractElement(w, ci(0))), shfl(b.NewExtractElement(w, ci(1)))
+	var r value.Value = b.NewInsertElement(constant.NewUndef(v2), lo, ci(0))
+	r = b.NewInsertElement(r, hi, ci(1))
+	return b.NewBitCast(r, t)
 }

@@ -1,11 +1,13 @@
 package nvvm_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/gcomp/gcomp/codegen/nvvm"
 	"github.com/gcomp/gcomp/codegen/ptx"
 	"github.com/gcomp/gcomp/examples"
+	"github.com/gcomp/gcomp/examples/gpt"
 	"github.com/gcomp/gcomp/frontend"
 	"github.com/gcomp/gcomp/passes"
 	"github.com/gcomp/gcomp/train"
@@ -30,33 +32,13 @@ func TestTrainStepKernels(t *testing.T) {
 		{"cnn", 1, train.CrossEntropyLoss, train.NewAdam(), "", true},
 		{"fashion_bncnn", 1, train.CrossEntropyLoss, train.NewAdam(), "", true},
 		{"transformer", 1, train.MSELoss, train.NewAdamW(), "", true},
+		{"gpt_lm", 1, train.CrossEntropyLoss, train.NewAdamW(), "", false},
 	} {
 		t.Run(tc.example, func(t *testing.T) {
 			if testing.Short() && tc.slow {
 				t.Skip("-short: the larger train steps")
 			}
-			var ex *examples.Example
-			for _, e := range examples.All() {
-				if e.Name == tc.example {
-					ex = &e
-				}
-			}
-			if ex == nil {
-				t.Fatalf("no example %s", tc.example)
-			}
-			fwd, err := frontend.Build(ex.Name, ex.Model, frontend.WithBatch(tc.batch))
-			if err != nil {
-				t.Fatal(err)
-			}
-			fwdTrain, err := frontend.Build(ex.Name, ex.Model, frontend.WithBatch(tc.batch), frontend.WithTraining())
-			if err != nil {
-				t.Fatal(err)
-			}
-			m, err := train.NewModel(fwd, fwdTrain, train.Loss{Name: tc.loss})
-			if err != nil {
-				t.Fatal(err)
-			}
-			step, err := m.Step(tc.opt, train.Options{AMP: tc.amp, Seed: 3})
+			step, err := trainStep(tc.example, tc.batch, tc.loss, tc.opt, train.Options{AMP: tc.amp, Seed: 3})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -68,7 +50,7 @@ func TestTrainStepKernels(t *testing.T) {
 			var kernels []ptx.Kernel
 			seen := map[string]bool{}
 			for _, kn := range res.Kernels.Kernels {
-				k := nvvm.KernelOf(kn, ex.Name+"_"+kn.Name)
+				k := nvvm.KernelOf(kn, tc.example+"_"+kn.Name)
 				if key := ptx.ShareKey(k); !seen[key] {
 					seen[key] = true
 					kernels = append(kernels, k)
@@ -80,4 +62,48 @@ func TestTrainStepKernels(t *testing.T) {
 			t.Logf("%d kernels, %d distinct", len(res.Kernels.Kernels), len(kernels))
 		})
 	}
+}
+
+// trainStep builds the train step of the example named name as gcomp train does (train.NewModel
+// with the loss named loss), or, for gpt_lm, of gptLM: a model that declares its own loss.
+func trainStep(name string, batch int, loss string, opt train.Optimizer, o train.Options) (*train.StepGraph, error) {
+	if name == "gpt_lm" {
+		fwd, err := frontend.Build(name, gptLM, frontend.WithBatch(batch), frontend.WithTraining())
+		if err != nil {
+			return nil, err
+		}
+		return train.StepFromGraph(fwd, opt, o)
+	}
+	for _, ex := range examples.All() {
+		if ex.Name != name {
+			continue
+		}
+		fwd, err := frontend.Build(ex.Name, ex.Model, frontend.WithBatch(batch))
+		if err != nil {
+			return nil, err
+		}
+		fwdTrain, err := frontend.Build(ex.Name, ex.Model, frontend.WithBatch(batch), frontend.WithTraining())
+		if err != nil {
+			return nil, err
+		}
+		m, err := train.NewModel(fwd, fwdTrain, train.Loss{Name: loss})
+		if err != nil {
+			return nil, err
+		}
+		return m.Step(opt, o)
+	}
+	return nil, fmt.Errorf("no example %s", name)
+}
+
+// gptLM is examples/gpt's decoder at a small size trained as a language model: the mean over
+// every token of the cross-entropy of its logits [B, T, V] over the vocabulary against the
+// next tokens (nanoGPT's loss: logits.view(-1, V) against targets.view(-1)), declared as the
+// output train.StepFromGraph differentiates.
+func gptLM(b *frontend.Builder) {
+	c := gpt.Config{NLayer: 1, NEmbd: 32, NHead: 2, VocabSize: 64, SeqLen: 8}
+	batch := b.Batch(1)
+	tokens := b.Input("tokens", frontend.I64, batch, c.SeqLen).WithRange(0, c.VocabSize)
+	targets := b.Input("targets", frontend.I64, batch*c.SeqLen).WithRange(0, c.VocabSize)
+	logits := gpt.NewGPT(b, c).Forward(tokens).Reshape(batch*c.SeqLen, c.VocabSize)
+	b.Output(train.DefaultLoss, frontend.CrossEntropyLoss(logits, targets))
 }
