@@ -147,7 +147,13 @@ func (mm *gemm) pixelLanes(m, o value.Value, n int) []*index {
 			c := slices.Clone(x.coord)
 			c[3] = kg.add(c[3], ci(l))
 			xl := newIndexCoords(x.shape, c)
-			xl.lin = kg.add(x.lin, ci(l))
+			// nuw nsw hold (the group lies inside the output, whose element count fits
+			// i32) and are what lets libNVVM's vectorizer prove the lanes consecutive
+			// when OH·OW is not a power of two (its known bits do not see through the
+			// pixel's urem): without them conv3x3's 28×28 planes got four scalar stores.
+			lin := kg.b.NewAdd(x.lin, ci(l))
+			lin.OverflowFlags = []enum.OverflowFlag{enum.OverflowFlagNUW, enum.OverflowFlagNSW}
+			xl.lin = lin
 			lanes = append(lanes, xl)
 		} else {
 			lanes = append(lanes, mm.outIndex(kg.add(m, ci(l)), o))
