@@ -42,6 +42,8 @@ type Options struct {
 	// input frontend.RandomKeyName becomes state that starts at (Seed mod 2³¹)·2³² and grows by
 	// one every step, so each (seed, step) draws fresh numbers (`gcomp train --seed`).
 	Seed uint64
+	// Schedule varies the learning rate with the step count (nil: the optimizer's constant rate).
+	Schedule *Schedule
 }
 
 // LossScale is torch.cuda.amp.GradScaler's dynamic loss scaling, computed inside the step graph.
@@ -87,6 +89,7 @@ type StepGraph struct {
 	Optimizer     Optimizer
 	AMP           string
 	LossScale     *LossScale // nil without loss scaling
+	Schedule      *Schedule  // nil: a constant learning rate
 }
 
 // InitState returns the state inputs' values before the first step.
@@ -177,7 +180,12 @@ func StepFromGraph(fwd *ir.Graph, opt Optimizer, o Options) (*StepGraph, error) 
 		return nil, err
 	}
 	params = slices.DeleteFunc(params, func(p *ir.Value) bool { return buffers[p.Name] != nil })
-	s := &StepGraph{Graph: g, Loss: o.Loss, StateBindings: map[string]string{}, Optimizer: opt, AMP: o.AMP, LossScale: ls}
+	if o.Schedule != nil {
+		if err := o.Schedule.Check(); err != nil {
+			return nil, fmt.Errorf("train: %v", err)
+		}
+	}
+	s := &StepGraph{Graph: g, Loss: o.Loss, StateBindings: map[string]string{}, Optimizer: opt, AMP: o.AMP, LossScale: ls, Schedule: o.Schedule}
 	var clash string
 	state := func(name string, t ir.Type, init float64) *ir.Value {
 		if g.Lookup(name) != nil && clash == "" {
@@ -205,7 +213,7 @@ func StepFromGraph(fwd *ir.Graph, opt Optimizer, o Options) (*StepGraph, error) 
 		}
 	}
 	var step, scale, tracker *ir.Value
-	if opt.Counts() {
+	if opt.Counts() || o.Schedule != nil {
 		step = state(StepName, ir.T(ir.F32), 0)
 	}
 	if ls != nil {
@@ -236,12 +244,15 @@ func StepFromGraph(fwd *ir.Graph, opt Optimizer, o Options) (*StepGraph, error) 
 		if scale != nil {
 			grads, found = unscale(e, grads, scale)
 		}
-		var newStep *ir.Value
+		var newStep, lr *ir.Value
 		if step != nil {
 			newStep = e.AddScalar(step, 1)
 		}
+		if o.Schedule != nil {
+			lr = o.Schedule.emit(e, opt, newStep)
+		}
 		for i, p := range params {
-			np, ns := opt.Update(e, Update{Param: p, Grad: grads[i], Slots: slots[i], Step: newStep})
+			np, ns := opt.Update(e, Update{Param: p, Grad: grads[i], Slots: slots[i], Step: newStep, LR: lr})
 			if found != nil {
 				np = keepIf(e, found, p, np)
 				for j := range ns {
