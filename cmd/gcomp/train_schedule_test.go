@@ -24,3 +24,27 @@ func TestTrainScheduleResumes(t *testing.T) {
 		}
 	}
 }
+
+// The compiled step computes the scheduled rate (f64 floor, pow and cos in PTX) as the reference
+// interpreter does: two epochs on the simulator end with the reference's weights and state.
+func TestTrainScheduleSimMatchesRef(t *testing.T) {
+	data := trainFixture(t)
+	for _, sched := range [][]string{
+		{"--lr-schedule", "step", "--lr-step-size", "1", "--lr-gamma", "0.5"},
+		{"--lr-schedule", "cosine", "--lr-min", "1e-4"},
+	} {
+		t.Run(sched[1], func(t *testing.T) {
+			ckpt := map[string]map[string]*tensorio.Array{}
+			for _, dev := range []string{"ref", "sim"} {
+				args := append([]string{"tiny.go", "--data", data, "--device", dev, "--optimizer", "adam", "--lr", "0.01", "--epochs", "2", "--save", dev + ".safetensors"}, sched...)
+				runTrain(t, args...)
+				a, _, err := tensorio.ReadSafetensorsFile(dev + ".safetensors")
+				if err != nil {
+					t.Fatal(err)
+				}
+				ckpt[dev] = a
+			}
+			compareCheckpoints(t, ckpt["sim"], ckpt["ref"])
+		})
+	}
+}
