@@ -45,14 +45,14 @@ func (s *Schedule) Check() error {
 	switch s.Kind {
 	case "step":
 		if s.StepSize < 1 || s.StepsPerEpoch < 1 || s.StepSize > maxSteps || s.StepsPerEpoch > maxSteps {
-			return fmt.Errorf("lr schedule step: step size %d epochs of %d updates: want both at least 1", s.StepSize, s.StepsPerEpoch)
+			return fmt.Errorf("lr schedule step: step size %d epochs of %d updates: want both from 1 to %d", s.StepSize, s.StepsPerEpoch, maxSteps)
 		}
 		if !(s.Gamma >= 0 && s.Gamma <= math.MaxFloat64) {
 			return fmt.Errorf("lr schedule step: invalid gamma %v", s.Gamma)
 		}
 	case "cosine":
 		if s.TMax < 1 || s.TMax > maxSteps {
-			return fmt.Errorf("lr schedule cosine: T_max %d updates: want at least 1", s.TMax)
+			return fmt.Errorf("lr schedule cosine: T_max %d updates: want 1 to %d (the step count is f32)", s.TMax, maxSteps)
 		}
 		if !(s.MinLR >= 0 && s.MinLR <= math.MaxFloat64) {
 			return fmt.Errorf("lr schedule cosine: invalid minimum rate %v", s.MinLR)

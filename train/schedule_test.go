@@ -144,6 +144,7 @@ func TestScheduleStringRoundTrip(t *testing.T) {
 		"cosine T_max=10 eta_min=0 gamma=1": `unexpected "gamma=1"`,
 		"cosine T_max=x eta_min=0":          "T_max",
 		"cosine T_max=0 eta_min=0":          "T_max 0",
+		"cosine T_max=16777217 eta_min=0":   "want 1 to 16777216",
 		"step step_size=1 gamma=-1 steps_per_epoch=3": "invalid gamma -1",
 	} {
 		if _, err := ParseSchedule(text); err == nil || !strings.Contains(err.Error(), want) {
