@@ -37,6 +37,9 @@ func (s *StepGraph) SaveCheckpoint(path string, params, state map[string]*tensor
 		arrays[v.Name] = t.Array()
 	}
 	md := map[string]string{"format": "pt", MetaOptimizer: s.Optimizer.Name(), MetaAMP: s.AMP}
+	if s.Schedule != nil {
+		md[MetaSchedule] = s.Schedule.String()
+	}
 	for k, v := range meta {
 		md[k] = v
 	}
@@ -56,6 +59,9 @@ func (s *StepGraph) LoadCheckpoint(path string) (params, state map[string]*tenso
 	}
 	if a := meta[MetaAMP]; a != s.AMP {
 		return nil, nil, nil, fmt.Errorf("train: %s: a checkpoint of AMP %q, this run uses %q", path, a, s.AMP)
+	}
+	if have, want := meta[MetaSchedule], s.scheduleName(); have != want {
+		return nil, nil, nil, fmt.Errorf("train: %s: a checkpoint of lr schedule %q, this run uses %q", path, have, want)
 	}
 	get := func(name string, want ir.Type) (*tensor.Tensor, error) {
 		a := arrays[name]

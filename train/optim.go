@@ -28,6 +28,7 @@ type Update struct {
 	Param, Grad *ir.Value
 	Slots       []*ir.Value // in the order of Slots()
 	Step        *ir.Value   // f32[] step count after this step (1 first), if Counts()
+	LR          *ir.Value   // f64[] this step's learning rate under a Schedule; nil: the optimizer's own
 }
 
 // SGD is torch.optim.SGD. NewSGD gives PyTorch's defaults.
@@ -95,6 +96,9 @@ func (o *SGD) Update(e *autodiff.Emitter, u Update) (*ir.Value, []*ir.Value) {
 			d = buf
 		}
 	}
+	if u.LR != nil {
+		return e.Add(p, e.Mul(d, e.BroadcastScalar(e.Cast(e.Neg(u.LR), d.Type.DType), d.Type.Shape))), slots
+	}
 	return e.Add(p, e.MulScalar(d, -o.LR)), slots
 }
 
@@ -154,7 +158,10 @@ func (o *Adam) Update(e *autodiff.Emitter, u Update) (*ir.Value, []*ir.Value) {
 	p, g := u.Param, u.Grad
 	dt, shape := p.Type.DType, p.Type.Shape
 	if o.WeightDecay != 0 {
-		if o.Decoupled {
+		if o.Decoupled && u.LR != nil {
+			decay := e.AddScalar(e.MulScalar(u.LR, -o.WeightDecay), 1)
+			p = e.Mul(p, e.BroadcastScalar(e.Cast(decay, dt), shape))
+		} else if o.Decoupled {
 			p = e.MulScalar(p, 1-o.LR*o.WeightDecay)
 		} else {
 			g = e.Add(g, e.MulScalar(p, o.WeightDecay))
@@ -166,7 +173,11 @@ func (o *Adam) Update(e *autodiff.Emitter, u Update) (*ir.Value, []*ir.Value) {
 	f64 := ir.T(ir.F64)
 	bc1 := e.Sub(e.Const(1, f64), e.Op("pow", nil, e.Const(o.Beta1, f64), t))
 	bc2 := e.Sub(e.Const(1, f64), e.Op("pow", nil, e.Const(o.Beta2, f64), t))
-	negStep := e.BroadcastScalar(e.Cast(e.Div(e.Const(-o.LR, f64), bc1), dt), shape)
+	negLR := e.Const(-o.LR, f64)
+	if u.LR != nil {
+		negLR = e.Neg(u.LR)
+	}
+	negStep := e.BroadcastScalar(e.Cast(e.Div(negLR, bc1), dt), shape)
 	bc2sqrt := e.BroadcastScalar(e.Cast(e.Op("sqrt", nil, bc2), dt), shape)
 	denom := e.AddScalar(e.Div(e.Op("sqrt", nil, v), bc2sqrt), o.Eps)
 	p = e.Add(p, e.Div(e.Mul(negStep, m), denom))

@@ -44,6 +44,8 @@ type Options struct {
 	// input frontend.RandomKeyName becomes state that starts at (Seed mod 2³¹)·2³² and grows by
 	// one every step, so each (seed, step) draws fresh numbers (`gcomp train --seed`).
 	Seed uint64
+	// Schedule varies the learning rate with the step count (nil: the optimizer's constant rate).
+	Schedule *Schedule
 }
 
 // LossScale is torch.cuda.amp.GradScaler's dynamic loss scaling, computed inside the step graph.
@@ -89,6 +91,7 @@ type StepGraph struct {
 	Optimizer     Optimizer
 	AMP           string
 	LossScale     *LossScale // nil without loss scaling
+	Schedule      *Schedule  // nil: a constant learning rate
 }
 
 // InitState returns the state inputs' values before the first step.
@@ -181,12 +184,17 @@ func buildStep(fwd *ir.Graph, opt Optimizer, o Options, split bool) (*StepGraph,
 		return nil, nil, err
 	}
 	params = slices.DeleteFunc(params, func(p *ir.Value) bool { return buffers[p.Name] != nil })
-	s := &StepGraph{Graph: g, Loss: o.Loss, StateBindings: map[string]string{}, Optimizer: opt, AMP: o.AMP, LossScale: ls}
+	if o.Schedule != nil {
+		if err := o.Schedule.Check(); err != nil {
+			return nil, nil, fmt.Errorf("train: %v", err)
+		}
+	}
+	s := &StepGraph{Graph: g, Loss: o.Loss, StateBindings: map[string]string{}, Optimizer: opt, AMP: o.AMP, LossScale: ls, Schedule: o.Schedule}
 	// u is the graph and step the update goes into: s itself, or the second graph of a split.
 	u, us := g, s
 	if split {
 		u = ir.NewGraph(fwd.Name + "_update")
-		us = &StepGraph{Graph: u, Loss: o.Loss, StateBindings: map[string]string{}, Optimizer: opt, AMP: o.AMP, LossScale: ls}
+		us = &StepGraph{Graph: u, Loss: o.Loss, StateBindings: map[string]string{}, Optimizer: opt, AMP: o.AMP, LossScale: ls, Schedule: o.Schedule}
 	}
 	var clash string
 	state := func(name string, t ir.Type, init float64) *ir.Value {
@@ -226,7 +234,7 @@ func buildStep(fwd *ir.Graph, opt Optimizer, o Options, split bool) (*StepGraph,
 		}
 	}
 	var step, scale, gscale, tracker *ir.Value
-	if opt.Counts() {
+	if opt.Counts() || o.Schedule != nil {
 		step = state(StepName, ir.T(ir.F32), 0)
 	}
 	if ls != nil {
@@ -264,7 +272,7 @@ func buildStep(fwd *ir.Graph, opt Optimizer, o Options, split bool) (*StepGraph,
 		}
 		var found *ir.Value
 		if !split {
-			found = emitUpdate(e, us, opt, uParams, grads, slots, step, scale)
+			found = emitUpdate(e, us, opt, o.Schedule, uParams, grads, slots, step, scale)
 		}
 		for _, name := range slices.Sorted(maps.Keys(buffers)) {
 			s.output(buffers[name], name)
@@ -279,7 +287,7 @@ func buildStep(fwd *ir.Graph, opt Optimizer, o Options, split bool) (*StepGraph,
 	})
 	if err == nil && split {
 		err = autodiff.Emit(u, func(e *autodiff.Emitter) {
-			found := emitUpdate(e, us, opt, uParams, uGrads, slots, step, scale)
+			found := emitUpdate(e, us, opt, o.Schedule, uParams, uGrads, slots, step, scale)
 			emitScale(e, us, ls, found, scale, tracker)
 		})
 	}
@@ -298,19 +306,23 @@ func buildStep(fwd *ir.Graph, opt Optimizer, o Options, split bool) (*StepGraph,
 }
 
 // emitUpdate appends to s's graph the optimizer's update of params from grads (unscaled first,
-// and the step skipped when they are not finite, with loss scaling) and the step count's. It
-// returns whether the gradients were not finite (nil without loss scaling).
-func emitUpdate(e *autodiff.Emitter, s *StepGraph, opt Optimizer, params, grads []*ir.Value, slots [][]*ir.Value, step, scale *ir.Value) *ir.Value {
+// and the step skipped when they are not finite, with loss scaling; at sched's rate when it is
+// not nil) and the step count's. It returns whether the gradients were not finite (nil without
+// loss scaling).
+func emitUpdate(e *autodiff.Emitter, s *StepGraph, opt Optimizer, sched *Schedule, params, grads []*ir.Value, slots [][]*ir.Value, step, scale *ir.Value) *ir.Value {
 	var found *ir.Value
 	if scale != nil {
 		grads, found = unscale(e, grads, scale)
 	}
-	var newStep *ir.Value
+	var newStep, lr *ir.Value
 	if step != nil {
 		newStep = e.AddScalar(step, 1)
 	}
+	if sched != nil {
+		lr = sched.emit(e, opt, newStep)
+	}
 	for i, p := range params {
-		np, ns := opt.Update(e, Update{Param: p, Grad: grads[i], Slots: slots[i], Step: newStep})
+		np, ns := opt.Update(e, Update{Param: p, Grad: grads[i], Slots: slots[i], Step: newStep, LR: lr})
 		if found != nil {
 			np = keepIf(e, found, p, np)
 			for j := range ns {

@@ -46,6 +46,8 @@ func cmdTrain(args []string, stdout, stderr io.Writer) error {
 	lr := fs.Float64("lr", 0, "learning rate (default: 1e-3 for adam and adamw; sgd needs one)")
 	momentum := fs.Float64("momentum", 0, "sgd: momentum")
 	wd := fs.Float64("weight-decay", 0, "weight decay (default: 0, adamw 1e-2)")
+	var sf scheduleFlags
+	sf.add(fs)
 	amp := fs.String("amp", "", "mixed precision: bf16 or f16 (with dynamic loss scaling)")
 	devName := fs.String("device", "auto", "where to train: "+device.Names+"; or data-parallel over a list, sim:0,sim:1 (simulated GPUs), cuda:0,cuda:1 or cuda:all (NCCL), --batch being the global batch")
 	nnodes := fs.Int("nnodes", 1, "data-parallel across processes (machines): how many gcomp train processes take part, each with its --device list")
@@ -64,7 +66,7 @@ func cmdTrain(args []string, stdout, stderr io.Writer) error {
 	prefetch := fs.Bool("prefetch", true, "prepare the next batch in a goroutine (and on a GPU copy it to the device) while the current step runs; --prefetch=false does each in turn")
 	var stats statsFlag
 	fs.Var(&stats, "stats", "compile the train step and print its cost report (kernels, DRAM bytes, arena, modeled H100 time) instead of training: --stats for a table, --stats=json for JSON")
-	path, err := parseModelArgs(fs, args, stdout, "MODEL --data fashion-mnist[:DIR]|mnist:DIR|npy:DIR|npz:FILE|csv:FILE [--target COL] [--loss NAME] --epochs N [--batch B] --optimizer sgd|adam|adamw [--lr X] [--momentum M] [--weight-decay W] [--amp bf16|f16] --device auto|cuda:N|sim|ref [--backend ptx|nvvm] [--seed S] --save W.safetensors [--resume W.safetensors] [--log metrics.jsonl] [--limit N] [--nnodes N --node-rank R --rendezvous HOST:PORT] [--prefetch=false] [--cuda-graphs=false] [--stats[=json]]")
+	path, err := parseModelArgs(fs, args, stdout, "MODEL --data fashion-mnist[:DIR]|mnist:DIR|npy:DIR|npz:FILE|csv:FILE [--target COL] [--loss NAME] --epochs N [--batch B] --optimizer sgd|adam|adamw [--lr X] [--momentum M] [--weight-decay W] [--lr-schedule step|cosine] [--amp bf16|f16] --device auto|cuda:N|sim|ref [--backend ptx|nvvm] [--seed S] --save W.safetensors [--resume W.safetensors] [--log metrics.jsonl] [--limit N] [--nnodes N --node-rank R --rendezvous HOST:PORT] [--prefetch=false] [--cuda-graphs=false] [--stats[=json]]")
 	if err != nil {
 		return err
 	}
@@ -131,6 +133,10 @@ func cmdTrain(args []string, stdout, stderr io.Writer) error {
 		return fail("--backend: %v", err)
 	}
 	if dataParallel {
+		if set["lr-schedule"] || set["lr-step-size"] || set["lr-gamma"] || set["lr-min"] {
+			// The data-parallel step is built by train.Fit from the optimizer alone.
+			return fail("--lr-schedule is for training on one device; data-parallel training (--device %s) keeps the optimizer's constant rate", *devName)
+		}
 		pt := &parallelTrain{path: path, devices: *devName, mf: mf, batch: *batch, opt: opt, amp: *amp, loss: loss, ds: ds,
 			limit: *limit, nepochs: *epochs, seed: *seed, seedSet: set["seed"], save: *save, resume: *resume, logPath: *logPath,
 			stats: stats, copt: compiler.Options{Producer: prod}, graphs: *graphs, prefetch: *prefetch, ncclLib: *ncclLib,
@@ -164,12 +170,24 @@ func cmdTrain(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fail("%s: %v", path, err)
 	}
-	step, err := m.Step(opt, train.Options{AMP: *amp, Seed: *seed})
-	if err != nil {
-		return fail("%s: %v", path, err)
+	if err := sf.check(set, *resume != ""); err != nil {
+		return fail("%v", err)
+	}
+	// The step is built once the data is loaded (a schedule counts its batches); the cost report
+	// needs no data, and a schedule's few scalar ops cost the same whatever their constants.
+	newStep := func(batches int) (*train.StepGraph, error) {
+		sched, err := sf.schedule(*resume, *epochs, batches)
+		if err != nil {
+			return nil, err
+		}
+		return m.Step(opt, train.Options{AMP: *amp, Seed: *seed, Schedule: sched})
 	}
 	copt := compiler.Options{Producer: prod}
 	if stats != "" {
+		step, err := newStep(1)
+		if err != nil {
+			return fail("%s: %v", path, err)
+		}
 		// The whole step (forward, backward, update) as the devices run it.
 		res, err := compiler.Compile(step.Graph, copt)
 		if err != nil {
@@ -189,6 +207,10 @@ func cmdTrain(args []string, stdout, stderr io.Writer) error {
 		return fail("%v", err)
 	}
 
+	step, err := newStep(trainSet.Len() / m.Batch)
+	if err != nil {
+		return fail("%s: %v", path, err)
+	}
 	var from *train.Checkpoint
 	if *resume != "" {
 		if from, err = step.Resume(*resume); err != nil {
@@ -223,7 +245,7 @@ func cmdTrain(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stderr, "gcomp train: no usable GPU (%s): training on the PTX simulator\n", sel.Fallback)
 		}
 		fmt.Fprintf(stderr, "gcomp train: %s on %s: %d training %s, %d steps of %d per epoch, %s\n",
-			path, sel.Spec, trainSet.Len(), p.unit, s.Batches, m.Batch, describeOptimizer(opt, *amp))
+			path, sel.Spec, trainSet.Len(), p.unit, s.Batches, m.Batch, describeOptimizer(opt, *amp)+describeSchedule(step.Schedule))
 	})
 	if err != nil {
 		return fail("%s on %s: %v", path, sel.Spec, err)

@@ -216,7 +216,14 @@ func TestTrainSimMatchesRef(t *testing.T) {
 	if meta["format"] != "pt" || meta["gcomp.optimizer"] != "adam" || meta[metaEpoch] != "1" || meta[metaSteps] != "4" {
 		t.Errorf("checkpoint metadata %v", meta)
 	}
-	for _, name := range names {
+	compareCheckpoints(t, got, want)
+}
+
+// compareCheckpoints checks that every tensor of want is in got, equal within the comparison
+// tolerance.
+func compareCheckpoints(t *testing.T, got, want map[string]*tensorio.Array) {
+	t.Helper()
+	for name := range want {
 		w, err1 := tensor.FromArray(want[name])
 		g, err2 := tensor.FromArray(got[name])
 		if err1 != nil || err2 != nil {
@@ -282,6 +289,12 @@ func TestTrainBadInput(t *testing.T) {
 		{"checkpoint from a device", []string{"tiny.go", "--data", data, "--resume", "/dev/zero", "--save", "out.safetensors"}, "tensorio: /dev/zero: "},
 		{"missing checkpoint", []string{"tiny.go", "--data", data, "--resume", "none.safetensors", "--save", "out.safetensors"}, "none.safetensors"},
 		{"other optimizer", []string{"tiny.go", "--data", data, "--resume", "sgd.safetensors", "--save", "out.safetensors"}, `a checkpoint of optimizer "sgd", this run uses adam`},
+		{"schedule with resume", []string{"tiny.go", "--data", data, "--resume", "sgd.safetensors", "--lr-schedule", "cosine", "--save", "out.safetensors"}, "--resume continues the checkpoint's learning-rate schedule"},
+		{"unknown schedule", []string{"tiny.go", "--data", data, "--lr-schedule", "linear", "--save", "out.safetensors"}, `--lr-schedule "linear": want step or cosine`},
+		{"step schedule without size", []string{"tiny.go", "--data", data, "--lr-schedule", "step", "--save", "out.safetensors"}, "--lr-schedule step needs --lr-step-size N"},
+		{"zero step size", []string{"tiny.go", "--data", data, "--lr-schedule", "step", "--lr-step-size", "0", "--save", "out.safetensors"}, "step size 0 epochs"},
+		{"gamma without schedule", []string{"tiny.go", "--data", data, "--lr-gamma", "0.5", "--save", "out.safetensors"}, "need --lr-schedule"},
+		{"schedule with data-parallel ranks", []string{"tiny.go", "--data", data, "--device", "sim:0,sim:1", "--lr-schedule", "cosine", "--save", "out.safetensors"}, "--lr-schedule is for training on one device"},
 		{"other model", []string{"wide.go", "--data", data, "--optimizer", "sgd", "--lr", "0.1", "--resume", "sgd.safetensors", "--save", "out.safetensors"}, "gcomp train: sgd.safetensors: tensor fc1.weight is f32[8,784], the step wants f32[16,784]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
