@@ -117,14 +117,14 @@ func TestPersistentKernels(t *testing.T) {
 }
 
 // The random graphs' persistent kernels with the two stage kinds this producer once refused go
-// through the differential harness: stages computing sin (seeds 56, 216, 289: libdevice's sin
+// through the differential harness: stages computing sin (seeds 216, 289, 432: libdevice's sin
 // with its frame; 289's sin of a quotient by a dot product is held to its error bound) and
 // per-element contraction stages of f16 operands (seeds 10, 134, 164, 231: with a 16-byte
 // aligned shared array libNVVM -opt=3 formed half vectors from 164's reads that its backend
 // could not lower, "unsupported operation").
 func TestPersistentStagesOnceRefused(t *testing.T) {
 	p := requireProducer(t)
-	for _, seed := range []int{10, 56, 134, 164, 216, 231, 289} {
+	for _, seed := range []int{10, 134, 164, 216, 231, 289, 432} {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			var persistent []ptx.Kernel
 			for _, k := range randomKernels(t, seed) {
@@ -133,6 +133,8 @@ func TestPersistentStagesOnceRefused(t *testing.T) {
 				}
 			}
 			if len(persistent) == 0 {
+				// Seed 56's sin stage became a bind-time kernel once bindtime ran before persist;
+				// a seed that stops forming one no longer tests anything and must be replaced.
 				t.Fatalf("seed %d forms no persistent kernel", seed)
 			}
 			if _, no := supported(t, persistent); len(no) > 0 {
