@@ -77,9 +77,9 @@
 // order between them (a fence and an atomic, as the split reductions'
 // last-block hand-off uses) are reported with both blocks, the address and
 // both PTX lines; blocks then run one at a time. globalrace.go says what it
-// models and what not. Config.Order runs blocks in reverse or in a seeded
-// random order, so a kernel that depends on blocks running in index order
-// shows it.
+// models and what not. Config.Order runs blocks one at a time in reverse or
+// in a seeded random order, so a kernel that depends on blocks running in
+// index order shows it.
 //
 // Concurrency: one launch at a time per Device; do not allocate, free or
 // copy during a launch. Blocks of a launch run in parallel, so results of

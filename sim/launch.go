@@ -29,8 +29,11 @@ type Config struct {
 	NoCheck     bool // skip memcheck/racecheck/synccheck for speed (bounds are still enforced)
 	Workers     int  // goroutines running blocks; 0 means GOMAXPROCS
 	MaxSteps    int64
-	// Order is the order blocks start in, Seed the seed of RandomOrder. With
-	// one worker (or RaceGlobal) blocks also run one after another in it.
+	// Order is the order blocks run in, Seed the seed of RandomOrder. Any
+	// order but InOrder (and RaceGlobal) runs the blocks one at a time, so
+	// the order asked for is the order that happens: a kernel whose blocks
+	// race on global memory then gives the result of that order, and the
+	// simulator's own accesses do not race.
 	Order BlockOrder
 	Seed  uint64
 	// RaceGlobal checks for races on global memory between the blocks of
@@ -208,6 +211,8 @@ func (m *Module) Launch(kernel string, cfg Config, args ...any) (*Stats, error) 
 	workers = int(min(int64(workers), maxRegBytes/regBytes))
 	if cfg.RaceGlobal {
 		l.grace = newGlobalRace()
+	}
+	if cfg.RaceGlobal || cfg.Order != InOrder {
 		workers = 1
 	}
 	workers = min(workers, nblocks)

@@ -37,8 +37,9 @@ kernel parameter, in order:
   u32=V s32=V u64=V s64=V f32=V f64=V   a scalar
 Checks (memcheck, racecheck, synccheck) are on unless --no-check.
 --race-global also checks for races on global memory between blocks (blocks
-then run one at a time); --block-order runs the blocks in reverse or in a
-random order drawn from --seed (default 1). --memory-limit caps the simulated
+then run one at a time); --block-order runs the blocks one at a time, in index
+order, in reverse or in a random order drawn from --seed (default 1), so a
+kernel whose blocks race gives that order's result. --memory-limit caps the simulated
 device's memory (a number of bytes, or with K, M, G or T; default half the
 host's memory, at most 8G). FILE.ptx may hold at most 256 MiB.
 `
@@ -72,6 +73,7 @@ type options struct {
 	stats, noCheck      bool
 	raceGlobal          bool
 	order               sim.BlockOrder
+	orderSet            bool // --block-order given: blocks run one at a time
 	seed                uint64
 	memLimit            int64
 }
@@ -137,6 +139,7 @@ func parseArgs(args []string) (*options, error) {
 			o.outDir = val
 		case "block-order":
 			o.order, err = sim.ParseBlockOrder(val)
+			o.orderSet = true
 		case "seed":
 			o.seed, err = strconv.ParseUint(val, 10, 64)
 			if err != nil {
@@ -275,6 +278,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	cfg := sim.Config{Grid: o.grid, Block: o.block, SharedBytes: o.shared, NoCheck: o.noCheck,
 		RaceGlobal: o.raceGlobal, Order: o.order, Seed: o.seed}
+	if o.orderSet {
+		cfg.Workers = 1 // in-order too: the order asked for is the order run
+	}
 	st, err := m.Launch(o.entry, cfg, vals...)
 	if err != nil {
 		return fmt.Errorf("%s: %v", o.file, strings.TrimPrefix(err.Error(), "sim: "))

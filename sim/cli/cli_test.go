@@ -209,9 +209,30 @@ func TestRaceGlobal(t *testing.T) {
 }
 `), 0o644)
 	args := []string{ptx, "--entry", "fill", "--grid", "3", "--block", "8", "--arg", "out=y:u32:8", "--output-dir", dir}
-	for _, order := range []string{"in-order", "reverse", "random"} {
+	// The kernel's three blocks all write the same 8 words, so the bytes
+	// left are those of the block that ran last: --block-order runs blocks
+	// one at a time, in that order (a regression: in parallel the
+	// simulator's own bookkeeping raced under go test -race).
+	for _, c := range []struct {
+		order string
+		last  int // the block that runs last; -1: any, but one block's words
+	}{{"in-order", 2}, {"reverse", 0}, {"random", -1}} {
+		order := c.order
 		if code, _, stderr := runCLI(append(args, "--block-order", order, "--seed", "7")...); code != 0 {
 			t.Fatalf("--block-order %s: %s", order, stderr)
+		}
+		y, err := tensorio.ReadNPYFile(filepath.Join(dir, "y.npy"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		last := c.last
+		if last < 0 {
+			last = int(binary.LittleEndian.Uint32(y.Data))
+		}
+		for i := 0; i < 8; i++ {
+			if got, want := binary.LittleEndian.Uint32(y.Data[4*i:]), uint32(last); got != want || last > 2 {
+				t.Fatalf("--block-order %s: y[%d] = %d, want %d (the last block run)", order, i, got, want)
+			}
 		}
 	}
 	code, _, stderr := runCLI(append(args, "--race-global", "--block-order", "reverse")...)
