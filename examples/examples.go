@@ -38,8 +38,8 @@ type Example struct {
 }
 
 // Tutorials are the models of the PyTorch tutorials, in the order the docs list them, then
-// two vision architectures built from BatchNorm, ReLU6 and adaptive pooling (a ResNet and a
-// MobileNet block).
+// three vision architectures built from BatchNorm, ReLU6, adaptive pooling and nearest
+// upsampling (a ResNet, a MobileNet block and a U-Net).
 var Tutorials = []Example{
 	{"linreg", "examples/linreg", linreg.Model, false},
 	{"mlp", "examples/mlp", mlp.Model, false},
@@ -50,13 +50,6 @@ var Tutorials = []Example{
 	{"gpt", "examples/gpt", gpt.Model, true},
 	{"resnet", "examples/resnet", resnet.Model, true},
 	{"mobilenet", "examples/mobilenet", mobilenet.Model, true},
-}
-
-// Segmentation is the U-Net. It is not among Tutorials, whose kernels codegen holds to ≥ 90%
-// load coalescing on the simulator: its upsampling kernels apply the BatchNorm of the
-// convolution before them, and the simulator counts each warp-uniform per-channel parameter
-// load as 4 useful bytes of a 32-byte sector (40% overall). docs/perf.md has the numbers.
-var Segmentation = []Example{
 	{"unet", "examples/unet", unet.Model, true},
 }
 
@@ -67,9 +60,9 @@ var Fashion = []Example{
 	{"fashion_bncnn", "examples/fashion/bncnn", fashionbncnn.Model, true},
 }
 
-// All is Tutorials, then Fashion, then Segmentation.
+// All is Tutorials, then Fashion.
 func All() []Example {
-	return append(append(append([]Example(nil), Tutorials...), Fashion...), Segmentation...)
+	return append(append([]Example(nil), Tutorials...), Fashion...)
 }
 
 // Custom are the examples with a CUDA kernel of their own (docs/custom.md). They are not in

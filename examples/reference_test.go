@@ -33,7 +33,7 @@ func loadExample(t *testing.T, name string) *ir.Graph {
 
 // TestGolden pins the printed IR of every example in testdata/golden/NAME.txtar.
 func TestGolden(t *testing.T) {
-	for _, ex := range append(append([]examples.Example(nil), examples.Tutorials...), examples.Segmentation...) {
+	for _, ex := range examples.Tutorials {
 		name := ex.Name
 		t.Run(name, func(t *testing.T) {
 			g := loadExample(t, name)
@@ -49,7 +49,7 @@ func TestGolden(t *testing.T) {
 // testdata/torch/). PyTorch loaded the weights with load_state_dict(strict=True), so this also
 // pins the parameter names and layouts to PyTorch's.
 func TestAgainstPyTorch(t *testing.T) {
-	for _, ex := range append(append([]examples.Example(nil), examples.Tutorials...), examples.Segmentation...) {
+	for _, ex := range examples.Tutorials {
 		name := ex.Name
 		t.Run(name, func(t *testing.T) {
 			g := loadExample(t, name)

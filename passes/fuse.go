@@ -97,6 +97,7 @@ type fuser struct {
 	groups []*group
 
 	indexMemo map[*ir.Value]bool
+	paramMemo map[*ir.Value]bool
 }
 
 func fusePass(st *State) error {
@@ -111,7 +112,8 @@ func eagerKernels(g *ir.Graph) (*KernelGraph, error) { return buildKernels(g, Fu
 
 func buildKernels(g *ir.Graph, opt FusionOptions, eager bool) (*KernelGraph, error) {
 	f := &fuser{g: g, opt: opt.withDefaults(), eager: eager, index: map[*ir.Value]int{}, users: map[*ir.Value][]*ir.Value{},
-		output: map[*ir.Value]bool{}, home: map[*ir.Value]*group{}, dups: map[*ir.Value][]*group{}, indexMemo: map[*ir.Value]bool{}}
+		output: map[*ir.Value]bool{}, home: map[*ir.Value]*group{}, dups: map[*ir.Value][]*group{}, indexMemo: map[*ir.Value]bool{},
+		paramMemo: map[*ir.Value]bool{}}
 	for i, v := range g.Values {
 		f.index[v] = i
 		for _, a := range v.Args {
@@ -149,6 +151,23 @@ func (f *fuser) indexOnly(v *ir.Value) bool {
 		ok = ok && (f.inline(a) || f.indexOnly(a))
 	}
 	f.indexMemo[v] = ok
+	return ok
+}
+
+// paramOnly reports whether v is computed from parameters and literals alone, so it changes
+// only when the weights do (BatchNorm's scale rsqrt(running_var+eps)·weight and shift).
+func (f *fuser) paramOnly(v *ir.Value) bool {
+	if v.Op == ir.OpParam {
+		return true
+	}
+	if ok, known := f.paramMemo[v]; known {
+		return ok
+	}
+	ok := v.Op != ir.OpInput && len(v.Args) > 0
+	for _, a := range v.Args {
+		ok = ok && (f.inline(a) || f.paramOnly(a))
+	}
+	f.paramMemo[v] = ok
 	return ok
 }
 
@@ -366,6 +385,13 @@ func (f *fuser) canJoin(v *ir.Value, gr *group, others []*group) bool {
 	if f.needsMemory(v, gr) || gr.kind == Custom || ops.ClassOf(v.Op) == ops.Custom {
 		return false
 	}
+	// A parameter-only value that gr would evaluate once per element of a broadcast (a
+	// BatchNorm's per-channel scale and shift, spread over every pixel) is computed by a
+	// kernel of its own, over its own elements, which the bindtime pass runs when weights are
+	// bound: per run gr then reads the results instead of the parameters they come from.
+	if f.paramOnly(v) && f.expanded(v, gr, map[*ir.Value]bool{}) {
+		return false
+	}
 	class := ops.ClassOf(v.Op)
 	ok := false
 	switch gr.kind {
@@ -376,7 +402,11 @@ func (f *fuser) canJoin(v *ir.Value, gr *group, others []*group) bool {
 		case ops.Reduce:
 			ok = f.rowOK(gr, v)
 		default:
-			ok = !(expensive(v) && f.expanded(v, gr, map[*ir.Value]bool{})) || f.becomeRow(v, gr)
+			expands := f.expanded(v, gr, map[*ir.Value]bool{})
+			// A contraction's elementwise tail that gr would repeat per element of a broadcast
+			// (the BatchNorm and ReLU before a nearest upsampling) goes to the contraction's
+			// epilogue instead, evaluated once per element, as in the Row case below (rule d).
+			ok = !(expensive(v) && expands) && !(expands && class == ops.Elementwise && f.tailOfContraction(v)) || f.becomeRow(v, gr)
 		}
 	case Row:
 		// An elementwise tail of a contraction goes to the contraction's store (rule d), not to

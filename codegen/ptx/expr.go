@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/gcomp/gcomp/ir"
@@ -469,6 +470,14 @@ func (g *gen) groupThrough(v *ir.Value, x *index) (r val, ok bool, err error) {
 	default:
 		return val{}, false, nil
 	}
+	if src, sub, r := g.repeatGroup(v, lead, n); src != nil {
+		if sub.lanes == nil {
+			res, err := g.eval(src, sub)
+			return res, true, err
+		}
+		res, err := g.eval(src, sub.lanes[j/r])
+		return res, true, err
+	}
 	op := v.Args[0]
 	key := cacheKey{v, lead}
 	og, done := g.groups[key]
@@ -485,6 +494,53 @@ func (g *gen) groupThrough(v *ir.Value, x *index) (r val, ok bool, err error) {
 	}
 	r, err = g.eval(op, og.lanes[j])
 	return r, true, err
+}
+
+// repeatGroup recognizes a reshape that merges the last two axes of a broadcast repeating each
+// element r times along a new last axis (nearest upsampling: x[..., w] → y[..., w·r + k] =
+// x[..., w]) where r divides the group size n: lane j of the group reads element j/r of a group
+// of n/r consecutive elements of the broadcast's operand (or, when r = n, one element shared by
+// every lane), which a vector load reads at once. src is nil where the pattern does not hold.
+func (g *gen) repeatGroup(v *ir.Value, lead *index, n int) (src *ir.Value, sub *index, r int) {
+	if v.Op != "reshape" || v.Args[0].Op != "broadcast_in_dim" || lead.lanes[1].parent == nil {
+		return nil, nil, 0
+	}
+	bc := v.Args[0]
+	src = bc.Args[0]
+	rs, bs, os := v.Type.Shape, bc.Type.Shape, src.Type.Shape
+	k := len(bs)
+	if len(rs) == 0 || k != len(rs)+1 || len(os) != k-1 || !slices.Equal(bc.Attrs.Ints("dims"), iotaInts(k-1)) ||
+		!slices.Equal(bs[:k-1], os) || !slices.Equal(rs[:k-2], bs[:k-2]) || bs[k-2]*bs[k-1] != rs[k-2] {
+		return nil, nil, 0
+	}
+	r = bs[k-1]
+	if r < 2 || n%r != 0 || os[k-2]%(n/r) != 0 {
+		return nil, nil, 0
+	}
+	key := cacheKey{v, lead}
+	if sub, done := g.groups[key]; done {
+		return src, sub, r // one operand group per group, so its vector load is made once
+	}
+	c := make([]string, k-1)
+	for i := range c[:k-2] {
+		c[i] = lead.getCoord(g.a, i)
+	}
+	c[k-2] = g.a.div(lead.getCoord(g.a, k-2), r)
+	sub = newIndexCoords(os, c)
+	if n > r {
+		newGroup(g.a, sub, n/r, false)
+	}
+	g.groups[key] = sub
+	return src, sub, r
+}
+
+// iotaInts is [0, 1, …, n-1].
+func iotaInts(n int) []int {
+	s := make([]int, n)
+	for i := range s {
+		s[i] = i
+	}
+	return s
 }
 
 // operandGroup maps the group led by lead through movement op v: a new group if the lanes stay
