@@ -159,6 +159,36 @@ func TestFusionRules(t *testing.T) {
   %6 = abs(%1) : f32[3]
   output y = %5
   output z = %6`, passes.FusionOptions{MaxOps: 5}, "k0_sum:row k1_exp_sub_tanh:loop"},
+		// BatchNorm at inference: scale and shift depend on parameters alone and would be
+		// evaluated once per pixel by the loop: they get a kernel of their own over the channels
+		// (the bindtime pass then runs it when weights are bound).
+		{"a parameter-only value a broadcast spreads is computed once per element", `
+  input %x : f32[2,4,3,3]
+  param %g : f32[4]
+  param %m : f32[4]
+  param %b : f32[4]
+  %0 = mul(%g, %m) : f32[4]
+  %1 = sub(%b, %0) : f32[4]
+  %2 = broadcast_in_dim(%g) {dims=[1], shape=[2,4,3,3]} : f32[2,4,3,3]
+  %3 = mul(%x, %2) : f32[2,4,3,3]
+  %4 = broadcast_in_dim(%1) {dims=[1], shape=[2,4,3,3]} : f32[2,4,3,3]
+  %5 = add(%3, %4) : f32[2,4,3,3]
+  output y = %5`, passes.FusionOptions{}, "k0_mul_sub:loop k1_mul_add:loop"},
+		// A nearest upsampling repeats each element of the matmul's result twice: the bias and
+		// relu go to the matmul's store, evaluated once per element, not to the loop over the
+		// upsampled result (which then only moves data).
+		{"a contraction's tail that a broadcast repeats stays in the contraction's epilogue", `
+  input %x : f32[4,3]
+  param %w : f32[3,6]
+  param %c : f32[6]
+  %0 = dot_general(%x, %w) {lhs_contract=[1], rhs_contract=[0]} : f32[4,6]
+  %1 = broadcast_in_dim(%c) {dims=[1], shape=[4,6]} : f32[4,6]
+  %2 = add(%0, %1) : f32[4,6]
+  %3 = relu(%2) : f32[4,6]
+  %4 = broadcast_in_dim(%3) {dims=[0,1], shape=[4,6,2]} : f32[4,6,2]
+  %5 = reshape(%4) {shape=[4,12]} : f32[4,12]
+  %6 = neg(%5) : f32[4,12]
+  output y = %6`, passes.FusionOptions{}, "k0_matmul_bias_relu:contraction k1_neg:loop"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := compile(t, tc.src, passes.Options{Fusion: tc.opt})

@@ -39,8 +39,16 @@ func (md *module) ffmaKernel(k ptx.Kernel, t ptx.Target) (*ir.Func, ptx.Launch, 
 	// codegen/ptx's .maxntid 256 and, with more than one k step, its .minnctapersm (blocks per
 	// SM cap the registers).
 	md.ann = append(md.ann, md.tuple(kg.f, &metadata.String{Value: "maxntidx"}, md.i32(ptx.GEMMThreads)))
-	if p.MinBlocksPerSM > 0 {
-		md.ann = append(md.ann, md.tuple(kg.f, &metadata.String{Value: "minctasm"}, md.i32(int64(p.MinBlocksPerSM))))
+	minBlocks := p.MinBlocksPerSM
+	if minBlocks > 2 && (p.K+ptx.GEMMTileK-1)/ptx.GEMMTileK <= 2 {
+		// With two K steps LLVM unrolls the main loop and sinks its last FMAs into the
+		// epilogue's store branches, keeping partial sums live across them: under three blocks
+		// per SM (80 registers) ptxas spilled them (resnet's 1×1 shortcut convolution with two
+		// BatchNorms in its epilogue, 20 bytes). Two blocks per SM hold them without spilling.
+		minBlocks = 2
+	}
+	if minBlocks > 0 {
+		md.ann = append(md.ann, md.tuple(kg.f, &metadata.String{Value: "minctasm"}, md.i32(int64(minBlocks))))
 	}
 	return kg.f, ptx.Launch{Grid: p.Grid, Block: p.Block, Params: args}, nil
 }
