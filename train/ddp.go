@@ -58,7 +58,7 @@ func fitParallel(m *Model, o FitOptions) (*FitResult, error) {
 	case o.Optimizer == nil:
 		return nil, fmt.Errorf("train: no optimizer")
 	}
-	split, err := m.SplitStep(o.Optimizer, Options{AMP: o.AMP, Seed: o.Seed})
+	split, err := m.SplitStep(o.Optimizer, Options{AMP: o.AMP, Seed: o.Seed, Schedule: o.Schedule})
 	if err != nil {
 		return nil, err
 	}

@@ -214,3 +214,21 @@ func TestFitResumesSchedule(t *testing.T) {
 		}
 	}
 }
+
+// FitOptions.Schedule is for the step Fit builds: with a Step of its own, which carries its
+// schedule, it is an error rather than ignored.
+func TestFitScheduleNeedsFitsStep(t *testing.T) {
+	m := buildModel(t, mixtureModel, Loss{Name: CrossEntropyLoss})
+	step, err := m.Step(NewAdam(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, _, err := data.ReadNPYDir("testdata/mixture")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Fit(m, FitOptions{Step: step, Schedule: &Schedule{Kind: "cosine", TMax: 4}, Train: tr, Epochs: 1})
+	if err == nil || !strings.Contains(err.Error(), "give the schedule in the step's Options") {
+		t.Errorf("Fit with a Step and a Schedule: %v", err)
+	}
+}

@@ -132,12 +132,11 @@ func cmdTrain(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fail("--backend: %v", err)
 	}
+	if err := sf.check(set, *resume != ""); err != nil {
+		return fail("%v", err)
+	}
 	if dataParallel {
-		if set["lr-schedule"] || set["lr-step-size"] || set["lr-gamma"] || set["lr-min"] {
-			// The data-parallel step is built by train.Fit from the optimizer alone.
-			return fail("--lr-schedule is for training on one device; data-parallel training (--device %s) keeps the optimizer's constant rate", *devName)
-		}
-		pt := &parallelTrain{path: path, devices: *devName, mf: mf, batch: *batch, opt: opt, amp: *amp, loss: loss, ds: ds,
+		pt := &parallelTrain{path: path, devices: *devName, mf: mf, batch: *batch, opt: opt, amp: *amp, sched: &sf, loss: loss, ds: ds,
 			limit: *limit, nepochs: *epochs, seed: *seed, seedSet: set["seed"], save: *save, resume: *resume, logPath: *logPath,
 			stats: stats, copt: compiler.Options{Producer: prod}, graphs: *graphs, prefetch: *prefetch, ncclLib: *ncclLib,
 			nnodes: *nnodes, nodeRank: *nodeRank, rendezvous: *rdzv, timeout: *rdzvTimeout}
@@ -169,9 +168,6 @@ func cmdTrain(args []string, stdout, stderr io.Writer) error {
 	}
 	if err != nil {
 		return fail("%s: %v", path, err)
-	}
-	if err := sf.check(set, *resume != ""); err != nil {
-		return fail("%v", err)
 	}
 	// The step is built once the data is loaded (a schedule counts its batches); the cost report
 	// needs no data, and a schedule's few scalar ops cost the same whatever their constants.

@@ -294,7 +294,7 @@ func TestTrainBadInput(t *testing.T) {
 		{"step schedule without size", []string{"tiny.go", "--data", data, "--lr-schedule", "step", "--save", "out.safetensors"}, "--lr-schedule step needs --lr-step-size N"},
 		{"zero step size", []string{"tiny.go", "--data", data, "--lr-schedule", "step", "--lr-step-size", "0", "--save", "out.safetensors"}, "step size 0 epochs"},
 		{"gamma without schedule", []string{"tiny.go", "--data", data, "--lr-gamma", "0.5", "--save", "out.safetensors"}, "need --lr-schedule"},
-		{"schedule with data-parallel ranks", []string{"tiny.go", "--data", data, "--device", "sim:0,sim:1", "--lr-schedule", "cosine", "--save", "out.safetensors"}, "--lr-schedule is for training on one device"},
+		{"schedule flags with data-parallel ranks", []string{"tiny.go", "--data", data, "--device", "sim:0,sim:1", "--lr-schedule", "step", "--save", "out.safetensors"}, "--lr-schedule step needs --lr-step-size N"},
 		{"other model", []string{"wide.go", "--data", data, "--optimizer", "sgd", "--lr", "0.1", "--resume", "sgd.safetensors", "--save", "out.safetensors"}, "gcomp train: sgd.safetensors: tensor fc1.weight is f32[8,784], the step wants f32[16,784]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
