@@ -139,6 +139,9 @@ func fitParallel(m *Model, o FitOptions) (*FitResult, error) {
 		}
 		state = split.Full.InitState()
 	}
+	if err := split.Full.Schedule.checkRun(steps + o.Epochs*(o.Train.Len()/global)); err != nil {
+		return nil, err
+	}
 	var arts *splitArtifacts
 	if slices.ContainsFunc(p.Devices, func(d executor.Device) bool { return d != nil }) {
 		if arts, err = compileSplit(split, m, o.Compiler); err != nil {

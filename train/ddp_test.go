@@ -88,6 +88,8 @@ func TestFitParallelEquivalence(t *testing.T) {
 		{"sgd-cosine", func() Optimizer { return &SGD{LR: 0.1, Momentum: 0.9} }, "", &Schedule{Kind: "cosine", TMax: 12, MinLR: 0.001}},
 		{"adam-step", adam01, "", &Schedule{Kind: "step", StepSize: 1, Gamma: 0.2, StepsPerEpoch: 6}},
 		{"adam-bf16-cosine", adam01, "bf16", &Schedule{Kind: "cosine", TMax: 5}},
+		{"sgd-onecycle", func() Optimizer { return NewSGD(0.1) }, "", NewOneCycle(12)},
+		{"adamw-onecycle", func() Optimizer { o := NewAdamW(); o.LR = 0.01; return o }, "", NewOneCycle(15)},
 	} {
 		l := Loss{Name: CrossEntropyLoss}
 		want, err := Fit(buildModel(t, mixtureAt(global), l), FitOptions{Optimizer: opt.new(), AMP: opt.amp, Schedule: opt.sched, Train: d, Test: d, Epochs: 2, Seed: 3})
@@ -164,7 +166,7 @@ func TestFitParallelOnSimulator(t *testing.T) {
 	}
 	d := mixtureRows(t, 32) // 2 steps
 	l := Loss{Name: CrossEntropyLoss}
-	for _, sched := range []*Schedule{nil, {Kind: "cosine", TMax: 2, MinLR: 0.001}} {
+	for _, sched := range []*Schedule{nil, {Kind: "cosine", TMax: 2, MinLR: 0.001}, NewOneCycle(2)} {
 		t.Run(fmt.Sprint(sched), func(t *testing.T) {
 			want, err := Fit(buildModel(t, mixtureAt(16), l), FitOptions{Optimizer: adam01(), Schedule: sched, Train: d, Epochs: 1, Device: simdev.New(simdev.Options{})})
 			if err != nil {
@@ -279,7 +281,7 @@ func TestFitParallelResume(t *testing.T) {
 	d := mixtureRows(t, 64)
 	m := buildModel(t, mixtureAt(8), Loss{Name: CrossEntropyLoss})
 	par := &Parallel{Devices: refDevices(2)}
-	for _, sched := range []*Schedule{nil, {Kind: "cosine", TMax: 8, MinLR: 1e-4}, {Kind: "step", StepSize: 1, Gamma: 0.1, StepsPerEpoch: 4}} {
+	for _, sched := range []*Schedule{nil, {Kind: "cosine", TMax: 8, MinLR: 1e-4}, {Kind: "step", StepSize: 1, Gamma: 0.1, StepsPerEpoch: 4}, NewOneCycle(8)} {
 		t.Run(fmt.Sprint(sched), func(t *testing.T) {
 			want, err := Fit(m, FitOptions{Optimizer: adam01(), Schedule: sched, Train: d, Epochs: 2, Seed: 7, Parallel: par})
 			if err != nil {

@@ -176,6 +176,9 @@ func Fit(m *Model, o FitOptions) (*FitResult, error) {
 		}
 		state = step.InitState()
 	}
+	if err := step.Schedule.checkRun(steps + o.Epochs*(o.Train.Len()/m.Batch)); err != nil {
+		return nil, err
+	}
 	tr, err := newTrainer(o.Device, o.Compiler, step, m, params, state, !o.NoPrefetch, !o.NoCUDAGraphs)
 	if err != nil {
 		return nil, err

@@ -66,7 +66,7 @@ func cmdTrain(args []string, stdout, stderr io.Writer) error {
 	prefetch := fs.Bool("prefetch", true, "prepare the next batch in a goroutine (and on a GPU copy it to the device) while the current step runs; --prefetch=false does each in turn")
 	var stats statsFlag
 	fs.Var(&stats, "stats", "compile the train step and print its cost report (kernels, DRAM bytes, arena, modeled H100 time) instead of training: --stats for a table, --stats=json for JSON")
-	path, err := parseModelArgs(fs, args, stdout, "MODEL --data fashion-mnist[:DIR]|mnist:DIR|npy:DIR|npz:FILE|csv:FILE [--target COL] [--loss NAME] --epochs N [--batch B] --optimizer sgd|adam|adamw [--lr X] [--momentum M] [--weight-decay W] [--lr-schedule step|cosine] [--amp bf16|f16] --device auto|cuda:N|sim|ref [--backend ptx|nvvm] [--seed S] --save W.safetensors [--resume W.safetensors] [--log metrics.jsonl] [--limit N] [--nnodes N --node-rank R --rendezvous HOST:PORT] [--prefetch=false] [--cuda-graphs=false] [--stats[=json]]")
+	path, err := parseModelArgs(fs, args, stdout, "MODEL --data fashion-mnist[:DIR]|mnist:DIR|npy:DIR|npz:FILE|csv:FILE [--target COL] [--loss NAME] --epochs N [--batch B] --optimizer sgd|adam|adamw [--lr X] [--momentum M] [--weight-decay W] [--lr-schedule step|cosine|onecycle] [--amp bf16|f16] --device auto|cuda:N|sim|ref [--backend ptx|nvvm] [--seed S] --save W.safetensors [--resume W.safetensors] [--log metrics.jsonl] [--limit N] [--nnodes N --node-rank R --rendezvous HOST:PORT] [--prefetch=false] [--cuda-graphs=false] [--stats[=json]]")
 	if err != nil {
 		return err
 	}
