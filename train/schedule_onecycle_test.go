@@ -97,11 +97,11 @@ func readTorchOneCycle(t *testing.T) *torchOneCycle {
 // closeTo: within a few rounding errors of PyTorch's float64 (its cos is the C library's).
 func closeTo(got, want float64) bool { return math.Abs(got-want) <= 1e-13*math.Abs(want) }
 
-// TestOneCycleRatesMatchPyTorch compares the rates and momenta of one-cycle schedules, as
+// TestScheduleOneCycleRates compares the rates and momenta of one-cycle schedules, as
 // Schedule.LR and Schedule.Momentum compute them and as the step graph's own nodes do on the
 // reference interpreter, with those PyTorch's OneCycleLR gives before each update: PyTorch's
 // defaults and others, 1 to 100 steps, pct_start 0 and 1, cycle_momentum off.
-func TestOneCycleRatesMatchPyTorch(t *testing.T) {
+func TestScheduleOneCycleRates(t *testing.T) {
 	for _, c := range readTorchOneCycle(t).Rates {
 		sc := c.Schedule
 		s := &Schedule{Kind: "onecycle", TotalSteps: c.TotalSteps, PctStart: sc.PctStart, DivFactor: sc.DivFactor, FinalDivFactor: sc.FinalDivFactor,
@@ -152,11 +152,11 @@ func TestOneCycleRatesMatchPyTorch(t *testing.T) {
 	}
 }
 
-// TestOneCycleTrajectoriesMatchPyTorch: SGD (without momentum, which the cycle gives it; with
+// TestScheduleOneCycleTrajectories: SGD (without momentum, which the cycle gives it; with
 // nesterov momentum; with dampening and weight decay), Adam and AdamW under OneCycleLR with
 // PyTorch's defaults update a parameter as PyTorch's do, the optimizer's momentum or beta1
 // replaced by the cycled one at every update.
-func TestOneCycleTrajectoriesMatchPyTorch(t *testing.T) {
+func TestScheduleOneCycleTrajectories(t *testing.T) {
 	for _, c := range readTorchOneCycle(t).Trajectories {
 		t.Run(fmt.Sprintf("%+v", c.Optimizer), func(t *testing.T) {
 			checkTinyTrajectory(t, c.Optimizer.build(t), NewOneCycle(c.TotalSteps), c.W)
@@ -166,7 +166,7 @@ func TestOneCycleTrajectoriesMatchPyTorch(t *testing.T) {
 
 // Under a cycled momentum the step's optimizer is the given one with its momentum or beta1 at
 // max_momentum, as OneCycleLR's constructor sets it; the given one is left alone.
-func TestOneCycleOptimizer(t *testing.T) {
+func TestScheduleOneCycleOptimizer(t *testing.T) {
 	sgd, adam := NewSGD(0.1), NewAdamW()
 	for _, tc := range []struct {
 		opt   Optimizer
@@ -191,7 +191,7 @@ func TestOneCycleOptimizer(t *testing.T) {
 	}
 }
 
-func TestOneCycleCheck(t *testing.T) {
+func TestScheduleOneCycleCheck(t *testing.T) {
 	for _, s := range []*Schedule{NewOneCycle(100), {Kind: "onecycle", TotalSteps: 7, PctStart: 0.25, DivFactor: 10, FinalDivFactor: 100}} {
 		got, err := ParseSchedule(s.String())
 		if err != nil || *got != *s {
@@ -229,7 +229,7 @@ func TestOneCycleCheck(t *testing.T) {
 // Fit refuses a run that would update past a one-cycle schedule's total steps, on one device
 // or several, from the start or resumed, before it trains; the run that ends on the last step
 // trains.
-func TestFitOneCycleLength(t *testing.T) {
+func TestFitScheduleOneCycleLength(t *testing.T) {
 	d := mixtureRows(t, 64) // 4 steps of 16
 	m := buildModel(t, mixtureAt(16), Loss{Name: CrossEntropyLoss})
 	m2 := buildModel(t, mixtureAt(8), Loss{Name: CrossEntropyLoss})

@@ -296,6 +296,7 @@ func TestTrainBadInput(t *testing.T) {
 		{"gamma without schedule", []string{"tiny.go", "--data", data, "--lr-gamma", "0.5", "--save", "out.safetensors"}, "need --lr-schedule"},
 		{"schedule flags with data-parallel ranks", []string{"tiny.go", "--data", data, "--device", "sim:0,sim:1", "--lr-schedule", "step", "--save", "out.safetensors"}, "--lr-schedule step needs --lr-step-size N"},
 		{"onecycle with a minimum", []string{"tiny.go", "--data", data, "--lr-schedule", "onecycle", "--lr-min", "0.1", "--save", "out.safetensors"}, "--lr-min is for --lr-schedule cosine"},
+		{"onecycle with momentum", []string{"tiny.go", "--data", data, "--optimizer", "sgd", "--lr", "0.1", "--momentum", "0.9", "--lr-schedule", "onecycle", "--save", "out.safetensors"}, "--momentum: --lr-schedule onecycle cycles sgd's momentum"},
 		{"onecycle with gamma", []string{"tiny.go", "--data", data, "--lr-schedule", "onecycle", "--lr-gamma", "0.5", "--save", "out.safetensors"}, "--lr-step-size and --lr-gamma are for --lr-schedule step"},
 		{"other model", []string{"wide.go", "--data", data, "--optimizer", "sgd", "--lr", "0.1", "--resume", "sgd.safetensors", "--save", "out.safetensors"}, "gcomp train: sgd.safetensors: tensor fc1.weight is f32[8,784], the step wants f32[16,784]"},
 	} {
