@@ -44,7 +44,7 @@ func cmdTrain(args []string, stdout, stderr io.Writer) error {
 	batch := fs.Int("batch", 0, "rows per step (default: the model's own batch); another batch re-traces the model, which must declare its batch with b.Batch")
 	optName := fs.String("optimizer", "adam", "sgd, adam or adamw, with PyTorch's defaults")
 	lr := fs.Float64("lr", 0, "learning rate (default: 1e-3 for adam and adamw; sgd needs one)")
-	momentum := fs.Float64("momentum", 0, "sgd: momentum")
+	momentum := fs.Float64("momentum", 0, "sgd: momentum (not with --lr-schedule onecycle, which cycles its own)")
 	wd := fs.Float64("weight-decay", 0, "weight decay (default: 0, adamw 1e-2)")
 	var sf scheduleFlags
 	sf.add(fs)
