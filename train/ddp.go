@@ -58,7 +58,7 @@ func fitParallel(m *Model, o FitOptions) (*FitResult, error) {
 	case o.Optimizer == nil:
 		return nil, fmt.Errorf("train: no optimizer")
 	}
-	split, err := m.SplitStep(o.Optimizer, Options{AMP: o.AMP, Seed: o.Seed})
+	split, err := m.SplitStep(o.Optimizer, Options{AMP: o.AMP, Seed: o.Seed, Schedule: o.Schedule})
 	if err != nil {
 		return nil, err
 	}
@@ -138,6 +138,9 @@ func fitParallel(m *Model, o FitOptions) (*FitResult, error) {
 			return nil, err
 		}
 		state = split.Full.InitState()
+	}
+	if err := split.Full.Schedule.checkRun(steps + o.Epochs*(o.Train.Len()/global)); err != nil {
+		return nil, err
 	}
 	var arts *splitArtifacts
 	if slices.ContainsFunc(p.Devices, func(d executor.Device) bool { return d != nil }) {

@@ -70,28 +70,36 @@ func compareParamsIn(t *testing.T, got, want *FitResult, prec ir.DType) {
 // The contract of data-parallel training: N ranks at batch B/N train the parameters (and
 // optimizer state) one device trains at batch B, within the f32 tolerance, for SGD with momentum
 // and Adam (and within bf16's with bf16 autocast, whose contractions round their per-rank sums to
-// bf16); the epoch's loss and accuracy are the global batch's.
+// bf16), with a constant rate or under a learning-rate schedule (a function of the global step
+// count, so every rank updates at one device's rate); the epoch's loss and accuracy are the
+// global batch's.
 func TestFitParallelEquivalence(t *testing.T) {
 	d := mixtureRows(t, 96) // 6 steps at batch 16
 	const global = 16
 	for _, opt := range []struct {
-		name string
-		new  func() Optimizer
-		amp  string
+		name  string
+		new   func() Optimizer
+		amp   string
+		sched *Schedule
 	}{
-		{"sgd", func() Optimizer { return &SGD{LR: 0.1, Momentum: 0.9, Dampening: 0.1} }, ""},
-		{"adam", adam01, ""},
-		{"adam-bf16", adam01, "bf16"},
+		{"sgd", func() Optimizer { return &SGD{LR: 0.1, Momentum: 0.9, Dampening: 0.1} }, "", nil},
+		{"adam", adam01, "", nil},
+		{"adam-bf16", adam01, "bf16", nil},
+		{"sgd-cosine", func() Optimizer { return &SGD{LR: 0.1, Momentum: 0.9} }, "", &Schedule{Kind: "cosine", TMax: 12, MinLR: 0.001}},
+		{"adam-step", adam01, "", &Schedule{Kind: "step", StepSize: 1, Gamma: 0.2, StepsPerEpoch: 6}},
+		{"adam-bf16-cosine", adam01, "bf16", &Schedule{Kind: "cosine", TMax: 5}},
+		{"sgd-onecycle", func() Optimizer { return NewSGD(0.1) }, "", NewOneCycle(12)},
+		{"adamw-onecycle", func() Optimizer { o := NewAdamW(); o.LR = 0.01; return o }, "", NewOneCycle(15)},
 	} {
 		l := Loss{Name: CrossEntropyLoss}
-		want, err := Fit(buildModel(t, mixtureAt(global), l), FitOptions{Optimizer: opt.new(), AMP: opt.amp, Train: d, Test: d, Epochs: 2, Seed: 3})
+		want, err := Fit(buildModel(t, mixtureAt(global), l), FitOptions{Optimizer: opt.new(), AMP: opt.amp, Schedule: opt.sched, Train: d, Test: d, Epochs: 2, Seed: 3})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, n := range []int{1, 2, 4} {
 			t.Run(fmt.Sprintf("%s/%d", opt.name, n), func(t *testing.T) {
 				m := buildModel(t, mixtureAt(global/n), l)
-				got, err := Fit(m, FitOptions{Optimizer: opt.new(), AMP: opt.amp, Train: d, Test: d, Epochs: 2, Seed: 3, Parallel: &Parallel{Devices: refDevices(n)}})
+				got, err := Fit(m, FitOptions{Optimizer: opt.new(), AMP: opt.amp, Schedule: opt.sched, Train: d, Test: d, Epochs: 2, Seed: 3, Parallel: &Parallel{Devices: refDevices(n)}})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -150,24 +158,29 @@ func TestSplitStepIsTheStep(t *testing.T) {
 	}
 }
 
-// Two ranks on the PTX simulator train what one simulated device trains at the global batch.
+// Two ranks on the PTX simulator train what one simulated device trains at the global batch,
+// with a constant rate and with the compiled update computing a schedule's.
 func TestFitParallelOnSimulator(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: compiles and simulates train steps on three devices")
 	}
 	d := mixtureRows(t, 32) // 2 steps
 	l := Loss{Name: CrossEntropyLoss}
-	want, err := Fit(buildModel(t, mixtureAt(16), l), FitOptions{Optimizer: adam01(), Train: d, Epochs: 1, Device: simdev.New(simdev.Options{})})
-	if err != nil {
-		t.Fatal(err)
+	for _, sched := range []*Schedule{nil, {Kind: "cosine", TMax: 2, MinLR: 0.001}, NewOneCycle(2)} {
+		t.Run(fmt.Sprint(sched), func(t *testing.T) {
+			want, err := Fit(buildModel(t, mixtureAt(16), l), FitOptions{Optimizer: adam01(), Schedule: sched, Train: d, Epochs: 1, Device: simdev.New(simdev.Options{})})
+			if err != nil {
+				t.Fatal(err)
+			}
+			devs := []executor.Device{simdev.New(simdev.Options{}), simdev.New(simdev.Options{})}
+			got, err := Fit(buildModel(t, mixtureAt(8), l), FitOptions{Optimizer: adam01(), Schedule: sched, Train: d, Epochs: 1, Parallel: &Parallel{Devices: devs}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			compareParams(t, got, want)
+			t.Logf("largest difference from one device: %.3g of the parameter's RMS", maxRelDiff(got.Params, want.Params))
+		})
 	}
-	devs := []executor.Device{simdev.New(simdev.Options{}), simdev.New(simdev.Options{})}
-	got, err := Fit(buildModel(t, mixtureAt(8), l), FitOptions{Optimizer: adam01(), Train: d, Epochs: 1, Parallel: &Parallel{Devices: devs}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	compareParams(t, got, want)
-	t.Logf("largest difference from one device: %.3g of the parameter's RMS", maxRelDiff(got.Params, want.Params))
 }
 
 // The per-rank batch times the ranks must fit the data; a model whose rows are not the data's
@@ -263,40 +276,44 @@ func maxRelDiff(got, want map[string]*tensor.Tensor) float64 {
 
 // Two epochs in one data-parallel run and one epoch, a checkpoint, and one more resumed from it
 // train the same bits: the checkpoint holds rank 0's weights and state, broadcast to every rank
-// on resuming.
+// on resuming, and its step count continues a learning-rate schedule where it stopped.
 func TestFitParallelResume(t *testing.T) {
 	d := mixtureRows(t, 64)
 	m := buildModel(t, mixtureAt(8), Loss{Name: CrossEntropyLoss})
 	par := &Parallel{Devices: refDevices(2)}
-	want, err := Fit(m, FitOptions{Optimizer: adam01(), Train: d, Epochs: 2, Seed: 7, Parallel: par})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ckpt := t.TempDir() + "/c.safetensors"
-	if _, err := Fit(m, FitOptions{Optimizer: adam01(), Train: d, Epochs: 1, Seed: 7, Parallel: par, Save: ckpt}); err != nil {
-		t.Fatal(err)
-	}
-	full, err := m.Step(adam01(), Options{Seed: 7})
-	if err != nil {
-		t.Fatal(err)
-	}
-	from, err := full.Resume(ckpt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := Fit(m, FitOptions{Optimizer: adam01(), Train: d, Epochs: 1, Seed: 7, Parallel: par, Resume: from})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if e := got.Epochs[0]; e.Epoch != 2 || e.Steps != 8 {
-		t.Errorf("resumed epoch %d after %d steps, want 2 after 8", e.Epoch, e.Steps)
-	}
-	for name, w := range want.Params {
-		for i, v := range w.F {
-			if g := got.Params[name].F[i]; g != v {
-				t.Fatalf("%s[%d] = %v resumed, %v in one run", name, i, g, v)
+	for _, sched := range []*Schedule{nil, {Kind: "cosine", TMax: 8, MinLR: 1e-4}, {Kind: "step", StepSize: 1, Gamma: 0.1, StepsPerEpoch: 4}, NewOneCycle(8)} {
+		t.Run(fmt.Sprint(sched), func(t *testing.T) {
+			want, err := Fit(m, FitOptions{Optimizer: adam01(), Schedule: sched, Train: d, Epochs: 2, Seed: 7, Parallel: par})
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
+			ckpt := t.TempDir() + "/c.safetensors"
+			if _, err := Fit(m, FitOptions{Optimizer: adam01(), Schedule: sched, Train: d, Epochs: 1, Seed: 7, Parallel: par, Save: ckpt}); err != nil {
+				t.Fatal(err)
+			}
+			full, err := m.Step(adam01(), Options{Seed: 7, Schedule: sched})
+			if err != nil {
+				t.Fatal(err)
+			}
+			from, err := full.Resume(ckpt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := Fit(m, FitOptions{Optimizer: adam01(), Schedule: sched, Train: d, Epochs: 1, Seed: 7, Parallel: par, Resume: from})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e := got.Epochs[0]; e.Epoch != 2 || e.Steps != 8 {
+				t.Errorf("resumed epoch %d after %d steps, want 2 after 8", e.Epoch, e.Steps)
+			}
+			for name, w := range want.Params {
+				for i, v := range w.F {
+					if g := got.Params[name].F[i]; g != v {
+						t.Fatalf("%s[%d] = %v resumed, %v in one run", name, i, g, v)
+					}
+				}
+			}
+		})
 	}
 }
 

@@ -25,11 +25,15 @@ var ErrStop = errors.New("train: stop")
 
 // FitOptions say how Fit trains. Train, Epochs and a step (Step, or Optimizer) are required.
 type FitOptions struct {
-	// Step is the train step of the model (Model.Step); when nil, Fit builds it with Optimizer
-	// and AMP.
+	// Step is the train step of the model (Model.Step); when nil, Fit builds it with Optimizer,
+	// AMP and Schedule (data-parallel training always builds its own).
 	Step      *StepGraph
 	Optimizer Optimizer
 	AMP       string
+	// Schedule varies the learning rate of the step Fit builds with the step count, which is
+	// the global step count in data-parallel training: every rank updates with the same rate.
+	// A Step carries its own schedule (Options.Schedule).
+	Schedule *Schedule
 	// Device runs the compiled step; nil trains on the reference interpreter. The caller opens
 	// and closes it. Compiler are the options the step and the evaluation are compiled with.
 	Device   executor.Device
@@ -131,6 +135,9 @@ func Fit(m *Model, o FitOptions) (*FitResult, error) {
 	if o.Train == nil {
 		return nil, fmt.Errorf("train: no training data")
 	}
+	if o.Step != nil && o.Schedule != nil {
+		return nil, fmt.Errorf("train: give the schedule in the step's Options, not in FitOptions, with a Step")
+	}
 	if o.Parallel != nil {
 		return fitParallel(m, o)
 	}
@@ -140,7 +147,7 @@ func Fit(m *Model, o FitOptions) (*FitResult, error) {
 			return nil, fmt.Errorf("train: no optimizer")
 		}
 		var err error
-		if step, err = m.Step(o.Optimizer, Options{AMP: o.AMP, Seed: o.Seed}); err != nil {
+		if step, err = m.Step(o.Optimizer, Options{AMP: o.AMP, Seed: o.Seed, Schedule: o.Schedule}); err != nil {
 			return nil, err
 		}
 	}
@@ -168,6 +175,9 @@ func Fit(m *Model, o FitOptions) (*FitResult, error) {
 			return nil, err
 		}
 		state = step.InitState()
+	}
+	if err := step.Schedule.checkRun(steps + o.Epochs*(o.Train.Len()/m.Batch)); err != nil {
+		return nil, err
 	}
 	tr, err := newTrainer(o.Device, o.Compiler, step, m, params, state, !o.NoPrefetch, !o.NoCUDAGraphs)
 	if err != nil {

@@ -29,6 +29,14 @@ type Update struct {
 	Slots       []*ir.Value // in the order of Slots()
 	Step        *ir.Value   // f32[] step count after this step (1 first), if Counts()
 	LR          *ir.Value   // f64[] this step's learning rate under a Schedule; nil: the optimizer's own
+	// Momentum is this step's momentum (SGD) or beta1 (Adam), f64[], under a Schedule that
+	// cycles it; nil: the optimizer's own.
+	Momentum *ir.Value
+}
+
+// scalarOf is a per-step f64[] scalar as a tensor of like's type, for elementwise use.
+func scalarOf(e *autodiff.Emitter, v, like *ir.Value) *ir.Value {
+	return e.BroadcastScalar(e.Cast(v, like.Type.DType), like.Type.Shape)
 }
 
 // SGD is torch.optim.SGD. NewSGD gives PyTorch's defaults.
@@ -81,7 +89,13 @@ func (o *SGD) Update(e *autodiff.Emitter, u Update) (*ir.Value, []*ir.Value) {
 	}
 	var slots []*ir.Value
 	if o.Momentum != 0 {
-		buf := e.MulScalar(u.Slots[0], o.Momentum)
+		momentum := func(v *ir.Value) *ir.Value {
+			if u.Momentum != nil {
+				return e.Mul(v, scalarOf(e, u.Momentum, v))
+			}
+			return e.MulScalar(v, o.Momentum)
+		}
+		buf := momentum(u.Slots[0])
 		if o.Dampening != 0 {
 			buf = e.Add(buf, e.MulScalar(d, 1-o.Dampening))
 			first := e.Op("eq", nil, u.Step, e.Const(1, u.Step.Type))
@@ -91,13 +105,13 @@ func (o *SGD) Update(e *autodiff.Emitter, u Update) (*ir.Value, []*ir.Value) {
 		}
 		slots = []*ir.Value{buf}
 		if o.Nesterov {
-			d = e.Add(d, e.MulScalar(buf, o.Momentum))
+			d = e.Add(d, momentum(buf))
 		} else {
 			d = buf
 		}
 	}
 	if u.LR != nil {
-		return e.Add(p, e.Mul(d, e.BroadcastScalar(e.Cast(e.Neg(u.LR), d.Type.DType), d.Type.Shape))), slots
+		return e.Add(p, e.Mul(d, scalarOf(e, e.Neg(u.LR), d))), slots
 	}
 	return e.Add(p, e.MulScalar(d, -o.LR)), slots
 }
@@ -153,7 +167,9 @@ func (o *Adam) Check() error {
 //	p = p - (lr/(1-β1^t))·m / (√v/√(1-β2^t) + eps)
 //
 // The bias corrections are computed in f64 from the step count and rounded once to the
-// parameter's dtype, as PyTorch computes them in Python floats.
+// parameter's dtype, as PyTorch computes them in Python floats. Under a schedule that cycles β1
+// (Update.Momentum), both m's update and 1-β1^t use this step's β1, as PyTorch's Adam reads
+// betas[0] afresh at every step.
 func (o *Adam) Update(e *autodiff.Emitter, u Update) (*ir.Value, []*ir.Value) {
 	p, g := u.Param, u.Grad
 	dt, shape := p.Type.DType, p.Type.Shape
@@ -167,11 +183,24 @@ func (o *Adam) Update(e *autodiff.Emitter, u Update) (*ir.Value, []*ir.Value) {
 			g = e.Add(g, e.MulScalar(p, o.WeightDecay))
 		}
 	}
-	m := e.Add(e.MulScalar(u.Slots[0], o.Beta1), e.MulScalar(g, 1-o.Beta1))
+	var m *ir.Value
+	if u.Momentum != nil {
+		// 1-beta1 in f64, rounded once, as PyTorch's Python float is.
+		oneMinus := e.Sub(e.Const(1, u.Momentum.Type), u.Momentum)
+		m = e.Add(e.Mul(u.Slots[0], scalarOf(e, u.Momentum, g)), e.Mul(g, scalarOf(e, oneMinus, g)))
+	} else {
+		m = e.Add(e.MulScalar(u.Slots[0], o.Beta1), e.MulScalar(g, 1-o.Beta1))
+	}
 	v := e.Add(e.MulScalar(u.Slots[1], o.Beta2), e.Mul(e.MulScalar(g, 1-o.Beta2), g))
 	t := e.Cast(u.Step, ir.F64)
 	f64 := ir.T(ir.F64)
-	bc1 := e.Sub(e.Const(1, f64), e.Op("pow", nil, e.Const(o.Beta1, f64), t))
+	beta1 := func() *ir.Value {
+		if u.Momentum != nil {
+			return u.Momentum
+		}
+		return e.Const(o.Beta1, f64)
+	}
+	bc1 := e.Sub(e.Const(1, f64), e.Op("pow", nil, beta1(), t))
 	bc2 := e.Sub(e.Const(1, f64), e.Op("pow", nil, e.Const(o.Beta2, f64), t))
 	negLR := e.Const(-o.LR, f64)
 	if u.LR != nil {

@@ -15,7 +15,7 @@ import (
 const MetaSchedule = "gcomp.lr_schedule"
 
 // Schedules names the learning-rate schedules, by gcomp train's --lr-schedule names.
-var Schedules = []string{"step", "cosine"}
+var Schedules = []string{"step", "cosine", "onecycle"}
 
 // Schedule is a learning-rate scheduler of torch.optim.lr_scheduler, computed inside the step
 // graph from the optimizer's step count ("opt.step"), so a checkpoint resumes it with no state of
@@ -26,7 +26,16 @@ var Schedules = []string{"step", "cosine"}
 //     updates: lr = base·Gamma^⌊⌊(k-1)/StepsPerEpoch⌋/StepSize⌋;
 //   - "cosine" is CosineAnnealingLR(T_max=TMax, eta_min=MinLR) stepped after every update:
 //     lr = MinLR + (base-MinLR)·(1+cos(π·(k-1)/TMax))/2 (PyTorch's closed form; past TMax the
-//     cosine rises again, as PyTorch's does).
+//     cosine rises again, as PyTorch's does);
+//   - "onecycle" is OneCycleLR(max_lr=base, total_steps=TotalSteps, pct_start=PctStart,
+//     anneal_strategy="cos", div_factor=DivFactor, final_div_factor=FinalDivFactor,
+//     three_phase=False, cycle_momentum=CycleMomentum, base_momentum=BaseMomentum,
+//     max_momentum=MaxMomentum) stepped after every update (NewOneCycle gives PyTorch's
+//     defaults): with t = k-1 and e = PctStart·TotalSteps-1, the rate rises from base/DivFactor
+//     to base along a half cosine while t ≤ e and falls to base/DivFactor/FinalDivFactor at t =
+//     TotalSteps-1; the momentum (SGD's momentum, Adam's beta1) falls from MaxMomentum to
+//     BaseMomentum and rises back over the same phases. Fit refuses to run past TotalSteps, as
+//     OneCycleLR refuses to step past it.
 //
 // base is the optimizer's learning rate (--lr). A step that loss scaling skips does not advance
 // the count (PyTorch's scheduler would still step).
@@ -37,6 +46,12 @@ type Schedule struct {
 	StepsPerEpoch int     // step: updates per epoch
 	TMax          int     // cosine: updates of a half period
 	MinLR         float64 // cosine: eta_min
+
+	TotalSteps                int     // onecycle: updates of the cycle (total_steps)
+	PctStart                  float64 // onecycle: the part of the cycle the rate rises (pct_start)
+	DivFactor, FinalDivFactor float64 // onecycle: initial rate base/DivFactor, last initial/FinalDivFactor
+	CycleMomentum             bool    // onecycle: cycle the momentum (cycle_momentum)
+	BaseMomentum, MaxMomentum float64 // onecycle: the momentum's range (base_momentum, max_momentum)
 }
 
 // Check rejects what PyTorch's constructors reject, and sizes that do not fit the step count.
@@ -57,8 +72,10 @@ func (s *Schedule) Check() error {
 		if !(s.MinLR >= 0 && s.MinLR <= math.MaxFloat64) {
 			return fmt.Errorf("lr schedule cosine: invalid minimum rate %v", s.MinLR)
 		}
+	case "onecycle":
+		return s.checkOneCycle(maxSteps)
 	default:
-		return fmt.Errorf("unknown lr schedule %q (want %s)", s.Kind, strings.Join(Schedules, " or "))
+		return fmt.Errorf("unknown lr schedule %q (want %s)", s.Kind, strings.Join(Schedules, ", "))
 	}
 	return nil
 }
@@ -72,12 +89,16 @@ func (s *Schedule) LR(base float64, k int) float64 {
 		return base * math.Pow(s.Gamma, math.Floor(math.Floor(t/float64(s.StepsPerEpoch))/float64(s.StepSize)))
 	case "cosine":
 		return s.MinLR + (base-s.MinLR)*(1+math.Cos(math.Pi*t/float64(s.TMax)))/2
+	case "onecycle":
+		lr, _ := s.oneCycle(base, t)
+		return lr
 	}
 	panic("train: unchecked schedule " + s.Kind)
 }
 
-// emit appends LR's computation: step is the f32[] count of this update (k), the result f64[].
-func (s *Schedule) emit(e *autodiff.Emitter, opt Optimizer, step *ir.Value) *ir.Value {
+// emit appends LR's computation, and Momentum's for a schedule that cycles it (else nil): step
+// is the f32[] count of this update (k), the results f64[].
+func (s *Schedule) emit(e *autodiff.Emitter, opt Optimizer, step *ir.Value) (lr, momentum *ir.Value) {
 	base, ok := baseLR(opt)
 	if !ok {
 		e.Fail("a learning-rate schedule needs an sgd, adam or adamw optimizer, have %s", opt.Name())
@@ -89,13 +110,15 @@ func (s *Schedule) emit(e *autodiff.Emitter, opt Optimizer, step *ir.Value) *ir.
 	case "step":
 		epoch := e.Op("floor", nil, e.Div(t, c(float64(s.StepsPerEpoch))))
 		n := e.Op("floor", nil, e.Div(epoch, c(float64(s.StepSize))))
-		return e.MulScalar(e.Op("pow", nil, c(s.Gamma), n), base)
+		return e.MulScalar(e.Op("pow", nil, c(s.Gamma), n), base), nil
 	case "cosine":
 		cos := e.Op("cos", nil, e.MulScalar(t, math.Pi/float64(s.TMax)))
-		return e.AddScalar(e.MulScalar(e.AddScalar(cos, 1), (base-s.MinLR)/2), s.MinLR)
+		return e.AddScalar(e.MulScalar(e.AddScalar(cos, 1), (base-s.MinLR)/2), s.MinLR), nil
+	case "onecycle":
+		return s.emitOneCycle(e, base, t)
 	}
 	e.Fail("unchecked schedule %s", s.Kind)
-	return nil
+	return nil, nil
 }
 
 // String is the schedule's checkpoint form, e.g. "cosine T_max=9375 eta_min=0"; ParseSchedule
@@ -107,6 +130,9 @@ func (s *Schedule) String() string {
 		return fmt.Sprintf("step step_size=%d gamma=%s steps_per_epoch=%d", s.StepSize, f(s.Gamma), s.StepsPerEpoch)
 	case "cosine":
 		return fmt.Sprintf("cosine T_max=%d eta_min=%s", s.TMax, f(s.MinLR))
+	case "onecycle":
+		return fmt.Sprintf("onecycle total_steps=%d pct_start=%s div_factor=%s final_div_factor=%s cycle_momentum=%t base_momentum=%s max_momentum=%s",
+			s.TotalSteps, f(s.PctStart), f(s.DivFactor), f(s.FinalDivFactor), s.CycleMomentum, f(s.BaseMomentum), f(s.MaxMomentum))
 	}
 	return s.Kind
 }
@@ -118,37 +144,45 @@ func ParseSchedule(text string) (*Schedule, error) {
 		return nil, fmt.Errorf("empty lr schedule")
 	}
 	s := &Schedule{Kind: fields[0]}
-	want := map[string]bool{}
+	// The fields of the kind, by their names in the text.
+	var ints map[string]*int
+	var floats map[string]*float64
+	var bools map[string]*bool
 	switch s.Kind {
 	case "step":
-		want = map[string]bool{"step_size": true, "gamma": true, "steps_per_epoch": true}
+		ints = map[string]*int{"step_size": &s.StepSize, "steps_per_epoch": &s.StepsPerEpoch}
+		floats = map[string]*float64{"gamma": &s.Gamma}
 	case "cosine":
-		want = map[string]bool{"T_max": true, "eta_min": true}
+		ints = map[string]*int{"T_max": &s.TMax}
+		floats = map[string]*float64{"eta_min": &s.MinLR}
+	case "onecycle":
+		ints = map[string]*int{"total_steps": &s.TotalSteps}
+		floats = map[string]*float64{"pct_start": &s.PctStart, "div_factor": &s.DivFactor, "final_div_factor": &s.FinalDivFactor,
+			"base_momentum": &s.BaseMomentum, "max_momentum": &s.MaxMomentum}
+		bools = map[string]*bool{"cycle_momentum": &s.CycleMomentum}
 	}
+	seen := map[string]bool{}
 	for _, kv := range fields[1:] {
 		k, v, ok := strings.Cut(kv, "=")
-		if !ok || !want[k] {
-			return nil, fmt.Errorf("lr schedule %q: unexpected %q", text, kv)
-		}
-		delete(want, k)
 		var err error
-		switch k {
-		case "step_size":
-			s.StepSize, err = strconv.Atoi(v)
-		case "steps_per_epoch":
-			s.StepsPerEpoch, err = strconv.Atoi(v)
-		case "T_max":
-			s.TMax, err = strconv.Atoi(v)
-		case "gamma":
-			s.Gamma, err = strconv.ParseFloat(v, 64)
-		case "eta_min":
-			s.MinLR, err = strconv.ParseFloat(v, 64)
+		switch {
+		case !ok || seen[k]:
+			return nil, fmt.Errorf("lr schedule %q: unexpected %q", text, kv)
+		case ints[k] != nil:
+			*ints[k], err = strconv.Atoi(v)
+		case floats[k] != nil:
+			*floats[k], err = strconv.ParseFloat(v, 64)
+		case bools[k] != nil:
+			*bools[k], err = strconv.ParseBool(v)
+		default:
+			return nil, fmt.Errorf("lr schedule %q: unexpected %q", text, kv)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("lr schedule %q: %s: %v", text, k, err)
 		}
+		seen[k] = true
 	}
-	if len(want) > 0 {
+	if len(seen) < len(ints)+len(floats)+len(bools) {
 		return nil, fmt.Errorf("lr schedule %q: incomplete", text)
 	}
 	if err := s.Check(); err != nil {

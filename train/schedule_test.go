@@ -80,6 +80,19 @@ func TestScheduledOptimizersMatchPyTorch(t *testing.T) {
 				{-0.4506341991175932, -0.9654439393823152, 0.7228488095146762},
 				{-0.4506341991175932, -0.9654439393823152, 0.7228488095146762}}},
 	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sched := tt.sched
+			checkTinyTrajectory(t, tt.opt, &sched, tt.want)
+		})
+	}
+}
+
+// checkTinyTrajectory trains w f64[3] = [0.5, -0.3, 0.2] on loss = Σ w·x + Σ w², x = [1, 2,
+// -1.5], with opt under sched on the reference interpreter, and compares w after each step with
+// want's (PyTorch's).
+func checkTinyTrajectory(t *testing.T, opt Optimizer, sched *Schedule, want [][3]float64) {
+	t.Helper()
 	model := func(b *frontend.Builder) {
 		w := b.Param("w", ir.T(ir.F64, 3), frontend.Zeros())
 		x := b.Input("x", frontend.F64, 3)
@@ -87,27 +100,22 @@ func TestScheduledOptimizersMatchPyTorch(t *testing.T) {
 	}
 	x := tensor.New(ir.T(ir.F64, 3))
 	copy(x.F, []float64{1, 2, -1.5})
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			sched := tt.sched
-			s, err := Step("tiny", model, tt.opt, Options{Schedule: &sched})
-			if err != nil {
-				t.Fatal(err)
+	s, err := Step("tiny", model, opt, Options{Schedule: sched})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := tensor.New(ir.T(ir.F64, 3))
+	copy(w.F, []float64{0.5, -0.3, 0.2})
+	tr := NewRefTrainer(s, map[string]*tensor.Tensor{"w": w})
+	for k, want := range want {
+		if _, err := tr.Run(map[string]*tensor.Tensor{"x": x}); err != nil {
+			t.Fatal(err)
+		}
+		for j, g := range tr.Params["w"].F {
+			if math.Abs(g-want[j]) > 1e-12*max(1, math.Abs(want[j])) {
+				t.Errorf("step %d, w[%d] = %.17g, PyTorch %.17g", k+1, j, g, want[j])
 			}
-			w := tensor.New(ir.T(ir.F64, 3))
-			copy(w.F, []float64{0.5, -0.3, 0.2})
-			tr := NewRefTrainer(s, map[string]*tensor.Tensor{"w": w})
-			for k, want := range tt.want {
-				if _, err := tr.Run(map[string]*tensor.Tensor{"x": x}); err != nil {
-					t.Fatal(err)
-				}
-				for j, g := range tr.Params["w"].F {
-					if math.Abs(g-want[j]) > 1e-12*max(1, math.Abs(want[j])) {
-						t.Errorf("step %d, w[%d] = %.17g, PyTorch %.17g", k+1, j, g, want[j])
-					}
-				}
-			}
-		})
+		}
 	}
 }
 
@@ -213,4 +221,45 @@ func TestFitResumesSchedule(t *testing.T) {
 			t.Errorf("%s differs between the whole run and the resumed one", name)
 		}
 	}
+}
+
+// FitOptions.Schedule is for the step Fit builds: with a Step of its own, which carries its
+// schedule, it is an error rather than ignored.
+func TestFitScheduleNeedsFitsStep(t *testing.T) {
+	m := buildModel(t, mixtureModel, Loss{Name: CrossEntropyLoss})
+	step, err := m.Step(NewAdam(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, _, err := data.ReadNPYDir("testdata/mixture")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Fit(m, FitOptions{Step: step, Schedule: &Schedule{Kind: "cosine", TMax: 4}, Train: tr, Epochs: 1})
+	if err == nil || !strings.Contains(err.Error(), "give the schedule in the step's Options") {
+		t.Errorf("Fit with a Step and a Schedule: %v", err)
+	}
+}
+
+// FuzzParseSchedule: a checkpoint's schedule metadata is untrusted text. ParseSchedule never
+// panics, and what it accepts passes Check and reads back from its own String.
+func FuzzParseSchedule(f *testing.F) {
+	for _, s := range []*Schedule{NewOneCycle(100), {Kind: "cosine", TMax: 10, MinLR: 1e-5}, {Kind: "step", StepSize: 2, Gamma: 0.1, StepsPerEpoch: 3}} {
+		f.Add(s.String())
+	}
+	f.Add("onecycle total_steps=2 pct_start=0.5 div_factor=25 final_div_factor=1e4 cycle_momentum=1 base_momentum=0.85 max_momentum=0.95")
+	f.Add("cosine T_max=1 T_max=2 eta_min=0")
+	f.Fuzz(func(t *testing.T, text string) {
+		s, err := ParseSchedule(text)
+		if err != nil {
+			return
+		}
+		if err := s.Check(); err != nil {
+			t.Fatalf("ParseSchedule(%q) accepted what Check refuses: %v", text, err)
+		}
+		back, err := ParseSchedule(s.String())
+		if err != nil || *back != *s {
+			t.Fatalf("ParseSchedule(%q).String() = %q reads back as %+v, %v", text, s.String(), back, err)
+		}
+	})
 }

@@ -188,6 +188,7 @@ func buildStep(fwd *ir.Graph, opt Optimizer, o Options, split bool) (*StepGraph,
 		if err := o.Schedule.Check(); err != nil {
 			return nil, nil, fmt.Errorf("train: %v", err)
 		}
+		opt = o.Schedule.optimizer(opt)
 	}
 	s := &StepGraph{Graph: g, Loss: o.Loss, StateBindings: map[string]string{}, Optimizer: opt, AMP: o.AMP, LossScale: ls, Schedule: o.Schedule}
 	// u is the graph and step the update goes into: s itself, or the second graph of a split.
@@ -318,11 +319,12 @@ func emitUpdate(e *autodiff.Emitter, s *StepGraph, opt Optimizer, sched *Schedul
 	if step != nil {
 		newStep = e.AddScalar(step, 1)
 	}
+	var momentum *ir.Value
 	if sched != nil {
-		lr = sched.emit(e, opt, newStep)
+		lr, momentum = sched.emit(e, opt, newStep)
 	}
 	for i, p := range params {
-		np, ns := opt.Update(e, Update{Param: p, Grad: grads[i], Slots: slots[i], Step: newStep, LR: lr})
+		np, ns := opt.Update(e, Update{Param: p, Grad: grads[i], Slots: slots[i], Step: newStep, LR: lr, Momentum: momentum})
 		if found != nil {
 			np = keepIf(e, found, p, np)
 			for j := range ns {

@@ -44,7 +44,7 @@ func cmdTrain(args []string, stdout, stderr io.Writer) error {
 	batch := fs.Int("batch", 0, "rows per step (default: the model's own batch); another batch re-traces the model, which must declare its batch with b.Batch")
 	optName := fs.String("optimizer", "adam", "sgd, adam or adamw, with PyTorch's defaults")
 	lr := fs.Float64("lr", 0, "learning rate (default: 1e-3 for adam and adamw; sgd needs one)")
-	momentum := fs.Float64("momentum", 0, "sgd: momentum")
+	momentum := fs.Float64("momentum", 0, "sgd: momentum (not with --lr-schedule onecycle, which cycles its own)")
 	wd := fs.Float64("weight-decay", 0, "weight decay (default: 0, adamw 1e-2)")
 	var sf scheduleFlags
 	sf.add(fs)
@@ -66,7 +66,7 @@ func cmdTrain(args []string, stdout, stderr io.Writer) error {
 	prefetch := fs.Bool("prefetch", true, "prepare the next batch in a goroutine (and on a GPU copy it to the device) while the current step runs; --prefetch=false does each in turn")
 	var stats statsFlag
 	fs.Var(&stats, "stats", "compile the train step and print its cost report (kernels, DRAM bytes, arena, modeled H100 time) instead of training: --stats for a table, --stats=json for JSON")
-	path, err := parseModelArgs(fs, args, stdout, "MODEL --data fashion-mnist[:DIR]|mnist:DIR|npy:DIR|npz:FILE|csv:FILE [--target COL] [--loss NAME] --epochs N [--batch B] --optimizer sgd|adam|adamw [--lr X] [--momentum M] [--weight-decay W] [--lr-schedule step|cosine] [--amp bf16|f16] --device auto|cuda:N|sim|ref [--backend ptx|nvvm] [--seed S] --save W.safetensors [--resume W.safetensors] [--log metrics.jsonl] [--limit N] [--nnodes N --node-rank R --rendezvous HOST:PORT] [--prefetch=false] [--cuda-graphs=false] [--stats[=json]]")
+	path, err := parseModelArgs(fs, args, stdout, "MODEL --data fashion-mnist[:DIR]|mnist:DIR|npy:DIR|npz:FILE|csv:FILE [--target COL] [--loss NAME] --epochs N [--batch B] --optimizer sgd|adam|adamw [--lr X] [--momentum M] [--weight-decay W] [--lr-schedule step|cosine|onecycle] [--amp bf16|f16] --device auto|cuda:N|sim|ref [--backend ptx|nvvm] [--seed S] --save W.safetensors [--resume W.safetensors] [--log metrics.jsonl] [--limit N] [--nnodes N --node-rank R --rendezvous HOST:PORT] [--prefetch=false] [--cuda-graphs=false] [--stats[=json]]")
 	if err != nil {
 		return err
 	}
@@ -132,12 +132,11 @@ func cmdTrain(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fail("--backend: %v", err)
 	}
+	if err := sf.check(set, *resume != ""); err != nil {
+		return fail("%v", err)
+	}
 	if dataParallel {
-		if set["lr-schedule"] || set["lr-step-size"] || set["lr-gamma"] || set["lr-min"] {
-			// The data-parallel step is built by train.Fit from the optimizer alone.
-			return fail("--lr-schedule is for training on one device; data-parallel training (--device %s) keeps the optimizer's constant rate", *devName)
-		}
-		pt := &parallelTrain{path: path, devices: *devName, mf: mf, batch: *batch, opt: opt, amp: *amp, loss: loss, ds: ds,
+		pt := &parallelTrain{path: path, devices: *devName, mf: mf, batch: *batch, opt: opt, amp: *amp, sched: &sf, loss: loss, ds: ds,
 			limit: *limit, nepochs: *epochs, seed: *seed, seedSet: set["seed"], save: *save, resume: *resume, logPath: *logPath,
 			stats: stats, copt: compiler.Options{Producer: prod}, graphs: *graphs, prefetch: *prefetch, ncclLib: *ncclLib,
 			nnodes: *nnodes, nodeRank: *nodeRank, rendezvous: *rdzv, timeout: *rdzvTimeout}
@@ -169,9 +168,6 @@ func cmdTrain(args []string, stdout, stderr io.Writer) error {
 	}
 	if err != nil {
 		return fail("%s: %v", path, err)
-	}
-	if err := sf.check(set, *resume != ""); err != nil {
-		return fail("%v", err)
 	}
 	// The step is built once the data is loaded (a schedule counts its batches); the cost report
 	// needs no data, and a schedule's few scalar ops cost the same whatever their constants.

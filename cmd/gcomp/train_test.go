@@ -290,11 +290,14 @@ func TestTrainBadInput(t *testing.T) {
 		{"missing checkpoint", []string{"tiny.go", "--data", data, "--resume", "none.safetensors", "--save", "out.safetensors"}, "none.safetensors"},
 		{"other optimizer", []string{"tiny.go", "--data", data, "--resume", "sgd.safetensors", "--save", "out.safetensors"}, `a checkpoint of optimizer "sgd", this run uses adam`},
 		{"schedule with resume", []string{"tiny.go", "--data", data, "--resume", "sgd.safetensors", "--lr-schedule", "cosine", "--save", "out.safetensors"}, "--resume continues the checkpoint's learning-rate schedule"},
-		{"unknown schedule", []string{"tiny.go", "--data", data, "--lr-schedule", "linear", "--save", "out.safetensors"}, `--lr-schedule "linear": want step or cosine`},
+		{"unknown schedule", []string{"tiny.go", "--data", data, "--lr-schedule", "linear", "--save", "out.safetensors"}, `--lr-schedule "linear": want step, cosine or onecycle`},
 		{"step schedule without size", []string{"tiny.go", "--data", data, "--lr-schedule", "step", "--save", "out.safetensors"}, "--lr-schedule step needs --lr-step-size N"},
 		{"zero step size", []string{"tiny.go", "--data", data, "--lr-schedule", "step", "--lr-step-size", "0", "--save", "out.safetensors"}, "step size 0 epochs"},
 		{"gamma without schedule", []string{"tiny.go", "--data", data, "--lr-gamma", "0.5", "--save", "out.safetensors"}, "need --lr-schedule"},
-		{"schedule with data-parallel ranks", []string{"tiny.go", "--data", data, "--device", "sim:0,sim:1", "--lr-schedule", "cosine", "--save", "out.safetensors"}, "--lr-schedule is for training on one device"},
+		{"schedule flags with data-parallel ranks", []string{"tiny.go", "--data", data, "--device", "sim:0,sim:1", "--lr-schedule", "step", "--save", "out.safetensors"}, "--lr-schedule step needs --lr-step-size N"},
+		{"onecycle with a minimum", []string{"tiny.go", "--data", data, "--lr-schedule", "onecycle", "--lr-min", "0.1", "--save", "out.safetensors"}, "--lr-min is for --lr-schedule cosine"},
+		{"onecycle with momentum", []string{"tiny.go", "--data", data, "--optimizer", "sgd", "--lr", "0.1", "--momentum", "0.9", "--lr-schedule", "onecycle", "--save", "out.safetensors"}, "--momentum: --lr-schedule onecycle cycles sgd's momentum"},
+		{"onecycle with gamma", []string{"tiny.go", "--data", data, "--lr-schedule", "onecycle", "--lr-gamma", "0.5", "--save", "out.safetensors"}, "--lr-step-size and --lr-gamma are for --lr-schedule step"},
 		{"other model", []string{"wide.go", "--data", data, "--optimizer", "sgd", "--lr", "0.1", "--resume", "sgd.safetensors", "--save", "out.safetensors"}, "gcomp train: sgd.safetensors: tensor fc1.weight is f32[8,784], the step wants f32[16,784]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -35,6 +35,7 @@ type parallelTrain struct {
 	batch         int // --batch, the global batch (0: the model's own)
 	opt           train.Optimizer
 	amp           string
+	sched         *scheduleFlags
 	loss          train.Loss
 	ds            dataSpec
 	limit         int
@@ -154,13 +155,19 @@ func (pt *parallelTrain) run(stdout, stderr io.Writer) error {
 	if pt.stats != "" {
 		return pt.printStats(m, world, global, stdout)
 	}
-	step, err := m.Step(pt.opt, train.Options{AMP: pt.amp, Seed: pt.seed})
-	if err != nil {
-		return fail("%s: %v", pt.path, err)
-	}
 	trainSet, testSet, err := pt.ds.load(pt.limit)
 	if err != nil {
 		return fail("%v", err)
+	}
+	// The schedule counts global steps, the same on every rank: an epoch has as many as the
+	// global batch takes.
+	sched, err := pt.sched.schedule(pt.resume, pt.nepochs, trainSet.Len()/global)
+	if err != nil {
+		return fail("%s: %v", pt.path, err)
+	}
+	step, err := m.Step(pt.opt, train.Options{AMP: pt.amp, Seed: pt.seed, Schedule: sched})
+	if err != nil {
+		return fail("%s: %v", pt.path, err)
 	}
 	var from *train.Checkpoint
 	if pt.resume != "" {
@@ -211,13 +218,13 @@ func (pt *parallelTrain) run(stdout, stderr io.Writer) error {
 		p.unit = "images"
 	}
 	err = p.fit(m, train.FitOptions{
-		Optimizer: pt.opt, AMP: pt.amp, Compiler: pt.copt,
+		Optimizer: pt.opt, AMP: pt.amp, Schedule: sched, Compiler: pt.copt,
 		Parallel: &train.Parallel{Devices: devs, Comms: comms},
 		Train:    trainSet, Test: testSet, Epochs: pt.nepochs, Seed: pt.seed, Resume: from, Save: pt.save,
 		NoPrefetch: !pt.prefetch, NoCUDAGraphs: !pt.graphs,
 	}, from, func(s train.Start) {
 		fmt.Fprintf(stderr, "gcomp train: %s on %s (ranks %d..%d of %d): %d training %s, %d steps of %d (%d per rank) per epoch, %s\n",
-			pt.path, pt.devices, first, first+len(specs)-1, world, trainSet.Len(), p.unit, s.Batches, global, per, describeOptimizer(pt.opt, pt.amp))
+			pt.path, pt.devices, first, first+len(specs)-1, world, trainSet.Len(), p.unit, s.Batches, global, per, describeOptimizer(pt.opt, pt.amp)+describeSchedule(sched))
 	})
 	if err != nil {
 		return fail("%s on %s: %v", pt.path, pt.devices, err)
@@ -378,7 +385,12 @@ func ncclComms(libPath string, devs []executor.Device, specs []parallel.Spec, id
 // printStats prints the step's cost report at the per-rank batch and the communication model of
 // averaging its gradients over world ranks (passes.CommCost).
 func (pt *parallelTrain) printStats(m *train.Model, world, global int, stdout io.Writer) error {
-	step, err := m.Step(pt.opt, train.Options{AMP: pt.amp, Seed: pt.seed})
+	// The report needs no data: a schedule's few scalar ops cost the same whatever its length.
+	sched, err := pt.sched.schedule(pt.resume, pt.nepochs, 1)
+	if err != nil {
+		return fmt.Errorf("gcomp train: %s: %v", pt.path, err)
+	}
+	step, err := m.Step(pt.opt, train.Options{AMP: pt.amp, Seed: pt.seed, Schedule: sched})
 	if err != nil {
 		return fmt.Errorf("gcomp train: %s: %v", pt.path, err)
 	}
