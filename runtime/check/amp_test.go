@@ -40,7 +40,8 @@ func simOutputs(t *testing.T, a *artifact.Artifact, inputs, params map[string]*t
 // Under autocast the check can fail: a linear layer in bf16 or f16 and the layer norm after it
 // (a transformer's sublayer without its attention) compiled for the simulator pass with every
 // element's bound finite, and the simulator's output with one element moved by a few units of
-// the low dtype at the output's scale (1, after the norm) is a mismatch. Before the contraction's
+// the low dtype at the output's scale (1, after the norm) is a mismatch, and so is the output of
+// kernels that round to the low dtype toward zero instead of to nearest. Before the contraction's
 // bound charged f32 accumulation rather than accumulation in the low dtype, every element's
 // bound was +∞ there and anything passed.
 func TestAMPCheckCanFail(t *testing.T) {
@@ -77,6 +78,16 @@ func TestAMPCheckCanFail(t *testing.T) {
 		got := simOutputs(t, res.Artifact, inputs, params)["y"]
 		if o := check.CompareBound("y", got, want, dt, false); !o.Pass() {
 			t.Fatalf("%s: the simulator's output fails: %s", dt, o.First)
+		}
+		// Kernels that round to dt toward zero instead of to nearest: off by less than a unit
+		// of dt in each rounded element.
+		rn := "cvt.rn." + dt.String() + ".f32"
+		rz := &artifact.Artifact{PTX: []byte(strings.ReplaceAll(string(res.Artifact.PTX), rn, "cvt.rz."+dt.String()+".f32")), Plan: res.Artifact.Plan}
+		if !strings.Contains(string(res.Artifact.PTX), rn) {
+			t.Fatalf("%s: the module has no %s", dt, rn)
+		}
+		if rep, err = check.Run(rz, inputs, params); err != nil || rep.Pass() {
+			t.Errorf("%s: rounding toward zero passes: %v %+v", dt, err, rep.Outputs)
 		}
 		unit := map[ir.DType]float64{ir.BF16: 0x1p-7, ir.F16: 0x1p-10}[dt]
 		for _, i := range []int{0, 100, got.Len() - 1} {
