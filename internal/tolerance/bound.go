@@ -135,6 +135,10 @@ func propagate(v *ir.Value, args []Bound, val *tensor.Tensor, tf32 bool) ([]floa
 		return linear(&w, args, []bool{true}, 0, val)
 	case ops.CustomOp:
 		return perturbAll(v, args, val, rel)
+	case "cast":
+		if args[0].Val.Type.DType.IsFloat() && v.Type.DType.IsFloat() {
+			return castFloat(v, args[0], val), nil
+		}
 	}
 	switch ops.ClassOf(v.Op) {
 	case ops.Movement:
@@ -313,6 +317,14 @@ func contraction(v *ir.Value, args []Bound, val *tensor.Tensor, rel float64, tf3
 		if err := add(absA, errTensor(b.Val.Type.Shape, b.Err), 1); err != nil {
 			return nil, err
 		}
+	}
+	if d := v.Type.DType; d == ir.F16 || d == ir.BF16 {
+		// Accumulated in f32 (or f64), not in the result's dtype: see halfContraction.
+		mags, err := evalF64(v, []*tensor.Tensor{absA, absB})
+		if err != nil {
+			return nil, err
+		}
+		return halfContraction(v, args, val, e, mags)
 	}
 	if rel > 0 {
 		// The result's rounding (rel), the sum's (k·u·Σ|a·b|), and with TF32 the operands'

@@ -25,13 +25,24 @@
 //   - exact elementwise ops (abs, neg, relu, max, min, select, floor, ceil, comparisons, logic):
 //     the op evaluated with each operand moved by ±E, the largest change; a comparison that may
 //     flip has E = 1 and a select on it may take the other side;
-//   - correctly rounded ops (add, sub, mul, div, sqrt, cast): the same, plus rel·|result|;
+//   - correctly rounded ops (add, sub, mul, div, sqrt, and casts to or from integers): the same,
+//     plus rel·|result|;
+//   - a cast from a float type to a float type: the rounded image of [x − E, x + E], the farther
+//     of RN(x − E) and RN(x + E) from the result (rounding to nearest is monotone, and every
+//     device rounds such a cast once to nearest, as ops.md defines it): 0 for an exact operand,
+//     so autocast's casts of weights and inputs to bf16 or f16 are exact;
 //   - approximations (exp, log, sin, cos, tanh, sigmoid, erf, rsqrt, pow): the same with each
 //     operand moved by E + u·|operand| (one rounding of the reduced argument), plus rel·|result|;
 //   - sums (reduce_sum, avg_pool2d): the sum of the operands' E, plus rel·|result| + 8u·Σ|terms|;
 //   - contractions (dot_general, conv2d): C(E_a, |b|) + C(|a|, E_b) + rel·|result| +
 //     8u·C(|a|, |b|), and with TF32 also 2·2⁻¹¹·C(|a|, |b|) (both operands rounded to a 10-bit
-//     mantissa); C(|a|, |b|) is the sum of the |terms| of each result;
+//     mantissa); C(|a|, |b|) is the sum of the |terms| of each result. An f16 or bf16
+//     contraction accumulates in f32 (tensor cores; the direct templates in f64) and rounds once
+//     to its dtype, so its bound is the rounded image of the reference's f64 sum s widened by
+//     C(E_a, |b|) + C(|a|, E_b) + 4K·u₃₂·C(|a|, |b|) (K products; the worst case of round-to-
+//     nearest and of tensor cores' truncating block additions, with the reference's own f64
+//     roundings and flushed subnormals): with exact operands one unit of the result's dtype
+//     where s lies near a rounding boundary and 0 elsewhere, not u of the low dtype per addition;
 //   - reduce_max, reduce_min, max_pool2d: the largest E among the candidates; reduce_prod:
 //     Π(|a|(1+rel) + E) − Π|a|;
 //   - a custom kernel: every operand moved together by ±(E + rel·|operand|), plus rel·|result|.
