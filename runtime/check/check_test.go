@@ -196,7 +196,8 @@ func TestReportWording(t *testing.T) {
 }
 
 // With the graph each output element has its own bound: the table prints the largest and says
-// how many elements the arithmetic does not determine.
+// how many elements the arithmetic does not determine, and how many of those are outside the
+// dtype's tolerance (a hint: they pass).
 func TestReportWordingBounded(t *testing.T) {
 	y := tensor.FromFloats(ir.T(ir.F32, 2, 3), []float64{1, 2, 3, 4, 5, 6})
 	bad := tensor.FromFloats(ir.T(ir.F32, 2, 3), []float64{1, 2, 3, 4, 5, 7})
@@ -209,7 +210,16 @@ func TestReportWordingBounded(t *testing.T) {
 	ok := check.CompareBound("y", tensor.FromFloats(ir.T(ir.F32, 2, 3), []float64{1, 2, 3, 4, -50, 6.5}), bounds, ir.F32, false)
 	b.Reset()
 	(&check.Report{Outputs: []check.Output{ok}}).WriteTable(&b)
-	for _, want := range []string{"max bound", "0.5", "its own error bound", "ok (1 elements not determined by the arithmetic)"} {
+	near := check.CompareBound("y", tensor.FromFloats(ir.T(ir.F32, 2, 3), []float64{1, 2, 3, 4, 5.00001, 6.5}), bounds, ir.F32, false)
+	var nb strings.Builder
+	(&check.Report{Outputs: []check.Output{near}}).WriteTable(&nb)
+	if near.FreeOff != 0 || !strings.Contains(nb.String(), "; all within f32's tolerance)") {
+		t.Errorf("5.00001 against 5 is within f32's tolerance: FreeOff %d\n%s", near.FreeOff, nb.String())
+	}
+	if ok.FreeOff != 1 {
+		t.Errorf("the undetermined element -50 (want 5) is outside f32's tolerance: FreeOff %d, want 1", ok.FreeOff)
+	}
+	for _, want := range []string{"max bound", "0.5", "its own error bound", "ok (1 elements not determined by the arithmetic; 1 of them outside f32's tolerance)"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("the bounded table lacks %q:\n%s", want, b.String())
 		}
