@@ -255,10 +255,10 @@ type splitArtifacts struct {
 // buffers and writes the gradients into buffers the update's program reads (Link), so a step
 // moves nothing but the batch in and the loss and prediction out.
 type compiledRank struct {
-	s               *SplitStep
-	m               *Model
-	grd, upd, evalP *executor.Program
-	evalFresh       bool
+	s        *SplitStep
+	m        *Model
+	grd, upd *executor.Program
+	eval     evalProgram
 }
 
 func newCompiledRank(dev executor.Device, s *SplitStep, m *Model, a *splitArtifacts, params, state map[string]*tensor.Tensor, graphs bool) (*compiledRank, error) {
@@ -307,12 +307,12 @@ func (c *compiledRank) load(dev executor.Device, a *splitArtifacts, params, stat
 			return err
 		}
 	}
-	c.evalP, err = executor.Load(dev, a.eval)
+	c.eval.p, err = executor.Load(dev, a.eval)
 	return err
 }
 
 func (c *compiledRank) backward(in map[string]*tensor.Tensor) error {
-	c.evalFresh = false
+	c.eval.fresh = false
 	return c.grd.Launch(in)
 }
 
@@ -356,7 +356,7 @@ func (c *compiledRank) replicated() (map[string]devBuf, error) {
 	return bufs, nil
 }
 
-func (c *compiledRank) sync() error { c.evalFresh = false; return nil }
+func (c *compiledRank) sync() error { c.eval.fresh = false; return nil }
 
 func (c *compiledRank) weights() (map[string]*tensor.Tensor, map[string]*tensor.Tensor, error) {
 	params, state := map[string]*tensor.Tensor{}, map[string]*tensor.Tensor{}
@@ -383,26 +383,12 @@ func (c *compiledRank) weights() (map[string]*tensor.Tensor, map[string]*tensor.
 }
 
 func (c *compiledRank) runEval(in map[string]*tensor.Tensor) (map[string]*tensor.Tensor, error) {
-	if !c.evalFresh {
-		params, _, err := c.weights()
-		if err != nil {
-			return nil, err
-		}
-		if err := c.evalP.SetParams(params); err != nil {
-			return nil, err
-		}
-		c.evalFresh = true
-	}
-	res, err := c.evalP.Run(in)
-	if err != nil {
-		return nil, err
-	}
-	return res.Outputs, nil
+	return c.eval.run(in, c.weights)
 }
 
 // close closes the programs, the gradients' (which reads the update's buffers) first.
 func (c *compiledRank) close() {
-	for _, p := range []*executor.Program{c.evalP, c.grd, c.upd} {
+	for _, p := range []*executor.Program{c.eval.p, c.grd, c.upd} {
 		if p != nil {
 			p.Close()
 		}

@@ -99,12 +99,38 @@ func (r *refTrainer) close() {}
 // the device (Feedback); the evaluation graph is a second program whose weights are copied from
 // the step's before each evaluation.
 type compiledTrainer struct {
-	dev         executor.Device
-	step        *StepGraph
-	m           *Model
-	prefetch    bool // stage batches in pinned memory and upload them ahead (Program.Prefetch)
-	prog, evalP *executor.Program
-	evalFresh   bool // evalP has the step's current weights
+	dev      executor.Device
+	step     *StepGraph
+	m        *Model
+	prefetch bool // stage batches in pinned memory and upload them ahead (Program.Prefetch)
+	prog     *executor.Program
+	eval     evalProgram
+}
+
+// evalProgram is the evaluation graph's program and whether it holds the trained weights: a
+// train step (or a rank's sync) makes them stale, and the next evaluation copies them first.
+type evalProgram struct {
+	p     *executor.Program
+	fresh bool
+}
+
+// run evaluates in, first copying the parameters that weights reads if they are stale.
+func (e *evalProgram) run(in map[string]*tensor.Tensor, weights func() (params, state map[string]*tensor.Tensor, err error)) (map[string]*tensor.Tensor, error) {
+	if !e.fresh {
+		params, _, err := weights()
+		if err != nil {
+			return nil, err
+		}
+		if err := e.p.SetParams(params); err != nil {
+			return nil, err
+		}
+		e.fresh = true
+	}
+	res, err := e.p.Run(in)
+	if err != nil {
+		return nil, err
+	}
+	return res.Outputs, nil
 }
 
 func (c *compiledTrainer) load(copt compiler.Options, params, state map[string]*tensor.Tensor) error {
@@ -119,7 +145,7 @@ func (c *compiledTrainer) load(copt compiler.Options, params, state map[string]*
 	if c.prog, err = c.step.Load(c.dev, stepArt.Artifact, params, state); err != nil {
 		return err
 	}
-	c.evalP, err = executor.Load(c.dev, evalArt.Artifact)
+	c.eval.p, err = executor.Load(c.dev, evalArt.Artifact)
 	return err
 }
 
@@ -145,7 +171,7 @@ func (c *compiledTrainer) upload(b *data.Batch) error {
 }
 
 func (c *compiledTrainer) launch(b *data.Batch) error {
-	c.evalFresh = false
+	c.eval.fresh = false
 	if c.prefetch {
 		return c.prog.Launch(nil)
 	}
@@ -161,21 +187,7 @@ func (c *compiledTrainer) wait() (map[string]*tensor.Tensor, error) {
 }
 
 func (c *compiledTrainer) runEval(in map[string]*tensor.Tensor) (map[string]*tensor.Tensor, error) {
-	if !c.evalFresh {
-		params, _, err := c.weights()
-		if err != nil {
-			return nil, err
-		}
-		if err := c.evalP.SetParams(params); err != nil {
-			return nil, err
-		}
-		c.evalFresh = true
-	}
-	res, err := c.evalP.Run(in)
-	if err != nil {
-		return nil, err
-	}
-	return res.Outputs, nil
+	return c.eval.run(in, c.weights)
 }
 
 func (c *compiledTrainer) weights() (map[string]*tensor.Tensor, map[string]*tensor.Tensor, error) {
@@ -199,7 +211,7 @@ func (c *compiledTrainer) weights() (map[string]*tensor.Tensor, map[string]*tens
 
 // close closes the programs; the device is the caller's.
 func (c *compiledTrainer) close() {
-	for _, p := range []*executor.Program{c.prog, c.evalP} {
+	for _, p := range []*executor.Program{c.prog, c.eval.p} {
 		if p != nil {
 			p.Close()
 		}
