@@ -9,6 +9,12 @@ import "slices"
 // on every run. The memory plan keeps their outputs alive across runs, and the cost report
 // counts per-run kernels only. The pass runs before persist, which leaves marked kernels out of
 // the persistent kernels it makes, so parameter-only stages never run per run inside one.
+//
+// When the parameters change on every run (Options.ParamsChangeEveryRun: a train step) the pass
+// does nothing. Marking would gain no run and cost launches: the runtime would launch the marked
+// kernels every step, before the others, and persist could no longer take them as stages of the
+// per-run kernels that read their outputs (a weight's cast beside the matmul that reads it), while
+// the memory plan kept their outputs alive over the whole schedule.
 
 // bindTimePass marks every kernel whose reads are parameters or outputs of kernels it marked
 // already, and which writes only intermediates, and moves the marked kernels, in order, to the
@@ -16,6 +22,9 @@ import "slices"
 // topological, and the per-run kernels left between them become consecutive (runs the persist
 // pass can merge). Custom kernels stay per-run.
 func bindTimePass(st *State) error {
+	if st.opt.ParamsChangeEveryRun {
+		return nil
+	}
 	bound := map[*Buffer]bool{}
 	var bind, run []*Kernel
 	for _, k := range st.Kernels.Kernels {

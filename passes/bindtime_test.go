@@ -220,3 +220,41 @@ func TestBindTimePersistent(t *testing.T) {
 		t.Errorf("cost report: %d per run, %d bind-time; want %d and 1", res.Stats.Kernels, res.Stats.BindKernels, len(run))
 	}
 }
+
+// When the parameters change on every run (a train step), no kernel is bind-time: the
+// parameter-only kernels stay in schedule order, where persist takes them as stages beside the
+// kernels that read them, so a run launches no more kernels than the bind-time kernels and the
+// per-run ones of the default pipeline together (the runtime would launch both every run), and
+// the kernels still compute what the graph does.
+func TestBindTimeParamsChangeEveryRun(t *testing.T) {
+	g, err := frontend.Build("convt_bn_conv", convTBNConv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	def, err := passes.Run(g, passes.Options{VerifyEach: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := passes.Run(g, passes.Options{VerifyEach: true, ParamsChangeEveryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := passes.CheckPlan(res.Kernels, res.Plan); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range res.Kernels.Kernels {
+		if k.BindTime {
+			t.Errorf("kernel %s is bind-time although the parameters change every run", k.Name)
+		}
+	}
+	s, d := res.Stats, def.Stats
+	if s.BindKernels != 0 || d.BindKernels == 0 {
+		t.Errorf("bind-time kernels: %d with the parameters changing every run, %d by default; want 0 and some", s.BindKernels, d.BindKernels)
+	}
+	// Here the weight flip, the channel swap and rsqrt(running_var+eps) become stages of the one
+	// persistent kernel: 1 launch a run instead of 4.
+	if s.Kernels > d.Kernels+d.BindKernels || s.Kernels != 1 {
+		t.Errorf("%d kernels per run, want 1 (the default: %d per run and %d bind-time):\n%s", s.Kernels, d.Kernels, d.BindKernels, res.Kernels)
+	}
+	checkEquivalent(t, g, res, 1)
+}

@@ -121,6 +121,10 @@ type Options struct {
 	// AMP is autocast's low dtype (ir.BF16 or ir.F16): f32 contractions run in it before the
 	// first pass (Autocast); ir.Invalid, the zero value, leaves the graph as it is.
 	AMP ir.DType
+	// ParamsChangeEveryRun says the parameters are replaced after every run (a train step), so
+	// parameter-only kernels would run on every run anyway: the bindtime pass marks none, and
+	// they stay in schedule order beside the kernels that read them (bindtime.go).
+	ParamsChangeEveryRun bool
 }
 
 // Timing is the time one pass took.
