@@ -328,15 +328,18 @@ func (d *ddp) epochMetrics(m *Model, meters []*meter, test data.Dataset, flatten
 	return nil
 }
 
-// compileSplit compiles a split step's two graphs and the evaluation.
+// compileSplit compiles a split step's two graphs (as steps: StepCompilerOptions) and the
+// evaluation.
 func compileSplit(s *SplitStep, m *Model, copt compiler.Options) (*splitArtifacts, error) {
 	a := &splitArtifacts{}
+	step := StepCompilerOptions(copt)
 	for _, c := range []struct {
 		what string
 		g    *ir.Graph
+		opt  compiler.Options
 		dst  **artifact.Artifact
-	}{{"the gradients' step", s.Grad.Graph, &a.grad}, {"the update step", s.Update.Graph, &a.update}, {"the evaluation", m.Eval, &a.eval}} {
-		r, err := compiler.Compile(c.g, copt)
+	}{{"the gradients' step", s.Grad.Graph, step, &a.grad}, {"the update step", s.Update.Graph, step, &a.update}, {"the evaluation", m.Eval, copt, &a.eval}} {
+		r, err := compiler.Compile(c.g, c.opt)
 		if err != nil {
 			return nil, fmt.Errorf("compiling %s: %v", c.what, err)
 		}

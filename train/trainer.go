@@ -133,8 +133,16 @@ func (e *evalProgram) run(in map[string]*tensor.Tensor, weights func() (params, 
 	return res.Outputs, nil
 }
 
+// StepCompilerOptions are the options a train step's graphs compile with: copt, with the passes
+// told that the parameters change every run (passes.Options.ParamsChangeEveryRun), since a step
+// replaces them. The evaluation compiles with copt: its weights change only when copied in.
+func StepCompilerOptions(copt compiler.Options) compiler.Options {
+	copt.Passes.ParamsChangeEveryRun = true
+	return copt
+}
+
 func (c *compiledTrainer) load(copt compiler.Options, params, state map[string]*tensor.Tensor) error {
-	stepArt, err := compiler.Compile(c.step.Graph, copt)
+	stepArt, err := compiler.Compile(c.step.Graph, StepCompilerOptions(copt))
 	if err != nil {
 		return fmt.Errorf("compiling the train step: %v", err)
 	}
