@@ -185,7 +185,7 @@ func cmdTrain(args []string, stdout, stderr io.Writer) error {
 			return fail("%s: %v", path, err)
 		}
 		// The whole step (forward, backward, update) as the devices run it.
-		res, err := compiler.Compile(step.Graph, copt)
+		res, err := compiler.Compile(step.Graph, train.StepCompilerOptions(copt))
 		if err != nil {
 			return fail("%s: %v", path, err)
 		}

@@ -394,7 +394,7 @@ func (pt *parallelTrain) printStats(m *train.Model, world, global int, stdout io
 	if err != nil {
 		return fmt.Errorf("gcomp train: %s: %v", pt.path, err)
 	}
-	res, err := compiler.Compile(step.Graph, pt.copt)
+	res, err := compiler.Compile(step.Graph, train.StepCompilerOptions(pt.copt))
 	if err != nil {
 		return fmt.Errorf("gcomp train: %s: %v", pt.path, err)
 	}
