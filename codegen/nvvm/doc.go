@@ -17,7 +17,8 @@
 //
 // Templates: the elementwise loop (grid-stride, element groups of ptx.LoopPlan's width, with
 // broadcast, transpose, reshape, slice, pad, concat, iota, constants, select, gather and
-// pooling fused), the transpose tile (ptx.TransposePlan), the row, column and split reductions
+// pooling fused; a nearest upsampling and a concat along an outer axis keep the group's vector
+// loads, repeat.go), the transpose tile (ptx.TransposePlan), the row, column and split reductions
 // (ptx.ReducePlan), the direct contraction (ptx.ContractionPlan), the staged loop for pooling
 // and concats (ptx.StagedPlan), the tiled FFMA and tensor-core (f16, bf16, tf32) matmul and
 // implicit-GEMM conv2d with their epilogues, pooled ones included (ptx.GEMMPlan; cp.async,

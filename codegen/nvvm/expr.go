@@ -48,6 +48,12 @@ func (kg *kgen) eval1(v *irg.Value, x *index) (value.Value, error) {
 	case "iota":
 		return kg.cast(irg.I32, kg.coord(x, v.Attrs.Int("dim", 0)), d), nil
 	case "broadcast_in_dim", "transpose", "reshape", "slice":
+		if src, sub := kg.repeatLane(v, x); src != nil {
+			return kg.eval(src, sub)
+		}
+		if op := kg.viewLane(v, x); op != nil {
+			return kg.eval(v.Args[0], op)
+		}
 		return kg.eval(v.Args[0], kg.operandIndex(v, x))
 	case "pad":
 		return kg.pad(v, x)
@@ -267,14 +273,14 @@ func (kg *kgen) concat(v *irg.Value, x *index) (value.Value, error) {
 	c := kg.coord(x, axis)
 	var r value.Value
 	off := 0
-	for _, op := range v.Args {
+	for i, op := range v.Args {
 		size := op.Type.Shape[axis]
 		oc := make([]value.Value, op.Type.Shape.Rank())
 		for d := range oc {
 			oc[d] = kg.coord(x, d)
 		}
 		oc[axis] = kg.clamp(kg.sub(c, ci(off)), size)
-		e, err := kg.eval(op, newIndexCoords(op.Type.Shape, oc))
+		e, err := kg.eval(op, kg.concatLane(v, i, x, op.Type.Shape, oc))
 		if err != nil {
 			return nil, err
 		}

@@ -15,6 +15,8 @@ type index struct {
 	shape irg.Shape
 	coord []value.Value // nil where not derived yet
 	lin   value.Value
+	// grp, if not nil, places the index in an element group (repeat.go).
+	grp *laneGroup
 }
 
 func newIndexLin(shape irg.Shape, lin value.Value) *index {
@@ -30,7 +32,12 @@ func (kg *kgen) coord(x *index, d int) value.Value {
 		return x.coord[d]
 	}
 	var c value.Value
-	if x.shape[d] == 1 {
+	if g := x.grp; g != nil && g.own && g.j > 0 {
+		c = kg.coord(g.lead, d) // lane j: the lead's coordinates but the last, plus j there
+		if d == len(x.shape)-1 {
+			c = kg.add(c, ci(g.j))
+		}
+	} else if x.shape[d] == 1 {
 		c = ci(0)
 	} else {
 		c = kg.div(x.lin, x.shape.Strides()[d])
@@ -46,6 +53,10 @@ func (kg *kgen) lin(x *index) value.Value {
 	if x.lin != nil {
 		return x.lin
 	}
+	if g := x.grp; g != nil && g.own && g.j > 0 {
+		x.lin = kg.add(kg.lin(g.lead), ci(g.j))
+		return x.lin
+	}
 	st := x.shape.Strides()
 	var lin value.Value = ci(0)
 	for d := range x.shape {
@@ -54,6 +65,9 @@ func (kg *kgen) lin(x *index) value.Value {
 		}
 	}
 	x.lin = lin
+	if x.grp != nil && x.grp.own {
+		kg.aligned[lin] = x.grp.n // the lead of a group repeat.go built: a multiple of n
+	}
 	return lin
 }
 

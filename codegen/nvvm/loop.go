@@ -34,6 +34,8 @@ type kgen struct {
 	// aligned is the byte alignment of element groups' first linear index (a multiple of the
 	// group size): loads and stores there say so, for the vectorizer.
 	aligned map[value.Value]int
+	// groups holds indices derived from an element group's lead (repeat.go), per group.
+	groups map[groupKey]*index
 	// alignCap, if not 0, caps the alignment of every group access: the most a persistent
 	// kernel's shared array promises (sharedAlign), for groups in its slots.
 	alignCap int
@@ -199,9 +201,15 @@ func (kg *kgen) elementGroup(shape irg.Shape, base value.Value, v int, flat bool
 	lead := newIndexLin(shape, base)
 	lanes := []*index{lead}
 	kg.aligned = map[value.Value]int{base: v}
+	kg.groups = map[groupKey]*index{}
+	rows := !flat && shape.Rank() > 0
+	if rows && v > 1 {
+		lead.grp = &laneGroup{lead: lead, n: v}
+	}
 	for j := 1; j < v; j++ {
 		l := newIndexLin(shape, kg.add(base, ci(j)))
-		if !flat && shape.Rank() > 0 {
+		if rows {
+			l.grp = &laneGroup{lead: lead, j: j, n: v}
 			last := shape.Rank() - 1
 			for d := 0; d < last; d++ {
 				l.coord[d] = kg.coord(lead, d)
