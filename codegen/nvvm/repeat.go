@@ -1,10 +1,9 @@
 package nvvm
 
 import (
-	"slices"
-
 	"github.com/llir/llvm/ir/value"
 
+	"github.com/gcomp/gcomp/codegen/ptx"
 	irg "github.com/gcomp/gcomp/ir"
 )
 
@@ -55,19 +54,17 @@ func (kg *kgen) ownGroup(x *index, n int) {
 // hold (x in no group, r not dividing n, operand rows not a multiple of n/r).
 func (kg *kgen) repeatLane(v *irg.Value, x *index) (src *irg.Value, sub *index) {
 	g := x.grp
-	if g == nil || v.Op != "reshape" || v.Args[0].Op != "broadcast_in_dim" {
+	if g == nil {
 		return nil, nil
 	}
-	bc := v.Args[0]
-	src = bc.Args[0]
-	rs, bs, os := v.Type.Shape, bc.Type.Shape, src.Type.Shape
-	k := len(bs)
-	if len(rs) == 0 || k != len(rs)+1 || len(os) != k-1 || !slices.Equal(bc.Attrs.Ints("dims"), iotaInts(k-1)) ||
-		!slices.Equal(bs[:k-1], os) || !slices.Equal(rs[:k-2], bs[:k-2]) || bs[k-2]*bs[k-1] != rs[k-2] {
+	src, r := ptx.NearestRepeat(v)
+	if src == nil {
 		return nil, nil
 	}
-	n, r := g.n, bs[k-1]
-	if r < 2 || n%r != 0 || os[k-2]%(n/r) != 0 {
+	os := src.Type.Shape
+	k := len(os) + 1
+	n := g.n
+	if n%r != 0 || os[k-2]%(n/r) != 0 {
 		return nil, nil
 	}
 	key := groupKey{v, -1, g.lead}
@@ -198,13 +195,4 @@ func (kg *kgen) concatLane(v *irg.Value, i int, x *index, os irg.Shape, oc []val
 		kg.groups[key] = lead
 	}
 	return lead.grp.lanes[g.j]
-}
-
-// iotaInts is [0, 1, …, n-1].
-func iotaInts(n int) []int {
-	s := make([]int, n)
-	for i := range s {
-		s[i] = i
-	}
-	return s
 }

@@ -502,19 +502,16 @@ func (g *gen) groupThrough(v *ir.Value, x *index) (r val, ok bool, err error) {
 // of n/r consecutive elements of the broadcast's operand (or, when r = n, one element shared by
 // every lane), which a vector load reads at once. src is nil where the pattern does not hold.
 func (g *gen) repeatGroup(v *ir.Value, lead *index, n int) (src *ir.Value, sub *index, r int) {
-	if v.Op != "reshape" || v.Args[0].Op != "broadcast_in_dim" || lead.lanes[1].parent == nil {
+	if lead.lanes[1].parent == nil {
 		return nil, nil, 0
 	}
-	bc := v.Args[0]
-	src = bc.Args[0]
-	rs, bs, os := v.Type.Shape, bc.Type.Shape, src.Type.Shape
-	k := len(bs)
-	if len(rs) == 0 || k != len(rs)+1 || len(os) != k-1 || !slices.Equal(bc.Attrs.Ints("dims"), iotaInts(k-1)) ||
-		!slices.Equal(bs[:k-1], os) || !slices.Equal(rs[:k-2], bs[:k-2]) || bs[k-2]*bs[k-1] != rs[k-2] {
+	src, r = NearestRepeat(v)
+	if src == nil {
 		return nil, nil, 0
 	}
-	r = bs[k-1]
-	if r < 2 || n%r != 0 || os[k-2]%(n/r) != 0 {
+	os := src.Type.Shape
+	k := len(os) + 1
+	if n%r != 0 || os[k-2]%(n/r) != 0 {
 		return nil, nil, 0
 	}
 	key := cacheKey{v, lead}
@@ -532,6 +529,24 @@ func (g *gen) repeatGroup(v *ir.Value, lead *index, n int) (src *ir.Value, sub *
 	}
 	g.groups[key] = sub
 	return src, sub, r
+}
+
+// NearestRepeat recognizes a nearest upsampling along the last axis: v is a reshape merging the
+// last two axes of a broadcast_in_dim that repeats each element of src r ≥ 2 times along a new
+// last axis (v[..., w·r + k] = src[..., w]). src is nil where v is not one.
+func NearestRepeat(v *ir.Value) (src *ir.Value, r int) {
+	if v.Op != "reshape" || v.Args[0].Op != "broadcast_in_dim" {
+		return nil, 0
+	}
+	bc := v.Args[0]
+	src = bc.Args[0]
+	rs, bs, os := v.Type.Shape, bc.Type.Shape, src.Type.Shape
+	k := len(bs)
+	if len(rs) == 0 || k != len(rs)+1 || len(os) != k-1 || !slices.Equal(bc.Attrs.Ints("dims"), iotaInts(k-1)) ||
+		!slices.Equal(bs[:k-1], os) || !slices.Equal(rs[:k-2], bs[:k-2]) || bs[k-2]*bs[k-1] != rs[k-2] || bs[k-1] < 2 {
+		return nil, 0
+	}
+	return src, bs[k-1]
 }
 
 // iotaInts is [0, 1, …, n-1].
