@@ -369,7 +369,7 @@ func dotGEMM(dot *ir.Value) (*matmul, int, error) {
 type matmul struct {
 	*gen
 	M, N, K    int
-	rn         int       // the FFMA template's accumulator columns per thread (narrowColRegs)
+	rn         int       // the tile's columns over 16 (narrowColRegs): FFMA accumulator columns per thread
 	conv       *convSpec // set for conv2d: A is the implicit im2col matrix of the image
 	lhs, rhs   operandLayout
 	dot        *ir.Value
