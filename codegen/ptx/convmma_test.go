@@ -65,6 +65,15 @@ func TestConvMMANarrowTile(t *testing.T) {
 				if plan.TileN != tileN {
 					t.Errorf("tile %d columns, want %d", plan.TileN, tileN)
 				}
+				// Every copy of B lands inside its buffer (narrow tiles shrink it).
+				if b := plan.MMA.Sides[1]; b.KContig {
+					rows := b.BufBytes / (b.RowH * plan.MMA.EB)
+					for _, df := range b.DF {
+						if last := df + GEMMThreads/b.PerRow - 1; last >= rows || rows < plan.TileN {
+							t.Errorf("B's copy rows %d..%d past its buffer's %d rows (tile %d)", df, last, rows, plan.TileN)
+						}
+					}
+				}
 				res := checkKernel(t, k, inputsFor(g, 11, 1), false)
 				if res == nil {
 					return

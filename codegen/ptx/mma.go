@@ -128,6 +128,10 @@ func (mm *matmul) mmaSides(ms mmaShape) ([]*mmaSide, error) {
 		default: // 16-bit elements of an odd contiguous dim
 			sd.chunk, sd.elem = 1, true
 		}
+		if i == 1 && sd.kContig && mm.rn < 8 {
+			// A narrow tile's B rows: its TileN, or the rows one copy of all threads fills.
+			sd.bufBytes = max(16*mm.rn, mmThreads*sd.chunk/bk) * sd.rowH * eb
+		}
 	}
 	return sides, nil
 }
@@ -135,8 +139,8 @@ func (mm *matmul) mmaSides(ms mmaShape) ([]*mmaSide, error) {
 // copies is a side's copy map for k steps of bk: a row of the tile (a free row when k is
 // contiguous, else a k row) is perRow chunks; copy i of a thread sits (df[i], dk[i]) from its
 // first. A side whose tile uses only its first rows free rows (a narrow tile's B) skips the
-// copies that start past them (the buffer keeps 128 rows: the first copy's zeros may land past
-// them).
+// copies that start past them; its buffer holds the rows the first copy fills, zeros past
+// rows included (mmaSides).
 func (sd *mmaSide) copies(bk, rows int) (perRow int, df, dk []int) {
 	per := mmBM * bk / sd.chunk / mmThreads
 	if sd.kContig {
