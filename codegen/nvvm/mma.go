@@ -15,7 +15,8 @@ import (
 
 // mmaKernel is codegen/ptx's tensor-core contraction (ptx.GEMMPlan's MMA): f16/bf16 through
 // mma.sync m16n8k16, f32 under --tf32 through m16n8k8.tf32 (fragments rounded with cvt.rna),
-// f32 accumulators. 8 warps in a 2×4 grid each compute a 64×32 part of the 128×128 tile;
+// f32 accumulators. 8 warps in a 2×4 grid each compute a 64×32 part of the 128×128 tile (a
+// narrow conv2d tile: 8×1 warps of 16×TileN, the plan's WarpsN, MI and NI);
 // K advances BK at a time through two shared buffers per side, filled by cp.async in chunks
 // of the plan's size (16-bit element copies through registers where no chunk fits);
 // fragments come from shared memory with ldmatrix (.trans where a side is stored
@@ -121,22 +122,22 @@ func (mm *gemm) emitMMA() error {
 	// l%8. A's four matrices of a 16×16 fragment are (m, k) = (0,0), (8,0), (0,8), (8,8); B's x4
 	// loads two 8-column tiles: (n, k) = (0,0), (0,8), (8,0), (8,8).
 	qd, r := kg.div(lane, 8), kg.rem(lane, 8)
-	wm, wn := kg.div(warp, 4), kg.rem(warp, 4)
+	wm, wn := kg.div(warp, q.WarpsN), kg.rem(warp, q.WarpsN)
 	frag := func(sd *tcSide, freeOff, kOff value.Value) value.Value {
 		if sd.plan.KContig {
 			return kg.mul(kg.add(kg.mul(kg.add(freeOff, r), sd.plan.RowH), kOff), eb)
 		}
 		return kg.mul(kg.add(kg.mul(kg.add(kOff, r), sd.plan.RowH), freeOff), eb)
 	}
-	aFree := kg.add(kg.mul(wm, 64), kg.mul(kg.rem(qd, 2), 8))
+	aFree := kg.add(kg.mul(wm, 16*q.MI), kg.mul(kg.rem(qd, 2), 8))
 	aK := kg.mul(kg.div(qd, 2), 16/eb) // the second 16 bytes of k
-	bFree := kg.add(kg.mul(wn, 32), kg.mul(kg.div(qd, 2), 8))
+	bFree := kg.add(kg.mul(wn, 8*q.NI), kg.mul(kg.div(qd, 2), 8))
 	bK := kg.mul(kg.rem(qd, 2), 16/eb)
 	addrs := []value.Value{frag(sides[0], aFree, aK), frag(sides[1], bFree, bK)}
 	// A tf32 side stored [k][free]: lane (g, t) = (lane/4, lane%4) holds fragment elements
 	// (free g or g+8, k t or t+4); its base is word t·rowH + g of the warp's columns.
 	g, tg := kg.div(lane, 4), kg.rem(lane, 4)
-	for si, warpFree := range []value.Value{kg.mul(wm, 64), kg.mul(wn, 32)} {
+	for si, warpFree := range []value.Value{kg.mul(wm, 16*q.MI), kg.mul(wn, 8*q.NI)} {
 		if eb == 4 && !sides[si].plan.KContig {
 			addrs[si] = kg.mul(kg.add(kg.mul(tg, sides[si].plan.RowH), kg.add(warpFree, g)), eb)
 		}
@@ -179,9 +180,9 @@ func (mm *gemm) emitMMA() error {
 		ab := kg.add(kg.mul(cur, sides[0].plan.BufBytes), addrs[0])
 		bb := kg.add(kg.mul(cur, sides[1].plan.BufBytes), addrs[1])
 		for ks := 0; ks < bk; ks += q.KStep {
-			// B's fragments for the warp's 4 column tiles first, then A's one row tile at a time.
-			bf := make([][]value.Value, 2)
-			for nj := range 2 {
+			// B's fragments for the warp's column tiles first, then A's one row tile at a time.
+			bf := make([][]value.Value, q.NI/2)
+			for nj := range q.NI / 2 {
 				off := eb * (nj*16*sides[1].plan.RowH + ks)
 				if !sides[1].plan.KContig {
 					off = eb * (ks*sides[1].plan.RowH + nj*16)
@@ -190,7 +191,7 @@ func (mm *gemm) emitMMA() error {
 				bf[nj] = loadFrag(sides[1], bb, off, func(j int) int { return 4 * (j % 2) }, func(j int) int { return 8 * (j / 2) })
 				toTF32(bf[nj])
 			}
-			for mi := range 4 {
+			for mi := range q.MI {
 				off := eb * (mi*16*sides[0].plan.RowH + ks)
 				if !sides[0].plan.KContig {
 					off = eb * (ks*sides[0].plan.RowH + mi*16)
@@ -198,9 +199,9 @@ func (mm *gemm) emitMMA() error {
 				// A registers j: rows g or g+8 (j%2), k t or t+4 (j/2).
 				af := loadFrag(sides[0], ab, off, func(j int) int { return 4 * (j / 2) }, func(j int) int { return 8 * (j % 2) })
 				toTF32(af)
-				for ni := range 4 {
+				for ni := range q.NI {
 					bfr := bf[ni/2][2*(ni%2) : 2*(ni%2)+2]
-					c := mm.acc[(mi*4+ni)*4 : (mi*4+ni)*4+4]
+					c := mm.acc[(mi*q.NI+ni)*4 : (mi*q.NI+ni)*4+4]
 					in := append(append([]value.Value{}, af...), bfr...)
 					for _, a := range c {
 						in = append(in, kg.b.NewLoad(types.Float, a))
@@ -236,7 +237,7 @@ func (mm *gemm) emitMMA() error {
 	if err != nil {
 		return err
 	}
-	accs := make([]value.Value, 64)
+	accs := make([]value.Value, len(mm.acc))
 	for i, a := range mm.acc {
 		accs[i] = kg.b.NewLoad(types.Float, a)
 	}
@@ -278,18 +279,18 @@ func (kg *kgen) asmRet(ret types.Type, text, constraints string, args ...value.V
 // (mi, ni) is row lane/4 (+8 for c ≥ 2), column 2·(lane%4) + c%2 of the tile; adjacent column
 // pairs are stored together where the result's rows hold whole pairs.
 func (mm *gemm) fragmentEpilogue(accs []value.Value, warp, lane value.Value) error {
-	kg, p := mm.kg, mm.p
-	rowBase := kg.add(kg.add(mm.m0, kg.mul(kg.div(warp, 4), 64)), kg.div(lane, 4))
-	colBase := kg.add(kg.add(mm.n0, kg.mul(kg.rem(warp, 4), 32)), kg.mul(kg.rem(lane, 4), 2))
+	kg, p, q := mm.kg, mm.p, mm.p.MMA
+	rowBase := kg.add(kg.add(mm.m0, kg.mul(kg.div(warp, q.WarpsN), 16*q.MI)), kg.div(lane, 4))
+	colBase := kg.add(kg.add(mm.n0, kg.mul(kg.rem(warp, q.WarpsN), 8*q.NI)), kg.mul(kg.rem(lane, 4), 2))
 	w := 1
 	if p.ColPairs {
 		w = 2
 	}
-	for mi := range 4 {
-		for ni := range 4 {
+	for mi := range q.MI {
+		for ni := range q.NI {
 			for c := 0; c < 4; c += w {
 				dr, dc := mi*16+(c/2)*8, ni*8+c%2
-				i := (mi*4+ni)*4 + c
+				i := (mi*q.NI+ni)*4 + c
 				if err := mm.element(rowBase, dr, colBase, dc, accs[i:i+w]); err != nil {
 					return err
 				}
@@ -314,9 +315,10 @@ func (mm *gemm) element(rowBase value.Value, dr int, colBase value.Value, dc int
 // stagedEpilogue is codegen/ptx's: a warp's 64×32 part goes out 16 rows at a time through its
 // own 16×32 f32 region of the A tile (rows of ptx.StageRow floats, 8-column blocks swizzled by
 // the row's quarter against bank conflicts), so a matmul thread stores 4 consecutive columns of
-// one row and a conv2d thread 4 consecutive pixels of one channel (whole pooling windows).
+// one row and a conv2d thread 4 consecutive pixels of one channel (whole pooling windows). A
+// narrow tile's warp part (16×TileN) goes out in passes of up to 4 column tiles alike.
 func (mm *gemm) stagedEpilogue(accs []value.Value, tile *ir.Global, warp, lane value.Value) error {
-	kg, p := mm.kg, mm.p
+	kg, p, mq := mm.kg, mm.p, mm.p.MMA
 	const row = ptx.StageRow
 	stage := kg.mul(warp, ptx.StageWarpBytes)
 	v2, v4 := types.NewVector(2, types.Float), types.NewVector(4, types.Float)
@@ -330,19 +332,23 @@ func (mm *gemm) stagedEpilogue(accs []value.Value, tile *ir.Global, warp, lane v
 			wAddr[ni][h] = kg.add(rowOff, kg.b.NewXor(sw, ci(ni*32)))
 		}
 	}
-	wm, wn := kg.div(warp, 4), kg.rem(warp, 4)
+	wm, wn := kg.div(warp, mq.WarpsN), kg.rem(warp, mq.WarpsN)
 	var rowBase, colBase value.Value
 	if p.Conv == nil {
-		rowBase = kg.add(kg.add(mm.m0, kg.mul(wm, 64)), kg.div(lane, 8))
-		colBase = kg.add(kg.add(mm.n0, kg.mul(wn, 32)), kg.mul(kg.rem(lane, 8), 4))
+		rowBase = kg.add(kg.add(mm.m0, kg.mul(wm, 16*mq.MI)), kg.div(lane, 8))
+		colBase = kg.add(kg.add(mm.n0, kg.mul(wn, 8*mq.NI)), kg.mul(kg.rem(lane, 8), 4))
 	} else {
-		rowBase = kg.add(kg.add(mm.m0, kg.mul(wm, 64)), kg.mul(kg.rem(lane, 4), 4))
-		colBase = kg.add(kg.add(mm.n0, kg.mul(wn, 32)), kg.div(lane, 4))
+		rowBase = kg.add(kg.add(mm.m0, kg.mul(wm, 16*mq.MI)), kg.mul(kg.rem(lane, 4), 4))
+		colBase = kg.add(kg.add(mm.n0, kg.mul(wn, 8*mq.NI)), kg.div(lane, 4))
 	}
-	for mi := range 4 {
-		for ni := range 4 {
+	passes := (mq.NI + 3) / 4
+	for pass := range mq.MI * passes {
+		// Pass (mi, c0): rows mi·16.. and column tiles c0..c0+nw-1 of the warp's part.
+		mi, c0 := pass/passes, 4*(pass%passes)
+		nw := min(4, mq.NI-c0)
+		for ni := range nw {
 			for h := range 2 {
-				c := (mi*4+ni)*4 + 2*h
+				c := (mi*mq.NI+c0+ni)*4 + 2*h
 				var v value.Value = constant.NewUndef(v2)
 				v = kg.b.NewInsertElement(v, accs[c], ci(0))
 				v = kg.b.NewInsertElement(v, accs[c+1], ci(1))
@@ -351,7 +357,11 @@ func (mm *gemm) stagedEpilogue(accs []value.Value, tile *ir.Global, warp, lane v
 			}
 		}
 		kg.barrier()
-		for q := range 4 {
+		reads := 4
+		if p.Conv != nil {
+			reads = nw // a conv2d thread reads column 8q + lane/4
+		}
+		for q := range reads {
 			regs := make([]value.Value, 4)
 			var err error
 			if p.Conv == nil {
@@ -374,10 +384,10 @@ func (mm *gemm) stagedEpilogue(accs []value.Value, tile *ir.Global, warp, lane v
 					regs[j] = ld
 				}
 				if p.Conv.Pool != nil {
-					col := kg.add(colBase, ci(8*q))
+					col := kg.add(colBase, ci(8*(c0+q)))
 					err = mm.pooledRows(kg.add(rowBase, ci(mi*16)), col, kg.add(kg.mul(mm.bz, p.N), col), regs)
 				} else {
-					err = mm.element(rowBase, mi*16, colBase, 8*q, regs)
+					err = mm.element(rowBase, mi*16, colBase, 8*(c0+q), regs)
 				}
 			}
 			if err != nil {

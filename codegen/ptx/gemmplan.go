@@ -37,8 +37,9 @@ type GEMM struct {
 	ColPairs    bool
 	Grid, Block [3]int
 	// TileN is the block's tile width in GEMM columns: ColRegs (accumulator columns of each
-	// thread, 1, 2, 4 or 8) times the 16 thread-grid positions. The FFMA template narrows it for
-	// a conv2d of few output channels (narrowColRegs); elsewhere it is GEMMTileN.
+	// thread, 1, 2, 4 or 8) times the 16 thread-grid positions. Both templates narrow it for a
+	// conv2d of few output channels (narrowColRegs); elsewhere it is GEMMTileN. The tensor-core
+	// template's threads hold 8·ColRegs accumulators alike (MMA.MI·MMA.NI·4).
 	TileN, ColRegs int
 	// MinBlocksPerSM is the FFMA template's .minnctapersm (0 for none), which caps its
 	// registers.
@@ -48,14 +49,18 @@ type GEMM struct {
 }
 
 // MMA is the tensor-core template's plan (mma.go): each k step of BK elements goes through
-// two shared buffers per side; a warp's 64×32 tile is 4×4 mma tiles of 16×8, each mma
-// (Inst) KStep deep; Staged epilogues go out through shared memory (StageRow floats per row,
-// StageWarpBytes per warp, in the A tile's space).
+// two shared buffers per side; the 8 warps form a grid WarpsN warps wide (warp w at row w /
+// WarpsN, column w % WarpsN), and a warp's tile is MI×NI mma tiles of 16×8 (64×32 in a 2×4
+// grid for the 128-wide tile; 16×TileN in an 8×1 grid for a narrow one), each mma (Inst)
+// KStep deep; Staged epilogues go out through shared memory (StageRow floats per row,
+// StageWarpBytes per warp, in the A tile's space) in passes of 16 rows and up to 4 column
+// tiles.
 type MMA struct {
-	EB, BK, KStep int
-	Inst          string
-	Sides         [2]MMASide
-	Staged        bool
+	EB, BK, KStep  int
+	Inst           string
+	WarpsN, MI, NI int
+	Sides          [2]MMASide
+	Staged         bool
 }
 
 // MMASide is one side's shared tile: KContig rows of k (else rows of free elements, read with
@@ -122,11 +127,10 @@ func GEMMPlan(k Kernel, t Target) (GEMM, error) {
 	p := GEMM{Dot: c.Dot, M: mm.M, N: mm.N, K: mm.K, Batch: mm.batchShape, A: exportOperand(mm.lhs), B: exportOperand(mm.rhs),
 		RowCol: mm.conv == nil && mm.rowColShape(), ColGroups: mm.conv == nil && mm.colGroups(4),
 		ColPairs: mm.conv == nil && mm.colGroups(2) && len(mm.batchShape)+2 == c.Dot.Type.Shape.Rank(), Grid: c.Grid, Block: c.Block}
-	p.ColRegs, p.TileN = 8, GEMMTileN
+	p.ColRegs = mm.narrowColRegs()
+	p.TileN = 16 * p.ColRegs
+	mm.rn = p.ColRegs
 	if c.Kind != "tensor core" {
-		p.ColRegs = mm.narrowColRegs()
-		p.TileN = 16 * p.ColRegs
-		mm.rn = p.ColRegs
 		p.MinBlocksPerSM = mm.minBlocksPerSM()
 	}
 	if c.Kind == "tensor core" {
@@ -136,8 +140,9 @@ func GEMMPlan(k Kernel, t Target) (GEMM, error) {
 			return GEMM{}, err
 		}
 		p.MMA = &MMA{EB: ms.eb, BK: ms.bk, KStep: ms.kStep, Inst: ms.inst, Staged: mm.mmaStaged()}
+		p.MMA.WarpsN, p.MMA.MI, p.MMA.NI = mmaWarps(mm.rn)
 		for i, sd := range sides {
-			perRow, df, dk := sd.copies(ms.bk)
+			perRow, df, dk := sd.copies(ms.bk, []int{GEMMTileM, p.TileN}[i])
 			p.MMA.Sides[i] = MMASide{KContig: sd.kContig, RowH: sd.rowH, BufBytes: sd.bufBytes, Chunk: sd.chunk, Elem: sd.elem,
 				PerRow: perRow, DF: df, DK: dk}
 		}

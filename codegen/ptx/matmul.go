@@ -310,10 +310,7 @@ func tiledKernel(k Kernel, dot *ir.Value, t Target, half bool, globals *[]string
 		}
 	}
 	useMMA := half || (t.TF32 && mm.tf32Eligible())
-	mm.rn = 8 // the tensor-core template's 128 columns are 16·8 too
-	if !useMMA {
-		mm.rn = mm.narrowColRegs()
-	}
+	mm.rn = mm.narrowColRegs() // the tensor-core tile is 16·rn columns wide too (mmaWarps)
 	b := newBuilder(k.Name)
 	// Two blocks per SM (25% occupancy) caps registers at 128 per thread. With a single k step
 	// (K ≤ 8) ptxas schedules the straight-line FMAs and epilogue into spills under that cap, and
@@ -372,7 +369,7 @@ func dotGEMM(dot *ir.Value) (*matmul, int, error) {
 type matmul struct {
 	*gen
 	M, N, K    int
-	rn         int       // the FFMA template's accumulator columns per thread (narrowColRegs)
+	rn         int       // the tile's columns over 16 (narrowColRegs): FFMA accumulator columns per thread
 	conv       *convSpec // set for conv2d: A is the implicit im2col matrix of the image
 	lhs, rhs   operandLayout
 	dot        *ir.Value

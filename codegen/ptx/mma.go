@@ -15,6 +15,10 @@ import (
 // multiple of 8). Fragments come from shared memory with ldmatrix (.trans where an operand is
 // stored free-dim contiguous); shared rows are padded by 16 bytes, so the 8 row addresses of each
 // ldmatrix phase fall in 8 different 16-byte bank groups: no bank conflicts.
+//
+// A conv2d of at most 64 output channels per group takes a narrow tile instead (mmaWarps): the
+// 8 warps stacked over the 128 rows, each 16 rows × TileN (16, 32 or 64) columns, so no mma
+// issues on the columns past TileN that the 128-wide tile would multiply by zero weights.
 const (
 	mmaBK   = 32 // k elements per step for 16-bit operands (64 bytes; tf32 steps 16)
 	mmaPadH = 8  // halves of padding per shared row (16 bytes)
@@ -51,6 +55,16 @@ func (mm *matmul) tf32Fallback() string {
 		return "an operand has no contiguous dim"
 	}
 	return ""
+}
+
+// mmaWarps is the tensor-core tile's warp grid for a tile TileN = 16·rn columns wide: wn warps
+// across the columns (8/wn down the rows) and each warp's mi×ni mma tiles of 16×8. The
+// 128-wide tile is 2×4 warps of 4×4; a narrow one 8×1 warps of 1×(TileN/8).
+func mmaWarps(rn int) (wn, mi, ni int) {
+	if rn == 8 {
+		return 4, 4, 4
+	}
+	return 1, 1, 2 * rn
 }
 
 // mmaSides decides each operand's shared layout and copies (ms's element size and k step).
@@ -114,19 +128,27 @@ func (mm *matmul) mmaSides(ms mmaShape) ([]*mmaSide, error) {
 		default: // 16-bit elements of an odd contiguous dim
 			sd.chunk, sd.elem = 1, true
 		}
+		if i == 1 && sd.kContig && mm.rn < 8 {
+			// A narrow tile's B rows: its TileN, or the rows one copy of all threads fills.
+			sd.bufBytes = max(16*mm.rn, mmThreads*sd.chunk/bk) * sd.rowH * eb
+		}
 	}
 	return sides, nil
 }
 
 // copies is a side's copy map for k steps of bk: a row of the tile (a free row when k is
 // contiguous, else a k row) is perRow chunks; copy i of a thread sits (df[i], dk[i]) from its
-// first.
-func (sd *mmaSide) copies(bk int) (perRow int, df, dk []int) {
+// first. A side whose tile uses only its first rows free rows (a narrow tile's B) skips the
+// copies that start past them; its buffer holds the rows the first copy fills, zeros past
+// rows included (mmaSides).
+func (sd *mmaSide) copies(bk, rows int) (perRow int, df, dk []int) {
 	per := mmBM * bk / sd.chunk / mmThreads
 	if sd.kContig {
 		perRow = bk / sd.chunk
 		for i := range per {
-			df, dk = append(df, i*mmThreads/perRow), append(dk, 0)
+			if i*mmThreads/perRow < rows {
+				df, dk = append(df, i*mmThreads/perRow), append(dk, 0)
+			}
 		}
 		return perRow, df, dk
 	}
@@ -187,7 +209,8 @@ func (mm *matmul) emitMMA() error {
 	lane, warp := b.reg(rU32), b.reg(rU32)
 	b.ins("and.b32", lane, tid, "31")
 	b.ins("shr.u32", warp, tid, "5")
-	m0, n0 := a.mul(by, mmBM), a.mul(bx, mmBN)
+	m0, n0 := a.mul(by, mmBM), a.mul(bx, 16*mm.rn)
+	wgN, mI, nI := mmaWarps(mm.rn)
 	bidx := newIndexLin(mm.batchShape, bz)
 	offs := []string{"0", "0"}
 	for i := range mm.batchShape {
@@ -225,7 +248,7 @@ func (mm *matmul) emitMMA() error {
 		cm := &maps[si]
 		var fl string
 		var perRow int
-		perRow, cm.df, cm.dk = sd.copies(bk)
+		perRow, cm.df, cm.dk = sd.copies(bk, []int{mmBM, 16 * mm.rn}[si])
 		if sd.kContig {
 			fl, cm.kq = a.div(tid, perRow), a.mul(a.rem(tid, perRow), sd.chunk)
 			cm.sh0 = a.add(sd.sh, a.mul(a.mad(fl, sd.rowH, cm.kq), eb))
@@ -303,16 +326,16 @@ func (mm *matmul) emitMMA() error {
 	// row r = l%8. A's four matrices of a 16×16 fragment are (m, k) = (0,0), (8,0), (0,8), (8,8);
 	// B's x4 loads two 8-column tiles: (n, k) = (0,0), (0,8), (8,0), (8,8).
 	q, r := a.div(lane, 8), a.rem(lane, 8)
-	wm, wn := a.div(warp, 4), a.rem(warp, 4)
+	wm, wn := a.div(warp, wgN), a.rem(warp, wgN)
 	frag := func(sd *mmaSide, freeOff, kOff string) string {
 		if sd.kContig {
 			return a.mul(a.mad(a.add(freeOff, r), sd.rowH, kOff), eb)
 		}
 		return a.mul(a.mad(a.add(kOff, r), sd.rowH, freeOff), eb)
 	}
-	aFree := a.add(a.mul(wm, 64), a.mul(a.rem(q, 2), 8))
+	aFree := a.add(a.mul(wm, 16*mI), a.mul(a.rem(q, 2), 8))
 	aK := a.mul(a.div(q, 2), 16/eb) // the second 16 bytes of k
-	bFree := a.add(a.mul(wn, 32), a.mul(a.div(q, 2), 8))
+	bFree := a.add(a.mul(wn, 8*nI), a.mul(a.div(q, 2), 8))
 	bK := a.mul(a.rem(q, 2), 16/eb)
 	aAddr := a.add(sides[0].sh, frag(sides[0], aFree, aK))
 	bAddr := a.add(sides[1].sh, frag(sides[1], bFree, bK))
@@ -323,10 +346,10 @@ func (mm *matmul) emitMMA() error {
 		return a.add(sd.sh, a.mul(a.mad(tg, sd.rowH, a.add(warpFree, g)), eb))
 	}
 	if eb == 4 && !sides[0].kContig {
-		aAddr = wordFrag(sides[0], a.mul(wm, 64))
+		aAddr = wordFrag(sides[0], a.mul(wm, 16*mI))
 	}
 	if eb == 4 && !sides[1].kContig {
-		bAddr = wordFrag(sides[1], a.mul(wn, 32))
+		bAddr = wordFrag(sides[1], a.mul(wn, 8*nI))
 	}
 	// loadFrag loads the four registers of one x4 fragment: with ldmatrix, or for a tf32 side
 	// stored [k][free] with four ld.shared.b32 at (k, free) offsets kOff(j), fOff(j) from base.
@@ -340,7 +363,7 @@ func (mm *matmul) emitMMA() error {
 		b.ins(ldmatrix(!sd.kContig), "{"+joinRegs(regs)+"}", fmt.Sprintf("[%s+%d]", base, off))
 	}
 
-	acc := make([]string, 64) // [mi][ni][4]
+	acc := make([]string, 4*mI*nI) // [mi][ni][4]
 	for i := range acc {
 		acc[i] = b.reg(rF32)
 		b.ins("mov.f32", acc[i], immF32(0))
@@ -360,10 +383,11 @@ func (mm *matmul) emitMMA() error {
 		ab := a.mad(cur, sides[0].bufBytes, aAddr)
 		bb := a.mad(cur, sides[1].bufBytes, bAddr)
 		for ks := 0; ks < bk; ks += ms.kStep {
-			// B's fragments for the warp's 4 column tiles first, then A's one row tile at a
-			// time, so only 12 fragment registers are live beside the 64 accumulators.
-			bf := make([][]string, 2)
-			for nj := range 2 {
+			// B's fragments for the warp's column tiles first, then A's one row tile at a
+			// time, so only 12 fragment registers are live beside the 64 accumulators (of the
+			// 128-wide tile).
+			bf := make([][]string, nI/2)
+			for nj := range nI / 2 {
 				bf[nj] = []string{b.reg(rU32), b.reg(rU32), b.reg(rU32), b.reg(rU32)}
 				off := eb * (nj*16*sides[1].rowH + ks)
 				if !sides[1].kContig {
@@ -373,7 +397,7 @@ func (mm *matmul) emitMMA() error {
 				loadFrag(sides[1], bf[nj], bb, off, func(j int) int { return 4 * (j % 2) }, func(j int) int { return 8 * (j / 2) })
 				toTF32(bf[nj])
 			}
-			for mi := range 4 {
+			for mi := range mI {
 				af := []string{b.reg(rU32), b.reg(rU32), b.reg(rU32), b.reg(rU32)}
 				off := eb * (mi*16*sides[0].rowH + ks)
 				if !sides[0].kContig {
@@ -382,9 +406,9 @@ func (mm *matmul) emitMMA() error {
 				// A registers j: rows g or g+8 (j%2), k t or t+4 (j/2).
 				loadFrag(sides[0], af, ab, off, func(j int) int { return 4 * (j / 2) }, func(j int) int { return 8 * (j % 2) })
 				toTF32(af)
-				for ni := range 4 {
+				for ni := range nI {
 					bfr := bf[ni/2][2*(ni%2) : 2*(ni%2)+2]
-					c := acc[(mi*4+ni)*4 : (mi*4+ni)*4+4]
+					c := acc[(mi*nI+ni)*4 : (mi*nI+ni)*4+4]
 					b.ins(ms.inst,
 						"{"+joinRegs(c)+"}", "{"+joinRegs(af)+"}", "{"+joinRegs(bfr)+"}", "{"+joinRegs(c)+"}")
 				}
@@ -429,11 +453,11 @@ func (mm *matmul) emitMMA() error {
 	}
 	// Accumulator c of tile (mi, ni) is row lane/4 (+8 for c ≥ 2), column 2·(lane%4) + c%2 of
 	// the tile.
-	rowBase := a.add(a.add(m0, a.mul(wm, 64)), a.div(lane, 4))
-	colBase := a.add(a.add(n0, a.mul(wn, 32)), a.mul(a.rem(lane, 4), 2))
+	rowBase := a.add(a.add(m0, a.mul(wm, 16*mI)), a.div(lane, 4))
+	colBase := a.add(a.add(n0, a.mul(wn, 8*nI)), a.mul(a.rem(lane, 4), 2))
 	linBase := a.mad(a.mad(bz, mm.M, rowBase), mm.N, colBase)
-	for mi := range 4 {
-		for ni := range 4 {
+	for mi := range mI {
+		for ni := range nI {
 			// c0,c1 (and c2,c3) are adjacent columns: one paired store when they are adjacent in the result.
 			w := 1
 			if mm.colGroups(2) && len(mm.batchShape)+2 == mm.dot.Type.Shape.Rank() {
@@ -443,7 +467,7 @@ func (mm *matmul) emitMMA() error {
 				dr, dc := mi*16+(c/2)*8, ni*8+c%2
 				accs := make([]val, w)
 				for l := range accs {
-					accs[l] = val{ir.F32, acc[(mi*4+ni)*4+c+l]}
+					accs[l] = val{ir.F32, acc[(mi*nI+ni)*4+c+l]}
 				}
 				if err := mm.element(rowBase, dr, colBase, dc, linBase, bidx, accs); err != nil {
 					return err
@@ -468,6 +492,8 @@ func (mm *matmul) emitMMA() error {
 // half-warp 4 rows of one quarter × 8 words, rows 8 banks apart), matmul reads (ld.shared.v4:
 // per quarter-warp the 32 words of one row) and conv reads (per warp rows k, k+4, k+8, k+12 ×
 // 8 columns, whose blocks the swizzle spreads over all 32 banks) are free of bank conflicts.
+// A narrow tile's warp (16 rows × TileN) goes out in passes of up to 32 columns alike: one
+// pass of 16 or 32 columns, or two of 32.
 const (
 	stageRow       = 40 // floats per staged row
 	stageWarpBytes = 16 * stageRow * 4
@@ -491,25 +517,33 @@ func (mm *matmul) stagedEpilogue(acc []string, sh, warp, lane, m0, n0, bz string
 			wAddr[ni][h] = a.reg(a.add(rowOff, xor(q, ni*32)))
 		}
 	}
-	wm, wn := a.div(warp, 4), a.rem(warp, 4)
+	wgN, mI, nI := mmaWarps(mm.rn)
+	wm, wn := a.div(warp, wgN), a.rem(warp, wgN)
 	var rowBase, colBase, linBase string
 	if mm.conv == nil {
-		rowBase = a.reg(a.add(a.add(m0, a.mul(wm, 64)), a.div(lane, 8)))
-		colBase = a.reg(a.add(a.add(n0, a.mul(wn, 32)), a.mul(a.rem(lane, 8), 4)))
+		rowBase = a.reg(a.add(a.add(m0, a.mul(wm, 16*mI)), a.div(lane, 8)))
+		colBase = a.reg(a.add(a.add(n0, a.mul(wn, 8*nI)), a.mul(a.rem(lane, 8), 4)))
 		linBase = a.reg(a.mad(a.mad(bz, mm.M, rowBase), mm.N, colBase))
 	} else {
-		rowBase = a.reg(a.add(a.add(m0, a.mul(wm, 64)), a.mul(a.rem(lane, 4), 4)))
-		colBase = a.reg(a.add(a.add(n0, a.mul(wn, 32)), a.div(lane, 4)))
+		rowBase = a.reg(a.add(a.add(m0, a.mul(wm, 16*mI)), a.mul(a.rem(lane, 4), 4)))
+		colBase = a.reg(a.add(a.add(n0, a.mul(wn, 8*nI)), a.div(lane, 4)))
 	}
-	for mi := range 4 {
-		for ni := range 4 {
+	for pass := range mI * ceilDiv(nI, 4) {
+		// Pass (mi, c0): rows mi·16.. and column tiles c0..c0+nw-1 of the warp's part.
+		mi, c0 := pass/ceilDiv(nI, 4), 4*(pass%ceilDiv(nI, 4))
+		nw := min(4, nI-c0)
+		for ni := range nw {
 			for h := range 2 {
-				c := (mi*4+ni)*4 + 2*h
+				c := (mi*nI+c0+ni)*4 + 2*h
 				b.ins("st.shared.v2.f32", "["+wAddr[ni][h]+"]", "{"+acc[c]+", "+acc[c+1]+"}")
 			}
 		}
 		b.ins("bar.sync", "0")
-		for p := range 4 {
+		reads := 4
+		if mm.conv != nil {
+			reads = nw // a conv2d thread reads column 8p + lane/4
+		}
+		for p := range reads {
 			regs := []string{b.reg(rF32), b.reg(rF32), b.reg(rF32), b.reg(rF32)}
 			accs := make([]val, 4)
 			for l, r := range regs {
@@ -530,10 +564,10 @@ func (mm *matmul) stagedEpilogue(acc []string, sh, warp, lane, m0, n0, bz string
 					b.ins("ld.shared.f32", r, fmt.Sprintf("[%s+%d]", at, 4*k*stageRow))
 				}
 				if mm.conv.pool != nil {
-					col := a.add(colBase, imm(8*p))
+					col := a.add(colBase, imm(8*(c0+p)))
 					err = mm.pooledRows(a.add(rowBase, imm(mi*16)), col, a.mad(bidx.getLin(a), mm.N, col), accs)
 				} else {
-					err = mm.element(rowBase, mi*16, colBase, 8*p, "0", bidx, accs)
+					err = mm.element(rowBase, mi*16, colBase, 8*(c0+p), "0", bidx, accs)
 				}
 			}
 			if err != nil {

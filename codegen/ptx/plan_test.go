@@ -26,9 +26,9 @@ func TestReducePlanWithoutReduction(t *testing.T) {
 }
 
 // The FFMA template's tile is as wide as a conv2d's output channels per group need (16, 32, 64
-// or 128 columns), so a narrow convolution's multiply-adds do not run on padding columns; wide
-// convolutions, dots and the tensor-core template keep 128 columns. The grid covers N with the
-// tile.
+// or 128 columns), and so is the tensor-core template's (8 warps of 16 rows × 16, 32 or 64
+// columns), so a narrow convolution's multiply-adds and mma do not run on padding columns; wide
+// convolutions and dots keep 128 columns. The grid covers N with the tile.
 func TestGEMMPlanTileWidth(t *testing.T) {
 	conv := func(dt string, o, groups int) string {
 		return strings.NewReplacer("DT", dt, "O", fmt.Sprint(o), "CG", fmt.Sprint(8/groups), "G", fmt.Sprint(groups)).Replace(`graph k {
@@ -58,7 +58,12 @@ func TestGEMMPlanTileWidth(t *testing.T) {
 		{"conv_o65", conv("f32", 65, 1), 128, 1, "8", "ffma"},
 		{"conv_o300", conv("f32", 300, 1), 128, 3, "8", "ffma"},
 		{"conv_o32_groups2", conv("f32", 32, 2), 16, 1, "1", "ffma"},
-		{"conv_o16_f16", conv("f16", 16, 1), 128, 1, "8", "tensor core"},
+		{"conv_o16_f16", conv("f16", 16, 1), 16, 1, "1", "tensor core"},
+		{"conv_o3_bf16", conv("bf16", 3, 1), 16, 1, "1", "tensor core"},
+		{"conv_o24_f16", conv("f16", 24, 1), 32, 1, "2", "tensor core"},
+		{"conv_o64_bf16", conv("bf16", 64, 1), 64, 1, "4", "tensor core"},
+		{"conv_o65_f16", conv("f16", 65, 1), 128, 1, "8", "tensor core"},
+		{"conv_o300_f16", conv("f16", 300, 1), 128, 3, "8", "tensor core"},
 		{"dot_n16", dot(16), 128, 1, "8", "ffma"},
 	}
 	for _, c := range cases {
@@ -73,6 +78,9 @@ func TestGEMMPlanTileWidth(t *testing.T) {
 		kind := "ffma"
 		if p.MMA != nil {
 			kind = "tensor core"
+		}
+		if p.MMA != nil && 8/p.MMA.WarpsN*16*p.MMA.MI != GEMMTileM || p.MMA != nil && p.MMA.WarpsN*8*p.MMA.NI != p.TileN {
+			t.Errorf("%s: warps %d wide of %d×%d mma tiles do not cover %d×%d", c.name, p.MMA.WarpsN, p.MMA.MI, p.MMA.NI, GEMMTileM, p.TileN)
 		}
 		if p.TileN != c.tileN || fmt.Sprint(p.ColRegs) != c.colRegs || p.Grid[0] != c.grid0 || kind != c.kind || p.TileN != 16*p.ColRegs {
 			t.Errorf("%s: %s tile %d columns (%d per thread), grid.x %d; want %s, %d (%s), %d",
