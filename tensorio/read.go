@@ -1,10 +1,8 @@
 package tensorio
 
 import (
-	"errors"
 	"fmt"
 	"io"
-	"os"
 )
 
 // MaxStreamBytes bounds what ReadFile reads from a file that is not a regular file (a pipe, a
@@ -16,21 +14,12 @@ const MaxStreamBytes = 1 << 30
 // allocated; any other file (a pipe, /dev/zero) is read up to max bytes and refused beyond. A
 // directory is one clear error. Errors are unprefixed ("PATH: ..."), for the caller to prefix.
 func ReadFile(path string, max int64) ([]byte, error) {
-	f, err := os.Open(path)
+	f, st, err := OpenRead(path)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("%s: no such file", path)
-		}
 		return nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
 	switch {
-	case st.IsDir():
-		return nil, fmt.Errorf("%s: is a directory", path)
 	case st.Mode().IsRegular() && st.Size() > max:
 		return nil, fmt.Errorf("%s: the file is %d bytes, more than the limit of %d", path, st.Size(), max)
 	case st.Mode().IsRegular():
