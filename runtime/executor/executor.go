@@ -557,7 +557,9 @@ func (p *Program) runInputs(values map[string]*tensor.Tensor) (map[string]*tenso
 		all[k] = v
 	}
 	for name := range p.resident {
-		all[name] = nil
+		if !p.linked[name] { // a linked input is not given at all: it reads another program's buffer
+			all[name] = nil
+		}
 	}
 	return all, nil
 }
