@@ -118,6 +118,8 @@ func (m *Model) Open(opts EngineOptions) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lm: loading the decode program on %s: %v", e.name, err)
 	}
+	// One token's step is many small kernels: on a GPU they replay as one CUDA graph.
+	p.UseGraphs(true)
 	e.decode.prog = p
 	return e, nil
 }

@@ -79,6 +79,7 @@ func TestGenerate(t *testing.T) {
 
 	// Cancelling stops between tokens; so does breaking out of the loop.
 	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	n := 0
 	var last error
 	for _, err := range e.Generate(cctx, c.Prompt, GenerateOptions{MaxNewTokens: 32}) {
