@@ -71,6 +71,9 @@ func Build(v *ir.Value, c Compiler, why error, sm int) (*Unit, error) {
 	default:
 		return fail(fmt.Errorf("unknown lang %q", a.String("lang", "")))
 	}
+	if err := checkHeader(u.PTX, sm); err != nil {
+		return fail(err)
+	}
 	params, err := entryParams(u.PTX, u.Entry)
 	if err != nil {
 		return fail(err)

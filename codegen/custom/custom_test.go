@@ -153,3 +153,42 @@ func FuzzEntryParams(f *testing.F) {
 		Merge(module, []*Unit{{Name: "f", Entry: entry, Hash: "h", PTX: ptx}}) // must not panic
 	})
 }
+
+// A PTX kernel is refused at build when it declares a PTX ISA newer than gcomp's, an
+// architecture that does not exist, or one newer than the build's.
+func TestBuildPTXHeader(t *testing.T) {
+	typ := ir.Type{DType: ir.F32, Shape: ir.Shape{4}}
+	x := &ir.Value{Op: ir.OpInput, Name: "x", Type: typ}
+	for _, tc := range []struct {
+		version, target string
+		sm              int
+		want            string // "" builds
+	}{
+		{"7.8", "sm_80", 80, ""},
+		{"7.0", "sm_70", 80, ""},
+		{"7.8", "sm_80, debug", 90, ""},
+		{"7.8", "sm_90", 90, ""},
+		{"99.9", "sm_80", 80, "its PTX declares .version 99.9, newer than PTX 7.8, the ISA gcomp targets"},
+		{"8.0", "sm_80", 80, "its PTX declares .version 8.0, newer than PTX 7.8"},
+		{"7.x", "sm_80", 80, ".version 7.x, not a PTX ISA version"},
+		{"7.8", "sm_999", 80, "its PTX declares .target sm_999, which is not a GPU architecture PTX 7.8 knows (sm_10, sm_11"},
+		{"7.8", "sm_90a", 90, ".target sm_90a, which is not a GPU architecture"},
+		{"7.8", "compute_80", 80, ".target compute_80, which is not a GPU architecture"},
+		{"7.8", "sm_80, fast", 80, `"fast" is not a .target option`},
+		{"7.8", "sm_90", 80, "its PTX targets sm_90, newer than the build's sm_80"},
+	} {
+		src := strings.Replace(strings.Replace(unitPTX, ".version 7.8", ".version "+tc.version, 1), ".target sm_80", ".target "+tc.target, 1)
+		a := ir.Attrs{"name": "k", "entry": "k", "lang": "ptx", "file": "k.ptx", "source": src, "hash": ops.SourceHash(src),
+			"dtype": ir.F32, "shape": []int{4}, "grid": []int{1, 1, 1}, "block": []int{4, 1, 1}, "scalars": []float64{4}, "scalar_types": "i32"}
+		v := &ir.Value{Op: ops.CustomOp, Args: []*ir.Value{x}, Attrs: a, Type: typ, Pos: "model.go:3"}
+		_, err := Build(v, nil, nil, tc.sm)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf(".version %s .target %s for sm_%d: err = %v, want %q", tc.version, tc.target, tc.sm, err, tc.want)
+		}
+	}
+	_, err := Build(&ir.Value{Op: ops.CustomOp, Args: []*ir.Value{x}, Type: typ, Attrs: ir.Attrs{"name": "k", "entry": "k", "lang": "ptx",
+		"source": ".target sm_80\n"}}, nil, nil, 80)
+	if err == nil || !strings.Contains(err.Error(), "its PTX has no .version") {
+		t.Errorf("no .version: err = %v", err)
+	}
+}
