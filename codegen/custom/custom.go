@@ -189,6 +189,12 @@ func Merge(module string, units []*Unit) (string, []string, error) {
 	for _, m := range reSymbol.FindAllStringSubmatch(module, -1) {
 		taken[m[1]] = true
 	}
+	llvm := isLLVM(module)
+	if llvm {
+		for _, s := range llvmSymbols(module) {
+			taken[s] = true
+		}
+	}
 	version := headerVersion(module)
 	files := maxFile(module)
 	entries := make([]string, len(units))
@@ -230,7 +236,14 @@ func Merge(module string, units []*Unit) (string, []string, error) {
 		taken[entry] = true
 		done[key] = entry
 		entries[i] = entry
+		if llvm {
+			writeModuleAsm(&b, u, body, ver)
+			continue
+		}
 		fmt.Fprintf(&b, "\n// custom op %s (%s)\n%s\n", u.Name, u.File, strings.TrimSpace(body))
+	}
+	if llvm {
+		return b.String(), entries, nil
 	}
 	text := reVersion.ReplaceAllString(b.String(), ".version "+version)
 	return text, entries, nil

@@ -192,3 +192,33 @@ func TestBuildPTXHeader(t *testing.T) {
 		t.Errorf("no .version: err = %v", err)
 	}
 }
+
+// Into an NVVM IR module (--emit nvvm), a unit goes as module asm lines, escaped, with its entry
+// renamed when the module defines a function of its name.
+func TestMergeLLVM(t *testing.T) {
+	ll := "source_filename = \"gcomp\"\ntarget triple = \"nvptx64-nvidia-cuda\"\n\n@k_tile = internal addrspace(3) global [4 x float] undef\n\n" +
+		"define void @k(float* %p0) {\nentry:\n\tret void\n}\n\n!nvvm.annotations = !{!0}\n!0 = !{void (float*)* @k, !\"kernel\", i32 1}\n"
+	u := &Unit{Name: "a", Entry: "k", File: "k.cu", Hash: "h1", PTX: unitPTX}
+	text, entries, err := Merge(ll, []*Unit{u})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if entries[0] != "k_1" {
+		t.Errorf("entry %s, want k_1 (the module defines @k)", entries[0])
+	}
+	if !strings.HasPrefix(text, ll) {
+		t.Errorf("the module's IR changed:\n%s", text)
+	}
+	for _, want := range []string{`(?m)^; custom op a \(k\.cu\): its PTX \(ISA 7\.8\), as module-level inline assembly$`,
+		`(?m)^module asm "\.visible \.entry k_1\("$`, `(?m)^module asm "\t\.file\t1 \\22k\.cu\\22"$`, `(?m)^module asm "\t\.loc\t1 3 5"$`} {
+		if !regexp.MustCompile(want).MatchString(text) {
+			t.Errorf("merged module lacks %s:\n%s", want, text)
+		}
+	}
+	if regexp.MustCompile(`(?m)^\s*\.(version|target|entry|param)`).MatchString(text) {
+		t.Errorf("PTX outside module asm:\n%s", text)
+	}
+	if got := llvmEscape("a\"b\\c\td\x01\x7f"); got != `a\22b\5Cc`+"\t"+`d\01\7F` {
+		t.Errorf("llvmEscape = %q", got)
+	}
+}
