@@ -40,7 +40,7 @@ func FloatArg(v float64) Scalar { return Scalar{ir.F32, v} }
 type Kernel struct {
 	Name   string // the op's name in messages and kernel names, an identifier: "swish"
 	Source string // the source inline, or
-	File   string // a file beside the model ("swish.cu"; a .ptx file is PTX), inside its folder (WithDir; default: the folder of the Go file calling Custom)
+	File   string // a file beside the model ("swish.cu"; a .ptx file is PTX), inside its folder (WithDir; default: the folder of the Go file calling Custom); CUDA C's #includes are inlined from that folder
 	PTX    bool   // Source is PTX, not CUDA C
 	Entry  string // the __global__ function (extern "C"); default Name
 	// Output is the result's type; zero: the first input's.

@@ -35,3 +35,17 @@ func TestDirectives(t *testing.T) {
 		}
 	}
 }
+
+func FuzzDirectives(f *testing.F) {
+	f.Add("#include \"a.h\"\n/* x\n#include <b> */ %:include \\\n\"c\"\n")
+	f.Add("'\\\n\"/*\"#\n")
+	f.Fuzz(func(t *testing.T, src string) {
+		n := strings.Count(src, "\n") + 1
+		for _, d := range Directives(src) {
+			if d.Line < 1 || d.EndLine < d.Line || d.EndLine > n {
+				t.Fatalf("directive at lines %d-%d of %d", d.Line, d.EndLine, n)
+			}
+			d.Include() // must not panic
+		}
+	})
+}
