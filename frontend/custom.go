@@ -3,8 +3,8 @@ package frontend
 import (
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/gcomp/gcomp/ir"
@@ -40,7 +40,7 @@ func FloatArg(v float64) Scalar { return Scalar{ir.F32, v} }
 type Kernel struct {
 	Name   string // the op's name in messages and kernel names, an identifier: "swish"
 	Source string // the source inline, or
-	File   string // a file beside the model ("swish.cu"; a .ptx file is PTX), inside its folder (WithDir; default: the folder of the Go file calling Custom)
+	File   string // a file beside the model ("swish.cu"; a .ptx file is PTX), inside its folder (WithDir; default: the folder of the Go file calling Custom); CUDA C's #includes are inlined from that folder
 	PTX    bool   // Source is PTX, not CUDA C
 	Entry  string // the __global__ function (extern "C"); default Name
 	// Output is the result's type; zero: the first input's.
@@ -124,11 +124,20 @@ func (s *state) kernelAttrs(k Kernel, out ir.Type) ir.Attrs {
 	if k.PTX {
 		lang = "ptx"
 	}
+	if lang == "cuda" {
+		var err error
+		if src, err = inlineIncludes(s.modelDir(), src, file); err != nil {
+			s.failf("%s: %v", what, err)
+		}
+	}
 	entry := k.Entry
 	if entry == "" {
 		entry = k.Name
 	}
 	grid, block := k.Grid, k.Block
+	if err := checkBlock(block, grid == [3]int{}); err != nil {
+		s.failf("%s: %v", what, err)
+	}
 	if grid == ([3]int{}) {
 		per := block[0]
 		if per == 0 {
@@ -137,8 +146,10 @@ func (s *state) kernelAttrs(k Kernel, out ir.Type) ir.Attrs {
 		n := max(out.Shape.NumElements(), 1)
 		grid, block = [3]int{(n + per - 1) / per, 1, 1}, [3]int{per, 1, 1}
 	}
-	for d := range 3 {
-		block[d] = max(block[d], 1)
+	for d := 1; d < 3; d++ {
+		if block[d] == 0 {
+			block[d] = 1 // Block{128} is {128, 1, 1}
+		}
 	}
 	var scalars []float64
 	var types []string
@@ -156,16 +167,41 @@ func (s *state) kernelAttrs(k Kernel, out ir.Type) ir.Attrs {
 	return attrs
 }
 
+// checkBlock refuses a Block with a negative dimension, or a zero one before a given one: zero
+// trailing dimensions are 1 ({128} is {128, 1, 1}), and Block[0] may be zero only when the Grid
+// is too (the default, 256 threads a block).
+func checkBlock(block [3]int, defaultGrid bool) error {
+	for d := range 3 {
+		if block[d] < 0 {
+			return fmt.Errorf("Block %v: dimension %d is negative; each must be positive", block, d)
+		}
+	}
+	for d := range 3 {
+		if block[d] == 0 && block != [3]int{} && (d == 0 || slices.ContainsFunc(block[d+1:], func(n int) bool { return n != 0 })) {
+			return fmt.Errorf("Block %v: dimension %d is zero; each must be positive (zero trailing dimensions are 1)", block, d)
+		}
+	}
+	if block[0] == 0 && !defaultGrid {
+		return fmt.Errorf("Block %v: a kernel with a Grid needs its Block too", block)
+	}
+	return nil
+}
+
+// modelDir is the model's folder, where kernel sources and their headers are read.
+func (s *state) modelDir() string {
+	if s.dir != "" {
+		return s.dir
+	}
+	return callerDir()
+}
+
 // readSource reads a kernel source file named relative to the model's folder, refusing
 // one outside it, and returns its text and its path relative to the folder.
 func (s *state) readSource(name string) (string, string, error) {
 	if filepath.IsAbs(name) {
 		return "", "", fmt.Errorf("File %q: give a path relative to the model's folder", name)
 	}
-	dir := s.dir
-	if dir == "" {
-		dir = callerDir()
-	}
+	dir := s.modelDir()
 	rel := filepath.Clean(filepath.FromSlash(name))
 	if rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
 		return "", "", fmt.Errorf("File %q is outside the model's folder", name)
@@ -182,11 +218,14 @@ func (s *state) readSource(name string) (string, string, error) {
 			return "", "", fmt.Errorf("File %q leads outside the model's folder", name)
 		}
 	}
-	f, err := os.Open(path)
+	f, st, err := openSource(path, fmt.Sprintf("File %q", name))
 	if err != nil {
-		return "", "", fmt.Errorf("File %q: %v", name, err)
+		return "", "", err
 	}
 	defer f.Close()
+	if st.Size() > maxSourceBytes {
+		return "", "", fmt.Errorf("File %q is larger than %d bytes", name, maxSourceBytes)
+	}
 	data, err := io.ReadAll(io.LimitReader(f, maxSourceBytes+1))
 	if err != nil {
 		return "", "", fmt.Errorf("File %q: %v", name, err)

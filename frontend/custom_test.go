@@ -79,6 +79,13 @@ func TestCustomDeclarationErrors(t *testing.T) {
 		{"both", frontend.Kernel{Name: "k", Source: "x", File: "k.cu", Reference: identity}, "give the kernel's Source or its File"},
 		{"bad name", frontend.Kernel{Name: "my op", Source: "x", Reference: identity}, `name "my op" is not an identifier`},
 		{"big block", frontend.Kernel{Name: "k", Source: "x", Reference: identity, Block: [3]int{2048}}, "more than 1024 threads"},
+		{"negative block", frontend.Kernel{Name: "k", Source: "x", Reference: identity, Grid: [3]int{2, 1, 1}, Block: [3]int{-256, 1, 1}}, "Block [-256 1 1]: dimension 0 is negative"},
+		{"negative block default grid", frontend.Kernel{Name: "k", Source: "x", Reference: identity, Block: [3]int{-256}}, "Block [-256 0 0]: dimension 0 is negative"},
+		{"negative block y", frontend.Kernel{Name: "k", Source: "x", Reference: identity, Block: [3]int{32, -1, 1}}, "dimension 1 is negative"},
+		{"zero block inside", frontend.Kernel{Name: "k", Source: "x", Reference: identity, Block: [3]int{32, 0, 2}}, "Block [32 0 2]: dimension 1 is zero"},
+		{"zero block x", frontend.Kernel{Name: "k", Source: "x", Reference: identity, Block: [3]int{0, 4, 1}}, "dimension 0 is zero"},
+		{"grid without block", frontend.Kernel{Name: "k", Source: "x", Reference: identity, Grid: [3]int{2, 1, 1}}, "a kernel with a Grid needs its Block too"},
+		{"negative grid", frontend.Kernel{Name: "k", Source: "x", Reference: identity, Grid: [3]int{-2, 1, 1}, Block: [3]int{4, 1, 1}}, "grid [-2 1 1] is not 3 positive ints"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := frontend.Build("m", func(b *frontend.Builder) {
@@ -100,6 +107,7 @@ func TestCustomLaunchDefault(t *testing.T) {
 	}{
 		{[3]int{}, []int{4, 1, 1}, []int{256, 1, 1}},
 		{[3]int{128}, []int{8, 1, 1}, []int{128, 1, 1}},
+		{[3]int{128, 0, 0}, []int{8, 1, 1}, []int{128, 1, 1}},
 	} {
 		g, err := frontend.Build("m", func(b *frontend.Builder) {
 			x := b.Input("x", frontend.F32, 10, 100)

@@ -156,6 +156,13 @@ func inferKernel(a ir.Attrs) (ir.Type, error) {
 	if h := SourceHash(a.String("source", "")); a.String("hash", "") != h {
 		return ir.Type{}, fmt.Errorf("%q: hash %s is not the source's (%s)", name, a.String("hash", ""), h)
 	}
+	if a.String("lang", "") == "cuda" {
+		for _, d := range Directives(a.String("source", "")) {
+			if d.ReadsFile() {
+				return ir.Type{}, fmt.Errorf("%q: its source line %d reads a file (#%s %s): a kernel's source must be self-contained (a model's Go file inlines the headers of its folder)", name, d.Line, d.Keyword, d.Rest)
+			}
+		}
+	}
 	for _, k := range []string{"grid", "block"} {
 		d := a.Ints(k)
 		if len(d) != 3 || d[0] < 1 || d[1] < 1 || d[2] < 1 {

@@ -14,6 +14,8 @@ func testAttrs(name, src string) ir.Attrs {
 		"scalars": []float64{6}, "scalar_types": "i32"}
 }
 
+func setSource(a ir.Attrs, src string) { a["source"], a["hash"] = src, SourceHash(src) }
+
 func TestCustomInfer(t *testing.T) {
 	f32 := ir.Type{DType: ir.F32, Shape: ir.Shape{2, 3}}
 	for _, tc := range []struct {
@@ -29,6 +31,10 @@ func TestCustomInfer(t *testing.T) {
 		{"scalar type", func(a ir.Attrs) { a["scalar_types"] = "u8" }, `scalar type "u8" is not one of`},
 		{"scalar count", func(a ir.Attrs) { a["scalar_types"] = "i32 f32" }, "1 scalars for 2 scalar_types"},
 		{"entry", func(a ir.Attrs) { a["entry"] = "" }, "empty entry"},
+		{"negative block", func(a ir.Attrs) { a["block"] = []int{-256, 1, 1} }, "block [-256 1 1] is not 3 positive ints"},
+		{"include", func(a ir.Attrs) { setSource(a, "// k\n#include \"/etc/passwd\"\n") }, `its source line 2 reads a file (#include "/etc/passwd")`},
+		{"include in ptx", func(a ir.Attrs) { a["lang"] = "ptx"; setSource(a, "#include \"x\"\n") }, "f32[2,3]"},
+		{"commented include", func(a ir.Attrs) { setSource(a, "/* #include \"x\"\n#include \"y\" */\n// #include \"z\"\n") }, "f32[2,3]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := testAttrs("t", "src")

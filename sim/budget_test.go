@@ -131,3 +131,38 @@ func TestRegisterBudgetBoundary(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// The whole launch's work is bounded, not only each block's: a grid too large to simulate is
+// refused before it runs, and blocks that together run past the budget stop the launch.
+func TestLaunchBudget(t *testing.T) {
+	dev := NewDevice()
+	m := load(t, dev, kernel("", "ret;"))
+	spin := load(t, dev, kernel("", `
+	.reg .b32 %r<2>;
+	.reg .pred %p<2>;
+	mov.u32 %r1, 0;
+L:
+	add.u32 %r1, %r1, 1;
+	setp.lt.u32 %p1, %r1, 100;
+	@%p1 bra L;
+	ret;`))
+	for _, tc := range []struct {
+		name string
+		m    *Module
+		cfg  Config
+		want string // "" runs
+	}{
+		{"huge grid", m, grid(1<<30, 256), "sim: kernel k: grid (1073741824,1,1) × block (256,1,1) is at least 42949672960 warp instructions to simulate (a block costs 32 to start), more than a launch's budget of 4294967296"},
+		{"huge grid of one thread", m, Config{Grid: Dim3{1 << 28, 4, 1}, Block: Dim3{1, 1, 1}}, "is at least 35433480192 warp instructions"},
+		{"within", spin, Config{Grid: Dim3{4, 1, 1}, Block: Dim3{32, 1, 1}, MaxLaunchSteps: 4 * (302 + 32)}, ""},
+		{"past the budget", spin, Config{Grid: Dim3{8, 1, 1}, Block: Dim3{32, 1, 1}, MaxLaunchSteps: 4 * (302 + 32)},
+			"sim: kernel k: grid (8,1,1) × block (32,1,1) did not finish within a launch's budget of 1336 warp instructions"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := tc.m.Launch("k", tc.cfg)
+			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+				t.Errorf("err = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}

@@ -92,7 +92,9 @@
 // dp2a are reported as unsupported at load time with the instruction's
 // line. A warp in which one lane spins waiting for another
 // lane of the same warp can starve under lowest-PC-first scheduling; such
-// kernels stop at Config.MaxSteps with an error. f64 arithmetic with a
+// kernels stop at Config.MaxSteps with an error. A whole launch is bounded
+// too (Config.MaxLaunchSteps, each block counting 32 warp instructions for
+// starting): a grid too large to simulate is refused before it runs. f64 arithmetic with a
 // directed rounding mode (.rz/.rm/.rp) is exact except for results in the
 // f64 subnormal range.
 package sim

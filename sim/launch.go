@@ -25,10 +25,14 @@ func (d Dim3) unflatten(i int) Dim3 {
 // Config describes one kernel launch.
 type Config struct {
 	Grid, Block Dim3
-	SharedBytes int  // dynamic shared memory per block
-	NoCheck     bool // skip memcheck/racecheck/synccheck for speed (bounds are still enforced)
-	Workers     int  // goroutines running blocks; 0 means GOMAXPROCS
-	MaxSteps    int64
+	SharedBytes int   // dynamic shared memory per block
+	NoCheck     bool  // skip memcheck/racecheck/synccheck for speed (bounds are still enforced)
+	Workers     int   // goroutines running blocks; 0 means GOMAXPROCS
+	MaxSteps    int64 // warp instructions a block may run; 0: 2^28
+	// MaxLaunchSteps bounds the whole launch's work (0: 2^32), in warp instructions, each
+	// block counting blockCost more for starting: a grid too large for it is refused before
+	// it runs, and a launch whose blocks together run past it stops with an error.
+	MaxLaunchSteps int64
 	// Order is the order blocks run in, Seed the seed of RandomOrder. Any
 	// order but InOrder (and RaceGlobal) runs the blocks one at a time, so
 	// the order asked for is the order that happens: a kernel whose blocks
@@ -46,6 +50,10 @@ const (
 	MaxThreadsPerBlock = 1024
 	MaxSharedPerBlock  = 227 << 10
 	defaultMaxSteps    = 1 << 28 // warp instructions per block before giving up on a hung kernel
+	// defaultMaxLaunchSteps is a launch's work before giving up: some minutes of simulation.
+	defaultMaxLaunchSteps = 1 << 32
+	// blockCost is what starting a block costs the simulator, in warp instructions (about 3 µs).
+	blockCost = 32
 )
 
 // Error is an error raised while a kernel runs: a check that fired or an
@@ -197,7 +205,16 @@ func (m *Module) Launch(kernel string, cfg Config, args ...any) (*Stats, error) 
 	if l.cfg.MaxSteps <= 0 {
 		l.cfg.MaxSteps = defaultMaxSteps
 	}
+	if l.cfg.MaxLaunchSteps <= 0 {
+		l.cfg.MaxLaunchSteps = defaultMaxLaunchSteps
+	}
 	nblocks := cfg.Grid.count()
+	// Every warp runs at least one instruction: a grid that cannot fit the budget is refused now.
+	if least := float64(nblocks) * float64((cfg.Block.count()+31)/32+blockCost); least > float64(l.cfg.MaxLaunchSteps) {
+		return nil, fmt.Errorf("sim: kernel %s: grid %v × block %v is at least %.0f warp instructions to simulate (a block costs %d to start), more than a launch's budget of %d",
+			kernel, cfg.Grid, cfg.Block, least, blockCost, l.cfg.MaxLaunchSteps)
+	}
+	var work atomic.Int64
 	workers := cfg.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
@@ -233,6 +250,10 @@ func (m *Module) Launch(kernel string, cfg Config, args ...any) (*Stats, error) 
 				i = order(i)
 				if err := b.run(i); err != nil {
 					l.fail(i, err)
+				}
+				if work.Add(b.steps+blockCost) > l.cfg.MaxLaunchSteps {
+					l.fail(nblocks, fmt.Errorf("sim: kernel %s: grid %v × block %v did not finish within a launch's budget of %d warp instructions (an endless loop, or more work than the simulator runs)",
+						kernel, cfg.Grid, cfg.Block, l.cfg.MaxLaunchSteps))
 				}
 			}
 			stats[w] = b.stats

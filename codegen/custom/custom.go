@@ -71,6 +71,9 @@ func Build(v *ir.Value, c Compiler, why error, sm int) (*Unit, error) {
 	default:
 		return fail(fmt.Errorf("unknown lang %q", a.String("lang", "")))
 	}
+	if err := checkHeader(u.PTX, sm); err != nil {
+		return fail(err)
+	}
 	params, err := entryParams(u.PTX, u.Entry)
 	if err != nil {
 		return fail(err)
@@ -186,6 +189,12 @@ func Merge(module string, units []*Unit) (string, []string, error) {
 	for _, m := range reSymbol.FindAllStringSubmatch(module, -1) {
 		taken[m[1]] = true
 	}
+	llvm := isLLVM(module)
+	if llvm {
+		for _, s := range llvmSymbols(module) {
+			taken[s] = true
+		}
+	}
 	version := headerVersion(module)
 	files := maxFile(module)
 	entries := make([]string, len(units))
@@ -227,7 +236,14 @@ func Merge(module string, units []*Unit) (string, []string, error) {
 		taken[entry] = true
 		done[key] = entry
 		entries[i] = entry
+		if llvm {
+			writeModuleAsm(&b, u, body, ver)
+			continue
+		}
 		fmt.Fprintf(&b, "\n// custom op %s (%s)\n%s\n", u.Name, u.File, strings.TrimSpace(body))
+	}
+	if llvm {
+		return b.String(), entries, nil
 	}
 	text := reVersion.ReplaceAllString(b.String(), ".version "+version)
 	return text, entries, nil

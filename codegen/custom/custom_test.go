@@ -153,3 +153,72 @@ func FuzzEntryParams(f *testing.F) {
 		Merge(module, []*Unit{{Name: "f", Entry: entry, Hash: "h", PTX: ptx}}) // must not panic
 	})
 }
+
+// A PTX kernel is refused at build when it declares a PTX ISA newer than gcomp's, an
+// architecture that does not exist, or one newer than the build's.
+func TestBuildPTXHeader(t *testing.T) {
+	typ := ir.Type{DType: ir.F32, Shape: ir.Shape{4}}
+	x := &ir.Value{Op: ir.OpInput, Name: "x", Type: typ}
+	for _, tc := range []struct {
+		version, target string
+		sm              int
+		want            string // "" builds
+	}{
+		{"7.8", "sm_80", 80, ""},
+		{"7.0", "sm_70", 80, ""},
+		{"7.8", "sm_80, debug", 90, ""},
+		{"7.8", "sm_90", 90, ""},
+		{"99.9", "sm_80", 80, "its PTX declares .version 99.9, newer than PTX 7.8, the ISA gcomp targets"},
+		{"8.0", "sm_80", 80, "its PTX declares .version 8.0, newer than PTX 7.8"},
+		{"7.x", "sm_80", 80, ".version 7.x, not a PTX ISA version"},
+		{"7.8", "sm_999", 80, "its PTX declares .target sm_999, which is not a GPU architecture PTX 7.8 knows (sm_10, sm_11"},
+		{"7.8", "sm_90a", 90, ".target sm_90a, which is not a GPU architecture"},
+		{"7.8", "compute_80", 80, ".target compute_80, which is not a GPU architecture"},
+		{"7.8", "sm_80, fast", 80, `"fast" is not a .target option`},
+		{"7.8", "sm_90", 80, "its PTX targets sm_90, newer than the build's sm_80"},
+	} {
+		src := strings.Replace(strings.Replace(unitPTX, ".version 7.8", ".version "+tc.version, 1), ".target sm_80", ".target "+tc.target, 1)
+		a := ir.Attrs{"name": "k", "entry": "k", "lang": "ptx", "file": "k.ptx", "source": src, "hash": ops.SourceHash(src),
+			"dtype": ir.F32, "shape": []int{4}, "grid": []int{1, 1, 1}, "block": []int{4, 1, 1}, "scalars": []float64{4}, "scalar_types": "i32"}
+		v := &ir.Value{Op: ops.CustomOp, Args: []*ir.Value{x}, Attrs: a, Type: typ, Pos: "model.go:3"}
+		_, err := Build(v, nil, nil, tc.sm)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf(".version %s .target %s for sm_%d: err = %v, want %q", tc.version, tc.target, tc.sm, err, tc.want)
+		}
+	}
+	_, err := Build(&ir.Value{Op: ops.CustomOp, Args: []*ir.Value{x}, Type: typ, Attrs: ir.Attrs{"name": "k", "entry": "k", "lang": "ptx",
+		"source": ".target sm_80\n"}}, nil, nil, 80)
+	if err == nil || !strings.Contains(err.Error(), "its PTX has no .version") {
+		t.Errorf("no .version: err = %v", err)
+	}
+}
+
+// Into an NVVM IR module (--emit nvvm), a unit goes as module asm lines, escaped, with its entry
+// renamed when the module defines a function of its name.
+func TestMergeLLVM(t *testing.T) {
+	ll := "source_filename = \"gcomp\"\ntarget triple = \"nvptx64-nvidia-cuda\"\n\n@k_tile = internal addrspace(3) global [4 x float] undef\n\n" +
+		"define void @k(float* %p0) {\nentry:\n\tret void\n}\n\n!nvvm.annotations = !{!0}\n!0 = !{void (float*)* @k, !\"kernel\", i32 1}\n"
+	u := &Unit{Name: "a", Entry: "k", File: "k.cu", Hash: "h1", PTX: unitPTX}
+	text, entries, err := Merge(ll, []*Unit{u})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if entries[0] != "k_1" {
+		t.Errorf("entry %s, want k_1 (the module defines @k)", entries[0])
+	}
+	if !strings.HasPrefix(text, ll) {
+		t.Errorf("the module's IR changed:\n%s", text)
+	}
+	for _, want := range []string{`(?m)^; custom op a \(k\.cu\): its PTX \(ISA 7\.8\), as module-level inline assembly$`,
+		`(?m)^module asm "\.visible \.entry k_1\("$`, `(?m)^module asm "\t\.file\t1 \\22k\.cu\\22"$`, `(?m)^module asm "\t\.loc\t1 3 5"$`} {
+		if !regexp.MustCompile(want).MatchString(text) {
+			t.Errorf("merged module lacks %s:\n%s", want, text)
+		}
+	}
+	if regexp.MustCompile(`(?m)^\s*\.(version|target|entry|param)`).MatchString(text) {
+		t.Errorf("PTX outside module asm:\n%s", text)
+	}
+	if got := llvmEscape("a\"b\\c\td\x01\x7f"); got != `a\22b\5Cc`+"\t"+`d\01\7F` {
+		t.Errorf("llvmEscape = %q", got)
+	}
+}

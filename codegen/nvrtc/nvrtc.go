@@ -186,14 +186,19 @@ func (c *Compiler) compile(src, name, arch string) (string, error) {
 }
 
 // relativeFiles rewrites the .file directives NVRTC writes with the working
-// directory prepended to name back to name, so the PTX is the same on every
-// machine and in every directory.
+// directory prepended to name, or to the name of a #line directive (the
+// headers gcomp inlines), back to the bare name, so the PTX is the same on
+// every machine and in every directory.
 func relativeFiles(ptx, name string) string {
+	cwd, _ := os.Getwd()
 	re := regexp.MustCompile(`(?m)^(\s*\.file\s+\d+\s+)"([^"\n]*)"`)
 	return re.ReplaceAllStringFunc(ptx, func(m string) string {
 		sm := re.FindStringSubmatch(m)
-		if strings.HasSuffix(sm[2], "/"+name) {
+		switch {
+		case strings.HasSuffix(sm[2], "/"+name):
 			return sm[1] + strconv.Quote(name)
+		case cwd != "" && strings.HasPrefix(sm[2], strings.TrimSuffix(cwd, "/")+"/"):
+			return sm[1] + strconv.Quote(sm[2][len(strings.TrimSuffix(cwd, "/"))+1:])
 		}
 		return m
 	})

@@ -119,3 +119,28 @@ func BenchmarkCompileCached(b *testing.B) {
 		}
 	}
 }
+
+// A source whose headers gcomp inlined between #line directives compiles; the PTX names each
+// header by its name in the model's folder, not under the working directory, and an error in a
+// header is reported at the header's line.
+func TestCompileInlinedHeaders(t *testing.T) {
+	c := Require(t)
+	src := "#line 1 \"kernels/a.h\"\n__device__ float twice(float x) { return 2.0f * x; }\n#line 2 \"k.cu\"\n" +
+		"extern \"C\" __global__ void k(float* y) {\n  y[0] = twice(y[0]);\n}\n"
+	ptx, err := c.Compile(src, "k.cu", "compute_80")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := regexp.MustCompile(`(?m)^\s*\.file\s+\d+\s+(".*")`).FindAllStringSubmatch(ptx, -1)
+	var got []string
+	for _, f := range files {
+		got = append(got, f[1])
+	}
+	if s := strings.Join(got, " "); s != `"k.cu" "kernels/a.h"` {
+		t.Errorf(".file names %s, want \"k.cu\" \"kernels/a.h\"", s)
+	}
+	_, err = c.Compile(strings.Replace(src, "2.0f * x;", "2.0f * x", 1), "k.cu", "compute_80")
+	if err == nil || !strings.HasPrefix(err.Error(), `kernels/a.h:1: error: expected a ";"`) {
+		t.Errorf("err = %v, want it at kernels/a.h:1", err)
+	}
+}

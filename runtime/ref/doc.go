@@ -9,7 +9,10 @@
 // does not depend on the number of threads, so the result has the same bits whatever GOMAXPROCS is.
 // Each intermediate goes back to the tensor pool after its last use (tensor.Recycle), so a
 // training loop that runs the same step graph again reuses the same buffers instead of faulting in
-// fresh memory every step; inputs, parameters and outputs are never recycled.
+// fresh memory every step; inputs, parameters and outputs are never recycled. A custom op's Go
+// reference function runs under a timeout (SetReferenceTimeout, default one minute): one that
+// never returns fails the run with an error naming the op and is left running, since Go cannot
+// stop it.
 //
 //	g := ir.NewGraph("axpy")
 //	x := g.Input("x", ir.T(ir.F32, 3), nil)

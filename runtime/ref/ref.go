@@ -59,7 +59,12 @@ func RunContext(ctx context.Context, g *ir.Graph, inputs, params map[string]*ten
 				args[i] = vals[a]
 			}
 			var err error
-			if t, err = eval(g, v, args); err != nil {
+			if isCustom(v) {
+				t, err = evalCustom(ctx, g, v, args)
+			} else {
+				t, err = eval(g, v, args)
+			}
+			if err != nil {
 				return nil, err
 			}
 			for _, a := range v.Args {
