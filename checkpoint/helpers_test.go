@@ -65,11 +65,11 @@ func writeJSON(t testing.TB, path string, v any) {
 // value is the deterministic value of element i of tensor name: a multiple of 1/64 below 2 in
 // magnitude, exact in f32, f16 and bf16, so every conversion can be checked exactly.
 func value(name string, i int) float32 {
-	h := 0
+	var h uint32
 	for _, c := range name {
-		h = h*31 + int(c)
+		h = h*31 + uint32(c)
 	}
-	return float32((h+7*i)%255-127) / 64
+	return float32(int((h+7*uint32(i))%255)-127) / 64
 }
 
 // encode stores vals as dtype.
@@ -159,3 +159,7 @@ func decodeF32(a *tensorio.Array) []float32 {
 	}
 	return out
 }
+
+func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

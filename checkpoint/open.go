@@ -53,7 +53,7 @@ func Open(dir string) (*Checkpoint, error) {
 func (c *Checkpoint) open() error {
 	single, err := resolve(c.Dir, WeightsFile)
 	if err == nil {
-		return c.add(single, nil)
+		return c.add(single)
 	}
 	if !isNotExist(c.Dir, WeightsFile) {
 		return err
@@ -78,11 +78,11 @@ func (c *Checkpoint) open() error {
 		if err != nil {
 			return fmt.Errorf("checkpoint: %s: shard %q: %v", index, s.file, strings.TrimPrefix(err.Error(), "checkpoint: "))
 		}
-		if err := c.add(path, s); err != nil {
+		if err := c.add(path); err != nil {
 			return err
 		}
 	}
-	return nil
+	return c.agree(shards)
 }
 
 // isNotExist says whether dir/name is absent (rather than present but refused).
@@ -91,8 +91,8 @@ func isNotExist(dir, name string) bool {
 	return errors.Is(err, fs.ErrNotExist)
 }
 
-// add opens one weight file; s, when not nil, is what the index says it holds.
-func (c *Checkpoint) add(path string, s *shard) error {
+// add opens one weight file.
+func (c *Checkpoint) add(path string) error {
 	f, err := tensorio.OpenSafetensorsFile(path)
 	if err != nil {
 		return fmt.Errorf("checkpoint: %s", strings.TrimPrefix(err.Error(), "tensorio: "))
@@ -103,13 +103,21 @@ func (c *Checkpoint) add(path string, s *shard) error {
 			return fmt.Errorf("checkpoint: tensor %q is in two shards: %s and %s", name, other.Path(), path)
 		}
 		c.where[name] = f
-		if s != nil && !s.tensors[name] {
-			return fmt.Errorf("checkpoint: %s holds tensor %q, which %s does not list there", path, name, s.index)
-		}
 	}
-	if s != nil {
+	return nil
+}
+
+// agree checks that the shards hold exactly what the index says, once every shard is open.
+func (c *Checkpoint) agree(shards []*shard) error {
+	for i, s := range shards {
+		f := c.files[i]
+		for _, name := range f.Names() {
+			if !s.tensors[name] {
+				return fmt.Errorf("checkpoint: %s holds tensor %q, which %s does not list there", f.Path(), name, s.index)
+			}
+		}
 		for _, name := range s.names {
-			if _, ok := c.where[name]; !ok {
+			if c.where[name] != f {
 				return fmt.Errorf("checkpoint: %s lists tensor %q in shard %q, which does not hold it", s.index, name, s.file)
 			}
 		}
