@@ -145,3 +145,32 @@ func TestArrayOwnsData(t *testing.T) {
 		t.Errorf("Array after Close = %v", err)
 	}
 }
+
+// FuzzParseIndex checks that any index is accepted or refused without panicking, and that an
+// accepted one places each tensor in exactly one .safetensors shard.
+func FuzzParseIndex(f *testing.F) {
+	f.Add([]byte(`{"metadata": {"total_size": 8}, "weight_map": {"a": "model-00001-of-00002.safetensors", "b": "model-00002-of-00002.safetensors"}}`))
+	f.Add([]byte(`{"weight_map": {"a": "x.safetensors", "a": "y.safetensors"}}`))
+	f.Add([]byte(`{"weight_map": {"a": "../x.safetensors", "b": 3}}`))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		shards, err := parseIndex("index.json", in)
+		if err != nil {
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error %q is not one line", err)
+			}
+			return
+		}
+		seen := map[string]bool{}
+		for i, s := range shards {
+			if len(s.names) == 0 || !strings.HasSuffix(s.file, ".safetensors") || i > 0 && shards[i-1].file >= s.file {
+				t.Fatalf("shard %+v", s)
+			}
+			for _, n := range s.names {
+				if seen[n] || !s.tensors[n] {
+					t.Fatalf("tensor %q placed twice", n)
+				}
+				seen[n] = true
+			}
+		}
+	})
+}

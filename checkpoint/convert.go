@@ -4,9 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
-	"runtime"
 	"runtime/debug"
-	"strings"
 	"sync"
 
 	"github.com/gcomp/gcomp/tensor"
@@ -46,7 +44,7 @@ func convert(src []byte, from, to string) (out []byte, err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
-			if re, ok := r.(runtime.Error); !ok || !strings.Contains(re.Error(), "fault") {
+			if _, fault := r.(interface{ Addr() uintptr }); !fault { // the runtime's memory-fault error
 				panic(r)
 			}
 			out, err = nil, errors.New("the file changed while it was read")

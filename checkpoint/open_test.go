@@ -257,3 +257,27 @@ func truncate(t *testing.T, path string, n int64) {
 		t.Fatal(err)
 	}
 }
+
+// TestFileCutUnderTheMapping cuts a weight file after it is opened: reading a weight faults on the
+// mapping, and the fault is an error, not a crash.
+func TestFileCutUnderTheMapping(t *testing.T) {
+	dir := t.TempDir()
+	cfg, _ := parseConfig("config.json", mustJSON(t, gpt2JSON()))
+	writeFolder(t, dir, gpt2JSON(), weightsOf(cfg, "bf16", nil), 1)
+	ck, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ck.Close()
+	ws, err := ck.Tensors(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(filepath.Join(dir, WeightsFile), 0); err != nil {
+		t.Fatal(err)
+	}
+	_, err = ws.Load("f32")
+	if want := `checkpoint: ` + filepath.Join(dir, WeightsFile) + `: tensor "transformer.wte.weight": the file changed while it was read`; err == nil || err.Error() != want {
+		t.Errorf("Load = %v, want %q", err, want)
+	}
+}
