@@ -178,3 +178,32 @@ func FuzzParseConfig(f *testing.F) {
 		}
 	})
 }
+
+// TestParams checks parameter counts against the published ones of real models' configs.
+func TestParams(t *testing.T) {
+	tests := []struct {
+		name   string
+		config map[string]any
+		want   int64
+	}{
+		{"GPT-2 small", map[string]any{"model_type": "gpt2", "n_embd": 768, "n_layer": 12, "n_head": 12, "n_positions": 1024, "vocab_size": 50257}, 124439808},
+		{"GPT-2 XL", map[string]any{"model_type": "gpt2", "n_embd": 1600, "n_layer": 48, "n_head": 25, "n_positions": 1024, "vocab_size": 50257}, 1557611200},
+		{"Llama 2 7B", map[string]any{"model_type": "llama", "hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32,
+			"num_attention_heads": 32, "vocab_size": 32000, "max_position_embeddings": 4096}, 6738415616},
+		{"TinyLlama 1.1B", map[string]any{"model_type": "llama", "hidden_size": 2048, "intermediate_size": 5632, "num_hidden_layers": 22,
+			"num_attention_heads": 32, "num_key_value_heads": 4, "vocab_size": 32000, "max_position_embeddings": 2048}, 1100048384},
+		{"Mistral 7B", map[string]any{"model_type": "mistral", "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
+			"num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 32000, "max_position_embeddings": 32768, "sliding_window": 4096}, 7241732096},
+		{"Qwen2 0.5B", map[string]any{"model_type": "qwen2", "hidden_size": 896, "intermediate_size": 4864, "num_hidden_layers": 24,
+			"num_attention_heads": 14, "num_key_value_heads": 2, "vocab_size": 151936, "max_position_embeddings": 32768, "tie_word_embeddings": true}, 494032768},
+	}
+	for _, tt := range tests {
+		c, err := parseConfig("config.json", mustJSON(t, tt.config))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := Params(c); got != tt.want {
+			t.Errorf("%s: %d parameters, want %d", tt.name, got, tt.want)
+		}
+	}
+}

@@ -46,6 +46,16 @@ func TestConvert(t *testing.T) {
 			}
 		}
 	}
+	// Lengths that leave a tail after the 4-element words of the bf16 fast path.
+	for n := range 10 {
+		src := half[2*1000 : 2*(1000+n)]
+		out, _ := convert(src, "bf16", "f32")
+		for i := range n {
+			if got, want := math.Float32frombits(binary.LittleEndian.Uint32(out[4*i:])), float32(tensor.BF16ToFloat(uint16(1000+i))); len(out) != 4*n || got != want {
+				t.Fatalf("%d bf16 elements: element %d = %g, want %g", n, i, got, want)
+			}
+		}
+	}
 	rng := rand.New(rand.NewSource(1))
 	vals := []float32{0, float32(math.Copysign(0, -1)), 1, -1, 65504, 65520, 1e-8, 3.0e38, float32(math.Inf(1)), float32(math.Inf(-1)), 1.00390625, 1.01171875}
 	for range 10000 {
