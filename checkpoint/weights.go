@@ -88,7 +88,7 @@ func (c *Checkpoint) Tensors(cfg *Config) (*Weights, error) {
 		if len(problems) > maxListed {
 			problems = append(problems[:maxListed], fmt.Sprintf("and %d more", len(problems)-maxListed))
 		}
-		return nil, fmt.Errorf("checkpoint: %s does not match %s (%s %s): %s", c.Dir, ConfigFile, cfg.ModelType, shortDesc(cfg), strings.Join(problems, "; "))
+		return nil, fmt.Errorf("checkpoint: %s does not match %s (%s: %s): %s", c.Dir, ConfigFile, cfg.ModelType, shortDesc(cfg), strings.Join(problems, "; "))
 	}
 	return ws, nil
 }
