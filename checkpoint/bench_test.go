@@ -28,14 +28,7 @@ func BenchmarkLoadGPT2Small(b *testing.B) {
 			b.SetBytes(st.Size())
 			b.ResetTimer()
 			for range b.N {
-				ck, err := Open(dir)
-				if err != nil {
-					b.Fatal(err)
-				}
-				ws, err := ck.Tensors(cfg)
-				if err != nil {
-					b.Fatal(err)
-				}
+				ck, ws := openWeights(b, dir, cfg)
 				if _, err := ws.Load(tt.want); err != nil {
 					b.Fatal(err)
 				}

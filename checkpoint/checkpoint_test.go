@@ -58,17 +58,10 @@ func TestTensors(t *testing.T) {
 			if cfg, err = ReadConfig(dir); err != nil {
 				t.Fatal(err)
 			}
-			ck, err := Open(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
+			ck, ws := openWeights(t, dir, cfg)
 			defer ck.Close()
 			if want := max(tt.shards, 1); len(ck.Files()) != want {
 				t.Errorf("Files = %v, want %d", ck.Files(), want)
-			}
-			ws, err := ck.Tensors(cfg)
-			if err != nil {
-				t.Fatal(err)
 			}
 			specs := Expected(cfg)
 			if len(ws.List) != len(specs) {
@@ -122,16 +115,7 @@ func mustJSON(t testing.TB, v any) []byte {
 // mapping, which Close unmaps.
 func TestArrayOwnsData(t *testing.T) {
 	dir := t.TempDir()
-	cfg, _ := parseConfig("config.json", mustJSON(t, gpt2JSON()))
-	writeFolder(t, dir, gpt2JSON(), weightsOf(cfg, "f32", nil), 1)
-	ck, err := Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ws, err := ck.Tensors(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ck, ws := openWeights(t, dir, tinyGPT2(t, dir, "f32"))
 	a, err := ws.Get("transformer.wte.weight").Array("f32")
 	if err != nil {
 		t.Fatal(err)

@@ -81,27 +81,21 @@ func (f *fields) float(key string, def, lo, hi float64) float64 {
 }
 
 // bool reads a boolean field; absent is def.
-func (f *fields) bool(key string, def bool) bool {
-	r := f.raw(key)
-	if r == nil {
-		return def
-	}
-	var v bool
-	if err := json.Unmarshal(r, &v); err != nil {
-		f.fail("%s: want true or false, have %s", key, short(r))
-	}
-	return v
-}
+func (f *fields) bool(key string, def bool) bool { return decodeField(f, key, def, "true or false") }
 
 // str reads a string field; absent is def.
-func (f *fields) str(key, def string) string {
+func (f *fields) str(key, def string) string { return decodeField(f, key, def, "a string") }
+
+// decodeField reads a field as a JSON value of type T (want names it in the error); absent is def.
+func decodeField[T any](f *fields, key string, def T, want string) T {
 	r := f.raw(key)
 	if r == nil {
 		return def
 	}
-	var v string
+	var v T
 	if err := json.Unmarshal(r, &v); err != nil {
-		f.fail("%s: want a string, have %s", key, short(r))
+		f.fail("%s: want %s, have %s", key, want, short(r))
+		return def
 	}
 	return v
 }

@@ -163,3 +163,29 @@ func decodeF32(a *tensorio.Array) []float32 {
 func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+// tinyGPT2 writes the tiny GPT-2 folder with its weights stored as dtype.
+func tinyGPT2(t testing.TB, dir, dtype string) *Config {
+	t.Helper()
+	cfg, err := parseConfig("config.json", mustJSON(t, gpt2JSON()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFolder(t, dir, gpt2JSON(), weightsOf(cfg, dtype, nil), 1)
+	return cfg
+}
+
+// openWeights opens dir's weights and matches them to cfg; any error fails the test.
+func openWeights(t testing.TB, dir string, cfg *Config) (*Checkpoint, *Weights) {
+	t.Helper()
+	ck, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, err := ck.Tensors(cfg)
+	if err != nil {
+		ck.Close()
+		t.Fatal(err)
+	}
+	return ck, ws
+}

@@ -196,9 +196,8 @@ func TestTensorsErrors(t *testing.T) {
 // not.
 func TestHubSnapshot(t *testing.T) {
 	repo := filepath.Join(t.TempDir(), "models--tiny--gpt2")
-	src := filepath.Join(t.TempDir(), "src")
-	cfg, _ := parseConfig("config.json", mustJSON(t, gpt2JSON()))
-	writeFolder(t, src, gpt2JSON(), weightsOf(cfg, "f32", nil), 1)
+	src := t.TempDir()
+	tinyGPT2(t, src, "f32")
 	snap := filepath.Join(repo, "snapshots", "0123abcd")
 	os.MkdirAll(snap, 0o755)
 	os.MkdirAll(filepath.Join(repo, "blobs"), 0o755)
@@ -213,13 +212,7 @@ func TestHubSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ck, err := Open(snap)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ck.Tensors(got); err != nil {
-		t.Fatal(err)
-	}
+	ck, _ := openWeights(t, snap, got)
 	ck.Close()
 	// A link that leaves the repository is refused.
 	outside := filepath.Join(t.TempDir(), "w.safetensors")
@@ -262,21 +255,12 @@ func truncate(t *testing.T, path string, n int64) {
 // mapping, and the fault is an error, not a crash.
 func TestFileCutUnderTheMapping(t *testing.T) {
 	dir := t.TempDir()
-	cfg, _ := parseConfig("config.json", mustJSON(t, gpt2JSON()))
-	writeFolder(t, dir, gpt2JSON(), weightsOf(cfg, "bf16", nil), 1)
-	ck, err := Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ck, ws := openWeights(t, dir, tinyGPT2(t, dir, "bf16"))
 	defer ck.Close()
-	ws, err := ck.Tensors(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if err := os.Truncate(filepath.Join(dir, WeightsFile), 0); err != nil {
 		t.Fatal(err)
 	}
-	_, err = ws.Load("f32")
+	_, err := ws.Load("f32")
 	if want := `checkpoint: ` + filepath.Join(dir, WeightsFile) + `: tensor "transformer.wte.weight": the file changed while it was read`; err == nil || err.Error() != want {
 		t.Errorf("Load = %v, want %q", err, want)
 	}
