@@ -24,7 +24,9 @@
 //
 // Safetensors files: the header is validated completely (length, JSON,
 // duplicate names, dtypes, shapes, offsets that must tile the data section
-// exactly). Writers are deterministic: tensors sorted by name, data in that
+// exactly). OpenSafetensorsFile opens a file too large to hold twice: the
+// same header validation, the file mapped read-only (read on request where
+// the system has no mmap), each tensor viewed when asked for. Writers are deterministic: tensors sorted by name, data in that
 // order, header padded with spaces to a multiple of 8 bytes.
 //
 // The *File writers are atomic: they write a temporary file in the target

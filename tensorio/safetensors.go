@@ -120,27 +120,58 @@ func WriteSafetensorsFile(path string, tensors map[string]*Array, metadata map[s
 }
 
 func readSafetensors(data []byte) (map[string]*Array, map[string]string, error) {
-	if len(data) < 8 {
-		return nil, nil, fmt.Errorf("truncated header: want 8 bytes of header length, have %d", len(data))
-	}
-	hlen := binary.LittleEndian.Uint64(data)
-	if hlen > maxSTHeader {
-		return nil, nil, fmt.Errorf("header length %d exceeds the limit of %d bytes", hlen, maxSTHeader)
-	}
-	if hlen > uint64(len(data)-8) {
-		return nil, nil, fmt.Errorf("truncated header: want %d bytes, have %d", hlen, len(data)-8)
+	hlen, err := stHeaderLen(data, int64(len(data)))
+	if err != nil {
+		return nil, nil, err
 	}
 	body := data[8+hlen:]
-	dec := json.NewDecoder(bytes.NewReader(data[8 : 8+hlen]))
+	entries, metadata, err := parseSTHeader(data[8:8+hlen], int64(len(body)))
+	if err != nil {
+		return nil, nil, err
+	}
+	tensors := make(map[string]*Array, len(entries))
+	for _, e := range entries {
+		e.Array.Data = body[e.Begin:e.End:e.End]
+		tensors[e.Name] = e.Array
+	}
+	return tensors, metadata, nil
+}
+
+// stHeaderLen reads the header length from the first 8 bytes of a file of size bytes (prefix holds
+// at least those 8 bytes when the file has them) and checks it against the limit and the file's
+// real size, before anything is allocated.
+func stHeaderLen(prefix []byte, size int64) (int64, error) {
+	if size < 8 || len(prefix) < 8 {
+		return 0, fmt.Errorf("truncated header: want 8 bytes of header length, have %d", size)
+	}
+	hlen := binary.LittleEndian.Uint64(prefix)
+	if hlen > maxSTHeader {
+		return 0, fmt.Errorf("header length %d exceeds the limit of %d bytes", hlen, maxSTHeader)
+	}
+	if hlen > uint64(size-8) {
+		return 0, fmt.Errorf("truncated header: want %d bytes, have %d", hlen, size-8)
+	}
+	return int64(hlen), nil
+}
+
+// stTensor is one tensor of a validated header: its array without data and its byte span in the
+// data section.
+type stTensor struct {
+	Name       string
+	Array      *Array
+	Begin, End int64
+}
+
+// parseSTHeader validates a safetensors JSON header against a data section of n bytes: names
+// unique, dtypes known, sizes matching shapes, offsets tiling the data section exactly. It is the
+// one header parser of the in-memory reader and the mapped file. Tensors are returned in offset
+// order.
+func parseSTHeader(head []byte, n int64) ([]stTensor, map[string]string, error) {
+	dec := json.NewDecoder(bytes.NewReader(head))
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
 		return nil, nil, errors.New("bad header JSON: want an object")
 	}
-	type span struct {
-		name       string
-		begin, end int64
-	}
-	var spans []span
-	tensors := map[string]*Array{}
+	var spans []stTensor
 	var metadata map[string]string
 	seen := map[string]bool{}
 	for dec.More() {
@@ -166,12 +197,11 @@ func readSafetensors(data []byte) (map[string]*Array, map[string]string, error) 
 		if err := dec.Decode(&e); err != nil {
 			return nil, nil, fmt.Errorf("tensor %q: bad header JSON: %v", name, err)
 		}
-		a, begin, end, err := e.array(int64(len(body)))
+		a, begin, end, err := e.array(n)
 		if err != nil {
 			return nil, nil, fmt.Errorf("tensor %q: %w", name, err)
 		}
-		tensors[name] = a
-		spans = append(spans, span{name, begin, end})
+		spans = append(spans, stTensor{name, a, begin, end})
 	}
 	if _, err := dec.Token(); err != nil {
 		return nil, nil, fmt.Errorf("bad header JSON: %v", err)
@@ -181,26 +211,25 @@ func readSafetensors(data []byte) (map[string]*Array, map[string]string, error) 
 	}
 	// The tensors must tile the data section exactly, in offset order.
 	sort.Slice(spans, func(i, j int) bool {
-		if spans[i].begin != spans[j].begin {
-			return spans[i].begin < spans[j].begin
+		if spans[i].Begin != spans[j].Begin {
+			return spans[i].Begin < spans[j].Begin
 		}
-		return spans[i].end < spans[j].end
+		return spans[i].End < spans[j].End
 	})
 	var at int64
 	for i, s := range spans {
 		switch {
-		case s.begin < at:
-			return nil, nil, fmt.Errorf("tensor %q: data_offsets [%d, %d] overlap tensor %q", s.name, s.begin, s.end, spans[i-1].name)
-		case s.begin > at:
-			return nil, nil, fmt.Errorf("tensor %q: gap in data before offset %d", s.name, s.begin)
+		case s.Begin < at:
+			return nil, nil, fmt.Errorf("tensor %q: data_offsets [%d, %d] overlap tensor %q", s.Name, s.Begin, s.End, spans[i-1].Name)
+		case s.Begin > at:
+			return nil, nil, fmt.Errorf("tensor %q: gap in data before offset %d", s.Name, s.Begin)
 		}
-		tensors[s.name].Data = body[s.begin:s.end:s.end]
-		at = s.end
+		at = s.End
 	}
-	if at != int64(len(body)) {
-		return nil, nil, fmt.Errorf("data section is %d bytes but tensors cover %d", len(body), at)
+	if at != n {
+		return nil, nil, fmt.Errorf("data section is %d bytes but tensors cover %d", n, at)
 	}
-	return tensors, metadata, nil
+	return spans, metadata, nil
 }
 
 // array validates e against a data section of n bytes and returns the
