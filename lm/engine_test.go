@@ -5,55 +5,18 @@ import (
 	"math"
 	"testing"
 
-	"github.com/gcomp/gcomp/frontend"
-	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/lm/internal/lmtest"
-	"github.com/gcomp/gcomp/tensor"
 )
 
-// testConfig is the lm.Config of a reference case's config.json.
-func testConfig(c *lmtest.Case) Config {
-	m := c.Config
-	if m["model_type"] == "gpt2" {
-		d := lmtest.Int(m, "n_embd", 0)
-		return Config{Arch: "gpt2", Vocab: lmtest.Int(m, "vocab_size", 0), Hidden: d, Intermediate: lmtest.Int(m, "n_inner", 4*d),
-			Layers: lmtest.Int(m, "n_layer", 0), Heads: lmtest.Int(m, "n_head", 0), MaxSeq: lmtest.Int(m, "n_positions", 0),
-			NormEps: lmtest.Num(m, "layer_norm_epsilon")}
-	}
-	h := lmtest.Int(m, "num_attention_heads", 0)
-	return Config{Arch: "llama", Vocab: lmtest.Int(m, "vocab_size", 0), Hidden: lmtest.Int(m, "hidden_size", 0),
-		Intermediate: lmtest.Int(m, "intermediate_size", 0), Layers: lmtest.Int(m, "num_hidden_layers", 0), Heads: h,
-		KVHeads: lmtest.Int(m, "num_key_value_heads", h), MaxSeq: lmtest.Int(m, "max_position_embeddings", 0),
-		NormEps: lmtest.Num(m, "rms_norm_eps"), RopeTheta: lmtest.Num(m, "rope_theta"),
-		TiedEmbeddings: lmtest.Bool(m, "tie_word_embeddings"), QKVBias: lmtest.Bool(m, "attention_bias")}
-}
-
-// testModel is the reference case's model with its hash weights (rounded to the checkpoint's
-// dtype, computed in f32).
+// testModel is the reference case's model, loaded from a checkpoint folder of its hash weights
+// in the case's dtype (computed in f32).
 func testModel(t testing.TB, c *lmtest.Case) *Model {
 	t.Helper()
-	cfg := testConfig(c)
-	a, err := archOf(cfg)
-	if err != nil {
+	dir := t.TempDir()
+	if err := lmtest.WriteFolder(dir, c, 1); err != nil {
 		t.Fatal(err)
 	}
-	g, err := (&Model{Config: cfg, arch: a}).graph("decode", func(b *frontend.Builder) { a.decode(b, 1) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	weights := map[string]*tensor.Tensor{}
-	for _, p := range g.Params() {
-		w := lmtest.HashWeights(p.Name, p.Type.Shape.NumElements())
-		x := tensor.New(p.Type)
-		for i, v := range w {
-			x.F[i] = float64(v)
-			if c.DType == "bf16" {
-				x.F[i] = tensor.RoundFloat(ir.BF16, x.F[i])
-			}
-		}
-		weights[p.Name] = x
-	}
-	m, err := New(cfg, weights)
+	m, _, err := LoadCheckpoint(dir, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ type Config struct {
 	Arch                                                        string // "gpt2" or "llama"
 	Vocab, Hidden, Intermediate, Layers, Heads, KVHeads, MaxSeq int
 	NormEps, RopeTheta                                          float64
-	TiedEmbeddings, QKVBias                                     bool
+	TiedEmbeddings, QKVBias, OutBias                            bool
 }
 
 // HeadDim is the size of one attention head.
@@ -43,7 +43,7 @@ func archOf(c Config) (arch, error) {
 		return gpt2Arch{gpt2.Config{Vocab: c.Vocab, Embd: c.Hidden, Layers: c.Layers, Heads: c.Heads, Inner: c.Intermediate, MaxSeq: c.MaxSeq, NormEps: c.NormEps}}, nil
 	case "llama":
 		return llamaArch{llama.Config{Vocab: c.Vocab, Hidden: c.Hidden, Intermediate: c.Intermediate, Layers: c.Layers, Heads: c.Heads,
-			KVHeads: c.KVHeads, MaxSeq: c.MaxSeq, NormEps: c.NormEps, RopeTheta: c.RopeTheta, TiedEmbeddings: c.TiedEmbeddings, QKVBias: c.QKVBias}}, nil
+			KVHeads: c.KVHeads, MaxSeq: c.MaxSeq, NormEps: c.NormEps, RopeTheta: c.RopeTheta, TiedEmbeddings: c.TiedEmbeddings, QKVBias: c.QKVBias, OutBias: c.OutBias}}, nil
 	}
 	return nil, fmt.Errorf("lm: no programs for architecture %q (gpt2 and llama are known)", c.Arch)
 }

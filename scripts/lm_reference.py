@@ -166,6 +166,8 @@ def llama_forward(cfg, W, ids):
         s = s.masked_fill(~causal, float("-inf"))
         o = (torch.softmax(s, -1) @ v).transpose(0, 1).reshape(T, H * hd)
         x = x + o @ W[p + "self_attn.o_proj.weight"].T
+        if cfg.get("attention_bias", False):
+            x = x + W[p + "self_attn.o_proj.bias"]
         m = rms(x, p + "post_attention_layernorm.weight")
         g = torch.nn.functional.silu(m @ W[p + "mlp.gate_proj.weight"].T) * (m @ W[p + "mlp.up_proj.weight"].T)
         x = x + g @ W[p + "mlp.down_proj.weight"].T
@@ -190,6 +192,8 @@ def llama_weights(cfg, dtype):
                        p + "mlp.gate_proj.weight": (I, d), p + "mlp.up_proj.weight": (I, d), p + "mlp.down_proj.weight": (d, I)})
         if bias:
             shapes.update({p + "self_attn.q_proj.bias": (H * hd,), p + "self_attn.k_proj.bias": (KV * hd,), p + "self_attn.v_proj.bias": (KV * hd,)})
+        if cfg.get("attention_bias", False):
+            shapes[p + "self_attn.o_proj.bias"] = (d,)
     return {n: weight(n, s, dtype) for n, s in shapes.items()}
 
 
@@ -210,6 +214,21 @@ CASES = [
                 "max_position_embeddings": 64, "rms_norm_eps": 1e-6, "rope_theta": 500000.0,
                 "hidden_act": "silu", "tie_word_embeddings": True, "attention_bias": False,
                 "bos_token_id": 1, "eos_token_id": 2, "torch_dtype": "bfloat16"}},
+]
+
+CASES += [
+    {"name": "llama_attention_bias", "dtype": "f16", "prompt": [1, 9, 8, 7], "steps": 16,
+     "config": {"model_type": "llama", "vocab_size": 128, "hidden_size": 32, "intermediate_size": 64,
+                "num_hidden_layers": 1, "num_attention_heads": 4, "num_key_value_heads": 1,
+                "max_position_embeddings": 32, "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
+                "hidden_act": "silu", "tie_word_embeddings": False, "attention_bias": True,
+                "bos_token_id": 1, "eos_token_id": 2, "torch_dtype": "float16"}},
+    {"name": "qwen2", "dtype": "f32", "prompt": [3, 4, 5], "steps": 16,
+     "config": {"model_type": "qwen2", "vocab_size": 96, "hidden_size": 48, "intermediate_size": 80,
+                "num_hidden_layers": 1, "num_attention_heads": 6, "num_key_value_heads": 2,
+                "max_position_embeddings": 32, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0,
+                "hidden_act": "silu", "tie_word_embeddings": True,
+                "bos_token_id": 0, "eos_token_id": 95, "torch_dtype": "float32"}},
 ]
 
 PROBE = 64  # logits kept per step for the large vocabulary: these indices, the top 8, and the norms

@@ -23,7 +23,7 @@ import (
 type Config struct {
 	Vocab, Hidden, Intermediate, Layers, Heads, KVHeads, MaxSeq int
 	NormEps, RopeTheta                                          float64
-	TiedEmbeddings, QKVBias                                     bool
+	TiedEmbeddings, QKVBias, OutBias                            bool // OutBias: o_proj has a bias (attention_bias)
 }
 
 // HeadDim is hidden_size / num_attention_heads.
@@ -140,7 +140,7 @@ func NewAttention(b *frontend.Builder, name string, c Config) *Attention {
 		QProj: nn.NewLinear(s, "q_proj", c.Hidden, c.Heads*d, qkv),
 		KProj: nn.NewLinear(s, "k_proj", c.Hidden, c.KVHeads*d, qkv),
 		VProj: nn.NewLinear(s, "v_proj", c.Hidden, c.KVHeads*d, qkv),
-		OProj: nn.NewLinear(s, "o_proj", c.Heads*d, c.Hidden, nn.LinearOptions{NoBias: true}),
+		OProj: nn.NewLinear(s, "o_proj", c.Heads*d, c.Hidden, nn.LinearOptions{NoBias: !c.OutBias}),
 	}
 }
 
