@@ -59,7 +59,7 @@ func (t *Tokenizer) EncodeWith(text string, o EncodeOptions) ([]int, error) {
 		}
 		return nil, fmt.Errorf("tokenizer: the text is not valid UTF-8 (byte %d)", i)
 	}
-	var ids []int
+	ids := make([]int, 0, len(text)/4+2)
 	if o.AddSpecial && t.addBOS {
 		ids = append(ids, t.bos)
 	}
