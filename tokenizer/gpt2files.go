@@ -16,7 +16,7 @@ func parseGPT2(vocabFile string, vocabData []byte, mergesFile string, mergesData
 	if err := decodeJSON(vocabFile, vocabData, &vocab); err != nil {
 		return nil, err
 	}
-	if err := m.setVocab(vocabFile, "the top level", vocab); err != nil {
+	if err := m.setVocab(vocabFile, "the top level", vocab, len(vocabData)); err != nil {
 		return nil, err
 	}
 	m.merges = make(map[[2]int]merge)

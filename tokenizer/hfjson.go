@@ -64,7 +64,7 @@ type component struct {
 }
 
 // maxVocab bounds ids read from a file, so a corrupt id cannot make tables of gigabytes.
-const maxVocab = 1 << 22
+const maxVocab = 1 << 21
 
 // parseHFJSON reads a tokenizer.json. The special tokens it returns are the template's BOS and
 // EOS, if its post-processor adds them.
@@ -100,7 +100,7 @@ func parseHFJSON(file string, data []byte) (*Tokenizer, error) {
 	if err := decodeJSON(file, f.Model.Vocab, &vocab); err != nil {
 		return nil, errorf(file, "model.vocab", "not an object of piece to id: %v", strings.TrimPrefix(err.Error(), file+": "))
 	}
-	if err := m.setVocab(file, "model.vocab", vocab); err != nil {
+	if err := m.setVocab(file, "model.vocab", vocab, len(data)); err != nil {
 		return nil, err
 	}
 	if err := m.setMerges(file, f.Model.Merges); err != nil {
@@ -125,8 +125,8 @@ func parseHFJSON(file string, data []byte) (*Tokenizer, error) {
 		switch {
 		case a.ID == nil:
 			return nil, errorf(file, where+".id", "missing")
-		case *a.ID < 0 || *a.ID >= maxVocab:
-			return nil, errorf(file, where+".id", "%d is outside [0, %d)", *a.ID, maxVocab)
+		case *a.ID < 0 || *a.ID >= min(maxVocab, len(data)):
+			return nil, errorf(file, where+".id", "%d is outside [0, %d)", *a.ID, min(maxVocab, len(data)))
 		case a.Content == "":
 			return nil, errorf(file, where+".content", "empty")
 		case *a.ID < len(m.pieces) && m.present[*a.ID] && m.pieces[*a.ID] != a.Content:
@@ -188,19 +188,21 @@ func (t *Tokenizer) idOf(content string) (int, bool) {
 	return id, ok
 }
 
-// setVocab sets the pieces from a piece → id map, checking the ids.
-func (m *model) setVocab(file, where string, vocab map[string]int) error {
-	n := 0
-	for p, id := range vocab {
-		if id < 0 || id >= maxVocab {
-			return errorf(file, where, "%q has id %d, outside [0, %d)", p, id, maxVocab)
+// setVocab sets the pieces from a piece → id map, checking the ids: below maxVocab and below the
+// file's size, so a corrupt id cannot make tables much larger than the file.
+func (m *model) setVocab(file, where string, vocab map[string]int, size int) error {
+	n, limit := 0, min(maxVocab, size)
+	for _, p := range sortedKeys(vocab) {
+		if id := vocab[p]; id < 0 || id >= limit {
+			return errorf(file, where, "%q has id %d, outside [0, %d)", p, id, limit)
 		}
-		n = max(n, id+1)
+		n = max(n, vocab[p]+1)
 	}
 	m.pieces = make([]string, n)
 	m.present = make([]bool, n)
 	m.vocab = vocab
-	for p, id := range vocab {
+	for _, p := range sortedKeys(vocab) {
+		id := vocab[p]
 		if m.present[id] {
 			a, b := p, m.pieces[id]
 			if a > b {

@@ -36,7 +36,7 @@ func decodeJSON(file string, data []byte, v any) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &syn):
-		line, col := lineCol(data, syn.Offset)
+		line, col := lineCol(data, syn.Offset-1) // Offset is just past the bad byte
 		return &fileError{file: fmt.Sprintf("%s:%d:%d", file, line, col), msg: "malformed JSON: " + syn.Error()}
 	case errors.As(err, &typ):
 		where := typ.Field
@@ -48,7 +48,7 @@ func decodeJSON(file string, data []byte, v any) error {
 	return errorf(file, "", "malformed JSON: %v", err)
 }
 
-// lineCol returns the 1-based line and column of a byte offset.
+// lineCol returns the 1-based line and column of the byte at offset off.
 func lineCol(data []byte, off int64) (int, int) {
 	off = min(max(off, 0), int64(len(data)))
 	before := data[:off]

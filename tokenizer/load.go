@@ -172,7 +172,7 @@ func (t *Tokenizer) applyConfig(file string, data []byte) error {
 	for _, k := range sortedKeys(c.AddedTokens) {
 		where := "added_tokens_decoder." + k
 		var id int
-		if _, err := fmt.Sscan(k, &id); err != nil || fmt.Sprint(id) != k || id < 0 || id >= maxVocab {
+		if _, err := fmt.Sscan(k, &id); err != nil || fmt.Sprint(id) != k || id < 0 || id >= min(maxVocab, len(data)) {
 			return errorf(file, where, "%q is not a token id", k)
 		}
 		var a struct {
