@@ -26,13 +26,12 @@ func parseGPT2(vocabFile string, vocabData []byte, mergesFile string, mergesData
 		if line == "" || (i == 0 && strings.HasPrefix(line, "#version")) {
 			continue
 		}
-		where := fmt.Sprintf("line %d", i+1)
 		pair := strings.Split(line, " ")
 		if len(pair) != 2 || pair[0] == "" || pair[1] == "" {
 			return nil, &fileError{file: fmt.Sprintf("%s:%d", mergesFile, i+1), msg: fmt.Sprintf("%q is not a merge \"a b\"", line)}
 		}
-		if err := m.addMerge(mergesFile, where, rank, pair[0], pair[1]); err != nil {
-			return nil, &fileError{file: fmt.Sprintf("%s:%d", mergesFile, i+1), msg: err.(*fileError).msg}
+		if missing, ok := m.addMerge(rank, pair[0], pair[1]); !ok {
+			return nil, &fileError{file: fmt.Sprintf("%s:%d", mergesFile, i+1), msg: fmt.Sprintf("%q is not in the vocabulary", missing)}
 		}
 		rank++
 	}

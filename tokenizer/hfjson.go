@@ -192,7 +192,8 @@ func (t *Tokenizer) idOf(content string) (int, bool) {
 // file's size, so a corrupt id cannot make tables much larger than the file.
 func (m *model) setVocab(file, where string, vocab map[string]int, size int) error {
 	n, limit := 0, min(maxVocab, size)
-	for _, p := range sortedKeys(vocab) {
+	keys := sortedKeys(vocab) // for deterministic errors
+	for _, p := range keys {
 		if id := vocab[p]; id < 0 || id >= limit {
 			return errorf(file, where, "%q has id %d, outside [0, %d)", p, id, limit)
 		}
@@ -201,7 +202,7 @@ func (m *model) setVocab(file, where string, vocab map[string]int, size int) err
 	m.pieces = make([]string, n)
 	m.present = make([]bool, n)
 	m.vocab = vocab
-	for _, p := range sortedKeys(vocab) {
+	for _, p := range keys {
 		id := vocab[p]
 		if m.present[id] {
 			a, b := p, m.pieces[id]
@@ -216,45 +217,65 @@ func (m *model) setVocab(file, where string, vocab map[string]int, size int) err
 	return nil
 }
 
-// setMerges reads merges as "a b" strings or ["a", "b"] pairs.
+// setMerges reads merges as "a b" strings or ["a", "b"] pairs. Both forms decode whole first
+// (Llama 3 has 280k merges); only a list that fits neither is read item by item, to name the bad
+// item.
 func (m *model) setMerges(file string, raw json.RawMessage) error {
-	var list []json.RawMessage
-	if len(raw) > 0 {
-		if err := decodeJSON(file, raw, &list); err != nil {
+	var pairs [][]string
+	var strs []string
+	switch {
+	case len(raw) == 0 || string(raw) == "null":
+	case json.Unmarshal(raw, &strs) == nil:
+		pairs = make([][]string, len(strs))
+		for i, s := range strs {
+			pairs[i] = strings.Split(s, " ")
+		}
+	case json.Unmarshal(raw, &pairs) == nil:
+	default:
+		var list []json.RawMessage
+		if json.Unmarshal(raw, &list) != nil {
 			return errorf(file, "model.merges", "not a list")
 		}
+		for i, r := range list {
+			var s string
+			var pair []string
+			if json.Unmarshal(r, &s) != nil && json.Unmarshal(r, &pair) != nil {
+				return errorf(file, fmt.Sprintf("model.merges[%d]", i), "neither \"a b\" nor [\"a\", \"b\"]")
+			}
+		}
+		return errorf(file, "model.merges", "mixes \"a b\" strings and [\"a\", \"b\"] pairs")
 	}
-	m.merges = make(map[[2]int]merge, len(list))
-	for i, r := range list {
-		where := fmt.Sprintf("model.merges[%d]", i)
-		var pair []string
-		var s string
-		if json.Unmarshal(r, &s) == nil {
-			pair = strings.Split(s, " ")
-		} else if json.Unmarshal(r, &pair) != nil {
-			return errorf(file, where, "neither \"a b\" nor [\"a\", \"b\"]")
-		}
+	m.merges = make(map[[2]int]merge, len(pairs))
+	for i, pair := range pairs {
 		if len(pair) != 2 {
-			return errorf(file, where, "%s is not a pair of pieces", r)
+			return errorf(file, fmt.Sprintf("model.merges[%d]", i), "%q is not a pair of pieces", strings.Join(pair, " "))
 		}
-		if err := m.addMerge(file, where, i, pair[0], pair[1]); err != nil {
-			return err
+		if missing, ok := m.addMerge(i, pair[0], pair[1]); !ok {
+			return errorf(file, fmt.Sprintf("model.merges[%d]", i), "%q is not in the vocabulary", missing)
 		}
 	}
 	return nil
 }
 
-func (m *model) addMerge(file, where string, rank int, a, b string) error {
-	for _, p := range []string{a, b, a + b} {
-		if _, ok := m.vocab[p]; !ok {
-			return errorf(file, where, "%q is not in the vocabulary", p)
-		}
+// addMerge adds the merge of a and b; it returns the piece missing from the vocabulary, if one is.
+func (m *model) addMerge(rank int, a, b string) (string, bool) {
+	ia, ok := m.vocab[a]
+	if !ok {
+		return a, false
 	}
-	k := [2]int{m.vocab[a], m.vocab[b]}
+	ib, ok := m.vocab[b]
+	if !ok {
+		return b, false
+	}
+	ab, ok := m.vocab[a+b]
+	if !ok {
+		return a + b, false
+	}
+	k := [2]int{ia, ib}
 	if _, dup := m.merges[k]; !dup { // the first (highest-priority) occurrence wins
-		m.merges[k] = merge{rank: int32(rank), id: int32(m.vocab[a+b])}
+		m.merges[k] = merge{rank: int32(rank), id: int32(ab)}
 	}
-	return nil
+	return "", true
 }
 
 // setByteFallback finds the 256 <0xXX> pieces.

@@ -55,6 +55,8 @@ type model struct {
 	metaSplit    bool       // Metaspace's split: each "▁" starts a new word
 	collapseWS   bool       // SentencePiece's remove_extra_whitespaces
 	stripDecoded bool       // decoding drops the one leading space the dummy prefix added
+
+	cache *wordCache // byte-level: word → ids
 }
 
 // encodeSegment appends the ids of text, a stretch without added tokens; first says it starts
@@ -73,12 +75,17 @@ func (m *model) encodeSegment(text string, first bool, out []int) ([]int, error)
 		if m.prefixSpace && first && text[0] != ' ' {
 			text = " " + text
 		}
-		var words []string
-		for _, w := range m.split.split(text, words) {
+		for _, w := range m.split.split(text, nil) {
+			if ids, ok := m.cache.get(w); ok {
+				out = append(out, ids...)
+				continue
+			}
+			n := len(out)
 			var err error
 			if out, err = m.encodeWord(byteLevelString(w), out); err != nil {
 				return out, err
 			}
+			m.cache.put(w, append([]int(nil), out[n:]...))
 		}
 		return out, nil
 	}

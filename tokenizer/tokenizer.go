@@ -162,6 +162,7 @@ func (t *Tokenizer) String() string { return fmt.Sprintf("%s, %d ids", t.kind, l
 
 // finish fills the tables Encode and Decode read, once the model and added tokens are set.
 func (t *Tokenizer) finish() {
+	t.m.cache = new(wordCache)
 	n := len(t.m.pieces)
 	for _, a := range t.added {
 		n = max(n, a.id+1)
