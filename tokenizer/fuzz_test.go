@@ -126,3 +126,43 @@ func loadTB(tb testing.TB, dir string) *Tokenizer {
 	}
 	return tok
 }
+
+// FuzzStream feeds any sequence of byte tokens (and the odd special or word token) to the stream
+// decoder: its chunks are valid UTF-8 and add up to Decode, broken characters included.
+func FuzzStream(f *testing.F) {
+	f.Add([]byte("\xe2\x82A\xf0\x9f\x98\x80\xe0\x80\xff"))
+	f.Add([]byte("\xc3"))
+	tok := loadTB(f, filepath.Join("testdata", "spm", "bpe"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ids := make([]int, 0, len(data))
+		for i, b := range data {
+			switch {
+			case i%7 == 3:
+				ids = append(ids, tok.BOS(), tok.m.byteIDs[b])
+			case i%5 == 4:
+				ids = append(ids, tok.m.vocab["▁the"], tok.m.byteIDs[b])
+			default:
+				ids = append(ids, tok.m.byteIDs[b])
+			}
+		}
+		want, err := tok.Decode(ids)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := tok.NewStreamDecoder()
+		var all string
+		for _, id := range ids {
+			s, err := d.Next(id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !utf8.ValidString(s) {
+				t.Fatalf("chunk %q is not UTF-8", s)
+			}
+			all += s
+		}
+		if all += d.Flush(); all != want {
+			t.Fatalf("bytes %x: streamed %q, Decode %q", data, all, want)
+		}
+	})
+}

@@ -48,7 +48,7 @@ func (d *StreamDecoder) Next(id int) (string, error) {
 }
 
 // Flush returns what is held back at the end of the text: an incomplete character's bytes, as
-// U+FFFD each (as Decode writes them).
+// U+FFFD (as Decode writes them).
 func (d *StreamDecoder) Flush() string {
 	out := validUTF8(d.pending)
 	d.pending = nil

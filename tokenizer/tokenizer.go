@@ -100,8 +100,8 @@ func (t *Tokenizer) addedAt(s string) (addedToken, bool) {
 }
 
 // Decode returns the text of ids. Special tokens (BOS, EOS, padding, a chat template's markers)
-// are left out; bytes that do not form UTF-8 become U+FFFD, one per byte. An id outside the
-// vocabulary is an error naming it.
+// are left out; bytes that do not form UTF-8 become U+FFFD (one per maximal invalid piece, as in
+// Hugging Face's decoders). An id outside the vocabulary is an error naming it.
 func (t *Tokenizer) Decode(ids []int) (string, error) {
 	var b []byte
 	for _, id := range ids {
@@ -125,16 +125,56 @@ func (t *Tokenizer) check(id int) error {
 	return nil
 }
 
-// validUTF8 replaces each byte that does not belong to a UTF-8 character with U+FFFD.
+// validUTF8 replaces each maximal piece of b that is not UTF-8 (a byte, or the start of a
+// character cut short) with one U+FFFD, as Rust's from_utf8_lossy (Hugging Face's decoders) and
+// JavaScript's TextDecoder do.
 func validUTF8(b []byte) string {
 	if utf8.Valid(b) {
 		return string(b)
 	}
 	var sb strings.Builder
-	for _, r := range string(b) {
+	for len(b) > 0 {
+		r, size := utf8.DecodeRune(b)
+		if r == utf8.RuneError && size == 1 {
+			size = invalidPrefix(b)
+		}
 		sb.WriteRune(r)
+		b = b[size:]
 	}
 	return sb.String()
+}
+
+// invalidPrefix returns the length of the maximal start of b, which is not UTF-8, that begins a
+// character: the lead byte and the continuation bytes its sequence allows (at least 1).
+func invalidPrefix(b []byte) int {
+	lo, hi := byte(0x80), byte(0xBF) // the second byte's range
+	var n int                        // the sequence's length
+	switch c := b[0]; {
+	case c >= 0xC2 && c <= 0xDF:
+		n = 2
+	case c == 0xE0:
+		n, lo = 3, 0xA0
+	case c == 0xED:
+		n, hi = 3, 0x9F
+	case c >= 0xE1 && c <= 0xEF:
+		n = 3
+	case c == 0xF0:
+		n, lo = 4, 0x90
+	case c == 0xF4:
+		n, hi = 4, 0x8F
+	case c >= 0xF1 && c <= 0xF3:
+		n = 4
+	default:
+		return 1
+	}
+	i := 1
+	for ; i < n && i < len(b); i++ {
+		if b[i] < lo || b[i] > hi {
+			break
+		}
+		lo, hi = 0x80, 0xBF
+	}
+	return i
 }
 
 // BOS returns the beginning-of-sequence id, or -1 when the tokenizer has none.

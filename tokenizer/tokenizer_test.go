@@ -144,8 +144,8 @@ func TestMetaspaceForm(t *testing.T) {
 }
 
 // A character outside the vocabulary becomes its bytes' pieces; the stream decoder holds a
-// character's first bytes back until it is complete, and Flush writes an incomplete one as
-// U+FFFD per byte, as Decode does.
+// character's first bytes back until it is complete, and Flush writes an incomplete one as one
+// U+FFFD, as Decode does.
 func TestStreamBytes(t *testing.T) {
 	tok := load(t, filepath.Join("testdata", "spm", "bpe"))
 	ids := encode(t, tok, "a😀b", EncodeOptions{})
@@ -175,8 +175,8 @@ func TestStreamBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if flushed != "\uFFFD\uFFFD" || decoded != flushed {
-		t.Errorf("Flush %q, Decode %q; want two U+FFFD", flushed, decoded)
+	if flushed != "\uFFFD" || decoded != flushed {
+		t.Errorf("Flush %q, Decode %q; want one U+FFFD", flushed, decoded)
 	}
 	// The dummy prefix's space is dropped once, at the start of the text only.
 	d = tok.NewStreamDecoder()
@@ -213,5 +213,25 @@ func TestSentencePieceBOS(t *testing.T) {
 	}
 	if want := append(append([]int{}, ids[1:]...), 2); !cmp.Equal(got, want) {
 		t.Errorf("with add_bos_token false, add_eos_token true: %v, want %v", got, want)
+	}
+}
+
+// Bytes that are not UTF-8 decode as JavaScript's TextDecoder and Rust's from_utf8_lossy write
+// them: one U+FFFD per maximal piece that begins a character, else per byte.
+func TestValidUTF8(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"ab", "ab"},
+		{"\xe2\x82A", "\uFFFDA"},               // a 3-byte character cut short
+		{"\xe2\x82", "\uFFFD"},                 // at the end
+		{"\xf0\x9f\x98", "\uFFFD"},             // a 4-byte character cut short
+		{"\xe0\x80\x80", "\uFFFD\uFFFD\uFFFD"}, // overlong: E0 needs A0..BF next
+		{"\xed\xa0\x80", "\uFFFD\uFFFD\uFFFD"}, // a surrogate
+		{"\xff\xfeA", "\uFFFD\uFFFDA"},
+		{"\x80\x80", "\uFFFD\uFFFD"},
+		{"\xc3\xa9\xc3", "é\uFFFD"},
+	} {
+		if got := validUTF8([]byte(c.in)); got != c.want {
+			t.Errorf("validUTF8(%q) = %q, want %q", c.in, got, c.want)
+		}
 	}
 }
