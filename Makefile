@@ -24,8 +24,9 @@ demo: gcomp
 	$(GO) run ./examples/demo
 
 # tools fetches NVIDIA's ptxas (and the driver library) into .cache/cuda, libNVVM into
-# .cache/nvvm, ONNX's node test suite (Debian's libonnx-testdata) into .cache/onnx-testdata and
-# LLVM 14's llvm-as and llc into .cache/llvm; idempotent.
+# .cache/nvvm, ONNX's node test suite (Debian's libonnx-testdata) into .cache/onnx-testdata,
+# LLVM 14's llvm-as and llc into .cache/llvm and GPT-2's and Llama's tokenizer vocabularies (npm
+# packages) into .cache/tokenizers; idempotent.
 # Off CI (GCOMP_REQUIRE_PTXAS unset) a machine without apt-get gets a warning and ptxas tests skip.
 tools:
 	@sh scripts/fetch-cuda-tools.sh $(CUDA_DIR) >/dev/null || { \
@@ -41,6 +42,9 @@ tools:
 	@sh scripts/fetch-llvm.sh $(LLVM_DIR) >/dev/null || { \
 	  if [ -n "$$GCOMP_REQUIRE_PTXAS" ]; then echo "could not fetch LLVM 14" >&2; exit 1; fi; \
 	  echo "warning: could not fetch LLVM 14; the llvm-as and llc tests will skip" >&2; }
+	@sh scripts/fetch-tokenizers.sh >/dev/null || { \
+	  if [ -n "$$GCOMP_REQUIRE_PTXAS" ]; then echo "could not fetch the tokenizer vocabularies" >&2; exit 1; fi; \
+	  echo "warning: could not fetch the tokenizer vocabularies (npm); the tokenizer reference tests will skip" >&2; }
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.cache/*')); \
