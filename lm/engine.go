@@ -9,6 +9,7 @@ import (
 	"github.com/gcomp/gcomp/compiler"
 	"github.com/gcomp/gcomp/frontend"
 	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/passes"
 	"github.com/gcomp/gcomp/runtime/device"
 	"github.com/gcomp/gcomp/runtime/executor"
 	"github.com/gcomp/gcomp/runtime/ref"
@@ -54,7 +55,9 @@ type Engine struct {
 	decode  *program
 	prefill map[int]*program // by prompt length
 	cache   *tensor.Tensor   // ref's KV cache
-	closed  bool
+
+	decodeStats *passes.Stats
+	closed      bool
 }
 
 // program is one compiled (or, on ref, interpreted) graph of the model.
@@ -92,7 +95,7 @@ func (m *Model) Open(opts EngineOptions) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.decode = &program{g: g}
+	e.decode = &program{g: e.source(g)}
 	zero := tensor.New(m.cacheType(e.batch))
 	if e.dev == nil {
 		e.cache = zero
@@ -136,12 +139,30 @@ func (e *Engine) Batch() int { return e.batch }
 // DecodeGraph is the decode program's graph.
 func (e *Engine) DecodeGraph() *ir.Graph { return e.decode.g }
 
+// source is the graph ref runs and the plan records: with autocast (EngineOptions.Compiler.AMP)
+// its contractions run in bf16 or f16, as the compiled kernels do.
+func (e *Engine) source(g *ir.Graph) *ir.Graph { return passes.AutocastGraph(g, e.copt.AMP) }
+
 func (e *Engine) compile(g *ir.Graph) (*artifact.Artifact, error) {
 	res, err := compiler.Compile(g, e.copt)
 	if err != nil {
 		return nil, fmt.Errorf("lm: compiling %s: %v", g.Name, err)
 	}
+	if g.Name == "decode" {
+		e.decodeStats = res.Passes.Stats
+	}
 	return res.Artifact, nil
+}
+
+// DecodeStats is the cost model's report of the decode program (passes.Stats): kernels, DRAM
+// bytes and the modeled time of one step on an H100. On ref the program is compiled for it.
+func (e *Engine) DecodeStats() (*passes.Stats, error) {
+	if e.decodeStats == nil {
+		if _, err := e.compile(e.decode.g); err != nil {
+			return nil, err
+		}
+	}
+	return e.decodeStats, nil
 }
 
 // prefillProgram returns the prefill program for prompts of T tokens, compiling it first.
@@ -153,7 +174,7 @@ func (e *Engine) prefillProgram(T int) (*program, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &program{g: g}
+	p := &program{g: e.source(g)}
 	if e.dev != nil {
 		art, err := e.compile(g)
 		if err != nil {

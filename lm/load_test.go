@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/gcomp/gcomp/lm/internal/lmtest"
+	"github.com/gcomp/gcomp/internal/lmtest"
 )
 
 // Checkpoint folders as published (GPT-2 without the transformer. prefix and with its mask

@@ -120,3 +120,23 @@ func (m *Model) checkIDs(ids []int) error {
 	}
 	return nil
 }
+
+// ProgramGraph builds one program of a model of c without its weights (gcomp dump): "decode" for
+// batch sequences, or "prefill" of T tokens each.
+func ProgramGraph(c Config, program string, batch, T int) (*ir.Graph, error) {
+	a, err := archOf(c)
+	if err != nil {
+		return nil, err
+	}
+	m := &Model{Config: c, arch: a}
+	switch program {
+	case "decode":
+		return m.graph("decode", func(b *frontend.Builder) { a.decode(b, batch) })
+	case "prefill":
+		if T < 1 || T > c.MaxSeq {
+			return nil, fmt.Errorf("lm: a prefill of %d tokens: the context holds 1 to %d", T, c.MaxSeq)
+		}
+		return m.graph(fmt.Sprintf("prefill_%d", T), func(b *frontend.Builder) { a.prefill(b, batch, T) })
+	}
+	return nil, fmt.Errorf("lm: no program %q (prefill or decode)", program)
+}

@@ -307,11 +307,17 @@ func cmdBuild(args []string, stdout, stderr io.Writer) error {
 func cmdDump(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("dump", flag.ContinueOnError)
 	mf := addBatchedModelFlags(fs)
-	path, err := parseModelArgs(fs, args, stdout, "MODEL")
+	lmf := addProgramFlags(fs)
+	path, err := parseModelArgs(fs, args, stdout, "MODEL | MODEL_DIR --program prefill|decode [--prompt-len T] [--batch B]")
 	if err != nil {
 		return err
 	}
-	g, err := mf.load(path)
+	var g *ir.Graph
+	if isModelFolder(path) || *lmf.program != "" {
+		g, err = lmf.graph(path, *mf.batch)
+	} else {
+		g, err = mf.load(path)
+	}
 	if err != nil {
 		return err
 	}

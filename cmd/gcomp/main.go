@@ -5,6 +5,8 @@
 //	gcomp dump MODEL                                 print the graph in the .gir text form
 //	gcomp run MODEL|model.ptx --device ref|sim [--weights W] [--input NAME=FILE.npy]... --output-dir DIR
 //	gcomp init-weights MODEL -o w.safetensors        write the model's seeded initial weights
+//	gcomp generate MODEL_DIR --prompt TEXT [--max-new-tokens N] [--temperature T] [--device ...]   generate text
+//	gcomp tokenize MODEL_DIR --text TEXT | --decode 1,2,3   a model folder's tokenizer
 //	gcomp sim FILE.ptx --entry NAME --grid X --block X [--arg SPEC]...   run PTX on the simulator
 //
 // MODEL is a .go file declaring func Model(b *frontend.Builder) (another function with --entry),
@@ -45,6 +47,8 @@ func init() {
 		{"init-weights", "write a model's seeded initial weights as safetensors", cmdInitWeights},
 		{"sim", "run a PTX kernel on the PTX simulator (no GPU needed)", cmdSim},
 		{"devices", "list the GPUs, the simulator and the reference interpreter, and which one --device auto picks", cmdDevices},
+		{"generate", "generate text from a Hugging Face model folder (GPT-2, Llama family) with a KV cache, streaming tokens", cmdGenerate},
+		{"tokenize", "encode text to token ids, or decode ids to text, with a model folder's tokenizer", cmdTokenize},
 		{"train", "train a classifier on Fashion-MNIST: progress, test accuracy per epoch, safetensors checkpoints, metrics log", cmdTrain},
 		{"plot", "draw loss and accuracy curves from a training metrics log (JSON lines) as a PNG", cmdPlot},
 		{"version", "print gcomp's version", cmdVersion},
