@@ -82,15 +82,25 @@ func (r *envReader) num(name string, required bool, def, lo, hi int) int {
 	return n
 }
 
+// world reads the number of processes (size), this one's rank and its local rank (optional);
+// nil for a world of one process or on an error.
+func (r *envReader) world(size, rank, local string) *Launch {
+	n := r.num(size, true, 1, 1, MaxNodes)
+	if r.err != nil || n == 1 {
+		return nil
+	}
+	l := &Launch{Launcher: r.launcher, NNodes: n}
+	l.NodeRank = r.num(rank, true, 0, 0, n-1)
+	l.LocalRank = r.num(local, false, 0, 0, n-1)
+	return l
+}
+
 func fromTorch(lookup func(string) (string, bool)) (*Launch, error) {
 	r := &envReader{launcher: "torchrun/PyTorchJob", lookup: lookup}
-	world := r.num("WORLD_SIZE", true, 1, 1, MaxNodes)
-	if r.err != nil || world == 1 {
+	l := r.world("WORLD_SIZE", "RANK", "LOCAL_RANK")
+	if l == nil {
 		return nil, r.err
 	}
-	l := &Launch{Launcher: r.launcher, NNodes: world}
-	l.NodeRank = r.num("RANK", true, 0, 0, world-1)
-	l.LocalRank = r.num("LOCAL_RANK", false, 0, 0, world-1)
 	host := r.str("MASTER_ADDR", true)
 	port := r.num("MASTER_PORT", true, 0, 1, 65535)
 	if r.err == nil && strings.TrimSpace(host) == "" {
@@ -114,13 +124,10 @@ func fromTorch(lookup func(string) (string, bool)) (*Launch, error) {
 
 func fromSlurm(lookup func(string) (string, bool)) (*Launch, error) {
 	r := &envReader{launcher: "Slurm", lookup: lookup}
-	tasks := r.num("SLURM_NTASKS", true, 1, 1, MaxNodes)
-	if r.err != nil || tasks == 1 {
+	l := r.world("SLURM_NTASKS", "SLURM_PROCID", "SLURM_LOCALID")
+	if l == nil {
 		return nil, r.err
 	}
-	l := &Launch{Launcher: r.launcher, NNodes: tasks}
-	l.NodeRank = r.num("SLURM_PROCID", true, 0, 0, tasks-1)
-	l.LocalRank = r.num("SLURM_LOCALID", false, 0, 0, tasks-1)
 	nodes := r.str("SLURM_NODELIST", true)
 	// The port: MASTER_PORT if the job script exports one, else one of 15000..24999 from the
 	// job id (two jobs sharing a first host rarely collide), else DefaultPort.
