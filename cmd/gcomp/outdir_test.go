@@ -74,3 +74,31 @@ func TestOutputDirInTheWay(t *testing.T) {
 		t.Error("real/out/y.npy is not the output")
 	}
 }
+
+// makeDirs makes directories outermost first and undoes only what it made: after a failure
+// part way, and when asked.
+func TestMakeDirsUndo(t *testing.T) {
+	t.Chdir(t.TempDir())
+	os.Mkdir("old", 0o755)
+	os.WriteFile("file", nil, 0o644)
+	if _, err := makeDirs([]string{"n", "n/m", "file/x"}); err == nil || !strings.Contains(err.Error(), "cannot create file/x") {
+		t.Errorf("makeDirs through a file: %v", err)
+	}
+	if _, err := os.Stat("n"); err == nil {
+		t.Error("a failed makeDirs left n")
+	}
+	undo, err := makeDirs([]string{"old", "old/a", "old/a/b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat("old/a/b"); err != nil || !st.IsDir() {
+		t.Fatalf("old/a/b: %v", err)
+	}
+	undo()
+	if _, err := os.Stat("old/a"); err == nil {
+		t.Error("undo left old/a")
+	}
+	if _, err := os.Stat("old"); err != nil {
+		t.Error("undo removed old, which it did not make")
+	}
+}
