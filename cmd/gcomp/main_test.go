@@ -149,7 +149,6 @@ func TestBadInput(t *testing.T) {
 		{"init-weights needs -o", []string{"init-weights", "model.go"}, "-o FILE is required"},
 		{"init-weights bad model", []string{"init-weights", "shape.go", "-o", "out.safetensors"}, "shape.go:11:"},
 		{"output dir missing", []string{"build", "model.go", "--emit", "ir", "-o", "nodir/out.gir"}, "directory nodir does not exist"},
-		{"output-dir parent missing", []string{"run", "model.go", "--output-dir", "nodir/out"}, "cannot write nodir/out: directory nodir does not exist"},
 		{"wrong dtype weight", []string{"run", "model.go", "--weights", "w64.safetensors", "--output-dir", "out"}, "tensor w is f64[3], the model wants f32[3]"},
 		{"corrupt safetensors", []string{"run", "model.go", "--weights", "corrupt.safetensors", "--output-dir", "out"}, "corrupt.safetensors"},
 		{"type error", []string{"build", "typeerr.go", "--emit", "ir", "-o", "out.gir"}, "typeerr.go:11:"},

@@ -437,17 +437,12 @@ func valueNames(vs []*ir.Value) string {
 	return strings.Join(names, ", ")
 }
 
-// checkOutputDir fails early, before any work, when an output directory cannot be made: its
-// parent must exist (the directory itself is created only when the outputs are ready).
+// checkOutputDir fails early, before any work, when an output directory cannot be made: a file
+// or a symbolic link in the way (missingParents). Missing parents and the directory itself are
+// created only when the outputs are ready.
 func checkOutputDir(dir string) error {
-	parent := filepath.Dir(filepath.Clean(dir))
-	if st, err := os.Stat(parent); err != nil || !st.IsDir() {
-		return fmt.Errorf("gcomp: cannot write %s: directory %s does not exist", dir, parent)
-	}
-	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
-		return fmt.Errorf("gcomp: cannot write to %s: it is a file, not a directory", dir)
-	}
-	return nil
+	_, err := missingParents(dir)
+	return err
 }
 
 // checkNPYFiles checks that every file (a path relative to dir whose every part passes
@@ -479,18 +474,32 @@ func checkNPYFiles(dir string, names []string) error {
 // beside it and renamed into place when every file is in it; into an existing dir the files are
 // published together by tensorio.WriteFilesAtomic. Errors name the files as the user will know
 // them (dir/NAME.npy).
-func writeNPYFiles(dir string, files map[string]*tensorio.Array) error {
+func writeNPYFiles(dir string, files map[string]*tensorio.Array) (err error) {
 	names := make([]string, 0, len(files))
 	for name := range files {
 		names = append(names, name)
 	}
 	sort.Strings(names)
 	if err := checkNPYFiles(dir, names); err != nil {
-		return fmt.Errorf("gcomp: %v", err)
+		return fmt.Errorf("gcomp: %v", strings.TrimPrefix(err.Error(), "gcomp: "))
 	}
 	if _, err := os.Stat(dir); err == nil {
 		return writeIntoDir(dir, names, files)
 	}
+	// Missing parents are made now, as mkdir -p, and removed again if the outputs fail.
+	missing, err := missingParents(dir)
+	if err != nil {
+		return err
+	}
+	undo, err := makeDirs(missing)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			undo()
+		}
+	}()
 	parent := filepath.Dir(filepath.Clean(dir))
 	tmp, err := os.MkdirTemp(parent, ".gcomp-out-*")
 	if err != nil {

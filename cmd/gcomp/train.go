@@ -50,7 +50,7 @@ func cmdTrain(args []string, stdout, stderr io.Writer) error {
 	sf.add(fs)
 	amp := fs.String("amp", "", "mixed precision: bf16 or f16 (with dynamic loss scaling)")
 	devName := fs.String("device", "auto", "where to train: "+device.Names+"; or data-parallel over a list, sim:0,sim:1 (simulated GPUs), cuda:0,cuda:1 or cuda:all (NCCL), --batch being the global batch")
-	nnodes := fs.Int("nnodes", 1, "data-parallel across processes (machines): how many gcomp train processes take part, each with its --device list")
+	nnodes := fs.Int("nnodes", 1, "data-parallel across processes (machines): how many gcomp train processes take part, each with its --device list (without --nnodes, --node-rank and --rendezvous: read from torchrun's, PyTorchJob's or Slurm's environment)")
 	nodeRank := fs.Int("node-rank", 0, "with --nnodes: this process's rank, 0 to N-1 (0 serves the rendezvous and writes the checkpoint and the log)")
 	rdzv := fs.String("rendezvous", "", "with --nnodes: HOST:PORT where node 0 listens and the others dial")
 	rdzvTimeout := fs.Duration("timeout", 5*time.Minute, "data-parallel: how long the rendezvous and each collective wait for the other ranks")
@@ -95,6 +95,11 @@ func cmdTrain(args []string, stdout, stderr io.Writer) error {
 	case set["momentum"] && *optName != "sgd":
 		return fail("--momentum is for sgd; %s has betas", *optName)
 	}
+	where := launch{nnodes: *nnodes, nodeRank: *nodeRank, rendezvous: *rdzv, device: *devName}
+	if err := resolveLaunch(&where, set, os.LookupEnv, stderr); err != nil {
+		return fail("%v", err)
+	}
+	*nnodes, *nodeRank, *rdzv, *devName = where.nnodes, where.nodeRank, where.rendezvous, where.device
 	dataParallel := parallelDevices(*devName) || *devName == "cuda:all" || *nnodes != 1
 	if _, err := device.Parse(*devName); err != nil && !dataParallel {
 		return fail("%v", err)
@@ -139,7 +144,7 @@ func cmdTrain(args []string, stdout, stderr io.Writer) error {
 		pt := &parallelTrain{path: path, devices: *devName, mf: mf, batch: *batch, opt: opt, amp: *amp, sched: &sf, loss: loss, ds: ds,
 			limit: *limit, nepochs: *epochs, seed: *seed, seedSet: set["seed"], save: *save, resume: *resume, logPath: *logPath,
 			stats: stats, copt: compiler.Options{Producer: prod}, graphs: *graphs, prefetch: *prefetch, ncclLib: *ncclLib,
-			nnodes: *nnodes, nodeRank: *nodeRank, rendezvous: *rdzv, timeout: *rdzvTimeout}
+			nnodes: *nnodes, nodeRank: *nodeRank, rendezvous: *rdzv, timeout: *rdzvTimeout, settings: trainSettings(fs, opt, loss)}
 		return pt.run(stdout, stderr)
 	}
 

@@ -92,6 +92,11 @@ func TestTrainParallelBadInput(t *testing.T) {
 		{[]string{"--device", "sim:0,sim:0"}, "names sim:0 twice"},
 		{[]string{"--device", "sim:0", "--nnodes", "2"}, "--rendezvous HOST:PORT (node 0's) is required"},
 		{[]string{"--device", "sim:0", "--nnodes", "2", "--node-rank", "2", "--rendezvous", "127.0.0.1:1"}, "--node-rank 2: want one of 0..1"},
+		{[]string{"--device", "sim:0", "--rendezvous", "127.0.0.1:1"}, "--rendezvous 127.0.0.1:1 needs --nnodes N and --node-rank R"},
+		{[]string{"--device", "sim:0", "--node-rank", "1", "--rendezvous", "127.0.0.1:1"}, "--rendezvous 127.0.0.1:1 needs --nnodes N"},
+		{[]string{"--device", "sim:0", "--nnodes", "1099511627776", "--rendezvous", "127.0.0.1:1"}, "--nnodes 1099511627776: at most 4096"},
+		{[]string{"--device", "sim:0", "--nnodes", "100000000", "--rendezvous", "127.0.0.1:1"}, "--nnodes 100000000: at most 4096"},
+		{[]string{"--device", "sim:0", "--nnodes", "10000000", "--rendezvous", "127.0.0.1:1"}, "--nnodes 10000000: at most 4096"},
 	} {
 		var out, errb bytes.Buffer
 		args := append([]string{"train", "batched.go", "--data", data, "--optimizer", "sgd", "--lr", "0.1", "--save", "x.safetensors"}, tc.args...)
@@ -128,10 +133,16 @@ type node struct {
 // when the test ends or after a minute.
 func startNode(t *testing.T, args ...string) *node {
 	t.Helper()
+	return startNodeEnv(t, nil, args...)
+}
+
+// startNodeEnv is startNode with env added to the process's environment.
+func startNodeEnv(t *testing.T, env []string, args ...string) *node {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	n := &node{done: make(chan struct{})}
 	n.cmd = exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
-	n.cmd.Env = append(os.Environ(), mainEnv+"="+strings.Join(append([]string{"train"}, args...), "\x1f"))
+	n.cmd.Env = append(append(os.Environ(), env...), mainEnv+"="+strings.Join(append([]string{"train"}, args...), "\x1f"))
 	n.cmd.Stdout, n.cmd.Stderr = &n.out, &lockedWriter{w: &n.errb}
 	if err := n.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -224,6 +235,19 @@ func TestTrainProcessesFail(t *testing.T) {
 				t.Errorf("node %d: exit %d, stderr:\n%s", r, code, n.stderr())
 			}
 			t.Logf("node %d: %s", r, n.stderr())
+		}
+	})
+	// Nodes told different learning rates, seeds and epochs fail naming each difference.
+	t.Run("settings", func(t *testing.T) {
+		addr := freePort(t)
+		n0 := start("batched.go", 0, addr, "20s")
+		n1 := startNode(t, append([]string{"batched.go"}, append(common, "--node-rank", "1", "--rendezvous", addr, "--timeout", "20s",
+			"--lr", "0.05", "--seed", "3", "--epochs", "2", "--loss", "nllloss")...)...)
+		want := "rendezvous: node 1 trains otherwise than node 0: --lr 0.05 (node 0: 0.1), --loss NLLLoss (node 0: CrossEntropyLoss), --epochs 2 (node 0: 1), --seed 3 (node 0: 0)"
+		for r, n := range []*node{n0, n1} {
+			if code := n.wait(); code != 1 || !strings.Contains(n.stderr(), want) {
+				t.Errorf("node %d: exit %d, stderr:\n%s\nwant %s", r, code, n.stderr(), want)
+			}
 		}
 	})
 	t.Run("port", func(t *testing.T) {

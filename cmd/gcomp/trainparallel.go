@@ -54,6 +54,7 @@ type parallelTrain struct {
 	nnodes, nodeRank int
 	rendezvous       string
 	timeout          time.Duration
+	settings         []rendezvous.Setting // compared at the rendezvous
 }
 
 // expandDevices parses --device for data-parallel training: a list (sim:0,sim:1; cuda:0,cuda:1),
@@ -116,7 +117,7 @@ func (pt *parallelTrain) run(stdout, stderr io.Writer) error {
 			return fail("%v", err)
 		}
 		cfg := rendezvous.Config{Addr: pt.rendezvous, NNodes: pt.nnodes, NodeRank: pt.nodeRank, LocalDevices: len(specs),
-			ModelHash: hash, Batch: global, Timeout: pt.timeout}
+			ModelHash: hash, Batch: global, Settings: pt.settings, Timeout: pt.timeout}
 		if pt.nodeRank == 0 {
 			if cfg.Payload, ln, err = pt.payload(sim); err != nil {
 				return fail("%v", err)

@@ -1,7 +1,8 @@
 // Package progress shows how far a training epoch has come: on a terminal a bar redrawn in
 // place (github.com/schollz/progressbar) with the count, items per second, the running loss and
-// the estimated time left; elsewhere (a log file, a pipe, CI) a plain line at every tenth of the
-// epoch and one at the end, so logs stay short and readable:
+// the estimated time left; elsewhere (a log file, a pipe, CI) one plain line at the end of the
+// epoch, and before it at most one every Interval while the epoch lasts, so a log holds a line
+// per epoch (or per ten seconds of a long one) rather than one per update:
 //
 //	epoch 1/3: 6016/60000 images (10%), 2405.1 images/s, loss 0.8123, eta 22s
 //
@@ -18,6 +19,10 @@ import (
 	"golang.org/x/term"
 )
 
+// Interval is the least time between two plain lines of an epoch: one that ends sooner prints
+// its final line only.
+const Interval = 10 * time.Second
+
 // Bar is the progress of one run over Total items. It is not safe for concurrent use.
 type Bar struct {
 	w     io.Writer
@@ -28,8 +33,8 @@ type Bar struct {
 	start time.Time
 
 	done    int
-	lossSum float64 // Σ loss·items
-	lines   int     // tenths of the total reported in plain lines
+	lossSum float64   // Σ loss·items
+	last    time.Time // when the last plain line (or the start) was
 	bar     *progressbar.ProgressBar
 }
 
@@ -47,6 +52,7 @@ func New(w io.Writer, desc, unit string, total int) *Bar {
 
 func newBar(w io.Writer, desc, unit string, total int, terminal bool, now func() time.Time) *Bar {
 	b := &Bar{w: w, desc: desc, unit: unit, total: max(total, 0), now: now, start: now()}
+	b.last = b.start
 	if terminal {
 		b.bar = progressbar.NewOptions(b.total,
 			progressbar.OptionSetWriter(w),
@@ -73,9 +79,9 @@ func (b *Bar) Add(n int, loss float64) {
 		b.bar.Add(n)
 		return
 	}
-	// a line when the count reaches another tenth of the total (the last one is Finish's)
-	if b.total > 0 && b.done < b.total && b.done*10/b.total > b.lines {
-		b.lines = b.done * 10 / b.total
+	// a line once Interval has passed since the last (the final one is Finish's)
+	if t := b.now(); b.done < b.total && t.Sub(b.last) >= Interval {
+		b.last = t
 		b.line(false)
 	}
 }

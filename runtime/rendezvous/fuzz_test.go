@@ -14,6 +14,7 @@ func FuzzHello(f *testing.F) {
 	f.Add([]byte(`{"magic":"gcomp-rendezvous-1","node_rank":1,"nnodes":3,"local_devices":2,"model_hash":"m","batch":8}`))
 	f.Add([]byte(`{"magic":"gcomp-rendezvous-1","node_rank":-1,"nnodes":3}`))
 	f.Add([]byte(`{"magic":"gcomp-rendezvous-1","node_rank":9e99}`))
+	f.Add([]byte(`{"magic":"gcomp-rendezvous-1","node_rank":1,"nnodes":3,"local_devices":2,"model_hash":"m","batch":8,"settings":[{"name":"--lr","value":"0.1"}]}`))
 	self := hello{Magic: magic, NNodes: 3, LocalDevices: 1, ModelHash: "m", Batch: 8}
 	addr := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1}
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -23,7 +24,7 @@ func FuzzHello(f *testing.F) {
 		}
 		peers := make([]*peer, self.NNodes)
 		if agree(self, h, addr, peers) == nil {
-			if h.NodeRank < 1 || h.NodeRank >= self.NNodes || h.LocalDevices < 1 || h.ModelHash != "m" || h.Batch != 8 {
+			if h.NodeRank < 1 || h.NodeRank >= self.NNodes || h.LocalDevices < 1 || h.ModelHash != "m" || h.Batch != 8 || len(h.Settings) != 0 {
 				t.Fatalf("accepted %+v", h)
 			}
 		}

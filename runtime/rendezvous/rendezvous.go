@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
+	"unicode"
 )
 
 // Config is one node's part.
@@ -23,12 +26,36 @@ type Config struct {
 	// ModelHash and Batch must be the same on every node.
 	ModelHash string
 	Batch     int
+	// Settings are the rest of the training's configuration (learning rate, seed, loss,
+	// epochs, schedule, ...), which must be the same on every node too; a difference is named
+	// by Name.
+	Settings []Setting
 	// Payload, on node 0, is what every node receives (the NCCL unique id,
 	// the simulated collective's address).
 	Payload []byte
 	// Timeout bounds the whole rendezvous; 0 means DefaultTimeout.
 	Timeout time.Duration
+	// Handshake bounds, on node 0, how long a connection may take to say who it is (a node
+	// sends its hello at once); 0 means DefaultHandshake. Handshakes run concurrently, so a
+	// connection that says nothing delays no one.
+	Handshake time.Duration
 }
+
+// Setting is one named part of the training's configuration, as the user would write it
+// ("--lr", "0.01").
+type Setting struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// MaxNodes bounds NNodes: node 0 keeps a connection per node.
+const MaxNodes = 4096
+
+// DefaultHandshake is how long node 0 waits for a connection's hello by default.
+const DefaultHandshake = 10 * time.Second
+
+// maxPending bounds the handshakes node 0 runs at once; connections past it are closed.
+const maxPending = 256
 
 // DefaultTimeout is how long a rendezvous waits by default (torchrun's is
 // 900 s; nodes of one job usually start within a minute of each other).
@@ -52,12 +79,13 @@ type World struct {
 
 // hello is what a node tells node 0.
 type hello struct {
-	Magic        string `json:"magic"`
-	NodeRank     int    `json:"node_rank"`
-	NNodes       int    `json:"nnodes"`
-	LocalDevices int    `json:"local_devices"`
-	ModelHash    string `json:"model_hash"`
-	Batch        int    `json:"batch"`
+	Magic        string    `json:"magic"`
+	NodeRank     int       `json:"node_rank"`
+	NNodes       int       `json:"nnodes"`
+	LocalDevices int       `json:"local_devices"`
+	ModelHash    string    `json:"model_hash"`
+	Batch        int       `json:"batch"`
+	Settings     []Setting `json:"settings,omitempty"`
 }
 
 // reply is node 0's answer: the world, the go-ahead, or the error that ends
@@ -80,10 +108,24 @@ func (c Config) timeout() time.Duration {
 	return DefaultTimeout
 }
 
+func (c Config) handshake() time.Duration {
+	if c.Handshake > 0 {
+		return c.Handshake
+	}
+	return DefaultHandshake
+}
+
+func (c Config) hello() hello {
+	return hello{Magic: magic, NodeRank: c.NodeRank, NNodes: c.NNodes, LocalDevices: c.LocalDevices,
+		ModelHash: c.ModelHash, Batch: c.Batch, Settings: c.Settings}
+}
+
 func (c Config) check() error {
 	switch {
 	case c.NNodes < 1:
 		return fmt.Errorf("rendezvous: %d nodes", c.NNodes)
+	case c.NNodes > MaxNodes:
+		return fmt.Errorf("rendezvous: %d nodes: at most %d", c.NNodes, MaxNodes)
 	case c.NodeRank < 0 || c.NodeRank >= c.NNodes:
 		return fmt.Errorf("rendezvous: node rank %d is not one of 0..%d", c.NodeRank, c.NNodes-1)
 	case c.LocalDevices < 1:
@@ -129,9 +171,8 @@ func serve(cfg Config) (*World, error) {
 			return nil, fmt.Errorf("rendezvous: node 0 cannot listen on %s: %w", cfg.Addr, err)
 		}
 	}
-	defer ln.Close()
 	deadline := time.Now().Add(cfg.timeout())
-	self := hello{Magic: magic, NodeRank: 0, NNodes: cfg.NNodes, LocalDevices: cfg.LocalDevices, ModelHash: cfg.ModelHash, Batch: cfg.Batch}
+	self := cfg.hello()
 	peers := make([]*peer, cfg.NNodes)
 	var joined []*peer
 	fail := func(err error) (*World, error) {
@@ -142,38 +183,32 @@ func serve(cfg Config) (*World, error) {
 		}
 		return nil, err
 	}
+	arrivals, stop := accept(ln, deadline, cfg.handshake())
+	defer stop()
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
 	for len(joined) < cfg.NNodes-1 {
-		if tl, ok := ln.(interface{ SetDeadline(time.Time) error }); ok {
-			tl.SetDeadline(deadline)
-		}
-		conn, err := ln.Accept()
-		if err != nil {
+		select {
+		case p := <-arrivals:
+			if err := agree(self, p.h, p.conn.RemoteAddr(), peers); err != nil {
+				joined = append(joined, p)
+				return fail(err)
+			}
+			peers[p.h.NodeRank] = p
+			joined = append(joined, p)
+			if joinedHook != nil {
+				joinedHook(p.h.NodeRank)
+			}
+		case <-timer.C:
 			var missing []string
 			for r := 1; r < cfg.NNodes; r++ {
 				if peers[r] == nil {
 					missing = append(missing, fmt.Sprint(r))
 				}
 			}
-			return fail(fmt.Errorf("rendezvous: node %s did not join node 0 at %s within %v", strings.Join(missing, ", "), ln.Addr(), cfg.timeout()))
-		}
-		p := newPeer(conn)
-		conn.SetReadDeadline(deadline)
-		if err := p.dec.Decode(&p.h); err != nil || p.h.Magic != magic {
-			conn.Close() // not a node of ours: keep waiting for them
-			continue
-		}
-		conn.SetReadDeadline(time.Time{})
-		if err := agree(self, p.h, conn.RemoteAddr(), peers); err != nil {
-			joined = append(joined, p)
-			return fail(err)
-		}
-		peers[p.h.NodeRank] = p
-		joined = append(joined, p)
-		if joinedHook != nil {
-			joinedHook(p.h.NodeRank)
+			return fail(fmt.Errorf("rendezvous: node %s did not join node 0 at %s within %v", list(missing), ln.Addr(), cfg.timeout()))
 		}
 	}
-
 	devices := []int{cfg.LocalDevices}
 	for _, p := range peers[1:] {
 		devices = append(devices, p.h.LocalDevices)
@@ -213,6 +248,99 @@ func serve(cfg Config) (*World, error) {
 	return world(0), nil
 }
 
+// accept accepts connections on ln until deadline and reads each one's hello concurrently,
+// within handshake of its arrival; the peers whose hello is ours arrive on the channel, in the
+// order their hellos complete. Connections that say nothing, or something else, are closed and
+// forgotten: they never hold up a node nor take its place. stop closes ln and every connection
+// still in its handshake.
+func accept(ln net.Listener, deadline time.Time, handshake time.Duration) (<-chan *peer, func()) {
+	arrivals := make(chan *peer)
+	done := make(chan struct{})
+	var mu sync.Mutex
+	open := map[net.Conn]bool{}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		pending := make(chan struct{}, maxPending)
+		for {
+			if tl, ok := ln.(interface{ SetDeadline(time.Time) error }); ok {
+				tl.SetDeadline(deadline)
+			}
+			conn, err := ln.Accept()
+			if err != nil {
+				var ne net.Error
+				if errors.Is(err, net.ErrClosed) || (errors.As(err, &ne) && ne.Timeout()) {
+					return // stopped, or past the deadline: serve's timer speaks
+				}
+				time.Sleep(10 * time.Millisecond) // out of descriptors: try again
+				continue
+			}
+			select {
+			case pending <- struct{}{}:
+			default:
+				conn.Close() // too many handshakes at once
+				continue
+			}
+			mu.Lock()
+			select {
+			case <-done:
+				mu.Unlock()
+				conn.Close()
+				return
+			default:
+			}
+			open[conn] = true
+			mu.Unlock()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { <-pending }()
+				p := newPeer(conn)
+				hd := time.Now().Add(handshake)
+				if deadline.Before(hd) {
+					hd = deadline
+				}
+				conn.SetReadDeadline(hd)
+				err := p.dec.Decode(&p.h)
+				mu.Lock()
+				delete(open, conn)
+				mu.Unlock()
+				if err != nil || p.h.Magic != magic {
+					conn.Close() // not a node of ours, or silent: keep waiting for them
+					return
+				}
+				conn.SetReadDeadline(time.Time{})
+				select {
+				case arrivals <- p:
+				case <-done:
+					conn.Close()
+				}
+			}()
+		}
+	}()
+	stop := func() {
+		mu.Lock()
+		close(done)
+		for c := range open {
+			c.Close()
+		}
+		mu.Unlock()
+		ln.Close()
+		wg.Wait()
+	}
+	return arrivals, stop
+}
+
+// list joins names for a message, the first ten and how many more.
+func list(names []string) string {
+	const show = 10
+	if len(names) <= show {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:show], ", "), len(names)-show)
+}
+
 // joinedHook, if set (by tests), hears of each node that joins node 0.
 var joinedHook func(node int)
 
@@ -232,7 +360,62 @@ func agree(self, h hello, addr net.Addr, peers []*peer) error {
 	case h.LocalDevices < 1:
 		return fmt.Errorf("rendezvous: node %d drives %d devices", h.NodeRank, h.LocalDevices)
 	}
+	if d := differences(self.Settings, h.Settings); len(d) > 0 {
+		return fmt.Errorf("rendezvous: node %d trains otherwise than node 0: %s", h.NodeRank, list(d))
+	}
 	return nil
+}
+
+// differences names every setting whose value differs between node 0's (self) and a node's
+// (other), in node 0's order, then the node's own: "--lr 0.1 (node 0: 0.01)".
+func differences(self, other []Setting) []string {
+	const unset = "unset"
+	mine := map[string]string{}
+	for _, s := range self {
+		mine[s.Name] = s.Value
+	}
+	theirs := map[string]string{}
+	for _, s := range other {
+		theirs[s.Name] = s.Value
+	}
+	var d []string
+	seen := map[string]bool{}
+	for _, ss := range [][]Setting{self, other} {
+		for _, s := range ss {
+			if seen[s.Name] {
+				continue
+			}
+			seen[s.Name] = true
+			a, aok := mine[s.Name]
+			b, bok := theirs[s.Name]
+			if a != b || aok != bok {
+				if !aok {
+					a = unset
+				}
+				if !bok {
+					b = unset
+				}
+				d = append(d, fmt.Sprintf("%s %s (node 0: %s)", clip(s.Name), clip(b), clip(a)))
+			}
+		}
+	}
+	return d
+}
+
+// clip shortens what a peer sent for a message, quoted if it is not plain text.
+func clip(s string) string {
+	const most = 80
+	long := len(s) > most
+	if long {
+		s = s[:most]
+	}
+	if long || strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
+		s = strconv.Quote(s)
+	}
+	if long {
+		s += "..."
+	}
+	return s
 }
 
 func dial(cfg Config) (*World, error) {
@@ -255,8 +438,7 @@ func dial(cfg Config) (*World, error) {
 	}
 	// Node 0 may wait for slower nodes up to its own timeout.
 	conn.SetDeadline(deadline.Add(cfg.timeout()))
-	h := hello{Magic: magic, NodeRank: cfg.NodeRank, NNodes: cfg.NNodes, LocalDevices: cfg.LocalDevices, ModelHash: cfg.ModelHash, Batch: cfg.Batch}
-	if err := json.NewEncoder(conn).Encode(h); err != nil {
+	if err := json.NewEncoder(conn).Encode(cfg.hello()); err != nil {
 		return nil, lost(err)
 	}
 	dec := json.NewDecoder(io.LimitReader(conn, maxMessage))

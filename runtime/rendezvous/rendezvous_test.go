@@ -39,7 +39,7 @@ func child(js string) int {
 			fmt.Println("error:", err)
 			return 2
 		}
-		json.NewEncoder(conn).Encode(hello{Magic: magic, NodeRank: cfg.NodeRank, NNodes: cfg.NNodes, LocalDevices: cfg.LocalDevices, ModelHash: cfg.ModelHash, Batch: cfg.Batch})
+		json.NewEncoder(conn).Encode(cfg.hello())
 		bufio.NewReader(conn).ReadString('\n') // the world
 		fmt.Println("hanging")
 		time.Sleep(time.Hour)
@@ -84,7 +84,8 @@ func nodes(ln net.Listener, devices ...int) []Config {
 	cfgs := make([]Config, len(devices))
 	for i, d := range devices {
 		cfgs[i] = Config{Addr: ln.Addr().String(), NNodes: len(devices), NodeRank: i, LocalDevices: d,
-			ModelHash: "sha256:abc", Batch: 64, Timeout: 5 * time.Second}
+			ModelHash: "sha256:abc", Batch: 64, Timeout: 5 * time.Second,
+			Settings: []Setting{{"--lr", "0.01"}, {"--seed", "1"}, {"--loss", "CrossEntropyLoss"}, {"--epochs", "3"}}}
 	}
 	cfgs[0].Listener = ln
 	cfgs[0].Payload = []byte("the unique id")
@@ -133,6 +134,12 @@ func TestMismatch(t *testing.T) {
 		{"batch", func(c *Config) { c.Batch = 32 }, "rendezvous: node 2 has batch 32, node 0 64"},
 		{"nodes", func(c *Config) { c.NNodes = 4 }, "rendezvous: node 2 expects 4 nodes, node 0 3"},
 		{"rank", func(c *Config) { c.NodeRank = 1 }, "rendezvous: two nodes say they are node 1 (127.0.0.1:"},
+		{"settings", func(c *Config) {
+			c.Settings = []Setting{{"--lr", "0.1"}, {"--seed", "1"}, {"--loss", "MSELoss"}, {"--amp", "bf16"}}
+		}, "rendezvous: node 2 trains otherwise than node 0: --lr 0.1 (node 0: 0.01), --loss MSELoss (node 0: CrossEntropyLoss), --epochs unset (node 0: 3), --amp bf16 (node 0: unset)"},
+		{"hostile settings", func(c *Config) {
+			c.Settings = append(c.Settings[:len(c.Settings):len(c.Settings)], Setting{"--x\x1b[2J", strings.Repeat("9", 1000)})
+		}, `rendezvous: node 2 trains otherwise than node 0: "--x\x1b[2J" "` + strings.Repeat("9", 80) + `"... (node 0: unset)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfgs := nodes(listen(t), 1, 1, 1)
@@ -203,7 +210,7 @@ func TestMissingNode(t *testing.T) {
 // on the channel.
 func start(t *testing.T, cfg Config, hang bool) (*exec.Cmd, <-chan string) {
 	t.Helper()
-	js, _ := json.Marshal(Config{Addr: cfg.Addr, NNodes: cfg.NNodes, NodeRank: cfg.NodeRank, LocalDevices: cfg.LocalDevices, ModelHash: cfg.ModelHash, Batch: cfg.Batch, Timeout: cfg.Timeout})
+	js, _ := json.Marshal(Config{Addr: cfg.Addr, NNodes: cfg.NNodes, NodeRank: cfg.NodeRank, LocalDevices: cfg.LocalDevices, ModelHash: cfg.ModelHash, Batch: cfg.Batch, Settings: cfg.Settings, Timeout: cfg.Timeout})
 	env := []string{"GCOMP_RDZV_NODE=" + string(js)}
 	if hang {
 		env = append(env, "GCOMP_RDZV_HANG=1")
@@ -257,5 +264,89 @@ func TestKilledPeer(t *testing.T) {
 	}
 	if d := time.Since(startT); d > 4*time.Second {
 		t.Errorf("took %v (the timeout is 5s: the death was not noticed)", d)
+	}
+}
+
+// Many settings that differ are listed ten at a time.
+func TestDifferencesCapped(t *testing.T) {
+	var mine, theirs []Setting
+	for i := range 25 {
+		mine = append(mine, Setting{fmt.Sprintf("--s%d", i), "a"})
+		theirs = append(theirs, Setting{fmt.Sprintf("--s%d", i), "b"})
+	}
+	err := agree(hello{NNodes: 2, LocalDevices: 1, Settings: mine}, hello{NodeRank: 1, NNodes: 2, LocalDevices: 1, Settings: theirs}, nil, make([]*peer, 2))
+	want := "rendezvous: node 1 trains otherwise than node 0: --s0 b (node 0: a), --s1 b (node 0: a), --s2 b (node 0: a), --s3 b (node 0: a), --s4 b (node 0: a), --s5 b (node 0: a), --s6 b (node 0: a), --s7 b (node 0: a), --s8 b (node 0: a), --s9 b (node 0: a) and 15 more"
+	if err == nil || err.Error() != want {
+		t.Errorf("agree: %v\nwant %s", err, want)
+	}
+}
+
+// TestSilentConnections: connections that say nothing, or half a hello, or something else,
+// delay no node: the nodes that come after them join at once. A missing node is named, never
+// one that joined behind a silent connection.
+func TestSilentConnections(t *testing.T) {
+	strays := []string{"", `{"magic":"gcomp-rendezvous-1","node_rank":1`, "GET / HTTP/1.0\r\n\r\n"}
+	stray := func(t *testing.T, addr string) {
+		for _, say := range strays {
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { c.Close() })
+			c.Write([]byte(say))
+		}
+	}
+	t.Run("join", func(t *testing.T) {
+		ln := listen(t)
+		cfgs := nodes(ln, 1, 2, 1)
+		for i := range cfgs {
+			cfgs[i].Timeout, cfgs[i].Handshake = 20*time.Second, 20*time.Second
+		}
+		stray(t, ln.Addr().String())
+		began := time.Now()
+		worlds, errs := joinAll(cfgs)
+		for i, err := range errs {
+			if err != nil || worlds[i].Size != 4 {
+				t.Fatalf("node %d: %v", i, err)
+			}
+		}
+		if d := time.Since(began); d > 5*time.Second {
+			t.Errorf("took %v: the silent connections held the nodes up", d)
+		}
+	})
+	t.Run("missing", func(t *testing.T) {
+		ln := listen(t)
+		cfgs := nodes(ln, 1, 1, 1)
+		cfgs[0].Timeout, cfgs[0].Handshake = time.Second, 10*time.Second
+		stray(t, ln.Addr().String())
+		_, errs := joinAll(cfgs[:2])
+		want := "rendezvous: node 2 did not join node 0 at " + ln.Addr().String() + " within 1s"
+		for i, err := range errs {
+			if err == nil || err.Error() != want {
+				t.Errorf("node %d: %v, want %q", i, err, want)
+			}
+		}
+	})
+}
+
+// Node counts past MaxNodes are refused at once (no table of a trillion nodes), and the nodes
+// that did not come are listed ten at a time.
+func TestNodeCountBounded(t *testing.T) {
+	for _, n := range []int{1099511627776, 100000000, 10000000, MaxNodes + 1} {
+		cfg := nodes(listen(t), 1)[0]
+		cfg.NNodes = n
+		_, err := Join(cfg)
+		want := fmt.Sprintf("rendezvous: %d nodes: at most 4096", n)
+		if err == nil || err.Error() != want {
+			t.Errorf("%d nodes: %v, want %q", n, err, want)
+		}
+	}
+	ln := listen(t)
+	cfg := nodes(ln, 1)[0]
+	cfg.NNodes, cfg.Timeout = MaxNodes, 200*time.Millisecond
+	_, err := Join(cfg)
+	want := "rendezvous: node 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 and 4085 more did not join node 0 at " + ln.Addr().String() + " within 200ms"
+	if err == nil || err.Error() != want {
+		t.Errorf("%v, want %q", err, want)
 	}
 }
