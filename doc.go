@@ -63,4 +63,23 @@
 // queued finish first. Errors are typed for errors.Is and errors.As: ErrShapeMismatch (with
 // a *ShapeError), ErrMissingInput, ErrUnknownInput, ErrMissingWeight, ErrUnknownWeight,
 // ErrOutOfMemory, ErrNoDevice and ErrClosed.
+//
+// # Language models
+//
+// LoadLM opens a Hugging Face model folder (config.json, model.safetensors or its shards, a
+// tokenizer) of GPT-2 or the Llama family on a device, and Generate streams the continuation of a
+// prompt token by token, with greedy decoding or temperature, top-k and top-p sampling:
+//
+//	m, err := gcomp.LoadLM("TinyLlama-1.1B", gcomp.LMOptions{Device: "auto"})
+//	...
+//	defer m.Close()
+//	for tok, err := range m.Generate(ctx, "Once upon a time", gcomp.GenerateOptions{MaxNewTokens: 64, Temperature: 0.8}) {
+//		if err != nil {
+//			return err
+//		}
+//		fmt.Print(tok.Text)
+//	}
+//
+// Package lm holds the programs (prefill and one-token decode over a static KV cache) and the
+// sampler; docs/lm.md describes the design.
 package gcomp
