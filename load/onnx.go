@@ -2,15 +2,11 @@ package load
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/gcomp/gcomp/frontend/onnx"
-	"github.com/gcomp/gcomp/frontend/onnx/onnxpb"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/tensor"
 )
@@ -54,20 +50,7 @@ func ParseShape(spec string) (string, []int, error) {
 // them) or a NumPy .npy file.
 func ReadTensorFile(path string) (*tensor.Tensor, error) {
 	if strings.EqualFold(filepath.Ext(path), ".pb") {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return nil, err
-		}
-		var p onnxpb.TensorProto
-		if err := proto.Unmarshal(data, &p); err != nil {
-			return nil, fmt.Errorf("%s: not an ONNX TensorProto: %v", path, err)
-		}
-		// External data is refused: a tensor file given on the command line holds its values.
-		t, err := onnx.Tensor(&p, "")
-		if err != nil {
-			return nil, fmt.Errorf("%s: %v", path, err)
-		}
-		return t, nil
+		return onnx.ReadTensorFile(path)
 	}
 	t, err := tensor.ReadNPYFile(path)
 	if err != nil {

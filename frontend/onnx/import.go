@@ -2,7 +2,6 @@ package onnx
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -47,11 +46,8 @@ type Name struct{ ONNX, IR string }
 
 // ImportFile imports the model at path; external data is read from path's folder.
 func ImportFile(path string, opt Options) (*Model, error) {
-	data, err := os.ReadFile(path)
+	data, err := ReadModelFile(path)
 	if err != nil {
-		if os.IsNotExist(err) {
-			return nil, fmt.Errorf("%s: no such file", path)
-		}
 		return nil, err
 	}
 	dir := filepath.Dir(path)
