@@ -75,9 +75,11 @@ type importer struct {
 	src   tensorSource
 	opt   Options
 	opset int
-	b     *builder
-	vals  map[string]*val
-	names map[string]bool // ir names in use
+	// irVersion is the model's IR version (attributes have types from version 2).
+	irVersion int64
+	b         *builder
+	vals      map[string]*val
+	names     map[string]bool // ir names in use
 	// batchUsed records that Options.Batch filled an input's first dimension.
 	batchUsed bool
 }
@@ -85,7 +87,7 @@ type importer struct {
 func (im *importer) fail(err error) error { return &Error{File: im.file, Node: -1, Err: err} }
 
 func (im *importer) run(m *onnxpb.ModelProto) (model *Model, err error) {
-	im.opset = -1
+	im.opset, im.irVersion = -1, m.GetIrVersion()
 	for _, o := range m.GetOpsetImport() {
 		if d := o.GetDomain(); d == "" || d == "ai.onnx" {
 			im.opset = int(o.GetVersion())
@@ -135,15 +137,28 @@ func (im *importer) run(m *onnxpb.ModelProto) (model *Model, err error) {
 		if t.GetName() == "" {
 			return nil, im.fail(fmt.Errorf("an initializer has no name"))
 		}
+		if _, dup := im.vals[t.GetName()]; dup {
+			return nil, im.fail(fmt.Errorf("initializer %q is given twice", t.GetName()))
+		}
 		im.vals[t.GetName()] = &val{t: w.t, w: w, param: im.irName(t.GetName(), false)}
 	}
 	if len(gp.GetSparseInitializer()) > 0 {
 		return nil, im.fail(unsupportedf("sparse initializers are not supported"))
 	}
+	inputs := map[string]bool{}
 	for _, in := range gp.GetInput() {
 		name := in.GetName()
-		if _, ok := im.vals[name]; ok {
-			continue // an initializer listed as an input too (IR version < 4): its default value is used
+		if inputs[name] {
+			return nil, im.fail(fmt.Errorf("input %q is declared twice", name))
+		}
+		inputs[name] = true
+		if x, ok := im.vals[name]; ok {
+			// An initializer listed as an input too (IR version < 4): its default value is used,
+			// and must be of the type the input declares.
+			if err := checkInitializerInput(in, x.t); err != nil {
+				return nil, im.fail(fmt.Errorf("input %q: its initializer is %s, %w", name, x.t, err))
+			}
+			continue
 		}
 		x, err := im.input(in)
 		if err != nil {
@@ -336,6 +351,25 @@ func checkDeclared(out *onnxpb.ValueInfoProto, t ir.Type) error {
 		return fmt.Errorf("computed %s: %v", t, err)
 	}
 	return nil
+}
+
+// checkInitializerInput checks a graph input's declaration against the initializer of its name,
+// which gives it its value (the checker's shape inference refuses a disagreement).
+func checkInitializerInput(in *onnxpb.ValueInfoProto, t ir.Type) error {
+	tt := in.GetType().GetTensorType()
+	if tt == nil {
+		return nil
+	}
+	if tt.GetElemType() != 0 {
+		d, err := dtypeOf(tt.GetElemType())
+		if err != nil {
+			return err
+		}
+		if d != t.DType {
+			return fmt.Errorf("the input declares %s", d)
+		}
+	}
+	return checkDims(tt.GetShape(), t.Shape)
 }
 
 func typeKind(t *onnxpb.TypeProto) string {
