@@ -17,6 +17,9 @@ type Model struct {
 	// Weights are an ONNX model's initializers, the values of its parameters (nil for .go and
 	// .gir models, whose parameters carry initializers, not values).
 	Weights *onnx.Weights
+	// Names are an ONNX model's inputs and outputs by the file's names and the graph's (nil for
+	// .go and .gir models, whose names are the graph's): users name tensors as the file does.
+	Names *onnx.Names
 }
 
 func onnxSource(filename string, src []byte, opt Options) (*Model, error) {
@@ -24,7 +27,7 @@ func onnxSource(filename string, src []byte, opt Options) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Model{Graph: m.Graph, Weights: m.Weights}, nil
+	return &Model{Graph: m.Graph, Weights: m.Weights, Names: m.Names()}, nil
 }
 
 // ParseShape parses a --shape value, NAME=D1xD2x... ("x=1x3x224x224"; "x=" for a scalar).

@@ -121,12 +121,12 @@ func (im *importer) run(m *onnxpb.ModelProto) (model *Model, err error) {
 
 	for name := range im.opt.Consts {
 		if !slices.ContainsFunc(gp.GetInput(), func(v *onnxpb.ValueInfoProto) bool { return v.GetName() == name }) {
-			return nil, im.fail(fmt.Errorf("--const %s: the model has no input %q", name, name))
+			return nil, im.fail(fmt.Errorf("--const %s: the model has no input %q (inputs: %s)", name, name, inputList(gp)))
 		}
 	}
 	for name := range im.opt.Shapes {
 		if !slices.ContainsFunc(gp.GetInput(), func(v *onnxpb.ValueInfoProto) bool { return v.GetName() == name }) {
-			return nil, im.fail(fmt.Errorf("--shape %s: the model has no input %q", name, name))
+			return nil, im.fail(fmt.Errorf("--shape %s: the model has no input %q (inputs: %s)", name, name, inputList(gp)))
 		}
 	}
 	for _, t := range gp.GetInitializer() {
@@ -205,6 +205,25 @@ func (im *importer) run(m *onnxpb.ModelProto) (model *Model, err error) {
 		return nil, im.fail(fmt.Errorf("the imported graph does not verify: %v", err))
 	}
 	return model, nil
+}
+
+// inputList lists a graph's inputs by the file's names, quoted, for messages (initializers listed
+// as inputs left out).
+func inputList(gp *onnxpb.GraphProto) string {
+	inits := map[string]bool{}
+	for _, t := range gp.GetInitializer() {
+		inits[t.GetName()] = true
+	}
+	var q []string
+	for _, in := range gp.GetInput() {
+		if !inits[in.GetName()] {
+			q = append(q, fmt.Sprintf("%q", in.GetName()))
+		}
+	}
+	if len(q) == 0 {
+		return "none"
+	}
+	return strings.Join(q, ", ")
 }
 
 func graphName(s string) string {
