@@ -5,6 +5,7 @@ import (
 	"io"
 	"path/filepath"
 
+	"github.com/gcomp/gcomp/artifact"
 	"github.com/gcomp/gcomp/frontend/onnx"
 	"github.com/gcomp/gcomp/ir"
 )
@@ -95,4 +96,35 @@ func (f runFiles) report(dir string, stderr io.Writer) {
 			fmt.Fprintf(stderr, "gcomp: %s %q is written to %s\n", kind, name, filepath.Join(dir, path))
 		}
 	}
+}
+
+// planNames records an .onnx model's names in the plan gcomp build writes (nil for other
+// models), so that a run of the module takes and gives the file's names too.
+func planNames(n *onnx.Names) *artifact.SourceNames {
+	if n == nil {
+		return nil
+	}
+	s := &artifact.SourceNames{Inputs: [][2]string{}, Outputs: [][2]string{}}
+	for _, x := range n.Inputs {
+		s.Inputs = append(s.Inputs, [2]string{x.ONNX, x.IR})
+	}
+	for _, x := range n.Outputs {
+		s.Outputs = append(s.Outputs, [2]string{x.ONNX, x.IR})
+	}
+	return s
+}
+
+// namesOfPlan reads back what planNames recorded (the plan's validation has checked it).
+func namesOfPlan(s *artifact.SourceNames) *onnx.Names {
+	if s == nil {
+		return nil
+	}
+	n := &onnx.Names{}
+	for _, p := range s.Inputs {
+		n.Inputs = append(n.Inputs, onnx.Name{ONNX: p[0], IR: p[1]})
+	}
+	for _, p := range s.Outputs {
+		n.Outputs = append(n.Outputs, onnx.Name{ONNX: p[0], IR: p[1]})
+	}
+	return n
 }

@@ -20,18 +20,7 @@ import (
 // "onnx::Gemm_0" (batch symbolic), the Gemm's output "4" (an output too) and the ReLU's
 // output "../x", a name that is no safe file name.
 func writeTorchNamed(t *testing.T) {
-	vi := func(name string, dims ...any) *onnxpb.ValueInfoProto {
-		s := &onnxpb.TensorShapeProto{}
-		for _, d := range dims {
-			if n, ok := d.(int); ok {
-				s.Dim = append(s.Dim, &onnxpb.TensorShapeProto_Dimension{Value: &onnxpb.TensorShapeProto_Dimension_DimValue{DimValue: int64(n)}})
-			} else {
-				s.Dim = append(s.Dim, &onnxpb.TensorShapeProto_Dimension{Value: &onnxpb.TensorShapeProto_Dimension_DimParam{DimParam: d.(string)}})
-			}
-		}
-		return &onnxpb.ValueInfoProto{Name: &name, Type: &onnxpb.TypeProto{Value: &onnxpb.TypeProto_TensorType{
-			TensorType: &onnxpb.TypeProto_Tensor{ElemType: ptrTo(int32(1)), Shape: s}}}}
-	}
+	vi := func(name string, dims ...any) *onnxpb.ValueInfoProto { return onnxValueInfo(name, 1, dims...) }
 	w := tensor.FromFloats(ir.T(ir.F32, 3, 2), []float64{1, 2, 3, 4, 5, 6})
 	b := tensor.FromFloats(ir.T(ir.F32, 3), []float64{0.5, -100, 0})
 	m := &onnxpb.ModelProto{IrVersion: ptrTo(int64(8)),
@@ -121,21 +110,39 @@ func TestTorchDefaultNames(t *testing.T) {
 	}
 	t.Chdir(t.TempDir())
 	var stdout, stderr bytes.Buffer
-	if code := Main([]string{"run", filepath.Join(src, "model.onnx"), "--device", "ref", "--input", "onnx::Gemm_0=" + filepath.Join(src, "x.npy"), "--output-dir", "out"}, &stdout, &stderr); code != 0 {
-		t.Fatalf("run: %s", stderr.String())
-	}
-	if want := `gcomp: output "onnx::Relu_3" is written to out/onnx__Relu_3.npy`; !strings.Contains(stderr.String(), want) {
-		t.Errorf("stderr %q lacks %q", stderr.String(), want)
-	}
-	for file, torch := range map[string]string{"out/4.npy": "y0.npy", "out/onnx__Relu_3.npy": "y1.npy"} {
-		got, want := readNPY(t, file), readNPY(t, filepath.Join(src, torch))
-		if !got.Type.Equal(want.Type) {
-			t.Fatalf("%s is %s, PyTorch's %s", file, got.Type, want.Type)
+	for _, args := range [][]string{{"build", filepath.Join(src, "model.onnx"), "-o", "m.ptx"}, {"init-weights", filepath.Join(src, "model.onnx"), "-o", "w.safetensors"}} {
+		if code := Main(args, &stdout, &stderr); code != 0 {
+			t.Fatalf("%s: %s", args[0], stderr.String())
 		}
-		for i := range want.F {
-			if d := got.F[i] - want.F[i]; d > 1e-6 || d < -1e-6 {
-				t.Errorf("%s[%d] = %v, PyTorch %v", file, i, got.F[i], want.F[i])
-			}
+	}
+	// The model runs on ref, and its module (which records the file's names) on the simulator.
+	for _, run := range [][]string{{filepath.Join(src, "model.onnx"), "--device", "ref"}, {"m.ptx", "--device", "sim", "--weights", "w.safetensors"}} {
+		stderr.Reset()
+		if code := Main(append([]string{"run", run[0], run[1], run[2], "--input", "onnx::Gemm_0=" + filepath.Join(src, "x.npy"), "--output-dir", "out-" + run[2]}, run[3:]...), &stdout, &stderr); code != 0 {
+			t.Fatalf("run %s: %s", run[0], stderr.String())
+		}
+		if want := `gcomp: output "onnx::Relu_3" is written to out-` + run[2] + `/onnx__Relu_3.npy`; !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr %q lacks %q", stderr.String(), want)
+		}
+		compareNPY(t, "out-"+run[2]+"/4.npy", filepath.Join(src, "y0.npy"))
+		compareNPY(t, "out-"+run[2]+"/onnx__Relu_3.npy", filepath.Join(src, "y1.npy"))
+	}
+	stderr.Reset()
+	if code := Main([]string{"run", "m.ptx", "--device", "sim", "--input", "onnx__Gemm_0=x.npy", "--output-dir", "out"}, &stdout, &stderr); code != 1 || !strings.Contains(stderr.String(), `(inputs: "onnx::Gemm_0")`) {
+		t.Errorf("run m.ptx under the graph's name: status %d, %s", code, stderr.String())
+	}
+}
+
+// compareNPY compares a file run wrote with PyTorch's.
+func compareNPY(t *testing.T, file, torch string) {
+	t.Helper()
+	got, want := readNPY(t, file), readNPY(t, torch)
+	if !got.Type.Equal(want.Type) {
+		t.Fatalf("%s is %s, PyTorch's %s", file, got.Type, want.Type)
+	}
+	for i := range want.F {
+		if d := got.F[i] - want.F[i]; d > 1e-6 || d < -1e-6 {
+			t.Errorf("%s[%d] = %v, PyTorch %v", file, i, got.F[i], want.F[i])
 		}
 	}
 }

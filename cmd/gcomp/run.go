@@ -162,7 +162,7 @@ func loadRunnable(path string, mf modelFlags, copt compiler.Options, compile boo
 		if err != nil {
 			return nil, nil, fmt.Errorf("gcomp: %s: %v", artifact.PlanPath(path), err)
 		}
-		return &load.Model{Graph: g}, art, nil
+		return &load.Model{Graph: g, Names: namesOfPlan(art.Plan.SourceNames)}, art, nil
 	}
 	m, err := mf.loadModel(path, false)
 	if err != nil {

@@ -357,14 +357,10 @@ func checkDeclared(out *onnxpb.ValueInfoProto, t ir.Type) error {
 		}
 		return nil
 	}
-	if tt.GetElemType() != 0 {
-		d, err := dtypeOf(tt.GetElemType())
-		if err != nil {
-			return err
-		}
-		if d != t.DType {
-			return fmt.Errorf("computed %s, the model declares %s", t, d)
-		}
+	if d, ok, err := declaredDType(tt); err != nil {
+		return err
+	} else if ok && d != t.DType {
+		return fmt.Errorf("computed %s, the model declares %s", t, d)
 	}
 	if err := checkDims(tt.GetShape(), t.Shape); err != nil {
 		return fmt.Errorf("computed %s: %v", t, err)
@@ -379,16 +375,21 @@ func checkInitializerInput(in *onnxpb.ValueInfoProto, t ir.Type) error {
 	if tt == nil {
 		return nil
 	}
-	if tt.GetElemType() != 0 {
-		d, err := dtypeOf(tt.GetElemType())
-		if err != nil {
-			return err
-		}
-		if d != t.DType {
-			return fmt.Errorf("the input declares %s", d)
-		}
+	if d, ok, err := declaredDType(tt); err != nil {
+		return err
+	} else if ok && d != t.DType {
+		return fmt.Errorf("the input declares %s", d)
 	}
 	return checkDims(tt.GetShape(), t.Shape)
+}
+
+// declaredDType is the element type a declaration gives; ok is false where it gives none.
+func declaredDType(tt *onnxpb.TypeProto_Tensor) (d ir.DType, ok bool, err error) {
+	if tt.GetElemType() == 0 {
+		return d, false, nil
+	}
+	d, err = dtypeOf(tt.GetElemType())
+	return d, err == nil, err
 }
 
 func typeKind(t *onnxpb.TypeProto) string {
