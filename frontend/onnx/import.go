@@ -44,7 +44,8 @@ type Model struct {
 // Name pairs an ONNX name with the graph's (ir value names allow letters, digits, '_' and '.').
 type Name struct{ ONNX, IR string }
 
-// ImportFile imports the model at path; external data is read from path's folder.
+// ImportFile imports the model at path (read as ReadModelFile reads it); external data is read
+// from path's folder.
 func ImportFile(path string, opt Options) (*Model, error) {
 	data, err := ReadModelFile(path)
 	if err != nil {
