@@ -50,6 +50,8 @@ type Model struct {
 	// initial are the parameters' values the model file carries (an ONNX model's
 	// initializers), used where a session is given no weight.
 	initial *onnx.Weights
+	// names are an ONNX model's input and output names as its file gives them (nil for others).
+	names *onnx.Names
 }
 
 // Compile compiles the model a Go function builds with the DSL (package frontend), compiled
@@ -81,7 +83,7 @@ func CompileFile(path string, opts Options) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	m.initial = lm.Weights
+	m.initial, m.names = lm.Weights, lm.Names
 	return m, nil
 }
 
@@ -138,20 +140,22 @@ func info(name string, t ir.Type) TensorInfo {
 	return TensorInfo{Name: name, DType: t.DType.String(), Shape: slices.Clone([]int(t.Shape))}
 }
 
-// Inputs describes the model's inputs in declaration order.
+// Inputs describes the model's inputs in declaration order (an .onnx model's by the names its
+// file gives them).
 func (m *Model) Inputs() []TensorInfo {
 	var out []TensorInfo
 	for _, v := range m.graph.Inputs() {
-		out = append(out, info(v.Name, v.Type))
+		out = append(out, info(m.inputName(v), v.Type))
 	}
 	return out
 }
 
-// Outputs describes the model's outputs in declaration order.
+// Outputs describes the model's outputs in declaration order (an .onnx model's by the names its
+// file gives them).
 func (m *Model) Outputs() []TensorInfo {
 	var out []TensorInfo
 	for _, o := range m.graph.Outputs {
-		out = append(out, info(o.Name, o.Value.Type))
+		out = append(out, info(m.outputName(o.Name), o.Value.Type))
 	}
 	return out
 }

@@ -14,6 +14,8 @@
 //     file's own), a .gir graph, or an .onnx model whose dynamic input shapes
 //     Options.Shapes fixes (its batch, say) and whose initializers serve as weights. Options.Batch
 //     traces a model.go that declares its batch with b.Batch(N), or an .onnx model, at another batch.
+//     An .onnx model's inputs and outputs keep the names its file gives them (PyTorch's default
+//     "onnx::Gemm_0", "4") in Inputs, Outputs, Options.Shapes and Session.Run's maps.
 //   - CompileGraph: an *ir.Graph built with package ir or read by ir.Parse.
 //
 // Options choose the GPU architecture (sm_80 by default, sm_90 for H100), TF32 tensor cores

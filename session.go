@@ -227,6 +227,7 @@ func (s *Session) Run(ctx context.Context, inputs map[string]*Tensor) (map[strin
 	if err := s.checkInputs(inputs); err != nil {
 		return nil, err
 	}
+	inputs = s.model.graphInputs(inputs)
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -246,21 +247,29 @@ func (s *Session) Run(ctx context.Context, inputs map[string]*Tensor) (map[strin
 		}
 	}
 	defer func() { s.free <- sl }()
+	var outs map[string]*Tensor
+	var err error
 	if sl.prog == nil {
-		return s.runRef(ctx, inputs)
+		outs, err = s.runRef(ctx, inputs)
+	} else {
+		outs, err = s.runCompiled(ctx, sl.prog, inputs)
 	}
-	return s.runCompiled(ctx, sl.prog, inputs)
+	if err != nil {
+		return nil, err
+	}
+	return s.model.userOutputs(outs), nil
 }
 
 func (s *Session) checkInputs(inputs map[string]*Tensor) error {
 	declared := map[string]bool{}
 	for _, v := range s.model.graph.Inputs() {
-		declared[v.Name] = true
-		t, ok := inputs[v.Name]
+		name := s.model.inputName(v)
+		declared[name] = true
+		t, ok := inputs[name]
 		if !ok {
-			return errorf(ErrMissingInput, "gcomp: no value for input %s (%s)", v.Name, v.Type)
+			return errorf(ErrMissingInput, "gcomp: no value for input %s (%s)", name, v.Type)
 		}
-		if err := checkTensor("input", v.Name, t, v.Type); err != nil {
+		if err := checkTensor("input", name, t, v.Type); err != nil {
 			return err
 		}
 	}

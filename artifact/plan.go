@@ -43,6 +43,10 @@ type Plan struct {
 	// OutputNames are the model's names of its outputs, one per entry of Outputs (whose
 	// names are the buffers' names, which differ where the passes renamed a buffer).
 	OutputNames []string `json:"output_names"`
+	// SourceNames are the names the model file gives its inputs and outputs where the graph
+	// could not keep them (an .onnx model's "onnx::Gemm_0" for the graph's onnx__Gemm_0), so a
+	// built module is named as its source is; absent for models whose names are the graph's.
+	SourceNames *SourceNames `json:"source_names,omitempty"`
 	// ScratchBytes is the size of the zeroed scratch area kernels use for cross-block
 	// reductions; every kernel leaves it zero again.
 	ScratchBytes int64 `json:"scratch_bytes"`
@@ -52,6 +56,13 @@ type Plan struct {
 	Kernels    []Kernel `json:"kernels"`
 	// Graph is the source model in the .gir text form.
 	Graph string `json:"graph"`
+}
+
+// SourceNames pair a model file's names with the graph's, [file's, graph's], one pair per input
+// (Inputs) and per output (Outputs, by OutputNames).
+type SourceNames struct {
+	Inputs  [][2]string `json:"inputs"`
+	Outputs [][2]string `json:"outputs"`
 }
 
 // Kernel is one launch.

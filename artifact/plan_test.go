@@ -100,10 +100,19 @@ func TestParsePlanErrors(t *testing.T) {
 		{"trailing JSON", "\n}\n", "\n}\n{}", "data after the JSON object"},
 		{"duplicate input", `"inputs": [`, `"inputs": [{"name": "x", "type": "f32[4,8]", "size": 128},`, `input "x" is declared twice`},
 		{"duplicate output name", "\"output_names\": [\n    \"y\"", "\"output_names\": [\n    \"y\", \"y\"", `"y" is declared twice`},
+		// Source names (an .onnx model's own) pair any text with an input or output of the plan.
+		{"source name of no input", `"tf32": false`, `"tf32": false, "source_names": {"inputs": [["onnx::x", "z"]], "outputs": []}`, `source_names: the plan has no input "z"`},
+		{"source name of no output", `"tf32": false`, `"tf32": false, "source_names": {"inputs": [], "outputs": [["4", "x"]]}`, `source_names: the plan has no output "x"`},
+		{"empty source name", `"tf32": false`, `"tf32": false, "source_names": {"inputs": [["", "x"]], "outputs": []}`, `input "x" has an empty source name`},
+		{"source name twice", `"tf32": false`, `"tf32": false, "source_names": {"inputs": [["a", "x"], ["b", "x"]], "outputs": []}`, `named twice`},
 	}
 	checkParseErrors(t, good, tests)
 	if _, err := artifact.ParsePlan([]byte(good)); err != nil {
 		t.Errorf("the compiled plan does not parse: %v", err)
+	}
+	named := strings.Replace(good, `"tf32": false`, `"tf32": false, "source_names": {"inputs": [["../onnx::x", "x"]], "outputs": [["4", "y"]]}`, 1)
+	if p, err := artifact.ParsePlan([]byte(named)); err != nil || p.SourceNames.Outputs[0] != [2]string{"4", "y"} {
+		t.Errorf("a plan with source names: %v", err)
 	}
 	// An arena may be rounded up to the alignment (256 bytes), no further.
 	if _, err := artifact.ParsePlan([]byte(strings.Replace(good, `"arena_bytes": 128`, `"arena_bytes": 256`, 1))); err != nil {

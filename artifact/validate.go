@@ -2,6 +2,7 @@ package artifact
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/gcomp/gcomp/tensorio"
 )
@@ -28,6 +29,36 @@ func (p *Plan) validateNames() error {
 				return fmt.Errorf("%s %q is declared twice", set.kind, n)
 			}
 			seen[n] = true
+		}
+	}
+	return p.validateSourceNames()
+}
+
+// validateSourceNames checks that each source name pairs a name (any text: it names no file, and
+// run derives a safe file name from it) with an input or output of the plan, once each way.
+func (p *Plan) validateSourceNames() error {
+	if p.SourceNames == nil {
+		return nil
+	}
+	for _, set := range []struct {
+		kind  string
+		pairs [][2]string
+		graph []string
+	}{
+		{"input", p.SourceNames.Inputs, ioNames(p.Inputs)},
+		{"output", p.SourceNames.Outputs, p.OutputNames},
+	} {
+		file, graph := map[string]bool{}, map[string]bool{}
+		for _, pair := range set.pairs {
+			switch {
+			case pair[0] == "":
+				return fmt.Errorf("source_names: %s %q has an empty source name", set.kind, pair[1])
+			case !slices.Contains(set.graph, pair[1]):
+				return fmt.Errorf("source_names: the plan has no %s %q", set.kind, pair[1])
+			case file[pair[0]] || graph[pair[1]]:
+				return fmt.Errorf("source_names: %s %q or %q is named twice", set.kind, pair[0], pair[1])
+			}
+			file[pair[0]], graph[pair[1]] = true, true
 		}
 	}
 	return nil

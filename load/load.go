@@ -60,11 +60,10 @@ func ModelFile(path string, opt Options) (*Model, error) {
 
 // readModel reads a model file, refusing one larger than its format's bound.
 func readModel(path string) ([]byte, error) {
-	limit := int64(MaxSourceBytes)
 	if strings.EqualFold(filepath.Ext(path), ".onnx") {
-		limit = MaxONNXBytes
+		return onnx.ReadModelFile(path)
 	}
-	return tensorio.ReadFile(path, limit)
+	return tensorio.ReadFile(path, MaxSourceBytes)
 }
 
 // MaxSourceBytes bounds a model file (a .go or .gir source; a chain of a million ops in .gir is
@@ -73,7 +72,7 @@ const MaxSourceBytes = 64 << 20
 
 // MaxONNXBytes bounds an .onnx file: protobuf's 2 GB message limit (larger models keep their
 // weights in external data files, which are read separately).
-const MaxONNXBytes = 2 << 30
+const MaxONNXBytes = onnx.MaxFileBytes
 
 // Source loads a model from its text; filename decides the format and is used in messages.
 func Source(filename string, src []byte, opt Options) (*ir.Graph, error) {

@@ -2,15 +2,11 @@ package load
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/gcomp/gcomp/frontend/onnx"
-	"github.com/gcomp/gcomp/frontend/onnx/onnxpb"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/tensor"
 )
@@ -21,6 +17,9 @@ type Model struct {
 	// Weights are an ONNX model's initializers, the values of its parameters (nil for .go and
 	// .gir models, whose parameters carry initializers, not values).
 	Weights *onnx.Weights
+	// Names are an ONNX model's inputs and outputs by the file's names and the graph's (nil for
+	// .go and .gir models, whose names are the graph's): users name tensors as the file does.
+	Names *onnx.Names
 }
 
 func onnxSource(filename string, src []byte, opt Options) (*Model, error) {
@@ -28,7 +27,7 @@ func onnxSource(filename string, src []byte, opt Options) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Model{Graph: m.Graph, Weights: m.Weights}, nil
+	return &Model{Graph: m.Graph, Weights: m.Weights, Names: m.Names()}, nil
 }
 
 // ParseShape parses a --shape value, NAME=D1xD2x... ("x=1x3x224x224"; "x=" for a scalar).
@@ -54,20 +53,7 @@ func ParseShape(spec string) (string, []int, error) {
 // them) or a NumPy .npy file.
 func ReadTensorFile(path string) (*tensor.Tensor, error) {
 	if strings.EqualFold(filepath.Ext(path), ".pb") {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return nil, err
-		}
-		var p onnxpb.TensorProto
-		if err := proto.Unmarshal(data, &p); err != nil {
-			return nil, fmt.Errorf("%s: not an ONNX TensorProto: %v", path, err)
-		}
-		// External data is refused: a tensor file given on the command line holds its values.
-		t, err := onnx.Tensor(&p, "")
-		if err != nil {
-			return nil, fmt.Errorf("%s: %v", path, err)
-		}
-		return t, nil
+		return onnx.ReadTensorFile(path)
 	}
 	t, err := tensor.ReadNPYFile(path)
 	if err != nil {

@@ -233,11 +233,11 @@ func cmdBuild(args []string, stdout, stderr io.Writer) error {
 	if *emit == "nvvm" {
 		copt.Producer = &nvvm.Producer{IROnly: true}
 	}
-	g, err := mf.load(path)
+	lm, err := mf.loadModel(path, true)
 	if err != nil {
 		return err
 	}
-	g = passes.AutocastGraph(g, copt.AMP) // so --emit ir and dot show what the kernels compute
+	g := passes.AutocastGraph(lm.Graph, copt.AMP) // so --emit ir and dot show what the kernels compute
 	var text string
 	switch *emit {
 	case "ir":
@@ -270,6 +270,7 @@ func cmdBuild(args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("gcomp build: %s: %v", path, err)
 		}
 		if art != nil {
+			art.Plan.SourceNames = planNames(lm.Names)
 			for _, n := range art.Plan.Notes() {
 				fmt.Fprintf(stderr, "gcomp: note: %s\n", n)
 			}

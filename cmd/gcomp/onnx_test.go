@@ -26,19 +26,22 @@ func onnxTensor(name string, d int32, t *tensor.Tensor) *onnxpb.TensorProto {
 
 // writeONNX writes linear.onnx: output = relu(input·Wᵀ + b) with a symbolic batch, then
 // reshaped by the value of a second input, "shape".
-func writeONNX(t *testing.T) {
-	vi := func(name string, elem int32, dims ...any) *onnxpb.ValueInfoProto {
-		s := &onnxpb.TensorShapeProto{}
-		for _, d := range dims {
-			if n, ok := d.(int); ok {
-				s.Dim = append(s.Dim, &onnxpb.TensorShapeProto_Dimension{Value: &onnxpb.TensorShapeProto_Dimension_DimValue{DimValue: int64(n)}})
-			} else {
-				s.Dim = append(s.Dim, &onnxpb.TensorShapeProto_Dimension{Value: &onnxpb.TensorShapeProto_Dimension_DimParam{DimParam: d.(string)}})
-			}
+// onnxValueInfo declares a tensor of ONNX element type elem; dims are numbers or symbolic names.
+func onnxValueInfo(name string, elem int32, dims ...any) *onnxpb.ValueInfoProto {
+	s := &onnxpb.TensorShapeProto{}
+	for _, d := range dims {
+		if n, ok := d.(int); ok {
+			s.Dim = append(s.Dim, &onnxpb.TensorShapeProto_Dimension{Value: &onnxpb.TensorShapeProto_Dimension_DimValue{DimValue: int64(n)}})
+		} else {
+			s.Dim = append(s.Dim, &onnxpb.TensorShapeProto_Dimension{Value: &onnxpb.TensorShapeProto_Dimension_DimParam{DimParam: d.(string)}})
 		}
-		return &onnxpb.ValueInfoProto{Name: &name, Type: &onnxpb.TypeProto{Value: &onnxpb.TypeProto_TensorType{
-			TensorType: &onnxpb.TypeProto_Tensor{ElemType: &elem, Shape: s}}}}
 	}
+	return &onnxpb.ValueInfoProto{Name: &name, Type: &onnxpb.TypeProto{Value: &onnxpb.TypeProto_TensorType{
+		TensorType: &onnxpb.TypeProto_Tensor{ElemType: &elem, Shape: s}}}}
+}
+
+func writeONNX(t *testing.T) {
+	vi := onnxValueInfo
 	w := tensor.FromFloats(ir.T(ir.F32, 3, 2), []float64{1, 2, 3, 4, 5, 6})
 	b := tensor.FromFloats(ir.T(ir.F32, 3), []float64{0.5, -100, 0})
 	m := &onnxpb.ModelProto{IrVersion: ptrTo(int64(8)),

@@ -53,11 +53,11 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		if *bench > 0 {
 			return fmt.Errorf("gcomp run: --bench times one device; give one --device")
 		}
-		in, outs, err := runParallel(path, *dev, mf, tf, vf, *cudaLib, *noCheck, *outDir, *saveInputs, stderr)
+		in, outs, files, err := runParallel(path, *dev, mf, tf, vf, *cudaLib, *noCheck, *outDir, *saveInputs, stderr)
 		if err != nil {
 			return err
 		}
-		return writeRunOutputs(*outDir, in, outs, *saveInputs, stderr)
+		return writeRunOutputs(*outDir, in, outs, files, stderr)
 	}
 	spec, err := device.Parse(*dev)
 	if err != nil {
@@ -84,7 +84,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	}
 	g := m.Graph
 	// The outputs' files are known now: check them all before any work.
-	if err := checkNPYFiles(*outDir, runFileNames(g, *saveInputs)); err != nil {
+	files := newRunFiles(g, m.Names, *saveInputs)
+	if err := checkNPYFiles(*outDir, files.names); err != nil {
 		return fmt.Errorf("gcomp run: %s: %v", path, err)
 	}
 	in, params, err := vf.bind(m, stderr)
@@ -100,38 +101,26 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("gcomp run: %s", prefixPath(path, err))
 	}
-	return writeRunOutputs(*outDir, in, outs, *saveInputs, stderr)
+	return writeRunOutputs(*outDir, in, outs, files, stderr)
 }
 
-// writeRunOutputs writes each output to DIR/NAME.npy and, with saveInputs, each input to
-// DIR/inputs/NAME.npy.
-func writeRunOutputs(dir string, in, outs map[string]*tensor.Tensor, saveInputs bool, stderr io.Writer) error {
+// writeRunOutputs writes each output to DIR/NAME.npy and, with --save-inputs, each input to
+// DIR/inputs/NAME.npy, where f says.
+func writeRunOutputs(dir string, in, outs map[string]*tensor.Tensor, f runFiles, stderr io.Writer) error {
 	files := map[string]*tensorio.Array{}
 	for name, t := range outs {
-		files[name+".npy"] = npyArray(name, t, stderr)
+		files[f.outs[name]] = npyArray(name, t, stderr)
 	}
-	if saveInputs {
+	if len(f.ins) > 0 {
 		for name, t := range in {
-			files[filepath.Join("inputs", name+".npy")] = npyArray(name, t, stderr)
+			files[f.ins[name]] = npyArray(name, t, stderr)
 		}
 	}
-	return writeNPYFiles(dir, files)
-}
-
-// runFileNames are the files run writes under its output directory: NAME.npy per output and,
-// with --save-inputs, inputs/NAME.npy per input. Names come from a model or a plan, whose loaders
-// have checked them; they are checked again here, where they become paths.
-func runFileNames(g *ir.Graph, saveInputs bool) []string {
-	var names []string
-	for _, o := range g.Outputs {
-		names = append(names, o.Name+".npy")
+	if err := writeNPYFiles(dir, files); err != nil {
+		return err
 	}
-	if saveInputs {
-		for _, v := range g.Inputs() {
-			names = append(names, filepath.Join("inputs", v.Name+".npy"))
-		}
-	}
-	return names
+	f.report(dir, stderr)
+	return nil
 }
 
 // npyArray is t as a NumPy file can hold it: NumPy has no bfloat16, so a bf16 tensor widens to
@@ -173,7 +162,7 @@ func loadRunnable(path string, mf modelFlags, copt compiler.Options, compile boo
 		if err != nil {
 			return nil, nil, fmt.Errorf("gcomp: %s: %v", artifact.PlanPath(path), err)
 		}
-		return &load.Model{Graph: g}, art, nil
+		return &load.Model{Graph: g, Names: namesOfPlan(art.Plan.SourceNames)}, art, nil
 	}
 	m, err := mf.loadModel(path, false)
 	if err != nil {
@@ -284,24 +273,27 @@ func (vf valueFlags) bind(m *load.Model, stderr io.Writer) (inputs, params map[s
 	if params, err = bindParams(m, *vf.weights, *vf.strict, *vf.seed, stderr); err != nil {
 		return nil, nil, err
 	}
-	if inputs, err = bindInputs(m.Graph, *vf.inputs, *vf.seed, stderr); err != nil {
+	if inputs, err = bindInputs(m, *vf.inputs, *vf.seed, stderr); err != nil {
 		return nil, nil, err
 	}
 	return inputs, params, nil
 }
 
-func bindInputs(g *ir.Graph, specs []string, seed uint64, stderr io.Writer) (map[string]*tensor.Tensor, error) {
+// bindInputs reads the --input values, by the names m's file gives its inputs, and makes seeded
+// random values for the inputs not given; the result is keyed by the graph's names.
+func bindInputs(m *load.Model, specs []string, seed uint64, stderr io.Writer) (map[string]*tensor.Tensor, error) {
+	g, names := m.Graph, m.Names
 	in := map[string]*tensor.Tensor{}
 	for _, spec := range specs {
 		name, file, ok := strings.Cut(spec, "=")
 		if !ok || name == "" || file == "" {
 			return nil, fmt.Errorf("gcomp run: --input %q: want NAME=FILE.npy", spec)
 		}
-		v := g.Lookup(name)
-		if v == nil || v.Op != ir.OpInput {
-			return nil, fmt.Errorf("gcomp run: --input %s: the model has no input %q (inputs: %s)", spec, name, valueNames(g.Inputs()))
+		v, err := lookupInput(g, names, name)
+		if err != nil {
+			return nil, fmt.Errorf("gcomp run: --input %s: %v", spec, err)
 		}
-		if in[name] != nil {
+		if in[v.Name] != nil {
 			return nil, fmt.Errorf("gcomp run: input %s given twice", name)
 		}
 		t, err := load.ReadTensorFile(file) // .npy, or an ONNX TensorProto .pb
@@ -311,12 +303,12 @@ func bindInputs(g *ir.Graph, specs []string, seed uint64, stderr io.Writer) (map
 		if !t.Type.Equal(v.Type) {
 			return nil, fmt.Errorf("gcomp run: input %s: %s holds %s, the model wants %s", name, file, t.Type, v.Type)
 		}
-		in[name] = t
+		in[v.Name] = t
 	}
 	for _, v := range g.Inputs() {
 		if in[v.Name] == nil {
 			in[v.Name] = tensor.RandomInput(v, seed)
-			fmt.Fprintf(stderr, "gcomp: input %s not given: using seeded random %s (seed %d)\n", v.Name, v.Type, seed)
+			fmt.Fprintf(stderr, "gcomp: input %s not given: using seeded random %s (seed %d)\n", inputName(names, v), v.Type, seed)
 		}
 	}
 	return in, nil

@@ -20,17 +20,17 @@ func parallelDevices(name string) bool {
 // runParallel is gcomp run over a device list (runtime/parallel): the model traced at the global
 // batch (--batch, else its own) binds the inputs and weights; traced again at batch/N it is
 // compiled once and runs on every device, each on its shard of the batch.
-func runParallel(path, list string, mf modelFlags, tf targetFlags, vf valueFlags, cudaLib string, noCheck bool, outDir string, saveInputs bool, stderr io.Writer) (in, outs map[string]*tensor.Tensor, err error) {
-	fail := func(err error) (map[string]*tensor.Tensor, map[string]*tensor.Tensor, error) {
-		return nil, nil, fmt.Errorf("gcomp run: %s", prefixPath(path, err))
+func runParallel(path, list string, mf modelFlags, tf targetFlags, vf valueFlags, cudaLib string, noCheck bool, outDir string, saveInputs bool, stderr io.Writer) (in, outs map[string]*tensor.Tensor, files runFiles, err error) {
+	fail := func(err error) (map[string]*tensor.Tensor, map[string]*tensor.Tensor, runFiles, error) {
+		return nil, nil, runFiles{}, fmt.Errorf("gcomp run: %s", prefixPath(path, err))
 	}
 	specs, err := parallel.ParseDevices(list)
 	if err != nil {
-		return nil, nil, fmt.Errorf("gcomp run: --device: %v", err)
+		return nil, nil, runFiles{}, fmt.Errorf("gcomp run: --device: %v", err)
 	}
 	copt, err := tf.options()
 	if err != nil {
-		return nil, nil, fmt.Errorf("gcomp run: %v", err)
+		return nil, nil, runFiles{}, fmt.Errorf("gcomp run: %v", err)
 	}
 	if strings.HasSuffix(path, ".ptx") {
 		return fail(fmt.Errorf("a compiled module is fixed at one batch: give the model's source to split its batch over %d devices", len(specs)))
@@ -45,13 +45,13 @@ func runParallel(path, list string, mf modelFlags, tf targetFlags, vf valueFlags
 	for _, s := range specs {
 		dev, err := openRank(s, cudaLib, noCheck) // a simulated GPU for sim:N, as gcomp train's ranks
 		if err != nil {
-			return nil, nil, fmt.Errorf("gcomp run: %s: %v", s.Name, err)
+			return nil, nil, runFiles{}, fmt.Errorf("gcomp run: %s: %v", s.Name, err)
 		}
 		devs = append(devs, dev)
 	}
 	m, batch, err := mf.loadModelBatch(path, 0)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, runFiles{}, err
 	}
 	n := len(specs)
 	switch {
@@ -60,12 +60,13 @@ func runParallel(path, list string, mf modelFlags, tf targetFlags, vf valueFlags
 	case batch%n != 0:
 		return fail(fmt.Errorf("batch %d does not split evenly over %d devices", batch, n))
 	}
-	if err := checkNPYFiles(outDir, runFileNames(m.Graph, saveInputs)); err != nil {
+	files = newRunFiles(m.Graph, m.Names, saveInputs)
+	if err := checkNPYFiles(outDir, files.names); err != nil {
 		return fail(err)
 	}
 	shard, _, err := mf.loadModelBatch(path, batch/n)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, runFiles{}, err
 	}
 	plan, err := parallel.NewPlan(m.Graph, shard.Graph, n)
 	if err != nil {
@@ -77,10 +78,10 @@ func runParallel(path, list string, mf modelFlags, tf targetFlags, vf valueFlags
 	}
 	in, params, err := vf.bind(m, stderr)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, runFiles{}, err
 	}
 	if outs, err = parallel.Forward(devs, res.Artifact, plan, params, in); err != nil {
 		return fail(err)
 	}
-	return in, outs, nil
+	return in, outs, files, nil
 }

@@ -28,7 +28,15 @@
 // an error that says what is not supported (IsUnsupported), never an approximation. An input
 // that decides a shape but is not bound is a *NeedConst error naming it.
 //
+// Names: users name tensors as the file does ("onnx::Gemm_0", "4"); the graph's names are
+// identifiers made from them, and Model.Names maps between the two. SafeFileNames derives file
+// names from them for writing tensors.
+//
 // Untrusted files: every size read from the model is checked before anything is allocated from
 // it (tensor data against its dims, external data against the file's real size, values computed
-// at import against foldLimit), and external data must lie in the model's folder.
+// at import against foldLimit); external data must be a regular file whose resolved path lies in
+// the model's folder; model and .pb files are read within a budget (ReadModelFile,
+// ReadTensorFile), without blocking on a named pipe. What onnx.checker refuses (attributes that
+// ONNX's schemas do not declare or type otherwise, duplicate initializers or inputs, ...) is an
+// error, not a guess.
 package onnx

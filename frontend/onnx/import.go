@@ -2,7 +2,6 @@ package onnx
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -45,13 +44,11 @@ type Model struct {
 // Name pairs an ONNX name with the graph's (ir value names allow letters, digits, '_' and '.').
 type Name struct{ ONNX, IR string }
 
-// ImportFile imports the model at path; external data is read from path's folder.
+// ImportFile imports the model at path (read as ReadModelFile reads it); external data is read
+// from path's folder.
 func ImportFile(path string, opt Options) (*Model, error) {
-	data, err := os.ReadFile(path)
+	data, err := ReadModelFile(path)
 	if err != nil {
-		if os.IsNotExist(err) {
-			return nil, fmt.Errorf("%s: no such file", path)
-		}
 		return nil, err
 	}
 	dir := filepath.Dir(path)
@@ -79,9 +76,11 @@ type importer struct {
 	src   tensorSource
 	opt   Options
 	opset int
-	b     *builder
-	vals  map[string]*val
-	names map[string]bool // ir names in use
+	// irVersion is the model's IR version (attributes have types from version 2).
+	irVersion int64
+	b         *builder
+	vals      map[string]*val
+	names     map[string]bool // ir names in use
 	// batchUsed records that Options.Batch filled an input's first dimension.
 	batchUsed bool
 }
@@ -89,7 +88,7 @@ type importer struct {
 func (im *importer) fail(err error) error { return &Error{File: im.file, Node: -1, Err: err} }
 
 func (im *importer) run(m *onnxpb.ModelProto) (model *Model, err error) {
-	im.opset = -1
+	im.opset, im.irVersion = -1, m.GetIrVersion()
 	for _, o := range m.GetOpsetImport() {
 		if d := o.GetDomain(); d == "" || d == "ai.onnx" {
 			im.opset = int(o.GetVersion())
@@ -123,12 +122,12 @@ func (im *importer) run(m *onnxpb.ModelProto) (model *Model, err error) {
 
 	for name := range im.opt.Consts {
 		if !slices.ContainsFunc(gp.GetInput(), func(v *onnxpb.ValueInfoProto) bool { return v.GetName() == name }) {
-			return nil, im.fail(fmt.Errorf("--const %s: the model has no input %q", name, name))
+			return nil, im.fail(fmt.Errorf("--const %s: the model has no input %q (inputs: %s)", name, name, inputList(gp)))
 		}
 	}
 	for name := range im.opt.Shapes {
 		if !slices.ContainsFunc(gp.GetInput(), func(v *onnxpb.ValueInfoProto) bool { return v.GetName() == name }) {
-			return nil, im.fail(fmt.Errorf("--shape %s: the model has no input %q", name, name))
+			return nil, im.fail(fmt.Errorf("--shape %s: the model has no input %q (inputs: %s)", name, name, inputList(gp)))
 		}
 	}
 	for _, t := range gp.GetInitializer() {
@@ -139,15 +138,28 @@ func (im *importer) run(m *onnxpb.ModelProto) (model *Model, err error) {
 		if t.GetName() == "" {
 			return nil, im.fail(fmt.Errorf("an initializer has no name"))
 		}
+		if _, dup := im.vals[t.GetName()]; dup {
+			return nil, im.fail(fmt.Errorf("initializer %q is given twice", t.GetName()))
+		}
 		im.vals[t.GetName()] = &val{t: w.t, w: w, param: im.irName(t.GetName(), false)}
 	}
 	if len(gp.GetSparseInitializer()) > 0 {
 		return nil, im.fail(unsupportedf("sparse initializers are not supported"))
 	}
+	inputs := map[string]bool{}
 	for _, in := range gp.GetInput() {
 		name := in.GetName()
-		if _, ok := im.vals[name]; ok {
-			continue // an initializer listed as an input too (IR version < 4): its default value is used
+		if inputs[name] {
+			return nil, im.fail(fmt.Errorf("input %q is declared twice", name))
+		}
+		inputs[name] = true
+		if x, ok := im.vals[name]; ok {
+			// An initializer listed as an input too (IR version < 4): its default value is used,
+			// and must be of the type the input declares.
+			if err := checkInitializerInput(in, x.t); err != nil {
+				return nil, im.fail(fmt.Errorf("input %q: its initializer is %s, %w", name, x.t, err))
+			}
+			continue
 		}
 		x, err := im.input(in)
 		if err != nil {
@@ -194,6 +206,25 @@ func (im *importer) run(m *onnxpb.ModelProto) (model *Model, err error) {
 		return nil, im.fail(fmt.Errorf("the imported graph does not verify: %v", err))
 	}
 	return model, nil
+}
+
+// inputList lists a graph's inputs by the file's names, quoted, for messages (initializers listed
+// as inputs left out).
+func inputList(gp *onnxpb.GraphProto) string {
+	inits := map[string]bool{}
+	for _, t := range gp.GetInitializer() {
+		inits[t.GetName()] = true
+	}
+	var q []string
+	for _, in := range gp.GetInput() {
+		if !inits[in.GetName()] {
+			q = append(q, fmt.Sprintf("%q", in.GetName()))
+		}
+	}
+	if len(q) == 0 {
+		return "none"
+	}
+	return strings.Join(q, ", ")
 }
 
 func graphName(s string) string {
@@ -327,19 +358,39 @@ func checkDeclared(out *onnxpb.ValueInfoProto, t ir.Type) error {
 		}
 		return nil
 	}
-	if tt.GetElemType() != 0 {
-		d, err := dtypeOf(tt.GetElemType())
-		if err != nil {
-			return err
-		}
-		if d != t.DType {
-			return fmt.Errorf("computed %s, the model declares %s", t, d)
-		}
+	if d, ok, err := declaredDType(tt); err != nil {
+		return err
+	} else if ok && d != t.DType {
+		return fmt.Errorf("computed %s, the model declares %s", t, d)
 	}
 	if err := checkDims(tt.GetShape(), t.Shape); err != nil {
 		return fmt.Errorf("computed %s: %v", t, err)
 	}
 	return nil
+}
+
+// checkInitializerInput checks a graph input's declaration against the initializer of its name,
+// which gives it its value (the checker's shape inference refuses a disagreement).
+func checkInitializerInput(in *onnxpb.ValueInfoProto, t ir.Type) error {
+	tt := in.GetType().GetTensorType()
+	if tt == nil {
+		return nil
+	}
+	if d, ok, err := declaredDType(tt); err != nil {
+		return err
+	} else if ok && d != t.DType {
+		return fmt.Errorf("the input declares %s", d)
+	}
+	return checkDims(tt.GetShape(), t.Shape)
+}
+
+// declaredDType is the element type a declaration gives; ok is false where it gives none.
+func declaredDType(tt *onnxpb.TypeProto_Tensor) (d ir.DType, ok bool, err error) {
+	if tt.GetElemType() == 0 {
+		return d, false, nil
+	}
+	d, err = dtypeOf(tt.GetElemType())
+	return d, err == nil, err
 }
 
 func typeKind(t *onnxpb.TypeProto) string {

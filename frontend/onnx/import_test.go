@@ -246,7 +246,7 @@ func TestExternalData(t *testing.T) {
 		{"weights.bin", "8", "", "past the file's end"},
 		{"weights.bin", "0", "12", "length 12, but the tensor needs 8 bytes"},
 		{"weights.bin", "-1", "", `bad offset "-1"`},
-		{"missing.bin", "", "", "external data: open"},
+		{"missing.bin", "", "", "missing.bin: no such file"},
 	} {
 		_, err := Import("e.onnx", externalModel(tc.loc, tc.off, tc.length), dir, Options{})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -2,6 +2,7 @@ package onnx
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/tensor"
@@ -669,6 +670,11 @@ func convRange(n *node) ([]*val, error) {
 	}
 	d := lim[0].Type.DType
 	start, limit, delta := lim[0].At(0), lim[1].At(0), lim[2].At(0)
+	for i, v := range []float64{start, limit, delta} {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("%s is %v; Range needs finite bounds", []string{"start", "limit", "delta"}[i], v)
+		}
+	}
 	if delta == 0 {
 		return nil, fmt.Errorf("delta is 0")
 	}

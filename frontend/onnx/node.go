@@ -38,6 +38,9 @@ func (im *importer) node(i int, p *onnxpb.NodeProto) (err error) {
 	if im.opset < MinOpset && !oldOpsetOK[p.GetOpType()] {
 		return unsupportedf("%s at opset %d is not supported (supported: opsets %d to %d)", p.GetOpType(), im.opset, MinOpset, MaxOpset)
 	}
+	if err := checkAttrs(p.GetOpType(), im.opset, im.irVersion, p.GetAttribute()); err != nil {
+		return err
+	}
 	n := &node{builder: im.b, p: p, idx: i, opset: im.opset, attrs: map[string]*onnxpb.AttributeProto{}}
 	for _, a := range p.GetAttribute() {
 		if a.GetRefAttrName() != "" {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/tensor"
 )
 
 // The scatters, as sums (products for reduction "mul") of the updates selected by a comparison
@@ -58,6 +59,9 @@ func convScatterElements(n *node) ([]*val, error) {
 	if x.t.DType == ir.Bool || upd.t.DType != x.t.DType || !idx.t.DType.IsInt() || !idx.t.Shape.Equal(upd.t.Shape) || len(idx.t.Shape) != r {
 		return nil, fmt.Errorf("data %s, indices %s and updates %s do not fit", x.t, idx.t, upd.t)
 	}
+	if err := n.checkKnownIndices(idx, x.t, func(int) (int, string) { return a, "axis" }); err != nil {
+		return nil, err
+	}
 	return n.scatterElements(x, idx, upd, a)
 }
 
@@ -78,6 +82,7 @@ func (n *node) scatterElements(x, idx, upd *val, a int) ([]*val, error) {
 	}
 	ix := n.cast(idx, ir.I64)
 	ix = must(n.selectOp(n.bin("lt", ix, n.splat(ix, 0)), n.bin("add", ix, n.splat(ix, float64(d))), ix))
+	ix = n.checkedIndex(ix, d)
 	dims := insertDim(r, a+1)
 	ib := must(n.op("broadcast_in_dim", ir.Attrs{"shape": []int(e.Clone()), "dims": dims}, ix))
 	ub := must(n.op("broadcast_in_dim", ir.Attrs{"shape": []int(e.Clone()), "dims": dims}, upd))
@@ -113,6 +118,9 @@ func convScatterND(n *node) ([]*val, error) {
 	if !upd.t.Shape.Equal(append(lead.Clone(), rest...)) {
 		return nil, fmt.Errorf("updates %s, want %v", upd.t, append(lead.Clone(), rest...))
 	}
+	if err := n.checkKnownIndices(idx, x.t, func(j int) (int, string) { return j % q, "dim" }); err != nil {
+		return nil, err
+	}
 	// Linear target row of each update, over data's first q dims.
 	ix := n.cast(idx, ir.I64)
 	rows := 1
@@ -121,6 +129,7 @@ func convScatterND(n *node) ([]*val, error) {
 		dim := x.t.Shape[k]
 		c := n.reshape(n.sliceAxis(ix, ri-1, k, k+1, 1), lead)
 		c = must(n.selectOp(n.bin("lt", c, n.splat(c, 0)), n.bin("add", c, n.splat(c, float64(dim))), c))
+		c = n.checkedIndex(c, dim)
 		term := n.bin("mul", c, n.splat(c, float64(rows)))
 		if lin == nil {
 			lin = term
@@ -243,4 +252,38 @@ func convMaxUnpool(n *node) ([]*val, error) {
 		}
 	}
 	return []*val{n.padConst(y, lo, hi, 0)}, nil
+}
+
+// checkKnownIndices checks a scatter's indices where import knows them (a constant or an
+// initializer): element j indexes dim target(j) of data, and must lie in [-size, size).
+func (n *node) checkKnownIndices(idx *val, data ir.Type, target func(j int) (int, string)) error {
+	var k *tensor.Tensor
+	switch {
+	case idx.c != nil:
+		k = idx.c
+	case idx.w != nil:
+		var err error
+		if k, err = n.src.value(idx.w); err != nil {
+			return err
+		}
+	}
+	if k == nil {
+		return nil
+	}
+	for j, v := range k.I {
+		a, what := target(j)
+		if dim := int64(data.Shape[a]); v < -dim || v >= dim {
+			return fmt.Errorf("index %d (element %d of the indices) is out of range [%d, %d) for %s %d of data %s", v, j, -dim, dim, what, a, data)
+		}
+	}
+	return nil
+}
+
+// checkedIndex is the i64 index c (negative ones already wrapped) passed through a gather from
+// iota(dim): the same values, but one outside [0, dim) is an error as Gather's is (at import when
+// c is known, when the model runs otherwise) instead of a target no comparison matches, an
+// update silently dropped.
+func (n *node) checkedIndex(c *val, dim int) *val {
+	table := must(n.op("iota", ir.Attrs{"shape": []int{dim}, "dim": 0, "dtype": ir.I64}))
+	return must(n.op("gather", nil, table, c))
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/gcomp/gcomp/frontend/onnx/onnxpb"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/tensor"
+	"github.com/gcomp/gcomp/tensorio"
 )
 
 // ONNX's TensorProto.DataType numbers (onnx.proto).
@@ -196,15 +197,17 @@ func (src tensorSource) decode(p *onnxpb.TensorProto) (*tensor.Tensor, error) {
 	return x, nil
 }
 
-// external reads want bytes of a tensor stored outside the model, where externalRange says.
+// external reads want bytes of a tensor stored outside the model, where externalRange says. The
+// file is opened again (it may have changed since import checked it), so what it is and its size
+// are checked again before anything is allocated.
 func (src tensorSource) external(p *onnxpb.TensorProto, want int) ([]byte, error) {
 	r, err := src.externalRange(p, want)
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.Open(r.path)
+	f, err := openExternal(r.loc, r.path, r.offset, want)
 	if err != nil {
-		return nil, fmt.Errorf("external data: %v", err)
+		return nil, err
 	}
 	defer f.Close()
 	buf := make([]byte, want)
@@ -221,9 +224,9 @@ type extRange struct {
 }
 
 // externalRange checks where want bytes of a tensor stored outside the model lie: location
-// names a file inside the model's folder (no absolute paths, no ".."), offset and length must
-// lie within the file's real size, and length (if given) must equal what the tensor's type
-// needs.
+// names a regular file whose resolved path (symbolic links followed) lies inside the model's
+// folder, offset and length must lie within the file's real size, and length (if given) must
+// equal what the tensor's type needs.
 func (src tensorSource) externalRange(p *onnxpb.TensorProto, want int) (extRange, error) {
 	var loc string
 	offset, length := int64(0), int64(-1)
@@ -254,23 +257,34 @@ func (src tensorSource) externalRange(p *onnxpb.TensorProto, want int) (extRange
 	if length >= 0 && length != int64(want) {
 		return extRange{}, fmt.Errorf("external data %q: length %d, but the tensor needs %d bytes", loc, length, want)
 	}
-	path := filepath.Join(src.dir, clean)
-	f, err := os.Open(path)
+	path, err := tensorio.Inside(src.dir, clean)
 	if err != nil {
-		return extRange{}, fmt.Errorf("external data: %v", err)
+		return extRange{}, fmt.Errorf("external data location %q: %v", loc, err)
 	}
-	defer f.Close()
-	st, err := f.Stat()
+	f, err := openExternal(loc, path, offset, want)
 	if err != nil {
-		return extRange{}, fmt.Errorf("external data: %v", err)
+		return extRange{}, err
+	}
+	f.Close()
+	return extRange{loc: loc, path: path, offset: offset}, nil
+}
+
+// openExternal opens an external data file without blocking (a named pipe is no data file) and
+// checks that it is a regular file holding want bytes at offset.
+func openExternal(loc, path string, offset int64, want int) (*os.File, error) {
+	f, st, err := tensorio.OpenRead(path)
+	if err != nil {
+		return nil, fmt.Errorf("external data %q: %v", loc, err)
 	}
 	if !st.Mode().IsRegular() {
-		return extRange{}, fmt.Errorf("external data %q is not a regular file", loc)
+		f.Close()
+		return nil, fmt.Errorf("external data %q is not a regular file", loc)
 	}
 	if offset > st.Size() || int64(want) > st.Size()-offset {
-		return extRange{}, fmt.Errorf("external data %q: %d bytes at offset %d are past the file's end (%d bytes)", loc, want, offset, st.Size())
+		f.Close()
+		return nil, fmt.Errorf("external data %q: %d bytes at offset %d are past the file's end (%d bytes)", loc, want, offset, st.Size())
 	}
-	return extRange{loc: loc, path: path, offset: offset}, nil
+	return f, nil
 }
 
 // encodeTensor is Tensor's inverse (raw_data), for tests and for writing test inputs.
