@@ -17,7 +17,10 @@
 // the gates i, f, g, o; TransformerEncoderLayer's attention weights are self_attn.in_proj_weight
 // and so on. Optional arguments come in an options struct whose zero value means PyTorch's
 // defaults: nn.NewConv2d(b, "conv1", 3, 16, 3, nn.Conv2dOptions{Padding: 1}). Modules without
-// parameters are plain values: nn.ReLU{}, nn.MaxPool2d{KernelSize: 2}.
+// parameters are plain values: nn.ReLU{}, nn.MaxPool2d{KernelSize: 2}. Where PyTorch takes
+// one number for a square size, so does a pair with only its first element: output_size=1 is
+// nn.AdaptiveAvgPool2d{OutputSize: [2]int{1}} ({1, 1}), scale_factor=2 is
+// nn.Upsample{ScaleFactor: [2]float64{2}}; a pair's second element of 0 copies the first.
 //
 // Your own modules are Go structs with a constructor and a Forward method; a submodule's scope
 // is b.Sub(name):
