@@ -1,7 +1,6 @@
 package examples_test
 
 import (
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,12 +9,9 @@ import (
 
 	"github.com/gcomp/gcomp/compiler"
 	"github.com/gcomp/gcomp/frontend"
-	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/load"
 	"github.com/gcomp/gcomp/runtime/executor"
-	"github.com/gcomp/gcomp/runtime/ref"
 	"github.com/gcomp/gcomp/runtime/simdev"
-	"github.com/gcomp/gcomp/tensor"
 	portresnet "github.com/gcomp/gcomp/testdata/ports/resnet"
 	portvit "github.com/gcomp/gcomp/testdata/ports/vit"
 )
@@ -39,7 +35,7 @@ var ports = []struct {
 // and as compiled Go, and wants: the same graph both ways; its parameters exactly the keys,
 // dtypes and shapes of PyTorch's full state_dict (what --strict requires of a file); and, with the
 // weights of `gcomp init-weights` and the inputs of `gcomp run` (seed 0), the outputs PyTorch
-// computed in float64 (scripts/torch_ports_reference.sh wrote testdata/torch/ports/; PyTorch
+// computed in float64 (scripts/torch_reference.sh wrote testdata/torch/ports/; PyTorch
 // loaded the weights with load_state_dict(strict=True)), on the reference interpreter and on the
 // simulator.
 func TestPortsAgainstPyTorch(t *testing.T) {
@@ -65,22 +61,15 @@ func TestPortsAgainstPyTorch(t *testing.T) {
 			torchDir := filepath.Join("..", "testdata", "torch", "ports", p.name)
 			want := readStateDict(t, filepath.Join(torchDir, "state_dict.txt"))
 			var got []string
-			for _, p := range g.Params() {
-				got = append(got, p.Name+" "+p.Type.String())
+			for _, v := range g.Params() {
+				got = append(got, v.Name+" "+v.Type.String())
 			}
 			slices.Sort(got)
 			if !slices.Equal(got, want) {
 				t.Fatalf("parameters differ from PyTorch's state_dict:\n got %v\nwant %v", got, want)
 			}
-			inputs, params, err := tensor.SeededValues(g, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			outs, err := ref.Run(g, inputs, params)
-			if err != nil {
-				t.Fatal(err)
-			}
-			compareTorch(t, "reference interpreter", torchDir, g, outs)
+			inputs, params, outs := runSeeded(t, g)
+			compareTorch(t, "reference interpreter", torchDir, g, outs, 1e-6)
 			if testing.Short() && p.slow {
 				return
 			}
@@ -102,7 +91,7 @@ func TestPortsAgainstPyTorch(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			compareTorch(t, "simulator", torchDir, g, sim.Outputs)
+			compareTorch(t, "simulator", torchDir, g, sim.Outputs, 1e-6)
 		})
 	}
 }
@@ -117,30 +106,4 @@ func readStateDict(t *testing.T, path string) []string {
 	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
 	slices.Sort(lines)
 	return lines
-}
-
-// compareTorch holds every output of g to PyTorch's float64 values in dir: f32 arithmetic, a few
-// ulps per layer.
-func compareTorch(t *testing.T, route, dir string, g *ir.Graph, outs map[string]*tensor.Tensor) {
-	t.Helper()
-	const rtol, atol = 1e-4, 1e-6
-	for _, o := range g.Outputs {
-		want, err := tensor.ReadNPYFile(filepath.Join(dir, o.Name+".npy"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := outs[o.Name]
-		if !got.Type.Shape.Equal(want.Type.Shape) {
-			t.Fatalf("%s: %s: shape %v, PyTorch has %v", route, o.Name, got.Type.Shape, want.Type.Shape)
-		}
-		worst := 0.0
-		for i := range want.F {
-			d := math.Abs(got.At(i) - want.F[i])
-			if !(d <= atol+rtol*math.Abs(want.F[i])) {
-				t.Fatalf("%s: %s[%d] = %v, PyTorch %v", route, o.Name, i, got.At(i), want.F[i])
-			}
-			worst = max(worst, d)
-		}
-		t.Logf("%s: %s: %d values, max |got - torch| = %.3g", route, o.Name, len(want.F), worst)
-	}
 }

@@ -10,7 +10,7 @@ float64 on the inputs gcomp used (`gcomp run --save-inputs`) and writes:
   OUT_DIR/state_dict.txt   every key of the model's full state_dict with its dtype and shape,
                            which the Go test matches against the port's parameters
   STATE_DICT.safetensors   the model's full state_dict as PyTorch holds it (num_batches_tracked
-                           included), which scripts/torch_ports_reference.sh loads back into
+                           included), which scripts/torch_reference.sh loads back into
                            gcomp under --strict
 
 Usage: torch_ports_reference.py MODEL WEIGHTS.safetensors INPUT_DIR OUT_DIR STATE_DICT.safetensors
