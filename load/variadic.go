@@ -27,6 +27,9 @@ func (c *callLines) variadicSlice(call *ast.CallExpr) (first, last ast.Expr, ope
 	if !isSig || !sig.Variadic() || len(call.Args) < sig.Params().Len() {
 		return nil, nil, "", "", false
 	}
+	if _, multi := c.info.TypeOf(call.Args[0]).(*types.Tuple); multi {
+		return nil, nil, "", "", false // f(g()) with g's results as the arguments: no slice can hold them
+	}
 	elem := sig.Params().At(sig.Params().Len() - 1).Type().(*types.Slice).Elem()
 	iface, isIface := elem.Underlying().(*types.Interface)
 	if !isIface || iface.NumMethods() == 0 || !c.spellable(elem, call.Lparen) {

@@ -55,6 +55,7 @@ func TestOwnModuleInSequential(t *testing.T) {
 		`nn.NewSequential([]nn.Module{NewBlock(s, "0"), NewBlock(s, "1")}...)`,
 		"nn.NewSequential(\n\t\tNewBlock(s, \"0\"),\n\t\tnn.Identity{},\n\t\tNewBlock(s, \"1\"),\n\t)",
 		`nn.NewSequential(NewBlock(s, "0"), nn.Func(NewBlock(s, "1").Forward))`,
+		`nn.NewSequential(func() (nn.Module, nn.Module) { return NewBlock(s, "0"), NewBlock(s, "1") }())`,
 	} {
 		got, err := build(seq)
 		if err != nil {
