@@ -1,7 +1,6 @@
 package nn
 
 import (
-	"math"
 	"strconv"
 
 	"github.com/gcomp/gcomp/frontend"
@@ -173,12 +172,6 @@ func (m *TransformerEncoderLayer) forward(x *frontend.Tensor, causal bool) *fron
 	}
 	x = m.Norm1.Forward(x.Add(sa(x)))
 	return m.Norm2.Forward(x.Add(ff(x)))
-}
-
-func noDropout(b *frontend.Builder, p float64) {
-	if p != 0 || math.IsNaN(p) {
-		b.Fail("dropout %v: gcomp builds inference graphs (PyTorch's eval mode), so dropout must be 0", p)
-	}
 }
 
 // TransformerEncoderOptions are the optional arguments of NewTransformerEncoder: the options of

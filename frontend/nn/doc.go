@@ -41,11 +41,10 @@
 //	net := nn.NewSequential(nn.NewLinear(b, "0", 64, 32), nn.ReLU{}, nn.NewLinear(b, "2", 32, 10))
 //
 // The graphs are for inference (PyTorch's eval mode) unless built frontend.WithTraining:
-// nn.Dropout and the dropout of MultiheadAttention and TransformerEncoderLayer (PyTorch's
-// default 0.1 is accepted) pass their input through, BatchNorm normalizes with its running
-// statistics (running_mean, running_var and num_batches_tracked are declared, so PyTorch's
-// state_dict loads unchanged); in training mode the dropouts drop with Philox masks. The
-// recurrent modules' dropout option must be 0, and recurrent layers are unrolled over the fixed
-// sequence length of their input. scripts/torch_layers_reference.py wrote
+// nn.Dropout and the dropout of MultiheadAttention, TransformerEncoderLayer (PyTorch's default
+// 0.1 is accepted), RNN, LSTM and GRU pass their input through, BatchNorm normalizes with its
+// running statistics (running_mean, running_var and num_batches_tracked are declared, so
+// PyTorch's state_dict loads unchanged); in training mode the dropouts drop with Philox masks.
+// Recurrent layers are unrolled over the fixed sequence length of their input. scripts/torch_layers_reference.py wrote
 // PyTorch's values for every layer (testdata/torch), forward and backward.
 package nn
