@@ -53,37 +53,50 @@ func TestAgainstPyTorch(t *testing.T) {
 		name := ex.Name
 		t.Run(name, func(t *testing.T) {
 			g := loadExample(t, name)
-			inputs, params, err := tensor.SeededValues(g, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			outs, err := ref.Run(g, inputs, params)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, o := range g.Outputs {
-				want, err := tensor.ReadNPYFile(filepath.Join("..", "testdata", "torch", name, o.Name+".npy"))
-				if err != nil {
-					t.Fatal(err)
-				}
-				got := outs[o.Name]
-				if !got.Type.Shape.Equal(want.Type.Shape) {
-					t.Fatalf("%s: shape %v, PyTorch has %v", o.Name, got.Type.Shape, want.Type.Shape)
-				}
-				// f32 arithmetic against a float64 oracle: a few f32 ulps per layer.
-				const rtol, atol = 1e-4, 1e-5
-				worst, at := 0.0, 0
-				for i := range want.F {
-					d := math.Abs(got.At(i) - want.F[i])
-					if !(d <= atol+rtol*math.Abs(want.F[i])) {
-						t.Fatalf("%s[%d] = %v, PyTorch %v", o.Name, i, got.At(i), want.F[i])
-					}
-					if d > worst {
-						worst, at = d, i
-					}
-				}
-				t.Logf("%s: %d values, max |ref - torch| = %.3g at %d", o.Name, len(want.F), worst, at)
-			}
+			_, _, outs := runSeeded(t, g)
+			compareTorch(t, "reference interpreter", filepath.Join("..", "testdata", "torch", name), g, outs, 1e-5)
 		})
+	}
+}
+
+// runSeeded runs g on the reference interpreter with the weights of `gcomp init-weights` and the
+// inputs of `gcomp run` (seed 0).
+func runSeeded(t *testing.T, g *ir.Graph) (inputs, params, outs map[string]*tensor.Tensor) {
+	t.Helper()
+	inputs, params, err := tensor.SeededValues(g, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if outs, err = ref.Run(g, inputs, params); err != nil {
+		t.Fatal(err)
+	}
+	return inputs, params, outs
+}
+
+// compareTorch holds every output of g to PyTorch's float64 values in dir/NAME.npy: f32
+// arithmetic against a float64 oracle, a few f32 ulps per layer (relative 1e-4 above atol).
+func compareTorch(t *testing.T, route, dir string, g *ir.Graph, outs map[string]*tensor.Tensor, atol float64) {
+	t.Helper()
+	const rtol = 1e-4
+	for _, o := range g.Outputs {
+		want, err := tensor.ReadNPYFile(filepath.Join(dir, o.Name+".npy"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := outs[o.Name]
+		if !got.Type.Shape.Equal(want.Type.Shape) {
+			t.Fatalf("%s: %s: shape %v, PyTorch has %v", route, o.Name, got.Type.Shape, want.Type.Shape)
+		}
+		worst, at := 0.0, 0
+		for i := range want.F {
+			d := math.Abs(got.At(i) - want.F[i])
+			if !(d <= atol+rtol*math.Abs(want.F[i])) {
+				t.Fatalf("%s: %s[%d] = %v, PyTorch %v", route, o.Name, i, got.At(i), want.F[i])
+			}
+			if d > worst {
+				worst, at = d, i
+			}
+		}
+		t.Logf("%s: %s: %d values, max |got - torch| = %.3g at %d", route, o.Name, len(want.F), worst, at)
 	}
 }

@@ -54,7 +54,7 @@ func goSource(filename string, src []byte, opt Options) (*ir.Graph, int, error) 
 	if err := unsupported(fset, file, info); err != nil {
 		return nil, 0, err
 	}
-	tr := &tracer{file: filename, maxBytes: opt.Memory}
+	tr := &tracer{file: filename, maxBytes: opt.Memory, types: declaredTypes(file)}
 	traced, ins := instrument(fset, file, src, pkg, info)
 	var stderr bytes.Buffer
 	// The model's own prints (shapes, while debugging) go to our stderr, never to stdout,
@@ -107,12 +107,14 @@ func goSource(filename string, src []byte, opt Options) (*ir.Graph, int, error) 
 // frontend.Builder.
 func runModel(i *interp.Interpreter, filename, traced, pkg string, opt Options, tr *tracer, stderr *bytes.Buffer, ins insertions) (*ir.Graph, int, error) {
 	entry := opt.Entry
-	if _, err := i.Eval(traced); err != nil {
-		return nil, 0, interpError(filename, err, stderr, ins)
+	_, err := i.Eval(traced)
+	tr.names = typeNames(i, pkg, tr.types)
+	if err != nil {
+		return nil, 0, interpError(filename, err, stderr, ins, tr)
 	}
 	v, err := i.Eval(pkg + "." + entry)
 	if err != nil {
-		return nil, 0, interpError(filename, err, stderr, ins)
+		return nil, 0, interpError(filename, err, stderr, ins, tr)
 	}
 	model, ok := v.Interface().(func(*frontend.Builder))
 	if !ok {
@@ -164,11 +166,11 @@ func allowedStdlib() interp.Exports {
 }
 
 // interpError rewrites an interpreter error as file:line:col: message.
-func interpError(filename string, err error, stderr *bytes.Buffer, ins insertions) error {
+func interpError(filename string, err error, stderr *bytes.Buffer, ins insertions, tr *tracer) error {
 	var p interp.Panic
 	if errors.As(err, &p) {
 		// A panic while initialising the model file (package-level vars, init functions).
-		msg := panicMessage(p.Value)
+		msg := tr.named(panicMessage(p.Value))
 		if m := panicPosRE.FindStringSubmatch(stderr.String()); m != nil {
 			line, _ := strconv.Atoi(m[1])
 			col, _ := strconv.Atoi(m[2])

@@ -46,6 +46,9 @@ type tracer struct {
 	// panicked is the line stack as it was where the panic now unwinding began: the deferred
 	// Leave calls pop the stack before the model's caller can recover.
 	panicked []int
+	// types are the names of the file's types, names their interpreted text (typenames.go).
+	types []string
+	names *strings.Replacer
 }
 
 func (t *tracer) Enter() int {
@@ -114,10 +117,11 @@ func (t *tracer) recovered(r any) *frontend.Error {
 			if fe.Pos == "" {
 				fe.Pos = pos
 			}
+			fe.Msg = t.named(fe.Msg)
 			return fe
 		}
 	}
-	return &frontend.Error{Pos: pos, Msg: "panic: " + panicMessage(r)}
+	return &frontend.Error{Pos: pos, Msg: "panic: " + t.named(panicMessage(r))}
 }
 
 // interpPanics maps the reflect package's panics, which the interpreter raises where compiled Go
@@ -176,6 +180,11 @@ func instrument(fset *token.FileSet, f *ast.File, src []byte, pkg *types.Package
 			rank = 1<<30 - rank
 		}
 		ins = append(ins, insertion{offset: pos.Offset, end: pos.Offset, line: pos.Line, col: pos.Column, text: text, rank: rank})
+	}
+	// replace puts text in place of the source bytes [p, end).
+	replace := func(p, end token.Pos, text string) {
+		pos := fset.Position(p)
+		ins = append(ins, insertion{offset: pos.Offset, end: fset.Position(end).Offset, line: pos.Line, col: pos.Column, text: text, rank: len(ins)})
 	}
 	line := func(p token.Pos) int { return fset.Position(p).Line }
 	srcOf := func(n ast.Node) string {
@@ -294,6 +303,15 @@ func instrument(fset *token.FileSet, f *ast.File, src []byte, pkg *types.Package
 				rewriteIntRange(n)
 			}
 		case *ast.CallExpr:
+			// Before wrapCall: at one offset the slice opens before and closes after its wrapping.
+			if first, last, open, close, ok := calls.variadicSlice(n); ok {
+				add(first.Pos(), open, false)
+				add(last.End(), close, true)
+			}
+			if open, close, ok := calls.ifaceConversion(n); ok {
+				replace(n.Pos(), n.Lparen+1, open)
+				replace(n.Rparen, n.Rparen+1, close)
+			}
 			wrapCall(n, stack)
 			boundMake(n)
 		}

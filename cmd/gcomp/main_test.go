@@ -79,6 +79,8 @@ func fixture(t *testing.T) string {
 	st("wextra.safetensors", map[string]*tensorio.Array{"w": tensor.FromFloats(ir.T(ir.F32, 3), []float64{2, 2, 2}).Array(),
 		"v": tensor.FromFloats(ir.T(ir.F32, 1), []float64{1}).Array()})
 	st("empty.safetensors", map[string]*tensorio.Array{})
+	st("wshifted.safetensors", map[string]*tensorio.Array{"v": tensor.FromFloats(ir.T(ir.F32, 3), []float64{2, 2, 2}).Array(),
+		"u": tensor.FromFloats(ir.T(ir.F32, 1), []float64{1}).Array()})
 	st("wtied.safetensors", map[string]*tensorio.Array{"w": tensor.FromFloats(ir.T(ir.F32, 3), []float64{2, 2, 2}).Array(),
 		"head.w": tensor.FromFloats(ir.T(ir.F32, 3), []float64{2, 2, 2}).Array()})
 	st("wuntied.safetensors", map[string]*tensorio.Array{"w": tensor.FromFloats(ir.T(ir.F32, 3), []float64{2, 2, 2}).Array(),
@@ -141,7 +143,9 @@ func TestBadInput(t *testing.T) {
 		{"truncated npy", []string{"run", "model.go", "--input", "x=trunc.npy", "--output-dir", "out"}, "trunc.npy"},
 		{"missing npy", []string{"run", "model.go", "--input", "x=nope.npy", "--output-dir", "out"}, "nope.npy"},
 		{"wrong shape weight", []string{"run", "model.go", "--weights", "w4.safetensors", "--output-dir", "out"}, "tensor w is f32[4], the model wants f32[3]"},
-		{"missing weight strict", []string{"run", "model.go", "--weights", "empty.safetensors", "--strict", "--output-dir", "out"}, "has no tensor w (f32[3]) and --strict is set"},
+		{"missing weight strict", []string{"run", "model.go", "--weights", "empty.safetensors", "--strict", "--output-dir", "out"}, "empty.safetensors does not hold the model's parameters and --strict is set: missing 1: w (f32[3])"},
+		{"missing and unexpected strict", []string{"run", "model.go", "--weights", "wshifted.safetensors", "--strict", "--output-dir", "out"}, "wshifted.safetensors does not hold the model's parameters and --strict is set: missing 1: w (f32[3]); unexpected 2: u, v"},
+		{"strict without weights", []string{"run", "model.go", "--strict", "--output-dir", "out"}, "no --weights file holds the model's parameters and --strict is set: missing 1: w (f32[3])"},
 		{"unexpected weight", []string{"run", "model.go", "--weights", "wextra.safetensors", "--output-dir", "out"}, "has tensors the model does not declare: v"},
 		{"different extra weight", []string{"run", "model.go", "--weights", "wuntied.safetensors", "--output-dir", "out"}, "has tensors the model does not declare: head.w"},
 		{"truncated safetensors", []string{"run", "model.go", "--weights", "trunc.safetensors", "--output-dir", "out"}, "trunc.safetensors"},

@@ -326,7 +326,7 @@ func bindParams(m *load.Model, weights string, strict bool, seed uint64, stderr 
 		}
 	}
 	params := map[string]*tensor.Tensor{}
-	var initialized []string
+	var initialized, missing []string
 	for _, p := range g.Params() {
 		a, ok := file[p.Name]
 		if !ok {
@@ -341,7 +341,8 @@ func bindParams(m *load.Model, weights string, strict bool, seed uint64, stderr 
 		}
 		if !ok {
 			if strict {
-				return nil, fmt.Errorf("gcomp: %s has no tensor %s (%s) and --strict is set", weights, p.Name, p.Type)
+				missing = append(missing, fmt.Sprintf("%s (%s)", p.Name, p.Type))
+				continue
 			}
 			t, err := tensor.Initialize(p, seed)
 			if err != nil {
@@ -372,8 +373,11 @@ func bindParams(m *load.Model, weights string, strict bool, seed uint64, stderr 
 		}
 		unknown = append(unknown, name)
 	}
+	sort.Strings(unknown)
+	if len(missing) > 0 {
+		return nil, strictError(weights, missing, unknown)
+	}
 	if len(unknown) > 0 {
-		sort.Strings(unknown)
 		return nil, fmt.Errorf("gcomp: %s has tensors the model does not declare: %s (model parameters: %s)", weights, listNames(unknown), valueNames(g.Params()))
 	}
 	if len(tied) > 0 {

@@ -1,7 +1,6 @@
 package nn
 
 import (
-	"math"
 	"strconv"
 
 	"github.com/gcomp/gcomp/frontend"
@@ -12,13 +11,14 @@ import (
 type MultiheadAttentionOptions struct {
 	BatchFirst bool    // inputs are [batch, seq, embed] rather than PyTorch's default [seq, batch, embed]
 	NoBias     bool    // PyTorch's bias=False
-	Dropout    float64 // must be 0: the graph is for inference (PyTorch's eval mode)
+	Dropout    float64 // on the attention weights, in training mode only (attention_dropout.go)
 }
 
 // MultiheadAttention is nn.MultiheadAttention with equal query, key and value sizes.
 type MultiheadAttention struct {
 	EmbedDim, NumHeads int
 	BatchFirst         bool
+	Dropout            float64          // on the attention weights in training mode
 	InProjWeight       *frontend.Tensor // "in_proj_weight" [3E, E]: the q, k and v projections stacked; xavier_uniform
 	InProjBias         *frontend.Tensor // "in_proj_bias" [3E], zeros; nil with NoBias
 	OutProj            *Linear          // "out_proj.weight" [E, E], "out_proj.bias" [E] (zeros)
@@ -31,10 +31,10 @@ func NewMultiheadAttention(b *frontend.Builder, name string, embedDim, numHeads 
 	if numHeads < 1 || embedDim%numHeads != 0 {
 		b.Fail("multihead attention %s: embed_dim %d must be divisible by num_heads %d", b.Prefix()+name, embedDim, numHeads)
 	}
-	noDropout(b, o.Dropout)
+	checkDropout(b, o.Dropout)
 	s := b.Sub(name)
 	e := embedDim
-	m := &MultiheadAttention{EmbedDim: e, NumHeads: numHeads, BatchFirst: o.BatchFirst}
+	m := &MultiheadAttention{EmbedDim: e, NumHeads: numHeads, BatchFirst: o.BatchFirst, Dropout: o.Dropout}
 	m.InProjWeight = s.Param("in_proj_weight", ir.T(ir.F32, 3*e, e), frontend.XavierUniform(e, 3*e))
 	if !o.NoBias {
 		m.InProjBias = s.Param("in_proj_bias", ir.T(ir.F32, 3*e), frontend.Zeros())
@@ -50,6 +50,7 @@ func NewMultiheadAttention(b *frontend.Builder, name string, embedDim, numHeads 
 // projection. With BatchFirst the inputs are [B, L, E] and [B, S, E], else [L, B, E] and
 // [S, B, E]; 2-D inputs are one unbatched sequence. With causal, position i attends only to
 // positions j ≤ i. Like PyTorch with need_weights=False, it returns only the attention output.
+// In training mode the attention weights go through dropout with probability m.Dropout.
 func (m *MultiheadAttention) Forward(query, key, value *frontend.Tensor, causal bool) *frontend.Tensor {
 	b := query.Builder()
 	e, h := m.EmbedDim, m.NumHeads
@@ -83,7 +84,7 @@ func (m *MultiheadAttention) Forward(query, key, value *frontend.Tensor, causal 
 	heads := func(t *frontend.Tensor) *frontend.Tensor { // [B, L, E] → [B, H, L, E/H]
 		return t.Reshape(t.Dim(0), t.Dim(1), h, e/h).Transpose(1, 2)
 	}
-	o := frontend.ScaledDotProductAttention(heads(q), heads(k), heads(v), causal)
+	o := attend(heads(q), heads(k), heads(v), causal, m.Dropout)
 	o = o.Transpose(1, 2).Reshape(o.Dim(0), o.Dim(2), e)
 	o = m.OutProj.Forward(o)
 	switch {
@@ -96,10 +97,11 @@ func (m *MultiheadAttention) Forward(query, key, value *frontend.Tensor, causal 
 }
 
 // TransformerEncoderLayerOptions are the optional arguments of NewTransformerEncoderLayer;
-// zero values mean PyTorch's defaults, except Dropout, which must be 0.
+// zero values mean PyTorch's defaults, except Dropout, which is 0 rather than PyTorch's 0.1 (the
+// two build the same inference graph; they differ in training mode).
 type TransformerEncoderLayerOptions struct {
 	DimFeedforward int     // default 2048
-	Dropout        float64 // must be 0: the graph is for inference (PyTorch's eval mode)
+	Dropout        float64 // in training mode only, as nn.Dropout (attention_dropout.go)
 	Activation     string  // "relu" (default) or "gelu"
 	LayerNormEps   float64 // default 1e-5
 	BatchFirst     bool
@@ -115,6 +117,7 @@ type TransformerEncoderLayer struct {
 	Norm1, Norm2     *LayerNorm          // "norm1.*", "norm2.*"
 	Activation       Module
 	NormFirst        bool
+	Dropout          float64 // dropout, dropout1, dropout2 and the attention's, in training mode
 }
 
 // NewTransformerEncoderLayer declares the parameters of
@@ -122,12 +125,12 @@ type TransformerEncoderLayer struct {
 // state_dict names.
 func NewTransformerEncoderLayer(b *frontend.Builder, name string, dModel, nhead int, opts ...TransformerEncoderLayerOptions) *TransformerEncoderLayer {
 	o := one(b, opts)
-	noDropout(b, o.Dropout)
+	checkDropout(b, o.Dropout)
 	ff := o.DimFeedforward
 	if ff == 0 {
 		ff = 2048
 	}
-	m := &TransformerEncoderLayer{NormFirst: o.NormFirst}
+	m := &TransformerEncoderLayer{NormFirst: o.NormFirst, Dropout: o.Dropout}
 	switch o.Activation {
 	case "", "relu":
 		m.Activation = ReLU{}
@@ -137,7 +140,7 @@ func NewTransformerEncoderLayer(b *frontend.Builder, name string, dModel, nhead 
 		b.Fail(`transformer encoder layer: activation must be "relu" or "gelu", have %q`, o.Activation)
 	}
 	s := b.Sub(name)
-	m.SelfAttn = NewMultiheadAttention(s, "self_attn", dModel, nhead, MultiheadAttentionOptions{BatchFirst: o.BatchFirst, NoBias: o.NoBias})
+	m.SelfAttn = NewMultiheadAttention(s, "self_attn", dModel, nhead, MultiheadAttentionOptions{BatchFirst: o.BatchFirst, NoBias: o.NoBias, Dropout: o.Dropout})
 	m.Linear1 = NewLinear(s, "linear1", dModel, ff, LinearOptions{NoBias: o.NoBias})
 	m.Linear2 = NewLinear(s, "linear2", ff, dModel, LinearOptions{NoBias: o.NoBias})
 	ln := LayerNormOptions{Eps: o.LayerNormEps, NoBias: o.NoBias}
@@ -158,9 +161,10 @@ func (m *TransformerEncoderLayer) ForwardCausal(src *frontend.Tensor) *frontend.
 }
 
 func (m *TransformerEncoderLayer) forward(x *frontend.Tensor, causal bool) *frontend.Tensor {
-	sa := func(x *frontend.Tensor) *frontend.Tensor { return m.SelfAttn.Forward(x, x, x, causal) }
+	drop := Dropout{P: m.Dropout}
+	sa := func(x *frontend.Tensor) *frontend.Tensor { return drop.Forward(m.SelfAttn.Forward(x, x, x, causal)) }
 	ff := func(x *frontend.Tensor) *frontend.Tensor {
-		return m.Linear2.Forward(m.Activation.Forward(m.Linear1.Forward(x)))
+		return drop.Forward(m.Linear2.Forward(drop.Forward(m.Activation.Forward(m.Linear1.Forward(x)))))
 	}
 	if m.NormFirst {
 		x = x.Add(sa(m.Norm1.Forward(x)))
@@ -168,12 +172,6 @@ func (m *TransformerEncoderLayer) forward(x *frontend.Tensor, causal bool) *fron
 	}
 	x = m.Norm1.Forward(x.Add(sa(x)))
 	return m.Norm2.Forward(x.Add(ff(x)))
-}
-
-func noDropout(b *frontend.Builder, p float64) {
-	if p != 0 || math.IsNaN(p) {
-		b.Fail("dropout %v: gcomp builds inference graphs (PyTorch's eval mode), so dropout must be 0", p)
-	}
 }
 
 // TransformerEncoderOptions are the optional arguments of NewTransformerEncoder: the options of

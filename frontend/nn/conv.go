@@ -88,24 +88,38 @@ func (m *ConvTranspose2d) Forward(x *frontend.Tensor) *frontend.Tensor {
 	return frontend.ConvTranspose2d(x, m.Weight, m.Bias, m.Options)
 }
 
-// AdaptiveAvgPool2d is nn.AdaptiveAvgPool2d(output_size) over [N, C, H, W]; OutputSize [OH, OW].
+// AdaptiveAvgPool2d is nn.AdaptiveAvgPool2d(output_size) over [N, C, H, W]; OutputSize [OH, OW],
+// or [2]int{N} for PyTorch's single number N, a square N×N (see square).
 type AdaptiveAvgPool2d struct{ OutputSize [2]int }
 
 // Forward pools x.
 func (m AdaptiveAvgPool2d) Forward(x *frontend.Tensor) *frontend.Tensor {
-	return frontend.AdaptiveAvgPool2d(x, m.OutputSize)
+	return frontend.AdaptiveAvgPool2d(x, square(m.OutputSize))
 }
 
-// AdaptiveMaxPool2d is nn.AdaptiveMaxPool2d(output_size) (values, return_indices=False).
+// AdaptiveMaxPool2d is nn.AdaptiveMaxPool2d(output_size) (values, return_indices=False);
+// [2]int{N} is a square N×N.
 type AdaptiveMaxPool2d struct{ OutputSize [2]int }
 
 // Forward pools x.
 func (m AdaptiveMaxPool2d) Forward(x *frontend.Tensor) *frontend.Tensor {
-	return frontend.AdaptiveMaxPool2d(x, m.OutputSize)
+	return frontend.AdaptiveMaxPool2d(x, square(m.OutputSize))
+}
+
+// square reads a pair written with one number, [2]int{N} (that is {N, 0}), as {N, N}: PyTorch's
+// output_size=N, size=N and scale_factor=N. A second element of 0 is never valid on its own
+// (sizes and scale factors must be positive), so the rule changes no pair that worked before;
+// {0, 0} stays unset.
+func square[T int | float64](p [2]T) [2]T {
+	if p[1] == 0 && p[0] != 0 {
+		p[1] = p[0]
+	}
+	return p
 }
 
 // Upsample is nn.Upsample(size or scale_factor, mode, align_corners) over [N, C, H, W]: Mode
-// "nearest" (the default) or "bilinear".
+// "nearest" (the default) or "bilinear". Size [2]int{N} and ScaleFactor [2]float64{F} are
+// square: N×N, F in both dims.
 type Upsample struct {
 	Size         [2]int
 	ScaleFactor  [2]float64
@@ -115,5 +129,5 @@ type Upsample struct {
 
 // Forward resamples x.
 func (m Upsample) Forward(x *frontend.Tensor) *frontend.Tensor {
-	return frontend.Interpolate(x, frontend.InterpolateOptions{Size: m.Size, ScaleFactor: m.ScaleFactor, Mode: m.Mode, AlignCorners: m.AlignCorners})
+	return frontend.Interpolate(x, frontend.InterpolateOptions{Size: square(m.Size), ScaleFactor: square(m.ScaleFactor), Mode: m.Mode, AlignCorners: m.AlignCorners})
 }

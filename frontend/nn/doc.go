@@ -17,7 +17,10 @@
 // the gates i, f, g, o; TransformerEncoderLayer's attention weights are self_attn.in_proj_weight
 // and so on. Optional arguments come in an options struct whose zero value means PyTorch's
 // defaults: nn.NewConv2d(b, "conv1", 3, 16, 3, nn.Conv2dOptions{Padding: 1}). Modules without
-// parameters are plain values: nn.ReLU{}, nn.MaxPool2d{KernelSize: 2}.
+// parameters are plain values: nn.ReLU{}, nn.MaxPool2d{KernelSize: 2}. Where PyTorch takes
+// one number for a square size, so does a pair with only its first element: output_size=1 is
+// nn.AdaptiveAvgPool2d{OutputSize: [2]int{1}} ({1, 1}), scale_factor=2 is
+// nn.Upsample{ScaleFactor: [2]float64{2}}; a pair's second element of 0 copies the first.
 //
 // Your own modules are Go structs with a constructor and a Forward method; a submodule's scope
 // is b.Sub(name):
@@ -37,10 +40,11 @@
 //
 //	net := nn.NewSequential(nn.NewLinear(b, "0", 64, 32), nn.ReLU{}, nn.NewLinear(b, "2", 32, 10))
 //
-// The graphs are for inference (PyTorch's eval mode): nn.Dropout passes its input through,
-// BatchNorm normalizes with its running statistics (running_mean, running_var and
-// num_batches_tracked are declared, so PyTorch's state_dict loads unchanged), the dropout
-// options of the attention and recurrent modules must be 0, and recurrent layers are unrolled
-// over the fixed sequence length of their input. scripts/torch_layers_reference.py wrote
+// The graphs are for inference (PyTorch's eval mode) unless built frontend.WithTraining:
+// nn.Dropout and the dropout of MultiheadAttention, TransformerEncoderLayer (PyTorch's default
+// 0.1 is accepted), RNN, LSTM and GRU pass their input through, BatchNorm normalizes with its
+// running statistics (running_mean, running_var and num_batches_tracked are declared, so
+// PyTorch's state_dict loads unchanged); in training mode the dropouts drop with Philox masks.
+// Recurrent layers are unrolled over the fixed sequence length of their input. scripts/torch_layers_reference.py wrote
 // PyTorch's values for every layer (testdata/torch), forward and backward.
 package nn

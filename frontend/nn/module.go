@@ -4,9 +4,8 @@ import "github.com/gcomp/gcomp/frontend"
 
 // Module is a layer with one input and one output, the shape of most PyTorch modules' forward.
 // Every module of this package with a single input implements it, so they compose in a
-// Sequential; your own structs with a Forward method do too. (In a model file run by gcomp, pass
-// your own modules in a slice, &nn.Sequential{Modules: []nn.Module{...}}: the embedded Go
-// interpreter cannot pass a struct of the file's own to NewSequential's variadic parameter.)
+// Sequential; your own structs with a Forward method do too, in compiled Go and in a model file
+// that gcomp runs alike: nn.NewSequential(NewBasicBlock(...), NewBasicBlock(...)).
 type Module interface {
 	Forward(x *frontend.Tensor) *frontend.Tensor
 }

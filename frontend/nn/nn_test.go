@@ -186,7 +186,7 @@ func TestModuleErrors(t *testing.T) {
 		{func(b *B) { nn.NewConv2d(b, "c", 3, 8, 3).Forward(b.Input("x", f32, 1, 4, 8, 8)) }, "conv2d: input channels differ"},
 		{func(b *B) { nn.NewConv2d(b, "c", 3, 8, 3, nn.Conv2dOptions{Groups: 2}) }, "conv2d c: groups 2 must divide"},
 		{func(b *B) { nn.NewMultiheadAttention(b, "a", 10, 3) }, "multihead attention a: embed_dim 10 must be divisible by num_heads 3"},
-		{func(b *B) { nn.NewLSTM(b, "l", 3, 4, nn.RNNOptions{Dropout: 0.1}) }, "dropout 0.1: gcomp builds inference graphs"},
+		{func(b *B) { nn.NewLSTM(b, "l", 3, 4, nn.RNNOptions{Dropout: 1.5}) }, "dropout probability has to be between 0 and 1, but got 1.5"},
 		{func(b *B) { nn.NewLSTM(b, "l", 3, 4, nn.RNNOptions{Nonlinearity: "relu"}) }, "lstm: nonlinearity is an option of RNN only"},
 		{func(b *B) { nn.NewRNN(b, "l", 3, 4, nn.RNNOptions{Nonlinearity: "gelu"}) }, `rnn: nonlinearity must be "tanh" or "relu", have "gelu"`},
 		{func(b *B) { nn.NewLSTM(b, "l", 3, 4).Forward(b.Input("x", f32, 5, 2, 7), nil, nil) }, "lstm: want an input [T, B, I] or [T, I] with I = 3, x is f32[5,2,7]"},

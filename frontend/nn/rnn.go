@@ -14,7 +14,7 @@ type RNNOptions struct {
 	Nonlinearity string  // RNN only: "tanh" (default) or "relu"
 	BatchFirst   bool    // inputs and outputs are [B, T, F] rather than [T, B, F]
 	NoBias       bool    // PyTorch's bias=False
-	Dropout      float64 // must be 0: the graph is for inference (PyTorch's eval mode)
+	Dropout      float64 // on the output of every layer but the last, in training mode only (rnn_dropout.go)
 }
 
 // CellOptions are the optional arguments of NewRNNCell, NewLSTMCell and NewGRUCell.
@@ -42,20 +42,21 @@ func declareWeights(s *frontend.Builder, suffix string, in, hidden, gates int, n
 type Recurrent struct {
 	InputSize, HiddenSize, NumLayers int
 	BatchFirst                       bool
+	Dropout                          float64 // between layers, in training mode
 	// Layers holds each layer's parameters: "weight_ih_l0", "weight_hh_l0", "bias_ih_l0",
 	// "bias_hh_l0", then "..._l1" and so on.
 	Layers []frontend.RNNWeights
 }
 
 func newRecurrent(b *frontend.Builder, kind, name string, in, hidden, gates int, o RNNOptions) Recurrent {
-	noDropout(b, o.Dropout)
+	checkDropout(b, o.Dropout)
 	if kind != "rnn" && o.Nonlinearity != "" {
 		b.Fail("%s: nonlinearity is an option of RNN only", kind)
 	}
 	if in < 1 || hidden < 1 || o.NumLayers < 0 {
 		b.Fail("%s: bad sizes: input %d, hidden %d, layers %d", kind, in, hidden, o.NumLayers)
 	}
-	r := Recurrent{InputSize: in, HiddenSize: hidden, NumLayers: max(o.NumLayers, 1), BatchFirst: o.BatchFirst}
+	r := Recurrent{InputSize: in, HiddenSize: hidden, NumLayers: max(o.NumLayers, 1), BatchFirst: o.BatchFirst, Dropout: o.Dropout}
 	s := b.Sub(name)
 	for l := range r.NumLayers {
 		size := in
@@ -83,7 +84,14 @@ func NewRNN(b *frontend.Builder, name string, inputSize, hiddenSize int, opts ..
 // Forward runs the RNN over x ([B, T, I] with BatchFirst, else [T, B, I]) from the initial
 // hidden state h0 [NumLayers, B, H] (nil for zeros). It returns the output at every step and h_n.
 func (m *RNN) Forward(x, h0 *frontend.Tensor) (out, hn *frontend.Tensor) {
-	return frontend.RNN(x, h0, m.Layers, m.Relu, m.BatchFirst)
+	if !m.dropping(x, h0) {
+		return frontend.RNN(x, h0, m.Layers, m.Relu, m.BatchFirst)
+	}
+	out, st := m.layerByLayer(x, []*frontend.Tensor{h0}, func(x *frontend.Tensor, l []frontend.RNNWeights, st []*frontend.Tensor) (*frontend.Tensor, []*frontend.Tensor) {
+		out, hn := frontend.RNN(x, st[0], l, m.Relu, m.BatchFirst)
+		return out, []*frontend.Tensor{hn}
+	})
+	return out, st[0]
 }
 
 // LSTM is nn.LSTM: a multi-layer LSTM with gates i, f, g, o, unrolled over the fixed sequence
@@ -100,7 +108,14 @@ func NewLSTM(b *frontend.Builder, name string, inputSize, hiddenSize int, opts .
 // zeros). It returns the output at every step, h_n and c_n, as PyTorch's
 // out, (h_n, c_n) = lstm(x, (h0, c0)).
 func (m *LSTM) Forward(x, h0, c0 *frontend.Tensor) (out, hn, cn *frontend.Tensor) {
-	return frontend.LSTM(x, h0, c0, m.Layers, m.BatchFirst)
+	if !m.dropping(x, h0, c0) {
+		return frontend.LSTM(x, h0, c0, m.Layers, m.BatchFirst)
+	}
+	out, st := m.layerByLayer(x, []*frontend.Tensor{h0, c0}, func(x *frontend.Tensor, l []frontend.RNNWeights, st []*frontend.Tensor) (*frontend.Tensor, []*frontend.Tensor) {
+		out, hn, cn := frontend.LSTM(x, st[0], st[1], l, m.BatchFirst)
+		return out, []*frontend.Tensor{hn, cn}
+	})
+	return out, st[0], st[1]
 }
 
 // GRU is nn.GRU: a multi-layer GRU with gates r, z, n, unrolled over the fixed sequence length.
@@ -115,7 +130,14 @@ func NewGRU(b *frontend.Builder, name string, inputSize, hiddenSize int, opts ..
 // Forward runs the GRU over x from h0 [NumLayers, B, H] (nil for zeros) and returns the output
 // at every step and h_n.
 func (m *GRU) Forward(x, h0 *frontend.Tensor) (out, hn *frontend.Tensor) {
-	return frontend.GRU(x, h0, m.Layers, m.BatchFirst)
+	if !m.dropping(x, h0) {
+		return frontend.GRU(x, h0, m.Layers, m.BatchFirst)
+	}
+	out, st := m.layerByLayer(x, []*frontend.Tensor{h0}, func(x *frontend.Tensor, l []frontend.RNNWeights, st []*frontend.Tensor) (*frontend.Tensor, []*frontend.Tensor) {
+		out, hn := frontend.GRU(x, st[0], l, m.BatchFirst)
+		return out, []*frontend.Tensor{hn}
+	})
+	return out, st[0]
 }
 
 // RNNCell is nn.RNNCell: one step of an Elman RNN.
