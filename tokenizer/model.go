@@ -99,18 +99,20 @@ func (m *model) encodeSegment(text string, first bool, out []int) ([]int, error)
 		text = metaSpace + text
 	}
 	var err error
-	for len(text) > 0 {
-		n := len(text)
-		if m.metaSplit {
-			// Each "▁" but a leading one starts the next word.
-			if i := strings.Index(text[1:], metaSpace); i >= 0 {
-				n = i + 1
+	for _, w := range m.split.split(text, nil) { // splitNone: the whole text is one word
+		for len(w) > 0 {
+			n := len(w)
+			if m.metaSplit {
+				// Each "▁" but a leading one starts the next word.
+				if i := strings.Index(w[1:], metaSpace); i >= 0 {
+					n = i + 1
+				}
 			}
+			if out, err = m.encodeWord(w[:n], out); err != nil {
+				return out, err
+			}
+			w = w[n:]
 		}
-		if out, err = m.encodeWord(text[:n], out); err != nil {
-			return out, err
-		}
-		text = text[n:]
 	}
 	return out, nil
 }
