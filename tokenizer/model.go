@@ -193,8 +193,8 @@ func (m *model) tokenBytes(id int) []byte {
 	if m.byteLevel {
 		return byteLevelBytes(p)
 	}
-	if m.byteFallback && len(p) == 6 && strings.HasPrefix(p, "<0x") && p[5] == '>' && m.byteIDs[hexByte(p)] == id {
-		return []byte{hexByte(p)}
+	if b, ok := byteToken(p); ok && m.byteFallback && m.byteIDs[b] == id {
+		return []byte{b}
 	}
 	if m.metaspace {
 		p = strings.ReplaceAll(p, metaSpace, " ")
@@ -211,8 +211,6 @@ func byteToken(p string) (byte, bool) {
 	lo, ok2 := hexDigit(p[4])
 	return hi<<4 | lo, ok1 && ok2
 }
-
-func hexByte(p string) byte { b, _ := byteToken(p); return b }
 
 func hexDigit(c byte) (byte, bool) {
 	switch {
