@@ -32,13 +32,14 @@ const metaSpace = "▁" // U+2581, SentencePiece's space
 
 // model is a vocabulary and the rules that turn text without added tokens into its ids.
 type model struct {
-	pieces  []string       // id → piece as the vocabulary spells it
-	present []bool         // id → the vocabulary has it (ids may have holes)
-	vocab   map[string]int // piece → id, the pieces words are made of
-	algo    algorithm
-	merges  map[[2]int]merge // bpeRanks
-	scores  []float32        // bpeScores, unigram: id → score
-	maxLen  int              // unigram: the longest piece in bytes
+	pieces   []string       // id → piece as the vocabulary spells it
+	present  []bool         // id → the vocabulary has it (ids may have holes)
+	vocab    map[string]int // piece → id, the pieces words are made of
+	algo     algorithm
+	merges   map[[2]int]merge // bpeRanks
+	scores   []float32        // bpeScores, unigram: id → score
+	maxLen   int              // unigram: the longest piece in bytes
+	unkScore float64          // unigram: the score of an unknown character
 
 	byteLevel    bool     // pieces are in GPT-2's byte alphabet
 	byteFallback bool     // a character outside the vocabulary becomes its <0xXX> byte pieces

@@ -298,6 +298,7 @@ func parseSPModel(file string, data []byte) (*Tokenizer, error) {
 	// (where it is a special token); SentencePiece itself writes " ⁇ ".
 	t.added = append(t.added, addedToken{content: m.pieces[m.unk], id: m.unk, special: true})
 	t.addBOS = t.bos >= 0 // Llama's convention; tokenizer_config.json's add_bos_token overrides it
+	m.setUnkScore()
 	t.finish()
 	return t, nil
 }

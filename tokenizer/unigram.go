@@ -12,17 +12,22 @@ const unkPenalty = 10
 // viterbi appends the ids of w's most likely segmentation into pieces of a unigram model: the
 // path through the lattice of vocabulary pieces with the highest sum of scores. A character no
 // piece covers is unknown (its bytes with byte fallback).
+// setUnkScore sets the score of an unknown character from the least likely piece's.
+func (m *model) setUnkScore() {
+	lowest := float32(math.Inf(1))
+	for _, s := range m.scores {
+		lowest = min(lowest, s)
+	}
+	m.unkScore = float64(lowest) - unkPenalty
+}
+
 func (m *model) viterbi(w string, out []int) ([]int, error) {
 	type node struct {
 		score float64
 		start int // byte where the last piece starts
 		id    int // its id, or -1 for an unknown character
 	}
-	minScore := float32(math.Inf(1))
-	for _, s := range m.scores {
-		minScore = min(minScore, s)
-	}
-	unkScore := float64(minScore) - unkPenalty
+	unkScore := m.unkScore
 	best := make([]node, len(w)+1)
 	for i := 1; i <= len(w); i++ {
 		best[i].score = math.Inf(-1)
