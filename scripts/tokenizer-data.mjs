@@ -1,8 +1,8 @@
 // tokenizer-data.mjs: the test data of package tokenizer, from npm packages that ship real
 // vocabularies with their own JavaScript encoders (scripts/fetch-tokenizers.sh fetches them).
 //
-//   node scripts/tokenizer-data.mjs files DIR
-//       writes Hugging Face tokenizer folders under DIR from DIR/npm/*:
+//   node scripts/tokenizer-data.mjs files DIR [OUT]
+//       writes Hugging Face tokenizer folders under OUT (default DIR) from DIR/npm/*:
 //       gpt2 (vocab.json + merges.txt), gpt2-json (tokenizer.json, byte-level BPE),
 //       llama2 (tokenizer.json, SentencePiece BPE with byte fallback), llama3 (tokenizer.json,
 //       byte-level BPE with Llama 3's split pattern and special tokens).
@@ -16,8 +16,9 @@ import { pathToFileURL } from 'node:url';
 
 const [mode, dirArg, textsPath, out] = process.argv.slice(2);
 const dir = dirArg && path.resolve(dirArg);
+const outDir = mode === 'files' && textsPath ? path.resolve(textsPath) : dir;
 if (!mode || !dirArg) {
-	console.error('usage: tokenizer-data.mjs files DIR | ids DIR TEXTS OUT');
+	console.error('usage: tokenizer-data.mjs files DIR [OUT] | ids DIR TEXTS OUT');
 	process.exit(2);
 }
 const npm = path.join(dir, 'npm');
@@ -39,9 +40,9 @@ function gpt2() {
 }
 
 function write(folder, name, value) {
-	fs.mkdirSync(path.join(dir, folder), { recursive: true });
+	fs.mkdirSync(path.join(outDir, folder), { recursive: true });
 	const text = typeof value === 'string' ? value : JSON.stringify(value, null, 1) + '\n';
-	fs.writeFileSync(path.join(dir, folder, name), text);
+	fs.writeFileSync(path.join(outDir, folder, name), text);
 }
 
 // mergesOf returns the merges ordered by priority from the package's merge map (pair string -> rank).

@@ -19,8 +19,8 @@
 // add_bos_token, add_eos_token, added_tokens_decoder) and generation_config.json's eos_token_id,
 // which may list several ids (Llama 3: end of text, end of message, end of turn). Anything else —
 // a WordPiece or Unigram tokenizer.json, a normalizer or split pattern this package does not
-// implement, malformed JSON, an id out of range — is one error naming the file and the field
-// (or line:column), and no tokenizer.
+// implement (an added token's lstrip, rstrip or single_word among them), malformed JSON, an id
+// out of range — is one error naming the file and the field (or line:column), and no tokenizer.
 //
 // # Encoding and decoding
 //

@@ -123,6 +123,7 @@ func TestLoadErrors(t *testing.T) {
 		{"post-processor", map[string]string{"tokenizer.json": mustJSON(set(tinyJSON(), "post_processor", map[string]any{"type": "BertProcessing"}))}, `post_processor.type: "BertProcessing" is not supported`},
 		{"template token", map[string]string{"tokenizer.json": mustJSON(set(tinyJSON(), "post_processor", map[string]any{"type": "TemplateProcessing",
 			"single": []any{map[string]any{"SpecialToken": map[string]any{"id": "<s>"}}, map[string]any{"Sequence": map[string]any{"id": "A"}}}}))}, `post_processor: the template's special token "<s>" is not in the vocabulary`},
+		{"added token rstrip", map[string]string{"tokenizer.json": mustJSON(set(tinyJSON(), "added_tokens", []any{map[string]any{"id": 5, "content": "<x>", "rstrip": true}}))}, `added_tokens[0]: "<x>": lstrip, rstrip and single_word are not supported`},
 		{"added token without id", map[string]string{"tokenizer.json": mustJSON(set(tinyJSON(), "added_tokens", []any{map[string]any{"content": "x"}}))}, "added_tokens[0].id: missing"},
 		{"added token against vocab", map[string]string{"tokenizer.json": mustJSON(set(tinyJSON(), "added_tokens", []any{map[string]any{"id": 0, "content": "x"}}))}, `added_tokens[0].id: 0 is "a" in model.vocab, not "x"`},
 		{"vocab.json alone", map[string]string{"vocab.json": `{"a": 0}`}, "vocab.json needs merges.txt beside it"},

@@ -20,9 +20,12 @@ type hfFile struct {
 }
 
 type hfAdded struct {
-	ID      *int   `json:"id"`
-	Content string `json:"content"`
-	Special bool   `json:"special"`
+	ID         *int   `json:"id"`
+	Content    string `json:"content"`
+	Special    bool   `json:"special"`
+	LStrip     bool   `json:"lstrip"`
+	RStrip     bool   `json:"rstrip"`
+	SingleWord bool   `json:"single_word"`
 }
 
 type hfModel struct {
@@ -129,6 +132,10 @@ func parseHFJSON(file string, data []byte) (*Tokenizer, error) {
 			return nil, errorf(file, where+".id", "%d is outside [0, %d)", *a.ID, min(maxVocab, len(data)))
 		case a.Content == "":
 			return nil, errorf(file, where+".content", "empty")
+		case a.LStrip || a.RStrip || a.SingleWord:
+			// Matching would change around the token; the GPT-2, Llama, Mistral and Qwen2 files
+			// set none of these.
+			return nil, errorf(file, where, "%q: lstrip, rstrip and single_word are not supported", a.Content)
 		case *a.ID < len(m.pieces) && m.present[*a.ID] && m.pieces[*a.ID] != a.Content:
 			return nil, errorf(file, where+".id", "%d is %q in model.vocab, not %q", *a.ID, m.pieces[*a.ID], a.Content)
 		}

@@ -117,20 +117,19 @@ func gpt2Specials(t *Tokenizer) {
 	if id, ok := t.m.vocab[eot]; ok {
 		t.bos, t.eos = id, []int{id}
 		t.addSpecial(eot, id)
+		t.finish()
 	}
 }
 
-// addSpecial marks id, spelled content, as a special added token.
+// addSpecial marks id, spelled content, as a special added token; finish updates the tables.
 func (t *Tokenizer) addSpecial(content string, id int) {
 	for i, a := range t.added {
 		if a.id == id {
 			t.added[i].special = true
-			t.special[id] = true
 			return
 		}
 	}
 	t.added = append(t.added, addedToken{content: content, id: id, special: true})
-	t.finish()
 }
 
 // tokenConfig is the part of tokenizer_config.json that decides ids.
@@ -191,9 +190,9 @@ func (t *Tokenizer) applyConfig(file string, data []byte) error {
 			t.addSpecial(a.Content, id)
 		} else if _, ok := t.idOf(a.Content); !ok {
 			t.added = append(t.added, addedToken{content: a.Content, id: id})
-			t.finish()
 		}
 	}
+	t.finish()
 	for _, s := range []struct {
 		field string
 		raw   json.RawMessage
@@ -218,6 +217,7 @@ func (t *Tokenizer) applyConfig(file string, data []byte) error {
 		t.addSpecial(name, id)
 		s.set(id)
 	}
+	t.finish()
 	if c.AddBOS != nil {
 		t.addBOS = *c.AddBOS
 	}

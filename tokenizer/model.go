@@ -32,13 +32,14 @@ const metaSpace = "▁" // U+2581, SentencePiece's space
 
 // model is a vocabulary and the rules that turn text without added tokens into its ids.
 type model struct {
-	pieces  []string       // id → piece as the vocabulary spells it
-	present []bool         // id → the vocabulary has it (ids may have holes)
-	vocab   map[string]int // piece → id, the pieces words are made of
-	algo    algorithm
-	merges  map[[2]int]merge // bpeRanks
-	scores  []float32        // bpeScores, unigram: id → score
-	maxLen  int              // unigram: the longest piece in bytes
+	pieces   []string       // id → piece as the vocabulary spells it
+	present  []bool         // id → the vocabulary has it (ids may have holes)
+	vocab    map[string]int // piece → id, the pieces words are made of
+	algo     algorithm
+	merges   map[[2]int]merge // bpeRanks
+	scores   []float32        // bpeScores, unigram: id → score
+	maxLen   int              // unigram: the longest piece in bytes
+	unkScore float64          // unigram: the score of an unknown character
 
 	byteLevel    bool     // pieces are in GPT-2's byte alphabet
 	byteFallback bool     // a character outside the vocabulary becomes its <0xXX> byte pieces
@@ -99,18 +100,20 @@ func (m *model) encodeSegment(text string, first bool, out []int) ([]int, error)
 		text = metaSpace + text
 	}
 	var err error
-	for len(text) > 0 {
-		n := len(text)
-		if m.metaSplit {
-			// Each "▁" but a leading one starts the next word.
-			if i := strings.Index(text[1:], metaSpace); i >= 0 {
-				n = i + 1
+	for _, w := range m.split.split(text, nil) { // splitNone: the whole text is one word
+		for len(w) > 0 {
+			n := len(w)
+			if m.metaSplit {
+				// Each "▁" but a leading one starts the next word.
+				if i := strings.Index(w[1:], metaSpace); i >= 0 {
+					n = i + 1
+				}
 			}
+			if out, err = m.encodeWord(w[:n], out); err != nil {
+				return out, err
+			}
+			w = w[n:]
 		}
-		if out, err = m.encodeWord(text[:n], out); err != nil {
-			return out, err
-		}
-		text = text[n:]
 	}
 	return out, nil
 }
@@ -191,8 +194,8 @@ func (m *model) tokenBytes(id int) []byte {
 	if m.byteLevel {
 		return byteLevelBytes(p)
 	}
-	if m.byteFallback && len(p) == 6 && strings.HasPrefix(p, "<0x") && p[5] == '>' && m.byteIDs[hexByte(p)] == id {
-		return []byte{hexByte(p)}
+	if b, ok := byteToken(p); ok && m.byteFallback && m.byteIDs[b] == id {
+		return []byte{b}
 	}
 	if m.metaspace {
 		p = strings.ReplaceAll(p, metaSpace, " ")
@@ -209,8 +212,6 @@ func byteToken(p string) (byte, bool) {
 	lo, ok2 := hexDigit(p[4])
 	return hi<<4 | lo, ok1 && ok2
 }
-
-func hexByte(p string) byte { b, _ := byteToken(p); return b }
 
 func hexDigit(c byte) (byte, bool) {
 	switch {

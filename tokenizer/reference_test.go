@@ -84,8 +84,8 @@ func TestJSReferences(t *testing.T) {
 	}
 }
 
-// checkRoundTrip checks decode(encode(x)) == x for plain encoding, and that a stream decoder's
-// chunks are valid UTF-8 and add up to Decode, with and without special tokens.
+// checkRoundTrip checks decode(encode(x)) == x for plain encoding, and the stream decoder on the
+// ids with and without special tokens.
 func checkRoundTrip(t *testing.T, tok *Tokenizer, text string) {
 	t.Helper()
 	ids, err := tok.EncodeWith(text, EncodeOptions{})
@@ -104,26 +104,31 @@ func checkRoundTrip(t *testing.T, tok *Tokenizer, text string) {
 		t.Fatalf("%q: %v", text, err)
 	}
 	for _, ids := range [][]int{ids, withSpecial} {
-		want, err := tok.Decode(ids)
+		checkStream(t, tok, ids)
+	}
+}
+
+// checkStream checks that a stream decoder's chunks of ids are valid UTF-8 and add up to Decode.
+func checkStream(t *testing.T, tok *Tokenizer, ids []int) {
+	t.Helper()
+	want, err := tok.Decode(ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := tok.NewStreamDecoder()
+	var all string
+	for _, id := range ids {
+		chunk, err := d.Next(id)
 		if err != nil {
 			t.Fatal(err)
 		}
-		d := tok.NewStreamDecoder()
-		var all string
-		for _, id := range ids {
-			chunk, err := d.Next(id)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !utf8.ValidString(chunk) {
-				t.Errorf("%q: stream chunk %q is not valid UTF-8", text, chunk)
-			}
-			all += chunk
+		if !utf8.ValidString(chunk) {
+			t.Errorf("ids %v: stream chunk %q is not valid UTF-8", ids, chunk)
 		}
-		all += d.Flush()
-		if all != want {
-			t.Errorf("%q: stream decoded %q, Decode %q", text, all, want)
-		}
+		all += chunk
+	}
+	if all += d.Flush(); all != want {
+		t.Errorf("ids %v: stream decoded %q, Decode %q", ids, all, want)
 	}
 }
 

@@ -84,12 +84,22 @@ func fields(b []byte, f func(num protowire.Number, typ protowire.Type, b []byte)
 }
 
 // varint reads a varint field into *v when the wire type is right (else leaves it to be skipped).
-func varint(typ protowire.Type, b []byte, v *int64) int {
+func varint(typ protowire.Type, b []byte, v *int) int {
 	if typ != protowire.VarintType {
 		return 0
 	}
 	x, n := protowire.ConsumeVarint(b)
-	*v = int64(int32(x))
+	*v = int(int32(x))
+	return n
+}
+
+// flag reads a bool field.
+func flag(typ protowire.Type, b []byte, v *bool) int {
+	var x int
+	n := varint(typ, b, &x)
+	if n > 0 {
+		*v = x != 0
+	}
 	return n
 }
 
@@ -102,84 +112,57 @@ func bytesField(typ protowire.Type, b []byte, v *[]byte) int {
 	return n
 }
 
+// message reads a sub-message field, calling f on each of its fields.
+func message(typ protowire.Type, b []byte, f func(num protowire.Number, typ protowire.Type, b []byte) int) int {
+	var sub []byte
+	n := bytesField(typ, b, &sub)
+	if n > 0 && fields(sub, f) != nil {
+		return -1
+	}
+	return n
+}
+
 func decodeSPModel(data []byte) (*spModel, error) {
 	sp := &spModel{modelType: 1, unk: 0, bos: 1, eos: 2, pad: -1, dummyPrefix: true, removeWS: true, escWS: true}
-	var sub []byte
+	ints := map[protowire.Number]*int{fieldModelType: &sp.modelType, fieldUnkID: &sp.unk, fieldBosID: &sp.bos, fieldEosID: &sp.eos, fieldPadID: &sp.pad}
+	trainerFlags := map[protowire.Number]*bool{fieldTreatWhitespaceAsSuffx: &sp.wsSuffix, fieldByteFallback: &sp.byteFallback}
+	normFlags := map[protowire.Number]*bool{fieldAddDummyPrefix: &sp.dummyPrefix, fieldRemoveExtraWS: &sp.removeWS, fieldEscapeWS: &sp.escWS}
 	err := fields(data, func(num protowire.Number, typ protowire.Type, b []byte) int {
 		switch num {
 		case fieldPieces:
-			n := bytesField(typ, b, &sub)
-			if n <= 0 {
-				return n
-			}
 			p := spPiece{typ: pieceNormal}
-			var s []byte
-			err := fields(sub, func(num protowire.Number, typ protowire.Type, b []byte) int {
-				var v int64
+			n := message(typ, b, func(num protowire.Number, typ protowire.Type, b []byte) int {
 				switch {
 				case num == fieldPiece:
-					return bytesField(typ, b, &s)
+					var s []byte
+					n := bytesField(typ, b, &s)
+					p.piece = string(s)
+					return n
 				case num == fieldScore && typ == protowire.Fixed32Type:
 					x, n := protowire.ConsumeFixed32(b)
 					p.score = math.Float32frombits(x)
 					return n
 				case num == fieldType:
-					n := varint(typ, b, &v)
-					p.typ = int(v)
-					return n
+					return varint(typ, b, &p.typ)
 				}
 				return 0
 			})
-			if err != nil {
-				return -1
+			if n > 0 {
+				sp.pieces = append(sp.pieces, p)
 			}
-			p.piece = string(s)
-			sp.pieces = append(sp.pieces, p)
 			return n
 		case fieldTrainerSpec:
-			n := bytesField(typ, b, &sub)
-			if n <= 0 {
-				return n
-			}
-			if fields(sub, func(num protowire.Number, typ protowire.Type, b []byte) int {
-				var v int64
-				var n int
-				switch num {
-				case fieldModelType, fieldTreatWhitespaceAsSuffx, fieldByteFallback, fieldUnkID, fieldBosID, fieldEosID, fieldPadID:
-					if n = varint(typ, b, &v); n <= 0 {
-						return n
-					}
-				default:
-					return 0
+			return message(typ, b, func(num protowire.Number, typ protowire.Type, b []byte) int {
+				if v, ok := ints[num]; ok {
+					return varint(typ, b, v)
 				}
-				switch num {
-				case fieldModelType:
-					sp.modelType = int(v)
-				case fieldTreatWhitespaceAsSuffx:
-					sp.wsSuffix = v != 0
-				case fieldByteFallback:
-					sp.byteFallback = v != 0
-				case fieldUnkID:
-					sp.unk = int(v)
-				case fieldBosID:
-					sp.bos = int(v)
-				case fieldEosID:
-					sp.eos = int(v)
-				case fieldPadID:
-					sp.pad = int(v)
+				if v, ok := trainerFlags[num]; ok {
+					return flag(typ, b, v)
 				}
-				return n
-			}) != nil {
-				return -1
-			}
-			return n
+				return 0
+			})
 		case fieldNormalizerSpec:
-			n := bytesField(typ, b, &sub)
-			if n <= 0 {
-				return n
-			}
-			if fields(sub, func(num protowire.Number, typ protowire.Type, b []byte) int {
-				var v int64
+			return message(typ, b, func(num protowire.Number, typ protowire.Type, b []byte) int {
 				var s []byte
 				switch num {
 				case fieldNormName:
@@ -190,23 +173,12 @@ func decodeSPModel(data []byte) (*spModel, error) {
 					n := bytesField(typ, b, &s)
 					sp.charsmap = len(s) > 0
 					return n
-				case fieldAddDummyPrefix, fieldRemoveExtraWS, fieldEscapeWS:
-					n := varint(typ, b, &v)
-					switch num {
-					case fieldAddDummyPrefix:
-						sp.dummyPrefix = v != 0
-					case fieldRemoveExtraWS:
-						sp.removeWS = v != 0
-					default:
-						sp.escWS = v != 0
-					}
-					return n
+				}
+				if v, ok := normFlags[num]; ok {
+					return flag(typ, b, v)
 				}
 				return 0
-			}) != nil {
-				return -1
-			}
-			return n
+			})
 		}
 		return 0
 	})
@@ -326,6 +298,7 @@ func parseSPModel(file string, data []byte) (*Tokenizer, error) {
 	// (where it is a special token); SentencePiece itself writes " ⁇ ".
 	t.added = append(t.added, addedToken{content: m.pieces[m.unk], id: m.unk, special: true})
 	t.addBOS = t.bos >= 0 // Llama's convention; tokenizer_config.json's add_bos_token overrides it
+	m.setUnkScore()
 	t.finish()
 	return t, nil
 }

@@ -235,3 +235,21 @@ func TestValidUTF8(t *testing.T) {
 		}
 	}
 }
+
+// A Split pre-tokenizer without ByteLevel still splits: no merge crosses a word boundary.
+func TestSplitWithoutByteLevel(t *testing.T) {
+	f := tinyJSON()
+	set(f, "model.vocab", map[string]any{"a": 0, "b": 1, " ": 2, "ab": 3, "b ": 4, " ab": 5})
+	set(f, "model.merges", []any{[]any{"b", " "}, []any{"a", "b"}, []any{" ", "ab"}})
+	set(f, "added_tokens", []any{})
+	set(f, "pre_tokenizer", map[string]any{"type": "Split", "pattern": map[string]any{"Regex": patternGPT2}, "behavior": "Isolated"})
+	tok := load(t, folder(t, map[string]string{"tokenizer.json": mustJSON(f)}))
+	if got, want := encode(t, tok, "ab ab", EncodeOptions{}), []int{3, 5}; !cmp.Equal(got, want) {
+		t.Errorf("split: %v, want %v", got, want)
+	}
+	set(f, "pre_tokenizer", nil)
+	tok = load(t, folder(t, map[string]string{"tokenizer.json": mustJSON(f)}))
+	if got, want := encode(t, tok, "ab ab", EncodeOptions{}), []int{0, 4, 3}; !cmp.Equal(got, want) {
+		t.Errorf("no split: %v, want %v", got, want)
+	}
+}

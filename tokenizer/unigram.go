@@ -9,6 +9,15 @@ import (
 // (SentencePiece's kUnkPenalty).
 const unkPenalty = 10
 
+// setUnkScore sets the score of an unknown character from the least likely piece's.
+func (m *model) setUnkScore() {
+	lowest := float32(math.Inf(1))
+	for _, s := range m.scores {
+		lowest = min(lowest, s)
+	}
+	m.unkScore = float64(lowest) - unkPenalty
+}
+
 // viterbi appends the ids of w's most likely segmentation into pieces of a unigram model: the
 // path through the lattice of vocabulary pieces with the highest sum of scores. A character no
 // piece covers is unknown (its bytes with byte fallback).
@@ -18,11 +27,6 @@ func (m *model) viterbi(w string, out []int) ([]int, error) {
 		start int // byte where the last piece starts
 		id    int // its id, or -1 for an unknown character
 	}
-	minScore := float32(math.Inf(1))
-	for _, s := range m.scores {
-		minScore = min(minScore, s)
-	}
-	unkScore := float64(minScore) - unkPenalty
 	best := make([]node, len(w)+1)
 	for i := 1; i <= len(w); i++ {
 		best[i].score = math.Inf(-1)
@@ -47,7 +51,7 @@ func (m *model) viterbi(w string, out []int) ([]int, error) {
 			end += next
 		}
 		if !covered {
-			if s := best[start].score + unkScore; s > best[start+size].score {
+			if s := best[start].score + m.unkScore; s > best[start+size].score {
 				best[start+size] = node{score: s, start: start, id: -1}
 			}
 		}
