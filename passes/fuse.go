@@ -513,7 +513,12 @@ func (f *fuser) external(vals []*ir.Value, has func(*ir.Value) bool) map[*ir.Val
 
 // reaches reports whether group to depends on group from (from writes something to reads,
 // directly or through other groups).
-func (f *fuser) reaches(from, to *group) bool {
+func (f *fuser) reaches(from, to *group) bool { return reachable(f.successors(), from, to) }
+
+// successors maps each group to the groups that read a value it computes: the edges reaches
+// follows. Building it walks every member of every group, so a caller asking many questions of
+// one grouping builds it once.
+func (f *fuser) successors() map[*group][]*group {
 	succ := map[*group][]*group{}
 	edge := func(w *ir.Value, into *group) {
 		for _, a := range w.Args {
@@ -530,6 +535,11 @@ func (f *fuser) reaches(from, to *group) bool {
 			edge(w, gr)
 		}
 	}
+	return succ
+}
+
+// reachable reports whether a path of succ's edges leads from from to to.
+func reachable(succ map[*group][]*group, from, to *group) bool {
 	seen := map[*group]bool{from: true}
 	stack := []*group{from}
 	for len(stack) > 0 {
@@ -704,13 +714,14 @@ func (f *fuser) siblings() {
 			keys = append(keys, r)
 		}
 		sort.Slice(keys, func(i, j int) bool { return f.index[keys[i]] < f.index[keys[j]] })
+		succ := f.successors() // the grouping changes only by the merge that ends this pass
 	search:
 		for _, r := range keys {
 			gs := byRead[r]
 			for i, a := range gs {
 				for _, b := range gs[i+1:] {
 					if a.kind == Contraction || a.kind == Custom || a.kind != b.kind || !a.space.Equal(b.space) || !slices.Equal(a.axes, b.axes) ||
-						len(union(union(a.members, a.views), union(b.members, b.views))) > f.opt.MaxOps || f.reaches(a, b) || f.reaches(b, a) {
+						len(union(union(a.members, a.views), union(b.members, b.views))) > f.opt.MaxOps || reachable(succ, a, b) || reachable(succ, b, a) {
 						continue
 					}
 					if len(union(f.groupReads(a), f.groupReads(b))) > f.opt.MaxReads {
