@@ -16,7 +16,9 @@ import (
 	fashioncnn "github.com/gcomp/gcomp/examples/fashion/cnn"
 	fashionmlp "github.com/gcomp/gcomp/examples/fashion/mlp"
 	"github.com/gcomp/gcomp/examples/gpt"
+	"github.com/gcomp/gcomp/examples/gpt2"
 	"github.com/gcomp/gcomp/examples/linreg"
+	"github.com/gcomp/gcomp/examples/llama"
 	"github.com/gcomp/gcomp/examples/lstm"
 	"github.com/gcomp/gcomp/examples/mlp"
 	"github.com/gcomp/gcomp/examples/mobilenet"
@@ -60,9 +62,16 @@ var Fashion = []Example{
 	{"fashion_bncnn", "examples/fashion/bncnn", fashionbncnn.Model, true},
 }
 
-// All is Tutorials, then Fashion.
+// LanguageModels are the decode programs of the text-generation models (package lm runs them with
+// their prefill programs over a KV cache).
+var LanguageModels = []Example{
+	{"gpt2", "examples/gpt2", gpt2.Model, false},
+	{"llama", "examples/llama", llama.Model, false},
+}
+
+// All is Tutorials, then Fashion, then LanguageModels.
 func All() []Example {
-	return append(append([]Example(nil), Tutorials...), Fashion...)
+	return append(append(append([]Example(nil), Tutorials...), Fashion...), LanguageModels...)
 }
 
 // Custom are the examples with a CUDA kernel of their own (docs/custom.md). They are not in

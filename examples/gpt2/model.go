@@ -25,8 +25,9 @@ type Config struct {
 // HeadDim is n_embd / n_head.
 func (c Config) HeadDim() int { return c.Embd / c.Heads }
 
-// Tiny is a small configuration with GPT-2's vocabulary, for examples and tests.
-var Tiny = Config{Vocab: 50257, Embd: 32, Layers: 2, Heads: 4, Inner: 128, MaxSeq: 64, NormEps: 1e-5}
+// Tiny is a small configuration for examples and tests (lm's tests use GPT-2's real vocabulary
+// of 50257 tokens; this one has 512).
+var Tiny = Config{Vocab: 512, Embd: 32, Layers: 2, Heads: 4, Inner: 128, MaxSeq: 64, NormEps: 1e-5}
 
 // Model builds Tiny's decode program (batch 1), for `gcomp build examples/gpt2/model.go`.
 func Model(b *frontend.Builder) { Decode(b, Tiny, 1) }
