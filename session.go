@@ -36,7 +36,7 @@ type SessionOptions struct {
 	InitWeights bool
 	Seed        uint64
 	// Pool is how many runs may be in flight at once (further Runs wait for one to finish);
-	// 0 is runtime.GOMAXPROCS(0). On a GPU each has its own stream, I/O buffers and memory-plan
+	// 0 is runtime.GOMAXPROCS(0), more than MaxPool an error. On a GPU each has its own stream, I/O buffers and memory-plan
 	// arena, all reading one copy of the weights; on the simulator each has a simulated device
 	// of its own; on ref they share the weights' host tensors.
 	Pool int
@@ -48,6 +48,11 @@ type SessionOptions struct {
 	CUDALib string
 	Driver  cuda.Driver
 }
+
+// MaxPool bounds SessionOptions.Pool: each run in flight holds a device stream, buffers and an
+// arena (a whole simulated device on sim), so a pool in the millions would exhaust the host's
+// memory before the first run.
+const MaxPool = 1024
 
 // Session is a model opened on a device with its weights. It is safe for concurrent use: Run
 // may be called from many goroutines, and up to SessionOptions.Pool runs proceed at once.
@@ -74,6 +79,12 @@ type slot struct {
 // Open opens a session on m. The weights are checked against the model's parameters (names,
 // dtypes, shapes) and, on a compiled device, copied to it once.
 func Open(m *Model, opts SessionOptions) (*Session, error) {
+	if m == nil {
+		return nil, errors.New("gcomp: Open: the model is nil")
+	}
+	if opts.Pool > MaxPool {
+		return nil, fmt.Errorf("gcomp: Open: a pool of %d runs in flight, more than MaxPool (%d)", opts.Pool, MaxPool)
+	}
 	if opts.Device == "" {
 		opts.Device = "auto"
 	}
@@ -224,6 +235,12 @@ func (s *Session) Device() string { return s.name }
 // Outputs with a Go element type are views over fresh slices (Float32s returns the slice the
 // device wrote, no copy).
 func (s *Session) Run(ctx context.Context, inputs map[string]*Tensor) (map[string]*Tensor, error) {
+	switch {
+	case s == nil:
+		return nil, errors.New("gcomp: Run on a nil session")
+	case ctx == nil:
+		return nil, errors.New("gcomp: Run: the context is nil (use context.Background())")
+	}
 	if err := s.checkInputs(inputs); err != nil {
 		return nil, err
 	}
