@@ -2,6 +2,7 @@ package data
 
 import (
 	"archive/zip"
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -27,25 +28,28 @@ const (
 const MaxNPZMember = 1 << 32
 
 // ReadNPYPair reads a dataset from two .npy files: the inputs, one row per element of the first
-// dimension (any dtype and shape), and the targets, as many rows.
+// dimension (any dtype and shape), and the targets, as many rows. Both must fit the data memory
+// budget, as an .npz archive's arrays do.
 func ReadNPYPair(inputs, targets string) (*Tensors, error) {
-	x, err := readNPYTensor(inputs)
+	left := budget()
+	x, err := readNPYTensor(inputs, &left)
 	if err != nil {
 		return nil, err
 	}
-	y, err := readNPYTensor(targets)
+	y, err := readNPYTensor(targets, &left)
 	if err != nil {
 		return nil, err
 	}
 	return NewTensors(inputs, x, y)
 }
 
-func readNPYTensor(path string) (*tensor.Tensor, error) {
-	a, err := tensorio.ReadNPYFile(path)
+func readNPYTensor(path string, left *int64) (*tensor.Tensor, error) {
+	f, _, err := tensorio.OpenRead(path)
 	if err != nil {
 		return nil, fmt.Errorf("data: %w", err)
 	}
-	t, err := tensor.FromArray(a)
+	defer f.Close()
+	t, err := readBudgeted(bufio.NewReader(f), left)
 	if err != nil {
 		return nil, fmt.Errorf("data: %s: %v", path, err)
 	}
@@ -142,8 +146,7 @@ func readNPZ(path string, z *zip.Reader) (train, test *Tensors, err error) {
 	return train, test, nil
 }
 
-// readNPZMember reads one member holding at most *left bytes, first as the raw array, then as the
-// tensor's elements (8 bytes each), and takes what the tensor holds from *left.
+// readNPZMember reads one member within *left bytes (readBudgeted), its declared size checked first.
 func readNPZMember(f *zip.File, left *int64) (*tensor.Tensor, error) {
 	limit := min(*left, MaxNPZMember)
 	if f.UncompressedSize64 > uint64(limit) {
@@ -154,7 +157,13 @@ func readNPZMember(f *zip.File, left *int64) (*tensor.Tensor, error) {
 		return nil, err
 	}
 	defer rc.Close()
-	lr := tensorio.LimitReader(rc, limit, npzLimit(*left))
+	return readBudgeted(rc, left)
+}
+
+// readBudgeted reads one .npy stream holding at most *left bytes, first as the raw array, then as
+// the tensor's elements (8 bytes each), and takes what the tensor holds from *left.
+func readBudgeted(r io.Reader, left *int64) (*tensor.Tensor, error) {
+	lr := tensorio.LimitReader(r, min(*left, MaxNPZMember), npzLimit(*left))
 	var held int64
 	a, err := tensorio.ReadNPYChecked(lr, func(dtype string, shape []int) error {
 		n := int64(1)
@@ -174,7 +183,7 @@ func readNPZMember(f *zip.File, left *int64) (*tensor.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The whole member must be the array, and its checksum must hold (read to the end).
+	// The whole stream must be the array, and a member's checksum must hold (read to the end).
 	if n, err := io.Copy(io.Discard, lr); err != nil {
 		return nil, err
 	} else if n > 0 {

@@ -132,3 +132,44 @@ func TestReadNPZFileNotRegular(t *testing.T) {
 		}
 	}
 }
+
+// The other readers of user data open through tensorio.OpenRead too (a named pipe without a
+// writer is refused, not waited on forever), and a .npy pair must fit the data memory budget.
+func TestReadNPYAndIDXNotWhatTheySeem(t *testing.T) {
+	dir := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(dir, "x.npy"), 0o644); err != nil {
+		t.Skip("no named pipes here:", err)
+	}
+	defer func(w time.Duration) { tensorio.FIFOWait = w }(tensorio.FIFOWait)
+	tensorio.FIFOWait = 200 * time.Millisecond
+	big := filepath.Join(t.TempDir(), "big")
+	os.Mkdir(big, 0o755)
+	for name, b := range npyFiles(t, map[string]*tensor.Tensor{"x.npy": tensor.New(ir.T(ir.F32, 1000, 4)), "y.npy": tensor.New(ir.T(ir.I64, 1000))}) {
+		os.WriteFile(filepath.Join(big, name), b, 0o644)
+	}
+	defer SetMemoryBudget(0)
+	for _, tc := range []struct {
+		name   string
+		budget int64
+		read   func() error
+		want   string
+	}{
+		{"npy fifo", 0, func() error { _, _, err := ReadNPYDir(dir); return err }, "x.npy: a named pipe that no writer opened within 200ms"},
+		{"idx fifo", 0, func() error { _, err := ReadIDXFile(filepath.Join(dir, "x.npy")); return err }, "x.npy: a named pipe that no writer opened within 200ms"},
+		{"npy over the budget", 40_000, func() error { _, _, err := ReadNPYDir(big); return err },
+			"x.npy: tensorio: npy: f32[1000 4] is 16000 bytes, and 32000 more as a tensor: more than what is left of the data memory budget (40000 bytes)"},
+		{"npy within the budget", 64_000, func() error { _, _, err := ReadNPYDir(big); return err }, ""},
+	} {
+		SetMemoryBudget(tc.budget)
+		done := make(chan error, 1)
+		go func() { done <- tc.read() }()
+		select {
+		case err := <-done:
+			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+				t.Errorf("%s: err = %v, want %q", tc.name, err, tc.want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Errorf("%s: still blocked after 10s", tc.name)
+		}
+	}
+}
