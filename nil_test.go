@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
 	"github.com/gcomp/gcomp"
+	"github.com/gcomp/gcomp/frontend"
+	"github.com/gcomp/gcomp/frontend/nn"
+	"github.com/gcomp/gcomp/internal/memlimit"
 )
 
 // The library's entry points given nil (a model, a graph, a context, a host tensor) or a pool
@@ -64,4 +68,31 @@ func TestNilArguments(t *testing.T) {
 	if got := gcomp.FromHost(nil).String(); got != "nil" {
 		t.Errorf("FromHost(nil).String() = %q", got)
 	}
+}
+
+// A pool of simulated devices, each a copy of the weights, arena and buffers in host memory,
+// that would not fit half the memory the process may use is refused before any is made.
+func TestSimPoolTooLarge(t *testing.T) {
+	n := memlimit.Default()/gcomp.MaxPool/4 + 1 // f32 weights per device that overflow the pool
+	if n > 1<<28 {
+		t.Skip("a machine this large needs a model too large for a unit test")
+	}
+	side := int(math.Ceil(math.Sqrt(float64(n))))
+	m, err := gcomp.Compile("wide", func(b *frontend.Builder) {
+		x := b.Input("x", frontend.F32, 1, side)
+		b.Output("y", nn.NewLinear(b, "fc", side, side).Forward(x))
+	}, gcomp.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = gcomp.Open(m, gcomp.SessionOptions{Device: "sim", Pool: gcomp.MaxPool, InitWeights: true})
+	want := fmt.Sprintf("gcomp: Open: a pool of %d simulated devices of ", gcomp.MaxPool)
+	if err == nil || !strings.Contains(err.Error(), want) || !errors.Is(err, gcomp.ErrOutOfMemory) {
+		t.Fatalf("err = %v, want %q (ErrOutOfMemory)", err, want)
+	}
+	s, err := gcomp.Open(m, gcomp.SessionOptions{Device: "sim", Pool: 2, InitWeights: true})
+	if err != nil {
+		t.Fatalf("a pool of 2: %v", err)
+	}
+	s.Close()
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/gcomp/gcomp/internal/memlimit"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/runtime/cuda"
 	"github.com/gcomp/gcomp/runtime/device"
@@ -95,6 +96,11 @@ func Open(m *Model, opts SessionOptions) (*Session, error) {
 	if opts.Pool <= 0 {
 		opts.Pool = runtime.GOMAXPROCS(0)
 	}
+	if spec.Kind == device.Sim {
+		if err := m.checkSimPool(opts.Pool); err != nil {
+			return nil, err // before the weights are read
+		}
+	}
 	params, err := m.weights(opts)
 	if err != nil {
 		return nil, err
@@ -125,6 +131,12 @@ func (s *Session) openCompiled(opts SessionOptions, params map[string]*tensor.Te
 		return &wrapped{err: fmt.Errorf("gcomp: %w", err), sentinel: ErrNoDevice}
 	}
 	s.spec, s.name = sel.Spec, sel.Device.Name()
+	if s.spec.Kind == device.Sim { // "auto" on a machine without a GPU
+		if err := s.model.checkSimPool(cap(s.free)); err != nil {
+			sel.Device.Close()
+			return err
+		}
+	}
 	first := &slot{dev: sel.Device}
 	s.slots = append(s.slots, first)
 	if first.prog, err = executor.Load(sel.Device, s.model.art); err != nil {
@@ -155,6 +167,32 @@ func (s *Session) openCompiled(opts SessionOptions, params map[string]*tensor.Te
 		}
 	}
 	return nil
+}
+
+// checkSimPool refuses a pool of simulated devices that would not fit half the memory the
+// process may use: each holds the weights, the arena and the buffers in host memory.
+func (m *Model) checkSimPool(pool int) error {
+	slot := m.deviceBytes()
+	if limit := memlimit.Default(); slot > 0 && int64(pool) > limit/slot {
+		return errorf(ErrOutOfMemory, "gcomp: Open: a pool of %d simulated devices of %d bytes each (weights, arena, buffers) is more than the %d bytes the pool may hold (half the memory this process may use)", pool, slot, limit)
+	}
+	return nil
+}
+
+// deviceBytes is what one program of m holds on its device: the parameters, inputs and outputs,
+// the memory plan's arena, the scratch and error areas.
+func (m *Model) deviceBytes() int64 {
+	p := m.art.Plan
+	n := p.ArenaBytes + p.ScratchBytes + p.ErrorBytes
+	for _, v := range m.graph.Values {
+		if v.Op == ir.OpInput || v.Op == ir.OpParam {
+			n += int64(v.Type.Bytes())
+		}
+	}
+	for _, o := range m.graph.Outputs {
+		n += int64(o.Value.Type.Bytes())
+	}
+	return n
 }
 
 // weights are the parameter values opts give, checked against the model's parameters.
