@@ -10,12 +10,3 @@ func physicalMemory() int64 {
 	}
 	return int64(n)
 }
-
-// addressSpaceLimit is the soft RLIMIT_AS in bytes, 0 when unlimited or unknown.
-func addressSpaceLimit() int64 {
-	var rl unix.Rlimit
-	if err := unix.Getrlimit(unix.RLIMIT_AS, &rl); err != nil || rl.Cur == unix.RLIM_INFINITY || rl.Cur >= 1<<62 {
-		return 0
-	}
-	return int64(rl.Cur)
-}
