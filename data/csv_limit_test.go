@@ -30,8 +30,7 @@ func TestReadCSVFileNotWhatItSeems(t *testing.T) {
 	}
 	rows := "a,y\n" + strings.Repeat("1,2\n", 1000)
 	defer SetMemoryBudget(0)
-	defer func(w time.Duration) { tensorio.FIFOWait = w }(tensorio.FIFOWait)
-	tensorio.FIFOWait = 200 * time.Millisecond
+	shortFIFOWait(t)
 	for _, tc := range []struct {
 		name, path string
 		budget     int64
@@ -49,19 +48,29 @@ func TestReadCSVFileNotWhatItSeems(t *testing.T) {
 			continue // no /dev/zero
 		}
 		SetMemoryBudget(tc.budget)
-		done := make(chan error, 1)
-		go func() {
-			_, err := ReadCSVFile(tc.path, "y")
-			done <- err
-		}()
-		select {
-		case err := <-done:
-			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
-				t.Errorf("%s: err = %v, want %q", tc.name, err, tc.want)
-			}
-		case <-time.After(10 * time.Second):
-			t.Errorf("%s: ReadCSVFile(%s) still blocked after 10s", tc.name, tc.path)
+		checkRead(t, tc.name, tc.want, func() error { _, err := ReadCSVFile(tc.path, "y"); return err })
+	}
+}
+
+// shortFIFOWait makes tensorio give up on a named pipe without a writer after 200ms.
+func shortFIFOWait(t *testing.T) {
+	w := tensorio.FIFOWait
+	tensorio.FIFOWait = 200 * time.Millisecond
+	t.Cleanup(func() { tensorio.FIFOWait = w })
+}
+
+// checkRead runs read, which must end within 10s with an error containing want (none for "").
+func checkRead(t *testing.T, name, want string, read func() error) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- read() }()
+	select {
+	case err := <-done:
+		if want == "" && err != nil || want != "" && (err == nil || !strings.Contains(err.Error(), want)) {
+			t.Errorf("%s: err = %v, want %q", name, err, want)
 		}
+	case <-time.After(10 * time.Second):
+		t.Errorf("%s: still blocked after 10s", name)
 	}
 }
 

@@ -15,7 +15,6 @@ import (
 
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/tensor"
-	"github.com/gcomp/gcomp/tensorio"
 )
 
 // npzMember is one member of a hand-made archive: its bytes, stored deflated; declared, when
@@ -118,8 +117,7 @@ func TestReadNPZFileNotRegular(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
 		t.Skip("no named pipes here:", err)
 	}
-	defer func(w time.Duration) { tensorio.FIFOWait = w }(tensorio.FIFOWait)
-	tensorio.FIFOWait = 200 * time.Millisecond
+	shortFIFOWait(t)
 	go func() { // a writer, so the open succeeds and the check after it is what refuses
 		if w, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
 			time.Sleep(time.Second)
@@ -140,8 +138,7 @@ func TestReadNPYAndIDXNotWhatTheySeem(t *testing.T) {
 	if err := syscall.Mkfifo(filepath.Join(dir, "x.npy"), 0o644); err != nil {
 		t.Skip("no named pipes here:", err)
 	}
-	defer func(w time.Duration) { tensorio.FIFOWait = w }(tensorio.FIFOWait)
-	tensorio.FIFOWait = 200 * time.Millisecond
+	shortFIFOWait(t)
 	big := filepath.Join(t.TempDir(), "big")
 	os.Mkdir(big, 0o755)
 	for name, b := range npyFiles(t, map[string]*tensor.Tensor{"x.npy": tensor.New(ir.T(ir.F32, 1000, 4)), "y.npy": tensor.New(ir.T(ir.I64, 1000))}) {
@@ -161,15 +158,6 @@ func TestReadNPYAndIDXNotWhatTheySeem(t *testing.T) {
 		{"npy within the budget", 64_000, func() error { _, _, err := ReadNPYDir(big); return err }, ""},
 	} {
 		SetMemoryBudget(tc.budget)
-		done := make(chan error, 1)
-		go func() { done <- tc.read() }()
-		select {
-		case err := <-done:
-			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
-				t.Errorf("%s: err = %v, want %q", tc.name, err, tc.want)
-			}
-		case <-time.After(10 * time.Second):
-			t.Errorf("%s: still blocked after 10s", tc.name)
-		}
+		checkRead(t, tc.name, tc.want, tc.read)
 	}
 }
