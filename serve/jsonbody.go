@@ -131,7 +131,7 @@ func (d *jsonDecoder) tensor(info gcomp.TensorInfo) (*tensor.Tensor, error) {
 			if err != nil {
 				return err
 			}
-			if s, ok := tok.(string); !ok || s != info.DType {
+			if s, ok := tok.(string); !ok || s != info.DType && s != "" { // "": the model's
 				return badRequest("input %s is %v, the model wants %s", info.Name, tok, info.DType)
 			}
 		case "shape":

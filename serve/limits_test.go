@@ -59,6 +59,7 @@ func TestJSONBodyBounded(t *testing.T) {
 		want string
 	}{
 		{`{"inputs":{"x":{"data":[1,2,3],"shape":[1,3],"dtype":"f32"}}}`, 200, `"data":[1.25,2]`},
+		{`{"inputs":{"x":{"dtype":"","shape":[1,3],"data":[1,2,3]}}}`, 200, `"data":[1.25,2]`},
 		{`{"inputs":{"x":{"shape":[1,3],"data":[1,2,3]},"x":{"shape":[1,3],"data":[1,2,3]}}}`, 400, "input x twice"},
 		{`{"inputs":{"x":{"shape":[1,3],"shape":[1,3],"data":[1,2,3]}}}`, 400, `input x: field "shape" twice`},
 		{`{"inputs":{"x":{"shape":[1,3],"data":[1,[2],3]}}}`, 400, `input x: element 1: [ is not a number`},
