@@ -12,6 +12,7 @@ import (
 	"github.com/gcomp/gcomp/frontend"
 	"github.com/gcomp/gcomp/frontend/nn"
 	"github.com/gcomp/gcomp/internal/memlimit"
+	"github.com/gcomp/gcomp/runtime/ref"
 )
 
 // The library's entry points given nil (a model, a graph, a context, a host tensor) or a pool
@@ -93,6 +94,23 @@ func TestSimPoolTooLarge(t *testing.T) {
 	s, err := gcomp.Open(m, gcomp.SessionOptions{Device: "sim", Pool: 2, InitWeights: true})
 	if err != nil {
 		t.Fatalf("a pool of 2: %v", err)
+	}
+	s.Close()
+}
+
+// On ref, weights past the interpreter's budget are refused by Open, before they are converted.
+func TestOpenRefBudget(t *testing.T) {
+	m := compileMLP(t) // 64·32 + 32 + 32·10 + 10 parameters and 16·64 inputs: 27,632 bytes as float64
+	defer ref.SetMemoryBudget(0)
+	ref.SetMemoryBudget(20_000)
+	if _, err := gcomp.Open(m, gcomp.SessionOptions{Device: "ref", InitWeights: true}); !errors.Is(err, gcomp.ErrOutOfMemory) ||
+		!strings.Contains(err.Error(), "in inputs and parameters, more than its memory budget of 20000 bytes") {
+		t.Errorf("err = %v, want ErrOutOfMemory", err)
+	}
+	ref.SetMemoryBudget(1 << 20)
+	s, err := gcomp.Open(m, gcomp.SessionOptions{Device: "ref", InitWeights: true})
+	if err != nil {
+		t.Fatal(err)
 	}
 	s.Close()
 }

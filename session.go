@@ -96,9 +96,14 @@ func Open(m *Model, opts SessionOptions) (*Session, error) {
 	if opts.Pool <= 0 {
 		opts.Pool = runtime.GOMAXPROCS(0)
 	}
-	if spec.Kind == device.Sim {
+	switch spec.Kind { // before the weights are read and converted
+	case device.Sim:
 		if err := m.checkSimPool(opts.Pool); err != nil {
-			return nil, err // before the weights are read
+			return nil, err
+		}
+	case device.Ref:
+		if err := ref.CheckBound(m.graph); err != nil { // ref.SetMemoryBudget's, when set
+			return nil, deviceError(err)
 		}
 	}
 	params, err := m.weights(opts)
