@@ -1,6 +1,7 @@
 package gcomp
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 
@@ -58,6 +59,9 @@ type Model struct {
 // into the calling program: no interpreter runs. The batch and every other shape are what
 // build declares, so a function that closes over a batch size compiles a model of that batch.
 func Compile(name string, build func(*frontend.Builder), opts Options) (*Model, error) {
+	if build == nil {
+		return nil, fmt.Errorf("gcomp: Compile %s: the build function is nil", name)
+	}
 	var bopts []frontend.Option
 	if opts.Batch != 0 {
 		bopts = append(bopts, frontend.WithBatch(opts.Batch))
@@ -90,6 +94,9 @@ func CompileFile(path string, opts Options) (*Model, error) {
 // CompileGraph compiles a verified graph (package ir), as built by frontend.Build or read by
 // ir.Parse. The graph must not change afterwards.
 func CompileGraph(g *ir.Graph, opts Options) (*Model, error) {
+	if g == nil {
+		return nil, errors.New("gcomp: CompileGraph: the graph is nil")
+	}
 	copt, err := opts.compiler()
 	if err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/gcomp/gcomp/internal/memlimit"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/runtime/cuda"
 	"github.com/gcomp/gcomp/runtime/device"
@@ -36,7 +37,7 @@ type SessionOptions struct {
 	InitWeights bool
 	Seed        uint64
 	// Pool is how many runs may be in flight at once (further Runs wait for one to finish);
-	// 0 is runtime.GOMAXPROCS(0). On a GPU each has its own stream, I/O buffers and memory-plan
+	// 0 is runtime.GOMAXPROCS(0), more than MaxPool an error. On a GPU each has its own stream, I/O buffers and memory-plan
 	// arena, all reading one copy of the weights; on the simulator each has a simulated device
 	// of its own; on ref they share the weights' host tensors.
 	Pool int
@@ -48,6 +49,11 @@ type SessionOptions struct {
 	CUDALib string
 	Driver  cuda.Driver
 }
+
+// MaxPool bounds SessionOptions.Pool: each run in flight holds a device stream, buffers and an
+// arena (a whole simulated device on sim), so a pool in the millions would exhaust the host's
+// memory before the first run.
+const MaxPool = 1024
 
 // Session is a model opened on a device with its weights. It is safe for concurrent use: Run
 // may be called from many goroutines, and up to SessionOptions.Pool runs proceed at once.
@@ -74,6 +80,12 @@ type slot struct {
 // Open opens a session on m. The weights are checked against the model's parameters (names,
 // dtypes, shapes) and, on a compiled device, copied to it once.
 func Open(m *Model, opts SessionOptions) (*Session, error) {
+	if m == nil {
+		return nil, errors.New("gcomp: Open: the model is nil")
+	}
+	if opts.Pool > MaxPool {
+		return nil, fmt.Errorf("gcomp: Open: a pool of %d runs in flight, more than MaxPool (%d)", opts.Pool, MaxPool)
+	}
 	if opts.Device == "" {
 		opts.Device = "auto"
 	}
@@ -83,6 +95,16 @@ func Open(m *Model, opts SessionOptions) (*Session, error) {
 	}
 	if opts.Pool <= 0 {
 		opts.Pool = runtime.GOMAXPROCS(0)
+	}
+	switch spec.Kind { // before the weights are read and converted
+	case device.Sim:
+		if err := m.checkSimPool(opts.Pool); err != nil {
+			return nil, err
+		}
+	case device.Ref:
+		if err := ref.CheckBound(m.graph); err != nil { // ref.SetMemoryBudget's, when set
+			return nil, deviceError(err)
+		}
 	}
 	params, err := m.weights(opts)
 	if err != nil {
@@ -114,6 +136,12 @@ func (s *Session) openCompiled(opts SessionOptions, params map[string]*tensor.Te
 		return &wrapped{err: fmt.Errorf("gcomp: %w", err), sentinel: ErrNoDevice}
 	}
 	s.spec, s.name = sel.Spec, sel.Device.Name()
+	if s.spec.Kind == device.Sim { // "auto" on a machine without a GPU
+		if err := s.model.checkSimPool(cap(s.free)); err != nil {
+			sel.Device.Close()
+			return err
+		}
+	}
 	first := &slot{dev: sel.Device}
 	s.slots = append(s.slots, first)
 	if first.prog, err = executor.Load(sel.Device, s.model.art); err != nil {
@@ -144,6 +172,32 @@ func (s *Session) openCompiled(opts SessionOptions, params map[string]*tensor.Te
 		}
 	}
 	return nil
+}
+
+// checkSimPool refuses a pool of simulated devices that would not fit half the memory the
+// process may use: each holds the weights, the arena and the buffers in host memory.
+func (m *Model) checkSimPool(pool int) error {
+	slot := m.deviceBytes()
+	if limit := memlimit.Default(); slot > 0 && int64(pool) > limit/slot {
+		return errorf(ErrOutOfMemory, "gcomp: Open: a pool of %d simulated devices of %d bytes each (weights, arena, buffers) is more than the %d bytes the pool may hold (half the memory this process may use)", pool, slot, limit)
+	}
+	return nil
+}
+
+// deviceBytes is what one program of m holds on its device: the parameters, inputs and outputs,
+// the memory plan's arena, the scratch and error areas.
+func (m *Model) deviceBytes() int64 {
+	p := m.art.Plan
+	n := p.ArenaBytes + p.ScratchBytes + p.ErrorBytes
+	for _, v := range m.graph.Values {
+		if v.Op == ir.OpInput || v.Op == ir.OpParam {
+			n += int64(v.Type.Bytes())
+		}
+	}
+	for _, o := range m.graph.Outputs {
+		n += int64(o.Value.Type.Bytes())
+	}
+	return n
 }
 
 // weights are the parameter values opts give, checked against the model's parameters.
@@ -224,6 +278,12 @@ func (s *Session) Device() string { return s.name }
 // Outputs with a Go element type are views over fresh slices (Float32s returns the slice the
 // device wrote, no copy).
 func (s *Session) Run(ctx context.Context, inputs map[string]*Tensor) (map[string]*Tensor, error) {
+	switch {
+	case s == nil:
+		return nil, errors.New("gcomp: Run on a nil session")
+	case ctx == nil:
+		return nil, errors.New("gcomp: Run: the context is nil (use context.Background())")
+	}
 	if err := s.checkInputs(inputs); err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package gcomp
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"unsafe"
@@ -62,8 +63,14 @@ func Int32(data []int32, shape ...int) *Tensor { return View(data, shape...) }
 func Int64(data []int64, shape ...int) *Tensor { return View(data, shape...) }
 
 // FromHost wraps a gcomp host tensor (package tensor), for dtypes no Go slice holds in the
-// device's layout (f16, bf16, bool) or values read from files.
-func FromHost(t *tensor.Tensor) *Tensor { return &Tensor{typ: t.Type, host: t} }
+// device's layout (f16, bf16, bool) or values read from files. FromHost(nil) is nil, which Run
+// and Open report as a missing input or weight.
+func FromHost(t *tensor.Tensor) *Tensor {
+	if t == nil {
+		return nil
+	}
+	return &Tensor{typ: t.Type, host: t}
+}
 
 // DType is the element type's name: "f32", "i64", ...
 func (t *Tensor) DType() string { return t.typ.DType.String() }
@@ -71,12 +78,20 @@ func (t *Tensor) DType() string { return t.typ.DType.String() }
 // Shape is the tensor's shape (a copy).
 func (t *Tensor) Shape() []int { return slices.Clone([]int(t.typ.Shape)) }
 
-// String describes the tensor's type, as in "f32[16,10]".
-func (t *Tensor) String() string { return t.typ.String() }
+// String describes the tensor's type, as in "f32[16,10]"; "nil" for a nil tensor.
+func (t *Tensor) String() string {
+	if t == nil {
+		return "nil"
+	}
+	return t.typ.String()
+}
 
 // Values returns the tensor's elements as a []T, where T is the tensor's element type: the
 // viewed slice itself for a view (no copy), else a new slice. A T of another dtype is an error.
 func Values[T Element](t *Tensor) ([]T, error) {
+	if t == nil {
+		return nil, errors.New("gcomp: Values of a nil tensor")
+	}
 	if d := dtypeOf[T](); d != t.typ.DType {
 		return nil, fmt.Errorf("gcomp: the tensor is %s, not %s", t.typ, d)
 	}

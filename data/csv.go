@@ -1,36 +1,44 @@
 package data
 
 import (
+	"bufio"
 	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/tensor"
+	"github.com/gcomp/gcomp/tensorio"
 )
 
 // ReadCSVFile reads a dataset from a CSV file (RFC 4180, encoding/csv): a header naming the
 // columns, then one row per line of numbers (strconv.ParseFloat's syntax). The column named
 // target is the row's target, f64[N]; the others, in order, its input, f64[N,K].
 func ReadCSVFile(path, target string) (*Tensors, error) {
-	f, err := os.Open(path)
+	f, _, err := tensorio.OpenRead(path) // a FIFO without a writer reads as empty, never blocks
 	if err != nil {
 		return nil, fmt.Errorf("data: %w", err)
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err == nil && st.IsDir() {
-		return nil, fmt.Errorf("data: %s is a directory, not a CSV file", path)
-	}
 	return ReadCSV(path, f, target)
 }
 
-// ReadCSV is ReadCSVFile on r; name is the file's name for messages.
+// utf8BOM is the byte-order mark Excel and Windows tools put before a UTF-8 file's first byte.
+const utf8BOM = "\ufeff"
+
+// ReadCSV is ReadCSVFile on r; name is the file's name for messages. At most the data memory
+// budget (SetMemoryBudget) is read from r, and held as numbers: a stream without end
+// (/dev/zero) is refused there.
 func ReadCSV(name string, r io.Reader, target string) (*Tensors, error) {
-	cr := csv.NewReader(r)
+	limit := budget()
+	br := bufio.NewReader(tensorio.LimitReader(r, limit, budgetName))
+	if bom, err := br.Peek(len(utf8BOM)); err == nil && string(bom) == utf8BOM {
+		br.Discard(len(utf8BOM)) // as Python's encoding="utf-8-sig" does
+	}
+	cr := csv.NewReader(br)
 	cr.FieldsPerRecord = -1 // checked below, with the header's count in the message
 	cr.ReuseRecord = true
 	header, err := cr.Read()
@@ -86,6 +94,10 @@ func ReadCSV(name string, r io.Reader, target string) (*Tensors, error) {
 			}
 		}
 		lines = append(lines, line)
+		// Each row holds its numbers and its line, 8 bytes each.
+		if held := int64(len(xs)+len(ys)+len(lines)) * 8; held > limit {
+			return nil, fmt.Errorf("data: %s:%d: the rows so far hold %d bytes, more than %s (%d bytes)", name, line, held, budgetName, limit)
+		}
 	}
 	n := len(ys)
 	if n == 0 {

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"strings"
 
 	"github.com/gcomp/gcomp/tensorio"
@@ -141,7 +140,7 @@ func ReadIDXFile(path string) (*Array, error) { return ReadIDXFileLimit(path, 0)
 // first dimension; all of them for 0): the rest of the data is read and its length checked, but
 // never held in memory, so a header claiming millions of images costs the memory of limit.
 func ReadIDXFileLimit(path string, limit int) (*Array, error) {
-	f, err := os.Open(path)
+	f, _, err := tensorio.OpenRead(path) // a FIFO without a writer is refused, not waited on forever
 	if err != nil {
 		return nil, fmt.Errorf("data: %w", err)
 	}

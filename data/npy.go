@@ -2,10 +2,12 @@ package data
 
 import (
 	"archive/zip"
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 
@@ -26,25 +28,28 @@ const (
 const MaxNPZMember = 1 << 32
 
 // ReadNPYPair reads a dataset from two .npy files: the inputs, one row per element of the first
-// dimension (any dtype and shape), and the targets, as many rows.
+// dimension (any dtype and shape), and the targets, as many rows. Both must fit the data memory
+// budget, as an .npz archive's arrays do.
 func ReadNPYPair(inputs, targets string) (*Tensors, error) {
-	x, err := readNPYTensor(inputs)
+	left := budget()
+	x, err := readNPYTensor(inputs, &left)
 	if err != nil {
 		return nil, err
 	}
-	y, err := readNPYTensor(targets)
+	y, err := readNPYTensor(targets, &left)
 	if err != nil {
 		return nil, err
 	}
 	return NewTensors(inputs, x, y)
 }
 
-func readNPYTensor(path string) (*tensor.Tensor, error) {
-	a, err := tensorio.ReadNPYFile(path)
+func readNPYTensor(path string, left *int64) (*tensor.Tensor, error) {
+	f, _, err := tensorio.OpenRead(path)
 	if err != nil {
 		return nil, fmt.Errorf("data: %w", err)
 	}
-	t, err := tensor.FromArray(a)
+	defer f.Close()
+	t, err := readBudgeted(bufio.NewReader(f), left)
 	if err != nil {
 		return nil, fmt.Errorf("data: %s: %v", path, err)
 	}
@@ -78,14 +83,20 @@ func ReadNPYDir(dir string) (train, test *Tensors, err error) {
 }
 
 // ReadNPZFile reads an .npz archive (NumPy's savez or savez_compressed: a zip of .npy files)
-// holding x and y, and optionally test_x and test_y.
+// holding x and y, and optionally test_x and test_y. The arrays, read and held as the tensors'
+// float64 or int64 elements, must fit the data memory budget (SetMemoryBudget): each member's
+// declared sizes (the zip's and the array header's) are checked before it is read, its inflated
+// bytes as they stream.
 func ReadNPZFile(path string) (train, test *Tensors, err error) {
-	z, err := zip.OpenReader(path)
+	f, st, err := tensorio.OpenRead(path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("data: %s: %v", path, err)
+		return nil, nil, fmt.Errorf("data: %w", err)
 	}
-	defer z.Close()
-	return readNPZ(path, &z.Reader)
+	defer f.Close()
+	if !st.Mode().IsRegular() {
+		return nil, nil, fmt.Errorf("data: %s: not a regular file (an .npz archive is read by its end first)", path)
+	}
+	return ReadNPZ(path, f, st.Size())
 }
 
 // ReadNPZ is ReadNPZFile on an archive of size bytes read from r; name is for messages.
@@ -99,6 +110,7 @@ func ReadNPZ(name string, r io.ReaderAt, size int64) (train, test *Tensors, err 
 
 func readNPZ(path string, z *zip.Reader) (train, test *Tensors, err error) {
 	arrays := map[string]*tensor.Tensor{}
+	left := budget() // what the members not yet read may still hold
 	for _, f := range z.File {
 		name := f.Name
 		switch name {
@@ -109,7 +121,7 @@ func readNPZ(path string, z *zip.Reader) (train, test *Tensors, err error) {
 		if arrays[name] != nil {
 			return nil, nil, fmt.Errorf("data: %s: member %s twice", path, name)
 		}
-		t, err := readNPZMember(f)
+		t, err := readNPZMember(f, &left)
 		if err != nil {
 			return nil, nil, fmt.Errorf("data: %s: %s: %v", path, name, err)
 		}
@@ -134,24 +146,59 @@ func readNPZ(path string, z *zip.Reader) (train, test *Tensors, err error) {
 	return train, test, nil
 }
 
-func readNPZMember(f *zip.File) (*tensor.Tensor, error) {
+// readNPZMember reads one member within *left bytes (readBudgeted), its declared size checked first.
+func readNPZMember(f *zip.File, left *int64) (*tensor.Tensor, error) {
+	limit := min(*left, MaxNPZMember)
+	if f.UncompressedSize64 > uint64(limit) {
+		return nil, fmt.Errorf("declares %d bytes uncompressed, more than %s (%d bytes)", f.UncompressedSize64, npzLimit(*left), limit)
+	}
 	rc, err := f.Open()
 	if err != nil {
 		return nil, err
 	}
 	defer rc.Close()
-	lr := &io.LimitedReader{R: rc, N: MaxNPZMember}
-	a, err := tensorio.ReadNPY(lr)
+	return readBudgeted(rc, left)
+}
+
+// readBudgeted reads one .npy stream holding at most *left bytes, first as the raw array, then as
+// the tensor's elements (8 bytes each), and takes what the tensor holds from *left.
+func readBudgeted(r io.Reader, left *int64) (*tensor.Tensor, error) {
+	lr := tensorio.LimitReader(r, min(*left, MaxNPZMember), npzLimit(*left))
+	var held int64
+	a, err := tensorio.ReadNPYChecked(lr, func(dtype string, shape []int) error {
+		n := int64(1)
+		for _, d := range shape {
+			if d != 0 && n > math.MaxInt64/8/int64(d) {
+				return fmt.Errorf("shape %v: more elements than memory holds", shape)
+			}
+			n *= int64(d)
+		}
+		size, _ := tensorio.DTypeSize(dtype)
+		// The raw bytes and the tensor's elements are held at once while it is converted.
+		if held = 8 * n; n*int64(size)+held > *left {
+			return fmt.Errorf("%s%v is %d bytes, and %d more as a tensor: more than %s (%d bytes)", dtype, shape, n*int64(size), held, npzLimit(*left), *left)
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	// The whole member must be the array, and its checksum must hold (read to the end).
+	// The whole stream must be the array, and a member's checksum must hold (read to the end).
 	if n, err := io.Copy(io.Discard, lr); err != nil {
 		return nil, err
 	} else if n > 0 {
 		return nil, fmt.Errorf("%d bytes after the array", n)
 	}
+	*left -= held
 	return tensor.FromArray(a)
+}
+
+// npzLimit names what a member may hold in messages.
+func npzLimit(left int64) string {
+	if left < MaxNPZMember {
+		return "what is left of " + budgetName
+	}
+	return "MaxNPZMember"
 }
 
 // Head returns the first n rows of d (all for n ≤ 0 or n ≥ d.Len()).

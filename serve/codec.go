@@ -21,18 +21,6 @@ import (
 // npyType is the media type of a NumPy .npy body.
 const npyType = "application/x-npy"
 
-// jsonTensor is a tensor in a JSON body: its shape and its elements in row-major order
-// (numbers; true and false for bool; "NaN", "Infinity" and "-Infinity" for those floats).
-type jsonTensor struct {
-	DType string            `json:"dtype,omitempty"`
-	Shape []int             `json:"shape"`
-	Data  []json.RawMessage `json:"data"`
-}
-
-type jsonRequest struct {
-	Inputs map[string]*jsonTensor `json:"inputs"`
-}
-
 // decode reads a request's inputs, each checked against the model, and their rows.
 func (s *Server) decode(r *http.Request) (map[string]*tensor.Tensor, int, error) {
 	media := "application/json"
@@ -45,31 +33,27 @@ func (s *Server) decode(r *http.Request) (map[string]*tensor.Tensor, int, error)
 	in := map[string]*tensor.Tensor{}
 	switch media {
 	case "application/json":
-		var req jsonRequest
-		dec := json.NewDecoder(r.Body)
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&req); err != nil {
-			return nil, 0, bodyError(err)
-		}
-		if dec.More() {
-			return nil, 0, badRequest("the body holds more than one JSON value")
-		}
-		for _, name := range sortedKeys(req.Inputs) {
-			info, ok := s.input(name)
-			if !ok {
-				return nil, 0, badRequest("the model has no input %q (inputs: %s)", name, s.inputNames())
-			}
-			t, err := fromJSON(info, req.Inputs[name])
-			if err != nil {
-				return nil, 0, err
-			}
-			in[name] = t
+		var err error
+		if in, err = s.decodeJSON(r.Body); err != nil {
+			return nil, 0, err
 		}
 	case npyType:
 		if len(s.inputs) != 1 {
 			return nil, 0, badRequest("a .npy body is one tensor; the model has %d inputs (%s): send JSON", len(s.inputs), s.inputNames())
 		}
-		a, err := tensorio.ReadNPY(bufio.NewReader(r.Body))
+		info := s.inputs[0]
+		var refused error // the header's dtype or shape is not the model's: refused before the data
+		a, err := tensorio.ReadNPYChecked(bufio.NewReader(r.Body), func(dtype string, shape []int) error {
+			if dtype != info.DType {
+				refused = badRequest("input %s is %s, the model wants %s", info.Name, dtype, info.DType)
+			} else {
+				refused = s.checkShape(info, shape)
+			}
+			return refused
+		})
+		if refused != nil {
+			return nil, 0, refused
+		}
 		if err != nil {
 			return nil, 0, bodyError(err)
 		}
@@ -107,18 +91,8 @@ func (s *Server) check(in map[string]*tensor.Tensor) (map[string]*tensor.Tensor,
 			return nil, 0, badRequest("input %s is %s, the model wants %s", info.Name, got, info.DType)
 		}
 		shape := []int(t.Type.Shape)
-		want := fmt.Sprint(info.Shape)
-		if s.batch > 0 {
-			want += fmt.Sprintf(" (any rows from 1 to %d)", s.batch)
-		}
-		ok := len(shape) == len(info.Shape)
-		if ok && s.batch > 0 {
-			ok = shape[0] >= 1 && shape[0] <= s.batch && slices.Equal(shape[1:], info.Shape[1:])
-		} else if ok {
-			ok = slices.Equal(shape, info.Shape)
-		}
-		if !ok {
-			return nil, 0, badRequest("input %s has shape %v, the model wants %s", info.Name, shape, want)
+		if err := s.checkShape(info, shape); err != nil {
+			return nil, 0, err
 		}
 		n := 1
 		if s.batch > 0 {
@@ -132,38 +106,25 @@ func (s *Server) check(in map[string]*tensor.Tensor) (map[string]*tensor.Tensor,
 	return in, rows, nil
 }
 
-// fromJSON builds input info's tensor from its JSON form. The shape is checked against the
-// model's before the data is looked at, so sizes come from the model, not the request.
-func fromJSON(info gcomp.TensorInfo, jt *jsonTensor) (*tensor.Tensor, error) {
-	if jt == nil {
-		return nil, badRequest("input %s is null", info.Name)
+// checkShape checks a request's shape against the model's input: the model's shape but for
+// the rows, 1 to the batch (exactly the model's shape when it has no batch).
+func (s *Server) checkShape(info gcomp.TensorInfo, shape []int) error {
+	want := fmt.Sprint(info.Shape)
+	if s.batch > 0 {
+		want += fmt.Sprintf(" (any rows from 1 to %d)", s.batch)
 	}
-	if jt.DType != "" && jt.DType != info.DType {
-		return nil, badRequest("input %s is %s, the model wants %s", info.Name, jt.DType, info.DType)
+	if len(shape) != len(info.Shape) || s.batch == 0 && !slices.Equal(shape, info.Shape) || s.batch > 0 && !slices.Equal(shape[1:], info.Shape[1:]) {
+		return badRequest("input %s has shape %v, the model wants %s", info.Name, shape, want)
 	}
-	if len(jt.Shape) != len(info.Shape) || !slices.Equal(jt.Shape[min(1, len(jt.Shape)):], info.Shape[min(1, len(info.Shape)):]) {
-		return nil, badRequest("input %s has shape %v, the model wants %v (any rows up to the batch)", info.Name, jt.Shape, info.Shape)
+	if s.batch > 0 && (shape[0] < 1 || shape[0] > s.batch) {
+		return badRequest("input %s has %d rows, the model takes 1 to %d", info.Name, shape[0], s.batch)
 	}
-	if len(jt.Shape) > 0 && (jt.Shape[0] < 1 || jt.Shape[0] > max(info.Shape[0], 1)) {
-		return nil, badRequest("input %s has %d rows, the model takes 1 to %d", info.Name, jt.Shape[0], info.Shape[0])
-	}
-	typ := typeOf(info)
-	typ.Shape = ir.Shape(slices.Clone(jt.Shape))
-	if n := typ.Shape.NumElements(); len(jt.Data) != n {
-		return nil, badRequest("input %s: shape %v has %d elements, data has %d", info.Name, jt.Shape, n, len(jt.Data))
-	}
-	t := tensor.New(typ)
-	for i, raw := range jt.Data {
-		if err := setElement(t, i, raw); err != nil {
-			return nil, badRequest("input %s: element %d: %v", info.Name, i, err)
-		}
-	}
-	return t, nil
+	return nil
 }
 
-// setElement parses element i of t from JSON.
-func setElement(t *tensor.Tensor, i int, raw json.RawMessage) error {
-	s := string(raw)
+// setElement parses element i of t from its JSON text: a number, true or false for bool, and
+// "NaN", "Infinity" and "-Infinity" for those floats.
+func setElement(t *tensor.Tensor, i int, s string) error {
 	d := t.Type.DType
 	if d == ir.Bool {
 		switch s {

@@ -23,6 +23,14 @@
 //
 // Bad requests get one 4xx with a JSON {"error": "..."} naming the problem: 400 for a body
 // that does not parse or a tensor of the wrong name, dtype or shape, 413 beyond
-// Config.MaxBodyBytes, 415 for another content type, 405 for another method. Shutdown (see
-// Server.Close and http.Server.Shutdown) finishes the requests in flight.
+// Config.MaxBodyBytes (a Content-Length past it is refused before the body is read), 415 for
+// another content type, 405 for another method. Shutdown (see Server.Close and
+// http.Server.Shutdown) finishes the requests in flight.
+//
+// A request costs at most its model inputs' memory: a JSON body is read token by token, each
+// number stored straight into the input's tensor, and the first number past the model's
+// elements ends the request; an .npy body's header is checked against the model before its
+// data is read. Server.HTTPServer sets the Config's read, write and idle timeouts
+// (Default*Timeout when zero), so slow senders, slow readers and idle keep-alive connections
+// are cut off.
 package serve

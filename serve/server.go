@@ -26,10 +26,22 @@ type Config struct {
 	// Pool bounds the batches in flight at once (the session's pool size is the natural
 	// value); 1 if 0.
 	Pool int
+	// The http.Server's timeouts (HTTPServer): reading a request's header, reading the whole
+	// request, writing the reply (from the end of the header), and keeping an idle keep-alive
+	// connection open. Zero is the Default one; slow or idle clients are cut off after them.
+	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
 }
 
 // DefaultMaxBodyBytes is the default bound on a request body: 64 MiB.
 const DefaultMaxBodyBytes = 64 << 20
+
+// The default timeouts of HTTPServer. WriteTimeout leaves room for a run on the simulator.
+const (
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultReadTimeout       = 30 * time.Second
+	DefaultWriteTimeout      = 2 * time.Minute
+	DefaultIdleTimeout       = 60 * time.Second
+)
 
 // Server serves one session's model over HTTP. Its Handler is safe for concurrent requests.
 type Server struct {
@@ -69,6 +81,14 @@ func New(sess *gcomp.Session, cfg Config) *Server {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	cfg.Pool = max(cfg.Pool, 1)
+	for _, t := range []struct {
+		d   *time.Duration
+		def time.Duration
+	}{{&cfg.ReadHeaderTimeout, DefaultReadHeaderTimeout}, {&cfg.ReadTimeout, DefaultReadTimeout}, {&cfg.WriteTimeout, DefaultWriteTimeout}, {&cfg.IdleTimeout, DefaultIdleTimeout}} {
+		if *t.d <= 0 {
+			*t.d = t.def
+		}
+	}
 	m := sess.Model()
 	s := &Server{sess: sess, cfg: cfg, inputs: m.Inputs(), outputs: m.Outputs(),
 		queue: make(chan *job), stop: make(chan struct{}), sem: make(chan struct{}, cfg.Pool)}
@@ -95,6 +115,14 @@ func batchOf(ts []gcomp.TensorInfo) int {
 // Batch is the rows of one run: the model's batch, or 0 when the model has none (requests
 // then carry the inputs' full shapes).
 func (s *Server) Batch() int { return s.batch }
+
+// HTTPServer is an http.Server for addr serving Handler with the Config's timeouts, so that
+// clients that send slowly, read slowly or hold idle connections are cut off instead of holding
+// a connection (and its goroutine and buffers) forever.
+func (s *Server) HTTPServer(addr string) *http.Server {
+	return &http.Server{Addr: addr, Handler: s.Handler(), ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
+		ReadTimeout: s.cfg.ReadTimeout, WriteTimeout: s.cfg.WriteTimeout, IdleTimeout: s.cfg.IdleTimeout}
+}
 
 // Handler serves the endpoints of the package doc.
 func (s *Server) Handler() http.Handler {
@@ -186,6 +214,11 @@ func (s *Server) infer(w http.ResponseWriter, r *http.Request) {
 	}
 	if s.isClosed() {
 		writeError(w, &httpError{http.StatusServiceUnavailable, "the server is shutting down"})
+		return
+	}
+	if r.ContentLength > s.cfg.MaxBodyBytes { // refused before a byte of it is read
+		w.Header().Set("Connection", "close")
+		writeError(w, &httpError{http.StatusRequestEntityTooLarge, fmt.Sprintf("the request body is larger than %d bytes (Content-Length %d)", s.cfg.MaxBodyBytes, r.ContentLength)})
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)

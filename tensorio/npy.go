@@ -28,6 +28,16 @@ func ReadNPY(r io.Reader) (*Array, error) {
 	return a, nil
 }
 
+// ReadNPYChecked is ReadNPY with check called on the header's dtype and shape before any data is
+// read, so that a caller refuses an array its memory budget cannot hold before it streams in.
+func ReadNPYChecked(r io.Reader, check func(dtype string, shape []int) error) (*Array, error) {
+	a, err := readNPYChecked(r, check)
+	if err != nil {
+		return nil, fmt.Errorf("tensorio: npy: %w", err)
+	}
+	return a, nil
+}
+
 // ReadNPYFile reads the .npy file at path.
 func ReadNPYFile(path string) (*Array, error) {
 	f, err := os.Open(path)
@@ -59,10 +69,21 @@ func WriteNPYFile(path string, a *Array) error {
 	return WriteFileAtomic(path, func(w io.Writer) error { return writeNPY(w, a) })
 }
 
-func readNPY(r io.Reader) (*Array, error) {
+func readNPY(r io.Reader) (*Array, error) { return readNPYChecked(r, nil) }
+
+// headerError is a short read of the header: "truncated" when the stream ended, else the
+// stream's own error (a corrupt compressed stream is not a truncated header).
+func headerError(err error, what string, n int) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("truncated header: want %s, have %d", what, n)
+	}
+	return fmt.Errorf("reading the header: %w", err)
+}
+
+func readNPYChecked(r io.Reader, check func(dtype string, shape []int) error) (*Array, error) {
 	var pre [8]byte
 	if n, err := io.ReadFull(r, pre[:]); err != nil {
-		return nil, fmt.Errorf("truncated header: want 8 bytes of preamble, have %d", n)
+		return nil, headerError(err, "8 bytes of preamble", n)
 	}
 	if string(pre[:6]) != npyMagic {
 		return nil, fmt.Errorf("bad magic %q, not a .npy file", pre[:6])
@@ -73,13 +94,13 @@ func readNPY(r io.Reader) (*Array, error) {
 	case 1:
 		var b [2]byte
 		if n, err := io.ReadFull(r, b[:]); err != nil {
-			return nil, fmt.Errorf("truncated header: want 2 bytes of header length, have %d", n)
+			return nil, headerError(err, "2 bytes of header length", n)
 		}
 		hlen = int(binary.LittleEndian.Uint16(b[:]))
 	case 2, 3:
 		var b [4]byte
 		if n, err := io.ReadFull(r, b[:]); err != nil {
-			return nil, fmt.Errorf("truncated header: want 4 bytes of header length, have %d", n)
+			return nil, headerError(err, "4 bytes of header length", n)
 		}
 		h := binary.LittleEndian.Uint32(b[:])
 		if h > maxNPYHeader {
@@ -91,7 +112,7 @@ func readNPY(r io.Reader) (*Array, error) {
 	}
 	hdr := make([]byte, hlen)
 	if n, err := io.ReadFull(r, hdr); err != nil {
-		return nil, fmt.Errorf("truncated header: want %d bytes, have %d", hlen, n)
+		return nil, headerError(err, fmt.Sprintf("%d bytes", hlen), n)
 	}
 	h, err := parseNPYHeader(string(hdr))
 	if err != nil {
@@ -100,6 +121,11 @@ func readNPY(r io.Reader) (*Array, error) {
 	size, err := byteSize(h.shape, h.dtype.size)
 	if err != nil {
 		return nil, err
+	}
+	if check != nil {
+		if err := check(h.dtype.name, h.shape); err != nil {
+			return nil, err
+		}
 	}
 	// Read through a growing buffer so a header that declares a huge array
 	// costs memory only for data that is actually there.

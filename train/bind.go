@@ -85,7 +85,7 @@ func (m *Model) bind(d data.Dataset) (out data.Dataset, flatten bool, err error)
 			case classes > 0 && (v != math.Trunc(v) || math.IsInf(v, 0)):
 				return nil, false, fmt.Errorf("%s: label %v is not a class index", row(), v)
 			case classes > 0 && (v < 0 || v >= float64(classes)) && (m.Loss.IgnoreIndex == nil || v != float64(*m.Loss.IgnoreIndex)):
-				return nil, false, fmt.Errorf("%s: label %d, the model's logits have %d classes", row(), int64(v), classes)
+				return nil, false, fmt.Errorf("%s: label %v, the model's logits have %d classes", row(), v, classes) // %v: int64(1e30) would wrap
 			}
 		}
 	}

@@ -203,6 +203,12 @@ func TestFitBadData(t *testing.T) {
 			y.I[17] = 3
 			return tensors(x, y), nil
 		}, "xy: row 17: label 3, the model's logits have 3 classes"},
+		{"huge label", classes, func() (data.Dataset, error) {
+			return tensors(tensor.New(ir.T(ir.F32, 20, 2)), tensor.FromFloats(ir.T(ir.F64, 20), []float64{0, 1e30})), nil
+		}, "xy: row 1: label 1e+30, the model's logits have 3 classes"},
+		{"label 2^63", classes, func() (data.Dataset, error) {
+			return tensors(tensor.New(ir.T(ir.F32, 20, 2)), tensor.FromFloats(ir.T(ir.F64, 20), []float64{0, 1, 2, 1 << 63})), nil
+		}, "xy: row 3: label 9.223372036854776e+18, the model's logits have 3 classes"},
 		{"fractional label", classes, func() (data.Dataset, error) {
 			return tensors(tensor.New(ir.T(ir.F32, 20, 2)), tensor.FromFloats(ir.T(ir.F64, 20), []float64{0, 1, 1.5})), nil
 		}, "xy: row 2: label 1.5 is not a class index"},

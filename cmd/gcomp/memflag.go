@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/gcomp/gcomp/internal/memlimit"
 )
 
 // byteSize is a flag holding a number of bytes, written as 1000000, 512MiB, 8GiB or 1TiB.
@@ -29,12 +31,8 @@ func (b *byteSize) Set(s string) error {
 	return nil
 }
 
-// defaultRefMemory is the reference interpreter's default memory budget: half the machine's
-// physical memory (1 TiB if it cannot be read), so that a model too large for the machine fails
-// with a clear error instead of the out-of-memory killer.
-func defaultRefMemory() byteSize {
-	if n := physicalMemory(); n > 0 {
-		return byteSize(n / 2)
-	}
-	return 1 << 40
-}
+// defaultRefMemory is the reference interpreter's default memory budget: half the tightest of
+// the physical memory, the address-space limit (ulimit -v) and the cgroup's memory limit (a
+// container's), so that a model too large for what the process may use fails with a clear error
+// instead of the out-of-memory killer.
+func defaultRefMemory() byteSize { return byteSize(memlimit.Default()) }

@@ -88,6 +88,13 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if err := checkNPYFiles(*outDir, files.names); err != nil {
 		return fmt.Errorf("gcomp run: %s: %v", path, err)
 	}
+	ref.SetMemoryBudget(int64(*vf.refMemory))
+	if sel == nil {
+		// The parameters count against the budget before they are converted to float64.
+		if err := ref.CheckBound(g); err != nil {
+			return fmt.Errorf("gcomp run: %s", prefixPath(path, err))
+		}
+	}
 	in, params, err := vf.bind(m, stderr)
 	if err != nil {
 		return err
@@ -263,7 +270,7 @@ func addValueFlags(fs *flag.FlagSet) valueFlags {
 	vf.seed = fs.Uint64("seed", 0, "seed for random inputs and initial weights")
 	mem := defaultRefMemory()
 	vf.refMemory = &mem
-	fs.Var(vf.refMemory, "ref-memory", "the most memory the reference interpreter may hold in values, in bytes (or 512MiB, 8GiB; default half the physical memory)")
+	fs.Var(vf.refMemory, "ref-memory", "the most memory the reference interpreter may hold in values, in bytes (or 512MiB, 8GiB; default half the tightest of the physical memory, ulimit -v and the cgroup limit)")
 	return vf
 }
 

@@ -17,7 +17,6 @@ import (
 	"flag"
 	"fmt"
 	"log"
-	"net/http"
 	"os"
 	"os/signal"
 	"runtime"
@@ -55,6 +54,9 @@ func run() error {
 	pool := flag.Int("pool", runtime.GOMAXPROCS(0), "runs in flight at once")
 	maxBody := flag.Int64("max-body", serve.DefaultMaxBodyBytes, "largest request body in bytes")
 	grace := flag.Duration("grace", 30*time.Second, "how long shutdown waits for requests in flight")
+	readTimeout := flag.Duration("read-timeout", serve.DefaultReadTimeout, "how long a client may take to send a whole request")
+	writeTimeout := flag.Duration("write-timeout", serve.DefaultWriteTimeout, "how long a request may take from its header to the end of its reply")
+	idleTimeout := flag.Duration("idle-timeout", serve.DefaultIdleTimeout, "how long an idle keep-alive connection stays open")
 	target := flag.String("target", "sm_80", "GPU architecture")
 	onnxShapes := shapes{}
 	flag.Var(onnxShapes, "shape", "an .onnx input's shape, NAME=1x3x224x224 (its batch, say; repeatable)")
@@ -71,8 +73,9 @@ func run() error {
 		return err
 	}
 	defer sess.Close()
-	srv := serve.New(sess, serve.Config{Window: *window, MaxBodyBytes: *maxBody, Pool: *pool})
-	hs := &http.Server{Addr: *addr, Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	srv := serve.New(sess, serve.Config{Window: *window, MaxBodyBytes: *maxBody, Pool: *pool,
+		ReadTimeout: *readTimeout, WriteTimeout: *writeTimeout, IdleTimeout: *idleTimeout})
+	hs := srv.HTTPServer(*addr)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	errc := make(chan error, 1)

@@ -33,6 +33,9 @@ func RunContext(ctx context.Context, g *ir.Graph, inputs, params map[string]*ten
 	if err := bind(g, ir.OpParam, "parameter", params); err != nil {
 		return nil, err
 	}
+	if err := CheckBound(g); err != nil {
+		return nil, err
+	}
 	uses := g.Uses()
 	isOutput := make(map[*ir.Value]bool, len(g.Outputs))
 	for _, o := range g.Outputs {
@@ -119,6 +122,27 @@ var memoryBudget atomic.Int64
 // fails with an error naming the value that crosses the budget, before it is allocated. Commands
 // set it from --ref-memory.
 func SetMemoryBudget(n int64) { memoryBudget.Store(n) }
+
+// CheckBound reports whether g's inputs and parameters, which the interpreter holds for the whole
+// run, fit the memory budget. Run checks it first; a command calls it before it reads or converts
+// the parameters (a 2 GiB f32 initializer is 4 GiB of float64), so that weights too large for the
+// budget are refused before they are allocated.
+func CheckBound(g *ir.Graph) error {
+	budget := memoryBudget.Load()
+	if budget <= 0 {
+		return nil
+	}
+	var held int64
+	for _, v := range g.Values {
+		if v.Op != ir.OpInput && v.Op != ir.OpParam {
+			continue
+		}
+		if held += heldBytes(v.Type); held > budget {
+			return budgetError(fmt.Sprintf("%s: the reference interpreter would hold %d bytes in inputs and parameters, more than its memory budget of %d bytes", g.FormatAt(v), held, budget))
+		}
+	}
+	return nil
+}
 
 // heldBytes is what a value of type t costs the interpreter: every element is held as a float64
 // or an int64.
