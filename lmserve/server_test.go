@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -333,5 +334,61 @@ func TestEndpoints(t *testing.T) {
 	}
 	if status, body := post(t, ts.URL+"/v1/completions", `{"prompt": "a"}`); status != 503 || !bytes.Contains(body, []byte(`"error"`)) {
 		t.Errorf("a request while draining: %d %s", status, body)
+	}
+}
+
+// A client that disconnects mid-stream frees its slot: with one slot, a second request that
+// waited behind it is answered.
+func TestDisconnectFreesSlot(t *testing.T) {
+	ts, srv, _ := testServer(t, gpt2Folder(t, ""), 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "POST", ts.URL+"/v1/completions", strings.NewReader(`{"prompt": "a", "max_tokens": 60, "stream": true}`))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(resp.Body).ReadString('\n') // the first chunk: the slot is taken
+	if err != nil || !strings.HasPrefix(line, "data: {") {
+		t.Fatalf("first line %q, %v", line, err)
+	}
+	second := make(chan int)
+	go func() {
+		status, _ := post(t, ts.URL+"/v1/completions", `{"prompt": "b", "max_tokens": 2}`)
+		second <- status
+	}()
+	cancel()
+	resp.Body.Close()
+	if status := <-second; status != 200 {
+		t.Errorf("the waiting request: status %d", status)
+	}
+	if st := srv.s.Metrics().Snapshot(); st.Tokens >= 60+2 {
+		t.Errorf("%d tokens generated: the disconnected stream ran to its end", st.Tokens)
+	}
+}
+
+// Draining lets a running request finish whole while new ones are refused.
+func TestDrainFinishesRunning(t *testing.T) {
+	ts, srv, _ := testServer(t, gpt2Folder(t, ""), 2)
+	resp, err := http.Post(ts.URL+"/v1/completions", "application/json", strings.NewReader(`{"prompt": "a", "max_tokens": 40, "temperature": 0, "stream": true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	r := bufio.NewReader(resp.Body)
+	first, _ := r.ReadString('\n')
+	drained := make(chan error)
+	go func() { drained <- srv.Drain(context.Background()) }()
+	for !srv.draining.Load() {
+		runtime.Gosched()
+	}
+	if status, _ := post(t, ts.URL+"/v1/completions", `{"prompt": "b"}`); status != 503 {
+		t.Errorf("a request while draining: %d", status)
+	}
+	events := readStream(t, io.MultiReader(strings.NewReader(first), r))
+	if _, finish := streamText(t, events); finish != "length" {
+		t.Errorf("the running request ended with %q", finish)
+	}
+	if err := <-drained; err != nil {
+		t.Fatal(err)
 	}
 }
