@@ -116,6 +116,15 @@ func greedyText(t *testing.T, f *lm.Folder, prompt string, n int) string {
 // readStream reads server-sent events: the data of each, up to [DONE] (which must come last).
 func readStream(t testing.TB, r io.Reader) []map[string]any {
 	t.Helper()
+	return readEvents(t, r, nil)
+}
+
+// readStreamTimed is readStream calling tick as each chunk with text arrives.
+func readStreamTimed(t testing.TB, resp *http.Response, tick func()) []map[string]any {
+	return readEvents(t, resp.Body, tick)
+}
+
+func readEvents(t testing.TB, r io.Reader, tick func()) []map[string]any {
 	var events []map[string]any
 	sc := bufio.NewScanner(r)
 	done := false
@@ -140,6 +149,9 @@ func readStream(t testing.TB, r io.Reader) []map[string]any {
 			t.Fatalf("event %q: %v", data, err)
 		}
 		events = append(events, ev)
+		if tick != nil && strings.Contains(data, `"text":"`) && !strings.Contains(data, `"text":""`) {
+			tick()
+		}
 	}
 	if !done {
 		t.Fatalf("the stream ended without [DONE] after %d events", len(events))
