@@ -10,8 +10,9 @@ import (
 
 // ChatTemplate renders chat messages into a prompt with a model's chat template.
 type ChatTemplate struct {
-	src      string
 	bos, eos string
+	nodes    []node
+	err      error // why the template cannot be rendered
 }
 
 // maxConfigBytes bounds tokenizer_config.json (Llama 3's is 50 KB; a vocabulary can be inline).
@@ -39,8 +40,8 @@ func LoadChatTemplate(dir string) (*ChatTemplate, error) {
 	if len(c.Template) == 0 || string(c.Template) == "null" {
 		return nil, nil
 	}
-	t := &ChatTemplate{bos: tokenText(c.BOS), eos: tokenText(c.EOS)}
-	if json.Unmarshal(c.Template, &t.src) != nil {
+	var src string
+	if json.Unmarshal(c.Template, &src) != nil {
 		// A list of named templates: the one named "default".
 		var named []struct{ Name, Template string }
 		if err := json.Unmarshal(c.Template, &named); err != nil {
@@ -48,14 +49,23 @@ func LoadChatTemplate(dir string) (*ChatTemplate, error) {
 		}
 		for _, n := range named {
 			if n.Name == "default" {
-				t.src = n.Template
+				src = n.Template
 			}
 		}
-		if t.src == "" {
+		if src == "" {
 			return nil, fmt.Errorf("lmserve: %s: chat_template: no template named \"default\"", path)
 		}
 	}
-	return t, nil
+	return newChatTemplate(src, tokenText(c.BOS), tokenText(c.EOS)), nil
+}
+
+// newChatTemplate parses src; a template it cannot read refuses every chat request saying why.
+func newChatTemplate(src, bos, eos string) *ChatTemplate {
+	t := &ChatTemplate{bos: bos, eos: eos}
+	if t.nodes, t.err = parseTemplate(src); t.err != nil {
+		t.err = fmt.Errorf("the model's chat template cannot be rendered: %v", t.err)
+	}
+	return t
 }
 
 // tokenText reads a special token written as a string or as {"content": ...}.
@@ -71,5 +81,26 @@ func tokenText(raw json.RawMessage) string {
 
 // Render writes messages as the prompt the model was trained on, ending with the assistant's turn.
 func (c *ChatTemplate) Render(messages []message) (string, error) {
-	return "", fmt.Errorf("not yet")
+	if c.err != nil {
+		return "", c.err
+	}
+	msgs := make([]any, len(messages))
+	for i, m := range messages {
+		msgs[i] = map[string]any{"role": m.Role, "content": m.Content}
+	}
+	vars := map[string]any{
+		"messages": msgs, "bos_token": c.bos, "eos_token": c.eos, "add_generation_prompt": true,
+		"raise_exception": builtin(func(args []any, _ map[string]any) (any, error) {
+			if len(args) == 0 {
+				return nil, fmt.Errorf("the chat template refuses the messages")
+			}
+			return nil, fmt.Errorf("the chat template refuses the messages: %s", str(args[0]))
+		}),
+		"namespace": builtin(func(_ []any, kw map[string]any) (any, error) { return kw, nil }),
+	}
+	r := &renderer{}
+	if err := r.nodes(c.nodes, &scope{vars: vars}); err != nil {
+		return "", err
+	}
+	return r.out.String(), nil
 }

@@ -2,6 +2,7 @@ package lmserve
 
 import (
 	"encoding/json"
+	"os"
 	"testing"
 )
 
@@ -34,6 +35,28 @@ func FuzzDecodeRequest(f *testing.F) {
 		}
 		if chat && len(r.Messages) == 0 {
 			t.Fatalf("accepted without a prompt: %+v", r)
+		}
+	})
+}
+
+// FuzzChatTemplate: a template read from a model folder renders or is one error, never a panic
+// or an unbounded output.
+func FuzzChatTemplate(f *testing.F) {
+	data, err := os.ReadFile("testdata/chat_templates.json")
+	if err != nil {
+		f.Fatal(err)
+	}
+	var cases []struct{ Source string }
+	json.Unmarshal(data, &cases)
+	for _, c := range cases {
+		f.Add(c.Source)
+	}
+	f.Add("{% for x in [1,2] %}{% for y in [3] %}{{ x ~ y }}{% endfor %}{% else %}e{% endfor %}")
+	msgs := []message{{Role: "system", Content: "s"}, {Role: "user", Content: "u"}}
+	f.Fuzz(func(t *testing.T, src string) {
+		out, err := newChatTemplate(src, "<s>", "</s>").Render(msgs)
+		if err == nil && len(out) > maxOutput+len(src) {
+			t.Fatalf("%d bytes written", len(out))
 		}
 	})
 }
