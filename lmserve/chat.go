@@ -5,13 +5,14 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/gcomp/gcomp/lmserve/jinja"
 	"github.com/gcomp/gcomp/tensorio"
 )
 
 // ChatTemplate renders chat messages into a prompt with a model's chat template.
 type ChatTemplate struct {
 	bos, eos string
-	nodes    []node
+	t        *jinja.Template
 	err      error // why the template cannot be rendered
 }
 
@@ -62,7 +63,7 @@ func LoadChatTemplate(dir string) (*ChatTemplate, error) {
 // newChatTemplate parses src; a template it cannot read refuses every chat request saying why.
 func newChatTemplate(src, bos, eos string) *ChatTemplate {
 	t := &ChatTemplate{bos: bos, eos: eos}
-	if t.nodes, t.err = parseTemplate(src); t.err != nil {
+	if t.t, t.err = jinja.Parse(src); t.err != nil {
 		t.err = fmt.Errorf("the model's chat template cannot be rendered: %v", t.err)
 	}
 	return t
@@ -90,17 +91,13 @@ func (c *ChatTemplate) Render(messages []message) (string, error) {
 	}
 	vars := map[string]any{
 		"messages": msgs, "bos_token": c.bos, "eos_token": c.eos, "add_generation_prompt": true,
-		"raise_exception": builtin(func(args []any, _ map[string]any) (any, error) {
+		"raise_exception": jinja.Func(func(args []any, _ map[string]any) (any, error) {
 			if len(args) == 0 {
 				return nil, fmt.Errorf("the chat template refuses the messages")
 			}
-			return nil, fmt.Errorf("the chat template refuses the messages: %s", str(args[0]))
+			return nil, fmt.Errorf("the chat template refuses the messages: %s", jinja.Str(args[0]))
 		}),
-		"namespace": builtin(func(_ []any, kw map[string]any) (any, error) { return kw, nil }),
+		"namespace": jinja.Func(func(_ []any, kw map[string]any) (any, error) { return kw, nil }),
 	}
-	r := &renderer{}
-	if err := r.nodes(c.nodes, &scope{vars: vars}); err != nil {
-		return "", err
-	}
-	return r.out.String(), nil
+	return c.t.Render(vars)
 }

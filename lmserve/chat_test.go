@@ -54,6 +54,8 @@ func TestChatTemplateUnsupported(t *testing.T) {
 		{"{% endfor %}", "without its opening tag"},
 		{"{{ 'a' ", "unclosed"},
 		{"{{ " + strings.Repeat("(", 500) + "1" + strings.Repeat(")", 500) + " }}", "nested deeper"},
+		{strings.Repeat("{% if true %}", 500), "nested deeper"},
+		{"{% set ns = namespace(a='xxxxxxxx') %}{% for i in [1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1] %}{% set ns.a = ns.a + ns.a %}{% endfor %}", "too much"},
 		{"{{ 1 / 0 }}", "division by zero"},
 		{"{{ undefined_thing.x }}", "undefined"},
 	} {

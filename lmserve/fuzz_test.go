@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"os"
 	"testing"
+
+	"github.com/gcomp/gcomp/lmserve/jinja"
 )
 
 // FuzzDecodeRequest: any body is a request or one 400-class error in OpenAI's shape, never a
@@ -55,7 +57,7 @@ func FuzzChatTemplate(f *testing.F) {
 	msgs := []message{{Role: "system", Content: "s"}, {Role: "user", Content: "u"}}
 	f.Fuzz(func(t *testing.T, src string) {
 		out, err := newChatTemplate(src, "<s>", "</s>").Render(msgs)
-		if err == nil && len(out) > maxOutput+len(src) {
+		if err == nil && len(out) > jinja.MaxOutput+len(src) {
 			t.Fatalf("%d bytes written", len(out))
 		}
 	})

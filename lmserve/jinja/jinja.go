@@ -1,4 +1,4 @@
-package lmserve
+package jinja
 
 import (
 	"encoding/json"
@@ -10,12 +10,35 @@ import (
 	"unicode"
 )
 
-// The subset of Jinja that Hugging Face chat templates use, rendered as transformers renders them
-// (trim_blocks and lstrip_blocks on): text, {{ expression }}, {% if/elif/else %}, {% for x in
-// xs %} with loop.index0/first/last, {% set %} (namespace attributes too), comments, whitespace
-// control with "-", and expressions with literals, attributes, subscripts and slices, + - * / %
-// ~, comparisons, in, and/or/not, "a if c else b", is-tests, the common filters and string
-// methods, and raise_exception. Anything else is an error naming what is not supported.
+// A Template is a parsed template, safe for concurrent Render calls.
+type Template struct {
+	nodes []node
+}
+
+// Parse reads a template's source.
+func Parse(src string) (*Template, error) {
+	nodes, err := parseTemplate(src)
+	if err != nil {
+		return nil, err
+	}
+	return &Template{nodes}, nil
+}
+
+// A Func is a function a template may call with positional and keyword arguments.
+type Func func(args []any, kw map[string]any) (any, error)
+
+// Render writes the template with vars: strings, bools, ints, float64s, nil, []any,
+// map[string]any and Funcs. Maps a template assigns to (namespace attributes) must be its own.
+func (t *Template) Render(vars map[string]any) (string, error) {
+	r := &renderer{}
+	if err := r.nodes(t.nodes, &scope{vars: vars}); err != nil {
+		return "", err
+	}
+	return r.out.String(), nil
+}
+
+// Str writes a value as a template prints it.
+func Str(v any) string { return str(v) }
 
 // A node of a parsed template.
 type node interface{}
@@ -146,10 +169,15 @@ type item struct {
 type tplParser struct {
 	items []item
 	i     int
+	depth int
 }
 
 // parse reads nodes up to an end/else/elif tag, which it returns.
 func (p *tplParser) parse() ([]node, string, error) {
+	if p.depth++; p.depth > maxDepth {
+		return nil, "", fmt.Errorf("blocks nested deeper than %d", maxDepth)
+	}
+	defer func() { p.depth-- }()
 	var nodes []node
 	for p.i < len(p.items) {
 		it := p.items[p.i]
@@ -770,8 +798,6 @@ func (p *exprParser) parsePrimary() (expr, error) {
 
 type undefined struct{}
 
-type builtin func(args []any, kw map[string]any) (any, error)
-
 type scope struct {
 	vars   map[string]any
 	parent *scope
@@ -786,8 +812,8 @@ func (s *scope) get(n string) any {
 	return undefined{}
 }
 
-// maxOutput bounds what a template may write (loops over a few messages write kilobytes).
-const maxOutput = 4 << 20
+// MaxOutput bounds what a template may write, and any string it builds (loops over a few messages write kilobytes).
+const MaxOutput = 4 << 20
 
 type renderer struct {
 	out   strings.Builder
@@ -796,7 +822,7 @@ type renderer struct {
 
 func (r *renderer) nodes(ns []node, s *scope) error {
 	for _, n := range ns {
-		if r.steps++; r.steps > 1_000_000 || r.out.Len() > maxOutput {
+		if r.steps++; r.steps > 1_000_000 || r.out.Len() > MaxOutput {
 			return fmt.Errorf("the template writes too much")
 		}
 		switch n := n.(type) {
@@ -1262,8 +1288,8 @@ func evalBinary(e binary, s *scope) (any, error) {
 		}
 		if al, ok := a.([]any); ok {
 			if bl, ok := b.([]any); ok {
-				if len(al)+len(bl) > maxOutput {
-					return nil, fmt.Errorf("a list of more than %d items", maxOutput)
+				if len(al)+len(bl) > MaxOutput {
+					return nil, fmt.Errorf("a list of more than %d items", MaxOutput)
 				}
 				return append(append([]any{}, al...), bl...), nil
 			}
@@ -1373,7 +1399,7 @@ func evalCall(e call, s *scope) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, ok := fn.(builtin)
+	f, ok := fn.(Func)
 	if !ok {
 		what := fmt.Sprintf("%v", e.fn)
 		if n, ok := e.fn.(name); ok {
@@ -1391,7 +1417,7 @@ func method(x any, n string) any {
 	if m, ok := x.(map[string]any); ok {
 		switch n {
 		case "items":
-			return builtin(func([]any, map[string]any) (any, error) {
+			return Func(func([]any, map[string]any) (any, error) {
 				var out []any
 				for _, k := range sortedMapKeys(m) {
 					out = append(out, []any{k, m[k]})
@@ -1399,7 +1425,7 @@ func method(x any, n string) any {
 				return out, nil
 			})
 		case "keys", "values":
-			return builtin(func([]any, map[string]any) (any, error) {
+			return Func(func([]any, map[string]any) (any, error) {
 				var out []any
 				for _, k := range sortedMapKeys(m) {
 					out = append(out, map[bool]any{true: k, false: m[k]}[n == "keys"])
@@ -1407,7 +1433,7 @@ func method(x any, n string) any {
 				return out, nil
 			})
 		case "get":
-			return builtin(func(args []any, _ map[string]any) (any, error) {
+			return Func(func(args []any, _ map[string]any) (any, error) {
 				if len(args) == 0 {
 					return nil, fmt.Errorf("get() takes a key")
 				}
@@ -1460,7 +1486,7 @@ func method(x any, n string) any {
 	if strFn == nil {
 		return undefined{}
 	}
-	return builtin(func(args []any, _ map[string]any) (any, error) {
+	return Func(func(args []any, _ map[string]any) (any, error) {
 		v := strFn(args)
 		if r, ok := v.(string); ok {
 			return bounded(r)
@@ -1471,7 +1497,7 @@ func method(x any, n string) any {
 
 // bounded refuses a string longer than a template may write (doubling a string in a loop).
 func bounded(s string) (any, error) {
-	if len(s) > maxOutput {
+	if len(s) > MaxOutput {
 		return nil, fmt.Errorf("the template writes too much (a string of %d bytes)", len(s))
 	}
 	return s, nil
