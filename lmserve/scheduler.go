@@ -295,16 +295,19 @@ func (s *Scheduler) loop() {
 					continue // more of the prompt to feed
 				}
 			}
-			if ev, done := q.next(logits[b]); done {
+			ev, done := q.next(logits[b])
+			if ev.HasToken {
+				if q.generated == 1 {
+					s.metric.firstToken(time.Since(q.submit))
+				}
+				s.metric.tokens.Add(1)
+			}
+			if done {
 				q.finish(ev)
 				s.slots[b] = nil
 			} else {
 				q.events <- ev
 			}
-			if q.generated == 1 {
-				s.metric.firstToken(time.Since(q.submit))
-			}
-			s.metric.tokens.Add(1)
 		}
 	}
 }
