@@ -2,7 +2,10 @@ package lmserve
 
 import (
 	"context"
+	"errors"
+	"math"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -177,5 +180,51 @@ func TestCancelFreesSlot(t *testing.T) {
 	}
 	if wantFin := map[bool]string{true: FinishStop, false: FinishLength}[ids[len(ids)-1] == ev.ID]; fin != wantFin {
 		t.Errorf("the waiting request ended with %q after %v; want %q", fin, ids, wantFin)
+	}
+}
+
+// fakeStepper returns the logits f gives each step, or err.
+type fakeStepper struct {
+	batch int
+	f     func(tokens, pos []int) ([][]float32, error)
+}
+
+func (s fakeStepper) Batch() int { return s.batch }
+func (s fakeStepper) Decode(_ context.Context, tokens, pos []int) ([][]float32, error) {
+	return s.f(tokens, pos)
+}
+
+// An engine's failure and logits nothing can be drawn from end the sequence with FinishError and
+// its reason; neither counts as a generated token, and the scheduler goes on serving.
+func TestSchedulerFailures(t *testing.T) {
+	nan := float32(math.NaN())
+	for _, c := range []struct {
+		name string
+		f    func(tokens, pos []int) ([][]float32, error)
+		want string
+	}{
+		{"engine error", func([]int, []int) ([][]float32, error) { return nil, errors.New("device lost") }, "device lost"},
+		{"NaN logits", func(tokens, _ []int) ([][]float32, error) { return [][]float32{{nan, nan}}, nil }, "NaN"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s, err := New(fakeStepper{1, c.f}, Options{MaxSeq: 8})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			for range 2 {
+				q, err := s.Submit(context.Background(), Request{Prompt: []int{1, 0}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ids, finish, err := collect(q, nil)
+				if len(ids) != 0 || finish != FinishError || err == nil || !strings.Contains(err.Error(), c.want) {
+					t.Errorf("%v, %q, %v; want no tokens, %q and an error with %q", ids, finish, err, FinishError, c.want)
+				}
+			}
+			if st := s.Metrics().Snapshot(); st.Tokens != 0 || st.TTFTCount != 0 {
+				t.Errorf("metrics count %d tokens, %d first tokens", st.Tokens, st.TTFTCount)
+			}
+		})
 	}
 }
