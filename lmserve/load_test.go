@@ -29,6 +29,18 @@ type result struct {
 	finish string
 }
 
+// tick records a token's arrival: the first sets ttft, the others add a gap.
+func (r *result) tick(start time.Time, last *time.Time) {
+	now := time.Now()
+	if r.tokens == 0 {
+		r.ttft = now.Sub(start)
+	} else {
+		r.gaps = append(r.gaps, now.Sub(*last))
+	}
+	*last = now
+	r.tokens++
+}
+
 // runLoad runs n requests over clients goroutines, each request done by do, and reports.
 func runLoad(t *testing.T, name string, n, clients int, do func(i int) (result, error)) {
 	var mu sync.Mutex
@@ -110,16 +122,7 @@ func TestLoadHTTP(t *testing.T) {
 			}
 			var r result
 			last := start
-			events := readStreamTimed(t, resp, func() {
-				now := time.Now()
-				if r.tokens == 0 {
-					r.ttft = now.Sub(start)
-				} else {
-					r.gaps = append(r.gaps, now.Sub(last))
-				}
-				last = now
-				r.tokens++
-			})
+			events := readStreamTimed(t, resp, func() { r.tick(start, &last) })
 			_, r.finish = streamText(t, events)
 			return r, nil
 		})
@@ -155,14 +158,7 @@ func TestLoadScheduler(t *testing.T) {
 				last := start
 				for ev := range q.Events {
 					if ev.HasToken {
-						now := time.Now()
-						if r.tokens == 0 {
-							r.ttft = now.Sub(start)
-						} else {
-							r.gaps = append(r.gaps, now.Sub(last))
-						}
-						last = now
-						r.tokens++
+						r.tick(start, &last)
 					}
 					if ev.Finish != "" {
 						r.finish = ev.Finish
