@@ -114,3 +114,41 @@ func TestChatCompletions(t *testing.T) {
 		t.Errorf("a refused conversation: %d %s", status, body)
 	}
 }
+
+// tokenizer_config.json's chat_template: a string, a list of named templates (the default one),
+// absent (no template), or one clear error.
+func TestLoadChatTemplate(t *testing.T) {
+	msgs := []message{{Role: "user", Content: "hi"}}
+	for _, c := range []struct{ name, config, want, err string }{
+		{"string", `{"chat_template": "<{{ messages[0].content }}>{{ eos_token }}", "eos_token": {"content": "</s>"}}`, "<hi></s>", ""},
+		{"named", `{"chat_template": [{"name": "tool_use", "template": "t"}, {"name": "default", "template": "d{{ bos_token }}"}], "bos_token": "<s>"}`, "d<s>", ""},
+		{"absent", `{"bos_token": "<s>"}`, "", ""},
+		{"no file", ``, "", ""},
+		{"a number", `{"chat_template": 3}`, "", "want a string or a list"},
+		{"no default", `{"chat_template": [{"name": "rag", "template": "x"}]}`, "", `no template named "default"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if c.config != "" {
+				os.WriteFile(filepath.Join(dir, "tokenizer_config.json"), []byte(c.config), 0o644)
+			}
+			ct, err := LoadChatTemplate(dir)
+			switch {
+			case c.err != "":
+				if err == nil || !strings.Contains(err.Error(), c.err) || !strings.Contains(err.Error(), "tokenizer_config.json") {
+					t.Errorf("error %v; want one naming the file with %q", err, c.err)
+				}
+			case err != nil:
+				t.Fatal(err)
+			case c.want == "":
+				if ct != nil {
+					t.Errorf("a template where there is none")
+				}
+			default:
+				if got, err := ct.Render(msgs); got != c.want || err != nil {
+					t.Errorf("%q, %v; want %q", got, err, c.want)
+				}
+			}
+		})
+	}
+}
