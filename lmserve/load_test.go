@@ -97,7 +97,7 @@ func runLoad(t *testing.T, name string, n, clients int, do func(i int) (result, 
 		slices.Sort(v)
 		return v[min(len(v)-1, int(p*float64(len(v))))].Round(10 * time.Microsecond).String()
 	}
-	t.Logf("| %s | %d | %d | %.1f | %.0f | %s | %s | %s | %s |", name, n, clients,
+	t.Logf("| %s | %d | %d | %.3g | %.3g | %s | %s | %s | %s |", name, n, clients,
 		float64(n)/wall.Seconds(), float64(tokens)/wall.Seconds(), q(ttft, 0.5), q(ttft, 0.99), q(gaps, 0.5), q(gaps, 0.99))
 }
 
