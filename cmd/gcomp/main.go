@@ -50,6 +50,7 @@ func init() {
 		{"sim", "run a PTX kernel on the PTX simulator (no GPU needed)", cmdSim},
 		{"devices", "list the GPUs, the simulator and the reference interpreter, and which one --device auto picks", cmdDevices},
 		{"generate", "generate text from a Hugging Face model folder (GPT-2, Llama family) with a KV cache, streaming tokens", cmdGenerate},
+		{"serve", "serve a language model folder over HTTP with continuous batching (OpenAI-style completions, streaming)", cmdServe},
 		{"tokenize", "encode text to token ids, or decode ids to text, with a model folder's tokenizer", cmdTokenize},
 		{"train", "train a classifier on Fashion-MNIST: progress, test accuracy per epoch, safetensors checkpoints, metrics log", cmdTrain},
 		{"plot", "draw loss and accuracy curves from a training metrics log (JSON lines) as a PNG", cmdPlot},
