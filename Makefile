@@ -45,6 +45,9 @@ tools:
 	@sh scripts/fetch-tokenizers.sh >/dev/null || { \
 	  if [ -n "$$GCOMP_REQUIRE_PTXAS" ]; then echo "could not fetch the tokenizer vocabularies" >&2; exit 1; fi; \
 	  echo "warning: could not fetch the tokenizer vocabularies (npm); the tokenizer reference tests will skip" >&2; }
+	@sh scripts/fetch-openai-js.sh >/dev/null || { \
+	  if [ -n "$$GCOMP_REQUIRE_PTXAS" ]; then echo "could not fetch the openai npm client" >&2; exit 1; fi; \
+	  echo "warning: could not fetch npm's openai client; the serving test with a real client will skip" >&2; }
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.cache/*')); \
