@@ -3,7 +3,6 @@ package gcomp_test
 import (
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -25,16 +24,7 @@ func gpt2Folder(t *testing.T) (string, *lmtest.Case) {
 	if err := lmtest.WriteFolder(dir, c, 1); err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{"vocab.json", "merges.txt"} {
-		data, err := os.ReadFile(filepath.Join(".cache/tokenizers/gpt2", f))
-		if err != nil {
-			if os.Getenv("GCOMP_REQUIRE_PTXAS") != "" {
-				t.Fatal(err)
-			}
-			t.Skip("GPT-2's tokenizer files are not fetched (make tools)")
-		}
-		os.WriteFile(filepath.Join(dir, f), data, 0o644)
-	}
+	lmtest.AddGPT2Tokenizer(t, ".", dir)
 	return dir, c
 }
 

@@ -31,22 +31,7 @@ func gpt2Folder(t testing.TB, template string) string {
 	if err := lmtest.WriteFolder(dir, &r.Cases[0], 1); err != nil {
 		t.Fatal(err)
 	}
-	src := "../.cache/tokenizers/gpt2"
-	if _, err := os.Stat(src); err != nil {
-		if os.Getenv("GCOMP_REQUIRE_PTXAS") != "" {
-			t.Fatalf("GPT-2's tokenizer files are missing (make tools fetches them): %v", err)
-		}
-		t.Skip("GPT-2's tokenizer files are not fetched (make tools)")
-	}
-	for _, f := range []string{"vocab.json", "merges.txt"} {
-		data, err := os.ReadFile(filepath.Join(src, f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, f), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	lmtest.AddGPT2Tokenizer(t, "..", dir)
 	if template != "" {
 		cfg, _ := json.Marshal(map[string]any{"chat_template": template, "eos_token": "<|endoftext|>", "bos_token": "<|endoftext|>"})
 		if err := os.WriteFile(filepath.Join(dir, "tokenizer_config.json"), cfg, 0o644); err != nil {

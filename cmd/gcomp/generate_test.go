@@ -32,20 +32,7 @@ func lmFolder(t *testing.T, name string) (string, *lmtest.Case) {
 			t.Fatal(err)
 		}
 		if name == "gpt2" {
-			src := "../../.cache/tokenizers/gpt2"
-			if _, err := os.Stat(src); err != nil {
-				if os.Getenv("GCOMP_REQUIRE_PTXAS") != "" {
-					t.Fatalf("GPT-2's tokenizer files are missing (make tools fetches them): %v", err)
-				}
-				t.Skip("GPT-2's tokenizer files are not fetched (make tools)")
-			}
-			for _, f := range []string{"vocab.json", "merges.txt"} {
-				data, err := os.ReadFile(filepath.Join(src, f))
-				if err != nil {
-					t.Fatal(err)
-				}
-				os.WriteFile(filepath.Join(dir, f), data, 0o644)
-			}
+			lmtest.AddGPT2Tokenizer(t, "../..", dir)
 		}
 		return dir, c
 	}
