@@ -54,16 +54,39 @@ func PlanAttention(g *ir.Graph) (p AttentionPlan, ok bool) {
 	return p, true
 }
 
-// attentionOperand follows reshapes (free: the kernel reads contiguous buffers) from an operand
-// of the attention op to the kernel input holding it.
-func attentionOperand(v *ir.Value) (*ir.Value, error) {
-	for v.Op == "reshape" {
-		v = v.Args[0]
+// attnOperand is one operand of the attention op as the template reads it: a buffer through
+// views, as an offset and a stride per dim (ops.StridedView; 0 for dims of size 1).
+type attnOperand struct {
+	ptr     string
+	off     int
+	strides []int
+}
+
+// attentionOperand resolves an operand of the attention op to a kernel input and its strides.
+func attentionOperand(v *ir.Value, ptr map[*ir.Value]string) (attnOperand, error) {
+	base, off, st, ok := ops.StridedView(v)
+	if !ok || base.Op != ir.OpInput && base.Op != ir.OpParam {
+		return attnOperand{}, fmt.Errorf("attention reads %s, want a buffer or a strided view of one", v.Op)
 	}
-	if v.Op != ir.OpInput && v.Op != ir.OpParam {
-		return nil, fmt.Errorf("attention reads %s %%%s, want a buffer or a reshape of one", v.Op, v.Name)
+	for d, n := range v.Type.Shape {
+		if n == 1 {
+			st[d] = 0 // broadcast (bias [1, H, L, S]) or a lone index
+		}
 	}
-	return v, nil
+	return attnOperand{ptr: ptr[base], off: off, strides: st}, nil
+}
+
+// index emits off + Σ idx[d]·strides[d] (32 bits: the kernel's buffers hold fewer than 2^31
+// elements); an empty idx entry is index 0.
+func (w *attnWriter) index(o attnOperand, idx ...string) string {
+	r := w.reg("b32")
+	w.ins("mov.u32", r, uimm(o.off))
+	for d, x := range idx {
+		if x != "" && o.strides[d] != 0 {
+			w.ins("mad.lo.s32", r, x, uimm(o.strides[d]), r)
+		}
+	}
+	return r
 }
 
 // attentionKernel emits the template for a kernel whose only computation is one attention op.
@@ -71,7 +94,9 @@ func attentionKernel(k Kernel) (string, Launch, error) {
 	g := k.Graph
 	p, _ := PlanAttention(g)
 	for _, v := range live(g) {
-		if v != p.Op && v.Op != "reshape" && v.Op != ir.OpInput && v.Op != ir.OpParam {
+		switch v.Op {
+		case ops.AttentionOp, ir.OpInput, ir.OpParam, "reshape", "transpose", "broadcast_in_dim", "slice":
+		default:
 			return "", Launch{}, fmt.Errorf("attention fused with %s is not supported", v.Op)
 		}
 	}
@@ -97,13 +122,13 @@ func attentionKernel(k Kernel) (string, Launch, error) {
 		bind(ArgParam, i, v.Name, v)
 	}
 	bind(ArgOutput, 0, g.Outputs[0].Name, g.Outputs[0].Value)
-	operands := make([]string, len(p.Op.Args))
+	operands := make([]attnOperand, len(p.Op.Args))
 	for i, a := range p.Op.Args {
-		in, err := attentionOperand(a)
+		o, err := attentionOperand(a, w.ptr)
 		if err != nil {
 			return "", Launch{}, err
 		}
-		operands[i] = w.ptr[in]
+		operands[i] = o
 	}
 	w.body(operands, w.ptr[g.Outputs[0].Value])
 
@@ -205,20 +230,20 @@ func (w *attnWriter) storeF32(d ir.DType, base, idx, f string) {
 func uimm(n int) string { return fmt.Sprint(n) }
 
 // body writes the kernel: operands q, k, v[, pos][, bias] and the output's address registers.
-func (w *attnWriter) body(operands []string, out string) {
+func (w *attnWriter) body(operands []attnOperand, out string) {
 	p, op := w.p, w.p.Op
 	d := op.Type.DType
 	ce, cev := ceilDiv(p.E, 32), ceilDiv(p.Ev, 32)
 	mask := op.Attrs.String("mask", "")
 	nextOperand := 3
 	var pos, bias *ir.Value
-	var posPtr, biasPtr string
+	var posOp, biasOp attnOperand
 	if mask == ops.MaskPosition {
-		pos, posPtr = op.Args[nextOperand], operands[nextOperand]
+		pos, posOp = op.Args[nextOperand], operands[nextOperand]
 		nextOperand++
 	}
 	if op.Attrs.Bool("additive", false) {
-		bias, biasPtr = op.Args[nextOperand], operands[nextOperand]
+		bias, biasOp = op.Args[nextOperand], operands[nextOperand]
 	}
 	u32 := func() string { return w.reg("b32") }
 	pred := func() string { return w.reg("pred") }
@@ -237,8 +262,7 @@ func (w *attnWriter) body(operands []string, out string) {
 	w.ins("rem.u32", rt, cta, uimm(p.RowTiles))
 	w.ins("div.u32", b, bh, uimm(p.H))
 	w.ins("rem.u32", h, bh, uimm(p.H))
-	w.ins("div.u32", kh, h, uimm(p.H/p.KVH))
-	w.ins("mad.lo.s32", kh, b, uimm(p.KVH), kh)
+	w.ins("div.u32", kh, h, uimm(p.H/p.KVH)) // the KV head within the batch entry
 	row0, row, last := u32(), u32(), u32()
 	w.ins("mul.lo.s32", row0, rt, uimm(attnWarps))
 	w.ins("add.s32", row, row0, warp)
@@ -257,10 +281,10 @@ func (w *attnWriter) body(operands []string, out string) {
 		// pos[b] + row + 1, clamped to [0, S] in 64 bits (pos is untrusted data).
 		pv, wide := w.reg("b64"), w.reg("b64")
 		if pos.Type.DType == ir.I64 {
-			w.ins("ld.global.s64", pv, w.addr(posPtr, b, 8))
+			w.ins("ld.global.s64", pv, w.addr(posOp.ptr, w.index(posOp, b), 8))
 		} else {
 			pr := u32()
-			w.ins("ld.global.s32", pr, w.addr(posPtr, b, 4))
+			w.ins("ld.global.s32", pr, w.addr(posOp.ptr, w.index(posOp, b), 4))
 			w.ins("cvt.s64.s32", pv, pr)
 		}
 		for _, x := range [][2]string{{row, lim}, {last, blim}} {
@@ -292,9 +316,7 @@ func (w *attnWriter) body(operands []string, out string) {
 		w.ins("setp.lt.and.u32", ok, e, uimm(p.E), active)
 		skip := fmt.Sprintf("$%s_q%d", w.name, c)
 		w.ins("@!"+ok+" bra", skip)
-		idx := u32()
-		w.ins("mad.lo.s32", idx, qrow, uimm(p.E), e)
-		x := w.loadF32(d, operands[0], idx)
+		x := w.loadF32(d, operands[0].ptr, w.index(operands[0], b, h, row, e))
 		w.ins("mul.rn.f32", q[c], x, f32Imm(c2))
 		w.label(skip)
 	}
@@ -318,7 +340,7 @@ func (w *attnWriter) body(operands []string, out string) {
 	// Load K and V tiles, zero past the last key.
 	for _, tile := range []struct {
 		name string
-		ptr  string
+		op   attnOperand
 		n    int
 	}{{"ktile", operands[1], p.E}, {"vtile", operands[2], p.Ev}} {
 		if tile.n == 0 {
@@ -341,10 +363,7 @@ func (w *attnWriter) body(operands []string, out string) {
 		w.ins("setp.lt.u32", inKey, key, uimm(p.S))
 		skip := head + "_zero"
 		w.ins("@!"+inKey+" bra", skip)
-		idx := u32()
-		w.ins("mad.lo.s32", idx, kh, uimm(p.S), key)
-		w.ins("mad.lo.s32", idx, idx, uimm(tile.n), e)
-		y := w.loadF32(d, tile.ptr, idx)
+		y := w.loadF32(d, tile.op.ptr, w.index(tile.op, b, kh, key, e))
 		w.ins("mov.f32", x, y)
 		w.label(skip)
 		sa := u32()
@@ -392,23 +411,7 @@ func (w *attnWriter) body(operands []string, out string) {
 		w.ins("add.rn.f32", s, s, o)
 	}
 	if bias != nil {
-		bs := bias.Type.Shape
-		bb, hh := u32(), u32()
-		if bs[0] == 1 {
-			w.ins("mov.u32", bb, "0")
-		} else {
-			w.ins("mov.u32", bb, b)
-		}
-		if bs[1] == 1 {
-			w.ins("mov.u32", hh, "0")
-		} else {
-			w.ins("mov.u32", hh, h)
-		}
-		idx := u32()
-		w.ins("mad.lo.s32", idx, bb, uimm(bs[1]), hh)
-		w.ins("mad.lo.s32", idx, idx, uimm(p.L), row)
-		w.ins("mad.lo.s32", idx, idx, uimm(p.S), key)
-		x := w.loadF32(d, biasPtr, idx)
+		x := w.loadF32(d, biasOp.ptr, w.index(biasOp, b, h, row, key))
 		w.ins("fma.rn.f32", s, x, f32Imm(math.Log2E), s)
 	}
 	// Online softmax in base 2: m' = max(m, s); base = m' unless it is -inf (nothing seen yet).

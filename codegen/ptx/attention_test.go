@@ -117,3 +117,41 @@ func TestAttentionSkipsHiddenTiles(t *testing.T) {
 		t.Errorf("causal attention executes %d instructions, unmasked %d: ratio %.2f, want about half", causal, full, r)
 	}
 }
+
+// TestAttentionStridedOperands: the template reads q, k, v and the bias through views in place:
+// heads split out of a fused qkv buffer's rows and transposed, a KV head broadcast to every
+// query head (multi-query without a copy), a bias broadcast over heads.
+func TestAttentionStridedOperands(t *testing.T) {
+	const b, l, h, e = 2, 6, 3, 8
+	g := ir.NewGraph("strided")
+	add := func(op string, attrs ir.Attrs, args ...*ir.Value) *ir.Value {
+		ts := make([]ir.Type, len(args))
+		for i, a := range args {
+			ts[i] = a.Type
+		}
+		ty, err := ops.Infer(op, ts, attrs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g.Add(op, ty, attrs, args...)
+	}
+	qv := g.Input("qv", ir.T(ir.F32, b, l, 2*h*e), nil)
+	kin := g.Input("k", ir.T(ir.F32, b, 1, l, e), nil)
+	bias := g.Input("bias", ir.T(ir.F32, l, l), nil)
+	heads := func(lo int) *ir.Value {
+		x := add("slice", ir.Attrs{"start": []int{0, 0, lo}, "limit": []int{b, l, lo + h*e}}, qv)
+		x = add("reshape", ir.Attrs{"shape": []int{b, l, h, e}}, x)
+		return add("transpose", ir.Attrs{"perm": []int{0, 2, 1, 3}}, x)
+	}
+	q, v := heads(0), heads(h*e)
+	k := add("broadcast_in_dim", ir.Attrs{"dims": []int{0, 1, 2, 3}, "shape": []int{b, h, l, e}}, kin)
+	bb := add("broadcast_in_dim", ir.Attrs{"dims": []int{2, 3}, "shape": []int{1, h, l, l}}, bias)
+	g.SetOutput("o", add(ops.AttentionOp, ir.Attrs{"scale": 0.3, "mask": ops.MaskCausal, "additive": true}, q, k, v, bb))
+	in := inputsFor(g, 5, 1)
+	res := runKernel(t, Kernel{Name: "k0_attention", Graph: g}, in)
+	want, err := ref.Run(g, in, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkAttention(t, res.out["o"], want["o"])
+}
