@@ -245,7 +245,8 @@ func idealBytes(g *ir.Graph) (ideal, reread int64) {
 					a = a.Args[0]
 				}
 				if !leaf(a) {
-					boundary[a] = boundary[a] || ops.ClassOf(h.Op) == ops.Contraction
+					// attention, like a contraction, reads its operands from memory
+					boundary[a] = boundary[a] || ops.ClassOf(h.Op) == ops.Contraction || h.Op == ops.AttentionOp
 					fromMemory[a] = true
 				}
 			}
