@@ -216,3 +216,39 @@ func types(vs []*ir.Value) []ir.Type {
 	}
 	return ts
 }
+
+// TestAttentionStats: bare causal attention of GPT-2 small's shape (12 heads, d = 64) at
+// T = 2048 runs as one kernel that moves at most 1.1× the bytes of q, k, v and o, holds no
+// [heads, T, T] buffer, and does half the flops of the unmasked kernel.
+func TestAttentionStats(t *testing.T) {
+	const h, T, d = 12, 2048, 64
+	run := func(dt ir.DType, causal bool, disable ...string) *Stats {
+		g, err := frontend.Build("attn", func(b *frontend.Builder) {
+			q, k, v := b.Input("q", dt, 1, h, T, d), b.Input("k", dt, 1, h, T, d), b.Input("v", dt, 1, h, T, d)
+			b.Output("o", frontend.ScaledDotProductAttention(q, k, v, causal))
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := Run(g, Options{DisablePasses: disable})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range res.Kernels.Buffers {
+			if b.Type.Shape.NumElements() >= h*T*T {
+				t.Errorf("%s buffer %s %s holds the scores", b.Kind, b.Name, b.Type)
+			}
+		}
+		return res.Stats
+	}
+	for _, dt := range []ir.DType{ir.F16, ir.F32} {
+		qkvo := int64(4 * h * T * d * dt.Size())
+		causal, full := run(dt, true), run(dt, false)
+		if causal.Kernels != 1 || float64(causal.DRAMBytes) > 1.1*float64(qkvo) || causal.ArenaBytes != 0 {
+			t.Errorf("%s: %d kernels, %d DRAM bytes (q, k, v, o: %d), arena %d", dt, causal.Kernels, causal.DRAMBytes, qkvo, causal.ArenaBytes)
+		}
+		if r := float64(causal.Flops) / float64(full.Flops); r < 0.5 || r > 0.51 {
+			t.Errorf("%s: causal flops %d, unmasked %d: ratio %.3f, want the half", dt, causal.Flops, full.Flops, r)
+		}
+	}
+}
