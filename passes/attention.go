@@ -48,13 +48,13 @@ func findAttention(g *ir.Graph) *ir.Graph {
 // attnMatch is one matched decomposition.
 type attnMatch struct {
 	q, k, v, bias *ir.Value
+	pos           *ir.Value // the position mask's pos[B]
 	scale         float64
 	mask          string
 }
 
 // matchAttention matches o = dot_general(p, v) at the end of the decomposition.
-func matchAttention(o *ir.Value, uses map[*ir.Value]int) (attnMatch, bool) {
-	var m attnMatch
+func matchAttention(o *ir.Value, uses map[*ir.Value]int) (m attnMatch, ok bool) {
 	r := len(o.Type.Shape)
 	if o.Op != "dot_general" || r < 2 || !o.Type.DType.IsFloat() {
 		return m, false
@@ -86,6 +86,17 @@ func matchAttention(o *ir.Value, uses map[*ir.Value]int) (attnMatch, bool) {
 	switch {
 	case x.Op == "select" && isSplat(x.Args[1], math.Inf(-1)) && causalMask(x.Args[0], nb):
 		s, m.mask = x.Args[2], ops.MaskCausal
+	case x.Op == "select" && isSplat(x.Args[1], math.Inf(-1)) && nb == 2:
+		var t int
+		if m.pos, t = positionMask(x.Args[0]); m.pos == nil {
+			return m, false
+		}
+		s, m.mask = x.Args[2], ops.MaskPosition
+		defer func() {
+			if ok {
+				m, ok = m.groupedQueries(t)
+			}
+		}()
 	case x.Op == "add":
 		s, m.bias = x.Args[0], x.Args[1]
 	}
@@ -178,6 +189,82 @@ func causalMask(pred *ir.Value, nb int) bool {
 	return col.Op == "iota" && row.Op == "iota" && col.Attrs.Int("dim", -1) == nb+1 && row.Attrs.Int("dim", -1) == nb
 }
 
+// positionMask matches frontend/nn's CachedAttention mask, key s hidden from query row r when
+// s > r mod T + pos[b]:
+//
+//	gt(key, add(row, broadcast(reshape(pos))))   key = iota over the last dim of [G·T, S],
+//	                                              row = iota {dim=1} of [G, T, S] reshaped
+//
+// each side possibly broadcast over the batch. It returns pos (integers [B]) and T.
+func positionMask(pred *ir.Value) (pos *ir.Value, t int) {
+	strip := func(v *ir.Value) *ir.Value {
+		for v.Op == "broadcast_in_dim" || v.Op == "reshape" {
+			v = v.Args[0]
+		}
+		return v
+	}
+	for pred.Op == "broadcast_in_dim" {
+		pred = pred.Args[0]
+	}
+	if pred.Op != "gt" || len(pred.Type.Shape) != 4 {
+		return nil, 0
+	}
+	gt, rows, s := pred.Type.Shape, pred.Type.Shape[2], pred.Type.Shape[3]
+	key, sum := strip(pred.Args[0]), pred.Args[1]
+	if key.Op != "iota" || key.Attrs.Int("dim", -1) != len(key.Type.Shape)-1 || key.Type.Shape.NumElements() != rows*s || key.Type.Shape[len(key.Type.Shape)-1] != s {
+		return nil, 0
+	}
+	for sum.Op == "broadcast_in_dim" {
+		sum = sum.Args[0]
+	}
+	if sum.Op != "add" {
+		return nil, 0
+	}
+	for _, i := range []int{0, 1} {
+		row, p := strip(sum.Args[i]), sum.Args[1-i]
+		rs := row.Type.Shape
+		if row.Op != "iota" || len(rs) != 3 || row.Attrs.Int("dim", -1) != 1 || rs[0]*rs[1] != rows || rs[2] != s {
+			continue
+		}
+		// p = broadcast_in_dim(reshape(pos [B] → [B,1,1,1])), pos integers.
+		if p.Op != "broadcast_in_dim" || p.Args[0].Op != "reshape" {
+			continue
+		}
+		pos = p.Args[0].Args[0]
+		if len(pos.Type.Shape) != 1 || pos.Type.DType.IsFloat() || pos.Type.DType == ir.Bool ||
+			!p.Args[0].Type.Shape.Equal(ir.Shape{pos.Type.Shape[0], 1, 1, 1}) || gt[0] != 1 && gt[0] != pos.Type.Shape[0] {
+			continue
+		}
+		return pos, rs[1]
+	}
+	return nil, 0
+}
+
+// groupedQueries undoes CachedAttention's grouping of the queries by KV head: q [B, KVH, G·T, E]
+// is q0 [B, H, T, E] reshaped (or q0 itself when G = 1), which the attention op reads directly
+// (query head h reads KV head h/G, the op's own rule); the result is reshaped back.
+func (m attnMatch) groupedQueries(t int) (attnMatch, bool) {
+	qs := m.q.Type.Shape
+	if len(qs) != 4 || t <= 0 || qs[2]%t != 0 || m.pos.Type.Shape[0] != qs[0] {
+		return m, false
+	}
+	g := qs[2] / t
+	if g == 1 {
+		return m, true
+	}
+	q0 := m.q
+	if q0.Op != "reshape" {
+		return m, false
+	}
+	q0 = q0.Args[0]
+	want := ir.Shape{qs[0], qs[1] * g, t, qs[3]}
+	if !q0.Type.Shape.Equal(want) {
+		return m, false
+	}
+	m.q = q0
+	return m, true
+}
+
 // build adds the attention op in place of o, its operands reshaped to [B, H, ·, ·] and its
 // result back to o's shape.
 func (m attnMatch) build(rw *rewriter, o *ir.Value) *ir.Value {
@@ -197,6 +284,16 @@ func (m attnMatch) build(rw *rewriter, o *ir.Value) *ir.Value {
 			return x
 		}
 		return rw.add("reshape", ir.Type{DType: x.Type.DType, Shape: want}, ir.Attrs{"shape": []int(want)}, o.Pos, x)
+	}
+	if m.pos != nil { // grouped queries: q is [B, H, T, E], o [B, KVH, G·T, Ev]
+		qs := m.q.Type.Shape
+		args := []*ir.Value{m.q, m.k, m.v, m.pos}
+		a := rw.add(ops.AttentionOp, ir.T(o.Type.DType, qs[0], qs[1], qs[2], o.Type.Shape[3]),
+			ir.Attrs{"scale": m.scale, "mask": m.mask}, o.Pos, args...)
+		if a.Type.Shape.Equal(o.Type.Shape) {
+			return a
+		}
+		return rw.add("reshape", o.Type, ir.Attrs{"shape": []int(o.Type.Shape)}, o.Pos, a)
 	}
 	args := []*ir.Value{to4(m.q), to4(m.k), to4(m.v)}
 	attrs := ir.Attrs{"scale": m.scale, "mask": m.mask}

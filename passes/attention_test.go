@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/gcomp/gcomp/frontend"
+	"github.com/gcomp/gcomp/frontend/nn"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ops"
 	"github.com/gcomp/gcomp/runtime/ref"
@@ -250,5 +251,40 @@ func TestAttentionStats(t *testing.T) {
 		if r := float64(causal.Flops) / float64(full.Flops); r < 0.5 || r > 0.51 {
 			t.Errorf("%s: causal flops %d, unmasked %d: ratio %.3f, want the half", dt, causal.Flops, full.Flops, r)
 		}
+	}
+}
+
+// TestFindCachedAttention: frontend/nn's CachedAttention (the language models' prefill and
+// decode over a static cache at a runtime position, grouped KV heads) becomes one attention op
+// with a position mask over the ungrouped queries, and computes what the decomposition computes.
+func TestFindCachedAttention(t *testing.T) {
+	for _, c := range []struct{ b, h, kvh, t, s, d int }{
+		{1, 4, 2, 1, 16, 8},  // decode, two query heads per KV head
+		{2, 4, 4, 3, 12, 8},  // prefill, multi-head
+		{2, 6, 1, 2, 10, 16}, // multi-query
+	} {
+		t.Run(fmt.Sprintf("B%d_H%d_KVH%d_T%d_S%d", c.b, c.h, c.kvh, c.t, c.s), func(t *testing.T) {
+			g, err := frontend.Build("cached", func(b *frontend.Builder) {
+				q := b.Input("q", ir.F32, c.b, c.h, c.t, c.d)
+				k, v := b.Input("k", ir.F32, c.b, c.kvh, c.t, c.d), b.Input("v", ir.F32, c.b, c.kvh, c.t, c.d)
+				kc, vc := b.Input("kc", ir.F32, c.b, c.kvh, c.s, c.d), b.Input("vc", ir.F32, c.b, c.kvh, c.s, c.d)
+				pos := b.Input("pos", ir.I64, c.b).WithRange(0, c.s-c.t+1)
+				o, kn, vn := nn.CachedAttention(q, k, v, kc, vc, pos)
+				b.Output("o", o)
+				b.Output("kn", kn)
+				b.Output("vn", vn)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			found := findAttention(g.Clone())
+			if err := ops.Verify(found); err != nil {
+				t.Fatalf("%v\n%s", err, found)
+			}
+			if countOps(found, ops.AttentionOp) != 1 || countOps(found, "reduce_max") != 0 || !strings.Contains(found.String(), `mask="position"`) {
+				t.Fatalf("want one attention op with a position mask:\n%s", found)
+			}
+			runBoth(t, g, found)
+		})
 	}
 }
