@@ -393,17 +393,7 @@ func (w *attnWriter) body(operands []attnOperand, out string) {
 	s := w.reg("f32")
 	w.ins("mov.f32", s, f32Imm(0))
 	for c := range q {
-		e, ok := u32(), pred()
-		w.ins("add.s32", e, lane, uimm(32*c))
-		w.ins("setp.lt.u32", ok, e, uimm(p.E))
-		sa := u32()
-		w.ins("mad.lo.s32", sa, j, uimm(p.E), e)
-		w.ins("shl.b32", sa, sa, "2")
-		kv := w.reg("f32")
-		w.ins("mov.f32", kv, f32Imm(0))
-		w.ins("add.s32", sa, sa, w.shared["ktile"])
-		w.ins("@"+ok+" ld.shared.f32", kv, "["+sa+"]")
-		w.ins("fma.rn.f32", s, q[c], kv, s)
+		w.ins("fma.rn.f32", s, q[c], w.tileElem("ktile", p.E, j, lane, c), s)
 	}
 	for off := 16; off >= 1; off /= 2 {
 		o := w.reg("f32")
@@ -427,16 +417,7 @@ func (w *attnWriter) body(operands []attnOperand, out string) {
 	w.ins("fma.rn.f32", l, l, corr, pr)
 	w.ins("mov.f32", m, mn)
 	for c := range acc {
-		e, ok := u32(), pred()
-		w.ins("add.s32", e, lane, uimm(32*c))
-		w.ins("setp.lt.u32", ok, e, uimm(p.Ev))
-		sa := u32()
-		w.ins("mad.lo.s32", sa, j, uimm(p.Ev), e)
-		w.ins("shl.b32", sa, sa, "2")
-		vv := w.reg("f32")
-		w.ins("mov.f32", vv, f32Imm(0))
-		w.ins("add.s32", sa, sa, w.shared["vtile"])
-		w.ins("@"+ok+" ld.shared.f32", vv, "["+sa+"]")
+		vv := w.tileElem("vtile", p.Ev, j, lane, c)
 		w.ins("mul.rn.f32", acc[c], acc[c], corr)
 		w.ins("fma.rn.f32", acc[c], pr, vv, acc[c])
 	}
@@ -467,4 +448,18 @@ func (w *attnWriter) body(operands []attnOperand, out string) {
 	}
 	w.label(end)
 	w.ins("ret")
+}
+
+// tileElem loads this lane's c-th element (lane + 32c) of key j's row of a shared tile of n
+// columns, 0 past the row's end.
+func (w *attnWriter) tileElem(tile string, n int, j, lane string, c int) string {
+	e, ok, sa, x := w.reg("b32"), w.reg("pred"), w.reg("b32"), w.reg("f32")
+	w.ins("add.s32", e, lane, uimm(32*c))
+	w.ins("setp.lt.u32", ok, e, uimm(n))
+	w.ins("mad.lo.s32", sa, j, uimm(n), e)
+	w.ins("shl.b32", sa, sa, "2")
+	w.ins("add.s32", sa, sa, w.shared[tile])
+	w.ins("mov.f32", x, f32Imm(0))
+	w.ins("@"+ok+" ld.shared.f32", x, "["+sa+"]")
+	return x
 }
