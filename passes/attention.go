@@ -49,6 +49,7 @@ func findAttention(g *ir.Graph) *ir.Graph {
 type attnMatch struct {
 	q, k, v, bias *ir.Value
 	pos           *ir.Value // the position mask's pos[B]
+	kT            bool      // k is [..., E, S]: the op reads its transpose, a view
 	scale         float64
 	mask          string
 }
@@ -126,10 +127,20 @@ func matchAttention(o *ir.Value, uses map[*ir.Value]int) (m attnMatch, ok bool) 
 	m.q, m.k, m.v = dot.Args[0], dot.Args[1], v
 	switch {
 	case batchedDot(dot, nb, nb+1, nb+1):
-	case batchedDot(dot, nb, nb+1, nb) && swapsLast(m.k):
-		m.k = m.k.Args[0] // q·(kᵀ) as torch's matmul writes it
+	case batchedDot(dot, nb, nb+1, nb): // q·(kᵀ) as torch's matmul writes it: k is [..., E, S]
+		m.kT = true
 	default:
 		return m, false
+	}
+	// A query scaled before the product (torch's ONNX export: MatMul(Div(q, √d), kᵀ)).
+	if (m.q.Op == "mul" || m.q.Op == "div") && only(m.q, 1) {
+		if c, ok := splatValue(m.q.Args[1]); ok && c != 0 && !math.IsInf(c, 0) && !math.IsNaN(c) {
+			if m.q.Op == "div" {
+				c = 1 / c
+			}
+			m.scale *= c
+			m.q = m.q.Args[0]
+		}
 	}
 	if m.bias != nil && m.bias.Type.DType != m.q.Type.DType {
 		return m, false
@@ -268,6 +279,18 @@ func (m attnMatch) groupedQueries(t int) (attnMatch, bool) {
 // build adds the attention op in place of o, its operands reshaped to [B, H, ·, ·] and its
 // result back to o's shape.
 func (m attnMatch) build(rw *rewriter, o *ir.Value) *ir.Value {
+	if m.kT {
+		ks := m.k.Type.Shape
+		r := len(ks)
+		perm := make([]int, r)
+		for i := range perm {
+			perm[i] = i
+		}
+		perm[r-2], perm[r-1] = r-1, r-2
+		shape := ks.Clone()
+		shape[r-2], shape[r-1] = ks[r-1], ks[r-2]
+		m.k = rw.add("transpose", ir.Type{DType: m.k.Type.DType, Shape: shape}, ir.Attrs{"perm": perm}, o.Pos, m.k)
+	}
 	r := len(o.Type.Shape)
 	batch := o.Type.Shape[:r-2]
 	b, h := 1, 1
@@ -307,22 +330,4 @@ func (m attnMatch) build(rw *rewriter, o *ir.Value) *ir.Value {
 		return a
 	}
 	return rw.add("reshape", o.Type, ir.Attrs{"shape": []int(o.Type.Shape)}, o.Pos, a)
-}
-
-// swapsLast reports whether v transposes the last two dims of its operand and no others.
-func swapsLast(v *ir.Value) bool {
-	if v.Op != "transpose" {
-		return false
-	}
-	perm := v.Attrs.Ints("perm")
-	r := len(perm)
-	if r < 2 || perm[r-2] != r-1 || perm[r-1] != r-2 {
-		return false
-	}
-	for i := range r - 2 {
-		if perm[i] != i {
-			return false
-		}
-	}
-	return true
 }

@@ -94,6 +94,12 @@ func TestFindAttention(t *testing.T) {
 			s := q.Matmul(k.Transpose(2, 3)).DivScalar(3).Add(bias.Expand(2, 3, 4, 6))
 			b.Output("o", s.Softmax(-1).Matmul(v))
 		}, "additive"},
+		{"query scaled first, k laid out as torch's ONNX export", func(b *frontend.Builder) {
+			// [L, B·H, E] projections, as nn.MultiheadAttention's export reshapes them.
+			q, k, v := b.Input("q", ir.F32, 5, 6, 8), b.Input("k", ir.F32, 7, 6, 8), b.Input("v", ir.F32, 7, 6, 4)
+			s := q.Transpose(0, 1).DivScalar(math.Sqrt(8)).Matmul(k.Permute(1, 2, 0))
+			b.Output("o", s.Softmax(-1).Matmul(v.Transpose(0, 1)))
+		}, `mask="none"`},
 		{"probabilities also an output", func(b *frontend.Builder) {
 			q, k, v := b.Input("q", ir.F32, 2, 4, 8), b.Input("k", ir.F32, 2, 4, 8), b.Input("v", ir.F32, 2, 4, 8)
 			p := q.Matmul(k.Transpose(1, 2)).Softmax(-1)
