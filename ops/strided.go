@@ -11,7 +11,7 @@ func StridedView(v *ir.Value) (base *ir.Value, offset int, strides []int, ok boo
 	switch v.Op {
 	case "reshape", "transpose", "broadcast_in_dim", "slice":
 	default:
-		return v, 0, rowMajor(v.Type.Shape), true
+		return v, 0, v.Type.Shape.Strides(), true
 	}
 	base, offset, st, ok := StridedView(v.Args[0])
 	if !ok {
@@ -50,16 +50,6 @@ func StridedView(v *ir.Value) (base *ir.Value, offset int, strides []int, ok boo
 		}
 	}
 	return base, offset, strides, true
-}
-
-func rowMajor(s ir.Shape) []int {
-	st := make([]int, len(s))
-	n := 1
-	for i := len(s) - 1; i >= 0; i-- {
-		st[i] = n
-		n *= s[i]
-	}
-	return st
 }
 
 // reshapeStrides gives the strides of a reshape of a strided tensor, as NumPy's no-copy reshape:
