@@ -109,6 +109,15 @@ func TestInfer(t *testing.T) {
 		{"gather", []ir.Type{f32(512, 128), ir.T(ir.I64, 1, 64)}, nil, "f32[1,64,128]"},
 		{"gather", []ir.Type{f32(512, 128), f32(1, 64)}, nil, "gather: indices must be integers, have f32[1,64]"},
 		{"gather", []ir.Type{f32(), ir.T(ir.I32, 2)}, nil, "gather: table must have rank at least 1, have f32[]"},
+		{"attention", []ir.Type{f32(2, 4, 5, 8), f32(2, 2, 7, 8), f32(2, 2, 7, 3)}, ir.Attrs{"scale": 0.5, "mask": "none"}, "f32[2,4,5,3]"},
+		{"attention", []ir.Type{f32(2, 4, 5, 8), f32(2, 2, 7, 8), f32(2, 2, 7, 3), ir.T(ir.I64, 2), f32(1, 4, 5, 7)},
+			ir.Attrs{"scale": 0.5, "mask": "position", "additive": true}, "f32[2,4,5,3]"},
+		{"attention", []ir.Type{f32(2, 4, 5, 8), f32(2, 3, 7, 8), f32(2, 3, 7, 3)}, ir.Attrs{"scale": 1, "mask": "causal"}, "attention: 3 KV heads do not divide 4 query heads"},
+		{"attention", []ir.Type{f32(2, 4, 5, 8), f32(2, 4, 7, 8), f32(2, 4, 7, 3)}, ir.Attrs{"scale": 1, "mask": "diagonal"}, `attention: mask is "diagonal", want none, causal or position`},
+		{"attention", []ir.Type{f32(2, 4, 5, 8), f32(2, 4, 7, 8), f32(2, 4, 7, 3)}, ir.Attrs{"scale": 1, "mask": "position"}, "attention: takes 4 operands with these attributes, have 3"},
+		{"attention", []ir.Type{f32(2, 4, 5, 8), f32(2, 4, 7, 8), f32(2, 4, 7, 3), f32(2)}, ir.Attrs{"scale": 1, "mask": "position"}, "attention: pos must be integers [2], have f32[2]"},
+		{"attention", []ir.Type{f32(2, 4, 5, 8), f32(2, 4, 7, 8), f32(2, 4, 7, 3), f32(2, 4, 7, 5)}, ir.Attrs{"scale": 1, "mask": "none", "additive": true}, "attention: bias must be f32[B or 1,H or 1,5,7], have f32[2,4,7,5]"},
+		{"attention", []ir.Type{f32(2, 4, 5, 8), f32(2, 4, 7, 6), f32(2, 4, 7, 3)}, ir.Attrs{"scale": 1, "mask": "none"}, "attention: want q[B,H,L,E], k[B,KVH,S,E], v[B,KVH,S,Ev], have f32[2,4,5,8], f32[2,4,7,6], f32[2,4,7,3]"},
 		{"iota", nil, ir.Attrs{"shape": []int{2, 3}, "dim": 1, "dtype": ir.I64}, "i64[2,3]"},
 		{"iota", nil, ir.Attrs{"shape": []int{2, 3}, "dim": 2, "dtype": ir.I64}, "iota: axis 2 out of range for i64[2,3]"},
 		{"constant", nil, ir.Attrs{"shape": []int{2, 2}, "dtype": ir.F32, "value": []float64{1}}, "f32[2,2]"},
@@ -133,7 +142,7 @@ func TestTableComplete(t *testing.T) {
 	want := []string{"neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "erf", "sin", "cos", "floor", "ceil", "not",
 		"add", "sub", "mul", "div", "pow", "max", "min", "eq", "ne", "lt", "le", "gt", "ge", "and", "or", "select", "cast",
 		"reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "dot_general", "conv2d", "max_pool2d", "avg_pool2d",
-		"reshape", "transpose", "broadcast_in_dim", "slice", "concat", "pad", "gather", "iota", "constant", "philox_uniform", "custom"}
+		"reshape", "transpose", "broadcast_in_dim", "slice", "concat", "pad", "gather", "iota", "constant", "philox_uniform", "custom", "attention"}
 	if len(All()) != len(want) {
 		t.Errorf("%d ops in the table, want %d", len(All()), len(want))
 	}

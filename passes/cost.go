@@ -33,6 +33,7 @@ const (
 	loopThreads = 256
 	matmulTile  = 128
 	columnTile  = 32
+	attnRows    = 4 // query rows per block of the attention template (a warp each)
 )
 
 // CostModel labels modeled_time_us in every report: it is a model, not a measurement.
@@ -90,6 +91,10 @@ func blocks(k *Kernel) int {
 	switch k.Kind {
 	case Persistent:
 		return 1
+	case Attention:
+		if len(k.Space) == 4 { // [B, H, L, Ev]: a block per attnRows query rows of a head
+			return max(1, k.Space[0]*k.Space[1]*ceilDiv(k.Space[2], attnRows))
+		}
 	case Contraction:
 		s := k.Space
 		if len(s) < 2 {

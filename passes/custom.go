@@ -7,9 +7,14 @@ import (
 
 // alone puts custom op v in a kernel of its own: the user's entry computes exactly v, so
 // nothing joins it (fits and canJoin refuse a Custom group) and its operands come from
-// memory (needsMemory keeps their producers out of their own consumers' kernels).
+// memory (needsMemory keeps their producers out of their own consumers' kernels). An attention
+// op is alone in the same way, but for reshapes of its operands (fits).
 func (f *fuser) alone(v *ir.Value) {
-	gr := &group{kind: Custom, space: v.Type.Shape, members: map[*ir.Value]bool{v: true}, views: map[*ir.Value]bool{},
+	kind := Custom
+	if v.Op == ops.AttentionOp {
+		kind = Attention
+	}
+	gr := &group{kind: kind, space: v.Type.Shape, members: map[*ir.Value]bool{v: true}, views: map[*ir.Value]bool{},
 		prologue: map[*ir.Value]bool{}, outputs: map[*ir.Value]bool{v: true}, first: f.index[v]}
 	f.groups = append(f.groups, gr)
 	f.home[v] = gr

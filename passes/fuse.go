@@ -203,7 +203,7 @@ func (f *fuser) assign(v *ir.Value) {
 		}
 		cgs = rest
 	}
-	if ops.ClassOf(v.Op) == ops.Custom {
+	if ops.ClassOf(v.Op) == ops.Custom || v.Op == ops.AttentionOp {
 		f.alone(v)
 		return
 	}
@@ -277,6 +277,10 @@ func (f *fuser) closure(v *ir.Value, gr *group, accept func(*ir.Value) bool) []*
 // fits reports whether gr has room for dupable v, and applying v reads no more buffers than the
 // bound (or than gr reads already: a kernel of one op reads what that op needs).
 func (f *fuser) fits(v *ir.Value, gr *group) bool {
+	if gr.kind == Attention { // the template reads its operands through strided views in place
+		_, _, _, strided := ops.StridedView(v)
+		return isView(v.Op) && strided
+	}
 	return gr.kind != Custom && gr.size() < f.opt.MaxOps && f.reads(gr, []*ir.Value{v}) <= max(f.opt.MaxReads, f.reads(gr, nil))
 }
 
@@ -382,7 +386,7 @@ func (f *fuser) canJoin(v *ir.Value, gr *group, others []*group) bool {
 			return false // gr would read from h and h from gr: a cycle
 		}
 	}
-	if f.needsMemory(v, gr) || gr.kind == Custom || ops.ClassOf(v.Op) == ops.Custom {
+	if f.needsMemory(v, gr) || gr.kind == Custom || gr.kind == Attention || ops.ClassOf(v.Op) == ops.Custom {
 		return false
 	}
 	// A parameter-only value that gr would evaluate once per element of a broadcast (a
@@ -720,7 +724,7 @@ func (f *fuser) siblings() {
 			gs := byRead[r]
 			for i, a := range gs {
 				for _, b := range gs[i+1:] {
-					if a.kind == Contraction || a.kind == Custom || a.kind != b.kind || !a.space.Equal(b.space) || !slices.Equal(a.axes, b.axes) ||
+					if a.kind == Contraction || a.kind == Custom || a.kind == Attention || a.kind != b.kind || !a.space.Equal(b.space) || !slices.Equal(a.axes, b.axes) ||
 						len(union(union(a.members, a.views), union(b.members, b.views))) > f.opt.MaxOps || reachable(succ, a, b) || reachable(succ, b, a) {
 						continue
 					}
@@ -1035,6 +1039,9 @@ func (h *groupHeap) Pop() any {
 func (f *fuser) label(gr *group, vals []*ir.Value) string {
 	if gr.kind == Custom {
 		return customLabel(vals)
+	}
+	if gr.kind == Attention {
+		return "attention"
 	}
 	count := map[string]int{}
 	for _, w := range vals {

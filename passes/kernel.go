@@ -31,9 +31,13 @@ const (
 	// Custom kernels run one custom op (ops class custom): the user's own entry, compiled
 	// from the op's source; nothing is fused with it, and it reads and writes memory only.
 	Custom
+	// Attention kernels run one attention op (ops.AttentionOp), reading its operands from memory
+	// through reshapes only, and stream K and V past the scores (codegen/ptx's attention
+	// template).
+	Attention
 )
 
-var kindNames = [...]string{Loop: "loop", Row: "row", Contraction: "contraction", Persistent: "persistent", Custom: "custom"}
+var kindNames = [...]string{Loop: "loop", Row: "row", Contraction: "contraction", Persistent: "persistent", Custom: "custom", Attention: "attention"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) && kindNames[k] != "" {

@@ -150,7 +150,7 @@ func footprint(v *ir.Value, users map[*ir.Value][]*ir.Value) int64 {
 
 // flops counts a value's arithmetic: one per element for elementwise ops, one per operand
 // element for reductions, two per multiply-add for contractions, one per window element for
-// pooling, none for data movement.
+// pooling, none for data movement; attention counts the (query, key) pairs it computes.
 func flops(v *ir.Value) int64 {
 	out := int64(v.Type.Shape.NumElements())
 	switch ops.ClassOf(v.Op) {
@@ -168,6 +168,9 @@ func flops(v *ir.Value) int64 {
 			k *= int64(v.Args[0].Type.Shape[a])
 		}
 		return 2 * out * k
+	}
+	if v.Op == ops.AttentionOp {
+		return attentionFlops(v)
 	}
 	if v.Op == "max_pool2d" || v.Op == "avg_pool2d" {
 		k := v.Attrs.Ints("kernel")
@@ -242,7 +245,8 @@ func idealBytes(g *ir.Graph) (ideal, reread int64) {
 					a = a.Args[0]
 				}
 				if !leaf(a) {
-					boundary[a] = boundary[a] || ops.ClassOf(h.Op) == ops.Contraction
+					// attention, like a contraction, reads its operands from memory
+					boundary[a] = boundary[a] || ops.ClassOf(h.Op) == ops.Contraction || h.Op == ops.AttentionOp
 					fromMemory[a] = true
 				}
 			}
@@ -347,4 +351,18 @@ func readGroups(g *ir.Graph, pos map[*ir.Value]int, readers map[*ir.Value]bool) 
 		}
 	}
 	return most
+}
+
+// attentionFlops is two multiply-adds per element of q·kᵀ and of p·v and four operations
+// (scale, max, exp, sum) per score, over the pairs the mask leaves: all L·S, the causal
+// triangle, or all L·S for a position mask (pos is a runtime value; the cache bounds it).
+func attentionFlops(v *ir.Value) int64 {
+	q, k, val := v.Args[0].Type.Shape, v.Args[1].Type.Shape, v.Args[2].Type.Shape
+	b, h, l, e, s, ev := int64(q[0]), int64(q[1]), int64(q[2]), int64(q[3]), int64(k[2]), int64(val[3])
+	pairs := l * s
+	if v.Attrs.String("mask", "") == ops.MaskCausal {
+		full := min(l, s) // rows 0..full-1 see i+1 keys, the rest all s
+		pairs = full*(full+1)/2 + (l-full)*s
+	}
+	return b * h * pairs * (2*e + 2*ev + 4)
 }

@@ -56,7 +56,7 @@ func supported(t *testing.T, kernels []ptx.Kernel) (yes []ptx.Kernel, no []strin
 		switch {
 		case err == nil:
 			yes = append(yes, k)
-		case strings.Contains(err.Error(), "has no NVVM counterpart yet (build with --backend ptx)"):
+		case Refused(err):
 			no = append(no, err.Error())
 		default:
 			t.Errorf("%v", err)

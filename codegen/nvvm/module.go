@@ -182,6 +182,9 @@ func (md *module) kernel(k ptx.Kernel, t ptx.Target) (*ir.Func, ptx.Launch, erro
 			return nil, ptx.Launch{}, err
 		}
 	default:
+		if borrowed[tpl] {
+			return nil, ptx.Launch{}, fmt.Errorf("%s: the %s template has no NVVM counterpart yet (Module takes codegen/ptx's entry)", k.Name, tpl)
+		}
 		return nil, ptx.Launch{}, fmt.Errorf("%s: the %s template has no NVVM counterpart yet (build with --backend ptx)", k.Name, tpl)
 	}
 	if err != nil {

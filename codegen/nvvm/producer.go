@@ -39,12 +39,12 @@ func (p *Producer) Lib() (*libnvvm.Lib, error) {
 	return p.lib, p.err
 }
 
-// Module lowers kernels to NVVM IR and compiles it with libNVVM: the PTX module and each
+// lower lowers kernels to NVVM IR and compiles it with libNVVM: the PTX module and each
 // kernel's launch, as ptx.Module returns them. Kernels equal up to names share one entry
 // (classes). The distinct kernels are compiled in programs of programKernels, in parallel
 // (parallel.go); the PTX is the same whatever the number of threads. A libNVVM failure names the
 // kernel it is in.
-func (p *Producer) Module(kernels []ptx.Kernel, t ptx.Target) (string, []ptx.Launch, error) {
+func (p *Producer) lower(kernels []ptx.Kernel, t ptx.Target) (string, []ptx.Launch, error) {
 	uniq, of, users, err := classes(kernels)
 	if err != nil {
 		return "", nil, err

@@ -32,6 +32,8 @@
 //     computed operands): one thread per result, f64 accumulation in the reference's order.
 //   - persistent: Kernel.Stages (a chain of small loop and contraction kernels) run in order by
 //     one block, bar.sync between stages, the values passed between them in shared memory.
+//   - attention: one attention op, FlashAttention-2's online softmax with K and V tiles in shared
+//     memory, a warp per query row, operands read through strided views (attention.go).
 //
 // Numerics follow docs/ops.md exactly where the op is exact (every IEEE operation, casts, min/max
 // with NaN propagation, integer wrapping and division); docs/codegen.md lists the error bound of

@@ -12,8 +12,8 @@ import (
 // The decisions another producer of the same kernels (codegen/nvvm) shares with this one, so
 // that both give a kernel the same name, parameters and tiling.
 
-// Template names the template Generate picks for a verified kernel: "persistent", "loop",
-// "transpose tile", "staged loop", "reduction", "contraction", or "" for a kernel no template
+// Template names the template Generate picks for a verified kernel: "persistent", "attention",
+// "loop", "transpose tile", "staged loop", "reduction", "contraction", or "" for a kernel no template
 // takes (Generate says why).
 func Template(k Kernel) string {
 	g := k.Graph
@@ -22,6 +22,9 @@ func Template(k Kernel) string {
 	}
 	if len(g.Outputs) == 0 {
 		return ""
+	}
+	if _, ok := PlanAttention(g); ok {
+		return "attention"
 	}
 	kinds, count := contractionKinds(g)
 	switch {

@@ -176,6 +176,13 @@ func generate(k Kernel, t Target, globals *[]string) (string, Launch, error) {
 		}
 		return entry, l, nil
 	}
+	if _, ok := PlanAttention(g); ok {
+		entry, l, err := attentionKernel(k)
+		if err != nil {
+			return "", Launch{}, fmt.Errorf("%s: %w", k.Name, err)
+		}
+		return entry, l, nil
+	}
 	kinds, count := contractionKinds(g)
 	var (
 		entry string

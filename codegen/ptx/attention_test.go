@@ -1,0 +1,158 @@
+package ptx
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ops"
+	"github.com/gcomp/gcomp/runtime/ref"
+	"github.com/gcomp/gcomp/tensor"
+)
+
+// attentionGraph is one attention op over inputs q, k, v[, pos][, bias].
+func attentionGraph(t *testing.T, d ir.DType, b, h, kvh, l, s, e, ev int, mask string, bias []int) *ir.Graph {
+	t.Helper()
+	g := ir.NewGraph("attn")
+	args := []*ir.Value{g.Input("q", ir.T(d, b, h, l, e), nil), g.Input("k", ir.T(d, b, kvh, s, e), nil), g.Input("v", ir.T(d, b, kvh, s, ev), nil)}
+	if mask == ops.MaskPosition {
+		args = append(args, g.Input("pos", ir.T(ir.I32, b), nil))
+	}
+	attrs := ir.Attrs{"scale": 1 / math.Sqrt(float64(e)), "mask": mask}
+	if bias != nil {
+		args = append(args, g.Input("bias", ir.T(d, bias...), nil))
+		attrs["additive"] = true
+	}
+	ts := make([]ir.Type, len(args))
+	for i, a := range args {
+		ts[i] = a.Type
+	}
+	ty, err := ops.Infer(ops.AttentionOp, ts, attrs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.SetOutput("o", g.Add(ops.AttentionOp, ty, attrs, args...))
+	return g
+}
+
+// TestAttentionKernel runs the attention template on the simulator (memcheck, racecheck,
+// barrier checks on; ptxas sm_80 and sm_90 without spills) against the reference for masks,
+// grouped KV heads, head dims, ragged tiles and dtypes.
+func TestAttentionKernel(t *testing.T) {
+	for _, c := range []struct {
+		b, h, kvh, l, s, e, ev int
+		mask                   string
+		bias                   []int
+		pos                    []int64
+		d                      ir.DType
+	}{
+		{1, 1, 1, 5, 7, 8, 8, ops.MaskNone, nil, nil, ir.F32},
+		{2, 2, 2, 9, 9, 16, 16, ops.MaskCausal, nil, nil, ir.F32},
+		{1, 4, 2, 6, 40, 33, 5, ops.MaskCausal, nil, nil, ir.F32},
+		{2, 4, 1, 3, 37, 8, 8, ops.MaskPosition, nil, []int64{34, 5}, ir.F32},
+		{2, 2, 1, 1, 70, 64, 64, ops.MaskPosition, nil, []int64{69, -1}, ir.F32},
+		{2, 2, 2, 4, 6, 8, 8, ops.MaskNone, []int{2, 1, 4, 6}, nil, ir.F32},
+		{1, 2, 1, 5, 5, 8, 4, ops.MaskCausal, []int{1, 2, 5, 5}, nil, ir.F32},
+		{1, 2, 2, 5, 34, 64, 64, ops.MaskCausal, nil, nil, ir.F32},
+		{1, 1, 1, 4, 20, 80, 80, ops.MaskCausal, nil, nil, ir.F32},
+		{1, 2, 1, 3, 20, 96, 96, ops.MaskNone, nil, nil, ir.F32},
+		{1, 1, 1, 5, 12, 128, 128, ops.MaskCausal, nil, nil, ir.F32},
+		{2, 4, 2, 7, 33, 64, 64, ops.MaskCausal, nil, nil, ir.F16},
+		{1, 2, 2, 3, 9, 16, 16, ops.MaskPosition, []int{1, 1, 3, 9}, []int64{6}, ir.F16},
+		{2, 2, 1, 6, 10, 128, 128, ops.MaskCausal, nil, nil, ir.BF16},
+	} {
+		name := fmt.Sprintf("%s_B%d_H%d_KVH%d_L%d_S%d_E%d_Ev%d_%s_bias%v", c.d, c.b, c.h, c.kvh, c.l, c.s, c.e, c.ev, c.mask, c.bias)
+		t.Run(name, func(t *testing.T) {
+			g := attentionGraph(t, c.d, c.b, c.h, c.kvh, c.l, c.s, c.e, c.ev, c.mask, c.bias)
+			in := inputsFor(g, 3, 1)
+			if c.pos != nil {
+				copy(in["pos"].I, c.pos)
+			}
+			k := Kernel{Name: "k0_attention", Graph: g}
+			res := runKernel(t, k, in)
+			want, err := ref.Run(g, in, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkAttention(t, res.out["o"], want["o"])
+			if !strings.Contains(res.ptx, "shfl.sync.bfly") || strings.Count(res.ptx, "bar.sync") != 2 {
+				t.Errorf("want the warp butterfly and two barriers per tile:\n%s", res.ptx)
+			}
+		})
+	}
+}
+
+// checkAttention compares the kernel's output with the reference's: f32 arithmetic and ex2.approx
+// against float64, plus the output's own rounding.
+func checkAttention(t *testing.T, got, want *tensor.Tensor) {
+	t.Helper()
+	tol := map[ir.DType]float64{ir.F32: 2e-5, ir.F16: 2e-3, ir.BF16: 1e-2}[want.Type.DType]
+	bad := 0
+	for i := range want.F {
+		w, g := want.F[i], got.F[i]
+		if math.IsNaN(w) && math.IsNaN(g) {
+			continue
+		}
+		if !(math.Abs(g-w) <= tol*(1+math.Abs(w))) {
+			if bad < 5 {
+				t.Errorf("o[%d] = %g, want %g (tolerance %g)", i, g, w, tol)
+			}
+			bad++
+		}
+	}
+}
+
+// TestAttentionSkipsHiddenTiles: a causal kernel stops at the block's last visible key, so it
+// executes about half the instructions of the same shape unmasked.
+func TestAttentionSkipsHiddenTiles(t *testing.T) {
+	count := func(mask string) int64 {
+		g := attentionGraph(t, ir.F32, 1, 1, 1, 64, 64, 8, 8, mask, nil)
+		res := runKernel(t, Kernel{Name: "k0_attention", Graph: g}, inputsFor(g, 1, 1))
+		return res.stats.WarpInsts
+	}
+	causal, full := count(ops.MaskCausal), count(ops.MaskNone)
+	t.Logf("warp instructions at L = S = 64: causal %d, unmasked %d", causal, full)
+	if r := float64(causal) / float64(full); r > 0.65 {
+		t.Errorf("causal attention executes %d instructions, unmasked %d: ratio %.2f, want about half", causal, full, r)
+	}
+}
+
+// TestAttentionStridedOperands: the template reads q, k, v and the bias through views in place:
+// heads split out of a fused qkv buffer's rows and transposed, a KV head broadcast to every
+// query head (multi-query without a copy), a bias broadcast over heads.
+func TestAttentionStridedOperands(t *testing.T) {
+	const b, l, h, e = 2, 6, 3, 8
+	g := ir.NewGraph("strided")
+	add := func(op string, attrs ir.Attrs, args ...*ir.Value) *ir.Value {
+		ts := make([]ir.Type, len(args))
+		for i, a := range args {
+			ts[i] = a.Type
+		}
+		ty, err := ops.Infer(op, ts, attrs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g.Add(op, ty, attrs, args...)
+	}
+	qv := g.Input("qv", ir.T(ir.F32, b, l, 2*h*e), nil)
+	kin := g.Input("k", ir.T(ir.F32, b, 1, l, e), nil)
+	bias := g.Input("bias", ir.T(ir.F32, l, l), nil)
+	heads := func(lo int) *ir.Value {
+		x := add("slice", ir.Attrs{"start": []int{0, 0, lo}, "limit": []int{b, l, lo + h*e}}, qv)
+		x = add("reshape", ir.Attrs{"shape": []int{b, l, h, e}}, x)
+		return add("transpose", ir.Attrs{"perm": []int{0, 2, 1, 3}}, x)
+	}
+	q, v := heads(0), heads(h*e)
+	k := add("broadcast_in_dim", ir.Attrs{"dims": []int{0, 1, 2, 3}, "shape": []int{b, h, l, e}}, kin)
+	bb := add("broadcast_in_dim", ir.Attrs{"dims": []int{2, 3}, "shape": []int{1, h, l, l}}, bias)
+	g.SetOutput("o", add(ops.AttentionOp, ir.Attrs{"scale": 0.3, "mask": ops.MaskCausal, "additive": true}, q, k, v, bb))
+	in := inputsFor(g, 5, 1)
+	res := runKernel(t, Kernel{Name: "k0_attention", Graph: g}, in)
+	want, err := ref.Run(g, in, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkAttention(t, res.out["o"], want["o"])
+}
