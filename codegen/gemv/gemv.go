@@ -106,10 +106,6 @@ func (p Plan) ScratchBytes() int {
 	return roundUp(4*p.PartialFloats()+4*p.Tiles*p.Batch, 8)
 }
 
-// PartialBytes is the DRAM traffic of the partials: each written once and read once by the
-// tile's last block (which zeroes it: a third pass over the same lines, counted too).
-func (p Plan) PartialBytes() int64 { return 3 * 4 * int64(p.PartialFloats()) }
-
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
 func roundUp(a, b int) int { return ceilDiv(a, b) * b }
 
