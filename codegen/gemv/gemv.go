@@ -15,6 +15,11 @@ const (
 	// hide its latency and its partials stay a small part of its traffic.
 	KAlign  = 64
 	MinKPer = 128
+	// MinWeight is the fewest weight elements (K·N per batch element) the template takes.
+	// Smaller products are bound by their launch (a 32 KB f32 weight streams in 10 ns at
+	// 3.35 TB/s; a launch costs 875 ns in a CUDA graph) whichever template runs them, and stay
+	// in the templates that served them.
+	MinWeight = 8192
 	// SMs is the H100 SXM's count the split aims to fill (as the cost model): blocks are cut
 	// until there are TargetBlocks, two per SM.
 	SMs          = 132
@@ -31,13 +36,15 @@ type Plan struct {
 }
 
 // Of returns the plan of dot if the GEMV template takes it: a dot_general on f32, f16 or bf16
-// operands whose lhs has at most MaxM rows (its free dims' product) and which has elements.
+// operands, each a buffer or a view of one (transpose, slice, broadcast_in_dim, reshape; the
+// direct template takes operands computed inside the kernel), whose lhs has at most MaxM rows
+// (its free dims' product), with elements and at least MinWeight weight elements.
 func Of(dot *ir.Value) (Plan, bool) {
 	if dot.Op != "dot_general" || len(dot.Args) != 2 {
 		return Plan{}, false
 	}
 	for _, a := range dot.Args {
-		if d := a.Type.DType; d != ir.F32 && d != ir.F16 && d != ir.BF16 {
+		if d := a.Type.DType; (d != ir.F32 && d != ir.F16 && d != ir.BF16) || !isView(a) {
 			return Plan{}, false
 		}
 	}
@@ -64,7 +71,7 @@ func Of(dot *ir.Value) (Plan, bool) {
 			n *= rhs[d]
 		}
 	}
-	if m > MaxM || m*n*batch == 0 || batch > 65535 {
+	if m > MaxM || m*n*batch == 0 || k*n < MinWeight || batch > 65535 {
 		return Plan{}, false
 	}
 	return New(m, n, k, batch), true
@@ -108,6 +115,18 @@ func (p Plan) ScratchBytes() int {
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
 func roundUp(a, b int) int { return ceilDiv(a, b) * b }
+
+// isView reports whether v is a graph input or param read through view ops only.
+func isView(v *ir.Value) bool {
+	for ; v.Op != ir.OpInput && v.Op != ir.OpParam; v = v.Args[0] {
+		switch v.Op {
+		case "transpose", "slice", "broadcast_in_dim", "reshape":
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 func contains(s []int, x int) bool {
 	for _, y := range s {

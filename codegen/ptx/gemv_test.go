@@ -60,7 +60,8 @@ var gemvCases = []struct{ name, src string }{
 // sm_80 and sm_90 (no spills), runs with memcheck, racecheck and synccheck, and a split launch
 // twice (the same bits, the scratch left zero).
 func TestGEMV(t *testing.T) {
-	shapes := [][3]int{{1, 1, 1}, {1, 768, 300}, {2, 33, 130}, {3, 7, 9}, {4, 64, 520}, {5, 100, 64}, {8, 40, 257}}
+	// K·N ≥ gemv.MinWeight; N = 1 splits K alone.
+	shapes := [][3]int{{1, 1, 8200}, {1, 768, 300}, {2, 33, 300}, {3, 7, 1200}, {4, 64, 520}, {5, 100, 100}, {8, 40, 257}}
 	if testing.Short() {
 		shapes = shapes[:3]
 	}
@@ -68,7 +69,7 @@ func TestGEMV(t *testing.T) {
 		for _, dt := range []string{"f32", "f16", "bf16"} {
 			for _, s := range shapes {
 				m, n, k := s[0], s[1], s[2]
-				if c.name == "batched_probs_v" && n > 100 {
+				if c.name == "batched_probs_v" && n*k > 20000 {
 					continue
 				}
 				t.Run(fmt.Sprintf("%s_%s_%dx%dx%d", c.name, dt, m, n, k), func(t *testing.T) {
@@ -140,6 +141,45 @@ func TestGEMVPlan(t *testing.T) {
 		again, _, _ := Generate(Kernel{Name: "k", Graph: g}, harnessTarget)
 		if again != text {
 			t.Errorf("%s: two generations differ", c.name)
+		}
+	}
+}
+
+// TestGEMVLeaves: products the GEMV template does not take keep their templates: more than 8
+// rows, a weight under gemv.MinWeight elements (launch-bound: the tiled templates' small
+// shapes), an operand computed inside the kernel (direct), f64.
+func TestGEMVLeaves(t *testing.T) {
+	for _, c := range []struct{ name, src, kind string }{
+		{"nine_rows", `graph g {
+  input %x : f32[9,512]
+  input %w : f32[512,64]
+  %0 = dot_general(%x, %w) {lhs_contract=[1], rhs_contract=[0]} : f32[9,64]
+  output y = %0
+}`, "ffma"},
+		{"small_weight", `graph g {
+  input %x : f16[2,64]
+  input %w : f16[64,127]
+  %0 = dot_general(%x, %w) {lhs_contract=[1], rhs_contract=[0]} : f16[2,127]
+  output y = %0
+}`, "tensor core"},
+		{"computed_lhs", `graph g {
+  input %x : f32[2,512]
+  input %w : f32[512,64]
+  %0 = sin(%x) : f32[2,512]
+  %1 = dot_general(%0, %w) {lhs_contract=[1], rhs_contract=[0]} : f32[2,64]
+  output y = %1
+}`, "direct"},
+		{"f64", `graph g {
+  input %x : f64[2,512]
+  input %w : f64[512,64]
+  %0 = dot_general(%x, %w) {lhs_contract=[1], rhs_contract=[0]} : f64[2,64]
+  output y = %0
+}`, "direct"},
+	} {
+		g := parse(t, c.src)
+		cp, err := ContractionPlan(Kernel{Name: "k", Graph: g}, harnessTarget)
+		if err != nil || cp.Kind != c.kind {
+			t.Errorf("%s: template %q (%v), want %s", c.name, cp.Kind, err, c.kind)
 		}
 	}
 }
