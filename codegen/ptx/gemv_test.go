@@ -60,8 +60,8 @@ var gemvCases = []struct{ name, src string }{
 // sm_80 and sm_90 (no spills), runs with memcheck, racecheck and synccheck, and a split launch
 // twice (the same bits, the scratch left zero).
 func TestGEMV(t *testing.T) {
-	// K·N ≥ gemv.MinWeight; N = 1 splits K alone.
-	shapes := [][3]int{{1, 1, 8200}, {1, 768, 300}, {2, 33, 300}, {3, 7, 1200}, {4, 64, 520}, {5, 100, 100}, {8, 40, 257}}
+	// K·N ≥ gemv.MinWeight (4096); N = 1 splits K alone.
+	shapes := [][3]int{{1, 1, 4100}, {1, 768, 300}, {2, 33, 130}, {3, 7, 600}, {4, 64, 520}, {5, 100, 100}, {8, 40, 257}}
 	if testing.Short() {
 		shapes = shapes[:3]
 	}
@@ -157,8 +157,8 @@ func TestGEMVLeaves(t *testing.T) {
   output y = %0
 }`, "ffma"},
 		{"small_weight", `graph g {
-  input %x : f16[2,64]
-  input %w : f16[64,127]
+  input %x : f16[2,32]
+  input %w : f16[32,127]
   %0 = dot_general(%x, %w) {lhs_contract=[1], rhs_contract=[0]} : f16[2,127]
   output y = %0
 }`, "tensor core"},
