@@ -63,6 +63,7 @@ func gemvWeightOf(dot *ir.Value, n, k int) gemvWeight {
 	return w
 }
 
+// gemvKernel generates k, whose one contraction dot the GEMV template takes with plan p.
 func gemvKernel(k Kernel, dot *ir.Value, p gemv.Plan, globals *[]string) (string, Launch, error) {
 	b := newBuilder(k.Name)
 	b.perf = fmt.Sprintf(".maxntid %d, 1, 1", gemv.Threads)
@@ -117,11 +118,11 @@ func gemvKernel(k Kernel, dot *ir.Value, p gemv.Plan, globals *[]string) (string
 			rowX[m].getCoord(a, d)
 		}
 	}
-	colX := make([]*index, vecCols)
+	var colX *index
 	if w.v == 1 {
-		colX[0] = newIndexLin(shape, a.add(a.mul(bz, p.M*p.N), a.clamp(col, p.N)))
+		colX = newIndexLin(shape, a.add(a.mul(bz, p.M*p.N), a.clamp(col, p.N)))
 		for d := range shape {
-			colX[0].getCoord(a, d)
+			colX.getCoord(a, d)
 		}
 	}
 	// Strided weights: the element offset of (k = 0, col) in the buffer.
@@ -145,7 +146,7 @@ func gemvKernel(k Kernel, dot *ir.Value, p gemv.Plan, globals *[]string) (string
 	}
 	weightAt := func(kk string) ([]val, error) {
 		if w.v == 1 {
-			_, rhsAt, ks := gn.dotOperands(dot, colX[0])
+			_, rhsAt, ks := gn.dotOperands(dot, colX)
 			v, err := rhsAt(newIndexLin(ks, kk))
 			return []val{v}, err
 		}
