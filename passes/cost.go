@@ -69,6 +69,12 @@ func kernelCost(k *Kernel, tf32 bool) KernelStats {
 			}
 		}
 	}
+	if p, ok := gemvPlan(k); ok {
+		// A split GEMV writes its f32 partials to scratch; each tile's last block reads them
+		// back and zeroes them.
+		ks.ReadBytes += 4 * int64(p.PartialFloats())
+		ks.WriteBytes += 8 * int64(p.PartialFloats())
+	}
 	if k.RowPasses > 1 {
 		ks.ReadBytes *= int64(k.RowPasses) // a streamed row is read once per pass
 	}
@@ -83,7 +89,8 @@ func kernelCost(k *Kernel, tf32 bool) KernelStats {
 func isContractionOp(op string) bool { return op == "dot_general" || op == "conv2d" }
 
 // blocks estimates how many blocks codegen launches for k: one per 256 elements of a loop, one
-// per 128×128 tile of a contraction's result (times its batch), one per row of a row reduction
+// per 128×128 tile of a contraction's result (times its batch; a product of at most 8 rows:
+// the GEMV plan's blocks), one per row of a row reduction
 // (one per 32 columns where the reduced axis is not the innermost; one per 256 elements of a
 // full reduction, which splits), one for a persistent kernel.
 func blocks(k *Kernel) int {
@@ -96,6 +103,9 @@ func blocks(k *Kernel) int {
 			return max(1, k.Space[0]*k.Space[1]*ceilDiv(k.Space[2], attnRows))
 		}
 	case Contraction:
+		if p, ok := gemvPlan(k); ok {
+			return p.Blocks()
+		}
 		s := k.Space
 		if len(s) < 2 {
 			return 1

@@ -52,6 +52,10 @@ func (a *Auto) Module(kernels []ptx.Kernel, t ptx.Target) (string, []ptx.Launch,
 	var at []int
 	for i, k := range kernels {
 		a.Choices[i] = Choice{Kernel: k.Name, Producer: "ptx"}
+		if gemvKernel(k, t) {
+			a.Choices[i].Why = "GEMV: codegen/nvvm computes it with the direct template"
+			continue
+		}
 		_, _, err := nvvm.IR([]ptx.Kernel{k}, t)
 		switch {
 		case err == nil:
@@ -186,4 +190,14 @@ func cost(c *Counters, arch string, oneBlock bool) float64 {
 		return w
 	}
 	return w * float64(half) / float64(c.Warps)
+}
+
+// gemvKernel reports whether codegen/ptx runs k in its GEMV template, which codegen/nvvm has
+// no counterpart of (it falls back to the direct template): auto keeps codegen/ptx's.
+func gemvKernel(k ptx.Kernel, t ptx.Target) bool {
+	if ptx.Template(k) != "contraction" {
+		return false
+	}
+	c, err := ptx.ContractionPlan(k, t)
+	return err == nil && c.Kind == "gemv"
 }

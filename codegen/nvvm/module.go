@@ -166,6 +166,10 @@ func (md *module) kernel(k ptx.Kernel, t ptx.Target) (*ir.Func, ptx.Launch, erro
 			switch c.Kind {
 			case "direct":
 				f, l, err = md.directKernel(k, c)
+			case "gemv":
+				// No NVVM counterpart: the direct template computes it (exactly, more slowly);
+				// --backend auto takes codegen/ptx's GEMV for it.
+				f, l, err = md.directKernel(k, ptx.DirectFallback(c))
 			case "ffma":
 				f, l, err = md.ffmaKernel(k, t)
 			case "tensor core":

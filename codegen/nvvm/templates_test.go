@@ -121,11 +121,22 @@ func TestTemplates(t *testing.T) {
   output y = %0
 }`, "direct"},
 		{"matmul_ffma", `graph g {
-  input %x : f32[8,16]
+  input %x : f32[9,16]
   input %w : f32[16,4]
-  %0 = dot_general(%x, %w) {lhs_contract=[1], rhs_contract=[0]} : f32[8,4]
+  %0 = dot_general(%x, %w) {lhs_contract=[1], rhs_contract=[0]} : f32[9,4]
   output y = %0
 }`, "ffma"},
+		// At most 8 rows: codegen/ptx's GEMV, here the direct template (exact), the two within
+		// tolerance of each other.
+		{"matmul_gemv_bias", `graph g {
+  input %x : bf16[2,300]
+  input %w : bf16[40,300]
+  input %b : bf16[40]
+  %0 = dot_general(%x, %w) {lhs_contract=[1], rhs_contract=[1]} : bf16[2,40]
+  %1 = broadcast_in_dim(%b) {shape=[2,40], dims=[1]} : bf16[2,40]
+  %2 = add(%0, %1) : bf16[2,40]
+  output y = %2
+}`, "gemv"},
 		// Several k steps and tiles, edges in M, N and K, a batch, a bias and relu epilogue
 		// stored in 4-column groups.
 		{"matmul_ffma_batched_bias_relu", `graph g {

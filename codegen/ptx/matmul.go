@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gcomp/gcomp/codegen/gemv"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ops"
 )
@@ -243,6 +244,16 @@ func matmulKernel(k Kernel, t Target, globals *[]string) (string, Launch, error)
 		}
 	}
 	nglobals := len(*globals)
+	if p, ok := gemv.Of(dot); ok && pool == nil {
+		text, l, err := gemvKernel(k, dot, p, globals)
+		if err == nil {
+			if t.TF32 && dot.Type.DType == ir.F32 {
+				text, l = tf32Note(text, l, "GEMV: a product of at most 8 rows is bound by its weight's bytes")
+			}
+			return text, l, nil
+		}
+		*globals = (*globals)[:nglobals] // the other templates say what they make of it
+	}
 	text, l, err := tiledKernel(k, dot, t, half, globals)
 	if err != nil && pool != nil {
 		// The passes fuse a pooling only where a tiled template applies.

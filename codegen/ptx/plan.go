@@ -260,7 +260,7 @@ func TransposePlan(k Kernel) TransposeTile {
 }
 
 // Contraction is the plan of a kernel of the "contraction" Template: Kind "ffma" or
-// "tensor core" (the 128×128-tile templates) or "direct" (one thread per result, Why says why
+// "tensor core" (the 128×128-tile templates), "gemv" (few rows: package gemv) or "direct" (one thread per result, Why says why
 // the tiles do not take it), for the kernel's one dot_general or conv2d, Dot.
 type Contraction struct {
 	Kind, Why   string
@@ -291,6 +291,8 @@ func ContractionPlan(k Kernel, t Target) (Contraction, error) {
 		if i, j := strings.Index(line, "("), strings.LastIndex(line, ")"); i >= 0 && j > i {
 			c.Why = line[i+1 : j]
 		}
+	case strings.Contains(text, "// gemv: "):
+		c.Kind = "gemv"
 	case strings.Contains(text, "mma.sync"):
 		c.Kind = "tensor core"
 	}

@@ -1,0 +1,87 @@
+package gemv
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/gcomp/gcomp/ir"
+)
+
+// TestNew: the slices cover K exactly once in multiples of KAlign, the blocks reach SMs where
+// K allows it, and products whose columns fill the GPU are not split.
+func TestNew(t *testing.T) {
+	for _, c := range []struct {
+		m, n, k, batch      int
+		tiles, splits, kper int
+	}{
+		{1, 768, 3072, 1, 24, 10, 320},
+		{1, 768, 768, 1, 24, 6, 128},
+		{1, 64, 1024, 12, 2, 8, 128}, // attention's probs·V: 12 heads
+		{8, 50257, 768, 1, 1571, 1, 768},
+		{1, 1, 100, 1, 1, 1, 128},    // K under MinKPer: one slice
+		{2, 4096, 64, 1, 128, 1, 64}, // 128 tiles: under SMs, but K is one slice
+	} {
+		p := New(c.m, c.n, c.k, c.batch)
+		if p.Tiles != c.tiles || p.Splits != c.splits || p.KPer != c.kper {
+			t.Errorf("%+v: tiles %d, splits %d of %d; want %d, %d of %d", c, p.Tiles, p.Splits, p.KPer, c.tiles, c.splits, c.kper)
+		}
+		if p.KPer%KAlign != 0 || (p.Splits-1)*p.KPer >= max(c.k, 1) || p.Splits*p.KPer < c.k {
+			t.Errorf("%+v: %d slices of %d do not cover K once", c, p.Splits, p.KPer)
+		}
+		want := 0
+		if p.Splits > 1 {
+			want = (4*p.Blocks()*c.m*Cols + 4*p.Tiles*c.batch + 7) / 8 * 8
+		}
+		if p.ScratchBytes() != want || p.Grid() != [3]int{p.Tiles, p.Splits, c.batch} {
+			t.Errorf("%+v: scratch %d (want %d), grid %v", c, p.ScratchBytes(), want, p.Grid())
+		}
+	}
+}
+
+// TestOf: which dot_generals the template takes.
+func TestOf(t *testing.T) {
+	for _, c := range []struct {
+		name, src string
+		ok        bool
+	}{
+		{"rows_8", dot("f32", 8, 64, 64, ""), true},
+		{"rows_9", dot("f32", 9, 64, 64, ""), false},
+		{"weight_4096", dot("bf16", 1, 64, 64, ""), true},
+		{"weight_4095", dot("f16", 1, 63, 65, ""), false},
+		{"f64", dot("f64", 1, 64, 64, ""), false},
+		{"computed_lhs", dot("f32", 1, 64, 64, "sin"), false},
+		{"view_lhs", dot("f32", 1, 64, 64, "transpose"), true},
+	} {
+		g, err := ir.Parse(c.name+".gir", []byte(c.src))
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		var d *ir.Value
+		for _, v := range g.Values {
+			if v.Op == "dot_general" {
+				d = v
+			}
+		}
+		if _, ok := Of(d); ok != c.ok {
+			t.Errorf("%s: taken %v, want %v", c.name, ok, c.ok)
+		}
+	}
+}
+
+// dot is x[m,k]·w[k,n] in dtype dt, x passed through op first ("sin", "transpose" of a
+// stored [k,m], or none).
+func dot(dt string, m, n, k int, op string) string {
+	x := fmt.Sprintf("  input %%x : %s[%d,%d]\n", dt, m, k)
+	switch op {
+	case "sin":
+		x += fmt.Sprintf("  %%s = sin(%%x) : %s[%d,%d]\n", dt, m, k)
+	case "transpose":
+		x = fmt.Sprintf("  input %%x : %s[%d,%d]\n  %%s = transpose(%%x) {perm=[1,0]} : %s[%d,%d]\n", dt, k, m, dt, m, k)
+	}
+	lhs := "%x"
+	if op != "" {
+		lhs = "%s"
+	}
+	return fmt.Sprintf("graph g {\n%s  input %%w : %s[%d,%d]\n  %%0 = dot_general(%s, %%w) {lhs_contract=[1], rhs_contract=[0]} : %s[%d,%d]\n  output y = %%0\n}\n",
+		x, dt, k, n, lhs, dt, m, n)
+}
