@@ -29,8 +29,8 @@ func (c Config) HeadDim() int { return c.Embd / c.Heads }
 // of 50257 tokens; this one has 512).
 var Tiny = Config{Vocab: 512, Embd: 32, Layers: 2, Heads: 4, Inner: 128, MaxSeq: 64, NormEps: 1e-5}
 
-// Model builds Tiny's decode program (batch 1), for `gcomp build examples/gpt2/model.go`.
-func Model(b *frontend.Builder) { Decode(b, Tiny, 1) }
+// Model builds Tiny's decode program (batch 1, or gcomp build --batch), for `gcomp build examples/gpt2/model.go`.
+func Model(b *frontend.Builder) { Decode(b, Tiny, b.Batch(1)) }
 
 // Prefill builds the program that reads T prompt tokens per sequence (input tokens [batch, T]).
 func Prefill(b *frontend.Builder, c Config, batch, T int) { program(b, c, batch, T) }
@@ -92,12 +92,14 @@ func NewGPT2(b *frontend.Builder, c Config) *GPT2 {
 func (m *GPT2) Forward(tokens, pos *frontend.Tensor, cache *nn.KVCache) *frontend.Tensor {
 	B, T := tokens.Dim(0), tokens.Dim(1)
 	b := tokens.Builder()
-	positions := pos.Reshape(B, 1).Add(b.Arange(T, ir.I64).Reshape(1, T))
+	positions := pos.Reshape(B, 1).Add(b.Iota(ir.I64, 1, B, T))
 	x := m.WTE.Forward(tokens).Add(m.WPE.Forward(positions))
 	for i, block := range m.H {
 		x = block.Forward(x, pos, cache, i)
 	}
-	x = m.LNF.Forward(x.Index(1, T-1))
+	// The last position is taken after the norm, so ln_f has the layers' shape (one kernel
+	// serves all of them).
+	x = m.LNF.Forward(x).Index(1, T-1)
 	return frontend.Linear(x, m.WTE.Weight, nil) // lm_head, tied to wte
 }
 

@@ -32,8 +32,8 @@ func (c Config) HeadDim() int { return c.Hidden / c.Heads }
 // Tiny is a small configuration for examples and tests: 2 layers, 4 heads over 2 KV heads.
 var Tiny = Config{Vocab: 320, Hidden: 64, Intermediate: 96, Layers: 2, Heads: 4, KVHeads: 2, MaxSeq: 64, NormEps: 1e-5, RopeTheta: 10000}
 
-// Model builds Tiny's decode program (batch 1), for `gcomp build examples/llama/model.go`.
-func Model(b *frontend.Builder) { Decode(b, Tiny, 1) }
+// Model builds Tiny's decode program (batch 1, or gcomp build --batch), for `gcomp build examples/llama/model.go`.
+func Model(b *frontend.Builder) { Decode(b, Tiny, b.Batch(1)) }
 
 // Prefill builds the program that reads T prompt tokens per sequence (input tokens [batch, T]).
 func Prefill(b *frontend.Builder, c Config, batch, T int) { program(b, c, batch, T) }
@@ -84,14 +84,16 @@ func NewLlama(b *frontend.Builder, c Config) *Llama {
 func (m *Llama) Forward(tokens, pos *frontend.Tensor, cache *nn.KVCache) *frontend.Tensor {
 	B, T := tokens.Dim(0), tokens.Dim(1)
 	b := tokens.Builder()
-	positions := pos.Reshape(B, 1).Add(b.Arange(T, ir.I64).Reshape(1, T)) // [B, T]
-	cos, sin := m.Rotary.CosSin(positions)                                // [B, T, D]
-	cos, sin = cos.Unsqueeze(1), sin.Unsqueeze(1)                         // over the heads
+	positions := pos.Reshape(B, 1).Add(b.Iota(ir.I64, 1, B, T)) // [B, T]
+	cos, sin := m.Rotary.CosSin(positions)                      // [B, T, D]
+	cos, sin = cos.Unsqueeze(1), sin.Unsqueeze(1)               // over the heads
 	x := m.EmbedTokens.Forward(tokens)
 	for i, layer := range m.Layers {
 		x = layer.Forward(x, pos, cos, sin, m.Rotary, cache, i)
 	}
-	x = m.Norm.Forward(x.Index(1, T-1))
+	// The last position is taken after the norm, so the final norm has the layers' shape (one
+	// kernel serves all of them).
+	x = m.Norm.Forward(x).Index(1, T-1)
 	if m.LMHead == nil {
 		return frontend.Linear(x, m.EmbedTokens.Weight, nil)
 	}
