@@ -166,11 +166,10 @@ func writeDirect(path string, write func(io.Writer) error) error {
 // writeTemp writes a temporary file beside dst and returns its name and the function that stops
 // tracking it (TrackTemporary) once it is renamed or removed.
 func writeTemp(dst Dest, write func(io.Writer) error) (tmp string, forget func(), err error) {
-	f, err := os.CreateTemp(filepath.Dir(dst.Path), "."+filepath.Base(dst.Path)+".tmp*")
+	f, untrack, err := CreateTemp(filepath.Dir(dst.Path), "."+filepath.Base(dst.Path)+".tmp*")
 	if err != nil {
 		return "", nil, err
 	}
-	untrack := TrackTemporary(f.Name())
 	defer func() {
 		if err != nil {
 			f.Close()

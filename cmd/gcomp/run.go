@@ -504,12 +504,12 @@ func writeNPYFiles(dir string, files map[string]*tensorio.Array) (err error) {
 		}
 	}()
 	parent := filepath.Dir(filepath.Clean(dir))
-	tmp, err := os.MkdirTemp(parent, ".gcomp-out-*")
+	tmp, forget, err := tensorio.MkdirTemp(parent, ".gcomp-out-*")
 	if err != nil {
 		return fmt.Errorf("gcomp: cannot write to %s: %v", parent, err)
 	}
 	defer os.RemoveAll(tmp)
-	defer tensorio.TrackTemporary(tmp)()
+	defer forget()
 	for _, name := range names {
 		path := filepath.Join(tmp, name)
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
