@@ -98,6 +98,13 @@ func matchAttention(o *ir.Value, uses map[*ir.Value]int) (m attnMatch, ok bool) 
 				m, ok = m.groupedQueries(t)
 			}
 		}()
+	case x.Op == "add" && x.Args[1].Op == "constant":
+		// A folded additive mask (torch's export of scores + a constant 0/−inf triangle): the
+		// kernel reads no constants, so only the causal one is taken, as the causal mask.
+		if !constantCausal(x.Args[1]) {
+			return m, false
+		}
+		s, m.mask = x.Args[0], ops.MaskCausal
 	case x.Op == "add":
 		s, m.bias = x.Args[0], x.Args[1]
 	}
@@ -185,8 +192,12 @@ func rowReduced(b *ir.Value, op string, r int) *ir.Value {
 }
 
 // causalMask reports whether pred, of rank nb+2, is gt(iota col, iota row) over the last two
-// dims (the key index past the query index), directly or broadcast over the batch dims.
+// dims (the key index past the query index), directly or broadcast over the batch dims, or a
+// constant holding those values (torch's ONNX export folds masked_fill's ~tril(ones) into one).
 func causalMask(pred *ir.Value, nb int) bool {
+	if pred.Op == "constant" {
+		return constantCausal(pred)
+	}
 	if pred.Op == "broadcast_in_dim" {
 		if !slices.Equal(pred.Attrs.Ints("dims"), []int{nb, nb + 1}) {
 			return false
@@ -330,4 +341,33 @@ func (m attnMatch) build(rw *rewriter, o *ir.Value) *ir.Value {
 		return a
 	}
 	return rw.add("reshape", o.Type, ir.Attrs{"shape": []int(o.Type.Shape)}, o.Pos, a)
+}
+
+// constantCausal reports whether c, a constant of rank ≥ 2 over square [L, L] matrices, hides
+// exactly the keys past the query in every matrix: a bool predicate true there, or an additive
+// f32/f16/bf16 mask −inf there and 0 elsewhere.
+func constantCausal(c *ir.Value) bool {
+	sh := c.Type.Shape
+	r := len(sh)
+	if r < 2 || sh[r-1] != sh[r-2] {
+		return false
+	}
+	hidden := func(x float64) (hide, ok bool) { return x == math.Inf(-1), x == 0 || math.IsInf(x, -1) }
+	switch {
+	case c.Type.DType == ir.Bool:
+		hidden = func(x float64) (bool, bool) { return x != 0, true }
+	case !c.Type.DType.IsFloat():
+		return false
+	}
+	vals, n := c.Attrs.Floats("value"), sh[r-1]
+	if len(vals) != sh.NumElements() || n < 2 { // a splat is not causal unless L = 1
+		return false
+	}
+	for i, x := range vals {
+		row, col := i/n%n, i%n
+		if hide, ok := hidden(x); !ok || hide != (col > row) {
+			return false
+		}
+	}
+	return true
 }

@@ -12,7 +12,8 @@ The vision models' height and width are symbolic too ("height", "width"), so tha
 
 Usage: export_onnx.py OUT_DIR [--opsets 13,17] [--models cnn,rnn,...,vit,resnet50]
 The small exports are committed in frontend/onnx/suite/testdata/exported (mlp, rnn, lstm,
-transformer, vit), where TestExported checks gcomp's outputs against PyTorch's.
+transformer, vit; attention and attention_additive at opsets 13-17), where TestExported checks
+gcomp's outputs against PyTorch's and TestExportedAttention that the attention pass finds them.
 Needs Debian's python3-torch, python3-torchvision and python3-onnx (apt-get install them).
 The example models' definitions are scripts/torch_reference.py's.
 """
@@ -21,8 +22,11 @@ import contextlib
 import os
 import sys
 
+import math
+
 import numpy as np
 import torch
+from torch import nn
 import torchvision
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -41,6 +45,31 @@ class Tuple(torch.nn.Module):
         return tuple(out[n] for n in self.names)
 
 
+class AdditiveMaskAttention(tr.CausalSelfAttention):
+    """Causal attention as many hand-written models spell it: a division by sqrt(d) and an
+    additive float mask (0 or -inf) instead of a multiplication and masked_fill."""
+
+    def forward(self, x):
+        B, T, C = x.size()
+        q, k, v = self.c_attn(x).split(C, dim=2)
+        q, k, v = (t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for t in (q, k, v))
+        bias = torch.zeros(T, T).masked_fill(~torch.tril(torch.ones(T, T, dtype=torch.bool)), float("-inf"))
+        att = (q @ k.transpose(-2, -1)) / math.sqrt(k.size(-1)) + bias
+        y = torch.softmax(att, dim=-1) @ v
+        return self.c_proj(y.transpose(1, 2).reshape(B, T, C))
+
+
+class Single(nn.Module):
+    """One module's output under one name, as the Tuple wrapper wants a dict."""
+
+    def __init__(self, inner, name):
+        super().__init__()
+        self.inner, self.name = inner, name
+
+    def forward(self, *args):
+        return {self.name: self.inner(*args)}
+
+
 # name: (module factory, [(input, shape, dtype, batch dim or None)], [outputs], [(output, batch dim)])
 EXAMPLES = {
     "cnn": (tr.CNN, [("x", (64, 3, 28, 28), torch.float32, 0)], ["logits"], [0]),
@@ -51,6 +80,12 @@ EXAMPLES = {
     "transformer": (lambda: tr.Wrapped(tr.transformer(), "y"), [("src", (2, 16, 64), torch.float32, 0)], ["y"], [0]),
     "gpt": (tr.GPT, [("tokens", (1, 64), torch.int64, 0)], ["logits"], [0]),
     "mlp": (tr.MLP, [("x", (16, 64), torch.float32, 0)], ["y"], [0]),
+    # Attention written out (matmul, scale, mask, softmax, matmul with the heads' reshapes and
+    # transposes around it), which the attention pass must find at every opset 13-17.
+    "attention": (lambda: Single(tr.CausalSelfAttention(64, 4), "y"), [("x", (2, 16, 64), torch.float32, 0)],
+                  ["y"], [0]),
+    "attention_additive": (lambda: Single(AdditiveMaskAttention(64, 4), "y"),
+                           [("x", (2, 16, 64), torch.float32, 0)], ["y"], [0]),
 }
 VISION = {
     "resnet18": torchvision.models.resnet18,

@@ -9,6 +9,8 @@ import (
 	"github.com/gcomp/gcomp/compiler"
 	"github.com/gcomp/gcomp/frontend/onnx"
 	"github.com/gcomp/gcomp/internal/tolerance"
+	"github.com/gcomp/gcomp/ops"
+	"github.com/gcomp/gcomp/passes"
 	"github.com/gcomp/gcomp/runtime/check"
 	"github.com/gcomp/gcomp/runtime/ref"
 	"github.com/gcomp/gcomp/tensor"
@@ -98,5 +100,38 @@ func checkExported(t *testing.T, f string, sim bool) {
 		var sb strings.Builder
 		rep.WriteTable(&sb)
 		t.Fatalf("the simulator does not match the reference interpreter:\n%s", sb.String())
+	}
+}
+
+// TestExportedAttention: attention as torch 1.13 exports it from hand-written models (nanoGPT's
+// matmul, scale, masked_fill, softmax, matmul; and a division with an additive mask), with the
+// heads' reshapes and transposes around it, becomes one attention op at every opset 13-17, so
+// the compiled model holds no [heads, T, T] scores.
+func TestExportedAttention(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "exported", "attention*_opset*.onnx"))
+	if len(files) != 10 {
+		t.Fatalf("want the two attention models at opsets 13-17, have %d files", len(files))
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			m, err := onnx.ImportFile(f, onnx.Options{Shapes: map[string][]int{"x": {2, 16, 64}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := passes.Run(m.Graph, passes.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			count := map[string]int{}
+			for _, k := range res.Kernels.Kernels {
+				for _, v := range k.Ops {
+					count[v.Op]++
+				}
+			}
+			// One attention op, and no softmax left beside it (its exp would compute scores).
+			if count[ops.AttentionOp] != 1 || count["exp"] != 0 {
+				t.Errorf("%d attention ops and %d exp, want 1 and 0; kernels:\n%s", count[ops.AttentionOp], count["exp"], res.Kernels)
+			}
+		})
 	}
 }
