@@ -10,7 +10,7 @@ import (
 // Quantize rounds the float weight w [n, k] to nearest, as GPTQ's quantizer sets its grid (its
 // RTN baseline): per output channel and group of groupSize input channels (-1: the whole row), the
 // range [min(w, 0), max(w, 0)] is cut into 2^bits − 1 steps. Asymmetric: the zero point is
-// round(−min / s); symmetric (sym): the range is ±max|w| and the zero point 2^(bits−1). The scale is
+// round(−min / s); symmetric (sym): the range is ±max|w| (for rows of one sign too) and the zero point 2^(bits−1). The scale is
 // rounded to f16 before the weights are rounded against it, so Dequantize reproduces exactly what
 // a reader of the stored layer computes. An all-zero group gets GPTQ's range [−1, 1].
 func Quantize(w []float32, n, k, bits, groupSize int, sym bool) (*Layer, error) {
@@ -40,11 +40,9 @@ func Quantize(w []float32, n, k, bits, groupSize int, sym bool) (*Layer, error) 
 				}
 				xmin, xmax = min(xmin, v), max(xmax, v)
 			}
-			if sym {
+			if sym { // always ±max|w|: GPTQ's quantizer keeps [0, max] for a row of one sign, and clips half its grid
 				xmax = max(-xmin, xmax)
-				if xmin < 0 {
-					xmin = -xmax
-				}
+				xmin = -xmax
 			}
 			if xmin == 0 && xmax == 0 {
 				xmin, xmax = -1, 1

@@ -45,7 +45,7 @@ def quantizer_params(w, bits, sym):
     xmax = torch.maximum(w.max(1).values, torch.zeros(w.shape[0]))
     if sym:
         xmax = torch.maximum(xmin.abs(), xmax)
-        xmin = torch.where(xmin < 0, -xmax, xmin)
+        xmin = -xmax
     both = (xmin == 0) & (xmax == 0)
     xmin[both], xmax[both] = -1, 1
     scale = ((xmax - xmin) / maxq).half().float()  # stored as f16: round against the stored value
