@@ -217,7 +217,9 @@ func TestQuantizedTensorsErrors(t *testing.T) {
 			`tensor "model.layers.1.mlp.up_proj.qzeros" is missing`, false},
 		{"scales dtype", func(m map[string]*tensorio.Array) { m[up+".scales"] = i32([]int{2, 24}, 0) },
 			`tensor "model.layers.1.mlp.up_proj.scales": dtype i32, want F16`, false},
-		{"float and packed", func(m map[string]*tensorio.Array) { m[up+".weight"] = encode("f32", []int{24, 16}, make([]float32, 24*16)) },
+		{"float and packed", func(m map[string]*tensorio.Array) {
+			m[up+".weight"] = encode("f32", []int{24, 16}, make([]float32, 24*16))
+		},
 			`"model.layers.1.mlp.up_proj.weight" is stored both as`, false},
 		{"packed layer past the config", func(m map[string]*tensorio.Array) { m["model.layers.2.mlp.up_proj.qweight"] = i32([]int{2, 24}, 0) },
 			"unexpected 1 tensor: model.layers.2.mlp.up_proj.qweight", false},
