@@ -252,3 +252,55 @@ func TestQuantizedTensorsErrors(t *testing.T) {
 		})
 	}
 }
+
+// An AWQ folder (GEMM layout, no g_idx) reads back to its layers' weights, and a linear layer
+// left float in a quantized folder is read as float.
+func TestAWQFolder(t *testing.T) {
+	src := t.TempDir()
+	cfg := floatLlama(t, src)
+	ck, ws := openWeights(t, src, cfg)
+	defer ck.Close()
+	f := quant.Format{Method: "awq", Bits: 4, GroupSize: 8}
+	tensors := map[string]*tensorio.Array{}
+	want := map[string][]float32{}
+	const float = "model.layers.0.self_attn.o_proj.weight"
+	for _, w := range ws.List {
+		a := mustArray(t, w, "f32")
+		if !Quantizable(w.Name) || w.Name == float {
+			tensors[w.Name] = a
+			continue
+		}
+		l, err := quant.Quantize(decodeF32(a), w.Shape[0], w.Shape[1], 4, 8, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		packed, err := quant.Pack(f, l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for s, p := range packed {
+			tensors[strings.TrimSuffix(w.Name, "weight")+s] = p
+		}
+		want[w.Name] = l.Dequantize()
+	}
+	dir := t.TempDir()
+	writeFolder(t, dir, with(llamaJSON(), "quantization_config", map[string]any{"quant_method": "awq", "bits": 4, "group_size": 8, "version": "gemm", "zero_point": true}), tensors, 2)
+	qcfg, err := ReadConfig(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	qck, qws := openWeights(t, dir, qcfg)
+	defer qck.Close()
+	if len(want) != 13 {
+		t.Fatalf("%d layers packed", len(want))
+	}
+	for name, v := range want {
+		w := qws.Get(name)
+		if w.Quant == nil || w.Quant.Method != "awq" || !slices.Equal(decodeF32(mustArray(t, w, "f32")), v) {
+			t.Errorf("%s does not read back", name)
+		}
+	}
+	if w := qws.Get(float); w.Quant != nil || !slices.Equal(w.Shape, []int{16, 16}) {
+		t.Errorf("the float layer: %+v", w)
+	}
+}
