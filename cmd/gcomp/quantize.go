@@ -80,26 +80,12 @@ func writeFolderAtomic(src, out string, force bool, write func(dir string) error
 	case exists && contains(out, src):
 		return fail("%s holds the model folder %s: it cannot be replaced", out, src)
 	}
-	missing, err := missingParents(out)
+	tmp, done, err := tempBeside(out)
 	if err != nil {
 		return err
 	}
-	undo, err := makeDirs(missing)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			undo()
-		}
-	}()
+	defer func() { done(err != nil) }()
 	parent := filepath.Dir(filepath.Clean(out))
-	tmp, forget, err := tensorio.MkdirTemp(parent, ".gcomp-out-*")
-	if err != nil {
-		return fail("cannot write to %s: %v", parent, err)
-	}
-	defer os.RemoveAll(tmp)
-	defer forget()
 	if err := write(tmp); err != nil {
 		return err
 	}
