@@ -54,6 +54,9 @@ func TestQuantizationConfig(t *testing.T) {
 			if diff := cmp.Diff(tt.want, cfg.Quant); diff != "" {
 				t.Errorf("(-want +got)\n%s", diff)
 			}
+			if d := Describe(cfg); tt.want != nil && !strings.Contains(d, fmt.Sprintf(", linear layers %s int%d (", tt.want.Method, tt.want.Bits)) {
+				t.Errorf("Describe: %s", d)
+			}
 		})
 	}
 	if _, err := parseConfig("config.json", mustJSON(t, with(gpt2JSON(), "quantization_config", gptq))); err == nil || !strings.Contains(err.Error(), "quantized gpt2 checkpoints are not supported") {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gcomp/gcomp/checkpoint"
 	"github.com/gcomp/gcomp/quant"
+	"github.com/gcomp/gcomp/tensorio"
 )
 
 // gcomp quantize writes a GPTQ folder that reads back with its quantization_config and generates;
@@ -99,5 +100,73 @@ func TestQuantizeCommand(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(filepath.Join(base, "sub")); len(entries) != 1 {
 		t.Errorf("after --force %d entries beside the output", len(entries))
+	}
+}
+
+// gcomp generate on a quantized folder with bad packed tensors or an unread quantization_config
+// fails with one line naming the file and the tensor or field, exit status 1.
+func TestGenerateQuantizedBadInput(t *testing.T) {
+	src, _ := lmFolder(t, "llama")
+	good := filepath.Join(t.TempDir(), "q")
+	var so, se bytes.Buffer
+	if code := Main([]string{"quantize", src, "--int4", "--group", "32", "-o", good}, &so, &se); code != 0 {
+		t.Fatal(se.String())
+	}
+	tensors, meta, err := tensorio.ReadSafetensorsFile(filepath.Join(good, "model.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	config, err := os.ReadFile(filepath.Join(good, "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const layer = "model.layers.0.mlp.down_proj" // 64 outputs, 96 inputs: 3 groups
+	for _, tc := range []struct {
+		name   string
+		config func(string) string
+		change func(map[string]*tensorio.Array)
+		want   string
+	}{
+		{"packed sizes wrong", nil, func(m map[string]*tensorio.Array) {
+			m[layer+".qweight"] = &tensorio.Array{DType: "i32", Shape: []int{11, 64}, Data: make([]byte, 4*11*64)}
+		}, `model.safetensors: tensor "model.layers.0.mlp.down_proj.qweight": shape [11 64], want [12 64]`},
+		{"g_idx out of range", nil, func(m map[string]*tensorio.Array) {
+			m[layer+".g_idx"] = &tensorio.Array{DType: "i32", Shape: []int{96}, Data: bytes.Repeat([]byte{3, 0, 0, 0}, 96)}
+		}, `model.safetensors: tensor "model.layers.0.mlp.down_proj.g_idx": element 0 is group 3, outside [0, 3)`},
+		{"zeros of wrong shape", nil, func(m map[string]*tensorio.Array) {
+			m[layer+".qzeros"] = &tensorio.Array{DType: "i32", Shape: []int{3, 64}, Data: make([]byte, 4*3*64)}
+		}, `tensor "model.layers.0.mlp.down_proj.qzeros": shape [3 64], want [3 8]`},
+		{"bits 3", func(s string) string { return strings.Replace(s, `"bits": 4`, `"bits": 3`, 1) }, nil,
+			"config.json: quantization_config: gptq bits 3 is not supported (4, 8)"},
+		{"unknown quant_method", func(s string) string { return strings.Replace(s, `"quant_method": "gptq"`, `"quant_method": "hqq"`, 1) }, nil,
+			`config.json: quantization_config: quant_method "hqq" is not supported (gptq, awq)`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			cfg := string(config)
+			if tc.config != nil {
+				if cfg = tc.config(cfg); cfg == string(config) {
+					t.Fatal("the config change did not apply")
+				}
+			}
+			m := map[string]*tensorio.Array{}
+			for k, v := range tensors {
+				m[k] = v
+			}
+			if tc.change != nil {
+				tc.change(m)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(cfg), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := tensorio.WriteSafetensorsFile(filepath.Join(dir, "model.safetensors"), m, meta); err != nil {
+				t.Fatal(err)
+			}
+			var stdout, stderr bytes.Buffer
+			code := Main([]string{"generate", dir, "--prompt-ids", "1,2", "--device", "ref", "--max-new-tokens", "1"}, &stdout, &stderr)
+			if code != 1 || !strings.Contains(stderr.String(), tc.want) || strings.Count(stderr.String(), "\n") != 1 {
+				t.Errorf("exit %d, stderr %q, want %q", code, stderr.String(), tc.want)
+			}
+		})
 	}
 }
