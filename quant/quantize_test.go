@@ -111,10 +111,23 @@ func TestQuantizeEdges(t *testing.T) {
 			if l.G != 1 || len(l.Q) != tc.n*tc.k || len(l.Scales) != tc.n {
 				t.Fatalf("layer %d groups, %d values, %d scales", l.G, len(l.Q), len(l.Scales))
 			}
-			for i, v := range l.Dequantize() {
+			deq := l.Dequantize()
+			for i, v := range deq {
 				if math.Abs(float64(v-tc.w[i])) > 1e-7 {
 					t.Errorf("weight %d: %v for %v", i, v, tc.w[i])
 				}
+			}
+			f := Format{Method: "gptq", Bits: tc.bits, GroupSize: -1}
+			if f.CheckSizes(tc.n, tc.k) != nil {
+				return
+			}
+			packed, err := Pack(f, l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			back, err := Unpack(f, Packed{File: "f", Name: "l", Tensors: packed}, tc.n, tc.k)
+			if err != nil || !slices.Equal(back.Dequantize(), deq) {
+				t.Fatalf("packed and read back: %v", err)
 			}
 		})
 	}
