@@ -35,7 +35,9 @@
 // Dequantize computes w[n, k] = (float32(q) − float32(z)) · s in float32, with z and s those of
 // group Group[k] of row n, as the published kernels do (AutoGPTQ's and AutoAWQ's reference paths
 // subtract the zero in integers and multiply by the scale once), so the result is bit-exact
-// against PyTorch's (q − z).float() · s.float().
+// against PyTorch's (q − z).float() · s.float(). The product of an f16 scale (11 significant bits)
+// and an integer below 256 is exact in float32, so a kernel computing it in f16 gets this value
+// rounded once to f16.
 //
 // Every size read from a file is checked before anything is allocated from it: shapes against
 // the config's N, K, bits and group size, packed sizes exactly, g_idx in range. Each error is one
