@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/gcomp/gcomp/quant"
 	"github.com/gcomp/gcomp/tensorio"
 )
 
@@ -37,6 +38,8 @@ type Config struct {
 	EOS []int // end-of-sequence tokens (Llama 3 lists several)
 
 	DType string // torch_dtype as gcomp names it: "f32", "f16", "bf16", or "" when not given
+
+	Quant *quant.Format // quantization_config (gptq, awq), nil for a float checkpoint
 }
 
 // Bounds on config.json's sizes: far above any published model, low enough that arithmetic on
@@ -99,6 +102,7 @@ func parseConfig(file string, data []byte) (*Config, error) {
 	}
 	c.EOS = f.ids("eos_token_id", c.Vocab)
 	c.DType = torchDType(f)
+	quantConfig(f, c)
 	if f.err != nil {
 		return nil, f.err
 	}

@@ -41,6 +41,13 @@ func Describe(cfg *Config) string {
 	if cfg.TiedEmbeddings {
 		b.WriteString(", tied embeddings")
 	}
+	if q := cfg.Quant; q != nil {
+		groups := fmt.Sprintf("groups of %d", q.GroupSize)
+		if q.GroupSize == -1 {
+			groups = "per output channel"
+		}
+		fmt.Fprintf(&b, ", linear layers %s int%d (%s; dequantized at load, the bytes below are the float model's)", q.Method, q.Bits, groups)
+	}
 	dtype := cfg.DType
 	if dtype == "" {
 		dtype = "f32"

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gcomp/gcomp/quant"
 	"github.com/gcomp/gcomp/tensorio"
 )
 
@@ -17,6 +18,12 @@ type Weight struct {
 	DType  string // stored dtype: f32, f16 or bf16
 	Shape  []int
 	src    *tensorio.SafetensorsFile
+
+	// A quantized linear layer (Quant set): Shape is the float weight's [out, in], DType "i32",
+	// and parts name its stored tensors by suffix (qweight, qzeros, scales, g_idx), Stored the
+	// layer's stored name without a suffix.
+	Quant *quant.Format
+	parts map[string]*tensorio.SafetensorsFile
 }
 
 // Weights are a checkpoint's weights checked against a config, in model order.
@@ -44,12 +51,18 @@ func (c *Checkpoint) Tensors(cfg *Config) (*Weights, error) {
 	}
 	found := map[string]*Weight{}
 	var problems, unexpected []string
+	packed := map[string]*Weight{} // quantized layers by canonical weight name
 	for _, stored := range c.names {
 		name := canonical(cfg.Arch, stored)
 		if name == "" || name == "lm_head.weight" && cfg.TiedEmbeddings {
 			continue
 		}
 		src := c.where[stored]
+		if w := c.quantPart(cfg, stored, name, packed); w != nil {
+			if _, ok := want[w.Name]; ok {
+				continue
+			}
+		}
 		dtype, shape, _ := src.Info(stored)
 		shapeWant, ok := want[name]
 		if !ok {
@@ -69,6 +82,7 @@ func (c *Checkpoint) Tensors(cfg *Config) (*Weights, error) {
 			problems = append(problems, fmt.Sprintf("%s: tensor %q has dtype %s (F32, F16 and BF16 are read)", w.File, stored, strings.ToUpper(dtype)))
 		}
 	}
+	problems = append(problems, c.checkPacked(cfg, want, packed, found)...)
 	var missing []string
 	ws := &Weights{byName: found}
 	for _, s := range specs {
@@ -126,13 +140,17 @@ func (w *Weights) Load(dtype string) (map[string]*tensorio.Array, error) {
 }
 
 // Array reads the weight and converts it to dtype: "f32" (also ""), "f16" or "bf16". The array is
-// the caller's: it does not alias the file.
+// the caller's: it does not alias the file. A quantized layer is dequantized (Layer, then
+// quant.Layer.Dequantize) and converted.
 func (w *Weight) Array(dtype string) (*tensorio.Array, error) {
 	if dtype == "" {
 		dtype = "f32"
 	}
 	if _, ok := converters[dtype]; !ok {
 		return nil, fmt.Errorf("checkpoint: dtype %q is not supported (f32, f16, bf16)", dtype)
+	}
+	if w.Quant != nil {
+		return w.dequantized(dtype)
 	}
 	v, err := w.src.View(w.Stored)
 	if err != nil {

@@ -21,7 +21,8 @@ func FromCheckpoint(c *checkpoint.Config) (Config, error) {
 
 // LoadCheckpoint reads a Hugging Face model folder (config.json and model.safetensors or its
 // shards): the weights are mapped, checked against the config, and converted to f32 one tensor at
-// a time, so the file is never held twice. maxSeq, when positive, bounds the KV cache below the
+// a time, so the file is never held twice. A quantized folder's (GPTQ, AWQ) linear layers are
+// dequantized at load (quantizedWeight). maxSeq, when positive, bounds the KV cache below the
 // model's context (a cache for the whole context of a large model is large).
 func LoadCheckpoint(dir string, maxSeq int) (*Model, *checkpoint.Config, error) {
 	cc, err := checkpoint.ReadConfig(dir)
@@ -49,13 +50,9 @@ func LoadCheckpoint(dir string, maxSeq int) (*Model, *checkpoint.Config, error) 
 	}
 	weights := make(map[string]*tensor.Tensor, len(ws.List))
 	for _, w := range ws.List {
-		a, err := w.Array("f32")
+		t, err := loadWeight(w)
 		if err != nil {
 			return nil, nil, err
-		}
-		t, err := tensor.FromArray(a)
-		if err != nil {
-			return nil, nil, fmt.Errorf("lm: %s: %v", w.Name, err)
 		}
 		if cfg.Arch == "gpt2" && w.Name == "transformer.wpe.weight" && cfg.MaxSeq < t.Type.Shape[0] {
 			// The position table's rows past the cache are never read.
@@ -69,4 +66,20 @@ func LoadCheckpoint(dir string, maxSeq int) (*Model, *checkpoint.Config, error) 
 		return nil, nil, err
 	}
 	return m, cc, nil
+}
+
+// loadWeight reads one weight as f32; a quantized layer goes through quantizedWeight.
+func loadWeight(w *checkpoint.Weight) (*tensor.Tensor, error) {
+	if w.Quant != nil {
+		return quantizedWeight(w)
+	}
+	a, err := w.Array("f32")
+	if err != nil {
+		return nil, err
+	}
+	t, err := tensor.FromArray(a)
+	if err != nil {
+		return nil, fmt.Errorf("lm: %s: %v", w.Name, err)
+	}
+	return t, nil
 }

@@ -7,6 +7,7 @@
 //	gcomp init-weights MODEL -o w.safetensors        write the model's seeded initial weights
 //	gcomp generate MODEL_DIR --prompt TEXT [--max-new-tokens N] [--temperature T] [--device ...]   generate text
 //	gcomp tokenize MODEL_DIR --text TEXT | --decode 1,2,3   a model folder's tokenizer
+//	gcomp quantize MODEL_DIR --int8|--int4 [--group 128] [--sym] -o OUT_DIR [--force]   int8/int4 weights, GPTQ layout
 //	gcomp sim FILE.ptx --entry NAME --grid X --block X [--arg SPEC]...   run PTX on the simulator
 //
 // MODEL is a .go file declaring func Model(b *frontend.Builder) (another function with --entry),
@@ -51,6 +52,7 @@ func init() {
 		{"devices", "list the GPUs, the simulator and the reference interpreter, and which one --device auto picks", cmdDevices},
 		{"generate", "generate text from a Hugging Face model folder (GPT-2, Llama family) with a KV cache, streaming tokens", cmdGenerate},
 		{"serve", "serve a language model folder over HTTP with continuous batching (OpenAI-style completions, streaming)", cmdServe},
+		{"quantize", "quantize a Llama-family model folder's linear layers to int8 or int4 (round to nearest), written in GPTQ's layout", cmdQuantize},
 		{"tokenize", "encode text to token ids, or decode ids to text, with a model folder's tokenizer", cmdTokenize},
 		{"train", "train a classifier on Fashion-MNIST: progress, test accuracy per epoch, safetensors checkpoints, metrics log", cmdTrain},
 		{"plot", "draw loss and accuracy curves from a training metrics log (JSON lines) as a PNG", cmdPlot},

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"github.com/gcomp/gcomp/tensorio"
 )
 
 // missingParents returns the directories that must be made, outermost first, for an output
@@ -94,4 +96,31 @@ func makeDirs(dirs []string) (undo func(), err error) {
 		}
 	}
 	return undo, nil
+}
+
+// tempBeside prepares the new output directory dir to be written whole: it makes dir's missing
+// parents (missingParents) and a tracked temporary directory beside dir, to be renamed to dir once
+// full. done removes the temporary, if still there, and on failure the parents it made.
+func tempBeside(dir string) (tmp string, done func(failed bool), err error) {
+	missing, err := missingParents(dir)
+	if err != nil {
+		return "", nil, err
+	}
+	undo, err := makeDirs(missing)
+	if err != nil {
+		return "", nil, err
+	}
+	parent := filepath.Dir(filepath.Clean(dir))
+	tmp, forget, err := tensorio.MkdirTemp(parent, ".gcomp-out-*")
+	if err != nil {
+		undo()
+		return "", nil, fmt.Errorf("gcomp: cannot write to %s: %v", parent, err)
+	}
+	return tmp, func(failed bool) {
+		os.RemoveAll(tmp)
+		forget()
+		if failed {
+			undo()
+		}
+	}, nil
 }

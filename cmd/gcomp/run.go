@@ -490,26 +490,11 @@ func writeNPYFiles(dir string, files map[string]*tensorio.Array) (err error) {
 		return writeIntoDir(dir, names, files)
 	}
 	// Missing parents are made now, as mkdir -p, and removed again if the outputs fail.
-	missing, err := missingParents(dir)
+	tmp, done, err := tempBeside(dir)
 	if err != nil {
 		return err
 	}
-	undo, err := makeDirs(missing)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			undo()
-		}
-	}()
-	parent := filepath.Dir(filepath.Clean(dir))
-	tmp, forget, err := tensorio.MkdirTemp(parent, ".gcomp-out-*")
-	if err != nil {
-		return fmt.Errorf("gcomp: cannot write to %s: %v", parent, err)
-	}
-	defer os.RemoveAll(tmp)
-	defer forget()
+	defer func() { done(err != nil) }()
 	for _, name := range names {
 		path := filepath.Join(tmp, name)
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
