@@ -5,7 +5,7 @@
 GO       ?= go
 PKGS     := ./...
 # Packages that run goroutines get a second pass under the race detector.
-RACEPKGS := ./runtime/... ./sim/... ./data/... ./ops . ./serve
+RACEPKGS := ./runtime/... ./sim/... ./data/... ./ops . ./serve ./lmserve/...
 CUDA_DIR ?= $(CURDIR)/.cache/cuda
 CUDA_DEV_DIR ?= $(CURDIR)/.cache/cuda-dev
 NVVM_DIR ?= $(CURDIR)/.cache/nvvm

@@ -133,7 +133,7 @@ func TestLoadHTTP(t *testing.T) {
 func TestLoadScheduler(t *testing.T) {
 	f := testFolder(t, "llama")
 	t.Logf("| mode | requests | clients | requests/s | tokens/s | TTFT p50 | TTFT p99 | per token p50 | per token p99 |")
-	for _, dev := range []string{"ref", "sim"} {
+	for _, dev := range devices() {
 		n, clients := *loadRequests, *loadClients
 		if dev == "sim" {
 			n, clients = max(1, n/4), max(1, clients/2)

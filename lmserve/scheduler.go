@@ -285,8 +285,8 @@ func (s *Scheduler) loop() {
 				continue
 			}
 			if err != nil {
+				s.free(b)
 				q.finish(Event{Finish: FinishError, Err: err})
-				s.slots[b] = nil
 				continue
 			}
 			if q.fed < len(q.req.Prompt) {
@@ -303,13 +303,20 @@ func (s *Scheduler) loop() {
 				s.metric.tokens.Add(1)
 			}
 			if done {
+				s.free(b)
 				q.finish(ev)
-				s.slots[b] = nil
 			} else {
 				q.events <- ev
 			}
 		}
 	}
+}
+
+// free empties slot b of a sequence that ends within a step. The running gauge drops before the
+// sequence's stream ends, so a client that has seen its last event sees the metric without it.
+func (s *Scheduler) free(b int) {
+	s.slots[b] = nil
+	s.metric.running.Add(-1)
 }
 
 // next chooses the sequence's next token and says whether it is the last.

@@ -80,6 +80,16 @@ func collect(q *Sequence, first chan<- struct{}) (ids []int, finish string, err 
 // own step (the next one is submitted once the previous has its first token, and some wait in the
 // queue) and leaving at its own max_tokens, get token for token what greedy decoding gives each
 // one alone.
+// devices are the devices the scheduler's tests run on: ref and sim, or ref alone under the race
+// detector with -short (the scheduler's concurrency is the same on both; the simulator's own
+// races are checked in package sim, and at -race speed a sim decode takes minutes).
+func devices() []string {
+	if raceEnabled && testing.Short() {
+		return []string{"ref"}
+	}
+	return []string{"ref", "sim"}
+}
+
 func TestBatchedEqualsAlone(t *testing.T) {
 	f := testFolder(t, "llama")
 	m := f.Model
@@ -93,7 +103,7 @@ func TestBatchedEqualsAlone(t *testing.T) {
 		prompts = append(prompts, p)
 		maxTokens = append(maxTokens, 3+(i*7)%9)
 	}
-	for _, dev := range []string{"ref", "sim"} {
+	for _, dev := range devices() {
 		t.Run(dev, func(t *testing.T) {
 			want := alone(t, m, dev, prompts, maxTokens)
 			e, err := m.Open(lm.EngineOptions{Device: dev, Batch: 3, NoSimChecks: true})
@@ -226,5 +236,53 @@ func TestSchedulerFailures(t *testing.T) {
 				t.Errorf("metrics count %d tokens, %d first tokens", st.Tokens, st.TTFTCount)
 			}
 		})
+	}
+}
+
+// A sequence's stream ends after the running gauge has dropped it (a regression: the gauge was
+// recounted only at the next step, so /metrics read right after a response still counted it).
+// The first decode step waits until both requests are submitted, then takes the scheduler's lock
+// before returning, so the loop cannot reach its next step until the test has read the metrics.
+func TestRunningDropsBeforeStreamEnds(t *testing.T) {
+	var s *Scheduler
+	submitted := make(chan struct{})
+	steps, firstStep := 0, 0 // decode steps; sequences in the first
+	stepper := fakeStepper{2, func(tokens, _ []int) ([][]float32, error) {
+		if steps++; steps == 1 {
+			<-submitted
+			for _, tok := range tokens {
+				if tok == 1 { // both prompts are [1]; a free slot decodes token 0
+					firstStep++
+				}
+			}
+			s.mu.Lock() // released by the test
+		}
+		return [][]float32{{0, 1}, {0, 1}}, nil
+	}}
+	s, err := New(stepper, Options{MaxSeq: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	short, err := s.Submit(context.Background(), Request{Prompt: []int{1}, MaxTokens: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	long, err := s.Submit(context.Background(), Request{Prompt: []int{1}, MaxTokens: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	close(submitted)
+	// The short request runs in the first step (it came first) and ends there.
+	if _, fin, _ := collect(short, nil); fin != FinishLength {
+		t.Fatalf("the short request ended with %q", fin)
+	}
+	running := s.Metrics().Snapshot().Running
+	s.mu.Unlock()
+	if running != int64(firstStep-1) {
+		t.Errorf("after the short request's stream ended: %d running, want %d", running, firstStep-1)
+	}
+	if ids, fin, _ := collect(long, nil); len(ids) != 3 || fin != FinishLength {
+		t.Errorf("the long request: %v, %q", ids, fin)
 	}
 }

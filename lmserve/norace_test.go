@@ -1,0 +1,5 @@
+//go:build !race
+
+package lmserve
+
+const raceEnabled = false
