@@ -83,7 +83,7 @@ func (gr *group) hasReduction() bool {
 }
 
 // size is the number of ops gr computes; each counts against MaxOps.
-func (gr *group) size() int { return len(union(gr.members, gr.views)) }
+func (gr *group) size() int { return unionLen(gr.members, gr.views) }
 
 type fuser struct {
 	g      *ir.Graph
@@ -704,12 +704,29 @@ func (f *fuser) rowOK(gr *group, v *ir.Value) bool {
 
 // siblings merges groups that iterate the same space, read a common buffer and do not depend on
 // each other into one multi-output kernel.
+//
+// Each merge restarts the search, so the first mergeable pair in (read, group, group) order wins
+// as before, but a pair that failed the structural test (kind, space, size, a path between the
+// two) is not asked again: a merge only grows the surviving group and only adds paths (a path
+// through either half runs through the merged group), so such a failure stays a failure while
+// both groups exist. The reads test is asked again, since a merge can turn a buffer the survivor
+// read into one of its views. A group's reads are kept until it absorbs another.
 func (f *fuser) siblings() {
+	failed := map[[2]*group]bool{}
+	reads := map[*group]map[*ir.Value]bool{}
+	readsOf := func(gr *group) map[*ir.Value]bool {
+		r, ok := reads[gr]
+		if !ok {
+			r = f.groupReads(gr)
+			reads[gr] = r
+		}
+		return r
+	}
 	for changed := true; changed; {
 		changed = false
 		byRead := map[*ir.Value][]*group{}
 		for _, gr := range f.groups {
-			for r := range f.groupReads(gr) {
+			for r := range readsOf(gr) {
 				byRead[r] = append(byRead[r], gr)
 			}
 		}
@@ -718,20 +735,33 @@ func (f *fuser) siblings() {
 			keys = append(keys, r)
 		}
 		sort.Slice(keys, func(i, j int) bool { return f.index[keys[i]] < f.index[keys[j]] })
-		succ := f.successors() // the grouping changes only by the merge that ends this pass
+		var succ map[*group][]*group // built on the first path question: the grouping changes only by the merge that ends this pass
 	search:
 		for _, r := range keys {
 			gs := byRead[r]
 			for i, a := range gs {
 				for _, b := range gs[i+1:] {
-					if a.kind == Contraction || a.kind == Custom || a.kind == Attention || a.kind != b.kind || !a.space.Equal(b.space) || !slices.Equal(a.axes, b.axes) ||
-						len(union(union(a.members, a.views), union(b.members, b.views))) > f.opt.MaxOps || reachable(succ, a, b) || reachable(succ, b, a) {
+					if failed[[2]*group{a, b}] {
 						continue
 					}
-					if len(union(f.groupReads(a), f.groupReads(b))) > f.opt.MaxReads {
+					if a.kind == Contraction || a.kind == Custom || a.kind == Attention || a.kind != b.kind || !a.space.Equal(b.space) || !slices.Equal(a.axes, b.axes) ||
+						unionLen(a.members, a.views, b.members, b.views) > f.opt.MaxOps {
+						failed[[2]*group{a, b}] = true
+						continue
+					}
+					if succ == nil {
+						succ = f.successors()
+					}
+					if reachable(succ, a, b) || reachable(succ, b, a) {
+						failed[[2]*group{a, b}] = true
+						continue
+					}
+					if len(union(readsOf(a), readsOf(b))) > f.opt.MaxReads {
 						continue
 					}
 					f.merge(a, b)
+					delete(reads, a)
+					delete(reads, b)
 					changed = true
 					break search
 				}
@@ -749,6 +779,23 @@ func union(a, b map[*ir.Value]bool) map[*ir.Value]bool {
 		u[k] = true
 	}
 	return u
+}
+
+// unionLen is len of the union of sets, without building it.
+func unionLen(sets ...map[*ir.Value]bool) int {
+	n := 0
+	for i, s := range sets {
+	next:
+		for k := range s {
+			for _, t := range sets[:i] {
+				if t[k] {
+					continue next
+				}
+			}
+			n++
+		}
+	}
+	return n
 }
 
 // groupReads returns the values gr reads from memory.
