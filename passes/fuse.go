@@ -381,8 +381,15 @@ func (f *fuser) canJoin(v *ir.Value, gr *group, others []*group) bool {
 	if outside && !f.outputShapeOK(v, gr) {
 		return false
 	}
+	var succ map[*group][]*group // built once for all of others
 	for _, h := range others {
-		if h != gr && f.reaches(h, gr) {
+		if h == gr {
+			continue
+		}
+		if succ == nil {
+			succ = f.successors()
+		}
+		if reachable(succ, h, gr) {
 			return false // gr would read from h and h from gr: a cycle
 		}
 	}
@@ -515,13 +522,9 @@ func (f *fuser) external(vals []*ir.Value, has func(*ir.Value) bool) map[*ir.Val
 	return ext
 }
 
-// reaches reports whether group to depends on group from (from writes something to reads,
-// directly or through other groups).
-func (f *fuser) reaches(from, to *group) bool { return reachable(f.successors(), from, to) }
-
-// successors maps each group to the groups that read a value it computes: the edges reaches
-// follows. Building it walks every member of every group, so a caller asking many questions of
-// one grouping builds it once.
+// successors maps each group to the groups that read a value it computes: the edges reachable
+// follows (group to depends on group from when a path leads from from to to). Building it walks
+// every member of every group, so a caller asking many questions of one grouping builds it once.
 func (f *fuser) successors() map[*group][]*group {
 	succ := map[*group][]*group{}
 	edge := func(w *ir.Value, into *group) {
