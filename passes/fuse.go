@@ -381,15 +381,15 @@ func (f *fuser) canJoin(v *ir.Value, gr *group, others []*group) bool {
 	if outside && !f.outputShapeOK(v, gr) {
 		return false
 	}
-	var succ map[*group][]*group // built once for all of others
+	var deps *groupDeps // built once for all of others
 	for _, h := range others {
 		if h == gr {
 			continue
 		}
-		if succ == nil {
-			succ = f.successors()
+		if deps == nil {
+			deps = f.groupDeps()
 		}
-		if reachable(succ, h, gr) {
+		if deps.reaches(h, gr) {
 			return false // gr would read from h and h from gr: a cycle
 		}
 	}
@@ -520,49 +520,6 @@ func (f *fuser) external(vals []*ir.Value, has func(*ir.Value) bool) map[*ir.Val
 		}
 	}
 	return ext
-}
-
-// successors maps each group to the groups that read a value it computes: the edges reachable
-// follows (group to depends on group from when a path leads from from to to). Building it walks
-// every member of every group, so a caller asking many questions of one grouping builds it once.
-func (f *fuser) successors() map[*group][]*group {
-	succ := map[*group][]*group{}
-	edge := func(w *ir.Value, into *group) {
-		for _, a := range w.Args {
-			if h := f.home[a]; h != nil && h != into {
-				succ[h] = append(succ[h], into)
-			}
-		}
-	}
-	for _, gr := range f.groups {
-		for w := range gr.members {
-			edge(w, gr)
-		}
-		for w := range gr.views {
-			edge(w, gr)
-		}
-	}
-	return succ
-}
-
-// reachable reports whether a path of succ's edges leads from from to to.
-func reachable(succ map[*group][]*group, from, to *group) bool {
-	seen := map[*group]bool{from: true}
-	stack := []*group{from}
-	for len(stack) > 0 {
-		h := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		for _, n := range succ[h] {
-			if n == to {
-				return true
-			}
-			if !seen[n] {
-				seen[n] = true
-				stack = append(stack, n)
-			}
-		}
-	}
-	return false
 }
 
 // epilogueOK reports whether loop group gr can become the epilogue of contraction c: every value
@@ -738,7 +695,7 @@ func (f *fuser) siblings() {
 			keys = append(keys, r)
 		}
 		sort.Slice(keys, func(i, j int) bool { return f.index[keys[i]] < f.index[keys[j]] })
-		var succ map[*group][]*group // built on the first path question: the grouping changes only by the merge that ends this pass
+		var deps *groupDeps // built on the first path question: the grouping changes only by the merge that ends this pass
 	search:
 		for _, r := range keys {
 			gs := byRead[r]
@@ -752,10 +709,10 @@ func (f *fuser) siblings() {
 						failed[[2]*group{a, b}] = true
 						continue
 					}
-					if succ == nil {
-						succ = f.successors()
+					if deps == nil {
+						deps = f.groupDeps()
 					}
-					if reachable(succ, a, b) || reachable(succ, b, a) {
+					if deps.reaches(a, b) || deps.reaches(b, a) {
 						failed[[2]*group{a, b}] = true
 						continue
 					}

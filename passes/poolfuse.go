@@ -125,9 +125,9 @@ func (f *fuser) poolEpilogues() {
 		ok = ok && len(all) <= f.opt.MaxOps &&
 			len(f.external(f.sortedValues(all), func(w *ir.Value) bool { return all[w] })) <= f.opt.MaxReads
 		if ok {
-			succ := f.successors() // the grouping is the same for every h
+			deps := f.groupDeps() // the grouping is the same for every h
 			for _, h := range f.groups {
-				ok = ok && (h == cg || h == pg || !reachable(succ, cg, h) || !reachable(succ, h, pg))
+				ok = ok && (h == cg || h == pg || !deps.reaches(cg, h) || !deps.reaches(h, pg))
 			}
 		}
 		if ok {
