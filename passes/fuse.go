@@ -381,15 +381,15 @@ func (f *fuser) canJoin(v *ir.Value, gr *group, others []*group) bool {
 	if outside && !f.outputShapeOK(v, gr) {
 		return false
 	}
-	var deps *groupDeps // built once for all of others
+	var up map[*group]bool // found once for all of others
 	for _, h := range others {
 		if h == gr {
 			continue
 		}
-		if deps == nil {
-			deps = f.groupDeps()
+		if up == nil {
+			up = f.upstream(gr)
 		}
-		if deps.reaches(h, gr) {
+		if up[h] {
 			return false // gr would read from h and h from gr: a cycle
 		}
 	}

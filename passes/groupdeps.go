@@ -96,3 +96,31 @@ func (d *groupDeps) reaches(from, to *group) bool {
 	}
 	return false
 }
+
+// upstream returns the groups gr depends on: those with a path of edges to gr, found by
+// searching back from gr through the groups computing what it reads. While values are assigned
+// (last first), the groups formed so far lie mostly downstream of gr, so this search is short
+// where building groupDeps would walk every group.
+func (f *fuser) upstream(gr *group) map[*group]bool {
+	up := map[*group]bool{}
+	stack := []*group{gr}
+	visit := func(w *ir.Value, into *group) {
+		for _, a := range w.Args {
+			if h := f.home[a]; h != nil && h != into && !up[h] {
+				up[h] = true
+				stack = append(stack, h)
+			}
+		}
+	}
+	for len(stack) > 0 {
+		g := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for w := range g.members {
+			visit(w, g)
+		}
+		for w := range g.views {
+			visit(w, g)
+		}
+	}
+	return up
+}

@@ -7,7 +7,7 @@ import (
 	"github.com/gcomp/gcomp/ir"
 )
 
-// TestGroupDepsReaches compares groupDeps.reaches with a plain search over the groups' edges on
+// TestGroupDepsReaches compares groupDeps.reaches and upstream with a plain search over the groups' edges on
 // random groupings of random graphs: groupings that keep the groups acyclic (the fuser's, whose
 // topological positions prune the search) and arbitrary ones, with cycles (searched whole).
 func TestGroupDepsReaches(t *testing.T) {
@@ -62,10 +62,15 @@ func TestGroupDepsReaches(t *testing.T) {
 			if !tc.anyPartition && d.pos == nil {
 				t.Fatalf("%s: an acyclic grouping got no topological order", tc.name)
 			}
-			for _, a := range f.groups {
-				for _, b := range f.groups {
-					if got, want := d.reaches(a, b), plainReaches(f, a, b); got != want {
+			for _, b := range f.groups {
+				up := f.upstream(b)
+				for _, a := range f.groups {
+					want := plainReaches(f, a, b)
+					if got := d.reaches(a, b); got != want {
 						t.Fatalf("%s, trial %d: reaches = %v, want %v", tc.name, trial, got, want)
+					}
+					if a != b && up[a] != want {
+						t.Fatalf("%s, trial %d: upstream has it: %v, want %v", tc.name, trial, up[a], want)
 					}
 				}
 			}
