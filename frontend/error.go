@@ -59,16 +59,22 @@ func CallerPosition() string {
 // Every op a model creates asks for its position, from a few call sites each run many times (a
 // language model's layers), so what each return address on the stack says is symbolized once and
 // kept: the frames inlined at an address, and so the verdict, never change.
+// The stack is unwound 16 frames at a time (the user's frame is rarely further), up to 64.
 func userFrame() (runtime.Frame, bool) {
 	var pcs [64]uintptr
-	n := runtime.Callers(3, pcs[:])
-	for _, pc := range pcs[:n] {
-		v, ok := pcVerdicts.Load(pc)
-		if !ok {
-			v, _ = pcVerdicts.LoadOrStore(pc, verdictAt(pc))
+	for from := 0; from < len(pcs); from += 16 {
+		n := runtime.Callers(3+from, pcs[from:from+16])
+		for _, pc := range pcs[from : from+n] {
+			v, ok := pcVerdicts.Load(pc)
+			if !ok {
+				v, _ = pcVerdicts.LoadOrStore(pc, verdictAt(pc))
+			}
+			if v := v.(pcVerdict); v.decided {
+				return v.frame, v.user
+			}
 		}
-		if v := v.(pcVerdict); v.decided {
-			return v.frame, v.user
+		if n < 16 {
+			break
 		}
 	}
 	return runtime.Frame{}, false
