@@ -154,6 +154,9 @@ type unit struct {
 	to     int
 	offset int64
 	placed bool
+	// overlaps are the other units live at some kernel where this one is, found on the first
+	// placement (live ranges are fixed by then) and kept for the hundreds that follow.
+	overlaps []*unit
 }
 
 func memplanPass(st *State) error {
@@ -413,11 +416,11 @@ func orderByBreadth(units []*unit, n int) []*unit {
 // already placed that are live at the same time, and returns the arena size: the end of the
 // highest buffer (the arena itself needs no padding after its last byte).
 //
-// improveOrder calls it hundreds of times per plan, so the units placed so far are kept sorted
-// by offset as they are placed instead of sorted again for each unit. Units at equal offsets
-// may then come in another order than a sort would give them; that changes nothing unless one
-// of them is empty (a later one of the tie then offers a gap of zero bytes at the tie's offset,
-// which only an empty unit takes), so plans with empty units are placed as before.
+// improveOrder calls it hundreds of times per plan, so each unit's overlapping units are found
+// once, and only those already placed are sorted by offset for it. Units at equal offsets may
+// then come in another order than sorting all of units gave them; that changes nothing unless
+// one of them is empty (a later one of the tie then offers a gap of zero bytes at the tie's
+// offset, which only an empty unit takes), so plans with empty units are placed as before.
 func placeBestFit(units []*unit, order []*unit) int64 {
 	for _, u := range units {
 		u.placed = false
@@ -425,15 +428,41 @@ func placeBestFit(units []*unit, order []*unit) int64 {
 			return placeBestFitSorting(units, order)
 		}
 	}
-	byOffset := make([]*unit, 0, len(order))
+	findOverlaps(units)
 	var arena int64
+	var busy []*unit
 	for _, u := range order {
-		u.offset, u.placed = bestGap(u, byOffset), true
-		i, _ := slices.BinarySearchFunc(byOffset, u.offset+1, func(o *unit, off int64) int { return cmp.Compare(o.offset, off) })
-		byOffset = slices.Insert(byOffset, i, u)
+		busy = busy[:0]
+		for _, o := range u.overlaps {
+			if o.placed {
+				busy = append(busy, o)
+			}
+		}
+		slices.SortFunc(busy, func(a, b *unit) int { return cmp.Compare(a.offset, b.offset) })
+		u.offset, u.placed = bestGap(u, busy), true
 		arena = max(arena, u.offset+u.bytes)
 	}
 	return arena
+}
+
+// findOverlaps sets each unit's overlaps, unless the units have them from an earlier placement.
+func findOverlaps(units []*unit) {
+	for _, u := range units {
+		if u.overlaps != nil {
+			return
+		}
+	}
+	for _, u := range units {
+		u.overlaps = []*unit{} // found, even if none
+	}
+	for i, u := range units {
+		for _, o := range units[i+1:] {
+			if o.from <= u.to && u.from <= o.to {
+				u.overlaps = append(u.overlaps, o)
+				o.overlaps = append(o.overlaps, u)
+			}
+		}
+	}
 }
 
 // placeBestFitSorting is placeBestFit with the units live beside each one sorted by offset as
