@@ -154,9 +154,13 @@ type unit struct {
 	to     int
 	offset int64
 	placed bool
-	// overlaps are the other units live at some kernel where this one is, found on the first
-	// placement (live ranges are fixed by then) and kept for the hundreds that follow.
-	overlaps []*unit
+}
+
+// A span is a placed unit's bytes and live range, kept by value so that a scan over the placed
+// units reads memory in order.
+type span struct {
+	offset, size int64
+	from, to     int
 }
 
 func memplanPass(st *State) error {
@@ -416,11 +420,12 @@ func orderByBreadth(units []*unit, n int) []*unit {
 // already placed that are live at the same time, and returns the arena size: the end of the
 // highest buffer (the arena itself needs no padding after its last byte).
 //
-// improveOrder calls it hundreds of times per plan, so each unit's overlapping units are found
-// once, and only those already placed are sorted by offset for it. Units at equal offsets may
-// then come in another order than sorting all of units gave them; that changes nothing unless
-// one of them is empty (a later one of the tie then offers a gap of zero bytes at the tie's
-// offset, which only an empty unit takes), so plans with empty units are placed as before.
+// improveOrder calls it hundreds of times per plan, so the units placed so far are kept sorted
+// by offset as they are placed, as spans, instead of collected and sorted again for each unit.
+// Units at equal offsets may then come in another order than a sort would give them; that
+// changes nothing unless one of them is empty (a later one of the tie then offers a gap of zero
+// bytes at the tie's offset, which only an empty unit takes), so plans with empty units are
+// placed as before.
 func placeBestFit(units []*unit, order []*unit) int64 {
 	for _, u := range units {
 		u.placed = false
@@ -428,41 +433,15 @@ func placeBestFit(units []*unit, order []*unit) int64 {
 			return placeBestFitSorting(units, order)
 		}
 	}
-	findOverlaps(units)
+	byOffset := make([]span, 0, len(order))
 	var arena int64
-	var busy []*unit
 	for _, u := range order {
-		busy = busy[:0]
-		for _, o := range u.overlaps {
-			if o.placed {
-				busy = append(busy, o)
-			}
-		}
-		slices.SortFunc(busy, func(a, b *unit) int { return cmp.Compare(a.offset, b.offset) })
-		u.offset, u.placed = bestGap(u, busy), true
+		u.offset, u.placed = bestGap(u, byOffset), true
+		i, _ := slices.BinarySearchFunc(byOffset, u.offset+1, func(s span, off int64) int { return cmp.Compare(s.offset, off) })
+		byOffset = slices.Insert(byOffset, i, span{u.offset, u.size, u.from, u.to})
 		arena = max(arena, u.offset+u.bytes)
 	}
 	return arena
-}
-
-// findOverlaps sets each unit's overlaps, unless the units have them from an earlier placement.
-func findOverlaps(units []*unit) {
-	for _, u := range units {
-		if u.overlaps != nil {
-			return
-		}
-	}
-	for _, u := range units {
-		u.overlaps = []*unit{} // found, even if none
-	}
-	for i, u := range units {
-		for _, o := range units[i+1:] {
-			if o.from <= u.to && u.from <= o.to {
-				u.overlaps = append(u.overlaps, o)
-				o.overlaps = append(o.overlaps, u)
-			}
-		}
-	}
 }
 
 // placeBestFitSorting is placeBestFit with the units live beside each one sorted by offset as
@@ -480,15 +459,19 @@ func placeBestFitSorting(units []*unit, order []*unit) int64 {
 			}
 		}
 		sort.Slice(busy, func(i, j int) bool { return busy[i].offset < busy[j].offset })
-		u.offset, u.placed = bestGap(u, busy), true
+		spans := make([]span, len(busy))
+		for i, o := range busy {
+			spans[i] = span{o.offset, o.size, o.from, o.to}
+		}
+		u.offset, u.placed = bestGap(u, spans), true
 		arena = max(arena, u.offset+u.bytes)
 	}
 	return arena
 }
 
-// bestGap returns the offset of the smallest gap that holds u between the units of byOffset
+// bestGap returns the offset of the smallest gap that holds u between the spans of byOffset
 // (sorted by offset) live at the same time as u, or the end of the highest of them.
-func bestGap(u *unit, byOffset []*unit) int64 {
+func bestGap(u *unit, byOffset []span) int64 {
 	best, bestGap := int64(-1), int64(-1)
 	var end int64
 	for _, o := range byOffset {
