@@ -98,6 +98,8 @@ type fuser struct {
 
 	indexMemo map[*ir.Value]bool
 	paramMemo map[*ir.Value]bool
+
+	siblingTests int // pairs of groups siblings tested structurally (kind, space, size, paths)
 }
 
 func fusePass(st *State) error {
@@ -111,6 +113,12 @@ func fusePass(st *State) error {
 func eagerKernels(g *ir.Graph) (*KernelGraph, error) { return buildKernels(g, FusionOptions{}, true) }
 
 func buildKernels(g *ir.Graph, opt FusionOptions, eager bool) (*KernelGraph, error) {
+	f := newFuser(g, opt, eager)
+	f.group()
+	return f.kernels()
+}
+
+func newFuser(g *ir.Graph, opt FusionOptions, eager bool) *fuser {
 	f := &fuser{g: g, opt: opt.withDefaults(), eager: eager, index: map[*ir.Value]int{}, users: map[*ir.Value][]*ir.Value{},
 		output: map[*ir.Value]bool{}, home: map[*ir.Value]*group{}, dups: map[*ir.Value][]*group{}, indexMemo: map[*ir.Value]bool{},
 		paramMemo: map[*ir.Value]bool{}}
@@ -125,14 +133,18 @@ func buildKernels(g *ir.Graph, opt FusionOptions, eager bool) (*KernelGraph, err
 	for _, o := range g.Outputs {
 		f.output[o.Value] = true
 	}
-	for i := len(g.Values) - 1; i >= 0; i-- {
-		f.assign(g.Values[i])
+	return f
+}
+
+// group forms the groups: each value's, last first, then the fusions across groups.
+func (f *fuser) group() {
+	for i := len(f.g.Values) - 1; i >= 0; i-- {
+		f.assign(f.g.Values[i])
 	}
-	if !eager {
+	if !f.eager {
 		f.poolEpilogues()
 		f.siblings()
 	}
-	return f.kernels()
 }
 
 // inline values are recomputed wherever they are used: literals and iota cost nothing to make.
@@ -704,6 +716,7 @@ func (f *fuser) siblings() {
 					if failed[[2]*group{a, b}] {
 						continue
 					}
+					f.siblingTests++
 					if a.kind == Contraction || a.kind == Custom || a.kind == Attention || a.kind != b.kind || !a.space.Equal(b.space) || !slices.Equal(a.axes, b.axes) ||
 						unionLen(a.members, a.views, b.members, b.views) > f.opt.MaxOps {
 						failed[[2]*group{a, b}] = true
