@@ -110,7 +110,8 @@ func fusePass(st *State) error {
 
 // eagerKernels is the unfused baseline: one kernel per op (constants are folded into their
 // users as literals).
-func eagerKernels(g *ir.Graph) (*KernelGraph, error) { return buildKernels(g, FusionOptions{}, true) }
+// A variable, so that a test can count the builds.
+var eagerKernels = func(g *ir.Graph) (*KernelGraph, error) { return buildKernels(g, FusionOptions{}, true) }
 
 func buildKernels(g *ir.Graph, opt FusionOptions, eager bool) (*KernelGraph, error) {
 	f := newFuser(g, opt, eager)
