@@ -7,9 +7,10 @@ import (
 	"github.com/gcomp/gcomp/ir"
 )
 
-// TestGroupDepsReaches compares groupDeps.reaches and upstream with a plain search over the groups' edges on
-// random groupings of random graphs: groupings that keep the groups acyclic (the fuser's, whose
-// topological positions prune the search) and arbitrary ones, with cycles (searched whole).
+// TestGroupDepsReaches compares groupDeps.reaches and upstream with a plain search over the
+// groups' edges on random groupings of random graphs: groupings that keep the groups acyclic
+// (the fuser's, whose topological positions prune the search) and arbitrary ones, with cycles
+// (searched whole).
 func TestGroupDepsReaches(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	for _, tc := range []struct {
