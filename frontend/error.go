@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Error is a mistake in a model: a shape or dtype mismatch, a bad dimension, an unknown or
@@ -54,21 +55,56 @@ func CallerPosition() string {
 
 // userFrame is the first frame of the goroutine's stack past the runtime's and the DSL's own,
 // if it is Go code with a file (not the yaegi interpreter's).
+//
+// Every op a model creates asks for its position, from a few call sites each run many times (a
+// language model's layers), so what each return address on the stack says is symbolized once and
+// kept: the frames inlined at an address, and so the verdict, never change.
+// The stack is unwound 16 frames at a time (the user's frame is rarely further), up to 64.
 func userFrame() (runtime.Frame, bool) {
 	var pcs [64]uintptr
-	n := runtime.Callers(3, pcs[:])
-	frames := runtime.CallersFrames(pcs[:n])
+	for from := 0; from < len(pcs); from += 16 {
+		n := runtime.Callers(3+from, pcs[from:from+16])
+		for _, pc := range pcs[from : from+n] {
+			v, ok := pcVerdicts.Load(pc)
+			if !ok {
+				v, _ = pcVerdicts.LoadOrStore(pc, verdictAt(pc))
+			}
+			if v := v.(pcVerdict); v.decided {
+				return v.frame, v.user
+			}
+		}
+		if n < 16 {
+			break
+		}
+	}
+	return runtime.Frame{}, false
+}
+
+// pcVerdicts maps a return address to its pcVerdict.
+var pcVerdicts sync.Map
+
+// A pcVerdict is what the frames at one return address (a call and the calls inlined into it)
+// tell userFrame: nothing (all are the runtime's or the DSL's: look further), or the end of the
+// walk, at the user's frame or at the interpreter (user false).
+type pcVerdict struct {
+	decided bool
+	user    bool
+	frame   runtime.Frame
+}
+
+func verdictAt(pc uintptr) pcVerdict {
+	frames := runtime.CallersFrames([]uintptr{pc})
 	for {
 		f, more := frames.Next()
 		switch pkg := funcPackage(f.Function); {
 		case pkg == "runtime" || strings.HasPrefix(pkg, "runtime/") || isFrontend(pkg):
 		case strings.HasPrefix(pkg, "github.com/traefik/yaegi") || pkg == "reflect":
-			return runtime.Frame{}, false
+			return pcVerdict{decided: true}
 		case f.File != "":
-			return f, true
+			return pcVerdict{decided: true, user: true, frame: f}
 		}
 		if !more {
-			return runtime.Frame{}, false
+			return pcVerdict{}
 		}
 	}
 }

@@ -83,7 +83,7 @@ func (gr *group) hasReduction() bool {
 }
 
 // size is the number of ops gr computes; each counts against MaxOps.
-func (gr *group) size() int { return len(union(gr.members, gr.views)) }
+func (gr *group) size() int { return unionLen(gr.members, gr.views) }
 
 type fuser struct {
 	g      *ir.Graph
@@ -98,6 +98,8 @@ type fuser struct {
 
 	indexMemo map[*ir.Value]bool
 	paramMemo map[*ir.Value]bool
+
+	siblingTests int // pairs of groups siblings tested structurally (kind, space, size, paths)
 }
 
 func fusePass(st *State) error {
@@ -108,9 +110,16 @@ func fusePass(st *State) error {
 
 // eagerKernels is the unfused baseline: one kernel per op (constants are folded into their
 // users as literals).
-func eagerKernels(g *ir.Graph) (*KernelGraph, error) { return buildKernels(g, FusionOptions{}, true) }
+// A variable, so that a test can count the builds.
+var eagerKernels = func(g *ir.Graph) (*KernelGraph, error) { return buildKernels(g, FusionOptions{}, true) }
 
 func buildKernels(g *ir.Graph, opt FusionOptions, eager bool) (*KernelGraph, error) {
+	f := newFuser(g, opt, eager)
+	f.group()
+	return f.kernels()
+}
+
+func newFuser(g *ir.Graph, opt FusionOptions, eager bool) *fuser {
 	f := &fuser{g: g, opt: opt.withDefaults(), eager: eager, index: map[*ir.Value]int{}, users: map[*ir.Value][]*ir.Value{},
 		output: map[*ir.Value]bool{}, home: map[*ir.Value]*group{}, dups: map[*ir.Value][]*group{}, indexMemo: map[*ir.Value]bool{},
 		paramMemo: map[*ir.Value]bool{}}
@@ -125,14 +134,18 @@ func buildKernels(g *ir.Graph, opt FusionOptions, eager bool) (*KernelGraph, err
 	for _, o := range g.Outputs {
 		f.output[o.Value] = true
 	}
-	for i := len(g.Values) - 1; i >= 0; i-- {
-		f.assign(g.Values[i])
+	return f
+}
+
+// group forms the groups: each value's, last first, then the fusions across groups.
+func (f *fuser) group() {
+	for i := len(f.g.Values) - 1; i >= 0; i-- {
+		f.assign(f.g.Values[i])
 	}
-	if !eager {
+	if !f.eager {
 		f.poolEpilogues()
 		f.siblings()
 	}
-	return f.kernels()
 }
 
 // inline values are recomputed wherever they are used: literals and iota cost nothing to make.
@@ -381,8 +394,15 @@ func (f *fuser) canJoin(v *ir.Value, gr *group, others []*group) bool {
 	if outside && !f.outputShapeOK(v, gr) {
 		return false
 	}
+	var up map[*group]bool // found once for all of others
 	for _, h := range others {
-		if h != gr && f.reaches(h, gr) {
+		if h == gr {
+			continue
+		}
+		if up == nil {
+			up = f.upstream(gr)
+		}
+		if up[h] {
 			return false // gr would read from h and h from gr: a cycle
 		}
 	}
@@ -513,53 +533,6 @@ func (f *fuser) external(vals []*ir.Value, has func(*ir.Value) bool) map[*ir.Val
 		}
 	}
 	return ext
-}
-
-// reaches reports whether group to depends on group from (from writes something to reads,
-// directly or through other groups).
-func (f *fuser) reaches(from, to *group) bool { return reachable(f.successors(), from, to) }
-
-// successors maps each group to the groups that read a value it computes: the edges reaches
-// follows. Building it walks every member of every group, so a caller asking many questions of
-// one grouping builds it once.
-func (f *fuser) successors() map[*group][]*group {
-	succ := map[*group][]*group{}
-	edge := func(w *ir.Value, into *group) {
-		for _, a := range w.Args {
-			if h := f.home[a]; h != nil && h != into {
-				succ[h] = append(succ[h], into)
-			}
-		}
-	}
-	for _, gr := range f.groups {
-		for w := range gr.members {
-			edge(w, gr)
-		}
-		for w := range gr.views {
-			edge(w, gr)
-		}
-	}
-	return succ
-}
-
-// reachable reports whether a path of succ's edges leads from from to to.
-func reachable(succ map[*group][]*group, from, to *group) bool {
-	seen := map[*group]bool{from: true}
-	stack := []*group{from}
-	for len(stack) > 0 {
-		h := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		for _, n := range succ[h] {
-			if n == to {
-				return true
-			}
-			if !seen[n] {
-				seen[n] = true
-				stack = append(stack, n)
-			}
-		}
-	}
-	return false
 }
 
 // epilogueOK reports whether loop group gr can become the epilogue of contraction c: every value
@@ -704,12 +677,29 @@ func (f *fuser) rowOK(gr *group, v *ir.Value) bool {
 
 // siblings merges groups that iterate the same space, read a common buffer and do not depend on
 // each other into one multi-output kernel.
+//
+// Each merge restarts the search, so the first mergeable pair in (read, group, group) order wins
+// as before, but a pair that failed the structural test (kind, space, size, a path between the
+// two) is not asked again: a merge only grows the surviving group and only adds paths (a path
+// through either half runs through the merged group), so such a failure stays a failure while
+// both groups exist. The reads test is asked again, since a merge can turn a buffer the survivor
+// read into one of its views. A group's reads are kept until it absorbs another.
 func (f *fuser) siblings() {
+	failed := map[[2]*group]bool{}
+	reads := map[*group]map[*ir.Value]bool{}
+	readsOf := func(gr *group) map[*ir.Value]bool {
+		r, ok := reads[gr]
+		if !ok {
+			r = f.groupReads(gr)
+			reads[gr] = r
+		}
+		return r
+	}
 	for changed := true; changed; {
 		changed = false
 		byRead := map[*ir.Value][]*group{}
 		for _, gr := range f.groups {
-			for r := range f.groupReads(gr) {
+			for r := range readsOf(gr) {
 				byRead[r] = append(byRead[r], gr)
 			}
 		}
@@ -718,20 +708,34 @@ func (f *fuser) siblings() {
 			keys = append(keys, r)
 		}
 		sort.Slice(keys, func(i, j int) bool { return f.index[keys[i]] < f.index[keys[j]] })
-		succ := f.successors() // the grouping changes only by the merge that ends this pass
+		var deps *groupDeps // built on the first path question: the grouping changes only by the merge that ends this pass
 	search:
 		for _, r := range keys {
 			gs := byRead[r]
 			for i, a := range gs {
 				for _, b := range gs[i+1:] {
-					if a.kind == Contraction || a.kind == Custom || a.kind == Attention || a.kind != b.kind || !a.space.Equal(b.space) || !slices.Equal(a.axes, b.axes) ||
-						len(union(union(a.members, a.views), union(b.members, b.views))) > f.opt.MaxOps || reachable(succ, a, b) || reachable(succ, b, a) {
+					if failed[[2]*group{a, b}] {
 						continue
 					}
-					if len(union(f.groupReads(a), f.groupReads(b))) > f.opt.MaxReads {
+					f.siblingTests++
+					if a.kind == Contraction || a.kind == Custom || a.kind == Attention || a.kind != b.kind || !a.space.Equal(b.space) || !slices.Equal(a.axes, b.axes) ||
+						unionLen(a.members, a.views, b.members, b.views) > f.opt.MaxOps {
+						failed[[2]*group{a, b}] = true
+						continue
+					}
+					if deps == nil {
+						deps = f.groupDeps()
+					}
+					if deps.reaches(a, b) || deps.reaches(b, a) {
+						failed[[2]*group{a, b}] = true
+						continue
+					}
+					if len(union(readsOf(a), readsOf(b))) > f.opt.MaxReads {
 						continue
 					}
 					f.merge(a, b)
+					delete(reads, a)
+					delete(reads, b)
 					changed = true
 					break search
 				}
@@ -749,6 +753,23 @@ func union(a, b map[*ir.Value]bool) map[*ir.Value]bool {
 		u[k] = true
 	}
 	return u
+}
+
+// unionLen is len of the union of sets, without building it.
+func unionLen(sets ...map[*ir.Value]bool) int {
+	n := 0
+	for i, s := range sets {
+	next:
+		for k := range s {
+			for _, t := range sets[:i] {
+				if t[k] {
+					continue next
+				}
+			}
+			n++
+		}
+	}
+	return n
 }
 
 // groupReads returns the values gr reads from memory.

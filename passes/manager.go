@@ -180,9 +180,10 @@ func Run(g *ir.Graph, opt Options) (*Result, error) {
 			res.Timings = append(res.Timings, Timing{Pass: p.name, Skipped: true})
 			continue
 		}
-		if p.stage != "graph" && st.Kernels == nil {
+		if p.stage != "graph" && st.Kernels == nil && p.name != "fuse" {
 			// fuse was disabled: later stages work on the unfused kernel graph, built under the
 			// name of the pass that needs it (a panic there is reported like one in the pass).
+			// fuse itself forms the kernel graph from the source graph.
 			eager := pass{name: p.name, fn: func(st *State) (err error) {
 				st.Kernels, err = eagerKernels(st.Graph)
 				return err

@@ -1,6 +1,7 @@
 package passes
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -153,6 +154,13 @@ type unit struct {
 	to     int
 	offset int64
 	placed bool
+}
+
+// A span is a placed unit's bytes and live range, kept by value so that a scan over the placed
+// units reads memory in order.
+type span struct {
+	offset, size int64
+	from, to     int
 }
 
 func memplanPass(st *State) error {
@@ -411,7 +419,34 @@ func orderByBreadth(units []*unit, n int) []*unit {
 // placeBestFit places units in the given order, each in the smallest gap between the units
 // already placed that are live at the same time, and returns the arena size: the end of the
 // highest buffer (the arena itself needs no padding after its last byte).
+//
+// improveOrder calls it hundreds of times per plan, so the units placed so far are kept sorted
+// by offset as they are placed, as spans, instead of collected and sorted again for each unit.
+// Units at equal offsets may then come in another order than a sort would give them; that
+// changes nothing unless one of them is empty (a later one of the tie then offers a gap of zero
+// bytes at the tie's offset, which only an empty unit takes), so plans with empty units are
+// placed as before.
 func placeBestFit(units []*unit, order []*unit) int64 {
+	for _, u := range units {
+		u.placed = false
+		if u.size == 0 {
+			return placeBestFitSorting(units, order)
+		}
+	}
+	byOffset := make([]span, 0, len(order))
+	var arena int64
+	for _, u := range order {
+		u.offset, u.placed = bestGap(u, byOffset), true
+		i, _ := slices.BinarySearchFunc(byOffset, u.offset+1, func(s span, off int64) int { return cmp.Compare(s.offset, off) })
+		byOffset = slices.Insert(byOffset, i, span{u.offset, u.size, u.from, u.to})
+		arena = max(arena, u.offset+u.bytes)
+	}
+	return arena
+}
+
+// placeBestFitSorting is placeBestFit with the units live beside each one sorted by offset as
+// sort.Slice orders them, ties included: the placement of plans with empty units.
+func placeBestFitSorting(units []*unit, order []*unit) int64 {
 	for _, u := range units {
 		u.placed = false
 	}
@@ -424,21 +459,34 @@ func placeBestFit(units []*unit, order []*unit) int64 {
 			}
 		}
 		sort.Slice(busy, func(i, j int) bool { return busy[i].offset < busy[j].offset })
-		best, bestGap := int64(-1), int64(-1)
-		var end int64
-		for _, o := range busy {
-			if gap := o.offset - end; gap >= u.size && (bestGap < 0 || gap < bestGap) {
-				best, bestGap = end, gap
-			}
-			end = max(end, o.offset+o.size)
+		spans := make([]span, len(busy))
+		for i, o := range busy {
+			spans[i] = span{o.offset, o.size, o.from, o.to}
 		}
-		if best < 0 {
-			best = end
-		}
-		u.offset, u.placed = best, true
+		u.offset, u.placed = bestGap(u, spans), true
 		arena = max(arena, u.offset+u.bytes)
 	}
 	return arena
+}
+
+// bestGap returns the offset of the smallest gap that holds u between the spans of byOffset
+// (sorted by offset) live at the same time as u, or the end of the highest of them.
+func bestGap(u *unit, byOffset []span) int64 {
+	best, bestGap := int64(-1), int64(-1)
+	var end int64
+	for _, o := range byOffset {
+		if o.from > u.to || u.from > o.to {
+			continue
+		}
+		if gap := o.offset - end; gap >= u.size && (bestGap < 0 || gap < bestGap) {
+			best, bestGap = end, gap
+		}
+		end = max(end, o.offset+o.size)
+	}
+	if best < 0 {
+		return end
+	}
+	return best
 }
 
 // CheckPlan independently checks a memory plan against its kernel graph: every temp buffer is

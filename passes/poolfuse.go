@@ -124,8 +124,11 @@ func (f *fuser) poolEpilogues() {
 		all := union(union(cg.members, cg.views), union(pg.members, pg.views))
 		ok = ok && len(all) <= f.opt.MaxOps &&
 			len(f.external(f.sortedValues(all), func(w *ir.Value) bool { return all[w] })) <= f.opt.MaxReads
-		for _, h := range f.groups {
-			ok = ok && (h == cg || h == pg || !f.reaches(cg, h) || !f.reaches(h, pg))
+		if ok {
+			deps := f.groupDeps() // the grouping is the same for every h
+			for _, h := range f.groups {
+				ok = ok && (h == cg || h == pg || !deps.reaches(cg, h) || !deps.reaches(h, pg))
+			}
 		}
 		if ok {
 			f.merge(cg, pg)

@@ -184,7 +184,12 @@ func checkParams(v *ir.Value, params []Param) error {
 // (.version, .target, .address_size) is dropped, the module's .version raised to the
 // highest any unit needs, its .file directives renumbered after the module's, and its
 // entry renamed (entry_1, entry_2, ...) when another symbol of the module has its name.
+// Without units the module is returned as it is, unscanned: most models have no custom op,
+// and their modules run to megabytes.
 func Merge(module string, units []*Unit) (string, []string, error) {
+	if len(units) == 0 {
+		return module, []string{}, nil
+	}
 	taken := map[string]bool{}
 	for _, m := range reSymbol.FindAllStringSubmatch(module, -1) {
 		taken[m[1]] = true
