@@ -1,6 +1,7 @@
 package ptx
 
 import (
+	"github.com/gcomp/gcomp/codegen/gemv"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ops"
 )
@@ -52,4 +53,73 @@ func (g *gen) dequantize(v *ir.Value, x *index) (val, error) {
 	f := e.op(ir.F32, "cvt.rn.f32.s32", diff)
 	p := e.op(ir.F32, "mul.rn.f32", f.r, e.reg(e.cast(sv, ir.F32)))
 	return e.cast(p, v.Type.DType), nil
+}
+
+// quantWeightOf is the GEMV template's vector read of a dequantized weight: w[N, K] =
+// dequantize(q, scale[, zero]) with axis 1 (each column's K contiguous, docs/ops.md's layout
+// for a linear layer) whose q is a buffer view with rows of whole 16-byte vectors. Each of a
+// column's 8 threads then loads 16 bytes of q at a time (16 int8 or 32 int4 values), unpacks
+// them in registers and dequantizes them with its group's scale and zero point, loaded once per
+// vector: a vector must not straddle a group (group a multiple of 16 or 32). Other quantized
+// weights (the [K, N] order, odd sizes) are read element by element.
+func quantWeightOf(dot *ir.Value, p gemv.Plan) (gemvWeight, bool) {
+	dq := dot.Args[1]
+	rc := dot.Attrs.Ints("rhs_contract")
+	if dq.Op != ops.DequantizeOp || dq.Type.Shape.Rank() != 2 || len(dot.Attrs.Ints("rhs_batch")) != 0 ||
+		len(rc) != 1 || rc[0] != 1 || dq.Attrs.Int("axis", -1) != 1 {
+		return gemvWeight{}, false
+	}
+	l, err := layoutOf(dq.Args[0], nil, rc)
+	if err != nil || l.view != nil || l.kSt != 1 {
+		return gemvWeight{}, false
+	}
+	v := 16 * 8 / dq.Attrs.Int("bits", 8) // w elements per 16 bytes of q
+	ok := l.off%16 == 0 && (p.N == 1 || l.freeSt%16 == 0) && p.K%v == 0 && dq.Attrs.Int("group", 0)%v == 0 && p.KPer%v == 0
+	return gemvWeight{kContig: true, v: v, l: l, quant: dq}, ok
+}
+
+// quantVector loads the 16 bytes of w.quant's q holding w[col, kk:kk+v] with one 128-bit load
+// and dequantizes each value as dequantize does: the integer field (bfe, sign-extended for
+// i8), minus the zero point, converted to f32, times the group's scale, rounded once to the
+// scale's dtype.
+func (gn *gen) quantVector(w gemvWeight, kk, col, colOff string) ([]val, error) {
+	a, e := gn.a, gn.e
+	dq := w.quant
+	nbits, group := dq.Attrs.Int("bits", 8), dq.Attrs.Int("group", 1)
+	words := make([]string, 4)
+	for i := range words {
+		words[i] = e.b.reg(rU32)
+	}
+	ad := gn.addr(gn.ptr[w.l.v], a.add(a.div(kk, 8/nbits), colOff), 1)
+	e.b.ins("ld.global.v4.b32", "{"+joinRegs(words)+"}", ad)
+	at := []string{col, a.div(kk, group)}
+	sv, err := gn.eval(dq.Args[1], newIndexCoords(dq.Args[1].Type.Shape, at))
+	if err != nil {
+		return nil, err
+	}
+	scale := e.reg(e.cast(sv, ir.F32))
+	zero := imm(int(ops.DequantizeZero(nbits)))
+	if len(dq.Args) == 3 {
+		zv, err := gn.eval(dq.Args[2], newIndexCoords(dq.Args[2].Type.Shape, at))
+		if err != nil {
+			return nil, err
+		}
+		zero = e.reg(zv)
+	}
+	bfe := "bfe.u32"
+	if dq.Args[0].Type.DType == ir.I8 {
+		bfe = "bfe.s32"
+	}
+	var vs []val
+	for _, wd := range words {
+		for j := 0; j < 32/nbits; j++ {
+			q := e.b.reg(rU32)
+			e.b.ins(bfe, q, wd, imm(j*nbits), imm(nbits))
+			e.b.ins("sub.s32", q, q, zero)
+			f := e.op(ir.F32, "cvt.rn.f32.s32", q)
+			e.b.ins("mul.rn.f32", f.r, f.r, scale)
+			vs = append(vs, e.cast(f, dq.Type.DType))
+		}
+	}
+	return vs, nil
 }

@@ -32,10 +32,15 @@ type gemvWeight struct {
 	kContig bool
 	v       int
 	l       operandLayout
+	quant   *ir.Value // a dequantize read as packed integers (l is its q's layout), or nil
 }
 
-func gemvWeightOf(dot *ir.Value, n, k int) gemvWeight {
+func gemvWeightOf(dot *ir.Value, p gemv.Plan) gemvWeight {
+	n, k := p.N, p.K
 	rhs := dot.Args[1]
+	if w, ok := quantWeightOf(dot, p); ok {
+		return w
+	}
 	l, err := layoutOf(rhs, dot.Attrs.Ints("rhs_batch"), dot.Attrs.Ints("rhs_contract"))
 	if err != nil || l.view != nil {
 		rc := dot.Attrs.Ints("rhs_contract")
@@ -77,7 +82,7 @@ func gemvKernel(k Kernel, dot *ir.Value, p gemv.Plan, globals *[]string) (string
 		b.ins("ld.param.u64", scratch, "["+sp+"]")
 		b.ins("cvta.to.global.u64", scratch, scratch)
 	}
-	w := gemvWeightOf(dot, p.N, p.K)
+	w := gemvWeightOf(dot, p)
 	order := "columns"
 	if w.kContig {
 		order = "k"
@@ -149,6 +154,9 @@ func gemvKernel(k Kernel, dot *ir.Value, p gemv.Plan, globals *[]string) (string
 			_, rhsAt, ks := gn.dotOperands(dot, colX)
 			v, err := rhsAt(newIndexLin(ks, kk))
 			return []val{v}, err
+		}
+		if w.quant != nil {
+			return gn.quantVector(w, kk, col, colOff)
 		}
 		d := dot.Args[1].Type.DType
 		ad := gn.addr(gn.ptr[w.l.v], a.mad(kk, w.l.kSt, colOff), d.Size())

@@ -36,28 +36,32 @@ func quantGEMV(order, dt string, m, n, k, bits, group int, zero bool) string {
 
 // TestGEMVQuantized: the GEMV template with a dequantizing weight equals the reference's
 // dequantize-then-matmul for 4 and 8 bits, group sizes 32/64/128 and per-channel, with and
-// without zero points, f32/f16/bf16 scales, 1 to 8 rows, both stored orders, K split or not;
+// without zero points, f32/f16/bf16 scales, 1 to 8 rows, both stored orders, K split or not,
+// read by 128-bit loads where the layout allows and element by element where not;
 // checkKernel assembles for sm_80 and sm_90 (no spills) and runs with memcheck.
 func TestGEMVQuantized(t *testing.T) {
 	type shape struct{ m, n, k int }
 	cases := []struct {
-		order string
-		bits  int
-		group int // 0: per-channel (group K)
-		zero  bool
-		dt    string
-		s     shape
+		order  string
+		bits   int
+		group  int // 0: per-channel (group K)
+		zero   bool
+		dt     string
+		s      shape
+		vector bool // read by 128-bit loads of q
 	}{
-		{"nk", 4, 32, false, "f16", shape{1, 64, 256}},
-		{"nk", 4, 64, true, "bf16", shape{2, 40, 512}},
-		{"nk", 4, 128, true, "f32", shape{3, 33, 1024}},
-		{"nk", 4, 0, false, "f32", shape{8, 48, 128}},
-		{"nk", 8, 128, false, "f32", shape{1, 96, 4096}},
-		{"nk", 8, 32, true, "f16", shape{5, 64, 192}},
-		{"nk", 8, 0, false, "bf16", shape{4, 50, 300}},
-		{"kn", 8, 0, false, "f32", shape{1, 64, 256}},
-		{"kn", 4, 32, true, "f16", shape{6, 64, 128}},
-		{"kn", 8, 64, true, "bf16", shape{7, 40, 640}},
+		{"nk", 4, 32, false, "f16", shape{1, 64, 256}, true},
+		{"nk", 4, 64, true, "bf16", shape{2, 40, 512}, true},
+		{"nk", 4, 128, true, "f32", shape{3, 33, 1024}, true},
+		{"nk", 4, 0, false, "f32", shape{8, 48, 128}, true},
+		{"nk", 8, 128, false, "f32", shape{1, 96, 4096}, true},
+		{"nk", 8, 32, true, "f16", shape{5, 64, 192}, true},
+		{"nk", 8, 0, false, "bf16", shape{4, 50, 300}, false}, // K not a multiple of 16
+		{"nk", 4, 2, true, "f16", shape{2, 64, 128}, false},   // a group smaller than a vector
+		{"nk", 4, 0, false, "bf16", shape{1, 60, 80}, false},  // K not a multiple of 32
+		{"kn", 8, 0, false, "f32", shape{1, 64, 256}, false},
+		{"kn", 4, 32, true, "f16", shape{6, 64, 128}, false},
+		{"kn", 8, 64, true, "bf16", shape{7, 40, 640}, false},
 	}
 	for _, c := range cases {
 		group := c.group
@@ -74,6 +78,15 @@ func TestGEMVQuantized(t *testing.T) {
 			}
 			if cp.Kind != "gemv" {
 				t.Fatalf("template %q, want gemv", cp.Kind)
+			}
+			var globals []string
+			text, _, err := matmulKernel(kern, harnessTarget, &globals)
+			if err != nil {
+				t.Fatal(err)
+			}
+			vector := strings.Contains(text, "ld.global.v4.b32") && strings.Contains(text, "bfe.")
+			if vector != c.vector {
+				t.Errorf("128-bit loads of q: %v, want %v", vector, c.vector)
 			}
 			in := inputsFor(g, uint64(c.s.m*c.s.n+c.s.k), 1)
 			r := rand.New(rand.NewPCG(uint64(c.bits*group), 2))
