@@ -12,12 +12,8 @@ import (
 
 // quantGEMV is x·wᵀ (order "nk": q[N, K/per], axis 1, Llama's Linear) or x·w (order "kn":
 // q[K/per, N], axis 0) with w = dequantize(q, scale[, zero]) read by the GEMV template.
-func quantGEMV(order, dt string, m, n, k, bits, group int, zero bool) string {
+func quantGEMV(order, dt, qd string, m, n, k, bits, group int, zero bool) string {
 	per := 8 / bits
-	qd := "u8"
-	if bits == 8 && !zero {
-		qd = "i8"
-	}
 	qs, ss, ws, axis, rc := fmt.Sprintf("[%d,%d]", n, k/per), fmt.Sprintf("[%d,%d]", n, k/group), fmt.Sprintf("[%d,%d]", n, k), 1, 1
 	if order == "kn" {
 		qs, ss, ws, axis, rc = fmt.Sprintf("[%d,%d]", k/per, n), fmt.Sprintf("[%d,%d]", k/group, n), fmt.Sprintf("[%d,%d]", k, n), 0, 0
@@ -56,6 +52,7 @@ func TestGEMVQuantized(t *testing.T) {
 		{"nk", 4, 0, false, "f32", shape{8, 48, 128}, true},
 		{"nk", 8, 128, false, "f32", shape{1, 96, 4096}, true},
 		{"nk", 8, 32, true, "f16", shape{5, 64, 192}, true},
+		{"nk", 8, 64, true, "f32", shape{2, 32, 256}, true},
 		{"nk", 8, 0, false, "bf16", shape{4, 50, 300}, false}, // K not a multiple of 16
 		{"nk", 4, 2, true, "f16", shape{2, 64, 128}, false},   // a group smaller than a vector
 		{"nk", 4, 0, false, "bf16", shape{1, 60, 80}, false},  // K not a multiple of 32
@@ -69,8 +66,15 @@ func TestGEMVQuantized(t *testing.T) {
 			group = c.s.k
 		}
 		name := fmt.Sprintf("%s_int%d_g%d_zero%v_%s_%dx%dx%d", c.order, c.bits, group, c.zero, c.dt, c.s.m, c.s.n, c.s.k)
+		if c.bits == 8 && (!c.zero || c.s.m%2 == 1) {
+			name += "_i8"
+		}
 		t.Run(name, func(t *testing.T) {
-			g := parse(t, quantGEMV(c.order, c.dt, c.s.m, c.s.n, c.s.k, c.bits, group, c.zero))
+			qd := "u8" // bits 4, and bits 8 with zeros for an even number of rows
+			if c.bits == 8 && (!c.zero || c.s.m%2 == 1) {
+				qd = "i8"
+			}
+			g := parse(t, quantGEMV(c.order, c.dt, qd, c.s.m, c.s.n, c.s.k, c.bits, group, c.zero))
 			kern := Kernel{Name: "k_q", Graph: g}
 			cp, err := ContractionPlan(kern, harnessTarget)
 			if err != nil {
@@ -100,6 +104,9 @@ func TestGEMVQuantized(t *testing.T) {
 			if z := in["z"]; z != nil {
 				for i := range z.I {
 					z.I[i] = int64(r.IntN(1 << c.bits))
+					if z.Type.DType == ir.I8 {
+						z.I[i] -= 128
+					}
 				}
 			}
 			// scales of a real checkpoint's size keep the sums near 1
