@@ -53,6 +53,9 @@ func TestGEMVQuantized(t *testing.T) {
 		{"nk", 8, 128, false, "f32", shape{1, 96, 4096}, true},
 		{"nk", 8, 32, true, "f16", shape{5, 64, 192}, true},
 		{"nk", 8, 64, true, "f32", shape{2, 32, 256}, true},
+		{"nk", 4, 128, true, "f16", shape{4, 96, 512}, true},
+		{"nk", 8, 0, false, "f16", shape{1, 64, 256}, true},
+		{"nk", 8, 128, true, "f16", shape{2, 64, 256}, true},
 		{"nk", 8, 0, false, "bf16", shape{4, 50, 300}, false}, // K not a multiple of 16
 		{"nk", 4, 2, true, "f16", shape{2, 64, 128}, false},   // a group smaller than a vector
 		{"nk", 4, 0, false, "bf16", shape{1, 60, 80}, false},  // K not a multiple of 32
@@ -88,7 +91,7 @@ func TestGEMVQuantized(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			vector := strings.Contains(text, "ld.global.v4.b32") && strings.Contains(text, "bfe.")
+			vector := strings.Contains(text, "ld.global.v4.b32") && (strings.Contains(text, "bfe.") || strings.Contains(text, "lop3.b32"))
 			if vector != c.vector {
 				t.Errorf("128-bit loads of q: %v, want %v", vector, c.vector)
 			}
