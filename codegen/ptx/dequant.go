@@ -202,3 +202,43 @@ func (gn *gen) quantVectorF16(dq *ir.Value, words []string, sv val, at []string)
 	}
 	return vs, nil
 }
+
+// quantLHS returns, for the quantized vector read, a loader of row m's x[m, kk:kk+v] by 128-bit
+// loads where the lhs is a buffer view whose k is contiguous and whose rows start on 16 bytes:
+// a vector of 32 int4 weights meets 32 values of x, which element loads would fetch one by one
+// with an address each. It returns nil (read x element by element) otherwise.
+func (gn *gen) quantLHS(dot *ir.Value, w gemvWeight, p gemv.Plan) func(m int, kk string) []val {
+	if w.quant == nil || w.v == 1 {
+		return nil
+	}
+	lhs := dot.Args[0]
+	d := lhs.Type.DType
+	l, err := layoutOf(lhs, dot.Attrs.Ints("lhs_batch"), dot.Attrs.Ints("lhs_contract"))
+	per := 16 / d.Size() // elements per 16 bytes
+	if err != nil || l.view != nil || l.kSt != 1 || len(l.batchStrides) != 0 || l.off%per != 0 ||
+		p.M > 1 && l.freeSt%per != 0 || w.v%per != 0 {
+		return nil
+	}
+	a, e := gn.a, gn.e
+	return func(m int, kk string) []val {
+		var xs []val
+		for i := 0; i < w.v; i += per {
+			ad := gn.addr(gn.ptr[l.v], a.add(kk, imm(l.off+m*l.freeSt+i)), d.Size())
+			regs := make([]string, 4)
+			for r := range regs {
+				regs[r] = e.b.reg(rU32)
+			}
+			e.b.ins("ld.global.v4.b32", "{"+joinRegs(regs)+"}", ad)
+			for _, r := range regs {
+				if d == ir.F32 {
+					xs = append(xs, val{ir.F32, r})
+					continue
+				}
+				lo, hi := e.b.reg(rB16), e.b.reg(rB16)
+				e.b.ins("mov.b32", "{"+lo+", "+hi+"}", r)
+				xs = append(xs, e.widenHalf(d, lo), e.widenHalf(d, hi))
+			}
+		}
+		return xs
+	}
+}

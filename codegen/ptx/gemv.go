@@ -190,6 +190,7 @@ func gemvKernel(k Kernel, dot *ir.Value, p gemv.Plan, globals *[]string) (string
 	for m := range lhsAt {
 		lhsAt[m], _, ks = gn.dotOperands(dot, rowX[m])
 	}
+	quantLHS := gn.quantLHS(dot, w, p)
 	fma := func(acc string, x, y val) {
 		b.ins("fma.rn.f32", acc, gn.e.reg(gn.e.cast(x, ir.F32)), gn.e.reg(gn.e.cast(y, ir.F32)), acc)
 	}
@@ -213,7 +214,15 @@ func gemvKernel(k Kernel, dot *ir.Value, p gemv.Plan, globals *[]string) (string
 	}
 	for m := range p.M {
 		if w.kContig {
+			var xs []val
+			if quantLHS != nil {
+				xs = quantLHS(m, kk)
+			}
 			for j, y := range wv {
+				if xs != nil {
+					fma(acc[m], xs[j], y)
+					continue
+				}
 				x, err := lhsAt[m](newIndexLin(ks, a.add(kk, imm(j))))
 				if err != nil {
 					return "", Launch{}, err

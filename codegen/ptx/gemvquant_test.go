@@ -95,6 +95,9 @@ func TestGEMVQuantized(t *testing.T) {
 			if vector != c.vector {
 				t.Errorf("128-bit loads of q: %v, want %v", vector, c.vector)
 			}
+			if n := strings.Count(text, "ld.global.v4.b32"); c.vector && n < 2 {
+				t.Errorf("%d 128-bit loads: x is not read by them", n)
+			}
 			in := inputsFor(g, uint64(c.s.m*c.s.n+c.s.k), 1)
 			r := rand.New(rand.NewPCG(uint64(c.bits*group), 2))
 			for i := range in["q"].I {
