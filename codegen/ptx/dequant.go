@@ -109,16 +109,9 @@ func (gn *gen) quantVector(w gemvWeight, kk, col, colOff string) ([]val, error) 
 	if signed {
 		bias += 128
 	}
-	zmagic := e.b.reg(rF32)
-	if len(dq.Args) == 3 {
-		zv, err := gn.eval(dq.Args[2], newIndexCoords(dq.Args[2].Type.Shape, at))
-		if err != nil {
-			return nil, err
-		}
-		e.b.ins("cvt.rn.f32.s32", zmagic, e.reg(zv))
-		e.b.ins("add.f32", zmagic, zmagic, immF32(float64(bias)))
-	} else {
-		e.b.ins("mov.f32", zmagic, immF32(float64(bias+int(ops.DequantizeZero(nbits)))))
+	zmagic, err := gn.biasedZero(dq, at, bias)
+	if err != nil {
+		return nil, err
 	}
 	var vs []val
 	for _, wd := range words {
@@ -162,16 +155,9 @@ func (gn *gen) quantVectorF16(dq *ir.Value, words []string, sv val, at []string)
 		return p
 	}
 	scale := half(e.reg(sv)) // an f16 value: exact
-	zf := e.b.reg(rF32)
-	if len(dq.Args) == 3 {
-		zv, err := gn.eval(dq.Args[2], newIndexCoords(dq.Args[2].Type.Shape, at))
-		if err != nil {
-			return nil, err
-		}
-		e.b.ins("cvt.rn.f32.s32", zf, e.reg(zv))
-		e.b.ins("add.f32", zf, zf, immF32(float64(bias)))
-	} else {
-		e.b.ins("mov.f32", zf, immF32(float64(bias+int(ops.DequantizeZero(nbits)))))
+	zf, err := gn.biasedZero(dq, at, bias)
+	if err != nil {
+		return nil, err
 	}
 	zero := half(zf) // at most 1024 + 128 + 255: exact
 	mask := "0x000F000F"
@@ -241,4 +227,22 @@ func (gn *gen) quantLHS(dot *ir.Value, w gemvWeight, p gemv.Plan) func(m int, kk
 		}
 		return xs
 	}
+}
+
+// biasedZero is bias + the zero point of the group at coordinates at of dequantize dq, in an
+// f32 register (exact: both are small integers).
+func (gn *gen) biasedZero(dq *ir.Value, at []string, bias int) (string, error) {
+	e := gn.e
+	r := e.b.reg(rF32)
+	if len(dq.Args) < 3 {
+		e.b.ins("mov.f32", r, immF32(float64(bias+int(ops.DequantizeZero(dq.Attrs.Int("bits", 8))))))
+		return r, nil
+	}
+	zv, err := gn.eval(dq.Args[2], newIndexCoords(dq.Args[2].Type.Shape, at))
+	if err != nil {
+		return "", err
+	}
+	e.b.ins("cvt.rn.f32.s32", r, e.reg(zv))
+	e.b.ins("add.f32", r, r, immF32(float64(bias)))
+	return r, nil
 }
