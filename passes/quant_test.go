@@ -2,10 +2,15 @@ package passes_test
 
 import (
 	"fmt"
+	"path/filepath"
 	"testing"
 
+	"golang.org/x/tools/txtar"
+
 	"github.com/gcomp/gcomp/frontend"
+	"github.com/gcomp/gcomp/internal/golden"
 	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/passes"
 )
 
 // A linear layer over int8 or int4 weights: with at most 8 rows the dequantize joins the GEMV
@@ -60,4 +65,30 @@ func TestQuantizedLinear(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The kernel graphs and cost reports of an int4 linear layer (groups of 32, zero points, f16)
+// at 1 and 16 rows are pinned in testdata/quant/int4_linear.txtar (go test -update rewrites
+// it): the dequantize inside the GEMV kernel, and as a per-run kernel of its own before a
+// product of 16 rows.
+func TestQuantizedLinearGolden(t *testing.T) {
+	var files []txtar.File
+	for _, m := range []int{1, 16} {
+		g, err := frontend.Build("int4_linear", func(b *frontend.Builder) {
+			x := b.Input("x", ir.F16, m, 256)
+			w := frontend.Dequantize(b.Param("q", ir.T(ir.U8, 64, 128), frontend.Zeros()), b.Param("s", ir.T(ir.F16, 64, 8), frontend.Zeros()),
+				b.Param("z", ir.T(ir.U8, 64, 8), frontend.Zeros()), frontend.Quant{Bits: 4, Group: 32, Axis: 1})
+			b.Output("y", frontend.Linear(x, w, b.Param("b", ir.T(ir.F16, 64), frontend.Zeros())).Relu())
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := passes.Run(g, passes.Options{VerifyEach: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, txtar.File{Name: fmt.Sprintf("m%d/kernels.txt", m), Data: []byte(res.Kernels.String())},
+			txtar.File{Name: fmt.Sprintf("m%d/stats.json", m), Data: res.Stats.JSON()})
+	}
+	golden.CheckTxtar(t, filepath.Join("testdata", "quant", "int4_linear.txtar"), "An int4 linear layer (x·dequantize(q, s, z)ᵀ + b, relu) at 1 and 16 rows: kernel graphs and cost reports.\n", files)
 }

@@ -3,8 +3,13 @@ package ptx
 import (
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/tools/txtar"
+
+	"github.com/gcomp/gcomp/internal/golden"
 
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/tensor"
@@ -122,4 +127,28 @@ func TestGEMVQuantized(t *testing.T) {
 			checkKernel(t, kern, in, false)
 		})
 	}
+}
+
+// The quantized GEMV's PTX is pinned in testdata/gemv_quant.txtar (go test -update rewrites
+// it): int4 with f16 scales and zeros (f16x2 unpacking), int8 with f32 scales (bfe and 2²³),
+// both with x by 128-bit loads, and the [K,N] order read element by element.
+func TestGEMVQuantizedGolden(t *testing.T) {
+	var files []txtar.File
+	for _, c := range []struct {
+		name, order, dt, qd string
+		bits, group         int
+		zero                bool
+	}{
+		{"int4_g32_f16_zero", "nk", "f16", "u8", 4, 32, true},
+		{"int8_perchannel_f32", "nk", "f32", "i8", 8, 256, false},
+		{"int8_kn_bf16", "kn", "bf16", "i8", 8, 256, false},
+	} {
+		g := parse(t, quantGEMV(c.order, c.dt, c.qd, 1, 64, 256, c.bits, c.group, c.zero))
+		text, _, err := Generate(Kernel{Name: "k_" + c.name, Graph: g}, Target{SM: 80})
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, txtar.File{Name: c.name + ".ptx", Data: []byte(text)})
+	}
+	golden.CheckTxtar(t, filepath.Join("testdata", "gemv_quant.txtar"), "The GEMV template over dequantized weights, x[1,256]·w[64,256] (TestGEMVQuantizedGolden).\n", files)
 }
