@@ -60,17 +60,24 @@ func (g *gen) dequantize(v *ir.Value, x *index) (val, error) {
 // for a linear layer) whose q is a buffer view with rows of whole 16-byte vectors. Each of a
 // column's 8 threads then loads 16 bytes of q at a time (16 int8 or 32 int4 values), unpacks
 // them in registers and dequantizes them with its group's scale and zero point, loaded once per
-// vector: a vector must not straddle a group (group a multiple of 16 or 32). Other quantized
-// weights (the [K, N] order, odd sizes) are read element by element.
+// vector: a vector must not straddle a group (group a multiple of 16 or 32). Per-channel int8
+// stored [K, N] has a vector read of its own (quantColumnsOf); other quantized weights (odd
+// sizes, int4 or groups in the [K, N] order) are read element by element.
 func quantWeightOf(dot *ir.Value, p gemv.Plan) (gemvWeight, bool) {
 	dq := dot.Args[1]
 	rc := dot.Attrs.Ints("rhs_contract")
 	if dq.Op != ops.DequantizeOp || dq.Type.Shape.Rank() != 2 || len(dot.Attrs.Ints("rhs_batch")) != 0 ||
-		len(rc) != 1 || rc[0] != 1 || dq.Attrs.Int("axis", -1) != 1 {
+		len(rc) != 1 || rc[0] != dq.Attrs.Int("axis", -1) {
 		return gemvWeight{}, false
 	}
 	l, err := layoutOf(dq.Args[0], nil, rc)
-	if err != nil || l.view != nil || l.kSt != 1 {
+	if err != nil || l.view != nil {
+		return gemvWeight{}, false
+	}
+	if rc[0] == 0 {
+		return quantColumnsOf(dq, l, p)
+	}
+	if l.kSt != 1 {
 		return gemvWeight{}, false
 	}
 	v := 16 * 8 / dq.Attrs.Int("bits", 8) // w elements per 16 bytes of q
@@ -245,4 +252,65 @@ func (gn *gen) biasedZero(dq *ir.Value, at []string, bias int) (string, error) {
 	e.b.ins("cvt.rn.f32.s32", r, e.reg(zv))
 	e.b.ins("add.f32", r, r, immF32(float64(bias)))
 	return r, nil
+}
+
+// quantColumnsOf is the vector read of a per-channel int8 weight stored [K, N] (axis 0: an
+// ONNX MatMul's weight under a per-column DequantizeLinear): 16 columns per 128-bit load, each
+// column's scale and zero point loaded once before the k loop (quantColumnPrologue). Groups
+// along K and packed int4 in this order are read element by element.
+func quantColumnsOf(dq *ir.Value, l operandLayout, p gemv.Plan) (gemvWeight, bool) {
+	ok := dq.Attrs.Int("bits", 0) == 8 && dq.Attrs.Int("group", 0) == p.K && l.freeSt == 1 &&
+		l.off%16 == 0 && p.N%16 == 0 && (p.K == 1 || l.kSt%16 == 0)
+	return gemvWeight{v: 16, l: l, quant: dq}, ok
+}
+
+// quantColumnPrologue loads, for the thread's 16 columns from col, each column's f32 scale and
+// 2²³ + 128 + zero (see quantVector).
+func (gn *gen) quantColumnPrologue(w gemvWeight, col string) ([][2]string, error) {
+	dq := w.quant
+	cs := make([][2]string, w.v)
+	for j := range cs {
+		at := []string{"0", gn.a.add(col, imm(j))}
+		sv, err := gn.eval(dq.Args[1], newIndexCoords(dq.Args[1].Type.Shape, at))
+		if err != nil {
+			return nil, err
+		}
+		bias := 1 << 23
+		if dq.Args[0].Type.DType == ir.I8 {
+			bias += 128
+		}
+		z, err := gn.biasedZero(dq, at, bias)
+		if err != nil {
+			return nil, err
+		}
+		cs[j] = [2]string{gn.e.reg(gn.e.cast(sv, ir.F32)), z}
+	}
+	return cs, nil
+}
+
+// quantColumns loads the 16 bytes of q holding w[kk, col:col+16] and dequantizes them with the
+// columns' scales and zeros cs, as quantVector does one at a time.
+func (gn *gen) quantColumns(w gemvWeight, kk, colOff string, cs [][2]string) []val {
+	a, e := gn.a, gn.e
+	dq := w.quant
+	words := make([]string, 4)
+	for i := range words {
+		words[i] = e.b.reg(rU32)
+	}
+	e.b.ins("ld.global.v4.b32", "{"+joinRegs(words)+"}", gn.addr(gn.ptr[w.l.v], a.mad(kk, w.l.kSt, colOff), 1))
+	vs := make([]val, w.v)
+	for j := range vs {
+		u := e.b.reg(rU32)
+		e.b.ins("bfe.u32", u, words[j/4], imm(8*(j%4)), "8")
+		if dq.Args[0].Type.DType == ir.I8 {
+			e.b.ins("xor.b32", u, u, "128")
+		}
+		e.b.ins("or.b32", u, u, "0x4B000000")
+		f := e.b.reg(rF32)
+		e.b.ins("mov.b32", f, u)
+		e.b.ins("sub.f32", f, f, cs[j][1])
+		e.b.ins("mul.rn.f32", f, f, cs[j][0])
+		vs[j] = e.cast(val{ir.F32, f}, dq.Type.DType)
+	}
+	return vs
 }

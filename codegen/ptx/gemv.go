@@ -149,14 +149,18 @@ func gemvKernel(k Kernel, dot *ir.Value, p gemv.Plan, globals *[]string) (string
 		acc[i] = b.reg(rF32)
 		b.ins("mov.f32", acc[i], immF32(0))
 	}
+	var colQuant [][2]string // a quantized [K,N] weight: each column's scale and biased zero
 	weightAt := func(kk string) ([]val, error) {
 		if w.v == 1 {
 			_, rhsAt, ks := gn.dotOperands(dot, colX)
 			v, err := rhsAt(newIndexLin(ks, kk))
 			return []val{v}, err
 		}
-		if w.quant != nil {
+		if w.quant != nil && w.kContig {
 			return gn.quantVector(w, kk, col, colOff)
+		}
+		if w.quant != nil {
+			return gn.quantColumns(w, kk, colOff, colQuant), nil
 		}
 		d := dot.Args[1].Type.DType
 		ad := gn.addr(gn.ptr[w.l.v], a.mad(kk, w.l.kSt, colOff), d.Size())
@@ -200,6 +204,12 @@ func gemvKernel(k Kernel, dot *ir.Value, p gemv.Plan, globals *[]string) (string
 	outside := b.reg(rPred)
 	b.ins("setp.ge.u32", outside, a.reg(col), imm(p.N))
 	b.braIf(outside, noCols)
+	if w.quant != nil && !w.kContig {
+		var err error
+		if colQuant, err = gn.quantColumnPrologue(w, col); err != nil {
+			return "", Launch{}, err
+		}
+	}
 	kk := b.reg(rU32)
 	b.ins("mad.lo.s32", kk, a.reg(kq), imm(kFirst), kBeg)
 	head, done := b.label("k_loop"), b.label("k_done")

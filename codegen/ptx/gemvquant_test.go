@@ -38,7 +38,8 @@ func quantGEMV(order, dt, qd string, m, n, k, bits, group int, zero bool) string
 // TestGEMVQuantized: the GEMV template with a dequantizing weight equals the reference's
 // dequantize-then-matmul for 4 and 8 bits, group sizes 32/64/128 and per-channel, with and
 // without zero points, f32/f16/bf16 scales, 1 to 8 rows, both stored orders, K split or not,
-// read by 128-bit loads where the layout allows and element by element where not;
+// read by 128-bit loads where the layout allows and element by element where not (K off
+// the vector, a group smaller than a vector, int4 or N off 16 in the [K,N] order);
 // checkKernel assembles for sm_80 and sm_90 (no spills) and runs with memcheck.
 func TestGEMVQuantized(t *testing.T) {
 	type shape struct{ m, n, k int }
@@ -64,7 +65,9 @@ func TestGEMVQuantized(t *testing.T) {
 		{"nk", 8, 0, false, "bf16", shape{4, 50, 300}, false}, // K not a multiple of 16
 		{"nk", 4, 2, true, "f16", shape{2, 64, 128}, false},   // a group smaller than a vector
 		{"nk", 4, 0, false, "bf16", shape{1, 60, 80}, false},  // K not a multiple of 32
-		{"kn", 8, 0, false, "f32", shape{1, 64, 256}, false},
+		{"kn", 8, 0, false, "f32", shape{1, 64, 256}, true},
+		{"kn", 8, 0, true, "f16", shape{3, 48, 320}, true},
+		{"kn", 8, 0, true, "bf16", shape{8, 40, 128}, false}, // N not a multiple of 16
 		{"kn", 4, 32, true, "f16", shape{6, 64, 128}, false},
 		{"kn", 8, 64, true, "bf16", shape{7, 40, 640}, false},
 	}
@@ -100,7 +103,7 @@ func TestGEMVQuantized(t *testing.T) {
 			if vector != c.vector {
 				t.Errorf("128-bit loads of q: %v, want %v", vector, c.vector)
 			}
-			if n := strings.Count(text, "ld.global.v4.b32"); c.vector && n < 2 {
+			if n := strings.Count(text, "ld.global.v4.b32"); c.vector && c.order == "nk" && n < 2 {
 				t.Errorf("%d 128-bit loads: x is not read by them", n)
 			}
 			in := inputsFor(g, uint64(c.s.m*c.s.n+c.s.k), 1)
@@ -131,7 +134,8 @@ func TestGEMVQuantized(t *testing.T) {
 
 // The quantized GEMV's PTX is pinned in testdata/gemv_quant.txtar (go test -update rewrites
 // it): int4 with f16 scales and zeros (f16x2 unpacking), int8 with f32 scales (bfe and 2²³),
-// both with x by 128-bit loads, and the [K,N] order read element by element.
+// both with x by 128-bit loads; per-channel int8 stored [K,N] (16 columns per load), and int4
+// stored [K/2,N], read element by element.
 func TestGEMVQuantizedGolden(t *testing.T) {
 	var files []txtar.File
 	for _, c := range []struct {
@@ -142,6 +146,7 @@ func TestGEMVQuantizedGolden(t *testing.T) {
 		{"int4_g32_f16_zero", "nk", "f16", "u8", 4, 32, true},
 		{"int8_perchannel_f32", "nk", "f32", "i8", 8, 256, false},
 		{"int8_kn_bf16", "kn", "bf16", "i8", 8, 256, false},
+		{"int4_kn_f16", "kn", "f16", "u8", 4, 32, false},
 	} {
 		g := parse(t, quantGEMV(c.order, c.dt, c.qd, 1, 64, 256, c.bits, c.group, c.zero))
 		text, _, err := Generate(Kernel{Name: "k_" + c.name, Graph: g}, Target{SM: 80})
