@@ -20,7 +20,8 @@ import "slices"
 // already, and which writes only intermediates, and moves the marked kernels, in order, to the
 // front of the schedule: they read nothing a per-run kernel writes, so the order stays
 // topological, and the per-run kernels left between them become consecutive (runs the persist
-// pass can merge). Custom kernels stay per-run.
+// pass can merge). Custom kernels stay per-run, and so do kernels that dequantize weights: the
+// point of quantized weights is that the device holds and reads the integers (passes/quant.go).
 func bindTimePass(st *State) error {
 	if st.opt.ParamsChangeEveryRun {
 		return nil
@@ -28,7 +29,7 @@ func bindTimePass(st *State) error {
 	bound := map[*Buffer]bool{}
 	var bind, run []*Kernel
 	for _, k := range st.Kernels.Kernels {
-		if k.Kind == Custom {
+		if k.Kind == Custom || computesDequantize(k) {
 			run = append(run, k)
 			continue
 		}

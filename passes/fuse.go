@@ -194,6 +194,9 @@ func (f *fuser) assign(v *ir.Value) {
 	if len(cgs) == 0 && !f.output[v] {
 		return // dead
 	}
+	if f.quantizedWeight(v, cgs) {
+		return
+	}
 	if f.dupable(v) && len(cgs) > 0 {
 		// Every kernel that has room applies v itself; the others (full ones, and contractions
 		// whose operand it is, unless it is a view) read it from the kernel placed below.

@@ -244,6 +244,9 @@ func idealBytes(g *ir.Graph) (ideal, reread int64) {
 				for isView(a.Op) {
 					a = a.Args[0]
 				}
+				if a.Op == ops.DequantizeOp && bufferViews(a.Args) {
+					continue // read as integers by the operand's loads (passes/quant.go)
+				}
 				if !leaf(a) {
 					// attention, like a contraction, reads its operands from memory
 					boundary[a] = boundary[a] || ops.ClassOf(h.Op) == ops.Contraction || h.Op == ops.AttentionOp

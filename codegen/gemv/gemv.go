@@ -39,17 +39,27 @@ type Plan struct {
 // operands, each a buffer or a view of one (transpose, slice, broadcast_in_dim, reshape; the
 // direct template takes operands computed inside the kernel), whose lhs has at most MaxM rows
 // (its free dims' product), with elements and at least MinWeight weight elements.
+// The weight may also be a dequantize of views (int8 or packed int4 weights, docs/ops.md),
+// which the template reads as integers and dequantizes in registers.
 func Of(dot *ir.Value) (Plan, bool) {
+	p, ok := Fits(dot)
+	if !ok || !isView(dot.Args[0]) || !isView(dot.Args[1]) && !quantizedView(dot.Args[1]) {
+		return Plan{}, false
+	}
+	return p, true
+}
+
+// Fits is Of without the operands' check: the plan of dot if the template takes a product of
+// its dtypes and sizes, whatever computes its operands. The passes ask it of the source graph,
+// where the operands are not buffers yet.
+func Fits(dot *ir.Value) (Plan, bool) {
 	if dot.Op != "dot_general" || len(dot.Args) != 2 {
 		return Plan{}, false
 	}
-	for _, a := range dot.Args {
-		if d := a.Type.DType; (d != ir.F32 && d != ir.F16 && d != ir.BF16) || !isView(a) {
+	for _, a := range []*ir.Value{dot.Args[0], dot.Args[1], dot} {
+		if d := a.Type.DType; d != ir.F32 && d != ir.F16 && d != ir.BF16 {
 			return Plan{}, false
 		}
-	}
-	if d := dot.Type.DType; d != ir.F32 && d != ir.F16 && d != ir.BF16 {
-		return Plan{}, false
 	}
 	lhs, rhs := dot.Args[0].Type.Shape, dot.Args[1].Type.Shape
 	lb, lc := dot.Attrs.Ints("lhs_batch"), dot.Attrs.Ints("lhs_contract")
@@ -122,6 +132,19 @@ func isView(v *ir.Value) bool {
 		switch v.Op {
 		case "transpose", "slice", "broadcast_in_dim", "reshape":
 		default:
+			return false
+		}
+	}
+	return true
+}
+
+// quantizedView reports whether v is a dequantize (ops.DequantizeOp) whose operands are views.
+func quantizedView(v *ir.Value) bool {
+	if v.Op != "dequantize" {
+		return false
+	}
+	for _, a := range v.Args {
+		if !isView(a) {
 			return false
 		}
 	}

@@ -51,6 +51,9 @@ func TestOf(t *testing.T) {
 		{"f64", dot("f64", 1, 64, 64, ""), false},
 		{"computed_lhs", dot("f32", 1, 64, 64, "sin"), false},
 		{"view_lhs", dot("f32", 1, 64, 64, "transpose"), true},
+		{"dequantized_weight", quantDot(8, "%q"), true},
+		{"dequantized_weight_9_rows", quantDot(9, "%q"), false},
+		{"dequantized_computed", quantDot(1, "%n"), false},
 	} {
 		g, err := ir.Parse(c.name+".gir", []byte(c.src))
 		if err != nil {
@@ -84,4 +87,19 @@ func dot(dt string, m, n, k int, op string) string {
 	}
 	return fmt.Sprintf("graph g {\n%s  input %%w : %s[%d,%d]\n  %%0 = dot_general(%s, %%w) {lhs_contract=[1], rhs_contract=[0]} : %s[%d,%d]\n  output y = %%0\n}\n",
 		x, dt, k, n, lhs, dt, m, n)
+}
+
+// quantDot is x[m,128]·wᵀ with w = dequantize(q', s) of int4 weights [64,128], q' being q
+// (qArg "%q") or not(q) (qArg "%n", computed), x the product's lhs.
+func quantDot(m int, qArg string) string {
+	return fmt.Sprintf(`graph g {
+  input %%x : f32[%d,128]
+  input %%q : u8[64,64]
+  input %%s : f32[64,1]
+  %%n = not(%%q) : u8[64,64]
+  %%w = dequantize(%s, %%s) {axis=1, bits=4, group=128} : f32[64,128]
+  %%0 = dot_general(%%x, %%w) {lhs_contract=[1], rhs_contract=[1]} : f32[%d,64]
+  output y = %%0
+}
+`, m, qArg, m)
 }

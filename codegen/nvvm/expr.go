@@ -61,6 +61,8 @@ func (kg *kgen) eval1(v *irg.Value, x *index) (value.Value, error) {
 		return kg.concat(v, x)
 	case "gather":
 		return kg.gather(v, x)
+	case ops.DequantizeOp:
+		return kg.dequantize(v, x)
 	case "max_pool2d", "avg_pool2d":
 		return kg.pool(v, x)
 	case "philox_uniform":

@@ -105,6 +105,8 @@ func (g *gen) eval1(v *ir.Value, x *index) (val, error) {
 		return g.concat(v, x)
 	case "gather":
 		return g.gather(v, x)
+	case ops.DequantizeOp:
+		return g.dequantize(v, x)
 	case "philox_uniform":
 		return g.philox(v, x)
 	case "max_pool2d", "avg_pool2d":

@@ -32,10 +32,15 @@ type gemvWeight struct {
 	kContig bool
 	v       int
 	l       operandLayout
+	quant   *ir.Value // a dequantize read as packed integers (l is its q's layout), or nil
 }
 
-func gemvWeightOf(dot *ir.Value, n, k int) gemvWeight {
+func gemvWeightOf(dot *ir.Value, p gemv.Plan) gemvWeight {
+	n, k := p.N, p.K
 	rhs := dot.Args[1]
+	if w, ok := quantWeightOf(dot, p); ok {
+		return w
+	}
 	l, err := layoutOf(rhs, dot.Attrs.Ints("rhs_batch"), dot.Attrs.Ints("rhs_contract"))
 	if err != nil || l.view != nil {
 		rc := dot.Attrs.Ints("rhs_contract")
@@ -77,7 +82,7 @@ func gemvKernel(k Kernel, dot *ir.Value, p gemv.Plan, globals *[]string) (string
 		b.ins("ld.param.u64", scratch, "["+sp+"]")
 		b.ins("cvta.to.global.u64", scratch, scratch)
 	}
-	w := gemvWeightOf(dot, p.N, p.K)
+	w := gemvWeightOf(dot, p)
 	order := "columns"
 	if w.kContig {
 		order = "k"
@@ -144,11 +149,18 @@ func gemvKernel(k Kernel, dot *ir.Value, p gemv.Plan, globals *[]string) (string
 		acc[i] = b.reg(rF32)
 		b.ins("mov.f32", acc[i], immF32(0))
 	}
+	var colQuant [][2]string // a quantized [K,N] weight: each column's scale and biased zero
 	weightAt := func(kk string) ([]val, error) {
 		if w.v == 1 {
 			_, rhsAt, ks := gn.dotOperands(dot, colX)
 			v, err := rhsAt(newIndexLin(ks, kk))
 			return []val{v}, err
+		}
+		if w.quant != nil && w.kContig {
+			return gn.quantVector(w, kk, col, colOff)
+		}
+		if w.quant != nil {
+			return gn.quantColumns(w, kk, colOff, colQuant), nil
 		}
 		d := dot.Args[1].Type.DType
 		ad := gn.addr(gn.ptr[w.l.v], a.mad(kk, w.l.kSt, colOff), d.Size())
@@ -182,6 +194,7 @@ func gemvKernel(k Kernel, dot *ir.Value, p gemv.Plan, globals *[]string) (string
 	for m := range lhsAt {
 		lhsAt[m], _, ks = gn.dotOperands(dot, rowX[m])
 	}
+	quantLHS := gn.quantLHS(dot, w, p)
 	fma := func(acc string, x, y val) {
 		b.ins("fma.rn.f32", acc, gn.e.reg(gn.e.cast(x, ir.F32)), gn.e.reg(gn.e.cast(y, ir.F32)), acc)
 	}
@@ -191,6 +204,12 @@ func gemvKernel(k Kernel, dot *ir.Value, p gemv.Plan, globals *[]string) (string
 	outside := b.reg(rPred)
 	b.ins("setp.ge.u32", outside, a.reg(col), imm(p.N))
 	b.braIf(outside, noCols)
+	if w.quant != nil && !w.kContig {
+		var err error
+		if colQuant, err = gn.quantColumnPrologue(w, col); err != nil {
+			return "", Launch{}, err
+		}
+	}
 	kk := b.reg(rU32)
 	b.ins("mad.lo.s32", kk, a.reg(kq), imm(kFirst), kBeg)
 	head, done := b.label("k_loop"), b.label("k_done")
@@ -205,7 +224,15 @@ func gemvKernel(k Kernel, dot *ir.Value, p gemv.Plan, globals *[]string) (string
 	}
 	for m := range p.M {
 		if w.kContig {
+			var xs []val
+			if quantLHS != nil {
+				xs = quantLHS(m, kk)
+			}
 			for j, y := range wv {
+				if xs != nil {
+					fma(acc[m], xs[j], y)
+					continue
+				}
 				x, err := lhsAt[m](newIndexLin(ks, a.add(kk, imm(j))))
 				if err != nil {
 					return "", Launch{}, err

@@ -33,6 +33,9 @@ type builder struct {
 	pos string // where new values come from: "model.onnx:node17"
 	// weights are the initializers that became parameters.
 	weights *Weights
+	// productWeights are the values every consumer of which reads as the weight (input B) of a
+	// MatMul or Gemm: a DequantizeLinear of an initializer there stays int8 (weightquant.go).
+	productWeights map[string]bool
 }
 
 func (b *builder) materialize(x *val) *ir.Value {

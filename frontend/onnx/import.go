@@ -175,6 +175,7 @@ func (im *importer) run(m *onnxpb.ModelProto) (model *Model, err error) {
 	if im.opt.Batch > 0 && !im.batchUsed {
 		return nil, im.fail(fmt.Errorf("--batch %d: no input without --shape has a symbolic first dimension to fill", im.opt.Batch))
 	}
+	im.b.productWeights = productWeights(gp)
 	for i, np := range gp.GetNode() {
 		if err := im.node(i, np); err != nil {
 			return nil, &Error{File: im.file, Node: i, Op: np.GetOpType(), Name: np.GetName(), Err: err}

@@ -89,6 +89,9 @@ func convDequantize(n *node) ([]*val, error) {
 	if !scale.t.DType.IsFloat() || x.t.DType.IsFloat() || x.t.DType == ir.Bool {
 		return nil, fmt.Errorf("DequantizeLinear of %s with scale %s", x.t, scale.t)
 	}
+	if w, ok, err := n.weightDequantize(x, scale, n.arg(2)); ok || err != nil {
+		return []*val{w}, err
+	}
 	f := n.cast(x, scale.t.DType)
 	if zp := n.arg(2); zp != nil {
 		z, err := n.perAxis(zp, x)

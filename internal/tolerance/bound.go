@@ -116,6 +116,10 @@ func propagate(v *ir.Value, args []Bound, val *tensor.Tensor, tf32 bool) ([]floa
 	case "philox_uniform":
 		// Integer arithmetic then one conversion: bit-identical on every device.
 		return anyInf(val.Len(), args), nil
+	case ops.DequantizeOp:
+		// (q − zero)·scale rounded once from the exact product (docs/ops.md): bit-identical
+		// on every device from exact weights; an inexact operand is not modelled.
+		return anyInf(val.Len(), args), nil
 	case "gather":
 		if e := allInf(val.Len(), args[1].Err); e != nil {
 			return e, nil // a moved index picks another row
