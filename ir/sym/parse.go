@@ -5,9 +5,6 @@ import (
 	"strconv"
 )
 
-// MaxLiteral bounds the integer literals Parse accepts, so that parsing never overflows.
-const MaxLiteral = 1 << 40
-
 // ParseError is a syntax error at byte offset Off of the parsed text.
 type ParseError struct {
 	Off int
@@ -136,7 +133,7 @@ func (p *exprParser) unary(depth int) (Expr, error) {
 			j++
 		}
 		n, err := strconv.ParseInt(p.s[p.i:j], 10, 64)
-		if err != nil || n > MaxLiteral {
+		if err != nil {
 			return Expr{}, p.errf("integer %s is too large", p.s[p.i:j])
 		}
 		p.i = j

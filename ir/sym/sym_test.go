@@ -236,3 +236,29 @@ func TestCommuted(t *testing.T) {
 		}
 	}
 }
+
+// Whatever parses prints, parses back to an equal expression, and evaluates the same.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{"batch*seq", "(seq+1)/2", "-seq/2%3", "a*(b/2)*c-7", "((a))", "2*a*a/4"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		e, err := Parse(s)
+		if err != nil {
+			return
+		}
+		back, err := Parse(e.String())
+		if err != nil || !back.Equal(e) || back.String() != e.String() {
+			t.Fatalf("%q prints as %q, which parses as %v, %v", s, e, back, err)
+		}
+		env := map[string]int64{}
+		for _, n := range e.Symbols() {
+			env[n] = int64(len(n)*7%13) - 3
+		}
+		v1, err1 := e.Eval(env)
+		v2, err2 := back.Eval(env)
+		if v1 != v2 || (err1 == nil) != (err2 == nil) {
+			t.Fatalf("%q: %d, %v vs %d, %v", s, v1, err1, v2, err2)
+		}
+	})
+}
