@@ -53,7 +53,7 @@ func TestInferSym(t *testing.T) {
 		{"reshape merge", "reshape", []ir.Type{st(t, f, "batch", "seq", "768")}, ir.Attrs{"shape": []int{131072, 768}}, nil, "f32[batch*seq,768]"},
 		{"reshape split", "reshape", []ir.Type{st(t, f, "batch", "seq", "768")}, ir.Attrs{"shape": []int{64, 2048, 12, 64}}, nil, "f32[batch,seq,12,64]"},
 		{"reshape unsplit", "reshape", []ir.Type{st(t, f, "batch*seq", "768")}, ir.Attrs{"shape": []int{64, 2048, 768}}, nil,
-			"is not provably a multiple of the static dims of [64,2048]"},
+			"reshape: cannot express f32[batch*seq,768] reshaped to [64,2048,768] over its sizes (768*batch*seq): batch*seq is not provably a multiple of the static dims of [64,2048]; declare the result type"},
 		{"reshape split by 12", "reshape", []ir.Type{st(t, f, "12*seq")}, ir.Attrs{"shape": []int{2048, 12}}, nil, "f32[seq,12]"},
 		{"reshape not a multiple", "reshape", []ir.Type{st(t, f, "seq")}, ir.Attrs{"shape": []int{2, 1024}}, nil,
 			"reshape: cannot express f32[seq] reshaped to [2,1024] over its sizes (seq): seq is not provably a multiple of the static dims of [2,1024]"},
