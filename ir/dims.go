@@ -186,3 +186,63 @@ func writeDims(sb *strings.Builder, dims []Dim) {
 	}
 	sb.WriteString(" }\n")
 }
+
+// BindSizes finds the size of every dim from the shapes of the graph's inputs at run time: a
+// dim an input's axis is exactly takes that axis's size, which must lie in its range and agree
+// with every other input; then every input's axis must equal its expression at those sizes. The
+// errors name the input, the axis and the range.
+func (g *Graph) BindSizes(shapes map[string]Shape) (map[string]int64, error) {
+	env := map[string]int64{}
+	from := map[string]string{} // the input axis each size came from, for messages
+	ranges := g.Ranges()
+	inputs := g.Inputs()
+	for _, v := range inputs {
+		s, ok := shapes[v.Name]
+		if !ok || v.Type.Sym == nil {
+			continue // a missing input is the caller's check
+		}
+		if len(s) != len(v.Type.Sym) {
+			return nil, fmt.Errorf("input %s: want %s, have shape %v", v.Name, v.Type, s)
+		}
+		for i, e := range v.Type.Sym {
+			syms := e.Symbols()
+			if len(syms) != 1 || !e.Equal(sym.Sym(syms[0])) {
+				continue
+			}
+			name, n := syms[0], int64(s[i])
+			where := fmt.Sprintf("input %s's dim %d", v.Name, i)
+			if r := ranges[name]; n < r.Lo || n > r.Hi {
+				return nil, fmt.Errorf("input %s: dim %d (%s) is %d, outside %s's range [%d,%d]", v.Name, i, name, n, name, r.Lo, r.Hi)
+			}
+			if m, ok := env[name]; ok && m != n {
+				return nil, fmt.Errorf("inputs disagree on %s: %s is %d, %s is %d", name, from[name], m, where, n)
+			}
+			env[name], from[name] = n, where
+		}
+	}
+	for _, v := range inputs {
+		s, ok := shapes[v.Name]
+		if !ok || v.Type.Sym == nil || len(s) != len(v.Type.Sym) {
+			continue
+		}
+		for i, e := range v.Type.Sym {
+			for _, name := range e.Symbols() {
+				if _, ok := env[name]; !ok {
+					return nil, fmt.Errorf("input %s: dim %d is %s, and no input has %s alone as a dim to give its size", v.Name, i, e, name)
+				}
+			}
+			if n, err := e.Eval(env); err != nil || n != int64(s[i]) {
+				return nil, fmt.Errorf("input %s: dim %d is %d, but %s is %d at %s", v.Name, i, s[i], e, n, formatEnv(env, e.Symbols()))
+			}
+		}
+	}
+	return env, nil
+}
+
+func formatEnv(env map[string]int64, names []string) string {
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = fmt.Sprintf("%s=%d", n, env[n])
+	}
+	return strings.Join(parts, ", ")
+}
