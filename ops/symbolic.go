@@ -118,10 +118,11 @@ func symbolicValue(g *ir.Graph, v *ir.Value) bool {
 	return slices.ContainsFunc(v.Args, func(a *ir.Value) bool { return a.Type.Sym != nil })
 }
 
-// sameSize checks that two sizes are provably equal: the same canonical expression.
-func sameSize(what string, x, y sym.Expr) error {
+// sameSize checks that two sizes are provably equal: the same canonical expression. The
+// message, what, is formatted only on failure.
+func sameSize(x, y sym.Expr, what string, args ...any) error {
 	if !x.Equal(y) {
-		return fmt.Errorf("%s: %s and %s are not provably equal", what, x, y)
+		return fmt.Errorf("%s: %s and %s are not provably equal", fmt.Sprintf(what, args...), x, y)
 	}
 	return nil
 }
@@ -129,7 +130,7 @@ func sameSize(what string, x, y sym.Expr) error {
 func symElementwise(args []ir.Type, _ ir.Attrs, _ []sym.Expr, _ sym.Ranges) ([]sym.Expr, error) {
 	for _, t := range args[1:] {
 		for i := range t.Shape {
-			if err := sameSize(fmt.Sprintf("operand sizes differ (%s and %s) in dim %d", args[0], t, i), args[0].Axis(i), t.Axis(i)); err != nil {
+			if err := sameSize(args[0].Axis(i), t.Axis(i), "operand sizes differ (%s and %s) in dim %d", args[0], t, i); err != nil {
 				return nil, err
 			}
 		}
@@ -166,12 +167,12 @@ func symDot(args []ir.Type, a ir.Attrs, _ []sym.Expr, _ sym.Ranges) ([]sym.Expr,
 		return nil, err
 	}
 	for i := range d.lb {
-		if err := sameSize(fmt.Sprintf("batch dims %d and %d of %s and %s", d.lb[i], d.rb[i], l, r), l.Axis(d.lb[i]), r.Axis(d.rb[i])); err != nil {
+		if err := sameSize(l.Axis(d.lb[i]), r.Axis(d.rb[i]), "batch dims %d and %d of %s and %s", d.lb[i], d.rb[i], l, r); err != nil {
 			return nil, err
 		}
 	}
 	for i := range d.lc {
-		if err := sameSize(fmt.Sprintf("contracting dims %d and %d of %s and %s", d.lc[i], d.rc[i], l, r), l.Axis(d.lc[i]), r.Axis(d.rc[i])); err != nil {
+		if err := sameSize(l.Axis(d.lc[i]), r.Axis(d.rc[i]), "contracting dims %d and %d of %s and %s", d.lc[i], d.rc[i], l, r); err != nil {
 			return nil, err
 		}
 	}
@@ -218,7 +219,7 @@ func symConv(args []ir.Type, a ir.Attrs, _ []sym.Expr, r sym.Ranges) ([]sym.Expr
 			return nil, err
 		}
 	}
-	if err := sameSize("input channels", x.Axis(1), sym.Const(int64(w.Shape[1]*g.groups))); err != nil {
+	if err := sameSize(x.Axis(1), sym.Const(int64(w.Shape[1]*g.groups)), "input channels"); err != nil {
 		return nil, err
 	}
 	oh, err := windowSym(x.Axis(2), g.kh, g.stride[0], g.pad[0], g.dil[0], r)
@@ -275,7 +276,7 @@ func symConcat(args []ir.Type, a ir.Attrs, _ []sym.Expr, _ sym.Ranges) ([]sym.Ex
 		for i := range t.Shape {
 			if i == axis {
 				out[i] = sym.Add(out[i], t.Axis(i))
-			} else if err := sameSize(fmt.Sprintf("dim %d of %s and %s", i, args[0], t), args[0].Axis(i), t.Axis(i)); err != nil {
+			} else if err := sameSize(args[0].Axis(i), t.Axis(i), "dim %d of %s and %s", i, args[0], t); err != nil {
 				return nil, err
 			}
 		}
@@ -324,7 +325,7 @@ func symBroadcast(args []ir.Type, a ir.Attrs, want []sym.Expr, _ sym.Ranges) ([]
 			out[d] = e
 			continue
 		}
-		if err := sameSize(fmt.Sprintf("operand dim %d of %s maps to result dim %d", i, x, d), e, out[d]); err != nil {
+		if err := sameSize(e, out[d], "operand dim %d of %s maps to result dim %d", i, x, d); err != nil {
 			return nil, err
 		}
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gcomp/gcomp/frontend"
 	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ops"
 	"github.com/gcomp/gcomp/runtime/ref"
 	"github.com/gcomp/gcomp/tensor"
 )
@@ -112,5 +113,41 @@ func TestSymbolicInputErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v\nwant %s", tc.name, err, tc.want)
 		}
+	}
+}
+
+// The cost of symbolic types: verifying the model static and symbolic, and a reference run of
+// the symbolic graph (instantiation included) against the static trace at the same sizes.
+func BenchmarkSymbolic(b *testing.B) {
+	st, err := frontend.Build("m", symModel(false, 3, 5, 7))
+	if err != nil {
+		b.Fatal(err)
+	}
+	g, err := frontend.Build("m", symModel(true, 0, 0, 0))
+	if err != nil {
+		b.Fatal(err)
+	}
+	inputs, params, err := tensor.SeededValues(st, 3)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		g    *ir.Graph
+	}{{"static", st}, {"symbolic", g}} {
+		b.Run("verify/"+c.name, func(b *testing.B) {
+			for range b.N {
+				if err := ops.Verify(c.g); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run("run/"+c.name, func(b *testing.B) {
+			for range b.N {
+				if _, err := ref.Run(c.g, inputs, params); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
