@@ -279,17 +279,7 @@ func (s *state) add(v *ir.Value) *Tensor {
 
 // op appends op(args...) after checking it against the op table.
 func (s *state) op(name string, attrs ir.Attrs, args ...*Tensor) *Tensor {
-	types := make([]ir.Type, len(args))
-	vals := make([]*ir.Value, len(args))
-	for i, a := range args {
-		s.own(a, name)
-		types[i], vals[i] = a.v.Type, a.v
-	}
-	t, err := s.infer(name, types, attrs, nil)
-	if err != nil {
-		s.failf("%v", err)
-	}
-	return s.add(s.g.Add(name, t, attrs, vals...))
+	return s.opWant(name, attrs, nil, args...) // symbolic.go
 }
 
 // constant returns a splat constant of type t.

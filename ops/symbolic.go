@@ -54,7 +54,7 @@ func InferSym(name string, args []ir.Type, a ir.Attrs, r sym.Ranges, want []sym.
 	symbolic := want != nil
 	bounds := make([]ir.Type, len(args))
 	for i, t := range args {
-		bounds[i] = ir.Type{DType: t.DType, Shape: t.Shape}
+		bounds[i] = bound(t)
 		symbolic = symbolic || t.Sym != nil
 	}
 	t, err := Infer(name, bounds, a)
@@ -78,6 +78,9 @@ func InferSym(name string, args []ir.Type, a ir.Attrs, r sym.Ranges, want []sym.
 	}
 	return st, nil
 }
+
+// bound is t at its bounds: the static type the ordinary inference checks.
+func bound(t ir.Type) ir.Type { return ir.Type{DType: t.DType, Shape: t.Shape} }
 
 func typeList(args []ir.Type, want []sym.Expr) string {
 	parts := make([]string, len(args))
@@ -162,7 +165,7 @@ func symTranspose(args []ir.Type, a ir.Attrs, _ []sym.Expr, _ sym.Ranges) ([]sym
 
 func symDot(args []ir.Type, a ir.Attrs, _ []sym.Expr, _ sym.Ranges) ([]sym.Expr, error) {
 	l, r := args[0], args[1]
-	d, err := dotSpec(ir.Type{DType: l.DType, Shape: l.Shape}, ir.Type{DType: r.DType, Shape: r.Shape}, a)
+	d, err := dotSpec(bound(l), bound(r), a)
 	if err != nil {
 		return nil, err
 	}
@@ -210,7 +213,7 @@ func static(what string, e sym.Expr) (int, error) {
 
 func symConv(args []ir.Type, a ir.Attrs, _ []sym.Expr, r sym.Ranges) ([]sym.Expr, error) {
 	x, w := args[0], args[1]
-	g, err := convSpec(ir.Type{DType: x.DType, Shape: x.Shape}, ir.Type{DType: w.DType, Shape: w.Shape}, a)
+	g, err := convSpec(bound(x), bound(w), a)
 	if err != nil {
 		return nil, err
 	}
@@ -235,7 +238,7 @@ func symConv(args []ir.Type, a ir.Attrs, _ []sym.Expr, r sym.Ranges) ([]sym.Expr
 
 func symPool(args []ir.Type, a ir.Attrs, _ []sym.Expr, r sym.Ranges) ([]sym.Expr, error) {
 	x := args[0]
-	g, err := poolSpec(ir.Type{DType: x.DType, Shape: x.Shape}, a)
+	g, err := poolSpec(bound(x), a)
 	if err != nil {
 		return nil, err
 	}
