@@ -16,7 +16,7 @@ func (t *Tensor) View(dims ...int) *Tensor { return t.reshape("view", dims) }
 
 func (t *Tensor) reshape(what string, dims []int) *Tensor {
 	s := t.state()
-	if s.symbolic() {
+	if s.hasHandle(dims) {
 		return t.reshapeSym(what, dims) // symbolic.go
 	}
 	shape := slices.Clone(dims)

@@ -2,6 +2,7 @@ package frontend
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/gcomp/gcomp/ir"
@@ -147,8 +148,15 @@ func (t *Tensor) broadcastSym(ty ir.Type) *Tensor {
 	return t.s.opWant("broadcast_in_dim", ir.Attrs{"shape": []int(ty.Shape.Clone()), "dims": dims}, ty.Axes(), t)
 }
 
-// reshapeSym is reshape for a graph with dims: dims may hold Dim handles and one -1, which
-// becomes the operand's size product divided by the others' when that division is exact.
+// hasHandle reports whether sizes holds a Dim handle. Reshape sizes without one are bounds (as
+// Shape and Dim report them, e.g. Flatten's products), from which the reshape's symbolic result
+// is derived (docs/dynamic.md); sizes with one are expressions.
+func (s *state) hasHandle(sizes []int) bool {
+	return slices.ContainsFunc(sizes, func(d int) bool { _, h := s.size(d); return h })
+}
+
+// reshapeSym is reshape with Dim handles among the sizes, and at most one -1, which becomes the
+// operand's size product divided by the others' when that division is exact.
 func (t *Tensor) reshapeSym(what string, dims []int) *Tensor {
 	s := t.s
 	want := make([]sym.Expr, len(dims))

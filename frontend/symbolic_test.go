@@ -33,6 +33,8 @@ func TestSymbolicModels(t *testing.T) {
 		h = frontend.LayerNorm(h, []int{32}, nil, nil, 1e-5).Softmax(1)
 		b.Output("y", h.Sum(1))
 		b.Output("z", frontend.Cat(1, h, h).Transpose(1, 2))
+		q := x.Matmul(b.Param("wq", ir.T(ir.F32, 16, 8), frontend.Zeros()))
+		b.Output("att", q.Matmul(q.Transpose(1, 2)).Softmax(-1).Matmul(q).Flatten(0, 1))
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -46,6 +48,8 @@ func TestSymbolicModels(t *testing.T) {
 		"{shape=[64,2048,32]} : f32[batch,seq,32]",
 		"concat(", ": f32[batch,2*seq,32]",
 		": f32[batch,32,2*seq]",
+		"dot_general(%33, %34) {lhs_batch=[0], lhs_contract=[2], rhs_batch=[0], rhs_contract=[1]} : f32[batch,seq,seq]",
+		"{shape=[131072,8]} : f32[batch*seq,8]",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("missing %q in\n%s", want, text)
@@ -116,7 +120,11 @@ func TestSymbolicErrors(t *testing.T) {
 		}, "add: shapes cannot be broadcast together: x is f32[seq], y is f32[tok]: dim 0 is seq and tok, not provably equal"},
 		{"not a multiple", func(b *frontend.Builder) {
 			b.Output("z", b.Input("x", ir.F32, b.Dim("seq", 1, 8)).Reshape(2, -1))
-		}, "reshape: shape [2,-1] is invalid for x f32[seq]: its size seq is not a multiple of 2"},
+		}, "reshape: cannot express f32[seq] reshaped to [2,4] over its sizes (seq): seq is not provably a multiple of the static dims of [2,4]"},
+		{"handle and -1", func(b *frontend.Builder) {
+			seq := b.Dim("seq", 1, 8)
+			b.Output("z", b.Input("x", ir.F32, seq, 3).Reshape(seq, 2, -1))
+		}, "reshape: shape [seq,2,-1] is invalid for x f32[seq,3]: its size 3*seq is not a multiple of 2*seq"},
 		{"wrong count", func(b *frontend.Builder) {
 			seq := b.Dim("seq", 1, 8)
 			b.Output("z", b.Input("x", ir.F32, seq, 2).Reshape(seq, 3))

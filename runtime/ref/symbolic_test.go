@@ -13,8 +13,8 @@ import (
 )
 
 // symModel is one model at static sizes, or over dims batch, seq and h when symbolic: an MLP
-// block with layer norm and softmax, a concat and transpose, a conv with bias and pooling, an
-// embedding and a padded, sliced tensor.
+// block with layer norm and softmax, a concat and transpose, attention scores and their
+// flattened product, a conv with bias and pooling, and an embedding.
 func symModel(symbolic bool, batch, seq, h int) func(b *frontend.Builder) {
 	return func(b *frontend.Builder) {
 		B, S, H := batch, seq, h
@@ -28,6 +28,8 @@ func symModel(symbolic bool, batch, seq, h int) func(b *frontend.Builder) {
 		y = frontend.LayerNorm(y, []int{12}, nil, nil, 1e-5).Softmax(1)
 		b.Output("pooled", y.Sum(1))
 		b.Output("cat", frontend.Cat(1, y, y).Transpose(1, 2))
+		q := x.Matmul(b.Param("wq", ir.T(ir.F32, 8, 4), frontend.Uniform(-1, 1)))
+		b.Output("att", q.Matmul(q.Transpose(1, 2)).Softmax(-1).Matmul(q).Flatten(0, 1))
 		img := b.Input("img", ir.F32, B, 3, H, H)
 		w := b.Param("w", ir.T(ir.F32, 4, 3, 3, 3), frontend.Uniform(-1, 1))
 		cb := b.Param("cb", ir.T(ir.F32, 4), frontend.Uniform(-1, 1))
