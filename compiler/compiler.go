@@ -36,6 +36,9 @@ type Result struct {
 
 // Compile compiles g.
 func Compile(g *ir.Graph, opt Options) (*Result, error) {
+	if len(g.Dims) > 0 { // kernels parametric in the dims come next (docs/dynamic.md)
+		return nil, fmt.Errorf("graph %s has symbolic dims (%s): they are not compiled yet; the reference interpreter runs them (--device ref)", g.Name, g.Dims[0].Name)
+	}
 	if opt.Target.SM == 0 {
 		opt.Target.SM = 80
 	}

@@ -120,7 +120,7 @@ func Prelu(x, weight *Tensor) *Tensor {
 	case n == 1:
 		w = weight.Reshape().broadcastTo(x.v.Type.Shape)
 	case x.Rank() >= 2 && x.Dim(1) == n:
-		w = s.op("broadcast_in_dim", ir.Attrs{"shape": x.Shape(), "dims": []int{1}}, weight)
+		w = s.broadcastChannels(weight, x)
 	default:
 		s.failf("prelu: the weight has %d elements and the input's channel dim 1 does not: %s", n, x.describe("input"))
 	}

@@ -105,7 +105,7 @@ func (b *Builder) Prefix() string { return b.prefix }
 // Input declares a graph input of the given dtype and shape. Its name is not prefixed by the
 // scope. Integer inputs such as token ids can declare their range with WithRange.
 func (b *Builder) Input(name string, dtype ir.DType, dims ...int) *Tensor {
-	t := b.st.checkType("input "+name, dtype, dims)
+	t := b.st.symType("input "+name, dtype, dims) // symbolic.go: dims may hold Dim handles
 	b.st.declare("input", name)
 	return b.st.add(b.st.g.Input(name, t, nil))
 }
@@ -279,21 +279,14 @@ func (s *state) add(v *ir.Value) *Tensor {
 
 // op appends op(args...) after checking it against the op table.
 func (s *state) op(name string, attrs ir.Attrs, args ...*Tensor) *Tensor {
-	types := make([]ir.Type, len(args))
-	vals := make([]*ir.Value, len(args))
-	for i, a := range args {
-		s.own(a, name)
-		types[i], vals[i] = a.v.Type, a.v
-	}
-	t, err := ops.Infer(name, types, attrs)
-	if err != nil {
-		s.failf("%v", err)
-	}
-	return s.add(s.g.Add(name, t, attrs, vals...))
+	return s.opWant(name, attrs, nil, args...) // symbolic.go
 }
 
 // constant returns a splat constant of type t.
 func (s *state) constant(value float64, t ir.Type) *Tensor {
+	if t.Sym != nil { // a scalar broadcast to the symbolic sizes
+		return s.constant(value, ir.Type{DType: t.DType, Shape: ir.Shape{}}).broadcastSym(t)
+	}
 	if !t.DType.IsFloat() && (value != math.Trunc(value) || math.IsInf(value, 0)) {
 		s.failf("constant %v does not fit the integer type %s", value, t)
 	}

@@ -152,7 +152,7 @@ func convTransposeTiles(x, w, b *Tensor, pad, outPad [2]int) *Tensor {
 	if !b.Type().Equal(ir.T(w.DType(), o)) {
 		y.s.failf("conv_transpose2d: bias does not match the weight: %s, %s", b.describe("bias"), w.describe("weight"))
 	}
-	return y.Add(y.s.op("broadcast_in_dim", ir.Attrs{"shape": y.Shape(), "dims": []int{1}}, b))
+	return y.Add(y.s.broadcastChannels(b, y))
 }
 
 // padOrCut pads dim i by lo[i] before and hi[i] after; negative entries cut that many instead.

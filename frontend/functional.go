@@ -66,7 +66,7 @@ func Conv2d(x, w, b *Tensor, o Conv2dOptions) *Tensor {
 	if !b.Type().Equal(ir.T(w.DType(), w.Dim(0))) {
 		s.failf("conv2d: bias does not match the weight: %s, %s", b.describe("bias"), w.describe("weight"))
 	}
-	return y.Add(s.op("broadcast_in_dim", ir.Attrs{"shape": y.Shape(), "dims": []int{1}}, b))
+	return y.Add(s.broadcastChannels(b, y))
 }
 
 // PoolOptions are the optional arguments of MaxPool2d and AvgPool2d. A zero Stride means the

@@ -17,7 +17,7 @@ func (t *Tensor) channel(what string, p *Tensor) *Tensor {
 	if t.Rank() < 2 || !p.Type().Equal(ir.T(t.DType(), t.Dim(1))) {
 		s.failf("%s: %s does not match the channels (dim 1) of %s", what, p.describe("parameter"), t.describe("input"))
 	}
-	return s.op("broadcast_in_dim", ir.Attrs{"shape": t.Shape(), "dims": []int{1}}, p)
+	return s.broadcastChannels(p, t)
 }
 
 // BatchNorm is F.batch_norm in eval mode (training=False) over x[N, C, ...]: with the running

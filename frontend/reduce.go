@@ -35,6 +35,7 @@ func (t *Tensor) mean(dims []int, keep bool) *Tensor {
 	n := 1
 	for _, a := range t.axes("mean", dims) {
 		n *= t.v.Type.Shape[a]
+		t.s.staticDim("mean", t, a) // symbolic.go: the count must be a constant
 	}
 	return t.reduce("reduce_sum", "mean", dims, keep).DivScalar(float64(n))
 }

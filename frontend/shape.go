@@ -16,6 +16,9 @@ func (t *Tensor) View(dims ...int) *Tensor { return t.reshape("view", dims) }
 
 func (t *Tensor) reshape(what string, dims []int) *Tensor {
 	s := t.state()
+	if s.hasHandle(dims) {
+		return t.reshapeSym(what, dims) // symbolic.go
+	}
 	shape := slices.Clone(dims)
 	n, infer := 1, -1
 	for i, d := range shape {

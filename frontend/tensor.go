@@ -28,7 +28,7 @@ func (t *Tensor) Value() *ir.Value { t.state(); return t.v }
 // Type returns the tensor's dtype and shape.
 func (t *Tensor) Type() ir.Type {
 	t.state()
-	return ir.Type{DType: t.v.Type.DType, Shape: t.v.Type.Shape.Clone()}
+	return ir.Type{DType: t.v.Type.DType, Shape: t.v.Type.Shape.Clone(), Sym: slices.Clone(t.v.Type.Sym)}
 }
 
 // DType returns the element type.
@@ -173,6 +173,9 @@ func (t *Tensor) binary(op string, o *Tensor) *Tensor {
 	s.own(o, op)
 	if t.v.Type.DType != o.v.Type.DType {
 		s.failf("%s: dtypes differ: %s (convert one with Cast)", op, describe2(t, o))
+	}
+	if s.symbolic() {
+		return t.binarySym(op, o) // symbolic.go
 	}
 	shape, ok := broadcastShapes(t.v.Type.Shape, o.v.Type.Shape)
 	if !ok {

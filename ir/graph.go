@@ -40,6 +40,7 @@ type Graph struct {
 	File    string // source file name used in error messages, if any
 	Values  []*Value
 	Outputs []Output
+	Dims    []Dim // the symbolic dims its types may use, in declaration order (dims.go)
 	nextID  int
 }
 
@@ -116,7 +117,7 @@ func (g *Graph) Uses() map[*Value]int {
 
 // Clone returns a deep copy of g: new values with the same IDs, ops, attributes and types.
 func (g *Graph) Clone() *Graph {
-	c := &Graph{Name: g.Name, File: g.File, nextID: g.nextID}
+	c := &Graph{Name: g.Name, File: g.File, Dims: slices.Clone(g.Dims), nextID: g.nextID}
 	m := make(map[*Value]*Value, len(g.Values))
 	for _, v := range g.Values {
 		nv := *v
@@ -126,6 +127,7 @@ func (g *Graph) Clone() *Graph {
 		}
 		nv.Attrs = v.Attrs.Clone()
 		nv.Type.Shape = v.Type.Shape.Clone()
+		nv.Type.Sym = slices.Clone(v.Type.Sym)
 		m[v] = &nv
 		c.Values = append(c.Values, &nv)
 	}

@@ -212,6 +212,8 @@ func FuzzParse(f *testing.F) {
 	f.Add(sample)
 	f.Add("graph g {\n  input %x : f32[2]\n  output y = %x\n}\n")
 	f.Add("graph g { %0 = c() {a=[1,2.5,nan], b=-inf, c=\"s\"} : bool[] }")
+	f.Add(symSample)
+	f.Add("graph g {\n  dims { n in [0,9], m in [2,3] }\n  input %x : f32[n*m-1,(n+1)/2,n%2]\n  output y = %x\n}\n")
 	f.Fuzz(func(t *testing.T, src string) {
 		g, err := Parse("f.gir", []byte(src))
 		if err != nil {

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/gcomp/gcomp/ir/sym"
 )
 
 // Parse reads a graph in the .gir text form. file names the source in error messages, which have
@@ -45,6 +47,7 @@ type parser struct {
 	line, col int
 	tok       token
 	peeked    bool
+	dims      sym.Ranges // the graph's dims statement, once parsed
 }
 
 // ParseError is a syntax error with its position.
@@ -267,6 +270,10 @@ func (p *parser) parseGraph() (*Graph, error) {
 			if err := define(vt, v); err != nil {
 				return nil, err
 			}
+		case t.kind == tIdent && t.text == "dims":
+			if err := p.parseDims(g, t); err != nil {
+				return nil, err
+			}
 		case t.kind == tIdent && t.text == "output":
 			name, err := p.expect(tIdent, "")
 			if err != nil {
@@ -361,30 +368,7 @@ func (p *parser) parseType() (Type, error) {
 	if _, err := p.expect(tPunct, "["); err != nil {
 		return Type{}, err
 	}
-	shape := Shape{}
-	for {
-		n, err := p.next()
-		if err != nil {
-			return Type{}, err
-		}
-		if n.kind == tPunct && n.text == "]" {
-			break
-		}
-		if len(shape) > 0 {
-			if n.kind != tPunct || n.text != "," {
-				return Type{}, p.errAt(n, "expected ',' or ']' in shape, found %s", describe(n))
-			}
-			if n, err = p.next(); err != nil {
-				return Type{}, err
-			}
-		}
-		dim, err := strconv.Atoi(n.text)
-		if n.kind != tNumber || err != nil || dim < 0 {
-			return Type{}, p.errAt(n, "bad dimension %s", describe(n))
-		}
-		shape = append(shape, dim)
-	}
-	return Type{DType: d, Shape: shape}, nil
+	return p.parseShape(d)
 }
 
 func (p *parser) parseOptionalLoc() (string, error) {

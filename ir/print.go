@@ -28,6 +28,7 @@ func (g *Graph) String() string {
 	var sb strings.Builder
 	names := g.Names()
 	fmt.Fprintf(&sb, "graph %s {\n", g.Name)
+	writeDims(&sb, g.Dims)
 	for _, v := range g.Values {
 		sb.WriteString("  ")
 		writeValue(&sb, v, names)

@@ -5,6 +5,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/gcomp/gcomp/ir/sym"
 )
 
 // DType is the element type of a tensor.
@@ -140,15 +142,26 @@ func (s Shape) String() string {
 type Type struct {
 	DType DType
 	Shape Shape
+	// Sym is each axis's size as an expression over the graph's dims, printed f32[batch,seq,768],
+	// when the type depends on them (dims.go, docs/dynamic.md); Shape then holds each axis's
+	// upper bound. nil for a static type.
+	Sym []sym.Expr
 }
 
 // T is shorthand for Type{d, shape}.
 func T(d DType, shape ...int) Type { return Type{DType: d, Shape: Shape(shape)} }
 
-func (t Type) String() string { return t.DType.String() + t.Shape.String() }
+func (t Type) String() string {
+	if t.Sym != nil {
+		return t.DType.String() + symString(t.Sym)
+	}
+	return t.DType.String() + t.Shape.String()
+}
 
-// Equal reports whether two types have the same dtype and shape.
-func (t Type) Equal(u Type) bool { return t.DType == u.DType && t.Shape.Equal(u.Shape) }
+// Equal reports whether two types have the same dtype and shape, and the same symbolic sizes.
+func (t Type) Equal(u Type) bool {
+	return t.DType == u.DType && t.Shape.Equal(u.Shape) && (t.Sym == nil && u.Sym == nil || symEqual(t, u))
+}
 
 // Bytes is the size of a tensor of this type in memory.
 func (t Type) Bytes() int { return t.Shape.NumElements() * t.DType.Size() }

@@ -55,6 +55,10 @@ func Verify(g *Graph, check OpChecker) error {
 	if !identRE.MatchString(g.Name) {
 		return fail(nil, "graph name %q is not an identifier", g.Name)
 	}
+	ranges := g.Ranges()
+	if msg := checkDims(g.Dims); msg != "" {
+		return fail(nil, "%s", msg)
+	}
 	defined := make(map[*Value]bool, len(g.Values))
 	ids := make(map[int]bool, len(g.Values))
 	names := map[string]bool{}
@@ -100,6 +104,9 @@ func Verify(g *Graph, check OpChecker) error {
 		}
 		if n, ok := elements(v.Type.Shape); !ok {
 			return fail(v, "too large: its dimensions multiply to %s, and a tensor holds at most %d (2^31-1) elements", n, MaxElements)
+		}
+		if msg := checkSymType(v.Type, ranges); msg != "" {
+			return fail(v, "%s", msg)
 		}
 		if err := checkRange(v); err != "" {
 			return fail(v, "%s", err)

@@ -181,6 +181,9 @@ func Check(g *ir.Graph, v *ir.Value) error {
 	for i, a := range v.Args {
 		args[i] = a.Type
 	}
+	if symbolicValue(g, v) {
+		return checkSym(g, v, args) // symbolic.go
+	}
 	t, err := Infer(v.Op, args, v.Attrs)
 	if err != nil {
 		return err

@@ -307,7 +307,9 @@ func bindInputs(m *load.Model, specs []string, seed uint64, stderr io.Writer) (m
 		if err != nil {
 			return nil, fmt.Errorf("gcomp run: %v", err)
 		}
-		if !t.Type.Equal(v.Type) {
+		// A symbolic input takes any sizes in its dims' ranges; running binds and checks them.
+		if sym := v.Type.Sym != nil; !sym && !t.Type.Equal(v.Type) ||
+			sym && (t.Type.DType != v.Type.DType || len(t.Type.Shape) != len(v.Type.Shape)) {
 			return nil, fmt.Errorf("gcomp run: input %s: %s holds %s, the model wants %s", name, file, t.Type, v.Type)
 		}
 		in[v.Name] = t

@@ -31,6 +31,7 @@ func init() {
 		"Parse":       reflect.ValueOf(ir.Parse),
 		"ParseDType":  reflect.ValueOf(ir.ParseDType),
 		"ParseType":   reflect.ValueOf(ir.ParseType),
+		"SymType":     reflect.ValueOf(ir.SymType),
 		"T":           reflect.ValueOf(ir.T),
 		"U8":          reflect.ValueOf(ir.U8),
 		"Verify":      reflect.ValueOf(ir.Verify),
@@ -38,6 +39,7 @@ func init() {
 		// type definitions
 		"Attrs":       reflect.ValueOf((*ir.Attrs)(nil)),
 		"DType":       reflect.ValueOf((*ir.DType)(nil)),
+		"Dim":         reflect.ValueOf((*ir.Dim)(nil)),
 		"Graph":       reflect.ValueOf((*ir.Graph)(nil)),
 		"OpChecker":   reflect.ValueOf((*ir.OpChecker)(nil)),
 		"Output":      reflect.ValueOf((*ir.Output)(nil)),

@@ -24,6 +24,12 @@ func Run(g *ir.Graph, inputs, params map[string]*tensor.Tensor) (map[string]*ten
 // RunContext is Run under ctx, checked before every node: a run it stops returns an error that
 // names the node it stopped before and wraps ctx.Err().
 func RunContext(ctx context.Context, g *ir.Graph, inputs, params map[string]*tensor.Tensor) (map[string]*tensor.Tensor, error) {
+	if len(g.Dims) > 0 { // symbolic.go: run the graph at the inputs' sizes
+		var err error
+		if g, err = instantiate(g, inputs); err != nil {
+			return nil, err
+		}
+	}
 	if err := ops.Verify(g); err != nil {
 		return nil, err
 	}

@@ -1,0 +1,3 @@
+package sym
+
+import _ "github.com/gcomp/gcomp/internal/golden"
