@@ -103,6 +103,9 @@ func attentionKernel(k Kernel) (string, Launch, error) {
 	if len(g.Outputs) != 1 || g.Outputs[0].Value != p.Op {
 		return "", Launch{}, fmt.Errorf("an attention kernel writes the attention op's result alone")
 	}
+	if attentionMMAFits(p) { // f16/bf16 prefill on tensor cores (attention_mma.go)
+		return attentionMMAKernel(k, p)
+	}
 	w := &attnWriter{name: k.Name, p: p, ptr: map[*ir.Value]string{}}
 	var args []Arg
 	var params []string
