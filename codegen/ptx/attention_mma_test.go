@@ -57,3 +57,102 @@ func TestAttentionMMA(t *testing.T) {
 		})
 	}
 }
+
+// TestAttentionMMAStrided: the tensor-core template reads q, k and v in place through views:
+// heads split out of a fused qkv buffer's rows, a KV head broadcast to every query head
+// (multi-query without a copy), a bias broadcast over heads. The row stride and the views'
+// offset decide the copies: 16-byte cp.async where both are multiples of 8 elements, 4-byte
+// ones where they are even, element copies otherwise.
+func TestAttentionMMAStrided(t *testing.T) {
+	const b, l, h, e = 2, 20, 2, 64
+	for _, c := range []struct {
+		start int
+		copy  string // an instruction of the K/V copies
+	}{{0, "cp.async.cg.shared.global"}, {2, "cp.async.ca.shared.global"}, {1, "st.shared.b16"}} {
+		t.Run(fmt.Sprintf("start%d", c.start), func(t *testing.T) {
+			t.Parallel()
+			g := ir.NewGraph("strided")
+			add := func(op string, attrs ir.Attrs, args ...*ir.Value) *ir.Value {
+				ts := make([]ir.Type, len(args))
+				for i, a := range args {
+					ts[i] = a.Type
+				}
+				ty, err := ops.Infer(op, ts, attrs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return g.Add(op, ty, attrs, args...)
+			}
+			width := c.start + 2*h*e
+			qv := g.Input("qv", ir.T(ir.F16, b, l, width), nil)
+			kin := g.Input("k", ir.T(ir.F16, b, l, c.start+e), nil)
+			bias := g.Input("bias", ir.T(ir.F16, l, l), nil)
+			heads := func(lo int) *ir.Value {
+				x := add("slice", ir.Attrs{"start": []int{0, 0, lo}, "limit": []int{b, l, lo + h*e}}, qv)
+				x = add("reshape", ir.Attrs{"shape": []int{b, l, h, e}}, x)
+				return add("transpose", ir.Attrs{"perm": []int{0, 2, 1, 3}}, x)
+			}
+			q, v := heads(c.start), heads(c.start+h*e)
+			k := add("slice", ir.Attrs{"start": []int{0, 0, c.start}, "limit": []int{b, l, c.start + e}}, kin)
+			k = add("reshape", ir.Attrs{"shape": []int{b, 1, l, e}}, k)
+			k = add("broadcast_in_dim", ir.Attrs{"dims": []int{0, 1, 2, 3}, "shape": []int{b, h, l, e}}, k)
+			bb := add("broadcast_in_dim", ir.Attrs{"dims": []int{2, 3}, "shape": []int{1, h, l, l}}, bias)
+			g.SetOutput("o", add(ops.AttentionOp, ir.Attrs{"scale": 0.125, "mask": ops.MaskCausal, "additive": true}, q, k, v, bb))
+			in := inputsFor(g, 5, 1)
+			res := runKernel(t, Kernel{Name: "k0_attention", Graph: g}, in)
+			want, err := ref.Run(g, in, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkAttention(t, res.out["o"], want["o"])
+			if !strings.Contains(res.ptx, "mma.sync") || !strings.Contains(res.ptx, c.copy) {
+				t.Errorf("want mma.sync and K/V copies by %s", c.copy)
+			}
+		})
+	}
+}
+
+// TestAttentionMMAChoice: the tensor-core template takes 16-bit attention of at least 16 query
+// rows and head dims that are multiples of 16 up to 128; f32, fewer rows and other head dims
+// keep the CUDA-core template.
+func TestAttentionMMAChoice(t *testing.T) {
+	for _, c := range []struct {
+		d        ir.DType
+		l, e, ev int
+		mma      bool
+	}{
+		{ir.F16, 16, 64, 64, true},
+		{ir.BF16, 300, 128, 128, true},
+		{ir.F16, 64, 16, 32, true},
+		{ir.F16, 15, 64, 64, false},
+		{ir.F32, 64, 64, 64, false},
+		{ir.F16, 64, 72, 72, false},
+		{ir.F16, 64, 160, 160, false},
+		{ir.BF16, 64, 64, 8, false},
+	} {
+		g := attentionGraph(t, c.d, 1, 2, 1, c.l, 40, c.e, c.ev, ops.MaskCausal, nil)
+		entry, _, err := Generate(Kernel{Name: "k0_attention", Graph: g}, harnessTarget)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(entry, "mma.sync"); got != c.mma {
+			t.Errorf("%s L=%d E=%d Ev=%d: mma.sync %v, want %v", c.d, c.l, c.e, c.ev, got, c.mma)
+		}
+	}
+}
+
+// TestAttentionMMASkipsHiddenTiles: a causal kernel loads no tile past its block's last visible
+// key and its warps skip the products of tiles they do not see: at L = S = 512 its blocks load
+// 36 of the unmasked kernel's 64 tiles, and it executes about as large a share of instructions.
+func TestAttentionMMASkipsHiddenTiles(t *testing.T) {
+	count := func(mask string) int64 {
+		g := attentionGraph(t, ir.F16, 1, 1, 1, 512, 512, 64, 64, mask, nil)
+		res := runKernel(t, Kernel{Name: "k0_attention", Graph: g}, inputsFor(g, 1, 1))
+		return res.stats.WarpInsts
+	}
+	causal, full := count(ops.MaskCausal), count(ops.MaskNone)
+	t.Logf("warp instructions at L = S = 512: causal %d, unmasked %d", causal, full)
+	if r := float64(causal) / float64(full); r > 0.65 {
+		t.Errorf("causal attention executes %d instructions, unmasked %d: ratio %.2f, want about half", causal, full, r)
+	}
+}
