@@ -159,8 +159,11 @@ func (w *attnMMA) issue(t *kvTile, left string) {
 	b := w.b
 	for i := 0; i*t.rpp < attnMMAKeys; i++ {
 		row := i * t.rpp
-		in := b.reg(rPred) // the copy lies in the tile (threads past rpp rows of chunks idle)
-		b.ins("setp.lt.u32", in, t.row0, imm(min(t.rpp, attnMMAKeys-row)))
+		in := "" // the copy lies in the tile (threads past rpp rows of chunks idle)
+		if t.rpp*t.n/t.chunk < 32*attnWarps || row+t.rpp > attnMMAKeys {
+			in = b.reg(rPred)
+			b.ins("setp.lt.u32", in, t.row0, imm(min(t.rpp, attnMMAKeys-row)))
+		}
 		lim := b.reg(rU32)
 		b.ins("sub.s32", lim, left, imm(row))
 		ok := b.reg(rPred)
@@ -173,7 +176,7 @@ func (w *attnMMA) issue(t *kvTile, left string) {
 			h := b.reg(rB16)
 			b.ins("mov.b16", h, "0")
 			b.guarded(ok, "ld.global.b16", h, "["+src+"]")
-			b.guarded(in, "st.shared.b16", dst, h)
+			w.maybe(in, "st.shared.b16", dst, h)
 			continue
 		}
 		bytes := b.reg(rU32)
@@ -182,10 +185,19 @@ func (w *attnMMA) issue(t *kvTile, left string) {
 		if t.chunk == 8 {
 			kind = "cg"
 		}
-		b.guarded(in, "cp.async."+kind+".shared.global", dst, "["+src+"]", imm(2*t.chunk), bytes)
+		w.maybe(in, "cp.async."+kind+".shared.global", dst, "["+src+"]", imm(2*t.chunk), bytes)
 	}
 	b.ins("add.s64", t.src, t.src, imm(2*attnMMAKeys*t.op.strides[2]))
 	b.ins("cp.async.commit_group")
+}
+
+// maybe emits an instruction guarded by pred, or unguarded when pred is "".
+func (w *attnMMA) maybe(pred, op string, args ...string) {
+	if pred == "" {
+		w.b.ins(op, args...)
+		return
+	}
+	w.b.guarded(pred, op, args...)
 }
 
 // limit emits the number of keys query row row sees: S, row+1 or pos[b]+row+1, within [0, S].
@@ -331,7 +343,14 @@ func (w *attnMMA) body(out string) {
 		b.ins("mov.f32", m[i], immF32(math.Inf(-1)))
 		b.ins("mov.f32", l[i], immF32(0))
 	}
-	c2 := p.Op.Attrs.Float("scale", 1) * math.Log2E
+	// With a positive scale the scores stay unscaled (their maxima are the same keys') and the
+	// exponent's FFMA applies scale·log2 e: s·c2 − m·c2. Otherwise they are scaled first.
+	scale := p.Op.Attrs.Float("scale", 1)
+	c2, k2 := scale*math.Log2E, 1.0
+	fold := scale > 0 && !math.IsInf(c2, 0) && float32(c2) != 0
+	if fold {
+		k2 = c2
+	}
 
 	t0 := b.reg(rU32)
 	b.ins("mov.u32", t0, "0")
@@ -368,11 +387,17 @@ func (w *attnMMA) body(out string) {
 			}
 		}
 	}
-	for _, r := range s {
-		b.ins("mul.rn.f32", r, r, immF32(c2))
+	if !fold {
+		for _, r := range s {
+			b.ins("mul.rn.f32", r, r, immF32(c2))
+		}
 	}
 	if biasOp != nil {
-		// scores += bias·log2 e for keys < S (rows past L read row L−1).
+		// scores += bias·log2 e (bias/scale unscaled) for keys < S (rows past L read row L−1).
+		bk := math.Log2E
+		if fold {
+			bk = 1 / scale
+		}
 		kLeft := b.reg(rU32)
 		b.ins("sub.s32", kLeft, left, a.reg(a.mul(tq, 2)))
 		for j := range attnMMAKeys / 8 {
@@ -383,7 +408,7 @@ func (w *attnMMA) body(out string) {
 				b.ins("mov.b16", hv, "0")
 				b.guarded(ok, "ld.global.b16", hv, fmt.Sprintf("[%s+%d]", biasAddr[c/2], 2*(8*j+c%2)*biasOp.strides[3]))
 				w.toF32(f, hv, d)
-				b.ins("fma.rn.f32", s[4*j+c], f, immF32(math.Log2E), s[4*j+c])
+				b.ins("fma.rn.f32", s[4*j+c], f, immF32(bk), s[4*j+c])
 			}
 		}
 	}
@@ -409,8 +434,9 @@ func (w *attnMMA) body(out string) {
 	}
 	b.place(masked)
 
-	// Online softmax in base 2, per row: m' = max(m, the tile's max over the quad); base = m'
-	// unless it is −inf (nothing seen yet); O and l scale by 2^(m−base).
+	// Online softmax in base 2, per row: m' = max(m, the tile's max over the quad); base =
+	// m'·k2 unless m' is −inf (nothing seen yet); p = 2^(s·k2 − base); O and l scale by
+	// 2^(m·k2 − base).
 	pf := make([][4]string, attnMMAKeys/16)
 	for i := range 2 {
 		mx := b.reg(rF32)
@@ -426,10 +452,11 @@ func (w *attnMMA) body(out string) {
 			b.ins("max.f32", mx, mx, o)
 		}
 		ninf := b.reg(rPred)
-		base, corr, t := b.reg(rF32), b.reg(rF32), b.reg(rF32)
+		nb, corr, t := b.reg(rF32), b.reg(rF32), b.reg(rF32)
 		b.ins("setp.eq.f32", ninf, mx, immF32(math.Inf(-1)))
-		b.ins("selp.f32", base, immF32(0), mx, ninf)
-		b.ins("sub.rn.f32", t, m[i], base)
+		b.ins("mul.rn.f32", nb, mx, immF32(-k2))
+		b.ins("selp.f32", nb, immF32(0), nb, ninf)
+		b.ins("fma.rn.f32", t, m[i], immF32(k2), nb)
 		b.ins("ex2.approx.f32", corr, t)
 		b.ins("mov.f32", m[i], mx)
 		sum := b.reg(rF32)
@@ -437,7 +464,7 @@ func (w *attnMMA) body(out string) {
 		for j := range attnMMAKeys / 8 {
 			for c := range 2 {
 				r := s[4*j+2*i+c]
-				b.ins("sub.rn.f32", r, r, base)
+				b.ins("fma.rn.f32", r, r, immF32(k2), nb)
 				b.ins("ex2.approx.f32", r, r)
 				b.ins("add.rn.f32", sum, sum, r)
 			}

@@ -2,6 +2,7 @@ package ptx
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -14,7 +15,8 @@ import (
 // barrier checks on; ptxas sm_80 and sm_90 without spills) against the reference: f16 and bf16,
 // head dims 64, 80, 96 and 128, multi-head, grouped and multi-query KV heads, L and S multiples
 // of the 64-row and 64-key tiles and not, L ≠ S under a position mask (rows that see no key
-// are NaN), additive bias broadcast over batch or heads.
+// are NaN), additive bias broadcast over batch or heads, and scales that are not positive (the
+// kernel folds a positive one into the exponent, scales the others first).
 func TestAttentionMMA(t *testing.T) {
 	for _, c := range []struct {
 		b, h, kvh, l, s, e, ev int
@@ -22,22 +24,28 @@ func TestAttentionMMA(t *testing.T) {
 		bias                   []int
 		pos                    []int64
 		d                      ir.DType
+		scale                  float64 // 0: 1/√E; −0: a zero scale
 	}{
-		{1, 1, 1, 64, 64, 64, 64, ops.MaskNone, nil, nil, ir.F16},
-		{1, 2, 2, 70, 70, 64, 64, ops.MaskCausal, nil, nil, ir.F16},
-		{2, 4, 2, 33, 100, 80, 80, ops.MaskNone, nil, nil, ir.F16},
-		{1, 3, 1, 130, 130, 96, 96, ops.MaskCausal, nil, nil, ir.BF16},
-		{1, 2, 1, 20, 64, 128, 128, ops.MaskCausal, nil, nil, ir.BF16},
-		{2, 2, 1, 16, 90, 64, 64, ops.MaskPosition, nil, []int64{70, -20}, ir.F16},
-		{1, 2, 2, 24, 150, 128, 64, ops.MaskPosition, nil, []int64{100}, ir.BF16},
-		{2, 2, 2, 40, 72, 64, 64, ops.MaskNone, []int{2, 1, 40, 72}, nil, ir.F16},
-		{1, 4, 2, 65, 65, 80, 80, ops.MaskCausal, []int{1, 4, 65, 65}, nil, ir.BF16},
-		{1, 2, 1, 18, 40, 96, 96, ops.MaskPosition, []int{1, 2, 18, 40}, []int64{15}, ir.F16},
+		{1, 1, 1, 64, 64, 64, 64, ops.MaskNone, nil, nil, ir.F16, 0},
+		{1, 2, 2, 70, 70, 64, 64, ops.MaskCausal, nil, nil, ir.F16, 0},
+		{2, 4, 2, 33, 100, 80, 80, ops.MaskNone, nil, nil, ir.F16, 0},
+		{1, 3, 1, 130, 130, 96, 96, ops.MaskCausal, nil, nil, ir.BF16, 0},
+		{1, 2, 1, 20, 64, 128, 128, ops.MaskCausal, nil, nil, ir.BF16, 0},
+		{2, 2, 1, 16, 90, 64, 64, ops.MaskPosition, nil, []int64{70, -20}, ir.F16, 0},
+		{1, 2, 2, 24, 150, 128, 64, ops.MaskPosition, nil, []int64{100}, ir.BF16, 0},
+		{2, 2, 2, 40, 72, 64, 64, ops.MaskNone, []int{2, 1, 40, 72}, nil, ir.F16, 0},
+		{1, 4, 2, 65, 65, 80, 80, ops.MaskCausal, []int{1, 4, 65, 65}, nil, ir.BF16, 0},
+		{1, 2, 1, 18, 40, 96, 96, ops.MaskPosition, []int{1, 2, 18, 40}, []int64{15}, ir.F16, 0},
+		{1, 2, 2, 30, 70, 64, 64, ops.MaskCausal, []int{1, 1, 30, 70}, nil, ir.F16, -0.2},
+		{1, 1, 1, 17, 33, 64, 64, ops.MaskNone, nil, nil, ir.BF16, math.Copysign(0, -1)},
 	} {
-		name := fmt.Sprintf("%s_B%d_H%d_KVH%d_L%d_S%d_E%d_Ev%d_%s_bias%v", c.d, c.b, c.h, c.kvh, c.l, c.s, c.e, c.ev, c.mask, c.bias)
+		name := fmt.Sprintf("%s_B%d_H%d_KVH%d_L%d_S%d_E%d_Ev%d_%s_bias%v_scale%g", c.d, c.b, c.h, c.kvh, c.l, c.s, c.e, c.ev, c.mask, c.bias, c.scale)
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			g := attentionGraph(t, c.d, c.b, c.h, c.kvh, c.l, c.s, c.e, c.ev, c.mask, c.bias)
+			if c.scale != 0 || math.Signbit(c.scale) {
+				g.Outputs[0].Value.Attrs["scale"] = c.scale
+			}
 			in := inputsFor(g, 3, 1)
 			if c.pos != nil {
 				copy(in["pos"].I, c.pos)
