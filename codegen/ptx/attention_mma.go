@@ -247,8 +247,10 @@ func (w *attnMMA) body(out string) {
 	b.ins("and.b32", lane, tid, "31")
 	b.ins("shr.u32", warp, tid, "5")
 	b.ins("mov.u32", cta, "%ctaid.x")
-	bh := a.reg(a.div(cta, rowTiles))
-	rt := a.rem(cta, rowTiles)
+	// Blocks run the last row tiles first: under a causal or position mask they see the most
+	// keys, and the short ones fill the tail (FlashAttention-2's order).
+	bh := a.reg(a.rem(cta, p.B*p.H))
+	rt := a.sub(imm(rowTiles-1), a.div(cta, p.B*p.H))
 	bIdx := a.reg(a.div(bh, p.H))
 	h := a.reg(a.rem(bh, p.H))
 	kh := a.reg(a.div(h, p.H/p.KVH))
