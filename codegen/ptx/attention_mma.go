@@ -263,9 +263,8 @@ func (w *attnMMA) body(out string) {
 	var posv string
 	if posOp != nil {
 		posv = b.reg(rU64)
-		addr := w.elemAddr(*posOp, []string{bIdx}, 8)
 		if p.Op.Args[3].Type.DType == ir.I64 {
-			b.ins("ld.global.s64", posv, addr)
+			b.ins("ld.global.s64", posv, w.elemAddr(*posOp, []string{bIdx}, 8))
 		} else {
 			r := b.reg(rU32)
 			b.ins("ld.global.s32", r, w.elemAddr(*posOp, []string{bIdx}, 4))

@@ -164,3 +164,29 @@ func TestAttentionMMASkipsHiddenTiles(t *testing.T) {
 		t.Errorf("causal attention executes %d instructions, unmasked %d: ratio %.2f, want about half", causal, full, r)
 	}
 }
+
+// TestAttentionMMAPositionI64: the position operand may be i64 (the language models' runtime
+// position); values past the int32 range clamp to [0, S] like small ones.
+func TestAttentionMMAPositionI64(t *testing.T) {
+	const b, h, l, s, e = 3, 2, 20, 70, 64
+	g := ir.NewGraph("pos64")
+	q, k, v := g.Input("q", ir.T(ir.F16, b, h, l, e), nil), g.Input("k", ir.T(ir.F16, b, 1, s, e), nil), g.Input("v", ir.T(ir.F16, b, 1, s, e), nil)
+	pos := g.Input("pos", ir.T(ir.I64, b), nil)
+	attrs := ir.Attrs{"scale": 0.125, "mask": ops.MaskPosition}
+	ty, err := ops.Infer(ops.AttentionOp, []ir.Type{q.Type, k.Type, v.Type, pos.Type}, attrs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.SetOutput("o", g.Add(ops.AttentionOp, ty, attrs, q, k, v, pos))
+	in := inputsFor(g, 7, 1)
+	copy(in["pos"].I, []int64{40, 1 << 40, -(1 << 40)})
+	res := runKernel(t, Kernel{Name: "k0_attention", Graph: g}, in)
+	want, err := ref.Run(g, in, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkAttention(t, res.out["o"], want["o"])
+	if !strings.Contains(res.ptx, "mma.sync") || !strings.Contains(res.ptx, "ld.global.s64") {
+		t.Error("want the tensor-core template reading a 64-bit position")
+	}
+}
