@@ -79,33 +79,7 @@ func TestAttentionMMAStrided(t *testing.T) {
 	}{{0, "cp.async.cg.shared.global"}, {2, "cp.async.ca.shared.global"}, {1, "st.shared.b16"}} {
 		t.Run(fmt.Sprintf("start%d", c.start), func(t *testing.T) {
 			t.Parallel()
-			g := ir.NewGraph("strided")
-			add := func(op string, attrs ir.Attrs, args ...*ir.Value) *ir.Value {
-				ts := make([]ir.Type, len(args))
-				for i, a := range args {
-					ts[i] = a.Type
-				}
-				ty, err := ops.Infer(op, ts, attrs)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return g.Add(op, ty, attrs, args...)
-			}
-			width := c.start + 2*h*e
-			qv := g.Input("qv", ir.T(ir.F16, b, l, width), nil)
-			kin := g.Input("k", ir.T(ir.F16, b, l, c.start+e), nil)
-			bias := g.Input("bias", ir.T(ir.F16, l, l), nil)
-			heads := func(lo int) *ir.Value {
-				x := add("slice", ir.Attrs{"start": []int{0, 0, lo}, "limit": []int{b, l, lo + h*e}}, qv)
-				x = add("reshape", ir.Attrs{"shape": []int{b, l, h, e}}, x)
-				return add("transpose", ir.Attrs{"perm": []int{0, 2, 1, 3}}, x)
-			}
-			q, v := heads(c.start), heads(c.start+h*e)
-			k := add("slice", ir.Attrs{"start": []int{0, 0, c.start}, "limit": []int{b, l, c.start + e}}, kin)
-			k = add("reshape", ir.Attrs{"shape": []int{b, 1, l, e}}, k)
-			k = add("broadcast_in_dim", ir.Attrs{"dims": []int{0, 1, 2, 3}, "shape": []int{b, h, l, e}}, k)
-			bb := add("broadcast_in_dim", ir.Attrs{"dims": []int{2, 3}, "shape": []int{1, h, l, l}}, bias)
-			g.SetOutput("o", add(ops.AttentionOp, ir.Attrs{"scale": 0.125, "mask": ops.MaskCausal, "additive": true}, q, k, v, bb))
+			g := stridedAttentionGraph(t, ir.F16, b, l, h, e, c.start, 0.125)
 			in := inputsFor(g, 5, 1)
 			res := runKernel(t, Kernel{Name: "k0_attention", Graph: g}, in)
 			want, err := ref.Run(g, in, nil)

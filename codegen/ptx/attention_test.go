@@ -129,7 +129,21 @@ func checkCausalShare(t *testing.T, d ir.DType, n, e int, limit float64) {
 // heads split out of a fused qkv buffer's rows and transposed, a KV head broadcast to every
 // query head (multi-query without a copy), a bias broadcast over heads.
 func TestAttentionStridedOperands(t *testing.T) {
-	const b, l, h, e = 2, 6, 3, 8
+	g := stridedAttentionGraph(t, ir.F32, 2, 6, 3, 8, 0, 0.3)
+	in := inputsFor(g, 5, 1)
+	res := runKernel(t, Kernel{Name: "k0_attention", Graph: g}, in)
+	want, err := ref.Run(g, in, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkAttention(t, res.out["o"], want["o"])
+}
+
+// stridedAttentionGraph is causal attention with a bias over views: q and v are the heads of a
+// fused [b, l, start + 2·h·e] buffer's columns start…, k the columns start… of a [b, l, start+e]
+// buffer as one KV head broadcast to h, the bias an [l, l] broadcast over heads.
+func stridedAttentionGraph(t *testing.T, d ir.DType, b, l, h, e, start int, scale float64) *ir.Graph {
+	t.Helper()
 	g := ir.NewGraph("strided")
 	add := func(op string, attrs ir.Attrs, args ...*ir.Value) *ir.Value {
 		ts := make([]ir.Type, len(args))
@@ -142,23 +156,19 @@ func TestAttentionStridedOperands(t *testing.T) {
 		}
 		return g.Add(op, ty, attrs, args...)
 	}
-	qv := g.Input("qv", ir.T(ir.F32, b, l, 2*h*e), nil)
-	kin := g.Input("k", ir.T(ir.F32, b, 1, l, e), nil)
-	bias := g.Input("bias", ir.T(ir.F32, l, l), nil)
+	qv := g.Input("qv", ir.T(d, b, l, start+2*h*e), nil)
+	kin := g.Input("k", ir.T(d, b, l, start+e), nil)
+	bias := g.Input("bias", ir.T(d, l, l), nil)
 	heads := func(lo int) *ir.Value {
 		x := add("slice", ir.Attrs{"start": []int{0, 0, lo}, "limit": []int{b, l, lo + h*e}}, qv)
 		x = add("reshape", ir.Attrs{"shape": []int{b, l, h, e}}, x)
 		return add("transpose", ir.Attrs{"perm": []int{0, 2, 1, 3}}, x)
 	}
-	q, v := heads(0), heads(h*e)
-	k := add("broadcast_in_dim", ir.Attrs{"dims": []int{0, 1, 2, 3}, "shape": []int{b, h, l, e}}, kin)
+	q, v := heads(start), heads(start+h*e)
+	k := add("slice", ir.Attrs{"start": []int{0, 0, start}, "limit": []int{b, l, start + e}}, kin)
+	k = add("reshape", ir.Attrs{"shape": []int{b, 1, l, e}}, k)
+	k = add("broadcast_in_dim", ir.Attrs{"dims": []int{0, 1, 2, 3}, "shape": []int{b, h, l, e}}, k)
 	bb := add("broadcast_in_dim", ir.Attrs{"dims": []int{2, 3}, "shape": []int{1, h, l, l}}, bias)
-	g.SetOutput("o", add(ops.AttentionOp, ir.Attrs{"scale": 0.3, "mask": ops.MaskCausal, "additive": true}, q, k, v, bb))
-	in := inputsFor(g, 5, 1)
-	res := runKernel(t, Kernel{Name: "k0_attention", Graph: g}, in)
-	want, err := ref.Run(g, in, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkAttention(t, res.out["o"], want["o"])
+	g.SetOutput("o", add(ops.AttentionOp, ir.Attrs{"scale": scale, "mask": ops.MaskCausal, "additive": true}, q, k, v, bb))
+	return g
 }
