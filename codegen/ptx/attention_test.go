@@ -41,13 +41,7 @@ func attentionGraph(t *testing.T, d ir.DType, b, h, kvh, l, s, e, ev int, mask s
 // barrier checks on; ptxas sm_80 and sm_90 without spills) against the reference for masks,
 // grouped KV heads, head dims, ragged tiles and dtypes.
 func TestAttentionKernel(t *testing.T) {
-	for _, c := range []struct {
-		b, h, kvh, l, s, e, ev int
-		mask                   string
-		bias                   []int
-		pos                    []int64
-		d                      ir.DType
-	}{
+	for _, c := range []attnCase{
 		{1, 1, 1, 5, 7, 8, 8, ops.MaskNone, nil, nil, ir.F32},
 		{2, 2, 2, 9, 9, 16, 16, ops.MaskCausal, nil, nil, ir.F32},
 		{1, 4, 2, 6, 40, 33, 5, ops.MaskCausal, nil, nil, ir.F32},
@@ -63,25 +57,48 @@ func TestAttentionKernel(t *testing.T) {
 		{1, 2, 2, 3, 9, 16, 16, ops.MaskPosition, []int{1, 1, 3, 9}, []int64{6}, ir.F16},
 		{2, 2, 1, 6, 10, 128, 128, ops.MaskCausal, nil, nil, ir.BF16},
 	} {
-		name := fmt.Sprintf("%s_B%d_H%d_KVH%d_L%d_S%d_E%d_Ev%d_%s_bias%v", c.d, c.b, c.h, c.kvh, c.l, c.s, c.e, c.ev, c.mask, c.bias)
-		t.Run(name, func(t *testing.T) {
-			g := attentionGraph(t, c.d, c.b, c.h, c.kvh, c.l, c.s, c.e, c.ev, c.mask, c.bias)
-			in := inputsFor(g, 3, 1)
-			if c.pos != nil {
-				copy(in["pos"].I, c.pos)
-			}
-			k := Kernel{Name: "k0_attention", Graph: g}
-			res := runKernel(t, k, in)
-			want, err := ref.Run(g, in, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkAttention(t, res.out["o"], want["o"])
+		t.Run(c.String(), func(t *testing.T) {
+			res := c.run(t, nil)
 			if !strings.Contains(res.ptx, "shfl.sync.bfly") || strings.Count(res.ptx, "bar.sync") != 2 {
 				t.Errorf("want the warp butterfly and two barriers per tile:\n%s", res.ptx)
 			}
 		})
 	}
+}
+
+// attnCase is one attention op over inputs q, k, v[, pos][, bias] (attentionGraph), pos holding
+// the given positions.
+type attnCase struct {
+	b, h, kvh, l, s, e, ev int
+	mask                   string
+	bias                   []int
+	pos                    []int64
+	d                      ir.DType
+}
+
+func (c attnCase) String() string {
+	return fmt.Sprintf("%s_B%d_H%d_KVH%d_L%d_S%d_E%d_Ev%d_%s_bias%v", c.d, c.b, c.h, c.kvh, c.l, c.s, c.e, c.ev, c.mask, c.bias)
+}
+
+// run runs the case's kernel (its op's attributes overridden by attrs) on the simulator and
+// checks it against the reference.
+func (c attnCase) run(t *testing.T, attrs ir.Attrs) *result {
+	t.Helper()
+	g := attentionGraph(t, c.d, c.b, c.h, c.kvh, c.l, c.s, c.e, c.ev, c.mask, c.bias)
+	for k, v := range attrs {
+		g.Outputs[0].Value.Attrs[k] = v
+	}
+	in := inputsFor(g, 3, 1)
+	if c.pos != nil {
+		copy(in["pos"].I, c.pos)
+	}
+	res := runKernel(t, Kernel{Name: "k0_attention", Graph: g}, in)
+	want, err := ref.Run(g, in, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkAttention(t, res.out["o"], want["o"])
+	return res
 }
 
 // checkAttention compares the kernel's output with the reference's: f32 arithmetic and ex2.approx
