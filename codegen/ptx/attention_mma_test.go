@@ -9,7 +9,6 @@ import (
 
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ops"
-	"github.com/gcomp/gcomp/runtime/ref"
 )
 
 // TestAttentionMMA runs the tensor-core template on the simulator (memcheck, racecheck and
@@ -80,12 +79,7 @@ func TestAttentionMMAStrided(t *testing.T) {
 			t.Parallel()
 			g := stridedAttentionGraph(t, ir.F16, b, l, h, e, c.start, 0.125)
 			in := inputsFor(g, 5, 1)
-			res := runKernel(t, Kernel{Name: "k0_attention", Graph: g}, in)
-			want, err := ref.Run(g, in, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkAttention(t, res.out["o"], want["o"])
+			res := runAttention(t, g, in)
 			if !strings.Contains(res.ptx, "mma.sync") || !strings.Contains(res.ptx, c.copy) {
 				t.Errorf("want mma.sync and K/V copies by %s", c.copy)
 			}
@@ -142,12 +136,7 @@ func TestAttentionMMAPositionI64(t *testing.T) {
 	g.SetOutput("o", g.Add(ops.AttentionOp, ty, attrs, q, k, v, pos))
 	in := inputsFor(g, 7, 1)
 	copy(in["pos"].I, []int64{40, 1 << 40, -(1 << 40)})
-	res := runKernel(t, Kernel{Name: "k0_attention", Graph: g}, in)
-	want, err := ref.Run(g, in, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkAttention(t, res.out["o"], want["o"])
+	res := runAttention(t, g, in)
 	if !strings.Contains(res.ptx, "mma.sync") || !strings.Contains(res.ptx, "ld.global.s64") {
 		t.Error("want the tensor-core template reading a 64-bit position")
 	}

@@ -92,6 +92,14 @@ func (c attnCase) run(t *testing.T, attrs ir.Attrs) *result {
 	if c.pos != nil {
 		copy(in["pos"].I, c.pos)
 	}
+	res := runAttention(t, g, in)
+	return res
+}
+
+// runAttention runs the kernel of attention graph g on the simulator and checks its output
+// against the reference's.
+func runAttention(t *testing.T, g *ir.Graph, in map[string]*tensor.Tensor) *result {
+	t.Helper()
 	res := runKernel(t, Kernel{Name: "k0_attention", Graph: g}, in)
 	want, err := ref.Run(g, in, nil)
 	if err != nil {
@@ -148,12 +156,7 @@ func checkCausalShare(t *testing.T, d ir.DType, n, e int, limit float64) {
 func TestAttentionStridedOperands(t *testing.T) {
 	g := stridedAttentionGraph(t, ir.F32, 2, 6, 3, 8, 0, 0.3)
 	in := inputsFor(g, 5, 1)
-	res := runKernel(t, Kernel{Name: "k0_attention", Graph: g}, in)
-	want, err := ref.Run(g, in, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkAttention(t, res.out["o"], want["o"])
+	runAttention(t, g, in)
 }
 
 // stridedAttentionGraph is causal attention with a bias over views: q and v are the heads of a
