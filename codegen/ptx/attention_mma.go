@@ -68,12 +68,8 @@ func attentionMMAKernel(k Kernel, p AttentionPlan) (string, Launch, error) {
 	ptr := map[*ir.Value]string{}
 	var args []Arg
 	bind := func(kind ArgKind, i int, name string, v *ir.Value) {
-		param := b.param("u64", fmt.Sprintf("%s_param_%d", k.Name, len(args)))
+		ptr[v] = b.globalParam(fmt.Sprintf("%s_param_%d", k.Name, len(args)))
 		args = append(args, Arg{Kind: kind, Index: i, Name: name})
-		r := b.reg(rU64)
-		b.ins("ld.param.u64", r, "["+param+"]")
-		b.ins("cvta.to.global.u64", r, r)
-		ptr[v] = r
 	}
 	for i, v := range g.Inputs() {
 		bind(ArgInput, i, v.Name, v)
