@@ -160,13 +160,20 @@ func (w *attnMMA) issue(t *kvTile, left string) {
 			in = b.reg(rPred)
 			b.ins("setp.lt.u32", in, t.row0, imm(min(t.rpp, attnMMAKeys-row)))
 		}
-		lim := b.reg(rU32)
-		b.ins("sub.s32", lim, left, imm(row))
+		lim := left
+		if row > 0 {
+			lim = b.reg(rU32)
+			b.ins("sub.s32", lim, left, imm(row))
+		}
 		ok := b.reg(rPred)
 		b.ins("setp.lt.s32", ok, t.row0, lim)
 		src := b.reg(rU64)
-		b.ins("add.s64", src, t.src, imm(2*row*t.op.strides[2]))
-		b.ins("selp.b64", src, src, t.op.ptr, ok) // a valid address for the zero-size copies
+		if off := 2 * row * t.op.strides[2]; off != 0 {
+			b.ins("add.s64", src, t.src, imm(off))
+			b.ins("selp.b64", src, src, t.op.ptr, ok) // a valid address for the zero-size copies
+		} else {
+			b.ins("selp.b64", src, t.src, t.op.ptr, ok)
+		}
 		dst := fmt.Sprintf("[%s+%d]", t.dst, 2*row*t.rowH)
 		if t.chunk == 1 {
 			h := b.reg(rB16)
@@ -454,7 +461,7 @@ func (w *attnMMA) body(out string) {
 		b.ins("mul.rn.f32", nb, mx, immF32(-k2))
 		b.ins("selp.f32", nb, immF32(0), nb, ninf)
 		b.ins("fma.rn.f32", t, m[i], immF32(k2), nb)
-		b.ins("ex2.approx.f32", corr, t)
+		b.ins("ex2.approx.ftz.f32", corr, t)
 		b.ins("mov.f32", m[i], mx)
 		sum := b.reg(rF32)
 		b.ins("mov.f32", sum, immF32(0))
@@ -462,7 +469,7 @@ func (w *attnMMA) body(out string) {
 			for c := range 2 {
 				r := s[4*j+2*i+c]
 				b.ins("fma.rn.f32", r, r, immF32(k2), nb)
-				b.ins("ex2.approx.f32", r, r)
+				b.ins("ex2.approx.ftz.f32", r, r)
 				b.ins("add.rn.f32", sum, sum, r)
 			}
 		}
@@ -525,7 +532,8 @@ func (w *attnMMA) body(out string) {
 	b.braIf(more, loop)
 	b.place(done)
 
-	// O = acc / l, l summed over the quad (a row that saw no key is 0/0 = NaN, as the reference).
+	// O = acc · (1/l), l summed over the quad: l is 0 (a row that saw no key: 0·inf = NaN, as the
+	// reference) or at least 1 (the row's maximum adds 2^0), where rcp.approx's error is 1 ulp.
 	for i, row := range []string{rowA, rowB} {
 		for _, off := range []string{"1", "2"} {
 			o := b.reg(rF32)
@@ -539,10 +547,12 @@ func (w *attnMMA) body(out string) {
 		o := b.reg(rU64)
 		b.ins("mul.wide.u32", o, a.reg(el), "2")
 		b.ins("add.s64", addr, out, o)
+		inv := b.reg(rF32)
+		b.ins("rcp.approx.f32", inv, l[i])
 		for n := range nO {
 			x, y := b.reg(rF32), b.reg(rF32)
-			b.ins("div.rn.f32", x, acc[4*n+2*i], l[i])
-			b.ins("div.rn.f32", y, acc[4*n+2*i+1], l[i])
+			b.ins("mul.rn.f32", x, acc[4*n+2*i], inv)
+			b.ins("mul.rn.f32", y, acc[4*n+2*i+1], inv)
 			pk := b.reg(rU32)
 			b.ins("cvt.rn."+half+"x2.f32", pk, y, x)
 			b.guarded(ok, "st.global.b32", fmt.Sprintf("[%s+%d]", addr, 16*n), pk)
