@@ -296,8 +296,19 @@ func (w *attnMMA) body(out string) {
 			b.ins("mul.wide.u32", o, a.reg(el), "2")
 			b.ins("add.s64", rowAddr[i], qo.ptr, o)
 		}
+		// Pairs of adjacent columns load as one word where they are 4-byte aligned.
+		pairs := qo.strides[3] == 1 && qo.off%2 == 0
+		for _, st := range qo.strides[:3] {
+			pairs = pairs && st%2 == 0
+		}
 		for ks := range qf {
 			for j := range 4 {
+				if pairs {
+					qf[ks][j] = b.reg(rU32)
+					b.ins("mov.b32", qf[ks][j], "0")
+					b.guarded(ok[j%2], "ld.global.b32", qf[ks][j], fmt.Sprintf("[%s+%d]", rowAddr[j%2], 2*(16*ks+8*(j/2))))
+					continue
+				}
 				hs := [2]string{}
 				for x := range 2 {
 					hs[x] = b.reg(rB16)
