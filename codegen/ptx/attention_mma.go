@@ -111,21 +111,10 @@ type kvTile struct {
 func (w *attnMMA) tile(name string, op attnOperand, n int, b0, kh string) *kvTile {
 	b, a := w.b, w.a
 	t := &kvTile{op: op, n: n, rowH: n + 8}
-	aligned := func(m int) bool {
-		if op.off%m != 0 {
-			return false
-		}
-		for _, st := range op.strides[:3] {
-			if st%m != 0 {
-				return false
-			}
-		}
-		return true
-	}
 	switch {
-	case aligned(8):
+	case rowsAligned(op, 8):
 		t.chunk = 8
-	case aligned(2):
+	case rowsAligned(op, 2):
 		t.chunk = 2
 	default:
 		t.chunk = 1
@@ -147,6 +136,20 @@ func (w *attnMMA) tile(name string, op attnOperand, n int, b0, kh string) *kvTil
 	b.ins("mul.wide.u32", o, a.reg(el), "2")
 	b.ins("add.s64", t.src, op.ptr, o)
 	return t
+}
+
+// rowsAligned reports whether every row of a [B, H, rows, cols] operand starts at a multiple of m
+// elements (its offset and its first three strides are multiples of m).
+func rowsAligned(o attnOperand, m int) bool {
+	if o.off%m != 0 {
+		return false
+	}
+	for _, st := range o.strides[:3] {
+		if st%m != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // issue copies the tile of keys [t0, t0+64) (zeros past S) and advances the source to the
@@ -176,9 +179,13 @@ func (w *attnMMA) issue(t *kvTile, left string) {
 		}
 		dst := fmt.Sprintf("[%s+%d]", t.dst, 2*row*t.rowH)
 		if t.chunk == 1 {
-			h := b.reg(rB16)
+			h, load := b.reg(rB16), ok
+			if in != "" { // an idle thread loads nothing either
+				load = b.reg(rPred)
+				b.ins("and.pred", load, ok, in)
+			}
 			b.ins("mov.b16", h, "0")
-			b.guarded(ok, "ld.global.b16", h, "["+src+"]")
+			b.guarded(load, "ld.global.b16", h, "["+src+"]")
 			w.maybe(in, "st.shared.b16", dst, h)
 			continue
 		}
@@ -297,10 +304,7 @@ func (w *attnMMA) body(out string) {
 			b.ins("add.s64", rowAddr[i], qo.ptr, o)
 		}
 		// Pairs of adjacent columns load as one word where they are 4-byte aligned.
-		pairs := qo.strides[3] == 1 && qo.off%2 == 0
-		for _, st := range qo.strides[:3] {
-			pairs = pairs && st%2 == 0
-		}
+		pairs := qo.strides[3] == 1 && rowsAligned(qo, 2)
 		for ks := range qf {
 			for j := range 4 {
 				if pairs {
