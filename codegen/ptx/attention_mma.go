@@ -363,10 +363,11 @@ func (w *attnMMA) body(out string) {
 		b.ins("mov.f32", l[i], immF32(0))
 	}
 	// With a positive scale the scores stay unscaled (their maxima are the same keys') and the
-	// exponent's FFMA applies scale·log2 e: s·c2 − m·c2. Otherwise they are scaled first.
+	// exponent's FFMA applies scale·log2 e: s·c2 − m·c2. Otherwise (and where scale·log2 e or
+	// the bias's 1/scale would leave f32's normal range) they are scaled first.
 	scale := p.Op.Attrs.Float("scale", 1)
 	c2, k2 := scale*math.Log2E, 1.0
-	fold := scale > 0 && !math.IsInf(c2, 0) && float32(c2) != 0
+	fold := scale >= 1e-30 && scale <= 1e30
 	if fold {
 		k2 = c2
 	}

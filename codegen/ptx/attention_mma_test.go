@@ -43,7 +43,8 @@ func TestAttentionMMA(t *testing.T) {
 }
 
 // TestAttentionMMAScale: the template folds a positive scale into the exponent and scales the
-// scores first otherwise (zero: every visible key weighs the same; negative).
+// scores first otherwise: zero (every visible key weighs the same), negative, and so small that
+// the bias's 1/scale would overflow f32.
 func TestAttentionMMAScale(t *testing.T) {
 	for _, c := range []struct {
 		attnCase
@@ -52,12 +53,13 @@ func TestAttentionMMAScale(t *testing.T) {
 		{attnCase{1, 2, 2, 30, 70, 64, 64, ops.MaskCausal, []int{1, 1, 30, 70}, nil, ir.F16}, -0.2},
 		{attnCase{1, 1, 1, 17, 33, 64, 64, ops.MaskNone, nil, nil, ir.BF16}, 0},
 		{attnCase{1, 1, 1, 17, 33, 64, 64, ops.MaskNone, nil, nil, ir.F16}, 0.5},
+		{attnCase{1, 1, 1, 17, 33, 64, 64, ops.MaskNone, []int{1, 1, 17, 33}, nil, ir.F16}, 1e-39},
 	} {
 		t.Run(fmt.Sprintf("%s_scale%g", c.attnCase, c.scale), func(t *testing.T) {
 			t.Parallel()
 			res := c.run(t, ir.Attrs{"scale": c.scale})
 			scaled := regexp.MustCompile(`mul\.rn\.f32 (%f\d+), %f\d+, `+immF32(c.scale*math.Log2E)+";").FindAllString(res.ptx, -1)
-			if want := map[bool]int{true: 0, false: 32}[c.scale > 0]; len(scaled) != want {
+			if want := map[bool]int{true: 0, false: 32}[c.scale > 1e-30]; len(scaled) != want {
 				t.Errorf("%d scores multiplied by scale·log2 e, want %d", len(scaled), want)
 			}
 		})
