@@ -1,8 +1,8 @@
 package passes
 
 import (
+	"github.com/gcomp/gcomp/codegen/attnmma"
 	"github.com/gcomp/gcomp/ir"
-	"github.com/gcomp/gcomp/ops"
 )
 
 // The cost model: an H100 SXM roofline per kernel, scaled by the share of the machine the kernel's
@@ -36,30 +36,8 @@ const (
 	loopThreads = 256
 	matmulTile  = 128
 	columnTile  = 32
-	attnRows    = 4  // query rows per block of the attention template (a warp each)
-	attnMMARows = 64 // query rows per block of the tensor-core attention template (16 a warp)
+	attnRows    = 4 // query rows per block of the attention template (a warp each)
 )
-
-// attentionOnTensorCores mirrors codegen/ptx's choice of the tensor-core attention template
-// (attentionMMAFits): f16 or bf16, at least 16 query rows, head dims that are multiples of 16
-// up to 128, K and V read along a contiguous head dim.
-func attentionOnTensorCores(v *ir.Value) bool {
-	q, k, val := v.Args[0].Type.Shape, v.Args[1].Type.Shape, v.Args[2].Type.Shape
-	if d := v.Type.DType; d != ir.F16 && d != ir.BF16 || q[2] < 16 {
-		return false
-	}
-	for _, e := range []int{k[3], val[3]} {
-		if e == 0 || e%16 != 0 || e > 128 {
-			return false
-		}
-	}
-	for _, a := range v.Args[1:3] {
-		if _, _, st, ok := ops.StridedView(a); !ok || st[3] != 1 {
-			return false
-		}
-	}
-	return true
-}
 
 // CostModel labels modeled_time_us in every report: it is a model, not a measurement.
 const CostModel = "H100 SXM roofline model (not a measurement): per kernel max(DRAM bytes / 3.35 TB/s, flops / peak) " +
@@ -85,7 +63,7 @@ func kernelCost(k *Kernel, tf32 bool) KernelStats {
 		if v.Op == "constant" && len(v.Attrs.Floats("value")) > 1 {
 			ks.ReadBytes += int64(v.Type.Bytes()) // a table of literals lives in memory
 		}
-		if v.Op == ops.AttentionOp && attentionOnTensorCores(v) {
+		if attnmma.Fits(v) {
 			peak = halfFlopsPerSec
 		}
 		if isContractionOp(v.Op) {
@@ -127,14 +105,13 @@ func blocks(k *Kernel) int {
 	case Persistent:
 		return 1
 	case Attention:
-		if len(k.Space) == 4 { // [B, H, L, Ev]: a block per attnRows query rows of a head
-			rows := attnRows
-			for _, v := range k.Body.Values {
-				if v.Op == ops.AttentionOp && attentionOnTensorCores(v) {
-					rows = attnMMARows
-				}
+		for _, v := range k.Body.Values {
+			if attnmma.Fits(v) { // the tensor-core template (codegen/attnmma)
+				return attnmma.Blocks(v)
 			}
-			return max(1, k.Space[0]*k.Space[1]*ceilDiv(k.Space[2], rows))
+		}
+		if len(k.Space) == 4 { // [B, H, L, Ev]: a block per attnRows query rows of a head
+			return max(1, k.Space[0]*k.Space[1]*ceilDiv(k.Space[2], attnRows))
 		}
 	case Contraction:
 		if p, ok := gemvPlan(k); ok {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/gcomp/gcomp/codegen/attnmma"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ops"
 )
@@ -104,7 +105,7 @@ func attentionKernel(k Kernel) (string, Launch, error) {
 	if len(g.Outputs) != 1 || g.Outputs[0].Value != p.Op {
 		return "", Launch{}, fmt.Errorf("an attention kernel writes the attention op's result alone")
 	}
-	if attentionMMAFits(p) { // f16/bf16 prefill on tensor cores (attention_mma.go)
+	if attnmma.Fits(p.Op) { // f16/bf16 prefill on tensor cores (attention_mma.go)
 		return attentionMMAKernel(k, p)
 	}
 	w := &attnWriter{name: k.Name, p: p, ptr: map[*ir.Value]string{}}

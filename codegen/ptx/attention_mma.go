@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/gcomp/gcomp/codegen/attnmma"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ops"
 )
@@ -25,31 +26,9 @@ import (
 // tiles a warp's first row does not see whole. Query head h reads KV head h/(H/KVH) through
 // the operands' strides, so grouped and multi-query attention copy nothing.
 const (
-	attnMMARows = 64 // query rows per block, 16 per warp
-	attnMMAKeys = 64 // keys per shared tile
+	attnMMARows = attnmma.Rows
+	attnMMAKeys = attnmma.Keys
 )
-
-// attentionMMAFits reports whether the attention op runs on tensor cores: 16-bit operands, at
-// least 16 query rows (fewer leave most of a 16-row mma tile empty), head dims that are
-// multiples of 16 up to 128 and K and V read along a contiguous head dim (cp.async copies runs
-// of it).
-func attentionMMAFits(p AttentionPlan) bool {
-	d := p.Op.Type.DType
-	if d != ir.F16 && d != ir.BF16 || p.L < 16 || p.S == 0 || p.B == 0 || p.H == 0 {
-		return false
-	}
-	for _, e := range []int{p.E, p.Ev} {
-		if e == 0 || e%16 != 0 || e > 128 {
-			return false
-		}
-	}
-	for _, a := range p.Op.Args[1:3] {
-		if _, _, st, ok := ops.StridedView(a); !ok || st[3] != 1 {
-			return false
-		}
-	}
-	return true
-}
 
 // attnMMA writes the template.
 type attnMMA struct {
@@ -89,10 +68,9 @@ func attentionMMAKernel(k Kernel, p AttentionPlan) (string, Launch, error) {
 		fmt.Sprintf("%s: attention on tensor cores (mma.sync), %d query rows per block, %d-key K/V tiles by cp.async", k.Name, attnMMARows, attnMMAKeys),
 		"  " + g.Format(p.Op),
 	}
-	b.perf = fmt.Sprintf(".maxntid %d, 1, 1", 32*attnWarps)
+	b.perf = fmt.Sprintf(".maxntid %d, 1, 1", attnmma.Threads)
 	w.body(ptr[g.Outputs[0].Value])
-	rowTiles := ceilDiv(p.L, attnMMARows)
-	return b.text(), Launch{Grid: [3]int{p.B * p.H * rowTiles, 1, 1}, Block: [3]int{32 * attnWarps, 1, 1}, Params: args}, nil
+	return b.text(), Launch{Grid: [3]int{attnmma.Blocks(p.Op), 1, 1}, Block: [3]int{attnmma.Threads, 1, 1}, Params: args}, nil
 }
 
 // kvTile is K's or V's shared tile and its copy map: each thread copies chunks of chunk
