@@ -261,8 +261,16 @@ func (w *attnMMA) body(out string) {
 	}
 	limA, limB := w.limit(rowA, posv), w.limit(rowB, posv)
 	warpFirst := w.limit(warpRow, posv) // the warp's first row sees keys < warpFirst
+	// The warp's last row sees keys < warpLast (0 for a warp past L, which skips every product);
+	// the block's last row below L keys < blockLast.
 	warpLast := w.limit(a.reg(a.add(warpRow, imm(15))), posv)
-	blockLast := w.limit(a.reg(a.add(blockRow, imm(attnMMARows-1))), posv)
+	past := b.reg(rPred)
+	b.ins("setp.ge.u32", past, warpRow, imm(p.L))
+	b.ins("selp.b32", warpLast, "0", warpLast, past)
+	lastRow := b.reg(rU32)
+	b.ins("add.s32", lastRow, blockRow, imm(attnMMARows-1))
+	b.ins("min.u32", lastRow, lastRow, imm(p.L-1))
+	blockLast := w.limit(lastRow, posv)
 
 	// Q's A fragments: ks-th 16 columns, registers (row g, k 2t), (g+8, 2t), (g, 2t+8), (g+8, 2t+8).
 	qo := w.ops[0]

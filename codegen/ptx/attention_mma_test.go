@@ -9,6 +9,7 @@ import (
 
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ops"
+	"github.com/gcomp/gcomp/sim"
 )
 
 // TestAttentionMMA runs the tensor-core template on the simulator (memcheck, racecheck and
@@ -141,5 +142,14 @@ func TestAttentionMMAPositionI64(t *testing.T) {
 	res := runAttention(t, g, in)
 	if !strings.Contains(res.ptx, "mma.sync") || !strings.Contains(res.ptx, "ld.global.s64") {
 		t.Error("want the tensor-core template reading a 64-bit position")
+	}
+}
+
+// TestAttentionMMAIdleWarps: a block's warps whose 16 rows all lie past L issue no mma: at
+// L = 16, S = 64, d = 64 only the first warp's 32 + 32 products of the one tile run.
+func TestAttentionMMAIdleWarps(t *testing.T) {
+	res := attnCase{1, 1, 1, 16, 64, 64, 64, ops.MaskNone, nil, nil, ir.F16}.run(t, nil)
+	if n := res.stats.Classes[sim.ClassTensor]; n != 64 {
+		t.Errorf("%d mma issued, want 64", n)
 	}
 }
