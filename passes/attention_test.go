@@ -257,6 +257,17 @@ func TestAttentionStats(t *testing.T) {
 		if r := float64(causal.Flops) / float64(full.Flops); r < 0.5 || r > 0.51 {
 			t.Errorf("%s: causal flops %d, unmasked %d: ratio %.3f, want the half", dt, causal.Flops, full.Flops, r)
 		}
+		// f16 runs on tensor cores (codegen/ptx's attention_mma.go): 64 query rows per block,
+		// bound by the flops at 989 TFLOP/s; f32 on CUDA cores, 4 rows per block, at 67.
+		k := causal.PerKernel[0]
+		rows, peak := 4, fp32FlopsPerSec
+		if dt == ir.F16 {
+			rows, peak = 64, halfFlopsPerSec
+		}
+		want := max(float64(k.ReadBytes+k.WriteBytes)/hbmBytesPerSec, float64(k.Flops)/peak) * 1e6
+		if k.Blocks != h*T/rows || math.Abs(k.ModeledTimeUS-want) > 1e-9*want {
+			t.Errorf("%s: %d blocks, %.2f µs modeled, want %d and %.2f", dt, k.Blocks, k.ModeledTimeUS, h*T/rows, want)
+		}
 	}
 }
 

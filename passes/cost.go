@@ -1,6 +1,9 @@
 package passes
 
-import "github.com/gcomp/gcomp/ir"
+import (
+	"github.com/gcomp/gcomp/codegen/attnmma"
+	"github.com/gcomp/gcomp/ir"
+)
 
 // The cost model: an H100 SXM roofline per kernel, scaled by the share of the machine the kernel's
 // blocks occupy, plus a fixed overhead per launch.
@@ -60,6 +63,9 @@ func kernelCost(k *Kernel, tf32 bool) KernelStats {
 		if v.Op == "constant" && len(v.Attrs.Floats("value")) > 1 {
 			ks.ReadBytes += int64(v.Type.Bytes()) // a table of literals lives in memory
 		}
+		if attnmma.Fits(v) {
+			peak = halfFlopsPerSec
+		}
 		if isContractionOp(v.Op) {
 			switch d := v.Args[0].Type.DType; {
 			case d == ir.F16 || d == ir.BF16:
@@ -99,6 +105,11 @@ func blocks(k *Kernel) int {
 	case Persistent:
 		return 1
 	case Attention:
+		for _, v := range k.Body.Values {
+			if attnmma.Fits(v) { // the tensor-core template (codegen/attnmma)
+				return attnmma.Blocks(v)
+			}
+		}
 		if len(k.Space) == 4 { // [B, H, L, Ev]: a block per attnRows query rows of a head
 			return max(1, k.Space[0]*k.Space[1]*ceilDiv(k.Space[2], attnRows))
 		}

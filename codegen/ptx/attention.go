@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/gcomp/gcomp/codegen/attnmma"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ops"
 )
@@ -17,8 +18,9 @@ import (
 // updates the row's running max m and sum l, rescaling the accumulator by 2^(m_old − m_new)
 // (scores are kept in base 2: scale·log2 e is folded into the product). Tiles past the block's
 // last visible key (causal and position masks) are never loaded, so a causal kernel does half the
-// work, and the [heads, L, S] scores never exist in memory. Tensor cores (mma.sync), cp.async
-// double buffering and split-KV decoding are docs/codegen.md's next steps.
+// work, and the [heads, L, S] scores never exist in memory. f16/bf16 prefill takes the
+// tensor-core template instead (attention_mma.go); split-KV decoding is docs/codegen.md's next
+// step.
 
 const attnWarps = 4
 
@@ -102,6 +104,9 @@ func attentionKernel(k Kernel) (string, Launch, error) {
 	}
 	if len(g.Outputs) != 1 || g.Outputs[0].Value != p.Op {
 		return "", Launch{}, fmt.Errorf("an attention kernel writes the attention op's result alone")
+	}
+	if attnmma.Fits(p.Op) { // f16/bf16 prefill on tensor cores (attention_mma.go)
+		return attentionMMAKernel(k, p)
 	}
 	w := &attnWriter{name: k.Name, p: p, ptr: map[*ir.Value]string{}}
 	var args []Arg

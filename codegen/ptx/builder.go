@@ -61,6 +61,15 @@ func (b *builder) param(typ, name string) string {
 	return name
 }
 
+// globalParam declares a .u64 parameter and returns a register holding it as a global address.
+func (b *builder) globalParam(name string) string {
+	p := b.param("u64", name)
+	r := b.reg(rU64)
+	b.ins("ld.param.u64", r, "["+p+"]")
+	b.ins("cvta.to.global.u64", r, r)
+	return r
+}
+
 // sharedArray declares a block-shared byte array and returns its name.
 func (b *builder) sharedArray(name string, bytes, align int) string {
 	b.shared = append(b.shared, fmt.Sprintf(".shared .align %d .b8 %s[%d];", align, name, bytes))

@@ -33,7 +33,9 @@
 //   - persistent: Kernel.Stages (a chain of small loop and contraction kernels) run in order by
 //     one block, bar.sync between stages, the values passed between them in shared memory.
 //   - attention: one attention op, FlashAttention-2's online softmax with K and V tiles in shared
-//     memory, a warp per query row, operands read through strided views (attention.go).
+//     memory, operands read through strided views: f16/bf16 prefill on tensor cores, 16 query
+//     rows per warp, mma.sync for q·kᵀ and p·v, cp.async tiles (attention_mma.go); otherwise a
+//     warp per query row on CUDA cores (attention.go).
 //
 // Numerics follow docs/ops.md exactly where the op is exact (every IEEE operation, casts, min/max
 // with NaN propagation, integer wrapping and division); docs/codegen.md lists the error bound of

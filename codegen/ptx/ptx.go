@@ -262,11 +262,8 @@ func header(k Kernel, b *builder, globals *[]string) (*gen, []Arg) {
 	gn.kernelGraph = g
 	var args []Arg
 	bind := func(kind ArgKind, i int, name string, v *ir.Value) {
-		p := b.param("u64", fmt.Sprintf("%s_param_%d", k.Name, len(args)))
+		r := b.globalParam(fmt.Sprintf("%s_param_%d", k.Name, len(args)))
 		args = append(args, Arg{Kind: kind, Index: i, Name: name})
-		r := b.reg(rU64)
-		b.ins("ld.param.u64", r, "["+p+"]")
-		b.ins("cvta.to.global.u64", r, r)
 		if kind != ArgOutput {
 			gn.ptr[v] = r
 		} else {

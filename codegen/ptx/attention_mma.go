@@ -1,0 +1,588 @@
+package ptx
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/gcomp/gcomp/codegen/attnmma"
+	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ops"
+)
+
+// The tensor-core attention template (FlashAttention-2's forward on mma.sync) for f16 and bf16.
+//
+// A block of 4 warps owns 64 query rows of one (batch, head), 16 per warp. A warp keeps its Q
+// rows as mma A fragments in registers for the whole kernel. K and V stream through shared
+// memory in tiles of 64 keys (rows padded by 16 bytes, so ldmatrix's 8 row addresses fall in 8
+// bank groups), copied by cp.async in FlashAttention-2's overlap: V of tile j is in flight while
+// S = Q·Kᵀ of tile j runs, K of tile j+1 while O += P·V of tile j runs. S is 8 mma tiles of
+// 16×8 f32 per warp (m16n8k16; K read with ldmatrix), and each thread holds two rows of it (g
+// and g+8 of its warp's 16, g = lane/4) whose maxima and sums combine across the lane quad with
+// shfl. The probabilities P are rounded to the operands' dtype in registers, where the S
+// accumulators' layout is already that of P's A fragments, and multiply V (ldmatrix.trans).
+//
+// Tiles past the block's last visible key are never loaded; a warp whose rows see no key of a
+// tile skips its products; masking (causal, position, the last ragged tile) runs only on the
+// tiles a warp's first row does not see whole. Query head h reads KV head h/(H/KVH) through
+// the operands' strides, so grouped and multi-query attention copy nothing.
+const (
+	attnMMARows = attnmma.Rows
+	attnMMAKeys = attnmma.Keys
+)
+
+// attnMMA writes the template.
+type attnMMA struct {
+	b   *builder
+	a   ia
+	p   AttentionPlan
+	ops []attnOperand
+	tid string // %tid.x
+}
+
+// attentionMMAKernel emits the tensor-core template for a kernel attentionKernel checked.
+func attentionMMAKernel(k Kernel, p AttentionPlan) (string, Launch, error) {
+	g := k.Graph
+	b := newBuilder(k.Name)
+	w := &attnMMA{b: b, a: ia{b}, p: p}
+	ptr := map[*ir.Value]string{}
+	var args []Arg
+	bind := func(kind ArgKind, i int, name string, v *ir.Value) {
+		ptr[v] = b.globalParam(fmt.Sprintf("%s_param_%d", k.Name, len(args)))
+		args = append(args, Arg{Kind: kind, Index: i, Name: name})
+	}
+	for i, v := range g.Inputs() {
+		bind(ArgInput, i, v.Name, v)
+	}
+	for i, v := range g.Params() {
+		bind(ArgParam, i, v.Name, v)
+	}
+	bind(ArgOutput, 0, g.Outputs[0].Name, g.Outputs[0].Value)
+	for _, a := range p.Op.Args {
+		o, err := attentionOperand(a, ptr)
+		if err != nil {
+			return "", Launch{}, err
+		}
+		w.ops = append(w.ops, o)
+	}
+	b.comment = []string{
+		fmt.Sprintf("%s: attention on tensor cores (mma.sync), %d query rows per block, %d-key K/V tiles by cp.async", k.Name, attnMMARows, attnMMAKeys),
+		"  " + g.Format(p.Op),
+	}
+	b.perf = fmt.Sprintf(".maxntid %d, 1, 1", attnmma.Threads)
+	w.body(ptr[g.Outputs[0].Value])
+	return b.text(), Launch{Grid: [3]int{attnmma.Blocks(p.Op), 1, 1}, Block: [3]int{attnmma.Threads, 1, 1}, Params: args}, nil
+}
+
+// kvTile is K's or V's shared tile and its copy map: each thread copies chunks of chunk
+// elements (8: 16-byte cp.async, 2: 4-byte cp.async, 1: ld/st of one element) of column col0 in
+// rows row0, row0+rpp, …; threads past rpp rows of chunks idle.
+type kvTile struct {
+	op         attnOperand
+	n, rowH    int // head dim, halves per shared row
+	chunk, rpp int
+	sh         string // shared base address
+	row0       string // this thread's first row
+	src        string // global address of (row0, col0) of the current tile
+	dst        string // shared address of (row0, col0)
+}
+
+func (w *attnMMA) tile(name string, op attnOperand, n int, b0, kh string) *kvTile {
+	b, a := w.b, w.a
+	t := &kvTile{op: op, n: n, rowH: n + 8}
+	switch {
+	case rowsAligned(op, 8):
+		t.chunk = 8
+	case rowsAligned(op, 2):
+		t.chunk = 2
+	default:
+		t.chunk = 1
+	}
+	perRow := n / t.chunk
+	t.rpp = max(1, 32*attnWarps/perRow)
+	t.sh = b.reg(rU32)
+	b.ins("mov.u32", t.sh, b.sharedArray(name, attnMMAKeys*t.rowH*2, 16))
+	tid := w.tid
+	t.row0 = a.reg(a.div(tid, perRow))
+	col0 := a.mul(a.rem(tid, perRow), t.chunk)
+	t.dst = a.reg(a.add(t.sh, a.mul(a.mad(t.row0, t.rowH, col0), 2)))
+	// The first tile's (row0, col0): off + b·s0 + kh·s1 + row0·s2 + col0.
+	el := a.mad(b0, op.strides[0], imm(op.off))
+	el = a.mad(kh, op.strides[1], el)
+	el = a.add(a.mad(t.row0, op.strides[2], el), col0)
+	t.src = b.reg(rU64)
+	o := b.reg(rU64)
+	b.ins("mul.wide.u32", o, a.reg(el), "2")
+	b.ins("add.s64", t.src, op.ptr, o)
+	return t
+}
+
+// rowsAligned reports whether every row of a [B, H, rows, cols] operand starts at a multiple of m
+// elements (its offset and its first three strides are multiples of m).
+func rowsAligned(o attnOperand, m int) bool {
+	if o.off%m != 0 {
+		return false
+	}
+	for _, st := range o.strides[:3] {
+		if st%m != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// issue copies the tile of keys [t0, t0+64) (zeros past S) and advances the source to the
+// next tile; left is S − t0.
+func (w *attnMMA) issue(t *kvTile, left string) {
+	b := w.b
+	for i := 0; i*t.rpp < attnMMAKeys; i++ {
+		row := i * t.rpp
+		in := "" // the copy lies in the tile (threads past rpp rows of chunks idle)
+		if t.rpp*t.n/t.chunk < 32*attnWarps || row+t.rpp > attnMMAKeys {
+			in = b.reg(rPred)
+			b.ins("setp.lt.u32", in, t.row0, imm(min(t.rpp, attnMMAKeys-row)))
+		}
+		lim := left
+		if row > 0 {
+			lim = b.reg(rU32)
+			b.ins("sub.s32", lim, left, imm(row))
+		}
+		ok := b.reg(rPred)
+		b.ins("setp.lt.s32", ok, t.row0, lim)
+		src := b.reg(rU64)
+		if off := 2 * row * t.op.strides[2]; off != 0 {
+			b.ins("add.s64", src, t.src, imm(off))
+			b.ins("selp.b64", src, src, t.op.ptr, ok) // a valid address for the zero-size copies
+		} else {
+			b.ins("selp.b64", src, t.src, t.op.ptr, ok)
+		}
+		dst := fmt.Sprintf("[%s+%d]", t.dst, 2*row*t.rowH)
+		if t.chunk == 1 {
+			h, load := b.reg(rB16), ok
+			if in != "" { // an idle thread loads nothing either
+				load = b.reg(rPred)
+				b.ins("and.pred", load, ok, in)
+			}
+			b.ins("mov.b16", h, "0")
+			b.guarded(load, "ld.global.b16", h, "["+src+"]")
+			w.maybe(in, "st.shared.b16", dst, h)
+			continue
+		}
+		bytes := b.reg(rU32)
+		b.ins("selp.b32", bytes, imm(2*t.chunk), "0", ok)
+		kind := "ca"
+		if t.chunk == 8 {
+			kind = "cg"
+		}
+		w.maybe(in, "cp.async."+kind+".shared.global", dst, "["+src+"]", imm(2*t.chunk), bytes)
+	}
+	b.ins("add.s64", t.src, t.src, imm(2*attnMMAKeys*t.op.strides[2]))
+	b.ins("cp.async.commit_group")
+}
+
+// maybe emits an instruction guarded by pred, or unguarded when pred is "".
+func (w *attnMMA) maybe(pred, op string, args ...string) {
+	if pred == "" {
+		w.b.ins(op, args...)
+		return
+	}
+	w.b.guarded(pred, op, args...)
+}
+
+// limit emits the number of keys query row row sees: S, row+1 or pos[b]+row+1, within [0, S].
+func (w *attnMMA) limit(row, posv string) string {
+	b, p := w.b, w.p
+	lim := b.reg(rU32)
+	switch w.p.Op.Attrs.String("mask", "") {
+	case ops.MaskCausal:
+		b.ins("add.s32", lim, row, "1")
+		b.ins("min.u32", lim, lim, imm(p.S))
+	case ops.MaskPosition:
+		// In 64 bits: pos is untrusted data.
+		wide, t := b.reg(rU64), b.reg(rU64)
+		b.ins("cvt.u64.u32", wide, row)
+		b.ins("add.s64", t, posv, wide)
+		b.ins("add.s64", t, t, "1")
+		b.ins("max.s64", t, t, "0")
+		b.ins("min.s64", t, t, imm(p.S))
+		b.ins("cvt.u32.u64", lim, t)
+	default:
+		b.ins("mov.u32", lim, imm(p.S))
+	}
+	return lim
+}
+
+func (w *attnMMA) body(out string) {
+	b, a, p := w.b, w.a, w.p
+	d := p.Op.Type.DType
+	half := halfName(d)
+	inst := mmaShapeOf(d).inst
+	mask := p.Op.Attrs.String("mask", "")
+	nextOperand := 3
+	var posOp, biasOp *attnOperand
+	if mask == ops.MaskPosition {
+		posOp = &w.ops[nextOperand]
+		nextOperand++
+	}
+	if p.Op.Attrs.Bool("additive", false) {
+		biasOp = &w.ops[nextOperand]
+	}
+	rowTiles := ceilDiv(p.L, attnMMARows)
+
+	w.tid = b.reg(rU32)
+	b.ins("mov.u32", w.tid, "%tid.x")
+	tid := w.tid
+	lane, warp, cta := b.reg(rU32), b.reg(rU32), b.reg(rU32)
+	b.ins("and.b32", lane, tid, "31")
+	b.ins("shr.u32", warp, tid, "5")
+	b.ins("mov.u32", cta, "%ctaid.x")
+	// Blocks run the last row tiles first: under a causal or position mask they see the most
+	// keys, and the short ones fill the tail (FlashAttention-2's order).
+	bh := a.reg(a.rem(cta, p.B*p.H))
+	rt := a.sub(imm(rowTiles-1), a.div(cta, p.B*p.H))
+	bIdx := a.reg(a.div(bh, p.H))
+	h := a.reg(a.rem(bh, p.H))
+	kh := a.reg(a.div(h, p.H/p.KVH))
+	g, tq := a.reg(a.div(lane, 4)), a.reg(a.rem(lane, 4))
+	blockRow := a.reg(a.mul(rt, attnMMARows))
+	warpRow := a.reg(a.mad(warp, 16, blockRow))
+	rowA := a.reg(a.add(warpRow, g))
+	rowB := a.reg(a.add(rowA, imm(8)))
+
+	var posv string
+	if posOp != nil {
+		posv = b.reg(rU64)
+		if p.Op.Args[3].Type.DType == ir.I64 {
+			b.ins("ld.global.s64", posv, w.elemAddr(*posOp, []string{bIdx}, 8))
+		} else {
+			r := b.reg(rU32)
+			b.ins("ld.global.s32", r, w.elemAddr(*posOp, []string{bIdx}, 4))
+			b.ins("cvt.s64.s32", posv, r)
+		}
+	}
+	limA, limB := w.limit(rowA, posv), w.limit(rowB, posv)
+	warpFirst := w.limit(warpRow, posv) // the warp's first row sees keys < warpFirst
+	// The warp's last row sees keys < warpLast (0 for a warp past L, which skips every product);
+	// the block's last row below L keys < blockLast.
+	warpLast := w.limit(a.reg(a.add(warpRow, imm(15))), posv)
+	past := b.reg(rPred)
+	b.ins("setp.ge.u32", past, warpRow, imm(p.L))
+	b.ins("selp.b32", warpLast, "0", warpLast, past)
+	lastRow := b.reg(rU32)
+	b.ins("add.s32", lastRow, blockRow, imm(attnMMARows-1))
+	b.ins("min.u32", lastRow, lastRow, imm(p.L-1))
+	blockLast := w.limit(lastRow, posv)
+
+	// Q's A fragments: ks-th 16 columns, registers (row g, k 2t), (g+8, 2t), (g, 2t+8), (g+8, 2t+8).
+	qo := w.ops[0]
+	qf := make([][4]string, p.E/16)
+	{
+		qBH := a.mad(h, qo.strides[1], a.mad(bIdx, qo.strides[0], imm(qo.off)))
+		col := a.mul(tq, 2*qo.strides[3])
+		var rowAddr [2]string
+		var ok [2]string
+		for i, row := range []string{rowA, rowB} {
+			ok[i] = b.reg(rPred)
+			b.ins("setp.lt.u32", ok[i], row, imm(p.L))
+			el := a.add(a.mad(a.clamp(row, p.L), qo.strides[2], qBH), col)
+			rowAddr[i] = b.reg(rU64)
+			o := b.reg(rU64)
+			b.ins("mul.wide.u32", o, a.reg(el), "2")
+			b.ins("add.s64", rowAddr[i], qo.ptr, o)
+		}
+		// Pairs of adjacent columns load as one word where they are 4-byte aligned.
+		pairs := qo.strides[3] == 1 && rowsAligned(qo, 2)
+		for ks := range qf {
+			for j := range 4 {
+				if pairs {
+					qf[ks][j] = b.reg(rU32)
+					b.ins("mov.b32", qf[ks][j], "0")
+					b.guarded(ok[j%2], "ld.global.b32", qf[ks][j], fmt.Sprintf("[%s+%d]", rowAddr[j%2], 2*(16*ks+8*(j/2))))
+					continue
+				}
+				hs := [2]string{}
+				for x := range 2 {
+					hs[x] = b.reg(rB16)
+					b.ins("mov.b16", hs[x], "0")
+					c := 16*ks + 8*(j/2) + x
+					b.guarded(ok[j%2], "ld.global.b16", hs[x], fmt.Sprintf("[%s+%d]", rowAddr[j%2], 2*c*qo.strides[3]))
+				}
+				qf[ks][j] = b.reg(rU32)
+				b.ins("mov.b32", qf[ks][j], "{"+hs[0]+", "+hs[1]+"}")
+			}
+		}
+	}
+
+	// Bias rows' addresses at key 2t of the first tile.
+	var biasAddr [2]string
+	if biasOp != nil {
+		bo := *biasOp
+		bBH := a.mad(h, bo.strides[1], a.mad(bIdx, bo.strides[0], imm(bo.off)))
+		for i, row := range []string{rowA, rowB} {
+			el := a.add(a.mad(a.clamp(row, p.L), bo.strides[2], bBH), a.mul(tq, 2*bo.strides[3]))
+			biasAddr[i] = b.reg(rU64)
+			o := b.reg(rU64)
+			b.ins("mul.wide.u32", o, a.reg(el), "2")
+			b.ins("add.s64", biasAddr[i], bo.ptr, o)
+		}
+	}
+
+	kt := w.tile("ktile", w.ops[1], p.E, bIdx, kh)
+	vt := w.tile("vtile", w.ops[2], p.Ev, bIdx, kh)
+
+	// ldmatrix lane addresses (lane l serves matrix l/8, row l%8). K (B operand, stored
+	// [key][e]): matrices (key, e) = (0,0), (0,8), (8,0), (8,8); V (stored [key][ev], .trans):
+	// matrices (key, ev) = (0,0), (8,0), (0,8), (8,8).
+	q8, r8 := a.div(lane, 8), a.rem(lane, 8)
+	kAddr := a.reg(a.add(kt.sh, a.mul(a.mad(a.add(a.mul(a.div(q8, 2), 8), r8), kt.rowH, a.mul(a.rem(q8, 2), 8)), 2)))
+	vAddr := a.reg(a.add(vt.sh, a.mul(a.mad(a.add(a.mul(a.rem(q8, 2), 8), r8), vt.rowH, a.mul(a.div(q8, 2), 8)), 2)))
+
+	nO := p.Ev / 8
+	acc := make([]string, 4*nO)
+	for i := range acc {
+		acc[i] = b.reg(rF32)
+		b.ins("mov.f32", acc[i], immF32(0))
+	}
+	var m, l [2]string
+	for i := range 2 {
+		m[i], l[i] = b.reg(rF32), b.reg(rF32)
+		b.ins("mov.f32", m[i], immF32(math.Inf(-1)))
+		b.ins("mov.f32", l[i], immF32(0))
+	}
+	// With a positive scale the scores stay unscaled (their maxima are the same keys') and the
+	// exponent's FFMA applies scale·log2 e: s·c2 − m·c2. Otherwise (and where scale·log2 e or
+	// the bias's 1/scale would leave f32's normal range) they are scaled first.
+	scale := p.Op.Attrs.Float("scale", 1)
+	c2, k2 := scale*math.Log2E, 1.0
+	fold := scale >= 1e-30 && scale <= 1e30
+	if fold {
+		k2 = c2
+	}
+
+	t0 := b.reg(rU32)
+	b.ins("mov.u32", t0, "0")
+	left := b.reg(rU32)
+	b.ins("mov.u32", left, imm(p.S))
+	loop, done := b.label("attn_tile"), b.label("attn_done")
+	none := b.reg(rPred)
+	b.ins("setp.eq.u32", none, blockLast, "0")
+	b.braIf(none, done)
+	w.issue(kt, left)
+	b.place(loop)
+	b.ins(`.pragma "nounroll"`)
+	w.issue(vt, left)
+	b.ins("cp.async.wait_group", "1") // K of this tile
+	b.ins("bar.sync", "0")
+	busy := b.reg(rPred) // the warp's last row sees a key of this tile
+	b.ins("setp.lt.u32", busy, t0, warpLast)
+	skipS := b.label("attn_skip_s")
+	b.braIf("!"+busy, skipS)
+
+	// S = Q·Kᵀ: n-tile j holds keys t0+8j…, thread values (row g, key 2t+c) and (g+8, 2t+c).
+	s := make([]string, 4*attnMMAKeys/8)
+	for i := range s {
+		s[i] = b.reg(rF32)
+		b.ins("mov.f32", s[i], immF32(0))
+	}
+	for ks := range p.E / 16 {
+		for np := range attnMMAKeys / 16 {
+			kf := []string{b.reg(rU32), b.reg(rU32), b.reg(rU32), b.reg(rU32)}
+			b.ins(ldmatrix(false), "{"+joinRegs(kf)+"}", fmt.Sprintf("[%s+%d]", kAddr, 2*(16*np*kt.rowH+16*ks)))
+			for x := range 2 {
+				c := s[4*(2*np+x) : 4*(2*np+x)+4]
+				b.ins(inst, "{"+joinRegs(c)+"}", "{"+joinRegs(qf[ks][:])+"}", "{"+kf[2*x]+", "+kf[2*x+1]+"}", "{"+joinRegs(c)+"}")
+			}
+		}
+	}
+	if !fold {
+		for _, r := range s {
+			b.ins("mul.rn.f32", r, r, immF32(c2))
+		}
+	}
+	if biasOp != nil {
+		// scores += bias·log2 e (bias/scale unscaled) for keys < S (rows past L read row L−1).
+		bk := math.Log2E
+		if fold {
+			bk = 1 / scale
+		}
+		kLeft := b.reg(rU32)
+		b.ins("sub.s32", kLeft, left, a.reg(a.mul(tq, 2)))
+		for j := range attnMMAKeys / 8 {
+			for c := range 4 {
+				ok := b.reg(rPred)
+				b.ins("setp.gt.s32", ok, kLeft, imm(8*j+c%2))
+				hv, f := b.reg(rB16), b.reg(rF32)
+				b.ins("mov.b16", hv, "0")
+				b.guarded(ok, "ld.global.b16", hv, fmt.Sprintf("[%s+%d]", biasAddr[c/2], 2*(8*j+c%2)*biasOp.strides[3]))
+				w.toF32(f, hv, d)
+				b.ins("fma.rn.f32", s[4*j+c], f, immF32(bk), s[4*j+c])
+			}
+		}
+	}
+	// Hide keys a row does not see, where the warp's first row does not see the whole tile.
+	whole := b.reg(rPred)
+	end := b.reg(rU32)
+	b.ins("add.s32", end, t0, imm(attnMMAKeys))
+	b.ins("setp.le.u32", whole, end, warpFirst)
+	masked := b.label("attn_masked")
+	b.braIf(whole, masked)
+	for i, lim := range []string{limA, limB} {
+		rel := b.reg(rU32) // keys this thread's first column may go up to
+		b.ins("sub.s32", rel, lim, t0)
+		b.ins("sub.s32", rel, rel, a.reg(a.mul(tq, 2)))
+		for j := range attnMMAKeys / 8 {
+			for c := range 2 {
+				ok := b.reg(rPred)
+				b.ins("setp.gt.s32", ok, rel, imm(8*j+c))
+				r := s[4*j+2*i+c]
+				b.ins("selp.f32", r, r, immF32(math.Inf(-1)), ok)
+			}
+		}
+	}
+	b.place(masked)
+
+	// Online softmax in base 2, per row: m' = max(m, the tile's max over the quad); base =
+	// m'·k2 unless m' is −inf (nothing seen yet); p = 2^(s·k2 − base); O and l scale by
+	// 2^(m·k2 − base).
+	pf := make([][4]string, attnMMAKeys/16)
+	for i := range 2 {
+		mx := b.reg(rF32)
+		b.ins("mov.f32", mx, m[i])
+		for j := range attnMMAKeys / 8 {
+			for c := range 2 {
+				b.ins("max.f32", mx, mx, s[4*j+2*i+c])
+			}
+		}
+		for _, off := range []string{"1", "2"} {
+			o := b.reg(rF32)
+			b.ins("shfl.sync.bfly.b32", o, mx, off, "0x1f", "0xffffffff")
+			b.ins("max.f32", mx, mx, o)
+		}
+		ninf := b.reg(rPred)
+		nb, corr, t := b.reg(rF32), b.reg(rF32), b.reg(rF32)
+		b.ins("setp.eq.f32", ninf, mx, immF32(math.Inf(-1)))
+		b.ins("mul.rn.f32", nb, mx, immF32(-k2))
+		b.ins("selp.f32", nb, immF32(0), nb, ninf)
+		b.ins("fma.rn.f32", t, m[i], immF32(k2), nb)
+		b.ins("ex2.approx.ftz.f32", corr, t)
+		b.ins("mov.f32", m[i], mx)
+		sum := b.reg(rF32)
+		b.ins("mov.f32", sum, immF32(0))
+		for j := range attnMMAKeys / 8 {
+			for c := range 2 {
+				r := s[4*j+2*i+c]
+				b.ins("fma.rn.f32", r, r, immF32(k2), nb)
+				b.ins("ex2.approx.ftz.f32", r, r)
+				b.ins("add.rn.f32", sum, sum, r)
+			}
+		}
+		b.ins("fma.rn.f32", l[i], l[i], corr, sum)
+		for n := range nO {
+			for c := range 2 {
+				r := acc[4*n+2*i+c]
+				b.ins("mul.rn.f32", r, r, corr)
+			}
+		}
+	}
+	// P's A fragments: keys 16kk… are S tiles 2kk and 2kk+1, registers (g, 2t), (g+8, 2t),
+	// (g, 2t+8), (g+8, 2t+8).
+	for kk := range pf {
+		for j := range 4 {
+			tile := 2*kk + j/2
+			c := 4*tile + 2*(j%2)
+			pf[kk][j] = b.reg(rU32)
+			b.ins("cvt.rn."+half+"x2.f32", pf[kk][j], s[c+1], s[c])
+		}
+	}
+	b.place(skipS)
+	b.ins("bar.sync", "0") // every warp is done with K
+	next := b.reg(rU32)
+	b.ins("add.s32", next, t0, imm(attnMMAKeys))
+	b.ins("sub.s32", left, left, imm(attnMMAKeys))
+	more := b.reg(rPred)
+	b.ins("setp.lt.u32", more, next, blockLast)
+	noK := b.label("attn_no_k")
+	b.braIf("!"+more, noK)
+	w.issue(kt, left)
+	haveK := b.label("attn_have_k")
+	b.bra(haveK)
+	b.place(noK)
+	b.ins("cp.async.commit_group") // an empty group keeps the count of groups in flight
+	b.place(haveK)
+	b.ins("cp.async.wait_group", "1") // V of this tile
+	b.ins("bar.sync", "0")
+	skipPV := b.label("attn_skip_pv")
+	b.braIf("!"+busy, skipPV)
+	// O += P·V: V's x4 .trans covers keys 16kk… and output columns 16nj…
+	for kk := range pf {
+		for nj := range p.Ev / 16 {
+			vf := []string{b.reg(rU32), b.reg(rU32), b.reg(rU32), b.reg(rU32)}
+			b.ins(ldmatrix(true), "{"+joinRegs(vf)+"}", fmt.Sprintf("[%s+%d]", vAddr, 2*(16*kk*vt.rowH+16*nj)))
+			for x := range 2 {
+				c := acc[4*(2*nj+x) : 4*(2*nj+x)+4]
+				b.ins(inst, "{"+joinRegs(c)+"}", "{"+joinRegs(pf[kk][:])+"}", "{"+vf[2*x]+", "+vf[2*x+1]+"}", "{"+joinRegs(c)+"}")
+			}
+		}
+	}
+	b.place(skipPV)
+	b.ins("bar.sync", "0") // every warp is done with V
+	if biasOp != nil {
+		for _, r := range biasAddr {
+			b.ins("add.s64", r, r, imm(2*attnMMAKeys*biasOp.strides[3]))
+		}
+	}
+	b.ins("mov.u32", t0, next)
+	b.braIf(more, loop)
+	b.place(done)
+
+	// O = acc · (1/l), l summed over the quad: l is 0 (a row that saw no key: 0·inf = NaN, as the
+	// reference) or at least 1 (the row's maximum adds 2^0), where rcp.approx's error is 1 ulp.
+	for i, row := range []string{rowA, rowB} {
+		for _, off := range []string{"1", "2"} {
+			o := b.reg(rF32)
+			b.ins("shfl.sync.bfly.b32", o, l[i], off, "0x1f", "0xffffffff")
+			b.ins("add.rn.f32", l[i], l[i], o)
+		}
+		ok := b.reg(rPred)
+		b.ins("setp.lt.u32", ok, row, imm(p.L))
+		el := a.mad(a.mad(bh, p.L, row), p.Ev, a.mul(tq, 2))
+		addr := b.reg(rU64)
+		o := b.reg(rU64)
+		b.ins("mul.wide.u32", o, a.reg(el), "2")
+		b.ins("add.s64", addr, out, o)
+		inv := b.reg(rF32)
+		b.ins("rcp.approx.f32", inv, l[i])
+		for n := range nO {
+			x, y := b.reg(rF32), b.reg(rF32)
+			b.ins("mul.rn.f32", x, acc[4*n+2*i], inv)
+			b.ins("mul.rn.f32", y, acc[4*n+2*i+1], inv)
+			pk := b.reg(rU32)
+			b.ins("cvt.rn."+half+"x2.f32", pk, y, x)
+			b.guarded(ok, "st.global.b32", fmt.Sprintf("[%s+%d]", addr, 16*n), pk)
+		}
+	}
+}
+
+// elemAddr is the address of an operand's element at idx (missing trailing indices 0).
+func (w *attnMMA) elemAddr(o attnOperand, idx []string, size int) string {
+	a, b := w.a, w.b
+	el := imm(o.off)
+	for d, x := range idx {
+		el = a.mad(x, o.strides[d], el)
+	}
+	r, wide := b.reg(rU64), b.reg(rU64)
+	b.ins("mul.wide.u32", wide, a.reg(el), imm(size))
+	b.ins("add.s64", r, o.ptr, wide)
+	return "[" + r + "]"
+}
+
+// toF32 widens a 16-bit image h of dtype d into f.
+func (w *attnMMA) toF32(f, h string, d ir.DType) {
+	if d == ir.F16 {
+		w.b.ins("cvt.f32.f16", f, h)
+		return
+	}
+	r := w.b.reg(rU32)
+	w.b.ins("cvt.u32.u16", r, h)
+	w.b.ins("shl.b32", r, r, "16")
+	w.b.ins("mov.b32", f, r)
+}
