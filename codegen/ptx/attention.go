@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/gcomp/gcomp/codegen/splitkv"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ops"
 )
@@ -129,6 +130,9 @@ func attentionKernel(k Kernel) (string, Launch, error) {
 			return "", Launch{}, err
 		}
 		operands[i] = o
+	}
+	if sp, ok := splitkv.Of(p.Op); ok { // few query rows, a long cache: flash-decoding
+		return w.decodeKernel(k, sp, operands, params, args)
 	}
 	w.body(operands, w.ptr[g.Outputs[0].Value])
 

@@ -1,0 +1,116 @@
+package ptx
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/gcomp/gcomp/codegen/splitkv"
+	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ops"
+	"github.com/gcomp/gcomp/runtime/ref"
+)
+
+// TestAttentionDecodeKernel runs the split-KV template on the simulator (memcheck, racecheck,
+// barrier checks on; ptxas sm_80 and sm_90 without spills; the scratch left zero and a second
+// launch bit-identical) against the reference: multi-head, grouped and multi-query heads, one
+// to four query rows, caches that are not a multiple of the chunk, shorter than one chunk,
+// positions at the first and the last key and past the cache, head dims 64 to 128, every float
+// dtype, every mask and an additive bias.
+func TestAttentionDecodeKernel(t *testing.T) {
+	for _, c := range []struct {
+		b, h, kvh, l, s, e int
+		mask               string
+		bias               []int
+		pos                []int64
+		d                  ir.DType
+		splits             int // the plan's, checked
+	}{
+		{1, 2, 2, 1, 300, 64, ops.MaskNone, nil, nil, ir.F32, 4},                                  // MHA, S not a multiple of the 96-key chunk
+		{1, 4, 1, 1, 200, 64, ops.MaskPosition, nil, []int64{199}, ir.F32, 3},                     // MQA, the last key
+		{2, 4, 2, 2, 150, 64, ops.MaskPosition, nil, []int64{0, 149 - 1}, ir.F32, 2},              // GQA, the first key alone; the last for row 1
+		{1, 8, 2, 4, 130, 80, ops.MaskPosition, nil, []int64{60}, ir.F32, 2},                      // 16 rows per KV head, the second chunk hidden
+		{2, 2, 1, 1, 40, 96, ops.MaskPosition, nil, []int64{39, -1}, ir.F32, 1},                   // S < one chunk; a row with no key: NaN
+		{1, 2, 1, 2, 129, 128, ops.MaskCausal, nil, nil, ir.F32, 2},                               // causal: the first chunk alone
+		{1, 2, 2, 1, 160, 64, ops.MaskNone, []int{1, 2, 1, 160}, nil, ir.F32, 2},                  // bias per head
+		{2, 4, 2, 1, 140, 64, ops.MaskPosition, []int{2, 1, 1, 140}, []int64{70, 139}, ir.F32, 2}, // bias over heads, position
+		{1, 32, 4, 1, 256, 64, ops.MaskPosition, nil, []int64{255}, ir.F16, 4},                    // TinyLlama's heads
+		{1, 4, 4, 1, 200, 80, ops.MaskPosition, nil, []int64{150}, ir.F16, 3},                     //
+		{1, 6, 2, 4, 100, 96, ops.MaskNone, nil, nil, ir.F16, 1},                                  // 12 rows on 8 warps
+		{1, 2, 1, 1, 300, 128, ops.MaskPosition, []int{1, 1, 1, 300}, []int64{299}, ir.BF16, 4},
+		{2, 2, 2, 2, 70, 64, ops.MaskCausal, nil, nil, ir.BF16, 1},
+	} {
+		name := fmt.Sprintf("%s_B%d_H%d_KVH%d_L%d_S%d_E%d_%s_bias%v_pos%v", c.d, c.b, c.h, c.kvh, c.l, c.s, c.e, c.mask, c.bias, c.pos)
+		t.Run(name, func(t *testing.T) {
+			g := attentionGraph(t, c.d, c.b, c.h, c.kvh, c.l, c.s, c.e, c.e, c.mask, c.bias)
+			sp, ok := splitkv.Of(g.Outputs[0].Value)
+			if !ok || sp.Splits != c.splits {
+				t.Fatalf("split-KV plan %+v (taken %v), want %d splits", sp, ok, c.splits)
+			}
+			in := inputsFor(g, 7, 1)
+			if c.pos != nil {
+				copy(in["pos"].I, c.pos)
+			}
+			k := Kernel{Name: "k0_attention", Graph: g}
+			res := runKernel(t, k, in)
+			want, err := ref.Run(g, in, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkAttention(t, res.out["o"], want["o"])
+			if !strings.Contains(res.ptx, "split-KV attention") || (sp.Splits > 1) != strings.Contains(res.ptx, "atom.global.add.u32") {
+				t.Errorf("want the split-KV template, a ticket iff split:\n%s", res.ptx)
+			}
+			if _, l, err := Generate(k, harnessTarget); err != nil || l.Grid != sp.Grid() || l.Block[0] != sp.Threads() {
+				t.Errorf("launch %v %v (%v), want grid %v of %d threads", l.Grid, l.Block, err, sp.Grid(), sp.Threads())
+			}
+		})
+	}
+}
+
+// TestAttentionDecodeSkipsHiddenChunks: chunks past pos[b] load nothing, so a step at the
+// cache's first position executes a fraction of the instructions of one at its last.
+func TestAttentionDecodeSkipsHiddenChunks(t *testing.T) {
+	count := func(pos int64) int64 {
+		g := attentionGraph(t, ir.F16, 1, 2, 2, 1, 512, 64, 64, ops.MaskPosition, nil)
+		in := inputsFor(g, 1, 1)
+		in["pos"].I[0] = pos
+		return runKernel(t, Kernel{Name: "k0_attention", Graph: g}, in).stats.WarpInsts
+	}
+	first, last := count(0), count(511)
+	t.Logf("warp instructions at S = 512: pos 0 %d, pos 511 %d", first, last)
+	if r := float64(first) / float64(last); r > 0.3 {
+		t.Errorf("pos 0 executes %d instructions, pos 511 %d: ratio %.2f, want the hidden chunks skipped", first, last, r)
+	}
+}
+
+// TestAttentionDecodePlan: the split fills the GPU from the SM count and the cache length, in
+// whole chunks; rows per KV head and query rows past the template's bounds go to the prefill
+// template.
+func TestAttentionDecodePlan(t *testing.T) {
+	for _, c := range []struct {
+		b, h, kvh, l, s     int
+		ok                  bool
+		splits, chunk, rows int
+	}{
+		{1, 32, 32, 1, 4096, true, 9, 480, 1},   // issue 26's decode: 288 blocks
+		{1, 32, 4, 1, 2048, true, 32, 64, 8},    // TinyLlama: the chunk's floor bounds the split
+		{1, 12, 12, 1, 1024, true, 16, 64, 1},   // GPT-2 small
+		{64, 32, 32, 1, 4096, true, 1, 4096, 1}, // batch 64: the heads fill the GPU alone
+		{1, 4, 4, 1, 63, true, 1, 64, 1},        // a cache shorter than the floor
+		{1, 4, 4, 1, 1, true, 1, 32, 1},         //
+		{1, 8, 1, 4, 512, true, 8, 64, 32},      // MQA, 32 rows
+		{1, 16, 1, 4, 512, false, 0, 0, 0},      // 64 rows per KV head
+		{1, 4, 4, 5, 512, false, 0, 0, 0},       // five query rows: prefill
+		{1, 4, 4, 1, 0, false, 0, 0, 0},         // an empty cache
+	} {
+		g := attentionGraph(t, ir.F16, c.b, c.h, c.kvh, c.l, c.s, 64, 64, ops.MaskNone, nil)
+		p, ok := splitkv.Of(g.Outputs[0].Value)
+		if ok != c.ok || ok && (p.Splits != c.splits || p.Chunk != c.chunk || p.Rows != c.rows) {
+			t.Errorf("B%d H%d KVH%d L%d S%d: plan %+v (%v), want %d splits of %d, %d rows (%v)", c.b, c.h, c.kvh, c.l, c.s, p, ok, c.splits, c.chunk, c.rows, c.ok)
+		}
+		if ok && (p.Chunk%splitkv.ChunkAlign != 0 || (p.Splits-1)*p.Chunk >= c.s || p.Splits*p.Chunk < c.s) {
+			t.Errorf("B%d H%d S%d: %d chunks of %d do not cover the cache exactly", c.b, c.h, c.s, p.Splits, p.Chunk)
+		}
+	}
+}
