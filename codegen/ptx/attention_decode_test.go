@@ -26,19 +26,20 @@ func TestAttentionDecodeKernel(t *testing.T) {
 		d                  ir.DType
 		splits             int // the plan's, checked
 	}{
-		{1, 2, 2, 1, 300, 64, ops.MaskNone, nil, nil, ir.F32, 4},                                  // MHA, S not a multiple of the 96-key chunk
-		{1, 4, 1, 1, 200, 64, ops.MaskPosition, nil, []int64{199}, ir.F32, 3},                     // MQA, the last key
-		{2, 4, 2, 2, 150, 64, ops.MaskPosition, nil, []int64{0, 149 - 1}, ir.F32, 2},              // GQA, the first key alone; the last for row 1
-		{1, 8, 2, 4, 130, 80, ops.MaskPosition, nil, []int64{60}, ir.F32, 2},                      // 16 rows per KV head, the second chunk hidden
-		{2, 2, 1, 1, 40, 96, ops.MaskPosition, nil, []int64{39, -1}, ir.F32, 1},                   // S < one chunk; a row with no key: NaN
-		{1, 2, 1, 2, 129, 128, ops.MaskCausal, nil, nil, ir.F32, 2},                               // causal: the first chunk alone
-		{1, 2, 2, 1, 160, 64, ops.MaskNone, []int{1, 2, 1, 160}, nil, ir.F32, 2},                  // bias per head
-		{2, 4, 2, 1, 140, 64, ops.MaskPosition, []int{2, 1, 1, 140}, []int64{70, 139}, ir.F32, 2}, // bias over heads, position
-		{1, 32, 4, 1, 256, 64, ops.MaskPosition, nil, []int64{255}, ir.F16, 4},                    // TinyLlama's heads
-		{1, 4, 4, 1, 200, 80, ops.MaskPosition, nil, []int64{150}, ir.F16, 3},                     //
-		{1, 6, 2, 4, 100, 96, ops.MaskNone, nil, nil, ir.F16, 1},                                  // 12 rows on 8 warps
-		{1, 2, 1, 1, 300, 128, ops.MaskPosition, []int{1, 1, 1, 300}, []int64{299}, ir.BF16, 4},
-		{2, 2, 2, 2, 70, 64, ops.MaskCausal, nil, nil, ir.BF16, 1},
+		{1, 2, 2, 1, 300, 64, ops.MaskNone, nil, nil, ir.F32, 10},                                 // MHA, S not a multiple of the 32-key chunk
+		{1, 4, 1, 1, 200, 64, ops.MaskPosition, nil, []int64{199}, ir.F32, 7},                     // MQA, the last key
+		{2, 4, 2, 2, 150, 64, ops.MaskPosition, nil, []int64{0, 148}, ir.F32, 5},                  // GQA, the first key alone; the last for query 1
+		{1, 8, 2, 4, 130, 80, ops.MaskPosition, nil, []int64{60}, ir.F32, 5},                      // 16 rows per KV head on 8 warps, chunks 2 to 4 hidden
+		{2, 2, 1, 1, 20, 96, ops.MaskPosition, nil, []int64{19, -1}, ir.F32, 1},                   // S < one chunk; a row with no key: NaN
+		{1, 2, 1, 2, 129, 128, ops.MaskCausal, nil, nil, ir.F32, 5},                               // causal: the first chunk alone
+		{1, 2, 2, 1, 160, 64, ops.MaskNone, []int{1, 2, 1, 160}, nil, ir.F32, 5},                  // bias per head
+		{2, 4, 2, 1, 140, 64, ops.MaskPosition, []int{2, 1, 1, 140}, []int64{70, 139}, ir.F32, 5}, // bias over heads, position
+		{1, 32, 4, 1, 256, 64, ops.MaskPosition, nil, []int64{255}, ir.F16, 8},                    // TinyLlama's heads
+		{1, 4, 4, 1, 200, 80, ops.MaskPosition, nil, []int64{150}, ir.F16, 7},
+		{4, 16, 16, 1, 300, 64, ops.MaskNone, nil, nil, ir.F16, 4}, // 64 heads: 96-key chunks of three tiles
+		{1, 6, 2, 4, 100, 96, ops.MaskNone, nil, nil, ir.F16, 4},   // 12 rows on 8 warps
+		{1, 2, 1, 1, 300, 128, ops.MaskPosition, []int{1, 1, 1, 300}, []int64{299}, ir.BF16, 10},
+		{2, 2, 2, 2, 70, 64, ops.MaskCausal, nil, nil, ir.BF16, 3},
 	} {
 		name := fmt.Sprintf("%s_B%d_H%d_KVH%d_L%d_S%d_E%d_%s_bias%v_pos%v", c.d, c.b, c.h, c.kvh, c.l, c.s, c.e, c.mask, c.bias, c.pos)
 		t.Run(name, func(t *testing.T) {
@@ -93,13 +94,13 @@ func TestAttentionDecodePlan(t *testing.T) {
 		ok                  bool
 		splits, chunk, rows int
 	}{
-		{1, 32, 32, 1, 4096, true, 9, 480, 1},   // issue 26's decode: 288 blocks
-		{1, 32, 4, 1, 2048, true, 32, 64, 8},    // TinyLlama: the chunk's floor bounds the split
-		{1, 12, 12, 1, 1024, true, 16, 64, 1},   // GPT-2 small
+		{1, 32, 32, 1, 4096, true, 8, 512, 1},   // issue 26's decode: 256 blocks
+		{1, 32, 4, 1, 2048, true, 32, 64, 8},    // TinyLlama: 128 blocks, as 256 would add more partials than idle SMs cost
+		{1, 12, 12, 1, 1024, true, 16, 64, 1},   // GPT-2 small: 192 blocks, within Slack of 132's partials
 		{64, 32, 32, 1, 4096, true, 1, 4096, 1}, // batch 64: the heads fill the GPU alone
-		{1, 4, 4, 1, 63, true, 1, 64, 1},        // a cache shorter than the floor
+		{1, 4, 4, 1, 63, true, 2, 32, 1},        // a short cache: two chunks, partials are cheaper than idle SMs
 		{1, 4, 4, 1, 1, true, 1, 32, 1},         //
-		{1, 8, 1, 4, 512, true, 8, 64, 32},      // MQA, 32 rows
+		{1, 8, 1, 4, 512, true, 16, 32, 32},     // MQA, 32 rows: one KV head, the smallest chunks
 		{1, 16, 1, 4, 512, false, 0, 0, 0},      // 64 rows per KV head
 		{1, 4, 4, 5, 512, false, 0, 0, 0},       // five query rows: prefill
 		{1, 4, 4, 1, 0, false, 0, 0, 0},         // an empty cache

@@ -17,13 +17,12 @@ const (
 	// loads K and V tiles, so a block of one row still streams with four.
 	MinWarps = 4
 	MaxWarps = 8
-	// A chunk is a multiple of ChunkAlign keys (whole tiles of the kernel's 32 keys) and at least
-	// MinChunk, so a block's K and V traffic stays well above its partials' (a row's Ev+2 floats
-	// written, read back and zeroed).
+	// A chunk is a multiple of ChunkAlign keys: whole tiles of the kernel's 32 keys.
 	ChunkAlign = 32
-	MinChunk   = 64
-	// SMs is the H100 SXM's count the split aims to fill (as the cost model and the GEMV plan):
-	// chunks are cut until there are TargetBlocks, two per SM.
+	// Slack is how far above the least modeled time a split may be to get closer to
+	// TargetBlocks (two blocks per SM hide latency the roofline does not see).
+	Slack = 1.02
+	// SMs is the H100 SXM's count (as the cost model's and the GEMV plan's).
 	SMs          = gemv.SMs
 	TargetBlocks = 2 * SMs
 )
@@ -57,21 +56,47 @@ func Of(att *ir.Value) (Plan, bool) {
 		(h/kvh)*l > MaxRows || s < 1 || e < 1 || ev < 1 {
 		return Plan{}, false
 	}
-	return New(b, h, kvh, l, s, e, ev), true
+	return New(b, h, kvh, l, s, e, ev, att.Args[0].Type.DType.Size()), true
 }
 
-// New plans the split of an attention of the given sizes (KVH divides H).
-func New(b, h, kvh, l, s, e, ev int) Plan {
+// New plans the split of an attention of the given sizes (KVH divides H) whose elements have
+// size bytes. The split minimizes the cost model's time for the launch, K and V's bytes plus the
+// partials' (a row's Ev+2 floats per chunk written, read back and zeroed), divided by the share
+// of the SMs its blocks occupy; among splits within Slack of the least, the one with the most
+// blocks up to TargetBlocks. Deterministic: the same sizes give the same plan.
+func New(b, h, kvh, l, s, e, ev, size int) Plan {
 	p := Plan{B: b, H: h, KVH: kvh, L: l, S: s, E: e, Ev: ev, Group: h / kvh}
 	p.Rows = p.Group * l
-	splits := 1
-	if heads := b * kvh; heads < TargetBlocks {
-		splits = max(1, min(ceilDiv(TargetBlocks, heads), s/MinChunk))
-	}
-	p.Chunk = roundUp(ceilDiv(s, splits), ChunkAlign)
-	p.Splits = ceilDiv(s, p.Chunk)
 	p.Warps = min(MaxWarps, max(MinWarps, p.Rows))
 	p.RowSlots = ceilDiv(p.Rows, p.Warps)
+	heads := b * kvh
+	cost := func(splits int) float64 {
+		bytes := float64(heads) * float64(s) * float64((e+ev)*size)
+		if splits > 1 {
+			bytes += float64(heads*splits*p.Rows) * float64(12*(ev+2))
+		}
+		return bytes / min(1, float64(heads*splits)/SMs)
+	}
+	// The candidates: every split into whole chunks up to TargetBlocks blocks (past the SMs'
+	// count more splits only add partials), as the chunk size makes it.
+	var splits []int
+	for n := 1; n <= max(1, min(ceilDiv(s, ChunkAlign), ceilDiv(TargetBlocks, heads))); n++ {
+		splits = append(splits, ceilDiv(s, roundUp(ceilDiv(s, n), ChunkAlign)))
+	}
+	best := 1
+	for _, n := range splits {
+		if cost(n) < cost(best) {
+			best = n
+		}
+	}
+	pick := best
+	for _, n := range splits {
+		if cost(n) <= Slack*cost(best) && n > pick && heads*n <= max(TargetBlocks, heads*best) {
+			pick = n
+		}
+	}
+	p.Chunk = roundUp(ceilDiv(s, pick), ChunkAlign)
+	p.Splits = ceilDiv(s, p.Chunk)
 	return p
 }
 
