@@ -9,7 +9,7 @@
 // them) over its chunk of keys: a partial maximum, sum and unnormalized output per row, written
 // to scratch. The last block of a (batch entry, KV head) to finish (an integer ticket) rescales
 // and sums the chunks' partials in chunk order: deterministic, no float atomics, and one launch
-// rather than a second combining kernel (a launch costs about as much as the whole
+// rather than a second combining kernel (a launch costs more than the whole
 // combination's traffic). Chunks past the last visible key (position and causal masks) load
 // nothing and publish an empty partial.
 //
@@ -18,5 +18,5 @@
 // counts its blocks and scratch traffic from the same Plan.
 //
 //	p, ok := splitkv.Of(att) // q[1,32,1,128], k and v [1,32,4096,128], f16
-//	// p.Splits = 9, p.Chunk = 480: 288 blocks of 128 threads
+//	// p.Splits = 8, p.Chunk = 512: 256 blocks of 128 threads
 package splitkv
