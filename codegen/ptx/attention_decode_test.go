@@ -60,6 +60,10 @@ func TestAttentionDecodeKernel(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkAttention(t, res.out["o"], want["o"])
+			if res.regs["sm_80"] == 0 || res.regs["sm_90"] == 0 {
+				t.Errorf("not assembled for sm_80 and sm_90: %v", res.regs)
+			}
+			t.Logf("registers %v, %d warp instructions", res.regs, res.stats.WarpInsts)
 			if !strings.Contains(res.ptx, "split-KV attention") || (sp.Splits > 1) != strings.Contains(res.ptx, "atom.global.add.u32") {
 				t.Errorf("want the split-KV template, a ticket iff split:\n%s", res.ptx)
 			}
