@@ -38,7 +38,9 @@ func (w *attnWriter) decodeKernel(k Kernel, sp splitkv.Plan, operands []attnOper
 	fmt.Fprintf(&s, "// %s: split-KV attention, %d splits of %d keys, %d-key tiles, %d query rows per KV head on %d warps\n",
 		k.Name, sp.Splits, sp.Chunk, w.p.Keys, sp.Rows, sp.Warps)
 	fmt.Fprintf(&s, "//   %s\n", k.Graph.Format(w.p.Op))
-	fmt.Fprintf(&s, ".visible .entry %s(\n%s\n)\n.maxntid %d, 1, 1\n{\n", k.Name, strings.Join(params, ",\n"), sp.Threads())
+	// Two blocks per SM, said outright: with .maxntid alone ptxas for sm_90 aims at more blocks
+	// of 512 threads and spills at 40 registers (32 rows of d = 128 take 48).
+	fmt.Fprintf(&s, ".visible .entry %s(\n%s\n)\n.maxntid %d, 1, 1\n.minnctapersm 2\n{\n", k.Name, strings.Join(params, ",\n"), sp.Threads())
 	fmt.Fprintf(&s, "\t.shared .align 16 .f32 ktile[%d];\n\t.shared .align 16 .f32 vtile[%d];\n", w.p.Keys*sp.E, w.p.Keys*sp.Ev)
 	if sp.Splits > 1 {
 		s.WriteString("\t.shared .align 4 .u32 is_last;\n")

@@ -30,7 +30,7 @@ func TestAttentionDecodeKernel(t *testing.T) {
 		{1, 2, 2, 1, 300, 64, ops.MaskNone, nil, nil, ir.F32, 10},                                 // MHA, S not a multiple of the 32-key chunk
 		{1, 4, 1, 1, 200, 64, ops.MaskPosition, nil, []int64{199}, ir.F32, 7},                     // MQA, the last key
 		{2, 4, 2, 2, 150, 64, ops.MaskPosition, nil, []int64{0, 148}, ir.F32, 5},                  // GQA, the first key alone; the last for query 1
-		{1, 8, 2, 4, 130, 80, ops.MaskPosition, nil, []int64{60}, ir.F32, 5},                      // 16 rows per KV head on 8 warps, chunks 2 to 4 hidden
+		{1, 8, 2, 4, 130, 80, ops.MaskPosition, nil, []int64{60}, ir.F32, 5},                      // 16 rows per KV head on 16 warps, chunks 2 to 4 hidden
 		{2, 2, 1, 1, 20, 96, ops.MaskPosition, nil, []int64{19, -1}, ir.F32, 1},                   // S < one chunk; a row with no key: NaN
 		{1, 2, 1, 2, 129, 128, ops.MaskCausal, nil, nil, ir.F32, 5},                               // causal: the first chunk alone
 		{1, 2, 2, 1, 160, 64, ops.MaskNone, []int{1, 2, 1, 160}, nil, ir.F32, 5},                  // bias per head
@@ -38,9 +38,10 @@ func TestAttentionDecodeKernel(t *testing.T) {
 		{1, 32, 4, 1, 256, 64, ops.MaskPosition, nil, []int64{255}, ir.F16, 8},                    // TinyLlama's heads
 		{1, 4, 4, 1, 200, 80, ops.MaskPosition, nil, []int64{150}, ir.F16, 7},
 		{4, 16, 16, 1, 300, 64, ops.MaskNone, nil, nil, ir.F16, 4}, // 64 heads: 96-key chunks of three tiles
-		{1, 6, 2, 4, 100, 96, ops.MaskNone, nil, nil, ir.F16, 4},   // 12 rows on 8 warps
+		{1, 6, 2, 4, 100, 96, ops.MaskNone, nil, nil, ir.F16, 4},   // 12 rows on 12 warps
 		{1, 2, 1, 1, 300, 128, ops.MaskPosition, []int{1, 1, 1, 300}, []int64{299}, ir.BF16, 10},
 		{2, 2, 2, 2, 70, 64, ops.MaskCausal, nil, nil, ir.BF16, 3},
+		{1, 8, 1, 4, 300, 128, ops.MaskPosition, nil, []int64{290}, ir.F16, 10}, // 32 rows, two per warp, d = 128
 	} {
 		name := fmt.Sprintf("%s_B%d_H%d_KVH%d_L%d_S%d_E%d_%s_bias%v_pos%v", c.d, c.b, c.h, c.kvh, c.l, c.s, c.e, c.mask, c.bias, c.pos)
 		t.Run(name, func(t *testing.T) {

@@ -11,12 +11,13 @@ const (
 	// speculated ones. Longer queries have enough blocks in the prefill template.
 	MaxL = 4
 	// MaxRows is the most query rows a block computes (the group of query heads sharing a KV
-	// head times L): MaxRows/MaxWarps rows per warp, each holding its q and output in registers.
+	// head times L): MaxRows/MaxWarps rows per warp, each holding its q and output in registers
+	// (two rows of d = 128 take 48 registers; four spilled).
 	MaxRows = 32
 	// A block runs between MinWarps and MaxWarps warps, a query row each at a time; every warp
 	// loads K and V tiles, so a block of one row still streams with four.
 	MinWarps = 4
-	MaxWarps = 8
+	MaxWarps = 16
 	// A chunk is a multiple of ChunkAlign keys: whole tiles of the kernel's 32 keys.
 	ChunkAlign = 32
 	// Slack is how far above the least modeled time a split may be to get closer to
