@@ -91,37 +91,6 @@ func TestAttentionDecodeSkipsHiddenChunks(t *testing.T) {
 	}
 }
 
-// TestAttentionDecodePlan: the split fills the GPU from the SM count and the cache length, in
-// whole chunks; rows per KV head and query rows past the template's bounds go to the prefill
-// template.
-func TestAttentionDecodePlan(t *testing.T) {
-	for _, c := range []struct {
-		b, h, kvh, l, s     int
-		ok                  bool
-		splits, chunk, rows int
-	}{
-		{1, 32, 32, 1, 4096, true, 8, 512, 1},   // issue 26's decode: 256 blocks
-		{1, 32, 4, 1, 2048, true, 32, 64, 8},    // TinyLlama: 128 blocks, as 256 would add more partials than idle SMs cost
-		{1, 12, 12, 1, 1024, true, 16, 64, 1},   // GPT-2 small: 192 blocks, within Slack of 132's partials
-		{64, 32, 32, 1, 4096, true, 1, 4096, 1}, // batch 64: the heads fill the GPU alone
-		{1, 4, 4, 1, 63, true, 2, 32, 1},        // a short cache: two chunks, partials are cheaper than idle SMs
-		{1, 4, 4, 1, 1, true, 1, 32, 1},         //
-		{1, 8, 1, 4, 512, true, 16, 32, 32},     // MQA, 32 rows: one KV head, the smallest chunks
-		{1, 16, 1, 4, 512, false, 0, 0, 0},      // 64 rows per KV head
-		{1, 4, 4, 5, 512, false, 0, 0, 0},       // five query rows: prefill
-		{1, 4, 4, 1, 0, false, 0, 0, 0},         // an empty cache
-	} {
-		g := attentionGraph(t, ir.F16, c.b, c.h, c.kvh, c.l, c.s, 64, 64, ops.MaskNone, nil)
-		p, ok := splitkv.Of(g.Outputs[0].Value)
-		if ok != c.ok || ok && (p.Splits != c.splits || p.Chunk != c.chunk || p.Rows != c.rows) {
-			t.Errorf("B%d H%d KVH%d L%d S%d: plan %+v (%v), want %d splits of %d, %d rows (%v)", c.b, c.h, c.kvh, c.l, c.s, p, ok, c.splits, c.chunk, c.rows, c.ok)
-		}
-		if ok && (p.Chunk%splitkv.ChunkAlign != 0 || (p.Splits-1)*p.Chunk >= c.s || p.Splits*p.Chunk < c.s) {
-			t.Errorf("B%d H%d S%d: %d chunks of %d do not cover the cache exactly", c.b, c.h, c.s, p.Splits, p.Chunk)
-		}
-	}
-}
-
 // TestAttentionDecodeBlockOrders: whichever block of a (batch entry, KV head) finishes last
 // combines its chunks, in chunk order: the same bits under every block order, and no race on
 // global memory between the blocks.
