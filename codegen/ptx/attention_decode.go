@@ -7,7 +7,6 @@ import (
 
 	"github.com/gcomp/gcomp/codegen/splitkv"
 	"github.com/gcomp/gcomp/ir"
-	"github.com/gcomp/gcomp/ops"
 )
 
 // The split-KV attention template (flash-decoding; package splitkv plans it): block (split, KV
@@ -53,79 +52,23 @@ func (w *attnWriter) decodeKernel(k Kernel, sp splitkv.Plan, operands []attnOper
 	return s.String(), Launch{Grid: sp.Grid(), Block: [3]int{sp.Threads(), 1, 1}, Params: args}, nil
 }
 
-// decodeRow is one of a warp's query rows: its index in the block, head and query index, the
-// keys it sees (< lim), its scaled q elements and its online-softmax state.
-type decodeRow struct {
-	r, h, i, lim string
-	active       string // predicate: r < Rows
-	q, acc       []string
-	m, l         string
-}
-
 // decode writes the kernel's body: operands q, k, v[, pos][, bias], the output's and the
 // scratch's address registers ("" without a split).
 func (w *attnWriter) decode(sp splitkv.Plan, operands []attnOperand, out, scratch string) {
 	op := w.p.Op
 	d := op.Type.DType
-	keys := w.p.Keys
-	ce, cev := ceilDiv(sp.E, 32), ceilDiv(sp.Ev, 32)
 	mask := op.Attrs.String("mask", "")
-	next := 3
-	var posOp, biasOp *attnOperand
-	var posType ir.DType
-	if mask == ops.MaskPosition {
-		posOp, posType = &operands[next], op.Args[next].Type.DType
-		next++
-	}
-	if op.Attrs.Bool("additive", false) {
-		biasOp = &operands[next]
-	}
+	posOp, posType, biasOp := w.extraOperands(operands)
 	u32 := func() string { return w.reg("b32") }
 	pred := func() string { return w.reg("pred") }
-	w.shared = map[string]string{}
-	for _, t := range []string{"ktile", "vtile"} {
-		w.shared[t] = u32()
-		w.ins("mov.u32", w.shared[t], t)
-	}
-	tid, lane, warp, split, kh, b := u32(), u32(), u32(), u32(), u32(), u32()
-	w.ins("mov.u32", tid, "%tid.x")
-	w.ins("and.b32", lane, tid, "31")
-	w.ins("shr.u32", warp, tid, "5")
+	tid, lane, warp := w.start()
+	split, kh, b := u32(), u32(), u32()
 	w.ins("mov.u32", split, "%ctaid.x")
 	w.ins("mov.u32", kh, "%ctaid.y")
 	w.ins("mov.u32", b, "%ctaid.z")
-
-	// pos[b] as 64 bits (untrusted data: every limit is clamped to [0, S]).
 	var posv string
 	if posOp != nil {
-		posv = w.reg("b64")
-		if posType == ir.I64 {
-			w.ins("ld.global.s64", posv, w.addr(posOp.ptr, w.index(*posOp, b), 8))
-		} else {
-			pr := u32()
-			w.ins("ld.global.s32", pr, w.addr(posOp.ptr, w.index(*posOp, b), 4))
-			w.ins("cvt.s64.s32", posv, pr)
-		}
-	}
-	// limit returns the keys query index i sees: j < limit.
-	limit := func(i string) string {
-		lim := u32()
-		switch mask {
-		case ops.MaskCausal:
-			w.ins("add.s32", lim, i, "1")
-		case ops.MaskPosition:
-			wide, t := w.reg("b64"), w.reg("b64")
-			w.ins("cvt.u64.u32", wide, i)
-			w.ins("add.s64", t, posv, wide)
-			w.ins("add.s64", t, t, "1")
-			w.ins("max.s64", t, t, "0")
-			w.ins("min.s64", t, t, uimm(sp.S))
-			w.ins("cvt.u32.u64", lim, t)
-		default:
-			w.ins("mov.u32", lim, uimm(sp.S))
-		}
-		w.ins("min.u32", lim, lim, uimm(sp.S))
-		return lim
+		posv = w.position(*posOp, posType, b)
 	}
 
 	// The chunk [k0, kend): kend stops at the block's last visible key (query index L−1's).
@@ -135,73 +78,32 @@ func (w *attnWriter) decode(sp splitkv.Plan, operands []attnOperand, out, scratc
 	w.ins("min.u32", kend, kend, uimm(sp.S))
 	last := u32()
 	w.ins("mov.u32", last, uimm(sp.L-1))
-	w.ins("min.u32", kend, kend, limit(last))
+	w.ins("min.u32", kend, kend, w.keyLimit(mask, posv, last))
 
-	// The warp's rows: q pre-scaled by scale·log2 e, accumulators, and the keys each sees.
-	c2 := op.Attrs.Float("scale", 1) * math.Log2E
-	rows := make([]decodeRow, sp.RowSlots)
+	// The warp's rows and the keys each sees.
+	rows := make([]attnRow, sp.RowSlots)
 	for j := range rows {
-		rw := &rows[j]
-		rw.r, rw.h, rw.i, rw.active = u32(), u32(), u32(), pred()
-		w.ins("add.s32", rw.r, warp, uimm(j*sp.Warps))
-		w.ins("setp.lt.u32", rw.active, rw.r, uimm(sp.Rows))
-		hg := u32()
-		w.ins("div.u32", hg, rw.r, uimm(sp.L))
-		w.ins("rem.u32", rw.i, rw.r, uimm(sp.L))
-		w.ins("mad.lo.s32", rw.h, kh, uimm(sp.Group), hg)
-		rw.lim = limit(rw.i)
-		w.ins("min.u32", rw.lim, rw.lim, kend)
-		rw.q = make([]string, ce)
-		for c := range rw.q {
-			rw.q[c] = w.reg("f32")
-			w.ins("mov.f32", rw.q[c], f32Imm(0))
-			e, ok := u32(), pred()
-			w.ins("add.s32", e, lane, uimm(32*c))
-			w.ins("setp.lt.and.u32", ok, e, uimm(sp.E), rw.active)
-			skip := fmt.Sprintf("$%s_q%d_%d", w.name, j, c)
-			w.ins("@!"+ok+" bra", skip)
-			x := w.loadF32(d, operands[0].ptr, w.index(operands[0], b, rw.h, rw.i, e))
-			w.ins("mul.rn.f32", rw.q[c], x, f32Imm(c2))
-			w.label(skip)
+		r, hg, h, i, active := u32(), u32(), u32(), u32(), pred()
+		w.ins("add.s32", r, warp, uimm(j*sp.Warps))
+		w.ins("setp.lt.u32", active, r, uimm(sp.Rows))
+		w.ins("div.u32", hg, r, uimm(sp.L))
+		w.ins("rem.u32", i, r, uimm(sp.L))
+		w.ins("mad.lo.s32", h, kh, uimm(sp.Group), hg)
+		rows[j] = *w.newRow(d, operands[0], b, h, i, lane, active, fmt.Sprint(j))
+		rows[j].r = r
+		rows[j].lim = w.keyLimit(mask, posv, i)
+		w.ins("min.u32", rows[j].lim, rows[j].lim, kend)
+	}
+	w.tileLoop(d, operands, sp.Threads(), tid, k0, kend, kend, b, kh, func(t0 string) {
+		for j := range rows {
+			w.foldTile(&rows[j], fmt.Sprint(j), w.p.Keys, t0, lane, b, d, biasOp)
 		}
-		rw.acc = make([]string, cev)
-		for c := range rw.acc {
-			rw.acc[c] = w.reg("f32")
-			w.ins("mov.f32", rw.acc[c], f32Imm(0))
-		}
-		rw.m, rw.l = w.reg("f32"), w.reg("f32")
-		w.ins("mov.f32", rw.m, f32Imm(math.Inf(-1)))
-		w.ins("mov.f32", rw.l, f32Imm(0))
-	}
-
-	// The tiles of the chunk: t0 is the tile's first key.
-	t0 := u32()
-	w.ins("mov.u32", t0, k0)
-	loop, done := "$"+w.name+"_tile", "$"+w.name+"_done"
-	w.label(loop)
-	more := pred()
-	w.ins("setp.lt.u32", more, t0, kend)
-	w.ins("@!"+more+" bra.uni", done)
-	for _, tile := range []struct {
-		name string
-		op   attnOperand
-		n    int
-	}{{"ktile", operands[1], sp.E}, {"vtile", operands[2], sp.Ev}} {
-		w.loadTile(tile.name, d, tile.op, tile.n, keys, sp.Threads(), tid, t0, kend, b, kh)
-	}
-	w.ins("bar.sync", "0")
-	for j := range rows {
-		w.foldTile(&rows[j], fmt.Sprint(j), keys, t0, lane, b, d, biasOp)
-	}
-	w.ins("bar.sync", "0")
-	w.ins("add.s32", t0, t0, uimm(keys))
-	w.ins("bra.uni", loop)
-	w.label(done)
+	})
 
 	end := "$" + w.name + "_end"
 	if scratch == "" {
 		for j := range rows {
-			w.finishRow(&rows[j], fmt.Sprint(j), sp, lane, b, d, out, rows[j].acc, rows[j].l)
+			w.finishRow(&rows[j], fmt.Sprint(j), lane, b, d, out, rows[j].acc, rows[j].l)
 		}
 		w.label(end)
 		w.ins("ret")
@@ -269,113 +171,9 @@ func (w *attnWriter) decode(sp splitkv.Plan, operands []attnOperand, out, scratc
 	w.ins("ret")
 }
 
-// loadTile stores keys [t0, t0+keys) of the (b, kh) rows of a K or V operand of n columns in
-// the shared tile, as f32, zero from key kend on; threads share the elements.
-func (w *attnWriter) loadTile(name string, d ir.DType, o attnOperand, n, keys, threads int, tid, t0, kend, b, kh string) {
-	i, j, e, key := w.reg("b32"), w.reg("b32"), w.reg("b32"), w.reg("b32")
-	w.ins("mov.u32", i, tid)
-	head, end := fmt.Sprintf("$%s_%s_load", w.name, name), fmt.Sprintf("$%s_%s_loaded", w.name, name)
-	w.label(head)
-	in := w.reg("pred")
-	w.ins("setp.lt.u32", in, i, uimm(keys*n))
-	w.ins("@!"+in+" bra", end)
-	w.ins("div.u32", j, i, uimm(n))
-	w.ins("rem.u32", e, i, uimm(n))
-	w.ins("add.s32", key, t0, j)
-	x := w.reg("f32")
-	w.ins("mov.f32", x, f32Imm(0))
-	inKey := w.reg("pred")
-	w.ins("setp.lt.u32", inKey, key, kend)
-	skip := head + "_zero"
-	w.ins("@!"+inKey+" bra", skip)
-	y := w.loadF32(d, o.ptr, w.index(o, b, kh, key, e))
-	w.ins("mov.f32", x, y)
-	w.label(skip)
-	sa := w.reg("b32")
-	w.ins("shl.b32", sa, i, "2")
-	w.ins("add.s32", sa, sa, w.shared[name])
-	w.ins("st.shared.f32", "["+sa+"]", x)
-	w.ins("add.s32", i, i, uimm(threads))
-	w.ins("bra.uni", head)
-	w.label(end)
-}
-
-// foldTile folds the tile's keys below the row's limit into its online softmax (one warp).
-func (w *attnWriter) foldTile(rw *decodeRow, tag string, keys int, t0, lane, b string, d ir.DType, bias *attnOperand) {
-	skip := "$" + w.name + "_folded" + tag
-	w.ins("@!"+rw.active+" bra.uni", skip)
-	j, key := w.reg("b32"), w.reg("b32")
-	w.ins("mov.u32", j, "0")
-	loop := "$" + w.name + "_key" + tag
-	w.label(loop)
-	w.ins("add.s32", key, t0, j)
-	in := w.reg("pred")
-	w.ins("setp.lt.u32", in, j, uimm(keys))
-	w.ins("@!"+in+" bra.uni", skip)
-	w.ins("setp.lt.u32", in, key, rw.lim)
-	w.ins("@!"+in+" bra.uni", skip)
-	s := w.reg("f32")
-	w.ins("mov.f32", s, f32Imm(0))
-	for c := range rw.q {
-		w.ins("fma.rn.f32", s, rw.q[c], w.tileElem("ktile", w.p.E, j, lane, c), s)
-	}
-	for off := 16; off >= 1; off /= 2 {
-		o := w.reg("f32")
-		w.ins("shfl.sync.bfly.b32", o, s, uimm(off), "0x1f", "0xffffffff")
-		w.ins("add.rn.f32", s, s, o)
-	}
-	if bias != nil {
-		x := w.loadF32(d, bias.ptr, w.index(*bias, b, rw.h, rw.i, key))
-		w.ins("fma.rn.f32", s, x, f32Imm(math.Log2E), s)
-	}
-	// m' = max(m, s); base = m' unless it is −inf (nothing seen yet).
-	mn, base, corr, pr, t := w.reg("f32"), w.reg("f32"), w.reg("f32"), w.reg("f32"), w.reg("f32")
-	w.ins("max.f32", mn, rw.m, s)
-	ninf := w.reg("pred")
-	w.ins("setp.eq.f32", ninf, mn, f32Imm(math.Inf(-1)))
-	w.ins("selp.f32", base, f32Imm(0), mn, ninf)
-	w.ins("sub.rn.f32", t, rw.m, base)
-	w.ins("ex2.approx.f32", corr, t)
-	w.ins("sub.rn.f32", t, s, base)
-	w.ins("ex2.approx.f32", pr, t)
-	w.ins("fma.rn.f32", rw.l, rw.l, corr, pr)
-	w.ins("mov.f32", rw.m, mn)
-	for c := range rw.acc {
-		vv := w.tileElem("vtile", w.p.Ev, j, lane, c)
-		w.ins("mul.rn.f32", rw.acc[c], rw.acc[c], corr)
-		w.ins("fma.rn.f32", rw.acc[c], pr, vv, rw.acc[c])
-	}
-	w.ins("add.s32", j, j, "1")
-	w.ins("bra.uni", loop)
-	w.label(skip)
-}
-
-// finishRow writes the row's outputs acc / l (a row with no visible key is 0/0 = NaN, as the
-// reference).
-func (w *attnWriter) finishRow(rw *decodeRow, tag string, sp splitkv.Plan, lane, b string, d ir.DType, out string, acc []string, l string) {
-	skip := "$" + w.name + "_written" + tag
-	w.ins("@!"+rw.active+" bra.uni", skip)
-	orow := w.reg("b32")
-	w.ins("mad.lo.s32", orow, b, uimm(sp.H), rw.h)
-	w.ins("mad.lo.s32", orow, orow, uimm(sp.L), rw.i)
-	for c := range acc {
-		e, ok := w.reg("b32"), w.reg("pred")
-		w.ins("add.s32", e, lane, uimm(32*c))
-		w.ins("setp.lt.u32", ok, e, uimm(sp.Ev))
-		lbl := fmt.Sprintf("$%s_o%s_%d", w.name, tag, c)
-		w.ins("@!"+ok+" bra", lbl)
-		o, idx := w.reg("f32"), w.reg("b32")
-		w.ins("div.rn.f32", o, acc[c], l)
-		w.ins("mad.lo.s32", idx, orow, uimm(sp.Ev), e)
-		w.storeF32(d, out, idx, o)
-		w.label(lbl)
-	}
-	w.label(skip)
-}
-
 // combineRow, in the last block, rescales the row's partials of every split to their common
 // maximum and sums them in split order, zeroing them, then writes the row.
-func (w *attnWriter) combineRow(rw *decodeRow, tag string, sp splitkv.Plan, lane, head, scratch, b string, d ir.DType, out string) {
+func (w *attnWriter) combineRow(rw *attnRow, tag string, sp splitkv.Plan, lane, head, scratch, b string, d ir.DType, out string) {
 	skip := "$" + w.name + "_combined" + tag
 	w.ins("@!"+rw.active+" bra.uni", skip)
 	stride := sp.PartialStride()
@@ -455,5 +253,5 @@ func (w *attnWriter) combineRow(rw *decodeRow, tag string, sp splitkv.Plan, lane
 	w.ins("bra", top)
 	w.label(done)
 	w.label(skip)
-	w.finishRow(rw, tag, sp, lane, b, d, out, acc, l)
+	w.finishRow(rw, tag, lane, b, d, out, acc, l)
 }

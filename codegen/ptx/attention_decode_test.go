@@ -8,8 +8,6 @@ import (
 	"github.com/gcomp/gcomp/codegen/splitkv"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ops"
-	"github.com/gcomp/gcomp/runtime/ref"
-	"github.com/gcomp/gcomp/sim"
 )
 
 // TestAttentionDecodeKernel runs the split-KV template on the simulator (memcheck, racecheck,
@@ -50,17 +48,8 @@ func TestAttentionDecodeKernel(t *testing.T) {
 			if !ok || sp.Splits != c.splits {
 				t.Fatalf("split-KV plan %+v (taken %v), want %d splits", sp, ok, c.splits)
 			}
-			in := inputsFor(g, 7, 1)
-			if c.pos != nil {
-				copy(in["pos"].I, c.pos)
-			}
+			res := runAttention(t, g, 7, c.pos)
 			k := Kernel{Name: "k0_attention", Graph: g}
-			res := runKernel(t, k, in)
-			want, err := ref.Run(g, in, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkAttention(t, res.out["o"], want["o"])
 			if res.regs["sm_80"] == 0 || res.regs["sm_90"] == 0 {
 				t.Errorf("not assembled for sm_80 and sm_90: %v", res.regs)
 			}
@@ -106,26 +95,5 @@ func TestAttentionDecodeBlockOrders(t *testing.T) {
 	}
 	in := inputsFor(g, 9, 1)
 	in["pos"].I[0], in["pos"].I[1] = 120, 198
-	run, err := launchSim(t, ".version 7.8\n.target sm_80\n.address_size 64\n"+text, k.Name, l, g, in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	read := func() string {
-		buf := make([]byte, g.Outputs[0].Value.Type.Bytes())
-		if err := run.dev.Read(run.outAddr[g.Outputs[0].Name], buf); err != nil {
-			t.Fatal(err)
-		}
-		return string(buf)
-	}
-	first := read()
-	for _, order := range []sim.BlockOrder{sim.Reverse, sim.RandomOrder} {
-		cfg := run.cfg
-		cfg.Order, cfg.Seed, cfg.RaceGlobal = order, 5, true
-		if _, err := run.m.Launch(k.Name, cfg, run.args...); err != nil {
-			t.Fatalf("%v: %v", order, err)
-		}
-		if read() != first {
-			t.Errorf("blocks %v give other bits", order)
-		}
-	}
+	checkBlockOrders(t, text, k.Name, l, g, in)
 }

@@ -67,22 +67,29 @@ func TestAttentionKernel(t *testing.T) {
 		name := fmt.Sprintf("%s_B%d_H%d_KVH%d_L%d_S%d_E%d_Ev%d_%s_bias%v", c.d, c.b, c.h, c.kvh, c.l, c.s, c.e, c.ev, c.mask, c.bias)
 		t.Run(name, func(t *testing.T) {
 			g := attentionGraph(t, c.d, c.b, c.h, c.kvh, c.l, c.s, c.e, c.ev, c.mask, c.bias)
-			in := inputsFor(g, 3, 1)
-			if c.pos != nil {
-				copy(in["pos"].I, c.pos)
-			}
-			k := Kernel{Name: "k0_attention", Graph: g}
-			res := runKernel(t, k, in)
-			want, err := ref.Run(g, in, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkAttention(t, res.out["o"], want["o"])
+			res := runAttention(t, g, 3, c.pos)
 			if _, decode := splitkv.Of(g.Outputs[0].Value); !decode && (!strings.Contains(res.ptx, "shfl.sync.bfly") || strings.Count(res.ptx, "bar.sync") != 2) {
 				t.Errorf("want the warp butterfly and two barriers per tile:\n%s", res.ptx)
 			}
 		})
 	}
+}
+
+// runAttention runs g's attention kernel on inputs from seed (pos, if given, its positions) and
+// checks its output against the reference's.
+func runAttention(t *testing.T, g *ir.Graph, seed uint64, pos []int64) *result {
+	t.Helper()
+	in := inputsFor(g, seed, 1)
+	if pos != nil {
+		copy(in["pos"].I, pos)
+	}
+	res := runKernel(t, Kernel{Name: "k0_attention", Graph: g}, in)
+	want, err := ref.Run(g, in, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkAttention(t, res.out["o"], want["o"])
+	return res
 }
 
 // checkAttention compares the kernel's output with the reference's: f32 arithmetic and ex2.approx
