@@ -39,6 +39,7 @@ func TestAttentionDecodeKernel(t *testing.T) {
 		{1, 6, 2, 4, 100, 96, ops.MaskNone, nil, nil, ir.F16, 4},   // 12 rows on 12 warps
 		{1, 2, 1, 1, 300, 128, ops.MaskPosition, []int{1, 1, 1, 300}, []int64{299}, ir.BF16, 10},
 		{2, 2, 2, 2, 70, 64, ops.MaskCausal, nil, nil, ir.BF16, 3},
+		{1, 2, 1, 1, 100, 20, ops.MaskPosition, nil, []int64{80}, ir.F16, 4},    // 20 columns: K and V element by element
 		{1, 8, 1, 4, 300, 128, ops.MaskPosition, nil, []int64{290}, ir.F16, 10}, // 32 rows, two per warp, d = 128
 	} {
 		name := fmt.Sprintf("%s_B%d_H%d_KVH%d_L%d_S%d_E%d_%s_bias%v_pos%v", c.d, c.b, c.h, c.kvh, c.l, c.s, c.e, c.mask, c.bias, c.pos)
@@ -54,6 +55,9 @@ func TestAttentionDecodeKernel(t *testing.T) {
 				t.Errorf("not assembled for sm_80 and sm_90: %v", res.regs)
 			}
 			t.Logf("registers %v, %d warp instructions", res.regs, res.stats.WarpInsts)
+			if vec := c.e%(16/c.d.Size()) == 0; vec != strings.Contains(res.ptx, "ld.global.v4") {
+				t.Errorf("16-byte loads of K and V: %v, want %v", !vec, vec)
+			}
 			if !strings.Contains(res.ptx, "split-KV attention") || (sp.Splits > 1) != strings.Contains(res.ptx, "atom.global.add.u32") {
 				t.Errorf("want the split-KV template, a ticket iff split:\n%s", res.ptx)
 			}

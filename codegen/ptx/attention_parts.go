@@ -3,6 +3,7 @@ package ptx
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ops"
@@ -141,34 +142,92 @@ func (w *attnWriter) tileLoop(d ir.DType, operands []attnOperand, threads int, t
 }
 
 // loadTile stores keys [t0, t0+keys) of the (b, kh) rows of a K or V operand of n columns in
-// the shared tile, as f32, zero from key kend on; threads share the elements.
+// the shared tile, as f32, zero from key kend on; threads share the elements, 16 bytes at a time
+// where the operand's layout allows (tileVector), else one by one.
 func (w *attnWriter) loadTile(name string, d ir.DType, o attnOperand, n, keys, threads int, tid, t0, kend, b, kh string) {
+	v := tileVector(o, d, n)
 	i, j, e, key := w.reg("b32"), w.reg("b32"), w.reg("b32"), w.reg("b32")
 	w.ins("mov.u32", i, tid)
 	head, end := fmt.Sprintf("$%s_%s_load", w.name, name), fmt.Sprintf("$%s_%s_loaded", w.name, name)
 	w.label(head)
 	in := w.reg("pred")
-	w.ins("setp.lt.u32", in, i, uimm(keys*n))
+	w.ins("setp.lt.u32", in, i, uimm(keys*n/v)) // i is the v-element group
 	w.ins("@!"+in+" bra", end)
-	w.ins("div.u32", j, i, uimm(n))
-	w.ins("rem.u32", e, i, uimm(n))
+	w.ins("div.u32", j, i, uimm(n/v))
+	w.ins("rem.u32", e, i, uimm(n/v))
+	if v > 1 {
+		w.ins("mul.lo.s32", e, e, uimm(v))
+	}
 	w.ins("add.s32", key, t0, j)
-	x := w.reg("f32")
-	w.ins("mov.f32", x, f32Imm(0))
+	xs := make([]string, v)
+	for c := range xs {
+		xs[c] = w.reg("f32")
+		w.ins("mov.f32", xs[c], f32Imm(0))
+	}
 	inKey := w.reg("pred")
 	w.ins("setp.lt.u32", inKey, key, kend)
 	skip := head + "_zero"
 	w.ins("@!"+inKey+" bra", skip)
-	y := w.loadF32(d, o.ptr, w.index(o, b, kh, key, e))
-	w.ins("mov.f32", x, y)
+	if v == 1 {
+		w.ins("mov.f32", xs[0], w.loadF32(d, o.ptr, w.index(o, b, kh, key, e)))
+	} else {
+		w.loadVector(d, o.ptr, w.index(o, b, kh, key, e), xs)
+	}
 	w.label(skip)
 	sa := w.reg("b32")
-	w.ins("shl.b32", sa, i, "2")
+	w.ins("mul.lo.s32", sa, i, uimm(4*v))
 	w.ins("add.s32", sa, sa, w.shared[name])
-	w.ins("st.shared.f32", "["+sa+"]", x)
+	if v == 1 {
+		w.ins("st.shared.f32", "["+sa+"]", xs[0])
+	}
+	for c := 0; c+4 <= v; c += 4 {
+		w.ins("st.shared.v4.f32", fmt.Sprintf("[%s+%d]", sa, 4*c), "{"+strings.Join(xs[c:c+4], ", ")+"}")
+	}
 	w.ins("add.s32", i, i, uimm(threads))
 	w.ins("bra.uni", head)
 	w.label(end)
+}
+
+// tileVector is how many elements of a K or V operand of n columns loadTile reads at once: 16
+// bytes' worth when a row's columns are contiguous and every offset and stride keeps 16-byte
+// alignment (buffers are 16-byte aligned), else 1.
+func tileVector(o attnOperand, d ir.DType, n int) int {
+	v := 16 / d.Size()
+	if n%v != 0 || o.strides[3] != 1 || o.off%v != 0 {
+		return 1
+	}
+	for _, st := range o.strides[:3] {
+		if st%v != 0 {
+			return 1
+		}
+	}
+	return v
+}
+
+// loadVector reads len(xs) consecutive elements of dtype d from element idx of base (16 bytes,
+// aligned) into xs as f32.
+func (w *attnWriter) loadVector(d ir.DType, base, idx string, xs []string) {
+	if d == ir.F32 {
+		w.ins("ld.global.v4.f32", "{"+strings.Join(xs, ", ")+"}", w.addr(base, idx, 4))
+		return
+	}
+	words := []string{w.reg("b32"), w.reg("b32"), w.reg("b32"), w.reg("b32")}
+	w.ins("ld.global.v4.b32", "{"+strings.Join(words, ", ")+"}", w.addr(base, idx, 2))
+	for c, wd := range words {
+		lo, hi := xs[2*c], xs[2*c+1]
+		if d == ir.BF16 { // bf16 is an f32's top half
+			t := w.reg("b32")
+			w.ins("shl.b32", t, wd, "16")
+			w.ins("mov.b32", lo, t)
+			w.ins("and.b32", t, wd, "0xffff0000")
+			w.ins("mov.b32", hi, t)
+			continue
+		}
+		h0, h1 := w.reg("b16"), w.reg("b16")
+		w.ins("mov.b32", "{"+h0+", "+h1+"}", wd)
+		w.ins("cvt.f32.f16", lo, h0)
+		w.ins("cvt.f32.f16", hi, h1)
+	}
 }
 
 // foldTile folds the tile's keys below the row's limit into its online softmax (one warp).
