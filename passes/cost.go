@@ -2,7 +2,9 @@ package passes
 
 import (
 	"github.com/gcomp/gcomp/codegen/attnmma"
+	"github.com/gcomp/gcomp/codegen/splitkv"
 	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ops"
 )
 
 // The cost model: an H100 SXM roofline per kernel, scaled by the share of the machine the kernel's
@@ -81,6 +83,11 @@ func kernelCost(k *Kernel, tf32 bool) KernelStats {
 		ks.ReadBytes += 4 * int64(p.PartialFloats())
 		ks.WriteBytes += 8 * int64(p.PartialFloats())
 	}
+	if p, ok := decodePlan(k); ok {
+		// A split-KV attention, likewise: each row's maximum, sum and outputs per chunk.
+		ks.ReadBytes += 4 * int64(p.PartialFloats())
+		ks.WriteBytes += 8 * int64(p.PartialFloats())
+	}
 	if k.RowPasses > 1 {
 		ks.ReadBytes *= int64(k.RowPasses) // a streamed row is read once per pass
 	}
@@ -98,13 +105,17 @@ func isContractionOp(op string) bool { return op == "dot_general" || op == "conv
 // per 128×128 tile of a contraction's result (times its batch; a product of at most 8 rows:
 // the GEMV plan's blocks), one per row of a row reduction
 // (one per 32 columns where the reduced axis is not the innermost; one per 256 elements of a
-// full reduction, which splits), one for a persistent kernel.
+// full reduction, which splits), one for a persistent kernel; an attention kernel launches a
+// block per four query rows of a head, or its split-KV plan's blocks for a few rows.
 func blocks(k *Kernel) int {
 	n := k.Space.NumElements()
 	switch k.Kind {
 	case Persistent:
 		return 1
 	case Attention:
+		if p, ok := decodePlan(k); ok {
+			return p.Blocks()
+		}
 		for _, v := range k.Body.Values {
 			if attnmma.Fits(v) { // the tensor-core template (codegen/attnmma)
 				return attnmma.Blocks(v)
@@ -143,6 +154,20 @@ func blocks(k *Kernel) int {
 		return rows
 	}
 	return max(1, ceilDiv(n, loopThreads))
+}
+
+// decodePlan is the split-KV plan of an attention kernel codegen gives the decoding template
+// (a few query rows per head).
+func decodePlan(k *Kernel) (splitkv.Plan, bool) {
+	if k.Kind != Attention || k.Body == nil {
+		return splitkv.Plan{}, false
+	}
+	for _, v := range k.Body.Values {
+		if v.Op == ops.AttentionOp {
+			return splitkv.Of(v)
+		}
+	}
+	return splitkv.Plan{}, false
 }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }

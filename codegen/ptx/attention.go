@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/gcomp/gcomp/codegen/attnmma"
+	"github.com/gcomp/gcomp/codegen/splitkv"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ops"
 )
@@ -135,6 +136,9 @@ func attentionKernel(k Kernel) (string, Launch, error) {
 		}
 		operands[i] = o
 	}
+	if sp, ok := splitkv.Of(p.Op); ok { // few query rows, a long cache: flash-decoding
+		return w.decodeKernel(k, sp, operands, params, args)
+	}
 	w.body(operands, w.ptr[g.Outputs[0].Value])
 
 	var s strings.Builder
@@ -238,29 +242,11 @@ func uimm(n int) string { return fmt.Sprint(n) }
 func (w *attnWriter) body(operands []attnOperand, out string) {
 	p, op := w.p, w.p.Op
 	d := op.Type.DType
-	ce, cev := ceilDiv(p.E, 32), ceilDiv(p.Ev, 32)
 	mask := op.Attrs.String("mask", "")
-	nextOperand := 3
-	var pos, bias *ir.Value
-	var posOp, biasOp attnOperand
-	if mask == ops.MaskPosition {
-		pos, posOp = op.Args[nextOperand], operands[nextOperand]
-		nextOperand++
-	}
-	if op.Attrs.Bool("additive", false) {
-		bias, biasOp = op.Args[nextOperand], operands[nextOperand]
-	}
+	posOp, posType, biasOp := w.extraOperands(operands)
 	u32 := func() string { return w.reg("b32") }
-	pred := func() string { return w.reg("pred") }
-	w.shared = map[string]string{}
-	for _, t := range []string{"ktile", "vtile"} {
-		w.shared[t] = u32()
-		w.ins("mov.u32", w.shared[t], t)
-	}
-	tid, lane, warp, cta := u32(), u32(), u32(), u32()
-	w.ins("mov.u32", tid, "%tid.x")
-	w.ins("and.b32", lane, tid, "31")
-	w.ins("shr.u32", warp, tid, "5")
+	tid, lane, warp := w.start()
+	cta := u32()
 	w.ins("mov.u32", cta, "%ctaid.x")
 	bh, rt, b, h, kh := u32(), u32(), u32(), u32(), u32()
 	w.ins("div.u32", bh, cta, uimm(p.RowTiles))
@@ -273,185 +259,26 @@ func (w *attnWriter) body(operands []attnOperand, out string) {
 	w.ins("add.s32", row, row0, warp)
 	w.ins("add.s32", last, row0, uimm(attnWarps-1))
 	w.ins("min.u32", last, last, uimm(p.L-1))
-	active := pred()
+	active := w.reg("pred")
 	w.ins("setp.lt.u32", active, row, uimm(p.L))
 
 	// Visible keys: this warp's row sees keys < lim, the block's last row keys < blim.
-	lim, blim := u32(), u32()
-	switch mask {
-	case ops.MaskCausal:
-		w.ins("add.s32", lim, row, "1")
-		w.ins("add.s32", blim, last, "1")
-	case ops.MaskPosition:
-		// pos[b] + row + 1, clamped to [0, S] in 64 bits (pos is untrusted data).
-		pv, wide := w.reg("b64"), w.reg("b64")
-		if pos.Type.DType == ir.I64 {
-			w.ins("ld.global.s64", pv, w.addr(posOp.ptr, w.index(posOp, b), 8))
-		} else {
-			pr := u32()
-			w.ins("ld.global.s32", pr, w.addr(posOp.ptr, w.index(posOp, b), 4))
-			w.ins("cvt.s64.s32", pv, pr)
-		}
-		for _, x := range [][2]string{{row, lim}, {last, blim}} {
-			w.ins("cvt.u64.u32", wide, x[0])
-			t := w.reg("b64")
-			w.ins("add.s64", t, pv, wide)
-			w.ins("add.s64", t, t, "1")
-			w.ins("max.s64", t, t, "0")
-			w.ins("min.s64", t, t, uimm(p.S))
-			w.ins("cvt.u32.u64", x[1], t)
-		}
-	default:
-		w.ins("mov.u32", lim, uimm(p.S))
-		w.ins("mov.u32", blim, uimm(p.S))
+	var posv string
+	if posOp != nil {
+		posv = w.position(*posOp, posType, b)
 	}
-	w.ins("min.u32", lim, lim, uimm(p.S))
-	w.ins("min.u32", blim, blim, uimm(p.S))
+	lim, blim := w.keyLimit(mask, posv, row), w.keyLimit(mask, posv, last)
 
-	// This lane's q elements, pre-scaled by scale·log2 e, and its accumulators.
-	c2 := op.Attrs.Float("scale", 1) * math.Log2E
-	qrow := u32()
-	w.ins("mad.lo.s32", qrow, bh, uimm(p.L), row)
-	q := make([]string, ce)
-	for c := range q {
-		q[c] = w.reg("f32")
-		w.ins("mov.f32", q[c], f32Imm(0))
-		e, ok := u32(), pred()
-		w.ins("add.s32", e, lane, uimm(32*c))
-		w.ins("setp.lt.and.u32", ok, e, uimm(p.E), active)
-		skip := fmt.Sprintf("$%s_q%d", w.name, c)
-		w.ins("@!"+ok+" bra", skip)
-		x := w.loadF32(d, operands[0].ptr, w.index(operands[0], b, h, row, e))
-		w.ins("mul.rn.f32", q[c], x, f32Imm(c2))
-		w.label(skip)
-	}
-	acc := make([]string, cev)
-	for c := range acc {
-		acc[c] = w.reg("f32")
-		w.ins("mov.f32", acc[c], f32Imm(0))
-	}
-	m, l := w.reg("f32"), w.reg("f32")
-	w.ins("mov.f32", m, f32Imm(math.Inf(-1)))
-	w.ins("mov.f32", l, f32Imm(0))
-
-	// The tiles: t0 is the first key of the tile.
-	t0 := u32()
-	w.ins("mov.u32", t0, "0")
-	loop, done := "$"+w.name+"_tile", "$"+w.name+"_done"
-	w.label(loop)
-	more := pred()
-	w.ins("setp.lt.u32", more, t0, blim)
-	w.ins("@!"+more+" bra", done)
-	// Load K and V tiles, zero past the last key.
-	for _, tile := range []struct {
-		name string
-		op   attnOperand
-		n    int
-	}{{"ktile", operands[1], p.E}, {"vtile", operands[2], p.Ev}} {
-		if tile.n == 0 {
-			continue
-		}
-		i := u32()
-		w.ins("mov.u32", i, tid)
-		head, end := fmt.Sprintf("$%s_%s_load", w.name, tile.name), fmt.Sprintf("$%s_%s_loaded", w.name, tile.name)
-		w.label(head)
-		in := pred()
-		w.ins("setp.lt.u32", in, i, uimm(p.Keys*tile.n))
-		w.ins("@!"+in+" bra", end)
-		j, e, key := u32(), u32(), u32()
-		w.ins("div.u32", j, i, uimm(tile.n))
-		w.ins("rem.u32", e, i, uimm(tile.n))
-		w.ins("add.s32", key, t0, j)
-		x := w.reg("f32")
-		w.ins("mov.f32", x, f32Imm(0))
-		inKey := pred()
-		w.ins("setp.lt.u32", inKey, key, uimm(p.S))
-		skip := head + "_zero"
-		w.ins("@!"+inKey+" bra", skip)
-		y := w.loadF32(d, tile.op.ptr, w.index(tile.op, b, kh, key, e))
-		w.ins("mov.f32", x, y)
-		w.label(skip)
-		sa := u32()
-		w.ins("shl.b32", sa, i, "2")
-		w.ins("add.s32", sa, sa, w.shared[tile.name])
-		w.ins("st.shared.f32", "["+sa+"]", x)
-		w.ins("add.s32", i, i, uimm(32*attnWarps))
-		w.ins("bra.uni", head)
-		w.label(end)
-	}
-	w.ins("bar.sync", "0")
-
-	// Each active warp folds the tile's visible keys into its row.
-	skipRow := "$" + w.name + "_rowdone"
-	w.ins("@!"+active+" bra.uni", skipRow)
-	j, key := u32(), u32()
-	w.ins("mov.u32", j, "0")
-	keyLoop, keyDone := "$"+w.name+"_key", "$"+w.name+"_keydone"
-	w.label(keyLoop)
-	w.ins("add.s32", key, t0, j)
-	kin := pred()
-	w.ins("setp.lt.u32", kin, j, uimm(p.Keys))
-	w.ins("@!"+kin+" bra.uni", keyDone)
-	w.ins("setp.lt.u32", kin, key, lim)
-	w.ins("@!"+kin+" bra.uni", keyDone)
-	// s = Σ_e q[e]·k[key][e] over the warp.
-	s := w.reg("f32")
-	w.ins("mov.f32", s, f32Imm(0))
-	for c := range q {
-		w.ins("fma.rn.f32", s, q[c], w.tileElem("ktile", p.E, j, lane, c), s)
-	}
-	for off := 16; off >= 1; off /= 2 {
-		o := w.reg("f32")
-		w.ins("shfl.sync.bfly.b32", o, s, uimm(off), "0x1f", "0xffffffff")
-		w.ins("add.rn.f32", s, s, o)
-	}
-	if bias != nil {
-		x := w.loadF32(d, biasOp.ptr, w.index(biasOp, b, h, row, key))
-		w.ins("fma.rn.f32", s, x, f32Imm(math.Log2E), s)
-	}
-	// Online softmax in base 2: m' = max(m, s); base = m' unless it is -inf (nothing seen yet).
-	mn, base, corr, pr, t := w.reg("f32"), w.reg("f32"), w.reg("f32"), w.reg("f32"), w.reg("f32")
-	w.ins("max.f32", mn, m, s)
-	ninf := pred()
-	w.ins("setp.eq.f32", ninf, mn, f32Imm(math.Inf(-1)))
-	w.ins("selp.f32", base, f32Imm(0), mn, ninf)
-	w.ins("sub.rn.f32", t, m, base)
-	w.ins("ex2.approx.f32", corr, t)
-	w.ins("sub.rn.f32", t, s, base)
-	w.ins("ex2.approx.f32", pr, t)
-	w.ins("fma.rn.f32", l, l, corr, pr)
-	w.ins("mov.f32", m, mn)
-	for c := range acc {
-		vv := w.tileElem("vtile", p.Ev, j, lane, c)
-		w.ins("mul.rn.f32", acc[c], acc[c], corr)
-		w.ins("fma.rn.f32", acc[c], pr, vv, acc[c])
-	}
-	w.ins("add.s32", j, j, "1")
-	w.ins("bra.uni", keyLoop)
-	w.label(keyDone)
-	w.label(skipRow)
-	w.ins("bar.sync", "0")
-	w.ins("add.s32", t0, t0, uimm(p.Keys))
-	w.ins("bra.uni", loop)
-	w.label(done)
+	// This lane's q elements and accumulators; each active warp folds the tiles' visible keys
+	// into its row.
+	rw := w.newRow(d, operands[0], b, h, row, lane, active, "")
+	rw.lim = lim
+	w.tileLoop(d, operands, 32*attnWarps, tid, "0", blim, uimm(p.S), b, kh, func(t0 string) {
+		w.foldTile(rw, "", p.Keys, t0, lane, b, d, biasOp)
+	})
 
 	// o = acc / l (a row with no visible key is 0/0 = NaN, as the reference).
-	end := "$" + w.name + "_end"
-	w.ins("@!"+active+" bra.uni", end)
-	for c := range acc {
-		e, ok := u32(), pred()
-		w.ins("add.s32", e, lane, uimm(32*c))
-		w.ins("setp.lt.u32", ok, e, uimm(p.Ev))
-		skip := fmt.Sprintf("$%s_o%d", w.name, c)
-		w.ins("@!"+ok+" bra", skip)
-		o := w.reg("f32")
-		w.ins("div.rn.f32", o, acc[c], l)
-		idx := u32()
-		w.ins("mad.lo.s32", idx, qrow, uimm(p.Ev), e)
-		w.storeF32(d, out, idx, o)
-		w.label(skip)
-	}
-	w.label(end)
+	w.finishRow(rw, "", lane, b, d, out, rw.acc, rw.l)
 	w.ins("ret")
 }
 

@@ -7,7 +7,9 @@ import (
 	"testing"
 
 	"github.com/gcomp/gcomp/codegen/gemv"
+	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/sim"
+	"github.com/gcomp/gcomp/tensor"
 )
 
 // gemvCases are decoding's products: the weight stored [K,N] (x·W, GPT-2's Conv1D) or [N,K]
@@ -202,28 +204,34 @@ func TestGEMVSplitOrders(t *testing.T) {
 		if l.Grid[1] < 2 {
 			t.Fatalf("%dx%dx%d: grid %v does not split K", c.m, c.n, c.k, l.Grid)
 		}
-		text = ".version 7.8\n.target sm_80\n.address_size 64\n" + text
-		run, err := launchSim(t, text, "k", l, g, inputsFor(g, 7, 1))
-		if err != nil {
+		checkBlockOrders(t, text, "k", l, g, inputsFor(g, 7, 1))
+	}
+}
+
+// checkBlockOrders launches kernel (entry text, launch l) in order, reversed and in a seeded
+// random order, with the global race check on: every order must give the same bits.
+func checkBlockOrders(t *testing.T, text, kernel string, l Launch, g *ir.Graph, in map[string]*tensor.Tensor) {
+	t.Helper()
+	run, err := launchSim(t, ".version 7.8\n.target sm_80\n.address_size 64\n"+text, kernel, l, g, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func() string {
+		buf := make([]byte, g.Outputs[0].Value.Type.Bytes())
+		if err := run.dev.Read(run.outAddr[g.Outputs[0].Name], buf); err != nil {
 			t.Fatal(err)
 		}
-		read := func() string {
-			buf := make([]byte, g.Outputs[0].Value.Type.Bytes())
-			if err := run.dev.Read(run.outAddr[g.Outputs[0].Name], buf); err != nil {
-				t.Fatal(err)
-			}
-			return string(buf)
+		return string(buf)
+	}
+	first := read()
+	for _, order := range []sim.BlockOrder{sim.InOrder, sim.Reverse, sim.RandomOrder} {
+		cfg := run.cfg
+		cfg.Order, cfg.Seed, cfg.RaceGlobal = order, 3, true
+		if _, err := run.m.Launch(kernel, cfg, run.args...); err != nil {
+			t.Fatalf("%v: %v", order, err)
 		}
-		first := read()
-		for _, order := range []sim.BlockOrder{sim.InOrder, sim.Reverse, sim.RandomOrder} {
-			cfg := run.cfg
-			cfg.Order, cfg.Seed, cfg.RaceGlobal = order, 3, true
-			if _, err := run.m.Launch("k", cfg, run.args...); err != nil {
-				t.Fatalf("%v: %v", order, err)
-			}
-			if read() != first {
-				t.Errorf("%dx%dx%d: blocks %v give other bits", c.m, c.n, c.k, order)
-			}
+		if read() != first {
+			t.Errorf("%s: blocks %v give other bits", g.Name, order)
 		}
 	}
 }
