@@ -43,7 +43,7 @@ func program(b *frontend.Builder, c Config, batch, T int) {
 	pos := b.Input("pos", ir.I64, batch).WithRange(0, c.MaxSeq-T+1)
 	cache := nn.NewKVCache(b, "kv_cache", c.Layers, batch, c.Heads, c.MaxSeq, c.HeadDim())
 	b.Output("logits", NewGPT2(b, c).Forward(tokens, pos, cache))
-	b.Output("new_kv_cache", cache.Output())
+	cache.Output(b, "new_kv_cache")
 }
 
 // Conv1D is transformers' Conv1D: y = x·Weight + Bias with Weight [in, out].

@@ -47,7 +47,7 @@ func program(b *frontend.Builder, c Config, batch, T int) {
 	cache := nn.NewKVCache(b, "kv_cache", c.Layers, batch, c.KVHeads, c.MaxSeq, c.HeadDim())
 	logits := NewLlama(b, c).Forward(tokens, pos, cache)
 	b.Output("logits", logits)
-	b.Output("new_kv_cache", cache.Output())
+	cache.Output(b, "new_kv_cache")
 }
 
 // Llama is the whole model: LlamaForCausalLM.
