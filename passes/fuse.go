@@ -281,6 +281,9 @@ func (f *fuser) fits(v *ir.Value, gr *group) bool {
 		_, _, _, strided := ops.StridedView(v)
 		return isView(v.Op) && strided
 	}
+	if gr.kind == Update {
+		return updateView(v, gr)
+	}
 	return !gr.kind.opaque() && gr.size() < f.opt.MaxOps && f.reads(gr, []*ir.Value{v}) <= max(f.opt.MaxReads, f.reads(gr, nil))
 }
 

@@ -5,6 +5,29 @@ import (
 	"github.com/gcomp/gcomp/ops"
 )
 
+// updateView reports whether an update kernel reads its update through view v (the K or V rows of
+// a projection, split and transposed into [B, KVH, T, D]): v leads through views only to the
+// update, never to the operand it writes over or the positions, which stay plain buffers.
+func updateView(v *ir.Value, gr *group) bool {
+	if !isView(v.Op) {
+		return false
+	}
+	for u := range gr.members {
+		if u.Op != ops.UpdateSliceOp || v == u.Args[0] || v == u.Args[2] {
+			return false
+		}
+		for x := u.Args[1]; ; x = x.Args[0] {
+			if x == v {
+				return true
+			}
+			if !isView(x.Op) || !gr.views[x] {
+				return false
+			}
+		}
+	}
+	return false
+}
+
 // updateOperand returns the buffer an update kernel's update_slice writes over (its first
 // operand), or nil for any other kernel.
 func updateOperand(k *Kernel) *Buffer {

@@ -79,8 +79,7 @@ func updateKernel(k Kernel, v *ir.Value, globals *[]string) (string, Launch, err
 			dst := b.reg(rU32)
 			b.ins("mad.lo.s32", dst, bm, imm(l.S-l.T), p)
 			b.ins("mad.lo.s32", dst, dst, imm(l.N), i)
-			copyElement(b, out, dst, update, i, size)
-			return nil
+			return gn.updateElement(v, out, dst, update, i, size)
 		}
 		// Rows p..p+T−1 come from the update (row p+t at (bm·T + t)·N + j), the others from the
 		// operand at i.
@@ -93,7 +92,9 @@ func updateKernel(k Kernel, v *ir.Value, globals *[]string) (string, Launch, err
 		b.ins("rem.u32", j, i, imm(l.N))
 		b.ins("mad.lo.s32", src, bm, imm(l.T), rel)
 		b.ins("mad.lo.s32", src, src, imm(l.N), j)
-		copyElement(b, out, i, update, src, size)
+		if err := gn.updateElement(v, out, i, update, src, size); err != nil {
+			return err
+		}
 		b.bra(done)
 		b.place(keep)
 		copyElement(b, out, i, operand, i, size)
@@ -131,6 +132,22 @@ func updateStart(b *builder, start string, d ir.DType, bm string, l UpdateLayout
 	r := b.reg(rU32)
 	b.ins("cvt.u32.u64", r, p)
 	return r
+}
+
+// updateElement writes element si of v's update to element di of out: a copy of raw bits from
+// the update's buffer, or, where the kernel reads the update through views (the K rows of a
+// fused projection's output), the element evaluated through them.
+func (gn *gen) updateElement(v *ir.Value, out, di, update, si string, size int) error {
+	if u := v.Args[1]; u.Op != ir.OpInput && u.Op != ir.OpParam {
+		x, err := gn.eval(u, newIndexLin(u.Type.Shape, si))
+		if err != nil {
+			return err
+		}
+		gn.store(v, out, di, x)
+		return nil
+	}
+	copyElement(gn.e.b, out, di, update, si, size)
+	return nil
 }
 
 // copyElement copies element si of src to element di of dst, size bytes, as raw bits.

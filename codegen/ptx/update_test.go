@@ -131,3 +131,33 @@ func runInPlace(t *testing.T, text string, k Kernel, l Launch, in map[string]*te
 	}
 	return x
 }
+
+// TestUpdateSliceThroughViews: the update read through views of a projection's output (GPT-2's
+// K rows: a slice of q|k|v, split into heads and transposed to [B, H, T, D]), as the fuser hands
+// it to the template, in place and into a new buffer.
+func TestUpdateSliceThroughViews(t *testing.T) {
+	g := parse(t, `graph g {
+  input %cache : f32[2,3,7,4]
+  input %qkv : f32[2,2,36]
+  input %pos : i64[2]
+  %0 = slice(%qkv) {start=[0,0,12], limit=[2,2,24]} : f32[2,2,12]
+  %1 = reshape(%0) {shape=[2,2,3,4]} : f32[2,2,3,4]
+  %2 = transpose(%1) {perm=[0,2,1,3]} : f32[2,3,2,4]
+  %3 = update_slice(%cache, %2, %pos) {axis=2} : f32[2,3,7,4]
+  output y = %3
+}`)
+	in := inputsFor(g, 3, 4)
+	in["pos"].I[0], in["pos"].I[1] = 5, 2
+	checkKernel(t, Kernel{Name: "k0_update_slice", Graph: g}, in, true)
+	k := Kernel{Name: "k0_update_slice", Graph: g, InPlace: true}
+	text, launches, err := Module([]Kernel{k}, harnessTarget)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assemble(t, text)
+	want, err := ref.Run(g, in, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	compare(t, "in place", runInPlace(t, text, k, launches[0], in), want["y"], true, ir.F32, 1, 1)
+}
