@@ -5,7 +5,8 @@
 // and the other Conv1D weights are [in, out] (y = x·W + b), where nn.Linear's are [out, in].
 //
 // As in package llama, a model is two programs, Prefill and Decode, over the same weights and
-// one cache tensor kv_cache [layers, 2, batch, heads, max_seq, head_dim].
+// one KV cache, a state per layer L and keys or values: kv_cache.L.k and kv_cache.L.v
+// [batch, heads, max_seq, head_dim] (nn.KVCache).
 package gpt2
 
 import (
