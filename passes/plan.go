@@ -539,5 +539,8 @@ func legalInPlace(kg *KernelGraph, in, out PlacedBuffer) bool {
 		return false
 	}
 	k := kg.Kernels[out.LiveFrom]
+	if op := updateOperand(k); op != nil {
+		return op.Name == in.Name // an update writes its rows over its operand, the rest stays
+	}
 	return k.Kind == Loop && elementwiseUse(k, in.Name)
 }
