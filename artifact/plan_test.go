@@ -23,9 +23,11 @@ const graph = `graph lin {
 }
 `
 
-func compiled(t *testing.T) *artifact.Artifact {
+func compiled(t *testing.T) *artifact.Artifact { return compiledText(t, graph) }
+
+func compiledText(t *testing.T, src string) *artifact.Artifact {
 	t.Helper()
-	g, err := ir.Parse("lin.gir", []byte(graph))
+	g, err := ir.Parse("model.gir", []byte(src))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,15 +196,7 @@ const cacheGraph = `graph step {
 `
 
 func TestPlanInPlaceOf(t *testing.T) {
-	g, err := ir.Parse("step.gir", []byte(cacheGraph))
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := compiler.Compile(g, compiler.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	good := string(res.Artifact.Plan.JSON())
+	good := string(compiledText(t, cacheGraph).Plan.JSON())
 	if !strings.Contains(good, `"in_place_of": "cache"`) {
 		t.Fatalf("the output is not in place of its input:\n%s", good)
 	}

@@ -64,27 +64,52 @@ func TestUpdateSlice(t *testing.T) {
 			for b, p := range c.pos {
 				in["pos"].I[b] = tensor.WrapInt(c.posType, p)
 			}
-			checkKernel(t, Kernel{Name: "k0_update_slice", Graph: g}, in, true)
-
-			k := Kernel{Name: "k0_update_slice", Graph: g, InPlace: true}
-			text, launches, err := Module([]Kernel{k}, harnessTarget)
-			if err != nil {
-				t.Fatal(err)
-			}
-			assemble(t, text)
-			l := launches[0]
+			l := checkBothUpdates(t, g, in)
 			n := ir.Shape(c.upd).NumElements()
 			if want := max(1, (n+loopBlock-1)/loopBlock); l.Grid != [3]int{want, 1, 1} {
 				t.Errorf("in place: grid %v, want %d blocks for the update's %d elements", l.Grid, want, n)
 			}
-			got := runInPlace(t, text, k, l, in)
-			want, err := ref.Run(g, in, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			compare(t, "in place", got, want["y"], true, c.dt, 1, 1)
 		})
 	}
+}
+
+// TestUpdateSliceThroughViews: the update read through views of a projection's output (GPT-2's
+// K rows: a slice of q|k|v, split into heads and transposed to [B, H, T, D]), as the fuser hands
+// it to the template, in place and into a new buffer.
+func TestUpdateSliceThroughViews(t *testing.T) {
+	g := parse(t, `graph g {
+  input %cache : f32[2,3,7,4]
+  input %qkv : f32[2,2,36]
+  input %pos : i64[2]
+  %0 = slice(%qkv) {start=[0,0,12], limit=[2,2,24]} : f32[2,2,12]
+  %1 = reshape(%0) {shape=[2,2,3,4]} : f32[2,2,3,4]
+  %2 = transpose(%1) {perm=[0,2,1,3]} : f32[2,3,2,4]
+  %3 = update_slice(%cache, %2, %pos) {axis=2} : f32[2,3,7,4]
+  output y = %3
+}`)
+	in := inputsFor(g, 3, 4)
+	in["pos"].I[0], in["pos"].I[1] = 5, 2
+	checkBothUpdates(t, g, in)
+}
+
+// checkBothUpdates checks g's update kernel into a new buffer (checkKernel) and in place, with
+// its output bound to the operand's memory, bit for bit against the reference, and returns the
+// in-place launch.
+func checkBothUpdates(t *testing.T, g *ir.Graph, in map[string]*tensor.Tensor) Launch {
+	t.Helper()
+	checkKernel(t, Kernel{Name: "k0_update_slice", Graph: g}, in, true)
+	k := Kernel{Name: "k0_update_slice", Graph: g, InPlace: true}
+	text, launches, err := Module([]Kernel{k}, harnessTarget)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assemble(t, text)
+	want, err := ref.Run(g, in, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	compare(t, "in place", runInPlace(t, text, k, launches[0], in), want["y"], true, g.Outputs[0].Value.Type.DType, 1, 1)
+	return launches[0]
 }
 
 // runInPlace launches an in-place update kernel with its output bound to the operand's memory,
@@ -130,34 +155,4 @@ func runInPlace(t *testing.T, text string, k Kernel, l Launch, in map[string]*te
 		t.Fatal(err)
 	}
 	return x
-}
-
-// TestUpdateSliceThroughViews: the update read through views of a projection's output (GPT-2's
-// K rows: a slice of q|k|v, split into heads and transposed to [B, H, T, D]), as the fuser hands
-// it to the template, in place and into a new buffer.
-func TestUpdateSliceThroughViews(t *testing.T) {
-	g := parse(t, `graph g {
-  input %cache : f32[2,3,7,4]
-  input %qkv : f32[2,2,36]
-  input %pos : i64[2]
-  %0 = slice(%qkv) {start=[0,0,12], limit=[2,2,24]} : f32[2,2,12]
-  %1 = reshape(%0) {shape=[2,2,3,4]} : f32[2,2,3,4]
-  %2 = transpose(%1) {perm=[0,2,1,3]} : f32[2,3,2,4]
-  %3 = update_slice(%cache, %2, %pos) {axis=2} : f32[2,3,7,4]
-  output y = %3
-}`)
-	in := inputsFor(g, 3, 4)
-	in["pos"].I[0], in["pos"].I[1] = 5, 2
-	checkKernel(t, Kernel{Name: "k0_update_slice", Graph: g}, in, true)
-	k := Kernel{Name: "k0_update_slice", Graph: g, InPlace: true}
-	text, launches, err := Module([]Kernel{k}, harnessTarget)
-	if err != nil {
-		t.Fatal(err)
-	}
-	assemble(t, text)
-	want, err := ref.Run(g, in, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	compare(t, "in place", runInPlace(t, text, k, launches[0], in), want["y"], true, ir.F32, 1, 1)
 }
