@@ -46,6 +46,10 @@ type IOBuffer struct {
 	Name string `json:"name"`
 	Type string `json:"type"`
 	Size int64  `json:"size"`
+	// InPlaceOf (outputs only) names the input whose buffer the output is: a kernel updates the
+	// donated input in place (an update_slice's KV cache row), so after a run the input holds
+	// the output's value and feeding the output back into it moves nothing.
+	InPlaceOf string `json:"in_place_of,omitempty"`
 }
 
 // JSON returns the memory plan as indented JSON (the --emit plan format of the passes).

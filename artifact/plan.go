@@ -14,12 +14,13 @@ import (
 	"github.com/gcomp/gcomp/tensorio"
 )
 
-// Format and Version identify a launch plan; a runtime refuses other versions. Version 2 added
-// Kernel.Entry (a module holds each distinct kernel once); version 1 plans, whose launches each
-// ran the entry of their own name, are still read.
+// Format and Version identify a launch plan; a runtime refuses other versions. Version 3 added
+// IOBuffer.InPlaceOf (an output that is a donated input's buffer); version 2 added Kernel.Entry
+// (a module holds each distinct kernel once); version 2 plans, and version 1 plans, whose
+// launches each ran the entry of their own name, are still read.
 const (
 	Format  = "gcomp-launch-plan"
-	Version = 2
+	Version = 3
 )
 
 // Plan is the launch plan of a compiled model.
@@ -212,13 +213,13 @@ func ParsePlan(data []byte) (*Plan, error) {
 		return nil, fmt.Errorf("not a launch plan (format %q, want %q)", p.Format, Format)
 	}
 	switch p.Version {
-	case Version:
+	case Version, 2:
 	case 1: // every launch ran the entry of its own name
 		for i := range p.Kernels {
 			p.Kernels[i].Entry = p.Kernels[i].Name
 		}
 	default:
-		return nil, fmt.Errorf("launch plan version %d; this gcomp reads versions 1 and %d (rebuild the model)", p.Version, Version)
+		return nil, fmt.Errorf("launch plan version %d; this gcomp reads versions 1 to %d (rebuild the model)", p.Version, Version)
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -236,6 +237,9 @@ func (p *Plan) Validate() error {
 		return err
 	}
 	if err := p.validateSizes(); err != nil {
+		return err
+	}
+	if err := p.validateAliases(); err != nil {
 		return err
 	}
 	names := map[string]map[string]int64{ArgInput: {}, ArgParam: {}, ArgOutput: {}, ArgArena: {}}

@@ -23,9 +23,11 @@ const graph = `graph lin {
 }
 `
 
-func compiled(t *testing.T) *artifact.Artifact {
+func compiled(t *testing.T) *artifact.Artifact { return compiledText(t, graph) }
+
+func compiledText(t *testing.T, src string) *artifact.Artifact {
 	t.Helper()
-	g, err := ir.Parse("lin.gir", []byte(graph))
+	g, err := ir.Parse("model.gir", []byte(src))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +71,7 @@ func TestParsePlanErrors(t *testing.T) {
 	good := string(compiled(t).Plan.JSON())
 	tests := []parseCase{
 		{"format", `"gcomp-launch-plan"`, `"onnx"`, `not a launch plan (format "onnx"`},
-		{"version", `"version": 2`, `"version": 3`, "launch plan version 3"},
+		{"version", `"version": 3`, `"version": 4`, "launch plan version 4"},
 		{"unknown field", `"tf32": false`, `"tf32": false, "extra": 1`, `unknown field "extra"`},
 		{"amp", `"tf32": false`, `"tf32": false, "amp": "fp8"`, `amp "fp8": want bf16, f16 or none`},
 		{"bad type", `"type": "f32[4,8]"`, `"type": "f33[4,8]"`, "bad type"},
@@ -143,7 +145,7 @@ type parseCase struct{ name, old, new, want string }
 // its own name, which is what version 1 modules held.
 func TestParsePlanVersion1(t *testing.T) {
 	good := string(compiled(t).Plan.JSON())
-	v1 := regexp.MustCompile(`(?m)^\s*"entry": .*\n`).ReplaceAllString(strings.Replace(good, `"version": 2`, `"version": 1`, 1), "")
+	v1 := regexp.MustCompile(`(?m)^\s*"entry": .*\n`).ReplaceAllString(strings.Replace(good, `"version": 3`, `"version": 1`, 1), "")
 	if v1 == good || strings.Contains(v1, `"entry"`) {
 		t.Fatalf("could not make a version 1 plan of:\n%s", good)
 	}
@@ -156,7 +158,7 @@ func TestParsePlanVersion1(t *testing.T) {
 			t.Errorf("launch %s runs entry %q, want its own", k.Name, k.Entry)
 		}
 	}
-	p.Kernels[0].Entry = "" // a version 2 launch must name its entry
+	p.Kernels[0].Entry = "" // a version 2 or 3 launch must name its entry
 	if err := p.Validate(); err == nil || !strings.Contains(err.Error(), "names no entry") {
 		t.Errorf("a launch without an entry: err = %v", err)
 	}
@@ -176,4 +178,44 @@ func FuzzParsePlan(f *testing.F) {
 			t.Fatalf("round trip: %v", err)
 		}
 	})
+}
+
+// A decode step's cache: update_slice writes a row of the input cache, which the plan hands to
+// the output new_cache (in_place_of, version 3).
+const cacheGraph = `graph step {
+  input %cache : f32[2,8,4]
+  input %x : f32[2,1,4]
+  input %pos : i64[2]
+  %0 = update_slice(%cache, %x, %pos) {axis=1} : f32[2,8,4]
+  %1 = reduce_sum(%0) {axes=[1]} : f32[2,4]
+  %2 = neg(%0) : f32[2,8,4]
+  output new_cache = %0
+  output s = %1
+  output n = %2
+}
+`
+
+func TestPlanInPlaceOf(t *testing.T) {
+	good := string(compiledText(t, cacheGraph).Plan.JSON())
+	if !strings.Contains(good, `"in_place_of": "cache"`) {
+		t.Fatalf("the output is not in place of its input:\n%s", good)
+	}
+	p, err := artifact.ParsePlan([]byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Outputs[0].InPlaceOf != "cache" || p.Outputs[1].InPlaceOf != "" || p.Outputs[2].InPlaceOf != "" {
+		t.Errorf("outputs %+v: want new_cache in place of cache, s on its own", p.Outputs)
+	}
+	checkParseErrors(t, good, []parseCase{
+		{"no such input", `"in_place_of": "cache"`, `"in_place_of": "kv"`, `output new_cache is in place of "kv", which is no input of the plan`},
+		{"another type", `"in_place_of": "cache"`, `"in_place_of": "x"`, "of another type"},
+		{"version 2", `"version": 3`, `"version": 2`, "in_place_of needs plan version 3"},
+		{"on an input", `"name": "pos",`, `"name": "pos", "in_place_of": "cache",`, "only an output can be in place of an input"},
+		{"twice", `"name": "n",`, `"name": "n", "in_place_of": "cache",`, "are both in place of input cache"},
+	})
+	// A version 2 plan without aliases still reads.
+	if _, err := artifact.ParsePlan([]byte(strings.Replace(string(compiled(t).Plan.JSON()), `"version": 3`, `"version": 2`, 1))); err != nil {
+		t.Errorf("a version 2 plan: %v", err)
+	}
 }

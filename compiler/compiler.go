@@ -63,7 +63,7 @@ func Compile(g *ir.Graph, opt Options) (*Result, error) {
 		if k.Kind == passes.Custom {
 			continue
 		}
-		pk := ptx.Kernel{Name: k.Name, Graph: k.Body, Shared: k.SharedOffsets(), SharedBytes: int(k.SharedBytes)}
+		pk := ptx.Kernel{Name: k.Name, Graph: k.Body, Shared: k.SharedOffsets(), SharedBytes: int(k.SharedBytes), InPlace: k.InPlace}
 		for _, s := range k.Stages {
 			pk.Stages = append(pk.Stages, ptx.Kernel{Name: s.Name, Graph: s.Body})
 		}

@@ -2,22 +2,24 @@
 // two compiled programs over one static KV cache, sampling, and a token-by-token generation loop.
 //
 // A model is two graphs built by examples/gpt2 or examples/llama with Hugging Face's parameter
-// names, sharing weights and one cache tensor kv_cache [layers, 2, batch, kv_heads, max_seq,
-// head_dim] (gpt-fast's design):
+// names, sharing weights and one KV cache (gpt-fast's design), kept as a state per layer L and
+// per keys or values, kv_cache.L.k and kv_cache.L.v [batch, kv_heads, max_seq, head_dim]:
 //
-//	prefill_T: tokens i64[batch, T], pos i64[batch], kv_cache → logits f32[batch, vocab], new_kv_cache
-//	decode:    tokens i64[batch, 1], pos i64[batch], kv_cache → logits f32[batch, vocab], new_kv_cache
+//	prefill_T: tokens i64[batch, T], pos i64[batch], kv_cache.* → logits f32[batch, vocab], new_kv_cache.*
+//	decode:    tokens i64[batch, 1], pos i64[batch], kv_cache.* → logits f32[batch, vocab], new_kv_cache.*
 //
-// Both write the step's keys and values into the cache at positions pos[b], pos[b]+1, … and mask
+// Both write the step's keys and values into the cache at positions pos[b], pos[b]+1, … (with
+// update_slice, which compiled writes those rows in place: each new_kv_cache.L.* output is its
+// input's buffer) and mask
 // attention by position (key s is seen by the query at position p when s ≤ p), not by shape, so
 // one decode program serves every step of every sequence, each sequence of a batch at its own
 // position. A prefill program is compiled per prompt length on first use.
 //
 // An [Engine] holds the programs on one device. On the reference interpreter the cache is a host
 // tensor passed from run to run. On a compiled device (the simulator or a GPU) it never leaves
-// device memory: the decode program keeps it as state (its new_kv_cache output trades buffers
-// with its kv_cache input after each run), each prefill program reads and writes that same
-// buffer in place and shares the decode program's weights, and on a GPU the decode step replays
+// device memory: the decode program keeps it as state (each new_kv_cache.L.* output is written
+// in place of its kv_cache.L.* input, so nothing moves between runs), each prefill program reads
+// and writes those same buffers in place and shares the decode program's weights, and on a GPU the decode step replays
 // as one CUDA graph.
 //
 //	m, _ := lm.New(cfg, weights)

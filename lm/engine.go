@@ -21,9 +21,9 @@ import (
 const (
 	inTokens  = "tokens"
 	inPos     = "pos"
-	inCache   = "kv_cache"
+	inCache   = "kv_cache" // the inputs kv_cache.L.k and kv_cache.L.v (nn.KVCache)
 	outLogits = "logits"
-	outCache  = "new_kv_cache"
+	outCache  = "new_kv_cache" // the outputs new_kv_cache.L.k and .v
 )
 
 // EngineOptions say where an engine runs and for how many sequences.
@@ -53,8 +53,8 @@ type Engine struct {
 
 	mu      sync.Mutex
 	decode  *program
-	prefill map[int]*program // by prompt length
-	cache   *tensor.Tensor   // ref's KV cache
+	prefill map[int]*program          // by prompt length
+	cache   map[string]*tensor.Tensor // ref's KV cache, by input name
 
 	decodeStats *passes.Stats
 	closed      bool
@@ -96,7 +96,10 @@ func (m *Model) Open(opts EngineOptions) (*Engine, error) {
 		return nil, err
 	}
 	e.decode = &program{g: e.source(g)}
-	zero := tensor.New(m.cacheType(e.batch))
+	zero := map[string]*tensor.Tensor{}
+	for _, in := range m.cacheStates() {
+		zero[in] = tensor.New(m.cacheType(e.batch))
+	}
 	if e.dev == nil {
 		e.cache = zero
 		return e, nil
@@ -109,10 +112,10 @@ func (m *Model) Open(opts EngineOptions) (*Engine, error) {
 	if err == nil {
 		err = p.SetParams(m.weights)
 		if err == nil {
-			err = p.Feedback(map[string]string{outCache: inCache})
+			err = p.Feedback(m.cacheStates())
 		}
 		if err == nil {
-			err = p.SetState(map[string]*tensor.Tensor{inCache: zero})
+			err = p.SetState(zero)
 		}
 		if err != nil {
 			p.Close()
@@ -183,9 +186,14 @@ func (e *Engine) prefillProgram(T int) (*program, error) {
 		q, err := e.decode.prog.LoadSharing(e.dev, art)
 		if err == nil {
 			// The prompt's keys and values go straight into the decode program's cache.
-			err = q.Link(inCache, e.decode.prog, inCache)
+			states := e.m.cacheStates()
+			for _, in := range states {
+				if err == nil {
+					err = q.Link(in, e.decode.prog, in)
+				}
+			}
 			if err == nil {
-				err = q.Feedback(map[string]string{outCache: inCache})
+				err = q.Feedback(states)
 			}
 			if err != nil {
 				q.Close()
@@ -275,12 +283,18 @@ func (e *Engine) run(ctx context.Context, p *program, tokens []int, T int, pos [
 	}
 	var logits *tensor.Tensor
 	if p.prog == nil {
-		in[inCache] = e.cache
+		states := e.m.cacheStates()
+		for _, name := range states {
+			in[name] = e.cache[name]
+		}
 		out, err := ref.RunContext(ctx, p.g, in, e.m.weights)
 		if err != nil {
 			return nil, fmt.Errorf("lm: %s on ref: %w", p.g.Name, err)
 		}
-		e.cache, logits = out[outCache], out[outLogits]
+		for o, name := range states {
+			e.cache[name] = out[o]
+		}
+		logits = out[outLogits]
 	} else {
 		res, err := p.prog.RunContext(ctx, in)
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"github.com/gcomp/gcomp/examples/gpt2"
 	"github.com/gcomp/gcomp/examples/llama"
 	"github.com/gcomp/gcomp/frontend"
+	"github.com/gcomp/gcomp/frontend/nn"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/tensor"
 )
@@ -102,13 +103,26 @@ func (m *Model) graph(name string, build func(*frontend.Builder)) (*ir.Graph, er
 	return g, nil
 }
 
-// cacheType is the KV cache's type for batch sequences: [layers, 2, batch, kv_heads, max_seq, head_dim].
+// cacheType is the type of one layer's keys or values for batch sequences: [batch, kv_heads,
+// max_seq, head_dim].
 func (m *Model) cacheType(batch int) ir.Type {
 	kv := m.KVHeads
 	if m.Arch == "gpt2" || kv == 0 {
 		kv = m.Heads
 	}
-	return ir.T(ir.F32, m.Layers, 2, batch, kv, m.Config.MaxSeq, m.HeadDim())
+	return ir.T(ir.F32, batch, kv, m.Config.MaxSeq, m.HeadDim())
+}
+
+// cacheStates pairs each cache state's output with its input: new_kv_cache.L.k → kv_cache.L.k,
+// for every layer L, keys and values (nn.KVCache).
+func (m *Model) cacheStates() map[string]string {
+	states := map[string]string{}
+	for l := range m.Layers {
+		for kv := range 2 {
+			states[nn.KVCacheName(outCache, l, kv)] = nn.KVCacheName(inCache, l, kv)
+		}
+	}
+	return states
 }
 
 // checkIDs refuses token ids outside the vocabulary.

@@ -142,7 +142,7 @@ func TestTableComplete(t *testing.T) {
 	want := []string{"neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "erf", "sin", "cos", "floor", "ceil", "not",
 		"add", "sub", "mul", "div", "pow", "max", "min", "eq", "ne", "lt", "le", "gt", "ge", "and", "or", "select", "cast",
 		"reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "dot_general", "conv2d", "max_pool2d", "avg_pool2d",
-		"reshape", "transpose", "broadcast_in_dim", "slice", "concat", "pad", "gather", "iota", "constant", "philox_uniform", "custom", "attention", "dequantize"}
+		"reshape", "transpose", "broadcast_in_dim", "slice", "concat", "pad", "gather", "iota", "constant", "philox_uniform", "custom", "attention", "dequantize", "update_slice"}
 	if len(All()) != len(want) {
 		t.Errorf("%d ops in the table, want %d", len(All()), len(want))
 	}

@@ -57,8 +57,12 @@ var targets = map[string]struct {
 	"mobilenet": {kernels: 3},
 	// The persist pass charges launches and rates the persistent kernel that would join two
 	// small BatchNorm stages slower than the kernels it would replace.
-	"gpt2":  {kernels: 19},
-	"llama": {kernels: 15},
+	// Each layer writes its keys and values with two update_slice kernels, in place (the cache is
+	// never copied); their step rows, 128 bytes, take 256-byte aligned places in the arena. In
+	// llama the value projection no longer joins the persistent kernel of q and k (a run ends
+	// at a kernel that reads nothing the run computes).
+	"gpt2":  {kernels: 21, waived: map[string]string{"arena": "the step's 128-byte key and value rows are placed 256-byte aligned (the aligned bound is met)"}},
+	"llama": {kernels: 22, waived: map[string]string{"arena": "the step's 128-byte key and value rows are placed 256-byte aligned (the aligned bound is met)"}},
 	"unet": {kernels: 13, waived: map[string]string{
 		"dram": "skip connections read each encoder stage's output twice", "dram refined": "skip connections read each encoder stage's output twice"}},
 }

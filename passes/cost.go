@@ -94,6 +94,12 @@ func kernelCost(k *Kernel, tf32 bool) KernelStats {
 	for _, b := range k.Writes {
 		ks.WriteBytes += b.Bytes()
 	}
+	if k.InPlace {
+		// An update in place reads and writes the update's elements; the rest of its operand,
+		// which is its result, is never touched.
+		ks.ReadBytes -= updateOperand(k).Bytes()
+		ks.WriteBytes = int64(updateSpace(k).NumElements() * k.Writes[0].Type.DType.Size())
+	}
 	share := min(1, float64(ks.Blocks)/h100SMs) // fewer blocks than SMs leave SMs idle
 	ks.ModeledTimeUS = max(float64(ks.ReadBytes+ks.WriteBytes)/hbmBytesPerSec, float64(ks.Flops)/peak) / share * 1e6
 	return ks
@@ -112,6 +118,8 @@ func blocks(k *Kernel) int {
 	switch k.Kind {
 	case Persistent:
 		return 1
+	case Update:
+		return max(1, ceilDiv(updateSpace(k).NumElements(), loopThreads))
 	case Attention:
 		if p, ok := decodePlan(k); ok {
 			return p.Blocks()

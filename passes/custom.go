@@ -11,14 +11,20 @@ import (
 // op is alone in the same way, but for reshapes of its operands (fits).
 func (f *fuser) alone(v *ir.Value) {
 	kind := Custom
-	if v.Op == ops.AttentionOp {
+	switch v.Op {
+	case ops.AttentionOp:
 		kind = Attention
+	case ops.UpdateSliceOp:
+		kind = Update
 	}
 	gr := &group{kind: kind, space: v.Type.Shape, members: map[*ir.Value]bool{v: true}, views: map[*ir.Value]bool{},
 		prologue: map[*ir.Value]bool{}, outputs: map[*ir.Value]bool{v: true}, first: f.index[v]}
 	f.groups = append(f.groups, gr)
 	f.home[v] = gr
 }
+
+// opaque kinds compute their one op with a template of their own: nothing joins them.
+func (k Kind) opaque() bool { return k == Custom || k == Update }
 
 // customLabel names a custom kernel after the user's op: "custom_swish".
 func customLabel(vals []*ir.Value) string {
@@ -30,11 +36,11 @@ func customLabel(vals []*ir.Value) string {
 	return "custom"
 }
 
-// feedsCustom reports whether a custom op uses v: a custom kernel reads every operand from
-// memory, so a literal it uses is computed by a kernel that stores it.
+// feedsCustom reports whether a custom op or update_slice uses v: their kernels read every operand
+// from memory, so a literal they use is computed by a kernel that stores it.
 func (f *fuser) feedsCustom(v *ir.Value) bool {
 	for _, u := range f.users[v] {
-		if ops.ClassOf(u.Op) == ops.Custom {
+		if ops.ClassOf(u.Op) == ops.Custom || u.Op == ops.UpdateSliceOp {
 			return true
 		}
 	}

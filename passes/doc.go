@@ -11,7 +11,8 @@
 //	schedule                             reorders kernels to lower peak live memory
 //	bindtime                             marks parameter-only kernels (run at bind) and puts them first
 //	persist                              runs chains of small kernels as one single-block kernel
-//	memplan                              KernelGraph → Plan (arena offsets, liveness, in-place reuse)
+//	memplan                              KernelGraph → Plan (arena offsets, liveness, in-place reuse;
+//	                                     update_slice over a dead temp or a donated input)
 //	cost                                 → Stats (kernels, DRAM bytes, flops, roofline time)
 //
 // With Options.AMP (autocast, autocast.go) the f32 contractions of the copy are rewritten to run

@@ -219,7 +219,7 @@ func (f *fuser) assign(v *ir.Value) {
 		}
 		cgs = rest
 	}
-	if ops.ClassOf(v.Op) == ops.Custom || v.Op == ops.AttentionOp {
+	if ops.ClassOf(v.Op) == ops.Custom || v.Op == ops.AttentionOp || v.Op == ops.UpdateSliceOp {
 		f.alone(v)
 		return
 	}
@@ -297,7 +297,10 @@ func (f *fuser) fits(v *ir.Value, gr *group) bool {
 		_, _, _, strided := ops.StridedView(v)
 		return isView(v.Op) && strided
 	}
-	return gr.kind != Custom && gr.size() < f.opt.MaxOps && f.reads(gr, []*ir.Value{v}) <= max(f.opt.MaxReads, f.reads(gr, nil))
+	if gr.kind == Update {
+		return updateView(v, gr)
+	}
+	return !gr.kind.opaque() && gr.size() < f.opt.MaxOps && f.reads(gr, []*ir.Value{v}) <= max(f.opt.MaxReads, f.reads(gr, nil))
 }
 
 // consumerGroups lists the groups that use v, looking through shared views, earliest first.
@@ -409,7 +412,7 @@ func (f *fuser) canJoin(v *ir.Value, gr *group, others []*group) bool {
 			return false // gr would read from h and h from gr: a cycle
 		}
 	}
-	if f.needsMemory(v, gr) || gr.kind == Custom || gr.kind == Attention || ops.ClassOf(v.Op) == ops.Custom {
+	if f.needsMemory(v, gr) || gr.kind.opaque() || gr.kind == Attention || ops.ClassOf(v.Op) == ops.Custom {
 		return false
 	}
 	// A parameter-only value that gr would evaluate once per element of a broadcast (a
@@ -721,7 +724,7 @@ func (f *fuser) siblings() {
 						continue
 					}
 					f.siblingTests++
-					if a.kind == Contraction || a.kind == Custom || a.kind == Attention || a.kind != b.kind || !a.space.Equal(b.space) || !slices.Equal(a.axes, b.axes) ||
+					if a.kind == Contraction || a.kind.opaque() || a.kind == Attention || a.kind != b.kind || !a.space.Equal(b.space) || !slices.Equal(a.axes, b.axes) ||
 						unionLen(a.members, a.views, b.members, b.views) > f.opt.MaxOps {
 						failed[[2]*group{a, b}] = true
 						continue
@@ -1066,6 +1069,9 @@ func (f *fuser) label(gr *group, vals []*ir.Value) string {
 	}
 	if gr.kind == Attention {
 		return "attention"
+	}
+	if gr.kind == Update {
+		return ops.UpdateSliceOp
 	}
 	count := map[string]int{}
 	for _, w := range vals {

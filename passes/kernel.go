@@ -35,9 +35,12 @@ const (
 	// through reshapes only, and stream K and V past the scores (codegen/ptx's attention
 	// template).
 	Attention
+	// Update kernels run one update_slice op (ops.UpdateSliceOp), reading its operands from
+	// memory. Written InPlace over its operand, a launch covers the update only.
+	Update
 )
 
-var kindNames = [...]string{Loop: "loop", Row: "row", Contraction: "contraction", Persistent: "persistent", Custom: "custom", Attention: "attention"}
+var kindNames = [...]string{Loop: "loop", Row: "row", Contraction: "contraction", Persistent: "persistent", Custom: "custom", Attention: "attention", Update: "update"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) && kindNames[k] != "" {
@@ -90,6 +93,10 @@ type Kernel struct {
 	// BindTime kernels read parameters only: the runtime runs them when weights are bound, not
 	// on every run (bindtime.go).
 	BindTime bool
+	// InPlace (update kernels) says the memory plan gave the result its operand's memory (a dead
+	// temp, or an input the program donates to the output it feeds; Plan records both): the
+	// kernel writes the update's elements only and leaves the rest as it is.
+	InPlace bool
 	// Origins maps Body's values to the values of the pass pipeline's graph they compute, whose
 	// source positions diagnostics name (a gather's bad index).
 	Origins map[*ir.Value]*ir.Value

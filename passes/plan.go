@@ -197,6 +197,8 @@ func planMemory(kg *KernelGraph) *Plan {
 			unitOf[out] = u
 		}
 	}
+	alias := donations(kg)
+	updatesInPlace(kg, inPlace, alias)
 	for _, u := range units {
 		p.NaiveBytes += u.bufs[0].Bytes()
 		for _, b := range u.bufs[1:] {
@@ -243,7 +245,11 @@ func planMemory(kg *KernelGraph) *Plan {
 		}
 	}
 	for _, b := range kg.Outputs {
-		p.Outputs = append(p.Outputs, IOBuffer{Name: b.Name, Type: b.Type.String(), Size: b.Bytes()})
+		o := IOBuffer{Name: b.Name, Type: b.Type.String(), Size: b.Bytes()}
+		if in := alias[b]; in != nil {
+			o.InPlaceOf = in.Name
+		}
+		p.Outputs = append(p.Outputs, o)
 	}
 	sort.SliceStable(p.Buffers, func(i, j int) bool { return p.Buffers[i].LiveFrom < p.Buffers[j].LiveFrom })
 	return p
@@ -288,8 +294,15 @@ func alignedBound(units []*unit, n int) int64 {
 }
 
 // inPlaceCandidate returns a temp buffer that out may overwrite: k is a loop kernel that reads
-// it only elementwise at the output's own index, this is its last use, and the sizes match.
+// it only elementwise at the output's own index, or an update kernel's operand, this is its last
+// use, and the sizes match.
 func inPlaceCandidate(k *Kernel, i int, out *Buffer, live map[*Buffer]interval, taken map[*Buffer]bool) *Buffer {
+	if in := updateOperand(k); in != nil {
+		if in.Kind == TempBuffer && !taken[in] && !bindTimeWritten(in) && live[in].to == i && in.Type.Equal(out.Type) {
+			return in
+		}
+		return nil
+	}
 	if k.Kind != Loop {
 		return nil
 	}
@@ -574,5 +587,8 @@ func legalInPlace(kg *KernelGraph, in, out PlacedBuffer) bool {
 		return false
 	}
 	k := kg.Kernels[out.LiveFrom]
+	if op := updateOperand(k); op != nil {
+		return op.Name == in.Name // an update writes its rows over its operand, the rest stays
+	}
 	return k.Kind == Loop && elementwiseUse(k, in.Name)
 }

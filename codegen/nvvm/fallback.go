@@ -5,13 +5,16 @@ import (
 )
 
 // borrowed are the templates this package has no counterpart for whose kernels Module takes
-// from codegen/ptx rather than refuse the model: attention (codegen/ptx's attention.go). The
-// launch records it (Producer "ptx" and a note); both producers share names, parameters and
-// launches, so one plan runs the merged module.
-var borrowed = map[string]bool{"attention": true}
+// from codegen/ptx rather than refuse the model: attention (codegen/ptx's attention.go) and
+// update (update.go: update_slice, a copy of raw bits with no arithmetic for libNVVM to
+// improve). The launch records it (Producer "ptx" and a note); both producers share names,
+// parameters and launches, so one plan runs the merged module.
+var borrowed = map[string]bool{"attention": true, "update": true}
 
 // borrowedNote is the note on a launch whose entry codegen/ptx wrote.
-const borrowedNote = "the NVVM producer has no attention template yet: this entry is codegen/ptx's"
+func borrowedNote(template string) string {
+	return "the NVVM producer has no " + template + " template yet: this entry is codegen/ptx's"
+}
 
 // Module lowers kernels to NVVM IR and compiles it with libNVVM (lower), except kernels of the
 // borrowed templates, which codegen/ptx writes; the two modules merge into one, and the
@@ -36,7 +39,7 @@ func (p *Producer) Module(kernels []ptx.Kernel, t ptx.Target) (string, []ptx.Lau
 	launches := make([]ptx.Launch, len(kernels))
 	for j, i := range otherAt {
 		l := otherLaunches[j]
-		l.Producer, l.Notes = "ptx", append(l.Notes, borrowedNote)
+		l.Producer, l.Notes = "ptx", append(l.Notes, borrowedNote(ptx.Template(other[j])))
 		launches[i] = l
 	}
 	if len(own) == 0 {

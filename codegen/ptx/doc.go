@@ -34,8 +34,12 @@
 //     one block, bar.sync between stages, the values passed between them in shared memory.
 //   - attention: one attention op, FlashAttention-2's online softmax with K and V tiles in shared
 //     memory, operands read through strided views: f16/bf16 prefill on tensor cores, 16 query
-//     rows per warp, mma.sync for q·kᵀ and p·v, cp.async tiles (attention_mma.go); otherwise a
-//     warp per query row on CUDA cores (attention.go).
+//     rows per warp, mma.sync for q·kᵀ and p·v, cp.async tiles (attention_mma.go); a few query
+//     rows against a long cache split across blocks (attention_decode.go); otherwise a warp per
+//     query row on CUDA cores (attention.go).
+//   - update: one update_slice op (a KV cache's rows at a runtime position), elements moved as
+//     raw bits; with Kernel.InPlace the output is the operand's memory and the grid covers the
+//     update only (update.go).
 //
 // Numerics follow docs/ops.md exactly where the op is exact (every IEEE operation, casts, min/max
 // with NaN propagation, integer wrapping and division); docs/codegen.md lists the error bound of

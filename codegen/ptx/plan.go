@@ -12,7 +12,7 @@ import (
 // The decisions another producer of the same kernels (codegen/nvvm) shares with this one, so
 // that both give a kernel the same name, parameters and tiling.
 
-// Template names the template Generate picks for a verified kernel: "persistent", "attention",
+// Template names the template Generate picks for a verified kernel: "persistent", "update", "attention",
 // "loop", "transpose tile", "staged loop", "reduction", "contraction", or "" for a kernel no template
 // takes (Generate says why).
 func Template(k Kernel) string {
@@ -22,6 +22,9 @@ func Template(k Kernel) string {
 	}
 	if len(g.Outputs) == 0 {
 		return ""
+	}
+	if _, ok := UpdateOp(g); ok {
+		return "update"
 	}
 	if _, ok := PlanAttention(g); ok {
 		return "attention"

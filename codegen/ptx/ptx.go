@@ -26,6 +26,9 @@ type Kernel struct {
 	Stages      []Kernel
 	Shared      map[string]int
 	SharedBytes int
+	// InPlace (an update_slice kernel) says the output's memory is the operand's: the kernel
+	// writes the update's rows only (update.go).
+	InPlace bool
 }
 
 // ArgKind says what a kernel parameter points to.
@@ -182,6 +185,13 @@ func generate(k Kernel, t Target, globals *[]string) (string, Launch, error) {
 	}
 	if len(k.Stages) > 0 {
 		entry, l, err := persistentKernel(k, globals)
+		if err != nil {
+			return "", Launch{}, fmt.Errorf("%s: %w", k.Name, err)
+		}
+		return entry, l, nil
+	}
+	if v, ok := UpdateOp(g); ok {
+		entry, l, err := updateKernel(k, v, globals)
 		if err != nil {
 			return "", Launch{}, fmt.Errorf("%s: %w", k.Name, err)
 		}

@@ -5,7 +5,8 @@
 // and the other Conv1D weights are [in, out] (y = x·W + b), where nn.Linear's are [out, in].
 //
 // As in package llama, a model is two programs, Prefill and Decode, over the same weights and
-// one cache tensor kv_cache [layers, 2, batch, heads, max_seq, head_dim].
+// one KV cache, a state per layer L and keys or values: kv_cache.L.k and kv_cache.L.v
+// [batch, heads, max_seq, head_dim] (nn.KVCache).
 package gpt2
 
 import (
@@ -43,7 +44,7 @@ func program(b *frontend.Builder, c Config, batch, T int) {
 	pos := b.Input("pos", ir.I64, batch).WithRange(0, c.MaxSeq-T+1)
 	cache := nn.NewKVCache(b, "kv_cache", c.Layers, batch, c.Heads, c.MaxSeq, c.HeadDim())
 	b.Output("logits", NewGPT2(b, c).Forward(tokens, pos, cache))
-	b.Output("new_kv_cache", cache.Output())
+	cache.Output(b, "new_kv_cache")
 }
 
 // Conv1D is transformers' Conv1D: y = x·Weight + Bias with Weight [in, out].

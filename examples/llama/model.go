@@ -4,11 +4,11 @@
 // attention over a static KV cache and the SwiGLU MLP. Parameter names are Hugging Face's
 // (model.layers.0.self_attn.q_proj.weight, ...), so a checkpoint folder's tensors bind as they are.
 //
-// A model is two programs over the same weights and one cache tensor kv_cache
-// [layers, 2, batch, kv_heads, max_seq, head_dim]: Prefill reads a prompt of T tokens, Decode one
-// token per sequence; both write their keys and values into the cache at the position input pos
-// [batch] and output the next-token logits of each sequence's last token and the updated cache
-// (new_kv_cache, fed back into kv_cache by the runtime).
+// A model is two programs over the same weights and one KV cache, a state per layer L and keys or
+// values, kv_cache.L.k and kv_cache.L.v [batch, kv_heads, max_seq, head_dim] (nn.KVCache): Prefill
+// reads a prompt of T tokens, Decode one token per sequence; both write their keys and values into
+// the cache at the position input pos [batch] and output the next-token logits of each sequence's
+// last token and the updated cache (new_kv_cache.L.k and .v, each written in place of its input).
 package llama
 
 import (
@@ -47,7 +47,7 @@ func program(b *frontend.Builder, c Config, batch, T int) {
 	cache := nn.NewKVCache(b, "kv_cache", c.Layers, batch, c.KVHeads, c.MaxSeq, c.HeadDim())
 	logits := NewLlama(b, c).Forward(tokens, pos, cache)
 	b.Output("logits", logits)
-	b.Output("new_kv_cache", cache.Output())
+	cache.Output(b, "new_kv_cache")
 }
 
 // Llama is the whole model: LlamaForCausalLM.

@@ -2,6 +2,7 @@ package nn
 
 import (
 	"math"
+	"strconv"
 
 	"github.com/gcomp/gcomp/frontend"
 	"github.com/gcomp/gcomp/ir"
@@ -64,11 +65,12 @@ func (r RotaryEmbedding) Apply(x, cos, sin *frontend.Tensor) *frontend.Tensor {
 
 // CachedAttention is causal attention of this step's queries q [B, H, T, D] over a static KV
 // cache kCache, vCache [B, KVH, S, D] into which this step's k, v [B, KVH, T, D] are first written
-// at positions pos[b]..pos[b]+T-1 (pos [B], integers; the caller keeps pos[b]+T ≤ S). Query t of
-// sequence b attends to cache positions ≤ pos[b]+t: the mask is by position, not by shape, so the
-// same graph serves every step. Query head h reads KV head h/(H/KVH) (grouped-query attention;
-// H = KVH is multi-head, KVH = 1 multi-query), without copying K and V. It returns the output
-// [B, H, T, D] and the updated caches, which hold at every other position what they held.
+// at positions pos[b]..pos[b]+T-1 (pos [B], integers; the caller keeps pos[b]+T ≤ S: update_slice
+// clamps a position past S−T). Query t of sequence b attends to cache positions ≤ pos[b]+t: the
+// mask is by position, not by shape, so the same graph serves every step. Query head h reads KV
+// head h/(H/KVH) (grouped-query attention; H = KVH is multi-head, KVH = 1 multi-query), without
+// copying K and V. It returns the output [B, H, T, D] and the updated caches, which hold at every
+// other position what they held.
 func CachedAttention(q, k, v, kCache, vCache, pos *frontend.Tensor) (out, kNew, vNew *frontend.Tensor) {
 	b := q.Builder()
 	B, H, T, D := q.Dim(0), q.Dim(1), q.Dim(2), q.Dim(3)
@@ -78,8 +80,9 @@ func CachedAttention(q, k, v, kCache, vCache, pos *frontend.Tensor) (out, kNew, 
 	}
 	G := H / KVH
 	start := pos.Cast(ir.I64).Reshape(B, 1, 1, 1)
-	slot := b.Iota(ir.I64, 2, 1, 1, S, 1) // cache position s, along S
-	kNew, vNew = writeCache(kCache, k, start, slot), writeCache(vCache, v, start, slot)
+	// The step's rows go into the caches in place: compiled, only they are written, where a
+	// select over the position would rewrite every cache.
+	kNew, vNew = kCache.UpdateSlice(2, k, pos), vCache.UpdateSlice(2, v, pos)
 
 	// Queries grouped by their KV head: [B, KVH, G·T, D], row g·T+t.
 	qg := q.Reshape(B, KVH, G*T, D)
@@ -89,24 +92,6 @@ func CachedAttention(q, k, v, kCache, vCache, pos *frontend.Tensor) (out, kNew, 
 	future := s.Gt(t.Add(start)) // key position past the query's position pos[b]+t
 	probs := scores.MaskedFill(future, math.Inf(-1)).Softmax(-1)
 	return probs.Matmul(vNew).Reshape(B, H, T, D), kNew, vNew
-}
-
-// writeCache writes x [B, KVH, T, D] into cache [B, KVH, S, D] at positions start[b]+t. One token
-// is a select on the position; several are placed by a one-hot product (exact: each element is
-// one product by 1 plus zeros), so the start need not be known when the graph is built.
-func writeCache(cache, x, start, slot *frontend.Tensor) *frontend.Tensor {
-	T, S := x.Dim(2), cache.Dim(2)
-	if T == 1 {
-		return frontend.Where(slot.Eq(start), x, cache)
-	}
-	b := x.Builder()
-	B := x.Dim(0)
-	rel := b.Iota(ir.I64, 2, 1, 1, S, 1).Reshape(1, S, 1).Sub(start.Reshape(B, 1, 1)) // s - start[b]: [B, S, 1]
-	tt := b.Iota(ir.I64, 1, 1, T).Reshape(1, 1, T)
-	onehot := rel.Eq(tt).Cast(x.DType())    // [B, S, T]
-	placed := onehot.Unsqueeze(1).Matmul(x) // [B, 1, S, T]·[B, KVH, T, D] → [B, KVH, S, D]
-	inside := rel.Ge(b.Zeros(ir.I64, 1)).And(rel.Lt(b.Full(float64(T), ir.I64, 1))).Reshape(B, 1, S, 1)
-	return frontend.Where(inside, placed, cache)
 }
 
 // GatedMLP is LlamaMLP: down_proj(silu(gate_proj(x)) · up_proj(x)), without biases.
@@ -130,27 +115,36 @@ func (m *GatedMLP) Forward(x *frontend.Tensor) *frontend.Tensor {
 	return m.DownProj.Forward(m.GateProj.Forward(x).Silu().Mul(m.UpProj.Forward(x)))
 }
 
-// KVCache is a decoder's static key/value cache as one tensor [layers, 2, B, KVH, S, D] (index 0
-// of the second axis keys, 1 values), read from a graph input and written whole to an output
-// that the runtime feeds back into the input for the next run.
+// KVCache is a decoder's static key/value cache: one state per layer and per keys or values,
+// each [B, KVH, S, D], read from the inputs KVCacheName(name, l, 0 or 1) and written, after
+// update_slice put the step's rows in, to the outputs of the name Output gives; the runtime feeds
+// each output back into its input for the next run. Compiled, each output is its input's buffer
+// (the update is in place, the plan records the alias), so a step writes its rows and nothing
+// else of the cache.
 type KVCache struct {
-	in      *frontend.Tensor
+	in      [][2]*frontend.Tensor
 	updated [][2]*frontend.Tensor
 }
 
-// NewKVCache declares the input name of shape [layers, 2, batch, kvHeads, maxSeq, headDim].
+// KVCacheName names layer l's keys (kv 0) or values (kv 1) under name: "kv_cache.3.k".
+func KVCacheName(name string, l, kv int) string {
+	return name + "." + strconv.Itoa(l) + "." + [2]string{"k", "v"}[kv]
+}
+
+// NewKVCache declares the inputs KVCacheName(name, l, kv), each [batch, kvHeads, maxSeq, headDim],
+// for layers layers.
 func NewKVCache(b *frontend.Builder, name string, layers, batch, kvHeads, maxSeq, headDim int) *KVCache {
-	return &KVCache{
-		in:      b.Input(name, ir.F32, layers, 2, batch, kvHeads, maxSeq, headDim),
-		updated: make([][2]*frontend.Tensor, layers),
+	c := &KVCache{in: make([][2]*frontend.Tensor, layers), updated: make([][2]*frontend.Tensor, layers)}
+	for l := range c.in {
+		for kv := range 2 {
+			c.in[l][kv] = b.Input(KVCacheName(name, l, kv), ir.F32, batch, kvHeads, maxSeq, headDim)
+		}
 	}
+	return c
 }
 
 // Layer returns layer l's key and value caches [B, KVH, S, D].
-func (c *KVCache) Layer(l int) (k, v *frontend.Tensor) {
-	kv := c.in.Index(0, l)
-	return kv.Index(0, 0), kv.Index(0, 1)
-}
+func (c *KVCache) Layer(l int) (k, v *frontend.Tensor) { return c.in[l][0], c.in[l][1] }
 
 // Attend is CachedAttention on layer l's caches; it keeps the layer's updated caches for Output.
 func (c *KVCache) Attend(l int, q, k, v, pos *frontend.Tensor) *frontend.Tensor {
@@ -160,14 +154,15 @@ func (c *KVCache) Attend(l int, q, k, v, pos *frontend.Tensor) *frontend.Tensor 
 	return out
 }
 
-// Output is the whole updated cache; every layer must have attended.
-func (c *KVCache) Output() *frontend.Tensor {
-	layers := make([]*frontend.Tensor, len(c.updated))
+// Output declares the updated caches as the outputs KVCacheName(name, l, kv); every layer must
+// have attended.
+func (c *KVCache) Output(b *frontend.Builder, name string) {
 	for l, kv := range c.updated {
 		if kv[0] == nil {
-			c.in.Builder().Fail("kv cache: layer %d never attended", l)
+			b.Fail("kv cache: layer %d never attended", l)
 		}
-		layers[l] = frontend.Stack(0, kv[0], kv[1])
+		for i := range 2 {
+			b.Output(KVCacheName(name, l, i), kv[i])
+		}
 	}
-	return frontend.Stack(0, layers...)
 }

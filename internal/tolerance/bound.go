@@ -125,6 +125,11 @@ func propagate(v *ir.Value, args []Bound, val *tensor.Tensor, tf32 bool) ([]floa
 			return e, nil // a moved index picks another row
 		}
 		return linear(v, []Bound{args[0], args[1]}, []bool{true, false}, 0, val)
+	case ops.UpdateSliceOp:
+		if e := allInf(val.Len(), args[2].Err); e != nil {
+			return e, nil // a moved position writes other rows
+		}
+		return linear(v, args, []bool{true, true, false}, 0, val)
 	case "reduce_sum", "avg_pool2d":
 		return linear(v, args, []bool{true}, rel, val)
 	case "reduce_max", "reduce_min", "max_pool2d":

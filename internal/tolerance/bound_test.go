@@ -195,6 +195,11 @@ func TestBoundRules(t *testing.T) {
 			map[string][]float64{"x": {1, 2, 3}, "i": {0.25}}, []float64{2 * rel32}},
 		{"an index that may move: not determined", "graph g { input %x : f32[3]  input %i : f32[1]  %0 = add(%i, %i) : f32[1]  %1 = cast(%0) {to=i32} : i32[1]  %2 = gather(%x, %1) : f32[1]  output y = %2 }", false,
 			map[string][]float64{"x": {1, 2, 3}, "i": {0.5}}, []float64{math.Inf(1)}},
+		// update_slice moves elements: the cache keeps its bounds where the update does not land.
+		{"an update carries each row's own bound", "graph g { input %c : f32[1,3]  input %u : f32[1,1]  input %p : i64[1]  %0 = add(%u, %u) : f32[1,1]  %1 = update_slice(%c, %0, %p) {axis=1} : f32[1,3]  output y = %1 }", false,
+			map[string][]float64{"c": {1, 2, 3}, "u": {4}, "p": {1}}, []float64{0, 8 * rel32, 0}},
+		{"an update at a position that may move: not determined", "graph g { input %c : f32[1,3]  input %u : f32[1,1]  input %i : f32[1]  %0 = add(%i, %i) : f32[1]  %1 = cast(%0) {to=i32} : i32[1]  %2 = update_slice(%c, %u, %1) {axis=1} : f32[1,3]  output y = %2 }", false,
+			map[string][]float64{"c": {1, 2, 3}, "u": {4}, "i": {0.5}}, []float64{math.Inf(1), math.Inf(1), math.Inf(1)}},
 	}
 	for _, tc := range tests {
 		b := bounds(t, tc.src, tc.tf32, tc.in)

@@ -12,6 +12,7 @@ func init() {
 	Symbols["github.com/gcomp/gcomp/frontend/nn/nn"] = map[string]reflect.Value{
 		// function, constant and variable definitions
 		"CachedAttention":            reflect.ValueOf(nn.CachedAttention),
+		"KVCacheName":                reflect.ValueOf(nn.KVCacheName),
 		"NewBatchNorm1d":             reflect.ValueOf(nn.NewBatchNorm1d),
 		"NewBatchNorm2d":             reflect.ValueOf(nn.NewBatchNorm2d),
 		"NewConv1d":                  reflect.ValueOf(nn.NewConv1d),

@@ -113,6 +113,11 @@ func gcases() []gcase {
 			idx := e.Op("constant", ir.Attrs{"shape": []int{2, 3}, "dtype": ir.I64, "value": []float64{4, 0, 4, 2, 1, 4}})
 			return e.Op("gather", nil, p[0], idx)
 		}},
+		// Sequence 0 writes at 1, sequence 1 past the end (clamped to S−T = 3), over two heads.
+		{name: "update_slice", op: "update_slice", shapes: [][]int{{2, 2, 5, 3}, {2, 2, 2, 3}}, build: func(e *Emitter, p []*ir.Value) *ir.Value {
+			start := e.Op("constant", ir.Attrs{"shape": []int{2}, "dtype": ir.I32, "value": []float64{1, 9}})
+			return e.Op("update_slice", ir.Attrs{"axis": 2}, p[0], p[1], start)
+		}},
 	}
 	return cs
 }

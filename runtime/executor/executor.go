@@ -33,6 +33,7 @@ type Program struct {
 	linked   map[string]bool        // inputs that read another program's buffer (Link)
 	onLaunch func(kernel int) error // OnLaunch
 	onDevice map[string]bool        // outputs another program reads in place (Link): not copied back
+	inPlace  map[string]string      // output buffer → the donated input whose buffer it is (plan's in_place_of)
 	pf       prefetch               // double-buffered inputs (Prefetch)
 	pending  *Result                // launched, not yet waited for
 	graphs   bool                   // UseGraphs
@@ -155,6 +156,13 @@ func (p *Program) allocate(params map[string]*buffer) error {
 			if set.kind == artifact.ArgOutput && p.lookup(b.Name) != nil {
 				continue // an output that is an input or parameter is read from there
 			}
+			if set.kind == artifact.ArgOutput && b.InPlaceOf != "" {
+				if p.inPlace == nil {
+					p.inPlace = map[string]string{}
+				}
+				p.inPlace[b.Name] = b.InPlaceOf // the input's buffer, whichever it is after Link
+				continue
+			}
 			if p.bufs[set.kind][b.Name] != nil {
 				continue // the same buffer named twice (an output listed twice)
 			}
@@ -189,6 +197,18 @@ func (p *Program) relabel(b *buffer) {
 			l.Label(b.ptr, kind+" "+b.name)
 		}
 	}
+}
+
+// output returns the buffer of the plan's output buffer name: its own, the donated input's
+// (in_place_of), or the input's or parameter's of that name.
+func (p *Program) output(name string) *buffer {
+	if b := p.bufs[artifact.ArgOutput][name]; b != nil {
+		return b
+	}
+	if in := p.inPlace[name]; in != "" {
+		return p.bufs[artifact.ArgInput][in]
+	}
+	return p.lookup(name)
 }
 
 // lookup finds an input or parameter buffer by name.
@@ -405,12 +425,12 @@ func (p *Program) Wait() (*Result, error) {
 		return nil, err
 	}
 	for i, o := range p.plan.Outputs {
-		b := p.bufs[artifact.ArgOutput][o.Name]
-		if b == nil {
-			b = p.lookup(o.Name)
-		}
+		b := p.output(o.Name)
 		name := p.plan.OutputNames[i]
 		if dst := p.feedback[name]; dst != nil {
+			if dst == b {
+				continue // the output was written in place of the input it feeds: nothing moves
+			}
 			if p.donate[name] {
 				// The output's memory becomes the input's and the input's old memory, which
 				// nothing reads any more, receives the output of the next run: no copy.
@@ -458,10 +478,11 @@ func (p *Program) copy(dst, src *buffer, n int64) error {
 // Feedback makes the program keep state on the device across runs, as a
 // compiled train step needs: after every run, output out (by the model's
 // output name) replaces the input or parameter bindings[out], and is not
-// returned. Where the output has a buffer of its own the two buffers trade
-// places (the input is donated to the next run's output), so state never
-// moves; otherwise (an output that is an input, or one buffer behind two
-// outputs) it is copied on the device. Inputs named here must be given to
+// returned. Where the plan wrote the output in place of that very input
+// (in_place_of) nothing moves at all; where the output has a buffer of its own
+// the two buffers trade places (the input is donated to the next run's
+// output), so state never moves; otherwise (an output that is an input, or one
+// buffer behind two outputs) it is copied on the device. Inputs named here must be given to
 // SetState once; after that Run does not take them.
 func (p *Program) Feedback(bindings map[string]string) error {
 	outs := map[string]artifact.IOBuffer{}
@@ -576,9 +597,7 @@ func (p *Program) address(a artifact.Arg) Ptr {
 		bits, _ := a.ScalarBits() // the plan was validated
 		return Ptr(bits)
 	case artifact.ArgOutput:
-		if b := p.bufs[artifact.ArgOutput][a.Name]; b != nil {
-			return b.ptr
-		}
+		return p.output(a.Name).ptr
 	}
 	return p.lookup(a.Name).ptr
 }

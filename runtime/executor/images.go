@@ -84,11 +84,7 @@ func (p *Program) outputBuffers(outputs map[string][]byte) (map[string]*buffer, 
 		if int64(len(dst)) != o.Size {
 			return nil, fmt.Errorf("output %s: %s needs %d bytes, the memory given has %d", name, o.Type, o.Size, len(dst))
 		}
-		b := p.bufs[artifact.ArgOutput][o.Name]
-		if b == nil {
-			b = p.lookup(o.Name)
-		}
-		bufs[name] = b
+		bufs[name] = p.output(o.Name)
 	}
 	if len(bufs) < len(outputs) {
 		var unknown []string

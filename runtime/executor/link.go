@@ -141,10 +141,7 @@ func (p *Program) outputBuffer(name string) (*buffer, string) {
 		if p.plan.OutputNames[i] != name {
 			continue
 		}
-		if b := p.bufs[artifact.ArgOutput][o.Name]; b != nil {
-			return b, o.Name
-		}
-		return p.lookup(o.Name), o.Name
+		return p.output(o.Name), o.Name
 	}
 	return nil, ""
 }

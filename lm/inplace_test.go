@@ -1,0 +1,76 @@
+package lm
+
+import (
+	"testing"
+
+	"github.com/gcomp/gcomp/passes"
+)
+
+// TestCacheWrittenInPlace: in the decode program (and a prefill) of GPT-2 small and TinyLlama,
+// every cache output is its input's buffer (the plan's in_place_of), the only kernels that write
+// a cache are in-place update_slice kernels whose launch covers the step's rows, and the only
+// kernels that read one whole are attention's: no kernel copies, selects over or stacks the cache.
+func TestCacheWrittenInPlace(t *testing.T) {
+	if testing.Short() {
+		t.Skip("compiles two large models")
+	}
+	for _, bc := range benchConfigs {
+		for _, prog := range []struct {
+			name     string
+			batch, T int
+		}{{"decode", 2, 1}, {"prefill", 1, 5}} {
+			t.Run(bc.name+"/"+prog.name, func(t *testing.T) {
+				g, err := ProgramGraph(bc.c, prog.name, prog.batch, prog.T)
+				if err != nil {
+					t.Fatal(err)
+				}
+				res, err := passes.Run(g, passes.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				m := &Model{Config: bc.c}
+				cacheType := m.cacheType(prog.batch)
+				states := m.cacheStates()
+				if len(states) != 2*bc.c.Layers {
+					t.Fatalf("%d cache states for %d layers", len(states), bc.c.Layers)
+				}
+				alias := map[string]string{}
+				for i, o := range res.Plan.Outputs {
+					alias[g.Outputs[i].Name] = o.InPlaceOf
+				}
+				for out, in := range states {
+					if alias[out] != in {
+						t.Errorf("output %s is in place of %q, want %s", out, alias[out], in)
+					}
+				}
+				cache := func(b *passes.Buffer) bool { return b.Type.Equal(cacheType) }
+				updates := 0
+				for _, k := range res.Kernels.Kernels {
+					for _, b := range k.Writes {
+						if !cache(b) {
+							continue
+						}
+						if k.Kind != passes.Update || !k.InPlace {
+							t.Errorf("%s (%s) writes the cache %s", k.Name, k.Kind, b.Name)
+						}
+						updates++
+					}
+					for _, b := range k.Reads {
+						if cache(b) && k.Kind != passes.Attention && !(k.Kind == passes.Update && k.InPlace) {
+							t.Errorf("%s (%s) reads the cache %s", k.Name, k.Kind, b.Name)
+						}
+					}
+				}
+				if updates != len(states) {
+					t.Errorf("%d cache writes, want one per state (%d)", updates, len(states))
+				}
+				row := int64(cacheType.Bytes() / bc.c.MaxSeq * prog.T)
+				for _, ks := range res.Stats.PerKernel {
+					if ks.Kind == passes.Update.String() && ks.WriteBytes != row {
+						t.Errorf("%s writes %d bytes, want the step's rows: %d", ks.Name, ks.WriteBytes, row)
+					}
+				}
+			})
+		}
+	}
+}
