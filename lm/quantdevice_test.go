@@ -2,9 +2,13 @@ package lm
 
 import (
 	"context"
+	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -12,6 +16,7 @@ import (
 	"github.com/gcomp/gcomp/internal/lmtest"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/quant"
+	"github.com/gcomp/gcomp/tensorio"
 )
 
 // A quantized folder runs with its linear layers quantized on the device: the decode program's
@@ -53,59 +58,65 @@ func TestQuantizedOnDevice(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, dev := range []string{"ref", "sim"} {
-			t.Run(name+"/"+dev, func(t *testing.T) {
-				ef, err := fused.Open(EngineOptions{Device: dev, NoSimChecks: true})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer ef.Close()
-				checkQuantizedParams(t, ef.DecodeGraph(), q.bits, q.wantGroup)
-				if dev == "sim" {
-					s, err := ef.DecodeStats()
-					if err != nil {
-						t.Fatal(err)
-					}
-					if s.BindKernels != 0 {
-						t.Fatalf("%d bind-time kernels: the weights are dequantized once at bind time", s.BindKernels)
-					}
-				}
-				ed, err := float.Open(EngineOptions{Device: dev, NoSimChecks: true})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer ed.Close()
-				ctx := context.Background()
-				a, err := ef.Prefill(ctx, [][]int{c.Prompt})
-				if err != nil {
-					t.Fatal(err)
-				}
-				b, err := ed.Prefill(ctx, [][]int{c.Prompt})
-				if err != nil {
-					t.Fatal(err)
-				}
-				for k, s := range c.Steps[:8] {
-					if d := maxRelDiff(a[0], b[0]); d > 1e-5 {
-						t.Fatalf("step %d: the fused logits differ from the dequantized-at-load ones by %.3g of the largest", k, d)
-					}
-					if a, err = ef.Decode(ctx, []int{s.Argmax}, []int{len(c.Prompt) + k}); err != nil {
-						t.Fatal(err)
-					}
-					if b, err = ed.Decode(ctx, []int{s.Argmax}, []int{len(c.Prompt) + k}); err != nil {
-						t.Fatal(err)
-					}
-				}
-			})
+			t.Run(name+"/"+dev, func(t *testing.T) { sameLogits(t, fused, float, dev, c, q.bits, q.wantGroup, 14) })
+		}
+	}
+}
+
+// sameLogits opens fused and float on dev, checks fused's decode program (its quantized layers'
+// parameters, no bind-time kernel on a device) and that the two give the same logits, within f32
+// rounding, for the prompt and 8 decode steps of c.
+func sameLogits(t *testing.T, fused, float *Model, dev string, c *lmtest.Case, bits int, wantGroup map[int]int, layers int) {
+	ef, err := fused.Open(EngineOptions{Device: dev, NoSimChecks: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ef.Close()
+	checkQuantizedParams(t, ef.DecodeGraph(), bits, wantGroup, fused.DequantizedAtLoad(), layers)
+	if dev != "ref" {
+		s, err := ef.DecodeStats()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.BindKernels != 0 {
+			t.Fatalf("%d bind-time kernels: the weights are dequantized once at bind time", s.BindKernels)
+		}
+	}
+	ed, err := float.Open(EngineOptions{Device: dev, NoSimChecks: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ed.Close()
+	ctx := context.Background()
+	a, err := ef.Prefill(ctx, [][]int{c.Prompt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := ed.Prefill(ctx, [][]int{c.Prompt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, s := range c.Steps[:8] {
+		if d := maxRelDiff(a[0], b[0]); d > 1e-5 {
+			t.Fatalf("step %d: the fused logits differ from the dequantized-at-load ones by %.3g of the largest", k, d)
+		}
+		if a, err = ef.Decode(ctx, []int{s.Argmax}, []int{len(c.Prompt) + k}); err != nil {
+			t.Fatal(err)
+		}
+		if b, err = ed.Decode(ctx, []int{s.Argmax}, []int{len(c.Prompt) + k}); err != nil {
+			t.Fatal(err)
 		}
 	}
 }
 
 // checkQuantizedParams checks g's parameters: every quantizable layer NAME is NAME_q (u8, K/2
-// bytes a row for 4 bits), NAME_scale (f32) and NAME_zero (u8) of K/group columns, and no f32 NAME.
-func checkQuantizedParams(t *testing.T, g *ir.Graph, bits int, wantGroup map[int]int) {
+// bytes a row for 4 bits), NAME_scale (f32) and NAME_zero (u8) of K/group columns, and no f32
+// NAME, except the layers atLoad; want is the number of quantized layers.
+func checkQuantizedParams(t *testing.T, g *ir.Graph, bits int, wantGroup map[int]int, atLoad []string, want int) {
 	t.Helper()
 	layers := 0
 	for _, p := range g.Params() {
-		if checkpoint.Quantizable(p.Name) {
+		if checkpoint.Quantizable(p.Name) != slices.Contains(atLoad, p.Name) {
 			t.Fatalf("%s is a %s parameter: dequantized at load", p.Name, p.Type)
 		}
 		base, ok := strings.CutSuffix(p.Name, "_q")
@@ -119,14 +130,14 @@ func checkQuantizedParams(t *testing.T, g *ir.Graph, bits int, wantGroup map[int
 			t.Fatalf("%s without its scales or zero points", p.Name)
 		}
 		n, k := d.Type.Shape[0], p.Type.Shape[1]*8/bits
-		want := ir.T(ir.U8, n, k*bits/8)
+		wantQ := ir.T(ir.U8, n, k*bits/8)
 		wantS := ir.T(ir.F32, n, k/wantGroup[k])
-		if !p.Type.Equal(want) || !d.Type.Equal(wantS) || !z.Type.Equal(ir.T(ir.U8, n, k/wantGroup[k])) {
-			t.Fatalf("%s: %s, %s, %s; want %s, %s and u8 zero points", base, p.Type, d.Type, z.Type, want, wantS)
+		if !p.Type.Equal(wantQ) || !d.Type.Equal(wantS) || !z.Type.Equal(ir.T(ir.U8, n, k/wantGroup[k])) {
+			t.Fatalf("%s: %s, %s, %s; want %s, %s and u8 zero points", base, p.Type, d.Type, z.Type, wantQ, wantS)
 		}
 	}
-	if layers != 14 {
-		t.Fatalf("%d quantized layers in the decode program, want the tiny Llama's 14", layers)
+	if layers != want {
+		t.Fatalf("%d quantized layers in the decode program, want %d", layers, want)
 	}
 }
 
@@ -185,5 +196,64 @@ func TestOpLayout(t *testing.T) {
 	l.Bits, l.Q = 8, []uint8{200, 1, 2, 3, 4, 5, 6, 255}
 	if got, want := fmt.Sprint(opLayout("w", l)["w_q"].I), "[200 1 2 3 4 5 6 255]"; got != want {
 		t.Errorf("8-bit q %s, want %s", got, want)
+	}
+}
+
+// A GPTQ folder with act-order: the layer whose g_idx is not k / group_size is dequantized at load
+// (f32 on the device, named by DequantizedAtLoad); the others stay quantized, and the logits are
+// the all-dequantized route's.
+func TestQuantizedActOrder(t *testing.T) {
+	r := reference(t)
+	c := &r.Cases[1]
+	src, dir := t.TempDir(), t.TempDir()
+	if err := lmtest.WriteFolder(src, c, 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := checkpoint.WriteQuantized(src, dir, 4, 32, false); err != nil {
+		t.Fatal(err)
+	}
+	// Input channels 0 and 40 of one down_proj swap groups, and config.json says desc_act.
+	const permuted = "model.layers.1.mlp.down_proj"
+	file := filepath.Join(dir, checkpoint.WeightsFile)
+	ts, meta, err := tensorio.ReadSafetensorsFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gi := ts[permuted+".g_idx"].Data
+	binary.LittleEndian.PutUint32(gi[0:], 1)
+	binary.LittleEndian.PutUint32(gi[4*40:], 0)
+	if err := tensorio.WriteSafetensorsFile(file, ts, meta); err != nil {
+		t.Fatal(err)
+	}
+	cfgFile := filepath.Join(dir, checkpoint.ConfigFile)
+	data, err := os.ReadFile(cfgFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal(data, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg["quantization_config"].(map[string]any)["desc_act"] = true
+	if data, err = json.Marshal(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfgFile, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	fused, _, err := LoadCheckpoint(dir, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fused.DequantizedAtLoad(); !slices.Equal(got, []string{permuted + ".weight"}) {
+		t.Fatalf("dequantized at load: %v", got)
+	}
+	float, _, err := loadCheckpoint(dir, 0, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dev := range []string{"ref", "sim"} {
+		t.Run(dev, func(t *testing.T) { sameLogits(t, fused, float, dev, c, 4, map[int]int{64: 32, 96: 32}, 13) })
 	}
 }
