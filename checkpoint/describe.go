@@ -46,7 +46,7 @@ func Describe(cfg *Config) string {
 		if q.GroupSize == -1 {
 			groups = "per output channel"
 		}
-		fmt.Fprintf(&b, ", linear layers %s int%d (%s; dequantized at load, the bytes below are the float model's)", q.Method, q.Bits, groups)
+		fmt.Fprintf(&b, ", linear layers %s int%d (%s; the bytes below are the float model's)", q.Method, q.Bits, groups)
 	}
 	dtype := cfg.DType
 	if dtype == "" {

@@ -30,6 +30,7 @@ type state struct {
 	batch   batchState        // the batch asked for and the model's own (Batch)
 	// paramDType replaces f32 in parameters' types (WithParamDType); ir.Invalid keeps f32.
 	paramDType ir.DType
+	quantRule  QuantRule // parameters stored as integers (WithQuantizedParams); nil: none
 }
 
 // decl is what a declared name stands for and where it was declared.
@@ -169,6 +170,9 @@ func (b *Builder) Param(name string, t ir.Type, init Init) *Tensor {
 	full := b.prefix + name
 	t = b.st.paramType(t)
 	t = b.st.checkType("parameter "+full, t.DType, t.Shape)
+	if q := b.quantized(full, t); q != nil {
+		return q
+	}
 	b.st.declare("parameter", full)
 	attrs := init.attrs.Clone()
 	if attrs == nil {

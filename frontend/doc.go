@@ -45,7 +45,9 @@
 // Topk, Cumsum and DropoutTrain. Each is built from exact primitives, so its gradient comes from
 // theirs; frontend/nn's tests hold them to PyTorch's values, forward and backward, in f32, f16
 // and bf16. WithParamDType declares a model's f32 parameters in f16 or bf16 instead, as PyTorch's
-// model.to(dtype).
+// model.to(dtype). WithQuantizedParams stores the parameters a rule picks as the dequantize op's
+// integers, scales and zero points, so a model written against float weights runs a quantized
+// checkpoint unchanged (package lm's loader uses it).
 //
 // A graph is built in eval mode unless WithTraining is given (Builder.Training): then nn.Dropout
 // drops, with numbers from the graph's random key input (RandomKey, NextStream), and BatchNorm

@@ -17,6 +17,7 @@ type Config struct {
 	Vocab, Hidden, Intermediate, Layers, Heads, KVHeads, MaxSeq int
 	NormEps, RopeTheta                                          float64
 	TiedEmbeddings, QKVBias, OutBias                            bool
+	Quant                                                       QuantConfig // the linear layers' storage on the device
 }
 
 // HeadDim is the size of one attention head.
@@ -54,16 +55,22 @@ type Model struct {
 	Config
 	arch    arch
 	weights map[string]*tensor.Tensor
+	atLoad  []string // quantized layers dequantized at load (DequantizedAtLoad)
 }
 
 // New makes a model of c with weights by parameter name (Hugging Face's names); every
 // parameter of the programs must have its weight, of its shape, and no other weight may be given.
 func New(c Config, weights map[string]*tensor.Tensor) (*Model, error) {
+	return newModel(c, weights, nil)
+}
+
+// newModel is New with the quantized layers whose weights are f32 (atLoad, sorted).
+func newModel(c Config, weights map[string]*tensor.Tensor, atLoad []string) (*Model, error) {
 	a, err := archOf(c)
 	if err != nil {
 		return nil, err
 	}
-	m := &Model{Config: c, arch: a, weights: weights}
+	m := &Model{Config: c, arch: a, weights: weights, atLoad: atLoad}
 	g, err := m.graph("decode", func(b *frontend.Builder) { a.decode(b, 1) })
 	if err != nil {
 		return nil, err
@@ -96,7 +103,11 @@ func (m *Model) MaxSeq() int { return m.Config.MaxSeq }
 
 // graph builds one of the model's programs.
 func (m *Model) graph(name string, build func(*frontend.Builder)) (*ir.Graph, error) {
-	g, err := frontend.Build(name, build)
+	var opts []frontend.Option
+	if m.Quant.Bits != 0 {
+		opts = append(opts, frontend.WithQuantizedParams(m.onDevice))
+	}
+	g, err := frontend.Build(name, build, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("lm: building the %s program: %v", name, err)
 	}

@@ -1,23 +1,129 @@
 package lm
 
 import (
+	"slices"
+
 	"github.com/gcomp/gcomp/checkpoint"
+	"github.com/gcomp/gcomp/frontend"
 	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/quant"
 	"github.com/gcomp/gcomp/tensor"
 )
 
-// quantizedWeight turns a quantized linear layer of a checkpoint (GPTQ, AWQ) into the program's
-// weight. For now it dequantizes at load, to the f32 [out, in] weight the programs' matmuls read:
-// the weights are quantized on disk, not yet on the device. This is the one seam a fused
-// dequantize-in-GEMV op replaces (keeping the packed integers and scales as the parameters).
-func quantizedWeight(w *checkpoint.Weight) (*tensor.Tensor, error) {
+// QuantConfig is how the transformer blocks' linear layers (checkpoint.Quantizable) are stored on
+// the device: as the dequantize op's integers, scales and zero points, dequantized inside the
+// GEMV that reads them (docs/fusion.md). Bits 0 is float weights.
+type QuantConfig struct {
+	Bits      int // 8 or 4; 0: float
+	GroupSize int // input channels per scale; -1 (or K or more): one scale per output channel
+}
+
+// group is the dequantize op's group for a layer of k inputs: 0 when the op cannot hold the
+// checkpoint's groups (its groups are whole runs along K, so the size must divide K).
+func (q QuantConfig) group(k int) int {
+	switch {
+	case k == 0:
+		return 0
+	case q.GroupSize == -1 || q.GroupSize >= k:
+		return k
+	case q.GroupSize > 0 && k%q.GroupSize == 0:
+		return q.GroupSize
+	}
+	return 0
+}
+
+// onDevice is the dequantize op's attributes for the parameter name of type t, nil when it is a
+// float parameter: not a quantizable layer, a float model, or a layer dequantized at load.
+func (m *Model) onDevice(name string, t ir.Type) *frontend.Quant {
+	if m.Quant.Bits == 0 || !checkpoint.Quantizable(name) || len(t.Shape) != 2 || slices.Contains(m.atLoad, name) {
+		return nil
+	}
+	g := m.Quant.group(t.Shape[1])
+	if g == 0 || m.Quant.Bits == 4 && t.Shape[1]%2 != 0 {
+		return nil
+	}
+	return &frontend.Quant{Bits: m.Quant.Bits, Group: g, Axis: 1}
+}
+
+// DequantizedAtLoad lists the quantized layers whose weights are f32 on the device: those whose
+// groups the dequantize op cannot hold (act-order's g_idx, a group size that does not divide K).
+func (m *Model) DequantizedAtLoad() []string { return m.atLoad }
+
+// quantizedWeights turns a quantized linear layer of a checkpoint (GPTQ, AWQ) into the program's
+// parameters: NAME_q, NAME_scale and NAME_zero in the dequantize op's layout (docs/ops.md) when
+// its groups are contiguous runs along K as the op's are, else (act-order) the f32 weight NAME
+// dequantized at load, atLoad true.
+func quantizedWeights(w *checkpoint.Weight, qc QuantConfig) (ts map[string]*tensor.Tensor, atLoad bool, err error) {
 	l, err := w.Layer()
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	t := tensor.Empty(ir.T(ir.F32, l.N, l.K))
-	for i, v := range l.Dequantize() {
-		t.F[i] = float64(v)
+	if !contiguousGroups(l, qc) {
+		t := tensor.Empty(ir.T(ir.F32, l.N, l.K))
+		for i, v := range l.Dequantize() {
+			t.F[i] = float64(v)
+		}
+		return map[string]*tensor.Tensor{w.Name: t}, true, nil
 	}
-	return t, nil
+	return opLayout(w.Name, l), false, nil
+}
+
+// contiguousGroups reports whether l's group of input channel k is k / group for the op's group:
+// false with act-order, whose g_idx permutes the channels among the groups.
+func contiguousGroups(l *quant.Layer, qc QuantConfig) bool {
+	g := qc.group(l.K)
+	if l.Bits != qc.Bits || g == 0 || l.Bits == 4 && l.K%2 != 0 || l.G != l.K/g {
+		return false
+	}
+	for k, gi := range l.Group {
+		if int(gi) != k/g {
+			return false
+		}
+	}
+	return true
+}
+
+// opLayout is the canonical layer in the dequantize op's layout: q u8 [N, K] (8 bits) or
+// [N, K/2] with input k in byte k/2's low nibble for even k (4 bits); the f16 scales as f32
+// [N, G], which the op's (q − z)·s computes exactly as Layer.Dequantize does; zeros u8 [N, G].
+func opLayout(name string, l *quant.Layer) map[string]*tensor.Tensor {
+	per := 8 / l.Bits
+	q := tensor.Empty(ir.T(ir.U8, l.N, l.K/per))
+	if per == 1 {
+		for i, v := range l.Q {
+			q.I[i] = int64(v)
+		}
+	} else {
+		for i := range q.I {
+			q.I[i] = int64(l.Q[2*i]) | int64(l.Q[2*i+1])<<4
+		}
+	}
+	s := tensor.Empty(ir.T(ir.F32, l.N, l.G))
+	z := tensor.Empty(ir.T(ir.U8, l.N, l.G))
+	for i := range s.F {
+		s.F[i] = float64(l.Scales[i])
+		z.I[i] = int64(l.Zeros[i])
+	}
+	return map[string]*tensor.Tensor{name + "_q": q, name + "_scale": s, name + "_zero": z}
+}
+
+// WeightStats is what a program's weights take on the device: their bytes, and the model's
+// parameters (a quantized layer's N·K weights, not its integers and scales).
+func WeightStats(g *ir.Graph) (bytes, params int64) {
+	parts := map[*ir.Value]bool{}
+	for _, v := range g.Values {
+		if v.Op == "dequantize" {
+			params += int64(v.Type.Shape.NumElements())
+			for _, a := range v.Args {
+				parts[a] = true
+			}
+		}
+	}
+	for _, p := range g.Params() {
+		bytes += int64(p.Type.Bytes())
+		if !parts[p] {
+			params += int64(p.Type.Shape.NumElements())
+		}
+	}
+	return bytes, params
 }

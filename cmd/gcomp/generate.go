@@ -124,6 +124,9 @@ func generate(dir string, f generateFlags, stdout, stderr io.Writer) error {
 			return fail("token id %d is outside the vocabulary [0, %d)", id, folder.Model.Vocab)
 		}
 	}
+	if at := folder.Model.DequantizedAtLoad(); len(at) > 0 {
+		fmt.Fprintf(stderr, "gcomp generate: note: %d quantized layers with act-order are dequantized at load (f32 on the device)\n", len(at))
+	}
 	e, err := folder.Model.Open(lm.EngineOptions{Device: *f.device, Compiler: copt, NoSimChecks: *f.noSimChecks})
 	if err != nil {
 		return fail("%v", err)
@@ -195,7 +198,7 @@ func generate(dir string, f generateFlags, stdout, stderr io.Writer) error {
 		return fail("%v", err)
 	}
 	if *f.stats {
-		return generateStats(stderr, e, folder.Config, loaded, len(prompt), len(generated), firstToken, decodeTime, stop)
+		return generateStats(stderr, e, folder.Model, folder.Config, loaded, len(prompt), len(generated), firstToken, decodeTime, stop)
 	}
 	return nil
 }
@@ -211,7 +214,7 @@ func logitsArray(rows [][]float32, vocab int) *tensorio.Array {
 	return t.Array()
 }
 
-func generateStats(w io.Writer, e *lm.Engine, cfg *checkpoint.Config, loaded time.Duration, promptLen, n int, prefill, decode time.Duration, stop string) error {
+func generateStats(w io.Writer, e *lm.Engine, m *lm.Model, cfg *checkpoint.Config, loaded time.Duration, promptLen, n int, prefill, decode time.Duration, stop string) error {
 	fmt.Fprintf(w, "model: %s\n", checkpoint.Describe(cfg))
 	fmt.Fprintf(w, "device: %s; loaded and compiled in %s\n", e.Device(), loaded.Round(time.Millisecond))
 	fmt.Fprintf(w, "prefill: %d tokens in %s (%.1f tokens/s), with the first token's choice\n", promptLen, prefill.Round(time.Microsecond), float64(promptLen)/prefill.Seconds())
@@ -222,6 +225,11 @@ func generateStats(w io.Writer, e *lm.Engine, cfg *checkpoint.Config, loaded tim
 	s, err := e.DecodeStats()
 	if err != nil {
 		return fmt.Errorf("gcomp generate: %v", err)
+	}
+	bytes, params := lm.WeightStats(e.DecodeGraph())
+	fmt.Fprintf(w, "weights on the device: %s for %d parameters (%.3f bytes/parameter)\n", bytesText(bytes), params, float64(bytes)/float64(max(params, 1)))
+	if at := m.DequantizedAtLoad(); len(at) > 0 {
+		fmt.Fprintf(w, "dequantized at load (act-order; f32 on the device): %d layers: %s\n", len(at), strings.Join(at, ", "))
 	}
 	fmt.Fprintf(w, "decode step, modeled on one H100 (not a measurement): %d kernels, %s DRAM, %.1f µs as a CUDA graph (%.0f tokens/s); weights and cache alone %.1f µs\n",
 		s.Kernels, bytesText(s.DRAMBytes), s.ModeledGraphTimeUS, 1e6/s.ModeledGraphTimeUS, float64(s.IdealDRAMBytes)/3.35e6)

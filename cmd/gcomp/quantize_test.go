@@ -37,8 +37,13 @@ func TestQuantizeCommand(t *testing.T) {
 	}
 	ids := filepath.Join(base, "ids.json")
 	var so, se bytes.Buffer
-	if code := Main([]string{"generate", out, "--prompt-ids", "1,5,9", "--device", "ref", "--temperature", "0", "--max-new-tokens", "4", "--ids-out", ids}, &so, &se); code != 0 {
+	if code := Main([]string{"generate", out, "--prompt-ids", "1,5,9", "--device", "ref", "--temperature", "0", "--max-new-tokens", "4", "--ids-out", ids, "--stats"}, &so, &se); code != 0 {
 		t.Fatalf("generate from the quantized folder: exit %d: %s", code, se.String())
+	}
+	// The 14 int4 layers' 61,440 weights are half a byte each, with an f32 scale and a u8 zero for
+	// each of their 1,920 groups of 32 (9,600 B); the embeddings, lm_head and norms' 41,280 are f32.
+	if want := "weights on the device: 205440 B for 102720 parameters (2.000 bytes/parameter)"; !strings.Contains(se.String(), want) || strings.Contains(se.String(), "dequantized at load") {
+		t.Fatalf("--stats: %s", se.String())
 	}
 	var got struct {
 		Generated []int `json:"generated_ids"`
