@@ -20,3 +20,17 @@ func Require(t testing.TB) string {
 	t.Skipf("SKIPPING: NO PTXAS: %v (set GCOMP_REQUIRE_PTXAS=1 to make this a failure)", err)
 	return ""
 }
+
+// Require12 is Require for CUDA 12.4's ptxas (Find12); make tools fetches it.
+func Require12(t testing.TB) string {
+	t.Helper()
+	p, err := Find12()
+	if err == nil {
+		return p
+	}
+	if os.Getenv("GCOMP_REQUIRE_PTXAS") == "1" {
+		t.Fatalf("GCOMP_REQUIRE_PTXAS=1 but %v", err)
+	}
+	t.Skipf("SKIPPING: NO PTXAS 12.4: %v (set GCOMP_REQUIRE_PTXAS=1 to make this a failure)", err)
+	return ""
+}
