@@ -99,6 +99,8 @@ func init() {
 				"have the same shape and the branches the same type. The unselected branch never matters (a NaN there does not propagate)."},
 		&Op{Name: "cast", Arity: 1, Class: Elementwise, Attrs: []AttrSpec{{"to", AttrDType, false}}, Infer: inferCast, Eval: evalCast,
 			Doc: "Converts to dtype `to`. float→float and int→float round to nearest even (once, from the exact value; out of range gives ±inf). " +
+				"To f8e4m3/f8e5m2 the rounding saturates as PTX's cvt.rn.satfinite does: beyond the largest finite (448, 57344), ±inf included, " +
+				"gives the largest finite of that sign, and NaN stays NaN; from fp8 every conversion to a wider float is exact. " +
 				"float→int truncates toward zero, NaN becomes 0, and values beyond the int's range saturate to its min or max " +
 				"(our definition, matching PTX cvt.rzi.sat; C leaves it undefined). int→int wraps (two's complement). " +
 				"Anything→bool is x != 0 (so NaN → true); bool→number is 0 or 1."},
