@@ -552,6 +552,9 @@ func memClass(store bool, sp space) Class {
 
 func (d *decoder) cvt() error {
 	in, o, args := d.in, d.o, d.pi.Args
+	if fp := o.oneOf("e4m3x2", "e5m2x2"); fp != "" {
+		return d.cvtFP8(fp)
+	}
 	in.rnd = o.rounding()
 	for _, p := range []string{"rni", "rzi", "rmi", "rpi"} {
 		for _, q := range o.parts {
