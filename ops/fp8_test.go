@@ -59,11 +59,20 @@ func TestFP8IsStorage(t *testing.T) {
 		{"transpose", []ir.Type{x}, ir.Attrs{"perm": []int{1, 0}}, ""},
 		{"reshape", []ir.Type{x}, ir.Attrs{"shape": []int{6}}, ""},
 		{"cast", []ir.Type{x}, ir.Attrs{"to": ir.F8E5M2}, ""},
+		{"dot_general", []ir.Type{x, ir.T(ir.F8E5M2, 3, 4)}, ir.Attrs{"lhs_contract": []int{1}, "rhs_contract": []int{0}}, "operand dtypes differ"},
+		{"conv2d", []ir.Type{ir.T(ir.F8E4M3, 1, 1, 3, 3), ir.T(ir.F8E4M3, 1, 1, 1, 1)}, nil, "f8e4m3"},
 	} {
 		_, err := Infer(c.op, c.args, c.a)
 		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
 			t.Errorf("%s(%v): %v, want %q", c.op, c.args, err, c.want)
 		}
+	}
+	// dot_general over fp8 gives f16: the sum of exact products rounded once (448² − 448² + 2⁻¹⁸).
+	a := tensor.FromFloats(ir.T(ir.F8E4M3, 1, 3), []float64{448, 448, 0x1p-9})
+	b := tensor.FromFloats(ir.T(ir.F8E4M3, 3, 1), []float64{448, -448, 0x1p-9})
+	got, err := apply("dot_general", ir.Attrs{"lhs_contract": []int{1}, "rhs_contract": []int{0}}, a, b)
+	if err != nil || got.Type.String() != "f16[1,1]" || got.F[0] != 0x1p-18 {
+		t.Errorf("dot_general over f8e4m3: %v %v", got, err)
 	}
 	if !math.IsNaN(tensor.RoundFloat(ir.F8E4M3, math.NaN())) {
 		t.Error("NaN does not survive rounding to f8e4m3")
