@@ -1474,6 +1474,7 @@ func (d *decoder) ldmatrix() error {
 const (
 	mmaM16N8K16 uint8 = iota
 	mmaM16N8K8
+	mmaM16N8K32 // fp8 operands (fp8mma.go)
 )
 
 func (d *decoder) mma() error {
@@ -1482,7 +1483,9 @@ func (d *decoder) mma() error {
 	if !o.has("sync") || !o.has("row") || !o.has("col") {
 		return fmt.Errorf("only mma.sync.aligned.*.row.col is supported")
 	}
-	switch o.oneOf("m16n8k16", "m16n8k8") {
+	switch o.oneOf("m16n8k16", "m16n8k8", "m16n8k32") {
+	case "m16n8k32":
+		return d.mmaFP8()
 	case "m16n8k16":
 		in.flag = mmaM16N8K16
 	case "m16n8k8":
