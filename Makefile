@@ -23,7 +23,8 @@ gcomp:
 demo: gcomp
 	$(GO) run ./examples/demo
 
-# tools fetches NVIDIA's ptxas (and the driver library) into .cache/cuda, libNVVM into
+# tools fetches NVIDIA's ptxas (and the driver library) into .cache/cuda, CUDA 12.4's ptxas
+# (sm_89's fp8, sm_90a) into .cache/cuda12, libNVVM into
 # .cache/nvvm, ONNX's node test suite (Debian's libonnx-testdata) into .cache/onnx-testdata,
 # LLVM 14's llvm-as and llc into .cache/llvm and GPT-2's and Llama's tokenizer vocabularies (npm
 # packages) into .cache/tokenizers; idempotent.
@@ -32,6 +33,9 @@ tools:
 	@sh scripts/fetch-cuda-tools.sh $(CUDA_DIR) >/dev/null || { \
 	  if [ -n "$$GCOMP_REQUIRE_PTXAS" ]; then echo "could not fetch ptxas" >&2; exit 1; fi; \
 	  echo "warning: could not fetch ptxas; tests that assemble PTX will skip" >&2; }
+	@sh scripts/fetch-cuda-tools.sh --cuda12 >/dev/null || { \
+	  if [ -n "$$GCOMP_REQUIRE_PTXAS" ]; then echo "could not fetch ptxas 12.4" >&2; exit 1; fi; \
+	  echo "warning: could not fetch ptxas 12.4; tests that assemble fp8 kernels for sm_89 will skip" >&2; }
 	@sh scripts/fetch-cuda-tools.sh --nvrtc >/dev/null || { [ -z "$$GCOMP_REQUIRE_PTXAS" ] || exit 1; echo "warning: could not fetch NVRTC; custom-op tests skip" >&2; }
 	@sh scripts/fetch-onnx-testdata.sh >/dev/null || { \
 	  if [ -n "$$GCOMP_REQUIRE_PTXAS" ]; then echo "could not fetch ONNX's test data" >&2; exit 1; fi; \

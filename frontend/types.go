@@ -17,6 +17,10 @@ const (
 	I8   = ir.I8
 	U8   = ir.U8
 	Bool = ir.Bool
+	// F8E4M3 and F8E5M2 are storage types (docs/ir.md): x.Cast(F8E4M3) and back, movement ops and
+	// Matmul of two fp8 tensors (an F16 result) take them; compute in F16 or F32.
+	F8E4M3 = ir.F8E4M3
+	F8E5M2 = ir.F8E5M2
 )
 
 // Type is a tensor type: dtype and static shape (an alias of ir.Type).

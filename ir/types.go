@@ -24,15 +24,20 @@ const (
 	I8
 	U8
 	Bool
+	// F8E4M3 and F8E5M2 are the 8-bit floats of OCP's OFP8 and NVIDIA's sm_89/sm_90: storage types
+	// that ops cast to and from (and move), never compute in. E4M3: bias 7, no infinities,
+	// S.1111.111 is NaN, largest finite 448. E5M2: bias 15, IEEE-like (±inf, NaNs), largest 57344.
+	F8E4M3
+	F8E5M2
 )
 
 var dtypeNames = [...]string{Invalid: "invalid", F32: "f32", F16: "f16", BF16: "bf16", F64: "f64",
-	I32: "i32", I64: "i64", I8: "i8", U8: "u8", Bool: "bool"}
+	I32: "i32", I64: "i64", I8: "i8", U8: "u8", Bool: "bool", F8E4M3: "f8e4m3", F8E5M2: "f8e5m2"}
 
-var dtypeSizes = [...]int{F32: 4, F16: 2, BF16: 2, F64: 8, I32: 4, I64: 8, I8: 1, U8: 1, Bool: 1}
+var dtypeSizes = [...]int{F32: 4, F16: 2, BF16: 2, F64: 8, I32: 4, I64: 8, I8: 1, U8: 1, Bool: 1, F8E4M3: 1, F8E5M2: 1}
 
 // DTypes lists every valid element type, in declaration order.
-var DTypes = []DType{F32, F16, BF16, F64, I32, I64, I8, U8, Bool}
+var DTypes = []DType{F32, F16, BF16, F64, I32, I64, I8, U8, Bool, F8E4M3, F8E5M2}
 
 func (d DType) String() string {
 	if int(d) < len(dtypeNames) {
@@ -60,7 +65,10 @@ func (d DType) Size() int {
 }
 
 // IsFloat reports whether d is a floating-point type.
-func (d DType) IsFloat() bool { return d == F32 || d == F16 || d == BF16 || d == F64 }
+func (d DType) IsFloat() bool { return d == F32 || d == F16 || d == BF16 || d == F64 || d.IsFP8() }
+
+// IsFP8 reports whether d is one of the 8-bit float storage types.
+func (d DType) IsFP8() bool { return d == F8E4M3 || d == F8E5M2 }
 
 // IsInt reports whether d is an integer type (bool is not).
 func (d DType) IsInt() bool { return d == I32 || d == I64 || d == I8 || d == U8 }
@@ -81,7 +89,7 @@ func (d DType) IntLimits() (lo, hi int64) {
 }
 
 // Valid reports whether d is one of DTypes.
-func (d DType) Valid() bool { return d > Invalid && d <= Bool }
+func (d DType) Valid() bool { return d > Invalid && d <= F8E5M2 }
 
 // Shape is a static tensor shape. A scalar has the empty shape.
 type Shape []int

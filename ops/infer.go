@@ -249,7 +249,7 @@ func inferDot(args []ir.Type, a ir.Attrs) (ir.Type, error) {
 	if l.DType != r.DType {
 		return ir.Type{}, errf("operand dtypes differ: %s and %s", l, r)
 	}
-	if err := numeric.want(l); err != nil {
+	if err := numeric.want(l); err != nil && !l.DType.IsFP8() {
 		return ir.Type{}, err
 	}
 	d, err := dotSpec(l, r, a)
@@ -266,7 +266,7 @@ func inferDot(args []ir.Type, a ir.Attrs) (ir.Type, error) {
 	for _, i := range d.rf {
 		out = append(out, r.Shape[i])
 	}
-	return ir.Type{DType: l.DType, Shape: out}, nil
+	return ir.Type{DType: dotResult(l.DType), Shape: out}, nil
 }
 
 // convGeom is a checked 2-D window geometry (conv2d and pooling), per spatial axis.

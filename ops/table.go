@@ -99,6 +99,8 @@ func init() {
 				"have the same shape and the branches the same type. The unselected branch never matters (a NaN there does not propagate)."},
 		&Op{Name: "cast", Arity: 1, Class: Elementwise, Attrs: []AttrSpec{{"to", AttrDType, false}}, Infer: inferCast, Eval: evalCast,
 			Doc: "Converts to dtype `to`. float→float and int→float round to nearest even (once, from the exact value; out of range gives ±inf). " +
+				"To f8e4m3/f8e5m2 the rounding saturates as PTX's cvt.rn.satfinite does: beyond the largest finite (448, 57344), ±inf included, " +
+				"gives the largest finite of that sign, and NaN stays NaN; from fp8 every conversion to a wider float is exact. " +
 				"float→int truncates toward zero, NaN becomes 0, and values beyond the int's range saturate to its min or max " +
 				"(our definition, matching PTX cvt.rzi.sat; C leaves it undefined). int→int wraps (two's complement). " +
 				"Anything→bool is x != 0 (so NaN → true); bool→number is 0 or 1."},
@@ -119,7 +121,9 @@ func init() {
 			Doc: "StableHLO dot_general: lhs_batch[i] pairs with rhs_batch[i], lhs_contract[i] with rhs_contract[i] (sizes must agree; " +
 				"absent lists are empty). Result dims: batch dims (in lhs_batch order), then lhs free dims, then rhs free dims, each in order. " +
 				"Operands have one numeric dtype. Each result is Σ lhs·rhs over the contracting index, flattened row-major in " +
-				"lhs_contract order, summed in ascending order in float64 from +0 and rounded once (integers: wrapping int64)."},
+				"lhs_contract order, summed in ascending order in float64 from +0 and rounded once (integers: wrapping int64). " +
+				"fp8 operands (both f8e4m3 or both f8e5m2) give an f16 result; the compiler runs it as the f16 GEMM of the operands cast to f16 " +
+				"(exact), the fp8 pass; a per-tensor or per-row scale is a mul before or after."},
 		&Op{Name: "conv2d", Arity: 2, Class: Contraction, Infer: inferConv, Eval: evalConv,
 			Attrs: []AttrSpec{{"stride", AttrInts, true}, {"padding", AttrInts, true}, {"dilation", AttrInts, true}, {"groups", AttrInt, true}},
 			Doc: "PyTorch conv2d without bias: x[N,C,H,W], w[O,C/groups,KH,KW] → [N,O,OH,OW], OH = ⌊(H+2·pad−dil·(KH−1)−1)/stride⌋+1. " +

@@ -40,6 +40,7 @@ var passes = [...]pass{
 	{name: "simplify", fn: graphPass(simplify), stage: "graph", doc: "exact algebraic identities: x*1, -(-x), transpose∘transpose, ..."},
 	{name: "cse", fn: graphPass(commonSubexpressions), stage: "graph", doc: "merges values computing the same op on the same operands"},
 	{name: "late-dce", fn: graphPass(deadCode), stage: "graph", doc: "removes what simplify and cse left unused"},
+	{name: "fp8", fn: graphPass(lowerFP8Dots), required: true, stage: "graph", doc: "runs dot_general over fp8 operands as the f16 GEMM of their exact f16 casts"},
 	{name: "attention", fn: graphPass(findAttention), stage: "graph", doc: "replaces scaled dot-product attention's decomposition by one attention op, which never materializes the scores"},
 	{name: "fuse", fn: fusePass, stage: "kernels", doc: "groups ops into kernels (docs/fusion.md); disabled: one kernel per op"},
 	{name: "schedule", fn: schedulePass, stage: "kernels", doc: "orders kernels to lower peak live memory"},
@@ -51,6 +52,8 @@ var passes = [...]pass{
 
 // passOrder lists constraints on the order of passes: a runs before b, for the reason given.
 var passOrder = [...]struct{ a, b, why string }{
+	{"fp8", "attention", "the matcher sees the f16 contractions fp8 ones become"},
+	{"fp8", "fuse", "code generation has no fp8 contraction: fusion must see the f16 one"},
 	{"fold", "simplify", "simplify recognizes the splat constants that folding produces (x * broadcast(1) → x)"},
 	{"fold", "cse", "folding creates equal constants for cse to merge"},
 	{"simplify", "cse", "simplification rewrites values into equal forms"},

@@ -1,24 +1,35 @@
 #!/bin/sh
-# debian-fetch.sh [--download] COMPONENT DIR PKG...
+# debian-fetch.sh [--download] [--suite SUITE] COMPONENT DIR PKG...
 #
 # The apt recipe every fetch script shares: downloads the packages PKG... from
-# Debian bookworm's COMPONENT (main or non-free) and unpacks them into DIR with
+# Debian SUITE's (default bookworm) COMPONENT (main or non-free) and unpacks them into DIR with
 # dpkg -x. Nothing outside DIR is changed: apt runs with its own sources, lists
 # and cache under DIR/apt (a machine whose apt has no bookworm lists, or none
 # at all, still works; apt-get update still runs the hooks the machine's apt
 # configuration defines, which on Debian only clear apt's own regenerable
 # caches), and nothing is installed. With --download the .debs are left in
 # DIR/apt/debs instead, for the caller to take files from. Needs apt-get and
-# dpkg (any Debian or Ubuntu machine).
+# dpkg (any Debian or Ubuntu machine). --suite trixie reaches CUDA 12.4's
+# packages (ptxas for sm_89/sm_90a).
 set -eu
 
 unpack=1
-if [ "${1:-}" = --download ]; then
-	unpack=
-	shift
-fi
+suite=bookworm
+while :; do
+	case "${1:-}" in
+	--download)
+		unpack=
+		shift
+		;;
+	--suite)
+		suite=$2
+		shift 2
+		;;
+	*) break ;;
+	esac
+done
 if [ $# -lt 3 ]; then
-	echo "usage: debian-fetch.sh [--download] COMPONENT DIR PKG..." >&2
+	echo "usage: debian-fetch.sh [--download] [--suite SUITE] COMPONENT DIR PKG..." >&2
 	exit 2
 fi
 component=$1
@@ -30,7 +41,7 @@ mkdir -p "$state/lists/partial" "$state/cache/archives/partial" "$state/debs"
 cat >"$state/$component.sources" <<SRC
 Types: deb
 URIs: http://deb.debian.org/debian
-Suites: bookworm
+Suites: $suite
 Components: $component
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 SRC
@@ -45,7 +56,7 @@ apt() {
 		"$@"
 }
 
-echo "debian-fetch: updating bookworm $component package lists in $state" >&2
+echo "debian-fetch: updating $suite $component package lists in $state" >&2
 apt update >&2
 
 echo "debian-fetch: downloading $*" >&2

@@ -3,6 +3,7 @@
 # fetch-cuda-tools.sh --dev [DIR]
 # fetch-cuda-tools.sh --nvvm [DIR]
 # fetch-cuda-tools.sh --nvrtc [DIR]
+# fetch-cuda-tools.sh --cuda12 [DIR]
 #
 # Fetches NVIDIA's PTX tools (ptxas, cuobjdump, nvdisasm) and the CUDA driver
 # library (libcuda.so.1) from Debian bookworm's non-free component and unpacks
@@ -26,19 +27,24 @@
 # libnvrtc11.2 and libnvrtc-builtins11.8 packages into DIR (default
 # .cache/nvrtc); codegen/nvrtc compiles the CUDA C of custom ops with them.
 #
+# With --cuda12 it fetches CUDA 12.4's ptxas, nvdisasm and cuobjdump from
+# Debian trixie's non-free nvidia-cuda-toolkit (an 87 MB download of which only
+# those three binaries are kept, in DIR/bin; default DIR .cache/cuda12). They
+# know the targets CUDA 11.8's do not: sm_89 (fp8 cvt and mma) and sm_90a.
+#
 # Idempotent: when DIR already holds a working ptxas (with --dev: both files)
 # the script only prints where it is. Needs apt-get and dpkg (any Debian or
 # Ubuntu machine); running as root is not required but apt-get may want it for
 # its lock files.
 #
 # Prints the path of ptxas (with --dev: DIR; with --nvvm: libnvvm.so.4; with
-# --nvrtc: libnvrtc.so.11.2) on its last line.
+# --nvrtc: libnvrtc.so.11.2; with --cuda12: DIR/bin/ptxas) on its last line.
 set -eu
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 mode=tools
 case "${1:-}" in
---dev | --nvvm | --nvrtc)
+--dev | --nvvm | --nvrtc | --cuda12)
 	mode=${1#--}
 	shift
 	;;
@@ -49,6 +55,8 @@ elif [ "$mode" = nvvm ]; then
 	dir=${1:-$root/.cache/nvvm}
 elif [ "$mode" = nvrtc ]; then
 	dir=${1:-$root/.cache/nvrtc}
+elif [ "$mode" = cuda12 ]; then
+	dir=${1:-$root/.cache/cuda12}
 else
 	dir=${1:-$root/.cache/cuda}
 fi
@@ -58,7 +66,15 @@ dir=$(cd "$dir" && pwd)
 ptxas=$dir/usr/bin/ptxas
 stamp=$dir/.fetched
 
-if [ "$mode" = dev ]; then
+if [ "$mode" = cuda12 ]; then
+	ptxas=$dir/bin/ptxas
+	if [ -f "$stamp" ] && [ -x "$ptxas" ] && "$ptxas" --version >/dev/null 2>&1; then
+		echo "$ptxas"
+		exit 0
+	fi
+	# trixie packages ptxas only inside the whole toolkit.
+	pkgs="nvidia-cuda-toolkit"
+elif [ "$mode" = dev ]; then
 	if [ -f "$stamp" ] && [ -s "$dir/include/cuda.h" ] && [ -s "$dir/lib/libcuda.so" ]; then
 		echo "$dir"
 		exit 0
@@ -100,10 +116,41 @@ else
 fi
 
 state=$dir/apt
-if [ "$mode" = dev ]; then
+if [ "$mode" = cuda12 ]; then
+	sh "$root/scripts/debian-fetch.sh" --download --suite trixie non-free "$dir" $pkgs
+elif [ "$mode" = dev ]; then
 	sh "$root/scripts/debian-fetch.sh" --download non-free "$dir" $pkgs
 else
 	sh "$root/scripts/debian-fetch.sh" non-free "$dir" $pkgs
+fi
+
+if [ "$mode" = cuda12 ]; then
+	deb=$(ls "$state"/debs/*.deb)
+	tmp=$dir/unpack
+	rm -rf "$tmp"
+	mkdir -p "$tmp" "$dir/bin"
+	echo "fetch-cuda-tools: extracting ptxas and cuobjdump from $(basename "$deb")" >&2
+	dpkg-deb --fsys-tarfile "$deb" |
+		tar -x -C "$tmp" --wildcards '*/ptxas' '*/cuobjdump'
+	for t in ptxas cuobjdump; do
+		# /usr/bin may hold a symlink into /usr/lib/nvidia-cuda-toolkit/bin.
+		f=$(find "$tmp" -name "$t" -type f | head -n 1)
+		if [ -z "$f" ]; then
+			echo "fetch-cuda-tools: $(basename "$deb") lacks $t" >&2
+			exit 1
+		fi
+		cp "$f" "$dir/bin/$t"
+		chmod 755 "$dir/bin/$t"
+	done
+	rm -rf "$tmp" "$state"/debs/*.deb
+	if ! "$ptxas" --version >/dev/null 2>&1; then
+		echo "fetch-cuda-tools: $ptxas does not run; ldd says:" >&2
+		ldd "$ptxas" >&2 || true
+		exit 1
+	fi
+	touch "$stamp"
+	echo "$ptxas"
+	exit 0
 fi
 
 if [ "$mode" = dev ]; then

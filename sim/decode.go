@@ -552,6 +552,9 @@ func memClass(store bool, sp space) Class {
 
 func (d *decoder) cvt() error {
 	in, o, args := d.in, d.o, d.pi.Args
+	if fp := o.oneOf("e4m3x2", "e5m2x2"); fp != "" {
+		return d.cvtFP8(fp)
+	}
 	in.rnd = o.rounding()
 	for _, p := range []string{"rni", "rzi", "rmi", "rpi"} {
 		for _, q := range o.parts {
@@ -1471,6 +1474,7 @@ func (d *decoder) ldmatrix() error {
 const (
 	mmaM16N8K16 uint8 = iota
 	mmaM16N8K8
+	mmaM16N8K32 // fp8 operands (fp8mma.go)
 )
 
 func (d *decoder) mma() error {
@@ -1479,7 +1483,9 @@ func (d *decoder) mma() error {
 	if !o.has("sync") || !o.has("row") || !o.has("col") {
 		return fmt.Errorf("only mma.sync.aligned.*.row.col is supported")
 	}
-	switch o.oneOf("m16n8k16", "m16n8k8") {
+	switch o.oneOf("m16n8k16", "m16n8k8", "m16n8k32") {
+	case "m16n8k32":
+		return d.mmaFP8()
 	case "m16n8k16":
 		in.flag = mmaM16N8K16
 	case "m16n8k8":

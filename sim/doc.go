@@ -49,7 +49,10 @@
 // rounded to odd in float64 and rounded once more to the target format.
 // Approximate instructions (ex2, lg2, sin, cos, rsqrt, tanh .approx) return
 // the correctly rounded value, which is within the ISA's error bound.
-// mma sums exact products in float64 and rounds once.
+// mma sums exact products in float64 and rounds once (the fp8 shape,
+// m16n8k32 over .e4m3/.e5m2, too: hardware may accumulate more narrowly).
+// The fp8 cvt forms (.e4m3x2, .e5m2x2) round to nearest even with .satfinite
+// and widen exactly, as the PTX ISA defines them (fp8.go).
 //
 // Warp collectives. shfl.sync, vote.sync, match.sync, redux.sync and
 // bar.warp.sync (__syncwarp) wait for their membermask: lanes that arrive
@@ -88,7 +91,7 @@
 // counters whatever the number of workers.
 //
 // Limitations: recursion and indirect calls, textures and surfaces, wgmma,
-// TMA and mbarrier, integer and fp8 mma shapes, packed setp, sad, dp4a and
+// TMA and mbarrier, integer mma shapes, packed setp, sad, dp4a and
 // dp2a are reported as unsupported at load time with the instruction's
 // line. A warp in which one lane spins waiting for another
 // lane of the same warp can starve under lowest-PC-first scheduling; such

@@ -105,6 +105,10 @@ func elem(w *warp, regs []opnd, lane, i int, t ptype) float64 {
 // mma computes D = A*B + C for one warp. Products are exact in float64 and
 // summed there; the result is rounded once to the accumulator type.
 func (w *warp) mma(in *inst, exec uint32) error {
+	if in.flag == mmaM16N8K32 {
+		w.mmaFP8(in)
+		return nil
+	}
 	na, nb := int(in.n>>4), int(in.n&15)
 	dt, at := in.t, in.t2
 	ct := in.t3

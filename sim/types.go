@@ -26,6 +26,8 @@ const (
 	tTF32
 	tF32
 	tF64
+	tE4M3 // fp8 mma operands only (fp8mma.go); no register or memory type
+	tE5M2
 )
 
 var typeByName = map[string]ptype{

@@ -74,6 +74,8 @@ func RoundFloat(d ir.DType, f float64) float64 {
 		return F16ToFloat(FloatToF16(f))
 	case ir.BF16:
 		return BF16ToFloat(FloatToBF16(f))
+	case ir.F8E4M3, ir.F8E5M2:
+		return FP8ToFloat(d, FloatToFP8(d, f))
 	}
 	return f
 }
@@ -118,6 +120,8 @@ func (x *Tensor) Bytes() []byte {
 			binary.LittleEndian.PutUint64(b, uint64(x.I[i]))
 		case ir.I8, ir.U8, ir.Bool:
 			b[0] = byte(x.I[i])
+		case ir.F8E4M3, ir.F8E5M2:
+			b[0] = fp8Bits(d, x.F[i])
 		}
 	}
 	return out
@@ -152,6 +156,8 @@ func FromBytes(t ir.Type, data []byte) (*Tensor, error) {
 			x.I[i] = int64(int8(b[0]))
 		case ir.U8:
 			x.I[i] = int64(b[0])
+		case ir.F8E4M3, ir.F8E5M2:
+			x.F[i] = FP8ToFloat(t.DType, b[0])
 		case ir.Bool:
 			if b[0] > 1 {
 				return nil, fmt.Errorf("tensor: bool element %d has byte value %d, want 0 or 1", i, b[0])

@@ -9,7 +9,7 @@ import (
 // little-endian and in C order. len(Data) is the product of Shape times the
 // dtype size; an empty Shape is a scalar with one element.
 type Array struct {
-	DType string // "f32","f16","bf16","f64","i32","u32","i64","i8","u8","bool"
+	DType string // "f32","f16","bf16","f64","i32","u32","i64","i8","u8","bool","f8e4m3","f8e5m2"
 	Shape []int
 	Data  []byte // little-endian, C order, len = numel*size
 }
@@ -35,6 +35,8 @@ var dtypes = []dtypeInfo{
 	{"i8", 1, "i1", "I8"},
 	{"u8", 1, "u1", "U8"},
 	{"bool", 1, "b1", "BOOL"},
+	{"f8e4m3", 1, "", "F8_E4M3"},
+	{"f8e5m2", 1, "", "F8_E5M2"},
 }
 
 // lookup returns the row whose field (selected by key) equals s.

@@ -288,7 +288,7 @@ func TestFortranToC(t *testing.T) {
 }
 
 func TestDTypeSize(t *testing.T) {
-	want := map[string]int{"f32": 4, "f16": 2, "bf16": 2, "f64": 8, "i32": 4, "u32": 4, "i64": 8, "i8": 1, "u8": 1, "bool": 1}
+	want := map[string]int{"f32": 4, "f16": 2, "bf16": 2, "f64": 8, "i32": 4, "u32": 4, "i64": 8, "i8": 1, "u8": 1, "bool": 1, "f8e4m3": 1, "f8e5m2": 1}
 	for name, size := range want {
 		if got, ok := DTypeSize(name); !ok || got != size {
 			t.Errorf("DTypeSize(%q) = %d, %v; want %d", name, got, ok, size)

@@ -130,10 +130,11 @@ func writeRunOutputs(dir string, in, outs map[string]*tensor.Tensor, f runFiles,
 	return nil
 }
 
-// npyArray is t as a NumPy file can hold it: NumPy has no bfloat16, so a bf16 tensor widens to
-// f32, which holds every bf16 value exactly (torch.from_numpy(a).bfloat16() gives it back).
+// npyArray is t as a NumPy file can hold it: NumPy has no bfloat16 and no fp8, so a bf16, f8e4m3
+// or f8e5m2 tensor widens to f32, which holds every value of theirs exactly
+// (torch.from_numpy(a).bfloat16() gives it back).
 func npyArray(name string, t *tensor.Tensor, stderr io.Writer) *tensorio.Array {
-	if t.Type.DType != ir.BF16 {
+	if d := t.Type.DType; d != ir.BF16 && !d.IsFP8() {
 		return t.Array()
 	}
 	fmt.Fprintf(stderr, "gcomp: %s is %s, which NumPy lacks: written as f32 (exactly)\n", name, t.Type)

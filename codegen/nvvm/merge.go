@@ -3,6 +3,7 @@ package nvvm
 import (
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/gcomp/gcomp/codegen/ptx"
@@ -131,6 +132,8 @@ func MergePTX(modules []string, keep func(entry string) bool) (string, error) {
 		}
 		if mi == 0 {
 			out.WriteString(header)
+		} else {
+			newerVersion(&out, header)
 		}
 		for _, it := range items {
 			if strings.HasPrefix(it.key, "entry ") && keep != nil && !keep(it.name) {
@@ -154,6 +157,28 @@ func MergePTX(modules []string, keep func(entry string) bool) (string, error) {
 		out.WriteString(it.text)
 	}
 	return out.String(), nil
+}
+
+var versionLine = regexp.MustCompile(`(?m)^\.version (\d+)\.(\d+)$`)
+
+// newerVersion raises the .version of the header written to out to header's when that is newer:
+// codegen/ptx's fp8 kernels for sm_89 declare PTX ISA 8.1, libNVVM 11.8's modules 7.8.
+func newerVersion(out *strings.Builder, header string) {
+	m := versionLine.FindStringSubmatch(header)
+	cur := versionLine.FindStringSubmatch(out.String())
+	if m == nil || cur == nil {
+		return
+	}
+	num := func(s []string) int {
+		major, _ := strconv.Atoi(s[1])
+		minor, _ := strconv.Atoi(s[2])
+		return major*100 + minor
+	}
+	if num(m) > num(cur) {
+		s := strings.Replace(out.String(), cur[0], m[0], 1)
+		out.Reset()
+		out.WriteString(s)
+	}
 }
 
 // used drops the functions and variables of items that no other item refers to, until none is

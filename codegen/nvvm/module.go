@@ -53,6 +53,9 @@ func build(kernels []ptx.Kernel, t ptx.Target) (*module, []ptx.Launch, error) {
 	var annotations []metadata.Node
 	var launches []ptx.Launch
 	for _, k := range kernels {
+		if err := refuseFP8(k, t); err != nil {
+			return nil, nil, err
+		}
 		f, l, err := md.kernel(k, t)
 		if err != nil {
 			return nil, nil, err

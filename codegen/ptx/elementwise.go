@@ -28,6 +28,8 @@ func (e *emitter) round(v val) val {
 		h := e.b.reg(rB16)
 		e.b.ins("cvt.rn."+halfName(v.dt)+".f32", h, e.reg(v))
 		return e.widenHalf(v.dt, h)
+	case ir.F8E4M3, ir.F8E5M2:
+		return e.widenFP8(v.dt, e.narrowFP8(v.dt, e.reg(v)))
 	case ir.I8:
 		return e.op(v.dt, "cvt.s32.s8", e.reg(v))
 	case ir.U8:

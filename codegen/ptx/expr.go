@@ -191,6 +191,8 @@ func (g *gen) fromMem(d ir.DType, r string) val {
 	switch d {
 	case ir.F16, ir.BF16:
 		return g.e.widenHalf(d, r)
+	case ir.F8E4M3, ir.F8E5M2:
+		return g.e.fp8FromMem(d, r)
 	case ir.Bool:
 		p := g.e.b.reg(rPred)
 		g.e.b.ins("setp.ne.u32", p, r, "0")
@@ -204,6 +206,8 @@ func (g *gen) toMem(v val) string {
 	switch v.dt {
 	case ir.F16, ir.BF16:
 		return g.e.narrowHalf(v)
+	case ir.F8E4M3, ir.F8E5M2:
+		return g.e.fp8ToMem(v)
 	case ir.Bool:
 		return g.e.boolToInt(v).r
 	}

@@ -18,7 +18,7 @@ type val struct {
 
 func classOf(d ir.DType) regClass {
 	switch d {
-	case ir.F32, ir.F16, ir.BF16:
+	case ir.F32, ir.F16, ir.BF16, ir.F8E4M3, ir.F8E5M2:
 		return rF32
 	case ir.F64:
 		return rF64
@@ -33,7 +33,7 @@ func classOf(d ir.DType) regClass {
 // arith is the PTX type suffix arithmetic on a dtype's register uses.
 func arith(d ir.DType) string {
 	switch d {
-	case ir.F32, ir.F16, ir.BF16:
+	case ir.F32, ir.F16, ir.BF16, ir.F8E4M3, ir.F8E5M2:
 		return "f32"
 	case ir.F64:
 		return "f64"
@@ -68,7 +68,7 @@ func memType(d ir.DType) string {
 	case ir.I8:
 		return "s8"
 	}
-	return "u8" // u8, bool
+	return "u8" // u8, bool, f8e4m3, f8e5m2
 }
 
 // memClass is the register class ld/st use for one element in memory.
@@ -76,7 +76,7 @@ func memClass(d ir.DType) regClass {
 	switch d {
 	case ir.F16, ir.BF16:
 		return rB16
-	case ir.Bool:
+	case ir.Bool, ir.F8E4M3, ir.F8E5M2:
 		return rU32
 	}
 	return classOf(d)
@@ -86,7 +86,7 @@ func memClass(d ir.DType) regClass {
 // the limits arrive as ±2^63, of which +2^63 stands for MaxInt64, see exactInt).
 func (e *emitter) constVal(d ir.DType, f float64) val {
 	switch d {
-	case ir.F32, ir.F16, ir.BF16:
+	case ir.F32, ir.F16, ir.BF16, ir.F8E4M3, ir.F8E5M2:
 		return val{d, immF32(f)}
 	case ir.F64:
 		return val{d, immF64(f)}

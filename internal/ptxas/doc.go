@@ -9,4 +9,10 @@
 // root (where scripts/fetch-cuda-tools.sh unpacks it), then PATH. Tests call
 // Require, which skips when ptxas is missing unless GCOMP_REQUIRE_PTXAS=1
 // demands it (as CI does).
+//
+// CUDA 11.8's ptxas stops at PTX ISA 7.8. Find12 locates CUDA 12.4's
+// ($GCOMP_PTXAS12, then .cache/cuda12, fetched by fetch-cuda-tools.sh
+// --cuda12), which Assemble uses for what only it knows: sm_89 (whose fp8 cvt
+// needs PTX ISA 8.1), sm_90a and PTX above 7.8 (Needs12). Require12 is its
+// Require.
 package ptxas

@@ -49,18 +49,40 @@ var cacheDirs = []string{".cache/cuda/usr/bin", ".cache/cuda/usr/lib/nvidia-cuda
 // .cache/cuda/... in the first directory at or above the working directory
 // up to the one holding go.mod, else ptxas on PATH.
 func Find() (string, error) {
-	if p := os.Getenv("GCOMP_PTXAS"); p != "" {
-		if err := executable(p); err != nil {
-			return "", fmt.Errorf("ptxas: GCOMP_PTXAS: %w", err)
-		}
+	if p, ok, err := fromEnv("GCOMP_PTXAS"); ok {
+		return p, err
+	}
+	if p, ok := inCache(cacheDirs); ok {
 		return p, nil
 	}
+	p, err := exec.LookPath("ptxas")
+	if err != nil {
+		return "", errors.New("ptxas: not found in $GCOMP_PTXAS, .cache/cuda or PATH; run scripts/fetch-cuda-tools.sh")
+	}
+	return p, nil
+}
+
+// fromEnv returns the ptxas an environment variable names, if it is set.
+func fromEnv(name string) (string, bool, error) {
+	p := os.Getenv(name)
+	if p == "" {
+		return "", false, nil
+	}
+	if err := executable(p); err != nil {
+		return "", true, fmt.Errorf("ptxas: %s: %w", name, err)
+	}
+	return p, true, nil
+}
+
+// inCache looks for ptxas in dirs (relative to the module root) in the first
+// directory at or above the working directory up to the one holding go.mod.
+func inCache(dirs []string) (string, bool) {
 	if dir, err := os.Getwd(); err == nil {
 		for {
-			for _, c := range cacheDirs {
+			for _, c := range dirs {
 				p := filepath.Join(dir, filepath.FromSlash(c), "ptxas")
 				if executable(p) == nil {
-					return p, nil
+					return p, true
 				}
 			}
 			if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
@@ -73,11 +95,7 @@ func Find() (string, error) {
 			dir = parent
 		}
 	}
-	p, err := exec.LookPath("ptxas")
-	if err != nil {
-		return "", errors.New("ptxas: not found in $GCOMP_PTXAS, .cache/cuda or PATH; run scripts/fetch-cuda-tools.sh")
-	}
-	return p, nil
+	return "", false
 }
 
 func executable(p string) error {
@@ -95,7 +113,8 @@ func executable(p string) error {
 const timeout = 5 * time.Minute
 
 // Assemble runs ptxas -arch=arch -v on ptx. On failure the error holds the
-// assembler's error lines, each followed by the PTX line it names.
+// assembler's error lines, each followed by the PTX line it names. PTX only
+// CUDA 12's ptxas accepts (see Needs12) goes to that one (Find12).
 func Assemble(ptx []byte, arch string) (*Result, error) {
 	res, _, err := assemble(ptx, arch)
 	return res, err
@@ -108,10 +127,18 @@ func Cubin(ptx []byte, arch string) ([]byte, error) {
 }
 
 func assemble(ptx []byte, arch string) (*Result, []byte, error) {
-	bin, err := Find()
+	find := Find
+	if Needs12(ptx, arch) {
+		find = Find12
+	}
+	bin, err := find()
 	if err != nil {
 		return nil, nil, err
 	}
+	return assembleWith(bin, ptx, arch)
+}
+
+func assembleWith(bin string, ptx []byte, arch string) (*Result, []byte, error) {
 	dir, err := os.MkdirTemp("", "ptxas")
 	if err != nil {
 		return nil, nil, fmt.Errorf("ptxas: %w", err)

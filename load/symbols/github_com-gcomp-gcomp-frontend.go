@@ -41,6 +41,8 @@ func init() {
 		"F16":                       reflect.ValueOf(frontend.F16),
 		"F32":                       reflect.ValueOf(frontend.F32),
 		"F64":                       reflect.ValueOf(frontend.F64),
+		"F8E4M3":                    reflect.ValueOf(frontend.F8E4M3),
+		"F8E5M2":                    reflect.ValueOf(frontend.F8E5M2),
 		"FloatArg":                  reflect.ValueOf(frontend.FloatArg),
 		"GRU":                       reflect.ValueOf(frontend.GRU),
 		"GRUCell":                   reflect.ValueOf(frontend.GRUCell),

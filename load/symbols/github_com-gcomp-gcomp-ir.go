@@ -18,6 +18,8 @@ func init() {
 		"F16":         reflect.ValueOf(ir.F16),
 		"F32":         reflect.ValueOf(ir.F32),
 		"F64":         reflect.ValueOf(ir.F64),
+		"F8E4M3":      reflect.ValueOf(ir.F8E4M3),
+		"F8E5M2":      reflect.ValueOf(ir.F8E5M2),
 		"FormatAttr":  reflect.ValueOf(ir.FormatAttr),
 		"FormatFloat": reflect.ValueOf(ir.FormatFloat),
 		"I32":         reflect.ValueOf(ir.I32),
