@@ -11,7 +11,8 @@ import (
 // TestSplitKVCost: an attention kernel with a few query rows is costed as codegen launches it,
 // the split-KV plan's blocks plus its partials' traffic. Issue 26's decode step (batch 1, 32
 // heads, a 4096-key f16 cache, d = 128) fills the 132 SMs and is modeled within 1.3× of reading
-// the cache once; longer queries keep the prefill template's block per four rows of a head.
+// the cache once; longer queries keep a prefill template (in f16, tensor cores: a block per 64
+// rows of a head).
 func TestSplitKVCost(t *testing.T) {
 	cases := []struct {
 		h, kvh, l, s, e int
@@ -23,7 +24,7 @@ func TestSplitKVCost(t *testing.T) {
 		{32, 32, 1, 4096, 128, 256, 256 * 130, 1.3, true},   // issue 26's decode step
 		{32, 4, 1, 2048, 64, 128, 128 * 8 * 66, 1.5, false}, // TinyLlama: 8 rows' partials per 64-key chunk
 		{12, 12, 1, 1024, 64, 192, 192 * 66, 1.3, true},     // GPT-2 small
-		{32, 32, 64, 4096, 128, 32 * 16, 0, 0, true},        // a 64-token prefill
+		{32, 32, 64, 4096, 128, 32, 0, 0, false},            // a 64-token f16 prefill: the tensor-core template, a block per 64 rows of a head
 	}
 	for _, c := range cases {
 		src := fmt.Sprintf("graph g {\n  input %%q : f16[1,%[1]d,%[3]d,%[5]d]\n  input %%k : f16[1,%[2]d,%[4]d,%[5]d]\n  input %%v : f16[1,%[2]d,%[4]d,%[5]d]\n  input %%pos : i32[1]\n"+
