@@ -22,6 +22,9 @@ import (
 // internal/tolerance; then compiles each and runs it on the simulator against the reference
 // interpreter, as gcomp check does (not under -short).
 //
+// The matmulnbits* models (scripts/matmulnbits_models.py: onnxruntime's MatMulNBits contrib op
+// with random packed weights) carry a NumPy reference's outputs instead of PyTorch's.
+//
 // GCOMP_EXPORTED=DIR checks the exports in DIR too (those too large to commit: ResNet-18,
 // MobileNetV2, gpt; `scripts/export_onnx.py DIR`), on the reference interpreter only: at their
 // exported sizes the simulator would take many minutes (docs/onnx.md has the gcomp check runs
