@@ -138,3 +138,52 @@ func TestExportedAttention(t *testing.T) {
 		})
 	}
 }
+
+// TestExportedQDQ: the fake-quantized models torch 1.13 exports (scripts/export_qdq.py: a
+// QuantizeLinear/DequantizeLinear pair on the input, on each weight and after each Linear or
+// Conv) compile to one kernel per run whose stages are the input's quantization and one
+// contraction per layer: each activation pair after a layer is in that contraction's epilogue
+// (with the bias and the ReLU), never a kernel or a stage of its own. The weights' pairs read
+// parameters only and run when weights are bound.
+func TestExportedQDQ(t *testing.T) {
+	for _, c := range []struct {
+		file   string
+		shape  []int
+		layers int
+	}{
+		{"qdq_mlp_opset13.onnx", []int{4, 32}, 2},
+		{"qdq_conv_opset13.onnx", []int{1, 3, 8, 8}, 2},
+	} {
+		t.Run(c.file, func(t *testing.T) {
+			m, err := onnx.ImportFile(filepath.Join("testdata", "exported", c.file), onnx.Options{Shapes: map[string][]int{"x": c.shape}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := passes.Run(m.Graph, passes.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			kernels, stages, contractions := 0, 0, 0
+			for _, k := range res.Kernels.Kernels {
+				if k.BindTime {
+					continue
+				}
+				kernels++
+				parts := k.Stages
+				if len(parts) == 0 {
+					parts = []*passes.Kernel{k}
+				}
+				for _, s := range parts {
+					stages++
+					if s.Kind == passes.Contraction {
+						contractions++
+					}
+				}
+			}
+			if kernels != 1 || stages != c.layers+1 || contractions != c.layers {
+				t.Errorf("%d kernels per run, %d stages, %d of them contractions; want 1, %d, %d:\n%s",
+					kernels, stages, contractions, c.layers+1, c.layers, res.Kernels)
+			}
+		})
+	}
+}
