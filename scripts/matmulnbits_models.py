@@ -25,9 +25,9 @@ from onnx import TensorProto, helper, numpy_helper
 # name, A's shape, N, K, bits, block_size, zero points, bias
 CASES = [
     ("matmulnbits4", (1, 256), 128, 256, 4, 32, False, False),
-    ("matmulnbits4_zp", (1, 48), 32, 48, 4, 16, True, True),
+    ("matmulnbits4_zp", (1, 112), 64, 112, 4, 16, True, True),
     ("matmulnbits8", (2, 3, 64), 16, 64, 8, 32, False, True),
-    ("matmulnbits8_zp", (4, 64), 24, 64, 8, 16, True, False),
+    ("matmulnbits8_zp", (4, 128), 48, 128, 8, 16, True, False),
 ]
 
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/tensor"
 )
 
 // MatMulNBits (onnxruntime's com.microsoft contrib op): Y = A·dequant(B)ᵀ + bias, B an [N, K]
@@ -130,7 +131,8 @@ func (n *node) trivialGIdx(g *val, k, bs int) error {
 
 // nbitsZero unpacks MatMulNBits' zero points to the dequantize op's u8 [N, n_blocks], one per
 // byte. 8-bit zero points are already that; 4-bit ones hold two blocks per byte, low nibble
-// first, each row padded to whole bytes.
+// first, each row padded to whole bytes: unpacked at import for an initializer, else by
+// integer ops in the graph.
 func (n *node) nbitsZero(zp *val, nOut, blocks, bits int) (*val, error) {
 	if zp.t.DType.IsFloat() {
 		return nil, unsupportedf("input zero_points of %s is not supported (supported: packed uint8)", zp.t.DType)
@@ -142,6 +144,21 @@ func (n *node) nbitsZero(zp *val, nOut, blocks, bits int) (*val, error) {
 	z := n.reshape(zp, ir.Shape{nOut, per})
 	if bits == 8 {
 		return z, nil
+	}
+	if zp.param != "" {
+		// an initializer: unpacked now into one of its own, a buffer the GEMV kernel reads
+		// (computed in the graph, it would keep the dequantize out of the product's kernel)
+		c, err := n.constValue(zp)
+		if err != nil {
+			return nil, err
+		}
+		u := tensor.New(ir.T(ir.U8, nOut, blocks))
+		for i := range nOut {
+			for j := range blocks {
+				u.I[i*blocks+j] = c.I[i*per+j/2] >> (4 * (j % 2)) & 15
+			}
+		}
+		return &val{t: u.Type, w: &weight{t: u.Type, c: u}, param: n.paramName(zp.param + "_unpacked")}, nil
 	}
 	zi := n.cast(z, ir.I32)
 	hi := n.bin("div", zi, n.splat(zi, 16))

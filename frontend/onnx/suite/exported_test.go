@@ -9,6 +9,7 @@ import (
 	"github.com/gcomp/gcomp/compiler"
 	"github.com/gcomp/gcomp/frontend/onnx"
 	"github.com/gcomp/gcomp/internal/tolerance"
+	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ops"
 	"github.com/gcomp/gcomp/passes"
 	"github.com/gcomp/gcomp/runtime/check"
@@ -142,17 +143,20 @@ func TestExportedAttention(t *testing.T) {
 // TestExportedQDQ: the fake-quantized models torch 1.13 exports (scripts/export_qdq.py: a
 // QuantizeLinear/DequantizeLinear pair on the input, on each weight and after each Linear or
 // Conv) compile to one kernel per run whose stages are the input's quantization and one
-// contraction per layer: each activation pair after a layer is in that contraction's epilogue
-// (with the bias and the ReLU), never a kernel or a stage of its own. The weights' pairs read
-// parameters only and run when weights are bound.
+// contraction per layer, besides the weights' dequantize stages: each activation pair after a
+// layer is in that contraction's epilogue (with the bias and the ReLU), never a kernel or a
+// stage of its own. Each weight's QuantizeLinear is computed at import, so the weights are
+// int8 parameters (no f32 copy of them is a parameter) and a Linear's weight is read as int8
+// on every run, with no bind-time kernel.
 func TestExportedQDQ(t *testing.T) {
 	for _, c := range []struct {
 		file   string
 		shape  []int
 		layers int
+		bind   int // bind-time kernels: a Conv's int8 weight is dequantized when weights are bound
 	}{
-		{"qdq_mlp_opset13.onnx", []int{4, 32}, 2},
-		{"qdq_conv_opset13.onnx", []int{1, 3, 8, 8}, 2},
+		{"qdq_mlp_opset13.onnx", []int{4, 32}, 2, 0},
+		{"qdq_conv_opset13.onnx", []int{1, 3, 8, 8}, 2, 2},
 	} {
 		t.Run(c.file, func(t *testing.T) {
 			m, err := onnx.ImportFile(filepath.Join("testdata", "exported", c.file), onnx.Options{Shapes: map[string][]int{"x": c.shape}})
@@ -163,9 +167,22 @@ func TestExportedQDQ(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			kernels, stages, contractions := 0, 0, 0
+			int8 := 0
+			for _, name := range m.Weights.Names() {
+				if ty, _ := m.Weights.Type(name); len(ty.Shape) >= 2 {
+					if ty.DType != ir.I8 {
+						t.Errorf("weight %s is %s, want i8", name, ty)
+					}
+					int8++
+				}
+			}
+			if int8 != c.layers {
+				t.Errorf("%d int8 weights, want %d", int8, c.layers)
+			}
+			kernels, stages, contractions, bind := 0, 0, 0, 0
 			for _, k := range res.Kernels.Kernels {
 				if k.BindTime {
+					bind++
 					continue
 				}
 				kernels++
@@ -174,15 +191,18 @@ func TestExportedQDQ(t *testing.T) {
 					parts = []*passes.Kernel{k}
 				}
 				for _, s := range parts {
+					if len(s.Ops) == 1 && s.Ops[0].Op == "dequantize" {
+						continue // a weight's prologue
+					}
 					stages++
 					if s.Kind == passes.Contraction {
 						contractions++
 					}
 				}
 			}
-			if kernels != 1 || stages != c.layers+1 || contractions != c.layers {
-				t.Errorf("%d kernels per run, %d stages, %d of them contractions; want 1, %d, %d:\n%s",
-					kernels, stages, contractions, c.layers+1, c.layers, res.Kernels)
+			if kernels != 1 || stages != c.layers+1 || contractions != c.layers || bind != c.bind {
+				t.Errorf("%d kernels per run, %d stages besides dequantize, %d of them contractions, %d bind-time kernels; want 1, %d, %d, %d:\n%s",
+					kernels, stages, contractions, bind, c.layers+1, c.layers, c.bind, res.Kernels)
 			}
 		})
 	}
