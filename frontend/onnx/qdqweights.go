@@ -19,23 +19,9 @@ import (
 // dequantizedOnly lists the values every consumer of which is a DequantizeLinear reading it as
 // its input x (and that are not graph outputs).
 func dequantizedOnly(gp *onnxpb.GraphProto) map[string]bool {
-	m, other := map[string]bool{}, map[string]bool{}
-	for _, np := range gp.GetNode() {
-		for i, in := range np.GetInput() {
-			if np.GetOpType() == "DequantizeLinear" && np.GetDomain() == "" && i == 0 {
-				m[in] = true
-			} else {
-				other[in] = true
-			}
-		}
-	}
-	for _, o := range gp.GetOutput() {
-		other[o.GetName()] = true
-	}
-	for name := range other {
-		delete(m, name)
-	}
-	return m
+	return onlyReadAs(gp, func(np *onnxpb.NodeProto, i int) bool {
+		return np.GetOpType() == "DequantizeLinear" && np.GetDomain() == "" && i == 0
+	})
 }
 
 // quantizedWeight returns QuantizeLinear's result as an initializer where the comment above
