@@ -74,6 +74,9 @@ func (n *node) quantizedWeight(x, scale, zp *val, d ir.DType) (q *val, ok bool, 
 		if z != nil {
 			v += float64(z.I[j])
 		}
+		if math.IsNaN(v) {
+			v = 0 // x/0 for x = 0: the cast of NaN (docs/ops.md)
+		}
 		r.I[i] = int64(math.Min(math.Max(v, lo), hi))
 	}
 	return &val{t: r.Type, w: &weight{t: r.Type, c: r}, param: n.paramName(x.param + "_quantized")}, true, nil

@@ -13,7 +13,7 @@ import (
 
 // fakeQuantLinear is y = x·DQ(Q(W))ᵀ (Gemm, transB) as torch exports a fake-quantized Linear,
 // W f32[n,k] an initializer whose values include exact ties (±0.5, ±2.5 steps) and values past
-// the integer range. alsoOutput makes Q(W) a graph output, which keeps the decomposition.
+// the integer range; per axis, the last channel's scale is 0. alsoOutput makes Q(W) a graph output, which keeps the decomposition.
 func fakeQuantLinear(k, n int, d ir.DType, perAxis, alsoOutput bool) []byte {
 	w := make([]float64, n*k)
 	for i := range w {
@@ -30,6 +30,8 @@ func fakeQuantLinear(k, n int, d ir.DType, perAxis, alsoOutput bool) []byte {
 		for i := range scale {
 			scale[i] = 0.5 + 0.125*float64(i%3)
 		}
+		scale[n-1] = 0 // ±inf steps, and NaN for the zero weights
+
 	}
 	for i := range zp.I {
 		zp.I[i] = 3
@@ -55,7 +57,8 @@ func fakeQuantLinear(k, n int, d ir.DType, perAxis, alsoOutput bool) []byte {
 
 // A QuantizeLinear of a float initializer read only by DequantizeLinear is computed at import
 // (an int8 or uint8 parameter, no f32 weight left, the dequantize op for the product's weight),
-// and the model's outputs are bit for bit the decomposition's, ties and saturation included.
+// and the integers and the model's outputs are the decomposition's, bit for bit, ties,
+// saturation and a zero scale included.
 func TestQuantizedWeightFolded(t *testing.T) {
 	const k, n = 24, 6
 	x := tensor.New(ir.T(ir.F32, 2, k))
@@ -65,7 +68,7 @@ func TestQuantizedWeightFolded(t *testing.T) {
 	for _, d := range []ir.DType{ir.I8, ir.U8} {
 		for _, perAxis := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s_perAxis%v", d, perAxis), func(t *testing.T) {
-				run := func(alsoOutput bool) (*Model, *tensor.Tensor) {
+				run := func(alsoOutput bool) (*Model, map[string]*tensor.Tensor) {
 					m, err := Import("fq.onnx", fakeQuantLinear(k, n, d, perAxis, alsoOutput), "", Options{})
 					if err != nil {
 						t.Fatal(err)
@@ -78,10 +81,22 @@ func TestQuantizedWeightFolded(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					return m, out["y"]
+					return m, out
 				}
-				folded, got := run(false)
-				_, want := run(true)
+				folded, gotOut := run(false)
+				_, wantOut := run(true)
+				got, want := gotOut["y"], wantOut["y"]
+				// the folded integers are the decomposition's, where a zero scale makes them
+				// invisible in y too
+				q, err := folded.Weights.Tensor("W_quantized")
+				if err != nil || q == nil {
+					t.Fatalf("no W_quantized parameter (%v); weights %v", err, folded.Weights.Names())
+				}
+				for i, v := range wantOut["Wq"].I {
+					if q.I[i] != v {
+						t.Fatalf("W_quantized[%d] = %d, the decomposition's %d", i, q.I[i], v)
+					}
+				}
 				for _, name := range folded.Weights.Names() {
 					if ty, _ := folded.Weights.Type(name); len(ty.Shape) == 2 && ty.DType != d {
 						t.Errorf("weight %s is %s, want %s", name, ty, d)
