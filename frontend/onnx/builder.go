@@ -36,6 +36,10 @@ type builder struct {
 	// productWeights are the values every consumer of which reads as the weight (input B) of a
 	// MatMul or Gemm: a DequantizeLinear of an initializer there stays int8 (weightquant.go).
 	productWeights map[string]bool
+	// dequantized are the values only DequantizeLinear reads, as its x (qdqweights.go).
+	dequantized map[string]bool
+	// paramName returns a new parameter's unused name.
+	paramName func(string) string
 }
 
 func (b *builder) materialize(x *val) *ir.Value {

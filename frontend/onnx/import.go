@@ -176,6 +176,8 @@ func (im *importer) run(m *onnxpb.ModelProto) (model *Model, err error) {
 		return nil, im.fail(fmt.Errorf("--batch %d: no input without --shape has a symbolic first dimension to fill", im.opt.Batch))
 	}
 	im.b.productWeights = productWeights(gp)
+	im.b.dequantized = dequantizedOnly(gp)
+	im.b.paramName = func(s string) string { return im.irName(s, false) }
 	for i, np := range gp.GetNode() {
 		if err := im.node(i, np); err != nil {
 			return nil, &Error{File: im.file, Node: i, Op: np.GetOpType(), Name: np.GetName(), Err: err}

@@ -25,10 +25,14 @@ type converter func(n *node) ([]*val, error)
 
 func (im *importer) node(i int, p *onnxpb.NodeProto) (err error) {
 	im.b.pos = fmt.Sprintf("%s:node%d", baseName(im.file), i)
-	if d := p.GetDomain(); d != "" && d != "ai.onnx" {
-		return unsupportedf("domain %q is not supported (supported: the default domain, ai.onnx)", d)
-	}
 	conv, ok := converters[p.GetOpType()]
+	if d := p.GetDomain(); d == contribDomain {
+		if conv, ok = contribConverters[p.GetOpType()]; !ok {
+			return unsupportedf("%s of domain %q is not supported (supported there: MatMulNBits)", p.GetOpType(), d)
+		}
+	} else if d != "" && d != "ai.onnx" {
+		return unsupportedf("domain %q is not supported (supported: the default domain, ai.onnx, and %s's MatMulNBits)", d, contribDomain)
+	}
 	if !ok {
 		if why, ok := refused[p.GetOpType()]; ok {
 			return unsupportedf("%s is not supported: %s", p.GetOpType(), why)
@@ -38,7 +42,7 @@ func (im *importer) node(i int, p *onnxpb.NodeProto) (err error) {
 	if im.opset < MinOpset && !oldOpsetOK[p.GetOpType()] {
 		return unsupportedf("%s at opset %d is not supported (supported: opsets %d to %d)", p.GetOpType(), im.opset, MinOpset, MaxOpset)
 	}
-	if err := checkAttrs(p.GetOpType(), im.opset, im.irVersion, p.GetAttribute()); err != nil {
+	if err := checkAttrs(p.GetOpType(), im.opset, im.irVersion, p.GetAttribute()); p.GetDomain() != contribDomain && err != nil {
 		return err
 	}
 	n := &node{builder: im.b, p: p, idx: i, opset: im.opset, attrs: map[string]*onnxpb.AttributeProto{}}

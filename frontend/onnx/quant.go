@@ -65,6 +65,9 @@ func convQuantize(n *node) ([]*val, error) {
 	if d != ir.U8 && d != ir.I8 {
 		return nil, unsupportedf("quantizing to %s is not supported (supported: uint8, int8)", d)
 	}
+	if q, ok, err := n.quantizedWeight(x, scale, zp, d); ok || err != nil {
+		return []*val{q}, err
+	}
 	s, err := n.perAxis(n.cast(scale, x.t.DType), x)
 	if err != nil {
 		return nil, err

@@ -15,11 +15,19 @@ import (
 // productWeights lists the values every consumer of which is a MatMul or Gemm reading it as
 // input B (and that are not graph outputs).
 func productWeights(gp *onnxpb.GraphProto) map[string]bool {
+	return onlyReadAs(gp, func(np *onnxpb.NodeProto, i int) bool {
+		return (np.GetOpType() == "MatMul" || np.GetOpType() == "Gemm") && i == 1
+	})
+}
+
+// onlyReadAs lists the values that are no graph output and that every node reading them reads
+// as an input of which use(node, input index) holds.
+func onlyReadAs(gp *onnxpb.GraphProto, use func(np *onnxpb.NodeProto, i int) bool) map[string]bool {
 	m := map[string]bool{}
 	other := map[string]bool{}
 	for _, np := range gp.GetNode() {
 		for i, in := range np.GetInput() {
-			if (np.GetOpType() == "MatMul" || np.GetOpType() == "Gemm") && i == 1 {
+			if use(np, i) {
 				m[in] = true
 			} else {
 				other[in] = true
