@@ -118,6 +118,20 @@ func gcases() []gcase {
 			start := e.Op("constant", ir.Attrs{"shape": []int{2}, "dtype": ir.I32, "value": []float64{1, 9}})
 			return e.Op("update_slice", ir.Attrs{"axis": 2}, p[0], p[1], start)
 		}},
+		// attention: q, k, v (and the bias) against finite differences; GQA and MQA sum dk, dv
+		// over the query heads of a group, a broadcast bias sums dS over its broadcast dims.
+		with("attention", "attention_none", ir.Attrs{"scale": 0.5, "mask": "none"}, []int{1, 2, 3, 4}, []int{1, 2, 5, 4}, []int{1, 2, 5, 3}),
+		with("attention", "attention_causal_gqa", ir.Attrs{"scale": 0.7, "mask": "causal"}, []int{2, 4, 3, 4}, []int{2, 2, 4, 4}, []int{2, 2, 4, 2}),
+		{name: "attention_position_mqa", op: "attention", shapes: [][]int{{2, 2, 3, 4}, {2, 1, 6, 4}, {2, 1, 6, 3}}, build: func(e *Emitter, p []*ir.Value) *ir.Value {
+			pos := e.Op("constant", ir.Attrs{"shape": []int{2}, "dtype": ir.I64, "value": []float64{0, 2}})
+			return e.Op("attention", ir.Attrs{"scale": 0.5, "mask": "position"}, p[0], p[1], p[2], pos)
+		}},
+		with("attention", "attention_bias_over_batch", ir.Attrs{"scale": 0.5, "mask": "causal", "additive": true},
+			[]int{2, 2, 3, 4}, []int{2, 2, 5, 4}, []int{2, 2, 5, 3}, []int{1, 2, 3, 5}),
+		{name: "attention_position_bias_over_heads", op: "attention", shapes: [][]int{{2, 2, 2, 4}, {2, 1, 4, 4}, {2, 1, 4, 2}, {2, 1, 2, 4}}, build: func(e *Emitter, p []*ir.Value) *ir.Value {
+			pos := e.Op("constant", ir.Attrs{"shape": []int{2}, "dtype": ir.I32, "value": []float64{1, 0}})
+			return e.Op("attention", ir.Attrs{"scale": 1.0, "mask": "position", "additive": true}, p[0], p[1], p[2], pos, p[3])
+		}},
 	}
 	return cs
 }
