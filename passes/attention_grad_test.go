@@ -1,0 +1,70 @@
+package passes
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ops"
+	"github.com/gcomp/gcomp/passes/autodiff"
+)
+
+// TestAttentionGradMatchesDecomposition: the attention op's gradient rule (attention_grad, the
+// softmax recomputed) gives the gradients that differentiating the decomposition gives, on the
+// reference interpreter, for every case of the op's contract: masks none, causal and position,
+// grouped and multi-query KV heads (dk, dv summed over a group's query heads), additive masks
+// broadcast over batch or heads (dbias summed over them), f32, f16 and bf16.
+func TestAttentionGradMatchesDecomposition(t *testing.T) {
+	for _, c := range attnCases() {
+		t.Run(c.String(), func(t *testing.T) {
+			wrt := []string{"q", "k", "v"}
+			if c.bias != nil {
+				wrt = append(wrt, "bias")
+			}
+			dec := c.decomposed(t, true)
+			want, err := autodiff.Grad(dec, "loss", wrt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := autodiff.Grad(c.fused(t, dec, true), "loss", wrt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := countOps(got, ops.AttentionGradOp); n != len(wrt) {
+				t.Fatalf("%d attention_grad ops, want %d", n, len(wrt))
+			}
+			if err := ops.Verify(got); err != nil {
+				t.Fatal(err)
+			}
+			// The loss sums the rounded o·r: its difference is o's, which runBoth compares in
+			// o's dtype, and the gradients are what is tested.
+			for _, g := range []*ir.Graph{want, got} {
+				g.Outputs = slices.DeleteFunc(g.Outputs, func(o ir.Output) bool { return o.Name == "loss" })
+			}
+			runBoth(t, want, got)
+		})
+	}
+}
+
+// TestAttentionGradOnlyWhatIsNeeded: gradients are emitted only for the operands the loss
+// needs, in operand order.
+func TestAttentionGradOnlyWhatIsNeeded(t *testing.T) {
+	c := attnCase{2, 4, 2, 3, 5, 8, 8, ops.MaskCausal, []int{1, 4, 3, 5}, ir.F32}
+	dec := c.decomposed(t, true)
+	for _, wrt := range [][]string{{"k"}, {"bias", "v"}, {"q", "bias"}} {
+		got, err := autodiff.Grad(c.fused(t, dec, true), "loss", wrt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, v := range got.Values {
+			if v.Op == ops.AttentionGradOp {
+				names = append(names, v.Attrs.String("wrt", ""))
+			}
+		}
+		want := map[string]int{"q": 0, "k": 1, "v": 2, "bias": 3}
+		if len(names) != len(wrt) || len(names) == 2 && want[names[0]] > want[names[1]] {
+			t.Errorf("wrt %v: attention_grad ops for %v, want one each in operand order", wrt, names)
+		}
+	}
+}
