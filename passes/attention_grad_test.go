@@ -68,3 +68,38 @@ func TestAttentionGradOnlyWhatIsNeeded(t *testing.T) {
 		}
 	}
 }
+
+// TestLowerAttentionGrad: the pipeline writes attention_grad as its decomposition (no kernel
+// runs it), which computes the op's reference semantics within the dtype's rounding, one
+// softmax per attention (cse merges the gradients' recomputations); the forward attention op
+// stays.
+func TestLowerAttentionGrad(t *testing.T) {
+	for _, c := range attnCases() {
+		t.Run(c.String(), func(t *testing.T) {
+			wrt := []string{"q", "k", "v"}
+			if c.bias != nil {
+				wrt = append(wrt, "bias")
+			}
+			dec := c.decomposed(t, true)
+			g, err := autodiff.Grad(c.fused(t, dec, true), "loss", wrt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g.Outputs = slices.DeleteFunc(g.Outputs, func(o ir.Output) bool { return o.Name == "loss" })
+			res, err := Run(g, Options{VerifyEach: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := countOps(res.Graph, ops.AttentionGradOp); n != 0 {
+				t.Errorf("%d attention_grad ops left", n)
+			}
+			if n := countOps(res.Graph, ops.AttentionOp); n != 1 {
+				t.Errorf("%d attention ops, want the forward's", n)
+			}
+			if n := countOps(res.Graph, "exp"); n != 1 {
+				t.Errorf("%d exp ops, want one recomputed softmax", n)
+			}
+			runBoth(t, g, res.Graph)
+		})
+	}
+}
