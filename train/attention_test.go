@@ -4,9 +4,13 @@ import (
 	"math"
 	"testing"
 
+	"github.com/gcomp/gcomp/data"
 	"github.com/gcomp/gcomp/frontend"
+	"github.com/gcomp/gcomp/frontend/nn"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ops"
+	"github.com/gcomp/gcomp/runtime/check"
+	"github.com/gcomp/gcomp/runtime/simdev"
 	"github.com/gcomp/gcomp/tensor"
 )
 
@@ -93,6 +97,59 @@ func TestStepFusedAttention(t *testing.T) {
 			if d := math.Abs(got.Params[name].F[i] - w.F[i]); !(d <= 1e-5*(1+math.Abs(w.F[i]))) {
 				t.Fatalf("%s[%d] = %g after the steps, want %g", name, i, got.Params[name].F[i], w.F[i])
 			}
+		}
+	}
+}
+
+// attentionModel regresses linear.csv's rows through causal self-attention across the batch's
+// rows (two heads), so that its train step has an attention op.
+func attentionModel(b *frontend.Builder) {
+	x := b.Input("x", ir.F32, 16, 3)
+	h := nn.NewLinear(b, "in", 3, 8).Forward(x)
+	heads := func(name string) *frontend.Tensor {
+		return nn.NewLinear(b, name, 8, 8).Forward(h).Reshape(1, 16, 2, 4).Transpose(1, 2)
+	}
+	o := frontend.ScaledDotProductAttention(heads("q"), heads("k"), heads("v"), true)
+	b.Output("y", nn.NewLinear(b, "out", 8, 1).Forward(o.Transpose(1, 2).Reshape(16, 8)))
+}
+
+// TestFitFusedAttentionOnSimulator: the compiled step (the forward's attention kernel, the
+// backward's attention_grad lowered to its decomposition) trains on the PTX simulator as on the
+// reference interpreter.
+func TestFitFusedAttentionOnSimulator(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: compiles and simulates train steps")
+	}
+	csv, err := data.ReadCSVFile("testdata/linear.csv", "y")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := buildModel(t, attentionModel, Loss{Name: MSELoss})
+	s, err := StepFromGraph(m.Train, NewSGD(0.05), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, v := range s.Graph.Values {
+		if v.Op == ops.AttentionOp {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d attention ops in the step, want 1", n)
+	}
+	d := data.Head(csv, 48) // 3 steps
+	want, err := Fit(m, FitOptions{Optimizer: NewSGD(0.05), Train: d, Test: d, Epochs: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Fit(m, FitOptions{Optimizer: NewSGD(0.05), Train: d, Test: d, Epochs: 1, Device: simdev.New(simdev.Options{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, w := range want.Params {
+		if o := check.Compare(name, got.Params[name], w, false); !o.Pass() {
+			t.Errorf("%s: %d elements differ, first %s", name, o.Bad, o.First)
 		}
 	}
 }
