@@ -8,6 +8,7 @@ import (
 	"github.com/gcomp/gcomp/examples/transformer"
 	"github.com/gcomp/gcomp/frontend"
 	"github.com/gcomp/gcomp/ops"
+	"github.com/gcomp/gcomp/passes"
 	"github.com/gcomp/gcomp/tensor"
 )
 
@@ -45,6 +46,15 @@ func TestExampleStepsFusedAttention(t *testing.T) {
 				if want := ex.attn * btoi(!o.UnfusedAttention); n != want || ng != 3*want {
 					t.Fatalf("UnfusedAttention %v: %d attention and %d attention_grad ops, want %d and %d", o.UnfusedAttention, n, ng, want, 3*want)
 				}
+				// The compiled step's cost report, for docs/perf.md (go test ./train -run
+				// TestExampleStepsFusedAttention -v).
+				res, err := passes.Run(s.Graph, passes.Options{ParamsChangeEveryRun: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				st := res.Stats
+				t.Logf("%s step, UnfusedAttention %v: %d kernels, %d DRAM bytes, arena %d bytes, %.1f µs modeled",
+					ex.name, o.UnfusedAttention, st.Kernels, st.DRAMBytes, st.ArenaBytes, st.ModeledTimeUS)
 				params, err := InitParams(s.Graph, 5)
 				if err != nil {
 					t.Fatal(err)
