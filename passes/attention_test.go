@@ -174,6 +174,7 @@ func attnCases() []attnCase {
 		{1, 2, 2, 3, 5, 128, 128, ops.MaskPosition, nil, ir.F32},
 		{2, 4, 2, 5, 8, 16, 16, ops.MaskPosition, []int{1, 4, 5, 8}, ir.F16},
 		{2, 4, 2, 5, 8, 16, 16, ops.MaskCausal, nil, ir.BF16},
+		{2, 2, 1, 0, 3, 4, 4, ops.MaskNone, []int{1, 2, 0, 3}, ir.F32}, // no queries
 	}
 }
 

@@ -269,6 +269,11 @@ func TestNotDifferentiable(t *testing.T) {
 			"op floor is not differentiable (argument 0)"},
 		{"ceil", func(e *Emitter, p *ir.Value) *ir.Value { return e.Op("ceil", nil, p) },
 			"op ceil is not differentiable (argument 0)"},
+		// attention's gradient has no gradient of its own (no second derivative).
+		{"attention_grad", func(e *Emitter, p *ir.Value) *ir.Value {
+			x := e.Reshape(p, []int{1, 1, 1, 2})
+			return e.Op("attention_grad", ir.Attrs{"scale": 1.0, "mask": "none", "wrt": "q"}, x, x, x, x, x)
+		}, "op attention_grad is not differentiable (argument 0): the second derivative of attention is not written"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
