@@ -17,29 +17,12 @@ import (
 func TestAttentionGradMatchesDecomposition(t *testing.T) {
 	for _, c := range attnCases() {
 		t.Run(c.String(), func(t *testing.T) {
-			wrt := []string{"q", "k", "v"}
-			if c.bias != nil {
-				wrt = append(wrt, "bias")
-			}
-			dec := c.decomposed(t, true)
-			want, err := autodiff.Grad(dec, "loss", wrt)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := autodiff.Grad(c.fused(t, dec, true), "loss", wrt)
-			if err != nil {
-				t.Fatal(err)
-			}
+			want, got, wrt := c.gradients(t)
 			if n := countOps(got, ops.AttentionGradOp); n != len(wrt) {
 				t.Fatalf("%d attention_grad ops, want %d", n, len(wrt))
 			}
 			if err := ops.Verify(got); err != nil {
 				t.Fatal(err)
-			}
-			// The loss sums the rounded o·r: its difference is o's, which runBoth compares in
-			// o's dtype, and the gradients are what is tested.
-			for _, g := range []*ir.Graph{want, got} {
-				g.Outputs = slices.DeleteFunc(g.Outputs, func(o ir.Output) bool { return o.Name == "loss" })
 			}
 			runBoth(t, want, got)
 		})
@@ -76,16 +59,7 @@ func TestAttentionGradOnlyWhatIsNeeded(t *testing.T) {
 func TestLowerAttentionGrad(t *testing.T) {
 	for _, c := range attnCases() {
 		t.Run(c.String(), func(t *testing.T) {
-			wrt := []string{"q", "k", "v"}
-			if c.bias != nil {
-				wrt = append(wrt, "bias")
-			}
-			dec := c.decomposed(t, true)
-			g, err := autodiff.Grad(c.fused(t, dec, true), "loss", wrt)
-			if err != nil {
-				t.Fatal(err)
-			}
-			g.Outputs = slices.DeleteFunc(g.Outputs, func(o ir.Output) bool { return o.Name == "loss" })
+			_, g, _ := c.gradients(t)
 			res, err := Run(g, Options{VerifyEach: true})
 			if err != nil {
 				t.Fatal(err)
@@ -102,4 +76,27 @@ func TestLowerAttentionGrad(t *testing.T) {
 			runBoth(t, g, res.Graph)
 		})
 	}
+}
+
+// gradients differentiates the loss of c's decomposition and of its attention op with respect
+// to q, k, v and the bias. The loss output is dropped: it sums the rounded o·r, so its
+// difference is o's, which runBoth compares in o's dtype; the gradients are what is tested.
+func (c attnCase) gradients(t *testing.T) (dec, fused *ir.Graph, wrt []string) {
+	t.Helper()
+	wrt = []string{"q", "k", "v"}
+	if c.bias != nil {
+		wrt = append(wrt, "bias")
+	}
+	d := c.decomposed(t, true)
+	dec, err := autodiff.Grad(d, "loss", wrt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fused, err = autodiff.Grad(c.fused(t, d, true), "loss", wrt); err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range []*ir.Graph{dec, fused} {
+		g.Outputs = slices.DeleteFunc(g.Outputs, func(o ir.Output) bool { return o.Name == "loss" })
+	}
+	return dec, fused, wrt
 }

@@ -1,7 +1,6 @@
 package train
 
 import (
-	"math"
 	"testing"
 
 	"github.com/gcomp/gcomp/examples/gpt"
@@ -71,19 +70,7 @@ func TestExampleStepsFusedAttention(t *testing.T) {
 				}
 				return r
 			}
-			got, want := run(Options{}), run(Options{UnfusedAttention: true})
-			for i := range want.Losses {
-				if d := math.Abs(got.Losses[i] - want.Losses[i]); !(d <= 1e-5*(1+math.Abs(want.Losses[i]))) {
-					t.Errorf("step %d: loss %g, want %g", i, got.Losses[i], want.Losses[i])
-				}
-			}
-			for name, w := range want.Params {
-				for i := range w.F {
-					if d := math.Abs(got.Params[name].F[i] - w.F[i]); !(d <= 1e-4*(1+math.Abs(w.F[i]))) {
-						t.Fatalf("%s[%d] = %g after the steps, want %g", name, i, got.Params[name].F[i], w.F[i])
-					}
-				}
-			}
+			sameTraining(t, run(Options{}), run(Options{UnfusedAttention: true}), 1e-4)
 		})
 	}
 }

@@ -84,17 +84,23 @@ func TestStepFusedAttention(t *testing.T) {
 		return r
 	}
 	got, want := run(fused), run(unfused)
-	for i := range want.Losses {
-		if d := math.Abs(got.Losses[i] - want.Losses[i]); !(d <= 1e-5*(1+math.Abs(want.Losses[i]))) {
-			t.Errorf("step %d: loss %g, want %g", i, got.Losses[i], want.Losses[i])
-		}
-	}
 	if want.Losses[3] >= want.Losses[0] {
 		t.Errorf("losses %v do not fall: the comparison would not see a wrong gradient", want.Losses)
 	}
+	sameTraining(t, got, want, 1e-5)
+}
+
+// sameTraining compares two runs' losses and final parameters within tol relative to 1 + |want|.
+func sameTraining(t *testing.T, got, want *Result, tol float64) {
+	t.Helper()
+	for i := range want.Losses {
+		if d := math.Abs(got.Losses[i] - want.Losses[i]); !(d <= tol*(1+math.Abs(want.Losses[i]))) {
+			t.Errorf("step %d: loss %g, want %g", i, got.Losses[i], want.Losses[i])
+		}
+	}
 	for name, w := range want.Params {
 		for i := range w.F {
-			if d := math.Abs(got.Params[name].F[i] - w.F[i]); !(d <= 1e-5*(1+math.Abs(w.F[i]))) {
+			if d := math.Abs(got.Params[name].F[i] - w.F[i]); !(d <= tol*(1+math.Abs(w.F[i]))) {
 				t.Fatalf("%s[%d] = %g after the steps, want %g", name, i, got.Params[name].F[i], w.F[i])
 			}
 		}
