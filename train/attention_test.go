@@ -9,8 +9,6 @@ import (
 	"github.com/gcomp/gcomp/frontend/nn"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ops"
-	"github.com/gcomp/gcomp/runtime/check"
-	"github.com/gcomp/gcomp/runtime/simdev"
 	"github.com/gcomp/gcomp/tensor"
 )
 
@@ -144,18 +142,5 @@ func TestFitFusedAttentionOnSimulator(t *testing.T) {
 	if n != 1 {
 		t.Fatalf("%d attention ops in the step, want 1", n)
 	}
-	d := data.Head(csv, 48) // 3 steps
-	want, err := Fit(m, FitOptions{Optimizer: NewSGD(0.05), Train: d, Test: d, Epochs: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := Fit(m, FitOptions{Optimizer: NewSGD(0.05), Train: d, Test: d, Epochs: 1, Device: simdev.New(simdev.Options{})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, w := range want.Params {
-		if o := check.Compare(name, got.Params[name], w, false); !o.Pass() {
-			t.Errorf("%s: %d elements differ, first %s", name, o.Bad, o.First)
-		}
-	}
+	fitOnSimulator(t, m, data.Head(csv, 48)) // 3 steps
 }
