@@ -106,7 +106,7 @@ func evalAttention(args []*tensor.Tensor, a ir.Attrs, out ir.Type) (*tensor.Tens
 	if err != nil {
 		return nil, err
 	}
-	q, k, v := args[0].F, args[1].F, args[2].F
+	v := args[2].F
 	scale, mask := a.Float("scale", 1), a.String("mask", "")
 	res := tensor.New(out)
 	group := sp.h / sp.kvh
@@ -115,38 +115,10 @@ func evalAttention(args []*tensor.Tensor, a ir.Attrs, out ir.Type) (*tensor.Tens
 		kh := b*sp.kvh + h/group
 		s := make([]float64, sp.s)
 		for i := 0; i < sp.l; i++ {
-			qi := q[(bh*sp.l+i)*sp.e:][:sp.e]
-			visible := sp.s
-			switch mask {
-			case MaskCausal:
-				visible = i + 1
-			case MaskPosition:
-				visible = int(args[sp.pos].I[b]) + i + 1
-			}
-			visible = max(0, min(visible, sp.s))
-			m := math.Inf(-1)
-			for j := range s {
-				s[j] = math.Inf(-1)
-				if j >= visible {
-					continue
-				}
-				kj := k[(kh*sp.s+j)*sp.e:][:sp.e]
-				dot := 0.0
-				for e, x := range qi {
-					dot += x * kj[e]
-				}
-				s[j] = scale * dot
-				if sp.bias >= 0 {
-					bt := args[sp.bias]
-					bb, hh := b%bt.Type.Shape[0], h%bt.Type.Shape[1]
-					s[j] += bt.F[((bb*bt.Type.Shape[1]+hh)*sp.l+i)*sp.s+j]
-				}
-				m = fmax(m, s[j])
-			}
+			sp.scores(args, scale, mask, b, h, i, s)
 			sum := 0.0
-			for j := range s {
-				s[j] = math.Exp(s[j] - m)
-				sum += s[j]
+			for _, p := range s {
+				sum += p
 			}
 			o := res.F[(bh*sp.l+i)*sp.ev:][:sp.ev]
 			for j, p := range s {
@@ -161,4 +133,43 @@ func evalAttention(args []*tensor.Tensor, a ir.Attrs, out ir.Type) (*tensor.Tens
 		}
 	})
 	return res, nil
+}
+
+// scores writes into s the unnormalized probabilities exp(sⱼ − max) of query i of head h of
+// sequence b: the scaled scores plus the bias, −inf for the hidden keys. The forward and the
+// backward (attention_grad) share it so that both see the same softmax.
+func (sp attnSpec) scores(args []*tensor.Tensor, scale float64, mask string, b, h, i int, s []float64) {
+	q, k := args[0].F, args[1].F
+	kh := b*sp.kvh + h/(sp.h/sp.kvh)
+	qi := q[((b*sp.h+h)*sp.l+i)*sp.e:][:sp.e]
+	visible := sp.s
+	switch mask {
+	case MaskCausal:
+		visible = i + 1
+	case MaskPosition:
+		visible = int(args[sp.pos].I[b]) + i + 1
+	}
+	visible = max(0, min(visible, sp.s))
+	m := math.Inf(-1)
+	for j := range s {
+		s[j] = math.Inf(-1)
+		if j >= visible {
+			continue
+		}
+		kj := k[(kh*sp.s+j)*sp.e:][:sp.e]
+		dot := 0.0
+		for e, x := range qi {
+			dot += x * kj[e]
+		}
+		s[j] = scale * dot
+		if sp.bias >= 0 {
+			bt := args[sp.bias]
+			bb, hh := b%bt.Type.Shape[0], h%bt.Type.Shape[1]
+			s[j] += bt.F[((bb*bt.Type.Shape[1]+hh)*sp.l+i)*sp.s+j]
+		}
+		m = fmax(m, s[j])
+	}
+	for j := range s {
+		s[j] = math.Exp(s[j] - m)
+	}
 }

@@ -142,12 +142,28 @@ func TestFindAttention(t *testing.T) {
 // decomposition written with the DSL: grouped KV heads (the decomposition copies them), the
 // position mask (pos a runtime input), additive masks broadcast over batch and heads, dtypes.
 func TestAttentionOpMatchesDecomposition(t *testing.T) {
-	for _, c := range []struct {
-		b, h, kvh, l, s, e, ev int
-		mask                   string
-		bias                   []int // the additive mask's shape, nil for none
-		d                      ir.DType
-	}{
+	for _, c := range attnCases() {
+		t.Run(c.String(), func(t *testing.T) {
+			want := c.decomposed(t, false)
+			runBoth(t, want, c.fused(t, want, false))
+		})
+	}
+}
+
+// attnCase is one attention of the op's contract, written both ways.
+type attnCase struct {
+	b, h, kvh, l, s, e, ev int
+	mask                   string
+	bias                   []int // the additive mask's shape, nil for none
+	d                      ir.DType
+}
+
+func (c attnCase) String() string {
+	return fmt.Sprintf("%s_H%d_KVH%d_L%d_S%d_E%d_%s_bias%v", c.d, c.h, c.kvh, c.l, c.s, c.e, c.mask, c.bias)
+}
+
+func attnCases() []attnCase {
+	return []attnCase{
 		{1, 2, 2, 4, 4, 8, 8, ops.MaskNone, nil, ir.F32},
 		{2, 4, 2, 3, 7, 16, 8, ops.MaskCausal, nil, ir.F32},
 		{2, 4, 1, 5, 9, 8, 8, ops.MaskPosition, nil, ir.F32},
@@ -158,62 +174,92 @@ func TestAttentionOpMatchesDecomposition(t *testing.T) {
 		{1, 2, 2, 3, 5, 128, 128, ops.MaskPosition, nil, ir.F32},
 		{2, 4, 2, 5, 8, 16, 16, ops.MaskPosition, []int{1, 4, 5, 8}, ir.F16},
 		{2, 4, 2, 5, 8, 16, 16, ops.MaskCausal, nil, ir.BF16},
-	} {
-		name := fmt.Sprintf("%s_H%d_KVH%d_L%d_S%d_E%d_%s_bias%v", c.d, c.h, c.kvh, c.l, c.s, c.e, c.mask, c.bias)
-		t.Run(name, func(t *testing.T) {
-			scale := 1 / math.Sqrt(float64(c.e))
-			g := c.h / c.kvh
-			want, err := frontend.Build("decomposed", func(b *frontend.Builder) {
-				q := b.Input("q", c.d, c.b, c.h, c.l, c.e)
-				k := b.Input("k", c.d, c.b, c.kvh, c.s, c.e)
-				v := b.Input("v", c.d, c.b, c.kvh, c.s, c.ev)
-				var pos *frontend.Tensor
-				if c.mask == ops.MaskPosition {
-					pos = b.Input("pos", ir.I64, c.b).WithRange(0, c.s-c.l+1)
-				}
-				var bias *frontend.Tensor
-				if c.bias != nil {
-					bias = b.Input("bias", c.d, c.bias...)
-				}
-				rep := func(x *frontend.Tensor) *frontend.Tensor { // the KV heads copied to every query head
-					return x.Unsqueeze(2).Expand(c.b, c.kvh, g, c.s, x.Dim(3)).Reshape(c.b, c.h, c.s, x.Dim(3))
-				}
-				s := q.Matmul(rep(k).Transpose(2, 3)).MulScalar(scale)
-				row, col := b.Iota(ir.I64, 0, c.l, c.s), b.Iota(ir.I64, 1, c.l, c.s)
-				switch c.mask {
-				case ops.MaskCausal:
-					s = s.MaskedFill(col.Gt(row), math.Inf(-1))
-				case ops.MaskPosition:
-					s = s.MaskedFill(col.Reshape(1, 1, c.l, c.s).Gt(row.Reshape(1, 1, c.l, c.s).Add(pos.Reshape(c.b, 1, 1, 1))), math.Inf(-1))
-				}
-				if bias != nil {
-					s = s.Add(bias)
-				}
-				b.Output("o", s.Softmax(-1).Matmul(rep(v)))
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := ir.NewGraph("fused")
-			args := []*ir.Value{}
-			for _, in := range want.Inputs() {
-				args = append(args, got.Input(in.Name, in.Type, in.Attrs))
-			}
-			attrs := ir.Attrs{"scale": scale, "mask": c.mask}
-			if c.bias != nil {
-				attrs["additive"] = true
-			}
-			ty, err := ops.Infer(ops.AttentionOp, types(args), attrs)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got.SetOutput("o", got.Add(ops.AttentionOp, ty, attrs, args...))
-			if err := ops.Verify(got); err != nil {
-				t.Fatal(err)
-			}
-			runBoth(t, want, got)
-		})
+		{2, 2, 1, 0, 3, 4, 4, ops.MaskNone, []int{1, 2, 0, 3}, ir.F32}, // no queries
 	}
+}
+
+// decomposed writes the attention with the DSL: grouped KV heads copied to every query head,
+// the position mask with pos a runtime input, the additive mask broadcast over batch and heads.
+// With loss, the graph also has the output loss = Σ o·r (r an input, the sum in f32).
+func (c attnCase) decomposed(t *testing.T, loss bool) *ir.Graph {
+	t.Helper()
+	scale := 1 / math.Sqrt(float64(c.e))
+	g := c.h / c.kvh
+	want, err := frontend.Build("decomposed", func(b *frontend.Builder) {
+		q := b.Input("q", c.d, c.b, c.h, c.l, c.e)
+		k := b.Input("k", c.d, c.b, c.kvh, c.s, c.e)
+		v := b.Input("v", c.d, c.b, c.kvh, c.s, c.ev)
+		var pos *frontend.Tensor
+		if c.mask == ops.MaskPosition {
+			pos = b.Input("pos", ir.I64, c.b).WithRange(0, c.s-c.l+1)
+		}
+		var bias *frontend.Tensor
+		if c.bias != nil {
+			bias = b.Input("bias", c.d, c.bias...)
+		}
+		var r *frontend.Tensor
+		if loss {
+			r = b.Input("r", c.d, c.b, c.h, c.l, c.ev)
+		}
+		rep := func(x *frontend.Tensor) *frontend.Tensor { // the KV heads copied to every query head
+			return x.Unsqueeze(2).Expand(c.b, c.kvh, g, c.s, x.Dim(3)).Reshape(c.b, c.h, c.s, x.Dim(3))
+		}
+		s := q.Matmul(rep(k).Transpose(2, 3)).MulScalar(scale)
+		row, col := b.Iota(ir.I64, 0, c.l, c.s), b.Iota(ir.I64, 1, c.l, c.s)
+		switch c.mask {
+		case ops.MaskCausal:
+			s = s.MaskedFill(col.Gt(row), math.Inf(-1))
+		case ops.MaskPosition:
+			s = s.MaskedFill(col.Reshape(1, 1, c.l, c.s).Gt(row.Reshape(1, 1, c.l, c.s).Add(pos.Reshape(c.b, 1, 1, 1))), math.Inf(-1))
+		}
+		if bias != nil {
+			s = s.Add(bias)
+		}
+		o := s.Softmax(-1).Matmul(rep(v))
+		b.Output("o", o)
+		if loss {
+			b.Output("loss", o.Mul(r).Cast(ir.F32).Sum())
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return want
+}
+
+// fused is want (decomposed's graph) with the attention written as one attention op.
+func (c attnCase) fused(t *testing.T, want *ir.Graph, loss bool) *ir.Graph {
+	t.Helper()
+	got := ir.NewGraph("fused")
+	args := []*ir.Value{}
+	var r *ir.Value
+	for _, in := range want.Inputs() {
+		v := got.Input(in.Name, in.Type, in.Attrs)
+		if in.Name == "r" {
+			r = v
+			continue
+		}
+		args = append(args, v)
+	}
+	attrs := ir.Attrs{"scale": 1 / math.Sqrt(float64(c.e)), "mask": c.mask}
+	if c.bias != nil {
+		attrs["additive"] = true
+	}
+	ty, err := ops.Infer(ops.AttentionOp, types(args), attrs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := got.Add(ops.AttentionOp, ty, attrs, args...)
+	got.SetOutput("o", o)
+	if loss {
+		prod := got.Add("mul", o.Type, nil, o, r)
+		f32 := got.Add("cast", ir.T(ir.F32, o.Type.Shape...), ir.Attrs{"to": ir.F32}, prod)
+		got.SetOutput("loss", got.Add("reduce_sum", ir.T(ir.F32), ir.Attrs{"axes": []int{0, 1, 2, 3}}, f32))
+	}
+	if err := ops.Verify(got); err != nil {
+		t.Fatal(err)
+	}
+	return got
 }
 
 func types(vs []*ir.Value) []ir.Type {

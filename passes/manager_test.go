@@ -26,11 +26,11 @@ func TestPassOrder(t *testing.T) {
 	}
 	saved := passes
 	defer func() { passes = saved }()
-	passes[0], passes[1] = passes[1], passes[0] // dce, fold → fold, dce: allowed
+	passes[1], passes[2] = passes[2], passes[1] // dce, fold → fold, dce: allowed
 	if err := checkOrder(); err != nil {
 		t.Fatalf("swapping unconstrained passes: %v", err)
 	}
-	passes[2], passes[3] = passes[3], passes[2] // cse before simplify: violates a constraint
+	passes[3], passes[4] = passes[4], passes[3] // cse before simplify: violates a constraint
 	if err := checkOrder(); err == nil || !strings.Contains(err.Error(), "simplify must run before cse") {
 		t.Fatalf("got %v, want a violated constraint", err)
 	}

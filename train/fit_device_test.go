@@ -38,23 +38,30 @@ func TestFitOnSimulator(t *testing.T) {
 				model = linearModel
 			}
 			m := buildModel(t, model, tc.l)
-			d := data.Head(tc.data, 64) // 4 steps
-			want, err := Fit(m, FitOptions{Optimizer: NewSGD(0.05), Train: d, Test: d, Epochs: 1})
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := Fit(m, FitOptions{Optimizer: NewSGD(0.05), Train: d, Test: d, Epochs: 1, Device: simdev.New(simdev.Options{})})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for name, w := range want.Params {
-				if o := check.Compare(name, got.Params[name], w, false); !o.Pass() {
-					t.Errorf("%s: %d elements differ, first %s", name, o.Bad, o.First)
-				}
-			}
+			got, want := fitOnSimulator(t, m, data.Head(tc.data, 64)) // 4 steps
 			if w, g := want.Epochs[0].Test.Loss, got.Epochs[0].Test.Loss; g < w*0.999 || g > w*1.001 {
 				t.Errorf("test loss %v on the simulator, %v on the reference", g, w)
 			}
 		})
 	}
+}
+
+// fitOnSimulator trains m for an epoch of d with SGD on the reference interpreter and on the PTX
+// simulator, and compares the trained weights within the comparison tolerance.
+func fitOnSimulator(t *testing.T, m *Model, d data.Dataset) (got, want *FitResult) {
+	t.Helper()
+	want, err := Fit(m, FitOptions{Optimizer: NewSGD(0.05), Train: d, Test: d, Epochs: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err = Fit(m, FitOptions{Optimizer: NewSGD(0.05), Train: d, Test: d, Epochs: 1, Device: simdev.New(simdev.Options{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, w := range want.Params {
+		if o := check.Compare(name, got.Params[name], w, false); !o.Pass() {
+			t.Errorf("%s: %d elements differ, first %s", name, o.Bad, o.First)
+		}
+	}
+	return got, want
 }

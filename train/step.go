@@ -46,6 +46,13 @@ type Options struct {
 	Seed uint64
 	// Schedule varies the learning rate with the step count (nil: the optimizer's constant rate).
 	Schedule *Schedule
+	// UnfusedAttention differentiates scaled dot-product attention as written (its backward
+	// reads the materialized probabilities). By default, without AMP, the step's forward forms
+	// attention ops (passes.FormAttention) before differentiation, so the forward runs the
+	// attention kernel and the backward recomputes the softmax (attention_grad). With AMP the
+	// decomposition stays: autocast runs its matmuls in bf16 or f16, which the attention op
+	// does not.
+	UnfusedAttention bool
 }
 
 // LossScale is torch.cuda.amp.GradScaler's dynamic loss scaling, computed inside the step graph.
@@ -151,6 +158,9 @@ func buildStep(fwd *ir.Graph, opt Optimizer, o Options, split bool) (*StepGraph,
 		return nil, nil, fmt.Errorf("train: invalid loss scaling %+v", *ls)
 	}
 	g := fwd.Clone()
+	if amp == ir.Invalid && !o.UnfusedAttention {
+		g = passes.FormAttention(g)
+	}
 	g.Name = fwd.Name + "_train_step"
 	var loss *ir.Value
 	for _, out := range g.Outputs {

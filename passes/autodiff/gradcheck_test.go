@@ -118,6 +118,20 @@ func gcases() []gcase {
 			start := e.Op("constant", ir.Attrs{"shape": []int{2}, "dtype": ir.I32, "value": []float64{1, 9}})
 			return e.Op("update_slice", ir.Attrs{"axis": 2}, p[0], p[1], start)
 		}},
+		// attention: q, k, v (and the bias) against finite differences; GQA and MQA sum dk, dv
+		// over the query heads of a group, a broadcast bias sums dS over its broadcast dims.
+		with("attention", "attention_none", ir.Attrs{"scale": 0.5, "mask": "none"}, []int{1, 2, 3, 4}, []int{1, 2, 5, 4}, []int{1, 2, 5, 3}),
+		with("attention", "attention_causal_gqa", ir.Attrs{"scale": 0.7, "mask": "causal"}, []int{2, 4, 3, 4}, []int{2, 2, 4, 4}, []int{2, 2, 4, 2}),
+		{name: "attention_position_mqa", op: "attention", shapes: [][]int{{2, 2, 3, 4}, {2, 1, 6, 4}, {2, 1, 6, 3}}, build: func(e *Emitter, p []*ir.Value) *ir.Value {
+			pos := e.Op("constant", ir.Attrs{"shape": []int{2}, "dtype": ir.I64, "value": []float64{0, 2}})
+			return e.Op("attention", ir.Attrs{"scale": 0.5, "mask": "position"}, p[0], p[1], p[2], pos)
+		}},
+		with("attention", "attention_bias_over_batch", ir.Attrs{"scale": 0.5, "mask": "causal", "additive": true},
+			[]int{2, 2, 3, 4}, []int{2, 2, 5, 4}, []int{2, 2, 5, 3}, []int{1, 2, 3, 5}),
+		{name: "attention_position_bias_over_heads", op: "attention", shapes: [][]int{{2, 2, 2, 4}, {2, 1, 4, 4}, {2, 1, 4, 2}, {2, 1, 2, 4}}, build: func(e *Emitter, p []*ir.Value) *ir.Value {
+			pos := e.Op("constant", ir.Attrs{"shape": []int{2}, "dtype": ir.I32, "value": []float64{1, 0}})
+			return e.Op("attention", ir.Attrs{"scale": 1.0, "mask": "position", "additive": true}, p[0], p[1], p[2], pos, p[3])
+		}},
 	}
 	return cs
 }
@@ -255,6 +269,11 @@ func TestNotDifferentiable(t *testing.T) {
 			"op floor is not differentiable (argument 0)"},
 		{"ceil", func(e *Emitter, p *ir.Value) *ir.Value { return e.Op("ceil", nil, p) },
 			"op ceil is not differentiable (argument 0)"},
+		// attention's gradient has no gradient of its own (no second derivative).
+		{"attention_grad", func(e *Emitter, p *ir.Value) *ir.Value {
+			x := e.Reshape(p, []int{1, 1, 1, 2})
+			return e.Op("attention_grad", ir.Attrs{"scale": 1.0, "mask": "none", "wrt": "q"}, x, x, x, x, x)
+		}, "op attention_grad is not differentiable (argument 0): the second derivative of attention is not written"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
