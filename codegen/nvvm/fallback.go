@@ -4,12 +4,21 @@ import (
 	"github.com/gcomp/gcomp/codegen/ptx"
 )
 
-// borrowed are the templates this package has no counterpart for whose kernels Module takes
-// from codegen/ptx rather than refuse the model: attention (codegen/ptx's attention.go) and
-// update (update.go: update_slice, a copy of raw bits with no arithmetic for libNVVM to
-// improve). The launch records it (Producer "ptx" and a note); both producers share names,
-// parameters and launches, so one plan runs the merged module.
-var borrowed = map[string]bool{"attention": true, "update": true}
+// borrowed reports whether k takes a template this package has no counterpart for, whose
+// kernels Module takes from codegen/ptx rather than refuse the model: attention's tensor-core
+// and split-KV templates (attentionBorrowed; the CUDA-core one is attention.go's) and update
+// (update.go: update_slice, a copy of raw bits with no arithmetic for libNVVM to improve). The
+// launch records it (Producer "ptx" and a note); both producers share names, parameters and
+// launches, so one plan runs the merged module.
+func borrowed(k ptx.Kernel) bool {
+	switch ptx.Template(k) {
+	case "attention":
+		return attentionBorrowed(k)
+	case "update":
+		return true
+	}
+	return false
+}
 
 // borrowedNote is the note on a launch whose entry codegen/ptx wrote.
 func borrowedNote(template string) string {
@@ -23,7 +32,7 @@ func (p *Producer) Module(kernels []ptx.Kernel, t ptx.Target) (string, []ptx.Lau
 	var own, other []ptx.Kernel
 	var ownAt, otherAt []int
 	for i, k := range kernels {
-		if borrowed[ptx.Template(k)] {
+		if borrowed(k) {
 			other, otherAt = append(other, k), append(otherAt, i)
 		} else {
 			own, ownAt = append(own, k), append(ownAt, i)
