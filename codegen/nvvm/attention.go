@@ -248,6 +248,11 @@ func (ag *attnGen) body(operands []attnOperand, out value.Value) {
 
 // umin is the unsigned minimum of x and y.
 func (kg *kgen) umin(x, y value.Value) value.Value {
+	if nx, ok := num(x); ok {
+		if ny, ok := num(y); ok && nx >= 0 && ny >= 0 {
+			return ci(min(nx, ny))
+		}
+	}
 	return kg.b.NewSelect(kg.b.NewICmp(enum.IPredULT, x, y), x, y)
 }
 
