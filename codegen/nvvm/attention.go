@@ -24,9 +24,8 @@ import (
 // butterfly of shuffles (fadd), the bias by an fma with log2 e, max.f32 (llvm.maxnum),
 // ex2.approx.f32 (inline assembly, as PTX spells it), the running sum and accumulators by fmul
 // and llvm.fma.f32, the output by a correctly rounded fdiv; libNVVM runs with -fma=0, so nothing
-// else contracts, and the output is bit for bit codegen/ptx's. The tiles load one element per
-// thread at a time (codegen/ptx loads 16 bytes where the layout allows): the loads' order does
-// not change a value. f16/bf16 prefill (attnmma.Fits) and split-KV decoding (splitkv.Of) keep
+// else contracts, and the output is bit for bit codegen/ptx's. The tiles load 16 bytes per
+// thread at a time where the layout allows, else one element, as codegen/ptx's. f16/bf16 prefill (attnmma.Fits) and split-KV decoding (splitkv.Of) keep
 // codegen/ptx's templates (attentionBorrowed).
 
 // attentionBorrowed reports whether attention kernel k takes a codegen/ptx template this package
@@ -278,22 +277,94 @@ func (ag *attnGen) keyLimit(mask string, posv, i value.Value) value.Value {
 }
 
 // loadTile stores keys [t0, t0+Keys) of the (b, kh) rows of a K or V operand of n columns in
-// a shared tile as f32, zero from key kend on; the block's threads take element i, i+T, ...
+// a shared tile as f32, zero from key kend on; the block's threads take group i, i+T, ... of v
+// elements: 16 bytes at once where the operand's layout allows (tileVector, as codegen/ptx),
+// else one element.
 func (ag *attnGen) loadTile(tile *ir.Global, o attnOperand, n int, tid, t0, kend, b, kh value.Value) {
 	if n == 0 {
 		return
 	}
 	kg := ag.kg
-	kg.loop(tid, ci(ag.p.Block[0]), ag.p.Keys*n, func(i value.Value) {
-		j, e := kg.div(i, n), kg.rem(i, n)
+	v := tileVector(o, n)
+	kg.loop(tid, ci(ag.p.Block[0]), ag.p.Keys*n/v, func(i value.Value) {
+		j, e := kg.div(i, n/v), kg.mul(kg.rem(i, n/v), v)
 		key := kg.add(t0, j)
-		x := kg.alloca(types.Float)
-		kg.b.NewStore(f32(0), x)
+		xs := make([]*ir.InstAlloca, v)
+		for c := range xs {
+			xs[c] = kg.alloca(types.Float)
+			kg.b.NewStore(f32(0), xs[c])
+		}
 		kg.branch(kg.b.NewICmp(enum.IPredULT, key, kend), "kv", func() {
-			kg.b.NewStore(ag.load(o, ag.index(o, b, kh, key, e)), x)
+			lin := ag.index(o, b, kh, key, e)
+			if v == 1 {
+				kg.b.NewStore(ag.load(o, lin), xs[0])
+				return
+			}
+			for c, x := range ag.loadVector(o, lin) {
+				kg.b.NewStore(x, xs[c])
+			}
 		})
-		kg.b.NewStore(kg.b.NewLoad(types.Float, x), ag.shared(tile, i))
+		base := kg.mul(i, v)
+		if v == 1 {
+			kg.b.NewStore(kg.b.NewLoad(types.Float, xs[0]), ag.shared(tile, base))
+			return
+		}
+		v4 := types.NewVector(4, types.Float)
+		pt := types.NewPointer(v4)
+		pt.AddrSpace = 3
+		for c := 0; c < v; c += 4 {
+			var vec value.Value = constant.NewUndef(v4)
+			for l := range 4 {
+				vec = kg.b.NewInsertElement(vec, kg.b.NewLoad(types.Float, xs[c+l]), ci(l))
+			}
+			st := kg.b.NewStore(vec, kg.b.NewBitCast(ag.shared(tile, kg.add(base, ci(c))), pt))
+			st.Align = 16
+		}
 	})
+}
+
+// tileVector is how many elements of a K or V operand of n columns loadTile reads at once: 16
+// bytes' worth when a row's columns are contiguous and every offset and stride keeps 16-byte
+// alignment (buffers are 16-byte aligned), else 1.
+func tileVector(o attnOperand, n int) int {
+	v := 16 / o.d.Size()
+	if n%v != 0 || o.strides[3] != 1 || o.off%v != 0 {
+		return 1
+	}
+	for _, st := range o.strides[:3] {
+		if st%v != 0 {
+			return 1
+		}
+	}
+	return v
+}
+
+// loadVector reads the 16 bytes at element lin of operand o (aligned) as four 32-bit words and
+// returns their elements as f32: bf16 is an f32's top half, f16 widens exactly.
+func (ag *attnGen) loadVector(o attnOperand, lin value.Value) []value.Value {
+	b := ag.kg.b
+	w4 := types.NewVector(4, types.I32)
+	pt := types.NewPointer(w4)
+	pt.AddrSpace = 1
+	ld := b.NewLoad(w4, b.NewBitCast(ag.kg.elemPtr(o.d, o.ptr, lin), pt))
+	ld.Align = 16
+	var xs []value.Value
+	for c := range 4 {
+		w := b.NewExtractElement(ld, ci(c))
+		switch o.d {
+		case irg.BF16:
+			xs = append(xs, b.NewBitCast(b.NewShl(w, ci(16)), types.Float),
+				b.NewBitCast(b.NewAnd(w, constant.NewInt(types.I32, -0x10000)), types.Float))
+		case irg.F16:
+			half := func(x value.Value) value.Value {
+				return b.NewFPExt(b.NewBitCast(b.NewTrunc(x, types.I16), types.Half), types.Float)
+			}
+			xs = append(xs, half(w), half(b.NewLShr(w, ci(16))))
+		default:
+			xs = append(xs, b.NewBitCast(w, types.Float))
+		}
+	}
+	return xs
 }
 
 // tileElem is this lane's c-th element (lane + 32c) of key j's row of a shared tile of n

@@ -161,3 +161,36 @@ func checkAttention(t *testing.T, got, want *tensor.Tensor) {
 		}
 	}
 }
+
+// TestAttentionCost compares the two producers' CUDA-core attention entries on the simulator:
+// warp instructions executed and ptxas's sm_80 registers (docs/perf.md has the table). NVVM's
+// must execute at most 10% more instructions than codegen/ptx's.
+func TestAttentionCost(t *testing.T) {
+	p := requireProducer(t)
+	for _, c := range []attnCase{
+		{1, 4, 4, 64, 64, 32, 32, ops.MaskCausal, nil, nil, ir.F32}, // gpt's
+		{1, 4, 4, 16, 16, 16, 16, ops.MaskNone, nil, nil, ir.F32},   // transformer's
+		{1, 4, 2, 128, 128, 64, 64, ops.MaskCausal, nil, nil, ir.F32},
+		{2, 4, 2, 7, 256, 128, 128, ops.MaskCausal, nil, nil, ir.BF16},
+	} {
+		g := c.graph(t)
+		k := ptx.Kernel{Name: "k0_attention", Graph: g}
+		in := inputsFor(g, 1)
+		text, launches, err := p.Module([]ptx.Kernel{k}, ptx.Target{SM: 80})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ptxText, ptxLaunches, err := ptx.Module([]ptx.Kernel{k}, ptx.Target{SM: 80})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, st := run(t, text, k, launches[0], in)
+		_, pst := run(t, ptxText, k, ptxLaunches[0], in)
+		regs, pregs := assemble(t, text, []ptx.Kernel{k}), assemble(t, ptxText, []ptx.Kernel{k})
+		t.Logf("%s: warp instructions nvvm %d, ptx %d (%.2f); sm_80 registers nvvm %d, ptx %d", c, st.WarpInsts, pst.WarpInsts,
+			float64(st.WarpInsts)/float64(pst.WarpInsts), regs[k.Name]["sm_80"], pregs[k.Name]["sm_80"])
+		if float64(st.WarpInsts) > 1.1*float64(pst.WarpInsts) {
+			t.Errorf("%s: NVVM's entry executes %d warp instructions, codegen/ptx's %d", c, st.WarpInsts, pst.WarpInsts)
+		}
+	}
+}
