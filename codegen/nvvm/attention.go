@@ -26,17 +26,22 @@ import (
 // and llvm.fma.f32, the output by a correctly rounded fdiv; libNVVM runs with -fma=0, so nothing
 // else contracts, and the output is bit for bit codegen/ptx's. The tiles load 16 bytes per
 // thread at a time where the layout allows, else one element, as codegen/ptx's. f16/bf16 prefill (attnmma.Fits) and split-KV decoding (splitkv.Of) keep
-// codegen/ptx's templates (attentionBorrowed).
+// codegen/ptx's templates (borrowedAttention).
 
-// attentionBorrowed reports whether attention kernel k takes a codegen/ptx template this package
-// has no counterpart for: the tensor-core one or the split-KV one.
-func attentionBorrowed(k ptx.Kernel) bool {
+// borrowedAttention names the codegen/ptx attention template k takes that this package has no
+// counterpart for, "tensor-core" or "split-KV" (as codegen/ptx dispatches), or is empty.
+func borrowedAttention(k ptx.Kernel) string {
 	p, ok := ptx.PlanAttention(k.Graph)
-	if !ok {
-		return false
+	switch {
+	case !ok:
+		return ""
+	case attnmma.Fits(p.Op):
+		return "tensor-core"
 	}
-	_, decode := splitkv.Of(p.Op)
-	return attnmma.Fits(p.Op) || decode
+	if _, decode := splitkv.Of(p.Op); decode {
+		return "split-KV"
+	}
+	return ""
 }
 
 // attnOperand is an operand of the attention op as a buffer, an offset and a stride per dim (0
@@ -75,11 +80,7 @@ func (md *module) attentionKernel(k ptx.Kernel) (*ir.Func, ptx.Launch, error) {
 	if len(g.Outputs) != 1 || g.Outputs[0].Value != p.Op {
 		return nil, ptx.Launch{}, fmt.Errorf("an attention kernel writes the attention op's result alone")
 	}
-	if attentionBorrowed(k) {
-		tpl := "split-KV"
-		if attnmma.Fits(p.Op) {
-			tpl = "tensor-core"
-		}
+	if tpl := borrowedAttention(k); tpl != "" {
 		return nil, ptx.Launch{}, fmt.Errorf("the %s attention template %s (Module takes codegen/ptx's entry)", tpl, refusedText)
 	}
 	args := ptx.Params(g)
