@@ -68,13 +68,11 @@ func (md *module) attentionKernel(k ptx.Kernel) (*ir.Func, ptx.Launch, error) {
 	if !ok {
 		return nil, ptx.Launch{}, fmt.Errorf("the kernel has no attention op")
 	}
-	for _, v := range g.Values {
+	for _, v := range ptx.Live(g) {
 		switch v.Op {
 		case ops.AttentionOp, irg.OpInput, irg.OpParam, "reshape", "transpose", "broadcast_in_dim", "slice":
 		default:
-			if live(g)[v] {
-				return nil, ptx.Launch{}, fmt.Errorf("attention fused with %s is not supported", v.Op)
-			}
+			return nil, ptx.Launch{}, fmt.Errorf("attention fused with %s is not supported", v.Op)
 		}
 	}
 	if len(g.Outputs) != 1 || g.Outputs[0].Value != p.Op {
@@ -110,25 +108,6 @@ func (md *module) attentionKernel(k ptx.Kernel) (*ir.Func, ptx.Launch, error) {
 	// sm_90 kernel of a 33-wide head to 32 registers and spills.
 	ag.body(operands, kg.outPtr[0])
 	return kg.f, ptx.Launch{Grid: p.Grid, Block: p.Block, Params: args}, nil
-}
-
-// live is the set of values g's outputs depend on.
-func live(g *irg.Graph) map[*irg.Value]bool {
-	seen := map[*irg.Value]bool{}
-	var visit func(v *irg.Value)
-	visit = func(v *irg.Value) {
-		if seen[v] {
-			return
-		}
-		seen[v] = true
-		for _, a := range v.Args {
-			visit(a)
-		}
-	}
-	for _, o := range g.Outputs {
-		visit(o.Value)
-	}
-	return seen
 }
 
 // index is o's element off + Σ idx[d]·strides[d] (nil idx entries are index 0).
@@ -279,14 +258,14 @@ func (ag *attnGen) keyLimit(mask string, posv, i value.Value) value.Value {
 
 // loadTile stores keys [t0, t0+Keys) of the (b, kh) rows of a K or V operand of n columns in
 // a shared tile as f32, zero from key kend on; the block's threads take group i, i+T, ... of v
-// elements: 16 bytes at once where the operand's layout allows (tileVector, as codegen/ptx),
+// elements: 16 bytes at once where the operand's layout allows (ptx.AttentionTileVector),
 // else one element.
 func (ag *attnGen) loadTile(tile *ir.Global, o attnOperand, n int, tid, t0, kend, b, kh value.Value) {
 	if n == 0 {
 		return
 	}
 	kg := ag.kg
-	v := tileVector(o, n)
+	v := ptx.AttentionTileVector(o.d, n, o.off, o.strides)
 	kg.loop(tid, ci(ag.p.Block[0]), ag.p.Keys*n/v, func(i value.Value) {
 		j, e := kg.div(i, n/v), kg.mul(kg.rem(i, n/v), v)
 		key := kg.add(t0, j)
@@ -322,22 +301,6 @@ func (ag *attnGen) loadTile(tile *ir.Global, o attnOperand, n int, tid, t0, kend
 			st.Align = 16
 		}
 	})
-}
-
-// tileVector is how many elements of a K or V operand of n columns loadTile reads at once: 16
-// bytes' worth when a row's columns are contiguous and every offset and stride keeps 16-byte
-// alignment (buffers are 16-byte aligned), else 1.
-func tileVector(o attnOperand, n int) int {
-	v := 16 / o.d.Size()
-	if n%v != 0 || o.strides[3] != 1 || o.off%v != 0 {
-		return 1
-	}
-	for _, st := range o.strides[:3] {
-		if st%v != 0 {
-			return 1
-		}
-	}
-	return v
 }
 
 // loadVector reads the 16 bytes at element lin of operand o (aligned) as four 32-bit words and
