@@ -4,16 +4,18 @@ import (
 	"github.com/gcomp/gcomp/codegen/ptx"
 )
 
-// borrowed are the templates this package has no counterpart for whose kernels Module takes
-// from codegen/ptx rather than refuse the model: attention (codegen/ptx's attention.go) and
-// update (update.go: update_slice, a copy of raw bits with no arithmetic for libNVVM to
-// improve). The launch records it (Producer "ptx" and a note); both producers share names,
-// parameters and launches, so one plan runs the merged module.
-var borrowed = map[string]bool{"attention": true, "update": true}
+// borrowed reports whether k takes a template this package has no counterpart for, whose
+// kernels Module takes from codegen/ptx rather than refuse the model: attention's tensor-core
+// and split-KV templates (borrowedAttention; the CUDA-core one is attention.go's). The launch
+// records it (Producer "ptx" and a note); both producers share names, parameters and launches,
+// so one plan runs the merged module.
+func borrowed(k ptx.Kernel) bool {
+	return ptx.Template(k) == "attention" && borrowedAttention(k) != ""
+}
 
 // borrowedNote is the note on a launch whose entry codegen/ptx wrote.
-func borrowedNote(template string) string {
-	return "the NVVM producer has no " + template + " template yet: this entry is codegen/ptx's"
+func borrowedNote(k ptx.Kernel) string {
+	return "the NVVM producer has no " + borrowedAttention(k) + " attention template yet: this entry is codegen/ptx's"
 }
 
 // Module lowers kernels to NVVM IR and compiles it with libNVVM (lower), except kernels of the
@@ -23,7 +25,7 @@ func (p *Producer) Module(kernels []ptx.Kernel, t ptx.Target) (string, []ptx.Lau
 	var own, other []ptx.Kernel
 	var ownAt, otherAt []int
 	for i, k := range kernels {
-		if borrowed[ptx.Template(k)] {
+		if borrowed(k) {
 			other, otherAt = append(other, k), append(otherAt, i)
 		} else {
 			own, ownAt = append(own, k), append(ownAt, i)
@@ -39,7 +41,7 @@ func (p *Producer) Module(kernels []ptx.Kernel, t ptx.Target) (string, []ptx.Lau
 	launches := make([]ptx.Launch, len(kernels))
 	for j, i := range otherAt {
 		l := otherLaunches[j]
-		l.Producer, l.Notes = "ptx", append(l.Notes, borrowedNote(ptx.Template(other[j])))
+		l.Producer, l.Notes = "ptx", append(l.Notes, borrowedNote(other[j]))
 		launches[i] = l
 	}
 	if len(own) == 0 {

@@ -181,6 +181,10 @@ func (md *module) kernel(k ptx.Kernel, t ptx.Target) (*ir.Func, ptx.Launch, erro
 				return nil, ptx.Launch{}, fmt.Errorf("%s: the %s contraction template has no NVVM counterpart yet (build with --backend ptx)", k.Name, c.Kind)
 			}
 		}
+	case "attention":
+		f, l, err = md.attentionKernel(k)
+	case "update":
+		f, l, err = md.updateKernel(k)
 	case "":
 		// The PTX emitter's message says why no template takes the kernel.
 		if _, _, err = ptx.Generate(k, ptx.Target{SM: 80}); err == nil {
@@ -189,9 +193,6 @@ func (md *module) kernel(k ptx.Kernel, t ptx.Target) (*ir.Func, ptx.Launch, erro
 			return nil, ptx.Launch{}, err
 		}
 	default:
-		if borrowed[tpl] {
-			return nil, ptx.Launch{}, fmt.Errorf("%s: the %s template has no NVVM counterpart yet (Module takes codegen/ptx's entry)", k.Name, tpl)
-		}
 		return nil, ptx.Launch{}, fmt.Errorf("%s: the %s template has no NVVM counterpart yet (build with --backend ptx)", k.Name, tpl)
 	}
 	if err != nil {

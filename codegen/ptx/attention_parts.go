@@ -188,15 +188,22 @@ func (w *attnWriter) loadTile(name string, d ir.DType, o attnOperand, n, keys, t
 	w.label(end)
 }
 
-// tileVector is how many elements of a K or V operand of n columns loadTile reads at once: 16
-// bytes' worth when a row's columns are contiguous and every offset and stride keeps 16-byte
-// alignment (buffers are 16-byte aligned), else 1.
+// tileVector is how many elements of a K or V operand of n columns loadTile reads at once
+// (AttentionTileVector).
 func tileVector(o attnOperand, d ir.DType, n int) int {
+	return AttentionTileVector(d, n, o.off, o.strides)
+}
+
+// AttentionTileVector is how many elements of dtype d a K or V operand of n columns (offset off,
+// strides per dim) loads into a shared tile at once, in both producers: 16 bytes' worth when a
+// row's columns are contiguous and every offset and stride keeps 16-byte alignment (buffers are
+// 16-byte aligned), else 1.
+func AttentionTileVector(d ir.DType, n, off int, strides []int) int {
 	v := 16 / d.Size()
-	if n%v != 0 || o.strides[3] != 1 || o.off%v != 0 {
+	if n%v != 0 || strides[3] != 1 || off%v != 0 {
 		return 1
 	}
-	for _, st := range o.strides[:3] {
+	for _, st := range strides[:3] {
 		if st%v != 0 {
 			return 1
 		}

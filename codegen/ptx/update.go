@@ -49,6 +49,11 @@ func (l UpdateLayout) Elements(inPlace bool) int {
 	return l.B * l.M * l.S * l.N
 }
 
+// Launch is the update kernel's grid and block (every producer's): grid-stride over Elements.
+func (l UpdateLayout) Launch(inPlace bool) (grid, block [3]int) {
+	return [3]int{max(1, min(ceilDiv(l.Elements(inPlace), loopBlock), maxLoopBlocks)), 1, 1}, [3]int{loopBlock, 1, 1}
+}
+
 func updateKernel(k Kernel, v *ir.Value, globals *[]string) (string, Launch, error) {
 	b := newBuilder(k.Name)
 	gn, args := header(k, b, globals)
@@ -104,8 +109,8 @@ func updateKernel(k Kernel, v *ir.Value, globals *[]string) (string, Launch, err
 	if gn.err != nil {
 		return "", Launch{}, gn.err
 	}
-	grid := max(1, min(ceilDiv(n, loopBlock), maxLoopBlocks))
-	return b.text(), Launch{Grid: [3]int{grid, 1, 1}, Block: [3]int{loopBlock, 1, 1}, Params: args}, nil
+	grid, block := l.Launch(k.InPlace)
+	return b.text(), Launch{Grid: grid, Block: block, Params: args}, nil
 }
 
 // updateStart loads start[bm / M] and clamps it to [0, S−T], as the op defines; the result is a

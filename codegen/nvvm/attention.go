@@ -1,0 +1,378 @@
+package nvvm
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/llir/llvm/ir"
+	"github.com/llir/llvm/ir/constant"
+	"github.com/llir/llvm/ir/enum"
+	"github.com/llir/llvm/ir/types"
+	"github.com/llir/llvm/ir/value"
+
+	"github.com/gcomp/gcomp/codegen/attnmma"
+	"github.com/gcomp/gcomp/codegen/ptx"
+	"github.com/gcomp/gcomp/codegen/splitkv"
+	irg "github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ops"
+)
+
+// codegen/ptx's CUDA-core attention template (its attention.go), from the same plan
+// (ptx.PlanAttention: grid, block, key tile): a warp per query row, online softmax over K and V
+// tiles in shared memory, scores in base 2. Every floating-point operation is the one
+// codegen/ptx executes, in its order: the scaled q (fmul), q·k by llvm.fma.f32 then the
+// butterfly of shuffles (fadd), the bias by an fma with log2 e, max.f32 (llvm.maxnum),
+// ex2.approx.f32 (inline assembly, as PTX spells it), the running sum and accumulators by fmul
+// and llvm.fma.f32, the output by a correctly rounded fdiv; libNVVM runs with -fma=0, so nothing
+// else contracts, and the output is bit for bit codegen/ptx's. The tiles load 16 bytes per
+// thread at a time where the layout allows, else one element, as codegen/ptx's. f16/bf16 prefill (attnmma.Fits) and split-KV decoding (splitkv.Of) keep
+// codegen/ptx's templates (borrowedAttention).
+
+// borrowedAttention names the codegen/ptx attention template k takes that this package has no
+// counterpart for, "tensor-core" or "split-KV" (as codegen/ptx dispatches), or is empty.
+func borrowedAttention(k ptx.Kernel) string {
+	p, ok := ptx.PlanAttention(k.Graph)
+	switch {
+	case !ok:
+		return ""
+	case attnmma.Fits(p.Op):
+		return "tensor-core"
+	}
+	if _, decode := splitkv.Of(p.Op); decode {
+		return "split-KV"
+	}
+	return ""
+}
+
+// attnOperand is an operand of the attention op as a buffer, an offset and a stride per dim (0
+// for dims of size 1: broadcasts and lone indices).
+type attnOperand struct {
+	d       irg.DType
+	ptr     value.Value
+	off     int
+	strides []int
+}
+
+// attnGen builds one attention kernel.
+type attnGen struct {
+	kg           *kgen
+	p            ptx.AttentionPlan
+	d            irg.DType
+	ktile, vtile *ir.Global
+}
+
+// attentionKernel lowers a kernel whose only computation is one attention op.
+func (md *module) attentionKernel(k ptx.Kernel) (*ir.Func, ptx.Launch, error) {
+	g := k.Graph
+	p, ok := ptx.PlanAttention(g)
+	if !ok {
+		return nil, ptx.Launch{}, fmt.Errorf("the kernel has no attention op")
+	}
+	for _, v := range ptx.Live(g) {
+		switch v.Op {
+		case ops.AttentionOp, irg.OpInput, irg.OpParam, "reshape", "transpose", "broadcast_in_dim", "slice":
+		default:
+			return nil, ptx.Launch{}, fmt.Errorf("attention fused with %s is not supported", v.Op)
+		}
+	}
+	if len(g.Outputs) != 1 || g.Outputs[0].Value != p.Op {
+		return nil, ptx.Launch{}, fmt.Errorf("an attention kernel writes the attention op's result alone")
+	}
+	if tpl := borrowedAttention(k); tpl != "" {
+		return nil, ptx.Launch{}, fmt.Errorf("the %s attention template %s (Module takes codegen/ptx's entry)", tpl, refusedText)
+	}
+	args := ptx.Params(g)
+	kg := md.newKernel(k, args)
+	if p.Op.Type.Shape.NumElements() == 0 {
+		// Nothing to compute: one thread, as codegen/ptx's empty kernel launches.
+		kg.b.NewRet(nil)
+		return kg.f, ptx.Launch{Grid: [3]int{1, 1, 1}, Block: [3]int{1, 1, 1}, Params: args}, nil
+	}
+	operands := make([]attnOperand, len(p.Op.Args))
+	for i, a := range p.Op.Args {
+		base, off, st, ok := ops.StridedView(a)
+		if !ok || base.Op != irg.OpInput && base.Op != irg.OpParam {
+			return nil, ptx.Launch{}, fmt.Errorf("attention reads %s, want a buffer or a strided view of one", a.Op)
+		}
+		for d, n := range a.Type.Shape {
+			if n == 1 {
+				st[d] = 0
+			}
+		}
+		operands[i] = attnOperand{d: base.Type.DType, ptr: kg.ptr[base], off: off, strides: st}
+	}
+	ag := &attnGen{kg: kg, p: p, d: p.Op.Type.DType,
+		ktile: md.sharedArray(k.Name+"_ktile", p.Keys*max(1, p.E), types.Float, 16),
+		vtile: md.sharedArray(k.Name+"_vtile", p.Keys*max(1, p.Ev), types.Float, 16)}
+	// No maxntidx annotation (codegen/ptx's .maxntid): with it CUDA 11.8's ptxas holds the
+	// sm_90 kernel of a 33-wide head to 32 registers and spills.
+	ag.body(operands, kg.outPtr[0])
+	return kg.f, ptx.Launch{Grid: p.Grid, Block: p.Block, Params: args}, nil
+}
+
+// index is o's element off + Σ idx[d]·strides[d] (nil idx entries are index 0).
+func (ag *attnGen) index(o attnOperand, idx ...value.Value) value.Value {
+	kg := ag.kg
+	var r value.Value = ci(o.off)
+	for d, x := range idx {
+		if x != nil && o.strides[d] != 0 {
+			r = kg.add(r, kg.mul(x, o.strides[d]))
+		}
+	}
+	return r
+}
+
+// load reads element lin of operand o as f32 (positions: their own integer type).
+func (ag *attnGen) load(o attnOperand, lin value.Value) value.Value {
+	ld := ag.kg.b.NewLoad(memType(o.d), ag.kg.elemPtr(o.d, o.ptr, lin))
+	ld.Align = ir.Align(o.d.Size())
+	return ag.kg.fromMem(o.d, ld)
+}
+
+func f32(f float64) constant.Constant { return constant.NewFloat(types.Float, float64(float32(f))) }
+
+// shared is a pointer to float element i of a shared tile.
+func (ag *attnGen) shared(tile *ir.Global, i value.Value) value.Value {
+	p := ag.kg.b.NewGetElementPtr(tile.ContentType, tile, ci(0), i)
+	p.InBounds = true
+	return p
+}
+
+// body writes the kernel: operands q, k, v[, pos][, bias] and the output at out.
+func (ag *attnGen) body(operands []attnOperand, out value.Value) {
+	kg, p := ag.kg, ag.p
+	mask := p.Op.Attrs.String("mask", "")
+	next := 3
+	var pos, bias *attnOperand
+	if mask == ops.MaskPosition {
+		pos = &operands[next]
+		next++
+	}
+	if p.Op.Attrs.Bool("additive", false) {
+		bias = &operands[next]
+	}
+	tid := kg.sreg("tid.x")
+	lane, warp := kg.b.NewAnd(tid, ci(31)), kg.b.NewLShr(tid, ci(5))
+	cta := kg.sreg("ctaid.x")
+	bh, rt := kg.div(cta, p.RowTiles), kg.rem(cta, p.RowTiles)
+	bi, h := kg.div(bh, p.H), kg.rem(bh, p.H)
+	kh := kg.div(h, p.H/p.KVH) // the KV head within the batch entry
+	warps := p.Block[0] / 32
+	row0 := kg.mul(rt, warps)
+	row := kg.add(row0, warp)
+	last := kg.umin(kg.add(row0, ci(warps-1)), ci(p.L-1))
+	active := kg.b.NewICmp(enum.IPredULT, row, ci(p.L))
+
+	var posv value.Value
+	if pos != nil {
+		posv = ag.load(*pos, ag.index(*pos, bi))
+		if pos.d != irg.I64 {
+			posv = kg.b.NewSExt(posv, types.I64)
+		}
+	}
+	lim, blim := ag.keyLimit(mask, posv, row), ag.keyLimit(mask, posv, last)
+
+	// This lane's q elements, scaled by scale·log2 e, and the row's online-softmax state.
+	c2 := f32(p.Op.Attrs.Float("scale", 1) * math.Log2E)
+	q := make([]*ir.InstAlloca, (p.E+31)/32)
+	for c := range q {
+		q[c] = kg.alloca(types.Float)
+		kg.b.NewStore(f32(0), q[c])
+		e := kg.add(lane, ci(32*c))
+		ok := kg.b.NewAnd(kg.b.NewICmp(enum.IPredULT, e, ci(p.E)), active)
+		kg.branch(ok, "q", func() {
+			x := ag.load(operands[0], ag.index(operands[0], bi, h, row, e))
+			kg.b.NewStore(kg.b.NewFMul(x, c2), q[c])
+		})
+	}
+	acc := make([]*ir.InstAlloca, (p.Ev+31)/32)
+	for c := range acc {
+		acc[c] = kg.alloca(types.Float)
+		kg.b.NewStore(f32(0), acc[c])
+	}
+	m, l := kg.alloca(types.Float), kg.alloca(types.Float)
+	kg.b.NewStore(f32(math.Inf(-1)), m)
+	kg.b.NewStore(f32(0), l)
+
+	// The tiles of keys below the block's limit: load, barrier, fold, barrier.
+	kg.loopTo(ci(0), ci(p.Keys), blim, func(t0 value.Value) {
+		ag.loadTile(ag.ktile, operands[1], p.E, tid, t0, ci(p.S), bi, kh)
+		ag.loadTile(ag.vtile, operands[2], p.Ev, tid, t0, ci(p.S), bi, kh)
+		kg.barrier()
+		// This row's keys in the tile: j < Keys and t0 + j < lim.
+		n := kg.b.NewSelect(kg.b.NewICmp(enum.IPredUGT, lim, t0), kg.umin(kg.b.NewSub(lim, t0), ci(p.Keys)), ci(0))
+		kg.branch(active, "fold", func() {
+			kg.loopTo(ci(0), ci(1), n, func(j value.Value) {
+				ag.foldKey(q, acc, m, l, j, kg.add(t0, j), lane, bi, h, row, bias)
+			})
+		})
+		kg.barrier()
+	})
+
+	// o = acc / l (a row with no visible key is 0/0 = NaN, as the reference).
+	kg.branch(active, "out", func() {
+		orow := kg.add(kg.mul(kg.add(kg.mul(bi, p.H), h), p.L), row)
+		for c := range acc {
+			e := kg.add(lane, ci(32*c))
+			kg.branch(kg.b.NewICmp(enum.IPredULT, e, ci(p.Ev)), "o", func() {
+				o := kg.b.NewFDiv(kg.b.NewLoad(types.Float, acc[c]), kg.b.NewLoad(types.Float, l))
+				lin := kg.add(kg.mul(orow, p.Ev), e)
+				st := kg.b.NewStore(kg.toMem(ag.d, kg.round(ag.d, o)), kg.elemPtr(ag.d, out, lin))
+				st.Align = ir.Align(ag.d.Size())
+			})
+		}
+	})
+	kg.b.NewRet(nil)
+}
+
+// umin is the unsigned minimum of x and y.
+func (kg *kgen) umin(x, y value.Value) value.Value {
+	if nx, ok := num(x); ok {
+		if ny, ok := num(y); ok && nx >= 0 && ny >= 0 {
+			return ci(min(nx, ny))
+		}
+	}
+	return kg.b.NewSelect(kg.b.NewICmp(enum.IPredULT, x, y), x, y)
+}
+
+// keyLimit is the keys query index i sees, j < limit: S, i+1 (causal) or pos+i+1 (posv, 64
+// bits, clamped to [0, S]: positions are untrusted data), then at most S.
+func (ag *attnGen) keyLimit(mask string, posv, i value.Value) value.Value {
+	kg, S := ag.kg, ag.p.S
+	var lim value.Value
+	switch mask {
+	case ops.MaskCausal:
+		lim = kg.add(i, ci(1))
+	case ops.MaskPosition:
+		b := kg.b
+		t := b.NewAdd(b.NewAdd(posv, b.NewZExt(i, types.I64)), constant.NewInt(types.I64, 1))
+		zero, s := constant.NewInt(types.I64, 0), constant.NewInt(types.I64, int64(S))
+		t1 := b.NewSelect(b.NewICmp(enum.IPredSLT, t, zero), zero, t)
+		t2 := b.NewSelect(b.NewICmp(enum.IPredSGT, t1, s), s, t1)
+		lim = b.NewTrunc(t2, types.I32)
+	default:
+		lim = ci(S)
+	}
+	return kg.umin(lim, ci(S))
+}
+
+// loadTile stores keys [t0, t0+Keys) of the (b, kh) rows of a K or V operand of n columns in
+// a shared tile as f32, zero from key kend on; the block's threads take group i, i+T, ... of v
+// elements: 16 bytes at once where the operand's layout allows (ptx.AttentionTileVector),
+// else one element.
+func (ag *attnGen) loadTile(tile *ir.Global, o attnOperand, n int, tid, t0, kend, b, kh value.Value) {
+	if n == 0 {
+		return
+	}
+	kg := ag.kg
+	v := ptx.AttentionTileVector(o.d, n, o.off, o.strides)
+	kg.loop(tid, ci(ag.p.Block[0]), ag.p.Keys*n/v, func(i value.Value) {
+		j, e := kg.div(i, n/v), kg.mul(kg.rem(i, n/v), v)
+		key := kg.add(t0, j)
+		xs := make([]*ir.InstAlloca, v)
+		for c := range xs {
+			xs[c] = kg.alloca(types.Float)
+			kg.b.NewStore(f32(0), xs[c])
+		}
+		kg.branch(kg.b.NewICmp(enum.IPredULT, key, kend), "kv", func() {
+			lin := ag.index(o, b, kh, key, e)
+			if v == 1 {
+				kg.b.NewStore(ag.load(o, lin), xs[0])
+				return
+			}
+			for c, x := range ag.loadVector(o, lin) {
+				kg.b.NewStore(x, xs[c])
+			}
+		})
+		base := kg.mul(i, v)
+		if v == 1 {
+			kg.b.NewStore(kg.b.NewLoad(types.Float, xs[0]), ag.shared(tile, base))
+			return
+		}
+		v4 := types.NewVector(4, types.Float)
+		pt := types.NewPointer(v4)
+		pt.AddrSpace = 3
+		for c := 0; c < v; c += 4 {
+			var vec value.Value = constant.NewUndef(v4)
+			for l := range 4 {
+				vec = kg.b.NewInsertElement(vec, kg.b.NewLoad(types.Float, xs[c+l]), ci(l))
+			}
+			st := kg.b.NewStore(vec, kg.b.NewBitCast(ag.shared(tile, kg.add(base, ci(c))), pt))
+			st.Align = 16
+		}
+	})
+}
+
+// loadVector reads the 16 bytes at element lin of operand o (aligned) as four 32-bit words and
+// returns their elements as f32: bf16 is an f32's top half, f16 widens exactly.
+func (ag *attnGen) loadVector(o attnOperand, lin value.Value) []value.Value {
+	b := ag.kg.b
+	w4 := types.NewVector(4, types.I32)
+	pt := types.NewPointer(w4)
+	pt.AddrSpace = 1
+	ld := b.NewLoad(w4, b.NewBitCast(ag.kg.elemPtr(o.d, o.ptr, lin), pt))
+	ld.Align = 16
+	var xs []value.Value
+	for c := range 4 {
+		w := b.NewExtractElement(ld, ci(c))
+		switch o.d {
+		case irg.BF16:
+			xs = append(xs, b.NewBitCast(b.NewShl(w, ci(16)), types.Float),
+				b.NewBitCast(b.NewAnd(w, constant.NewInt(types.I32, -0x10000)), types.Float))
+		case irg.F16:
+			half := func(x value.Value) value.Value {
+				return b.NewFPExt(b.NewBitCast(b.NewTrunc(x, types.I16), types.Half), types.Float)
+			}
+			xs = append(xs, half(w), half(b.NewLShr(w, ci(16))))
+		default:
+			xs = append(xs, b.NewBitCast(w, types.Float))
+		}
+	}
+	return xs
+}
+
+// tileElem is this lane's c-th element (lane + 32c) of key j's row of a shared tile of n
+// columns, 0 past the row's end.
+func (ag *attnGen) tileElem(tile *ir.Global, n int, j, lane value.Value, c int) value.Value {
+	kg := ag.kg
+	e := kg.add(lane, ci(32*c))
+	x := kg.alloca(types.Float)
+	kg.b.NewStore(f32(0), x)
+	kg.branch(kg.b.NewICmp(enum.IPredULT, e, ci(n)), "t", func() {
+		kg.b.NewStore(kg.b.NewLoad(types.Float, ag.shared(tile, kg.add(kg.mul(j, n), e))), x)
+	})
+	return kg.b.NewLoad(types.Float, x)
+}
+
+// foldKey folds key (the tile's j-th) into the row's online softmax, in codegen/ptx's order.
+func (ag *attnGen) foldKey(q, acc []*ir.InstAlloca, m, l *ir.InstAlloca, j, key, lane, b, h, row value.Value, bias *attnOperand) {
+	kg, p := ag.kg, ag.p
+	fma := kg.md.declare("llvm.fma.f32", types.Float, types.Float, types.Float, types.Float)
+	var s value.Value = f32(0)
+	for c := range q {
+		s = kg.b.NewCall(fma, kg.b.NewLoad(types.Float, q[c]), ag.tileElem(ag.ktile, p.E, j, lane, c), s)
+	}
+	for off := 16; off >= 1; off /= 2 {
+		s = kg.b.NewFAdd(s, kg.shuffleXor(irg.F32, s, off))
+	}
+	if bias != nil {
+		x := ag.load(*bias, ag.index(*bias, b, h, row, key))
+		s = kg.b.NewCall(fma, x, f32(math.Log2E), s)
+	}
+	// m' = max(m, s); base = m' unless it is −inf (nothing seen yet).
+	mo := kg.b.NewLoad(types.Float, m)
+	mn := kg.call("llvm.maxnum.f32", types.Float, mo, s)
+	base := kg.b.NewSelect(kg.b.NewFCmp(enum.FPredOEQ, mn, f32(math.Inf(-1))), f32(0), mn)
+	ex2 := func(x value.Value) value.Value {
+		return kg.asmRet(types.Float, "ex2.approx.f32 $0, $1;", "=f,f", x)
+	}
+	corr := ex2(kg.b.NewFSub(mo, base))
+	pr := ex2(kg.b.NewFSub(s, base))
+	kg.b.NewStore(kg.b.NewCall(fma, kg.b.NewLoad(types.Float, l), corr, pr), l)
+	kg.b.NewStore(mn, m)
+	for c := range acc {
+		v := ag.tileElem(ag.vtile, p.Ev, j, lane, c)
+		a := kg.b.NewFMul(kg.b.NewLoad(types.Float, acc[c]), corr)
+		kg.b.NewStore(kg.b.NewCall(fma, pr, v, a), acc[c])
+	}
+}
