@@ -45,17 +45,7 @@ func TestParsePlanDims(t *testing.T) {
 		{"work without its size", `"expr": "3*batch"`, `"expr": "batch"`, "needs a size argument of its element count"},
 		{"vector", `"vector": 4`, `"vector": 0`, "positive vector"},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if !strings.Contains(good, tc.old) {
-				t.Fatalf("the plan has no %q:\n%s", tc.old, good)
-			}
-			_, err := artifact.ParsePlan([]byte(strings.Replace(good, tc.old, tc.new, 1)))
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("err = %v, want %q", err, tc.want)
-			}
-		})
-	}
+	checkParseErrors(t, good, tests)
 	// A size argument needs dims.
 	static := string(compiled(t).Plan.JSON())
 	bad := strings.Replace(static, `"kind": "param"`, `"kind": "size", "expr": "3"`, 1)

@@ -56,21 +56,14 @@ func TestSymbolicRuns(t *testing.T) {
 
 func checkSymbolic(t *testing.T, g *ir.Graph) {
 	t.Helper()
-	res, err := compiler.Compile(g, compiler.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan := res.Artifact.Plan
+	p := load(t, g)
+	plan := p.Plan()
 	if plan.Version != 4 || len(plan.Dims) != len(g.Dims) {
 		t.Fatalf("plan version %d, dims %v", plan.Version, plan.Dims)
 	}
-	p, err := executor.Load(simdev.New(simdev.Options{}), res.Artifact)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	if err := p.SetParams(map[string]*tensor.Tensor{}); err != nil {
-		t.Fatal(err)
+	bound := map[string]int{}
+	for _, k := range plan.Kernels {
+		bound[k.Name] = k.Grid[0]
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	for run := 0; run < 5; run++ {
@@ -123,8 +116,8 @@ func checkSymbolic(t *testing.T, g *ir.Graph) {
 			}
 		}
 		for _, k := range got.Kernels {
-			if want := k.Grid[0]; want < 1 {
-				t.Errorf("sizes %v: kernel %s grid %v", env, k.Name, k.Grid)
+			if k.Grid[0] < 1 || k.Grid[0] > bound[k.Name] {
+				t.Errorf("sizes %v: kernel %s grid %v, at the bound %d", env, k.Name, k.Grid, bound[k.Name])
 			}
 		}
 	}
@@ -137,7 +130,17 @@ func runStatic(t *testing.T, g *ir.Graph, env map[string]int64, inputs map[strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := compiler.Compile(sg, compiler.Options{})
+	out, err := load(t, sg).Run(inputs)
+	if err != nil {
+		t.Fatalf("static build at %v: %v", env, err)
+	}
+	return out.Outputs
+}
+
+// load compiles g (no params) and loads it on a memchecked simulator.
+func load(t *testing.T, g *ir.Graph) *executor.Program {
+	t.Helper()
+	res, err := compiler.Compile(g, compiler.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,15 +148,11 @@ func runStatic(t *testing.T, g *ir.Graph, env map[string]int64, inputs map[strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.Close()
+	t.Cleanup(func() { p.Close() })
 	if err := p.SetParams(map[string]*tensor.Tensor{}); err != nil {
 		t.Fatal(err)
 	}
-	out, err := p.Run(inputs)
-	if err != nil {
-		t.Fatalf("static build at %v: %v", env, err)
-	}
-	return out.Outputs
+	return p
 }
 
 func toEnv(m map[string]int) map[string]int64 {
@@ -202,15 +201,7 @@ func TestSymbolicBadSizes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := compiler.Compile(g, compiler.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := executor.Load(simdev.New(simdev.Options{}), res.Artifact)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := load(t, g)
 	f := func(n, k int) *tensor.Tensor { return tensor.New(ir.T(ir.F32, n, k)) }
 	for _, tc := range []struct {
 		x, y *tensor.Tensor
