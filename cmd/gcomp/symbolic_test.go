@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -82,6 +83,11 @@ func TestBuildRunSymbolic(t *testing.T) {
 			if code := Main([]string{"run", model, "--device", dev, "--input", "x=" + x, "--output-dir", dev + x}, &stdout, &stderr); code != 0 {
 				t.Fatalf("run %s at %d: %s", dev, n, stderr.String())
 			}
+		}
+		// gcomp check compares the simulator with the reference at these sizes, within the bounds.
+		stdout.Reset()
+		if code := Main([]string{"check", "s.ptx", "--input", "x=" + x}, &stdout, &stderr); code != 0 || !regexp.MustCompile(fmt.Sprintf(`y +f32\[%d,3\] .* ok\n`, n)).MatchString(stdout.String()) {
+			t.Fatalf("check at %d: exit %d\n%s%s", n, code, stdout.String(), stderr.String())
 		}
 		got, want := readNPY(t, "sim"+x+"/y.npy"), readNPY(t, "ref"+x+"/y.npy")
 		if !got.Type.Equal(ir.T(ir.F32, n, 3)) || !want.Type.Equal(got.Type) {
