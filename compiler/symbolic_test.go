@@ -1,6 +1,7 @@
 package compiler_test
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -220,6 +221,14 @@ func TestSymbolicBadSizes(t *testing.T) {
 	}
 	if _, err := p.Run(map[string]*tensor.Tensor{"x": f(3, 5), "y": f(3, 5)}); err != nil {
 		t.Errorf("a good run after the bad ones: %v", err)
+	}
+	// Prefetched inputs and memory images would fix the sizes at the bound: refused.
+	if _, err := p.Stage(map[string]*tensor.Tensor{"x": f(3, 5), "y": f(3, 5)}); err == nil || !strings.Contains(err.Error(), "the model has symbolic dims") {
+		t.Errorf("Stage = %v", err)
+	}
+	img := executor.Image{Type: ir.T(ir.F32, 3, 5), Data: make([]byte, 60)}
+	if _, err := p.RunImages(context.Background(), map[string]executor.Image{"x": img, "y": img}, nil); err == nil || !strings.Contains(err.Error(), "the model has symbolic dims") {
+		t.Errorf("RunImages = %v", err)
 	}
 }
 
