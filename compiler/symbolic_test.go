@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gcomp/gcomp/codegen/backend"
 	"github.com/gcomp/gcomp/compiler"
 	"github.com/gcomp/gcomp/internal/tolerance"
 	"github.com/gcomp/gcomp/ir"
@@ -255,5 +256,14 @@ func TestSymbolicRefused(t *testing.T) {
 				t.Errorf("Compile = %v, want %q", err, tc.want)
 			}
 		})
+	}
+	// Only codegen/ptx's emitter writes symbolic kernels.
+	g, err := ir.Parse("s.gir", []byte(symbolicGraphs[0].gir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = compiler.Compile(g, compiler.Options{Producer: &backend.Auto{}})
+	if err == nil || !strings.Contains(err.Error(), "graph s has symbolic dims: only the ptx backend compiles them yet") {
+		t.Errorf("Compile with --backend auto = %v", err)
 	}
 }
