@@ -50,6 +50,9 @@ type IOBuffer struct {
 	// donated input in place (an update_slice's KV cache row), so after a run the input holds
 	// the output's value and feeding the output back into it moves nothing.
 	InPlaceOf string `json:"in_place_of,omitempty"`
+	// Sym (plans with dims only) is each axis's size as an expression over the dims, where
+	// Type gives the bound: "batch", "3*batch", "768" (dims.go).
+	Sym []string `json:"sym,omitempty"`
 }
 
 // JSON returns the memory plan as indented JSON (the --emit plan format of the passes).

@@ -14,13 +14,17 @@ import (
 	"github.com/gcomp/gcomp/tensorio"
 )
 
-// Format and Version identify a launch plan; a runtime refuses other versions. Version 3 added
+// Format and Version identify a launch plan; a runtime refuses other versions. Version 4 added
+// the symbolic dims (dims.go: Plan.Dims, IOBuffer.Sym, Arg "size", Kernel.Work); a plan without
+// dims is written as version 3, which it is, so its bytes are unchanged. Version 3 added
 // IOBuffer.InPlaceOf (an output that is a donated input's buffer); version 2 added Kernel.Entry
 // (a module holds each distinct kernel once); version 2 plans, and version 1 plans, whose
 // launches each ran the entry of their own name, are still read.
 const (
 	Format  = "gcomp-launch-plan"
-	Version = 3
+	Version = 4
+	// StaticVersion is the version of a plan without dims.
+	StaticVersion = 3
 )
 
 // Plan is the launch plan of a compiled model.
@@ -48,6 +52,9 @@ type Plan struct {
 	// could not keep them (an .onnx model's "onnx::Gemm_0" for the graph's onnx__Gemm_0), so a
 	// built module is named as its source is; absent for models whose names are the graph's.
 	SourceNames *SourceNames `json:"source_names,omitempty"`
+	// Dims are the graph's symbolic dims with their ranges (version 4; dims.go): the plan is
+	// laid out at their upper bounds and runs at any sizes in range.
+	Dims []Dim `json:"dims,omitempty"`
 	// ScratchBytes is the size of the zeroed scratch area kernels use for cross-block
 	// reductions; every kernel leaves it zero again.
 	ScratchBytes int64 `json:"scratch_bytes"`
@@ -89,6 +96,9 @@ type Kernel struct {
 	BindTime bool `json:"bind_time,omitempty"`
 	// IndexChecks describe the gathers that record a bad index in the kernel's error word.
 	IndexChecks []IndexCheck `json:"index_checks,omitempty"`
+	// Work, for a kernel whose element count is known only at run time (version 4), says how
+	// its grid follows from the sizes (dims.go); Grid is then the grid at the bound.
+	Work *Work `json:"work,omitempty"`
 }
 
 // ArgKind values: which buffer a kernel parameter points into.
@@ -100,6 +110,7 @@ const (
 	ArgScratch = "scratch" // the scratch area at Offset, Bytes long
 	ArgScalar  = "scalar"  // a custom kernel's scalar argument: Value as Type (scalar.go)
 	ArgError   = "error"   // the launch's error word at Offset of the error area (indexcheck.go)
+	ArgSize    = "size"    // a .u32: the expression Expr over the dims at the run's sizes (dims.go)
 )
 
 // Arg binds one .param of a kernel entry, in declaration order. Each is a
@@ -112,6 +123,8 @@ type Arg struct {
 	// Scalars (ArgScalar) only: the dtype (i32, i64, f32, f64) and the value.
 	Type  string  `json:"type,omitempty"`
 	Value float64 `json:"value,omitempty"`
+	// Expr (ArgSize only) is the size in the .gir expression syntax, e.g. "3*batch".
+	Expr string `json:"expr,omitempty"`
 }
 
 // Artifact is a compiled model: the PTX module and its plan, and the module precompiled for
@@ -213,7 +226,7 @@ func ParsePlan(data []byte) (*Plan, error) {
 		return nil, fmt.Errorf("not a launch plan (format %q, want %q)", p.Format, Format)
 	}
 	switch p.Version {
-	case Version, 2:
+	case Version, StaticVersion, 2:
 	case 1: // every launch ran the entry of its own name
 		for i := range p.Kernels {
 			p.Kernels[i].Entry = p.Kernels[i].Name
@@ -240,6 +253,9 @@ func (p *Plan) Validate() error {
 		return err
 	}
 	if err := p.validateAliases(); err != nil {
+		return err
+	}
+	if err := p.validateDims(); err != nil {
 		return err
 	}
 	names := map[string]map[string]int64{ArgInput: {}, ArgParam: {}, ArgOutput: {}, ArgArena: {}}
@@ -299,6 +315,7 @@ func (p *Plan) Validate() error {
 					return fmt.Errorf("kernel %s argument %d: %v", k.Name, i, err)
 				}
 			case ArgError: // validateChecks
+			case ArgSize: // validateDims
 			default:
 				return fmt.Errorf("kernel %s argument %d: unknown kind %q", k.Name, i, a.Kind)
 			}

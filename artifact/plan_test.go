@@ -71,7 +71,7 @@ func TestParsePlanErrors(t *testing.T) {
 	good := string(compiled(t).Plan.JSON())
 	tests := []parseCase{
 		{"format", `"gcomp-launch-plan"`, `"onnx"`, `not a launch plan (format "onnx"`},
-		{"version", `"version": 3`, `"version": 4`, "launch plan version 4"},
+		{"version", `"version": 3`, `"version": 5`, "launch plan version 5"},
 		{"unknown field", `"tf32": false`, `"tf32": false, "extra": 1`, `unknown field "extra"`},
 		{"amp", `"tf32": false`, `"tf32": false, "amp": "fp8"`, `amp "fp8": want bf16, f16 or none`},
 		{"bad type", `"type": "f32[4,8]"`, `"type": "f33[4,8]"`, "bad type"},

@@ -36,9 +36,6 @@ type Result struct {
 
 // Compile compiles g.
 func Compile(g *ir.Graph, opt Options) (*Result, error) {
-	if len(g.Dims) > 0 { // kernels parametric in the dims come next (docs/dynamic.md)
-		return nil, fmt.Errorf("graph %s has symbolic dims (%s): they are not compiled yet; the reference interpreter runs them (--device ref)", g.Name, g.Dims[0].Name)
-	}
 	if opt.Target.SM == 0 {
 		opt.Target.SM = 80
 	}
@@ -54,6 +51,10 @@ func Compile(g *ir.Graph, opt Options) (*Result, error) {
 		return nil, err
 	}
 	kg := res.Kernels
+	elems, err := symbolicKernels(g, kg, opt.Producer)
+	if err != nil {
+		return nil, err
+	}
 	customs, err := buildCustom(kg, opt.Target.SM, opt.NVRTCLib)
 	if err != nil {
 		return nil, err
@@ -63,7 +64,12 @@ func Compile(g *ir.Graph, opt Options) (*Result, error) {
 		if k.Kind == passes.Custom {
 			continue
 		}
-		pk := ptx.Kernel{Name: k.Name, Graph: k.Body, Shared: k.SharedOffsets(), SharedBytes: int(k.SharedBytes), InPlace: k.InPlace}
+		body := k.Body
+		_, symbolic := elems[k.Name]
+		if symbolic {
+			body = atBound(body)
+		}
+		pk := ptx.Kernel{Name: k.Name, Graph: body, Shared: k.SharedOffsets(), SharedBytes: int(k.SharedBytes), InPlace: k.InPlace, Symbolic: symbolic}
 		for _, s := range k.Stages {
 			pk.Stages = append(pk.Stages, ptx.Kernel{Name: s.Name, Graph: s.Body})
 		}
@@ -100,6 +106,7 @@ func Compile(g *ir.Graph, opt Options) (*Result, error) {
 		MemoryPlan: *res.Plan,
 		Graph:      source,
 	}
+	planDims(plan, g, kg)
 	for _, o := range g.Outputs {
 		plan.OutputNames = append(plan.OutputNames, o.Name)
 	}
@@ -122,7 +129,14 @@ func Compile(g *ir.Graph, opt Options) (*Result, error) {
 		pk := artifact.Kernel{Name: k.Name, Entry: l.Entry, Grid: l.Grid, Block: l.Block, SharedBytes: l.SharedBytes, Ops: opNames(k.Ops), Notes: l.Notes,
 			Producer: l.Producer, BindTime: k.BindTime}
 		var scratch int64
+		if l.Work != nil {
+			pk.Work = &artifact.Work{Elements: elems[k.Name].String(), Vector: l.Work.Vector, MaxBlocks: l.Work.MaxBlocks}
+		}
 		for _, a := range l.Params {
+			if a.Kind == ptx.ArgSize {
+				pk.Args = append(pk.Args, artifact.Arg{Kind: artifact.ArgSize, Expr: elems[k.Name].String()})
+				continue
+			}
 			if a.Kind == ptx.ArgError {
 				// Each launch gets a word of its own (indexcheck.go).
 				pk.Args = append(pk.Args, artifact.Arg{Kind: artifact.ArgError, Offset: plan.ErrorBytes})

@@ -231,6 +231,9 @@ func (g *Graph) BindSizes(shapes map[string]Shape) (map[string]int64, error) {
 					return nil, fmt.Errorf("input %s: dim %d is %s, and no input has %s alone as a dim to give its size", v.Name, i, e, name)
 				}
 			}
+			if n, ok := e.IsConst(); ok && n != int64(s[i]) {
+				return nil, fmt.Errorf("input %s: dim %d is %d, want %d", v.Name, i, s[i], n)
+			}
 			if n, err := e.Eval(env); err != nil || n != int64(s[i]) {
 				return nil, fmt.Errorf("input %s: dim %d is %d, but %s is %d at %s", v.Name, i, s[i], e, n, formatEnv(env, e.Symbols()))
 			}

@@ -2,7 +2,10 @@ package main
 
 import (
 	"bytes"
+	"fmt"
+	"math"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -12,7 +15,7 @@ import (
 )
 
 // gcomp run --device ref takes a symbolic model's inputs at any size in range; a size outside
-// it, or another dtype or rank, is one error; gcomp build refuses the model for now.
+// it, or another dtype or rank, is one error.
 func TestRunSymbolic(t *testing.T) {
 	t.Chdir(t.TempDir())
 	gir := "graph s {\n  dims { batch in [1,4] }\n  input %x : f32[batch,2]\n  %0 = neg(%x) : f32[batch,2]\n  output y = %0\n}\n"
@@ -40,12 +43,76 @@ func TestRunSymbolic(t *testing.T) {
 		{"run s.gir --input x=x5.npy --output-dir o", "input x: dim 0 (batch) is 5, outside batch's range [1,4]"},
 		{"run s.gir --input x=x1.npy --output-dir o", "gcomp run: input x: x1.npy holds f32[1,2,1], the model wants f32[batch,2]"},
 		{"run s.gir --input x=xi.npy --output-dir o", "gcomp run: input x: xi.npy holds i32[2,2], the model wants f32[batch,2]"},
-		{"build s.gir -o s.ptx", "graph s has symbolic dims (batch): they are not compiled yet"},
 	} {
 		stderr.Reset()
 		code := Main(strings.Fields(tc.args), &stdout, &stderr)
 		if code != 1 || !strings.Contains(stderr.String(), tc.want) || strings.Count(strings.TrimSpace(stderr.String()), "\n") > 0 {
 			t.Errorf("%s: exit %d, stderr %q; want %q", tc.args, code, stderr.String(), tc.want)
 		}
+	}
+}
+
+// One gcomp build of a symbolic model runs on the simulator at several sizes, equal to the
+// reference at each; a size out of range is one error, exit status 1; a model whose kernels are
+// not all elementwise is refused at build time naming the kernel's kind.
+func TestBuildRunSymbolic(t *testing.T) {
+	t.Chdir(t.TempDir())
+	gir := "graph s {\n  dims { batch in [1,40] }\n  input %x : f32[batch,3]\n  %0 = exp(%x) : f32[batch,3]\n  %1 = mul(%0, %x) : f32[batch,3]\n  output y = %1\n}\n"
+	red := "graph r {\n  dims { batch in [1,40] }\n  input %x : f32[batch,3]\n  %0 = reduce_sum(%x) {axes=[1]} : f32[batch]\n  output y = %0\n}\n"
+	for name, text := range map[string]string{"s.gir": gir, "r.gir": red} {
+		if err := os.WriteFile(name, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	if code := Main([]string{"build", "s.gir", "-o", "s.ptx"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("build failed: %s", stderr.String())
+	}
+	for _, n := range []int{40, 1, 7} {
+		vals := make([]float64, 3*n)
+		for i := range vals {
+			vals[i] = float64(i%11) / 4
+		}
+		x := fmt.Sprintf("x%d.npy", n)
+		if err := tensorio.WriteNPYFile(x, tensor.FromFloats(ir.T(ir.F32, n, 3), vals).Array()); err != nil {
+			t.Fatal(err)
+		}
+		for _, dev := range []string{"sim", "ref"} {
+			stderr.Reset()
+			model := map[string]string{"sim": "s.ptx", "ref": "s.gir"}[dev]
+			if code := Main([]string{"run", model, "--device", dev, "--input", "x=" + x, "--output-dir", dev + x}, &stdout, &stderr); code != 0 {
+				t.Fatalf("run %s at %d: %s", dev, n, stderr.String())
+			}
+		}
+		// gcomp check compares the simulator with the reference at these sizes, within the bounds.
+		stdout.Reset()
+		if code := Main([]string{"check", "s.ptx", "--input", "x=" + x}, &stdout, &stderr); code != 0 || !regexp.MustCompile(fmt.Sprintf(`y +f32\[%d,3\] .* ok\n`, n)).MatchString(stdout.String()) {
+			t.Fatalf("check at %d: exit %d\n%s%s", n, code, stdout.String(), stderr.String())
+		}
+		got, want := readNPY(t, "sim"+x+"/y.npy"), readNPY(t, "ref"+x+"/y.npy")
+		if !got.Type.Equal(ir.T(ir.F32, n, 3)) || !want.Type.Equal(got.Type) {
+			t.Fatalf("batch %d: sim gives %s, ref %s", n, got.Type, want.Type)
+		}
+		for i := range want.F {
+			if d := math.Abs(got.F[i] - want.F[i]); d > 1e-5*math.Abs(want.F[i]) {
+				t.Errorf("batch %d: y[%d] = %v on the simulator, %v on the reference", n, i, got.F[i], want.F[i])
+			}
+		}
+	}
+	if err := tensorio.WriteNPYFile("x41.npy", tensor.New(ir.T(ir.F32, 41, 3)).Array()); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ args, want string }{
+		{"run s.ptx --device sim --input x=x41.npy --output-dir o", "input x: dim 0 (batch) is 41, outside batch's range [1,40]"},
+		{"build r.gir -o r.ptx", "kernel k0_sum (reduce_sum), over symbolic buffer y, is a row kernel, and only loop kernels run at symbolic sizes yet"},
+	} {
+		stderr.Reset()
+		code := Main(strings.Fields(tc.args), &stdout, &stderr)
+		if code != 1 || !strings.Contains(stderr.String(), tc.want) || strings.Count(strings.TrimSpace(stderr.String()), "\n") > 0 {
+			t.Errorf("%s: exit %d, stderr %q; want %q", tc.args, code, stderr.String(), tc.want)
+		}
+	}
+	if _, err := os.Stat("r.ptx"); err == nil {
+		t.Errorf("a refused build wrote r.ptx")
 	}
 }

@@ -73,13 +73,19 @@ func (gn *gen) loopElements(shape ir.Shape, start, step string, threads int) int
 // loopFrom emits `for i := start; i < end; i += step { body(i) }`; the first error of body is
 // kept in gn.err.
 func (gn *gen) loopFrom(start, step string, end int, body func(i string) error) {
+	gn.loopTo(start, step, imm(end), body)
+}
+
+// loopTo is loopFrom with the end an operand: an immediate, or a register holding a size known
+// only at launch (symloop.go).
+func (gn *gen) loopTo(start, step, end string, body func(i string) error) {
 	b := gn.e.b
 	i := b.reg(rU32)
 	b.ins("mov.u32", i, start)
 	head, done := b.label("loop"), b.label("done")
 	b.place(head)
 	p := b.reg(rPred)
-	b.ins("setp.ge.u32", p, i, imm(end))
+	b.ins("setp.ge.u32", p, i, end)
 	b.braIf(p, done)
 	gn.reset()
 	if err := body(i); err != nil && gn.err == nil {

@@ -29,6 +29,10 @@ type Kernel struct {
 	// InPlace (an update_slice kernel) says the output's memory is the operand's: the kernel
 	// writes the update's rows only (update.go).
 	InPlace bool
+	// Symbolic says the kernel's space has sizes known only at launch (the graph's dims): the
+	// Graph holds it at the bound, and the entry takes the element count as an ArgSize
+	// parameter (symloop.go). Only flat elementwise loop kernels can be symbolic today.
+	Symbolic bool
 }
 
 // ArgKind says what a kernel parameter points to.
@@ -44,10 +48,13 @@ const (
 	// ArgError is the launch's error word (ErrorWordBytes, zeroed before the run; indexcheck.go):
 	// where a gather records an index outside its table instead of reading past the table.
 	ArgError
+	// ArgSize is a .u32 holding the kernel's element count at the run's sizes (Kernel.Symbolic;
+	// symloop.go), not an address.
+	ArgSize
 )
 
 func (k ArgKind) String() string {
-	return [...]string{"input", "param", "output", "scratch", "error"}[k]
+	return [...]string{"input", "param", "output", "scratch", "error", "size"}[k]
 }
 
 // Arg binds one .param of the entry, in declaration order. Every parameter is a .u64 global
@@ -77,6 +84,9 @@ type Launch struct {
 	// Checks describe the gathers that record a bad index in the ArgError parameter, by site
 	// number (indexcheck.go); empty when the kernel has no such parameter.
 	Checks []IndexCheck
+	// Work is how a symbolic kernel's grid follows its element count (symloop.go); nil for a
+	// static kernel, whose Grid is final.
+	Work *SymWork
 }
 
 // Generate lowers one kernel to a PTX .entry (with any module-level constant arrays it needs
@@ -182,6 +192,13 @@ func generate(k Kernel, t Target, globals *[]string) (string, Launch, error) {
 		if n := v.Type.Shape.NumElements(); n >= 1<<31 {
 			return "", Launch{}, fmt.Errorf("%s: %s has %d elements; 32-bit indexing needs fewer than 2^31", k.Name, g.Format(v), n)
 		}
+	}
+	if k.Symbolic {
+		entry, l, err := symLoopKernel(k, globals)
+		if err != nil {
+			return "", Launch{}, fmt.Errorf("%s: %w", k.Name, err)
+		}
+		return entry, l, nil
 	}
 	if emptyOutputs(g) && len(k.Stages) == 0 {
 		return emptyKernel(k, globals)

@@ -25,6 +25,9 @@ func ShareKey(k Kernel) string {
 	}
 	g := k.Graph
 	var sb strings.Builder
+	if k.Symbolic {
+		sb.WriteString("symbolic\n") // its code differs from a static kernel's at the same bound
+	}
 	id := map[*ir.Value]string{}
 	for i, v := range g.Inputs() {
 		id[v] = "in" + strconv.Itoa(i)

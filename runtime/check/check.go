@@ -11,6 +11,7 @@ import (
 	"github.com/gcomp/gcomp/artifact"
 	"github.com/gcomp/gcomp/internal/tolerance"
 	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ops"
 	"github.com/gcomp/gcomp/runtime/executor"
 	"github.com/gcomp/gcomp/runtime/ref"
 	"github.com/gcomp/gcomp/runtime/simdev"
@@ -103,6 +104,11 @@ func RunWith(opt simdev.Options, a *artifact.Artifact, inputs, params map[string
 		return nil, fmt.Errorf("reference interpreter: %v", err)
 	}
 	rep.RefTime = time.Since(start)
+	if len(g.Dims) > 0 { // the bounds are computed on the graph at the run's sizes
+		if g, err = instantiate(g, inputs); err != nil {
+			return nil, err
+		}
+	}
 	bounds, err := tolerance.Bounds(g, inputs, params, a.Plan.TF32)
 	if err != nil {
 		return nil, fmt.Errorf("error bounds: %v", err)
@@ -285,4 +291,17 @@ func (r *Report) WriteTable(w io.Writer) {
 
 func dims(grid, block [3]int) string {
 	return fmt.Sprintf("%d×%d", grid[0]*grid[1]*grid[2], block[0]*block[1]*block[2])
+}
+
+// instantiate is g, which has dims, at the sizes of inputs.
+func instantiate(g *ir.Graph, inputs map[string]*tensor.Tensor) (*ir.Graph, error) {
+	shapes := map[string]ir.Shape{}
+	for name, t := range inputs {
+		shapes[name] = t.Type.Shape
+	}
+	env, err := g.BindSizes(shapes)
+	if err != nil {
+		return nil, err
+	}
+	return ops.Instantiate(g, env)
 }

@@ -39,6 +39,7 @@ type Program struct {
 	graphs   bool                   // UseGraphs
 	replays  map[string]Replay      // recorded runs, by their kernels' arguments
 	bind     bindTime               // when the plan's bind-time kernels run (bindtime.go)
+	sz       *sizes                 // the run's sizes, for a plan with dims (sizes.go)
 }
 
 type buffer struct {
@@ -103,6 +104,10 @@ func load(dev Device, a *artifact.Artifact, params map[string]*buffer) (*Program
 	p.pf.streams, _ = dev.(Streams)
 	p.pf.pool.dev = p.pf.streams
 	if err := p.allocate(params); err != nil {
+		p.Close()
+		return nil, err
+	}
+	if err := p.loadSizes(); err != nil {
 		p.Close()
 		return nil, err
 	}
@@ -288,8 +293,8 @@ func (p *Program) checkTypes(kind string, values map[string]*ir.Type) error {
 		return fmt.Errorf("no value for %s %s", kind, strings.Join(missing, ", "))
 	}
 	for name, t := range values {
-		if t != nil && !t.Equal(bufs[name].typ) {
-			return fmt.Errorf("%s %s is %s, the model wants %s", kind, name, *t, bufs[name].typ)
+		if want := p.runType(bufs[name]); t != nil && !t.Equal(want) {
+			return fmt.Errorf("%s %s is %s, the model wants %s", kind, name, *t, want)
 		}
 	}
 	return nil
@@ -341,6 +346,9 @@ func (p *Program) LaunchContext(ctx context.Context, inputs map[string]*tensor.T
 			return err
 		}
 	default:
+		if err := p.bindSizes(inputs); err != nil {
+			return err
+		}
 		if err := p.writeInputs(inputs); err != nil {
 			return err
 		}
@@ -363,6 +371,10 @@ func (p *Program) launchAll(ctx context.Context, res *Result, staged *Staged) er
 	for j, k := range p.plan.Kernels {
 		args[j] = make([]Ptr, len(k.Args))
 		for i, a := range k.Args {
+			if a.Kind == artifact.ArgSize {
+				args[j][i] = Ptr(uint32(p.size(a))) // the low half of the word is the .u32
+				continue
+			}
 			args[j][i] = p.address(a)
 		}
 	}
@@ -370,7 +382,7 @@ func (p *Program) launchAll(ctx context.Context, res *Result, staged *Staged) er
 		return err
 	}
 	launch := p.launchEach
-	if p.graphs && p.onLaunch == nil {
+	if p.graphs && p.onLaunch == nil && p.sz == nil { // a recorded graph's grids are fixed
 		launch = p.launchGraph
 	}
 	err := launch(ctx, args, res)
@@ -390,12 +402,13 @@ func (p *Program) launchEach(ctx context.Context, args [][]Ptr, res *Result) err
 		if err := ctx.Err(); err != nil {
 			return stopped(p.plan, j, err)
 		}
-		c, err := p.mod.Launch(k.Entry, LaunchConfig{Grid: k.Grid, Block: k.Block, SharedBytes: k.SharedBytes}, args[j])
+		grid := p.grid(k)
+		c, err := p.mod.Launch(k.Entry, LaunchConfig{Grid: grid, Block: k.Block, SharedBytes: k.SharedBytes}, args[j])
 		if err != nil {
-			return fmt.Errorf("kernel %s (grid %v, block %v): %w", k.Name, k.Grid, k.Block, err)
+			return fmt.Errorf("kernel %s (grid %v, block %v): %w", k.Name, grid, k.Block, err)
 		}
 		if res != nil {
-			res.Kernels = append(res.Kernels, KernelRun{Name: k.Name, Grid: k.Grid, Block: k.Block, Counters: c})
+			res.Kernels = append(res.Kernels, KernelRun{Name: k.Name, Grid: grid, Block: k.Block, Counters: c})
 		}
 		if p.onLaunch != nil {
 			if err := p.onLaunch(j); err != nil {
@@ -447,7 +460,8 @@ func (p *Program) Wait() (*Result, error) {
 		if p.onDevice[name] {
 			continue
 		}
-		t, err := p.read(b, o.Size)
+		typ := p.runType(b)
+		t, err := p.readAs(b, typ, int64(typ.Bytes()))
 		if err != nil {
 			return nil, fmt.Errorf("copying output %s from the device: %v", name, err)
 		}
@@ -457,11 +471,18 @@ func (p *Program) Wait() (*Result, error) {
 }
 
 func (p *Program) read(b *buffer, size int64) (*tensor.Tensor, error) {
+	return p.readAs(b, b.typ, size)
+}
+
+// readAs reads the first size bytes of b as a tensor of type typ.
+func (p *Program) readAs(b *buffer, typ ir.Type, size int64) (*tensor.Tensor, error) {
 	data := make([]byte, size)
-	if err := p.dev.Read(data, b.ptr); err != nil {
-		return nil, err
+	if size > 0 {
+		if err := p.dev.Read(data, b.ptr); err != nil {
+			return nil, err
+		}
 	}
-	return tensor.FromBytes(b.typ, data)
+	return tensor.FromBytes(typ, data)
 }
 
 func (p *Program) copy(dst, src *buffer, n int64) error {

@@ -24,6 +24,9 @@ type Image struct {
 // bytes), with no conversion on the host either way. Programs whose inputs are prefetched or
 // kept on the device (Feedback) run with Run.
 func (p *Program) RunImages(ctx context.Context, inputs map[string]Image, outputs map[string][]byte) ([]KernelRun, error) {
+	if err := p.staticOnly("running on memory images"); err != nil {
+		return nil, err
+	}
 	switch {
 	case p.pending != nil:
 		return nil, fmt.Errorf("the previous run was launched and not waited for")

@@ -87,6 +87,9 @@ func (p *Program) streamed() []*buffer {
 // another goroutine than the program's other methods (a data loader's), but not before Feedback
 // nor during Close. The memory returns to the program after the run that used it.
 func (p *Program) Stage(inputs map[string]*tensor.Tensor) (*Staged, error) {
+	if err := p.staticOnly("prefetching inputs"); err != nil {
+		return nil, err
+	}
 	all, err := p.runInputs(inputs)
 	if err != nil {
 		return nil, err
