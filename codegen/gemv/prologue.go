@@ -13,17 +13,30 @@ import (
 // goes to memory. Each block reduces its rows over the full K before its k loop (the rows are
 // small and read from L2 by every block), then normalizes the lhs as it loads it.
 //
-// The lhs qualifies when the product has no batch dims and contracts the lhs's last dim only,
-// and every value it is computed from is a buffer, a literal, a view, an elementwise op, or a
-// reduce_sum over that last dim of a value of the lhs's shape (kept dims). The reductions are
-// returned in graph order (an operand's reductions before its own); nil means no prologue.
+// The lhs qualifies when the product has no batch dims and contracts the lhs's last dim (K)
+// only, and every value it is computed from is a buffer, a literal, a view, an elementwise op,
+// or a reduce_sum over the last dim (kept) of a value laid out as the lhs's rows: its last dim
+// K and its elements the lhs's (a reshape such as [1,1,K] → [1,K] may lie between the norm and
+// the product), so that row m's element k is linear element m·K + k of every such value. The
+// reductions are returned in graph order (an operand's reductions before its own); nil means
+// no prologue.
 func RowPrologue(dot *ir.Value) []*ir.Value {
 	lhs := dot.Args[0]
 	rank := lhs.Type.Shape.Rank()
-	if rank == 0 || len(dot.Attrs.Ints("lhs_batch")) > 0 || !slices.Equal(dot.Attrs.Ints("lhs_contract"), []int{rank - 1}) {
+	if rank == 0 {
+		return nil
+	}
+	k := lhs.Type.Shape[rank-1]
+	m := lhs.Type.Shape.NumElements() / max(k, 1)
+	rows := func(s ir.Shape) bool { return s.Rank() > 0 && s[s.Rank()-1] == k && s.NumElements() == m*k }
+	perRow := func(s ir.Shape) bool { return s.Rank() > 0 && s[s.Rank()-1] == 1 && s.NumElements() == m }
+	if k == 0 || len(dot.Attrs.Ints("lhs_batch")) > 0 || !slices.Equal(dot.Attrs.Ints("lhs_contract"), []int{rank - 1}) {
 		return nil
 	}
 	var reds []*ir.Value
+	// dep[v]: v is computed from a reduction. Such values keep the rows' layout (rows or perRow),
+	// so that the kernel can hold them per row; views of the rest read buffers by index.
+	dep := map[*ir.Value]bool{}
 	seen := map[*ir.Value]bool{}
 	var walk func(v *ir.Value) bool
 	walk = func(v *ir.Value) bool {
@@ -31,26 +44,32 @@ func RowPrologue(dot *ir.Value) []*ir.Value {
 			return true
 		}
 		seen[v] = true
+		for _, a := range v.Args {
+			if !walk(a) {
+				return false
+			}
+			dep[v] = dep[v] || dep[a]
+		}
+		s := v.Type.Shape
 		switch {
 		case v.Op == ir.OpInput || v.Op == ir.OpParam || v.Op == "constant":
 			return true
 		case v.Op == "reduce_sum":
-			in := v.Args[0]
-			if !in.Type.Shape.Equal(lhs.Type.Shape) || v.Type.Shape.Rank() != rank || !slices.Equal(v.Attrs.Ints("axes"), []int{rank - 1}) {
-				return false
-			}
-			if !walk(in) {
+			in := v.Args[0].Type.Shape
+			if !rows(in) || s.Rank() != in.Rank() || !slices.Equal(v.Attrs.Ints("axes"), []int{in.Rank() - 1}) {
 				return false
 			}
 			reds = append(reds, v)
+			dep[v] = true
 			return true
-		case isViewOp(v.Op), ops.ClassOf(v.Op) == ops.Elementwise:
-			for _, a := range v.Args {
-				if !walk(a) {
-					return false
-				}
-			}
-			return true
+		case !dep[v]:
+			return isViewOp(v.Op) || ops.ClassOf(v.Op) == ops.Elementwise
+		case ops.ClassOf(v.Op) == ops.Elementwise, v.Op == "reshape":
+			in := v.Args[0].Type.Shape
+			return rows(s) && rows(in) || perRow(s) && perRow(in)
+		case v.Op == "broadcast_in_dim":
+			in := v.Args[0].Type.Shape
+			return perRow(in) && (rows(s) || perRow(s)) && identity(v.Attrs.Ints("dims"), in.Rank(), s.Rank())
 		}
 		return false
 	}
@@ -58,6 +77,19 @@ func RowPrologue(dot *ir.Value) []*ir.Value {
 		return nil
 	}
 	return reds
+}
+
+// identity reports whether a broadcast's dims map operand dim i to result dim i, of equal ranks.
+func identity(dims []int, from, to int) bool {
+	if from != to || len(dims) != from {
+		return false
+	}
+	for i, d := range dims {
+		if d != i {
+			return false
+		}
+	}
+	return true
 }
 
 func isViewOp(op string) bool {

@@ -5,11 +5,12 @@ import (
 )
 
 // borrowed are the templates this package has no counterpart for whose kernels Module takes
-// from codegen/ptx rather than refuse the model: attention (codegen/ptx's attention.go) and
+// from codegen/ptx rather than refuse the model: attention (codegen/ptx's attention.go),
 // update (update.go: update_slice, a copy of raw bits with no arithmetic for libNVVM to
-// improve). The launch records it (Producer "ptx" and a note); both producers share names,
+// improve) and norm gemv (gemvnorm.go: a GEMV with a LayerNorm or RMSNorm prologue; this
+// package computes a plain GEMV with the direct template, which has no row reductions). The launch records it (Producer "ptx" and a note); both producers share names,
 // parameters and launches, so one plan runs the merged module.
-var borrowed = map[string]bool{"attention": true, "update": true}
+var borrowed = map[string]bool{"attention": true, "update": true, "norm gemv": true}
 
 // borrowedNote is the note on a launch whose entry codegen/ptx wrote.
 func borrowedNote(template string) string {

@@ -20,10 +20,7 @@ import (
 func (gn *gen) gemvRowPrologue(dot *ir.Value, reds []*ir.Value, p gemv.Plan, tid string) (func(m int), error) {
 	b, a := gn.e.b, gn.a
 	lhs := dot.Args[0]
-	shape := lhs.Type.Shape
-	k := shape[shape.Rank()-1]
-	rowShape := shape.Clone()
-	rowShape[len(rowShape)-1] = 1
+	k := p.K
 	warps := gemv.Threads / 32
 	part := b.sharedArray("prologue_partials", 8*warps, 8)
 	lane, warp := a.rem(tid, 32), a.div(tid, 32)
@@ -46,7 +43,7 @@ func (gn *gen) gemvRowPrologue(dot *ir.Value, reds []*ir.Value, p gemv.Plan, tid
 		gn.loopFrom(tid, imm(gemv.Threads), k, func(r string) error {
 			for m := range p.M {
 				cur = m
-				x, err := gn.eval(red.Args[0], newIndexLin(shape, a.add(r, imm(m*k))))
+				x, err := gn.eval(red.Args[0], newIndexLin(red.Args[0].Type.Shape, a.add(r, imm(m*k))))
 				if err != nil {
 					return err
 				}
@@ -65,20 +62,25 @@ func (gn *gen) gemvRowPrologue(dot *ir.Value, reds []*ir.Value, p gemv.Plan, tid
 		rowVals[red] = vals
 		bind(red)
 	}
-	// The per-row values the lhs spreads over its rows, once per row.
+	// The per-row values the lhs spreads over its rows (laid out as they are: gemv.RowPrologue),
+	// once per row.
 	for _, v := range gn.kernelGraph.Values {
-		if v.Op != "broadcast_in_dim" || !v.Type.Shape.Equal(shape) || !v.Args[0].Type.Shape.Equal(rowShape) || rowVals[v.Args[0]] != nil {
+		s := v.Type.Shape
+		if v.Op != "broadcast_in_dim" || s.Rank() == 0 || s[s.Rank()-1] != k || s.NumElements() != p.M*k {
+			continue
+		}
+		src := v.Args[0]
+		if rs := src.Type.Shape; rs.NumElements() != p.M || rs.Rank() != s.Rank() || rs[rs.Rank()-1] != 1 || rowVals[src] != nil || !identityDims(v.Attrs.Ints("dims")) {
 			continue
 		}
 		if !reaches(v, lhs, map[*ir.Value]bool{}) {
 			continue
 		}
-		src := v.Args[0]
 		vals := make([]val, p.M)
 		for m := range vals {
 			cur = m
 			gn.reset()
-			x, err := gn.eval(src, newIndexLin(rowShape, imm(m)))
+			x, err := gn.eval(src, newIndexLin(src.Type.Shape, imm(m)))
 			if err != nil {
 				return nil, err
 			}
@@ -89,6 +91,15 @@ func (gn *gen) gemvRowPrologue(dot *ir.Value, reds []*ir.Value, p gemv.Plan, tid
 	}
 	gn.reset()
 	return func(m int) { cur = m }, nil
+}
+
+func identityDims(dims []int) bool {
+	for i, d := range dims {
+		if d != i {
+			return false
+		}
+	}
+	return true
 }
 
 // reaches reports whether to is v or is computed from it; seen holds the values already found

@@ -1,0 +1,61 @@
+package lm
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gcomp/gcomp/compiler"
+	"github.com/gcomp/gcomp/passes"
+)
+
+// TestDecodeNormsInGEMV: GPT-2 small's and TinyLlama's decode steps run every norm as a
+// prologue of the GEMVs that read it (passes' normgemv), but the first layer's, whose kernel
+// also writes the residual stream (the embeddings) that the layer's residual add reads: that
+// one keeps its row kernel. The count is of kernels by kind: row kernels left, and contraction kernels that
+// reduce (a norm prologue: the only reductions a contraction kernel holds).
+func TestDecodeNormsInGEMV(t *testing.T) {
+	if testing.Short() {
+		t.Skip("compiles two large models")
+	}
+	for _, c := range []struct {
+		name            string
+		rows, prologues int
+	}{
+		{"gpt2-small", 1, 11 + 12 + 1},         // ln_1 of layers 1–11, every ln_2, ln_f before the LM head
+		{"tinyllama-1.1b", 1, 3*21 + 2*22 + 1}, // input norm of layers 1–21 in q, k, v; every post-attention norm in gate and up; the final norm
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var cfg Config
+			for _, bc := range benchConfigs {
+				if bc.name == c.name {
+					cfg = bc.c
+				}
+			}
+			g, err := ProgramGraph(cfg, "decode", 1, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := compiler.Compile(g, compiler.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows, prologues := 0, 0
+			for _, k := range res.Passes.Kernels.Kernels {
+				reduces := false
+				for _, v := range k.Body.Values {
+					reduces = reduces || strings.HasPrefix(v.Op, "reduce_")
+				}
+				switch {
+				case k.Kind == passes.Row:
+					rows++
+					t.Logf("row kernel %s", k.Name)
+				case k.Kind == passes.Contraction && reduces:
+					prologues++
+				}
+			}
+			if rows != c.rows || prologues != c.prologues {
+				t.Errorf("%d row kernels and %d GEMVs with a norm prologue, want %d and %d", rows, prologues, c.rows, c.prologues)
+			}
+		})
+	}
+}
