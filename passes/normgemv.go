@@ -41,7 +41,7 @@ func normGEMVPass(st *State) error {
 			}
 			ms = append(ms, m)
 		}
-		if len(ms) == 0 {
+		if len(ms) == 0 || !prologuesPay(r, ms, st.opt.TF32) {
 			continue
 		}
 		for i, c := range readers[b] {
@@ -141,4 +141,40 @@ func withNormPrologue(c *Kernel, j int, r *Kernel) *Kernel {
 		}
 	}
 	return nil
+}
+
+// prologuesPay reports whether the cost model says the merged kernels ms, which recompute norm
+// r's statistics in every block, run faster in a CUDA graph than r's own kernel and launch
+// before the GEMVs that read its output: the LM head's 1571 blocks each reading the row twice
+// from L2 cost more than the launch they save.
+func prologuesPay(r *Kernel, ms []*Kernel, tf32 bool) bool {
+	extra := 0.0
+	for _, m := range ms {
+		extra += float64(prologueL2Bytes(m)) / l2BytesPerSec * 1e6
+	}
+	return extra < graphLaunchUS+kernelCost(r, tf32).ModeledTimeUS
+}
+
+// l2BytesPerSec is the L2 read bandwidth the cost model assumes for an H100 SXM (NVIDIA does not
+// publish one; about 1.6× its HBM's, a conservative reading of published microbenchmarks).
+const l2BytesPerSec = 5.5e12
+
+// prologueL2Bytes is what a GEMV's norm prologue reads from L2 on top of the kernel's DRAM
+// traffic: every block reads its M rows of K once per reduction before its k loop (the rows'
+// DRAM bytes are counted once, as the kernel's reads). 0 for a kernel without a prologue.
+func prologueL2Bytes(k *Kernel) int64 {
+	p, ok := gemvPlan(k)
+	if !ok {
+		return 0
+	}
+	for _, v := range k.Body.Values {
+		if v.Op == "dot_general" {
+			var n int64
+			for _, r := range gemv.RowPrologue(v) {
+				n += int64(p.Blocks()) * int64(r.Args[0].Type.Bytes())
+			}
+			return n
+		}
+	}
+	return 0
 }
