@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ops"
 )
 
 // Persistent kernels (docs/fusion.md, "Persistent kernels"). The persist pass replaces a run of
@@ -111,9 +112,20 @@ type runPlan struct {
 
 // persistable reports whether a kernel can be a stage: a loop or contraction kernel whose
 // iteration space one block covers in a few strides. A contraction whose epilogue pools is not:
-// its pooling needs the tiled template's window-major rows, and stages run the direct fold.
+// its pooling needs the tiled template's window-major rows, and stages run the direct fold; nor
+// is a GEMV with a norm prologue (normgemv.go): stages run no reductions.
 func persistable(k *Kernel, opt FusionOptions) bool {
-	return (k.Kind == Loop || k.Kind == Contraction) && kernelPool(k) == nil && k.Space.NumElements() <= opt.PersistElems
+	return (k.Kind == Loop || k.Kind == Contraction) && kernelPool(k) == nil && !hasReduction(k) && k.Space.NumElements() <= opt.PersistElems
+}
+
+// hasReduction reports whether k's body reduces.
+func hasReduction(k *Kernel) bool {
+	for _, v := range k.Body.Values {
+		if ops.ClassOf(v.Op) == ops.Reduce {
+			return true
+		}
+	}
+	return false
 }
 
 // longestRun returns how many kernels from start form the longest run that fits the bounds,
