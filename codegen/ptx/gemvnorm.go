@@ -1,6 +1,9 @@
 package ptx
 
 import (
+	"fmt"
+	"slices"
+
 	"github.com/gcomp/gcomp/codegen/gemv"
 	"github.com/gcomp/gcomp/ir"
 )
@@ -19,7 +22,6 @@ import (
 // calls it before it evaluates row m's lhs. Every thread of the block must run it.
 func (gn *gen) gemvRowPrologue(dot *ir.Value, reds []*ir.Value, p gemv.Plan, tid string) (func(m int), error) {
 	b, a := gn.e.b, gn.a
-	lhs := dot.Args[0]
 	k := p.K
 	warps := gemv.Threads / 32
 	part := b.sharedArray("prologue_partials", 8*warps, 8)
@@ -27,12 +29,28 @@ func (gn *gen) gemvRowPrologue(dot *ir.Value, reds []*ir.Value, p gemv.Plan, tid
 	partBase := b.reg(rU32)
 	b.ins("mov.u32", partBase, part)
 	slot := a.reg(a.mad(warp, 8, partBase))
+	// The per-row values live in shared memory as f32 (exact for f16 and bf16 values), one slot
+	// per (value, row), written by thread 0: registers would hold 2·M of them through the k loop,
+	// beside its accumulators and vector loads, and spill.
+	held := append(slices.Clone(reds), rowOperands(dot, p)...)
+	rowsArr := b.sharedArray("prologue_rows", 4*p.M*len(held), 4)
+	rowsBase := b.reg(rU32)
+	b.ins("mov.u32", rowsBase, rowsArr)
+	t0 := b.reg(rPred)
+	b.ins("setp.eq.u32", t0, tid, "0")
 	cur := 0
-	rowVals := map[*ir.Value][]val{}
-	bind := func(v *ir.Value) {
-		gn.bound[v] = func(*index) val { return rowVals[v][cur] }
+	hold := func(i int, v *ir.Value, vals []val) {
+		for m, x := range vals {
+			b.guarded(t0, "st.shared.f32", fmt.Sprintf("[%s+%d]", rowsBase, 4*(i*p.M+m)), gn.e.reg(gn.e.cast(x, ir.F32)))
+		}
+		b.ins("bar.sync", "0")
+		gn.bound[v] = func(*index) val {
+			r := b.reg(rF32)
+			b.ins("ld.shared.f32", r, fmt.Sprintf("[%s+%d]", rowsBase, 4*(i*p.M+cur)))
+			return gn.e.cast(val{ir.F32, r}, v.Type.DType)
+		}
 	}
-	for _, red := range reds {
+	for i, red := range reds {
 		b.note("row prologue: %s over %d rows", gn.kernelGraph.Format(red), p.M)
 		accT, combine, identity := accumulator(red)
 		accs := make([]string, p.M)
@@ -59,23 +77,10 @@ func (gn *gen) gemvRowPrologue(dot *ir.Value, reds []*ir.Value, p gemv.Plan, tid
 		for m := range accs {
 			vals[m] = gn.e.cast(gn.blockCombine(val{accT, accs[m]}, combine, lane, slot, partBase, warps), red.Type.DType)
 		}
-		rowVals[red] = vals
-		bind(red)
+		hold(i, red, vals)
 	}
-	// The per-row values the lhs spreads over its rows (laid out as they are: gemv.RowPrologue),
-	// once per row.
-	for _, v := range gn.kernelGraph.Values {
-		s := v.Type.Shape
-		if v.Op != "broadcast_in_dim" || s.Rank() == 0 || s[s.Rank()-1] != k || s.NumElements() != p.M*k {
-			continue
-		}
-		src := v.Args[0]
-		if rs := src.Type.Shape; rs.NumElements() != p.M || rs.Rank() != s.Rank() || rs[rs.Rank()-1] != 1 || rowVals[src] != nil || !identityDims(v.Attrs.Ints("dims")) {
-			continue
-		}
-		if !reaches(v, lhs, map[*ir.Value]bool{}) {
-			continue
-		}
+	b.note("row prologue: the per-row values the lhs broadcasts")
+	for i, src := range held[len(reds):] {
 		vals := make([]val, p.M)
 		for m := range vals {
 			cur = m
@@ -86,11 +91,38 @@ func (gn *gen) gemvRowPrologue(dot *ir.Value, reds []*ir.Value, p gemv.Plan, tid
 			}
 			vals[m] = x
 		}
-		rowVals[src] = vals
-		bind(src)
+		hold(len(reds)+i, src, vals)
 	}
 	gn.reset()
 	return func(m int) { cur = m }, nil
+}
+
+// rowOperands lists the per-row values dot's lhs spreads over its rows (gemv.RowPrologue lays
+// them out [..., 1], broadcast with identity dims), other than reductions, in graph order.
+func rowOperands(dot *ir.Value, p gemv.Plan) []*ir.Value {
+	var out []*ir.Value
+	seen := map[*ir.Value]bool{}
+	var walk func(v *ir.Value)
+	walk = func(v *ir.Value) {
+		if seen[v] {
+			return
+		}
+		seen[v] = true
+		for _, a := range v.Args {
+			walk(a)
+		}
+		s := v.Type.Shape
+		if v.Op != "broadcast_in_dim" || s.Rank() == 0 || s[s.Rank()-1] != p.K || s.NumElements() != p.M*p.K || !identityDims(v.Attrs.Ints("dims")) {
+			return
+		}
+		src := v.Args[0]
+		if rs := src.Type.Shape; rs.NumElements() != p.M || rs.Rank() != s.Rank() || rs[rs.Rank()-1] != 1 || src.Op == "reduce_sum" || slices.Contains(out, src) {
+			return
+		}
+		out = append(out, src)
+	}
+	walk(dot.Args[0])
+	return out
 }
 
 func identityDims(dims []int) bool {
@@ -100,24 +132,6 @@ func identityDims(dims []int) bool {
 		}
 	}
 	return true
-}
-
-// reaches reports whether to is v or is computed from it; seen holds the values already found
-// not to be.
-func reaches(v, to *ir.Value, seen map[*ir.Value]bool) bool {
-	if v == to {
-		return true
-	}
-	if seen[to] {
-		return false
-	}
-	seen[to] = true
-	for _, a := range to.Args {
-		if reaches(v, a, seen) {
-			return true
-		}
-	}
-	return false
 }
 
 // NormPrologue reports whether g is a GEMV kernel with a row prologue: one dot_general that the
