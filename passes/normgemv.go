@@ -92,35 +92,18 @@ func withNormPrologue(c *Kernel, j int, r *Kernel) *Kernel {
 	body := ir.NewGraph("kernel")
 	m := &Kernel{Kind: Contraction, Space: c.Space.Clone(), Origins: map[*ir.Value]*ir.Value{}, label: r.label + "_" + c.label}
 	vals := map[*Buffer]*ir.Value{}
-	copyBody := func(k *Kernel, subst map[*ir.Value]*ir.Value) map[*ir.Value]*ir.Value {
-		for i, v := range k.Body.Inputs() {
-			if subst[v] != nil {
-				continue
-			}
-			b := k.Reads[i]
-			if vals[b] == nil {
-				vals[b] = body.Input(b.Name, ir.Type{DType: b.Type.DType, Shape: b.Type.Shape.Clone()}, nil)
-				m.Reads = append(m.Reads, b)
-			}
-			subst[v] = vals[b]
-		}
-		for _, v := range k.Body.Values {
-			if v.Op == ir.OpInput {
-				continue
-			}
-			args := make([]*ir.Value, len(v.Args))
-			for i, a := range v.Args {
-				args[i] = subst[a]
-			}
-			subst[v] = body.Add(v.Op, ir.Type{DType: v.Type.DType, Shape: v.Type.Shape.Clone()}, v.Attrs.Clone(), args...)
-			if o := k.Origins[v]; o != nil {
-				m.Origins[subst[v]] = o
+	rm := copyBody(body, r, vals, map[*ir.Value]*ir.Value{}, &m.Reads)
+	cm := copyBody(body, c, vals, map[*ir.Value]*ir.Value{in: rm[r.Body.Outputs[0].Value]}, &m.Reads)
+	for _, km := range []struct {
+		k *Kernel
+		m map[*ir.Value]*ir.Value
+	}{{r, rm}, {c, cm}} {
+		for v, o := range km.k.Origins {
+			if w := km.m[v]; w != nil {
+				m.Origins[w] = o
 			}
 		}
-		return subst
 	}
-	rm := copyBody(r, map[*ir.Value]*ir.Value{})
-	cm := copyBody(c, map[*ir.Value]*ir.Value{in: rm[r.Body.Outputs[0].Value]})
 	for i, o := range c.Body.Outputs {
 		body.SetOutput(o.Name, cm[o.Value])
 		m.Writes = append(m.Writes, c.Writes[i])

@@ -230,25 +230,7 @@ func persistent(run []*Kernel, p *runPlan) *Kernel {
 	for i, s := range run {
 		s.Name = fmt.Sprintf("s%d_%s", i, s.label)
 		s.Body.Name = s.Name
-		m := map[*ir.Value]*ir.Value{}
-		for j, in := range s.Body.Inputs() {
-			b := s.Reads[j]
-			if val[b] == nil {
-				val[b] = body.Input(b.Name, ir.Type{DType: b.Type.DType, Shape: b.Type.Shape.Clone()}, nil)
-				k.Reads = append(k.Reads, b)
-			}
-			m[in] = val[b]
-		}
-		for _, v := range s.Body.Values {
-			if v.Op == ir.OpInput {
-				continue
-			}
-			args := make([]*ir.Value, len(v.Args))
-			for j, a := range v.Args {
-				args[j] = m[a]
-			}
-			m[v] = body.Add(v.Op, ir.Type{DType: v.Type.DType, Shape: v.Type.Shape.Clone()}, v.Attrs.Clone(), args...)
-		}
+		m := copyBody(body, s, val, map[*ir.Value]*ir.Value{}, &k.Reads)
 		for j, o := range s.Body.Outputs {
 			b := s.Writes[j]
 			val[b] = m[o.Value]
@@ -264,6 +246,33 @@ func persistent(run []*Kernel, p *runPlan) *Kernel {
 	}
 	k.Body = body
 	return k
+}
+
+// copyBody adds kernel s's body to body, m mapping s's values to body's (entries already in m
+// stand for those inputs): an input per buffer not in val yet (appended to reads), then s's ops.
+func copyBody(body *ir.Graph, s *Kernel, val map[*Buffer]*ir.Value, m map[*ir.Value]*ir.Value, reads *[]*Buffer) map[*ir.Value]*ir.Value {
+	for j, in := range s.Body.Inputs() {
+		if m[in] != nil {
+			continue
+		}
+		b := s.Reads[j]
+		if val[b] == nil {
+			val[b] = body.Input(b.Name, ir.Type{DType: b.Type.DType, Shape: b.Type.Shape.Clone()}, nil)
+			*reads = append(*reads, b)
+		}
+		m[in] = val[b]
+	}
+	for _, v := range s.Body.Values {
+		if v.Op == ir.OpInput {
+			continue
+		}
+		args := make([]*ir.Value, len(v.Args))
+		for j, a := range v.Args {
+			args[j] = m[a]
+		}
+		m[v] = body.Add(v.Op, ir.Type{DType: v.Type.DType, Shape: v.Type.Shape.Clone()}, v.Attrs.Clone(), args...)
+	}
+	return m
 }
 
 // checkPersistent checks a persistent kernel's stages (each as a kernel of its own, against the

@@ -25,17 +25,18 @@ func (gn *gen) gemvRowPrologue(dot *ir.Value, reds []*ir.Value, p gemv.Plan, tid
 	k := p.K
 	warps := gemv.Threads / 32
 	part := b.sharedArray("prologue_partials", 8*warps, 8)
-	lane, warp := a.rem(tid, 32), a.div(tid, 32)
-	partBase := b.reg(rU32)
+	// Registers of the prologue's own, not the index arithmetic's shared ones: the finish
+	// computes lane and warp too, and reusing these would keep them live through the k loop.
+	lane, warp, partBase, slot := b.reg(rU32), b.reg(rU32), b.reg(rU32), b.reg(rU32)
+	b.ins("and.b32", lane, tid, "31")
+	b.ins("shr.u32", warp, tid, "5")
 	b.ins("mov.u32", partBase, part)
-	slot := a.reg(a.mad(warp, 8, partBase))
+	b.ins("mad.lo.u32", slot, warp, "8", partBase)
 	// The per-row values live in shared memory as f32 (exact for f16 and bf16 values), one slot
 	// per (value, row), written by thread 0: registers would hold 2·M of them through the k loop,
 	// beside its accumulators and vector loads, and spill.
 	held := append(slices.Clone(reds), rowOperands(dot, p)...)
-	rowsArr := b.sharedArray("prologue_rows", 4*p.M*len(held), 4)
-	rowsBase := b.reg(rU32)
-	b.ins("mov.u32", rowsBase, rowsArr)
+	rowsBase := b.sharedArray("prologue_rows", 4*p.M*len(held), 4) // addressed by symbol: no register
 	t0 := b.reg(rPred)
 	b.ins("setp.eq.u32", t0, tid, "0")
 	cur := 0
