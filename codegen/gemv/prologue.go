@@ -7,6 +7,11 @@ import (
 	"github.com/gcomp/gcomp/ops"
 )
 
+// MaxPrologueRows is the most rows a GEMV with a norm prologue takes: with more, a thread's
+// accumulators (up to 8 per row for 16-bit weights stored [K,N]) and the norm's per-element
+// work spill on sm_80/sm_90; decoding's batch-1 rows are far below it.
+const MaxPrologueRows = 4
+
 // RowPrologue returns the reductions of dot's lhs when the lhs is a row prologue: a norm of its
 // rows computed in the kernel (LayerNorm's mean and variance, RMSNorm's mean square, then the
 // elementwise normalization with gamma and beta) from buffers, so that the norm's output never
@@ -19,8 +24,11 @@ import (
 // K and its elements the lhs's (a reshape such as [1,1,K] → [1,K] may lie between the norm and
 // the product), so that row m's element k is linear element m·K + k of every such value. The
 // reductions are returned in graph order (an operand's reductions before its own); nil means
-// no prologue.
+// no prologue, as for a product of more than MaxPrologueRows rows.
 func RowPrologue(dot *ir.Value) []*ir.Value {
+	if p, ok := Fits(dot); !ok || p.M > MaxPrologueRows {
+		return nil
+	}
 	lhs := dot.Args[0]
 	rank := lhs.Type.Shape.Rank()
 	if rank == 0 {
