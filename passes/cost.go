@@ -102,6 +102,8 @@ func kernelCost(k *Kernel, tf32 bool) KernelStats {
 	}
 	share := min(1, float64(ks.Blocks)/h100SMs) // fewer blocks than SMs leave SMs idle
 	ks.ModeledTimeUS = max(float64(ks.ReadBytes+ks.WriteBytes)/hbmBytesPerSec, float64(ks.Flops)/peak) / share * 1e6
+	// A GEMV's norm prologue reads its rows from L2 in every block before the k loop starts.
+	ks.ModeledTimeUS += float64(prologueL2Bytes(k)) / l2BytesPerSec * 1e6
 	return ks
 }
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ops"
 )
 
 // Persistent kernels (docs/fusion.md, "Persistent kernels"). The persist pass replaces a run of
@@ -111,9 +112,20 @@ type runPlan struct {
 
 // persistable reports whether a kernel can be a stage: a loop or contraction kernel whose
 // iteration space one block covers in a few strides. A contraction whose epilogue pools is not:
-// its pooling needs the tiled template's window-major rows, and stages run the direct fold.
+// its pooling needs the tiled template's window-major rows, and stages run the direct fold; nor
+// is a GEMV with a norm prologue (normgemv.go): stages run no reductions.
 func persistable(k *Kernel, opt FusionOptions) bool {
-	return (k.Kind == Loop || k.Kind == Contraction) && kernelPool(k) == nil && k.Space.NumElements() <= opt.PersistElems
+	return (k.Kind == Loop || k.Kind == Contraction) && kernelPool(k) == nil && !hasReduction(k) && k.Space.NumElements() <= opt.PersistElems
+}
+
+// hasReduction reports whether k's body reduces.
+func hasReduction(k *Kernel) bool {
+	for _, v := range k.Body.Values {
+		if ops.ClassOf(v.Op) == ops.Reduce {
+			return true
+		}
+	}
+	return false
 }
 
 // longestRun returns how many kernels from start form the longest run that fits the bounds,
@@ -218,25 +230,7 @@ func persistent(run []*Kernel, p *runPlan) *Kernel {
 	for i, s := range run {
 		s.Name = fmt.Sprintf("s%d_%s", i, s.label)
 		s.Body.Name = s.Name
-		m := map[*ir.Value]*ir.Value{}
-		for j, in := range s.Body.Inputs() {
-			b := s.Reads[j]
-			if val[b] == nil {
-				val[b] = body.Input(b.Name, ir.Type{DType: b.Type.DType, Shape: b.Type.Shape.Clone()}, nil)
-				k.Reads = append(k.Reads, b)
-			}
-			m[in] = val[b]
-		}
-		for _, v := range s.Body.Values {
-			if v.Op == ir.OpInput {
-				continue
-			}
-			args := make([]*ir.Value, len(v.Args))
-			for j, a := range v.Args {
-				args[j] = m[a]
-			}
-			m[v] = body.Add(v.Op, ir.Type{DType: v.Type.DType, Shape: v.Type.Shape.Clone()}, v.Attrs.Clone(), args...)
-		}
+		m := copyBody(body, s, val, map[*ir.Value]*ir.Value{}, &k.Reads)
 		for j, o := range s.Body.Outputs {
 			b := s.Writes[j]
 			val[b] = m[o.Value]
@@ -252,6 +246,33 @@ func persistent(run []*Kernel, p *runPlan) *Kernel {
 	}
 	k.Body = body
 	return k
+}
+
+// copyBody adds kernel s's body to body, m mapping s's values to body's (entries already in m
+// stand for those inputs): an input per buffer not in val yet (appended to reads), then s's ops.
+func copyBody(body *ir.Graph, s *Kernel, val map[*Buffer]*ir.Value, m map[*ir.Value]*ir.Value, reads *[]*Buffer) map[*ir.Value]*ir.Value {
+	for j, in := range s.Body.Inputs() {
+		if m[in] != nil {
+			continue
+		}
+		b := s.Reads[j]
+		if val[b] == nil {
+			val[b] = body.Input(b.Name, ir.Type{DType: b.Type.DType, Shape: b.Type.Shape.Clone()}, nil)
+			*reads = append(*reads, b)
+		}
+		m[in] = val[b]
+	}
+	for _, v := range s.Body.Values {
+		if v.Op == ir.OpInput {
+			continue
+		}
+		args := make([]*ir.Value, len(v.Args))
+		for j, a := range v.Args {
+			args[j] = m[a]
+		}
+		m[v] = body.Add(v.Op, ir.Type{DType: v.Type.DType, Shape: v.Type.Shape.Clone()}, v.Attrs.Clone(), args...)
+	}
+	return m
 }
 
 // checkPersistent checks a persistent kernel's stages (each as a kernel of its own, against the

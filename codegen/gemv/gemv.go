@@ -40,10 +40,11 @@ type Plan struct {
 // direct template takes operands computed inside the kernel), whose lhs has at most MaxM rows
 // (its free dims' product), with elements and at least MinWeight weight elements.
 // The weight may also be a dequantize of views (int8 or packed int4 weights, docs/ops.md),
-// which the template reads as integers and dequantizes in registers.
+// which the template reads as integers and dequantizes in registers. The lhs may also be a
+// norm of buffers' rows (RowPrologue), which each block computes before its k loop.
 func Of(dot *ir.Value) (Plan, bool) {
 	p, ok := Fits(dot)
-	if !ok || !isView(dot.Args[0]) || !isView(dot.Args[1]) && !quantizedView(dot.Args[1]) {
+	if !ok || !isView(dot.Args[0]) && RowPrologue(dot) == nil || !isView(dot.Args[1]) && !quantizedView(dot.Args[1]) {
 		return Plan{}, false
 	}
 	return p, true
@@ -129,9 +130,7 @@ func roundUp(a, b int) int { return ceilDiv(a, b) * b }
 // isView reports whether v is a graph input or param read through view ops only.
 func isView(v *ir.Value) bool {
 	for ; v.Op != ir.OpInput && v.Op != ir.OpParam; v = v.Args[0] {
-		switch v.Op {
-		case "transpose", "slice", "broadcast_in_dim", "reshape":
-		default:
+		if !isViewOp(v.Op) {
 			return false
 		}
 	}

@@ -6,16 +6,28 @@ import (
 
 // borrowed reports whether k takes a template this package has no counterpart for, whose
 // kernels Module takes from codegen/ptx rather than refuse the model: attention's tensor-core
-// and split-KV templates (borrowedAttention; the CUDA-core one is attention.go's). The launch
-// records it (Producer "ptx" and a note); both producers share names, parameters and launches,
-// so one plan runs the merged module.
+// and split-KV templates (borrowedAttention; the CUDA-core one is attention.go's) and the GEMV
+// with a LayerNorm or RMSNorm prologue (codegen/ptx's gemvnorm.go; this package computes a plain
+// GEMV with the direct template, which has no row reductions). The launch records it (Producer
+// "ptx" and a note); both producers share names, parameters and launches, so one plan runs the
+// merged module.
 func borrowed(k ptx.Kernel) bool {
-	return ptx.Template(k) == "attention" && borrowedAttention(k) != ""
+	switch ptx.Template(k) {
+	case "attention":
+		return borrowedAttention(k) != ""
+	case "norm gemv":
+		return true
+	}
+	return false
 }
 
 // borrowedNote is the note on a launch whose entry codegen/ptx wrote.
 func borrowedNote(k ptx.Kernel) string {
-	return "the NVVM producer has no " + borrowedAttention(k) + " attention template yet: this entry is codegen/ptx's"
+	template := ptx.Template(k)
+	if template == "attention" {
+		template = borrowedAttention(k) + " attention"
+	}
+	return "the NVVM producer has no " + template + " template yet: this entry is codegen/ptx's"
 }
 
 // Module lowers kernels to NVVM IR and compiles it with libNVVM (lower), except kernels of the

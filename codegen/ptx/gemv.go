@@ -199,6 +199,14 @@ func gemvKernel(k Kernel, dot *ir.Value, p gemv.Plan, globals *[]string) (string
 		b.ins("fma.rn.f32", acc, gn.e.reg(gn.e.cast(x, ir.F32)), gn.e.reg(gn.e.cast(y, ir.F32)), acc)
 	}
 
+	setRow := func(int) {}
+	if reds := gemv.RowPrologue(dot); len(reds) > 0 {
+		var err error
+		if setRow, err = gn.gemvRowPrologue(dot, reds, p, tid); err != nil {
+			return "", Launch{}, err
+		}
+	}
+
 	b.note("k loop")
 	noCols := b.label("no_columns")
 	outside := b.reg(rPred)
@@ -223,6 +231,7 @@ func gemvKernel(k Kernel, dot *ir.Value, p gemv.Plan, globals *[]string) (string
 		return "", Launch{}, err
 	}
 	for m := range p.M {
+		setRow(m)
 		if w.kContig {
 			var xs []val
 			if quantLHS != nil {

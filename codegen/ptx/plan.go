@@ -13,7 +13,8 @@ import (
 // that both give a kernel the same name, parameters and tiling.
 
 // Template names the template Generate picks for a verified kernel: "persistent", "update", "attention",
-// "loop", "transpose tile", "staged loop", "reduction", "contraction", or "" for a kernel no template
+// "norm gemv" (a GEMV with a norm prologue, gemvnorm.go), "loop", "transpose tile", "staged loop",
+// "reduction", "contraction", or "" for a kernel no template
 // takes (Generate says why).
 func Template(k Kernel) string {
 	g := k.Graph
@@ -28,6 +29,9 @@ func Template(k Kernel) string {
 	}
 	if _, ok := PlanAttention(g); ok {
 		return "attention"
+	}
+	if NormPrologue(g) {
+		return "norm gemv"
 	}
 	kinds, count := contractionKinds(g)
 	switch {

@@ -235,7 +235,7 @@ func generate(k Kernel, t Target, globals *[]string) (string, Launch, error) {
 		entry, l, err = loopKernel(k, globals)
 	case len(kinds) == 1 && kinds[0] == "reduce":
 		entry, l, err = reduceKernel(k, globals)
-	case len(kinds) == 1 && (kinds[0] == "matmul" || kinds[0] == "conv2d") && count[kinds[0]] == 1:
+	case len(kinds) == 1 && (kinds[0] == "matmul" || kinds[0] == "conv2d") && count[kinds[0]] == 1, NormPrologue(g):
 		entry, l, err = matmulKernel(k, t, globals)
 	default:
 		err = fmt.Errorf("a kernel fusing %s is not a supported fusion", strings.Join(kinds, " and "))

@@ -1,0 +1,109 @@
+package gemv
+
+import (
+	"slices"
+
+	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ops"
+)
+
+// MaxPrologueRows is the most rows a GEMV with a norm prologue takes: with more, a thread's
+// accumulators (up to 8 per row for 16-bit weights stored [K,N]) and the norm's per-element
+// work spill on sm_80/sm_90; decoding's batch-1 rows are far below it.
+const MaxPrologueRows = 4
+
+// RowPrologue returns the reductions of dot's lhs when the lhs is a row prologue: a norm of its
+// rows computed in the kernel (LayerNorm's mean and variance, RMSNorm's mean square, then the
+// elementwise normalization with gamma and beta) from buffers, so that the norm's output never
+// goes to memory. Each block reduces its rows over the full K before its k loop (the rows are
+// small and read from L2 by every block), then normalizes the lhs as it loads it.
+//
+// The lhs qualifies when the product has no batch dims and contracts the lhs's last dim (K)
+// only, and every value it is computed from is a buffer, a literal, a view, an elementwise op,
+// or a reduce_sum over the last dim (kept) of a value laid out as the lhs's rows: its last dim
+// K and its elements the lhs's (a reshape such as [1,1,K] → [1,K] may lie between the norm and
+// the product), so that row m's element k is linear element m·K + k of every such value. The
+// reductions are returned in graph order (an operand's reductions before its own); nil means
+// no prologue, as for a product of more than MaxPrologueRows rows.
+func RowPrologue(dot *ir.Value) []*ir.Value {
+	if p, ok := Fits(dot); !ok || p.M > MaxPrologueRows {
+		return nil
+	}
+	lhs := dot.Args[0]
+	rank := lhs.Type.Shape.Rank()
+	if rank == 0 {
+		return nil
+	}
+	k := lhs.Type.Shape[rank-1]
+	m := lhs.Type.Shape.NumElements() / max(k, 1)
+	rows := func(s ir.Shape) bool { return s.Rank() > 0 && s[s.Rank()-1] == k && s.NumElements() == m*k }
+	perRow := func(s ir.Shape) bool { return s.Rank() > 0 && s[s.Rank()-1] == 1 && s.NumElements() == m }
+	if k == 0 || len(dot.Attrs.Ints("lhs_batch")) > 0 || !slices.Equal(dot.Attrs.Ints("lhs_contract"), []int{rank - 1}) {
+		return nil
+	}
+	var reds []*ir.Value
+	// dep[v]: v is computed from a reduction. Such values keep the rows' layout (rows or perRow),
+	// so that the kernel can hold them per row; views of the rest read buffers by index.
+	dep := map[*ir.Value]bool{}
+	seen := map[*ir.Value]bool{}
+	var walk func(v *ir.Value) bool
+	walk = func(v *ir.Value) bool {
+		if seen[v] {
+			return true
+		}
+		seen[v] = true
+		for _, a := range v.Args {
+			if !walk(a) {
+				return false
+			}
+			dep[v] = dep[v] || dep[a]
+		}
+		s := v.Type.Shape
+		switch {
+		case v.Op == ir.OpInput || v.Op == ir.OpParam || v.Op == "constant":
+			return true
+		case v.Op == "reduce_sum":
+			in := v.Args[0].Type.Shape
+			if !rows(in) || s.Rank() != in.Rank() || !slices.Equal(v.Attrs.Ints("axes"), []int{in.Rank() - 1}) {
+				return false
+			}
+			reds = append(reds, v)
+			dep[v] = true
+			return true
+		case !dep[v]:
+			return isViewOp(v.Op) || ops.ClassOf(v.Op) == ops.Elementwise
+		case ops.ClassOf(v.Op) == ops.Elementwise, v.Op == "reshape":
+			in := v.Args[0].Type.Shape
+			return rows(s) && rows(in) || perRow(s) && perRow(in)
+		case v.Op == "broadcast_in_dim":
+			in := v.Args[0].Type.Shape
+			return perRow(in) && (rows(s) || perRow(s)) && identity(v.Attrs.Ints("dims"), in.Rank(), s.Rank())
+		}
+		return false
+	}
+	if !walk(lhs) {
+		return nil
+	}
+	return reds
+}
+
+// identity reports whether a broadcast's dims map operand dim i to result dim i, of equal ranks.
+func identity(dims []int, from, to int) bool {
+	if from != to || len(dims) != from {
+		return false
+	}
+	for i, d := range dims {
+		if d != i {
+			return false
+		}
+	}
+	return true
+}
+
+func isViewOp(op string) bool {
+	switch op {
+	case "transpose", "slice", "broadcast_in_dim", "reshape":
+		return true
+	}
+	return false
+}

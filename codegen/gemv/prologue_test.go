@@ -1,0 +1,91 @@
+package gemv
+
+import (
+	"testing"
+
+	"github.com/gcomp/gcomp/ir"
+)
+
+// TestRowPrologue: a norm of buffers' rows is a prologue (its reductions, in order) for up to
+// MaxPrologueRows rows contracting the last dim, through a reshape; more rows, a contraction
+// over another dim, a per-row value spread by a non-identity broadcast, or another reduction are
+// not.
+func TestRowPrologue(t *testing.T) {
+	for _, c := range []struct {
+		name, src string
+		reds      int
+	}{
+		{"layernorm", `graph g {
+  input %x : f32[2,256]
+  input %w : f32[256,64]
+  %s = reduce_sum(%x) {axes=[1], keepdims=true} : f32[2,1]
+  %b = broadcast_in_dim(%s) {dims=[0,1], shape=[2,256]} : f32[2,256]
+  %c = sub(%x, %b) : f32[2,256]
+  %q = mul(%c, %c) : f32[2,256]
+  %v = reduce_sum(%q) {axes=[1], keepdims=true} : f32[2,1]
+  %r = rsqrt(%v) : f32[2,1]
+  %rb = broadcast_in_dim(%r) {dims=[0,1], shape=[2,256]} : f32[2,256]
+  %h = mul(%c, %rb) : f32[2,256]
+  %y = dot_general(%h, %w) {lhs_contract=[1], rhs_contract=[0]} : f32[2,64]
+  output y = %y
+}`, 2},
+		{"rmsnorm_reshaped", `graph g {
+  input %x : f32[1,1,256]
+  input %w : f32[64,256]
+  %q = mul(%x, %x) : f32[1,1,256]
+  %v = reduce_sum(%q) {axes=[2], keepdims=true} : f32[1,1,1]
+  %r = rsqrt(%v) : f32[1,1,1]
+  %rb = broadcast_in_dim(%r) {dims=[0,1,2], shape=[1,1,256]} : f32[1,1,256]
+  %h = mul(%x, %rb) : f32[1,1,256]
+  %h2 = reshape(%h) {shape=[1,256]} : f32[1,256]
+  %y = dot_general(%h2, %w) {lhs_contract=[1], rhs_contract=[1]} : f32[1,64]
+  output y = %y
+}`, 1},
+		{"five_rows", `graph g {
+  input %x : f32[5,256]
+  input %w : f32[256,64]
+  %v = reduce_sum(%x) {axes=[1], keepdims=true} : f32[5,1]
+  %rb = broadcast_in_dim(%v) {dims=[0,1], shape=[5,256]} : f32[5,256]
+  %h = mul(%x, %rb) : f32[5,256]
+  %y = dot_general(%h, %w) {lhs_contract=[1], rhs_contract=[0]} : f32[5,64]
+  output y = %y
+}`, 0},
+		{"reduce_over_rows", `graph g {
+  input %x : f32[2,256]
+  input %w : f32[256,64]
+  %v = reduce_sum(%x) {axes=[0], keepdims=true} : f32[1,256]
+  %rb = broadcast_in_dim(%v) {dims=[0,1], shape=[2,256]} : f32[2,256]
+  %h = mul(%x, %rb) : f32[2,256]
+  %y = dot_general(%h, %w) {lhs_contract=[1], rhs_contract=[0]} : f32[2,64]
+  output y = %y
+}`, 0},
+		{"transposed_row_values", `graph g {
+  input %x : f32[2,256]
+  input %w : f32[256,64]
+  %v = reduce_sum(%x) {axes=[1], keepdims=true} : f32[2,1]
+  %t = transpose(%v) {perm=[1,0]} : f32[1,2]
+  %rb = broadcast_in_dim(%t) {dims=[0,1], shape=[2,2]} : f32[2,2]
+  %p = pad(%rb) {low=[0,0], high=[0,254], value=0.0} : f32[2,256]
+  %h = mul(%x, %p) : f32[2,256]
+  %y = dot_general(%h, %w) {lhs_contract=[1], rhs_contract=[0]} : f32[2,64]
+  output y = %y
+}`, 0},
+	} {
+		g, err := ir.Parse(c.name+".gir", []byte(c.src))
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		var dot *ir.Value
+		for _, v := range g.Values {
+			if v.Op == "dot_general" {
+				dot = v
+			}
+		}
+		if got := RowPrologue(dot); len(got) != c.reds {
+			t.Errorf("%s: %d reductions in the prologue, want %d", c.name, len(got), c.reds)
+		}
+		if _, ok := Of(dot); ok != (c.reds > 0) {
+			t.Errorf("%s: Of %v, want %v", c.name, ok, c.reds > 0)
+		}
+	}
+}
