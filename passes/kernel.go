@@ -337,7 +337,8 @@ func checkBody(k *Kernel, bounds FusionOptions) error {
 		if o := k.Body.Outputs[j]; o.Name != b.Name || !o.Value.Type.Equal(b.Type) {
 			return fmt.Errorf("output %s does not match buffer %s : %s", o.Name, b.Name, b.Type)
 		}
-		if k.Kind != Persistent && !writableShape(k, b.Type.Shape) {
+		appended := k.Kind == Attention && k.Body.Outputs[j].Value.Op == ops.UpdateSliceOp // a cache it writes the rows of
+		if k.Kind != Persistent && !appended && !writableShape(k, b.Type.Shape) {
 			return fmt.Errorf("writes %s : %s, which is not indexed by its space %s", b.Name, b.Type, k.Space)
 		}
 	}
