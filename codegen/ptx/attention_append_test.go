@@ -54,6 +54,7 @@ func TestAttentionAppendKernel(t *testing.T) {
 		{ir.F32, ir.I64, 2, 8, 2, 1, 130, 64, []int64{129, 40}}, // GQA, 4 query heads per KV head
 		{ir.F32, ir.I64, 1, 4, 2, 2, 100, 32, []int64{50}},      // two query rows and two appended
 		{ir.F32, ir.I64, 1, 2, 2, 1, 64, 64, []int64{70}},       // past the cache: the last row, clamped
+		{ir.F32, ir.I64, 2, 2, 1, 1, 20, 64, []int64{19, 0}},    // S < one chunk: no split, every block writes its rows
 		{ir.F16, ir.I64, 1, 4, 4, 1, 200, 64, []int64{120}},     //
 		{ir.F16, ir.I32, 2, 8, 2, 1, 256, 64, []int64{0, 255}},  // GQA, the first and last keys
 		{ir.F16, ir.I64, 1, 4, 1, 1, 96, 40, []int64{31}},       // MQA, 40 columns: element by element
@@ -94,8 +95,8 @@ func TestAttentionAppendKernel(t *testing.T) {
 					}
 				}
 			}
-			if !strings.Contains(text, "split-KV attention") || launches[0].Grid[0] < 2 {
-				t.Errorf("want the split-KV template, split: grid %v", launches[0].Grid)
+			if !strings.Contains(text, "split-KV attention") || (launches[0].Grid[0] < 2) != (c.s < 32) {
+				t.Errorf("want the split-KV template, split unless S < 32: grid %v", launches[0].Grid)
 			}
 			t.Logf("registers %v, grid %v", regs, launches[0].Grid)
 		})
