@@ -93,9 +93,10 @@ type Kernel struct {
 	// BindTime kernels read parameters only: the runtime runs them when weights are bound, not
 	// on every run (bindtime.go).
 	BindTime bool
-	// InPlace (update kernels) says the memory plan gave the result its operand's memory (a dead
-	// temp, or an input the program donates to the output it feeds; Plan records both): the
-	// kernel writes the update's elements only and leaves the rest as it is.
+	// InPlace (update kernels, and attention kernels appending to their caches: appendkv.go)
+	// says the memory plan gave each update's result its operand's memory (a dead temp, or an
+	// input the program donates to the output it feeds; Plan records both): the kernel writes
+	// the update's elements only and leaves the rest as it is.
 	InPlace bool
 	// Origins maps Body's values to the values of the pass pipeline's graph they compute, whose
 	// source positions diagnostics name (a gather's bad index).

@@ -49,6 +49,9 @@ func (w *attnWriter) appendOperands(k Kernel, operands []attnOperand) error {
 		if cache.Op != ir.OpInput || start.Op != ir.OpInput || !u.Args[1].Type.Shape.Equal(ir.Shape{w.p.B, w.p.KVH, u.Args[1].Type.Shape[2], u.Type.Shape[3]}) {
 			return fmt.Errorf("attention appends %s: want a cache, rows [B, KVH, T, n] and positions in memory", k.Graph.Format(u))
 		}
+		if w.ptr[u] == "" {
+			return fmt.Errorf("attention appends %s, which the kernel does not write", k.Graph.Format(u))
+		}
 		rows, err := attentionOperand(u.Args[1], w.ptr)
 		if err != nil {
 			return err

@@ -103,13 +103,25 @@ func TestAttentionAppendKernel(t *testing.T) {
 	}
 }
 
-// TestAttentionAppendNeedsInPlace: the template appends only to a cache that is its output's
-// memory; a kernel not in place is refused with an error, never written half.
-func TestAttentionAppendNeedsInPlace(t *testing.T) {
+// TestAttentionAppendRefused: the template appends only to a cache that is its output's memory
+// and that the kernel writes; otherwise the kernel is refused with an error, never written half.
+func TestAttentionAppendRefused(t *testing.T) {
 	g := appendGraph(t, ir.F32, ir.I64, 1, 2, 2, 1, 64, 64)
-	_, _, err := Generate(Kernel{Name: "k0_attention_append", Graph: g}, harnessTarget)
-	if err == nil || !strings.Contains(err.Error(), "not in place") {
-		t.Fatalf("err = %v, want the kernel refused for not being in place", err)
+	unwritten := appendGraph(t, ir.F32, ir.I64, 1, 2, 2, 1, 64, 64)
+	unwritten.Outputs = unwritten.Outputs[:1] // the caches' updates computed, not written
+	for _, c := range []struct {
+		name string
+		k    Kernel
+		want string
+	}{
+		{"not in place", Kernel{Name: "k0_attention_append", Graph: g}, "not in place"},
+		{"caches not written", Kernel{Name: "k0_attention_append", Graph: unwritten, InPlace: true}, "does not write"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if _, _, err := Generate(c.k, harnessTarget); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err = %v, want the kernel refused: %q", err, c.want)
+			}
+		})
 	}
 }
 
