@@ -21,12 +21,7 @@ import (
 // kernel. A prefill's updates stay kernels of their own: its attention is the prefill template.
 func appendKVPass(st *State) error {
 	kg := st.Kernels
-	readers := map[*Buffer][]*Kernel{}
-	for _, k := range kg.Kernels {
-		for _, b := range k.Reads {
-			readers[b] = append(readers[b], k)
-		}
-	}
+	readers := kg.readers()
 	alias := donations(kg)
 	merged := map[*Kernel]bool{}
 	for _, a := range kg.Kernels {

@@ -129,6 +129,17 @@ func (kg *KernelGraph) Buffer(name string) *Buffer {
 	return nil
 }
 
+// readers maps each buffer to the kernels that read it, in order.
+func (kg *KernelGraph) readers() map[*Buffer][]*Kernel {
+	readers := map[*Buffer][]*Kernel{}
+	for _, k := range kg.Kernels {
+		for _, b := range k.Reads {
+			readers[b] = append(readers[b], k)
+		}
+	}
+	return readers
+}
+
 // renumber names kernels by their position and orders the written buffers to match.
 func (kg *KernelGraph) renumber() {
 	var bufs []*Buffer
