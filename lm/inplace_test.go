@@ -3,13 +3,17 @@ package lm
 import (
 	"testing"
 
+	"github.com/gcomp/gcomp/codegen/splitkv"
+	"github.com/gcomp/gcomp/ops"
 	"github.com/gcomp/gcomp/passes"
 )
 
 // TestCacheWrittenInPlace: in the decode program (and a prefill) of GPT-2 small and TinyLlama,
 // every cache output is its input's buffer (the plan's in_place_of), the only kernels that write
-// a cache are in-place update_slice kernels whose launch covers the step's rows, and the only
-// kernels that read one whole are attention's: no kernel copies, selects over or stacks the cache.
+// a cache are in-place kernels writing the step's rows only — update_slice kernels whose launch
+// covers them, or, in the decode step, the split-KV attention kernel that appends them itself
+// (passes' appendkv) — and the only kernels that read one whole are attention's: no kernel
+// copies, selects over or stacks the cache.
 func TestCacheWrittenInPlace(t *testing.T) {
 	if testing.Short() {
 		t.Skip("compiles two large models")
@@ -50,7 +54,7 @@ func TestCacheWrittenInPlace(t *testing.T) {
 						if !cache(b) {
 							continue
 						}
-						if k.Kind != passes.Update || !k.InPlace {
+						if k.Kind != passes.Update && k.Kind != passes.Attention || !k.InPlace {
 							t.Errorf("%s (%s) writes the cache %s", k.Name, k.Kind, b.Name)
 						}
 						updates++
@@ -65,12 +69,36 @@ func TestCacheWrittenInPlace(t *testing.T) {
 					t.Errorf("%d cache writes, want one per state (%d)", updates, len(states))
 				}
 				row := int64(cacheType.Bytes() / bc.c.MaxSeq * prog.T)
-				for _, ks := range res.Stats.PerKernel {
-					if ks.Kind == passes.Update.String() && ks.WriteBytes != row {
-						t.Errorf("%s writes %d bytes, want the step's rows: %d", ks.Name, ks.WriteBytes, row)
+				for i, ks := range res.Stats.PerKernel {
+					// A kernel writing a cache writes the step's rows of it; an appending attention
+					// kernel its output and its split's partials besides.
+					want, caches, k := int64(0), 0, res.Kernels.Kernels[i]
+					for _, b := range k.Writes {
+						if cache(b) {
+							want, caches = want+row, caches+1
+						} else {
+							want += b.Bytes()
+						}
+					}
+					want += 8 * int64(splitPartials(k))
+					if caches > 0 && ks.WriteBytes != want {
+						t.Errorf("%s writes %d bytes, want the step's rows and its output: %d", ks.Name, ks.WriteBytes, want)
 					}
 				}
 			})
 		}
 	}
+}
+
+// splitPartials is the f32 partials a split-KV attention kernel writes to scratch (0 for any
+// other kernel).
+func splitPartials(k *passes.Kernel) int {
+	for _, v := range k.Body.Values {
+		if v.Op == ops.AttentionOp && k.Kind == passes.Attention {
+			if p, ok := splitkv.Of(v); ok {
+				return p.PartialFloats()
+			}
+		}
+	}
+	return 0
 }

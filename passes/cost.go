@@ -96,9 +96,15 @@ func kernelCost(k *Kernel, tf32 bool) KernelStats {
 	}
 	if k.InPlace {
 		// An update in place reads and writes the update's elements; the rest of its operand,
-		// which is its result, is never touched.
-		ks.ReadBytes -= updateOperand(k).Bytes()
-		ks.WriteBytes = int64(updateSpace(k).NumElements() * k.Writes[0].Type.DType.Size())
+		// which is its result, is never touched. An attention kernel appending the step's rows
+		// to its caches (appendkv.go) reads them whole, as attention, and writes the rows.
+		for _, p := range updatePairs(k) {
+			if k.Kind == Update {
+				ks.ReadBytes -= p.in.Bytes()
+			}
+			ks.WriteBytes -= p.out.Bytes()
+		}
+		ks.WriteBytes += appendedBytes(k)
 	}
 	share := min(1, float64(ks.Blocks)/h100SMs) // fewer blocks than SMs leave SMs idle
 	ks.ModeledTimeUS = max(float64(ks.ReadBytes+ks.WriteBytes)/hbmBytesPerSec, float64(ks.Flops)/peak) / share * 1e6

@@ -93,9 +93,10 @@ type Kernel struct {
 	// BindTime kernels read parameters only: the runtime runs them when weights are bound, not
 	// on every run (bindtime.go).
 	BindTime bool
-	// InPlace (update kernels) says the memory plan gave the result its operand's memory (a dead
-	// temp, or an input the program donates to the output it feeds; Plan records both): the
-	// kernel writes the update's elements only and leaves the rest as it is.
+	// InPlace (update kernels, and attention kernels appending to their caches: appendkv.go)
+	// says the memory plan gave each update's result its operand's memory (a dead temp, or an
+	// input the program donates to the output it feeds; Plan records both): the kernel writes
+	// the update's elements only and leaves the rest as it is.
 	InPlace bool
 	// Origins maps Body's values to the values of the pass pipeline's graph they compute, whose
 	// source positions diagnostics name (a gather's bad index).
@@ -126,6 +127,17 @@ func (kg *KernelGraph) Buffer(name string) *Buffer {
 		}
 	}
 	return nil
+}
+
+// readers maps each buffer to the kernels that read it, in order.
+func (kg *KernelGraph) readers() map[*Buffer][]*Kernel {
+	readers := map[*Buffer][]*Kernel{}
+	for _, k := range kg.Kernels {
+		for _, b := range k.Reads {
+			readers[b] = append(readers[b], k)
+		}
+	}
+	return readers
 }
 
 // renumber names kernels by their position and orders the written buffers to match.
@@ -337,7 +349,8 @@ func checkBody(k *Kernel, bounds FusionOptions) error {
 		if o := k.Body.Outputs[j]; o.Name != b.Name || !o.Value.Type.Equal(b.Type) {
 			return fmt.Errorf("output %s does not match buffer %s : %s", o.Name, b.Name, b.Type)
 		}
-		if k.Kind != Persistent && !writableShape(k, b.Type.Shape) {
+		appended := k.Kind == Attention && k.Body.Outputs[j].Value.Op == ops.UpdateSliceOp // a cache it writes the rows of
+		if k.Kind != Persistent && !appended && !writableShape(k, b.Type.Shape) {
 			return fmt.Errorf("writes %s : %s, which is not indexed by its space %s", b.Name, b.Type, k.Space)
 		}
 	}

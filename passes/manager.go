@@ -48,6 +48,7 @@ var passes = [...]pass{
 	{name: "bindtime", fn: bindTimePass, stage: "kernels", doc: "marks kernels that read parameters only, which run when weights are bound instead of every run"},
 	{name: "persist", fn: persistPass, stage: "kernels", doc: "runs chains of small kernels in one single-block kernel, passing values in shared memory"},
 	{name: "normgemv", fn: normGEMVPass, stage: "kernels", doc: "computes a norm read only by a GEMV's lhs in the GEMV's blocks (a prologue); the norm's kernel disappears"},
+	{name: "appendkv", fn: appendKVPass, stage: "kernels", doc: "lets a decoding step's split-KV attention write the step's K and V rows into its caches itself; the update kernels disappear"},
 	{name: "memplan", fn: memplanPass, stage: "plan", required: true, doc: "places intermediates in one arena"},
 	{name: "cost", fn: costPass, stage: "stats", required: true, doc: "kernels, DRAM bytes, flops and a roofline time"},
 }
@@ -67,6 +68,8 @@ var passOrder = [...]struct{ a, b, why string }{
 	{"fuse", "schedule", "the schedule orders kernels"},
 	{"persist", "normgemv", "a GEMV with a norm prologue cannot be a persistent stage: persistence, which saves more, chooses first"},
 	{"normgemv", "memplan", "liveness is computed over the merged kernels"},
+	{"bindtime", "appendkv", "bind-time kernels are never merged into an attention kernel"},
+	{"appendkv", "memplan", "the caches' donations and in-place writes are decided over the merged kernels"},
 	{"schedule", "persist", "runs are consecutive kernels of the final order"},
 	{"persist", "memplan", "values a persistent kernel keeps in shared memory need no place in the arena"},
 	{"schedule", "memplan", "liveness is computed over the kernel order"},

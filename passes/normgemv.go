@@ -19,12 +19,7 @@ import (
 // whose output has another reader (a graph output, another kernel, an epilogue) keeps its kernel. codegen/nvvm has no GEMV template: the compiler disables the pass for it.
 func normGEMVPass(st *State) error {
 	kg := st.Kernels
-	readers := map[*Buffer][]*Kernel{}
-	for _, k := range kg.Kernels {
-		for _, b := range k.Reads {
-			readers[b] = append(readers[b], k)
-		}
-	}
+	readers := kg.readers()
 	bounds := kg.Bounds.withDefaults()
 	merged := map[*Kernel]bool{}
 	for _, r := range kg.Kernels {

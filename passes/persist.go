@@ -148,11 +148,23 @@ func longestRun(ks []*Kernel, start int, readers map[*Buffer][]int, opt FusionOp
 		if p == nil {
 			break
 		}
-		if j > start && readsFrom(ks[j], ks[start:j]) {
+		if j > start && (readsFrom(ks[j], ks[start:j]) || readsSame(ks[j], ks[start:j])) {
 			n, best = j-start+1, p
 		}
 	}
 	return n, best
+}
+
+// readsSame reports whether k reads a buffer the run's first kernel reads, other than a
+// parameter: a sibling of the run (Llama's value projection beside the query and key ones, all
+// reading the normalized activations), which as a stage saves its launch.
+func readsSame(k *Kernel, run []*Kernel) bool {
+	for _, b := range k.Reads {
+		if b.Kind != ParamBuffer && slices.Contains(run[0].Reads, b) {
+			return true
+		}
+	}
+	return false
 }
 
 // readsFrom reports whether k reads a buffer one of run writes.

@@ -41,6 +41,19 @@ const loopChain = `
 var bigLoopChain = strings.NewReplacer("f32[8]", "f32[4096]", "f32[8,8]", "f32[4096,64]", "shape=[8,8]", "shape=[4096,64]",
 	"f32[8,8,4]", "f32[4096,64,4]", "shape=[8,8,4]", "shape=[4096,64,4]").Replace(loopChain)
 
+// A chain of two matmuls and a sibling of its first reading the same input (Llama's value
+// projection beside the query and key ones), the last in schedule order.
+const siblings = `
+  input %x : f32[4,16]
+  param %w : f32[16,16]
+  param %u : f32[16,16]
+  %0 = dot_general(%x, %w) {lhs_contract=[1], rhs_contract=[0]} : f32[4,16]
+  %1 = tanh(%0) : f32[4,16]
+  %2 = dot_general(%1, %w) {lhs_contract=[1], rhs_contract=[0]} : f32[4,16]
+  %3 = dot_general(%x, %u) {lhs_contract=[1], rhs_contract=[0]} : f32[4,16]
+  output a = %2
+  output b = %3`
+
 var unbounded = passes.FusionOptions{PersistElems: 1 << 21, PersistFlops: 1 << 30, PersistShared: 1 << 30}
 
 // What the persist pass forms: which kernels, which values stay in shared memory, which go to
@@ -72,6 +85,8 @@ func TestPersist(t *testing.T) {
 		// The cost model decides: three launches (3 × 3.25 µs) beat one block doing it all.
 		{"slower on one block", bigLoopChain, unbounded, "k0_exp:loop k1_tanh_log:loop k2_neg:loop", 0, "", ""},
 		{"small runs still persist without the bounds", loopChain, unbounded, "k0_persistent:persistent", 3, "%t1@256, %t4@0", "%y"},
+		// The sibling joins the run: it reads what the run's first stage reads, and saves a launch.
+		{"a sibling of the first stage", siblings, passes.FusionOptions{}, "k0_persistent:persistent", 3, "%t4@0", "%a, %b"},
 		{"disabled", recurrence, passes.FusionOptions{PersistStages: -1},
 			"k0_matmul_tanh:contraction k1_matmul_tanh:contraction k2_matmul_tanh:contraction k3_matmul:contraction", 0, "", ""},
 	} {

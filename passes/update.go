@@ -34,18 +34,35 @@ func updateOperand(k *Kernel) *Buffer {
 	if k.Kind != Update {
 		return nil
 	}
-	var name string
-	for _, v := range k.Body.Values {
-		if v.Op == ops.UpdateSliceOp {
-			name = v.Args[0].Name
-		}
-	}
-	for _, b := range k.Reads {
-		if b.Name == name {
-			return b
-		}
+	if ps := updatePairs(k); len(ps) == 1 {
+		return ps[0].in
 	}
 	return nil
+}
+
+// updatePair is an update_slice a kernel computes and writes: the buffer of its operand and
+// the one its result goes to.
+type updatePair struct{ in, out *Buffer }
+
+// updatePairs lists the update_slices whose results kernel k writes: an update kernel's one, or
+// the cache updates an attention kernel appends itself (appendkv.go).
+func updatePairs(k *Kernel) []updatePair {
+	if k.Kind != Update && k.Kind != Attention || k.Body == nil {
+		return nil
+	}
+	reads := map[*ir.Value]*Buffer{}
+	for j, in := range k.Body.Inputs() {
+		if j < len(k.Reads) {
+			reads[in] = k.Reads[j]
+		}
+	}
+	var ps []updatePair
+	for j, o := range k.Body.Outputs {
+		if v := o.Value; v.Op == ops.UpdateSliceOp && j < len(k.Writes) && reads[v.Args[0]] != nil {
+			ps = append(ps, updatePair{in: reads[v.Args[0]], out: k.Writes[j]})
+		}
+	}
+	return ps
 }
 
 // donations finds the update kernels whose result may take the memory of their operand when that
@@ -65,32 +82,29 @@ func donations(kg *KernelGraph) map[*Buffer]*Buffer {
 	alias := map[*Buffer]*Buffer{}
 	taken := map[*Buffer]bool{}
 	for _, k := range kg.Kernels {
-		in := updateOperand(k)
-		if in == nil || in.Kind != InputBuffer || readers[in] != 1 || taken[in] || k.BindTime {
+		if k.BindTime {
 			continue
 		}
-		for _, out := range k.Writes {
-			if out.Kind == OutputBuffer && out.Type.Equal(in.Type) && alias[out] == nil {
-				alias[out], taken[in] = in, true
-				break
+		for _, p := range updatePairs(k) {
+			in, out := p.in, p.out
+			if in.Kind != InputBuffer || readers[in] != 1 || taken[in] || out.Kind != OutputBuffer || !out.Type.Equal(in.Type) || alias[out] != nil {
+				continue
 			}
+			alias[out], taken[in] = in, true
 		}
 	}
 	return alias
 }
 
-// updatesInPlace marks the update kernels that write over their operand's memory: a temp whose
-// last reader they are (inPlace, from planMemory) or a donated input (alias).
+// updatesInPlace marks the kernels whose update_slices all write over their operand's memory: a
+// temp whose last reader they are (inPlace, from planMemory) or a donated input (alias).
 func updatesInPlace(kg *KernelGraph, inPlace, alias map[*Buffer]*Buffer) {
 	for _, k := range kg.Kernels {
-		in := updateOperand(k)
-		if in == nil {
-			continue
-		}
-		k.InPlace = false
-		for _, out := range k.Writes {
-			if inPlace[out] == in || alias[out] == in {
-				k.InPlace = true
+		ps := updatePairs(k)
+		k.InPlace = len(ps) > 0
+		for _, p := range ps {
+			if inPlace[p.out] != p.in && alias[p.out] != p.in {
+				k.InPlace = false
 			}
 		}
 	}

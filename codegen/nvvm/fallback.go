@@ -14,7 +14,7 @@ import (
 func borrowed(k ptx.Kernel) bool {
 	switch ptx.Template(k) {
 	case "attention":
-		return borrowedAttention(k) != ""
+		return borrowedAttention(k) != "" || ptx.AttentionAppends(k.Graph) // appending a decoding step's K and V rows
 	case "norm gemv":
 		return true
 	}
@@ -26,6 +26,9 @@ func borrowedNote(k ptx.Kernel) string {
 	template := ptx.Template(k)
 	if template == "attention" {
 		template = borrowedAttention(k) + " attention"
+		if ptx.AttentionAppends(k.Graph) {
+			template = "cache-appending split-KV attention"
+		}
 	}
 	return "the NVVM producer has no " + template + " template yet: this entry is codegen/ptx's"
 }

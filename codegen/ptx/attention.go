@@ -63,6 +63,7 @@ type attnOperand struct {
 	ptr     string
 	off     int
 	strides []int
+	app     *attnAppend // an appended cache's update (attention_append.go), else nil
 }
 
 // attentionOperand resolves an operand of the attention op to a kernel input and its strides.
@@ -98,12 +99,13 @@ func attentionKernel(k Kernel) (string, Launch, error) {
 	p, _ := PlanAttention(g)
 	for _, v := range live(g) {
 		switch v.Op {
-		case ops.AttentionOp, ir.OpInput, ir.OpParam, "reshape", "transpose", "broadcast_in_dim", "slice":
+		case ops.AttentionOp, ir.OpInput, ir.OpParam, "reshape", "transpose", "broadcast_in_dim", "slice", ops.UpdateSliceOp:
 		default:
 			return "", Launch{}, fmt.Errorf("attention fused with %s is not supported", v.Op)
 		}
 	}
-	if len(g.Outputs) != 1 || g.Outputs[0].Value != p.Op {
+	appends := splitkv.AppendedRows(p.Op) > 0
+	if !appends && (len(g.Outputs) != 1 || g.Outputs[0].Value != p.Op) {
 		return "", Launch{}, fmt.Errorf("an attention kernel writes the attention op's result alone")
 	}
 	if attnmma.Fits(p.Op) { // f16/bf16 prefill on tensor cores (attention_mma.go)
@@ -127,14 +129,22 @@ func attentionKernel(k Kernel) (string, Launch, error) {
 	for i, v := range g.Params() {
 		bind(ArgParam, i, v.Name, v)
 	}
-	bind(ArgOutput, 0, g.Outputs[0].Name, g.Outputs[0].Value)
+	for i, o := range g.Outputs {
+		bind(ArgOutput, i, o.Name, o.Value)
+	}
 	operands := make([]attnOperand, len(p.Op.Args))
 	for i, a := range p.Op.Args {
+		if _, ok := splitkv.Appended(p.Op, i); ok {
+			continue // appendOperands
+		}
 		o, err := attentionOperand(a, w.ptr)
 		if err != nil {
 			return "", Launch{}, err
 		}
 		operands[i] = o
+	}
+	if err := w.appendOperands(k, operands); err != nil {
+		return "", Launch{}, err
 	}
 	if sp, ok := splitkv.Of(p.Op); ok { // few query rows, a long cache: flash-decoding
 		return w.decodeKernel(k, sp, operands, params, args)

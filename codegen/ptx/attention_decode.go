@@ -31,7 +31,7 @@ func (w *attnWriter) decodeKernel(k Kernel, sp splitkv.Plan, operands []attnOper
 		w.ins("ld.param.u64", scratch, "["+param+"]")
 		w.ins("cvta.to.global.u64", scratch, scratch)
 	}
-	w.decode(sp, operands, w.ptr[k.Graph.Outputs[0].Value], scratch)
+	w.decode(sp, operands, w.ptr[w.p.Op], scratch)
 
 	var s strings.Builder
 	fmt.Fprintf(&s, "// %s: split-KV attention, %d splits of %d keys, %d-key tiles, %d query rows per KV head on %d warps\n",
@@ -70,6 +70,7 @@ func (w *attnWriter) decode(sp splitkv.Plan, operands []attnOperand, out, scratc
 	if posOp != nil {
 		posv = w.position(*posOp, posType, b)
 	}
+	w.appendRows(operands, sp.Threads(), tid, split, b, kh)
 
 	// The chunk [k0, kend): kend stops at the block's last visible key (query index L−1's).
 	k0, kend := u32(), u32()

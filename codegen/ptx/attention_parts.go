@@ -168,7 +168,9 @@ func (w *attnWriter) loadTile(name string, d ir.DType, o attnOperand, n, keys, t
 	w.ins("setp.lt.u32", inKey, key, kend)
 	skip := head + "_zero"
 	w.ins("@!"+inKey+" bra", skip)
-	if v == 1 {
+	if o.app != nil { // the step's keys from its rows (attention_append.go)
+		w.loadAppendedKey(d, o, v, b, kh, key, e, xs)
+	} else if v == 1 {
 		w.ins("mov.f32", xs[0], w.loadF32(d, o.ptr, w.index(o, b, kh, key, e)))
 	} else {
 		w.loadVector(d, o.ptr, w.index(o, b, kh, key, e), xs)
@@ -191,7 +193,7 @@ func (w *attnWriter) loadTile(name string, d ir.DType, o attnOperand, n, keys, t
 // tileVector is how many elements of a K or V operand of n columns loadTile reads at once
 // (AttentionTileVector).
 func tileVector(o attnOperand, d ir.DType, n int) int {
-	return AttentionTileVector(d, n, o.off, o.strides)
+	return appendedVector(o, d, n, AttentionTileVector(d, n, o.off, o.strides))
 }
 
 // AttentionTileVector is how many elements of dtype d a K or V operand of n columns (offset off,

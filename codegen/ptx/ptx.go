@@ -26,8 +26,9 @@ type Kernel struct {
 	Stages      []Kernel
 	Shared      map[string]int
 	SharedBytes int
-	// InPlace (an update_slice kernel) says the output's memory is the operand's: the kernel
-	// writes the update's rows only (update.go).
+	// InPlace (an update_slice kernel, or attention appending to its caches) says each update's
+	// output memory is its operand's: the kernel writes the update's rows only (update.go,
+	// attention_append.go).
 	InPlace bool
 	// Symbolic says the kernel's space has sizes known only at launch (the graph's dims): the
 	// Graph holds it at the bound, and the entry takes the element count as an ArgSize
