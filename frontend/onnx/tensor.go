@@ -59,7 +59,7 @@ func dtypeOf(t int32) (ir.DType, error) {
 	if !ok {
 		return ir.Invalid, fmt.Errorf("unknown ONNX element type %d", t)
 	}
-	return ir.Invalid, unsupportedf("element type %s is not supported (supported: FLOAT, FLOAT16, BFLOAT16, DOUBLE, INT8, UINT8, INT32, INT64, BOOL; UINT4 and INT4 as initializers)", name)
+	return ir.Invalid, unsupportedf("element type %s is not supported (supported: FLOAT, FLOAT16, BFLOAT16, DOUBLE, INT8, UINT8, INT32, INT64, BOOL)", name)
 }
 
 // onnxDType is dtypeOf's inverse (for Cast's "to" and the tests).
