@@ -227,32 +227,20 @@ func logitNoise(t *testing.T, float *Model, dir string, prompt, tokens []int, wa
 
 // greedyTokens is m's greedy continuation of prompt on ref: steps tokens.
 func greedyTokens(t *testing.T, m *Model, prompt []int, steps int) []int {
-	t.Helper()
-	e, err := m.Open(EngineOptions{Device: "ref"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	ctx := context.Background()
-	logits, err := e.Prefill(ctx, [][]int{prompt})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var tokens []int
-	for k := range steps {
-		tokens = append(tokens, argmax(logits[0]))
-		if k+1 < steps {
-			if logits, err = e.Decode(ctx, tokens[k:], []int{len(prompt) + k}); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	_, tokens := decodeSteps(t, m, "ref", prompt, steps, func(_ int, z []float32) int { return argmax(z) })
 	return tokens
 }
 
 // runSteps is m's logits on dev after prompt and after each of tokens but the last, the tokens
 // given rather than m's own: the steps of a greedy continuation when tokens are its.
 func runSteps(t *testing.T, m *Model, dev string, prompt, tokens []int) [][]float32 {
+	logits, _ := decodeSteps(t, m, dev, prompt, len(tokens), func(k int, _ []float32) int { return tokens[k] })
+	return logits
+}
+
+// decodeSteps runs prefill of prompt and steps−1 decode steps on dev, each step's token pick(k,
+// its logits); it returns every step's logits and the tokens picked.
+func decodeSteps(t *testing.T, m *Model, dev string, prompt []int, steps int, pick func(k int, logits []float32) int) ([][]float32, []int) {
 	t.Helper()
 	e, err := m.Open(EngineOptions{Device: dev, NoSimChecks: true})
 	if err != nil {
@@ -264,14 +252,17 @@ func runSteps(t *testing.T, m *Model, dev string, prompt, tokens []int) [][]floa
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := [][]float32{logits[0]}
-	for k, tok := range tokens[:len(tokens)-1] {
-		if logits, err = e.Decode(ctx, []int{tok}, []int{len(prompt) + k}); err != nil {
-			t.Fatal(err)
+	var out [][]float32
+	var tokens []int
+	for k := range steps {
+		out, tokens = append(out, logits[0]), append(tokens, pick(k, logits[0]))
+		if k+1 < steps {
+			if logits, err = e.Decode(ctx, tokens[k:], []int{len(prompt) + k}); err != nil {
+				t.Fatal(err)
+			}
 		}
-		out = append(out, logits[0])
 	}
-	return out
+	return out, tokens
 }
 
 // topTwo is the indices of z's largest and second largest elements.
