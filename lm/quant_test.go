@@ -21,23 +21,7 @@ import (
 // to nearest leaves an error uniform in ±s/2), W the float folder src's weight, by layer.
 func stepError(t *testing.T, src, dir string) map[string]float64 {
 	t.Helper()
-	read := func(dir string) *checkpoint.Weights {
-		cfg, err := checkpoint.ReadConfig(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ck, err := checkpoint.Open(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { ck.Close() })
-		ws, err := ck.Tensors(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ws
-	}
-	float, quantized := read(src), read(dir)
+	float, quantized := readWeights(t, src), readWeights(t, dir)
 	out := map[string]float64{}
 	for _, w := range float.List {
 		if !checkpoint.Quantizable(w.Name) {
@@ -170,13 +154,10 @@ func TestQuantizedGenerates(t *testing.T) {
 // noiseDraws is how many draws of the rounding-error model logitNoise runs.
 const noiseDraws = 6
 
-// logitNoise is the RMS logit error, by step, of the float model whose quantizable layers' weights
-// are perturbed as rounding to the steps of the quantized folder dir perturbs them, to first order:
-// each weight plus u·s, u uniform in [−½, ½), s its group's scale; noiseDraws draws, seeded.
-// want is the unperturbed model's logits.
-func logitNoise(t *testing.T, float *Model, dir string, prompt, tokens []int, want [][]float32) []float64 {
+// readWeights opens the folder dir's weights, closed when the test ends.
+func readWeights(t *testing.T, dir string) *checkpoint.Weights {
 	t.Helper()
-	cc, err := checkpoint.ReadConfig(dir)
+	cfg, err := checkpoint.ReadConfig(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,11 +165,21 @@ func logitNoise(t *testing.T, float *Model, dir string, prompt, tokens []int, wa
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ck.Close()
-	ws, err := ck.Tensors(cc)
+	t.Cleanup(func() { ck.Close() })
+	ws, err := ck.Tensors(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return ws
+}
+
+// logitNoise is the RMS logit error, by step, of the float model whose quantizable layers' weights
+// are perturbed as rounding to the steps of the quantized folder dir perturbs them, to first order:
+// each weight plus u·s, u uniform in [−½, ½), s its group's scale; noiseDraws draws, seeded.
+// want is the unperturbed model's logits.
+func logitNoise(t *testing.T, float *Model, dir string, prompt, tokens []int, want [][]float32) []float64 {
+	t.Helper()
+	ws := readWeights(t, dir)
 	rng := rand.New(rand.NewPCG(28, 4))
 	sum := make([]float64, len(want))
 	for range noiseDraws {
