@@ -7,9 +7,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gcomp/gcomp/compiler"
 	"github.com/gcomp/gcomp/frontend/onnx/onnxpb"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/passes"
+	"github.com/gcomp/gcomp/runtime/check"
 	"github.com/gcomp/gcomp/runtime/ref"
 	"github.com/gcomp/gcomp/tensor"
 )
@@ -249,5 +251,49 @@ func TestInt4Errors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: error %v, want %q", c.name, err, c.want)
 		}
+	}
+}
+
+// The 4-bit dequantize op's layouts run on the simulator as the reference computes them: blocks
+// along K of a MatMul's B [K, N] (packed along axis 0), per channel of a Gemm's transposed B [N, K]
+// (packed along axis 1), and uint4 with its explicit zeros; each product is one kernel, the GEMV
+// reading the packed bytes (K·N at least gemv.MinWeight).
+func TestDequantizeLinearInt4Simulator(t *testing.T) {
+	for _, c := range []int4Case{
+		{signed: true, zero: true, k: 128, n: 48, bs: 16},
+		{signed: false, zero: false, k: 128, n: 48, bs: 32},
+		{signed: false, zero: true, gemm: true, k: 128, n: 48},
+	} {
+		t.Run(c.String(), func(t *testing.T) {
+			data, _, _, _, _ := c.model(3)
+			m, err := Import("q.onnx", data, "", Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := compiler.Compile(m.Graph, compiler.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if k := res.Passes.Stats.Kernels; k != 1 {
+				t.Errorf("%d kernels, want 1:\n%s", k, res.Passes.Kernels)
+			}
+			params, err := m.Weights.Map()
+			if err != nil {
+				t.Fatal(err)
+			}
+			x := tensor.New(ir.T(ir.F32, 1, c.k))
+			for i := range x.F {
+				x.F[i] = float64(float32(float64(i%5) - 1.75))
+			}
+			rep, err := check.Run(res.Artifact, map[string]*tensor.Tensor{"x": x}, params)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rep.Outputs) != 1 || !rep.Pass() {
+				for _, o := range rep.Outputs {
+					t.Errorf("%s: %d bad, first %s", o.Name, o.Bad, o.First)
+				}
+			}
+		})
 	}
 }
