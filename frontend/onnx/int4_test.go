@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -129,6 +131,8 @@ func TestDequantizeLinearInt4(t *testing.T) {
 		{signed: false, zero: true, k: 40, n: 8, bs: 16},                   // a partial last block: the decomposition
 		{signed: true, zero: false, k: 2, n: 1, bs: 2},
 		{signed: false, zero: true, k: 32, n: 7, bs: 32}, // an odd count of values: the last byte half used
+		{signed: true, zero: true, k: 0, n: 4, bs: 16},   // zero-size K
+		{signed: false, zero: true, k: 16, n: 0, bs: 16}, // zero-size N
 	} {
 		t.Run(c.String(), func(t *testing.T) {
 			data, w, scale, zero, sshape := c.model(uint64(c.k + c.n + c.bs))
@@ -295,5 +299,51 @@ func TestDequantizeLinearInt4Simulator(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A 4-bit initializer in external data: ⌈n/2⌉ bytes, checked against the file and the length key
+// before anything is read, then unpacked as raw_data is.
+func TestInt4External(t *testing.T) {
+	dir := t.TempDir()
+	v := []int64{-8, 7, 0, -1, 3, -4, 5}
+	packed := int4Tensor("W", true, []int{7}, v).RawData
+	if err := os.WriteFile(filepath.Join(dir, "w.bin"), packed, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ext := func(kv ...string) []byte {
+		w := &onnxpb.TensorProto{Name: ptr("W"), Dims: []int64{7}, DataType: ptr(int32(onnxInt4)), DataLocation: onnxpb.TensorProto_EXTERNAL.Enum()}
+		for i := 0; i < len(kv); i += 2 {
+			w.ExternalData = append(w.ExternalData, &onnxpb.StringStringEntryProto{Key: ptr(kv[i]), Value: ptr(kv[i+1])})
+		}
+		return model(21, &onnxpb.GraphProto{Name: ptr("m"), Initializer: []*onnxpb.TensorProto{w, floats("s", nil, 0.5)},
+			Node:   []*onnxpb.NodeProto{nodeP("DequantizeLinear", "dq", []string{"W", "s"}, []string{"y"})},
+			Output: []*onnxpb.ValueInfoProto{valueInfo("y", onnxFloat, 7)}})
+	}
+	m, err := Import("m.onnx", ext("location", "w.bin", "length", "4"), dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	params, err := m.Weights.Map()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := ref.Run(m.Graph, nil, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fmt.Sprint(out["y"].F), "[-4 3.5 0 -0.5 1.5 -2 2.5]"; got != want {
+		t.Errorf("y = %s, want %s", got, want)
+	}
+	for _, c := range []struct {
+		kv   []string
+		want string
+	}{
+		{[]string{"location", "w.bin", "length", "7"}, `external data "w.bin": length 7, but the tensor needs 4 bytes`},
+		{[]string{"location", "w.bin", "offset", "1"}, `external data "w.bin": 4 bytes at offset 1 are past the file's end (4 bytes)`},
+	} {
+		if _, err := Import("m.onnx", ext(c.kv...), dir, Options{}); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: error %v, want %q", c.kv, err, c.want)
+		}
 	}
 }
