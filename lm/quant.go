@@ -1,7 +1,9 @@
 package lm
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/gcomp/gcomp/checkpoint"
 	"github.com/gcomp/gcomp/frontend"
@@ -111,6 +113,24 @@ func inputOrder(l *quant.Layer, qc QuantConfig) (perm []int, ok bool) {
 		}
 	}
 	return perm, true
+}
+
+// checkPerms checks every act-order layer's NAME_perm of weights (see quantizedWeights): a
+// permutation of [0, K), so that no gather of the activations reads outside them.
+func checkPerms(weights map[string]*tensor.Tensor) error {
+	for name, p := range weights {
+		if !strings.HasSuffix(name, "_perm") {
+			continue
+		}
+		seen := make([]bool, len(p.I))
+		for j, k := range p.I {
+			if k < 0 || k >= int64(len(seen)) || seen[k] {
+				return fmt.Errorf("lm: weight %s is no permutation: element %d is %d", name, j, k)
+			}
+			seen[k] = true
+		}
+	}
+	return nil
 }
 
 // permuteInputs is l with its input channels in perm's order: column j is l's column perm[j],

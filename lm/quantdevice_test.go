@@ -18,6 +18,7 @@ import (
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/passes"
 	"github.com/gcomp/gcomp/quant"
+	"github.com/gcomp/gcomp/tensor"
 	"github.com/gcomp/gcomp/tensorio"
 )
 
@@ -333,4 +334,26 @@ func TestQuantizedActOrder(t *testing.T) {
 		t.Fatalf("act-order adds %d kernels and %d bytes to the decode step, want at most %d and %d", k, b, len(permuted), extra)
 	}
 	t.Logf("decode step: %d kernels, %d bytes; without act-order %d, %d", stats[1].Kernels, stats[1].DRAMBytes, stats[0].Kernels, stats[0].DRAMBytes)
+}
+
+// An act-order layer's permutation given to New is checked before any program gathers by it.
+func TestCheckPerms(t *testing.T) {
+	perm := func(v ...float64) map[string]*tensor.Tensor {
+		return map[string]*tensor.Tensor{"w.weight_perm": tensor.FromFloats(ir.T(ir.I32, len(v)), v)}
+	}
+	for _, c := range []struct {
+		w    map[string]*tensor.Tensor
+		want string
+	}{
+		{perm(2, 0, 1), ""},
+		{perm(), ""},
+		{perm(0, 0, 1), "lm: weight w.weight_perm is no permutation: element 1 is 0"},
+		{perm(0, 3, 1), "element 1 is 3"},
+		{perm(-1, 0), "element 0 is -1"},
+	} {
+		err := checkPerms(c.w)
+		if got := fmt.Sprint(err); c.want == "" && err != nil || c.want != "" && !strings.Contains(got, c.want) {
+			t.Errorf("%v: error %v, want %q", c.w["w.weight_perm"].I, err, c.want)
+		}
+	}
 }
