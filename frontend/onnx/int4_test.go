@@ -145,14 +145,7 @@ func TestDequantizeLinearInt4(t *testing.T) {
 			if has := strings.Contains(g, "dequantize(") && strings.Contains(g, "bits=4"); has != wantOp {
 				t.Fatalf("4-bit dequantize op: %v, want %v:\n%s", has, wantOp, g)
 			}
-			params, err := m.Weights.Map()
-			if err != nil {
-				t.Fatal(err)
-			}
-			x := tensor.New(ir.T(ir.F32, 1, c.k))
-			for i := range x.F {
-				x.F[i] = float64(float32(float64(i%7) - 3.25))
-			}
+			params, x := weightsAndInput(t, m, c.k)
 			out, err := ref.Run(m.Graph, map[string]*tensor.Tensor{"x": x}, params)
 			if err != nil {
 				t.Fatal(err)
@@ -182,6 +175,20 @@ func TestDequantizeLinearInt4(t *testing.T) {
 			}
 		})
 	}
+}
+
+// weightsAndInput is m's weights and an input x f32[1,k] of small exact values.
+func weightsAndInput(t *testing.T, m *Model, k int) (map[string]*tensor.Tensor, *tensor.Tensor) {
+	t.Helper()
+	params, err := m.Weights.Map()
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := tensor.New(ir.T(ir.F32, 1, k))
+	for i := range x.F {
+		x.F[i] = float64(float32(float64(i%7) - 3.25))
+	}
+	return params, x
 }
 
 // The size: x f32[1,4096]·DequantizeLinear(W int4[4096,4096], blocks of 128 along K)
@@ -281,14 +288,7 @@ func TestDequantizeLinearInt4Simulator(t *testing.T) {
 			if k := res.Passes.Stats.Kernels; k != 1 {
 				t.Errorf("%d kernels, want 1:\n%s", k, res.Passes.Kernels)
 			}
-			params, err := m.Weights.Map()
-			if err != nil {
-				t.Fatal(err)
-			}
-			x := tensor.New(ir.T(ir.F32, 1, c.k))
-			for i := range x.F {
-				x.F[i] = float64(float32(float64(i%5) - 1.75))
-			}
+			params, x := weightsAndInput(t, m, c.k)
 			rep, err := check.Run(res.Artifact, map[string]*tensor.Tensor{"x": x}, params)
 			if err != nil {
 				t.Fatal(err)
