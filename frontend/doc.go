@@ -47,7 +47,8 @@
 // and bf16. WithParamDType declares a model's f32 parameters in f16 or bf16 instead, as PyTorch's
 // model.to(dtype). WithQuantizedParams stores the parameters a rule picks as the dequantize op's
 // integers, scales and zero points, so a model written against float weights runs a quantized
-// checkpoint unchanged (package lm's loader uses it).
+// checkpoint unchanged (package lm's loader uses it); a rule's Quant.Permuted stores a layer's
+// input channels in another order (GPTQ's act-order), and Linear gathers its input to match.
 //
 // A graph is built in eval mode unless WithTraining is given (Builder.Training): then nn.Dropout
 // drops, with numbers from the graph's random key input (RandomKey, NextStream), and BatchNorm

@@ -19,6 +19,9 @@ func Linear(x, w, b *Tensor) *Tensor {
 	if x.DType() != w.DType() {
 		s.failf("linear: dtypes differ: %s, %s (convert one with Cast)", x.describe("x"), w.describe("weight"))
 	}
+	if w.perm != nil {
+		x, w = permuteInputs(x, w.perm), &Tensor{s: w.s, v: w.v}
+	}
 	y := dotGeneral(x, w, nil, nil, []int{x.Rank() - 1}, []int{1})
 	if b == nil {
 		return y

@@ -7,6 +7,11 @@ import "github.com/gcomp/gcomp/ir"
 // per-channel). docs/ops.md's dequantize row gives the layout.
 type Quant struct {
 	Bits, Group, Axis int
+	// Permuted stores a linear layer's input channels in another order (GPTQ's act-order, sorted
+	// by group so that groups are contiguous runs): WithQuantizedParams then also declares
+	// NAME_perm (i32 [K]), the stored column j being input channel perm[j], and Linear gathers
+	// its input by perm before the product (actorder.go).
+	Permuted bool
 }
 
 // Dequantize is the dequantize op: w = (q − zero)·scale in scale's dtype, q being i8/u8 values

@@ -25,7 +25,7 @@ func (b *Builder) quantized(full string, t ir.Type) *Tensor {
 		return nil
 	}
 	a := q.Axis
-	if a < 0 || a >= len(t.Shape) || q.Group < 1 || t.Shape[a]%q.Group != 0 || q.Bits != 8 && q.Bits != 4 || q.Bits == 4 && t.Shape[a]%2 != 0 {
+	if a < 0 || a >= len(t.Shape) || q.Group < 1 || t.Shape[a]%q.Group != 0 || q.Bits != 8 && q.Bits != 4 || q.Bits == 4 && t.Shape[a]%2 != 0 || q.Permuted && (len(t.Shape) != 2 || a != 1) {
 		b.st.failf("parameter %s %s: cannot store it quantized as %d bits in groups of %d along axis %d", full, t, q.Bits, q.Group, q.Axis)
 	}
 	qs, ss := append([]int(nil), t.Shape...), append([]int(nil), t.Shape...)
@@ -35,5 +35,9 @@ func (b *Builder) quantized(full string, t ir.Type) *Tensor {
 		b.st.declare("parameter", full+suffix)
 		return b.st.add(b.st.g.Param(full+suffix, t, Zeros().attrs.Clone()))
 	}
-	return Dequantize(param("_q", ir.T(ir.U8, qs...)), param("_scale", ir.T(t.DType, ss...)), param("_zero", ir.T(ir.U8, ss...)), *q)
+	w := Dequantize(param("_q", ir.T(ir.U8, qs...)), param("_scale", ir.T(t.DType, ss...)), param("_zero", ir.T(ir.U8, ss...)), *q)
+	if q.Permuted {
+		w.perm = param("_perm", ir.T(ir.I32, t.Shape[a]))
+	}
+	return w
 }

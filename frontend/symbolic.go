@@ -89,6 +89,9 @@ func (s *state) opWant(name string, attrs ir.Attrs, want []sym.Expr, args ...*Te
 	vals := make([]*ir.Value, len(args))
 	for i, a := range args {
 		s.own(a, name)
+		if a.perm != nil {
+			s.failf("%s: parameter %s %s is stored with its input channels permuted (act-order): only Linear reads it", name, strings.TrimSuffix(a.perm.v.Name, "_perm"), a.v.Type)
+		}
 		types[i], vals[i] = a.v.Type, a.v
 	}
 	t, err := s.infer(name, types, attrs, want)

@@ -12,6 +12,9 @@ import (
 type Tensor struct {
 	s *state
 	v *ir.Value
+	// perm is set on a weight stored with its input channels permuted (Quant.Permuted): v is
+	// the weight in perm's order, which only Linear reads (by gathering its input by perm).
+	perm *Tensor
 }
 
 // state returns the tensor's graph state; a nil tensor is a user error, reported at the call.

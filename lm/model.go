@@ -70,6 +70,9 @@ func newModel(c Config, weights map[string]*tensor.Tensor, atLoad []string) (*Mo
 	if err != nil {
 		return nil, err
 	}
+	if err := checkPerms(weights); err != nil {
+		return nil, err
+	}
 	m := &Model{Config: c, arch: a, weights: weights, atLoad: atLoad}
 	g, err := m.graph("decode", func(b *frontend.Builder) { a.decode(b, 1) })
 	if err != nil {

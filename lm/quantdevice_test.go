@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,7 +16,9 @@ import (
 	"github.com/gcomp/gcomp/checkpoint"
 	"github.com/gcomp/gcomp/internal/lmtest"
 	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/passes"
 	"github.com/gcomp/gcomp/quant"
+	"github.com/gcomp/gcomp/tensor"
 	"github.com/gcomp/gcomp/tensorio"
 )
 
@@ -151,34 +154,67 @@ func maxRelDiff(a, b []float32) float64 {
 	return d / m
 }
 
-// A layer goes to the device quantized only when its groups are the op's contiguous runs along K:
-// act-order (g_idx permuted), a group size that does not divide K, an odd K at 4 bits and bits
-// other than the folder's are dequantized at load.
-func TestContiguousGroups(t *testing.T) {
+// A layer goes to the device quantized when its groups are the op's contiguous runs along K, or
+// become so with its input channels sorted by group (act-order); a group size that does not
+// divide K, groups of unequal sizes, an odd K at 4 bits and bits other than the folder's are
+// dequantized at load.
+func TestInputOrder(t *testing.T) {
 	layer := func(bits, k int, groups []int32, g int) *quant.Layer {
 		return &quant.Layer{Bits: bits, N: 1, K: k, G: g, Group: groups}
 	}
-	actOrder := quant.DefaultGroups(8, 4)
-	actOrder[1], actOrder[6] = actOrder[6], actOrder[1]
+	const atLoad = "at load"
 	for _, c := range []struct {
 		name string
 		l    *quant.Layer
 		qc   QuantConfig
-		want bool
+		want string // the permutation, "[]" for none, or atLoad
 	}{
-		{"contiguous", layer(4, 8, quant.DefaultGroups(8, 4), 2), QuantConfig{4, 4}, true},
-		{"per channel", layer(8, 8, quant.DefaultGroups(8, -1), 1), QuantConfig{8, -1}, true},
-		{"group above K", layer(8, 8, quant.DefaultGroups(8, 16), 1), QuantConfig{8, 16}, true},
-		{"act-order", layer(4, 8, actOrder, 2), QuantConfig{4, 4}, false},
-		{"group does not divide K", layer(8, 10, quant.DefaultGroups(10, 4), 3), QuantConfig{8, 4}, false},
-		{"odd K at 4 bits", layer(4, 7, quant.DefaultGroups(7, -1), 1), QuantConfig{4, -1}, false},
-		{"other bits", layer(4, 8, quant.DefaultGroups(8, 4), 2), QuantConfig{8, 4}, false},
-		{"float model", layer(4, 8, quant.DefaultGroups(8, 4), 2), QuantConfig{}, false},
-		{"zero-size K", layer(8, 0, nil, 1), QuantConfig{8, 4}, false},
+		{"contiguous", layer(4, 8, quant.DefaultGroups(8, 4), 2), QuantConfig{4, 4}, "[]"},
+		{"per channel", layer(8, 8, quant.DefaultGroups(8, -1), 1), QuantConfig{8, -1}, "[]"},
+		{"group above K", layer(8, 8, quant.DefaultGroups(8, 16), 1), QuantConfig{8, 16}, "[]"},
+		{"act-order", layer(4, 8, []int32{0, 1, 0, 0, 1, 1, 0, 1}, 2), QuantConfig{4, 4}, "[0 2 3 6 1 4 5 7]"},
+		{"act-order, groups in reverse", layer(8, 6, []int32{2, 2, 1, 1, 0, 0}, 3), QuantConfig{8, 2}, "[4 5 2 3 0 1]"},
+		{"act-order, unequal groups", layer(4, 8, []int32{0, 1, 0, 0, 1, 1, 0, 0}, 2), QuantConfig{4, 4}, atLoad},
+		{"group does not divide K", layer(8, 10, quant.DefaultGroups(10, 4), 3), QuantConfig{8, 4}, atLoad},
+		{"odd K at 4 bits", layer(4, 7, quant.DefaultGroups(7, -1), 1), QuantConfig{4, -1}, atLoad},
+		{"other bits", layer(4, 8, quant.DefaultGroups(8, 4), 2), QuantConfig{8, 4}, atLoad},
+		{"float model", layer(4, 8, quant.DefaultGroups(8, 4), 2), QuantConfig{}, atLoad},
+		{"zero-size K", layer(8, 0, nil, 1), QuantConfig{8, 4}, atLoad},
 	} {
-		if got := contiguousGroups(c.l, c.qc); got != c.want {
-			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		perm, ok := inputOrder(c.l, c.qc)
+		got := fmt.Sprint(perm)
+		if !ok {
+			got = atLoad
 		}
+		if got != c.want {
+			t.Errorf("%s: %s, want %s", c.name, got, c.want)
+		}
+	}
+}
+
+// An act-order layer permuted: column j holds the input channel perm[j], every row alike; the
+// dequantized permuted layer is the original one's columns in that order.
+func TestPermuteInputs(t *testing.T) {
+	l := &quant.Layer{Bits: 4, N: 2, K: 4, G: 2, Q: []uint8{1, 2, 3, 4, 5, 6, 7, 8},
+		Scales: []float32{0.5, 2, -1, 0.25}, Zeros: []uint8{8, 0, 3, 15}, Group: []int32{1, 0, 0, 1}}
+	perm, ok := inputOrder(l, QuantConfig{4, 2})
+	if !ok || fmt.Sprint(perm) != "[1 2 0 3]" {
+		t.Fatalf("order %v %v", perm, ok)
+	}
+	p := permuteInputs(l, perm)
+	if got, want := fmt.Sprint(p.Q, p.Group), "[2 3 1 4 6 7 5 8] [0 0 1 1]"; got != want {
+		t.Errorf("permuted %s, want %s", got, want)
+	}
+	w, pw := l.Dequantize(), p.Dequantize()
+	for n := range l.N {
+		for j, k := range perm {
+			if pw[n*l.K+j] != w[n*l.K+k] {
+				t.Errorf("row %d column %d: %v, want channel %d's %v", n, j, pw[n*l.K+j], k, w[n*l.K+k])
+			}
+		}
+	}
+	if _, ok := inputOrder(p, QuantConfig{4, 2}); !ok {
+		t.Error("the permuted layer's groups are not contiguous")
 	}
 }
 
@@ -199,9 +235,10 @@ func TestOpLayout(t *testing.T) {
 	}
 }
 
-// A GPTQ folder with act-order: the layer whose g_idx is not k / group_size is dequantized at load
-// (f32 on the device, named by DequantizedAtLoad); the others stay quantized, and the logits are
-// the all-dequantized route's.
+// A GPTQ folder with act-order: the layer whose g_idx is not k / group_size goes to the device
+// quantized too, its input channels sorted by group (NAME_perm) and its input gathered by the same
+// permutation before the fused GEMV; nothing is dequantized at load, and the logits are the
+// all-dequantized route's.
 func TestQuantizedActOrder(t *testing.T) {
 	r := reference(t)
 	c := &r.Cases[1]
@@ -212,16 +249,25 @@ func TestQuantizedActOrder(t *testing.T) {
 	if _, err := checkpoint.WriteQuantized(src, dir, 4, 32, false); err != nil {
 		t.Fatal(err)
 	}
-	// Input channels 0 and 40 of one down_proj swap groups, and config.json says desc_act.
-	const permuted = "model.layers.1.mlp.down_proj"
+	plain, _, err := LoadCheckpoint(dir, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two layers' input channels are shuffled among their groups as GPTQ's act-order does
+	// (g_idx[k] = pos[k] / group for a permutation pos), and config.json says desc_act.
+	permuted := []string{"model.layers.0.self_attn.q_proj", "model.layers.1.mlp.down_proj"}
 	file := filepath.Join(dir, checkpoint.WeightsFile)
 	ts, meta, err := tensorio.ReadSafetensorsFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	gi := ts[permuted+".g_idx"].Data
-	binary.LittleEndian.PutUint32(gi[0:], 1)
-	binary.LittleEndian.PutUint32(gi[4*40:], 0)
+	rng := rand.New(rand.NewPCG(28, 1))
+	for _, name := range permuted {
+		gi := ts[name+".g_idx"].Data
+		for k, pos := range rng.Perm(len(gi) / 4) {
+			binary.LittleEndian.PutUint32(gi[4*k:], uint32(pos/32))
+		}
+	}
 	if err := tensorio.WriteSafetensorsFile(file, ts, meta); err != nil {
 		t.Fatal(err)
 	}
@@ -246,14 +292,68 @@ func TestQuantizedActOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := fused.DequantizedAtLoad(); !slices.Equal(got, []string{permuted + ".weight"}) {
+	if got := fused.DequantizedAtLoad(); len(got) != 0 {
 		t.Fatalf("dequantized at load: %v", got)
+	}
+	var perms []string
+	for name := range fused.weights {
+		if base, ok := strings.CutSuffix(name, ".weight_perm"); ok {
+			perms = append(perms, base)
+		}
+	}
+	if slices.Sort(perms); !slices.Equal(perms, permuted) {
+		t.Fatalf("layers loaded permuted: %v, want %v", perms, permuted)
 	}
 	float, _, err := loadCheckpoint(dir, 0, true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, dev := range []string{"ref", "sim"} {
-		t.Run(dev, func(t *testing.T) { sameLogits(t, fused, float, dev, c, 4, map[int]int{64: 32, 96: 32}, 13) })
+		t.Run(dev, func(t *testing.T) { sameLogits(t, fused, float, dev, c, 4, map[int]int{64: 32, 96: 32}, 14) })
+	}
+	// The dequantize stays in the GEMVs: against the same folder without act-order, the decode
+	// step has at most a gather kernel more per permuted layer, and reads and writes at most the
+	// gathered activations' bytes more (a per-run dequantize kernel would write and read the
+	// layer's f32 weight: 16 KiB and 24 KiB here).
+	var stats [2]*passes.Stats
+	for i, m := range []*Model{plain, fused} {
+		e, err := m.Open(EngineOptions{Device: "sim", NoSimChecks: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.Close()
+		if stats[i], err = e.DecodeStats(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	extra := int64(0)
+	for _, k := range []int{64, 96} {
+		extra += 4 * 4 * int64(k) // x read, gathered x written and read, perm read
+	}
+	if k, b := stats[1].Kernels-stats[0].Kernels, stats[1].DRAMBytes-stats[0].DRAMBytes; k > len(permuted) || b > extra {
+		t.Fatalf("act-order adds %d kernels and %d bytes to the decode step, want at most %d and %d", k, b, len(permuted), extra)
+	}
+	t.Logf("decode step: %d kernels, %d bytes; without act-order %d, %d", stats[1].Kernels, stats[1].DRAMBytes, stats[0].Kernels, stats[0].DRAMBytes)
+}
+
+// An act-order layer's permutation given to New is checked before any program gathers by it.
+func TestCheckPerms(t *testing.T) {
+	perm := func(v ...float64) map[string]*tensor.Tensor {
+		return map[string]*tensor.Tensor{"w.weight_perm": tensor.FromFloats(ir.T(ir.I32, len(v)), v)}
+	}
+	for _, c := range []struct {
+		w    map[string]*tensor.Tensor
+		want string
+	}{
+		{perm(2, 0, 1), ""},
+		{perm(), ""},
+		{perm(0, 0, 1), "lm: weight w.weight_perm is no permutation: element 1 is 0"},
+		{perm(0, 3, 1), "element 1 is 3"},
+		{perm(-1, 0), "element 0 is -1"},
+	} {
+		err := checkPerms(c.w)
+		if got := fmt.Sprint(err); c.want == "" && err != nil || c.want != "" && !strings.Contains(got, c.want) {
+			t.Errorf("%v: error %v, want %q", c.w["w.weight_perm"].I, err, c.want)
+		}
 	}
 }

@@ -125,7 +125,7 @@ func generate(dir string, f generateFlags, stdout, stderr io.Writer) error {
 		}
 	}
 	if at := folder.Model.DequantizedAtLoad(); len(at) > 0 {
-		fmt.Fprintf(stderr, "gcomp generate: note: %d quantized layers with act-order are dequantized at load (f32 on the device)\n", len(at))
+		fmt.Fprintf(stderr, "gcomp generate: note: %d quantized layers whose groups the dequantize op cannot hold are dequantized at load (f32 on the device)\n", len(at))
 	}
 	e, err := folder.Model.Open(lm.EngineOptions{Device: *f.device, Compiler: copt, NoSimChecks: *f.noSimChecks})
 	if err != nil {
@@ -229,7 +229,7 @@ func generateStats(w io.Writer, e *lm.Engine, m *lm.Model, cfg *checkpoint.Confi
 	bytes, params := lm.WeightStats(e.DecodeGraph())
 	fmt.Fprintf(w, "weights on the device: %s for %d parameters (%.3f bytes/parameter)\n", bytesText(bytes), params, float64(bytes)/float64(max(params, 1)))
 	if at := m.DequantizedAtLoad(); len(at) > 0 {
-		fmt.Fprintf(w, "dequantized at load (act-order; f32 on the device): %d layers: %s\n", len(at), strings.Join(at, ", "))
+		fmt.Fprintf(w, "dequantized at load (groups the dequantize op cannot hold; f32 on the device): %d layers: %s\n", len(at), strings.Join(at, ", "))
 	}
 	fmt.Fprintf(w, "decode step, modeled on one H100 (not a measurement): %d kernels, %s DRAM, %.1f µs as a CUDA graph (%.0f tokens/s); weights and cache alone %.1f µs\n",
 		s.Kernels, bytesText(s.DRAMBytes), s.ModeledGraphTimeUS, 1e6/s.ModeledGraphTimeUS, float64(s.IdealDRAMBytes)/3.35e6)

@@ -1,4 +1,4 @@
-// Package onnx imports ONNX models (a serialized ModelProto, opsets 7 to 17 of the default
+// Package onnx imports ONNX models (a serialized ModelProto, opsets 7 to 21 of the default
 // domain, and the ops of earlier opsets whose meaning did not change) into verified graphs.
 //
 // An ONNX graph computes shapes at run time; gcomp's graphs are static. Import therefore

@@ -12,10 +12,11 @@ import (
 	"github.com/gcomp/gcomp/tensor"
 )
 
-// The opsets of the default domain that import follows (what PyTorch 1.13 and later export).
+// The opsets of the default domain that import follows (what PyTorch 1.13 and later export; the
+// changes of opsets 18 to 21 in opset21.go).
 const (
 	MinOpset = 7
-	MaxOpset = 17
+	MaxOpset = 21
 )
 
 // Options fix what ONNX leaves open until run time.

@@ -50,11 +50,10 @@ func (r reduction) convert(n *node) ([]*val, error) {
 	}
 	x := n.in[0]
 	rank := len(x.t.Shape)
-	axesFromInput := n.p.GetOpType() == "ReduceSum" && n.opset >= 13
 	var axes []int
 	var given bool
 	var err error
-	if axesFromInput {
+	if axesFromInput(n.p.GetOpType(), n.opset) {
 		if n.arg(1) != nil {
 			if axes, err = n.knownInts(1, "axes"); err != nil {
 				return nil, err

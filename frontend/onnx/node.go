@@ -2,6 +2,7 @@ package onnx
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -41,6 +42,12 @@ func (im *importer) node(i int, p *onnxpb.NodeProto) (err error) {
 	}
 	if im.opset < MinOpset && !oldOpsetOK[p.GetOpType()] {
 		return unsupportedf("%s at opset %d is not supported (supported: opsets %d to %d)", p.GetOpType(), im.opset, MinOpset, MaxOpset)
+	}
+	set := func(name string) bool {
+		return slices.ContainsFunc(p.GetAttribute(), func(a *onnxpb.AttributeProto) bool { return a.GetName() == name })
+	}
+	if err := checkLater(p.GetOpType(), im.opset, set); p.GetDomain() != contribDomain && err != nil {
+		return err
 	}
 	if err := checkAttrs(p.GetOpType(), im.opset, im.irVersion, p.GetAttribute()); p.GetDomain() != contribDomain && err != nil {
 		return err

@@ -56,7 +56,7 @@ func (n *node) quantizedWeight(x, scale, zp *val, d ir.DType) (q *val, ok bool, 
 	} else if z != nil && z.Len() != 1 {
 		return nil, false, nil
 	}
-	w, err := n.src.decode(x.w.p)
+	w, err := n.src.decodeWeight(x.w.p)
 	if x.w.c != nil {
 		w, err = x.w.c, nil
 	}
@@ -79,7 +79,7 @@ func (n *node) quantizedWeight(x, scale, zp *val, d ir.DType) (q *val, ok bool, 
 		}
 		r.I[i] = int64(math.Min(math.Max(v, lo), hi))
 	}
-	return &val{t: r.Type, w: &weight{t: r.Type, c: r}, param: n.paramName(x.param + "_quantized")}, true, nil
+	return n.constParam(x.param+"_quantized", r), true, nil
 }
 
 // constValue is v's value if import knows it (a folded constant or an initializer), else nil.

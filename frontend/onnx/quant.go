@@ -2,11 +2,13 @@ package onnx
 
 import (
 	"fmt"
+	"strings"
 
+	"github.com/gcomp/gcomp/frontend/onnx/onnxpb"
 	"github.com/gcomp/gcomp/ir"
 )
 
-// Linear quantization (ONNX opset 10 and 13): compositions of casts, rounding, clamps and the
+// Linear quantization (ONNX opsets 10, 13 and, for DequantizeLinear, 21's blocked scales): compositions of casts, rounding, clamps and the
 // float or integer contractions.
 
 func init() {
@@ -26,7 +28,7 @@ func (n *node) perAxis(s, x *val) (*val, error) {
 		return n.broadcastTo(n.reshape(s, ir.Shape{}), x.t.Shape)
 	}
 	if len(s.t.Shape) != 1 {
-		return nil, unsupportedf("blocked quantization is not supported")
+		return nil, fmt.Errorf("scale %s of %s: per-axis quantization wants a scalar or a 1-D scale (blocked quantization wants block_size, opset 21)", s.t, x.t)
 	}
 	a, err := axis(n.attrInt("axis", 1), len(x.t.Shape))
 	if err != nil {
@@ -62,8 +64,8 @@ func convQuantize(n *node) ([]*val, error) {
 	if zp != nil {
 		d = zp.t.DType
 	}
-	if d != ir.U8 && d != ir.I8 {
-		return nil, unsupportedf("quantizing to %s is not supported (supported: uint8, int8)", d)
+	if d != ir.U8 && d != ir.I8 || is4(zp) {
+		return nil, unsupportedf("quantizing to %s is not supported (supported: uint8, int8)", zpType(zp, d))
 	}
 	if q, ok, err := n.quantizedWeight(x, scale, zp, d); ok || err != nil {
 		return []*val{q}, err
@@ -92,22 +94,99 @@ func convDequantize(n *node) ([]*val, error) {
 	if !scale.t.DType.IsFloat() || x.t.DType.IsFloat() || x.t.DType == ir.Bool {
 		return nil, fmt.Errorf("DequantizeLinear of %s with scale %s", x.t, scale.t)
 	}
-	if w, ok, err := n.weightDequantize(x, scale, n.arg(2)); ok || err != nil {
+	bs := n.attrInt("block_size", 0)
+	if bs < 0 {
+		return nil, fmt.Errorf("block_size %d is negative", bs)
+	}
+	if zp := n.arg(2); zp != nil && is4(zp) != is4(x) {
+		return nil, fmt.Errorf("the zero point (%s) and x (%s) differ in element type", zpType(zp, zp.t.DType), zpType(x, x.t.DType))
+	}
+	spread := func(s *val) (*val, error) { // a scale or zero point at x's shape
+		if bs > 0 {
+			return n.blocked(s, x, bs)
+		}
+		return n.perAxis(s, x)
+	}
+	if bs > 0 { // the shapes are checked before the weight's conversion looks at them
+		for _, s := range []*val{scale, n.arg(2)} {
+			if s == nil {
+				continue
+			}
+			if _, err := n.blockAxis(s, x, bs); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if w, ok, err := n.weightDequantize(x, scale, n.arg(2), bs); ok || err != nil {
 		return []*val{w}, err
 	}
 	f := n.cast(x, scale.t.DType)
 	if zp := n.arg(2); zp != nil {
-		z, err := n.perAxis(zp, x)
+		z, err := spread(zp)
 		if err != nil {
 			return nil, err
 		}
 		f = n.bin("sub", f, n.cast(z, scale.t.DType))
 	}
-	s, err := n.perAxis(scale, x)
+	s, err := spread(scale)
 	if err != nil {
 		return nil, err
 	}
 	return []*val{n.bin("mul", f, s)}, nil
+}
+
+// is4 reports whether v is a 4-bit initializer (its values read as u8 or i8).
+func is4(v *val) bool { return v != nil && v.w != nil && v.w.p != nil && packed4(v.w.p) }
+
+// zpType names a zero point's element type in messages: d, or the 4-bit type it was read from.
+func zpType(zp *val, d ir.DType) string {
+	if is4(zp) {
+		return strings.ToLower(onnxpb.TensorProto_DataType(zp.w.p.GetDataType()).String())
+	}
+	return d.String()
+}
+
+// blockAxis checks a blocked scale or zero point s (opset 21) against x: s has x's rank, and
+// along the axis attribute ⌈D/bs⌉ for x's D, x's size elsewhere. It returns the axis.
+func (n *node) blockAxis(s, x *val, bs int) (int, error) {
+	a, err := axis(n.attrInt("axis", 1), len(x.t.Shape))
+	if err != nil {
+		return 0, err
+	}
+	want := x.t.Shape.Clone()
+	want[a] = (x.t.Shape[a] + bs - 1) / bs
+	if !s.t.Shape.Equal(want) {
+		return 0, fmt.Errorf("blocked quantization of %s%v in blocks of %d along axis %d wants scales and zero points of shape %v, not %s", zpType(x, x.t.DType), x.t.Shape, bs, a, want, s.t)
+	}
+	return a, nil
+}
+
+// blocked repeats each element of the blocked scale or zero point s bs times along the axis, cut
+// to x's shape: element j of the axis reads s's ⌊j/bs⌋.
+func (n *node) blocked(s, x *val, bs int) (*val, error) {
+	a, err := n.blockAxis(s, x, bs)
+	if err != nil {
+		return nil, err
+	}
+	r, blocks := len(x.t.Shape), s.t.Shape[a]
+	wide := append(append(s.t.Shape[:a+1].Clone(), bs), s.t.Shape[a+1:]...) // [..., S, bs, ...]
+	dims := make([]int, 0, r)
+	for i := range r + 1 {
+		if i != a+1 {
+			dims = append(dims, i)
+		}
+	}
+	e, err := n.op("broadcast_in_dim", ir.Attrs{"shape": []int(wide), "dims": dims}, s)
+	if err != nil {
+		return nil, err
+	}
+	full := s.t.Shape.Clone()
+	full[a] = blocks * bs
+	e = n.reshape(e, full)
+	if full[a] != x.t.Shape[a] {
+		e = n.sliceAxis(e, a, 0, x.t.Shape[a], 1)
+	}
+	return e, nil
 }
 
 func convDynamicQuantize(n *node) ([]*val, error) {

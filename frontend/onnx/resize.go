@@ -52,7 +52,7 @@ func convResize(n *node) ([]*val, error) {
 			scales = append(scales, c.At(i))
 		}
 		if !upsample {
-			return nil, unsupportedf("Resize at opset %d is not supported (supported: 11 to 17)", n.opset)
+			return nil, unsupportedf("Resize at opset %d is not supported (supported: 11 to %d)", n.opset, MaxOpset)
 		}
 	default:
 		if mode == "bilinear" {

@@ -29,6 +29,8 @@ const (
 	onnxUint32   = 12
 	onnxUint64   = 13
 	onnxBFloat16 = 16
+	onnxUint4    = 21
+	onnxInt4     = 22
 )
 
 // dtypeOf maps an ONNX element type to gcomp's; the error names types gcomp has no dtype for.
@@ -115,12 +117,20 @@ func Tensor(p *onnxpb.TensorProto, dir string) (*tensor.Tensor, error) {
 	return tensorSource{dir}.decode(p)
 }
 
-// typeOf checks a TensorProto's element type and dims.
-func typeOf(p *onnxpb.TensorProto) (ir.Type, error) {
+// typeOf checks a TensorProto's element type and dims. With allow4 a 4-bit tensor (uint4, int4:
+// initializers only, gcomp having no 4-bit dtype) is u8 or i8 of its values (packed4).
+func typeOf(p *onnxpb.TensorProto, allow4 bool) (ir.Type, error) {
 	if p.GetSegment() != nil {
 		return ir.Type{}, unsupportedf("segmented tensors are not supported")
 	}
-	d, err := dtypeOf(p.GetDataType())
+	d, err := ir.U8, error(nil)
+	switch {
+	case allow4 && p.GetDataType() == onnxInt4:
+		d = ir.I8
+	case allow4 && p.GetDataType() == onnxUint4:
+	default:
+		d, err = dtypeOf(p.GetDataType())
+	}
 	if err != nil {
 		return ir.Type{}, err
 	}
@@ -131,24 +141,88 @@ func typeOf(p *onnxpb.TensorProto) (ir.Type, error) {
 	return ir.Type{DType: d, Shape: shape}, nil
 }
 
+// packed4 reports whether p holds 4-bit values, two a byte (typeOf).
+func packed4(p *onnxpb.TensorProto) bool {
+	return p.GetDataType() == onnxInt4 || p.GetDataType() == onnxUint4
+}
+
+// dataBytes is how many bytes p's values of type t take: two 4-bit values a byte.
+func dataBytes(p *onnxpb.TensorProto, t ir.Type) int {
+	if packed4(p) {
+		return (t.Shape.NumElements() + 1) / 2
+	}
+	return t.Shape.NumElements() * t.DType.Size()
+}
+
+// describe names p's type in messages: t, or the 4-bit type it was read from.
+func describe(p *onnxpb.TensorProto, t ir.Type) string {
+	if packed4(p) {
+		return strings.ToLower(onnxpb.TensorProto_DataType(p.GetDataType()).String()) + fmt.Sprint(t.Shape)
+	}
+	return t.String()
+}
+
+// unpack4 is the values of t (u8 or i8) packed two a byte in b: element 2i in byte i's low
+// nibble, 2i+1 in its high nibble; i8's nibbles are two's complement.
+func unpack4(t ir.Type, b []byte) *tensor.Tensor {
+	x := tensor.New(t)
+	for i := range x.I {
+		v := int64(b[i/2]>>(4*(i%2))) & 15
+		if t.DType == ir.I8 && v >= 8 {
+			v -= 16
+		}
+		x.I[i] = v
+	}
+	return x
+}
+
+// decode converts a TensorProto other than an initializer (a Constant's value, a test's input):
+// no 4-bit types.
 func (src tensorSource) decode(p *onnxpb.TensorProto) (*tensor.Tensor, error) {
-	t, err := typeOf(p)
+	return src.decodeAny(p, false)
+}
+
+// decodeWeight converts an initializer: 4-bit ones too, to u8 or i8 of their values.
+func (src tensorSource) decodeWeight(p *onnxpb.TensorProto) (*tensor.Tensor, error) {
+	return src.decodeAny(p, true)
+}
+
+func (src tensorSource) decodeAny(p *onnxpb.TensorProto, allow4 bool) (*tensor.Tensor, error) {
+	t, err := typeOf(p, allow4)
 	if err != nil {
 		return nil, err
 	}
 	d, n := t.DType, t.Shape.NumElements()
+	fromBytes := tensor.FromBytes
+	if packed4(p) {
+		fromBytes = func(t ir.Type, b []byte) (*tensor.Tensor, error) { return unpack4(t, b), nil }
+	}
 	if p.GetDataLocation() == onnxpb.TensorProto_EXTERNAL {
-		raw, err := src.external(p, n*d.Size())
+		raw, err := src.external(p, dataBytes(p, t))
 		if err != nil {
 			return nil, err
 		}
-		return tensor.FromBytes(t, raw)
+		return fromBytes(t, raw)
 	}
 	if raw := p.GetRawData(); raw != nil {
-		if len(raw) != n*d.Size() {
-			return nil, fmt.Errorf("%s needs %d bytes of raw_data, has %d", t, n*d.Size(), len(raw))
+		if len(raw) != dataBytes(p, t) {
+			return nil, fmt.Errorf("%s needs %d bytes of raw_data, has %d", describe(p, t), dataBytes(p, t), len(raw))
 		}
-		return tensor.FromBytes(t, raw)
+		return fromBytes(t, raw)
+	}
+	if packed4(p) { // int32_data holds the packed bytes, one a value
+		v := p.GetInt32Data()
+		if len(v) != dataBytes(p, t) {
+			return nil, fmt.Errorf("%s needs %d packed bytes, int32_data has %d", describe(p, t), dataBytes(p, t), len(v))
+		}
+		b := make([]byte, len(v))
+		for i, e := range v {
+			if e < 0 || e > 255 {
+				return nil, fmt.Errorf("%s: int32_data element %d is %d, not a byte of two 4-bit values", describe(p, t), i, e)
+			}
+			b[i] = byte(e)
+		}
+		return unpack4(t, b), nil
 	}
 	// The typed fields' lengths are checked before the tensor is allocated from the dims.
 	have, field := len(p.GetInt32Data()), "int32_data"

@@ -69,7 +69,7 @@ func (w *Weights) Tensor(name string) (*tensor.Tensor, error) {
 	if e.c != nil {
 		return e.c.Clone(), nil
 	}
-	t, err := w.src.decode(e.p)
+	t, err := w.src.decodeWeight(e.p)
 	if err != nil {
 		return nil, fmt.Errorf("initializer %q: %w", e.p.GetName(), err)
 	}
@@ -93,7 +93,7 @@ func (w *Weights) Map() (map[string]*tensor.Tensor, error) {
 // and those held in typed fields are converted, as their check needs the values and a shape
 // operand may need them.
 func (src tensorSource) initializer(p *onnxpb.TensorProto) (*weight, error) {
-	t, err := typeOf(p)
+	t, err := typeOf(p, true)
 	if err != nil {
 		return nil, err
 	}
@@ -101,13 +101,13 @@ func (src tensorSource) initializer(p *onnxpb.TensorProto) (*weight, error) {
 	d, n := t.DType, t.Shape.NumElements()
 	switch raw := p.GetRawData(); {
 	case p.GetDataLocation() == onnxpb.TensorProto_EXTERNAL && d != ir.Bool:
-		if _, err := src.externalRange(p, n*d.Size()); err != nil {
+		if _, err := src.externalRange(p, dataBytes(p, t)); err != nil {
 			return nil, err
 		}
 		return w, nil
 	case p.GetDataLocation() != onnxpb.TensorProto_EXTERNAL && raw != nil && n > smallWeight:
-		if len(raw) != n*d.Size() {
-			return nil, fmt.Errorf("%s needs %d bytes of raw_data, has %d", w.t, n*d.Size(), len(raw))
+		if len(raw) != dataBytes(p, t) {
+			return nil, fmt.Errorf("%s needs %d bytes of raw_data, has %d", describe(p, t), dataBytes(p, t), len(raw))
 		}
 		if d == ir.Bool {
 			if i := slices.IndexFunc(raw, func(b byte) bool { return b > 1 }); i >= 0 {
@@ -116,7 +116,7 @@ func (src tensorSource) initializer(p *onnxpb.TensorProto) (*weight, error) {
 		}
 		return w, nil
 	}
-	if w.c, err = src.decode(p); err != nil {
+	if w.c, err = src.decodeWeight(p); err != nil {
 		return nil, err
 	}
 	return w, nil
@@ -131,7 +131,7 @@ func (src tensorSource) value(w *weight) (*tensor.Tensor, error) {
 	if w.c != nil {
 		return w.c, nil
 	}
-	c, err := src.decode(w.p)
+	c, err := src.decodeWeight(w.p)
 	if err != nil {
 		return nil, err
 	}

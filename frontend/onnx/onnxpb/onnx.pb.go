@@ -329,6 +329,11 @@ const (
 	// floating-point number truncated to 16 bits.
 	// This format has 1 sign bit, 8 exponent bits, and 7 mantissa bits.
 	TensorProto_BFLOAT16 TensorProto_DataType = 16
+	// 4-bit integers (ONNX 1.16, IR version 10, opset 21; added here from that release's
+	// onnx.proto, 17 to 20 being its float8 types, which gcomp does not read): packed two a byte,
+	// the first element in the 4 least significant bits, the second in the 4 most significant.
+	TensorProto_UINT4 TensorProto_DataType = 21
+	TensorProto_INT4  TensorProto_DataType = 22
 )
 
 // Enum value maps for TensorProto_DataType.
@@ -351,6 +356,8 @@ var (
 		14: "COMPLEX64",
 		15: "COMPLEX128",
 		16: "BFLOAT16",
+		21: "UINT4",
+		22: "INT4",
 	}
 	TensorProto_DataType_value = map[string]int32{
 		"UNDEFINED":  0,
@@ -370,6 +377,8 @@ var (
 		"COMPLEX64":  14,
 		"COMPLEX128": 15,
 		"BFLOAT16":   16,
+		"UINT4":      21,
+		"INT4":       22,
 	}
 )
 
@@ -1490,6 +1499,8 @@ type TensorProto struct {
 	// Complex64 elements must be written as two consecutive FLOAT values, real component first.
 	// Complex128 elements must be written as two consecutive DOUBLE values, real component first.
 	// Boolean type MUST be written one byte per tensor element (00000001 for true, 00000000 for false).
+	// uint4 and int4 values MUST be packed two a byte, the first element in the 4 LSB, the second
+	// in the 4 MSB (an odd count leaves the last byte's 4 MSB zero).
 	//
 	// Note: the advantage of specific field rather than the raw_data field is
 	// that in some cases (e.g. int data), protobuf does a better packing via
@@ -2613,7 +2624,7 @@ const file_onnx_proto_rawDesc = "" +
 	"value_info\x18\r \x03(\v2\x14.onnx.ValueInfoProtoR\tvalueInfo\x12O\n" +
 	"\x17quantization_annotation\x18\x0e \x03(\v2\x16.onnx.TensorAnnotationR\x16quantizationAnnotationJ\x04\b\x03\x10\x04J\x04\b\x04\x10\x05J\x04\b\x06\x10\n" +
 	"R\n" +
-	"ir_versionR\x10producer_versionR\fproducer_tagR\x06domain\"\xd8\x06\n" +
+	"ir_versionR\x10producer_versionR\fproducer_tagR\x06domain\"\xed\x06\n" +
 	"\vTensorProto\x12\x12\n" +
 	"\x04dims\x18\x01 \x03(\x03R\x04dims\x12\x1b\n" +
 	"\tdata_type\x18\x02 \x01(\x05R\bdataType\x123\n" +
@@ -2639,7 +2650,7 @@ const file_onnx_proto_rawDesc = "" +
 	"uint64Data\x1a1\n" +
 	"\aSegment\x12\x14\n" +
 	"\x05begin\x18\x01 \x01(\x03R\x05begin\x12\x10\n" +
-	"\x03end\x18\x02 \x01(\x03R\x03end\"\xda\x01\n" +
+	"\x03end\x18\x02 \x01(\x03R\x03end\"\xef\x01\n" +
 	"\bDataType\x12\r\n" +
 	"\tUNDEFINED\x10\x00\x12\t\n" +
 	"\x05FLOAT\x10\x01\x12\t\n" +
@@ -2664,7 +2675,9 @@ const file_onnx_proto_rawDesc = "" +
 	"\tCOMPLEX64\x10\x0e\x12\x0e\n" +
 	"\n" +
 	"COMPLEX128\x10\x0f\x12\f\n" +
-	"\bBFLOAT16\x10\x10\")\n" +
+	"\bBFLOAT16\x10\x10\x12\t\n" +
+	"\x05UINT4\x10\x15\x12\b\n" +
+	"\x04INT4\x10\x16\")\n" +
 	"\fDataLocation\x12\v\n" +
 	"\aDEFAULT\x10\x00\x12\f\n" +
 	"\bEXTERNAL\x10\x01\"\x7f\n" +
