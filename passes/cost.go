@@ -49,7 +49,7 @@ const CostModel = "H100 SXM roofline model (not a measurement): per kernel max(D
 // kernelCost models one kernel: its DRAM traffic, flops, estimated blocks and time on the GPU
 // without the launch overhead.
 func kernelCost(k *Kernel, tf32 bool) KernelStats {
-	ks := KernelStats{Name: k.Name, Kind: k.Kind.String(), Blocks: blocks(k)}
+	ks := KernelStats{Name: k.Name, Kind: k.Kind.String(), Blocks: blocks(k, tf32)}
 	users := map[*ir.Value][]*ir.Value{}
 	for _, v := range k.Body.Values {
 		for _, a := range v.Args {
@@ -65,8 +65,11 @@ func kernelCost(k *Kernel, tf32 bool) KernelStats {
 		if v.Op == "constant" && len(v.Attrs.Floats("value")) > 1 {
 			ks.ReadBytes += int64(v.Type.Bytes()) // a table of literals lives in memory
 		}
-		if attnmma.Fits(v) {
+		switch {
+		case attnmma.Fits(v):
 			peak = halfFlopsPerSec
+		case tf32 && attnmma.FitsTF32(v):
+			peak = tf32FlopsPerSec
 		}
 		if isContractionOp(v.Op) {
 			switch d := v.Args[0].Type.DType; {
@@ -115,7 +118,7 @@ func isContractionOp(op string) bool { return op == "dot_general" || op == "conv
 // (one per 32 columns where the reduced axis is not the innermost; one per 256 elements of a
 // full reduction, which splits), one for a persistent kernel; an attention kernel launches a
 // block per four query rows of a head, or its split-KV plan's blocks for a few rows.
-func blocks(k *Kernel) int {
+func blocks(k *Kernel, tf32 bool) int {
 	n := k.Space.NumElements()
 	switch k.Kind {
 	case Persistent:
@@ -127,7 +130,7 @@ func blocks(k *Kernel) int {
 			return p.Blocks()
 		}
 		for _, v := range k.Body.Values {
-			if attnmma.Fits(v) { // the tensor-core template (codegen/attnmma)
+			if attnmma.Takes(v, tf32) { // the tensor-core template (codegen/attnmma)
 				return attnmma.Blocks(v)
 			}
 		}
