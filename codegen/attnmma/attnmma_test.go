@@ -59,3 +59,44 @@ func TestFits(t *testing.T) {
 		t.Error("an input is not attention")
 	}
 }
+
+// TestFitsTF32: f32 attention of the shapes Fits takes runs on tf32 tensor cores only when the
+// tf32 option is on (Takes); 16-bit attention takes the template either way, and f32 shapes Fits
+// refuses stay off it.
+func TestFitsTF32(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		d           ir.DType
+		l, e        int
+		fits, plain bool // FitsTF32; Takes without tf32
+	}{
+		{"f32", ir.F32, 64, 64, true, false},
+		{"f32 128", ir.F32, 16, 128, true, false},
+		{"f32 15 rows", ir.F32, 15, 64, false, false},
+		{"f32 e 72", ir.F32, 64, 72, false, false},
+		{"f16", ir.F16, 64, 64, false, true},
+		{"bf16", ir.BF16, 64, 64, false, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			g := ir.NewGraph("attn")
+			q := g.Input("q", ir.T(c.d, 1, 2, c.l, c.e), nil)
+			k := g.Input("k", ir.T(c.d, 1, 2, 40, c.e), nil)
+			v := g.Input("v", ir.T(c.d, 1, 2, 40, c.e), nil)
+			attrs := ir.Attrs{"scale": 0.125, "mask": ops.MaskNone}
+			ty, err := ops.Infer(ops.AttentionOp, []ir.Type{q.Type, k.Type, v.Type}, attrs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			op := g.Add(ops.AttentionOp, ty, attrs, q, k, v)
+			if got := FitsTF32(op); got != c.fits {
+				t.Errorf("FitsTF32 = %v, want %v", got, c.fits)
+			}
+			if got := Takes(op, false); got != c.plain {
+				t.Errorf("Takes(op, false) = %v, want %v", got, c.plain)
+			}
+			if got := Takes(op, true); got != (c.fits || c.plain) {
+				t.Errorf("Takes(op, true) = %v, want %v", got, c.fits || c.plain)
+			}
+		})
+	}
+}
