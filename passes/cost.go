@@ -23,12 +23,13 @@ const (
 )
 
 // The H100 SXM numbers of the roofline (NVIDIA's H100 datasheet, SXM5: 3.35 TB/s HBM3, 67
-// TFLOP/s FP32, 495 TF32 and 989 FP16/BF16 dense tensor TFLOP/s, 132 SMs).
+// TFLOP/s FP32, 495 TF32, 989 FP16/BF16 and 1979 FP8 dense tensor TFLOP/s, 132 SMs).
 const (
 	hbmBytesPerSec  = 3.35e12
 	fp32FlopsPerSec = 67e12
 	tf32FlopsPerSec = 495e12
-	halfFlopsPerSec = 989e12 // f16 and bf16 tensor cores, dense
+	halfFlopsPerSec = 989e12  // f16 and bf16 tensor cores, dense
+	fp8FlopsPerSec  = 1979e12 // e4m3 and e5m2 tensor cores, dense (the fp8 GEMM's operands)
 	h100SMs         = 132
 )
 
@@ -75,6 +76,8 @@ func kernelCost(k *Kernel, tf32 bool) KernelStats {
 			switch d := v.Args[0].Type.DType; {
 			case d == ir.F16 || d == ir.BF16:
 				peak = halfFlopsPerSec
+			case d.IsFP8(): // kept fp8 from sm_89 (passes/fp8.go)
+				peak = fp8FlopsPerSec
 			case d == ir.F32 && tf32:
 				peak = tf32FlopsPerSec
 			}
