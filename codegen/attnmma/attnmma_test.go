@@ -33,20 +33,7 @@ func TestFits(t *testing.T) {
 		{"k transposed", ir.F16, 1, 64, 64, 64, 64, true, false, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			g := ir.NewGraph("attn")
-			q := g.Input("q", ir.T(c.d, c.b, 4, c.l, c.e), nil)
-			k := g.Input("k", ir.T(c.d, c.b, 2, c.s, c.e), nil)
-			if c.kT {
-				kt := g.Input("kt", ir.T(c.d, c.b, 2, c.e, c.s), nil)
-				k = g.Add("transpose", ir.T(c.d, c.b, 2, c.s, c.e), ir.Attrs{"perm": []int{0, 1, 3, 2}}, kt)
-			}
-			v := g.Input("v", ir.T(c.d, c.b, 2, c.s, c.ev), nil)
-			attrs := ir.Attrs{"scale": 1 / math.Sqrt(float64(c.e)), "mask": ops.MaskCausal}
-			ty, err := ops.Infer(ops.AttentionOp, []ir.Type{q.Type, k.Type, v.Type}, attrs)
-			if err != nil {
-				t.Fatal(err)
-			}
-			op := g.Add(ops.AttentionOp, ty, attrs, q, k, v)
+			op := attention(t, c.d, c.b, c.l, c.s, c.e, c.ev, c.kT)
 			if got := Fits(op); got != c.want {
 				t.Errorf("Fits = %v, want %v", got, c.want)
 			}
@@ -78,16 +65,7 @@ func TestFitsTF32(t *testing.T) {
 		{"bf16", ir.BF16, 64, 64, false, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			g := ir.NewGraph("attn")
-			q := g.Input("q", ir.T(c.d, 1, 2, c.l, c.e), nil)
-			k := g.Input("k", ir.T(c.d, 1, 2, 40, c.e), nil)
-			v := g.Input("v", ir.T(c.d, 1, 2, 40, c.e), nil)
-			attrs := ir.Attrs{"scale": 0.125, "mask": ops.MaskNone}
-			ty, err := ops.Infer(ops.AttentionOp, []ir.Type{q.Type, k.Type, v.Type}, attrs)
-			if err != nil {
-				t.Fatal(err)
-			}
-			op := g.Add(ops.AttentionOp, ty, attrs, q, k, v)
+			op := attention(t, c.d, 1, c.l, 40, c.e, c.e, false)
 			if got := FitsTF32(op); got != c.fits {
 				t.Errorf("FitsTF32 = %v, want %v", got, c.fits)
 			}
@@ -99,4 +77,24 @@ func TestFitsTF32(t *testing.T) {
 			}
 		})
 	}
+}
+
+// attention is a causal attention op over q [b, 4, l, e] and k, v [b, 2, s, e|ev], k read as
+// the transpose of a [b, 2, e, s] buffer with kT.
+func attention(t *testing.T, d ir.DType, b, l, s, e, ev int, kT bool) *ir.Value {
+	t.Helper()
+	g := ir.NewGraph("attn")
+	q := g.Input("q", ir.T(d, b, 4, l, e), nil)
+	k := g.Input("k", ir.T(d, b, 2, s, e), nil)
+	if kT {
+		kt := g.Input("kt", ir.T(d, b, 2, e, s), nil)
+		k = g.Add("transpose", ir.T(d, b, 2, s, e), ir.Attrs{"perm": []int{0, 1, 3, 2}}, kt)
+	}
+	v := g.Input("v", ir.T(d, b, 2, s, ev), nil)
+	attrs := ir.Attrs{"scale": 1 / math.Sqrt(float64(e)), "mask": ops.MaskCausal}
+	ty, err := ops.Infer(ops.AttentionOp, []ir.Type{q.Type, k.Type, v.Type}, attrs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g.Add(ops.AttentionOp, ty, attrs, q, k, v)
 }

@@ -141,14 +141,7 @@ func TestFP8GEMM(t *testing.T) {
 				t.Fatalf("sim: %v", err)
 			}
 			o := k.Graph.Outputs[0]
-			buf := make([]byte, o.Value.Type.Bytes())
-			if err := run.dev.Read(run.outAddr[o.Name], buf); err != nil {
-				t.Fatal(err)
-			}
-			got, err := tensor.FromBytes(o.Value.Type, buf)
-			if err != nil {
-				t.Fatal(err)
-			}
+			got := run.output(t, o)
 			bounds, err := tolerance.Bounds(k.Graph, in, nil, false)
 			if err != nil {
 				t.Fatal(err)
@@ -156,6 +149,20 @@ func TestFP8GEMM(t *testing.T) {
 			checkWithinBound(t, got, bounds[o.Name])
 		})
 	}
+}
+
+// output reads output o of a simulator run.
+func (r *simRun) output(t *testing.T, o ir.Output) *tensor.Tensor {
+	t.Helper()
+	buf := make([]byte, o.Value.Type.Bytes())
+	if err := r.dev.Read(r.outAddr[o.Name], buf); err != nil {
+		t.Fatal(err)
+	}
+	got, err := tensor.FromBytes(o.Value.Type, buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
 }
 
 // checkWithinBound wants every element of got within the bound's error of its reference value
