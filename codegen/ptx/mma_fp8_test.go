@@ -69,7 +69,7 @@ func (c fp8GEMMCase) graph(t *testing.T) *ir.Graph {
 // the simulator; ptxas 12.4 assembles the PTX 8.4 module for sm_89 and sm_90 without spills)
 // against the reference within the f32 accumulation's bound (internal/tolerance): both kinds
 // (the op table gives both operands one dtype), M, N and K not multiples of the tile or the k step (odd K copies element by
-// element), operands stored k-contiguous (fragments by ldmatrix) or not (byte gathers), a batch,
+// element; K = 0: zeros), operands stored k-contiguous (fragments by ldmatrix) or not (byte gathers), a batch,
 // and per-tensor and per-row scales fused as the epilogue. The operands stay one byte wide: no
 // f16 copy, no fp8 conversion.
 func TestFP8GEMM(t *testing.T) {
@@ -81,6 +81,7 @@ func TestFP8GEMM(t *testing.T) {
 		{0, 200, 24, 200, ir.F8E4M3, ir.F8E4M3, true, true, "row"},
 		{3, 40, 24, 96, ir.F8E5M2, ir.F8E5M2, false, true, "tensor"},
 		{0, 5, 7, 3, ir.F8E5M2, ir.F8E5M2, false, false, ""},
+		{0, 20, 9, 0, ir.F8E4M3, ir.F8E4M3, false, false, "row"},
 	}
 	var kernels []Kernel
 	for i, c := range cases {
