@@ -1,6 +1,7 @@
 package ptx
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -96,5 +97,32 @@ func checkAttentionWithin(t *testing.T, got, want *tensor.Tensor, rel float64) {
 			}
 			bad++
 		}
+	}
+}
+
+// TestAttentionMMATF32Strided: the tf32 template reads q, k and v in place through views (heads
+// of a fused buffer, a KV head broadcast to every query head, a bias broadcast over heads):
+// 16-byte cp.async where the views keep rows 4-element aligned, 4-byte ones otherwise.
+func TestAttentionMMATF32Strided(t *testing.T) {
+	harnessTarget = Target{SM: 80, TF32: true}
+	t.Cleanup(func() { harnessTarget = Target{SM: 80} })
+	rel, _ := tolerance.Tolerance(ir.F32, true, 0)
+	for _, c := range []struct {
+		start int
+		copy  string // an instruction of the K/V copies
+	}{{0, "cp.async.cg.shared.global"}, {2, "cp.async.ca.shared.global"}} {
+		t.Run(fmt.Sprintf("start%d", c.start), func(t *testing.T) {
+			g := stridedAttentionGraph(t, ir.F32, 2, 20, 2, 64, c.start, 0.125)
+			in := inputsFor(g, 5, 1)
+			res := runKernel(t, Kernel{Name: "k0_attention", Graph: g}, in)
+			want, err := ref.Run(g, in, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkAttentionWithin(t, res.out["o"], want["o"], rel)
+			if !strings.Contains(res.ptx, "tf32") || !strings.Contains(res.ptx, c.copy) {
+				t.Errorf("want tf32 mma.sync and K/V copies by %s", c.copy)
+			}
+		})
 	}
 }
