@@ -96,6 +96,10 @@ func (mm *matmul) mmaSides(ms mmaShape) ([]*mmaSide, error) {
 		} else {
 			sd.rowH = free + ms.pad
 			sd.bufBytes = bk * sd.rowH * eb
+			if eb == 1 {
+				sd.rowPad = fp8RowPad
+				sd.bufBytes += fp8RowPad * bk / 8
+			}
 		}
 		if conv || sd.l.view != nil {
 			// Element copies whose addresses copyAt computes: 4-byte ones by cp.async, 2-byte and
@@ -181,6 +185,8 @@ type mmaSide struct {
 	// elements have no contiguous runs cp.async could move: cp.async copies at least 4 bytes).
 	// tf32 element copies are 4-byte cp.async.
 	elem bool
+	// rowPad: bytes of padding after every 8 k rows of a side stored [k][free] (fp8's, rowAt).
+	rowPad int
 	// copyAt, if set, gives the source address and validity of copy i at k step k0 (conv2d's
 	// image side, a generic operand).
 	copyAt func(k0 string, i int) (src, ok string)
@@ -258,6 +264,9 @@ func (mm *matmul) emitMMA() error {
 		} else {
 			cm.kq, fl = a.div(tid, perRow), a.mul(a.rem(tid, perRow), sd.chunk)
 			cm.sh0 = a.add(sd.sh, a.mul(a.mad(cm.kq, sd.rowH, fl), eb))
+			if sd.rowPad != 0 {
+				cm.sh0 = a.add(cm.sh0, a.mul(a.div(cm.kq, 8), sd.rowPad))
+			}
 		}
 		cm.f0 = a.add(f0s[si], fl)
 		if si == 0 && mm.conv != nil {
@@ -299,7 +308,7 @@ func (mm *matmul) emitMMA() error {
 				if sd.kContig {
 					shOff = eb * (cm.df[i] * sd.rowH)
 				} else {
-					shOff = eb * (cm.dk[i] * sd.rowH)
+					shOff = sd.rowAt(cm.dk[i], eb)
 				}
 				dst := fmt.Sprintf("[%s+%d]", bufBase, shOff)
 				if sd.elem {
@@ -347,7 +356,11 @@ func (mm *matmul) emitMMA() error {
 	// holds bytes k 4t…4t+3 (or 16 on) of free g or g+8; its base is byte 4t·rowH + g.
 	g, tg := a.div(lane, 4), a.rem(lane, 4)
 	wordFrag := func(sd *mmaSide, warpFree string) string {
-		return a.add(sd.sh, a.mul(a.mad(a.mul(tg, 4/eb), sd.rowH, a.add(warpFree, g)), eb))
+		at := a.add(sd.sh, a.mul(a.mad(a.mul(tg, 4/eb), sd.rowH, a.add(warpFree, g)), eb))
+		if sd.rowPad != 0 { // rows 4t lie past t/2 groups of 8
+			at = a.add(at, a.mul(a.div(tg, 2), sd.rowPad))
+		}
+		return at
 	}
 	if eb != 2 && !sides[0].kContig {
 		aAddr = wordFrag(sides[0], a.mul(wm, 16*mI))
@@ -361,7 +374,7 @@ func (mm *matmul) emitMMA() error {
 	loadFrag := func(sd *mmaSide, regs []string, base string, off int, kOff, fOff func(j int) int) {
 		if eb == 1 && !sd.kContig {
 			for j, r := range regs {
-				mm.gatherFP8(r, base, off+kOff(j)*sd.rowH+fOff(j), sd.rowH)
+				mm.gatherFP8(r, base, off+sd.rowAt(kOff(j), eb)+fOff(j), sd.rowH)
 			}
 			return
 		}
@@ -403,7 +416,7 @@ func (mm *matmul) emitMMA() error {
 				bf[nj] = []string{b.reg(rU32), b.reg(rU32), b.reg(rU32), b.reg(rU32)}
 				off := eb * (nj*16*sides[1].rowH + ks)
 				if !sides[1].kContig {
-					off = eb * (ks*sides[1].rowH + nj*16)
+					off = sides[1].rowAt(ks, eb) + eb*nj*16
 				}
 				// B registers j: k half j%2, column tile j/2 (b0, b1 of tile 2nj, then of 2nj+1).
 				loadFrag(sides[1], bf[nj], bb, off, func(j int) int { return kHalf * (j % 2) }, func(j int) int { return 8 * (j / 2) })
@@ -413,7 +426,7 @@ func (mm *matmul) emitMMA() error {
 				af := []string{b.reg(rU32), b.reg(rU32), b.reg(rU32), b.reg(rU32)}
 				off := eb * (mi*16*sides[0].rowH + ks)
 				if !sides[0].kContig {
-					off = eb * (ks*sides[0].rowH + mi*16)
+					off = sides[0].rowAt(ks, eb) + eb*mi*16
 				}
 				// A registers j: rows g or g+8 (j%2), k t or t+4 (j/2).
 				loadFrag(sides[0], af, ab, off, func(j int) int { return kHalf * (j / 2) }, func(j int) int { return 8 * (j % 2) })

@@ -20,7 +20,18 @@ import (
 // operands; an operand stored k-contiguous loads its fragments with ldmatrix (an 8×8 matrix of
 // b16 is 8 rows of 16 bytes, lane (g, t) receiving bytes 4t…4t+3 of row g: the fp8 fragment),
 // one stored [k][free] with four ld.shared.u8 per register (ldmatrix.trans moves 16-bit
-// elements; bytes need a gather), packed by prmt.
+// elements; bytes need a gather), packed by prmt, from a tile padded against bank conflicts
+// (fp8RowPad).
+
+// fp8RowPad pads an fp8 [k][free] tile after every 8 k rows. A gather's request reads k rows
+// 4t (+i) of columns g of the warp's lanes: 8 words, which rows of 16-byte multiples (for
+// cp.async) put 0 or 16 banks apart for the 4 values of t, so t and t+2 meet in a bank. 16 bytes
+// more per 8 rows put them 0, 16, 4 and 20 banks apart: the 8 words in 8 banks.
+const fp8RowPad = 16
+
+// rowAt is the byte offset of k row k (a multiple of 8, or below 8) of a side stored [k][free]
+// with eb-byte elements.
+func (sd *mmaSide) rowAt(k, eb int) int { return eb*k*sd.rowH + sd.rowPad*(k/8) }
 
 // mmaShape is the tensor-core shape of the dot's operand dtypes.
 func (mm *matmul) mmaShape() mmaShape {

@@ -68,10 +68,11 @@ func (c fp8GEMMCase) graph(t *testing.T) *ir.Graph {
 // TestFP8GEMM runs fp8 products on the tensor-core template's m16n8k32 .e4m3/.e5m2 mma (sm_90 on
 // the simulator; ptxas 12.4 assembles the PTX 8.4 module for sm_89 and sm_90 without spills)
 // against the reference within the f32 accumulation's bound (internal/tolerance): both kinds
-// (the op table gives both operands one dtype), M, N and K not multiples of the tile or the k step (odd K copies element by
-// element; K = 0: zeros), operands stored k-contiguous (fragments by ldmatrix) or not (byte gathers), a batch,
-// and per-tensor and per-row scales fused as the epilogue. The operands stay one byte wide: no
-// f16 copy, no fp8 conversion.
+// (the op table gives both operands one dtype), M, N and K not multiples of the tile or the k
+// step (odd K copies element by element; K = 0 gives zeros), operands stored k-contiguous
+// (fragments by ldmatrix) or not (byte gathers), a batch, and per-tensor and per-row scales fused
+// as the epilogue, without shared-memory bank conflicts (fp8RowPad). The operands stay one byte
+// wide: no f16 copy, no fp8 conversion.
 func TestFP8GEMM(t *testing.T) {
 	cases := []fp8GEMMCase{
 		{0, 128, 128, 64, ir.F8E4M3, ir.F8E4M3, false, false, ""},
@@ -140,6 +141,9 @@ func TestFP8GEMM(t *testing.T) {
 			run, err := launchSim(t, text, k.Name, launches[i], k.Graph, in)
 			if err != nil {
 				t.Fatalf("sim: %v", err)
+			}
+			if n := run.stats.SharedBankConflicts; n != 0 {
+				t.Errorf("%d shared-memory bank conflicts", n)
 			}
 			o := k.Graph.Outputs[0]
 			got := run.output(t, o)
