@@ -15,7 +15,7 @@ import (
 // Options select the target and the passes' behaviour.
 type Options struct {
 	Target ptx.Target     // zero value: sm_80, exact f32
-	Passes passes.Options // Passes.TF32 is set from Target.TF32
+	Passes passes.Options // Passes.TF32 and Passes.SM are set from Target
 	// Producer writes the PTX (codegen/backend: ptx or nvvm); nil is codegen/ptx's emitter.
 	Producer backend.Producer
 	// AMP is autocast at inference (torch.autocast): ir.BF16 or ir.F16 run the f32 contractions in
@@ -40,6 +40,7 @@ func Compile(g *ir.Graph, opt Options) (*Result, error) {
 		opt.Target.SM = 80
 	}
 	opt.Passes.TF32 = opt.Target.TF32
+	opt.Passes.SM = opt.Target.SM
 	if opt.AMP != ir.Invalid && opt.AMP != ir.BF16 && opt.AMP != ir.F16 {
 		return nil, fmt.Errorf("autocast to %s: want bf16 or f16", opt.AMP)
 	}

@@ -23,12 +23,13 @@ const (
 )
 
 // The H100 SXM numbers of the roofline (NVIDIA's H100 datasheet, SXM5: 3.35 TB/s HBM3, 67
-// TFLOP/s FP32, 495 TF32 and 989 FP16/BF16 dense tensor TFLOP/s, 132 SMs).
+// TFLOP/s FP32, 495 TF32, 989 FP16/BF16 and 1979 FP8 dense tensor TFLOP/s, 132 SMs).
 const (
 	hbmBytesPerSec  = 3.35e12
 	fp32FlopsPerSec = 67e12
 	tf32FlopsPerSec = 495e12
-	halfFlopsPerSec = 989e12 // f16 and bf16 tensor cores, dense
+	halfFlopsPerSec = 989e12  // f16 and bf16 tensor cores, dense
+	fp8FlopsPerSec  = 1979e12 // e4m3 and e5m2 tensor cores, dense (the fp8 GEMM's operands)
 	h100SMs         = 132
 )
 
@@ -49,7 +50,7 @@ const CostModel = "H100 SXM roofline model (not a measurement): per kernel max(D
 // kernelCost models one kernel: its DRAM traffic, flops, estimated blocks and time on the GPU
 // without the launch overhead.
 func kernelCost(k *Kernel, tf32 bool) KernelStats {
-	ks := KernelStats{Name: k.Name, Kind: k.Kind.String(), Blocks: blocks(k)}
+	ks := KernelStats{Name: k.Name, Kind: k.Kind.String(), Blocks: blocks(k, tf32)}
 	users := map[*ir.Value][]*ir.Value{}
 	for _, v := range k.Body.Values {
 		for _, a := range v.Args {
@@ -65,13 +66,18 @@ func kernelCost(k *Kernel, tf32 bool) KernelStats {
 		if v.Op == "constant" && len(v.Attrs.Floats("value")) > 1 {
 			ks.ReadBytes += int64(v.Type.Bytes()) // a table of literals lives in memory
 		}
-		if attnmma.Fits(v) {
+		switch {
+		case attnmma.Fits(v):
 			peak = halfFlopsPerSec
+		case tf32 && attnmma.FitsTF32(v):
+			peak = tf32FlopsPerSec
 		}
 		if isContractionOp(v.Op) {
 			switch d := v.Args[0].Type.DType; {
 			case d == ir.F16 || d == ir.BF16:
 				peak = halfFlopsPerSec
+			case d.IsFP8(): // kept fp8 from sm_89 (passes/fp8.go)
+				peak = fp8FlopsPerSec
 			case d == ir.F32 && tf32:
 				peak = tf32FlopsPerSec
 			}
@@ -121,7 +127,7 @@ func isContractionOp(op string) bool { return op == "dot_general" || op == "conv
 // (one per 32 columns where the reduced axis is not the innermost; one per 256 elements of a
 // full reduction, which splits), one for a persistent kernel; an attention kernel launches a
 // block per four query rows of a head, or its split-KV plan's blocks for a few rows.
-func blocks(k *Kernel) int {
+func blocks(k *Kernel, tf32 bool) int {
 	n := k.Space.NumElements()
 	switch k.Kind {
 	case Persistent:
@@ -133,7 +139,7 @@ func blocks(k *Kernel) int {
 			return p.Blocks()
 		}
 		for _, v := range k.Body.Values {
-			if attnmma.Fits(v) { // the tensor-core template (codegen/attnmma)
+			if attnmma.Takes(v, tf32) { // the tensor-core template (codegen/attnmma)
 				return attnmma.Blocks(v)
 			}
 		}

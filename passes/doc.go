@@ -7,7 +7,7 @@
 //
 //	attention-grad                       attention_grad → its decomposition, the softmax recomputed
 //	dce, fold, simplify, cse, late-dce   rewrite the ir.Graph (exact: results stay bit-identical)
-//	fp8                                  fp8 dot_general → f16 dot_general of exact casts (bit-identical)
+//	fp8                                  fp8 dot_general → f16 dot_general of exact casts (bit-identical), before sm_89
 //	attention                            one attention op for softmax(q·kᵀ)·v (rounds once: not bit-identical)
 //	fuse                                 ir.Graph → KernelGraph (docs/fusion.md has the rules)
 //	schedule                             reorders kernels to lower peak live memory

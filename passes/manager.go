@@ -41,7 +41,7 @@ var passes = [...]pass{
 	{name: "simplify", fn: graphPass(simplify), stage: "graph", doc: "exact algebraic identities: x*1, -(-x), transpose∘transpose, ..."},
 	{name: "cse", fn: graphPass(commonSubexpressions), stage: "graph", doc: "merges values computing the same op on the same operands"},
 	{name: "late-dce", fn: graphPass(deadCode), stage: "graph", doc: "removes what simplify and cse left unused"},
-	{name: "fp8", fn: graphPass(lowerFP8Dots), required: true, stage: "graph", doc: "runs dot_general over fp8 operands as the f16 GEMM of their exact f16 casts"},
+	{name: "fp8", fn: fp8Pass, required: true, stage: "graph", doc: "runs dot_general over fp8 operands as the f16 GEMM of their exact f16 casts, before sm_89 (from sm_89 they stay fp8: the fp8 GEMM)"},
 	{name: "attention", fn: graphPass(findAttention), stage: "graph", doc: "replaces scaled dot-product attention's decomposition by one attention op, which never materializes the scores"},
 	{name: "fuse", fn: fusePass, stage: "kernels", doc: "groups ops into kernels (docs/fusion.md); disabled: one kernel per op"},
 	{name: "schedule", fn: schedulePass, stage: "kernels", doc: "orders kernels to lower peak live memory"},
@@ -57,7 +57,7 @@ var passes = [...]pass{
 var passOrder = [...]struct{ a, b, why string }{
 	{"attention-grad", "cse", "the gradients of one attention recompute one softmax, which cse merges"},
 	{"fp8", "attention", "the matcher sees the f16 contractions fp8 ones become"},
-	{"fp8", "fuse", "code generation has no fp8 contraction: fusion must see the f16 one"},
+	{"fp8", "fuse", "before sm_89 code generation has no fp8 contraction: fusion must see the f16 one"},
 	{"fold", "simplify", "simplify recognizes the splat constants that folding produces (x * broadcast(1) → x)"},
 	{"fold", "cse", "folding creates equal constants for cse to merge"},
 	{"simplify", "cse", "simplification rewrites values into equal forms"},
@@ -132,6 +132,10 @@ type Options struct {
 	Timings       io.Writer // if set, a table of per-pass times is written here at the end
 	Fusion        FusionOptions
 	TF32          bool // cost model: f32 contractions run on TF32 tensor cores
+	// SM is the target's architecture (80, 86, 89, 90; 0 reads as 80): from 89 dot_generals
+	// over fp8 operands stay fp8 for codegen's fp8 GEMM (mma.sync m16n8k32); before, the fp8
+	// pass runs them as f16 GEMMs.
+	SM int
 	// AMP is autocast's low dtype (ir.BF16 or ir.F16): f32 contractions run in it before the
 	// first pass (Autocast); ir.Invalid, the zero value, leaves the graph as it is.
 	AMP ir.DType

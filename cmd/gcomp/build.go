@@ -257,7 +257,7 @@ func cmdBuild(args []string, stdout, stderr io.Writer) error {
 		if *emit == "kernels" || statsOnly && !target.TF32 {
 			// Only the passes are needed (with --tf32 codegen runs too, to say which kernels
 			// fall back to FFMA).
-			opt.TF32 = target.TF32
+			opt.TF32, opt.SM = target.TF32, target.SM
 			res, err = passes.Run(g, opt)
 		} else {
 			var c *compiler.Result

@@ -33,20 +33,7 @@ func TestFits(t *testing.T) {
 		{"k transposed", ir.F16, 1, 64, 64, 64, 64, true, false, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			g := ir.NewGraph("attn")
-			q := g.Input("q", ir.T(c.d, c.b, 4, c.l, c.e), nil)
-			k := g.Input("k", ir.T(c.d, c.b, 2, c.s, c.e), nil)
-			if c.kT {
-				kt := g.Input("kt", ir.T(c.d, c.b, 2, c.e, c.s), nil)
-				k = g.Add("transpose", ir.T(c.d, c.b, 2, c.s, c.e), ir.Attrs{"perm": []int{0, 1, 3, 2}}, kt)
-			}
-			v := g.Input("v", ir.T(c.d, c.b, 2, c.s, c.ev), nil)
-			attrs := ir.Attrs{"scale": 1 / math.Sqrt(float64(c.e)), "mask": ops.MaskCausal}
-			ty, err := ops.Infer(ops.AttentionOp, []ir.Type{q.Type, k.Type, v.Type}, attrs)
-			if err != nil {
-				t.Fatal(err)
-			}
-			op := g.Add(ops.AttentionOp, ty, attrs, q, k, v)
+			op := attention(t, c.d, c.b, c.l, c.s, c.e, c.ev, c.kT)
 			if got := Fits(op); got != c.want {
 				t.Errorf("Fits = %v, want %v", got, c.want)
 			}
@@ -58,4 +45,56 @@ func TestFits(t *testing.T) {
 	if Fits(ir.NewGraph("x").Input("q", ir.T(ir.F16, 1, 1, 64, 64), nil)) {
 		t.Error("an input is not attention")
 	}
+}
+
+// TestFitsTF32: f32 attention of the shapes Fits takes runs on tf32 tensor cores only when the
+// tf32 option is on (Takes); 16-bit attention takes the template either way, and f32 shapes Fits
+// refuses stay off it.
+func TestFitsTF32(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		d           ir.DType
+		l, e        int
+		fits, plain bool // FitsTF32; Takes without tf32
+	}{
+		{"f32", ir.F32, 64, 64, true, false},
+		{"f32 128", ir.F32, 16, 128, true, false},
+		{"f32 15 rows", ir.F32, 15, 64, false, false},
+		{"f32 e 72", ir.F32, 64, 72, false, false},
+		{"f16", ir.F16, 64, 64, false, true},
+		{"bf16", ir.BF16, 64, 64, false, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			op := attention(t, c.d, 1, c.l, 40, c.e, c.e, false)
+			if got := FitsTF32(op); got != c.fits {
+				t.Errorf("FitsTF32 = %v, want %v", got, c.fits)
+			}
+			if got := Takes(op, false); got != c.plain {
+				t.Errorf("Takes(op, false) = %v, want %v", got, c.plain)
+			}
+			if got := Takes(op, true); got != (c.fits || c.plain) {
+				t.Errorf("Takes(op, true) = %v, want %v", got, c.fits || c.plain)
+			}
+		})
+	}
+}
+
+// attention is a causal attention op over q [b, 4, l, e] and k, v [b, 2, s, e|ev], k read as
+// the transpose of a [b, 2, e, s] buffer with kT.
+func attention(t *testing.T, d ir.DType, b, l, s, e, ev int, kT bool) *ir.Value {
+	t.Helper()
+	g := ir.NewGraph("attn")
+	q := g.Input("q", ir.T(d, b, 4, l, e), nil)
+	k := g.Input("k", ir.T(d, b, 2, s, e), nil)
+	if kT {
+		kt := g.Input("kt", ir.T(d, b, 2, e, s), nil)
+		k = g.Add("transpose", ir.T(d, b, 2, s, e), ir.Attrs{"perm": []int{0, 1, 3, 2}}, kt)
+	}
+	v := g.Input("v", ir.T(d, b, 2, s, ev), nil)
+	attrs := ir.Attrs{"scale": 1 / math.Sqrt(float64(e)), "mask": ops.MaskCausal}
+	ty, err := ops.Infer(ops.AttentionOp, []ir.Type{q.Type, k.Type, v.Type}, attrs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g.Add(ops.AttentionOp, ty, attrs, q, k, v)
 }

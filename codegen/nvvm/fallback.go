@@ -1,34 +1,47 @@
 package nvvm
 
 import (
+	"github.com/gcomp/gcomp/codegen/attnmma"
 	"github.com/gcomp/gcomp/codegen/ptx"
 )
 
 // borrowed reports whether k takes a template this package has no counterpart for, whose
 // kernels Module takes from codegen/ptx rather than refuse the model: attention's tensor-core
-// and split-KV templates (borrowedAttention; the CUDA-core one is attention.go's) and the GEMV
+// and split-KV templates (borrowedAttention; the CUDA-core one is attention.go's; under
+// Target.TF32 the tf32 tensor-core one for f32, tf32Attention) and the GEMV
 // with a LayerNorm or RMSNorm prologue (codegen/ptx's gemvnorm.go; this package computes a plain
 // GEMV with the direct template, which has no row reductions). The launch records it (Producer
 // "ptx" and a note); both producers share names, parameters and launches, so one plan runs the
 // merged module.
-func borrowed(k ptx.Kernel) bool {
+func borrowed(k ptx.Kernel, t ptx.Target) bool {
 	switch ptx.Template(k) {
 	case "attention":
-		return borrowedAttention(k) != "" || ptx.AttentionAppends(k.Graph) // appending a decoding step's K and V rows
+		// appending a decoding step's K and V rows, or f32 on tf32 tensor cores
+		return borrowedAttention(k) != "" || ptx.AttentionAppends(k.Graph) || tf32Attention(k, t)
 	case "norm gemv":
 		return true
 	}
 	return false
 }
 
+// tf32Attention reports whether k is f32 attention codegen/ptx runs on tf32 tensor cores.
+func tf32Attention(k ptx.Kernel, t ptx.Target) bool {
+	p, ok := ptx.PlanAttention(k.Graph)
+	return ok && t.TF32 && attnmma.FitsTF32(p.Op)
+}
+
 // borrowedNote is the note on a launch whose entry codegen/ptx wrote.
-func borrowedNote(k ptx.Kernel) string {
+func borrowedNote(k ptx.Kernel, t ptx.Target) string {
 	template := ptx.Template(k)
 	if template == "attention" {
-		template = borrowedAttention(k) + " attention"
-		if ptx.AttentionAppends(k.Graph) {
-			template = "cache-appending split-KV attention"
+		name := borrowedAttention(k)
+		switch {
+		case ptx.AttentionAppends(k.Graph):
+			name = "cache-appending split-KV"
+		case name == "" && tf32Attention(k, t):
+			name = "tf32 tensor-core"
 		}
+		template = name + " attention"
 	}
 	return "the NVVM producer has no " + template + " template yet: this entry is codegen/ptx's"
 }
@@ -40,7 +53,7 @@ func (p *Producer) Module(kernels []ptx.Kernel, t ptx.Target) (string, []ptx.Lau
 	var own, other []ptx.Kernel
 	var ownAt, otherAt []int
 	for i, k := range kernels {
-		if borrowed(k) {
+		if borrowed(k, t) {
 			other, otherAt = append(other, k), append(otherAt, i)
 		} else {
 			own, ownAt = append(own, k), append(ownAt, i)
@@ -56,7 +69,7 @@ func (p *Producer) Module(kernels []ptx.Kernel, t ptx.Target) (string, []ptx.Lau
 	launches := make([]ptx.Launch, len(kernels))
 	for j, i := range otherAt {
 		l := otherLaunches[j]
-		l.Producer, l.Notes = "ptx", append(l.Notes, borrowedNote(other[j]))
+		l.Producer, l.Notes = "ptx", append(l.Notes, borrowedNote(other[j], t))
 		launches[i] = l
 	}
 	if len(own) == 0 {

@@ -79,7 +79,8 @@ func TestAppendingAttentionBorrowed(t *testing.T) {
 		t.Fatal(err)
 	}
 	k := ptx.Kernel{Name: "k0_attention_append", Graph: g, InPlace: true}
-	if !borrowed(k) || !strings.Contains(borrowedNote(k), "cache-appending split-KV attention") {
-		t.Errorf("borrowed %v, note %q: want codegen/ptx's entry for the appending template", borrowed(k), borrowedNote(k))
+	var tg ptx.Target
+	if !borrowed(k, tg) || !strings.Contains(borrowedNote(k, tg), "cache-appending split-KV attention") {
+		t.Errorf("borrowed %v, note %q: want codegen/ptx's entry for the appending template", borrowed(k, tg), borrowedNote(k, tg))
 	}
 }

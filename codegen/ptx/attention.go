@@ -94,7 +94,7 @@ func (w *attnWriter) index(o attnOperand, idx ...string) string {
 }
 
 // attentionKernel emits the template for a kernel whose only computation is one attention op.
-func attentionKernel(k Kernel) (string, Launch, error) {
+func attentionKernel(k Kernel, t Target) (string, Launch, error) {
 	g := k.Graph
 	p, _ := PlanAttention(g)
 	for _, v := range live(g) {
@@ -108,7 +108,7 @@ func attentionKernel(k Kernel) (string, Launch, error) {
 	if !appends && (len(g.Outputs) != 1 || g.Outputs[0].Value != p.Op) {
 		return "", Launch{}, fmt.Errorf("an attention kernel writes the attention op's result alone")
 	}
-	if attnmma.Fits(p.Op) { // f16/bf16 prefill on tensor cores (attention_mma.go)
+	if attnmma.Takes(p.Op, t.TF32) { // f16/bf16 (f32 under tf32) prefill on tensor cores (attention_mma.go)
 		return attentionMMAKernel(k, p)
 	}
 	w := &attnWriter{name: k.Name, p: p, ptr: map[*ir.Value]string{}}

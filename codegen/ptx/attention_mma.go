@@ -25,6 +25,16 @@ import (
 // tile skips its products; masking (causal, position, the last ragged tile) runs only on the
 // tiles a warp's first row does not see whole. Query head h reads KV head h/(H/KVH) through
 // the operands' strides, so grouped and multi-query attention copy nothing.
+//
+// f32 attention under the compiler's tf32 option (Target.TF32) runs the same template on
+// mma.sync m16n8k8 .tf32 (attnmma.FitsTF32): Q, K and V stay f32 in memory and shared memory
+// (tiles of attnmma.KeysTF32 keys, so two tiles of 4-byte rows fit static shared memory), and
+// every fragment, P's included, is rounded to tf32 with cvt.rna.tf32.f32 before its mma; the
+// accumulators, the online softmax and the output stay f32. A tf32 A fragment holds columns t
+// and t+4 of the quad's lane t where the S accumulators hold 2t and 2t+1: P·V reads key 2t
+// where the product's k index is t and 2t+1 where it is t+4, a permutation of the summed keys
+// applied to V's rows (read word by word: ldmatrix cannot transpose 32-bit elements), so P's
+// fragments are S's registers without a shuffle.
 const (
 	attnMMARows = attnmma.Rows
 	attnMMAKeys = attnmma.Keys
@@ -32,18 +42,24 @@ const (
 
 // attnMMA writes the template.
 type attnMMA struct {
-	b   *builder
-	a   ia
-	p   AttentionPlan
-	ops []attnOperand
-	tid string // %tid.x
+	b    *builder
+	a    ia
+	p    AttentionPlan
+	ops  []attnOperand
+	tid  string // %tid.x
+	eb   int    // operand bytes: 2, or 4 for f32 on tf32 tensor cores
+	keys int    // keys per K/V tile
 }
 
 // attentionMMAKernel emits the tensor-core template for a kernel attentionKernel checked.
 func attentionMMAKernel(k Kernel, p AttentionPlan) (string, Launch, error) {
 	g := k.Graph
 	b := newBuilder(k.Name)
-	w := &attnMMA{b: b, a: ia{b}, p: p}
+	w := &attnMMA{b: b, a: ia{b}, p: p, eb: 2, keys: attnMMAKeys}
+	kind := "tensor cores"
+	if p.Op.Type.DType == ir.F32 {
+		w.eb, w.keys, kind = 4, attnmma.KeysTF32, "tf32 tensor cores"
+	}
 	ptr := map[*ir.Value]string{}
 	var args []Arg
 	bind := func(kind ArgKind, i int, name string, v *ir.Value) {
@@ -65,7 +81,7 @@ func attentionMMAKernel(k Kernel, p AttentionPlan) (string, Launch, error) {
 		w.ops = append(w.ops, o)
 	}
 	b.comment = []string{
-		fmt.Sprintf("%s: attention on tensor cores (mma.sync), %d query rows per block, %d-key K/V tiles by cp.async", k.Name, attnMMARows, attnMMAKeys),
+		fmt.Sprintf("%s: attention on %s (mma.sync), %d query rows per block, %d-key K/V tiles by cp.async", k.Name, kind, attnMMARows, w.keys),
 		"  " + g.Format(p.Op),
 	}
 	b.perf = fmt.Sprintf(".maxntid %d, 1, 1", attnmma.Threads)
@@ -74,11 +90,11 @@ func attentionMMAKernel(k Kernel, p AttentionPlan) (string, Launch, error) {
 }
 
 // kvTile is K's or V's shared tile and its copy map: each thread copies chunks of chunk
-// elements (8: 16-byte cp.async, 2: 4-byte cp.async, 1: ld/st of one element) of column col0 in
+// elements (16 bytes, 4 bytes, or one 16-bit element by ld/st; by cp.async but the last) of column col0 in
 // rows row0, row0+rpp, …; threads past rpp rows of chunks idle.
 type kvTile struct {
 	op         attnOperand
-	n, rowH    int // head dim, halves per shared row
+	n, rowH    int // head dim, elements per shared row
 	chunk, rpp int
 	sh         string // shared base address
 	row0       string // this thread's first row
@@ -88,30 +104,31 @@ type kvTile struct {
 
 func (w *attnMMA) tile(name string, op attnOperand, n int, b0, kh string) *kvTile {
 	b, a := w.b, w.a
-	t := &kvTile{op: op, n: n, rowH: n + 8}
+	eb := w.eb
+	t := &kvTile{op: op, n: n, rowH: n + 16/eb}
 	switch {
-	case rowsAligned(op, 8):
-		t.chunk = 8
-	case rowsAligned(op, 2):
-		t.chunk = 2
+	case rowsAligned(op, 16/eb):
+		t.chunk = 16 / eb
+	case rowsAligned(op, 4/eb):
+		t.chunk = 4 / eb
 	default:
 		t.chunk = 1
 	}
 	perRow := n / t.chunk
 	t.rpp = max(1, 32*attnWarps/perRow)
 	t.sh = b.reg(rU32)
-	b.ins("mov.u32", t.sh, b.sharedArray(name, attnMMAKeys*t.rowH*2, 16))
+	b.ins("mov.u32", t.sh, b.sharedArray(name, w.keys*t.rowH*eb, 16))
 	tid := w.tid
 	t.row0 = a.reg(a.div(tid, perRow))
 	col0 := a.mul(a.rem(tid, perRow), t.chunk)
-	t.dst = a.reg(a.add(t.sh, a.mul(a.mad(t.row0, t.rowH, col0), 2)))
+	t.dst = a.reg(a.add(t.sh, a.mul(a.mad(t.row0, t.rowH, col0), eb)))
 	// The first tile's (row0, col0): off + b·s0 + kh·s1 + row0·s2 + col0.
 	el := a.mad(b0, op.strides[0], imm(op.off))
 	el = a.mad(kh, op.strides[1], el)
 	el = a.add(a.mad(t.row0, op.strides[2], el), col0)
 	t.src = b.reg(rU64)
 	o := b.reg(rU64)
-	b.ins("mul.wide.u32", o, a.reg(el), "2")
+	b.ins("mul.wide.u32", o, a.reg(el), imm(eb))
 	b.ins("add.s64", t.src, op.ptr, o)
 	return t
 }
@@ -130,16 +147,16 @@ func rowsAligned(o attnOperand, m int) bool {
 	return true
 }
 
-// issue copies the tile of keys [t0, t0+64) (zeros past S) and advances the source to the
+// issue copies the tile of keys [t0, t0+keys) (zeros past S) and advances the source to the
 // next tile; left is S − t0.
 func (w *attnMMA) issue(t *kvTile, left string) {
-	b := w.b
-	for i := 0; i*t.rpp < attnMMAKeys; i++ {
+	b, eb, keys := w.b, w.eb, w.keys
+	for i := 0; i*t.rpp < keys; i++ {
 		row := i * t.rpp
 		in := "" // the copy lies in the tile (threads past rpp rows of chunks idle)
-		if t.rpp*t.n/t.chunk < 32*attnWarps || row+t.rpp > attnMMAKeys {
+		if t.rpp*t.n/t.chunk < 32*attnWarps || row+t.rpp > keys {
 			in = b.reg(rPred)
-			b.ins("setp.lt.u32", in, t.row0, imm(min(t.rpp, attnMMAKeys-row)))
+			b.ins("setp.lt.u32", in, t.row0, imm(min(t.rpp, keys-row)))
 		}
 		lim := left
 		if row > 0 {
@@ -149,14 +166,14 @@ func (w *attnMMA) issue(t *kvTile, left string) {
 		ok := b.reg(rPred)
 		b.ins("setp.lt.s32", ok, t.row0, lim)
 		src := b.reg(rU64)
-		if off := 2 * row * t.op.strides[2]; off != 0 {
+		if off := eb * row * t.op.strides[2]; off != 0 {
 			b.ins("add.s64", src, t.src, imm(off))
 			b.ins("selp.b64", src, src, t.op.ptr, ok) // a valid address for the zero-size copies
 		} else {
 			b.ins("selp.b64", src, t.src, t.op.ptr, ok)
 		}
-		dst := fmt.Sprintf("[%s+%d]", t.dst, 2*row*t.rowH)
-		if t.chunk == 1 {
+		dst := fmt.Sprintf("[%s+%d]", t.dst, eb*row*t.rowH)
+		if t.chunk == 1 && eb == 2 {
 			h, load := b.reg(rB16), ok
 			if in != "" { // an idle thread loads nothing either
 				load = b.reg(rPred)
@@ -168,14 +185,14 @@ func (w *attnMMA) issue(t *kvTile, left string) {
 			continue
 		}
 		bytes := b.reg(rU32)
-		b.ins("selp.b32", bytes, imm(2*t.chunk), "0", ok)
+		b.ins("selp.b32", bytes, imm(eb*t.chunk), "0", ok)
 		kind := "ca"
-		if t.chunk == 8 {
+		if eb*t.chunk == 16 {
 			kind = "cg"
 		}
-		w.maybe(in, "cp.async."+kind+".shared.global", dst, "["+src+"]", imm(2*t.chunk), bytes)
+		w.maybe(in, "cp.async."+kind+".shared.global", dst, "["+src+"]", imm(eb*t.chunk), bytes)
 	}
-	b.ins("add.s64", t.src, t.src, imm(2*attnMMAKeys*t.op.strides[2]))
+	b.ins("add.s64", t.src, t.src, imm(eb*keys*t.op.strides[2]))
 	b.ins("cp.async.commit_group")
 }
 
@@ -213,9 +230,12 @@ func (w *attnMMA) limit(row, posv string) string {
 
 func (w *attnMMA) body(out string) {
 	b, a, p := w.b, w.a, w.p
+	eb, keys := w.eb, w.keys
+	tf32 := eb == 4
 	d := p.Op.Type.DType
 	half := halfName(d)
-	inst := mmaShapeOf(d).inst
+	ms := mmaShapeOf(d)
+	inst := ms.inst
 	mask := p.Op.Attrs.String("mask", "")
 	nextOperand := 3
 	var posOp, biasOp *attnOperand
@@ -272,12 +292,17 @@ func (w *attnMMA) body(out string) {
 	b.ins("min.u32", lastRow, lastRow, imm(p.L-1))
 	blockLast := w.limit(lastRow, posv)
 
-	// Q's A fragments: ks-th 16 columns, registers (row g, k 2t), (g+8, 2t), (g, 2t+8), (g+8, 2t+8).
+	// Q's A fragments: ks-th 16 columns, registers (row g, k 2t), (g+8, 2t), (g, 2t+8), (g+8, 2t+8);
+	// tf32's ks-th 8 columns, (g, t), (g+8, t), (g, t+4), (g+8, t+4).
 	qo := w.ops[0]
-	qf := make([][4]string, p.E/16)
+	qf := make([][4]string, p.E/ms.kStep)
 	{
 		qBH := a.mad(h, qo.strides[1], a.mad(bIdx, qo.strides[0], imm(qo.off)))
-		col := a.mul(tq, 2*qo.strides[3])
+		colT := 2 // the thread's first column is 2t, or t for tf32
+		if tf32 {
+			colT = 1
+		}
+		col := a.mul(tq, colT*qo.strides[3])
 		var rowAddr [2]string
 		var ok [2]string
 		for i, row := range []string{rowA, rowB} {
@@ -286,29 +311,13 @@ func (w *attnMMA) body(out string) {
 			el := a.add(a.mad(a.clamp(row, p.L), qo.strides[2], qBH), col)
 			rowAddr[i] = b.reg(rU64)
 			o := b.reg(rU64)
-			b.ins("mul.wide.u32", o, a.reg(el), "2")
+			b.ins("mul.wide.u32", o, a.reg(el), imm(eb))
 			b.ins("add.s64", rowAddr[i], qo.ptr, o)
 		}
-		// Pairs of adjacent columns load as one word where they are 4-byte aligned.
-		pairs := qo.strides[3] == 1 && rowsAligned(qo, 2)
-		for ks := range qf {
-			for j := range 4 {
-				if pairs {
-					qf[ks][j] = b.reg(rU32)
-					b.ins("mov.b32", qf[ks][j], "0")
-					b.guarded(ok[j%2], "ld.global.b32", qf[ks][j], fmt.Sprintf("[%s+%d]", rowAddr[j%2], 2*(16*ks+8*(j/2))))
-					continue
-				}
-				hs := [2]string{}
-				for x := range 2 {
-					hs[x] = b.reg(rB16)
-					b.ins("mov.b16", hs[x], "0")
-					c := 16*ks + 8*(j/2) + x
-					b.guarded(ok[j%2], "ld.global.b16", hs[x], fmt.Sprintf("[%s+%d]", rowAddr[j%2], 2*c*qo.strides[3]))
-				}
-				qf[ks][j] = b.reg(rU32)
-				b.ins("mov.b32", qf[ks][j], "{"+hs[0]+", "+hs[1]+"}")
-			}
+		if tf32 {
+			w.tf32Q(qf, rowAddr, ok)
+		} else {
+			w.halfQ(qf, rowAddr, ok)
 		}
 	}
 
@@ -321,7 +330,7 @@ func (w *attnMMA) body(out string) {
 			el := a.add(a.mad(a.clamp(row, p.L), bo.strides[2], bBH), a.mul(tq, 2*bo.strides[3]))
 			biasAddr[i] = b.reg(rU64)
 			o := b.reg(rU64)
-			b.ins("mul.wide.u32", o, a.reg(el), "2")
+			b.ins("mul.wide.u32", o, a.reg(el), imm(eb))
 			b.ins("add.s64", biasAddr[i], bo.ptr, o)
 		}
 	}
@@ -332,9 +341,16 @@ func (w *attnMMA) body(out string) {
 	// ldmatrix lane addresses (lane l serves matrix l/8, row l%8). K (B operand, stored
 	// [key][e]): matrices (key, e) = (0,0), (0,8), (8,0), (8,8); V (stored [key][ev], .trans):
 	// matrices (key, ev) = (0,0), (8,0), (0,8), (8,8).
+	// tf32's K matrices are 8 keys × 4 words alike, (key, e) = (0,0), (0,4), (8,0), (8,4); its V
+	// fragments are words (key 2t, ev g) and (2t+1, g), read one by one.
 	q8, r8 := a.div(lane, 8), a.rem(lane, 8)
-	kAddr := a.reg(a.add(kt.sh, a.mul(a.mad(a.add(a.mul(a.div(q8, 2), 8), r8), kt.rowH, a.mul(a.rem(q8, 2), 8)), 2)))
-	vAddr := a.reg(a.add(vt.sh, a.mul(a.mad(a.add(a.mul(a.rem(q8, 2), 8), r8), vt.rowH, a.mul(a.div(q8, 2), 8)), 2)))
+	kAddr := a.reg(a.add(kt.sh, a.mul(a.mad(a.add(a.mul(a.div(q8, 2), 8), r8), kt.rowH, a.mul(a.rem(q8, 2), 16/eb)), eb)))
+	var vAddr string
+	if tf32 {
+		vAddr = a.reg(a.add(vt.sh, a.mul(a.mad(a.mul(tq, 2), vt.rowH, g), eb)))
+	} else {
+		vAddr = a.reg(a.add(vt.sh, a.mul(a.mad(a.add(a.mul(a.rem(q8, 2), 8), r8), vt.rowH, a.mul(a.div(q8, 2), 8)), 2)))
+	}
 
 	nO := p.Ev / 8
 	acc := make([]string, 4*nO)
@@ -378,15 +394,18 @@ func (w *attnMMA) body(out string) {
 	b.braIf("!"+busy, skipS)
 
 	// S = Q·Kᵀ: n-tile j holds keys t0+8j…, thread values (row g, key 2t+c) and (g+8, 2t+c).
-	s := make([]string, 4*attnMMAKeys/8)
+	s := make([]string, 4*keys/8)
 	for i := range s {
 		s[i] = b.reg(rF32)
 		b.ins("mov.f32", s[i], immF32(0))
 	}
-	for ks := range p.E / 16 {
-		for np := range attnMMAKeys / 16 {
+	for ks := range p.E / ms.kStep {
+		for np := range keys / 16 {
 			kf := []string{b.reg(rU32), b.reg(rU32), b.reg(rU32), b.reg(rU32)}
-			b.ins(ldmatrix(false), "{"+joinRegs(kf)+"}", fmt.Sprintf("[%s+%d]", kAddr, 2*(16*np*kt.rowH+16*ks)))
+			b.ins(ldmatrix(false), "{"+joinRegs(kf)+"}", fmt.Sprintf("[%s+%d]", kAddr, eb*(16*np*kt.rowH+ms.kStep*ks)))
+			if tf32 {
+				w.roundTF32(kf)
+			}
 			for x := range 2 {
 				c := s[4*(2*np+x) : 4*(2*np+x)+4]
 				b.ins(inst, "{"+joinRegs(c)+"}", "{"+joinRegs(qf[ks][:])+"}", "{"+kf[2*x]+", "+kf[2*x+1]+"}", "{"+joinRegs(c)+"}")
@@ -406,14 +425,21 @@ func (w *attnMMA) body(out string) {
 		}
 		kLeft := b.reg(rU32)
 		b.ins("sub.s32", kLeft, left, a.reg(a.mul(tq, 2)))
-		for j := range attnMMAKeys / 8 {
+		for j := range keys / 8 {
 			for c := range 4 {
 				ok := b.reg(rPred)
 				b.ins("setp.gt.s32", ok, kLeft, imm(8*j+c%2))
-				hv, f := b.reg(rB16), b.reg(rF32)
-				b.ins("mov.b16", hv, "0")
-				b.guarded(ok, "ld.global.b16", hv, fmt.Sprintf("[%s+%d]", biasAddr[c/2], 2*(8*j+c%2)*biasOp.strides[3]))
-				w.toF32(f, hv, d)
+				f := b.reg(rF32)
+				at := fmt.Sprintf("[%s+%d]", biasAddr[c/2], eb*(8*j+c%2)*biasOp.strides[3])
+				if tf32 {
+					b.ins("mov.f32", f, immF32(0))
+					b.guarded(ok, "ld.global.f32", f, at)
+				} else {
+					hv := b.reg(rB16)
+					b.ins("mov.b16", hv, "0")
+					b.guarded(ok, "ld.global.b16", hv, at)
+					w.toF32(f, hv, d)
+				}
 				b.ins("fma.rn.f32", s[4*j+c], f, immF32(bk), s[4*j+c])
 			}
 		}
@@ -421,7 +447,7 @@ func (w *attnMMA) body(out string) {
 	// Hide keys a row does not see, where the warp's first row does not see the whole tile.
 	whole := b.reg(rPred)
 	end := b.reg(rU32)
-	b.ins("add.s32", end, t0, imm(attnMMAKeys))
+	b.ins("add.s32", end, t0, imm(keys))
 	b.ins("setp.le.u32", whole, end, warpFirst)
 	masked := b.label("attn_masked")
 	b.braIf(whole, masked)
@@ -429,7 +455,7 @@ func (w *attnMMA) body(out string) {
 		rel := b.reg(rU32) // keys this thread's first column may go up to
 		b.ins("sub.s32", rel, lim, t0)
 		b.ins("sub.s32", rel, rel, a.reg(a.mul(tq, 2)))
-		for j := range attnMMAKeys / 8 {
+		for j := range keys / 8 {
 			for c := range 2 {
 				ok := b.reg(rPred)
 				b.ins("setp.gt.s32", ok, rel, imm(8*j+c))
@@ -443,11 +469,11 @@ func (w *attnMMA) body(out string) {
 	// Online softmax in base 2, per row: m' = max(m, the tile's max over the quad); base =
 	// m'·k2 unless m' is −inf (nothing seen yet); p = 2^(s·k2 − base); O and l scale by
 	// 2^(m·k2 − base).
-	pf := make([][4]string, attnMMAKeys/16)
+	pf := make([][4]string, keys/ms.kStep)
 	for i := range 2 {
 		mx := b.reg(rF32)
 		b.ins("mov.f32", mx, m[i])
-		for j := range attnMMAKeys / 8 {
+		for j := range keys / 8 {
 			for c := range 2 {
 				b.ins("max.f32", mx, mx, s[4*j+2*i+c])
 			}
@@ -467,7 +493,7 @@ func (w *attnMMA) body(out string) {
 		b.ins("mov.f32", m[i], mx)
 		sum := b.reg(rF32)
 		b.ins("mov.f32", sum, immF32(0))
-		for j := range attnMMAKeys / 8 {
+		for j := range keys / 8 {
 			for c := range 2 {
 				r := s[4*j+2*i+c]
 				b.ins("fma.rn.f32", r, r, immF32(k2), nb)
@@ -484,8 +510,16 @@ func (w *attnMMA) body(out string) {
 		}
 	}
 	// P's A fragments: keys 16kk… are S tiles 2kk and 2kk+1, registers (g, 2t), (g+8, 2t),
-	// (g, 2t+8), (g+8, 2t+8).
+	// (g, 2t+8), (g+8, 2t+8). tf32's keys 8kk… are S tile kk: (g, 2t), (g+8, 2t), (g, 2t+1),
+	// (g+8, 2t+1) rounded, in the slots of k t, t, t+4, t+4.
 	for kk := range pf {
+		if tf32 {
+			for j := range 4 {
+				pf[kk][j] = b.reg(rU32)
+				b.ins("cvt.rna.tf32.f32", pf[kk][j], s[4*kk+2*(j%2)+j/2])
+			}
+			continue
+		}
 		for j := range 4 {
 			tile := 2*kk + j/2
 			c := 4*tile + 2*(j%2)
@@ -496,8 +530,8 @@ func (w *attnMMA) body(out string) {
 	b.place(skipS)
 	b.ins("bar.sync", "0") // every warp is done with K
 	next := b.reg(rU32)
-	b.ins("add.s32", next, t0, imm(attnMMAKeys))
-	b.ins("sub.s32", left, left, imm(attnMMAKeys))
+	b.ins("add.s32", next, t0, imm(keys))
+	b.ins("sub.s32", left, left, imm(keys))
 	more := b.reg(rPred)
 	b.ins("setp.lt.u32", more, next, blockLast)
 	noK := b.label("attn_no_k")
@@ -514,6 +548,10 @@ func (w *attnMMA) body(out string) {
 	b.braIf("!"+busy, skipPV)
 	// O += P·V: V's x4 .trans covers keys 16kk… and output columns 16nj…
 	for kk := range pf {
+		if tf32 {
+			w.tf32PV(acc, pf[kk], vAddr, eb*8*kk*vt.rowH, vt.rowH)
+			continue
+		}
 		for nj := range p.Ev / 16 {
 			vf := []string{b.reg(rU32), b.reg(rU32), b.reg(rU32), b.reg(rU32)}
 			b.ins(ldmatrix(true), "{"+joinRegs(vf)+"}", fmt.Sprintf("[%s+%d]", vAddr, 2*(16*kk*vt.rowH+16*nj)))
@@ -527,7 +565,7 @@ func (w *attnMMA) body(out string) {
 	b.ins("bar.sync", "0") // every warp is done with V
 	if biasOp != nil {
 		for _, r := range biasAddr {
-			b.ins("add.s64", r, r, imm(2*attnMMAKeys*biasOp.strides[3]))
+			b.ins("add.s64", r, r, imm(eb*keys*biasOp.strides[3]))
 		}
 	}
 	b.ins("mov.u32", t0, next)
@@ -547,7 +585,7 @@ func (w *attnMMA) body(out string) {
 		el := a.mad(a.mad(bh, p.L, row), p.Ev, a.mul(tq, 2))
 		addr := b.reg(rU64)
 		o := b.reg(rU64)
-		b.ins("mul.wide.u32", o, a.reg(el), "2")
+		b.ins("mul.wide.u32", o, a.reg(el), imm(eb))
 		b.ins("add.s64", addr, out, o)
 		inv := b.reg(rF32)
 		b.ins("rcp.approx.f32", inv, l[i])
@@ -555,6 +593,10 @@ func (w *attnMMA) body(out string) {
 			x, y := b.reg(rF32), b.reg(rF32)
 			b.ins("mul.rn.f32", x, acc[4*n+2*i], inv)
 			b.ins("mul.rn.f32", y, acc[4*n+2*i+1], inv)
+			if tf32 {
+				b.guarded(ok, "st.global.v2.f32", fmt.Sprintf("[%s+%d]", addr, 32*n), "{"+x+", "+y+"}")
+				continue
+			}
 			pk := b.reg(rU32)
 			b.ins("cvt.rn."+half+"x2.f32", pk, y, x)
 			b.guarded(ok, "st.global.b32", fmt.Sprintf("[%s+%d]", addr, 16*n), pk)
@@ -585,4 +627,73 @@ func (w *attnMMA) toF32(f, h string, d ir.DType) {
 	w.b.ins("cvt.u32.u16", r, h)
 	w.b.ins("shl.b32", r, r, "16")
 	w.b.ins("mov.b32", f, r)
+}
+
+// tf32Q loads Q's tf32 A fragments: ks-th 8 columns, registers (row g, k t), (g+8, t), (g, t+4),
+// (g+8, t+4) rounded to tf32; rowAddr[i] is column t of rows g and g+8, ok[i] that the row is
+// below L.
+func (w *attnMMA) tf32Q(qf [][4]string, rowAddr, ok [2]string) {
+	b, st := w.b, w.ops[0].strides[3]
+	for ks := range qf {
+		for j := range 4 {
+			f := b.reg(rF32)
+			b.ins("mov.f32", f, immF32(0))
+			b.guarded(ok[j%2], "ld.global.f32", f, fmt.Sprintf("[%s+%d]", rowAddr[j%2], 4*(8*ks+4*(j/2))*st))
+			qf[ks][j] = b.reg(rU32)
+			b.ins("cvt.rna.tf32.f32", qf[ks][j], f)
+		}
+	}
+}
+
+// roundTF32 rounds fragment registers holding f32 images to tf32 (nearest, ties away) in place.
+func (w *attnMMA) roundTF32(regs []string) {
+	for _, r := range regs {
+		f := w.b.reg(rF32)
+		w.b.ins("mov.b32", f, r)
+		w.b.ins("cvt.rna.tf32.f32", r, f)
+	}
+}
+
+// tf32PV adds P·V of 8 keys to the accumulators: pf is P's A fragment, and V's B fragment of
+// output columns 8n… is the words (key 2t, ev g) and (2t+1, g), at off bytes from vAddr (row 2t,
+// column g of the tile) and a row of rowH words later.
+func (w *attnMMA) tf32PV(acc []string, pf [4]string, vAddr string, off, rowH int) {
+	b := w.b
+	for n := range len(acc) / 4 {
+		vf := []string{b.reg(rU32), b.reg(rU32)}
+		for x, r := range vf {
+			b.ins("ld.shared.b32", r, fmt.Sprintf("[%s+%d]", vAddr, off+4*(x*rowH+8*n)))
+		}
+		w.roundTF32(vf)
+		c := acc[4*n : 4*n+4]
+		b.ins(mmaShapeOf(ir.F32).inst, "{"+joinRegs(c)+"}", "{"+joinRegs(pf[:])+"}", "{"+joinRegs(vf)+"}", "{"+joinRegs(c)+"}")
+	}
+}
+
+// halfQ loads Q's 16-bit A fragments: ks-th 16 columns, registers (row g, k 2t), (g+8, 2t),
+// (g, 2t+8), (g+8, 2t+8); rowAddr[i] is column 2t of rows g and g+8, ok[i] that the row is
+// below L.
+func (w *attnMMA) halfQ(qf [][4]string, rowAddr, ok [2]string) {
+	b, qo := w.b, w.ops[0]
+	// Pairs of adjacent columns load as one word where they are 4-byte aligned.
+	pairs := qo.strides[3] == 1 && rowsAligned(qo, 2)
+	for ks := range qf {
+		for j := range 4 {
+			if pairs {
+				qf[ks][j] = b.reg(rU32)
+				b.ins("mov.b32", qf[ks][j], "0")
+				b.guarded(ok[j%2], "ld.global.b32", qf[ks][j], fmt.Sprintf("[%s+%d]", rowAddr[j%2], 2*(16*ks+8*(j/2))))
+				continue
+			}
+			hs := [2]string{}
+			for x := range 2 {
+				hs[x] = b.reg(rB16)
+				b.ins("mov.b16", hs[x], "0")
+				c := 16*ks + 8*(j/2) + x
+				b.guarded(ok[j%2], "ld.global.b16", hs[x], fmt.Sprintf("[%s+%d]", rowAddr[j%2], 2*c*qo.strides[3]))
+			}
+			qf[ks][j] = b.reg(rU32)
+			b.ins("mov.b32", qf[ks][j], "{"+hs[0]+", "+hs[1]+"}")
+		}
+	}
 }

@@ -36,8 +36,16 @@ func checkFP8(k Kernel, t Target) error {
 }
 
 // ptxVersion is the PTX ISA version a module for t declares: 7.8 (CUDA 11.8's ptxas) unless an
-// fp8 kernel targets sm_89, whose fp8 cvt needs 8.1 (and so CUDA 12's ptxas).
+// fp8 kernel targets sm_89, whose fp8 cvt needs 8.1, or a kernel runs the fp8 GEMM, whose mma
+// needs 8.4 on sm_89 and sm_90 alike (both: CUDA 12's ptxas).
 func ptxVersion(kernels []Kernel, t Target) string {
+	for _, k := range kernels {
+		for _, v := range k.Graph.Values {
+			if fp8Dot(v) && t.SM >= 89 {
+				return "8.4"
+			}
+		}
+	}
 	if t.SM == 89 {
 		for _, k := range kernels {
 			if usesFP8(k) {

@@ -105,15 +105,7 @@ func checkFP8Module(t *testing.T, kernels []Kernel, inputs []map[string]*tensor.
 			t.Fatalf("%s: reference: %v", k.Name, err)
 		}
 		for _, o := range k.Graph.Outputs {
-			buf := make([]byte, o.Value.Type.Bytes())
-			if err := run.dev.Read(run.outAddr[o.Name], buf); err != nil {
-				t.Fatal(err)
-			}
-			got, err := tensor.FromBytes(o.Value.Type, buf)
-			if err != nil {
-				t.Fatal(err)
-			}
-			compare(t, k.Name+" "+o.Name, got, want[o.Name], true, o.Value.Type.DType, 1, 1)
+			compare(t, k.Name+" "+o.Name, run.output(t, o), want[o.Name], true, o.Value.Type.DType, 1, 1)
 		}
 	}
 }

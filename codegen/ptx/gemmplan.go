@@ -134,7 +134,7 @@ func GEMMPlan(k Kernel, t Target) (GEMM, error) {
 		p.MinBlocksPerSM = mm.minBlocksPerSM()
 	}
 	if c.Kind == "tensor core" {
-		ms := mmaShapeOf(c.Dot.Args[0].Type.DType)
+		ms := mm.mmaShape()
 		sides, err := mm.mmaSides(ms)
 		if err != nil {
 			return GEMM{}, err

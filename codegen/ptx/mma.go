@@ -6,8 +6,9 @@ import (
 	"github.com/gcomp/gcomp/ir"
 )
 
-// The tensor-core matmul template: f16/bf16 through mma.sync.m16n8k16, and f32 with --tf32
-// through mma.sync.m16n8k8.tf32 (operands rounded to tf32 with cvt.rna), f32 accumulators.
+// The tensor-core matmul template: f16/bf16 through mma.sync.m16n8k16, f32 with --tf32
+// through mma.sync.m16n8k8.tf32 (operands rounded to tf32 with cvt.rna), and fp8 on sm_89/sm_90
+// through mma.sync.m16n8k32 .e4m3/.e5m2 (mma_fp8.go), f32 accumulators.
 //
 // A block computes a 128×128 tile with 8 warps in a 2×4 grid, each warp a 64×32 tile: 4×4
 // mma tiles of 16×8, 64 f32 accumulators per thread. K advances in steps of 32 through two
@@ -24,7 +25,7 @@ const (
 	mmaPadH = 8  // halves of padding per shared row (16 bytes)
 )
 
-// mmaShape is what differs between 16-bit and tf32 operands; tiles are laid out in bytes alike.
+// mmaShape is what differs between 16-bit, tf32 and fp8 operands; tiles are laid out in bytes alike.
 type mmaShape struct {
 	eb    int // element bytes
 	bk    int // k elements per pipeline step (64 bytes)
@@ -70,6 +71,9 @@ func mmaWarps(rn int) (wn, mi, ni int) {
 // mmaSides decides each operand's shared layout and copies (ms's element size and k step).
 func (mm *matmul) mmaSides(ms mmaShape) ([]*mmaSide, error) {
 	d := mm.dot.Args[0].Type.DType
+	if d.IsFP8() {
+		d = mm.dot.Type.DType // fp8 operands make an f16 product
+	}
 	eb, bk := ms.eb, ms.bk
 	sides := []*mmaSide{{l: mm.lhs}, {l: mm.rhs}}
 	for i, sd := range sides {
@@ -92,11 +96,15 @@ func (mm *matmul) mmaSides(ms mmaShape) ([]*mmaSide, error) {
 		} else {
 			sd.rowH = free + ms.pad
 			sd.bufBytes = bk * sd.rowH * eb
+			if eb == 1 {
+				sd.rowPad = fp8RowPad
+				sd.bufBytes += fp8RowPad * bk / 8
+			}
 		}
 		if conv || sd.l.view != nil {
-			// Element copies whose addresses copyAt computes: 4-byte ones by cp.async, 2-byte ones
-			// by ld.global.u16 and st.shared.u16.
-			sd.chunk, sd.elem = 1, eb == 2
+			// Element copies whose addresses copyAt computes: 4-byte ones by cp.async, 2-byte and
+			// 1-byte ones by ld.global and st.shared.
+			sd.chunk, sd.elem = 1, eb != 4
 			continue
 		}
 		contig := mm.K
@@ -125,7 +133,7 @@ func (mm *matmul) mmaSides(ms mmaShape) ([]*mmaSide, error) {
 			sd.chunk = 16 / eb
 		case aligned(4 / eb):
 			sd.chunk = 4 / eb
-		default: // 16-bit elements of an odd contiguous dim
+		default: // 16-bit or fp8 elements of a contiguous dim no chunk divides
 			sd.chunk, sd.elem = 1, true
 		}
 		if i == 1 && sd.kContig && mm.rn < 8 {
@@ -177,6 +185,8 @@ type mmaSide struct {
 	// elements have no contiguous runs cp.async could move: cp.async copies at least 4 bytes).
 	// tf32 element copies are 4-byte cp.async.
 	elem bool
+	// rowPad: bytes of padding after every 8 k rows of a side stored [k][free] (fp8's, rowAt).
+	rowPad int
 	// copyAt, if set, gives the source address and validity of copy i at k step k0 (conv2d's
 	// image side, a generic operand).
 	copyAt func(k0 string, i int) (src, ok string)
@@ -186,8 +196,7 @@ type mmaSide struct {
 
 func (mm *matmul) emitMMA() error {
 	b, a := mm.e.b, mm.a
-	d := mm.dot.Args[0].Type.DType
-	ms := mmaShapeOf(d)
+	ms := mm.mmaShape()
 	eb, bk := ms.eb, ms.bk
 	sides, err := mm.mmaSides(ms)
 	if err != nil {
@@ -255,6 +264,9 @@ func (mm *matmul) emitMMA() error {
 		} else {
 			cm.kq, fl = a.div(tid, perRow), a.mul(a.rem(tid, perRow), sd.chunk)
 			cm.sh0 = a.add(sd.sh, a.mul(a.mad(cm.kq, sd.rowH, fl), eb))
+			if sd.rowPad != 0 {
+				cm.sh0 = a.add(cm.sh0, a.mul(a.div(cm.kq, 8), sd.rowPad))
+			}
 		}
 		cm.f0 = a.add(f0s[si], fl)
 		if si == 0 && mm.conv != nil {
@@ -296,15 +308,15 @@ func (mm *matmul) emitMMA() error {
 				if sd.kContig {
 					shOff = eb * (cm.df[i] * sd.rowH)
 				} else {
-					shOff = eb * (cm.dk[i] * sd.rowH)
+					shOff = sd.rowAt(cm.dk[i], eb)
 				}
 				dst := fmt.Sprintf("[%s+%d]", bufBase, shOff)
 				if sd.elem {
 					// Zero outside the matrix (and in conv2d's padding), as cp.async zero-fills.
 					r := b.reg(rU32)
 					b.ins("mov.u32", r, "0")
-					b.guarded(ok, "ld.global.u16", r, "["+src+"]")
-					b.ins("st.shared.u16", dst, r)
+					b.guarded(ok, fmt.Sprintf("ld.global.u%d", 8*eb), r, "["+src+"]")
+					b.ins(fmt.Sprintf("st.shared.u%d", 8*eb), dst, r)
 					continue
 				}
 				n := b.reg(rU32)
@@ -340,20 +352,32 @@ func (mm *matmul) emitMMA() error {
 	aAddr := a.add(sides[0].sh, frag(sides[0], aFree, aK))
 	bAddr := a.add(sides[1].sh, frag(sides[1], bFree, bK))
 	// A tf32 operand stored [k][free]: lane (g, t) = (lane/4, lane%4) holds fragment elements
-	// (free g or g+8, k t or t+4); its base is word t·rowH + g of the warp's columns.
+	// (free g or g+8, k t or t+4); its base is word t·rowH + g of the warp's columns. An fp8 one
+	// holds bytes k 4t…4t+3 (or 16 on) of free g or g+8; its base is byte 4t·rowH + g.
 	g, tg := a.div(lane, 4), a.rem(lane, 4)
 	wordFrag := func(sd *mmaSide, warpFree string) string {
-		return a.add(sd.sh, a.mul(a.mad(tg, sd.rowH, a.add(warpFree, g)), eb))
+		at := a.add(sd.sh, a.mul(a.mad(a.mul(tg, 4/eb), sd.rowH, a.add(warpFree, g)), eb))
+		if sd.rowPad != 0 { // rows 4t lie past t/2 groups of 8
+			at = a.add(at, a.mul(a.div(tg, 2), sd.rowPad))
+		}
+		return at
 	}
-	if eb == 4 && !sides[0].kContig {
+	if eb != 2 && !sides[0].kContig {
 		aAddr = wordFrag(sides[0], a.mul(wm, 16*mI))
 	}
-	if eb == 4 && !sides[1].kContig {
+	if eb != 2 && !sides[1].kContig {
 		bAddr = wordFrag(sides[1], a.mul(wn, 8*nI))
 	}
 	// loadFrag loads the four registers of one x4 fragment: with ldmatrix, or for a tf32 side
-	// stored [k][free] with four ld.shared.b32 at (k, free) offsets kOff(j), fOff(j) from base.
+	// stored [k][free] with four ld.shared.b32 at (k, free) offsets kOff(j), fOff(j) from base
+	// (an fp8 side: four bytes down k each, gatherFP8).
 	loadFrag := func(sd *mmaSide, regs []string, base string, off int, kOff, fOff func(j int) int) {
+		if eb == 1 && !sd.kContig {
+			for j, r := range regs {
+				mm.gatherFP8(r, base, off+sd.rowAt(kOff(j), eb)+fOff(j), sd.rowH)
+			}
+			return
+		}
 		if eb == 4 && !sd.kContig {
 			for j, r := range regs {
 				b.ins("ld.shared.b32", r, fmt.Sprintf("[%s+%d]", base, off+eb*(kOff(j)*sd.rowH+fOff(j))))
@@ -382,6 +406,7 @@ func (mm *matmul) emitMMA() error {
 	compute := func(cur string) {
 		ab := a.mad(cur, sides[0].bufBytes, aAddr)
 		bb := a.mad(cur, sides[1].bufBytes, bAddr)
+		kHalf := ms.kStep / 2 // a fragment register's second k half (tf32, fp8)
 		for ks := 0; ks < bk; ks += ms.kStep {
 			// B's fragments for the warp's column tiles first, then A's one row tile at a
 			// time, so only 12 fragment registers are live beside the 64 accumulators (of the
@@ -391,20 +416,20 @@ func (mm *matmul) emitMMA() error {
 				bf[nj] = []string{b.reg(rU32), b.reg(rU32), b.reg(rU32), b.reg(rU32)}
 				off := eb * (nj*16*sides[1].rowH + ks)
 				if !sides[1].kContig {
-					off = eb * (ks*sides[1].rowH + nj*16)
+					off = sides[1].rowAt(ks, eb) + eb*nj*16
 				}
 				// B registers j: k half j%2, column tile j/2 (b0, b1 of tile 2nj, then of 2nj+1).
-				loadFrag(sides[1], bf[nj], bb, off, func(j int) int { return 4 * (j % 2) }, func(j int) int { return 8 * (j / 2) })
+				loadFrag(sides[1], bf[nj], bb, off, func(j int) int { return kHalf * (j % 2) }, func(j int) int { return 8 * (j / 2) })
 				toTF32(bf[nj])
 			}
 			for mi := range mI {
 				af := []string{b.reg(rU32), b.reg(rU32), b.reg(rU32), b.reg(rU32)}
 				off := eb * (mi*16*sides[0].rowH + ks)
 				if !sides[0].kContig {
-					off = eb * (ks*sides[0].rowH + mi*16)
+					off = sides[0].rowAt(ks, eb) + eb*mi*16
 				}
 				// A registers j: rows g or g+8 (j%2), k t or t+4 (j/2).
-				loadFrag(sides[0], af, ab, off, func(j int) int { return 4 * (j / 2) }, func(j int) int { return 8 * (j % 2) })
+				loadFrag(sides[0], af, ab, off, func(j int) int { return kHalf * (j / 2) }, func(j int) int { return 8 * (j % 2) })
 				toTF32(af)
 				for ni := range nI {
 					bfr := bf[ni/2][2*(ni%2) : 2*(ni%2)+2]

@@ -219,7 +219,7 @@ func generate(k Kernel, t Target, globals *[]string) (string, Launch, error) {
 		return entry, l, nil
 	}
 	if _, ok := PlanAttention(g); ok {
-		entry, l, err := attentionKernel(k)
+		entry, l, err := attentionKernel(k, t)
 		if err != nil {
 			return "", Launch{}, fmt.Errorf("%s: %w", k.Name, err)
 		}
