@@ -97,12 +97,17 @@ func inferAttention(args []ir.Type, a ir.Attrs) (ir.Type, error) {
 	return ir.T(args[0].DType, sp.b, sp.h, sp.l, sp.ev), nil
 }
 
-func evalAttention(args []*tensor.Tensor, a ir.Attrs, out ir.Type) (*tensor.Tensor, error) {
+// tensorTypes are the types of args.
+func tensorTypes(args []*tensor.Tensor) []ir.Type {
 	types := make([]ir.Type, len(args))
 	for i, t := range args {
 		types[i] = t.Type
 	}
-	sp, err := attentionSpec(types, a)
+	return types
+}
+
+func evalAttention(args []*tensor.Tensor, a ir.Attrs, out ir.Type) (*tensor.Tensor, error) {
+	sp, err := attentionSpec(tensorTypes(args), a)
 	if err != nil {
 		return nil, err
 	}
@@ -136,9 +141,10 @@ func evalAttention(args []*tensor.Tensor, a ir.Attrs, out ir.Type) (*tensor.Tens
 }
 
 // scores writes into s the unnormalized probabilities exp(sⱼ − max) of query i of head h of
-// sequence b: the scaled scores plus the bias, −inf for the hidden keys. The forward and the
-// backward (attention_grad) share it so that both see the same softmax.
-func (sp attnSpec) scores(args []*tensor.Tensor, scale float64, mask string, b, h, i int, s []float64) {
+// sequence b: the scaled scores plus the bias, −inf for the hidden keys, and returns max. The
+// forward, the backward (attention_grad) and attention_lse share it so that all see the same
+// softmax.
+func (sp attnSpec) scores(args []*tensor.Tensor, scale float64, mask string, b, h, i int, s []float64) float64 {
 	q, k := args[0].F, args[1].F
 	kh := b*sp.kvh + h/(sp.h/sp.kvh)
 	qi := q[((b*sp.h+h)*sp.l+i)*sp.e:][:sp.e]
@@ -172,4 +178,5 @@ func (sp attnSpec) scores(args []*tensor.Tensor, scale float64, mask string, b, 
 	for j := range s {
 		s[j] = math.Exp(s[j] - m)
 	}
+	return m
 }

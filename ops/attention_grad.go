@@ -1,6 +1,8 @@
 package ops
 
 import (
+	"slices"
+
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/tensor"
 )
@@ -14,19 +16,34 @@ const AttentionGradOp = "attention_grad"
 
 func init() {
 	register(&Op{Name: AttentionGradOp, Arity: Variadic, Class: Other, Infer: inferAttentionGrad, Eval: evalAttentionGrad,
-		Attrs: []AttrSpec{{"scale", AttrFloat, false}, {"mask", AttrString, false}, {"additive", AttrBool, true}, {"wrt", AttrString, false}},
+		Attrs: []AttrSpec{{"scale", AttrFloat, false}, {"mask", AttrString, false}, {"additive", AttrBool, true}, {"wrt", AttrString, false}, {"lse", AttrBool, true}},
 		Doc: "attention_grad(q, k, v[, pos][, bias], o, do) {scale, mask, additive, wrt}: the gradient of " +
 			"o = attention(q, k, v[, pos][, bias]) (same attributes) with respect to wrt, \"q\", \"k\", \"v\" or " +
 			"\"bias\", given o and its gradient do (both [B,H,L,Ev], q's dtype); the result has wrt's type. The " +
 			"softmax P is recomputed from q and k as attention computes it; with D = rowsum(do∘o), dP = do·vᵀ " +
 			"and dS = P∘(dP − D): dq = scale·dS·k, dk = scale·dSᵀ·q and dv = Pᵀ·do summed over the query heads " +
 			"that read each KV head, dbias = dS summed over the dims bias broadcasts. All in float64, rounded once. " +
+			"With lse (default false) one more operand follows do: attention_lse of the same operands, f32[B,H,L], " +
+			"which kernels read instead of recomputing each row's normalizer; the reference recomputes it. " +
 			"(Ops return one value: one op with a selector, rather than three ops, keeps one reference and lets a " +
 			"kernel compute dk and dv in one pass.)"})
 }
 
+// AttentionGradOperands returns the indices of o and do among the operands of attention_grad op
+// v: the last two, or the two before lse.
+func AttentionGradOperands(v *ir.Value) (o, do int) {
+	n := len(v.Args)
+	if v.Attrs.Bool("lse", false) {
+		n--
+	}
+	return n - 2, n - 1
+}
+
 func attentionGradSpec(args []ir.Type, a ir.Attrs) (attnSpec, int, error) {
 	n := 5
+	if a.Bool("lse", false) {
+		n++
+	}
 	if a.String("mask", "") == MaskPosition {
 		n++
 	}
@@ -34,16 +51,24 @@ func attentionGradSpec(args []ir.Type, a ir.Attrs) (attnSpec, int, error) {
 		n++
 	}
 	if len(args) != n {
-		return attnSpec{}, 0, errf("takes %d operands with these attributes (attention's, o and do), have %d", n, len(args))
+		return attnSpec{}, 0, errf("takes %d operands with these attributes (attention's, o and do[, lse]), have %d", n, len(args))
 	}
-	sp, err := attentionSpec(args[:len(args)-2], a)
+	if a.Bool("lse", false) {
+		n--
+	}
+	sp, err := attentionSpec(args[:n-2], a)
 	if err != nil {
 		return sp, 0, err
 	}
 	want := ir.T(args[0].DType, sp.b, sp.h, sp.l, sp.ev)
-	for _, t := range args[len(args)-2:] {
+	for _, t := range args[n-2 : n] {
 		if !t.Equal(want) {
-			return sp, 0, errf("o and do must be %s, have %s and %s", want, args[len(args)-2], args[len(args)-1])
+			return sp, 0, errf("o and do must be %s, have %s and %s", want, args[n-2], args[n-1])
+		}
+	}
+	if n < len(args) {
+		if want := ir.T(ir.F32, sp.b, sp.h, sp.l); !args[n].Equal(want) {
+			return sp, 0, errf("lse must be %s, have %s", want, args[n])
 		}
 	}
 	switch w := a.String("wrt", ""); {
@@ -69,15 +94,14 @@ func inferAttentionGrad(args []ir.Type, a ir.Attrs) (ir.Type, error) {
 }
 
 func evalAttentionGrad(args []*tensor.Tensor, a ir.Attrs, out ir.Type) (*tensor.Tensor, error) {
-	types := make([]ir.Type, len(args))
-	for i, t := range args {
-		types[i] = t.Type
-	}
-	sp, wrt, err := attentionGradSpec(types, a)
+	sp, wrt, err := attentionGradSpec(tensorTypes(args), a)
 	if err != nil {
 		return nil, err
 	}
 	n := len(args)
+	if a.Bool("lse", false) {
+		n-- // the reference recomputes the normalizer
+	}
 	q, k, v, o, do := args[0].F, args[1].F, args[2].F, args[n-2].F, args[n-1].F
 	scale, mask := a.Float("scale", 1), a.String("mask", "")
 	group := sp.h / sp.kvh
@@ -156,4 +180,16 @@ func evalAttentionGrad(args []*tensor.Tensor, a ir.Attrs, out ir.Type) (*tensor.
 		res.F[x] = tensor.RoundFloat(out.DType, g)
 	}
 	return res, nil
+}
+
+// GradPair reports whether attention_grad ops a and b are dk and dv (in either order) of one
+// attention: the same operands and attributes but wrt, so that one kernel can compute both.
+func GradPair(a, b *ir.Value) bool {
+	if a.Op != AttentionGradOp || b.Op != AttentionGradOp || !slices.Equal(a.Args, b.Args) {
+		return false
+	}
+	x, y := a.Attrs, b.Attrs
+	wrts := x.String("wrt", "") + y.String("wrt", "")
+	return (wrts == "kv" || wrts == "vk") && x.Float("scale", 1) == y.Float("scale", 1) && x.String("mask", "") == y.String("mask", "") &&
+		x.Bool("additive", false) == y.Bool("additive", false) && x.Bool("lse", false) == y.Bool("lse", false)
 }

@@ -123,7 +123,12 @@ func TestInfer(t *testing.T) {
 			ir.Attrs{"scale": 0.5, "mask": "position", "additive": true, "wrt": "bias"}, "f32[1,4,5,7]"},
 		{"attention_grad", []ir.Type{f32(2, 4, 5, 8), f32(2, 2, 7, 8), f32(2, 2, 7, 3), f32(2, 4, 5, 3), f32(2, 4, 5, 3)}, ir.Attrs{"scale": 0.5, "mask": "none", "wrt": "bias"}, `attention_grad: wrt is "bias", want q, k, v or (with additive) bias`},
 		{"attention_grad", []ir.Type{f32(2, 4, 5, 8), f32(2, 2, 7, 8), f32(2, 2, 7, 3), f32(2, 4, 5, 3), f32(2, 4, 5, 8)}, ir.Attrs{"scale": 0.5, "mask": "none", "wrt": "q"}, "attention_grad: o and do must be f32[2,4,5,3], have f32[2,4,5,3] and f32[2,4,5,8]"},
-		{"attention_grad", []ir.Type{f32(2, 4, 5, 8)}, ir.Attrs{"scale": 0.5, "mask": "none", "wrt": "q"}, "attention_grad: takes 5 operands with these attributes (attention's, o and do), have 1"},
+		{"attention_grad", []ir.Type{f32(2, 4, 5, 8)}, ir.Attrs{"scale": 0.5, "mask": "none", "wrt": "q"}, "attention_grad: takes 5 operands with these attributes (attention's, o and do[, lse]), have 1"},
+		{"attention_grad", []ir.Type{f32(2, 4, 5, 8), f32(2, 2, 7, 8), f32(2, 2, 7, 3), f32(2, 4, 5, 3), f32(2, 4, 5, 3), f32(2, 4, 5)}, ir.Attrs{"scale": 0.5, "mask": "none", "wrt": "q", "lse": true}, "f32[2,4,5,8]"},
+		{"attention_grad", []ir.Type{f32(2, 4, 5, 8), f32(2, 2, 7, 8), f32(2, 2, 7, 3), f32(2, 4, 5, 3), f32(2, 4, 5, 3), f32(2, 4, 7)}, ir.Attrs{"scale": 0.5, "mask": "none", "wrt": "q", "lse": true}, "attention_grad: lse must be f32[2,4,5], have f32[2,4,7]"},
+		{"attention_lse", []ir.Type{f32(2, 4, 5, 8), f32(2, 2, 7, 8), f32(2, 2, 7, 3)}, ir.Attrs{"scale": 0.5, "mask": "causal"}, "f32[2,4,5]"},
+		{"attention_lse", []ir.Type{ir.T(ir.BF16, 2, 4, 5, 8), ir.T(ir.BF16, 2, 2, 7, 8), ir.T(ir.BF16, 2, 2, 7, 3)}, ir.Attrs{"scale": 0.5, "mask": "none"}, "f32[2,4,5]"},
+		{"attention_lse", []ir.Type{f32(2, 4, 5, 8), f32(2, 3, 7, 8), f32(2, 3, 7, 3)}, ir.Attrs{"scale": 1, "mask": "causal"}, "attention_lse: 3 KV heads do not divide 4 query heads"},
 		{"attention_grad", []ir.Type{f32(2, 4, 5, 8), f32(2, 2, 7, 8), f32(2, 2, 6, 3), f32(2, 4, 5, 3), f32(2, 4, 5, 3)}, ir.Attrs{"scale": 0.5, "mask": "none", "wrt": "q"}, "attention_grad: want q[B,H,L,E], k[B,KVH,S,E], v[B,KVH,S,Ev], have f32[2,4,5,8], f32[2,2,7,8], f32[2,2,6,3]"},
 		{"iota", nil, ir.Attrs{"shape": []int{2, 3}, "dim": 1, "dtype": ir.I64}, "i64[2,3]"},
 		{"iota", nil, ir.Attrs{"shape": []int{2, 3}, "dim": 2, "dtype": ir.I64}, "iota: axis 2 out of range for i64[2,3]"},
@@ -149,7 +154,7 @@ func TestTableComplete(t *testing.T) {
 	want := []string{"neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "erf", "sin", "cos", "floor", "ceil", "not",
 		"add", "sub", "mul", "div", "pow", "max", "min", "eq", "ne", "lt", "le", "gt", "ge", "and", "or", "select", "cast",
 		"reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "dot_general", "conv2d", "max_pool2d", "avg_pool2d",
-		"reshape", "transpose", "broadcast_in_dim", "slice", "concat", "pad", "gather", "iota", "constant", "philox_uniform", "custom", "attention", "attention_grad", "dequantize", "update_slice"}
+		"reshape", "transpose", "broadcast_in_dim", "slice", "concat", "pad", "gather", "iota", "constant", "philox_uniform", "custom", "attention", "attention_grad", "attention_lse", "dequantize", "update_slice"}
 	if len(All()) != len(want) {
 		t.Errorf("%d ops in the table, want %d", len(All()), len(want))
 	}

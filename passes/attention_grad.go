@@ -4,16 +4,21 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/gcomp/gcomp/codegen/attnmma"
+	"github.com/gcomp/gcomp/codegen/splitkv"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ops"
 )
 
-// lowerAttentionGrad writes every attention_grad op (attention's gradient, which autodiff emits)
-// as its decomposition: the softmax recomputed from q and k, then dS = P∘(dP − rowsum(dO∘O)) and
-// the products of FlashAttention-2's backward, as dot_generals. Code generation has no kernel for
-// attention_grad yet, so the backward materializes [B, H, L, S] scores as a differentiated
-// decomposition does; the forward keeps its attention kernel. The gradients of one attention
-// (dq, dk, dv, dbias) recompute the same softmax, which cse merges.
+// lowerAttentionGrad prepares every attention_grad op (attention's gradient, which autodiff
+// emits) for code generation. Where the fused backward's templates apply (fusedGrad) it gives the
+// op its lse operand, the rows' log-sum-exp (attention_lse of the same operands, one per
+// attention once cse merges them), and the op keeps a kernel of its own that never materializes
+// the scores. Elsewhere it writes the op as its decomposition: the softmax recomputed from q and
+// k, then dS = P∘(dP − rowsum(dO∘O)) and the products of FlashAttention-2's backward, as
+// dot_generals, which materialize [B, H, L, S] scores as a differentiated decomposition does;
+// the gradients of one attention (dq, dk, dv, dbias) recompute the same softmax, which cse
+// merges.
 func lowerAttentionGrad(g *ir.Graph) *ir.Graph {
 	found := false
 	for _, v := range g.Values {
@@ -23,11 +28,79 @@ func lowerAttentionGrad(g *ir.Graph) *ir.Graph {
 		return g
 	}
 	return rewrite(g, func(rw *rewriter, v *ir.Value) *ir.Value {
-		if v.Op != ops.AttentionGradOp {
+		switch {
+		case v.Op != ops.AttentionGradOp || v.Attrs.Bool("lse", false):
 			return nil
+		case fusedGrad(v):
+			return withLSE(rw, v)
 		}
 		return expandAttentionGrad(rw, v)
 	})
+}
+
+// fusedGrad reports whether code generation's backward templates compute attention_grad op v:
+// the gradient of q, k or v (the bias's is [B, H, L, S] itself), no position mask (training
+// does not use it; a row that sees no key would need NaN rules of its own), head dims up to 128.
+func fusedGrad(v *ir.Value) bool {
+	e, ev := v.Args[0].Type.Shape[3], v.Args[2].Type.Shape[3]
+	switch v.Attrs.String("wrt", "") {
+	case "q", "k", "v":
+	default:
+		return false
+	}
+	return v.Attrs.String("mask", "") != ops.MaskPosition && e <= 128 && ev <= 128
+}
+
+// withLSE is attention_grad op v reading attention_lse of its attention's operands.
+func withLSE(rw *rewriter, v *ir.Value) *ir.Value {
+	o, _ := ops.AttentionGradOperands(v)
+	fwd := v.Args[:o]
+	attrs := v.Attrs.Clone()
+	delete(attrs, "wrt")
+	ts := make([]ir.Type, len(fwd))
+	for i, a := range fwd {
+		ts[i] = a.Type
+	}
+	t, err := ops.Infer(ops.AttentionLSEOp, ts, attrs)
+	if err != nil {
+		panic(fmt.Sprintf("passes: internal error: attention_lse: %v", err))
+	}
+	lse := rw.add(ops.AttentionLSEOp, t, attrs, v.Pos, fwd...)
+	gattrs := v.Attrs.Clone()
+	gattrs["lse"] = true
+	return rw.add(ops.AttentionGradOp, v.Type, gattrs, v.Pos, append(append([]*ir.Value{}, v.Args...), lse)...)
+}
+
+// partnerGroup returns the group v joins as a second output of one attention kernel, nil for
+// none: the group of the attention_lse of forward attention op v's operands when the CUDA-core
+// template computes v (it writes the rows' log-sum-exp beside o instead of a kernel of its own
+// recomputing the scores), or for dk the group of dv of the same attention (one kernel computes
+// both from one recomputation of P). Values are visited last to first: the backward's
+// attention_lse has its group before its forward is visited, and dv (after dk in operand order)
+// before dk.
+func (f *fuser) partnerGroup(v *ir.Value) *group {
+	switch {
+	case v.Op == ops.AttentionOp && !attnmma.Fits(v):
+		if _, decode := splitkv.Of(v); decode {
+			return nil
+		}
+	case v.Op == ops.AttentionGradOp && v.Attrs.String("wrt", "") == "k" && v.Attrs.Bool("lse", false):
+	default:
+		return nil
+	}
+	for _, u := range f.users[v.Args[0]] {
+		gr := f.home[u]
+		if gr != nil && len(gr.members) == 1 && (ops.LSEOf(u, v) || ops.GradPair(u, v)) {
+			return gr
+		}
+	}
+	return nil
+}
+
+// attentionKernelOp reports whether op gets an attention kernel of its own: the forward, the
+// backward's log-sum-exp and its gradients.
+func attentionKernelOp(op string) bool {
+	return op == ops.AttentionOp || op == ops.AttentionGradOp || op == ops.AttentionLSEOp
 }
 
 func expandAttentionGrad(rw *rewriter, v *ir.Value) *ir.Value {

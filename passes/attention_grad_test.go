@@ -52,10 +52,11 @@ func TestAttentionGradOnlyWhatIsNeeded(t *testing.T) {
 	}
 }
 
-// TestLowerAttentionGrad: the pipeline writes attention_grad as its decomposition (no kernel
-// runs it), which computes the op's reference semantics within the dtype's rounding, one
-// softmax per attention (cse merges the gradients' recomputations); the forward attention op
-// stays.
+// TestLowerAttentionGrad: the pipeline keeps the gradients of q, k and v as attention_grad ops
+// reading one attention_lse per attention (cse merges the three) where the fused backward applies,
+// and writes the others (the bias's; any under a position mask) as the decomposition, one
+// softmax per attention (cse merges the gradients' recomputations); either way the result is the
+// op's reference semantics within the dtype's rounding, and the forward attention op stays.
 func TestLowerAttentionGrad(t *testing.T) {
 	for _, c := range attnCases() {
 		t.Run(c.String(), func(t *testing.T) {
@@ -64,14 +65,30 @@ func TestLowerAttentionGrad(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if n := countOps(res.Graph, ops.AttentionGradOp); n != 0 {
-				t.Errorf("%d attention_grad ops left", n)
+			fused := c.mask != ops.MaskPosition
+			wantGrads, wantLSE, wantExp := 0, 0, 1
+			if fused {
+				wantGrads, wantLSE, wantExp = 3, 1, 0
+				if c.bias != nil {
+					wantExp = 1 // dbias
+				}
+			}
+			if n := countOps(res.Graph, ops.AttentionGradOp); n != wantGrads {
+				t.Errorf("%d attention_grad ops left, want %d", n, wantGrads)
+			}
+			for _, v := range res.Graph.Values {
+				if v.Op == ops.AttentionGradOp && !v.Attrs.Bool("lse", false) {
+					t.Errorf("%s reads no lse", res.Graph.Format(v))
+				}
+			}
+			if n := countOps(res.Graph, ops.AttentionLSEOp); n != wantLSE {
+				t.Errorf("%d attention_lse ops, want %d", n, wantLSE)
 			}
 			if n := countOps(res.Graph, ops.AttentionOp); n != 1 {
 				t.Errorf("%d attention ops, want the forward's", n)
 			}
-			if n := countOps(res.Graph, "exp"); n != 1 {
-				t.Errorf("%d exp ops, want one recomputed softmax", n)
+			if n := countOps(res.Graph, "exp"); n != wantExp {
+				t.Errorf("%d exp ops, want %d", n, wantExp)
 			}
 			runBoth(t, g, res.Graph)
 		})
@@ -99,4 +116,58 @@ func (c attnCase) gradients(t *testing.T) (dec, fused *ir.Graph, wrt []string) {
 		g.Outputs = slices.DeleteFunc(g.Outputs, func(o ir.Output) bool { return o.Name == "loss" })
 	}
 	return dec, fused, wrt
+}
+
+// TestAttentionForwardWritesLSE: the fuser puts the backward's attention_lse in its forward's
+// kernel when the CUDA-core template computes the forward (f32 prefill), which then writes both,
+// and gives it a kernel of its own beside the tensor-core template (f16) and the split-KV one (a
+// few query rows), which do not write it; dk and dv always share a kernel, dq has its own.
+func TestAttentionForwardWritesLSE(t *testing.T) {
+	for _, tc := range []struct {
+		c      attnCase
+		joined bool
+	}{
+		{attnCase{1, 2, 2, 40, 40, 16, 16, ops.MaskCausal, nil, ir.F32}, true},
+		{attnCase{2, 4, 2, 40, 40, 16, 8, ops.MaskNone, []int{1, 4, 40, 40}, ir.F32}, true},
+		{attnCase{1, 2, 2, 64, 64, 64, 64, ops.MaskCausal, nil, ir.F16}, false},
+		{attnCase{1, 2, 2, 2, 40, 16, 16, ops.MaskNone, nil, ir.F32}, false},
+	} {
+		t.Run(tc.c.String(), func(t *testing.T) {
+			_, g, _ := tc.c.gradients(t)
+			res, err := Run(g, Options{VerifyEach: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var both, alone, dkv, dq int
+			for _, k := range res.Kernels.Kernels {
+				switch n := countOps(k.Body, ops.AttentionGradOp); {
+				case n == 2 && len(k.Writes) == 2:
+					dkv++
+				case n == 1 && len(k.Writes) == 1:
+					dq++
+				case n != 0:
+					t.Errorf("%s computes %d attention_grad ops and writes %d buffers", k.Name, n, len(k.Writes))
+				}
+				a, l := countOps(k.Body, ops.AttentionOp), countOps(k.Body, ops.AttentionLSEOp)
+				both += btoi(a == 1 && l == 1)
+				alone += btoi(a == 0 && l == 1)
+				if l == 1 && (k.Kind != Attention || len(k.Writes) != a+1) {
+					t.Errorf("%s: kind %s writes %d buffers", k.Name, k.Kind, len(k.Writes))
+				}
+			}
+			if want := btoi(tc.joined); both != want || alone != 1-want {
+				t.Errorf("%d forward kernels writing the LSE, %d LSE kernels; want %d and %d", both, alone, want, 1-want)
+			}
+			if dkv != 1 || dq != 1 {
+				t.Errorf("%d kernels of dk and dv, %d of dq; want one each", dkv, dq)
+			}
+		})
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -4,12 +4,13 @@ import (
 	"fmt"
 
 	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ops"
 )
 
 // Autocast is torch.autocast's op choice for contractions, shared by inference (Options.AMP,
 // compiler.Options.AMP) and the train step: each f32 dot_general and conv2d (a transposed
-// convolution is a conv2d) runs in a low dtype with f32 accumulation and everything else stays
-// f32. Casting a weight is parameter-only work, which the bindtime pass runs once per binding.
+// convolution is a conv2d), attention and attention_grad (torch's scaled_dot_product_attention)
+// runs in a low dtype with f32 accumulation and everything else stays f32. Casting a weight is parameter-only work, which the bindtime pass runs once per binding.
 
 // ParseAMP reads an autocast dtype as the command line and the train options spell it: "" is
 // none (ir.Invalid), "bf16" and "f16" the low dtypes.
@@ -64,6 +65,9 @@ func Autocast(g *ir.Graph, dt ir.DType) map[*ir.Value]*ir.Value {
 			continue
 		}
 		for i, a := range v.Args {
+			if a.Type.DType != ir.F32 || v.Attrs.Bool("lse", false) && i == len(v.Args)-1 {
+				continue // attention's positions (integers) and attention_grad's lse stay
+			}
 			l := low[a]
 			if l == nil {
 				l = mk(&ir.Value{Op: "cast", Type: ir.Type{DType: dt, Shape: a.Type.Shape.Clone()}, Attrs: ir.Attrs{"to": dt}, Args: []*ir.Value{a}, Pos: v.Pos})
@@ -90,7 +94,7 @@ func Autocast(g *ir.Graph, dt ir.DType) map[*ir.Value]*ir.Value {
 }
 
 func isF32Contraction(v *ir.Value) bool {
-	return (v.Op == "dot_general" || v.Op == "conv2d") && v.Type.DType == ir.F32
+	return (v.Op == "dot_general" || v.Op == "conv2d" || v.Op == ops.AttentionOp || v.Op == ops.AttentionGradOp) && v.Type.DType == ir.F32
 }
 
 func hasF32Contraction(g *ir.Graph) bool {

@@ -62,7 +62,9 @@ func kernelCost(k *Kernel, tf32 bool) KernelStats {
 	}
 	peak := fp32FlopsPerSec
 	for _, v := range k.Body.Values {
-		ks.Flops += flops(v)
+		if v.Op != ops.AttentionLSEOp || len(k.Body.Outputs) == 1 { // else the forward's softmax gives it
+			ks.Flops += flops(v)
+		}
 		if v.Op == "constant" && len(v.Attrs.Floats("value")) > 1 {
 			ks.ReadBytes += int64(v.Type.Bytes()) // a table of literals lives in memory
 		}
@@ -143,7 +145,8 @@ func blocks(k *Kernel, tf32 bool) int {
 				return attnmma.Blocks(v)
 			}
 		}
-		if len(k.Space) == 4 { // [B, H, L, Ev]: a block per attnRows query rows of a head
+		if len(k.Space) >= 3 { // [B, H, L, Ev] or attention_lse's [B, H, L]: a block per attnRows
+			// query rows of a head; dk and dv's [B, KVH, S, E]: a block per attnRows keys
 			return max(1, k.Space[0]*k.Space[1]*ceilDiv(k.Space[2], attnRows))
 		}
 	case Contraction:

@@ -12,8 +12,13 @@ import (
 func (f *fuser) alone(v *ir.Value) {
 	kind := Custom
 	switch v.Op {
-	case ops.AttentionOp:
+	case ops.AttentionOp, ops.AttentionGradOp, ops.AttentionLSEOp:
 		kind = Attention
+		if gr := f.partnerGroup(v); gr != nil { // the forward writes the rows' LSE too; dk with dv
+			gr.members[v], gr.outputs[v], f.home[v] = true, true, gr
+			gr.space, gr.first = v.Type.Shape, min(gr.first, f.index[v])
+			return
+		}
 	case ops.UpdateSliceOp:
 		kind = Update
 	}

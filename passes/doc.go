@@ -5,7 +5,8 @@
 // The pipeline is one ordered table of named passes (Passes lists it) with ordering constraints
 // written next to it and checked when the package loads:
 //
-//	attention-grad                       attention_grad → its decomposition, the softmax recomputed
+//	attention-grad                       attention_grad reads attention_lse (the fused backward's
+//	                                     kernels), else → its decomposition, the softmax recomputed
 //	dce, fold, simplify, cse, late-dce   rewrite the ir.Graph (exact: results stay bit-identical)
 //	fp8                                  fp8 dot_general → f16 dot_general of exact casts (bit-identical), before sm_89
 //	attention                            one attention op for softmax(q·kᵀ)·v (rounds once: not bit-identical)

@@ -219,7 +219,7 @@ func (f *fuser) assign(v *ir.Value) {
 		}
 		cgs = rest
 	}
-	if ops.ClassOf(v.Op) == ops.Custom || v.Op == ops.AttentionOp || v.Op == ops.UpdateSliceOp {
+	if ops.ClassOf(v.Op) == ops.Custom || attentionKernelOp(v.Op) || v.Op == ops.UpdateSliceOp {
 		f.alone(v)
 		return
 	}
@@ -1068,7 +1068,12 @@ func (f *fuser) label(gr *group, vals []*ir.Value) string {
 		return customLabel(vals)
 	}
 	if gr.kind == Attention {
-		return "attention"
+		for _, v := range vals {
+			if gr.members[v] && v.Op != ops.AttentionLSEOp {
+				return v.Op // attention (with its attention_lse or not) or attention_grad
+			}
+		}
+		return ops.AttentionLSEOp
 	}
 	if gr.kind == Update {
 		return ops.UpdateSliceOp

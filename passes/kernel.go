@@ -206,6 +206,9 @@ func writableShape(k *Kernel, s ir.Shape) bool {
 	if p := kernelPool(k); p != nil && s.Equal(p.Type.Shape) {
 		return true
 	}
+	if k.Kind == Attention && len(k.Space) == 4 && (s.Equal(k.Space[:3]) || len(s) == 4 && s[:3].Equal(k.Space[:3])) {
+		return true // the forward writing its attention_lse (a value per query row); dk beside dv
+	}
 	if k.Kind != Row {
 		return s.Equal(k.Space)
 	}

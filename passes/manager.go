@@ -35,7 +35,7 @@ type pass struct {
 // passes is the pipeline, in the order it runs. passOrder below states why the order matters;
 // init checks it.
 var passes = [...]pass{
-	{name: "attention-grad", fn: graphPass(lowerAttentionGrad), required: true, stage: "graph", doc: "writes attention's gradient (attention_grad) as its decomposition, the softmax recomputed: no kernel runs it yet"},
+	{name: "attention-grad", fn: graphPass(lowerAttentionGrad), required: true, stage: "graph", doc: "gives attention's gradients (attention_grad) the rows' log-sum-exp for the fused backward's kernels, or writes them as their decomposition where those do not apply"},
 	{name: "dce", fn: graphPass(deadCode), stage: "graph", doc: "removes values no output needs"},
 	{name: "fold", fn: graphPass(foldConstants), stage: "graph", doc: "evaluates ops whose operands are constants (size-limited)"},
 	{name: "simplify", fn: graphPass(simplify), stage: "graph", doc: "exact algebraic identities: x*1, -(-x), transpose∘transpose, ..."},
@@ -55,7 +55,7 @@ var passes = [...]pass{
 
 // passOrder lists constraints on the order of passes: a runs before b, for the reason given.
 var passOrder = [...]struct{ a, b, why string }{
-	{"attention-grad", "cse", "the gradients of one attention recompute one softmax, which cse merges"},
+	{"attention-grad", "cse", "the gradients of one attention recompute one softmax (one attention_lse), which cse merges"},
 	{"fp8", "attention", "the matcher sees the f16 contractions fp8 ones become"},
 	{"fp8", "fuse", "before sm_89 code generation has no fp8 contraction: fusion must see the f16 one"},
 	{"fold", "simplify", "simplify recognizes the splat constants that folding produces (x * broadcast(1) → x)"},

@@ -169,7 +169,7 @@ func flops(v *ir.Value) int64 {
 		}
 		return 2 * out * k
 	}
-	if v.Op == ops.AttentionOp {
+	if attentionKernelOp(v.Op) {
 		return attentionFlops(v)
 	}
 	if v.Op == "max_pool2d" || v.Op == "avg_pool2d" {
@@ -249,7 +249,7 @@ func idealBytes(g *ir.Graph) (ideal, reread int64) {
 				}
 				if !leaf(a) {
 					// attention, like a contraction, reads its operands from memory
-					boundary[a] = boundary[a] || ops.ClassOf(h.Op) == ops.Contraction || h.Op == ops.AttentionOp
+					boundary[a] = boundary[a] || ops.ClassOf(h.Op) == ops.Contraction || attentionKernelOp(h.Op)
 					fromMemory[a] = true
 				}
 			}
@@ -358,7 +358,9 @@ func readGroups(g *ir.Graph, pos map[*ir.Value]int, readers map[*ir.Value]bool) 
 
 // attentionFlops is two multiply-adds per element of q·kᵀ and of p·v and four operations
 // (scale, max, exp, sum) per score, over the pairs the mask leaves: all L·S, the causal
-// triangle, or all L·S for a position mask (pos is a runtime value; the cache bounds it).
+// triangle, or all L·S for a position mask (pos is a runtime value; the cache bounds it). The
+// backward's ops recompute the scores: attention_lse computes them alone, the dv kernel adds P·do,
+// the dq and dk kernels dP = do·vᵀ and a product with dS.
 func attentionFlops(v *ir.Value) int64 {
 	q, k, val := v.Args[0].Type.Shape, v.Args[1].Type.Shape, v.Args[2].Type.Shape
 	b, h, l, e, s, ev := int64(q[0]), int64(q[1]), int64(q[2]), int64(q[3]), int64(k[2]), int64(val[3])
@@ -366,6 +368,14 @@ func attentionFlops(v *ir.Value) int64 {
 	if v.Attrs.String("mask", "") == ops.MaskCausal {
 		full := min(l, s) // rows 0..full-1 see i+1 keys, the rest all s
 		pairs = full*(full+1)/2 + (l-full)*s
+	}
+	switch {
+	case v.Op == ops.AttentionLSEOp: // the scores alone
+		return b * h * pairs * (2*e + 4)
+	case v.Op == ops.AttentionGradOp && v.Attrs.String("wrt", "") == "v": // scores, P·do
+		return b * h * pairs * (2*e + 2*ev + 4)
+	case v.Op == ops.AttentionGradOp: // scores, dP = do·vᵀ, dS·k or dSᵀ·q
+		return b * h * pairs * (4*e + 2*ev + 6)
 	}
 	return b * h * pairs * (2*e + 2*ev + 4)
 }

@@ -13,7 +13,10 @@ import (
 
 // The transformer and gpt examples' train steps (an MSE loss on their output) form their
 // attention before differentiation, one op per layer, and train as the steps that differentiate
-// the decomposition do, within f32's rounding, over two Adam steps.
+// the decomposition do, within f32's rounding, over two Adam steps. gpt's fused step has no
+// buffer of [heads, T, T] scores in its memory plan (the backward recomputes them in its
+// kernels), where the unfused step has them (the transformer's head dim is its T: its o is
+// [B, heads, T, T] too).
 func TestExampleStepsFusedAttention(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: runs the examples' train steps on the reference interpreter")
@@ -22,7 +25,9 @@ func TestExampleStepsFusedAttention(t *testing.T) {
 		name  string
 		model func(*frontend.Builder)
 		attn  int
-	}{{"transformer", transformer.Model, 1}, {"gpt", gpt.Model, gpt.NLayer}} {
+		heads int // and T, when the example's scores can be told from its other buffers
+		t     int
+	}{{"transformer", transformer.Model, 1, 0, 0}, {"gpt", gpt.Model, gpt.NLayer, gpt.NHead, gpt.SeqLen}} {
 		t.Run(ex.name, func(t *testing.T) {
 			fwd, err := frontend.Build(ex.name, ex.model)
 			if err != nil {
@@ -51,6 +56,9 @@ func TestExampleStepsFusedAttention(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				if n, b := scoreBuffers(res.Kernels, ex.heads, ex.t); ex.t > 0 && o.UnfusedAttention != (n > 0) {
+					t.Errorf("UnfusedAttention %v: %d buffers of [heads, T, T] scores or more in the memory plan (%s)", o.UnfusedAttention, n, b)
+				}
 				st := res.Stats
 				t.Logf("%s step, UnfusedAttention %v: %d kernels, %d DRAM bytes, arena %d bytes, %.1f µs modeled",
 					ex.name, o.UnfusedAttention, st.Kernels, st.DRAMBytes, st.ArenaBytes, st.ModeledTimeUS)
@@ -73,6 +81,18 @@ func TestExampleStepsFusedAttention(t *testing.T) {
 			sameTraining(t, run(Options{}), run(Options{UnfusedAttention: true}), 1e-4)
 		})
 	}
+}
+
+// scoreBuffers counts the buffers kernels of kg write that end in [T, T] and hold heads·T·T
+// elements or more, the scores the fused backward never materializes, and names one.
+func scoreBuffers(kg *passes.KernelGraph, h, l int) (n int, name string) {
+	for _, b := range kg.Buffers {
+		s := b.Type.Shape
+		if b.Writer != nil && len(s) >= 2 && s[len(s)-1] == l && s[len(s)-2] == l && s.NumElements() >= h*l*l {
+			n, name = n+1, b.Name+" "+b.Type.String()
+		}
+	}
+	return n, name
 }
 
 func btoi(b bool) int {

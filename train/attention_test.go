@@ -2,11 +2,14 @@ package train
 
 import (
 	"math"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/gcomp/gcomp/data"
 	"github.com/gcomp/gcomp/frontend"
 	"github.com/gcomp/gcomp/frontend/nn"
+	"github.com/gcomp/gcomp/internal/tolerance"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ops"
 	"github.com/gcomp/gcomp/tensor"
@@ -27,7 +30,7 @@ func tinyAttention(b *frontend.Builder) {
 
 // TestStepFusedAttention: a step's forward forms the attention op before differentiation, so
 // its backward is attention_grad, and the step trains as the step that differentiates the
-// decomposition (UnfusedAttention) does, within f32's rounding; with AMP the decomposition stays.
+// decomposition (UnfusedAttention) does, within f32's rounding; with AMP too (in bf16).
 func TestStepFusedAttention(t *testing.T) {
 	fwd, err := frontend.Build("attn", tinyAttention)
 	if err != nil {
@@ -58,7 +61,7 @@ func TestStepFusedAttention(t *testing.T) {
 		name       string
 		s          *StepGraph
 		attn, grad int
-	}{{"fused", fused, 1, 3}, {"unfused", unfused, 0, 0}, {"amp", amp, 0, 0}} {
+	}{{"fused", fused, 1, 3}, {"unfused", unfused, 0, 0}, {"amp", amp, 1, 3}} {
 		if a, g := count(c.s, ops.AttentionOp), count(c.s, ops.AttentionGradOp); a != c.attn || g != c.grad {
 			t.Errorf("%s step: %d attention and %d attention_grad ops, want %d and %d", c.name, a, g, c.attn, c.grad)
 		}
@@ -118,7 +121,7 @@ func attentionModel(b *frontend.Builder) {
 }
 
 // TestFitFusedAttentionOnSimulator: the compiled step (the forward's attention kernel, the
-// backward's attention_grad lowered to its decomposition) trains on the PTX simulator as on the
+// backward's attention_lse and attention_grad kernels) trains on the PTX simulator as on the
 // reference interpreter.
 func TestFitFusedAttentionOnSimulator(t *testing.T) {
 	if testing.Short() {
@@ -143,4 +146,53 @@ func TestFitFusedAttentionOnSimulator(t *testing.T) {
 		t.Fatalf("%d attention ops in the step, want 1", n)
 	}
 	fitOnSimulator(t, m, data.Head(csv, 48)) // 3 steps
+}
+
+// TestAMPStepFusedAttention: under autocast the step forms the attention op too (attention and
+// attention_grad in bf16 or f16, the softmax inside in f32) and computes what the step that
+// differentiates the decomposition computes: each new parameter within the sum of both steps'
+// error bounds (internal/tolerance), which the two computations' distance from the exact result
+// cannot exceed.
+func TestAMPStepFusedAttention(t *testing.T) {
+	fwd, err := frontend.Build("attn", tinyAttention)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, amp := range []string{"bf16", "f16"} {
+		t.Run(amp, func(t *testing.T) {
+			bounds := map[bool]map[string]tolerance.Bound{}
+			for _, unfused := range []bool{false, true} {
+				s, err := StepFromGraph(fwd, NewSGD(0.5), Options{AMP: amp, UnfusedAttention: unfused, LossScale: &LossScale{Disabled: true}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n := btoi(slices.ContainsFunc(s.Graph.Values, func(v *ir.Value) bool { return v.Op == ops.AttentionGradOp })); n == btoi(unfused) {
+					t.Fatalf("UnfusedAttention %v: attention_grad in the step %v", unfused, n == 1)
+				}
+				params, err := InitParams(s.Graph, 3)
+				if err != nil {
+					t.Fatal(err)
+				}
+				inputs := s.InitState()
+				for _, v := range fwd.Inputs() {
+					inputs[v.Name] = tensor.RandomInput(v, 11)
+				}
+				if bounds[unfused], err = tolerance.Bounds(s.Graph, inputs, params, false); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for name, u := range bounds[true] {
+				if !strings.HasPrefix(name, NewPrefix) {
+					continue
+				}
+				f := bounds[false][name]
+				for i := range u.Val.F {
+					if d := math.Abs(f.Val.F[i] - u.Val.F[i]); !(d <= f.At(i)+u.At(i)) {
+						t.Errorf("%s[%d]: fused %g, unfused %g, bounds %g and %g", name, i, f.Val.F[i], u.Val.F[i], f.At(i), u.At(i))
+						break
+					}
+				}
+			}
+		})
+	}
 }

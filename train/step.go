@@ -47,11 +47,10 @@ type Options struct {
 	// Schedule varies the learning rate with the step count (nil: the optimizer's constant rate).
 	Schedule *Schedule
 	// UnfusedAttention differentiates scaled dot-product attention as written (its backward
-	// reads the materialized probabilities). By default, without AMP, the step's forward forms
-	// attention ops (passes.FormAttention) before differentiation, so the forward runs the
-	// attention kernel and the backward recomputes the softmax (attention_grad). With AMP the
-	// decomposition stays: autocast runs its matmuls in bf16 or f16, which the attention op
-	// does not.
+	// reads the materialized probabilities). By default the step's forward forms attention ops
+	// (passes.FormAttention) before differentiation, so the forward runs the attention kernel and
+	// the backward recomputes the softmax (attention_grad); with AMP autocast runs both in bf16
+	// or f16 as it runs torch's scaled_dot_product_attention (the softmax inside in f32).
 	UnfusedAttention bool
 }
 
@@ -158,7 +157,7 @@ func buildStep(fwd *ir.Graph, opt Optimizer, o Options, split bool) (*StepGraph,
 		return nil, nil, fmt.Errorf("train: invalid loss scaling %+v", *ls)
 	}
 	g := fwd.Clone()
-	if amp == ir.Invalid && !o.UnfusedAttention {
+	if !o.UnfusedAttention {
 		g = passes.FormAttention(g)
 	}
 	g.Name = fwd.Name + "_train_step"

@@ -8,7 +8,8 @@ import (
 // borrowed reports whether k takes a template this package has no counterpart for, whose
 // kernels Module takes from codegen/ptx rather than refuse the model: attention's tensor-core
 // and split-KV templates (borrowedAttention; the CUDA-core one is attention.go's; under
-// Target.TF32 the tf32 tensor-core one for f32, tf32Attention) and the GEMV
+// Target.TF32 the tf32 tensor-core one for f32, tf32Attention), attention's backward
+// (attention_lse and attention_grad) and the GEMV
 // with a LayerNorm or RMSNorm prologue (codegen/ptx's gemvnorm.go; this package computes a plain
 // GEMV with the direct template, which has no row reductions). The launch records it (Producer
 // "ptx" and a note); both producers share names, parameters and launches, so one plan runs the
@@ -18,7 +19,7 @@ func borrowed(k ptx.Kernel, t ptx.Target) bool {
 	case "attention":
 		// appending a decoding step's K and V rows, or f32 on tf32 tensor cores
 		return borrowedAttention(k) != "" || ptx.AttentionAppends(k.Graph) || tf32Attention(k, t)
-	case "norm gemv":
+	case "norm gemv", "attention backward":
 		return true
 	}
 	return false

@@ -47,14 +47,21 @@ func PlanAttention(g *ir.Graph) (p AttentionPlan, ok bool) {
 	if !ok {
 		return p, false
 	}
-	q, k, v := p.Op.Args[0].Type.Shape, p.Op.Args[1].Type.Shape, p.Op.Args[2].Type.Shape
+	return planOf(p.Op, p.Op.Args[2].Type.Shape[3]), true
+}
+
+// planOf tiles an op with attention's operands (attention, attention_lse, attention_grad) whose
+// rows carry ev value columns (0: the rows' statistics alone).
+func planOf(op *ir.Value, ev int) (p AttentionPlan) {
+	q, k := op.Args[0].Type.Shape, op.Args[1].Type.Shape
+	p.Op = op
 	p.B, p.H, p.L, p.E = q[0], q[1], q[2], q[3]
-	p.KVH, p.S, p.Ev = k[1], k[2], v[3]
+	p.KVH, p.S, p.Ev = k[1], k[2], ev
 	p.Keys = max(1, min(32, attnSharedBytes/(4*max(1, p.E+p.Ev))))
 	p.RowTiles = ceilDiv(p.L, attnWarps)
 	p.Grid = [3]int{max(1, p.B*p.H*p.RowTiles), 1, 1}
 	p.Block = [3]int{32 * attnWarps, 1, 1}
-	return p, true
+	return p
 }
 
 // attnOperand is one operand of the attention op as the template reads it: a buffer through
@@ -99,38 +106,27 @@ func attentionKernel(k Kernel, t Target) (string, Launch, error) {
 	p, _ := PlanAttention(g)
 	for _, v := range live(g) {
 		switch v.Op {
-		case ops.AttentionOp, ir.OpInput, ir.OpParam, "reshape", "transpose", "broadcast_in_dim", "slice", ops.UpdateSliceOp:
+		case ops.AttentionOp, ops.AttentionLSEOp, ir.OpInput, ir.OpParam, "reshape", "transpose", "broadcast_in_dim", "slice", ops.UpdateSliceOp:
 		default:
 			return "", Launch{}, fmt.Errorf("attention fused with %s is not supported", v.Op)
 		}
 	}
-	appends := splitkv.AppendedRows(p.Op) > 0
-	if !appends && (len(g.Outputs) != 1 || g.Outputs[0].Value != p.Op) {
-		return "", Launch{}, fmt.Errorf("an attention kernel writes the attention op's result alone")
+	var lse *ir.Value
+	if splitkv.AppendedRows(p.Op) == 0 { // an appending kernel also writes the caches (appendOperands)
+		var err error
+		if lse, err = forwardLSE(g, p.Op); err != nil {
+			return "", Launch{}, err
+		}
 	}
-	if attnmma.Takes(p.Op, t.TF32) { // f16/bf16 (f32 under tf32) prefill on tensor cores (attention_mma.go)
+	// f16/bf16 (f32 under tf32) prefill on tensor cores (attention_mma.go), which writes no
+	// log-sum-exp: an f32 kernel that must write it stays on CUDA cores under tf32 too
+	if lse == nil && attnmma.Takes(p.Op, t.TF32) {
 		return attentionMMAKernel(k, p)
 	}
 	w := &attnWriter{name: k.Name, p: p, ptr: map[*ir.Value]string{}}
-	var args []Arg
-	var params []string
-	bind := func(kind ArgKind, i int, name string, v *ir.Value) {
-		param := fmt.Sprintf("%s_param_%d", k.Name, len(args))
-		params = append(params, "\t.param .u64 "+param)
-		args = append(args, Arg{Kind: kind, Index: i, Name: name})
-		r := fmt.Sprintf("%%ptr%d", len(args)-1)
-		w.ins("ld.param.u64", r, "["+param+"]")
-		w.ins("cvta.to.global.u64", r, r)
-		w.ptr[v] = r
-	}
-	for i, v := range g.Inputs() {
-		bind(ArgInput, i, v.Name, v)
-	}
-	for i, v := range g.Params() {
-		bind(ArgParam, i, v.Name, v)
-	}
-	for i, o := range g.Outputs {
-		bind(ArgOutput, i, o.Name, o.Value)
+	params, args := w.bindAll(k)
+	if lse != nil {
+		w.lse = w.ptr[lse]
 	}
 	operands := make([]attnOperand, len(p.Op.Args))
 	for i, a := range p.Op.Args {
@@ -149,7 +145,7 @@ func attentionKernel(k Kernel, t Target) (string, Launch, error) {
 	if sp, ok := splitkv.Of(p.Op); ok { // few query rows, a long cache: flash-decoding
 		return w.decodeKernel(k, sp, operands, params, args)
 	}
-	w.body(operands, w.ptr[g.Outputs[0].Value])
+	w.body(operands, w.ptr[p.Op])
 
 	var s strings.Builder
 	fmt.Fprintf(&s, "// %s: attention, online softmax over %d-key tiles, a warp per query row\n", k.Name, p.Keys)
@@ -173,6 +169,7 @@ type attnWriter struct {
 	regs   map[string]string // register → type
 	shared map[string]string // tile name → register holding its shared address
 	nreg   int
+	lse    string // the address register of the rows' log-sum-exp output (attention_lse), or ""
 }
 
 func (w *attnWriter) ins(op string, args ...string) {
@@ -251,26 +248,10 @@ func uimm(n int) string { return fmt.Sprint(n) }
 // body writes the kernel: operands q, k, v[, pos][, bias] and the output's address registers.
 func (w *attnWriter) body(operands []attnOperand, out string) {
 	p, op := w.p, w.p.Op
-	d := op.Type.DType
+	d := op.Args[0].Type.DType
 	mask := op.Attrs.String("mask", "")
 	posOp, posType, biasOp := w.extraOperands(operands)
-	u32 := func() string { return w.reg("b32") }
-	tid, lane, warp := w.start()
-	cta := u32()
-	w.ins("mov.u32", cta, "%ctaid.x")
-	bh, rt, b, h, kh := u32(), u32(), u32(), u32(), u32()
-	w.ins("div.u32", bh, cta, uimm(p.RowTiles))
-	w.ins("rem.u32", rt, cta, uimm(p.RowTiles))
-	w.ins("div.u32", b, bh, uimm(p.H))
-	w.ins("rem.u32", h, bh, uimm(p.H))
-	w.ins("div.u32", kh, h, uimm(p.H/p.KVH)) // the KV head within the batch entry
-	row0, row, last := u32(), u32(), u32()
-	w.ins("mul.lo.s32", row0, rt, uimm(attnWarps))
-	w.ins("add.s32", row, row0, warp)
-	w.ins("add.s32", last, row0, uimm(attnWarps-1))
-	w.ins("min.u32", last, last, uimm(p.L-1))
-	active := w.reg("pred")
-	w.ins("setp.lt.u32", active, row, uimm(p.L))
+	tid, lane, b, h, kh, row, last, active := w.blockRows()
 
 	// Visible keys: this warp's row sees keys < lim, the block's last row keys < blim.
 	var posv string
@@ -289,7 +270,37 @@ func (w *attnWriter) body(operands []attnOperand, out string) {
 
 	// o = acc / l (a row with no visible key is 0/0 = NaN, as the reference).
 	w.finishRow(rw, "", lane, b, d, out, rw.acc, rw.l)
+	if w.lse != "" {
+		w.storeLSE(rw, lane, b)
+	}
 	w.ins("ret")
+}
+
+// blockRows starts a block of the row templates: the thread's index and lane, the block's
+// (batch, head) and KV head, this warp's query row, the block's last row and whether this warp's
+// row exists.
+func (w *attnWriter) blockRows() (tid, lane, b, h, kh, row, last, active string) {
+	p := w.p
+	u32 := func() string { return w.reg("b32") }
+	tid, lane, warp := w.start()
+	cta := u32()
+	w.ins("mov.u32", cta, "%ctaid.x")
+	bh, rt := u32(), u32()
+	b, h, kh = u32(), u32(), u32()
+	w.ins("div.u32", bh, cta, uimm(p.RowTiles))
+	w.ins("rem.u32", rt, cta, uimm(p.RowTiles))
+	w.ins("div.u32", b, bh, uimm(p.H))
+	w.ins("rem.u32", h, bh, uimm(p.H))
+	w.ins("div.u32", kh, h, uimm(p.H/p.KVH)) // the KV head within the batch entry
+	row0 := u32()
+	row, last = u32(), u32()
+	w.ins("mul.lo.s32", row0, rt, uimm(attnWarps))
+	w.ins("add.s32", row, row0, warp)
+	w.ins("add.s32", last, row0, uimm(attnWarps-1))
+	w.ins("min.u32", last, last, uimm(p.L-1))
+	active = w.reg("pred")
+	w.ins("setp.lt.u32", active, row, uimm(p.L))
+	return tid, lane, b, h, kh, row, last, active
 }
 
 // tileElem loads this lane's c-th element (lane + 32c) of key j's row of a shared tile of n

@@ -27,6 +27,9 @@ func Template(k Kernel) string {
 	if _, ok := UpdateOp(g); ok {
 		return "update"
 	}
+	if hasLSE(g) {
+		return "attention backward"
+	}
 	if _, ok := PlanAttention(g); ok {
 		return "attention"
 	}

@@ -218,6 +218,13 @@ func generate(k Kernel, t Target, globals *[]string) (string, Launch, error) {
 		}
 		return entry, l, nil
 	}
+	if op, ok := BackwardAttention(g); ok {
+		entry, l, err := attentionBwdKernel(k, op)
+		if err != nil {
+			return "", Launch{}, fmt.Errorf("%s: %w", k.Name, err)
+		}
+		return entry, l, nil
+	}
 	if _, ok := PlanAttention(g); ok {
 		entry, l, err := attentionKernel(k, t)
 		if err != nil {

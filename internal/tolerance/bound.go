@@ -142,7 +142,7 @@ func propagate(v *ir.Value, args []Bound, val *tensor.Tensor, tf32 bool) ([]floa
 		w := *v
 		w.Attrs = a
 		return linear(&w, args, []bool{true}, 0, val)
-	case ops.CustomOp:
+	case ops.CustomOp, ops.AttentionOp, ops.AttentionLSEOp, ops.AttentionGradOp:
 		return perturbAll(v, args, val, rel)
 	case "cast":
 		if args[0].Val.Type.DType.IsFloat() && v.Type.DType.IsFloat() {

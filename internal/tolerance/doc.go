@@ -45,7 +45,9 @@
 //     where s lies near a rounding boundary and 0 elsewhere, not u of the low dtype per addition;
 //   - reduce_max, reduce_min, max_pool2d: the largest E among the candidates; reduce_prod:
 //     Π(|a|(1+rel) + E) − Π|a|;
-//   - a custom kernel: every operand moved together by ±(E + rel·|operand|), plus rel·|result|.
+//   - a custom kernel, attention, attention_lse and attention_grad (kernels whose softmax
+//     runs in f32 with approximate exponentials whatever the operands' dtype): every operand
+//     moved together by ±(E + rel·|operand|), plus rel·|result|.
 //
 // u is the unit roundoff of the op's dtype (2⁻²⁴ for f32) and rel its Tolerance, the allowance
 // per rounded op (about 168u for f32, which covers the approximate transcendentals); results below

@@ -28,5 +28,7 @@ func init() {
 		return grads
 	}}
 	rules[ops.AttentionGradOp] = none("the second derivative of attention is not written: differentiate "+
-		"frontend.ScaledDotProductAttention's decomposition instead", 0, 1, 2, 3, 4, 5, 6)
+		"frontend.ScaledDotProductAttention's decomposition instead", 0, 1, 2, 3, 4, 5, 6, 7)
+	// attention_lse is written by passes after differentiation (attention_grad's lse operand).
+	rules[ops.AttentionLSEOp] = none("attention_lse is written by passes after differentiation and has no gradient", 0, 1, 2, 3, 4)
 }
