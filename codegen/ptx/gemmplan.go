@@ -142,6 +142,11 @@ func GEMMPlan(k Kernel, t Target) (GEMM, error) {
 		p.MMA = &MMA{EB: ms.eb, BK: ms.bk, KStep: ms.kStep, Inst: ms.inst, Staged: mm.mmaStaged()}
 		p.MMA.WarpsN, p.MMA.MI, p.MMA.NI = mmaWarps(mm.rn)
 		for i, sd := range sides {
+			if sd.q != nil {
+				// A quantized weight's tile is bytes (mma_dequant.go): RowH and Chunk count them.
+				p.MMA.Sides[i] = MMASide{KContig: true, RowH: sd.q.rowB, BufBytes: sd.bufBytes, Chunk: sd.q.chunk, PerRow: sd.q.kb / sd.q.chunk}
+				continue
+			}
 			perRow, df, dk := sd.copies(ms.bk, []int{GEMMTileM, p.TileN}[i])
 			p.MMA.Sides[i] = MMASide{KContig: sd.kContig, RowH: sd.rowH, BufBytes: sd.bufBytes, Chunk: sd.chunk, Elem: sd.elem,
 				PerRow: perRow, DF: df, DK: dk}

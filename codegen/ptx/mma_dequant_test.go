@@ -1,0 +1,111 @@
+package ptx
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/tensor"
+)
+
+// quantMMA is x[M,K]·wᵀ with w[N,K] = dequantize(q, scale[, zero]) {axis=1} of dt's scales,
+// or, with cast, an f32 dequantize (f32 scales) cast to dt: the forms codegen/qmma takes.
+func quantMMA(dt, qd string, cast bool, m, n, k, bits, group int, zero bool) string {
+	sdt := dt
+	if cast {
+		sdt = "f32"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "graph g {\n  input %%x : %s[%d,%d]\n  param %%q : %s[%d,%d]\n  param %%s : %s[%d,%d]\n", dt, m, k, qd, n, k*bits/8, sdt, n, k/group)
+	args := "%q, %s"
+	if zero {
+		fmt.Fprintf(&b, "  param %%z : %s[%d,%d]\n", qd, n, k/group)
+		args += ", %z"
+	}
+	fmt.Fprintf(&b, "  %%w = dequantize(%s) {axis=1, bits=%d, group=%d} : %s[%d,%d]\n", args, bits, group, sdt, n, k)
+	w := "%w"
+	if cast {
+		fmt.Fprintf(&b, "  %%wc = cast(%%w) {to=%s} : %s[%d,%d]\n", dt, dt, n, k)
+		w = "%wc"
+	}
+	fmt.Fprintf(&b, "  %%0 = dot_general(%%x, %s) {lhs_contract=[1], rhs_contract=[1]} : %s[%d,%d]\n  output y = %%0\n}", w, dt, m, n)
+	return b.String()
+}
+
+// TestQuantizedMMA: the tensor-core GEMM over a dequantized weight equals the reference's
+// dequantize-then-matmul (float64, rounded once) within the harness's tolerance for the
+// 16-bit operands, for int8 (signed and unsigned) and int4, groups of 32/64/128, 16 and 48
+// (scales per k16 slab) and one per row, with and without zero points, f16 and bf16 (dequantize
+// of 16-bit scales, or an f32 one cast), ragged M, N and K, q's rows copied by 16-byte, 4-byte
+// and byte copies; the kernel reads q's bytes (no ldmatrix of B), and checkKernel assembles it
+// for sm_80 and sm_90 without spills and runs it under memcheck and racecheck.
+func TestQuantizedMMA(t *testing.T) {
+	cases := []struct {
+		bits, group int // group 0: one per row
+		zero, cast  bool
+		qd, dt      string
+		m, n, k     int
+		chunk       int // bytes per copy of q
+	}{
+		{4, 32, true, false, "u8", "f16", 128, 128, 256, 16},
+		{4, 128, true, false, "u8", "bf16", 33, 72, 512, 16},
+		{4, 64, false, false, "u8", "f16", 130, 40, 192, 16},
+		{4, 0, false, true, "u8", "bf16", 17, 100, 96, 16},
+		{4, 16, true, true, "u8", "f16", 20, 64, 48, 8},
+		{8, 32, false, false, "i8", "f16", 64, 136, 128, 16},
+		{8, 128, true, true, "u8", "bf16", 9, 50, 256, 16},
+		{8, 0, false, false, "i8", "bf16", 40, 24, 100, 4},
+		{8, 48, true, false, "u8", "f16", 12, 31, 144, 16},
+		{8, 0, true, false, "u8", "f16", 25, 16, 99, 1},
+		{8, 64, false, true, "i8", "f16", 16, 200, 320, 16},
+	}
+	for _, c := range cases {
+		group := c.group
+		if group == 0 {
+			group = c.k
+		}
+		name := fmt.Sprintf("int%d_%s_g%d_zero%v_cast%v_%s_%dx%dx%d", c.bits, c.qd, group, c.zero, c.cast, c.dt, c.m, c.n, c.k)
+		t.Run(name, func(t *testing.T) {
+			g := parse(t, quantMMA(c.dt, c.qd, c.cast, c.m, c.n, c.k, c.bits, group, c.zero))
+			kern := Kernel{Name: "k_qmma", Graph: g}
+			if !QuantizedMMA(kern) {
+				t.Fatal("not a quantized tensor-core GEMM")
+			}
+			var globals []string
+			text, _, err := matmulKernel(kern, harnessTarget, &globals)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(text, "mma.sync.aligned.m16n8k16") || strings.Count(text, "ldmatrix") != 8 { // A: 4 row tiles × 2 k16 slabs; B from ld.shared
+				t.Fatalf("want mma.sync with ldmatrix for A only:\n%s", text)
+			}
+			copyIns := map[int]string{16: "cp.async.cg.shared.global", 8: "cp.async.cg.shared.global", 4: "cp.async.ca.shared.global", 1: "ld.global.u8"}
+			if !strings.Contains(text, copyIns[c.chunk]) {
+				t.Errorf("q not copied by %s", copyIns[c.chunk])
+			}
+			in := inputsFor(g, uint64(c.m*c.n+c.k), 1)
+			r := rand.New(rand.NewPCG(uint64(c.bits*group+c.m), 3))
+			for i := range in["q"].I {
+				if in["q"].Type.DType == ir.U8 {
+					in["q"].I[i] = int64(r.IntN(256))
+				} else {
+					in["q"].I[i] = int64(r.IntN(256) - 128)
+				}
+			}
+			if z := in["z"]; z != nil {
+				for i := range z.I {
+					z.I[i] = int64(r.IntN(1 << c.bits))
+					if z.Type.DType == ir.I8 {
+						z.I[i] -= 128
+					}
+				}
+			}
+			for i := range in["s"].F {
+				in["s"].F[i] = tensor.RoundFloat(in["s"].Type.DType, in["s"].F[i]/float64(int(1)<<c.bits)/8)
+			}
+			checkKernel(t, kern, in, false)
+		})
+	}
+}
