@@ -17,6 +17,8 @@ func borrowed(k ptx.Kernel) bool {
 		return borrowedAttention(k) != ""
 	case "norm gemv":
 		return true
+	case "contraction":
+		return ptx.QuantizedMMA(k)
 	}
 	return false
 }
@@ -26,6 +28,8 @@ func borrowedNote(k ptx.Kernel) string {
 	template := ptx.Template(k)
 	if template == "attention" {
 		template = borrowedAttention(k) + " attention"
+	} else if template == "contraction" {
+		template = "quantized tensor-core GEMM"
 	}
 	return "the NVVM producer has no " + template + " template yet: this entry is codegen/ptx's"
 }
