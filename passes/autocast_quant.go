@@ -16,8 +16,9 @@ import (
 // product once to f16. For other f32 scales the rewrite rounds the scale first (at most one
 // more rounding of the weight, the kind autocast makes by design), which is why it is
 // autocast's choice rather than a simplify rule: those are exact for every input. Under bf16
-// rounding the f16 scales to bf16 would change the weights, so the cast stays; the tensor-core
-// GEMM reads cast(dequantize) itself (codegen/qmma), the GEMV does not.
+// rounding the f16 scales to bf16 would change the weights, so the cast stays: the GEMV and the
+// tensor-core GEMM read cast(dequantize) itself, computing the f32 product and rounding it as
+// the cast does (exact for any scale).
 func lowDequantize(a *ir.Value, dt ir.DType, low map[*ir.Value]*ir.Value, mk func(*ir.Value) *ir.Value) *ir.Value {
 	if dt != ir.F16 || a.Op != ops.DequantizeOp || a.Type.DType != ir.F32 {
 		return nil

@@ -18,7 +18,8 @@ import (
 // quantizedWeight places v in the contraction kernels that consume it as their weight, if
 // every consumer group is one that reads it so, and reports whether it did: a dequantize read
 // by GEMV templates (gemv.Fits) or by the quantized tensor-core GEMM (qmma.Fits), or the cast
-// of an f32 dequantize to the GEMM's 16-bit dtype (autocast's bf16 weight), and then that
+// of an f32 dequantize to the product's 16-bit dtype (autocast's bf16 weight), which both
+// templates compute exactly (the f32 product, then the cast's rounding), and then that
 // dequantize too, in the same kernels.
 func (f *fuser) quantizedWeight(v *ir.Value, cgs []*group) bool {
 	if f.eager || f.output[v] || len(cgs) == 0 {
@@ -50,7 +51,7 @@ func (f *fuser) quantizedWeight(v *ir.Value, cgs []*group) bool {
 		if _, ok := qmma.Fits(u); ok {
 			continue
 		}
-		if _, ok := gemv.Fits(u); !ok || v.Op == "cast" {
+		if _, ok := gemv.Fits(u); !ok {
 			return false
 		}
 	}

@@ -15,9 +15,9 @@ import (
 
 // A linear layer over int8 or int4 weights: with at most 8 rows the dequantize joins the GEMV
 // kernel, which reads the integer weight (one kernel per run, its bytes within 1.2× the integer
-// weight's). With more rows and f16/bf16 operands it joins the tensor-core GEMM (codegen/qmma),
-// also when it is an f32 dequantize cast to bf16 (autocast's weight): one kernel, which reads
-// the integers. With more rows in f32 it is a kernel of its own, per run like the product. In
+// weight's). With more rows and f16/bf16 operands it joins the tensor-core GEMM (codegen/qmma).
+// Both also take an f32 dequantize cast to bf16 or f16 (autocast's weight): one kernel, which
+// reads the integers. With more rows in f32 it is a kernel of its own, per run like the product. In
 // every case the device holds the integers only and no bind-time kernel writes a float copy.
 func TestQuantizedLinear(t *testing.T) {
 	const n, k = 512, 1024
@@ -31,7 +31,7 @@ func TestQuantizedLinear(t *testing.T) {
 		{9, 8, k, ir.F32, 0, 2}, {64, 4, 128, ir.F32, 0, 2},
 		{9, 8, k, ir.F16, 0, 1}, {64, 4, 128, ir.BF16, 0, 1}, {128, 4, 32, ir.F16, 0, 1},
 		{64, 4, 128, ir.F32, ir.BF16, 1}, {16, 8, 64, ir.F32, ir.F16, 1},
-		{4, 4, 128, ir.F32, ir.BF16, 2}, // the GEMV does not read a cast: a per-run kernel of its own
+		{4, 4, 128, ir.F32, ir.BF16, 1}, {1, 8, k, ir.F32, ir.F16, 1},
 	}
 	for _, c := range cases {
 		name := fmt.Sprintf("m%d_int%d_g%d_%s", c.m, c.bits, c.group, c.dt)

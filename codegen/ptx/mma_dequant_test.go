@@ -109,3 +109,63 @@ func TestQuantizedMMA(t *testing.T) {
 		})
 	}
 }
+
+// TestGEMVQuantizedCast: the GEMV template reads an f32 dequantize cast to bf16 or f16 (autocast's
+// weight) as integers too, by 128-bit loads of q where the layout allows and element by element
+// where not, and equals the reference's dequantize, cast and matmul.
+func TestGEMVQuantizedCast(t *testing.T) {
+	for _, c := range []struct {
+		bits, group int
+		zero        bool
+		qd, dt      string
+		m, n, k     int
+		vector      bool
+	}{
+		{4, 32, true, "u8", "bf16", 1, 64, 256, true},
+		{8, 256, false, "i8", "f16", 3, 48, 256, true},
+		{8, 100, true, "u8", "bf16", 2, 88, 100, false},
+	} {
+		name := fmt.Sprintf("int%d_g%d_%s_%dx%dx%d", c.bits, c.group, c.dt, c.m, c.n, c.k)
+		t.Run(name, func(t *testing.T) {
+			g := parse(t, quantMMA(c.dt, c.qd, true, c.m, c.n, c.k, c.bits, c.group, c.zero))
+			kern := Kernel{Name: "k_qcast", Graph: g}
+			cp, err := ContractionPlan(kern, harnessTarget)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cp.Kind != "gemv" {
+				t.Fatalf("template %q, want gemv", cp.Kind)
+			}
+			var globals []string
+			text, _, err := matmulKernel(kern, harnessTarget, &globals)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if vector := strings.Contains(text, "ld.global.v4.b32") && strings.Contains(text, "bfe."); vector != c.vector {
+				t.Errorf("128-bit loads of q: %v, want %v", vector, c.vector)
+			}
+			// Each weight of a vector is rounded to the 16-bit dtype, as the cast does (a
+			// difference the output's tolerance cannot see).
+			if n, per := strings.Count(text, "cvt.rn."+c.dt+".f32"), 128/c.bits; c.vector && n < per {
+				t.Errorf("%d roundings to %s, want one per weight of a vector (%d)", n, c.dt, per)
+			}
+			in := inputsFor(g, uint64(c.m*c.n+c.k), 1)
+			r := rand.New(rand.NewPCG(uint64(c.bits*c.group), 5))
+			for i := range in["q"].I {
+				in["q"].I[i] = int64(r.IntN(256))
+				if in["q"].Type.DType == ir.I8 {
+					in["q"].I[i] -= 128
+				}
+			}
+			if z := in["z"]; z != nil {
+				for i := range z.I {
+					z.I[i] = int64(r.IntN(1 << c.bits))
+				}
+			}
+			for i := range in["s"].F {
+				in["s"].F[i] = in["s"].F[i] / float64(int(1)<<c.bits) / 8 // f32 scales, not 16-bit values
+			}
+			checkKernel(t, kern, in, false)
+		})
+	}
+}
