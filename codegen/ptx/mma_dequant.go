@@ -32,6 +32,7 @@ type quantB struct {
 	out   ir.DType // the fragments' dtype (f16 or bf16)
 	bits  int
 	group int // k per group (K: one group per row)
+	k     int // the weight's K
 	q     operandLayout
 	kb    int // bytes of a tile row per k step
 	rowB  int // shared bytes per tile row
@@ -62,7 +63,7 @@ func quantGEMM(dot, dq *ir.Value) (*matmul, int, error) {
 	if err != nil || ql.view != nil || ql.kSt != 1 {
 		return nil, 0, fmt.Errorf("quantized weight %s is not stored [N][K]", q.Type)
 	}
-	qb := &quantB{dq: dq, out: dot.Type.DType, bits: dq.Attrs.Int("bits", 8), group: dq.Attrs.Int("group", 0), q: ql}
+	qb := &quantB{dq: dq, out: dot.Type.DType, bits: dq.Attrs.Int("bits", 8), group: dq.Attrs.Int("group", 0), k: dq.Type.Shape[1], q: ql}
 	qb.kb = mmaBK * qb.bits / 8
 	qb.rowB = quantRowBytes
 	qb.chunk = 1
@@ -190,10 +191,11 @@ func (mm *matmul) quantFragInit(sd *mmaSide, lane, wn, n0 string, nI int) error 
 	return nil
 }
 
-// quantScale loads the f32 scale and 2²³ (+ 128 for i8) + zero point of column n (clamped into
-// the weight) and group grp.
+// quantScale loads the scale and the biased zero point of column n (clamped into the weight)
+// and group grp: for the f32 route the f32 scale and 2²³ (+ 128 for i8) + zero; for the f16x2
+// route (quantB.halves) both as f16 pairs, the zero biased by 1024 (+ 128), exact in f16.
 func (mm *matmul) quantScale(n, grp string) (scale, zmagic string, err error) {
-	dq := mm.quant.dq
+	b, dq := mm.e.b, mm.quant.dq
 	mm.reset()
 	at := []string{mm.a.clamp(n, mm.N), grp}
 	sv, err := mm.eval(dq.Args[1], newIndexCoords(dq.Args[1].Type.Shape, at))
@@ -202,12 +204,29 @@ func (mm *matmul) quantScale(n, grp string) (scale, zmagic string, err error) {
 	}
 	scale = mm.e.reg(mm.e.cast(sv, ir.F32))
 	bias := 1 << 23
+	if mm.quant.halves() {
+		bias = 1024
+	}
 	if dq.Args[0].Type.DType == ir.I8 {
 		bias += 128
 	}
-	zmagic, err = mm.biasedZero(dq, at, bias)
-	return scale, zmagic, err
+	if zmagic, err = mm.biasedZero(dq, at, bias); err != nil || !mm.quant.halves() {
+		return scale, zmagic, err
+	}
+	pair := func(f32 string) string {
+		h := b.reg(rB16)
+		b.ins("cvt.rn.f16.f32", h, f32) // an f16 value: exact
+		p := b.reg(rU32)
+		b.ins("mov.b32", p, "{"+h+", "+h+"}")
+		return p
+	}
+	return pair(scale), pair(zmagic), nil
 }
+
+// halves reports whether the fragments dequantize in f16x2 registers (quantVectorF16's trick):
+// a dequantize of f16 scales, whose single rounding mul.rn.f16x2 makes, with K a whole number
+// of k steps (no k of a step to zero).
+func (qb *quantB) halves() bool { return qb.dq.Type.DType == ir.F16 && qb.out == ir.F16 && qb.k%mmaBK == 0 }
 
 // quantFrags forms the B fragments of k slab ks (0 or 16 of the step) in buffer cur: for each
 // pair of column tiles (2nj, 2nj+1), registers in ldmatrix.x4's order (k half j%2, tile
@@ -232,6 +251,10 @@ func (mm *matmul) quantFrags(sd *mmaSide, cur string, ks, nI int, scales [][2]st
 			} else {
 				b.ins("ld.shared.u8", r, fmt.Sprintf("[%s+%d]", base, off))
 			}
+			if qb.halves() {
+				bf[nj][j] = mm.quantPair(r, signed, scales[ni])
+				continue
+			}
 			var fs [2]string
 			for e := range 2 {
 				u := b.reg(rU32)
@@ -255,6 +278,31 @@ func (mm *matmul) quantFrags(sd *mmaSide, cur string, ks, nI int, scales [][2]st
 		}
 	}
 	return bf
+}
+
+// quantPair dequantizes the two fields of r (the even k in the low bits) into an f16x2
+// register: the fields moved to bits 0 and 16 (int4: the byte or'ed with itself shifted by
+// 12; int8: prmt, and i8 flipped to q + 128), or'ed into the mantissas of two 1024s (1024 + u
+// is exact), minus the pair 1024 (+ 128) + zero, which leaves u − zero exactly, times the
+// scale pair by mul.rn.f16x2: the one rounding of dequantize's product to f16.
+func (mm *matmul) quantPair(r string, signed bool, sc [2]string) string {
+	b, qb := mm.e.b, mm.quant
+	t := b.reg(rU32)
+	mask := "0x00FF00FF"
+	if qb.bits == 4 {
+		b.ins("shl.b32", t, r, "12")
+		b.ins("or.b32", t, t, r)
+		mask = "0x000F000F"
+	} else {
+		b.ins("prmt.b32", t, r, "0", "0x4140")
+		if signed {
+			b.ins("xor.b32", t, t, "0x00800080")
+		}
+	}
+	b.ins("lop3.b32", t, t, mask, "0x64006400", "0xEA") // (t & mask) | 0x64006400
+	b.ins("sub.rn.f16x2", t, t, sc[1])
+	b.ins("mul.rn.f16x2", t, t, sc[0])
+	return t
 }
 
 // quantStep loads, at the top of a k step's compute, what quantFrags needs per slab: the

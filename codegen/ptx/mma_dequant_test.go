@@ -39,7 +39,8 @@ func quantMMA(dt, qd string, cast bool, m, n, k, bits, group int, zero bool) str
 // 16-bit operands, for int8 (signed and unsigned) and int4, groups of 32/64/128, 16 and 48
 // (scales per k16 slab) and one per row, with and without zero points, f16 and bf16 (dequantize
 // of 16-bit scales, or an f32 one cast), ragged M, N and K, q's rows copied by 16-byte, 4-byte
-// and byte copies; the kernel reads q's bytes (no ldmatrix of B), and checkKernel assembles it
+// and byte copies, fragments formed in f16x2 registers (f16 scales, K a multiple of 32) or in
+// f32; the kernel reads q's bytes (no ldmatrix of B), and checkKernel assembles it
 // for sm_80 and sm_90 without spills and runs it under memcheck and racecheck.
 func TestQuantizedMMA(t *testing.T) {
 	cases := []struct {
@@ -60,6 +61,7 @@ func TestQuantizedMMA(t *testing.T) {
 		{8, 48, true, false, "u8", "f16", 12, 31, 144, 16},
 		{8, 0, true, false, "u8", "f16", 25, 16, 99, 1},
 		{8, 64, false, true, "i8", "f16", 16, 200, 320, 16},
+		{8, 64, true, false, "u8", "f16", 40, 72, 128, 16},
 	}
 	for _, c := range cases {
 		group := c.group
@@ -80,6 +82,10 @@ func TestQuantizedMMA(t *testing.T) {
 			}
 			if !strings.Contains(text, "mma.sync.aligned.m16n8k16") || strings.Count(text, "ldmatrix") != 8 { // A: 4 row tiles × 2 k16 slabs; B from ld.shared
 				t.Fatalf("want mma.sync with ldmatrix for A only:\n%s", text)
+			}
+			// f16 scales and whole k steps dequantize in f16x2 registers, the rest in f32.
+			if halves := c.dt == "f16" && !c.cast && c.k%32 == 0; strings.Contains(text, "mul.rn.f16x2") != halves {
+				t.Errorf("f16x2 dequantization: %v, want %v", !halves, halves)
 			}
 			copyIns := map[int]string{16: "cp.async.cg.shared.global", 8: "cp.async.cg.shared.global", 4: "cp.async.ca.shared.global", 1: "ld.global.u8"}
 			if !strings.Contains(text, copyIns[c.chunk]) {
