@@ -226,7 +226,9 @@ func (mm *matmul) quantScale(n, grp string) (scale, zmagic string, err error) {
 // halves reports whether the fragments dequantize in f16x2 registers (quantVectorF16's trick):
 // a dequantize of f16 scales, whose single rounding mul.rn.f16x2 makes, with K a whole number
 // of k steps (no k of a step to zero).
-func (qb *quantB) halves() bool { return qb.dq.Type.DType == ir.F16 && qb.out == ir.F16 && qb.k%mmaBK == 0 }
+func (qb *quantB) halves() bool {
+	return qb.dq.Type.DType == ir.F16 && qb.out == ir.F16 && qb.k%mmaBK == 0
+}
 
 // quantFrags forms the B fragments of k slab ks (0 or 16 of the step) in buffer cur: for each
 // pair of column tiles (2nj, 2nj+1), registers in ldmatrix.x4's order (k half j%2, tile
