@@ -15,14 +15,17 @@ import (
 // else byte copies), rows padded to 48 bytes. The mma's B fragment of lane (g, t) is column g,
 // k 2t, 2t+1 (register 0) and 2t+8, 2t+9 (register 1) of a k16 slab: for int8 the u16 at byte
 // 2t (and 2t+8) of the column's row, for int4 byte t (and t+4), whose low and high nibbles are
-// the two k. Each field becomes (u − zero)·scale in f32 as quantVector computes it (or'ed into
-// the bits of 2²³, minus 2²³ + zero, times the scale: exact, then mul.rn.f32 rounds once, a
-// no-op for 16-bit scales) and the pair is rounded to f16x2 or bf16x2 by one cvt: for a
-// dequantize of 16-bit scales that is the op's single rounding; for cast(dequantize f32) the
-// f32 product's rounding and then the cast's, as the two ops do. The fragment reads hit 8
-// different bank groups (rows 12 words apart). Scales and zero points come from global memory
-// (L1/L2-resident: K/group per column): once before the k loop for one group per row, once per
-// k step for groups of a multiple of 32, once per k16 slab for other multiples of 16.
+// the two k. For a dequantize of f16 scales (autocast's f16 weight) the pair is dequantized in
+// an f16x2 register (quantPair: the fields or'ed into the mantissas of two 1024s, minus 1024 +
+// zero, times the scale by mul.rn.f16x2, whose rounding is the op's one). Otherwise each field
+// becomes (u − zero)·scale in f32 as quantVector computes it (or'ed into the bits of 2²³, minus
+// 2²³ + zero, times the scale by mul.rn.f32) and the pair is rounded to f16x2 or bf16x2 by one
+// cvt: for a dequantize of 16-bit scales the f32 product is exact and the cvt is the op's
+// rounding; for cast(dequantize f32) mul.rn.f32 is the dequantize's and the cvt the cast's. The
+// fragment reads hit 8 different bank groups (rows 12 words apart). Scales and zero points come
+// from global memory (L1/L2-resident: K/group per column): once before the k loop for one group
+// per row, once per k step for groups of a multiple of 32, once per k16 slab for other
+// multiples of 16.
 // Out-of-range k of a ragged last step is set to 0 in B (A is zero there too, but a non-finite
 // scale would make 0·w NaN).
 
