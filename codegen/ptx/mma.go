@@ -378,8 +378,7 @@ func (mm *matmul) emitMMA() error {
 		b.ins(ldmatrix(!sd.kContig), "{"+joinRegs(regs)+"}", fmt.Sprintf("[%s+%d]", base, off))
 	}
 
-	var quantSlab func(ks int) ([][2]string, [][2]string, error)
-	if q := sides[1].q; q != nil {
+	if sides[1].q != nil {
 		if err := mm.quantFragInit(sides[1], lane, wn, n0, nI); err != nil {
 			return err
 		}
@@ -403,28 +402,28 @@ func (mm *matmul) emitMMA() error {
 	compute := func(cur string) error {
 		ab := a.mad(cur, sides[0].bufBytes, aAddr)
 		bb := a.mad(cur, sides[1].bufBytes, bAddr)
+		var quantSlab func(ks int) ([][2]string, [][2]string, error)
+		nB := nI / 2 // B fragments ldmatrix loads (none for a quantized B, mma_dequant.go)
 		if sides[1].q != nil {
 			var err error
 			if quantSlab, err = mm.quantStep(sides[1], lane, wn, n0, nI, bk); err != nil {
 				return err
 			}
+			nB = 0
 		}
 		for ks := 0; ks < bk; ks += ms.kStep {
 			// B's fragments for the warp's column tiles first, then A's one row tile at a
 			// time, so only 12 fragment registers are live beside the 64 accumulators (of the
 			// 128-wide tile).
 			bf := make([][]string, nI/2)
-			if sides[1].q != nil {
+			if quantSlab != nil {
 				scales, kOK, err := quantSlab(ks)
 				if err != nil {
 					return err
 				}
 				bf = mm.quantFrags(sides[1], cur, ks, nI, scales, kOK)
 			}
-			for nj := range nI / 2 {
-				if sides[1].q != nil {
-					break
-				}
+			for nj := range nB {
 				bf[nj] = []string{b.reg(rU32), b.reg(rU32), b.reg(rU32), b.reg(rU32)}
 				off := eb * (nj*16*sides[1].rowH + ks)
 				if !sides[1].kContig {
