@@ -34,6 +34,32 @@ func quantMMA(dt, qd string, cast bool, m, n, k, bits, group int, zero bool) str
 	return b.String()
 }
 
+// quantInputs is inputsFor(g) with a quantized weight's operands drawn as a checkpoint's: every
+// integer of q's dtype, zero points in [0, 2^bits) (i8: shifted by −128), and scales of a real
+// checkpoint's size (1/8 of a step per 2^bits), which keep the sums near 1, in the scales' dtype.
+func quantInputs(g *ir.Graph, seed uint64, bits int, r *rand.Rand) map[string]*tensor.Tensor {
+	in := inputsFor(g, seed, 1)
+	for i := range in["q"].I {
+		if in["q"].Type.DType == ir.U8 {
+			in["q"].I[i] = int64(r.IntN(256))
+		} else {
+			in["q"].I[i] = int64(r.IntN(256) - 128)
+		}
+	}
+	if z := in["z"]; z != nil {
+		for i := range z.I {
+			z.I[i] = int64(r.IntN(1 << bits))
+			if z.Type.DType == ir.I8 {
+				z.I[i] -= 128
+			}
+		}
+	}
+	for i := range in["s"].F {
+		in["s"].F[i] = tensor.RoundFloat(in["s"].Type.DType, in["s"].F[i]/float64(int(1)<<bits)/8)
+	}
+	return in
+}
+
 // TestQuantizedMMA: the tensor-core GEMM over a dequantized weight equals the reference's
 // dequantize-then-matmul (float64, rounded once) within the harness's tolerance for the
 // 16-bit operands, for int8 (signed and unsigned) and int4, groups of 32/64/128, 16 and 48
@@ -91,26 +117,7 @@ func TestQuantizedMMA(t *testing.T) {
 			if !strings.Contains(text, copyIns[c.chunk]) {
 				t.Errorf("q not copied by %s", copyIns[c.chunk])
 			}
-			in := inputsFor(g, uint64(c.m*c.n+c.k), 1)
-			r := rand.New(rand.NewPCG(uint64(c.bits*group+c.m), 3))
-			for i := range in["q"].I {
-				if in["q"].Type.DType == ir.U8 {
-					in["q"].I[i] = int64(r.IntN(256))
-				} else {
-					in["q"].I[i] = int64(r.IntN(256) - 128)
-				}
-			}
-			if z := in["z"]; z != nil {
-				for i := range z.I {
-					z.I[i] = int64(r.IntN(1 << c.bits))
-					if z.Type.DType == ir.I8 {
-						z.I[i] -= 128
-					}
-				}
-			}
-			for i := range in["s"].F {
-				in["s"].F[i] = tensor.RoundFloat(in["s"].Type.DType, in["s"].F[i]/float64(int(1)<<c.bits)/8)
-			}
+			in := quantInputs(g, uint64(c.m*c.n+c.k), c.bits, rand.New(rand.NewPCG(uint64(c.bits*group+c.m), 3)))
 			checkKernel(t, kern, in, false)
 		})
 	}
@@ -155,22 +162,7 @@ func TestGEMVQuantizedCast(t *testing.T) {
 			if n, per := strings.Count(text, "cvt.rn."+c.dt+".f32"), 128/c.bits; c.vector && n < per {
 				t.Errorf("%d roundings to %s, want one per weight of a vector (%d)", n, c.dt, per)
 			}
-			in := inputsFor(g, uint64(c.m*c.n+c.k), 1)
-			r := rand.New(rand.NewPCG(uint64(c.bits*c.group), 5))
-			for i := range in["q"].I {
-				in["q"].I[i] = int64(r.IntN(256))
-				if in["q"].Type.DType == ir.I8 {
-					in["q"].I[i] -= 128
-				}
-			}
-			if z := in["z"]; z != nil {
-				for i := range z.I {
-					z.I[i] = int64(r.IntN(1 << c.bits))
-				}
-			}
-			for i := range in["s"].F {
-				in["s"].F[i] = in["s"].F[i] / float64(int(1)<<c.bits) / 8 // f32 scales, not 16-bit values
-			}
+			in := quantInputs(g, uint64(c.m*c.n+c.k), c.bits, rand.New(rand.NewPCG(uint64(c.bits*c.group), 5)))
 			checkKernel(t, kern, in, false)
 		})
 	}
