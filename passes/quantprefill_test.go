@@ -28,18 +28,7 @@ func TestQuantizedPrefill(t *testing.T) {
 				}
 				r := runChecked(t, p.name, func(b *frontend.Builder) {
 					x := b.Input("x", ir.F16, T, p.k)
-					var w *frontend.Tensor
-					switch format {
-					case "f16":
-						w = b.Param("w", ir.T(ir.F16, p.n, p.k), frontend.Zeros())
-					case "int8":
-						w = frontend.Dequantize(b.Param("q", ir.T(ir.I8, p.n, p.k), frontend.Zeros()),
-							b.Param("s", ir.T(ir.F16, p.n, 1), frontend.Zeros()), nil, frontend.Quant{Bits: 8, Group: p.k, Axis: 1})
-					case "int4":
-						w = frontend.Dequantize(b.Param("q", ir.T(ir.U8, p.n, p.k/2), frontend.Zeros()),
-							b.Param("s", ir.T(ir.F16, p.n, p.k/128), frontend.Zeros()), b.Param("z", ir.T(ir.U8, p.n, p.k/128), frontend.Zeros()),
-							frontend.Quant{Bits: 4, Group: 128, Axis: 1})
-					}
+					w := llamaWeight(b, format, p.n, p.k)
 					b.Output("y", frontend.Linear(x, w, nil))
 				})
 				st := r.Stats
@@ -60,4 +49,20 @@ func TestQuantizedPrefill(t *testing.T) {
 			t.Errorf("T=%d: int4 reads %d B in %.1f µs, f16 %d B in %.1f µs", T, i4.bytes, i4.us, f16.bytes, f16.us)
 		}
 	}
+}
+
+// llamaWeight declares a linear layer's weight [n, k] in f16, or quantized as 1B-class
+// checkpoints are: int8 with per-channel f16 scales, int4 in groups of 128 with f16 scales and
+// u8 zero points.
+func llamaWeight(b *frontend.Builder, format string, n, k int) *frontend.Tensor {
+	switch format {
+	case "int8":
+		return frontend.Dequantize(b.Param("q", ir.T(ir.I8, n, k), frontend.Zeros()),
+			b.Param("s", ir.T(ir.F16, n, 1), frontend.Zeros()), nil, frontend.Quant{Bits: 8, Group: k, Axis: 1})
+	case "int4":
+		return frontend.Dequantize(b.Param("q", ir.T(ir.U8, n, k/2), frontend.Zeros()),
+			b.Param("s", ir.T(ir.F16, n, k/128), frontend.Zeros()), b.Param("z", ir.T(ir.U8, n, k/128), frontend.Zeros()),
+			frontend.Quant{Bits: 4, Group: 128, Axis: 1})
+	}
+	return b.Param("w", ir.T(ir.F16, n, k), frontend.Zeros())
 }
