@@ -13,7 +13,8 @@ import (
 
 // TestQuantizedMMAFallback: the tensor-core GEMM over an int4 weight (codegen/ptx's
 // mma_dequant.go), which this package has no template for, compiles with codegen/ptx's entry,
-// says so in its launch, and equals the reference within f16's rounding of the sums.
+// says so in its launch, and equals the reference within f16's rounding of the sums; lowered
+// alone to NVVM IR it is refused, not miscompiled.
 func TestQuantizedMMAFallback(t *testing.T) {
 	p := requireProducer(t)
 	g, err := ir.Parse("qmma.gir", []byte(`graph g {
@@ -31,6 +32,10 @@ func TestQuantizedMMAFallback(t *testing.T) {
 	k := ptx.Kernel{Name: "k0_dequantize_matmul", Graph: g}
 	if !ptx.QuantizedMMA(k) {
 		t.Fatal("not a quantized tensor-core GEMM")
+	}
+	// The IR alone (--emit nvvm, --backend auto's probe) refuses it: auto keeps codegen/ptx's.
+	if _, _, err := IR([]ptx.Kernel{k}, ptx.Target{SM: 80}); !Refused(err) {
+		t.Fatalf("IR: %v, want a refusal", err)
 	}
 	text, launches, err := p.Module([]ptx.Kernel{k}, ptx.Target{SM: 80})
 	if err != nil {
