@@ -17,7 +17,7 @@ import (
 //     once more to the 16-bit dtype, as the two ops do;
 //
 // with groups of a multiple of 16 along K (a k16 slab of the mma lies within one group) or
-// one group per row, whose operands are not views (the kernel reads them from their buffers
+// one group per row, N and K not zero (an empty weight has no scales to read), whose operands are not views (the kernel reads them from their buffers
 // as they lie), and which the GEMV template does not take (gemv.Fits: at most 8 rows).
 func Fits(dot *ir.Value) (*ir.Value, bool) {
 	if dot.Op != "dot_general" || len(dot.Args) != 2 {
@@ -45,7 +45,7 @@ func Fits(dot *ir.Value) (*ir.Value, bool) {
 		return nil, false
 	}
 	k, group := dq.Type.Shape[1], dq.Attrs.Int("group", 0)
-	if group != k && (group <= 0 || group%16 != 0) {
+	if k == 0 || dq.Type.Shape[0] == 0 || group != k && (group <= 0 || group%16 != 0) {
 		return nil, false
 	}
 	for _, a := range dq.Args {

@@ -29,6 +29,8 @@ func TestFits(t *testing.T) {
 		"axis 0: stored [K,N]":      {ir.F16, ir.F16, false, 128, 64, 256, 8, 256, 0, false, false},
 		"q through a view":          {ir.F16, ir.F16, false, 128, 64, 256, 8, 256, 1, true, false},
 		"f16 dequantize cast to bf": {ir.BF16, ir.F16, true, 128, 64, 256, 8, 256, 1, false, false},
+		"K = 0":                     {ir.F16, ir.F16, false, 128, 64, 0, 8, 16, 1, false, false},
+		"N = 0":                     {ir.F16, ir.F16, false, 128, 0, 256, 8, 256, 1, false, false},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
