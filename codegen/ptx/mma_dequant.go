@@ -24,8 +24,8 @@ import (
 // rounding; for cast(dequantize f32) mul.rn.f32 is the dequantize's and the cvt the cast's. The
 // fragment reads hit 8 different bank groups (rows 12 words apart). Scales and zero points come
 // from global memory (L1/L2-resident: K/group per column): once before the k loop for one group
-// per row, once per k step for groups of a multiple of 32, once per k16 slab for other
-// multiples of 16.
+// per row, on a group's first k step for groups of a multiple of 32 (kept in registers across
+// its steps), once per k16 slab for other multiples of 16.
 // Out-of-range k of a ragged last step is set to 0 in B (A is zero there too, but a non-finite
 // scale would make 0·w NaN).
 
@@ -45,7 +45,9 @@ type quantB struct {
 	ptr, row0, col0 string // the thread's first copy: global address, tile row, byte in the row
 	frag            string // shared address of the thread's fragment bytes in buffer 0
 	kt              string // the k-step counter
-	hoisted         [][2]string
+	// (scale, biased zero) per column of the thread: loaded before the k loop (one group per
+	// row), or carried across the steps of a group and reloaded on its first
+	hoisted, carried [][2]string
 }
 
 const quantRowBytes = 48 // 32 bytes of k and 16 of padding: fragment rows 12 words apart
@@ -336,7 +338,34 @@ func (mm *matmul) quantStep(sd *mmaSide, lane, wn, n0 string, nI, bk int) (func(
 		return out, nil
 	}
 	var perStep [][2]string
-	if qb.hoisted == nil && qb.group%bk == 0 {
+	switch {
+	case qb.hoisted == nil && qb.group%bk == 0 && qb.group > bk:
+		// Groups of several steps: the registers carried across steps are reloaded on a
+		// group's first step only.
+		if qb.carried == nil {
+			kind := rF32
+			if qb.halves() {
+				kind = rU32 // f16x2 pairs
+			}
+			for range nI {
+				qb.carried = append(qb.carried, [2]string{b.reg(kind), b.reg(kind)})
+			}
+		}
+		keep := b.reg(rPred)
+		b.ins("setp.ne.u32", keep, a.reg(a.rem(qb.kt, qb.group/bk)), "0")
+		same := b.label("same_group")
+		b.braIf(keep, same)
+		loaded, err := load(0)
+		if err != nil {
+			return nil, err
+		}
+		for ni, c := range qb.carried {
+			b.ins("mov.b32", c[0], loaded[ni][0])
+			b.ins("mov.b32", c[1], loaded[ni][1])
+		}
+		b.place(same)
+		perStep = qb.carried
+	case qb.hoisted == nil && qb.group%bk == 0:
 		var err error
 		if perStep, err = load(0); err != nil {
 			return nil, err
