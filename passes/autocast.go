@@ -70,9 +70,12 @@ func Autocast(g *ir.Graph, dt ir.DType) map[*ir.Value]*ir.Value {
 			}
 			l := low[a]
 			if l == nil {
-				l = mk(&ir.Value{Op: "cast", Type: ir.Type{DType: dt, Shape: a.Type.Shape.Clone()}, Attrs: ir.Attrs{"to": dt}, Args: []*ir.Value{a}, Pos: v.Pos})
-				low[a] = l
+				l = lowDequantize(a, dt, low, mk)
 			}
+			if l == nil {
+				l = mk(&ir.Value{Op: "cast", Type: ir.Type{DType: dt, Shape: a.Type.Shape.Clone()}, Attrs: ir.Attrs{"to": dt}, Args: []*ir.Value{a}, Pos: v.Pos})
+			}
+			low[a] = l
 			v.Args[i] = l
 		}
 		f32 := v.Type

@@ -15,29 +15,47 @@ import (
 
 // A linear layer over int8 or int4 weights: with at most 8 rows the dequantize joins the GEMV
 // kernel, which reads the integer weight (one kernel per run, its bytes within 1.2× the integer
-// weight's); with more rows it is a kernel of its own, per run like the product, so the device
-// holds the integers only and no bind-time kernel writes a float copy.
+// weight's). With more rows and f16/bf16 operands it joins the tensor-core GEMM (codegen/qmma).
+// Both also take an f32 dequantize cast to bf16 or f16 (autocast's weight): one kernel, which
+// reads the integers. With more rows in f32 it is a kernel of its own, per run like the product. In
+// every case the device holds the integers only and no bind-time kernel writes a float copy.
 func TestQuantizedLinear(t *testing.T) {
 	const n, k = 512, 1024
 	cases := []struct {
 		m, bits, group int
+		dt             ir.DType // x's and the scales'
+		cast           ir.DType // set: f32 scales, the dequantize cast to it
 		kernels        int
 	}{
-		{1, 8, k, 1}, {8, 8, k, 1}, {1, 4, 128, 1}, {4, 4, 32, 1},
-		{9, 8, k, 2}, {64, 4, 128, 2},
+		{1, 8, k, ir.F32, 0, 1}, {8, 8, k, ir.F32, 0, 1}, {1, 4, 128, ir.F32, 0, 1}, {4, 4, 32, ir.F32, 0, 1},
+		{9, 8, k, ir.F32, 0, 2}, {64, 4, 128, ir.F32, 0, 2},
+		{9, 8, k, ir.F16, 0, 1}, {64, 4, 128, ir.BF16, 0, 1}, {128, 4, 32, ir.F16, 0, 1},
+		{64, 4, 128, ir.F32, ir.BF16, 1}, {16, 8, 64, ir.F32, ir.F16, 1},
+		{4, 4, 128, ir.F32, ir.BF16, 1}, {1, 8, k, ir.F32, ir.F16, 1},
 	}
 	for _, c := range cases {
-		t.Run(fmt.Sprintf("m%d_int%d_g%d", c.m, c.bits, c.group), func(t *testing.T) {
+		name := fmt.Sprintf("m%d_int%d_g%d_%s", c.m, c.bits, c.group, c.dt)
+		if c.cast != 0 {
+			name += "_cast_" + c.cast.String()
+		}
+		t.Run(name, func(t *testing.T) {
 			qt := ir.T(ir.I8, n, k)
 			if c.bits == 4 {
 				qt = ir.T(ir.U8, n, k/2)
 			}
 			r := runChecked(t, "qlinear", func(b *frontend.Builder) {
-				x := b.Input("x", ir.F32, c.m, k)
+				xt := c.dt
+				if c.cast != 0 {
+					xt = c.cast
+				}
+				x := b.Input("x", xt, c.m, k)
 				q := b.Param("q", qt, frontend.Zeros())
-				s := b.Param("s", ir.T(ir.F32, n, k/c.group), frontend.Constant(0.01))
+				s := b.Param("s", ir.T(c.dt, n, k/c.group), frontend.Constant(0.01))
 				w := frontend.Dequantize(q, s, nil, frontend.Quant{Bits: c.bits, Group: c.group, Axis: 1})
-				b.Output("y", frontend.Linear(x, w, b.Param("b", ir.T(ir.F32, n), frontend.Zeros())))
+				if c.cast != 0 {
+					w = w.Cast(c.cast)
+				}
+				b.Output("y", frontend.Linear(x, w, b.Param("b", ir.T(xt, n), frontend.Zeros())))
 			})
 			st := r.Stats
 			if st.Kernels != c.kernels || st.BindKernels != 0 {
@@ -69,8 +87,7 @@ func TestQuantizedLinear(t *testing.T) {
 
 // The kernel graphs and cost reports of an int4 linear layer (groups of 32, zero points, f16)
 // at 1 and 16 rows are pinned in testdata/quant/int4_linear.txtar (go test -update rewrites
-// it): the dequantize inside the GEMV kernel, and as a per-run kernel of its own before a
-// product of 16 rows.
+// it): the dequantize inside the GEMV kernel at 1 row, inside the tensor-core GEMM at 16.
 func TestQuantizedLinearGolden(t *testing.T) {
 	var files []txtar.File
 	for _, m := range []int{1, 16} {

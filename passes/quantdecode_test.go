@@ -35,18 +35,7 @@ func TestQuantizedDecode(t *testing.T) {
 		for _, p := range llama1B {
 			r := runChecked(t, p.name, func(b *frontend.Builder) {
 				x := b.Input("x", ir.F16, 1, p.k)
-				var w *frontend.Tensor
-				switch format {
-				case "f16":
-					w = b.Param("w", ir.T(ir.F16, p.n, p.k), frontend.Zeros())
-				case "int8":
-					w = frontend.Dequantize(b.Param("q", ir.T(ir.I8, p.n, p.k), frontend.Zeros()),
-						b.Param("s", ir.T(ir.F16, p.n, 1), frontend.Zeros()), nil, frontend.Quant{Bits: 8, Group: p.k, Axis: 1})
-				case "int4":
-					w = frontend.Dequantize(b.Param("q", ir.T(ir.U8, p.n, p.k/2), frontend.Zeros()),
-						b.Param("s", ir.T(ir.F16, p.n, p.k/128), frontend.Zeros()), b.Param("z", ir.T(ir.U8, p.n, p.k/128), frontend.Zeros()),
-						frontend.Quant{Bits: 4, Group: 128, Axis: 1})
-				}
+				w := llamaWeight(b, format, p.n, p.k)
 				b.Output("y", frontend.Linear(x, w, nil))
 			})
 			st := r.Stats

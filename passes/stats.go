@@ -244,6 +244,9 @@ func idealBytes(g *ir.Graph) (ideal, reread int64) {
 				for isView(a.Op) {
 					a = a.Args[0]
 				}
+				if a.Op == "cast" && a.Args[0].Op == ops.DequantizeOp {
+					a = a.Args[0] // autocast's bf16 weight, read as integers too
+				}
 				if a.Op == ops.DequantizeOp && bufferViews(a.Args) {
 					continue // read as integers by the operand's loads (passes/quant.go)
 				}

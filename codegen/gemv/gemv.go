@@ -137,8 +137,12 @@ func isView(v *ir.Value) bool {
 	return true
 }
 
-// quantizedView reports whether v is a dequantize (ops.DequantizeOp) whose operands are views.
+// quantizedView reports whether v is a dequantize (ops.DequantizeOp) whose operands are views,
+// or an f32 one cast to a 16-bit dtype (the template rounds the f32 product once more).
 func quantizedView(v *ir.Value) bool {
+	if v.Op == "cast" && v.Args[0].Op == "dequantize" && v.Args[0].Type.DType == ir.F32 {
+		v = v.Args[0]
+	}
 	if v.Op != "dequantize" {
 		return false
 	}

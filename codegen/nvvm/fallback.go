@@ -21,6 +21,8 @@ func borrowed(k ptx.Kernel, t ptx.Target) bool {
 		return borrowedAttention(k) != "" || ptx.AttentionAppends(k.Graph) || tf32Attention(k, t)
 	case "norm gemv", "attention backward":
 		return true
+	case "contraction":
+		return ptx.QuantizedMMA(k)
 	}
 	return false
 }
@@ -43,6 +45,8 @@ func borrowedNote(k ptx.Kernel, t ptx.Target) string {
 			name = "tf32 tensor-core"
 		}
 		template = name + " attention"
+	} else if template == "contraction" {
+		template = "quantized tensor-core GEMM"
 	}
 	return "the NVVM producer has no " + template + " template yet: this entry is codegen/ptx's"
 }

@@ -63,8 +63,15 @@ func (g *gen) dequantize(v *ir.Value, x *index) (val, error) {
 // vector: a vector must not straddle a group (group a multiple of 16 or 32). Per-channel int8
 // stored [K, N] has a vector read of its own (quantColumnsOf); other quantized weights (odd
 // sizes, int4 or groups in the [K, N] order) are read element by element.
+//
+// The weight may also be an f32 dequantize cast to dot's 16-bit dtype (autocast's bf16 weight):
+// the f32 product rounded by mul.rn.f32 and then by the cast, as the two ops do (out).
 func quantWeightOf(dot *ir.Value, p gemv.Plan) (gemvWeight, bool) {
 	dq := dot.Args[1]
+	out := dq.Type.DType
+	if dq.Op == "cast" && dq.Args[0].Op == ops.DequantizeOp && dq.Args[0].Type.DType == ir.F32 {
+		dq = dq.Args[0]
+	}
 	rc := dot.Attrs.Ints("rhs_contract")
 	if dq.Op != ops.DequantizeOp || dq.Type.Shape.Rank() != 2 || len(dot.Attrs.Ints("rhs_batch")) != 0 ||
 		len(rc) != 1 || rc[0] != dq.Attrs.Int("axis", -1) {
@@ -75,14 +82,16 @@ func quantWeightOf(dot *ir.Value, p gemv.Plan) (gemvWeight, bool) {
 		return gemvWeight{}, false
 	}
 	if rc[0] == 0 {
-		return quantColumnsOf(dq, l, p)
+		w, ok := quantColumnsOf(dq, l, p)
+		w.out = out
+		return w, ok
 	}
 	if l.kSt != 1 {
 		return gemvWeight{}, false
 	}
 	v := 16 * 8 / dq.Attrs.Int("bits", 8) // w elements per 16 bytes of q
 	ok := l.off%16 == 0 && (p.N == 1 || l.freeSt%16 == 0) && p.K%v == 0 && dq.Attrs.Int("group", 0)%v == 0 && p.KPer%v == 0
-	return gemvWeight{kContig: true, v: v, l: l, quant: dq}, ok
+	return gemvWeight{kContig: true, v: v, l: l, quant: dq, out: out}, ok
 }
 
 // quantVector loads the 16 bytes of w.quant's q holding w[col, kk:kk+v] with one 128-bit load
@@ -133,7 +142,7 @@ func (gn *gen) quantVector(w gemvWeight, kk, col, colOff string) ([]val, error) 
 			e.b.ins("mov.b32", f, u)
 			e.b.ins("sub.f32", f, f, zmagic)
 			e.b.ins("mul.rn.f32", f, f, scale)
-			vs = append(vs, e.cast(val{ir.F32, f}, dq.Type.DType))
+			vs = append(vs, e.cast(val{ir.F32, f}, w.out))
 		}
 	}
 	return vs, nil
@@ -310,7 +319,7 @@ func (gn *gen) quantColumns(w gemvWeight, kk, colOff string, cs [][2]string) []v
 		e.b.ins("mov.b32", f, u)
 		e.b.ins("sub.f32", f, f, cs[j][1])
 		e.b.ins("mul.rn.f32", f, f, cs[j][0])
-		vs[j] = e.cast(val{ir.F32, f}, dq.Type.DType)
+		vs[j] = e.cast(val{ir.F32, f}, w.out)
 	}
 	return vs
 }

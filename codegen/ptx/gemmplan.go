@@ -124,6 +124,10 @@ func GEMMPlan(k Kernel, t Target) (GEMM, error) {
 	if err != nil {
 		return GEMM{}, err
 	}
+	if mm.quant != nil {
+		// Its B side is a byte tile dequantized in registers, which this plan does not describe.
+		return GEMM{}, fmt.Errorf("the quantized tensor-core GEMM (mma_dequant.go) has no NVVM counterpart yet")
+	}
 	p := GEMM{Dot: c.Dot, M: mm.M, N: mm.N, K: mm.K, Batch: mm.batchShape, A: exportOperand(mm.lhs), B: exportOperand(mm.rhs),
 		RowCol: mm.conv == nil && mm.rowColShape(), ColGroups: mm.conv == nil && mm.colGroups(4),
 		ColPairs: mm.conv == nil && mm.colGroups(2) && len(mm.batchShape)+2 == c.Dot.Type.Shape.Rank(), Grid: c.Grid, Block: c.Block}

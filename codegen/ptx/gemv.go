@@ -33,6 +33,7 @@ type gemvWeight struct {
 	v       int
 	l       operandLayout
 	quant   *ir.Value // a dequantize read as packed integers (l is its q's layout), or nil
+	out     ir.DType  // the weight's dtype: quant's, or that of the cast of it the product reads
 }
 
 func gemvWeightOf(dot *ir.Value, p gemv.Plan) gemvWeight {

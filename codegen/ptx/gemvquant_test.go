@@ -10,9 +10,6 @@ import (
 	"golang.org/x/tools/txtar"
 
 	"github.com/gcomp/gcomp/internal/golden"
-
-	"github.com/gcomp/gcomp/ir"
-	"github.com/gcomp/gcomp/tensor"
 )
 
 // quantGEMV is x·wᵀ (order "nk": q[N, K/per], axis 1, Llama's Linear) or x·w (order "kn":
@@ -106,27 +103,7 @@ func TestGEMVQuantized(t *testing.T) {
 			if n := strings.Count(text, "ld.global.v4.b32"); c.vector && c.order == "nk" && n < 2 {
 				t.Errorf("%d 128-bit loads: x is not read by them", n)
 			}
-			in := inputsFor(g, uint64(c.s.m*c.s.n+c.s.k), 1)
-			r := rand.New(rand.NewPCG(uint64(c.bits*group), 2))
-			for i := range in["q"].I {
-				if in["q"].Type.DType == ir.U8 {
-					in["q"].I[i] = int64(r.IntN(256))
-				} else {
-					in["q"].I[i] = int64(r.IntN(256) - 128)
-				}
-			}
-			if z := in["z"]; z != nil {
-				for i := range z.I {
-					z.I[i] = int64(r.IntN(1 << c.bits))
-					if z.Type.DType == ir.I8 {
-						z.I[i] -= 128
-					}
-				}
-			}
-			// scales of a real checkpoint's size keep the sums near 1
-			for i := range in["s"].F {
-				in["s"].F[i] = tensor.RoundFloat(in["s"].Type.DType, in["s"].F[i]/float64(int(1)<<c.bits)/8)
-			}
+			in := quantInputs(g, uint64(c.s.m*c.s.n+c.s.k), c.bits, rand.New(rand.NewPCG(uint64(c.bits*group), 2)))
 			checkKernel(t, kern, in, false)
 		})
 	}

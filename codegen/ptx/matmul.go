@@ -356,6 +356,9 @@ func tiledKernel(k Kernel, dot *ir.Value, t Target, half bool, globals *[]string
 
 // dotGEMM views a dot_general as a (batched) GEMM.
 func dotGEMM(dot *ir.Value) (*matmul, int, error) {
+	if dq := quantOperand(dot); dq != nil {
+		return quantGEMM(dot, dq)
+	}
 	lb, rb := dot.Attrs.Ints("lhs_batch"), dot.Attrs.Ints("rhs_batch")
 	lhs, err := layoutOf(dot.Args[0], lb, dot.Attrs.Ints("lhs_contract"))
 	if err != nil {
@@ -385,6 +388,7 @@ type matmul struct {
 	lhs, rhs   operandLayout
 	dot        *ir.Value
 	batchShape ir.Shape
+	quant      *quantB // set when B is a dequantize read as integers (mma_dequant.go)
 }
 
 // narrowColRegs is the FFMA template's accumulator columns per thread: 8 (a 128-column tile)

@@ -77,6 +77,10 @@ func (mm *matmul) mmaSides(ms mmaShape) ([]*mmaSide, error) {
 	eb, bk := ms.eb, ms.bk
 	sides := []*mmaSide{{l: mm.lhs}, {l: mm.rhs}}
 	for i, sd := range sides {
+		if i == 1 && mm.quant != nil {
+			mm.quantSide(sd)
+			continue
+		}
 		// conv2d's image side is the implicit im2col matrix, stored [k][pixel] (pixels are what lie
 		// close together in the image); a generic operand runs along its last dim.
 		conv := i == 0 && mm.conv != nil
@@ -190,6 +194,7 @@ type mmaSide struct {
 	// copyAt, if set, gives the source address and validity of copy i at k step k0 (conv2d's
 	// image side, a generic operand).
 	copyAt func(k0 string, i int) (src, ok string)
+	q      *quantB // set for a quantized weight's byte tile (mma_dequant.go)
 	sh     string
 	base   string // global address of the operand (batch offset applied)
 }
@@ -235,6 +240,8 @@ func (mm *matmul) emitMMA() error {
 		if sd.l.view != nil {
 			// A generic operand's copies address their own buffer: any valid address does here.
 			sd.base = mm.ptr[mm.kernelGraph.Inputs()[0]]
+		} else if sd.q != nil {
+			sd.base = mm.ptr[sd.l.v] // addressed in bytes by quantCopyInit
 		} else if sd.base = mm.ptr[sd.l.v]; offs[i] != "0" {
 			sd.base = mm.scaledAddr(sd.base, offs[i], eb)
 		}
@@ -255,6 +262,10 @@ func (mm *matmul) emitMMA() error {
 	maps := make([]copyMap, 2)
 	for si, sd := range sides {
 		cm := &maps[si]
+		if sd.q != nil {
+			mm.quantCopyInit(sd, tid, n0)
+			continue
+		}
 		var fl string
 		var perRow int
 		perRow, cm.df, cm.dk = sd.copies(bk, []int{mmBM, 16 * mm.rn}[si])
@@ -287,6 +298,10 @@ func (mm *matmul) emitMMA() error {
 	// issue copies k step k0 of both operands into buffer buf, then advances the pointers.
 	issue := func(k0, buf string) {
 		for si, sd := range sides {
+			if sd.q != nil {
+				mm.quantIssue(sd, k0, buf, tid, n0)
+				continue
+			}
 			cm := maps[si]
 			bufBase := a.mad(buf, sd.bufBytes, cm.sh0)
 			kc := a.add(k0, cm.kq)
@@ -387,6 +402,11 @@ func (mm *matmul) emitMMA() error {
 		b.ins(ldmatrix(!sd.kContig), "{"+joinRegs(regs)+"}", fmt.Sprintf("[%s+%d]", base, off))
 	}
 
+	if sides[1].q != nil {
+		if err := mm.quantFragInit(sides[1], lane, wn, n0, nI); err != nil {
+			return err
+		}
+	}
 	acc := make([]string, 4*mI*nI) // [mi][ni][4]
 	for i := range acc {
 		acc[i] = b.reg(rF32)
@@ -403,16 +423,32 @@ func (mm *matmul) emitMMA() error {
 			b.ins("cvt.rna.tf32.f32", r, f)
 		}
 	}
-	compute := func(cur string) {
+	compute := func(cur string) error {
 		ab := a.mad(cur, sides[0].bufBytes, aAddr)
 		bb := a.mad(cur, sides[1].bufBytes, bAddr)
 		kHalf := ms.kStep / 2 // a fragment register's second k half (tf32, fp8)
+		var quantSlab func(ks int) ([][2]string, [][2]string, error)
+		nB := nI / 2 // B fragments ldmatrix loads (none for a quantized B, mma_dequant.go)
+		if sides[1].q != nil {
+			var err error
+			if quantSlab, err = mm.quantStep(sides[1], lane, wn, n0, nI, bk); err != nil {
+				return err
+			}
+			nB = 0
+		}
 		for ks := 0; ks < bk; ks += ms.kStep {
 			// B's fragments for the warp's column tiles first, then A's one row tile at a
 			// time, so only 12 fragment registers are live beside the 64 accumulators (of the
 			// 128-wide tile).
 			bf := make([][]string, nI/2)
-			for nj := range nI / 2 {
+			if quantSlab != nil {
+				scales, kOK, err := quantSlab(ks)
+				if err != nil {
+					return err
+				}
+				bf = mm.quantFrags(sides[1], cur, ks, nI, scales, kOK)
+			}
+			for nj := range nB {
 				bf[nj] = []string{b.reg(rU32), b.reg(rU32), b.reg(rU32), b.reg(rU32)}
 				off := eb * (nj*16*sides[1].rowH + ks)
 				if !sides[1].kContig {
@@ -439,6 +475,7 @@ func (mm *matmul) emitMMA() error {
 				}
 			}
 		}
+		return nil
 	}
 
 	nk := ceilDiv(mm.K, bk)
@@ -447,6 +484,9 @@ func (mm *matmul) emitMMA() error {
 	b.ins("bar.sync", "0")
 	kt := b.reg(rU32)
 	b.ins("mov.u32", kt, "0")
+	if sides[1].q != nil {
+		sides[1].q.kt = kt
+	}
 	loop, done := b.label("k_loop"), b.label("k_done")
 	b.place(loop)
 	b.ins(`.pragma "nounroll"`) // unrolled copies of the pipeline overflow 128 registers
@@ -465,7 +505,9 @@ func (mm *matmul) emitMMA() error {
 	b.ins("xor.b32", nbuf, cur, "1")
 	issue(a.mul(next, bk), nbuf)
 	b.place(skip)
-	compute(cur)
+	if err := compute(cur); err != nil {
+		return err
+	}
 	b.ins("cp.async.wait_group", "0")
 	b.ins("bar.sync", "0")
 	b.ins("add.s32", kt, kt, "1")
