@@ -55,9 +55,9 @@ func (c attnCase) graph(t *testing.T) *ir.Graph {
 }
 
 // TestAttentionKernel runs codegen/ptx's attention test table through the NVVM producer on the
-// simulator: the CUDA-core template is this package's own entry (libNVVM compiles it, LLVM 14's
-// llvm-as parses its IR when found) and agrees with the reference and bit for bit with
-// codegen/ptx's kernel; shapes the dispatch gives the tensor-core or split-KV template take
+// simulator: the CUDA-core and split-KV templates are this package's own entries (libNVVM
+// compiles them, LLVM 14's llvm-as parses their IR when found) and agree with the reference and
+// bit for bit with codegen/ptx's kernels; shapes the dispatch gives the tensor-core template take
 // codegen/ptx's entry, and the launch says so.
 func TestAttentionKernel(t *testing.T) {
 	p := requireProducer(t)
@@ -68,7 +68,7 @@ func TestAttentionKernel(t *testing.T) {
 		{attnCase{1, 1, 1, 5, 7, 8, 8, ops.MaskNone, nil, nil, ir.F32}, true},
 		{attnCase{2, 2, 2, 9, 9, 16, 16, ops.MaskCausal, nil, nil, ir.F32}, true},
 		{attnCase{1, 4, 2, 6, 40, 33, 5, ops.MaskCausal, nil, nil, ir.F32}, true},
-		{attnCase{2, 4, 1, 3, 37, 8, 8, ops.MaskPosition, nil, []int64{34, 5}, ir.F32}, false},
+		{attnCase{2, 4, 1, 3, 37, 8, 8, ops.MaskPosition, nil, []int64{34, 5}, ir.F32}, true}, // split-KV (attention_decode.go)
 		{attnCase{2, 4, 1, 9, 37, 8, 8, ops.MaskPosition, nil, []int64{-20, 5}, ir.F32}, true},
 		{attnCase{2, 2, 1, 6, 70, 64, 64, ops.MaskPosition, nil, []int64{69, -1}, ir.F32}, true},
 		{attnCase{2, 2, 2, 6, 6, 8, 8, ops.MaskNone, []int{2, 1, 6, 6}, nil, ir.F32}, true},
@@ -162,7 +162,8 @@ func checkAttention(t *testing.T, got, want *tensor.Tensor) {
 	}
 }
 
-// TestAttentionCost compares the two producers' CUDA-core attention entries on the simulator:
+// TestAttentionCost compares the two producers' CUDA-core and split-KV attention entries on the
+// simulator:
 // warp instructions executed and ptxas's sm_80 registers (docs/perf.md has the table). NVVM's
 // must execute at most 10% more instructions than codegen/ptx's.
 func TestAttentionCost(t *testing.T) {
@@ -172,6 +173,8 @@ func TestAttentionCost(t *testing.T) {
 		{1, 4, 4, 16, 16, 16, 16, ops.MaskNone, nil, nil, ir.F32},   // transformer's
 		{1, 4, 2, 128, 128, 64, 64, ops.MaskCausal, nil, nil, ir.F32},
 		{2, 4, 2, 7, 256, 128, 128, ops.MaskCausal, nil, nil, ir.BF16},
+		{1, 12, 12, 1, 1024, 64, 64, ops.MaskNone, nil, nil, ir.F16}, // split-KV: GPT-2 small's decode
+		{1, 32, 4, 1, 512, 64, 64, ops.MaskNone, nil, nil, ir.F16},   // split-KV: 8 rows per KV head
 	} {
 		g := c.graph(t)
 		k := ptx.Kernel{Name: "k0_attention", Graph: g}

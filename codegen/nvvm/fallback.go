@@ -6,7 +6,8 @@ import (
 
 // borrowed reports whether k takes a template this package has no counterpart for, whose
 // kernels Module takes from codegen/ptx rather than refuse the model: attention's tensor-core
-// and split-KV templates (borrowedAttention; the CUDA-core one is attention.go's) and the GEMV
+// template (borrowedAttention; the CUDA-core and split-KV ones are attention.go's and
+// attention_decode.go's) and the GEMV
 // with a LayerNorm or RMSNorm prologue (codegen/ptx's gemvnorm.go; this package computes a plain
 // GEMV with the direct template, which has no row reductions). The launch records it (Producer
 // "ptx" and a note); both producers share names, parameters and launches, so one plan runs the
