@@ -26,21 +26,8 @@ import (
 // and llvm.fma.f32, the output by a correctly rounded fdiv; libNVVM runs with -fma=0, so nothing
 // else contracts, and the output is bit for bit codegen/ptx's. The tiles load 16 bytes per
 // thread at a time where the layout allows, else one element, as codegen/ptx's. Split-KV decoding (splitkv.Of) is
-// attention_decode.go's, from the same pieces; f16/bf16 prefill (attnmma.Fits) keeps
-// codegen/ptx's template (borrowedAttention).
-
-// borrowedAttention names the codegen/ptx attention template k takes that this package has no
-// counterpart for, "tensor-core" (as codegen/ptx dispatches), or is empty.
-func borrowedAttention(k ptx.Kernel) string {
-	p, ok := ptx.PlanAttention(k.Graph)
-	switch {
-	case !ok:
-		return ""
-	case attnmma.Fits(p.Op):
-		return "tensor-core"
-	}
-	return ""
-}
+// attention_decode.go's, from the same pieces; f16/bf16 prefill (attnmma.Fits) is
+// attention_mma.go's, on tensor cores.
 
 // attnOperand is an operand of the attention op as a buffer, an offset and a stride per dim (0
 // for dims of size 1: broadcasts and lone indices).
@@ -77,9 +64,6 @@ func (md *module) attentionKernel(k ptx.Kernel) (*ir.Func, ptx.Launch, error) {
 	if len(g.Outputs) != 1 || g.Outputs[0].Value != p.Op {
 		return nil, ptx.Launch{}, fmt.Errorf("an attention kernel writes the attention op's result alone")
 	}
-	if tpl := borrowedAttention(k); tpl != "" {
-		return nil, ptx.Launch{}, fmt.Errorf("the %s attention template %s (Module takes codegen/ptx's entry)", tpl, refusedText)
-	}
 	args := ptx.Params(g)
 	sp, decode := splitkv.Of(p.Op)
 	if decode && sp.Splits > 1 {
@@ -104,9 +88,12 @@ func (md *module) attentionKernel(k ptx.Kernel) (*ir.Func, ptx.Launch, error) {
 		}
 		operands[i] = attnOperand{d: base.Type.DType, ptr: kg.ptr[base], off: off, strides: st}
 	}
-	ag := &attnGen{kg: kg, p: p, d: p.Op.Type.DType, threads: p.Block[0],
-		ktile: md.sharedArray(k.Name+"_ktile", p.Keys*max(1, p.E), types.Float, 16),
-		vtile: md.sharedArray(k.Name+"_vtile", p.Keys*max(1, p.Ev), types.Float, 16)}
+	ag := &attnGen{kg: kg, p: p, d: p.Op.Type.DType, threads: p.Block[0]}
+	if attnmma.Fits(p.Op) { // f16/bf16 prefill on tensor cores (attention_mma.go)
+		return ag.mmaKernel(operands, args)
+	}
+	ag.ktile = md.sharedArray(k.Name+"_ktile", p.Keys*max(1, p.E), types.Float, 16)
+	ag.vtile = md.sharedArray(k.Name+"_vtile", p.Keys*max(1, p.Ev), types.Float, 16)
 	if decode { // few query rows, a long cache: flash-decoding (attention_decode.go)
 		return ag.decodeKernel(sp, operands, args)
 	}

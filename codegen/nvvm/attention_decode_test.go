@@ -1,6 +1,7 @@
 package nvvm
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/gcomp/gcomp/codegen/ptx"
@@ -48,48 +49,60 @@ func TestAttentionDecodeKernel(t *testing.T) {
 			if sp, ok := splitkv.Of(g.Outputs[0].Value); !ok || sp.Splits != c.splits {
 				t.Fatalf("split-KV plan %+v (taken %v), want %d splits", sp, ok, c.splits)
 			}
-			k := ptx.Kernel{Name: "k0_attention", Graph: g}
-			text, launches, err := p.Module([]ptx.Kernel{k}, ptx.Target{SM: 80})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if launches[0].Producer == "ptx" {
-				t.Fatalf("codegen/ptx's entry, want the NVVM producer's own (notes %q)", launches[0].Notes)
-			}
-			regs := assemble(t, text, []ptx.Kernel{k})
-			t.Logf("registers %v", regs[k.Name])
 			in := inputsFor(g, 7)
 			if c.pos != nil {
 				copy(in["pos"].I, c.pos)
 			}
-			got := runTwice(t, text, k, launches[0], in)
-			want, err := ref.Run(g, in, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkAttention(t, got, want["o"])
-			ptxText, ptxLaunches, err := ptx.Module([]ptx.Kernel{k}, ptx.Target{SM: 80})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if pl, l := ptxLaunches[0], launches[0]; pl.Grid != l.Grid || pl.Block != l.Block || len(pl.Params) != len(l.Params) ||
-				pl.Params[len(pl.Params)-1] != l.Params[len(l.Params)-1] {
-				t.Errorf("launch %v %v %v, codegen/ptx's %v %v %v", l.Grid, l.Block, l.Params, pl.Grid, pl.Block, pl.Params)
-			}
-			emitted, _ := run(t, ptxText, k, ptxLaunches[0], in)
-			compare(t, "o (codegen/ptx)", got, emitted["o"], true, c.d, false, 0)
+			checkOwnAttention(t, p, g, in)
 		})
 	}
 }
 
+// checkOwnAttention compiles attention graph g with p: the entry must be the NVVM producer's own
+// (libNVVM compiles it) and assemble for sm_80 and sm_90 without spills; it runs twice on one
+// device (runTwice), agrees with the reference (checkAttention) and bit for bit with
+// codegen/ptx's entry, whose launch (grid, block, parameters) it shares. It returns the module
+// and the stats of a run.
+func checkOwnAttention(t *testing.T, p *Producer, g *ir.Graph, in map[string]*tensor.Tensor) (string, *sim.Stats) {
+	t.Helper()
+	k := ptx.Kernel{Name: "k0_attention", Graph: g}
+	text, launches, err := p.Module([]ptx.Kernel{k}, ptx.Target{SM: 80})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if launches[0].Producer == "ptx" {
+		t.Fatalf("codegen/ptx's entry, want the NVVM producer's own (notes %q)", launches[0].Notes)
+	}
+	regs := assemble(t, text, []ptx.Kernel{k})
+	t.Logf("registers %v", regs[k.Name])
+	got, st := runTwice(t, text, k, launches[0], in)
+	want, err := ref.Run(g, in, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkAttention(t, got, want["o"])
+	ptxText, ptxLaunches, err := ptx.Module([]ptx.Kernel{k}, ptx.Target{SM: 80})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pl, l := ptxLaunches[0], launches[0]; fmt.Sprint(pl.Grid, pl.Block, pl.Params) != fmt.Sprint(l.Grid, l.Block, l.Params) {
+		t.Errorf("launch %v %v %v, codegen/ptx's %v %v %v", l.Grid, l.Block, l.Params, pl.Grid, pl.Block, pl.Params)
+	}
+	emitted, _ := run(t, ptxText, k, ptxLaunches[0], in)
+	compare(t, "o (codegen/ptx)", got, emitted["o"], true, g.Outputs[0].Value.Type.DType, false, 0)
+	return text, st
+}
+
 // runTwice runs the kernel twice on one device, the scratch carried over: the second launch must
 // give the first's bits, and each must leave the whole scratch zero.
-func runTwice(t *testing.T, text string, k ptx.Kernel, l ptx.Launch, in map[string]*tensor.Tensor) *tensor.Tensor {
+func runTwice(t *testing.T, text string, k ptx.Kernel, l ptx.Launch, in map[string]*tensor.Tensor) (*tensor.Tensor, *sim.Stats) {
 	t.Helper()
 	sr := loadRun(t, text, k, l, in)
 	var first *tensor.Tensor
+	var st *sim.Stats
 	for n := range 2 {
-		if _, err := sr.m.Launch(sr.entry, sr.cfg, sr.args...); err != nil {
+		var err error
+		if st, err = sr.m.Launch(sr.entry, sr.cfg, sr.args...); err != nil {
 			t.Fatalf("sim launch %d: %v", n, err)
 		}
 		sr.checkScratch(t, true)
@@ -100,7 +113,7 @@ func runTwice(t *testing.T, text string, k ptx.Kernel, l ptx.Launch, in map[stri
 			compare(t, "o (second launch)", out["o"], first, true, first.Type.DType, false, 0)
 		}
 	}
-	return first
+	return first, st
 }
 
 // TestAttentionDecodeBlockOrders: whichever block of a (batch entry, KV head) finishes last

@@ -5,30 +5,17 @@ import (
 )
 
 // borrowed reports whether k takes a template this package has no counterpart for, whose
-// kernels Module takes from codegen/ptx rather than refuse the model: attention's tensor-core
-// template (borrowedAttention; the CUDA-core and split-KV ones are attention.go's and
-// attention_decode.go's) and the GEMV
-// with a LayerNorm or RMSNorm prologue (codegen/ptx's gemvnorm.go; this package computes a plain
-// GEMV with the direct template, which has no row reductions). The launch records it (Producer
+// kernels Module takes from codegen/ptx rather than refuse the model: the GEMV with a LayerNorm
+// or RMSNorm prologue (codegen/ptx's gemvnorm.go; this package computes a plain GEMV with the
+// direct template, which has no row reductions). Every attention template is this package's
+// own (attention.go, attention_decode.go, attention_mma.go). The launch records it (Producer
 // "ptx" and a note); both producers share names, parameters and launches, so one plan runs the
 // merged module.
-func borrowed(k ptx.Kernel) bool {
-	switch ptx.Template(k) {
-	case "attention":
-		return borrowedAttention(k) != ""
-	case "norm gemv":
-		return true
-	}
-	return false
-}
+func borrowed(k ptx.Kernel) bool { return ptx.Template(k) == "norm gemv" }
 
 // borrowedNote is the note on a launch whose entry codegen/ptx wrote.
 func borrowedNote(k ptx.Kernel) string {
-	template := ptx.Template(k)
-	if template == "attention" {
-		template = borrowedAttention(k) + " attention"
-	}
-	return "the NVVM producer has no " + template + " template yet: this entry is codegen/ptx's"
+	return "the NVVM producer has no " + ptx.Template(k) + " template yet: this entry is codegen/ptx's"
 }
 
 // Module lowers kernels to NVVM IR and compiles it with libNVVM (lower), except kernels of the

@@ -6,26 +6,23 @@ import (
 
 	"github.com/gcomp/gcomp/codegen/ptx"
 	"github.com/gcomp/gcomp/ir"
-	"github.com/gcomp/gcomp/ops"
-	"github.com/gcomp/gcomp/runtime/ref"
 )
 
-// TestAttentionFallback: a module with a tensor-core attention kernel (f16 prefill), whose
-// template has no NVVM counterpart, compiles
-// with codegen/ptx's entry for it beside libNVVM's for the others, in the kernels' order, and the
-// launch says whose entry it runs.
-func TestAttentionFallback(t *testing.T) {
+// TestFallbackOrder: a module with a kernel whose template has no NVVM counterpart (a GEMV with
+// a norm prologue) between two of its own compiles with codegen/ptx's entry for it beside
+// libNVVM's for the others, in the kernels' order, and the launch says whose entry it runs.
+func TestFallbackOrder(t *testing.T) {
 	p := requireProducer(t)
-	g := ir.NewGraph("attn")
-	q, k, v := g.Input("q", ir.T(ir.F16, 1, 2, 16, 64), nil), g.Input("k", ir.T(ir.F16, 1, 2, 20, 64), nil), g.Input("v", ir.T(ir.F16, 1, 2, 20, 64), nil)
-	attrs := ir.Attrs{"scale": 0.125, "mask": ops.MaskNone}
-	g.SetOutput("o", g.Add(ops.AttentionOp, ir.T(ir.F16, 1, 2, 16, 64), attrs, q, k, v))
+	g := normGEMVGraph(t)
 	loop := ir.NewGraph("neg")
 	x := loop.Input("x", ir.T(ir.F32, 16), nil)
 	loop.SetOutput("y", loop.Add("neg", x.Type, nil, x))
-	kernels := []ptx.Kernel{{Name: "k0_neg", Graph: loop}, {Name: "k1_attention", Graph: g}, {Name: "k2_neg", Graph: loop}}
+	kernels := []ptx.Kernel{{Name: "k0_neg", Graph: loop}, {Name: "k1_layernorm_matmul", Graph: g}, {Name: "k2_neg", Graph: loop}}
+	if !borrowed(kernels[1]) || borrowed(kernels[0]) {
+		t.Fatal("want the norm GEMV borrowed and the loop kernel not")
+	}
 	if _, _, err := IR(kernels[1:2], ptx.Target{SM: 80}); !Refused(err) {
-		t.Fatalf("IR of an attention kernel: %v, want a refusal", err)
+		t.Fatalf("IR of a norm GEMV kernel: %v, want a refusal", err)
 	}
 	text, launches, err := p.Module(kernels, ptx.Target{SM: 80})
 	if err != nil {
@@ -35,19 +32,13 @@ func TestAttentionFallback(t *testing.T) {
 		t.Fatalf("launches %+v", launches)
 	}
 	if !strings.Contains(strings.Join(launches[1].Notes, "\n"), "codegen/ptx's") {
-		t.Errorf("the attention launch does not say whose entry it runs: %q", launches[1].Notes)
+		t.Errorf("the norm GEMV's launch does not say whose entry it runs: %q", launches[1].Notes)
 	}
-	for _, e := range []string{".entry k0_neg(", ".entry k1_attention("} {
+	for _, e := range []string{".entry k0_neg(", ".entry k1_layernorm_matmul("} {
 		if strings.Count(text, e) != 1 {
 			t.Errorf("the module has %d %s entries, want 1", strings.Count(text, e), e)
 		}
 	}
 	assemble(t, text, kernels[:2])
-	in := inputsFor(g, 1)
-	got, _ := run(t, text, kernels[1], launches[1], in)
-	want, err := ref.Run(g, in, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkAttention(t, got["o"], want["o"])
+	checkNormGEMV(t, g, text, kernels[1], launches[1])
 }

@@ -16,6 +16,42 @@ import (
 // with codegen/ptx's entry, says so in its launch, and equals the reference.
 func TestNormGEMVFallback(t *testing.T) {
 	p := requireProducer(t)
+	g := normGEMVGraph(t)
+	k := ptx.Kernel{Name: "k0_layernorm_matmul", Graph: g}
+	if tpl := ptx.Template(k); tpl != "norm gemv" {
+		t.Fatalf("template %q, want norm gemv", tpl)
+	}
+	text, launches, err := p.Module([]ptx.Kernel{k}, ptx.Target{SM: 80})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(launches) != 1 || launches[0].Producer != "ptx" || !strings.Contains(strings.Join(launches[0].Notes, "\n"), "codegen/ptx's") {
+		t.Fatalf("launches %+v, want codegen/ptx's entry", launches)
+	}
+	assemble(t, text, []ptx.Kernel{k})
+	checkNormGEMV(t, g, text, k, launches[0])
+}
+
+// checkNormGEMV runs normGEMVGraph's kernel k from text and holds it to the reference.
+func checkNormGEMV(t *testing.T, g *ir.Graph, text string, k ptx.Kernel, l ptx.Launch) {
+	t.Helper()
+	in := inputsFor(g, 1)
+	got, _ := run(t, text, k, l, in)
+	inputs, params := map[string]*tensor.Tensor{"x": in["x"]}, map[string]*tensor.Tensor{"gamma": in["gamma"], "w": in["w"]}
+	want, err := ref.Run(g, inputs, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, w := range want["y"].F {
+		if d := math.Abs(got["y"].F[i] - w); !(d <= 1e-4*(1+math.Abs(w))) {
+			t.Fatalf("y[%d] = %v, want %v", i, got["y"].F[i], w)
+		}
+	}
+}
+
+// normGEMVGraph is a GEMV of two rows with a LayerNorm prologue, as the passes' normgemv merges it.
+func normGEMVGraph(t *testing.T) *ir.Graph {
+	t.Helper()
 	g, err := ir.Parse("normgemv.gir", []byte(`graph g {
   input %x : f32[2,256]
   param %gamma : f32[256]
@@ -41,28 +77,5 @@ func TestNormGEMVFallback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := ptx.Kernel{Name: "k0_layernorm_matmul", Graph: g}
-	if tpl := ptx.Template(k); tpl != "norm gemv" {
-		t.Fatalf("template %q, want norm gemv", tpl)
-	}
-	text, launches, err := p.Module([]ptx.Kernel{k}, ptx.Target{SM: 80})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(launches) != 1 || launches[0].Producer != "ptx" || !strings.Contains(strings.Join(launches[0].Notes, "\n"), "codegen/ptx's") {
-		t.Fatalf("launches %+v, want codegen/ptx's entry", launches)
-	}
-	assemble(t, text, []ptx.Kernel{k})
-	in := inputsFor(g, 1)
-	got, _ := run(t, text, k, launches[0], in)
-	inputs, params := map[string]*tensor.Tensor{"x": in["x"]}, map[string]*tensor.Tensor{"gamma": in["gamma"], "w": in["w"]}
-	want, err := ref.Run(g, inputs, params)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, w := range want["y"].F {
-		if d := math.Abs(got["y"].F[i] - w); !(d <= 1e-4*(1+math.Abs(w))) {
-			t.Fatalf("y[%d] = %v, want %v", i, got["y"].F[i], w)
-		}
-	}
+	return g
 }
