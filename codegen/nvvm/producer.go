@@ -39,6 +39,13 @@ func (p *Producer) Lib() (*libnvvm.Lib, error) {
 	return p.lib, p.err
 }
 
+// Module lowers kernels to NVVM IR and compiles it with libNVVM: the PTX module and each
+// kernel's launch, in the kernels' order (lower). Every template of codegen/ptx has a
+// counterpart here (the GEMVs computed by the direct template); a kernel none takes is an error.
+func (p *Producer) Module(kernels []ptx.Kernel, t ptx.Target) (string, []ptx.Launch, error) {
+	return p.lower(kernels, t)
+}
+
 // lower lowers kernels to NVVM IR and compiles it with libNVVM: the PTX module and each
 // kernel's launch, as ptx.Module returns them. Kernels equal up to names share one entry
 // (classes). The distinct kernels are compiled in programs of programKernels, in parallel
