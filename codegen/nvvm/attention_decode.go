@@ -4,7 +4,6 @@ import (
 	"math"
 
 	"github.com/llir/llvm/ir"
-	"github.com/llir/llvm/ir/constant"
 	"github.com/llir/llvm/ir/enum"
 	"github.com/llir/llvm/ir/metadata"
 	"github.com/llir/llvm/ir/types"
@@ -97,24 +96,11 @@ func (ag *attnGen) decode(sp splitkv.Plan, operands []attnOperand, out value.Val
 			}
 		})
 	}
-	membar := func() { kg.b.NewCall(kg.md.declare("llvm.nvvm.membar.gl", types.Void)) }
-	membar()
+	kg.membar()
 	kg.barrier()
 	// Thread 0 takes a ticket; the block goes on only if it was the last of Splits.
-	flag := kg.md.m.NewGlobalDef(kg.name+"_is_last", constant.NewUndef(types.I32))
-	flag.Linkage = enum.LinkageInternal
-	flag.AddrSpace, flag.Typ.AddrSpace, flag.Align = 3, 3, 4
 	t0 := kg.b.NewICmp(enum.IPredEQ, tid, ci(0))
-	kg.branch(t0, "ticket", func() {
-		ticket := kg.b.NewAtomicRMW(enum.AtomicOpAdd, counter, ci(1), enum.AtomicOrderingMonotonic)
-		last := kg.b.NewZExt(kg.b.NewICmp(enum.IPredEQ, ticket, ci(sp.Splits-1)), types.I32)
-		kg.b.NewStore(last, flag).Align = 4
-	})
-	kg.barrier()
-	ld := kg.b.NewLoad(types.I32, flag)
-	ld.Align = 4
-	kg.branch(kg.b.NewICmp(enum.IPredNE, ld, ci(0)), "last", func() {
-		membar()
+	kg.lastBlock(t0, counter, sp.Splits, nil, func() {
 		kg.branch(t0, "reset", func() { kg.b.NewStore(ci(0), counter).Align = 4 }) // ready for the next launch
 		for _, rw := range rows {
 			ag.combineRow(rw, sp, lane, head, b, out)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/gcomp/gcomp/codegen/attnmma"
+	"github.com/gcomp/gcomp/codegen/ptx"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ops"
 	"github.com/gcomp/gcomp/sim"
@@ -134,5 +135,28 @@ func TestAttentionMMAIdleWarps(t *testing.T) {
 	g := attnCase{1, 1, 1, 16, 64, 64, 64, ops.MaskNone, nil, nil, ir.F16}.graph(t)
 	if _, st := checkOwnAttention(t, p, g, inputsFor(g, 1)); st.Classes[sim.ClassTensor] != 64 {
 		t.Errorf("%d mma issued, want 64", st.Classes[sim.ClassTensor])
+	}
+}
+
+// TestAttentionMMASkipsHiddenTiles: a causal kernel loads no tile past its block's last visible
+// key and its warps skip the products of tiles they do not see: at L = S = 512 it executes about
+// as large a share of the unmasked kernel's instructions as the 36 of 64 tiles its blocks load
+// (codegen/ptx's bound).
+func TestAttentionMMASkipsHiddenTiles(t *testing.T) {
+	p := requireProducer(t)
+	count := func(mask string) int64 {
+		g := attnCase{1, 1, 1, 512, 512, 64, 64, mask, nil, nil, ir.F16}.graph(t)
+		k := ptx.Kernel{Name: "k0_attention", Graph: g}
+		text, launches, err := p.Module([]ptx.Kernel{k}, ptx.Target{SM: 80})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, st := run(t, text, k, launches[0], inputsFor(g, 1))
+		return st.WarpInsts
+	}
+	causal, full := count(ops.MaskCausal), count(ops.MaskNone)
+	t.Logf("warp instructions at L = S = 512: causal %d, unmasked %d", causal, full)
+	if r := float64(causal) / float64(full); r > 0.65 {
+		t.Errorf("causal attention executes %d instructions, unmasked %d: ratio %.2f, want at most 0.65", causal, full, r)
 	}
 }
