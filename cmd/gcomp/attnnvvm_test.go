@@ -10,15 +10,15 @@ import (
 	"github.com/gcomp/gcomp/codegen/nvvm/libnvvm"
 )
 
-// --emit nvvm of a model with f32 attention writes valid LLVM IR: the CUDA-core attention
-// template is the NVVM producer's own (it used to refuse the model); an f16 prefill, whose
-// tensor-core template has no NVVM counterpart, is still refused with the template named.
+// --emit nvvm of a model with attention writes valid LLVM IR: the CUDA-core (f32) and
+// tensor-core (f16 prefill, mma.sync as inline assembly) templates are the NVVM producer's own
+// (both used to refuse the model).
 func TestEmitNVVMAttention(t *testing.T) {
 	lib, libErr := libnvvm.Load("") // before leaving the module, where .cache/nvvm may be
 	t.Chdir(t.TempDir())
 	for _, c := range []struct{ dtype, file, err string }{
 		{"f32", "f32.gir", ""},
-		{"f16", "f16.gir", "the tensor-core attention template has no NVVM counterpart yet"},
+		{"f16", "f16.gir", ""},
 	} {
 		gir := `graph m {
   input %q : ` + c.dtype + `[1,2,16,16]
@@ -51,6 +51,9 @@ func TestEmitNVVMAttention(t *testing.T) {
 		}
 		if !regexp.MustCompile(`(?m)^define void @k0_attention\(`).Match(ll) {
 			t.Errorf("%s.ll has no k0_attention:\n%s", c.dtype, ll)
+		}
+		if mma := bytes.Contains(ll, []byte("mma.sync.aligned.m16n8k16")); mma != (c.dtype == "f16") {
+			t.Errorf("%s.ll: mma.sync %v, want it for f16 alone", c.dtype, mma)
 		}
 		if as, err := exec.LookPath("llvm-as-14"); err == nil {
 			if out, err := exec.Command(as, c.dtype+".ll", "-o", os.DevNull).CombinedOutput(); err != nil {

@@ -192,10 +192,16 @@ func cost(c *Counters, arch string, oneBlock bool) float64 {
 	return w * float64(half) / float64(c.Warps)
 }
 
-// gemvKernel reports whether codegen/ptx runs k in its GEMV template, which codegen/nvvm has
-// no counterpart of (it falls back to the direct template): auto keeps codegen/ptx's.
+// gemvKernel reports whether codegen/ptx runs k in its GEMV template (with a norm prologue or
+// not), which codegen/nvvm has no counterpart of (it falls back to the direct template, whose
+// launch differs, so a sample of blocks would not compare the same work): auto keeps
+// codegen/ptx's.
 func gemvKernel(k ptx.Kernel, t ptx.Target) bool {
-	if ptx.Template(k) != "contraction" {
+	switch ptx.Template(k) {
+	case "norm gemv":
+		return true
+	case "contraction":
+	default:
 		return false
 	}
 	c, err := ptx.ContractionPlan(k, t)

@@ -25,24 +25,9 @@ import (
 // ex2.approx.f32 (inline assembly, as PTX spells it), the running sum and accumulators by fmul
 // and llvm.fma.f32, the output by a correctly rounded fdiv; libNVVM runs with -fma=0, so nothing
 // else contracts, and the output is bit for bit codegen/ptx's. The tiles load 16 bytes per
-// thread at a time where the layout allows, else one element, as codegen/ptx's. f16/bf16 prefill (attnmma.Fits) and split-KV decoding (splitkv.Of) keep
-// codegen/ptx's templates (borrowedAttention).
-
-// borrowedAttention names the codegen/ptx attention template k takes that this package has no
-// counterpart for, "tensor-core" or "split-KV" (as codegen/ptx dispatches), or is empty.
-func borrowedAttention(k ptx.Kernel) string {
-	p, ok := ptx.PlanAttention(k.Graph)
-	switch {
-	case !ok:
-		return ""
-	case attnmma.Fits(p.Op):
-		return "tensor-core"
-	}
-	if _, decode := splitkv.Of(p.Op); decode {
-		return "split-KV"
-	}
-	return ""
-}
+// thread at a time where the layout allows, else one element, as codegen/ptx's. Split-KV decoding (splitkv.Of) is
+// attention_decode.go's, from the same pieces; f16/bf16 prefill (attnmma.Fits) is
+// attention_mma.go's, on tensor cores.
 
 // attnOperand is an operand of the attention op as a buffer, an offset and a stride per dim (0
 // for dims of size 1: broadcasts and lone indices).
@@ -59,6 +44,7 @@ type attnGen struct {
 	p            ptx.AttentionPlan
 	d            irg.DType
 	ktile, vtile *ir.Global
+	threads      int // the block's threads, which load the tiles
 }
 
 // attentionKernel lowers a kernel whose only computation is one attention op.
@@ -78,10 +64,11 @@ func (md *module) attentionKernel(k ptx.Kernel) (*ir.Func, ptx.Launch, error) {
 	if len(g.Outputs) != 1 || g.Outputs[0].Value != p.Op {
 		return nil, ptx.Launch{}, fmt.Errorf("an attention kernel writes the attention op's result alone")
 	}
-	if tpl := borrowedAttention(k); tpl != "" {
-		return nil, ptx.Launch{}, fmt.Errorf("the %s attention template %s (Module takes codegen/ptx's entry)", tpl, refusedText)
-	}
 	args := ptx.Params(g)
+	sp, decode := splitkv.Of(p.Op)
+	if decode && sp.Splits > 1 {
+		args = append(args, ptx.Arg{Kind: ptx.ArgScratch, Bytes: sp.ScratchBytes()})
+	}
 	kg := md.newKernel(k, args)
 	if p.Op.Type.Shape.NumElements() == 0 {
 		// Nothing to compute: one thread, as codegen/ptx's empty kernel launches.
@@ -101,9 +88,15 @@ func (md *module) attentionKernel(k ptx.Kernel) (*ir.Func, ptx.Launch, error) {
 		}
 		operands[i] = attnOperand{d: base.Type.DType, ptr: kg.ptr[base], off: off, strides: st}
 	}
-	ag := &attnGen{kg: kg, p: p, d: p.Op.Type.DType,
-		ktile: md.sharedArray(k.Name+"_ktile", p.Keys*max(1, p.E), types.Float, 16),
-		vtile: md.sharedArray(k.Name+"_vtile", p.Keys*max(1, p.Ev), types.Float, 16)}
+	ag := &attnGen{kg: kg, p: p, d: p.Op.Type.DType, threads: p.Block[0]}
+	if attnmma.Fits(p.Op) { // f16/bf16 prefill on tensor cores (attention_mma.go)
+		return ag.mmaKernel(operands, args)
+	}
+	ag.ktile = md.sharedArray(k.Name+"_ktile", p.Keys*max(1, p.E), types.Float, 16)
+	ag.vtile = md.sharedArray(k.Name+"_vtile", p.Keys*max(1, p.Ev), types.Float, 16)
+	if decode { // few query rows, a long cache: flash-decoding (attention_decode.go)
+		return ag.decodeKernel(sp, operands, args)
+	}
 	// No maxntidx annotation (codegen/ptx's .maxntid): with it CUDA 11.8's ptxas holds the
 	// sm_90 kernel of a 33-wide head to 32 registers and spills.
 	ag.body(operands, kg.outPtr[0])
@@ -142,15 +135,7 @@ func (ag *attnGen) shared(tile *ir.Global, i value.Value) value.Value {
 func (ag *attnGen) body(operands []attnOperand, out value.Value) {
 	kg, p := ag.kg, ag.p
 	mask := p.Op.Attrs.String("mask", "")
-	next := 3
-	var pos, bias *attnOperand
-	if mask == ops.MaskPosition {
-		pos = &operands[next]
-		next++
-	}
-	if p.Op.Attrs.Bool("additive", false) {
-		bias = &operands[next]
-	}
+	pos, bias := ag.extraOperands(operands)
 	tid := kg.sreg("tid.x")
 	lane, warp := kg.b.NewAnd(tid, ci(31)), kg.b.NewLShr(tid, ci(5))
 	cta := kg.sreg("ctaid.x")
@@ -163,55 +148,121 @@ func (ag *attnGen) body(operands []attnOperand, out value.Value) {
 	last := kg.umin(kg.add(row0, ci(warps-1)), ci(p.L-1))
 	active := kg.b.NewICmp(enum.IPredULT, row, ci(p.L))
 
-	var posv value.Value
-	if pos != nil {
-		posv = ag.load(*pos, ag.index(*pos, bi))
-		if pos.d != irg.I64 {
-			posv = kg.b.NewSExt(posv, types.I64)
-		}
-	}
+	posv := ag.position(pos, bi)
 	lim, blim := ag.keyLimit(mask, posv, row), ag.keyLimit(mask, posv, last)
 
-	// This lane's q elements, scaled by scale·log2 e, and the row's online-softmax state.
+	rw := ag.newRow(operands[0], bi, h, row, lane, active)
+	rw.lim = lim
+	// The tiles of keys below the block's limit: load, barrier, fold, barrier.
+	ag.tileLoop(operands, tid, ci(0), blim, ci(p.S), bi, kh, func(t0 value.Value) {
+		ag.foldTile(rw, t0, lane, bi, bias)
+	})
+	ag.finishRow(rw, lane, bi, out, rw.acc, rw.l)
+	kg.b.NewRet(nil)
+}
+
+// attnRow is a query row a warp computes, in both attention templates: its index in the block
+// (split-KV), head and query index, the keys it sees (< lim), whether the warp has it (active),
+// this lane's scaled q elements and the row's online-softmax state.
+type attnRow struct {
+	r, h, i, lim, active value.Value
+	q, acc               []*ir.InstAlloca
+	m, l                 *ir.InstAlloca
+}
+
+// extraOperands returns the attention op's optional operands: pos (nil without a position
+// mask) and the bias (nil unless additive).
+func (ag *attnGen) extraOperands(operands []attnOperand) (pos, bias *attnOperand) {
+	next := 3
+	if ag.p.Op.Attrs.String("mask", "") == ops.MaskPosition {
+		pos = &operands[next]
+		next++
+	}
+	if ag.p.Op.Attrs.Bool("additive", false) {
+		bias = &operands[next]
+	}
+	return pos, bias
+}
+
+// position is pos[b] as i64 (nil without a position operand).
+func (ag *attnGen) position(pos *attnOperand, b value.Value) value.Value {
+	if pos == nil {
+		return nil
+	}
+	posv := ag.load(*pos, ag.index(*pos, b))
+	if pos.d != irg.I64 {
+		posv = ag.kg.b.NewSExt(posv, types.I64)
+	}
+	return posv
+}
+
+// newRow loads this lane's q elements of query (b, h, i), scaled by scale·log2 e, where active,
+// and starts the row's online softmax.
+func (ag *attnGen) newRow(qOp attnOperand, b, h, i, lane, active value.Value) *attnRow {
+	kg, p := ag.kg, ag.p
+	rw := &attnRow{h: h, i: i, active: active}
 	c2 := f32(p.Op.Attrs.Float("scale", 1) * math.Log2E)
-	q := make([]*ir.InstAlloca, (p.E+31)/32)
-	for c := range q {
-		q[c] = kg.alloca(types.Float)
-		kg.b.NewStore(f32(0), q[c])
+	rw.q = make([]*ir.InstAlloca, (p.E+31)/32)
+	for c := range rw.q {
+		rw.q[c] = kg.alloca(types.Float)
+		kg.b.NewStore(f32(0), rw.q[c])
 		e := kg.add(lane, ci(32*c))
 		ok := kg.b.NewAnd(kg.b.NewICmp(enum.IPredULT, e, ci(p.E)), active)
 		kg.branch(ok, "q", func() {
-			x := ag.load(operands[0], ag.index(operands[0], bi, h, row, e))
-			kg.b.NewStore(kg.b.NewFMul(x, c2), q[c])
+			x := ag.load(qOp, ag.index(qOp, b, h, i, e))
+			kg.b.NewStore(kg.b.NewFMul(x, c2), rw.q[c])
 		})
 	}
-	acc := make([]*ir.InstAlloca, (p.Ev+31)/32)
-	for c := range acc {
-		acc[c] = kg.alloca(types.Float)
-		kg.b.NewStore(f32(0), acc[c])
-	}
-	m, l := kg.alloca(types.Float), kg.alloca(types.Float)
-	kg.b.NewStore(f32(math.Inf(-1)), m)
-	kg.b.NewStore(f32(0), l)
+	rw.acc = ag.zeros((p.Ev + 31) / 32)
+	rw.m, rw.l = kg.alloca(types.Float), kg.alloca(types.Float)
+	kg.b.NewStore(f32(math.Inf(-1)), rw.m)
+	kg.b.NewStore(f32(0), rw.l)
+	return rw
+}
 
-	// The tiles of keys below the block's limit: load, barrier, fold, barrier.
-	kg.loopTo(ci(0), ci(p.Keys), blim, func(t0 value.Value) {
-		ag.loadTile(ag.ktile, operands[1], p.E, tid, t0, ci(p.S), bi, kh)
-		ag.loadTile(ag.vtile, operands[2], p.Ev, tid, t0, ci(p.S), bi, kh)
+// zeros is n f32 slots holding 0.
+func (ag *attnGen) zeros(n int) []*ir.InstAlloca {
+	xs := make([]*ir.InstAlloca, n)
+	for c := range xs {
+		xs[c] = ag.kg.alloca(types.Float)
+		ag.kg.b.NewStore(f32(0), xs[c])
+	}
+	return xs
+}
+
+// tileLoop loops over the tiles of keys [from, end): the block's threads load each tile of K
+// and V of KV head (b, kh) into shared memory, zero from key bound on, and fold(t0) folds the
+// tile whose first key is t0, between two barriers.
+func (ag *attnGen) tileLoop(operands []attnOperand, tid, from, end, bound, b, kh value.Value, fold func(t0 value.Value)) {
+	kg, p := ag.kg, ag.p
+	kg.loopTo(from, ci(p.Keys), end, func(t0 value.Value) {
+		ag.loadTile(ag.ktile, operands[1], p.E, tid, t0, bound, b, kh)
+		ag.loadTile(ag.vtile, operands[2], p.Ev, tid, t0, bound, b, kh)
 		kg.barrier()
-		// This row's keys in the tile: j < Keys and t0 + j < lim.
-		n := kg.b.NewSelect(kg.b.NewICmp(enum.IPredUGT, lim, t0), kg.umin(kg.b.NewSub(lim, t0), ci(p.Keys)), ci(0))
-		kg.branch(active, "fold", func() {
-			kg.loopTo(ci(0), ci(1), n, func(j value.Value) {
-				ag.foldKey(q, acc, m, l, j, kg.add(t0, j), lane, bi, h, row, bias)
-			})
-		})
+		fold(t0)
 		kg.barrier()
 	})
+}
 
-	// o = acc / l (a row with no visible key is 0/0 = NaN, as the reference).
-	kg.branch(active, "out", func() {
-		orow := kg.add(kg.mul(kg.add(kg.mul(bi, p.H), h), p.L), row)
+// foldTile folds the keys of the tile at t0 below the row's limit into its online softmax
+// (the warp whose row it is).
+func (ag *attnGen) foldTile(rw *attnRow, t0, lane, b value.Value, bias *attnOperand) {
+	kg, p := ag.kg, ag.p
+	// This row's keys in the tile: j < Keys and t0 + j < lim.
+	n := kg.b.NewSelect(kg.b.NewICmp(enum.IPredUGT, rw.lim, t0), kg.umin(kg.b.NewSub(rw.lim, t0), ci(p.Keys)), ci(0))
+	kg.branch(rw.active, "fold", func() {
+		kg.loopTo(ci(0), ci(1), n, func(j value.Value) {
+			ag.foldKey(rw.q, rw.acc, rw.m, rw.l, j, kg.add(t0, j), lane, b, rw.h, rw.i, bias)
+		})
+	})
+}
+
+// finishRow writes the row's outputs acc / l (a row with no visible key is 0/0 = NaN, as the
+// reference).
+func (ag *attnGen) finishRow(rw *attnRow, lane, b, out value.Value, acc []*ir.InstAlloca, l *ir.InstAlloca) {
+	kg, p := ag.kg, ag.p
+	kg.branch(rw.active, "out", func() {
+		orow := kg.add(kg.mul(kg.add(kg.mul(b, p.H), rw.h), p.L), rw.i)
 		for c := range acc {
 			e := kg.add(lane, ci(32*c))
 			kg.branch(kg.b.NewICmp(enum.IPredULT, e, ci(p.Ev)), "o", func() {
@@ -222,7 +273,6 @@ func (ag *attnGen) body(operands []attnOperand, out value.Value) {
 			})
 		}
 	})
-	kg.b.NewRet(nil)
 }
 
 // umin is the unsigned minimum of x and y.
@@ -266,7 +316,7 @@ func (ag *attnGen) loadTile(tile *ir.Global, o attnOperand, n int, tid, t0, kend
 	}
 	kg := ag.kg
 	v := ptx.AttentionTileVector(o.d, n, o.off, o.strides)
-	kg.loop(tid, ci(ag.p.Block[0]), ag.p.Keys*n/v, func(i value.Value) {
+	kg.loop(tid, ci(ag.threads), ag.p.Keys*n/v, func(i value.Value) {
 		j, e := kg.div(i, n/v), kg.mul(kg.rem(i, n/v), v)
 		key := kg.add(t0, j)
 		xs := make([]*ir.InstAlloca, v)
@@ -363,11 +413,8 @@ func (ag *attnGen) foldKey(q, acc []*ir.InstAlloca, m, l *ir.InstAlloca, j, key,
 	mo := kg.b.NewLoad(types.Float, m)
 	mn := kg.call("llvm.maxnum.f32", types.Float, mo, s)
 	base := kg.b.NewSelect(kg.b.NewFCmp(enum.FPredOEQ, mn, f32(math.Inf(-1))), f32(0), mn)
-	ex2 := func(x value.Value) value.Value {
-		return kg.asmRet(types.Float, "ex2.approx.f32 $0, $1;", "=f,f", x)
-	}
-	corr := ex2(kg.b.NewFSub(mo, base))
-	pr := ex2(kg.b.NewFSub(s, base))
+	corr := kg.ex2(kg.b.NewFSub(mo, base))
+	pr := kg.ex2(kg.b.NewFSub(s, base))
 	kg.b.NewStore(kg.b.NewCall(fma, kg.b.NewLoad(types.Float, l), corr, pr), l)
 	kg.b.NewStore(mn, m)
 	for c := range acc {
@@ -375,4 +422,9 @@ func (ag *attnGen) foldKey(q, acc []*ir.InstAlloca, m, l *ir.InstAlloca, j, key,
 		a := kg.b.NewFMul(kg.b.NewLoad(types.Float, acc[c]), corr)
 		kg.b.NewStore(kg.b.NewCall(fma, pr, v, a), acc[c])
 	}
+}
+
+// ex2 is ex2.approx.f32 of x, as PTX spells it (inline assembly).
+func (kg *kgen) ex2(x value.Value) value.Value {
+	return kg.asmRet(types.Float, "ex2.approx.f32 $0, $1;", "=f,f", x)
 }

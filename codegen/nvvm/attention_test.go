@@ -55,10 +55,9 @@ func (c attnCase) graph(t *testing.T) *ir.Graph {
 }
 
 // TestAttentionKernel runs codegen/ptx's attention test table through the NVVM producer on the
-// simulator: the CUDA-core template is this package's own entry (libNVVM compiles it, LLVM 14's
-// llvm-as parses its IR when found) and agrees with the reference and bit for bit with
-// codegen/ptx's kernel; shapes the dispatch gives the tensor-core or split-KV template take
-// codegen/ptx's entry, and the launch says so.
+// simulator: every template (CUDA-core, split-KV, tensor-core) is this package's own entry
+// (libNVVM compiles it, LLVM 14's llvm-as parses its IR when found) and agrees with the
+// reference and bit for bit with codegen/ptx's kernel.
 func TestAttentionKernel(t *testing.T) {
 	p := requireProducer(t)
 	for _, c := range []struct {
@@ -68,7 +67,7 @@ func TestAttentionKernel(t *testing.T) {
 		{attnCase{1, 1, 1, 5, 7, 8, 8, ops.MaskNone, nil, nil, ir.F32}, true},
 		{attnCase{2, 2, 2, 9, 9, 16, 16, ops.MaskCausal, nil, nil, ir.F32}, true},
 		{attnCase{1, 4, 2, 6, 40, 33, 5, ops.MaskCausal, nil, nil, ir.F32}, true},
-		{attnCase{2, 4, 1, 3, 37, 8, 8, ops.MaskPosition, nil, []int64{34, 5}, ir.F32}, false},
+		{attnCase{2, 4, 1, 3, 37, 8, 8, ops.MaskPosition, nil, []int64{34, 5}, ir.F32}, true}, // split-KV (attention_decode.go)
 		{attnCase{2, 4, 1, 9, 37, 8, 8, ops.MaskPosition, nil, []int64{-20, 5}, ir.F32}, true},
 		{attnCase{2, 2, 1, 6, 70, 64, 64, ops.MaskPosition, nil, []int64{69, -1}, ir.F32}, true},
 		{attnCase{2, 2, 2, 6, 6, 8, 8, ops.MaskNone, []int{2, 1, 6, 6}, nil, ir.F32}, true},
@@ -82,7 +81,7 @@ func TestAttentionKernel(t *testing.T) {
 		{attnCase{1, 2, 2, 9, 9, 16, 16, ops.MaskPosition, []int{1, 1, 9, 9}, []int64{6}, ir.F16}, true},
 		{attnCase{2, 2, 1, 6, 10, 128, 128, ops.MaskCausal, nil, nil, ir.BF16}, true},
 		{attnCase{1, 2, 1, 9, 13, 24, 24, ops.MaskNone, []int{1, 2, 9, 13}, nil, ir.BF16}, true},
-		{attnCase{1, 2, 2, 16, 16, 16, 16, ops.MaskCausal, nil, nil, ir.F16}, false},
+		{attnCase{1, 2, 2, 16, 16, 16, 16, ops.MaskCausal, nil, nil, ir.F16}, true}, // tensor cores (attention_mma.go)
 	} {
 		t.Run(c.String(), func(t *testing.T) {
 			g := c.graph(t)
@@ -121,14 +120,16 @@ func TestAttentionKernel(t *testing.T) {
 	}
 }
 
-// TestAttentionLLVMAs: the CUDA-core attention kernels' NVVM IR (gcomp build --emit nvvm) is
-// valid LLVM IR to LLVM 14's llvm-as.
+// TestAttentionLLVMAs: the attention kernels' NVVM IR (gcomp build --emit nvvm; CUDA-core,
+// split-KV and tensor-core) is valid LLVM IR to LLVM 14's llvm-as.
 func TestAttentionLLVMAs(t *testing.T) {
 	as := llvmAs(t)
 	for _, c := range []attnCase{
 		{2, 4, 1, 9, 37, 8, 8, ops.MaskPosition, nil, []int64{-20, 5}, ir.F32},
 		{1, 2, 1, 9, 13, 24, 24, ops.MaskNone, []int{1, 2, 9, 13}, nil, ir.BF16},
 		{2, 4, 2, 7, 33, 64, 64, ops.MaskCausal, nil, nil, ir.F16},
+		{2, 4, 2, 2, 150, 64, 64, ops.MaskPosition, nil, nil, ir.F32},                // split-KV
+		{1, 4, 2, 65, 65, 80, 80, ops.MaskCausal, []int{1, 4, 65, 65}, nil, ir.BF16}, // tensor cores
 	} {
 		ll, _, err := IR([]ptx.Kernel{{Name: "k0_attention", Graph: c.graph(t)}}, ptx.Target{SM: 80})
 		if err != nil {
@@ -162,7 +163,8 @@ func checkAttention(t *testing.T, got, want *tensor.Tensor) {
 	}
 }
 
-// TestAttentionCost compares the two producers' CUDA-core attention entries on the simulator:
+// TestAttentionCost compares the two producers' attention entries (CUDA-core, split-KV,
+// tensor-core) on the simulator:
 // warp instructions executed and ptxas's sm_80 registers (docs/perf.md has the table). NVVM's
 // must execute at most 10% more instructions than codegen/ptx's.
 func TestAttentionCost(t *testing.T) {
@@ -172,6 +174,10 @@ func TestAttentionCost(t *testing.T) {
 		{1, 4, 4, 16, 16, 16, 16, ops.MaskNone, nil, nil, ir.F32},   // transformer's
 		{1, 4, 2, 128, 128, 64, 64, ops.MaskCausal, nil, nil, ir.F32},
 		{2, 4, 2, 7, 256, 128, 128, ops.MaskCausal, nil, nil, ir.BF16},
+		{1, 12, 12, 1, 1024, 64, 64, ops.MaskNone, nil, nil, ir.F16},   // split-KV: GPT-2 small's decode
+		{1, 32, 4, 1, 512, 64, 64, ops.MaskNone, nil, nil, ir.F16},     // split-KV: 8 rows per KV head
+		{1, 4, 4, 128, 128, 64, 64, ops.MaskCausal, nil, nil, ir.F16},  // tensor cores
+		{1, 2, 1, 200, 200, 128, 128, ops.MaskNone, nil, nil, ir.BF16}, // tensor cores, d = 128
 	} {
 		g := c.graph(t)
 		k := ptx.Kernel{Name: "k0_attention", Graph: g}

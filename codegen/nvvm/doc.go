@@ -23,9 +23,9 @@
 // and concats (ptx.StagedPlan), the tiled FFMA and tensor-core (f16, bf16, tf32) matmul and
 // implicit-GEMM conv2d with their epilogues, pooled ones included (ptx.GEMMPlan; cp.async,
 // ldmatrix, mma.sync and cvt.rna.tf32 as one-instruction inline assembly, which libNVVM 11.8
-// has no intrinsics for), the persistent kernel, the CUDA-core attention template
-// (ptx.PlanAttention; bit for bit codegen/ptx's) and update_slice's update template
-// (ptx.UpdatePlan). A kernel no template takes is an error naming the kernel and the template,
-// never a silent fallback to the PTX emitter; Producer.Module alone takes codegen/ptx's entries
-// for the tensor-core and split-KV attention templates (fallback.go), and its launches say so.
+// has no intrinsics for), the persistent kernel, the CUDA-core, split-KV and tensor-core
+// attention templates (ptx.PlanAttention, splitkv.Of, attnmma; bit for bit codegen/ptx's) and
+// update_slice's update template (ptx.UpdatePlan); GEMVs, with a norm prologue or not, run in
+// the direct template. A kernel no template takes is an error naming the kernel and the
+// template, never a silent fallback to the PTX emitter.
 package nvvm

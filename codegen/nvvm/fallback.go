@@ -6,20 +6,16 @@ import (
 )
 
 // borrowed reports whether k takes a template this package has no counterpart for, whose
-// kernels Module takes from codegen/ptx rather than refuse the model: attention's tensor-core
-// and split-KV templates (borrowedAttention; the CUDA-core one is attention.go's; under
-// Target.TF32 the tf32 tensor-core one for f32, tf32Attention), attention's backward
-// (attention_lse and attention_grad) and the GEMV
-// with a LayerNorm or RMSNorm prologue (codegen/ptx's gemvnorm.go; this package computes a plain
-// GEMV with the direct template, which has no row reductions). The launch records it (Producer
-// "ptx" and a note); both producers share names, parameters and launches, so one plan runs the
-// merged module.
+// kernels Module takes from codegen/ptx rather than refuse the model: the split-KV attention
+// that appends a decoding step's K and V rows to its caches, f32 attention on tf32 tensor cores
+// (tf32Attention), attention's backward (attention_lse and attention_grad) and the tensor-core
+// GEMM over a quantized weight. The launch records it (Producer "ptx" and a note); both
+// producers share names, parameters and launches, so one plan runs the merged module.
 func borrowed(k ptx.Kernel, t ptx.Target) bool {
 	switch ptx.Template(k) {
 	case "attention":
-		// appending a decoding step's K and V rows, or f32 on tf32 tensor cores
-		return borrowedAttention(k) != "" || ptx.AttentionAppends(k.Graph) || tf32Attention(k, t)
-	case "norm gemv", "attention backward":
+		return ptx.AttentionAppends(k.Graph) || tf32Attention(k, t)
+	case "attention backward":
 		return true
 	case "contraction":
 		return ptx.QuantizedMMA(k)
@@ -37,14 +33,10 @@ func tf32Attention(k ptx.Kernel, t ptx.Target) bool {
 func borrowedNote(k ptx.Kernel, t ptx.Target) string {
 	template := ptx.Template(k)
 	if template == "attention" {
-		name := borrowedAttention(k)
-		switch {
-		case ptx.AttentionAppends(k.Graph):
-			name = "cache-appending split-KV"
-		case name == "" && tf32Attention(k, t):
-			name = "tf32 tensor-core"
+		template = "tf32 tensor-core attention"
+		if ptx.AttentionAppends(k.Graph) {
+			template = "cache-appending split-KV attention"
 		}
-		template = name + " attention"
 	} else if template == "contraction" {
 		template = "quantized tensor-core GEMM"
 	}

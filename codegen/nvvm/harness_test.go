@@ -241,14 +241,39 @@ func run(t *testing.T, text string, k ptx.Kernel, l ptx.Launch, in map[string]*t
 // runWord is run, returning the launch's error word too (nil if the kernel has none).
 func runWord(t *testing.T, text string, k ptx.Kernel, l ptx.Launch, in map[string]*tensor.Tensor) (map[string]*tensor.Tensor, *sim.Stats, []byte) {
 	t.Helper()
+	sr := loadRun(t, text, k, l, in)
+	st, err := sr.m.Launch(sr.entry, sr.cfg, sr.args...)
+	if err != nil {
+		t.Fatalf("sim launch %s: %v", k.Name, err)
+	}
+	sr.checkScratch(t, false)
+	word, out := sr.read(t)
+	return out, st, word
+}
+
+// simRun is a kernel loaded in a fresh simulator device with its arguments bound.
+type simRun struct {
+	dev     *sim.Device
+	m       *sim.Module
+	k       ptx.Kernel
+	l       ptx.Launch
+	entry   string
+	cfg     sim.Config
+	args    []any
+	outAddr map[string]uint64
+}
+
+// loadRun loads text in a fresh simulator device (checks on) and binds k's arguments as l says,
+// with in's values and zeroed scratch.
+func loadRun(t *testing.T, text string, k ptx.Kernel, l ptx.Launch, in map[string]*tensor.Tensor) *simRun {
+	t.Helper()
 	dev := sim.NewDevice()
 	m, err := dev.Load(text)
 	if err != nil {
 		t.Fatalf("sim load: %v", err)
 	}
 	g := k.Graph
-	var args []any
-	outAddr := map[string]uint64{}
+	sr := &simRun{dev: dev, m: m, k: k, l: l, entry: k.Name, outAddr: map[string]uint64{}}
 	for _, a := range l.Params {
 		var typ ir.Type
 		var data []byte
@@ -272,33 +297,43 @@ func runWord(t *testing.T, text string, k ptx.Kernel, l ptx.Launch, in map[strin
 			}
 		}
 		if a.Kind == ptx.ArgOutput {
-			outAddr[a.Name] = addr
+			sr.outAddr[a.Name] = addr
 		}
-		args = append(args, addr)
+		sr.args = append(sr.args, addr)
 	}
-	cfg := sim.Config{Grid: sim.Dim3{X: l.Grid[0], Y: l.Grid[1], Z: l.Grid[2]},
+	sr.cfg = sim.Config{Grid: sim.Dim3{X: l.Grid[0], Y: l.Grid[1], Z: l.Grid[2]},
 		Block: sim.Dim3{X: l.Block[0], Y: l.Block[1], Z: l.Block[2]}, SharedBytes: l.SharedBytes}
-	entry := k.Name
 	if l.Entry != "" {
-		entry = l.Entry // a kernel equal to an earlier one up to names runs its entry
+		sr.entry = l.Entry // a kernel equal to an earlier one up to names runs its entry
 	}
-	st, err := m.Launch(entry, cfg, args...)
-	if err != nil {
-		t.Fatalf("sim launch %s: %v", k.Name, err)
-	}
-	for i, a := range l.Params {
+	return sr
+}
+
+// checkScratch fails the test unless the launch left its scratch's counter (all of it: whole)
+// zero for the next launch.
+func (sr *simRun) checkScratch(t *testing.T, whole bool) {
+	t.Helper()
+	for i, a := range sr.l.Params {
 		if a.Kind != ptx.ArgScratch {
 			continue
 		}
-		// A scratch buffer is left zero for the next launch.
 		buf := make([]byte, a.Bytes)
-		if err := dev.Read(args[i].(uint64), buf); err != nil {
+		if err := sr.dev.Read(sr.args[i].(uint64), buf); err != nil {
 			t.Fatal(err)
 		}
-		if strings.Trim(string(buf[len(buf)-8:]), "\x00") != "" {
-			t.Errorf("%s: scratch counter left at %x", k.Name, buf[len(buf)-8:])
+		if !whole {
+			buf = buf[len(buf)-8:]
+		}
+		if strings.Trim(string(buf), "\x00") != "" {
+			t.Errorf("%s: scratch left at %x", sr.k.Name, buf)
 		}
 	}
+}
+
+// read returns the error word (nil if the kernel has none) and the outputs.
+func (sr *simRun) read(t *testing.T) ([]byte, map[string]*tensor.Tensor) {
+	t.Helper()
+	l, g, dev, args := sr.l, sr.k.Graph, sr.dev, sr.args
 	var word []byte
 	for i, a := range l.Params {
 		if a.Kind == ptx.ArgError {
@@ -311,7 +346,7 @@ func runWord(t *testing.T, text string, k ptx.Kernel, l ptx.Launch, in map[strin
 	out := map[string]*tensor.Tensor{}
 	for _, o := range g.Outputs {
 		buf := make([]byte, o.Value.Type.Bytes())
-		if err := dev.Read(outAddr[o.Name], buf); err != nil {
+		if err := dev.Read(sr.outAddr[o.Name], buf); err != nil {
 			t.Fatal(err)
 		}
 		x, err := tensor.FromBytes(o.Value.Type, buf)
@@ -320,7 +355,7 @@ func runWord(t *testing.T, text string, k ptx.Kernel, l ptx.Launch, in map[strin
 		}
 		out[o.Name] = x
 	}
-	return out, st, word
+	return word, out
 }
 
 // checkKernel runs k's NVVM PTX (text, a module holding it, launch l) and codegen/ptx's, and

@@ -185,6 +185,8 @@ func (md *module) kernel(k ptx.Kernel, t ptx.Target) (*ir.Func, ptx.Launch, erro
 		f, l, err = md.attentionKernel(k)
 	case "update":
 		f, l, err = md.updateKernel(k)
+	case "norm gemv":
+		f, l, err = md.normGEMVKernel(k)
 	case "":
 		// The PTX emitter's message says why no template takes the kernel.
 		if _, _, err = ptx.Generate(k, ptx.Target{SM: 80}); err == nil {

@@ -1,68 +1,84 @@
 package nvvm
 
 import (
-	"math"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/gcomp/gcomp/codegen/ptx"
 	"github.com/gcomp/gcomp/ir"
-	"github.com/gcomp/gcomp/runtime/ref"
-	"github.com/gcomp/gcomp/tensor"
 )
 
-// TestNormGEMVFallback: a GEMV with a LayerNorm prologue (the passes' normgemv), which this
-// package has no template for (its GEMV stand-in, the direct template, reduces nothing), compiles
-// with codegen/ptx's entry, says so in its launch, and equals the reference.
-func TestNormGEMVFallback(t *testing.T) {
+// normGEMVGraph is the kernel a LayerNorm (with beta or not) or RMSNorm fused into the GEMV that
+// reads it becomes (the passes' normgemv): the norm of x's m rows of k, as the frontends
+// decompose it, then x̂·W with W as [k,n] or, kContig, [n,k], plus a bias.
+func normGEMVGraph(t *testing.T, norm, dt string, m, n, k int, kContig bool) *ir.Graph {
+	t.Helper()
+	var sb strings.Builder
+	p := func(f string, a ...any) { fmt.Fprintf(&sb, f+"\n", a...) }
+	row, mat := fmt.Sprintf("%s[%d,1]", dt, m), fmt.Sprintf("%s[%d,%d]", dt, m, k)
+	w, rc := fmt.Sprintf("%s[%d,%d]", dt, k, n), 0
+	if kContig {
+		w, rc = fmt.Sprintf("%s[%d,%d]", dt, n, k), 1
+	}
+	p("graph g {\n  input %%x : %s\n  param %%gamma : %s[%d]\n  param %%beta : %s[%d]\n  param %%w : %s\n  param %%b : %s[%d]", mat, dt, k, dt, k, w, dt, n)
+	p("  %%n = constant() {dtype=%s, shape=[%d,1], value=[%d.0]} : %s", dt, m, k, row)
+	p("  %%eps = constant() {dtype=%s, shape=[%d,1], value=[1e-05]} : %s", dt, m, row)
+	x := "%x"
+	if norm != "rmsnorm" {
+		p("  %%s = reduce_sum(%%x) {axes=[1], keepdims=true} : %s\n  %%mean = div(%%s, %%n) : %s", row, row)
+		p("  %%meanb = broadcast_in_dim(%%mean) {dims=[0,1], shape=[%d,%d]} : %s\n  %%c = sub(%%x, %%meanb) : %s", m, k, mat, mat)
+		x = "%c"
+	}
+	p("  %%sq = mul(%s, %s) : %s\n  %%ss = reduce_sum(%%sq) {axes=[1], keepdims=true} : %s", x, x, mat, row)
+	p("  %%var = div(%%ss, %%n) : %s\n  %%ve = add(%%var, %%eps) : %s\n  %%r = rsqrt(%%ve) : %s", row, row, row)
+	p("  %%rb = broadcast_in_dim(%%r) {dims=[0,1], shape=[%d,%d]} : %s\n  %%xn = mul(%s, %%rb) : %s", m, k, mat, x, mat)
+	p("  %%gb = broadcast_in_dim(%%gamma) {dims=[1], shape=[%d,%d]} : %s\n  %%h = mul(%%xn, %%gb) : %s", m, k, mat, mat)
+	h := "%h"
+	if norm == "layernorm_bias" {
+		p("  %%bb = broadcast_in_dim(%%beta) {dims=[1], shape=[%d,%d]} : %s\n  %%hb = add(%%h, %%bb) : %s", m, k, mat, mat)
+		h = "%hb"
+	}
+	p("  %%y = dot_general(%s, %%w) {lhs_contract=[1], rhs_contract=[%d]} : %s[%d,%d]", h, rc, dt, m, n)
+	p("  %%yb = broadcast_in_dim(%%b) {dims=[1], shape=[%d,%d]} : %s[%d,%d]", m, n, dt, m, n)
+	p("  %%o = add(%%y, %%yb) : %s[%d,%d]\n  output out = %%o\n}", dt, m, n)
+	g, err := ir.Parse("normgemv.gir", []byte(sb.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// TestNormGEMV: a GEMV with a LayerNorm (beta or not) or RMSNorm prologue is the NVVM producer's
+// own entry (the row prologue, then the direct template) for codegen/ptx's prologue shapes:
+// one to gemv.MaxPrologueRows rows, K under one block's 256 threads and over, on and off the
+// vector width, both weight orders, f32, f16 and bf16. checkModule assembles it for sm_80 and
+// sm_90 without spills and runs it on the simulator with its checks against the reference (and
+// codegen/ptx's GEMV within tolerance: rsqrt is approximate in both).
+func TestNormGEMV(t *testing.T) {
 	p := requireProducer(t)
-	g, err := ir.Parse("normgemv.gir", []byte(`graph g {
-  input %x : f32[2,256]
-  param %gamma : f32[256]
-  param %w : f32[256,64]
-  %n = constant() {dtype=f32, shape=[2,1], value=[256.0]} : f32[2,1]
-  %eps = constant() {dtype=f32, shape=[2,1], value=[1e-05]} : f32[2,1]
-  %s = reduce_sum(%x) {axes=[1], keepdims=true} : f32[2,1]
-  %mean = div(%s, %n) : f32[2,1]
-  %mb = broadcast_in_dim(%mean) {dims=[0,1], shape=[2,256]} : f32[2,256]
-  %c = sub(%x, %mb) : f32[2,256]
-  %sq = mul(%c, %c) : f32[2,256]
-  %ss = reduce_sum(%sq) {axes=[1], keepdims=true} : f32[2,1]
-  %var = div(%ss, %n) : f32[2,1]
-  %ve = add(%var, %eps) : f32[2,1]
-  %r = rsqrt(%ve) : f32[2,1]
-  %rb = broadcast_in_dim(%r) {dims=[0,1], shape=[2,256]} : f32[2,256]
-  %xn = mul(%c, %rb) : f32[2,256]
-  %gb = broadcast_in_dim(%gamma) {dims=[1], shape=[2,256]} : f32[2,256]
-  %h = mul(%xn, %gb) : f32[2,256]
-  %y = dot_general(%h, %w) {lhs_contract=[1], rhs_contract=[0]} : f32[2,64]
-  output y = %y
-}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	k := ptx.Kernel{Name: "k0_layernorm_matmul", Graph: g}
-	if tpl := ptx.Template(k); tpl != "norm gemv" {
-		t.Fatalf("template %q, want norm gemv", tpl)
-	}
-	text, launches, err := p.Module([]ptx.Kernel{k}, ptx.Target{SM: 80})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(launches) != 1 || launches[0].Producer != "ptx" || !strings.Contains(strings.Join(launches[0].Notes, "\n"), "codegen/ptx's") {
-		t.Fatalf("launches %+v, want codegen/ptx's entry", launches)
-	}
-	assemble(t, text, []ptx.Kernel{k})
-	in := inputsFor(g, 1)
-	got, _ := run(t, text, k, launches[0], in)
-	inputs, params := map[string]*tensor.Tensor{"x": in["x"]}, map[string]*tensor.Tensor{"gamma": in["gamma"], "w": in["w"]}
-	want, err := ref.Run(g, inputs, params)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, w := range want["y"].F {
-		if d := math.Abs(got["y"].F[i] - w); !(d <= 1e-4*(1+math.Abs(w))) {
-			t.Fatalf("y[%d] = %v, want %v", i, got["y"].F[i], w)
+	shapes := [][3]int{{1, 33, 300}, {2, 64, 130}, {3, 48, 100}, {4, 40, 257}}
+	for _, norm := range []string{"layernorm_bias", "layernorm", "rmsnorm"} {
+		for _, dt := range []string{"f32", "f16", "bf16"} {
+			for i, s := range shapes {
+				m, n, k := s[0], s[1], s[2]
+				kContig := i%2 == 1
+				t.Run(fmt.Sprintf("%s_%s_%dx%dx%d_kcontig=%v", norm, dt, m, n, k, kContig), func(t *testing.T) {
+					kern := ptx.Kernel{Name: "k0_" + norm, Graph: normGEMVGraph(t, norm, dt, m, n, k, kContig)}
+					if tpl := ptx.Template(kern); tpl != "norm gemv" {
+						t.Fatalf("template %q, want norm gemv", tpl)
+					}
+					text, launches, err := p.Module([]ptx.Kernel{kern}, ptx.Target{SM: 80})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if launches[0].Producer == "ptx" {
+						t.Fatalf("codegen/ptx's entry, want the NVVM producer's own (notes %q)", launches[0].Notes)
+					}
+					assemble(t, text, []ptx.Kernel{kern})
+					checkKernel(t, text, kern, launches[0], uint64(m*n+k), ptx.Target{SM: 80})
+				})
+			}
 		}
 	}
 }

@@ -25,11 +25,6 @@ func (md *module) splitReduce(k ptx.Kernel, plan ptx.Reduction) (*ir.Func, ptx.L
 	kg := md.newKernel(k, args)
 	T, blocks := plan.Threads, plan.Grid[0]
 	slots := md.sharedSlots(k.Name, T/32)
-	flag := md.m.NewGlobalDef(k.Name+"_is_last", constant.NewUndef(types.I32))
-	flag.Linkage = enum.LinkageInternal
-	flag.AddrSpace = 3
-	flag.Typ.AddrSpace = 3
-	flag.Align = 4
 	tid := kg.sreg("tid.x")
 	lane := kg.b.NewAnd(tid, ci(31))
 	warp := kg.b.NewLShr(tid, ci(5))
@@ -38,7 +33,6 @@ func (md *module) splitReduce(k ptx.Kernel, plan ptx.Reduction) (*ir.Func, ptx.L
 	acc2 := kg.b.NewAlloca(accs[red].ElemType)
 	accT, combine, identity := ptx.Accumulator(red)
 	rt := regType(accT)
-	membar := func() { kg.b.NewCall(kg.md.declare("llvm.nvvm.membar.gl", types.Void)) }
 	partial := func(i value.Value) value.Value {
 		p := kg.b.NewGetElementPtr(types.I64, kg.scratch, i)
 		p.InBounds = true
@@ -63,18 +57,10 @@ func (md *module) splitReduce(k ptx.Kernel, plan ptx.Reduction) (*ir.Func, ptx.L
 	total, e := kg.blockCombine(accT, combine, kg.b.NewLoad(rt, accs[red]), lane, warp, slots, T/32)
 	keep(e)
 	t0 := kg.b.NewICmp(enum.IPredEQ, tid, ci(0))
-	kg.branch(t0, "publish", func() {
+	kg.lastBlock(t0, counter, blocks, func() {
 		kg.b.NewStore(total, partial(bid)).Align = 8
-		membar()
-		ticket := kg.b.NewAtomicRMW(enum.AtomicOpAdd, counter, ci(1), enum.AtomicOrderingMonotonic)
-		last := kg.b.NewZExt(kg.b.NewICmp(enum.IPredEQ, ticket, ci(blocks-1)), types.I32)
-		kg.b.NewStore(last, flag).Align = 4
-	})
-	kg.barrier()
-	ld := kg.b.NewLoad(types.I32, flag)
-	ld.Align = 4
-	kg.branch(kg.b.NewICmp(enum.IPredNE, ld, ci(0)), "last", func() {
-		membar()
+		kg.membar()
+	}, func() {
 		kg.b.NewStore(constVal(accT, identity), acc2)
 		kg.loop(tid, ci(T), blocks, func(i value.Value) {
 			x := kg.b.NewLoad(rt, partial(i))
@@ -106,4 +92,30 @@ func (md *module) splitReduce(k ptx.Kernel, plan ptx.Reduction) (*ir.Func, ptx.L
 		return nil, ptx.Launch{}, err
 	}
 	return kg.f, ptx.Launch{Grid: plan.Grid, Block: [3]int{T, 1, 1}, Params: args}, nil
+}
+
+func (kg *kgen) membar() { kg.b.NewCall(kg.md.declare("llvm.nvvm.membar.gl", types.Void)) }
+
+// lastBlock has thread 0 (t0), after publish, take a ticket from counter (an integer atomic add)
+// and tells the block through shared memory whether it was the last of n; the last block runs
+// last after llvm.nvvm.membar.gl. Every thread must call it.
+func (kg *kgen) lastBlock(t0, counter value.Value, n int, publish, last func()) {
+	flag := kg.md.m.NewGlobalDef(kg.name+"_is_last", constant.NewUndef(types.I32))
+	flag.Linkage = enum.LinkageInternal
+	flag.AddrSpace, flag.Typ.AddrSpace, flag.Align = 3, 3, 4
+	kg.branch(t0, "publish", func() {
+		if publish != nil {
+			publish()
+		}
+		ticket := kg.b.NewAtomicRMW(enum.AtomicOpAdd, counter, ci(1), enum.AtomicOrderingMonotonic)
+		isLast := kg.b.NewZExt(kg.b.NewICmp(enum.IPredEQ, ticket, ci(n-1)), types.I32)
+		kg.b.NewStore(isLast, flag).Align = 4
+	})
+	kg.barrier()
+	ld := kg.b.NewLoad(types.I32, flag)
+	ld.Align = 4
+	kg.branch(kg.b.NewICmp(enum.IPredNE, ld, ci(0)), "last", func() {
+		kg.membar()
+		last()
+	})
 }
