@@ -122,8 +122,8 @@ func init() {
 				"absent lists are empty). Result dims: batch dims (in lhs_batch order), then lhs free dims, then rhs free dims, each in order. " +
 				"Operands have one numeric dtype. Each result is Σ lhs·rhs over the contracting index, flattened row-major in " +
 				"lhs_contract order, summed in ascending order in float64 from +0 and rounded once (integers: wrapping int64). " +
-				"fp8 operands (both f8e4m3 or both f8e5m2) give an f16 result; the compiler runs it as the f16 GEMM of the operands cast to f16 " +
-				"(exact), the fp8 pass; a per-tensor or per-row scale is a mul before or after."},
+				"fp8 operands (both f8e4m3 or both f8e5m2) give an f16 result; the compiler runs it for sm_89/sm_90 on fp8 tensor cores " +
+				"(f32 accumulation, one byte per operand element), before sm_89 as the f16 GEMM of the operands cast to f16 (exact), the fp8 pass; a per-tensor or per-row scale is a mul before or after."},
 		&Op{Name: "conv2d", Arity: 2, Class: Contraction, Infer: inferConv, Eval: evalConv,
 			Attrs: []AttrSpec{{"stride", AttrInts, true}, {"padding", AttrInts, true}, {"dilation", AttrInts, true}, {"groups", AttrInt, true}},
 			Doc: "PyTorch conv2d without bias: x[N,C,H,W], w[O,C/groups,KH,KW] → [N,O,OH,OW], OH = ⌊(H+2·pad−dil·(KH−1)−1)/stride⌋+1. " +
