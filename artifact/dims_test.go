@@ -22,7 +22,7 @@ func TestParsePlanDims(t *testing.T) {
 	if a.Plan.Version != artifact.Version || len(a.Plan.Dims) != 1 || a.Plan.Kernels[0].Work == nil {
 		t.Fatalf("plan version %d, dims %v, work %v", a.Plan.Version, a.Plan.Dims, a.Plan.Kernels[0].Work)
 	}
-	if got := a.Plan.Kernels[0].Work.Grid(120, 256); got != [3]int{1, 1, 1} {
+	if got := a.Plan.Kernels[0].Work.Grid(120, a.Plan.Kernels[0].Grid, [3]int{256, 1, 1}); got != [3]int{1, 1, 1} {
 		t.Errorf("grid at 120 elements = %v", got)
 	}
 	good := string(a.Plan.JSON())

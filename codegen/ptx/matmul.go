@@ -244,7 +244,7 @@ func matmulKernel(k Kernel, t Target, globals *[]string) (string, Launch, error)
 		}
 	}
 	nglobals := len(*globals)
-	if p, ok := gemv.Of(dot); ok && pool == nil {
+	if p, ok := gemv.Of(dot); ok && pool == nil && !k.Symbolic {
 		text, l, err := gemvKernel(k, dot, p, globals)
 		if err == nil {
 			if t.TF32 && dot.Type.DType == ir.F32 {
@@ -258,6 +258,9 @@ func matmulKernel(k Kernel, t Target, globals *[]string) (string, Launch, error)
 	if err != nil && pool != nil {
 		// The passes fuse a pooling only where a tiled template applies.
 		return "", Launch{}, fmt.Errorf("%s fused into a conv2d needs the tiled templates: %v", pool.Op, err)
+	}
+	if err != nil && k.Symbolic {
+		return "", Launch{}, err
 	}
 	if err != nil {
 		// What the tiled templates cannot take falls back to the direct template (dropping any
@@ -340,6 +343,10 @@ func tiledKernel(k Kernel, dot *ir.Value, t Target, half bool, globals *[]string
 	}
 	gn, args := header(k, b, globals)
 	mm.gen = gn
+	work, err := mm.symbolic(k, b, &args, useMMA)
+	if err != nil {
+		return "", Launch{}, err
+	}
 	emit := mm.emit
 	if useMMA {
 		emit = mm.emitMMA
@@ -350,7 +357,7 @@ func tiledKernel(k Kernel, dot *ir.Value, t Target, half bool, globals *[]string
 	if gn.err != nil {
 		return "", Launch{}, gn.err
 	}
-	l := Launch{Grid: [3]int{ceilDiv(mm.N, 16*mm.rn), ceilDiv(mm.M, mmBM), batch}, Block: [3]int{mmThreads, 1, 1}, Params: args}
+	l := Launch{Grid: [3]int{ceilDiv(mm.N, 16*mm.rn), ceilDiv(mm.M, mmBM), batch}, Block: [3]int{mmThreads, 1, 1}, Params: args, Work: work}
 	return b.text(), l, nil
 }
 
@@ -385,6 +392,8 @@ type matmul struct {
 	lhs, rhs   operandLayout
 	dot        *ir.Value
 	batchShape ir.Shape
+	// symM is a symbolic kernel's M at the run's sizes (its size parameter; symgemm.go), or "".
+	symM string
 }
 
 // narrowColRegs is the FFMA template's accumulator columns per thread: 8 (a 128-column tile)
@@ -552,7 +561,7 @@ func (mm *matmul) emit() error {
 				ok := b.reg(rPred)
 				b.ins("setp.lt.s32", ok, a.reg(kc), imm(mm.K-sd.dk[i]))
 				okF := b.reg(rPred)
-				b.ins("setp.lt.s32", okF, a.reg(sd.f0), imm(sd.nFree-sd.df[i]))
+				b.ins("setp.lt.s32", okF, a.reg(sd.f0), mm.freeBelow(sd == sides[0], sd.nFree, sd.df[i]))
 				b.ins("and.pred", ok, ok, okF)
 				// Out of range: copy 0 bytes (zero fill) from an address inside the operand.
 				src := b.reg(rU64)
@@ -702,7 +711,7 @@ func (mm *matmul) emit() error {
 		for j0 := 0; j0 < rn; j0 += w {
 			skip := b.label("skip")
 			okm, okn := b.reg(rPred), b.reg(rPred)
-			b.ins("setp.lt.u32", okm, rows[i], imm(mm.M))
+			b.ins("setp.lt.u32", okm, rows[i], mm.freeBelow(true, mm.M, 0))
 			b.ins("setp.lt.u32", okn, cols[j0], imm(mm.N))
 			ok := b.reg(rPred)
 			b.ins("and.pred", ok, okm, okn)

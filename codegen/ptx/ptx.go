@@ -33,6 +33,12 @@ type Kernel struct {
 	// Graph holds it at the bound, and the entry takes the element count as an ArgSize
 	// parameter (symloop.go). Only flat elementwise loop kernels can be symbolic today.
 	Symbolic bool
+	// Rows (a symbolic kernel) is its row count at the bound: its symbolic buffers are that many
+	// rows of a static inner size, and the run computes the first rows only, each independently of
+	// the others (the compiler checks it). The size parameter is the run's rows times the
+	// template's unit per row (SymWork.Scale). 0: every unit of the template is a row, and only
+	// flat elementwise loop kernels are taken.
+	Rows int
 }
 
 // ArgKind says what a kernel parameter points to.
@@ -194,7 +200,7 @@ func generate(k Kernel, t Target, globals *[]string) (string, Launch, error) {
 		}
 	}
 	if k.Symbolic {
-		entry, l, err := symLoopKernel(k, globals)
+		entry, l, err := symbolicKernel(k, t, globals)
 		if err != nil {
 			return "", Launch{}, fmt.Errorf("%s: %w", k.Name, err)
 		}
