@@ -35,7 +35,7 @@ func symSize(k Kernel, b *builder, args *[]Arg, units int, what string) (string,
 		rows = units
 	}
 	if rows <= 0 || units%rows != 0 {
-		return "", 0, fmt.Errorf("%d %s at the bound are not a whole number of its %d rows", units, what, rows)
+		return "", 0, fmt.Errorf("%s %d at the bound is not a whole number of its %d rows", what, units, rows)
 	}
 	p := b.param("u32", fmt.Sprintf("%s_param_%d", k.Name, len(*args)))
 	*args = append(*args, Arg{Kind: ArgSize})
