@@ -37,8 +37,10 @@ var rowModels = []struct {
 		b.Output("sm", y.Softmax(-1))
 		b.Output("rowsum", x.Sum(2))
 	}},
-	{"MLP (FFMA GEMM)", func(b *frontend.Builder) { mlp(b, ir.F32, 1, 150) }},
-	{"MLP (tensor-core GEMM)", func(b *frontend.Builder) { mlp(b, ir.F16, 3, 133) }},
+	{"MLP (FFMA GEMM)", func(b *frontend.Builder) { mlp(b, ir.F32, 1, 150, 20) }},
+	{"MLP (tensor-core GEMM)", func(b *frontend.Builder) { mlp(b, ir.F16, 3, 133, 20) }},
+	{"MLP (GEMV, f32)", func(b *frontend.Builder) { mlp(b, ir.F32, 1, 8, 256) }},
+	{"MLP (GEMV, f16)", func(b *frontend.Builder) { mlp(b, ir.F16, 2, 7, 256) }},
 	{"conv2d over a symbolic batch", func(b *frontend.Builder) {
 		img := b.Input("img", ir.F32, b.Dim("n", 1, 5), 3, 7, 7)
 		w := b.Param("w", ir.T(ir.F32, 4, 3, 3, 3), frontend.Uniform(-1, 1))
@@ -47,12 +49,14 @@ var rowModels = []struct {
 	}},
 }
 
-// mlp is two linear layers with a bias and relu over a symbolic batch in [lo, hi].
-func mlp(b *frontend.Builder, dt ir.DType, lo, hi int) {
-	x := b.Input("x", dt, b.Dim("batch", lo, hi), 20)
-	w1 := b.Param("w1", ir.T(dt, 24, 20), frontend.Uniform(-1, 1))
-	b1 := b.Param("b1", ir.T(dt, 24), frontend.Uniform(-1, 1))
-	w2 := b.Param("w2", ir.T(dt, 5, 24), frontend.Uniform(-1, 1))
+// mlp is two linear layers with a bias and relu over a symbolic batch in [lo, hi], d features
+// in, d+4 hidden (the GEMV template takes weights of at least gemv.MinWeight elements, and at
+// most gemv.MaxM rows).
+func mlp(b *frontend.Builder, dt ir.DType, lo, hi, d int) {
+	x := b.Input("x", dt, b.Dim("batch", lo, hi), d)
+	w1 := b.Param("w1", ir.T(dt, d+4, d), frontend.Uniform(-1, 1))
+	b1 := b.Param("b1", ir.T(dt, d+4), frontend.Uniform(-1, 1))
+	w2 := b.Param("w2", ir.T(dt, 5*d, d+4), frontend.Uniform(-1, 1))
 	b.Output("y", frontend.Linear(frontend.Linear(x, w1, b1).Relu(), w2, nil))
 }
 

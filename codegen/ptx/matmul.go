@@ -244,7 +244,7 @@ func matmulKernel(k Kernel, t Target, globals *[]string) (string, Launch, error)
 		}
 	}
 	nglobals := len(*globals)
-	if p, ok := gemv.Of(dot); ok && pool == nil && !k.Symbolic {
+	if p, ok := gemv.Of(dot); ok && pool == nil {
 		text, l, err := gemvKernel(k, dot, p, globals)
 		if err == nil {
 			if t.TF32 && dot.Type.DType == ir.F32 {

@@ -1,6 +1,11 @@
 package ptx
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/gcomp/gcomp/codegen/gemv"
+	"github.com/gcomp/gcomp/ir"
+)
 
 // The GEMM templates (FFMA and mma.sync, dot_general and conv2d) at symbolic sizes: the kernel's
 // rows are the product's M side (a dot's left free dims, a conv2d's images), so M at the run's
@@ -34,4 +39,57 @@ func (mm *matmul) freeBelow(m bool, size, d int) string {
 		return imm(size - d)
 	}
 	return mm.a.sub(mm.symM, imm(d))
+}
+
+// symGEMV is a symbolic GEMV's M at the run's sizes: the size parameter m, m−1 (the last row),
+// and the label a run of no rows jumps to. The template keeps the bound's rows in registers:
+// row i reads row min(i, m−1), always written this run, and only rows below m are stored. Its
+// grid (column tiles, k slices) does not depend on M: the work's axis is z, one block.
+type symGEMV struct{ m, last, empty string }
+
+// gemvSymbolic declares a symbolic GEMV's M parameter; nothing for a static kernel.
+func gemvSymbolic(k Kernel, b *builder, args *[]Arg, dot *ir.Value, p gemv.Plan, w gemvWeight) (*symGEMV, *SymWork, error) {
+	if !k.Symbolic {
+		return nil, nil, nil
+	}
+	if p.Batch > 1 || w.quant != nil || len(gemv.RowPrologue(dot)) > 0 {
+		return nil, nil, fmt.Errorf("a batched, quantized or norm-prologue GEMV does not run at symbolic sizes yet")
+	}
+	m, work, err := symRows(k, b, args, p.M, p.M, 2, 1)
+	if err != nil {
+		return nil, nil, err
+	}
+	s := &symGEMV{m: m, last: b.reg(rU32), empty: b.label("no_rows")}
+	z := b.reg(rPred)
+	b.ins("setp.eq.u32", z, m, "0")
+	b.braIf(z, s.empty)
+	b.ins("sub.s32", s.last, m, "1")
+	return s, work, nil
+}
+
+// gemvRow is the row the GEMV's row i reads: i, or min(i, m−1) at symbolic sizes.
+func gemvRow(a ia, s *symGEMV, i int) string {
+	if s == nil {
+		return imm(i)
+	}
+	r := a.b.reg(rU32)
+	a.b.ins("min.u32", r, s.last, imm(i))
+	return r
+}
+
+// gemvRowsBelow narrows has (a thread finishes an element of row m) to the rows below M.
+func gemvRowsBelow(b *builder, has, m string, s *symGEMV) {
+	if s == nil {
+		return
+	}
+	in := b.reg(rPred)
+	b.ins("setp.lt.u32", in, m, s.m)
+	b.ins("and.pred", has, has, in)
+}
+
+// gemvSymbolicEnd places the label of a run with no rows.
+func gemvSymbolicEnd(b *builder, s *symGEMV) {
+	if s != nil {
+		b.place(s.empty)
+	}
 }

@@ -25,6 +25,8 @@ func TestSymbolicRowTemplates(t *testing.T) {
 			300, SymWork{Scale: 1, Tile: mmBM, Axis: 1}, `setp\.lt\.u32 %p\d+, %r\d+, 300;`},
 		{"tensor-core GEMM", "graph k {\n  input %x : f16[3,100,32]\n  input %w : f16[32,16]\n  %0 = dot_general(%x, %w) {lhs_contract=[2], rhs_contract=[0]} : f16[3,100,16]\n  output out = %0\n}\n",
 			3, SymWork{Scale: 100, Tile: mmBM, Axis: 1}, `setp\.lt\.s32 %p\d+, %r\d+, 300;`},
+		{"GEMV (split k)", "graph k {\n  input %x : f32[6,512]\n  input %w : f32[64,512]\n  %0 = dot_general(%x, %w) {lhs_contract=[1], rhs_contract=[1]} : f32[6,64]\n  output out = %0\n}\n",
+			6, SymWork{Scale: 1, Tile: 6, Axis: 2}, `min\.u32 %r\d+, %r\d+, 5;`},
 		{"conv2d", "graph k {\n  input %x : f32[5,3,7,7]\n  input %w : f32[4,3,3,3]\n  %0 = conv2d(%x, %w) {stride=[1,1], padding=[1,1], dilation=[1,1], groups=1} : f32[5,4,7,7]\n  output out = %0\n}\n",
 			5, SymWork{Scale: 49, Tile: mmBM, Axis: 1}, `setp\.lt\.s32 %p\d+, %r\d+, 245;`},
 	} {
@@ -53,7 +55,13 @@ func TestSymbolicRowTemplates(t *testing.T) {
 			if static == text || ShareKey(k) == ShareKey(Kernel{Name: "k0", Graph: g}) {
 				t.Error("the symbolic kernel is the static one")
 			}
-			if strings.Contains(tc.name, "GEMM") || tc.name == "conv2d" || tc.name == "row softmax" {
+			switch {
+			case strings.Contains(tc.name, "GEMV"):
+				// Its last row reads row min(5, m−1), a row written this run.
+				if re.MatchString(static) || !re.MatchString(text) || !strings.Contains(text, "// gemv:") {
+					t.Errorf("GEMV rows: static %v, symbolic %v (want false, true) for %s", re.MatchString(static), re.MatchString(text), tc.bound)
+				}
+			case strings.Contains(tc.name, "GEMM") || tc.name == "conv2d" || tc.name == "row softmax":
 				// The static kernel checks the bound as an immediate; the symbolic one never does.
 				if !re.MatchString(static) || re.MatchString(text) {
 					t.Errorf("edge checks: static %v, symbolic %v (want true, false) for %s", re.MatchString(static), re.MatchString(text), tc.bound)
