@@ -146,18 +146,7 @@ func checkRows(t *testing.T, g *ir.Graph) {
 		if err != nil {
 			t.Fatalf("sizes %v: %v", env, err)
 		}
-		for name, w := range want {
-			o := got.Outputs[name]
-			if o == nil || !o.Type.Equal(w.Type) {
-				t.Fatalf("sizes %v: output %s = %v, want %s", env, name, o, w.Type)
-			}
-			rel, abs := tolerance.Tolerance(w.Type.DType, false, 64)
-			for i := range w.Len() {
-				if a, b := o.At(i), w.At(i); !(math.IsNaN(a) && math.IsNaN(b)) && !tolerance.Within(a, b, rel, abs) {
-					t.Fatalf("sizes %v: output %s[%d] = %v, the reference's is %v", env, name, i, a, b)
-				}
-			}
-		}
+		compareOutputs(t, env, want, got.Outputs, 64)
 		for _, k := range got.Kernels {
 			for a := range 3 {
 				if k.Grid[a] < 1 || k.Grid[a] > bound[k.Name][a] {
@@ -201,5 +190,23 @@ func TestSymbolicRowsRefused(t *testing.T) {
 				t.Errorf("Compile = %v, want %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// compareOutputs checks each output against the reference's within the dtype's tolerance scaled
+// by ulps (tolerance.Tolerance), NaN matching NaN.
+func compareOutputs[E any](t *testing.T, env E, want, got map[string]*tensor.Tensor, ulps int) {
+	t.Helper()
+	for name, w := range want {
+		o := got[name]
+		if o == nil || !o.Type.Equal(w.Type) {
+			t.Fatalf("sizes %v: output %s = %v, want %s", env, name, o, w.Type)
+		}
+		rel, abs := tolerance.Tolerance(w.Type.DType, false, ulps)
+		for i := range w.Len() {
+			if a, b := o.At(i), w.At(i); !(math.IsNaN(a) && math.IsNaN(b)) && !tolerance.Within(a, b, rel, abs) {
+				t.Fatalf("sizes %v: output %s[%d] = %v, the reference's is %v", env, name, i, a, b)
+			}
+		}
 	}
 }
