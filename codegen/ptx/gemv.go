@@ -235,6 +235,7 @@ func gemvKernel(k Kernel, dot *ir.Value, p gemv.Plan, globals *[]string) (string
 		return "", Launch{}, err
 	}
 	for m := range p.M {
+		gemvRowGuard(b, symM, m)
 		setRow(m)
 		if w.kContig {
 			var xs []val
@@ -262,6 +263,7 @@ func gemvKernel(k Kernel, dot *ir.Value, p gemv.Plan, globals *[]string) (string
 			fma(acc[m*vecCols+j], x, y)
 		}
 	}
+	gemvRowsEnd(b, symM)
 	gn.reset()
 	b.ins("add.s32", kk, kk, imm(kStep))
 	b.bra(head)

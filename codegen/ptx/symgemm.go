@@ -42,10 +42,16 @@ func (mm *matmul) freeBelow(m bool, size, d int) string {
 }
 
 // symGEMV is a symbolic GEMV's M at the run's sizes: the size parameter m, m−1 (the last row),
-// and the label a run of no rows jumps to. The template keeps the bound's rows in registers:
-// row i reads row min(i, m−1), always written this run, and only rows below m are stored. Its
-// grid (column tiles, k slices) does not depend on M: the work's axis is z, one block.
-type symGEMV struct{ m, last, empty string }
+// the label a run of no rows jumps to, and, per row i ≥ 1, whether it lies at or past m. The
+// template keeps the bound's rows in registers: each k step skips the rows from m on (a branch
+// uniform over the launch), row i's index reads row min(i, m−1), always written this run, and
+// only rows below m are stored. Its grid (column tiles, k slices) does not depend on M: the
+// work's axis is z, one block.
+type symGEMV struct {
+	m, last, empty string
+	past           []string
+	rowsDone       string
+}
 
 // gemvSymbolic declares a symbolic GEMV's M parameter; nothing for a static kernel.
 func gemvSymbolic(k Kernel, b *builder, args *[]Arg, dot *ir.Value, p gemv.Plan, w gemvWeight) (*symGEMV, *SymWork, error) {
@@ -59,12 +65,30 @@ func gemvSymbolic(k Kernel, b *builder, args *[]Arg, dot *ir.Value, p gemv.Plan,
 	if err != nil {
 		return nil, nil, err
 	}
-	s := &symGEMV{m: m, last: b.reg(rU32), empty: b.label("no_rows")}
+	s := &symGEMV{m: m, last: b.reg(rU32), empty: b.label("no_rows"), past: make([]string, p.M), rowsDone: b.label("rows_done")}
 	z := b.reg(rPred)
 	b.ins("setp.eq.u32", z, m, "0")
 	b.braIf(z, s.empty)
 	b.ins("sub.s32", s.last, m, "1")
+	for i := 1; i < p.M; i++ {
+		s.past[i] = b.reg(rPred)
+		b.ins("setp.le.u32", s.past[i], m, imm(i))
+	}
 	return s, work, nil
+}
+
+// gemvRowGuard skips the k step's rows from row i on when i is past M (i ≥ 1).
+func gemvRowGuard(b *builder, s *symGEMV, i int) {
+	if s != nil && i > 0 {
+		b.braIf(s.past[i], s.rowsDone)
+	}
+}
+
+// gemvRowsEnd places the label after the k step's rows.
+func gemvRowsEnd(b *builder, s *symGEMV) {
+	if s != nil {
+		b.place(s.rowsDone)
+	}
 }
 
 // gemvRow is the row the GEMV's row i reads: i, or min(i, m−1) at symbolic sizes.
