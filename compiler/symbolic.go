@@ -67,6 +67,9 @@ func symbolicKernels(g *ir.Graph, kg *passes.KernelGraph, producer backend.Produ
 				g.Name, k.Kind, k.Name, opNames(k.Ops), symbolic, why)
 		}
 		var rows sym.Expr
+		if len(k.Stages) > 0 {
+			return nil, refuse("a persistent kernel's stages do not run at symbolic sizes yet")
+		}
 		if k.Kind == passes.Loop && static == "" && ptx.SymbolicLoop(k.Body) == "" {
 			rows = sym.Const(1) // flat: every element is a row
 			for _, e := range kg.Buffer(k.Body.Outputs[0].Name).Type.Sym {

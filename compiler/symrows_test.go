@@ -210,3 +210,24 @@ func compareOutputs[E any](t *testing.T, env E, want, got map[string]*tensor.Ten
 		}
 	}
 }
+
+// A chain of small products the passes make one persistent kernel of is refused by name: its
+// stages synchronize the whole block between products, which no row count bounds yet.
+func TestSymbolicPersistentRefused(t *testing.T) {
+	g, err := frontend.Build("m", func(b *frontend.Builder) {
+		x := b.Input("x", ir.F32, b.Dim("batch", 1, 4), 8)
+		w := b.Param("w", ir.T(ir.F32, 8, 8), frontend.Uniform(-1, 1))
+		for range 6 {
+			x = x.Matmul(w).Tanh()
+		}
+		b.Output("y", x)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = compiler.Compile(g, compiler.Options{})
+	want := "graph m has symbolic dims: persistent kernel k0_persistent (dot_general tanh"
+	if err == nil || !strings.HasPrefix(err.Error(), want) || !strings.HasSuffix(err.Error(), "a persistent kernel's stages do not run at symbolic sizes yet") {
+		t.Errorf("Compile = %v, want %q...", err, want)
+	}
+}
