@@ -59,18 +59,26 @@ func symbolicKernels(g *ir.Graph, kg *passes.KernelGraph, producer backend.Produ
 				static = n
 			}
 		}
-		if symbolic == "" {
-			continue // computes on static buffers only: compiled as always
-		}
 		refuse := func(why string) error {
-			return fmt.Errorf("graph %s has symbolic dims: %s kernel %s (%s), over symbolic buffer %s: %s",
-				g.Name, k.Kind, k.Name, opNames(k.Ops), symbolic, why)
+			over := "over symbolic buffer " + symbolic
+			if symbolic == "" {
+				over = "over static buffers"
+			}
+			return fmt.Errorf("graph %s has symbolic dims: %s kernel %s (%s), %s: %s", g.Name, k.Kind, k.Name, opNames(k.Ops), over, why)
+		}
+		if symbolic == "" {
+			// Static buffers only: compiled as always, unless a value inside has symbolic sizes,
+			// which a static result can only have folded (a sum over a broadcast's rows).
+			if _, why := rowKernel(k); why != "" {
+				return nil, refuse(why)
+			}
+			continue
 		}
 		var rows sym.Expr
 		if len(k.Stages) > 0 {
 			return nil, refuse("a persistent kernel's stages do not run at symbolic sizes yet")
 		}
-		if k.Kind == passes.Loop && static == "" && ptx.SymbolicLoop(k.Body) == "" {
+		if k.Kind == passes.Loop && static == "" && ptx.SymbolicLoop(k.Body) == "" && !k.BindTime {
 			rows = sym.Const(1) // flat: every element is a row
 			for _, e := range kg.Buffer(k.Body.Outputs[0].Name).Type.Sym {
 				rows = sym.Mul(rows, e)
@@ -85,6 +93,12 @@ func symbolicKernels(g *ir.Graph, kg *passes.KernelGraph, producer backend.Produ
 		_, hi, err := rows.Range(ranges)
 		if err != nil || rows.Overflowed() || hi >= 1<<31 {
 			return nil, refuse(fmt.Sprintf("its row count %s overflows", rows))
+		}
+		if k.BindTime {
+			// It reads parameters only and runs once, when they are bound, before any size is
+			// known: its rows are independent and lead its shapes, so it computes them all at
+			// the bound, and every run reads the first of them.
+			continue
 		}
 		kernels[k.Name] = symKernel{rows: rows, bound: int(hi)}
 	}

@@ -1,7 +1,9 @@
 package compiler_test
 
 import (
+	"fmt"
 	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -173,6 +175,8 @@ func TestSymbolicRowsRefused(t *testing.T) {
 			"has batch rows, %0 = reshape(%x) {shape=[32]} : f32[2*batch] has 2*batch"},
 		{"concat along the rows", "  %0 = concat(%x, %x) {axis=0} : f32[2*batch,2]\n  %1 = neg(%0) : f32[2*batch,2]\n  output y = %1\n",
 			"input %x : f32[batch,2] has batch rows, %0 = concat(%x, %x) {axis=0} : f32[2*batch,2] has 2*batch"},
+		{"bind-time sum over a broadcast's rows", "  param %b : f32[2] {init=\"ones\"}\n  %0 = broadcast_in_dim(%b) {shape=[16,2], dims=[1]} : f32[batch,2]\n  %1 = reduce_sum(%0) {axes=[0]} : f32[2]\n  %2 = broadcast_in_dim(%1) {shape=[16,2], dims=[1]} : f32[batch,2]\n  %3 = add(%x, %2) : f32[batch,2]\n  output y = %3\n",
+			"over static buffers: %1 = reduce_sum(%0) {axes=[0]} : f32[2] reduces over a symbolic dim"},
 		{"softmax over the symbolic axis", "  %0 = reduce_max(%x) {axes=[0]} : f32[2]\n  %1 = broadcast_in_dim(%0) {shape=[16,2], dims=[1]} : f32[batch,2]\n  %2 = sub(%x, %1) : f32[batch,2]\n  output y = %2\n",
 			"reduces over a symbolic dim"},
 		{"matmul contracting the symbolic axis", "  %0 = dot_general(%x, %x) {lhs_contract=[0], rhs_contract=[0]} : f32[2,2]\n  output y = %0\n",
@@ -229,5 +233,44 @@ func TestSymbolicPersistentRefused(t *testing.T) {
 	want := "graph m has symbolic dims: persistent kernel k0_persistent (dot_general tanh"
 	if err == nil || !strings.HasPrefix(err.Error(), want) || !strings.HasSuffix(err.Error(), "a persistent kernel's stages do not run at symbolic sizes yet") {
 		t.Errorf("Compile = %v, want %q...", err, want)
+	}
+}
+
+// Random chains over rows: elementwise ops, a static bias broadcast along the rows, and row
+// reductions broadcast back along the row (softmax's shape). One build each runs at every size.
+func TestSymbolicRandomRows(t *testing.T) {
+	unary := []string{"neg", "abs", "exp", "tanh", "relu"}
+	binary := []string{"add", "sub", "mul", "max"}
+	rng := rand.New(rand.NewPCG(27, 2))
+	for seed := range 6 {
+		var sb strings.Builder
+		lo, hi, d := 1+rng.IntN(3), 5+rng.IntN(40), 1+rng.IntN(40)
+		typ, row := fmt.Sprintf("f32[n,%d]", d), "f32[n]"
+		fmt.Fprintf(&sb, "graph r%d {\n  dims { n in [%d,%d] }\n  input %%a : %s\n  param %%b : f32[%d] {high=1.0, init=\"uniform\", low=-1.0}\n", seed, lo, hi, typ, d)
+		fmt.Fprintf(&sb, "  %%bb = broadcast_in_dim(%%b) {shape=[%d,%d], dims=[1]} : %s\n", hi, d, typ)
+		vals := []string{"%a", "%bb"}
+		for i := range 3 + rng.IntN(6) {
+			x, y := vals[rng.IntN(len(vals))], vals[rng.IntN(len(vals))]
+			switch rng.IntN(4) {
+			case 0:
+				fmt.Fprintf(&sb, "  %%%d = %s(%s) : %s\n", i, unary[rng.IntN(len(unary))], x, typ)
+			case 1, 2:
+				fmt.Fprintf(&sb, "  %%%d = %s(%s, %s) : %s\n", i, binary[rng.IntN(len(binary))], x, y, typ)
+			default:
+				red := []string{"reduce_max", "reduce_sum"}[rng.IntN(2)]
+				fmt.Fprintf(&sb, "  %%r%d = %s(%s) {axes=[1]} : %s\n", i, red, x, row)
+				fmt.Fprintf(&sb, "  %%s%d = broadcast_in_dim(%%r%d) {shape=[%d,%d], dims=[0]} : %s\n", i, i, hi, d, typ)
+				fmt.Fprintf(&sb, "  %%%d = sub(%s, %%s%d) : %s\n", i, x, i, typ)
+			}
+			vals = append(vals, fmt.Sprintf("%%%d", i))
+		}
+		fmt.Fprintf(&sb, "  output y = %s\n}\n", vals[len(vals)-1])
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			g, err := ir.Parse("r.gir", []byte(sb.String()))
+			if err != nil {
+				t.Fatalf("%v\n%s", err, sb.String())
+			}
+			checkRows(t, g)
+		})
 	}
 }
