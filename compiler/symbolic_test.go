@@ -174,13 +174,7 @@ func TestSymbolicRandomElementwise(t *testing.T) {
 			vals = append(vals, fmt.Sprintf("%%%d", i))
 		}
 		fmt.Fprintf(&sb, "  output y = %s\n}\n", vals[len(vals)-1])
-		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			g, err := ir.Parse("r.gir", []byte(sb.String()))
-			if err != nil {
-				t.Fatalf("%v\n%s", err, sb.String())
-			}
-			checkSymbolic(t, g)
-		})
+		checkGenerated(t, fmt.Sprint(seed), sb.String(), checkSymbolic)
 	}
 }
 

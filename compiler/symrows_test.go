@@ -265,12 +265,17 @@ func TestSymbolicRandomRows(t *testing.T) {
 			vals = append(vals, fmt.Sprintf("%%%d", i))
 		}
 		fmt.Fprintf(&sb, "  output y = %s\n}\n", vals[len(vals)-1])
-		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			g, err := ir.Parse("r.gir", []byte(sb.String()))
-			if err != nil {
-				t.Fatalf("%v\n%s", err, sb.String())
-			}
-			checkRows(t, g)
-		})
+		checkGenerated(t, fmt.Sprint(seed), sb.String(), checkRows)
 	}
+}
+
+// checkGenerated runs check on the generated graph src as subtest name.
+func checkGenerated(t *testing.T, name, src string, check func(*testing.T, *ir.Graph)) {
+	t.Run(name, func(t *testing.T) {
+		g, err := ir.Parse("r.gir", []byte(src))
+		if err != nil {
+			t.Fatalf("%v\n%s", err, src)
+		}
+		check(t, g)
+	})
 }
