@@ -43,12 +43,17 @@ var rowModels = []struct {
 	{"MLP (tensor-core GEMM)", func(b *frontend.Builder) { mlp(b, ir.F16, 3, 133, 20) }},
 	{"MLP (GEMV, f32)", func(b *frontend.Builder) { mlp(b, ir.F32, 1, 8, 256) }},
 	{"MLP (GEMV, f16)", func(b *frontend.Builder) { mlp(b, ir.F16, 2, 7, 256) }},
-	{"conv2d over a symbolic batch", func(b *frontend.Builder) {
-		img := b.Input("img", ir.F32, b.Dim("n", 1, 5), 3, 7, 7)
-		w := b.Param("w", ir.T(ir.F32, 4, 3, 3, 3), frontend.Uniform(-1, 1))
-		cb := b.Param("cb", ir.T(ir.F32, 4), frontend.Uniform(-1, 1))
-		b.Output("y", frontend.Conv2d(img, w, cb, frontend.Conv2dOptions{Padding: [2]int{1, 1}, Stride: [2]int{2, 1}}).Relu())
-	}},
+	{"conv2d over a symbolic batch", func(b *frontend.Builder) { conv(b, ir.F32, 1) }},
+	{"grouped f16 conv2d (tensor cores)", func(b *frontend.Builder) { conv(b, ir.F16, 2) }},
+}
+
+// conv is a conv2d of 4·groups output channels with bias and relu over a symbolic batch.
+func conv(b *frontend.Builder, dt ir.DType, groups int) {
+	img := b.Input("img", dt, b.Dim("n", 1, 5), 3*groups, 7, 7)
+	w := b.Param("w", ir.T(dt, 4*groups, 3, 3, 3), frontend.Uniform(-1, 1))
+	cb := b.Param("cb", ir.T(dt, 4*groups), frontend.Uniform(-1, 1))
+	opt := frontend.Conv2dOptions{Padding: [2]int{1, 1}, Stride: [2]int{2, 1}, Groups: groups}
+	b.Output("y", frontend.Conv2d(img, w, cb, opt).Relu())
 }
 
 // mlp is two linear layers with a bias and relu over a symbolic batch in [lo, hi], d features

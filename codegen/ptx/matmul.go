@@ -343,7 +343,7 @@ func tiledKernel(k Kernel, dot *ir.Value, t Target, half bool, globals *[]string
 	}
 	gn, args := header(k, b, globals)
 	mm.gen = gn
-	work, err := mm.symbolic(k, b, &args, useMMA)
+	work, err := mm.symbolic(k, b, &args)
 	if err != nil {
 		return "", Launch{}, err
 	}

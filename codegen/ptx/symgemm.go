@@ -15,7 +15,7 @@ import (
 
 // symbolic declares a symbolic kernel's M parameter and returns how its grid follows; nothing for
 // a static kernel.
-func (mm *matmul) symbolic(k Kernel, b *builder, args *[]Arg, useMMA bool) (*SymWork, error) {
+func (mm *matmul) symbolic(k Kernel, b *builder, args *[]Arg) (*SymWork, error) {
 	if !k.Symbolic {
 		return nil, nil
 	}
