@@ -43,6 +43,11 @@ var rowModels = []struct {
 	{"MLP (tensor-core GEMM)", func(b *frontend.Builder) { mlp(b, ir.F16, 3, 133, 20) }},
 	{"MLP (GEMV, f32)", func(b *frontend.Builder) { mlp(b, ir.F32, 1, 8, 256) }},
 	{"MLP (GEMV, f16)", func(b *frontend.Builder) { mlp(b, ir.F16, 2, 7, 256) }},
+	{"MLP with empty batches (GEMM)", func(b *frontend.Builder) { mlp(b, ir.F32, 0, 9, 20) }},
+	{"MLP with empty batches (GEMV)", func(b *frontend.Builder) { mlp(b, ir.F32, 0, 5, 256) }},
+	{"softmax with empty batches", func(b *frontend.Builder) {
+		b.Output("y", b.Input("x", ir.F32, b.Dim("batch", 0, 6), 33).Softmax(-1))
+	}},
 	{"conv2d over a symbolic batch", func(b *frontend.Builder) { conv(b, ir.F32, 1) }},
 	{"grouped f16 conv2d (tensor cores)", func(b *frontend.Builder) { conv(b, ir.F16, 2) }},
 }
