@@ -149,11 +149,22 @@ func keepsRows(v *ir.Value, p int, prefix map[*ir.Value]int) string {
 		return ""
 	case "dot_general":
 		q, ok := arg(0)
-		_, rhs := arg(1)
+		r, rhs := arg(1)
+		lb, rb := v.Attrs.Ints("lhs_batch"), v.Attrs.Ints("rhs_batch")
+		lead := func(dims []int) bool { // exactly the q leading dims, in order
+			for i, d := range dims {
+				if d != i {
+					return false
+				}
+			}
+			return len(dims) == q
+		}
 		switch {
-		case !ok || rhs:
-			return "contracts a symbolic right operand; only the left one's leading rows may be symbolic"
-		case len(v.Attrs.Ints("lhs_batch")) > 0:
+		case !ok:
+			return "has a symbolic right operand only; the left one's leading rows may be symbolic"
+		case rhs && (r != q || !lead(lb) || !lead(rb)):
+			return "has two symbolic operands whose rows are not exactly its batch dims"
+		case !rhs && len(lb) > 0:
 			return "has batch dims beside symbolic ones"
 		case slices.ContainsFunc(v.Attrs.Ints("lhs_contract"), func(a int) bool { return a < q }):
 			return "contracts a symbolic dim"

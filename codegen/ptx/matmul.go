@@ -354,6 +354,9 @@ func tiledKernel(k Kernel, dot *ir.Value, t Target, half bool, globals *[]string
 	if err := emit(); err != nil {
 		return "", Launch{}, err
 	}
+	if mm.symEnd != "" {
+		b.place(mm.symEnd)
+	}
 	if gn.err != nil {
 		return "", Launch{}, gn.err
 	}
@@ -392,8 +395,9 @@ type matmul struct {
 	lhs, rhs   operandLayout
 	dot        *ir.Value
 	batchShape ir.Shape
-	// symM is a symbolic kernel's M at the run's sizes (its size parameter; symgemm.go), or "".
-	symM string
+	// symM is a symbolic kernel's M at the run's sizes (its size parameter; symgemm.go), or "";
+	// symEnd, the label a block past a symbolic batch jumps to, or "".
+	symM, symEnd string
 }
 
 // narrowColRegs is the FFMA template's accumulator columns per thread: 8 (a 128-column tile)

@@ -11,7 +11,9 @@ import (
 // rows are the product's M side (a dot's left free dims, a conv2d's images), so M at the run's
 // sizes is a parameter that bounds the grid's y (tiles of mmBM rows) and every edge check of M;
 // the code is otherwise the bound's. The left operand is read directly (no view), so its first
-// M rows at the run's sizes are those at the bound.
+// M rows at the run's sizes are those at the bound. A batched product whose rows are its batch
+// (both operands lead with it) runs the bound's code on the first batch elements: grid.z follows
+// the batch, nothing else changes.
 
 // symbolic declares a symbolic kernel's M parameter and returns how its grid follows; nothing for
 // a static kernel.
@@ -20,12 +22,25 @@ func (mm *matmul) symbolic(k Kernel, b *builder, args *[]Arg) (*SymWork, error) 
 		return nil, nil
 	}
 	switch {
-	case len(mm.batchShape) > 0 && mm.conv == nil:
-		return nil, fmt.Errorf("a batched GEMM does not run at symbolic sizes yet")
-	case mm.lhs.view != nil:
-		return nil, fmt.Errorf("a GEMM whose left operand is read through a view does not run at symbolic sizes yet")
+	case mm.lhs.view != nil || mm.rhs.view != nil && len(mm.batchShape) > 0:
+		return nil, fmt.Errorf("a GEMM whose symbolic operand is read through a view does not run at symbolic sizes yet")
 	case mm.conv != nil && mm.conv.pool != nil:
 		return nil, fmt.Errorf("a conv2d with a fused pooling does not run at symbolic sizes yet")
+	case len(mm.batchShape) > 0 && mm.conv == nil:
+		// Batched: the rows are the batch (the compiler checks both operands lead with it), one
+		// grid.z block row per batch element; M, N and K stay the bound's.
+		batch := mm.batchShape.NumElements()
+		n, w, err := symRows(k, b, args, batch, 1, 2, batch)
+		if err != nil {
+			return nil, err
+		}
+		// A run of no batch elements still launches one block row: it exits.
+		z, past := b.reg(rU32), b.reg(rPred)
+		b.ins("mov.u32", z, "%ctaid.z")
+		b.ins("setp.ge.u32", past, z, n)
+		mm.symEnd = b.label("no_batch")
+		b.braIf(past, mm.symEnd)
+		return w, nil
 	}
 	m, w, err := symRows(k, b, args, mm.M, mmBM, 1, ceilDiv(mm.M, mmBM))
 	mm.symM = m

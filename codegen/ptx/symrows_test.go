@@ -25,6 +25,8 @@ func TestSymbolicRowTemplates(t *testing.T) {
 			300, SymWork{Scale: 1, Tile: mmBM, Axis: 1}, `setp\.lt\.u32 %p\d+, %r\d+, 300;`},
 		{"tensor-core GEMM", "graph k {\n  input %x : f16[3,100,32]\n  input %w : f16[32,16]\n  %0 = dot_general(%x, %w) {lhs_contract=[2], rhs_contract=[0]} : f16[3,100,16]\n  output out = %0\n}\n",
 			3, SymWork{Scale: 100, Tile: mmBM, Axis: 1}, `setp\.lt\.s32 %p\d+, %r\d+, 300;`},
+		{"batched FFMA products", "graph k {\n  input %x : f32[3,6,8]\n  input %y : f32[3,8,20]\n  %0 = dot_general(%x, %y) {lhs_batch=[0], rhs_batch=[0], lhs_contract=[2], rhs_contract=[1]} : f32[3,6,20]\n  output out = %0\n}\n",
+			3, SymWork{Scale: 1, Tile: 1, Axis: 2}, ``},
 		{"GEMV (split k)", "graph k {\n  input %x : f32[6,512]\n  input %w : f32[64,512]\n  %0 = dot_general(%x, %w) {lhs_contract=[1], rhs_contract=[1]} : f32[6,64]\n  output out = %0\n}\n",
 			6, SymWork{Scale: 1, Tile: 6, Axis: 2}, `min\.u32 %r\d+, %r\d+, 5;`},
 		{"conv2d", "graph k {\n  input %x : f32[5,3,7,7]\n  input %w : f32[4,3,3,3]\n  %0 = conv2d(%x, %w) {stride=[1,1], padding=[1,1], dilation=[1,1], groups=1} : f32[5,4,7,7]\n  output out = %0\n}\n",
@@ -84,8 +86,6 @@ func TestSymbolicRowTemplatesRefused(t *testing.T) {
 	}{
 		{"graph k {\n  input %x : f32[4,6,8]\n  %0 = reduce_sum(%x) {axes=[1]} : f32[4,8]\n  output out = %0\n}\n", 4,
 			"reduce axes [1] of [4,6,8] are not trailing; only the row template runs at symbolic sizes"},
-		{"graph k {\n  input %x : f32[4,6,8]\n  input %y : f32[4,8,3]\n  %0 = dot_general(%x, %y) {lhs_batch=[0], rhs_batch=[0], lhs_contract=[2], rhs_contract=[1]} : f32[4,6,3]\n  output out = %0\n}\n", 4,
-			"a batched GEMM does not run at symbolic sizes yet"},
 		{"graph k {\n  input %x : f32[10,6]\n  %0 = broadcast_in_dim(%x) {shape=[10,6], dims=[0,1]} : f32[10,6]\n  output out = %0\n}\n", 7,
 			"element count 60 at the bound is not a whole number of its 7 rows"},
 	} {
