@@ -14,21 +14,30 @@ type Dim struct {
 	Hi   int    `json:"hi"`
 }
 
-// Work is how a symbolic launch's grid follows from the sizes: Elements (an expression over the
-// dims, the kernel's element count n) in groups of Vector, so max(1, n/Vector, n%Vector) work
-// items, over blocks of Block[0] threads, at most MaxBlocks blocks: grid.x = min(ceil(work /
-// Block[0]), MaxBlocks). The kernel also receives n as its ArgSize parameter.
+// Work is how a symbolic launch's grid follows from the sizes. Elements (an expression over the
+// dims) is the size n the kernel also receives as its ArgSize parameter. A loop kernel (Tile 0)
+// takes n elements in groups of Vector, so max(1, n/Vector, n%Vector) work items, over blocks of
+// Block[0] threads, at most MaxBlocks blocks: grid.x = min(ceil(work / Block[0]), MaxBlocks). A
+// row kernel (Tile > 0) takes n units (rows, or a GEMM's M) in tiles of Tile per block along grid
+// axis Axis: grid[Axis] = min(max(1, ceil(n / Tile)), MaxBlocks), its other axes those of Grid.
 type Work struct {
 	Elements  string `json:"elements"`
 	Vector    int    `json:"vector"`
 	MaxBlocks int    `json:"max_blocks"`
+	Tile      int    `json:"tile,omitempty"`
+	Axis      int    `json:"axis,omitempty"`
 }
 
-// Grid is the launch's grid at element count n.
-func (w *Work) Grid(n int64, block int) [3]int {
+// Grid is the launch's grid at size n, for a kernel whose grid at the bound is grid and whose
+// block is block.
+func (w *Work) Grid(n int64, grid, block [3]int) [3]int {
+	if w.Tile > 0 {
+		grid[w.Axis] = int(min(max(1, (n+int64(w.Tile)-1)/int64(w.Tile)), int64(w.MaxBlocks)))
+		return grid
+	}
 	v := int64(w.Vector)
 	work := max(1, n/v, n%v)
-	return [3]int{int(min((work+int64(block)-1)/int64(block), int64(w.MaxBlocks))), 1, 1}
+	return [3]int{int(min((work+int64(block[0])-1)/int64(block[0]), int64(w.MaxBlocks))), 1, 1}
 }
 
 // Ranges returns the plan's dims as sym intervals.
@@ -116,6 +125,9 @@ func (p *Plan) validateDims() error {
 		}
 		if size == nil || size.Expr != k.Work.Elements || k.Work.Vector < 1 || k.Work.MaxBlocks < 1 {
 			return fmt.Errorf("kernel %s: work %+v needs a size argument of its element count and positive vector and max_blocks", k.Name, *k.Work)
+		}
+		if k.Work.Tile < 0 || k.Work.Axis < 0 || k.Work.Axis > 2 || k.Work.Tile == 0 && k.Work.Axis != 0 {
+			return fmt.Errorf("kernel %s: work %+v: want tile >= 0 and a grid axis 0 to 2 (0 for a loop)", k.Name, *k.Work)
 		}
 	}
 	return nil

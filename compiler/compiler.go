@@ -9,6 +9,7 @@ import (
 	"github.com/gcomp/gcomp/codegen/custom"
 	"github.com/gcomp/gcomp/codegen/ptx"
 	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ir/sym"
 	"github.com/gcomp/gcomp/passes"
 )
 
@@ -52,7 +53,7 @@ func Compile(g *ir.Graph, opt Options) (*Result, error) {
 		return nil, err
 	}
 	kg := res.Kernels
-	elems, err := symbolicKernels(g, kg, opt.Producer)
+	syms, err := symbolicKernels(g, kg, opt.Producer)
 	if err != nil {
 		return nil, err
 	}
@@ -66,11 +67,11 @@ func Compile(g *ir.Graph, opt Options) (*Result, error) {
 			continue
 		}
 		body := k.Body
-		_, symbolic := elems[k.Name]
+		sk, symbolic := syms[k.Name]
 		if symbolic {
 			body = atBound(body)
 		}
-		pk := ptx.Kernel{Name: k.Name, Graph: body, Shared: k.SharedOffsets(), SharedBytes: int(k.SharedBytes), InPlace: k.InPlace, Symbolic: symbolic}
+		pk := ptx.Kernel{Name: k.Name, Graph: body, Shared: k.SharedOffsets(), SharedBytes: int(k.SharedBytes), InPlace: k.InPlace, Symbolic: symbolic, Rows: sk.bound}
 		for _, s := range k.Stages {
 			pk.Stages = append(pk.Stages, ptx.Kernel{Name: s.Name, Graph: s.Body})
 		}
@@ -130,12 +131,14 @@ func Compile(g *ir.Graph, opt Options) (*Result, error) {
 		pk := artifact.Kernel{Name: k.Name, Entry: l.Entry, Grid: l.Grid, Block: l.Block, SharedBytes: l.SharedBytes, Ops: opNames(k.Ops), Notes: l.Notes,
 			Producer: l.Producer, BindTime: k.BindTime}
 		var scratch int64
+		var size string
 		if l.Work != nil {
-			pk.Work = &artifact.Work{Elements: elems[k.Name].String(), Vector: l.Work.Vector, MaxBlocks: l.Work.MaxBlocks}
+			size = sym.Scale(syms[k.Name].rows, int64(l.Work.Scale)).String()
+			pk.Work = &artifact.Work{Elements: size, Vector: l.Work.Vector, MaxBlocks: l.Work.MaxBlocks, Tile: l.Work.Tile, Axis: l.Work.Axis}
 		}
 		for _, a := range l.Params {
 			if a.Kind == ptx.ArgSize {
-				pk.Args = append(pk.Args, artifact.Arg{Kind: artifact.ArgSize, Expr: elems[k.Name].String()})
+				pk.Args = append(pk.Args, artifact.Arg{Kind: artifact.ArgSize, Expr: size})
 				continue
 			}
 			if a.Kind == ptx.ArgError {

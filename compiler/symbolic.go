@@ -13,21 +13,33 @@ import (
 )
 
 // A graph with dims is planned at its bounds (the passes see Shapes, which hold them) and its
-// kernels run at the sizes of each run. Kernels whose buffers keep symbolic sizes take their
-// element count as a parameter; today only flat elementwise loop kernels can (codegen/ptx's
-// symloop.go), so any other kernel over symbolic sizes is refused by kind.
+// kernels run at the sizes of each run. A kernel whose buffers keep symbolic sizes takes a size
+// at the run's sizes as a parameter: a flat elementwise loop kernel its element count
+// (codegen/ptx's symloop.go), a kernel whose symbolic values are rows over a static inner size
+// its row count scaled to its template's unit (symrows.go); any other is refused naming it.
 
-// symbolicKernels returns, for a graph with dims, the element count of each kernel whose buffers
-// are symbolic (by kernel name), or the error naming the first kernel that cannot run at
-// sizes other than the bound.
-func symbolicKernels(g *ir.Graph, kg *passes.KernelGraph, producer backend.Producer) (map[string]sym.Expr, error) {
+// symKernel is what a symbolic kernel's size parameter follows: rows, an expression over the
+// dims, of which the bound has Bound.
+type symKernel struct {
+	rows  sym.Expr
+	bound int
+}
+
+// symbolicKernels returns, for a graph with dims, the rows of each kernel whose buffers are
+// symbolic (by kernel name), or the error naming the first kernel that cannot run at sizes
+// other than the bound.
+func symbolicKernels(g *ir.Graph, kg *passes.KernelGraph, producer backend.Producer) (map[string]symKernel, error) {
 	if len(g.Dims) == 0 {
 		return nil, nil
 	}
 	if _, ok := producer.(backend.PTX); !ok && producer != nil {
 		return nil, fmt.Errorf("graph %s has symbolic dims: only the ptx backend compiles them yet", g.Name)
 	}
-	elems := map[string]sym.Expr{}
+	ranges := sym.Ranges{}
+	for _, d := range g.Dims {
+		ranges[d.Name] = sym.Interval{Lo: int64(d.Lo), Hi: int64(d.Hi)}
+	}
+	kernels := map[string]symKernel{}
 	for _, k := range kg.Kernels {
 		var names []string
 		for _, v := range k.Body.Inputs() {
@@ -47,30 +59,50 @@ func symbolicKernels(g *ir.Graph, kg *passes.KernelGraph, producer backend.Produ
 				static = n
 			}
 		}
+		refuse := func(why string) error {
+			over := "over symbolic buffer " + symbolic
+			if symbolic == "" {
+				over = "over static buffers"
+			}
+			return fmt.Errorf("graph %s has symbolic dims: %s kernel %s (%s), %s: %s", g.Name, k.Kind, k.Name, opNames(k.Ops), over, why)
+		}
 		if symbolic == "" {
-			continue // computes on static buffers only: compiled as always
+			// Static buffers only: compiled as always, unless a value inside has symbolic sizes,
+			// which a static result can only have folded (a sum over a broadcast's rows).
+			if _, why := rowKernel(k); why != "" {
+				return nil, refuse(why)
+			}
+			continue
 		}
-		if k.Kind != passes.Loop {
-			return nil, fmt.Errorf("graph %s has symbolic dims: kernel %s (%s), over symbolic buffer %s, is a %s kernel, and only loop kernels run at symbolic sizes yet",
-				g.Name, k.Name, opNames(k.Ops), symbolic, k.Kind)
+		var rows sym.Expr
+		if len(k.Stages) > 0 {
+			return nil, refuse("a persistent kernel's stages do not run at symbolic sizes yet")
 		}
-		if why := ptx.SymbolicLoop(k.Body); why != "" {
-			return nil, fmt.Errorf("graph %s has symbolic dims: loop kernel %s (%s): %s; only elementwise loop kernels run at symbolic sizes yet",
-				g.Name, k.Name, opNames(k.Ops), why)
+		if k.Kind == passes.Loop && static == "" && ptx.SymbolicLoop(k.Body) == "" && !k.BindTime {
+			rows = sym.Const(1) // flat: every element is a row
+			for _, e := range kg.Buffer(k.Body.Outputs[0].Name).Type.Sym {
+				rows = sym.Mul(rows, e)
+			}
+		} else {
+			r, why := rowKernel(k)
+			if why != "" {
+				return nil, refuse(why + "; a kernel runs at symbolic sizes when its symbolic dims lead every shape and its rows are independent")
+			}
+			rows = r
 		}
-		if static != "" {
-			return nil, fmt.Errorf("internal error: kernel %s: buffer %s has no symbolic sizes beside %s", k.Name, static, symbolic)
+		_, hi, err := rows.Range(ranges)
+		if err != nil || rows.Overflowed() || hi >= 1<<31 {
+			return nil, refuse(fmt.Sprintf("its row count %s overflows", rows))
 		}
-		n := sym.Const(1)
-		for _, e := range kg.Buffer(k.Body.Outputs[0].Name).Type.Sym {
-			n = sym.Mul(n, e)
+		if k.BindTime {
+			// It reads parameters only and runs once, when they are bound, before any size is
+			// known: its rows are independent and lead its shapes, so it computes them all at
+			// the bound, and every run reads the first of them.
+			continue
 		}
-		if n.Overflowed() {
-			return nil, fmt.Errorf("kernel %s: its element count overflows", k.Name)
-		}
-		elems[k.Name] = n
+		kernels[k.Name] = symKernel{rows: rows, bound: int(hi)}
 	}
-	return elems, nil
+	return kernels, nil
 }
 
 // atBound is a symbolic kernel's body as codegen/ptx takes it: its buffers' types at their

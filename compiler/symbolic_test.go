@@ -3,14 +3,12 @@ package compiler_test
 import (
 	"context"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
 
 	"github.com/gcomp/gcomp/codegen/backend"
 	"github.com/gcomp/gcomp/compiler"
-	"github.com/gcomp/gcomp/internal/tolerance"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ops"
 	"github.com/gcomp/gcomp/runtime/executor"
@@ -101,20 +99,10 @@ func checkSymbolic(t *testing.T, g *ir.Graph) {
 		}
 		// The static build of the graph at these sizes runs the same per-element code.
 		static := runStatic(t, g, toEnv(env), inputs)
-		for name, w := range want {
-			o := got.Outputs[name]
-			if o == nil || !o.Type.Equal(w.Type) {
-				t.Fatalf("sizes %v: output %s = %v, want %s", env, name, o, w.Type)
-			}
+		compareOutputs(t, env, want, got.Outputs, 1)
+		for name, o := range got.Outputs {
 			if string(o.Bytes()) != string(static[name].Bytes()) {
 				t.Errorf("sizes %v: output %s differs from the static build's", env, name)
-			}
-			rel, abs := tolerance.Tolerance(w.Type.DType, false, 1)
-			for i := range w.Len() {
-				a, b := o.At(i), w.At(i)
-				if !(math.IsNaN(a) && math.IsNaN(b)) && !tolerance.Within(a, b, rel, abs) {
-					t.Fatalf("sizes %v: output %s[%d] = %v, the reference's is %v", env, name, i, a, b)
-				}
 			}
 		}
 		for _, k := range got.Kernels {
@@ -186,13 +174,7 @@ func TestSymbolicRandomElementwise(t *testing.T) {
 			vals = append(vals, fmt.Sprintf("%%%d", i))
 		}
 		fmt.Fprintf(&sb, "  output y = %s\n}\n", vals[len(vals)-1])
-		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			g, err := ir.Parse("r.gir", []byte(sb.String()))
-			if err != nil {
-				t.Fatalf("%v\n%s", err, sb.String())
-			}
-			checkSymbolic(t, g)
-		})
+		checkGenerated(t, fmt.Sprint(seed), sb.String(), checkSymbolic)
 	}
 }
 
@@ -233,30 +215,8 @@ func TestSymbolicBadSizes(t *testing.T) {
 	}
 }
 
-// A graph with dims whose kernels are not all elementwise loop kernels is refused naming the
-// kernel and its kind: not yet, never a crash.
+// Only codegen/ptx's emitter writes symbolic kernels (the other refusals: TestSymbolicRowsRefused).
 func TestSymbolicRefused(t *testing.T) {
-	for _, tc := range []struct{ name, body, want string }{
-		{"reduction", "  %0 = reduce_sum(%x) {axes=[1]} : f32[batch]\n  output y = %0\n",
-			"graph s has symbolic dims: kernel k0_sum (reduce_sum), over symbolic buffer y, is a row kernel, and only loop kernels run at symbolic sizes yet"},
-		{"reshape", "  %0 = reshape(%x) {shape=[32]} : f32[2*batch]\n  %1 = neg(%0) : f32[2*batch]\n  output y = %1\n",
-			"loop kernel k0_neg (neg): input x is read through a broadcast or view; only elementwise loop kernels run at symbolic sizes yet"},
-		{"broadcast", "  param %b : f32[2] {init=\"zeros\"}\n  %0 = broadcast_in_dim(%b) {shape=[16,2], dims=[1]} : f32[batch,2]\n  %1 = add(%x, %0) : f32[batch,2]\n  output y = %1\n",
-			"only elementwise loop kernels run at symbolic sizes yet"},
-		{"transpose", "  %0 = transpose(%x) {perm=[1,0]} : f32[2,batch]\n  %1 = neg(%0) : f32[2,batch]\n  output y = %1\n",
-			"only elementwise loop kernels run at symbolic sizes yet"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			g, err := ir.Parse("s.gir", []byte("graph s {\n  dims { batch in [1,16] }\n  input %x : f32[batch,2]\n"+tc.body+"}\n"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err = compiler.Compile(g, compiler.Options{})
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("Compile = %v, want %q", err, tc.want)
-			}
-		})
-	}
 	// Only codegen/ptx's emitter writes symbolic kernels.
 	g, err := ir.Parse("s.gir", []byte(symbolicGraphs[0].gir))
 	if err != nil {

@@ -57,8 +57,12 @@ func TestRunSymbolic(t *testing.T) {
 // not all elementwise is refused at build time naming the kernel's kind.
 func TestBuildRunSymbolic(t *testing.T) {
 	t.Chdir(t.TempDir())
-	gir := "graph s {\n  dims { batch in [1,40] }\n  input %x : f32[batch,3]\n  %0 = exp(%x) : f32[batch,3]\n  %1 = mul(%0, %x) : f32[batch,3]\n  output y = %1\n}\n"
-	red := "graph r {\n  dims { batch in [1,40] }\n  input %x : f32[batch,3]\n  %0 = reduce_sum(%x) {axes=[1]} : f32[batch]\n  output y = %0\n}\n"
+	// A softmax over each row (a row kernel) times the input; a sum over the symbolic axis.
+	gir := "graph s {\n  dims { batch in [1,40] }\n  input %x : f32[batch,3]\n  %0 = reduce_max(%x) {axes=[1]} : f32[batch]\n" +
+		"  %1 = broadcast_in_dim(%0) {shape=[40,3], dims=[0]} : f32[batch,3]\n  %2 = sub(%x, %1) : f32[batch,3]\n  %3 = exp(%2) : f32[batch,3]\n" +
+		"  %4 = reduce_sum(%3) {axes=[1]} : f32[batch]\n  %5 = broadcast_in_dim(%4) {shape=[40,3], dims=[0]} : f32[batch,3]\n" +
+		"  %6 = div(%3, %5) : f32[batch,3]\n  %7 = mul(%6, %x) : f32[batch,3]\n  output y = %7\n}\n"
+	red := "graph r {\n  dims { batch in [1,40] }\n  input %x : f32[batch,3]\n  %0 = reduce_sum(%x) {axes=[0]} : f32[3]\n  output y = %0\n}\n"
 	for name, text := range map[string]string{"s.gir": gir, "r.gir": red} {
 		if err := os.WriteFile(name, []byte(text), 0o644); err != nil {
 			t.Fatal(err)
@@ -104,7 +108,7 @@ func TestBuildRunSymbolic(t *testing.T) {
 	}
 	for _, tc := range []struct{ args, want string }{
 		{"run s.ptx --device sim --input x=x41.npy --output-dir o", "input x: dim 0 (batch) is 41, outside batch's range [1,40]"},
-		{"build r.gir -o r.ptx", "kernel k0_sum (reduce_sum), over symbolic buffer y, is a row kernel, and only loop kernels run at symbolic sizes yet"},
+		{"build r.gir -o r.ptx", "row kernel k0_sum (reduce_sum), over symbolic buffer x: %0 = reduce_sum(%x) {axes=[0]} : f32[3] reduces over a symbolic dim"},
 	} {
 		stderr.Reset()
 		code := Main(strings.Fields(tc.args), &stdout, &stderr)

@@ -59,7 +59,7 @@ func (cs *convSpec) copier(mm *matmul, f0, kq string, dk []int, base string, eb 
 	a, b := mm.a, mm.e.b
 	m := a.clamp(f0, mm.M)
 	okM := b.reg(rPred)
-	b.ins("setp.lt.s32", okM, a.reg(f0), imm(mm.M))
+	b.ins("setp.lt.s32", okM, a.reg(f0), mm.freeBelow(true, mm.M, 0))
 	var n, ih0, iw0 string
 	if cs.pool == nil {
 		plane := cs.oh * cs.ow

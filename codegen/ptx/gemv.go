@@ -84,6 +84,10 @@ func gemvKernel(k Kernel, dot *ir.Value, p gemv.Plan, globals *[]string) (string
 		b.ins("cvta.to.global.u64", scratch, scratch)
 	}
 	w := gemvWeightOf(dot, p)
+	symM, work, err := gemvSymbolic(k, b, &args, dot, p, w)
+	if err != nil {
+		return "", Launch{}, err
+	}
 	order := "columns"
 	if w.kContig {
 		order = "k"
@@ -119,7 +123,7 @@ func gemvKernel(k Kernel, dot *ir.Value, p gemv.Plan, globals *[]string) (string
 	// by element), their coordinates derived outside the k loop.
 	rowX := make([]*index, p.M)
 	for m := range rowX {
-		rowX[m] = newIndexLin(shape, a.mul(a.mad(bz, p.M, imm(m)), p.N))
+		rowX[m] = newIndexLin(shape, a.mul(a.mad(bz, p.M, gemvRow(a, symM, m)), p.N))
 		for d := range shape {
 			rowX[m].getCoord(a, d)
 		}
@@ -232,6 +236,7 @@ func gemvKernel(k Kernel, dot *ir.Value, p gemv.Plan, globals *[]string) (string
 		return "", Launch{}, err
 	}
 	for m := range p.M {
+		gemvRowGuard(b, symM, m)
 		setRow(m)
 		if w.kContig {
 			var xs []val
@@ -259,6 +264,7 @@ func gemvKernel(k Kernel, dot *ir.Value, p gemv.Plan, globals *[]string) (string
 			fma(acc[m*vecCols+j], x, y)
 		}
 	}
+	gemvRowsEnd(b, symM)
 	gn.reset()
 	b.ins("add.s32", kk, kk, imm(kStep))
 	b.bra(head)
@@ -324,6 +330,7 @@ func gemvKernel(k Kernel, dot *ir.Value, p gemv.Plan, globals *[]string) (string
 	b.ins("setp.lt.u32", has, tid, imm(active))
 	b.ins("setp.lt.u32", inRow, n, imm(p.N))
 	b.ins("and.pred", has, has, inRow)
+	gemvRowsBelow(b, has, m, symM)
 	sum := b.reg(rF32)
 	b.ins("mov.f32", sum, immF32(0))
 	skipSum := b.label("no_sum")
@@ -366,10 +373,11 @@ func gemvKernel(k Kernel, dot *ir.Value, p gemv.Plan, globals *[]string) (string
 		return "", Launch{}, err
 	}
 	b.place(fin)
+	gemvSymbolicEnd(b, symM)
 	if gn.err != nil {
 		return "", Launch{}, gn.err
 	}
-	l := Launch{Grid: p.Grid(), Block: [3]int{gemv.Threads, 1, 1}, Params: args}
+	l := Launch{Grid: p.Grid(), Block: [3]int{gemv.Threads, 1, 1}, Params: args, Work: work}
 	return b.text(), l, nil
 }
 

@@ -259,6 +259,9 @@ func matmulKernel(k Kernel, t Target, globals *[]string) (string, Launch, error)
 		// The passes fuse a pooling only where a tiled template applies.
 		return "", Launch{}, fmt.Errorf("%s fused into a conv2d needs the tiled templates: %v", pool.Op, err)
 	}
+	if err != nil && k.Symbolic {
+		return "", Launch{}, err
+	}
 	if err != nil {
 		// What the tiled templates cannot take falls back to the direct template (dropping any
 		// module constants the attempt declared); an error there (an epilogue op no template
@@ -340,6 +343,10 @@ func tiledKernel(k Kernel, dot *ir.Value, t Target, half bool, globals *[]string
 	}
 	gn, args := header(k, b, globals)
 	mm.gen = gn
+	work, err := mm.symbolic(k, b, &args)
+	if err != nil {
+		return "", Launch{}, err
+	}
 	emit := mm.emit
 	if useMMA {
 		emit = mm.emitMMA
@@ -347,10 +354,13 @@ func tiledKernel(k Kernel, dot *ir.Value, t Target, half bool, globals *[]string
 	if err := emit(); err != nil {
 		return "", Launch{}, err
 	}
+	if mm.symEnd != "" {
+		b.place(mm.symEnd)
+	}
 	if gn.err != nil {
 		return "", Launch{}, gn.err
 	}
-	l := Launch{Grid: [3]int{ceilDiv(mm.N, 16*mm.rn), ceilDiv(mm.M, mmBM), batch}, Block: [3]int{mmThreads, 1, 1}, Params: args}
+	l := Launch{Grid: [3]int{ceilDiv(mm.N, 16*mm.rn), ceilDiv(mm.M, mmBM), batch}, Block: [3]int{mmThreads, 1, 1}, Params: args, Work: work}
 	return b.text(), l, nil
 }
 
@@ -389,6 +399,9 @@ type matmul struct {
 	dot        *ir.Value
 	batchShape ir.Shape
 	quant      *quantB // set when B is a dequantize read as integers (mma_dequant.go)
+	// symM is a symbolic kernel's M at the run's sizes (its size parameter; symgemm.go), or "";
+	// symEnd, the label a block past a symbolic batch jumps to, or "".
+	symM, symEnd string
 }
 
 // narrowColRegs is the FFMA template's accumulator columns per thread: 8 (a 128-column tile)
@@ -556,7 +569,7 @@ func (mm *matmul) emit() error {
 				ok := b.reg(rPred)
 				b.ins("setp.lt.s32", ok, a.reg(kc), imm(mm.K-sd.dk[i]))
 				okF := b.reg(rPred)
-				b.ins("setp.lt.s32", okF, a.reg(sd.f0), imm(sd.nFree-sd.df[i]))
+				b.ins("setp.lt.s32", okF, a.reg(sd.f0), mm.freeBelow(sd == sides[0], sd.nFree, sd.df[i]))
 				b.ins("and.pred", ok, ok, okF)
 				// Out of range: copy 0 bytes (zero fill) from an address inside the operand.
 				src := b.reg(rU64)
@@ -706,7 +719,7 @@ func (mm *matmul) emit() error {
 		for j0 := 0; j0 < rn; j0 += w {
 			skip := b.label("skip")
 			okm, okn := b.reg(rPred), b.reg(rPred)
-			b.ins("setp.lt.u32", okm, rows[i], imm(mm.M))
+			b.ins("setp.lt.u32", okm, rows[i], mm.freeBelow(true, mm.M, 0))
 			b.ins("setp.lt.u32", okn, cols[j0], imm(mm.N))
 			ok := b.reg(rPred)
 			b.ins("and.pred", ok, okm, okn)

@@ -311,7 +311,7 @@ func (mm *matmul) emitMMA() error {
 					src, ok = sd.copyAt(k0, i)
 				} else {
 					ok = b.reg(rPred)
-					b.ins("setp.lt.s32", ok, a.reg(cm.f0), imm(nFrees[si]-cm.df[i]))
+					b.ins("setp.lt.s32", ok, a.reg(cm.f0), mm.freeBelow(si == 0, nFrees[si], cm.df[i]))
 					okK := b.reg(rPred)
 					b.ins("setp.lt.s32", okK, a.reg(kc), imm(mm.K-cm.dk[i]))
 					b.ins("and.pred", ok, ok, okK)
@@ -670,7 +670,7 @@ func (mm *matmul) element(rowBase string, dr int, colBase string, dc int, linBas
 	b, a := mm.e.b, mm.a
 	skip := b.label("skip")
 	okm, okn := b.reg(rPred), b.reg(rPred)
-	b.ins("setp.lt.s32", okm, a.reg(rowBase), imm(mm.M-dr))
+	b.ins("setp.lt.s32", okm, a.reg(rowBase), mm.freeBelow(true, mm.M, dr))
 	b.ins("setp.lt.s32", okn, a.reg(colBase), imm(mm.N-dc))
 	ok := b.reg(rPred)
 	b.ins("and.pred", ok, okm, okn)

@@ -31,9 +31,15 @@ type Kernel struct {
 	// attention_append.go).
 	InPlace bool
 	// Symbolic says the kernel's space has sizes known only at launch (the graph's dims): the
-	// Graph holds it at the bound, and the entry takes the element count as an ArgSize
-	// parameter (symloop.go). Only flat elementwise loop kernels can be symbolic today.
+	// Graph holds it at the bound, and the entry takes its size (an element count, its rows or
+	// its M) as an ArgSize parameter (symloop.go, symgemm.go).
 	Symbolic bool
+	// Rows (a symbolic kernel) is its row count at the bound: its symbolic buffers are that many
+	// rows of a static inner size, and the run computes the first rows only, each independently of
+	// the others (the compiler checks it). The size parameter is the run's rows times the
+	// template's unit per row (SymWork.Scale). 0: every unit of the template is a row, and only
+	// flat elementwise loop kernels are taken.
+	Rows int
 }
 
 // ArgKind says what a kernel parameter points to.
@@ -49,8 +55,8 @@ const (
 	// ArgError is the launch's error word (ErrorWordBytes, zeroed before the run; indexcheck.go):
 	// where a gather records an index outside its table instead of reading past the table.
 	ArgError
-	// ArgSize is a .u32 holding the kernel's element count at the run's sizes (Kernel.Symbolic;
-	// symloop.go), not an address.
+	// ArgSize is a .u32 holding the kernel's size at the run's sizes (Kernel.Symbolic;
+	// SymWork), not an address.
 	ArgSize
 )
 
@@ -195,7 +201,7 @@ func generate(k Kernel, t Target, globals *[]string) (string, Launch, error) {
 		}
 	}
 	if k.Symbolic {
-		entry, l, err := symLoopKernel(k, globals)
+		entry, l, err := symbolicKernel(k, t, globals)
 		if err != nil {
 			return "", Launch{}, fmt.Errorf("%s: %w", k.Name, err)
 		}

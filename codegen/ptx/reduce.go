@@ -50,7 +50,10 @@ func reduceKernel(k Kernel, globals *[]string) (string, Launch, error) {
 	if err := checkRowDomains(g, rs); err != nil {
 		return "", Launch{}, err
 	}
-	if rs.rowPattern && rs.a == 1 && rs.r >= splitReduce && len(reds) == 1 && !outputsFull(g, rs) {
+	if k.Symbolic && (!rs.rowPattern || rs.scattered) {
+		return "", Launch{}, fmt.Errorf("reduce axes %v of %s are not trailing; only the row template runs at symbolic sizes", rs.axes, rs.full)
+	}
+	if rs.rowPattern && rs.a == 1 && rs.r >= splitReduce && len(reds) == 1 && !outputsFull(g, rs) && !k.Symbolic {
 		return fullReduce(k, rs, reds[0], globals)
 	}
 	if rs.rowPattern {
@@ -308,6 +311,10 @@ func rowReduce(k Kernel, rs reduceShape, reds []*ir.Value, globals *[]string) (s
 	warps := threads / 32
 	b := newBuilder(k.Name)
 	gn, args := header(k, b, globals)
+	rows, work, err := symRows(k, b, &args, rs.a, 1, 0, max(1, min(rs.a, maxLoopBlocks)))
+	if err != nil {
+		return "", Launch{}, err
+	}
 	part := b.sharedArray("partials", 16*warps, 8)
 	a := gn.a
 	tid, lane, warp := b.reg(rU32), b.reg(rU32), b.reg(rU32)
@@ -325,7 +332,7 @@ func rowReduce(k Kernel, rs reduceShape, reds []*ir.Value, globals *[]string) (s
 	rowHead, rowDone := b.label("row"), b.label("rows_done")
 	b.place(rowHead)
 	p := b.reg(rPred)
-	b.ins("setp.ge.u32", p, row, imm(rs.a))
+	b.ins("setp.ge.u32", p, row, rows)
 	b.braIf(p, rowDone)
 	gn.bound = map[*ir.Value]func(*index) val{}
 	fullAt := rs.rowElement(a, row)
@@ -397,7 +404,7 @@ func rowReduce(k Kernel, rs reduceShape, reds []*ir.Value, globals *[]string) (s
 	if gn.err != nil {
 		return "", Launch{}, gn.err
 	}
-	l := Launch{Grid: [3]int{max(1, min(rs.a, maxLoopBlocks)), 1, 1}, Block: [3]int{threads, 1, 1}, Params: args}
+	l := Launch{Grid: [3]int{max(1, min(rs.a, maxLoopBlocks)), 1, 1}, Block: [3]int{threads, 1, 1}, Params: args, Work: work}
 	return b.text(), l, nil
 }
 

@@ -27,6 +27,9 @@ func ShareKey(k Kernel) string {
 	var sb strings.Builder
 	if k.Symbolic {
 		sb.WriteString("symbolic\n") // its code differs from a static kernel's at the same bound
+		if k.Rows > 0 {
+			fmt.Fprintf(&sb, "rows %d\n", k.Rows)
+		}
 	}
 	id := map[*ir.Value]string{}
 	for i, v := range g.Inputs() {

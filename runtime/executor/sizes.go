@@ -11,9 +11,10 @@ import (
 
 // sizes is the state of a program whose plan has dims (version 4): its buffers are allocated at
 // the bounds, and each run binds the sizes from its inputs (ir.Graph.BindSizes' rules, on the
-// plan's source graph), passes each symbolic kernel its element count and computes its grid.
-// Inputs are written, and outputs read, contiguous at the run's sizes: the symbolic kernels are
-// elementwise over the linear index, so that layout is theirs.
+// plan's source graph), passes each symbolic kernel its size (an element count, or its rows in
+// its template's unit) and computes its grid (artifact.Work). Inputs are written, and outputs
+// read, contiguous at the run's sizes: the symbolic kernels are elementwise over the linear
+// index, or compute the first rows of buffers whose symbolic dims lead, so that layout is theirs.
 type sizes struct {
 	graph *ir.Graph
 	exprs map[string]sym.Expr   // each size expression of the plan, by its text
@@ -111,7 +112,7 @@ func (p *Program) grid(k artifact.Kernel) [3]int {
 	if k.Work == nil || p.sz == nil {
 		return k.Grid
 	}
-	return k.Work.Grid(p.size(artifact.Arg{Expr: k.Work.Elements}), k.Block[0])
+	return k.Work.Grid(p.size(artifact.Arg{Expr: k.Work.Elements}), k.Grid, k.Block)
 }
 
 // staticOnly refuses what runs at the bound only (prefetched inputs, memory images) for a

@@ -1,0 +1,134 @@
+package ptx
+
+import (
+	"fmt"
+
+	"github.com/gcomp/gcomp/codegen/gemv"
+	"github.com/gcomp/gcomp/ir"
+)
+
+// The GEMM templates (FFMA and mma.sync, dot_general and conv2d) at symbolic sizes: the kernel's
+// rows are the product's M side (a dot's left free dims, a conv2d's images), so M at the run's
+// sizes is a parameter that bounds the grid's y (tiles of mmBM rows) and every edge check of M;
+// the code is otherwise the bound's. The left operand is read directly (no view), so its first
+// M rows at the run's sizes are those at the bound. A batched product whose rows are its batch
+// (both operands lead with it) runs the bound's code on the first batch elements: grid.z follows
+// the batch, nothing else changes.
+
+// symbolic declares a symbolic kernel's M parameter and returns how its grid follows; nothing for
+// a static kernel.
+func (mm *matmul) symbolic(k Kernel, b *builder, args *[]Arg) (*SymWork, error) {
+	if !k.Symbolic {
+		return nil, nil
+	}
+	switch {
+	case mm.lhs.view != nil || mm.rhs.view != nil && len(mm.batchShape) > 0:
+		return nil, fmt.Errorf("a GEMM whose symbolic operand is read through a view does not run at symbolic sizes yet")
+	case mm.conv != nil && mm.conv.pool != nil:
+		return nil, fmt.Errorf("a conv2d with a fused pooling does not run at symbolic sizes yet")
+	case len(mm.batchShape) > 0 && mm.conv == nil:
+		// Batched: the rows are the batch (the compiler checks both operands lead with it), one
+		// grid.z block row per batch element; M, N and K stay the bound's.
+		batch := mm.batchShape.NumElements()
+		n, w, err := symRows(k, b, args, batch, 1, 2, batch)
+		if err != nil {
+			return nil, err
+		}
+		// A run of no batch elements still launches one block row: it exits.
+		z, past := b.reg(rU32), b.reg(rPred)
+		b.ins("mov.u32", z, "%ctaid.z")
+		b.ins("setp.ge.u32", past, z, n)
+		mm.symEnd = b.label("no_batch")
+		b.braIf(past, mm.symEnd)
+		return w, nil
+	}
+	m, w, err := symRows(k, b, args, mm.M, mmBM, 1, ceilDiv(mm.M, mmBM))
+	mm.symM = m
+	return w, err
+}
+
+// freeBelow is the bound a free coordinate x is compared with (x < bound) to lie below
+// size − d: on the M side (m) of a symbolic kernel, M's parameter less d; else the immediate.
+func (mm *matmul) freeBelow(m bool, size, d int) string {
+	if !m || mm.symM == "" {
+		return imm(size - d)
+	}
+	return mm.a.sub(mm.symM, imm(d))
+}
+
+// symGEMV is a symbolic GEMV's M at the run's sizes: the size parameter m, m−1 (the last row),
+// the label a run of no rows jumps to, and, per row i ≥ 1, whether it lies at or past m. The
+// template keeps the bound's rows in registers: each k step skips the rows from m on (a branch
+// uniform over the launch), row i's index reads row min(i, m−1), always written this run, and
+// only rows below m are stored. Its grid (column tiles, k slices) does not depend on M: the
+// work's axis is z, one block.
+type symGEMV struct {
+	m, last, empty string
+	past           []string
+	rowsDone       string
+}
+
+// gemvSymbolic declares a symbolic GEMV's M parameter; nothing for a static kernel.
+func gemvSymbolic(k Kernel, b *builder, args *[]Arg, dot *ir.Value, p gemv.Plan, w gemvWeight) (*symGEMV, *SymWork, error) {
+	if !k.Symbolic {
+		return nil, nil, nil
+	}
+	if p.Batch > 1 || w.quant != nil || len(gemv.RowPrologue(dot)) > 0 {
+		return nil, nil, fmt.Errorf("a batched, quantized or norm-prologue GEMV does not run at symbolic sizes yet")
+	}
+	m, work, err := symRows(k, b, args, p.M, p.M, 2, 1)
+	if err != nil {
+		return nil, nil, err
+	}
+	s := &symGEMV{m: m, last: b.reg(rU32), empty: b.label("no_rows"), past: make([]string, p.M), rowsDone: b.label("rows_done")}
+	z := b.reg(rPred)
+	b.ins("setp.eq.u32", z, m, "0")
+	b.braIf(z, s.empty)
+	b.ins("sub.s32", s.last, m, "1")
+	for i := 1; i < p.M; i++ {
+		s.past[i] = b.reg(rPred)
+		b.ins("setp.le.u32", s.past[i], m, imm(i))
+	}
+	return s, work, nil
+}
+
+// gemvRowGuard skips the k step's rows from row i on when i is past M (i ≥ 1).
+func gemvRowGuard(b *builder, s *symGEMV, i int) {
+	if s != nil && i > 0 {
+		b.braIf(s.past[i], s.rowsDone)
+	}
+}
+
+// gemvRowsEnd places the label after the k step's rows.
+func gemvRowsEnd(b *builder, s *symGEMV) {
+	if s != nil {
+		b.place(s.rowsDone)
+	}
+}
+
+// gemvRow is the row the GEMV's row i reads: i, or min(i, m−1) at symbolic sizes.
+func gemvRow(a ia, s *symGEMV, i int) string {
+	if s == nil {
+		return imm(i)
+	}
+	r := a.b.reg(rU32)
+	a.b.ins("min.u32", r, s.last, imm(i))
+	return r
+}
+
+// gemvRowsBelow narrows has (a thread finishes an element of row m) to the rows below M.
+func gemvRowsBelow(b *builder, has, m string, s *symGEMV) {
+	if s == nil {
+		return
+	}
+	in := b.reg(rPred)
+	b.ins("setp.lt.u32", in, m, s.m)
+	b.ins("and.pred", has, has, in)
+}
+
+// gemvSymbolicEnd places the label of a run with no rows.
+func gemvSymbolicEnd(b *builder, s *symGEMV) {
+	if s != nil {
+		b.place(s.empty)
+	}
+}

@@ -1,0 +1,183 @@
+package compiler
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ir/sym"
+	"github.com/gcomp/gcomp/ops"
+	"github.com/gcomp/gcomp/passes"
+)
+
+// Row kernels. A symbolic buffer whose symbolic dims all lead its shape ([batch, seq, 768]: a
+// prefix of symbolic dims, then static ones) holds R rows of a static inner size, R being the
+// prefix's product; laid out contiguously at the run's sizes, its first R rows are exactly where
+// they are at the bound. A kernel whose symbolic values all have the same R and whose ops keep
+// rows independent (nothing reduces, moves or contracts across the prefix; static operands are
+// broadcast along it) therefore computes the run's rows if it runs the bound's code on the first
+// R rows only: codegen/ptx takes R as a size parameter that bounds its grid and edge checks.
+
+// rowsOf returns how many leading dims of t are symbolic and their product, or why t is not a
+// prefix of symbolic dims followed by static ones.
+func rowsOf(t ir.Type) (int, sym.Expr, string) {
+	p := 0
+	for p < len(t.Sym) && !isConst(t.Sym[p]) {
+		p++
+	}
+	r := sym.Const(1)
+	for i, e := range t.Sym {
+		if i >= p && !isConst(e) {
+			return 0, r, fmt.Sprintf("its dim %d (%s) follows a static dim", i, e)
+		}
+		if i < p {
+			r = sym.Mul(r, e)
+		}
+	}
+	return p, r, ""
+}
+
+// rowKernel checks that kernel k keeps its rows independent and returns the row count R of its
+// symbolic values, or the reason it cannot run at sizes other than the bound. Its body's
+// inputs keep their buffers' symbolic types; its other values are at the bound, and their
+// symbolic types are those of the pass graph's values they compute (Kernel.Origins).
+func rowKernel(k *passes.Kernel) (sym.Expr, string) {
+	body := k.Body
+	var (
+		rows   sym.Expr
+		first  *ir.Value
+		prefix = map[*ir.Value]int{}
+		types  = map[*ir.Value]ir.Type{}
+	)
+	for _, v := range body.Values {
+		types[v] = v.Type
+		if o := k.Origins[v]; v.Type.Sym == nil && o != nil && o.Type.Shape.Equal(v.Type.Shape) {
+			types[v] = o.Type
+		}
+	}
+	symbolic := func(v *ir.Value) bool { return types[v].Sym != nil }
+	format := func(v *ir.Value) string { // in the source's types
+		return strings.TrimSuffix(body.Format(v), v.Type.String()) + types[v].String()
+	}
+	for _, v := range body.Values {
+		depends := slices.ContainsFunc(v.Args, symbolic)
+		if !symbolic(v) {
+			if depends {
+				why := "has static sizes but reads symbolic ones"
+				switch {
+				case ops.ClassOf(v.Op) == ops.Reduce:
+					why = "reduces over a symbolic dim"
+				case v.Op == "dot_general":
+					why = "contracts a symbolic dim"
+				}
+				return rows, fmt.Sprintf("%s %s", format(v), why)
+			}
+			continue
+		}
+		p, r, why := rowsOf(types[v])
+		if why != "" {
+			return rows, fmt.Sprintf("%s: %s", format(v), why)
+		}
+		if first == nil {
+			rows, first = r, v
+		} else if !r.Equal(rows) {
+			return rows, fmt.Sprintf("%s has %s rows, %s has %s", format(first), rows, format(v), r)
+		}
+		prefix[v] = p
+		if why := keepsRows(v, p, prefix); why != "" {
+			return rows, fmt.Sprintf("%s %s", format(v), why)
+		}
+	}
+	return rows, ""
+}
+
+// keepsRows reports why v, whose p leading dims are its symbolic rows, does not compute each row
+// from the same row of its symbolic operands (and from static operands broadcast along the
+// rows), or "" when it does. prefix holds the symbolic operands' prefix lengths.
+func keepsRows(v *ir.Value, p int, prefix map[*ir.Value]int) string {
+	if v.Op == ir.OpInput || v.Op == ir.OpParam || v.Op == "constant" && len(v.Attrs.Floats("value")) == 1 {
+		return "" // a splat is the same in every row
+	}
+	arg := func(i int) (int, bool) { q, ok := prefix[v.Args[i]]; return q, ok }
+	switch cls := ops.ClassOf(v.Op); {
+	case cls == ops.Elementwise || v.Op == "select" || v.Op == "reshape":
+		return "" // same shapes, or (reshape) the same linear order: row r stays row r
+	case cls == ops.Reduce:
+		q, _ := arg(0)
+		if slices.ContainsFunc(v.Attrs.Ints("axes"), func(a int) bool { return a < q }) {
+			return "reduces over a symbolic dim"
+		}
+		return ""
+	}
+	switch v.Op {
+	case "transpose":
+		for i, a := range v.Attrs.Ints("perm")[:p] {
+			if a != i {
+				return "moves a symbolic dim"
+			}
+		}
+		return ""
+	case "broadcast_in_dim":
+		dims := v.Attrs.Ints("dims")
+		q, ok := arg(0)
+		for i, d := range dims {
+			switch {
+			case ok && i < q && d != i, ok && i >= q && d < p:
+				return "moves a symbolic dim"
+			case !ok && d < p && v.Args[0].Type.Shape[i] != 1:
+				return "broadcasts a static operand along a symbolic dim"
+			}
+		}
+		if ok && q != p {
+			return "broadcasts along a symbolic dim"
+		}
+		return ""
+	case "slice", "pad":
+		for _, name := range []string{"start", "low", "high"} {
+			for i, x := range v.Attrs.Ints(name) {
+				if i < p && x != 0 {
+					return "offsets a symbolic dim"
+				}
+			}
+		}
+		return "" // a symbolic dim is sliced whole (ops.InferSym)
+	case "concat":
+		if v.Attrs.Int("axis", 0) < p {
+			return "concatenates along a symbolic dim"
+		}
+		return ""
+	case "dot_general":
+		q, ok := arg(0)
+		r, rhs := arg(1)
+		lb, rb := v.Attrs.Ints("lhs_batch"), v.Attrs.Ints("rhs_batch")
+		lead := func(dims []int) bool { // exactly the q leading dims, in order
+			for i, d := range dims {
+				if d != i {
+					return false
+				}
+			}
+			return len(dims) == q
+		}
+		switch {
+		case !ok:
+			return "has a symbolic right operand only; the left one's leading rows may be symbolic"
+		case rhs && (r != q || !lead(lb) || !lead(rb)):
+			return "has two symbolic operands whose rows are not exactly its batch dims"
+		case !rhs && len(lb) > 0:
+			return "has batch dims beside symbolic ones"
+		case slices.ContainsFunc(v.Attrs.Ints("lhs_contract"), func(a int) bool { return a < q }):
+			return "contracts a symbolic dim"
+		}
+		return ""
+	case "conv2d", "max_pool2d", "avg_pool2d":
+		q, _ := arg(0)
+		if _, w := prefix[v.Args[len(v.Args)-1]]; q != 1 || len(v.Args) > 1 && w {
+			return "has symbolic sizes beyond the batch of its input"
+		}
+		return ""
+	}
+	return "is not row-parametric (its rows are not computed from the same rows of its operands)"
+}
+
+func isConst(e sym.Expr) bool { _, ok := e.IsConst(); return ok }
