@@ -7,19 +7,6 @@ import (
 	"github.com/gcomp/gcomp/ops"
 )
 
-// SymWork is how a symbolic loop kernel's launch depends on its element count n at the run's
-// sizes: Vector elements per work item, so max(1, n/Vector, n%Vector) work items (the groups,
-// or the scalar tail if longer), spread over blocks of Block threads, at most MaxBlocks of them
-// (the loop is grid-stride).
-type SymWork struct{ Vector, Block, MaxBlocks int }
-
-// Grid is the launch's grid.x for n elements.
-func (w SymWork) Grid(n int64) int {
-	v := int64(w.Vector)
-	work := max(1, n/v, n%v)
-	return int(min((work+int64(w.Block)-1)/int64(w.Block), int64(w.MaxBlocks)))
-}
-
 // SymbolicLoop reports why g cannot be a symbolic loop kernel, or "" when it can: every value
 // the outputs need is elementwise (select and casts included) or a scalar constant over the one
 // space, and every input has that space's shape. Such a kernel indexes every tensor by the
