@@ -150,17 +150,17 @@ func (md *module) kernel(k ptx.Kernel, t ptx.Target) (*ir.Func, ptx.Launch, erro
 	case "staged loop":
 		f, l, err = md.stagedKernel(k, ptx.StagedPlan(k))
 	case "reduction":
-		var plan ptx.Reduction
-		if plan, err = ptx.ReducePlan(k); err == nil {
-			switch plan.Kind {
+		var rp ptx.Reduction
+		if rp, err = ptx.ReducePlan(k); err == nil {
+			switch rp.Kind {
 			case "row":
-				f, l, err = md.rowReduce(k, plan)
+				f, l, err = md.rowReduce(k, rp)
 			case "column":
-				f, l, err = md.colReduce(k, plan)
+				f, l, err = md.colReduce(k, rp)
 			case "split":
-				f, l, err = md.splitReduce(k, plan)
+				f, l, err = md.splitReduce(k, rp)
 			default:
-				return nil, ptx.Launch{}, fmt.Errorf("%s: the %s reduction template has no NVVM counterpart yet (build with --backend ptx)", k.Name, plan.Kind)
+				return nil, ptx.Launch{}, fmt.Errorf("%s: the %s reduction template has no NVVM counterpart yet (build with --backend ptx)", k.Name, rp.Kind)
 			}
 		}
 	case "contraction":

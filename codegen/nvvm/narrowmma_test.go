@@ -47,9 +47,9 @@ func TestNarrowMMATiles(t *testing.T) {
 			}
 			target := ptx.Target{SM: 80, TF32: tc.tf32}
 			k := ptx.Kernel{Name: "k_" + tc.name, Graph: g}
-			plan, err := ptx.GEMMPlan(k, target)
-			if err != nil || plan.MMA == nil || plan.TileN != tc.tileN || plan.MMA.WarpsN != 1 {
-				t.Fatalf("plan %+v, %v; want a narrow tensor-core tile of %d columns", plan.MMA, err, tc.tileN)
+			gp, err := ptx.GEMMPlan(k, target)
+			if err != nil || gp.MMA == nil || gp.TileN != tc.tileN || gp.MMA.WarpsN != 1 {
+				t.Fatalf("plan %+v, %v; want a narrow tensor-core tile of %d columns", gp.MMA, err, tc.tileN)
 			}
 			checkModuleFor(t, p, []ptx.Kernel{k}, 7, target)
 		})

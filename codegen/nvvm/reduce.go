@@ -19,30 +19,30 @@ import (
 // the other, each one pass over the row (softmax's max and sum are two passes here, where
 // codegen/ptx folds them online in one); full-shape outputs are stored by a last pass, per-row
 // ones by thread 0.
-func (md *module) rowReduce(k ptx.Kernel, plan ptx.Reduction) (*ir.Func, ptx.Launch, error) {
+func (md *module) rowReduce(k ptx.Kernel, rp ptx.Reduction) (*ir.Func, ptx.Launch, error) {
 	g := k.Graph
 	args := ptx.Params(g)
 	kg := md.newKernel(k, args)
-	T := plan.Threads
+	T := rp.Threads
 	warps := T / 32
 	slots := md.sharedSlots(k.Name, warps)
 	tid := kg.sreg("tid.x")
 	lane := kg.b.NewAnd(tid, ci(31))
 	warp := kg.b.NewLShr(tid, ci(5))
-	accs := kg.accumulators(plan.Reduces)
+	accs := kg.accumulators(rp.Reduces)
 	var err error
 	keep := func(e error) {
 		if e != nil && err == nil {
 			err = e
 		}
 	}
-	kg.loop(kg.sreg("ctaid.x"), kg.sreg("nctaid.x"), plan.A, func(row value.Value) {
-		fullAt := kg.rowElement(plan, row)
+	kg.loop(kg.sreg("ctaid.x"), kg.sreg("nctaid.x"), rp.A, func(row value.Value) {
+		fullAt := kg.rowElement(rp, row)
 		kg.bound = map[*irg.Value]value.Value{}
-		for _, red := range plan.Reduces {
+		for _, red := range rp.Reduces {
 			accT, combine, _ := ptx.Accumulator(red)
 			acc := accs[red]
-			keep(kg.fold(red, acc, tid, ci(T), plan.R, fullAt))
+			keep(kg.fold(red, acc, tid, ci(T), rp.R, fullAt))
 			total, e := kg.blockCombine(accT, combine, kg.b.NewLoad(regType(accT), acc), lane, warp, slots, warps)
 			keep(e)
 			if e == nil {
@@ -51,14 +51,14 @@ func (md *module) rowReduce(k ptx.Kernel, plan ptx.Reduction) (*ir.Func, ptx.Lau
 		}
 		var fullOuts, rowOuts []int
 		for i, o := range g.Outputs {
-			if o.Value.Type.Shape.Equal(plan.Full) {
+			if o.Value.Type.Shape.Equal(rp.Full) {
 				fullOuts = append(fullOuts, i)
 			} else {
 				rowOuts = append(rowOuts, i)
 			}
 		}
 		if len(fullOuts) > 0 {
-			kg.loop(tid, ci(T), plan.R, func(r value.Value) { keep(kg.storeOutputs(fullOuts, fullAt(r))) })
+			kg.loop(tid, ci(T), rp.R, func(r value.Value) { keep(kg.storeOutputs(fullOuts, fullAt(r))) })
 		}
 		if len(rowOuts) > 0 {
 			kg.branch(kg.b.NewICmp(enum.IPredEQ, tid, ci(0)), "thread0", func() {
@@ -71,7 +71,7 @@ func (md *module) rowReduce(k ptx.Kernel, plan ptx.Reduction) (*ir.Func, ptx.Lau
 	if err != nil {
 		return nil, ptx.Launch{}, err
 	}
-	return kg.f, ptx.Launch{Grid: plan.Grid, Block: [3]int{T, 1, 1}, Params: args}, nil
+	return kg.f, ptx.Launch{Grid: rp.Grid, Block: [3]int{T, 1, 1}, Params: args}, nil
 }
 
 // storeOutputs evaluates the kernel's outputs outs at full-shape element x and stores them.
@@ -174,12 +174,12 @@ func (kg *kgen) barrier() { kg.b.NewCall(kg.md.declare("llvm.nvvm.barrier0", typ
 // rowElement maps position r of row's reduced elements to the operand's index: row·R + r when
 // the reduced axes are trailing, else coordinates put together from the row's kept coordinates
 // (derived once, here) and r's reduced ones.
-func (kg *kgen) rowElement(plan ptx.Reduction, row value.Value) func(r value.Value) *index {
-	if !plan.Scattered {
-		rowLin := kg.mul(row, plan.R)
-		return func(r value.Value) *index { return newIndexLin(plan.Full, kg.add(rowLin, r)) }
+func (kg *kgen) rowElement(rp ptx.Reduction, row value.Value) func(r value.Value) *index {
+	if !rp.Scattered {
+		rowLin := kg.mul(row, rp.R)
+		return func(r value.Value) *index { return newIndexLin(rp.Full, kg.add(rowLin, r)) }
 	}
-	kept, red := plan.RowShapes()
+	kept, red := rp.RowShapes()
 	kx := newIndexLin(kept, row)
 	keptCoord := make([]value.Value, len(kept))
 	for d := range kept {
@@ -191,7 +191,7 @@ func (kg *kgen) rowElement(plan ptx.Reduction, row value.Value) func(r value.Val
 		for d := range red {
 			redCoord[d] = kg.coord(rx, d)
 		}
-		return newIndexCoords(plan.Full, ptx.RowCoords(plan.Axes, keptCoord, redCoord))
+		return newIndexCoords(rp.Full, ptx.RowCoords(rp.Axes, keptCoord, redCoord))
 	}
 }
 

@@ -18,12 +18,12 @@ import (
 // partials in block order (volatile loads: the other blocks' stores are not in its L1), writes
 // the outputs and resets the counter for the next launch. No float atomics: the result is the
 // same bits every run, and codegen/ptx's.
-func (md *module) splitReduce(k ptx.Kernel, plan ptx.Reduction) (*ir.Func, ptx.Launch, error) {
+func (md *module) splitReduce(k ptx.Kernel, rp ptx.Reduction) (*ir.Func, ptx.Launch, error) {
 	g := k.Graph
-	red := plan.Reduces[0]
-	args := append(ptx.Params(g), ptx.Arg{Kind: ptx.ArgScratch, Bytes: plan.ScratchBytes})
+	red := rp.Reduces[0]
+	args := append(ptx.Params(g), ptx.Arg{Kind: ptx.ArgScratch, Bytes: rp.ScratchBytes})
 	kg := md.newKernel(k, args)
-	T, blocks := plan.Threads, plan.Grid[0]
+	T, blocks := rp.Threads, rp.Grid[0]
 	slots := md.sharedSlots(k.Name, T/32)
 	tid := kg.sreg("tid.x")
 	lane := kg.b.NewAnd(tid, ci(31))
@@ -51,8 +51,8 @@ func (md *module) splitReduce(k ptx.Kernel, plan ptx.Reduction) (*ir.Func, ptx.L
 			err = e
 		}
 	}
-	keep(kg.fold(red, accs[red], kg.add(kg.mul(bid, T), tid), ci(blocks*T), plan.R, func(i value.Value) *index {
-		return newIndexLin(plan.Full, i)
+	keep(kg.fold(red, accs[red], kg.add(kg.mul(bid, T), tid), ci(blocks*T), rp.R, func(i value.Value) *index {
+		return newIndexLin(rp.Full, i)
 	}))
 	total, e := kg.blockCombine(accT, combine, kg.b.NewLoad(rt, accs[red]), lane, warp, slots, T/32)
 	keep(e)
@@ -91,7 +91,7 @@ func (md *module) splitReduce(k ptx.Kernel, plan ptx.Reduction) (*ir.Func, ptx.L
 	if err != nil {
 		return nil, ptx.Launch{}, err
 	}
-	return kg.f, ptx.Launch{Grid: plan.Grid, Block: [3]int{T, 1, 1}, Params: args}, nil
+	return kg.f, ptx.Launch{Grid: rp.Grid, Block: [3]int{T, 1, 1}, Params: args}, nil
 }
 
 func (kg *kgen) membar() { kg.b.NewCall(kg.md.declare("llvm.nvvm.membar.gl", types.Void)) }

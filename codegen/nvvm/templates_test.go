@@ -316,9 +316,9 @@ func TestTemplates(t *testing.T) {
 					t.Fatalf("plan %q, %v; want %s", c.Kind, err, tc.template)
 				}
 			} else if tpl == "reduction" {
-				plan, err := ptx.ReducePlan(k)
-				if err != nil || plan.Kind != tc.template {
-					t.Fatalf("plan %q, %v; want %s", plan.Kind, err, tc.template)
+				rp, err := ptx.ReducePlan(k)
+				if err != nil || rp.Kind != tc.template {
+					t.Fatalf("plan %q, %v; want %s", rp.Kind, err, tc.template)
 				}
 			} else if tpl != tc.template {
 				t.Fatalf("template %q, want %s", tpl, tc.template)

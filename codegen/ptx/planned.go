@@ -4,9 +4,13 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/gcomp/gcomp/codegen/plan"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ops"
 )
+
+// The plans this package still makes by writing a kernel, or from its emitter's own layouts;
+// codegen/plan asks them through what init registers (codegen/plan's emitter.go).
 
 // GEMMPlan returns the tiled plan of a kernel whose ContractionPlan kind is "ffma" or
 // "tensor core".
@@ -241,4 +245,9 @@ func StagedPlan(k Kernel) Staged {
 func PoolGeometry(v *ir.Value) (kern, stride, pad []int) {
 	w := windowOf(v)
 	return w.kern, w.stride, w.pad
+}
+
+func init() {
+	plan.Register(plan.Emitter{Template: Template, ReducePlan: ReducePlan, TransposePlan: TransposePlan, StagedPlan: StagedPlan,
+		PoolGeometry: PoolGeometry, ContractionPlan: ContractionPlan, GEMMPlan: GEMMPlan, Generate: Generate})
 }
