@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"github.com/gcomp/gcomp/codegen/splitkv"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ops"
 )
@@ -45,6 +46,13 @@ func PlanAttentionOp(op *ir.Value, ev int) (p AttentionPlan) {
 	p.Grid = [3]int{max(1, p.B*p.H*p.RowTiles), 1, 1}
 	p.Block = [3]int{32 * AttnWarps, 1, 1}
 	return p
+}
+
+// AttentionAppends reports whether kernel graph g's attention op appends rows to a cache (the
+// template codegen/nvvm borrows).
+func AttentionAppends(g *ir.Graph) bool {
+	p, ok := PlanAttention(g)
+	return ok && splitkv.AppendedRows(p.Op) > 0
 }
 
 // AttentionTileVector is how many elements of dtype d a K or V operand of n columns (offset off,

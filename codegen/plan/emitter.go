@@ -43,7 +43,7 @@ func registered() *Emitter {
 }
 
 // Template names the template codegen/ptx's Generate picks for a verified kernel: "persistent",
-// "update", "attention", "norm gemv" (a GEMV with a norm prologue), "loop", "transpose tile",
+// "update", "attention backward" (attention_lse, attention_grad), "attention", "norm gemv" (a GEMV with a norm prologue), "loop", "transpose tile",
 // "staged loop", "reduction", "contraction", or "" for a kernel no template takes (Generate says
 // why).
 func Template(k Kernel) string { return registered().Template(k) }
