@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gcomp/gcomp/codegen/ptx"
+	"github.com/gcomp/gcomp/codegen/plan"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ops"
 )
@@ -22,8 +22,8 @@ func TestAttentionTF32Borrowed(t *testing.T) {
 		{attnCase{1, 2, 1, 64, 40, 64, 64, ops.MaskCausal, nil, nil, ir.F32}, false, false},
 		{attnCase{1, 2, 1, 64, 40, 72, 72, ops.MaskCausal, nil, nil, ir.F32}, true, false},
 	} {
-		k := ptx.Kernel{Name: "k0_attention", Graph: c.graph(t)}
-		text, launches, err := p.Module([]ptx.Kernel{k}, ptx.Target{SM: 80, TF32: c.tf32})
+		k := plan.Kernel{Name: "k0_attention", Graph: c.graph(t)}
+		text, launches, err := p.Module([]plan.Kernel{k}, plan.Target{SM: 80, TF32: c.tf32})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,20 +5,20 @@ import (
 	"github.com/llir/llvm/ir/enum"
 	"github.com/llir/llvm/ir/value"
 
-	"github.com/gcomp/gcomp/codegen/ptx"
+	"github.com/gcomp/gcomp/codegen/plan"
 	irg "github.com/gcomp/gcomp/ir"
 )
 
-// colReduce is codegen/ptx's column reduction template (ptx.ReducePlan "column", the reduced
+// colReduce is codegen/ptx's column reduction template (plan.ReducePlan "column", the reduced
 // axes followed by kept ones: [A, R, C]): a block of TileCols × TileRows threads per tile of
 // TileCols columns (block-stride over tiles); thread (x, y) folds rows y, y+TileRows, ... of
 // its column, coalesced across the warp, and the column's TileRows partials combine through
 // shared memory in row order, as codegen/ptx does. Lanes past the last column fold column C-1
 // and discard it. Full-shape outputs go down the column once more; row 0 of the block stores
 // the tile's per-column outputs.
-func (md *module) colReduce(k ptx.Kernel, rp ptx.Reduction) (*ir.Func, ptx.Launch, error) {
+func (md *module) colReduce(k plan.Kernel, rp plan.Reduction) (*ir.Func, plan.Launch, error) {
 	g := k.Graph
-	args := ptx.Params(g)
+	args := plan.Params(g)
 	kg := md.newKernel(k, args)
 	W, H := rp.TileCols, rp.TileRows
 	slots := md.sharedSlots(k.Name, W*H)
@@ -54,7 +54,7 @@ func (md *module) colReduce(k ptx.Kernel, rp ptx.Reduction) (*ir.Func, ptx.Launc
 		}
 		kg.bound = map[*irg.Value]value.Value{}
 		for _, red := range rp.Reduces {
-			accT, combine, _ := ptx.Accumulator(red)
+			accT, combine, _ := plan.Accumulator(red)
 			acc := accs[red]
 			keep(kg.fold(red, acc, ty, ci(H), rp.R, at(cc)))
 			kg.b.NewStore(kg.b.NewLoad(regType(accT), acc), kg.slot(slots, tid, accT)).Align = 8
@@ -87,7 +87,7 @@ func (md *module) colReduce(k ptx.Kernel, rp ptx.Reduction) (*ir.Func, ptx.Launc
 	})
 	kg.b.NewRet(nil)
 	if err != nil {
-		return nil, ptx.Launch{}, err
+		return nil, plan.Launch{}, err
 	}
-	return kg.f, ptx.Launch{Grid: rp.Grid, Block: [3]int{rp.Threads, 1, 1}, Params: args}, nil
+	return kg.f, plan.Launch{Grid: rp.Grid, Block: [3]int{rp.Threads, 1, 1}, Params: args}, nil
 }

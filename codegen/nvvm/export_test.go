@@ -3,7 +3,7 @@ package nvvm
 import (
 	"testing"
 
-	"github.com/gcomp/gcomp/codegen/ptx"
+	"github.com/gcomp/gcomp/codegen/plan"
 	"github.com/gcomp/gcomp/passes"
 )
 
@@ -11,10 +11,10 @@ import (
 // one through the compiler.
 
 // KernelOf is kernelOf.
-func KernelOf(kn *passes.Kernel, name string) ptx.Kernel { return kernelOf(kn, name) }
+func KernelOf(kn *passes.Kernel, name string) plan.Kernel { return kernelOf(kn, name) }
 
 // CheckKernels is supported then checkModule: the kernels the producer refuses are returned.
-func CheckKernels(t *testing.T, kernels []ptx.Kernel, seed uint64) (refused []string) {
+func CheckKernels(t *testing.T, kernels []plan.Kernel, seed uint64) (refused []string) {
 	t.Helper()
 	p := requireProducer(t)
 	yes, no := supported(t, kernels)

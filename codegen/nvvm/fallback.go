@@ -2,6 +2,7 @@ package nvvm
 
 import (
 	"github.com/gcomp/gcomp/codegen/attnmma"
+	"github.com/gcomp/gcomp/codegen/plan"
 	"github.com/gcomp/gcomp/codegen/ptx"
 )
 
@@ -11,30 +12,30 @@ import (
 // (tf32Attention), attention's backward (attention_lse and attention_grad) and the tensor-core
 // GEMM over a quantized weight. The launch records it (Producer "ptx" and a note); both
 // producers share names, parameters and launches, so one plan runs the merged module.
-func borrowed(k ptx.Kernel, t ptx.Target) bool {
-	switch ptx.Template(k) {
+func borrowed(k plan.Kernel, t plan.Target) bool {
+	switch plan.Template(k) {
 	case "attention":
-		return ptx.AttentionAppends(k.Graph) || tf32Attention(k, t)
+		return plan.AttentionAppends(k.Graph) || tf32Attention(k, t)
 	case "attention backward":
 		return true
 	case "contraction":
-		return ptx.QuantizedMMA(k)
+		return plan.QuantizedMMA(k)
 	}
 	return false
 }
 
 // tf32Attention reports whether k is f32 attention codegen/ptx runs on tf32 tensor cores.
-func tf32Attention(k ptx.Kernel, t ptx.Target) bool {
-	p, ok := ptx.PlanAttention(k.Graph)
+func tf32Attention(k plan.Kernel, t plan.Target) bool {
+	p, ok := plan.PlanAttention(k.Graph)
 	return ok && t.TF32 && attnmma.FitsTF32(p.Op)
 }
 
 // borrowedNote is the note on a launch whose entry codegen/ptx wrote.
-func borrowedNote(k ptx.Kernel, t ptx.Target) string {
-	template := ptx.Template(k)
+func borrowedNote(k plan.Kernel, t plan.Target) string {
+	template := plan.Template(k)
 	if template == "attention" {
 		template = "tf32 tensor-core attention"
-		if ptx.AttentionAppends(k.Graph) {
+		if plan.AttentionAppends(k.Graph) {
 			template = "cache-appending split-KV attention"
 		}
 	} else if template == "contraction" {
@@ -46,8 +47,8 @@ func borrowedNote(k ptx.Kernel, t ptx.Target) string {
 // Module lowers kernels to NVVM IR and compiles it with libNVVM (lower), except kernels of the
 // borrowed templates, which codegen/ptx writes; the two modules merge into one, and the
 // launches stay in the kernels' order.
-func (p *Producer) Module(kernels []ptx.Kernel, t ptx.Target) (string, []ptx.Launch, error) {
-	var own, other []ptx.Kernel
+func (p *Producer) Module(kernels []plan.Kernel, t plan.Target) (string, []plan.Launch, error) {
+	var own, other []plan.Kernel
 	var ownAt, otherAt []int
 	for i, k := range kernels {
 		if borrowed(k, t) {
@@ -63,7 +64,7 @@ func (p *Producer) Module(kernels []ptx.Kernel, t ptx.Target) (string, []ptx.Lau
 	if err != nil {
 		return "", nil, err
 	}
-	launches := make([]ptx.Launch, len(kernels))
+	launches := make([]plan.Launch, len(kernels))
 	for j, i := range otherAt {
 		l := otherLaunches[j]
 		l.Producer, l.Notes = "ptx", append(l.Notes, borrowedNote(other[j], t))

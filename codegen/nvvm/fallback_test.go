@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gcomp/gcomp/codegen/ptx"
+	"github.com/gcomp/gcomp/codegen/plan"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ops"
 	"github.com/gcomp/gcomp/runtime/ref"
@@ -23,10 +23,10 @@ func TestAttentionFallback(t *testing.T) {
 	loop := ir.NewGraph("neg")
 	x := loop.Input("x", ir.T(ir.F32, 16), nil)
 	loop.SetOutput("y", loop.Add("neg", x.Type, nil, x))
-	kernels := []ptx.Kernel{{Name: "k0_neg", Graph: loop}, {Name: "k1_attention", Graph: g}, {Name: "k2_neg", Graph: loop}}
-	tg := ptx.Target{SM: 80, TF32: true}
-	if !borrowed(kernels[1], tg) || borrowed(kernels[1], ptx.Target{SM: 80}) {
-		t.Fatalf("f32 attention borrowed under tf32 %v, without %v: want only under tf32", borrowed(kernels[1], tg), borrowed(kernels[1], ptx.Target{SM: 80}))
+	kernels := []plan.Kernel{{Name: "k0_neg", Graph: loop}, {Name: "k1_attention", Graph: g}, {Name: "k2_neg", Graph: loop}}
+	tg := plan.Target{SM: 80, TF32: true}
+	if !borrowed(kernels[1], tg) || borrowed(kernels[1], plan.Target{SM: 80}) {
+		t.Fatalf("f32 attention borrowed under tf32 %v, without %v: want only under tf32", borrowed(kernels[1], tg), borrowed(kernels[1], plan.Target{SM: 80}))
 	}
 	text, launches, err := p.Module(kernels, tg)
 	if err != nil {
@@ -78,8 +78,8 @@ func TestAppendingAttentionBorrowed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := ptx.Kernel{Name: "k0_attention_append", Graph: g, InPlace: true}
-	var tg ptx.Target
+	k := plan.Kernel{Name: "k0_attention_append", Graph: g, InPlace: true}
+	var tg plan.Target
 	if !borrowed(k, tg) || !strings.Contains(borrowedNote(k, tg), "cache-appending split-KV attention") {
 		t.Errorf("borrowed %v, note %q: want codegen/ptx's entry for the appending template", borrowed(k, tg), borrowedNote(k, tg))
 	}

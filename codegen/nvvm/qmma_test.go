@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gcomp/gcomp/codegen/ptx"
+	"github.com/gcomp/gcomp/codegen/plan"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/runtime/ref"
 	"github.com/gcomp/gcomp/tensor"
@@ -29,22 +29,22 @@ func TestQuantizedMMAFallback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := ptx.Kernel{Name: "k0_dequantize_matmul", Graph: g}
-	if !ptx.QuantizedMMA(k) {
+	k := plan.Kernel{Name: "k0_dequantize_matmul", Graph: g}
+	if !plan.QuantizedMMA(k) {
 		t.Fatal("not a quantized tensor-core GEMM")
 	}
 	// The IR alone (--emit nvvm, --backend auto's probe) refuses it: auto keeps codegen/ptx's.
-	if _, _, err := IR([]ptx.Kernel{k}, ptx.Target{SM: 80}); !Refused(err) {
+	if _, _, err := IR([]plan.Kernel{k}, plan.Target{SM: 80}); !Refused(err) {
 		t.Fatalf("IR: %v, want a refusal", err)
 	}
-	text, launches, err := p.Module([]ptx.Kernel{k}, ptx.Target{SM: 80})
+	text, launches, err := p.Module([]plan.Kernel{k}, plan.Target{SM: 80})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(launches) != 1 || launches[0].Producer != "ptx" || !strings.Contains(strings.Join(launches[0].Notes, "\n"), "quantized tensor-core GEMM") {
 		t.Fatalf("launches %+v, want codegen/ptx's entry", launches)
 	}
-	assemble(t, text, []ptx.Kernel{k})
+	assemble(t, text, []plan.Kernel{k})
 	in := inputsFor(g, 1)
 	for i := range in["q"].I {
 		in["q"].I[i] = int64(i*37) % 256
