@@ -27,5 +27,9 @@
 // attention templates (plan.PlanAttention, splitkv.Of, attnmma; bit for bit codegen/ptx's) and
 // update_slice's update template (plan.UpdatePlan); GEMVs, with a norm prologue or not, run in
 // the direct template. A kernel no template takes is an error naming the kernel and the
-// template, never a silent fallback to the PTX emitter.
+// template, never a silent fallback to the PTX emitter. The templates it lacks (Lacks: the
+// cache-appending split-KV attention, tf32 tensor-core attention, attention's backward and the
+// quantized tensor-core GEMM; fallback.go) are refused, and codegen/backend's nvvm producer takes
+// codegen/ptx's entries for them, its launches saying so. The plans it shares with codegen/ptx
+// are codegen/plan's: this package never imports codegen/ptx.
 package nvvm

@@ -4,7 +4,9 @@ import (
 	"testing"
 
 	"github.com/gcomp/gcomp/codegen/plan"
+	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/passes"
+	"github.com/gcomp/gcomp/tensor"
 )
 
 // For the external tests (train_test.go), which build train steps: package train imports this
@@ -21,3 +23,20 @@ func CheckKernels(t *testing.T, kernels []plan.Kernel, seed uint64) (refused []s
 	checkModule(t, p, yes, seed)
 	return no
 }
+
+// For fallback_test.go, which runs codegen/backend's nvvm producer (it imports this package).
+
+// RequireProducer is requireProducer.
+func RequireProducer(t *testing.T) *Producer { return requireProducer(t) }
+
+// Assemble is assemble.
+func Assemble(t *testing.T, text string, kernels []plan.Kernel) { assemble(t, text, kernels) }
+
+// Run is run, without the counters.
+func Run(t *testing.T, text string, k plan.Kernel, l plan.Launch, in map[string]*tensor.Tensor) map[string]*tensor.Tensor {
+	got, _ := run(t, text, k, l, in)
+	return got
+}
+
+// InputsFor is inputsFor.
+func InputsFor(g *ir.Graph, seed uint64) map[string]*tensor.Tensor { return inputsFor(g, seed) }
