@@ -40,3 +40,6 @@ func Run(t *testing.T, text string, k plan.Kernel, l plan.Launch, in map[string]
 
 // InputsFor is inputsFor.
 func InputsFor(g *ir.Graph, seed uint64) map[string]*tensor.Tensor { return inputsFor(g, seed) }
+
+// QMMAGraph is qmmaGraph.
+func QMMAGraph(t *testing.T) *ir.Graph { return qmmaGraph(t) }

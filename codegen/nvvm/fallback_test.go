@@ -36,7 +36,7 @@ func TestFallback(t *testing.T) {
 		template string                          // the note's
 	}{
 		{"tf32 attention", attention(t, ir.F32, 20, 24, 64), false, plan.Target{SM: 80, TF32: true}, true, nil, 5e-3, "tf32 tensor-core attention"},
-		{"quantized gemm", quantGEMM(t), false, plan.Target{SM: 80}, false, quantInputs, 2e-3, "quantized tensor-core GEMM"},
+		{"quantized gemm", nvvm.QMMAGraph(t), false, plan.Target{SM: 80}, false, quantInputs, 2e-3, "quantized tensor-core GEMM"},
 		{"attention lse", attentionLSE(t), false, plan.Target{SM: 80}, true, nil, 2e-5, "attention backward"},
 		{"appending attention", appendingAttention(t), true, plan.Target{SM: 80}, false, nil, 0, "cache-appending split-KV attention"},
 	} {
@@ -144,20 +144,7 @@ func parse(t *testing.T, text string) *ir.Graph {
 	return g
 }
 
-// quantGEMM is f16 activations times an int4 weight the tensor-core GEMM dequantizes.
-func quantGEMM(t *testing.T) *ir.Graph {
-	return parse(t, `graph g {
-  input %x : f16[24,128]
-  param %q : u8[40,64]
-  param %s : f16[40,4]
-  param %z : u8[40,4]
-  %w = dequantize(%q, %s, %z) {axis=1, bits=4, group=32} : f16[40,128]
-  %y = dot_general(%x, %w) {lhs_contract=[1], rhs_contract=[1]} : f16[24,40]
-  output y = %y
-}`)
-}
-
-// quantInputs makes quantGEMM's weight bytes, zero points and scales a model's.
+// quantInputs makes QMMAGraph's weight bytes, zero points and scales a model's.
 func quantInputs(in map[string]*tensor.Tensor) {
 	for i := range in["q"].I {
 		in["q"].I[i] = int64(i*37) % 256
