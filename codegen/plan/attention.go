@@ -55,6 +55,21 @@ func AttentionAppends(g *ir.Graph) bool {
 	return ok && splitkv.AppendedRows(p.Op) > 0
 }
 
+// BackwardAttention returns the kernel's attention_grad or attention_lse op, which the backward
+// templates compute; ok is false when the kernel has none, or an attention op (whose template
+// writes the attention_lse of its operands beside its result: forwardLSE).
+func BackwardAttention(g *ir.Graph) (op *ir.Value, ok bool) {
+	for _, v := range live(g) {
+		switch v.Op {
+		case ops.AttentionOp:
+			return nil, false
+		case ops.AttentionGradOp, ops.AttentionLSEOp:
+			op, ok = v, true
+		}
+	}
+	return op, ok
+}
+
 // AttentionTileVector is how many elements of dtype d a K or V operand of n columns (offset off,
 // strides per dim) loads into a shared tile at once, in both producers: 16 bytes' worth when a
 // row's columns are contiguous and every offset and stride keeps 16-byte alignment (buffers are

@@ -16,9 +16,9 @@
 //     what (CopyMap) and holds which accumulators (RegTileOffset, RegColStep), conv2d's geometry
 //     (ConvGeometry), the direct template's stand-in for a GEMV (DirectFallback, AccType), and
 //     whether a GEMM's weight is quantized (QuantizedMMA);
-//   - attention (PlanAttention, PlanAttentionOp for attention_lse and attention_grad,
-//     AttentionTileVector, AttentionAppends), update_slice (UpdateOp, UpdatePlan) and the
-//     persistent template (CheckPersistent, LaneSplit, WarpGroup).
+//   - attention (PlanAttention; BackwardAttention and PlanAttentionOp for attention_lse and
+//     attention_grad; AttentionTileVector, AttentionAppends), update_slice (UpdateOp,
+//     UpdatePlan) and the persistent template (CheckPersistent, LaneSplit, WarpGroup).
 //
 // Some plans are still made by codegen/ptx's emitter itself (which contraction template takes a
 // kernel is found by writing it; the reduction, transpose-tile, staged-loop and pooling plans

@@ -99,11 +99,12 @@ func planOf(op *ir.Value, ev int) AttentionPlan                      { return pl
 func AttentionTileVector(d ir.DType, n, off int, strides []int) int {
 	return plan.AttentionTileVector(d, n, off, strides)
 }
-func CheckPersistent(k Kernel) error    { return plan.CheckPersistent(k) }
-func AttentionAppends(g *ir.Graph) bool { return plan.AttentionAppends(g) }
-func QuantizedMMA(k Kernel) bool        { return plan.QuantizedMMA(k) }
-func LaneSplit(dot *ir.Value) bool      { return plan.LaneSplit(dot) }
-func WarpGroup(n int) int               { return plan.WarpGroup(n) }
+func CheckPersistent(k Kernel) error                  { return plan.CheckPersistent(k) }
+func BackwardAttention(g *ir.Graph) (*ir.Value, bool) { return plan.BackwardAttention(g) }
+func AttentionAppends(g *ir.Graph) bool               { return plan.AttentionAppends(g) }
+func QuantizedMMA(k Kernel) bool                      { return plan.QuantizedMMA(k) }
+func LaneSplit(dot *ir.Value) bool                    { return plan.LaneSplit(dot) }
+func WarpGroup(n int) int                             { return plan.WarpGroup(n) }
 
 // The persistent template: one block of persistThreads threads runs the kernel's stages in
 // order (a chain of small kernels, such as the time steps of a recurrent layer, fused by the
