@@ -73,7 +73,8 @@ func (a *Auto) Module(kernels []ptx.Kernel, t ptx.Target) (string, []ptx.Launch,
 	if len(taken) == 0 {
 		return ptxText, launches, nil
 	}
-	nvText, nvLaunches, err := a.NVVM.Module(taken, t)
+	// With codegen/ptx's entries for the templates the NVVM producer lacks, as --backend nvvm.
+	nvText, nvLaunches, err := NVVM{a.NVVM}.Module(taken, t)
 	if errors.Is(err, libnvvm.ErrNoLibrary) && a.NVVM.LibPath == "" { // a library named is one to load
 		for _, i := range at {
 			a.Choices[i].Why = "libNVVM is not installed"

@@ -151,7 +151,7 @@ func TestAutoChoosesByCounters(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				nvText, nvL, err := a.NVVM.Module(one, ptx.Target{SM: 80})
+				nvText, nvL, err := NVVM{a.NVVM}.Module(one, ptx.Target{SM: 80})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -36,7 +36,7 @@ func New(name, nvvmLib string) (Producer, error) {
 	case "", "ptx":
 		return PTX{}, nil
 	case "nvvm":
-		return &nvvm.Producer{LibPath: nvvmLib}, nil
+		return NVVM{&nvvm.Producer{LibPath: nvvmLib}}, nil
 	case "auto":
 		return &Auto{NVVM: &nvvm.Producer{LibPath: nvvmLib}}, nil
 	}

@@ -126,7 +126,7 @@ func TestCompare(t *testing.T) {
 	}
 	lib := libnvvm.Require(t)
 	ptxas.Require(t)
-	p := &nvvm.Producer{LibPath: lib.Path}
+	p := NVVM{&nvvm.Producer{LibPath: lib.Path}}
 	only := regexp.MustCompile(*compareOnly)
 	type model struct {
 		name    string

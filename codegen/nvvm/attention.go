@@ -11,14 +11,14 @@ import (
 	"github.com/llir/llvm/ir/value"
 
 	"github.com/gcomp/gcomp/codegen/attnmma"
-	"github.com/gcomp/gcomp/codegen/ptx"
+	"github.com/gcomp/gcomp/codegen/plan"
 	"github.com/gcomp/gcomp/codegen/splitkv"
 	irg "github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ops"
 )
 
 // codegen/ptx's CUDA-core attention template (its attention.go), from the same plan
-// (ptx.PlanAttention: grid, block, key tile): a warp per query row, online softmax over K and V
+// (plan.PlanAttention: grid, block, key tile): a warp per query row, online softmax over K and V
 // tiles in shared memory, scores in base 2. Every floating-point operation is the one
 // codegen/ptx executes, in its order: the scaled q (fmul), q·k by llvm.fma.f32 then the
 // butterfly of shuffles (fadd), the bias by an fma with log2 e, max.f32 (llvm.maxnum),
@@ -41,45 +41,45 @@ type attnOperand struct {
 // attnGen builds one attention kernel.
 type attnGen struct {
 	kg           *kgen
-	p            ptx.AttentionPlan
+	p            plan.AttentionPlan
 	d            irg.DType
 	ktile, vtile *ir.Global
 	threads      int // the block's threads, which load the tiles
 }
 
 // attentionKernel lowers a kernel whose only computation is one attention op.
-func (md *module) attentionKernel(k ptx.Kernel) (*ir.Func, ptx.Launch, error) {
+func (md *module) attentionKernel(k plan.Kernel) (*ir.Func, plan.Launch, error) {
 	g := k.Graph
-	p, ok := ptx.PlanAttention(g)
+	p, ok := plan.PlanAttention(g)
 	if !ok {
-		return nil, ptx.Launch{}, fmt.Errorf("the kernel has no attention op")
+		return nil, plan.Launch{}, fmt.Errorf("the kernel has no attention op")
 	}
-	for _, v := range ptx.Live(g) {
+	for _, v := range plan.Live(g) {
 		switch v.Op {
 		case ops.AttentionOp, irg.OpInput, irg.OpParam, "reshape", "transpose", "broadcast_in_dim", "slice":
 		default:
-			return nil, ptx.Launch{}, fmt.Errorf("attention fused with %s is not supported", v.Op)
+			return nil, plan.Launch{}, fmt.Errorf("attention fused with %s is not supported", v.Op)
 		}
 	}
 	if len(g.Outputs) != 1 || g.Outputs[0].Value != p.Op {
-		return nil, ptx.Launch{}, fmt.Errorf("an attention kernel writes the attention op's result alone")
+		return nil, plan.Launch{}, fmt.Errorf("an attention kernel writes the attention op's result alone")
 	}
-	args := ptx.Params(g)
+	args := plan.Params(g)
 	sp, decode := splitkv.Of(p.Op)
 	if decode && sp.Splits > 1 {
-		args = append(args, ptx.Arg{Kind: ptx.ArgScratch, Bytes: sp.ScratchBytes()})
+		args = append(args, plan.Arg{Kind: plan.ArgScratch, Bytes: sp.ScratchBytes()})
 	}
 	kg := md.newKernel(k, args)
 	if p.Op.Type.Shape.NumElements() == 0 {
 		// Nothing to compute: one thread, as codegen/ptx's empty kernel launches.
 		kg.b.NewRet(nil)
-		return kg.f, ptx.Launch{Grid: [3]int{1, 1, 1}, Block: [3]int{1, 1, 1}, Params: args}, nil
+		return kg.f, plan.Launch{Grid: [3]int{1, 1, 1}, Block: [3]int{1, 1, 1}, Params: args}, nil
 	}
 	operands := make([]attnOperand, len(p.Op.Args))
 	for i, a := range p.Op.Args {
 		base, off, st, ok := ops.StridedView(a)
 		if !ok || base.Op != irg.OpInput && base.Op != irg.OpParam {
-			return nil, ptx.Launch{}, fmt.Errorf("attention reads %s, want a buffer or a strided view of one", a.Op)
+			return nil, plan.Launch{}, fmt.Errorf("attention reads %s, want a buffer or a strided view of one", a.Op)
 		}
 		for d, n := range a.Type.Shape {
 			if n == 1 {
@@ -100,7 +100,7 @@ func (md *module) attentionKernel(k ptx.Kernel) (*ir.Func, ptx.Launch, error) {
 	// No maxntidx annotation (codegen/ptx's .maxntid): with it CUDA 11.8's ptxas holds the
 	// sm_90 kernel of a 33-wide head to 32 registers and spills.
 	ag.body(operands, kg.outPtr[0])
-	return kg.f, ptx.Launch{Grid: p.Grid, Block: p.Block, Params: args}, nil
+	return kg.f, plan.Launch{Grid: p.Grid, Block: p.Block, Params: args}, nil
 }
 
 // index is o's element off + Σ idx[d]·strides[d] (nil idx entries are index 0).
@@ -308,14 +308,14 @@ func (ag *attnGen) keyLimit(mask string, posv, i value.Value) value.Value {
 
 // loadTile stores keys [t0, t0+Keys) of the (b, kh) rows of a K or V operand of n columns in
 // a shared tile as f32, zero from key kend on; the block's threads take group i, i+T, ... of v
-// elements: 16 bytes at once where the operand's layout allows (ptx.AttentionTileVector),
+// elements: 16 bytes at once where the operand's layout allows (plan.AttentionTileVector),
 // else one element.
 func (ag *attnGen) loadTile(tile *ir.Global, o attnOperand, n int, tid, t0, kend, b, kh value.Value) {
 	if n == 0 {
 		return
 	}
 	kg := ag.kg
-	v := ptx.AttentionTileVector(o.d, n, o.off, o.strides)
+	v := plan.AttentionTileVector(o.d, n, o.off, o.strides)
 	kg.loop(tid, ci(ag.threads), ag.p.Keys*n/v, func(i value.Value) {
 		j, e := kg.div(i, n/v), kg.mul(kg.rem(i, n/v), v)
 		key := kg.add(t0, j)

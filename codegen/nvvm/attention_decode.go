@@ -9,7 +9,7 @@ import (
 	"github.com/llir/llvm/ir/types"
 	"github.com/llir/llvm/ir/value"
 
-	"github.com/gcomp/gcomp/codegen/ptx"
+	"github.com/gcomp/gcomp/codegen/plan"
 	"github.com/gcomp/gcomp/codegen/splitkv"
 )
 
@@ -27,14 +27,14 @@ import (
 
 // decodeKernel finishes attentionKernel for a split-KV plan: the kernel, its operands and its
 // parameters (the scratch last, with a split) are bound.
-func (ag *attnGen) decodeKernel(sp splitkv.Plan, operands []attnOperand, args []ptx.Arg) (*ir.Func, ptx.Launch, error) {
+func (ag *attnGen) decodeKernel(sp splitkv.Plan, operands []attnOperand, args []plan.Arg) (*ir.Func, plan.Launch, error) {
 	kg, md := ag.kg, ag.kg.md
 	ag.threads = sp.Threads()
 	// codegen/ptx's .maxntid, without its .minnctapersm 2: with it ptxas 11.8 took libNVVM's
 	// unrolled key loop to 93 registers at d = 64 (54 and 30 without; no spills either way).
 	md.ann = append(md.ann, md.tuple(kg.f, &metadata.String{Value: "maxntidx"}, md.i32(int64(sp.Threads()))))
 	ag.decode(sp, operands, kg.outPtr[0])
-	return kg.f, ptx.Launch{Grid: sp.Grid(), Block: [3]int{sp.Threads(), 1, 1}, Params: args}, nil
+	return kg.f, plan.Launch{Grid: sp.Grid(), Block: [3]int{sp.Threads(), 1, 1}, Params: args}, nil
 }
 
 // decode writes the kernel's body: operands q, k, v[, pos][, bias] and the output at out.

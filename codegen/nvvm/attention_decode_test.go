@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/gcomp/gcomp/codegen/plan"
 	"github.com/gcomp/gcomp/codegen/ptx"
 	"github.com/gcomp/gcomp/codegen/splitkv"
 	"github.com/gcomp/gcomp/ir"
@@ -65,15 +66,15 @@ func TestAttentionDecodeKernel(t *testing.T) {
 // and the stats of a run.
 func checkOwnAttention(t *testing.T, p *Producer, g *ir.Graph, in map[string]*tensor.Tensor) (string, *sim.Stats) {
 	t.Helper()
-	k := ptx.Kernel{Name: "k0_attention", Graph: g}
-	text, launches, err := p.Module([]ptx.Kernel{k}, ptx.Target{SM: 80})
+	k := plan.Kernel{Name: "k0_attention", Graph: g}
+	text, launches, err := p.Module([]plan.Kernel{k}, plan.Target{SM: 80})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if launches[0].Producer == "ptx" {
 		t.Fatalf("codegen/ptx's entry, want the NVVM producer's own (notes %q)", launches[0].Notes)
 	}
-	regs := assemble(t, text, []ptx.Kernel{k})
+	regs := assemble(t, text, []plan.Kernel{k})
 	t.Logf("registers %v", regs[k.Name])
 	got, st := runTwice(t, text, k, launches[0], in)
 	want, err := ref.Run(g, in, nil)
@@ -81,7 +82,7 @@ func checkOwnAttention(t *testing.T, p *Producer, g *ir.Graph, in map[string]*te
 		t.Fatal(err)
 	}
 	checkAttention(t, got, want["o"])
-	ptxText, ptxLaunches, err := ptx.Module([]ptx.Kernel{k}, ptx.Target{SM: 80})
+	ptxText, ptxLaunches, err := ptx.Module([]plan.Kernel{k}, plan.Target{SM: 80})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +96,7 @@ func checkOwnAttention(t *testing.T, p *Producer, g *ir.Graph, in map[string]*te
 
 // runTwice runs the kernel twice on one device, the scratch carried over: the second launch must
 // give the first's bits, and each must leave the whole scratch zero.
-func runTwice(t *testing.T, text string, k ptx.Kernel, l ptx.Launch, in map[string]*tensor.Tensor) (*tensor.Tensor, *sim.Stats) {
+func runTwice(t *testing.T, text string, k plan.Kernel, l plan.Launch, in map[string]*tensor.Tensor) (*tensor.Tensor, *sim.Stats) {
 	t.Helper()
 	sr := loadRun(t, text, k, l, in)
 	var first *tensor.Tensor
@@ -122,8 +123,8 @@ func runTwice(t *testing.T, text string, k ptx.Kernel, l ptx.Launch, in map[stri
 func TestAttentionDecodeBlockOrders(t *testing.T) {
 	p := requireProducer(t)
 	g := attnCase{2, 4, 2, 2, 200, 64, 64, ops.MaskPosition, []int{2, 1, 2, 200}, nil, ir.F32}.graph(t)
-	k := ptx.Kernel{Name: "k0_attention", Graph: g}
-	text, launches, err := p.Module([]ptx.Kernel{k}, ptx.Target{SM: 80})
+	k := plan.Kernel{Name: "k0_attention", Graph: g}
+	text, launches, err := p.Module([]plan.Kernel{k}, plan.Target{SM: 80})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,8 +156,8 @@ func TestAttentionDecodeBlockOrders(t *testing.T) {
 func TestAttentionDecodeSkipsHiddenChunks(t *testing.T) {
 	p := requireProducer(t)
 	g := attnCase{1, 2, 2, 1, 512, 64, 64, ops.MaskPosition, nil, nil, ir.F16}.graph(t)
-	k := ptx.Kernel{Name: "k0_attention", Graph: g}
-	text, launches, err := p.Module([]ptx.Kernel{k}, ptx.Target{SM: 80})
+	k := plan.Kernel{Name: "k0_attention", Graph: g}
+	text, launches, err := p.Module([]plan.Kernel{k}, plan.Target{SM: 80})
 	if err != nil {
 		t.Fatal(err)
 	}

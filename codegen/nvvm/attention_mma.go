@@ -11,7 +11,7 @@ import (
 	"github.com/llir/llvm/ir/value"
 
 	"github.com/gcomp/gcomp/codegen/attnmma"
-	"github.com/gcomp/gcomp/codegen/ptx"
+	"github.com/gcomp/gcomp/codegen/plan"
 	irg "github.com/gcomp/gcomp/ir"
 )
 
@@ -53,7 +53,7 @@ type mmaTile struct {
 }
 
 // mmaKernel finishes attentionKernel for the tensor-core template.
-func (ag *attnGen) mmaKernel(operands []attnOperand, args []ptx.Arg) (*ir.Func, ptx.Launch, error) {
+func (ag *attnGen) mmaKernel(operands []attnOperand, args []plan.Arg) (*ir.Func, plan.Launch, error) {
 	kg := ag.kg
 	half := "f16"
 	if ag.d == irg.BF16 {
@@ -64,7 +64,7 @@ func (ag *attnGen) mmaKernel(operands []attnOperand, args []ptx.Arg) (*ir.Func, 
 	// No maxntidx annotation (codegen/ptx's .maxntid 128): with it ptxas 11.8 held a causal
 	// kernel with a bias of libNVVM's to 72 registers on sm_90 and spilled 12 bytes (80 without).
 	w.body(kg.outPtr[0])
-	return kg.f, ptx.Launch{Grid: [3]int{attnmma.Blocks(ag.p.Op), 1, 1}, Block: [3]int{attnmma.Threads, 1, 1}, Params: args}, nil
+	return kg.f, plan.Launch{Grid: [3]int{attnmma.Blocks(ag.p.Op), 1, 1}, Block: [3]int{attnmma.Threads, 1, 1}, Params: args}, nil
 }
 
 // rowsAlignedTo reports whether every row of a [B, H, rows, cols] operand starts at a multiple

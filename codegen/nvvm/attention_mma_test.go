@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/gcomp/gcomp/codegen/attnmma"
-	"github.com/gcomp/gcomp/codegen/ptx"
+	"github.com/gcomp/gcomp/codegen/plan"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ops"
 	"github.com/gcomp/gcomp/sim"
@@ -146,8 +146,8 @@ func TestAttentionMMASkipsHiddenTiles(t *testing.T) {
 	p := requireProducer(t)
 	count := func(mask string) int64 {
 		g := attnCase{1, 1, 1, 512, 512, 64, 64, mask, nil, nil, ir.F16}.graph(t)
-		k := ptx.Kernel{Name: "k0_attention", Graph: g}
-		text, launches, err := p.Module([]ptx.Kernel{k}, ptx.Target{SM: 80})
+		k := plan.Kernel{Name: "k0_attention", Graph: g}
+		text, launches, err := p.Module([]plan.Kernel{k}, plan.Target{SM: 80})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"testing"
 
+	"github.com/gcomp/gcomp/codegen/plan"
 	"github.com/gcomp/gcomp/codegen/ptx"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ops"
@@ -85,15 +86,15 @@ func TestAttentionKernel(t *testing.T) {
 	} {
 		t.Run(c.String(), func(t *testing.T) {
 			g := c.graph(t)
-			k := ptx.Kernel{Name: "k0_attention", Graph: g}
-			text, launches, err := p.Module([]ptx.Kernel{k}, ptx.Target{SM: 80})
+			k := plan.Kernel{Name: "k0_attention", Graph: g}
+			text, launches, err := p.Module([]plan.Kernel{k}, plan.Target{SM: 80})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if own := launches[0].Producer != "ptx"; own != c.own {
 				t.Fatalf("the NVVM producer's own entry: %v, want %v (notes %q)", own, c.own, launches[0].Notes)
 			}
-			assemble(t, text, []ptx.Kernel{k})
+			assemble(t, text, []plan.Kernel{k})
 			in := inputsFor(g, 3)
 			if c.pos != nil {
 				copy(in["pos"].I, c.pos)
@@ -107,7 +108,7 @@ func TestAttentionKernel(t *testing.T) {
 			if !c.own {
 				return
 			}
-			ptxText, ptxLaunches, err := ptx.Module([]ptx.Kernel{k}, ptx.Target{SM: 80})
+			ptxText, ptxLaunches, err := ptx.Module([]plan.Kernel{k}, plan.Target{SM: 80})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -131,7 +132,7 @@ func TestAttentionLLVMAs(t *testing.T) {
 		{2, 4, 2, 2, 150, 64, 64, ops.MaskPosition, nil, nil, ir.F32},                // split-KV
 		{1, 4, 2, 65, 65, 80, 80, ops.MaskCausal, []int{1, 4, 65, 65}, nil, ir.BF16}, // tensor cores
 	} {
-		ll, _, err := IR([]ptx.Kernel{{Name: "k0_attention", Graph: c.graph(t)}}, ptx.Target{SM: 80})
+		ll, _, err := IR([]plan.Kernel{{Name: "k0_attention", Graph: c.graph(t)}}, plan.Target{SM: 80})
 		if err != nil {
 			t.Fatalf("%s: %v", c, err)
 		}
@@ -180,19 +181,19 @@ func TestAttentionCost(t *testing.T) {
 		{1, 2, 1, 200, 200, 128, 128, ops.MaskNone, nil, nil, ir.BF16}, // tensor cores, d = 128
 	} {
 		g := c.graph(t)
-		k := ptx.Kernel{Name: "k0_attention", Graph: g}
+		k := plan.Kernel{Name: "k0_attention", Graph: g}
 		in := inputsFor(g, 1)
-		text, launches, err := p.Module([]ptx.Kernel{k}, ptx.Target{SM: 80})
+		text, launches, err := p.Module([]plan.Kernel{k}, plan.Target{SM: 80})
 		if err != nil {
 			t.Fatal(err)
 		}
-		ptxText, ptxLaunches, err := ptx.Module([]ptx.Kernel{k}, ptx.Target{SM: 80})
+		ptxText, ptxLaunches, err := ptx.Module([]plan.Kernel{k}, plan.Target{SM: 80})
 		if err != nil {
 			t.Fatal(err)
 		}
 		_, st := run(t, text, k, launches[0], in)
 		_, pst := run(t, ptxText, k, ptxLaunches[0], in)
-		regs, pregs := assemble(t, text, []ptx.Kernel{k}), assemble(t, ptxText, []ptx.Kernel{k})
+		regs, pregs := assemble(t, text, []plan.Kernel{k}), assemble(t, ptxText, []plan.Kernel{k})
 		t.Logf("%s: warp instructions nvvm %d, ptx %d (%.2f); sm_80 registers nvvm %d, ptx %d", c, st.WarpInsts, pst.WarpInsts,
 			float64(st.WarpInsts)/float64(pst.WarpInsts), regs[k.Name]["sm_80"], pregs[k.Name]["sm_80"])
 		if float64(st.WarpInsts) > 1.1*float64(pst.WarpInsts) {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gcomp/gcomp/codegen/plan"
 	"github.com/gcomp/gcomp/codegen/ptx"
 	"github.com/gcomp/gcomp/examples/gpt"
 	"github.com/gcomp/gcomp/frontend"
@@ -23,7 +24,7 @@ func cpuTime() time.Duration {
 }
 
 // gpt2Kernels are GPT-2 small's kernels (12 layers, 128 tokens) that the NVVM producer takes.
-func gpt2Kernels(b *testing.B) (*Producer, []ptx.Kernel) {
+func gpt2Kernels(b *testing.B) (*Producer, []plan.Kernel) {
 	p := requireProducer(&testing.T{})
 	if _, err := p.Lib(); err != nil {
 		b.Skip(err)
@@ -36,10 +37,10 @@ func gpt2Kernels(b *testing.B) (*Producer, []ptx.Kernel) {
 	if err != nil {
 		b.Skip(err)
 	}
-	var kernels []ptx.Kernel
+	var kernels []plan.Kernel
 	for _, kn := range res.Kernels.Kernels {
 		k := kernelOf(kn, kn.Name)
-		if _, _, err := IR([]ptx.Kernel{k}, ptx.Target{SM: 80}); err == nil {
+		if _, _, err := IR([]plan.Kernel{k}, plan.Target{SM: 80}); err == nil {
 			kernels = append(kernels, k)
 		}
 	}
@@ -63,26 +64,26 @@ func BenchmarkGPT2Small(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		t0, c0 := time.Now(), cpuTime()
-		if _, _, err := p.Module(kernels, ptx.Target{SM: 80}); err != nil {
+		if _, _, err := p.Module(kernels, plan.Target{SM: 80}); err != nil {
 			b.Fatal(err)
 		}
 		nvvmTime += time.Since(t0)
 		c1 := cpuTime()
 		nvvmCPU += c1 - c0
 		for i, k := range uniq {
-			m, _, err := build([]ptx.Kernel{k}, ptx.Target{SM: 80})
+			m, _, err := build([]plan.Kernel{k}, plan.Target{SM: 80})
 			if err != nil {
 				b.Fatal(err)
 			}
 			s := cpuTime()
-			if _, _, err := compile(p.lib, k.Name, m, ptx.Target{SM: 80}); err != nil {
+			if _, _, err := compile(p.lib, k.Name, m, plan.Target{SM: 80}); err != nil {
 				b.Fatal(err)
 			}
 			perKernel[i] += cpuTime() - s
 			libCPU += cpuTime() - s
 		}
 		c2 := cpuTime()
-		if _, _, err := ptx.Module(kernels, ptx.Target{SM: 80}); err != nil {
+		if _, _, err := ptx.Module(kernels, plan.Target{SM: 80}); err != nil {
 			b.Fatal(err)
 		}
 		ptxCPU += cpuTime() - c2
@@ -90,7 +91,7 @@ func BenchmarkGPT2Small(b *testing.B) {
 	n := float64(b.N)
 	ms := func(d time.Duration) float64 { return d.Seconds() * 1e3 / n }
 	for i, k := range uniq {
-		b.Logf("libNVVM, %s (%s) alone: %.0f ms CPU", k.Name, ptx.Template(k), ms(perKernel[i]))
+		b.Logf("libNVVM, %s (%s) alone: %.0f ms CPU", k.Name, plan.Template(k), ms(perKernel[i]))
 	}
 	b.ReportMetric(float64(len(kernels)), "kernels")
 	b.ReportMetric(float64(len(uniq)), "distinct")
@@ -117,7 +118,7 @@ func BenchmarkProgramKernels(b *testing.B) {
 				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
 				c0 := cpuTime()
 				for range b.N {
-					if _, _, err := p.Module(kernels, ptx.Target{SM: 80}); err != nil {
+					if _, _, err := p.Module(kernels, plan.Target{SM: 80}); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -5,31 +5,31 @@ import (
 	"github.com/llir/llvm/ir/enum"
 	"github.com/llir/llvm/ir/value"
 
-	"github.com/gcomp/gcomp/codegen/ptx"
+	"github.com/gcomp/gcomp/codegen/plan"
 	irg "github.com/gcomp/gcomp/ir"
 )
 
-// colReduce is codegen/ptx's column reduction template (ptx.ReducePlan "column", the reduced
+// colReduce is codegen/ptx's column reduction template (plan.ReducePlan "column", the reduced
 // axes followed by kept ones: [A, R, C]): a block of TileCols × TileRows threads per tile of
 // TileCols columns (block-stride over tiles); thread (x, y) folds rows y, y+TileRows, ... of
 // its column, coalesced across the warp, and the column's TileRows partials combine through
 // shared memory in row order, as codegen/ptx does. Lanes past the last column fold column C-1
 // and discard it. Full-shape outputs go down the column once more; row 0 of the block stores
 // the tile's per-column outputs.
-func (md *module) colReduce(k ptx.Kernel, plan ptx.Reduction) (*ir.Func, ptx.Launch, error) {
+func (md *module) colReduce(k plan.Kernel, rp plan.Reduction) (*ir.Func, plan.Launch, error) {
 	g := k.Graph
-	args := ptx.Params(g)
+	args := plan.Params(g)
 	kg := md.newKernel(k, args)
-	W, H := plan.TileCols, plan.TileRows
+	W, H := rp.TileCols, rp.TileRows
 	slots := md.sharedSlots(k.Name, W*H)
 	tid := kg.sreg("tid.x")
 	tx := kg.b.NewAnd(tid, ci(W-1))
 	ty := kg.b.NewLShr(tid, ci(5))
-	accs := kg.accumulators(plan.Reduces)
-	ctiles := (plan.C + W - 1) / W
+	accs := kg.accumulators(rp.Reduces)
+	ctiles := (rp.C + W - 1) / W
 	var fullOuts, rowOuts []int
 	for i, o := range g.Outputs {
-		if plan.IsRowShape(o.Value.Type.Shape) {
+		if rp.IsRowShape(o.Value.Type.Shape) {
 			rowOuts = append(rowOuts, i)
 		} else {
 			fullOuts = append(fullOuts, i)
@@ -41,22 +41,22 @@ func (md *module) colReduce(k ptx.Kernel, plan ptx.Reduction) (*ir.Func, ptx.Lau
 			err = e
 		}
 	}
-	kg.loop(kg.sreg("ctaid.x"), kg.sreg("nctaid.x"), plan.A*ctiles, func(tile value.Value) {
+	kg.loop(kg.sreg("ctaid.x"), kg.sreg("nctaid.x"), rp.A*ctiles, func(tile value.Value) {
 		ai := kg.div(tile, ctiles)
 		c := kg.add(kg.mul(kg.rem(tile, ctiles), W), tx)
-		cok := kg.b.NewICmp(enum.IPredULT, c, ci(plan.C))
-		cc := kg.clamp(c, plan.C)
-		base := kg.mul(ai, plan.R*plan.C)
+		cok := kg.b.NewICmp(enum.IPredULT, c, ci(rp.C))
+		cc := kg.clamp(c, rp.C)
+		base := kg.mul(ai, rp.R*rp.C)
 		at := func(col value.Value) func(r value.Value) *index {
 			return func(r value.Value) *index {
-				return newIndexLin(plan.Full, kg.add(base, kg.add(kg.mul(r, plan.C), col)))
+				return newIndexLin(rp.Full, kg.add(base, kg.add(kg.mul(r, rp.C), col)))
 			}
 		}
 		kg.bound = map[*irg.Value]value.Value{}
-		for _, red := range plan.Reduces {
-			accT, combine, _ := ptx.Accumulator(red)
+		for _, red := range rp.Reduces {
+			accT, combine, _ := plan.Accumulator(red)
 			acc := accs[red]
-			keep(kg.fold(red, acc, ty, ci(H), plan.R, at(cc)))
+			keep(kg.fold(red, acc, ty, ci(H), rp.R, at(cc)))
 			kg.b.NewStore(kg.b.NewLoad(regType(accT), acc), kg.slot(slots, tid, accT)).Align = 8
 			kg.barrier()
 			var total value.Value = kg.b.NewLoad(regType(accT), kg.slot(slots, tx, accT))
@@ -74,20 +74,20 @@ func (md *module) colReduce(k ptx.Kernel, plan ptx.Reduction) (*ir.Func, ptx.Lau
 		}
 		if len(fullOuts) > 0 {
 			kg.branch(cok, "col", func() {
-				kg.loop(ty, ci(H), plan.R, func(r value.Value) { keep(kg.storeOutputs(fullOuts, at(c)(r))) })
+				kg.loop(ty, ci(H), rp.R, func(r value.Value) { keep(kg.storeOutputs(fullOuts, at(c)(r))) })
 			})
 		}
 		if len(rowOuts) > 0 {
 			row0 := kg.b.NewAnd(kg.b.NewICmp(enum.IPredEQ, ty, ci(0)), cok)
 			kg.branch(row0, "row0", func() {
-				keep(kg.storeRowOutputs(rowOuts, kg.add(kg.mul(ai, plan.C), c)))
+				keep(kg.storeRowOutputs(rowOuts, kg.add(kg.mul(ai, rp.C), c)))
 			})
 		}
 		kg.bound = nil
 	})
 	kg.b.NewRet(nil)
 	if err != nil {
-		return nil, ptx.Launch{}, err
+		return nil, plan.Launch{}, err
 	}
-	return kg.f, ptx.Launch{Grid: plan.Grid, Block: [3]int{plan.Threads, 1, 1}, Params: args}, nil
+	return kg.f, plan.Launch{Grid: rp.Grid, Block: [3]int{rp.Threads, 1, 1}, Params: args}, nil
 }

@@ -3,7 +3,7 @@ package nvvm
 import (
 	"testing"
 
-	"github.com/gcomp/gcomp/codegen/ptx"
+	"github.com/gcomp/gcomp/codegen/plan"
 	"github.com/gcomp/gcomp/ir"
 )
 
@@ -12,7 +12,7 @@ import (
 // product over an int4 weight, which NVVM computes with the direct template.
 func TestDequantize(t *testing.T) {
 	p := requireProducer(t)
-	var kernels []ptx.Kernel
+	var kernels []plan.Kernel
 	for _, c := range []struct{ name, src string }{
 		{"int4_zero_f16", `graph g {
   param %q : u8[6,32]
@@ -40,7 +40,7 @@ func TestDequantize(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		kernels = append(kernels, ptx.Kernel{Name: "k_" + c.name, Graph: g})
+		kernels = append(kernels, plan.Kernel{Name: "k_" + c.name, Graph: g})
 	}
 	checkModule(t, p, kernels, 5)
 }

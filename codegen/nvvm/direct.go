@@ -4,34 +4,34 @@ import (
 	"github.com/llir/llvm/ir"
 	"github.com/llir/llvm/ir/value"
 
-	"github.com/gcomp/gcomp/codegen/ptx"
+	"github.com/gcomp/gcomp/codegen/plan"
 	irg "github.com/gcomp/gcomp/ir"
 )
 
-// directKernel is codegen/ptx's direct contraction template (ptx.ContractionPlan "direct"): one
+// directKernel is codegen/ptx's direct contraction template (plan.ContractionPlan "direct"): one
 // thread per result element (grid-stride) folds its K products in ascending contraction order,
 // each operand element evaluated through the kernel graph at its index, in f64 for floats (the
 // products of f32, f16 and bf16 are exact there) and i64 for integers, the reference's order
 // and precision; the epilogue runs on the result before its one store.
-func (md *module) directKernel(k ptx.Kernel, c ptx.Contraction) (*ir.Func, ptx.Launch, error) {
-	args := ptx.Params(k.Graph)
+func (md *module) directKernel(k plan.Kernel, c plan.Contraction) (*ir.Func, plan.Launch, error) {
+	args := plan.Params(k.Graph)
 	kg := md.newKernel(k, args)
 	tid := kg.add(kg.b.NewMul(kg.sreg("ctaid.x"), kg.sreg("ntid.x")), kg.sreg("tid.x"))
 	step := kg.b.NewMul(kg.sreg("nctaid.x"), kg.sreg("ntid.x"))
 	err := kg.directElements(c.Dot, tid, step, false)
 	kg.b.NewRet(nil)
 	if err != nil {
-		return nil, ptx.Launch{}, err
+		return nil, plan.Launch{}, err
 	}
-	return kg.f, ptx.Launch{Grid: c.Grid, Block: c.Block, Params: args}, nil
+	return kg.f, plan.Launch{Grid: c.Grid, Block: c.Block, Params: args}, nil
 }
 
 // directElements computes result elements start, start+step, ... of dot and stores every
 // output of the kernel graph at each. With fmaF32 a product of f32 operands into f32 accumulates
-// with an fma in f32 (ptx.AccType), as codegen/ptx's persistent stages do.
+// with an fma in f32 (plan.AccType), as codegen/ptx's persistent stages do.
 func (kg *kgen) directElements(dot *irg.Value, start, step value.Value, fmaF32 bool) error {
 	shape := dot.Type.Shape
-	accT := ptx.AccType(dot, fmaF32)
+	accT := plan.AccType(dot, fmaF32)
 	acc := kg.alloca(regType(accT))
 	var err error
 	keep := func(e error) {
@@ -112,7 +112,7 @@ func (kg *kgen) dotTerm(dot *irg.Value, x *index) (func(k value.Value) (value.Va
 func (kg *kgen) convTerm(v *irg.Value, x *index) (func(k value.Value) (value.Value, value.Value, error), int) {
 	img, wt := v.Args[0], v.Args[1]
 	xs, ws := img.Type.Shape, wt.Type.Shape
-	stride, pad, dil, groups := ptx.ConvGeometry(v)
+	stride, pad, dil, groups := plan.ConvGeometry(v)
 	c, kh, kw := ws[1], ws[2], ws[3]
 	og := ws[0] / groups
 	n, o := kg.coord(x, 0), kg.coord(x, 1)

@@ -1,12 +1,12 @@
 // Package nvvm is gcomp's second code generator: it lowers the same kernels as codegen/ptx to
 // NVVM IR (LLVM IR for the NVPTX target, built with github.com/llir/llvm) and has NVIDIA's
 // libNVVM (package libnvvm) compile that to PTX. The kernels keep codegen/ptx's names,
-// parameters and launch tiling (ptx.Template, ptx.LoopPlan and ptx.Params decide both), so a
+// parameters and launch tiling (plan.Template, plan.LoopPlan and plan.Params decide both), so a
 // launch plan serves either producer's PTX unchanged:
 //
-//	ll, launches, err := nvvm.IR(kernels, ptx.Target{SM: 80})      // the NVVM IR module
+//	ll, launches, err := nvvm.IR(kernels, plan.Target{SM: 80})      // the NVVM IR module
 //	p := &nvvm.Producer{}                                           // libNVVM looked up lazily
-//	text, launches, err := p.Module(kernels, ptx.Target{SM: 80})    // PTX from libNVVM
+//	text, launches, err := p.Module(kernels, plan.Target{SM: 80})    // PTX from libNVVM
 //
 // The module declares the 64-bit NVPTX datalayout with i128 spelled out (libNVVM 11.8 rejects
 // one without), triple nvptx64-nvidia-cuda, marks each kernel in !nvvm.annotations and declares
@@ -15,17 +15,21 @@
 // the CUDA toolkit's libdevice.10.bc. libNVVM runs with -fma=0 -prec-div=1 -prec-sqrt=1 -ftz=0,
 // so every IEEE operation rounds once, as the op table and codegen/ptx's .rn instructions do.
 //
-// Templates: the elementwise loop (grid-stride, element groups of ptx.LoopPlan's width, with
+// Templates: the elementwise loop (grid-stride, element groups of plan.LoopPlan's width, with
 // broadcast, transpose, reshape, slice, pad, concat, iota, constants, select, gather and
 // pooling fused; a nearest upsampling and a concat along an outer axis keep the group's vector
-// loads, repeat.go), the transpose tile (ptx.TransposePlan), the row, column and split reductions
-// (ptx.ReducePlan), the direct contraction (ptx.ContractionPlan), the staged loop for pooling
-// and concats (ptx.StagedPlan), the tiled FFMA and tensor-core (f16, bf16, tf32) matmul and
-// implicit-GEMM conv2d with their epilogues, pooled ones included (ptx.GEMMPlan; cp.async,
+// loads, repeat.go), the transpose tile (plan.TransposePlan), the row, column and split reductions
+// (plan.ReducePlan), the direct contraction (plan.ContractionPlan), the staged loop for pooling
+// and concats (plan.StagedPlan), the tiled FFMA and tensor-core (f16, bf16, tf32) matmul and
+// implicit-GEMM conv2d with their epilogues, pooled ones included (plan.GEMMPlan; cp.async,
 // ldmatrix, mma.sync and cvt.rna.tf32 as one-instruction inline assembly, which libNVVM 11.8
 // has no intrinsics for), the persistent kernel, the CUDA-core, split-KV and tensor-core
-// attention templates (ptx.PlanAttention, splitkv.Of, attnmma; bit for bit codegen/ptx's) and
-// update_slice's update template (ptx.UpdatePlan); GEMVs, with a norm prologue or not, run in
+// attention templates (plan.PlanAttention, splitkv.Of, attnmma; bit for bit codegen/ptx's) and
+// update_slice's update template (plan.UpdatePlan); GEMVs, with a norm prologue or not, run in
 // the direct template. A kernel no template takes is an error naming the kernel and the
-// template, never a silent fallback to the PTX emitter.
+// template, never a silent fallback to the PTX emitter. The templates it lacks (Lacks: the
+// cache-appending split-KV attention, tf32 tensor-core attention, attention's backward and the
+// quantized tensor-core GEMM; fallback.go) are refused, and codegen/backend's nvvm producer takes
+// codegen/ptx's entries for them, its launches saying so. The plans it shares with codegen/ptx
+// are codegen/plan's: this package never imports codegen/ptx.
 package nvvm

@@ -7,7 +7,7 @@ import (
 	"github.com/llir/llvm/ir/types"
 	"github.com/llir/llvm/ir/value"
 
-	"github.com/gcomp/gcomp/codegen/ptx"
+	"github.com/gcomp/gcomp/codegen/plan"
 	irg "github.com/gcomp/gcomp/ir"
 )
 
@@ -23,9 +23,9 @@ func (mm *gemm) epilogue() error {
 	rn := p.ColRegs
 	rows, cols := make([]value.Value, 8), make([]value.Value, rn)
 	for i := range 8 {
-		rows[i] = kg.add(mm.m0, kg.add(kg.mul(mm.rowT, 4), ci(ptx.RegTileOffset(i))))
+		rows[i] = kg.add(mm.m0, kg.add(kg.mul(mm.rowT, 4), ci(plan.RegTileOffset(i))))
 		if i < rn {
-			cols[i] = kg.add(mm.n0, kg.add(kg.mul(mm.colT, ptx.RegColStep(rn)), ci(ptx.RegTileOffset(i))))
+			cols[i] = kg.add(mm.n0, kg.add(kg.mul(mm.colT, plan.RegColStep(rn)), ci(plan.RegTileOffset(i))))
 		}
 	}
 	accs := make([]value.Value, len(mm.acc))

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gcomp/gcomp/codegen/ptx"
+	"github.com/gcomp/gcomp/codegen/plan"
 	"github.com/gcomp/gcomp/ir"
 )
 
@@ -31,11 +31,11 @@ func TestConvEpilogueStoresGroups(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			k := ptx.Kernel{Name: "k_conv", Graph: g}
-			if c, err := ptx.ContractionPlan(k, ptx.Target{SM: 80}); err != nil || c.Kind != "ffma" {
+			k := plan.Kernel{Name: "k_conv", Graph: g}
+			if c, err := plan.ContractionPlan(k, plan.Target{SM: 80}); err != nil || c.Kind != "ffma" {
 				t.Fatalf("plan %q, %v; want ffma", c.Kind, err)
 			}
-			text, _, err := p.Module([]ptx.Kernel{k}, ptx.Target{SM: 80})
+			text, _, err := p.Module([]plan.Kernel{k}, plan.Target{SM: 80})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -43,7 +43,7 @@ func TestConvEpilogueStoresGroups(t *testing.T) {
 			if vec == 0 || scalar != 0 {
 				t.Errorf("%d st.global.v4.f32 and %d st.global.f32; want only vector stores", vec, scalar)
 			}
-			checkModule(t, p, []ptx.Kernel{k}, 3)
+			checkModule(t, p, []plan.Kernel{k}, 3)
 		})
 	}
 }

@@ -7,7 +7,7 @@ import (
 
 	"golang.org/x/tools/txtar"
 
-	"github.com/gcomp/gcomp/codegen/ptx"
+	"github.com/gcomp/gcomp/codegen/plan"
 	"github.com/gcomp/gcomp/examples"
 	"github.com/gcomp/gcomp/frontend"
 	"github.com/gcomp/gcomp/internal/golden"
@@ -33,16 +33,16 @@ func TestExampleKernels(t *testing.T) {
 			if err != nil {
 				t.Fatalf("pass pipeline: %v", err)
 			}
-			var all []ptx.Kernel
+			var all []plan.Kernel
 			for _, kn := range res.Kernels.Kernels {
 				all = append(all, kernelOf(kn, kn.Name))
 			}
 			kernels, refused := supported(t, all)
-			ll, _, err := IR(kernels, ptx.Target{SM: 80})
+			ll, _, err := IR(kernels, plan.Target{SM: 80})
 			if err != nil {
 				t.Fatal(err)
 			}
-			again, _, _ := IR(kernels, ptx.Target{SM: 80})
+			again, _, _ := IR(kernels, plan.Target{SM: 80})
 			if again != ll {
 				t.Error("the NVVM IR differs between two runs")
 			}

@@ -3,21 +3,43 @@ package nvvm
 import (
 	"testing"
 
-	"github.com/gcomp/gcomp/codegen/ptx"
+	"github.com/gcomp/gcomp/codegen/plan"
+	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/passes"
+	"github.com/gcomp/gcomp/tensor"
 )
 
 // For the external tests (train_test.go), which build train steps: package train imports this
 // one through the compiler.
 
 // KernelOf is kernelOf.
-func KernelOf(kn *passes.Kernel, name string) ptx.Kernel { return kernelOf(kn, name) }
+func KernelOf(kn *passes.Kernel, name string) plan.Kernel { return kernelOf(kn, name) }
 
 // CheckKernels is supported then checkModule: the kernels the producer refuses are returned.
-func CheckKernels(t *testing.T, kernels []ptx.Kernel, seed uint64) (refused []string) {
+func CheckKernels(t *testing.T, kernels []plan.Kernel, seed uint64) (refused []string) {
 	t.Helper()
 	p := requireProducer(t)
 	yes, no := supported(t, kernels)
 	checkModule(t, p, yes, seed)
 	return no
 }
+
+// For fallback_test.go, which runs codegen/backend's nvvm producer (it imports this package).
+
+// RequireProducer is requireProducer.
+func RequireProducer(t *testing.T) *Producer { return requireProducer(t) }
+
+// Assemble is assemble.
+func Assemble(t *testing.T, text string, kernels []plan.Kernel) { assemble(t, text, kernels) }
+
+// Run is run, without the counters.
+func Run(t *testing.T, text string, k plan.Kernel, l plan.Launch, in map[string]*tensor.Tensor) map[string]*tensor.Tensor {
+	got, _ := run(t, text, k, l, in)
+	return got
+}
+
+// InputsFor is inputsFor.
+func InputsFor(g *ir.Graph, seed uint64) map[string]*tensor.Tensor { return inputsFor(g, seed) }
+
+// QMMAGraph is qmmaGraph.
+func QMMAGraph(t *testing.T) *ir.Graph { return qmmaGraph(t) }

@@ -9,7 +9,7 @@ import (
 	"github.com/llir/llvm/ir/types"
 	"github.com/llir/llvm/ir/value"
 
-	"github.com/gcomp/gcomp/codegen/ptx"
+	"github.com/gcomp/gcomp/codegen/plan"
 	irg "github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ops"
 	"github.com/gcomp/gcomp/tensor"
@@ -97,7 +97,7 @@ func (kg *kgen) operandIndex(v *irg.Value, x *index) *index {
 		return newIndexLin(op.Type.Shape, kg.lin(x))
 	}
 	c := make([]value.Value, op.Type.Shape.Rank())
-	for _, ax := range ptx.ViewPlan(v) {
+	for _, ax := range plan.ViewPlan(v) {
 		if ax.Dim < 0 {
 			c[ax.Operand] = ci(ax.Offset)
 		} else {
@@ -188,7 +188,7 @@ func constVal(d irg.DType, f float64) constant.Constant {
 	case irg.U8:
 		return constant.NewInt(types.I8, int64(int8(uint8(f))))
 	}
-	return constant.NewInt(regType(d).(*types.IntType), ptx.ExactInt(f)) // MaxInt64 arrives as 2^63
+	return constant.NewInt(regType(d).(*types.IntType), plan.ExactInt(f)) // MaxInt64 arrives as 2^63
 }
 
 // constant is a splat's value, or an element of a literal tensor (a module-level constant
@@ -197,16 +197,16 @@ func (kg *kgen) constant(v *irg.Value, x *index) value.Value {
 	d := v.Type.DType
 	vals := v.Attrs.Floats("value")
 	if len(vals) == 1 {
-		return constVal(d, ptx.CastConst(d, vals[0]))
+		return constVal(d, plan.CastConst(d, vals[0]))
 	}
 	t := tensor.New(v.Type)
 	elems := make([]constant.Constant, len(vals))
 	for i, f := range vals {
-		f = ptx.CastConst(d, f)
+		f = plan.CastConst(d, f)
 		if d.IsFloat() {
 			t.F[i] = f
 		} else {
-			t.I[i] = ptx.ExactInt(f)
+			t.I[i] = plan.ExactInt(f)
 		}
 		elems[i] = memConst(d, f)
 	}
@@ -265,7 +265,7 @@ func (kg *kgen) pad(v *irg.Value, x *index) (value.Value, error) {
 		return in, err
 	}
 	d := v.Type.DType
-	return kg.b.NewSelect(inb, in, constVal(d, ptx.CastConst(d, v.Attrs.Float("value", 0)))), nil
+	return kg.b.NewSelect(inb, in, constVal(d, plan.CastConst(d, v.Attrs.Float("value", 0)))), nil
 }
 
 // concat evaluates every operand at its clamped coordinate and selects the one holding the
@@ -297,7 +297,7 @@ func (kg *kgen) concat(v *irg.Value, x *index) (value.Value, error) {
 }
 
 // gather reads table[indices[i...], j...]. An index outside the table is recorded in the
-// kernel's error word as codegen/ptx's gathers record it (ptx.IndexChecks: site, element,
+// kernel's error word as codegen/ptx's gathers record it (plan.IndexChecks: site, element,
 // value; the first thread's compare-and-swap of the site wins) and row 0 is read instead: the
 // executor fails the run naming the gather, the element and the index, as the reference does.
 func (kg *kgen) gather(v *irg.Value, x *index) (value.Value, error) {

@@ -1,87 +1,76 @@
 package nvvm
 
 import (
+	"fmt"
+
 	"github.com/gcomp/gcomp/codegen/attnmma"
-	"github.com/gcomp/gcomp/codegen/ptx"
+	"github.com/gcomp/gcomp/codegen/plan"
 )
 
 // borrowed reports whether k takes a template this package has no counterpart for, whose
-// kernels Module takes from codegen/ptx rather than refuse the model: the split-KV attention
-// that appends a decoding step's K and V rows to its caches, f32 attention on tf32 tensor cores
-// (tf32Attention), attention's backward (attention_lse and attention_grad) and the tensor-core
-// GEMM over a quantized weight. The launch records it (Producer "ptx" and a note); both
-// producers share names, parameters and launches, so one plan runs the merged module.
-func borrowed(k ptx.Kernel, t ptx.Target) bool {
-	switch ptx.Template(k) {
+// kernels codegen/backend's nvvm producer takes from codegen/ptx rather than refuse the model:
+// the split-KV attention that appends a decoding step's K and V rows to its caches, f32
+// attention on tf32 tensor cores (tf32Attention), attention's backward (attention_lse and
+// attention_grad) and the tensor-core GEMM over a quantized weight. The launch records it
+// (Producer "ptx" and a note); both producers share names, parameters and launches, so one plan
+// runs the merged module.
+func borrowed(k plan.Kernel, t plan.Target) bool {
+	switch plan.Template(k) {
 	case "attention":
-		return ptx.AttentionAppends(k.Graph) || tf32Attention(k, t)
+		return plan.AttentionAppends(k.Graph) || tf32Attention(k, t)
 	case "attention backward":
 		return true
 	case "contraction":
-		return ptx.QuantizedMMA(k)
+		return plan.QuantizedMMA(k)
 	}
 	return false
 }
 
 // tf32Attention reports whether k is f32 attention codegen/ptx runs on tf32 tensor cores.
-func tf32Attention(k ptx.Kernel, t ptx.Target) bool {
-	p, ok := ptx.PlanAttention(k.Graph)
+func tf32Attention(k plan.Kernel, t plan.Target) bool {
+	p, ok := plan.PlanAttention(k.Graph)
 	return ok && t.TF32 && attnmma.FitsTF32(p.Op)
 }
 
 // borrowedNote is the note on a launch whose entry codegen/ptx wrote.
-func borrowedNote(k ptx.Kernel, t ptx.Target) string {
-	template := ptx.Template(k)
+func borrowedNote(k plan.Kernel) string {
+	return "the NVVM producer has no " + borrowedTemplate(k) + " template yet: this entry is codegen/ptx's"
+}
+
+// borrowedTemplate names the template of a borrowed kernel.
+func borrowedTemplate(k plan.Kernel) string {
+	template := plan.Template(k)
 	if template == "attention" {
 		template = "tf32 tensor-core attention"
-		if ptx.AttentionAppends(k.Graph) {
+		if plan.AttentionAppends(k.Graph) {
 			template = "cache-appending split-KV attention"
 		}
 	} else if template == "contraction" {
 		template = "quantized tensor-core GEMM"
 	}
-	return "the NVVM producer has no " + template + " template yet: this entry is codegen/ptx's"
+	return template
 }
 
-// Module lowers kernels to NVVM IR and compiles it with libNVVM (lower), except kernels of the
-// borrowed templates, which codegen/ptx writes; the two modules merge into one, and the
-// launches stay in the kernels' order.
-func (p *Producer) Module(kernels []ptx.Kernel, t ptx.Target) (string, []ptx.Launch, error) {
-	var own, other []ptx.Kernel
-	var ownAt, otherAt []int
-	for i, k := range kernels {
-		if borrowed(k, t) {
-			other, otherAt = append(other, k), append(otherAt, i)
-		} else {
-			own, ownAt = append(own, k), append(ownAt, i)
+// Lacks reports whether k takes one of codegen/ptx's templates this package has no counterpart
+// for under target t (Module refuses it), and the note for the launch of codegen/ptx's entry a
+// caller takes instead.
+func Lacks(k plan.Kernel, t plan.Target) (note string, ok bool) {
+	if !borrowed(k, t) {
+		return "", false
+	}
+	return borrowedNote(k), true
+}
+
+// Module lowers kernels to NVVM IR and compiles it with libNVVM (lower). A kernel of a template
+// this package lacks is refused (Refused; Lacks): codegen/backend's nvvm producer takes
+// codegen/ptx's entry for it. With IROnly every kernel is lowered as the dispatch takes it.
+func (p *Producer) Module(kernels []plan.Kernel, t plan.Target) (string, []plan.Launch, error) {
+	if !p.IROnly {
+		for _, k := range kernels {
+			if borrowed(k, t) {
+				return "", nil, fmt.Errorf("%s: the %s template %s (codegen/backend's nvvm producer takes codegen/ptx's entry)", k.Name, borrowedTemplate(k), refusedText)
+			}
 		}
 	}
-	if len(other) == 0 || p.IROnly {
-		return p.lower(kernels, t) // IROnly: an IR module cannot hold codegen/ptx's entries
-	}
-	otherText, otherLaunches, err := ptx.Module(other, t)
-	if err != nil {
-		return "", nil, err
-	}
-	launches := make([]ptx.Launch, len(kernels))
-	for j, i := range otherAt {
-		l := otherLaunches[j]
-		l.Producer, l.Notes = "ptx", append(l.Notes, borrowedNote(other[j], t))
-		launches[i] = l
-	}
-	if len(own) == 0 {
-		return otherText, launches, nil
-	}
-	ownText, ownLaunches, err := p.lower(own, t)
-	if err != nil {
-		return "", nil, err
-	}
-	for j, i := range ownAt {
-		launches[i] = ownLaunches[j]
-	}
-	text, err := MergePTX([]string{ownText, otherText}, nil)
-	if err != nil {
-		return "", nil, err
-	}
-	return text, launches, nil
+	return p.lower(kernels, t)
 }

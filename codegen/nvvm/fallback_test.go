@@ -1,67 +1,166 @@
-package nvvm
+package nvvm_test
 
 import (
 	"math"
 	"strings"
 	"testing"
 
-	"github.com/gcomp/gcomp/codegen/ptx"
+	"github.com/gcomp/gcomp/codegen/backend"
+	"github.com/gcomp/gcomp/codegen/nvvm"
+	"github.com/gcomp/gcomp/codegen/plan"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ops"
 	"github.com/gcomp/gcomp/runtime/ref"
+	"github.com/gcomp/gcomp/tensor"
 )
 
-// TestAttentionFallback: a module with an f32 attention kernel under tf32, whose tensor-core
-// template has no NVVM counterpart, compiles with codegen/ptx's entry for it beside libNVVM's
-// for the others, in the kernels' order, and the launch says whose entry it runs.
-func TestAttentionFallback(t *testing.T) {
-	p := requireProducer(t)
-	g := ir.NewGraph("attn")
-	q, k, v := g.Input("q", ir.T(ir.F32, 1, 2, 20, 64), nil), g.Input("k", ir.T(ir.F32, 1, 2, 24, 64), nil), g.Input("v", ir.T(ir.F32, 1, 2, 24, 64), nil)
-	attrs := ir.Attrs{"scale": 0.125, "mask": ops.MaskNone}
-	g.SetOutput("o", g.Add(ops.AttentionOp, ir.T(ir.F32, 1, 2, 20, 64), attrs, q, k, v))
+// TestFallback: a kernel of a template this package has no counterpart for (f32 attention on
+// tf32 tensor cores, the tensor-core GEMM over a quantized weight, attention's backward, the
+// split-KV attention appending to its caches) is refused by the NVVM producer (nvvm.Refused;
+// nvvm.Lacks names it), and codegen/backend's nvvm producer compiles the module with
+// codegen/ptx's entry for it beside libNVVM's for the others, in the kernels' order; the launch
+// says whose entry it runs, and the kernel equals the reference.
+func TestFallback(t *testing.T) {
+	p := nvvm.RequireProducer(t)
 	loop := ir.NewGraph("neg")
 	x := loop.Input("x", ir.T(ir.F32, 16), nil)
 	loop.SetOutput("y", loop.Add("neg", x.Type, nil, x))
-	kernels := []ptx.Kernel{{Name: "k0_neg", Graph: loop}, {Name: "k1_attention", Graph: g}, {Name: "k2_neg", Graph: loop}}
-	tg := ptx.Target{SM: 80, TF32: true}
-	if !borrowed(kernels[1], tg) || borrowed(kernels[1], ptx.Target{SM: 80}) {
-		t.Fatalf("f32 attention borrowed under tf32 %v, without %v: want only under tf32", borrowed(kernels[1], tg), borrowed(kernels[1], ptx.Target{SM: 80}))
-	}
-	text, launches, err := p.Module(kernels, tg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(launches) != 3 || launches[1].Producer != "ptx" || launches[0].Producer == "ptx" || launches[2].Entry != "k0_neg" {
-		t.Fatalf("launches %+v", launches)
-	}
-	if !strings.Contains(strings.Join(launches[1].Notes, "\n"), "codegen/ptx's") {
-		t.Errorf("the attention launch does not say whose entry it runs: %q", launches[1].Notes)
-	}
-	for _, e := range []string{".entry k0_neg(", ".entry k1_attention("} {
-		if strings.Count(text, e) != 1 {
-			t.Errorf("the module has %d %s entries, want 1", strings.Count(text, e), e)
-		}
-	}
-	assemble(t, text, kernels[:2])
-	in := inputsFor(g, 1)
-	got, _ := run(t, text, kernels[1], launches[1], in)
-	want, err := ref.Run(g, in, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, w := range want["o"].F {
-		if d := math.Abs(got["o"].F[i] - w); !(d <= 5e-3*(1+math.Abs(w))) { // tf32 products
-			t.Fatalf("o[%d] = %v, want %v", i, got["o"].F[i], w)
-		}
+	for _, tc := range []struct {
+		name     string
+		graph    *ir.Graph
+		inPlace  bool
+		target   plan.Target
+		loops    bool                            // between two loop kernels of the NVVM producer's own
+		prep     func(map[string]*tensor.Tensor) // inputs the kernel reads as the model's
+		tol      float64                         // against the reference, relative to the output's largest magnitude; 0: not run
+		template string                          // the note's
+	}{
+		{"tf32 attention", attention(t, ir.F32, 20, 24, 64), false, plan.Target{SM: 80, TF32: true}, true, nil, 5e-3, "tf32 tensor-core attention"},
+		{"quantized gemm", nvvm.QMMAGraph(t), false, plan.Target{SM: 80}, false, quantInputs, 2e-3, "quantized tensor-core GEMM"},
+		{"attention lse", attentionLSE(t), false, plan.Target{SM: 80}, true, nil, 2e-5, "attention backward"},
+		{"appending attention", appendingAttention(t), true, plan.Target{SM: 80}, false, nil, 0, "cache-appending split-KV attention"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			k := plan.Kernel{Name: "k1_borrowed", Graph: tc.graph, InPlace: tc.inPlace}
+			kernels, at := []plan.Kernel{k}, 0
+			if tc.loops {
+				kernels, at = []plan.Kernel{{Name: "k0_neg", Graph: loop}, k, {Name: "k2_neg", Graph: loop}}, 1
+			}
+			if note, ok := nvvm.Lacks(k, tc.target); !ok || !strings.Contains(note, "no "+tc.template+" template") || !strings.Contains(note, "codegen/ptx's") {
+				t.Fatalf("Lacks = %q, %v; want a note naming the %s and codegen/ptx's entry", note, ok, tc.template)
+			}
+			if _, _, err := p.Module(kernels, tc.target); !nvvm.Refused(err) || !strings.Contains(err.Error(), tc.template) {
+				t.Fatalf("the NVVM producer's Module: %v, want a refusal naming the %s", err, tc.template)
+			}
+			text, launches, err := backend.NVVM{Producer: p}.Module(kernels, tc.target)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, l := range launches {
+				if borrowed := l.Producer == "ptx"; borrowed != (i == at) {
+					t.Fatalf("launch %d of %+v: codegen/ptx's entry %v", i, launches, borrowed)
+				}
+			}
+			if tc.loops && launches[2].Entry != "k0_neg" {
+				t.Errorf("k2_neg runs %q, want k0_neg's entry", launches[2].Entry)
+			}
+			if !strings.Contains(strings.Join(launches[at].Notes, "\n"), "codegen/ptx's") {
+				t.Errorf("the launch does not say whose entry it runs: %q", launches[at].Notes)
+			}
+			for _, kn := range kernels[:at+1] {
+				if e := ".entry " + kn.Name + "("; strings.Count(text, e) != 1 {
+					t.Errorf("the module has %d %s entries, want 1", strings.Count(text, e), e)
+				}
+			}
+			nvvm.Assemble(t, text, kernels[:at+1])
+			if tc.tol == 0 {
+				return
+			}
+			in := nvvm.InputsFor(tc.graph, 1)
+			if tc.prep != nil {
+				tc.prep(in)
+			}
+			got := nvvm.Run(t, text, k, launches[at], in)
+			inputs, params := map[string]*tensor.Tensor{}, map[string]*tensor.Tensor{}
+			for _, v := range tc.graph.Inputs() {
+				inputs[v.Name] = in[v.Name]
+			}
+			for _, v := range tc.graph.Params() {
+				params[v.Name] = in[v.Name]
+			}
+			want, err := ref.Run(tc.graph, inputs, params)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := tc.graph.Outputs[0].Name
+			var m float64
+			for _, w := range want[out].F {
+				m = max(m, math.Abs(w))
+			}
+			for i, w := range want[out].F {
+				if d := math.Abs(got[out].F[i] - w); !(d <= tc.tol*max(1, m)) {
+					t.Fatalf("%s[%d] = %v, want %v", out, i, got[out].F[i], w)
+				}
+			}
+		})
 	}
 }
 
-// TestAppendingAttentionBorrowed: a split-KV attention kernel that appends a decoding step's K
-// and V rows to its caches (the passes' appendkv) takes codegen/ptx's entry, and its launch
-// says so.
-func TestAppendingAttentionBorrowed(t *testing.T) {
-	g, err := ir.Parse("append.gir", []byte(`graph g {
+// attention is one attention op over [1, 2, l, e] queries and s keys, unmasked.
+func attention(t *testing.T, d ir.DType, l, s, e int) *ir.Graph {
+	t.Helper()
+	g := ir.NewGraph("attn")
+	args := []*ir.Value{g.Input("q", ir.T(d, 1, 2, l, e), nil), g.Input("k", ir.T(d, 1, 2, s, e), nil), g.Input("v", ir.T(d, 1, 2, s, e), nil)}
+	attrs := ir.Attrs{"scale": 1 / math.Sqrt(float64(e)), "mask": ops.MaskNone}
+	ty, err := ops.Infer(ops.AttentionOp, []ir.Type{args[0].Type, args[1].Type, args[2].Type}, attrs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.SetOutput("o", g.Add(ops.AttentionOp, ty, attrs, args...))
+	return g
+}
+
+// attentionLSE is attention's rows' log-sum-exp alone (what attention's backward reads).
+func attentionLSE(t *testing.T) *ir.Graph {
+	t.Helper()
+	g := attention(t, ir.F32, 3, 5, 8)
+	att := g.Outputs[0].Value
+	ty, err := ops.Infer(ops.AttentionLSEOp, []ir.Type{att.Args[0].Type, att.Args[1].Type, att.Args[2].Type}, att.Attrs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lse := g.Add(ops.AttentionLSEOp, ty, att.Attrs.Clone(), att.Args...)
+	g.Outputs = nil
+	g.SetOutput("lse", lse)
+	return g
+}
+
+func parse(t *testing.T, text string) *ir.Graph {
+	t.Helper()
+	g, err := ir.Parse("fallback.gir", []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// quantInputs makes QMMAGraph's weight bytes, zero points and scales a model's.
+func quantInputs(in map[string]*tensor.Tensor) {
+	for i := range in["q"].I {
+		in["q"].I[i] = int64(i*37) % 256
+	}
+	for i := range in["z"].I {
+		in["z"].I[i] = int64(i) % 16
+	}
+	for i := range in["s"].F {
+		in["s"].F[i] = tensor.RoundFloat(ir.F16, in["s"].F[i]/64)
+	}
+}
+
+// appendingAttention is a decoding step's attention appending its K and V rows to the caches
+// (the passes' appendkv).
+func appendingAttention(t *testing.T) *ir.Graph {
+	return parse(t, `graph g {
   input %q : f32[1,2,1,8]
   input %knew : f32[1,2,1,8]
   input %vnew : f32[1,2,1,8]
@@ -74,13 +173,5 @@ func TestAppendingAttentionBorrowed(t *testing.T) {
   output o = %2
   output k = %0
   output v = %1
-}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	k := ptx.Kernel{Name: "k0_attention_append", Graph: g, InPlace: true}
-	var tg ptx.Target
-	if !borrowed(k, tg) || !strings.Contains(borrowedNote(k, tg), "cache-appending split-KV attention") {
-		t.Errorf("borrowed %v, note %q: want codegen/ptx's entry for the appending template", borrowed(k, tg), borrowedNote(k, tg))
-	}
+}`)
 }

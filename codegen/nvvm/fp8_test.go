@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gcomp/gcomp/codegen/ptx"
+	"github.com/gcomp/gcomp/codegen/plan"
 	"github.com/gcomp/gcomp/ir"
 )
 
@@ -16,7 +16,7 @@ func TestFP8Refused(t *testing.T) {
 			g := ir.NewGraph("cast")
 			x := g.Input("x", ir.T(dir[0], 4), nil)
 			g.SetOutput("y", g.Add("cast", ir.T(dir[1], 4), ir.Attrs{"to": dir[1]}, x))
-			_, _, err := IR([]ptx.Kernel{{Name: "k", Graph: g}}, ptx.Target{SM: 90})
+			_, _, err := IR([]plan.Kernel{{Name: "k", Graph: g}}, plan.Target{SM: 90})
 			if err == nil || !Refused(err) || !strings.Contains(err.Error(), d.String()) || !strings.Contains(err.Error(), "sm_90") {
 				t.Errorf("%s → %s: %v", dir[0], dir[1], err)
 			}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/gcomp/gcomp/codegen/nvvm/libnvvm"
+	"github.com/gcomp/gcomp/codegen/plan"
 	"github.com/gcomp/gcomp/codegen/ptx"
 	"github.com/gcomp/gcomp/internal/ptxas"
 	"github.com/gcomp/gcomp/internal/tolerance"
@@ -39,20 +40,20 @@ func requireProducer(t *testing.T) *Producer {
 	return producer
 }
 
-func kernelOf(kn *passes.Kernel, name string) ptx.Kernel {
-	k := ptx.Kernel{Name: name, Graph: kn.Body, Shared: kn.SharedOffsets(), SharedBytes: int(kn.SharedBytes)}
+func kernelOf(kn *passes.Kernel, name string) plan.Kernel {
+	k := plan.Kernel{Name: name, Graph: kn.Body, Shared: kn.SharedOffsets(), SharedBytes: int(kn.SharedBytes)}
 	for _, s := range kn.Stages {
-		k.Stages = append(k.Stages, ptx.Kernel{Name: s.Name, Graph: s.Body})
+		k.Stages = append(k.Stages, plan.Kernel{Name: s.Name, Graph: s.Body})
 	}
 	return k
 }
 
 // supported splits kernels into those the NVVM producer takes and the names of the others (with
 // the template they need); any other error fails the test.
-func supported(t *testing.T, kernels []ptx.Kernel) (yes []ptx.Kernel, no []string) {
+func supported(t *testing.T, kernels []plan.Kernel) (yes []plan.Kernel, no []string) {
 	t.Helper()
 	for _, k := range kernels {
-		_, _, err := IR([]ptx.Kernel{k}, ptx.Target{SM: 80})
+		_, _, err := IR([]plan.Kernel{k}, plan.Target{SM: 80})
 		switch {
 		case err == nil:
 			yes = append(yes, k)
@@ -94,7 +95,7 @@ func trigFrame(g *ir.Graph) int {
 // assemble runs ptxas on a libNVVM module for sm_80 and sm_90 and fails the test on errors,
 // spills, or a stack frame (but trigFrame in a kernel computing a sin or cos);
 // it returns the registers per kernel and arch.
-func assemble(t *testing.T, text string, kernels []ptx.Kernel) map[string]map[string]int {
+func assemble(t *testing.T, text string, kernels []plan.Kernel) map[string]map[string]int {
 	t.Helper()
 	ptxas.Require(t)
 	frame := map[string]int{}
@@ -151,7 +152,7 @@ func reassociates(g *ir.Graph) bool {
 // accumulate f32 products with fma.rn.f32 in f32, and lane-split stages sum the lanes' partials
 // in a tree (both producers, in the same order), not in the reference's sequential float64, so
 // it is held to the reference within tolerance, to codegen/ptx bit for bit.
-func persistentFloatDot(k ptx.Kernel) bool {
+func persistentFloatDot(k plan.Kernel) bool {
 	for _, st := range k.Stages {
 		for _, v := range st.Graph.Values {
 			if (v.Op == "dot_general" || v.Op == "conv2d") && v.Type.DType.IsFloat() {
@@ -165,19 +166,19 @@ func persistentFloatDot(k ptx.Kernel) bool {
 // tiled reports whether k's contraction runs in a tiled template, which accumulates in f32 (the
 // FFMA template, in ascending k with one rounding per fma) where the reference sums in float64:
 // such a kernel is held to the reference within tolerance, to codegen/ptx bit for bit.
-func tiled(k ptx.Kernel) bool {
+func tiled(k plan.Kernel) bool {
 	kind := contractionKind(k)
 	return kind != "" && kind != "direct" && kind != "gemv"
 }
 
-// contractionKind is k's ptx.ContractionPlan kind, "" for other kernels. A "gemv" kernel runs
+// contractionKind is k's plan.ContractionPlan kind, "" for other kernels. A "gemv" kernel runs
 // here in the direct template (exact), in codegen/ptx in f32 GEMV blocks: the two agree within
 // tolerance, not bit for bit.
-func contractionKind(k ptx.Kernel) string {
-	if ptx.Template(k) != "contraction" {
+func contractionKind(k plan.Kernel) string {
+	if plan.Template(k) != "contraction" {
 		return ""
 	}
-	c, err := ptx.ContractionPlan(k, ptx.Target{SM: 80})
+	c, err := plan.ContractionPlan(k, plan.Target{SM: 80})
 	if err != nil {
 		return ""
 	}
@@ -229,7 +230,7 @@ func precision(g *ir.Graph, out *ir.Value) ir.DType {
 // run loads text in a fresh simulator device (checks on), launches kernel once with in bound
 // as l says, and returns the outputs and the stats. The inputs' gather indices are inside their
 // tables: the error word must stay zero.
-func run(t *testing.T, text string, k ptx.Kernel, l ptx.Launch, in map[string]*tensor.Tensor) (map[string]*tensor.Tensor, *sim.Stats) {
+func run(t *testing.T, text string, k plan.Kernel, l plan.Launch, in map[string]*tensor.Tensor) (map[string]*tensor.Tensor, *sim.Stats) {
 	t.Helper()
 	out, st, word := runWord(t, text, k, l, in)
 	if strings.Trim(string(word), "\x00") != "" {
@@ -239,7 +240,7 @@ func run(t *testing.T, text string, k ptx.Kernel, l ptx.Launch, in map[string]*t
 }
 
 // runWord is run, returning the launch's error word too (nil if the kernel has none).
-func runWord(t *testing.T, text string, k ptx.Kernel, l ptx.Launch, in map[string]*tensor.Tensor) (map[string]*tensor.Tensor, *sim.Stats, []byte) {
+func runWord(t *testing.T, text string, k plan.Kernel, l plan.Launch, in map[string]*tensor.Tensor) (map[string]*tensor.Tensor, *sim.Stats, []byte) {
 	t.Helper()
 	sr := loadRun(t, text, k, l, in)
 	st, err := sr.m.Launch(sr.entry, sr.cfg, sr.args...)
@@ -255,8 +256,8 @@ func runWord(t *testing.T, text string, k ptx.Kernel, l ptx.Launch, in map[strin
 type simRun struct {
 	dev     *sim.Device
 	m       *sim.Module
-	k       ptx.Kernel
-	l       ptx.Launch
+	k       plan.Kernel
+	l       plan.Launch
 	entry   string
 	cfg     sim.Config
 	args    []any
@@ -265,7 +266,7 @@ type simRun struct {
 
 // loadRun loads text in a fresh simulator device (checks on) and binds k's arguments as l says,
 // with in's values and zeroed scratch.
-func loadRun(t *testing.T, text string, k ptx.Kernel, l ptx.Launch, in map[string]*tensor.Tensor) *simRun {
+func loadRun(t *testing.T, text string, k plan.Kernel, l plan.Launch, in map[string]*tensor.Tensor) *simRun {
 	t.Helper()
 	dev := sim.NewDevice()
 	m, err := dev.Load(text)
@@ -278,14 +279,14 @@ func loadRun(t *testing.T, text string, k ptx.Kernel, l ptx.Launch, in map[strin
 		var typ ir.Type
 		var data []byte
 		switch a.Kind {
-		case ptx.ArgInput, ptx.ArgParam:
+		case plan.ArgInput, plan.ArgParam:
 			typ, data = in[a.Name].Type, in[a.Name].Bytes()
-		case ptx.ArgOutput:
+		case plan.ArgOutput:
 			typ = g.Outputs[a.Index].Value.Type
-		case ptx.ArgScratch:
+		case plan.ArgScratch:
 			typ, data = ir.T(ir.U8, a.Bytes), make([]byte, a.Bytes)
-		case ptx.ArgError:
-			typ, data = ir.T(ir.U8, ptx.ErrorWordBytes), make([]byte, ptx.ErrorWordBytes)
+		case plan.ArgError:
+			typ, data = ir.T(ir.U8, plan.ErrorWordBytes), make([]byte, plan.ErrorWordBytes)
 		}
 		addr, err := dev.Alloc(max(typ.Bytes(), 1))
 		if err != nil {
@@ -296,7 +297,7 @@ func loadRun(t *testing.T, text string, k ptx.Kernel, l ptx.Launch, in map[strin
 				t.Fatal(err)
 			}
 		}
-		if a.Kind == ptx.ArgOutput {
+		if a.Kind == plan.ArgOutput {
 			sr.outAddr[a.Name] = addr
 		}
 		sr.args = append(sr.args, addr)
@@ -314,7 +315,7 @@ func loadRun(t *testing.T, text string, k ptx.Kernel, l ptx.Launch, in map[strin
 func (sr *simRun) checkScratch(t *testing.T, whole bool) {
 	t.Helper()
 	for i, a := range sr.l.Params {
-		if a.Kind != ptx.ArgScratch {
+		if a.Kind != plan.ArgScratch {
 			continue
 		}
 		buf := make([]byte, a.Bytes)
@@ -336,8 +337,8 @@ func (sr *simRun) read(t *testing.T) ([]byte, map[string]*tensor.Tensor) {
 	l, g, dev, args := sr.l, sr.k.Graph, sr.dev, sr.args
 	var word []byte
 	for i, a := range l.Params {
-		if a.Kind == ptx.ArgError {
-			word = make([]byte, ptx.ErrorWordBytes)
+		if a.Kind == plan.ArgError {
+			word = make([]byte, plan.ErrorWordBytes)
 			if err := dev.Read(args[i].(uint64), word); err != nil {
 				t.Fatal(err)
 			}
@@ -361,7 +362,7 @@ func (sr *simRun) read(t *testing.T) ([]byte, map[string]*tensor.Tensor) {
 // checkKernel runs k's NVVM PTX (text, a module holding it, launch l) and codegen/ptx's, and
 // compares the NVVM results with the reference (tolerance rule) and with the PTX emitter's
 // (bit for bit where the kernel is exact).
-func checkKernel(t *testing.T, text string, k ptx.Kernel, l ptx.Launch, seed uint64, target ptx.Target) *sim.Stats {
+func checkKernel(t *testing.T, text string, k plan.Kernel, l plan.Launch, seed uint64, target plan.Target) *sim.Stats {
 	t.Helper()
 	in := inputsFor(k.Graph, seed)
 	got, st := run(t, text, k, l, in)
@@ -377,12 +378,12 @@ func checkKernel(t *testing.T, text string, k ptx.Kernel, l ptx.Launch, seed uin
 	if err != nil {
 		t.Fatalf("reference: %v", err)
 	}
-	ptxText, launches, err := ptx.Module([]ptx.Kernel{k}, target)
+	ptxText, launches, err := ptx.Module([]plan.Kernel{k}, target)
 	if err != nil {
 		t.Fatalf("codegen/ptx: %v", err)
 	}
 	emitted, _ := run(t, ptxText, k, launches[0], in)
-	if ptx.Template(k) == "attention" { // no error-bound rule: attention's own tolerance
+	if plan.Template(k) == "attention" { // no error-bound rule: attention's own tolerance
 		o := k.Graph.Outputs[0]
 		checkAttention(t, got[o.Name], want[o.Name])
 		compare(t, o.Name+" (codegen/ptx)", got[o.Name], emitted[o.Name], true, o.Value.Type.DType, false, 0)
@@ -498,13 +499,13 @@ func inputsFor(g *ir.Graph, seed uint64) map[string]*tensor.Tensor {
 
 // checkModule compiles kernels into one module with p, assembles it, and runs every kernel
 // through checkKernel as a subtest (kernel i with seed seed+i).
-func checkModule(t *testing.T, p *Producer, kernels []ptx.Kernel, seed uint64) {
+func checkModule(t *testing.T, p *Producer, kernels []plan.Kernel, seed uint64) {
 	t.Helper()
-	checkModuleFor(t, p, kernels, seed, ptx.Target{SM: 80})
+	checkModuleFor(t, p, kernels, seed, plan.Target{SM: 80})
 }
 
 // checkModuleFor is checkModule for target (sm_80, with or without tf32).
-func checkModuleFor(t *testing.T, p *Producer, kernels []ptx.Kernel, seed uint64, target ptx.Target) {
+func checkModuleFor(t *testing.T, p *Producer, kernels []plan.Kernel, seed uint64, target plan.Target) {
 	t.Helper()
 	if len(kernels) == 0 {
 		return

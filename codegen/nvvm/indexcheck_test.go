@@ -5,12 +5,13 @@ import (
 	"encoding/binary"
 	"testing"
 
+	"github.com/gcomp/gcomp/codegen/plan"
 	"github.com/gcomp/gcomp/codegen/ptx"
 	"github.com/gcomp/gcomp/ir"
 )
 
 // A gather index outside its table is written to the launch's error word as codegen/ptx writes
-// it (site, element of the indices, the index as an i64; ptx.IndexChecks) and row 0 is read in
+// it (site, element of the indices, the index as an i64; plan.IndexChecks) and row 0 is read in
 // its place, so the two producers leave the same word and the same outputs (before, NVVM's
 // gathers trapped and left the word zero). The indices are read as they are (i64), computed in
 // the kernel (i32, negative after the shift), and taken by the second of two gathers (site 2).
@@ -55,8 +56,8 @@ func TestGatherErrorWord(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			k := ptx.Kernel{Name: "k_" + tc.name, Graph: g}
-			checks := ptx.IndexChecks(k)
+			k := plan.Kernel{Name: "k_" + tc.name, Graph: g}
+			checks := plan.IndexChecks(k)
 			if len(checks) < int(tc.site) {
 				t.Fatalf("index checks %v, want site %d", checks, tc.site)
 			}
@@ -67,18 +68,18 @@ func TestGatherErrorWord(t *testing.T) {
 				}
 			}
 			in[tc.ids].I[tc.elem] = tc.set
-			nv, launches, err := p.Module([]ptx.Kernel{k}, ptx.Target{SM: 80})
+			nv, launches, err := p.Module([]plan.Kernel{k}, plan.Target{SM: 80})
 			if err != nil {
 				t.Fatal(err)
 			}
-			assemble(t, nv, []ptx.Kernel{k})
+			assemble(t, nv, []plan.Kernel{k})
 			got, _, word := runWord(t, nv, k, launches[0], in)
-			pt, plaunches, err := ptx.Module([]ptx.Kernel{k}, ptx.Target{SM: 80})
+			pt, plaunches, err := ptx.Module([]plan.Kernel{k}, plan.Target{SM: 80})
 			if err != nil {
 				t.Fatal(err)
 			}
 			want, _, pword := runWord(t, pt, k, plaunches[0], in)
-			if len(word) != ptx.ErrorWordBytes {
+			if len(word) != plan.ErrorWordBytes {
 				t.Fatalf("NVVM launch has no error word (params %v)", launches[0].Params)
 			}
 			site, elem := binary.LittleEndian.Uint64(word), binary.LittleEndian.Uint64(word[8:])

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/gcomp/gcomp/codegen/ptx"
+	"github.com/gcomp/gcomp/codegen/plan"
 	"github.com/gcomp/gcomp/examples"
 	"github.com/gcomp/gcomp/frontend"
 	"github.com/gcomp/gcomp/internal/randgraph"
@@ -71,7 +71,7 @@ func TestLLVMAs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var all []ptx.Kernel
+		var all []plan.Kernel
 		for _, kn := range res.Kernels.Kernels {
 			all = append(all, kernelOf(kn, fmt.Sprintf("g%d_%s", i, kn.Name)))
 		}
@@ -79,7 +79,7 @@ func TestLLVMAs(t *testing.T) {
 		if len(kernels) == 0 {
 			continue
 		}
-		ll, _, err := IR(kernels, ptx.Target{SM: 80})
+		ll, _, err := IR(kernels, plan.Target{SM: 80})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,7 +9,7 @@ import (
 	"github.com/llir/llvm/ir/types"
 	"github.com/llir/llvm/ir/value"
 
-	"github.com/gcomp/gcomp/codegen/ptx"
+	"github.com/gcomp/gcomp/codegen/plan"
 	irg "github.com/gcomp/gcomp/ir"
 )
 
@@ -24,8 +24,8 @@ type kgen struct {
 	ptr     map[*irg.Value]value.Value // global pointer of each input and param
 	outPtr  []value.Value
 	scratch value.Value                // the scratch buffer, as i64 slots
-	errWord value.Value                // the gathers' error word, as i64 slots (ptx.ErrorWordBytes)
-	sites   map[*irg.Value]int         // each gather's site in the error word (ptx.IndexChecks)
+	errWord value.Value                // the gathers' error word, as i64 slots (plan.ErrorWordBytes)
+	sites   map[*irg.Value]int         // each gather's site in the error word (plan.IndexChecks)
 	cache   map[cacheKey]value.Value   // per element: common subexpressions evaluate once
 	bound   map[*irg.Value]value.Value // values the template computed (reduction results)
 	// at gives values the template computed at some indices (a pooled convolution's window),
@@ -47,15 +47,15 @@ type cacheKey struct {
 	x *index
 }
 
-// newKernel declares the kernel with one generic pointer parameter per ptx.Params entry (the
+// newKernel declares the kernel with one generic pointer parameter per plan.Params entry (the
 // PTX parameters are .u64 as codegen/ptx's) and converts each to a global pointer.
-func (md *module) newKernel(k ptx.Kernel, args []ptx.Arg) *kgen {
+func (md *module) newKernel(k plan.Kernel, args []plan.Arg) *kgen {
 	g := k.Graph
 	kg := &kgen{md: md, g: g, name: k.Name, ptr: map[*irg.Value]value.Value{}, cache: map[cacheKey]value.Value{}}
 	var params []*ir.Param
 	var bufs []*irg.Value
 	for _, a := range args {
-		if a.Kind == ptx.ArgScratch || a.Kind == ptx.ArgError {
+		if a.Kind == plan.ArgScratch || a.Kind == plan.ArgError {
 			p := ir.NewParam(fmt.Sprintf("p%d", len(params)), types.NewPointer(types.I64))
 			p.Attrs = append(p.Attrs, ir.Align(16))
 			params = append(params, p)
@@ -64,11 +64,11 @@ func (md *module) newKernel(k ptx.Kernel, args []ptx.Arg) *kgen {
 		}
 		var v *irg.Value
 		switch a.Kind {
-		case ptx.ArgInput:
+		case plan.ArgInput:
 			v = g.Inputs()[a.Index]
-		case ptx.ArgParam:
+		case plan.ArgParam:
 			v = g.Params()[a.Index]
-		case ptx.ArgOutput:
+		case plan.ArgOutput:
 			v = g.Outputs[a.Index].Value
 		}
 		bufs = append(bufs, v)
@@ -96,15 +96,15 @@ func (md *module) newKernel(k ptx.Kernel, args []ptx.Arg) *kgen {
 		gp.AddrSpace = 1
 		p := kg.b.NewAddrSpaceCast(params[i], gp)
 		switch {
-		case a.Kind == ptx.ArgScratch:
+		case a.Kind == plan.ArgScratch:
 			kg.scratch = p
-		case a.Kind == ptx.ArgError:
+		case a.Kind == plan.ArgError:
 			kg.errWord = p
 			kg.sites = map[*irg.Value]int{}
-			for _, c := range ptx.IndexChecks(k) {
+			for _, c := range plan.IndexChecks(k) {
 				kg.sites[c.Value] = c.Site
 			}
-		case a.Kind == ptx.ArgOutput:
+		case a.Kind == plan.ArgOutput:
 			kg.outPtr = append(kg.outPtr, p)
 		default:
 			kg.ptr[bufs[i]] = p
@@ -125,29 +125,29 @@ func (kg *kgen) sreg(name string) value.Value {
 }
 
 // loopKernel is codegen/ptx's loop template: a grid-stride loop over groups of V consecutive
-// output elements (ptx.LoopPlan), then the elements after the last whole group one at a time.
+// output elements (plan.LoopPlan), then the elements after the last whole group one at a time.
 // The group's lanes are computed and stored one by one: libNVVM's vectorizer merges the
 // accesses it can prove contiguous and aligned.
-func (md *module) loopKernel(k ptx.Kernel) (*ir.Func, ptx.Launch, error) {
+func (md *module) loopKernel(k plan.Kernel) (*ir.Func, plan.Launch, error) {
 	g := k.Graph
 	shape := g.Outputs[0].Value.Type.Shape
 	for _, o := range g.Outputs[1:] {
 		if !o.Value.Type.Shape.Equal(shape) {
-			return nil, ptx.Launch{}, fmt.Errorf("outputs %s %s and %s %s have different shapes; a loop kernel has one iteration space",
+			return nil, plan.Launch{}, fmt.Errorf("outputs %s %s and %s %s have different shapes; a loop kernel has one iteration space",
 				g.Outputs[0].Name, shape, o.Name, o.Value.Type.Shape)
 		}
 	}
-	v, flat, grid, block := ptx.LoopPlan(g)
-	args := ptx.Params(g)
+	v, flat, grid, block := plan.LoopPlan(g)
+	args := plan.Params(g)
 	kg := md.newKernel(k, args)
 	tid := kg.b.NewAdd(kg.b.NewMul(kg.sreg("ctaid.x"), kg.sreg("ntid.x")), kg.sreg("tid.x"))
 	step := kg.b.NewMul(kg.sreg("nctaid.x"), kg.sreg("ntid.x"))
 	err := kg.loopElements(shape, tid, step, v, flat)
 	kg.b.NewRet(nil)
 	if err != nil {
-		return nil, ptx.Launch{}, err
+		return nil, plan.Launch{}, err
 	}
-	return kg.f, ptx.Launch{Grid: grid, Block: block, Params: args}, nil
+	return kg.f, plan.Launch{Grid: grid, Block: block, Params: args}, nil
 }
 
 // loopElements computes and stores every element of shape, the kernel graph's output space:

@@ -10,11 +10,11 @@ import (
 	"github.com/llir/llvm/ir/types"
 	"github.com/llir/llvm/ir/value"
 
-	"github.com/gcomp/gcomp/codegen/ptx"
+	"github.com/gcomp/gcomp/codegen/plan"
 	irg "github.com/gcomp/gcomp/ir"
 )
 
-// ffmaKernel is codegen/ptx's tiled FFMA contraction (ptx.GEMMPlan): a block computes a
+// ffmaKernel is codegen/ptx's tiled FFMA contraction (plan.GEMMPlan): a block computes a
 // 128×TileN tile of C with 256 threads, each an 8×ColRegs register block at rows
 // p·4+RegTileOffset(i) of its thread-grid position (columns p·RegColStep+RegTileOffset(j)); K advances 8 at a time through two shared buffers that cp.async
 // fills (zero-filled outside the matrix) while the other is multiplied; every accumulator folds
@@ -22,25 +22,25 @@ import (
 // codegen/ptx's bit for bit. The kernel's other ops are the epilogue, applied to each
 // accumulator before its one store (or, for a conv2d ending in a pooling, to each pixel of a
 // window the thread holds, then pooled).
-func (md *module) ffmaKernel(k ptx.Kernel, t ptx.Target) (*ir.Func, ptx.Launch, error) {
-	p, err := ptx.GEMMPlan(k, t)
+func (md *module) ffmaKernel(k plan.Kernel, t plan.Target) (*ir.Func, plan.Launch, error) {
+	p, err := plan.GEMMPlan(k, t)
 	if err != nil {
-		return nil, ptx.Launch{}, err
+		return nil, plan.Launch{}, err
 	}
 	if p.Dot.Type.DType != irg.F32 {
-		return nil, ptx.Launch{}, fmt.Errorf("the ffma template computes f32, not %s", p.Dot.Type.DType)
+		return nil, plan.Launch{}, fmt.Errorf("the ffma template computes f32, not %s", p.Dot.Type.DType)
 	}
-	args := ptx.Params(k.Graph)
+	args := plan.Params(k.Graph)
 	kg := md.newKernel(k, args)
 	mm := &gemm{kg: kg, p: p}
 	if err := mm.emit(); err != nil {
-		return nil, ptx.Launch{}, err
+		return nil, plan.Launch{}, err
 	}
 	// codegen/ptx's .maxntid 256 and, with more than one k step, its .minnctapersm (blocks per
 	// SM cap the registers).
-	md.ann = append(md.ann, md.tuple(kg.f, &metadata.String{Value: "maxntidx"}, md.i32(ptx.GEMMThreads)))
+	md.ann = append(md.ann, md.tuple(kg.f, &metadata.String{Value: "maxntidx"}, md.i32(plan.GEMMThreads)))
 	minBlocks := p.MinBlocksPerSM
-	if minBlocks > 2 && (p.K+ptx.GEMMTileK-1)/ptx.GEMMTileK <= 2 {
+	if minBlocks > 2 && (p.K+plan.GEMMTileK-1)/plan.GEMMTileK <= 2 {
 		// With two K steps LLVM unrolls the main loop and sinks its last FMAs into the
 		// epilogue's store branches, keeping partial sums live across them: under three blocks
 		// per SM (80 registers) ptxas spilled them (resnet's 1×1 shortcut convolution with two
@@ -50,13 +50,13 @@ func (md *module) ffmaKernel(k ptx.Kernel, t ptx.Target) (*ir.Func, ptx.Launch, 
 	if minBlocks > 0 {
 		md.ann = append(md.ann, md.tuple(kg.f, &metadata.String{Value: "minctasm"}, md.i32(int64(minBlocks))))
 	}
-	return kg.f, ptx.Launch{Grid: p.Grid, Block: p.Block, Params: args}, nil
+	return kg.f, plan.Launch{Grid: p.Grid, Block: p.Block, Params: args}, nil
 }
 
 // gemm builds one tiled contraction kernel.
 type gemm struct {
 	kg   *kgen
-	p    ptx.GEMM
+	p    plan.GEMM
 	bidx *index // blockIdx.z over the batch shape, coordinates derived in the entry block
 	acc  []*ir.InstAlloca
 	// rowT and colT are the thread's positions in the 16×16 grid along the tile's rows and
@@ -86,7 +86,7 @@ func (mm *gemm) shAddr(tile *ir.Global, off value.Value) value.Value {
 
 // side is one operand's copies into its shared tiles.
 type side struct {
-	op     ptx.GEMMOperand
+	op     plan.GEMMOperand
 	d      irg.DType // element type
 	rows   int       // free rows of the tile
 	df, dk []int     // copy i of the thread is at (f0+df[i], kq+dk[i])
@@ -111,7 +111,7 @@ func (mm *gemm) prologue() value.Value {
 	tid := kg.sreg("tid.x")
 	bx, by := kg.sreg("ctaid.x"), kg.sreg("ctaid.y")
 	mm.bz = kg.sreg("ctaid.z")
-	mm.m0, mm.n0 = kg.mul(by, ptx.GEMMTileM), kg.mul(bx, p.TileN)
+	mm.m0, mm.n0 = kg.mul(by, plan.GEMMTileM), kg.mul(bx, p.TileN)
 	mm.bidx = newIndexLin(p.Batch, mm.bz)
 	for d := range p.Batch {
 		kg.coord(mm.bidx, d)
@@ -133,7 +133,7 @@ func (mm *gemm) emit() error {
 	if p.Conv != nil {
 		mm.rowT, mm.colT = tx, ty
 	}
-	a, err := mm.side(p.A, ptx.GEMMTileM, p.M, mm.m0, tid, "A")
+	a, err := mm.side(p.A, plan.GEMMTileM, p.M, mm.m0, tid, "A")
 	if err != nil {
 		return err
 	}
@@ -145,7 +145,7 @@ func (mm *gemm) emit() error {
 		mm.convCopier(a)
 	}
 	sides := []*side{a, b}
-	nk := (p.K + ptx.GEMMTileK - 1) / ptx.GEMMTileK
+	nk := (p.K + plan.GEMMTileK - 1) / plan.GEMMTileK
 	if err := mm.issue(sides, ci(0), ci(0)); err != nil {
 		return err
 	}
@@ -158,7 +158,7 @@ func (mm *gemm) emit() error {
 			cur := kg.b.NewAnd(kt, ci(1))
 			next := kg.b.NewAdd(kt, ci(1))
 			kg.branch(kg.b.NewICmp(enum.IPredULT, next, ci(nk)), "prefetch", func() {
-				if e := mm.issue(sides, kg.mul(next, ptx.GEMMTileK), kg.b.NewXor(cur, ci(1))); e != nil && err == nil {
+				if e := mm.issue(sides, kg.mul(next, plan.GEMMTileK), kg.b.NewXor(cur, ci(1))); e != nil && err == nil {
 					err = e
 				}
 			})
@@ -178,17 +178,17 @@ func (mm *gemm) emit() error {
 }
 
 // side declares operand op's shared tiles and computes the thread's first copy.
-func (mm *gemm) side(op ptx.GEMMOperand, rows, nFree int, f0tile, tid value.Value, name string) (*side, error) {
+func (mm *gemm) side(op plan.GEMMOperand, rows, nFree int, f0tile, tid value.Value, name string) (*side, error) {
 	kg := mm.kg
 	cm := op.Copies(rows)
 	sd := &side{op: op, d: irg.F32, rows: rows, df: cm.DF[:cm.N], dk: cm.DK[:cm.N], nFree: nFree, f0tile: f0tile}
-	if cm.Threads < ptx.GEMMThreads {
+	if cm.Threads < plan.GEMMThreads {
 		sd.idle = kg.b.NewICmp(enum.IPredUGE, tid, ci(cm.Threads))
 	}
-	n := 2 * ptx.GEMMTileK * (rows + ptx.GEMMPad)
+	n := 2 * plan.GEMMTileK * (rows + plan.GEMMPad)
 	sd.tile = mm.tile("tile"+name, n, types.Float)
 	if cm.AlongK {
-		sd.f0, sd.kq = kg.add(f0tile, kg.div(tid, ptx.GEMMTileK)), kg.rem(tid, ptx.GEMMTileK)
+		sd.f0, sd.kq = kg.add(f0tile, kg.div(tid, plan.GEMMTileK)), kg.rem(tid, plan.GEMMTileK)
 	} else {
 		sd.f0, sd.kq = kg.add(f0tile, kg.rem(tid, rows)), kg.div(tid, rows)
 	}
@@ -317,9 +317,9 @@ func (mm *gemm) issue(sides []*side, k0, buf value.Value) error {
 	var err error
 	for _, sd := range sides {
 		copies := func() {
-			rows := sd.rows + ptx.GEMMPad
+			rows := sd.rows + plan.GEMMPad
 			// shared: buf·bufFloats + (kq+dk)·rows + (f0−f0tile) + df
-			first := kg.add(kg.mul(buf, ptx.GEMMTileK*rows), kg.add(kg.mul(sd.kq, rows), kg.sub(sd.f0, sd.f0tile)))
+			first := kg.add(kg.mul(buf, plan.GEMMTileK*rows), kg.add(kg.mul(sd.kq, rows), kg.sub(sd.f0, sd.f0tile)))
 			for i := range sd.df {
 				at := kg.add(first, ci(sd.dk[i]*rows+sd.df[i]))
 				if sd.valueAt != nil {
@@ -367,8 +367,8 @@ func (mm *gemm) compute(a, b *side, cur value.Value) {
 	rn := mm.p.ColRegs
 	// load reads w floats (w-aligned) at h·64 past position pos's first.
 	load := func(sd *side, pos value.Value, w, kk, h int) []value.Value {
-		rows := sd.rows + ptx.GEMMPad
-		i := kg.add(kg.mul(cur, ptx.GEMMTileK*rows), kg.add(kg.mul(pos, w), ci(kk*rows+h*64)))
+		rows := sd.rows + plan.GEMMPad
+		i := kg.add(kg.mul(cur, plan.GEMMTileK*rows), kg.add(kg.mul(pos, w), ci(kk*rows+h*64)))
 		ptr := kg.b.NewGetElementPtr(sd.tile.ContentType, sd.tile, ci(0), i)
 		ptr.InBounds = true
 		if w == 1 {
@@ -388,8 +388,8 @@ func (mm *gemm) compute(a, b *side, cur value.Value) {
 		return out
 	}
 	fma := kg.md.declare("llvm.fma.f32", types.Float, types.Float, types.Float, types.Float)
-	cw := ptx.RegColStep(rn)
-	for kk := range ptx.GEMMTileK {
+	cw := plan.RegColStep(rn)
+	for kk := range plan.GEMMTileK {
 		av := append(load(a, mm.rowT, 4, kk, 0), load(a, mm.rowT, 4, kk, 1)...)
 		var bv []value.Value
 		for h := range rn / cw {

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gcomp/gcomp/codegen/ptx"
+	"github.com/gcomp/gcomp/codegen/plan"
 )
 
 // Kernels compiled by separate libNVVM programs (parallel.go) come back as separate PTX modules;
@@ -221,11 +221,11 @@ func renameSymbol(text, old, new string) string {
 
 // annotateUsers puts codegen/ptx's comment naming the kernels an entry runs for above each
 // entry that several run.
-func annotateUsers(text string, uniq []ptx.Kernel, users [][]string) string {
+func annotateUsers(text string, uniq []plan.Kernel, users [][]string) string {
 	for c, k := range uniq {
 		if len(users[c]) > 1 {
 			head := ".visible .entry " + k.Name + "("
-			text = strings.Replace(text, head, ptx.UsersComment(k.Name, users[c])+head, 1)
+			text = strings.Replace(text, head, plan.UsersComment(k.Name, users[c])+head, 1)
 		}
 	}
 	return text

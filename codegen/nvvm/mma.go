@@ -10,10 +10,10 @@ import (
 	"github.com/llir/llvm/ir/types"
 	"github.com/llir/llvm/ir/value"
 
-	"github.com/gcomp/gcomp/codegen/ptx"
+	"github.com/gcomp/gcomp/codegen/plan"
 )
 
-// mmaKernel is codegen/ptx's tensor-core contraction (ptx.GEMMPlan's MMA): f16/bf16 through
+// mmaKernel is codegen/ptx's tensor-core contraction (plan.GEMMPlan's MMA): f16/bf16 through
 // mma.sync m16n8k16, f32 under --tf32 through m16n8k8.tf32 (fragments rounded with cvt.rna),
 // f32 accumulators. 8 warps in a 2×4 grid each compute a 64×32 part of the 128×128 tile (a
 // narrow conv2d tile: 8×1 warps of 16×TileN, the plan's WarpsN, MI and NI);
@@ -23,24 +23,24 @@ import (
 // free-contiguous; tf32 sides stored so, word by word). Each accumulator takes its mma in
 // codegen/ptx's order, so results are its bit for bit. libNVVM 11.8 has no intrinsic for
 // mma.sync, ldmatrix, cp.async or cvt.rna.tf32: each is one instruction of inline assembly.
-func (md *module) mmaKernel(k ptx.Kernel, t ptx.Target) (*ir.Func, ptx.Launch, error) {
-	p, err := ptx.GEMMPlan(k, t)
+func (md *module) mmaKernel(k plan.Kernel, t plan.Target) (*ir.Func, plan.Launch, error) {
+	p, err := plan.GEMMPlan(k, t)
 	if err != nil {
-		return nil, ptx.Launch{}, err
+		return nil, plan.Launch{}, err
 	}
-	args := ptx.Params(k.Graph)
+	args := plan.Params(k.Graph)
 	kg := md.newKernel(k, args)
 	mm := &gemm{kg: kg, p: p}
 	if err := mm.emitMMA(); err != nil {
-		return nil, ptx.Launch{}, err
+		return nil, plan.Launch{}, err
 	}
-	return kg.f, ptx.Launch{Grid: p.Grid, Block: p.Block, Params: args}, nil
+	return kg.f, plan.Launch{Grid: p.Grid, Block: p.Block, Params: args}, nil
 }
 
 // tcSide is one side of the tensor-core tiles: the shared tile (bytes) and the copies.
 type tcSide struct {
 	*side
-	plan ptx.MMASide
+	plan plan.MMASide
 	sh0  value.Value // byte offset of the thread's first copy in buffer 0
 }
 
@@ -52,12 +52,12 @@ func (mm *gemm) emitMMA() error {
 	lane, warp := kg.rem(tid, 32), kg.div(tid, 32)
 	aBytes := 2 * q.Sides[0].BufBytes
 	if q.Staged {
-		aBytes = max(aBytes, ptx.GEMMThreads/32*ptx.StageWarpBytes)
+		aBytes = max(aBytes, plan.GEMMThreads/32*plan.StageWarpBytes)
 	}
 	tiles := [2]*ir.Global{mm.tile("tileA", aBytes, types.I8), mm.tile("tileB", 2*q.Sides[1].BufBytes, types.I8)}
 	f0s := []value.Value{mm.m0, mm.n0}
 	nFrees := []int{p.M, p.N}
-	ops := []ptx.GEMMOperand{p.A, p.B}
+	ops := []plan.GEMMOperand{p.A, p.B}
 	sides := make([]*tcSide, 2)
 	for si := range sides {
 		pl := q.Sides[si]
@@ -313,14 +313,14 @@ func (mm *gemm) element(rowBase value.Value, dr int, colBase value.Value, dc int
 }
 
 // stagedEpilogue is codegen/ptx's: a warp's 64×32 part goes out 16 rows at a time through its
-// own 16×32 f32 region of the A tile (rows of ptx.StageRow floats, 8-column blocks swizzled by
+// own 16×32 f32 region of the A tile (rows of plan.StageRow floats, 8-column blocks swizzled by
 // the row's quarter against bank conflicts), so a matmul thread stores 4 consecutive columns of
 // one row and a conv2d thread 4 consecutive pixels of one channel (whole pooling windows). A
 // narrow tile's warp part (16×TileN) goes out in passes of up to 4 column tiles alike.
 func (mm *gemm) stagedEpilogue(accs []value.Value, tile *ir.Global, warp, lane value.Value) error {
 	kg, p, mq := mm.kg, mm.p, mm.p.MMA
-	const row = ptx.StageRow
-	stage := kg.mul(warp, ptx.StageWarpBytes)
+	const row = plan.StageRow
+	stage := kg.mul(warp, plan.StageWarpBytes)
 	v2, v4 := types.NewVector(2, types.Float), types.NewVector(4, types.Float)
 	// Write addresses: fragment pair (ni, h) of a thread is row lane/4 + 8h, columns
 	// ni·8 + 2·(lane%4) and the next; the row's quarter is (lane/16 + 2h) mod 4.

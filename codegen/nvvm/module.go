@@ -9,7 +9,7 @@ import (
 	"github.com/llir/llvm/ir/metadata"
 	"github.com/llir/llvm/ir/types"
 
-	"github.com/gcomp/gcomp/codegen/ptx"
+	"github.com/gcomp/gcomp/codegen/plan"
 	irg "github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ops"
 )
@@ -27,7 +27,7 @@ var irVersion = [2]int64{1, 8}
 // IR lowers kernels into one NVVM IR module, in order, each distinct kernel once (classes), and
 // returns its text with each kernel's launch. Kernels a template of this package does not cover are an error naming the kernel and
 // the template.
-func IR(kernels []ptx.Kernel, t ptx.Target) (string, []ptx.Launch, error) {
+func IR(kernels []plan.Kernel, t plan.Target) (string, []plan.Launch, error) {
 	uniq, of, _, err := classes(kernels)
 	if err != nil {
 		return "", nil, err
@@ -39,7 +39,7 @@ func IR(kernels []ptx.Kernel, t ptx.Target) (string, []ptx.Launch, error) {
 	return m.m.String(), expand(kernels, uniq, of, launches), nil
 }
 
-func build(kernels []ptx.Kernel, t ptx.Target) (*module, []ptx.Launch, error) {
+func build(kernels []plan.Kernel, t plan.Target) (*module, []plan.Launch, error) {
 	switch t.SM {
 	case 80, 86, 89, 90:
 	default:
@@ -51,7 +51,7 @@ func build(kernels []ptx.Kernel, t ptx.Target) (*module, []ptx.Launch, error) {
 	m.TargetTriple = Triple
 	md := &module{m: m, decls: map[string]*ir.Func{}, globals: map[string]*ir.Global{}}
 	var annotations []metadata.Node
-	var launches []ptx.Launch
+	var launches []plan.Launch
 	for _, k := range kernels {
 		if err := refuseFP8(k, t); err != nil {
 			return nil, nil, err
@@ -60,8 +60,8 @@ func build(kernels []ptx.Kernel, t ptx.Target) (*module, []ptx.Launch, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		if slices.ContainsFunc(l.Params, func(a ptx.Arg) bool { return a.Kind == ptx.ArgError }) {
-			l.Checks = ptx.IndexChecks(k) // as codegen/ptx's launch describes them
+		if slices.ContainsFunc(l.Params, func(a plan.Arg) bool { return a.Kind == plan.ArgError }) {
+			l.Checks = plan.IndexChecks(k) // as codegen/ptx's launch describes them
 		}
 		annotations = append(annotations, md.tuple(f, &metadata.String{Value: "kernel"}, md.i32(1)))
 		annotations = append(annotations, md.ann...) // the template's launch bounds
@@ -121,23 +121,23 @@ func (md *module) declare(name string, ret types.Type, params ...types.Type) *ir
 }
 
 // kernel checks k and lowers it with its template.
-func (md *module) kernel(k ptx.Kernel, t ptx.Target) (*ir.Func, ptx.Launch, error) {
+func (md *module) kernel(k plan.Kernel, t plan.Target) (*ir.Func, plan.Launch, error) {
 	g := k.Graph
 	if err := ops.Verify(g); err != nil {
-		return nil, ptx.Launch{}, fmt.Errorf("%s: %w", k.Name, err)
+		return nil, plan.Launch{}, fmt.Errorf("%s: %w", k.Name, err)
 	}
 	if len(g.Outputs) == 0 {
-		return nil, ptx.Launch{}, fmt.Errorf("%s: the kernel has no outputs", k.Name)
+		return nil, plan.Launch{}, fmt.Errorf("%s: the kernel has no outputs", k.Name)
 	}
 	for _, v := range g.Values {
 		if n := v.Type.Shape.NumElements(); n >= 1<<31 {
-			return nil, ptx.Launch{}, fmt.Errorf("%s: %s has %d elements; 32-bit indexing needs fewer than 2^31", k.Name, g.Format(v), n)
+			return nil, plan.Launch{}, fmt.Errorf("%s: %s has %d elements; 32-bit indexing needs fewer than 2^31", k.Name, g.Format(v), n)
 		}
 	}
-	tpl := ptx.Template(k)
+	tpl := plan.Template(k)
 	var (
 		f   *ir.Func
-		l   ptx.Launch
+		l   plan.Launch
 		err error
 	)
 	switch tpl {
@@ -148,37 +148,37 @@ func (md *module) kernel(k ptx.Kernel, t ptx.Target) (*ir.Func, ptx.Launch, erro
 	case "transpose tile":
 		f, l, err = md.transposeKernel(k)
 	case "staged loop":
-		f, l, err = md.stagedKernel(k, ptx.StagedPlan(k))
+		f, l, err = md.stagedKernel(k, plan.StagedPlan(k))
 	case "reduction":
-		var plan ptx.Reduction
-		if plan, err = ptx.ReducePlan(k); err == nil {
-			switch plan.Kind {
+		var rp plan.Reduction
+		if rp, err = plan.ReducePlan(k); err == nil {
+			switch rp.Kind {
 			case "row":
-				f, l, err = md.rowReduce(k, plan)
+				f, l, err = md.rowReduce(k, rp)
 			case "column":
-				f, l, err = md.colReduce(k, plan)
+				f, l, err = md.colReduce(k, rp)
 			case "split":
-				f, l, err = md.splitReduce(k, plan)
+				f, l, err = md.splitReduce(k, rp)
 			default:
-				return nil, ptx.Launch{}, fmt.Errorf("%s: the %s reduction template has no NVVM counterpart yet (build with --backend ptx)", k.Name, plan.Kind)
+				return nil, plan.Launch{}, fmt.Errorf("%s: the %s reduction template has no NVVM counterpart yet (build with --backend ptx)", k.Name, rp.Kind)
 			}
 		}
 	case "contraction":
-		var c ptx.Contraction
-		if c, err = ptx.ContractionPlan(k, t); err == nil {
+		var c plan.Contraction
+		if c, err = plan.ContractionPlan(k, t); err == nil {
 			switch c.Kind {
 			case "direct":
 				f, l, err = md.directKernel(k, c)
 			case "gemv":
 				// No NVVM counterpart: the direct template computes it (exactly, more slowly);
 				// --backend auto takes codegen/ptx's GEMV for it.
-				f, l, err = md.directKernel(k, ptx.DirectFallback(c))
+				f, l, err = md.directKernel(k, plan.DirectFallback(c))
 			case "ffma":
 				f, l, err = md.ffmaKernel(k, t)
 			case "tensor core":
 				f, l, err = md.mmaKernel(k, t)
 			default:
-				return nil, ptx.Launch{}, fmt.Errorf("%s: the %s contraction template has no NVVM counterpart yet (build with --backend ptx)", k.Name, c.Kind)
+				return nil, plan.Launch{}, fmt.Errorf("%s: the %s contraction template has no NVVM counterpart yet (build with --backend ptx)", k.Name, c.Kind)
 			}
 		}
 	case "attention":
@@ -189,16 +189,16 @@ func (md *module) kernel(k ptx.Kernel, t ptx.Target) (*ir.Func, ptx.Launch, erro
 		f, l, err = md.normGEMVKernel(k)
 	case "":
 		// The PTX emitter's message says why no template takes the kernel.
-		if _, _, err = ptx.Generate(k, ptx.Target{SM: 80}); err == nil {
+		if _, _, err = plan.Generate(k, plan.Target{SM: 80}); err == nil {
 			err = fmt.Errorf("no template takes this kernel")
 		} else {
-			return nil, ptx.Launch{}, err
+			return nil, plan.Launch{}, err
 		}
 	default:
-		return nil, ptx.Launch{}, fmt.Errorf("%s: the %s template has no NVVM counterpart yet (build with --backend ptx)", k.Name, tpl)
+		return nil, plan.Launch{}, fmt.Errorf("%s: the %s template has no NVVM counterpart yet (build with --backend ptx)", k.Name, tpl)
 	}
 	if err != nil {
-		return nil, ptx.Launch{}, fmt.Errorf("%s: %w", k.Name, err)
+		return nil, plan.Launch{}, fmt.Errorf("%s: %w", k.Name, err)
 	}
 	return f, l, nil
 }

@@ -3,12 +3,12 @@ package nvvm
 import (
 	"testing"
 
-	"github.com/gcomp/gcomp/codegen/ptx"
+	"github.com/gcomp/gcomp/codegen/plan"
 	"github.com/gcomp/gcomp/ir"
 )
 
 // The tensor-core template's narrow conv2d tiles (8 warps of 16 rows × 16, 32 or 64 columns,
-// ptx.GEMMPlan's MMA.WarpsN, MI and NI): a 64-column tile whose staged epilogue goes out in two
+// plan.GEMMPlan's MMA.WarpsN, MI and NI): a 64-column tile whose staged epilogue goes out in two
 // passes of 32 columns, a 32-column one with groups and stride through the fragment epilogue,
 // and a pooled 64-column one under tf32. Both producers agree bit for bit and with the
 // reference.
@@ -45,13 +45,13 @@ func TestNarrowMMATiles(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			target := ptx.Target{SM: 80, TF32: tc.tf32}
-			k := ptx.Kernel{Name: "k_" + tc.name, Graph: g}
-			plan, err := ptx.GEMMPlan(k, target)
-			if err != nil || plan.MMA == nil || plan.TileN != tc.tileN || plan.MMA.WarpsN != 1 {
-				t.Fatalf("plan %+v, %v; want a narrow tensor-core tile of %d columns", plan.MMA, err, tc.tileN)
+			target := plan.Target{SM: 80, TF32: tc.tf32}
+			k := plan.Kernel{Name: "k_" + tc.name, Graph: g}
+			gp, err := plan.GEMMPlan(k, target)
+			if err != nil || gp.MMA == nil || gp.TileN != tc.tileN || gp.MMA.WarpsN != 1 {
+				t.Fatalf("plan %+v, %v; want a narrow tensor-core tile of %d columns", gp.MMA, err, tc.tileN)
 			}
-			checkModuleFor(t, p, []ptx.Kernel{k}, 7, target)
+			checkModuleFor(t, p, []plan.Kernel{k}, 7, target)
 		})
 	}
 }

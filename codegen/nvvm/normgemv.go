@@ -8,23 +8,23 @@ import (
 	"github.com/llir/llvm/ir/value"
 
 	"github.com/gcomp/gcomp/codegen/gemv"
-	"github.com/gcomp/gcomp/codegen/ptx"
+	"github.com/gcomp/gcomp/codegen/plan"
 	irg "github.com/gcomp/gcomp/ir"
 )
 
 // normGEMVKernel computes a GEMV whose lhs is a LayerNorm or RMSNorm of buffers' rows
 // (gemv.RowPrologue; codegen/ptx's gemvnorm.go) with this package's stand-in for the GEMV, the
-// direct template (ptx.DirectFallback: one thread per result, grid-stride, exact), behind
+// direct template (plan.DirectFallback: one thread per result, grid-stride, exact), behind
 // codegen/ptx's row prologue: every block first reduces the M lhs rows over the full K, one
 // reduce_sum after another, each with the row template's strided loop over its 256 threads and
 // warp-then-block combine (codegen/ptx's order: the statistics are its bits), and thread 0 keeps
 // each row's result in shared memory, which the later reductions and the products' lhs read.
 // The product then agrees with codegen/ptx's f32 GEMV within tolerance, as a plain GEMV does;
 // --backend auto measures both.
-func (md *module) normGEMVKernel(k ptx.Kernel) (*ir.Func, ptx.Launch, error) {
+func (md *module) normGEMVKernel(k plan.Kernel) (*ir.Func, plan.Launch, error) {
 	g := k.Graph
 	var dot *irg.Value
-	for _, v := range ptx.Live(g) {
+	for _, v := range plan.Live(g) {
 		if v.Op == "dot_general" {
 			dot = v
 		}
@@ -34,11 +34,11 @@ func (md *module) normGEMVKernel(k ptx.Kernel) (*ir.Func, ptx.Launch, error) {
 		reds = gemv.RowPrologue(dot)
 	}
 	if len(reds) == 0 {
-		return nil, ptx.Launch{}, fmt.Errorf("the kernel has no GEMV with a norm prologue")
+		return nil, plan.Launch{}, fmt.Errorf("the kernel has no GEMV with a norm prologue")
 	}
-	c := ptx.DirectFallback(ptx.Contraction{Dot: dot})
+	c := plan.DirectFallback(plan.Contraction{Dot: dot})
 	T := c.Block[0]
-	args := ptx.Params(g)
+	args := plan.Params(g)
 	kg := md.newKernel(k, args)
 	lhs := dot.Args[0].Type.Shape
 	K := lhs[lhs.Rank()-1]
@@ -48,7 +48,7 @@ func (md *module) normGEMVKernel(k ptx.Kernel) (*ir.Func, ptx.Launch, error) {
 	lane, warp := kg.b.NewAnd(tid, ci(31)), kg.b.NewLShr(tid, ci(5))
 	kg.at = map[*irg.Value]func(*index) value.Value{}
 	for i, red := range reds {
-		accT, combine, _ := ptx.Accumulator(red)
+		accT, combine, _ := plan.Accumulator(red)
 		acc := kg.alloca(regType(accT))
 		rows := md.sharedArray(fmt.Sprintf("%s_prologue%d", k.Name, i), M, regType(red.Type.DType), 8)
 		row := func(m value.Value) value.Value {
@@ -60,11 +60,11 @@ func (md *module) normGEMVKernel(k ptx.Kernel) (*ir.Func, ptx.Launch, error) {
 		for m := range M {
 			err := kg.fold(red, acc, tid, ci(T), K, func(r value.Value) *index { return newIndexLin(src, kg.add(ci(m*K), r)) })
 			if err != nil {
-				return nil, ptx.Launch{}, err
+				return nil, plan.Launch{}, err
 			}
 			total, err := kg.blockCombine(accT, combine, kg.b.NewLoad(regType(accT), acc), lane, warp, slots, T/32)
 			if err != nil {
-				return nil, ptx.Launch{}, err
+				return nil, plan.Launch{}, err
 			}
 			kg.branch(kg.b.NewICmp(enum.IPredEQ, tid, ci(0)), "hold", func() {
 				kg.b.NewStore(kg.cast(accT, total, red.Type.DType), row(ci(m)))
@@ -80,7 +80,7 @@ func (md *module) normGEMVKernel(k ptx.Kernel) (*ir.Func, ptx.Launch, error) {
 	kg.at = nil
 	kg.b.NewRet(nil)
 	if err != nil {
-		return nil, ptx.Launch{}, err
+		return nil, plan.Launch{}, err
 	}
-	return kg.f, ptx.Launch{Grid: c.Grid, Block: c.Block, Params: args}, nil
+	return kg.f, plan.Launch{Grid: c.Grid, Block: c.Block, Params: args}, nil
 }

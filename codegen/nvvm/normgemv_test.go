@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gcomp/gcomp/codegen/ptx"
+	"github.com/gcomp/gcomp/codegen/plan"
 	"github.com/gcomp/gcomp/ir"
 )
 
@@ -64,19 +64,19 @@ func TestNormGEMV(t *testing.T) {
 				m, n, k := s[0], s[1], s[2]
 				kContig := i%2 == 1
 				t.Run(fmt.Sprintf("%s_%s_%dx%dx%d_kcontig=%v", norm, dt, m, n, k, kContig), func(t *testing.T) {
-					kern := ptx.Kernel{Name: "k0_" + norm, Graph: normGEMVGraph(t, norm, dt, m, n, k, kContig)}
-					if tpl := ptx.Template(kern); tpl != "norm gemv" {
+					kern := plan.Kernel{Name: "k0_" + norm, Graph: normGEMVGraph(t, norm, dt, m, n, k, kContig)}
+					if tpl := plan.Template(kern); tpl != "norm gemv" {
 						t.Fatalf("template %q, want norm gemv", tpl)
 					}
-					text, launches, err := p.Module([]ptx.Kernel{kern}, ptx.Target{SM: 80})
+					text, launches, err := p.Module([]plan.Kernel{kern}, plan.Target{SM: 80})
 					if err != nil {
 						t.Fatal(err)
 					}
 					if launches[0].Producer == "ptx" {
 						t.Fatalf("codegen/ptx's entry, want the NVVM producer's own (notes %q)", launches[0].Notes)
 					}
-					assemble(t, text, []ptx.Kernel{kern})
-					checkKernel(t, text, kern, launches[0], uint64(m*n+k), ptx.Target{SM: 80})
+					assemble(t, text, []plan.Kernel{kern})
+					checkKernel(t, text, kern, launches[0], uint64(m*n+k), plan.Target{SM: 80})
 				})
 			}
 		}

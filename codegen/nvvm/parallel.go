@@ -6,7 +6,7 @@ import (
 	"sync"
 
 	"github.com/gcomp/gcomp/codegen/nvvm/libnvvm"
-	"github.com/gcomp/gcomp/codegen/ptx"
+	"github.com/gcomp/gcomp/codegen/plan"
 )
 
 // programKernels is how many kernels one libNVVM program compiles. The programs run in
@@ -19,9 +19,9 @@ var programKernels = 4
 // compileAll compiles the distinct kernels uniq (users[c] are the kernels that run uniq[c]) in
 // programs of programKernels and merges their PTX in kernel order. logs[c] are libNVVM's
 // warnings that name uniq[c]. The error, if any, is that of the first kernel that failed.
-func compileAll(lib *libnvvm.Lib, uniq []ptx.Kernel, users [][]string, t ptx.Target) (string, []string, error) {
+func compileAll(lib *libnvvm.Lib, uniq []plan.Kernel, users [][]string, t plan.Target) (string, []string, error) {
 	type program struct {
-		kernels []ptx.Kernel
+		kernels []plan.Kernel
 		text    string
 		log     string
 		err     error
@@ -61,7 +61,7 @@ func compileAll(lib *libnvvm.Lib, uniq []ptx.Kernel, users [][]string, t ptx.Tar
 
 // compileProgram compiles kernels as one libNVVM program. A failure is compiled again kernel
 // by kernel to name the kernel at fault.
-func compileProgram(lib *libnvvm.Lib, kernels []ptx.Kernel, t ptx.Target) (string, string, error) {
+func compileProgram(lib *libnvvm.Lib, kernels []plan.Kernel, t plan.Target) (string, string, error) {
 	m, _, err := build(kernels, t)
 	if err != nil {
 		return "", "", err
@@ -73,7 +73,7 @@ func compileProgram(lib *libnvvm.Lib, kernels []ptx.Kernel, t ptx.Target) (strin
 	text, log, err := compile(lib, name, m, t)
 	if err != nil && len(kernels) > 1 {
 		for _, k := range kernels {
-			mk, _, kerr := build([]ptx.Kernel{k}, t)
+			mk, _, kerr := build([]plan.Kernel{k}, t)
 			if kerr == nil {
 				_, _, kerr = compile(lib, k.Name, mk, t)
 			}

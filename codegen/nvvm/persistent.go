@@ -9,26 +9,26 @@ import (
 	"github.com/llir/llvm/ir/types"
 	"github.com/llir/llvm/ir/value"
 
-	"github.com/gcomp/gcomp/codegen/ptx"
+	"github.com/gcomp/gcomp/codegen/plan"
 	irg "github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ops"
 )
 
-// persistentKernel is codegen/ptx's persistent template: one block of ptx.PersistThreads threads
+// persistentKernel is codegen/ptx's persistent template: one block of plan.PersistThreads threads
 // runs the kernel's stages in order, llvm.nvvm.barrier0 (bar.sync 0) between two stages, the
 // values passed from stage to stage in the kernel's shared array at the offsets the passes
-// planned (ptx.CheckPersistent). A loop stage computes its elements block-stride in
-// ptx.LoopPlan's groups (one element per thread when there are too few for a group each); a
-// contraction stage whose weight rows are contiguous along K (ptx.LaneSplit) has the lanes of
+// planned (plan.CheckPersistent). A loop stage computes its elements block-stride in
+// plan.LoopPlan's groups (one element per thread when there are too few for a group each); a
+// contraction stage whose weight rows are contiguous along K (plan.LaneSplit) has the lanes of
 // a warp split each element's products and a butterfly of shuffles sum them, in the same pairs
 // as codegen/ptx's; any other contraction stage folds one element per thread. Both accumulate
 // f32 products with an fma into f32 (llvm.fma.f32, fma.rn.f32) as codegen/ptx's stages do, in
 // its order, so the two producers agree bit for bit.
-func (md *module) persistentKernel(k ptx.Kernel) (*ir.Func, ptx.Launch, error) {
-	if err := ptx.CheckPersistent(k); err != nil {
-		return nil, ptx.Launch{}, err
+func (md *module) persistentKernel(k plan.Kernel) (*ir.Func, plan.Launch, error) {
+	if err := plan.CheckPersistent(k); err != nil {
+		return nil, plan.Launch{}, err
 	}
-	args := ptx.Params(k.Graph)
+	args := plan.Params(k.Graph)
 	kg := md.newKernel(k, args)
 	global := map[string]value.Value{}
 	for _, v := range k.Graph.Inputs() {
@@ -76,10 +76,10 @@ func (md *module) persistentKernel(k ptx.Kernel) (*ir.Func, ptx.Launch, error) {
 			kg.barrier() // the previous stage's values are all written, its reads all done
 		}
 		if err := ops.Verify(st.Graph); err != nil {
-			return nil, ptx.Launch{}, fmt.Errorf("stage %s: %w", st.Name, err)
+			return nil, plan.Launch{}, fmt.Errorf("stage %s: %w", st.Name, err)
 		}
 		if len(st.Graph.Outputs) == 0 {
-			return nil, ptx.Launch{}, fmt.Errorf("stage %s has no outputs", st.Name)
+			return nil, plan.Launch{}, fmt.Errorf("stage %s has no outputs", st.Name)
 		}
 		// The stage's graph, with an output listed once for global memory and once for its
 		// shared slot when it goes to both.
@@ -91,7 +91,7 @@ func (md *module) persistentKernel(k ptx.Kernel) (*ir.Func, ptx.Launch, error) {
 			p, ok := slot(in.Name, in.Type.DType)
 			if !ok {
 				if p, ok = global[in.Name]; !ok {
-					return nil, ptx.Launch{}, fmt.Errorf("stage %s reads %s, which is neither a kernel input nor in shared memory", st.Name, in.Name)
+					return nil, plan.Launch{}, fmt.Errorf("stage %s reads %s, which is neither a kernel input nor in shared memory", st.Name, in.Name)
 				}
 			}
 			kg.ptr[in] = p
@@ -106,23 +106,23 @@ func (md *module) persistentKernel(k ptx.Kernel) (*ir.Func, ptx.Launch, error) {
 				sg.Outputs = append(sg.Outputs, o)
 				kg.outPtr = append(kg.outPtr, p)
 			} else if !shared {
-				return nil, ptx.Launch{}, fmt.Errorf("stage %s writes %s, which is neither a kernel output nor in shared memory", st.Name, o.Name)
+				return nil, plan.Launch{}, fmt.Errorf("stage %s writes %s, which is neither a kernel output nor in shared memory", st.Name, o.Name)
 			}
 		}
 		kg.g = sg
 		if err := kg.stage(sg, tid); err != nil {
-			return nil, ptx.Launch{}, fmt.Errorf("stage %s: %w", st.Name, err)
+			return nil, plan.Launch{}, fmt.Errorf("stage %s: %w", st.Name, err)
 		}
 	}
 	kg.b.NewRet(nil)
-	return kg.f, ptx.Launch{Grid: [3]int{1, 1, 1}, Block: [3]int{ptx.PersistThreads, 1, 1}, Params: args}, nil
+	return kg.f, plan.Launch{Grid: [3]int{1, 1, 1}, Block: [3]int{plan.PersistThreads, 1, 1}, Params: args}, nil
 }
 
 // stage emits one stage of a persistent kernel: every thread of the block takes elements (or
-// element groups) tid, tid+ptx.PersistThreads, ...
+// element groups) tid, tid+plan.PersistThreads, ...
 func (kg *kgen) stage(g *irg.Graph, tid value.Value) error {
 	var dot *irg.Value
-	for _, v := range ptx.Live(g) {
+	for _, v := range plan.Live(g) {
 		switch {
 		case ops.ClassOf(v.Op) == ops.Reduce:
 			return fmt.Errorf("%s: a reduction cannot be a stage of a persistent kernel", v.Op)
@@ -132,9 +132,9 @@ func (kg *kgen) stage(g *irg.Graph, tid value.Value) error {
 			dot = v
 		}
 	}
-	step := ci(ptx.PersistThreads)
+	step := ci(plan.PersistThreads)
 	switch {
-	case dot != nil && ptx.LaneSplit(dot):
+	case dot != nil && plan.LaneSplit(dot):
 		return kg.warpElements(dot, tid)
 	case dot != nil:
 		return kg.directElements(dot, tid, step, true)
@@ -145,15 +145,15 @@ func (kg *kgen) stage(g *irg.Graph, tid value.Value) error {
 			return fmt.Errorf("outputs %s %s and %s %s have different shapes", g.Outputs[0].Name, shape, o.Name, o.Value.Type.Shape)
 		}
 	}
-	v, flat, _, _ := ptx.LoopPlan(g)
-	if shape.NumElements() < v*ptx.PersistThreads {
+	v, flat, _, _ := plan.LoopPlan(g)
+	if shape.NumElements() < v*plan.PersistThreads {
 		v, flat = 1, true // a small space: one element per thread keeps the stage short
 	}
 	return kg.loopElements(shape, tid, step, v, flat)
 }
 
 // warpElements is codegen/ptx's lane-split contraction stage: the block's warps take groups of
-// R = ptx.WarpGroup(n) consecutive result elements (block-stride over the groups); lane l folds
+// R = plan.WarpGroup(n) consecutive result elements (block-stride over the groups); lane l folds
 // products k = l, l+32, ... of each element of its warp's group in ascending order; a butterfly
 // of shuffles then sums the 32 partials in codegen/ptx's pairs (while more than one element is
 // left, lanes with the step's bit set keep the upper half of the group's partials and send the
@@ -163,12 +163,12 @@ func (kg *kgen) stage(g *irg.Graph, tid value.Value) error {
 func (kg *kgen) warpElements(dot *irg.Value, tid value.Value) error {
 	shape := dot.Type.Shape
 	n := shape.NumElements()
-	const warps = ptx.PersistThreads / 32
-	r := ptx.WarpGroup(n)
+	const warps = plan.PersistThreads / 32
+	r := plan.WarpGroup(n)
 	groups := (n + r - 1) / r
 	inRow := shape.Rank() > 0 && shape[shape.Rank()-1]%r == 0
 	lane, warp := kg.b.NewAnd(tid, ci(31)), kg.b.NewLShr(tid, ci(5))
-	accT := ptx.AccType(dot, true)
+	accT := plan.AccType(dot, true)
 	accs := make([]*ir.InstAlloca, r)
 	for j := range accs {
 		accs[j] = kg.alloca(regType(accT))
@@ -297,7 +297,7 @@ func allOutputs(g *irg.Graph) []int {
 // slot's partial vector (seven bf16, three f32) as the aligned vector around it, so the line's
 // other bytes are read too: they must be inside the array (its length is rounded up to whole
 // lines) and written (zeroShared).
-func slotGaps(k ptx.Kernel) bool {
+func slotGaps(k plan.Kernel) bool {
 	for _, st := range k.Stages {
 		for _, v := range st.Graph.Inputs() {
 			if _, ok := k.Shared[v.Name]; ok && v.Type.Bytes()%16 != 0 {
@@ -314,7 +314,7 @@ func slotGaps(k ptx.Kernel) bool {
 }
 
 // zeroShared zeroes the shared array smem (a whole number of 16-byte lines) in stores of its
-// alignment, the block's threads taking them tid, tid+ptx.PersistThreads, ..., then waits for
+// alignment, the block's threads taking them tid, tid+plan.PersistThreads, ..., then waits for
 // the whole block: the stages' stores come after, ordered by the barrier.
 func (kg *kgen) zeroShared(smem *ir.Global, tid value.Value) {
 	width := int(smem.Align)
@@ -322,7 +322,7 @@ func (kg *kgen) zeroShared(smem *ir.Global, tid value.Value) {
 	line := types.NewVector(uint64(width/4), types.I32)
 	pt := types.NewPointer(line)
 	pt.AddrSpace = 3
-	kg.loop(tid, ci(ptx.PersistThreads), lines, func(i value.Value) {
+	kg.loop(tid, ci(plan.PersistThreads), lines, func(i value.Value) {
 		p := kg.b.NewGetElementPtr(smem.ContentType, smem, ci(0), kg.mul(i, width))
 		p.InBounds = true
 		st := kg.b.NewStore(constant.NewZeroInitializer(line), kg.b.NewBitCast(p, pt))
@@ -335,7 +335,7 @@ func (kg *kgen) zeroShared(smem *ir.Global, tid value.Value) {
 // maxAlign(f16) where a slot holds f16 values, as f16 buffers promise. With 16, libNVVM 11.8
 // -opt=3 forms half vectors from a per-element contraction stage's unrolled reads of an f16
 // slot that its backend cannot lower ("unsupported operation"; random graph 164).
-func sharedAlign(k ptx.Kernel) int {
+func sharedAlign(k plan.Kernel) int {
 	for _, st := range k.Stages {
 		for _, v := range st.Graph.Inputs() {
 			if _, ok := k.Shared[v.Name]; ok && v.Type.DType == irg.F16 {

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/gcomp/gcomp/codegen/ptx"
+	"github.com/gcomp/gcomp/codegen/plan"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/passes"
 )
@@ -103,7 +103,7 @@ func TestPersistentKernels(t *testing.T) {
 			if ks[0].Kind != passes.Persistent || len(ks[0].Stages) != tc.stages {
 				t.Fatalf("want the first kernel persistent with %d stages:\n%s", tc.stages, res.Kernels)
 			}
-			var all []ptx.Kernel
+			var all []plan.Kernel
 			for _, kn := range ks {
 				all = append(all, kernelOf(kn, kn.Name))
 			}
@@ -126,7 +126,7 @@ func TestPersistentStagesOnceRefused(t *testing.T) {
 	p := requireProducer(t)
 	for _, seed := range []int{10, 134, 164, 216, 231, 289, 432} {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			var persistent []ptx.Kernel
+			var persistent []plan.Kernel
 			for _, k := range randomKernels(t, seed) {
 				if len(k.Stages) > 0 {
 					persistent = append(persistent, k)

@@ -7,7 +7,7 @@ import (
 	"github.com/llir/llvm/ir/types"
 	"github.com/llir/llvm/ir/value"
 
-	"github.com/gcomp/gcomp/codegen/ptx"
+	"github.com/gcomp/gcomp/codegen/plan"
 	irg "github.com/gcomp/gcomp/ir"
 )
 
@@ -25,7 +25,7 @@ func (kg *kgen) pool(v *irg.Value, x *index) (value.Value, error) { return kg.po
 func (kg *kgen) poolTaps(v *irg.Value, x *index, tap func(y *index) value.Value) (value.Value, error) {
 	in := v.Args[0]
 	s := in.Type.Shape // [N, C, H, W]
-	kern, stride, pad := ptx.PoolGeometry(v)
+	kern, stride, pad := plan.PoolGeometry(v)
 	isMax := v.Op == "max_pool2d"
 	d := v.Type.DType
 	b := kg.b

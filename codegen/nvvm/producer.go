@@ -7,7 +7,7 @@ import (
 	"sync"
 
 	"github.com/gcomp/gcomp/codegen/nvvm/libnvvm"
-	"github.com/gcomp/gcomp/codegen/ptx"
+	"github.com/gcomp/gcomp/codegen/plan"
 )
 
 // Producer compiles kernels to PTX through NVVM IR and libNVVM. The library is loaded on first
@@ -29,7 +29,7 @@ func (p *Producer) Name() string { return "nvvm" }
 // Options are the libNVVM options for target t: IEEE rounding everywhere (no contraction of a
 // multiply and an add into an fma, correctly rounded division and square root, denormals kept),
 // as the op table and codegen/ptx's .rn instructions compute.
-func Options(t ptx.Target) []string {
+func Options(t plan.Target) []string {
 	return []string{fmt.Sprintf("-arch=compute_%d", t.SM), "-opt=3", "-ftz=0", "-prec-div=1", "-prec-sqrt=1", "-fma=0"}
 }
 
@@ -44,7 +44,7 @@ func (p *Producer) Lib() (*libnvvm.Lib, error) {
 // (classes). The distinct kernels are compiled in programs of programKernels, in parallel
 // (parallel.go); the PTX is the same whatever the number of threads. A libNVVM failure names the
 // kernel it is in.
-func (p *Producer) lower(kernels []ptx.Kernel, t ptx.Target) (string, []ptx.Launch, error) {
+func (p *Producer) lower(kernels []plan.Kernel, t plan.Target) (string, []plan.Launch, error) {
 	uniq, of, users, err := classes(kernels)
 	if err != nil {
 		return "", nil, err
@@ -57,9 +57,9 @@ func (p *Producer) lower(kernels []ptx.Kernel, t ptx.Target) (string, []ptx.Laun
 		return m.m.String(), expand(kernels, uniq, of, launches), nil
 	}
 	// Lower every kernel first, in order, so the first kernel no template takes is the error.
-	launches := make([]ptx.Launch, len(uniq))
+	launches := make([]plan.Launch, len(uniq))
 	for i, k := range uniq {
-		_, l, err := build([]ptx.Kernel{k}, t)
+		_, l, err := build([]plan.Kernel{k}, t)
 		if err != nil {
 			return "", nil, err
 		}
@@ -85,7 +85,7 @@ func (p *Producer) lower(kernels []ptx.Kernel, t ptx.Target) (string, []ptx.Laun
 }
 
 // compile runs libNVVM on one built module, linking libdevice when the module calls it.
-func compile(lib *libnvvm.Lib, name string, m *module, t ptx.Target) (string, string, error) {
+func compile(lib *libnvvm.Lib, name string, m *module, t plan.Target) (string, string, error) {
 	mods := []libnvvm.Module{{Name: "gcomp", Data: []byte(m.m.String())}}
 	if m.libdevice {
 		path, err := lib.Libdevice()

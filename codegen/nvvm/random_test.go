@@ -6,7 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/gcomp/gcomp/codegen/ptx"
+	"github.com/gcomp/gcomp/codegen/plan"
 	"github.com/gcomp/gcomp/internal/randgraph"
 	"github.com/gcomp/gcomp/passes"
 )
@@ -43,14 +43,14 @@ func TestPipelineRandomGraphs(t *testing.T) {
 
 // randomKernels are the kernels the pass pipeline forms for randgraph's graph of seed, named
 // s<seed>_<kernel>.
-func randomKernels(t *testing.T, seed int) []ptx.Kernel {
+func randomKernels(t *testing.T, seed int) []plan.Kernel {
 	t.Helper()
 	g := randgraph.Graph(rand.New(rand.NewPCG(uint64(seed), 3)))
 	res, err := passes.Run(g, passes.Options{})
 	if err != nil {
 		t.Fatalf("seed %d: passes: %v", seed, err)
 	}
-	var all []ptx.Kernel
+	var all []plan.Kernel
 	for _, kn := range res.Kernels.Kernels {
 		all = append(all, kernelOf(kn, fmt.Sprintf("s%d_%s", seed, kn.Name)))
 	}

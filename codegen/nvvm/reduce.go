@@ -7,42 +7,42 @@ import (
 	"github.com/llir/llvm/ir/types"
 	"github.com/llir/llvm/ir/value"
 
-	"github.com/gcomp/gcomp/codegen/ptx"
+	"github.com/gcomp/gcomp/codegen/plan"
 	irg "github.com/gcomp/gcomp/ir"
 )
 
-// rowReduce is codegen/ptx's row reduction template (ptx.ReducePlan "row"): one block per row
+// rowReduce is codegen/ptx's row reduction template (plan.ReducePlan "row"): one block per row
 // (block-stride over rows); thread t folds elements t, t+T, ... of the row into an accumulator
-// (ptx.Accumulator), the warp combines by butterfly shuffles (16, 8, 4, 2, 1), lane 0 of each
+// (plan.Accumulator), the warp combines by butterfly shuffles (16, 8, 4, 2, 1), lane 0 of each
 // warp leaves its partial in shared memory and every thread folds the partials in warp order:
 // the same order as codegen/ptx, so exact reductions give the same bits. Reduces run one after
 // the other, each one pass over the row (softmax's max and sum are two passes here, where
 // codegen/ptx folds them online in one); full-shape outputs are stored by a last pass, per-row
 // ones by thread 0.
-func (md *module) rowReduce(k ptx.Kernel, plan ptx.Reduction) (*ir.Func, ptx.Launch, error) {
+func (md *module) rowReduce(k plan.Kernel, rp plan.Reduction) (*ir.Func, plan.Launch, error) {
 	g := k.Graph
-	args := ptx.Params(g)
+	args := plan.Params(g)
 	kg := md.newKernel(k, args)
-	T := plan.Threads
+	T := rp.Threads
 	warps := T / 32
 	slots := md.sharedSlots(k.Name, warps)
 	tid := kg.sreg("tid.x")
 	lane := kg.b.NewAnd(tid, ci(31))
 	warp := kg.b.NewLShr(tid, ci(5))
-	accs := kg.accumulators(plan.Reduces)
+	accs := kg.accumulators(rp.Reduces)
 	var err error
 	keep := func(e error) {
 		if e != nil && err == nil {
 			err = e
 		}
 	}
-	kg.loop(kg.sreg("ctaid.x"), kg.sreg("nctaid.x"), plan.A, func(row value.Value) {
-		fullAt := kg.rowElement(plan, row)
+	kg.loop(kg.sreg("ctaid.x"), kg.sreg("nctaid.x"), rp.A, func(row value.Value) {
+		fullAt := kg.rowElement(rp, row)
 		kg.bound = map[*irg.Value]value.Value{}
-		for _, red := range plan.Reduces {
-			accT, combine, _ := ptx.Accumulator(red)
+		for _, red := range rp.Reduces {
+			accT, combine, _ := plan.Accumulator(red)
 			acc := accs[red]
-			keep(kg.fold(red, acc, tid, ci(T), plan.R, fullAt))
+			keep(kg.fold(red, acc, tid, ci(T), rp.R, fullAt))
 			total, e := kg.blockCombine(accT, combine, kg.b.NewLoad(regType(accT), acc), lane, warp, slots, warps)
 			keep(e)
 			if e == nil {
@@ -51,14 +51,14 @@ func (md *module) rowReduce(k ptx.Kernel, plan ptx.Reduction) (*ir.Func, ptx.Lau
 		}
 		var fullOuts, rowOuts []int
 		for i, o := range g.Outputs {
-			if o.Value.Type.Shape.Equal(plan.Full) {
+			if o.Value.Type.Shape.Equal(rp.Full) {
 				fullOuts = append(fullOuts, i)
 			} else {
 				rowOuts = append(rowOuts, i)
 			}
 		}
 		if len(fullOuts) > 0 {
-			kg.loop(tid, ci(T), plan.R, func(r value.Value) { keep(kg.storeOutputs(fullOuts, fullAt(r))) })
+			kg.loop(tid, ci(T), rp.R, func(r value.Value) { keep(kg.storeOutputs(fullOuts, fullAt(r))) })
 		}
 		if len(rowOuts) > 0 {
 			kg.branch(kg.b.NewICmp(enum.IPredEQ, tid, ci(0)), "thread0", func() {
@@ -69,9 +69,9 @@ func (md *module) rowReduce(k ptx.Kernel, plan ptx.Reduction) (*ir.Func, ptx.Lau
 	})
 	kg.b.NewRet(nil)
 	if err != nil {
-		return nil, ptx.Launch{}, err
+		return nil, plan.Launch{}, err
 	}
-	return kg.f, ptx.Launch{Grid: plan.Grid, Block: [3]int{T, 1, 1}, Params: args}, nil
+	return kg.f, plan.Launch{Grid: rp.Grid, Block: [3]int{T, 1, 1}, Params: args}, nil
 }
 
 // storeOutputs evaluates the kernel's outputs outs at full-shape element x and stores them.
@@ -103,7 +103,7 @@ func (kg *kgen) storeRowOutputs(outs []int, lin value.Value) error {
 // fold folds red's operand at elements at(r), r = start, start+step, ... < end, into the
 // accumulator acc, starting from the identity.
 func (kg *kgen) fold(red *irg.Value, acc *ir.InstAlloca, start, step value.Value, end int, at func(r value.Value) *index) error {
-	accT, combine, identity := ptx.Accumulator(red)
+	accT, combine, identity := plan.Accumulator(red)
 	kg.b.NewStore(constVal(accT, identity), acc)
 	var err error
 	kg.loop(start, step, end, func(r value.Value) {
@@ -126,7 +126,7 @@ func (kg *kgen) fold(red *irg.Value, acc *ir.InstAlloca, start, step value.Value
 func (kg *kgen) accumulators(reds []*irg.Value) map[*irg.Value]*ir.InstAlloca {
 	accs := map[*irg.Value]*ir.InstAlloca{}
 	for _, red := range reds {
-		accT, _, _ := ptx.Accumulator(red)
+		accT, _, _ := plan.Accumulator(red)
 		accs[red] = kg.b.NewAlloca(regType(accT))
 	}
 	return accs
@@ -174,12 +174,12 @@ func (kg *kgen) barrier() { kg.b.NewCall(kg.md.declare("llvm.nvvm.barrier0", typ
 // rowElement maps position r of row's reduced elements to the operand's index: row·R + r when
 // the reduced axes are trailing, else coordinates put together from the row's kept coordinates
 // (derived once, here) and r's reduced ones.
-func (kg *kgen) rowElement(plan ptx.Reduction, row value.Value) func(r value.Value) *index {
-	if !plan.Scattered {
-		rowLin := kg.mul(row, plan.R)
-		return func(r value.Value) *index { return newIndexLin(plan.Full, kg.add(rowLin, r)) }
+func (kg *kgen) rowElement(rp plan.Reduction, row value.Value) func(r value.Value) *index {
+	if !rp.Scattered {
+		rowLin := kg.mul(row, rp.R)
+		return func(r value.Value) *index { return newIndexLin(rp.Full, kg.add(rowLin, r)) }
 	}
-	kept, red := plan.RowShapes()
+	kept, red := rp.RowShapes()
 	kx := newIndexLin(kept, row)
 	keptCoord := make([]value.Value, len(kept))
 	for d := range kept {
@@ -191,7 +191,7 @@ func (kg *kgen) rowElement(plan ptx.Reduction, row value.Value) func(r value.Val
 		for d := range red {
 			redCoord[d] = kg.coord(rx, d)
 		}
-		return newIndexCoords(plan.Full, ptx.RowCoords(plan.Axes, keptCoord, redCoord))
+		return newIndexCoords(rp.Full, plan.RowCoords(rp.Axes, keptCoord, redCoord))
 	}
 }
 

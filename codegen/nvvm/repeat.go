@@ -3,7 +3,7 @@ package nvvm
 import (
 	"github.com/llir/llvm/ir/value"
 
-	"github.com/gcomp/gcomp/codegen/ptx"
+	"github.com/gcomp/gcomp/codegen/plan"
 	irg "github.com/gcomp/gcomp/ir"
 )
 
@@ -57,7 +57,7 @@ func (kg *kgen) repeatLane(v *irg.Value, x *index) (src *irg.Value, sub *index) 
 	if g == nil {
 		return nil, nil
 	}
-	src, r := ptx.NearestRepeat(v)
+	src, r := plan.NearestRepeat(v)
 	if src == nil {
 		return nil, nil
 	}

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gcomp/gcomp/codegen/ptx"
+	"github.com/gcomp/gcomp/codegen/plan"
 	"github.com/gcomp/gcomp/ir"
 )
 
@@ -101,8 +101,8 @@ func (c groupCase) check(t *testing.T, p *Producer) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := ptx.Kernel{Name: "k_" + c.name, Graph: g}
-	text, launches, err := p.Module([]ptx.Kernel{k}, ptx.Target{SM: 80})
+	k := plan.Kernel{Name: "k_" + c.name, Graph: g}
+	text, launches, err := p.Module([]plan.Kernel{k}, plan.Target{SM: 80})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,8 +112,8 @@ func (c groupCase) check(t *testing.T, p *Producer) {
 	if c.scalar != "" && strings.Contains(text, c.scalar+" ") {
 		t.Errorf("%s in the kernel:\n%s", c.scalar, text)
 	}
-	assemble(t, text, []ptx.Kernel{k})
-	st := checkKernel(t, text, k, launches[0], 9, ptx.Target{SM: 80})
+	assemble(t, text, []plan.Kernel{k})
+	st := checkKernel(t, text, k, launches[0], 9, plan.Target{SM: 80})
 	if !c.coalesced {
 		return
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gcomp/gcomp/codegen/plan"
 	"github.com/gcomp/gcomp/codegen/ptx"
 	"github.com/gcomp/gcomp/examples"
 	"github.com/gcomp/gcomp/examples/gpt"
@@ -17,7 +18,7 @@ import (
 
 // modelKernels are the kernels of a model that the NVVM producer takes, named as the passes
 // name them.
-func modelKernels(t *testing.T, m func(*frontend.Builder)) []ptx.Kernel {
+func modelKernels(t *testing.T, m func(*frontend.Builder)) []plan.Kernel {
 	t.Helper()
 	g, err := frontend.Build("m", m)
 	if err != nil {
@@ -27,7 +28,7 @@ func modelKernels(t *testing.T, m func(*frontend.Builder)) []ptx.Kernel {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var all []ptx.Kernel
+	var all []plan.Kernel
 	for _, kn := range res.Kernels.Kernels {
 		all = append(all, kernelOf(kn, kn.Name))
 	}
@@ -55,11 +56,11 @@ func TestModuleEntriesAreDistinct(t *testing.T) {
 			if len(kernels) == 0 {
 				t.Fatal("the NVVM producer takes none of its kernels (every template has an NVVM counterpart)")
 			}
-			ll, launches, err := IR(kernels, ptx.Target{SM: 80})
+			ll, launches, err := IR(kernels, plan.Target{SM: 80})
 			if err != nil {
 				t.Fatal(err)
 			}
-			text, want, err := ptx.Module(kernels, ptx.Target{SM: 80})
+			text, want, err := ptx.Module(kernels, plan.Target{SM: 80})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -85,7 +86,7 @@ func TestModuleEntriesAreDistinct(t *testing.T) {
 			for i, body := range pieces {
 				name := names[i][1]
 				body = strings.ReplaceAll(llComment.ReplaceAllString(body, ""), name, "K")
-				// Persistent kernels are not shared by design (ptx.ShareKey).
+				// Persistent kernels are not shared by design (plan.ShareKey).
 				if prev, ok := bodies[body]; ok && !(strings.HasSuffix(prev, "_persistent") && strings.HasSuffix(name, "_persistent")) {
 					t.Errorf("%s and %s have the same body", prev, name)
 				}
@@ -107,7 +108,7 @@ func TestModuleEntriesAreDistinct(t *testing.T) {
 // whatever the number of threads, and every entry the launches name is in it once.
 func TestParallelCompileIsDeterministic(t *testing.T) {
 	p := requireProducer(t)
-	var kernels []ptx.Kernel
+	var kernels []plan.Kernel
 	for seed := 0; len(kernels) < 3*programKernels; seed++ {
 		yes, _ := supported(t, randomKernels(t, seed))
 		kernels = append(kernels, yes...)
@@ -119,7 +120,7 @@ func TestParallelCompileIsDeterministic(t *testing.T) {
 	var first string
 	for i, procs := range []int{1, 4, 4} {
 		runtime.GOMAXPROCS(procs)
-		text, launches, err := p.Module(kernels, ptx.Target{SM: 80})
+		text, launches, err := p.Module(kernels, plan.Target{SM: 80})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -144,7 +145,7 @@ func TestParallelCompileIsDeterministic(t *testing.T) {
 // the simulator runs, each helper once.
 func TestMergedProgramsShareLibdevice(t *testing.T) {
 	p := requireProducer(t)
-	var kernels []ptx.Kernel
+	var kernels []plan.Kernel
 	for i, n := range []int{7, 64, 100, 129, 256, 300} {
 		op := []string{"sin", "cos"}[i%2]
 		src := fmt.Sprintf("graph g {\n  input %%x : f64[%d]\n  %%0 = %s(%%x) : f64[%d]\n  output y = %%0\n}", n, op, n)
@@ -152,9 +153,9 @@ func TestMergedProgramsShareLibdevice(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		kernels = append(kernels, ptx.Kernel{Name: fmt.Sprintf("k%d_%s", i, op), Graph: g})
+		kernels = append(kernels, plan.Kernel{Name: fmt.Sprintf("k%d_%s", i, op), Graph: g})
 	}
-	text, _, err := p.Module(kernels, ptx.Target{SM: 80})
+	text, _, err := p.Module(kernels, plan.Target{SM: 80})
 	if err != nil {
 		t.Fatal(err)
 	}

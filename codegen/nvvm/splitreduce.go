@@ -7,23 +7,23 @@ import (
 	"github.com/llir/llvm/ir/types"
 	"github.com/llir/llvm/ir/value"
 
-	"github.com/gcomp/gcomp/codegen/ptx"
+	"github.com/gcomp/gcomp/codegen/plan"
 	irg "github.com/gcomp/gcomp/ir"
 )
 
-// splitReduce is codegen/ptx's split full reduction (ptx.ReducePlan "split"): every block folds
+// splitReduce is codegen/ptx's split full reduction (plan.ReducePlan "split"): every block folds
 // a grid-stride share (element i at thread i of the grid) and thread 0 writes the block's
 // partial to the scratch buffer, then takes a ticket from the integer counter after it (an
 // atomic add; llvm.nvvm.membar.gl on both sides). The block with the last ticket folds the
 // partials in block order (volatile loads: the other blocks' stores are not in its L1), writes
 // the outputs and resets the counter for the next launch. No float atomics: the result is the
 // same bits every run, and codegen/ptx's.
-func (md *module) splitReduce(k ptx.Kernel, plan ptx.Reduction) (*ir.Func, ptx.Launch, error) {
+func (md *module) splitReduce(k plan.Kernel, rp plan.Reduction) (*ir.Func, plan.Launch, error) {
 	g := k.Graph
-	red := plan.Reduces[0]
-	args := append(ptx.Params(g), ptx.Arg{Kind: ptx.ArgScratch, Bytes: plan.ScratchBytes})
+	red := rp.Reduces[0]
+	args := append(plan.Params(g), plan.Arg{Kind: plan.ArgScratch, Bytes: rp.ScratchBytes})
 	kg := md.newKernel(k, args)
-	T, blocks := plan.Threads, plan.Grid[0]
+	T, blocks := rp.Threads, rp.Grid[0]
 	slots := md.sharedSlots(k.Name, T/32)
 	tid := kg.sreg("tid.x")
 	lane := kg.b.NewAnd(tid, ci(31))
@@ -31,7 +31,7 @@ func (md *module) splitReduce(k ptx.Kernel, plan ptx.Reduction) (*ir.Func, ptx.L
 	bid := kg.sreg("ctaid.x")
 	accs := kg.accumulators([]*irg.Value{red})
 	acc2 := kg.b.NewAlloca(accs[red].ElemType)
-	accT, combine, identity := ptx.Accumulator(red)
+	accT, combine, identity := plan.Accumulator(red)
 	rt := regType(accT)
 	partial := func(i value.Value) value.Value {
 		p := kg.b.NewGetElementPtr(types.I64, kg.scratch, i)
@@ -51,8 +51,8 @@ func (md *module) splitReduce(k ptx.Kernel, plan ptx.Reduction) (*ir.Func, ptx.L
 			err = e
 		}
 	}
-	keep(kg.fold(red, accs[red], kg.add(kg.mul(bid, T), tid), ci(blocks*T), plan.R, func(i value.Value) *index {
-		return newIndexLin(plan.Full, i)
+	keep(kg.fold(red, accs[red], kg.add(kg.mul(bid, T), tid), ci(blocks*T), rp.R, func(i value.Value) *index {
+		return newIndexLin(rp.Full, i)
 	}))
 	total, e := kg.blockCombine(accT, combine, kg.b.NewLoad(rt, accs[red]), lane, warp, slots, T/32)
 	keep(e)
@@ -89,9 +89,9 @@ func (md *module) splitReduce(k ptx.Kernel, plan ptx.Reduction) (*ir.Func, ptx.L
 	})
 	kg.b.NewRet(nil)
 	if err != nil {
-		return nil, ptx.Launch{}, err
+		return nil, plan.Launch{}, err
 	}
-	return kg.f, ptx.Launch{Grid: plan.Grid, Block: [3]int{T, 1, 1}, Params: args}, nil
+	return kg.f, plan.Launch{Grid: rp.Grid, Block: [3]int{T, 1, 1}, Params: args}, nil
 }
 
 func (kg *kgen) membar() { kg.b.NewCall(kg.md.declare("llvm.nvvm.membar.gl", types.Void)) }

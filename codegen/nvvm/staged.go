@@ -7,11 +7,11 @@ import (
 	"github.com/llir/llvm/ir/types"
 	"github.com/llir/llvm/ir/value"
 
-	"github.com/gcomp/gcomp/codegen/ptx"
+	"github.com/gcomp/gcomp/codegen/plan"
 	irg "github.com/gcomp/gcomp/ir"
 )
 
-// stagedKernel is codegen/ptx's staged template (ptx.StagedPlan): a block takes tiles of
+// stagedKernel is codegen/ptx's staged template (plan.StagedPlan): a block takes tiles of
 // TileOut consecutive outputs; in phase 1 its threads copy what the tile needs into shared
 // memory, consecutive threads on consecutive elements from the start of each range's 32-byte
 // sector; after a barrier each thread computes its output with the staged value taken from
@@ -19,9 +19,9 @@ import (
 // to the last output's last tap, as codegen/ptx bounds it); a concat stages each operand's
 // elements that the tile holds, read aligned to the operand's own sectors and written to the
 // slot of their output position.
-func (md *module) stagedKernel(k ptx.Kernel, st ptx.Staged) (*ir.Func, ptx.Launch, error) {
+func (md *module) stagedKernel(k plan.Kernel, st plan.Staged) (*ir.Func, plan.Launch, error) {
 	g := k.Graph
-	args := ptx.Params(g)
+	args := plan.Params(g)
 	kg := md.newKernel(k, args)
 	shape := g.Outputs[0].Value.Type.Shape
 	n := shape.NumElements()
@@ -95,9 +95,9 @@ func (md *module) stagedKernel(k ptx.Kernel, st ptx.Staged) (*ir.Func, ptx.Launc
 	})
 	kg.b.NewRet(nil)
 	if err != nil {
-		return nil, ptx.Launch{}, err
+		return nil, plan.Launch{}, err
 	}
-	return kg.f, ptx.Launch{Grid: st.Grid, Block: st.Block, Params: args}, nil
+	return kg.f, plan.Launch{Grid: st.Grid, Block: st.Block, Params: args}, nil
 }
 
 type stageFunc func(v *irg.Value, lo, end value.Value, slotOf func(q value.Value) value.Value)
@@ -108,7 +108,7 @@ func (kg *kgen) poolStage(pool *irg.Value, slot func(value.Value) value.Value, s
 	load func(o0, last value.Value) value.Value, at func(o, lo value.Value) (value.Value, error)) {
 	in := pool.Args[0]
 	s := in.Type.Shape
-	kern, stride, pad := ptx.PoolGeometry(pool)
+	kern, stride, pad := plan.PoolGeometry(pool)
 	// bound is the linear input index of output o's first (or last) tap, clamped into the
 	// image; with row padding, the whole first (or last) image row.
 	bound := func(o value.Value, last bool) value.Value {
@@ -140,7 +140,7 @@ func (kg *kgen) poolStage(pool *irg.Value, slot func(value.Value) value.Value, s
 // concatStage: phase 1 copies, for each operand, the contiguous range of its elements the
 // tile's outputs hold (concatRange) to the slots of their output positions; phase 2 takes
 // output o's value from its slot.
-func (kg *kgen) concatStage(st ptx.Staged, slot func(value.Value) value.Value, stageRange stageFunc) (
+func (kg *kgen) concatStage(st plan.Staged, slot func(value.Value) value.Value, stageRange stageFunc) (
 	load func(o0, last value.Value) value.Value, at func(o, lo value.Value) (value.Value, error)) {
 	cat := st.Value
 	row := cat.Type.Shape[st.Axis] * st.Inner

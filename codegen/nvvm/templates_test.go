@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gcomp/gcomp/codegen/ptx"
+	"github.com/gcomp/gcomp/codegen/plan"
 	"github.com/gcomp/gcomp/ir"
 )
 
@@ -309,21 +309,21 @@ func TestTemplates(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			k := ptx.Kernel{Name: "k_" + tc.name, Graph: g}
-			if tpl := ptx.Template(k); tpl == "contraction" {
-				c, err := ptx.ContractionPlan(k, ptx.Target{SM: 80})
+			k := plan.Kernel{Name: "k_" + tc.name, Graph: g}
+			if tpl := plan.Template(k); tpl == "contraction" {
+				c, err := plan.ContractionPlan(k, plan.Target{SM: 80})
 				if err != nil || c.Kind != tc.template {
 					t.Fatalf("plan %q, %v; want %s", c.Kind, err, tc.template)
 				}
 			} else if tpl == "reduction" {
-				plan, err := ptx.ReducePlan(k)
-				if err != nil || plan.Kind != tc.template {
-					t.Fatalf("plan %q, %v; want %s", plan.Kind, err, tc.template)
+				rp, err := plan.ReducePlan(k)
+				if err != nil || rp.Kind != tc.template {
+					t.Fatalf("plan %q, %v; want %s", rp.Kind, err, tc.template)
 				}
 			} else if tpl != tc.template {
 				t.Fatalf("template %q, want %s", tpl, tc.template)
 			}
-			checkModule(t, p, []ptx.Kernel{k}, 7)
+			checkModule(t, p, []plan.Kernel{k}, 7)
 		})
 	}
 }
@@ -334,7 +334,7 @@ func TestTemplates(t *testing.T) {
 // tolerance.
 func TestTemplatesTF32(t *testing.T) {
 	p := requireProducer(t)
-	target := ptx.Target{SM: 80, TF32: true}
+	target := plan.Target{SM: 80, TF32: true}
 	for _, tc := range []struct{ name, src string }{
 		{"matmul_tf32", `graph g {
   input %x : f32[70,40]
@@ -364,11 +364,11 @@ func TestTemplatesTF32(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			k := ptx.Kernel{Name: "k_" + tc.name, Graph: g}
-			if c, err := ptx.ContractionPlan(k, target); err != nil || c.Kind != "tensor core" {
+			k := plan.Kernel{Name: "k_" + tc.name, Graph: g}
+			if c, err := plan.ContractionPlan(k, target); err != nil || c.Kind != "tensor core" {
 				t.Fatalf("plan %q, %v; want tensor core", c.Kind, err)
 			}
-			checkModuleFor(t, p, []ptx.Kernel{k}, 7, target)
+			checkModuleFor(t, p, []plan.Kernel{k}, 7, target)
 		})
 	}
 }

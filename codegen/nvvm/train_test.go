@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/gcomp/gcomp/codegen/nvvm"
-	"github.com/gcomp/gcomp/codegen/ptx"
+	"github.com/gcomp/gcomp/codegen/plan"
 	"github.com/gcomp/gcomp/examples"
 	"github.com/gcomp/gcomp/examples/gpt"
 	"github.com/gcomp/gcomp/frontend"
@@ -47,11 +47,11 @@ func TestTrainStepKernels(t *testing.T) {
 				t.Fatal(err)
 			}
 			// Kernels equal up to names share one entry: one of each is checked.
-			var kernels []ptx.Kernel
+			var kernels []plan.Kernel
 			seen := map[string]bool{}
 			for _, kn := range res.Kernels.Kernels {
 				k := nvvm.KernelOf(kn, tc.example+"_"+kn.Name)
-				if key := ptx.ShareKey(k); !seen[key] {
+				if key := plan.ShareKey(k); !seen[key] {
 					seen[key] = true
 					kernels = append(kernels, k)
 				}

@@ -7,20 +7,20 @@ import (
 	"github.com/llir/llvm/ir/types"
 	"github.com/llir/llvm/ir/value"
 
-	"github.com/gcomp/gcomp/codegen/ptx"
+	"github.com/gcomp/gcomp/codegen/plan"
 	irg "github.com/gcomp/gcomp/ir"
 )
 
-// transposeKernel is codegen/ptx's transpose-tile template (ptx.TransposePlan): per tile,
+// transposeKernel is codegen/ptx's transpose-tile template (plan.TransposePlan): per tile,
 // consecutive threads read consecutive elements of the transposed buffer's last dim into a
 // TileDim × (TileDim+1) shared tile (the pad word keeps the column reads free of bank
 // conflicts), then, after a barrier, consecutive threads compute consecutive elements of the
 // output's last dim with the view's value taken from the tile.
-func (md *module) transposeKernel(k ptx.Kernel) (*ir.Func, ptx.Launch, error) {
+func (md *module) transposeKernel(k plan.Kernel) (*ir.Func, plan.Launch, error) {
 	g := k.Graph
-	tt := ptx.TransposePlan(k)
+	tt := plan.TransposePlan(k)
 	shape := g.Outputs[0].Value.Type.Shape
-	args := ptx.Params(g)
+	args := plan.Params(g)
 	kg := md.newKernel(k, args)
 	D, R := tt.TileDim, tt.TileRows
 	d := tt.View.Type.DType
@@ -109,7 +109,7 @@ func (md *module) transposeKernel(k ptx.Kernel) (*ir.Func, ptx.Launch, error) {
 	})
 	kg.b.NewRet(nil)
 	if err != nil {
-		return nil, ptx.Launch{}, err
+		return nil, plan.Launch{}, err
 	}
-	return kg.f, ptx.Launch{Grid: tt.Grid, Block: tt.Block, Params: args}, nil
+	return kg.f, plan.Launch{Grid: tt.Grid, Block: tt.Block, Params: args}, nil
 }

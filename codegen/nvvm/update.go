@@ -9,30 +9,30 @@ import (
 	"github.com/llir/llvm/ir/types"
 	"github.com/llir/llvm/ir/value"
 
-	"github.com/gcomp/gcomp/codegen/ptx"
+	"github.com/gcomp/gcomp/codegen/plan"
 	irg "github.com/gcomp/gcomp/ir"
 )
 
 // updateKernel is codegen/ptx's update template (its update.go) for one update_slice op, from
-// the same plan (ptx.UpdatePlan and its Launch): the operand seen as [B·M, S, N], the update as
-// [B·M, T, N], a grid-stride thread per element of the update in place (ptx.Kernel.InPlace: the
+// the same plan (plan.UpdatePlan and its Launch): the operand seen as [B·M, S, N], the update as
+// [B·M, T, N], a grid-stride thread per element of the update in place (plan.Kernel.InPlace: the
 // output's memory is the operand's) or of the result otherwise. Elements move as integers of
 // their size, raw bits, so every dtype is exact (NaN payloads and -0 too); an update read through
 // views is evaluated through them and stored in its dtype.
-func (md *module) updateKernel(k ptx.Kernel) (*ir.Func, ptx.Launch, error) {
+func (md *module) updateKernel(k plan.Kernel) (*ir.Func, plan.Launch, error) {
 	g := k.Graph
-	v, ok := ptx.UpdateOp(g)
+	v, ok := plan.UpdateOp(g)
 	if !ok {
-		return nil, ptx.Launch{}, fmt.Errorf("the kernel has no update_slice op")
+		return nil, plan.Launch{}, fmt.Errorf("the kernel has no update_slice op")
 	}
 	for _, a := range []*irg.Value{v.Args[0], v.Args[2]} {
 		if a.Op != irg.OpInput && a.Op != irg.OpParam {
-			return nil, ptx.Launch{}, fmt.Errorf("update_slice reads %s as its operand or positions, want a buffer", a.Op)
+			return nil, plan.Launch{}, fmt.Errorf("update_slice reads %s as its operand or positions, want a buffer", a.Op)
 		}
 	}
-	args := ptx.Params(g)
+	args := plan.Params(g)
 	kg := md.newKernel(k, args)
-	l := ptx.UpdatePlan(v)
+	l := plan.UpdatePlan(v)
 	d := v.Type.DType
 	operand, start, out := kg.ptr[v.Args[0]], kg.ptr[v.Args[2]], kg.outPtr[0]
 	rows := l.S
@@ -74,14 +74,14 @@ func (md *module) updateKernel(k ptx.Kernel) (*ir.Func, ptx.Launch, error) {
 	})
 	kg.b.NewRet(nil)
 	if err != nil {
-		return nil, ptx.Launch{}, err
+		return nil, plan.Launch{}, err
 	}
 	grid, block := l.Launch(k.InPlace)
-	return kg.f, ptx.Launch{Grid: grid, Block: block, Params: args}, nil
+	return kg.f, plan.Launch{Grid: grid, Block: block, Params: args}, nil
 }
 
 // updateStart loads start[bm / M] and clamps it to [0, S−T] in 64 bits, as the op defines.
-func (kg *kgen) updateStart(start value.Value, d irg.DType, bm value.Value, l ptx.UpdateLayout) value.Value {
+func (kg *kgen) updateStart(start value.Value, d irg.DType, bm value.Value, l plan.UpdateLayout) value.Value {
 	b := kg.b
 	var p value.Value = b.NewLoad(memType(d), kg.elemPtr(d, start, kg.div(bm, l.M)))
 	switch d {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gcomp/gcomp/codegen/plan"
 	"github.com/gcomp/gcomp/codegen/ptx"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/runtime/ref"
@@ -88,16 +89,16 @@ func TestUpdateSlice(t *testing.T) {
 			}
 			d := g.Outputs[0].Value.Type.DType
 			for _, inPlace := range []bool{false, true} {
-				k := ptx.Kernel{Name: "k0_update_slice", Graph: g, InPlace: inPlace}
-				text, launches, err := p.Module([]ptx.Kernel{k}, ptx.Target{SM: 80})
+				k := plan.Kernel{Name: "k0_update_slice", Graph: g, InPlace: inPlace}
+				text, launches, err := p.Module([]plan.Kernel{k}, plan.Target{SM: 80})
 				if err != nil {
 					t.Fatal(err)
 				}
 				if launches[0].Producer == "ptx" {
 					t.Fatalf("codegen/ptx's entry: %q", launches[0].Notes)
 				}
-				assemble(t, text, []ptx.Kernel{k})
-				ptxText, ptxLaunches, err := ptx.Module([]ptx.Kernel{k}, ptx.Target{SM: 80})
+				assemble(t, text, []plan.Kernel{k})
+				ptxText, ptxLaunches, err := ptx.Module([]plan.Kernel{k}, plan.Target{SM: 80})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -122,7 +123,7 @@ func TestUpdateSlice(t *testing.T) {
 
 // runInPlace launches an in-place update kernel with its output bound to the operand's memory
 // (the input "cache"), as the memory plan binds it, and returns that memory after the launch.
-func runInPlace(t *testing.T, text string, k ptx.Kernel, l ptx.Launch, in map[string]*tensor.Tensor) *tensor.Tensor {
+func runInPlace(t *testing.T, text string, k plan.Kernel, l plan.Launch, in map[string]*tensor.Tensor) *tensor.Tensor {
 	t.Helper()
 	dev := sim.NewDevice()
 	m, err := dev.Load(text)
@@ -133,7 +134,7 @@ func runInPlace(t *testing.T, text string, k ptx.Kernel, l ptx.Launch, in map[st
 	var args []any
 	for _, a := range l.Params {
 		name := a.Name
-		if a.Kind == ptx.ArgOutput {
+		if a.Kind == plan.ArgOutput {
 			name = "cache"
 		}
 		if _, ok := addr[name]; !ok {

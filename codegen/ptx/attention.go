@@ -23,47 +23,6 @@ import (
 // tensor-core template instead (attention_mma.go); split-KV decoding is docs/codegen.md's next
 // step.
 
-const attnWarps = 4
-
-// attnSharedBytes bounds the two tiles' shared memory (under the 48 KB of static shared memory).
-const attnSharedBytes = 40 << 10
-
-// AttentionPlan is the attention template's tiling, shared with any other producer.
-type AttentionPlan struct {
-	Op                     *ir.Value // the attention op
-	B, H, KVH, L, S, E, Ev int
-	Keys                   int // keys per shared-memory tile
-	RowTiles               int // blocks per (batch, head)
-	Grid, Block            [3]int
-}
-
-// PlanAttention tiles the kernel's attention op; ok is false when the kernel has none.
-func PlanAttention(g *ir.Graph) (p AttentionPlan, ok bool) {
-	for _, v := range live(g) {
-		if v.Op == ops.AttentionOp {
-			p.Op, ok = v, true
-		}
-	}
-	if !ok {
-		return p, false
-	}
-	return planOf(p.Op, p.Op.Args[2].Type.Shape[3]), true
-}
-
-// planOf tiles an op with attention's operands (attention, attention_lse, attention_grad) whose
-// rows carry ev value columns (0: the rows' statistics alone).
-func planOf(op *ir.Value, ev int) (p AttentionPlan) {
-	q, k := op.Args[0].Type.Shape, op.Args[1].Type.Shape
-	p.Op = op
-	p.B, p.H, p.L, p.E = q[0], q[1], q[2], q[3]
-	p.KVH, p.S, p.Ev = k[1], k[2], ev
-	p.Keys = max(1, min(32, attnSharedBytes/(4*max(1, p.E+p.Ev))))
-	p.RowTiles = ceilDiv(p.L, attnWarps)
-	p.Grid = [3]int{max(1, p.B*p.H*p.RowTiles), 1, 1}
-	p.Block = [3]int{32 * attnWarps, 1, 1}
-	return p
-}
-
 // attnOperand is one operand of the attention op as the template reads it: a buffer through
 // views, as an offset and a stride per dim (ops.StridedView; 0 for dims of size 1).
 type attnOperand struct {

@@ -24,13 +24,6 @@ type attnAppend struct {
 	p     string
 }
 
-// AttentionAppends reports whether kernel graph g's attention op appends rows to a cache (the
-// template codegen/nvvm borrows).
-func AttentionAppends(g *ir.Graph) bool {
-	p, ok := PlanAttention(g)
-	return ok && splitkv.AppendedRows(p.Op) > 0
-}
-
 // appendOperands replaces the attention op's K and V operands that are appended caches by the
 // cache (read in place) with their update; every other output of the kernel must be one of those
 // updates, written in place.

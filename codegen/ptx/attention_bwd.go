@@ -35,21 +35,6 @@ import (
 // head order) and the additive bias; the position mask, which training does not use, is
 // refused (passes keep the decomposition for it).
 
-// BackwardAttention returns the kernel's attention_grad or attention_lse op, which the backward
-// templates compute; ok is false when the kernel has none, or an attention op (whose template
-// writes the attention_lse of its operands beside its result: forwardLSE).
-func BackwardAttention(g *ir.Graph) (op *ir.Value, ok bool) {
-	for _, v := range live(g) {
-		switch v.Op {
-		case ops.AttentionOp:
-			return nil, false
-		case ops.AttentionGradOp, ops.AttentionLSEOp:
-			op, ok = v, true
-		}
-	}
-	return op, ok
-}
-
 // hasLSE reports whether the kernel computes an attention_lse or attention_grad op: attention's
 // backward, alone or (attention_lse) beside the forward.
 func hasLSE(g *ir.Graph) bool {

@@ -196,23 +196,6 @@ func tileVector(o attnOperand, d ir.DType, n int) int {
 	return appendedVector(o, d, n, AttentionTileVector(d, n, o.off, o.strides))
 }
 
-// AttentionTileVector is how many elements of dtype d a K or V operand of n columns (offset off,
-// strides per dim) loads into a shared tile at once, in both producers: 16 bytes' worth when a
-// row's columns are contiguous and every offset and stride keeps 16-byte alignment (buffers are
-// 16-byte aligned), else 1.
-func AttentionTileVector(d ir.DType, n, off int, strides []int) int {
-	v := 16 / d.Size()
-	if n%v != 0 || strides[3] != 1 || off%v != 0 {
-		return 1
-	}
-	for _, st := range strides[:3] {
-		if st%v != 0 {
-			return 1
-		}
-	}
-	return v
-}
-
 // loadVector reads len(xs) consecutive elements of dtype d from element idx of base (16 bytes,
 // aligned) into xs as f32.
 func (w *attnWriter) loadVector(d ir.DType, base, idx string, xs []string) {

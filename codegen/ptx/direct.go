@@ -63,18 +63,6 @@ func (gn *gen) directElements(dot *ir.Value, start, step string, fmaF32 bool) {
 	})
 }
 
-// accType is the accumulator type of dot's products: f64 for floats (exact products of f32,
-// f16 and bf16), i64 for integers, and with fmaF32 f32 for f32 operands into f32.
-func accType(dot *ir.Value, fmaF32 bool) ir.DType {
-	switch {
-	case !dot.Type.DType.IsFloat():
-		return ir.I64
-	case fmaF32 && dot.Type.DType == ir.F32 && dot.Args[0].Type.DType == ir.F32 && dot.Args[1].Type.DType == ir.F32:
-		return ir.F32
-	}
-	return ir.F64
-}
-
 // fold adds the product u·v to the accumulator register acc: fma.rn.f32 into an f32
 // accumulator, else both operands converted to the accumulator's type, multiplied and added.
 func (gn *gen) fold(acc, u, v val) error {

@@ -4,8 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"maps"
-	"math"
-	"slices"
 	"strings"
 
 	"github.com/gcomp/gcomp/ir"
@@ -218,23 +216,6 @@ func (g *gen) toMem(v val) string {
 func (g *gen) store(out *ir.Value, ptr, lin string, v val) {
 	d := out.Type.DType
 	g.e.b.ins("st."+g.space(ptr)+"."+memType(d), g.addr(ptr, lin, d.Size()), g.toMem(v))
-}
-
-// castConst converts a float attribute to dtype d the way cast converts a float.
-func castConst(d ir.DType, f float64) float64 {
-	switch {
-	case d.IsFloat():
-		return tensor.RoundFloat(d, f)
-	case d == ir.Bool:
-		if f != 0 {
-			return 1
-		}
-		return 0
-	case f != f:
-		return 0
-	}
-	lo, hi := intLimits(d)
-	return math.Max(lo, math.Min(hi, math.Trunc(f)))
 }
 
 func (g *gen) constant(v *ir.Value, x *index) (val, error) {
@@ -535,33 +516,6 @@ func (g *gen) repeatGroup(v *ir.Value, lead *index, n int) (src *ir.Value, sub *
 	}
 	g.groups[key] = sub
 	return src, sub, r
-}
-
-// NearestRepeat recognizes a nearest upsampling along the last axis: v is a reshape merging the
-// last two axes of a broadcast_in_dim that repeats each element of src r ≥ 2 times along a new
-// last axis (v[..., w·r + k] = src[..., w]). src is nil where v is not one.
-func NearestRepeat(v *ir.Value) (src *ir.Value, r int) {
-	if v.Op != "reshape" || v.Args[0].Op != "broadcast_in_dim" {
-		return nil, 0
-	}
-	bc := v.Args[0]
-	src = bc.Args[0]
-	rs, bs, os := v.Type.Shape, bc.Type.Shape, src.Type.Shape
-	k := len(bs)
-	if len(rs) == 0 || k != len(rs)+1 || len(os) != k-1 || !slices.Equal(bc.Attrs.Ints("dims"), iotaInts(k-1)) ||
-		!slices.Equal(bs[:k-1], os) || !slices.Equal(rs[:k-2], bs[:k-2]) || bs[k-2]*bs[k-1] != rs[k-2] || bs[k-1] < 2 {
-		return nil, 0
-	}
-	return src, bs[k-1]
-}
-
-// iotaInts is [0, 1, …, n-1].
-func iotaInts(n int) []int {
-	s := make([]int, n)
-	for i := range s {
-		s[i] = i
-	}
-	return s
 }
 
 // operandGroup maps the group led by lead through movement op v: a new group if the lanes stay

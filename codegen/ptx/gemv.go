@@ -431,12 +431,3 @@ func batchShapeOf(dot *ir.Value) ir.Shape {
 	}
 	return s
 }
-
-// DirectFallback is the direct template's plan for a kernel ContractionPlan gives to the GEMV
-// template, for a producer without a GEMV counterpart (codegen/nvvm): one thread per result
-// element, grid-stride.
-func DirectFallback(c Contraction) Contraction {
-	n := c.Dot.Type.Shape.NumElements()
-	return Contraction{Kind: "direct", Why: "no GEMV counterpart", Dot: c.Dot,
-		Grid: [3]int{max(1, min(ceilDiv(n, loopBlock), maxLoopBlocks)), 1, 1}, Block: [3]int{loopBlock, 1, 1}}
-}

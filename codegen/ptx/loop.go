@@ -5,14 +5,7 @@ import (
 	"strings"
 
 	"github.com/gcomp/gcomp/ir"
-	"github.com/gcomp/gcomp/ops"
 )
-
-const loopBlock = 256 // threads per block of loop kernels
-
-// maxLoopBlocks caps the grid of grid-stride kernels: enough blocks to fill the largest GPU
-// several times over, few enough that each thread does several elements of a large tensor.
-const maxLoopBlocks = 4096
 
 // loopKernel generates a kernel over one output iteration space: every output has the same
 // shape and each element is computed from the graph independently. Threads take groups of V
@@ -95,47 +88,6 @@ func (gn *gen) loopTo(start, step, end string, body func(i string) error) {
 	b.ins("add.s32", i, i, step)
 	b.bra(head)
 	b.place(done)
-}
-
-// vectorWidth chooses how many consecutive elements a thread handles, and whether the kernel is
-// flat (only same-shape elementwise work, so groups may straddle rows).
-func vectorWidth(g *ir.Graph, shape ir.Shape) (int, bool) {
-	flat := true
-	widest := 1
-	for _, v := range live(g) {
-		if v.Op == ir.OpInput || v.Op == ir.OpParam {
-			if v.Type.Shape.Equal(shape) {
-				widest = max(widest, v.Type.DType.Size())
-			}
-			continue
-		}
-		if !v.Type.Shape.Equal(shape) || (ops.ClassOf(v.Op) != ops.Elementwise && v.Op != "select" &&
-			!(v.Op == "constant" && len(v.Attrs.Floats("value")) == 1)) {
-			flat = false
-		}
-	}
-	for _, o := range g.Outputs {
-		widest = max(widest, o.Value.Type.DType.Size())
-	}
-	v := min(4, 16/widest)
-	if widest == 2 {
-		v = 8 // 16-bit types: eight per group, moved as four packed 32-bit words
-	}
-	n := shape.NumElements()
-	switch {
-	case n < v:
-		return 1, true
-	case flat:
-		return v, true
-	case shape.Rank() > 0:
-		// Groups must not straddle rows: the widest power of two dividing the row.
-		for ; v > 1; v /= 2 {
-			if shape[shape.Rank()-1]%v == 0 {
-				return v, false
-			}
-		}
-	}
-	return 1, true
 }
 
 // elementGroup computes and stores v consecutive output elements starting at linear index base.

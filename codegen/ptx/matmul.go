@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/gcomp/gcomp/codegen/gemv"
+	"github.com/gcomp/gcomp/codegen/plan"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ops"
 )
@@ -20,9 +21,9 @@ import (
 // zero-filled outside the matrix), so the copy of step k+1 overlaps the FMAs of step k. Shared
 // rows are padded by 4 floats, which keeps the transposing stores free of bank conflicts.
 const (
-	mmBM, mmBN, mmBK = 128, 128, 8
-	mmThreads        = 256
-	mmPad            = 4
+	mmBM, mmBN, mmBK = plan.GEMMTileM, plan.GEMMTileN, plan.GEMMTileK
+	mmThreads        = plan.GEMMThreads
+	mmPad            = plan.GEMMPad
 )
 
 // operandLayout addresses one dot operand as [batch...][free][k] through element strides.

@@ -3,6 +3,7 @@ package ptx
 import (
 	"fmt"
 
+	"github.com/gcomp/gcomp/codegen/plan"
 	"github.com/gcomp/gcomp/ir"
 )
 
@@ -562,8 +563,8 @@ func (mm *matmul) emitMMA() error {
 // A narrow tile's warp (16 rows × TileN) goes out in passes of up to 32 columns alike: one
 // pass of 16 or 32 columns, or two of 32.
 const (
-	stageRow       = 40 // floats per staged row
-	stageWarpBytes = 16 * stageRow * 4
+	stageRow       = plan.StageRow // floats per staged row
+	stageWarpBytes = plan.StageWarpBytes
 )
 
 func (mm *matmul) stagedEpilogue(acc []string, sh, warp, lane, m0, n0, bz string, bidx *index) error {

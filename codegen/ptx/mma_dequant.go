@@ -95,17 +95,6 @@ func quantOperand(dot *ir.Value) *ir.Value {
 	return dq
 }
 
-// QuantizedMMA reports whether kernel k is a tensor-core GEMM over a quantized weight (the
-// NVVM producer has no such template and borrows this package's entry).
-func QuantizedMMA(k Kernel) bool {
-	for _, v := range live(k.Graph) {
-		if v.Op == "dot_general" && quantOperand(v) != nil {
-			return true
-		}
-	}
-	return false
-}
-
 // quantSide fills sd, side 1 of a quantized GEMM, for its byte tile.
 func (mm *matmul) quantSide(sd *mmaSide) {
 	sd.kContig, sd.q = true, mm.quant

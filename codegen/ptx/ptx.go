@@ -8,94 +8,6 @@ import (
 	"github.com/gcomp/gcomp/ops"
 )
 
-// Target selects the GPU architecture the PTX is written for.
-type Target struct {
-	SM   int  // 80, 86, 89 or 90
-	TF32 bool // f32 matmuls with strided operands run on tf32 tensor cores (mma.sync m16n8k8); see Launch.Notes
-}
-
-// Kernel is one fused kernel: its graph's inputs and params are read from global memory, its
-// outputs written; the ops in between are fused into the one entry.
-type Kernel struct {
-	Name  string // the .entry name, e.g. "k3_matmul_bias_relu"
-	Graph *ir.Graph
-	// Stages make the kernel persistent (persistent.go): one block runs them in order, Graph
-	// being their union (its inputs and outputs are the kernel's parameters). A stage's inputs
-	// and outputs are named after Graph's or after entries of Shared, the byte offsets of the
-	// values kept in SharedBytes of shared memory between stages.
-	Stages      []Kernel
-	Shared      map[string]int
-	SharedBytes int
-	// InPlace (an update_slice kernel, or attention appending to its caches) says each update's
-	// output memory is its operand's: the kernel writes the update's rows only (update.go,
-	// attention_append.go).
-	InPlace bool
-	// Symbolic says the kernel's space has sizes known only at launch (the graph's dims): the
-	// Graph holds it at the bound, and the entry takes its size (an element count, its rows or
-	// its M) as an ArgSize parameter (symloop.go, symgemm.go).
-	Symbolic bool
-	// Rows (a symbolic kernel) is its row count at the bound: its symbolic buffers are that many
-	// rows of a static inner size, and the run computes the first rows only, each independently of
-	// the others (the compiler checks it). The size parameter is the run's rows times the
-	// template's unit per row (SymWork.Scale). 0: every unit of the template is a row, and only
-	// flat elementwise loop kernels are taken.
-	Rows int
-}
-
-// ArgKind says what a kernel parameter points to.
-type ArgKind int
-
-const (
-	ArgInput  ArgKind = iota // a graph input (Arg.Index into Graph.Inputs())
-	ArgParam                 // a graph parameter (Arg.Index into Graph.Params())
-	ArgOutput                // a graph output (Arg.Index into Graph.Outputs)
-	// ArgScratch is a kernel-private buffer of Arg.Bytes bytes (Index and Name unused). It must
-	// be zero before the first launch; the kernel leaves it zero again, so it can be reused.
-	ArgScratch
-	// ArgError is the launch's error word (ErrorWordBytes, zeroed before the run; indexcheck.go):
-	// where a gather records an index outside its table instead of reading past the table.
-	ArgError
-	// ArgSize is a .u32 holding the kernel's size at the run's sizes (Kernel.Symbolic;
-	// SymWork), not an address.
-	ArgSize
-)
-
-func (k ArgKind) String() string {
-	return [...]string{"input", "param", "output", "scratch", "error", "size"}[k]
-}
-
-// Arg binds one .param of the entry, in declaration order. Every parameter is a .u64 global
-// address of a buffer aligned to 16 bytes (vector loads rely on it).
-type Arg struct {
-	Kind  ArgKind
-	Index int
-	Name  string // the input, param or output name
-	Bytes int    // size of a scratch buffer
-}
-
-// Launch is how to run a generated kernel.
-type Launch struct {
-	// Entry is the .entry the launch runs: the kernel's own name, or that of the first kernel
-	// whose code it shares (Module). Generate leaves it empty.
-	Entry       string
-	Grid, Block [3]int
-	SharedBytes int // dynamic shared memory (all current templates use static shared memory: 0)
-	Params      []Arg
-	// Notes are what a reader of the plan should know about how the kernel was generated:
-	// today, that an f32 contraction asked for tf32 (Target.TF32) runs on FFMA or the direct
-	// template instead, and why. The same text is a comment above the entry.
-	Notes []string
-	// Producer is the code generator that wrote the entry when they were chosen per kernel
-	// (codegen/backend's Auto); empty otherwise.
-	Producer string
-	// Checks describe the gathers that record a bad index in the ArgError parameter, by site
-	// number (indexcheck.go); empty when the kernel has no such parameter.
-	Checks []IndexCheck
-	// Work is how a symbolic kernel's grid follows its element count (symloop.go); nil for a
-	// static kernel, whose Grid is final.
-	Work *SymWork
-}
-
 // Generate lowers one kernel to a PTX .entry (with any module-level constant arrays it needs
 // before it). The text is a fragment: Module wraps it with the header.
 func Generate(k Kernel, t Target) (string, Launch, error) {
@@ -264,31 +176,6 @@ func generate(k Kernel, t Target, globals *[]string) (string, Launch, error) {
 		return "", Launch{}, fmt.Errorf("%s: %w", k.Name, err)
 	}
 	return entry, l, nil
-}
-
-// live returns the values the outputs depend on, in definition order.
-func live(g *ir.Graph) []*ir.Value {
-	need := map[*ir.Value]bool{}
-	var mark func(v *ir.Value)
-	mark = func(v *ir.Value) {
-		if need[v] {
-			return
-		}
-		need[v] = true
-		for _, a := range v.Args {
-			mark(a)
-		}
-	}
-	for _, o := range g.Outputs {
-		mark(o.Value)
-	}
-	var vs []*ir.Value
-	for _, v := range g.Values {
-		if need[v] {
-			vs = append(vs, v)
-		}
-	}
-	return vs
 }
 
 // header starts an entry: the comment listing the fused ops and one .u64 parameter per buffer,

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/gcomp/gcomp/codegen/plan"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ops"
 )
@@ -100,14 +101,7 @@ func reduceLayout(reds []*ir.Value) (reduceShape, error) {
 
 // split returns the kept and the reduced dims of the operand shape, each in axis order.
 func (rs reduceShape) split() (kept, red ir.Shape) {
-	for i, d := range rs.full {
-		if slices.Contains(rs.axes, i) {
-			red = append(red, d)
-		} else {
-			kept = append(kept, d)
-		}
-	}
-	return kept, red
+	return plan.Reduction{Full: rs.full, Axes: rs.axes}.RowShapes()
 }
 
 // rowElement returns a function from the position r in the reduced elements of row (a linear
@@ -138,16 +132,7 @@ func (rs reduceShape) rowElement(a ia, row string) func(r string) *index {
 // isRowShape reports whether s is a shape a reduction result may have: the kept dims, or the
 // operand's shape with the reduced dims as 1 (keepdims).
 func (rs reduceShape) isRowShape(s ir.Shape) bool {
-	var kept, keep1 ir.Shape
-	for i, d := range rs.full {
-		if slices.Contains(rs.axes, i) {
-			keep1 = append(keep1, 1)
-		} else {
-			kept = append(kept, d)
-			keep1 = append(keep1, d)
-		}
-	}
-	return s.Equal(kept) || s.Equal(keep1)
+	return plan.Reduction{Full: rs.full, Axes: rs.axes}.IsRowShape(s)
 }
 
 // checkRowDomains makes sure every value computed from a reduction's result is used only where
@@ -211,54 +196,6 @@ func (rs reduceShape) backAlongReduced(v *ir.Value) bool {
 		}
 	}
 	return true
-}
-
-// accumulator describes how one reduce folds: the dtype its partials are held in and the
-// binary op that combines them.
-func accumulator(v *ir.Value) (acc ir.DType, combine string, identity float64) {
-	d := v.Type.DType
-	switch v.Op {
-	case "reduce_sum":
-		combine, identity = "add", 0
-	case "reduce_prod":
-		combine, identity = "mul", 1
-	case "reduce_max":
-		combine, identity = "max", math.Inf(-1)
-	case "reduce_min":
-		combine, identity = "min", math.Inf(1)
-	}
-	switch {
-	case d.IsFloat() && (combine == "add" || combine == "mul"):
-		acc = ir.F64
-	case d.IsFloat():
-		acc = d
-	case d == ir.I64:
-		acc = ir.I64
-	default:
-		acc = ir.I32 // i8 and u8 wrap at the end, which modular arithmetic allows
-	}
-	if !acc.IsFloat() {
-		lo, hi := intLimits(d)
-		switch combine {
-		case "max":
-			identity = lo
-		case "min":
-			identity = hi
-		}
-	}
-	return acc, combine, identity
-}
-
-func intLimits(d ir.DType) (lo, hi float64) {
-	switch d {
-	case ir.I8:
-		return -128, 127
-	case ir.U8:
-		return 0, 255
-	case ir.I32:
-		return math.MinInt32, math.MaxInt32
-	}
-	return math.MinInt64, math.MaxInt64
 }
 
 // shuffleXor returns the value of lane^off for a 32- or 64-bit register.

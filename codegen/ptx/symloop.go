@@ -8,24 +8,6 @@ import (
 	"github.com/gcomp/gcomp/ops"
 )
 
-// SymWork is how a symbolic kernel's launch depends on its size n at the run's sizes: n is the
-// kernel's rows (Kernel.Rows, as an expression over the dims) times Scale. A loop kernel (Tile 0)
-// takes n elements, Vector per work item, so max(1, n/Vector, n%Vector) work items (the groups,
-// or the scalar tail if longer), spread over blocks of Block threads, at most MaxBlocks of them
-// (the loop is grid-stride). A row kernel takes n units (rows, or a GEMM's M) in Tile per block
-// along grid axis Axis, at most MaxBlocks blocks; its other grid axes are as at the bound.
-type SymWork struct {
-	Vector, Block, MaxBlocks int
-	Scale, Tile, Axis        int
-}
-
-// Grid is the launch's grid.x for a loop kernel of n elements.
-func (w SymWork) Grid(n int64) int {
-	v := int64(w.Vector)
-	work := max(1, n/v, n%v)
-	return int(min((work+int64(w.Block)-1)/int64(w.Block), int64(w.MaxBlocks)))
-}
-
 // symSize declares a symbolic kernel's size parameter (after the buffers), loads it, and returns
 // the register and the Scale relating it to the kernel's rows: units is the size at the bound,
 // which must be a whole number of rows (Kernel.Rows; 0: every unit is a row).

@@ -2,7 +2,6 @@ package ptx
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/gcomp/gcomp/ir"
 )
@@ -94,19 +93,6 @@ func (e *emitter) constVal(d ir.DType, f float64) val {
 		return e.predConst(f != 0)
 	}
 	return val{d, fmt.Sprint(exactInt(f))}
-}
-
-// exactInt converts an integral float to int64, saturating: float64 cannot hold MaxInt64, so
-// the i64 maximum travels as 2^63, and Go's int64(2^63) is implementation-defined (MinInt64 on
-// amd64), which made reduce_min over i64 start from the minimum.
-func exactInt(f float64) int64 {
-	switch {
-	case f >= 1<<63:
-		return math.MaxInt64
-	case f <= -(1 << 63):
-		return math.MinInt64
-	}
-	return int64(f)
 }
 
 // predConst materializes a constant predicate.

@@ -1,4 +1,4 @@
-package ptx
+package plan
 
 import (
 	"fmt"

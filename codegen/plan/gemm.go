@@ -1,8 +1,6 @@
-package ptx
+package plan
 
 import (
-	"fmt"
-
 	"github.com/gcomp/gcomp/ir"
 )
 
@@ -10,11 +8,11 @@ import (
 // conv2d is, the tile, the launch, which thread copies which element of each operand's tile and
 // which accumulators it holds, so both producers tile, copy and accumulate alike.
 
-// Tile sizes and threads of the 128×128 tiled templates (matmul.go).
+// Tile sizes and threads of the 128×128 tiled templates (codegen/ptx's matmul.go).
 const (
-	GEMMTileM, GEMMTileN, GEMMTileK = mmBM, mmBN, mmBK
-	GEMMThreads                     = mmThreads
-	GEMMPad                         = mmPad // floats of padding per shared row
+	GEMMTileM, GEMMTileN, GEMMTileK = 128, 128, 8
+	GEMMThreads                     = 256
+	GEMMPad                         = 4 // floats of padding per shared row
 )
 
 // GEMM is the plan of a tiled contraction: C[b] = A[b]·B[b], M×K times K×N for each of the
@@ -77,8 +75,8 @@ type MMASide struct {
 
 // Staged epilogue geometry (mma.go's stagedEpilogue).
 const (
-	StageRow       = stageRow
-	StageWarpBytes = stageWarpBytes
+	StageRow       = 40 // floats per staged row
+	StageWarpBytes = 16 * StageRow * 4
 )
 
 // GEMMOperand addresses one side as [batch...][free][k]: element Off + Σ batch·BatchStrides +
@@ -103,70 +101,6 @@ type ConvGEMM struct {
 	Win                                   [2]int
 }
 
-// GEMMPlan returns the tiled plan of a kernel whose ContractionPlan kind is "ffma" or
-// "tensor core".
-func GEMMPlan(k Kernel, t Target) (GEMM, error) {
-	c, err := ContractionPlan(k, t)
-	if err != nil {
-		return GEMM{}, err
-	}
-	if c.Kind == "direct" {
-		return GEMM{}, fmt.Errorf("the contraction runs in the direct template (%s)", c.Why)
-	}
-	var mm *matmul
-	if c.Dot.Op == "conv2d" {
-		if mm, err = convGEMM(c.Dot); err == nil {
-			mm.conv.pool, mm.conv.win, err = convPool(k.Graph, c.Dot)
-		}
-	} else {
-		mm, _, err = dotGEMM(c.Dot)
-	}
-	if err != nil {
-		return GEMM{}, err
-	}
-	if mm.quant != nil {
-		// Its B side is a byte tile dequantized in registers, which this plan does not describe.
-		return GEMM{}, fmt.Errorf("the quantized tensor-core GEMM (mma_dequant.go) has no NVVM counterpart yet")
-	}
-	p := GEMM{Dot: c.Dot, M: mm.M, N: mm.N, K: mm.K, Batch: mm.batchShape, A: exportOperand(mm.lhs), B: exportOperand(mm.rhs),
-		RowCol: mm.conv == nil && mm.rowColShape(), ColGroups: mm.conv == nil && mm.colGroups(4),
-		ColPairs: mm.conv == nil && mm.colGroups(2) && len(mm.batchShape)+2 == c.Dot.Type.Shape.Rank(), Grid: c.Grid, Block: c.Block}
-	p.ColRegs = mm.narrowColRegs()
-	p.TileN = 16 * p.ColRegs
-	mm.rn = p.ColRegs
-	if c.Kind != "tensor core" {
-		p.MinBlocksPerSM = mm.minBlocksPerSM()
-	}
-	if c.Kind == "tensor core" {
-		ms := mm.mmaShape()
-		sides, err := mm.mmaSides(ms)
-		if err != nil {
-			return GEMM{}, err
-		}
-		p.MMA = &MMA{EB: ms.eb, BK: ms.bk, KStep: ms.kStep, Inst: ms.inst, Staged: mm.mmaStaged()}
-		p.MMA.WarpsN, p.MMA.MI, p.MMA.NI = mmaWarps(mm.rn)
-		for i, sd := range sides {
-			perRow, df, dk := sd.copies(ms.bk, []int{GEMMTileM, p.TileN}[i])
-			p.MMA.Sides[i] = MMASide{KContig: sd.kContig, RowH: sd.rowH, BufBytes: sd.bufBytes, Chunk: sd.chunk, Elem: sd.elem,
-				PerRow: perRow, DF: df, DK: dk}
-		}
-	}
-	if cs := mm.conv; cs != nil {
-		p.Conv = &ConvGEMM{Groups: cs.groups, N: cs.n, C: cs.c, H: cs.h, W: cs.w, O: cs.o, KH: cs.kh, KW: cs.kw, OH: cs.oh, OW: cs.ow,
-			Stride: cs.stride, Pad: cs.pad, Dil: cs.d, Pool: cs.pool, Win: cs.win}
-	}
-	return p, nil
-}
-
-func exportOperand(l operandLayout) GEMMOperand {
-	o := GEMMOperand{Buffer: l.v, View: l.view, BatchDims: l.batchDims, FreeDims: l.freeDims, ContractDims: l.contractDims,
-		Off: l.off, BatchStrides: l.batchStrides, Free: l.free, FreeSt: l.freeSt, K: l.k, KSt: l.kSt}
-	if l.view != nil {
-		o.Buffer = nil
-	}
-	return o
-}
-
 // CopyMap is which elements of a side's tile (rows free rows by GEMMTileK k) thread tid copies
 // at each k step: copy i (of N) is at free row F0(tid)+DF[i] and k KQ(tid)+DK[i] of the tile.
 // AlongK maps consecutive threads along k (the operand's contiguous dim), else along the free
@@ -185,12 +119,12 @@ func (o GEMMOperand) Copies(rows int) CopyMap {
 }
 
 func copyMap(kSt, freeSt, rows int) CopyMap {
-	c := CopyMap{AlongK: kSt == 1 && freeSt != 1, Rows: rows, N: max(1, rows*mmBK/mmThreads), Threads: min(mmThreads, rows*mmBK)}
+	c := CopyMap{AlongK: kSt == 1 && freeSt != 1, Rows: rows, N: max(1, rows*GEMMTileK/GEMMThreads), Threads: min(GEMMThreads, rows*GEMMTileK)}
 	for i := range c.N {
 		if c.AlongK {
-			c.DF[i] = i * mmThreads / mmBK
+			c.DF[i] = i * GEMMThreads / GEMMTileK
 		} else {
-			c.DK[i] = i * mmThreads / rows
+			c.DK[i] = i * GEMMThreads / rows
 		}
 	}
 	return c

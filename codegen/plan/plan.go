@@ -1,91 +1,26 @@
-package ptx
+package plan
 
 import (
-	"fmt"
+	"math"
 	"slices"
-	"strings"
 
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ops"
+	"github.com/gcomp/gcomp/tensor"
 )
 
 // The decisions another producer of the same kernels (codegen/nvvm) shares with this one, so
 // that both give a kernel the same name, parameters and tiling.
-
-// Template names the template Generate picks for a verified kernel: "persistent", "update", "attention",
-// "norm gemv" (a GEMV with a norm prologue, gemvnorm.go), "loop", "transpose tile", "staged loop",
-// "reduction", "contraction", or "" for a kernel no template
-// takes (Generate says why).
-func Template(k Kernel) string {
-	g := k.Graph
-	if len(k.Stages) > 0 {
-		return "persistent"
-	}
-	if len(g.Outputs) == 0 {
-		return ""
-	}
-	if _, ok := UpdateOp(g); ok {
-		return "update"
-	}
-	if hasLSE(g) {
-		return "attention backward"
-	}
-	if _, ok := PlanAttention(g); ok {
-		return "attention"
-	}
-	if NormPrologue(g) {
-		return "norm gemv"
-	}
-	kinds, count := contractionKinds(g)
-	switch {
-	case len(kinds) == 0:
-		shape := g.Outputs[0].Value.Type.Shape
-		if findTransposeTile(g, shape) != nil {
-			return "transpose tile"
-		}
-		if findStage(g, shape) != nil {
-			return "staged loop"
-		}
-		return "loop"
-	case len(kinds) == 1 && kinds[0] == "reduce":
-		return "reduction"
-	case len(kinds) == 1 && count[kinds[0]] == 1:
-		return "contraction"
-	}
-	return ""
-}
-
-// contractionKinds counts the kernel's live reductions, matmuls and convolutions, which choose
-// its template; kinds lists the ones present, sorted.
-func contractionKinds(g *ir.Graph) (kinds []string, count map[string]int) {
-	count = map[string]int{}
-	for _, v := range live(g) {
-		switch {
-		case v.Op == "dot_general":
-			count["matmul"]++
-		case ops.ClassOf(v.Op) == ops.Reduce:
-			count["reduce"]++
-		case v.Op == "conv2d":
-			count["conv2d"]++
-		}
-	}
-	for _, kind := range []string{"conv2d", "matmul", "reduce"} {
-		if count[kind] > 0 {
-			kinds = append(kinds, kind)
-		}
-	}
-	return kinds, count
-}
 
 // LoopPlan is the loop template's tiling: each work item is a group of V consecutive output
 // elements (flat: groups may straddle rows, as only same-shape elementwise work is fused), and
 // the launch that covers the work items with grid-stride threads.
 func LoopPlan(g *ir.Graph) (v int, flat bool, grid, block [3]int) {
 	shape := g.Outputs[0].Value.Type.Shape
-	v, flat = vectorWidth(g, shape)
+	v, flat = VectorWidth(g, shape)
 	n := shape.NumElements()
 	work := max(1, n/v, n%v)
-	return v, flat, [3]int{min(ceilDiv(work, loopBlock), maxLoopBlocks), 1, 1}, [3]int{loopBlock, 1, 1}
+	return v, flat, [3]int{min(ceilDiv(work, LoopBlock), MaxLoopBlocks), 1, 1}, [3]int{LoopBlock, 1, 1}
 }
 
 // Params lists a kernel's parameters in declaration order: its graph's inputs, params, outputs,
@@ -101,7 +36,7 @@ func Params(g *ir.Graph) []Arg {
 	for i, o := range g.Outputs {
 		args = append(args, Arg{Kind: ArgOutput, Index: i, Name: o.Name})
 	}
-	if len(gatherSites(g)) > 0 {
+	if len(GatherSites(g)) > 0 {
 		args = append(args, Arg{Kind: ArgError}) // header's: the gathers' error word
 	}
 	return args
@@ -132,52 +67,22 @@ type Reduction struct {
 	Grid               [3]int
 	ScratchBytes       int         // split: one 8-byte partial per block, then the ticket counter
 	Reduces            []*ir.Value // in definition order
-	shape              reduceShape
 }
-
-// ReducePlan plans a kernel of the "reduction" Template as codegen/ptx generates it.
-func ReducePlan(k Kernel) (Reduction, error) {
-	var reds []*ir.Value
-	for _, v := range live(k.Graph) {
-		if ops.ClassOf(v.Op) == ops.Reduce {
-			reds = append(reds, v)
-		}
-	}
-	if len(reds) == 0 {
-		return Reduction{}, fmt.Errorf("%s: no reduction to plan (a %s kernel)", k.Name, Template(k))
-	}
-	rs, err := reduceLayout(reds)
-	if err != nil {
-		return Reduction{}, err
-	}
-	if err := checkRowDomains(k.Graph, rs); err != nil {
-		return Reduction{}, err
-	}
-	p := Reduction{Full: rs.full, Axes: rs.axes, A: rs.a, R: rs.r, C: rs.c, Scattered: rs.scattered, Reduces: reds, shape: rs}
-	switch {
-	case rs.rowPattern && rs.a == 1 && rs.r >= splitReduce && len(reds) == 1 && !outputsFull(k.Graph, rs):
-		p.Kind, p.Threads = "split", splitThreads
-		p.Grid = [3]int{splitBlocks(rs.r), 1, 1}
-		p.ScratchBytes = 8*p.Grid[0] + 8
-	case rs.rowPattern:
-		p.Kind, p.Threads = "row", rowBlock(rs.r)
-		p.Grid = [3]int{max(1, min(rs.a, maxLoopBlocks)), 1, 1}
-	default:
-		p.Kind, p.Threads, p.TileCols, p.TileRows = "column", colWidth*colRows, colWidth, colRows
-		p.Grid = [3]int{max(1, min(rs.a*ceilDiv(rs.c, colWidth), maxLoopBlocks)), 1, 1}
-	}
-	return p, nil
-}
-
-// A split reduction runs splitThreads per block, each folding at least 8 elements, in at most
-// maxSplitBlocks blocks.
-const splitThreads = 256
-
-func splitBlocks(r int) int { return min(maxSplitBlocks, ceilDiv(r, splitThreads*8)) }
 
 // IsRowShape reports whether s is a shape a reduction result may have (the kept dims, or Full
 // with the reduced dims as 1): outputs of other shapes are full-shape ones.
-func (p Reduction) IsRowShape(s ir.Shape) bool { return p.shape.isRowShape(s) }
+func (p Reduction) IsRowShape(s ir.Shape) bool {
+	var kept, keep1 ir.Shape
+	for i, d := range p.Full {
+		if slices.Contains(p.Axes, i) {
+			keep1 = append(keep1, 1)
+		} else {
+			kept = append(kept, d)
+			keep1 = append(keep1, d)
+		}
+	}
+	return s.Equal(kept) || s.Equal(keep1)
+}
 
 // Accumulator is how reduce v folds: the dtype its partials are held in (f64 for float sums and
 // products, rounded once at the end like the reference), the elementwise op combining two, and
@@ -222,7 +127,14 @@ func ViewPlan(v *ir.Value) []ViewAxis {
 // RowShapes are the kept and the reduced dims of the operand, each in axis order: a
 // row is a linear position in kept, an element of it one in reduced (Scattered plans).
 func (p Reduction) RowShapes() (kept, reduced ir.Shape) {
-	return reduceShape{full: p.Full, axes: p.Axes}.split()
+	for i, d := range p.Full {
+		if slices.Contains(p.Axes, i) {
+			reduced = append(reduced, d)
+		} else {
+			kept = append(kept, d)
+		}
+	}
+	return kept, reduced
 }
 
 // RowCoords puts an element's coordinates together from its row's kept coordinates and its
@@ -255,20 +167,6 @@ type TransposeTile struct {
 	Grid, Block       [3]int
 }
 
-// TransposePlan returns the plan of a kernel of the "transpose tile" Template.
-func TransposePlan(k Kernel) TransposeTile {
-	shape := k.Graph.Outputs[0].Value.Type.Shape
-	tt := findTransposeTile(k.Graph, shape)
-	tiles := ceilDiv(shape[tt.p], tileDim) * ceilDiv(shape[tt.last], tileDim)
-	for i, n := range shape {
-		if i != tt.p && i != tt.last {
-			tiles *= n
-		}
-	}
-	return TransposeTile{View: tt.view, P: tt.p, Last: tt.last, TileDim: tileDim, TileRows: tileRows, Tiles: tiles,
-		Grid: [3]int{max(1, min(tiles, maxLoopBlocks)), 1, 1}, Block: [3]int{tileDim * tileRows, 1, 1}}
-}
-
 // Contraction is the plan of a kernel of the "contraction" Template: Kind "ffma" or
 // "tensor core" (the 128×128-tile templates), "gemv" (few rows: package gemv) or "direct" (one thread per result, Why says why
 // the tiles do not take it), for the kernel's one dot_general or conv2d, Dot.
@@ -276,37 +174,6 @@ type Contraction struct {
 	Kind, Why   string
 	Dot         *ir.Value
 	Grid, Block [3]int
-}
-
-// ContractionPlan says which contraction template codegen/ptx generates k with for target t
-// (it generates the kernel to find out).
-func ContractionPlan(k Kernel, t Target) (Contraction, error) {
-	var globals []string
-	text, l, err := matmulKernel(k, t, &globals)
-	if err != nil {
-		return Contraction{}, err
-	}
-	c := Contraction{Kind: "ffma", Grid: l.Grid, Block: l.Block}
-	for _, v := range live(k.Graph) {
-		if v.Op == "dot_general" || v.Op == "conv2d" {
-			c.Dot = v
-		}
-	}
-	const direct = "// direct " // the direct template's note
-	switch {
-	case strings.Contains(text, direct):
-		c.Kind = "direct"
-		line := text[strings.Index(text, direct):]
-		line = line[:strings.IndexByte(line, '\n')]
-		if i, j := strings.Index(line, "("), strings.LastIndex(line, ")"); i >= 0 && j > i {
-			c.Why = line[i+1 : j]
-		}
-	case strings.Contains(text, "// gemv: "):
-		c.Kind = "gemv"
-	case strings.Contains(text, "mma.sync"):
-		c.Kind = "tensor core"
-	}
-	return c, nil
 }
 
 // Staged is the staged template's plan for a loop kernel: Kind "pool" (Value, a pooling read at
@@ -320,27 +187,6 @@ type Staged struct {
 	Grid, Block [3]int
 	// concat: its axis, and the elements per step along it (the product of the dims after it)
 	Axis, Inner int
-}
-
-// StagedPlan returns the plan of a kernel of the "staged loop" Template.
-func StagedPlan(k Kernel) Staged {
-	shape := k.Graph.Outputs[0].Value.Type.Shape
-	tiles := ceilDiv(shape.NumElements(), tileOut)
-	s := Staged{TileOut: tileOut, Grid: [3]int{min(tiles, maxLoopBlocks), 1, 1}, Block: [3]int{tileOut, 1, 1}}
-	switch st := findStage(k.Graph, shape).(type) {
-	case *poolTile:
-		s.Kind, s.Value, s.Slots = "pool", st.pool, st.span
-	case *concatTile:
-		s.Kind, s.Value, s.Slots, s.Axis, s.Inner = "concat", st.cat, st.elems(), st.axis, st.inner
-	}
-	return s
-}
-
-// PoolGeometry is a pooling's kernel, stride and padding with the op table's defaults (stride
-// = kernel, no padding).
-func PoolGeometry(v *ir.Value) (kern, stride, pad []int) {
-	w := windowOf(v)
-	return w.kern, w.stride, w.pad
 }
 
 // ConvGeometry is a conv2d's stride, padding and dilation (per spatial dim) and groups, with
@@ -361,3 +207,178 @@ func Live(g *ir.Graph) []*ir.Value { return live(g) }
 // AccType is the accumulator dtype of a direct or persistent contraction's products: f64 for
 // floats, i64 for integers, and with fmaF32 f32 for f32 operands into f32 (fma.rn.f32).
 func AccType(dot *ir.Value, fmaF32 bool) ir.DType { return accType(dot, fmaF32) }
+
+// accType is the accumulator type of dot's products: f64 for floats (exact products of f32,
+// f16 and bf16), i64 for integers, and with fmaF32 f32 for f32 operands into f32.
+func accType(dot *ir.Value, fmaF32 bool) ir.DType {
+	switch {
+	case !dot.Type.DType.IsFloat():
+		return ir.I64
+	case fmaF32 && dot.Type.DType == ir.F32 && dot.Args[0].Type.DType == ir.F32 && dot.Args[1].Type.DType == ir.F32:
+		return ir.F32
+	}
+	return ir.F64
+}
+
+// castConst converts a float attribute to dtype d the way cast converts a float.
+func castConst(d ir.DType, f float64) float64 {
+	switch {
+	case d.IsFloat():
+		return tensor.RoundFloat(d, f)
+	case d == ir.Bool:
+		if f != 0 {
+			return 1
+		}
+		return 0
+	case f != f:
+		return 0
+	}
+	lo, hi := IntLimits(d)
+	return math.Max(lo, math.Min(hi, math.Trunc(f)))
+}
+
+// NearestRepeat recognizes a nearest upsampling along the last axis: v is a reshape merging the
+// last two axes of a broadcast_in_dim that repeats each element of src r ≥ 2 times along a new
+// last axis (v[..., w·r + k] = src[..., w]). src is nil where v is not one.
+func NearestRepeat(v *ir.Value) (src *ir.Value, r int) {
+	if v.Op != "reshape" || v.Args[0].Op != "broadcast_in_dim" {
+		return nil, 0
+	}
+	bc := v.Args[0]
+	src = bc.Args[0]
+	rs, bs, os := v.Type.Shape, bc.Type.Shape, src.Type.Shape
+	k := len(bs)
+	if len(rs) == 0 || k != len(rs)+1 || len(os) != k-1 || !slices.Equal(bc.Attrs.Ints("dims"), iotaInts(k-1)) ||
+		!slices.Equal(bs[:k-1], os) || !slices.Equal(rs[:k-2], bs[:k-2]) || bs[k-2]*bs[k-1] != rs[k-2] || bs[k-1] < 2 {
+		return nil, 0
+	}
+	return src, bs[k-1]
+}
+
+// iotaInts is [0, 1, …, n-1].
+func iotaInts(n int) []int {
+	s := make([]int, n)
+	for i := range s {
+		s[i] = i
+	}
+	return s
+}
+
+// DirectFallback is the direct template's plan for a kernel ContractionPlan gives to the GEMV
+// template, for a producer without a GEMV counterpart (codegen/nvvm): one thread per result
+// element, grid-stride.
+func DirectFallback(c Contraction) Contraction {
+	n := c.Dot.Type.Shape.NumElements()
+	return Contraction{Kind: "direct", Why: "no GEMV counterpart", Dot: c.Dot,
+		Grid: [3]int{max(1, min(ceilDiv(n, LoopBlock), MaxLoopBlocks)), 1, 1}, Block: [3]int{LoopBlock, 1, 1}}
+}
+
+const LoopBlock = 256 // threads per block of loop kernels
+
+// MaxLoopBlocks caps the grid of grid-stride kernels: enough blocks to fill the largest GPU
+// several times over, few enough that each thread does several elements of a large tensor.
+const MaxLoopBlocks = 4096
+
+// VectorWidth chooses how many consecutive elements a thread handles, and whether the kernel is
+// flat (only same-shape elementwise work, so groups may straddle rows).
+func VectorWidth(g *ir.Graph, shape ir.Shape) (int, bool) {
+	flat := true
+	widest := 1
+	for _, v := range live(g) {
+		if v.Op == ir.OpInput || v.Op == ir.OpParam {
+			if v.Type.Shape.Equal(shape) {
+				widest = max(widest, v.Type.DType.Size())
+			}
+			continue
+		}
+		if !v.Type.Shape.Equal(shape) || (ops.ClassOf(v.Op) != ops.Elementwise && v.Op != "select" &&
+			!(v.Op == "constant" && len(v.Attrs.Floats("value")) == 1)) {
+			flat = false
+		}
+	}
+	for _, o := range g.Outputs {
+		widest = max(widest, o.Value.Type.DType.Size())
+	}
+	v := min(4, 16/widest)
+	if widest == 2 {
+		v = 8 // 16-bit types: eight per group, moved as four packed 32-bit words
+	}
+	n := shape.NumElements()
+	switch {
+	case n < v:
+		return 1, true
+	case flat:
+		return v, true
+	case shape.Rank() > 0:
+		// Groups must not straddle rows: the widest power of two dividing the row.
+		for ; v > 1; v /= 2 {
+			if shape[shape.Rank()-1]%v == 0 {
+				return v, false
+			}
+		}
+	}
+	return 1, true
+}
+
+// accumulator describes how one reduce folds: the dtype its partials are held in and the
+// binary op that combines them.
+func accumulator(v *ir.Value) (acc ir.DType, combine string, identity float64) {
+	d := v.Type.DType
+	switch v.Op {
+	case "reduce_sum":
+		combine, identity = "add", 0
+	case "reduce_prod":
+		combine, identity = "mul", 1
+	case "reduce_max":
+		combine, identity = "max", math.Inf(-1)
+	case "reduce_min":
+		combine, identity = "min", math.Inf(1)
+	}
+	switch {
+	case d.IsFloat() && (combine == "add" || combine == "mul"):
+		acc = ir.F64
+	case d.IsFloat():
+		acc = d
+	case d == ir.I64:
+		acc = ir.I64
+	default:
+		acc = ir.I32 // i8 and u8 wrap at the end, which modular arithmetic allows
+	}
+	if !acc.IsFloat() {
+		lo, hi := IntLimits(d)
+		switch combine {
+		case "max":
+			identity = lo
+		case "min":
+			identity = hi
+		}
+	}
+	return acc, combine, identity
+}
+
+func IntLimits(d ir.DType) (lo, hi float64) {
+	switch d {
+	case ir.I8:
+		return -128, 127
+	case ir.U8:
+		return 0, 255
+	case ir.I32:
+		return math.MinInt32, math.MaxInt32
+	}
+	return math.MinInt64, math.MaxInt64
+}
+
+// exactInt converts an integral float to int64, saturating: float64 cannot hold MaxInt64, so
+// the i64 maximum travels as 2^63, and Go's int64(2^63) is implementation-defined (MinInt64 on
+// amd64), which made reduce_min over i64 start from the minimum.
+func exactInt(f float64) int64 {
+	switch {
+	case f >= 1<<63:
+		return math.MaxInt64
+	case f <= -(1 << 63):
+		return math.MinInt64
+	}
+	return int64(f)
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }

@@ -1,0 +1,3 @@
+package plan
+
+import _ "github.com/gcomp/gcomp/internal/golden" // registers -update for this package
