@@ -5,7 +5,6 @@ import (
 	"math"
 	"strings"
 
-	"github.com/gcomp/gcomp/codegen/attnmma"
 	"github.com/gcomp/gcomp/codegen/splitkv"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ops"
@@ -62,8 +61,8 @@ func hasLSE(g *ir.Graph) bool {
 }
 
 // forwardLSE checks the outputs of an attention kernel: attention op att's result, and possibly
-// the attention_lse of the same operands, which it returns (nil without one). Only the CUDA-core
-// template writes it.
+// the attention_lse of the same operands, which it returns (nil without one). The CUDA-core and
+// tensor-core templates write it; the split-KV one does not.
 func forwardLSE(g *ir.Graph, att *ir.Value) (*ir.Value, error) {
 	var lse *ir.Value
 	seen := false
@@ -80,8 +79,8 @@ func forwardLSE(g *ir.Graph, att *ir.Value) (*ir.Value, error) {
 	if !seen {
 		return nil, fmt.Errorf("an attention kernel writes the attention op's result")
 	}
-	if _, decode := splitkv.Of(att); lse != nil && (attnmma.Fits(att) || decode) {
-		return nil, fmt.Errorf("the tensor-core and split-KV attention templates do not write the log-sum-exp")
+	if _, decode := splitkv.Of(att); lse != nil && decode {
+		return nil, fmt.Errorf("the split-KV attention template does not write the log-sum-exp")
 	}
 	return lse, nil
 }

@@ -49,10 +49,12 @@ type attnMMA struct {
 	tid  string // %tid.x
 	eb   int    // operand bytes: 2, or 4 for f32 on tf32 tensor cores
 	keys int    // keys per K/V tile
+	lse  string // the address register of the rows' log-sum-exp output (attention_lse), or ""
 }
 
-// attentionMMAKernel emits the tensor-core template for a kernel attentionKernel checked.
-func attentionMMAKernel(k Kernel, p AttentionPlan) (string, Launch, error) {
+// attentionMMAKernel emits the tensor-core template for a kernel attentionKernel checked; lse is
+// its attention_lse output (forwardLSE), or nil.
+func attentionMMAKernel(k Kernel, p AttentionPlan, lse *ir.Value) (string, Launch, error) {
 	g := k.Graph
 	b := newBuilder(k.Name)
 	w := &attnMMA{b: b, a: ia{b}, p: p, eb: 2, keys: attnMMAKeys}
@@ -72,7 +74,12 @@ func attentionMMAKernel(k Kernel, p AttentionPlan) (string, Launch, error) {
 	for i, v := range g.Params() {
 		bind(ArgParam, i, v.Name, v)
 	}
-	bind(ArgOutput, 0, g.Outputs[0].Name, g.Outputs[0].Value)
+	for i, o := range g.Outputs { // the result and, where the kernel has it, the LSE (forwardLSE)
+		bind(ArgOutput, i, o.Name, o.Value)
+	}
+	if lse != nil {
+		w.lse = ptr[lse]
+	}
 	for _, a := range p.Op.Args {
 		o, err := attentionOperand(a, ptr)
 		if err != nil {
@@ -85,7 +92,7 @@ func attentionMMAKernel(k Kernel, p AttentionPlan) (string, Launch, error) {
 		"  " + g.Format(p.Op),
 	}
 	b.perf = fmt.Sprintf(".maxntid %d, 1, 1", attnmma.Threads)
-	w.body(ptr[g.Outputs[0].Value])
+	w.body(ptr[p.Op])
 	return b.text(), Launch{Grid: [3]int{attnmma.Blocks(p.Op), 1, 1}, Block: [3]int{attnmma.Threads, 1, 1}, Params: args}, nil
 }
 
@@ -582,7 +589,8 @@ func (w *attnMMA) body(out string) {
 		}
 		ok := b.reg(rPred)
 		b.ins("setp.lt.u32", ok, row, imm(p.L))
-		el := a.mad(a.mad(bh, p.L, row), p.Ev, a.mul(tq, 2))
+		rowEl := a.mad(bh, p.L, row)
+		el := a.mad(rowEl, p.Ev, a.mul(tq, 2))
 		addr := b.reg(rU64)
 		o := b.reg(rU64)
 		b.ins("mul.wide.u32", o, a.reg(el), imm(eb))
@@ -601,7 +609,28 @@ func (w *attnMMA) body(out string) {
 			b.ins("cvt.rn."+half+"x2.f32", pk, y, x)
 			b.guarded(ok, "st.global.b32", fmt.Sprintf("[%s+%d]", addr, 16*n), pk)
 		}
+		if w.lse != "" {
+			w.storeLSE(m[i], l[i], k2, tq, ok, rowEl)
+		}
 	}
+}
+
+// storeLSE writes a row's log-sum-exp from the quad's first thread where ok (the row is below L):
+// (m·k2 + log₂ l)·ln 2, the CUDA-core template's storeLSE with the scores' max m in the units the
+// exponent scales by k2 (k2 > 0), l the quad's sum; −inf for a row with no visible key (m = −inf,
+// l = 0). el is the row's index in the [B, H, L] output.
+func (w *attnMMA) storeLSE(m, l string, k2 float64, tq, ok, el string) {
+	b, a := w.b, w.a
+	st := b.reg(rPred)
+	b.ins("setp.eq.and.u32", st, tq, "0", ok)
+	x := b.reg(rF32)
+	b.ins("lg2.approx.f32", x, l)
+	b.ins("fma.rn.f32", x, m, immF32(k2), x)
+	b.ins("mul.rn.f32", x, x, immF32(math.Ln2))
+	addr, o := b.reg(rU64), b.reg(rU64)
+	b.ins("mul.wide.u32", o, a.reg(el), "4")
+	b.ins("add.s64", addr, w.lse, o)
+	b.guarded(st, "st.global.f32", "["+addr+"]", x)
 }
 
 // elemAddr is the address of an operand's element at idx (missing trailing indices 0).
