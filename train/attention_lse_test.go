@@ -17,8 +17,8 @@ import (
 
 // lseKernels counts a compiled step's kernels that compute the backward's attention_lse: beside
 // their forward (one kernel writing o and the LSE), how many of those generate on tensor cores
-// (mma.sync), and alone (a kernel recomputing the scores).
-func lseKernels(t *testing.T, kg *passes.KernelGraph) (beside, mma, alone int) {
+// (mma.sync; under tf32 or not), and alone (a kernel recomputing the scores).
+func lseKernels(t *testing.T, kg *passes.KernelGraph, tf32 bool) (beside, mma, alone int) {
 	t.Helper()
 	for _, k := range kg.Kernels {
 		a, l := 0, 0
@@ -29,7 +29,7 @@ func lseKernels(t *testing.T, kg *passes.KernelGraph) (beside, mma, alone int) {
 		switch {
 		case l == 1 && a == 1:
 			beside++
-			entry, _, err := ptx.Generate(ptx.Kernel{Name: k.Name, Graph: k.Body}, ptx.Target{SM: 80})
+			entry, _, err := ptx.Generate(ptx.Kernel{Name: k.Name, Graph: k.Body}, ptx.Target{SM: 80, TF32: tf32})
 			if err != nil {
 				t.Fatalf("%s: %v", k.Name, err)
 			}
@@ -68,7 +68,7 @@ func TestAMPStepForwardWritesLSE(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			beside, mma, alone := lseKernels(t, res.Kernels)
+			beside, mma, alone := lseKernels(t, res.Kernels, false)
 			wantMMA := gpt.NLayer * btoi(amp != "")
 			if beside != gpt.NLayer || mma != wantMMA || alone != 0 {
 				t.Errorf("%d forward kernels writing the LSE (%d on tensor cores), %d LSE kernels of their own; want %d (%d) and 0",
@@ -96,10 +96,11 @@ func attentionMMAModel(b *frontend.Builder) {
 	b.Output("loss", frontend.MSELoss(linear(o.Transpose(1, 2).Reshape(16, 32), "out", 1, 32), y))
 }
 
-// TestAMPStepLSEOnSimulator: an AMP step whose forward attention kernel writes the LSE on tensor
-// cores and whose backward reads it computes, on the PTX simulator (memcheck and race checks
-// on), every new parameter within the error bounds of the reference interpreter's step
-// (runtime/check, as `gcomp check`).
+// TestAMPStepLSEOnSimulator: an AMP step (bf16, f16) or an f32 step under tf32 whose forward
+// attention kernel writes the LSE on tensor cores and whose backward (CUDA cores, f32) reads it
+// computes, on the PTX simulator (memcheck and race checks on), every new parameter within the
+// error bounds of the reference interpreter's step (runtime/check, as `gcomp check`; tf32's
+// bounds for the tf32 step, whose backward's scores are f32 where its LSE's are tf32).
 func TestAMPStepLSEOnSimulator(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: compiles and simulates train steps")
@@ -108,17 +109,21 @@ func TestAMPStepLSEOnSimulator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, amp := range []string{"bf16", "f16"} {
+	for _, amp := range []string{"bf16", "f16", "tf32"} {
 		t.Run(amp, func(t *testing.T) {
-			s, err := StepFromGraph(fwd, NewSGD(0.5), Options{AMP: amp, LossScale: &LossScale{Disabled: true}})
+			o, copt := Options{AMP: amp, LossScale: &LossScale{Disabled: true}}, compiler.Options{}
+			if amp == "tf32" {
+				o.AMP, copt.Target = "", ptx.Target{SM: 80, TF32: true}
+			}
+			s, err := StepFromGraph(fwd, NewSGD(0.5), o)
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, err := compiler.Compile(s.Graph, StepCompilerOptions(compiler.Options{}))
+			res, err := compiler.Compile(s.Graph, StepCompilerOptions(copt))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if beside, mma, alone := lseKernels(t, res.Passes.Kernels); beside != 1 || mma != 1 || alone != 0 {
+			if beside, mma, alone := lseKernels(t, res.Passes.Kernels, copt.Target.TF32); beside != 1 || mma != 1 || alone != 0 {
 				t.Fatalf("%d forward kernels writing the LSE (%d on tensor cores), %d LSE kernels; want 1 (1) and 0", beside, mma, alone)
 			}
 			params, err := InitParams(s.Graph, 3)
