@@ -44,6 +44,28 @@ func lseKernels(t *testing.T, kg *passes.KernelGraph, tf32 bool) (beside, mma, a
 	return beside, mma, alone
 }
 
+// dkvOnTensorCores counts a step's kernels of dk and dv (two attention_grad ops) that generate on
+// tensor cores.
+func dkvOnTensorCores(t *testing.T, kg *passes.KernelGraph) int {
+	t.Helper()
+	n := 0
+	for _, k := range kg.Kernels {
+		grads := 0
+		for _, v := range k.Body.Values {
+			grads += btoi(v.Op == ops.AttentionGradOp)
+		}
+		if grads != 2 {
+			continue
+		}
+		entry, _, err := ptx.Generate(ptx.Kernel{Name: k.Name, Graph: k.Body}, ptx.Target{SM: 80})
+		if err != nil {
+			t.Fatalf("%s: %v", k.Name, err)
+		}
+		n += btoi(strings.Contains(entry, "mma.sync"))
+	}
+	return n
+}
+
 // TestAMPStepForwardWritesLSE: gpt's AMP train steps (bf16, f16: attention on the tensor-core
 // template, head dim 32, T = 64) have no kernel of the backward's attention_lse of their own:
 // each layer's forward kernel writes o and the rows' LSE, on tensor cores, so the scores are not
@@ -97,7 +119,8 @@ func attentionMMAModel(b *frontend.Builder) {
 }
 
 // TestAMPStepLSEOnSimulator: an AMP step (bf16, f16) or an f32 step under tf32 whose forward
-// attention kernel writes the LSE on tensor cores and whose backward (CUDA cores, f32) reads it
+// attention kernel writes the LSE on tensor cores and whose backward reads it (dk and dv on
+// tensor cores under AMP, dq on CUDA cores; all on CUDA cores in f32 under tf32)
 // computes, on the PTX simulator (memcheck and race checks on), every new parameter within the
 // error bounds of the reference interpreter's step (runtime/check, as `gcomp check`; tf32's
 // bounds for the tf32 step, whose backward's scores are f32 where its LSE's are tf32).
@@ -125,6 +148,9 @@ func TestAMPStepLSEOnSimulator(t *testing.T) {
 			}
 			if beside, mma, alone := lseKernels(t, res.Passes.Kernels, copt.Target.TF32); beside != 1 || mma != 1 || alone != 0 {
 				t.Fatalf("%d forward kernels writing the LSE (%d on tensor cores), %d LSE kernels; want 1 (1) and 0", beside, mma, alone)
+			}
+			if n := dkvOnTensorCores(t, res.Passes.Kernels); n != btoi(amp != "tf32") {
+				t.Errorf("%d dk/dv kernels on tensor cores, want %d", n, btoi(amp != "tf32"))
 			}
 			params, err := InitParams(s.Graph, 3)
 			if err != nil {

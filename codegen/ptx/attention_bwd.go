@@ -160,6 +160,9 @@ func attentionBwdKernel(k Kernel, op *ir.Value) (string, Launch, error) {
 		}
 		operands[i] = o
 	}
+	if op.Op == ops.AttentionGradOp && wrt != "q" && mmaGradFits(op, operands) {
+		return attentionGradMMAKernel(k, w.p, outs) // dk and dv on tensor cores (attention_bwd_mma.go)
+	}
 	out := w.ptr[op]
 	regs := map[string]string{} // the outputs' address registers by wrt
 	for wrt, v := range outs {

@@ -702,8 +702,11 @@ func (w *attnMMA) tf32PV(acc []string, pf [4]string, vAddr string, off, rowH int
 // halfQ loads Q's 16-bit A fragments: ks-th 16 columns, registers (row g, k 2t), (g+8, 2t),
 // (g, 2t+8), (g+8, 2t+8); rowAddr[i] is column 2t of rows g and g+8, ok[i] that the row is
 // below L.
-func (w *attnMMA) halfQ(qf [][4]string, rowAddr, ok [2]string) {
-	b, qo := w.b, w.ops[0]
+func (w *attnMMA) halfQ(qf [][4]string, rowAddr, ok [2]string) { w.halfA(w.ops[0], qf, rowAddr, ok) }
+
+// halfA loads the 16-bit A fragments of rows g and g+8 of operand qo as halfQ does Q's.
+func (w *attnMMA) halfA(qo attnOperand, qf [][4]string, rowAddr, ok [2]string) {
+	b := w.b
 	// Pairs of adjacent columns load as one word where they are 4-byte aligned.
 	pairs := qo.strides[3] == 1 && rowsAligned(qo, 2)
 	for ks := range qf {
