@@ -118,7 +118,10 @@ const AttentionGradKeys = attnWarps
 
 // attentionBwdKernel emits the template for a kernel whose only computation is one
 // attention_lse or attention_grad op.
-func attentionBwdKernel(k Kernel, op *ir.Value) (string, Launch, error) {
+func attentionBwdKernel(k Kernel, op *ir.Value) (string, Launch, error) { return bwdKernel(k, op, true) }
+
+// bwdKernel is attentionBwdKernel, dk and dv on tensor cores where mmaGradFits if mma is set.
+func bwdKernel(k Kernel, op *ir.Value, mma bool) (string, Launch, error) {
 	g := k.Graph
 	for _, v := range live(g) {
 		switch v.Op {
@@ -160,7 +163,7 @@ func attentionBwdKernel(k Kernel, op *ir.Value) (string, Launch, error) {
 		}
 		operands[i] = o
 	}
-	if op.Op == ops.AttentionGradOp && wrt != "q" && mmaGradFits(op, operands) {
+	if mma && op.Op == ops.AttentionGradOp && wrt != "q" && mmaGradFits(op, operands) {
 		return attentionGradMMAKernel(k, w.p, outs) // dk and dv on tensor cores (attention_bwd_mma.go)
 	}
 	out := w.ptr[op]
