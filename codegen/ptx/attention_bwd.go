@@ -118,7 +118,9 @@ const AttentionGradKeys = attnWarps
 
 // attentionBwdKernel emits the template for a kernel whose only computation is one
 // attention_lse or attention_grad op.
-func attentionBwdKernel(k Kernel, op *ir.Value) (string, Launch, error) { return bwdKernel(k, op, true) }
+func attentionBwdKernel(k Kernel, op *ir.Value) (string, Launch, error) {
+	return bwdKernel(k, op, true)
+}
 
 // bwdKernel is attentionBwdKernel, dk and dv on tensor cores where mmaGradFits if mma is set.
 func bwdKernel(k Kernel, op *ir.Value, mma bool) (string, Launch, error) {
