@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/gcomp/gcomp/codegen/attnmma"
 	"github.com/gcomp/gcomp/codegen/splitkv"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ops"
@@ -122,7 +123,7 @@ func attentionBwdKernel(k Kernel, op *ir.Value) (string, Launch, error) {
 	return bwdKernel(k, op, true)
 }
 
-// bwdKernel is attentionBwdKernel, dk and dv on tensor cores where mmaGradFits if mma is set.
+// bwdKernel is attentionBwdKernel, dk and dv on tensor cores where attnmma.FitsGrad if mma is set.
 func bwdKernel(k Kernel, op *ir.Value, mma bool) (string, Launch, error) {
 	g := k.Graph
 	for _, v := range live(g) {
@@ -165,7 +166,7 @@ func bwdKernel(k Kernel, op *ir.Value, mma bool) (string, Launch, error) {
 		}
 		operands[i] = o
 	}
-	if mma && op.Op == ops.AttentionGradOp && wrt != "q" && mmaGradFits(op, operands) {
+	if mma && attnmma.FitsGrad(op) {
 		return attentionGradMMAKernel(k, w.p, outs) // dk and dv on tensor cores (attention_bwd_mma.go)
 	}
 	out := w.ptr[op]

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/gcomp/gcomp/codegen/attnmma"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ops"
 )
@@ -23,44 +24,13 @@ import (
 // that of A fragments (as the forward's P), and Q and dO read with ldmatrix (.trans where rows are
 // the product's k). Every dk and dv element is summed by one thread in a fixed order: results are
 // deterministic. dk is scaled by scale at the store. The CUDA-core template keeps the rest
-// (bias, head dims over 64, f32, position masks: mmaGradFits).
+// (bias, head dims over 64, f32, position masks: attnmma.FitsGrad, which the passes' cost model
+// asks too).
 
 const (
-	gradMMAKeys = 64 // keys per block, 16 per warp
-	gradMMARows = 32 // query rows per shared tile
+	gradMMAKeys = attnmma.GradKeys // keys per block, 16 per warp
+	gradMMARows = attnmma.GradRows // query rows per shared tile
 )
-
-// mmaGradFits reports whether the tensor-core dk/dv template computes attention_grad op op (wrt k
-// or v) whose operands resolve to operands: f16/bf16, mask none or causal, no bias, head dims
-// multiples of 16 up to 64, at least one batch entry, KV head and key, q and do with contiguous
-// rows.
-func mmaGradFits(op *ir.Value, operands []attnOperand) bool {
-	d := op.Args[0].Type.DType
-	if d != ir.F16 && d != ir.BF16 || op.Attrs.Bool("additive", false) {
-		return false
-	}
-	switch op.Attrs.String("mask", "") {
-	case ops.MaskNone, ops.MaskCausal:
-	default:
-		return false
-	}
-	e, ev := op.Args[0].Type.Shape[3], op.Args[2].Type.Shape[3]
-	if op.Args[0].Type.Shape[0] == 0 || op.Args[1].Type.Shape[1] == 0 || op.Args[1].Type.Shape[2] == 0 {
-		return false
-	}
-	for _, n := range []int{e, ev} {
-		if n == 0 || n%16 != 0 || n > 64 {
-			return false
-		}
-	}
-	_, doi := ops.AttentionGradOperands(op)
-	for _, o := range []attnOperand{operands[0], operands[doi]} {
-		if o.strides[3] != 1 {
-			return false
-		}
-	}
-	return true
-}
 
 // gradBody writes the tensor-core dk/dv template; outs are the outputs' address registers by wrt
 // ("k", "v"; one or both).
@@ -361,7 +331,7 @@ func (w *attnMMA) rowStats(oOp, doOp, lseOp attnOperand, b0, h, r0, lseSh, dSh s
 }
 
 // attentionGradMMAKernel emits the tensor-core dk/dv template for a kernel attentionBwdKernel
-// checked (mmaGradFits): outs are the outputs by wrt.
+// checked (attnmma.FitsGrad): outs are the outputs by wrt.
 func attentionGradMMAKernel(k Kernel, p AttentionPlan, outs map[string]*ir.Value) (string, Launch, error) {
 	g := k.Graph
 	b := newBuilder(k.Name)
@@ -399,8 +369,7 @@ func attentionGradMMAKernel(k Kernel, p AttentionPlan, outs map[string]*ir.Value
 	}
 	b.perf = fmt.Sprintf(".maxntid %d, 1, 1", 32*attnWarps)
 	w.gradBody(operands, regs)
-	blocks := p.B * p.KVH * ceilDiv(p.S, gradMMAKeys)
-	return b.text(), Launch{Grid: [3]int{blocks, 1, 1}, Block: [3]int{32 * attnWarps, 1, 1}, Params: args}, nil
+	return b.text(), Launch{Grid: [3]int{attnmma.GradBlocks(p.Op), 1, 1}, Block: [3]int{32 * attnWarps, 1, 1}, Params: args}, nil
 }
 
 func joinNames(names []string) string {
