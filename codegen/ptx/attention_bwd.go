@@ -33,7 +33,8 @@ import (
 //
 // The kernels take the grouped KV heads (dk and dv summed over the query heads of their group in
 // head order) and the additive bias; the position mask, which training does not use, is
-// refused (passes keep the decomposition for it).
+// refused (passes keep the decomposition for it). dk and dv of f16/bf16 attention without a
+// bias and with head dims up to 64 run on tensor cores instead (attention_bwd_mma.go).
 
 // BackwardAttention returns the kernel's attention_grad or attention_lse op, which the backward
 // templates compute; ok is false when the kernel has none, or an attention op (whose template
