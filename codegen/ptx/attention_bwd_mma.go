@@ -3,6 +3,7 @@ package ptx
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/gcomp/gcomp/codegen/attnmma"
 	"github.com/gcomp/gcomp/ir"
@@ -46,13 +47,7 @@ func (w *attnMMA) gradBody(operands []attnOperand, outs map[string]string) {
 	grp := p.H / p.KVH
 	keyBlocks := ceilDiv(p.S, gradMMAKeys)
 
-	w.tid = b.reg(rU32)
-	b.ins("mov.u32", w.tid, "%tid.x")
-	tid := w.tid
-	lane, warp, cta := b.reg(rU32), b.reg(rU32), b.reg(rU32)
-	b.ins("and.b32", lane, tid, "31")
-	b.ins("shr.u32", warp, tid, "5")
-	b.ins("mov.u32", cta, "%ctaid.x")
+	_, lane, warp, cta := w.threadIDs()
 	bk := a.reg(a.div(cta, keyBlocks))
 	kb := a.reg(a.rem(cta, keyBlocks))
 	bIdx := a.reg(a.div(bk, p.KVH))
@@ -153,16 +148,21 @@ func (w *attnMMA) gradBody(operands []attnOperand, outs map[string]string) {
 	b.braIf("!"+busy, skip)
 
 	// Sᵀ and dPᵀ: n-tile j holds rows r0+8j…, thread values (key g, row 2t+c) and (g+8, 2t+c).
+	// mma2 adds A fragment af times the B fragments of n-tiles 2nt and 2nt+1 (one ldmatrix x4 at
+	// addr+off) to the accumulator tiles 2nt and 2nt+1 of acc.
+	mma2 := func(acc []string, af [4]string, trans bool, addr string, off, nt int) {
+		bf := []string{b.reg(rU32), b.reg(rU32), b.reg(rU32), b.reg(rU32)}
+		b.ins(ldmatrix(trans), "{"+joinRegs(bf)+"}", fmt.Sprintf("[%s+%d]", addr, off))
+		for x := range 2 {
+			c := acc[4*(2*nt+x) : 4*(2*nt+x)+4]
+			b.ins(inst, "{"+joinRegs(c)+"}", "{"+joinRegs(af[:])+"}", "{"+bf[2*x]+", "+bf[2*x+1]+"}", "{"+joinRegs(c)+"}")
+		}
+	}
 	product := func(af [][4]string, addr string, rowH int) []string {
 		s := zeros(4 * gradMMARows / 8)
 		for ks := range af {
 			for np := range gradMMARows / 16 {
-				bf := []string{b.reg(rU32), b.reg(rU32), b.reg(rU32), b.reg(rU32)}
-				b.ins(ldmatrix(false), "{"+joinRegs(bf)+"}", fmt.Sprintf("[%s+%d]", addr, 2*(16*np*rowH+16*ks)))
-				for x := range 2 {
-					c := s[4*(2*np+x) : 4*(2*np+x)+4]
-					b.ins(inst, "{"+joinRegs(c)+"}", "{"+joinRegs(af[ks][:])+"}", "{"+bf[2*x]+", "+bf[2*x+1]+"}", "{"+joinRegs(c)+"}")
-				}
+				mma2(s, af[ks], false, addr, 2*(16*np*rowH+16*ks), np)
 			}
 		}
 		return s
@@ -209,12 +209,7 @@ func (w *attnMMA) gradBody(operands []attnOperand, outs map[string]string) {
 	accumulate := func(acc []string, af [][4]string, addr string, rowH, n int) {
 		for kk := range af {
 			for nj := range n / 16 {
-				bf := []string{b.reg(rU32), b.reg(rU32), b.reg(rU32), b.reg(rU32)}
-				b.ins(ldmatrix(true), "{"+joinRegs(bf)+"}", fmt.Sprintf("[%s+%d]", addr, 2*(16*kk*rowH+16*nj)))
-				for x := range 2 {
-					c := acc[4*(2*nj+x) : 4*(2*nj+x)+4]
-					b.ins(inst, "{"+joinRegs(c)+"}", "{"+joinRegs(af[kk][:])+"}", "{"+bf[2*x]+", "+bf[2*x+1]+"}", "{"+joinRegs(c)+"}")
-				}
+				mma2(acc, af[kk], true, addr, 2*(16*kk*rowH+16*nj), nj)
 			}
 		}
 	}
@@ -336,49 +331,19 @@ func attentionGradMMAKernel(k Kernel, p AttentionPlan, outs map[string]*ir.Value
 	g := k.Graph
 	b := newBuilder(k.Name)
 	w := &attnMMA{b: b, a: ia{b}, p: p, eb: 2}
-	ptr := map[*ir.Value]string{}
-	var args []Arg
-	bind := func(kind ArgKind, i int, name string, v *ir.Value) {
-		ptr[v] = b.globalParam(fmt.Sprintf("%s_param_%d", k.Name, len(args)))
-		args = append(args, Arg{Kind: kind, Index: i, Name: name})
-	}
-	for i, v := range g.Inputs() {
-		bind(ArgInput, i, v.Name, v)
-	}
-	for i, v := range g.Params() {
-		bind(ArgParam, i, v.Name, v)
-	}
-	for i, o := range g.Outputs {
-		bind(ArgOutput, i, o.Name, o.Value)
-	}
-	var operands []attnOperand
-	for _, a := range p.Op.Args {
-		o, err := attentionOperand(a, ptr)
-		if err != nil {
-			return "", Launch{}, err
-		}
-		operands = append(operands, o)
+	ptr, args, operands, err := bindMMA(b, k, p.Op)
+	if err != nil {
+		return "", Launch{}, err
 	}
 	regs := map[string]string{}
 	for wrt, v := range outs {
 		regs[wrt] = ptr[v]
 	}
 	b.comment = []string{
-		fmt.Sprintf("%s: attention's %s on tensor cores (mma.sync), %d keys per block, %d-row q/do tiles by cp.async", k.Name, joinNames(gradNames(regs)), gradMMAKeys, gradMMARows),
+		fmt.Sprintf("%s: attention's %s on tensor cores (mma.sync), %d keys per block, %d-row q/do tiles by cp.async", k.Name, strings.Join(gradNames(regs), " and "), gradMMAKeys, gradMMARows),
 		"  " + g.Format(p.Op),
 	}
 	b.perf = fmt.Sprintf(".maxntid %d, 1, 1", 32*attnWarps)
 	w.gradBody(operands, regs)
 	return b.text(), Launch{Grid: [3]int{attnmma.GradBlocks(p.Op), 1, 1}, Block: [3]int{32 * attnWarps, 1, 1}, Params: args}, nil
-}
-
-func joinNames(names []string) string {
-	s := ""
-	for i, n := range names {
-		if i > 0 {
-			s += " and "
-		}
-		s += n
-	}
-	return s
 }

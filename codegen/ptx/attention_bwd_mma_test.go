@@ -29,20 +29,10 @@ func TestAttentionGradMMA(t *testing.T) {
 		for _, wrt := range []string{"kv", "k", "v"} {
 			t.Run(c.String()+"_d"+wrt, func(t *testing.T) {
 				t.Parallel()
-				g := attnGradGraph(t, c, wrt)
-				in := attnGradInputs(t, g, 7)
-				res := runKernel(t, Kernel{Name: "k0_attention_grad", Graph: g}, in)
-				want, err := ref.Run(g, in, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, o := range g.Outputs {
-					checkGrad(t, res.out[o.Name], want[o.Name])
-				}
+				_, res := runGrad(t, c, wrt)
 				if !strings.Contains(res.ptx, "mma.sync.aligned.m16n8k16") || strings.Contains(res.ptx, "atom.") || strings.Contains(res.ptx, "\tred.") {
 					t.Error("want mma.sync and no atomics")
 				}
-				t.Logf("registers %v", res.regs)
 			})
 		}
 	}

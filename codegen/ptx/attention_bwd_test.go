@@ -100,23 +100,31 @@ func TestAttentionGradKernel(t *testing.T) {
 		for _, wrt := range []string{"q", "k", "v", "kv"} {
 			t.Run(c.String()+"_d"+wrt, func(t *testing.T) {
 				t.Parallel()
-				g := attnGradGraph(t, c, wrt)
-				in := attnGradInputs(t, g, 7)
-				res := runKernel(t, Kernel{Name: "k0_attention_grad", Graph: g}, in)
-				want, err := ref.Run(g, in, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, o := range g.Outputs {
-					checkGrad(t, res.out[o.Name], want[o.Name])
-				}
-				t.Logf("registers %v", res.regs)
+				g, res := runGrad(t, c, wrt)
 				if g.Outputs[0].Value.Type.Shape.NumElements() > 0 && !strings.Contains(res.ptx, "shfl.sync.bfly") {
 					t.Errorf("want the warp butterfly:\n%s", res.ptx)
 				}
 			})
 		}
 	}
+}
+
+// runGrad runs c's attention_grad kernel (wrt as attnGradGraph's) on the simulator and checks
+// its gradients against the float64 reference's.
+func runGrad(t *testing.T, c attnCase, wrt string) (*ir.Graph, *result) {
+	t.Helper()
+	g := attnGradGraph(t, c, wrt)
+	in := attnGradInputs(t, g, 7)
+	res := runKernel(t, Kernel{Name: "k0_attention_grad", Graph: g}, in)
+	want, err := ref.Run(g, in, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range g.Outputs {
+		checkGrad(t, res.out[o.Name], want[o.Name])
+	}
+	t.Logf("registers %v", res.regs)
+	return g, res
 }
 
 // checkGrad compares a gradient with the reference's: f32 arithmetic, ex2.approx and lg2.approx

@@ -62,8 +62,29 @@ func attentionMMAKernel(k Kernel, p AttentionPlan, lse *ir.Value) (string, Launc
 	if p.Op.Type.DType == ir.F32 {
 		w.eb, w.keys, kind = 4, attnmma.KeysTF32, "tf32 tensor cores"
 	}
-	ptr := map[*ir.Value]string{}
-	var args []Arg
+	// the outputs: the result and, where the kernel has it, the LSE (forwardLSE)
+	ptr, args, operands, err := bindMMA(b, k, p.Op)
+	if err != nil {
+		return "", Launch{}, err
+	}
+	w.ops = operands
+	if lse != nil {
+		w.lse = ptr[lse]
+	}
+	b.comment = []string{
+		fmt.Sprintf("%s: attention on %s (mma.sync), %d query rows per block, %d-key K/V tiles by cp.async", k.Name, kind, attnMMARows, w.keys),
+		"  " + g.Format(p.Op),
+	}
+	b.perf = fmt.Sprintf(".maxntid %d, 1, 1", attnmma.Threads)
+	w.body(ptr[p.Op])
+	return b.text(), Launch{Grid: [3]int{attnmma.Blocks(p.Op), 1, 1}, Block: [3]int{attnmma.Threads, 1, 1}, Params: args}, nil
+}
+
+// bindMMA declares a .u64 parameter per buffer of the kernel (inputs, parameters, outputs, in
+// that order), each loaded into an address register of ptr, and resolves op's operands.
+func bindMMA(b *builder, k Kernel, op *ir.Value) (ptr map[*ir.Value]string, args []Arg, operands []attnOperand, err error) {
+	g := k.Graph
+	ptr = map[*ir.Value]string{}
 	bind := func(kind ArgKind, i int, name string, v *ir.Value) {
 		ptr[v] = b.globalParam(fmt.Sprintf("%s_param_%d", k.Name, len(args)))
 		args = append(args, Arg{Kind: kind, Index: i, Name: name})
@@ -74,26 +95,17 @@ func attentionMMAKernel(k Kernel, p AttentionPlan, lse *ir.Value) (string, Launc
 	for i, v := range g.Params() {
 		bind(ArgParam, i, v.Name, v)
 	}
-	for i, o := range g.Outputs { // the result and, where the kernel has it, the LSE (forwardLSE)
+	for i, o := range g.Outputs {
 		bind(ArgOutput, i, o.Name, o.Value)
 	}
-	if lse != nil {
-		w.lse = ptr[lse]
-	}
-	for _, a := range p.Op.Args {
+	for _, a := range op.Args {
 		o, err := attentionOperand(a, ptr)
 		if err != nil {
-			return "", Launch{}, err
+			return nil, nil, nil, err
 		}
-		w.ops = append(w.ops, o)
+		operands = append(operands, o)
 	}
-	b.comment = []string{
-		fmt.Sprintf("%s: attention on %s (mma.sync), %d query rows per block, %d-key K/V tiles by cp.async", k.Name, kind, attnMMARows, w.keys),
-		"  " + g.Format(p.Op),
-	}
-	b.perf = fmt.Sprintf(".maxntid %d, 1, 1", attnmma.Threads)
-	w.body(ptr[p.Op])
-	return b.text(), Launch{Grid: [3]int{attnmma.Blocks(p.Op), 1, 1}, Block: [3]int{attnmma.Threads, 1, 1}, Params: args}, nil
+	return ptr, args, operands, nil
 }
 
 // kvTile is K's or V's shared tile and its copy map: each thread copies chunks of chunk
@@ -255,13 +267,7 @@ func (w *attnMMA) body(out string) {
 	}
 	rowTiles := ceilDiv(p.L, attnMMARows)
 
-	w.tid = b.reg(rU32)
-	b.ins("mov.u32", w.tid, "%tid.x")
-	tid := w.tid
-	lane, warp, cta := b.reg(rU32), b.reg(rU32), b.reg(rU32)
-	b.ins("and.b32", lane, tid, "31")
-	b.ins("shr.u32", warp, tid, "5")
-	b.ins("mov.u32", cta, "%ctaid.x")
+	_, lane, warp, cta := w.threadIDs()
 	// Blocks run the last row tiles first: under a causal or position mask they see the most
 	// keys, and the short ones fill the tail (FlashAttention-2's order).
 	bh := a.reg(a.rem(cta, p.B*p.H))
@@ -631,6 +637,18 @@ func (w *attnMMA) storeLSE(m, l string, k2 float64, tq, ok, el string) {
 	b.ins("mul.wide.u32", o, a.reg(el), "4")
 	b.ins("add.s64", addr, w.lse, o)
 	b.guarded(st, "st.global.f32", "["+addr+"]", x)
+}
+
+// threadIDs emits the thread's index (kept in w.tid), lane, warp and block index.
+func (w *attnMMA) threadIDs() (tid, lane, warp, cta string) {
+	b := w.b
+	w.tid = b.reg(rU32)
+	b.ins("mov.u32", w.tid, "%tid.x")
+	lane, warp, cta = b.reg(rU32), b.reg(rU32), b.reg(rU32)
+	b.ins("and.b32", lane, w.tid, "31")
+	b.ins("shr.u32", warp, w.tid, "5")
+	b.ins("mov.u32", cta, "%ctaid.x")
+	return w.tid, lane, warp, cta
 }
 
 // elemAddr is the address of an operand's element at idx (missing trailing indices 0).
