@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/gcomp/gcomp/codegen/attnmma"
 	"github.com/gcomp/gcomp/codegen/splitkv"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ops"
@@ -72,15 +71,15 @@ func withLSE(rw *rewriter, v *ir.Value) *ir.Value {
 }
 
 // partnerGroup returns the group v joins as a second output of one attention kernel, nil for
-// none: the group of the attention_lse of forward attention op v's operands when the CUDA-core
-// template computes v (it writes the rows' log-sum-exp beside o instead of a kernel of its own
-// recomputing the scores), or for dk the group of dv of the same attention (one kernel computes
+// none: the group of the attention_lse of forward attention op v's operands unless the split-KV
+// template computes v (the CUDA-core and tensor-core ones write the rows' log-sum-exp beside o
+// instead of a kernel of its own recomputing the scores), or for dk the group of dv of the same attention (one kernel computes
 // both from one recomputation of P). Values are visited last to first: the backward's
 // attention_lse has its group before its forward is visited, and dv (after dk in operand order)
 // before dk.
 func (f *fuser) partnerGroup(v *ir.Value) *group {
 	switch {
-	case v.Op == ops.AttentionOp && !attnmma.Fits(v):
+	case v.Op == ops.AttentionOp:
 		if _, decode := splitkv.Of(v); decode {
 			return nil
 		}

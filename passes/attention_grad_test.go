@@ -119,9 +119,10 @@ func (c attnCase) gradients(t *testing.T) (dec, fused *ir.Graph, wrt []string) {
 }
 
 // TestAttentionForwardWritesLSE: the fuser puts the backward's attention_lse in its forward's
-// kernel when the CUDA-core template computes the forward (f32 prefill), which then writes both,
-// and gives it a kernel of its own beside the tensor-core template (f16) and the split-KV one (a
-// few query rows), which do not write it; dk and dv always share a kernel, dq has its own.
+// kernel when the CUDA-core template (f32 prefill) or the tensor-core one (f16, bf16) computes
+// the forward, which then writes both, and gives it a kernel of its own beside the split-KV
+// template (a few query rows), which does not write it; dk and dv always share a kernel, dq has
+// its own.
 func TestAttentionForwardWritesLSE(t *testing.T) {
 	for _, tc := range []struct {
 		c      attnCase
@@ -129,7 +130,8 @@ func TestAttentionForwardWritesLSE(t *testing.T) {
 	}{
 		{attnCase{1, 2, 2, 40, 40, 16, 16, ops.MaskCausal, nil, ir.F32}, true},
 		{attnCase{2, 4, 2, 40, 40, 16, 8, ops.MaskNone, []int{1, 4, 40, 40}, ir.F32}, true},
-		{attnCase{1, 2, 2, 64, 64, 64, 64, ops.MaskCausal, nil, ir.F16}, false},
+		{attnCase{1, 2, 2, 64, 64, 64, 64, ops.MaskCausal, nil, ir.F16}, true},
+		{attnCase{2, 4, 2, 40, 40, 64, 64, ops.MaskNone, []int{1, 4, 40, 40}, ir.BF16}, true},
 		{attnCase{1, 2, 2, 2, 40, 16, 16, ops.MaskNone, nil, ir.F32}, false},
 	} {
 		t.Run(tc.c.String(), func(t *testing.T) {

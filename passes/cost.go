@@ -69,7 +69,7 @@ func kernelCost(k *Kernel, tf32 bool) KernelStats {
 			ks.ReadBytes += int64(v.Type.Bytes()) // a table of literals lives in memory
 		}
 		switch {
-		case attnmma.Fits(v):
+		case attnmma.Fits(v), attnmma.FitsGrad(v):
 			peak = halfFlopsPerSec
 		case tf32 && attnmma.FitsTF32(v):
 			peak = tf32FlopsPerSec
@@ -128,7 +128,8 @@ func isContractionOp(op string) bool { return op == "dot_general" || op == "conv
 // the GEMV plan's blocks), one per row of a row reduction
 // (one per 32 columns where the reduced axis is not the innermost; one per 256 elements of a
 // full reduction, which splits), one for a persistent kernel; an attention kernel launches a
-// block per four query rows of a head, or its split-KV plan's blocks for a few rows.
+// block per four query rows of a head, or its split-KV plan's blocks for a few rows (the
+// tensor-core templates: attnmma's Blocks, and GradBlocks for dk and dv).
 func blocks(k *Kernel, tf32 bool) int {
 	n := k.Space.NumElements()
 	switch k.Kind {
@@ -143,6 +144,9 @@ func blocks(k *Kernel, tf32 bool) int {
 		for _, v := range k.Body.Values {
 			if attnmma.Takes(v, tf32) { // the tensor-core template (codegen/attnmma)
 				return attnmma.Blocks(v)
+			}
+			if attnmma.FitsGrad(v) { // dk and dv on tensor cores
+				return attnmma.GradBlocks(v)
 			}
 		}
 		if len(k.Space) >= 3 { // [B, H, L, Ev] or attention_lse's [B, H, L]: a block per attnRows

@@ -77,10 +77,9 @@ func attentionKernel(k Kernel, t Target) (string, Launch, error) {
 			return "", Launch{}, err
 		}
 	}
-	// f16/bf16 (f32 under tf32) prefill on tensor cores (attention_mma.go), which writes no
-	// log-sum-exp: an f32 kernel that must write it stays on CUDA cores under tf32 too
-	if lse == nil && attnmma.Takes(p.Op, t.TF32) {
-		return attentionMMAKernel(k, p)
+	// f16/bf16 (f32 under tf32) prefill on tensor cores (attention_mma.go), the LSE included
+	if attnmma.Takes(p.Op, t.TF32) {
+		return attentionMMAKernel(k, p, lse)
 	}
 	w := &attnWriter{name: k.Name, p: p, ptr: map[*ir.Value]string{}}
 	params, args := w.bindAll(k)

@@ -33,7 +33,8 @@ import (
 //
 // The kernels take the grouped KV heads (dk and dv summed over the query heads of their group in
 // head order) and the additive bias; the position mask, which training does not use, is
-// refused (passes keep the decomposition for it).
+// refused (passes keep the decomposition for it). dk and dv of f16/bf16 attention without a
+// bias and with head dims up to 64 run on tensor cores instead (attention_bwd_mma.go).
 
 // hasLSE reports whether the kernel computes an attention_lse or attention_grad op: attention's
 // backward, alone or (attention_lse) beside the forward.
@@ -47,8 +48,8 @@ func hasLSE(g *ir.Graph) bool {
 }
 
 // forwardLSE checks the outputs of an attention kernel: attention op att's result, and possibly
-// the attention_lse of the same operands, which it returns (nil without one). Only the CUDA-core
-// template writes it.
+// the attention_lse of the same operands, which it returns (nil without one). The CUDA-core and
+// tensor-core templates write it; the split-KV one does not.
 func forwardLSE(g *ir.Graph, att *ir.Value) (*ir.Value, error) {
 	var lse *ir.Value
 	seen := false
@@ -65,8 +66,8 @@ func forwardLSE(g *ir.Graph, att *ir.Value) (*ir.Value, error) {
 	if !seen {
 		return nil, fmt.Errorf("an attention kernel writes the attention op's result")
 	}
-	if _, decode := splitkv.Of(att); lse != nil && (attnmma.Fits(att) || decode) {
-		return nil, fmt.Errorf("the tensor-core and split-KV attention templates do not write the log-sum-exp")
+	if _, decode := splitkv.Of(att); lse != nil && decode {
+		return nil, fmt.Errorf("the split-KV attention template does not write the log-sum-exp")
 	}
 	return lse, nil
 }
@@ -105,6 +106,11 @@ const AttentionGradKeys = attnWarps
 // attentionBwdKernel emits the template for a kernel whose only computation is one
 // attention_lse or attention_grad op.
 func attentionBwdKernel(k Kernel, op *ir.Value) (string, Launch, error) {
+	return bwdKernel(k, op, true)
+}
+
+// bwdKernel is attentionBwdKernel, dk and dv on tensor cores where attnmma.FitsGrad if mma is set.
+func bwdKernel(k Kernel, op *ir.Value, mma bool) (string, Launch, error) {
 	g := k.Graph
 	for _, v := range live(g) {
 		switch v.Op {
@@ -145,6 +151,9 @@ func attentionBwdKernel(k Kernel, op *ir.Value) (string, Launch, error) {
 			return "", Launch{}, err
 		}
 		operands[i] = o
+	}
+	if mma && attnmma.FitsGrad(op) {
+		return attentionGradMMAKernel(k, w.p, outs) // dk and dv on tensor cores (attention_bwd_mma.go)
 	}
 	out := w.ptr[op]
 	regs := map[string]string{} // the outputs' address registers by wrt

@@ -49,10 +49,12 @@ type attnMMA struct {
 	tid  string // %tid.x
 	eb   int    // operand bytes: 2, or 4 for f32 on tf32 tensor cores
 	keys int    // keys per K/V tile
+	lse  string // the address register of the rows' log-sum-exp output (attention_lse), or ""
 }
 
-// attentionMMAKernel emits the tensor-core template for a kernel attentionKernel checked.
-func attentionMMAKernel(k Kernel, p AttentionPlan) (string, Launch, error) {
+// attentionMMAKernel emits the tensor-core template for a kernel attentionKernel checked; lse is
+// its attention_lse output (forwardLSE), or nil.
+func attentionMMAKernel(k Kernel, p AttentionPlan, lse *ir.Value) (string, Launch, error) {
 	g := k.Graph
 	b := newBuilder(k.Name)
 	w := &attnMMA{b: b, a: ia{b}, p: p, eb: 2, keys: attnMMAKeys}
@@ -60,8 +62,29 @@ func attentionMMAKernel(k Kernel, p AttentionPlan) (string, Launch, error) {
 	if p.Op.Type.DType == ir.F32 {
 		w.eb, w.keys, kind = 4, attnmma.KeysTF32, "tf32 tensor cores"
 	}
-	ptr := map[*ir.Value]string{}
-	var args []Arg
+	// the outputs: the result and, where the kernel has it, the LSE (forwardLSE)
+	ptr, args, operands, err := bindMMA(b, k, p.Op)
+	if err != nil {
+		return "", Launch{}, err
+	}
+	w.ops = operands
+	if lse != nil {
+		w.lse = ptr[lse]
+	}
+	b.comment = []string{
+		fmt.Sprintf("%s: attention on %s (mma.sync), %d query rows per block, %d-key K/V tiles by cp.async", k.Name, kind, attnMMARows, w.keys),
+		"  " + g.Format(p.Op),
+	}
+	b.perf = fmt.Sprintf(".maxntid %d, 1, 1", attnmma.Threads)
+	w.body(ptr[p.Op])
+	return b.text(), Launch{Grid: [3]int{attnmma.Blocks(p.Op), 1, 1}, Block: [3]int{attnmma.Threads, 1, 1}, Params: args}, nil
+}
+
+// bindMMA declares a .u64 parameter per buffer of the kernel (inputs, parameters, outputs, in
+// that order), each loaded into an address register of ptr, and resolves op's operands.
+func bindMMA(b *builder, k Kernel, op *ir.Value) (ptr map[*ir.Value]string, args []Arg, operands []attnOperand, err error) {
+	g := k.Graph
+	ptr = map[*ir.Value]string{}
 	bind := func(kind ArgKind, i int, name string, v *ir.Value) {
 		ptr[v] = b.globalParam(fmt.Sprintf("%s_param_%d", k.Name, len(args)))
 		args = append(args, Arg{Kind: kind, Index: i, Name: name})
@@ -72,21 +95,17 @@ func attentionMMAKernel(k Kernel, p AttentionPlan) (string, Launch, error) {
 	for i, v := range g.Params() {
 		bind(ArgParam, i, v.Name, v)
 	}
-	bind(ArgOutput, 0, g.Outputs[0].Name, g.Outputs[0].Value)
-	for _, a := range p.Op.Args {
+	for i, o := range g.Outputs {
+		bind(ArgOutput, i, o.Name, o.Value)
+	}
+	for _, a := range op.Args {
 		o, err := attentionOperand(a, ptr)
 		if err != nil {
-			return "", Launch{}, err
+			return nil, nil, nil, err
 		}
-		w.ops = append(w.ops, o)
+		operands = append(operands, o)
 	}
-	b.comment = []string{
-		fmt.Sprintf("%s: attention on %s (mma.sync), %d query rows per block, %d-key K/V tiles by cp.async", k.Name, kind, attnMMARows, w.keys),
-		"  " + g.Format(p.Op),
-	}
-	b.perf = fmt.Sprintf(".maxntid %d, 1, 1", attnmma.Threads)
-	w.body(ptr[g.Outputs[0].Value])
-	return b.text(), Launch{Grid: [3]int{attnmma.Blocks(p.Op), 1, 1}, Block: [3]int{attnmma.Threads, 1, 1}, Params: args}, nil
+	return ptr, args, operands, nil
 }
 
 // kvTile is K's or V's shared tile and its copy map: each thread copies chunks of chunk
@@ -248,13 +267,7 @@ func (w *attnMMA) body(out string) {
 	}
 	rowTiles := ceilDiv(p.L, attnMMARows)
 
-	w.tid = b.reg(rU32)
-	b.ins("mov.u32", w.tid, "%tid.x")
-	tid := w.tid
-	lane, warp, cta := b.reg(rU32), b.reg(rU32), b.reg(rU32)
-	b.ins("and.b32", lane, tid, "31")
-	b.ins("shr.u32", warp, tid, "5")
-	b.ins("mov.u32", cta, "%ctaid.x")
+	_, lane, warp, cta := w.threadIDs()
 	// Blocks run the last row tiles first: under a causal or position mask they see the most
 	// keys, and the short ones fill the tail (FlashAttention-2's order).
 	bh := a.reg(a.rem(cta, p.B*p.H))
@@ -582,7 +595,8 @@ func (w *attnMMA) body(out string) {
 		}
 		ok := b.reg(rPred)
 		b.ins("setp.lt.u32", ok, row, imm(p.L))
-		el := a.mad(a.mad(bh, p.L, row), p.Ev, a.mul(tq, 2))
+		rowEl := a.mad(bh, p.L, row)
+		el := a.mad(rowEl, p.Ev, a.mul(tq, 2))
 		addr := b.reg(rU64)
 		o := b.reg(rU64)
 		b.ins("mul.wide.u32", o, a.reg(el), imm(eb))
@@ -601,7 +615,40 @@ func (w *attnMMA) body(out string) {
 			b.ins("cvt.rn."+half+"x2.f32", pk, y, x)
 			b.guarded(ok, "st.global.b32", fmt.Sprintf("[%s+%d]", addr, 16*n), pk)
 		}
+		if w.lse != "" {
+			w.storeLSE(m[i], l[i], k2, tq, ok, rowEl)
+		}
 	}
+}
+
+// storeLSE writes a row's log-sum-exp from the quad's first thread where ok (the row is below L):
+// (m·k2 + log₂ l)·ln 2, the CUDA-core template's storeLSE with the scores' max m in the units the
+// exponent scales by k2 (k2 > 0), l the quad's sum; −inf for a row with no visible key (m = −inf,
+// l = 0). el is the row's index in the [B, H, L] output.
+func (w *attnMMA) storeLSE(m, l string, k2 float64, tq, ok, el string) {
+	b, a := w.b, w.a
+	st := b.reg(rPred)
+	b.ins("setp.eq.and.u32", st, tq, "0", ok)
+	x := b.reg(rF32)
+	b.ins("lg2.approx.f32", x, l)
+	b.ins("fma.rn.f32", x, m, immF32(k2), x)
+	b.ins("mul.rn.f32", x, x, immF32(math.Ln2))
+	addr, o := b.reg(rU64), b.reg(rU64)
+	b.ins("mul.wide.u32", o, a.reg(el), "4")
+	b.ins("add.s64", addr, w.lse, o)
+	b.guarded(st, "st.global.f32", "["+addr+"]", x)
+}
+
+// threadIDs emits the thread's index (kept in w.tid), lane, warp and block index.
+func (w *attnMMA) threadIDs() (tid, lane, warp, cta string) {
+	b := w.b
+	w.tid = b.reg(rU32)
+	b.ins("mov.u32", w.tid, "%tid.x")
+	lane, warp, cta = b.reg(rU32), b.reg(rU32), b.reg(rU32)
+	b.ins("and.b32", lane, w.tid, "31")
+	b.ins("shr.u32", warp, w.tid, "5")
+	b.ins("mov.u32", cta, "%ctaid.x")
+	return w.tid, lane, warp, cta
 }
 
 // elemAddr is the address of an operand's element at idx (missing trailing indices 0).
@@ -673,8 +720,11 @@ func (w *attnMMA) tf32PV(acc []string, pf [4]string, vAddr string, off, rowH int
 // halfQ loads Q's 16-bit A fragments: ks-th 16 columns, registers (row g, k 2t), (g+8, 2t),
 // (g, 2t+8), (g+8, 2t+8); rowAddr[i] is column 2t of rows g and g+8, ok[i] that the row is
 // below L.
-func (w *attnMMA) halfQ(qf [][4]string, rowAddr, ok [2]string) {
-	b, qo := w.b, w.ops[0]
+func (w *attnMMA) halfQ(qf [][4]string, rowAddr, ok [2]string) { w.halfA(w.ops[0], qf, rowAddr, ok) }
+
+// halfA loads the 16-bit A fragments of rows g and g+8 of operand qo as halfQ does Q's.
+func (w *attnMMA) halfA(qo attnOperand, qf [][4]string, rowAddr, ok [2]string) {
+	b := w.b
 	// Pairs of adjacent columns load as one word where they are 4-byte aligned.
 	pairs := qo.strides[3] == 1 && rowsAligned(qo, 2)
 	for ks := range qf {

@@ -13,6 +13,19 @@ import (
 	"github.com/gcomp/gcomp/tensor"
 )
 
+// attnTF32Cases are the tf32 tensor-core template's table (TestAttentionMMATF32,
+// TestAttentionMMALSE).
+var attnTF32Cases = []attnCase{
+	{1, 1, 1, 64, 64, 64, 64, ops.MaskNone, nil, nil, ir.F32},
+	{1, 2, 2, 70, 70, 64, 64, ops.MaskCausal, nil, nil, ir.F32},
+	{2, 4, 2, 33, 100, 80, 80, ops.MaskNone, nil, nil, ir.F32},
+	{1, 3, 1, 130, 130, 96, 96, ops.MaskCausal, nil, nil, ir.F32},
+	{1, 2, 1, 20, 45, 128, 128, ops.MaskCausal, nil, nil, ir.F32},
+	{1, 2, 2, 24, 50, 128, 64, ops.MaskPosition, nil, []int64{30}, ir.F32},
+	{2, 2, 1, 16, 40, 64, 64, ops.MaskPosition, nil, []int64{30, -20}, ir.F32},
+	{1, 4, 2, 65, 65, 80, 80, ops.MaskCausal, []int{1, 4, 65, 65}, nil, ir.F32},
+}
+
 // TestAttentionMMATF32 runs f32 attention under Target.TF32 on the tensor-core template (mma.sync
 // m16n8k8 .tf32 for Q·Kᵀ and P·V, every fragment rounded by cvt.rna.tf32.f32) on the simulator
 // (memcheck, racecheck, barrier checks; ptxas sm_80 and sm_90 without spills) against the
@@ -23,16 +36,7 @@ func TestAttentionMMATF32(t *testing.T) {
 	harnessTarget = Target{SM: 80, TF32: true}
 	t.Cleanup(func() { harnessTarget = Target{SM: 80} })
 	rel, _ := tolerance.Tolerance(ir.F32, true, 0)
-	for _, c := range []attnCase{
-		{1, 1, 1, 64, 64, 64, 64, ops.MaskNone, nil, nil, ir.F32},
-		{1, 2, 2, 70, 70, 64, 64, ops.MaskCausal, nil, nil, ir.F32},
-		{2, 4, 2, 33, 100, 80, 80, ops.MaskNone, nil, nil, ir.F32},
-		{1, 3, 1, 130, 130, 96, 96, ops.MaskCausal, nil, nil, ir.F32},
-		{1, 2, 1, 20, 45, 128, 128, ops.MaskCausal, nil, nil, ir.F32},
-		{1, 2, 2, 24, 50, 128, 64, ops.MaskPosition, nil, []int64{30}, ir.F32},
-		{2, 2, 1, 16, 40, 64, 64, ops.MaskPosition, nil, []int64{30, -20}, ir.F32},
-		{1, 4, 2, 65, 65, 80, 80, ops.MaskCausal, []int{1, 4, 65, 65}, nil, ir.F32},
-	} {
+	for _, c := range attnTF32Cases {
 		t.Run(c.String(), func(t *testing.T) {
 			g := attentionGraph(t, c.d, c.b, c.h, c.kvh, c.l, c.s, c.e, c.ev, c.mask, c.bias)
 			in := attnInputs(g, 3, c.pos)

@@ -36,7 +36,11 @@
 //     memory, operands read through strided views: f16/bf16 prefill on tensor cores, 16 query
 //     rows per warp, mma.sync for q·kᵀ and p·v, cp.async tiles (attention_mma.go); a few query
 //     rows against a long cache split across blocks (attention_decode.go); otherwise a warp per
-//     query row on CUDA cores (attention.go).
+//     query row on CUDA cores (attention.go). The forward writes the rows' log-sum-exp beside its
+//     result when the kernel has attention_lse.
+//   - attention backward: attention_lse and attention_grad (dq, dk/dv), FlashAttention-2's
+//     recomputation on CUDA cores (attention_bwd.go); dk and dv of f16/bf16 on mma.sync where
+//     attnmma.FitsGrad (attention_bwd_mma.go).
 //   - update: one update_slice op (a KV cache's rows at a runtime position), elements moved as
 //     raw bits; with Kernel.InPlace the output is the operand's memory and the grid covers the
 //     update only (update.go).
