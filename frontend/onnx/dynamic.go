@@ -66,7 +66,7 @@ func (im *importer) declareDims(gp *onnxpb.GraphProto) error {
 				continue
 			}
 			if bound[i] < 1 {
-				return fmt.Errorf("--max-shape %s: dim %d (%s) is %d, want a bound of at least 1", name, i, dimLabel(d, name, i), bound[i])
+				return fmt.Errorf("--max-shape %s: dim %d (%s) is %d, want a bound of at least 1", name, i, dimLabel(d), bound[i])
 			}
 			dim, err := im.dim(d, name, i, bound[i])
 			if err != nil {
@@ -80,7 +80,7 @@ func (im *importer) declareDims(gp *onnxpb.GraphProto) error {
 }
 
 // dimLabel is how messages name an input's dynamic dim: its dim_param, or "unnamed".
-func dimLabel(d *onnxpb.TensorShapeProto_Dimension, input string, axis int) string {
+func dimLabel(d *onnxpb.TensorShapeProto_Dimension) string {
 	if p := d.GetDimParam(); p != "" {
 		return fmt.Sprintf("%q", p)
 	}

@@ -96,6 +96,25 @@ func TestMaxShape(t *testing.T) {
 	}
 }
 
+// An unnamed dynamic axis (neither a size nor a dim_param) bounded by --max-shape gets a dim of
+// its own, named after the input and the axis.
+func TestMaxShapeUnnamedDim(t *testing.T) {
+	in := valueInfo("x.in", onnxFloat, 1, 4)
+	in.Type.GetTensorType().Shape.Dim[0] = &onnxpb.TensorShapeProto_Dimension{}
+	data := model(13, &onnxpb.GraphProto{Name: ptr("u"), Input: []*onnxpb.ValueInfoProto{in},
+		Node: []*onnxpb.NodeProto{nodeP("Relu", "r", []string{"x.in"}, []string{"y"})}, Output: []*onnxpb.ValueInfoProto{valueInfo("y", onnxFloat)}})
+	m, err := Import("u.onnx", data, "", Options{MaxShapes: map[string][]int{"x.in": {5, 4}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Graph.Outputs[0].Value.Type.String(); got != "f32[x_in_d0,4]" || m.Graph.Dims[0] != (ir.Dim{Name: "x_in_d0", Lo: 1, Hi: 5}) {
+		t.Fatalf("y is %s, dims %v", got, m.Graph.Dims)
+	}
+	if _, err := Import("u.onnx", data, "", Options{MaxShapes: map[string][]int{"x.in": {0, 4}}}); err == nil || !strings.Contains(err.Error(), "dim 0 (unnamed) is 0, want a bound of at least 1") {
+		t.Fatalf("bound 0: %v", err)
+	}
+}
+
 // TestSizesRefused: a size of an input with --max-shape used other than as a Reshape's shape
 // (as a number in the graph, a ConstantOfShape's shape, an Expand's) is refused by name.
 func TestSizesRefused(t *testing.T) {
