@@ -58,7 +58,7 @@ func TestExportedDynamic(t *testing.T) {
 				if err != nil {
 					t.Fatalf("size %d: %v", n, err)
 				}
-				within(t, fmt.Sprintf("size %d: reference", n), got["y"], ys[n])
+				within(t, fmt.Sprintf("size %d: reference: y", n), got["y"], ys[n])
 			}
 			res, err := compiler.Compile(m.Graph, compiler.Options{})
 			if c.refused != "" {
@@ -86,23 +86,23 @@ func TestExportedDynamic(t *testing.T) {
 				if err != nil {
 					t.Fatalf("size %d: %v", n, err)
 				}
-				within(t, fmt.Sprintf("size %d: simulator", n), got.Outputs["y"], ys[n])
+				within(t, fmt.Sprintf("size %d: simulator: y", n), got.Outputs["y"], ys[n])
 			}
 		})
 	}
 }
 
-// within compares got with PyTorch's want by the f32 rule of internal/tolerance.
+// within compares output what with PyTorch's want by internal/tolerance's rule for its dtype.
 func within(t *testing.T, what string, got, want *tensor.Tensor) {
 	t.Helper()
 	if got == nil || !got.Type.Equal(want.Type) {
-		t.Fatalf("%s: output %v, PyTorch's %s", what, got, want.Type)
+		t.Fatalf("%s is %v, PyTorch's %s", what, got, want.Type)
 	}
 	rel, _ := tolerance.Tolerance(want.Type.DType, false, 0)
 	abs := tolerance.OutputFloor(rel, want.F)
 	for i := range want.F {
 		if !tolerance.Within(got.F[i], want.F[i], rel, abs) {
-			t.Fatalf("%s: y[%d] = %v, PyTorch %v (rel %g, abs %g)", what, i, got.F[i], want.F[i], rel, abs)
+			t.Fatalf("%s[%d] = %v, PyTorch %v (rel %g, abs %g)", what, i, got.F[i], want.F[i], rel, abs)
 		}
 	}
 }
