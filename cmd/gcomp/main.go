@@ -167,6 +167,7 @@ func usage(w io.Writer) {
 	for _, c := range cs {
 		fmt.Fprintf(w, "  %-13s %s\n", c.name, c.summary)
 	}
+	fmt.Fprintln(w, "\nAn .onnx model's symbolic input dims are fixed with --shape NAME=1x3x224x224, or bounded with\n--max-shape NAME=8x3x224x224 to build once for every size in range (build, run, check, dump).")
 	fmt.Fprintln(w, "\nRun 'gcomp COMMAND -h' for a command's flags.")
 }
 

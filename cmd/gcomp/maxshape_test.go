@@ -77,6 +77,10 @@ func TestMaxShapeBuildRun(t *testing.T) {
 			t.Errorf("%s: exit %d, stderr %q; want %q", tc.args, code, stderr.String(), tc.want)
 		}
 	}
+	stdout.Reset()
+	if code := Main([]string{"help"}, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "--max-shape NAME=8x3x224x224") {
+		t.Errorf("gcomp help does not document --max-shape:\n%s", stdout.String())
+	}
 	if _, err := os.Stat("b.ptx"); err == nil {
 		t.Errorf("a refused build wrote b.ptx")
 	}
