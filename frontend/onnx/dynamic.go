@@ -285,7 +285,7 @@ func (x *val) entry(j int) sym.Expr {
 	if x.sizes != nil {
 		return x.sizes[j]
 	}
-	return sym.Const(x.c.I[j])
+	return sym.Const(int64(x.c.At(j)))
 }
 
 // reshapeSizes is a Reshape whose shape holds symbolic sizes (torch's x.view(x.size(0), -1)):
