@@ -262,13 +262,19 @@ func (b *builder) foldSizes(name string, attrs ir.Attrs, t ir.Type, args []*val)
 			out[j] = sym.Sub(x, y)
 		case name == "mul":
 			out[j] = sym.Mul(x, y)
-		case name == "div" && c && k > 0:
-			out[j] = sym.Div(x, k) // sizes are not negative: ONNX's truncation is floor division
+		case name == "div" && c && k > 0 && b.nonNegative(x):
+			out[j] = sym.Div(x, k) // ONNX's truncation is floor division for x >= 0
 		default:
 			return nil, sizesRefused(firstSized(args), "op "+name)
 		}
 	}
 	return b.sizeVal(t, out), nil
+}
+
+// nonNegative reports whether e is provably at least 0 over the graph's dims.
+func (b *builder) nonNegative(e sym.Expr) bool {
+	lo, _, err := e.Range(b.g.Ranges())
+	return err == nil && lo >= 0
 }
 
 func firstSized(args []*val) *val {
@@ -320,7 +326,7 @@ func (b *builder) reshapeSizes(x *val, shape *val, allowZero bool) (*val, error)
 		in = sym.Mul(in, e)
 	}
 	if infer >= 0 {
-		q, ok := quotient(es, slices.Delete(slices.Clone(want), infer, infer+1))
+		q, ok := quotient(es, slices.Delete(slices.Clone(want), infer, infer+1), b.g.Ranges())
 		if !ok {
 			return nil, unsupportedf("cannot reshape %s to %s: its size %s is not provably a multiple of %s", x.t, sizeList(shape.sizes), in, rest)
 		}
@@ -339,9 +345,10 @@ func (b *builder) reshapeSizes(x *val, shape *val, allowZero bool) (*val, error)
 }
 
 // quotient is the product of ins divided by the product of given, when provably exact: each
-// given size equal to one of ins cancels it (torch's [x.size(0), -1]), and what remains of given
-// must be a positive constant dividing what remains of ins.
-func quotient(ins, given []sym.Expr) (sym.Expr, bool) {
+// given size equal to one of ins cancels it (torch's [x.size(0), -1]); what remains of given must
+// then be a positive constant dividing what remains of ins, or what remains of ins must be a
+// constant multiple of it (6*batch over 2*batch), the constant read at the bounds r.
+func quotient(ins, given []sym.Expr, r sym.Ranges) (sym.Expr, bool) {
 	ins = slices.Clone(ins)
 	k := sym.Const(1)
 	for _, g := range given {
@@ -355,12 +362,19 @@ func quotient(ins, given []sym.Expr) (sym.Expr, bool) {
 	for _, e := range ins {
 		n = sym.Mul(n, e)
 	}
-	c, ok := k.IsConst()
-	if !ok || c <= 0 {
+	if c, ok := k.IsConst(); ok {
+		if c <= 0 {
+			return n, false
+		}
+		q := sym.Div(n, c)
+		return q, sym.Scale(q, c).Equal(n)
+	}
+	_, nh, err1 := n.Range(r)
+	_, kh, err2 := k.Range(r)
+	if err1 != nil || err2 != nil || kh <= 0 || nh%kh != 0 {
 		return n, false
 	}
-	q := sym.Div(n, c)
-	return q, sym.Scale(q, c).Equal(n)
+	return sym.Const(nh / kh), sym.Scale(k, nh/kh).Equal(n)
 }
 
 // broadcastSym is the common type of xs under numpy's broadcasting over expressions: two sizes

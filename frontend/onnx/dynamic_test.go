@@ -129,6 +129,10 @@ func TestSizesRefused(t *testing.T) {
 		{"as a value", []*onnxpb.NodeProto{nodeP("Shape", "s", []string{"x"}, []string{"s"}),
 			nodeP("Cast", "c", []string{"s"}, []string{"f"}, attrI("to", 1)), nodeP("Mul", "m", []string{"x", "f"}, []string{"y"})},
 			`depends on the size [batch,4] of an input with --max-shape`},
+		{"Div of a difference", []*onnxpb.NodeProto{nodeP("Shape", "s", []string{"x"}, []string{"s"}),
+			constNode(int64sTensor("k", []int{2}, 5, 2)), nodeP("Sub", "d", []string{"s", "k"}, []string{"d"}),
+			nodeP("Div", "q", []string{"d", "k"}, []string{"q"}), nodeP("Reshape", "r", []string{"x", "q"}, []string{"y"})},
+			`op div depends on the size [batch-5,2] of an input with --max-shape`},
 		{"Expand", []*onnxpb.NodeProto{nodeP("Shape", "s", []string{"x"}, []string{"s"}),
 			nodeP("Expand", "e", []string{"x", "s"}, []string{"y"})},
 			`the shape of node 1 (Expand "e") depends on the size [batch,4]`},
@@ -158,4 +162,30 @@ func FuzzImportMaxShape(f *testing.F) {
 			t.Fatal("a model without outputs was accepted")
 		}
 	})
+}
+
+// Integer arithmetic on sizes read by Shape computes expressions: x.view(x.size(0) * 2, -1).
+func TestSizeArithmetic(t *testing.T) {
+	data := model(13, &onnxpb.GraphProto{
+		Name:  ptr("a"),
+		Input: []*onnxpb.ValueInfoProto{valueInfo("x", onnxFloat, "batch", 2, 3)},
+		Node: []*onnxpb.NodeProto{
+			constNode(int64sTensor("zero", nil, 0)), constNode(int64sTensor("two", nil, 2)),
+			constNode(int64sTensor("axes", []int{1}, 0)), constNode(int64sTensor("rest", []int{1}, -1)),
+			nodeP("Shape", "s", []string{"x"}, []string{"s"}),
+			nodeP("Gather", "g", []string{"s", "zero"}, []string{"b"}),
+			nodeP("Mul", "m", []string{"b", "two"}, []string{"b2"}),
+			nodeP("Unsqueeze", "u", []string{"b2", "axes"}, []string{"bu"}),
+			nodeP("Concat", "c", []string{"bu", "rest"}, []string{"shp"}, attrI("axis", 0)),
+			nodeP("Reshape", "r", []string{"x", "shp"}, []string{"y"}),
+		},
+		Output: []*onnxpb.ValueInfoProto{valueInfo("y", onnxFloat)},
+	})
+	m, err := Import("a.onnx", data, "", Options{MaxShapes: map[string][]int{"x": {8, 2, 3}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Graph.Outputs[0].Value.Type.String(); got != "f32[2*batch,3]" {
+		t.Fatalf("y is %s, want f32[2*batch,3]", got)
+	}
 }
