@@ -11,7 +11,8 @@
 //	gcomp sim FILE.ptx --entry NAME --grid X --block X [--arg SPEC]...   run PTX on the simulator
 //
 // MODEL is a .go file declaring func Model(b *frontend.Builder) (another function with --entry),
-// a .gir file, or an .onnx model (with --shape NAME=1x3x224x224 for symbolic dims and
+// a .gir file, or an .onnx model (with --shape NAME=1x3x224x224 to fix symbolic dims, or
+// --max-shape NAME=8x3x224x224 to bound them and build once for every size in range, and
 // --const NAME=FILE.pb|.npy for inputs that decide shapes; --input also takes TensorProto .pb). Every failure prints one message and exits with status 1; nothing is written to -o
 // or --output-dir unless the command succeeds. --output-dir's missing parents are made, as
 // mkdir -p makes them, once the outputs are ready; a file or a symbolic link in their way is an
@@ -166,6 +167,7 @@ func usage(w io.Writer) {
 	for _, c := range cs {
 		fmt.Fprintf(w, "  %-13s %s\n", c.name, c.summary)
 	}
+	fmt.Fprintln(w, "\nAn .onnx model's symbolic input dims are fixed with --shape NAME=1x3x224x224, or bounded with\n--max-shape NAME=8x3x224x224 to build once for every size in range (build, run, check, dump).")
 	fmt.Fprintln(w, "\nRun 'gcomp COMMAND -h' for a command's flags.")
 }
 

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ir/sym"
 	"github.com/gcomp/gcomp/ops"
 	"github.com/gcomp/gcomp/tensor"
 )
@@ -22,6 +23,9 @@ type val struct {
 	// deps are the graph inputs a run-time value is computed from: binding them (--const) makes
 	// it known, for an operand that decides a shape.
 	deps []string
+	// sizes, for a compile-time integer vector computed from the sizes of an input with dynamic
+	// axes, holds each entry as an expression (c holds their bounds); nil when all are static.
+	sizes []sym.Expr
 }
 
 // folded says whether x is a compile-time value that ops on it may fold.
@@ -45,6 +49,9 @@ type builder struct {
 func (b *builder) materialize(x *val) *ir.Value {
 	if x.v != nil {
 		return x.v
+	}
+	if x.sizes != nil {
+		panic(internalError{sizesRefused(x, "a value computed in the graph")})
 	}
 	if x.param != "" {
 		x.v = b.g.Param(x.param, x.t, nil)
@@ -75,17 +82,30 @@ func allEqual(v []float64) bool {
 // op applies a gcomp op. When every operand is known at compile time the result is computed
 // with the op's reference semantics (ops.Eval) instead of entering the graph.
 func (b *builder) op(name string, attrs ir.Attrs, args ...*val) (*val, error) {
+	return b.opWant(name, attrs, nil, args...)
+}
+
+// opWant is op with the result's symbolic sizes given (reshape, broadcast_in_dim; nil derives
+// them from the bounds).
+func (b *builder) opWant(name string, attrs ir.Attrs, want []sym.Expr, args ...*val) (*val, error) {
 	types := make([]ir.Type, len(args))
-	fold := true
+	fold, sized := true, false
 	for i, a := range args {
 		types[i] = a.t
 		fold = fold && a.folded()
+		sized = sized || a.sizes != nil
 	}
-	t, err := ops.Infer(name, types, attrs)
+	t, err := b.infer(name, types, attrs, want)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", name, err)
 	}
-	if fold && t.Shape.NumElements() <= foldLimit {
+	if sized && fold {
+		return b.foldSizes(name, attrs, t, args)
+	}
+	if sized {
+		return nil, sizesRefused(firstSized(args), "the run-time operand of "+name)
+	}
+	if fold && t.Sym == nil && t.Shape.NumElements() <= foldLimit {
 		cs := make([]*tensor.Tensor, len(args))
 		for i, a := range args {
 			cs[i] = a.c
@@ -136,6 +156,9 @@ func checkFold(n int, what string) error {
 
 // splatOf is a tensor of type t with every element v: folded when small, else a constant op.
 func (b *builder) splatOf(t ir.Type, v float64) *val {
+	if t.Sym != nil { // a scalar broadcast to the symbolic sizes
+		return must(b.broadcastLike(b.splatOf(ir.Type{DType: t.DType}, v), t))
+	}
 	if t.Shape.NumElements() <= foldLimit {
 		c := tensor.New(t)
 		for i := 0; i < c.Len(); i++ {
@@ -197,7 +220,14 @@ func (b *builder) cast(x *val, d ir.DType) *val {
 }
 
 // broadcastTo is ONNX's (numpy's) broadcasting of x to shape: x's dims align with shape's last.
+// In a graph with dims the shape is static; broadcastLike takes a symbolic type.
 func (b *builder) broadcastTo(x *val, shape ir.Shape) (*val, error) {
+	return b.broadcastLike(x, ir.Type{DType: x.t.DType, Shape: shape})
+}
+
+// broadcastLike broadcasts x to to's shape, symbolic sizes included.
+func (b *builder) broadcastLike(x *val, to ir.Type) (*val, error) {
+	shape := to.Shape
 	if x.t.Shape.Equal(shape) {
 		return x, nil
 	}
@@ -212,7 +242,11 @@ func (b *builder) broadcastTo(x *val, shape ir.Shape) (*val, error) {
 			return nil, fmt.Errorf("cannot broadcast %s to %v", x.t, shape)
 		}
 	}
-	return b.op("broadcast_in_dim", ir.Attrs{"shape": []int(shape.Clone()), "dims": dims}, x)
+	var want []sym.Expr
+	if to.Sym != nil {
+		want = to.Axes()
+	}
+	return b.opWant("broadcast_in_dim", ir.Attrs{"shape": []int(shape.Clone()), "dims": dims}, want, x)
 }
 
 // broadcastShape is the multidirectional broadcast of shapes.
@@ -250,9 +284,15 @@ func (b *builder) broadcastAll(xs ...*val) ([]*val, error) {
 	if err != nil {
 		return nil, err
 	}
+	to := ir.Type{Shape: s}
+	if len(b.g.Dims) > 0 {
+		if to, err = b.broadcastSym(xs); err != nil {
+			return nil, err
+		}
+	}
 	out := make([]*val, len(xs))
 	for i, x := range xs {
-		if out[i], err = b.broadcastTo(x, s); err != nil {
+		if out[i], err = b.broadcastLike(x, to); err != nil {
 			return nil, err
 		}
 	}

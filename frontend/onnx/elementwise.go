@@ -184,7 +184,7 @@ func init() {
 			return nil, err
 		}
 		x, s := n.in[0], n.in[1]
-		sb, err := n.broadcastTo(s, x.t.Shape)
+		sb, err := n.broadcastLike(s, x.t)
 		if err != nil {
 			return nil, err
 		}

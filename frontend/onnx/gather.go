@@ -28,7 +28,7 @@ func init() {
 // argIndex returns the index of the first (or last) extreme of x along a, with a kept as size 1.
 // NaN counts as the extreme, as numpy's argmax has it.
 func (n *node) argIndex(x *val, a int, extreme string, last bool) *val {
-	m, _ := n.broadcastTo(n.reduce(extreme, x, []int{a}, true), x.t.Shape)
+	m, _ := n.broadcastLike(n.reduce(extreme, x, []int{a}, true), x.t)
 	hit := n.bin("eq", x, m)
 	if x.t.DType.IsFloat() {
 		hit = n.bin("or", hit, n.bin("ne", x, x))
@@ -90,7 +90,7 @@ func convHardmax(n *node) ([]*val, error) {
 		in = n.reshape(x, ir.Shape{lead, x.t.Shape.NumElements() / max(lead, 1)})
 		a = 1
 	}
-	i, _ := n.broadcastTo(n.argIndex(in, a, "reduce_max", false), in.t.Shape)
+	i, _ := n.broadcastLike(n.argIndex(in, a, "reduce_max", false), in.t)
 	idx := must(n.op("iota", ir.Attrs{"shape": []int(in.t.Shape.Clone()), "dim": a, "dtype": ir.I64}))
 	y := must(n.selectOp(n.bin("eq", i, idx), n.splat(x, 1), n.splat(x, 0)))
 	return []*val{n.reshape(y, x.t.Shape)}, nil
@@ -186,7 +186,7 @@ func (n *node) nll(x, target, weight *val) (*val, error) {
 			return nil, err
 		}
 	} else {
-		w, _ = n.broadcastTo(n.splat(x, 1), picked.t.Shape)
+		w, _ = n.broadcastLike(n.splat(x, 1), picked.t)
 	}
 	if n.has("ignore_index") {
 		keep := n.bin("ne", t, scalar(t.t.DType, float64(n.attrInt("ignore_index", 0))))

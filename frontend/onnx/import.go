@@ -8,6 +8,7 @@ import (
 
 	"github.com/gcomp/gcomp/frontend/onnx/onnxpb"
 	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ir/sym"
 	"github.com/gcomp/gcomp/ops"
 	"github.com/gcomp/gcomp/tensor"
 )
@@ -27,6 +28,11 @@ type Options struct {
 	// Consts binds graph inputs (by ONNX name) to values at compile time: the inputs that decide
 	// shapes (Reshape's shape, Slice's starts, ...). They are folded and are not graph inputs.
 	Consts map[string]*tensor.Tensor
+	// MaxShapes bounds the dynamic dims of graph inputs (by ONNX name; gcomp's --max-shape): each
+	// symbolic dimension becomes a ranged dim [1, bound] named after its dim_param, shared by
+	// every input with that dim_param, so the graph runs at any size in range (docs/dynamic.md).
+	// Static dimensions must be given as declared.
+	MaxShapes map[string][]int
 	// Batch, if positive, fills the symbolic first dimension of every input not in Shapes
 	// (gcomp's --batch); an error if no input has one.
 	Batch int
@@ -84,6 +90,11 @@ type importer struct {
 	names     map[string]bool // ir names in use
 	// batchUsed records that Options.Batch filled an input's first dimension.
 	batchUsed bool
+	// dimOf maps a dim_param to its graph dim, dimFrom a dim to the bound that declared it, and
+	// maxAxes an input with --max-shape to its sizes (dynamic.go).
+	dimOf   map[string]string
+	dimFrom map[string]dimSource
+	maxAxes map[string][]sym.Expr
 }
 
 func (im *importer) fail(err error) error { return &Error{File: im.file, Node: -1, Err: err} }
@@ -146,6 +157,9 @@ func (im *importer) run(m *onnxpb.ModelProto) (model *Model, err error) {
 	}
 	if len(gp.GetSparseInitializer()) > 0 {
 		return nil, im.fail(unsupportedf("sparse initializers are not supported"))
+	}
+	if err := im.declareDims(gp); err != nil {
+		return nil, im.fail(err)
 	}
 	inputs := map[string]bool{}
 	for _, in := range gp.GetInput() {
@@ -282,6 +296,14 @@ func (im *importer) input(in *onnxpb.ValueInfoProto) (*val, error) {
 			return nil, fmt.Errorf("--const value: %w", err)
 		}
 		return &val{t: c.Type, c: c}, nil
+	}
+	if _, fixed := im.opt.Shapes[name]; !fixed {
+		if t, ok, err := im.symInput(in, d); err != nil {
+			return nil, fmt.Errorf("--max-shape: %w", err)
+		} else if ok {
+			v := im.b.g.Input(im.irName(name, false), t, nil)
+			return &val{t: v.Type, v: v, deps: []string{name}}, nil
+		}
 	}
 	var shape ir.Shape
 	if s, ok := im.opt.Shapes[name]; ok {

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ir/sym"
 	"github.com/gcomp/gcomp/tensor"
 )
 
@@ -14,6 +15,13 @@ func init() {
 	converters["Size"] = func(n *node) ([]*val, error) {
 		if err := n.inputs(1, 1); err != nil {
 			return nil, err
+		}
+		if t := n.in[0].t; t.Sym != nil {
+			size := sym.Const(1)
+			for _, e := range t.Axes() {
+				size = sym.Mul(size, e)
+			}
+			return []*val{n.sizeVal(ir.T(ir.I64), []sym.Expr{size})}, nil
 		}
 		return []*val{constant(tensor.FromFloats(ir.T(ir.I64), []float64{float64(n.in[0].t.Shape.NumElements())}))}, nil
 	}
@@ -103,6 +111,9 @@ func convShape(n *node) ([]*val, error) {
 	dims := []int{}
 	if start < end {
 		dims = s[start:end]
+		if t := n.in[0].t; t.Sym != nil {
+			return []*val{n.sizeVal(ir.T(ir.I64, end-start), t.Sym[start:end])}, nil
+		}
 	}
 	return []*val{constInts(dims)}, nil
 }
@@ -115,6 +126,9 @@ func convReshape(n *node) ([]*val, error) {
 	} else {
 		if err := n.inputs(2, 2); err != nil {
 			return nil, err
+		}
+		if n.in[1].sizes != nil && n.in[1].folded() {
+			return one(n.reshapeSizes(n.in[0], n.in[1], n.attrInt("allowzero", 0) != 0))
 		}
 		if shape, err = n.knownInts(1, "shape"); err != nil {
 			return nil, err
@@ -473,7 +487,7 @@ func convGather(n *node) ([]*val, error) {
 		return nil, fmt.Errorf("indices are %s, want integers", idx.t.DType)
 	}
 	d := x.t.Shape[a]
-	if idx.c != nil && idx.param == "" {
+	if idx.c != nil && idx.param == "" && idx.sizes == nil {
 		// Known indices: check them and make negative ones positive here.
 		c := idx.c.Clone()
 		for i, v := range c.I {

@@ -221,7 +221,7 @@ func convGemm(n *node) ([]*val, error) {
 		if beta := n.attrFloat("beta", 1); beta != 1 {
 			c = n.bin("mul", c, n.splat(c, beta))
 		}
-		cb, err := n.broadcastTo(c, y.t.Shape)
+		cb, err := n.broadcastLike(c, y.t)
 		if err != nil {
 			return nil, err
 		}
@@ -361,7 +361,7 @@ func (n *node) conv(x, wt, bias *val) (*val, error) {
 		return nil, err
 	}
 	if bias != nil {
-		b, err := n.op("broadcast_in_dim", ir.Attrs{"shape": []int(y.t.Shape.Clone()), "dims": []int{1}}, bias)
+		b, err := n.opWant("broadcast_in_dim", ir.Attrs{"shape": []int(y.t.Shape.Clone()), "dims": []int{1}}, y.t.Sym, bias)
 		if err != nil {
 			return nil, err
 		}
@@ -547,7 +547,7 @@ func (n *node) channel(c *val, x *val) (*val, error) {
 	if len(c.t.Shape) != 1 || len(x.t.Shape) < 2 || c.t.Shape[0] != x.t.Shape[1] {
 		return nil, fmt.Errorf("per-channel %s does not fit %s", c.t, x.t)
 	}
-	return n.op("broadcast_in_dim", ir.Attrs{"shape": []int(x.t.Shape.Clone()), "dims": []int{1}}, c)
+	return n.opWant("broadcast_in_dim", ir.Attrs{"shape": []int(x.t.Shape.Clone()), "dims": []int{1}}, x.t.Sym, c)
 }
 
 func convBatchNorm(n *node) ([]*val, error) {
@@ -624,13 +624,13 @@ func convLayerNorm(n *node) ([]*val, error) {
 		return nil, err
 	}
 	y, mean, inv := n.normalize(x, allAxes(r)[a:], n.attrFloat("epsilon", 1e-5))
-	scale, err := n.broadcastTo(n.in[1], x.t.Shape)
+	scale, err := n.broadcastLike(n.in[1], x.t)
 	if err != nil {
 		return nil, err
 	}
 	y = n.bin("mul", y, scale)
 	if b := n.arg(2); b != nil {
-		bb, err := n.broadcastTo(b, x.t.Shape)
+		bb, err := n.broadcastLike(b, x.t)
 		if err != nil {
 			return nil, err
 		}

@@ -154,6 +154,9 @@ func (n *node) known(i int, what string) (*tensor.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
+	if x.sizes != nil {
+		return nil, sizesRefused(x, fmt.Sprintf("the %s of node %d (%s %q)", what, n.idx, n.p.GetOpType(), n.p.GetName()))
+	}
 	if x.c != nil {
 		return x.c, nil
 	}

@@ -25,7 +25,7 @@ func init() {
 // perAxis broadcasts a scale or zero point (a scalar, or 1-D along axis) to x's shape.
 func (n *node) perAxis(s, x *val) (*val, error) {
 	if len(s.t.Shape) == 0 || s.t.Shape.NumElements() == 1 && len(s.t.Shape) == 1 && x.t.Shape[min(1, len(x.t.Shape)-1)] != 1 {
-		return n.broadcastTo(n.reshape(s, ir.Shape{}), x.t.Shape)
+		return n.broadcastLike(n.reshape(s, ir.Shape{}), x.t)
 	}
 	if len(s.t.Shape) != 1 {
 		return nil, fmt.Errorf("scale %s of %s: per-axis quantization wants a scalar or a 1-D scale (blocked quantization wants block_size, opset 21)", s.t, x.t)
@@ -37,7 +37,7 @@ func (n *node) perAxis(s, x *val) (*val, error) {
 	if s.t.Shape[0] != x.t.Shape[a] {
 		return nil, fmt.Errorf("scale %s does not fit axis %d of %s", s.t, a, x.t)
 	}
-	return n.op("broadcast_in_dim", ir.Attrs{"shape": []int(x.t.Shape.Clone()), "dims": []int{a}}, s)
+	return n.opWant("broadcast_in_dim", ir.Attrs{"shape": []int(x.t.Shape.Clone()), "dims": []int{a}}, x.t.Sym, s)
 }
 
 // saturate rounds x half to even, clamps it to d's range and converts.
@@ -203,8 +203,8 @@ func convDynamicQuantize(n *node) ([]*val, error) {
 	hi := n.bin("max", n.reduce("reduce_max", x, all, false), zero)
 	scale := n.bin("div", n.bin("sub", hi, lo), n.splat(x, 255))
 	zp := n.saturate(n.bin("sub", zero, n.bin("div", lo, scale)), ir.U8)
-	sb := must(n.broadcastTo(scale, x.t.Shape))
-	zb := must(n.broadcastTo(n.cast(zp, ir.F32), x.t.Shape))
+	sb := must(n.broadcastLike(scale, x.t))
+	zb := must(n.broadcastLike(n.cast(zp, ir.F32), x.t))
 	y := n.saturate(n.bin("add", n.roundEven(n.bin("div", x, sb)), zb), ir.U8)
 	return []*val{y, scale, zp}, nil
 }
@@ -226,7 +226,7 @@ func (n *node) centered(x, zp *val, perAxis int) (*val, error) {
 	if len(z.t.Shape) != 1 || perAxis < 0 || z.t.Shape[0] != x.t.Shape[perAxis] {
 		return nil, unsupportedf("zero point %s is not supported for %s", zp.t, x.t)
 	}
-	zb, err := n.op("broadcast_in_dim", ir.Attrs{"shape": []int(x.t.Shape.Clone()), "dims": []int{perAxis}}, z)
+	zb, err := n.opWant("broadcast_in_dim", ir.Attrs{"shape": []int(x.t.Shape.Clone()), "dims": []int{perAxis}}, x.t.Sym, z)
 	if err != nil {
 		return nil, err
 	}

@@ -207,7 +207,7 @@ func convResize(n *node) ([]*val, error) {
 			w.F[i] = tensor.RoundFloat(x.t.DType, s-f)
 		}
 		x0, x1 := n.take(x, a, constInts(i0)), n.take(x, a, constInts(i1))
-		wb := must(n.op("broadcast_in_dim", ir.Attrs{"shape": []int(x0.t.Shape.Clone()), "dims": []int{a}}, constant(w)))
+		wb := must(n.opWant("broadcast_in_dim", ir.Attrs{"shape": []int(x0.t.Shape.Clone()), "dims": []int{a}}, x0.t.Sym, constant(w)))
 		// x0 + w·(x1 - x0) would round differently; ONNX's reference weighs both neighbours.
 		one := n.bin("sub", n.splat(wb, 1), wb)
 		x = n.bin("add", n.bin("mul", x0, one), n.bin("mul", x1, wb))
@@ -266,7 +266,7 @@ func (n *node) cubic(x *val, a, in int, src []float64) *val {
 	var acc *val
 	for k := range idx {
 		t := n.take(x, a, constInts(idx[k]))
-		wb := must(n.op("broadcast_in_dim", ir.Attrs{"shape": []int(t.t.Shape.Clone()), "dims": []int{a}}, constant(w[k])))
+		wb := must(n.opWant("broadcast_in_dim", ir.Attrs{"shape": []int(t.t.Shape.Clone()), "dims": []int{a}}, t.t.Sym, constant(w[k])))
 		if term := n.bin("mul", t, wb); acc == nil {
 			acc = term
 		} else {
@@ -413,6 +413,6 @@ func (n *node) extrapolate(x *val, c crop) *val {
 	if !any {
 		return x
 	}
-	mask := must(n.op("broadcast_in_dim", ir.Attrs{"shape": []int(x.t.Shape.Clone()), "dims": []int{c.a}}, constant(outside)))
+	mask := must(n.opWant("broadcast_in_dim", ir.Attrs{"shape": []int(x.t.Shape.Clone()), "dims": []int{c.a}}, x.t.Sym, constant(outside)))
 	return must(n.selectOp(mask, n.splatOf(x.t, n.attrFloat("extrapolation_value", 0)), x))
 }

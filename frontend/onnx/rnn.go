@@ -147,7 +147,7 @@ func (n *node) gate(v *val, g, hidden int) *val {
 func (n *node) affine(x, w, b *val) *val {
 	y := must(n.op("dot_general", ir.Attrs{"lhs_contract": []int{1}, "rhs_contract": []int{1}}, x, w))
 	if b != nil {
-		y = n.bin("add", y, must(n.broadcastTo(b, y.t.Shape)))
+		y = n.bin("add", y, must(n.broadcastLike(b, y.t)))
 	}
 	return y
 }
@@ -180,7 +180,7 @@ func (n *node) cell(kind string, xt, h, c, w, r, wb, rb, p *val, hidden int) (*v
 		if p == nil {
 			return v
 		}
-		pk := must(n.broadcastTo(n.gate(p, k, hidden), cc.t.Shape))
+		pk := must(n.broadcastLike(n.gate(p, k, hidden), cc.t))
 		return n.bin("add", v, n.bin("mul", pk, cc))
 	}
 	i := sig(peep(pre(0), 0, c))

@@ -186,7 +186,7 @@ func convReverseSequence(n *node) ([]*val, error) {
 	if len(lens.t.Shape) != 1 || lens.t.Shape[0] != x.t.Shape[ba] || !lens.t.DType.IsInt() {
 		return nil, fmt.Errorf("sequence_lens %s does not fit %s", lens.t, x.t)
 	}
-	l := must(n.op("broadcast_in_dim", ir.Attrs{"shape": []int(x.t.Shape.Clone()), "dims": []int{ba}}, n.cast(lens, ir.I64)))
+	l := must(n.opWant("broadcast_in_dim", ir.Attrs{"shape": []int(x.t.Shape.Clone()), "dims": []int{ba}}, x.t.Sym, n.cast(lens, ir.I64)))
 	t := must(n.op("iota", ir.Attrs{"shape": []int(x.t.Shape.Clone()), "dim": ta, "dtype": ir.I64}))
 	rev := n.bin("sub", n.bin("sub", l, n.splat(l, 1)), t)
 	idx := must(n.selectOp(n.bin("lt", t, l), rev, t))
@@ -259,6 +259,8 @@ func convMaxUnpool(n *node) ([]*val, error) {
 func (n *node) checkKnownIndices(idx *val, data ir.Type, target func(j int) (int, string)) error {
 	var k *tensor.Tensor
 	switch {
+	case idx.sizes != nil:
+		return sizesRefused(idx, "an index")
 	case idx.c != nil:
 		k = idx.c
 	case idx.w != nil:

@@ -94,7 +94,7 @@ func convTopK(n *node) ([]*val, error) {
 		}
 		vals = append(vals, n.reshape(v, i.t.Shape))
 		idxs = append(idxs, n.cast(i, ir.I64))
-		taken = n.bin("or", taken, n.bin("eq", pos, must(n.broadcastTo(i, x.t.Shape))))
+		taken = n.bin("or", taken, n.bin("eq", pos, must(n.broadcastLike(i, x.t))))
 	}
 	cat := func(vs []*val) *val {
 		if len(vs) == 1 {

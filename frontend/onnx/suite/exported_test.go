@@ -8,7 +8,6 @@ import (
 
 	"github.com/gcomp/gcomp/compiler"
 	"github.com/gcomp/gcomp/frontend/onnx"
-	"github.com/gcomp/gcomp/internal/tolerance"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ops"
 	"github.com/gcomp/gcomp/passes"
@@ -77,17 +76,7 @@ func checkExported(t *testing.T, f string, sim bool) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		g := got[o.IR]
-		if !g.Type.Equal(want.Type) {
-			t.Fatalf("%s is %s, PyTorch's %s", o.ONNX, g.Type, want.Type)
-		}
-		rel, _ := tolerance.Tolerance(want.Type.DType, false, 0)
-		abs := tolerance.OutputFloor(rel, want.F)
-		for i := range want.F {
-			if !tolerance.Within(g.F[i], want.F[i], rel, abs) {
-				t.Fatalf("%s[%d] = %v, PyTorch %v (rel %g, abs %g)", o.ONNX, i, g.F[i], want.F[i], rel, abs)
-			}
-		}
+		within(t, o.ONNX, got[o.IR], want)
 	}
 	if !sim {
 		return
