@@ -111,19 +111,7 @@ func (w *attnWriter) appendRows(operands []attnOperand, threads int, tid, split,
 // clampedStart loads start[b] (integers of dtype d) clamped to [0, hi], as update_slice
 // clamps, into a u32 register.
 func (w *attnWriter) clampedStart(d ir.DType, base, b string, hi int) string {
-	p := w.reg("b64")
-	switch d {
-	case ir.I64:
-		w.ins("ld.global.s64", p, w.addr(base, b, 8))
-	case ir.U8:
-		x := w.reg("b32")
-		w.ins("ld.global.u8", x, w.addr(base, b, 1))
-		w.ins("cvt.u64.u32", p, x)
-	default: // i32, i8: sign-extended
-		x := w.reg("b32")
-		w.ins("ld.global."+map[ir.DType]string{ir.I32: "s32", ir.I8: "s8"}[d], x, w.addr(base, b, d.Size()))
-		w.ins("cvt.s64.s32", p, x)
-	}
+	p := w.intAt(d, base, b)
 	w.ins("max.s64", p, p, "0")
 	w.ins("min.s64", p, p, uimm(hi))
 	r := w.reg("b32")

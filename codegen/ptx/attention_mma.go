@@ -284,11 +284,16 @@ func (w *attnMMA) body(out string) {
 	var posv string
 	if posOp != nil {
 		posv = b.reg(rU64)
-		if p.Op.Args[3].Type.DType == ir.I64 {
+		switch d := p.Op.Args[3].Type.DType; d {
+		case ir.I64:
 			b.ins("ld.global.s64", posv, w.elemAddr(*posOp, []string{bIdx}, 8))
-		} else {
+		case ir.U8:
 			r := b.reg(rU32)
-			b.ins("ld.global.s32", r, w.elemAddr(*posOp, []string{bIdx}, 4))
+			b.ins("ld.global.u8", r, w.elemAddr(*posOp, []string{bIdx}, 1))
+			b.ins("cvt.u64.u32", posv, r)
+		default: // i32, i8: sign-extended
+			r := b.reg(rU32)
+			b.ins("ld.global."+map[ir.DType]string{ir.I32: "s32", ir.I8: "s8"}[d], r, w.elemAddr(*posOp, []string{bIdx}, d.Size()))
 			b.ins("cvt.s64.s32", posv, r)
 		}
 	}

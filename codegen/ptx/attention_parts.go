@@ -81,15 +81,26 @@ func (w *attnWriter) newRow(d ir.DType, qOp attnOperand, b, h, i, lane, active, 
 
 // position loads pos[b] as 64 bits.
 func (w *attnWriter) position(posOp attnOperand, t ir.DType, b string) string {
-	pv := w.reg("b64")
-	if t == ir.I64 {
-		w.ins("ld.global.s64", pv, w.addr(posOp.ptr, w.index(posOp, b), 8))
-	} else {
-		pr := w.reg("b32")
-		w.ins("ld.global.s32", pr, w.addr(posOp.ptr, w.index(posOp, b), 4))
-		w.ins("cvt.s64.s32", pv, pr)
+	return w.intAt(t, posOp.ptr, w.index(posOp, b))
+}
+
+// intAt loads element i of the integers of dtype d at ptr (the op table's index dtypes: i64,
+// i32, i8 sign-extended, u8 zero-extended) into a 64-bit register.
+func (w *attnWriter) intAt(d ir.DType, ptr, i string) string {
+	p := w.reg("b64")
+	switch d {
+	case ir.I64:
+		w.ins("ld.global.s64", p, w.addr(ptr, i, 8))
+	case ir.U8:
+		x := w.reg("b32")
+		w.ins("ld.global.u8", x, w.addr(ptr, i, 1))
+		w.ins("cvt.u64.u32", p, x)
+	default: // i32, i8: sign-extended
+		x := w.reg("b32")
+		w.ins("ld.global."+map[ir.DType]string{ir.I32: "s32", ir.I8: "s8"}[d], x, w.addr(ptr, i, d.Size()))
+		w.ins("cvt.s64.s32", p, x)
 	}
-	return pv
+	return p
 }
 
 // keyLimit returns the keys query index i sees, j < limit: S, i+1 (causal) or pos[b]+i+1 (posv,

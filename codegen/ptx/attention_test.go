@@ -3,6 +3,7 @@ package ptx
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -184,4 +185,37 @@ func stridedAttentionGraph(t *testing.T, d ir.DType, b, l, h, e, start int, scal
 	bb := add("broadcast_in_dim", ir.Attrs{"dims": []int{2, 3}, "shape": []int{1, h, l, l}}, bias)
 	g.SetOutput("o", add(ops.AttentionOp, ir.Attrs{"scale": scale, "mask": ops.MaskCausal, "additive": true}, q, k, v, bb))
 	return g
+}
+
+// TestAttentionPositionDTypes: the position operand is read as the integers of its dtype (the op
+// table's i64, i32, i8, u8), sign- or zero-extended, by the CUDA-core, split-KV and tensor-core
+// templates. A
+// 4-byte load of an i8 or u8 vector read past its end (memcheck) and mixed neighbours' bytes in.
+func TestAttentionPositionDTypes(t *testing.T) {
+	for _, d := range []ir.DType{ir.I64, ir.I32, ir.I8, ir.U8} {
+		for _, c := range []attnCase{
+			{2, 4, 1, 3, 37, 8, 8, ops.MaskPosition, nil, []int64{34, 5}, ir.F32},
+			{3, 2, 1, 1, 70, 64, 64, ops.MaskPosition, nil, []int64{69, 0, 7}, ir.F32}, // split-KV
+			{2, 2, 1, 20, 40, 64, 64, ops.MaskPosition, nil, []int64{10, 5}, ir.F16},   // tensor cores
+		} {
+			pos := slices.Clone(c.pos)
+			if d == ir.U8 {
+				pos[1] = 200 // past the cache: clamped
+			} else {
+				pos[1] = -1 // before the first key: sees none of them
+			}
+			t.Run(d.String()+"_"+c.String(), func(t *testing.T) {
+				g := attentionGraph(t, c.d, c.b, c.h, c.kvh, c.l, c.s, c.e, c.ev, c.mask, c.bias)
+				for _, v := range g.Inputs() {
+					if v.Name == "pos" {
+						v.Type = ir.T(d, c.b)
+					}
+				}
+				res := runAttention(t, g, attnInputs(g, 3, pos))
+				if c.d == ir.F16 && !strings.Contains(res.ptx, "mma.sync") {
+					t.Errorf("an f16 prefill should take the tensor-core template")
+				}
+			})
+		}
+	}
 }
