@@ -208,15 +208,7 @@ func (w *attnWriter) bindAll(k Kernel) (params []string, args []Arg) {
 		w.ins("cvta.to.global.u64", r, r)
 		w.ptr[v] = r
 	}
-	for i, v := range g.Inputs() {
-		bind(ArgInput, i, v.Name, v)
-	}
-	for i, v := range g.Params() {
-		bind(ArgParam, i, v.Name, v)
-	}
-	for i, o := range g.Outputs {
-		bind(ArgOutput, i, o.Name, o.Value)
-	}
+	eachBuffer(g, bind)
 	return params, args
 }
 

@@ -89,15 +89,7 @@ func bindMMA(b *builder, k Kernel, op *ir.Value) (ptr map[*ir.Value]string, args
 		ptr[v] = b.globalParam(fmt.Sprintf("%s_param_%d", k.Name, len(args)))
 		args = append(args, Arg{Kind: kind, Index: i, Name: name})
 	}
-	for i, v := range g.Inputs() {
-		bind(ArgInput, i, v.Name, v)
-	}
-	for i, v := range g.Params() {
-		bind(ArgParam, i, v.Name, v)
-	}
-	for i, o := range g.Outputs {
-		bind(ArgOutput, i, o.Name, o.Value)
-	}
+	eachBuffer(g, bind)
 	for _, a := range op.Args {
 		o, err := attentionOperand(a, ptr)
 		if err != nil {

@@ -201,15 +201,7 @@ func header(k Kernel, b *builder, globals *[]string) (*gen, []Arg) {
 			gn.outPtr = append(gn.outPtr, r)
 		}
 	}
-	for i, v := range g.Inputs() {
-		bind(ArgInput, i, v.Name, v)
-	}
-	for i, v := range g.Params() {
-		bind(ArgParam, i, v.Name, v)
-	}
-	for i, o := range g.Outputs {
-		bind(ArgOutput, i, o.Name, o.Value)
-	}
+	eachBuffer(g, bind)
 	if sites := gatherSites(g); len(sites) > 0 {
 		p := b.param("u64", fmt.Sprintf("%s_param_%d", k.Name, len(args)))
 		args = append(args, Arg{Kind: ArgError})
@@ -273,4 +265,18 @@ func emptyKernel(k Kernel, globals *[]string) (string, Launch, error) {
 	_, args := header(k, b, globals)
 	b.note("every output is empty: nothing to compute")
 	return b.text(), Launch{Grid: [3]int{1, 1, 1}, Block: [3]int{1, 1, 1}, Params: args}, nil
+}
+
+// eachBuffer calls bind for each buffer a kernel of graph g takes, in the entry's parameter
+// order: the inputs, the params, then the outputs.
+func eachBuffer(g *ir.Graph, bind func(kind ArgKind, i int, name string, v *ir.Value)) {
+	for i, v := range g.Inputs() {
+		bind(ArgInput, i, v.Name, v)
+	}
+	for i, v := range g.Params() {
+		bind(ArgParam, i, v.Name, v)
+	}
+	for i, o := range g.Outputs {
+		bind(ArgOutput, i, o.Name, o.Value)
+	}
 }
