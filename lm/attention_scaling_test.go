@@ -62,6 +62,7 @@ type scalingRow struct {
 	attentionKernels, scoreBufs int
 }
 
+// buildScaling runs the pipeline on g under opt and reads its row at T tokens.
 func buildScaling(t *testing.T, g *ir.Graph, opt passes.Options, T, scores int) scalingRow {
 	t.Helper()
 	res, err := passes.Run(g, opt)
