@@ -26,13 +26,15 @@ func ParseAMP(s string) (ir.DType, error) {
 	return ir.Invalid, fmt.Errorf("unknown AMP dtype %q (want bf16 or f16)", s)
 }
 
-// AutocastGraph returns g with Autocast(dt) applied to a copy of it, or g itself when dt is
+// AutocastGraph returns what the pipeline computes under --amp dt: a copy of g with its attention
+// decompositions formed into attention ops (the attention pass's rewrite, which the pipeline runs
+// before autocast unless the pass is disabled) and Autocast(dt) applied; or g itself when dt is
 // ir.Invalid (no autocast) or g has no f32 contraction.
 func AutocastGraph(g *ir.Graph, dt ir.DType) *ir.Graph {
 	if dt == ir.Invalid || !hasF32Contraction(g) {
 		return g
 	}
-	c := g.Clone()
+	c := findAttention(g.Clone())
 	Autocast(c, dt)
 	return c
 }

@@ -186,6 +186,11 @@ func Run(g *ir.Graph, opt Options) (*Result, error) {
 	}
 	st := &State{Graph: g.Clone(), opt: opt}
 	if opt.AMP != ir.Invalid {
+		if !disabled["attention"] {
+			// The casts autocast inserts hide the decomposition from the matcher: form attention
+			// first (as train steps do), and autocast runs the op in the low dtype.
+			st.Graph = findAttention(st.Graph)
+		}
 		Autocast(st.Graph, opt.AMP)
 	}
 	res := &Result{}
