@@ -11,16 +11,18 @@ import (
 
 // Refusals are the ops Symbolic adds that the compiler refuses in a graph with dims
 // (docs/dynamic.md, "What is refused"), each over the rows of a symbolic value: a reduction over
-// the symbolic dim, a transpose putting it after a static dim, a contraction over it.
-func Refusals() []string { return []string{"reduce_sum", "transpose", "dot_general"} }
+// the symbolic dim, a transpose putting it after a static dim, a contraction over it, a concat
+// along it (twice the rows).
+func Refusals() []string { return []string{"reduce_sum", "transpose", "dot_general", "concat"} }
 
 // Symbolic generates a graph with bounded dims (docs/dynamic.md) of the class the compiler
 // builds once for every size in range: values f32[R, d] whose rows R lead, one dim n or the
 // product n·m of an input f32[n, m, d] reshaped, and ops that keep rows independent (elementwise
 // chains, biases broadcast over the rows, row reductions spread back over their rows, products
-// with a static right operand). Every third graph or so also has, as one more output, one of
-// Refusals over the rows; refused names it ("" when the graph is in the class), and the
-// compiler must refuse such a graph naming it, never compile it. The same generator state gives
+// with a static right operand or per row, transposes, slices and pads of the trailing axes).
+// Every third graph or so also has, as one more output, one of Refusals over the rows; refused
+// names it ("" when the graph is in the class), and the compiler must refuse such a graph
+// naming it, never compile it. The same generator state gives
 // the same graph; it is not one of Graph's kinds, so their seeds keep their graphs.
 func Symbolic(r *rand.Rand) (g *ir.Graph, refused string) {
 	b := &symBuilder{builder: newBuilder(r, "symbolic")}
@@ -61,6 +63,8 @@ func Symbolic(r *rand.Rand) (g *ir.Graph, refused string) {
 			b.output(b.op("transpose", ir.Attrs{"perm": []int{1, 0}}, nil, y))
 		case "dot_general":
 			b.output(b.op("dot_general", ir.Attrs{"lhs_contract": []int{0}, "rhs_contract": []int{0}}, nil, y, y))
+		case "concat":
+			b.output(b.op("concat", ir.Attrs{"axis": 0}, nil, y, y))
 		}
 	}
 	if err := ops.Verify(g); err != nil {
@@ -120,7 +124,7 @@ func (b *symBuilder) rowOp(vals []*ir.Value) *ir.Value {
 	}
 	d := x.Type.Shape[1]
 	bound := []int{x.Type.Shape[0], d}
-	switch b.r.IntN(6) {
+	switch b.r.IntN(9) {
 	case 0:
 		u := []string{"neg", "abs", "tanh", "relu"}[b.r.IntN(4)]
 		return b.op(u, nil, nil, x)
@@ -140,9 +144,36 @@ func (b *symBuilder) rowOp(vals []*ir.Value) *ir.Value {
 		e := 1 + b.r.IntN(24)
 		w := b.g.Param(b.name("w"), ir.T(ir.F32, e, d), ir.Attrs{"init": "uniform", "low": -0.5, "high": 0.5})
 		return b.op("dot_general", ir.Attrs{"lhs_contract": []int{1}, "rhs_contract": []int{1}}, nil, x, w)
+	case 5: // a transpose of the trailing axes of [rows, a, d/a], back to [rows, d]
+		a := divisor(b.r, d)
+		v := b.op("reshape", ir.Attrs{"shape": []int{bound[0], a, d / a}}, nil, x)
+		v = b.op("transpose", ir.Attrs{"perm": []int{0, 2, 1}}, nil, v)
+		return b.op("reshape", ir.Attrs{"shape": bound}, nil, v)
+	case 6: // a slice of the columns, padded back to d with a constant
+		lo := b.r.IntN(d)
+		hi := lo + 1 + b.r.IntN(d-lo)
+		v := b.op("slice", ir.Attrs{"start": []int{0, lo}, "limit": []int{bound[0], hi}}, nil, x)
+		return b.op("pad", ir.Attrs{"low": []int{0, lo}, "high": []int{0, d - hi}, "value": 0.25}, nil, v)
+	case 7: // a product per row: [rows, 1, d] times [rows, d, 1]
+		y := b.like(x, vals)
+		l := b.op("reshape", ir.Attrs{"shape": []int{bound[0], 1, d}}, nil, x)
+		r := b.op("reshape", ir.Attrs{"shape": []int{bound[0], d, 1}}, nil, y)
+		v := b.op("dot_general", ir.Attrs{"lhs_batch": []int{0}, "rhs_batch": []int{0}, "lhs_contract": []int{2}, "rhs_contract": []int{1}}, nil, l, r)
+		return b.op("reshape", ir.Attrs{"shape": []int{bound[0], 1}}, nil, v)
 	default: // a scalar splat
 		c := b.op("constant", ir.Attrs{"shape": []int{}, "dtype": ir.F32, "value": []float64{[]float64{0.5, -1, 2}[b.r.IntN(3)]}}, nil)
 		c = b.op("broadcast_in_dim", ir.Attrs{"shape": bound, "dims": []int{}}, x.Type.Sym, c)
 		return b.op([]string{"mul", "add"}[b.r.IntN(2)], nil, nil, x, c)
 	}
+}
+
+// divisor is a random divisor of d.
+func divisor(r *rand.Rand, d int) int {
+	var ds []int
+	for a := 1; a <= d; a++ {
+		if d%a == 0 {
+			ds = append(ds, a)
+		}
+	}
+	return ds[r.IntN(len(ds))]
 }
