@@ -95,6 +95,16 @@ func TestBuildStatsAt(t *testing.T) {
 	if b != 0 || a < 0 || strings.Count(out, "\nDRAM bytes ") != 2 {
 		t.Errorf("--stats --stats-at printed\n%s", out)
 	}
+	// A dim whose range starts at 0: no rows, no flops, the weights still read.
+	zero := "graph z {\n  dims { n in [0,8] }\n  input %x : f32[n,4]\n  param %w : f32[3,4] {init=\"zeros\"}\n" +
+		"  %0 = dot_general(%x, %w) {lhs_contract=[1], rhs_contract=[1]} : f32[n,3]\n  output y = %0\n}\n"
+	if err := os.WriteFile("s.gir", []byte(zero), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, at = buildStatsAt(t, "--stats-at", "n=0")
+	if at.Stats["flops"].(float64) != 0 || at.Stats["dram_bytes"].(float64) != 3*4*4 {
+		t.Errorf("at n=0: flops %v, DRAM bytes %v; want 0 and the weights' 48", at.Stats["flops"], at.Stats["dram_bytes"])
+	}
 }
 
 // Bad --stats-at values are one error, exit status 1, before any output is written.
