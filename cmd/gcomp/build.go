@@ -182,13 +182,15 @@ func cmdBuild(args []string, stdout, stderr io.Writer) error {
 	emit := fs.String("emit", "ptx", "what to write: ptx (the PTX module and its launch plan), plan (the launch plan with the memory plan, JSON), ir (the source graph, .gir), dot (graphviz), kernels (the fused kernel graph) or nvvm (the NVVM IR module, .ll)")
 	var stats statsFlag
 	fs.Var(&stats, "stats", "print the cost report: --stats for a table, --stats=json for one JSON object")
+	var statsAtFlag multiFlag
+	fs.Var(&statsAtFlag, "stats-at", "with --stats, also report the costs with dim NAME at size VALUE (NAME=VALUE, repeatable; a dim not named stays at its bound), beside the bound's")
 	dumpAfter := fs.String("dump-after", "", "print the IR after this pass (or all) to stderr")
 	var disable multiFlag
 	fs.Var(&disable, "disable-pass", "skip this pass (repeatable)")
 	timings := fs.Bool("timings", false, "print the time each pass took to stderr")
 	verifyEach := fs.Bool("verify-each", false, "check the IR, kernel graph and plan after every pass")
 	cubin := fs.String("cubin", "", "with -o, also assemble the module with ptxas for these architectures (sm_80,sm_90) and store the cubins beside it; the runtime loads the one matching the GPU and otherwise JIT-compiles the PTX")
-	path, err := parseModelArgs(fs, args, stdout, "MODEL [-o model.ptx] [--emit ptx|plan|ir|dot|kernels|nvvm] [--target sm_80|sm_86|sm_89|sm_90] [--tf32] [--amp bf16|f16] [--backend ptx|nvvm|auto] [--nvvm-lib PATH] [--cubin sm_80,sm_90] [--stats[=json]] [--dump-after PASS|all] [--disable-pass NAME]... [--timings] [--verify-each]")
+	path, err := parseModelArgs(fs, args, stdout, "MODEL [-o model.ptx] [--emit ptx|plan|ir|dot|kernels|nvvm] [--target sm_80|sm_86|sm_89|sm_90] [--tf32] [--amp bf16|f16] [--backend ptx|nvvm|auto] [--nvvm-lib PATH] [--cubin sm_80,sm_90] [--stats[=json]] [--stats-at NAME=VALUE]... [--dump-after PASS|all] [--disable-pass NAME]... [--timings] [--verify-each]")
 	if err != nil {
 		return err
 	}
@@ -209,6 +211,9 @@ func cmdBuild(args []string, stdout, stderr io.Writer) error {
 	// Both the report and the --emit output would go to standard output: refuse before any work.
 	if *out == "" && stats != "" && explicitEmit {
 		return fmt.Errorf("gcomp build: with --stats, give -o FILE for the --emit output")
+	}
+	if len(statsAtFlag) > 0 && stats == "" {
+		return fmt.Errorf("gcomp build: --stats-at reports costs: give --stats too")
 	}
 	copt, err := tf.options()
 	if err != nil {
@@ -238,6 +243,12 @@ func cmdBuild(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	g := passes.AutocastGraph(lm.Graph, copt.AMP) // so --emit ir and dot show what the kernels compute
+	var atSizes map[string]int64
+	if len(statsAtFlag) > 0 {
+		if atSizes, err = statsAtSizes(g, statsAtFlag); err != nil {
+			return fmt.Errorf("gcomp build: %s: %v", path, err)
+		}
+	}
 	var text string
 	switch *emit {
 	case "ir":
@@ -283,10 +294,16 @@ func cmdBuild(args []string, stdout, stderr io.Writer) error {
 		case art != nil:
 			text = string(art.PTX) // with --emit nvvm, the NVVM IR module
 		}
-		switch stats {
-		case "json":
+		if atSizes != nil {
+			opt.TF32, opt.SM = target.TF32, target.SM
+			at, err := statsAt(g, atSizes, opt)
+			if err != nil {
+				return fmt.Errorf("gcomp build: %s: --stats-at: %v", path, err)
+			}
+			writeStatsAt(stdout, string(stats), g, res.Stats, at, atSizes)
+		} else if stats == "json" {
 			stdout.Write(res.Stats.JSON())
-		case "table":
+		} else if stats == "table" {
 			res.Stats.WriteTable(stdout)
 		}
 	}

@@ -31,6 +31,10 @@
 //     as [-2^62, 2^62] and wider), constants at the ends, min, max, prod and sum reductions,
 //     empty ones among them.
 //
+// Symbolic (symbolic.go) is separate from Graph's kinds: graphs with bounded dims
+// (docs/dynamic.md) whose values lead with their rows, the class the compiler builds once for
+// every size, some with one more op that the compiler must refuse, which it reports.
+//
 // The targeted kinds exist because a generator written independently from docs/ir.md and
 // docs/ops.md found defects of each of them that the mixed graph alone had missed. They build
 // only what those documents allow, and panic if ops.Infer refuses it (the op table disagreeing

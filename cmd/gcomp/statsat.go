@@ -1,0 +1,110 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ops"
+	"github.com/gcomp/gcomp/passes"
+)
+
+// statsAtSizes are the sizes --stats-at NAME=VALUE names, every dim of g not named at its
+// bound. Each value must be an integer in its dim's range; each dim is named at most once.
+func statsAtSizes(g *ir.Graph, specs []string) (map[string]int64, error) {
+	if len(g.Dims) == 0 {
+		return nil, fmt.Errorf("--stats-at: graph %s declares no dims", g.Name)
+	}
+	env := map[string]int64{}
+	for _, d := range g.Dims {
+		env[d.Name] = int64(d.Hi)
+	}
+	named := map[string]bool{}
+	for _, s := range specs {
+		name, val, ok := strings.Cut(s, "=")
+		n, err := strconv.ParseInt(val, 10, 64)
+		if !ok || name == "" || err != nil {
+			return nil, fmt.Errorf("--stats-at %q: want NAME=VALUE, an integer size for one of the model's dims", s)
+		}
+		i := slices.IndexFunc(g.Dims, func(d ir.Dim) bool { return d.Name == name })
+		if i < 0 {
+			return nil, fmt.Errorf("--stats-at %s: graph %s has no dim %q (its dims: %s)", s, g.Name, name, dimNames(g))
+		}
+		if named[name] {
+			return nil, fmt.Errorf("--stats-at %s: dim %s is named twice", s, name)
+		}
+		if d := g.Dims[i]; n < int64(d.Lo) || n > int64(d.Hi) {
+			return nil, fmt.Errorf("--stats-at %s: %d is outside %s's range [%d,%d]", s, n, name, d.Lo, d.Hi)
+		}
+		named[name], env[name] = true, n
+	}
+	return env, nil
+}
+
+func dimNames(g *ir.Graph) string {
+	var names []string
+	for _, d := range g.Dims {
+		names = append(names, d.Name)
+	}
+	return strings.Join(names, ", ")
+}
+
+// sizesString is env in the graph's dim order: "batch=20, seq=2048".
+func sizesString(g *ir.Graph, env map[string]int64) string {
+	var parts []string
+	for _, d := range g.Dims {
+		parts = append(parts, fmt.Sprintf("%s=%d", d.Name, env[d.Name]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// statsAt runs the passes over g instantiated at env and returns their cost report. The
+// persistent-kernel pass stays off, as it is for g itself (a graph with dims): the report is
+// that of the kernels the build compiles, run at those sizes.
+func statsAt(g *ir.Graph, env map[string]int64, opt passes.Options) (*passes.Stats, error) {
+	inst, err := ops.Instantiate(g, env)
+	if err != nil {
+		return nil, err
+	}
+	opt.DumpAfter, opt.DumpTo, opt.Timings = "", nil, nil
+	if !slices.Contains(opt.DisablePasses, "persist") {
+		opt.DisablePasses = append(slices.Clone(opt.DisablePasses), "persist")
+	}
+	res, err := passes.Run(inst, opt)
+	if err != nil {
+		return nil, fmt.Errorf("at %s: %v", sizesString(g, env), err)
+	}
+	return res.Stats, nil
+}
+
+// writeStatsAt prints the bound's report and the one at env, each labeled with its sizes:
+// two tables, or one JSON object {"bound": {sizes, stats}, "at": {sizes, stats}}.
+func writeStatsAt(w io.Writer, format string, g *ir.Graph, bound, at *passes.Stats, env map[string]int64) {
+	boundEnv := map[string]int64{}
+	for _, d := range g.Dims {
+		boundEnv[d.Name] = int64(d.Hi)
+	}
+	if format == "json" {
+		type sized struct {
+			Sizes map[string]int64 `json:"sizes"`
+			Stats *passes.Stats    `json:"stats"`
+		}
+		b, err := json.MarshalIndent(struct {
+			Bound sized `json:"bound"`
+			At    sized `json:"at"`
+		}{sized{boundEnv, bound}, sized{env, at}}, "", "  ")
+		if err != nil {
+			panic(err) // plain structs always marshal
+		}
+		w.Write(append(b, '\n'))
+		return
+	}
+	fmt.Fprintf(w, "at the bound (%s):\n", sizesString(g, boundEnv))
+	bound.WriteTable(w)
+	fmt.Fprintf(w, "\nat %s:\n", sizesString(g, env))
+	at.WriteTable(w)
+}

@@ -1,0 +1,61 @@
+package compiler_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/gcomp/gcomp/compiler"
+	"github.com/gcomp/gcomp/internal/randgraph"
+)
+
+// gemmView is codegen/ptx's refusal of a GEMM reading its symbolic operand through a view.
+var gemmView = regexp.MustCompile(`^k\d+_\w+: a GEMM whose symbolic operand is read through a view does not run at symbolic sizes yet$`)
+
+// Random graphs with symbolic dims (randgraph.Symbolic): each in the class the compiler takes is
+// built once and runs on the memchecked simulator at its dims' bounds, 1 and primes, equal to the
+// reference interpreter at those sizes (checkRows); each with an op the compiler refuses is
+// refused with one error naming a kernel and that op, never compiled.
+func TestSymbolicRandomGraphs(t *testing.T) {
+	n := 36
+	if testing.Short() {
+		n = 8
+	}
+	rng := rand.New(rand.NewPCG(27, 3))
+	seen := map[string]int{}
+	for seed := range n {
+		g, refused := randgraph.Symbolic(rng)
+		seen[refused]++
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			if refused == "" {
+				// The class includes views (transposes, slices, pads) that fusion may put
+				// into a GEMM's operand, which codegen/ptx refuses naming the kernel
+				// (docs/dynamic.md); anything else in the class must compile and run.
+				if _, err := compiler.Compile(g, compiler.Options{}); err != nil && gemmView.MatchString(err.Error()) {
+					seen["gemm view"]++
+					return
+				}
+				checkRows(t, g)
+				return
+			}
+			_, err := compiler.Compile(g, compiler.Options{})
+			if err == nil {
+				t.Fatalf("compiled a graph with %s over its rows\n%s", refused, g)
+			}
+			prefix := "graph symbolic has symbolic dims: "
+			if msg := err.Error(); !strings.HasPrefix(msg, prefix) || !strings.Contains(msg, " kernel k") || !strings.Contains(msg, refused) {
+				t.Errorf("refused with %q, want one naming the kernel and %s\n%s", msg, refused, g)
+			}
+		})
+	}
+	for _, r := range append(randgraph.Refusals(), "") {
+		if seen[r] == 0 && !testing.Short() {
+			t.Errorf("no graph with %q among %d: %v", r, n, seen)
+		}
+	}
+	if seen["gemm view"] > seen[""]/4 {
+		t.Errorf("%d of the %d graphs in the class refused for a GEMM's view", seen["gemm view"], seen[""])
+	}
+}

@@ -1,0 +1,179 @@
+package randgraph
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ir/sym"
+	"github.com/gcomp/gcomp/ops"
+)
+
+// Refusals are the ops Symbolic adds that the compiler refuses in a graph with dims
+// (docs/dynamic.md, "What is refused"), each over the rows of a symbolic value: a reduction over
+// the symbolic dim, a transpose putting it after a static dim, a contraction over it, a concat
+// along it (twice the rows).
+func Refusals() []string { return []string{"reduce_sum", "transpose", "dot_general", "concat"} }
+
+// Symbolic generates a graph with bounded dims (docs/dynamic.md) of the class the compiler
+// builds once for every size in range: values f32[R, d] whose rows R lead, one dim n or the
+// product n·m of an input f32[n, m, d] reshaped, and ops that keep rows independent (elementwise
+// chains, biases broadcast over the rows, row reductions spread back over their rows, products
+// with a static right operand or per row, transposes, slices and pads of the trailing axes).
+// Every third graph or so also has, as one more output, one of Refusals over the rows; refused
+// names it ("" when the graph is in the class), and the compiler must refuse such a graph
+// naming it, never compile it. The same generator state gives
+// the same graph; it is not one of Graph's kinds, so their seeds keep their graphs.
+func Symbolic(r *rand.Rand) (g *ir.Graph, refused string) {
+	b := &symBuilder{builder: newBuilder(r, "symbolic")}
+	g = b.g
+	hiN := 5 + r.IntN(36)
+	n := g.DeclareDim("n", 1+r.IntN(3), hiN)
+	b.ranges = g.Ranges()
+	d := 1 + r.IntN(24)
+	var x *ir.Value
+	if r.IntN(2) == 0 {
+		x = b.g.Input(b.name("x"), b.symType(n, d), nil)
+	} else {
+		hiM := 2 + r.IntN(4)
+		m := g.DeclareDim("m", 1, hiM)
+		b.ranges = g.Ranges()
+		t, err := ir.SymType(ir.F32, b.ranges, n, m, sym.Const(int64(d)))
+		if err != nil {
+			panic(err)
+		}
+		in := b.g.Input(b.name("x"), t, nil)
+		x = b.op("reshape", ir.Attrs{"shape": []int{hiN * hiM, d}}, nil, in)
+	}
+	b.rows = x.Type.Sym[0]
+	vals := []*ir.Value{x}
+	for range 2 + r.IntN(6) {
+		vals = append(vals, b.rowOp(vals))
+	}
+	last := vals[len(vals)-1]
+	b.output(last)
+	if r.IntN(3) == 0 {
+		// Every value of vals reads the input, so no pass folds y into the parameters.
+		y := last
+		refused = Refusals()[r.IntN(len(Refusals()))]
+		switch refused {
+		case "reduce_sum":
+			b.output(b.op("reduce_sum", ir.Attrs{"axes": []int{0}}, nil, y))
+		case "transpose":
+			b.output(b.op("transpose", ir.Attrs{"perm": []int{1, 0}}, nil, y))
+		case "dot_general":
+			b.output(b.op("dot_general", ir.Attrs{"lhs_contract": []int{0}, "rhs_contract": []int{0}}, nil, y, y))
+		case "concat":
+			b.output(b.op("concat", ir.Attrs{"axis": 0}, nil, y, y))
+		}
+	}
+	if err := ops.Verify(g); err != nil {
+		panic(fmt.Sprintf("randgraph: symbolic graph does not verify: %v\n%s", err, g))
+	}
+	return g, refused
+}
+
+type symBuilder struct {
+	*builder
+	ranges sym.Ranges
+	rows   sym.Expr // the row count every value leads with
+}
+
+// symType is f32[rows, d].
+func (b *symBuilder) symType(rows sym.Expr, d int) ir.Type {
+	t, err := ir.SymType(ir.F32, b.ranges, rows, sym.Const(int64(d)))
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+// op adds op(args...) {attrs} with the type symbolic inference gives it (want: the result's
+// sizes, for broadcasts to a symbolic type).
+func (b *symBuilder) op(op string, attrs ir.Attrs, want []sym.Expr, args ...*ir.Value) *ir.Value {
+	ts := make([]ir.Type, len(args))
+	for i, a := range args {
+		ts[i] = a.Type
+	}
+	t, err := ops.InferSym(op, ts, attrs, b.ranges, want)
+	if err != nil {
+		panic(fmt.Sprintf("randgraph: %s%v %v, which docs/dynamic.md allows, is refused: %v", op, ts, attrs, err))
+	}
+	return b.g.Add(op, t, attrs, args...)
+}
+
+// like returns a value of x's type from vals, or x.
+func (b *symBuilder) like(x *ir.Value, vals []*ir.Value) *ir.Value {
+	var same []*ir.Value
+	for _, v := range vals {
+		if v.Type.Equal(x.Type) {
+			same = append(same, v)
+		}
+	}
+	if len(same) == 0 {
+		return x
+	}
+	return same[b.r.IntN(len(same))]
+}
+
+// rowOp is one op keeping rows independent over the last value or others of its type.
+func (b *symBuilder) rowOp(vals []*ir.Value) *ir.Value {
+	x := vals[len(vals)-1]
+	if b.r.IntN(3) == 0 {
+		x = vals[b.r.IntN(len(vals))]
+	}
+	d := x.Type.Shape[1]
+	bound := []int{x.Type.Shape[0], d}
+	switch b.r.IntN(9) {
+	case 0:
+		u := []string{"neg", "abs", "tanh", "relu"}[b.r.IntN(4)]
+		return b.op(u, nil, nil, x)
+	case 1:
+		op := []string{"add", "sub", "mul", "max", "min"}[b.r.IntN(5)]
+		return b.op(op, nil, nil, x, b.like(x, vals))
+	case 2: // a bias over the rows
+		p := b.g.Param(b.name("p"), ir.T(ir.F32, d), ir.Attrs{"init": "uniform", "low": -1.0, "high": 1.0})
+		bb := b.op("broadcast_in_dim", ir.Attrs{"shape": bound, "dims": []int{1}}, x.Type.Sym, p)
+		return b.op([]string{"add", "mul"}[b.r.IntN(2)], nil, nil, x, bb)
+	case 3: // a row reduction spread back over its row (softmax's and layer norm's shape)
+		red := []string{"reduce_sum", "reduce_max"}[b.r.IntN(2)]
+		s := b.op(red, ir.Attrs{"axes": []int{1}}, nil, x)
+		sb := b.op("broadcast_in_dim", ir.Attrs{"shape": bound, "dims": []int{0}}, x.Type.Sym, s)
+		return b.op("sub", nil, nil, x, sb)
+	case 4: // a product with a static right operand: x·wᵀ
+		e := 1 + b.r.IntN(24)
+		w := b.g.Param(b.name("w"), ir.T(ir.F32, e, d), ir.Attrs{"init": "uniform", "low": -0.5, "high": 0.5})
+		return b.op("dot_general", ir.Attrs{"lhs_contract": []int{1}, "rhs_contract": []int{1}}, nil, x, w)
+	case 5: // a transpose of the trailing axes of [rows, a, d/a], back to [rows, d]
+		a := divisor(b.r, d)
+		v := b.op("reshape", ir.Attrs{"shape": []int{bound[0], a, d / a}}, nil, x)
+		v = b.op("transpose", ir.Attrs{"perm": []int{0, 2, 1}}, nil, v)
+		return b.op("reshape", ir.Attrs{"shape": bound}, nil, v)
+	case 6: // a slice of the columns, padded back to d with a constant
+		lo := b.r.IntN(d)
+		hi := lo + 1 + b.r.IntN(d-lo)
+		v := b.op("slice", ir.Attrs{"start": []int{0, lo}, "limit": []int{bound[0], hi}}, nil, x)
+		return b.op("pad", ir.Attrs{"low": []int{0, lo}, "high": []int{0, d - hi}, "value": 0.25}, nil, v)
+	case 7: // a product per row: [rows, 1, d] times [rows, d, 1]
+		y := b.like(x, vals)
+		l := b.op("reshape", ir.Attrs{"shape": []int{bound[0], 1, d}}, nil, x)
+		r := b.op("reshape", ir.Attrs{"shape": []int{bound[0], d, 1}}, nil, y)
+		v := b.op("dot_general", ir.Attrs{"lhs_batch": []int{0}, "rhs_batch": []int{0}, "lhs_contract": []int{2}, "rhs_contract": []int{1}}, nil, l, r)
+		return b.op("reshape", ir.Attrs{"shape": []int{bound[0], 1}}, nil, v)
+	default: // a scalar splat
+		c := b.op("constant", ir.Attrs{"shape": []int{}, "dtype": ir.F32, "value": []float64{[]float64{0.5, -1, 2}[b.r.IntN(3)]}}, nil)
+		c = b.op("broadcast_in_dim", ir.Attrs{"shape": bound, "dims": []int{}}, x.Type.Sym, c)
+		return b.op([]string{"mul", "add"}[b.r.IntN(2)], nil, nil, x, c)
+	}
+}
+
+// divisor is a random divisor of d.
+func divisor(r *rand.Rand, d int) int {
+	var ds []int
+	for a := 1; a <= d; a++ {
+		if d%a == 0 {
+			ds = append(ds, a)
+		}
+	}
+	return ds[r.IntN(len(ds))]
+}

@@ -1,0 +1,57 @@
+package randgraph_test
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/gcomp/gcomp/internal/randgraph"
+	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ir/sym"
+	"github.com/gcomp/gcomp/ops"
+)
+
+// Symbolic graphs verify and have dims; outside the refused op, every value's symbolic dims
+// lead its shape with one row count; each refusal is drawn, as an output, and no graph in the
+// class has one; the same seed gives the same graph.
+func TestSymbolic(t *testing.T) {
+	seen := map[string]int{}
+	for seed := range uint64(300) {
+		g, refused := randgraph.Symbolic(rand.New(rand.NewPCG(seed, 27)))
+		again, _ := randgraph.Symbolic(rand.New(rand.NewPCG(seed, 27)))
+		if g.String() != again.String() {
+			t.Fatalf("seed %d: two graphs", seed)
+		}
+		if err := ops.Verify(g); err != nil || len(g.Dims) == 0 {
+			t.Fatalf("seed %d: %v, dims %v\n%s", seed, err, g.Dims, g)
+		}
+		seen[refused]++
+		var rows string
+		found := false
+		for _, v := range g.Values {
+			if refused != "" && v == g.Outputs[len(g.Outputs)-1].Value {
+				found = v.Op == refused
+				continue
+			}
+			if v.Op == ir.OpParam || v.Op == ir.OpInput || v.Type.Sym == nil {
+				continue
+			}
+			if _, ok := v.Type.Sym[0].IsConst(); ok || slices.ContainsFunc(v.Type.Sym[1:], func(e sym.Expr) bool { _, c := e.IsConst(); return !c }) {
+				t.Errorf("seed %d: %s does not lead with its rows", seed, g.FormatAt(v))
+			}
+			if r := v.Type.Sym[0].String(); rows == "" {
+				rows = r
+			} else if r != rows {
+				t.Errorf("seed %d: %s has rows %s, others %s", seed, g.FormatAt(v), r, rows)
+			}
+		}
+		if refused != "" && !found {
+			t.Errorf("seed %d: refused %s is not the last output\n%s", seed, refused, g)
+		}
+	}
+	for _, r := range append(randgraph.Refusals(), "") {
+		if seen[r] < 10 {
+			t.Errorf("%q drawn %d times in 300", r, seen[r])
+		}
+	}
+}
