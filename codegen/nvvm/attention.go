@@ -36,6 +36,7 @@ type attnOperand struct {
 	ptr     value.Value
 	off     int
 	strides []int
+	app     *attnAppend // an appended cache's update (attention_append.go), else nil
 }
 
 // attnGen builds one attention kernel.
@@ -56,12 +57,13 @@ func (md *module) attentionKernel(k ptx.Kernel) (*ir.Func, ptx.Launch, error) {
 	}
 	for _, v := range ptx.Live(g) {
 		switch v.Op {
-		case ops.AttentionOp, irg.OpInput, irg.OpParam, "reshape", "transpose", "broadcast_in_dim", "slice":
+		case ops.AttentionOp, irg.OpInput, irg.OpParam, "reshape", "transpose", "broadcast_in_dim", "slice", ops.UpdateSliceOp:
 		default:
 			return nil, ptx.Launch{}, fmt.Errorf("attention fused with %s is not supported", v.Op)
 		}
 	}
-	if len(g.Outputs) != 1 || g.Outputs[0].Value != p.Op {
+	// An appending kernel also writes the caches (appendOperands).
+	if splitkv.AppendedRows(p.Op) == 0 && (len(g.Outputs) != 1 || g.Outputs[0].Value != p.Op) {
 		return nil, ptx.Launch{}, fmt.Errorf("an attention kernel writes the attention op's result alone")
 	}
 	args := ptx.Params(g)
@@ -77,18 +79,19 @@ func (md *module) attentionKernel(k ptx.Kernel) (*ir.Func, ptx.Launch, error) {
 	}
 	operands := make([]attnOperand, len(p.Op.Args))
 	for i, a := range p.Op.Args {
-		base, off, st, ok := ops.StridedView(a)
-		if !ok || base.Op != irg.OpInput && base.Op != irg.OpParam {
-			return nil, ptx.Launch{}, fmt.Errorf("attention reads %s, want a buffer or a strided view of one", a.Op)
+		if _, ok := splitkv.Appended(p.Op, i); ok {
+			continue // appendOperands
 		}
-		for d, n := range a.Type.Shape {
-			if n == 1 {
-				st[d] = 0
-			}
+		o, err := kg.attentionOperand(a)
+		if err != nil {
+			return nil, ptx.Launch{}, err
 		}
-		operands[i] = attnOperand{d: base.Type.DType, ptr: kg.ptr[base], off: off, strides: st}
+		operands[i] = o
 	}
 	ag := &attnGen{kg: kg, p: p, d: p.Op.Type.DType, threads: p.Block[0]}
+	if err := ag.appendOperands(k, operands); err != nil {
+		return nil, ptx.Launch{}, err
+	}
 	if attnmma.Fits(p.Op) { // f16/bf16 prefill on tensor cores (attention_mma.go)
 		return ag.mmaKernel(operands, args)
 	}
@@ -99,8 +102,22 @@ func (md *module) attentionKernel(k ptx.Kernel) (*ir.Func, ptx.Launch, error) {
 	}
 	// No maxntidx annotation (codegen/ptx's .maxntid): with it CUDA 11.8's ptxas holds the
 	// sm_90 kernel of a 33-wide head to 32 registers and spills.
-	ag.body(operands, kg.outPtr[0])
+	ag.body(operands, kg.output(p.Op))
 	return kg.f, ptx.Launch{Grid: p.Grid, Block: p.Block, Params: args}, nil
+}
+
+// attentionOperand resolves operand a of the attention op to a kernel buffer and its strides.
+func (kg *kgen) attentionOperand(a *irg.Value) (attnOperand, error) {
+	base, off, st, ok := ops.StridedView(a)
+	if !ok || base.Op != irg.OpInput && base.Op != irg.OpParam {
+		return attnOperand{}, fmt.Errorf("attention reads %s, want a buffer or a strided view of one", a.Op)
+	}
+	for d, n := range a.Type.Shape {
+		if n == 1 {
+			st[d] = 0
+		}
+	}
+	return attnOperand{d: base.Type.DType, ptr: kg.ptr[base], off: off, strides: st}, nil
 }
 
 // index is o's element off + Σ idx[d]·strides[d] (nil idx entries are index 0).
@@ -315,7 +332,7 @@ func (ag *attnGen) loadTile(tile *ir.Global, o attnOperand, n int, tid, t0, kend
 		return
 	}
 	kg := ag.kg
-	v := ptx.AttentionTileVector(o.d, n, o.off, o.strides)
+	v := tileVector(o, n)
 	kg.loop(tid, ci(ag.threads), ag.p.Keys*n/v, func(i value.Value) {
 		j, e := kg.div(i, n/v), kg.mul(kg.rem(i, n/v), v)
 		key := kg.add(t0, j)
@@ -325,14 +342,11 @@ func (ag *attnGen) loadTile(tile *ir.Global, o attnOperand, n int, tid, t0, kend
 			kg.b.NewStore(f32(0), xs[c])
 		}
 		kg.branch(kg.b.NewICmp(enum.IPredULT, key, kend), "kv", func() {
-			lin := ag.index(o, b, kh, key, e)
-			if v == 1 {
-				kg.b.NewStore(ag.load(o, lin), xs[0])
+			if o.app != nil { // the step's keys from its rows (attention_append.go)
+				ag.loadAppendedKey(o, v, b, kh, key, e, xs)
 				return
 			}
-			for c, x := range ag.loadVector(o, lin) {
-				kg.b.NewStore(x, xs[c])
-			}
+			ag.loadKey(o, v, b, kh, key, e, xs)
 		})
 		base := kg.mul(i, v)
 		if v == 1 {
@@ -351,6 +365,18 @@ func (ag *attnGen) loadTile(tile *ir.Global, o attnOperand, n int, tid, t0, kend
 			st.Align = 16
 		}
 	})
+}
+
+// loadKey loads v elements of key key, column e, of the (b, kh) rows of operand o into xs.
+func (ag *attnGen) loadKey(o attnOperand, v int, b, kh, key, e value.Value, xs []*ir.InstAlloca) {
+	lin := ag.index(o, b, kh, key, e)
+	if v == 1 {
+		ag.kg.b.NewStore(ag.load(o, lin), xs[0])
+		return
+	}
+	for c, x := range ag.loadVector(o, lin) {
+		ag.kg.b.NewStore(x, xs[c])
+	}
 }
 
 // loadVector reads the 16 bytes at element lin of operand o (aligned) as four 32-bit words and

@@ -6,15 +6,14 @@ import (
 )
 
 // borrowed reports whether k takes a template this package has no counterpart for, whose
-// kernels Module takes from codegen/ptx rather than refuse the model: the split-KV attention
-// that appends a decoding step's K and V rows to its caches, f32 attention on tf32 tensor cores
-// (tf32Attention), attention's backward (attention_lse and attention_grad) and the tensor-core
-// GEMM over a quantized weight. The launch records it (Producer "ptx" and a note); both
+// kernels Module takes from codegen/ptx rather than refuse the model: f32 attention on tf32
+// tensor cores (tf32Attention), attention's backward (attention_lse and attention_grad) and the
+// tensor-core GEMM over a quantized weight. The launch records it (Producer "ptx" and a note); both
 // producers share names, parameters and launches, so one plan runs the merged module.
 func borrowed(k ptx.Kernel, t ptx.Target) bool {
 	switch ptx.Template(k) {
 	case "attention":
-		return ptx.AttentionAppends(k.Graph) || tf32Attention(k, t)
+		return tf32Attention(k, t)
 	case "attention backward":
 		return true
 	case "contraction":
@@ -34,9 +33,6 @@ func borrowedNote(k ptx.Kernel, t ptx.Target) string {
 	template := ptx.Template(k)
 	if template == "attention" {
 		template = "tf32 tensor-core attention"
-		if ptx.AttentionAppends(k.Graph) {
-			template = "cache-appending split-KV attention"
-		}
 	} else if template == "contraction" {
 		template = "quantized tensor-core GEMM"
 	}

@@ -56,31 +56,3 @@ func TestAttentionFallback(t *testing.T) {
 		}
 	}
 }
-
-// TestAppendingAttentionBorrowed: a split-KV attention kernel that appends a decoding step's K
-// and V rows to its caches (the passes' appendkv) takes codegen/ptx's entry, and its launch
-// says so.
-func TestAppendingAttentionBorrowed(t *testing.T) {
-	g, err := ir.Parse("append.gir", []byte(`graph g {
-  input %q : f32[1,2,1,8]
-  input %knew : f32[1,2,1,8]
-  input %vnew : f32[1,2,1,8]
-  input %kc : f32[1,2,40,8]
-  input %vc : f32[1,2,40,8]
-  input %pos : i64[1]
-  %0 = update_slice(%kc, %knew, %pos) {axis=2} : f32[1,2,40,8]
-  %1 = update_slice(%vc, %vnew, %pos) {axis=2} : f32[1,2,40,8]
-  %2 = attention(%q, %0, %1, %pos) {mask="position", scale=0.5} : f32[1,2,1,8]
-  output o = %2
-  output k = %0
-  output v = %1
-}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	k := ptx.Kernel{Name: "k0_attention_append", Graph: g, InPlace: true}
-	var tg ptx.Target
-	if !borrowed(k, tg) || !strings.Contains(borrowedNote(k, tg), "cache-appending split-KV attention") {
-		t.Errorf("borrowed %v, note %q: want codegen/ptx's entry for the appending template", borrowed(k, tg), borrowedNote(k, tg))
-	}
-}
