@@ -49,7 +49,7 @@ type attnGen struct {
 }
 
 // attentionKernel lowers a kernel whose only computation is one attention op.
-func (md *module) attentionKernel(k ptx.Kernel) (*ir.Func, ptx.Launch, error) {
+func (md *module) attentionKernel(k ptx.Kernel, t ptx.Target) (*ir.Func, ptx.Launch, error) {
 	g := k.Graph
 	p, ok := ptx.PlanAttention(g)
 	if !ok {
@@ -92,7 +92,7 @@ func (md *module) attentionKernel(k ptx.Kernel) (*ir.Func, ptx.Launch, error) {
 	if err := ag.appendOperands(k, operands); err != nil {
 		return nil, ptx.Launch{}, err
 	}
-	if attnmma.Fits(p.Op) { // f16/bf16 prefill on tensor cores (attention_mma.go)
+	if attnmma.Takes(p.Op, t.TF32) { // f16/bf16 (f32 under tf32) prefill on tensor cores (attention_mma.go)
 		return ag.mmaKernel(operands, args)
 	}
 	ag.ktile = md.sharedArray(k.Name+"_ktile", p.Keys*max(1, p.E), types.Float, 16)

@@ -1,19 +1,16 @@
 package nvvm
 
 import (
-	"github.com/gcomp/gcomp/codegen/attnmma"
 	"github.com/gcomp/gcomp/codegen/ptx"
 )
 
 // borrowed reports whether k takes a template this package has no counterpart for, whose
-// kernels Module takes from codegen/ptx rather than refuse the model: f32 attention on tf32
-// tensor cores (tf32Attention), attention's backward (attention_lse and attention_grad) and the
-// tensor-core GEMM over a quantized weight. The launch records it (Producer "ptx" and a note); both
-// producers share names, parameters and launches, so one plan runs the merged module.
+// kernels Module takes from codegen/ptx rather than refuse the model: attention's backward
+// (attention_lse and attention_grad) and the tensor-core GEMM over a quantized weight. The
+// launch records it (Producer "ptx" and a note); both producers share names, parameters and
+// launches, so one plan runs the merged module.
 func borrowed(k ptx.Kernel, t ptx.Target) bool {
 	switch ptx.Template(k) {
-	case "attention":
-		return tf32Attention(k, t)
 	case "attention backward":
 		return true
 	case "contraction":
@@ -22,18 +19,10 @@ func borrowed(k ptx.Kernel, t ptx.Target) bool {
 	return false
 }
 
-// tf32Attention reports whether k is f32 attention codegen/ptx runs on tf32 tensor cores.
-func tf32Attention(k ptx.Kernel, t ptx.Target) bool {
-	p, ok := ptx.PlanAttention(k.Graph)
-	return ok && t.TF32 && attnmma.FitsTF32(p.Op)
-}
-
 // borrowedNote is the note on a launch whose entry codegen/ptx wrote.
 func borrowedNote(k ptx.Kernel, t ptx.Target) string {
 	template := ptx.Template(k)
-	if template == "attention" {
-		template = "tf32 tensor-core attention"
-	} else if template == "contraction" {
+	if template == "contraction" {
 		template = "quantized tensor-core GEMM"
 	}
 	return "the NVVM producer has no " + template + " template yet: this entry is codegen/ptx's"

@@ -1,32 +1,27 @@
 package nvvm
 
 import (
-	"math"
 	"strings"
 	"testing"
 
 	"github.com/gcomp/gcomp/codegen/ptx"
 	"github.com/gcomp/gcomp/ir"
-	"github.com/gcomp/gcomp/ops"
-	"github.com/gcomp/gcomp/runtime/ref"
 )
 
-// TestAttentionFallback: a module with an f32 attention kernel under tf32, whose tensor-core
-// template has no NVVM counterpart, compiles with codegen/ptx's entry for it beside libNVVM's
-// for the others, in the kernels' order, and the launch says whose entry it runs.
-func TestAttentionFallback(t *testing.T) {
+// TestModuleFallback: a module with a tensor-core GEMM over a quantized weight, a template with
+// no NVVM counterpart, compiles with codegen/ptx's entry for it beside libNVVM's for the others,
+// in the kernels' order; the launch says whose entry it runs, and the entry computes what
+// codegen/ptx's own module does, bit for bit.
+func TestModuleFallback(t *testing.T) {
 	p := requireProducer(t)
-	g := ir.NewGraph("attn")
-	q, k, v := g.Input("q", ir.T(ir.F32, 1, 2, 20, 64), nil), g.Input("k", ir.T(ir.F32, 1, 2, 24, 64), nil), g.Input("v", ir.T(ir.F32, 1, 2, 24, 64), nil)
-	attrs := ir.Attrs{"scale": 0.125, "mask": ops.MaskNone}
-	g.SetOutput("o", g.Add(ops.AttentionOp, ir.T(ir.F32, 1, 2, 20, 64), attrs, q, k, v))
+	g := quantizedGEMM(t)
 	loop := ir.NewGraph("neg")
 	x := loop.Input("x", ir.T(ir.F32, 16), nil)
 	loop.SetOutput("y", loop.Add("neg", x.Type, nil, x))
-	kernels := []ptx.Kernel{{Name: "k0_neg", Graph: loop}, {Name: "k1_attention", Graph: g}, {Name: "k2_neg", Graph: loop}}
-	tg := ptx.Target{SM: 80, TF32: true}
-	if !borrowed(kernels[1], tg) || borrowed(kernels[1], ptx.Target{SM: 80}) {
-		t.Fatalf("f32 attention borrowed under tf32 %v, without %v: want only under tf32", borrowed(kernels[1], tg), borrowed(kernels[1], ptx.Target{SM: 80}))
+	kernels := []ptx.Kernel{{Name: "k0_neg", Graph: loop}, {Name: "k1_dequantize_matmul", Graph: g}, {Name: "k2_neg", Graph: loop}}
+	tg := ptx.Target{SM: 80}
+	if !borrowed(kernels[1], tg) || borrowed(kernels[0], tg) {
+		t.Fatalf("borrowed: quantized GEMM %v, loop %v; want only the GEMM", borrowed(kernels[1], tg), borrowed(kernels[0], tg))
 	}
 	text, launches, err := p.Module(kernels, tg)
 	if err != nil {
@@ -36,23 +31,22 @@ func TestAttentionFallback(t *testing.T) {
 		t.Fatalf("launches %+v", launches)
 	}
 	if !strings.Contains(strings.Join(launches[1].Notes, "\n"), "codegen/ptx's") {
-		t.Errorf("the attention launch does not say whose entry it runs: %q", launches[1].Notes)
+		t.Errorf("the GEMM's launch does not say whose entry it runs: %q", launches[1].Notes)
 	}
-	for _, e := range []string{".entry k0_neg(", ".entry k1_attention("} {
+	for _, e := range []string{".entry k0_neg(", ".entry k1_dequantize_matmul("} {
 		if strings.Count(text, e) != 1 {
 			t.Errorf("the module has %d %s entries, want 1", strings.Count(text, e), e)
 		}
 	}
 	assemble(t, text, kernels[:2])
-	in := inputsFor(g, 1)
+	in := quantizedInputs(g)
 	got, _ := run(t, text, kernels[1], launches[1], in)
-	want, err := ref.Run(g, in, nil)
+	ptxText, ptxLaunches, err := ptx.Module(kernels[1:2], tg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, w := range want["o"].F {
-		if d := math.Abs(got["o"].F[i] - w); !(d <= 5e-3*(1+math.Abs(w))) { // tf32 products
-			t.Fatalf("o[%d] = %v, want %v", i, got["o"].F[i], w)
-		}
+	want, _ := run(t, ptxText, kernels[1], ptxLaunches[0], in)
+	if string(got["y"].Bytes()) != string(want["y"].Bytes()) {
+		t.Error("the borrowed entry's output differs from codegen/ptx's module's")
 	}
 }

@@ -182,7 +182,7 @@ func (md *module) kernel(k ptx.Kernel, t ptx.Target) (*ir.Func, ptx.Launch, erro
 			}
 		}
 	case "attention":
-		f, l, err = md.attentionKernel(k)
+		f, l, err = md.attentionKernel(k, t)
 	case "update":
 		f, l, err = md.updateKernel(k)
 	case "norm gemv":
