@@ -45,7 +45,8 @@ type attnGen struct {
 	p            ptx.AttentionPlan
 	d            irg.DType
 	ktile, vtile *ir.Global
-	threads      int // the block's threads, which load the tiles
+	threads      int         // the block's threads, which load the tiles
+	lse          value.Value // the rows' log-sum-exp output (attention_lse beside the result), or nil
 }
 
 // attentionKernel lowers a kernel whose only computation is one attention op.
@@ -57,14 +58,18 @@ func (md *module) attentionKernel(k ptx.Kernel, t ptx.Target) (*ir.Func, ptx.Lau
 	}
 	for _, v := range ptx.Live(g) {
 		switch v.Op {
-		case ops.AttentionOp, irg.OpInput, irg.OpParam, "reshape", "transpose", "broadcast_in_dim", "slice", ops.UpdateSliceOp:
+		case ops.AttentionOp, ops.AttentionLSEOp, irg.OpInput, irg.OpParam, "reshape", "transpose", "broadcast_in_dim", "slice", ops.UpdateSliceOp:
 		default:
 			return nil, ptx.Launch{}, fmt.Errorf("attention fused with %s is not supported", v.Op)
 		}
 	}
-	// An appending kernel also writes the caches (appendOperands).
-	if splitkv.AppendedRows(p.Op) == 0 && (len(g.Outputs) != 1 || g.Outputs[0].Value != p.Op) {
-		return nil, ptx.Launch{}, fmt.Errorf("an attention kernel writes the attention op's result alone")
+	// lse is the rows' log-sum-exp, written beside the result (attention_bwd.go).
+	var lse *irg.Value
+	if splitkv.AppendedRows(p.Op) == 0 { // an appending kernel also writes the caches (appendOperands)
+		var err error
+		if lse, err = ptx.AttentionForwardLSE(g, p.Op); err != nil {
+			return nil, ptx.Launch{}, err
+		}
 	}
 	args := ptx.Params(g)
 	sp, decode := splitkv.Of(p.Op)
@@ -72,7 +77,7 @@ func (md *module) attentionKernel(k ptx.Kernel, t ptx.Target) (*ir.Func, ptx.Lau
 		args = append(args, ptx.Arg{Kind: ptx.ArgScratch, Bytes: sp.ScratchBytes()})
 	}
 	kg := md.newKernel(k, args)
-	if p.Op.Type.Shape.NumElements() == 0 {
+	if noElements(g) {
 		// Nothing to compute: one thread, as codegen/ptx's empty kernel launches.
 		kg.b.NewRet(nil)
 		return kg.f, ptx.Launch{Grid: [3]int{1, 1, 1}, Block: [3]int{1, 1, 1}, Params: args}, nil
@@ -92,7 +97,9 @@ func (md *module) attentionKernel(k ptx.Kernel, t ptx.Target) (*ir.Func, ptx.Lau
 	if err := ag.appendOperands(k, operands); err != nil {
 		return nil, ptx.Launch{}, err
 	}
-	if attnmma.Takes(p.Op, t.TF32) { // f16/bf16 (f32 under tf32) prefill on tensor cores (attention_mma.go)
+	if lse != nil {
+		ag.lse = kg.output(lse)
+	} else if attnmma.Takes(p.Op, t.TF32) { // f16/bf16 (f32 under tf32) prefill on tensor cores (attention_mma.go)
 		return ag.mmaKernel(operands, args)
 	}
 	ag.ktile = md.sharedArray(k.Name+"_ktile", p.Keys*max(1, p.E), types.Float, 16)
@@ -153,17 +160,7 @@ func (ag *attnGen) body(operands []attnOperand, out value.Value) {
 	kg, p := ag.kg, ag.p
 	mask := p.Op.Attrs.String("mask", "")
 	pos, bias := ag.extraOperands(operands)
-	tid := kg.sreg("tid.x")
-	lane, warp := kg.b.NewAnd(tid, ci(31)), kg.b.NewLShr(tid, ci(5))
-	cta := kg.sreg("ctaid.x")
-	bh, rt := kg.div(cta, p.RowTiles), kg.rem(cta, p.RowTiles)
-	bi, h := kg.div(bh, p.H), kg.rem(bh, p.H)
-	kh := kg.div(h, p.H/p.KVH) // the KV head within the batch entry
-	warps := p.Block[0] / 32
-	row0 := kg.mul(rt, warps)
-	row := kg.add(row0, warp)
-	last := kg.umin(kg.add(row0, ci(warps-1)), ci(p.L-1))
-	active := kg.b.NewICmp(enum.IPredULT, row, ci(p.L))
+	tid, lane, bi, h, kh, row, last, active := ag.blockRows()
 
 	posv := ag.position(pos, bi)
 	lim, blim := ag.keyLimit(mask, posv, row), ag.keyLimit(mask, posv, last)
@@ -175,7 +172,29 @@ func (ag *attnGen) body(operands []attnOperand, out value.Value) {
 		ag.foldTile(rw, t0, lane, bi, bias)
 	})
 	ag.finishRow(rw, lane, bi, out, rw.acc, rw.l)
+	if ag.lse != nil {
+		ag.storeLSE(rw, lane, bi)
+	}
 	kg.b.NewRet(nil)
+}
+
+// blockRows starts a block of the row templates: the thread's index and lane, the block's
+// (batch, head) and KV head, this warp's query row, the block's last row and whether this warp's
+// row exists.
+func (ag *attnGen) blockRows() (tid, lane, b, h, kh, row, last, active value.Value) {
+	kg, p := ag.kg, ag.p
+	tid = kg.sreg("tid.x")
+	lane, warp := kg.b.NewAnd(tid, ci(31)), kg.b.NewLShr(tid, ci(5))
+	cta := kg.sreg("ctaid.x")
+	bh, rt := kg.div(cta, p.RowTiles), kg.rem(cta, p.RowTiles)
+	b, h = kg.div(bh, p.H), kg.rem(bh, p.H)
+	kh = kg.div(h, p.H/p.KVH) // the KV head within the batch entry
+	warps := p.Block[0] / 32
+	row0 := kg.mul(rt, warps)
+	row = kg.add(row0, warp)
+	last = kg.umin(kg.add(row0, ci(warps-1)), ci(p.L-1))
+	active = kg.b.NewICmp(enum.IPredULT, row, ci(p.L))
+	return tid, lane, b, h, kh, row, last, active
 }
 
 // attnRow is a query row a warp computes, in both attention templates: its index in the block

@@ -5,18 +5,11 @@ import (
 )
 
 // borrowed reports whether k takes a template this package has no counterpart for, whose
-// kernels Module takes from codegen/ptx rather than refuse the model: attention's backward
-// (attention_lse and attention_grad) and the tensor-core GEMM over a quantized weight. The
-// launch records it (Producer "ptx" and a note); both producers share names, parameters and
-// launches, so one plan runs the merged module.
+// kernels Module takes from codegen/ptx rather than refuse the model: the tensor-core GEMM over
+// a quantized weight. The launch records it (Producer "ptx" and a note); both producers share
+// names, parameters and launches, so one plan runs the merged module.
 func borrowed(k ptx.Kernel, t ptx.Target) bool {
-	switch ptx.Template(k) {
-	case "attention backward":
-		return true
-	case "contraction":
-		return ptx.QuantizedMMA(k)
-	}
-	return false
+	return ptx.Template(k) == "contraction" && ptx.QuantizedMMA(k)
 }
 
 // borrowedNote is the note on a launch whose entry codegen/ptx wrote.

@@ -183,6 +183,8 @@ func (md *module) kernel(k ptx.Kernel, t ptx.Target) (*ir.Func, ptx.Launch, erro
 		}
 	case "attention":
 		f, l, err = md.attentionKernel(k, t)
+	case "attention backward":
+		f, l, err = md.attentionBwdKernel(k, t)
 	case "update":
 		f, l, err = md.updateKernel(k)
 	case "norm gemv":
