@@ -77,7 +77,7 @@ func (md *module) attentionKernel(k ptx.Kernel, t ptx.Target) (*ir.Func, ptx.Lau
 		args = append(args, ptx.Arg{Kind: ptx.ArgScratch, Bytes: sp.ScratchBytes()})
 	}
 	kg := md.newKernel(k, args)
-	if noElements(g) {
+	if ptx.EmptyOutputs(g) {
 		// Nothing to compute: one thread, as codegen/ptx's empty kernel launches.
 		kg.b.NewRet(nil)
 		return kg.f, ptx.Launch{Grid: [3]int{1, 1, 1}, Block: [3]int{1, 1, 1}, Params: args}, nil

@@ -73,7 +73,7 @@ func (md *module) attentionBwdKernel(k ptx.Kernel, t ptx.Target) (*ir.Func, ptx.
 	}
 	args := ptx.Params(g)
 	kg := md.newKernel(k, args)
-	if noElements(g) {
+	if ptx.EmptyOutputs(g) {
 		// Nothing to compute: one thread, as codegen/ptx's empty kernel launches.
 		kg.b.NewRet(nil)
 		return kg.f, ptx.Launch{Grid: [3]int{1, 1, 1}, Block: [3]int{1, 1, 1}, Params: args}, nil
@@ -107,16 +107,6 @@ func (md *module) attentionBwdKernel(k ptx.Kernel, t ptx.Target) (*ir.Func, ptx.
 }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
-
-// noElements reports whether no output of g has an element.
-func noElements(g *irg.Graph) bool {
-	for _, o := range g.Outputs {
-		if o.Value.Type.Shape.NumElements() > 0 {
-			return false
-		}
-	}
-	return true
-}
 
 // storeLSE writes the row's log-sum-exp, (m + log₂ l)·ln 2 (m and the scores are in base 2),
 // from lane 0: −inf for a row with no visible key (m = −inf, l = 0).

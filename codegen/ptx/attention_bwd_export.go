@@ -18,3 +18,6 @@ func AttentionGradOutputs(g *ir.Graph, op *ir.Value) (map[string]*ir.Value, erro
 // AttentionForwardLSE checks an attention kernel's outputs: att's result and possibly the
 // attention_lse of its operands, which it returns (nil without one).
 func AttentionForwardLSE(g *ir.Graph, att *ir.Value) (*ir.Value, error) { return forwardLSE(g, att) }
+
+// EmptyOutputs reports whether no output of g has an element (Generate's empty kernel).
+func EmptyOutputs(g *ir.Graph) bool { return emptyOutputs(g) }
