@@ -23,9 +23,11 @@
 // and concats (ptx.StagedPlan), the tiled FFMA and tensor-core (f16, bf16, tf32) matmul and
 // implicit-GEMM conv2d with their epilogues, pooled ones included (ptx.GEMMPlan; cp.async,
 // ldmatrix, mma.sync and cvt.rna.tf32 as one-instruction inline assembly, which libNVVM 11.8
-// has no intrinsics for), the persistent kernel, the CUDA-core, split-KV and tensor-core
-// attention templates (ptx.PlanAttention, splitkv.Of, attnmma; bit for bit codegen/ptx's) and
+// has no intrinsics for), the persistent kernel, the CUDA-core, split-KV (appending the cache
+// rows or not) and tensor-core (f16, bf16, tf32) attention templates and attention's backward
+// (ptx.PlanAttention, splitkv.Of, attnmma, ptx.PlanAttentionOp; bit for bit codegen/ptx's) and
 // update_slice's update template (ptx.UpdatePlan); GEMVs, with a norm prologue or not, run in
-// the direct template. A kernel no template takes is an error naming the kernel and the
-// template, never a silent fallback to the PTX emitter.
+// the direct template. Module takes codegen/ptx's entry for the tensor-core GEMM over a
+// quantized weight alone (fallback.go); otherwise a kernel no template takes is an error naming
+// the kernel and the template, never a silent fallback to the PTX emitter.
 package nvvm
