@@ -1,14 +1,11 @@
 package nvvm
 
 import (
-	"fmt"
-
 	"github.com/llir/llvm/ir"
 	"github.com/llir/llvm/ir/enum"
 	"github.com/llir/llvm/ir/value"
 
 	"github.com/gcomp/gcomp/codegen/plan"
-	"github.com/gcomp/gcomp/codegen/splitkv"
 	irg "github.com/gcomp/gcomp/ir"
 )
 
@@ -42,46 +39,29 @@ func (kg *kgen) output(v *irg.Value) value.Value {
 }
 
 // appendOperands replaces the attention op's K and V operands that are appended caches by the
-// cache (read in place) with their update; every other output of the kernel must be one of
-// those updates, written in place.
+// cache (read in place) with their update (plan.AttentionAppendedCaches checks the kernel).
 func (ag *attnGen) appendOperands(k plan.Kernel, operands []attnOperand) error {
-	kg, op := ag.kg, ag.p.Op
-	outputs := map[*irg.Value]bool{op: true}
-	for i := 1; i <= 2; i++ {
-		u, ok := splitkv.Appended(op, i)
+	kg := ag.kg
+	appended, err := plan.AttentionAppendedCaches(k, ag.p)
+	if err != nil {
+		return err
+	}
+	for i := 1; i <= 2; i++ { // in operand order: the entry's text is deterministic
+		u, ok := appended[i]
 		if !ok {
 			continue
-		}
-		if !k.InPlace {
-			return fmt.Errorf("attention appends rows to a cache that is not its output's memory (the kernel is not in place)")
-		}
-		cache, start := u.Args[0], u.Args[2]
-		if cache.Op != irg.OpInput || start.Op != irg.OpInput || !u.Args[1].Type.Shape.Equal(irg.Shape{ag.p.B, ag.p.KVH, u.Args[1].Type.Shape[2], u.Type.Shape[3]}) {
-			return fmt.Errorf("attention appends %s: want a cache, rows [B, KVH, T, n] and positions in memory", k.Graph.Format(u))
-		}
-		out := kg.output(u)
-		if out == nil {
-			return fmt.Errorf("attention appends %s, which the kernel does not write", k.Graph.Format(u))
 		}
 		rows, err := kg.attentionOperand(u.Args[1])
 		if err != nil {
 			return err
 		}
-		o, err := kg.attentionOperand(cache)
+		o, err := kg.attentionOperand(u.Args[0])
 		if err != nil {
 			return err
 		}
-		o.app = &attnAppend{u: u, rows: rows, start: attnOperand{d: start.Type.DType, ptr: kg.ptr[start]}, out: out}
+		start := u.Args[2]
+		o.app = &attnAppend{u: u, rows: rows, start: attnOperand{d: start.Type.DType, ptr: kg.ptr[start]}, out: kg.output(u)}
 		operands[i] = o
-		outputs[u] = true
-	}
-	if len(outputs) == 1 {
-		return nil // no cache appended: attentionKernel checked the outputs
-	}
-	for _, o := range k.Graph.Outputs {
-		if !outputs[o.Value] {
-			return fmt.Errorf("an attention kernel writes the attention op's result and its appended caches alone, not %s", k.Graph.Format(o.Value))
-		}
 	}
 	return nil
 }

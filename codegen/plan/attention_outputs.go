@@ -59,3 +59,47 @@ func EmptyOutputs(g *ir.Graph) bool {
 	}
 	return true
 }
+
+// AttentionAppendedCaches checks the appended caches of attention kernel k, whose plan is p: by
+// operand index (1: K, 2: V), the update_slice ops that append the step's rows to a cache (read
+// in place, splitkv.Appended). Each must be in place, a cache, rows [B, KVH, T, n] and positions
+// in memory, and written by the kernel, and with any of them the kernel writes the attention
+// op's result and its appended caches alone. No cache appended: nil (ForwardLSE checks the
+// outputs).
+func AttentionAppendedCaches(k Kernel, p AttentionPlan) (map[int]*ir.Value, error) {
+	op, g := p.Op, k.Graph
+	written := map[*ir.Value]bool{}
+	for _, o := range g.Outputs {
+		written[o.Value] = true
+	}
+	var appended map[int]*ir.Value
+	for i := 1; i <= 2; i++ {
+		u, ok := splitkv.Appended(op, i)
+		if !ok {
+			continue
+		}
+		if !k.InPlace {
+			return nil, fmt.Errorf("attention appends rows to a cache that is not its output's memory (the kernel is not in place)")
+		}
+		cache, start := u.Args[0], u.Args[2]
+		if cache.Op != ir.OpInput || start.Op != ir.OpInput || !u.Args[1].Type.Shape.Equal(ir.Shape{p.B, p.KVH, u.Args[1].Type.Shape[2], u.Type.Shape[3]}) {
+			return nil, fmt.Errorf("attention appends %s: want a cache, rows [B, KVH, T, n] and positions in memory", g.Format(u))
+		}
+		if !written[u] {
+			return nil, fmt.Errorf("attention appends %s, which the kernel does not write", g.Format(u))
+		}
+		if appended == nil {
+			appended = map[int]*ir.Value{}
+		}
+		appended[i] = u
+	}
+	if appended == nil {
+		return nil, nil
+	}
+	for _, o := range g.Outputs {
+		if o.Value != op && o.Value != appended[1] && o.Value != appended[2] {
+			return nil, fmt.Errorf("an attention kernel writes the attention op's result and its appended caches alone, not %s", g.Format(o.Value))
+		}
+	}
+	return appended, nil
+}
