@@ -36,6 +36,7 @@ type attnOperand struct {
 	ptr     value.Value
 	off     int
 	strides []int
+	app     *attnAppend // an appended cache's update (attention_append.go), else nil
 }
 
 // attnGen builds one attention kernel.
@@ -44,11 +45,12 @@ type attnGen struct {
 	p            plan.AttentionPlan
 	d            irg.DType
 	ktile, vtile *ir.Global
-	threads      int // the block's threads, which load the tiles
+	threads      int         // the block's threads, which load the tiles
+	lse          value.Value // the rows' log-sum-exp output (attention_lse beside the result), or nil
 }
 
 // attentionKernel lowers a kernel whose only computation is one attention op.
-func (md *module) attentionKernel(k plan.Kernel) (*ir.Func, plan.Launch, error) {
+func (md *module) attentionKernel(k plan.Kernel, t plan.Target) (*ir.Func, plan.Launch, error) {
 	g := k.Graph
 	p, ok := plan.PlanAttention(g)
 	if !ok {
@@ -56,13 +58,18 @@ func (md *module) attentionKernel(k plan.Kernel) (*ir.Func, plan.Launch, error) 
 	}
 	for _, v := range plan.Live(g) {
 		switch v.Op {
-		case ops.AttentionOp, irg.OpInput, irg.OpParam, "reshape", "transpose", "broadcast_in_dim", "slice":
+		case ops.AttentionOp, ops.AttentionLSEOp, irg.OpInput, irg.OpParam, "reshape", "transpose", "broadcast_in_dim", "slice", ops.UpdateSliceOp:
 		default:
 			return nil, plan.Launch{}, fmt.Errorf("attention fused with %s is not supported", v.Op)
 		}
 	}
-	if len(g.Outputs) != 1 || g.Outputs[0].Value != p.Op {
-		return nil, plan.Launch{}, fmt.Errorf("an attention kernel writes the attention op's result alone")
+	// lse is the rows' log-sum-exp, written beside the result (attention_bwd.go).
+	var lse *irg.Value
+	if splitkv.AppendedRows(p.Op) == 0 { // an appending kernel also writes the caches (appendOperands)
+		var err error
+		if lse, err = plan.ForwardLSE(g, p.Op); err != nil {
+			return nil, plan.Launch{}, err
+		}
 	}
 	args := plan.Params(g)
 	sp, decode := splitkv.Of(p.Op)
@@ -70,26 +77,29 @@ func (md *module) attentionKernel(k plan.Kernel) (*ir.Func, plan.Launch, error) 
 		args = append(args, plan.Arg{Kind: plan.ArgScratch, Bytes: sp.ScratchBytes()})
 	}
 	kg := md.newKernel(k, args)
-	if p.Op.Type.Shape.NumElements() == 0 {
+	if plan.EmptyOutputs(g) {
 		// Nothing to compute: one thread, as codegen/ptx's empty kernel launches.
 		kg.b.NewRet(nil)
 		return kg.f, plan.Launch{Grid: [3]int{1, 1, 1}, Block: [3]int{1, 1, 1}, Params: args}, nil
 	}
 	operands := make([]attnOperand, len(p.Op.Args))
 	for i, a := range p.Op.Args {
-		base, off, st, ok := ops.StridedView(a)
-		if !ok || base.Op != irg.OpInput && base.Op != irg.OpParam {
-			return nil, plan.Launch{}, fmt.Errorf("attention reads %s, want a buffer or a strided view of one", a.Op)
+		if _, ok := splitkv.Appended(p.Op, i); ok {
+			continue // appendOperands
 		}
-		for d, n := range a.Type.Shape {
-			if n == 1 {
-				st[d] = 0
-			}
+		o, err := kg.attentionOperand(a)
+		if err != nil {
+			return nil, plan.Launch{}, err
 		}
-		operands[i] = attnOperand{d: base.Type.DType, ptr: kg.ptr[base], off: off, strides: st}
+		operands[i] = o
 	}
 	ag := &attnGen{kg: kg, p: p, d: p.Op.Type.DType, threads: p.Block[0]}
-	if attnmma.Fits(p.Op) { // f16/bf16 prefill on tensor cores (attention_mma.go)
+	if err := ag.appendOperands(k, operands); err != nil {
+		return nil, plan.Launch{}, err
+	}
+	if lse != nil {
+		ag.lse = kg.output(lse)
+	} else if attnmma.Takes(p.Op, t.TF32) { // f16/bf16 (f32 under tf32) prefill on tensor cores (attention_mma.go)
 		return ag.mmaKernel(operands, args)
 	}
 	ag.ktile = md.sharedArray(k.Name+"_ktile", p.Keys*max(1, p.E), types.Float, 16)
@@ -99,8 +109,22 @@ func (md *module) attentionKernel(k plan.Kernel) (*ir.Func, plan.Launch, error) 
 	}
 	// No maxntidx annotation (codegen/ptx's .maxntid): with it CUDA 11.8's ptxas holds the
 	// sm_90 kernel of a 33-wide head to 32 registers and spills.
-	ag.body(operands, kg.outPtr[0])
+	ag.body(operands, kg.output(p.Op))
 	return kg.f, plan.Launch{Grid: p.Grid, Block: p.Block, Params: args}, nil
+}
+
+// attentionOperand resolves operand a of the attention op to a kernel buffer and its strides.
+func (kg *kgen) attentionOperand(a *irg.Value) (attnOperand, error) {
+	base, off, st, ok := ops.StridedView(a)
+	if !ok || base.Op != irg.OpInput && base.Op != irg.OpParam {
+		return attnOperand{}, fmt.Errorf("attention reads %s, want a buffer or a strided view of one", a.Op)
+	}
+	for d, n := range a.Type.Shape {
+		if n == 1 {
+			st[d] = 0
+		}
+	}
+	return attnOperand{d: base.Type.DType, ptr: kg.ptr[base], off: off, strides: st}, nil
 }
 
 // index is o's element off + Σ idx[d]·strides[d] (nil idx entries are index 0).
@@ -136,17 +160,7 @@ func (ag *attnGen) body(operands []attnOperand, out value.Value) {
 	kg, p := ag.kg, ag.p
 	mask := p.Op.Attrs.String("mask", "")
 	pos, bias := ag.extraOperands(operands)
-	tid := kg.sreg("tid.x")
-	lane, warp := kg.b.NewAnd(tid, ci(31)), kg.b.NewLShr(tid, ci(5))
-	cta := kg.sreg("ctaid.x")
-	bh, rt := kg.div(cta, p.RowTiles), kg.rem(cta, p.RowTiles)
-	bi, h := kg.div(bh, p.H), kg.rem(bh, p.H)
-	kh := kg.div(h, p.H/p.KVH) // the KV head within the batch entry
-	warps := p.Block[0] / 32
-	row0 := kg.mul(rt, warps)
-	row := kg.add(row0, warp)
-	last := kg.umin(kg.add(row0, ci(warps-1)), ci(p.L-1))
-	active := kg.b.NewICmp(enum.IPredULT, row, ci(p.L))
+	tid, lane, bi, h, kh, row, last, active := ag.blockRows()
 
 	posv := ag.position(pos, bi)
 	lim, blim := ag.keyLimit(mask, posv, row), ag.keyLimit(mask, posv, last)
@@ -158,7 +172,29 @@ func (ag *attnGen) body(operands []attnOperand, out value.Value) {
 		ag.foldTile(rw, t0, lane, bi, bias)
 	})
 	ag.finishRow(rw, lane, bi, out, rw.acc, rw.l)
+	if ag.lse != nil {
+		ag.storeLSE(rw, lane, bi)
+	}
 	kg.b.NewRet(nil)
+}
+
+// blockRows starts a block of the row templates: the thread's index and lane, the block's
+// (batch, head) and KV head, this warp's query row, the block's last row and whether this warp's
+// row exists.
+func (ag *attnGen) blockRows() (tid, lane, b, h, kh, row, last, active value.Value) {
+	kg, p := ag.kg, ag.p
+	tid = kg.sreg("tid.x")
+	lane, warp := kg.b.NewAnd(tid, ci(31)), kg.b.NewLShr(tid, ci(5))
+	cta := kg.sreg("ctaid.x")
+	bh, rt := kg.div(cta, p.RowTiles), kg.rem(cta, p.RowTiles)
+	b, h = kg.div(bh, p.H), kg.rem(bh, p.H)
+	kh = kg.div(h, p.H/p.KVH) // the KV head within the batch entry
+	warps := p.Block[0] / 32
+	row0 := kg.mul(rt, warps)
+	row = kg.add(row0, warp)
+	last = kg.umin(kg.add(row0, ci(warps-1)), ci(p.L-1))
+	active = kg.b.NewICmp(enum.IPredULT, row, ci(p.L))
+	return tid, lane, b, h, kh, row, last, active
 }
 
 // attnRow is a query row a warp computes, in both attention templates: its index in the block
@@ -315,7 +351,7 @@ func (ag *attnGen) loadTile(tile *ir.Global, o attnOperand, n int, tid, t0, kend
 		return
 	}
 	kg := ag.kg
-	v := plan.AttentionTileVector(o.d, n, o.off, o.strides)
+	v := tileVector(o, n)
 	kg.loop(tid, ci(ag.threads), ag.p.Keys*n/v, func(i value.Value) {
 		j, e := kg.div(i, n/v), kg.mul(kg.rem(i, n/v), v)
 		key := kg.add(t0, j)
@@ -325,14 +361,11 @@ func (ag *attnGen) loadTile(tile *ir.Global, o attnOperand, n int, tid, t0, kend
 			kg.b.NewStore(f32(0), xs[c])
 		}
 		kg.branch(kg.b.NewICmp(enum.IPredULT, key, kend), "kv", func() {
-			lin := ag.index(o, b, kh, key, e)
-			if v == 1 {
-				kg.b.NewStore(ag.load(o, lin), xs[0])
+			if o.app != nil { // the step's keys from its rows (attention_append.go)
+				ag.loadAppendedKey(o, v, b, kh, key, e, xs)
 				return
 			}
-			for c, x := range ag.loadVector(o, lin) {
-				kg.b.NewStore(x, xs[c])
-			}
+			ag.loadKey(o, v, b, kh, key, e, xs)
 		})
 		base := kg.mul(i, v)
 		if v == 1 {
@@ -351,6 +384,18 @@ func (ag *attnGen) loadTile(tile *ir.Global, o attnOperand, n int, tid, t0, kend
 			st.Align = 16
 		}
 	})
+}
+
+// loadKey loads v elements of key key, column e, of the (b, kh) rows of operand o into xs.
+func (ag *attnGen) loadKey(o attnOperand, v int, b, kh, key, e value.Value, xs []*ir.InstAlloca) {
+	lin := ag.index(o, b, kh, key, e)
+	if v == 1 {
+		ag.kg.b.NewStore(ag.load(o, lin), xs[0])
+		return
+	}
+	for c, x := range ag.loadVector(o, lin) {
+		ag.kg.b.NewStore(x, xs[c])
+	}
 }
 
 // loadVector reads the 16 bytes at element lin of operand o (aligned) as four 32-bit words and

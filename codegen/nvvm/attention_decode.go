@@ -33,7 +33,7 @@ func (ag *attnGen) decodeKernel(sp splitkv.Plan, operands []attnOperand, args []
 	// codegen/ptx's .maxntid, without its .minnctapersm 2: with it ptxas 11.8 took libNVVM's
 	// unrolled key loop to 93 registers at d = 64 (54 and 30 without; no spills either way).
 	md.ann = append(md.ann, md.tuple(kg.f, &metadata.String{Value: "maxntidx"}, md.i32(int64(sp.Threads()))))
-	ag.decode(sp, operands, kg.outPtr[0])
+	ag.decode(sp, operands, kg.output(ag.p.Op))
 	return kg.f, plan.Launch{Grid: sp.Grid(), Block: [3]int{sp.Threads(), 1, 1}, Params: args}, nil
 }
 
@@ -46,6 +46,7 @@ func (ag *attnGen) decode(sp splitkv.Plan, operands []attnOperand, out value.Val
 	lane, warp := kg.b.NewAnd(tid, ci(31)), kg.b.NewLShr(tid, ci(5))
 	split, kh, b := kg.sreg("ctaid.x"), kg.sreg("ctaid.y"), kg.sreg("ctaid.z")
 	posv := ag.position(pos, b)
+	ag.appendRows(operands, tid, split, b, kh)
 
 	// The chunk [k0, kend): kend stops at the block's last visible key (query index L−1's).
 	k0 := kg.mul(split, sp.Chunk)

@@ -37,6 +37,7 @@ type mmaAttn struct {
 	shBase   map[*ir.Global]value.Value // 32-bit shared address of each tile
 	kt, vt   *mmaTile
 	bIdx, kh value.Value
+	eb, keys int // operand bytes (2, or 4 for f32 on tf32 tensor cores) and keys per K/V tile
 }
 
 // mmaTile is K's or V's shared tile and this thread's copies into it: chunks of chunk elements
@@ -59,8 +60,11 @@ func (ag *attnGen) mmaKernel(operands []attnOperand, args []plan.Arg) (*ir.Func,
 	if ag.d == irg.BF16 {
 		half = "bf16"
 	}
-	w := &mmaAttn{attnGen: ag, ops: operands, half: half, shBase: map[*ir.Global]value.Value{},
+	w := &mmaAttn{attnGen: ag, ops: operands, half: half, shBase: map[*ir.Global]value.Value{}, eb: 2, keys: attnmma.Keys,
 		mmaText: fmt.Sprintf("mma.sync.aligned.m16n8k16.row.col.f32.%s.%s.f32 {$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};", half, half)}
+	if ag.d == irg.F32 { // f32 on tf32 tensor cores (attention_tf32.go)
+		w.eb, w.keys, w.mmaText = 4, attnmma.KeysTF32, tf32MMAText
+	}
 	// No maxntidx annotation (codegen/ptx's .maxntid 128): with it ptxas 11.8 held a causal
 	// kernel with a bias of libNVVM's to 72 registers on sm_90 and spilled 12 bytes (80 without).
 	w.body(kg.outPtr[0])
@@ -80,20 +84,21 @@ func rowsAlignedTo(o attnOperand, m int) bool {
 // newTile declares a K or V tile of n columns and sets this thread's copies.
 func (w *mmaAttn) newTile(name string, op attnOperand, n int) *mmaTile {
 	kg := w.kg
-	t := &mmaTile{op: op, n: n, rowH: n + 8, chunk: 1}
+	eb := w.eb
+	t := &mmaTile{op: op, n: n, rowH: n + 16/eb, chunk: 1}
 	switch {
-	case rowsAlignedTo(op, 8):
-		t.chunk = 8
-	case rowsAlignedTo(op, 2):
-		t.chunk = 2
+	case rowsAlignedTo(op, 16/eb):
+		t.chunk = 16 / eb
+	case rowsAlignedTo(op, 4/eb):
+		t.chunk = 4 / eb
 	}
 	perRow := n / t.chunk
 	t.rpp = max(1, attnmma.Threads/perRow)
-	t.tile = kg.md.sharedArray(kg.name+"_"+name, attnmma.Keys*t.rowH*2, types.I8, 16)
+	t.tile = kg.md.sharedArray(kg.name+"_"+name, w.keys*t.rowH*eb, types.I8, 16)
 	w.shBase[t.tile] = kg.b.NewPtrToInt(t.tile, types.I32)
 	t.row0 = kg.div(w.tid, perRow)
 	col0 := kg.mul(kg.rem(w.tid, perRow), t.chunk)
-	t.dst = kg.mul(kg.add(kg.mul(t.row0, t.rowH), col0), 2)
+	t.dst = kg.mul(kg.add(kg.mul(t.row0, t.rowH), col0), eb)
 	t.src0 = kg.add(w.index(op, w.bIdx, w.kh, t.row0), col0)
 	return t
 }
@@ -122,18 +127,18 @@ func (w *mmaAttn) load16(o attnOperand, lin value.Value) value.Value {
 	return ld
 }
 
-// issue copies the tile of keys [t0, t0+64) (zeros past S: left = S − t0) and commits the
+// issue copies the tile of keys [t0, t0+keys) (zeros past S: left = S − t0) and commits the
 // copies as one group.
 func (w *mmaAttn) issue(t *mmaTile, t0, left value.Value) {
-	kg := w.kg
+	kg, eb, keys := w.kg, w.eb, w.keys
 	src := kg.elemPtr(t.op.d, t.op.ptr, kg.add(t.src0, kg.mul(t0, t.op.strides[2])))
 	safe := kg.elemPtr(t.op.d, t.op.ptr, ci(0)) // a valid address for the zero-size copies
 	dst := w.shAddr(t, t.dst)
-	for i := 0; i*t.rpp < attnmma.Keys; i++ {
+	for i := 0; i*t.rpp < keys; i++ {
 		row := i * t.rpp
 		var in value.Value // the copy lies in the tile (threads past rpp rows of chunks idle)
-		if t.rpp*t.n/t.chunk < attnmma.Threads || row+t.rpp > attnmma.Keys {
-			in = kg.b.NewICmp(enum.IPredULT, t.row0, ci(min(t.rpp, attnmma.Keys-row)))
+		if t.rpp*t.n/t.chunk < attnmma.Threads || row+t.rpp > keys {
+			in = kg.b.NewICmp(enum.IPredULT, t.row0, ci(min(t.rpp, keys-row)))
 		}
 		ok := kg.b.NewICmp(enum.IPredSLT, t.row0, kg.sub(left, ci(row)))
 		at := src
@@ -144,7 +149,7 @@ func (w *mmaAttn) issue(t *mmaTile, t0, left value.Value) {
 		}
 		at = kg.b.NewSelect(ok, at, safe)
 		copyIt := func() {
-			if t.chunk == 1 {
+			if t.chunk == 1 && eb == 2 {
 				ld := kg.b.NewLoad(types.I16, kg.b.NewBitCast(at, w.ptrType(types.I16)))
 				ld.Align = 2
 				x := kg.b.NewSelect(ok, ld, constant.NewInt(types.I16, 0))
@@ -156,11 +161,11 @@ func (w *mmaAttn) issue(t *mmaTile, t0, left value.Value) {
 				return
 			}
 			kind := "ca"
-			if t.chunk == 8 {
+			if eb*t.chunk == 16 {
 				kind = "cg"
 			}
-			bytes := kg.b.NewSelect(ok, ci(2*t.chunk), ci(0))
-			kg.asm(fmt.Sprintf("cp.async.%s.shared.global [$0+%d], [$1], %d, $2;", kind, 2*row*t.rowH, 2*t.chunk), "r,l,r,~{memory}",
+			bytes := kg.b.NewSelect(ok, ci(eb*t.chunk), ci(0))
+			kg.asm(fmt.Sprintf("cp.async.%s.shared.global [$0+%d], [$1], %d, $2;", kind, eb*row*t.rowH, eb*t.chunk), "r,l,r,~{memory}",
 				dst, at, bytes)
 		}
 		if in == nil {
@@ -185,6 +190,8 @@ func (w *mmaAttn) body(out value.Value) {
 	fma := kg.md.declare("llvm.fma.f32", types.Float, types.Float, types.Float, types.Float)
 	pos, bias := w.extraOperands(w.ops)
 	rowTiles := (p.L + attnmma.Rows - 1) / attnmma.Rows
+	tf32, eb, keys := w.eb == 4, w.eb, w.keys
+	kStep := 32 / eb // k of one mma: 16, or 8 for tf32
 
 	w.tid = kg.sreg("tid.x")
 	lane, warp := b().NewAnd(w.tid, ci(31)), b().NewLShr(w.tid, ci(5))
@@ -212,14 +219,22 @@ func (w *mmaAttn) body(out value.Value) {
 	// Q's A fragments: ks-th 16 columns, registers (row g, k 2t), (g+8, 2t), (g, 2t+8),
 	// (g+8, 2t+8); rows past L read row L−1's address and keep 0.
 	qo := w.ops[0]
-	qf := make([][4]value.Value, p.E/16)
+	qf := make([][4]value.Value, p.E/kStep)
+	colT := 2 // the thread's first column is 2t, or t for tf32
+	if tf32 {
+		colT = 1
+	}
 	var rowEl, rowOK [2]value.Value
 	for i, row := range []value.Value{rowA, rowB} {
 		rowOK[i] = b().NewICmp(enum.IPredULT, row, ci(p.L))
-		rowEl[i] = kg.add(w.index(qo, w.bIdx, h, kg.umin(row, ci(p.L-1))), kg.mul(tq, 2*qo.strides[3]))
+		rowEl[i] = kg.add(w.index(qo, w.bIdx, h, kg.umin(row, ci(p.L-1))), kg.mul(tq, colT*qo.strides[3]))
 	}
 	pairs := qo.strides[3] == 1 && rowsAlignedTo(qo, 2)
 	for ks := range qf {
+		if tf32 {
+			w.tf32Q(qf[ks][:], rowEl, rowOK, ks)
+			continue
+		}
 		for j := range 4 {
 			c := 16*ks + 8*(j/2)
 			var x value.Value
@@ -249,8 +264,11 @@ func (w *mmaAttn) body(out value.Value) {
 	// [key][e]): matrices (key, e) = (0,0), (0,8), (8,0), (8,8); V (stored [key][ev], .trans):
 	// (0,0), (8,0), (0,8), (8,8).
 	q8, r8 := kg.div(lane, 8), kg.rem(lane, 8)
-	kAddr := w.shAddr(w.kt, kg.mul(kg.add(kg.mul(kg.add(kg.mul(kg.div(q8, 2), 8), r8), w.kt.rowH), kg.mul(kg.rem(q8, 2), 8)), 2))
+	kAddr := w.shAddr(w.kt, kg.mul(kg.add(kg.mul(kg.add(kg.mul(kg.div(q8, 2), 8), r8), w.kt.rowH), kg.mul(kg.rem(q8, 2), 16/eb)), eb))
 	vAddr := w.shAddr(w.vt, kg.mul(kg.add(kg.mul(kg.add(kg.mul(kg.rem(q8, 2), 8), r8), w.vt.rowH), kg.mul(kg.div(q8, 2), 8)), 2))
+	if tf32 { // V's words (key 2t, ev g) and (2t+1, g)
+		vAddr = kg.mul(kg.add(kg.mul(kg.mul(tq, 2), w.vt.rowH), g), eb)
+	}
 
 	nO := p.Ev / 8
 	acc := w.zeros(4 * nO)
@@ -260,7 +278,7 @@ func (w *mmaAttn) body(out value.Value) {
 		b().NewStore(f32(math.Inf(-1)), m[i])
 		b().NewStore(f32(0), l[i])
 	}
-	pf := make([][4]*ir.InstAlloca, attnmma.Keys/16)
+	pf := make([][4]*ir.InstAlloca, keys/kStep)
 	for kk := range pf {
 		for j := range 4 {
 			pf[kk][j] = kg.alloca(i32)
@@ -294,11 +312,11 @@ func (w *mmaAttn) body(out value.Value) {
 	ex2 := func(x value.Value) value.Value {
 		return kg.asmRet(types.Float, "ex2.approx.ftz.f32 $0, $1;", "=f,f", x)
 	}
-	s := w.zeros(4 * attnmma.Keys / 8)
+	s := w.zeros(4 * keys / 8)
 
 	kg.branch(b().NewICmp(enum.IPredNE, blockLast, ci(0)), "attn", func() {
 		w.issue(w.kt, ci(0), ci(p.S))
-		kg.loopTo(ci(0), ci(attnmma.Keys), blockLast, func(t0 value.Value) {
+		kg.loopTo(ci(0), ci(keys), blockLast, func(t0 value.Value) {
 			left := kg.b.NewSub(ci(p.S), t0)
 			w.issue(w.vt, t0, left)
 			kg.asm("cp.async.wait_group 1;", "~{memory}") // K of this tile
@@ -309,9 +327,12 @@ func (w *mmaAttn) body(out value.Value) {
 				for _, r := range s {
 					b().NewStore(f32(0), r)
 				}
-				for ks := range p.E / 16 {
-					for np := range attnmma.Keys / 16 {
-						kf := ldmatrix("ldmatrix.sync.aligned.m8n8.x4.shared.b16", kAddr, 2*(16*np*w.kt.rowH+16*ks))
+				for ks := range p.E / kStep {
+					for np := range keys / 16 {
+						kf := ldmatrix("ldmatrix.sync.aligned.m8n8.x4.shared.b16", kAddr, eb*(16*np*w.kt.rowH+kStep*ks))
+						if tf32 {
+							w.roundTF32(kf)
+						}
 						for x := range 2 {
 							mma(s[4*(2*np+x):4*(2*np+x)+4], qf[ks][:], kf[2*x], kf[2*x+1])
 						}
@@ -329,22 +350,27 @@ func (w *mmaAttn) body(out value.Value) {
 						bk = 1 / scale
 					}
 					kLeft := kg.b.NewSub(left, kg.mul(tq, 2))
-					for j := range attnmma.Keys / 8 {
+					for j := range keys / 8 {
 						for c := range 4 {
 							ok := b().NewICmp(enum.IPredSGT, kLeft, ci(8*j+c%2))
 							el := kg.add(kg.add(biasEl[c/2], b().NewMul(t0, ci(bias.strides[3]))), ci((8*j+c%2)*bias.strides[3]))
-							hv := b().NewSelect(ok, w.load16(*bias, b().NewSelect(ok, el, ci(bias.off))), constant.NewInt(types.I16, 0))
-							b().NewStore(b().NewCall(fma, w.widen16(hv), f32(bk), ld(s[4*j+c])), s[4*j+c])
+							var f value.Value
+							if tf32 {
+								f = b().NewSelect(ok, w.load(*bias, b().NewSelect(ok, el, ci(bias.off))), f32(0))
+							} else {
+								f = w.widen16(b().NewSelect(ok, w.load16(*bias, b().NewSelect(ok, el, ci(bias.off))), constant.NewInt(types.I16, 0)))
+							}
+							b().NewStore(b().NewCall(fma, f, f32(bk), ld(s[4*j+c])), s[4*j+c])
 						}
 					}
 				}
 				// Hide keys a row does not see, where the warp's first row does not see the
 				// whole tile.
-				whole := b().NewICmp(enum.IPredULE, kg.add(t0, ci(attnmma.Keys)), warpFirst)
+				whole := b().NewICmp(enum.IPredULE, kg.add(t0, ci(keys)), warpFirst)
 				kg.branch(b().NewXor(whole, constant.True), "mask", func() {
 					for i, lim := range []value.Value{limA, limB} {
 						rel := b().NewSub(b().NewSub(lim, t0), kg.mul(tq, 2))
-						for j := range attnmma.Keys / 8 {
+						for j := range keys / 8 {
 							for c := range 2 {
 								r := s[4*j+2*i+c]
 								ok := b().NewICmp(enum.IPredSGT, rel, ci(8*j+c))
@@ -356,7 +382,7 @@ func (w *mmaAttn) body(out value.Value) {
 				// Online softmax in base 2, per row (codegen/ptx's order).
 				for i := range 2 {
 					mx := ld(m[i])
-					for j := range attnmma.Keys / 8 {
+					for j := range keys / 8 {
 						for c := range 2 {
 							mx = kg.call("llvm.maxnum.f32", types.Float, mx, ld(s[4*j+2*i+c]))
 						}
@@ -369,7 +395,7 @@ func (w *mmaAttn) body(out value.Value) {
 					corr := ex2(b().NewCall(fma, ld(m[i]), f32(k2), nb))
 					b().NewStore(mx, m[i])
 					var sum value.Value = f32(0)
-					for j := range attnmma.Keys / 8 {
+					for j := range keys / 8 {
 						for c := range 2 {
 							r := s[4*j+2*i+c]
 							e := ex2(b().NewCall(fma, ld(r), f32(k2), nb))
@@ -385,8 +411,15 @@ func (w *mmaAttn) body(out value.Value) {
 						}
 					}
 				}
-				// P's A fragments: keys 16kk… are S tiles 2kk and 2kk+1.
+				// P's A fragments: keys 16kk… are S tiles 2kk and 2kk+1; tf32's keys 8kk… S
+				// tile kk, (g, 2t), (g+8, 2t), (g, 2t+1), (g+8, 2t+1) rounded.
 				for kk := range pf {
+					if tf32 {
+						for j := range 4 {
+							b().NewStore(w.cvtTF32(ld(s[4*kk+2*(j%2)+j/2])), pf[kk][j])
+						}
+						continue
+					}
 					for j := range 4 {
 						c := 4*(2*kk+j/2) + 2*(j%2)
 						pk := kg.asmRet(i32, "cvt.rn."+w.half+"x2.f32 $0, $1, $2;", "=r,f,f", ld(s[c+1]), ld(s[c]))
@@ -395,9 +428,9 @@ func (w *mmaAttn) body(out value.Value) {
 				}
 			})
 			kg.barrier() // every warp is done with K
-			next := kg.add(t0, ci(attnmma.Keys))
+			next := kg.add(t0, ci(keys))
 			more := b().NewICmp(enum.IPredULT, next, blockLast)
-			kg.ifElse(more, func() { w.issue(w.kt, next, kg.b.NewSub(left, ci(attnmma.Keys))) },
+			kg.ifElse(more, func() { w.issue(w.kt, next, kg.b.NewSub(left, ci(keys))) },
 				func() { kg.asm("cp.async.commit_group;", "~{memory}") }) // an empty group keeps the count in flight
 			kg.asm("cp.async.wait_group 1;", "~{memory}") // V of this tile
 			kg.barrier()
@@ -405,6 +438,10 @@ func (w *mmaAttn) body(out value.Value) {
 				// O += P·V: V's x4 .trans covers keys 16kk… and output columns 16nj….
 				for kk := range pf {
 					pa := []value.Value{ld(pf[kk][0]), ld(pf[kk][1]), ld(pf[kk][2]), ld(pf[kk][3])}
+					if tf32 {
+						w.tf32PV(acc, pa, vAddr, eb*8*kk*w.vt.rowH, mma)
+						continue
+					}
 					for nj := range p.Ev / 16 {
 						vf := ldmatrix("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16", vAddr, 2*(16*kk*w.vt.rowH+16*nj))
 						for x := range 2 {
@@ -425,6 +462,10 @@ func (w *mmaAttn) body(out value.Value) {
 		}
 		inv := kg.asmRet(types.Float, "rcp.approx.f32 $0, $1;", "=f,f", li)
 		el := kg.add(kg.mul(kg.add(kg.mul(bh, p.L), row), p.Ev), kg.mul(tq, 2))
+		if tf32 {
+			w.storeTF32(out, el, acc, i, inv, rowOK[i])
+			continue
+		}
 		pks := make([]value.Value, nO)
 		for n := range nO {
 			x := b().NewFMul(ld(acc[4*n+2*i]), inv)

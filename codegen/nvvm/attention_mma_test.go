@@ -91,35 +91,12 @@ func (c attnCase) graphWith(t *testing.T, attrs ir.Attrs, pos64 bool) *ir.Graph 
 // (Q's fragments then load element by element too).
 func TestAttentionMMAStrided(t *testing.T) {
 	p := requireProducer(t)
-	const b, l, h, e = 2, 20, 2, 64
 	for _, c := range []struct {
 		start int
 		copy  string // an instruction of the K/V copies
 	}{{0, "cp.async.cg.shared.global"}, {2, "cp.async.ca.shared.global"}, {1, "st.shared.u16"}} {
 		t.Run(fmt.Sprintf("start%d", c.start), func(t *testing.T) {
-			g := ir.NewGraph("strided")
-			add := func(op string, attrs ir.Attrs, args ...*ir.Value) *ir.Value {
-				ts := make([]ir.Type, len(args))
-				for i, a := range args {
-					ts[i] = a.Type
-				}
-				ty, err := ops.Infer(op, ts, attrs)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return g.Add(op, ty, attrs, args...)
-			}
-			qv := g.Input("qv", ir.T(ir.F16, b, l, c.start+2*h*e), nil)
-			kin := g.Input("k", ir.T(ir.F16, b, l, c.start+e), nil)
-			bias := g.Input("bias", ir.T(ir.F16, l, l), nil)
-			heads := func(lo int) *ir.Value {
-				x := add("slice", ir.Attrs{"start": []int{0, 0, lo}, "limit": []int{b, l, lo + h*e}}, qv)
-				return add("transpose", ir.Attrs{"perm": []int{0, 2, 1, 3}}, add("reshape", ir.Attrs{"shape": []int{b, l, h, e}}, x))
-			}
-			k := add("slice", ir.Attrs{"start": []int{0, 0, c.start}, "limit": []int{b, l, c.start + e}}, kin)
-			k = add("broadcast_in_dim", ir.Attrs{"dims": []int{0, 1, 2, 3}, "shape": []int{b, h, l, e}}, add("reshape", ir.Attrs{"shape": []int{b, 1, l, e}}, k))
-			bb := add("broadcast_in_dim", ir.Attrs{"dims": []int{2, 3}, "shape": []int{1, h, l, l}}, bias)
-			g.SetOutput("o", add(ops.AttentionOp, ir.Attrs{"scale": 0.125, "mask": ops.MaskCausal, "additive": true}, heads(c.start), k, heads(c.start+h*e), bb))
+			g := stridedGraph(t, ir.F16, c.start)
 			text, _ := checkOwnAttention(t, p, g, inputsFor(g, 5))
 			if !strings.Contains(text, "mma.sync") || !strings.Contains(text, c.copy) {
 				t.Errorf("want mma.sync and K/V copies by %s", c.copy)
@@ -159,4 +136,37 @@ func TestAttentionMMASkipsHiddenTiles(t *testing.T) {
 	if r := float64(causal) / float64(full); r > 0.65 {
 		t.Errorf("causal attention executes %d instructions, unmasked %d: ratio %.2f, want at most 0.65", causal, full, r)
 	}
+}
+
+// stridedGraph is causal attention of dtype d reading q, k and v in place through views: q and v
+// heads of a fused [b, l, start+2·h·e] buffer's rows from column start, one KV head of a
+// [b, l, start+e] buffer from column start broadcast to every query head, and a bias [l, l]
+// broadcast over heads.
+func stridedGraph(t *testing.T, d ir.DType, start int) *ir.Graph {
+	t.Helper()
+	const b, l, h, e = 2, 20, 2, 64
+	g := ir.NewGraph("strided")
+	add := func(op string, attrs ir.Attrs, args ...*ir.Value) *ir.Value {
+		ts := make([]ir.Type, len(args))
+		for i, a := range args {
+			ts[i] = a.Type
+		}
+		ty, err := ops.Infer(op, ts, attrs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g.Add(op, ty, attrs, args...)
+	}
+	qv := g.Input("qv", ir.T(d, b, l, start+2*h*e), nil)
+	kin := g.Input("k", ir.T(d, b, l, start+e), nil)
+	bias := g.Input("bias", ir.T(d, l, l), nil)
+	heads := func(lo int) *ir.Value {
+		x := add("slice", ir.Attrs{"start": []int{0, 0, lo}, "limit": []int{b, l, lo + h*e}}, qv)
+		return add("transpose", ir.Attrs{"perm": []int{0, 2, 1, 3}}, add("reshape", ir.Attrs{"shape": []int{b, l, h, e}}, x))
+	}
+	k := add("slice", ir.Attrs{"start": []int{0, 0, start}, "limit": []int{b, l, start + e}}, kin)
+	k = add("broadcast_in_dim", ir.Attrs{"dims": []int{0, 1, 2, 3}, "shape": []int{b, h, l, e}}, add("reshape", ir.Attrs{"shape": []int{b, 1, l, e}}, k))
+	bb := add("broadcast_in_dim", ir.Attrs{"dims": []int{2, 3}, "shape": []int{1, h, l, l}}, bias)
+	g.SetOutput("o", add(ops.AttentionOp, ir.Attrs{"scale": 0.125, "mask": ops.MaskCausal, "additive": true}, heads(start), k, heads(start+h*e), bb))
+	return g
 }

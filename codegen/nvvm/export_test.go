@@ -5,6 +5,7 @@ import (
 
 	"github.com/gcomp/gcomp/codegen/plan"
 	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ops"
 	"github.com/gcomp/gcomp/passes"
 	"github.com/gcomp/gcomp/tensor"
 )
@@ -43,3 +44,14 @@ func InputsFor(g *ir.Graph, seed uint64) map[string]*tensor.Tensor { return inpu
 
 // QMMAGraph is qmmaGraph.
 func QMMAGraph(t *testing.T) *ir.Graph { return qmmaGraph(t) }
+
+// AttentionGradGraph is attnGradGraph (wrt q, k, v or "kv") of a causal attention over
+// [1, 2, 64, 64] queries, 2 KV heads and 48 keys, operands of dtype d.
+func AttentionGradGraph(t *testing.T, d ir.DType, wrt string) *ir.Graph {
+	return attnGradGraph(t, attnCase{1, 2, 2, 64, 48, 64, 64, ops.MaskCausal, nil, nil, d}, wrt)
+}
+
+// AttentionGradForward is forwardOf for a TestFallback case's inputs.
+func AttentionGradForward(t *testing.T, g *ir.Graph) func(map[string]*tensor.Tensor) {
+	return func(in map[string]*tensor.Tensor) { forwardOf(t, g, in) }
+}

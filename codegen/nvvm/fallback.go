@@ -5,50 +5,53 @@ import (
 
 	"github.com/gcomp/gcomp/codegen/attnmma"
 	"github.com/gcomp/gcomp/codegen/plan"
+	"github.com/gcomp/gcomp/codegen/splitkv"
 )
 
 // borrowed reports whether k takes a template this package has no counterpart for, whose
 // kernels codegen/backend's nvvm producer takes from codegen/ptx rather than refuse the model:
-// the split-KV attention that appends a decoding step's K and V rows to its caches, f32
-// attention on tf32 tensor cores (tf32Attention), attention's backward (attention_lse and
-// attention_grad) and the tensor-core GEMM over a quantized weight. The launch records it
+// the tensor-core GEMM over a quantized weight, the tensor-core attention forward (f16/bf16, f32
+// under tf32) that writes its rows' log-sum-exp beside the result, and dk/dv on tensor cores
+// (attnmma.FitsGrad). This package's own templates for the latter two would compute other bits
+// than codegen/ptx's (CUDA-core sums), so they are not used there. The launch records it
 // (Producer "ptx" and a note); both producers share names, parameters and launches, so one plan
 // runs the merged module.
 func borrowed(k plan.Kernel, t plan.Target) bool {
-	switch plan.Template(k) {
-	case "attention":
-		return plan.AttentionAppends(k.Graph) || tf32Attention(k, t)
-	case "attention backward":
-		return true
-	case "contraction":
-		return plan.QuantizedMMA(k)
-	}
-	return false
+	return borrowedTemplate(k, t) != ""
 }
 
-// tf32Attention reports whether k is f32 attention codegen/ptx runs on tf32 tensor cores.
-func tf32Attention(k plan.Kernel, t plan.Target) bool {
+// borrowedTemplate names the codegen/ptx template a borrowed kernel takes, or is "".
+func borrowedTemplate(k plan.Kernel, t plan.Target) string {
+	switch plan.Template(k) {
+	case "attention backward": // attention_lse or attention_grad, or a forward writing its LSE
+		if op, ok := plan.BackwardAttention(k.Graph); ok && attnmma.FitsGrad(op) {
+			return "tensor-core attention dk/dv"
+		}
+		if lseMMA(k, t) {
+			return "log-sum-exp writing tensor-core attention"
+		}
+	case "contraction":
+		if plan.QuantizedMMA(k) {
+			return "quantized tensor-core GEMM"
+		}
+	}
+	return ""
+}
+
+// lseMMA reports whether k is an attention forward writing its rows' log-sum-exp that
+// codegen/ptx runs on tensor cores (attnmma.Takes).
+func lseMMA(k plan.Kernel, t plan.Target) bool {
 	p, ok := plan.PlanAttention(k.Graph)
-	return ok && t.TF32 && attnmma.FitsTF32(p.Op)
+	if !ok || splitkv.AppendedRows(p.Op) != 0 || !attnmma.Takes(p.Op, t.TF32) {
+		return false
+	}
+	lse, err := plan.ForwardLSE(k.Graph, p.Op)
+	return err == nil && lse != nil
 }
 
 // borrowedNote is the note on a launch whose entry codegen/ptx wrote.
-func borrowedNote(k plan.Kernel) string {
-	return "the NVVM producer has no " + borrowedTemplate(k) + " template yet: this entry is codegen/ptx's"
-}
-
-// borrowedTemplate names the template of a borrowed kernel.
-func borrowedTemplate(k plan.Kernel) string {
-	template := plan.Template(k)
-	if template == "attention" {
-		template = "tf32 tensor-core attention"
-		if plan.AttentionAppends(k.Graph) {
-			template = "cache-appending split-KV attention"
-		}
-	} else if template == "contraction" {
-		template = "quantized tensor-core GEMM"
-	}
-	return template
+func borrowedNote(k plan.Kernel, t plan.Target) string {
+	return "the NVVM producer has no " + borrowedTemplate(k, t) + " template yet: this entry is codegen/ptx's"
 }
 
 // Lacks reports whether k takes one of codegen/ptx's templates this package has no counterpart
@@ -58,7 +61,7 @@ func Lacks(k plan.Kernel, t plan.Target) (note string, ok bool) {
 	if !borrowed(k, t) {
 		return "", false
 	}
-	return borrowedNote(k), true
+	return borrowedNote(k, t), true
 }
 
 // Module lowers kernels to NVVM IR and compiles it with libNVVM (lower). A kernel of a template
@@ -68,7 +71,7 @@ func (p *Producer) Module(kernels []plan.Kernel, t plan.Target) (string, []plan.
 	if !p.IROnly {
 		for _, k := range kernels {
 			if borrowed(k, t) {
-				return "", nil, fmt.Errorf("%s: the %s template %s (codegen/backend's nvvm producer takes codegen/ptx's entry)", k.Name, borrowedTemplate(k), refusedText)
+				return "", nil, fmt.Errorf("%s: the %s template %s (codegen/backend's nvvm producer takes codegen/ptx's entry)", k.Name, borrowedTemplate(k, t), refusedText)
 			}
 		}
 	}

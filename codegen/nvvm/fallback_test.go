@@ -14,17 +14,18 @@ import (
 	"github.com/gcomp/gcomp/tensor"
 )
 
-// TestFallback: a kernel of a template this package has no counterpart for (f32 attention on
-// tf32 tensor cores, the tensor-core GEMM over a quantized weight, attention's backward, the
-// split-KV attention appending to its caches) is refused by the NVVM producer (nvvm.Refused;
-// nvvm.Lacks names it), and codegen/backend's nvvm producer compiles the module with
-// codegen/ptx's entry for it beside libNVVM's for the others, in the kernels' order; the launch
-// says whose entry it runs, and the kernel equals the reference.
+// TestFallback: a kernel of a template this package has no counterpart for (the tensor-core GEMM
+// over a quantized weight, codegen/ptx's tensor-core attention forward writing its rows'
+// log-sum-exp, dk/dv on tensor cores) is refused by the NVVM producer (nvvm.Refused; nvvm.Lacks
+// names it), and codegen/backend's nvvm producer compiles the module with codegen/ptx's entry for
+// it beside libNVVM's for the others, in the kernels' order; the launch says whose entry it runs,
+// and the kernel's outputs equal the reference.
 func TestFallback(t *testing.T) {
 	p := nvvm.RequireProducer(t)
 	loop := ir.NewGraph("neg")
 	x := loop.Input("x", ir.T(ir.F32, 16), nil)
 	loop.SetOutput("y", loop.Add("neg", x.Type, nil, x))
+	dkdv, dv := nvvm.AttentionGradGraph(t, ir.F16, "kv"), nvvm.AttentionGradGraph(t, ir.BF16, "v")
 	for _, tc := range []struct {
 		name     string
 		graph    *ir.Graph
@@ -35,10 +36,11 @@ func TestFallback(t *testing.T) {
 		tol      float64                         // against the reference, relative to the output's largest magnitude; 0: not run
 		template string                          // the note's
 	}{
-		{"tf32 attention", attention(t, ir.F32, 20, 24, 64), false, plan.Target{SM: 80, TF32: true}, true, nil, 5e-3, "tf32 tensor-core attention"},
 		{"quantized gemm", nvvm.QMMAGraph(t), false, plan.Target{SM: 80}, false, quantInputs, 2e-3, "quantized tensor-core GEMM"},
-		{"attention lse", attentionLSE(t), false, plan.Target{SM: 80}, true, nil, 2e-5, "attention backward"},
-		{"appending attention", appendingAttention(t), true, plan.Target{SM: 80}, false, nil, 0, "cache-appending split-KV attention"},
+		{"f16 attention with its lse", attentionLSE(t, ir.F16), false, plan.Target{SM: 80}, true, nil, 5e-3, "log-sum-exp writing tensor-core attention"},
+		{"tf32 attention with its lse", attentionLSE(t, ir.F32), false, plan.Target{SM: 80, TF32: true}, true, nil, 5e-3, "log-sum-exp writing tensor-core attention"},
+		{"f16 dk and dv", dkdv, false, plan.Target{SM: 80}, true, nvvm.AttentionGradForward(t, dkdv), 4e-3, "tensor-core attention dk/dv"},
+		{"bf16 dv", dv, false, plan.Target{SM: 80}, false, nvvm.AttentionGradForward(t, dv), 2e-2, "tensor-core attention dk/dv"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			k := plan.Kernel{Name: "k1_borrowed", Graph: tc.graph, InPlace: tc.inPlace}
@@ -92,14 +94,15 @@ func TestFallback(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			out := tc.graph.Outputs[0].Name
-			var m float64
-			for _, w := range want[out].F {
-				m = max(m, math.Abs(w))
-			}
-			for i, w := range want[out].F {
-				if d := math.Abs(got[out].F[i] - w); !(d <= tc.tol*max(1, m)) {
-					t.Fatalf("%s[%d] = %v, want %v", out, i, got[out].F[i], w)
+			for _, o := range tc.graph.Outputs {
+				var m float64
+				for _, w := range want[o.Name].F {
+					m = max(m, math.Abs(w))
+				}
+				for i, w := range want[o.Name].F {
+					if d := math.Abs(got[o.Name].F[i] - w); !(d <= tc.tol*max(1, m)) {
+						t.Fatalf("%s[%d] = %v, want %v", o.Name, i, got[o.Name].F[i], w)
+					}
 				}
 			}
 		})
@@ -120,27 +123,18 @@ func attention(t *testing.T, d ir.DType, l, s, e int) *ir.Graph {
 	return g
 }
 
-// attentionLSE is attention's rows' log-sum-exp alone (what attention's backward reads).
-func attentionLSE(t *testing.T) *ir.Graph {
+// attentionLSE is attention over [1, 2, 64, 64] queries and 40 keys with its rows' log-sum-exp
+// as a second output (the forward template writes both).
+func attentionLSE(t *testing.T, d ir.DType) *ir.Graph {
 	t.Helper()
-	g := attention(t, ir.F32, 3, 5, 8)
+	g := attention(t, d, 64, 40, 64)
 	att := g.Outputs[0].Value
 	ty, err := ops.Infer(ops.AttentionLSEOp, []ir.Type{att.Args[0].Type, att.Args[1].Type, att.Args[2].Type}, att.Attrs)
 	if err != nil {
 		t.Fatal(err)
 	}
 	lse := g.Add(ops.AttentionLSEOp, ty, att.Attrs.Clone(), att.Args...)
-	g.Outputs = nil
 	g.SetOutput("lse", lse)
-	return g
-}
-
-func parse(t *testing.T, text string) *ir.Graph {
-	t.Helper()
-	g, err := ir.Parse("fallback.gir", []byte(text))
-	if err != nil {
-		t.Fatal(err)
-	}
 	return g
 }
 
@@ -155,23 +149,4 @@ func quantInputs(in map[string]*tensor.Tensor) {
 	for i := range in["s"].F {
 		in["s"].F[i] = tensor.RoundFloat(ir.F16, in["s"].F[i]/64)
 	}
-}
-
-// appendingAttention is a decoding step's attention appending its K and V rows to the caches
-// (the passes' appendkv).
-func appendingAttention(t *testing.T) *ir.Graph {
-	return parse(t, `graph g {
-  input %q : f32[1,2,1,8]
-  input %knew : f32[1,2,1,8]
-  input %vnew : f32[1,2,1,8]
-  input %kc : f32[1,2,40,8]
-  input %vc : f32[1,2,40,8]
-  input %pos : i64[1]
-  %0 = update_slice(%kc, %knew, %pos) {axis=2} : f32[1,2,40,8]
-  %1 = update_slice(%vc, %vnew, %pos) {axis=2} : f32[1,2,40,8]
-  %2 = attention(%q, %0, %1, %pos) {mask="position", scale=0.5} : f32[1,2,1,8]
-  output o = %2
-  output k = %0
-  output v = %1
-}`)
 }

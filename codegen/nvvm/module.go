@@ -182,7 +182,9 @@ func (md *module) kernel(k plan.Kernel, t plan.Target) (*ir.Func, plan.Launch, e
 			}
 		}
 	case "attention":
-		f, l, err = md.attentionKernel(k)
+		f, l, err = md.attentionKernel(k, t)
+	case "attention backward":
+		f, l, err = md.attentionBwdKernel(k, t)
 	case "update":
 		f, l, err = md.updateKernel(k)
 	case "norm gemv":

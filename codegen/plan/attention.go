@@ -9,6 +9,9 @@ import (
 // AttnWarps is the attention template's warps per block, one query row each.
 const AttnWarps = 4
 
+// AttentionGradKeys is how many keys a block of the dk/dv template takes (a warp per key).
+const AttentionGradKeys = AttnWarps
+
 // attnSharedBytes bounds the two tiles' shared memory (under the 48 KB of static shared memory).
 const attnSharedBytes = 40 << 10
 

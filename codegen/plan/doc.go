@@ -17,8 +17,10 @@
 //     (ConvGeometry), the direct template's stand-in for a GEMV (DirectFallback, AccType), and
 //     whether a GEMM's weight is quantized (QuantizedMMA);
 //   - attention (PlanAttention; BackwardAttention and PlanAttentionOp for attention_lse and
-//     attention_grad; AttentionTileVector, AttentionAppends), update_slice (UpdateOp,
-//     UpdatePlan) and the persistent template (CheckPersistent, LaneSplit, WarpGroup).
+//     attention_grad; AttentionTileVector, AttentionAppends), the outputs its kernels may write
+//     (ForwardLSE, GradOutputs, AttentionAppendedCaches; EmptyOutputs for any kernel),
+//     update_slice (UpdateOp, UpdatePlan) and the persistent template (CheckPersistent,
+//     LaneSplit, WarpGroup).
 //
 // Some plans are still made by codegen/ptx's emitter itself (which contraction template takes a
 // kernel is found by writing it; the reduction, transpose-tile, staged-loop and pooling plans

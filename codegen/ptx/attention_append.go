@@ -3,7 +3,7 @@ package ptx
 import (
 	"fmt"
 
-	"github.com/gcomp/gcomp/codegen/splitkv"
+	"github.com/gcomp/gcomp/codegen/plan"
 	"github.com/gcomp/gcomp/ir"
 )
 
@@ -25,45 +25,27 @@ type attnAppend struct {
 }
 
 // appendOperands replaces the attention op's K and V operands that are appended caches by the
-// cache (read in place) with their update; every other output of the kernel must be one of those
-// updates, written in place.
+// cache (read in place) with their update (plan.AttentionAppendedCaches checks the kernel).
 func (w *attnWriter) appendOperands(k Kernel, operands []attnOperand) error {
-	op := w.p.Op
-	outputs := map[*ir.Value]bool{op: true}
-	for i := 1; i <= 2; i++ {
-		u, ok := splitkv.Appended(op, i)
+	appended, err := plan.AttentionAppendedCaches(k, w.p)
+	if err != nil {
+		return err
+	}
+	for i := 1; i <= 2; i++ { // in operand order: the entry's text is deterministic
+		u, ok := appended[i]
 		if !ok {
 			continue
-		}
-		if !k.InPlace {
-			return fmt.Errorf("attention appends rows to a cache that is not its output's memory (the kernel is not in place)")
-		}
-		cache, start := u.Args[0], u.Args[2]
-		if cache.Op != ir.OpInput || start.Op != ir.OpInput || !u.Args[1].Type.Shape.Equal(ir.Shape{w.p.B, w.p.KVH, u.Args[1].Type.Shape[2], u.Type.Shape[3]}) {
-			return fmt.Errorf("attention appends %s: want a cache, rows [B, KVH, T, n] and positions in memory", k.Graph.Format(u))
-		}
-		if w.ptr[u] == "" {
-			return fmt.Errorf("attention appends %s, which the kernel does not write", k.Graph.Format(u))
 		}
 		rows, err := attentionOperand(u.Args[1], w.ptr)
 		if err != nil {
 			return err
 		}
-		o, err := attentionOperand(cache, w.ptr)
+		o, err := attentionOperand(u.Args[0], w.ptr)
 		if err != nil {
 			return err
 		}
-		o.app = &attnAppend{u: u, rows: rows, start: attnOperand{ptr: w.ptr[start]}}
+		o.app = &attnAppend{u: u, rows: rows, start: attnOperand{ptr: w.ptr[u.Args[2]]}}
 		operands[i] = o
-		outputs[u] = true
-	}
-	if len(outputs) == 1 {
-		return nil // no cache appended: forwardLSE checked the outputs
-	}
-	for _, o := range k.Graph.Outputs {
-		if !outputs[o.Value] {
-			return fmt.Errorf("an attention kernel writes the attention op's result and its appended caches alone, not %s", k.Graph.Format(o.Value))
-		}
 	}
 	return nil
 }

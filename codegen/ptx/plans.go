@@ -96,6 +96,11 @@ func UpdateOp(g *ir.Graph) (*ir.Value, bool)                         { return pl
 func UpdatePlan(v *ir.Value) UpdateLayout                            { return plan.UpdatePlan(v) }
 func PlanAttention(g *ir.Graph) (AttentionPlan, bool)                { return plan.PlanAttention(g) }
 func planOf(op *ir.Value, ev int) AttentionPlan                      { return plan.PlanAttentionOp(op, ev) }
+func forwardLSE(g *ir.Graph, att *ir.Value) (*ir.Value, error)       { return plan.ForwardLSE(g, att) }
+func gradOutputs(g *ir.Graph, op *ir.Value) (map[string]*ir.Value, error) {
+	return plan.GradOutputs(g, op)
+}
+func emptyOutputs(g *ir.Graph) bool { return plan.EmptyOutputs(g) }
 func AttentionTileVector(d ir.DType, n, off int, strides []int) int {
 	return plan.AttentionTileVector(d, n, off, strides)
 }

@@ -247,16 +247,6 @@ func blockTiles(b *builder, tiles int) (id string, next func()) {
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
-// emptyOutputs reports whether no output of g has an element.
-func emptyOutputs(g *ir.Graph) bool {
-	for _, o := range g.Outputs {
-		if o.Value.Type.Shape.NumElements() > 0 {
-			return false
-		}
-	}
-	return true
-}
-
 // emptyKernel is the kernel of outputs without elements: it computes and stores nothing. It
 // takes the parameters its buffers bind and launches as one thread, so the plan stays uniform
 // (a template's grid would have no blocks: a contraction with a zero-size free dim).
