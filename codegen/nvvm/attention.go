@@ -226,7 +226,11 @@ func (ag *attnGen) position(pos *attnOperand, b value.Value) value.Value {
 		return nil
 	}
 	posv := ag.load(*pos, ag.index(*pos, b))
-	if pos.d != irg.I64 {
+	switch pos.d {
+	case irg.I64:
+	case irg.U8:
+		posv = ag.kg.b.NewZExt(posv, types.I64)
+	default: // i32, i8: sign-extended
 		posv = ag.kg.b.NewSExt(posv, types.I64)
 	}
 	return posv

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os/exec"
+	"slices"
 	"testing"
 
 	"github.com/gcomp/gcomp/codegen/plan"
@@ -204,6 +205,55 @@ func TestAttentionCost(t *testing.T) {
 			float64(st.WarpInsts)/float64(pst.WarpInsts), regs[k.Name]["sm_80"], pregs[k.Name]["sm_80"])
 		if float64(st.WarpInsts) > 1.1*float64(pst.WarpInsts) {
 			t.Errorf("%s: NVVM's entry executes %d warp instructions, codegen/ptx's %d", c, st.WarpInsts, pst.WarpInsts)
+		}
+	}
+}
+
+// TestAttentionPositionDTypes: the NVVM producer reads the position operand as the integers of
+// its dtype (i64, i32, i8 sign-extended, u8 zero-extended) in the CUDA-core, split-KV and
+// tensor-core templates, as codegen/ptx does (its TestAttentionPositionDTypes): the reference's
+// output and codegen/ptx's bits. A u8 position sign-extended was read as negative.
+func TestAttentionPositionDTypes(t *testing.T) {
+	p := requireProducer(t)
+	for _, d := range []ir.DType{ir.I64, ir.I32, ir.I8, ir.U8} {
+		for _, c := range []attnCase{
+			{2, 4, 1, 3, 37, 8, 8, ops.MaskPosition, nil, []int64{34, 5}, ir.F32},
+			{3, 2, 1, 1, 70, 64, 64, ops.MaskPosition, nil, []int64{69, 0, 7}, ir.F32}, // split-KV
+			{2, 2, 1, 20, 40, 64, 64, ops.MaskPosition, nil, []int64{10, 5}, ir.F16},   // tensor cores
+		} {
+			pos := slices.Clone(c.pos)
+			if d == ir.U8 {
+				pos[1] = 200 // past the cache: clamped
+			} else {
+				pos[1] = -1 // before the first key: sees none of them
+			}
+			t.Run(d.String()+"_"+c.String(), func(t *testing.T) {
+				g := c.graph(t)
+				for _, v := range g.Inputs() {
+					if v.Name == "pos" {
+						v.Type = ir.T(d, c.b)
+					}
+				}
+				k := plan.Kernel{Name: "k0_attention", Graph: g}
+				text, launches, err := p.Module([]plan.Kernel{k}, plan.Target{SM: 80})
+				if err != nil {
+					t.Fatal(err)
+				}
+				in := inputsFor(g, 3)
+				copy(in["pos"].I, pos)
+				got, _ := run(t, text, k, launches[0], in)
+				want, err := ref.Run(g, in, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkAttention(t, got["o"], want["o"])
+				ptxText, ptxLaunches, err := ptx.Module([]plan.Kernel{k}, plan.Target{SM: 80})
+				if err != nil {
+					t.Fatal(err)
+				}
+				emitted, _ := run(t, ptxText, k, ptxLaunches[0], in)
+				compare(t, "o (codegen/ptx)", got["o"], emitted["o"], true, c.d, false, 0)
+			})
 		}
 	}
 }
