@@ -174,27 +174,3 @@ func opLayout(name string, l *quant.Layer) map[string]*tensor.Tensor {
 	}
 	return map[string]*tensor.Tensor{name + "_q": q, name + "_scale": s, name + "_zero": z}
 }
-
-// WeightStats is what a program's weights take on the device: their bytes, and the model's
-// parameters (a quantized layer's N·K weights, not its integers and scales).
-func WeightStats(g *ir.Graph) (bytes, params int64) {
-	parts := map[*ir.Value]bool{}
-	for _, v := range g.Values {
-		if v.Op == "gather" && v.Args[1].Op == ir.OpParam { // an act-order layer's input order
-			parts[v.Args[1]] = true
-		}
-		if v.Op == "dequantize" {
-			params += int64(v.Type.Shape.NumElements())
-			for _, a := range v.Args {
-				parts[a] = true
-			}
-		}
-	}
-	for _, p := range g.Params() {
-		bytes += int64(p.Type.Bytes())
-		if !parts[p] {
-			params += int64(p.Type.Shape.NumElements())
-		}
-	}
-	return bytes, params
-}

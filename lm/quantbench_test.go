@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/gcomp/gcomp/compiler"
+	"github.com/gcomp/gcomp/passes"
 )
 
 // TestPrintQuantizedDecodeStats prints, for the tiny test Llama and TinyLlama-1.1B's shape, each
@@ -35,7 +36,7 @@ func TestPrintQuantizedDecodeStats(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			bytes, params := WeightStats(g)
+			bytes, params := passes.ParamStats(g)
 			res, err := compiler.Compile(g, compiler.Options{})
 			if err != nil {
 				t.Fatal(err)

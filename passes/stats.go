@@ -24,9 +24,14 @@ type Stats struct {
 	// chain of contractions forces (idealBytes).
 	IdealDRAMRereadBytes int64 `json:"ideal_dram_reread_bytes"`
 	Flops                int64 `json:"flops"`
-	ArenaBytes           int64 `json:"arena_bytes"`
-	NaiveBytes           int64 `json:"naive_bytes"`
-	LowerBoundBytes      int64 `json:"lower_bound_bytes"` // most temp bytes live at once, exact sizes
+	// Params counts the model's parameters (a dequantize's result elements stand for the
+	// integers, scales and zero points it reads) and ParamBytes the bytes its parameter buffers
+	// take on the device: ParamBytes/Params is the bytes per parameter of its weight format.
+	Params          int64 `json:"params"`
+	ParamBytes      int64 `json:"param_bytes"`
+	ArenaBytes      int64 `json:"arena_bytes"`
+	NaiveBytes      int64 `json:"naive_bytes"`
+	LowerBoundBytes int64 `json:"lower_bound_bytes"` // most temp bytes live at once, exact sizes
 	// AlignedLowerBoundBytes: no plan with 256-byte-aligned offsets needs less.
 	AlignedLowerBoundBytes int64 `json:"lower_bound_aligned_bytes"`
 	// ModeledTimeUS is the modeled time of one run with every kernel launched on a stream;
@@ -76,6 +81,9 @@ func (s *Stats) WriteTable(w io.Writer) {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "DRAM bytes %d (eager %d, ideal %d, %d with re-reads)\n", s.DRAMBytes, s.EagerDRAMBytes, s.IdealDRAMBytes, s.IdealDRAMRereadBytes)
+	if s.Params > 0 {
+		fmt.Fprintf(w, "parameters %d in %d bytes (%.3f bytes/parameter)\n", s.Params, s.ParamBytes, float64(s.ParamBytes)/float64(s.Params))
+	}
 	fmt.Fprintf(w, "arena bytes %d (lower bound %d, %d aligned; naive %d)\n", s.ArenaBytes, s.LowerBoundBytes, s.AlignedLowerBoundBytes, s.NaiveBytes)
 	fmt.Fprintf(w, "modeled time %.3f µs launched on a stream, %.3f µs as a CUDA graph, %.3f µs in kernels (eager %.3f µs): %s\n",
 		s.ModeledTimeUS, s.ModeledGraphTimeUS, s.ModeledKernelTimeUS, s.EagerModeledTimeUS, s.Model)
@@ -102,6 +110,7 @@ func costPass(st *State) error {
 	for _, v := range st.Graph.Values {
 		s.Flops += flops(v)
 	}
+	s.ParamBytes, s.Params = ParamStats(st.Graph)
 	if p := st.Plan; p != nil {
 		s.ArenaBytes, s.NaiveBytes, s.AlignedLowerBoundBytes, s.LowerBoundBytes = p.ArenaBytes, p.NaiveBytes, p.AlignedLowerBoundBytes, p.LowerBoundBytes
 	}
@@ -381,4 +390,29 @@ func attentionFlops(v *ir.Value) int64 {
 		return b * h * pairs * (4*e + 2*ev + 6)
 	}
 	return b * h * pairs * (2*e + 2*ev + 4)
+}
+
+// ParamStats is what g's parameters take on the device, in bytes, and the model's parameters
+// they stand for: a quantized weight counts its N·K elements, not its integers, scales, zero
+// points and act-order permutation.
+func ParamStats(g *ir.Graph) (bytes, params int64) {
+	parts := map[*ir.Value]bool{}
+	for _, v := range g.Values {
+		if v.Op == "gather" && v.Args[1].Op == ir.OpParam { // an act-order layer's input order
+			parts[v.Args[1]] = true
+		}
+		if v.Op == ops.DequantizeOp {
+			params += int64(v.Type.Shape.NumElements())
+			for _, a := range v.Args {
+				parts[a] = true
+			}
+		}
+	}
+	for _, p := range g.Params() {
+		bytes += int64(p.Type.Bytes())
+		if !parts[p] {
+			params += int64(p.Type.Shape.NumElements())
+		}
+	}
+	return bytes, params
 }

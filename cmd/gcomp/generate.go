@@ -17,6 +17,7 @@ import (
 	"github.com/gcomp/gcomp/checkpoint"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/lm"
+	"github.com/gcomp/gcomp/passes"
 	"github.com/gcomp/gcomp/tensor"
 	"github.com/gcomp/gcomp/tensorio"
 	"github.com/gcomp/gcomp/tokenizer"
@@ -226,7 +227,7 @@ func generateStats(w io.Writer, e *lm.Engine, m *lm.Model, cfg *checkpoint.Confi
 	if err != nil {
 		return fmt.Errorf("gcomp generate: %v", err)
 	}
-	bytes, params := lm.WeightStats(e.DecodeGraph())
+	bytes, params := passes.ParamStats(e.DecodeGraph())
 	fmt.Fprintf(w, "weights on the device: %s for %d parameters (%.3f bytes/parameter)\n", bytesText(bytes), params, float64(bytes)/float64(max(params, 1)))
 	if at := m.DequantizedAtLoad(); len(at) > 0 {
 		fmt.Fprintf(w, "dequantized at load (groups the dequantize op cannot hold; f32 on the device): %d layers: %s\n", len(at), strings.Join(at, ", "))
