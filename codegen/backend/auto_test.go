@@ -39,7 +39,7 @@ func exampleKernels(t *testing.T, name string) []ptx.Kernel {
 func kernelsOf(res *passes.Result) []ptx.Kernel {
 	var ks []ptx.Kernel
 	for _, kn := range res.Kernels.Kernels {
-		k := ptx.Kernel{Name: kn.Name, Graph: kn.Body, Shared: kn.SharedOffsets(), SharedBytes: int(kn.SharedBytes)}
+		k := ptx.Kernel{Name: kn.Name, Graph: kn.Body, Shared: kn.SharedOffsets(), SharedBytes: int(kn.SharedBytes), InPlace: kn.InPlace}
 		for _, s := range kn.Stages {
 			k.Stages = append(k.Stages, ptx.Kernel{Name: s.Name, Graph: s.Body})
 		}

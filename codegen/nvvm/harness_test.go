@@ -42,7 +42,7 @@ func requireProducer(t *testing.T) *Producer {
 }
 
 func kernelOf(kn *passes.Kernel, name string) plan.Kernel {
-	k := plan.Kernel{Name: name, Graph: kn.Body, Shared: kn.SharedOffsets(), SharedBytes: int(kn.SharedBytes)}
+	k := plan.Kernel{Name: name, Graph: kn.Body, Shared: kn.SharedOffsets(), SharedBytes: int(kn.SharedBytes), InPlace: kn.InPlace}
 	for _, s := range kn.Stages {
 		k.Stages = append(k.Stages, plan.Kernel{Name: s.Name, Graph: s.Body})
 	}

@@ -16,7 +16,7 @@ import (
 
 // kernelOf is the codegen view of a kernel of the pass pipeline, as the compiler builds it.
 func kernelOf(kn *passes.Kernel, name string) Kernel {
-	k := Kernel{Name: name, Graph: kn.Body, Shared: kn.SharedOffsets(), SharedBytes: int(kn.SharedBytes)}
+	k := Kernel{Name: name, Graph: kn.Body, Shared: kn.SharedOffsets(), SharedBytes: int(kn.SharedBytes), InPlace: kn.InPlace}
 	for _, s := range kn.Stages {
 		k.Stages = append(k.Stages, Kernel{Name: s.Name, Graph: s.Body})
 	}
