@@ -290,6 +290,71 @@ func TestVerifyBoundaries(t *testing.T) {
 	}
 }
 
+// The element limits (ir.md): inputs, parameters and outputs are in memory, so they hold at most
+// MaxElements; a value between two ops may have up to MaxValueElements (attention's scores before
+// the attention pass replaces them), each dimension at most MaxElements. The reductions below
+// make the large values intermediates: Verify checks shapes, not op semantics (check is nil).
+func TestVerifyElementLimits(t *testing.T) {
+	big := T(F32, 4, 65536, 8192) // 2^31 elements: TinyLlama's grouped scores at T = 8192
+	tests := []struct {
+		name  string
+		build func(g *Graph)
+		want  string // "" when the graph verifies
+	}{
+		{"intermediate of 2^31", func(g *Graph) {
+			g.SetOutput("y", g.Add("reduce_sum", T(F32), nil, g.Add("broadcast", big, nil, g.Input("x", T(F32), nil))))
+		}, ""},
+		{"intermediate of 2^48", func(g *Graph) {
+			g.SetOutput("y", g.Add("reduce_sum", T(F32), nil, g.Add("broadcast", T(F32, 1<<24, 1<<24), nil, g.Input("x", T(F32), nil))))
+		}, ""},
+		{"intermediate over 2^48", func(g *Graph) {
+			g.SetOutput("y", g.Add("reduce_sum", T(F32), nil, g.Add("broadcast", T(F32, 1<<24, 1<<24, 2), nil, g.Input("x", T(F32), nil))))
+		}, "%0 = broadcast(%x) : f32[16777216,16777216,2]: too large: its dimensions multiply to 562949953421312, and a value has at most 281474976710656 (2^48) elements"},
+		{"intermediate whose count wraps int64", func(g *Graph) {
+			g.SetOutput("y", g.Add("reduce_sum", T(F32), nil, g.Add("broadcast", T(F32, 1<<24, 1<<24, MaxElements), nil, g.Input("x", T(F32), nil))))
+		}, "its dimensions multiply to 604462909525839610642432,"},
+		{"intermediate dimension over 2^31-1", func(g *Graph) {
+			g.SetOutput("y", g.Add("reduce_sum", T(F32), nil, g.Add("broadcast", T(F32, 1, MaxElements+1), nil, g.Input("x", T(F32), nil))))
+		}, "%0 = broadcast(%x) : f32[1,2147483648]: too large: dimension 1 is 2147483648, and a dimension holds at most 2147483647 (2^31-1)"},
+		{"input of 2^31-1", func(g *Graph) { g.SetOutput("y", g.Input("x", T(F32, MaxElements), nil)) }, ""},
+		{"input of 2^31", func(g *Graph) { g.SetOutput("y", g.Input("x", big, nil)) },
+			"input %x : f32[4,65536,8192]: too large: its dimensions multiply to 2147483648, and a tensor holds at most 2147483647 (2^31-1) elements in memory, where an input always is"},
+		{"parameter of 2^31", func(g *Graph) { g.SetOutput("y", g.Param("w", big, nil)) }, "where a parameter always is"},
+		{"output of 2^31", func(g *Graph) { g.SetOutput("y", g.Add("broadcast", big, nil, g.Input("x", T(F32), nil))) },
+			"%0 = broadcast(%x) : f32[4,65536,8192]: too large: its dimensions multiply to 2147483648, and a tensor holds at most 2147483647 (2^31-1) elements in memory, where an output always is"},
+		{"zero dims count as 1", func(g *Graph) {
+			g.SetOutput("y", g.Add("reduce_sum", T(F32), nil, g.Add("broadcast", T(F32, 0, 4, 65536, 8192), nil, g.Input("x", T(F32), nil))))
+		}, ""},
+		{"zero-size output of 2^31 strides", func(g *Graph) { g.SetOutput("y", g.Input("x", T(F32, 0, 4, 65536, 8192), nil)) }, "multiply to 2147483648,"},
+	}
+	for _, tc := range tests {
+		g := NewGraph("g")
+		tc.build(g)
+		err := Verify(g, nil)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s: Verify = %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// Oversize is the limit of a tensor in memory, whatever the value is: 2^31-1 elements.
+func TestOversize(t *testing.T) {
+	for _, tc := range []struct {
+		s    Shape
+		want string
+	}{
+		{Shape{}, ""},
+		{Shape{MaxElements}, ""},
+		{Shape{0, MaxElements}, ""},
+		{Shape{MaxElements + 1}, "its dimensions multiply to 2147483648, and a tensor holds at most 2147483647 (2^31-1) elements in memory"},
+		{Shape{1 << 16, 1 << 16, 1 << 16}, "multiply to 281474976710656,"},
+	} {
+		if got := Oversize(tc.s); tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
+			t.Errorf("Oversize(%v) = %q, want %q", tc.s, got, tc.want)
+		}
+	}
+}
+
 // Hand-written numbers: an exponent may be written E, and a list with any float in it is a
 // float list (ir.md), whatever the order of its elements.
 func TestParseNumbers(t *testing.T) {

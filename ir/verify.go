@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/big"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -59,6 +60,10 @@ func Verify(g *Graph, check OpChecker) error {
 	if msg := checkDims(g.Dims); msg != "" {
 		return fail(nil, "%s", msg)
 	}
+	output := make(map[*Value]bool, len(g.Outputs))
+	for _, o := range g.Outputs {
+		output[o.Value] = true
+	}
 	defined := make(map[*Value]bool, len(g.Values))
 	ids := make(map[int]bool, len(g.Values))
 	names := map[string]bool{}
@@ -102,8 +107,15 @@ func Verify(g *Graph, check OpChecker) error {
 				return fail(v, "negative dimension in %s", v.Type)
 			}
 		}
-		if n, ok := elements(v.Type.Shape); !ok {
-			return fail(v, "too large: its dimensions multiply to %s, and a tensor holds at most %d (2^31-1) elements", n, MaxElements)
+		if held := inMemory(v, output[v]); held != "" {
+			if n, ok := elements(v.Type.Shape, MaxElements); !ok {
+				return fail(v, "too large: its dimensions multiply to %s, and a tensor holds at most %d (2^31-1) elements in memory, where %s always is (kernels index it with 32-bit integers)", n, MaxElements, held)
+			}
+		} else if n, ok := elements(v.Type.Shape, MaxValueElements); !ok {
+			if i := slices.IndexFunc(v.Type.Shape, func(d int) bool { return d > MaxElements }); i >= 0 {
+				return fail(v, "too large: dimension %d is %d, and a dimension holds at most %d (2^31-1)", i, v.Type.Shape[i], MaxElements)
+			}
+			return fail(v, "too large: its dimensions multiply to %s, and a value has at most %d (2^48) elements", n, MaxValueElements)
 		}
 		if msg := checkSymType(v.Type, ranges); msg != "" {
 			return fail(v, "%s", msg)
@@ -170,24 +182,57 @@ func checkRange(v *Value) string {
 	return ""
 }
 
-// MaxElements is the most elements a tensor may hold. Kernels index tensors with 32-bit integers,
-// and the reference interpreter holds every element in 8 bytes (16 GiB at this limit), so the
-// verifier refuses larger tensors, and shapes whose counts would overflow an int, before anything
-// is allocated.
+// MaxElements is the most elements a tensor in memory holds: kernels index tensors with 32-bit
+// integers, and the reference interpreter holds every element in 8 bytes (16 GiB at this limit).
+// Inputs, parameters and outputs are always in memory, so the verifier holds them to it. A value
+// between two ops may be larger when no kernel computes it: the scores of attention's
+// decomposition, which the attention pass replaces by one op that never materializes them. The
+// memory planner (package passes) refuses, naming the value, one that a kernel would still
+// compute, and the reference semantics (ops.Eval) refuse to hold one (Oversize).
 const MaxElements = 1<<31 - 1
 
-// elements reports whether shape s fits MaxElements, counting zero dimensions as 1 (strides
-// multiply the other dimensions still), and otherwise the exact product for messages.
-func elements(s Shape) (string, bool) {
+// MaxValueElements is the most elements any value may have: far beyond any device, it keeps
+// element and byte counts, and the flops of a contraction over such a value, inside an int64.
+// A dimension holds at most MaxElements still (kernels index each axis with 32-bit integers).
+const MaxValueElements = 1 << 48
+
+// Oversize says why a tensor of shape s cannot be in memory (computed by a kernel, placed by the
+// memory plan, held by the reference interpreter): "" when it has at most MaxElements elements.
+func Oversize(s Shape) string {
+	if n, ok := elements(s, MaxElements); !ok {
+		return fmt.Sprintf("its dimensions multiply to %s, and a tensor holds at most %d (2^31-1) elements in memory", n, MaxElements)
+	}
+	return ""
+}
+
+// inMemory names what v is when it is always in memory (an input, a parameter, an output), or "".
+func inMemory(v *Value, output bool) string {
+	switch {
+	case v.Op == OpInput:
+		return "an input"
+	case v.Op == OpParam:
+		return "a parameter"
+	case output:
+		return "an output"
+	}
+	return ""
+}
+
+// elements reports whether shape s fits limit, each dimension MaxElements, counting zero
+// dimensions as 1 (strides multiply the other dimensions still), and otherwise the exact product
+// for messages.
+func elements(s Shape, limit int) (string, bool) {
 	n := 1
 	for _, d := range s {
-		if n *= max(d, 1); d > MaxElements || n > MaxElements {
+		d := max(d, 1)
+		if d > MaxElements || n > limit/d { // n·d > limit, asked without overflowing
 			prod := big.NewInt(1)
 			for _, d := range s {
 				prod.Mul(prod, big.NewInt(int64(max(d, 1))))
 			}
 			return prod.String(), false
 		}
+		n *= d
 	}
 	return "", true
 }

@@ -203,5 +203,10 @@ func Eval(v *ir.Value, args []*tensor.Tensor) (*tensor.Tensor, error) {
 	if !ok {
 		return nil, fmt.Errorf("unknown op %q", v.Op)
 	}
+	// The verifier allows larger values between ops (attention's scores, which no kernel
+	// computes); the reference semantics would hold one in memory, 8 bytes an element.
+	if msg := ir.Oversize(v.Type.Shape); msg != "" {
+		return nil, fmt.Errorf("the reference semantics hold the value in memory: %s", msg)
+	}
 	return op.Eval(args, v.Attrs, v.Type)
 }

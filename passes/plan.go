@@ -164,6 +164,9 @@ type span struct {
 }
 
 func memplanPass(st *State) error {
+	if err := checkInMemory(st.Graph, st.Kernels); err != nil {
+		return err
+	}
 	st.Plan = planMemory(st.Kernels)
 	return nil
 }
