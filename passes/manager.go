@@ -49,7 +49,7 @@ var passes = [...]pass{
 	{name: "persist", fn: persistPass, stage: "kernels", doc: "runs chains of small kernels in one single-block kernel, passing values in shared memory"},
 	{name: "normgemv", fn: normGEMVPass, stage: "kernels", doc: "computes a norm read only by a GEMV's lhs in the GEMV's blocks (a prologue); the norm's kernel disappears"},
 	{name: "appendkv", fn: appendKVPass, stage: "kernels", doc: "lets a decoding step's split-KV attention write the step's K and V rows into its caches itself; the update kernels disappear"},
-	{name: "memplan", fn: memplanPass, stage: "plan", required: true, doc: "places intermediates in one arena"},
+	{name: "memplan", fn: memplanPass, stage: "plan", required: true, doc: "places intermediates in one arena; refuses a value a kernel would compute of more than 2^31-1 elements"},
 	{name: "cost", fn: costPass, stage: "stats", required: true, doc: "kernels, DRAM bytes, flops and a roofline time"},
 }
 
