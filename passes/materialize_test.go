@@ -65,3 +65,41 @@ func TestInMemoryLimit(t *testing.T) {
 		}
 	}
 }
+
+// checkInMemory on kernel graphs the pipeline does not make: an input buffer over the limit (the
+// verifier refuses one first), and a value a persistent kernel's stage computes, named by its
+// origin in the graph, or by the stage's body where it has none.
+func TestCheckInMemory(t *testing.T) {
+	big := ir.T(ir.F32, 2, 1<<30)
+	src := ir.NewGraph("m")
+	x := src.Input("x", ir.T(ir.F32, 1), nil)
+	wide := src.Add("broadcast_in_dim", big, ir.Attrs{"dims": []int{1}, "shape": []int{2, 1 << 30}}, x)
+	wide.Pos = "m.go:3"
+	stage := func(origin bool) *Kernel {
+		body := ir.NewGraph("s0_sum")
+		bx := body.Input("x", x.Type, nil)
+		bw := body.Add("broadcast_in_dim", big, wide.Attrs, bx)
+		body.SetOutput("y", body.Add("reduce_sum", ir.T(ir.F32), ir.Attrs{"axes": []int{0, 1}}, bw))
+		k := &Kernel{Name: "s0_sum", Kind: Row, Body: body, Origins: map[*ir.Value]*ir.Value{}}
+		if origin {
+			k.Origins[bw] = wide
+		}
+		return k
+	}
+	for _, tc := range []struct {
+		name string
+		kg   *KernelGraph
+		want string
+	}{
+		{"input buffer", &KernelGraph{Buffers: []*Buffer{{Name: "x", Kind: InputBuffer, Type: big}}},
+			"input %x : f32[2,1073741824]: its dimensions multiply to 2147483648, and a tensor holds at most 2147483647 (2^31-1) elements in memory"},
+		{"stage with its origin", &KernelGraph{Kernels: []*Kernel{{Name: "k0_persistent", Kind: Persistent, Stages: []*Kernel{stage(true)}}}},
+			"m.go:3: %0 = broadcast_in_dim(%x) {dims=[1], shape=[2,1073741824]} : f32[2,1073741824]: kernel k0_persistent would compute it: its dimensions multiply to 2147483648,"},
+		{"stage without", &KernelGraph{Kernels: []*Kernel{{Name: "k0_persistent", Kind: Persistent, Stages: []*Kernel{stage(false)}}}},
+			"%0 = broadcast_in_dim(%x) {dims=[1], shape=[2,1073741824]} : f32[2,1073741824]: kernel k0_persistent would compute it:"},
+	} {
+		if err := checkInMemory(src, tc.kg); err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v\nwant prefix %s", tc.name, err, tc.want)
+		}
+	}
+}
