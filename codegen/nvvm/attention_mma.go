@@ -67,7 +67,7 @@ func (ag *attnGen) mmaKernel(operands []attnOperand, args []plan.Arg) (*ir.Func,
 	}
 	// No maxntidx annotation (codegen/ptx's .maxntid 128): with it ptxas 11.8 held a causal
 	// kernel with a bias of libNVVM's to 72 registers on sm_90 and spilled 12 bytes (80 without).
-	w.body(kg.outPtr[0])
+	w.body(kg.output(ag.p.Op))
 	return kg.f, plan.Launch{Grid: [3]int{attnmma.Blocks(ag.p.Op), 1, 1}, Block: [3]int{attnmma.Threads, 1, 1}, Params: args}, nil
 }
 
@@ -464,22 +464,34 @@ func (w *mmaAttn) body(out value.Value) {
 		el := kg.add(kg.mul(kg.add(kg.mul(bh, p.L), row), p.Ev), kg.mul(tq, 2))
 		if tf32 {
 			w.storeTF32(out, el, acc, i, inv, rowOK[i])
-			continue
+		} else {
+			w.storeHalf(out, el, acc, i, inv, rowOK[i])
 		}
-		pks := make([]value.Value, nO)
-		for n := range nO {
-			x := b().NewFMul(ld(acc[4*n+2*i]), inv)
-			y := b().NewFMul(ld(acc[4*n+2*i+1]), inv)
-			pks[n] = kg.asmRet(i32, "cvt.rn."+w.half+"x2.f32 $0, $1, $2;", "=r,f,f", y, x)
+		if w.lse != nil { // attention_lse beside the result (attention_lse_mma.go)
+			w.storeRowLSE(ld(m[i]), li, k2, tq, rowOK[i], kg.add(kg.mul(bh, p.L), row))
 		}
-		kg.branch(rowOK[i], "store", func() {
-			for n, pk := range pks {
-				st := b().NewStore(pk, w.ptrTo(attnOperand{d: w.d, ptr: out}, kg.add(el, ci(8*n)), i32))
-				st.Align = 4
-			}
-		})
 	}
 	kg.b.NewRet(nil)
+}
+
+// storeHalf writes row half i's outputs acc·inv, pairs of columns packed by cvt.rn.{f16,bf16}x2
+// into one word per 8 columns, at element el of the output (column 2t of the row) where ok (the
+// row is below L).
+func (w *mmaAttn) storeHalf(out, el value.Value, acc []*ir.InstAlloca, i int, inv, ok value.Value) {
+	kg := w.kg
+	b := kg.b
+	pks := make([]value.Value, len(acc)/4)
+	for n := range pks {
+		x := b.NewFMul(b.NewLoad(types.Float, acc[4*n+2*i]), inv)
+		y := b.NewFMul(b.NewLoad(types.Float, acc[4*n+2*i+1]), inv)
+		pks[n] = kg.asmRet(types.I32, "cvt.rn."+w.half+"x2.f32 $0, $1, $2;", "=r,f,f", y, x)
+	}
+	kg.branch(ok, "store", func() {
+		for n, pk := range pks {
+			st := kg.b.NewStore(pk, w.ptrTo(attnOperand{d: w.d, ptr: out}, kg.add(el, ci(8*n)), types.I32))
+			st.Align = 4
+		}
+	})
 }
 
 // widen16 is the f32 value of a 16-bit image (i16) of the operands' dtype.

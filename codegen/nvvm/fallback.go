@@ -5,7 +5,6 @@ import (
 
 	"github.com/gcomp/gcomp/codegen/attnmma"
 	"github.com/gcomp/gcomp/codegen/plan"
-	"github.com/gcomp/gcomp/codegen/splitkv"
 )
 
 // borrowed reports whether k takes a template this package has no counterpart for, whose
@@ -27,26 +26,12 @@ func borrowedTemplate(k plan.Kernel, t plan.Target) string {
 		if op, ok := plan.BackwardAttention(k.Graph); ok && attnmma.FitsGrad(op) {
 			return "tensor-core attention dk/dv"
 		}
-		if lseMMA(k, t) {
-			return "log-sum-exp writing tensor-core attention"
-		}
 	case "contraction":
 		if plan.QuantizedMMA(k) {
 			return "quantized tensor-core GEMM"
 		}
 	}
 	return ""
-}
-
-// lseMMA reports whether k is an attention forward writing its rows' log-sum-exp that
-// codegen/ptx runs on tensor cores (attnmma.Takes).
-func lseMMA(k plan.Kernel, t plan.Target) bool {
-	p, ok := plan.PlanAttention(k.Graph)
-	if !ok || splitkv.AppendedRows(p.Op) != 0 || !attnmma.Takes(p.Op, t.TF32) {
-		return false
-	}
-	lse, err := plan.ForwardLSE(k.Graph, p.Op)
-	return err == nil && lse != nil
 }
 
 // borrowedNote is the note on a launch whose entry codegen/ptx wrote.
