@@ -8,7 +8,6 @@ import (
 
 	"github.com/gcomp/gcomp/codegen/attnmma"
 	"github.com/gcomp/gcomp/codegen/plan"
-	"github.com/gcomp/gcomp/codegen/ptx"
 	"github.com/gcomp/gcomp/codegen/splitkv"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ops"
@@ -142,14 +141,7 @@ func checkOwnBackward(t *testing.T, p *Producer, k plan.Kernel, in map[string]*t
 	if err != nil {
 		t.Fatal(err)
 	}
-	ptxText, ptxLaunches, err := ptx.Module([]plan.Kernel{k}, plan.Target{SM: 80})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if pl, l := ptxLaunches[0], launches[0]; fmt.Sprint(pl.Grid, pl.Block, pl.Params) != fmt.Sprint(l.Grid, l.Block, l.Params) {
-		t.Errorf("launch %v %v %v, codegen/ptx's %v %v %v", l.Grid, l.Block, l.Params, pl.Grid, pl.Block, pl.Params)
-	}
-	emitted, _ := run(t, ptxText, k, ptxLaunches[0], in)
+	emitted := runPTX(t, k, plan.Target{SM: 80}, launches[0], in)
 	for _, o := range k.Graph.Outputs {
 		g, w := got[o.Name], want[o.Name]
 		scale := 0.0

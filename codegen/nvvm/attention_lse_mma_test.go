@@ -9,7 +9,6 @@ import (
 
 	"github.com/gcomp/gcomp/codegen/attnmma"
 	"github.com/gcomp/gcomp/codegen/plan"
-	"github.com/gcomp/gcomp/codegen/ptx"
 	"github.com/gcomp/gcomp/internal/tolerance"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ops"
@@ -134,14 +133,7 @@ func checkOwnLSE(t *testing.T, p *Producer, g *ir.Graph, pos []int64) {
 	} else {
 		checkAttention(t, got["o"], want["o"])
 	}
-	ptxText, ptxLaunches, err := ptx.Module([]plan.Kernel{k}, tg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if pl, l := ptxLaunches[0], launches[0]; fmt.Sprint(pl.Grid, pl.Block, pl.Params) != fmt.Sprint(l.Grid, l.Block, l.Params) {
-		t.Errorf("launch %v %v %v, codegen/ptx's %v %v %v", l.Grid, l.Block, l.Params, pl.Grid, pl.Block, pl.Params)
-	}
-	emitted, _ := run(t, ptxText, k, ptxLaunches[0], in)
+	emitted := runPTX(t, k, tg, launches[0], in)
 	for _, o := range g.Outputs {
 		if string(got[o.Name].Bytes()) != string(emitted[o.Name].Bytes()) {
 			t.Errorf("%s differs from codegen/ptx's", o.Name)
