@@ -9,13 +9,15 @@ import (
 	"github.com/llir/llvm/ir/types"
 	"github.com/llir/llvm/ir/value"
 
+	"github.com/gcomp/gcomp/codegen/attnmma"
 	"github.com/gcomp/gcomp/codegen/plan"
 	irg "github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ops"
 )
 
 // codegen/ptx's attention backward templates (its attention_bwd.go; FlashAttention-2's backward
-// on CUDA cores, in f32 whatever the operands' dtype), from the same plans
+// on CUDA cores, in f32 whatever the operands' dtype; dk and dv on tensor cores where
+// attnmma.FitsGrad holds: attention_bwd_mma.go), from the same plans
 // (plan.PlanAttentionOp) and with the CUDA-core forward's pieces (attention.go):
 //
 //   - attention_lse: the forward template with no value columns, writing each row's
@@ -99,6 +101,9 @@ func (md *module) attentionBwdKernel(k plan.Kernel, t plan.Target) (*ir.Func, pl
 		ptrs := map[string]value.Value{}
 		for wrt, v := range outs {
 			ptrs[wrt] = kg.output(v)
+		}
+		if attnmma.FitsGrad(op) { // dk and dv on tensor cores (attention_bwd_mma.go)
+			return ag.gradMMAKernel(operands, ptrs, args)
 		}
 		ag.dkvBody(operands, ptrs)
 		launch.Grid = [3]int{max(1, p.B*p.KVH*ceilDiv(p.S, plan.AttentionGradKeys)), 1, 1}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/gcomp/gcomp/codegen/attnmma"
 	"github.com/gcomp/gcomp/codegen/plan"
-	"github.com/gcomp/gcomp/codegen/ptx"
 	"github.com/gcomp/gcomp/codegen/splitkv"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ops"
@@ -142,14 +141,7 @@ func checkOwnBackward(t *testing.T, p *Producer, k plan.Kernel, in map[string]*t
 	if err != nil {
 		t.Fatal(err)
 	}
-	ptxText, ptxLaunches, err := ptx.Module([]plan.Kernel{k}, plan.Target{SM: 80})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if pl, l := ptxLaunches[0], launches[0]; fmt.Sprint(pl.Grid, pl.Block, pl.Params) != fmt.Sprint(l.Grid, l.Block, l.Params) {
-		t.Errorf("launch %v %v %v, codegen/ptx's %v %v %v", l.Grid, l.Block, l.Params, pl.Grid, pl.Block, pl.Params)
-	}
-	emitted, _ := run(t, ptxText, k, ptxLaunches[0], in)
+	emitted := runPTX(t, k, plan.Target{SM: 80}, launches[0], in)
 	for _, o := range k.Graph.Outputs {
 		g, w := got[o.Name], want[o.Name]
 		scale := 0.0
@@ -179,20 +171,21 @@ var gradTolerance = map[ir.DType]float64{ir.F32: 5e-5, ir.F16: 4e-3, ir.BF16: 2e
 
 // TestAttentionGradKernel runs codegen/ptx's dq, dk and dv table through the NVVM producer: its
 // own entries, within codegen/ptx's tolerance of the float64 reference of attention_grad (which
-// recomputes the softmax instead of reading lse) and bit for bit codegen/ptx's; dk and dv that
-// codegen/ptx computes on tensor cores (attnmma.FitsGrad) are borrowed instead.
+// recomputes the softmax instead of reading lse) and bit for bit codegen/ptx's; dk and dv where
+// attnmma.FitsGrad holds on its tensor-core template (attention_bwd_mma.go), as codegen/ptx's.
 func TestAttentionGradKernel(t *testing.T) {
 	p := requireProducer(t)
 	for _, c := range attnGradCases {
 		for _, wrt := range []string{"q", "k", "v", "kv"} {
 			t.Run(c.String()+"_d"+wrt, func(t *testing.T) {
 				g := attnGradGraph(t, c, wrt)
-				if attnmma.FitsGrad(g.Outputs[0].Value) {
-					t.Skip("dk/dv on tensor cores: codegen/ptx's entry (TestFallback)")
-				}
 				text := checkOwnBackward(t, p, plan.Kernel{Name: "k0_attention_grad", Graph: g}, attnGradInputs(t, g, 7), gradTolerance)
-				if c.l > 0 && c.s > 0 && !strings.Contains(text, "shfl.sync.bfly") { // libNVVM drops a loop of no rows
-					t.Error("want the warp butterfly")
+				want := "shfl.sync.bfly" // the CUDA-core templates' warp butterfly
+				if attnmma.FitsGrad(g.Outputs[0].Value) {
+					want = "mma.sync" // dk and dv on tensor cores
+				}
+				if c.l > 0 && c.s > 0 && !strings.Contains(text, want) { // libNVVM drops a loop of no rows
+					t.Errorf("want %s", want)
 				}
 			})
 		}
@@ -201,15 +194,16 @@ func TestAttentionGradKernel(t *testing.T) {
 
 // TestAttentionLSEKernel: the NVVM producer writes the rows' log-sum-exp as the reference computes
 // it, without value columns (attention_lse alone) and beside the attention's result (which the
-// CUDA-core forward template writes too), bit for bit codegen/ptx's.
+// CUDA-core forward template writes too; the tensor-core one's: TestAttentionMMALSE), bit for
+// bit codegen/ptx's.
 func TestAttentionLSEKernel(t *testing.T) {
 	p := requireProducer(t)
 	tol := map[ir.DType]float64{ir.F32: 2e-5, ir.F16: 2e-3, ir.BF16: 1e-2}
 	for _, c := range attnGradCases {
 		for _, forward := range []bool{false, true} {
 			att := c.graph(t).Outputs[0].Value
-			if _, decode := splitkv.Of(att); forward && (attnmma.Fits(att) || decode) {
-				continue // codegen/ptx's tensor-core template writes it (borrowed: TestFallback); the split-KV one does not
+			if _, decode := splitkv.Of(att); forward && decode {
+				continue // the split-KV template does not write it
 			}
 			t.Run(fmt.Sprintf("%s_forward%v", c, forward), func(t *testing.T) {
 				g := lseGraph(t, c, forward)
@@ -223,8 +217,7 @@ func TestAttentionLSEKernel(t *testing.T) {
 }
 
 // TestAttentionGradRefusals: the NVVM producer's backward templates refuse by name what they do
-// not compute, as codegen/ptx's, and what codegen/ptx computes on tensor cores (the forward
-// writing its LSE, dk/dv where attnmma.FitsGrad holds), which it does not port.
+// not compute, as codegen/ptx's.
 func TestAttentionGradRefusals(t *testing.T) {
 	p := requireProducer(t)
 	for _, tc := range []struct {
@@ -235,9 +228,6 @@ func TestAttentionGradRefusals(t *testing.T) {
 		{attnCase{1, 2, 2, 5, 6, 8, 8, ops.MaskNone, []int{1, 2, 5, 6}, nil, ir.F32}, "bias", "attention_grad with respect to bias is not supported"},
 		{attnCase{1, 2, 2, 5, 6, 8, 8, ops.MaskPosition, nil, nil, ir.F32}, "q", "the position mask is not supported"},
 		{attnCase{1, 2, 2, 5, 6, 160, 8, ops.MaskNone, nil, nil, ir.F32}, "k", "head dims 160 and 8, the backward templates take at most 128"},
-		{attnCase{1, 2, 2, 64, 64, 64, 64, ops.MaskCausal, nil, nil, ir.F16}, "", "the log-sum-exp writing tensor-core attention template"},
-		{attnCase{1, 2, 2, 64, 64, 64, 64, ops.MaskCausal, nil, nil, ir.F16}, "kv", "the tensor-core attention dk/dv template"},
-		{attnCase{1, 2, 2, 64, 64, 64, 64, ops.MaskCausal, nil, nil, ir.F16}, "v", "the tensor-core attention dk/dv template"},
 	} {
 		t.Run(tc.c.String()+"_d"+tc.wrt, func(t *testing.T) {
 			g := lseGraph(t, tc.c, true)

@@ -95,16 +95,25 @@ func checkOwnAttentionFor(t *testing.T, p *Producer, g *ir.Graph, in map[string]
 	} else {
 		checkAttention(t, got, want["o"])
 	}
-	ptxText, ptxLaunches, err := ptx.Module([]plan.Kernel{k}, tg)
+	emitted := runPTX(t, k, tg, launches[0], in)
+	compare(t, "o (codegen/ptx)", got, emitted["o"], true, g.Outputs[0].Value.Type.DType, false, 0)
+	return text, st
+}
+
+// runPTX compiles k with codegen/ptx for target tg, fails the test unless its launch has l's grid,
+// block and parameters, and runs its entry on in (checks on): codegen/ptx's outputs, which the
+// NVVM producer's entry of launch l must equal bit for bit.
+func runPTX(t *testing.T, k plan.Kernel, tg plan.Target, l plan.Launch, in map[string]*tensor.Tensor) map[string]*tensor.Tensor {
+	t.Helper()
+	text, launches, err := ptx.Module([]plan.Kernel{k}, tg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pl, l := ptxLaunches[0], launches[0]; fmt.Sprint(pl.Grid, pl.Block, pl.Params) != fmt.Sprint(l.Grid, l.Block, l.Params) {
+	if pl := launches[0]; fmt.Sprint(pl.Grid, pl.Block, pl.Params) != fmt.Sprint(l.Grid, l.Block, l.Params) {
 		t.Errorf("launch %v %v %v, codegen/ptx's %v %v %v", l.Grid, l.Block, l.Params, pl.Grid, pl.Block, pl.Params)
 	}
-	emitted, _ := run(t, ptxText, k, ptxLaunches[0], in)
-	compare(t, "o (codegen/ptx)", got, emitted["o"], true, g.Outputs[0].Value.Type.DType, false, 0)
-	return text, st
+	out, _ := run(t, text, k, launches[0], in)
+	return out
 }
 
 // runTwice runs the kernel twice on one device, the scratch carried over: the second launch must

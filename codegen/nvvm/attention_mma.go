@@ -49,6 +49,7 @@ type mmaTile struct {
 	chunk, rpp int
 	tile       *ir.Global
 	row0       value.Value
+	col0       value.Value
 	src0       value.Value // element of (row0, col0) of key 0
 	dst        value.Value // byte offset of (row0, col0) in the tile
 }
@@ -56,19 +57,25 @@ type mmaTile struct {
 // mmaKernel finishes attentionKernel for the tensor-core template.
 func (ag *attnGen) mmaKernel(operands []attnOperand, args []plan.Arg) (*ir.Func, plan.Launch, error) {
 	kg := ag.kg
-	half := "f16"
-	if ag.d == irg.BF16 {
-		half = "bf16"
-	}
-	w := &mmaAttn{attnGen: ag, ops: operands, half: half, shBase: map[*ir.Global]value.Value{}, eb: 2, keys: attnmma.Keys,
-		mmaText: fmt.Sprintf("mma.sync.aligned.m16n8k16.row.col.f32.%s.%s.f32 {$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};", half, half)}
+	w := ag.newMMA(operands, attnmma.Keys)
 	if ag.d == irg.F32 { // f32 on tf32 tensor cores (attention_tf32.go)
 		w.eb, w.keys, w.mmaText = 4, attnmma.KeysTF32, tf32MMAText
 	}
 	// No maxntidx annotation (codegen/ptx's .maxntid 128): with it ptxas 11.8 held a causal
 	// kernel with a bias of libNVVM's to 72 registers on sm_90 and spilled 12 bytes (80 without).
-	w.body(kg.outPtr[0])
+	w.body(kg.output(ag.p.Op))
 	return kg.f, plan.Launch{Grid: [3]int{attnmma.Blocks(ag.p.Op), 1, 1}, Block: [3]int{attnmma.Threads, 1, 1}, Params: args}, nil
+}
+
+// newMMA starts a tensor-core kernel over operands of the 16-bit dtype ag.d (m16n8k16) whose K/V
+// (or q/do) tiles hold keys rows.
+func (ag *attnGen) newMMA(operands []attnOperand, keys int) *mmaAttn {
+	half := "f16"
+	if ag.d == irg.BF16 {
+		half = "bf16"
+	}
+	return &mmaAttn{attnGen: ag, ops: operands, half: half, shBase: map[*ir.Global]value.Value{}, eb: 2, keys: keys,
+		mmaText: fmt.Sprintf("mma.sync.aligned.m16n8k16.row.col.f32.%s.%s.f32 {$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};", half, half)}
 }
 
 // rowsAlignedTo reports whether every row of a [B, H, rows, cols] operand starts at a multiple
@@ -97,9 +104,9 @@ func (w *mmaAttn) newTile(name string, op attnOperand, n int) *mmaTile {
 	t.tile = kg.md.sharedArray(kg.name+"_"+name, w.keys*t.rowH*eb, types.I8, 16)
 	w.shBase[t.tile] = kg.b.NewPtrToInt(t.tile, types.I32)
 	t.row0 = kg.div(w.tid, perRow)
-	col0 := kg.mul(kg.rem(w.tid, perRow), t.chunk)
-	t.dst = kg.mul(kg.add(kg.mul(t.row0, t.rowH), col0), eb)
-	t.src0 = kg.add(w.index(op, w.bIdx, w.kh, t.row0), col0)
+	t.col0 = kg.mul(kg.rem(w.tid, perRow), t.chunk)
+	t.dst = kg.mul(kg.add(kg.mul(t.row0, t.rowH), t.col0), eb)
+	t.src0 = kg.add(w.index(op, w.bIdx, w.kh, t.row0), t.col0)
 	return t
 }
 
@@ -229,26 +236,12 @@ func (w *mmaAttn) body(out value.Value) {
 		rowOK[i] = b().NewICmp(enum.IPredULT, row, ci(p.L))
 		rowEl[i] = kg.add(w.index(qo, w.bIdx, h, kg.umin(row, ci(p.L-1))), kg.mul(tq, colT*qo.strides[3]))
 	}
-	pairs := qo.strides[3] == 1 && rowsAlignedTo(qo, 2)
-	for ks := range qf {
-		if tf32 {
+	if tf32 {
+		for ks := range qf {
 			w.tf32Q(qf[ks][:], rowEl, rowOK, ks)
-			continue
 		}
-		for j := range 4 {
-			c := 16*ks + 8*(j/2)
-			var x value.Value
-			if pairs {
-				ld := b().NewLoad(i32, w.ptrTo(qo, kg.add(rowEl[j%2], ci(c)), i32))
-				ld.Align = 4
-				x = ld
-			} else {
-				lo := b().NewZExt(w.load16(qo, kg.add(rowEl[j%2], ci(c*qo.strides[3]))), i32)
-				hi := b().NewZExt(w.load16(qo, kg.add(rowEl[j%2], ci((c+1)*qo.strides[3]))), i32)
-				x = b().NewOr(lo, b().NewShl(hi, ci(16)))
-			}
-			qf[ks][j] = b().NewSelect(rowOK[j%2], x, ci(0))
-		}
+	} else {
+		w.halfA(qo, qf, rowEl, rowOK)
 	}
 	// Bias rows' elements at key 2t of key 0.
 	var biasEl [2]value.Value
@@ -293,25 +286,7 @@ func (w *mmaAttn) body(out value.Value) {
 	if fold {
 		k2 = c2
 	}
-	ld := func(a *ir.InstAlloca) value.Value { return b().NewLoad(a.ElemType, a) }
-	// The constant offset is the instruction's, as codegen/ptx writes it ([addr+off]).
-	ldmatrix := func(text string, addr value.Value, off int) []value.Value {
-		res := kg.asmRet(types.NewStruct(i32, i32, i32, i32), fmt.Sprintf("%s {$0, $1, $2, $3}, [$4+%d];", text, off), "=r,=r,=r,=r,r,~{memory}", addr)
-		return []value.Value{b().NewExtractValue(res, 0), b().NewExtractValue(res, 1), b().NewExtractValue(res, 2), b().NewExtractValue(res, 3)}
-	}
-	mma := func(c []*ir.InstAlloca, a []value.Value, b0, b1 value.Value) {
-		in := append(append([]value.Value{}, a...), b0, b1)
-		for _, x := range c {
-			in = append(in, ld(x))
-		}
-		res := kg.asmRet(types.NewStruct(types.Float, types.Float, types.Float, types.Float), w.mmaText, "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f", in...)
-		for j, x := range c {
-			b().NewStore(b().NewExtractValue(res, uint64(j)), x)
-		}
-	}
-	ex2 := func(x value.Value) value.Value {
-		return kg.asmRet(types.Float, "ex2.approx.ftz.f32 $0, $1;", "=f,f", x)
-	}
+	ld, ldmatrix, mma, ex2 := w.ld, w.ldmatrix, w.mma, w.ex2ftz
 	s := w.zeros(4 * keys / 8)
 
 	kg.branch(b().NewICmp(enum.IPredNE, blockLast, ci(0)), "attn", func() {
@@ -464,22 +439,91 @@ func (w *mmaAttn) body(out value.Value) {
 		el := kg.add(kg.mul(kg.add(kg.mul(bh, p.L), row), p.Ev), kg.mul(tq, 2))
 		if tf32 {
 			w.storeTF32(out, el, acc, i, inv, rowOK[i])
-			continue
+		} else {
+			w.storeHalf(out, el, acc, i, inv, rowOK[i])
 		}
-		pks := make([]value.Value, nO)
-		for n := range nO {
-			x := b().NewFMul(ld(acc[4*n+2*i]), inv)
-			y := b().NewFMul(ld(acc[4*n+2*i+1]), inv)
-			pks[n] = kg.asmRet(i32, "cvt.rn."+w.half+"x2.f32 $0, $1, $2;", "=r,f,f", y, x)
+		if w.lse != nil { // attention_lse beside the result (attention_lse_mma.go)
+			w.storeRowLSE(ld(m[i]), li, k2, tq, rowOK[i], kg.add(kg.mul(bh, p.L), row))
 		}
-		kg.branch(rowOK[i], "store", func() {
-			for n, pk := range pks {
-				st := b().NewStore(pk, w.ptrTo(attnOperand{d: w.d, ptr: out}, kg.add(el, ci(8*n)), i32))
-				st.Align = 4
-			}
-		})
 	}
 	kg.b.NewRet(nil)
+}
+
+// storeHalf writes row half i's outputs acc·inv, pairs of columns packed by cvt.rn.{f16,bf16}x2
+// into one word per 8 columns, at element el of the output (column 2t of the row) where ok (the
+// row is below L).
+func (w *mmaAttn) storeHalf(out, el value.Value, acc []*ir.InstAlloca, i int, inv, ok value.Value) {
+	kg := w.kg
+	b := kg.b
+	pks := make([]value.Value, len(acc)/4)
+	for n := range pks {
+		x := b.NewFMul(b.NewLoad(types.Float, acc[4*n+2*i]), inv)
+		y := b.NewFMul(b.NewLoad(types.Float, acc[4*n+2*i+1]), inv)
+		pks[n] = kg.asmRet(types.I32, "cvt.rn."+w.half+"x2.f32 $0, $1, $2;", "=r,f,f", y, x)
+	}
+	kg.branch(ok, "store", func() {
+		for n, pk := range pks {
+			st := kg.b.NewStore(pk, w.ptrTo(attnOperand{d: w.d, ptr: out}, kg.add(el, ci(8*n)), types.I32))
+			st.Align = 4
+		}
+	})
+}
+
+// halfA sets the 16-bit A fragments of rows g and g+8 of operand o: the ks-th 16 columns'
+// registers (row g, k 2t), (g+8, 2t), (g, 2t+8), (g+8, 2t+8); rowEl[i] is column 2t of the rows
+// (a valid row's where the row is past the operand), rowOK[i] that the row holds data (else 0).
+// Pairs of adjacent columns load as one word where they are 4-byte aligned.
+func (w *mmaAttn) halfA(o attnOperand, f [][4]value.Value, rowEl, rowOK [2]value.Value) {
+	kg := w.kg
+	b := kg.b
+	i32 := types.I32
+	pairs := o.strides[3] == 1 && rowsAlignedTo(o, 2)
+	for ks := range f {
+		for j := range 4 {
+			c := 16*ks + 8*(j/2)
+			var x value.Value
+			if pairs {
+				ld := b.NewLoad(i32, w.ptrTo(o, kg.add(rowEl[j%2], ci(c)), i32))
+				ld.Align = 4
+				x = ld
+			} else {
+				lo := b.NewZExt(w.load16(o, kg.add(rowEl[j%2], ci(c*o.strides[3]))), i32)
+				hi := b.NewZExt(w.load16(o, kg.add(rowEl[j%2], ci((c+1)*o.strides[3]))), i32)
+				x = b.NewOr(lo, b.NewShl(hi, ci(16)))
+			}
+			f[ks][j] = b.NewSelect(rowOK[j%2], x, ci(0))
+		}
+	}
+}
+
+// ld loads an f32 or i32 slot.
+func (w *mmaAttn) ld(a *ir.InstAlloca) value.Value { return w.kg.b.NewLoad(a.ElemType, a) }
+
+// ldmatrix is an ldmatrix x4 (text: its instruction) at 32-bit shared address addr + off: the
+// constant offset is the instruction's, as codegen/ptx writes it ([addr+off]).
+func (w *mmaAttn) ldmatrix(text string, addr value.Value, off int) []value.Value {
+	kg, i32 := w.kg, types.I32
+	res := kg.asmRet(types.NewStruct(i32, i32, i32, i32), fmt.Sprintf("%s {$0, $1, $2, $3}, [$4+%d];", text, off), "=r,=r,=r,=r,r,~{memory}", addr)
+	b := kg.b
+	return []value.Value{b.NewExtractValue(res, 0), b.NewExtractValue(res, 1), b.NewExtractValue(res, 2), b.NewExtractValue(res, 3)}
+}
+
+// mma adds A fragment a times B fragment (b0, b1) to the 4 accumulators c (one mma.sync).
+func (w *mmaAttn) mma(c []*ir.InstAlloca, a []value.Value, b0, b1 value.Value) {
+	kg := w.kg
+	in := append(append([]value.Value{}, a...), b0, b1)
+	for _, x := range c {
+		in = append(in, w.ld(x))
+	}
+	res := kg.asmRet(types.NewStruct(types.Float, types.Float, types.Float, types.Float), w.mmaText, "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f", in...)
+	for j, x := range c {
+		kg.b.NewStore(kg.b.NewExtractValue(res, uint64(j)), x)
+	}
+}
+
+// ex2ftz is ex2.approx.ftz.f32 of x (inline assembly).
+func (w *mmaAttn) ex2ftz(x value.Value) value.Value {
+	return w.kg.asmRet(types.Float, "ex2.approx.ftz.f32 $0, $1;", "=f,f", x)
 }
 
 // widen16 is the f32 value of a 16-bit image (i16) of the operands' dtype.

@@ -123,9 +123,11 @@ func TestAttentionKernel(t *testing.T) {
 }
 
 // TestAttentionLLVMAs: the attention kernels' NVVM IR (gcomp build --emit nvvm; CUDA-core,
-// split-KV and tensor-core) is valid LLVM IR to LLVM 14's llvm-as.
+// split-KV and tensor-core, the tensor-core forward writing its log-sum-exp and dk/dv on tensor
+// cores) is valid LLVM IR to LLVM 14's llvm-as.
 func TestAttentionLLVMAs(t *testing.T) {
 	as := llvmAs(t)
+	var graphs []*ir.Graph
 	for _, c := range []attnCase{
 		{2, 4, 1, 9, 37, 8, 8, ops.MaskPosition, nil, []int64{-20, 5}, ir.F32},
 		{1, 2, 1, 9, 13, 24, 24, ops.MaskNone, []int{1, 2, 9, 13}, nil, ir.BF16},
@@ -133,7 +135,13 @@ func TestAttentionLLVMAs(t *testing.T) {
 		{2, 4, 2, 2, 150, 64, 64, ops.MaskPosition, nil, nil, ir.F32},                // split-KV
 		{1, 4, 2, 65, 65, 80, 80, ops.MaskCausal, []int{1, 4, 65, 65}, nil, ir.BF16}, // tensor cores
 	} {
-		ll, _, err := IR([]plan.Kernel{{Name: "k0_attention", Graph: c.graph(t)}}, plan.Target{SM: 80})
+		graphs = append(graphs, c.graph(t))
+	}
+	mma := attnCase{1, 4, 2, 70, 70, 64, 64, ops.MaskCausal, nil, nil, ir.F16}
+	graphs = append(graphs, lseGraph(t, mma, true), attnGradGraph(t, mma, "kv"))
+	for _, g := range graphs {
+		c := g.Outputs[0].Value.Op
+		ll, _, err := IR([]plan.Kernel{{Name: "k0_attention", Graph: g}}, plan.Target{SM: 80})
 		if err != nil {
 			t.Fatalf("%s: %v", c, err)
 		}

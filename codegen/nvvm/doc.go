@@ -24,14 +24,13 @@
 // implicit-GEMM conv2d with their epilogues, pooled ones included (plan.GEMMPlan; cp.async,
 // ldmatrix, mma.sync and cvt.rna.tf32 as one-instruction inline assembly, which libNVVM 11.8
 // has no intrinsics for), the persistent kernel, the CUDA-core, split-KV (appending the cache
-// rows or not) and tensor-core (f16, bf16, tf32) attention templates and attention's backward
-// on CUDA cores (plan.PlanAttention, splitkv.Of, attnmma, plan.PlanAttentionOp; bit for bit
+// rows or not) and tensor-core (f16, bf16, tf32; writing the rows' log-sum-exp or not) attention
+// templates and attention's backward on CUDA cores and, for dk/dv where attnmma.FitsGrad holds,
+// on tensor cores (plan.PlanAttention, splitkv.Of, attnmma, plan.PlanAttentionOp; bit for bit
 // codegen/ptx's) and update_slice's update template (plan.UpdatePlan); GEMVs, with a norm
 // prologue or not, run in the direct template. A kernel no template takes is an error naming the
 // kernel and the template, never a silent fallback to the PTX emitter. The templates it lacks
-// (Lacks: the quantized tensor-core GEMM, the tensor-core attention forward writing its rows'
-// log-sum-exp, and dk/dv on tensor cores where attnmma.FitsGrad holds; fallback.go) are
-// refused, and codegen/backend's nvvm producer takes codegen/ptx's entries for them, its
+// (Lacks: the quantized tensor-core GEMM; fallback.go) are refused, and codegen/backend's nvvm producer takes codegen/ptx's entries for them, its
 // launches saying so. The plans it shares with codegen/ptx are codegen/plan's: this package never
 // imports codegen/ptx.
 package nvvm

@@ -3,50 +3,29 @@ package nvvm
 import (
 	"fmt"
 
-	"github.com/gcomp/gcomp/codegen/attnmma"
 	"github.com/gcomp/gcomp/codegen/plan"
-	"github.com/gcomp/gcomp/codegen/splitkv"
 )
 
 // borrowed reports whether k takes a template this package has no counterpart for, whose
 // kernels codegen/backend's nvvm producer takes from codegen/ptx rather than refuse the model:
-// the tensor-core GEMM over a quantized weight, the tensor-core attention forward (f16/bf16, f32
-// under tf32) that writes its rows' log-sum-exp beside the result, and dk/dv on tensor cores
-// (attnmma.FitsGrad). This package's own templates for the latter two would compute other bits
-// than codegen/ptx's (CUDA-core sums), so they are not used there. The launch records it
+// the tensor-core GEMM over a quantized weight (plan.QuantizedMMA). The launch records it
 // (Producer "ptx" and a note); both producers share names, parameters and launches, so one plan
-// runs the merged module.
+// runs the merged module. (The tensor-core attention forward writing its rows' log-sum-exp and
+// dk/dv on tensor cores, once borrowed, are attention_lse_mma.go's and attention_bwd_mma.go's.)
 func borrowed(k plan.Kernel, t plan.Target) bool {
 	return borrowedTemplate(k, t) != ""
 }
 
-// borrowedTemplate names the codegen/ptx template a borrowed kernel takes, or is "".
+// borrowedTemplate names the codegen/ptx template a borrowed kernel takes, or is "". t is the
+// target, which a template may depend on.
 func borrowedTemplate(k plan.Kernel, t plan.Target) string {
 	switch plan.Template(k) {
-	case "attention backward": // attention_lse or attention_grad, or a forward writing its LSE
-		if op, ok := plan.BackwardAttention(k.Graph); ok && attnmma.FitsGrad(op) {
-			return "tensor-core attention dk/dv"
-		}
-		if lseMMA(k, t) {
-			return "log-sum-exp writing tensor-core attention"
-		}
 	case "contraction":
 		if plan.QuantizedMMA(k) {
 			return "quantized tensor-core GEMM"
 		}
 	}
 	return ""
-}
-
-// lseMMA reports whether k is an attention forward writing its rows' log-sum-exp that
-// codegen/ptx runs on tensor cores (attnmma.Takes).
-func lseMMA(k plan.Kernel, t plan.Target) bool {
-	p, ok := plan.PlanAttention(k.Graph)
-	if !ok || splitkv.AppendedRows(p.Op) != 0 || !attnmma.Takes(p.Op, t.TF32) {
-		return false
-	}
-	lse, err := plan.ForwardLSE(k.Graph, p.Op)
-	return err == nil && lse != nil
 }
 
 // borrowedNote is the note on a launch whose entry codegen/ptx wrote.
