@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/gcomp/gcomp/codegen/backend"
+	"github.com/gcomp/gcomp/codegen/nvvm"
 	"github.com/gcomp/gcomp/codegen/nvvm/libnvvm"
 	"github.com/gcomp/gcomp/compiler"
 	"github.com/gcomp/gcomp/frontend"
@@ -122,4 +123,23 @@ func checkNVVM(t *testing.T, g *ir.Graph, lib string, same bool) {
 			}
 		}
 	})
+}
+
+// --backend auto measures both producers' symbolic kernels on the simulator at the bound (its
+// size argument: the bound's rows) and builds a plan that runs at every size.
+func TestSymbolicAuto(t *testing.T) {
+	lib := libnvvm.Require(t)
+	for _, src := range []string{symbolicGraphs[1].gir, symbolicGraphs[3].gir} {
+		g, err := ir.Parse("s.gir", []byte(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := &backend.Auto{NVVM: &nvvm.Producer{LibPath: lib.Path}}
+		checkRowsWith(t, g, compiler.Options{Producer: a}, nil)
+		for _, c := range a.Choices {
+			if c.PTX == nil || c.NVVM == nil || !c.PTX.Simulated || !c.NVVM.Simulated {
+				t.Errorf("kernel %s not measured on the simulator: %+v", c.Kernel, c)
+			}
+		}
+	}
 }

@@ -38,18 +38,20 @@ func symGEMM(k plan.Kernel, p plan.GEMM) ([]plan.Arg, *plan.SymWork, error) {
 
 // symPrologue ends the prologue of a symbolic kernel (after the accumulators' allocas, which
 // stay in the entry block): a batched product's block past the run's batch exits; any other
-// takes M from the size parameter.
+// takes M from the size parameter, and a block whose tile starts past M (the one block row of
+// a run of no rows) exits, so that it reads nothing: an element copy (MMASide.Elem) loads its
+// operand's first element when the copy lies outside, which such a run never wrote.
 func (mm *gemm) symPrologue() {
 	kg, p := mm.kg, mm.p
 	if kg.size == nil {
 		return
 	}
+	first := mm.bz
 	if len(p.Batch) == 0 || p.Conv != nil {
-		mm.symM = kg.size
-		return
+		mm.symM, first = kg.size, mm.m0
 	}
-	in, past := kg.block("batch"), kg.block("no_batch")
-	kg.b.NewCondBr(kg.b.NewICmp(enum.IPredULT, mm.bz, kg.size), in, past)
+	in, past := kg.block("rows"), kg.block("no_rows")
+	kg.b.NewCondBr(kg.b.NewICmp(enum.IPredULT, first, kg.size), in, past)
 	past.NewRet(nil)
 	kg.b = in
 }
