@@ -1,7 +1,9 @@
 package compiler_test
 
 import (
+	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -10,24 +12,17 @@ import (
 	"github.com/gcomp/gcomp/codegen/nvvm/libnvvm"
 	"github.com/gcomp/gcomp/compiler"
 	"github.com/gcomp/gcomp/frontend"
+	"github.com/gcomp/gcomp/internal/randgraph"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/runtime/executor"
 	"github.com/gcomp/gcomp/runtime/simdev"
 	"github.com/gcomp/gcomp/tensor"
 )
 
-// nvvmInexact are the row models whose kernels codegen/nvvm computes with other arithmetic than
-// codegen/ptx: libdevice's exp and a two-pass softmax (codegen/ptx folds max and sum online),
-// and the GEMV, which codegen/nvvm runs in the exact direct template. Every other model's
-// outputs are codegen/ptx's bit for bit.
-var nvvmInexact = map[string]bool{
-	"layer norm and softmax":        true,
-	"softmax with empty batches":    true,
-	"MLP (GEMV, f32)":               true,
-	"MLP (GEMV, f16)":               true,
-	"MLP with empty batches (GEMV)": true,
-	"flat two inputs, two outputs":  true,
-}
+// approximate are the ops codegen/nvvm computes with libdevice and codegen/ptx with its own
+// sequences: both within tolerance, not bit for bit.
+var approximate = map[string]bool{"exp": true, "log": true, "tanh": true, "sigmoid": true, "erf": true,
+	"sin": true, "cos": true, "rsqrt": true, "pow": true}
 
 // Every row model built once with --backend nvvm runs on the memchecked simulator at the dims'
 // bounds, 1 and primes, smaller sizes first, equal to the reference interpreter (checkRows), with
@@ -52,16 +47,17 @@ func TestSymbolicNVVM(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			checkNVVM(t, g, lib.Path, !nvvmInexact[tc.name])
+			checkNVVM(t, g, lib.Path)
 		})
 	}
 }
 
 // checkNVVM builds g with the nvvm producer (libNVVM at lib) and with codegen/ptx, checks that
 // their plans' symbolic kernels take the same size arguments with the same work (but GEMVs,
-// which codegen/nvvm runs in the direct template), and runs the nvvm build as checkRows does,
-// each run also through the ptx build on the same inputs: equal bit for bit when same.
-func checkNVVM(t *testing.T, g *ir.Graph, lib string, same bool) {
+// which codegen/nvvm runs in the direct template over the result's elements), and runs the nvvm
+// build as checkRows does, each run also through the ptx build on the same inputs: equal bit for
+// bit unless g has an approximate op or a GEMV (whose sums codegen/nvvm computes exactly).
+func checkNVVM(t *testing.T, g *ir.Graph, lib string) {
 	t.Helper()
 	nv, err := backend.New("nvvm", lib)
 	if err != nil {
@@ -75,6 +71,7 @@ func checkNVVM(t *testing.T, g *ir.Graph, lib string, same bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	same := !slices.ContainsFunc(g.Values, func(v *ir.Value) bool { return approximate[v.Op] })
 	pk, nk := res.Artifact.Plan.Kernels, nres.Artifact.Plan.Kernels
 	if len(pk) != len(nk) {
 		t.Fatalf("%d kernels with nvvm, %d with ptx", len(nk), len(pk))
@@ -90,9 +87,12 @@ func checkNVVM(t *testing.T, g *ir.Graph, lib string, same bool) {
 			}
 			continue
 		}
-		if same || p.Work.Axis != 2 { // codegen/ptx's GEMV grid is over columns
+		// codegen/ptx's GEMV: a grid over columns (grid.z one block); codegen/nvvm's direct
+		// template: a loop over the result's elements.
+		if p.Work.Axis != 2 || p.Work.MaxBlocks != 1 || n.Work.Tile != 0 {
 			t.Errorf("kernel %s: nvvm's work %+v, ptx's %+v", n.Name, *n.Work, *p.Work)
 		}
+		same = false
 	}
 	prog, err := executor.Load(simdev.New(simdev.Options{}), res.Artifact)
 	if err != nil {
@@ -141,5 +141,35 @@ func TestSymbolicAuto(t *testing.T) {
 				t.Errorf("kernel %s not measured on the simulator: %+v", c.Kernel, c)
 			}
 		}
+	}
+}
+
+// TestSymbolicRandomGraphs' graphs in the class built with --backend nvvm: each runs at every
+// size as the ptx build does (checkNVVM), or is refused by both producers alike.
+func TestSymbolicRandomGraphsNVVM(t *testing.T) {
+	lib := libnvvm.Require(t)
+	nv, err := backend.New("nvvm", lib.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 36
+	if testing.Short() {
+		n = 8
+	}
+	rng := rand.New(rand.NewPCG(27, 3))
+	for seed := range n {
+		g, refused := randgraph.Symbolic(rng)
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			_, perr := compiler.Compile(g, compiler.Options{})
+			_, nerr := compiler.Compile(g, compiler.Options{Producer: nv})
+			switch {
+			case refused != "" || perr != nil && gemmView.MatchString(perr.Error()):
+				if nerr == nil || perr == nil || nerr.Error() != perr.Error() {
+					t.Fatalf("nvvm: %v; ptx: %v (%q)", nerr, perr, refused)
+				}
+			default:
+				checkNVVM(t, g, lib.Path)
+			}
+		})
 	}
 }
