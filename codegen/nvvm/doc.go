@@ -32,6 +32,8 @@
 // (Lacks: the quantized tensor-core GEMM, the tensor-core attention forward writing its rows'
 // log-sum-exp, and dk/dv on tensor cores where attnmma.FitsGrad holds; fallback.go) are
 // refused, and codegen/backend's nvvm producer takes codegen/ptx's entries for them, its
-// launches saying so. The plans it shares with codegen/ptx are codegen/plan's: this package never
-// imports codegen/ptx.
+// launches saying so. Kernels at symbolic sizes (plan.Kernel.Symbolic; sym*.go) take the loop,
+// the row reduction and the tiles with a size parameter, and the direct template for a GEMV,
+// with codegen/ptx's parameters, launches and work. The plans it shares with codegen/ptx are
+// codegen/plan's: this package never imports codegen/ptx.
 package nvvm
