@@ -23,7 +23,7 @@ import (
 // symbolicKernel picks the template of a symbolic kernel as codegen/ptx's symbolicKernel does:
 // the loop, or a row template that takes its row count as a parameter.
 func (md *module) symbolicKernel(k plan.Kernel, t plan.Target) (*ir.Func, plan.Launch, error) {
-	kinds, count := contractionKinds(k.Graph)
+	kinds, count := plan.ContractionKinds(k.Graph)
 	switch {
 	case len(kinds) == 0:
 		return md.symLoopKernel(k)
@@ -33,28 +33,6 @@ func (md *module) symbolicKernel(k plan.Kernel, t plan.Target) (*ir.Func, plan.L
 		return md.symContraction(k, t)
 	}
 	return nil, plan.Launch{}, fmt.Errorf("a %s kernel does not run at symbolic sizes yet", strings.Join(kinds, " and "))
-}
-
-// contractionKinds lists the kinds of g's live reductions, matmuls and convolutions present,
-// sorted, with their counts: what chooses a kernel's template.
-func contractionKinds(g *irg.Graph) (kinds []string, count map[string]int) {
-	count = map[string]int{}
-	for _, v := range plan.Live(g) {
-		switch {
-		case v.Op == "dot_general":
-			count["matmul"]++
-		case ops.ClassOf(v.Op) == ops.Reduce:
-			count["reduce"]++
-		case v.Op == "conv2d":
-			count["conv2d"]++
-		}
-	}
-	for _, kind := range []string{"conv2d", "matmul", "reduce"} {
-		if count[kind] > 0 {
-			kinds = append(kinds, kind)
-		}
-	}
-	return kinds, count
 }
 
 // symArgs is a symbolic kernel's parameters: plan.Params, then the size. scale is the size's

@@ -29,35 +29,40 @@ func TestSymbolicTemplates(t *testing.T) {
 		rowInputs string // the inputs carrying the rows, comma-separated; the others are static
 		kind      string // the template ContractionPlan or ReducePlan names, "" for a loop
 		same      bool   // codegen/ptx's bits
+		tf32      bool
 	}{
 		{"flat f32", "graph k {\n  input %x : f32[40,3]\n  input %y : f32[40,3]\n  %0 = mul(%x, %y) : f32[40,3]\n  %1 = sub(%0, %x) : f32[40,3]\n  output out = %1\n}\n",
-			0, "x,y", "", true},
+			0, "x,y", "", true, false},
 		{"flat f16 eight-wide, two outputs", "graph k {\n  input %x : f16[9,16]\n  %0 = mul(%x, %x) : f16[9,16]\n  %1 = cast(%0) {to=f32} : f32[9,16]\n  output a = %0\n  output b = %1\n}\n",
-			0, "x", "", true},
+			0, "x", "", true, false},
 		{"loop with a static bias", "graph k {\n  input %x : f32[40,6]\n  input %b : f32[6]\n  %0 = broadcast_in_dim(%b) {shape=[40,6], dims=[1]} : f32[40,6]\n  %1 = add(%x, %0) : f32[40,6]\n  output out = %1\n}\n",
-			20, "x", "", true},
+			20, "x", "", true, false},
 		{"row sums and maxima", "graph k {\n  input %x : f32[30,50]\n  %0 = reduce_max(%x) {axes=[1]} : f32[30]\n  %1 = reduce_sum(%x) {axes=[1]} : f32[30]\n  output m = %0\n  output s = %1\n}\n",
-			30, "x", "row", true},
+			30, "x", "row", true, false},
 		{"row softmax", "graph k {\n  input %x : f32[30,50]\n  %0 = reduce_max(%x) {axes=[1]} : f32[30]\n  %1 = broadcast_in_dim(%0) {shape=[30,50], dims=[0]} : f32[30,50]\n  %2 = sub(%x, %1) : f32[30,50]\n  %3 = exp(%2) : f32[30,50]\n  %4 = reduce_sum(%3) {axes=[1]} : f32[30]\n  %5 = broadcast_in_dim(%4) {shape=[30,50], dims=[0]} : f32[30,50]\n  %6 = div(%3, %5) : f32[30,50]\n  output out = %6\n}\n",
-			30, "x", "row", false},
+			30, "x", "row", false, false},
 		{"one long row (split at the bound)", "graph k {\n  input %x : f32[1,40000]\n  %0 = reduce_sum(%x) {axes=[1]} : f32[1]\n  output out = %0\n}\n",
-			1, "x", "split", true},
+			1, "x", "split", true, false},
 		{"FFMA GEMM", "graph k {\n  input %x : f32[300,20]\n  input %w : f32[24,20]\n  %0 = dot_general(%x, %w) {lhs_contract=[1], rhs_contract=[1]} : f32[300,24]\n  %1 = relu(%0) : f32[300,24]\n  output out = %1\n}\n",
-			300, "x", "ffma", true},
+			300, "x", "ffma", true, false},
 		{"tensor-core GEMM", "graph k {\n  input %x : f16[3,100,32]\n  input %w : f16[32,16]\n  %0 = dot_general(%x, %w) {lhs_contract=[2], rhs_contract=[0]} : f16[3,100,16]\n  output out = %0\n}\n",
-			3, "x", "tensor core", true},
+			3, "x", "tensor core", true, false},
 		{"tensor-core GEMM, staged epilogue", "graph k {\n  input %x : f16[150,64]\n  input %w : f16[136,64]\n  %0 = dot_general(%x, %w) {lhs_contract=[1], rhs_contract=[1]} : f16[150,136]\n  output out = %0\n}\n",
-			150, "x", "tensor core", true},
+			150, "x", "tensor core", true, false},
+		{"tf32 GEMM", "graph k {\n  input %x : f32[70,40]\n  input %w : f32[40,136]\n  %0 = dot_general(%x, %w) {lhs_contract=[1], rhs_contract=[0]} : f32[70,136]\n  output out = %0\n}\n",
+			70, "x", "tensor core", true, true},
+		{"bf16 GEMM with a bias", "graph k {\n  input %x : bf16[2,33,40]\n  input %w : bf16[24,40]\n  input %b : bf16[24]\n  %0 = dot_general(%x, %w) {lhs_contract=[2], rhs_contract=[1]} : bf16[2,33,24]\n  %1 = broadcast_in_dim(%b) {shape=[2,33,24], dims=[2]} : bf16[2,33,24]\n  %2 = add(%0, %1) : bf16[2,33,24]\n  output out = %2\n}\n",
+			66, "x", "tensor core", true, false},
 		{"batched FFMA products", "graph k {\n  input %x : f32[3,6,8]\n  input %y : f32[3,8,20]\n  %0 = dot_general(%x, %y) {lhs_batch=[0], rhs_batch=[0], lhs_contract=[2], rhs_contract=[1]} : f32[3,6,20]\n  output out = %0\n}\n",
-			3, "x,y", "ffma", true},
+			3, "x,y", "ffma", true, false},
 		{"batched f16 products", "graph k {\n  input %x : f16[5,6,16]\n  input %y : f16[5,16,24]\n  %0 = dot_general(%x, %y) {lhs_batch=[0], rhs_batch=[0], lhs_contract=[2], rhs_contract=[1]} : f16[5,6,24]\n  output out = %0\n}\n",
-			5, "x,y", "tensor core", true},
+			5, "x,y", "tensor core", true, false},
 		{"GEMV (direct)", "graph k {\n  input %x : f32[6,512]\n  input %w : f32[64,512]\n  %0 = dot_general(%x, %w) {lhs_contract=[1], rhs_contract=[1]} : f32[6,64]\n  output out = %0\n}\n",
-			6, "x", "gemv", false},
+			6, "x", "gemv", false, false},
 		{"conv2d", "graph k {\n  input %x : f32[5,3,7,7]\n  input %w : f32[4,3,3,3]\n  %0 = conv2d(%x, %w) {stride=[1,1], padding=[1,1], dilation=[1,1], groups=1} : f32[5,4,7,7]\n  output out = %0\n}\n",
-			5, "x", "ffma", true},
+			5, "x", "ffma", true, false},
 		{"grouped f16 conv2d", "graph k {\n  input %x : f16[5,6,7,7]\n  input %w : f16[8,3,3,3]\n  %0 = conv2d(%x, %w) {stride=[2,1], padding=[1,1], dilation=[1,1], groups=2} : f16[5,8,4,7]\n  %1 = relu(%0) : f16[5,8,4,7]\n  output out = %1\n}\n",
-			5, "x", "tensor core", true},
+			5, "x", "tensor core", true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g, err := ir.Parse("k.gir", []byte(tc.src))
@@ -65,7 +70,7 @@ func TestSymbolicTemplates(t *testing.T) {
 				t.Fatal(err)
 			}
 			k := plan.Kernel{Name: "k0", Graph: g, Symbolic: true, Rows: tc.rows}
-			target := plan.Target{SM: 80}
+			target := plan.Target{SM: 80, TF32: tc.tf32}
 			static := plan.Kernel{Name: "k0", Graph: g}
 			switch plan.Template(static) {
 			case "contraction":
@@ -129,8 +134,8 @@ func TestSymbolicTemplates(t *testing.T) {
 				for _, o := range g.Outputs {
 					what := fmt.Sprintf("%s at %d of %d rows", o.Name, r, units)
 					w := firstRows(t, want[o.Name], units, r)
-					compare(t, what+" (reference)", got[o.Name], w, exact, precision(g, o.Value), false, contractionLen(g))
-					compare(t, what+" (codegen/ptx)", got[o.Name], emitted[o.Name], tc.same, precision(g, o.Value), false, contractionLen(g))
+					compare(t, what+" (reference)", got[o.Name], w, exact, precision(g, o.Value), tc.tf32, contractionLen(g))
+					compare(t, what+" (codegen/ptx)", got[o.Name], emitted[o.Name], tc.same, precision(g, o.Value), tc.tf32, contractionLen(g))
 				}
 			}
 		})
@@ -148,54 +153,24 @@ func firstRows(t *testing.T, x *tensor.Tensor, units, r int) *tensor.Tensor {
 }
 
 // symRun runs kernel k (text, launch l) at r of its units rows in a fresh simulator device,
-// checks on: every buffer is allocated at the bound, only the first r rows of the row inputs
-// are written (the static inputs whole), the size argument is r times the work's scale and the
-// grid follows from it as the executor computes it. It returns the first r rows of each
-// output, flat.
+// checks on: only the first r rows of the row inputs are there (the static inputs whole, the
+// outputs at the bound), the size argument is r times the work's scale and the grid follows
+// from it as the executor computes it. It returns the first r rows of each output, flat.
 func symRun(t *testing.T, text string, k plan.Kernel, l plan.Launch, in map[string]*tensor.Tensor, rowInputs []string, units, r int) map[string]*tensor.Tensor {
 	t.Helper()
-	dev := sim.NewDevice()
-	m, err := dev.Load(text)
-	if err != nil {
-		t.Fatalf("sim load: %v", err)
+	part := map[string]*tensor.Tensor{}
+	for name, x := range in {
+		part[name] = x
+		if slices.Contains(rowInputs, name) {
+			part[name] = firstRows(t, x, units, r)
+		}
 	}
-	g := k.Graph
+	sr := loadRun(t, text, k, l, part)
 	n := int64(r * l.Work.Scale)
-	var args []any
-	outAddr := map[string]uint64{}
-	for _, a := range l.Params {
+	for i, a := range l.Params {
 		if a.Kind == plan.ArgSize {
-			args = append(args, uint32(n))
-			continue
+			sr.args[i] = uint32(n)
 		}
-		var typ ir.Type
-		var data []byte
-		switch a.Kind {
-		case plan.ArgInput, plan.ArgParam:
-			typ, data = in[a.Name].Type, in[a.Name].Bytes()
-			if slices.Contains(rowInputs, a.Name) {
-				data = data[:len(data)/units*r]
-			}
-		case plan.ArgOutput:
-			typ = g.Outputs[a.Index].Value.Type
-		case plan.ArgScratch:
-			typ, data = ir.T(ir.U8, a.Bytes), make([]byte, a.Bytes)
-		default:
-			t.Fatalf("parameter %v", a)
-		}
-		addr, err := dev.Alloc(max(typ.Bytes(), 1))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(data) > 0 {
-			if err := dev.Write(addr, data); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if a.Kind == plan.ArgOutput {
-			outAddr[a.Name] = addr
-		}
-		args = append(args, addr)
 	}
 	w := *l.Work
 	grid := l.Grid
@@ -204,24 +179,13 @@ func symRun(t *testing.T, text string, k plan.Kernel, l plan.Launch, in map[stri
 	} else {
 		grid[0] = w.Grid(n)
 	}
-	cfg := sim.Config{Grid: sim.Dim3{X: grid[0], Y: grid[1], Z: grid[2]}, Block: sim.Dim3{X: l.Block[0], Y: l.Block[1], Z: l.Block[2]}}
-	if _, err := m.Launch(k.Name, cfg, args...); err != nil {
+	sr.cfg.Grid = sim.Dim3{X: grid[0], Y: grid[1], Z: grid[2]}
+	if _, err := sr.m.Launch(sr.entry, sr.cfg, sr.args...); err != nil {
 		t.Fatalf("%d of %d rows: %v", r, units, err)
 	}
-	out := map[string]*tensor.Tensor{}
-	for _, o := range g.Outputs {
-		typ := o.Value.Type
-		buf := make([]byte, typ.Bytes()/units*r)
-		if len(buf) > 0 {
-			if err := dev.Read(outAddr[o.Name], buf); err != nil {
-				t.Fatal(err)
-			}
-		}
-		x, err := tensor.FromBytes(ir.T(typ.DType, typ.Shape.NumElements()/units*r), buf)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[o.Name] = x
+	_, out := sr.read(t)
+	for name, x := range out {
+		out[name] = firstRows(t, x, units, r)
 	}
 	return out
 }
