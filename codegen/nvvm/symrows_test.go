@@ -189,3 +189,37 @@ func symRun(t *testing.T, text string, k plan.Kernel, l plan.Launch, in map[stri
 	}
 	return out
 }
+
+// A symbolic kernel no template takes at symbolic sizes is refused naming the kernel, in
+// codegen/ptx's words: a column reduction, a bound that is not a whole number of rows, a loop
+// kernel reading through a view without rows, a conv2d with a fused pooling, a GEMV with a norm
+// prologue (a reduction and a matmul).
+func TestSymbolicTemplatesRefused(t *testing.T) {
+	for _, tc := range []struct {
+		src  string
+		rows int
+		want string
+	}{
+		{"graph k {\n  input %x : f32[4,6,8]\n  %0 = reduce_sum(%x) {axes=[1]} : f32[4,8]\n  output out = %0\n}\n", 4,
+			"reduce axes [1] of [4,6,8] are not trailing; only the row template runs at symbolic sizes"},
+		{"graph k {\n  input %x : f32[10,6]\n  %0 = broadcast_in_dim(%x) {shape=[10,6], dims=[0,1]} : f32[10,6]\n  output out = %0\n}\n", 7,
+			"element count 60 at the bound is not a whole number of its 7 rows"},
+		{"graph k {\n  input %x : f32[3]\n  %0 = broadcast_in_dim(%x) {shape=[4,3], dims=[1]} : f32[4,3]\n  output out = %0\n}\n", 0,
+			"input x is read through a broadcast or view"},
+		{"graph k {\n  input %x : f32[2,3,8,8]\n  input %w : f32[4,3,3,3]\n  %0 = conv2d(%x, %w) {padding=[1,1]} : f32[2,4,8,8]\n  %1 = max_pool2d(%0) {kernel=[2,2], stride=[2,2]} : f32[2,4,4,4]\n  output out = %1\n}\n", 2,
+			"a conv2d with a fused pooling does not run at symbolic sizes yet"},
+		{"graph k {\n  input %x : f32[4,64]\n  input %w : f32[32,64]\n  %0 = mul(%x, %x) : f32[4,64]\n  %1 = reduce_sum(%0) {axes=[1]} : f32[4]\n  %2 = broadcast_in_dim(%1) {shape=[4,64], dims=[0]} : f32[4,64]\n  %3 = div(%x, %2) : f32[4,64]\n  %4 = dot_general(%3, %w) {lhs_contract=[1], rhs_contract=[1]} : f32[4,32]\n  output out = %4\n}\n", 4,
+			"a matmul and reduce kernel does not run at symbolic sizes yet"},
+	} {
+		g, err := ir.Parse("k.gir", []byte(tc.src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := plan.Kernel{Name: "k0", Graph: g, Symbolic: true, Rows: tc.rows}
+		_, _, perr := ptx.Generate(k, plan.Target{SM: 80})
+		_, _, err = IR([]plan.Kernel{k}, plan.Target{SM: 80})
+		if err == nil || perr == nil || !strings.HasPrefix(err.Error(), "k0: ") || !strings.Contains(err.Error(), tc.want) || !strings.Contains(perr.Error(), tc.want) {
+			t.Errorf("IR = %v, codegen/ptx's Generate = %v; want %q from both", err, perr, tc.want)
+		}
+	}
+}
