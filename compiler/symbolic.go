@@ -27,13 +27,11 @@ type symKernel struct {
 
 // symbolicKernels returns, for a graph with dims, the rows of each kernel whose buffers are
 // symbolic (by kernel name), or the error naming the first kernel that cannot run at sizes
-// other than the bound.
-func symbolicKernels(g *ir.Graph, kg *passes.KernelGraph, producer backend.Producer) (map[string]symKernel, error) {
+// other than the bound. Every producer takes them (codegen/nvvm's sym*.go mirror codegen/ptx's
+// templates); a template one cannot take is its error naming the kernel.
+func symbolicKernels(g *ir.Graph, kg *passes.KernelGraph, _ backend.Producer) (map[string]symKernel, error) {
 	if len(g.Dims) == 0 {
 		return nil, nil
-	}
-	if _, ok := producer.(backend.PTX); !ok && producer != nil {
-		return nil, fmt.Errorf("graph %s has symbolic dims: only the ptx backend compiles them yet", g.Name)
 	}
 	ranges := sym.Ranges{}
 	for _, d := range g.Dims {

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gcomp/gcomp/codegen/backend"
 	"github.com/gcomp/gcomp/compiler"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ops"
@@ -212,18 +211,5 @@ func TestSymbolicBadSizes(t *testing.T) {
 	img := executor.Image{Type: ir.T(ir.F32, 3, 5), Data: make([]byte, 60)}
 	if _, err := p.RunImages(context.Background(), map[string]executor.Image{"x": img, "y": img}, nil); err == nil || !strings.Contains(err.Error(), "the model has symbolic dims") {
 		t.Errorf("RunImages = %v", err)
-	}
-}
-
-// Only codegen/ptx's emitter writes symbolic kernels (the other refusals: TestSymbolicRowsRefused).
-func TestSymbolicRefused(t *testing.T) {
-	// Only codegen/ptx's emitter writes symbolic kernels.
-	g, err := ir.Parse("s.gir", []byte(symbolicGraphs[0].gir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = compiler.Compile(g, compiler.Options{Producer: &backend.Auto{}})
-	if err == nil || !strings.Contains(err.Error(), "graph s has symbolic dims: only the ptx backend compiles them yet") {
-		t.Errorf("Compile with --backend auto = %v", err)
 	}
 }

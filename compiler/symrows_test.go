@@ -96,9 +96,13 @@ func TestSymbolicRowKernels(t *testing.T) {
 // primes in range: equal to the reference interpreter at those sizes. The simulator's memcheck
 // reports reads of memory no run wrote, so a kernel reading rows beyond the run's fails the
 // first run at smaller sizes.
-func checkRows(t *testing.T, g *ir.Graph) {
+func checkRows(t *testing.T, g *ir.Graph) { checkRowsWith(t, g, compiler.Options{}, nil) }
+
+// checkRowsWith is checkRows building with opt; also, if not nil, sees each run's sizes, inputs,
+// parameters and outputs.
+func checkRowsWith(t *testing.T, g *ir.Graph, opt compiler.Options, also func(env map[string]int64, inputs, params, outputs map[string]*tensor.Tensor)) {
 	t.Helper()
-	res, err := compiler.Compile(g, compiler.Options{})
+	res, err := compiler.Compile(g, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,6 +174,9 @@ func checkRows(t *testing.T, g *ir.Graph) {
 			t.Fatalf("sizes %v: %v", env, err)
 		}
 		compareOutputs(t, env, want, got.Outputs, 64)
+		if also != nil {
+			also(env, inputs, params, got.Outputs)
+		}
 		for _, k := range got.Kernels {
 			for a := range 3 {
 				if k.Grid[a] < 1 || k.Grid[a] > bound[k.Name][a] {

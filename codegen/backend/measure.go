@@ -154,6 +154,8 @@ func simulate(dev *sim.Device, m *sim.Module, k ptx.Kernel, l ptx.Launch, grid [
 			t = ir.T(ir.U8, a.Bytes)
 		case ptx.ArgError:
 			t = ir.T(ir.U8, ptx.ErrorWordBytes)
+		case ptx.ArgSize:
+			continue // a value, not a buffer
 		default:
 			return nil, fmt.Errorf("parameter %d of %s: unknown kind %d", i, l.Entry, a.Kind)
 		}
@@ -164,7 +166,11 @@ func simulate(dev *sim.Device, m *sim.Module, k ptx.Kernel, l ptx.Launch, grid [
 		return nil, fmt.Errorf("%s: %d bytes of buffers, more than the %d a sample simulates", l.Entry, total, maxSimBytes)
 	}
 	var args []any
-	for _, n := range sizes {
+	for i, n := range sizes {
+		if l.Params[i].Kind == ptx.ArgSize {
+			args = append(args, uint32(boundSize(k, l)))
+			continue
+		}
 		addr, err := dev.Alloc(n)
 		if err != nil {
 			return nil, err
@@ -179,4 +185,14 @@ func simulate(dev *sim.Device, m *sim.Module, k ptx.Kernel, l ptx.Launch, grid [
 		Block: sim.Dim3{X: l.Block[0], Y: l.Block[1], Z: l.Block[2]}, SharedBytes: l.SharedBytes,
 		NoCheck: true, Workers: 1}
 	return m.Launch(l.Entry, cfg, args...)
+}
+
+// boundSize is a symbolic kernel's size argument at the bound, the run it is measured on: its
+// rows (a flat loop's elements) times its work's units per row.
+func boundSize(k ptx.Kernel, l ptx.Launch) int {
+	rows := k.Rows
+	if rows == 0 {
+		rows = k.Graph.Outputs[0].Value.Type.Shape.NumElements()
+	}
+	return rows * l.Work.Scale
 }

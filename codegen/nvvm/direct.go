@@ -14,16 +14,19 @@ import (
 // products of f32, f16 and bf16 are exact there) and i64 for integers, the reference's order
 // and precision; the epilogue runs on the result before its one store.
 func (md *module) directKernel(k plan.Kernel, c plan.Contraction) (*ir.Func, plan.Launch, error) {
-	args := plan.Params(k.Graph)
+	args, work, err := symDirect(k, c)
+	if err != nil {
+		return nil, plan.Launch{}, err
+	}
 	kg := md.newKernel(k, args)
 	tid := kg.add(kg.b.NewMul(kg.sreg("ctaid.x"), kg.sreg("ntid.x")), kg.sreg("tid.x"))
 	step := kg.b.NewMul(kg.sreg("nctaid.x"), kg.sreg("ntid.x"))
-	err := kg.directElements(c.Dot, tid, step, false)
+	err = kg.directElements(c.Dot, tid, step, false)
 	kg.b.NewRet(nil)
 	if err != nil {
 		return nil, plan.Launch{}, err
 	}
-	return kg.f, plan.Launch{Grid: c.Grid, Block: c.Block, Params: args}, nil
+	return kg.f, plan.Launch{Grid: c.Grid, Block: c.Block, Params: args, Work: work}, nil
 }
 
 // directElements computes result elements start, start+step, ... of dot and stores every
@@ -39,7 +42,7 @@ func (kg *kgen) directElements(dot *irg.Value, start, step value.Value, fmaF32 b
 			err = e
 		}
 	}
-	kg.loop(start, step, shape.NumElements(), func(o value.Value) {
+	kg.loopTo(start, step, kg.units(shape.NumElements()), func(o value.Value) {
 		x := newIndexLin(shape, o)
 		for d := range shape {
 			kg.coord(x, d) // derived outside the k loop, whose values do not outlive it

@@ -58,7 +58,7 @@ func (mm *gemm) epilogue() error {
 	var err error
 	for i := 0; i < 8; i += wi {
 		for j0 := 0; j0 < rn; j0 += w {
-			ok := kg.b.NewAnd(kg.b.NewICmp(enum.IPredULT, rows[i], ci(p.M)), kg.b.NewICmp(enum.IPredULT, cols[j0], ci(p.N)))
+			ok := kg.b.NewAnd(kg.b.NewICmp(enum.IPredULT, rows[i], mm.mBelow(0)), kg.b.NewICmp(enum.IPredULT, cols[j0], ci(p.N)))
 			kg.branch(ok, "store", func() {
 				n := max(w, wi)
 				lanes := mm.lanesAt(rows[i], cols[j0], n)

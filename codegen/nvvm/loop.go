@@ -40,6 +40,9 @@ type kgen struct {
 	// kernel's shared array promises (sharedAlign), for groups in its slots.
 	alignCap int
 	blocks   int
+	// size is a symbolic kernel's size parameter (plan.ArgSize: its elements, rows or M at the
+	// run's sizes; symloop.go), nil for a static kernel.
+	size value.Value
 }
 
 type cacheKey struct {
@@ -55,6 +58,11 @@ func (md *module) newKernel(k plan.Kernel, args []plan.Arg) *kgen {
 	var params []*ir.Param
 	var bufs []*irg.Value
 	for _, a := range args {
+		if a.Kind == plan.ArgSize {
+			params = append(params, ir.NewParam(fmt.Sprintf("p%d", len(params)), types.I32))
+			bufs = append(bufs, nil)
+			continue
+		}
 		if a.Kind == plan.ArgScratch || a.Kind == plan.ArgError {
 			p := ir.NewParam(fmt.Sprintf("p%d", len(params)), types.NewPointer(types.I64))
 			p.Attrs = append(p.Attrs, ir.Align(16))
@@ -88,6 +96,10 @@ func (md *module) newKernel(k plan.Kernel, args []plan.Arg) *kgen {
 	kg.f = md.m.NewFunc(k.Name, types.Void, params...)
 	kg.b = kg.f.NewBlock("entry")
 	for i, a := range args {
+		if a.Kind == plan.ArgSize {
+			kg.size = params[i]
+			continue
+		}
 		elem := types.Type(types.I64)
 		if bufs[i] != nil {
 			elem = memType(bufs[i].Type.DType)

@@ -30,7 +30,10 @@ func (md *module) ffmaKernel(k plan.Kernel, t plan.Target) (*ir.Func, plan.Launc
 	if p.Dot.Type.DType != irg.F32 {
 		return nil, plan.Launch{}, fmt.Errorf("the ffma template computes f32, not %s", p.Dot.Type.DType)
 	}
-	args := plan.Params(k.Graph)
+	args, work, err := symGEMM(k, p)
+	if err != nil {
+		return nil, plan.Launch{}, err
+	}
 	kg := md.newKernel(k, args)
 	mm := &gemm{kg: kg, p: p}
 	if err := mm.emit(); err != nil {
@@ -50,7 +53,7 @@ func (md *module) ffmaKernel(k plan.Kernel, t plan.Target) (*ir.Func, plan.Launc
 	if minBlocks > 0 {
 		md.ann = append(md.ann, md.tuple(kg.f, &metadata.String{Value: "minctasm"}, md.i32(int64(minBlocks))))
 	}
-	return kg.f, plan.Launch{Grid: p.Grid, Block: p.Block, Params: args}, nil
+	return kg.f, plan.Launch{Grid: p.Grid, Block: p.Block, Params: args, Work: work}, nil
 }
 
 // gemm builds one tiled contraction kernel.
@@ -65,6 +68,9 @@ type gemm struct {
 	// shBase is the 32-bit shared address of each tile, the base of the inline asm's shared
 	// operands (a pointer would be 64-bit under the datalayout: an add.s64 and a cvt per use).
 	shBase map[*ir.Global]value.Value
+	// symM is M at the run's sizes (a symbolic kernel's size parameter), nil at the bound's
+	// (symgemm.go).
+	symM value.Value
 }
 
 // tile declares the kernel's shared array name of n elem's and takes its 32-bit address (in the
@@ -94,6 +100,7 @@ type side struct {
 	// elements than threads): true in the others.
 	idle   value.Value
 	nFree  int
+	mSide  bool       // A's free rows, which a symbolic kernel bounds by its M (freeBelow)
 	tile   *ir.Global // FFMA: two buffers of GEMMTileK rows of rows+GEMMPad floats
 	f0, kq value.Value
 	f0tile value.Value
@@ -121,6 +128,7 @@ func (mm *gemm) prologue() value.Value {
 		mm.acc[i] = kg.b.NewAlloca(types.Float)
 		kg.b.NewStore(constant.NewFloat(types.Float, 0), mm.acc[i])
 	}
+	mm.symPrologue()
 	return tid
 }
 
@@ -181,7 +189,7 @@ func (mm *gemm) emit() error {
 func (mm *gemm) side(op plan.GEMMOperand, rows, nFree int, f0tile, tid value.Value, name string) (*side, error) {
 	kg := mm.kg
 	cm := op.Copies(rows)
-	sd := &side{op: op, d: irg.F32, rows: rows, df: cm.DF[:cm.N], dk: cm.DK[:cm.N], nFree: nFree, f0tile: f0tile}
+	sd := &side{op: op, d: irg.F32, rows: rows, df: cm.DF[:cm.N], dk: cm.DK[:cm.N], nFree: nFree, mSide: name == "A", f0tile: f0tile}
 	if cm.Threads < plan.GEMMThreads {
 		sd.idle = kg.b.NewICmp(enum.IPredUGE, tid, ci(cm.Threads))
 	}
@@ -217,7 +225,7 @@ func (mm *gemm) copier(sd *side) {
 		kc := kg.add(k0, sd.kq)
 		// Signed compares: a bound ≤ 0 means the copy never lies inside.
 		ok := kg.b.NewAnd(kg.b.NewICmp(enum.IPredSLT, kc, ci(mm.p.K-sd.dk[i])),
-			kg.b.NewICmp(enum.IPredSLT, sd.f0, ci(nFree-sd.df[i])))
+			kg.b.NewICmp(enum.IPredSLT, sd.f0, mm.freeBelow(sd, sd.df[i])))
 		e := kg.add(kg.add(first, kg.mul(kc, op.KSt)), ci(sd.df[i]*op.FreeSt+sd.dk[i]*op.KSt))
 		src := kg.b.NewGetElementPtr(memType(sd.d), base, e)
 		return kg.b.NewSelect(ok, src, safe), ok
@@ -265,7 +273,7 @@ func (mm *gemm) genericCopier(sd *side) {
 func (mm *gemm) convCopier(sd *side) {
 	kg, cs := mm.kg, mm.p.Conv
 	m := kg.clamp(sd.f0, mm.p.M)
-	okM := kg.b.NewICmp(enum.IPredSLT, sd.f0, ci(mm.p.M))
+	okM := kg.b.NewICmp(enum.IPredSLT, sd.f0, mm.mBelow(0))
 	n, oh, ow := mm.pixel(m)
 	ih0 := kg.sub(kg.mul(oh, cs.Stride[0]), ci(cs.Pad[0]))
 	iw0 := kg.sub(kg.mul(ow, cs.Stride[1]), ci(cs.Pad[1]))

@@ -28,13 +28,16 @@ func (md *module) mmaKernel(k plan.Kernel, t plan.Target) (*ir.Func, plan.Launch
 	if err != nil {
 		return nil, plan.Launch{}, err
 	}
-	args := plan.Params(k.Graph)
+	args, work, err := symGEMM(k, p)
+	if err != nil {
+		return nil, plan.Launch{}, err
+	}
 	kg := md.newKernel(k, args)
 	mm := &gemm{kg: kg, p: p}
 	if err := mm.emitMMA(); err != nil {
 		return nil, plan.Launch{}, err
 	}
-	return kg.f, plan.Launch{Grid: p.Grid, Block: p.Block, Params: args}, nil
+	return kg.f, plan.Launch{Grid: p.Grid, Block: p.Block, Params: args, Work: work}, nil
 }
 
 // tcSide is one side of the tensor-core tiles: the shared tile (bytes) and the copies.
@@ -61,7 +64,7 @@ func (mm *gemm) emitMMA() error {
 	sides := make([]*tcSide, 2)
 	for si := range sides {
 		pl := q.Sides[si]
-		sd := &tcSide{side: &side{op: ops[si], d: d, df: pl.DF, dk: pl.DK, nFree: nFrees[si], f0tile: f0s[si], tile: tiles[si]}, plan: pl}
+		sd := &tcSide{side: &side{op: ops[si], d: d, df: pl.DF, dk: pl.DK, nFree: nFrees[si], mSide: si == 0, f0tile: f0s[si], tile: tiles[si]}, plan: pl}
 		var fl value.Value
 		if pl.KContig {
 			fl, sd.kq = kg.div(tid, pl.PerRow), kg.mul(kg.rem(tid, pl.PerRow), pl.Chunk)
@@ -304,7 +307,7 @@ func (mm *gemm) fragmentEpilogue(accs []value.Value, warp, lane value.Value) err
 // (consecutive columns, or pixels of a conv2d) and stores every output.
 func (mm *gemm) element(rowBase value.Value, dr int, colBase value.Value, dc int, accs []value.Value) error {
 	kg, p := mm.kg, mm.p
-	ok := kg.b.NewAnd(kg.b.NewICmp(enum.IPredSLT, rowBase, ci(p.M-dr)), kg.b.NewICmp(enum.IPredSLT, colBase, ci(p.N-dc)))
+	ok := kg.b.NewAnd(kg.b.NewICmp(enum.IPredSLT, rowBase, mm.mBelow(dr)), kg.b.NewICmp(enum.IPredSLT, colBase, ci(p.N-dc)))
 	var err error
 	kg.branch(ok, "store", func() {
 		err = mm.bindAndStore(mm.lanesAt(kg.add(rowBase, ci(dr)), kg.add(colBase, ci(dc)), len(accs)), accs)

@@ -140,7 +140,12 @@ func (md *module) kernel(k plan.Kernel, t plan.Target) (*ir.Func, plan.Launch, e
 		l   plan.Launch
 		err error
 	)
+	if k.Symbolic {
+		tpl = "symbolic" // symloop.go picks its template, as codegen/ptx does
+	}
 	switch tpl {
+	case "symbolic":
+		f, l, err = md.symbolicKernel(k, t)
 	case "persistent":
 		f, l, err = md.persistentKernel(k)
 	case "loop":

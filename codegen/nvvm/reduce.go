@@ -21,7 +21,10 @@ import (
 // ones by thread 0.
 func (md *module) rowReduce(k plan.Kernel, rp plan.Reduction) (*ir.Func, plan.Launch, error) {
 	g := k.Graph
-	args := plan.Params(g)
+	args, work, err := symReduce(k, rp)
+	if err != nil {
+		return nil, plan.Launch{}, err
+	}
 	kg := md.newKernel(k, args)
 	T := rp.Threads
 	warps := T / 32
@@ -30,13 +33,12 @@ func (md *module) rowReduce(k plan.Kernel, rp plan.Reduction) (*ir.Func, plan.La
 	lane := kg.b.NewAnd(tid, ci(31))
 	warp := kg.b.NewLShr(tid, ci(5))
 	accs := kg.accumulators(rp.Reduces)
-	var err error
 	keep := func(e error) {
 		if e != nil && err == nil {
 			err = e
 		}
 	}
-	kg.loop(kg.sreg("ctaid.x"), kg.sreg("nctaid.x"), rp.A, func(row value.Value) {
+	kg.loopTo(kg.sreg("ctaid.x"), kg.sreg("nctaid.x"), kg.units(rp.A), func(row value.Value) {
 		fullAt := kg.rowElement(rp, row)
 		kg.bound = map[*irg.Value]value.Value{}
 		for _, red := range rp.Reduces {
@@ -71,7 +73,7 @@ func (md *module) rowReduce(k plan.Kernel, rp plan.Reduction) (*ir.Func, plan.La
 	if err != nil {
 		return nil, plan.Launch{}, err
 	}
-	return kg.f, plan.Launch{Grid: rp.Grid, Block: [3]int{T, 1, 1}, Params: args}, nil
+	return kg.f, plan.Launch{Grid: rp.Grid, Block: [3]int{T, 1, 1}, Params: args, Work: work}, nil
 }
 
 // storeOutputs evaluates the kernel's outputs outs at full-shape element x and stores them.

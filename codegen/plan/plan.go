@@ -204,6 +204,28 @@ func ConvGeometry(v *ir.Value) (stride, pad, dil [2]int, groups int) {
 // Live returns the values g's outputs depend on, in definition order.
 func Live(g *ir.Graph) []*ir.Value { return live(g) }
 
+// ContractionKinds counts the kernel's live reductions, matmuls and convolutions, which choose
+// its template; kinds lists the ones present, sorted.
+func ContractionKinds(g *ir.Graph) (kinds []string, count map[string]int) {
+	count = map[string]int{}
+	for _, v := range live(g) {
+		switch {
+		case v.Op == "dot_general":
+			count["matmul"]++
+		case ops.ClassOf(v.Op) == ops.Reduce:
+			count["reduce"]++
+		case v.Op == "conv2d":
+			count["conv2d"]++
+		}
+	}
+	for _, kind := range []string{"conv2d", "matmul", "reduce"} {
+		if count[kind] > 0 {
+			kinds = append(kinds, kind)
+		}
+	}
+	return kinds, count
+}
+
 // AccType is the accumulator dtype of a direct or persistent contraction's products: f64 for
 // floats, i64 for integers, and with fmaF32 f32 for f32 operands into f32 (fma.rn.f32).
 func AccType(dot *ir.Value, fmaF32 bool) ir.DType { return accType(dot, fmaF32) }

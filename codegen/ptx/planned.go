@@ -119,26 +119,9 @@ func Template(k Kernel) string {
 	return ""
 }
 
-// contractionKinds counts the kernel's live reductions, matmuls and convolutions, which choose
-// its template; kinds lists the ones present, sorted.
+// contractionKinds is plan.ContractionKinds.
 func contractionKinds(g *ir.Graph) (kinds []string, count map[string]int) {
-	count = map[string]int{}
-	for _, v := range live(g) {
-		switch {
-		case v.Op == "dot_general":
-			count["matmul"]++
-		case ops.ClassOf(v.Op) == ops.Reduce:
-			count["reduce"]++
-		case v.Op == "conv2d":
-			count["conv2d"]++
-		}
-	}
-	for _, kind := range []string{"conv2d", "matmul", "reduce"} {
-		if count[kind] > 0 {
-			kinds = append(kinds, kind)
-		}
-	}
-	return kinds, count
+	return plan.ContractionKinds(g)
 }
 
 // ReducePlan plans a kernel of the "reduction" Template as codegen/ptx generates it.

@@ -1,0 +1,195 @@
+package compiler_test
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gcomp/gcomp/codegen/backend"
+	"github.com/gcomp/gcomp/codegen/nvvm"
+	"github.com/gcomp/gcomp/codegen/nvvm/libnvvm"
+	"github.com/gcomp/gcomp/compiler"
+	"github.com/gcomp/gcomp/frontend"
+	"github.com/gcomp/gcomp/internal/randgraph"
+	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/runtime/executor"
+	"github.com/gcomp/gcomp/runtime/simdev"
+	"github.com/gcomp/gcomp/tensor"
+)
+
+// approximate are the ops codegen/nvvm computes with libdevice and codegen/ptx with its own
+// sequences: both within tolerance, not bit for bit.
+var approximate = map[string]bool{"exp": true, "log": true, "tanh": true, "sigmoid": true, "erf": true,
+	"sin": true, "cos": true, "rsqrt": true, "pow": true}
+
+// Every row model built once with --backend nvvm runs on the memchecked simulator at the dims'
+// bounds, 1 and primes, smaller sizes first, equal to the reference interpreter (checkRows), with
+// codegen/ptx's parameters and work for each symbolic kernel, and, where the arithmetic is the
+// same, equal to codegen/ptx's build bit for bit.
+func TestSymbolicNVVM(t *testing.T) {
+	lib := libnvvm.Require(t)
+	type model struct {
+		name  string
+		graph func() (*ir.Graph, error)
+	}
+	var models []model
+	for _, tc := range rowModels {
+		models = append(models, model{tc.name, func() (*ir.Graph, error) { return frontend.Build("m", tc.build) }})
+	}
+	for _, tc := range symbolicGraphs {
+		models = append(models, model{"flat " + tc.name, func() (*ir.Graph, error) { return ir.Parse("s.gir", []byte(tc.gir)) }})
+	}
+	// codegen/nvvm has no quantized tensor-core GEMM (nvvm.Lacks): the NVVM build takes
+	// codegen/ptx's symbolic entry, with its size parameter and work.
+	models = append(models, model{"int4 weight on tensor cores (codegen/ptx's entry)", func() (*ir.Graph, error) {
+		return ir.Parse("q.gir", []byte(`graph q {
+  dims { batch in [9,24] }
+  input %x : f16[batch,128]
+  param %q : u8[40,64]
+  param %s : f16[40,4]
+  param %z : u8[40,4]
+  %w = dequantize(%q, %s, %z) {axis=1, bits=4, group=32} : f16[40,128]
+  %y = dot_general(%x, %w) {lhs_contract=[1], rhs_contract=[1]} : f16[batch,40]
+  output y = %y
+}`))
+	}})
+	for _, tc := range models {
+		t.Run(tc.name, func(t *testing.T) {
+			g, err := tc.graph()
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkNVVM(t, g, lib.Path)
+		})
+	}
+}
+
+// checkNVVM builds g with the nvvm producer (libNVVM at lib) and with codegen/ptx, checks that
+// their plans' symbolic kernels take the same size arguments with the same work (but GEMVs,
+// which codegen/nvvm runs in the direct template over the result's elements), and runs the nvvm
+// build as checkRows does, each run also through the ptx build on the same inputs: equal bit for
+// bit unless g has an approximate op or a GEMV (whose sums codegen/nvvm computes exactly).
+func checkNVVM(t *testing.T, g *ir.Graph, lib string) {
+	t.Helper()
+	nv, err := backend.New("nvvm", lib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := compiler.Compile(g, compiler.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nres, err := compiler.Compile(g, compiler.Options{Producer: nv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	same := !slices.ContainsFunc(g.Values, func(v *ir.Value) bool { return approximate[v.Op] })
+	pk, nk := res.Artifact.Plan.Kernels, nres.Artifact.Plan.Kernels
+	if len(pk) != len(nk) {
+		t.Fatalf("%d kernels with nvvm, %d with ptx", len(nk), len(pk))
+	}
+	for i := range pk {
+		p, n := pk[i], nk[i]
+		if (p.Work == nil) != (n.Work == nil) {
+			t.Fatalf("kernel %s: work %v with nvvm, %v with ptx", n.Name, n.Work, p.Work)
+		}
+		if p.Work == nil || *p.Work == *n.Work {
+			if !slices.Equal(p.Args, n.Args) || p.Grid != n.Grid || p.Block != n.Block {
+				t.Errorf("kernel %s: nvvm's launch %v %v %+v, ptx's %v %v %+v", n.Name, n.Grid, n.Block, n.Args, p.Grid, p.Block, p.Args)
+			}
+			continue
+		}
+		// codegen/ptx's GEMV: a grid over columns (grid.z one block); codegen/nvvm's direct
+		// template: a loop over the result's elements.
+		if p.Work.Axis != 2 || p.Work.MaxBlocks != 1 || n.Work.Tile != 0 {
+			t.Errorf("kernel %s: nvvm's work %+v, ptx's %+v", n.Name, *n.Work, *p.Work)
+		}
+		same = false
+	}
+	for _, k := range nk {
+		if k.Work != nil && k.Producer == "ptx" && !slices.ContainsFunc(k.Notes, func(n string) bool { return strings.Contains(n, "codegen/ptx's") }) {
+			t.Errorf("kernel %s: codegen/ptx's entry without a note: %v", k.Name, k.Notes)
+		}
+	}
+	prog, err := executor.Load(simdev.New(simdev.Options{}), res.Artifact)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prog.Close()
+	setParams := true
+	checkRowsWith(t, g, compiler.Options{Producer: nv}, func(env map[string]int64, inputs, params, got map[string]*tensor.Tensor) {
+		if setParams {
+			if err := prog.SetParams(params); err != nil {
+				t.Fatal(err)
+			}
+			setParams = false
+		}
+		want, err := prog.Run(inputs)
+		if err != nil {
+			t.Fatalf("sizes %v: the ptx build: %v", env, err)
+		}
+		if !same {
+			return
+		}
+		for name, w := range want.Outputs {
+			o := got[name]
+			for i := range w.Len() {
+				if a, b := o.At(i), w.At(i); math.Float64bits(a) != math.Float64bits(b) && !(math.IsNaN(a) && math.IsNaN(b)) {
+					t.Fatalf("sizes %v: output %s[%d] = %v with nvvm, %v with ptx", env, name, i, a, b)
+				}
+			}
+		}
+	})
+}
+
+// --backend auto measures both producers' symbolic kernels on the simulator at the bound (its
+// size argument: the bound's rows) and builds a plan that runs at every size.
+func TestSymbolicAuto(t *testing.T) {
+	lib := libnvvm.Require(t)
+	for _, src := range []string{symbolicGraphs[1].gir, symbolicGraphs[3].gir} {
+		g, err := ir.Parse("s.gir", []byte(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := &backend.Auto{NVVM: &nvvm.Producer{LibPath: lib.Path}}
+		checkRowsWith(t, g, compiler.Options{Producer: a}, nil)
+		for _, c := range a.Choices {
+			if c.PTX == nil || c.NVVM == nil || !c.PTX.Simulated || !c.NVVM.Simulated {
+				t.Errorf("kernel %s not measured on the simulator: %+v", c.Kernel, c)
+			}
+		}
+	}
+}
+
+// TestSymbolicRandomGraphs' graphs in the class built with --backend nvvm: each runs at every
+// size as the ptx build does (checkNVVM), or is refused by both producers alike.
+func TestSymbolicRandomGraphsNVVM(t *testing.T) {
+	lib := libnvvm.Require(t)
+	nv, err := backend.New("nvvm", lib.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 36
+	if testing.Short() {
+		n = 8
+	}
+	rng := rand.New(rand.NewPCG(27, 3))
+	for seed := range n {
+		g, refused := randgraph.Symbolic(rng)
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			_, perr := compiler.Compile(g, compiler.Options{})
+			_, nerr := compiler.Compile(g, compiler.Options{Producer: nv})
+			switch {
+			case refused != "" || perr != nil && gemmView.MatchString(perr.Error()):
+				if nerr == nil || perr == nil || nerr.Error() != perr.Error() {
+					t.Fatalf("nvvm: %v; ptx: %v (%q)", nerr, perr, refused)
+				}
+			default:
+				checkNVVM(t, g, lib.Path)
+			}
+		})
+	}
+}
