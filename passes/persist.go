@@ -51,9 +51,6 @@ func persistPass(st *State) error {
 	if opt.PersistStages < 2 {
 		return nil // disabled by the options
 	}
-	if len(st.Graph.Dims) > 0 {
-		return nil // a persistent kernel's stages do not run at symbolic sizes (docs/dynamic.md)
-	}
 	readers := map[*Buffer][]int{}
 	for i, k := range kg.Kernels {
 		for _, b := range k.Reads {
