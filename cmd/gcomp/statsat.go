@@ -62,18 +62,17 @@ func sizesString(g *ir.Graph, env map[string]int64) string {
 	return strings.Join(parts, ", ")
 }
 
-// statsAt runs the passes over g instantiated at env and returns their cost report. The
-// persistent-kernel pass stays off, as it is for g itself (a graph with dims): the report is
-// that of the kernels the build compiles, run at those sizes.
+// statsAt runs the passes over g instantiated at env and returns their cost report: persistent
+// kernels and launches (on a stream, and as a CUDA graph) counted as for a static build. The
+// passes decide at those sizes what they decide at the bound for the build, as long as the
+// same kernels fit their bounds; at smaller sizes the persistent-kernel pass may group a kernel
+// more than the build does (docs/dynamic.md).
 func statsAt(g *ir.Graph, env map[string]int64, opt passes.Options) (*passes.Stats, error) {
 	inst, err := ops.Instantiate(g, env)
 	if err != nil {
 		return nil, err
 	}
 	opt.DumpAfter, opt.DumpTo, opt.Timings = "", nil, nil
-	if !slices.Contains(opt.DisablePasses, "persist") {
-		opt.DisablePasses = append(slices.Clone(opt.DisablePasses), "persist")
-	}
 	res, err := passes.Run(inst, opt)
 	if err != nil {
 		return nil, fmt.Errorf("at %s: %v", sizesString(g, env), err)
