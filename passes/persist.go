@@ -48,6 +48,9 @@ func (k *Kernel) SharedOffsets() map[string]int {
 func persistPass(st *State) error {
 	kg := st.Kernels
 	opt := kg.Bounds.withDefaults()
+	if opt.PersistRuns != nil {
+		return persistRuns(kg, *opt.PersistRuns, opt)
+	}
 	if opt.PersistStages < 2 {
 		return nil // disabled by the options
 	}
@@ -62,6 +65,7 @@ func persistPass(st *State) error {
 		n, p := longestRun(kg.Kernels, i, readers, opt)
 		if n >= opt.PersistStages {
 			if k := persistIfFaster(kg.Kernels[i:i+n], p, st.opt.TF32); k != nil {
+				kg.PersistRuns = append(kg.PersistRuns, runOf(k, i))
 				out = append(out, k)
 				i += n
 				continue

@@ -64,15 +64,16 @@ func sizesString(g *ir.Graph, env map[string]int64) string {
 
 // statsAt runs the passes over g instantiated at env and returns their cost report: persistent
 // kernels and launches (on a stream, and as a CUDA graph) counted as for a static build. The
-// passes decide at those sizes what they decide at the bound for the build, as long as the
-// same kernels fit their bounds; at smaller sizes the persistent-kernel pass may group a kernel
-// more than the build does (docs/dynamic.md).
-func statsAt(g *ir.Graph, env map[string]int64, opt passes.Options) (*passes.Stats, error) {
+// persistent kernels are those the build formed at the bound (bound, its kernel graph): left to
+// itself at smaller sizes, the pass may group more kernels than the build runs.
+func statsAt(g *ir.Graph, env map[string]int64, opt passes.Options, bound *passes.KernelGraph) (*passes.Stats, error) {
 	inst, err := ops.Instantiate(g, env)
 	if err != nil {
 		return nil, err
 	}
 	opt.DumpAfter, opt.DumpTo, opt.Timings = "", nil, nil
+	runs := slices.Clone(bound.PersistRuns)
+	opt.Fusion.PersistRuns = &runs
 	res, err := passes.Run(inst, opt)
 	if err != nil {
 		return nil, fmt.Errorf("at %s: %v", sizesString(g, env), err)
