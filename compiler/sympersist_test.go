@@ -1,25 +1,32 @@
 package compiler_test
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/gcomp/gcomp/artifact"
 	"github.com/gcomp/gcomp/compiler"
 	"github.com/gcomp/gcomp/frontend"
+	"github.com/gcomp/gcomp/frontend/onnx"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ops"
+	"github.com/gcomp/gcomp/runtime/executor"
+	"github.com/gcomp/gcomp/runtime/ref"
+	"github.com/gcomp/gcomp/runtime/simdev"
+	"github.com/gcomp/gcomp/tensor"
 )
 
 // persistModels are models whose static build at the bound forms persistent kernels: chains of
 // small products (warp-split and direct stages), elementwise stages between them, two dims whose
-// product is the rows, empty batches, and a conv2d stage over a symbolic batch.
+// product is the rows, empty batches, and a conv2d stage over a symbolic batch. Their ranges
+// hold 13 (and 31), so checkRows runs a prime beside the bounds and 1.
 var persistModels = []struct {
 	name  string
 	build func(b *frontend.Builder)
 }{
 	{"tanh chain", func(b *frontend.Builder) {
-		x := b.Input("x", ir.F32, b.Dim("batch", 1, 4), 8)
+		x := b.Input("x", ir.F32, b.Dim("batch", 1, 31), 8)
 		w := b.Param("w", ir.T(ir.F32, 8, 8), frontend.Uniform(-1, 1))
 		for range 6 {
 			x = x.Matmul(w).Tanh()
@@ -27,7 +34,7 @@ var persistModels = []struct {
 		b.Output("y", x)
 	}},
 	{"MLP chain with biases", func(b *frontend.Builder) {
-		x := b.Input("x", ir.F32, b.Dim("batch", 1, 7), 40)
+		x := b.Input("x", ir.F32, b.Dim("batch", 1, 13), 40)
 		for i := range 3 {
 			w := b.Param("w"+string(rune('0'+i)), ir.T(ir.F32, 40, 40), frontend.Uniform(-0.3, 0.3))
 			bias := b.Param("b"+string(rune('0'+i)), ir.T(ir.F32, 40), frontend.Uniform(-1, 1))
@@ -36,7 +43,7 @@ var persistModels = []struct {
 		b.Output("y", x.Mul(x).Add(x))
 	}},
 	{"two dims as rows, f16", func(b *frontend.Builder) {
-		batch, seq := b.Dim("batch", 1, 3), b.Dim("seq", 2, 5)
+		batch, seq := b.Dim("batch", 1, 3), b.Dim("seq", 2, 13)
 		x := b.Input("x", ir.F16, batch, seq, 16)
 		w := b.Param("w", ir.T(ir.F16, 16, 16), frontend.Uniform(-0.5, 0.5))
 		for range 4 {
@@ -45,7 +52,7 @@ var persistModels = []struct {
 		b.Output("y", x)
 	}},
 	{"empty batches", func(b *frontend.Builder) {
-		x := b.Input("x", ir.F32, b.Dim("batch", 0, 5), 12)
+		x := b.Input("x", ir.F32, b.Dim("batch", 0, 13), 12)
 		w := b.Param("w", ir.T(ir.F32, 12, 12), frontend.Uniform(-1, 1))
 		for range 4 {
 			x = x.Matmul(w).Tanh()
@@ -53,7 +60,7 @@ var persistModels = []struct {
 		b.Output("y", x)
 	}},
 	{"conv2d stages", func(b *frontend.Builder) {
-		img := b.Input("img", ir.F32, b.Dim("n", 1, 3), 8, 4, 4)
+		img := b.Input("img", ir.F32, b.Dim("n", 1, 13), 8, 4, 4)
 		opt := frontend.Conv2dOptions{Padding: [2]int{1, 1}}
 		h := img
 		for i := range 3 {
@@ -150,4 +157,61 @@ func TestSymbolicPersistentSizes(t *testing.T) {
 		t.Errorf("size arguments %q, want %q", got, want)
 	}
 	checkRows(t, g)
+}
+
+// The ResNet-style torch export with a dynamic batch (frontend/onnx/suite's TestExportedDynamic
+// runs it against PyTorch at 1, 3 and 8): its build with dims has the static build's
+// persistent kernels at the bound and runs at 1, the primes to 7 and the bound, in increasing
+// order on the memchecked simulator, equal to the reference interpreter with the file's weights.
+func TestSymbolicPersistentExport(t *testing.T) {
+	path := filepath.Join("..", "frontend", "onnx", "suite", "testdata", "dynamic", "resnet_dyn_opset13.onnx")
+	m, err := onnx.ImportFile(path, onnx.Options{MaxShapes: map[string][]int{"x": {8, 3, 32, 32}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := m.Graph
+	static, err := ops.Instantiate(g, map[string]int64{"batch": 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := persistentKernels(t, static)
+	if got := persistentKernels(t, g); len(want) == 0 || strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("persistent kernels with dims:\n%s\nstatic at the bound:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	res, err := compiler.Compile(g, compiler.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := executor.Load(simdev.New(simdev.Options{}), res.Artifact)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	weights, err := m.Weights.Map()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.SetParams(weights); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int64{1, 2, 3, 5, 7, 8} {
+		env := map[string]int64{"batch": n}
+		st, err := ops.Instantiate(g, env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inputs, _, err := tensor.SeededValues(st, uint64(n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantOut, err := ref.Run(st, inputs, weights)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := p.Run(inputs)
+		if err != nil {
+			t.Fatalf("batch %d: %v", n, err)
+		}
+		compareOutputs(t, env, wantOut, got.Outputs, 64)
+	}
 }
