@@ -25,14 +25,7 @@ var persistModels = []struct {
 	name  string
 	build func(b *frontend.Builder)
 }{
-	{"tanh chain", func(b *frontend.Builder) {
-		x := b.Input("x", ir.F32, b.Dim("batch", 1, 31), 8)
-		w := b.Param("w", ir.T(ir.F32, 8, 8), frontend.Uniform(-1, 1))
-		for range 6 {
-			x = x.Matmul(w).Tanh()
-		}
-		b.Output("y", x)
-	}},
+	{"tanh chain", func(b *frontend.Builder) { tanhChain(b, 1, 31, 8, 6) }},
 	{"MLP chain with biases", func(b *frontend.Builder) {
 		x := b.Input("x", ir.F32, b.Dim("batch", 1, 13), 40)
 		for i := range 3 {
@@ -51,14 +44,7 @@ var persistModels = []struct {
 		}
 		b.Output("y", x)
 	}},
-	{"empty batches", func(b *frontend.Builder) {
-		x := b.Input("x", ir.F32, b.Dim("batch", 0, 13), 12)
-		w := b.Param("w", ir.T(ir.F32, 12, 12), frontend.Uniform(-1, 1))
-		for range 4 {
-			x = x.Matmul(w).Tanh()
-		}
-		b.Output("y", x)
-	}},
+	{"empty batches", func(b *frontend.Builder) { tanhChain(b, 0, 13, 12, 4) }},
 	{"conv2d stages", func(b *frontend.Builder) {
 		img := b.Input("img", ir.F32, b.Dim("n", 1, 13), 8, 4, 4)
 		opt := frontend.Conv2dOptions{Padding: [2]int{1, 1}}
@@ -69,6 +55,16 @@ var persistModels = []struct {
 		}
 		b.Output("y", h)
 	}},
+}
+
+// tanhChain is n products by one d×d weight, each with tanh, over a batch in [lo, hi].
+func tanhChain(b *frontend.Builder, lo, hi, d, n int) {
+	x := b.Input("x", ir.F32, b.Dim("batch", lo, hi), d)
+	w := b.Param("w", ir.T(ir.F32, d, d), frontend.Uniform(-1, 1))
+	for range n {
+		x = x.Matmul(w).Tanh()
+	}
+	b.Output("y", x)
 }
 
 // persistentKernels returns the kernel names of g's build that are persistent, with their ops.
