@@ -211,3 +211,29 @@ func TestSymbolicPersistentExport(t *testing.T) {
 		compareOutputs(t, env, wantOut, got.Outputs, 64)
 	}
 }
+
+// A persistent kernel with a stage that cannot run at symbolic sizes is refused naming the
+// kernel, the stage, the value and why.
+func TestSymbolicPersistentRefused(t *testing.T) {
+	g, err := ir.Parse("r.gir", []byte(`graph r {
+  dims { batch in [1,8] }
+  input %x : f32[batch,8]
+  param %w : f32[8,8] {init="uniform"}
+  %0 = dot_general(%x, %w) {lhs_contract=[1], rhs_contract=[0]} : f32[batch,8]
+  %1 = tanh(%0) : f32[batch,8]
+  %2 = dot_general(%1, %w) {lhs_contract=[1], rhs_contract=[0]} : f32[batch,8]
+  %3 = tanh(%2) : f32[batch,8]
+  %4 = dot_general(%w, %3) {lhs_contract=[1], rhs_contract=[1]} : f32[8,batch]
+  %5 = tanh(%4) : f32[8,batch]
+  output y = %5
+}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = compiler.Compile(g, compiler.Options{})
+	want := "graph r has symbolic dims: persistent kernel k0_persistent (dot_general tanh dot_general tanh dot_general tanh), over symbolic buffer y: stage s2_matmul_tanh (dot_general tanh): "
+	if err == nil || !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), ": f32[8,batch]: its dim 1 (batch) follows a static dim") {
+		t.Errorf("Compile = %v, want %q and the value", err, want)
+	}
+}
