@@ -72,9 +72,7 @@ func Compile(g *ir.Graph, opt Options) (*Result, error) {
 			body = atBound(body)
 		}
 		pk := ptx.Kernel{Name: k.Name, Graph: body, Shared: k.SharedOffsets(), SharedBytes: int(k.SharedBytes), InPlace: k.InPlace, Symbolic: symbolic, Rows: sk.bound}
-		for _, s := range k.Stages {
-			pk.Stages = append(pk.Stages, ptx.Kernel{Name: s.Name, Graph: s.Body})
-		}
+		pk.Stages = stageKernels(k, sk.stages)
 		kernels = append(kernels, pk)
 	}
 	if opt.Producer == nil {
@@ -138,7 +136,7 @@ func Compile(g *ir.Graph, opt Options) (*Result, error) {
 		}
 		for _, a := range l.Params {
 			if a.Kind == ptx.ArgSize {
-				pk.Args = append(pk.Args, artifact.Arg{Kind: artifact.ArgSize, Expr: size})
+				pk.Args = append(pk.Args, artifact.Arg{Kind: artifact.ArgSize, Expr: syms[k.Name].sizeExpr(size, a)})
 				continue
 			}
 			if a.Kind == ptx.ArgError {

@@ -21,8 +21,9 @@ import (
 // symKernel is what a symbolic kernel's size parameter follows: rows, an expression over the
 // dims, of which the bound has Bound.
 type symKernel struct {
-	rows  sym.Expr
-	bound int
+	rows   sym.Expr
+	bound  int
+	stages []*symKernel // a persistent kernel's, by stage (sympersist.go)
 }
 
 // symbolicKernels returns, for a graph with dims, the rows of each kernel whose buffers are
@@ -64,6 +65,14 @@ func symbolicKernels(g *ir.Graph, kg *passes.KernelGraph, _ backend.Producer) (m
 			}
 			return fmt.Errorf("graph %s has symbolic dims: %s kernel %s (%s), %s: %s", g.Name, k.Kind, k.Name, opNames(k.Ops), over, why)
 		}
+		if len(k.Stages) > 0 {
+			stages, err := persistentRows(k, ranges, refuse)
+			if err != nil {
+				return nil, err
+			}
+			kernels[k.Name] = symKernel{stages: stages}
+			continue
+		}
 		if symbolic == "" {
 			// Static buffers only: compiled as always, unless a value inside has symbolic sizes,
 			// which a static result can only have folded (a sum over a broadcast's rows).
@@ -73,9 +82,6 @@ func symbolicKernels(g *ir.Graph, kg *passes.KernelGraph, _ backend.Producer) (m
 			continue
 		}
 		var rows sym.Expr
-		if len(k.Stages) > 0 {
-			return nil, refuse("a persistent kernel's stages do not run at symbolic sizes yet")
-		}
 		if k.Kind == passes.Loop && static == "" && ptx.SymbolicLoop(k.Body) == "" && !k.BindTime {
 			rows = sym.Const(1) // flat: every element is a row
 			for _, e := range kg.Buffer(k.Body.Outputs[0].Name).Type.Sym {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gcomp/gcomp/artifact"
 	"github.com/gcomp/gcomp/compiler"
 	"github.com/gcomp/gcomp/frontend"
 	"github.com/gcomp/gcomp/internal/tolerance"
@@ -112,7 +113,7 @@ func checkRowsWith(t *testing.T, g *ir.Graph, opt compiler.Options, also func(en
 	}
 	symbolic := 0
 	for _, k := range plan.Kernels {
-		if k.Work != nil {
+		if slices.ContainsFunc(k.Args, func(a artifact.Arg) bool { return a.Kind == artifact.ArgSize }) {
 			symbolic++
 		}
 	}
@@ -241,47 +242,6 @@ func compareOutputs[E any](t *testing.T, env E, want, got map[string]*tensor.Ten
 			}
 		}
 	}
-}
-
-// A chain of small products, which a static graph makes one persistent kernel of: with dims the
-// passes leave the products apart (a persistent kernel's stages synchronize the whole block
-// between products, which no row count bounds yet), so the graph builds and runs at every size.
-func TestSymbolicNoPersistent(t *testing.T) {
-	build := func(batch func(b *frontend.Builder) int) *ir.Graph {
-		g, err := frontend.Build("m", func(b *frontend.Builder) {
-			x := b.Input("x", ir.F32, batch(b), 8)
-			w := b.Param("w", ir.T(ir.F32, 8, 8), frontend.Uniform(-1, 1))
-			for range 6 {
-				x = x.Matmul(w).Tanh()
-			}
-			b.Output("y", x)
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return g
-	}
-	persistent := func(g *ir.Graph) int {
-		res, err := compiler.Compile(g, compiler.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := 0
-		for _, k := range res.Artifact.Plan.Kernels {
-			if strings.Contains(k.Name, "persistent") {
-				n++
-			}
-		}
-		return n
-	}
-	if n := persistent(build(func(*frontend.Builder) int { return 4 })); n != 1 {
-		t.Fatalf("the static graph has %d persistent kernels, want 1", n)
-	}
-	g := build(func(b *frontend.Builder) int { return b.Dim("batch", 1, 4) })
-	if n := persistent(g); n != 0 {
-		t.Fatalf("the graph with dims has %d persistent kernels, want 0", n)
-	}
-	checkRows(t, g)
 }
 
 // Random chains over rows: elementwise ops, a static bias broadcast along the rows, and row

@@ -26,6 +26,10 @@ type FusionOptions struct {
 	PersistElems  int
 	PersistFlops  int64
 	PersistShared int
+	// PersistRuns, when not nil, makes the persist pass form exactly these runs and no other
+	// (persistruns.go): the costs of a graph with dims at sizes below its bound, whose build
+	// formed them at the bound.
+	PersistRuns *[]PersistRun
 }
 
 func (o FusionOptions) withDefaults() FusionOptions {

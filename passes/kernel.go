@@ -117,6 +117,8 @@ type KernelGraph struct {
 	Kernels []*Kernel
 	Outputs []*Buffer     // one per graph output, in the graph's order
 	Bounds  FusionOptions // what one kernel may hold; CheckKernels checks them
+	// PersistRuns are the runs of the schedule the persist pass made persistent kernels of.
+	PersistRuns []PersistRun
 }
 
 // Buffer returns the buffer named name, or nil.

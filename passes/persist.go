@@ -48,11 +48,11 @@ func (k *Kernel) SharedOffsets() map[string]int {
 func persistPass(st *State) error {
 	kg := st.Kernels
 	opt := kg.Bounds.withDefaults()
+	if opt.PersistRuns != nil {
+		return persistRuns(kg, *opt.PersistRuns, opt)
+	}
 	if opt.PersistStages < 2 {
 		return nil // disabled by the options
-	}
-	if len(st.Graph.Dims) > 0 {
-		return nil // a persistent kernel's stages do not run at symbolic sizes (docs/dynamic.md)
 	}
 	readers := map[*Buffer][]int{}
 	for i, k := range kg.Kernels {
@@ -65,6 +65,7 @@ func persistPass(st *State) error {
 		n, p := longestRun(kg.Kernels, i, readers, opt)
 		if n >= opt.PersistStages {
 			if k := persistIfFaster(kg.Kernels[i:i+n], p, st.opt.TF32); k != nil {
+				kg.PersistRuns = append(kg.PersistRuns, runOf(k, i))
 				out = append(out, k)
 				i += n
 				continue

@@ -296,7 +296,7 @@ func cmdBuild(args []string, stdout, stderr io.Writer) error {
 		}
 		if atSizes != nil {
 			opt.TF32, opt.SM = target.TF32, target.SM
-			at, err := statsAt(g, atSizes, opt)
+			at, err := statsAt(g, atSizes, opt, res.Kernels)
 			if err != nil {
 				return fmt.Errorf("gcomp build: %s: --stats-at: %v", path, err)
 			}

@@ -62,18 +62,18 @@ func sizesString(g *ir.Graph, env map[string]int64) string {
 	return strings.Join(parts, ", ")
 }
 
-// statsAt runs the passes over g instantiated at env and returns their cost report. The
-// persistent-kernel pass stays off, as it is for g itself (a graph with dims): the report is
-// that of the kernels the build compiles, run at those sizes.
-func statsAt(g *ir.Graph, env map[string]int64, opt passes.Options) (*passes.Stats, error) {
+// statsAt runs the passes over g instantiated at env and returns their cost report: persistent
+// kernels and launches (on a stream, and as a CUDA graph) counted as for a static build. The
+// persistent kernels are those the build formed at the bound (bound, its kernel graph): left to
+// itself at smaller sizes, the pass may group more kernels than the build runs.
+func statsAt(g *ir.Graph, env map[string]int64, opt passes.Options, bound *passes.KernelGraph) (*passes.Stats, error) {
 	inst, err := ops.Instantiate(g, env)
 	if err != nil {
 		return nil, err
 	}
 	opt.DumpAfter, opt.DumpTo, opt.Timings = "", nil, nil
-	if !slices.Contains(opt.DisablePasses, "persist") {
-		opt.DisablePasses = append(slices.Clone(opt.DisablePasses), "persist")
-	}
+	runs := slices.Clone(bound.PersistRuns)
+	opt.Fusion.PersistRuns = &runs
 	res, err := passes.Run(inst, opt)
 	if err != nil {
 		return nil, fmt.Errorf("at %s: %v", sizesString(g, env), err)

@@ -121,6 +121,7 @@ type Arg struct {
 	Index int
 	Name  string // the input, param or output name
 	Bytes int    // size of a scratch buffer
+	Scale int    // ArgSize of a persistent kernel's stage: the stage's units per row
 }
 
 // Launch is how to run a generated kernel.
@@ -200,6 +201,7 @@ const (
 	// where a gather records an index outside its table instead of reading past the table.
 	ArgError
 	// ArgSize is a .u32 holding the kernel's size at the run's sizes (Kernel.Symbolic;
-	// SymWork), not an address.
+	// SymWork), not an address. In a persistent kernel, one per symbolic stage: stage Index's
+	// rows times Scale, its units per row.
 	ArgSize
 )

@@ -17,7 +17,7 @@ func directKernel(k Kernel, dot *ir.Value, why string, globals *[]string) (strin
 	gn, args := header(k, b, globals)
 	b.note("direct %s (%s): one thread per result element", dot.Op, why)
 	tid, nthreads := globalThread(b)
-	gn.directElements(dot, tid, nthreads, false)
+	gn.directElements(dot, tid, nthreads, "", false)
 	if gn.err != nil {
 		return "", Launch{}, gn.err
 	}
@@ -30,12 +30,14 @@ func directKernel(k Kernel, dot *ir.Value, why string, globals *[]string) (strin
 // f32 operands into f32 accumulates with fma.rn.f32 (as the tiled FFMA template does, within
 // the f32 tolerance) instead of exactly in f64, which runs at 1/64 of the f32 rate on sm_86 and
 // sm_89.
-func (gn *gen) directElements(dot *ir.Value, start, step string, fmaF32 bool) {
+func (gn *gen) directElements(dot *ir.Value, start, step, end string, fmaF32 bool) {
 	b, a := gn.e.b, gn.a
 	shape := dot.Type.Shape
-	n := shape.NumElements()
+	if end == "" {
+		end = imm(shape.NumElements())
+	}
 	accT := accType(dot, fmaF32)
-	gn.loopFrom(start, step, n, func(o string) error {
+	gn.loopTo(start, step, end, func(o string) error {
 		x := newIndexLin(shape, o)
 		for d := range shape {
 			x.getCoord(a, d) // derived outside the k loop, whose registers do not outlive it

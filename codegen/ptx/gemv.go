@@ -122,11 +122,16 @@ func gemvKernel(k Kernel, dot *ir.Value, p gemv.Plan, globals *[]string) (string
 	// Result indexes of the thread's rows (for the lhs) and columns (for a weight read element
 	// by element), their coordinates derived outside the k loop.
 	rowX := make([]*index, p.M)
-	for m := range rowX {
-		rowX[m] = newIndexLin(shape, a.mul(a.mad(bz, p.M, gemvRow(a, symM, m)), p.N))
-		for d := range shape {
-			rowX[m].getCoord(a, d)
+	setRowX := func(rows int) {
+		for m := range rows {
+			rowX[m] = newIndexLin(shape, a.mul(a.mad(bz, p.M, imm(m)), p.N))
+			for d := range shape {
+				rowX[m].getCoord(a, d)
+			}
 		}
+	}
+	if symM == nil {
+		setRowX(p.M) // a symbolic GEMV's k loop for r rows derives its own (gemvKLoops)
 	}
 	var colX *index
 	if w.v == 1 {
@@ -196,8 +201,13 @@ func gemvKernel(k Kernel, dot *ir.Value, p gemv.Plan, globals *[]string) (string
 	}
 	lhsAt := make([]func(*index) (val, error), p.M)
 	var ks ir.Shape
-	for m := range lhsAt {
-		lhsAt[m], _, ks = gn.dotOperands(dot, rowX[m])
+	setLHS := func(rows int) {
+		for m := range rows {
+			lhsAt[m], _, ks = gn.dotOperands(dot, rowX[m])
+		}
+	}
+	if symM == nil {
+		setLHS(p.M)
 	}
 	quantLHS := gn.quantLHS(dot, w, p)
 	fma := func(acc string, x, y val) {
@@ -223,52 +233,66 @@ func gemvKernel(k Kernel, dot *ir.Value, p gemv.Plan, globals *[]string) (string
 			return "", Launch{}, err
 		}
 	}
-	kk := b.reg(rU32)
-	b.ins("mad.lo.s32", kk, a.reg(kq), imm(kFirst), kBeg)
-	head, done := b.label("k_loop"), b.label("k_done")
-	b.place(head)
-	end := b.reg(rPred)
-	b.ins("setp.ge.u32", end, kk, kEnd)
-	b.braIf(end, done)
-	gn.reset()
-	wv, err := weightAt(kk)
+	// The k loop over rows rows (p.M; a symbolic GEMV has one per row count, symgemv.go).
+	kLoop := func(rows int) error {
+		kk := b.reg(rU32)
+		b.ins("mad.lo.s32", kk, a.reg(kq), imm(kFirst), kBeg)
+		head, done := b.label("k_loop"), b.label("k_done")
+		b.place(head)
+		end := b.reg(rPred)
+		b.ins("setp.ge.u32", end, kk, kEnd)
+		b.braIf(end, done)
+		gn.reset()
+		wv, err := weightAt(kk)
+		if err != nil {
+			return err
+		}
+		for m := range rows {
+			setRow(m)
+			if w.kContig {
+				var xs []val
+				if quantLHS != nil {
+					xs = quantLHS(m, kk)
+				}
+				for j, y := range wv {
+					if xs != nil {
+						fma(acc[m], xs[j], y)
+						continue
+					}
+					x, err := lhsAt[m](newIndexLin(ks, a.add(kk, imm(j))))
+					if err != nil {
+						return err
+					}
+					fma(acc[m], x, y)
+				}
+				continue
+			}
+			x, err := lhsAt[m](newIndexLin(ks, kk))
+			if err != nil {
+				return err
+			}
+			for j, y := range wv {
+				fma(acc[m*vecCols+j], x, y)
+			}
+		}
+		gn.reset()
+		b.ins("add.s32", kk, kk, imm(kStep))
+		b.bra(head)
+		b.place(done)
+		return nil
+	}
+	if symM == nil {
+		err = kLoop(p.M)
+	} else {
+		err = gemvKLoops(gn, symM, p.M, func(rows int) error {
+			setRowX(rows)
+			setLHS(rows)
+			return kLoop(rows)
+		})
+	}
 	if err != nil {
 		return "", Launch{}, err
 	}
-	for m := range p.M {
-		gemvRowGuard(b, symM, m)
-		setRow(m)
-		if w.kContig {
-			var xs []val
-			if quantLHS != nil {
-				xs = quantLHS(m, kk)
-			}
-			for j, y := range wv {
-				if xs != nil {
-					fma(acc[m], xs[j], y)
-					continue
-				}
-				x, err := lhsAt[m](newIndexLin(ks, a.add(kk, imm(j))))
-				if err != nil {
-					return "", Launch{}, err
-				}
-				fma(acc[m], x, y)
-			}
-			continue
-		}
-		x, err := lhsAt[m](newIndexLin(ks, kk))
-		if err != nil {
-			return "", Launch{}, err
-		}
-		for j, y := range wv {
-			fma(acc[m*vecCols+j], x, y)
-		}
-	}
-	gemvRowsEnd(b, symM)
-	gn.reset()
-	b.ins("add.s32", kk, kk, imm(kStep))
-	b.bra(head)
-	b.place(done)
 	b.place(noCols)
 
 	// Sum a column's lanes of a warp by butterfly shuffles (lanes with the same column differ in
@@ -282,10 +306,14 @@ func gemvKernel(k Kernel, dot *ir.Value, p gemv.Plan, globals *[]string) (string
 			first, stop = 1, lanesK
 		}
 		t := b.reg(rF32)
-		for off := first; off < stop; off *= 2 {
-			for _, r := range acc {
-				b.ins("shfl.sync.bfly.b32", t, r, imm(off), "0x1f", "0xffffffff")
-				b.ins("add.f32", r, r, t)
+		if symM != nil {
+			gemvRowShuffles(b, symM, acc, vecCols, first, stop, t)
+		} else {
+			for off := first; off < stop; off *= 2 {
+				for _, r := range acc {
+					b.ins("shfl.sync.bfly.b32", t, r, imm(off), "0x1f", "0xffffffff")
+					b.ins("add.f32", r, r, t)
+				}
 			}
 		}
 	}
@@ -311,11 +339,13 @@ func gemvKernel(k Kernel, dot *ir.Value, p gemv.Plan, globals *[]string) (string
 	// shared [slot][m][column in tile]
 	colInTile := a.mul(ci, vecCols)
 	for m := range p.M {
+		gemvRowGuard(b, symM, m) // rows from M on are never read
 		for j := range vecCols {
 			at := a.mad(a.add(a.mad(slot, p.M*gemv.Cols, imm(m*gemv.Cols)), colInTile), 4, redBase)
 			b.ins("st.shared.f32", fmt.Sprintf("[%s+%d]", a.reg(at), 4*j), acc[m*vecCols+j])
 		}
 	}
+	gemvRowsEnd(b, symM)
 	b.place(skipW)
 	b.ins("bar.sync", "0")
 

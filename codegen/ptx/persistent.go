@@ -82,7 +82,7 @@ func persistentKernel(k Kernel, globals *[]string) (string, Launch, error) {
 			}
 		}
 		gn.kernelGraph, gn.kname = sg, k.Name+"_"+st.Name
-		if err := gn.stage(sg, tid); err != nil {
+		if err := gn.stage(sg, tid, stageSize(k.Name, si, st, b, &args)); err != nil {
 			return "", Launch{}, fmt.Errorf("stage %s: %w", st.Name, err)
 		}
 	}
@@ -94,7 +94,9 @@ func persistentKernel(k Kernel, globals *[]string) (string, Launch, error) {
 }
 
 // stage emits one stage: every thread of the block takes elements tid, tid+persistThreads, ...
-func (gn *gen) stage(g *ir.Graph, tid string) error {
+// up to size(the stage's element count at the bound): that count, or a register holding it at
+// the run's sizes (sympersist.go).
+func (gn *gen) stage(g *ir.Graph, tid string, size func(units int) (string, error)) error {
 	var dot *ir.Value
 	for _, v := range live(g) {
 		switch {
@@ -107,11 +109,15 @@ func (gn *gen) stage(g *ir.Graph, tid string) error {
 		}
 	}
 	step := imm(persistThreads)
-	if dot != nil && laneSplit(dot) {
-		return gn.warpElements(dot, tid)
-	}
 	if dot != nil {
-		gn.directElements(dot, tid, step, true)
+		end, err := size(dot.Type.Shape.NumElements())
+		if err != nil {
+			return err
+		}
+		if laneSplit(dot) {
+			return gn.warpElements(dot, tid, end)
+		}
+		gn.directElements(dot, tid, step, end, true)
 		return nil
 	}
 	shape := g.Outputs[0].Value.Type.Shape
@@ -119,6 +125,14 @@ func (gn *gen) stage(g *ir.Graph, tid string) error {
 		if !o.Value.Type.Shape.Equal(shape) {
 			return fmt.Errorf("outputs %s %s and %s %s have different shapes", g.Outputs[0].Name, shape, o.Name, o.Value.Type.Shape)
 		}
+	}
+	end, err := size(shape.NumElements())
+	if err != nil {
+		return err
+	}
+	if !isImm(end) {
+		gn.symLoopElements(shape, tid, step, persistThreads, end)
+		return nil
 	}
 	gn.loopElements(shape, tid, step, persistThreads)
 	return nil
@@ -138,13 +152,17 @@ func (gn *gen) stage(g *ir.Graph, tid string) error {
 // within the f32 tolerance: only the order of the additions differs. Every shuffle runs with the
 // whole warp: the group loop is warp-uniform, and lanes that leave the k loop early (K not a
 // multiple of 32) wait for the others where the loop ends.
-func (gn *gen) warpElements(dot *ir.Value, tid string) error {
+//
+// end is the element count: an immediate, or a register holding it at the run's sizes
+// (a symbolic stage, sympersist.go), which bounds the groups, the clamp and the stores; r and
+// the code are the bound's.
+func (gn *gen) warpElements(dot *ir.Value, tid, end string) error {
 	b, a := gn.e.b, gn.a
 	shape := dot.Type.Shape
 	n := shape.NumElements()
 	const warps = persistThreads / 32
 	r := WarpGroup(n)
-	groups := ceilDiv(n, r)
+	groups, last := warpGroups(a, end, n, r)
 	// A group inside one row shares all coordinates but the last; the lhs element of a
 	// product is then the same for all of it when the last result dim is a rhs free dim.
 	inRow := shape.Rank() > 0 && shape[shape.Rank()-1]%r == 0
@@ -154,7 +172,7 @@ func (gn *gen) warpElements(dot *ir.Value, tid string) error {
 	b.ins("and.b32", lane, tid, "31")
 	b.ins("shr.u32", warp, tid, "5")
 	accT := accType(dot, true)
-	gn.loopFrom(warp, imm(warps), groups, func(g string) error {
+	gn.loopTo(warp, imm(warps), groups, func(g string) error {
 		first := a.mul(g, r)
 		xs := make([]*index, r)
 		if inRow {
@@ -164,7 +182,7 @@ func (gn *gen) warpElements(dot *ir.Value, tid string) error {
 		} else {
 			for j := range xs {
 				// past the last element a lane evaluates the last one and stores nothing
-				xs[j] = newIndexLin(shape, a.clamp(a.add(first, imm(j)), n))
+				xs[j] = newIndexLin(shape, clampTo(a, a.add(first, imm(j)), n, last))
 			}
 		}
 		accs := make([]val, r)
@@ -230,7 +248,7 @@ func (gn *gen) warpElements(dot *ir.Value, tid string) error {
 		per := 32 / r
 		o := a.add(first, a.div(lane, per))
 		store := b.reg(rPred)
-		b.ins("setp.lt.u32", store, o, imm(n))
+		b.ins("setp.lt.u32", store, o, end)
 		if per > 1 {
 			lead, rest := b.reg(rPred), b.reg(rU32)
 			b.ins("and.b32", rest, lane, imm(per-1))

@@ -112,7 +112,7 @@ func generate(k Kernel, t Target, globals *[]string) (string, Launch, error) {
 			return "", Launch{}, fmt.Errorf("%s: %s has %d elements; 32-bit indexing needs fewer than 2^31", k.Name, g.Format(v), n)
 		}
 	}
-	if k.Symbolic {
+	if k.Symbolic && len(k.Stages) == 0 { // a persistent kernel's stages say which are (sympersist.go)
 		entry, l, err := symbolicKernel(k, t, globals)
 		if err != nil {
 			return "", Launch{}, fmt.Errorf("%s: %w", k.Name, err)

@@ -56,16 +56,17 @@ func (mm *matmul) freeBelow(m bool, size, d int) string {
 	return mm.a.sub(mm.symM, imm(d))
 }
 
-// symGEMV is a symbolic GEMV's M at the run's sizes: the size parameter m, m−1 (the last row),
-// the label a run of no rows jumps to, and, per row i ≥ 1, whether it lies at or past m. The
-// template keeps the bound's rows in registers: each k step skips the rows from m on (a branch
-// uniform over the launch), row i's index reads row min(i, m−1), always written this run, and
-// only rows below m are stored. Its grid (column tiles, k slices) does not depend on M: the
-// work's axis is z, one block.
+// symGEMV is a symbolic GEMV's M at the run's sizes: the size parameter m, the label a run of
+// no rows jumps to, and, per row i ≥ 1, whether it lies at or past m. The template keeps the
+// bound's rows in registers; its k loop is emitted once per row count, and a run takes the one
+// for m (symgemv.go), so every k step reads and computes the run's rows only; the lane sums and
+// partials skip the rows from m on (a branch uniform over the launch), and only rows below m are
+// stored. Its grid (column tiles, k slices) does not depend on M: the work's axis is z, one
+// block.
 type symGEMV struct {
-	m, last, empty string
-	past           []string
-	rowsDone       string
+	m, empty string
+	past     []string
+	rowsDone string
 }
 
 // gemvSymbolic declares a symbolic GEMV's M parameter; nothing for a static kernel.
@@ -80,11 +81,10 @@ func gemvSymbolic(k Kernel, b *builder, args *[]Arg, dot *ir.Value, p gemv.Plan,
 	if err != nil {
 		return nil, nil, err
 	}
-	s := &symGEMV{m: m, last: b.reg(rU32), empty: b.label("no_rows"), past: make([]string, p.M), rowsDone: b.label("rows_done")}
+	s := &symGEMV{m: m, empty: b.label("no_rows"), past: make([]string, p.M), rowsDone: b.label("rows_done")}
 	z := b.reg(rPred)
 	b.ins("setp.eq.u32", z, m, "0")
 	b.braIf(z, s.empty)
-	b.ins("sub.s32", s.last, m, "1")
 	for i := 1; i < p.M; i++ {
 		s.past[i] = b.reg(rPred)
 		b.ins("setp.le.u32", s.past[i], m, imm(i))
@@ -99,21 +99,13 @@ func gemvRowGuard(b *builder, s *symGEMV, i int) {
 	}
 }
 
-// gemvRowsEnd places the label after the k step's rows.
+// gemvRowsEnd places the label after the rows gemvRowGuard skips, and takes a new one for the
+// next rows guarded.
 func gemvRowsEnd(b *builder, s *symGEMV) {
 	if s != nil {
 		b.place(s.rowsDone)
+		s.rowsDone = b.label("rows_done")
 	}
-}
-
-// gemvRow is the row the GEMV's row i reads: i, or min(i, m−1) at symbolic sizes.
-func gemvRow(a ia, s *symGEMV, i int) string {
-	if s == nil {
-		return imm(i)
-	}
-	r := a.b.reg(rU32)
-	a.b.ins("min.u32", r, s.last, imm(i))
-	return r
 }
 
 // gemvRowsBelow narrows has (a thread finishes an element of row m) to the rows below M.

@@ -28,7 +28,7 @@ func TestSymbolicRowTemplates(t *testing.T) {
 		{"batched FFMA products", "graph k {\n  input %x : f32[3,6,8]\n  input %y : f32[3,8,20]\n  %0 = dot_general(%x, %y) {lhs_batch=[0], rhs_batch=[0], lhs_contract=[2], rhs_contract=[1]} : f32[3,6,20]\n  output out = %0\n}\n",
 			3, SymWork{Scale: 1, Tile: 1, Axis: 2}, ``},
 		{"GEMV (split k)", "graph k {\n  input %x : f32[6,512]\n  input %w : f32[64,512]\n  %0 = dot_general(%x, %w) {lhs_contract=[1], rhs_contract=[1]} : f32[6,64]\n  output out = %0\n}\n",
-			6, SymWork{Scale: 1, Tile: 6, Axis: 2}, `min\.u32 %r\d+, %r\d+, 5;`},
+			6, SymWork{Scale: 1, Tile: 6, Axis: 2}, `\$L_k_rows_\d+:`},
 		{"conv2d", "graph k {\n  input %x : f32[5,3,7,7]\n  input %w : f32[4,3,3,3]\n  %0 = conv2d(%x, %w) {stride=[1,1], padding=[1,1], dilation=[1,1], groups=1} : f32[5,4,7,7]\n  output out = %0\n}\n",
 			5, SymWork{Scale: 49, Tile: mmBM, Axis: 1}, `setp\.lt\.s32 %p\d+, %r\d+, 245;`},
 	} {
@@ -59,9 +59,18 @@ func TestSymbolicRowTemplates(t *testing.T) {
 			}
 			switch {
 			case strings.Contains(tc.name, "GEMV"):
-				// Its last row reads row min(5, m−1), a row written this run.
+				// One k loop per row count, the run's taken before any: no k step tests a row.
 				if re.MatchString(static) || !re.MatchString(text) || !strings.Contains(text, "// gemv:") {
 					t.Errorf("GEMV rows: static %v, symbolic %v (want false, true) for %s", re.MatchString(static), re.MatchString(text), tc.bound)
+				}
+				loops := regexp.MustCompile(`(?s)\$L_k_loop_\d+:.*?\$L_k_done_\d+:`).FindAllString(text, -1)
+				if len(loops) != tc.rows {
+					t.Errorf("%d k loops, want one per row count 1..%d", len(loops), tc.rows)
+				}
+				for i, l := range loops {
+					if strings.Contains(l, "rows_done") || strings.Count(l, "fma.rn.f32") != 4*(len(loops)-i) {
+						t.Errorf("k loop %d: %d fma, a row test %v; want %d fma and none", i, strings.Count(l, "fma.rn.f32"), strings.Contains(l, "rows_done"), 4*(len(loops)-i))
+					}
 				}
 			case strings.Contains(tc.name, "GEMM") || tc.name == "conv2d" || tc.name == "row softmax":
 				// The static kernel checks the bound as an immediate; the symbolic one never does.

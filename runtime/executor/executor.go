@@ -38,6 +38,8 @@ type Program struct {
 	pending  *Result                // launched, not yet waited for
 	graphs   bool                   // UseGraphs
 	replays  map[string]Replay      // recorded runs, by their kernels' arguments
+	buckets  map[string]bool        // the sets of sizes recorded (graphsizes.go)
+	nBuckets int                    // SetGraphBuckets; 0: DefaultGraphBuckets
 	bind     bindTime               // when the plan's bind-time kernels run (bindtime.go)
 	sz       *sizes                 // the run's sizes, for a plan with dims (sizes.go)
 }
@@ -76,6 +78,7 @@ type KernelRun struct {
 type Result struct {
 	Outputs map[string]*tensor.Tensor
 	Kernels []KernelRun
+	Graph   GraphUse // how UseGraphs launched the run (graphsizes.go); "" kernel by kernel
 }
 
 // Load loads an artifact onto dev: the module, then every buffer.
@@ -382,7 +385,7 @@ func (p *Program) launchAll(ctx context.Context, res *Result, staged *Staged) er
 		return err
 	}
 	launch := p.launchEach
-	if p.graphs && p.onLaunch == nil && p.sz == nil { // a recorded graph's grids are fixed
+	if p.graphs && p.onLaunch == nil { // with dims, one recording per set of sizes (graphsizes.go)
 		launch = p.launchGraph
 	}
 	err := launch(ctx, args, res)

@@ -32,6 +32,7 @@ type BinaryLoader interface {
 // graphs (CUDA): the first run with a set of buffers records the launches, later runs with the
 // same buffers replay them. Prefetched inputs and train-step state trade buffers between runs,
 // so a program keeps one recording per set of kernel arguments it has seen (two, in practice).
+// A program with dims records one per set of sizes too, up to a limit (graphsizes.go).
 // It reports whether the device supports graphs; on others, runs launch kernel by kernel.
 func (p *Program) UseGraphs(on bool) bool {
 	_, ok := p.dev.(Graphs)
@@ -50,7 +51,15 @@ func (p *Program) launchGraph(ctx context.Context, args [][]Ptr, res *Result) er
 		fmt.Fprint(&key, a, ";")
 	}
 	r := p.replays[key.String()]
+	bucket, captured := p.sizeBucket()
+	if r == nil && !captured && len(p.buckets) >= p.maxBuckets() {
+		// A new set of sizes past the limit runs kernel by kernel (graphsizes.go).
+		res.Graph = GraphFull
+		return p.launchEach(ctx, args, res)
+	}
+	res.Graph = GraphReplayed
 	if r == nil {
+		res.Graph = GraphCaptured
 		g := p.dev.(Graphs)
 		if err := g.BeginCapture(); err != nil {
 			return fmt.Errorf("recording a CUDA graph: %w", err)
@@ -68,13 +77,14 @@ func (p *Program) launchGraph(ctx context.Context, args [][]Ptr, res *Result) er
 		}
 		r = rec
 		p.replays[key.String()] = r
+		p.addBucket(bucket)
 	}
 	if err := r.Launch(); err != nil {
 		return fmt.Errorf("replaying the CUDA graph of %d kernels: %w", len(args), err)
 	}
 	for _, k := range p.plan.Kernels {
 		if !k.BindTime {
-			res.Kernels = append(res.Kernels, KernelRun{Name: k.Name, Grid: k.Grid, Block: k.Block})
+			res.Kernels = append(res.Kernels, KernelRun{Name: k.Name, Grid: p.grid(k), Block: k.Block})
 		}
 	}
 	return nil
@@ -86,6 +96,6 @@ func (p *Program) closeReplays() error {
 	for _, r := range p.replays {
 		errs = append(errs, r.Close())
 	}
-	p.replays = nil
+	p.replays, p.buckets = nil, nil
 	return errors.Join(errs...)
 }
