@@ -8,7 +8,8 @@ import (
 
 // borrowed reports whether k takes a template this package has no counterpart for, whose
 // kernels codegen/backend's nvvm producer takes from codegen/ptx rather than refuse the model:
-// the tensor-core GEMM over a quantized weight (plan.QuantizedMMA). The launch records it
+// the tensor-core GEMM over a quantized weight (plan.QuantizedMMA), and a persistent kernel with
+// a stage at symbolic sizes (codegen/ptx's sympersist.go). The launch records it
 // (Producer "ptx" and a note); both producers share names, parameters and launches, so one plan
 // runs the merged module. (The tensor-core attention forward writing its rows' log-sum-exp and
 // dk/dv on tensor cores, once borrowed, are attention_lse_mma.go's and attention_bwd_mma.go's.)
@@ -19,6 +20,11 @@ func borrowed(k plan.Kernel, t plan.Target) bool {
 // borrowedTemplate names the codegen/ptx template a borrowed kernel takes, or is "". t is the
 // target, which a template may depend on.
 func borrowedTemplate(k plan.Kernel, t plan.Target) string {
+	for _, st := range k.Stages {
+		if st.Symbolic {
+			return "symbolic persistent kernel"
+		}
+	}
 	switch plan.Template(k) {
 	case "contraction":
 		if plan.QuantizedMMA(k) {
