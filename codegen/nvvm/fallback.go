@@ -11,8 +11,8 @@ import (
 // borrowed reports whether k takes a template this package has no counterpart for, whose
 // kernels codegen/backend's nvvm producer takes from codegen/ptx rather than refuse the model:
 // the tensor-core GEMM over a quantized weight, the tensor-core attention forward (f16/bf16, f32
-// under tf32) that writes its rows' log-sum-exp beside the result, and dk/dv on tensor cores
-// (attnmma.FitsGrad). This package's own templates for the latter two would compute other bits
+// under tf32) that writes its rows' log-sum-exp beside the result, and dk/dv and dq on tensor cores
+// (attnmma.FitsGrad, FitsGradDQ). This package's own templates for the latter two would compute other bits
 // than codegen/ptx's (CUDA-core sums), so they are not used there. The launch records it
 // (Producer "ptx" and a note); both producers share names, parameters and launches, so one plan
 // runs the merged module.
@@ -26,6 +26,9 @@ func borrowedTemplate(k plan.Kernel, t plan.Target) string {
 	case "attention backward": // attention_lse or attention_grad, or a forward writing its LSE
 		if op, ok := plan.BackwardAttention(k.Graph); ok && attnmma.FitsGrad(op) {
 			return "tensor-core attention dk/dv"
+		}
+		if op, ok := plan.BackwardAttention(k.Graph); ok && attnmma.FitsGradDQ(op) {
+			return "tensor-core attention dq"
 		}
 		if lseMMA(k, t) {
 			return "log-sum-exp writing tensor-core attention"

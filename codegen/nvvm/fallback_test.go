@@ -16,7 +16,7 @@ import (
 
 // TestFallback: a kernel of a template this package has no counterpart for (the tensor-core GEMM
 // over a quantized weight, codegen/ptx's tensor-core attention forward writing its rows'
-// log-sum-exp, dk/dv on tensor cores) is refused by the NVVM producer (nvvm.Refused; nvvm.Lacks
+// log-sum-exp, dk/dv and dq on tensor cores) is refused by the NVVM producer (nvvm.Refused; nvvm.Lacks
 // names it), and codegen/backend's nvvm producer compiles the module with codegen/ptx's entry for
 // it beside libNVVM's for the others, in the kernels' order; the launch says whose entry it runs,
 // and the kernel's outputs equal the reference.
@@ -25,7 +25,7 @@ func TestFallback(t *testing.T) {
 	loop := ir.NewGraph("neg")
 	x := loop.Input("x", ir.T(ir.F32, 16), nil)
 	loop.SetOutput("y", loop.Add("neg", x.Type, nil, x))
-	dkdv, dv := nvvm.AttentionGradGraph(t, ir.F16, "kv"), nvvm.AttentionGradGraph(t, ir.BF16, "v")
+	dkdv, dv, dq := nvvm.AttentionGradGraph(t, ir.F16, "kv"), nvvm.AttentionGradGraph(t, ir.BF16, "v"), nvvm.AttentionGradGraph(t, ir.BF16, "q")
 	for _, tc := range []struct {
 		name     string
 		graph    *ir.Graph
@@ -41,6 +41,7 @@ func TestFallback(t *testing.T) {
 		{"tf32 attention with its lse", attentionLSE(t, ir.F32), false, plan.Target{SM: 80, TF32: true}, true, nil, 5e-3, "log-sum-exp writing tensor-core attention"},
 		{"f16 dk and dv", dkdv, false, plan.Target{SM: 80}, true, nvvm.AttentionGradForward(t, dkdv), 4e-3, "tensor-core attention dk/dv"},
 		{"bf16 dv", dv, false, plan.Target{SM: 80}, false, nvvm.AttentionGradForward(t, dv), 2e-2, "tensor-core attention dk/dv"},
+		{"bf16 dq", dq, false, plan.Target{SM: 80}, true, nvvm.AttentionGradForward(t, dq), 2e-2, "tensor-core attention dq"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			k := plan.Kernel{Name: "k1_borrowed", Graph: tc.graph, InPlace: tc.inPlace}

@@ -39,8 +39,8 @@ func TestAttentionGradMMA(t *testing.T) {
 }
 
 // TestAttentionGradMMAChoice: dk and dv of f16/bf16 attention without a bias, head dims multiples
-// of 16 up to 64, take the tensor-core template; a bias, wider or odd head dims, f32 operands and
-// dq keep the CUDA-core templates.
+// of 16 up to 64, take the tensor-core template, and so does dq (attention_bwd_dq_mma.go); a
+// bias, wider or odd head dims and f32 operands keep the CUDA-core templates.
 func TestAttentionGradMMAChoice(t *testing.T) {
 	for _, c := range []struct {
 		c   attnCase
@@ -53,7 +53,7 @@ func TestAttentionGradMMAChoice(t *testing.T) {
 		{attnCase{1, 2, 2, 40, 40, 80, 80, ops.MaskNone, nil, nil, ir.F16}, "kv", false},
 		{attnCase{1, 2, 2, 40, 40, 24, 24, ops.MaskNone, nil, nil, ir.BF16}, "k", false},
 		{attnCase{1, 2, 2, 40, 40, 64, 64, ops.MaskNone, nil, nil, ir.F32}, "kv", false},
-		{attnCase{1, 2, 2, 40, 40, 64, 64, ops.MaskNone, nil, nil, ir.F16}, "q", false},
+		{attnCase{1, 2, 2, 40, 40, 64, 64, ops.MaskNone, nil, nil, ir.F16}, "q", true}, // dq: attention_bwd_dq_mma.go
 	} {
 		entry, _, err := Generate(Kernel{Name: "k0", Graph: attnGradGraph(t, c.c, c.wrt)}, Target{SM: 80})
 		if err != nil {

@@ -1,0 +1,114 @@
+package ptx
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gcomp/gcomp/codegen/attnmma"
+	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ops"
+	"github.com/gcomp/gcomp/sim"
+)
+
+// TestAttentionGradDQMMA runs the tensor-core dq template on the simulator (memcheck,
+// racecheck, barrier checks; ptxas sm_80 and sm_90 without spills) against the float64
+// reference of attention_grad: f16 and bf16, masks none and causal, grouped and multi-query KV
+// heads, the additive bias (whole and broadcast over batch or heads), head dims 16 to 128 with
+// E ≠ Ev, L and S not multiples of the 64-row and 32-key tiles, S > L and S < L under the causal
+// mask, and T = 1. It counts the mma issued exactly (mmaDQCount) and finds no atomics.
+func TestAttentionGradDQMMA(t *testing.T) {
+	for _, c := range []attnCase{
+		{1, 1, 1, 64, 64, 64, 64, ops.MaskNone, nil, nil, ir.F16},
+		{2, 4, 2, 70, 70, 64, 64, ops.MaskCausal, nil, nil, ir.F16},
+		{1, 2, 1, 33, 100, 32, 32, ops.MaskNone, nil, nil, ir.BF16},
+		{1, 2, 2, 16, 130, 16, 48, ops.MaskCausal, nil, nil, ir.BF16},
+		{2, 2, 1, 100, 17, 48, 48, ops.MaskCausal, nil, nil, ir.F16},
+		{1, 4, 1, 40, 50, 80, 80, ops.MaskCausal, nil, nil, ir.F16},
+		{1, 2, 1, 45, 45, 96, 96, ops.MaskNone, []int{1, 2, 45, 45}, nil, ir.BF16},
+		{2, 2, 2, 30, 37, 128, 128, ops.MaskCausal, []int{1, 2, 30, 37}, nil, ir.F16},
+		{2, 4, 2, 20, 33, 64, 64, ops.MaskNone, []int{2, 1, 20, 33}, nil, ir.BF16},
+		{1, 2, 1, 1, 1, 64, 64, ops.MaskCausal, nil, nil, ir.F16},
+		{1, 2, 2, 1, 1, 128, 128, ops.MaskNone, []int{1, 1, 1, 1}, nil, ir.BF16},
+	} {
+		t.Run(c.String(), func(t *testing.T) {
+			t.Parallel()
+			_, res := runGrad(t, c, "q")
+			if !strings.Contains(res.ptx, "mma.sync.aligned.m16n8k16") || strings.Contains(res.ptx, "atom.") || strings.Contains(res.ptx, "\tred.") {
+				t.Error("want mma.sync and no atomics")
+			}
+			if got, want := res.stats.Classes[sim.ClassTensor], int64(mmaDQCount(c)); got != want {
+				t.Errorf("%d mma issued, want %d", got, want)
+			}
+		})
+	}
+}
+
+// mmaDQCount is how many mma the dq template issues for c: each warp with rows below L, for
+// each 32-key tile below its block's last visible key that its last row sees a key of, issues
+// S = Q·Kᵀ, dP = dO·Vᵀ and dq += dS·K (two m16n8k16 per 16×16 of keys and head dim each).
+func mmaDQCount(c attnCase) int {
+	keys := attnmma.GradDQKeys
+	perTile := 2 * (keys / 16) * (2*c.e/16 + c.ev/16)
+	seen := func(row int) int { // keys row sees
+		if c.mask == ops.MaskCausal {
+			return min(row+1, c.s)
+		}
+		return c.s
+	}
+	n := 0
+	for r0 := 0; r0 < c.l; r0 += attnmma.Rows {
+		blockLast := seen(min(r0+attnmma.Rows, c.l) - 1)
+		for w := range 4 {
+			row := r0 + 16*w
+			if row >= c.l {
+				continue
+			}
+			for t0 := 0; t0 < blockLast; t0 += keys {
+				if t0 < seen(row+15) {
+					n += perTile
+				}
+			}
+		}
+	}
+	return n * c.b * c.h
+}
+
+// TestAttentionGradDQMMABlockOrders: every dq element is summed by one thread in key order, so
+// the tensor-core dq gives the same bits under every block order, with no race on global memory.
+func TestAttentionGradDQMMABlockOrders(t *testing.T) {
+	c := attnCase{1, 4, 2, 150, 150, 64, 64, ops.MaskCausal, []int{1, 4, 150, 150}, nil, ir.BF16}
+	g := attnGradGraph(t, c, "q")
+	k := Kernel{Name: "k0_attention_grad", Graph: g}
+	text, l, err := Generate(k, harnessTarget)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text, "mma.sync") {
+		t.Fatal("want the tensor-core dq")
+	}
+	checkBlockOrders(t, text, k.Name, l, g, attnGradInputs(t, g, 7))
+}
+
+// TestAttentionGradDQMMAChoice: dq of f16/bf16 attention under masks none and causal, with or
+// without a bias, head dims multiples of 16 up to 128, takes the tensor-core template; f32, odd
+// head dims and K read across its head dim keep the CUDA-core template.
+func TestAttentionGradDQMMAChoice(t *testing.T) {
+	for _, c := range []struct {
+		c   attnCase
+		mma bool
+	}{
+		{attnCase{1, 2, 1, 40, 40, 64, 64, ops.MaskCausal, nil, nil, ir.F16}, true},
+		{attnCase{1, 2, 2, 40, 40, 128, 128, ops.MaskNone, []int{1, 2, 40, 40}, nil, ir.BF16}, true},
+		{attnCase{1, 2, 2, 40, 40, 24, 24, ops.MaskNone, nil, nil, ir.BF16}, false},
+		{attnCase{1, 2, 2, 40, 40, 64, 64, ops.MaskNone, nil, nil, ir.F32}, false},
+	} {
+		g := attnGradGraph(t, c.c, "q")
+		entry, _, err := Generate(Kernel{Name: "k0", Graph: g}, Target{SM: 80})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(entry, "mma.sync"); got != c.mma || attnmma.FitsGradDQ(g.Outputs[0].Value) != c.mma {
+			t.Errorf("%s dq: mma.sync %v, want %v", c.c, got, c.mma)
+		}
+	}
+}
