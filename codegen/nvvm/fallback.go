@@ -12,7 +12,7 @@ import (
 // kernels codegen/backend's nvvm producer takes from codegen/ptx rather than refuse the model:
 // the tensor-core GEMM over a quantized weight, the tensor-core attention forward (f16/bf16, f32
 // under tf32) that writes its rows' log-sum-exp beside the result, and dk/dv and dq on tensor cores
-// (attnmma.FitsGrad, FitsGradDQ). This package's own templates for the latter two would compute other bits
+// (attnmma.FitsGrad, FitsGradWide, FitsGradDQ). This package's own templates for the latter two would compute other bits
 // than codegen/ptx's (CUDA-core sums), so they are not used there. The launch records it
 // (Producer "ptx" and a note); both producers share names, parameters and launches, so one plan
 // runs the merged module.
@@ -24,7 +24,7 @@ func borrowed(k plan.Kernel, t plan.Target) bool {
 func borrowedTemplate(k plan.Kernel, t plan.Target) string {
 	switch plan.Template(k) {
 	case "attention backward": // attention_lse or attention_grad, or a forward writing its LSE
-		if op, ok := plan.BackwardAttention(k.Graph); ok && attnmma.FitsGrad(op) {
+		if op, ok := plan.BackwardAttention(k.Graph); ok && (attnmma.FitsGrad(op) || attnmma.FitsGradWide(op)) {
 			return "tensor-core attention dk/dv"
 		}
 		if op, ok := plan.BackwardAttention(k.Graph); ok && attnmma.FitsGradDQ(op) {

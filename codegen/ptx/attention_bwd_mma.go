@@ -24,9 +24,11 @@ import (
 // with Pᵀ and dSᵀ rounded to the operands' dtype in registers, where the accumulators' layout is
 // that of A fragments (as the forward's P), and Q and dO read with ldmatrix (.trans where rows are
 // the product's k). Every dk and dv element is summed by one thread in a fixed order: results are
-// deterministic. dk is scaled by scale at the store. The CUDA-core template keeps the rest
-// (bias, head dims over 64, f32, position masks: attnmma.FitsGrad, which the passes' cost model
-// asks too).
+// deterministic. dk is scaled by scale at the store. With the additive bias (attnmma.FitsGradWide,
+// which also takes head dims up to attnmma.GradWideMaxDim) each thread reads the bias elements of
+// its Pᵀ values from global memory, (row, key) of the query head, where the row is below L. The
+// CUDA-core template keeps the rest (head dims over GradWideMaxDim, f32, position masks), as
+// attnmma.FitsGrad and FitsGradWide tell the passes' cost model.
 
 const (
 	gradMMAKeys = attnmma.GradKeys // keys per block, 16 per warp
@@ -76,6 +78,7 @@ func (w *attnMMA) gradBody(operands []attnOperand, outs map[string]string) {
 		return f
 	}
 	kf, vf := frags(kOp, p.E), frags(vOp, p.Ev)
+	bias := w.gradBias(operands, bIdx, keyA, keyB)
 
 	zeros := func(n int) []string {
 		r := make([]string, n)
@@ -119,6 +122,7 @@ func (w *attnMMA) gradBody(operands []attnOperand, outs map[string]string) {
 	b.place(headLoop)
 	b.ins(`.pragma "nounroll"`)
 	h := a.reg(a.mad(kh, grp, hj))
+	bias.retarget(w, h)
 	r0 := b.reg(rU32)
 	b.ins("mov.u32", r0, a.reg(rowStart))
 	for _, t := range []*kvTile{qt, dt} {
@@ -187,7 +191,12 @@ func (w *attnMMA) gradBody(operands []attnOperand, outs map[string]string) {
 					b.ins("setp.ge.and.u32", ok, row, key, ok)
 				}
 				r := s[4*j+2*i+c]
-				b.ins("fma.rn.f32", r, r, immF32(c2), x)
+				if bias != nil { // Sᵀ·scale + bias, then in base 2
+					b.ins("fma.rn.f32", r, r, immF32(op.Attrs.Float("scale", 1)), bias.load(w, row, i, ok))
+					b.ins("fma.rn.f32", r, r, immF32(math.Log2E), x)
+				} else {
+					b.ins("fma.rn.f32", r, r, immF32(c2), x)
+				}
 				b.ins("ex2.approx.ftz.f32", r, r)
 				b.ins("selp.f32", r, r, immF32(0), ok)
 			}
