@@ -11,8 +11,8 @@ import (
 // TestAttentionGradCost: the cost model counts the backward's kernels as codegen/ptx runs them
 // (codegen/attnmma): dq of f16/bf16 attention on tensor cores, a block per 64 query rows of a
 // head, with or without a bias and up to head dim 128; dk and dv on tensor cores, a block per 64
-// keys of a KV head, with a bias or head dims up to 96; dk and dv at head dim 128 and f32's
-// kernels on CUDA cores (a block per 4 rows or keys) at the f32 peak.
+// keys of a KV head, up to head dim 128 (96 with a bias); dk and dv with a bias at head dim 128
+// and f32's kernels on CUDA cores (a block per 4 rows or keys) at the f32 peak.
 func TestAttentionGradCost(t *testing.T) {
 	for _, tc := range []struct {
 		c           attnCase
@@ -22,7 +22,8 @@ func TestAttentionGradCost(t *testing.T) {
 	}{
 		{attnCase{1, 4, 2, 130, 130, 64, 64, ops.MaskCausal, nil, ir.F16}, 4 * 3, 2 * 3, true, true},
 		{attnCase{2, 2, 2, 64, 64, 96, 96, ops.MaskNone, []int{1, 2, 64, 64}, ir.BF16}, 2 * 2 * 1, 2 * 2 * 1, true, true},
-		{attnCase{1, 2, 2, 64, 64, 128, 128, ops.MaskCausal, nil, ir.F16}, 2 * 1, 2 * 16, true, false},
+		{attnCase{1, 2, 2, 64, 64, 128, 128, ops.MaskCausal, nil, ir.F16}, 2 * 1, 2 * 1, true, true},
+		{attnCase{1, 2, 2, 64, 64, 128, 128, ops.MaskCausal, []int{1, 2, 64, 64}, ir.F16}, 2 * 1, 2 * 16, true, false},
 		{attnCase{1, 2, 2, 64, 64, 64, 64, ops.MaskCausal, nil, ir.F32}, 2 * 16, 2 * 16, false, false},
 	} {
 		t.Run(tc.c.String(), func(t *testing.T) {

@@ -10,10 +10,30 @@ import (
 // each beside Q's and dO's fragments and dq's accumulators at head dim 128.
 const GradDQKeys = 32
 
-// GradWideMaxDim is the widest head dim FitsGradWide takes. At 128 the warp's K and V fragments
-// and dk and dv accumulators (64 + 128 registers) leave too few for the rest: ptxas sm_80 uses
-// 255 registers and spills, so 128 stays on CUDA cores.
-const GradWideMaxDim = 96
+// GradWideMaxDim is the widest head dim FitsGradWide takes, and GradBiasMaxDim the widest it
+// takes with the additive bias: at 128 the bias's addresses and loads beside the warp's K and V
+// fragments and dk and dv accumulators (192 registers) leave ptxas sm_80 at 255 registers and
+// 20 bytes of spill stores (causal, 16-row tiles), so dk and dv of a biased attention with a head
+// dim over 96 stay on CUDA cores.
+const (
+	GradWideMaxDim = 128
+	GradBiasMaxDim = 96
+)
+
+// GradRowsWide is the query-row tile of the tensor-core dk/dv template where a head dim exceeds
+// 96: a warp's K and V fragments and dk and dv accumulators take 192 registers at 128, and
+// GradRows rows (Sᵀ and dPᵀ: 16 registers each) left ptxas sm_80 at 255 registers with 12 bytes
+// of spill stores; 16 rows halve those tiles.
+const GradRowsWide = 16
+
+// GradRowTile is the query-row tile the tensor-core dk/dv template stages for op v (FitsGrad or
+// FitsGradWide): GradRows, or GradRowsWide for head dims over 96.
+func GradRowTile(v *ir.Value) int {
+	if max(v.Args[0].Type.Shape[3], v.Args[2].Type.Shape[3]) > 96 {
+		return GradRowsWide
+	}
+	return GradRows
+}
 
 // FitsGradDQ reports whether the tensor-core dq template computes attention_grad op v: the
 // gradient of q reading the rows' LSE, f16/bf16, mask none or causal, with or without the
@@ -43,10 +63,13 @@ func GradDQBlocks(v *ir.Value) int {
 }
 
 // FitsGradWide reports whether the tensor-core dk/dv template computes attention_grad op v in
-// its wider form: what FitsGrad takes, and also with the additive bias and head dims up to
-// GradWideMaxDim. FitsGrad(v) implies FitsGradWide(v); its grid is GradBlocks.
+// its wider form: what FitsGrad takes, and also head dims up to GradWideMaxDim, with the additive
+// bias up to GradBiasMaxDim. FitsGrad(v) implies FitsGradWide(v); its grid is GradBlocks.
 func FitsGradWide(v *ir.Value) bool {
 	if !gradFits(v, GradWideMaxDim) {
+		return false
+	}
+	if v.Attrs.Bool("additive", false) && max(v.Args[0].Type.Shape[3], v.Args[2].Type.Shape[3]) > GradBiasMaxDim {
 		return false
 	}
 	switch v.Attrs.String("wrt", "") {

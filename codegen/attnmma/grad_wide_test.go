@@ -9,9 +9,10 @@ import (
 
 // TestFitsGradWide: the dq and wide dk/dv predicates take f16/bf16 attention_grad under masks
 // none and causal, with or without the bias, head dims multiples of 16 (dq up to 128, dk/dv up
-// to GradWideMaxDim), and refuse f32, the position mask, odd or wider head dims, no rows (dq) or
-// keys, and K (dq) or do (dk/dv) read across its head dim; FitsGrad keeps its narrower meaning,
-// and every op it takes FitsGradWide takes too. GradTakes gives each one's grid.
+// to GradWideMaxDim, GradBiasMaxDim with a bias), and refuse f32, the position mask, odd or wider
+// head dims, no rows (dq) or keys, and K (dq) or do (dk/dv) read across its head dim; FitsGrad
+// keeps its narrower meaning, and every op it takes FitsGradWide takes too. GradTakes gives each
+// one's grid, GradRowTile the dk/dv template's row tile.
 func TestFitsGradWide(t *testing.T) {
 	for _, c := range []struct {
 		name           string
@@ -34,7 +35,9 @@ func TestFitsGradWide(t *testing.T) {
 		{"dk bias", ir.F16, 1, 64, 64, 64, 64, ops.MaskNone, "k", true, false, false, true, false, 2},
 		{"dv bf16 96", ir.BF16, 1, 5, 64, 96, 80, ops.MaskCausal, "v", false, false, false, true, false, 2},
 		{"dv no rows", ir.F16, 1, 0, 10, 80, 80, ops.MaskNone, "v", true, false, false, true, false, 2},
-		{"dk 128", ir.F16, 1, 64, 64, 128, 128, ops.MaskNone, "k", false, false, false, false, false, 0},
+		{"dk 128", ir.F16, 1, 64, 64, 128, 128, ops.MaskNone, "k", false, false, false, true, false, 2},
+		{"dv bias 128", ir.F16, 1, 64, 64, 64, 128, ops.MaskNone, "v", true, false, false, false, false, 0},
+		{"dk 144", ir.F16, 1, 64, 64, 144, 144, ops.MaskNone, "k", false, false, false, false, false, 0},
 		{"dk e 72", ir.F16, 1, 64, 64, 72, 72, ops.MaskNone, "k", false, false, false, false, false, 0},
 		{"dk f32", ir.F32, 1, 64, 64, 64, 64, ops.MaskNone, "k", false, false, false, false, false, 0},
 		{"dk position", ir.F16, 1, 64, 64, 64, 64, ops.MaskPosition, "k", false, false, false, false, false, 0},
@@ -57,6 +60,11 @@ func TestFitsGradWide(t *testing.T) {
 				t.Errorf("GradTakes = %d, %v, want %d, %v", blocks, ok, c.blocks, c.dq || c.wide)
 			}
 		})
+	}
+	for _, c := range []struct{ e, ev, rows int }{{64, 64, GradRows}, {96, 96, GradRows}, {128, 64, GradRowsWide}, {64, 128, GradRowsWide}} {
+		if got := GradRowTile(attentionGrad(t, ir.F16, 1, 64, 64, c.e, c.ev, ops.MaskNone, "k", false, false)); got != c.rows {
+			t.Errorf("GradRowTile at head dims %d and %d = %d, want %d", c.e, c.ev, got, c.rows)
+		}
 	}
 	if _, ok := GradTakes(attention(t, ir.F16, 1, 64, 64, 64, 64, false)); ok {
 		t.Error("the forward is not attention_grad")

@@ -34,8 +34,8 @@ import (
 // The kernels take the grouped KV heads (dk and dv summed over the query heads of their group in
 // head order) and the additive bias; the position mask, which training does not use, is
 // refused (passes keep the decomposition for it). dk and dv of f16/bf16 attention with head dims
-// up to 96 (attention_bwd_mma.go) and dq with head dims up to 128 (attention_bwd_dq_mma.go) run
-// on tensor cores instead.
+// up to 128, 96 with a bias (attention_bwd_mma.go), and dq with head dims up to 128
+// (attention_bwd_dq_mma.go) run on tensor cores instead.
 
 // hasLSE reports whether the kernel computes an attention_lse or attention_grad op: attention's
 // backward, alone or (attention_lse) beside the forward.

@@ -6,7 +6,6 @@ type gradBiasReader struct {
 	op     attnOperand
 	b0     string    // batch entry
 	keyEl  [2]string // keys g and g+8 (clamped below S) times the key stride
-	keyOK  [2]string // the key is below S
 	headBH string    // the current head's first element address (retarget)
 }
 
@@ -21,8 +20,6 @@ func (w *attnMMA) gradBias(operands []attnOperand, b0, keyA, keyB string) *gradB
 	r := &gradBiasReader{op: operands[3], b0: b0, headBH: b.reg(rU64)}
 	for i, key := range []string{keyA, keyB} {
 		r.keyEl[i] = a.reg(a.mul(a.clamp(key, w.p.S), r.op.strides[3]))
-		r.keyOK[i] = b.reg(rPred)
-		b.ins("setp.lt.u32", r.keyOK[i], key, imm(w.p.S))
 	}
 	return r
 }
@@ -39,17 +36,16 @@ func (r *gradBiasReader) retarget(w *attnMMA, h string) {
 	b.ins("add.s64", r.headBH, r.op.ptr, o)
 }
 
-// load returns bias (row, key i) as f32 where ok and the key is below S, else 0.
+// load returns bias (row, key i) as f32 where ok (the row is below L), else 0. A key past S
+// reads key S−1: its Pᵀ row feeds only dk and dv rows that are never stored.
 func (r *gradBiasReader) load(w *attnMMA, row string, i int, ok string) string {
 	b, a := w.b, w.a
-	in := b.reg(rPred)
-	b.ins("and.pred", in, ok, r.keyOK[i])
 	addr, o := b.reg(rU64), b.reg(rU64)
 	b.ins("mul.wide.u32", o, a.reg(a.mad(row, r.op.strides[2], r.keyEl[i])), "2")
 	b.ins("add.s64", addr, r.headBH, o)
 	hv, f := b.reg(rB16), b.reg(rF32)
 	b.ins("mov.b16", hv, "0")
-	b.guarded(in, "ld.global.b16", hv, "["+addr+"]")
+	b.guarded(ok, "ld.global.b16", hv, "["+addr+"]")
 	w.toF32(f, hv, w.p.Op.Args[0].Type.DType)
 	return f
 }

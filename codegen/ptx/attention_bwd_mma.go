@@ -14,7 +14,9 @@ import (
 // FlashAttention-2's key-block loop: a block of 4 warps owns 64 keys of one (batch, KV head), 16
 // per warp, whose K and V rows it keeps as mma A fragments in registers and whose dk and dv it
 // accumulates in f32 registers. It loops over the query heads of the KV head's group (in head
-// order) and over tiles of 32 query rows (a causal block starts at the tile of its first key),
+// order) and over tiles of 32 query rows (16 where a head dim exceeds 96: attnmma.GradRowTile,
+// which keeps Sᵀ and dPᵀ small enough for 0 spills at 128; a causal block starts at the tile of
+// its first key),
 // staging each tile's q and do rows in shared memory by cp.async, and the rows' LSE·log₂e and
 // D = rowsum(do∘o) (a thread per row, in f32, in column order). Per tile a warp computes
 //
@@ -25,14 +27,14 @@ import (
 // that of A fragments (as the forward's P), and Q and dO read with ldmatrix (.trans where rows are
 // the product's k). Every dk and dv element is summed by one thread in a fixed order: results are
 // deterministic. dk is scaled by scale at the store. With the additive bias (attnmma.FitsGradWide,
-// which also takes head dims up to attnmma.GradWideMaxDim) each thread reads the bias elements of
-// its Pᵀ values from global memory, (row, key) of the query head, where the row is below L. The
-// CUDA-core template keeps the rest (head dims over GradWideMaxDim, f32, position masks), as
-// attnmma.FitsGrad and FitsGradWide tell the passes' cost model.
+// which also takes head dims up to attnmma.GradWideMaxDim, GradBiasMaxDim with a bias) each
+// thread reads the bias elements of its Pᵀ values from global memory, (row, key) of the query
+// head, where the row is below L. The CUDA-core template keeps the rest (a bias at head dims over
+// GradBiasMaxDim, f32, position masks), as attnmma.FitsGrad and FitsGradWide tell the passes'
+// cost model.
 
 const (
 	gradMMAKeys = attnmma.GradKeys // keys per block, 16 per warp
-	gradMMARows = attnmma.GradRows // query rows per shared tile
 )
 
 // gradBody writes the tensor-core dk/dv template; outs are the outputs' address registers by wrt
@@ -90,12 +92,11 @@ func (w *attnMMA) gradBody(operands []attnOperand, outs map[string]string) {
 	}
 	dk, dv := zeros(4*p.E/8), zeros(4*p.Ev/8)
 
-	w.keys = gradMMARows
 	qt := w.tile("qtile", qOp, p.E, bIdx, kh)
 	dt := w.tile("dotile", doOp, p.Ev, bIdx, kh)
 	lseSh, dSh := b.reg(rU32), b.reg(rU32)
-	b.ins("mov.u32", lseSh, b.sharedArray("lsetile", 4*gradMMARows, 16))
-	b.ins("mov.u32", dSh, b.sharedArray("dtile", 4*gradMMARows, 16))
+	b.ins("mov.u32", lseSh, b.sharedArray("lsetile", 4*w.keys, 16))
+	b.ins("mov.u32", dSh, b.sharedArray("dtile", 4*w.keys, 16))
 
 	// ldmatrix lane addresses as the forward's: non-transposed (Qᵀ and dOᵀ as B, the tile's
 	// rows the product's n) and transposed (Q and dO as B, its rows the product's k).
@@ -111,7 +112,7 @@ func (w *attnMMA) gradBody(operands []attnOperand, outs map[string]string) {
 	// The first row tile: a causal block's first key's (rows before it see none of its keys).
 	rowStart := "0"
 	if causal {
-		rowStart = a.reg(a.mul(a.div(blockKey, gradMMARows), gradMMARows))
+		rowStart = a.reg(a.mul(a.div(blockKey, w.keys), w.keys))
 	}
 	c2 := op.Attrs.Float("scale", 1) * math.Log2E
 
@@ -145,7 +146,7 @@ func (w *attnMMA) gradBody(operands []attnOperand, outs map[string]string) {
 	b.ins("setp.lt.u32", busy, warpKey, imm(p.S))
 	if causal {
 		rl := b.reg(rU32)
-		b.ins("add.s32", rl, r0, imm(gradMMARows-1))
+		b.ins("add.s32", rl, r0, imm(w.keys-1))
 		b.ins("setp.le.and.u32", busy, warpKey, rl, busy)
 	}
 	skip := b.label("grad_skip")
@@ -163,9 +164,9 @@ func (w *attnMMA) gradBody(operands []attnOperand, outs map[string]string) {
 		}
 	}
 	product := func(af [][4]string, addr string, rowH int) []string {
-		s := zeros(4 * gradMMARows / 8)
+		s := zeros(4 * w.keys / 8)
 		for ks := range af {
-			for np := range gradMMARows / 16 {
+			for np := range w.keys / 16 {
 				mma2(s, af[ks], false, addr, 2*(16*np*rowH+16*ks), np)
 			}
 		}
@@ -174,8 +175,8 @@ func (w *attnMMA) gradBody(operands []attnOperand, outs map[string]string) {
 	s := product(kf, qN, qt.rowH)
 	// Pᵀ, 0 where the row is past L or (causal) before the key.
 	rowOff := a.reg(a.mul(tq, 2))
-	nl, dr := make([]string, gradMMARows/4), make([]string, gradMMARows/4) // by (j, c)
-	for j := range gradMMARows / 8 {
+	nl, dr := make([]string, w.keys/4), make([]string, w.keys/4) // by (j, c)
+	for j := range w.keys / 8 {
 		for c := range 2 {
 			at := a.reg(a.add(rowOff, imm(8*j+c)))
 			off := a.reg(a.mul(at, 4))
@@ -204,7 +205,7 @@ func (w *attnMMA) gradBody(operands []attnOperand, outs map[string]string) {
 	}
 	// A fragments of keys × rows 16kk…: accumulator tiles 2kk and 2kk+1, as the forward's P.
 	aFrags := func(x []string) [][4]string {
-		f := make([][4]string, gradMMARows/16)
+		f := make([][4]string, w.keys/16)
 		for kk := range f {
 			for j := range 4 {
 				c := 4*(2*kk+j/2) + 2*(j%2)
@@ -224,7 +225,7 @@ func (w *attnMMA) gradBody(operands []attnOperand, outs map[string]string) {
 	}
 	accumulate(dv, aFrags(s), dK, dt.rowH, p.Ev)
 	dp := product(vf, dN, dt.rowH)
-	for j := range gradMMARows / 8 {
+	for j := range w.keys / 8 {
 		for c := range 2 {
 			for i := range 2 {
 				x := dp[4*j+2*i+c]
@@ -236,7 +237,7 @@ func (w *attnMMA) gradBody(operands []attnOperand, outs map[string]string) {
 	accumulate(dk, aFrags(dp), qK, qt.rowH, p.E)
 	b.place(skip)
 	b.ins("bar.sync", "0") // every warp is done with the tile
-	b.ins("add.s32", r0, r0, imm(gradMMARows))
+	b.ins("add.s32", r0, r0, imm(w.keys))
 	more := b.reg(rPred)
 	b.ins("setp.lt.u32", more, r0, imm(p.L))
 	b.braIf(more, rowLoop)
@@ -297,7 +298,7 @@ func (w *attnMMA) rowStats(oOp, doOp, lseOp attnOperand, b0, h, r0, lseSh, dSh s
 	d := p.Op.Args[0].Type.DType
 	done := b.label("grad_stats")
 	idle := b.reg(rPred)
-	b.ins("setp.ge.u32", idle, w.tid, imm(gradMMARows))
+	b.ins("setp.ge.u32", idle, w.tid, imm(w.keys))
 	b.braIf(idle, done)
 	row := a.reg(a.add(r0, w.tid))
 	nl, dsum := b.reg(rF32), b.reg(rF32)
@@ -339,7 +340,7 @@ func (w *attnMMA) rowStats(oOp, doOp, lseOp attnOperand, b0, h, r0, lseSh, dSh s
 func attentionGradMMAKernel(k Kernel, p AttentionPlan, outs map[string]*ir.Value) (string, Launch, error) {
 	g := k.Graph
 	b := newBuilder(k.Name)
-	w := &attnMMA{b: b, a: ia{b}, p: p, eb: 2}
+	w := &attnMMA{b: b, a: ia{b}, p: p, eb: 2, keys: attnmma.GradRowTile(p.Op)} // keys: the row tile
 	ptr, args, operands, err := bindMMA(b, k, p.Op)
 	if err != nil {
 		return "", Launch{}, err
@@ -349,7 +350,7 @@ func attentionGradMMAKernel(k Kernel, p AttentionPlan, outs map[string]*ir.Value
 		regs[wrt] = ptr[v]
 	}
 	b.comment = []string{
-		fmt.Sprintf("%s: attention's %s on tensor cores (mma.sync), %d keys per block, %d-row q/do tiles by cp.async", k.Name, strings.Join(gradNames(regs), " and "), gradMMAKeys, gradMMARows),
+		fmt.Sprintf("%s: attention's %s on tensor cores (mma.sync), %d keys per block, %d-row q/do tiles by cp.async", k.Name, strings.Join(gradNames(regs), " and "), gradMMAKeys, w.keys),
 		"  " + g.Format(p.Op),
 	}
 	b.perf = fmt.Sprintf(".maxntid %d, 1, 1", 32*attnWarps)

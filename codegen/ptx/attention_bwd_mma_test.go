@@ -38,10 +38,10 @@ func TestAttentionGradMMA(t *testing.T) {
 	}
 }
 
-// TestAttentionGradMMAChoice: dk and dv of f16/bf16 attention, head dims multiples of 16 up to
-// 96 (attnmma.FitsGrad: up to 64 without a bias; FitsGradWide: a bias, 80 and 96), take the
-// tensor-core template, and so does dq (attention_bwd_dq_mma.go); head dim 128, odd head dims and
-// f32 operands keep the CUDA-core templates.
+// TestAttentionGradMMAChoice: dk and dv of f16/bf16 attention, head dims multiples of 16
+// (attnmma.FitsGrad: up to 64 without a bias; FitsGradWide: up to 128, up to 96 with a bias),
+// take the tensor-core template, and so does dq (attention_bwd_dq_mma.go); a bias at head dim
+// 128, odd head dims and f32 operands keep the CUDA-core templates.
 func TestAttentionGradMMAChoice(t *testing.T) {
 	for _, c := range []struct {
 		c   attnCase
@@ -52,7 +52,7 @@ func TestAttentionGradMMAChoice(t *testing.T) {
 		{attnCase{1, 2, 2, 40, 40, 16, 32, ops.MaskNone, nil, nil, ir.BF16}, "v", true},
 		{attnCase{1, 2, 2, 40, 40, 64, 64, ops.MaskNone, []int{1, 2, 40, 40}, nil, ir.F16}, "kv", true}, // FitsGradWide
 		{attnCase{1, 2, 2, 40, 40, 80, 80, ops.MaskNone, nil, nil, ir.F16}, "kv", true},                 // FitsGradWide
-		{attnCase{1, 2, 2, 40, 40, 128, 128, ops.MaskNone, nil, nil, ir.F16}, "kv", false},
+		{attnCase{1, 2, 2, 40, 40, 128, 128, ops.MaskNone, []int{1, 2, 40, 40}, nil, ir.F16}, "kv", false},
 		{attnCase{1, 2, 2, 40, 40, 24, 24, ops.MaskNone, nil, nil, ir.BF16}, "k", false},
 		{attnCase{1, 2, 2, 40, 40, 64, 64, ops.MaskNone, nil, nil, ir.F32}, "kv", false},
 		{attnCase{1, 2, 2, 40, 40, 64, 64, ops.MaskNone, nil, nil, ir.F16}, "q", true}, // dq: attention_bwd_dq_mma.go
