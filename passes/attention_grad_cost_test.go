@@ -59,3 +59,30 @@ func TestAttentionGradCost(t *testing.T) {
 		})
 	}
 }
+
+// TestAttentionGradCostLong logs docs/perf.md's modeled time of the backward's dq and dk/dv
+// kernels at GPT-2 small's attention (12 heads, head dim 64, causal, bf16) and T = 2048: a block
+// per 64 query rows (dq) or 64 keys (dk/dv) of a head, 384 each.
+// go test ./passes -run TestAttentionGradCostLong -v
+func TestAttentionGradCostLong(t *testing.T) {
+	c := attnCase{1, 12, 12, 2048, 2048, 64, 64, ops.MaskCausal, nil, ir.BF16}
+	_, g, _ := c.gradients(t)
+	res, err := Run(g, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0.0
+	for i, k := range res.Kernels.Kernels {
+		n := countOps(k.Body, ops.AttentionGradOp)
+		if n == 0 {
+			continue
+		}
+		ks := res.Stats.PerKernel[i]
+		total += ks.ModeledTimeUS
+		t.Logf("%s (%d attention_grad): %d blocks, %.3g flops, %.1f µs modeled", k.Name, n, ks.Blocks, float64(ks.Flops), ks.ModeledTimeUS)
+		if ks.Blocks != 12*2048/64 {
+			t.Errorf("%s: %d blocks, want %d", k.Name, ks.Blocks, 12*2048/64)
+		}
+	}
+	t.Logf("dq and dk/dv: %.1f µs modeled", total)
+}

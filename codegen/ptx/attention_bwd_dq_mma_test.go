@@ -1,12 +1,14 @@
 package ptx
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/gcomp/gcomp/codegen/attnmma"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ops"
+	"github.com/gcomp/gcomp/runtime/ref"
 	"github.com/gcomp/gcomp/sim"
 )
 
@@ -111,4 +113,45 @@ func TestAttentionGradDQMMAChoice(t *testing.T) {
 			t.Errorf("%s dq: mma.sync %v, want %v", c.c, got, c.mma)
 		}
 	}
+}
+
+// TestAttentionGradDQMMACost logs docs/perf.md's comparison of the dq templates on the simulator,
+// same inputs (the tensor-core results checked against the reference): warp instructions and mma
+// issued, tensor cores against CUDA cores, at gpt's shape (4 heads, T = 64, head dim 32, causal,
+// bf16) and longer ones; it fails if the tensor-core kernel issues more warp instructions.
+// go test ./codegen/ptx -run TestAttentionGradDQMMACost -v
+func TestAttentionGradDQMMACost(t *testing.T) {
+	rows := []string{"| dq (B, H, KVH, L = S, E = Ev, mask, dtype) | warp instructions, tensor cores | CUDA cores | ratio | mma | sm_80 registers, tensor / CUDA cores |", "|---|---:|---:|---:|---:|---|"}
+	for _, c := range []attnCase{
+		{1, 4, 4, 64, 64, 32, 32, ops.MaskCausal, nil, nil, ir.BF16},
+		{1, 2, 1, 256, 256, 64, 64, ops.MaskCausal, nil, nil, ir.F16},
+		{1, 2, 2, 256, 256, 128, 128, ops.MaskNone, []int{1, 2, 256, 256}, nil, ir.BF16},
+	} {
+		g := attnGradGraph(t, c, "q")
+		in := attnGradInputs(t, g, 7)
+		k := Kernel{Name: "k0_attention_grad", Graph: g}
+		mma := runKernel(t, k, in)
+		want, err := ref.Run(g, in, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkGrad(t, mma.out["dq"], want["dq"])
+		entry, l, err := bwdKernel(k, g.Outputs[0].Value, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := fmt.Sprintf(".version %s\n.target sm_80\n.address_size 64\n\n%s", ptxVersion([]Kernel{k}, harnessTarget), entry)
+		cuda, err := launchSim(t, text, k.Name, l, g, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		regs := assemble(t, text)
+		m, n := mma.stats.WarpInsts, cuda.stats.WarpInsts
+		if m >= n {
+			t.Errorf("%s: %d warp instructions on tensor cores, %d on CUDA cores", c, m, n)
+		}
+		rows = append(rows, fmt.Sprintf("| %d, %d, %d, %d, %d, %s, %s%s | %d | %d | %.3f | %d | %d / %d |", c.b, c.h, c.kvh, c.l, c.e, c.mask, c.d, map[bool]string{true: ", bias"}[c.bias != nil],
+			m, n, float64(m)/float64(n), mma.stats.Classes[sim.ClassTensor], mma.regs["sm_80"], regs["sm_80"]))
+	}
+	t.Log("\n" + strings.Join(rows, "\n"))
 }
