@@ -68,24 +68,9 @@ func (w *attnMMA) gradDQ(out string) {
 	blockLast := w.limit(lastRow, "")
 
 	// Q's, dO's and (for D only) O's A fragments of rows g and g+8, zero past L.
-	var ok [2]string
-	for i, row := range rows {
-		ok[i] = b.reg(rPred)
-		b.ins("setp.lt.u32", ok[i], row, imm(p.L))
-	}
+	ok := w.below(rowA, rowB, p.L)
 	aFrags := func(o attnOperand, n int) [][4]string {
-		f := make([][4]string, n/16)
-		base := a.mad(h, o.strides[1], a.mad(bIdx, o.strides[0], imm(o.off)))
-		var rowAddr [2]string
-		for i, row := range rows {
-			el := a.add(a.mad(a.clamp(row, p.L), o.strides[2], base), a.mul(tq, 2*o.strides[3]))
-			rowAddr[i] = b.reg(rU64)
-			wide := b.reg(rU64)
-			b.ins("mul.wide.u32", wide, a.reg(el), "2")
-			b.ins("add.s64", rowAddr[i], o.ptr, wide)
-		}
-		w.halfA(o, f, rowAddr, ok)
-		return f
+		return w.rowFrags(o, n, bIdx, h, tq, [2]string{rowA, rowB}, ok, p.L)
 	}
 	qf, dof := aFrags(w.ops[0], p.E), aFrags(doOp, p.Ev)
 

@@ -63,23 +63,8 @@ func (w *attnMMA) gradBody(operands []attnOperand, outs map[string]string) {
 	keyB := a.reg(a.add(keyA, imm(8)))
 
 	// K's and V's A fragments of the warp's 16 keys (rows g and g+8), zero past S.
-	frags := func(o attnOperand, n int) [][4]string {
-		f := make([][4]string, n/16)
-		base := a.mad(kh, o.strides[1], a.mad(bIdx, o.strides[0], imm(o.off)))
-		var rowAddr, ok [2]string
-		for i, key := range []string{keyA, keyB} {
-			ok[i] = b.reg(rPred)
-			b.ins("setp.lt.u32", ok[i], key, imm(p.S))
-			el := a.add(a.mad(a.clamp(key, p.S), o.strides[2], base), a.mul(tq, 2*o.strides[3]))
-			rowAddr[i] = b.reg(rU64)
-			wide := b.reg(rU64)
-			b.ins("mul.wide.u32", wide, a.reg(el), "2")
-			b.ins("add.s64", rowAddr[i], o.ptr, wide)
-		}
-		w.halfA(o, f, rowAddr, ok)
-		return f
-	}
-	kf, vf := frags(kOp, p.E), frags(vOp, p.Ev)
+	keys, keyOK := [2]string{keyA, keyB}, w.below(keyA, keyB, p.S)
+	kf, vf := w.rowFrags(kOp, p.E, bIdx, kh, tq, keys, keyOK, p.S), w.rowFrags(vOp, p.Ev, bIdx, kh, tq, keys, keyOK, p.S)
 	bias := w.gradBias(operands, bIdx, keyA, keyB)
 
 	zeros := func(n int) []string {
@@ -275,6 +260,34 @@ func (w *attnMMA) gradBody(operands []attnOperand, outs map[string]string) {
 	if outs["v"] != "" {
 		store(outs["v"], dv, p.Ev, 1)
 	}
+}
+
+// below returns predicates: x < n and y < n.
+func (w *attnMMA) below(x, y string, n int) (ok [2]string) {
+	for i, r := range []string{x, y} {
+		ok[i] = w.b.reg(rPred)
+		w.b.ins("setp.lt.u32", ok[i], r, imm(n))
+	}
+	return ok
+}
+
+// rowFrags loads the 16-bit A fragments of n columns of rows rows[0] and rows[1] (a thread's g
+// and g+8; tq its lane in the quad) of head hh of batch entry b0 of operand o, zero where ok is
+// false (the row is at or past lim, where the address is clamped).
+func (w *attnMMA) rowFrags(o attnOperand, n int, b0, hh, tq string, rows, ok [2]string, lim int) [][4]string {
+	b, a := w.b, w.a
+	f := make([][4]string, n/16)
+	base := a.mad(hh, o.strides[1], a.mad(b0, o.strides[0], imm(o.off)))
+	var rowAddr [2]string
+	for i, row := range rows {
+		el := a.add(a.mad(a.clamp(row, lim), o.strides[2], base), a.mul(tq, 2*o.strides[3]))
+		rowAddr[i] = b.reg(rU64)
+		wide := b.reg(rU64)
+		b.ins("mul.wide.u32", wide, a.reg(el), "2")
+		b.ins("add.s64", rowAddr[i], o.ptr, wide)
+	}
+	w.halfA(o, f, rowAddr, ok)
+	return f
 }
 
 // retarget points tile t's copies at rows r0… of head h of batch entry b0 (the tile's operand is
