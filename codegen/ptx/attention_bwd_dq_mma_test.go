@@ -35,9 +35,7 @@ func TestAttentionGradDQMMA(t *testing.T) {
 		t.Run(c.String(), func(t *testing.T) {
 			t.Parallel()
 			_, res := runGrad(t, c, "q")
-			if !strings.Contains(res.ptx, "mma.sync.aligned.m16n8k16") || strings.Contains(res.ptx, "atom.") || strings.Contains(res.ptx, "\tred.") {
-				t.Error("want mma.sync and no atomics")
-			}
+			checkMMANoAtomics(t, res.ptx)
 			if got, want := res.stats.Classes[sim.ClassTensor], int64(mmaDQCount(c)); got != want {
 				t.Errorf("%d mma issued, want %d", got, want)
 			}
@@ -121,13 +119,22 @@ func TestAttentionGradDQMMAChoice(t *testing.T) {
 // bf16) and longer ones; it fails if the tensor-core kernel issues more warp instructions.
 // go test ./codegen/ptx -run TestAttentionGradDQMMACost -v
 func TestAttentionGradDQMMACost(t *testing.T) {
-	rows := []string{"| dq (B, H, KVH, L = S, E = Ev, mask, dtype) | warp instructions, tensor cores | CUDA cores | ratio | mma | sm_80 registers, tensor / CUDA cores |", "|---|---:|---:|---:|---:|---|"}
-	for _, c := range []attnCase{
+	t.Log("\n" + gradCostTable(t, "q", []attnCase{
 		{1, 4, 4, 64, 64, 32, 32, ops.MaskCausal, nil, nil, ir.BF16},
 		{1, 2, 1, 256, 256, 64, 64, ops.MaskCausal, nil, nil, ir.F16},
 		{1, 2, 2, 256, 256, 128, 128, ops.MaskNone, []int{1, 2, 256, 256}, nil, ir.BF16},
-	} {
-		g := attnGradGraph(t, c, "q")
+	}))
+}
+
+// gradCostTable runs each case's attention_grad kernel (wrt as attnGradGraph's) on tensor cores,
+// checked against the reference, and the CUDA-core template on the same inputs, and tabulates
+// their warp instructions, the mma issued and ptxas's sm_80 registers; it fails where the
+// tensor-core kernel issues more warp instructions.
+func gradCostTable(t *testing.T, wrt string, cases []attnCase) string {
+	t.Helper()
+	rows := []string{fmt.Sprintf("| %s (B, H, KVH, L = S, E = Ev, mask, dtype) | warp instructions, tensor cores | CUDA cores | ratio | mma | sm_80 registers, tensor / CUDA cores |", map[string]string{"q": "dq", "kv": "dk and dv"}[wrt]), "|---|---:|---:|---:|---:|---|"}
+	for _, c := range cases {
+		g := attnGradGraph(t, c, wrt)
 		in := attnGradInputs(t, g, 7)
 		k := Kernel{Name: "k0_attention_grad", Graph: g}
 		mma := runKernel(t, k, in)
@@ -135,7 +142,9 @@ func TestAttentionGradDQMMACost(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		checkGrad(t, mma.out["dq"], want["dq"])
+		for _, o := range g.Outputs {
+			checkGrad(t, mma.out[o.Name], want[o.Name])
+		}
 		entry, l, err := bwdKernel(k, g.Outputs[0].Value, false)
 		if err != nil {
 			t.Fatal(err)
@@ -153,5 +162,14 @@ func TestAttentionGradDQMMACost(t *testing.T) {
 		rows = append(rows, fmt.Sprintf("| %d, %d, %d, %d, %d, %s, %s%s | %d | %d | %.3f | %d | %d / %d |", c.b, c.h, c.kvh, c.l, c.e, c.mask, c.d, map[bool]string{true: ", bias"}[c.bias != nil],
 			m, n, float64(m)/float64(n), mma.stats.Classes[sim.ClassTensor], mma.regs["sm_80"], regs["sm_80"]))
 	}
-	t.Log("\n" + strings.Join(rows, "\n"))
+	return strings.Join(rows, "\n")
+}
+
+// checkMMANoAtomics fails unless a tensor-core backward kernel's text has mma.sync m16n8k16 and
+// no atomics (every element summed by one thread in a fixed order).
+func checkMMANoAtomics(t *testing.T, text string) {
+	t.Helper()
+	if !strings.Contains(text, "mma.sync.aligned.m16n8k16") || strings.Contains(text, "atom.") || strings.Contains(text, "\tred.") {
+		t.Error("want mma.sync and no atomics")
+	}
 }

@@ -1,14 +1,11 @@
 package ptx
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ops"
-	"github.com/gcomp/gcomp/runtime/ref"
-	"github.com/gcomp/gcomp/sim"
 )
 
 // TestAttentionGradMMA runs the tensor-core dk/dv template on the simulator (memcheck,
@@ -30,9 +27,7 @@ func TestAttentionGradMMA(t *testing.T) {
 			t.Run(c.String()+"_d"+wrt, func(t *testing.T) {
 				t.Parallel()
 				_, res := runGrad(t, c, wrt)
-				if !strings.Contains(res.ptx, "mma.sync.aligned.m16n8k16") || strings.Contains(res.ptx, "atom.") || strings.Contains(res.ptx, "\tred.") {
-					t.Error("want mma.sync and no atomics")
-				}
+				checkMMANoAtomics(t, res.ptx)
 			})
 		}
 	}
@@ -73,38 +68,8 @@ func TestAttentionGradMMAChoice(t *testing.T) {
 // head dim 32, causal, bf16) and a longer one; it fails if the tensor-core kernel issues more
 // warp instructions. go test ./codegen/ptx -run TestAttentionGradMMACost -v
 func TestAttentionGradMMACost(t *testing.T) {
-	rows := []string{"| dk and dv (B, H, KVH, L = S, E = Ev, mask, dtype) | warp instructions, tensor cores | CUDA cores | ratio | mma | sm_80 registers, tensor / CUDA cores |", "|---|---:|---:|---:|---:|---|"}
-	for _, c := range []attnCase{
+	t.Log("\n" + gradCostTable(t, "kv", []attnCase{
 		{1, 4, 4, 64, 64, 32, 32, ops.MaskCausal, nil, nil, ir.BF16},
 		{1, 2, 1, 256, 256, 64, 64, ops.MaskCausal, nil, nil, ir.F16},
-	} {
-		g := attnGradGraph(t, c, "kv")
-		in := attnGradInputs(t, g, 7)
-		k := Kernel{Name: "k0_attention_grad", Graph: g}
-		mma := runKernel(t, k, in)
-		want, err := ref.Run(g, in, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, o := range g.Outputs {
-			checkGrad(t, mma.out[o.Name], want[o.Name])
-		}
-		entry, l, err := bwdKernel(k, g.Outputs[0].Value, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		text := fmt.Sprintf(".version %s\n.target sm_80\n.address_size 64\n\n%s", ptxVersion([]Kernel{k}, harnessTarget), entry)
-		cuda, err := launchSim(t, text, k.Name, l, g, in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		regs := assemble(t, text)
-		m, n := mma.stats.WarpInsts, cuda.stats.WarpInsts
-		if m >= n {
-			t.Errorf("%s: %d warp instructions on tensor cores, %d on CUDA cores", c, m, n)
-		}
-		rows = append(rows, fmt.Sprintf("| %d, %d, %d, %d, %d, %s, %s | %d | %d | %.3f | %d | %d / %d |", c.b, c.h, c.kvh, c.l, c.e, c.mask, c.d,
-			m, n, float64(m)/float64(n), mma.stats.Classes[sim.ClassTensor], mma.regs["sm_80"], regs["sm_80"]))
-	}
-	t.Log("\n" + strings.Join(rows, "\n"))
+	}))
 }
