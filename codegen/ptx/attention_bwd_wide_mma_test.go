@@ -100,3 +100,26 @@ func TestAttentionGradMMAWideChoice(t *testing.T) {
 		}
 	}
 }
+
+// TestAttentionGradMMAWideBlockOrders: each dk and dv element is summed by one thread in a fixed
+// order (no atomics), so the tensor-core dk/dv with a bias, and at head dim 128, give the same
+// bits under every block order, with no race on global memory.
+func TestAttentionGradMMAWideBlockOrders(t *testing.T) {
+	for _, c := range []attnCase{
+		{1, 4, 2, 90, 150, 96, 96, ops.MaskCausal, []int{1, 4, 90, 150}, nil, ir.BF16},
+		{1, 2, 1, 40, 150, 128, 128, ops.MaskNone, nil, nil, ir.F16},
+	} {
+		for _, wrt := range []string{"k", "v"} {
+			g := attnGradGraph(t, c, wrt)
+			k := Kernel{Name: "k0_attention_grad", Graph: g}
+			text, l, err := Generate(k, harnessTarget)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(text, "mma.sync") || l.Grid[0] < 2 {
+				t.Fatalf("%s d%s: want the tensor-core dk/dv over several blocks, grid %v", c, wrt, l.Grid)
+			}
+			checkBlockOrders(t, text, k.Name, l, g, attnGradInputs(t, g, 7))
+		}
+	}
+}
