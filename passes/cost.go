@@ -69,8 +69,12 @@ func kernelCost(k *Kernel, tf32 bool) KernelStats {
 			ks.ReadBytes += int64(v.Type.Bytes()) // a table of literals lives in memory
 		}
 		switch {
-		case attnmma.Fits(v), attnmma.FitsGrad(v):
+		case attnmma.Fits(v):
 			peak = halfFlopsPerSec
+		case v.Op == ops.AttentionGradOp:
+			if _, ok := attnmma.GradTakes(v); ok { // dk/dv or dq on tensor cores
+				peak = halfFlopsPerSec
+			}
 		case tf32 && attnmma.FitsTF32(v):
 			peak = tf32FlopsPerSec
 		}
@@ -129,7 +133,7 @@ func isContractionOp(op string) bool { return op == "dot_general" || op == "conv
 // (one per 32 columns where the reduced axis is not the innermost; one per 256 elements of a
 // full reduction, which splits), one for a persistent kernel; an attention kernel launches a
 // block per four query rows of a head, or its split-KV plan's blocks for a few rows (the
-// tensor-core templates: attnmma's Blocks, and GradBlocks for dk and dv).
+// tensor-core templates: attnmma's Blocks, and GradTakes's grids for dk/dv and dq).
 func blocks(k *Kernel, tf32 bool) int {
 	n := k.Space.NumElements()
 	switch k.Kind {
@@ -145,8 +149,8 @@ func blocks(k *Kernel, tf32 bool) int {
 			if attnmma.Takes(v, tf32) { // the tensor-core template (codegen/attnmma)
 				return attnmma.Blocks(v)
 			}
-			if attnmma.FitsGrad(v) { // dk and dv on tensor cores
-				return attnmma.GradBlocks(v)
+			if n, ok := attnmma.GradTakes(v); ok { // dk/dv or dq on tensor cores
+				return n
 			}
 		}
 		if len(k.Space) >= 3 { // [B, H, L, Ev] or attention_lse's [B, H, L]: a block per attnRows

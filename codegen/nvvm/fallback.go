@@ -3,13 +3,16 @@ package nvvm
 import (
 	"fmt"
 
+	"github.com/gcomp/gcomp/codegen/attnmma"
 	"github.com/gcomp/gcomp/codegen/plan"
 )
 
 // borrowed reports whether k takes a template this package has no counterpart for, whose
 // kernels codegen/backend's nvvm producer takes from codegen/ptx rather than refuse the model:
-// the tensor-core GEMM over a quantized weight (plan.QuantizedMMA), and a persistent kernel with
-// a stage at symbolic sizes (codegen/ptx's sympersist.go). The launch records it
+// the tensor-core GEMM over a quantized weight (plan.QuantizedMMA), a persistent kernel with
+// a stage at symbolic sizes (codegen/ptx's sympersist.go), and attention's dk/dv and dq on
+// tensor cores where this package's dk/dv template (attnmma.FitsGrad) does not reach
+// (attnmma.FitsGradWide: a bias, head dims over 64; attnmma.FitsGradDQ). The launch records it
 // (Producer "ptx" and a note); both producers share names, parameters and launches, so one plan
 // runs the merged module. (The tensor-core attention forward writing its rows' log-sum-exp and
 // dk/dv on tensor cores, once borrowed, are attention_lse_mma.go's and attention_bwd_mma.go's.)
@@ -26,6 +29,13 @@ func borrowedTemplate(k plan.Kernel, t plan.Target) string {
 		}
 	}
 	switch plan.Template(k) {
+	case "attention backward": // attention_grad
+		if op, ok := plan.BackwardAttention(k.Graph); ok && attnmma.FitsGradWide(op) && !attnmma.FitsGrad(op) {
+			return "tensor-core attention dk/dv with a bias or head dims over 64"
+		}
+		if op, ok := plan.BackwardAttention(k.Graph); ok && attnmma.FitsGradDQ(op) {
+			return "tensor-core attention dq"
+		}
 	case "contraction":
 		if plan.QuantizedMMA(k) {
 			return "quantized tensor-core GEMM"

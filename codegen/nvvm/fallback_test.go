@@ -15,7 +15,8 @@ import (
 )
 
 // TestFallback: a kernel of a template this package has no counterpart for (the tensor-core GEMM
-// over a quantized weight, dk/dv on tensor cores) is refused by the NVVM producer (nvvm.Refused; nvvm.Lacks
+// over a quantized weight, dk/dv with a bias or head dims over 64 and dq on tensor cores) is
+// refused by the NVVM producer (nvvm.Refused; nvvm.Lacks
 // names it), and codegen/backend's nvvm producer compiles the module with codegen/ptx's entry for
 // it beside libNVVM's for the others, in the kernels' order; the launch says whose entry it runs,
 // and the kernel's outputs equal the reference.
@@ -24,6 +25,7 @@ func TestFallback(t *testing.T) {
 	loop := ir.NewGraph("neg")
 	x := loop.Input("x", ir.T(ir.F32, 16), nil)
 	loop.SetOutput("y", loop.Add("neg", x.Type, nil, x))
+	dq := nvvm.AttentionGradGraph(t, ir.BF16, "q")
 	for _, tc := range []struct {
 		name     string
 		graph    *ir.Graph
@@ -36,6 +38,7 @@ func TestFallback(t *testing.T) {
 	}{
 		{"quantized gemm", nvvm.QMMAGraph(t), false, plan.Target{SM: 80}, false, quantInputs, 2e-3, "quantized tensor-core GEMM"},
 		{"quantized gemm between loops", nvvm.QMMAGraph(t), false, plan.Target{SM: 80}, true, quantInputs, 2e-3, "quantized tensor-core GEMM"},
+		{"bf16 dq", dq, false, plan.Target{SM: 80}, true, nvvm.AttentionGradForward(t, dq), 2e-2, "tensor-core attention dq"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			k := plan.Kernel{Name: "k1_borrowed", Graph: tc.graph, InPlace: tc.inPlace}

@@ -33,8 +33,9 @@ import (
 //
 // The kernels take the grouped KV heads (dk and dv summed over the query heads of their group in
 // head order) and the additive bias; the position mask, which training does not use, is
-// refused (passes keep the decomposition for it). dk and dv of f16/bf16 attention without a
-// bias and with head dims up to 64 run on tensor cores instead (attention_bwd_mma.go).
+// refused (passes keep the decomposition for it). dk and dv of f16/bf16 attention with head dims
+// up to 128, 96 with a bias (attention_bwd_mma.go), and dq with head dims up to 128
+// (attention_bwd_dq_mma.go) run on tensor cores instead.
 
 // hasLSE reports whether the kernel computes an attention_lse or attention_grad op: attention's
 // backward, alone or (attention_lse) beside the forward.
@@ -67,7 +68,8 @@ func attentionBwdKernel(k Kernel, op *ir.Value) (string, Launch, error) {
 	return bwdKernel(k, op, true)
 }
 
-// bwdKernel is attentionBwdKernel, dk and dv on tensor cores where attnmma.FitsGrad if mma is set.
+// bwdKernel is attentionBwdKernel, dk and dv on tensor cores where attnmma.FitsGrad or
+// FitsGradWide and dq where FitsGradDQ if mma is set.
 func bwdKernel(k Kernel, op *ir.Value, mma bool) (string, Launch, error) {
 	g := k.Graph
 	for _, v := range live(g) {
@@ -110,8 +112,11 @@ func bwdKernel(k Kernel, op *ir.Value, mma bool) (string, Launch, error) {
 		}
 		operands[i] = o
 	}
-	if mma && attnmma.FitsGrad(op) {
+	if mma && (attnmma.FitsGrad(op) || attnmma.FitsGradWide(op)) {
 		return attentionGradMMAKernel(k, w.p, outs) // dk and dv on tensor cores (attention_bwd_mma.go)
+	}
+	if mma && attnmma.FitsGradDQ(op) {
+		return attentionGradDQMMAKernel(k, w.p, op) // dq on tensor cores (attention_bwd_dq_mma.go)
 	}
 	out := w.ptr[op]
 	regs := map[string]string{} // the outputs' address registers by wrt

@@ -14,7 +14,9 @@ import (
 // FlashAttention-2's key-block loop: a block of 4 warps owns 64 keys of one (batch, KV head), 16
 // per warp, whose K and V rows it keeps as mma A fragments in registers and whose dk and dv it
 // accumulates in f32 registers. It loops over the query heads of the KV head's group (in head
-// order) and over tiles of 32 query rows (a causal block starts at the tile of its first key),
+// order) and over tiles of 32 query rows (16 where a head dim exceeds 96: attnmma.GradRowTile,
+// which keeps Sᵀ and dPᵀ small enough for 0 spills at 128; a causal block starts at the tile of
+// its first key),
 // staging each tile's q and do rows in shared memory by cp.async, and the rows' LSE·log₂e and
 // D = rowsum(do∘o) (a thread per row, in f32, in column order). Per tile a warp computes
 //
@@ -24,13 +26,15 @@ import (
 // with Pᵀ and dSᵀ rounded to the operands' dtype in registers, where the accumulators' layout is
 // that of A fragments (as the forward's P), and Q and dO read with ldmatrix (.trans where rows are
 // the product's k). Every dk and dv element is summed by one thread in a fixed order: results are
-// deterministic. dk is scaled by scale at the store. The CUDA-core template keeps the rest
-// (bias, head dims over 64, f32, position masks: attnmma.FitsGrad, which the passes' cost model
-// asks too).
+// deterministic. dk is scaled by scale at the store. With the additive bias (attnmma.FitsGradWide,
+// which also takes head dims up to attnmma.GradWideMaxDim, GradBiasMaxDim with a bias) each
+// thread reads the bias elements of its Pᵀ values from global memory, (row, key) of the query
+// head, where the row is below L. The CUDA-core template keeps the rest (a bias at head dims over
+// GradBiasMaxDim, f32, position masks), as attnmma.FitsGrad and FitsGradWide tell the passes'
+// cost model.
 
 const (
 	gradMMAKeys = attnmma.GradKeys // keys per block, 16 per warp
-	gradMMARows = attnmma.GradRows // query rows per shared tile
 )
 
 // gradBody writes the tensor-core dk/dv template; outs are the outputs' address registers by wrt
@@ -59,23 +63,9 @@ func (w *attnMMA) gradBody(operands []attnOperand, outs map[string]string) {
 	keyB := a.reg(a.add(keyA, imm(8)))
 
 	// K's and V's A fragments of the warp's 16 keys (rows g and g+8), zero past S.
-	frags := func(o attnOperand, n int) [][4]string {
-		f := make([][4]string, n/16)
-		base := a.mad(kh, o.strides[1], a.mad(bIdx, o.strides[0], imm(o.off)))
-		var rowAddr, ok [2]string
-		for i, key := range []string{keyA, keyB} {
-			ok[i] = b.reg(rPred)
-			b.ins("setp.lt.u32", ok[i], key, imm(p.S))
-			el := a.add(a.mad(a.clamp(key, p.S), o.strides[2], base), a.mul(tq, 2*o.strides[3]))
-			rowAddr[i] = b.reg(rU64)
-			wide := b.reg(rU64)
-			b.ins("mul.wide.u32", wide, a.reg(el), "2")
-			b.ins("add.s64", rowAddr[i], o.ptr, wide)
-		}
-		w.halfA(o, f, rowAddr, ok)
-		return f
-	}
-	kf, vf := frags(kOp, p.E), frags(vOp, p.Ev)
+	keys, keyOK := [2]string{keyA, keyB}, w.below(keyA, keyB, p.S)
+	kf, vf := w.rowFrags(kOp, p.E, bIdx, kh, tq, keys, keyOK, p.S), w.rowFrags(vOp, p.Ev, bIdx, kh, tq, keys, keyOK, p.S)
+	bias := w.gradBias(operands, bIdx, keyA, keyB)
 
 	zeros := func(n int) []string {
 		r := make([]string, n)
@@ -87,12 +77,11 @@ func (w *attnMMA) gradBody(operands []attnOperand, outs map[string]string) {
 	}
 	dk, dv := zeros(4*p.E/8), zeros(4*p.Ev/8)
 
-	w.keys = gradMMARows
 	qt := w.tile("qtile", qOp, p.E, bIdx, kh)
 	dt := w.tile("dotile", doOp, p.Ev, bIdx, kh)
 	lseSh, dSh := b.reg(rU32), b.reg(rU32)
-	b.ins("mov.u32", lseSh, b.sharedArray("lsetile", 4*gradMMARows, 16))
-	b.ins("mov.u32", dSh, b.sharedArray("dtile", 4*gradMMARows, 16))
+	b.ins("mov.u32", lseSh, b.sharedArray("lsetile", 4*w.keys, 16))
+	b.ins("mov.u32", dSh, b.sharedArray("dtile", 4*w.keys, 16))
 
 	// ldmatrix lane addresses as the forward's: non-transposed (Qᵀ and dOᵀ as B, the tile's
 	// rows the product's n) and transposed (Q and dO as B, its rows the product's k).
@@ -108,7 +97,7 @@ func (w *attnMMA) gradBody(operands []attnOperand, outs map[string]string) {
 	// The first row tile: a causal block's first key's (rows before it see none of its keys).
 	rowStart := "0"
 	if causal {
-		rowStart = a.reg(a.mul(a.div(blockKey, gradMMARows), gradMMARows))
+		rowStart = a.reg(a.mul(a.div(blockKey, w.keys), w.keys))
 	}
 	c2 := op.Attrs.Float("scale", 1) * math.Log2E
 
@@ -119,6 +108,7 @@ func (w *attnMMA) gradBody(operands []attnOperand, outs map[string]string) {
 	b.place(headLoop)
 	b.ins(`.pragma "nounroll"`)
 	h := a.reg(a.mad(kh, grp, hj))
+	bias.retarget(w, h)
 	r0 := b.reg(rU32)
 	b.ins("mov.u32", r0, a.reg(rowStart))
 	for _, t := range []*kvTile{qt, dt} {
@@ -141,7 +131,7 @@ func (w *attnMMA) gradBody(operands []attnOperand, outs map[string]string) {
 	b.ins("setp.lt.u32", busy, warpKey, imm(p.S))
 	if causal {
 		rl := b.reg(rU32)
-		b.ins("add.s32", rl, r0, imm(gradMMARows-1))
+		b.ins("add.s32", rl, r0, imm(w.keys-1))
 		b.ins("setp.le.and.u32", busy, warpKey, rl, busy)
 	}
 	skip := b.label("grad_skip")
@@ -159,9 +149,9 @@ func (w *attnMMA) gradBody(operands []attnOperand, outs map[string]string) {
 		}
 	}
 	product := func(af [][4]string, addr string, rowH int) []string {
-		s := zeros(4 * gradMMARows / 8)
+		s := zeros(4 * w.keys / 8)
 		for ks := range af {
-			for np := range gradMMARows / 16 {
+			for np := range w.keys / 16 {
 				mma2(s, af[ks], false, addr, 2*(16*np*rowH+16*ks), np)
 			}
 		}
@@ -170,8 +160,8 @@ func (w *attnMMA) gradBody(operands []attnOperand, outs map[string]string) {
 	s := product(kf, qN, qt.rowH)
 	// Pᵀ, 0 where the row is past L or (causal) before the key.
 	rowOff := a.reg(a.mul(tq, 2))
-	nl, dr := make([]string, gradMMARows/4), make([]string, gradMMARows/4) // by (j, c)
-	for j := range gradMMARows / 8 {
+	nl, dr := make([]string, w.keys/4), make([]string, w.keys/4) // by (j, c)
+	for j := range w.keys / 8 {
 		for c := range 2 {
 			at := a.reg(a.add(rowOff, imm(8*j+c)))
 			off := a.reg(a.mul(at, 4))
@@ -187,7 +177,12 @@ func (w *attnMMA) gradBody(operands []attnOperand, outs map[string]string) {
 					b.ins("setp.ge.and.u32", ok, row, key, ok)
 				}
 				r := s[4*j+2*i+c]
-				b.ins("fma.rn.f32", r, r, immF32(c2), x)
+				if bias != nil { // Sᵀ·scale + bias, then in base 2
+					b.ins("fma.rn.f32", r, r, immF32(op.Attrs.Float("scale", 1)), bias.load(w, row, i, ok))
+					b.ins("fma.rn.f32", r, r, immF32(math.Log2E), x)
+				} else {
+					b.ins("fma.rn.f32", r, r, immF32(c2), x)
+				}
 				b.ins("ex2.approx.ftz.f32", r, r)
 				b.ins("selp.f32", r, r, immF32(0), ok)
 			}
@@ -195,7 +190,7 @@ func (w *attnMMA) gradBody(operands []attnOperand, outs map[string]string) {
 	}
 	// A fragments of keys × rows 16kk…: accumulator tiles 2kk and 2kk+1, as the forward's P.
 	aFrags := func(x []string) [][4]string {
-		f := make([][4]string, gradMMARows/16)
+		f := make([][4]string, w.keys/16)
 		for kk := range f {
 			for j := range 4 {
 				c := 4*(2*kk+j/2) + 2*(j%2)
@@ -215,7 +210,7 @@ func (w *attnMMA) gradBody(operands []attnOperand, outs map[string]string) {
 	}
 	accumulate(dv, aFrags(s), dK, dt.rowH, p.Ev)
 	dp := product(vf, dN, dt.rowH)
-	for j := range gradMMARows / 8 {
+	for j := range w.keys / 8 {
 		for c := range 2 {
 			for i := range 2 {
 				x := dp[4*j+2*i+c]
@@ -227,7 +222,7 @@ func (w *attnMMA) gradBody(operands []attnOperand, outs map[string]string) {
 	accumulate(dk, aFrags(dp), qK, qt.rowH, p.E)
 	b.place(skip)
 	b.ins("bar.sync", "0") // every warp is done with the tile
-	b.ins("add.s32", r0, r0, imm(gradMMARows))
+	b.ins("add.s32", r0, r0, imm(w.keys))
 	more := b.reg(rPred)
 	b.ins("setp.lt.u32", more, r0, imm(p.L))
 	b.braIf(more, rowLoop)
@@ -267,6 +262,34 @@ func (w *attnMMA) gradBody(operands []attnOperand, outs map[string]string) {
 	}
 }
 
+// below returns predicates: x < n and y < n.
+func (w *attnMMA) below(x, y string, n int) (ok [2]string) {
+	for i, r := range []string{x, y} {
+		ok[i] = w.b.reg(rPred)
+		w.b.ins("setp.lt.u32", ok[i], r, imm(n))
+	}
+	return ok
+}
+
+// rowFrags loads the 16-bit A fragments of n columns of rows rows[0] and rows[1] (a thread's g
+// and g+8; tq its lane in the quad) of head hh of batch entry b0 of operand o, zero where ok is
+// false (the row is at or past lim, where the address is clamped).
+func (w *attnMMA) rowFrags(o attnOperand, n int, b0, hh, tq string, rows, ok [2]string, lim int) [][4]string {
+	b, a := w.b, w.a
+	f := make([][4]string, n/16)
+	base := a.mad(hh, o.strides[1], a.mad(b0, o.strides[0], imm(o.off)))
+	var rowAddr [2]string
+	for i, row := range rows {
+		el := a.add(a.mad(a.clamp(row, lim), o.strides[2], base), a.mul(tq, 2*o.strides[3]))
+		rowAddr[i] = b.reg(rU64)
+		wide := b.reg(rU64)
+		b.ins("mul.wide.u32", wide, a.reg(el), "2")
+		b.ins("add.s64", rowAddr[i], o.ptr, wide)
+	}
+	w.halfA(o, f, rowAddr, ok)
+	return f
+}
+
 // retarget points tile t's copies at rows r0… of head h of batch entry b0 (the tile's operand is
 // [B, H, rows, n] through its strides).
 func (w *attnMMA) retarget(t *kvTile, b0, h, r0 string) {
@@ -288,7 +311,7 @@ func (w *attnMMA) rowStats(oOp, doOp, lseOp attnOperand, b0, h, r0, lseSh, dSh s
 	d := p.Op.Args[0].Type.DType
 	done := b.label("grad_stats")
 	idle := b.reg(rPred)
-	b.ins("setp.ge.u32", idle, w.tid, imm(gradMMARows))
+	b.ins("setp.ge.u32", idle, w.tid, imm(w.keys))
 	b.braIf(idle, done)
 	row := a.reg(a.add(r0, w.tid))
 	nl, dsum := b.reg(rF32), b.reg(rF32)
@@ -330,7 +353,7 @@ func (w *attnMMA) rowStats(oOp, doOp, lseOp attnOperand, b0, h, r0, lseSh, dSh s
 func attentionGradMMAKernel(k Kernel, p AttentionPlan, outs map[string]*ir.Value) (string, Launch, error) {
 	g := k.Graph
 	b := newBuilder(k.Name)
-	w := &attnMMA{b: b, a: ia{b}, p: p, eb: 2}
+	w := &attnMMA{b: b, a: ia{b}, p: p, eb: 2, keys: attnmma.GradRowTile(p.Op)} // keys: the row tile
 	ptr, args, operands, err := bindMMA(b, k, p.Op)
 	if err != nil {
 		return "", Launch{}, err
@@ -340,7 +363,7 @@ func attentionGradMMAKernel(k Kernel, p AttentionPlan, outs map[string]*ir.Value
 		regs[wrt] = ptr[v]
 	}
 	b.comment = []string{
-		fmt.Sprintf("%s: attention's %s on tensor cores (mma.sync), %d keys per block, %d-row q/do tiles by cp.async", k.Name, strings.Join(gradNames(regs), " and "), gradMMAKeys, gradMMARows),
+		fmt.Sprintf("%s: attention's %s on tensor cores (mma.sync), %d keys per block, %d-row q/do tiles by cp.async", k.Name, strings.Join(gradNames(regs), " and "), gradMMAKeys, w.keys),
 		"  " + g.Format(p.Op),
 	}
 	b.perf = fmt.Sprintf(".maxntid %d, 1, 1", 32*attnWarps)

@@ -1,14 +1,11 @@
 package ptx
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ops"
-	"github.com/gcomp/gcomp/runtime/ref"
-	"github.com/gcomp/gcomp/sim"
 )
 
 // TestAttentionGradMMA runs the tensor-core dk/dv template on the simulator (memcheck,
@@ -30,17 +27,16 @@ func TestAttentionGradMMA(t *testing.T) {
 			t.Run(c.String()+"_d"+wrt, func(t *testing.T) {
 				t.Parallel()
 				_, res := runGrad(t, c, wrt)
-				if !strings.Contains(res.ptx, "mma.sync.aligned.m16n8k16") || strings.Contains(res.ptx, "atom.") || strings.Contains(res.ptx, "\tred.") {
-					t.Error("want mma.sync and no atomics")
-				}
+				checkMMANoAtomics(t, res.ptx)
 			})
 		}
 	}
 }
 
-// TestAttentionGradMMAChoice: dk and dv of f16/bf16 attention without a bias, head dims multiples
-// of 16 up to 64, take the tensor-core template; a bias, wider or odd head dims, f32 operands and
-// dq keep the CUDA-core templates.
+// TestAttentionGradMMAChoice: dk and dv of f16/bf16 attention, head dims multiples of 16
+// (attnmma.FitsGrad: up to 64 without a bias; FitsGradWide: up to 128, up to 96 with a bias),
+// take the tensor-core template, and so does dq (attention_bwd_dq_mma.go); a bias at head dim
+// 128, odd head dims and f32 operands keep the CUDA-core templates.
 func TestAttentionGradMMAChoice(t *testing.T) {
 	for _, c := range []struct {
 		c   attnCase
@@ -49,11 +45,12 @@ func TestAttentionGradMMAChoice(t *testing.T) {
 	}{
 		{attnCase{1, 2, 1, 40, 40, 64, 64, ops.MaskCausal, nil, nil, ir.F16}, "kv", true},
 		{attnCase{1, 2, 2, 40, 40, 16, 32, ops.MaskNone, nil, nil, ir.BF16}, "v", true},
-		{attnCase{1, 2, 2, 40, 40, 64, 64, ops.MaskNone, []int{1, 2, 40, 40}, nil, ir.F16}, "kv", false},
-		{attnCase{1, 2, 2, 40, 40, 80, 80, ops.MaskNone, nil, nil, ir.F16}, "kv", false},
+		{attnCase{1, 2, 2, 40, 40, 64, 64, ops.MaskNone, []int{1, 2, 40, 40}, nil, ir.F16}, "kv", true}, // FitsGradWide
+		{attnCase{1, 2, 2, 40, 40, 80, 80, ops.MaskNone, nil, nil, ir.F16}, "kv", true},                 // FitsGradWide
+		{attnCase{1, 2, 2, 40, 40, 128, 128, ops.MaskNone, []int{1, 2, 40, 40}, nil, ir.F16}, "kv", false},
 		{attnCase{1, 2, 2, 40, 40, 24, 24, ops.MaskNone, nil, nil, ir.BF16}, "k", false},
 		{attnCase{1, 2, 2, 40, 40, 64, 64, ops.MaskNone, nil, nil, ir.F32}, "kv", false},
-		{attnCase{1, 2, 2, 40, 40, 64, 64, ops.MaskNone, nil, nil, ir.F16}, "q", false},
+		{attnCase{1, 2, 2, 40, 40, 64, 64, ops.MaskNone, nil, nil, ir.F16}, "q", true}, // dq: attention_bwd_dq_mma.go
 	} {
 		entry, _, err := Generate(Kernel{Name: "k0", Graph: attnGradGraph(t, c.c, c.wrt)}, Target{SM: 80})
 		if err != nil {
@@ -71,38 +68,8 @@ func TestAttentionGradMMAChoice(t *testing.T) {
 // head dim 32, causal, bf16) and a longer one; it fails if the tensor-core kernel issues more
 // warp instructions. go test ./codegen/ptx -run TestAttentionGradMMACost -v
 func TestAttentionGradMMACost(t *testing.T) {
-	rows := []string{"| dk and dv (B, H, KVH, L = S, E = Ev, mask, dtype) | warp instructions, tensor cores | CUDA cores | ratio | mma | sm_80 registers, tensor / CUDA cores |", "|---|---:|---:|---:|---:|---|"}
-	for _, c := range []attnCase{
+	t.Log("\n" + gradCostTable(t, "kv", []attnCase{
 		{1, 4, 4, 64, 64, 32, 32, ops.MaskCausal, nil, nil, ir.BF16},
 		{1, 2, 1, 256, 256, 64, 64, ops.MaskCausal, nil, nil, ir.F16},
-	} {
-		g := attnGradGraph(t, c, "kv")
-		in := attnGradInputs(t, g, 7)
-		k := Kernel{Name: "k0_attention_grad", Graph: g}
-		mma := runKernel(t, k, in)
-		want, err := ref.Run(g, in, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, o := range g.Outputs {
-			checkGrad(t, mma.out[o.Name], want[o.Name])
-		}
-		entry, l, err := bwdKernel(k, g.Outputs[0].Value, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		text := fmt.Sprintf(".version %s\n.target sm_80\n.address_size 64\n\n%s", ptxVersion([]Kernel{k}, harnessTarget), entry)
-		cuda, err := launchSim(t, text, k.Name, l, g, in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		regs := assemble(t, text)
-		m, n := mma.stats.WarpInsts, cuda.stats.WarpInsts
-		if m >= n {
-			t.Errorf("%s: %d warp instructions on tensor cores, %d on CUDA cores", c, m, n)
-		}
-		rows = append(rows, fmt.Sprintf("| %d, %d, %d, %d, %d, %s, %s | %d | %d | %.3f | %d | %d / %d |", c.b, c.h, c.kvh, c.l, c.e, c.mask, c.d,
-			m, n, float64(m)/float64(n), mma.stats.Classes[sim.ClassTensor], mma.regs["sm_80"], regs["sm_80"]))
-	}
-	t.Log("\n" + strings.Join(rows, "\n"))
+	}))
 }

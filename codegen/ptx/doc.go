@@ -40,7 +40,8 @@
 //     result when the kernel has attention_lse.
 //   - attention backward: attention_lse and attention_grad (dq, dk/dv), FlashAttention-2's
 //     recomputation on CUDA cores (attention_bwd.go); dk and dv of f16/bf16 on mma.sync where
-//     attnmma.FitsGrad (attention_bwd_mma.go).
+//     attnmma.FitsGrad or FitsGradWide (attention_bwd_mma.go, the bias in
+//     attention_bwd_bias_mma.go), dq where attnmma.FitsGradDQ (attention_bwd_dq_mma.go).
 //   - update: one update_slice op (a KV cache's rows at a runtime position), elements moved as
 //     raw bits; with Kernel.InPlace the output is the operand's memory and the grid covers the
 //     update only (update.go).
