@@ -129,7 +129,7 @@ func Compile(g *ir.Graph, opt Options) (*Result, error) {
 		}
 		l := launches[i]
 		pk := artifact.Kernel{Name: k.Name, Entry: l.Entry, Grid: l.Grid, Block: l.Block, SharedBytes: l.SharedBytes, Ops: opNames(k.Ops), Notes: l.Notes,
-			Producer: l.Producer, BindTime: k.BindTime}
+			Producer: l.Producer, BindTime: k.BindTime, PDL: l.PDL}
 		var scratch int64
 		var size string
 		if l.Work != nil {

@@ -141,6 +141,9 @@ type Launch struct {
 	// Checks describe the gathers that record a bad index in the ArgError parameter, by site
 	// number (indexcheck.go); empty when the kernel has no such parameter.
 	Checks []IndexCheck
+	// PDL says the entry keeps the programmatic dependent launch contract (sm_90; codegen/ptx
+	// pdl.go): the runtime may launch it while the kernel before it still runs.
+	PDL bool
 	// Work is how a symbolic kernel's grid follows its element count (symloop.go); nil for a
 	// static kernel, whose Grid is final.
 	Work *SymWork

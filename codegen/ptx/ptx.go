@@ -27,6 +27,9 @@ func Generate(k Kernel, t Target) (string, Launch, error) {
 			l.Checks = IndexChecks(k)
 		}
 	}
+	if pdlTarget(t) {
+		entry, l.PDL = placeDependentLaunch(entry), true
+	}
 	return strings.Join(append(globals, entry), "\n"), l, nil
 }
 
