@@ -54,7 +54,7 @@ var pdlCases = []struct {
 	{"gemv_int4_nk", quantGEMV("nk", "f32", "u8", 1, 64, 256, 4, 32, true), true},
 	{"gemv_int8_kn", quantGEMV("kn", "f32", "i8", 1, 64, 256, 8, 256, false), true},
 	{"gemv_int8_kn_f16_zero", quantGEMV("kn", "f16", "i8", 3, 48, 320, 8, 320, true), true},
-	{"gemv_int8_kn_elements", quantGEMV("kn", "f32", "i8", 1, 64, 256, 8, 64, false), false}, // element loads
+	{"gemv_int8_kn_elements", quantGEMV("kn", "f32", "i8", 1, 64, 256, 8, 64, false), false},              // element loads
 	{"gemv_odd_n", strings.ReplaceAll(instantiateMNK(gemvCases[0].src, 1, 63, 300), "T[", "f16["), false}, // element loads: no preload
 	{"gemv_activation_rhs", `graph g {
   input %x : f32[1,256]
