@@ -35,7 +35,7 @@ func (p *Program) launchBindTime(args [][]Ptr, res *Result) error {
 		if !k.BindTime {
 			continue
 		}
-		c, err := p.mod.Launch(k.Entry, LaunchConfig{Grid: k.Grid, Block: k.Block, SharedBytes: k.SharedBytes}, args[j])
+		c, err := p.mod.Launch(k.Entry, LaunchConfig{Grid: k.Grid, Block: k.Block, SharedBytes: k.SharedBytes, PDL: k.PDL}, args[j])
 		if err != nil {
 			return fmt.Errorf("kernel %s (grid %v, block %v): %w", k.Name, k.Grid, k.Block, err)
 		}

@@ -403,7 +403,7 @@ func (p *Program) launchEach(ctx context.Context, args [][]Ptr, res *Result) err
 			return stopped(p.plan, j, err)
 		}
 		grid := p.grid(k)
-		c, err := p.mod.Launch(k.Entry, LaunchConfig{Grid: grid, Block: k.Block, SharedBytes: k.SharedBytes}, args[j])
+		c, err := p.mod.Launch(k.Entry, LaunchConfig{Grid: grid, Block: k.Block, SharedBytes: k.SharedBytes, PDL: k.PDL}, args[j])
 		if err != nil {
 			return fmt.Errorf("kernel %s (grid %v, block %v): %w", k.Name, grid, k.Block, err)
 		}
