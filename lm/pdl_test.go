@@ -58,3 +58,55 @@ func TestDecodeDependentLaunchSim(t *testing.T) {
 		})
 	}
 }
+
+// TestPrintDecodePDL prints the decode step's modeled time at sm_90 for the benchmark models (go
+// test -v -run PrintDecodePDL ./lm): the default model, which charges every launch in full as at
+// sm_80, and the bound if each programmatic dependent launch hid its whole graph launch (an
+// assumption: cost.go in package passes), each beside the time to read the weights and the cache
+// once. It checks that sm_90 leaves the default model as it is at sm_80.
+func TestPrintDecodePDL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("compiles two large models")
+	}
+	for _, bc := range benchConfigs {
+		g, err := ProgramGraph(bc.c, "decode", 1, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var bytes int
+		for _, v := range append(g.Inputs(), g.Params()...) {
+			bytes += v.Type.Bytes()
+		}
+		readOnce := float64(bytes) / 3.35e6
+		var def80 float64
+		for _, sm := range []int{80, 90} {
+			res, err := compiler.Compile(g, compiler.Options{Target: ptx.Target{SM: sm}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := res.Passes.Stats
+			pdl := 0
+			for _, k := range res.Artifact.Plan.Kernels {
+				if k.PDL {
+					pdl++
+				}
+			}
+			if sm == 80 {
+				def80 = s.ModeledGraphTimeUS
+				if pdl != 0 {
+					t.Errorf("%s at sm_80: %d PDL launches", bc.name, pdl)
+				}
+				continue
+			}
+			if s.ModeledGraphTimeUS != def80 {
+				t.Errorf("%s: sm_90 models %.3f µs, sm_80 %.3f µs", bc.name, s.ModeledGraphTimeUS, def80)
+			}
+			if pdl != s.Kernels || s.PDLKernels != s.Kernels-1 {
+				t.Errorf("%s: %d PDL launches, %d overlapping, of %d kernels", bc.name, pdl, s.PDLKernels, s.Kernels)
+			}
+			t.Logf("%s at sm_90: %d kernels (%d PDL), %.1f µs in kernels; modeled %.1f µs as a CUDA graph (%.3f× the %.1f µs read-once); if PDL hid every dependent launch: %.1f µs (%.3f×)",
+				bc.name, s.Kernels, pdl, s.ModeledKernelTimeUS, s.ModeledGraphTimeUS, s.ModeledGraphTimeUS/readOnce, readOnce,
+				s.ModeledGraphPDLBoundUS, s.ModeledGraphPDLBoundUS/readOnce)
+		}
+	}
+}
