@@ -38,18 +38,18 @@ type Stats struct {
 	// ModeledGraphTimeUS the same kernels replayed as a CUDA graph; ModeledKernelTimeUS the
 	// kernels alone, without launch overhead. EagerModeledTimeUS is one kernel per op, launched
 	// on a stream.
-	ModeledTimeUS       float64       `json:"modeled_time_us"`
-	ModeledGraphTimeUS  float64       `json:"modeled_graph_time_us"`
-	ModeledKernelTimeUS float64       `json:"modeled_kernel_time_us"`
-	EagerModeledTimeUS  float64       `json:"eager_modeled_time_us"`
+	ModeledTimeUS       float64 `json:"modeled_time_us"`
+	ModeledGraphTimeUS  float64 `json:"modeled_graph_time_us"`
+	ModeledKernelTimeUS float64 `json:"modeled_kernel_time_us"`
+	EagerModeledTimeUS  float64 `json:"eager_modeled_time_us"`
 	// PDLKernels (sm_90) counts the kernels launched as programmatic dependent launches with a
 	// kernel before them to overlap; ModeledGraphPDLBoundUS is ModeledGraphTimeUS if each of them
 	// hid its whole graph launch overhead. That is an assumption, not the model: no published
 	// figure says how much PDL hides (cost.go), so ModeledGraphTimeUS charges them in full.
-	PDLKernels             int     `json:"pdl_kernels,omitempty"`
-	ModeledGraphPDLBoundUS float64 `json:"modeled_graph_pdl_bound_us,omitempty"`
-	Model               string        `json:"model"`
-	PerKernel           []KernelStats `json:"per_kernel"`
+	PDLKernels             int           `json:"pdl_kernels,omitempty"`
+	ModeledGraphPDLBoundUS float64       `json:"modeled_graph_pdl_bound_us,omitempty"`
+	Model                  string        `json:"model"`
+	PerKernel              []KernelStats `json:"per_kernel"`
 }
 
 // KernelStats is one kernel's share of the report. ModeledTimeUS is its time on the GPU,
