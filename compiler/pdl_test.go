@@ -37,6 +37,22 @@ func TestPDLLaunches(t *testing.T) {
 			if n, e := strings.Count(text, "griddepcontrol.wait;"), strings.Count(text, ".visible .entry "); n != e {
 				t.Errorf("%d waits in %d entries", n, e)
 			}
+			// Every GEMV template reading its weight (a parameter) by vectors loads its first
+			// weights before the wait; the other kernels wait first.
+			preloads := 0
+			for _, entry := range strings.Split(text, ".visible .entry ")[1:] {
+				name := entry[:strings.IndexByte(entry, '(')]
+				pre := entry[:strings.Index(entry, "griddepcontrol.wait;")]
+				if early, gemv := strings.Contains(pre, "ld.global"), strings.Contains(entry, "// gemv:") && !strings.Contains(entry, ", 1 per load"); early != gemv {
+					t.Errorf("%s: loads before its wait: %v, want %v", name, early, gemv)
+				}
+				if early {
+					preloads++
+				}
+			}
+			if preloads == 0 {
+				t.Error("no entry loads its weights before its wait")
+			}
 			if !strings.Contains(string(plan.JSON()), `"pdl": true`) {
 				t.Error(`the plan's JSON has no "pdl": true`)
 			}

@@ -211,7 +211,7 @@ func gemvKernel(k Kernel, dot *ir.Value, p gemv.Plan, pdl bool, globals *[]strin
 	var pre []val
 	var preOK string
 	colPrologue := w.quant != nil && !w.kContig
-	if pdl && paramWeight(w) {
+	if pdl && paramWeight(k, w) {
 		kk0 := b.reg(rU32)
 		b.ins("mad.lo.s32", kk0, a.reg(kq), imm(kFirst), kBeg)
 		var prologue func() error

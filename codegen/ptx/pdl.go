@@ -1,6 +1,7 @@
 package ptx
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/gcomp/gcomp/ir"
@@ -61,21 +62,41 @@ func placeDependentLaunch(entry string) string {
 	return entry[:pos] + ins + entry[pos:]
 }
 
-// paramWeight reports whether every buffer the GEMV's weight reads is a parameter, which no
-// kernel of the run writes: such loads may come before the wait.
-func paramWeight(w gemvWeight) bool {
+// isParam reports whether v is a buffer of k bound to a model parameter, which no kernel of the
+// run writes: an OpParam of its graph, or an input the compiler names in Kernel.ParamInputs.
+func isParam(k Kernel, v *ir.Value) bool {
+	return v.Op == ir.OpParam || v.Op == ir.OpInput && k.ParamInputs[v.Name]
+}
+
+// paramWeight reports whether every buffer the GEMV's weight reads is a parameter: such loads
+// may come before the wait.
+func paramWeight(k Kernel, w gemvWeight) bool {
 	if w.v == 1 || w.l.v == nil {
 		return false
 	}
 	if w.quant == nil {
-		return w.l.v.Op == ir.OpParam
+		return isParam(k, w.l.v)
 	}
 	for _, a := range w.quant.Args {
-		if a.Op != ir.OpParam {
+		if !isParam(k, a) {
 			return false
 		}
 	}
 	return w.quant.Op == ops.DequantizeOp
+}
+
+// pdlShareKey extends a kernel's ShareKey at a PDL target by which of its inputs are parameters:
+// two kernels of one graph share an entry only if their entries load the same buffers before the
+// wait.
+func pdlShareKey(k Kernel) string {
+	var s strings.Builder
+	s.WriteString("|params:")
+	for i, v := range k.Graph.Inputs() {
+		if k.ParamInputs[v.Name] {
+			fmt.Fprintf(&s, "%d,", i)
+		}
+	}
+	return s.String()
 }
 
 // gemvPreload is the GEMV's hook for a PDL target: before waiting for the previous kernel, each

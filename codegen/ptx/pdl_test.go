@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/runtime/ref"
 	"github.com/gcomp/gcomp/sim"
 	"github.com/gcomp/gcomp/tensor"
@@ -44,36 +43,43 @@ $done:
 
 var pdlCases = []struct {
 	name, src string
-	preload   bool // the GEMV loads its first weights before the wait
+	preload   bool            // the GEMV loads its first weights before the wait
+	params    map[string]bool // Kernel.ParamInputs
 }{
-	{"gemv_kn_f32", strings.ReplaceAll(instantiateMNK(gemvCases[0].src, 1, 64, 700), "T[", "f32["), true},
-	{"gemv_nk_bf16", strings.ReplaceAll(instantiateMNK(gemvCases[1].src, 2, 40, 520), "T[", "bf16["), true},
-	{"gemv_bias_residual", strings.ReplaceAll(instantiateMNK(gemvCases[2].src, 1, 96, 300), "T[", "f32["), true},
-	{"gemv_layernorm", normGEMV("layernorm_bias", "f32", 1, 64, 256, false), true},
-	{"gemv_rmsnorm_nk", normGEMV("rmsnorm", "f16", 2, 48, 256, true), true},
-	{"gemv_int4_nk", quantGEMV("nk", "f32", "u8", 1, 64, 256, 4, 32, true), true},
-	{"gemv_int8_kn", quantGEMV("kn", "f32", "i8", 1, 64, 256, 8, 256, false), true},
-	{"gemv_int8_kn_f16_zero", quantGEMV("kn", "f16", "i8", 3, 48, 320, 8, 320, true), true},
-	{"gemv_int8_kn_elements", quantGEMV("kn", "f32", "i8", 1, 64, 256, 8, 64, false), false},              // element loads
-	{"gemv_odd_n", strings.ReplaceAll(instantiateMNK(gemvCases[0].src, 1, 63, 300), "T[", "f16["), false}, // element loads: no preload
+	{name: "gemv_compiled_weight", src: `graph g {
+  input %x : f32[1,256]
+  input %w : f32[256,64]
+  %0 = dot_general(%x, %w) {lhs_contract=[1], rhs_contract=[0]} : f32[1,64]
+  output y = %0
+}`, preload: true, params: map[string]bool{"w": true}}, // the compiler's kernels take parameters as inputs
+	{"gemv_kn_f32", strings.ReplaceAll(instantiateMNK(gemvCases[0].src, 1, 64, 700), "T[", "f32["), true, nil},
+	{"gemv_nk_bf16", strings.ReplaceAll(instantiateMNK(gemvCases[1].src, 2, 40, 520), "T[", "bf16["), true, nil},
+	{"gemv_bias_residual", strings.ReplaceAll(instantiateMNK(gemvCases[2].src, 1, 96, 300), "T[", "f32["), true, nil},
+	{"gemv_layernorm", normGEMV("layernorm_bias", "f32", 1, 64, 256, false), true, nil},
+	{"gemv_rmsnorm_nk", normGEMV("rmsnorm", "f16", 2, 48, 256, true), true, nil},
+	{"gemv_int4_nk", quantGEMV("nk", "f32", "u8", 1, 64, 256, 4, 32, true), true, nil},
+	{"gemv_int8_kn", quantGEMV("kn", "f32", "i8", 1, 64, 256, 8, 256, false), true, nil},
+	{"gemv_int8_kn_f16_zero", quantGEMV("kn", "f16", "i8", 3, 48, 320, 8, 320, true), true, nil},
+	{"gemv_int8_kn_elements", quantGEMV("kn", "f32", "i8", 1, 64, 256, 8, 64, false), false, nil},              // element loads
+	{"gemv_odd_n", strings.ReplaceAll(instantiateMNK(gemvCases[0].src, 1, 63, 300), "T[", "f16["), false, nil}, // element loads: no preload
 	{"gemv_activation_rhs", `graph g {
   input %x : f32[1,256]
   input %w : f32[256,64]
   %0 = dot_general(%x, %w) {lhs_contract=[1], rhs_contract=[0]} : f32[1,64]
   output y = %0
-}`, false}, // a weight some kernel writes: waits first
+}`, false, nil}, // a weight some kernel writes: waits first
 	{"loop", `graph g {
   input %x : f32[1000]
   param %b : f32[1000]
   %0 = add(%x, %b) : f32[1000]
   %1 = tanh(%0) : f32[1000]
   output y = %1
-}`, false},
+}`, false, nil},
 	{"reduce", `graph g {
   input %x : f32[8,300]
   %0 = reduce_sum(%x) {axes=[1]} : f32[8]
   output y = %0
-}`, false},
+}`, false, nil},
 }
 
 // TestPDLKernels: at sm_90 every entry starts with launch_dependents and is marked PDL, the GEMV
@@ -85,7 +91,7 @@ func TestPDLKernels(t *testing.T) {
 	for _, c := range pdlCases {
 		t.Run(c.name, func(t *testing.T) {
 			g := parse(t, c.src)
-			k := Kernel{Name: "k_" + c.name, Graph: g}
+			k := Kernel{Name: "k_" + c.name, Graph: g, ParamInputs: c.params}
 			old, l80, err := Module([]Kernel{k}, Target{SM: 80})
 			if err != nil {
 				t.Fatal(err)
@@ -117,7 +123,7 @@ func TestPDLKernels(t *testing.T) {
 			}
 			assembleArch(t, text, "sm_90")
 			in := inputsFor(g, 7, 1)
-			got, err := runDependent(t, text, k.Name, l, g, in)
+			got, err := runDependent(t, text, k, l, in)
 			if err != nil {
 				t.Fatalf("dependent launch: %v", err)
 			}
@@ -132,7 +138,7 @@ func TestPDLKernels(t *testing.T) {
 			// The wait moved to the end: the inputs are read before it.
 			late := strings.Replace(text, "\t"+depWait+";\n", "", 1)
 			late = strings.Replace(late, "\tret;\n}", "\t"+depWait+";\n\tret;\n}", 1)
-			if _, err := runDependent(t, late, k.Name, l, g, in); err == nil || !strings.Contains(err.Error(), "dependent-launch race") {
+			if _, err := runDependent(t, late, k, l, in); err == nil || !strings.Contains(err.Error(), "dependent-launch race") {
 				t.Errorf("wait at the end: error %v, want a dependent-launch race", err)
 			}
 		})
@@ -151,11 +157,12 @@ func firstNonDecl(body string) string {
 	return ""
 }
 
-// runDependent runs text's kernel as a dependent launch after touch kernels that wrote each of
-// its inputs (the parameters written by the host alone), with every check on, and returns its
-// outputs.
-func runDependent(t *testing.T, text, kernel string, l Launch, g *ir.Graph, in map[string]*tensor.Tensor) (map[string]*tensor.Tensor, error) {
+// runDependent runs text's kernel k as a dependent launch after touch kernels that wrote each of
+// its inputs (the parameters, and the inputs k.ParamInputs names, written by the host alone),
+// with every check on, and returns its outputs.
+func runDependent(t *testing.T, text string, k Kernel, l Launch, in map[string]*tensor.Tensor) (map[string]*tensor.Tensor, error) {
 	t.Helper()
+	kernel, g := k.Name, k.Graph
 	dev := sim.NewDevice()
 	m, err := dev.Load(text)
 	if err != nil {
@@ -186,6 +193,10 @@ func runDependent(t *testing.T, text, kernel string, l Launch, g *ir.Graph, in m
 		case ArgParam:
 			addr = alloc(in[a.Name].Type.Bytes(), in[a.Name].Bytes())
 		case ArgInput:
+			if k.ParamInputs[a.Name] {
+				addr = alloc(in[a.Name].Type.Bytes(), in[a.Name].Bytes())
+				break
+			}
 			x := in[a.Name]
 			addr = alloc(x.Type.Bytes(), nil)
 			src := alloc(x.Type.Bytes(), x.Bytes())
@@ -222,4 +233,34 @@ func runDependent(t *testing.T, text, kernel string, l Launch, g *ir.Graph, in m
 		got[o.Name] = x
 	}
 	return got, nil
+}
+
+// TestPDLShareKey: at sm_90 two kernels of one graph share an entry only if the same inputs are
+// parameters (the entry loads them before its wait); at sm_80 they share one entry as before.
+func TestPDLShareKey(t *testing.T) {
+	const src = `graph g {
+  input %x : f32[1,256]
+  input %w : f32[256,64]
+  %0 = dot_general(%x, %w) {lhs_contract=[1], rhs_contract=[0]} : f32[1,64]
+  output y = %0
+}`
+	ks := []Kernel{
+		{Name: "k0", Graph: parse(t, src), ParamInputs: map[string]bool{"w": true}},
+		{Name: "k1", Graph: parse(t, src)},
+		{Name: "k2", Graph: parse(t, src), ParamInputs: map[string]bool{"w": true}},
+	}
+	for _, c := range []struct {
+		sm      int
+		entries []string
+	}{{80, []string{"k0", "k0", "k0"}}, {90, []string{"k0", "k1", "k0"}}} {
+		_, ls, err := Module(ks, Target{SM: c.sm})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, l := range ls {
+			if l.Entry != c.entries[i] {
+				t.Errorf("sm_%d: %s runs %s, want %s", c.sm, ks[i].Name, l.Entry, c.entries[i])
+			}
+		}
+	}
 }

@@ -59,6 +59,9 @@ func Module(kernels []Kernel, t Target) (string, []Launch, error) {
 		}
 		seen[k.Name] = true
 		key := ShareKey(k)
+		if key != "" && pdlTarget(t) {
+			key += pdlShareKey(k)
+		}
 		if e := byKey[key]; e != nil && key != "" {
 			launches[i] = Rebind(launches[e.first], k)
 			e.users = append(e.users, k.Name)
