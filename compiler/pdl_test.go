@@ -43,7 +43,8 @@ func TestPDLLaunches(t *testing.T) {
 			for _, entry := range strings.Split(text, ".visible .entry ")[1:] {
 				name := entry[:strings.IndexByte(entry, '(')]
 				pre := entry[:strings.Index(entry, "griddepcontrol.wait;")]
-				if early, gemv := strings.Contains(pre, "ld.global"), strings.Contains(entry, "// gemv:") && !strings.Contains(entry, ", 1 per load"); early != gemv {
+				early, gemv := strings.Contains(pre, "ld.global"), strings.Contains(entry, "// gemv:") && !strings.Contains(entry, ", 1 per load")
+				if early != gemv {
 					t.Errorf("%s: loads before its wait: %v, want %v", name, early, gemv)
 				}
 				if early {
