@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/gcomp/gcomp/ir"
@@ -94,6 +95,10 @@ type Kernel struct {
 	// weights are bound or change, not on every run. They come before the kernels that read
 	// their outputs, which no kernel overwrites.
 	BindTime bool `json:"bind_time,omitempty"`
+	// PDL (sm_90 plans only) says the entry keeps the programmatic dependent launch contract
+	// (codegen/ptx pdl.go): it reads nothing another kernel writes before griddepcontrol.wait, so
+	// the runtime may launch it while the kernel before it still runs.
+	PDL bool `json:"pdl,omitempty"`
 	// IndexChecks describe the gathers that record a bad index in the kernel's error word.
 	IndexChecks []IndexCheck `json:"index_checks,omitempty"`
 	// Work, for a kernel whose element count is known only at run time (version 4), says how
@@ -320,11 +325,20 @@ func (p *Plan) Validate() error {
 				return fmt.Errorf("kernel %s argument %d: unknown kind %q", k.Name, i, a.Kind)
 			}
 		}
+		if k.PDL && !pdlTarget(p.Target) {
+			return fmt.Errorf("kernel %s: a programmatic dependent launch needs sm_90 or later, the plan's target is %s", k.Name, p.Target)
+		}
 		if err := p.validateChecks(k); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// pdlTarget reports whether a plan's target ("sm_90") has griddepcontrol.
+func pdlTarget(target string) bool {
+	sm, err := strconv.Atoi(strings.TrimPrefix(target, "sm_"))
+	return err == nil && strings.HasPrefix(target, "sm_") && sm >= 90
 }
 
 func hash(b []byte) string {

@@ -71,7 +71,8 @@ func Compile(g *ir.Graph, opt Options) (*Result, error) {
 		if symbolic {
 			body = atBound(body)
 		}
-		pk := ptx.Kernel{Name: k.Name, Graph: body, Shared: k.SharedOffsets(), SharedBytes: int(k.SharedBytes), InPlace: k.InPlace, Symbolic: symbolic, Rows: sk.bound}
+		pk := ptx.Kernel{Name: k.Name, Graph: body, Shared: k.SharedOffsets(), SharedBytes: int(k.SharedBytes), InPlace: k.InPlace, Symbolic: symbolic, Rows: sk.bound,
+			ParamInputs: paramInputs(kg, body)}
 		pk.Stages = stageKernels(k, sk.stages)
 		kernels = append(kernels, pk)
 	}
@@ -127,7 +128,7 @@ func Compile(g *ir.Graph, opt Options) (*Result, error) {
 		}
 		l := launches[i]
 		pk := artifact.Kernel{Name: k.Name, Entry: l.Entry, Grid: l.Grid, Block: l.Block, SharedBytes: l.SharedBytes, Ops: opNames(k.Ops), Notes: l.Notes,
-			Producer: l.Producer, BindTime: k.BindTime}
+			Producer: l.Producer, BindTime: k.BindTime, PDL: l.PDL}
 		var scratch int64
 		var size string
 		if l.Work != nil {
@@ -187,6 +188,21 @@ func bind(kg *passes.KernelGraph, offsets map[string]int64, a ptx.Arg, scratch *
 		return artifact.Arg{}, fmt.Errorf("intermediate %s has no place in the memory plan", b.Name)
 	}
 	return artifact.Arg{Kind: artifact.ArgArena, Name: b.Name, Offset: off}, nil
+}
+
+// paramInputs names the inputs of a kernel's body that are the model's parameters (no kernel of
+// a run writes them; codegen/ptx's PDL entries may load them before waiting), or nil for none.
+func paramInputs(kg *passes.KernelGraph, body *ir.Graph) map[string]bool {
+	var ps map[string]bool
+	for _, v := range body.Inputs() {
+		if b := kg.Buffer(v.Name); b != nil && b.Kind == passes.ParamBuffer {
+			if ps == nil {
+				ps = map[string]bool{}
+			}
+			ps[v.Name] = true
+		}
+	}
+	return ps
 }
 
 func alignUp(n int64) int64 { return (n + passes.Alignment - 1) / passes.Alignment * passes.Alignment }

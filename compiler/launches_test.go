@@ -59,6 +59,9 @@ func launches(p *artifact.Plan) string {
 		if k.BindTime {
 			sb.WriteString(" (bind)")
 		}
+		if k.PDL {
+			sb.WriteString(" (pdl)")
+		}
 		fmt.Fprintf(&sb, " grid %v block %v shared %d:", k.Grid, k.Block, k.SharedBytes)
 		for _, a := range k.Args {
 			switch a.Kind {

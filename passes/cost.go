@@ -205,6 +205,36 @@ func decodePlan(k *Kernel) (splitkv.Plan, bool) {
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
+// Programmatic dependent launch (sm_90; codegen/ptx pdl.go, runtime/cuda pdl.go). The CUDA
+// Programming Guide ("Programmatic Dependent Launch and Synchronization") says a kernel launched
+// with programmatic stream serialization may be launched, and run what comes before its
+// griddepcontrol.wait, while the kernel before it still runs; it gives no figure for how much of
+// the launch overhead that hides, and we found no published measurement of it in a replayed CUDA
+// graph. The model therefore charges every kernel its 0.875 µs, PDL or not, and only reports,
+// labelled as an assumption, the bound where each dependent launch hides all of it (Stats.
+// ModeledGraphPDLBoundUS). The kernels' own times stay: the work before the wait (a GEMV's first
+// weights) reads DRAM the kernel before it is already saturating.
+
+// pdlKernels counts the per-run kernels codegen/ptx writes for programmatic dependent launch
+// at sm (every kernel but a custom one, from sm_90) that have a kernel before them in the run to
+// overlap: the first kernel of a run has none.
+func pdlKernels(kg *KernelGraph, sm int) int {
+	if sm < 90 {
+		return 0
+	}
+	n, first := 0, true
+	for _, k := range kg.Kernels {
+		if k.BindTime {
+			continue
+		}
+		if !first && k.Kind != Custom {
+			n++
+		}
+		first = false
+	}
+	return n
+}
+
 // launchesUS is the launch overhead of n kernels, on a stream or in a CUDA graph.
 func launchesUS(n int, graph bool) float64 {
 	if graph {

@@ -384,7 +384,9 @@ func (d *decoder) run(name string) error {
 	case "trap", "brkpt":
 		in.op, in.class = opTrap, ClassControl
 		return nil
-	case "membar", "fence", "nanosleep", "prefetch", "prefetchu", "pmevent", "griddepcontrol":
+	case "griddepcontrol":
+		return d.griddep()
+	case "membar", "fence", "nanosleep", "prefetch", "prefetchu", "pmevent":
 		// Memory is sequentially consistent in the simulator; these only order,
 		// and a fence between blocks (gpu or sys scope) matters to the global racecheck.
 		if (name == "membar" || name == "fence") && !o.has("proxy") && !o.has("cta") && !o.has("cluster") && !o.has("mbarrier_init") {

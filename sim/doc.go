@@ -84,6 +84,14 @@
 // in a seeded random order, so a kernel that depends on blocks running in
 // index order shows it.
 //
+// Dependent-launch check (with the other checks; griddep.go): a launch made
+// with Config.Dependent is a programmatic dependent launch (sm_90
+// griddepcontrol), which on a GPU may run until its griddepcontrol.wait
+// while the launches before it still run. A thread of it that reads before
+// its wait a global byte such a launch wrote, or writes one it touched, is a
+// "dependent-launch race". Launches of modules without launch_dependents
+// cost the check nothing.
+//
 // Concurrency: one launch at a time per Device; do not allocate, free or
 // copy during a launch. Blocks of a launch run in parallel, so results of
 // kernels that race on global memory (or add floats atomically) may vary

@@ -28,6 +28,7 @@ type block struct {
 	last   *allocation // most recently used global allocation
 	clock  uint64
 	steps  int64
+	dep    *depSet // the global bytes its launch touched, for the dependent-launch check (griddep.go)
 }
 
 type barrier struct {
@@ -60,6 +61,7 @@ type warp struct {
 	parkLive uint32 // live lanes when the last lane parked
 	stack    [32][]int32
 	cp       [32]cpState
+	waited   uint32 // lanes past griddepcontrol.wait (griddep.go)
 }
 
 type cpState struct {
@@ -74,7 +76,7 @@ type cpCopy struct {
 }
 
 func newBlock(l *launch) *block {
-	b := &block{l: l, m: l.m, prog: l.m.prog}
+	b := &block{l: l, m: l.m, prog: l.m.prog, dep: l.depRecorder()}
 	b.nthr = l.cfg.Block.count()
 	nw := (b.nthr + 31) / 32
 	for i := 0; i < nw; i++ {
@@ -214,6 +216,7 @@ func (w *warp) reset() {
 	l := b.l
 	clear(w.regs)
 	w.live = 0
+	w.waited = 0
 	w.blocked = 0
 	w.parked = 0
 	w.conv = true
@@ -488,6 +491,8 @@ func (w *warp) step(in *inst, pc int32, mask, exec uint32) error {
 		if exec != 0 {
 			return w.fail(in, bits.TrailingZeros32(exec), "error", "trap executed")
 		}
+	case opGridDep:
+		w.execGridDep(in, exec)
 	case opNop:
 		if g := w.b.l.grace; g != nil && in.sem&semFence != 0 && exec != 0 {
 			g.fence()

@@ -43,6 +43,11 @@ type Config struct {
 	// RaceGlobal checks for races on global memory between the blocks of
 	// the launch (see globalrace.go); blocks then run one at a time.
 	RaceGlobal bool
+	// Dependent makes the launch a programmatic dependent launch of the previous launch on the
+	// device (griddep.go): its threads may run before that one completes, until
+	// griddepcontrol.wait. With checks on, reading before the wait what a launch that may still
+	// run wrote is a "dependent-launch race".
+	Dependent bool
 }
 
 // Limits of the simulated device (sm_80 and later).
@@ -125,6 +130,7 @@ type launch struct {
 	shared   int // bytes per block
 	dynBytes int
 	grace    *globalRace // the global racecheck's state, or nil
+	dep      *depLaunch  // the dependent-launch check's state, or nil (unchecked)
 	stop     atomic.Bool
 	mu       sync.Mutex
 	err      error
@@ -202,6 +208,8 @@ func (m *Module) Launch(kernel string, cfg Config, args ...any) (*Stats, error) 
 	}
 	l := &launch{m: m, k: k, cfg: cfg, params: params, check: !cfg.NoCheck, shared: static + cfg.SharedBytes, dynBytes: cfg.SharedBytes}
 	m.dev.materializeAll()
+	l.startDep()
+	defer l.endDep()
 	if l.cfg.MaxSteps <= 0 {
 		l.cfg.MaxSteps = defaultMaxSteps
 	}

@@ -123,6 +123,11 @@ func (w *warp) access(in *inst, sp space, addr uint64, n int, lane int, kind uin
 		} else if i := trackInit(a.init[off:off+uint64(n)], kind, l.check); i >= 0 {
 			return nil, w.fail(in, lane, "memcheck", "uninitialized global %s: byte %#x (%d bytes into %v) was never written", verb, addr+uint64(i), off+uint64(i), a)
 		}
+		if b.dep != nil && sp == spGlobal {
+			if err := w.depCheck(in, lane, addr, n, kind); err != nil {
+				return nil, err
+			}
+		}
 		if l.grace != nil && sp == spGlobal {
 			if err := w.globalRaceCheck(in, lane, a, addr, n, kind); err != nil {
 				return nil, err

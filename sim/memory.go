@@ -73,6 +73,7 @@ type Device struct {
 	limit  uint64 // bytes the device may hold at once (see SetMemoryLimit)
 
 	atomMu [64]sync.Mutex // striped by address for atomics across blocks
+	dep    depState       // what launches that may still run touched (griddep.go)
 }
 
 // NewDevice returns a device with empty memory and the DefaultMemoryLimit.

@@ -46,6 +46,7 @@ const (
 	opExit
 	opTrap
 	opNop
+	opGridDep // griddepcontrol (griddep.go)
 	opShfl
 	opVote
 	opActivemask
@@ -136,6 +137,7 @@ type Module struct {
 	globals   map[string]*allocation
 	version   string
 	target    []string
+	triggers  bool // some instruction is griddepcontrol.launch_dependents (griddep.go)
 }
 
 // MaxPTXBytes is the largest PTX text a caller should read from a file
@@ -272,6 +274,9 @@ func (d *Device) Load(src string) (*Module, error) {
 		if err := p(); err != nil {
 			return nil, err
 		}
+	}
+	for i := range m.prog {
+		m.triggers = m.triggers || m.prog[i].op == opGridDep && m.prog[i].sem&semDepWait == 0
 	}
 	return m, nil
 }

@@ -99,6 +99,11 @@ type Kernel struct {
 	// Graph holds it at the bound, and the entry takes its size (an element count, its rows or
 	// its M) as an ArgSize parameter (symloop.go, symgemm.go).
 	Symbolic bool
+	// ParamInputs names the graph inputs bound to the model's parameters, which no kernel of a
+	// run writes (the compiler's kernel bodies take every buffer as an input); with the graph's
+	// own OpParam values they are what an entry for programmatic dependent launch may load
+	// before waiting for the kernel before it (codegen/ptx pdl.go). nil: none known.
+	ParamInputs map[string]bool
 	// Rows (a symbolic kernel) is its row count at the bound: its symbolic buffers are that many
 	// rows of a static inner size, and the run computes the first rows only, each independently of
 	// the others (the compiler checks it). The size parameter is the run's rows times the
@@ -142,6 +147,9 @@ type Launch struct {
 	// Checks describe the gathers that record a bad index in the ArgError parameter, by site
 	// number (indexcheck.go); empty when the kernel has no such parameter.
 	Checks []IndexCheck
+	// PDL says the entry keeps the programmatic dependent launch contract (sm_90; codegen/ptx
+	// pdl.go): the runtime may launch it while the kernel before it still runs.
+	PDL bool
 	// Work is how a symbolic kernel's grid follows its element count (symloop.go); nil for a
 	// static kernel, whose Grid is final.
 	Work *SymWork

@@ -70,7 +70,9 @@ func gemvWeightOf(dot *ir.Value, p gemv.Plan) gemvWeight {
 }
 
 // gemvKernel generates k, whose one contraction dot the GEMV template takes with plan p.
-func gemvKernel(k Kernel, dot *ir.Value, p gemv.Plan, globals *[]string) (string, Launch, error) {
+// With pdl (a PDL target) its first k step of parameter weights is loaded before waiting for
+// the previous kernel (pdl.go).
+func gemvKernel(k Kernel, dot *ir.Value, p gemv.Plan, pdl bool, globals *[]string) (string, Launch, error) {
 	b := newBuilder(k.Name)
 	b.perf = fmt.Sprintf(".maxntid %d, 1, 1", gemv.Threads)
 	gn, args := header(k, b, globals)
@@ -214,6 +216,29 @@ func gemvKernel(k Kernel, dot *ir.Value, p gemv.Plan, globals *[]string) (string
 		b.ins("fma.rn.f32", acc, gn.e.reg(gn.e.cast(x, ir.F32)), gn.e.reg(gn.e.cast(y, ir.F32)), acc)
 	}
 
+	// A PDL target: the first k step's weights before the wait (pdl.go), unless the weight is
+	// read element by element or from buffers kernels write; then the wait comes first.
+	var pre []val
+	var preOK string
+	colPrologue := w.quant != nil && !w.kContig
+	if pdl && paramWeight(k, w) {
+		kk0 := b.reg(rU32)
+		b.ins("mad.lo.s32", kk0, a.reg(kq), imm(kFirst), kBeg)
+		var prologue func() error
+		if colPrologue {
+			prologue = func() (err error) {
+				colQuant, err = gn.quantColumnPrologue(w, col)
+				return err
+			}
+			colPrologue = false
+		}
+		if pre, preOK, err = gemvPreload(gn, w, col, p.N, kk0, kEnd, weightAt, prologue); err != nil {
+			return "", Launch{}, err
+		}
+	} else if pdl {
+		b.ins(depWait)
+	}
+
 	setRow := func(int) {}
 	if reds := gemv.RowPrologue(dot); len(reds) > 0 {
 		var err error
@@ -227,7 +252,7 @@ func gemvKernel(k Kernel, dot *ir.Value, p gemv.Plan, globals *[]string) (string
 	outside := b.reg(rPred)
 	b.ins("setp.ge.u32", outside, a.reg(col), imm(p.N))
 	b.braIf(outside, noCols)
-	if w.quant != nil && !w.kContig {
+	if colPrologue {
 		var err error
 		if colQuant, err = gn.quantColumnPrologue(w, col); err != nil {
 			return "", Launch{}, err
@@ -243,7 +268,13 @@ func gemvKernel(k Kernel, dot *ir.Value, p gemv.Plan, globals *[]string) (string
 		b.ins("setp.ge.u32", end, kk, kEnd)
 		b.braIf(end, done)
 		gn.reset()
-		wv, err := weightAt(kk)
+		var wv []val
+		var err error
+		if pre != nil {
+			wv, err = gemvLoaded(gn, pre, preOK, kk, weightAt)
+		} else {
+			wv, err = weightAt(kk)
+		}
 		if err != nil {
 			return err
 		}

@@ -246,7 +246,7 @@ func matmulKernel(k Kernel, t Target, globals *[]string) (string, Launch, error)
 	}
 	nglobals := len(*globals)
 	if p, ok := gemv.Of(dot); ok && pool == nil {
-		text, l, err := gemvKernel(k, dot, p, globals)
+		text, l, err := gemvKernel(k, dot, p, pdlTarget(t), globals)
 		if err == nil {
 			if t.TF32 && dot.Type.DType == ir.F32 {
 				text, l = tf32Note(text, l, "GEMV: a product of at most 8 rows is bound by its weight's bytes")

@@ -27,6 +27,9 @@ func Generate(k Kernel, t Target) (string, Launch, error) {
 			l.Checks = IndexChecks(k)
 		}
 	}
+	if pdlTarget(t) {
+		entry, l.PDL = placeDependentLaunch(entry), true
+	}
 	return strings.Join(append(globals, entry), "\n"), l, nil
 }
 
@@ -56,6 +59,9 @@ func Module(kernels []Kernel, t Target) (string, []Launch, error) {
 		}
 		seen[k.Name] = true
 		key := ShareKey(k)
+		if key != "" && pdlTarget(t) {
+			key += pdlShareKey(k)
+		}
 		if e := byKey[key]; e != nil && key != "" {
 			launches[i] = Rebind(launches[e.first], k)
 			e.users = append(e.users, k.Name)

@@ -517,7 +517,7 @@ func (m *module) Launch(kernel string, cfg executor.LaunchConfig, args []executo
 				return err
 			}
 		}
-		if err := d.drv.LaunchKernel(f, grid, block, uint32(cfg.SharedBytes), d.stream, params); err != nil {
+		if err := d.launch(f, grid, block, uint32(cfg.SharedBytes), params, cfg.PDL); err != nil {
 			return d.errorf("launching %s: %w", desc, err)
 		}
 		d.launches++

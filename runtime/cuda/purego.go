@@ -47,6 +47,7 @@ type libDriver struct {
 	cuStreamDestroy_v2           func(s uintptr) int32
 	cuStreamWaitEvent            func(s, e uintptr, flags uint32) int32
 	cuLaunchHostFunc             func(s, fn, userData uintptr) int32
+	cuLaunchKernelEx             func(cfg unsafe.Pointer, f uintptr, params, extra unsafe.Pointer) int32 // optional (CUDA 11.8)
 	cuEventCreate                func(e *uintptr, flags uint32) int32
 	cuEventRecord                func(e, s uintptr) int32
 	cuEventSynchronize           func(e uintptr) int32
@@ -130,7 +131,7 @@ func loadLibrary(path string) (Driver, error) {
 		l := &libDriver{path: path}
 		return l, dynlib.Open(path, dynlib.Spec{
 			Required:  l.symbols(),
-			Optional:  [][]dynlib.Func{l.graphSymbols()},
+			Optional:  [][]dynlib.Func{l.graphSymbols(), {{Name: "cuLaunchKernelEx", Ptr: &l.cuLaunchKernelEx}}},
 			NoLibrary: ErrNoLibrary,
 			Lacks: func(sym string) error {
 				return fmt.Errorf("the CUDA driver library %s lacks %s (the driver is too old: gcomp needs CUDA 11 or newer)", path, sym)
@@ -309,11 +310,18 @@ func (l *libDriver) MemGetInfo() (free, total int64, err error) {
 }
 
 func (l *libDriver) LaunchKernel(f Function, grid, block [3]uint32, sharedBytes uint32, s Stream, params []uint64) error {
-	// kernelParams is an array of pointers, one to each parameter's value.
-	// The driver copies the values during the call.
-	var argp unsafe.Pointer
-	vals := make([]uint64, len(params))
-	ptrs := make([]unsafe.Pointer, len(params))
+	argp, vals, ptrs := kernelParams(params)
+	r := l.cuLaunchKernel(uintptr(f), grid[0], grid[1], grid[2], block[0], block[1], block[2], sharedBytes, uintptr(s), argp, nil)
+	runtime.KeepAlive(vals)
+	runtime.KeepAlive(ptrs)
+	return l.err("cuLaunchKernel", r)
+}
+
+// kernelParams is cuLaunchKernel's kernelParams: an array of pointers, one to each parameter's
+// value (the driver copies the values during the call; keep vals and ptrs alive until then).
+func kernelParams(params []uint64) (argp unsafe.Pointer, vals []uint64, ptrs []unsafe.Pointer) {
+	vals = make([]uint64, len(params))
+	ptrs = make([]unsafe.Pointer, len(params))
 	copy(vals, params)
 	for i := range vals {
 		ptrs[i] = unsafe.Pointer(&vals[i])
@@ -321,10 +329,23 @@ func (l *libDriver) LaunchKernel(f Function, grid, block [3]uint32, sharedBytes 
 	if len(ptrs) > 0 {
 		argp = unsafe.Pointer(&ptrs[0])
 	}
-	r := l.cuLaunchKernel(uintptr(f), grid[0], grid[1], grid[2], block[0], block[1], block[2], sharedBytes, uintptr(s), argp, nil)
+	return argp, vals, ptrs
+}
+
+// LaunchKernelDependent is cuLaunchKernelEx with the programmatic stream serialization attribute
+// (pdl.go); a driver library without cuLaunchKernelEx launches as LaunchKernel does.
+func (l *libDriver) LaunchKernelDependent(f Function, grid, block [3]uint32, sharedBytes uint32, s Stream, params []uint64) error {
+	if l.cuLaunchKernelEx == nil {
+		return l.LaunchKernel(f, grid, block, sharedBytes, s, params)
+	}
+	cfg, attr := dependentConfig(grid, block, sharedBytes, s)
+	argp, vals, ptrs := kernelParams(params)
+	r := l.cuLaunchKernelEx(unsafe.Pointer(cfg), uintptr(f), argp, nil)
+	runtime.KeepAlive(cfg)
+	runtime.KeepAlive(attr)
 	runtime.KeepAlive(vals)
 	runtime.KeepAlive(ptrs)
-	return l.err("cuLaunchKernel", r)
+	return l.err("cuLaunchKernelEx", r)
 }
 
 // streamNonBlocking is CU_STREAM_NON_BLOCKING: no implicit synchronization

@@ -31,11 +31,13 @@ func (p *Program) launchBindTime(args [][]Ptr, res *Result) error {
 	if p.bind.current && !p.bind.everyRun {
 		return nil
 	}
+	first := true // as in launchEach: the parameters just written wait for nothing in flight
 	for j, k := range p.plan.Kernels {
 		if !k.BindTime {
 			continue
 		}
-		c, err := p.mod.Launch(k.Entry, LaunchConfig{Grid: k.Grid, Block: k.Block, SharedBytes: k.SharedBytes}, args[j])
+		c, err := p.mod.Launch(k.Entry, LaunchConfig{Grid: k.Grid, Block: k.Block, SharedBytes: k.SharedBytes, PDL: k.PDL && !first}, args[j])
+		first = false
 		if err != nil {
 			return fmt.Errorf("kernel %s (grid %v, block %v): %w", k.Name, k.Grid, k.Block, err)
 		}

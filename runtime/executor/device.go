@@ -51,6 +51,9 @@ type Module interface {
 type LaunchConfig struct {
 	Grid, Block [3]int
 	SharedBytes int
+	// PDL asks for a programmatic dependent launch (artifact.Kernel.PDL): the device may start
+	// the kernel before the previous one completes; devices that cannot launch it as any other.
+	PDL bool
 }
 
 // Labeler is implemented by devices that can name an allocation in their

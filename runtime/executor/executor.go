@@ -397,7 +397,13 @@ func (p *Program) launchAll(ctx context.Context, res *Result, staged *Staged) er
 
 // launchEach launches the plan's kernels one by one with args, noting each in res (if not nil),
 // and stops before the next kernel once ctx is done.
+//
+// A kernel the plan marks PDL is launched as a programmatic dependent launch, except the run's
+// first: a PDL kernel may load parameters before waiting for the kernels in flight, which within
+// a run never write them, but the run before may have (Feedback trades an output written by its
+// kernels into a parameter's place), so each run starts once the one before has completed.
 func (p *Program) launchEach(ctx context.Context, args [][]Ptr, res *Result) error {
+	first := true
 	for j, k := range p.plan.Kernels {
 		if k.BindTime {
 			continue // launchBindTime
@@ -406,7 +412,8 @@ func (p *Program) launchEach(ctx context.Context, args [][]Ptr, res *Result) err
 			return stopped(p.plan, j, err)
 		}
 		grid := p.grid(k)
-		c, err := p.mod.Launch(k.Entry, LaunchConfig{Grid: grid, Block: k.Block, SharedBytes: k.SharedBytes}, args[j])
+		c, err := p.mod.Launch(k.Entry, LaunchConfig{Grid: grid, Block: k.Block, SharedBytes: k.SharedBytes, PDL: k.PDL && !first}, args[j])
+		first = false
 		if err != nil {
 			return fmt.Errorf("kernel %s (grid %v, block %v): %w", k.Name, grid, k.Block, err)
 		}

@@ -116,6 +116,7 @@ func (m *module) Launch(kernel string, cfg executor.LaunchConfig, args []executo
 		Grid:        sim.Dim3{X: cfg.Grid[0], Y: cfg.Grid[1], Z: cfg.Grid[2]},
 		Block:       sim.Dim3{X: cfg.Block[0], Y: cfg.Block[1], Z: cfg.Block[2]},
 		SharedBytes: cfg.SharedBytes,
+		Dependent:   cfg.PDL,
 		NoCheck:     m.opt.NoCheck,
 		Workers:     m.opt.Workers,
 		RaceGlobal:  m.opt.RaceGlobal,

@@ -227,19 +227,30 @@ func (s *Driver) MemGetInfo() (free, total int64, err error) {
 }
 
 func (s *Driver) LaunchKernel(f cuda.Function, grid, block [3]uint32, shared uint32, st cuda.Stream, params []uint64) error {
+	return s.launch("cuLaunchKernel", f, grid, block, shared, st, params, false)
+}
+
+// LaunchKernelDependent is cuLaunchKernelEx with programmatic stream serialization allowed: the
+// simulator runs the kernel as a dependent launch (sim.Config.Dependent), whose
+// griddepcontrol.wait it checks the kernel's reads against.
+func (s *Driver) LaunchKernelDependent(f cuda.Function, grid, block [3]uint32, shared uint32, st cuda.Stream, params []uint64) error {
+	return s.launch("cuLaunchKernelEx", f, grid, block, shared, st, params, true)
+}
+
+func (s *Driver) launch(call string, f cuda.Function, grid, block [3]uint32, shared uint32, st cuda.Stream, params []uint64, pdl bool) error {
 	if f < 1 || int(f) > len(s.funcs) {
-		return simErr("cuLaunchKernel", cuda.ResultInvalidHandle, fmt.Errorf("no function %d", f))
+		return simErr(call, cuda.ResultInvalidHandle, fmt.Errorf("no function %d", f))
 	}
 	fn := s.funcs[f-1]
 	args := make([]executor.Ptr, len(params))
 	for i, p := range params {
 		args[i] = executor.Ptr(p)
 	}
-	cfg := executor.LaunchConfig{SharedBytes: int(shared)}
+	cfg := executor.LaunchConfig{SharedBytes: int(shared), PDL: pdl}
 	for i := range 3 {
 		cfg.Grid[i], cfg.Block[i] = int(grid[i]), int(block[i])
 	}
-	return s.enqueue("cuLaunchKernel "+fn.name, st, func() error {
+	return s.enqueue(call+" "+fn.name, st, func() error {
 		_, err := fn.m.Launch(fn.name, cfg, args)
 		return err
 	})

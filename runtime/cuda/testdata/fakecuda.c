@@ -107,6 +107,37 @@ CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, uns
 	memcpy(last_launch, rec, sizeof rec);
 	return f == (CUfunction)0x9abc ? 0 : 400;
 }
+
+// cuLaunchKernelEx records as cuLaunchKernel does, and in rec[13..15] the number of attributes,
+// the first one's id and its value's first int (programmaticStreamSerializationAllowed).
+typedef struct {
+	int id;
+	char pad[4];
+	union {
+		char pad[64];
+		int programmaticStreamSerializationAllowed;
+	} value;
+} CUlaunchAttribute;
+typedef struct {
+	unsigned gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes;
+	CUstream hStream;
+	CUlaunchAttribute *attrs;
+	unsigned numAttrs;
+} CUlaunchConfig;
+CUresult cuLaunchKernelEx(const CUlaunchConfig *c, CUfunction f, void **params, void **extra) {
+	uint64_t rec[16] = {(uint64_t)(uintptr_t)f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY,
+		c->blockDimZ, c->sharedMemBytes, (uint64_t)(uintptr_t)c->hStream};
+	for (int i = 0; i < 3; i++)
+		rec[9 + i] = *(uint64_t *)params[i];
+	rec[12] = extra == NULL;
+	rec[13] = c->numAttrs;
+	if (c->numAttrs > 0) {
+		rec[14] = (uint64_t)c->attrs[0].id;
+		rec[15] = (uint64_t)c->attrs[0].value.programmaticStreamSerializationAllowed;
+	}
+	memcpy(last_launch, rec, sizeof rec);
+	return f == (CUfunction)0x9abc ? 0 : 400;
+}
 CUresult cuStreamCreate(CUstream *s, unsigned flags) { *s = (CUstream)(0x5757 + streams++); return flags == 1 ? 0 : 1; }
 
 // Host functions queue per library and run at the next cuStreamSynchronize, each on a thread
