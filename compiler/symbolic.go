@@ -69,7 +69,7 @@ func symbolicKernels(g *ir.Graph, kg *passes.KernelGraph, producer backend.Produ
 		if symbolic == "" {
 			// Static buffers only: compiled as always, unless a value inside has symbolic sizes,
 			// which a static result can only have folded (a sum over a broadcast's rows).
-			if _, why := rowKernel(k); why != "" {
+			if _, why := rowKernel(k, false); why != "" {
 				return nil, refuse(why)
 			}
 			continue
@@ -84,7 +84,7 @@ func symbolicKernels(g *ir.Graph, kg *passes.KernelGraph, producer backend.Produ
 				rows = sym.Mul(rows, e)
 			}
 		} else {
-			r, why := rowKernel(k)
+			r, why := rowKernel(k, !k.BindTime)
 			if why != "" {
 				return nil, refuse(why + "; a kernel runs at symbolic sizes when its symbolic dims lead every shape and its rows are independent")
 			}

@@ -39,10 +39,11 @@ func rowsOf(t ir.Type) (int, sym.Expr, string) {
 }
 
 // rowKernel checks that kernel k keeps its rows independent and returns the row count R of its
-// symbolic values, or the reason it cannot run at sizes other than the bound. Its body's
+// symbolic values, or the reason it cannot run at sizes other than the bound; with fold, a
+// static value may fold the rows as symfold.go allows. Its body's
 // inputs keep their buffers' symbolic types; its other values are at the bound, and their
 // symbolic types are those of the pass graph's values they compute (Kernel.Origins).
-func rowKernel(k *passes.Kernel) (sym.Expr, string) {
+func rowKernel(k *passes.Kernel, fold bool) (sym.Expr, string) {
 	body := k.Body
 	var (
 		rows   sym.Expr
@@ -63,6 +64,9 @@ func rowKernel(k *passes.Kernel) (sym.Expr, string) {
 	for _, v := range body.Values {
 		depends := slices.ContainsFunc(v.Args, symbolic)
 		if !symbolic(v) {
+			if depends && fold && foldsRows(v, prefix) {
+				continue
+			}
 			if depends {
 				why := "has static sizes but reads symbolic ones"
 				switch {
