@@ -33,6 +33,11 @@ var foldGraphs = []struct {
 	{"max over the batch spread back", "  dims { batch in [1,16] }\n  input %x : f32[batch,2]\n" +
 		"  %0 = reduce_max(%x) {axes=[0]} : f32[2]\n  %1 = broadcast_in_dim(%0) {shape=[16,2], dims=[1]} : f32[batch,2]\n" +
 		"  %2 = sub(%x, %1) : f32[batch,2]\n  output y = %2\n  output m = %0\n", true},
+	// The DSL's mean over a symbolic dim: the count is a sum of ones, which the passes must not
+	// fold at the bound.
+	{"mean over the batch", "  dims { batch in [1,16] }\n  input %x : f32[batch,3]\n" +
+		"  %c = constant() {dtype=f32, shape=[], value=[1]} : f32[]\n  %1 = broadcast_in_dim(%c) {shape=[16,3], dims=[]} : f32[batch,3]\n" +
+		"  %2 = reduce_sum(%1) {axes=[0]} : f32[3]\n  %3 = reduce_sum(%x) {axes=[0]} : f32[3]\n  %4 = div(%3, %2) : f32[3]\n  output m = %4\n", true},
 	{"weight gradient (FFMA)", "  dims { batch in [1,150] }\n  input %x : f32[batch,12]\n  input %dy : f32[batch,20]\n" +
 		"  %0 = dot_general(%x, %dy) {lhs_contract=[0], rhs_contract=[0]} : f32[12,20]\n" +
 		"  %c = constant() {dtype=f32, shape=[], value=[0.5]} : f32[]\n  %1 = broadcast_in_dim(%c) {shape=[12,20], dims=[]} : f32[12,20]\n" +
