@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	"github.com/gcomp/gcomp/ir"
-	"github.com/gcomp/gcomp/ops"
 )
 
 // Emitter appends type-checked nodes to a graph. The gradient rules build with it, and so do
@@ -45,7 +44,7 @@ func (e *Emitter) Op(op string, attrs ir.Attrs, args ...*ir.Value) *ir.Value {
 	for i, a := range args {
 		types[i] = a.Type
 	}
-	t, err := ops.Infer(op, types, attrs)
+	t, err := e.infer(op, types, attrs) // symemit.go
 	if err != nil {
 		e.Fail("building %s: %v", op, err)
 	}
@@ -56,6 +55,9 @@ func (e *Emitter) Op(op string, attrs ir.Attrs, args ...*ir.Value) *ir.Value {
 
 // Const is a splat constant of type t.
 func (e *Emitter) Const(value float64, t ir.Type) *ir.Value {
+	if t.Sym != nil {
+		return e.symConst(value, t)
+	}
 	return e.Op("constant", ir.Attrs{"shape": slices.Clone([]int(t.Shape)), "dtype": t.DType, "value": []float64{value}})
 }
 
