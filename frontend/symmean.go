@@ -21,3 +21,17 @@ func (t *Tensor) symbolicMean(dims []int, keep bool) *Tensor {
 	count := t.scalar(1).reduce("reduce_sum", "mean", dims, keep)
 	return t.reduce("reduce_sum", "mean", dims, keep).Div(count)
 }
+
+// symbolicLossMean is a loss's mean reduction of symbolic l: its sum over the run's count of
+// what the bound's n counts (the samples, or every element), n dividing l's bound element count.
+func (l *Tensor) symbolicLossMean(n int) *Tensor {
+	all := l.v.Type.Shape.NumElements()
+	if n <= 0 || all%n != 0 {
+		l.s.failf("mean: %d samples do not divide %s", n, named(l, "the loss"))
+	}
+	count := l.scalar(1).Sum()
+	if all != n {
+		count = count.DivScalar(float64(all / n))
+	}
+	return l.Sum().Div(count)
+}
