@@ -8,8 +8,6 @@ import (
 	"github.com/gcomp/gcomp/compiler"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ops"
-	"github.com/gcomp/gcomp/runtime/executor"
-	"github.com/gcomp/gcomp/runtime/simdev"
 	"github.com/gcomp/gcomp/tensor"
 )
 
@@ -73,18 +71,7 @@ func TestSymbolicFolds(t *testing.T) {
 // build's at those sizes, bit for bit.
 func checkStaticBits(t *testing.T, g *ir.Graph) {
 	t.Helper()
-	res, err := compiler.Compile(g, compiler.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := executor.Load(simdev.New(simdev.Options{}), res.Artifact)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	if err := p.SetParams(map[string]*tensor.Tensor{}); err != nil {
-		t.Fatal(err)
-	}
+	p := load(t, g)
 	for i := range 5 {
 		env := map[string]int64{}
 		for _, d := range g.Dims {
