@@ -178,7 +178,7 @@ func Fit(m *Model, o FitOptions) (*FitResult, error) {
 		state = step.InitState()
 	}
 	whole := len(step.Graph.Dims) == 0 // symloss.go: a symbolic step runs the last partial batch
-	if err := step.Schedule.checkRun(steps + o.Epochs*batchesPerEpoch(o.Train.Len(), m.Batch, whole)); err != nil {
+	if err := step.Schedule.checkRun(steps + o.Epochs*StepsPerEpoch(o.Train.Len(), m.Batch, !whole)); err != nil {
 		return nil, err
 	}
 	tr, err := newTrainer(o.Device, o.Compiler, step, m, params, state, !o.NoPrefetch, !o.NoCUDAGraphs)

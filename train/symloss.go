@@ -37,11 +37,11 @@ func lossBatch(fwd *ir.Graph, pt ir.Type) ([]frontend.Option, func(b *frontend.B
 	return []frontend.Option{frontend.WithMaxBatch(d.Hi)}, sizes, nil
 }
 
-// batchesPerEpoch is the number of steps an epoch of n rows takes in batches of batch: the
-// whole batches, and unless whole, a last smaller one.
-func batchesPerEpoch(n, batch int, whole bool) int {
-	if whole || n%batch == 0 {
-		return n / batch
+// StepsPerEpoch is the number of train steps an epoch of n rows takes in batches of batch: the
+// whole batches, and with partial (a model over a symbolic batch) a last smaller one.
+func StepsPerEpoch(n, batch int, partial bool) int {
+	if partial && n%batch != 0 {
+		return n/batch + 1
 	}
-	return n/batch + 1
+	return n / batch
 }
