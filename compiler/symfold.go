@@ -48,3 +48,18 @@ func foldsRows(v *ir.Value, prefix map[*ir.Value]int) bool {
 	}
 	return false
 }
+
+// staticSpread returns an output of body that has static sizes and the bound shape of a folded
+// operand, or nil. The reduction template writes an output of its operand's shape along the
+// rows it folded, which are the run's: a static output of that shape (a parameter of the
+// activations' bound shape updated from the folded gradient) would keep rows unwritten.
+func staticSpread(body *ir.Graph, symbolic func(*ir.Value) bool, folded []ir.Shape) *ir.Output {
+	for i, o := range body.Outputs {
+		for _, s := range folded {
+			if !symbolic(o.Value) && o.Value.Type.Shape.Equal(s) {
+				return &body.Outputs[i]
+			}
+		}
+	}
+	return nil
+}

@@ -50,6 +50,7 @@ func rowKernel(k *passes.Kernel, fold bool) (sym.Expr, string) {
 		first  *ir.Value
 		prefix = map[*ir.Value]int{}
 		types  = map[*ir.Value]ir.Type{}
+		folded []ir.Shape // the operands' bound shapes of the folds (symfold.go)
 	)
 	for _, v := range body.Values {
 		types[v] = v.Type
@@ -65,6 +66,7 @@ func rowKernel(k *passes.Kernel, fold bool) (sym.Expr, string) {
 		depends := slices.ContainsFunc(v.Args, symbolic)
 		if !symbolic(v) {
 			if depends && fold && foldsRows(v, prefix) {
+				folded = append(folded, v.Args[0].Type.Shape)
 				continue
 			}
 			if depends {
@@ -92,6 +94,9 @@ func rowKernel(k *passes.Kernel, fold bool) (sym.Expr, string) {
 		if why := keepsRows(v, p, prefix); why != "" {
 			return rows, fmt.Sprintf("%s %s", format(v), why)
 		}
+	}
+	if o := staticSpread(body, symbolic, folded); o != nil {
+		return rows, fmt.Sprintf("output %s %s has static sizes the shape of a folded operand at the bound; a fold spreads its result back along the run's rows only", o.Name, types[o.Value])
 	}
 	return rows, ""
 }

@@ -1,6 +1,7 @@
 package train
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/gcomp/gcomp/compiler"
@@ -17,9 +18,10 @@ import (
 // symSteps are models over a symbolic batch in [1, 8] whose output loss their train step
 // differentiates.
 var symSteps = []struct {
-	name  string
-	model func(b *frontend.Builder)
-	opt   Optimizer
+	name    string
+	model   func(b *frontend.Builder)
+	opt     Optimizer
+	refused string // the compiler's refusal, if it refuses the step
 }{
 	{"linear, sum of squares, SGD", func(b *frontend.Builder) {
 		x, y := b.Input("x", ir.F32, b.Batch(8), 6), b.Input("t", ir.F32, b.Batch(8), 3)
@@ -27,7 +29,16 @@ var symSteps = []struct {
 		bias := b.Param("b", ir.T(ir.F32, 3), frontend.Uniform(-1, 1))
 		d := frontend.Linear(x, w, bias).Sub(y)
 		b.Output(DefaultLoss, d.Mul(d).Sum())
-	}, &SGD{LR: 0.1}},
+	}, &SGD{LR: 0.1}, ""},
+	// A parameter whose shape is the activations' at the bound: its gradients stay static, and
+	// the compiler refuses the kernel the passes fuse its update into (a fold spread over the
+	// parameter's static rows), rather than write the run's rows only.
+	{"a parameter shaped like the bound's rows, SGD", func(b *frontend.Builder) {
+		x := b.Input("x", ir.F32, b.Batch(8), 3)
+		p := b.Param("p", ir.T(ir.F32, 8, 3), frontend.Uniform(-1, 1))
+		y := x.Mul(p.Sum(0).Reshape(1, 3)).Add(p.Mean(0).Reshape(1, 3))
+		b.Output(DefaultLoss, y.Mul(y).Mean())
+	}, &SGD{LR: 0.1}, "output new.p f32[8,3] has static sizes the shape of a folded operand at the bound"},
 	{"MLP, mean squared error, Adam", func(b *frontend.Builder) {
 		x, y := b.Input("x", ir.F32, b.Batch(8), 6), b.Input("t", ir.F32, b.Batch(8), 3)
 		w1 := b.Param("w1", ir.T(ir.F32, 16, 6), frontend.Uniform(-1, 1))
@@ -35,7 +46,7 @@ var symSteps = []struct {
 		w2 := b.Param("w2", ir.T(ir.F32, 3, 16), frontend.Uniform(-1, 1))
 		d := frontend.Linear(frontend.Linear(x, w1, b1).Relu(), w2, nil).Sub(y)
 		b.Output(DefaultLoss, d.Mul(d).Mean())
-	}, NewAdam()},
+	}, NewAdam(), ""},
 	{"MLP, log-softmax cross-entropy mean over the batch, SGD with momentum", func(b *frontend.Builder) {
 		x, y := b.Input("x", ir.F32, b.Batch(8), 10), b.Input("onehot", ir.F32, b.Batch(8), 4)
 		w1 := b.Param("w1", ir.T(ir.F32, 12, 10), frontend.Uniform(-1, 1))
@@ -44,7 +55,7 @@ var symSteps = []struct {
 		b2 := b.Param("b2", ir.T(ir.F32, 4), frontend.Uniform(-1, 1))
 		logits := frontend.Linear(frontend.Linear(x, w1, b1).Tanh(), w2, b2)
 		b.Output(DefaultLoss, logits.LogSoftmax(1).Mul(y).Sum(1).Neg().Mean(0))
-	}, &SGD{LR: 0.05, Momentum: 0.9}},
+	}, &SGD{LR: 0.05, Momentum: 0.9}, ""},
 }
 
 // A train step over a symbolic batch builds once and runs on the memchecked simulator at
@@ -64,6 +75,13 @@ func TestSymbolicStep(t *testing.T) {
 			}
 			if len(s.Graph.Dims) != 1 {
 				t.Fatalf("the step has dims %v", s.Graph.Dims)
+			}
+			if tc.refused != "" {
+				_, err := compiler.Compile(s.Graph, StepCompilerOptions(compiler.Options{}))
+				if err == nil || !strings.Contains(err.Error(), tc.refused) {
+					t.Fatalf("Compile = %v, want %q", err, tc.refused)
+				}
+				return
 			}
 			p := loadSim(t, s.Graph)
 			bound, err := ops.Instantiate(s.Graph, map[string]int64{frontend.BatchDim: 8})

@@ -14,6 +14,9 @@ import (
 type Emitter struct {
 	G   *ir.Graph
 	Pos string // position recorded on every node appended (optional)
+	// hints are the types of the primal a rule differentiates (its operands and result), which
+	// name the symbolic sizes of the shapes it builds first (symemit.go).
+	hints []ir.Type
 }
 
 type emitError struct{ err error }

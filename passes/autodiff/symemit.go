@@ -11,12 +11,12 @@ import (
 // Emitting into a graph with dims (docs/dynamic.md). The rules speak in bound shapes, as the
 // passes do; the Emitter infers each node over expressions (ops.InferSym), so a gradient has its
 // primal's symbolic type. The ops whose result shape is an attribute (broadcast_in_dim, reshape,
-// a splat constant) take their symbolic sizes from the graph: each result dim an operand dim maps
-// to keeps that dim's expression, and the others come from a symbolic value of the graph with
-// the same bound shape and, for a reshape, the same element count (the primal whose gradient the
-// rule is building). With none, the result is static at its bound. A wrong choice cannot pass
-// silently: InferSym checks every result, and Grad checks each gradient's type against its
-// primal's.
+// a splat constant) take their symbolic sizes from the primal: each result dim an operand dim
+// maps to keeps that dim's expression, and the others come from the first type of the same bound
+// shape (and, for a reshape, the same element count) among the primal's operands and result (the
+// rule's hints; a static one keeps the result static), else among the graph's symbolic values.
+// With none, the result is static at its bound. A wrong choice cannot pass silently: InferSym
+// checks every result, and Grad checks each gradient's type against its primal's.
 
 // infer is ops.Infer, over expressions when the graph has dims.
 func (e *Emitter) infer(op string, types []ir.Type, attrs ir.Attrs) (ir.Type, error) {
@@ -41,6 +41,9 @@ func (e *Emitter) want(op string, types []ir.Type, attrs ir.Attrs) []sym.Expr {
 			}
 		}
 		known = func(like []sym.Expr) bool {
+			if like == nil { // static: only where no operand dim maps a symbolic size
+				return len(mapped) == 0
+			}
 			for d, x := range mapped {
 				if !like[d].Equal(x) {
 					return false
@@ -62,12 +65,26 @@ func (e *Emitter) want(op string, types []ir.Type, attrs ir.Attrs) []sym.Expr {
 	default:
 		return nil
 	}
+	for _, h := range e.hints {
+		if h.Shape.Equal(shape) && known(h.Sym) {
+			return h.Sym
+		}
+	}
 	for _, v := range e.G.Values {
 		if v.Type.Sym != nil && v.Type.Shape.Equal(shape) && known(v.Type.Sym) {
 			return v.Type.Sym
 		}
 	}
 	return nil
+}
+
+// primalTypes are the types of v's operands and v's.
+func primalTypes(v *ir.Value) []ir.Type {
+	ts := make([]ir.Type, 0, len(v.Args)+1)
+	for _, a := range v.Args {
+		ts = append(ts, a.Type)
+	}
+	return append(ts, v.Type)
 }
 
 // elements is t's element count as an expression.
