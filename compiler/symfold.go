@@ -63,3 +63,16 @@ func staticSpread(body *ir.Graph, symbolic func(*ir.Value) bool, folded []ir.Sha
 	}
 	return nil
 }
+
+// foldsLeading reports whether v reduces or contracts its (left) operand's leading axis: in a
+// kernel over symbolic rows, codegen/ptx takes such a fold for one over the rows, so a static
+// operand's is refused.
+func foldsLeading(v *ir.Value) bool {
+	switch {
+	case ops.ClassOf(v.Op) == ops.Reduce:
+		return slices.Contains(v.Attrs.Ints("axes"), 0)
+	case v.Op == "dot_general":
+		return slices.Contains(v.Attrs.Ints("lhs_contract"), 0)
+	}
+	return false
+}

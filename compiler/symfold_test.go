@@ -111,6 +111,9 @@ func TestSymbolicFoldsRefused(t *testing.T) {
 		{"the second symbolic dim only", "  dims { b in [1,4], t in [1,9] }\n  input %x : f32[b,t,5]\n" +
 			"  %0 = reduce_sum(%x) {axes=[1]} : f32[b,5]\n  output y = %0\n",
 			"input %x : f32[b,t,5] has b*t rows, %0 = reduce_sum(%x) {axes=[1]} : f32[b,5] has b"},
+		{"a static operand's leading axis folded beside the rows", "  dims { batch in [1,8] }\n  input %x : f32[batch,3]\n  input %q : f32[8,3]\n" +
+			"  %0 = reduce_sum(%q) {axes=[0]} : f32[3]\n  %1 = broadcast_in_dim(%0) {shape=[8,3], dims=[1]} : f32[batch,3]\n  %2 = mul(%x, %1) : f32[batch,3]\n  output y = %2\n",
+			"%0 = reduce_sum(%q) {axes=[0]} : f32[3] folds the leading axis of a static operand in a kernel over symbolic rows"},
 		{"a fold spread over a static operand's rows", "  dims { batch in [1,8] }\n  input %x : f32[batch,3]\n  param %p : f32[8,3] {init=\"ones\"}\n" +
 			"  %0 = reduce_sum(%x) {axes=[0]} : f32[3]\n  %1 = broadcast_in_dim(%0) {shape=[8,3], dims=[1]} : f32[8,3]\n  %2 = add(%p, %1) : f32[8,3]\n  output y = %2\n",
 			"output y f32[8,3] has static sizes the shape of a folded operand at the bound; a fold spreads its result back along the run's rows only"},
