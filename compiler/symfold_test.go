@@ -118,15 +118,19 @@ func TestSymbolicFoldsRefused(t *testing.T) {
 			"  %0 = reduce_sum(%x) {axes=[0]} : f32[3]\n  %1 = broadcast_in_dim(%0) {shape=[8,3], dims=[1]} : f32[8,3]\n  %2 = add(%p, %1) : f32[8,3]\n  output y = %2\n",
 			"output y f32[8,3] has static sizes the shape of a folded operand at the bound; a fold spreads its result back along the run's rows only"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			g, err := ir.Parse("s.gir", []byte("graph s {\n"+tc.body+"}\n"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err = compiler.Compile(g, compiler.Options{})
-			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "graph s has symbolic dims: ") {
-				t.Errorf("Compile = %v, want %q", err, tc.want)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { checkRefused(t, "graph s {\n"+tc.body+"}\n", tc.want) })
+	}
+}
+
+// checkRefused compiles the graph s of src and wants one error with want in it.
+func checkRefused(t *testing.T, src, want string) {
+	t.Helper()
+	g, err := ir.Parse("s.gir", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = compiler.Compile(g, compiler.Options{})
+	if err == nil || !strings.Contains(err.Error(), want) || !strings.HasPrefix(err.Error(), "graph s has symbolic dims: ") {
+		t.Errorf("Compile = %v, want %q", err, want)
 	}
 }
