@@ -76,7 +76,7 @@ func symbolicKernels(g *ir.Graph, kg *passes.KernelGraph, _ backend.Producer) (m
 		if symbolic == "" {
 			// Static buffers only: compiled as always, unless a value inside has symbolic sizes,
 			// which a static result can only have folded (a sum over a broadcast's rows).
-			if _, why := rowKernel(k); why != "" {
+			if _, why := rowKernel(k, false); why != "" {
 				return nil, refuse(why)
 			}
 			continue
@@ -88,7 +88,7 @@ func symbolicKernels(g *ir.Graph, kg *passes.KernelGraph, _ backend.Producer) (m
 				rows = sym.Mul(rows, e)
 			}
 		} else {
-			r, why := rowKernel(k)
+			r, why := rowKernel(k, !k.BindTime)
 			if why != "" {
 				return nil, refuse(why + "; a kernel runs at symbolic sizes when its symbolic dims lead every shape and its rows are independent")
 			}

@@ -32,7 +32,7 @@ func persistentRows(k *passes.Kernel, ranges sym.Ranges, refuse func(string) err
 		}
 		stage := func(why string) error { return refuse(fmt.Sprintf("stage %s (%s): %s", s.Name, opNames(s.Ops), why)) }
 		var rows sym.Expr
-		switch r, why := rowKernel(s); {
+		switch r, why := rowKernel(s, false); {
 		case !symbolic && why != "":
 			return nil, stage(why)
 		case !symbolic || k.BindTime:

@@ -39,16 +39,19 @@ func rowsOf(t ir.Type) (int, sym.Expr, string) {
 }
 
 // rowKernel checks that kernel k keeps its rows independent and returns the row count R of its
-// symbolic values, or the reason it cannot run at sizes other than the bound. Its body's
+// symbolic values, or the reason it cannot run at sizes other than the bound; with fold, a
+// static value may fold the rows as symfold.go allows. Its body's
 // inputs keep their buffers' symbolic types; its other values are at the bound, and their
 // symbolic types are those of the pass graph's values they compute (Kernel.Origins).
-func rowKernel(k *passes.Kernel) (sym.Expr, string) {
+func rowKernel(k *passes.Kernel, fold bool) (sym.Expr, string) {
 	body := k.Body
 	var (
-		rows   sym.Expr
-		first  *ir.Value
-		prefix = map[*ir.Value]int{}
-		types  = map[*ir.Value]ir.Type{}
+		rows       sym.Expr
+		first      *ir.Value
+		prefix     = map[*ir.Value]int{}
+		types      = map[*ir.Value]ir.Type{}
+		folded     []ir.Shape // the operands' bound shapes of the folds (symfold.go)
+		staticLead *ir.Value  // a static value folding its operand's leading axis
 	)
 	for _, v := range body.Values {
 		types[v] = v.Type
@@ -63,6 +66,13 @@ func rowKernel(k *passes.Kernel) (sym.Expr, string) {
 	for _, v := range body.Values {
 		depends := slices.ContainsFunc(v.Args, symbolic)
 		if !symbolic(v) {
+			if depends && fold && foldsRows(v, prefix) {
+				folded = append(folded, v.Args[0].Type.Shape)
+				continue
+			}
+			if !depends && foldsLeading(v) && staticLead == nil {
+				staticLead = v
+			}
 			if depends {
 				why := "has static sizes but reads symbolic ones"
 				switch {
@@ -88,6 +98,12 @@ func rowKernel(k *passes.Kernel) (sym.Expr, string) {
 		if why := keepsRows(v, p, prefix); why != "" {
 			return rows, fmt.Sprintf("%s %s", format(v), why)
 		}
+	}
+	if first != nil && staticLead != nil {
+		return rows, fmt.Sprintf("%s folds the leading axis of a static operand in a kernel over symbolic rows; a fold there is over the rows", format(staticLead))
+	}
+	if o := staticSpread(body, symbolic, folded); o != nil {
+		return rows, fmt.Sprintf("output %s %s has static sizes the shape of a folded operand at the bound; a fold spreads its result back along the run's rows only", o.Name, types[o.Value])
 	}
 	return rows, ""
 }

@@ -16,6 +16,8 @@ type batchState struct {
 	want int
 	def  int
 	pos  string
+	max  int // WithMaxBatch's bound (maxbatch.go), and the batch dim's handle once declared
+	dim  int
 }
 
 // WithBatch builds the graph at batch n: Builder.Batch returns n instead of the model's own
@@ -40,6 +42,9 @@ func (b *Builder) Batch(def int) int {
 	if s.batch.want > 0 {
 		return s.batch.want
 	}
+	if s.batch.max > 0 {
+		return b.maxBatch()
+	}
 	return def
 }
 
@@ -50,18 +55,22 @@ var ErrNoBatch = errors.New("the model declares no batch")
 // checkBatch is Build's check, after the model ran, that a graph built WithBatch asked for its
 // batch.
 func (s *state) checkBatch() error {
-	if s.batch.want > 0 && s.batch.def == 0 {
-		return &Error{Msg: "batch " + strconv.Itoa(s.batch.want) + " asked for, but the model never declares its batch: " +
+	if want := max(s.batch.want, s.batch.max); want > 0 && s.batch.def == 0 {
+		return &Error{Msg: "batch " + strconv.Itoa(want) + " asked for, but the model never declares its batch: " +
 			"call b.Batch(N) where a shape carries it, as in b.Input(\"x\", frontend.F32, b.Batch(64), 784)", Err: ErrNoBatch}
 	}
 	return nil
 }
 
 // TracedBatch returns the batch the graph is built at so far: the one asked for WithBatch, else
-// the model's own; 0 if the model has not called Batch (its batch, if any, is fixed).
+// the model's own; 0 if the model has not called Batch (its batch, if any, is fixed). Under
+// WithMaxBatch it is the bound.
 func (b *Builder) TracedBatch() int {
 	if b.st.batch.def == 0 {
 		return 0
+	}
+	if b.st.batch.max > 0 {
+		return b.st.batch.max
 	}
 	return b.Batch(b.st.batch.def)
 }

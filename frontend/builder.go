@@ -71,6 +71,9 @@ func Build(name string, model func(*Builder), opts ...Option) (g *ir.Graph, err 
 	if b.st.batch.want < 0 {
 		return nil, &Error{Msg: fmt.Sprintf("batch: must be positive, have %d", b.st.batch.want)}
 	}
+	if err := b.st.checkMaxBatch(); err != nil {
+		return nil, err
+	}
 	model(b)
 	if err := b.st.checkBatch(); err != nil {
 		return nil, err

@@ -33,6 +33,9 @@ type LossOptions struct {
 func (o LossOptions) reduce(what string, l *Tensor, n int) *Tensor {
 	switch o.Reduction {
 	case ReductionMean:
+		if l.v.Type.Sym != nil {
+			return l.symbolicLossMean(n) // symmean.go
+		}
 		return l.Sum().DivScalar(float64(n))
 	case ReductionSum:
 		return l.Sum()
@@ -95,7 +98,11 @@ func checkClassLoss(what string, x, labels *Tensor) {
 func nll(what string, logp, labels *Tensor, o LossOptions) *Tensor {
 	n, c := logp.Dim(0), logp.Dim(1)
 	b := &Builder{st: logp.s}
-	classes := b.Iota(labels.DType(), 1, n, c)
+	rows := n
+	if logp.v.Type.Sym != nil {
+		rows = 1 // eq broadcasts the classes along the symbolic rows
+	}
+	classes := b.Iota(labels.DType(), 1, rows, c)
 	picked := logp.Mul(classes.Eq(labels.Unsqueeze(1)).Cast(logp.DType()))
 	if o.Reduction == ReductionNone {
 		return picked.Sum(1).Neg()

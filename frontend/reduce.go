@@ -32,10 +32,12 @@ func (t *Tensor) mean(dims []int, keep bool) *Tensor {
 	if !t.DType().IsFloat() {
 		t.s.failf("mean: needs a float tensor, %s (convert it with Cast)", t.describe("input"))
 	}
+	if t.symbolicAxes(t.axes("mean", dims)) {
+		return t.symbolicMean(dims, keep) // symmean.go
+	}
 	n := 1
 	for _, a := range t.axes("mean", dims) {
 		n *= t.v.Type.Shape[a]
-		t.s.staticDim("mean", t, a) // symbolic.go: the count must be a constant
 	}
 	return t.reduce("reduce_sum", "mean", dims, keep).DivScalar(float64(n))
 }

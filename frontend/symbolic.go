@@ -219,13 +219,3 @@ func (s *state) sizes(dims []int) string {
 	}
 	return "[" + strings.Join(parts, ",") + "]"
 }
-
-// staticDim fails when dim d of t is symbolic: what uses its size as a number, which for a
-// symbolic dim is only its bound.
-func (s *state) staticDim(what string, t *Tensor, d int) {
-	if e := t.v.Type.Axis(d); t.v.Type.Sym != nil {
-		if _, ok := e.IsConst(); !ok {
-			s.failf("%s: dim %d of %s is %s, known only at run time; %s needs it static", what, d, named(t, "input"), e, what)
-		}
-	}
-}

@@ -129,9 +129,6 @@ func TestSymbolicErrors(t *testing.T) {
 			seq := b.Dim("seq", 1, 8)
 			b.Output("z", b.Input("x", ir.F32, seq, 2).Reshape(seq, 3))
 		}, "reshape: shape [seq,3] is invalid for x f32[seq,2]: 3*seq elements, not 2*seq"},
-		{"mean", func(b *frontend.Builder) {
-			b.Output("z", b.Input("x", ir.F32, b.Dim("seq", 1, 8), 2).Mean(0))
-		}, "mean: dim 0 of x f32[seq,2] is seq, known only at run time; mean needs it static"},
 		{"window", func(b *frontend.Builder) {
 			x := b.Input("x", ir.F32, 1, 1, b.Dim("h", 1, 8), 4)
 			b.Output("z", frontend.MaxPool2d(x, [2]int{2, 2}, frontend.PoolOptions{}))

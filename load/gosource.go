@@ -127,6 +127,9 @@ func runModel(i *interp.Interpreter, filename, traced, pkg string, opt Options, 
 	if opt.Batch != 0 {
 		opts = append(opts, frontend.WithBatch(opt.Batch))
 	}
+	if opt.MaxBatch != 0 {
+		opts = append(opts, frontend.WithMaxBatch(opt.MaxBatch))
+	}
 	batch := 0
 	g, err := frontend.Build(pkg, func(b *frontend.Builder) {
 		defer func() {

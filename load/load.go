@@ -38,6 +38,11 @@ type Options struct {
 	// model is then traced twice, at Batch and Batch+1, and a line or node that fixes the batch
 	// is an error (batch.go). A .gir model refuses it.
 	Batch int
+	// MaxBatch traces a .go model over a batch known only at run time, in [1, MaxBatch]: b.Batch
+	// gives the handle of the dim "batch" (frontend.WithMaxBatch), and one build runs at every
+	// batch in range. It excludes Batch; a .gir model declares its dims itself and an .onnx
+	// model's come from --max-shape, so both refuse it.
+	MaxBatch int
 }
 
 // File loads the model at path. Errors carry file:line (and :col for Go syntax errors).
@@ -117,6 +122,9 @@ func modelSource(filename string, src []byte, opt Options) (*Model, int, error) 
 	ext := strings.ToLower(filepath.Ext(filename))
 	if opt.Batch != 0 && ext != ".go" && ext != ".onnx" {
 		return nil, 0, batchUnsupported(filename, ext)
+	}
+	if opt.MaxBatch != 0 && ext != ".go" {
+		return nil, 0, fmt.Errorf("%s: a max batch bounds the batch of a .go model; %s", filename, maxBatchElsewhere(ext))
 	}
 	switch ext {
 	case ".gir":

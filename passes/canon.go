@@ -146,6 +146,9 @@ func foldConstants(g *ir.Graph) *ir.Graph {
 				return nil
 			}
 		}
+		if sizeDependent(v) {
+			return nil // symfold.go
+		}
 		vals, ok := foldValue(v)
 		if !ok {
 			return nil

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ir/sym"
 	"github.com/gcomp/gcomp/ops"
 )
 
@@ -119,7 +120,36 @@ type runPlan struct {
 // its pooling needs the tiled template's window-major rows, and stages run the direct fold; nor
 // is a GEMV with a norm prologue (normgemv.go): stages run no reductions.
 func persistable(k *Kernel, opt FusionOptions) bool {
-	return (k.Kind == Loop || k.Kind == Contraction) && kernelPool(k) == nil && !hasReduction(k) && k.Space.NumElements() <= opt.PersistElems
+	return (k.Kind == Loop || k.Kind == Contraction) && kernelPool(k) == nil && !hasReduction(k) && !contractsSymbolic(k) && k.Space.NumElements() <= opt.PersistElems
+}
+
+// contractsSymbolic reports whether a product of k contracts a symbolic dim (a train step's
+// weight gradient over a symbolic batch): such a kernel runs at symbolic sizes on its own
+// (codegen/ptx's symfold.go), but not as a persistent kernel's stage, whose products run the
+// bound's K.
+func contractsSymbolic(k *Kernel) bool {
+	symOf := func(v *ir.Value) []sym.Expr {
+		if v.Type.Sym == nil && k.Origins[v] != nil {
+			return k.Origins[v].Type.Sym
+		}
+		return v.Type.Sym
+	}
+	for _, v := range k.Body.Values {
+		if v.Op != "dot_general" || len(v.Args) < 2 {
+			continue
+		}
+		for i, key := range []string{"lhs_contract", "rhs_contract"} {
+			s := symOf(v.Args[i])
+			for _, ax := range v.Attrs.Ints(key) {
+				if ax < len(s) {
+					if _, ok := s[ax].IsConst(); !ok {
+						return true
+					}
+				}
+			}
+		}
+	}
+	return false
 }
 
 // hasReduction reports whether k's body reduces.

@@ -74,16 +74,20 @@ func WithLoss(fwd *ir.Graph, l Loss, r frontend.Reduction) (*ir.Graph, error) {
 		return nil, fmt.Errorf("graph %s already declares %s, the input the loss adds", fwd.Name, targetName)
 	}
 	tt := l.TargetType(pt)
+	opts, sizes, err := lossBatch(fwd, pt) // symloss.go
+	if err != nil {
+		return nil, err
+	}
 	loss, err := frontend.Build(strings.ToLower(l.Name), func(b *frontend.Builder) {
-		p := b.Input(pred.Name, pt.DType, pt.Shape...)
-		y := b.Input(targetName, tt.DType, tt.Shape...)
+		p := b.Input(pred.Name, pt.DType, sizes(b, pt)...)
+		y := b.Input(targetName, tt.DType, sizes(b, tt)...)
 		b.Output(DefaultLoss, l.Build(p, y, r))
-	})
+	}, opts...)
 	if err != nil {
 		return nil, err
 	}
 	g := fwd.Clone()
-	target := g.Input(targetName, tt, nil)
+	target := g.Input(targetName, loss.Lookup(targetName).Type, nil)
 	// Splice the loss graph in: its inputs become the model's prediction and the new targets.
 	m := map[*ir.Value]*ir.Value{}
 	for _, v := range loss.Values {

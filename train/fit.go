@@ -125,7 +125,8 @@ func (s *StepGraph) Resume(path string) (*Checkpoint, error) {
 }
 
 // Fit trains m: every epoch runs a train step on each batch of o.Train (shuffled, in batches of
-// m.Batch, the last partial batch dropped; the next batch prepared while a step runs), then
+// m.Batch, the last partial batch dropped, or run at its size when the model's batch is symbolic;
+// the next batch prepared while a step runs), then
 // evaluates o.Test in eval mode and writes the checkpoint. It is `gcomp train` without the
 // printing, and trains the same weights bit for bit.
 func Fit(m *Model, o FitOptions) (*FitResult, error) {
@@ -155,7 +156,7 @@ func Fit(m *Model, o FitOptions) (*FitResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	if n := o.Train.Len(); n < m.Batch {
+	if n := o.Train.Len(); n < m.Batch && len(step.Graph.Dims) == 0 || n == 0 {
 		return nil, fmt.Errorf("%d training %s make no batch of %d", n, unit(o.Train), m.Batch)
 	}
 	var testSet data.Dataset
@@ -176,7 +177,8 @@ func Fit(m *Model, o FitOptions) (*FitResult, error) {
 		}
 		state = step.InitState()
 	}
-	if err := step.Schedule.checkRun(steps + o.Epochs*(o.Train.Len()/m.Batch)); err != nil {
+	whole := len(step.Graph.Dims) == 0 // symloss.go: a symbolic step runs the last partial batch
+	if err := step.Schedule.checkRun(steps + o.Epochs*StepsPerEpoch(o.Train.Len(), m.Batch, !whole)); err != nil {
 		return nil, err
 	}
 	tr, err := newTrainer(o.Device, o.Compiler, step, m, params, state, !o.NoPrefetch, !o.NoCUDAGraphs)
@@ -187,7 +189,7 @@ func Fit(m *Model, o FitOptions) (*FitResult, error) {
 
 	res := &FitResult{}
 	last := first + o.Epochs - 1
-	loader := &data.Loader{Data: trainSet, Batch: m.Batch, Shuffle: true, Seed: o.Seed, DropLast: true, Flatten: flatten,
+	loader := &data.Loader{Data: trainSet, Batch: m.Batch, Shuffle: true, Seed: o.Seed, DropLast: whole, Flatten: flatten,
 		NoWorker: o.NoPrefetch, Prepare: tr.prepare}
 	if o.OnStart != nil {
 		if err := o.OnStart(Start{FirstEpoch: first, LastEpoch: last, Batches: loader.Len()}); err != nil {
@@ -203,11 +205,12 @@ func Fit(m *Model, o FitOptions) (*FitResult, error) {
 		_, err := runEpoch(tr, loader, epoch, func(b *data.Batch, out map[string]*tensor.Tensor) error {
 			steps++
 			loss := out[DefaultLoss].F[0]
-			mt.add(out[m.Output], b.Y, m.Batch)
-			lossSum += loss * float64(m.Batch)
-			done += m.Batch
+			rows := len(b.Indices) // m.Batch, or fewer in a symbolic step's last batch
+			mt.add(out[m.Output], b.Y, rows)
+			lossSum += loss * float64(rows)
+			done += rows
 			if o.OnStep != nil {
-				err := o.OnStep(StepEnd{Epoch: epoch, LastEpoch: last, Index: b.Index, Batches: loader.Len(), Step: steps, Loss: loss, Rows: m.Batch, Outputs: out})
+				err := o.OnStep(StepEnd{Epoch: epoch, LastEpoch: last, Index: b.Index, Batches: loader.Len(), Step: steps, Loss: loss, Rows: rows, Outputs: out})
 				if errors.Is(err, ErrStop) {
 					stopped = true
 				}

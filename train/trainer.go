@@ -48,6 +48,9 @@ func newTrainer(dev executor.Device, copt compiler.Options, step *StepGraph, m *
 		}
 		return &refTrainer{t: t, eval: m.Eval, m: m}, nil
 	}
+	// A step over a symbolic batch takes its inputs at each batch's size: staging them ahead
+	// fixes the bound's (executor.Program.Stage refuses a program with dims).
+	prefetch = prefetch && len(step.Graph.Dims) == 0
 	c := &compiledTrainer{dev: dev, step: step, m: m, prefetch: prefetch}
 	if err := c.load(copt, params, state); err != nil {
 		c.close()

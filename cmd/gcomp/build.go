@@ -27,6 +27,7 @@ type modelFlags struct {
 	memory  *byteSize
 	onnx    onnxFlags
 	batch   *int // --batch, for the commands that take it (nil otherwise)
+	maxB    *int // --max-batch, likewise
 }
 
 func addModelFlags(fs *flag.FlagSet) modelFlags {
@@ -44,6 +45,7 @@ func addModelFlags(fs *flag.FlagSet) modelFlags {
 func addBatchedModelFlags(fs *flag.FlagSet) modelFlags {
 	m := addModelFlags(fs)
 	m.batch = fs.Int("batch", 0, "trace a .go model at this batch instead of its file's own (the model declares it with b.Batch); fill an .onnx model's symbolic first input dims")
+	m.maxB = fs.Int("max-batch", 0, "trace a .go model over a batch known only at run time, in [1, N]: b.Batch gives the dim batch, and one build runs at every batch in range")
 	return m
 }
 
@@ -97,6 +99,12 @@ func (m modelFlags) options(training bool) (load.Options, error) {
 			return load.Options{}, fmt.Errorf("gcomp: --batch %d: must be positive", *m.batch)
 		}
 		lopt.Batch = *m.batch
+	}
+	if m.maxB != nil {
+		if *m.maxB < 0 || *m.maxB > 0 && lopt.Batch != 0 {
+			return load.Options{}, fmt.Errorf("gcomp: --max-batch %d: must be positive, without --batch", *m.maxB)
+		}
+		lopt.MaxBatch = *m.maxB
 	}
 	return lopt, nil
 }

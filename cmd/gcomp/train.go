@@ -42,6 +42,7 @@ func cmdTrain(args []string, stdout, stderr io.Writer) error {
 	lf.add(fs)
 	epochs := fs.Int("epochs", 1, "epochs to train (after the checkpoint's, with --resume)")
 	batch := fs.Int("batch", 0, "rows per step (default: the model's own batch); another batch re-traces the model, which must declare its batch with b.Batch")
+	mf.maxB = fs.Int("max-batch", 0, "train over a batch known only at run time, in [1, N] (the model declares it with b.Batch): steps of N rows, and the epoch's last partial batch at its own size with the same build")
 	optName := fs.String("optimizer", "adam", "sgd, adam or adamw, with PyTorch's defaults")
 	lr := fs.Float64("lr", 0, "learning rate (default: 1e-3 for adam and adamw; sgd needs one)")
 	momentum := fs.Float64("momentum", 0, "sgd: momentum (not with --lr-schedule onecycle, which cycles its own)")
@@ -86,6 +87,8 @@ func cmdTrain(args []string, stdout, stderr io.Writer) error {
 		return fail("--epochs %d: want at least 1", *epochs)
 	case *batch < 0:
 		return fail("--batch %d: want at least 1", *batch)
+	case *mf.maxB < 0 || *mf.maxB > 0 && *batch != 0:
+		return fail("--max-batch %d: want at least 1, without --batch", *mf.maxB)
 	case *limit < 0:
 		return fail("--limit %d: want at least 1 (or 0 for all)", *limit)
 	case *save == "" && stats == "":
@@ -139,6 +142,9 @@ func cmdTrain(args []string, stdout, stderr io.Writer) error {
 	}
 	if err := sf.check(set, *resume != ""); err != nil {
 		return fail("%v", err)
+	}
+	if dataParallel && *mf.maxB > 0 {
+		return fail("--max-batch: data-parallel training keeps a static batch")
 	}
 	if dataParallel {
 		pt := &parallelTrain{path: path, devices: *devName, mf: mf, batch: *batch, opt: opt, amp: *amp, sched: &sf, loss: loss, ds: ds,
@@ -208,7 +214,7 @@ func cmdTrain(args []string, stdout, stderr io.Writer) error {
 		return fail("%v", err)
 	}
 
-	step, err := newStep(trainSet.Len() / m.Batch)
+	step, err := newStep(train.StepsPerEpoch(trainSet.Len(), m.Batch, *mf.maxB > 0))
 	if err != nil {
 		return fail("%s: %v", path, err)
 	}

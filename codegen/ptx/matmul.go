@@ -344,7 +344,7 @@ func tiledKernel(k Kernel, dot *ir.Value, t Target, half bool, globals *[]string
 	}
 	gn, args := header(k, b, globals)
 	mm.gen = gn
-	work, err := mm.symbolic(k, b, &args)
+	work, err := mm.symbolic(k, b, &args, useMMA)
 	if err != nil {
 		return "", Launch{}, err
 	}
@@ -401,8 +401,9 @@ type matmul struct {
 	batchShape ir.Shape
 	quant      *quantB // set when B is a dequantize read as integers (mma_dequant.go)
 	// symM is a symbolic kernel's M at the run's sizes (its size parameter; symgemm.go), or "";
-	// symEnd, the label a block past a symbolic batch jumps to, or "".
-	symM, symEnd string
+	// symEnd, the label a block past a symbolic batch jumps to, or ""; symK, K at the run's
+	// sizes when it is the symbolic rows (symfold.go), or "".
+	symM, symEnd, symK string
 }
 
 // narrowColRegs is the FFMA template's accumulator columns per thread: 8 (a 128-column tile)
@@ -545,6 +546,7 @@ func (mm *matmul) emit() error {
 	}
 
 	nk := ceilDiv(mm.K, mmBK)
+	nkRun := mm.kSteps(mmBK)
 	// issue copies k step kt (k0 = kt·8) into buffer buf, then advances each side's pointer.
 	issue := func(k0 string, buf string) {
 		for _, sd := range sides {
@@ -568,7 +570,7 @@ func (mm *matmul) emit() error {
 				}
 				// Signed compares: a bound ≤ 0 means the copy never lies inside.
 				ok := b.reg(rPred)
-				b.ins("setp.lt.s32", ok, a.reg(kc), imm(mm.K-sd.dk[i]))
+				b.ins("setp.lt.s32", ok, a.reg(kc), mm.kBelow(sd.dk[i]))
 				okF := b.reg(rPred)
 				b.ins("setp.lt.s32", okF, a.reg(sd.f0), mm.freeBelow(sd == sides[0], sd.nFree, sd.df[i]))
 				b.ins("and.pred", ok, ok, okF)
@@ -651,14 +653,14 @@ func (mm *matmul) emit() error {
 			b.ins(".pragma", `"nounroll"`)
 		}
 		p := b.reg(rPred)
-		b.ins("setp.ge.u32", p, kt, imm(nk))
+		b.ins("setp.ge.u32", p, kt, nkRun)
 		b.braIf(p, done)
 		cur := b.reg(rU32)
 		b.ins("and.b32", cur, kt, "1")
 		next := b.reg(rU32)
 		b.ins("add.s32", next, kt, "1")
 		more := b.reg(rPred)
-		b.ins("setp.lt.u32", more, next, imm(nk))
+		b.ins("setp.lt.u32", more, next, nkRun)
 		skipIssue := b.label("no_prefetch")
 		b.braIf("!"+more, skipIssue)
 		nbuf := b.reg(rU32)

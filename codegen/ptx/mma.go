@@ -314,7 +314,7 @@ func (mm *matmul) emitMMA() error {
 					ok = b.reg(rPred)
 					b.ins("setp.lt.s32", ok, a.reg(cm.f0), mm.freeBelow(si == 0, nFrees[si], cm.df[i]))
 					okK := b.reg(rPred)
-					b.ins("setp.lt.s32", okK, a.reg(kc), imm(mm.K-cm.dk[i]))
+					b.ins("setp.lt.s32", okK, a.reg(kc), mm.kBelow(cm.dk[i]))
 					b.ins("and.pred", ok, ok, okK)
 					src = b.reg(rU64)
 					b.ins("add.s64", src, cm.ptr, imm(eb*(cm.df[i]*sd.l.freeSt+cm.dk[i]*sd.l.kSt)))
@@ -479,7 +479,7 @@ func (mm *matmul) emitMMA() error {
 		return nil
 	}
 
-	nk := ceilDiv(mm.K, bk)
+	nk := mm.kSteps(bk)
 	issue("0", "0")
 	b.ins("cp.async.wait_group", "0")
 	b.ins("bar.sync", "0")
@@ -492,14 +492,14 @@ func (mm *matmul) emitMMA() error {
 	b.place(loop)
 	b.ins(`.pragma "nounroll"`) // unrolled copies of the pipeline overflow 128 registers
 	p := b.reg(rPred)
-	b.ins("setp.ge.u32", p, kt, imm(nk))
+	b.ins("setp.ge.u32", p, kt, nk)
 	b.braIf(p, done)
 	cur := b.reg(rU32)
 	b.ins("and.b32", cur, kt, "1")
 	next := b.reg(rU32)
 	b.ins("add.s32", next, kt, "1")
 	more := b.reg(rPred)
-	b.ins("setp.lt.u32", more, next, imm(nk))
+	b.ins("setp.lt.u32", more, next, nk)
 	skip := b.label("no_prefetch")
 	b.braIf("!"+more, skip)
 	nbuf := b.reg(rU32)

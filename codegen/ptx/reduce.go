@@ -51,6 +51,9 @@ func reduceKernel(k Kernel, globals *[]string) (string, Launch, error) {
 	if err := checkRowDomains(g, rs); err != nil {
 		return "", Launch{}, err
 	}
+	if foldsRows(k, rs.axes) && !rs.scattered {
+		return colReduce(k, rs, reds, globals) // the rows lead the reduced block (symfold.go)
+	}
 	if k.Symbolic && (!rs.rowPattern || rs.scattered) {
 		return "", Launch{}, fmt.Errorf("reduce axes %v of %s are not trailing; only the row template runs at symbolic sizes", rs.axes, rs.full)
 	}
@@ -403,6 +406,13 @@ func colReduce(k Kernel, rs reduceShape, reds []*ir.Value, globals *[]string) (s
 	b.ins("mov.u32", partBase, part)
 	slot := a.mad(tid, 8, partBase)
 	colSlot := a.mad(tx, 8, partBase)
+	rEnd, work := imm(rs.r), (*SymWork)(nil)
+	if k.Symbolic {
+		var err error
+		if rEnd, work, err = symFold(k, b, &args, rs.r); err != nil {
+			return "", Launch{}, err
+		}
+	}
 	ctiles := ceilDiv(rs.c, colWidth)
 	tiles := rs.a * ctiles
 	tile, next := blockTiles(b, tiles)
@@ -418,7 +428,7 @@ func colReduce(k Kernel, rs reduceShape, reds []*ir.Value, globals *[]string) (s
 		b.note("%s", g.Format(red))
 		acc := b.reg(classOf(accT))
 		gn.accMove(acc, gn.e.constVal(accT, identity))
-		gn.loopFrom(ty, imm(colRows), rs.r, func(r string) error {
+		gn.loopTo(ty, imm(colRows), rEnd, func(r string) error {
 			x, err := gn.eval(red.Args[0], newIndexLin(rs.full, a.add(base, a.mad(r, rs.c, cc))))
 			if err != nil {
 				return err
@@ -456,7 +466,7 @@ func colReduce(k Kernel, rs reduceShape, reds []*ir.Value, globals *[]string) (s
 	if len(fullOuts) > 0 {
 		fskip := b.label("col_past_end")
 		b.braIf("!"+cok, fskip)
-		gn.loopFrom(ty, imm(colRows), rs.r, func(r string) error {
+		gn.loopTo(ty, imm(colRows), rEnd, func(r string) error {
 			return gn.storeOutputs(fullOuts, newIndexLin(rs.full, a.add(base, a.mad(r, rs.c, c))))
 		})
 		b.place(fskip)
@@ -485,7 +495,7 @@ func colReduce(k Kernel, rs reduceShape, reds []*ir.Value, globals *[]string) (s
 	if gn.err != nil {
 		return "", Launch{}, gn.err
 	}
-	l := Launch{Grid: [3]int{max(1, min(tiles, maxLoopBlocks)), 1, 1}, Block: [3]int{colWidth * colRows, 1, 1}, Params: args}
+	l := Launch{Grid: [3]int{max(1, min(tiles, maxLoopBlocks)), 1, 1}, Block: [3]int{colWidth * colRows, 1, 1}, Params: args, Work: work}
 	return b.text(), l, nil
 }
 

@@ -17,9 +17,12 @@ import (
 
 // symbolic declares a symbolic kernel's M parameter and returns how its grid follows; nothing for
 // a static kernel.
-func (mm *matmul) symbolic(k Kernel, b *builder, args *[]Arg) (*SymWork, error) {
+func (mm *matmul) symbolic(k Kernel, b *builder, args *[]Arg, tensorCores bool) (*SymWork, error) {
 	if !k.Symbolic {
 		return nil, nil
+	}
+	if folds, w, err := mm.symFoldK(k, b, args, tensorCores); folds {
+		return w, err
 	}
 	switch {
 	case mm.lhs.view != nil || mm.rhs.view != nil && len(mm.batchShape) > 0:
@@ -73,6 +76,9 @@ type symGEMV struct {
 func gemvSymbolic(k Kernel, b *builder, args *[]Arg, dot *ir.Value, p gemv.Plan, w gemvWeight) (*symGEMV, *SymWork, error) {
 	if !k.Symbolic {
 		return nil, nil, nil
+	}
+	if foldsRows(k, dot.Attrs.Ints("lhs_contract")) {
+		return nil, nil, fmt.Errorf("a GEMV whose K is the symbolic rows does not run at symbolic sizes yet")
 	}
 	if p.Batch > 1 || w.quant != nil || len(gemv.RowPrologue(dot)) > 0 {
 		return nil, nil, fmt.Errorf("a batched, quantized or norm-prologue GEMV does not run at symbolic sizes yet")

@@ -3,6 +3,7 @@ package randgraph
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ir/sym"
@@ -10,19 +11,22 @@ import (
 )
 
 // Refusals are the ops Symbolic adds that the compiler refuses in a graph with dims
-// (docs/dynamic.md, "What is refused"), each over the rows of a symbolic value: a reduction over
-// the symbolic dim, a transpose putting it after a static dim, a contraction over it, a concat
-// along it (twice the rows).
-func Refusals() []string { return []string{"reduce_sum", "transpose", "dot_general", "concat"} }
+// (docs/dynamic.md, "What is refused"), each over the rows of a symbolic value: a transpose
+// putting the symbolic dim after a static dim, a concat along it (twice the rows).
+func Refusals() []string { return []string{"transpose", "concat"} }
+
+// folds are the ops Symbolic adds beside Refusals that fold the rows into a static result, which
+// the compiler takes (a gradient's column sum, Xᵀ·X).
+var folds = []string{"reduce_sum", "dot_general"}
 
 // Symbolic generates a graph with bounded dims (docs/dynamic.md) of the class the compiler
 // builds once for every size in range: values f32[R, d] whose rows R lead, one dim n or the
 // product n·m of an input f32[n, m, d] reshaped, and ops that keep rows independent (elementwise
 // chains, biases broadcast over the rows, row reductions spread back over their rows, products
 // with a static right operand or per row, transposes, slices and pads of the trailing axes).
-// Every third graph or so also has, as one more output, one of Refusals over the rows; refused
-// names it ("" when the graph is in the class), and the compiler must refuse such a graph
-// naming it, never compile it. The same generator state gives
+// Every third graph or so also has, as one more output, one of Refusals or folds over the rows;
+// refused names a refusal ("" when the graph is in the class), and the compiler must refuse such
+// a graph naming it, never compile it. The same generator state gives
 // the same graph; it is not one of Graph's kinds, so their seeds keep their graphs.
 func Symbolic(r *rand.Rand) (g *ir.Graph, refused string) {
 	b := &symBuilder{builder: newBuilder(r, "symbolic")}
@@ -55,8 +59,11 @@ func Symbolic(r *rand.Rand) (g *ir.Graph, refused string) {
 	if r.IntN(3) == 0 {
 		// Every value of vals reads the input, so no pass folds y into the parameters.
 		y := last
-		refused = Refusals()[r.IntN(len(Refusals()))]
-		switch refused {
+		op := []string{"reduce_sum", "transpose", "dot_general", "concat"}[r.IntN(4)]
+		if !slices.Contains(folds, op) {
+			refused = op
+		}
+		switch op {
 		case "reduce_sum":
 			b.output(b.op("reduce_sum", ir.Attrs{"axes": []int{0}}, nil, y))
 		case "transpose":

@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	"github.com/gcomp/gcomp/ir"
-	"github.com/gcomp/gcomp/ops"
 )
 
 // Emitter appends type-checked nodes to a graph. The gradient rules build with it, and so do
@@ -15,6 +14,9 @@ import (
 type Emitter struct {
 	G   *ir.Graph
 	Pos string // position recorded on every node appended (optional)
+	// hints are the types of the primal a rule differentiates (its operands and result), which
+	// name the symbolic sizes of the shapes it builds first (symemit.go).
+	hints []ir.Type
 }
 
 type emitError struct{ err error }
@@ -45,7 +47,7 @@ func (e *Emitter) Op(op string, attrs ir.Attrs, args ...*ir.Value) *ir.Value {
 	for i, a := range args {
 		types[i] = a.Type
 	}
-	t, err := ops.Infer(op, types, attrs)
+	t, err := e.infer(op, types, attrs) // symemit.go
 	if err != nil {
 		e.Fail("building %s: %v", op, err)
 	}
@@ -56,6 +58,9 @@ func (e *Emitter) Op(op string, attrs ir.Attrs, args ...*ir.Value) *ir.Value {
 
 // Const is a splat constant of type t.
 func (e *Emitter) Const(value float64, t ir.Type) *ir.Value {
+	if t.Sym != nil {
+		return e.symConst(value, t)
+	}
 	return e.Op("constant", ir.Attrs{"shape": slices.Clone([]int(t.Shape)), "dtype": t.DType, "value": []float64{value}})
 }
 

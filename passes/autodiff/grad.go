@@ -130,9 +130,9 @@ func backward(e *Emitter, loss, seed *ir.Value, wrt []*ir.Value) []*ir.Value {
 				e.Fail("autodiff: %s: op %s is not differentiable (argument %d): %s", where(g, v), v.Op, j, r.why)
 			}
 		}
-		e.Pos = v.Pos
+		e.Pos, e.hints = v.Pos, primalTypes(v)
 		grads := r.grad(e, v, dy, need)
-		e.Pos = ""
+		e.Pos, e.hints = "", nil
 		for j, a := range v.Args {
 			if !need[j] {
 				continue
