@@ -84,6 +84,7 @@ func symbolicKernels(g *ir.Graph, kg *passes.KernelGraph, producer backend.Produ
 				rows = sym.Mul(rows, e)
 			}
 		} else {
+			unbatchWeights(k) // symstride.go
 			r, why := rowKernel(k)
 			if why != "" {
 				return nil, refuse(why + "; a kernel runs at symbolic sizes when its symbolic dims lead every shape and its rows are independent")

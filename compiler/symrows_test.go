@@ -191,7 +191,7 @@ func TestSymbolicRowsRefused(t *testing.T) {
 		{"reduction over the symbolic axis, kept", "  %0 = reduce_sum(%x) {axes=[0], keepdims=true} : f32[1,2]\n  output y = %0\n",
 			"reduces over a symbolic dim"},
 		{"transpose moving the symbolic dim", "  %0 = transpose(%x) {perm=[1,0]} : f32[2,batch]\n  %1 = neg(%0) : f32[2,batch]\n  output y = %1\n",
-			"%0 = transpose(%x) {perm=[1,0]} : f32[2,batch]: its dim 1 (batch) follows a static dim"},
+			"input %x : f32[batch,2] has batch rows, %0 = transpose(%x) {perm=[1,0]} : f32[2,batch] has 2*batch"},
 		{"reshape changing the rows", "  %0 = reshape(%x) {shape=[32]} : f32[2*batch]\n  %1 = neg(%0) : f32[2*batch]\n  %2 = add(%1, %1) : f32[2*batch]\n  %3 = reshape(%2) {shape=[16,2]} : f32[batch,2]\n  %4 = mul(%3, %x) : f32[batch,2]\n  output y = %4\n",
 			"has batch rows, %0 = reshape(%x) {shape=[32]} : f32[2*batch] has 2*batch"},
 		{"concat along the rows", "  %0 = concat(%x, %x) {axis=0} : f32[2*batch,2]\n  %1 = neg(%0) : f32[2*batch,2]\n  output y = %1\n",

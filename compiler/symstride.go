@@ -1,0 +1,72 @@
+package compiler
+
+import (
+	"slices"
+
+	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/passes"
+)
+
+// Symbolic dims that do not lead. A buffer [2, seq, 64] laid out contiguously at the run's sizes
+// is 2·seq rows of 64: its rows are every dim up to its last symbolic one (rowsOf), the static
+// ones before it included. The bound's code decodes a row index r into (b, s) with the bound's
+// seq and encodes it back to r, so a kernel that never uses b or s apart (no op moves, reduces,
+// slices or broadcasts along a dim of the rows; symrows.go's keepsRows) computes the run's rows
+// when it runs its first R = 2·seq rows, exactly as for a leading [batch, seq].
+//
+// A product whose right operand is a static weight broadcast along the static dims before the
+// symbolic ones (ONNX's MatMul of [2, seq, 16] by [16, 48] imports as a batched dot over the 2)
+// would use b apart: its batch b starts at row b·seq at the run's sizes, b·bound in the
+// template. unbatchWeights rewrites it to the unbatched product of the rows by the weight, the
+// same values in the same order, which the GEMM templates take with M = R.
+
+// unbatchWeights rewrites, in kernel k's body, each dot_general whose batch dims are the leading
+// dims of both operands and whose right operand broadcasts a static weight along exactly them
+// into the product of the left operand's rows by the weight itself. Called for symbolic kernels
+// only, so static builds are unchanged.
+func unbatchWeights(k *passes.Kernel) {
+	for _, v := range k.Body.Values {
+		if v.Op != "dot_general" || len(v.Args) != 2 {
+			continue
+		}
+		lb, rb := v.Attrs.Ints("lhs_batch"), v.Attrs.Ints("rhs_batch")
+		nb := len(lb)
+		if nb == 0 || !leading(lb) || !leading(rb) {
+			continue
+		}
+		r := v.Args[1]
+		if r.Op != "broadcast_in_dim" || len(r.Args) != 1 || r.Args[0].Type.Sym != nil {
+			continue
+		}
+		w, dims := r.Args[0], r.Attrs.Ints("dims")
+		if w.Type.Shape.Rank() != r.Type.Shape.Rank()-nb || !w.Type.Shape.Equal(r.Type.Shape[nb:]) {
+			continue
+		}
+		if slices.ContainsFunc(dims, func(d int) bool { return d < nb }) || !isRange(dims, nb) {
+			continue
+		}
+		attrs := v.Attrs.Clone()
+		delete(attrs, "lhs_batch")
+		delete(attrs, "rhs_batch")
+		rc := slices.Clone(v.Attrs.Ints("rhs_contract"))
+		for i := range rc {
+			rc[i] -= nb
+		}
+		attrs["rhs_contract"] = rc
+		v.Args = []*ir.Value{v.Args[0], w}
+		v.Attrs = attrs
+	}
+}
+
+// leading reports whether dims are 0, 1, ..., len(dims)-1.
+func leading(dims []int) bool { return isRange(dims, 0) }
+
+// isRange reports whether dims are from, from+1, ....
+func isRange(dims []int, from int) bool {
+	for i, d := range dims {
+		if d != from+i {
+			return false
+		}
+	}
+	return true
+}
