@@ -1,6 +1,7 @@
 package compiler
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -71,7 +72,8 @@ func Compile(g *ir.Graph, opt Options) (*Result, error) {
 		if symbolic {
 			body = atBound(body)
 		}
-		pk := ptx.Kernel{Name: k.Name, Graph: body, Shared: k.SharedOffsets(), SharedBytes: int(k.SharedBytes), InPlace: k.InPlace, Symbolic: symbolic, Rows: sk.bound}
+		pk := ptx.Kernel{Name: k.Name, Graph: body, Shared: k.SharedOffsets(), SharedBytes: int(k.SharedBytes), InPlace: k.InPlace, Symbolic: symbolic, Rows: sk.bound,
+			Sizes: onClone(sk.sizes, k.Body, body)}
 		for _, s := range k.Stages {
 			pk.Stages = append(pk.Stages, ptx.Kernel{Name: s.Name, Graph: s.Body})
 		}
@@ -134,11 +136,14 @@ func Compile(g *ir.Graph, opt Options) (*Result, error) {
 		var size string
 		if l.Work != nil {
 			size = sym.Scale(syms[k.Name].rows, int64(l.Work.Scale)).String()
+			if l.Work.Elements != "" {
+				size = l.Work.Elements // symattn.go
+			}
 			pk.Work = &artifact.Work{Elements: size, Vector: l.Work.Vector, MaxBlocks: l.Work.MaxBlocks, Tile: l.Work.Tile, Axis: l.Work.Axis}
 		}
 		for _, a := range l.Params {
 			if a.Kind == ptx.ArgSize {
-				pk.Args = append(pk.Args, artifact.Arg{Kind: artifact.ArgSize, Expr: size})
+				pk.Args = append(pk.Args, artifact.Arg{Kind: artifact.ArgSize, Expr: cmp.Or(a.Expr, size)})
 				continue
 			}
 			if a.Kind == ptx.ArgError {

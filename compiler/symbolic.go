@@ -23,6 +23,7 @@ import (
 type symKernel struct {
 	rows  sym.Expr
 	bound int
+	sizes map[*ir.Value][]sym.Expr // an attention kernel's values' sizes (symattn.go)
 }
 
 // symbolicKernels returns, for a graph with dims, the rows of each kernel whose buffers are
@@ -74,9 +75,21 @@ func symbolicKernels(g *ir.Graph, kg *passes.KernelGraph, producer backend.Produ
 			}
 			continue
 		}
-		var rows sym.Expr
+		var (
+			rows  sym.Expr
+			sizes map[*ir.Value][]sym.Expr // a product's operand read through views (symstride.go)
+		)
 		if len(k.Stages) > 0 {
 			return nil, refuse("a persistent kernel's stages do not run at symbolic sizes yet")
+		}
+		if k.Kind == passes.Attention {
+			sizes, why := attentionSizes(k, kg, ranges) // symattn.go
+			if why != "" {
+				return nil, refuse(why)
+			}
+			symbolicOutputs(k, kg, sizes) // symattn.go
+			kernels[k.Name] = symKernel{rows: sym.Const(1), sizes: sizes}
+			continue
 		}
 		if k.Kind == passes.Loop && static == "" && ptx.SymbolicLoop(k.Body) == "" && !k.BindTime {
 			rows = sym.Const(1) // flat: every element is a row
@@ -86,6 +99,9 @@ func symbolicKernels(g *ir.Graph, kg *passes.KernelGraph, producer backend.Produ
 		} else {
 			unbatchWeights(k) // symstride.go
 			r, why := rowKernel(k)
+			if why != "" && k.Kind == passes.Contraction {
+				r, sizes, why = viewRows(k, kg, ranges, why) // symstride.go
+			}
 			if why != "" {
 				return nil, refuse(why + "; a kernel runs at symbolic sizes when its symbolic dims lead every shape and its rows are independent")
 			}
@@ -101,7 +117,7 @@ func symbolicKernels(g *ir.Graph, kg *passes.KernelGraph, producer backend.Produ
 			// the bound, and every run reads the first of them.
 			continue
 		}
-		kernels[k.Name] = symKernel{rows: rows, bound: int(hi)}
+		kernels[k.Name] = symKernel{rows: rows, bound: int(hi), sizes: sizes}
 	}
 	return kernels, nil
 }

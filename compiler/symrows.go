@@ -39,7 +39,11 @@ func rowsOf(t ir.Type) (int, sym.Expr) {
 // symbolic values, or the reason it cannot run at sizes other than the bound. Its body's
 // inputs keep their buffers' symbolic types; its other values are at the bound, and their
 // symbolic types are those of the pass graph's values they compute (Kernel.Origins).
-func rowKernel(k *passes.Kernel) (sym.Expr, string) {
+func rowKernel(k *passes.Kernel) (sym.Expr, string) { return rowKernelViews(k, nil, nil) }
+
+// rowKernelViews is rowKernel for a kernel whose dot_general reads its left operand lhs through
+// the views chain at the run's sizes (symstride.go): only lhs's rows are checked.
+func rowKernelViews(k *passes.Kernel, chain map[*ir.Value]bool, lhs *ir.Value) (sym.Expr, string) {
 	body := k.Body
 	var (
 		rows   sym.Expr
@@ -58,6 +62,9 @@ func rowKernel(k *passes.Kernel) (sym.Expr, string) {
 		return strings.TrimSuffix(body.Format(v), v.Type.String()) + types[v].String()
 	}
 	for _, v := range body.Values {
+		if chain[v] {
+			continue
+		}
 		depends := slices.ContainsFunc(v.Args, symbolic)
 		if !symbolic(v) {
 			if depends {
@@ -79,6 +86,9 @@ func rowKernel(k *passes.Kernel) (sym.Expr, string) {
 			return rows, fmt.Sprintf("%s has %s rows, %s has %s", format(first), rows, format(v), r)
 		}
 		prefix[v] = p
+		if v == lhs {
+			continue
+		}
 		if why := keepsRows(v, p, prefix, types); why != "" {
 			return rows, fmt.Sprintf("%s %s", format(v), why)
 		}

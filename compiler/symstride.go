@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ir/sym"
 	"github.com/gcomp/gcomp/passes"
 )
 
@@ -69,4 +70,69 @@ func isRange(dims []int, from int) bool {
 		}
 	}
 	return true
+}
+
+// A product's left operand read through views that move the symbolic dims ([2, 2, seq, 8]
+// transposed and merged back into [2, seq, 16], the heads after attention) is not rows of its
+// buffer, but it is rows itself: codegen/ptx's GEMM takes the dims and reads each row through
+// the views at the run's sizes (symview.go there). viewRows accepts such a kernel when its
+// other values keep rows, and returns the sizes of its values for that template.
+
+// viewRows retries a contraction kernel that rowKernel refused (why) with its dot_general's left
+// operand read through views: its rows, its values' sizes, or the first refusal.
+func viewRows(k *passes.Kernel, kg *passes.KernelGraph, ranges sym.Ranges, why string) (sym.Expr, map[*ir.Value][]sym.Expr, string) {
+	chain, lhs := lhsViews(k)
+	if chain == nil {
+		return sym.Expr{}, nil, why
+	}
+	r, why2 := rowKernelViews(k, chain, lhs)
+	if why2 != "" {
+		return r, nil, why
+	}
+	sizes, why3 := bodySizes(k, kg, ranges)
+	if why3 != "" {
+		return r, nil, why3
+	}
+	return r, sizes, ""
+}
+
+// lhsViews returns, for a kernel whose one dot_general reads its left operand through a chain
+// of views of an input that nothing else reads, the chain below the operand and the operand.
+func lhsViews(k *passes.Kernel) (map[*ir.Value]bool, *ir.Value) {
+	var dot *ir.Value
+	uses := map[*ir.Value]int{}
+	for _, v := range k.Body.Values {
+		if v.Op == "dot_general" {
+			if dot != nil {
+				return nil, nil
+			}
+			dot = v
+		}
+		for _, a := range v.Args {
+			uses[a]++
+		}
+	}
+	for _, o := range k.Body.Outputs {
+		uses[o.Value]++
+	}
+	if dot == nil || len(dot.Args) != 2 || len(dot.Attrs.Ints("lhs_batch")) > 0 {
+		return nil, nil
+	}
+	lhs := dot.Args[0]
+	chain := map[*ir.Value]bool{}
+	for u := lhs; ; {
+		switch u.Op {
+		case "transpose", "reshape", "slice", "broadcast_in_dim":
+		default:
+			return nil, nil
+		}
+		u = u.Args[0]
+		if uses[u] != 1 {
+			return nil, nil
+		}
+		chain[u] = true
+		if u.Op == ir.OpInput {
+			return chain, lhs
+		}
+	}
 }
