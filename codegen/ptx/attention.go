@@ -140,7 +140,7 @@ type attnWriter struct {
 	regs   map[string]string // register → type
 	shared map[string]string // tile name → register holding its shared address
 	nreg   int
-	lse    string // the address register of the rows' log-sum-exp output (attention_lse), or ""
+	lse    string   // the address register of the rows' log-sum-exp output (attention_lse), or ""
 	sym    *symAttn // the run's sizes of a symbolic kernel (symattn.go), else nil
 }
 
