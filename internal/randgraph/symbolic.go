@@ -16,8 +16,9 @@ import (
 func Refusals() []string { return []string{"reduce_sum", "transpose", "dot_general", "concat"} }
 
 // Symbolic generates a graph with bounded dims (docs/dynamic.md) of the class the compiler
-// builds once for every size in range: values f32[R, d] whose rows R lead, one dim n or the
-// product n·m of an input f32[n, m, d] reshaped, and ops that keep rows independent (elementwise
+// builds once for every size in range: values f32[R, d] whose rows R lead, one dim n, the
+// product n·m of an input f32[n, m, d] reshaped, or s·n of an input f32[s, n, d] whose static s
+// comes before the symbolic dim (reshaped back to f32[s, n, d'] as its output), and ops that keep rows independent (elementwise
 // chains, biases broadcast over the rows, row reductions spread back over their rows, products
 // with a static right operand or per row, transposes, slices and pads of the trailing axes).
 // Every third graph or so also has, as one more output, one of Refusals over the rows; refused
@@ -32,9 +33,19 @@ func Symbolic(r *rand.Rand) (g *ir.Graph, refused string) {
 	b.ranges = g.Ranges()
 	d := 1 + r.IntN(24)
 	var x *ir.Value
-	if r.IntN(2) == 0 {
+	lead := 0 // the static dim before n, if any
+	switch r.IntN(3) {
+	case 0:
 		x = b.g.Input(b.name("x"), b.symType(n, d), nil)
-	} else {
+	case 1:
+		lead = 2 + r.IntN(2)
+		t, err := ir.SymType(ir.F32, b.ranges, sym.Const(int64(lead)), n, sym.Const(int64(d)))
+		if err != nil {
+			panic(err)
+		}
+		in := b.g.Input(b.name("x"), t, nil)
+		x = b.op("reshape", ir.Attrs{"shape": []int{lead * hiN, d}}, nil, in)
+	default:
 		hiM := 2 + r.IntN(4)
 		m := g.DeclareDim("m", 1, hiM)
 		b.ranges = g.Ranges()
@@ -51,10 +62,15 @@ func Symbolic(r *rand.Rand) (g *ir.Graph, refused string) {
 		vals = append(vals, b.rowOp(vals))
 	}
 	last := vals[len(vals)-1]
+	if lead > 0 {
+		e := last.Type.Shape[1]
+		want := []sym.Expr{sym.Const(int64(lead)), n, sym.Const(int64(e))}
+		last = b.op("reshape", ir.Attrs{"shape": []int{lead, hiN, e}}, want, last)
+	}
 	b.output(last)
 	if r.IntN(3) == 0 {
 		// Every value of vals reads the input, so no pass folds y into the parameters.
-		y := last
+		y := vals[len(vals)-1]
 		refused = Refusals()[r.IntN(len(Refusals()))]
 		switch refused {
 		case "reduce_sum":
