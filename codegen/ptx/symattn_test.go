@@ -37,6 +37,10 @@ func (c symAttnCase) sizes(g *ir.Graph) map[*ir.Value][]sym.Expr {
 		return out
 	}
 	for _, v := range g.Inputs() {
+		if v.Type.Shape.Rank() == 1 { // positions [batch]
+			m[v] = []sym.Expr{batch}
+			continue
+		}
 		s := at(v.Type.Shape)
 		if v.Name == "bias" {
 			s[3] = seq
@@ -155,4 +159,30 @@ func (c symAttnCase) runAt(t *testing.T, text string, l Launch, g *ir.Graph, b, 
 		t.Fatal(err)
 	}
 	checkAttention(t, got, want["o"])
+}
+
+// What the attention templates do not run at symbolic sizes yet is refused naming it.
+func TestSymbolicAttentionRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		c    symAttnCase
+		d    ir.DType
+		want string
+	}{
+		{"tensor cores", symAttnCase{2, 2, 2, 40, 16, 16, ops.MaskCausal, nil, false}, ir.F16, "the tensor-core attention template does not run at symbolic sizes yet"},
+		{"position mask", symAttnCase{2, 2, 2, 40, 8, 8, ops.MaskPosition, nil, false}, ir.F32, "attention under a position mask does not run at symbolic sizes yet"},
+		{"symbolic heads", symAttnCase{2, 2, 2, 40, 8, 8, ops.MaskNone, nil, false}, ir.F32, "attention's heads and head sizes must be static"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := attentionGraph(t, tc.d, tc.c.b, tc.c.h, tc.c.kvh, tc.c.l, tc.c.l, tc.c.e, tc.c.ev, tc.c.mask, tc.c.bias)
+			sizes := tc.c.sizes(g)
+			if tc.name == "symbolic heads" {
+				sizes[g.Inputs()[0]][1] = sym.Sym("heads")
+			}
+			_, _, err := Generate(Kernel{Name: "k0_attention", Graph: g, Symbolic: true, Sizes: sizes}, Target{SM: 80})
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "k0_attention: ") {
+				t.Errorf("Generate = %v, want %q", err, tc.want)
+			}
+		})
+	}
 }
