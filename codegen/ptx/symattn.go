@@ -3,7 +3,6 @@ package ptx
 import (
 	"fmt"
 
-	"github.com/gcomp/gcomp/codegen/attnmma"
 	"github.com/gcomp/gcomp/codegen/splitkv"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ir/sym"
@@ -66,8 +65,6 @@ func symAttnRefused(k Kernel, p AttentionPlan, lse *ir.Value, t Target) error {
 	switch {
 	case k.Sizes == nil:
 		return fmt.Errorf("attention over symbolic sizes needs its values' sizes")
-	case attnmma.Takes(p.Op, t.TF32):
-		return fmt.Errorf("the tensor-core attention template does not run at symbolic sizes yet (f32 without --tf32 runs on CUDA cores)")
 	case splitkv.AppendedRows(p.Op) > 0:
 		return fmt.Errorf("attention appending to a cache does not run at symbolic sizes yet")
 	case p.Op.Attrs.String("mask", "") == ops.MaskPosition:
@@ -143,13 +140,18 @@ func (w *attnWriter) operandOf(v *ir.Value, k Kernel) (attnOperand, error) {
 	if w.sym == nil {
 		return attentionOperand(v, w.ptr)
 	}
-	base, off, st, ok := symStridedView(v, k.Sizes)
+	return symOperand(v, k.Sizes, w.ptr, w.eval)
+}
+
+// symOperand resolves an attention operand at symbolic sizes (operandOf), eval emitting a size.
+func symOperand(v *ir.Value, sizes map[*ir.Value][]sym.Expr, ptr map[*ir.Value]string, eval func(sym.Expr) (string, error)) (attnOperand, error) {
+	base, off, st, ok := symStridedView(v, sizes)
 	if !ok || base.Op != ir.OpInput && base.Op != ir.OpParam {
 		return attnOperand{}, fmt.Errorf("attention reads %s, want a buffer or a view of one strided at every size", v.Op)
 	}
-	o := attnOperand{ptr: w.ptr[base], strides: make([]int, len(st)), symSt: make([]string, len(st))}
+	o := attnOperand{ptr: ptr[base], strides: make([]int, len(st)), symSt: make([]string, len(st))}
 	var err error
-	if o.symOff, err = w.eval(off); err != nil {
+	if o.symOff, err = eval(off); err != nil {
 		return o, err
 	}
 	o.off = int(content(off))
@@ -157,7 +159,7 @@ func (w *attnWriter) operandOf(v *ir.Value, k Kernel) (attnOperand, error) {
 		if v.Type.Shape[d] == 1 {
 			e = sym.Const(0) // broadcast, or a lone index
 		}
-		if o.symSt[d], err = w.eval(e); err != nil {
+		if o.symSt[d], err = eval(e); err != nil {
 			return o, err
 		}
 		o.strides[d] = int(content(e))
