@@ -13,24 +13,24 @@ import (
 // attnModel is self-attention over q, k, v inputs [batch, seq, h·e] (a static batch of 2 when
 // batch is 0), heads split with reshape and transpose, merged back into a linear layer; with
 // mask, an additive mask input [batch, 1, seq, seq] is added to the scores.
-func attnModel(b *frontend.Builder, batch, seq, h, e int, mask bool) {
+func attnModel(b *frontend.Builder, dt ir.DType, batch, seq, h, e int, mask bool) {
 	if batch == 0 {
 		batch = 2
 	}
 	var in []*frontend.Tensor
 	for _, n := range []string{"q", "k", "v"} {
-		x := b.Input(n, ir.F32, batch, seq, h*e)
+		x := b.Input(n, dt, batch, seq, h*e)
 		in = append(in, x.Reshape(batch, seq, h, e).Transpose(1, 2))
 	}
 	var o *frontend.Tensor
 	if mask {
-		m := b.Input("mask", ir.F32, batch, 1, seq, seq)
+		m := b.Input("mask", dt, batch, 1, seq, seq)
 		s := in[0].Matmul(in[1].Transpose(2, 3)).MulScalar(1 / math.Sqrt(float64(e)))
 		o = s.Add(m).Softmax(-1).Matmul(in[2])
 	} else {
 		o = frontend.ScaledDotProductAttention(in[0], in[1], in[2], false)
 	}
-	w := b.Param("w", ir.T(ir.F32, 5, h*e), frontend.Uniform(-1, 1))
+	w := b.Param("w", ir.T(dt, 8, h*e), frontend.Uniform(-1, 1))
 	b.Output("y", frontend.Linear(o.Transpose(1, 2).Reshape(batch, seq, h*e), w, nil))
 }
 
@@ -43,11 +43,14 @@ func TestSymbolicAttention(t *testing.T) {
 		name  string
 		build func(b *frontend.Builder)
 	}{
-		{"static batch, seq in [1,37], 2 heads", func(b *frontend.Builder) { attnModel(b, 0, b.Dim("seq", 1, 37), 2, 8, false) }},
+		{"static batch, seq in [1,37], 2 heads", func(b *frontend.Builder) { attnModel(b, ir.F32, 0, b.Dim("seq", 1, 37), 2, 8, false) }},
 		{"batch in [1,3], seq in [2,19], 3 heads of 5", func(b *frontend.Builder) {
-			attnModel(b, b.Dim("batch", 1, 3), b.Dim("seq", 2, 19), 3, 5, false)
+			attnModel(b, ir.F32, b.Dim("batch", 1, 3), b.Dim("seq", 2, 19), 3, 5, false)
 		}},
-		{"additive mask whose sizes follow", func(b *frontend.Builder) { attnModel(b, b.Dim("batch", 1, 2), b.Dim("seq", 1, 11), 2, 4, true) }},
+		{"additive mask whose sizes follow", func(b *frontend.Builder) { attnModel(b, ir.F32, b.Dim("batch", 1, 2), b.Dim("seq", 1, 11), 2, 4, true) }},
+		{"f16 on tensor cores, batch in [1,2], seq in [1,40]", func(b *frontend.Builder) {
+			attnModel(b, ir.F16, b.Dim("batch", 1, 2), b.Dim("seq", 1, 40), 2, 16, false)
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g, err := frontend.Build("m", tc.build)
@@ -64,6 +67,9 @@ func TestSymbolicAttention(t *testing.T) {
 			}
 			if !attn {
 				t.Fatalf("no symbolic attention kernel in %v", res.Artifact.Plan.Kernels)
+			}
+			if tc := strings.Contains(tc.name, "tensor cores"); tc != strings.Contains(string(res.Artifact.PTX), "attention on tensor cores") {
+				t.Fatalf("attention on tensor cores: %v, want %v", !tc, tc)
 			}
 			checkRows(t, g)
 		})
