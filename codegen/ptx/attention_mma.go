@@ -588,6 +588,7 @@ func (w *attnMMA) body(out string) {
 	b.ins("mov.u32", t0, next)
 	b.braIf(more, loop)
 	b.place(done)
+	w.afterLoop() // symattn_mma.go
 
 	// O = acc · (1/l), l summed over the quad: l is 0 (a row that saw no key: 0·inf = NaN, as the
 	// reference) or at least 1 (the row's maximum adds 2^0), where rcp.approx's error is 1 ulp.

@@ -2,6 +2,8 @@ package ptx
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/gcomp/gcomp/codegen/attnmma"
@@ -17,6 +19,7 @@ import (
 // symMMA holds a symbolic tensor-core kernel's sizes at the run, as registers.
 type symMMA struct {
 	l, lLast, s, bh, rtLast string
+	lAgain                  func() string // loads the dims again and computes L
 }
 
 // symbolic declares a symbolic kernel's size parameters (each dim its sizes name, then its block
@@ -27,7 +30,7 @@ func (w *attnMMA) symbolic(k Kernel, args *[]Arg) (*SymWork, error) {
 		return nil, nil
 	}
 	b, p := w.b, w.p
-	dims := symViewLoad(k, b, args, k.Sizes)
+	dims, params := symDimParams(k, b, args, k.Sizes)
 	eval := func(e sym.Expr) (string, error) {
 		return symEval(func() string { return b.reg(rU32) }, b.ins, dims, e)
 	}
@@ -52,6 +55,15 @@ func (w *attnMMA) symbolic(k Kernel, args *[]Arg) (*SymWork, error) {
 	}
 	if w.sym.bh, err = eval(sym.Scale(q[0], int64(p.H))); err != nil {
 		return nil, err
+	}
+	w.sym.lAgain = func() string {
+		again := map[string]string{}
+		for _, n := range slices.Sorted(maps.Keys(params)) {
+			again[n] = b.reg(rU32)
+			b.ins("ld.param.u32", again[n], "["+params[n]+"]")
+		}
+		l, _ := symEval(func() string { return b.reg(rU32) }, b.ins, again, q[2]) // evaluated above
+		return l
 	}
 	w.sym.lLast, w.sym.rtLast = b.reg(rU32), b.reg(rU32)
 	b.ins("sub.s32", w.sym.lLast, w.sym.l, "1")
@@ -153,4 +165,12 @@ func (w *attnMMA) outRow(bh, row string) string {
 	r := w.b.reg(rU32)
 	w.b.ins("mad.lo.s32", r, bh, w.sym.l, w.a.reg(row))
 	return r
+}
+
+// afterLoop reloads L from the parameters for the rows' output, so that no register holds it
+// through the tile loop.
+func (w *attnMMA) afterLoop() {
+	if w.sym != nil {
+		w.sym.l = w.sym.lAgain()
+	}
 }

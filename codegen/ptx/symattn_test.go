@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gcomp/gcomp/internal/tolerance"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ir/sym"
 	"github.com/gcomp/gcomp/ops"
@@ -21,6 +22,7 @@ type symAttnCase struct {
 	bias                []int // the bias's bound shape; 1 where it broadcasts
 	symBatch            bool
 	d                   ir.DType // f32 when unset: CUDA cores; f16 and bf16 take tensor cores
+	tf32                bool     // f32 on tf32 tensor cores
 }
 
 func (c symAttnCase) dtype() ir.DType {
@@ -66,19 +68,20 @@ func (c symAttnCase) sizes(g *ir.Graph) map[*ir.Value][]sym.Expr {
 // run's length), ragged last tiles, grouped KV heads, an additive bias whose sizes follow.
 func TestSymbolicAttentionKernel(t *testing.T) {
 	for _, c := range []symAttnCase{
-		{2, 2, 2, 40, 8, 8, ops.MaskNone, nil, false, 0},
-		{2, 2, 2, 40, 8, 8, ops.MaskCausal, nil, false, 0},
-		{3, 4, 2, 37, 16, 12, ops.MaskCausal, nil, true, 0},
-		{2, 2, 1, 19, 8, 8, ops.MaskNone, []int{2, 1, 19, 19}, true, 0},
-		{1, 2, 2, 33, 8, 8, ops.MaskCausal, []int{1, 2, 33, 33}, false, 0},
-		{2, 2, 1, 80, 16, 16, ops.MaskCausal, nil, true, ir.F16},
-		{2, 4, 2, 70, 32, 32, ops.MaskNone, nil, false, ir.BF16},
-		{2, 2, 2, 40, 16, 16, ops.MaskNone, []int{2, 1, 40, 40}, true, ir.F16},
+		{2, 2, 2, 40, 8, 8, ops.MaskNone, nil, false, 0, false},
+		{2, 2, 2, 40, 8, 8, ops.MaskCausal, nil, false, 0, false},
+		{3, 4, 2, 37, 16, 12, ops.MaskCausal, nil, true, 0, false},
+		{2, 2, 1, 19, 8, 8, ops.MaskNone, []int{2, 1, 19, 19}, true, 0, false},
+		{1, 2, 2, 33, 8, 8, ops.MaskCausal, []int{1, 2, 33, 33}, false, 0, false},
+		{2, 2, 1, 80, 16, 16, ops.MaskCausal, nil, true, ir.F16, false},
+		{2, 4, 2, 70, 32, 32, ops.MaskNone, nil, false, ir.BF16, false},
+		{2, 2, 2, 40, 16, 16, ops.MaskNone, []int{2, 1, 40, 40}, true, ir.F16, false},
+		{2, 2, 2, 70, 64, 64, ops.MaskCausal, nil, true, 0, true},
 	} {
-		t.Run(fmt.Sprintf("%s_B%d_H%d_KVH%d_L%d_E%d_Ev%d_%s_bias%v_symbatch%v", c.dtype(), c.b, c.h, c.kvh, c.l, c.e, c.ev, c.mask, c.bias, c.symBatch), func(t *testing.T) {
+		t.Run(fmt.Sprintf("tf32%v_%s_B%d_H%d_KVH%d_L%d_E%d_Ev%d_%s_bias%v_symbatch%v", c.tf32, c.dtype(), c.b, c.h, c.kvh, c.l, c.e, c.ev, c.mask, c.bias, c.symBatch), func(t *testing.T) {
 			g := attentionGraph(t, c.dtype(), c.b, c.h, c.kvh, c.l, c.l, c.e, c.ev, c.mask, c.bias)
 			k := Kernel{Name: "k0_attention", Graph: g, Symbolic: true, Sizes: c.sizes(g)}
-			text, launches, err := Module([]Kernel{k}, Target{SM: 80})
+			text, launches, err := Module([]Kernel{k}, Target{SM: 80, TF32: c.tf32})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -87,7 +90,7 @@ func TestSymbolicAttentionKernel(t *testing.T) {
 			if l.Work == nil || l.Work.Tile != 1 || !strings.Contains(l.Work.Elements, "seq") {
 				t.Fatalf("work %+v, want the block count over seq", l.Work)
 			}
-			if tc := c.dtype() != ir.F32; tc != strings.Contains(text, "mma.sync") {
+			if tc := c.dtype() != ir.F32 || c.tf32; tc != strings.Contains(text, "mma.sync") {
 				t.Fatalf("%s: tensor cores %v, want %v", c.dtype(), !tc, tc)
 			}
 			for _, n := range []int{1, 2, 5, 13, 17, c.l} {
@@ -164,7 +167,7 @@ func (c symAttnCase) runAt(t *testing.T, text string, l Launch, g *ir.Graph, b, 
 		t.Fatal(err)
 	}
 	blocks, _ := e.Eval(env)
-	if want := ceilDiv(n, attnWarps); c.dtype() == ir.F32 && blocks != int64(b*c.h*want) {
+	if want := ceilDiv(n, attnWarps); c.dtype() == ir.F32 && !c.tf32 && blocks != int64(b*c.h*want) {
 		t.Fatalf("work %s at batch %d, seq %d is %d blocks, want %d", l.Work.Elements, b, n, blocks, b*c.h*want)
 	}
 	cfg := sim.Config{Grid: sim.Dim3{X: int(max(1, blocks)), Y: 1, Z: 1}, Block: sim.Dim3{X: l.Block[0], Y: 1, Z: 1}}
@@ -179,6 +182,11 @@ func (c symAttnCase) runAt(t *testing.T, text string, l Launch, g *ir.Graph, b, 
 	if err != nil {
 		t.Fatal(err)
 	}
+	if c.tf32 {
+		rel, _ := tolerance.Tolerance(ir.F32, true, 0)
+		checkAttentionWithin(t, got, want["o"], rel)
+		return
+	}
 	checkAttention(t, got, want["o"])
 }
 
@@ -190,8 +198,8 @@ func TestSymbolicAttentionRefused(t *testing.T) {
 		d    ir.DType
 		want string
 	}{
-		{"position mask", symAttnCase{2, 2, 2, 40, 8, 8, ops.MaskPosition, nil, false, 0}, ir.F32, "attention under a position mask does not run at symbolic sizes yet"},
-		{"symbolic heads", symAttnCase{2, 2, 2, 40, 8, 8, ops.MaskNone, nil, false, 0}, ir.F32, "attention's heads and head sizes must be static"},
+		{"position mask", symAttnCase{2, 2, 2, 40, 8, 8, ops.MaskPosition, nil, false, 0, false}, ir.F32, "attention under a position mask does not run at symbolic sizes yet"},
+		{"symbolic heads", symAttnCase{2, 2, 2, 40, 8, 8, ops.MaskNone, nil, false, 0, false}, ir.F32, "attention's heads and head sizes must be static"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := attentionGraph(t, tc.d, tc.c.b, tc.c.h, tc.c.kvh, tc.c.l, tc.c.l, tc.c.e, tc.c.ev, tc.c.mask, tc.c.bias)

@@ -27,19 +27,38 @@ func symEval(reg func() string, ins func(string, ...string), dims map[string]str
 		}
 		return fmt.Sprint(c), nil
 	}
-	r := reg()
-	ins("mov.u32", r, fmt.Sprint(uint32(c)))
+	// Few registers: a bare dim is its parameter's register, and each monomial multiplies its
+	// dims in place of a constant's move (the tensor-core template has none to spare).
+	var r string
 	for _, m := range ms {
-		t := reg()
-		ins("mov.u32", t, fmt.Sprint(uint32(m.Coef)))
 		for _, n := range m.Names {
-			d, ok := dims[n]
-			if !ok {
+			if _, ok := dims[n]; !ok {
 				return "", fmt.Errorf("size %s names %s, which the kernel does not take", e, n)
 			}
-			ins("mul.lo.s32", t, t, d)
 		}
-		ins("add.s32", r, r, t)
+		t := dims[m.Names[0]]
+		for _, n := range m.Names[1:] {
+			u := reg()
+			ins("mul.lo.s32", u, t, dims[n])
+			t = u
+		}
+		switch {
+		case r == "" && m.Coef == 1:
+			r = t
+		case r == "":
+			u := reg()
+			ins("mul.lo.s32", u, t, fmt.Sprint(uint32(m.Coef)))
+			r = u
+		default:
+			u := reg()
+			ins("mad.lo.s32", u, t, fmt.Sprint(uint32(m.Coef)), r)
+			r = u
+		}
+	}
+	if c != 0 {
+		u := reg()
+		ins("add.s32", u, r, fmt.Sprint(uint32(c)))
+		r = u
 	}
 	return r, nil
 }
@@ -58,16 +77,23 @@ func symDimNames(sizes map[*ir.Value][]sym.Expr) []string {
 
 // symViewLoad declares a .u32 parameter for each dim sizes name (Arg.Expr) and loads it.
 func symViewLoad(k Kernel, b *builder, args *[]Arg, sizes map[*ir.Value][]sym.Expr) map[string]string {
-	dims := map[string]string{}
+	dims, _ := symDimParams(k, b, args, sizes)
+	return dims
+}
+
+// symDimParams is symViewLoad, also returning each dim's parameter (to load it again later
+// rather than keep its register live).
+func symDimParams(k Kernel, b *builder, args *[]Arg, sizes map[*ir.Value][]sym.Expr) (dims, params map[string]string) {
+	dims, params = map[string]string{}, map[string]string{}
 	for _, n := range symDimNames(sizes) {
 		p := b.param("u32", fmt.Sprintf("%s_param_%d", k.Name, len(*args)))
 		*args = append(*args, Arg{Kind: ArgSize, Expr: n})
 		r := b.reg(rU32)
 		b.ins("ld.param.u32", r, "["+p+"]")
 		b.note("%s: parameter %d", n, len(*args)-1)
-		dims[n] = r
+		dims[n], params[n] = r, p
 	}
-	return dims
+	return dims, params
 }
 
 // symView is a symbolic GEMM's generic left operand: the dims' registers and the values' sizes.
