@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/gcomp/gcomp/codegen/ptx"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ir/sym"
 	"github.com/gcomp/gcomp/ops"
@@ -60,7 +61,7 @@ func bodySizes(k *passes.Kernel, kg *passes.KernelGraph, ranges sym.Ranges) (map
 			args[i] = ir.Type{DType: a.Type.DType, Shape: a.Type.Shape, Sym: sizes[a]}
 		}
 		if v.Op == ops.AttentionOp { // [B, H, L] of q, Ev of v
-			sizes[v] = append(slices.Clone(sizes[v.Args[0]][:3]), symSizesOf(v.Args[2], sizes)[3])
+			sizes[v] = append(slices.Clone(sizes[v.Args[0]][:3]), ptx.SymSizes(v.Args[2], sizes)[3])
 			continue
 		}
 		it, err := ops.InferSym(v.Op, args, v.Attrs, ranges, nil)
@@ -84,18 +85,6 @@ func onClone(sizes map[*ir.Value][]sym.Expr, body, c *ir.Graph) map[*ir.Value][]
 		}
 	}
 	return m
-}
-
-// symSizesOf is v's sizes: sizes[v], or its static shape.
-func symSizesOf(v *ir.Value, sizes map[*ir.Value][]sym.Expr) []sym.Expr {
-	if s, ok := sizes[v]; ok {
-		return s
-	}
-	s := make([]sym.Expr, len(v.Type.Shape))
-	for i, n := range v.Type.Shape {
-		s[i] = sym.Const(int64(n))
-	}
-	return s
 }
 
 // symbolicOutputs gives each output buffer of kernel k that the passes left at its bound (the

@@ -57,11 +57,11 @@ func (w *attnWriter) dimRowTiles() string {
 
 // symAttnRefused says why attention kernel k does not run at symbolic sizes, or nil (always nil
 // for a static kernel).
-func symAttnRefused(k Kernel, p AttentionPlan, lse *ir.Value, t Target) error {
+func symAttnRefused(k Kernel, p AttentionPlan, lse *ir.Value) error {
 	if !k.Symbolic {
 		return nil
 	}
-	q, kk := symSizes(p.Op.Args[0], k.Sizes), symSizes(p.Op.Args[1], k.Sizes)
+	q, kk := SymSizes(p.Op.Args[0], k.Sizes), SymSizes(p.Op.Args[1], k.Sizes)
 	switch {
 	case k.Sizes == nil:
 		return fmt.Errorf("attention over symbolic sizes needs its values' sizes")
@@ -71,7 +71,7 @@ func symAttnRefused(k Kernel, p AttentionPlan, lse *ir.Value, t Target) error {
 		return fmt.Errorf("attention under a position mask does not run at symbolic sizes yet")
 	case lse != nil:
 		return fmt.Errorf("attention writing its log-sum-exp (training) does not run at symbolic sizes yet")
-	case !isConstExpr(q[1]) || !isConstExpr(kk[1]) || !isConstExpr(q[3]) || !isConstExpr(kk[3]) || !isConstExpr(symSizes(p.Op.Args[2], k.Sizes)[3]):
+	case !isConstExpr(q[1]) || !isConstExpr(kk[1]) || !isConstExpr(q[3]) || !isConstExpr(kk[3]) || !isConstExpr(SymSizes(p.Op.Args[2], k.Sizes)[3]):
 		return fmt.Errorf("attention's heads and head sizes must be static; it has q %s and k %s", exprs(q), exprs(kk))
 	}
 	if _, ok := splitkv.Of(p.Op); ok {
@@ -109,7 +109,7 @@ func (w *attnWriter) symbolic(k Kernel, params *[]string, args *[]Arg) (*SymWork
 		w.ins("ld.param.u32", r, "["+param(n)+"]")
 		w.sym.dims[n] = r
 	}
-	q, kk := symSizes(w.p.Op.Args[0], k.Sizes), symSizes(w.p.Op.Args[1], k.Sizes)
+	q, kk := SymSizes(w.p.Op.Args[0], k.Sizes), SymSizes(w.p.Op.Args[1], k.Sizes)
 	var err error
 	if w.sym.l, err = w.eval(q[2]); err != nil {
 		return nil, err

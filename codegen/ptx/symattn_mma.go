@@ -44,7 +44,7 @@ func (w *attnMMA) symbolic(k Kernel, args *[]Arg) (*SymWork, error) {
 		}
 		w.ops[i] = o
 	}
-	q, kk := symSizes(p.Op.Args[0], k.Sizes), symSizes(p.Op.Args[1], k.Sizes)
+	q, kk := SymSizes(p.Op.Args[0], k.Sizes), SymSizes(p.Op.Args[1], k.Sizes)
 	w.sym = &symMMA{}
 	var err error
 	if w.sym.l, err = eval(q[2]); err != nil {

@@ -11,8 +11,8 @@ import (
 // ops.StridedView over those expressions; a kernel takes each dim they name as a .u32 parameter
 // (the dims' values, not a stride per buffer) and evaluates them once at its start (symEval).
 
-// symSizes returns v's sizes as expressions: sizes[v], or its static shape.
-func symSizes(v *ir.Value, sizes map[*ir.Value][]sym.Expr) []sym.Expr {
+// SymSizes returns v's sizes as expressions: sizes[v], or its static shape (compiler shares it).
+func SymSizes(v *ir.Value, sizes map[*ir.Value][]sym.Expr) []sym.Expr {
 	if s, ok := sizes[v]; ok {
 		return s
 	}
@@ -44,13 +44,13 @@ func symStridedView(v *ir.Value, sizes map[*ir.Value][]sym.Expr) (base *ir.Value
 	switch v.Op {
 	case "reshape", "transpose", "broadcast_in_dim", "slice":
 	default:
-		return v, sym.Const(0), symContiguous(symSizes(v, sizes)), true
+		return v, sym.Const(0), symContiguous(SymSizes(v, sizes)), true
 	}
 	base, off, ist, ok := symStridedView(v.Args[0], sizes)
 	if !ok {
 		return nil, off, nil, false
 	}
-	in, out := symSizes(v.Args[0], sizes), symSizes(v, sizes)
+	in, out := SymSizes(v.Args[0], sizes), SymSizes(v, sizes)
 	switch v.Op {
 	case "transpose":
 		for _, p := range v.Attrs.Ints("perm") {

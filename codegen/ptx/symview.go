@@ -113,7 +113,7 @@ func (s *symView) eval(b *builder, e sym.Expr) string {
 // check evaluates every size of the views under v once, so that eval cannot fail later.
 func (s *symView) check(b *builder, v *ir.Value) error {
 	for u := v; ; u = u.Args[0] {
-		for _, e := range symSizes(u, s.sizes) {
+		for _, e := range SymSizes(u, s.sizes) {
 			if _, err := symEval(func() string { return b.reg(rU32) }, func(string, ...string) {}, s.dims, e); err != nil {
 				return err
 			}
@@ -132,12 +132,12 @@ func (s *symView) check(b *builder, v *ir.Value) error {
 // index there, at the run's sizes.
 func (s *symView) lin(b *builder, v *ir.Value, c []string) (*ir.Value, string) {
 	for {
-		out := symSizes(v, s.sizes)
+		out := SymSizes(v, s.sizes)
 		switch v.Op {
 		case ir.OpInput, ir.OpParam:
 			return v, s.linear(b, out, c)
 		}
-		in := symSizes(v.Args[0], s.sizes)
+		in := SymSizes(v.Args[0], s.sizes)
 		ic := make([]string, len(in))
 		switch v.Op {
 		case "transpose":
@@ -210,7 +210,7 @@ func (s *symView) delinearize(b *builder, sizes []sym.Expr, x string) []string {
 // delinearized over the view's free and contract dims at the run's sizes.
 func (mm *matmul) symCopier(l operandLayout, f0, kq string, df, dk []int, eb int) func(k0 string, i int) (string, string) {
 	a, b, sv := mm.a, mm.e.b, mm.symv
-	s := symSizes(l.view, sv.sizes)
+	s := SymSizes(l.view, sv.sizes)
 	return func(k0 string, i int) (string, string) {
 		f, k := a.reg(a.add(f0, imm(df[i]))), a.reg(a.add(a.add(k0, kq), imm(dk[i])))
 		ok, okK := b.reg(rPred), b.reg(rPred)
