@@ -23,7 +23,7 @@ import (
 type symKernel struct {
 	rows  sym.Expr
 	bound int
-	sizes map[*ir.Value][]sym.Expr // an attention kernel's values' sizes (symattn.go)
+	sizes map[*ir.Value][]sym.Expr // the values' sizes of a strided kernel (attention, a GEMM over views)
 }
 
 // symbolicKernels returns, for a graph with dims, the rows of each kernel whose buffers are
@@ -83,12 +83,12 @@ func symbolicKernels(g *ir.Graph, kg *passes.KernelGraph, producer backend.Produ
 			return nil, refuse("a persistent kernel's stages do not run at symbolic sizes yet")
 		}
 		if k.Kind == passes.Attention {
-			sizes, why := attentionSizes(k, kg, ranges) // symattn.go
+			as, why := attentionSizes(k, kg, ranges) // symattn.go
 			if why != "" {
 				return nil, refuse(why)
 			}
-			symbolicOutputs(k, kg, sizes) // symattn.go
-			kernels[k.Name] = symKernel{rows: sym.Const(1), sizes: sizes}
+			symbolicOutputs(k, kg, as) // symattn.go
+			kernels[k.Name] = symKernel{rows: sym.Const(1), sizes: as}
 			continue
 		}
 		if k.Kind == passes.Loop && static == "" && ptx.SymbolicLoop(k.Body) == "" && !k.BindTime {
@@ -103,7 +103,7 @@ func symbolicKernels(g *ir.Graph, kg *passes.KernelGraph, producer backend.Produ
 				r, sizes, why = viewRows(k, kg, ranges, why) // symstride.go
 			}
 			if why != "" {
-				return nil, refuse(why + "; a kernel runs at symbolic sizes when its symbolic dims lead every shape and its rows are independent")
+				return nil, refuse(why + "; a kernel runs at symbolic sizes when its rows (every dim up to the last symbolic one) are independent")
 			}
 			rows = r
 		}
