@@ -1,12 +1,18 @@
 package compiler_test
 
 import (
+	"fmt"
 	"math"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"golang.org/x/tools/txtar"
+
+	"github.com/gcomp/gcomp/artifact"
 	"github.com/gcomp/gcomp/compiler"
 	"github.com/gcomp/gcomp/frontend"
+	"github.com/gcomp/gcomp/internal/golden"
 	"github.com/gcomp/gcomp/ir"
 )
 
@@ -74,4 +80,41 @@ func TestSymbolicAttention(t *testing.T) {
 			checkRows(t, g)
 		})
 	}
+}
+
+// The plan of a strided symbolic model: each kernel's grid at the bound, its work and its size
+// arguments (the dims of the attention and view-reading GEMM kernels, then their size) are
+// golden (testdata/symattn_plan.txtar; go test -update rewrites it).
+func TestSymbolicAttentionPlan(t *testing.T) {
+	var sections []txtar.File
+	for _, tc := range []struct {
+		name string
+		dt   ir.DType
+	}{{"f32", ir.F32}, {"f16", ir.F16}} {
+		g, err := frontend.Build("m", func(b *frontend.Builder) {
+			attnModel(b, tc.dt, b.Dim("batch", 1, 3), b.Dim("seq", 1, 40), 2, 16, false)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := compiler.Compile(g, compiler.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sb strings.Builder
+		for _, k := range res.Artifact.Plan.Kernels {
+			fmt.Fprintf(&sb, "%s grid %v block %v", k.Name, k.Grid, k.Block)
+			if w := k.Work; w != nil {
+				fmt.Fprintf(&sb, " work{elements %s vector %d max_blocks %d tile %d axis %d}", w.Elements, w.Vector, w.MaxBlocks, w.Tile, w.Axis)
+			}
+			for _, a := range k.Args {
+				if a.Kind == artifact.ArgSize {
+					fmt.Fprintf(&sb, " size(%s)", a.Expr)
+				}
+			}
+			sb.WriteByte('\n')
+		}
+		sections = append(sections, txtar.File{Name: tc.name, Data: []byte(sb.String())})
+	}
+	golden.CheckTxtar(t, filepath.Join("testdata", "symattn_plan.txtar"), "attnModel over batch in [1,3] and seq in [1,40], 2 heads of 16: each kernel's grid at the bound, work and size arguments\n", sections)
 }
