@@ -1,6 +1,7 @@
 package compiler
 
 import (
+	"maps"
 	"slices"
 
 	"github.com/gcomp/gcomp/ir"
@@ -79,11 +80,23 @@ func isRange(dims []int, from int) bool {
 // other values keep rows, and returns the sizes of its values for that template.
 
 // viewRows retries a contraction kernel that rowKernel refused (why) with its dot_general's left
-// operand read through views: its rows, its values' sizes, or the first refusal.
-func viewRows(k *passes.Kernel, kg *passes.KernelGraph, ranges sym.Ranges, why string) (sym.Expr, map[*ir.Value][]sym.Expr, string) {
+// operand read through views: its rows, its values' sizes, or the first refusal. A kernel
+// rowKernel took (rows r) whose left operand is a transpose of its rows' trailing dims gets its
+// sizes too: codegen/ptx reads such a view through the generic copier, which needs them.
+func viewRows(k *passes.Kernel, kg *passes.KernelGraph, ranges sym.Ranges, r sym.Expr, why string) (sym.Expr, map[*ir.Value][]sym.Expr, string) {
 	chain, lhs := lhsViews(k)
 	if chain == nil {
-		return sym.Expr{}, nil, why
+		return r, nil, why
+	}
+	if why == "" {
+		if lhs.Op != "transpose" && !slices.ContainsFunc(slices.Collect(maps.Keys(chain)), func(v *ir.Value) bool { return v.Op == "transpose" }) {
+			return r, nil, ""
+		}
+		sizes, why3 := bodySizes(k, kg, ranges)
+		if why3 != "" {
+			return r, nil, "" // the template refuses the view by name
+		}
+		return r, sizes, ""
 	}
 	r, why2 := rowKernelViews(k, chain, lhs)
 	if why2 != "" {
