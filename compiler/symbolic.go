@@ -99,8 +99,11 @@ func symbolicKernels(g *ir.Graph, kg *passes.KernelGraph, producer backend.Produ
 		} else {
 			unbatchWeights(k) // symstride.go
 			r, why := rowKernel(k)
-			if k.Kind == passes.Contraction {
+			switch {
+			case k.Kind == passes.Contraction:
 				r, sizes, why = viewRows(k, kg, ranges, r, why) // symstride.go
+			case why != "" && k.Kind == passes.Loop && ptx.SymbolicCopy(k.Body) == "" && !k.BindTime:
+				r, sizes, why = copyRows(k, kg, ranges, why) // symstride.go
 			}
 			if why != "" {
 				return nil, refuse(why + "; a kernel runs at symbolic sizes when its rows (every dim up to the last symbolic one) are independent")

@@ -149,3 +149,21 @@ func lhsViews(k *passes.Kernel) (map[*ir.Value]bool, *ir.Value) {
 		}
 	}
 }
+
+// copyRows takes a loop kernel that copies an input through views moving its symbolic dims
+// (rowKernel refused it: why) as codegen/ptx's copy at the run's sizes (symcopy.go there): its
+// size is its output's element count, with its values' sizes.
+func copyRows(k *passes.Kernel, kg *passes.KernelGraph, ranges sym.Ranges, why string) (sym.Expr, map[*ir.Value][]sym.Expr, string) {
+	sizes, why2 := bodySizes(k, kg, ranges)
+	if why2 != "" {
+		return sym.Expr{}, nil, why
+	}
+	n := sym.Const(1)
+	for _, e := range sizes[k.Body.Outputs[0].Value] {
+		n = sym.Mul(n, e)
+	}
+	if sizes[k.Body.Outputs[0].Value] == nil {
+		return sym.Expr{}, nil, why
+	}
+	return n, sizes, ""
+}

@@ -55,6 +55,21 @@ var strideModels = []struct{ name, gir string }{
   output y = %2
 }
 `},
+	{"a copy moving seq before the static dim", `graph m {
+  dims { seq in [1,23] }
+  input %x : f32[2,seq,4]
+  %0 = transpose(%x) {perm=[1,0,2]} : f32[seq,2,4]
+  output y = %0
+}
+`},
+	{"a copy splitting and moving two symbolic dims (f16)", `graph m {
+  dims { batch in [1,3], seq in [1,9] }
+  input %x : f16[batch,seq,6]
+  %0 = reshape(%x) {shape=[3,9,2,3]} : f16[batch,seq,2,3]
+  %1 = transpose(%0) {perm=[1,2,0,3]} : f16[seq,2,batch,3]
+  output y = %1
+}
+`},
 	{"[batch, 3, seq, 8]: heads between two dims, softmax", `graph m {
   dims { batch in [1,3], seq in [1,11] }
   input %x : f32[batch,3,seq,8]

@@ -112,6 +112,8 @@ func symbolicKernel(k Kernel, t Target, globals *[]string) (string, Launch, erro
 	}
 	kinds, count := contractionKinds(k.Graph)
 	switch {
+	case len(kinds) == 0 && k.Sizes != nil:
+		return symCopyKernel(k, globals) // symcopy.go
 	case len(kinds) == 0:
 		return symLoopKernel(k, globals)
 	case len(kinds) == 1 && kinds[0] == "reduce" && k.Rows > 0:
