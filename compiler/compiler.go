@@ -1,6 +1,7 @@
 package compiler
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -72,7 +73,7 @@ func Compile(g *ir.Graph, opt Options) (*Result, error) {
 			body = atBound(body)
 		}
 		pk := ptx.Kernel{Name: k.Name, Graph: body, Shared: k.SharedOffsets(), SharedBytes: int(k.SharedBytes), InPlace: k.InPlace, Symbolic: symbolic, Rows: sk.bound,
-			ParamInputs: paramInputs(kg, body)}
+			ParamInputs: paramInputs(kg, body), Sizes: onClone(sk.sizes, k.Body, body)}
 		pk.Stages = stageKernels(k, sk.stages)
 		kernels = append(kernels, pk)
 	}
@@ -133,11 +134,14 @@ func Compile(g *ir.Graph, opt Options) (*Result, error) {
 		var size string
 		if l.Work != nil {
 			size = sym.Scale(syms[k.Name].rows, int64(l.Work.Scale)).String()
+			if l.Work.Elements != "" {
+				size = l.Work.Elements // symattn.go
+			}
 			pk.Work = &artifact.Work{Elements: size, Vector: l.Work.Vector, MaxBlocks: l.Work.MaxBlocks, Tile: l.Work.Tile, Axis: l.Work.Axis}
 		}
 		for _, a := range l.Params {
 			if a.Kind == ptx.ArgSize {
-				pk.Args = append(pk.Args, artifact.Arg{Kind: artifact.ArgSize, Expr: syms[k.Name].sizeExpr(size, a)})
+				pk.Args = append(pk.Args, artifact.Arg{Kind: artifact.ArgSize, Expr: cmp.Or(a.Expr, syms[k.Name].sizeExpr(size, a))})
 				continue
 			}
 			if a.Kind == ptx.ArgError {

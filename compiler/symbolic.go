@@ -23,7 +23,8 @@ import (
 type symKernel struct {
 	rows   sym.Expr
 	bound  int
-	stages []*symKernel // a persistent kernel's, by stage (sympersist.go)
+	stages []*symKernel             // a persistent kernel's, by stage (sympersist.go)
+	sizes  map[*ir.Value][]sym.Expr // the values' sizes of a strided kernel (attention, a GEMM over views)
 }
 
 // symbolicKernels returns, for a graph with dims, the rows of each kernel whose buffers are
@@ -81,16 +82,35 @@ func symbolicKernels(g *ir.Graph, kg *passes.KernelGraph, _ backend.Producer) (m
 			}
 			continue
 		}
-		var rows sym.Expr
+		var (
+			rows  sym.Expr
+			sizes map[*ir.Value][]sym.Expr // a product's operand read through views (symstride.go)
+		)
+		if k.Kind == passes.Attention {
+			as, why := attentionSizes(k, kg, ranges) // symattn.go
+			if why != "" {
+				return nil, refuse(why)
+			}
+			symbolicOutputs(k, kg, as) // symattn.go
+			kernels[k.Name] = symKernel{rows: sym.Const(1), sizes: as}
+			continue
+		}
 		if k.Kind == passes.Loop && static == "" && ptx.SymbolicLoop(k.Body) == "" && !k.BindTime {
 			rows = sym.Const(1) // flat: every element is a row
 			for _, e := range kg.Buffer(k.Body.Outputs[0].Name).Type.Sym {
 				rows = sym.Mul(rows, e)
 			}
 		} else {
+			unbatchWeights(k) // symstride.go
 			r, why := rowKernel(k, !k.BindTime)
+			switch {
+			case k.Kind == passes.Contraction:
+				r, sizes, why = viewRows(k, kg, ranges, r, why) // symstride.go
+			case why != "" && k.Kind == passes.Loop && ptx.SymbolicCopy(k.Body) == "" && !k.BindTime:
+				r, sizes, why = copyRows(k, kg, ranges, why) // symstride.go
+			}
 			if why != "" {
-				return nil, refuse(why + "; a kernel runs at symbolic sizes when its symbolic dims lead every shape and its rows are independent")
+				return nil, refuse(why + "; a kernel runs at symbolic sizes when its rows (every dim up to the last symbolic one) are independent")
 			}
 			rows = r
 		}
@@ -104,7 +124,7 @@ func symbolicKernels(g *ir.Graph, kg *passes.KernelGraph, _ backend.Producer) (m
 			// the bound, and every run reads the first of them.
 			continue
 		}
-		kernels[k.Name] = symKernel{rows: rows, bound: int(hi)}
+		kernels[k.Name] = symKernel{rows: rows, bound: int(hi), sizes: sizes}
 	}
 	return kernels, nil
 }

@@ -24,8 +24,6 @@ var symbolicRefusals = map[string]string{
 	"unet":          "a conv2d with a fused pooling does not run at symbolic sizes yet",
 	"fashion_cnn":   "a conv2d with a fused pooling does not run at symbolic sizes yet",
 	"fashion_bncnn": "a conv2d with a fused pooling does not run at symbolic sizes yet",
-	// Attention over a symbolic batch.
-	"transformer": "attention kernel k1_attention (attention)",
 	// The adaptive average pooling's product reads a constant computed in its kernel, which only
 	// the direct template takes, and a symbolic GEMM never falls back to it.
 	"resnet": "k12_matmul_div: dot_general operand f32[256] is computed inside the kernel (constant)",

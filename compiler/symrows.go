@@ -19,23 +19,20 @@ import (
 // broadcast along it) therefore computes the run's rows if it runs the bound's code on the first
 // R rows only: codegen/ptx takes R as a size parameter that bounds its grid and edge checks.
 
-// rowsOf returns how many leading dims of t are symbolic and their product, or why t is not a
-// prefix of symbolic dims followed by static ones.
-func rowsOf(t ir.Type) (int, sym.Expr, string) {
+// rowsOf returns how many leading dims of t are its rows (every dim up to its last symbolic one:
+// static dims before a symbolic one belong to the rows, symstride.go) and their product.
+func rowsOf(t ir.Type) (int, sym.Expr) {
 	p := 0
-	for p < len(t.Sym) && !isConst(t.Sym[p]) {
-		p++
+	for i, e := range t.Sym {
+		if !isConst(e) {
+			p = i + 1
+		}
 	}
 	r := sym.Const(1)
-	for i, e := range t.Sym {
-		if i >= p && !isConst(e) {
-			return 0, r, fmt.Sprintf("its dim %d (%s) follows a static dim", i, e)
-		}
-		if i < p {
-			r = sym.Mul(r, e)
-		}
+	for _, e := range t.Sym[:p] {
+		r = sym.Mul(r, e)
 	}
-	return p, r, ""
+	return p, r
 }
 
 // rowKernel checks that kernel k keeps its rows independent and returns the row count R of its
@@ -44,6 +41,12 @@ func rowsOf(t ir.Type) (int, sym.Expr, string) {
 // inputs keep their buffers' symbolic types; its other values are at the bound, and their
 // symbolic types are those of the pass graph's values they compute (Kernel.Origins).
 func rowKernel(k *passes.Kernel, fold bool) (sym.Expr, string) {
+	return rowKernelViews(k, fold, nil, nil)
+}
+
+// rowKernelViews is rowKernel for a kernel whose dot_general reads its left operand lhs through
+// the views chain at the run's sizes (symstride.go): only lhs's rows are checked.
+func rowKernelViews(k *passes.Kernel, fold bool, chain map[*ir.Value]bool, lhs *ir.Value) (sym.Expr, string) {
 	body := k.Body
 	var (
 		rows       sym.Expr
@@ -64,6 +67,9 @@ func rowKernel(k *passes.Kernel, fold bool) (sym.Expr, string) {
 		return strings.TrimSuffix(body.Format(v), v.Type.String()) + types[v].String()
 	}
 	for _, v := range body.Values {
+		if chain[v] {
+			continue
+		}
 		depends := slices.ContainsFunc(v.Args, symbolic)
 		if !symbolic(v) {
 			if depends && fold && foldsRows(v, prefix) {
@@ -85,17 +91,17 @@ func rowKernel(k *passes.Kernel, fold bool) (sym.Expr, string) {
 			}
 			continue
 		}
-		p, r, why := rowsOf(types[v])
-		if why != "" {
-			return rows, fmt.Sprintf("%s: %s", format(v), why)
-		}
+		p, r := rowsOf(types[v])
 		if first == nil {
 			rows, first = r, v
 		} else if !r.Equal(rows) {
 			return rows, fmt.Sprintf("%s has %s rows, %s has %s", format(first), rows, format(v), r)
 		}
 		prefix[v] = p
-		if why := keepsRows(v, p, prefix); why != "" {
+		if v == lhs {
+			continue
+		}
+		if why := keepsRows(v, p, prefix, types); why != "" {
 			return rows, fmt.Sprintf("%s %s", format(v), why)
 		}
 	}
@@ -111,7 +117,7 @@ func rowKernel(k *passes.Kernel, fold bool) (sym.Expr, string) {
 // keepsRows reports why v, whose p leading dims are its symbolic rows, does not compute each row
 // from the same row of its symbolic operands (and from static operands broadcast along the
 // rows), or "" when it does. prefix holds the symbolic operands' prefix lengths.
-func keepsRows(v *ir.Value, p int, prefix map[*ir.Value]int) string {
+func keepsRows(v *ir.Value, p int, prefix map[*ir.Value]int, types map[*ir.Value]ir.Type) string {
 	if v.Op == ir.OpInput || v.Op == ir.OpParam || v.Op == "constant" && len(v.Attrs.Floats("value")) == 1 {
 		return "" // a splat is the same in every row
 	}
@@ -121,8 +127,10 @@ func keepsRows(v *ir.Value, p int, prefix map[*ir.Value]int) string {
 		return "" // same shapes, or (reshape) the same linear order: row r stays row r
 	case cls == ops.Reduce:
 		q, _ := arg(0)
-		if slices.ContainsFunc(v.Attrs.Ints("axes"), func(a int) bool { return a < q }) {
-			return "reduces over a symbolic dim"
+		for _, a := range v.Attrs.Ints("axes") {
+			if a < q {
+				return "reduces over a " + rowDim(types[v.Args[0]], a)
+			}
 		}
 		return ""
 	}
@@ -130,7 +138,7 @@ func keepsRows(v *ir.Value, p int, prefix map[*ir.Value]int) string {
 	case "transpose":
 		for i, a := range v.Attrs.Ints("perm")[:p] {
 			if a != i {
-				return "moves a symbolic dim"
+				return "moves a " + rowDim(types[v], i)
 			}
 		}
 		return ""
@@ -142,7 +150,7 @@ func keepsRows(v *ir.Value, p int, prefix map[*ir.Value]int) string {
 			case ok && i < q && d != i, ok && i >= q && d < p:
 				return "moves a symbolic dim"
 			case !ok && d < p && v.Args[0].Type.Shape[i] != 1:
-				return "broadcasts a static operand along a symbolic dim"
+				return "broadcasts a static operand along a " + rowDim(types[v], d)
 			}
 		}
 		if ok && q != p {
@@ -197,3 +205,12 @@ func keepsRows(v *ir.Value, p int, prefix map[*ir.Value]int) string {
 }
 
 func isConst(e sym.Expr) bool { _, ok := e.IsConst(); return ok }
+
+// rowDim names dim d of t, one of its rows: "symbolic dim", or "dim of its rows" for a static one
+// before a symbolic one (symstride.go).
+func rowDim(t ir.Type, d int) string {
+	if d < len(t.Sym) && !isConst(t.Sym[d]) {
+		return "symbolic dim"
+	}
+	return "dim of its rows (a static dim before a symbolic one)"
+}

@@ -200,7 +200,7 @@ func checkRowsAt(t *testing.T, g *ir.Graph, opt compiler.Options, envs []map[str
 func TestSymbolicRowsRefused(t *testing.T) {
 	for _, tc := range []struct{ name, body, want string }{
 		{"transpose moving the symbolic dim", "  %0 = transpose(%x) {perm=[1,0]} : f32[2,batch]\n  %1 = neg(%0) : f32[2,batch]\n  output y = %1\n",
-			"%0 = transpose(%x) {perm=[1,0]} : f32[2,batch]: its dim 1 (batch) follows a static dim"},
+			"input %x : f32[batch,2] has batch rows, %0 = transpose(%x) {perm=[1,0]} : f32[2,batch] has 2*batch"},
 		{"reshape changing the rows", "  %0 = reshape(%x) {shape=[32]} : f32[2*batch]\n  %1 = neg(%0) : f32[2*batch]\n  %2 = add(%1, %1) : f32[2*batch]\n  %3 = reshape(%2) {shape=[16,2]} : f32[batch,2]\n  %4 = mul(%3, %x) : f32[batch,2]\n  output y = %4\n",
 			"has batch rows, %0 = reshape(%x) {shape=[32]} : f32[2*batch] has 2*batch"},
 		{"concat along the rows", "  %0 = concat(%x, %x) {axis=0} : f32[2*batch,2]\n  %1 = neg(%0) : f32[2*batch,2]\n  output y = %1\n",

@@ -13,7 +13,8 @@ import (
 // kernels codegen/backend's nvvm producer takes from codegen/ptx rather than refuse the model:
 // the tensor-core GEMM over a quantized weight (plan.QuantizedMMA), a persistent kernel with
 // a stage at symbolic sizes (codegen/ptx's sympersist.go), a symbolic kernel folding its rows
-// (codegen/ptx's symfold.go), and attention's dk/dv and dq on
+// (codegen/ptx's symfold.go), a strided symbolic kernel taking the dims' values (attention,
+// copies and GEMMs over views at symbolic sizes: codegen/ptx's symstride.go), and attention's dk/dv and dq on
 // tensor cores where this package's dk/dv template (attnmma.FitsGrad) does not reach
 // (attnmma.FitsGradWide: a bias, head dims over 64; attnmma.FitsGradDQ). The launch records it
 // (Producer "ptx" and a note); both producers share names, parameters and launches, so one plan
@@ -30,6 +31,9 @@ func borrowedTemplate(k plan.Kernel, t plan.Target) string {
 		if st.Symbolic {
 			return "symbolic persistent kernel"
 		}
+	}
+	if k.Symbolic && k.Sizes != nil {
+		return "strided symbolic kernel (sizes from the dims' values)"
 	}
 	if foldsRows(k) {
 		return "symbolic fold (a column reduction or GEMM over the symbolic rows)"

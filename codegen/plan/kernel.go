@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ir/sym"
 )
 
 // A gather whose index lies outside its table does not trap: a trap ends the launch with a
@@ -110,6 +111,10 @@ type Kernel struct {
 	// template's unit per row (SymWork.Scale). 0: every unit of the template is a row, and only
 	// flat elementwise loop kernels are taken.
 	Rows int
+	// Sizes (a symbolic kernel whose index arithmetic follows the sizes: attention,
+	// codegen/ptx's symattn.go) are its values' sizes as expressions over the dims; the kernel
+	// takes each dim they name as an ArgSize parameter (Arg.Expr) and computes its strides.
+	Sizes map[*ir.Value][]sym.Expr
 }
 
 // ArgKind says what a kernel parameter points to.
@@ -127,6 +132,9 @@ type Arg struct {
 	Name  string // the input, param or output name
 	Bytes int    // size of a scratch buffer
 	Scale int    // ArgSize of a persistent kernel's stage: the stage's units per row
+	// Expr (an ArgSize) is the size it holds as an expression over the dims (a dim's name); ""
+	// is the kernel's size, its rows times SymWork.Scale or SymWork.Elements.
+	Expr string
 }
 
 // Launch is how to run a generated kernel.
@@ -189,6 +197,9 @@ func live(g *ir.Graph) []*ir.Value {
 type SymWork struct {
 	Vector, Block, MaxBlocks int
 	Scale, Tile, Axis        int
+	// Elements, when set, is n as an expression over the dims, for a kernel whose size is not a
+	// multiple of its rows (attention's blocks: codegen/ptx's symattn.go).
+	Elements string
 }
 
 // Grid is the launch's grid.x for a loop kernel of n elements.

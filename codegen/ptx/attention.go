@@ -30,6 +30,9 @@ type attnOperand struct {
 	off     int
 	strides []int
 	app     *attnAppend // an appended cache's update (attention_append.go), else nil
+	// symOff and symSt hold the offset and strides at symbolic sizes (symattn.go), else "" and nil.
+	symOff string
+	symSt  []string
 }
 
 // attentionOperand resolves an operand of the attention op to a kernel input and its strides.
@@ -49,6 +52,9 @@ func attentionOperand(v *ir.Value, ptr map[*ir.Value]string) (attnOperand, error
 // index emits off + Σ idx[d]·strides[d] (32 bits: the kernel's buffers hold fewer than 2^31
 // elements); an empty idx entry is index 0.
 func (w *attnWriter) index(o attnOperand, idx ...string) string {
+	if o.symSt != nil {
+		return w.symIndex(o, idx)
+	}
 	r := w.reg("b32")
 	w.ins("mov.u32", r, uimm(o.off))
 	for d, x := range idx {
@@ -77,12 +83,19 @@ func attentionKernel(k Kernel, t Target) (string, Launch, error) {
 			return "", Launch{}, err
 		}
 	}
+	if err := symAttnRefused(k, p, lse); err != nil {
+		return "", Launch{}, err
+	}
 	// f16/bf16 (f32 under tf32) prefill on tensor cores (attention_mma.go), the LSE included
 	if attnmma.Takes(p.Op, t.TF32) {
 		return attentionMMAKernel(k, p, lse)
 	}
 	w := &attnWriter{name: k.Name, p: p, ptr: map[*ir.Value]string{}}
 	params, args := w.bindAll(k)
+	work, err := w.symbolic(k, &params, &args) // symattn.go
+	if err != nil {
+		return "", Launch{}, err
+	}
 	if lse != nil {
 		w.lse = w.ptr[lse]
 	}
@@ -91,7 +104,7 @@ func attentionKernel(k Kernel, t Target) (string, Launch, error) {
 		if _, ok := splitkv.Appended(p.Op, i); ok {
 			continue // appendOperands
 		}
-		o, err := attentionOperand(a, w.ptr)
+		o, err := w.operandOf(a, k)
 		if err != nil {
 			return "", Launch{}, err
 		}
@@ -115,7 +128,7 @@ func attentionKernel(k Kernel, t Target) (string, Launch, error) {
 	}
 	s.WriteString(w.text.String())
 	s.WriteString("}\n")
-	return s.String(), Launch{Grid: p.Grid, Block: p.Block, Params: args}, nil
+	return s.String(), Launch{Grid: p.Grid, Block: p.Block, Params: args, Work: work}, nil
 }
 
 // attnWriter writes the template's PTX with named registers.
@@ -127,7 +140,8 @@ type attnWriter struct {
 	regs   map[string]string // register → type
 	shared map[string]string // tile name → register holding its shared address
 	nreg   int
-	lse    string // the address register of the rows' log-sum-exp output (attention_lse), or ""
+	lse    string   // the address register of the rows' log-sum-exp output (attention_lse), or ""
+	sym    *symAttn // the run's sizes of a symbolic kernel (symattn.go), else nil
 }
 
 func (w *attnWriter) ins(op string, args ...string) {
@@ -222,7 +236,7 @@ func (w *attnWriter) body(operands []attnOperand, out string) {
 	// into its row.
 	rw := w.newRow(d, operands[0], b, h, row, lane, active, "")
 	rw.lim = lim
-	w.tileLoop(d, operands, 32*attnWarps, tid, "0", blim, uimm(p.S), b, kh, func(t0 string) {
+	w.tileLoop(d, operands, 32*attnWarps, tid, "0", blim, w.dimS(), b, kh, func(t0 string) {
 		w.foldTile(rw, "", p.Keys, t0, lane, b, d, biasOp)
 	})
 
@@ -245,8 +259,8 @@ func (w *attnWriter) blockRows() (tid, lane, b, h, kh, row, last, active string)
 	w.ins("mov.u32", cta, "%ctaid.x")
 	bh, rt := u32(), u32()
 	b, h, kh = u32(), u32(), u32()
-	w.ins("div.u32", bh, cta, uimm(p.RowTiles))
-	w.ins("rem.u32", rt, cta, uimm(p.RowTiles))
+	w.ins("div.u32", bh, cta, w.dimRowTiles())
+	w.ins("rem.u32", rt, cta, w.dimRowTiles())
 	w.ins("div.u32", b, bh, uimm(p.H))
 	w.ins("rem.u32", h, bh, uimm(p.H))
 	w.ins("div.u32", kh, h, uimm(p.H/p.KVH)) // the KV head within the batch entry
@@ -255,9 +269,9 @@ func (w *attnWriter) blockRows() (tid, lane, b, h, kh, row, last, active string)
 	w.ins("mul.lo.s32", row0, rt, uimm(attnWarps))
 	w.ins("add.s32", row, row0, warp)
 	w.ins("add.s32", last, row0, uimm(attnWarps-1))
-	w.ins("min.u32", last, last, uimm(p.L-1))
+	w.ins("min.u32", last, last, w.dimLast())
 	active = w.reg("pred")
-	w.ins("setp.lt.u32", active, row, uimm(p.L))
+	w.ins("setp.lt.u32", active, row, w.dimL())
 	return tid, lane, b, h, kh, row, last, active
 }
 

@@ -50,6 +50,8 @@ type attnMMA struct {
 	eb   int    // operand bytes: 2, or 4 for f32 on tf32 tensor cores
 	keys int    // keys per K/V tile
 	lse  string // the address register of the rows' log-sum-exp output (attention_lse), or ""
+	ptr  map[*ir.Value]string
+	sym  *symMMA // the run's sizes of a symbolic kernel (symattn_mma.go), else nil
 }
 
 // attentionMMAKernel emits the tensor-core template for a kernel attentionKernel checked; lse is
@@ -67,7 +69,11 @@ func attentionMMAKernel(k Kernel, p AttentionPlan, lse *ir.Value) (string, Launc
 	if err != nil {
 		return "", Launch{}, err
 	}
-	w.ops = operands
+	w.ops, w.ptr = operands, ptr
+	work, err := w.symbolic(k, &args) // symattn_mma.go
+	if err != nil {
+		return "", Launch{}, err
+	}
 	if lse != nil {
 		w.lse = ptr[lse]
 	}
@@ -77,7 +83,7 @@ func attentionMMAKernel(k Kernel, p AttentionPlan, lse *ir.Value) (string, Launc
 	}
 	b.perf = fmt.Sprintf(".maxntid %d, 1, 1", attnmma.Threads)
 	w.body(ptr[p.Op])
-	return b.text(), Launch{Grid: [3]int{attnmma.Blocks(p.Op), 1, 1}, Block: [3]int{attnmma.Threads, 1, 1}, Params: args}, nil
+	return b.text(), Launch{Grid: [3]int{attnmma.Blocks(p.Op), 1, 1}, Block: [3]int{attnmma.Threads, 1, 1}, Params: args, Work: work}, nil
 }
 
 // bindMMA declares a .u64 parameter per buffer of the kernel (inputs, parameters, outputs, in
@@ -134,9 +140,9 @@ func (w *attnMMA) tile(name string, op attnOperand, n int, b0, kh string) *kvTil
 	col0 := a.mul(a.rem(tid, perRow), t.chunk)
 	t.dst = a.reg(a.add(t.sh, a.mul(a.mad(t.row0, t.rowH, col0), eb)))
 	// The first tile's (row0, col0): off + b·s0 + kh·s1 + row0·s2 + col0.
-	el := a.mad(b0, op.strides[0], imm(op.off))
-	el = a.mad(kh, op.strides[1], el)
-	el = a.add(a.mad(t.row0, op.strides[2], el), col0)
+	el := w.madSt(b0, op, 0, w.offOf(op))
+	el = w.madSt(kh, op, 1, el)
+	el = a.add(w.madSt(t.row0, op, 2, el), col0)
 	t.src = b.reg(rU64)
 	o := b.reg(rU64)
 	b.ins("mul.wide.u32", o, a.reg(el), imm(eb))
@@ -177,7 +183,9 @@ func (w *attnMMA) issue(t *kvTile, left string) {
 		ok := b.reg(rPred)
 		b.ins("setp.lt.s32", ok, t.row0, lim)
 		src := b.reg(rU64)
-		if off := eb * row * t.op.strides[2]; off != 0 {
+		if row > 0 && w.rowStep(src, t.src, t.op, row) {
+			b.ins("selp.b64", src, src, t.op.ptr, ok)
+		} else if off := eb * row * t.op.strides[2]; off != 0 {
 			b.ins("add.s64", src, t.src, imm(off))
 			b.ins("selp.b64", src, src, t.op.ptr, ok) // a valid address for the zero-size copies
 		} else {
@@ -203,7 +211,9 @@ func (w *attnMMA) issue(t *kvTile, left string) {
 		}
 		w.maybe(in, "cp.async."+kind+".shared.global", dst, "["+src+"]", imm(eb*t.chunk), bytes)
 	}
-	b.ins("add.s64", t.src, t.src, imm(eb*keys*t.op.strides[2]))
+	if !w.rowStep(t.src, t.src, t.op, keys) {
+		b.ins("add.s64", t.src, t.src, imm(eb*keys*t.op.strides[2]))
+	}
 	b.ins("cp.async.commit_group")
 }
 
@@ -223,7 +233,7 @@ func (w *attnMMA) limit(row, posv string) string {
 	switch w.p.Op.Attrs.String("mask", "") {
 	case ops.MaskCausal:
 		b.ins("add.s32", lim, row, "1")
-		b.ins("min.u32", lim, lim, imm(p.S))
+		b.ins("min.u32", lim, lim, w.szS())
 	case ops.MaskPosition:
 		// In 64 bits: pos is untrusted data.
 		wide, t := b.reg(rU64), b.reg(rU64)
@@ -234,7 +244,7 @@ func (w *attnMMA) limit(row, posv string) string {
 		b.ins("min.s64", t, t, imm(p.S))
 		b.ins("cvt.u32.u64", lim, t)
 	default:
-		b.ins("mov.u32", lim, imm(p.S))
+		b.ins("mov.u32", lim, w.szS())
 	}
 	return lim
 }
@@ -257,13 +267,10 @@ func (w *attnMMA) body(out string) {
 	if p.Op.Attrs.Bool("additive", false) {
 		biasOp = &w.ops[nextOperand]
 	}
-	rowTiles := ceilDiv(p.L, attnMMARows)
-
 	_, lane, warp, cta := w.threadIDs()
 	// Blocks run the last row tiles first: under a causal or position mask they see the most
 	// keys, and the short ones fill the tail (FlashAttention-2's order).
-	bh := a.reg(a.rem(cta, p.B*p.H))
-	rt := a.sub(imm(rowTiles-1), a.div(cta, p.B*p.H))
+	bh, rt := w.blockTile(cta)
 	bIdx := a.reg(a.div(bh, p.H))
 	h := a.reg(a.rem(bh, p.H))
 	kh := a.reg(a.div(h, p.H/p.KVH))
@@ -295,11 +302,11 @@ func (w *attnMMA) body(out string) {
 	// the block's last row below L keys < blockLast.
 	warpLast := w.limit(a.reg(a.add(warpRow, imm(15))), posv)
 	past := b.reg(rPred)
-	b.ins("setp.ge.u32", past, warpRow, imm(p.L))
+	b.ins("setp.ge.u32", past, warpRow, w.szL())
 	b.ins("selp.b32", warpLast, "0", warpLast, past)
 	lastRow := b.reg(rU32)
 	b.ins("add.s32", lastRow, blockRow, imm(attnMMARows-1))
-	b.ins("min.u32", lastRow, lastRow, imm(p.L-1))
+	b.ins("min.u32", lastRow, lastRow, w.szLast())
 	blockLast := w.limit(lastRow, posv)
 
 	// Q's A fragments: ks-th 16 columns, registers (row g, k 2t), (g+8, 2t), (g, 2t+8), (g+8, 2t+8);
@@ -307,7 +314,7 @@ func (w *attnMMA) body(out string) {
 	qo := w.ops[0]
 	qf := make([][4]string, p.E/ms.kStep)
 	{
-		qBH := a.mad(h, qo.strides[1], a.mad(bIdx, qo.strides[0], imm(qo.off)))
+		qBH := w.madSt(h, qo, 1, w.madSt(bIdx, qo, 0, w.offOf(qo)))
 		colT := 2 // the thread's first column is 2t, or t for tf32
 		if tf32 {
 			colT = 1
@@ -317,8 +324,8 @@ func (w *attnMMA) body(out string) {
 		var ok [2]string
 		for i, row := range []string{rowA, rowB} {
 			ok[i] = b.reg(rPred)
-			b.ins("setp.lt.u32", ok[i], row, imm(p.L))
-			el := a.add(a.mad(a.clamp(row, p.L), qo.strides[2], qBH), col)
+			b.ins("setp.lt.u32", ok[i], row, w.szL())
+			el := a.add(w.madSt(w.clampL(row), qo, 2, qBH), col)
 			rowAddr[i] = b.reg(rU64)
 			o := b.reg(rU64)
 			b.ins("mul.wide.u32", o, a.reg(el), imm(eb))
@@ -335,9 +342,9 @@ func (w *attnMMA) body(out string) {
 	var biasAddr [2]string
 	if biasOp != nil {
 		bo := *biasOp
-		bBH := a.mad(h, bo.strides[1], a.mad(bIdx, bo.strides[0], imm(bo.off)))
+		bBH := w.madSt(h, bo, 1, w.madSt(bIdx, bo, 0, w.offOf(bo)))
 		for i, row := range []string{rowA, rowB} {
-			el := a.add(a.mad(a.clamp(row, p.L), bo.strides[2], bBH), a.mul(tq, 2*bo.strides[3]))
+			el := a.add(w.madSt(w.clampL(row), bo, 2, bBH), a.mul(tq, 2*bo.strides[3]))
 			biasAddr[i] = b.reg(rU64)
 			o := b.reg(rU64)
 			b.ins("mul.wide.u32", o, a.reg(el), imm(eb))
@@ -387,7 +394,7 @@ func (w *attnMMA) body(out string) {
 	t0 := b.reg(rU32)
 	b.ins("mov.u32", t0, "0")
 	left := b.reg(rU32)
-	b.ins("mov.u32", left, imm(p.S))
+	b.ins("mov.u32", left, w.szS())
 	loop, done := b.label("attn_tile"), b.label("attn_done")
 	none := b.reg(rPred)
 	b.ins("setp.eq.u32", none, blockLast, "0")
@@ -581,6 +588,7 @@ func (w *attnMMA) body(out string) {
 	b.ins("mov.u32", t0, next)
 	b.braIf(more, loop)
 	b.place(done)
+	w.afterLoop() // symattn_mma.go
 
 	// O = acc · (1/l), l summed over the quad: l is 0 (a row that saw no key: 0·inf = NaN, as the
 	// reference) or at least 1 (the row's maximum adds 2^0), where rcp.approx's error is 1 ulp.
@@ -591,8 +599,8 @@ func (w *attnMMA) body(out string) {
 			b.ins("add.rn.f32", l[i], l[i], o)
 		}
 		ok := b.reg(rPred)
-		b.ins("setp.lt.u32", ok, row, imm(p.L))
-		rowEl := a.mad(bh, p.L, row)
+		b.ins("setp.lt.u32", ok, row, w.szL())
+		rowEl := w.outRow(bh, row)
 		el := a.mad(rowEl, p.Ev, a.mul(tq, 2))
 		addr := b.reg(rU64)
 		o := b.reg(rU64)

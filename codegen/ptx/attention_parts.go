@@ -116,12 +116,12 @@ func (w *attnWriter) keyLimit(mask, posv, i string) string {
 		w.ins("add.s64", t, posv, wide)
 		w.ins("add.s64", t, t, "1")
 		w.ins("max.s64", t, t, "0")
-		w.ins("min.s64", t, t, uimm(w.p.S))
+		w.ins("min.s64", t, t, w.dimS())
 		w.ins("cvt.u32.u64", lim, t)
 	default:
-		w.ins("mov.u32", lim, uimm(w.p.S))
+		w.ins("mov.u32", lim, w.dimS())
 	}
-	w.ins("min.u32", lim, lim, uimm(w.p.S))
+	w.ins("min.u32", lim, lim, w.dimS())
 	return lim
 }
 
@@ -291,7 +291,7 @@ func (w *attnWriter) finishRow(rw *attnRow, tag string, lane, b string, d ir.DTy
 	w.ins("@!"+rw.active+" bra.uni", skip)
 	orow := w.reg("b32")
 	w.ins("mad.lo.s32", orow, b, uimm(p.H), rw.h)
-	w.ins("mad.lo.s32", orow, orow, uimm(p.L), rw.i)
+	w.ins("mad.lo.s32", orow, orow, w.dimL(), rw.i)
 	for c := range acc {
 		e, ok := w.reg("b32"), w.reg("pred")
 		w.ins("add.s32", e, lane, uimm(32*c))

@@ -404,6 +404,7 @@ type matmul struct {
 	// symEnd, the label a block past a symbolic batch jumps to, or ""; symK, K at the run's
 	// sizes when it is the symbolic rows (symfold.go), or "".
 	symM, symEnd, symK string
+	symv               *symView // a symbolic kernel's generic left operand at the run's sizes (symview.go)
 }
 
 // narrowColRegs is the FFMA template's accumulator columns per thread: 8 (a 128-column tile)
@@ -836,6 +837,9 @@ func feedsOnly(v, dot *ir.Value, g *ir.Graph) bool {
 // delinearizes its free and k coordinates over the operand's dims and follows the views to the
 // buffer.
 func (mm *matmul) genericCopier(l operandLayout, f0, kq string, df, dk []int, nFree int, bidx *index, eb int) func(k0 string, i int) (string, string) {
+	if mm.symv != nil && l.view == mm.lhs.view {
+		return mm.symCopier(l, f0, kq, df, dk, eb)
+	}
 	a, b := mm.a, mm.e.b
 	s := l.view.Type.Shape
 	return func(k0 string, i int) (string, string) {

@@ -24,8 +24,22 @@ func (mm *matmul) symbolic(k Kernel, b *builder, args *[]Arg, tensorCores bool) 
 	if folds, w, err := mm.symFoldK(k, b, args, tensorCores); folds {
 		return w, err
 	}
+	if k.Sizes != nil && mm.lhs.view == nil && mm.conv == nil && len(mm.batchShape) == 0 {
+		// Strided at the bound, but the compiler found views moving the symbolic dims.
+		l, err := genericLayout(mm.dot.Args[0], nil, mm.dot.Attrs.Ints("lhs_contract"))
+		if err != nil {
+			return nil, err
+		}
+		mm.lhs = l
+	}
+	if mm.lhs.view != nil && k.Sizes != nil && mm.rhs.view == nil && len(mm.batchShape) == 0 && mm.conv == nil {
+		mm.symv = &symView{dims: symViewLoad(k, b, args, k.Sizes), sizes: k.Sizes} // symview.go
+		if err := mm.symv.check(b, mm.lhs.view); err != nil {
+			return nil, err
+		}
+	}
 	switch {
-	case mm.lhs.view != nil || mm.rhs.view != nil && len(mm.batchShape) > 0:
+	case mm.lhs.view != nil && mm.symv == nil || mm.rhs.view != nil && len(mm.batchShape) > 0:
 		return nil, fmt.Errorf("a GEMM whose symbolic operand is read through a view does not run at symbolic sizes yet")
 	case mm.conv != nil && mm.conv.pool != nil:
 		return nil, fmt.Errorf("a conv2d with a fused pooling does not run at symbolic sizes yet")

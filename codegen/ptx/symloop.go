@@ -107,8 +107,13 @@ func symLoopKernel(k Kernel, globals *[]string) (string, Launch, error) {
 // symbolicKernel picks the template of a symbolic kernel: the loop, or a row template that takes
 // its row count as a parameter. Other templates do not run at symbolic sizes yet.
 func symbolicKernel(k Kernel, t Target, globals *[]string) (string, Launch, error) {
+	if _, ok := PlanAttention(k.Graph); ok {
+		return attentionKernel(k, t) // symattn.go
+	}
 	kinds, count := contractionKinds(k.Graph)
 	switch {
+	case len(kinds) == 0 && k.Sizes != nil:
+		return symCopyKernel(k, globals) // symcopy.go
 	case len(kinds) == 0:
 		return symLoopKernel(k, globals)
 	case len(kinds) == 1 && kinds[0] == "reduce" && k.Rows > 0:

@@ -11,17 +11,19 @@ import (
 )
 
 // Refusals are the ops Symbolic adds that the compiler refuses in a graph with dims
-// (docs/dynamic.md, "What is refused"), each over the rows of a symbolic value: a transpose
-// putting the symbolic dim after a static dim, a concat along it (twice the rows).
-func Refusals() []string { return []string{"transpose", "concat"} }
+// (docs/dynamic.md, "What is refused"), each over the rows of a symbolic value: a pad of the
+// symbolic dim (one more row), a concat along it (twice the rows). A transpose putting it after
+// a static dim is no longer one: it runs as a copy.
+func Refusals() []string { return []string{"pad", "concat"} }
 
 // folds are the ops Symbolic adds beside Refusals that fold the rows into a static result, which
 // the compiler takes (a gradient's column sum, Xᵀ·X).
 var folds = []string{"reduce_sum", "dot_general"}
 
 // Symbolic generates a graph with bounded dims (docs/dynamic.md) of the class the compiler
-// builds once for every size in range: values f32[R, d] whose rows R lead, one dim n or the
-// product n·m of an input f32[n, m, d] reshaped, and ops that keep rows independent (elementwise
+// builds once for every size in range: values f32[R, d] whose rows R lead, one dim n, the
+// product n·m of an input f32[n, m, d] reshaped, or s·n of an input f32[s, n, d] whose static s
+// comes before the symbolic dim (reshaped back to f32[s, n, d'] as its output), and ops that keep rows independent (elementwise
 // chains, biases broadcast over the rows, row reductions spread back over their rows, products
 // with a static right operand or per row, transposes, slices and pads of the trailing axes).
 // Every third graph or so also has, as one more output, one of Refusals or folds over the rows;
@@ -36,9 +38,19 @@ func Symbolic(r *rand.Rand) (g *ir.Graph, refused string) {
 	b.ranges = g.Ranges()
 	d := 1 + r.IntN(24)
 	var x *ir.Value
-	if r.IntN(2) == 0 {
+	lead := 0 // the static dim before n, if any
+	switch r.IntN(3) {
+	case 0:
 		x = b.g.Input(b.name("x"), b.symType(n, d), nil)
-	} else {
+	case 1:
+		lead = 2 + r.IntN(2)
+		t, err := ir.SymType(ir.F32, b.ranges, sym.Const(int64(lead)), n, sym.Const(int64(d)))
+		if err != nil {
+			panic(err)
+		}
+		in := b.g.Input(b.name("x"), t, nil)
+		x = b.op("reshape", ir.Attrs{"shape": []int{lead * hiN, d}}, nil, in)
+	default:
 		hiM := 2 + r.IntN(4)
 		m := g.DeclareDim("m", 1, hiM)
 		b.ranges = g.Ranges()
@@ -55,19 +67,24 @@ func Symbolic(r *rand.Rand) (g *ir.Graph, refused string) {
 		vals = append(vals, b.rowOp(vals))
 	}
 	last := vals[len(vals)-1]
+	if lead > 0 {
+		e := last.Type.Shape[1]
+		want := []sym.Expr{sym.Const(int64(lead)), n, sym.Const(int64(e))}
+		last = b.op("reshape", ir.Attrs{"shape": []int{lead, hiN, e}}, want, last)
+	}
 	b.output(last)
 	if r.IntN(3) == 0 {
 		// Every value of vals reads the input, so no pass folds y into the parameters.
-		y := last
-		op := []string{"reduce_sum", "transpose", "dot_general", "concat"}[r.IntN(4)]
+		y := vals[len(vals)-1]
+		op := []string{"reduce_sum", "pad", "dot_general", "concat"}[r.IntN(4)]
 		if !slices.Contains(folds, op) {
 			refused = op
 		}
 		switch op {
 		case "reduce_sum":
 			b.output(b.op("reduce_sum", ir.Attrs{"axes": []int{0}}, nil, y))
-		case "transpose":
-			b.output(b.op("transpose", ir.Attrs{"perm": []int{1, 0}}, nil, y))
+		case "pad":
+			b.output(b.op("pad", ir.Attrs{"low": []int{1, 0}, "high": []int{0, 0}, "value": 0.5}, nil, y))
 		case "dot_general":
 			b.output(b.op("dot_general", ir.Attrs{"lhs_contract": []int{0}, "rhs_contract": []int{0}}, nil, y, y))
 		case "concat":

@@ -1,0 +1,241 @@
+package ptx
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ir/sym"
+)
+
+// Views at symbolic sizes that are not strided (the heads of attention merged back through a
+// transpose, [2, 2, seq, 8] read as [2, seq, 16]): the GEMM's generic operand delinearizes its
+// free and k coordinates over the view's sizes at the run and follows the views down to the
+// buffer, each size and stride computed from the dims' parameters (symDims) instead of the
+// bound's immediates.
+
+// symEval emits e at the run's sizes from the dims' registers (reg declares a .u32 register,
+// ins emits an instruction): an immediate when e is constant.
+func symEval(reg func() string, ins func(string, ...string), dims map[string]string, e sym.Expr) (string, error) {
+	c, ms, ok := e.Monomials()
+	if !ok {
+		return "", fmt.Errorf("size %s has a floor division, which run-time strides do not take yet", e)
+	}
+	if len(ms) == 0 {
+		if c < 0 || c >= 1<<31 {
+			return "", fmt.Errorf("size %s is outside 32 bits", e)
+		}
+		return fmt.Sprint(c), nil
+	}
+	// Few registers: a bare dim is its parameter's register, and each monomial multiplies its
+	// dims in place of a constant's move (the tensor-core template has none to spare).
+	var r string
+	for _, m := range ms {
+		for _, n := range m.Names {
+			if _, ok := dims[n]; !ok {
+				return "", fmt.Errorf("size %s names %s, which the kernel does not take", e, n)
+			}
+		}
+		t := dims[m.Names[0]]
+		for _, n := range m.Names[1:] {
+			u := reg()
+			ins("mul.lo.s32", u, t, dims[n])
+			t = u
+		}
+		switch {
+		case r == "" && m.Coef == 1:
+			r = t
+		case r == "":
+			u := reg()
+			ins("mul.lo.s32", u, t, fmt.Sprint(uint32(m.Coef)))
+			r = u
+		default:
+			u := reg()
+			ins("mad.lo.s32", u, t, fmt.Sprint(uint32(m.Coef)), r)
+			r = u
+		}
+	}
+	if c != 0 {
+		u := reg()
+		ins("add.s32", u, r, fmt.Sprint(uint32(c)))
+		r = u
+	}
+	return r, nil
+}
+
+// symDimNames returns the dims that sizes name, sorted.
+func symDimNames(sizes map[*ir.Value][]sym.Expr) []string {
+	var names []string
+	for _, s := range sizes {
+		for _, e := range s {
+			names = append(names, e.Symbols()...)
+		}
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
+}
+
+// symViewLoad declares a .u32 parameter for each dim sizes name (Arg.Expr) and loads it.
+func symViewLoad(k Kernel, b *builder, args *[]Arg, sizes map[*ir.Value][]sym.Expr) map[string]string {
+	dims, _ := symDimParams(k, b, args, sizes)
+	return dims
+}
+
+// symDimParams is symViewLoad, also returning each dim's parameter (to load it again later
+// rather than keep its register live).
+func symDimParams(k Kernel, b *builder, args *[]Arg, sizes map[*ir.Value][]sym.Expr) (dims, params map[string]string) {
+	dims, params = map[string]string{}, map[string]string{}
+	for _, n := range symDimNames(sizes) {
+		p := b.param("u32", fmt.Sprintf("%s_param_%d", k.Name, len(*args)))
+		*args = append(*args, Arg{Kind: ArgSize, Expr: n})
+		r := b.reg(rU32)
+		b.ins("ld.param.u32", r, "["+p+"]")
+		b.note("%s: parameter %d", n, len(*args)-1)
+		dims[n], params[n] = r, p
+	}
+	return dims, params
+}
+
+// symView is a symbolic GEMM's generic left operand: the dims' registers and the values' sizes.
+type symView struct {
+	dims  map[string]string
+	sizes map[*ir.Value][]sym.Expr
+}
+
+func (s *symView) eval(b *builder, e sym.Expr) string {
+	r, err := symEval(func() string { return b.reg(rU32) }, b.ins, s.dims, e)
+	if err != nil {
+		panic(err) // symbolic() evaluated every size of the view once already
+	}
+	return r
+}
+
+// check evaluates every size of the views under v once, so that eval cannot fail later.
+func (s *symView) check(b *builder, v *ir.Value) error {
+	for u := v; ; u = u.Args[0] {
+		for _, e := range SymSizes(u, s.sizes) {
+			if _, err := symEval(func() string { return b.reg(rU32) }, func(string, ...string) {}, s.dims, e); err != nil {
+				return err
+			}
+		}
+		switch u.Op {
+		case "transpose", "slice", "broadcast_in_dim", "reshape":
+			continue
+		case ir.OpInput, ir.OpParam:
+			return nil
+		}
+		return fmt.Errorf("%s is computed inside the kernel; a contraction reads only views of buffers", u.Op)
+	}
+}
+
+// lin follows the views from v at coordinates c down to the buffer, returning it and the linear
+// index there, at the run's sizes.
+func (s *symView) lin(b *builder, v *ir.Value, c []string) (*ir.Value, string) {
+	for {
+		out := SymSizes(v, s.sizes)
+		switch v.Op {
+		case ir.OpInput, ir.OpParam:
+			return v, s.linear(b, out, c)
+		}
+		in := SymSizes(v.Args[0], s.sizes)
+		ic := make([]string, len(in))
+		switch v.Op {
+		case "transpose":
+			for i, p := range v.Attrs.Ints("perm") {
+				ic[p] = c[i]
+			}
+		case "slice":
+			start, step := v.Attrs.Ints("start"), v.Attrs.Ints("stride")
+			for i := range ic {
+				st := 1
+				if step != nil {
+					st = step[i]
+				}
+				ic[i] = imm(start[i])
+				if c[i] != "0" {
+					r := b.reg(rU32)
+					b.ins("mad.lo.s32", r, c[i], imm(st), imm(start[i]))
+					ic[i] = r
+				}
+			}
+		case "broadcast_in_dim":
+			for i, d := range v.Attrs.Ints("dims") {
+				ic[i] = c[d]
+				if isOne(in[i]) {
+					ic[i] = "0"
+				}
+			}
+		case "reshape":
+			ic = s.delinearize(b, in, s.linear(b, out, c))
+		}
+		v, c = v.Args[0], ic
+	}
+}
+
+// linear is Σ c[i]·stride_i of a contiguous tensor of sizes at the run.
+func (s *symView) linear(b *builder, sizes []sym.Expr, c []string) string {
+	r := b.reg(rU32)
+	b.ins("mov.u32", r, "0")
+	for i, st := range symContiguous(sizes) {
+		if isOne(sizes[i]) || c[i] == "0" {
+			continue
+		}
+		b.ins("mad.lo.s32", r, c[i], s.eval(b, st), r)
+	}
+	return r
+}
+
+// delinearize splits linear index x into coordinates over sizes at the run.
+func (s *symView) delinearize(b *builder, sizes []sym.Expr, x string) []string {
+	c := make([]string, len(sizes))
+	rest := b.reg(rU32)
+	b.ins("mov.u32", rest, x)
+	for i := len(sizes) - 1; i >= 0; i-- {
+		if i == 0 {
+			c[i] = rest
+			break
+		}
+		n := s.eval(b, sizes[i])
+		c[i] = b.reg(rU32)
+		b.ins("rem.u32", c[i], rest, n)
+		next := b.reg(rU32)
+		b.ins("div.u32", next, rest, n)
+		rest = next
+	}
+	return c
+}
+
+// symCopier is genericCopier for the left operand of a symbolic GEMM without batch dims: the
+// copy's free coordinate f (a row below M at the run, else a zero fill) and k coordinate are
+// delinearized over the view's free and contract dims at the run's sizes.
+func (mm *matmul) symCopier(l operandLayout, f0, kq string, df, dk []int, eb int) func(k0 string, i int) (string, string) {
+	a, b, sv := mm.a, mm.e.b, mm.symv
+	s := SymSizes(l.view, sv.sizes)
+	return func(k0 string, i int) (string, string) {
+		f, k := a.reg(a.add(f0, imm(df[i]))), a.reg(a.add(a.add(k0, kq), imm(dk[i])))
+		ok, okK := b.reg(rPred), b.reg(rPred)
+		b.ins("setp.lt.s32", ok, f, mm.symM)
+		b.ins("setp.lt.s32", okK, k, imm(mm.K))
+		b.ins("and.pred", ok, ok, okK)
+		// Out of range: the address of element 0 (the copy moves no bytes).
+		fc, kc := b.reg(rU32), b.reg(rU32)
+		b.ins("selp.b32", fc, f, "0", ok)
+		b.ins("selp.b32", kc, k, "0", ok)
+		c := make([]string, len(s))
+		for _, grp := range []struct {
+			dims []int
+			lin  string
+		}{{l.freeDims, fc}, {l.contractDims, kc}} {
+			sizes := make([]sym.Expr, len(grp.dims))
+			for j, d := range grp.dims {
+				sizes[j] = s[d]
+			}
+			x := sv.delinearize(b, sizes, grp.lin)
+			for j, d := range grp.dims {
+				c[d] = x[j]
+			}
+		}
+		buf, lin := sv.lin(b, l.view, c)
+		return mm.scaledAddr(mm.ptr[buf], lin, eb), ok
+	}
+}
