@@ -27,12 +27,12 @@ var symbolicRefusals = map[string]string{
 	// The adaptive average pooling's product reads a constant computed in its kernel, which only
 	// the direct template takes, and a symbolic GEMM never falls back to it.
 	"resnet": "k12_matmul_div: dot_general operand f32[256] is computed inside the kernel (constant)",
-	// The models use the batch as a number: a static initial state, causal mask or positions of
-	// the default batch's rows.
-	"lstm":  "model.go:27: lstm: h0 f32[2,batch,32] has the wrong shape, want f32[2,4,32]",
-	"gpt":   "model.go:143: select: operand sizes differ (bool[4,4,64,64] and f32[batch,4,64,64])",
-	"gpt2":  "model.go:96: add: shapes cannot be broadcast together: lhs is i64[batch,1], rhs is i64[4,1]",
-	"llama": "model.go:87: add: shapes cannot be broadcast together: lhs is i64[batch,1], rhs is i64[4,1]",
+	// An LSTM's stacked initial state [layers, batch, hidden] is read a layer at a time by the
+	// persistent kernel's first product: two row counts in one stage.
+	"lstm": "stage s1_matmul (dot_general): input %h0 : f32[2,batch,32] has 2*batch rows, %0 = slice(%h0) {limit=[1,4,32], start=[0,0,0]} : f32[1,batch,32] has batch",
+	// The KV cache's write runs on the update template, at the bound's batch only.
+	"gpt2":  "update kernel k3_update_slice (update_slice), over symbolic buffer new_kv_cache.0.k: %3 = update_slice(%kv_cache.0.k, %2, %pos) {axis=2} : f32[batch,4,64,8] is a KV cache write, which the update template does not run at symbolic sizes yet",
+	"llama": "update kernel k4_update_slice (update_slice), over symbolic buffer new_kv_cache.0.k: %0 = update_slice(%kv_cache.0.k, %t76, %pos) {axis=2} : f32[batch,2,64,16] is a KV cache write, which the update template does not run at symbolic sizes yet",
 }
 
 // Every example builds once over a symbolic batch in [1, maxBatch] (frontend.WithMaxBatch, what

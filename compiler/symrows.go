@@ -194,6 +194,20 @@ func keepsRows(v *ir.Value, p int, prefix map[*ir.Value]int, types map[*ir.Value
 			return "contracts a symbolic dim"
 		}
 		return ""
+	case "gather":
+		// An embedding lookup: row r of the result reads row r of the indices, and rows of a
+		// static table anywhere.
+		if _, table := arg(0); table {
+			return "gathers from a symbolic table"
+		}
+		if q, _ := arg(1); q != p {
+			return "has symbolic sizes beyond its indices' rows"
+		}
+		return ""
+	case ops.UpdateSliceOp:
+		// Its rows are independent (row r of the cache takes row r of the update), but the update
+		// template writes at the bound's batch.
+		return "is a KV cache write, which the update template does not run at symbolic sizes yet"
 	case "conv2d", "max_pool2d", "avg_pool2d":
 		q, _ := arg(0)
 		if _, w := prefix[v.Args[len(v.Args)-1]]; q != 1 || len(v.Args) > 1 && w {

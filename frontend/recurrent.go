@@ -1,6 +1,9 @@
 package frontend
 
-import "github.com/gcomp/gcomp/ir"
+import (
+	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ir/sym"
+)
 
 // RNNWeights are one layer's parameters of an RNN, LSTM or GRU, named as in PyTorch:
 // WeightIH [G·H, I], WeightHH [G·H, H], BiasIH and BiasHH [G·H] (nil without bias), where G is 1
@@ -68,17 +71,24 @@ func unroll(what string, x, h0, c0 *Tensor, layers []RNNWeights, batchFirst bool
 		x = x.Unsqueeze(1)
 	}
 	batch, steps := x.Dim(1-tdim), x.Dim(tdim)
+	// The states' batch is the input's, symbolic or not.
+	want := ir.T(x.DType(), len(layers), batch, hidden)
+	if s.symbolic() {
+		var err error
+		if want, err = ir.SymType(x.DType(), s.g.Ranges(), sym.Const(int64(len(layers))), x.v.Type.Axis(1-tdim), sym.Const(int64(hidden))); err != nil {
+			s.failf("%s: %v", what, err)
+		}
+	}
 	state := func(t *Tensor, name string) *Tensor {
-		want := []int{len(layers), batch, hidden}
 		if t == nil {
-			return (&Builder{st: s}).Zeros(x.DType(), want...)
+			return s.constant(0, want)
 		}
 		s.own(t, what)
 		if unbatched {
 			t = t.Unsqueeze(1)
 		}
-		if !t.Type().Equal(ir.T(x.DType(), want...)) {
-			s.failf("%s: %s has the wrong shape, want %s", what, named(t, name), ir.T(x.DType(), want...))
+		if !t.v.Type.Equal(want) {
+			s.failf("%s: %s has the wrong shape, want %s", what, named(t, name), want)
 		}
 		return t
 	}

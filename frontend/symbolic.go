@@ -110,7 +110,20 @@ func (s *state) broadcastChannels(p, y *Tensor) *Tensor {
 // sizes match if they are provably equal or one of them is the constant 1.
 func (t *Tensor) binarySym(op string, o *Tensor) *Tensor {
 	s := t.s
-	a, b := t.v.Type.Axes(), o.v.Type.Axes()
+	out, err := broadcastSymAxes(t.v.Type.Axes(), o.v.Type.Axes())
+	if err != nil {
+		s.failf("%s: shapes cannot be broadcast together: %s: %v", op, describe2(t, o), err)
+	}
+	ty, err := ir.SymType(t.v.Type.DType, s.g.Ranges(), out...)
+	if err != nil {
+		s.failf("%s: %v", op, err)
+	}
+	return s.op(op, nil, t.broadcastSym(ty), o.broadcastSym(ty))
+}
+
+// broadcastSymAxes is NumPy broadcasting of two shapes over expressions: two sizes match if they
+// are provably equal or one of them is the constant 1.
+func broadcastSymAxes(a, b []sym.Expr) ([]sym.Expr, error) {
 	n := max(len(a), len(b))
 	out := make([]sym.Expr, n)
 	one := sym.Const(1)
@@ -128,14 +141,29 @@ func (t *Tensor) binarySym(op string, o *Tensor) *Tensor {
 		case da.Equal(one):
 			out[i] = db
 		default:
-			s.failf("%s: shapes cannot be broadcast together: %s: dim %d is %s and %s, not provably equal", op, describe2(t, o), i, da, db)
+			return nil, fmt.Errorf("dim %d is %s and %s, not provably equal", i, da, db)
 		}
 	}
-	ty, err := ir.SymType(t.v.Type.DType, s.g.Ranges(), out...)
-	if err != nil {
-		s.failf("%s: %v", op, err)
+	return out, nil
+}
+
+// whereSym is Where for a graph with dims: the three operands broadcast over expressions (a
+// mask without the batch, [T, T], spreads over a symbolic batch).
+func whereSym(cond, x, y *Tensor) *Tensor {
+	s := cond.s
+	out, err := broadcastSymAxes(x.v.Type.Axes(), y.v.Type.Axes())
+	if err == nil {
+		out, err = broadcastSymAxes(cond.v.Type.Axes(), out)
 	}
-	return s.op(op, nil, t.broadcastSym(ty), o.broadcastSym(ty))
+	if err != nil {
+		s.failf("where: shapes cannot be broadcast together: %s, %s, %s: %v", cond.describe("cond"), x.describe("x"), y.describe("y"), err)
+	}
+	ty, err := ir.SymType(x.v.Type.DType, s.g.Ranges(), out...)
+	if err != nil {
+		s.failf("where: %v", err)
+	}
+	mask := ir.Type{DType: ir.Bool, Shape: ty.Shape, Sym: ty.Sym}
+	return s.op("select", nil, cond.broadcastSym(mask), x.broadcastSym(ty), y.broadcastSym(ty))
 }
 
 // broadcastSym broadcasts t to ty, whose trailing dims t's dims map to.

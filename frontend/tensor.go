@@ -346,6 +346,9 @@ func Where(cond, x, y *Tensor) *Tensor {
 	if x.v.Type.DType != y.v.Type.DType {
 		s.failf("where: dtypes differ: %s, %s (convert one with Cast)", x.describe("x"), y.describe("y"))
 	}
+	if s.symbolic() {
+		return whereSym(cond, x, y) // symbolic.go
+	}
 	shape, ok := broadcastShapes(x.v.Type.Shape, y.v.Type.Shape)
 	if ok {
 		shape, ok = broadcastShapes(cond.v.Type.Shape, shape)

@@ -28,6 +28,7 @@ var symRules = map[string]symRule{
 	"concat":           symConcat,
 	"pad":              symPad,
 	"gather":           symGather,
+	UpdateSliceOp:      symUpdateSlice, // update.go
 }
 
 // symRuleOf returns op's rule: its own, else its class's (elementwise ops and reductions share

@@ -2,6 +2,7 @@ package ops
 
 import (
 	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ir/sym"
 	"github.com/gcomp/gcomp/tensor"
 )
 
@@ -47,6 +48,32 @@ func inferUpdateSlice(args []ir.Type, a ir.Attrs) (ir.Type, error) {
 		return ir.Type{}, err
 	}
 	return ir.Type{DType: args[0].DType, Shape: args[0].Shape.Clone()}, nil
+}
+
+// symUpdateSlice: the operand's and the update's sizes are provably equal but at axis, where both
+// are static (T ≤ S must hold at every size in range, and the clamp is S−T), and start has the
+// operand's batch. The result is the operand's sizes (a KV cache over a symbolic batch).
+func symUpdateSlice(args []ir.Type, a ir.Attrs, _ []sym.Expr, _ sym.Ranges) ([]sym.Expr, error) {
+	op, up, start := args[0], args[1], args[2]
+	axis := a.Int("axis", 0)
+	for d := range op.Shape {
+		if d == axis {
+			if _, err := static("the operand's size at the axis", op.Axis(d)); err != nil {
+				return nil, err
+			}
+			if _, err := static("the update's size at the axis", up.Axis(d)); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if err := sameSize(op.Axis(d), up.Axis(d), "dim %d of operand %s and update %s", d, op, up); err != nil {
+			return nil, err
+		}
+	}
+	if err := sameSize(op.Axis(0), start.Axis(0), "start %s for operand %s", start, op); err != nil {
+		return nil, err
+	}
+	return op.Axes(), nil
 }
 
 // UpdateStart is update_slice's clamped position p_b = clamp(start, 0, S−T).

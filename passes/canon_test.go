@@ -87,6 +87,12 @@ func TestCanonicalization(t *testing.T) {
   %1 = constant() {dtype=f32, shape=[2000], value=[1.0]} : f32[2000]
   %2 = add(%0, %1) : f32[2000]
   output y = %2`},
+		{"fold leaves a table broadcast to symbolic sizes", foldConstants, `
+  dims { batch in [1,4] }
+  %0 = constant() {dtype=f32, shape=[2], value=[1.0,2.0]} : f32[2]
+  %1 = broadcast_in_dim(%0) {shape=[4,2], dims=[1]} : f32[batch,2]
+  %2 = exp(%1) : f32[batch,2]
+  output y = %2`, ""},
 		{"x*1, x/1, x-0, x+(-0) and -(-x) are x", simplify, `
   input %x : f32[4]
   %0 = constant() {dtype=f32, shape=[4], value=[1.0]} : f32[4]

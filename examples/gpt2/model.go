@@ -93,7 +93,7 @@ func NewGPT2(b *frontend.Builder, c Config) *GPT2 {
 func (m *GPT2) Forward(tokens, pos *frontend.Tensor, cache *nn.KVCache) *frontend.Tensor {
 	B, T := tokens.Dim(0), tokens.Dim(1)
 	b := tokens.Builder()
-	positions := pos.Reshape(B, 1).Add(b.Iota(ir.I64, 1, B, T))
+	positions := pos.Reshape(B, 1).Add(b.Iota(ir.I64, 1, 1, T))
 	x := m.WTE.Forward(tokens).Add(m.WPE.Forward(positions))
 	for i, block := range m.H {
 		x = block.Forward(x, pos, cache, i)

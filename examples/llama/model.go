@@ -84,7 +84,7 @@ func NewLlama(b *frontend.Builder, c Config) *Llama {
 func (m *Llama) Forward(tokens, pos *frontend.Tensor, cache *nn.KVCache) *frontend.Tensor {
 	B, T := tokens.Dim(0), tokens.Dim(1)
 	b := tokens.Builder()
-	positions := pos.Reshape(B, 1).Add(b.Iota(ir.I64, 1, B, T)) // [B, T]
+	positions := pos.Reshape(B, 1).Add(b.Iota(ir.I64, 1, 1, T)) // [B, T]
 	cos, sin := m.Rotary.CosSin(positions)                      // [B, T, D]
 	cos, sin = cos.Unsqueeze(1), sin.Unsqueeze(1)               // over the heads
 	x := m.EmbedTokens.Forward(tokens)
