@@ -32,6 +32,9 @@ import (
 // sequence; llvm.fma.f32, fsub, fmul, ex2.approx.ftz.f32 as inline assembly), so dk and dv are its
 // bit for bit; every element is summed by one thread in a fixed order (no atomics).
 
+// The ldmatrix x4 instructions: plain and transposed.
+const ldPlain, ldTrans = "ldmatrix.sync.aligned.m8n8.x4.shared.b16", "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16"
+
 // gradMMAKernel finishes attentionBwdKernel for dk and dv on tensor cores (outs: the outputs'
 // pointers by wrt, one or both).
 func (ag *attnGen) gradMMAKernel(operands []attnOperand, outs map[string]value.Value, args []plan.Arg) (*ir.Func, plan.Launch, error) {
@@ -90,7 +93,6 @@ func (w *mmaAttn) gradBody(outs map[string]value.Value) {
 		return w.shAddr(t, kg.mul(kg.add(kg.mul(kg.add(kg.mul(kg.rem(q8, 2), 8), r8), t.rowH), kg.mul(kg.div(q8, 2), 8)), 2))
 	}
 	qN, qK, dN, dK := plain(qt), trans(qt), plain(dt), trans(dt)
-	const ldPlain, ldTrans = "ldmatrix.sync.aligned.m8n8.x4.shared.b16", "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16"
 
 	// The first row tile: a causal block's first key's (rows before it see none of its keys).
 	var rowStart value.Value = ci(0)
@@ -99,24 +101,8 @@ func (w *mmaAttn) gradBody(outs map[string]value.Value) {
 	}
 	c2 := op.Attrs.Float("scale", 1) * math.Log2E
 
-	// mma2 adds A fragment af times the B fragments of n-tiles 2nt and 2nt+1 (one ldmatrix x4 at
-	// addr+off) to the accumulator tiles 2nt and 2nt+1 of acc.
-	mma2 := func(acc []*ir.InstAlloca, af [4]value.Value, text string, addr value.Value, off, nt int) {
-		bf := w.ldmatrix(text, addr, off)
-		for x := range 2 {
-			w.mma(acc[4*(2*nt+x):4*(2*nt+x)+4], af[:], bf[2*x], bf[2*x+1])
-		}
-	}
-	// product is A·Bᵀ over the tile at addr: n-tile j holds rows r0+8j…, thread values (key g,
-	// row 2t+c) and (g+8, 2t+c).
-	product := func(af [][4]value.Value, addr value.Value, rowH int) []*ir.InstAlloca {
-		s := w.zeros(4 * rows / 8)
-		for ks := range af {
-			for np := range rows / 16 {
-				mma2(s, af[ks], ldPlain, addr, 2*(16*np*rowH+16*ks), np)
-			}
-		}
-		return s
+	mma2, product := w.mma2, func(af [][4]value.Value, addr value.Value, rowH int) []*ir.InstAlloca {
+		return w.abT(af, addr, rowH, rows)
 	}
 	// aFrags are the A fragments of keys × rows 16kk…: accumulator tiles 2kk and 2kk+1, as the
 	// forward's P.
@@ -221,6 +207,27 @@ func (w *mmaAttn) gradBody(outs map[string]value.Value) {
 		store(out, dv, p.Ev, 1)
 	}
 	kg.b.NewRet(nil)
+}
+
+// mma2 adds A fragment af times the B fragments of n-tiles 2nt and 2nt+1 (one ldmatrix x4, text,
+// at addr+off) to the accumulator tiles 2nt and 2nt+1 of acc.
+func (w *mmaAttn) mma2(acc []*ir.InstAlloca, af [4]value.Value, text string, addr value.Value, off, nt int) {
+	bf := w.ldmatrix(text, addr, off)
+	for x := range 2 {
+		w.mma(acc[4*(2*nt+x):4*(2*nt+x)+4], af[:], bf[2*x], bf[2*x+1])
+	}
+}
+
+// abT is A·Bᵀ over the n rows of the tile at addr (plain ldmatrix; rowH its padded row): n-tile
+// j holds rows 8j…, thread values (A's row g, tile row 2t+c) and (g+8, 2t+c).
+func (w *mmaAttn) abT(af [][4]value.Value, addr value.Value, rowH, n int) []*ir.InstAlloca {
+	s := w.zeros(4 * n / 8)
+	for ks := range af {
+		for np := range n / 16 {
+			w.mma2(s, af[ks], ldPlain, addr, 2*(16*np*rowH+16*ks), np)
+		}
+	}
+	return s
 }
 
 // gradRowStats stores the tile's rows' −LSE·log₂e and D = rowsum(do∘o) (f32, in column order)

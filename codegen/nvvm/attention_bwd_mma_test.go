@@ -45,8 +45,9 @@ func TestAttentionGradMMA(t *testing.T) {
 
 // TestAttentionGradMMAChoice: codegen/ptx's choice table: dk and dv of f16/bf16 attention
 // without a bias, head dims multiples of 16 up to 64, take the NVVM producer's tensor-core
-// template; odd head dims and f32 operands its CUDA-core ones; what codegen/ptx computes on
-// tensor cores beyond that (a bias, head dims over 64, dq: attnmma.FitsGradWide, FitsGradDQ) is
+// template, and dq where attnmma.FitsGradDQ holds (a bias, head dims up to 128) its tensor-core
+// dq template; odd head dims and f32 operands its CUDA-core ones; what codegen/ptx computes on
+// tensor cores beyond that (dk/dv with a bias or head dims over 64: attnmma.FitsGradWide) is
 // refused and borrowed (Lacks). Every other entry is its own.
 func TestAttentionGradMMAChoice(t *testing.T) {
 	p := requireProducer(t)
@@ -61,7 +62,9 @@ func TestAttentionGradMMAChoice(t *testing.T) {
 		{attnCase{1, 2, 2, 40, 40, 80, 80, ops.MaskNone, nil, nil, ir.F16}, "kv", false, true},
 		{attnCase{1, 2, 2, 40, 40, 24, 24, ops.MaskNone, nil, nil, ir.BF16}, "k", false, false},
 		{attnCase{1, 2, 2, 40, 40, 64, 64, ops.MaskNone, nil, nil, ir.F32}, "kv", false, false},
-		{attnCase{1, 2, 2, 40, 40, 64, 64, ops.MaskNone, nil, nil, ir.F16}, "q", false, true},
+		{attnCase{1, 2, 2, 40, 40, 64, 64, ops.MaskNone, nil, nil, ir.F16}, "q", true, false},
+		{attnCase{1, 2, 2, 40, 40, 128, 128, ops.MaskCausal, []int{1, 2, 40, 40}, nil, ir.BF16}, "q", true, false},
+		{attnCase{1, 2, 2, 40, 40, 24, 24, ops.MaskNone, nil, nil, ir.F16}, "q", false, false},
 	} {
 		k := plan.Kernel{Name: "k0", Graph: attnGradGraph(t, c.c, c.wrt)}
 		text, launches, err := p.Module([]plan.Kernel{k}, plan.Target{SM: 80})

@@ -50,8 +50,3 @@ func QMMAGraph(t *testing.T) *ir.Graph { return qmmaGraph(t) }
 func AttentionGradGraph(t *testing.T, d ir.DType, wrt string) *ir.Graph {
 	return attnGradGraph(t, attnCase{1, 2, 2, 64, 48, 64, 64, ops.MaskCausal, nil, nil, d}, wrt)
 }
-
-// AttentionGradForward is forwardOf for a TestFallback case's inputs.
-func AttentionGradForward(t *testing.T, g *ir.Graph) func(map[string]*tensor.Tensor) {
-	return func(in map[string]*tensor.Tensor) { forwardOf(t, g, in) }
-}
