@@ -104,7 +104,7 @@ func (md *module) attentionBwdKernel(k plan.Kernel, t plan.Target) (*ir.Func, pl
 		for wrt, v := range outs {
 			ptrs[wrt] = kg.output(v)
 		}
-		if attnmma.FitsGrad(op) { // dk and dv on tensor cores (attention_bwd_mma.go)
+		if attnmma.FitsGradWide(op) { // dk and dv on tensor cores (attention_bwd_mma.go)
 			return ag.gradMMAKernel(operands, ptrs, args)
 		}
 		ag.dkvBody(operands, ptrs)

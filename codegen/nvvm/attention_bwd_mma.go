@@ -13,12 +13,13 @@ import (
 	"github.com/gcomp/gcomp/ops"
 )
 
-// codegen/ptx's dk/dv backward on tensor cores (its attention_bwd_mma.go; attnmma.FitsGrad:
-// f16/bf16, no bias, masks none and causal, head dims multiples of 16 up to 64), from the same
-// plan: a block of 4 warps owns attnmma.GradKeys keys of one (batch entry, KV head), 16 per warp,
-// whose K and V rows it keeps as mma A fragments and whose dk and dv it accumulates in f32. It
-// loops over the query heads of the KV head's group in head order and over tiles of
-// attnmma.GradRows query rows (a causal block from the tile of its first key), copying each
+// codegen/ptx's dk/dv backward on tensor cores (its attention_bwd_mma.go; attnmma.FitsGradWide:
+// f16/bf16, masks none and causal, head dims multiples of 16 up to 128, the additive bias up to
+// 96), from the same plan: a block of 4 warps owns attnmma.GradKeys keys of one (batch entry, KV
+// head), 16 per warp, whose K and V rows it keeps as mma A fragments and whose dk and dv it
+// accumulates in f32. It loops over the query heads of the KV head's group in head order and over
+// tiles of attnmma.GradRowTile query rows (32, or 16 over head dim 96; a causal block from the
+// tile of its first key), copying each
 // tile's q and do rows to shared memory by cp.async (attention_mma.go's tiles and copies) and
 // staging the rows' −LSE·log₂e and D = rowsum(do∘o) (a thread per row, in column order). Per
 // tile a warp computes
@@ -26,6 +27,8 @@ import (
 //	Sᵀ = K·Qᵀ, Pᵀ = 2^(Sᵀ·scale·log₂e − LSE·log₂e) (0 where the row does not see the key or lies
 //	past L), dV += Pᵀ·dO, dPᵀ = V·dOᵀ, dSᵀ = Pᵀ∘(dPᵀ − D), dK += dSᵀ·Q
 //
+// (with the bias, Pᵀ = 2^((Sᵀ·scale + bias)·log₂e − LSE·log₂e), the bias read per value:
+// attention_bwd_bias_mma.go),
 // with Pᵀ and dSᵀ rounded to the operands' dtype in registers, Q and dO read by ldmatrix (.trans
 // where the tile's rows are the product's k), and dk scaled by the scale at the store. Every
 // floating-point operation is codegen/ptx's in its order (each accumulator's mma.sync in the same
@@ -38,7 +41,7 @@ const ldPlain, ldTrans = "ldmatrix.sync.aligned.m8n8.x4.shared.b16", "ldmatrix.s
 // gradMMAKernel finishes attentionBwdKernel for dk and dv on tensor cores (outs: the outputs'
 // pointers by wrt, one or both).
 func (ag *attnGen) gradMMAKernel(operands []attnOperand, outs map[string]value.Value, args []plan.Arg) (*ir.Func, plan.Launch, error) {
-	w := ag.newMMA(operands, attnmma.GradRows)
+	w := ag.newMMA(operands, attnmma.GradRowTile(ag.p.Op)) // keys: the row tile
 	w.gradBody(outs)
 	return ag.kg.f, plan.Launch{Grid: [3]int{attnmma.GradBlocks(ag.p.Op), 1, 1}, Block: [3]int{attnmma.Threads, 1, 1}, Params: args}, nil
 }
@@ -52,7 +55,7 @@ func (w *mmaAttn) gradBody(outs map[string]value.Value) {
 	qOp, kOp, vOp, oOp, doOp, lseOp := w.ops[0], w.ops[1], w.ops[2], w.ops[oi], w.ops[doi], w.ops[len(w.ops)-1]
 	grp := p.H / p.KVH
 	keyBlocks := ceilDiv(p.S, attnmma.GradKeys)
-	const rows = attnmma.GradRows
+	rows := w.keys
 
 	w.tid = kg.sreg("tid.x")
 	lane, warp := b().NewAnd(w.tid, ci(31)), b().NewLShr(w.tid, ci(5))
@@ -77,6 +80,7 @@ func (w *mmaAttn) gradBody(outs map[string]value.Value) {
 		return f
 	}
 	kf, vf := frags(kOp, p.E), frags(vOp, p.Ev)
+	bias := w.gradBias(keyA, keyB)
 	dk, dv := w.zeros(4*p.E/8), w.zeros(4*p.Ev/8)
 
 	qt, dt := w.newTile("qtile", qOp, p.E), w.newTile("dotile", doOp, p.Ev)
@@ -128,6 +132,7 @@ func (w *mmaAttn) gradBody(outs map[string]value.Value) {
 
 	kg.loop(ci(0), ci(1), grp, func(hj value.Value) {
 		h := kg.add(kg.mul(w.kh, grp), hj)
+		bias.retarget(h)
 		for _, t := range []*mmaTile{qt, dt} {
 			t.src0 = kg.add(w.index(t.op, w.bIdx, h, t.row0), t.col0)
 		}
@@ -159,7 +164,14 @@ func (w *mmaAttn) gradBody(outs map[string]value.Value) {
 								ok = b().NewAnd(ok, b().NewICmp(enum.IPredUGE, row, key))
 							}
 							r := s[4*j+2*i+c]
-							e := w.ex2ftz(b().NewCall(fma, w.ld(r), f32(c2), nl))
+							var x value.Value
+							if bias != nil { // Sᵀ·scale + bias, then in base 2
+								x = b().NewCall(fma, w.ld(r), f32(op.Attrs.Float("scale", 1)), bias.load(row, i, ok))
+								x = b().NewCall(fma, x, f32(math.Log2E), nl)
+							} else {
+								x = b().NewCall(fma, w.ld(r), f32(c2), nl)
+							}
+							e := w.ex2ftz(x)
 							b().NewStore(b().NewSelect(ok, e, f32(0)), r)
 						}
 					}
@@ -235,7 +247,7 @@ func (w *mmaAttn) abT(af [][4]value.Value, addr value.Value, rowH, n int) []*ir.
 func (w *mmaAttn) gradRowStats(oOp, doOp, lseOp attnOperand, h, r0 value.Value, lseTile, dTile *ir.Global) {
 	kg, p := w.kg, w.p
 	fma := kg.md.declare("llvm.fma.f32", types.Float, types.Float, types.Float, types.Float)
-	kg.branch(kg.b.NewICmp(enum.IPredULT, w.tid, ci(attnmma.GradRows)), "stats", func() {
+	kg.branch(kg.b.NewICmp(enum.IPredULT, w.tid, ci(w.keys)), "stats", func() {
 		row := kg.add(r0, w.tid)
 		nl, dsum := w.zeros(1)[0], w.zeros(1)[0]
 		kg.branch(kg.b.NewICmp(enum.IPredULT, row, ci(p.L)), "stats_row", func() {

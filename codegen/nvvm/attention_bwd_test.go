@@ -172,9 +172,8 @@ var gradTolerance = map[ir.DType]float64{ir.F32: 5e-5, ir.F16: 4e-3, ir.BF16: 2e
 // TestAttentionGradKernel runs codegen/ptx's dq, dk and dv table through the NVVM producer: its
 // own entries, within codegen/ptx's tolerance of the float64 reference of attention_grad (which
 // recomputes the softmax instead of reading lse) and bit for bit codegen/ptx's; dk and dv where
-// attnmma.FitsGrad holds and dq where FitsGradDQ does on its tensor-core templates
-// (attention_bwd_mma.go, attention_bwd_dq_mma.go), as codegen/ptx's; the wider dk/dv that
-// codegen/ptx computes on tensor cores (attnmma.FitsGradWide) is borrowed instead.
+// attnmma.FitsGradWide holds and dq where FitsGradDQ does on its tensor-core templates
+// (attention_bwd_mma.go, attention_bwd_dq_mma.go), as codegen/ptx's.
 func TestAttentionGradKernel(t *testing.T) {
 	p := requireProducer(t)
 	for _, c := range attnGradCases {
@@ -182,12 +181,9 @@ func TestAttentionGradKernel(t *testing.T) {
 			t.Run(c.String()+"_d"+wrt, func(t *testing.T) {
 				g := attnGradGraph(t, c, wrt)
 				op := g.Outputs[0].Value
-				if attnmma.FitsGradWide(op) && !attnmma.FitsGrad(op) {
-					t.Skip("wider dk/dv on tensor cores: codegen/ptx's entry (TestAttentionGradMMAChoice)")
-				}
 				text := checkOwnBackward(t, p, plan.Kernel{Name: "k0_attention_grad", Graph: g}, attnGradInputs(t, g, 7), gradTolerance)
 				want := "shfl.sync.bfly" // the CUDA-core templates' warp butterfly
-				if attnmma.FitsGrad(op) || attnmma.FitsGradDQ(op) {
+				if attnmma.FitsGradWide(op) || attnmma.FitsGradDQ(op) {
 					want = "mma.sync" // dk and dv, or dq, on tensor cores
 				}
 				if c.l > 0 && c.s > 0 && !strings.Contains(text, want) { // libNVVM drops a loop of no rows

@@ -50,3 +50,13 @@ func QMMAGraph(t *testing.T) *ir.Graph { return qmmaGraph(t) }
 func AttentionGradGraph(t *testing.T, d ir.DType, wrt string) *ir.Graph {
 	return attnGradGraph(t, attnCase{1, 2, 2, 64, 48, 64, 64, ops.MaskCausal, nil, nil, d}, wrt)
 }
+
+// AttentionGradBiasGraph is AttentionGradGraph at head dim e, with the additive bias where e is
+// at most 96.
+func AttentionGradBiasGraph(t *testing.T, d ir.DType, e int, wrt string) *ir.Graph {
+	var bias []int
+	if e <= 96 {
+		bias = []int{1, 2, 64, 48}
+	}
+	return attnGradGraph(t, attnCase{1, 2, 2, 64, 48, e, e, ops.MaskCausal, bias, nil, d}, wrt)
+}

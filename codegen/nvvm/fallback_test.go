@@ -106,7 +106,8 @@ func TestFallback(t *testing.T) {
 }
 
 // TestOwnTensorCoreAttention: the tensor-core attention forward writing its rows' log-sum-exp
-// (f16, bf16, and f32 under tf32), dk/dv (attnmma.FitsGrad) and dq (FitsGradDQ) on tensor cores, once borrowed
+// (f16, bf16, and f32 under tf32), dk/dv (attnmma.FitsGradWide: a bias, head dims over 64 too)
+// and dq (FitsGradDQ) on tensor cores, once borrowed
 // from codegen/ptx, are the NVVM producer's own: Lacks names nothing, and backend.NVVM's launch
 // runs libNVVM's tensor-core entry without a borrowing note.
 func TestOwnTensorCoreAttention(t *testing.T) {
@@ -123,6 +124,8 @@ func TestOwnTensorCoreAttention(t *testing.T) {
 		{"bf16 dv", nvvm.AttentionGradGraph(t, ir.BF16, "v"), plan.Target{SM: 90}},
 		{"bf16 dq", nvvm.AttentionGradGraph(t, ir.BF16, "q"), plan.Target{SM: 80}},
 		{"f16 dq", nvvm.AttentionGradGraph(t, ir.F16, "q"), plan.Target{SM: 90}},
+		{"f16 dk and dv with a bias", nvvm.AttentionGradBiasGraph(t, ir.F16, 64, "kv"), plan.Target{SM: 80}},
+		{"bf16 dk at head dim 128", nvvm.AttentionGradBiasGraph(t, ir.BF16, 128, "k"), plan.Target{SM: 90}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			k := plan.Kernel{Name: "k0_attention", Graph: tc.graph}
