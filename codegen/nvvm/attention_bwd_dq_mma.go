@@ -50,28 +50,11 @@ func (w *mmaAttn) gradDQ(out value.Value) {
 		bias = &w.ops[3]
 	}
 	keys := w.keys
-	rowTiles := ceilDiv(p.L, attnmma.Rows)
 
-	w.tid = kg.sreg("tid.x")
-	lane, warp := b().NewAnd(w.tid, ci(31)), b().NewLShr(w.tid, ci(5))
-	cta := kg.sreg("ctaid.x")
-	// The last row tiles first, as the forward: under the causal mask they see the most keys.
-	bh := kg.rem(cta, p.B*p.H)
-	rt := kg.sub(ci(rowTiles-1), kg.div(cta, p.B*p.H))
-	w.bIdx = kg.div(bh, p.H)
-	h := kg.rem(bh, p.H)
-	w.kh = kg.div(h, p.H/p.KVH)
-	g, tq := kg.div(lane, 4), kg.rem(lane, 4)
-	blockRow := kg.mul(rt, attnmma.Rows)
-	warpRow := kg.add(kg.mul(warp, 16), blockRow)
-	rowA := kg.add(warpRow, g)
-	rowB := kg.add(rowA, ci(8))
-	rows := []value.Value{rowA, rowB}
-
-	limA, limB := w.limit(rowA, nil), w.limit(rowB, nil)
-	warpFirst := w.limit(warpRow, nil)
-	warpLast := b().NewSelect(b().NewICmp(enum.IPredUGE, warpRow, ci(p.L)), ci(0), w.limit(kg.add(warpRow, ci(15)), nil))
-	blockLast := w.limit(kg.umin(kg.add(blockRow, ci(attnmma.Rows-1)), ci(p.L-1)), nil)
+	rb := w.rowBlock(nil)
+	lane, bh, h, tq := rb.lane, rb.bh, rb.h, rb.tq
+	rows := []value.Value{rb.rowA, rb.rowB}
+	limA, limB, warpFirst, warpLast, blockLast := rb.limA, rb.limB, rb.warpFirst, rb.warpLast, rb.blockLast
 
 	// Q's, dO's and (for D only) O's A fragments of rows g and g+8, zero past L.
 	var rowOK [2]value.Value
