@@ -54,7 +54,7 @@ func (w *mmaAttn) gradDQ(out value.Value) {
 	rb := w.rowBlock(nil)
 	lane, bh, h, tq := rb.lane, rb.bh, rb.h, rb.tq
 	rows := []value.Value{rb.rowA, rb.rowB}
-	limA, limB, warpFirst, warpLast, blockLast := rb.limA, rb.limB, rb.warpFirst, rb.warpLast, rb.blockLast
+	warpLast, blockLast := rb.warpLast, rb.blockLast
 
 	// Q's, dO's and (for D only) O's A fragments of rows g and g+8, zero past L.
 	var rowOK [2]value.Value
@@ -152,21 +152,7 @@ func (w *mmaAttn) gradDQ(out value.Value) {
 						b().NewStore(w.ex2ftz(b().NewCall(fma, w.ld(r), f32(k), nl[c/2])), r)
 					}
 				}
-				// P = 0 for keys a row does not see, where the warp's first row does not see
-				// the whole tile.
-				whole := b().NewICmp(enum.IPredULE, kg.add(t0, ci(keys)), warpFirst)
-				kg.branch(b().NewXor(whole, constant.True), "dq_mask", func() {
-					for i, lim := range []value.Value{limA, limB} {
-						rel := b().NewSub(b().NewSub(lim, t0), kg.mul(tq, 2))
-						for j := range keys / 8 {
-							for c := range 2 {
-								r := s[4*j+2*i+c]
-								ok := b().NewICmp(enum.IPredSGT, rel, ci(8*j+c))
-								b().NewStore(b().NewSelect(ok, w.ld(r), f32(0)), r)
-							}
-						}
-					}
-				})
+				w.hideKeys(s, rb, t0, 0) // P = 0 for keys a row does not see
 			})
 			kg.asm("cp.async.wait_group 0;", "~{memory}") // V of this tile
 			kg.barrier()

@@ -201,7 +201,7 @@ func (w *mmaAttn) body(out value.Value) {
 
 	rb := w.rowBlock(pos)
 	lane, bh, h, g, tq, rowA, rowB := rb.lane, rb.bh, rb.h, rb.g, rb.tq, rb.rowA, rb.rowB
-	limA, limB, warpFirst, warpLast, blockLast := rb.limA, rb.limB, rb.warpFirst, rb.warpLast, rb.blockLast
+	warpLast, blockLast := rb.warpLast, rb.blockLast
 
 	// Q's A fragments: ks-th 16 columns, registers (row g, k 2t), (g+8, 2t), (g, 2t+8),
 	// (g+8, 2t+8); rows past L read row L−1's address and keep 0.
@@ -319,21 +319,8 @@ func (w *mmaAttn) body(out value.Value) {
 						}
 					}
 				}
-				// Hide keys a row does not see, where the warp's first row does not see the
-				// whole tile.
-				whole := b().NewICmp(enum.IPredULE, kg.add(t0, ci(keys)), warpFirst)
-				kg.branch(b().NewXor(whole, constant.True), "mask", func() {
-					for i, lim := range []value.Value{limA, limB} {
-						rel := b().NewSub(b().NewSub(lim, t0), kg.mul(tq, 2))
-						for j := range keys / 8 {
-							for c := range 2 {
-								r := s[4*j+2*i+c]
-								ok := b().NewICmp(enum.IPredSGT, rel, ci(8*j+c))
-								b().NewStore(b().NewSelect(ok, ld(r), f32(math.Inf(-1))), r)
-							}
-						}
-					}
-				})
+				// Hide keys a row does not see.
+				w.hideKeys(s, rb, t0, math.Inf(-1))
 				// Online softmax in base 2, per row (codegen/ptx's order).
 				for i := range 2 {
 					mx := ld(m[i])
@@ -467,6 +454,26 @@ func (w *mmaAttn) rowBlock(pos *attnOperand) mmaRows {
 	r.warpLast = b.NewSelect(b.NewICmp(enum.IPredUGE, warpRow, ci(p.L)), ci(0), w.limit(kg.add(warpRow, ci(15)), posv))
 	r.blockLast = w.limit(kg.umin(kg.add(blockRow, ci(attnmma.Rows-1)), ci(p.L-1)), posv)
 	return r
+}
+
+// hideKeys sets the scores s of a tile of w.keys keys from t0 to fill where row rb.rowA or
+// rb.rowB does not see the key, unless the warp's first row sees the whole tile.
+func (w *mmaAttn) hideKeys(s []*ir.InstAlloca, rb mmaRows, t0 value.Value, fill float64) {
+	kg, keys := w.kg, w.keys
+	whole := kg.b.NewICmp(enum.IPredULE, kg.add(t0, ci(keys)), rb.warpFirst)
+	kg.branch(kg.b.NewXor(whole, constant.True), "mask", func() {
+		for i, lim := range []value.Value{rb.limA, rb.limB} {
+			b := kg.b
+			rel := b.NewSub(b.NewSub(lim, t0), kg.mul(rb.tq, 2))
+			for j := range keys / 8 {
+				for c := range 2 {
+					r := s[4*j+2*i+c]
+					ok := b.NewICmp(enum.IPredSGT, rel, ci(8*j+c))
+					b.NewStore(b.NewSelect(ok, w.ld(r), f32(fill)), r)
+				}
+			}
+		}
+	})
 }
 
 // storeHalf writes row half i's outputs acc·inv, pairs of columns packed by cvt.rn.{f16,bf16}x2
