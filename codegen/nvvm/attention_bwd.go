@@ -17,7 +17,8 @@ import (
 
 // codegen/ptx's attention backward templates (its attention_bwd.go; FlashAttention-2's backward
 // on CUDA cores, in f32 whatever the operands' dtype; dk and dv on tensor cores where
-// attnmma.FitsGrad holds: attention_bwd_mma.go), from the same plans
+// attnmma.FitsGradWide holds, attention_bwd_mma.go, and dq where FitsGradDQ does,
+// attention_bwd_dq_mma.go), from the same plans
 // (plan.PlanAttentionOp) and with the CUDA-core forward's pieces (attention.go):
 //
 //   - attention_lse: the forward template with no value columns, writing each row's
