@@ -17,7 +17,8 @@ import (
 
 // codegen/ptx's attention backward templates (its attention_bwd.go; FlashAttention-2's backward
 // on CUDA cores, in f32 whatever the operands' dtype; dk and dv on tensor cores where
-// attnmma.FitsGrad holds: attention_bwd_mma.go), from the same plans
+// attnmma.FitsGradWide holds, attention_bwd_mma.go, and dq where FitsGradDQ does,
+// attention_bwd_dq_mma.go), from the same plans
 // (plan.PlanAttentionOp) and with the CUDA-core forward's pieces (attention.go):
 //
 //   - attention_lse: the forward template with no value columns, writing each row's
@@ -93,6 +94,8 @@ func (md *module) attentionBwdKernel(k plan.Kernel, t plan.Target) (*ir.Func, pl
 		ag.lse = kg.output(op)
 		ag.ktile = md.sharedArray(k.Name+"_ktile", p.Keys*max(1, p.E), types.Float, 16)
 		ag.body(operands, nil)
+	case wrt == "q" && attnmma.FitsGradDQ(op): // dq on tensor cores (attention_bwd_dq_mma.go)
+		return ag.gradDQMMAKernel(operands, kg.output(op), args)
 	case wrt == "q":
 		ag.ktile = md.sharedArray(k.Name+"_ktile", p.Keys*max(1, p.E), types.Float, 16)
 		ag.vtile = md.sharedArray(k.Name+"_vtile", p.Keys*max(1, p.Ev), types.Float, 16)
@@ -102,7 +105,7 @@ func (md *module) attentionBwdKernel(k plan.Kernel, t plan.Target) (*ir.Func, pl
 		for wrt, v := range outs {
 			ptrs[wrt] = kg.output(v)
 		}
-		if attnmma.FitsGrad(op) { // dk and dv on tensor cores (attention_bwd_mma.go)
+		if attnmma.FitsGradWide(op) { // dk and dv on tensor cores (attention_bwd_mma.go)
 			return ag.gradMMAKernel(operands, ptrs, args)
 		}
 		ag.dkvBody(operands, ptrs)

@@ -13,12 +13,13 @@ import (
 	"github.com/gcomp/gcomp/ops"
 )
 
-// codegen/ptx's dk/dv backward on tensor cores (its attention_bwd_mma.go; attnmma.FitsGrad:
-// f16/bf16, no bias, masks none and causal, head dims multiples of 16 up to 64), from the same
-// plan: a block of 4 warps owns attnmma.GradKeys keys of one (batch entry, KV head), 16 per warp,
-// whose K and V rows it keeps as mma A fragments and whose dk and dv it accumulates in f32. It
-// loops over the query heads of the KV head's group in head order and over tiles of
-// attnmma.GradRows query rows (a causal block from the tile of its first key), copying each
+// codegen/ptx's dk/dv backward on tensor cores (its attention_bwd_mma.go; attnmma.FitsGradWide:
+// f16/bf16, masks none and causal, head dims multiples of 16 up to 128, the additive bias up to
+// 96), from the same plan: a block of 4 warps owns attnmma.GradKeys keys of one (batch entry, KV
+// head), 16 per warp, whose K and V rows it keeps as mma A fragments and whose dk and dv it
+// accumulates in f32. It loops over the query heads of the KV head's group in head order and over
+// tiles of attnmma.GradRowTile query rows (32, or 16 over head dim 96; a causal block from the
+// tile of its first key), copying each
 // tile's q and do rows to shared memory by cp.async (attention_mma.go's tiles and copies) and
 // staging the rows' −LSE·log₂e and D = rowsum(do∘o) (a thread per row, in column order). Per
 // tile a warp computes
@@ -26,16 +27,21 @@ import (
 //	Sᵀ = K·Qᵀ, Pᵀ = 2^(Sᵀ·scale·log₂e − LSE·log₂e) (0 where the row does not see the key or lies
 //	past L), dV += Pᵀ·dO, dPᵀ = V·dOᵀ, dSᵀ = Pᵀ∘(dPᵀ − D), dK += dSᵀ·Q
 //
+// (with the bias, Pᵀ = 2^((Sᵀ·scale + bias)·log₂e − LSE·log₂e), the bias read per value:
+// attention_bwd_bias_mma.go),
 // with Pᵀ and dSᵀ rounded to the operands' dtype in registers, Q and dO read by ldmatrix (.trans
 // where the tile's rows are the product's k), and dk scaled by the scale at the store. Every
 // floating-point operation is codegen/ptx's in its order (each accumulator's mma.sync in the same
 // sequence; llvm.fma.f32, fsub, fmul, ex2.approx.ftz.f32 as inline assembly), so dk and dv are its
 // bit for bit; every element is summed by one thread in a fixed order (no atomics).
 
+// The ldmatrix x4 instructions: plain and transposed.
+const ldPlain, ldTrans = "ldmatrix.sync.aligned.m8n8.x4.shared.b16", "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16"
+
 // gradMMAKernel finishes attentionBwdKernel for dk and dv on tensor cores (outs: the outputs'
 // pointers by wrt, one or both).
 func (ag *attnGen) gradMMAKernel(operands []attnOperand, outs map[string]value.Value, args []plan.Arg) (*ir.Func, plan.Launch, error) {
-	w := ag.newMMA(operands, attnmma.GradRows)
+	w := ag.newMMA(operands, attnmma.GradRowTile(ag.p.Op)) // keys: the row tile
 	w.gradBody(outs)
 	return ag.kg.f, plan.Launch{Grid: [3]int{attnmma.GradBlocks(ag.p.Op), 1, 1}, Block: [3]int{attnmma.Threads, 1, 1}, Params: args}, nil
 }
@@ -49,7 +55,7 @@ func (w *mmaAttn) gradBody(outs map[string]value.Value) {
 	qOp, kOp, vOp, oOp, doOp, lseOp := w.ops[0], w.ops[1], w.ops[2], w.ops[oi], w.ops[doi], w.ops[len(w.ops)-1]
 	grp := p.H / p.KVH
 	keyBlocks := ceilDiv(p.S, attnmma.GradKeys)
-	const rows = attnmma.GradRows
+	rows := w.keys
 
 	w.tid = kg.sreg("tid.x")
 	lane, warp := b().NewAnd(w.tid, ci(31)), b().NewLShr(w.tid, ci(5))
@@ -74,6 +80,7 @@ func (w *mmaAttn) gradBody(outs map[string]value.Value) {
 		return f
 	}
 	kf, vf := frags(kOp, p.E), frags(vOp, p.Ev)
+	bias := w.gradBias(keyA, keyB)
 	dk, dv := w.zeros(4*p.E/8), w.zeros(4*p.Ev/8)
 
 	qt, dt := w.newTile("qtile", qOp, p.E), w.newTile("dotile", doOp, p.Ev)
@@ -90,7 +97,6 @@ func (w *mmaAttn) gradBody(outs map[string]value.Value) {
 		return w.shAddr(t, kg.mul(kg.add(kg.mul(kg.add(kg.mul(kg.rem(q8, 2), 8), r8), t.rowH), kg.mul(kg.div(q8, 2), 8)), 2))
 	}
 	qN, qK, dN, dK := plain(qt), trans(qt), plain(dt), trans(dt)
-	const ldPlain, ldTrans = "ldmatrix.sync.aligned.m8n8.x4.shared.b16", "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16"
 
 	// The first row tile: a causal block's first key's (rows before it see none of its keys).
 	var rowStart value.Value = ci(0)
@@ -99,24 +105,8 @@ func (w *mmaAttn) gradBody(outs map[string]value.Value) {
 	}
 	c2 := op.Attrs.Float("scale", 1) * math.Log2E
 
-	// mma2 adds A fragment af times the B fragments of n-tiles 2nt and 2nt+1 (one ldmatrix x4 at
-	// addr+off) to the accumulator tiles 2nt and 2nt+1 of acc.
-	mma2 := func(acc []*ir.InstAlloca, af [4]value.Value, text string, addr value.Value, off, nt int) {
-		bf := w.ldmatrix(text, addr, off)
-		for x := range 2 {
-			w.mma(acc[4*(2*nt+x):4*(2*nt+x)+4], af[:], bf[2*x], bf[2*x+1])
-		}
-	}
-	// product is A·Bᵀ over the tile at addr: n-tile j holds rows r0+8j…, thread values (key g,
-	// row 2t+c) and (g+8, 2t+c).
-	product := func(af [][4]value.Value, addr value.Value, rowH int) []*ir.InstAlloca {
-		s := w.zeros(4 * rows / 8)
-		for ks := range af {
-			for np := range rows / 16 {
-				mma2(s, af[ks], ldPlain, addr, 2*(16*np*rowH+16*ks), np)
-			}
-		}
-		return s
+	mma2, product := w.mma2, func(af [][4]value.Value, addr value.Value, rowH int) []*ir.InstAlloca {
+		return w.abT(af, addr, rowH, rows)
 	}
 	// aFrags are the A fragments of keys × rows 16kk…: accumulator tiles 2kk and 2kk+1, as the
 	// forward's P.
@@ -142,6 +132,7 @@ func (w *mmaAttn) gradBody(outs map[string]value.Value) {
 
 	kg.loop(ci(0), ci(1), grp, func(hj value.Value) {
 		h := kg.add(kg.mul(w.kh, grp), hj)
+		bias.retarget(h)
 		for _, t := range []*mmaTile{qt, dt} {
 			t.src0 = kg.add(w.index(t.op, w.bIdx, h, t.row0), t.col0)
 		}
@@ -173,7 +164,14 @@ func (w *mmaAttn) gradBody(outs map[string]value.Value) {
 								ok = b().NewAnd(ok, b().NewICmp(enum.IPredUGE, row, key))
 							}
 							r := s[4*j+2*i+c]
-							e := w.ex2ftz(b().NewCall(fma, w.ld(r), f32(c2), nl))
+							var x value.Value
+							if bias != nil { // Sᵀ·scale + bias, then in base 2
+								x = b().NewCall(fma, w.ld(r), f32(op.Attrs.Float("scale", 1)), bias.load(row, i, ok))
+								x = b().NewCall(fma, x, f32(math.Log2E), nl)
+							} else {
+								x = b().NewCall(fma, w.ld(r), f32(c2), nl)
+							}
+							e := w.ex2ftz(x)
 							b().NewStore(b().NewSelect(ok, e, f32(0)), r)
 						}
 					}
@@ -223,12 +221,33 @@ func (w *mmaAttn) gradBody(outs map[string]value.Value) {
 	kg.b.NewRet(nil)
 }
 
+// mma2 adds A fragment af times the B fragments of n-tiles 2nt and 2nt+1 (one ldmatrix x4, text,
+// at addr+off) to the accumulator tiles 2nt and 2nt+1 of acc.
+func (w *mmaAttn) mma2(acc []*ir.InstAlloca, af [4]value.Value, text string, addr value.Value, off, nt int) {
+	bf := w.ldmatrix(text, addr, off)
+	for x := range 2 {
+		w.mma(acc[4*(2*nt+x):4*(2*nt+x)+4], af[:], bf[2*x], bf[2*x+1])
+	}
+}
+
+// abT is A·Bᵀ over the n rows of the tile at addr (plain ldmatrix; rowH its padded row): n-tile
+// j holds rows 8j…, thread values (A's row g, tile row 2t+c) and (g+8, 2t+c).
+func (w *mmaAttn) abT(af [][4]value.Value, addr value.Value, rowH, n int) []*ir.InstAlloca {
+	s := w.zeros(4 * n / 8)
+	for ks := range af {
+		for np := range n / 16 {
+			w.mma2(s, af[ks], ldPlain, addr, 2*(16*np*rowH+16*ks), np)
+		}
+	}
+	return s
+}
+
 // gradRowStats stores the tile's rows' −LSE·log₂e and D = rowsum(do∘o) (f32, in column order)
 // in shared memory, a thread per row; 0 and 0 for rows past L.
 func (w *mmaAttn) gradRowStats(oOp, doOp, lseOp attnOperand, h, r0 value.Value, lseTile, dTile *ir.Global) {
 	kg, p := w.kg, w.p
 	fma := kg.md.declare("llvm.fma.f32", types.Float, types.Float, types.Float, types.Float)
-	kg.branch(kg.b.NewICmp(enum.IPredULT, w.tid, ci(attnmma.GradRows)), "stats", func() {
+	kg.branch(kg.b.NewICmp(enum.IPredULT, w.tid, ci(w.keys)), "stats", func() {
 		row := kg.add(r0, w.tid)
 		nl, dsum := w.zeros(1)[0], w.zeros(1)[0]
 		kg.branch(kg.b.NewICmp(enum.IPredULT, row, ci(p.L)), "stats_row", func() {

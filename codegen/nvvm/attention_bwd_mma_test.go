@@ -43,11 +43,11 @@ func TestAttentionGradMMA(t *testing.T) {
 	}
 }
 
-// TestAttentionGradMMAChoice: codegen/ptx's choice table: dk and dv of f16/bf16 attention
-// without a bias, head dims multiples of 16 up to 64, take the NVVM producer's tensor-core
-// template; odd head dims and f32 operands its CUDA-core ones; what codegen/ptx computes on
-// tensor cores beyond that (a bias, head dims over 64, dq: attnmma.FitsGradWide, FitsGradDQ) is
-// refused and borrowed (Lacks). Every other entry is its own.
+// TestAttentionGradMMAChoice: codegen/ptx's choice table: dk and dv of f16/bf16 attention where
+// attnmma.FitsGradWide holds (head dims multiples of 16 up to 128, the additive bias up to 96)
+// take the NVVM producer's tensor-core dk/dv template, and dq where attnmma.FitsGradDQ holds (a
+// bias, head dims up to 128) its tensor-core dq template; odd head dims, f32 operands and a bias
+// at head dim 128 its CUDA-core ones. Nothing is borrowed (Lacks): every entry is its own.
 func TestAttentionGradMMAChoice(t *testing.T) {
 	p := requireProducer(t)
 	for _, c := range []struct {
@@ -57,11 +57,15 @@ func TestAttentionGradMMAChoice(t *testing.T) {
 	}{
 		{attnCase{1, 2, 1, 40, 40, 64, 64, ops.MaskCausal, nil, nil, ir.F16}, "kv", true, false},
 		{attnCase{1, 2, 2, 40, 40, 16, 32, ops.MaskNone, nil, nil, ir.BF16}, "v", true, false},
-		{attnCase{1, 2, 2, 40, 40, 64, 64, ops.MaskNone, []int{1, 2, 40, 40}, nil, ir.F16}, "kv", false, true},
-		{attnCase{1, 2, 2, 40, 40, 80, 80, ops.MaskNone, nil, nil, ir.F16}, "kv", false, true},
+		{attnCase{1, 2, 2, 40, 40, 64, 64, ops.MaskNone, []int{1, 2, 40, 40}, nil, ir.F16}, "kv", true, false},
+		{attnCase{1, 2, 2, 40, 40, 80, 80, ops.MaskNone, nil, nil, ir.F16}, "kv", true, false},
+		{attnCase{1, 2, 2, 40, 40, 128, 128, ops.MaskCausal, nil, nil, ir.BF16}, "k", true, false},
+		{attnCase{1, 2, 2, 40, 40, 128, 128, ops.MaskNone, []int{1, 2, 40, 40}, nil, ir.F16}, "kv", false, false},
 		{attnCase{1, 2, 2, 40, 40, 24, 24, ops.MaskNone, nil, nil, ir.BF16}, "k", false, false},
 		{attnCase{1, 2, 2, 40, 40, 64, 64, ops.MaskNone, nil, nil, ir.F32}, "kv", false, false},
-		{attnCase{1, 2, 2, 40, 40, 64, 64, ops.MaskNone, nil, nil, ir.F16}, "q", false, true},
+		{attnCase{1, 2, 2, 40, 40, 64, 64, ops.MaskNone, nil, nil, ir.F16}, "q", true, false},
+		{attnCase{1, 2, 2, 40, 40, 128, 128, ops.MaskCausal, []int{1, 2, 40, 40}, nil, ir.BF16}, "q", true, false},
+		{attnCase{1, 2, 2, 40, 40, 24, 24, ops.MaskNone, nil, nil, ir.F16}, "q", false, false},
 	} {
 		k := plan.Kernel{Name: "k0", Graph: attnGradGraph(t, c.c, c.wrt)}
 		text, launches, err := p.Module([]plan.Kernel{k}, plan.Target{SM: 80})

@@ -172,22 +172,19 @@ var gradTolerance = map[ir.DType]float64{ir.F32: 5e-5, ir.F16: 4e-3, ir.BF16: 2e
 // TestAttentionGradKernel runs codegen/ptx's dq, dk and dv table through the NVVM producer: its
 // own entries, within codegen/ptx's tolerance of the float64 reference of attention_grad (which
 // recomputes the softmax instead of reading lse) and bit for bit codegen/ptx's; dk and dv where
-// attnmma.FitsGrad holds on its tensor-core template (attention_bwd_mma.go), as codegen/ptx's;
-// the wider dk/dv and dq that codegen/ptx computes on tensor cores (attnmma.GradTakes) are
-// borrowed instead.
+// attnmma.FitsGradWide holds and dq where FitsGradDQ does on its tensor-core templates
+// (attention_bwd_mma.go, attention_bwd_dq_mma.go), as codegen/ptx's.
 func TestAttentionGradKernel(t *testing.T) {
 	p := requireProducer(t)
 	for _, c := range attnGradCases {
 		for _, wrt := range []string{"q", "k", "v", "kv"} {
 			t.Run(c.String()+"_d"+wrt, func(t *testing.T) {
 				g := attnGradGraph(t, c, wrt)
-				if _, ok := attnmma.GradTakes(g.Outputs[0].Value); ok && !attnmma.FitsGrad(g.Outputs[0].Value) {
-					t.Skip("wider dk/dv or dq on tensor cores: codegen/ptx's entry (TestFallback)")
-				}
+				op := g.Outputs[0].Value
 				text := checkOwnBackward(t, p, plan.Kernel{Name: "k0_attention_grad", Graph: g}, attnGradInputs(t, g, 7), gradTolerance)
 				want := "shfl.sync.bfly" // the CUDA-core templates' warp butterfly
-				if attnmma.FitsGrad(g.Outputs[0].Value) {
-					want = "mma.sync" // dk and dv on tensor cores
+				if attnmma.FitsGradWide(op) || attnmma.FitsGradDQ(op) {
+					want = "mma.sync" // dk and dv, or dq, on tensor cores
 				}
 				if c.l > 0 && c.s > 0 && !strings.Contains(text, want) { // libNVVM drops a loop of no rows
 					t.Errorf("want %s", want)

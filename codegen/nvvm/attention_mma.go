@@ -196,32 +196,12 @@ func (w *mmaAttn) body(out value.Value) {
 	i32 := types.I32
 	fma := kg.md.declare("llvm.fma.f32", types.Float, types.Float, types.Float, types.Float)
 	pos, bias := w.extraOperands(w.ops)
-	rowTiles := (p.L + attnmma.Rows - 1) / attnmma.Rows
 	tf32, eb, keys := w.eb == 4, w.eb, w.keys
 	kStep := 32 / eb // k of one mma: 16, or 8 for tf32
 
-	w.tid = kg.sreg("tid.x")
-	lane, warp := b().NewAnd(w.tid, ci(31)), b().NewLShr(w.tid, ci(5))
-	cta := kg.sreg("ctaid.x")
-	// Blocks run the last row tiles first (FlashAttention-2's order), as codegen/ptx's.
-	bh := kg.rem(cta, p.B*p.H)
-	rt := kg.sub(ci(rowTiles-1), kg.div(cta, p.B*p.H))
-	w.bIdx = kg.div(bh, p.H)
-	h := kg.rem(bh, p.H)
-	w.kh = kg.div(h, p.H/p.KVH)
-	g, tq := kg.div(lane, 4), kg.rem(lane, 4)
-	blockRow := kg.mul(rt, attnmma.Rows)
-	warpRow := kg.add(kg.mul(warp, 16), blockRow)
-	rowA := kg.add(warpRow, g)
-	rowB := kg.add(rowA, ci(8))
-
-	posv := w.position(pos, w.bIdx)
-	limA, limB := w.limit(rowA, posv), w.limit(rowB, posv)
-	warpFirst := w.limit(warpRow, posv)
-	// The warp's last row sees keys < warpLast (0 for a warp past L, which skips every product);
-	// the block's last row below L keys < blockLast.
-	warpLast := b().NewSelect(b().NewICmp(enum.IPredUGE, warpRow, ci(p.L)), ci(0), w.limit(kg.add(warpRow, ci(15)), posv))
-	blockLast := w.limit(kg.umin(kg.add(blockRow, ci(attnmma.Rows-1)), ci(p.L-1)), posv)
+	rb := w.rowBlock(pos)
+	lane, bh, h, g, tq, rowA, rowB := rb.lane, rb.bh, rb.h, rb.g, rb.tq, rb.rowA, rb.rowB
+	warpLast, blockLast := rb.warpLast, rb.blockLast
 
 	// Q's A fragments: ks-th 16 columns, registers (row g, k 2t), (g+8, 2t), (g, 2t+8),
 	// (g+8, 2t+8); rows past L read row L−1's address and keep 0.
@@ -339,21 +319,8 @@ func (w *mmaAttn) body(out value.Value) {
 						}
 					}
 				}
-				// Hide keys a row does not see, where the warp's first row does not see the
-				// whole tile.
-				whole := b().NewICmp(enum.IPredULE, kg.add(t0, ci(keys)), warpFirst)
-				kg.branch(b().NewXor(whole, constant.True), "mask", func() {
-					for i, lim := range []value.Value{limA, limB} {
-						rel := b().NewSub(b().NewSub(lim, t0), kg.mul(tq, 2))
-						for j := range keys / 8 {
-							for c := range 2 {
-								r := s[4*j+2*i+c]
-								ok := b().NewICmp(enum.IPredSGT, rel, ci(8*j+c))
-								b().NewStore(b().NewSelect(ok, ld(r), f32(math.Inf(-1))), r)
-							}
-						}
-					}
-				})
+				// Hide keys a row does not see.
+				w.hideKeys(s, rb, t0, math.Inf(-1))
 				// Online softmax in base 2, per row (codegen/ptx's order).
 				for i := range 2 {
 					mx := ld(m[i])
@@ -447,6 +414,66 @@ func (w *mmaAttn) body(out value.Value) {
 		}
 	}
 	kg.b.NewRet(nil)
+}
+
+// mmaRows are a thread's indices in a block of attnmma.Rows query rows of one (batch, head), 16
+// per warp (the forward's and dq's blocks): its lane, its (batch, head) bh and head h, g = lane/4
+// and tq = lane%4, its rows g and g+8 of its warp's, the keys those rows and its warp's first
+// see (limA, limB, warpFirst), the keys its warp's last row sees (warpLast: 0 for a warp past L,
+// which skips every product) and the block's last row below L (blockLast).
+type mmaRows struct {
+	lane, bh, h, g, tq, rowA, rowB             value.Value
+	limA, limB, warpFirst, warpLast, blockLast value.Value
+}
+
+// rowBlock sets w.tid, w.bIdx and w.kh and returns the thread's rows; pos is the position mask's
+// operand or nil. Blocks run the last row tiles first (FlashAttention-2's order), as codegen/ptx's.
+func (w *mmaAttn) rowBlock(pos *attnOperand) mmaRows {
+	kg, p := w.kg, w.p
+	b := kg.b
+	rowTiles := (p.L + attnmma.Rows - 1) / attnmma.Rows
+	var r mmaRows
+	w.tid = kg.sreg("tid.x")
+	var warp value.Value
+	r.lane, warp = b.NewAnd(w.tid, ci(31)), b.NewLShr(w.tid, ci(5))
+	cta := kg.sreg("ctaid.x")
+	r.bh = kg.rem(cta, p.B*p.H)
+	rt := kg.sub(ci(rowTiles-1), kg.div(cta, p.B*p.H))
+	w.bIdx = kg.div(r.bh, p.H)
+	r.h = kg.rem(r.bh, p.H)
+	w.kh = kg.div(r.h, p.H/p.KVH)
+	r.g, r.tq = kg.div(r.lane, 4), kg.rem(r.lane, 4)
+	blockRow := kg.mul(rt, attnmma.Rows)
+	warpRow := kg.add(kg.mul(warp, 16), blockRow)
+	r.rowA = kg.add(warpRow, r.g)
+	r.rowB = kg.add(r.rowA, ci(8))
+
+	posv := w.position(pos, w.bIdx)
+	r.limA, r.limB = w.limit(r.rowA, posv), w.limit(r.rowB, posv)
+	r.warpFirst = w.limit(warpRow, posv)
+	r.warpLast = b.NewSelect(b.NewICmp(enum.IPredUGE, warpRow, ci(p.L)), ci(0), w.limit(kg.add(warpRow, ci(15)), posv))
+	r.blockLast = w.limit(kg.umin(kg.add(blockRow, ci(attnmma.Rows-1)), ci(p.L-1)), posv)
+	return r
+}
+
+// hideKeys sets the scores s of a tile of w.keys keys from t0 to fill where row rb.rowA or
+// rb.rowB does not see the key, unless the warp's first row sees the whole tile.
+func (w *mmaAttn) hideKeys(s []*ir.InstAlloca, rb mmaRows, t0 value.Value, fill float64) {
+	kg, keys := w.kg, w.keys
+	whole := kg.b.NewICmp(enum.IPredULE, kg.add(t0, ci(keys)), rb.warpFirst)
+	kg.branch(kg.b.NewXor(whole, constant.True), "mask", func() {
+		for i, lim := range []value.Value{rb.limA, rb.limB} {
+			b := kg.b
+			rel := b.NewSub(b.NewSub(lim, t0), kg.mul(rb.tq, 2))
+			for j := range keys / 8 {
+				for c := range 2 {
+					r := s[4*j+2*i+c]
+					ok := b.NewICmp(enum.IPredSGT, rel, ci(8*j+c))
+					b.NewStore(b.NewSelect(ok, w.ld(r), f32(fill)), r)
+				}
+			}
+		}
+	})
 }
 
 // storeHalf writes row half i's outputs acc·inv, pairs of columns packed by cvt.rn.{f16,bf16}x2

@@ -14,8 +14,9 @@ import (
 )
 
 // TestAttentionCostMMAPorted is TestAttentionCostPorted for the tensor-core templates ported
-// last: the forward writing its rows' log-sum-exp (f16, bf16, f32 on tf32) and dk/dv on tensor
-// cores (codegen/ptx's TestAttentionGradMMACost shapes). Both entries on the simulator, same
+// last: the forward writing its rows' log-sum-exp (f16, bf16, f32 on tf32), dk/dv on tensor
+// cores (codegen/ptx's TestAttentionGradMMACost shapes, and with a bias and at head dim 128) and
+// dq on tensor cores (its TestAttentionGradDQMMACost shapes). Both entries on the simulator, same
 // launch, same inputs, the same bits: warp instructions, mma issued and ptxas's sm_80 registers
 // (docs/perf.md has the table); NVVM's must execute at most 10% more warp instructions than
 // codegen/ptx's and issue exactly its mma.
@@ -38,12 +39,21 @@ func TestAttentionCostMMAPorted(t *testing.T) {
 		g := lseGraph(t, c, true)
 		cases = append(cases, costCase{"attention + lse, " + c.String(), plan.Kernel{Name: "k0_attention", Graph: g}, plan.Target{SM: 80, TF32: c.d == ir.F32}, inputsFor(g, 1)})
 	}
-	for _, c := range []attnCase{
-		{1, 4, 4, 64, 64, 32, 32, ops.MaskCausal, nil, nil, ir.BF16},
-		{1, 2, 1, 256, 256, 64, 64, ops.MaskCausal, nil, nil, ir.F16},
+	for _, c := range []struct {
+		wrt string
+		c   attnCase
+	}{
+		{"kv", attnCase{1, 4, 4, 64, 64, 32, 32, ops.MaskCausal, nil, nil, ir.BF16}},
+		{"kv", attnCase{1, 2, 1, 256, 256, 64, 64, ops.MaskCausal, nil, nil, ir.F16}},
+		{"kv", attnCase{1, 2, 2, 256, 256, 96, 96, ops.MaskNone, []int{1, 2, 256, 256}, nil, ir.BF16}},
+		{"kv", attnCase{1, 2, 1, 256, 256, 128, 128, ops.MaskCausal, nil, nil, ir.F16}},
+		{"q", attnCase{1, 4, 4, 64, 64, 32, 32, ops.MaskCausal, nil, nil, ir.BF16}},
+		{"q", attnCase{1, 2, 1, 256, 256, 64, 64, ops.MaskCausal, nil, nil, ir.F16}},
+		{"q", attnCase{1, 2, 2, 256, 256, 128, 128, ops.MaskNone, []int{1, 2, 256, 256}, nil, ir.BF16}},
 	} {
-		g := attnGradGraph(t, c, "kv")
-		cases = append(cases, costCase{"dk and dv, " + c.String(), plan.Kernel{Name: "k0_attention_grad", Graph: g}, plan.Target{SM: 80}, attnGradInputs(t, g, 1)})
+		g := attnGradGraph(t, c.c, c.wrt)
+		name := map[string]string{"q": "dq, ", "kv": "dk and dv, "}[c.wrt] + c.c.String()
+		cases = append(cases, costCase{name, plan.Kernel{Name: "k0_attention_grad", Graph: g}, plan.Target{SM: 80}, attnGradInputs(t, g, 1)})
 	}
 	rows := []string{"| kernel | warp instructions, nvvm | codegen/ptx | ratio | mma, nvvm / ptx | sm_80 registers, nvvm / ptx |", "|---|---:|---:|---:|---|---|"}
 	for _, c := range cases {

@@ -25,8 +25,8 @@
 // ldmatrix, mma.sync and cvt.rna.tf32 as one-instruction inline assembly, which libNVVM 11.8
 // has no intrinsics for), the persistent kernel, the CUDA-core, split-KV (appending the cache
 // rows or not) and tensor-core (f16, bf16, tf32; writing the rows' log-sum-exp or not) attention
-// templates and attention's backward on CUDA cores and, for dk/dv where attnmma.FitsGrad holds,
-// on tensor cores (plan.PlanAttention, splitkv.Of, attnmma, plan.PlanAttentionOp; bit for bit
+// templates and attention's backward on CUDA cores and, for dk/dv where attnmma.FitsGradWide
+// holds and dq where FitsGradDQ does, on tensor cores (plan.PlanAttention, splitkv.Of, attnmma, plan.PlanAttentionOp; bit for bit
 // codegen/ptx's) and update_slice's update template (plan.UpdatePlan); GEMVs, with a norm
 // prologue or not, run in the direct template. A kernel no template takes is an error naming the
 // kernel and the template, never a silent fallback to the PTX emitter. The templates it lacks

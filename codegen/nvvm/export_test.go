@@ -51,7 +51,12 @@ func AttentionGradGraph(t *testing.T, d ir.DType, wrt string) *ir.Graph {
 	return attnGradGraph(t, attnCase{1, 2, 2, 64, 48, 64, 64, ops.MaskCausal, nil, nil, d}, wrt)
 }
 
-// AttentionGradForward is forwardOf for a TestFallback case's inputs.
-func AttentionGradForward(t *testing.T, g *ir.Graph) func(map[string]*tensor.Tensor) {
-	return func(in map[string]*tensor.Tensor) { forwardOf(t, g, in) }
+// AttentionGradBiasGraph is AttentionGradGraph at head dim e, with the additive bias where e is
+// at most 96.
+func AttentionGradBiasGraph(t *testing.T, d ir.DType, e int, wrt string) *ir.Graph {
+	var bias []int
+	if e <= 96 {
+		bias = []int{1, 2, 64, 48}
+	}
+	return attnGradGraph(t, attnCase{1, 2, 2, 64, 48, e, e, ops.MaskCausal, bias, nil, d}, wrt)
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/gcomp/gcomp/codegen/attnmma"
 	"github.com/gcomp/gcomp/codegen/plan"
 	"github.com/gcomp/gcomp/ops"
 )
@@ -14,12 +13,11 @@ import (
 // the tensor-core GEMM over a quantized weight (plan.QuantizedMMA), a persistent kernel with
 // a stage at symbolic sizes (codegen/ptx's sympersist.go), a symbolic kernel folding its rows
 // (codegen/ptx's symfold.go), a strided symbolic kernel taking the dims' values (attention,
-// copies and GEMMs over views at symbolic sizes: codegen/ptx's symstride.go), and attention's dk/dv and dq on
-// tensor cores where this package's dk/dv template (attnmma.FitsGrad) does not reach
-// (attnmma.FitsGradWide: a bias, head dims over 64; attnmma.FitsGradDQ). The launch records it
-// (Producer "ptx" and a note); both producers share names, parameters and launches, so one plan
-// runs the merged module. (The tensor-core attention forward writing its rows' log-sum-exp and
-// dk/dv on tensor cores, once borrowed, are attention_lse_mma.go's and attention_bwd_mma.go's.)
+// copies and GEMMs over views at symbolic sizes: codegen/ptx's symstride.go). The launch records
+// it (Producer "ptx" and a note); both producers share names, parameters and launches, so one plan
+// runs the merged module. (The tensor-core attention forward writing its rows' log-sum-exp, dk/dv
+// and dq on tensor cores, once borrowed, are attention_lse_mma.go's, attention_bwd_mma.go's and
+// attention_bwd_dq_mma.go's.)
 func borrowed(k plan.Kernel, t plan.Target) bool {
 	return borrowedTemplate(k, t) != ""
 }
@@ -39,13 +37,6 @@ func borrowedTemplate(k plan.Kernel, t plan.Target) string {
 		return "symbolic fold (a column reduction or GEMM over the symbolic rows)"
 	}
 	switch plan.Template(k) {
-	case "attention backward": // attention_grad
-		if op, ok := plan.BackwardAttention(k.Graph); ok && attnmma.FitsGradWide(op) && !attnmma.FitsGrad(op) {
-			return "tensor-core attention dk/dv with a bias or head dims over 64"
-		}
-		if op, ok := plan.BackwardAttention(k.Graph); ok && attnmma.FitsGradDQ(op) {
-			return "tensor-core attention dq"
-		}
 	case "contraction":
 		if plan.QuantizedMMA(k) {
 			return "quantized tensor-core GEMM"

@@ -15,7 +15,7 @@ import (
 )
 
 // TestFallback: a kernel of a template this package has no counterpart for (the tensor-core GEMM
-// over a quantized weight, dk/dv with a bias or head dims over 64 and dq on tensor cores) is
+// over a quantized weight) is
 // refused by the NVVM producer (nvvm.Refused; nvvm.Lacks
 // names it), and codegen/backend's nvvm producer compiles the module with codegen/ptx's entry for
 // it beside libNVVM's for the others, in the kernels' order; the launch says whose entry it runs,
@@ -25,7 +25,6 @@ func TestFallback(t *testing.T) {
 	loop := ir.NewGraph("neg")
 	x := loop.Input("x", ir.T(ir.F32, 16), nil)
 	loop.SetOutput("y", loop.Add("neg", x.Type, nil, x))
-	dq := nvvm.AttentionGradGraph(t, ir.BF16, "q")
 	for _, tc := range []struct {
 		name     string
 		graph    *ir.Graph
@@ -38,7 +37,6 @@ func TestFallback(t *testing.T) {
 	}{
 		{"quantized gemm", nvvm.QMMAGraph(t), false, plan.Target{SM: 80}, false, quantInputs, 2e-3, "quantized tensor-core GEMM"},
 		{"quantized gemm between loops", nvvm.QMMAGraph(t), false, plan.Target{SM: 80}, true, quantInputs, 2e-3, "quantized tensor-core GEMM"},
-		{"bf16 dq", dq, false, plan.Target{SM: 80}, true, nvvm.AttentionGradForward(t, dq), 2e-2, "tensor-core attention dq"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			k := plan.Kernel{Name: "k1_borrowed", Graph: tc.graph, InPlace: tc.inPlace}
@@ -108,7 +106,8 @@ func TestFallback(t *testing.T) {
 }
 
 // TestOwnTensorCoreAttention: the tensor-core attention forward writing its rows' log-sum-exp
-// (f16, bf16, and f32 under tf32) and dk/dv on tensor cores (attnmma.FitsGrad), once borrowed
+// (f16, bf16, and f32 under tf32), dk/dv (attnmma.FitsGradWide: a bias, head dims over 64 too)
+// and dq (FitsGradDQ) on tensor cores, once borrowed
 // from codegen/ptx, are the NVVM producer's own: Lacks names nothing, and backend.NVVM's launch
 // runs libNVVM's tensor-core entry without a borrowing note.
 func TestOwnTensorCoreAttention(t *testing.T) {
@@ -123,6 +122,10 @@ func TestOwnTensorCoreAttention(t *testing.T) {
 		{"tf32 attention with its lse", attentionLSE(t, ir.F32), plan.Target{SM: 80, TF32: true}},
 		{"f16 dk and dv", nvvm.AttentionGradGraph(t, ir.F16, "kv"), plan.Target{SM: 80}},
 		{"bf16 dv", nvvm.AttentionGradGraph(t, ir.BF16, "v"), plan.Target{SM: 90}},
+		{"bf16 dq", nvvm.AttentionGradGraph(t, ir.BF16, "q"), plan.Target{SM: 80}},
+		{"f16 dq", nvvm.AttentionGradGraph(t, ir.F16, "q"), plan.Target{SM: 90}},
+		{"f16 dk and dv with a bias", nvvm.AttentionGradBiasGraph(t, ir.F16, 64, "kv"), plan.Target{SM: 80}},
+		{"bf16 dk at head dim 128", nvvm.AttentionGradBiasGraph(t, ir.BF16, 128, "k"), plan.Target{SM: 90}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			k := plan.Kernel{Name: "k0_attention", Graph: tc.graph}
