@@ -19,11 +19,6 @@ var batchesToRun = []int64{1, 3, maxBatch}
 // DSL's or the compiler's refusal (a part of its message). The list shrinks as support lands: an
 // example that builds is taken off it, or the test fails.
 var symbolicRefusals = map[string]string{
-	// A max pooling fused into the conv2d before it (codegen/ptx).
-	"cnn":           "a conv2d with a fused pooling does not run at symbolic sizes yet",
-	"unet":          "a conv2d with a fused pooling does not run at symbolic sizes yet",
-	"fashion_cnn":   "a conv2d with a fused pooling does not run at symbolic sizes yet",
-	"fashion_bncnn": "a conv2d with a fused pooling does not run at symbolic sizes yet",
 	// The adaptive average pooling's product reads a constant computed in its kernel, which only
 	// the direct template takes, and a symbolic GEMM never falls back to it.
 	"resnet": "k12_matmul_div: dot_general operand f32[256] is computed inside the kernel (constant)",
