@@ -19,9 +19,6 @@ var batchesToRun = []int64{1, 3, maxBatch}
 // DSL's or the compiler's refusal (a part of its message). The list shrinks as support lands: an
 // example that builds is taken off it, or the test fails.
 var symbolicRefusals = map[string]string{
-	// The adaptive average pooling's product reads a constant computed in its kernel, which only
-	// the direct template takes, and a symbolic GEMM never falls back to it.
-	"resnet": "k12_matmul_div: dot_general operand f32[256] is computed inside the kernel (constant)",
 	// The models use the batch as a number: a static initial state, causal mask or positions of
 	// the default batch's rows.
 	"lstm":  "model.go:27: lstm: h0 f32[2,batch,32] has the wrong shape, want f32[2,4,32]",
