@@ -3,6 +3,7 @@ package ptx
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/gcomp/gcomp/ir"
@@ -30,8 +31,10 @@ func TestSymbolicPooledConv(t *testing.T) {
 		{ir.F32, 5, 4, 16, 14, 6, 3, 2, 1, "avg_pool2d", [2]int{2, 1}, true}, // stride 2: 8×7 pixels
 		{ir.F32, 3, 2, 10, 10, 3, 5, 1, 0, "max_pool2d", [2]int{1, 2}, false},
 		{ir.F16, 7, 8, 8, 8, 16, 3, 1, 1, "max_pool2d", [2]int{2, 2}, true},
-		{ir.F16, 5, 8, 13, 13, 12, 3, 2, 2, "avg_pool2d", [2]int{2, 2}, false}, // stride 2, pad 2: 8×8 pixels
-		{ir.F16, 4, 16, 8, 6, 130, 1, 1, 0, "avg_pool2d", [2]int{4, 1}, false}, // channels past one tile
+		{ir.F16, 5, 8, 13, 13, 12, 3, 2, 2, "avg_pool2d", [2]int{2, 2}, false},  // stride 2, pad 2: 8×8 pixels
+		{ir.F16, 4, 16, 8, 6, 130, 1, 1, 0, "avg_pool2d", [2]int{4, 1}, false},  // channels past one tile
+		{ir.F32, 8, 16, 14, 14, 32, 3, 1, 1, "max_pool2d", [2]int{2, 2}, false}, // cnn's second conv
+		{ir.F16, 8, 16, 14, 14, 32, 3, 1, 1, "max_pool2d", [2]int{2, 2}, false}, // the same on tensor cores
 	} {
 		oh, ow := (c.h+2*c.pad-c.k)/c.stride+1, (c.w+2*c.pad-c.k)/c.stride+1
 		if oh%c.win[0] != 0 || ow%c.win[1] != 0 {
@@ -65,12 +68,13 @@ func TestSymbolicPooledConv(t *testing.T) {
 			}
 			assemble(t, text)
 			in := inputsFor(g, 11, 1)
-			for _, n := range []int{1, 2, 3, 5, 7} {
-				if n < c.bound {
+			ns := []int{1, 2, 3, 5, 7, c.bound / 2, c.bound} // 1, primes, half the bound, the bound
+			slices.Sort(ns)
+			for _, n := range slices.Compact(ns) {
+				if n >= 1 && n <= c.bound {
 					runSymbolicPooled(t, text, l[0], g, build(n), in, n)
 				}
 			}
-			runSymbolicPooled(t, text, l[0], g, build(c.bound), in, c.bound)
 		})
 	}
 }
@@ -136,7 +140,8 @@ func runSymbolicPooled(t *testing.T, text string, l Launch, g, gs *ir.Graph, in 
 	grid := l.Grid
 	grid[l.Work.Axis] = min(ceilDiv(n*l.Work.Scale, l.Work.Tile), l.Work.MaxBlocks)
 	cfg := sim.Config{Grid: sim.Dim3{X: grid[0], Y: grid[1], Z: grid[2]}, Block: sim.Dim3{X: l.Block[0], Y: l.Block[1], Z: l.Block[2]}, SharedBytes: l.SharedBytes}
-	if _, err := m.Launch("k0", cfg, args...); err != nil {
+	st, err := m.Launch("k0", cfg, args...)
+	if err != nil {
 		t.Fatalf("batch %d: %v", n, err)
 	}
 	// The static build at batch n, run with the same images.
@@ -149,6 +154,9 @@ func runSymbolicPooled(t *testing.T, text string, l Launch, g, gs *ir.Graph, in 
 	if err != nil {
 		t.Fatalf("static batch %d: %v", n, err)
 	}
+	// The cost at the run's batch against the static build's (docs/perf.md).
+	t.Logf("batch %d of %d: %d warp instructions, the static build at %d %d (%.3f×)", n, g.Inputs()[0].Type.Shape[0],
+		st.WarpInsts, n, srun.stats.WarpInsts, float64(st.WarpInsts)/float64(srun.stats.WarpInsts))
 	same := templateOf(stext) == templateOf(text)
 	k, scale := contraction(gs, sin)
 	for i, o := range gs.Outputs {
