@@ -3,6 +3,7 @@ package ptx
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 
@@ -95,12 +96,10 @@ func runSymbolicPooled(t *testing.T, text string, l Launch, g, gs *ir.Graph, in 
 		params[v.Name] = in[v.Name]
 	}
 	want, err := ref.Run(gs, sin, params)
-	for name, x := range params {
-		sin[name] = x
-	}
 	if err != nil {
 		t.Fatal(err)
 	}
+	maps.Copy(sin, params) // the kernels take both
 	dev := sim.NewDevice()
 	m, err := dev.Load(text)
 	if err != nil {
