@@ -19,14 +19,6 @@ var batchesToRun = []int64{1, 3, maxBatch}
 // DSL's or the compiler's refusal (a part of its message). The list shrinks as support lands: an
 // example that builds is taken off it, or the test fails.
 var symbolicRefusals = map[string]string{
-	// A max pooling fused into the conv2d before it (codegen/ptx).
-	"cnn":           "a conv2d with a fused pooling does not run at symbolic sizes yet",
-	"unet":          "a conv2d with a fused pooling does not run at symbolic sizes yet",
-	"fashion_cnn":   "a conv2d with a fused pooling does not run at symbolic sizes yet",
-	"fashion_bncnn": "a conv2d with a fused pooling does not run at symbolic sizes yet",
-	// The adaptive average pooling's product reads a constant computed in its kernel, which only
-	// the direct template takes, and a symbolic GEMM never falls back to it.
-	"resnet": "k12_matmul_div: dot_general operand f32[256] is computed inside the kernel (constant)",
 	// An LSTM's stacked initial state [layers, batch, hidden] is read a layer at a time by the
 	// persistent kernel's first product: two row counts in one stage.
 	"lstm": "stage s1_matmul (dot_general): input %h0 : f32[2,batch,32] has 2*batch rows, %0 = slice(%h0) {limit=[1,4,32], start=[0,0,0]} : f32[1,batch,32] has batch",

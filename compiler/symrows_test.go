@@ -59,6 +59,15 @@ var rowModels = []struct {
 	}},
 	{"conv2d over a symbolic batch", func(b *frontend.Builder) { conv(b, ir.F32, 1) }},
 	{"grouped f16 conv2d (tensor cores)", func(b *frontend.Builder) { conv(b, ir.F16, 2) }},
+	{"adaptive average pooling (direct template: a constant operand)", func(b *frontend.Builder) { avgPool(b, ir.F32) }},
+	{"f16 adaptive average pooling (direct template)", func(b *frontend.Builder) { avgPool(b, ir.F16) }},
+}
+
+// avgPool is a global average pooling (a product with a constant ones vector, which only the
+// direct template takes) and relu over a symbolic batch from 0.
+func avgPool(b *frontend.Builder, dt ir.DType) {
+	img := b.Input("img", dt, b.Dim("n", 0, 7), 6, 16, 16)
+	b.Output("mean", frontend.AdaptiveAvgPool2d(img, [2]int{1, 1}).Relu())
 }
 
 // conv is a conv2d of 4·groups output channels with bias and relu over a symbolic batch.

@@ -178,7 +178,7 @@ func (mm *gemm) pooledRows(row, col, ch value.Value, accs []value.Value) error {
 	}
 	for t := 0; t < len(accs); t += ww {
 		m := kg.add(row, ci(t))
-		ok := kg.b.NewAnd(kg.b.NewICmp(enum.IPredULT, m, ci(p.M)), kg.b.NewICmp(enum.IPredULT, col, ci(p.N)))
+		ok := kg.b.NewAnd(kg.b.NewICmp(enum.IPredULT, m, mm.mBelow(0)), kg.b.NewICmp(enum.IPredULT, col, ci(p.N)))
 		kg.branch(ok, "pool", func() {
 			n, ph, pw := mm.window(m)
 			oh0, ow0 := kg.mul(ph, cs.Win[0]), kg.mul(pw, cs.Win[1])

@@ -25,8 +25,6 @@ func symGEMM(k plan.Kernel, p plan.GEMM) ([]plan.Arg, *plan.SymWork, error) {
 	switch {
 	case p.A.View != nil || p.B.View != nil && len(p.Batch) > 0:
 		return nil, nil, fmt.Errorf("a GEMM whose symbolic operand is read through a view does not run at symbolic sizes yet")
-	case p.Conv != nil && p.Conv.Pool != nil:
-		return nil, nil, fmt.Errorf("a conv2d with a fused pooling does not run at symbolic sizes yet")
 	case len(p.Batch) > 0 && p.Conv == nil:
 		batch := p.Batch.NumElements()
 		args, scale, err := symArgs(k, batch, "row count")

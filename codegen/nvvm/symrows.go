@@ -55,8 +55,8 @@ func symReduce(k plan.Kernel, rp plan.Reduction) ([]plan.Arg, *plan.SymWork, err
 }
 
 // symContraction is a symbolic kernel's one dot_general or conv2d: the tiles codegen/ptx's
-// plan gives it, or, for its GEMV, the direct template (this package's GEMV) over the run's
-// result elements.
+// plan gives it, or, for its GEMV and what the tiles do not take, the direct template (this
+// package's GEMV) over the run's result elements.
 func (md *module) symContraction(k plan.Kernel, t plan.Target) (*ir.Func, plan.Launch, error) {
 	c, err := plan.ContractionPlan(k, t)
 	if err != nil {
@@ -69,6 +69,8 @@ func (md *module) symContraction(k plan.Kernel, t plan.Target) (*ir.Func, plan.L
 		return md.mmaKernel(k, t)
 	case "gemv":
 		return md.directKernel(k, plan.DirectFallback(c))
+	case "direct": // what the tiles do not take, as codegen/ptx's symdirect.go
+		return md.directKernel(k, c)
 	}
 	return nil, plan.Launch{}, fmt.Errorf("the %s contraction template does not run at symbolic sizes", c.Kind)
 }

@@ -60,7 +60,7 @@ func (mm *matmul) pooledRows(row, col, ch string, accs []val) error {
 		skip := b.label("skip")
 		m := a.reg(a.add(row, imm(t)))
 		okm, okn := b.reg(rPred), b.reg(rPred)
-		b.ins("setp.lt.u32", okm, m, imm(mm.M))
+		b.ins("setp.lt.u32", okm, m, mm.freeBelow(true, mm.M, 0))
 		b.ins("setp.lt.u32", okn, a.reg(col), imm(mm.N))
 		ok := b.reg(rPred)
 		b.ins("and.pred", ok, okm, okn)

@@ -16,12 +16,16 @@ func directKernel(k Kernel, dot *ir.Value, why string, globals *[]string) (strin
 	b := newBuilder(k.Name)
 	gn, args := header(k, b, globals)
 	b.note("direct %s (%s): one thread per result element", dot.Op, why)
+	end, work, err := symDirect(k, b, &args, dot) // symdirect.go
+	if err != nil {
+		return "", Launch{}, err
+	}
 	tid, nthreads := globalThread(b)
-	gn.directElements(dot, tid, nthreads, "", false)
+	gn.directElements(dot, tid, nthreads, end, false)
 	if gn.err != nil {
 		return "", Launch{}, gn.err
 	}
-	l := Launch{Grid: [3]int{max(1, min(ceilDiv(n, loopBlock), maxLoopBlocks)), 1, 1}, Block: [3]int{loopBlock, 1, 1}, Params: args}
+	l := Launch{Grid: [3]int{max(1, min(ceilDiv(n, loopBlock), maxLoopBlocks)), 1, 1}, Block: [3]int{loopBlock, 1, 1}, Params: args, Work: work}
 	return b.text(), l, nil
 }
 

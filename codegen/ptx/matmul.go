@@ -260,7 +260,7 @@ func matmulKernel(k Kernel, t Target, globals *[]string) (string, Launch, error)
 		// The passes fuse a pooling only where a tiled template applies.
 		return "", Launch{}, fmt.Errorf("%s fused into a conv2d needs the tiled templates: %v", pool.Op, err)
 	}
-	if err != nil && k.Symbolic {
+	if err != nil && k.Symbolic && !symDirectTakes(k, dot) {
 		return "", Launch{}, err
 	}
 	if err != nil {

@@ -41,8 +41,6 @@ func (mm *matmul) symbolic(k Kernel, b *builder, args *[]Arg, tensorCores bool) 
 	switch {
 	case mm.lhs.view != nil && mm.symv == nil || mm.rhs.view != nil && len(mm.batchShape) > 0:
 		return nil, fmt.Errorf("a GEMM whose symbolic operand is read through a view does not run at symbolic sizes yet")
-	case mm.conv != nil && mm.conv.pool != nil:
-		return nil, fmt.Errorf("a conv2d with a fused pooling does not run at symbolic sizes yet")
 	case len(mm.batchShape) > 0 && mm.conv == nil:
 		// Batched: the rows are the batch (the compiler checks both operands lead with it), one
 		// grid.z block row per batch element; M, N and K stay the bound's.

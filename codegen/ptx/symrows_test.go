@@ -31,6 +31,8 @@ func TestSymbolicRowTemplates(t *testing.T) {
 			6, SymWork{Scale: 1, Tile: 6, Axis: 2}, `\$L_k_rows_\d+:`},
 		{"conv2d", "graph k {\n  input %x : f32[5,3,7,7]\n  input %w : f32[4,3,3,3]\n  %0 = conv2d(%x, %w) {stride=[1,1], padding=[1,1], dilation=[1,1], groups=1} : f32[5,4,7,7]\n  output out = %0\n}\n",
 			5, SymWork{Scale: 49, Tile: mmBM, Axis: 1}, `setp\.lt\.s32 %p\d+, %r\d+, 245;`},
+		{"direct: a constant operand", "graph k {\n  input %x : f32[7,6,256]\n  %0 = constant() {dtype=f32, shape=[256], value=[1.0]} : f32[256]\n  %1 = dot_general(%x, %0) {lhs_contract=[2], rhs_contract=[0]} : f32[7,6]\n  output out = %1\n}\n",
+			7, SymWork{Scale: 6}, `setp\.(ge|lt)\.[us]32 %p\d+, %r\d+, 42;`},
 		{"fold: column reduction over the rows", "graph k {\n  input %x : f32[40,6]\n  %0 = reduce_sum(%x) {axes=[0]} : f32[6]\n  output out = %0\n}\n",
 			40, SymWork{Scale: 1, Tile: 40, Axis: 2}, `setp\.ge\.u32 %p\d+, %r\d+, 40;`},
 		{"fold: GEMM whose K is the rows", "graph k {\n  input %x : f32[150,12]\n  input %dy : f32[150,20]\n  %0 = dot_general(%x, %dy) {lhs_contract=[0], rhs_contract=[0]} : f32[12,20]\n  output out = %0\n}\n",
@@ -78,7 +80,7 @@ func TestSymbolicRowTemplates(t *testing.T) {
 						t.Errorf("k loop %d: %d fma, a row test %v; want %d fma and none", i, strings.Count(l, "fma.rn.f32"), strings.Contains(l, "rows_done"), 4*(len(loops)-i))
 					}
 				}
-			case strings.Contains(tc.name, "GEMM") || strings.HasPrefix(tc.name, "fold") || tc.name == "conv2d" || tc.name == "row softmax":
+			case strings.Contains(tc.name, "GEMM") || strings.HasPrefix(tc.name, "fold") || tc.name == "conv2d" || tc.name == "row softmax" || strings.HasPrefix(tc.name, "direct"):
 				// The static kernel checks the bound as an immediate; the symbolic one never does.
 				if !re.MatchString(static) || re.MatchString(text) {
 					t.Errorf("edge checks: static %v, symbolic %v (want true, false) for %s", re.MatchString(static), re.MatchString(text), tc.bound)
