@@ -252,14 +252,7 @@ func (w *attnMMA) gradDQ(out string) {
 	}
 	// dq += dS·K: K's x4 .trans covers keys 16kk… and columns 16nj…
 	for kk := range dsf {
-		for nj := range p.E / 16 {
-			bf := []string{b.reg(rU32), b.reg(rU32), b.reg(rU32), b.reg(rU32)}
-			b.ins(ldmatrix(true), "{"+joinRegs(bf)+"}", fmt.Sprintf("[%s+%d]", kT, 2*(16*kk*kt.rowH+16*nj)))
-			for x := range 2 {
-				c := dq[4*(2*nj+x) : 4*(2*nj+x)+4]
-				b.ins(inst, "{"+joinRegs(c)+"}", "{"+joinRegs(dsf[kk][:])+"}", "{"+bf[2*x]+", "+bf[2*x+1]+"}", "{"+joinRegs(c)+"}")
-			}
-		}
+		mmaTransB(b, inst, dq, dsf[kk], kT, kk, kt.rowH, p.E)
 	}
 	b.place(skipDQ)
 	b.ins("bar.sync", "0") // every warp is done with K and V

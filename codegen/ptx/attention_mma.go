@@ -569,14 +569,7 @@ func (w *attnMMA) body(out string) {
 			w.tf32PV(acc, pf[kk], vAddr, eb*8*kk*vt.rowH, vt.rowH)
 			continue
 		}
-		for nj := range p.Ev / 16 {
-			vf := []string{b.reg(rU32), b.reg(rU32), b.reg(rU32), b.reg(rU32)}
-			b.ins(ldmatrix(true), "{"+joinRegs(vf)+"}", fmt.Sprintf("[%s+%d]", vAddr, 2*(16*kk*vt.rowH+16*nj)))
-			for x := range 2 {
-				c := acc[4*(2*nj+x) : 4*(2*nj+x)+4]
-				b.ins(inst, "{"+joinRegs(c)+"}", "{"+joinRegs(pf[kk][:])+"}", "{"+vf[2*x]+", "+vf[2*x+1]+"}", "{"+joinRegs(c)+"}")
-			}
-		}
+		mmaTransB(b, inst, acc, pf[kk], vAddr, kk, vt.rowH, p.Ev)
 	}
 	b.place(skipPV)
 	b.ins("bar.sync", "0") // every warp is done with V
@@ -749,6 +742,21 @@ func (w *attnMMA) halfA(qo attnOperand, qf [][4]string, rowAddr, ok [2]string) {
 			}
 			qf[ks][j] = b.reg(rU32)
 			b.ins("mov.b32", qf[ks][j], "{"+hs[0]+", "+hs[1]+"}")
+		}
+	}
+}
+
+// mmaTransB accumulates acc += a·B for one 16-row step kk of B, a row-major 16-bit tile in shared
+// memory at base with rows of rowH halves: for each 16 of its cols columns, one ldmatrix .x4
+// .trans gives the B fragments of two m16n8k16 products into acc's 8-column groups (the P·V of
+// the forward, the dS·K of dq).
+func mmaTransB(b *builder, inst string, acc []string, a [4]string, base string, kk, rowH, cols int) {
+	for nj := range cols / 16 {
+		bf := []string{b.reg(rU32), b.reg(rU32), b.reg(rU32), b.reg(rU32)}
+		b.ins(ldmatrix(true), "{"+joinRegs(bf)+"}", fmt.Sprintf("[%s+%d]", base, 2*(16*kk*rowH+16*nj)))
+		for x := range 2 {
+			c := acc[4*(2*nj+x) : 4*(2*nj+x)+4]
+			b.ins(inst, "{"+joinRegs(c)+"}", "{"+joinRegs(a[:])+"}", "{"+bf[2*x]+", "+bf[2*x+1]+"}", "{"+joinRegs(c)+"}")
 		}
 	}
 }
