@@ -45,6 +45,7 @@ var persistModels = []struct {
 		b.Output("y", x)
 	}},
 	{"empty batches", func(b *frontend.Builder) { tanhChain(b, 0, 13, 12, 4) }},
+	{"first layer of a stacked state", func(b *frontend.Builder) { stackedState(b, 0) }},
 	{"conv2d stages", func(b *frontend.Builder) {
 		img := b.Input("img", ir.F32, b.Dim("n", 1, 13), 8, 4, 4)
 		opt := frontend.Conv2dOptions{Padding: [2]int{1, 1}}
@@ -65,6 +66,21 @@ func tanhChain(b *frontend.Builder, lo, hi, d, n int) {
 		x = x.Matmul(w).Tanh()
 	}
 	b.Output("y", x)
+}
+
+// stackedState is an RNN-like chain over a batch in [1, 13] whose state starts from layer l of
+// a stacked input [2, batch, 16] (an LSTM's h0): a stage reads a slice of an input with more
+// rows than its own.
+func stackedState(b *frontend.Builder, l int) {
+	batch := b.Dim("batch", 1, 13)
+	x := b.Input("x", ir.F32, batch, 16)
+	h0 := b.Input("h0", ir.F32, 2, batch, 16)
+	w := b.Param("w", ir.T(ir.F32, 16, 16), frontend.Uniform(-0.5, 0.5))
+	h := h0.Index(0, l)
+	for range 3 {
+		h = h.Matmul(w).Add(x).Tanh()
+	}
+	b.Output("y", h)
 }
 
 // persistentKernels returns the kernel names of g's build that are persistent, with their ops.
@@ -235,5 +251,16 @@ func TestSymbolicPersistentRefused(t *testing.T) {
 	want := "graph r has symbolic dims: persistent kernel k0_persistent (dot_general tanh dot_general tanh dot_general tanh), over symbolic buffer y: stage s2_matmul_tanh (dot_general tanh): "
 	if err == nil || !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), ": f32[8,batch] has 8*batch") {
 		t.Errorf("Compile = %v, want %q and the value", err, want)
+	}
+	// A later layer of a stacked state starts at l·batch rows at the run's sizes, l·bound in
+	// the bound's code: refused.
+	g, err = frontend.Build("s", func(b *frontend.Builder) { stackedState(b, 1) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = compiler.Compile(g, compiler.Options{})
+	want = "input %h0 : f32[2,batch,16] has 2*batch rows, %0 = slice(%h0) {limit=[2,13,16], start=[1,0,0]} : f32[1,batch,16] has batch"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Compile of layer 1 = %v, want %q", err, want)
 	}
 }

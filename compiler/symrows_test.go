@@ -31,6 +31,12 @@ var rowModels = []struct {
 		bias := b.Param("b", ir.T(ir.F32, 4, 3), frontend.Uniform(-1, 1))
 		b.Output("y", x.Transpose(1, 2).Add(bias).Relu())
 	}},
+	{"first layer of a stacked state, elementwise", func(b *frontend.Builder) {
+		batch := b.Dim("batch", 1, 19)
+		x := b.Input("x", ir.F32, batch, 24)
+		h0 := b.Input("h0", ir.F32, 3, batch, 24)
+		b.Output("y", h0.Index(0, 0).Mul(x).Tanh())
+	}},
 	{"layer norm and softmax", func(b *frontend.Builder) {
 		batch, seq := b.Dim("batch", 1, 4), b.Dim("seq", 2, 11)
 		x := b.Input("x", ir.F32, batch, seq, 24)
