@@ -22,10 +22,6 @@ var symbolicRefusals = map[string]string{
 	// An LSTM's stacked initial state [layers, batch, hidden] is read a layer at a time by the
 	// persistent kernel's first product: two row counts in one stage.
 	"lstm": "stage s1_matmul (dot_general): input %h0 : f32[2,batch,32] has 2*batch rows, %0 = slice(%h0) {limit=[1,4,32], start=[0,0,0]} : f32[1,batch,32] has batch",
-	// The KV cache's write runs at the run's batch; the decode attention reading the cache under
-	// its position mask does not yet.
-	"gpt2":  "k5_attention: attention under a position mask does not run at symbolic sizes yet",
-	"llama": "k6_attention: attention under a position mask does not run at symbolic sizes yet",
 }
 
 // Every example builds once over a symbolic batch in [1, maxBatch] (frontend.WithMaxBatch, what
