@@ -23,9 +23,6 @@ var symbolicRefusals = map[string]string{
 	// persistent kernel's products: layer 0 is a prefix of its rows, layer 1 starts at batch
 	// rows at the run's sizes, at the bound's 4 in the bound's code.
 	"lstm": "stage s23_matmul (dot_general): input %h0 : f32[2,batch,32] has 2*batch rows, %0 = slice(%h0) {limit=[2,4,32], start=[1,0,0]} : f32[1,batch,32] has batch",
-	// The KV cache's write runs on the update template, at the bound's batch only.
-	"gpt2":  "update kernel k3_update_slice (update_slice), over symbolic buffer new_kv_cache.0.k: %3 = update_slice(%kv_cache.0.k, %2, %pos) {axis=2} : f32[batch,4,64,8] is a KV cache write, which the update template does not run at symbolic sizes yet",
-	"llama": "update kernel k4_update_slice (update_slice), over symbolic buffer new_kv_cache.0.k: %0 = update_slice(%kv_cache.0.k, %t76, %pos) {axis=2} : f32[batch,2,64,16] is a KV cache write, which the update template does not run at symbolic sizes yet",
 }
 
 // Every example builds once over a symbolic batch in [1, maxBatch] (frontend.WithMaxBatch, what

@@ -210,9 +210,17 @@ func keepsRows(v *ir.Value, p int, prefix map[*ir.Value]int, types map[*ir.Value
 		}
 		return ""
 	case ops.UpdateSliceOp:
-		// Its rows are independent (row r of the cache takes row r of the update), but the update
-		// template writes at the bound's batch.
-		return "is a KV cache write, which the update template does not run at symbolic sizes yet"
+		// Row r of the cache takes row r of the update at the position of row r: the update
+		// template runs the bound's code on the run's rows (codegen/ptx's symupdate.go).
+		for i := range v.Args {
+			if q, ok := arg(i); !ok || q != p {
+				return "reads an operand whose rows are not the cache's"
+			}
+		}
+		if v.Attrs.Int("axis", 0) < p {
+			return "writes along a " + rowDim(types[v], v.Attrs.Int("axis", 0))
+		}
+		return ""
 	case "conv2d", "max_pool2d", "avg_pool2d":
 		q, _ := arg(0)
 		if _, w := prefix[v.Args[len(v.Args)-1]]; q != 1 || len(v.Args) > 1 && w {

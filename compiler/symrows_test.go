@@ -67,6 +67,13 @@ var rowModels = []struct {
 	{"grouped f16 conv2d (tensor cores)", func(b *frontend.Builder) { conv(b, ir.F16, 2) }},
 	{"adaptive average pooling (direct template: a constant operand)", func(b *frontend.Builder) { avgPool(b, ir.F32) }},
 	{"f16 adaptive average pooling (direct template)", func(b *frontend.Builder) { avgPool(b, ir.F16) }},
+	{"KV cache write over a symbolic batch (update template, in place)", func(b *frontend.Builder) {
+		batch := b.Dim("batch", 1, 5)
+		cache := b.Input("cache", ir.F32, batch, 2, 9, 4)
+		x := b.Input("x", ir.F32, batch, 1, 8)
+		pos := b.Input("pos", ir.I64, batch)
+		b.Output("new_cache", cache.UpdateSlice(2, x.Reshape(-1, 1, 2, 4).Transpose(1, 2), pos))
+	}},
 }
 
 // avgPool is a global average pooling (a product with a constant ones vector, which only the

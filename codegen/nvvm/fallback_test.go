@@ -25,6 +25,16 @@ func TestFallback(t *testing.T) {
 	loop := ir.NewGraph("neg")
 	x := loop.Input("x", ir.T(ir.F32, 16), nil)
 	loop.SetOutput("y", loop.Add("neg", x.Type, nil, x))
+	update, err := ir.Parse("update", []byte(`graph g {
+  input %cache : f32[4,2,16,8]
+  input %x : f32[4,2,1,8]
+  input %pos : i64[4]
+  %0 = update_slice(%cache, %x, %pos) {axis=2} : f32[4,2,16,8]
+  output y = %0
+}`))
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name     string
 		graph    *ir.Graph
@@ -34,12 +44,14 @@ func TestFallback(t *testing.T) {
 		prep     func(map[string]*tensor.Tensor) // inputs the kernel reads as the model's
 		tol      float64                         // against the reference, relative to the output's largest magnitude; 0: not run
 		template string                          // the note's
+		rows     int                             // > 0: a symbolic kernel of that many rows at the bound
 	}{
-		{"quantized gemm", nvvm.QMMAGraph(t), false, plan.Target{SM: 80}, false, quantInputs, 2e-3, "quantized tensor-core GEMM"},
-		{"quantized gemm between loops", nvvm.QMMAGraph(t), false, plan.Target{SM: 80}, true, quantInputs, 2e-3, "quantized tensor-core GEMM"},
+		{"quantized gemm", nvvm.QMMAGraph(t), false, plan.Target{SM: 80}, false, quantInputs, 2e-3, "quantized tensor-core GEMM", 0},
+		{"quantized gemm between loops", nvvm.QMMAGraph(t), false, plan.Target{SM: 80}, true, quantInputs, 2e-3, "quantized tensor-core GEMM", 0},
+		{"symbolic kv cache write", update, true, plan.Target{SM: 80}, true, nil, 0, "symbolic KV cache write", 4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			k := plan.Kernel{Name: "k1_borrowed", Graph: tc.graph, InPlace: tc.inPlace}
+			k := plan.Kernel{Name: "k1_borrowed", Graph: tc.graph, InPlace: tc.inPlace, Symbolic: tc.rows > 0, Rows: tc.rows}
 			kernels, at := []plan.Kernel{k}, 0
 			if tc.loops {
 				kernels, at = []plan.Kernel{{Name: "k0_neg", Graph: loop}, k, {Name: "k2_neg", Graph: loop}}, 1

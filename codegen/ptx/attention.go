@@ -83,7 +83,7 @@ func attentionKernel(k Kernel, t Target) (string, Launch, error) {
 			return "", Launch{}, err
 		}
 	}
-	if err := symAttnRefused(k, p, lse); err != nil {
+	if err := symAttnRefused(k, p, lse, attnmma.Takes(p.Op, t.TF32)); err != nil {
 		return "", Launch{}, err
 	}
 	// f16/bf16 (f32 under tf32) prefill on tensor cores (attention_mma.go), the LSE included
@@ -113,7 +113,7 @@ func attentionKernel(k Kernel, t Target) (string, Launch, error) {
 	if err := w.appendOperands(k, operands); err != nil {
 		return "", Launch{}, err
 	}
-	if sp, ok := splitkv.Of(p.Op); ok { // few query rows, a long cache: flash-decoding
+	if sp, ok := splitkv.Of(p.Op); ok && !k.Symbolic { // few query rows, a long cache: flash-decoding (at the bound's sizes only: symattn.go)
 		return w.decodeKernel(k, sp, operands, params, args)
 	}
 	w.body(operands, w.ptr[p.Op])

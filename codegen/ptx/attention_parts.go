@@ -116,7 +116,7 @@ func (w *attnWriter) keyLimit(mask, posv, i string) string {
 		w.ins("add.s64", t, posv, wide)
 		w.ins("add.s64", t, t, "1")
 		w.ins("max.s64", t, t, "0")
-		w.ins("min.s64", t, t, w.dimS())
+		w.ins("min.s64", t, t, w.dimS64())
 		w.ins("cvt.u32.u64", lim, t)
 	default:
 		w.ins("mov.u32", lim, w.dimS())

@@ -48,6 +48,17 @@ func (w *attnWriter) dimS() string {
 	return w.sym.s
 }
 
+// dimS64 is S as a 64-bit operand: the immediate, or the run's S widened (a position mask's
+// limit is computed in 64 bits).
+func (w *attnWriter) dimS64() string {
+	if w.sym == nil {
+		return uimm(w.p.S)
+	}
+	s := w.reg("b64")
+	w.ins("cvt.u64.u32", s, w.sym.s)
+	return s
+}
+
 func (w *attnWriter) dimRowTiles() string {
 	if w.sym == nil {
 		return uimm(w.p.RowTiles)
@@ -56,8 +67,10 @@ func (w *attnWriter) dimRowTiles() string {
 }
 
 // symAttnRefused says why attention kernel k does not run at symbolic sizes, or nil (always nil
-// for a static kernel).
-func symAttnRefused(k Kernel, p AttentionPlan, lse *ir.Value) error {
+// for a static kernel); mma: the tensor-core template takes it. A position mask only adds a
+// per-row key limit from pos[b], which the CUDA-core template reads at the run's batch as at the
+// bound (pos is [batch], contiguous) and clamps to the run's S.
+func symAttnRefused(k Kernel, p AttentionPlan, lse *ir.Value, mma bool) error {
 	if !k.Symbolic {
 		return nil
 	}
@@ -67,15 +80,12 @@ func symAttnRefused(k Kernel, p AttentionPlan, lse *ir.Value) error {
 		return fmt.Errorf("attention over symbolic sizes needs its values' sizes")
 	case splitkv.AppendedRows(p.Op) > 0:
 		return fmt.Errorf("attention appending to a cache does not run at symbolic sizes yet")
-	case p.Op.Attrs.String("mask", "") == ops.MaskPosition:
-		return fmt.Errorf("attention under a position mask does not run at symbolic sizes yet")
+	case p.Op.Attrs.String("mask", "") == ops.MaskPosition && mma:
+		return fmt.Errorf("tensor-core attention under a position mask does not run at symbolic sizes yet")
 	case lse != nil:
 		return fmt.Errorf("attention writing its log-sum-exp (training) does not run at symbolic sizes yet")
 	case !isConstExpr(q[1]) || !isConstExpr(kk[1]) || !isConstExpr(q[3]) || !isConstExpr(kk[3]) || !isConstExpr(SymSizes(p.Op.Args[2], k.Sizes)[3]):
 		return fmt.Errorf("attention's heads and head sizes must be static; it has q %s and k %s", exprs(q), exprs(kk))
-	}
-	if _, ok := splitkv.Of(p.Op); ok {
-		return fmt.Errorf("split-KV decoding does not run at symbolic sizes yet")
 	}
 	return nil
 }

@@ -65,7 +65,8 @@ func (c symAttnCase) sizes(g *ir.Graph) map[*ir.Value][]sym.Expr {
 // the bounds, runs on the memchecked simulator at several sequence lengths and batches (buffers
 // contiguous at the run's sizes at the start of their bound-sized allocations) equal to the
 // reference at those sizes: masks none and causal (tiles past the causal limit skipped from the
-// run's length), ragged last tiles, grouped KV heads, an additive bias whose sizes follow.
+// run's length), ragged last tiles, grouped KV heads, an additive bias whose sizes follow, and a
+// position mask (a per-row key limit from pos[b], clamped to the run's length).
 func TestSymbolicAttentionKernel(t *testing.T) {
 	for _, c := range []symAttnCase{
 		{2, 2, 2, 40, 8, 8, ops.MaskNone, nil, false, 0, false},
@@ -77,6 +78,8 @@ func TestSymbolicAttentionKernel(t *testing.T) {
 		{2, 4, 2, 70, 32, 32, ops.MaskNone, nil, false, ir.BF16, false},
 		{2, 2, 2, 40, 16, 16, ops.MaskNone, []int{2, 1, 40, 40}, true, ir.F16, false},
 		{2, 2, 2, 70, 64, 64, ops.MaskCausal, nil, true, 0, true},
+		{3, 4, 2, 37, 16, 12, ops.MaskPosition, nil, true, 0, false},
+		{2, 2, 1, 19, 8, 8, ops.MaskPosition, []int{2, 1, 19, 19}, true, 0, false},
 	} {
 		t.Run(fmt.Sprintf("tf32%v_%s_B%d_H%d_KVH%d_L%d_E%d_Ev%d_%s_bias%v_symbatch%v", c.tf32, c.dtype(), c.b, c.h, c.kvh, c.l, c.e, c.ev, c.mask, c.bias, c.symBatch), func(t *testing.T) {
 			g := attentionGraph(t, c.dtype(), c.b, c.h, c.kvh, c.l, c.l, c.e, c.ev, c.mask, c.bias)
@@ -198,7 +201,7 @@ func TestSymbolicAttentionRefused(t *testing.T) {
 		d    ir.DType
 		want string
 	}{
-		{"position mask", symAttnCase{2, 2, 2, 40, 8, 8, ops.MaskPosition, nil, false, 0, false}, ir.F32, "attention under a position mask does not run at symbolic sizes yet"},
+		{"position mask on tensor cores", symAttnCase{2, 2, 2, 40, 16, 16, ops.MaskPosition, nil, false, ir.F16, false}, ir.F16, "tensor-core attention under a position mask does not run at symbolic sizes yet"},
 		{"symbolic heads", symAttnCase{2, 2, 2, 40, 8, 8, ops.MaskNone, nil, false, 0, false}, ir.F32, "attention's heads and head sizes must be static"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -110,6 +110,9 @@ func symbolicKernel(k Kernel, t Target, globals *[]string) (string, Launch, erro
 	if _, ok := PlanAttention(k.Graph); ok {
 		return attentionKernel(k, t) // symattn.go
 	}
+	if v, ok := UpdateOp(k.Graph); ok {
+		return updateKernel(k, v, globals) // symupdate.go
+	}
 	kinds, count := contractionKinds(k.Graph)
 	switch {
 	case len(kinds) == 0 && k.Sizes != nil:

@@ -24,8 +24,12 @@ func updateKernel(k Kernel, v *ir.Value, globals *[]string) (string, Launch, err
 	operand, update, start := gn.ptr[v.Args[0]], gn.ptr[v.Args[1]], gn.ptr[v.Args[2]]
 	out := gn.outPtr[0]
 	size := v.Type.DType.Size()
+	end, work, err := updateEnd(k, b, &args, n)
+	if err != nil {
+		return "", Launch{}, err
+	}
 	tid, nthreads := globalThread(b)
-	gn.loopFrom(tid, nthreads, n, func(i string) error {
+	gn.loopTo(tid, nthreads, end, func(i string) error {
 		rows := l.T
 		if !k.InPlace {
 			rows = l.S
@@ -67,7 +71,7 @@ func updateKernel(k Kernel, v *ir.Value, globals *[]string) (string, Launch, err
 		return "", Launch{}, gn.err
 	}
 	grid, block := l.Launch(k.InPlace)
-	return b.text(), Launch{Grid: grid, Block: block, Params: args}, nil
+	return b.text(), Launch{Grid: grid, Block: block, Params: args, Work: work}, nil
 }
 
 // updateStart loads start[bm / M] and clamps it to [0, S−T], as the op defines; the result is a

@@ -7,7 +7,6 @@ import (
 
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/runtime/ref"
-	"github.com/gcomp/gcomp/sim"
 	"github.com/gcomp/gcomp/tensor"
 )
 
@@ -116,41 +115,7 @@ func checkBothUpdates(t *testing.T, g *ir.Graph, in map[string]*tensor.Tensor) L
 // as the memory plan binds it, and returns that memory after the launch.
 func runInPlace(t *testing.T, text string, k Kernel, l Launch, in map[string]*tensor.Tensor) *tensor.Tensor {
 	t.Helper()
-	dev := sim.NewDevice()
-	m, err := dev.Load(text)
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := map[string]uint64{}
-	var args []any
-	for _, a := range l.Params {
-		name := a.Name
-		if a.Kind == ArgOutput {
-			name = "cache" // the operand's buffer
-		}
-		if _, ok := addr[name]; !ok {
-			x := in[name]
-			p, err := dev.Alloc(max(x.Type.Bytes(), 1))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := dev.Write(p, x.Bytes()); err != nil {
-				t.Fatal(err)
-			}
-			addr[name] = p
-		}
-		args = append(args, addr[name])
-	}
-	cfg := sim.Config{Grid: sim.Dim3{X: l.Grid[0], Y: l.Grid[1], Z: l.Grid[2]}, Block: sim.Dim3{X: l.Block[0], Y: l.Block[1], Z: l.Block[2]}}
-	if _, err := m.Launch(k.Name, cfg, args...); err != nil {
-		t.Fatalf("launch: %v", err)
-	}
-	ty := in["cache"].Type
-	buf := make([]byte, ty.Bytes())
-	if err := dev.Read(addr["cache"], buf); err != nil {
-		t.Fatal(err)
-	}
-	x, err := tensor.FromBytes(ty, buf)
+	x, err := tensor.FromBytes(in["cache"].Type, runUpdateAt(t, text, k, l, in, -1)) // symupdate_test.go
 	if err != nil {
 		t.Fatal(err)
 	}
