@@ -301,6 +301,10 @@ func (t *Tensor) scalar(v float64) *Tensor {
 	return t.state().constant(v, t.v.Type)
 }
 
+// FullLike returns a tensor of t's dtype and shape, symbolic sizes included, with every element
+// equal to v (torch.full_like).
+func (t *Tensor) FullLike(v float64) *Tensor { return t.scalar(v) }
+
 // AddScalar returns t + v.
 func (t *Tensor) AddScalar(v float64) *Tensor { return t.Add(t.scalar(v)) }
 

@@ -175,7 +175,10 @@ func (l Loss) Build(pred, target *frontend.Tensor, r frontend.Reduction) *fronte
 // classLoss is NLLLoss (CrossEntropyLoss on log-softmax) with class weights, ignore_index and
 // label smoothing, as PyTorch defines them: the per-sample loss is
 // w[yᵢ]·(1-ε)·(-logp[i,yᵢ]) + ε/C·Σ_c w[c]·(-logp[i,c]), zero for ignored samples, and the mean
-// divides the sum by Σ w[yᵢ] over the samples not ignored.
+// divides the sum by Σ w[yᵢ] over the samples not ignored (0/0, NaN, when every one is ignored,
+// as in PyTorch). Over a symbolic batch the one-hot compares the labels with one row of classes
+// broadcast along the rows, and the per-sample constants take the labels' symbolic sizes
+// (symloss.go); a static batch builds the same graph as before.
 func (l Loss) classLoss(logp, labels *frontend.Tensor, r frontend.Reduction) *frontend.Tensor {
 	b := logp.Builder()
 	n, c := logp.Dim(0), logp.Dim(1)
@@ -183,9 +186,9 @@ func (l Loss) classLoss(logp, labels *frontend.Tensor, r frontend.Reduction) *fr
 	if labels.Rank() != 1 || labels.Dim(0) != n || !labels.DType().IsInt() {
 		b.Fail("%s: want integer labels[%d] for scores %s, have %s", l.Name, n, logp.Type(), labels.Type())
 	}
-	onehot := b.Iota(labels.DType(), 1, n, c).Eq(labels.Unsqueeze(1)).Cast(dt)
+	onehot := classIota(b, labels.DType(), logp).Eq(labels.Unsqueeze(1)).Cast(dt)
 	nll := logp.Mul(onehot).Sum(1).Neg()
-	wy := b.Ones(dt, n)
+	wy := nll.FullLike(1)
 	var w *frontend.Tensor
 	if l.Weight != nil {
 		if len(l.Weight) != c {
@@ -196,7 +199,7 @@ func (l Loss) classLoss(logp, labels *frontend.Tensor, r frontend.Reduction) *fr
 	}
 	var kept *frontend.Tensor // 1 for the samples not ignored
 	if l.IgnoreIndex != nil {
-		kept = labels.Ne(b.Full(float64(*l.IgnoreIndex), labels.DType(), n)).Cast(dt)
+		kept = labels.Ne(labels.FullLike(float64(*l.IgnoreIndex))).Cast(dt)
 		wy = wy.Mul(kept)
 	}
 	per := wy.Mul(nll)

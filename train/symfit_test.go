@@ -16,16 +16,21 @@ import (
 // A model over a symbolic batch (frontend.WithMaxBatch) trains with one step artifact: Fit runs
 // an epoch of 45 rows in batches of 16 as three steps, the last of 13 rows at its own size (no
 // padding, no row dropped), on the memchecked simulator, and ends with the weights the reference
-// interpreter's Fit trains, within tolerance. Regression and classification losses alike.
+// interpreter's Fit trains, within tolerance. Regression and classification losses alike, the
+// class loss also with PyTorch's weights, ignored labels and label smoothing.
 func TestFitSymbolicBatch(t *testing.T) {
 	const rows, batch = 45, 16
 	x := make([]float64, rows*3)
-	yReg, yCls := make([]float64, rows), make([]float64, rows)
+	yReg, yCls, yIgn := make([]float64, rows), make([]float64, rows), make([]float64, rows)
 	for i := range rows {
 		a, b, c := float64(i%7)/3-1, float64(i%5)/2-1, float64(i%11)/5-1
 		x[3*i], x[3*i+1], x[3*i+2] = a, b, c
 		yReg[i] = 2*a - 3*b + 0.5*c
 		yCls[i] = float64(i % 3)
+		yIgn[i] = yCls[i]
+		if i%5 == 2 {
+			yIgn[i] = -1
+		}
 	}
 	for _, tc := range []struct {
 		name string
@@ -36,6 +41,8 @@ func TestFitSymbolicBatch(t *testing.T) {
 	}{
 		{"MSE", Loss{Name: MSELoss}, tensor.FromFloats(ir.T(ir.F32, rows, 1), yReg), 1, "y"},
 		{"cross-entropy", Loss{Name: CrossEntropyLoss}, tensor.FromFloats(ir.T(ir.I64, rows), yCls), 3, "logits"},
+		{"cross-entropy, class weights, ignore_index and label smoothing", Loss{Name: CrossEntropyLoss, Weight: []float64{1, 2, 0.5}, IgnoreIndex: ptr(int64(-1)), LabelSmoothing: 0.1},
+			tensor.FromFloats(ir.T(ir.I64, rows), yIgn), 3, "logits"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			model := func(b *frontend.Builder) {

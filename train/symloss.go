@@ -45,3 +45,14 @@ func StepsPerEpoch(n, batch int, partial bool) int {
 	}
 	return n / batch
 }
+
+// classIota is the class index of every score of x [N,C], the one-hot's left side: an iota
+// [N,C] for a static batch; over a symbolic batch one row [1,C] the comparison broadcasts along
+// the run's rows, as frontend's class losses do, since an iota has static sizes.
+func classIota(b *frontend.Builder, dt ir.DType, x *frontend.Tensor) *frontend.Tensor {
+	rows := x.Dim(0)
+	if x.Type().Sym != nil {
+		rows = 1
+	}
+	return b.Iota(dt, 1, rows, x.Dim(1))
+}
