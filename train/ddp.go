@@ -120,7 +120,8 @@ func fitParallel(m *Model, o FitOptions) (*FitResult, error) {
 		}
 	}
 	global := m.Batch * world
-	if nrows := o.Train.Len(); nrows < global {
+	d.symbolic = len(split.Grad.Graph.Dims) > 0 // ddp_sym.go: the last partial batch runs too
+	if nrows := o.Train.Len(); nrows < global && !d.symbolic || nrows == 0 {
 		return nil, fmt.Errorf("%d training %s make no global batch of %d (%d ranks × %d)", nrows, unit(o.Train), global, world, m.Batch)
 	}
 	limit := p.BucketBytes
@@ -139,7 +140,7 @@ func fitParallel(m *Model, o FitOptions) (*FitResult, error) {
 		}
 		state = split.Full.InitState()
 	}
-	if err := split.Full.Schedule.checkRun(steps + o.Epochs*(o.Train.Len()/global)); err != nil {
+	if err := split.Full.Schedule.checkRun(steps + o.Epochs*StepsPerEpoch(o.Train.Len(), global, d.symbolic)); err != nil {
 		return nil, err
 	}
 	var arts *splitArtifacts
@@ -180,7 +181,7 @@ func fitParallel(m *Model, o FitOptions) (*FitResult, error) {
 
 	res := &FitResult{}
 	last := first + o.Epochs - 1
-	loader := &data.Loader{Data: trainSet, Batch: global, Shuffle: true, Seed: o.Seed, DropLast: true, Flatten: flatten, NoWorker: o.NoPrefetch}
+	loader := &data.Loader{Data: trainSet, Batch: global, Shuffle: true, Seed: o.Seed, DropLast: !d.symbolic, Flatten: flatten, NoWorker: o.NoPrefetch}
 	if o.OnStart != nil {
 		if err := o.OnStart(Start{FirstEpoch: first, LastEpoch: last, Batches: loader.Len()}); err != nil {
 			return nil, err
@@ -210,11 +211,11 @@ func fitParallel(m *Model, o FitOptions) (*FitResult, error) {
 				return nil, fmt.Errorf("epoch %d, step %d: %w", epoch, b.Index+1, err)
 			}
 			steps++
-			loss := losses[0]
-			lossSum += loss * float64(global)
-			done += global
+			loss, rows := losses[0], len(b.Indices) // global, or fewer in a symbolic step's last batch
+			lossSum += loss * float64(rows)
+			done += rows
 			if o.OnStep != nil {
-				err := o.OnStep(StepEnd{Epoch: epoch, LastEpoch: last, Index: b.Index, Batches: loader.Len(), Step: steps, Loss: loss, Rows: global, Outputs: outs[0]})
+				err := o.OnStep(StepEnd{Epoch: epoch, LastEpoch: last, Index: b.Index, Batches: loader.Len(), Step: steps, Loss: loss, Rows: rows, Outputs: outs[0]})
 				if errors.Is(err, ErrStop) {
 					stopped = true
 					break
@@ -262,10 +263,14 @@ func fitParallel(m *Model, o FitOptions) (*FitResult, error) {
 // gradients averaged, the update; then the loss averaged over the ranks, and meter measuring
 // the shard's predictions.
 func (d *ddp) step(i int, m *Model, b *data.Batch, mt *meter) (map[string]*tensor.Tensor, float64, error) {
-	lo := d.comms[i].Rank() * m.Batch
-	x, y := shardRows(b.X, lo, lo+m.Batch), shardRows(b.Y, lo, lo+m.Batch)
+	sh := shardOf(m, b.Y, len(b.Indices), d.comms[i].Rank(), d.comms[i].Size(), d.symbolic) // ddp_sym.go
+	x, y := shardRows(b.X, sh.lo, sh.hi), shardRows(b.Y, sh.lo, sh.hi)
 	d.issued[i] = 0
-	if err := d.ranks[i].backward(map[string]*tensor.Tensor{m.Input: x, m.Target: y}); err != nil {
+	in := map[string]*tensor.Tensor{m.Input: x, m.Target: y}
+	if d.symbolic {
+		in[GradWeightName] = tensor.FromFloats(ir.T(ir.F32), []float64{sh.weight})
+	}
+	if err := d.ranks[i].backward(in); err != nil {
 		return nil, 0, err
 	}
 	if err := d.allReduceGrads(i); err != nil {
@@ -282,11 +287,15 @@ func (d *ddp) step(i int, m *Model, b *data.Batch, mt *meter) (map[string]*tenso
 	if f, ok := upd[FoundInfName]; ok {
 		out[FoundInfName] = f
 	}
-	l, err := d.reduce(i, []float64{out[DefaultLoss].F[0]}, collective.Avg)
+	loss := out[DefaultLoss].F[0]
+	if d.symbolic && sh.weight != 1 {
+		loss *= sh.weight // 0 for a padding row
+	}
+	l, err := d.reduce(i, []float64{loss}, collective.Avg)
 	if err != nil {
 		return nil, 0, fmt.Errorf("averaging the loss: %w", err)
 	}
-	mt.add(out[m.Output], y, m.Batch)
+	mt.add(out[m.Output], y, sh.rows)
 	return out, l[0], nil
 }
 

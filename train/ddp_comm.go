@@ -33,6 +33,8 @@ type ddp struct {
 	buckets [][]string
 	// issued is how many buckets each rank has issued in the current step.
 	issued []int
+	// symbolic is whether the step runs over a symbolic batch (ddp_sym.go).
+	symbolic bool
 }
 
 // commStreams is a device with a communication stream beside its compute stream (runtime/cuda's).

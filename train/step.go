@@ -255,6 +255,13 @@ func buildStep(fwd *ir.Graph, opt Optimizer, o Options, split bool) (*StepGraph,
 			gscale = g.Input(ScaleName, scale.Type, nil) // read, not updated, by the gradients' graph
 		}
 	}
+	var gweight *ir.Value
+	if split && len(g.Dims) > 0 { // ddp_sym.go: a rank's share of a global batch's mean
+		if g.Lookup(GradWeightName) != nil && clash == "" {
+			clash = GradWeightName
+		}
+		gweight = g.Input(GradWeightName, ir.T(ir.F32), nil)
+	}
 	if clash != "" {
 		return nil, nil, fmt.Errorf("train: graph %s already declares %s, a name the step's state uses", fwd.Name, clash)
 	}
@@ -262,6 +269,13 @@ func buildStep(fwd *ir.Graph, opt Optimizer, o Options, split bool) (*StepGraph,
 		var seed *ir.Value
 		if gscale != nil {
 			seed = e.Cast(gscale, loss.Type.DType) // the gradient of scale·loss
+		}
+		if gweight != nil {
+			w := e.Cast(gweight, loss.Type.DType)
+			if seed != nil {
+				w = e.Mul(seed, w)
+			}
+			seed = w
 		}
 		grads, err := autodiff.Append(g, loss, seed, params)
 		if err != nil {

@@ -143,9 +143,6 @@ func cmdTrain(args []string, stdout, stderr io.Writer) error {
 	if err := sf.check(set, *resume != ""); err != nil {
 		return fail("%v", err)
 	}
-	if dataParallel && *mf.maxB > 0 {
-		return fail("--max-batch: data-parallel training keeps a static batch")
-	}
 	if dataParallel {
 		pt := &parallelTrain{path: path, devices: *devName, mf: mf, batch: *batch, opt: opt, amp: *amp, sched: &sf, loss: loss, ds: ds,
 			limit: *limit, nepochs: *epochs, seed: *seed, seedSet: set["seed"], save: *save, resume: *resume, logPath: *logPath,

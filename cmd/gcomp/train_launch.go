@@ -72,7 +72,7 @@ func trainSettings(fs *flag.FlagSet, opt train.Optimizer, loss train.Loss) []ren
 		rendezvous.Setting{Name: "--label-smoothing", Value: fmt.Sprint(loss.LabelSmoothing)},
 		rendezvous.Setting{Name: "--beta", Value: deref(loss.Beta)},
 		rendezvous.Setting{Name: "--pos-weight", Value: floats(loss.PosWeight)})
-	for _, name := range []string{"epochs", "seed", "lr-schedule", "lr-step-size", "lr-gamma", "lr-min", "amp", "limit", "target"} {
+	for _, name := range []string{"epochs", "seed", "lr-schedule", "lr-step-size", "lr-gamma", "lr-min", "amp", "limit", "target", "max-batch"} {
 		if f := fs.Lookup(name); f != nil {
 			s = append(s, rendezvous.Setting{Name: "--" + name, Value: f.Value.String()})
 		}

@@ -65,3 +65,66 @@ func TestTrainMaxBatch(t *testing.T) {
 		}
 	}
 }
+
+// batchedMixture is the mixture classifier whose batch the model declares with b.Batch.
+const batchedMixture = `package bmix
+
+import (
+	"github.com/gcomp/gcomp/frontend"
+	"github.com/gcomp/gcomp/frontend/nn"
+	"github.com/gcomp/gcomp/ir"
+)
+
+func Model(b *frontend.Builder) {
+	x := b.Input("x", ir.F32, b.Batch(16), 2)
+	fc1, fc2 := nn.NewLinear(b, "fc1", 2, 16), nn.NewLinear(b, "fc2", 16, 3)
+	b.Output("logits", fc2.Forward(fc1.Forward(x).Relu()))
+}
+`
+
+// gcomp train --max-batch 16 trains a classifier with class weights, an ignored label and label
+// smoothing on 45 rows in three steps per epoch, the last of 13 rows, with one build: on the
+// simulator, and data-parallel on two simulated GPUs (each rank's step over a batch in [1, 8],
+// the last batch split 6 and 7), to the checkpoint and the losses the reference interpreter
+// trains. A --max-batch the ranks do not divide is one error.
+func TestTrainMaxBatchClassLoss(t *testing.T) {
+	td := ownDataFixture(t)
+	if err := os.WriteFile("bmix.go", []byte(batchedMixture), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"bmix.go", "--data", "npy:" + filepath.Join(td, "mixture"), "--limit", "45", "--class-weights", "1,2,0.5", "--ignore-index", "2",
+		"--label-smoothing", "0.1", "--optimizer", "sgd", "--lr", "0.05", "--epochs", "2", "--max-batch", "16"}
+	cut := func(s string) string { // the epoch lines but their timings
+		var lines []string
+		for _, l := range strings.Split(strings.TrimSpace(s), "\n") {
+			if i := strings.LastIndex(l, " ("); i > 0 {
+				l = l[:i]
+			}
+			lines = append(lines, l)
+		}
+		return strings.Join(lines, "\n")
+	}
+	want, _ := runTrain(t, append(args, "--device", "ref", "--save", "ref.safetensors")...)
+	for _, tc := range []struct{ dev, steps string }{
+		{"sim", "45 training rows, 3 steps of 16 per epoch"},
+		{"sim:0,sim:1", "45 training rows, 3 steps of 16 (8 per rank) per epoch"},
+	} {
+		save := strings.ReplaceAll(tc.dev, ":", "") + ".safetensors"
+		out, errOut := runTrain(t, append(args, "--device", tc.dev, "--save", save)...)
+		if !strings.Contains(errOut, tc.steps) {
+			t.Errorf("%s: stderr %q, want %q", tc.dev, errOut, tc.steps)
+		}
+		if cut(out) != cut(want) {
+			t.Errorf("%s printed\n%s\nthe reference\n%s", tc.dev, out, want)
+		}
+		sameCheckpoint(t, save, "ref.safetensors")
+	}
+	var out, errb bytes.Buffer
+	code := Main(append(append([]string{"train"}, args...), "--device", "sim:0,sim:1,sim:2", "--save", "bad.safetensors"), &out, &errb)
+	if want := "--max-batch 16 does not split evenly over 3 ranks"; code != 1 || !strings.Contains(errb.String(), want) {
+		t.Errorf("3 ranks: exit %d, stderr %q; want %q", code, errb.String(), want)
+	}
+	if _, err := os.Stat("bad.safetensors"); err == nil {
+		t.Errorf("3 ranks: wrote bad.safetensors")
+	}
+}

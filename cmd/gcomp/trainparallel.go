@@ -94,12 +94,20 @@ func (pt *parallelTrain) run(stdout, stderr io.Writer) error {
 	}
 	sim := strings.HasPrefix(specs[0].Name, "sim")
 
-	// The global batch: --batch, else the model's own.
+	// The global batch: --batch, else --max-batch (a symbolic batch: the epoch's last partial
+	// batch runs too, split over the ranks), else the model's own.
 	_, ownBatch, err := pt.mf.loadModelBatch(pt.path, 0)
 	if err != nil {
 		return err
 	}
+	maxB := 0
+	if pt.mf.maxB != nil {
+		maxB = *pt.mf.maxB
+	}
 	global := pt.batch
+	if maxB > 0 {
+		global = maxB
+	}
 	if global == 0 {
 		global = ownBatch
 	}
@@ -134,10 +142,18 @@ func (pt *parallelTrain) run(stdout, stderr io.Writer) error {
 		world, first = w.Size, w.FirstRank
 	}
 	if global%world != 0 {
-		return fail("--batch %d does not split evenly over %d ranks", global, world)
+		flag := "--batch"
+		if maxB > 0 {
+			flag = "--max-batch"
+		}
+		return fail("%s %d does not split evenly over %d ranks", flag, global, world)
 	}
 	per := global / world
-	pt.mf.batch = &per
+	if maxB > 0 {
+		pt.mf.maxB = &per // each rank's step over a batch in [1, per]
+	} else {
+		pt.mf.batch = &per
+	}
 	fwd, err := pt.mf.load(pt.path)
 	if err != nil {
 		return err
@@ -162,7 +178,7 @@ func (pt *parallelTrain) run(stdout, stderr io.Writer) error {
 	}
 	// The schedule counts global steps, the same on every rank: an epoch has as many as the
 	// global batch takes.
-	sched, err := pt.sched.schedule(pt.resume, pt.nepochs, trainSet.Len()/global)
+	sched, err := pt.sched.schedule(pt.resume, pt.nepochs, train.StepsPerEpoch(trainSet.Len(), global, maxB > 0))
 	if err != nil {
 		return fail("%s: %v", pt.path, err)
 	}
