@@ -2,6 +2,7 @@ package passes
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ops"
@@ -75,13 +76,13 @@ func Autocast(g *ir.Graph, dt ir.DType) map[*ir.Value]*ir.Value {
 				l = lowDequantize(a, dt, low, mk)
 			}
 			if l == nil {
-				l = mk(&ir.Value{Op: "cast", Type: ir.Type{DType: dt, Shape: a.Type.Shape.Clone()}, Attrs: ir.Attrs{"to": dt}, Args: []*ir.Value{a}, Pos: v.Pos})
+				l = mk(&ir.Value{Op: "cast", Type: retype(a.Type, dt), Attrs: ir.Attrs{"to": dt}, Args: []*ir.Value{a}, Pos: v.Pos})
 			}
 			low[a] = l
 			v.Args[i] = l
 		}
 		f32 := v.Type
-		v.Type = ir.Type{DType: dt, Shape: f32.Shape.Clone()}
+		v.Type = retype(f32, dt)
 		out = append(out, v)
 		back[v] = mk(&ir.Value{Op: "cast", Type: f32, Attrs: ir.Attrs{"to": ir.F32}, Args: []*ir.Value{v}, Pos: v.Pos})
 	}
@@ -109,4 +110,9 @@ func hasF32Contraction(g *ir.Graph) bool {
 		}
 	}
 	return false
+}
+
+// retype is t in dtype dt, its symbolic sizes kept (a graph over a symbolic batch).
+func retype(t ir.Type, dt ir.DType) ir.Type {
+	return ir.Type{DType: dt, Shape: t.Shape.Clone(), Sym: slices.Clone(t.Sym)}
 }

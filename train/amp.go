@@ -12,7 +12,7 @@ func unscale(e *autodiff.Emitter, grads []*ir.Value, scale *ir.Value) ([]*ir.Val
 	out := make([]*ir.Value, len(grads))
 	var probes []*ir.Value
 	for i, g := range grads {
-		out[i] = e.Mul(g, e.BroadcastScalar(e.Cast(inv, g.Type.DType), g.Type.Shape))
+		out[i] = e.Mul(g, e.BroadcastScalarTo(e.Cast(inv, g.Type.DType), g.Type))
 		probes = append(probes, e.Cast(e.SumAll(e.MulScalar(out[i], 0)), ir.F32))
 	}
 	total := e.AddAll(probes)

@@ -36,7 +36,7 @@ type Update struct {
 
 // scalarOf is a per-step f64[] scalar as a tensor of like's type, for elementwise use.
 func scalarOf(e *autodiff.Emitter, v, like *ir.Value) *ir.Value {
-	return e.BroadcastScalar(e.Cast(v, like.Type.DType), like.Type.Shape)
+	return e.BroadcastScalarTo(e.Cast(v, like.Type.DType), like.Type)
 }
 
 // SGD is torch.optim.SGD. NewSGD gives PyTorch's defaults.
@@ -99,7 +99,7 @@ func (o *SGD) Update(e *autodiff.Emitter, u Update) (*ir.Value, []*ir.Value) {
 		if o.Dampening != 0 {
 			buf = e.Add(buf, e.MulScalar(d, 1-o.Dampening))
 			first := e.Op("eq", nil, u.Step, e.Const(1, u.Step.Type))
-			buf = e.Select(e.BroadcastScalar(first, p.Type.Shape), d, buf)
+			buf = e.Select(e.BroadcastScalarTo(first, p.Type), d, buf)
 		} else {
 			buf = e.Add(buf, d)
 		}
@@ -172,11 +172,11 @@ func (o *Adam) Check() error {
 // betas[0] afresh at every step.
 func (o *Adam) Update(e *autodiff.Emitter, u Update) (*ir.Value, []*ir.Value) {
 	p, g := u.Param, u.Grad
-	dt, shape := p.Type.DType, p.Type.Shape
+	dt, pt := p.Type.DType, p.Type
 	if o.WeightDecay != 0 {
 		if o.Decoupled && u.LR != nil {
 			decay := e.AddScalar(e.MulScalar(u.LR, -o.WeightDecay), 1)
-			p = e.Mul(p, e.BroadcastScalar(e.Cast(decay, dt), shape))
+			p = e.Mul(p, e.BroadcastScalarTo(e.Cast(decay, dt), pt))
 		} else if o.Decoupled {
 			p = e.MulScalar(p, 1-o.LR*o.WeightDecay)
 		} else {
@@ -206,8 +206,8 @@ func (o *Adam) Update(e *autodiff.Emitter, u Update) (*ir.Value, []*ir.Value) {
 	if u.LR != nil {
 		negLR = e.Neg(u.LR)
 	}
-	negStep := e.BroadcastScalar(e.Cast(e.Div(negLR, bc1), dt), shape)
-	bc2sqrt := e.BroadcastScalar(e.Cast(e.Op("sqrt", nil, bc2), dt), shape)
+	negStep := e.BroadcastScalarTo(e.Cast(e.Div(negLR, bc1), dt), pt)
+	bc2sqrt := e.BroadcastScalarTo(e.Cast(e.Op("sqrt", nil, bc2), dt), pt)
 	denom := e.AddScalar(e.Div(e.Op("sqrt", nil, v), bc2sqrt), o.Eps)
 	p = e.Add(p, e.Div(e.Mul(negStep, m), denom))
 	return p, []*ir.Value{m, v}

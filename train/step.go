@@ -415,5 +415,5 @@ func trainable(g *ir.Graph, names []string) ([]*ir.Value, error) {
 
 // keepIf is found ? old : updated, elementwise (found is a bool scalar).
 func keepIf(e *autodiff.Emitter, found, old, updated *ir.Value) *ir.Value {
-	return e.Select(e.BroadcastScalar(found, old.Type.Shape), old, updated)
+	return e.Select(e.BroadcastScalarTo(found, old.Type), old, updated)
 }

@@ -102,13 +102,23 @@ func elements(t ir.Type) sym.Expr {
 
 // symConst is a splat of value with symbolic type t: a scalar constant broadcast to it.
 func (e *Emitter) symConst(value float64, t ir.Type) *ir.Value {
-	c := e.Const(value, ir.Type{DType: t.DType, Shape: ir.Shape{}})
-	attrs := ir.Attrs{"shape": slices.Clone([]int(t.Shape)), "dims": []int{}}
-	r, err := ops.InferSym("broadcast_in_dim", []ir.Type{c.Type}, attrs, e.G.Ranges(), t.Sym)
-	if err != nil {
-		e.Fail("building a splat of %s: %v", t, err)
+	return e.BroadcastScalarTo(e.Const(value, ir.Type{DType: t.DType, Shape: ir.Shape{}}), t)
+}
+
+// BroadcastScalarTo broadcasts a rank-0 a to t's sizes, symbolic ones included: a static t
+// gives a static result, where BroadcastScalar outside a rule takes the sizes of a symbolic value
+// of the same bound shape (an optimizer's scalar broadcast to a parameter shaped like the
+// activations at the bound would take the batch).
+func (e *Emitter) BroadcastScalarTo(a *ir.Value, t ir.Type) *ir.Value {
+	if len(e.G.Dims) == 0 || a.Type.Shape.Equal(t.Shape) && t.Sym == nil {
+		return e.BroadcastScalar(a, t.Shape)
 	}
-	v := e.G.Add("broadcast_in_dim", r, attrs, c)
+	attrs := ir.Attrs{"shape": slices.Clone([]int(t.Shape)), "dims": []int{}}
+	r, err := ops.InferSym("broadcast_in_dim", []ir.Type{a.Type}, attrs, e.G.Ranges(), t.Sym)
+	if err != nil {
+		e.Fail("broadcasting %s to %s: %v", a.Type, t, err)
+	}
+	v := e.G.Add("broadcast_in_dim", r, attrs, a)
 	v.Pos = e.Pos
 	return v
 }
