@@ -99,3 +99,27 @@ func TestFitSymbolicBatch(t *testing.T) {
 		})
 	}
 }
+
+// Autocast over a symbolic batch: bf16, and f16 with loss scaling, train the mixture (whose
+// fc1.weight [16,2] is as large as the input at the bound 16) with Adam on the memchecked
+// simulator to the reference interpreter's weights, within bf16's tolerance (a regression: the
+// casts became static at the bound, and Adam's and the unscaling's scalars took the batch).
+func TestFitSymbolicBatchAMP(t *testing.T) {
+	m := symMixture(t, 16, Loss{Name: CrossEntropyLoss, Weight: []float64{1, 2, 0.5}})
+	d := mixtureRows(t, 45)
+	for _, amp := range []string{"bf16", "f16"} {
+		t.Run(amp, func(t *testing.T) {
+			o := FitOptions{Optimizer: adam01(), AMP: amp, Train: d, Epochs: 1}
+			want, err := Fit(m, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o.Device = simdev.New(simdev.Options{})
+			got, err := Fit(m, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			compareParamsIn(t, got, want, ir.BF16)
+		})
+	}
+}
