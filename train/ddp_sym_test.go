@@ -20,19 +20,7 @@ func symMixture(t *testing.T, max int, l Loss) *Model {
 		fc1, fc2 := nn.NewLinear(b, "fc1", 2, 16), nn.NewLinear(b, "fc2", 16, 3)
 		b.Output("logits", fc2.Forward(fc1.Forward(x).Relu()))
 	}
-	fwd, err := frontend.Build("m", model, frontend.WithMaxBatch(max))
-	if err != nil {
-		t.Fatal(err)
-	}
-	fwdTrain, err := frontend.Build("m", model, frontend.WithMaxBatch(max), frontend.WithTraining())
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := NewModel(fwd, fwdTrain, l)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
+	return buildModel(t, model, l, frontend.WithMaxBatch(max))
 }
 
 // Data-parallel training of a model over a symbolic batch runs every global batch at its size:

@@ -20,14 +20,14 @@ import (
 // noise is the standard deviation of testdata/linear.csv's noise (scripts/gendata).
 const noise = 0.1
 
-// buildModel builds model in eval and in training mode and prepares it for loss l.
-func buildModel(t testing.TB, model func(*frontend.Builder), l Loss) *Model {
+// buildModel builds model (with opts) in eval and in training mode and prepares it for loss l.
+func buildModel(t testing.TB, model func(*frontend.Builder), l Loss, opts ...frontend.Option) *Model {
 	t.Helper()
-	fwd, err := frontend.Build("m", model)
+	fwd, err := frontend.Build("m", model, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fwdTrain, err := frontend.Build("m", model, frontend.WithTraining())
+	fwdTrain, err := frontend.Build("m", model, append(opts, frontend.WithTraining())...)
 	if err != nil {
 		t.Fatal(err)
 	}

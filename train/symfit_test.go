@@ -50,18 +50,7 @@ func TestFitSymbolicBatch(t *testing.T) {
 				fc1, fc2 := nn.NewLinear(b, "fc1", 3, 8), nn.NewLinear(b, "fc2", 8, tc.out)
 				b.Output(tc.pred, fc2.Forward(fc1.Forward(in).Relu()))
 			}
-			fwd, err := frontend.Build("m", model, frontend.WithMaxBatch(batch))
-			if err != nil {
-				t.Fatal(err)
-			}
-			fwdTrain, err := frontend.Build("m", model, frontend.WithMaxBatch(batch), frontend.WithTraining())
-			if err != nil {
-				t.Fatal(err)
-			}
-			m, err := NewModel(fwd, fwdTrain, tc.loss)
-			if err != nil {
-				t.Fatal(err)
-			}
+			m := buildModel(t, model, tc.loss, frontend.WithMaxBatch(batch))
 			d, err := data.NewTensors("d", tensor.FromFloats(ir.T(ir.F32, rows, 3), x), tc.y)
 			if err != nil {
 				t.Fatal(err)
