@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/gcomp/gcomp/artifact"
+	"github.com/gcomp/gcomp/codegen/backend"
+	"github.com/gcomp/gcomp/codegen/nvvm/libnvvm"
 	"github.com/gcomp/gcomp/compiler"
 	"github.com/gcomp/gcomp/frontend"
 	"github.com/gcomp/gcomp/frontend/nn"
@@ -60,4 +62,28 @@ func TestSymbolicDecodePlan(t *testing.T) {
 		t.Fatal("the attention kernel is not the split-KV template")
 	}
 	checkRows(t, g)
+}
+
+// With --backend nvvm the symbolic decode attention is codegen/ptx's entry (codegen/nvvm
+// borrows it, as every strided symbolic kernel), the same plan, run as the ptx build is.
+func TestSymbolicDecodeNVVM(t *testing.T) {
+	lib := libnvvm.Require(t)
+	g, err := frontend.Build("decode", decodeStep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nv, err := backend.New("nvvm", lib.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := compiler.Compile(g, compiler.Options{Producer: nv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range res.Artifact.Plan.Kernels {
+		if strings.Contains(k.Name, "attention") && (k.Producer != "ptx" || k.Work == nil || k.Work.Axis != 2) {
+			t.Errorf("%s: producer %q, work %+v, want codegen/ptx's split-KV entry over the batch", k.Name, k.Producer, k.Work)
+		}
+	}
+	checkNVVM(t, g, lib.Path)
 }
