@@ -158,15 +158,7 @@ func (c symDecodeCase) runAt(t *testing.T, dev *sim.Device, m *sim.Module, l Lau
 		fill := inputsFor(g, 99, 1)
 		addr, types := map[string]uint64{}, map[string]ir.Type{}
 		alloc := func(name string, ty ir.Type, data []byte) uint64 {
-			a, err := dev.Alloc(max(ty.Bytes(), 1))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := dev.Write(a, data); err != nil {
-				t.Fatal(err)
-			}
-			addr[name], types[name] = a, ty
-			return a
+			return allocNamed(t, dev, addr, types, name, ty, data)
 		}
 		var args []any
 		scratchBytes := 0
