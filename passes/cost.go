@@ -5,6 +5,7 @@ import (
 	"github.com/gcomp/gcomp/codegen/splitkv"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ops"
+	"slices"
 )
 
 // The cost model: an H100 SXM roofline per kernel, scaled by the share of the machine the kernel's
@@ -190,13 +191,17 @@ func blocks(k *Kernel, tf32 bool) int {
 }
 
 // decodePlan is the split-KV plan of an attention kernel codegen gives the decoding template
-// (a few query rows per head).
+// (a few query rows per head): over a symbolic batch (a buffer it reads has symbolic sizes), the
+// split for every batch up to the bound (codegen/ptx's symattn_decode.go).
 func decodePlan(k *Kernel) (splitkv.Plan, bool) {
 	if k.Kind != Attention || k.Body == nil {
 		return splitkv.Plan{}, false
 	}
 	for _, v := range k.Body.Values {
 		if v.Op == ops.AttentionOp {
+			if slices.ContainsFunc(k.Reads, func(b *Buffer) bool { return b.Type.Sym != nil }) {
+				return splitkv.OfAnyBatch(v)
+			}
 			return splitkv.Of(v)
 		}
 	}

@@ -338,7 +338,7 @@ func CheckKernels(kg *KernelGraph) error {
 // within the bounds. A persistent kernel's body holds its stages' ops: the stages are held to the
 // bounds on ops and kinds (checkPersistent), the kernel to the bound on reads.
 func checkBody(k *Kernel, bounds FusionOptions) error {
-	if err := ops.Verify(k.Body); err != nil {
+	if err := ops.Verify(atBound(k.Body)); err != nil {
 		return err
 	}
 	ins := k.Body.Inputs()
@@ -400,4 +400,18 @@ func checkBody(k *Kernel, bounds FusionOptions) error {
 		return fmt.Errorf("%s kernel with %d reductions", k.Kind, reduces)
 	}
 	return nil
+}
+
+// atBound is body with its values' types at their bounds, as the verifier takes a body: a
+// kernel over a graph with dims keeps its buffers' symbolic sizes, which its body has no dims to
+// check (the source graph checked them).
+func atBound(body *ir.Graph) *ir.Graph {
+	if !slices.ContainsFunc(body.Values, func(v *ir.Value) bool { return v.Type.Sym != nil }) {
+		return body
+	}
+	c := body.Clone()
+	for _, v := range c.Values {
+		v.Type.Sym = nil
+	}
+	return c
 }

@@ -83,7 +83,14 @@ func attentionKernel(k Kernel, t Target) (string, Launch, error) {
 			return "", Launch{}, err
 		}
 	}
-	if err := symAttnRefused(k, p, lse, attnmma.Takes(p.Op, t.TF32)); err != nil {
+	// Few query rows, a long cache: flash-decoding (attention_decode.go); at symbolic sizes over a
+	// batch alone, batch its expression (symattn_decode.go), else the CUDA-core template.
+	sp, decode := splitkv.Of(p.Op)
+	batch := ""
+	if k.Symbolic {
+		sp, batch, decode = symDecode(k, p)
+	}
+	if err := symAttnRefused(k, p, lse, attnmma.Takes(p.Op, t.TF32)); err != nil && !decode {
 		return "", Launch{}, err
 	}
 	// f16/bf16 (f32 under tf32) prefill on tensor cores (attention_mma.go), the LSE included
@@ -92,9 +99,12 @@ func attentionKernel(k Kernel, t Target) (string, Launch, error) {
 	}
 	w := &attnWriter{name: k.Name, p: p, ptr: map[*ir.Value]string{}}
 	params, args := w.bindAll(k)
-	work, err := w.symbolic(k, &params, &args) // symattn.go
-	if err != nil {
-		return "", Launch{}, err
+	var work *SymWork
+	if !decode {
+		var err error
+		if work, err = w.symbolic(k, &params, &args); err != nil { // symattn.go
+			return "", Launch{}, err
+		}
 	}
 	if lse != nil {
 		w.lse = w.ptr[lse]
@@ -113,8 +123,8 @@ func attentionKernel(k Kernel, t Target) (string, Launch, error) {
 	if err := w.appendOperands(k, operands); err != nil {
 		return "", Launch{}, err
 	}
-	if sp, ok := splitkv.Of(p.Op); ok && !k.Symbolic { // few query rows, a long cache: flash-decoding (at the bound's sizes only: symattn.go)
-		return w.decodeKernel(k, sp, operands, params, args)
+	if decode {
+		return w.decodeKernel(k, sp, operands, params, args, batch)
 	}
 	w.body(operands, w.ptr[p.Op])
 

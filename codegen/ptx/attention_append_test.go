@@ -142,15 +142,7 @@ func runAppend(t *testing.T, text, kernel string, l Launch, g *ir.Graph, in map[
 		if a, ok := addr[name]; ok {
 			return a
 		}
-		a, err := dev.Alloc(max(ty.Bytes(), 1))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := dev.Write(a, data); err != nil {
-			t.Fatal(err)
-		}
-		addr[name], types[name] = a, ty
-		return a
+		return allocNamed(t, dev, addr, types, name, ty, data)
 	}
 	var args []any
 	for _, a := range l.Params {
@@ -189,4 +181,19 @@ func runAppend(t *testing.T, text, kernel string, l Launch, g *ir.Graph, in map[
 		out[name] = x
 	}
 	return out
+}
+
+// allocNamed allocates ty's bytes (at least one) on dev, writes data at their start and records
+// the address and type under name.
+func allocNamed(t *testing.T, dev *sim.Device, addr map[string]uint64, types map[string]ir.Type, name string, ty ir.Type, data []byte) uint64 {
+	t.Helper()
+	a, err := dev.Alloc(max(ty.Bytes(), 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dev.Write(a, data); err != nil {
+		t.Fatal(err)
+	}
+	addr[name], types[name] = a, ty
+	return a
 }

@@ -20,8 +20,9 @@ import (
 // the rows.
 
 // decodeKernel finishes attentionKernel for a split-KV plan: the writer's pointers, the entry's
-// parameters and the operands are already bound.
-func (w *attnWriter) decodeKernel(k Kernel, sp splitkv.Plan, operands []attnOperand, params []string, args []Arg) (string, Launch, error) {
+// parameters and the operands are already bound. batch is the batch's expression of a kernel
+// over a symbolic batch (symattn_decode.go), else "".
+func (w *attnWriter) decodeKernel(k Kernel, sp splitkv.Plan, operands []attnOperand, params []string, args []Arg, batch string) (string, Launch, error) {
 	var scratch string
 	if sp.Splits > 1 {
 		param := fmt.Sprintf("%s_param_%d", k.Name, len(args))
@@ -31,11 +32,17 @@ func (w *attnWriter) decodeKernel(k Kernel, sp splitkv.Plan, operands []attnOper
 		w.ins("ld.param.u64", scratch, "["+param+"]")
 		w.ins("cvta.to.global.u64", scratch, scratch)
 	}
+	var work *SymWork
+	over := ""
+	if batch != "" {
+		work = w.symDecodeBatch(k, batch, &params, &args)
+		over = " over batch " + batch + ","
+	}
 	w.decode(sp, operands, w.ptr[w.p.Op], scratch)
 
 	var s strings.Builder
-	fmt.Fprintf(&s, "// %s: split-KV attention, %d splits of %d keys, %d-key tiles, %d query rows per KV head on %d warps\n",
-		k.Name, sp.Splits, sp.Chunk, w.p.Keys, sp.Rows, sp.Warps)
+	fmt.Fprintf(&s, "// %s: split-KV attention,%s %d splits of %d keys, %d-key tiles, %d query rows per KV head on %d warps\n",
+		k.Name, over, sp.Splits, sp.Chunk, w.p.Keys, sp.Rows, sp.Warps)
 	fmt.Fprintf(&s, "//   %s\n", k.Graph.Format(w.p.Op))
 	// Two blocks per SM, said outright: with .maxntid alone ptxas for sm_90 aims at more blocks
 	// of 512 threads and spills at 40 registers (32 rows of d = 128 take 48).
@@ -49,7 +56,7 @@ func (w *attnWriter) decodeKernel(k Kernel, sp splitkv.Plan, operands []attnOper
 	}
 	s.WriteString(w.text.String())
 	s.WriteString("}\n")
-	return s.String(), Launch{Grid: sp.Grid(), Block: [3]int{sp.Threads(), 1, 1}, Params: args}, nil
+	return s.String(), Launch{Grid: sp.Grid(), Block: [3]int{sp.Threads(), 1, 1}, Params: args, Work: work}, nil
 }
 
 // decode writes the kernel's body: operands q, k, v[, pos][, bias], the output's and the

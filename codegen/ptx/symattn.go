@@ -79,7 +79,7 @@ func symAttnRefused(k Kernel, p AttentionPlan, lse *ir.Value, mma bool) error {
 	case k.Sizes == nil:
 		return fmt.Errorf("attention over symbolic sizes needs its values' sizes")
 	case splitkv.AppendedRows(p.Op) > 0:
-		return fmt.Errorf("attention appending to a cache does not run at symbolic sizes yet")
+		return fmt.Errorf("attention appending to a cache runs at symbolic sizes over a batch alone (split-KV decoding: symattn_decode.go), every other size static")
 	case p.Op.Attrs.String("mask", "") == ops.MaskPosition && mma:
 		return fmt.Errorf("tensor-core attention under a position mask does not run at symbolic sizes yet")
 	case lse != nil:

@@ -203,14 +203,28 @@ func TestSymbolicAttentionRefused(t *testing.T) {
 	}{
 		{"position mask on tensor cores", symAttnCase{2, 2, 2, 40, 16, 16, ops.MaskPosition, nil, false, ir.F16, false}, ir.F16, "tensor-core attention under a position mask does not run at symbolic sizes yet"},
 		{"symbolic heads", symAttnCase{2, 2, 2, 40, 8, 8, ops.MaskNone, nil, false, 0, false}, ir.F32, "attention's heads and head sizes must be static"},
+		{"appending to a cache over a symbolic length", symAttnCase{}, ir.F32, "attention appending to a cache runs at symbolic sizes over a batch alone"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			g := attentionGraph(t, tc.d, tc.c.b, tc.c.h, tc.c.kvh, tc.c.l, tc.c.l, tc.c.e, tc.c.ev, tc.c.mask, tc.c.bias)
-			sizes := tc.c.sizes(g)
+			var g *ir.Graph
+			var sizes map[*ir.Value][]sym.Expr
+			switch tc.name {
+			case "appending to a cache over a symbolic length": // the caches' length is seq
+				g = appendGraph(t, ir.F32, ir.I64, 2, 4, 2, 1, 64, 32)
+				sizes = batchSizes(g, 2)
+				for v, s := range sizes {
+					if len(s) == 4 && v.Type.Shape[2] == 64 {
+						s[2] = sym.Sym("seq")
+					}
+				}
+			default:
+				g = attentionGraph(t, tc.d, tc.c.b, tc.c.h, tc.c.kvh, tc.c.l, tc.c.l, tc.c.e, tc.c.ev, tc.c.mask, tc.c.bias)
+				sizes = tc.c.sizes(g)
+			}
 			if tc.name == "symbolic heads" {
 				sizes[g.Inputs()[0]][1] = sym.Sym("heads")
 			}
-			_, _, err := Generate(Kernel{Name: "k0_attention", Graph: g, Symbolic: true, Sizes: sizes}, Target{SM: 80})
+			_, _, err := Generate(Kernel{Name: "k0_attention", Graph: g, Symbolic: true, Sizes: sizes, InPlace: true}, Target{SM: 80})
 			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "k0_attention: ") {
 				t.Errorf("Generate = %v, want %q", err, tc.want)
 			}

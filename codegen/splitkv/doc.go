@@ -13,6 +13,10 @@
 // combination's traffic). Chunks past the last visible key (position and causal masks) load
 // nothing and publish an empty partial.
 //
+// A step built once for every batch up to a bound (a symbolic batch: the grid's z is the run's
+// batch) fixes its split when it is built: ForBatches (OfAnyBatch) takes the one whose worst
+// time over the batches, relative to each batch's best, is least.
+//
 // The decisions live here, apart from the code that emits the kernel, because two packages must
 // agree on them: codegen/ptx generates the kernel from the Plan, and the passes' cost model
 // counts its blocks and scratch traffic from the same Plan.

@@ -1,6 +1,8 @@
 package splitkv
 
 import (
+	"math"
+
 	"github.com/gcomp/gcomp/codegen/gemv"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ops"
@@ -44,6 +46,16 @@ type Plan struct {
 // per head, at most MaxRows rows per KV head, a non-empty cache and output, and a grid within
 // CUDA's limits.
 func Of(att *ir.Value) (Plan, bool) {
+	return of(att, New)
+}
+
+// OfAnyBatch is Of for an attention op whose batch is known only at launch, anywhere from 1 to
+// its bound (a symbolic batch): the plan is ForBatches', its B the bound.
+func OfAnyBatch(att *ir.Value) (Plan, bool) {
+	return of(att, ForBatches)
+}
+
+func of(att *ir.Value, plan func(b, h, kvh, l, s, e, ev, size int) Plan) (Plan, bool) {
 	if att.Op != ops.AttentionOp || len(att.Args) < 3 {
 		return Plan{}, false
 	}
@@ -57,7 +69,7 @@ func Of(att *ir.Value) (Plan, bool) {
 		(h/kvh)*l > MaxRows || s < 1 || e < 1 || ev < 1 {
 		return Plan{}, false
 	}
-	return New(b, h, kvh, l, s, e, ev, att.Args[0].Type.DType.Size()), true
+	return plan(b, h, kvh, l, s, e, ev, att.Args[0].Type.DType.Size()), true
 }
 
 // New plans the split of an attention of the given sizes (KVH divides H) whose elements have
@@ -66,39 +78,90 @@ func Of(att *ir.Value) (Plan, bool) {
 // of the SMs its blocks occupy; among splits within Slack of the least, the one with the most
 // blocks up to TargetBlocks. Deterministic: the same sizes give the same plan.
 func New(b, h, kvh, l, s, e, ev, size int) Plan {
+	p := newPlan(b, h, kvh, l, s, e, ev)
+	heads := b * kvh
+	p.split(heads, func(n int) float64 { return p.cost(heads, n, size) })
+	return p
+}
+
+// ForBatches plans the split of an attention whose batch is any of 1 to b, fixed when it is
+// built (a symbolic batch: the grid's z is the run's batch, the chunk an immediate). A split
+// that suits the bound leaves most SMs idle at batch 1 (GPT-2 small's 12 heads over 1024 keys:
+// 2 splits at batch 8, 16 at batch 1), and one that suits batch 1 only adds partials at the
+// bound, so the split is the one whose worst time over the batches, relative to the best split
+// at each batch, is least; among splits within Slack of that, the one with the most blocks at
+// batch 1 up to TargetBlocks, as New. At b = 1 it is New's split up to rounding.
+func ForBatches(b, h, kvh, l, s, e, ev, size int) Plan {
+	p := newPlan(b, h, kvh, l, s, e, ev)
+	cands := candidates(s, kvh) // batch 1's: a superset of every larger batch's
+	best := make([]float64, b+1)
+	for bb := 1; bb <= b; bb++ {
+		best[bb] = math.Inf(1)
+		for _, n := range cands {
+			best[bb] = min(best[bb], p.cost(bb*kvh, n, size))
+		}
+	}
+	p.split(kvh, func(n int) float64 {
+		worst := 0.0
+		for bb := 1; bb <= b; bb++ {
+			worst = max(worst, p.cost(bb*kvh, n, size)/best[bb])
+		}
+		return worst
+	})
+	return p
+}
+
+func newPlan(b, h, kvh, l, s, e, ev int) Plan {
 	p := Plan{B: b, H: h, KVH: kvh, L: l, S: s, E: e, Ev: ev, Group: h / kvh}
 	p.Rows = p.Group * l
 	p.Warps = min(MaxWarps, max(MinWarps, p.Rows))
 	p.RowSlots = ceilDiv(p.Rows, p.Warps)
-	heads := b * kvh
-	cost := func(splits int) float64 {
-		bytes := float64(heads) * float64(s) * float64((e+ev)*size)
-		if splits > 1 {
-			bytes += float64(heads*splits*p.Rows) * float64(12*(ev+2))
-		}
-		return bytes / min(1, float64(heads*splits)/SMs)
+	return p
+}
+
+// cost is the modeled time of a launch over heads (batch entry, KV head) pairs in n splits.
+func (p Plan) cost(heads, n, size int) float64 {
+	bytes := float64(heads) * float64(p.S) * float64((p.E+p.Ev)*size)
+	if n > 1 {
+		bytes += float64(heads*n*p.Rows) * float64(12*(p.Ev+2))
 	}
-	// The candidates: every split into whole chunks up to TargetBlocks blocks (past the SMs'
-	// count more splits only add partials), as the chunk size makes it.
+	return bytes / min(1, float64(heads*n)/SMs)
+}
+
+// candidates are the splits into whole chunks up to TargetBlocks blocks over heads (past the
+// SMs' count more splits only add partials), as the chunk size makes them.
+func candidates(s, heads int) []int {
 	var splits []int
 	for n := 1; n <= max(1, min(ceilDiv(s, ChunkAlign), ceilDiv(TargetBlocks, heads))); n++ {
 		splits = append(splits, ceilDiv(s, roundUp(ceilDiv(s, n), ChunkAlign)))
 	}
+	return splits
+}
+
+// split sets the chunk from the candidates over heads: the least cost, then within Slack of it
+// the most blocks up to TargetBlocks.
+func (p *Plan) split(heads int, cost func(n int) float64) {
+	splits := candidates(p.S, heads)
+	costs := map[int]float64{}
+	for _, n := range splits {
+		if _, ok := costs[n]; !ok {
+			costs[n] = cost(n)
+		}
+	}
 	best := 1
 	for _, n := range splits {
-		if cost(n) < cost(best) {
+		if costs[n] < costs[best] {
 			best = n
 		}
 	}
 	pick := best
 	for _, n := range splits {
-		if cost(n) <= Slack*cost(best) && n > pick && heads*n <= max(TargetBlocks, heads*best) {
+		if costs[n] <= Slack*costs[best] && n > pick && heads*n <= max(TargetBlocks, heads*best) {
 			pick = n
 		}
 	}
-	p.Chunk = roundUp(ceilDiv(s, pick), ChunkAlign)
-	p.Splits = ceilDiv(s, p.Chunk)
-	return p
+	p.Chunk = roundUp(ceilDiv(p.S, pick), ChunkAlign)
+	p.Splits = ceilDiv(p.S, p.Chunk)
 }
 
 // Grid is the launch's grid.

@@ -1,6 +1,7 @@
 package splitkv
 
 import (
+	"math"
 	"testing"
 
 	"github.com/gcomp/gcomp/ir"
@@ -49,6 +50,54 @@ func TestPlan(t *testing.T) {
 		}
 		if ok && (p.RowSlots > 2 || p.Warps*p.RowSlots < p.Rows || p.Warps < MinWarps || p.Warps > MaxWarps) {
 			t.Errorf("B%d H%d KVH%d L%d: %d rows on %d warps of %d rows", c.b, c.h, c.kvh, c.l, p.Rows, p.Warps, p.RowSlots)
+		}
+	}
+}
+
+// TestForBatches: the split of a symbolic batch, fixed at build time, is within Slack of the
+// least worst time over every batch from 1 to the bound (each relative to the best split at
+// that batch), never worse there than the bound's own split or batch 1's, its B the bound (the
+// scratch for every batch); at a bound of 1 it is New's.
+func TestForBatches(t *testing.T) {
+	for _, c := range []struct {
+		b, h, kvh, l, s, e, size int
+		splits                   int
+	}{
+		{8, 12, 12, 1, 1024, 64, 4, 16}, // GPT-2 small at --max-batch 8: the bound alone would take 2
+		{4, 32, 4, 1, 2048, 64, 2, 32},  // TinyLlama: 11 at the bound
+		{64, 32, 32, 1, 4096, 128, 2, 8},
+		{4, 4, 4, 1, 128, 16, 4, 4},
+		{3, 8, 2, 2, 300, 64, 4, 10},
+		{1, 12, 12, 1, 1024, 64, 4, 16},
+	} {
+		p := ForBatches(c.b, c.h, c.kvh, c.l, c.s, c.e, c.e, c.size)
+		if p.B != c.b || p.Splits != c.splits || p.Chunk%ChunkAlign != 0 || p.Splits != ceilDiv(c.s, p.Chunk) {
+			t.Errorf("%+v: plan %+v, want B %d, %d splits covering the cache", c, p, c.b, c.splits)
+		}
+		// worst is a split's worst time over the batches relative to the best at each.
+		worst := func(n int) float64 {
+			w := 0.0
+			for bb := 1; bb <= c.b; bb++ {
+				least := math.Inf(1)
+				for _, m := range candidates(c.s, c.kvh) {
+					least = min(least, p.cost(bb*c.kvh, m, c.size))
+				}
+				w = max(w, p.cost(bb*c.kvh, n, c.size)/least)
+			}
+			return w
+		}
+		least := math.Inf(1)
+		for _, n := range candidates(c.s, c.kvh) {
+			least = min(least, worst(n))
+		}
+		got := worst(p.Splits)
+		bound, one := New(c.b, c.h, c.kvh, c.l, c.s, c.e, c.e, c.size), New(1, c.h, c.kvh, c.l, c.s, c.e, c.e, c.size)
+		if got > Slack*least || got > worst(bound.Splits) || got > worst(one.Splits) {
+			t.Errorf("%+v: %d splits are %.3f× the best at their worst batch; least %.3f, the bound's %d splits %.3f, batch 1's %d %.3f",
+				c, p.Splits, got, least, bound.Splits, worst(bound.Splits), one.Splits, worst(one.Splits))
+		}
+		if c.b == 1 && (p.Splits != one.Splits || p.Chunk != one.Chunk) {
+			t.Errorf("%+v: %+v, want New's %+v", c, p, one)
 		}
 	}
 }
