@@ -1,0 +1,158 @@
+package compiler_test
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/gcomp/gcomp/artifact"
+	"github.com/gcomp/gcomp/compiler"
+	"github.com/gcomp/gcomp/frontend"
+	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ops"
+	"github.com/gcomp/gcomp/runtime/executor"
+	"github.com/gcomp/gcomp/runtime/ref"
+	"github.com/gcomp/gcomp/runtime/simdev"
+	"github.com/gcomp/gcomp/tensor"
+)
+
+// specModels are graphs with dims built with specializations: the splits, and the ranges of the
+// variants the plan must carry (the bound's own last).
+var specModels = []struct {
+	name   string
+	build  func(*frontend.Builder)
+	gir    string
+	splits map[string][]int
+	ranges []string
+}{
+	{name: "mlp, batch split at 4", build: func(b *frontend.Builder) { mlp(b, ir.F32, 1, 8, 64) },
+		splits: map[string][]int{"batch": {4}}, ranges: []string{"batch in [1,4]", "batch in [5,8]"}},
+	{name: "two dims, three splits", gir: "graph s {\n  dims { b in [1,3], t in [2,33] }\n  input %x : f32[b,t,4]\n" +
+		"  %0 = exp(%x) : f32[b,t,4]\n  %1 = reduce_sum(%0) {axes=[2]} : f32[b,t]\n  output y = %1\n}\n",
+		splits: map[string][]int{"b": {1}, "t": {16, 5}},
+		ranges: []string{"b in [1,1], t in [2,5]", "b in [1,1], t in [6,16]", "b in [1,1], t in [17,33]",
+			"b in [2,3], t in [2,5]", "b in [2,3], t in [6,16]", "b in [2,3], t in [17,33]"}},
+}
+
+// A build with specializations carries one program per range, and each run takes the one whose
+// ranges hold its sizes: on the memchecked simulator, equal to the reference at each size, in
+// increasing order and back down (so a run reads nothing another variant left in the arena).
+func TestSpecializeRuns(t *testing.T) {
+	for _, tc := range specModels {
+		t.Run(tc.name, func(t *testing.T) {
+			g := specGraph(t, tc.build, tc.gir)
+			opt := compiler.Options{Specialize: tc.splits}
+			res, err := compiler.Compile(g, opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			plan := res.Artifact.Plan
+			var got []string
+			for _, rs := range plan.VariantRanges() {
+				got = append(got, artifact.RangesString(rs))
+			}
+			if plan.Version != artifact.VariantsVersion || strings.Join(got, "; ") != strings.Join(tc.ranges, "; ") {
+				t.Fatalf("plan version %d, variants %q; want %d, %q", plan.Version, got, artifact.VariantsVersion, tc.ranges)
+			}
+			// Every variant's entries are in the one module; those of the lowered bounds are new.
+			for i, v := range plan.Variants {
+				fresh := 0
+				for _, k := range v.Kernels {
+					if !bytes.Contains(res.Artifact.PTX, []byte(".entry "+k.Entry+"(")) {
+						t.Errorf("variant %d: kernel %s runs entry %s, which the module lacks", i, k.Name, k.Entry)
+					}
+					if strings.HasPrefix(k.Entry, "v") {
+						fresh++
+					}
+				}
+				if fresh == 0 {
+					t.Errorf("variant %d runs only the bound's entries", i)
+				}
+			}
+			var envs []map[string]int64
+			for _, n := range []int64{1, 3, 4, 5, 8, 3, 1} {
+				env := map[string]int64{}
+				for _, d := range g.Dims {
+					env[d.Name] = min(max(n, int64(d.Lo)), int64(d.Hi))
+					if d.Name == "t" {
+						env[d.Name] = min(max(4*n+1, int64(d.Lo)), int64(d.Hi))
+					}
+				}
+				envs = append(envs, env)
+			}
+			seen := map[string]bool{}
+			p, err := executor.Load(simdev.New(simdev.Options{}), res.Artifact)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			params := boundParams(t, g)
+			if err := p.SetParams(params); err != nil {
+				t.Fatal(err)
+			}
+			for _, env := range envs {
+				st, err := ops.Instantiate(g, env)
+				if err != nil {
+					t.Fatal(err)
+				}
+				inputs, _, err := tensor.SeededValues(st, uint64(env[g.Dims[0].Name]))
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, err := ref.Run(st, inputs, params)
+				if err != nil {
+					t.Fatalf("sizes %v: reference: %v", env, err)
+				}
+				r, err := p.Run(inputs)
+				if err != nil {
+					t.Fatalf("sizes %v: %v", env, err)
+				}
+				compareOutputs(t, env, want, r.Outputs, 64)
+				variant := tc.ranges[plan.ChooseVariant(env)]
+				if p.Variant() != variant {
+					t.Errorf("sizes %v ran variant %q, want %q", env, p.Variant(), variant)
+				}
+				seen[variant] = true
+				if len(r.Kernels) != len(p.Plan().Kernels) {
+					t.Errorf("sizes %v: %d launches, the variant has %d kernels", env, len(r.Kernels), len(p.Plan().Kernels))
+				}
+			}
+			if len(seen) < 2 {
+				t.Errorf("the runs took only variants %v", seen)
+			}
+		})
+	}
+}
+
+func specGraph(t *testing.T, build func(*frontend.Builder), gir string) *ir.Graph {
+	t.Helper()
+	var g *ir.Graph
+	var err error
+	if build != nil {
+		g, err = frontend.Build("m", build)
+	} else {
+		g, err = ir.Parse("s.gir", []byte(gir))
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// boundParams are seeded parameters of g (static: the same at any size).
+func boundParams(t *testing.T, g *ir.Graph) map[string]*tensor.Tensor {
+	t.Helper()
+	env := map[string]int64{}
+	for _, d := range g.Dims {
+		env[d.Name] = int64(d.Hi)
+	}
+	bg, err := ops.Instantiate(g, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, params, err := tensor.SeededValues(bg, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return params
+}
