@@ -156,3 +156,61 @@ func boundParams(t *testing.T, g *ir.Graph) map[string]*tensor.Tensor {
 	}
 	return params
 }
+
+// Two builds with the same specializations are byte-identical, module and plan.
+func TestSpecializeDeterministic(t *testing.T) {
+	g := specGraph(t, specModels[1].build, specModels[1].gir)
+	var ptx, plan []byte
+	for i := range 2 {
+		res, err := compiler.Compile(g, compiler.Options{Specialize: specModels[1].splits})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i > 0 && (!bytes.Equal(ptx, res.Artifact.PTX) || !bytes.Equal(plan, res.Artifact.Plan.JSON())) {
+			t.Error("two builds differ")
+		}
+		ptx, plan = res.Artifact.PTX, res.Artifact.Plan.JSON()
+	}
+}
+
+// A split of an unknown dim, a bound outside the range (or at its upper end, which leaves one
+// side empty), and a static program are one error each.
+func TestSpecializeBad(t *testing.T) {
+	sym := specModels[1].gir
+	static := "graph s {\n  input %x : f32[4]\n  %0 = neg(%x) : f32[4]\n  output y = %0\n}\n"
+	for _, tc := range []struct {
+		name, gir string
+		splits    map[string][]int
+		want      string
+	}{
+		{"unknown dim", sym, map[string][]int{"batch": {2}}, `graph s has no dim "batch" (its dims: b, t)`},
+		{"below the range", sym, map[string][]int{"t": {1}}, "specialize t=1: the bound must lie in t's range [2,33]"},
+		{"the upper end", sym, map[string][]int{"t": {33}}, "specialize t=33: the bound must lie in t's range [2,33] and below its upper end 33"},
+		{"static", static, map[string][]int{"b": {1}}, "graph s has no dims to specialize"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := specGraph(t, nil, tc.gir)
+			_, err := compiler.Compile(g, compiler.Options{Specialize: tc.splits})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// A plan without specializations is what it was: the same bytes with splits that make none (no
+// split asked for) and without.
+func TestSpecializeNone(t *testing.T) {
+	g := specGraph(t, nil, specModels[1].gir)
+	a, err := compiler.Compile(g, compiler.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := compiler.Compile(g, compiler.Options{Specialize: map[string][]int{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Artifact.Plan.Version != artifact.Version || !bytes.Equal(a.Artifact.Plan.JSON(), b.Artifact.Plan.JSON()) || !bytes.Equal(a.Artifact.PTX, b.Artifact.PTX) {
+		t.Errorf("no split: version %d; the builds differ", a.Artifact.Plan.Version)
+	}
+}
