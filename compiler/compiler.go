@@ -67,15 +67,7 @@ func Compile(g *ir.Graph, opt Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	text, launches, entries, err := module(opt, l.kernels, l.customs)
-	if err != nil {
-		return nil, err
-	}
-	plan, err := l.plan(opt, launches, entries)
-	if err != nil {
-		return nil, err
-	}
-	return &Result{Artifact: &artifact.Artifact{PTX: []byte(text), Plan: plan}, Passes: l.res}, nil
+	return compileLowered(opt, l)
 }
 
 // lowered is a graph through the passes, with its kernels ready for a producer.

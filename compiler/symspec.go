@@ -335,13 +335,13 @@ func StatsAt(g *ir.Graph, env map[string]int64, opt passes.Options, bound *passe
 	opt.Fusion.PersistRuns = &runs
 	res, err := passes.Run(inst, opt)
 	if err != nil {
-		return nil, fmt.Errorf("at %s: %v", sizesText(g, env), err)
+		return nil, fmt.Errorf("at %s: %v", SizesString(g, env), err)
 	}
 	return res.Stats, nil
 }
 
-// sizesText is env in the graph's dim order: "batch=20, seq=2048".
-func sizesText(g *ir.Graph, env map[string]int64) string {
+// SizesString is env in the graph's dim order: "batch=20, seq=2048".
+func SizesString(g *ir.Graph, env map[string]int64) string {
 	var parts []string
 	for _, d := range g.Dims {
 		parts = append(parts, fmt.Sprintf("%s=%d", d.Name, env[d.Name]))

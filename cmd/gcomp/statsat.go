@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gcomp/gcomp/compiler"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/passes"
 )
@@ -52,15 +53,6 @@ func dimNames(g *ir.Graph) string {
 	return strings.Join(names, ", ")
 }
 
-// sizesString is env in the graph's dim order: "batch=20, seq=2048".
-func sizesString(g *ir.Graph, env map[string]int64) string {
-	var parts []string
-	for _, d := range g.Dims {
-		parts = append(parts, fmt.Sprintf("%s=%d", d.Name, env[d.Name]))
-	}
-	return strings.Join(parts, ", ")
-}
-
 // writeStatsAt prints the bound's report and the one at env, each labeled with its sizes (and
 // the one at env with the specialization it runs, if any): two tables, or one JSON object
 // {"bound": {sizes, stats}, "at": {sizes, variant, stats}}.
@@ -85,12 +77,12 @@ func writeStatsAt(w io.Writer, format string, g *ir.Graph, bound, at *passes.Sta
 		w.Write(append(b, '\n'))
 		return
 	}
-	fmt.Fprintf(w, "at the bound (%s):\n", sizesString(g, boundEnv))
+	fmt.Fprintf(w, "at the bound (%s):\n", compiler.SizesString(g, boundEnv))
 	bound.WriteTable(w)
 	if variant != "" {
-		fmt.Fprintf(w, "\nat %s (the variant for %s):\n", sizesString(g, env), variant)
+		fmt.Fprintf(w, "\nat %s (the variant for %s):\n", compiler.SizesString(g, env), variant)
 	} else {
-		fmt.Fprintf(w, "\nat %s:\n", sizesString(g, env))
+		fmt.Fprintf(w, "\nat %s:\n", compiler.SizesString(g, env))
 	}
 	at.WriteTable(w)
 }
