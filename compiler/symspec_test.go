@@ -16,6 +16,13 @@ import (
 	"github.com/gcomp/gcomp/tensor"
 )
 
+// twoDims is a graph over two dims.
+const twoDims = "graph s {\n  dims { b in [1,3], t in [2,33] }\n  input %x : f32[b,t,4]\n" +
+	"  %0 = exp(%x) : f32[b,t,4]\n  %1 = reduce_sum(%0) {axes=[2]} : f32[b,t]\n  output y = %1\n}\n"
+
+// twoDimsSplits are three splits of twoDims' ranges: six variants.
+var twoDimsSplits = map[string][]int{"b": {1}, "t": {16, 5}}
+
 // specModels are graphs with dims built with specializations: the splits, and the ranges of the
 // variants the plan must carry (the bound's own last).
 var specModels = []struct {
@@ -32,9 +39,7 @@ var specModels = []struct {
 		w := b.Param("w", ir.T(ir.F32, 64, 64), frontend.Uniform(-0.2, 0.2))
 		b.Output("y", frontend.Linear(frontend.Linear(x, w.Tanh(), nil).Relu(), w.Tanh(), nil))
 	}, splits: map[string][]int{"batch": {4}}, ranges: []string{"batch in [1,4]", "batch in [5,8]"}},
-	{name: "two dims, three splits", gir: "graph s {\n  dims { b in [1,3], t in [2,33] }\n  input %x : f32[b,t,4]\n" +
-		"  %0 = exp(%x) : f32[b,t,4]\n  %1 = reduce_sum(%0) {axes=[2]} : f32[b,t]\n  output y = %1\n}\n",
-		splits: map[string][]int{"b": {1}, "t": {16, 5}},
+	{name: "two dims, three splits", gir: twoDims, splits: twoDimsSplits,
 		ranges: []string{"b in [1,1], t in [2,5]", "b in [1,1], t in [6,16]", "b in [1,1], t in [17,33]",
 			"b in [2,3], t in [2,5]", "b in [2,3], t in [6,16]", "b in [2,3], t in [17,33]"}},
 }
@@ -177,10 +182,10 @@ func boundParams(t *testing.T, g *ir.Graph) map[string]*tensor.Tensor {
 
 // Two builds with the same specializations are byte-identical, module and plan.
 func TestSpecializeDeterministic(t *testing.T) {
-	g := specGraph(t, specModels[1].build, specModels[1].gir)
+	g := specGraph(t, nil, twoDims)
 	var ptx, plan []byte
 	for i := range 2 {
-		res, err := compiler.Compile(g, compiler.Options{Specialize: specModels[1].splits})
+		res, err := compiler.Compile(g, compiler.Options{Specialize: twoDimsSplits})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -194,7 +199,7 @@ func TestSpecializeDeterministic(t *testing.T) {
 // A split of an unknown dim, a bound outside the range (or at its upper end, which leaves one
 // side empty), and a static program are one error each.
 func TestSpecializeBad(t *testing.T) {
-	sym := specModels[1].gir
+	sym := twoDims
 	static := "graph s {\n  input %x : f32[4]\n  %0 = neg(%x) : f32[4]\n  output y = %0\n}\n"
 	for _, tc := range []struct {
 		name, gir string
@@ -219,7 +224,7 @@ func TestSpecializeBad(t *testing.T) {
 // A plan without specializations is what it was: the same bytes with splits that make none (no
 // split asked for) and without.
 func TestSpecializeNone(t *testing.T) {
-	g := specGraph(t, nil, specModels[1].gir)
+	g := specGraph(t, nil, twoDims)
 	a, err := compiler.Compile(g, compiler.Options{})
 	if err != nil {
 		t.Fatal(err)
