@@ -237,3 +237,20 @@ func TestSpecializeNone(t *testing.T) {
 		t.Errorf("no split: version %d; the builds differ", a.Artifact.Plan.Version)
 	}
 }
+
+// --specialize auto keeps a split only where the cost model finds it pays: an elementwise graph
+// runs the same kernels at half its bounds, so its plan is the plain build's.
+func TestSpecializeAutoNone(t *testing.T) {
+	g := specGraph(t, nil, twoDims)
+	plain, err := compiler.Compile(g, compiler.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	auto, err := compiler.Compile(g, compiler.Options{SpecializeAuto: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(auto.Artifact.Plan.Variants) != 0 || !bytes.Equal(plain.Artifact.Plan.JSON(), auto.Artifact.Plan.JSON()) || !bytes.Equal(plain.Artifact.PTX, auto.Artifact.PTX) {
+		t.Errorf("auto made %d variants of an elementwise graph", len(auto.Artifact.Plan.Variants))
+	}
+}
