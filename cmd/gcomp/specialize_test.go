@@ -17,7 +17,7 @@ import (
 // gcomp build --specialize batch=4 and --specialize auto build the ResNet-style export with a
 // variant for batches 1..4 beside the bound's build; gcomp run runs each at batches 1, 3 and 8 on
 // the simulator, equal to PyTorch's outputs. --stats-at names the variant a size runs, and costs
-// its kernels: at batch 4, the static build's 5 kernels and modeled time.
+// its kernels: at batch 4, the static build's 5 kernels and modeled time; gcomp check names it.
 func TestBuildSpecialize(t *testing.T) {
 	dir, err := filepath.Abs(filepath.Join("..", "..", "frontend", "onnx", "suite", "testdata", "dynamic"))
 	if err != nil {
@@ -63,6 +63,11 @@ func TestBuildSpecialize(t *testing.T) {
 				}
 			}
 		}
+	}
+	// gcomp check names the variant its run took.
+	main("check", "m.ptx", "--weights", "w.safetensors", "--input", "x="+filepath.Join(dir, "resnet_dyn_size1", "x.npy"))
+	if !strings.Contains(stdout.String(), "5 kernels (the variant for batch in [1,4])") {
+		t.Errorf("gcomp check at batch 1:\n%s", stdout.String())
 	}
 	report := func(args ...string) map[string]any {
 		t.Helper()
