@@ -143,7 +143,7 @@ func checkSplits(g *ir.Graph, req map[string][]int) (map[string][]int, error) {
 	for _, name := range names {
 		i := slices.IndexFunc(g.Dims, func(d ir.Dim) bool { return d.Name == name })
 		if i < 0 {
-			return nil, fmt.Errorf("specialize %s: graph %s has no dim %q (its dims: %s)", name, g.Name, name, dimList(g))
+			return nil, fmt.Errorf("specialize %s: graph %s has no dim %q (its dims: %s)", name, g.Name, name, DimNames(g))
 		}
 		d := g.Dims[i]
 		for _, b := range req[name] {
@@ -159,7 +159,8 @@ func checkSplits(g *ir.Graph, req map[string][]int) (map[string][]int, error) {
 	return splits, nil
 }
 
-func dimList(g *ir.Graph) string {
+// DimNames lists g's dims: "batch, seq".
+func DimNames(g *ir.Graph) string {
 	var names []string
 	for _, d := range g.Dims {
 		names = append(names, d.Name)

@@ -32,7 +32,7 @@ func statsAtSizes(g *ir.Graph, specs []string) (map[string]int64, error) {
 		}
 		i := slices.IndexFunc(g.Dims, func(d ir.Dim) bool { return d.Name == name })
 		if i < 0 {
-			return nil, fmt.Errorf("--stats-at %s: graph %s has no dim %q (its dims: %s)", s, g.Name, name, dimNames(g))
+			return nil, fmt.Errorf("--stats-at %s: graph %s has no dim %q (its dims: %s)", s, g.Name, name, compiler.DimNames(g))
 		}
 		if named[name] {
 			return nil, fmt.Errorf("--stats-at %s: dim %s is named twice", s, name)
@@ -43,14 +43,6 @@ func statsAtSizes(g *ir.Graph, specs []string) (map[string]int64, error) {
 		named[name], env[name] = true, n
 	}
 	return env, nil
-}
-
-func dimNames(g *ir.Graph) string {
-	var names []string
-	for _, d := range g.Dims {
-		names = append(names, d.Name)
-	}
-	return strings.Join(names, ", ")
 }
 
 // writeStatsAt prints the bound's report and the one at env, each labeled with its sizes (and
