@@ -150,6 +150,9 @@ func checkSplits(g *ir.Graph, req map[string][]int) (map[string][]int, error) {
 			if b < d.Lo || b >= d.Hi {
 				return nil, fmt.Errorf("specialize %s=%d: the bound must lie in %s's range [%d,%d] and below its upper end %d", name, b, name, d.Lo, d.Hi, d.Hi)
 			}
+			if b < 1 {
+				return nil, fmt.Errorf("specialize %s=%d: the bound must be at least 1 (a variant for sizes up to 0 has nothing to compile)", name, b)
+			}
 			if !slices.Contains(splits[name], b) {
 				splits[name] = append(splits[name], b)
 			}

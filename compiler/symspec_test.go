@@ -39,6 +39,9 @@ var specModels = []struct {
 		w := b.Param("w", ir.T(ir.F32, 64, 64), frontend.Uniform(-0.2, 0.2))
 		b.Output("y", frontend.Linear(frontend.Linear(x, w.Tanh(), nil).Relu(), w.Tanh(), nil))
 	}, splits: map[string][]int{"batch": {4}}, ranges: []string{"batch in [1,4]", "batch in [5,8]"}},
+	{name: "a dim from 0", gir: "graph s {\n  dims { n in [0,50] }\n  input %x : i32[n]\n  input %y : i32[n]\n" +
+		"  %0 = max(%x, %y) : i32[n]\n  output y = %0\n}\n",
+		splits: map[string][]int{"n": {10}}, ranges: []string{"n in [0,10]", "n in [11,50]"}},
 	{name: "two dims, three splits", gir: twoDims, splits: twoDimsSplits,
 		ranges: []string{"b in [1,1], t in [2,5]", "b in [1,1], t in [6,16]", "b in [1,1], t in [17,33]",
 			"b in [2,3], t in [2,5]", "b in [2,3], t in [6,16]", "b in [2,3], t in [17,33]"}},
@@ -89,8 +92,11 @@ func TestSpecializeRuns(t *testing.T) {
 				env := map[string]int64{}
 				for _, d := range g.Dims {
 					env[d.Name] = min(max(n, int64(d.Lo)), int64(d.Hi))
-					if d.Name == "t" {
+					switch d.Name {
+					case "t":
 						env[d.Name] = min(max(4*n+1, int64(d.Lo)), int64(d.Hi))
+					case "n": // 0 to 42
+						env[d.Name] = 6 * (n - 1)
 					}
 				}
 				envs = append(envs, env)
@@ -209,6 +215,8 @@ func TestSpecializeBad(t *testing.T) {
 		{"unknown dim", sym, map[string][]int{"batch": {2}}, `graph s has no dim "batch" (its dims: b, t)`},
 		{"below the range", sym, map[string][]int{"t": {1}}, "specialize t=1: the bound must lie in t's range [2,33]"},
 		{"the upper end", sym, map[string][]int{"t": {33}}, "specialize t=33: the bound must lie in t's range [2,33] and below its upper end 33"},
+		{"a piece up to 0", "graph s {\n  dims { n in [0,50] }\n  input %x : f32[n]\n  %0 = neg(%x) : f32[n]\n  output y = %0\n}\n",
+			map[string][]int{"n": {0}}, "specialize n=0: the bound must be at least 1"},
 		{"static", static, map[string][]int{"b": {1}}, "graph s has no dims to specialize"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
