@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/gcomp/gcomp/artifact"
+	"github.com/gcomp/gcomp/codegen/backend"
+	"github.com/gcomp/gcomp/codegen/nvvm/libnvvm"
 	"github.com/gcomp/gcomp/compiler"
 	"github.com/gcomp/gcomp/frontend"
 	"github.com/gcomp/gcomp/ir"
@@ -53,104 +55,124 @@ var specModels = []struct {
 func TestSpecializeRuns(t *testing.T) {
 	for _, tc := range specModels {
 		t.Run(tc.name, func(t *testing.T) {
-			g := specGraph(t, tc.build, tc.gir)
-			opt := compiler.Options{Specialize: tc.splits}
-			res, err := compiler.Compile(g, opt)
-			if err != nil {
-				t.Fatal(err)
-			}
-			plan := res.Artifact.Plan
-			var got []string
-			for _, rs := range plan.VariantRanges() {
-				got = append(got, artifact.RangesString(rs))
-			}
-			if plan.Version != artifact.VariantsVersion || strings.Join(got, "; ") != strings.Join(tc.ranges, "; ") {
-				t.Fatalf("plan version %d, variants %q; want %d, %q", plan.Version, got, artifact.VariantsVersion, tc.ranges)
-			}
-			// Every variant's entries are in the one module; those of the lowered bounds are new.
-			for i, v := range plan.Variants {
-				fresh := 0
-				for _, k := range v.Kernels {
-					if !bytes.Contains(res.Artifact.PTX, []byte(".entry "+k.Entry+"(")) {
-						t.Errorf("variant %d: kernel %s runs entry %s, which the module lacks", i, k.Name, k.Entry)
-					}
-					if strings.HasPrefix(k.Entry, "v") {
-						fresh++
-					}
-					// A static kernel (the weight's tanh, at bind time) is the same code in every
-					// variant: one entry of the module.
-					if k.BindTime && strings.HasPrefix(k.Entry, "v") {
-						t.Errorf("variant %d: bind-time kernel %s has an entry of its own, %s", i, k.Name, k.Entry)
-					}
-				}
-				if fresh == 0 {
-					t.Errorf("variant %d runs only the bound's entries", i)
-				}
-			}
-			var envs []map[string]int64
-			for _, n := range []int64{1, 3, 4, 5, 8, 3, 1} {
-				env := map[string]int64{}
-				for _, d := range g.Dims {
-					env[d.Name] = min(max(n, int64(d.Lo)), int64(d.Hi))
-					switch d.Name {
-					case "t":
-						env[d.Name] = min(max(4*n+1, int64(d.Lo)), int64(d.Hi))
-					case "n": // 0 to 42
-						env[d.Name] = 6 * (n - 1)
-					}
-				}
-				envs = append(envs, env)
-			}
-			seen, last := map[string]bool{}, ""
-			p, err := executor.Load(simdev.New(simdev.Options{}), res.Artifact)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer p.Close()
-			params := boundParams(t, g)
-			if err := p.SetParams(params); err != nil {
-				t.Fatal(err)
-			}
-			for _, env := range envs {
-				st, err := ops.Instantiate(g, env)
-				if err != nil {
-					t.Fatal(err)
-				}
-				inputs, _, err := tensor.SeededValues(st, uint64(env[g.Dims[0].Name]))
-				if err != nil {
-					t.Fatal(err)
-				}
-				want, err := ref.Run(st, inputs, params)
-				if err != nil {
-					t.Fatalf("sizes %v: reference: %v", env, err)
-				}
-				r, err := p.Run(inputs)
-				if err != nil {
-					t.Fatalf("sizes %v: %v", env, err)
-				}
-				compareOutputs(t, env, want, r.Outputs, 64)
-				variant := tc.ranges[plan.ChooseVariant(env)]
-				if p.Variant() != variant {
-					t.Errorf("sizes %v ran variant %q, want %q", env, p.Variant(), variant)
-				}
-				// The bind-time kernels run again when the run switches variants: the arena held
-				// the other variant's outputs.
-				launches := 0
-				for _, k := range p.Plan().Kernels {
-					if !k.BindTime || variant != last {
-						launches++
-					}
-				}
-				if len(r.Kernels) != launches {
-					t.Errorf("sizes %v: %d launches, want %d (the variant has %d kernels)", env, len(r.Kernels), launches, len(p.Plan().Kernels))
-				}
-				seen[variant], last = true, variant
-			}
-			if len(seen) < 2 {
-				t.Errorf("the runs took only variants %v", seen)
-			}
+			checkSpecialized(t, specGraph(t, tc.build, tc.gir), compiler.Options{Specialize: tc.splits}, tc.ranges)
 		})
 	}
+}
+
+// The variants of a build with the NVVM producer (libNVVM) go into its one module alike.
+func TestSpecializeNVVM(t *testing.T) {
+	lib := libnvvm.Require(t)
+	nv, err := backend.New("nvvm", lib.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range specModels {
+		t.Run(tc.name, func(t *testing.T) {
+			checkSpecialized(t, specGraph(t, tc.build, tc.gir), compiler.Options{Specialize: tc.splits, Producer: nv}, tc.ranges)
+		})
+	}
+}
+
+// checkSpecialized builds g with opt's specializations, checks the plan's variants (ranges,
+// entries in the module) and runs it at sizes up and down through the ranges.
+func checkSpecialized(t *testing.T, g *ir.Graph, opt compiler.Options, ranges []string) {
+	t.Helper()
+	res, err := compiler.Compile(g, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := res.Artifact.Plan
+	var got []string
+	for _, rs := range plan.VariantRanges() {
+		got = append(got, artifact.RangesString(rs))
+	}
+	if plan.Version != artifact.VariantsVersion || strings.Join(got, "; ") != strings.Join(ranges, "; ") {
+		t.Fatalf("plan version %d, variants %q; want %d, %q", plan.Version, got, artifact.VariantsVersion, ranges)
+	}
+	// Every variant's entries are in the one module; those of the lowered bounds are new.
+	for i, v := range plan.Variants {
+		fresh := 0
+		for _, k := range v.Kernels {
+			if !bytes.Contains(res.Artifact.PTX, []byte(".entry "+k.Entry+"(")) {
+				t.Errorf("variant %d: kernel %s runs entry %s, which the module lacks", i, k.Name, k.Entry)
+			}
+			if strings.HasPrefix(k.Entry, "v") {
+				fresh++
+			}
+			// A static kernel (the weight's tanh, at bind time) is the same code in every
+			// variant: one entry of the module.
+			if k.BindTime && strings.HasPrefix(k.Entry, "v") {
+				t.Errorf("variant %d: bind-time kernel %s has an entry of its own, %s", i, k.Name, k.Entry)
+			}
+		}
+		if fresh == 0 {
+			t.Errorf("variant %d runs only the bound's entries", i)
+		}
+	}
+	var envs []map[string]int64
+	for _, n := range []int64{1, 3, 4, 5, 8, 3, 1} {
+		env := map[string]int64{}
+		for _, d := range g.Dims {
+			env[d.Name] = min(max(n, int64(d.Lo)), int64(d.Hi))
+			switch d.Name {
+			case "t":
+				env[d.Name] = min(max(4*n+1, int64(d.Lo)), int64(d.Hi))
+			case "n": // 0 to 42
+				env[d.Name] = 6 * (n - 1)
+			}
+		}
+		envs = append(envs, env)
+	}
+	seen, last := map[string]bool{}, ""
+	p, err := executor.Load(simdev.New(simdev.Options{}), res.Artifact)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	params := boundParams(t, g)
+	if err := p.SetParams(params); err != nil {
+		t.Fatal(err)
+	}
+	for _, env := range envs {
+		st, err := ops.Instantiate(g, env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inputs, _, err := tensor.SeededValues(st, uint64(env[g.Dims[0].Name]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := ref.Run(st, inputs, params)
+		if err != nil {
+			t.Fatalf("sizes %v: reference: %v", env, err)
+		}
+		r, err := p.Run(inputs)
+		if err != nil {
+			t.Fatalf("sizes %v: %v", env, err)
+		}
+		compareOutputs(t, env, want, r.Outputs, 64)
+		variant := ranges[plan.ChooseVariant(env)]
+		if p.Variant() != variant {
+			t.Errorf("sizes %v ran variant %q, want %q", env, p.Variant(), variant)
+		}
+		// The bind-time kernels run again when the run switches variants: the arena held
+		// the other variant's outputs.
+		launches := 0
+		for _, k := range p.Plan().Kernels {
+			if !k.BindTime || variant != last {
+				launches++
+			}
+		}
+		if len(r.Kernels) != launches {
+			t.Errorf("sizes %v: %d launches, want %d (the variant has %d kernels)", env, len(r.Kernels), launches, len(p.Plan().Kernels))
+		}
+		seen[variant], last = true, variant
+	}
+	if len(seen) < 2 {
+		t.Errorf("the runs took only variants %v", seen)
+	}
+
 }
 
 func specGraph(t *testing.T, build func(*frontend.Builder), gir string) *ir.Graph {
