@@ -56,6 +56,9 @@ type Plan struct {
 	// Dims are the graph's symbolic dims with their ranges (version 4; dims.go): the plan is
 	// laid out at their upper bounds and runs at any sizes in range.
 	Dims []Dim `json:"dims,omitempty"`
+	// Ranges (version 5, with Variants; variants.go) are the sizes the plan's own kernels run;
+	// each variant runs its own.
+	OwnRanges []Dim `json:"ranges,omitempty"`
 	// ScratchBytes is the size of the zeroed scratch area kernels use for cross-block
 	// reductions; every kernel leaves it zero again.
 	ScratchBytes int64 `json:"scratch_bytes"`
@@ -63,6 +66,8 @@ type Plan struct {
 	// each launch whose kernel checks gather indices.
 	ErrorBytes int64    `json:"error_bytes,omitempty"`
 	Kernels    []Kernel `json:"kernels"`
+	// Variants are the program's specializations for smaller sizes (version 5; variants.go).
+	Variants []Variant `json:"variants,omitempty"`
 	// Graph is the source model in the .gir text form.
 	Graph string `json:"graph"`
 }
@@ -231,13 +236,13 @@ func ParsePlan(data []byte) (*Plan, error) {
 		return nil, fmt.Errorf("not a launch plan (format %q, want %q)", p.Format, Format)
 	}
 	switch p.Version {
-	case Version, StaticVersion, 2:
+	case VariantsVersion, Version, StaticVersion, 2:
 	case 1: // every launch ran the entry of its own name
 		for i := range p.Kernels {
 			p.Kernels[i].Entry = p.Kernels[i].Name
 		}
 	default:
-		return nil, fmt.Errorf("launch plan version %d; this gcomp reads versions 1 to %d (rebuild the model)", p.Version, Version)
+		return nil, fmt.Errorf("launch plan version %d; this gcomp reads versions 1 to %d (rebuild the model)", p.Version, VariantsVersion)
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -262,6 +267,14 @@ func (p *Plan) Validate() error {
 	}
 	if err := p.validateDims(); err != nil {
 		return err
+	}
+	if err := p.validateVariants(); err != nil {
+		return err
+	}
+	if len(p.Variants) > 0 {
+		if _, err := p.VariantPlans(); err != nil {
+			return err
+		}
 	}
 	names := map[string]map[string]int64{ArgInput: {}, ArgParam: {}, ArgOutput: {}, ArgArena: {}}
 	for _, set := range []struct {

@@ -71,7 +71,7 @@ func TestParsePlanErrors(t *testing.T) {
 	good := string(compiled(t).Plan.JSON())
 	tests := []parseCase{
 		{"format", `"gcomp-launch-plan"`, `"onnx"`, `not a launch plan (format "onnx"`},
-		{"version", `"version": 3`, `"version": 5`, "launch plan version 5"},
+		{"version", `"version": 3`, `"version": 6`, "launch plan version 6"},
 		{"unknown field", `"tf32": false`, `"tf32": false, "extra": 1`, `unknown field "extra"`},
 		{"amp", `"tf32": false`, `"tf32": false, "amp": "fp8"`, `amp "fp8": want bf16, f16 or none`},
 		{"bad type", `"type": "f32[4,8]"`, `"type": "f33[4,8]"`, "bad type"},
@@ -168,6 +168,7 @@ func FuzzParsePlan(f *testing.F) {
 	a := compiled(&testing.T{})
 	f.Add(a.Plan.JSON())
 	f.Add([]byte(`{"format": "gcomp-launch-plan", "version": 1}`))
+	f.Add(variantPlan(&testing.T{}).JSON())
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := artifact.ParsePlan(data)
 		if err != nil {

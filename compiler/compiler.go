@@ -28,15 +28,26 @@ type Options struct {
 	// NVRTCLib is the NVRTC library that compiles custom ops' CUDA C (--nvrtc-lib); empty:
 	// searched for (codegen/nvrtc.Candidates).
 	NVRTCLib string
+	// Specialize, for a graph with dims, splits each named dim's range after the given upper
+	// bounds (batch: [4] makes batch in [lo,4] and [5,hi]) and compiles the program once per
+	// range (symspec.go). nil: one build for the whole range.
+	Specialize map[string][]int
+	// SpecializeAuto splits a dim at half its bound where the cost model finds the build there
+	// at least 5% faster than the bound's (symspec.go).
+	SpecializeAuto bool
 }
 
 // Result is a compiled model with what the passes computed on the way.
 type Result struct {
 	Artifact *artifact.Artifact
 	Passes   *passes.Result
+	// Variants are the specializations' graphs (their dims' bounds lowered) and passes, in the
+	// order of the plan's variants (symspec.go); nil without.
+	Variants []Variant
 }
 
-// Compile compiles g.
+// Compile compiles g. With opt.Specialize, a graph with dims is compiled once more for each
+// smaller range the splits make, and the plan carries those variants (symspec.go).
 func Compile(g *ir.Graph, opt Options) (*Result, error) {
 	if opt.Target.SM == 0 {
 		opt.Target.SM = 80
@@ -46,43 +57,68 @@ func Compile(g *ir.Graph, opt Options) (*Result, error) {
 	if opt.AMP != ir.Invalid && opt.AMP != ir.BF16 && opt.AMP != ir.F16 {
 		return nil, fmt.Errorf("autocast to %s: want bf16 or f16", opt.AMP)
 	}
+	if opt.Producer == nil {
+		opt.Producer = backend.PTX{}
+	}
+	if opt.Specialize != nil || opt.SpecializeAuto {
+		return compileVariants(g, opt)
+	}
+	l, err := lower(g, opt)
+	if err != nil {
+		return nil, err
+	}
+	return compileLowered(opt, l)
+}
+
+// lowered is a graph through the passes, with its kernels ready for a producer.
+type lowered struct {
+	g       *ir.Graph // autocast, locations relative
+	source  string    // g's text before the passes
+	res     *passes.Result
+	syms    map[string]symKernel
+	customs []customKernel
+	kernels []ptx.Kernel // the kernel graph's, but the custom ones
+}
+
+// lower runs the passes over g and prepares its kernels.
+func lower(g *ir.Graph, opt Options) (*lowered, error) {
 	opt.Passes.AMP = ir.Invalid // applied here, before the source is recorded
 	g = relativeLocs(passes.AutocastGraph(g, opt.AMP))
-	source := g.String() // before the passes, which work on a copy, see anything
-	res, err := passes.Run(g, opt.Passes)
-	if err != nil {
+	l := &lowered{g: g, source: g.String()} // before the passes, which work on a copy, see anything
+	var err error
+	if l.res, err = passes.Run(g, opt.Passes); err != nil {
 		return nil, err
 	}
-	kg := res.Kernels
-	syms, err := symbolicKernels(g, kg, opt.Producer)
-	if err != nil {
+	kg := l.res.Kernels
+	if l.syms, err = symbolicKernels(g, kg, opt.Producer); err != nil {
 		return nil, err
 	}
-	customs, err := buildCustom(kg, opt.Target.SM, opt.NVRTCLib)
-	if err != nil {
+	if l.customs, err = buildCustom(kg, opt.Target.SM, opt.NVRTCLib); err != nil {
 		return nil, err
 	}
-	var kernels []ptx.Kernel
 	for _, k := range kg.Kernels {
 		if k.Kind == passes.Custom {
 			continue
 		}
 		body := k.Body
-		sk, symbolic := syms[k.Name]
+		sk, symbolic := l.syms[k.Name]
 		if symbolic {
 			body = atBound(body)
 		}
 		pk := ptx.Kernel{Name: k.Name, Graph: body, Shared: k.SharedOffsets(), SharedBytes: int(k.SharedBytes), InPlace: k.InPlace, Symbolic: symbolic, Rows: sk.bound,
 			ParamInputs: paramInputs(kg, body), Sizes: onClone(sk.sizes, k.Body, body)}
 		pk.Stages = stageKernels(k, sk.stages)
-		kernels = append(kernels, pk)
+		l.kernels = append(l.kernels, pk)
 	}
-	if opt.Producer == nil {
-		opt.Producer = backend.PTX{}
-	}
-	text, genLaunches, err := opt.Producer.Module(kernels, opt.Target)
+	return l, nil
+}
+
+// module writes one module holding kernels and the custom kernels, and returns it with each
+// kernel's launch and each custom kernel's entry.
+func module(opt Options, kernels []ptx.Kernel, customs []customKernel) (string, []ptx.Launch, []string, error) {
+	text, launches, err := opt.Producer.Module(kernels, opt.Target)
 	if err != nil {
-		return nil, err
+		return "", nil, nil, err
 	}
 	units := make([]*custom.Unit, len(customs))
 	for i, ck := range customs {
@@ -90,8 +126,15 @@ func Compile(g *ir.Graph, opt Options) (*Result, error) {
 	}
 	text, entries, err := custom.Merge(text, units)
 	if err != nil {
-		return nil, err
+		return "", nil, nil, err
 	}
+	return text, launches, entries, nil
+}
+
+// plan is l's launch plan, given the launches of its kernels (l.kernels) and the entries of its
+// custom kernels (l.customs) in the module.
+func (l *lowered) plan(opt Options, genLaunches []ptx.Launch, entries []string) (*artifact.Plan, error) {
+	g, kg, res, syms, customs := l.g, l.res.Kernels, l.res, l.syms, l.customs
 	launches := make([]ptx.Launch, len(kg.Kernels)) // the custom kernels' stay zero
 	for i, j := 0, 0; i < len(kg.Kernels); i++ {
 		if kg.Kernels[i].Kind != passes.Custom {
@@ -106,7 +149,7 @@ func Compile(g *ir.Graph, opt Options) (*Result, error) {
 		TF32:       opt.Target.TF32,
 		AMP:        ampName(opt.AMP),
 		MemoryPlan: *res.Plan,
-		Graph:      source,
+		Graph:      l.source,
 	}
 	planDims(plan, g, kg)
 	for _, o := range g.Outputs {
@@ -164,7 +207,7 @@ func Compile(g *ir.Graph, opt Options) (*Result, error) {
 	if err := plan.Validate(); err != nil {
 		return nil, fmt.Errorf("internal error: the launch plan is inconsistent: %v", err)
 	}
-	return &Result{Artifact: &artifact.Artifact{PTX: []byte(text), Plan: plan}, Passes: res}, nil
+	return plan, nil
 }
 
 // bind resolves one kernel parameter to the model buffer of that name, or a

@@ -192,13 +192,15 @@ func cmdBuild(args []string, stdout, stderr io.Writer) error {
 	fs.Var(&stats, "stats", "print the cost report: --stats for a table, --stats=json for one JSON object")
 	var statsAtFlag multiFlag
 	fs.Var(&statsAtFlag, "stats-at", "with --stats, also report the costs with dim NAME at size VALUE (NAME=VALUE, repeatable; a dim not named stays at its bound), beside the bound's")
+	var specialize multiFlag
+	fs.Var(&specialize, "specialize", "for a model with dims, also compile the program with dim NAME's upper bound lowered to BOUND (NAME=BOUND, repeatable: the range is split after each bound; the runtime picks the variant per run), or auto: split at half the bound where the cost model finds that at least 5% faster")
 	dumpAfter := fs.String("dump-after", "", "print the IR after this pass (or all) to stderr")
 	var disable multiFlag
 	fs.Var(&disable, "disable-pass", "skip this pass (repeatable)")
 	timings := fs.Bool("timings", false, "print the time each pass took to stderr")
 	verifyEach := fs.Bool("verify-each", false, "check the IR, kernel graph and plan after every pass")
 	cubin := fs.String("cubin", "", "with -o, also assemble the module with ptxas for these architectures (sm_80,sm_90) and store the cubins beside it; the runtime loads the one matching the GPU and otherwise JIT-compiles the PTX")
-	path, err := parseModelArgs(fs, args, stdout, "MODEL [-o model.ptx] [--emit ptx|plan|ir|dot|kernels|nvvm] [--target sm_80|sm_86|sm_89|sm_90] [--tf32] [--amp bf16|f16] [--backend ptx|nvvm|auto] [--nvvm-lib PATH] [--cubin sm_80,sm_90] [--stats[=json]] [--stats-at NAME=VALUE]... [--dump-after PASS|all] [--disable-pass NAME]... [--timings] [--verify-each]")
+	path, err := parseModelArgs(fs, args, stdout, "MODEL [-o model.ptx] [--emit ptx|plan|ir|dot|kernels|nvvm] [--target sm_80|sm_86|sm_89|sm_90] [--tf32] [--amp bf16|f16] [--backend ptx|nvvm|auto] [--nvvm-lib PATH] [--cubin sm_80,sm_90] [--stats[=json]] [--stats-at NAME=VALUE]... [--specialize NAME=BOUND|auto]... [--dump-after PASS|all] [--disable-pass NAME]... [--timings] [--verify-each]")
 	if err != nil {
 		return err
 	}
@@ -226,6 +228,12 @@ func cmdBuild(args []string, stdout, stderr io.Writer) error {
 	copt, err := tf.options()
 	if err != nil {
 		return fmt.Errorf("gcomp build: %v", err)
+	}
+	if err := specializeOptions(&copt, specialize); err != nil {
+		return fmt.Errorf("gcomp build: %v", err)
+	}
+	if len(specialize) > 0 && *emit != "ptx" && *emit != "plan" {
+		return fmt.Errorf("gcomp build: --specialize compiles variants of the module: use it with --emit ptx or plan")
 	}
 	// Every destination is checked before any work: the module and, beside it, its plan and cubins.
 	if *out != "" {
@@ -273,13 +281,13 @@ func cmdBuild(args []string, stdout, stderr io.Writer) error {
 			opt.Timings = stderr
 		}
 		var res *passes.Result
-		if *emit == "kernels" || statsOnly && !target.TF32 {
+		var c *compiler.Result
+		if *emit == "kernels" || statsOnly && !target.TF32 && len(specialize) == 0 {
 			// Only the passes are needed (with --tf32 codegen runs too, to say which kernels
 			// fall back to FFMA).
 			opt.TF32, opt.SM = target.TF32, target.SM
 			res, err = passes.Run(g, opt)
 		} else {
-			var c *compiler.Result
 			copt.Passes = opt
 			if c, err = compiler.Compile(g, copt); err == nil {
 				res, art = c.Passes, c.Artifact
@@ -304,15 +312,16 @@ func cmdBuild(args []string, stdout, stderr io.Writer) error {
 		}
 		if atSizes != nil {
 			opt.TF32, opt.SM = target.TF32, target.SM
-			at, err := statsAt(g, atSizes, opt, res.Kernels)
+			at, variant, err := statsAtVariant(g, atSizes, opt, res, c)
 			if err != nil {
 				return fmt.Errorf("gcomp build: %s: --stats-at: %v", path, err)
 			}
-			writeStatsAt(stdout, string(stats), g, res.Stats, at, atSizes)
+			writeStatsAt(stdout, string(stats), g, res.Stats, at, atSizes, variant)
 		} else if stats == "json" {
 			stdout.Write(res.Stats.JSON())
 		} else if stats == "table" {
 			res.Stats.WriteTable(stdout)
+			writeVariants(stdout, art)
 		}
 	}
 	if statsOnly {

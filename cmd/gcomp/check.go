@@ -38,8 +38,12 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 	if p.AMP != "" {
 		mode += " (autocast " + p.AMP + ")"
 	}
-	fmt.Fprintf(stdout, "%s: %d kernels for %s%s, arena %d bytes; simulator %.0f ms (memcheck, racecheck, synccheck on), reference %.0f ms\n\n",
-		p.Model, len(p.Kernels), p.Target, mode, p.ArenaBytes,
+	kernels, arena := fmt.Sprintf("%d kernels", len(p.Kernels)), p.ArenaBytes
+	if rep.Variant != "" { // a plan with specializations: what this run's variant launched
+		kernels, arena = fmt.Sprintf("%d kernels (the variant for %s)", len(rep.Kernels), rep.Variant), rep.Memory.ArenaBytes
+	}
+	fmt.Fprintf(stdout, "%s: %s for %s%s, arena %d bytes; simulator %.0f ms (memcheck, racecheck, synccheck on), reference %.0f ms\n\n",
+		p.Model, kernels, p.Target, mode, arena,
 		float64(rep.SimTime.Microseconds())/1e3, float64(rep.RefTime.Microseconds())/1e3)
 	rep.WriteTable(stdout)
 	bad := 0

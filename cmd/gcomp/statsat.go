@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gcomp/gcomp/compiler"
 	"github.com/gcomp/gcomp/ir"
-	"github.com/gcomp/gcomp/ops"
 	"github.com/gcomp/gcomp/passes"
 )
 
@@ -32,7 +32,7 @@ func statsAtSizes(g *ir.Graph, specs []string) (map[string]int64, error) {
 		}
 		i := slices.IndexFunc(g.Dims, func(d ir.Dim) bool { return d.Name == name })
 		if i < 0 {
-			return nil, fmt.Errorf("--stats-at %s: graph %s has no dim %q (its dims: %s)", s, g.Name, name, dimNames(g))
+			return nil, fmt.Errorf("--stats-at %s: graph %s has no dim %q (its dims: %s)", s, g.Name, name, compiler.DimNames(g))
 		}
 		if named[name] {
 			return nil, fmt.Errorf("--stats-at %s: dim %s is named twice", s, name)
@@ -45,66 +45,36 @@ func statsAtSizes(g *ir.Graph, specs []string) (map[string]int64, error) {
 	return env, nil
 }
 
-func dimNames(g *ir.Graph) string {
-	var names []string
-	for _, d := range g.Dims {
-		names = append(names, d.Name)
-	}
-	return strings.Join(names, ", ")
-}
-
-// sizesString is env in the graph's dim order: "batch=20, seq=2048".
-func sizesString(g *ir.Graph, env map[string]int64) string {
-	var parts []string
-	for _, d := range g.Dims {
-		parts = append(parts, fmt.Sprintf("%s=%d", d.Name, env[d.Name]))
-	}
-	return strings.Join(parts, ", ")
-}
-
-// statsAt runs the passes over g instantiated at env and returns their cost report: persistent
-// kernels and launches (on a stream, and as a CUDA graph) counted as for a static build. The
-// persistent kernels are those the build formed at the bound (bound, its kernel graph): left to
-// itself at smaller sizes, the pass may group more kernels than the build runs.
-func statsAt(g *ir.Graph, env map[string]int64, opt passes.Options, bound *passes.KernelGraph) (*passes.Stats, error) {
-	inst, err := ops.Instantiate(g, env)
-	if err != nil {
-		return nil, err
-	}
-	opt.DumpAfter, opt.DumpTo, opt.Timings = "", nil, nil
-	runs := slices.Clone(bound.PersistRuns)
-	opt.Fusion.PersistRuns = &runs
-	res, err := passes.Run(inst, opt)
-	if err != nil {
-		return nil, fmt.Errorf("at %s: %v", sizesString(g, env), err)
-	}
-	return res.Stats, nil
-}
-
-// writeStatsAt prints the bound's report and the one at env, each labeled with its sizes:
-// two tables, or one JSON object {"bound": {sizes, stats}, "at": {sizes, stats}}.
-func writeStatsAt(w io.Writer, format string, g *ir.Graph, bound, at *passes.Stats, env map[string]int64) {
+// writeStatsAt prints the bound's report and the one at env, each labeled with its sizes (and
+// the one at env with the specialization it runs, if any): two tables, or one JSON object
+// {"bound": {sizes, stats}, "at": {sizes, variant, stats}}.
+func writeStatsAt(w io.Writer, format string, g *ir.Graph, bound, at *passes.Stats, env map[string]int64, variant string) {
 	boundEnv := map[string]int64{}
 	for _, d := range g.Dims {
 		boundEnv[d.Name] = int64(d.Hi)
 	}
 	if format == "json" {
 		type sized struct {
-			Sizes map[string]int64 `json:"sizes"`
-			Stats *passes.Stats    `json:"stats"`
+			Sizes   map[string]int64 `json:"sizes"`
+			Variant string           `json:"variant,omitempty"`
+			Stats   *passes.Stats    `json:"stats"`
 		}
 		b, err := json.MarshalIndent(struct {
 			Bound sized `json:"bound"`
 			At    sized `json:"at"`
-		}{sized{boundEnv, bound}, sized{env, at}}, "", "  ")
+		}{sized{boundEnv, "", bound}, sized{env, variant, at}}, "", "  ")
 		if err != nil {
 			panic(err) // plain structs always marshal
 		}
 		w.Write(append(b, '\n'))
 		return
 	}
-	fmt.Fprintf(w, "at the bound (%s):\n", sizesString(g, boundEnv))
+	fmt.Fprintf(w, "at the bound (%s):\n", compiler.SizesString(g, boundEnv))
 	bound.WriteTable(w)
-	fmt.Fprintf(w, "\nat %s:\n", sizesString(g, env))
+	if variant != "" {
+		fmt.Fprintf(w, "\nat %s (the variant for %s):\n", compiler.SizesString(g, env), variant)
+	} else {
+		fmt.Fprintf(w, "\nat %s:\n", compiler.SizesString(g, env))
+	}
 	at.WriteTable(w)
 }

@@ -27,6 +27,8 @@ type Report struct {
 	RefTime time.Duration // wall time of the reference interpreter
 	// Notes are the plan's kernel notes ("kernel: note"), e.g. a tf32 fallback to FFMA.
 	Notes []string
+	// Variant names the specialization the run took ("batch in [1,4]"), "" for a plan without.
+	Variant string
 }
 
 // Output compares one model output.
@@ -97,7 +99,7 @@ func RunWith(opt simdev.Options, a *artifact.Artifact, inputs, params map[string
 	if err != nil {
 		return nil, err
 	}
-	rep := &Report{Kernels: got.Kernels, Memory: prog.Memory(), SimTime: time.Since(start), Notes: a.Plan.Notes()}
+	rep := &Report{Kernels: got.Kernels, Memory: prog.Memory(), SimTime: time.Since(start), Notes: a.Plan.Notes(), Variant: prog.Variant()}
 	start = time.Now()
 	want, err := ref.Run(g, inputs, params)
 	if err != nil {

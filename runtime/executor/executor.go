@@ -42,6 +42,7 @@ type Program struct {
 	nBuckets int                    // SetGraphBuckets; 0: DefaultGraphBuckets
 	bind     bindTime               // when the plan's bind-time kernels run (bindtime.go)
 	sz       *sizes                 // the run's sizes, for a plan with dims (sizes.go)
+	vars     *variants              // the plan's specializations, or nil (variants.go)
 }
 
 type buffer struct {
@@ -104,6 +105,10 @@ func load(dev Device, a *artifact.Artifact, params map[string]*buffer) (*Program
 		return nil, err
 	}
 	p := &Program{dev: dev, art: a, plan: a.Plan, mod: mod, bufs: map[string]map[string]*buffer{}}
+	if err := p.loadVariants(); err != nil {
+		mod.Close()
+		return nil, err
+	}
 	p.pf.streams, _ = dev.(Streams)
 	p.pf.pool.dev = p.pf.streams
 	if err := p.allocate(params); err != nil {

@@ -47,6 +47,7 @@ func (p *Program) launchGraph(ctx context.Context, args [][]Ptr, res *Result) er
 		return stopped(p.plan, 0, err)
 	}
 	var key strings.Builder
+	key.WriteString(p.variantKey()) // two variants may pass the same arguments to other entries
 	for _, a := range args {
 		fmt.Fprint(&key, a, ";")
 	}

@@ -41,7 +41,9 @@ func (p *Program) SetGraphBuckets(n int) error {
 }
 
 // GraphBuckets returns the sets of sizes the program has recorded graphs for, each as
-// "name=size,..." in the plan's dim order ("" for a static program's), and the limit.
+// "name=size,..." in the plan's dim order ("" for a static program's), followed by
+// ",variant=I" (the index of the specialization it runs) for a plan with specializations, and
+// the limit.
 func (p *Program) GraphBuckets() ([]string, int) {
 	return slices.Sorted(maps.Keys(p.buckets)), p.maxBuckets()
 }
@@ -63,6 +65,9 @@ func (p *Program) sizeBucket() (string, bool) {
 			}
 			fmt.Fprintf(&sb, "%s=%d", d.Name, p.sz.env[d.Name])
 		}
+	}
+	if k := p.variantKey(); k != "" {
+		fmt.Fprintf(&sb, ",%s", k)
 	}
 	return sb.String(), p.buckets[sb.String()]
 }

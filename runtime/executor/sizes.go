@@ -48,11 +48,17 @@ func (p *Program) loadSizes() error {
 			}
 		}
 	}
-	for _, k := range p.plan.Kernels {
-		for _, a := range k.Args {
-			if a.Kind == artifact.ArgSize {
-				if _, err := parse(a.Expr); err != nil {
-					return fmt.Errorf("launch plan: kernel %s: %v", k.Name, err)
+	plans := []*artifact.Plan{p.plan}
+	if p.vars != nil {
+		plans = p.vars.plans
+	}
+	for _, q := range plans {
+		for _, k := range q.Kernels {
+			for _, a := range k.Args {
+				if a.Kind == artifact.ArgSize {
+					if _, err := parse(a.Expr); err != nil {
+						return fmt.Errorf("launch plan: kernel %s: %v", k.Name, err)
+					}
 				}
 			}
 		}
@@ -84,7 +90,7 @@ func (p *Program) bindSizes(inputs map[string]*tensor.Tensor) error {
 		}
 	}
 	p.sz.env = env
-	return nil
+	return p.chooseVariant()
 }
 
 // runType is the type of the input or output buffer b at the current run's sizes.
