@@ -55,16 +55,7 @@ func TestOf(t *testing.T) {
 		{"dequantized_weight_9_rows", quantDot(9, "%q"), false},
 		{"dequantized_computed", quantDot(1, "%n"), false},
 	} {
-		g, err := ir.Parse(c.name+".gir", []byte(c.src))
-		if err != nil {
-			t.Fatalf("%s: %v", c.name, err)
-		}
-		var d *ir.Value
-		for _, v := range g.Values {
-			if v.Op == "dot_general" {
-				d = v
-			}
-		}
+		d := parseDot(t, c.name, c.src)
 		if _, ok := Of(d); ok != c.ok {
 			t.Errorf("%s: taken %v, want %v", c.name, ok, c.ok)
 		}
@@ -144,18 +135,25 @@ func TestNewPrologue(t *testing.T) {
 		{"norm_lhs", norm, NewPrologue(1, 2304, 768, 1)},
 		{"stored_lhs", dot("f32", 1, 2304, 768, ""), New(1, 2304, 768, 1)},
 	} {
-		g, err := ir.Parse(c.name+".gir", []byte(c.src))
-		if err != nil {
-			t.Fatalf("%s: %v", c.name, err)
-		}
-		var d *ir.Value
-		for _, v := range g.Values {
-			if v.Op == "dot_general" {
-				d = v
-			}
-		}
+		d := parseDot(t, c.name, c.src)
 		if p, ok := Of(d); !ok || p != c.want {
 			t.Errorf("%s: plan %+v (taken %v), want %+v", c.name, p, ok, c.want)
 		}
 	}
+}
+
+// parseDot parses src and returns its (last) dot_general.
+func parseDot(t *testing.T, name, src string) *ir.Value {
+	t.Helper()
+	g, err := ir.Parse(name+".gir", []byte(src))
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	var d *ir.Value
+	for _, v := range g.Values {
+		if v.Op == "dot_general" {
+			d = v
+		}
+	}
+	return d
 }

@@ -1,10 +1,6 @@
 package gemv
 
-import (
-	"testing"
-
-	"github.com/gcomp/gcomp/ir"
-)
+import "testing"
 
 // TestRowPrologue: a norm of buffers' rows is a prologue (its reductions, in order) for up to
 // MaxPrologueRows rows contracting the last dim, through a reshape; more rows, a contraction
@@ -71,16 +67,7 @@ func TestRowPrologue(t *testing.T) {
   output y = %y
 }`, 0},
 	} {
-		g, err := ir.Parse(c.name+".gir", []byte(c.src))
-		if err != nil {
-			t.Fatalf("%s: %v", c.name, err)
-		}
-		var dot *ir.Value
-		for _, v := range g.Values {
-			if v.Op == "dot_general" {
-				dot = v
-			}
-		}
+		dot := parseDot(t, c.name, c.src)
 		if got := RowPrologue(dot); len(got) != c.reds {
 			t.Errorf("%s: %d reductions in the prologue, want %d", c.name, len(got), c.reds)
 		}
