@@ -99,9 +99,9 @@ func Fits(dot *ir.Value) (Plan, bool) {
 func New(m, n, k, batch int) Plan { return plan(m, n, k, batch, TargetBlocks) }
 
 // NewPrologue plans a product whose lhs is a row prologue (RowPrologue): every block reads the
-// lhs's M·K elements from L2 once per reduction before its k loop, whatever its slice of K, so
-// the split aims at one block per SM (SMs) rather than two; a GEMV that has as many tiles
-// as SMs is not split either way.
+// lhs's M·K elements from L2 before its k loop (once per reduction, or once when StagedRows),
+// whatever its slice of K, so the split aims at one block per SM (SMs) rather than two; a GEMV
+// that has as many tiles as SMs is not split either way.
 func NewPrologue(m, n, k, batch int) Plan { return plan(m, n, k, batch, SMs) }
 
 // plan cuts K until the launch has target blocks or its slices reach MinKPer.

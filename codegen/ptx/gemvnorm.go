@@ -34,12 +34,12 @@ func (gn *gen) gemvRowPrologue(dot *ir.Value, reds []*ir.Value, p gemv.Plan, tid
 	b.ins("shr.u32", warp, tid, "5")
 	b.ins("mov.u32", partBase, part)
 	b.ins("mad.lo.u32", slot, warp, "8", partBase)
-	// The per-row values live in shared memory as f32 (exact for f16 and bf16 values), one slot
-	// per (value, row), written by thread 0: registers would hold 2·M of them through the k loop,
-	// beside its accumulators and vector loads, and spill.
 	if s := gemv.StagedRows(dot); s != nil {
 		gn.stageRows(s, tid)
 	}
+	// The per-row values live in shared memory as f32 (exact for f16 and bf16 values), one slot
+	// per (value, row), written by thread 0: registers would hold 2·M of them through the k loop,
+	// beside its accumulators and vector loads, and spill.
 	held := append(slices.Clone(reds), rowOperands(dot, p)...)
 	rowsBase := b.sharedArray("prologue_rows", 4*p.M*len(held), 4) // addressed by symbol: no register
 	t0 := b.reg(rPred)
