@@ -217,7 +217,8 @@ func causalMask(pred *ir.Value, nb int) bool {
 //	gt(key, add(row, broadcast(reshape(pos))))   key = iota over the last dim of [G·T, S],
 //	                                              row = iota {dim=1} of [G, T, S] reshaped
 //
-// each side possibly broadcast over the batch. It returns pos (integers [B]) and T.
+// each side possibly broadcast over the batch, or gt(key, broadcast(reshape(pos))) for one
+// query token (T = 1). It returns pos (integers [B]) and T.
 func positionMask(pred *ir.Value) (pos *ir.Value, t int) {
 	strip := func(v *ir.Value) *ir.Value {
 		for v.Op == "broadcast_in_dim" || v.Op == "reshape" {
@@ -236,8 +237,25 @@ func positionMask(pred *ir.Value) (pos *ir.Value, t int) {
 	if key.Op != "iota" || key.Attrs.Int("dim", -1) != len(key.Type.Shape)-1 || key.Type.Shape.NumElements() != rows*s || key.Type.Shape[len(key.Type.Shape)-1] != s {
 		return nil, 0
 	}
+	// pos [B] integers, reshaped to [B,1,1,1] under p.
+	posOf := func(p *ir.Value) *ir.Value {
+		if p.Op != "reshape" {
+			return nil
+		}
+		pos := p.Args[0]
+		if len(pos.Type.Shape) != 1 || pos.Type.DType.IsFloat() || pos.Type.DType == ir.Bool ||
+			!p.Type.Shape.Equal(ir.Shape{pos.Type.Shape[0], 1, 1, 1}) || gt[0] != 1 && gt[0] != pos.Type.Shape[0] {
+			return nil
+		}
+		return pos
+	}
 	for sum.Op == "broadcast_in_dim" {
 		sum = sum.Args[0]
+	}
+	if pos := posOf(sum); pos != nil {
+		// One query token: the row iota had one element, 0, which canonicalization folded
+		// away (fold's zeroIota, then x + 0 = x), leaving gt(key, pos).
+		return pos, 1
 	}
 	if sum.Op != "add" {
 		return nil, 0
@@ -248,16 +266,13 @@ func positionMask(pred *ir.Value) (pos *ir.Value, t int) {
 		if row.Op != "iota" || len(rs) != 3 || row.Attrs.Int("dim", -1) != 1 || rs[0]*rs[1] != rows || rs[2] != s {
 			continue
 		}
-		// p = broadcast_in_dim(reshape(pos [B] → [B,1,1,1])), pos integers.
-		if p.Op != "broadcast_in_dim" || p.Args[0].Op != "reshape" {
+		// p = broadcast_in_dim(reshape(pos [B] → [B,1,1,1])).
+		if p.Op != "broadcast_in_dim" {
 			continue
 		}
-		pos = p.Args[0].Args[0]
-		if len(pos.Type.Shape) != 1 || pos.Type.DType.IsFloat() || pos.Type.DType == ir.Bool ||
-			!p.Args[0].Type.Shape.Equal(ir.Shape{pos.Type.Shape[0], 1, 1, 1}) || gt[0] != 1 && gt[0] != pos.Type.Shape[0] {
-			continue
+		if pos := posOf(p.Args[0]); pos != nil {
+			return pos, rs[1]
 		}
-		return pos, rs[1]
 	}
 	return nil, 0
 }

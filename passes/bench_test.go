@@ -58,10 +58,11 @@ var targets = map[string]struct {
 	// The persist pass charges launches and rates the persistent kernel that would join two
 	// small BatchNorm stages slower than the kernels it would replace.
 	// Each layer's split-KV attention kernel writes the step's key and value rows into its
-	// caches itself, in place (appendkv: no update kernels); the step's temps, a few hundred
+	// caches itself, in place (appendkv: no update kernels), and one token's positions are pos
+	// (fold: no kernel adds a one-element iota); the step's temps, a few hundred
 	// bytes each, take 256-byte aligned places in the arena. In llama the value projection
 	// joins the persistent kernel of q and k, a sibling reading the same normalized input.
-	"gpt2":  {kernels: 14, waived: map[string]string{"arena": "the step's temps of a few hundred bytes are placed 256-byte aligned (the aligned bound is met)"}},
+	"gpt2":  {kernels: 13, waived: map[string]string{"arena": "the step's temps of a few hundred bytes are placed 256-byte aligned (the aligned bound is met)"}},
 	"llama": {kernels: 15, waived: map[string]string{"arena": "the step's temps of a few hundred bytes are placed 256-byte aligned (the aligned bound is met)"}},
 	"unet": {kernels: 13, waived: map[string]string{
 		"dram": "skip connections read each encoder stage's output twice", "dram refined": "skip connections read each encoder stage's output twice"}},

@@ -138,6 +138,9 @@ const FoldLimit = 1024
 // result, computed with the op table's reference semantics.
 func foldConstants(g *ir.Graph) *ir.Graph {
 	return rewrite(g, func(rw *rewriter, v *ir.Value) *ir.Value {
+		if zeroIota(v) {
+			return rw.add("constant", v.Type, constAttrs(v.Type, []float64{0}), v.Pos)
+		}
 		if len(v.Args) == 0 || v.Op == ir.OpInput || v.Op == ir.OpParam {
 			return nil
 		}
@@ -155,6 +158,17 @@ func foldConstants(g *ir.Graph) *ir.Graph {
 		}
 		return rw.add("constant", v.Type, constAttrs(v.Type, vals), v.Pos)
 	})
+}
+
+// zeroIota reports whether v is an iota of one element along its dim, all zeros: a splat,
+// which simplify then removes from an add (a decode step's positions, pos + iota over one
+// token, are pos itself, and need no kernel of their own).
+func zeroIota(v *ir.Value) bool {
+	if v.Op != "iota" || v.Type.Sym != nil {
+		return false
+	}
+	d := v.Attrs.Int("dim", -1)
+	return d >= 0 && d < v.Type.Shape.Rank() && v.Type.Shape[d] == 1
 }
 
 // foldValue evaluates v on constant operands. Elementwise and movement ops of splats are

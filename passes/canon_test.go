@@ -87,6 +87,19 @@ func TestCanonicalization(t *testing.T) {
   %1 = constant() {dtype=f32, shape=[2000], value=[1.0]} : f32[2000]
   %2 = add(%0, %1) : f32[2000]
   output y = %2`},
+		{"fold makes an iota of one element along its dim a zero splat", foldConstants, `
+  input %p : i64[3,1]
+  %0 = iota() {dim=1, dtype=i64, shape=[3,1]} : i64[3,1]
+  %1 = iota() {dim=0, dtype=i64, shape=[3,1]} : i64[3,1]
+  %2 = add(%p, %0) : i64[3,1]
+  %3 = add(%2, %1) : i64[3,1]
+  output y = %3`, `
+  input %p : i64[3,1]
+  %0 = constant() {dtype=i64, shape=[3,1], value=[0.0]} : i64[3,1]
+  %1 = iota() {dim=0, dtype=i64, shape=[3,1]} : i64[3,1]
+  %2 = add(%p, %0) : i64[3,1]
+  %3 = add(%2, %1) : i64[3,1]
+  output y = %3`},
 		{"fold leaves a table broadcast to symbolic sizes", foldConstants, `
   dims { batch in [1,4] }
   %0 = constant() {dtype=f32, shape=[2], value=[1.0,2.0]} : f32[2]

@@ -138,8 +138,9 @@ func prologuesPay(r *Kernel, ms []*Kernel, tf32 bool) bool {
 const l2BytesPerSec = 5.5e12
 
 // prologueL2Bytes is what a GEMV's norm prologue reads from L2 on top of the kernel's DRAM
-// traffic: every block reads its M rows of K once per reduction before its k loop (the rows'
-// DRAM bytes are counted once, as the kernel's reads). 0 for a kernel without a prologue.
+// traffic: every block reads its M rows of K once per reduction before its k loop, or once when
+// it keeps them in shared memory (gemv.StagedRows: LayerNorm's two reductions); the rows' DRAM
+// bytes are counted once, as the kernel's reads. 0 for a kernel without a prologue.
 func prologueL2Bytes(k *Kernel) int64 {
 	p, ok := gemvPlan(k)
 	if !ok {
@@ -147,6 +148,9 @@ func prologueL2Bytes(k *Kernel) int64 {
 	}
 	for _, v := range k.Body.Values {
 		if v.Op == "dot_general" {
+			if s := gemv.StagedRows(v); s != nil {
+				return int64(p.Blocks()) * int64(s.Type.Bytes())
+			}
 			var n int64
 			for _, r := range gemv.RowPrologue(v) {
 				n += int64(p.Blocks()) * int64(r.Args[0].Type.Bytes())

@@ -41,13 +41,20 @@ type Plan struct {
 // (its free dims' product), with elements and at least MinWeight weight elements.
 // The weight may also be a dequantize of views (int8 or packed int4 weights, docs/ops.md),
 // which the template reads as integers and dequantizes in registers. The lhs may also be a
-// norm of buffers' rows (RowPrologue), which each block computes before its k loop.
+// norm of buffers' rows (RowPrologue), which each block computes before its k loop; such a
+// product is planned by NewPrologue.
 func Of(dot *ir.Value) (Plan, bool) {
 	p, ok := Fits(dot)
-	if !ok || !isView(dot.Args[0]) && RowPrologue(dot) == nil || !isView(dot.Args[1]) && !quantizedView(dot.Args[1]) {
+	if !ok || !isView(dot.Args[1]) && !quantizedView(dot.Args[1]) {
 		return Plan{}, false
 	}
-	return p, true
+	if isView(dot.Args[0]) {
+		return p, true
+	}
+	if RowPrologue(dot) == nil {
+		return Plan{}, false
+	}
+	return NewPrologue(p.M, p.N, p.K, p.Batch), true
 }
 
 // Fits is Of without the operands' check: the plan of dot if the template takes a product of
@@ -89,11 +96,20 @@ func Fits(dot *ir.Value) (Plan, bool) {
 }
 
 // New plans an M×K·K×N product of batch elements.
-func New(m, n, k, batch int) Plan {
+func New(m, n, k, batch int) Plan { return plan(m, n, k, batch, TargetBlocks) }
+
+// NewPrologue plans a product whose lhs is a row prologue (RowPrologue): every block reads the
+// lhs's M·K elements from L2 before its k loop (once per reduction, or once when StagedRows),
+// whatever its slice of K, so the split aims at one block per SM (SMs) rather than two; a GEMV
+// that has as many tiles as SMs is not split either way.
+func NewPrologue(m, n, k, batch int) Plan { return plan(m, n, k, batch, SMs) }
+
+// plan cuts K until the launch has target blocks or its slices reach MinKPer.
+func plan(m, n, k, batch, target int) Plan {
 	p := Plan{M: m, N: n, K: k, Batch: batch, Tiles: ceilDiv(n, Cols), Splits: 1}
 	tiles := p.Tiles * batch
 	if tiles < SMs {
-		p.Splits = max(1, min(ceilDiv(TargetBlocks, tiles), k/MinKPer, 65535))
+		p.Splits = max(1, min(ceilDiv(target, tiles), k/MinKPer, 65535))
 	}
 	p.KPer = max(KAlign, roundUp(ceilDiv(k, p.Splits), KAlign))
 	p.Splits = max(1, ceilDiv(k, p.KPer))

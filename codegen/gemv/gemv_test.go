@@ -55,16 +55,7 @@ func TestOf(t *testing.T) {
 		{"dequantized_weight_9_rows", quantDot(9, "%q"), false},
 		{"dequantized_computed", quantDot(1, "%n"), false},
 	} {
-		g, err := ir.Parse(c.name+".gir", []byte(c.src))
-		if err != nil {
-			t.Fatalf("%s: %v", c.name, err)
-		}
-		var d *ir.Value
-		for _, v := range g.Values {
-			if v.Op == "dot_general" {
-				d = v
-			}
-		}
+		d := parseDot(t, c.name, c.src)
 		if _, ok := Of(d); ok != c.ok {
 			t.Errorf("%s: taken %v, want %v", c.name, ok, c.ok)
 		}
@@ -102,4 +93,67 @@ func quantDot(m int, qArg string) string {
   output y = %%0
 }
 `, m, qArg, m)
+}
+
+// TestNewPrologue: a GEMV with a row prologue is cut to one block per SM, not two (each block
+// reads the rows from L2 once per reduction, whatever its slice of K), and Of plans a product
+// whose lhs is a norm so, a product of a stored lhs with New. GPT-2 small's QKV (2304 columns)
+// and fc (3072) projections, TinyLlama's q (2048) and k/v (256) projections.
+func TestNewPrologue(t *testing.T) {
+	for _, c := range []struct {
+		m, n, k             int
+		tiles, splits, kper int
+	}{
+		{1, 2304, 768, 72, 2, 384},    // New: 4 slices of 192
+		{1, 3072, 768, 96, 2, 384},    // New: 3 of 256
+		{1, 2048, 2048, 64, 3, 704},   // New: 5 of 448
+		{1, 256, 2048, 8, 16, 128},    // as New: K allows no more
+		{1, 50257, 768, 1571, 1, 768}, // the LM head: its columns fill the GPU
+	} {
+		p := NewPrologue(c.m, c.n, c.k, 1)
+		if p.Tiles != c.tiles || p.Splits != c.splits || p.KPer != c.kper {
+			t.Errorf("%+v: tiles %d, splits %d of %d; want %d, %d of %d", c, p.Tiles, p.Splits, p.KPer, c.tiles, c.splits, c.kper)
+		}
+		if (p.Splits-1)*p.KPer >= c.k || p.Splits*p.KPer < c.k {
+			t.Errorf("%+v: %d slices of %d do not cover K once", c, p.Splits, p.KPer)
+		}
+	}
+	norm := `graph g {
+  input %x : f32[1,768]
+  input %w : f32[768,2304]
+  %q = mul(%x, %x) : f32[1,768]
+  %v = reduce_sum(%q) {axes=[1], keepdims=true} : f32[1,1]
+  %rb = broadcast_in_dim(%v) {dims=[0,1], shape=[1,768]} : f32[1,768]
+  %h = mul(%x, %rb) : f32[1,768]
+  %y = dot_general(%h, %w) {lhs_contract=[1], rhs_contract=[0]} : f32[1,2304]
+  output y = %y
+}`
+	for _, c := range []struct {
+		name, src string
+		want      Plan
+	}{
+		{"norm_lhs", norm, NewPrologue(1, 2304, 768, 1)},
+		{"stored_lhs", dot("f32", 1, 2304, 768, ""), New(1, 2304, 768, 1)},
+	} {
+		d := parseDot(t, c.name, c.src)
+		if p, ok := Of(d); !ok || p != c.want {
+			t.Errorf("%s: plan %+v (taken %v), want %+v", c.name, p, ok, c.want)
+		}
+	}
+}
+
+// parseDot parses src and returns its (last) dot_general.
+func parseDot(t *testing.T, name, src string) *ir.Value {
+	t.Helper()
+	g, err := ir.Parse(name+".gir", []byte(src))
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	var d *ir.Value
+	for _, v := range g.Values {
+		if v.Op == "dot_general" {
+			d = v
+		}
+	}
+	return d
 }

@@ -12,6 +12,10 @@ import (
 // work spill on sm_80/sm_90; decoding's batch-1 rows are far below it.
 const MaxPrologueRows = 4
 
+// MaxStagedBytes bounds the rows a row prologue keeps in shared memory, as f32 (StagedRows):
+// 16 KB, a third of a block's static shared memory; 4096 elements of one row.
+const MaxStagedBytes = 16 << 10
+
 // RowPrologue returns the reductions of dot's lhs when the lhs is a row prologue: a norm of its
 // rows computed in the kernel (LayerNorm's mean and variance, RMSNorm's mean square, then the
 // elementwise normalization with gamma and beta) from buffers, so that the norm's output never
@@ -85,6 +89,47 @@ func RowPrologue(dot *ir.Value) []*ir.Value {
 		return nil
 	}
 	return reds
+}
+
+// StagedRows returns the value a GEMV's row prologue keeps in shared memory, as f32, or nil:
+// the first reduction's operand, when every later reduction reads it again (LayerNorm's
+// variance reads x after its mean) and its elements fit in MaxStagedBytes. Each block then reads
+// it from L2 once, not once per reduction, and its later reductions and its k loop read it from
+// shared memory.
+func StagedRows(dot *ir.Value) *ir.Value {
+	reds := RowPrologue(dot)
+	if len(reds) < 2 {
+		return nil
+	}
+	s := reds[0].Args[0]
+	if 4*s.Type.Shape.NumElements() > MaxStagedBytes {
+		return nil
+	}
+	for _, r := range reds[1:] {
+		if !reaches(r.Args[0], s, map[*ir.Value]bool{}) {
+			return nil
+		}
+	}
+	return s
+}
+
+// reaches reports whether s is v or one of its operands, transitively, other than through a
+// reduction (the prologue holds a reduction's per-row values: it does not read its operand
+// again).
+func reaches(v, s *ir.Value, seen map[*ir.Value]bool) bool {
+	if v == s {
+		return true
+	}
+	if seen[v] || v.Op == "reduce_sum" {
+		return false
+	}
+	seen[v] = true
+	for _, a := range v.Args {
+		if reaches(a, s, seen) {
+			return true
+		}
+	}
+	return false
 }
 
 // identity reports whether a broadcast's dims map operand dim i to result dim i, of equal ranks.

@@ -1,9 +1,8 @@
 package gemv
 
 import (
+	"fmt"
 	"testing"
-
-	"github.com/gcomp/gcomp/ir"
 )
 
 // TestRowPrologue: a norm of buffers' rows is a prologue (its reductions, in order) for up to
@@ -71,21 +70,63 @@ func TestRowPrologue(t *testing.T) {
   output y = %y
 }`, 0},
 	} {
-		g, err := ir.Parse(c.name+".gir", []byte(c.src))
-		if err != nil {
-			t.Fatalf("%s: %v", c.name, err)
-		}
-		var dot *ir.Value
-		for _, v := range g.Values {
-			if v.Op == "dot_general" {
-				dot = v
-			}
-		}
+		dot := parseDot(t, c.name, c.src)
 		if got := RowPrologue(dot); len(got) != c.reds {
 			t.Errorf("%s: %d reductions in the prologue, want %d", c.name, len(got), c.reds)
 		}
 		if _, ok := Of(dot); ok != (c.reds > 0) {
 			t.Errorf("%s: Of %v, want %v", c.name, ok, c.reds > 0)
+		}
+	}
+}
+
+// TestStagedRows: a LayerNorm's rows are kept in shared memory when its variance reads them
+// again and they fit in MaxStagedBytes as f32; an RMSNorm (one reduction), a second reduction
+// that does not read the first one's operand, and rows over the limit are not.
+func TestStagedRows(t *testing.T) {
+	layerNorm := func(m, k int, second string) string {
+		return fmt.Sprintf(`graph g {
+  input %%x : f16[%[1]d,%[2]d]
+  input %%z : f16[%[1]d,%[2]d]
+  input %%w : f16[%[2]d,64]
+  %%s = reduce_sum(%%x) {axes=[1], keepdims=true} : f16[%[1]d,1]
+  %%b = broadcast_in_dim(%%s) {dims=[0,1], shape=[%[1]d,%[2]d]} : f16[%[1]d,%[2]d]
+  %%c = sub(%[3]s, %%b) : f16[%[1]d,%[2]d]
+  %%q = mul(%%c, %%c) : f16[%[1]d,%[2]d]
+  %%v = reduce_sum(%%q) {axes=[1], keepdims=true} : f16[%[1]d,1]
+  %%r = rsqrt(%%v) : f16[%[1]d,1]
+  %%rb = broadcast_in_dim(%%r) {dims=[0,1], shape=[%[1]d,%[2]d]} : f16[%[1]d,%[2]d]
+  %%h = mul(%%c, %%rb) : f16[%[1]d,%[2]d]
+  %%y = dot_general(%%h, %%w) {lhs_contract=[1], rhs_contract=[0]} : f16[%[1]d,64]
+  output y = %%y
+}`, m, k, second)
+	}
+	rmsNorm := `graph g {
+  input %x : f32[1,256]
+  input %w : f32[256,64]
+  %q = mul(%x, %x) : f32[1,256]
+  %v = reduce_sum(%q) {axes=[1], keepdims=true} : f32[1,1]
+  %rb = broadcast_in_dim(%v) {dims=[0,1], shape=[1,256]} : f32[1,256]
+  %h = mul(%x, %rb) : f32[1,256]
+  %y = dot_general(%h, %w) {lhs_contract=[1], rhs_contract=[0]} : f32[1,64]
+  output y = %y
+}`
+	for _, c := range []struct {
+		name, src string
+		staged    string // the staged value's name; "" for none
+	}{
+		{"layernorm", layerNorm(1, 768, "%x"), "x"},
+		{"layernorm_at_the_limit", layerNorm(1, MaxStagedBytes/4, "%x"), "x"},
+		{"layernorm_over_the_limit", layerNorm(2, MaxStagedBytes/8+64, "%x"), ""},
+		{"variance_of_another_input", layerNorm(1, 768, "%z"), ""},
+		{"rmsnorm", rmsNorm, ""},
+	} {
+		got := ""
+		if s := StagedRows(parseDot(t, c.name, c.src)); s != nil {
+			got = s.Name
+		}
+		if got != c.staged {
+			t.Errorf("%s: staged %q, want %q", c.name, got, c.staged)
 		}
 	}
 }

@@ -15,7 +15,9 @@ import (
 // evaluates the per-row values the lhs broadcasts (the mean, 1/sqrt(var+eps)) once per row.
 // The k loop then normalizes each lhs element as it loads it: the norm's output never goes to
 // memory and its kernel disappears. The rows are small (768–2048 elements in LLM decoding) and
-// every block reads them from L2, once per reduction; the cost model counts that traffic.
+// every block reads them from L2, once per reduction, or once when they are staged in shared
+// memory (gemv.StagedRows: LayerNorm's variance reads them again); the cost model counts that
+// traffic.
 
 // gemvRowPrologue emits the prologue of dot's lhs, whose reductions are reds, and returns the
 // function that selects the row (0 ≤ m < p.M) the bound per-row values stand for: the k loop
@@ -32,6 +34,9 @@ func (gn *gen) gemvRowPrologue(dot *ir.Value, reds []*ir.Value, p gemv.Plan, tid
 	b.ins("shr.u32", warp, tid, "5")
 	b.ins("mov.u32", partBase, part)
 	b.ins("mad.lo.u32", slot, warp, "8", partBase)
+	if s := gemv.StagedRows(dot); s != nil {
+		gn.stageRows(s, tid)
+	}
 	// The per-row values live in shared memory as f32 (exact for f16 and bf16 values), one slot
 	// per (value, row), written by thread 0: registers would hold 2·M of them through the k loop,
 	// beside its accumulators and vector loads, and spill.
@@ -96,6 +101,42 @@ func (gn *gen) gemvRowPrologue(dot *ir.Value, reds []*ir.Value, p gemv.Plan, tid
 	}
 	gn.reset()
 	return func(m int) { cur = m }, nil
+}
+
+// stageRows evaluates s (gemv.StagedRows) once into shared memory as f32, every thread of the
+// block a strided share of its elements, and binds it there: the reductions after the first and
+// the k loop read it from shared memory, not through its buffers in L2 again. Exact for f16 and
+// bf16, whose values f32 holds.
+func (gn *gen) stageRows(s *ir.Value, tid string) {
+	b, a := gn.e.b, gn.a
+	n := s.Type.Shape.NumElements()
+	b.note("row prologue: %s staged in shared memory", gn.kernelGraph.Format(s))
+	stage := b.sharedArray("prologue_stage", 4*n, 16)
+	base := b.reg(rU32)
+	b.ins("mov.u32", base, stage)
+	at := func(lin string) string {
+		if c, ok := a.num(lin); ok {
+			return fmt.Sprintf("[%s+%d]", stage, 4*c)
+		}
+		addr := b.reg(rU32)
+		b.ins("mad.lo.u32", addr, lin, "4", base)
+		return "[" + addr + "]"
+	}
+	gn.loopFrom(tid, imm(gemv.Threads), n, func(r string) error {
+		x, err := gn.eval(s, newIndexLin(s.Type.Shape, r))
+		if err != nil {
+			return err
+		}
+		b.ins("st.shared.f32", at(r), gn.e.reg(gn.e.cast(x, ir.F32)))
+		return nil
+	})
+	b.ins("bar.sync", "0")
+	gn.reset()
+	gn.bound[s] = func(x *index) val {
+		r := b.reg(rF32)
+		b.ins("ld.shared.f32", r, at(x.getLin(a)))
+		return gn.e.cast(val{ir.F32, r}, s.Type.DType)
+	}
 }
 
 // rowOperands lists the per-row values dot's lhs spreads over its rows (gemv.RowPrologue lays

@@ -60,7 +60,7 @@ func normGEMV(norm, dt string, m, n, k int, kContig bool) string {
 // TestGEMVRowPrologue: a norm fused into the GEMV equals the reference (the decomposed norm,
 // then the product) for rows 1..gemv.MaxPrologueRows, K on and off the vector width and under
 // one block's 256 threads, split K and not, both weight orders, f32/f16/bf16, LayerNorm with and
-// without beta and RMSNorm; checkKernel assembles for sm_80 and sm_90 (no spills) and runs with
+// without beta (its rows staged in shared memory) and RMSNorm; checkKernel assembles for sm_80 and sm_90 (no spills) and runs with
 // memcheck, racecheck and synccheck. Rows 5..8 are refused: no template takes the kernel.
 func TestGEMVRowPrologue(t *testing.T) {
 	shapes := [][3]int{{1, 768, 768}, {2, 64, 130}, {3, 96, 250}, {4, 40, 257}, {4, 2048, 512}, {1, 33, 300}, {2, 64, 129}, {3, 48, 100},
@@ -98,6 +98,11 @@ func TestGEMVRowPrologue(t *testing.T) {
 					}
 					if !strings.Contains(text, "row prologue") {
 						t.Fatal("no row prologue in the kernel")
+					}
+					// LayerNorm's variance reads the rows again: they are staged in shared
+					// memory (gemv.StagedRows); RMSNorm's one reduction reads them once.
+					if staged := strings.Contains(text, "staged in shared memory"); staged != (norm != "rmsnorm") {
+						t.Errorf("rows staged in shared memory: %v, want %v", staged, norm != "rmsnorm")
 					}
 					checkKernel(t, kern, inputsFor(g, uint64(m*n+k), 1), false)
 				})
