@@ -83,7 +83,7 @@ func attentionKernel(k Kernel, t Target) (string, Launch, error) {
 			return "", Launch{}, err
 		}
 	}
-	if err := symAttnRefused(k, p, lse, attnmma.Takes(p.Op, t.TF32)); err != nil {
+	if err := symAttnRefused(k, p); err != nil {
 		return "", Launch{}, err
 	}
 	// f16/bf16 (f32 under tf32) prefill on tensor cores (attention_mma.go), the LSE included

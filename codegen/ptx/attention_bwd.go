@@ -187,7 +187,7 @@ func (w *attnWriter) storeLSE(rw *attnRow, lane, b string) {
 	w.ins("add.rn.f32", x, x, rw.m)
 	w.ins("mul.rn.f32", x, x, f32Imm(math.Ln2))
 	w.ins("mad.lo.s32", idx, b, uimm(w.p.H), rw.h)
-	w.ins("mad.lo.s32", idx, idx, uimm(w.p.L), rw.i)
+	w.ins("mad.lo.s32", idx, idx, w.dimL(), rw.i)
 	w.ins("st.global.f32", w.addr(w.lse, idx, 4), x)
 	w.label(skip)
 }

@@ -6,7 +6,6 @@ import (
 	"github.com/gcomp/gcomp/codegen/splitkv"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ir/sym"
-	"github.com/gcomp/gcomp/ops"
 )
 
 // Attention at symbolic sizes: the CUDA-core prefill template (attention.go) over a batch, a
@@ -67,10 +66,11 @@ func (w *attnWriter) dimRowTiles() string {
 }
 
 // symAttnRefused says why attention kernel k does not run at symbolic sizes, or nil (always nil
-// for a static kernel); mma: the tensor-core template takes it. A position mask only adds a
-// per-row key limit from pos[b], which the CUDA-core template reads at the run's batch as at the
-// bound (pos is [batch], contiguous) and clamps to the run's S.
-func symAttnRefused(k Kernel, p AttentionPlan, lse *ir.Value, mma bool) error {
+// for a static kernel). A position mask only adds a per-row key limit from pos[b], which both
+// templates read at the run's batch through pos's strides at the run's sizes and clamp to the
+// run's S; the log-sum-exp output [B, H, L] is contiguous at the run's sizes, as the result is,
+// so its rows are written at b·H·L + h·L + i of the run's L and the rows past the run untouched.
+func symAttnRefused(k Kernel, p AttentionPlan) error {
 	if !k.Symbolic {
 		return nil
 	}
@@ -80,10 +80,6 @@ func symAttnRefused(k Kernel, p AttentionPlan, lse *ir.Value, mma bool) error {
 		return fmt.Errorf("attention over symbolic sizes needs its values' sizes")
 	case splitkv.AppendedRows(p.Op) > 0:
 		return fmt.Errorf("attention appending to a cache does not run at symbolic sizes yet")
-	case p.Op.Attrs.String("mask", "") == ops.MaskPosition && mma:
-		return fmt.Errorf("tensor-core attention under a position mask does not run at symbolic sizes yet")
-	case lse != nil:
-		return fmt.Errorf("attention writing its log-sum-exp (training) does not run at symbolic sizes yet")
 	case !isConstExpr(q[1]) || !isConstExpr(kk[1]) || !isConstExpr(q[3]) || !isConstExpr(kk[3]) || !isConstExpr(SymSizes(p.Op.Args[2], k.Sizes)[3]):
 		return fmt.Errorf("attention's heads and head sizes must be static; it has q %s and k %s", exprs(q), exprs(kk))
 	}

@@ -1,0 +1,213 @@
+package ptx
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/gcomp/gcomp/codegen/splitkv"
+	"github.com/gcomp/gcomp/internal/tolerance"
+	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ir/sym"
+	"github.com/gcomp/gcomp/ops"
+	"github.com/gcomp/gcomp/runtime/ref"
+	"github.com/gcomp/gcomp/sim"
+	"github.com/gcomp/gcomp/tensor"
+)
+
+// symUntouched fills the bound-sized output buffers of a symbolic run: bytes past the run's sizes
+// must keep it.
+const symUntouched = 0x5a
+
+// symLSECase is a symbolic attention kernel, with or without its rows' log-sum-exp (the forward of
+// a train step), built once at the bounds (batch ≤ c.b, seq ≤ c.l).
+type symLSECase struct {
+	symAttnCase
+	lse bool
+}
+
+func (c symLSECase) graph(t *testing.T, b, n int) *ir.Graph {
+	var bias []int
+	if c.bias != nil {
+		bias = []int{c.bias[0], c.bias[1], n, n}
+		if bias[0] != 1 {
+			bias[0] = b
+		}
+	}
+	a := attnCase{b, c.h, c.kvh, n, n, c.e, c.ev, c.mask, bias, nil, c.dtype()}
+	if c.lse {
+		return lseGraph(t, a, true)
+	}
+	return attentionGraph(t, c.dtype(), b, c.h, c.kvh, n, n, c.e, c.ev, c.mask, bias)
+}
+
+// symPositions gives row i of sequence j the keys ≤ pos[j]+i: rows that see no key (NaN, −inf),
+// a prefix of the keys, and limits past the run's S (clamped to it).
+func symPositions(b, n int) []int64 {
+	pos := make([]int64, b)
+	for j := range pos {
+		pos[j] = []int64{int64(n / 3), -5, int64(3 * n), 0, int64(n - 2)}[j%5]
+	}
+	return pos
+}
+
+// TestSymbolicAttentionMMA: the tensor-core template (f16, bf16; f32 on tf32) and the CUDA-core
+// one (f32) at symbolic batch and sequence length, under causal and position masks, with an
+// additive bias and grouped KV heads, with and without the rows' log-sum-exp, built once at the
+// bounds and run at batch and length 1, a prime and the bound on the memchecked, racechecked
+// simulator. Each run matches the reference at its sizes, leaves the output bytes past the run's
+// sizes untouched, and is bit for bit the static kernel built for its sizes: both templates do
+// the same arithmetic in the same order at every size (the same tiles of keys, the same folds);
+// only the sizes' sources differ. (A static kernel of one query row over few keys takes the
+// split-KV template instead, which is not compared.)
+func TestSymbolicAttentionMMA(t *testing.T) {
+	for _, c := range []symLSECase{
+		{symAttnCase{3, 4, 2, 70, 64, 64, ops.MaskPosition, nil, true, ir.F16, false}, false},
+		{symAttnCase{3, 2, 1, 70, 64, 64, ops.MaskPosition, []int{3, 1, 70, 70}, true, ir.BF16, false}, false},
+		{symAttnCase{3, 4, 2, 70, 64, 64, ops.MaskPosition, nil, true, ir.BF16, false}, true},
+		{symAttnCase{3, 2, 2, 70, 64, 64, ops.MaskCausal, []int{1, 2, 70, 70}, true, ir.F16, false}, true},
+		{symAttnCase{3, 2, 2, 70, 64, 64, ops.MaskNone, nil, true, ir.BF16, false}, true},
+		{symAttnCase{3, 2, 1, 40, 64, 64, ops.MaskPosition, nil, true, 0, true}, true},
+		{symAttnCase{3, 4, 2, 37, 16, 12, ops.MaskPosition, nil, true, 0, false}, true},
+		{symAttnCase{3, 2, 2, 37, 16, 16, ops.MaskCausal, []int{3, 1, 37, 37}, true, 0, false}, true},
+	} {
+		t.Run(fmt.Sprintf("tf32%v_%s_H%d_KVH%d_L%d_E%d_%s_bias%v_lse%v", c.tf32, c.dtype(), c.h, c.kvh, c.l, c.e, c.mask, c.bias, c.lse), func(t *testing.T) {
+			tgt := Target{SM: 80, TF32: c.tf32}
+			g := c.graph(t, c.b, c.l)
+			sizes := c.sizes(g)
+			if c.lse {
+				sizes[g.Outputs[1].Value] = []sym.Expr{sym.Sym("batch"), sym.Const(int64(c.h)), sym.Sym("seq")}
+			}
+			k := Kernel{Name: "k0_attention", Graph: g, Symbolic: true, Sizes: sizes}
+			text, launches, err := Module([]Kernel{k}, tgt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			assemble(t, text)
+			if tc := c.dtype() != ir.F32 || c.tf32; tc != strings.Contains(text, "mma.sync") {
+				t.Fatalf("tensor cores %v, want %v", !tc, tc)
+			}
+			for _, r := range [][2]int{{1, 1}, {2, 1}, {1, 17}, {2, 23}, {c.b, c.l}} {
+				b, n := r[0], r[1]
+				gs := c.graph(t, b, n)
+				in := attnInputs(gs, uint64(7*n+b), nil)
+				if c.mask == ops.MaskPosition {
+					copy(in["pos"].I, symPositions(b, n))
+				}
+				got, _ := runSymAttn(t, text, launches[0], g, map[string]int64{"batch": int64(b), "seq": int64(n)}, in)
+				want, err := ref.Run(gs, in, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var run *simRun // the static kernel's, where it takes the same template
+				if _, decode := splitkv.Of(gs.Outputs[0].Value); !decode {
+					stext, sl, err := Module([]Kernel{{Name: "k0_attention", Graph: gs}}, tgt)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if run, err = launchSim(t, stext, "k0_attention", sl[0], gs, in); err != nil {
+						t.Fatalf("static launch at batch %d, seq %d: %v", b, n, err)
+					}
+				}
+				for _, o := range gs.Outputs {
+					ty := o.Value.Type
+					buf := got[o.Name][:ty.Bytes()]
+					for i, x := range got[o.Name][ty.Bytes():] {
+						if x != symUntouched {
+							t.Fatalf("batch %d, seq %d: %s byte %d past the run's %d written", b, n, o.Name, ty.Bytes()+i, ty.Bytes())
+						}
+					}
+					if run != nil {
+						static := make([]byte, ty.Bytes())
+						if err := run.dev.Read(run.outAddr[o.Name], static); err != nil {
+							t.Fatal(err)
+						}
+						if !bytes.Equal(buf, static) {
+							t.Errorf("batch %d, seq %d: %s differs from the static kernel's", b, n, o.Name)
+						}
+					}
+					x, err := tensor.FromBytes(ty, buf)
+					if err != nil {
+						t.Fatal(err)
+					}
+					switch {
+					case o.Name == "lse":
+						checkLSE(t, x, want["lse"], c.tf32)
+					case c.tf32:
+						rel, _ := tolerance.Tolerance(ir.F32, true, 0)
+						checkAttentionWithin(t, x, want["o"], rel)
+					default:
+						checkAttention(t, x, want["o"])
+					}
+				}
+			}
+		})
+	}
+}
+
+// runSymAttn launches symbolic attention kernel l (of g, at the bounds) at the sizes env on the
+// simulator: inputs contiguous at env's sizes at the start of their bound-sized buffers, outputs
+// bound-sized and filled with symUntouched. It returns each output's whole buffer and the
+// launch's counters.
+func runSymAttn(t *testing.T, text string, l Launch, g *ir.Graph, env map[string]int64, in map[string]*tensor.Tensor) (map[string][]byte, *sim.Stats) {
+	t.Helper()
+	dev := sim.NewDevice()
+	m, err := dev.Load(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := sym.Parse(l.Work.Elements)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks, _ := e.Eval(env)
+	var args []any
+	outs := map[string]uint64{}
+	for _, a := range l.Params {
+		switch a.Kind {
+		case ArgSize:
+			if a.Expr == "" {
+				args = append(args, uint32(blocks))
+			} else {
+				args = append(args, uint32(env[a.Expr]))
+			}
+			continue
+		case ArgInput:
+			addr, err := dev.Alloc(g.Inputs()[a.Index].Type.Bytes())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := dev.Write(addr, in[a.Name].Bytes()); err != nil {
+				t.Fatal(err)
+			}
+			args = append(args, addr)
+		case ArgOutput:
+			n := g.Outputs[a.Index].Value.Type.Bytes()
+			addr, err := dev.Alloc(n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := dev.Write(addr, bytes.Repeat([]byte{symUntouched}, n)); err != nil {
+				t.Fatal(err)
+			}
+			outs[a.Name] = addr
+			args = append(args, addr)
+		default:
+			t.Fatalf("unexpected parameter %+v", a)
+		}
+	}
+	cfg := sim.Config{Grid: sim.Dim3{X: int(max(1, blocks)), Y: 1, Z: 1}, Block: sim.Dim3{X: l.Block[0], Y: 1, Z: 1}, SharedBytes: l.SharedBytes}
+	st, err := m.Launch("k0_attention", cfg, args...)
+	if err != nil {
+		t.Fatalf("%v: %v", env, err)
+	}
+	got := map[string][]byte{}
+	for _, o := range g.Outputs {
+		got[o.Name] = make([]byte, o.Value.Type.Bytes())
+		if err := dev.Read(outs[o.Name], got[o.Name]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return got, st
+}
