@@ -142,6 +142,9 @@ type attnWriter struct {
 	nreg   int
 	lse    string   // the address register of the rows' log-sum-exp output (attention_lse), or ""
 	sym    *symAttn // the run's sizes of a symbolic kernel (symattn.go), else nil
+	// keyGrid: the dk/dv template's grid, a block per (batch, KV head, AttentionGradKeys keys),
+	// rather than per (batch, head, attnWarps query rows).
+	keyGrid bool
 }
 
 func (w *attnWriter) ins(op string, args ...string) {

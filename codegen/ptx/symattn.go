@@ -22,6 +22,7 @@ import (
 type symAttn struct {
 	dims                  map[string]string // each dim → its parameter's register
 	l, lLast, s, rowTiles string
+	keyBlocks             string // ⌈S/AttentionGradKeys⌉ for the dk/dv template (keyGrid), else ""
 }
 
 // dimL, dimLast, dimS and dimRowTiles are L, L−1, S and the row tiles: immediates at the bound,
@@ -56,6 +57,14 @@ func (w *attnWriter) dimS64() string {
 	s := w.reg("b64")
 	w.ins("cvt.u64.u32", s, w.sym.s)
 	return s
+}
+
+// dimKeyBlocks is the dk/dv template's key blocks per (batch, KV head), ⌈S/AttentionGradKeys⌉.
+func (w *attnWriter) dimKeyBlocks() string {
+	if w.sym == nil {
+		return uimm(ceilDiv(w.p.S, AttentionGradKeys))
+	}
+	return w.sym.keyBlocks
 }
 
 func (w *attnWriter) dimRowTiles() string {
@@ -128,6 +137,12 @@ func (w *attnWriter) symbolic(k Kernel, params *[]string, args *[]Arg) (*SymWork
 	w.ins("add.s32", w.sym.rowTiles, w.sym.l, uimm(attnWarps-1))
 	w.ins("div.u32", w.sym.rowTiles, w.sym.rowTiles, uimm(attnWarps))
 	blocks := sym.Mul(sym.Scale(q[0], int64(w.p.H)), sym.Div(sym.Add(q[2], sym.Const(attnWarps-1)), attnWarps))
+	if w.keyGrid {
+		w.sym.keyBlocks = w.reg("b32")
+		w.ins("add.s32", w.sym.keyBlocks, w.sym.s, uimm(AttentionGradKeys-1))
+		w.ins("div.u32", w.sym.keyBlocks, w.sym.keyBlocks, uimm(AttentionGradKeys))
+		blocks = sym.Mul(sym.Scale(q[0], int64(w.p.KVH)), sym.Div(sym.Add(kk[2], sym.Const(AttentionGradKeys-1)), AttentionGradKeys))
+	}
 	param(blocks.String()) // the grid's, which the kernel reads from %nctaid
 	(*args)[len(*args)-1].Expr = ""
 	return &SymWork{Vector: 1, MaxBlocks: 1<<31 - 1, Scale: 1, Tile: 1, Elements: blocks.String()}, nil

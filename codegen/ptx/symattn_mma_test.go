@@ -95,7 +95,7 @@ func TestSymbolicAttentionMMA(t *testing.T) {
 				if c.mask == ops.MaskPosition {
 					copy(in["pos"].I, symPositions(b, n))
 				}
-				got, _ := runSymAttn(t, text, launches[0], g, map[string]int64{"batch": int64(b), "seq": int64(n)}, in)
+				got, _ := runSymAttn(t, text, "k0_attention", launches[0], g, map[string]int64{"batch": int64(b), "seq": int64(n)}, in)
 				want, err := ref.Run(gs, in, nil)
 				if err != nil {
 					t.Fatal(err)
@@ -146,11 +146,11 @@ func TestSymbolicAttentionMMA(t *testing.T) {
 	}
 }
 
-// runSymAttn launches symbolic attention kernel l (of g, at the bounds) at the sizes env on the
+// runSymAttn launches symbolic attention kernel name, l (of g, at the bounds) at the sizes env on the
 // simulator: inputs contiguous at env's sizes at the start of their bound-sized buffers, outputs
 // bound-sized and filled with symUntouched. It returns each output's whole buffer and the
 // launch's counters.
-func runSymAttn(t *testing.T, text string, l Launch, g *ir.Graph, env map[string]int64, in map[string]*tensor.Tensor) (map[string][]byte, *sim.Stats) {
+func runSymAttn(t *testing.T, text, name string, l Launch, g *ir.Graph, env map[string]int64, in map[string]*tensor.Tensor) (map[string][]byte, *sim.Stats) {
 	t.Helper()
 	dev := sim.NewDevice()
 	m, err := dev.Load(text)
@@ -198,7 +198,7 @@ func runSymAttn(t *testing.T, text string, l Launch, g *ir.Graph, env map[string
 		}
 	}
 	cfg := sim.Config{Grid: sim.Dim3{X: int(max(1, blocks)), Y: 1, Z: 1}, Block: sim.Dim3{X: l.Block[0], Y: 1, Z: 1}, SharedBytes: l.SharedBytes}
-	st, err := m.Launch("k0_attention", cfg, args...)
+	st, err := m.Launch(name, cfg, args...)
 	if err != nil {
 		t.Fatalf("%v: %v", env, err)
 	}
@@ -210,4 +210,68 @@ func runSymAttn(t *testing.T, text string, l Launch, g *ir.Graph, env map[string
 		}
 	}
 	return got, st
+}
+
+// TestSymbolicAttentionCost: a kernel built once at the bounds and run at half of them issues
+// about the instructions of the static kernel built for that size (its sizes computed once at
+// its start, its loops the same), within 10%: the tensor-core forward under a position mask and
+// causal with its LSE, the CUDA-core forward with its LSE, and the CUDA-core dq and dk/dv. The
+// counts are docs/perf.md's (go test -run TestSymbolicAttentionCost -v ./codegen/ptx).
+func TestSymbolicAttentionCost(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		c    symLSECase
+		wrt  string // a gradient's kernel, or the forward
+	}{
+		{"f16 position, GQA", symLSECase{symAttnCase{4, 4, 2, 256, 64, 64, ops.MaskPosition, nil, true, ir.F16, false}, false}, ""},
+		{"bf16 causal, LSE", symLSECase{symAttnCase{4, 4, 4, 256, 64, 64, ops.MaskCausal, nil, true, ir.BF16, false}, true}, ""},
+		{"f32 causal, LSE", symLSECase{symAttnCase{4, 4, 2, 64, 32, 32, ops.MaskCausal, nil, true, 0, false}, true}, ""},
+		{"f32 causal, dq", symLSECase{symAttnCase{4, 4, 2, 64, 32, 32, ops.MaskCausal, nil, true, 0, false}, true}, "q"},
+		{"f32 causal, dk and dv", symLSECase{symAttnCase{4, 4, 2, 64, 32, 32, ops.MaskCausal, nil, true, 0, false}, true}, "kv"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b, n := c.c.b/2, c.c.l/2
+			graph := func(b, n int) *ir.Graph {
+				if c.wrt == "" {
+					return c.c.graph(t, b, n)
+				}
+				return attnGradGraph(t, attnCase{b, c.c.h, c.c.kvh, n, n, c.c.e, c.c.ev, c.c.mask, nil, nil, c.c.dtype()}, c.wrt)
+			}
+			g, gs := graph(c.c.b, c.c.l), graph(b, n)
+			name := "k0_attention"
+			var sizes map[*ir.Value][]sym.Expr
+			var in map[string]*tensor.Tensor
+			if c.wrt == "" {
+				sizes = c.c.sizes(g)
+				if c.c.lse {
+					sizes[g.Outputs[1].Value] = []sym.Expr{sym.Sym("batch"), sym.Const(int64(c.c.h)), sym.Sym("seq")}
+				}
+				in = attnInputs(gs, 3, nil)
+				if c.c.mask == ops.MaskPosition {
+					copy(in["pos"].I, []int64{int64(n / 2), int64(n)})
+				}
+			} else {
+				name, sizes = "k0_attention_grad", symGradSizes(g, c.c.b)
+				in = attnGradInputs(t, gs, 3)
+			}
+			text, launches, err := Module([]Kernel{{Name: name, Graph: g, Symbolic: true, Sizes: sizes}}, Target{SM: 80})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, st := runSymAttn(t, text, name, launches[0], g, map[string]int64{"batch": int64(b), "seq": int64(n)}, in)
+			stext, sl, err := Module([]Kernel{{Name: name, Graph: gs}}, Target{SM: 80})
+			if err != nil {
+				t.Fatal(err)
+			}
+			run, err := launchSim(t, stext, name, sl[0], gs, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ratio := float64(st.WarpInsts) / float64(run.stats.WarpInsts)
+			t.Logf("batch %d, seq %d of bounds %d, %d: %d warp instructions built once, %d static (%.3f×)", b, n, c.c.b, c.c.l, st.WarpInsts, run.stats.WarpInsts, ratio)
+			if ratio > 1.1 {
+				t.Errorf("the symbolic kernel issues %.3f× the static kernel's instructions", ratio)
+			}
+		})
+	}
 }
