@@ -102,37 +102,11 @@ func TestSymbolicAttentionMMA(t *testing.T) {
 				}
 				var run *simRun // the static kernel's, where it takes the same template
 				if _, decode := splitkv.Of(gs.Outputs[0].Value); !decode {
-					stext, sl, err := Module([]Kernel{{Name: "k0_attention", Graph: gs}}, tgt)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if run, err = launchSim(t, stext, "k0_attention", sl[0], gs, in); err != nil {
-						t.Fatalf("static launch at batch %d, seq %d: %v", b, n, err)
-					}
+					run = runStatic(t, "k0_attention", gs, in, tgt)
 				}
-				for _, o := range gs.Outputs {
-					ty := o.Value.Type
-					buf := got[o.Name][:ty.Bytes()]
-					for i, x := range got[o.Name][ty.Bytes():] {
-						if x != symUntouched {
-							t.Fatalf("batch %d, seq %d: %s byte %d past the run's %d written", b, n, o.Name, ty.Bytes()+i, ty.Bytes())
-						}
-					}
-					if run != nil {
-						static := make([]byte, ty.Bytes())
-						if err := run.dev.Read(run.outAddr[o.Name], static); err != nil {
-							t.Fatal(err)
-						}
-						if !bytes.Equal(buf, static) {
-							t.Errorf("batch %d, seq %d: %s differs from the static kernel's", b, n, o.Name)
-						}
-					}
-					x, err := tensor.FromBytes(ty, buf)
-					if err != nil {
-						t.Fatal(err)
-					}
+				for name, x := range symOutputs(t, gs, got, run, b, n) {
 					switch {
-					case o.Name == "lse":
+					case name == "lse":
 						checkLSE(t, x, want["lse"], c.tf32)
 					case c.tf32:
 						rel, _ := tolerance.Tolerance(ir.F32, true, 0)
@@ -144,6 +118,52 @@ func TestSymbolicAttentionMMA(t *testing.T) {
 			}
 		})
 	}
+}
+
+// runStatic builds the static kernel name of graph gs for target tgt and runs it on the simulator.
+func runStatic(t *testing.T, name string, gs *ir.Graph, in map[string]*tensor.Tensor, tgt Target) *simRun {
+	t.Helper()
+	text, l, err := Module([]Kernel{{Name: name, Graph: gs}}, tgt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := launchSim(t, text, name, l[0], gs, in)
+	if err != nil {
+		t.Fatalf("static launch: %v", err)
+	}
+	return run
+}
+
+// symOutputs checks the whole output buffers got of a symbolic run at batch b and sequence n of
+// gs's sizes: the bytes past the run's sizes untouched and, where run (the static kernel's) is
+// not nil, the run's bytes its. It returns each output at the run's sizes.
+func symOutputs(t *testing.T, gs *ir.Graph, got map[string][]byte, run *simRun, b, n int) map[string]*tensor.Tensor {
+	t.Helper()
+	out := map[string]*tensor.Tensor{}
+	for _, o := range gs.Outputs {
+		ty := o.Value.Type
+		buf := got[o.Name][:ty.Bytes()]
+		for i, x := range got[o.Name][ty.Bytes():] {
+			if x != symUntouched {
+				t.Fatalf("batch %d, seq %d: %s byte %d past the run's %d written", b, n, o.Name, ty.Bytes()+i, ty.Bytes())
+			}
+		}
+		if run != nil {
+			static := make([]byte, ty.Bytes())
+			if err := run.dev.Read(run.outAddr[o.Name], static); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(buf, static) {
+				t.Errorf("batch %d, seq %d: %s differs from the static kernel's", b, n, o.Name)
+			}
+		}
+		x, err := tensor.FromBytes(ty, buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[o.Name] = x
+	}
+	return out
 }
 
 // runSymAttn launches symbolic attention kernel name, l (of g, at the bounds) at the sizes env on the
@@ -259,14 +279,7 @@ func TestSymbolicAttentionCost(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, st := runSymAttn(t, text, name, launches[0], g, map[string]int64{"batch": int64(b), "seq": int64(n)}, in)
-			stext, sl, err := Module([]Kernel{{Name: name, Graph: gs}}, Target{SM: 80})
-			if err != nil {
-				t.Fatal(err)
-			}
-			run, err := launchSim(t, stext, name, sl[0], gs, in)
-			if err != nil {
-				t.Fatal(err)
-			}
+			run := runStatic(t, name, gs, in, Target{SM: 80})
 			ratio := float64(st.WarpInsts) / float64(run.stats.WarpInsts)
 			t.Logf("batch %d, seq %d of bounds %d, %d: %d warp instructions built once, %d static (%.3f×)", b, n, c.c.b, c.c.l, st.WarpInsts, run.stats.WarpInsts, ratio)
 			if ratio > 1.1 {
