@@ -28,7 +28,7 @@ func attentionSizes(k *passes.Kernel, kg *passes.KernelGraph, ranges sym.Ranges)
 	}
 	for _, v := range k.Body.Values {
 		switch v.Op {
-		case ops.AttentionOp, ir.OpInput, ir.OpParam, "reshape", "transpose", "broadcast_in_dim", "slice",
+		case ops.AttentionOp, ops.AttentionLSEOp, ops.AttentionGradOp, ir.OpInput, ir.OpParam, "reshape", "transpose", "broadcast_in_dim", "slice",
 			ops.UpdateSliceOp: // a cache the attention appends to (codegen/ptx's symattn_decode.go)
 		default:
 			return nil, fmt.Sprintf("%s is fused with attention, which runs at symbolic sizes alone with views of its operands", k.Body.Format(v))

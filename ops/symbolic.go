@@ -29,6 +29,9 @@ var symRules = map[string]symRule{
 	"pad":              symPad,
 	"gather":           symGather,
 	UpdateSliceOp:      symUpdateSlice, // update.go
+	AttentionOp:        symAttention,   // symattention.go
+	AttentionLSEOp:     symAttentionLSE,
+	AttentionGradOp:    symAttentionGrad,
 }
 
 // symRuleOf returns op's rule: its own, else its class's (elementwise ops and reductions share

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ir/sym"
 	"github.com/gcomp/gcomp/ops"
 )
 
@@ -85,9 +86,9 @@ func matchAttention(o *ir.Value, uses map[*ir.Value]int) (m attnMatch, ok bool) 
 	s := x
 	m.mask = ops.MaskNone
 	switch {
-	case x.Op == "select" && isSplat(x.Args[1], math.Inf(-1)) && causalMask(x.Args[0], nb):
+	case x.Op == "select" && isBroadcastSplat(x.Args[1], math.Inf(-1)) && causalMask(x.Args[0], nb):
 		s, m.mask = x.Args[2], ops.MaskCausal
-	case x.Op == "select" && isSplat(x.Args[1], math.Inf(-1)) && nb == 2:
+	case x.Op == "select" && isBroadcastSplat(x.Args[1], math.Inf(-1)) && nb == 2:
 		var t int
 		if m.pos, t = positionMask(x.Args[0]); m.pos == nil {
 			return m, false
@@ -114,10 +115,10 @@ func matchAttention(o *ir.Value, uses map[*ir.Value]int) (m attnMatch, ok bool) 
 	m.scale = 1
 	dot := s
 	if s.Op == "mul" || s.Op == "div" {
-		c, ok := splatValue(s.Args[1])
+		c, ok := broadcastSplat(s.Args[1])
 		dot = s.Args[0]
 		if s.Op == "mul" && !ok {
-			c, ok = splatValue(s.Args[0])
+			c, ok = broadcastSplat(s.Args[0])
 			dot = s.Args[1]
 		}
 		if !ok || c == 0 || math.IsInf(c, 0) || math.IsNaN(c) {
@@ -141,7 +142,7 @@ func matchAttention(o *ir.Value, uses map[*ir.Value]int) (m attnMatch, ok bool) 
 	}
 	// A query scaled before the product (torch's ONNX export: MatMul(Div(q, √d), kᵀ)).
 	if (m.q.Op == "mul" || m.q.Op == "div") && only(m.q, 1) {
-		if c, ok := splatValue(m.q.Args[1]); ok && c != 0 && !math.IsInf(c, 0) && !math.IsNaN(c) {
+		if c, ok := broadcastSplat(m.q.Args[1]); ok && c != 0 && !math.IsInf(c, 0) && !math.IsNaN(c) {
 			if m.q.Op == "div" {
 				c = 1 / c
 			}
@@ -153,6 +154,22 @@ func matchAttention(o *ir.Value, uses map[*ir.Value]int) (m attnMatch, ok bool) 
 		return m, false
 	}
 	return m, true
+}
+
+// broadcastSplat is splatValue through a broadcast_in_dim: a graph over symbolic sizes spells a
+// scalar constant of a symbolic shape as a broadcast of a scalar (canonicalization, which folds
+// it into one constant, runs after train's step formed its attention ops).
+func broadcastSplat(v *ir.Value) (float64, bool) {
+	if v.Op == "broadcast_in_dim" {
+		v = v.Args[0]
+	}
+	return splatValue(v)
+}
+
+// isBroadcastSplat is isSplat through a broadcast_in_dim (broadcastSplat).
+func isBroadcastSplat(v *ir.Value, x float64) bool {
+	f, ok := broadcastSplat(v)
+	return ok && math.Float64bits(f) == math.Float64bits(x)
 }
 
 // batchedDot reports whether v is a dot_general over the batch dims 0..nb-1 of both operands
@@ -303,8 +320,22 @@ func (m attnMatch) groupedQueries(t int) (attnMatch, bool) {
 }
 
 // build adds the attention op in place of o, its operands reshaped to [B, H, ·, ·] and its
-// result back to o's shape.
+// result back to o's shape. Over symbolic sizes the values it adds get their sizes as
+// expressions (ops.InferSym), as the values they replace had.
 func (m attnMatch) build(rw *rewriter, o *ir.Value) *ir.Value {
+	add := func(op string, t ir.Type, attrs ir.Attrs, want []sym.Expr, args ...*ir.Value) *ir.Value {
+		types := make([]ir.Type, len(args))
+		symbolic := want != nil
+		for i, a := range args {
+			types[i], symbolic = a.Type, symbolic || a.Type.Sym != nil
+		}
+		if symbolic {
+			if st, err := ops.InferSym(op, types, attrs, rw.g.Ranges(), want); err == nil && st.Shape.Equal(t.Shape) {
+				t = st
+			}
+		}
+		return rw.add(op, t, attrs, o.Pos, args...)
+	}
 	if m.kT {
 		ks := m.k.Type.Shape
 		r := len(ks)
@@ -315,14 +346,15 @@ func (m attnMatch) build(rw *rewriter, o *ir.Value) *ir.Value {
 		perm[r-2], perm[r-1] = r-1, r-2
 		shape := ks.Clone()
 		shape[r-2], shape[r-1] = ks[r-1], ks[r-2]
-		m.k = rw.add("transpose", ir.Type{DType: m.k.Type.DType, Shape: shape}, ir.Attrs{"perm": perm}, o.Pos, m.k)
+		m.k = add("transpose", ir.Type{DType: m.k.Type.DType, Shape: shape}, ir.Attrs{"perm": perm}, nil, m.k)
 	}
 	r := len(o.Type.Shape)
 	batch := o.Type.Shape[:r-2]
+	nb := len(batch)
 	b, h := 1, 1
-	if len(batch) > 0 {
-		h = batch[len(batch)-1]
-		for _, n := range batch[:len(batch)-1] {
+	if nb > 0 {
+		h = batch[nb-1]
+		for _, n := range batch[:nb-1] {
 			b *= n
 		}
 	}
@@ -332,17 +364,29 @@ func (m attnMatch) build(rw *rewriter, o *ir.Value) *ir.Value {
 		if sh.Equal(want) {
 			return x
 		}
-		return rw.add("reshape", ir.Type{DType: x.Type.DType, Shape: want}, ir.Attrs{"shape": []int(want)}, o.Pos, x)
+		var axes []sym.Expr // [the leading batch dims' product, the last's, ·, ·]
+		if x.Type.Sym != nil {
+			ax := x.Type.Axes()
+			lead, last := sym.Const(1), sym.Const(1)
+			if nb > 0 {
+				last = ax[nb-1]
+				for _, e := range ax[:nb-1] {
+					lead = sym.Mul(lead, e)
+				}
+			}
+			axes = []sym.Expr{lead, last, ax[r-2], ax[r-1]}
+		}
+		return add("reshape", ir.Type{DType: x.Type.DType, Shape: want}, ir.Attrs{"shape": []int(want)}, axes, x)
 	}
 	if m.pos != nil { // grouped queries: q is [B, H, T, E], o [B, KVH, G·T, Ev]
 		qs := m.q.Type.Shape
 		args := []*ir.Value{m.q, m.k, m.v, m.pos}
-		a := rw.add(ops.AttentionOp, ir.T(o.Type.DType, qs[0], qs[1], qs[2], o.Type.Shape[3]),
-			ir.Attrs{"scale": m.scale, "mask": m.mask}, o.Pos, args...)
+		a := add(ops.AttentionOp, ir.T(o.Type.DType, qs[0], qs[1], qs[2], o.Type.Shape[3]),
+			ir.Attrs{"scale": m.scale, "mask": m.mask}, nil, args...)
 		if a.Type.Shape.Equal(o.Type.Shape) {
 			return a
 		}
-		return rw.add("reshape", o.Type, ir.Attrs{"shape": []int(o.Type.Shape)}, o.Pos, a)
+		return add("reshape", o.Type, ir.Attrs{"shape": []int(o.Type.Shape)}, o.Type.Sym, a)
 	}
 	args := []*ir.Value{to4(m.q), to4(m.k), to4(m.v)}
 	attrs := ir.Attrs{"scale": m.scale, "mask": m.mask}
@@ -351,11 +395,11 @@ func (m attnMatch) build(rw *rewriter, o *ir.Value) *ir.Value {
 		attrs["additive"] = true
 	}
 	l, ev := o.Type.Shape[r-2], o.Type.Shape[r-1]
-	a := rw.add(ops.AttentionOp, ir.T(o.Type.DType, b, h, l, ev), attrs, o.Pos, args...)
+	a := add(ops.AttentionOp, ir.T(o.Type.DType, b, h, l, ev), attrs, nil, args...)
 	if a.Type.Shape.Equal(o.Type.Shape) {
 		return a
 	}
-	return rw.add("reshape", o.Type, ir.Attrs{"shape": []int(o.Type.Shape)}, o.Pos, a)
+	return add("reshape", o.Type, ir.Attrs{"shape": []int(o.Type.Shape)}, o.Type.Sym, a)
 }
 
 // constantCausal reports whether c, a constant of rank ≥ 2 over square [L, L] matrices, hides

@@ -362,3 +362,45 @@ func TestFindCachedAttention(t *testing.T) {
 		})
 	}
 }
+
+// TestFormAttentionSymbolic: over a symbolic batch the DSL spells the scale and the mask's −inf
+// as broadcasts of scalars (a constant cannot take a symbolic shape), which the attention pass
+// takes as it takes their static splats, and the values it adds get their sizes as expressions:
+// the graph verifies, and at each batch it computes what the decomposition computes.
+func TestFormAttentionSymbolic(t *testing.T) {
+	g, err := frontend.Build("attn", func(b *frontend.Builder) {
+		n := b.Batch(8)
+		x := b.Input("x", ir.F32, n, 5, 8)
+		heads := func(name string) *frontend.Tensor {
+			return frontend.Linear(x, b.Input(name, ir.F32, 8, 8), nil).Reshape(n, 5, 2, 4).Transpose(1, 2)
+		}
+		o := frontend.ScaledDotProductAttention(heads("wq"), heads("wk"), heads("wv"), true)
+		b.Output("y", o.Transpose(1, 2).Reshape(n, 5, 8))
+	}, frontend.WithMaxBatch(8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := FormAttention(g.Clone())
+	if n := countOps(f, ops.AttentionOp); n != 1 {
+		t.Fatalf("%d attention ops, want 1:\n%s", n, f)
+	}
+	for _, v := range f.Values {
+		if v.Op == ops.AttentionOp && v.Type.String() != "f32[batch,2,5,4]" {
+			t.Errorf("attention's type %s, want f32[batch,2,5,4]", v.Type)
+		}
+	}
+	if err := ops.Verify(f); err != nil {
+		t.Fatalf("%v\n%s", err, f)
+	}
+	for _, n := range []int64{1, 3, 8} {
+		want, err := ops.Instantiate(g, map[string]int64{"batch": n})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := ops.Instantiate(f, map[string]int64{"batch": n})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runBoth(t, want, got)
+	}
+}

@@ -90,7 +90,7 @@ func attentionKernel(k Kernel, t Target) (string, Launch, error) {
 	if k.Symbolic {
 		sp, batch, decode = symDecode(k, p)
 	}
-	if err := symAttnRefused(k, p, lse, attnmma.Takes(p.Op, t.TF32)); err != nil && !decode {
+	if err := symAttnRefused(k, p); err != nil && !decode {
 		return "", Launch{}, err
 	}
 	// f16/bf16 (f32 under tf32) prefill on tensor cores (attention_mma.go), the LSE included
@@ -152,6 +152,9 @@ type attnWriter struct {
 	nreg   int
 	lse    string   // the address register of the rows' log-sum-exp output (attention_lse), or ""
 	sym    *symAttn // the run's sizes of a symbolic kernel (symattn.go), else nil
+	// keyGrid: the dk/dv template's grid, a block per (batch, KV head, AttentionGradKeys keys),
+	// rather than per (batch, head, attnWarps query rows).
+	keyGrid bool
 }
 
 func (w *attnWriter) ins(op string, args ...string) {

@@ -103,19 +103,31 @@ func bwdKernel(k Kernel, op *ir.Value, mma bool) (string, Launch, error) {
 	if e := w.p.E; e > 128 || ev > 128 {
 		return "", Launch{}, fmt.Errorf("%s: head dims %d and %d, the backward templates take at most 128", op.Op, e, ev)
 	}
+	if err := symAttnRefused(k, w.p); err != nil {
+		return "", Launch{}, err
+	}
+	mmaKV, mmaDQ := mma && (attnmma.FitsGrad(op) || attnmma.FitsGradWide(op)), mma && attnmma.FitsGradDQ(op)
+	if k.Symbolic && (mmaKV || mmaDQ) {
+		return "", Launch{}, fmt.Errorf("the attention backward on tensor cores (%s) does not run at symbolic sizes yet", map[bool]string{true: "dk and dv", false: "dq"}[mmaKV])
+	}
 	params, args := w.bindAll(k)
+	w.keyGrid = op.Op == ops.AttentionGradOp && wrt != "q"
+	work, err := w.symbolic(k, &params, &args) // symattn.go
+	if err != nil {
+		return "", Launch{}, err
+	}
 	operands := make([]attnOperand, len(op.Args))
 	for i, a := range op.Args {
-		o, err := attentionOperand(a, w.ptr)
+		o, err := w.operandOf(a, k)
 		if err != nil {
 			return "", Launch{}, err
 		}
 		operands[i] = o
 	}
-	if mma && (attnmma.FitsGrad(op) || attnmma.FitsGradWide(op)) {
+	if mmaKV {
 		return attentionGradMMAKernel(k, w.p, outs) // dk and dv on tensor cores (attention_bwd_mma.go)
 	}
-	if mma && attnmma.FitsGradDQ(op) {
+	if mmaDQ {
 		return attentionGradDQMMAKernel(k, w.p, op) // dq on tensor cores (attention_bwd_dq_mma.go)
 	}
 	out := w.ptr[op]
@@ -125,7 +137,7 @@ func bwdKernel(k Kernel, op *ir.Value, mma bool) (string, Launch, error) {
 	}
 	var s strings.Builder
 	tiles := [][2]any{}
-	launch := Launch{Grid: w.p.Grid, Block: w.p.Block, Params: args}
+	launch := Launch{Grid: w.p.Grid, Block: w.p.Block, Params: args, Work: work}
 	switch {
 	case op.Op == ops.AttentionLSEOp:
 		w.lse = out
@@ -187,7 +199,7 @@ func (w *attnWriter) storeLSE(rw *attnRow, lane, b string) {
 	w.ins("add.rn.f32", x, x, rw.m)
 	w.ins("mul.rn.f32", x, x, f32Imm(math.Ln2))
 	w.ins("mad.lo.s32", idx, b, uimm(w.p.H), rw.h)
-	w.ins("mad.lo.s32", idx, idx, uimm(w.p.L), rw.i)
+	w.ins("mad.lo.s32", idx, idx, w.dimL(), rw.i)
 	w.ins("st.global.f32", w.addr(w.lse, idx, 4), x)
 	w.label(skip)
 }
@@ -280,7 +292,7 @@ func (w *attnWriter) dqBody(operands []attnOperand, out string) {
 		dq[c] = w.reg("f32")
 		w.ins("mov.f32", dq[c], f32Imm(0))
 	}
-	w.tileLoop(d, operands, 32*attnWarps, tid, "0", blim, uimm(p.S), b, kh, func(t0 string) {
+	w.tileLoop(d, operands, 32*attnWarps, tid, "0", blim, w.dimS(), b, kh, func(t0 string) {
 		skip := "$" + w.name + "_folded"
 		w.ins("@!"+active+" bra.uni", skip)
 		j, key, in := w.reg("b32"), w.reg("b32"), w.reg("pred")
@@ -312,7 +324,7 @@ func (w *attnWriter) dqBody(operands []attnOperand, out string) {
 	})
 	orow := w.reg("b32")
 	w.ins("mad.lo.s32", orow, b, uimm(p.H), h)
-	w.ins("mad.lo.s32", orow, orow, uimm(p.L), row)
+	w.ins("mad.lo.s32", orow, orow, w.dimL(), row)
 	w.storeLanes(op.Type.DType, out, dq, op.Attrs.Float("scale", 1), p.E, orow, lane, active, "dq")
 	w.ins("ret")
 }
@@ -349,16 +361,15 @@ func (w *attnWriter) dkvBody(operands []attnOperand, outs map[string]string, row
 	w.ins("and.b32", lane, tid, "31")
 	w.ins("shr.u32", warp, tid, "5")
 	w.ins("mov.u32", cta, "%ctaid.x")
-	keyBlocks := ceilDiv(p.S, AttentionGradKeys)
 	bk, kb, b, kh, key0, key := u32(), u32(), u32(), u32(), u32(), u32()
-	w.ins("div.u32", bk, cta, uimm(keyBlocks))
-	w.ins("rem.u32", kb, cta, uimm(keyBlocks))
+	w.ins("div.u32", bk, cta, w.dimKeyBlocks())
+	w.ins("rem.u32", kb, cta, w.dimKeyBlocks())
 	w.ins("div.u32", b, bk, uimm(p.KVH))
 	w.ins("rem.u32", kh, bk, uimm(p.KVH))
 	w.ins("mul.lo.s32", key0, kb, uimm(AttentionGradKeys))
 	w.ins("add.s32", key, key0, warp)
 	active := w.reg("pred")
-	w.ins("setp.lt.u32", active, key, uimm(p.S))
+	w.ins("setp.lt.u32", active, key, w.dimS())
 
 	// This lane's k elements, pre-scaled by scale·log₂e (scores in base 2), v elements (dk) and
 	// accumulator.
@@ -400,14 +411,14 @@ func (w *attnWriter) dkvBody(operands []attnOperand, outs map[string]string, row
 	w.ins("mov.u32", t0, first)
 	tile, tilesDone := "$"+w.name+"_rows", "$"+w.name+"_rows_done"
 	w.label(tile)
-	w.ins("setp.lt.u32", more, t0, uimm(p.L))
+	w.ins("setp.lt.u32", more, t0, w.dimL())
 	w.ins("@!"+more+" bra.uni", tilesDone)
 	threads := 32 * attnWarps
 	if p.E > 0 {
-		w.loadTile("qtile", d, operands[0], p.E, rows, threads, tid, t0, uimm(p.L), b, h)
+		w.loadTile("qtile", d, operands[0], p.E, rows, threads, tid, t0, w.dimL(), b, h)
 	}
 	if p.Ev > 0 {
-		w.loadTile("dotile", d, doOp, p.Ev, rows, threads, tid, t0, uimm(p.L), b, h)
+		w.loadTile("dotile", d, doOp, p.Ev, rows, threads, tid, t0, w.dimL(), b, h)
 	}
 	w.rowStats(d, lseOp, oOp, doOp, rows, tid, t0, b, h, doK)
 	w.ins("bar.sync", "0")
@@ -422,7 +433,7 @@ func (w *attnWriter) dkvBody(operands []attnOperand, outs map[string]string, row
 	w.ins("add.s32", i, t0, r)
 	w.ins("setp.lt.u32", in, r, uimm(rows))
 	w.ins("@!"+in+" bra.uni", skip)
-	w.ins("setp.lt.u32", in, i, uimm(p.L))
+	w.ins("setp.lt.u32", in, i, w.dimL())
 	w.ins("@!"+in+" bra.uni", skip)
 	next := "$" + w.name + "_next_row"
 	if causal {
@@ -463,7 +474,7 @@ func (w *attnWriter) dkvBody(operands []attnOperand, outs map[string]string, row
 
 	orow := u32()
 	w.ins("mad.lo.s32", orow, b, uimm(p.KVH), kh)
-	w.ins("mad.lo.s32", orow, orow, uimm(p.S), key)
+	w.ins("mad.lo.s32", orow, orow, w.dimS(), key)
 	if doK {
 		w.storeLanes(op.Args[1].Type.DType, outs["k"], dk, op.Attrs.Float("scale", 1), p.E, orow, lane, active, "dk")
 	}
@@ -490,7 +501,7 @@ func (w *attnWriter) rowStats(d ir.DType, lseOp, oOp, doOp attnOperand, rows int
 	w.ins("setp.lt.u32", in, tid, uimm(rows))
 	w.ins("@!"+in+" bra", skip)
 	w.ins("add.s32", i, t0, tid)
-	w.ins("setp.lt.u32", in, i, uimm(w.p.L))
+	w.ins("setp.lt.u32", in, i, w.dimL())
 	w.ins("@!"+in+" bra", skip)
 	lse := w.reg("f32")
 	w.ins("ld.global.f32", lse, w.addr(lseOp.ptr, w.index(lseOp, b, h, i), 4))

@@ -228,7 +228,7 @@ func (w *attnMMA) maybe(pred, op string, args ...string) {
 
 // limit emits the number of keys query row row sees: S, row+1 or pos[b]+row+1, within [0, S].
 func (w *attnMMA) limit(row, posv string) string {
-	b, p := w.b, w.p
+	b := w.b
 	lim := b.reg(rU32)
 	switch w.p.Op.Attrs.String("mask", "") {
 	case ops.MaskCausal:
@@ -241,7 +241,7 @@ func (w *attnMMA) limit(row, posv string) string {
 		b.ins("add.s64", t, posv, wide)
 		b.ins("add.s64", t, t, "1")
 		b.ins("max.s64", t, t, "0")
-		b.ins("min.s64", t, t, imm(p.S))
+		b.ins("min.s64", t, t, w.szS64())
 		b.ins("cvt.u32.u64", lim, t)
 	default:
 		b.ins("mov.u32", lim, w.szS())
@@ -652,9 +652,9 @@ func (w *attnMMA) threadIDs() (tid, lane, warp, cta string) {
 // elemAddr is the address of an operand's element at idx (missing trailing indices 0).
 func (w *attnMMA) elemAddr(o attnOperand, idx []string, size int) string {
 	a, b := w.a, w.b
-	el := imm(o.off)
+	el := w.offOf(o)
 	for d, x := range idx {
-		el = a.mad(x, o.strides[d], el)
+		el = w.madSt(x, o, d, el)
 	}
 	r, wide := b.reg(rU64), b.reg(rU64)
 	b.ins("mul.wide.u32", wide, a.reg(el), imm(size))

@@ -6,7 +6,6 @@ import (
 	"github.com/gcomp/gcomp/codegen/splitkv"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ir/sym"
-	"github.com/gcomp/gcomp/ops"
 )
 
 // Attention at symbolic sizes: the CUDA-core prefill template (attention.go) over a batch, a
@@ -23,6 +22,7 @@ import (
 type symAttn struct {
 	dims                  map[string]string // each dim → its parameter's register
 	l, lLast, s, rowTiles string
+	keyBlocks             string // ⌈S/AttentionGradKeys⌉ for the dk/dv template (keyGrid), else ""
 }
 
 // dimL, dimLast, dimS and dimRowTiles are L, L−1, S and the row tiles: immediates at the bound,
@@ -59,6 +59,14 @@ func (w *attnWriter) dimS64() string {
 	return s
 }
 
+// dimKeyBlocks is the dk/dv template's key blocks per (batch, KV head), ⌈S/AttentionGradKeys⌉.
+func (w *attnWriter) dimKeyBlocks() string {
+	if w.sym == nil {
+		return uimm(ceilDiv(w.p.S, AttentionGradKeys))
+	}
+	return w.sym.keyBlocks
+}
+
 func (w *attnWriter) dimRowTiles() string {
 	if w.sym == nil {
 		return uimm(w.p.RowTiles)
@@ -67,10 +75,11 @@ func (w *attnWriter) dimRowTiles() string {
 }
 
 // symAttnRefused says why attention kernel k does not run at symbolic sizes, or nil (always nil
-// for a static kernel); mma: the tensor-core template takes it. A position mask only adds a
-// per-row key limit from pos[b], which the CUDA-core template reads at the run's batch as at the
-// bound (pos is [batch], contiguous) and clamps to the run's S.
-func symAttnRefused(k Kernel, p AttentionPlan, lse *ir.Value, mma bool) error {
+// for a static kernel). A position mask only adds a per-row key limit from pos[b], which both
+// templates read at the run's batch through pos's strides at the run's sizes and clamp to the
+// run's S; the log-sum-exp output [B, H, L] is contiguous at the run's sizes, as the result is,
+// so its rows are written at b·H·L + h·L + i of the run's L and the rows past the run untouched.
+func symAttnRefused(k Kernel, p AttentionPlan) error {
 	if !k.Symbolic {
 		return nil
 	}
@@ -80,10 +89,6 @@ func symAttnRefused(k Kernel, p AttentionPlan, lse *ir.Value, mma bool) error {
 		return fmt.Errorf("attention over symbolic sizes needs its values' sizes")
 	case splitkv.AppendedRows(p.Op) > 0:
 		return fmt.Errorf("attention appending to a cache runs at symbolic sizes over a batch alone (split-KV decoding: symattn_decode.go), every other size static")
-	case p.Op.Attrs.String("mask", "") == ops.MaskPosition && mma:
-		return fmt.Errorf("tensor-core attention under a position mask does not run at symbolic sizes yet")
-	case lse != nil:
-		return fmt.Errorf("attention writing its log-sum-exp (training) does not run at symbolic sizes yet")
 	case !isConstExpr(q[1]) || !isConstExpr(kk[1]) || !isConstExpr(q[3]) || !isConstExpr(kk[3]) || !isConstExpr(SymSizes(p.Op.Args[2], k.Sizes)[3]):
 		return fmt.Errorf("attention's heads and head sizes must be static; it has q %s and k %s", exprs(q), exprs(kk))
 	}
@@ -132,6 +137,12 @@ func (w *attnWriter) symbolic(k Kernel, params *[]string, args *[]Arg) (*SymWork
 	w.ins("add.s32", w.sym.rowTiles, w.sym.l, uimm(attnWarps-1))
 	w.ins("div.u32", w.sym.rowTiles, w.sym.rowTiles, uimm(attnWarps))
 	blocks := sym.Mul(sym.Scale(q[0], int64(w.p.H)), sym.Div(sym.Add(q[2], sym.Const(attnWarps-1)), attnWarps))
+	if w.keyGrid {
+		w.sym.keyBlocks = w.reg("b32")
+		w.ins("add.s32", w.sym.keyBlocks, w.sym.s, uimm(AttentionGradKeys-1))
+		w.ins("div.u32", w.sym.keyBlocks, w.sym.keyBlocks, uimm(AttentionGradKeys))
+		blocks = sym.Mul(sym.Scale(q[0], int64(w.p.KVH)), sym.Div(sym.Add(kk[2], sym.Const(AttentionGradKeys-1)), AttentionGradKeys))
+	}
 	param(blocks.String()) // the grid's, which the kernel reads from %nctaid
 	(*args)[len(*args)-1].Expr = ""
 	return &SymWork{Vector: 1, MaxBlocks: 1<<31 - 1, Scale: 1, Tile: 1, Elements: blocks.String()}, nil

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/gcomp/gcomp/codegen/attnmma"
@@ -101,10 +102,23 @@ func (w *attnMMA) szS() string {
 	return w.sym.s
 }
 
+// szS64 is S as a 64-bit operand (a position mask's limit is computed in 64 bits).
+func (w *attnMMA) szS64() string {
+	if w.sym == nil {
+		return imm(w.p.S)
+	}
+	s := w.b.reg(rU64)
+	w.b.ins("cvt.u64.u32", s, w.sym.s)
+	return s
+}
+
 // madSt is x·stride_d(o) + y.
 func (w *attnMMA) madSt(x string, o attnOperand, d int, y string) string {
-	if o.symSt == nil || !strings.HasPrefix(o.symSt[d], "%") {
+	if o.symSt == nil {
 		return w.a.mad(x, o.strides[d], y)
+	}
+	if n, err := strconv.Atoi(o.symSt[d]); err == nil { // a stride static at every size
+		return w.a.mad(x, n, y)
 	}
 	r := w.b.reg(rU32)
 	w.b.ins("mad.lo.s32", r, w.a.reg(x), o.symSt[d], w.a.reg(y))

@@ -201,7 +201,6 @@ func TestSymbolicAttentionRefused(t *testing.T) {
 		d    ir.DType
 		want string
 	}{
-		{"position mask on tensor cores", symAttnCase{2, 2, 2, 40, 16, 16, ops.MaskPosition, nil, false, ir.F16, false}, ir.F16, "tensor-core attention under a position mask does not run at symbolic sizes yet"},
 		{"symbolic heads", symAttnCase{2, 2, 2, 40, 8, 8, ops.MaskNone, nil, false, 0, false}, ir.F32, "attention's heads and head sizes must be static"},
 		{"appending to a cache over a symbolic length", symAttnCase{}, ir.F32, "attention appending to a cache runs at symbolic sizes over a batch alone"},
 	} {

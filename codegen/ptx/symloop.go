@@ -107,6 +107,9 @@ func symLoopKernel(k Kernel, globals *[]string) (string, Launch, error) {
 // symbolicKernel picks the template of a symbolic kernel: the loop, or a row template that takes
 // its row count as a parameter. Other templates do not run at symbolic sizes yet.
 func symbolicKernel(k Kernel, t Target, globals *[]string) (string, Launch, error) {
+	if op, ok := BackwardAttention(k.Graph); ok {
+		return attentionBwdKernel(k, op) // symattn.go
+	}
 	if _, ok := PlanAttention(k.Graph); ok {
 		return attentionKernel(k, t) // symattn.go
 	}

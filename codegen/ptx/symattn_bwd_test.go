@@ -1,0 +1,100 @@
+package ptx
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ir/sym"
+	"github.com/gcomp/gcomp/ops"
+	"github.com/gcomp/gcomp/runtime/ref"
+)
+
+// symGradSizes gives attention_grad graph g's values their sizes over the dims batch and seq
+// (L = S = seq): q, k, v, o and do [batch, ·, seq, ·], lse [batch, H, seq], a bias [batch or 1,
+// · , seq, seq], and each gradient its operand's.
+func symGradSizes(g *ir.Graph, b int) map[*ir.Value][]sym.Expr {
+	batch, seq := sym.Sym("batch"), sym.Sym("seq")
+	m := map[*ir.Value][]sym.Expr{}
+	for _, v := range g.Inputs() {
+		s := v.Type.Shape
+		e := []sym.Expr{batch, sym.Const(int64(s[1])), seq}
+		if s[0] == 1 && b != 1 {
+			e[0] = sym.Const(1)
+		}
+		switch {
+		case v.Name == "bias":
+			e = append(e, seq)
+		case len(s) == 4:
+			e = append(e, sym.Const(int64(s[3])))
+		}
+		m[v] = e
+	}
+	for _, o := range g.Outputs {
+		m[o.Value] = m[o.Value.Args[map[string]int{"dq": 0, "dk": 1, "dv": 2}[o.Name]]]
+	}
+	return m
+}
+
+// TestSymbolicAttentionGrad: the backward templates on CUDA cores, dq and dk/dv (the dk and dv
+// of one kernel, and each alone), over a symbolic batch and sequence length, built once at the
+// bounds and run at batch and length 1, a prime and the bound on the memchecked, racechecked
+// simulator: masks none and causal (the dk/dv template's rows above a key block's diagonal
+// skipped), grouped KV heads, a bias broadcast over heads or batch. Each run matches the float64
+// reference at its sizes, leaves the gradients' bytes past the run's sizes untouched, and is bit
+// for bit the static kernel built for its sizes (the same tiles and folds in the same order).
+// The tensor-core backward is refused at symbolic sizes, naming it.
+func TestSymbolicAttentionGrad(t *testing.T) {
+	for _, c := range []attnCase{
+		{3, 4, 2, 37, 37, 16, 12, ops.MaskCausal, nil, nil, ir.F32},
+		{3, 2, 1, 23, 23, 8, 8, ops.MaskNone, []int{3, 1, 23, 23}, nil, ir.F32},
+		{3, 2, 2, 40, 40, 64, 64, ops.MaskCausal, []int{1, 2, 40, 40}, nil, ir.F32},
+		{2, 2, 2, 20, 20, 128, 128, ops.MaskNone, []int{2, 2, 20, 20}, nil, ir.F16}, // dk/dv with a bias at E = 128: CUDA cores
+	} {
+		for _, wrt := range []string{"q", "kv", "k", "v"} {
+			t.Run(fmt.Sprintf("%s_d%s", c, wrt), func(t *testing.T) {
+				g := attnGradGraph(t, c, wrt)
+				k := Kernel{Name: "k0_attention_grad", Graph: g, Symbolic: true, Sizes: symGradSizes(g, c.b)}
+				text, launches, err := Module([]Kernel{k}, Target{SM: 80})
+				if err != nil {
+					if wrt == "q" && c.d != ir.F32 && strings.Contains(err.Error(), "the attention backward on tensor cores (dq)") {
+						return // refused (below)
+					}
+					t.Fatal(err)
+				}
+				assemble(t, text)
+				for _, r := range [][2]int{{1, 1}, {2, 1}, {1, 17}, {2, 13}, {c.b, c.l}} {
+					b, n := r[0], r[1]
+					cs := c
+					cs.b, cs.l, cs.s = b, n, n
+					if c.bias != nil {
+						cs.bias = []int{min(c.bias[0], b), c.bias[1], n, n}
+					}
+					gs := attnGradGraph(t, cs, wrt)
+					in := attnGradInputs(t, gs, uint64(5*n+b))
+					got, _ := runSymAttn(t, text, "k0_attention_grad", launches[0], g, map[string]int64{"batch": int64(b), "seq": int64(n)}, in)
+					want, err := ref.Run(gs, in, nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					run := runStatic(t, "k0_attention_grad", gs, in, Target{SM: 80})
+					for name, x := range symOutputs(t, gs, got, run, b, n) {
+						checkGrad(t, x, want[name])
+					}
+				}
+			})
+		}
+	}
+	t.Run("tensor cores refused", func(t *testing.T) {
+		c := attnCase{2, 2, 2, 40, 40, 64, 64, ops.MaskCausal, nil, nil, ir.F16}
+		for _, tc := range []struct{ wrt, want string }{{"kv", "dk and dv"}, {"q", "dq"}} {
+			g := attnGradGraph(t, c, tc.wrt)
+			_, _, err := Generate(Kernel{Name: "k0_attention_grad", Graph: g, Symbolic: true, Sizes: symGradSizes(g, c.b)}, Target{SM: 80})
+			want := "the attention backward on tensor cores (" + tc.want + ") does not run at symbolic sizes yet"
+			if err == nil || !strings.Contains(err.Error(), want) || !strings.HasPrefix(err.Error(), "k0_attention_grad: ") {
+				t.Errorf("d%s: Generate = %v, want %q", tc.wrt, err, want)
+			}
+		}
+	})
+}
