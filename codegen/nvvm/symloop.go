@@ -25,6 +25,8 @@ import (
 func (md *module) symbolicKernel(k plan.Kernel, t plan.Target) (*ir.Func, plan.Launch, error) {
 	kinds, count := plan.ContractionKinds(k.Graph)
 	switch {
+	case len(kinds) == 0 && k.Sizes != nil:
+		return md.symCopyKernel(k) // symstride_copy.go
 	case len(kinds) == 0:
 		return md.symLoopKernel(k)
 	case len(kinds) == 1 && kinds[0] == "reduce" && k.Rows > 0:

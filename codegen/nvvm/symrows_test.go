@@ -134,8 +134,8 @@ func TestSymbolicTemplates(t *testing.T) {
 				if r > units {
 					continue
 				}
-				got := symRun(t, text, k, l, in, rowInputs, units, r)
-				emitted := symRun(t, ptxText, k, pl, in, rowInputs, units, r)
+				got, _ := symRun(t, text, k, l, in, rowInputs, units, r)
+				emitted, _ := symRun(t, ptxText, k, pl, in, rowInputs, units, r)
 				for _, o := range g.Outputs {
 					what := fmt.Sprintf("%s at %d of %d rows", o.Name, r, units)
 					w := firstRows(t, want[o.Name], units, r)
@@ -159,9 +159,10 @@ func firstRows(t *testing.T, x *tensor.Tensor, units, r int) *tensor.Tensor {
 
 // symRun runs kernel k (text, launch l) at r of its units rows in a fresh simulator device,
 // checks on: only the first r rows of the row inputs are there (the static inputs whole, the
-// outputs at the bound), the size argument is r times the work's scale and the grid follows
-// from it as the executor computes it. It returns the first r rows of each output, flat.
-func symRun(t *testing.T, text string, k plan.Kernel, l plan.Launch, in map[string]*tensor.Tensor, rowInputs []string, units, r int) map[string]*tensor.Tensor {
+// outputs at the bound), the size argument is r times the work's scale (a dim's, r) and the grid
+// follows from it as the executor computes it. It returns the first r rows of each output, flat,
+// and the launch's counters.
+func symRun(t *testing.T, text string, k plan.Kernel, l plan.Launch, in map[string]*tensor.Tensor, rowInputs []string, units, r int) (map[string]*tensor.Tensor, *sim.Stats) {
 	t.Helper()
 	part := map[string]*tensor.Tensor{}
 	for name, x := range in {
@@ -173,7 +174,10 @@ func symRun(t *testing.T, text string, k plan.Kernel, l plan.Launch, in map[stri
 	sr := loadRun(t, text, k, l, part)
 	n := int64(r * l.Work.Scale)
 	for i, a := range l.Params {
-		if a.Kind == plan.ArgSize {
+		switch {
+		case a.Kind == plan.ArgSize && a.Expr != "":
+			sr.args[i] = uint32(r) // a dim's value: the strided tests' one dim is the rows
+		case a.Kind == plan.ArgSize:
 			sr.args[i] = uint32(n)
 		}
 	}
@@ -191,7 +195,8 @@ func symRun(t *testing.T, text string, k plan.Kernel, l plan.Launch, in map[stri
 			t.Fatal(err)
 		}
 	}
-	if _, err := sr.m.Launch(sr.entry, sr.cfg, sr.args...); err != nil {
+	st, err := sr.m.Launch(sr.entry, sr.cfg, sr.args...)
+	if err != nil {
 		t.Fatalf("%d of %d rows: %v", r, units, err)
 	}
 	_, out := sr.read(t)
@@ -203,7 +208,7 @@ func symRun(t *testing.T, text string, k plan.Kernel, l plan.Launch, in map[stri
 		}
 		out[name] = firstRows(t, x, units, r)
 	}
-	return out
+	return out, st
 }
 
 // A symbolic kernel no template takes at symbolic sizes is refused naming the kernel, in
