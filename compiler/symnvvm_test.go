@@ -196,9 +196,10 @@ func TestSymbolicRandomGraphsNVVM(t *testing.T) {
 }
 
 // Strided symbolic kernels built with --backend nvvm (copies moving the symbolic dims, GEMMs
-// reading their left operand through views at the run's sizes: codegen/nvvm's symstride*.go)
-// take libNVVM's entries, not codegen/ptx's: every kernel taking a dim's value (an ArgSize whose
-// Expr is a dim) but attention is the NVVM producer's own. Each model runs as checkNVVM runs
+// reading their left operand through views at the run's sizes, attention on CUDA cores:
+// codegen/nvvm's symstride*.go and symattn.go) take libNVVM's entries, not codegen/ptx's: every
+// kernel taking a dim's value (an ArgSize whose Expr is a dim) but attention on tensor cores is
+// the NVVM producer's own. Each model runs as checkNVVM runs
 // it: at the bounds, 1 and primes, equal to the reference and bit for bit to the ptx build.
 func TestSymbolicStrideNVVM(t *testing.T) {
 	lib := libnvvm.Require(t)
@@ -215,7 +216,7 @@ func TestSymbolicStrideNVVM(t *testing.T) {
 		name  string
 		dt    ir.DType
 		batch bool
-	}{{"attention heads merged into a linear layer (FFMA)", ir.F32, false}, {"attention heads merged into a linear layer (f16, tensor cores)", ir.F16, true}} {
+	}{{"attention on CUDA cores, heads merged into a linear layer (FFMA)", ir.F32, false}, {"attention heads merged into a linear layer (f16, tensor cores)", ir.F16, true}} {
 		models = append(models, model{tc.name, func() (*ir.Graph, error) {
 			return frontend.Build("m", func(b *frontend.Builder) {
 				batch := 0
@@ -227,6 +228,7 @@ func TestSymbolicStrideNVVM(t *testing.T) {
 		}, 1})
 	}
 	models[3].views, models[4].views = 1, 1 // the copies
+	models[6].views = 2                     // attention and the merged heads' GEMM
 	nv, err := backend.New("nvvm", lib.Path)
 	if err != nil {
 		t.Fatal(err)
@@ -246,8 +248,8 @@ func TestSymbolicStrideNVVM(t *testing.T) {
 				dims := slices.ContainsFunc(k.Args, func(a artifact.Arg) bool {
 					return a.Kind == artifact.ArgSize && slices.ContainsFunc(g.Dims, func(d ir.Dim) bool { return d.Name == a.Expr })
 				})
-				if !dims || strings.Contains(k.Name, "attention") {
-					continue
+				if !dims || strings.Contains(k.Name, "attention") && strings.Contains(tc.name, "tensor cores") {
+					continue // codegen/ptx's attention on tensor cores at symbolic sizes (nvvm.Lacks)
 				}
 				views++
 				if k.Producer == "ptx" {

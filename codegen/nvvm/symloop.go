@@ -21,8 +21,12 @@ import (
 // either module.
 
 // symbolicKernel picks the template of a symbolic kernel as codegen/ptx's symbolicKernel does:
-// the loop, or a row template that takes its row count as a parameter.
+// attention, a copy through views, the loop, or a row template that takes its row count as a
+// parameter.
 func (md *module) symbolicKernel(k plan.Kernel, t plan.Target) (*ir.Func, plan.Launch, error) {
+	if _, ok := plan.PlanAttention(k.Graph); ok {
+		return md.attentionKernel(k, t) // symattn.go
+	}
 	kinds, count := plan.ContractionKinds(k.Graph)
 	switch {
 	case len(kinds) == 0 && k.Sizes != nil:

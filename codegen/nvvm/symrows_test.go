@@ -11,6 +11,7 @@ import (
 	"github.com/gcomp/gcomp/codegen/plan"
 	"github.com/gcomp/gcomp/codegen/ptx"
 	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ir/sym"
 	"github.com/gcomp/gcomp/runtime/ref"
 	"github.com/gcomp/gcomp/sim"
 	"github.com/gcomp/gcomp/tensor"
@@ -149,7 +150,7 @@ func TestSymbolicTemplates(t *testing.T) {
 
 // firstRows is the first r of x's units rows, flat.
 func firstRows(t *testing.T, x *tensor.Tensor, units, r int) *tensor.Tensor {
-	n := x.Len() / units * r
+	n := x.Len() * r / units
 	y, err := tensor.FromBytes(ir.T(x.Type.DType, n), x.Bytes()[:n*x.Type.DType.Size()])
 	if err != nil {
 		t.Fatal(err)
@@ -173,6 +174,15 @@ func symRun(t *testing.T, text string, k plan.Kernel, l plan.Launch, in map[stri
 	}
 	sr := loadRun(t, text, k, l, part)
 	n := int64(r * l.Work.Scale)
+	if l.Work.Elements != "" { // attention's block count, an expression over seq
+		e, err := sym.Parse(l.Work.Elements)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, err = e.Eval(map[string]int64{"seq": int64(r)}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for i, a := range l.Params {
 		switch {
 		case a.Kind == plan.ArgSize && a.Expr != "":
@@ -202,7 +212,7 @@ func symRun(t *testing.T, text string, k plan.Kernel, l plan.Launch, in map[stri
 	_, out := sr.read(t)
 	for name, x := range out {
 		// The rows past the run's are another run's memory: never written.
-		b := x.Bytes()[x.Len()/units*r*x.Type.DType.Size():]
+		b := x.Bytes()[x.Len()*r/units*x.Type.DType.Size():]
 		if !bytes.Equal(b, bytes.Repeat([]byte{fill}, len(b))) {
 			t.Errorf("%s written past %d of %d rows", name, r, units)
 		}

@@ -18,50 +18,30 @@ import (
 // parameter (plan.Arg.Expr, sorted by name, after the buffers and before the size) and computes
 // coordinates and linear indices from them where the bound's code has immediates.
 
-// symSizes returns v's sizes as expressions: sizes[v], or its static shape.
-func symSizes(v *irg.Value, sizes map[*irg.Value][]sym.Expr) []sym.Expr {
-	if s, ok := sizes[v]; ok {
-		return s
-	}
-	s := make([]sym.Expr, len(v.Type.Shape))
-	for i, n := range v.Type.Shape {
-		s[i] = sym.Const(int64(n))
-	}
-	return s
-}
-
-// symContiguous returns the strides of a contiguous tensor of sizes s.
-func symContiguous(s []sym.Expr) []sym.Expr {
-	st := make([]sym.Expr, len(s))
-	acc := sym.Const(1)
-	for i := len(s) - 1; i >= 0; i-- {
-		st[i] = acc
-		acc = sym.Mul(acc, s[i])
-	}
-	return st
-}
-
-func isOne(e sym.Expr) bool { n, ok := e.IsConst(); return ok && n == 1 }
-
-// symStrideArgs is symArgs with a parameter for each dim k.Sizes names (sorted) before the size:
+// symStrideArgs is symArgs with a parameter for each dim k.Sizes names before the size:
 // codegen/ptx's order.
 func symStrideArgs(k plan.Kernel, units int, what string) ([]plan.Arg, int, error) {
 	args, scale, err := symArgs(k, units, what)
 	if err != nil {
 		return nil, 0, err
 	}
+	return slices.Insert(args, len(args)-1, symDimArgs(k.Sizes)...), scale, nil
+}
+
+// symDimArgs is a size parameter for each dim sizes name, sorted (plan.Arg.Expr).
+func symDimArgs(sizes map[*irg.Value][]sym.Expr) []plan.Arg {
 	var names []string
-	for _, s := range k.Sizes {
+	for _, s := range sizes {
 		for _, e := range s {
 			names = append(names, e.Symbols()...)
 		}
 	}
 	slices.Sort(names)
-	dims := make([]plan.Arg, 0, len(names))
+	var dims []plan.Arg
 	for _, n := range slices.Compact(names) {
 		dims = append(dims, plan.Arg{Kind: plan.ArgSize, Expr: n})
 	}
-	return slices.Insert(args, len(args)-1, dims...), scale, nil
+	return dims
 }
 
 // symView evaluates views at the run's sizes: the dims' parameters and the values' sizes.
@@ -109,7 +89,7 @@ func (sv *symView) valid(e sym.Expr) error {
 // cannot fail later.
 func (sv *symView) check(v *irg.Value) error {
 	for u := v; ; u = u.Args[0] {
-		for _, e := range symSizes(u, sv.sizes) {
+		for _, e := range plan.SymSizes(u, sv.sizes) {
 			if err := sv.valid(e); err != nil {
 				return err
 			}
@@ -156,11 +136,11 @@ func (sv *symView) mul(x, y value.Value) value.Value {
 func (sv *symView) lin(v *irg.Value, c []value.Value) (*irg.Value, value.Value) {
 	kg := sv.kg
 	for {
-		out := symSizes(v, sv.sizes)
+		out := plan.SymSizes(v, sv.sizes)
 		if v.Op == irg.OpInput || v.Op == irg.OpParam {
 			return v, sv.linear(out, c)
 		}
-		in := symSizes(v.Args[0], sv.sizes)
+		in := plan.SymSizes(v.Args[0], sv.sizes)
 		ic := make([]value.Value, len(in))
 		switch v.Op {
 		case "transpose":
@@ -179,7 +159,7 @@ func (sv *symView) lin(v *irg.Value, c []value.Value) (*irg.Value, value.Value) 
 		case "broadcast_in_dim":
 			for i, d := range v.Attrs.Ints("dims") {
 				ic[i] = c[d]
-				if isOne(in[i]) {
+				if plan.IsOne(in[i]) {
 					ic[i] = ci(0)
 				}
 			}
@@ -193,8 +173,8 @@ func (sv *symView) lin(v *irg.Value, c []value.Value) (*irg.Value, value.Value) 
 // linear is Σ c[i]·stride_i of a contiguous tensor of sizes at the run.
 func (sv *symView) linear(sizes []sym.Expr, c []value.Value) value.Value {
 	var r value.Value = ci(0)
-	for i, st := range symContiguous(sizes) {
-		if !isOne(sizes[i]) {
+	for i, st := range plan.SymContiguous(sizes) {
+		if !plan.IsOne(sizes[i]) {
 			r = sv.kg.add(sv.mul(c[i], sv.eval(st)), r)
 		}
 	}

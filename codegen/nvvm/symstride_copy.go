@@ -7,7 +7,6 @@ import (
 	"github.com/llir/llvm/ir/value"
 
 	"github.com/gcomp/gcomp/codegen/plan"
-	irg "github.com/gcomp/gcomp/ir"
 )
 
 // Copies that move symbolic dims, as codegen/ptx's symcopy.go: a loop kernel whose one output is
@@ -17,26 +16,10 @@ import (
 // over the run's element count, the size parameter after the dims. Elements move as their
 // memory's bits.
 
-// symbolicCopy reports why g is not a copy through views of one input, or "" when it is
-// (codegen/ptx's SymbolicCopy).
-func symbolicCopy(g *irg.Graph) string {
-	if len(g.Outputs) != 1 {
-		return fmt.Sprintf("it has %d outputs", len(g.Outputs))
-	}
-	for u := g.Outputs[0].Value; u.Op != irg.OpInput && u.Op != irg.OpParam; u = u.Args[0] {
-		switch u.Op {
-		case "transpose", "reshape", "slice", "broadcast_in_dim":
-		default:
-			return fmt.Sprintf("it computes %s", u.Op)
-		}
-	}
-	return ""
-}
-
-// symCopyKernel emits the copy of a kernel symbolicCopy takes, at the run's sizes.
+// symCopyKernel emits the copy of a kernel plan.SymbolicCopy takes, at the run's sizes.
 func (md *module) symCopyKernel(k plan.Kernel) (*ir.Func, plan.Launch, error) {
 	g := k.Graph
-	if why := symbolicCopy(g); why != "" {
+	if why := plan.SymbolicCopy(g); why != "" {
 		return nil, plan.Launch{}, fmt.Errorf("a kernel moving symbolic dims must copy one input through views; %s", why)
 	}
 	out := g.Outputs[0].Value
@@ -54,7 +37,7 @@ func (md *module) symCopyKernel(k plan.Kernel) (*ir.Func, plan.Launch, error) {
 	t, eb := memType(d), d.Size()
 	tid := kg.b.NewAdd(kg.b.NewMul(kg.sreg("ctaid.x"), kg.sreg("ntid.x")), kg.sreg("tid.x"))
 	step := kg.b.NewMul(kg.sreg("nctaid.x"), kg.sreg("ntid.x"))
-	osz := symSizes(out, k.Sizes)
+	osz := plan.SymSizes(out, k.Sizes)
 	kg.loopTo(tid, step, kg.size, func(i value.Value) {
 		buf, lin := sv.lin(out, sv.delinearize(osz, i))
 		ld := kg.b.NewLoad(t, kg.elemPtr(d, kg.ptr[buf], lin))

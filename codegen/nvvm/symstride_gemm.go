@@ -31,7 +31,7 @@ func (kg *kgen) gemmView(k plan.Kernel, args []plan.Arg, p plan.GEMM) (*symView,
 // first element (which a run of at least one row wrote) and copies 0.
 func (mm *gemm) symCopier(sd *side) {
 	kg, op, sv := mm.kg, sd.op, mm.symv
-	s := symSizes(op.View, sv.sizes)
+	s := plan.SymSizes(op.View, sv.sizes)
 	d := op.View.Type.DType
 	sd.valueAt = func(k0 value.Value, i int) (value.Value, error) {
 		f := kg.add(sd.f0, ci(sd.df[i]))

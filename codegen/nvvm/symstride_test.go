@@ -84,21 +84,7 @@ func TestSymbolicStrideTemplates(t *testing.T) {
 			g := at(tc.bound)
 			k := plan.Kernel{Name: "k0", Graph: g, Symbolic: true, Rows: tc.bound, Sizes: seqSizes(g, at(tc.bound-1), tc.bound)}
 			target := plan.Target{SM: 80, TF32: tc.tf32}
-			if note, ok := Lacks(k, target); ok {
-				t.Fatalf("Lacks: %s", note)
-			}
-			text, ls, err := p.Module([]plan.Kernel{k}, target)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ptxText, pls, err := ptx.Module([]plan.Kernel{k}, target)
-			if err != nil {
-				t.Fatal(err)
-			}
-			l, pl := ls[0], pls[0]
-			if !reflect.DeepEqual(l.Params, pl.Params) || l.Grid != pl.Grid || l.Block != pl.Block || l.Work == nil || *l.Work != *pl.Work {
-				t.Fatalf("launch %v %v %v %+v, codegen/ptx's %v %v %v %+v", l.Params, l.Grid, l.Block, l.Work, pl.Params, pl.Grid, pl.Block, pl.Work)
-			}
+			text, l, ptxText, pl := bothSymbolic(t, p, k, target)
 			if n := len(l.Params); n < 2 || l.Params[n-2] != (plan.Arg{Kind: plan.ArgSize, Expr: "seq"}) || l.Params[n-1] != (plan.Arg{Kind: plan.ArgSize}) {
 				t.Fatalf("params %v: want seq's value, then the size, last", l.Params)
 			}
@@ -129,6 +115,7 @@ func TestSymbolicStrideTemplates(t *testing.T) {
 				}
 				var want map[string]*tensor.Tensor
 				if r > 0 {
+					var err error
 					if want, err = ref.Run(gr, in, nil); err != nil {
 						t.Fatal(err)
 					}
@@ -158,4 +145,26 @@ func seqSizes(g, prev *ir.Graph, bound int) map[*ir.Value][]sym.Expr {
 		sizes[v] = s
 	}
 	return sizes
+}
+
+// bothSymbolic builds symbolic kernel k with the NVVM producer (whose own it must be: Lacks names
+// nothing) and with codegen/ptx, and checks that both take the same parameters, launch and work.
+func bothSymbolic(t *testing.T, p *Producer, k plan.Kernel, target plan.Target) (text string, l plan.Launch, ptxText string, pl plan.Launch) {
+	t.Helper()
+	if note, ok := Lacks(k, target); ok {
+		t.Fatalf("Lacks: %s", note)
+	}
+	text, ls, err := p.Module([]plan.Kernel{k}, target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ptxText, pls, err := ptx.Module([]plan.Kernel{k}, target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, pl = ls[0], pls[0]
+	if !reflect.DeepEqual(l.Params, pl.Params) || l.Grid != pl.Grid || l.Block != pl.Block || l.Work == nil || *l.Work != *pl.Work {
+		t.Fatalf("launch %v %v %v %+v, codegen/ptx's %v %v %v %+v", l.Params, l.Grid, l.Block, l.Work, pl.Params, pl.Grid, pl.Block, pl.Work)
+	}
+	return text, l, ptxText, pl
 }
