@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gcomp/gcomp/artifact"
 	"github.com/gcomp/gcomp/codegen/backend"
 	"github.com/gcomp/gcomp/codegen/nvvm"
 	"github.com/gcomp/gcomp/codegen/nvvm/libnvvm"
@@ -190,6 +191,75 @@ func TestSymbolicRandomGraphsNVVM(t *testing.T) {
 			default:
 				checkNVVM(t, g, lib.Path)
 			}
+		})
+	}
+}
+
+// Strided symbolic kernels built with --backend nvvm (copies moving the symbolic dims, GEMMs
+// reading their left operand through views at the run's sizes, attention on CUDA cores:
+// codegen/nvvm's symstride*.go and symattn.go) take libNVVM's entries, not codegen/ptx's: every
+// kernel taking a dim's value (an ArgSize whose Expr is a dim) but attention on tensor cores is
+// the NVVM producer's own. Each model runs as checkNVVM runs
+// it: at the bounds, 1 and primes, equal to the reference and bit for bit to the ptx build.
+func TestSymbolicStrideNVVM(t *testing.T) {
+	lib := libnvvm.Require(t)
+	type model struct {
+		name  string
+		graph func() (*ir.Graph, error)
+		views int // kernels taking dims' values that are not attention, at least
+	}
+	var models []model
+	for _, tc := range strideModels {
+		models = append(models, model{tc.name, func() (*ir.Graph, error) { return ir.Parse("m.gir", []byte(tc.gir)) }, 0})
+	}
+	for _, tc := range []struct {
+		name  string
+		dt    ir.DType
+		batch bool
+	}{{"attention on CUDA cores, heads merged into a linear layer (FFMA)", ir.F32, false}, {"attention heads merged into a linear layer (f16, tensor cores)", ir.F16, true}} {
+		models = append(models, model{tc.name, func() (*ir.Graph, error) {
+			return frontend.Build("m", func(b *frontend.Builder) {
+				batch := 0
+				if tc.batch {
+					batch = b.Dim("batch", 1, 2)
+				}
+				attnModel(b, tc.dt, batch, b.Dim("seq", 1, 23), 2, 16, false)
+			})
+		}, 1})
+	}
+	models[3].views, models[4].views = 1, 1 // the copies
+	models[6].views = 2                     // attention and the merged heads' GEMM
+	nv, err := backend.New("nvvm", lib.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range models {
+		t.Run(tc.name, func(t *testing.T) {
+			g, err := tc.graph()
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := compiler.Compile(g, compiler.Options{Producer: nv})
+			if err != nil {
+				t.Fatal(err)
+			}
+			views := 0
+			for _, k := range res.Artifact.Plan.Kernels {
+				dims := slices.ContainsFunc(k.Args, func(a artifact.Arg) bool {
+					return a.Kind == artifact.ArgSize && slices.ContainsFunc(g.Dims, func(d ir.Dim) bool { return d.Name == a.Expr })
+				})
+				if !dims || strings.Contains(k.Name, "attention") && strings.Contains(tc.name, "tensor cores") {
+					continue // codegen/ptx's attention on tensor cores at symbolic sizes (nvvm.Lacks)
+				}
+				views++
+				if k.Producer == "ptx" {
+					t.Errorf("kernel %s: codegen/ptx's entry (%v)", k.Name, k.Notes)
+				}
+			}
+			if views < tc.views {
+				t.Errorf("%d kernels take the dims' values, want at least %d", views, tc.views)
+			}
+			checkNVVM(t, g, lib.Path)
 		})
 	}
 }

@@ -37,6 +37,9 @@ type attnOperand struct {
 	off     int
 	strides []int
 	app     *attnAppend // an appended cache's update (attention_append.go), else nil
+	// symOff and symSt are the offset and strides at symbolic sizes (symattn.go), else nil.
+	symOff value.Value
+	symSt  []value.Value
 }
 
 // attnGen builds one attention kernel.
@@ -47,6 +50,7 @@ type attnGen struct {
 	ktile, vtile *ir.Global
 	threads      int         // the block's threads, which load the tiles
 	lse          value.Value // the rows' log-sum-exp output (attention_lse beside the result), or nil
+	sym          *symAttn    // the run's sizes of a symbolic kernel (symattn.go), else nil
 }
 
 // attentionKernel lowers a kernel whose only computation is one attention op.
@@ -71,34 +75,45 @@ func (md *module) attentionKernel(k plan.Kernel, t plan.Target) (*ir.Func, plan.
 			return nil, plan.Launch{}, err
 		}
 	}
+	if err := symAttnRefused(k, p, lse); err != nil { // symattn.go
+		return nil, plan.Launch{}, err
+	}
 	args := plan.Params(g)
 	sp, decode := splitkv.Of(p.Op)
+	decode = decode && !k.Symbolic // split-KV at the bound's sizes only (symattn.go)
 	if decode && sp.Splits > 1 {
 		args = append(args, plan.Arg{Kind: plan.ArgScratch, Bytes: sp.ScratchBytes()})
 	}
+	args, work := symAttnArgs(k, p, args)
 	kg := md.newKernel(k, args)
 	if plan.EmptyOutputs(g) {
 		// Nothing to compute: one thread, as codegen/ptx's empty kernel launches.
 		kg.b.NewRet(nil)
 		return kg.f, plan.Launch{Grid: [3]int{1, 1, 1}, Block: [3]int{1, 1, 1}, Params: args}, nil
 	}
+	ag := &attnGen{kg: kg, p: p, d: p.Op.Type.DType, threads: p.Block[0]}
+	if err := ag.symbolic(k, args); err != nil {
+		return nil, plan.Launch{}, err
+	}
 	operands := make([]attnOperand, len(p.Op.Args))
 	for i, a := range p.Op.Args {
 		if _, ok := splitkv.Appended(p.Op, i); ok {
 			continue // appendOperands
 		}
-		o, err := kg.attentionOperand(a)
+		o, err := ag.operandOf(a, k)
 		if err != nil {
 			return nil, plan.Launch{}, err
 		}
 		operands[i] = o
 	}
-	ag := &attnGen{kg: kg, p: p, d: p.Op.Type.DType, threads: p.Block[0]}
 	if err := ag.appendOperands(k, operands); err != nil {
 		return nil, plan.Launch{}, err
 	}
 	if lse != nil {
 		ag.lse = kg.output(lse)
+	}
+	if attnmma.Takes(p.Op, t.TF32) && k.Symbolic {
+		return nil, plan.Launch{}, fmt.Errorf("tensor-core attention at symbolic sizes has no NVVM counterpart yet (fallback.go borrows codegen/ptx's)")
 	}
 	if attnmma.Takes(p.Op, t.TF32) { // f16/bf16 (f32 under tf32) prefill on tensor cores (attention_mma.go), the LSE included
 		return ag.mmaKernel(operands, args)
@@ -111,7 +126,7 @@ func (md *module) attentionKernel(k plan.Kernel, t plan.Target) (*ir.Func, plan.
 	// No maxntidx annotation (codegen/ptx's .maxntid): with it CUDA 11.8's ptxas holds the
 	// sm_90 kernel of a 33-wide head to 32 registers and spills.
 	ag.body(operands, kg.output(p.Op))
-	return kg.f, plan.Launch{Grid: p.Grid, Block: p.Block, Params: args}, nil
+	return kg.f, plan.Launch{Grid: p.Grid, Block: p.Block, Params: args, Work: work}, nil
 }
 
 // attentionOperand resolves operand a of the attention op to a kernel buffer and its strides.
@@ -131,6 +146,15 @@ func (kg *kgen) attentionOperand(a *irg.Value) (attnOperand, error) {
 // index is o's element off + Σ idx[d]·strides[d] (nil idx entries are index 0).
 func (ag *attnGen) index(o attnOperand, idx ...value.Value) value.Value {
 	kg := ag.kg
+	if o.symSt != nil {
+		r := o.symOff
+		for d, x := range idx {
+			if x != nil {
+				r = kg.add(r, ag.sym.sv.mul(x, o.symSt[d]))
+			}
+		}
+		return r
+	}
 	var r value.Value = ci(o.off)
 	for d, x := range idx {
 		if x != nil && o.strides[d] != 0 {
@@ -169,7 +193,7 @@ func (ag *attnGen) body(operands []attnOperand, out value.Value) {
 	rw := ag.newRow(operands[0], bi, h, row, lane, active)
 	rw.lim = lim
 	// The tiles of keys below the block's limit: load, barrier, fold, barrier.
-	ag.tileLoop(operands, tid, ci(0), blim, ci(p.S), bi, kh, func(t0 value.Value) {
+	ag.tileLoop(operands, tid, ci(0), blim, ag.dimS(), bi, kh, func(t0 value.Value) {
 		ag.foldTile(rw, t0, lane, bi, bias)
 	})
 	ag.finishRow(rw, lane, bi, out, rw.acc, rw.l)
@@ -187,14 +211,14 @@ func (ag *attnGen) blockRows() (tid, lane, b, h, kh, row, last, active value.Val
 	tid = kg.sreg("tid.x")
 	lane, warp := kg.b.NewAnd(tid, ci(31)), kg.b.NewLShr(tid, ci(5))
 	cta := kg.sreg("ctaid.x")
-	bh, rt := kg.div(cta, p.RowTiles), kg.rem(cta, p.RowTiles)
+	bh, rt := ag.rowTile(cta)
 	b, h = kg.div(bh, p.H), kg.rem(bh, p.H)
 	kh = kg.div(h, p.H/p.KVH) // the KV head within the batch entry
 	warps := p.Block[0] / 32
 	row0 := kg.mul(rt, warps)
 	row = kg.add(row0, warp)
-	last = kg.umin(kg.add(row0, ci(warps-1)), ci(p.L-1))
-	active = kg.b.NewICmp(enum.IPredULT, row, ci(p.L))
+	last = kg.umin(kg.add(row0, ci(warps-1)), ag.dimLast())
+	active = kg.b.NewICmp(enum.IPredULT, row, ag.dimL())
 	return tid, lane, b, h, kh, row, last, active
 }
 
@@ -303,7 +327,7 @@ func (ag *attnGen) foldTile(rw *attnRow, t0, lane, b value.Value, bias *attnOper
 func (ag *attnGen) finishRow(rw *attnRow, lane, b, out value.Value, acc []*ir.InstAlloca, l *ir.InstAlloca) {
 	kg, p := ag.kg, ag.p
 	kg.branch(rw.active, "out", func() {
-		orow := kg.add(kg.mul(kg.add(kg.mul(b, p.H), rw.h), p.L), rw.i)
+		orow := kg.add(ag.mulL(kg.add(kg.mul(b, p.H), rw.h)), rw.i)
 		for c := range acc {
 			e := kg.add(lane, ci(32*c))
 			kg.branch(kg.b.NewICmp(enum.IPredULT, e, ci(p.Ev)), "o", func() {
@@ -329,7 +353,7 @@ func (kg *kgen) umin(x, y value.Value) value.Value {
 // keyLimit is the keys query index i sees, j < limit: S, i+1 (causal) or pos+i+1 (posv, 64
 // bits, clamped to [0, S]: positions are untrusted data), then at most S.
 func (ag *attnGen) keyLimit(mask string, posv, i value.Value) value.Value {
-	kg, S := ag.kg, ag.p.S
+	kg, S := ag.kg, ag.dimS()
 	var lim value.Value
 	switch mask {
 	case ops.MaskCausal:
@@ -337,14 +361,14 @@ func (ag *attnGen) keyLimit(mask string, posv, i value.Value) value.Value {
 	case ops.MaskPosition:
 		b := kg.b
 		t := b.NewAdd(b.NewAdd(posv, b.NewZExt(i, types.I64)), constant.NewInt(types.I64, 1))
-		zero, s := constant.NewInt(types.I64, 0), constant.NewInt(types.I64, int64(S))
+		zero, s := constant.NewInt(types.I64, 0), ag.dimS64()
 		t1 := b.NewSelect(b.NewICmp(enum.IPredSLT, t, zero), zero, t)
 		t2 := b.NewSelect(b.NewICmp(enum.IPredSGT, t1, s), s, t1)
 		lim = b.NewTrunc(t2, types.I32)
 	default:
-		lim = ci(S)
+		lim = S
 	}
-	return kg.umin(lim, ci(S))
+	return kg.umin(lim, S)
 }
 
 // loadTile stores keys [t0, t0+Keys) of the (b, kh) rows of a K or V operand of n columns in

@@ -5,6 +5,7 @@ import (
 
 	"github.com/gcomp/gcomp/codegen/plan"
 	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ir/sym"
 	"github.com/gcomp/gcomp/ops"
 	"github.com/gcomp/gcomp/passes"
 	"github.com/gcomp/gcomp/tensor"
@@ -60,3 +61,6 @@ func AttentionGradBiasGraph(t *testing.T, d ir.DType, e int, wrt string) *ir.Gra
 	}
 	return attnGradGraph(t, attnCase{1, 2, 2, 64, 48, e, e, ops.MaskCausal, bias, nil, d}, wrt)
 }
+
+// SeqSizes is seqSizes (symstride_test.go).
+func SeqSizes(g, prev *ir.Graph, bound int) map[*ir.Value][]sym.Expr { return seqSizes(g, prev, bound) }

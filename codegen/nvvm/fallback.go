@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/gcomp/gcomp/codegen/attnmma"
 	"github.com/gcomp/gcomp/codegen/plan"
 	"github.com/gcomp/gcomp/ops"
 )
@@ -13,8 +14,9 @@ import (
 // the tensor-core GEMM over a quantized weight (plan.QuantizedMMA), a persistent kernel with
 // a stage at symbolic sizes (codegen/ptx's sympersist.go), a symbolic kernel folding its rows
 // (codegen/ptx's symfold.go), a KV cache write over a symbolic batch (codegen/ptx's
-// symupdate.go), a strided symbolic kernel taking the dims' values (attention,
-// copies and GEMMs over views at symbolic sizes: codegen/ptx's symstride.go). The launch records
+// symupdate.go), attention at symbolic sizes on tensor cores (codegen/ptx's symattn_mma.go;
+// copies, GEMMs over views and CUDA-core attention at symbolic sizes are this package's own:
+// symstride*.go, symattn.go). The launch records
 // it (Producer "ptx" and a note); both producers share names, parameters and launches, so one plan
 // runs the merged module. (The tensor-core attention forward writing its rows' log-sum-exp, dk/dv
 // and dq on tensor cores, once borrowed, are attention_lse_mma.go's, attention_bwd_mma.go's and
@@ -31,8 +33,8 @@ func borrowedTemplate(k plan.Kernel, t plan.Target) string {
 			return "symbolic persistent kernel"
 		}
 	}
-	if k.Symbolic && k.Sizes != nil {
-		return "strided symbolic kernel (sizes from the dims' values)"
+	if p, ok := plan.PlanAttention(k.Graph); ok && k.Symbolic && k.Sizes != nil && attnmma.Takes(p.Op, t.TF32) {
+		return "strided symbolic attention on tensor cores"
 	}
 	if _, ok := plan.UpdateOp(k.Graph); ok && k.Symbolic {
 		return "symbolic KV cache write"

@@ -9,13 +9,15 @@ import (
 	"github.com/gcomp/gcomp/codegen/nvvm"
 	"github.com/gcomp/gcomp/codegen/plan"
 	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ir/sym"
 	"github.com/gcomp/gcomp/ops"
 	"github.com/gcomp/gcomp/runtime/ref"
 	"github.com/gcomp/gcomp/tensor"
 )
 
 // TestFallback: a kernel of a template this package has no counterpart for (the tensor-core GEMM
-// over a quantized weight) is
+// over a quantized weight, a symbolic KV cache write, attention at symbolic sizes on tensor
+// cores) is
 // refused by the NVVM producer (nvvm.Refused; nvvm.Lacks
 // names it), and codegen/backend's nvvm producer compiles the module with codegen/ptx's entry for
 // it beside libNVVM's for the others, in the kernels' order; the launch says whose entry it runs,
@@ -35,6 +37,8 @@ func TestFallback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Attention over seq = 32 queries and keys: its sizes follow seq (nvvm.SeqSizes).
+	attnF16 := attention(t, ir.F16, 32, 32, 16)
 	for _, tc := range []struct {
 		name     string
 		graph    *ir.Graph
@@ -45,13 +49,15 @@ func TestFallback(t *testing.T) {
 		tol      float64                         // against the reference, relative to the output's largest magnitude; 0: not run
 		template string                          // the note's
 		rows     int                             // > 0: a symbolic kernel of that many rows at the bound
+		sizes    map[*ir.Value][]sym.Expr        // its values' sizes over the dims (a strided kernel)
 	}{
-		{"quantized gemm", nvvm.QMMAGraph(t), false, plan.Target{SM: 80}, false, quantInputs, 2e-3, "quantized tensor-core GEMM", 0},
-		{"quantized gemm between loops", nvvm.QMMAGraph(t), false, plan.Target{SM: 80}, true, quantInputs, 2e-3, "quantized tensor-core GEMM", 0},
-		{"symbolic kv cache write", update, true, plan.Target{SM: 80}, true, nil, 0, "symbolic KV cache write", 4},
+		{"quantized gemm", nvvm.QMMAGraph(t), false, plan.Target{SM: 80}, false, quantInputs, 2e-3, "quantized tensor-core GEMM", 0, nil},
+		{"quantized gemm between loops", nvvm.QMMAGraph(t), false, plan.Target{SM: 80}, true, quantInputs, 2e-3, "quantized tensor-core GEMM", 0, nil},
+		{"symbolic kv cache write", update, true, plan.Target{SM: 80}, true, nil, 0, "symbolic KV cache write", 4, nil},
+		{"strided symbolic attention on tensor cores", attnF16, false, plan.Target{SM: 80}, true, nil, 0, "strided symbolic attention on tensor cores", 1, nvvm.SeqSizes(attnF16, attention(t, ir.F16, 31, 31, 16), 32)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			k := plan.Kernel{Name: "k1_borrowed", Graph: tc.graph, InPlace: tc.inPlace, Symbolic: tc.rows > 0, Rows: tc.rows}
+			k := plan.Kernel{Name: "k1_borrowed", Graph: tc.graph, InPlace: tc.inPlace, Symbolic: tc.rows > 0, Rows: tc.rows, Sizes: tc.sizes}
 			kernels, at := []plan.Kernel{k}, 0
 			if tc.loops {
 				kernels, at = []plan.Kernel{{Name: "k0_neg", Graph: loop}, k, {Name: "k2_neg", Graph: loop}}, 1

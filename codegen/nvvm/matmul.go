@@ -35,7 +35,11 @@ func (md *module) ffmaKernel(k plan.Kernel, t plan.Target) (*ir.Func, plan.Launc
 		return nil, plan.Launch{}, err
 	}
 	kg := md.newKernel(k, args)
-	mm := &gemm{kg: kg, p: p}
+	symv, err := kg.gemmView(k, args, p) // symstride_gemm.go
+	if err != nil {
+		return nil, plan.Launch{}, err
+	}
+	mm := &gemm{kg: kg, p: p, symv: symv}
 	if err := mm.emit(); err != nil {
 		return nil, plan.Launch{}, err
 	}
@@ -71,6 +75,9 @@ type gemm struct {
 	// symM is M at the run's sizes (a symbolic kernel's size parameter), nil at the bound's
 	// (symgemm.go).
 	symM value.Value
+	// symv reads the left operand through its views at the run's sizes (symstride_gemm.go),
+	// nil but for a symbolic kernel with sizes.
+	symv *symView
 }
 
 // tile declares the kernel's shared array name of n elem's and takes its 32-bit address (in the
@@ -208,7 +215,11 @@ func (mm *gemm) side(op plan.GEMMOperand, rows, nFree int, f0tile, tid value.Val
 // generic operand, else at strided addresses.
 func (mm *gemm) copier(sd *side) {
 	kg, op, nFree := mm.kg, sd.op, sd.nFree
-	if op.View != nil {
+	switch {
+	case op.View != nil && mm.symv != nil && op.View == mm.p.A.View:
+		mm.symCopier(sd) // symstride_gemm.go
+		return
+	case op.View != nil:
 		mm.genericCopier(sd)
 		return
 	}

@@ -33,7 +33,11 @@ func (md *module) mmaKernel(k plan.Kernel, t plan.Target) (*ir.Func, plan.Launch
 		return nil, plan.Launch{}, err
 	}
 	kg := md.newKernel(k, args)
-	mm := &gemm{kg: kg, p: p}
+	symv, err := kg.gemmView(k, args, p) // symstride_gemm.go
+	if err != nil {
+		return nil, plan.Launch{}, err
+	}
+	mm := &gemm{kg: kg, p: p, symv: symv}
 	if err := mm.emitMMA(); err != nil {
 		return nil, plan.Launch{}, err
 	}

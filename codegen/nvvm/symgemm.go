@@ -23,6 +23,10 @@ func symGEMM(k plan.Kernel, p plan.GEMM) ([]plan.Arg, *plan.SymWork, error) {
 		return plan.Params(k.Graph), nil, nil
 	}
 	switch {
+	case p.A.View != nil && k.Sizes != nil && p.B.View == nil && len(p.Batch) == 0 && p.Conv == nil:
+		// The left operand read through views at the run's sizes (symstride_gemm.go).
+		args, scale, err := symStrideArgs(k, p.M, "row count")
+		return args, symWork(scale, plan.GEMMTileM, 1, (p.M+plan.GEMMTileM-1)/plan.GEMMTileM), err
 	case p.A.View != nil || p.B.View != nil && len(p.Batch) > 0:
 		return nil, nil, fmt.Errorf("a GEMM whose symbolic operand is read through a view does not run at symbolic sizes yet")
 	case len(p.Batch) > 0 && p.Conv == nil:

@@ -21,10 +21,16 @@ import (
 // either module.
 
 // symbolicKernel picks the template of a symbolic kernel as codegen/ptx's symbolicKernel does:
-// the loop, or a row template that takes its row count as a parameter.
+// attention, a copy through views, the loop, or a row template that takes its row count as a
+// parameter.
 func (md *module) symbolicKernel(k plan.Kernel, t plan.Target) (*ir.Func, plan.Launch, error) {
+	if _, ok := plan.PlanAttention(k.Graph); ok {
+		return md.attentionKernel(k, t) // symattn.go
+	}
 	kinds, count := plan.ContractionKinds(k.Graph)
 	switch {
+	case len(kinds) == 0 && k.Sizes != nil:
+		return md.symCopyKernel(k) // symstride_copy.go
 	case len(kinds) == 0:
 		return md.symLoopKernel(k)
 	case len(kinds) == 1 && kinds[0] == "reduce" && k.Rows > 0:

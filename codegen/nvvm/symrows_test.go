@@ -11,6 +11,7 @@ import (
 	"github.com/gcomp/gcomp/codegen/plan"
 	"github.com/gcomp/gcomp/codegen/ptx"
 	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ir/sym"
 	"github.com/gcomp/gcomp/runtime/ref"
 	"github.com/gcomp/gcomp/sim"
 	"github.com/gcomp/gcomp/tensor"
@@ -134,8 +135,8 @@ func TestSymbolicTemplates(t *testing.T) {
 				if r > units {
 					continue
 				}
-				got := symRun(t, text, k, l, in, rowInputs, units, r)
-				emitted := symRun(t, ptxText, k, pl, in, rowInputs, units, r)
+				got, _ := symRun(t, text, k, l, in, rowInputs, units, r)
+				emitted, _ := symRun(t, ptxText, k, pl, in, rowInputs, units, r)
 				for _, o := range g.Outputs {
 					what := fmt.Sprintf("%s at %d of %d rows", o.Name, r, units)
 					w := firstRows(t, want[o.Name], units, r)
@@ -149,7 +150,7 @@ func TestSymbolicTemplates(t *testing.T) {
 
 // firstRows is the first r of x's units rows, flat.
 func firstRows(t *testing.T, x *tensor.Tensor, units, r int) *tensor.Tensor {
-	n := x.Len() / units * r
+	n := x.Len() * r / units
 	y, err := tensor.FromBytes(ir.T(x.Type.DType, n), x.Bytes()[:n*x.Type.DType.Size()])
 	if err != nil {
 		t.Fatal(err)
@@ -159,9 +160,10 @@ func firstRows(t *testing.T, x *tensor.Tensor, units, r int) *tensor.Tensor {
 
 // symRun runs kernel k (text, launch l) at r of its units rows in a fresh simulator device,
 // checks on: only the first r rows of the row inputs are there (the static inputs whole, the
-// outputs at the bound), the size argument is r times the work's scale and the grid follows
-// from it as the executor computes it. It returns the first r rows of each output, flat.
-func symRun(t *testing.T, text string, k plan.Kernel, l plan.Launch, in map[string]*tensor.Tensor, rowInputs []string, units, r int) map[string]*tensor.Tensor {
+// outputs at the bound), the size argument is r times the work's scale (a dim's, r) and the grid
+// follows from it as the executor computes it. It returns the first r rows of each output, flat,
+// and the launch's counters.
+func symRun(t *testing.T, text string, k plan.Kernel, l plan.Launch, in map[string]*tensor.Tensor, rowInputs []string, units, r int) (map[string]*tensor.Tensor, *sim.Stats) {
 	t.Helper()
 	part := map[string]*tensor.Tensor{}
 	for name, x := range in {
@@ -172,8 +174,20 @@ func symRun(t *testing.T, text string, k plan.Kernel, l plan.Launch, in map[stri
 	}
 	sr := loadRun(t, text, k, l, part)
 	n := int64(r * l.Work.Scale)
+	if l.Work.Elements != "" { // attention's block count, an expression over seq
+		e, err := sym.Parse(l.Work.Elements)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, err = e.Eval(map[string]int64{"seq": int64(r)}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for i, a := range l.Params {
-		if a.Kind == plan.ArgSize {
+		switch {
+		case a.Kind == plan.ArgSize && a.Expr != "":
+			sr.args[i] = uint32(r) // a dim's value: the strided tests' one dim is the rows
+		case a.Kind == plan.ArgSize:
 			sr.args[i] = uint32(n)
 		}
 	}
@@ -191,19 +205,20 @@ func symRun(t *testing.T, text string, k plan.Kernel, l plan.Launch, in map[stri
 			t.Fatal(err)
 		}
 	}
-	if _, err := sr.m.Launch(sr.entry, sr.cfg, sr.args...); err != nil {
+	st, err := sr.m.Launch(sr.entry, sr.cfg, sr.args...)
+	if err != nil {
 		t.Fatalf("%d of %d rows: %v", r, units, err)
 	}
 	_, out := sr.read(t)
 	for name, x := range out {
 		// The rows past the run's are another run's memory: never written.
-		b := x.Bytes()[x.Len()/units*r*x.Type.DType.Size():]
+		b := x.Bytes()[x.Len()*r/units*x.Type.DType.Size():]
 		if !bytes.Equal(b, bytes.Repeat([]byte{fill}, len(b))) {
 			t.Errorf("%s written past %d of %d rows", name, r, units)
 		}
 		out[name] = firstRows(t, x, units, r)
 	}
-	return out
+	return out, st
 }
 
 // A symbolic kernel no template takes at symbolic sizes is refused naming the kernel, in

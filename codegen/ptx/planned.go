@@ -2,6 +2,7 @@ package ptx
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/gcomp/gcomp/codegen/plan"
@@ -28,7 +29,9 @@ func GEMMPlan(k Kernel, t Target) (GEMM, error) {
 			mm.conv.pool, mm.conv.win, err = convPool(k.Graph, c.Dot)
 		}
 	} else {
-		mm, _, err = dotGEMM(c.Dot)
+		if mm, _, err = dotGEMM(c.Dot); err == nil && !slices.Contains(c.Dot.Attrs.Ints("lhs_contract"), 0) {
+			err = mm.symViewLHS(k) // symgemm.go: as the template reads it
+		}
 	}
 	if err != nil {
 		return GEMM{}, err

@@ -3,6 +3,7 @@ package ptx
 import (
 	"fmt"
 
+	"github.com/gcomp/gcomp/codegen/plan"
 	"github.com/gcomp/gcomp/ir"
 )
 
@@ -13,20 +14,8 @@ import (
 // run's sizes (symview.go), one element per thread of a grid-stride loop over the run's element
 // count n, the size parameter after the dims.
 
-// SymbolicCopy reports why g is not a copy through views of one input, or "" when it is.
-func SymbolicCopy(g *ir.Graph) string {
-	if len(g.Outputs) != 1 {
-		return fmt.Sprintf("it has %d outputs", len(g.Outputs))
-	}
-	for u := g.Outputs[0].Value; u.Op != ir.OpInput && u.Op != ir.OpParam; u = u.Args[0] {
-		switch u.Op {
-		case "transpose", "reshape", "slice", "broadcast_in_dim":
-		default:
-			return fmt.Sprintf("it computes %s", u.Op)
-		}
-	}
-	return ""
-}
+// SymbolicCopy is plan.SymbolicCopy (compiler asks it).
+func SymbolicCopy(g *ir.Graph) string { return plan.SymbolicCopy(g) }
 
 // symCopyKernel emits the copy of a kernel SymbolicCopy takes, at the run's sizes.
 func symCopyKernel(k Kernel, globals *[]string) (string, Launch, error) {

@@ -24,13 +24,8 @@ func (mm *matmul) symbolic(k Kernel, b *builder, args *[]Arg, tensorCores bool) 
 	if folds, w, err := mm.symFoldK(k, b, args, tensorCores); folds {
 		return w, err
 	}
-	if k.Sizes != nil && mm.lhs.view == nil && mm.conv == nil && len(mm.batchShape) == 0 {
-		// Strided at the bound, but the compiler found views moving the symbolic dims.
-		l, err := genericLayout(mm.dot.Args[0], nil, mm.dot.Attrs.Ints("lhs_contract"))
-		if err != nil {
-			return nil, err
-		}
-		mm.lhs = l
+	if err := mm.symViewLHS(k); err != nil {
+		return nil, err
 	}
 	if mm.lhs.view != nil && k.Sizes != nil && mm.rhs.view == nil && len(mm.batchShape) == 0 && mm.conv == nil {
 		mm.symv = &symView{dims: symViewLoad(k, b, args, k.Sizes), sizes: k.Sizes} // symview.go
@@ -60,6 +55,22 @@ func (mm *matmul) symbolic(k Kernel, b *builder, args *[]Arg, tensorCores bool) 
 	m, w, err := symRows(k, b, args, mm.M, mmBM, 1, ceilDiv(mm.M, mmBM))
 	mm.symM = m
 	return w, err
+}
+
+// symViewLHS makes the left operand of a symbolic kernel with sizes (Kernel.Sizes) generic when
+// it is strided at the bound: the compiler found views moving the symbolic dims, so it is read
+// through them at the run's sizes (symview.go). GEMMPlan applies it too, so that the NVVM
+// producer's plan has this template's copies.
+func (mm *matmul) symViewLHS(k Kernel) error {
+	if !k.Symbolic || k.Sizes == nil || mm.lhs.view != nil || mm.conv != nil || len(mm.batchShape) > 0 {
+		return nil
+	}
+	l, err := genericLayout(mm.dot.Args[0], nil, mm.dot.Attrs.Ints("lhs_contract"))
+	if err != nil {
+		return err
+	}
+	mm.lhs = l
+	return nil
 }
 
 // freeBelow is the bound a free coordinate x is compared with (x < bound) to lie below
