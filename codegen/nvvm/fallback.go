@@ -14,9 +14,10 @@ import (
 // the tensor-core GEMM over a quantized weight (plan.QuantizedMMA), a persistent kernel with
 // a stage at symbolic sizes (codegen/ptx's sympersist.go), a symbolic kernel folding its rows
 // (codegen/ptx's symfold.go), a KV cache write over a symbolic batch (codegen/ptx's
-// symupdate.go), attention at symbolic sizes on tensor cores (codegen/ptx's symattn_mma.go;
-// copies, GEMMs over views and CUDA-core attention at symbolic sizes are this package's own:
-// symstride*.go, symattn.go). The launch records
+// symupdate.go), attention at symbolic sizes on tensor cores (codegen/ptx's symattn_mma.go),
+// writing its log-sum-exp, its backward, and split-KV decoding over a symbolic batch
+// (symattn_decode.go; copies, GEMMs over views and the CUDA-core attention forward at symbolic
+// sizes are this package's own: symstride*.go, symattn.go). The launch records
 // it (Producer "ptx" and a note); both producers share names, parameters and launches, so one plan
 // runs the merged module. (The tensor-core attention forward writing its rows' log-sum-exp, dk/dv
 // and dq on tensor cores, once borrowed, are attention_lse_mma.go's, attention_bwd_mma.go's and
@@ -33,8 +34,21 @@ func borrowedTemplate(k plan.Kernel, t plan.Target) string {
 			return "symbolic persistent kernel"
 		}
 	}
-	if p, ok := plan.PlanAttention(k.Graph); ok && k.Symbolic && k.Sizes != nil && attnmma.Takes(p.Op, t.TF32) {
-		return "strided symbolic attention on tensor cores"
+	if k.Symbolic && k.Sizes != nil {
+		if p, ok := plan.PlanAttention(k.Graph); ok {
+			if _, _, decode := plan.SymDecodeBatch(p.Op, k.Sizes); decode {
+				return "split-KV attention over a symbolic batch"
+			}
+			if lse, err := plan.ForwardLSE(k.Graph, p.Op); err == nil && lse != nil {
+				return "symbolic attention writing its log-sum-exp"
+			}
+			if attnmma.Takes(p.Op, t.TF32) {
+				return "strided symbolic attention on tensor cores"
+			}
+		}
+		if _, ok := plan.BackwardAttention(k.Graph); ok {
+			return "symbolic attention backward"
+		}
 	}
 	if _, ok := plan.UpdateOp(k.Graph); ok && k.Symbolic {
 		return "symbolic KV cache write"

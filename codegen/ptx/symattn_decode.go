@@ -3,9 +3,8 @@ package ptx
 import (
 	"fmt"
 
+	"github.com/gcomp/gcomp/codegen/plan"
 	"github.com/gcomp/gcomp/codegen/splitkv"
-	"github.com/gcomp/gcomp/ir"
-	"github.com/gcomp/gcomp/ir/sym"
 )
 
 // Split-KV decoding over a symbolic batch: a decoding step's attention (a few query rows per
@@ -20,50 +19,17 @@ import (
 // written: only blocks below B write rows.
 
 // symDecode returns the split-KV plan of symbolic attention kernel k and its batch's expression
-// when its only symbolic size is a batch leading every operand, the result and an appended
-// cache's rows, each read at constant strides and offset; false otherwise (the kernel takes the
-// CUDA-core template at symbolic sizes, symattn.go).
+// when it decodes over a symbolic batch (plan.SymDecodeBatch); false otherwise (the kernel takes
+// the CUDA-core template at symbolic sizes, symattn.go).
 func symDecode(k Kernel, p AttentionPlan) (splitkv.Plan, string, bool) {
-	sp, ok := splitkv.OfAnyBatch(p.Op)
-	if !ok || !k.Symbolic || k.Sizes == nil {
+	if !k.Symbolic || k.Sizes == nil {
 		return splitkv.Plan{}, "", false
 	}
-	batch := SymSizes(p.Op.Args[0], k.Sizes)[0]
-	if isConstExpr(batch) {
+	sp, batch, ok := plan.SymDecodeBatch(p.Op, k.Sizes)
+	if !ok {
 		return splitkv.Plan{}, "", false
-	}
-	vals := append([]*ir.Value{p.Op}, p.Op.Args...)
-	for i := 1; i <= 2; i++ {
-		if u, ok := splitkv.Appended(p.Op, i); ok {
-			vals = append(vals, u.Args...)
-		}
-	}
-	for _, v := range vals {
-		if !batchLeads(v, k.Sizes, batch) {
-			return splitkv.Plan{}, "", false
-		}
 	}
 	return sp, batch.String(), true
-}
-
-// batchLeads reports whether v's sizes are static but for a leading batch (or a broadcast 1
-// there), and v reads its buffer at constant strides and offset: the bound's.
-func batchLeads(v *ir.Value, sizes map[*ir.Value][]sym.Expr, batch sym.Expr) bool {
-	for d, e := range SymSizes(v, sizes) {
-		if !isConstExpr(e) && (d > 0 || !e.Equal(batch)) {
-			return false
-		}
-	}
-	_, off, st, ok := symStridedView(v, sizes)
-	if !ok || !isConstExpr(off) {
-		return false
-	}
-	for _, e := range st {
-		if !isConstExpr(e) {
-			return false
-		}
-	}
-	return true
 }
 
 // symDecodeBatch declares the run's batch as the kernel's size parameter (after its buffers and
