@@ -74,6 +74,9 @@ func symbolicKernels(g *ir.Graph, kg *passes.KernelGraph, _ backend.Producer) (m
 			kernels[k.Name] = symKernel{stages: stages}
 			continue
 		}
+		if why := layerRefusal(k); why != "" { // symlayer.go
+			return nil, refuse(why)
+		}
 		if symbolic == "" {
 			// Static buffers only: compiled as always, unless a value inside has symbolic sizes,
 			// which a static result can only have folded (a sum over a broadcast's rows).
