@@ -74,7 +74,7 @@ func symbolicKernels(g *ir.Graph, kg *passes.KernelGraph, _ backend.Producer) (m
 			kernels[k.Name] = symKernel{stages: stages}
 			continue
 		}
-		if why := layerRefusal(k); why != "" { // symlayer.go
+		if why := layerRefusal(k); why != "" && (k.Kind != passes.Loop || k.BindTime) { // symlayer.go
 			return nil, refuse(why)
 		}
 		if symbolic == "" {
@@ -114,6 +114,9 @@ func symbolicKernels(g *ir.Graph, kg *passes.KernelGraph, _ backend.Producer) (m
 			}
 			if why != "" {
 				return nil, refuse(why + "; a kernel runs at symbolic sizes when its rows (every dim up to the last symbolic one) are independent")
+			}
+			if k.Kind == passes.Loop && sizes == nil {
+				sizes, _ = layerSizes(k) // its layers past the first, at offsets of the run's rows
 			}
 			rows = r
 		}

@@ -18,8 +18,7 @@ var batchesToRun = []int64{1, 3, maxBatch}
 // symbolicRefusals are the examples that do not yet build once for every batch, each with the
 // DSL's or the compiler's refusal (a part of its message). The list shrinks as support lands: an
 // example that builds is taken off it, or the test fails.
-var symbolicRefusals = map[string]string{
-}
+var symbolicRefusals = map[string]string{}
 
 // Every example builds once over a symbolic batch in [1, maxBatch] (frontend.WithMaxBatch, what
 // `gcomp build --max-batch` does) and runs on the memchecked simulator at batches 1, 3 and

@@ -162,12 +162,13 @@ func layerSizes(k *passes.Kernel) (map[*ir.Value][]sym.Expr, *ir.Value) {
 }
 
 // layerRefusal is why k, a kernel that is not a persistent kernel's stage, cannot read or write
-// its layers past the first, or "": only the persistent template offsets its buffers yet.
+// its layers past the first, or "": only a persistent kernel's stages and row loop kernels
+// offset their buffers yet.
 func layerRefusal(k *passes.Kernel) string {
 	_, v := layerSizes(k)
 	if v == nil {
 		return ""
 	}
 	format := strings.TrimSuffix(k.Body.Format(v), v.Type.String()) + symTypes(k)[v].String()
-	return fmt.Sprintf("%s reads or writes a layer of a stacked buffer at an offset of the run's rows, which only a persistent kernel's stage takes yet", format)
+	return fmt.Sprintf("%s reads or writes a layer of a stacked buffer at an offset of the run's rows, which only a persistent kernel's stage or an elementwise row kernel takes yet", format)
 }

@@ -22,6 +22,9 @@ import (
 // dim leading the output's rows, used only as the output, whose sizes Kernel.Sizes holds, is
 // stored as its operands, each a layer of the output at its offset (layerOutputs).
 
+// A row loop kernel (symloop.go) reads and writes layers the same way: its graph is rewritten
+// once its buffers' addresses are loaded (layerKernel), its offsets' parameters before its size.
+
 // LayerOffset is the element offset of the slice starting at start of a value whose sizes are
 // sizes (expressions over the dims): Σ start[i]·∏_{j>i} sizes[j].
 func LayerOffset(start []int, sizes []sym.Expr) sym.Expr {
@@ -122,4 +125,46 @@ func (gn *gen) layerAt(name string, args *[]Arg, base string, off sym.Expr, d ir
 		gn.sharedPtr[r] = true
 	}
 	return r, true
+}
+
+// layerSized reports whether k's Sizes are those of its layers only (what the compiler gives a
+// row loop kernel that reads or writes them): inputs read through slices alone, and concats
+// used only as outputs. A copy kernel's sizes (symcopy.go) cover every value of its views.
+func layerSized(k Kernel) bool {
+	g := k.Graph
+	used := map[*ir.Value][]*ir.Value{}
+	for _, v := range g.Values {
+		for _, a := range v.Args {
+			used[a] = append(used[a], v)
+		}
+	}
+	for v := range k.Sizes {
+		switch {
+		case v.Op == ir.OpInput:
+			for _, u := range used[v] {
+				if u.Op != "slice" {
+					return false
+				}
+			}
+		case v.Op != "concat" || len(used[v]) > 0:
+			return false
+		}
+	}
+	return k.Sizes != nil
+}
+
+// layerKernel rewrites the graph of row loop kernel k (layerSized) for its layers: k's graph
+// cloned, the buffers' addresses moved to the clone's values, its layer views and outputs
+// rewritten (layerViews, layerOutputs; their offsets' parameters recorded in args).
+func (gn *gen) layerKernel(k Kernel, args *[]Arg) *ir.Graph {
+	sg := k.Graph.Clone()
+	for v, o := range originals(k, sg) {
+		if r, ok := gn.ptr[o]; ok {
+			gn.ptr[v] = r
+		}
+	}
+	gn.layerViews(k.Name, k, sg, args)
+	gn.layerOutputs(k.Name, k, sg, args)
+	gn.kernelGraph = sg
+	return sg
 }
