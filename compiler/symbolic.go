@@ -74,8 +74,10 @@ func symbolicKernels(g *ir.Graph, kg *passes.KernelGraph, _ backend.Producer) (m
 			kernels[k.Name] = symKernel{stages: stages}
 			continue
 		}
-		if why := layerRefusal(k); why != "" && (k.Kind != passes.Loop || k.BindTime) { // symlayer.go
-			return nil, refuse(why)
+		if _, update := ptx.UpdateOp(k.Body); k.Kind != passes.Loop || k.BindTime || update {
+			if why := layerRefusal(k); why != "" { // symlayer.go: only row loops offset their buffers
+				return nil, refuse(why)
+			}
 		}
 		if symbolic == "" {
 			// Static buffers only: compiled as always, unless a value inside has symbolic sizes,
