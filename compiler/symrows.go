@@ -52,13 +52,14 @@ func rowKernelViews(k *passes.Kernel, fold bool, chain map[*ir.Value]bool, lhs *
 		rows       sym.Expr
 		first      *ir.Value
 		prefix     = map[*ir.Value]int{}
-		types      = symTypes(k) // symlayer.go
-		folded     []ir.Shape    // the operands' bound shapes of the folds (symfold.go)
-		staticLead *ir.Value     // a static value folding its operand's leading axis
+		types      = symTypes(k)
+		folded     []ir.Shape // the operands' bound shapes of the folds (symfold.go)
+		staticLead *ir.Value  // a static value folding its operand's leading axis
 	)
 	symbolic := func(v *ir.Value) bool { return types[v].Sym != nil }
-	layers, concats := layerInputs(body, types), layerConcats(body, types) // symlayer.go
-	format := func(v *ir.Value) string {                                   // in the source's types
+	// Layers of stacked buffers, read or written at their offsets at the run's sizes (symlayer.go).
+	layers, concats := layerInputs(body, types), layerConcats(body, types)
+	format := func(v *ir.Value) string { // in the source's types
 		return strings.TrimSuffix(body.Format(v), v.Type.String()) + types[v].String()
 	}
 	for _, v := range body.Values {
