@@ -74,6 +74,11 @@ func symbolicKernels(g *ir.Graph, kg *passes.KernelGraph, _ backend.Producer) (m
 			kernels[k.Name] = symKernel{stages: stages}
 			continue
 		}
+		if _, update := ptx.UpdateOp(k.Body); k.Kind != passes.Loop || k.BindTime || update {
+			if why := layerRefusal(k); why != "" { // symlayer.go: only row loops offset their buffers
+				return nil, refuse(why)
+			}
+		}
 		if symbolic == "" {
 			// Static buffers only: compiled as always, unless a value inside has symbolic sizes,
 			// which a static result can only have folded (a sum over a broadcast's rows).
@@ -111,6 +116,9 @@ func symbolicKernels(g *ir.Graph, kg *passes.KernelGraph, _ backend.Producer) (m
 			}
 			if why != "" {
 				return nil, refuse(why + "; a kernel runs at symbolic sizes when its rows (every dim up to the last symbolic one) are independent")
+			}
+			if k.Kind == passes.Loop && sizes == nil {
+				sizes, _ = layerSizes(k) // its layers past the first, at offsets of the run's rows
 			}
 			rows = r
 		}

@@ -18,12 +18,7 @@ var batchesToRun = []int64{1, 3, maxBatch}
 // symbolicRefusals are the examples that do not yet build once for every batch, each with the
 // DSL's or the compiler's refusal (a part of its message). The list shrinks as support lands: an
 // example that builds is taken off it, or the test fails.
-var symbolicRefusals = map[string]string{
-	// An LSTM's stacked initial state [layers, batch, hidden] is read a layer at a time by the
-	// persistent kernel's products: layer 0 is a prefix of its rows, layer 1 starts at batch
-	// rows at the run's sizes, at the bound's 4 in the bound's code.
-	"lstm": "stage s23_matmul (dot_general): input %h0 : f32[2,batch,32] has 2*batch rows, %0 = slice(%h0) {limit=[2,4,32], start=[1,0,0]} : f32[1,batch,32] has batch",
-}
+var symbolicRefusals = map[string]string{}
 
 // Every example builds once over a symbolic batch in [1, maxBatch] (frontend.WithMaxBatch, what
 // `gcomp build --max-batch` does) and runs on the memchecked simulator at batches 1, 3 and

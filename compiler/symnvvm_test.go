@@ -57,6 +57,10 @@ func TestSymbolicNVVM(t *testing.T) {
   output y = %y
 }`))
 	}})
+	// A persistent kernel's stage reading a later layer of a stacked state: codegen/ptx's entry.
+	models = append(models, model{"second layer of a stacked state, persistent (codegen/ptx's entry)", func() (*ir.Graph, error) {
+		return frontend.Build("m", func(b *frontend.Builder) { stackedState(b, 1, 2, 16) })
+	}})
 	for _, tc := range models {
 		t.Run(tc.name, func(t *testing.T) {
 			g, err := tc.graph()

@@ -64,6 +64,8 @@ func stageKernels(k *passes.Kernel, stages []*symKernel) []ptx.Kernel {
 		pk := ptx.Kernel{Name: s.Name, Graph: s.Body}
 		if i < len(stages) && stages[i] != nil {
 			pk.Graph, pk.Symbolic, pk.Rows = atBound(s.Body), true, stages[i].bound
+			sizes, _ := layerSizes(s) // symlayer.go: its layer views' offsets
+			pk.Sizes = onClone(sizes, s.Body, pk.Graph)
 		} else if stages != nil {
 			pk.Graph = atBound(s.Body)
 		}

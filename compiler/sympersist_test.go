@@ -45,7 +45,23 @@ var persistModels = []struct {
 		b.Output("y", x)
 	}},
 	{"empty batches", func(b *frontend.Builder) { tanhChain(b, 0, 13, 12, 4) }},
-	{"first layer of a stacked state", func(b *frontend.Builder) { stackedState(b, 0) }},
+	{"first layer of a stacked state", func(b *frontend.Builder) { stackedState(b, 0, 2, 16) }},
+	{"second layer of a stacked state", func(b *frontend.Builder) { stackedState(b, 1, 2, 16) }},
+	{"last layer of three, 8-byte rows of f16 pairs", func(b *frontend.Builder) { stackedState(b, 2, 3, 8) }},
+	{"every layer of a stacked state", func(b *frontend.Builder) {
+		batch := b.Dim("batch", 1, 13)
+		x := b.Input("x", ir.F32, batch, 16)
+		h0 := b.Input("h0", ir.F32, 2, batch, 16)
+		w := b.Param("w", ir.T(ir.F32, 16, 16), frontend.Uniform(-0.5, 0.5))
+		for l := range 2 { // layer l starts from h0[l] and reads the layer below
+			h := h0.Index(0, l)
+			for range 2 {
+				h = h.Matmul(w).Add(x).Tanh()
+			}
+			x = h
+		}
+		b.Output("y", x)
+	}},
 	{"conv2d stages", func(b *frontend.Builder) {
 		img := b.Input("img", ir.F32, b.Dim("n", 1, 13), 8, 4, 4)
 		opt := frontend.Conv2dOptions{Padding: [2]int{1, 1}}
@@ -69,18 +85,22 @@ func tanhChain(b *frontend.Builder, lo, hi, d, n int) {
 }
 
 // stackedState is an RNN-like chain over a batch in [1, 13] whose state starts from layer l of
-// a stacked input [2, batch, 16] (an LSTM's h0): a stage reads a slice of an input with more
-// rows than its own.
-func stackedState(b *frontend.Builder, l int) {
-	batch := b.Dim("batch", 1, 13)
-	x := b.Input("x", ir.F32, batch, 16)
-	h0 := b.Input("h0", ir.F32, 2, batch, 16)
-	w := b.Param("w", ir.T(ir.F32, 16, 16), frontend.Uniform(-0.5, 0.5))
-	h := h0.Index(0, l)
-	for range 3 {
-		h = h.Matmul(w).Add(x).Tanh()
+// a stacked input [layers, batch, h] (an LSTM's h0): a stage reads a slice of an input with more
+// rows than its own, past the first layer at an offset of the run's rows. h 8 is f16.
+func stackedState(b *frontend.Builder, l, layers, h int) {
+	dt := ir.F32
+	if h == 8 {
+		dt = ir.F16
 	}
-	b.Output("y", h)
+	batch := b.Dim("batch", 1, 13)
+	x := b.Input("x", dt, batch, h)
+	h0 := b.Input("h0", dt, layers, batch, h)
+	w := b.Param("w", ir.T(dt, h, h), frontend.Uniform(-0.5, 0.5))
+	s := h0.Index(0, l)
+	for range 3 {
+		s = s.Matmul(w).Add(x).Tanh()
+	}
+	b.Output("y", s)
 }
 
 // persistentKernels returns the kernel names of g's build that are persistent, with their ops.
@@ -252,14 +272,14 @@ func TestSymbolicPersistentRefused(t *testing.T) {
 	if err == nil || !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), ": f32[8,batch] has 8*batch") {
 		t.Errorf("Compile = %v, want %q and the value", err, want)
 	}
-	// A later layer of a stacked state starts at l·batch rows at the run's sizes, l·bound in
-	// the bound's code: refused.
-	g, err = frontend.Build("s", func(b *frontend.Builder) { stackedState(b, 1) })
+	// A later layer of a stacked state whose rows are not whole 16-byte groups would start
+	// between the bound's vector groups: refused with its two row counts.
+	g, err = frontend.Build("s", func(b *frontend.Builder) { stackedState(b, 1, 2, 3) })
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = compiler.Compile(g, compiler.Options{})
-	want = "input %h0 : f32[2,batch,16] has 2*batch rows, %0 = slice(%h0) {limit=[2,13,16], start=[1,0,0]} : f32[1,batch,16] has batch"
+	want = "input %h0 : f32[2,batch,3] has 2*batch rows, %0 = slice(%h0) {limit=[2,13,3], start=[1,0,0]} : f32[1,batch,3] has batch"
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("Compile of layer 1 = %v, want %q", err, want)
 	}

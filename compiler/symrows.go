@@ -52,18 +52,13 @@ func rowKernelViews(k *passes.Kernel, fold bool, chain map[*ir.Value]bool, lhs *
 		rows       sym.Expr
 		first      *ir.Value
 		prefix     = map[*ir.Value]int{}
-		types      = map[*ir.Value]ir.Type{}
+		types      = symTypes(k)
 		folded     []ir.Shape // the operands' bound shapes of the folds (symfold.go)
 		staticLead *ir.Value  // a static value folding its operand's leading axis
 	)
-	for _, v := range body.Values {
-		types[v] = v.Type
-		if o := k.Origins[v]; v.Type.Sym == nil && o != nil && o.Type.Shape.Equal(v.Type.Shape) {
-			types[v] = o.Type
-		}
-	}
 	symbolic := func(v *ir.Value) bool { return types[v].Sym != nil }
-	prefixed := prefixInputs(body, types)
+	// Layers of stacked buffers, read or written at their offsets at the run's sizes (symlayer.go).
+	layers, concats := layerInputs(body, types), layerConcats(body, types)
 	format := func(v *ir.Value) string { // in the source's types
 		return strings.TrimSuffix(body.Format(v), v.Type.String()) + types[v].String()
 	}
@@ -93,8 +88,11 @@ func rowKernelViews(k *passes.Kernel, fold bool, chain map[*ir.Value]bool, lhs *
 			continue
 		}
 		p, r := rowsOf(types[v])
-		if prefixed[v] {
-			prefix[v] = p // its own row count: only prefixes of its rows are read
+		if concats[v] {
+			_, r = rowsOf(types[v.Args[0]]) // it writes its operands' rows, each at its offset
+		}
+		if layers[v] {
+			prefix[v] = p // its own row count: only its layers are read, each a row value
 			continue
 		}
 		if first == nil {
@@ -103,8 +101,8 @@ func rowKernelViews(k *passes.Kernel, fold bool, chain map[*ir.Value]bool, lhs *
 			return rows, fmt.Sprintf("%s has %s rows, %s has %s", format(first), rows, format(v), r)
 		}
 		prefix[v] = p
-		if v == lhs {
-			continue
+		if v == lhs || len(v.Args) == 1 && layers[v.Args[0]] || concats[v] {
+			continue // read through views, or a layer read or written at its offset at the run's sizes
 		}
 		if why := keepsRows(v, p, prefix, types); why != "" {
 			return rows, fmt.Sprintf("%s %s", format(v), why)
@@ -240,55 +238,4 @@ func rowDim(t ir.Type, d int) string {
 		return "symbolic dim"
 	}
 	return "dim of its rows (a static dim before a symbolic one)"
-}
-
-// A stacked input [layers, batch, hidden] (an RNN's initial state) laid out at the run's sizes
-// holds layer 0's batch rows first: a slice that cuts only its outermost dim, from 0, and keeps
-// the rest of its rows whole reads a prefix of its rows, row r of the slice being row r of the
-// input at the bound and at the run's sizes alike. Such an input may have more rows than the
-// kernel; a slice from a later layer starts at l·batch rows, which the bound's code places at
-// l·bound, and keeps the refusal of keepsRows ("offsets a dim of its rows").
-
-// prefixInputs returns the body's symbolic inputs that are read only through slices of a prefix
-// of their rows (types are the values' symbolic types).
-func prefixInputs(body *ir.Graph, types map[*ir.Value]ir.Type) map[*ir.Value]bool {
-	ok := map[*ir.Value]bool{}
-	for _, v := range body.Values {
-		if v.Op == ir.OpInput && types[v].Sym != nil {
-			ok[v] = true
-		}
-	}
-	for _, o := range body.Outputs {
-		delete(ok, o.Value)
-	}
-	for _, v := range body.Values {
-		for _, a := range v.Args {
-			if ok[a] && !slicesPrefix(v, types[a], types[v]) {
-				delete(ok, a)
-			}
-		}
-	}
-	return ok
-}
-
-// slicesPrefix reports whether v is a slice of an operand of type t (result type rt) that cuts
-// only the outermost of t's rows, from 0, with unit strides: the first rows of the operand.
-func slicesPrefix(v *ir.Value, t, rt ir.Type) bool {
-	if v.Op != "slice" || len(v.Args) != 1 || rt.Sym == nil {
-		return false
-	}
-	p, _ := rowsOf(t)
-	if p < 2 || !isConst(t.Sym[0]) {
-		return false
-	}
-	if st := v.Attrs.Ints("stride"); slices.ContainsFunc(st, func(s int) bool { return s != 1 }) {
-		return false
-	}
-	start := v.Attrs.Ints("start")
-	for i := range p {
-		if start[i] != 0 || i > 0 && !rt.Sym[i].Equal(t.Sym[i]) {
-			return false
-		}
-	}
-	return true
 }

@@ -37,6 +37,19 @@ var rowModels = []struct {
 		h0 := b.Input("h0", ir.F32, 3, batch, 24)
 		b.Output("y", h0.Index(0, 0).Mul(x).Tanh())
 	}},
+	{"later layers of a stacked state, elementwise", func(b *frontend.Builder) {
+		batch := b.Dim("batch", 1, 19)
+		x := b.Input("x", ir.F32, batch, 24)
+		h0 := b.Input("h0", ir.F32, 3, batch, 24)
+		b.Output("y", h0.Index(0, 1).Mul(x).Add(h0.Index(0, 2)).Tanh())
+		b.Output("z", h0.Narrow(0, 1, 2).Neg()) // two layers at once: 2·batch rows from batch on
+	}},
+	{"layers stacked into an output (h_n), f16", func(b *frontend.Builder) {
+		batch := b.Dim("batch", 0, 19)
+		x := b.Input("x", ir.F16, batch, 8)
+		h0 := b.Input("h0", ir.F16, 2, batch, 8)
+		b.Output("h_n", frontend.Stack(0, h0.Index(0, 1).Mul(x).Tanh(), h0.Index(0, 0).Add(x), x.Neg()))
+	}},
 	{"layer norm and softmax", func(b *frontend.Builder) {
 		batch, seq := b.Dim("batch", 1, 4), b.Dim("seq", 2, 11)
 		x := b.Input("x", ir.F32, batch, seq, 24)
@@ -236,6 +249,27 @@ func TestSymbolicRowsRefused(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			checkRefused(t, "graph s {\n  dims { batch in [1,16] }\n  input %x : f32[batch,2]\n"+tc.body+"}\n", tc.want)
+		})
+	}
+}
+
+// A kernel that reads or writes a layer of a stacked buffer past the first is refused when its
+// template does not offset buffers (a contraction outside a persistent kernel), or when the
+// layer's offset would not keep the bound's vector groups aligned (rows of 12 bytes).
+func TestSymbolicLayersRefused(t *testing.T) {
+	for _, tc := range []struct{ name, body, want string }{
+		{"product of a later layer", "  input %h : f32[2,batch,8]\n  param %w : f32[8,8] {init=\"uniform\"}\n" +
+			"  %0 = slice(%h) {start=[1,0,0], limit=[2,16,8]} : f32[1,batch,8]\n" +
+			"  %1 = dot_general(%0, %w) {lhs_contract=[2], rhs_contract=[0]} : f32[1,batch,8]\n  output y = %1\n",
+			"%0 = slice(%h) {limit=[2,16,8], start=[1,0,0]} : f32[1,batch,8] reads or writes a layer of a stacked buffer at an offset of the run's rows"},
+		{"12-byte rows", "  input %h : f32[2,batch,3]\n  %0 = slice(%h) {start=[1,0,0], limit=[2,16,3]} : f32[1,batch,3]\n  %1 = neg(%0) : f32[1,batch,3]\n  output y = %1\n",
+			"input %h : f32[2,batch,3] has 2*batch rows, %0 = slice(%h) {limit=[2,16,3], start=[1,0,0]} : f32[1,batch,3] has batch"},
+		{"a stacked output used again", "  input %x : f32[batch,4]\n  %0 = reshape(%x) {shape=[1,16,4]} : f32[1,batch,4]\n" +
+			"  %1 = concat(%0, %0) {axis=0} : f32[2,batch,4]\n  %2 = neg(%1) : f32[2,batch,4]\n  output y = %1\n  output z = %2\n",
+			"has batch rows, %1 = concat(%0, %0) {axis=0} : f32[2,batch,4] has 2*batch"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			checkRefused(t, "graph s {\n  dims { batch in [1,16] }\n"+tc.body+"}\n", tc.want)
 		})
 	}
 }

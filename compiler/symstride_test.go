@@ -55,6 +55,14 @@ var strideModels = []struct{ name, gir string }{
   output y = %2
 }
 `},
+	{"slice of the static dim (a layer at seq·4 elements: symlayer.go)", `graph m {
+  dims { seq in [1,9] }
+  input %x : f32[2,seq,4]
+  %0 = slice(%x) {start=[1,0,0], limit=[2,9,4], stride=[1,1,1]} : f32[1,seq,4]
+  %1 = neg(%0) : f32[1,seq,4]
+  output y = %1
+}
+`},
 	{"a copy moving seq before the static dim", `graph m {
   dims { seq in [1,23] }
   input %x : f32[2,seq,4]
@@ -121,8 +129,8 @@ func TestSymbolicStrideRefused(t *testing.T) {
 			"broadcasts a static operand along a dim of its rows"},
 		{"transpose swapping the static dim and seq", "  %0 = transpose(%x) {perm=[1,0,2]} : f32[seq,2,4]\n  %1 = neg(%0) : f32[seq,2,4]\n  output y = %1\n",
 			"%0 = transpose(%x) {perm=[1,0,2]} : f32[seq,2,4] has seq"},
-		{"slice of the static dim", "  %0 = slice(%x) {start=[1,0,0], limit=[2,9,4], stride=[1,1,1]} : f32[1,seq,4]\n  %1 = neg(%0) : f32[1,seq,4]\n  output y = %1\n",
-			"f32[1,seq,4] has seq"},
+		{"slice of the static dim and of the last", "  %0 = slice(%x) {start=[1,0,0], limit=[2,9,2], stride=[1,1,1]} : f32[1,seq,2]\n  %1 = neg(%0) : f32[1,seq,2]\n  output y = %1\n",
+			"f32[1,seq,2] has seq"},
 		{"product contracting seq (scores by values, not formed into attention)", "  %0 = dot_general(%x, %x) {lhs_batch=[0], lhs_contract=[1], rhs_batch=[0], rhs_contract=[1]} : f32[2,4,4]\n  output y = %0\n",
 			"%0 = dot_general(%x, %x) {lhs_batch=[0], lhs_contract=[1], rhs_batch=[0], rhs_contract=[1]} : f32[2,4,4] contracts a symbolic dim"},
 		{"batched product by a symbolic operand", "  %0 = dot_general(%x, %x) {lhs_batch=[0], lhs_contract=[2], rhs_batch=[0], rhs_contract=[2]} : f32[2,seq,seq]\n  output y = %0\n",

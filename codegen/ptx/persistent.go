@@ -68,6 +68,7 @@ func persistentKernel(k Kernel, globals *[]string) (string, Launch, error) {
 			}
 			gn.ptr[in] = r
 		}
+		gn.layerViews(k.Name, st, sg, &args) // a stage reading a layer of a stacked input: symlayer.go
 		for _, o := range outs {
 			r, shared := slot(o.Name)
 			if shared {
@@ -81,6 +82,7 @@ func persistentKernel(k Kernel, globals *[]string) (string, Launch, error) {
 				return "", Launch{}, fmt.Errorf("stage %s writes %s, which is neither a kernel output nor in shared memory", st.Name, o.Name)
 			}
 		}
+		gn.layerOutputs(k.Name, st, sg, &args) // symlayer.go
 		gn.kernelGraph, gn.kname = sg, k.Name+"_"+st.Name
 		if err := gn.stage(sg, tid, stageSize(k.Name, si, st, b, &args)); err != nil {
 			return "", Launch{}, fmt.Errorf("stage %s: %w", st.Name, err)

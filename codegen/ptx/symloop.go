@@ -67,14 +67,17 @@ func symLoopKernel(k Kernel, globals *[]string) (string, Launch, error) {
 	if why := SymbolicLoop(g); why != "" && k.Rows == 0 {
 		return "", Launch{}, fmt.Errorf("a loop kernel over symbolic sizes must be elementwise only; %s: not compiled yet", why)
 	}
+	b := newBuilder(k.Name)
+	gn, args := header(k, b, globals)
+	if k.Sizes != nil {
+		g = gn.layerKernel(k, &args) // layers of stacked buffers at the run's offsets: symlayer.go
+	}
 	shape := g.Outputs[0].Value.Type.Shape
 	for _, o := range g.Outputs[1:] {
 		if !o.Value.Type.Shape.Equal(shape) {
 			return "", Launch{}, fmt.Errorf("outputs %s and %s have different shapes", g.Outputs[0].Name, o.Name)
 		}
 	}
-	b := newBuilder(k.Name)
-	gn, args := header(k, b, globals)
 	n, scale, err := symSize(k, b, &args, shape.NumElements(), "element count")
 	if err != nil {
 		return "", Launch{}, err
@@ -118,7 +121,7 @@ func symbolicKernel(k Kernel, t Target, globals *[]string) (string, Launch, erro
 	}
 	kinds, count := contractionKinds(k.Graph)
 	switch {
-	case len(kinds) == 0 && k.Sizes != nil:
+	case len(kinds) == 0 && k.Sizes != nil && !layerSized(k):
 		return symCopyKernel(k, globals) // symcopy.go
 	case len(kinds) == 0:
 		return symLoopKernel(k, globals)
