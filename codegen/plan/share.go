@@ -31,14 +31,22 @@ func ShareKey(k Kernel) string {
 			fmt.Fprintf(&sb, "rows %d\n", k.Rows)
 		}
 	}
+	// A symbolic kernel's code also follows the sizes the compiler handed it (strides, a layer's
+	// offset): two kernels alike at the bound but with different size expressions differ.
+	sizes := func(v *ir.Value) string {
+		if e, ok := k.Sizes[v]; ok {
+			return fmt.Sprintf(" sizes=%v", e)
+		}
+		return ""
+	}
 	id := map[*ir.Value]string{}
 	for i, v := range g.Inputs() {
 		id[v] = "in" + strconv.Itoa(i)
-		fmt.Fprintf(&sb, "%s : %s\n", id[v], v.Type)
+		fmt.Fprintf(&sb, "%s : %s%s\n", id[v], v.Type, sizes(v))
 	}
 	for i, v := range g.Params() {
 		id[v] = "p" + strconv.Itoa(i)
-		fmt.Fprintf(&sb, "%s : %s\n", id[v], v.Type)
+		fmt.Fprintf(&sb, "%s : %s%s\n", id[v], v.Type, sizes(v))
 	}
 	var visit func(v *ir.Value)
 	visit = func(v *ir.Value) {
@@ -60,7 +68,7 @@ func ShareKey(k Kernel) string {
 		for _, key := range v.Attrs.Keys() {
 			fmt.Fprintf(&sb, " %s=%s", key, ir.FormatAttr(v.Attrs[key]))
 		}
-		fmt.Fprintf(&sb, " : %s\n", v.Type)
+		fmt.Fprintf(&sb, " : %s%s\n", v.Type, sizes(v))
 	}
 	for _, o := range g.Outputs {
 		visit(o.Value)
