@@ -12,8 +12,7 @@ import (
 // kernels codegen/backend's nvvm producer takes from codegen/ptx rather than refuse the model:
 // the tensor-core GEMM over a quantized weight (plan.QuantizedMMA), a persistent kernel with
 // a stage at symbolic sizes (codegen/ptx's sympersist.go), a symbolic kernel folding its rows
-// (codegen/ptx's symfold.go), a KV cache write over a symbolic batch (codegen/ptx's
-// symupdate.go), a strided symbolic kernel taking the dims' values (attention,
+// (codegen/ptx's symfold.go), a strided symbolic kernel taking the dims' values (attention,
 // copies and GEMMs over views at symbolic sizes: codegen/ptx's symstride.go). The launch records
 // it (Producer "ptx" and a note); both producers share names, parameters and launches, so one plan
 // runs the merged module. (The tensor-core attention forward writing its rows' log-sum-exp, dk/dv
@@ -33,9 +32,6 @@ func borrowedTemplate(k plan.Kernel, t plan.Target) string {
 	}
 	if k.Symbolic && k.Sizes != nil {
 		return "strided symbolic kernel (sizes from the dims' values)"
-	}
-	if _, ok := plan.UpdateOp(k.Graph); ok && k.Symbolic {
-		return "symbolic KV cache write"
 	}
 	if foldsRows(k) {
 		return "symbolic fold (a column reduction or GEMM over the symbolic rows)"

@@ -9,6 +9,7 @@ import (
 	"github.com/gcomp/gcomp/codegen/nvvm"
 	"github.com/gcomp/gcomp/codegen/plan"
 	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ir/sym"
 	"github.com/gcomp/gcomp/ops"
 	"github.com/gcomp/gcomp/runtime/ref"
 	"github.com/gcomp/gcomp/tensor"
@@ -25,16 +26,17 @@ func TestFallback(t *testing.T) {
 	loop := ir.NewGraph("neg")
 	x := loop.Input("x", ir.T(ir.F32, 16), nil)
 	loop.SetOutput("y", loop.Add("neg", x.Type, nil, x))
-	update, err := ir.Parse("update", []byte(`graph g {
-  input %cache : f32[4,2,16,8]
-  input %x : f32[4,2,1,8]
-  input %pos : i64[4]
-  %0 = update_slice(%cache, %x, %pos) {axis=2} : f32[4,2,16,8]
+	// A copy moving a symbolic dim (codegen/ptx's symcopy.go): the strided kind, still borrowed.
+	strided, err := ir.Parse("copy", []byte(`graph g {
+  input %x : f32[2,10,4]
+  %0 = transpose(%x) {perm=[1,0,2]} : f32[10,2,4]
   output y = %0
 }`))
 	if err != nil {
 		t.Fatal(err)
 	}
+	seq := sym.Sym("seq")
+	sizes := map[*ir.Value][]sym.Expr{strided.Inputs()[0]: {sym.Const(2), seq, sym.Const(4)}, strided.Outputs[0].Value: {seq, sym.Const(2), sym.Const(4)}}
 	for _, tc := range []struct {
 		name     string
 		graph    *ir.Graph
@@ -44,14 +46,14 @@ func TestFallback(t *testing.T) {
 		prep     func(map[string]*tensor.Tensor) // inputs the kernel reads as the model's
 		tol      float64                         // against the reference, relative to the output's largest magnitude; 0: not run
 		template string                          // the note's
-		rows     int                             // > 0: a symbolic kernel of that many rows at the bound
+		sizes    map[*ir.Value][]sym.Expr        // a strided symbolic kernel's
 	}{
-		{"quantized gemm", nvvm.QMMAGraph(t), false, plan.Target{SM: 80}, false, quantInputs, 2e-3, "quantized tensor-core GEMM", 0},
-		{"quantized gemm between loops", nvvm.QMMAGraph(t), false, plan.Target{SM: 80}, true, quantInputs, 2e-3, "quantized tensor-core GEMM", 0},
-		{"symbolic kv cache write", update, true, plan.Target{SM: 80}, true, nil, 0, "symbolic KV cache write", 4},
+		{"quantized gemm", nvvm.QMMAGraph(t), false, plan.Target{SM: 80}, false, quantInputs, 2e-3, "quantized tensor-core GEMM", nil},
+		{"quantized gemm between loops", nvvm.QMMAGraph(t), false, plan.Target{SM: 80}, true, quantInputs, 2e-3, "quantized tensor-core GEMM", nil},
+		{"strided symbolic copy", strided, false, plan.Target{SM: 80}, true, nil, 0, "strided symbolic kernel (sizes from the dims' values)", sizes},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			k := plan.Kernel{Name: "k1_borrowed", Graph: tc.graph, InPlace: tc.inPlace, Symbolic: tc.rows > 0, Rows: tc.rows}
+			k := plan.Kernel{Name: "k1_borrowed", Graph: tc.graph, InPlace: tc.inPlace, Symbolic: tc.sizes != nil, Sizes: tc.sizes}
 			kernels, at := []plan.Kernel{k}, 0
 			if tc.loops {
 				kernels, at = []plan.Kernel{{Name: "k0_neg", Graph: loop}, k, {Name: "k2_neg", Graph: loop}}, 1

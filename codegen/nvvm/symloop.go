@@ -23,6 +23,9 @@ import (
 // symbolicKernel picks the template of a symbolic kernel as codegen/ptx's symbolicKernel does:
 // the loop, or a row template that takes its row count as a parameter.
 func (md *module) symbolicKernel(k plan.Kernel, t plan.Target) (*ir.Func, plan.Launch, error) {
+	if _, ok := plan.UpdateOp(k.Graph); ok {
+		return md.updateKernel(k) // symupdate.go
+	}
 	kinds, count := plan.ContractionKinds(k.Graph)
 	switch {
 	case len(kinds) == 0:
