@@ -2,17 +2,14 @@ package nvvm
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/gcomp/gcomp/codegen/plan"
-	"github.com/gcomp/gcomp/ops"
 )
 
 // borrowed reports whether k takes a template this package has no counterpart for, whose
 // kernels codegen/backend's nvvm producer takes from codegen/ptx rather than refuse the model:
 // the tensor-core GEMM over a quantized weight (plan.QuantizedMMA), a persistent kernel with
-// a stage at symbolic sizes (codegen/ptx's sympersist.go), a symbolic kernel folding its rows
-// (codegen/ptx's symfold.go), a strided symbolic kernel taking the dims' values (attention,
+// a stage at symbolic sizes (codegen/ptx's sympersist.go), a strided symbolic kernel taking the dims' values (attention,
 // copies and GEMMs over views at symbolic sizes: codegen/ptx's symstride.go). The launch records
 // it (Producer "ptx" and a note); both producers share names, parameters and launches, so one plan
 // runs the merged module. (The tensor-core attention forward writing its rows' log-sum-exp, dk/dv
@@ -33,9 +30,6 @@ func borrowedTemplate(k plan.Kernel, t plan.Target) string {
 	if k.Symbolic && k.Sizes != nil {
 		return "strided symbolic kernel (sizes from the dims' values)"
 	}
-	if foldsRows(k) {
-		return "symbolic fold (a column reduction or GEMM over the symbolic rows)"
-	}
 	switch plan.Template(k) {
 	case "contraction":
 		if plan.QuantizedMMA(k) {
@@ -43,23 +37,6 @@ func borrowedTemplate(k plan.Kernel, t plan.Target) string {
 		}
 	}
 	return ""
-}
-
-// foldsRows reports whether symbolic kernel k folds its rows into a static result, as
-// codegen/ptx's symfold.go does: a reduction over its operand's leading axis, or a product whose
-// left operand contracts it.
-func foldsRows(k plan.Kernel) bool {
-	if !k.Symbolic {
-		return false
-	}
-	for _, v := range k.Graph.Values {
-		switch {
-		case ops.ClassOf(v.Op) == ops.Reduce && slices.Contains(v.Attrs.Ints("axes"), 0),
-			v.Op == "dot_general" && slices.Contains(v.Attrs.Ints("lhs_contract"), 0):
-			return true
-		}
-	}
-	return false
 }
 
 // borrowedNote is the note on a launch whose entry codegen/ptx wrote.
