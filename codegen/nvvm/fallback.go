@@ -8,9 +8,9 @@ import (
 
 // borrowed reports whether k takes a template this package has no counterpart for, whose
 // kernels codegen/backend's nvvm producer takes from codegen/ptx rather than refuse the model:
-// the tensor-core GEMM over a quantized weight (plan.QuantizedMMA), a persistent kernel with
-// a stage at symbolic sizes (codegen/ptx's sympersist.go), a strided symbolic kernel taking the dims' values (attention,
-// copies and GEMMs over views at symbolic sizes: codegen/ptx's symstride.go). The launch records
+// the tensor-core GEMM over a quantized weight (plan.QuantizedMMA), a strided symbolic kernel
+// taking the dims' values (attention, copies and GEMMs over views at symbolic sizes:
+// codegen/ptx's symstride.go). The launch records
 // it (Producer "ptx" and a note); both producers share names, parameters and launches, so one plan
 // runs the merged module. (The tensor-core attention forward writing its rows' log-sum-exp, dk/dv
 // and dq on tensor cores, once borrowed, are attention_lse_mma.go's, attention_bwd_mma.go's and
@@ -22,11 +22,6 @@ func borrowed(k plan.Kernel, t plan.Target) bool {
 // borrowedTemplate names the codegen/ptx template a borrowed kernel takes, or is "". t is the
 // target, which a template may depend on.
 func borrowedTemplate(k plan.Kernel, t plan.Target) string {
-	for _, st := range k.Stages {
-		if st.Symbolic {
-			return "symbolic persistent kernel"
-		}
-	}
 	if k.Symbolic && k.Sizes != nil {
 		return "strided symbolic kernel (sizes from the dims' values)"
 	}
