@@ -148,17 +148,24 @@ func TestSymbolicFolds(t *testing.T) {
 	}
 }
 
-// foldRun runs folding kernel k (text, launch l) at r of its rows rows on a fresh simulator
-// device, its row inputs holding only those rows (in), the outputs bound-sized and filled: the
-// size argument is r times the work's scale and the grid the bound's. It returns each output
-// flat, the run's rows only of a row output (rowOutputs), whose rows past the run must keep the
-// fill.
+// foldRun runs folding kernel k (text, launch l) at r of its rows rows (runRows), the size
+// argument r times the work's scale; only the outputs rowOutputs carry rows.
 func foldRun(t *testing.T, text string, k plan.Kernel, l plan.Launch, in map[string]*tensor.Tensor, rows, r int, rowOutputs []string) map[string]*tensor.Tensor {
+	t.Helper()
+	return runRows(t, text, k, l, in, rows, r, func(plan.Arg) int { return r * l.Work.Scale }, func(name string) bool { return slices.Contains(rowOutputs, name) })
+}
+
+// runRows runs kernel k (text, launch l, its grid) at r of its rows rows on a fresh simulator
+// device (memcheck, racecheck, and the global race check), its row inputs holding only those
+// rows (in), the outputs bound-sized and filled, each size argument a set to size(a). It returns
+// each output flat: a static one whole, the run's rows of a row output (rowOutput), whose rows
+// past the run must keep the fill.
+func runRows(t *testing.T, text string, k plan.Kernel, l plan.Launch, in map[string]*tensor.Tensor, rows, r int, size func(plan.Arg) int, rowOutput func(string) bool) map[string]*tensor.Tensor {
 	t.Helper()
 	sr := loadRun(t, text, k, l, in)
 	for i, a := range l.Params {
 		if a.Kind == plan.ArgSize {
-			sr.args[i] = uint32(r * l.Work.Scale)
+			sr.args[i] = uint32(size(a))
 		}
 	}
 	sr.cfg.RaceGlobal = true
@@ -173,7 +180,7 @@ func foldRun(t *testing.T, text string, k plan.Kernel, l plan.Launch, in map[str
 	}
 	_, out := sr.read(t)
 	for name, x := range out {
-		if !slices.Contains(rowOutputs, name) {
+		if !rowOutput(name) {
 			out[name] = firstRows(t, x, 1, 1)
 			continue
 		}

@@ -1,7 +1,6 @@
 package nvvm
 
 import (
-	"bytes"
 	"fmt"
 	"reflect"
 	"testing"
@@ -162,35 +161,9 @@ func TestSymbolicPersistent(t *testing.T) {
 	}
 }
 
-// persistRun runs persistent kernel k (text, launch l) at r of its rows rows on a fresh
-// simulator device, its inputs as in (the row inputs holding the run's rows only), the outputs
-// bound-sized and filled, each stage's size argument r times its scale. It returns the run's
-// rows of each output, flat, failing the test where a row past the run was written.
+// persistRun runs persistent kernel k (text, launch l) at r of its rows rows (runRows), each
+// stage's size argument r times its scale; every output carries the rows.
 func persistRun(t *testing.T, text string, k plan.Kernel, l plan.Launch, in map[string]*tensor.Tensor, rows, r int) map[string]*tensor.Tensor {
 	t.Helper()
-	sr := loadRun(t, text, k, l, in)
-	for i, a := range l.Params {
-		if a.Kind == plan.ArgSize {
-			sr.args[i] = uint32(r * a.Scale)
-		}
-	}
-	sr.cfg.RaceGlobal = true
-	const fill = 0x3d
-	for _, o := range k.Graph.Outputs {
-		if err := sr.dev.Write(sr.outAddr[o.Name], bytes.Repeat([]byte{fill}, o.Value.Type.Bytes())); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := sr.m.Launch(sr.entry, sr.cfg, sr.args...); err != nil {
-		t.Fatalf("%d of %d rows: %v", r, rows, err)
-	}
-	_, out := sr.read(t)
-	for name, x := range out {
-		b := x.Bytes()[x.Len()/rows*r*x.Type.DType.Size():]
-		if !bytes.Equal(b, bytes.Repeat([]byte{fill}, len(b))) {
-			t.Errorf("%s written past %d of %d rows", name, r, rows)
-		}
-		out[name] = firstRows(t, x, rows, r)
-	}
-	return out
+	return runRows(t, text, k, l, in, rows, r, func(a plan.Arg) int { return r * a.Scale }, func(string) bool { return true })
 }
