@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/gcomp/gcomp/codegen/plan"
-	"github.com/gcomp/gcomp/codegen/ptx"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/passes"
 	"github.com/gcomp/gcomp/sim"
@@ -52,16 +51,9 @@ func TestSymbolicCostPorted(t *testing.T) {
 	} {
 		k := c.k
 		k.Name, k.Symbolic = "k0", true
-		text, ls, err := p.Module([]plan.Kernel{k}, plan.Target{SM: 80})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ptxText, pls, err := ptx.Module([]plan.Kernel{k}, plan.Target{SM: 80})
-		if err != nil {
-			t.Fatal(err)
-		}
+		text, l, ptxText, pl := bothEntries(t, p, k, plan.Target{SM: 80})
 		in := inputsFor(k.Graph, 1)
-		st, pst := costRun(t, text, k, ls[0], in, c.run), costRun(t, ptxText, k, pls[0], in, c.run)
+		st, pst := costRun(t, text, k, l, in, c.run), costRun(t, ptxText, k, pl, in, c.run)
 		rows = append(rows, fmt.Sprintf("| %s | %d | %d | %.2f |", c.name, st.WarpInsts, pst.WarpInsts, float64(st.WarpInsts)/float64(pst.WarpInsts)))
 		if float64(st.WarpInsts) > 1.25*float64(pst.WarpInsts) {
 			t.Errorf("%s: NVVM's entry issues %d warp instructions, codegen/ptx's %d", c.name, st.WarpInsts, pst.WarpInsts)

@@ -2,11 +2,9 @@ package nvvm
 
 import (
 	"fmt"
-	"reflect"
 	"testing"
 
 	"github.com/gcomp/gcomp/codegen/plan"
-	"github.com/gcomp/gcomp/codegen/ptx"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/passes"
 	"github.com/gcomp/gcomp/runtime/ref"
@@ -98,20 +96,9 @@ func TestSymbolicPersistent(t *testing.T) {
 			for i := range k.Stages {
 				k.Stages[i].Symbolic, k.Stages[i].Rows = true, bound
 			}
-			if note, ok := Lacks(k, plan.Target{SM: 80}); ok {
-				t.Fatalf("Lacks = %q", note)
-			}
-			text, ls, err := p.Module([]plan.Kernel{k}, plan.Target{SM: 80})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ptxText, pls, err := ptx.Module([]plan.Kernel{k}, plan.Target{SM: 80})
-			if err != nil {
-				t.Fatal(err)
-			}
-			l, pl := ls[0], pls[0]
-			if !reflect.DeepEqual(l.Params, pl.Params) || l.Grid != pl.Grid || l.Block != pl.Block || l.Work != nil || pl.Work != nil {
-				t.Errorf("launch %+v %v %v %v, codegen/ptx's %+v %v %v %v", l.Params, l.Grid, l.Block, l.Work, pl.Params, pl.Grid, pl.Block, pl.Work)
+			text, l, ptxText, pl := bothEntries(t, p, k, plan.Target{SM: 80})
+			if l.Work != nil {
+				t.Errorf("work %+v: a persistent kernel's launch is one block", *l.Work)
 			}
 			sizes := 0
 			for _, a := range l.Params {
