@@ -35,6 +35,6 @@
 // so. Kernels at symbolic sizes (plan.Kernel.Symbolic; sym*.go) take the loop, the row
 // reduction, the tiles, the folds of the rows (column reductions, GEMMs whose K is the rows), the
 // update template and the persistent kernel with size parameters, and the direct template for a
-// GEMV, with codegen/ptx's parameters, launches and work. The plans it shares with codegen/ptx are codegen/plan's: this package never imports
-// codegen/ptx.
+// GEMV, with codegen/ptx's parameters, launches and work. The plans it shares with codegen/ptx
+// are codegen/plan's: this package never imports codegen/ptx.
 package nvvm

@@ -71,7 +71,8 @@ func symFoldK(k plan.Kernel, p plan.GEMM) (args []plan.Arg, w *plan.SymWork, ok 
 	return args, w, true, err
 }
 
-// foldsK reports whether the tiled GEMM p of a kernel, symbolic or not, contracts the rows.
+// foldsK reports whether tiled GEMM p of a kernel (symbolic: one with a size parameter)
+// contracts the kernel's rows.
 func foldsK(symbolic bool, p plan.GEMM) bool {
 	return symbolic && p.Conv == nil && slices.Contains(p.Dot.Attrs.Ints("lhs_contract"), 0)
 }
