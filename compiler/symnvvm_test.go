@@ -26,7 +26,7 @@ import (
 var approximate = map[string]bool{"exp": true, "log": true, "tanh": true, "sigmoid": true, "erf": true,
 	"sin": true, "cos": true, "rsqrt": true, "pow": true}
 
-// Every row model built once with --backend nvvm runs on the memchecked simulator at the dims'
+// Every row model (folds and persistent kernels too) built once with --backend nvvm runs on the memchecked simulator at the dims'
 // bounds, 1 and primes, smaller sizes first, equal to the reference interpreter (checkRows), with
 // codegen/ptx's parameters and work for each symbolic kernel, and, where the arithmetic is the
 // same, equal to codegen/ptx's build bit for bit.
@@ -42,6 +42,13 @@ func TestSymbolicNVVM(t *testing.T) {
 	}
 	for _, tc := range symbolicGraphs {
 		models = append(models, model{"flat " + tc.name, func() (*ir.Graph, error) { return ir.Parse("s.gir", []byte(tc.gir)) }})
+	}
+	// The folds and the persistent kernels with symbolic stages are codegen/nvvm's own.
+	for _, tc := range foldGraphs {
+		models = append(models, model{"fold " + tc.name, func() (*ir.Graph, error) { return ir.Parse("s.gir", []byte("graph s {\n"+tc.body+"}\n")) }})
+	}
+	for _, tc := range persistModels {
+		models = append(models, model{"persistent " + tc.name, func() (*ir.Graph, error) { return frontend.Build("m", tc.build) }})
 	}
 	// codegen/nvvm has no quantized tensor-core GEMM (nvvm.Lacks): the NVVM build takes
 	// codegen/ptx's symbolic entry, with its size parameter and work.

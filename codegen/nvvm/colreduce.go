@@ -18,7 +18,10 @@ import (
 // the tile's per-column outputs.
 func (md *module) colReduce(k plan.Kernel, rp plan.Reduction) (*ir.Func, plan.Launch, error) {
 	g := k.Graph
-	args := plan.Params(g)
+	args, work, err := colReduceArgs(k, rp) // symfold.go
+	if err != nil {
+		return nil, plan.Launch{}, err
+	}
 	kg := md.newKernel(k, args)
 	W, H := rp.TileCols, rp.TileRows
 	slots := md.sharedSlots(k.Name, W*H)
@@ -35,7 +38,6 @@ func (md *module) colReduce(k plan.Kernel, rp plan.Reduction) (*ir.Func, plan.La
 			fullOuts = append(fullOuts, i)
 		}
 	}
-	var err error
 	keep := func(e error) {
 		if e != nil && err == nil {
 			err = e
@@ -56,7 +58,7 @@ func (md *module) colReduce(k plan.Kernel, rp plan.Reduction) (*ir.Func, plan.La
 		for _, red := range rp.Reduces {
 			accT, combine, _ := plan.Accumulator(red)
 			acc := accs[red]
-			keep(kg.fold(red, acc, ty, ci(H), rp.R, at(cc)))
+			keep(kg.foldTo(red, acc, ty, ci(H), kg.units(rp.R), at(cc)))
 			kg.b.NewStore(kg.b.NewLoad(regType(accT), acc), kg.slot(slots, tid, accT)).Align = 8
 			kg.barrier()
 			var total value.Value = kg.b.NewLoad(regType(accT), kg.slot(slots, tx, accT))
@@ -74,7 +76,7 @@ func (md *module) colReduce(k plan.Kernel, rp plan.Reduction) (*ir.Func, plan.La
 		}
 		if len(fullOuts) > 0 {
 			kg.branch(cok, "col", func() {
-				kg.loop(ty, ci(H), rp.R, func(r value.Value) { keep(kg.storeOutputs(fullOuts, at(c)(r))) })
+				kg.loopTo(ty, ci(H), kg.units(rp.R), func(r value.Value) { keep(kg.storeOutputs(fullOuts, at(c)(r))) })
 			})
 		}
 		if len(rowOuts) > 0 {
@@ -89,5 +91,5 @@ func (md *module) colReduce(k plan.Kernel, rp plan.Reduction) (*ir.Func, plan.La
 	if err != nil {
 		return nil, plan.Launch{}, err
 	}
-	return kg.f, plan.Launch{Grid: rp.Grid, Block: [3]int{rp.Threads, 1, 1}, Params: args}, nil
+	return kg.f, plan.Launch{Grid: rp.Grid, Block: [3]int{rp.Threads, 1, 1}, Params: args, Work: work}, nil
 }

@@ -30,10 +30,11 @@
 // codegen/ptx's) and update_slice's update template (plan.UpdatePlan); GEMVs, with a norm
 // prologue or not, run in the direct template. A kernel no template takes is an error naming the
 // kernel and the template, never a silent fallback to the PTX emitter. The templates it lacks
-// (Lacks: the quantized tensor-core GEMM; fallback.go) are refused, and codegen/backend's nvvm
-// producer takes codegen/ptx's entries for them, its launches saying so. Kernels at symbolic
-// sizes (plan.Kernel.Symbolic; sym*.go) take the loop, the row reduction and the tiles with a
-// size parameter, and the direct template for a GEMV, with codegen/ptx's parameters, launches
-// and work. The plans it shares with codegen/ptx are codegen/plan's: this package never imports
-// codegen/ptx.
+// (Lacks: the quantized tensor-core GEMM, the strided symbolic kernel; fallback.go) are refused,
+// and codegen/backend's nvvm producer takes codegen/ptx's entries for them, its launches saying
+// so. Kernels at symbolic sizes (plan.Kernel.Symbolic; sym*.go) take the loop, the row
+// reduction, the tiles, the folds of the rows (column reductions, GEMMs whose K is the rows), the
+// update template and the persistent kernel with size parameters, and the direct template for a
+// GEMV, with codegen/ptx's parameters, launches and work. The plans it shares with codegen/ptx
+// are codegen/plan's: this package never imports codegen/ptx.
 package nvvm

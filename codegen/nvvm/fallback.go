@@ -2,22 +2,18 @@ package nvvm
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/gcomp/gcomp/codegen/attnmma"
 	"github.com/gcomp/gcomp/codegen/plan"
-	"github.com/gcomp/gcomp/ops"
 )
 
 // borrowed reports whether k takes a template this package has no counterpart for, whose
 // kernels codegen/backend's nvvm producer takes from codegen/ptx rather than refuse the model:
-// the tensor-core GEMM over a quantized weight (plan.QuantizedMMA), a persistent kernel with
-// a stage at symbolic sizes (codegen/ptx's sympersist.go), a symbolic kernel folding its rows
-// (codegen/ptx's symfold.go), a KV cache write over a symbolic batch (codegen/ptx's
-// symupdate.go), attention at symbolic sizes on tensor cores (codegen/ptx's symattn_mma.go),
-// writing its log-sum-exp, its backward, and split-KV decoding over a symbolic batch
-// (symattn_decode.go; copies, GEMMs over views and the CUDA-core attention forward at symbolic
-// sizes are this package's own: symstride*.go, symattn.go). The launch records
+// the tensor-core GEMM over a quantized weight (plan.QuantizedMMA), attention at symbolic sizes
+// on tensor cores (codegen/ptx's symattn_mma.go), writing its log-sum-exp, its backward, and
+// split-KV decoding over a symbolic batch (symattn_decode.go). Copies, GEMMs over views, the
+// CUDA-core attention forward, folds, the KV cache write and persistent kernels at symbolic sizes
+// are this package's own (symstride*.go, symattn.go, symfold.go, symupdate.go, sympersist.go). The launch records
 // it (Producer "ptx" and a note); both producers share names, parameters and launches, so one plan
 // runs the merged module. (The tensor-core attention forward writing its rows' log-sum-exp, dk/dv
 // and dq on tensor cores, once borrowed, are attention_lse_mma.go's, attention_bwd_mma.go's and
@@ -29,11 +25,6 @@ func borrowed(k plan.Kernel, t plan.Target) bool {
 // borrowedTemplate names the codegen/ptx template a borrowed kernel takes, or is "". t is the
 // target, which a template may depend on.
 func borrowedTemplate(k plan.Kernel, t plan.Target) string {
-	for _, st := range k.Stages {
-		if st.Symbolic {
-			return "symbolic persistent kernel"
-		}
-	}
 	if k.Symbolic && k.Sizes != nil {
 		if p, ok := plan.PlanAttention(k.Graph); ok {
 			if _, _, decode := plan.SymDecodeBatch(p.Op, k.Sizes); decode {
@@ -50,12 +41,6 @@ func borrowedTemplate(k plan.Kernel, t plan.Target) string {
 			return "symbolic attention backward"
 		}
 	}
-	if _, ok := plan.UpdateOp(k.Graph); ok && k.Symbolic {
-		return "symbolic KV cache write"
-	}
-	if foldsRows(k) {
-		return "symbolic fold (a column reduction or GEMM over the symbolic rows)"
-	}
 	switch plan.Template(k) {
 	case "contraction":
 		if plan.QuantizedMMA(k) {
@@ -63,23 +48,6 @@ func borrowedTemplate(k plan.Kernel, t plan.Target) string {
 		}
 	}
 	return ""
-}
-
-// foldsRows reports whether symbolic kernel k folds its rows into a static result, as
-// codegen/ptx's symfold.go does: a reduction over its operand's leading axis, or a product whose
-// left operand contracts it.
-func foldsRows(k plan.Kernel) bool {
-	if !k.Symbolic {
-		return false
-	}
-	for _, v := range k.Graph.Values {
-		switch {
-		case ops.ClassOf(v.Op) == ops.Reduce && slices.Contains(v.Attrs.Ints("axes"), 0),
-			v.Op == "dot_general" && slices.Contains(v.Attrs.Ints("lhs_contract"), 0):
-			return true
-		}
-	}
-	return false
 }
 
 // borrowedNote is the note on a launch whose entry codegen/ptx wrote.

@@ -11,13 +11,13 @@ import (
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ir/sym"
 	"github.com/gcomp/gcomp/ops"
+	"github.com/gcomp/gcomp/passes"
 	"github.com/gcomp/gcomp/runtime/ref"
 	"github.com/gcomp/gcomp/tensor"
 )
 
 // TestFallback: a kernel of a template this package has no counterpart for (the tensor-core GEMM
-// over a quantized weight, a symbolic KV cache write, attention at symbolic sizes on tensor
-// cores) is
+// over a quantized weight, attention at symbolic sizes on tensor cores) is
 // refused by the NVVM producer (nvvm.Refused; nvvm.Lacks
 // names it), and codegen/backend's nvvm producer compiles the module with codegen/ptx's entry for
 // it beside libNVVM's for the others, in the kernels' order; the launch says whose entry it runs,
@@ -27,16 +27,6 @@ func TestFallback(t *testing.T) {
 	loop := ir.NewGraph("neg")
 	x := loop.Input("x", ir.T(ir.F32, 16), nil)
 	loop.SetOutput("y", loop.Add("neg", x.Type, nil, x))
-	update, err := ir.Parse("update", []byte(`graph g {
-  input %cache : f32[4,2,16,8]
-  input %x : f32[4,2,1,8]
-  input %pos : i64[4]
-  %0 = update_slice(%cache, %x, %pos) {axis=2} : f32[4,2,16,8]
-  output y = %0
-}`))
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Attention over seq = 32 queries and keys: its sizes follow seq (nvvm.SeqSizes).
 	attnF16 := attention(t, ir.F16, 32, 32, 16)
 	for _, tc := range []struct {
@@ -53,7 +43,6 @@ func TestFallback(t *testing.T) {
 	}{
 		{"quantized gemm", nvvm.QMMAGraph(t), false, plan.Target{SM: 80}, false, quantInputs, 2e-3, "quantized tensor-core GEMM", 0, nil},
 		{"quantized gemm between loops", nvvm.QMMAGraph(t), false, plan.Target{SM: 80}, true, quantInputs, 2e-3, "quantized tensor-core GEMM", 0, nil},
-		{"symbolic kv cache write", update, true, plan.Target{SM: 80}, true, nil, 0, "symbolic KV cache write", 4, nil},
 		{"strided symbolic attention on tensor cores", attnF16, false, plan.Target{SM: 80}, true, nil, 0, "strided symbolic attention on tensor cores", 1, nvvm.SeqSizes(attnF16, attention(t, ir.F16, 31, 31, 16), 32)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -203,5 +192,77 @@ func quantInputs(in map[string]*tensor.Tensor) {
 	}
 	for i := range in["s"].F {
 		in["s"].F[i] = tensor.RoundFloat(ir.F16, in["s"].F[i]/64)
+	}
+}
+
+// TestOwnSymbolicTemplates: the symbolic kinds once borrowed from codegen/ptx (the KV cache write
+// over a symbolic batch, the folds of a symbolic kernel's rows, persistent kernels with symbolic
+// stages) are the NVVM producer's own: Lacks names nothing, its Module takes them, and
+// backend.NVVM's launch runs libNVVM's entry without a borrowing note.
+func TestOwnSymbolicTemplates(t *testing.T) {
+	p := nvvm.RequireProducer(t)
+	parse := func(src string) *ir.Graph {
+		g, err := ir.Parse("k.gir", []byte(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	chain := parse(`graph t {
+  input %x : f32[6,40]
+  param %w : f32[20,40]
+  param %v : f32[40,20]
+  %0 = dot_general(%x, %w) {lhs_contract=[1], rhs_contract=[1]} : f32[6,20]
+  %1 = neg(%0) : f32[6,20]
+  %2 = dot_general(%1, %v) {lhs_contract=[1], rhs_contract=[1]} : f32[6,40]
+  %3 = neg(%2) : f32[6,40]
+  %4 = dot_general(%3, %w) {lhs_contract=[1], rhs_contract=[1]} : f32[6,20]
+  output y = %4
+}`)
+	res, err := passes.Run(chain, passes.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kn := res.Kernels.Kernels[0]
+	if kn.Kind != passes.Persistent {
+		t.Fatalf("want a persistent kernel:\n%s", res.Kernels.String())
+	}
+	persistent := nvvm.KernelOf(kn, "k0_symbolic")
+	persistent.Symbolic, persistent.Rows = true, 6
+	for i := range persistent.Stages {
+		persistent.Stages[i].Symbolic, persistent.Stages[i].Rows = true, 6
+	}
+	for _, tc := range []struct {
+		name string
+		k    plan.Kernel
+	}{
+		{"symbolic kv cache write", plan.Kernel{Graph: parse(`graph g {
+  input %cache : f32[4,2,16,8]
+  input %x : f32[4,2,1,8]
+  input %pos : i64[4]
+  %0 = update_slice(%cache, %x, %pos) {axis=2} : f32[4,2,16,8]
+  output y = %0
+}`), InPlace: true, Symbolic: true, Rows: 4}},
+		{"symbolic column fold", plan.Kernel{Graph: parse("graph k {\n  input %dy : f32[40,37]\n  %0 = reduce_sum(%dy) {axes=[0]} : f32[37]\n  output db = %0\n}\n"), Symbolic: true, Rows: 40}},
+		{"symbolic GEMM fold", plan.Kernel{Graph: parse("graph k {\n  input %x : f32[40,12]\n  input %dy : f32[40,20]\n  %0 = dot_general(%x, %dy) {lhs_contract=[0], rhs_contract=[0]} : f32[12,20]\n  output dw = %0\n}\n"), Symbolic: true, Rows: 40}},
+		{"symbolic persistent kernel", persistent},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			k := tc.k
+			k.Name = "k0_symbolic"
+			if note, ok := nvvm.Lacks(k, plan.Target{SM: 80}); ok {
+				t.Fatalf("Lacks = %q, want no borrowed template", note)
+			}
+			if _, _, err := p.Module([]plan.Kernel{k}, plan.Target{SM: 80}); err != nil {
+				t.Fatalf("the NVVM producer's Module: %v", err)
+			}
+			_, launches, err := backend.NVVM{Producer: p}.Module([]plan.Kernel{k}, plan.Target{SM: 80})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if l := launches[0]; l.Producer == "ptx" || strings.Contains(strings.Join(l.Notes, "\n"), "codegen/ptx's") {
+				t.Errorf("launch %+v: codegen/ptx's entry, want the NVVM producer's own", l)
+			}
+		})
 	}
 }

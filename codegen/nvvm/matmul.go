@@ -78,6 +78,9 @@ type gemm struct {
 	// symv reads the left operand through its views at the run's sizes (symstride_gemm.go),
 	// nil but for a symbolic kernel with sizes.
 	symv *symView
+	// symK is K at the run's sizes (a symbolic kernel folding its rows), nil at the bound's
+	// (symfold.go).
+	symK value.Value
 }
 
 // tile declares the kernel's shared array name of n elem's and takes its 32-bit address (in the
@@ -169,10 +172,11 @@ func (mm *gemm) emit() error {
 	if nk == 1 {
 		mm.compute(a, b, ci(0))
 	} else {
-		kg.loop(ci(0), ci(1), nk, func(kt value.Value) {
+		nkRun := mm.kSteps(plan.GEMMTileK)
+		kg.loopTo(ci(0), ci(1), nkRun, func(kt value.Value) {
 			cur := kg.b.NewAnd(kt, ci(1))
 			next := kg.b.NewAdd(kt, ci(1))
-			kg.branch(kg.b.NewICmp(enum.IPredULT, next, ci(nk)), "prefetch", func() {
+			kg.branch(kg.b.NewICmp(enum.IPredULT, next, nkRun), "prefetch", func() {
 				if e := mm.issue(sides, kg.mul(next, plan.GEMMTileK), kg.b.NewXor(cur, ci(1))); e != nil && err == nil {
 					err = e
 				}
@@ -235,7 +239,7 @@ func (mm *gemm) copier(sd *side) {
 	sd.copyAt = func(k0 value.Value, i int) (value.Value, value.Value) {
 		kc := kg.add(k0, sd.kq)
 		// Signed compares: a bound ≤ 0 means the copy never lies inside.
-		ok := kg.b.NewAnd(kg.b.NewICmp(enum.IPredSLT, kc, ci(mm.p.K-sd.dk[i])),
+		ok := kg.b.NewAnd(kg.b.NewICmp(enum.IPredSLT, kc, mm.kBelow(sd.dk[i])),
 			kg.b.NewICmp(enum.IPredSLT, sd.f0, mm.freeBelow(sd, sd.df[i])))
 		e := kg.add(kg.add(first, kg.mul(kc, op.KSt)), ci(sd.df[i]*op.FreeSt+sd.dk[i]*op.KSt))
 		src := kg.b.NewGetElementPtr(memType(sd.d), base, e)

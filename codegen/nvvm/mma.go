@@ -222,17 +222,17 @@ func (mm *gemm) emitMMA() error {
 		}
 	}
 
-	nk := (p.K + bk - 1) / bk
+	nk := mm.kSteps(bk)
 	if err := issue(ci(0), ci(0)); err != nil {
 		return err
 	}
 	mm.waitAll()
 	kg.barrier()
 	var err error
-	kg.loop(ci(0), ci(1), nk, func(kt value.Value) {
+	kg.loopTo(ci(0), ci(1), nk, func(kt value.Value) {
 		cur := kg.b.NewAnd(kt, ci(1))
 		next := kg.b.NewAdd(kt, ci(1))
-		kg.branch(kg.b.NewICmp(enum.IPredULT, next, ci(nk)), "prefetch", func() {
+		kg.branch(kg.b.NewICmp(enum.IPredULT, next, nk), "prefetch", func() {
 			if e := issue(kg.mul(next, bk), kg.b.NewXor(cur, ci(1))); e != nil && err == nil {
 				err = e
 			}

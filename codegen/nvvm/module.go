@@ -140,7 +140,7 @@ func (md *module) kernel(k plan.Kernel, t plan.Target) (*ir.Func, plan.Launch, e
 		l   plan.Launch
 		err error
 	)
-	if k.Symbolic {
+	if k.Symbolic && len(k.Stages) == 0 { // a persistent kernel's stages say which are (sympersist.go)
 		tpl = "symbolic" // symloop.go picks its template, as codegen/ptx does
 	}
 	switch tpl {

@@ -28,8 +28,12 @@ func (md *module) persistentKernel(k plan.Kernel) (*ir.Func, plan.Launch, error)
 	if err := plan.CheckPersistent(k); err != nil {
 		return nil, plan.Launch{}, err
 	}
-	args := plan.Params(k.Graph)
+	args, err := persistentArgs(k) // sympersist.go
+	if err != nil {
+		return nil, plan.Launch{}, err
+	}
 	kg := md.newKernel(k, args)
+	sizes := kg.stageSizes(args)
 	global := map[string]value.Value{}
 	for _, v := range k.Graph.Inputs() {
 		global[v.Name] = kg.ptr[v]
@@ -109,7 +113,7 @@ func (md *module) persistentKernel(k plan.Kernel) (*ir.Func, plan.Launch, error)
 				return nil, plan.Launch{}, fmt.Errorf("stage %s writes %s, which is neither a kernel output nor in shared memory", st.Name, o.Name)
 			}
 		}
-		kg.g = sg
+		kg.g, kg.size = sg, sizes[si]
 		if err := kg.stage(sg, tid); err != nil {
 			return nil, plan.Launch{}, fmt.Errorf("stage %s: %w", st.Name, err)
 		}
@@ -149,6 +153,9 @@ func (kg *kgen) stage(g *irg.Graph, tid value.Value) error {
 	if shape.NumElements() < v*plan.PersistThreads {
 		v, flat = 1, true // a small space: one element per thread keeps the stage short
 	}
+	if kg.size != nil {
+		return kg.symLoopElements(shape, tid, step, v, flat)
+	}
 	return kg.loopElements(shape, tid, step, v, flat)
 }
 
@@ -165,7 +172,7 @@ func (kg *kgen) warpElements(dot *irg.Value, tid value.Value) error {
 	n := shape.NumElements()
 	const warps = plan.PersistThreads / 32
 	r := plan.WarpGroup(n)
-	groups := (n + r - 1) / r
+	groups := kg.warpGroups(n, r)
 	inRow := shape.Rank() > 0 && shape[shape.Rank()-1]%r == 0
 	lane, warp := kg.b.NewAnd(tid, ci(31)), kg.b.NewLShr(tid, ci(5))
 	accT := plan.AccType(dot, true)
@@ -179,7 +186,7 @@ func (kg *kgen) warpElements(dot *irg.Value, tid value.Value) error {
 			err = e
 		}
 	}
-	kg.loop(warp, ci(warps), groups, func(g value.Value) {
+	kg.loopTo(warp, ci(warps), groups, func(g value.Value) {
 		first := kg.mul(g, r)
 		xs := make([]*index, r)
 		x0 := newIndexLin(shape, first)
@@ -196,7 +203,7 @@ func (kg *kgen) warpElements(dot *irg.Value, tid value.Value) error {
 				xs[j] = x0
 			default:
 				// past the last element a lane evaluates the last one and stores nothing
-				xs[j] = newIndexLin(shape, kg.clamp(kg.add(first, ci(j)), n))
+				xs[j] = newIndexLin(shape, kg.clampLast(kg.add(first, ci(j)), n))
 			}
 		}
 		terms := make([]func(value.Value) (value.Value, value.Value, error), r)
@@ -243,7 +250,7 @@ func (kg *kgen) warpElements(dot *irg.Value, tid value.Value) error {
 		// Lanes 32/r·j .. 32/r·(j+1)−1 hold element j of the group.
 		per := 32 / r
 		o := kg.add(first, kg.div(lane, per))
-		store := value.Value(kg.b.NewICmp(enum.IPredULT, o, ci(n)))
+		store := value.Value(kg.b.NewICmp(enum.IPredULT, o, kg.units(n)))
 		if per > 1 {
 			lead := kg.b.NewICmp(enum.IPredEQ, kg.b.NewAnd(lane, ci(per-1)), ci(0))
 			store = kg.b.NewAnd(store, lead)

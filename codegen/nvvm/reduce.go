@@ -105,10 +105,15 @@ func (kg *kgen) storeRowOutputs(outs []int, lin value.Value) error {
 // fold folds red's operand at elements at(r), r = start, start+step, ... < end, into the
 // accumulator acc, starting from the identity.
 func (kg *kgen) fold(red *irg.Value, acc *ir.InstAlloca, start, step value.Value, end int, at func(r value.Value) *index) error {
+	return kg.foldTo(red, acc, start, step, ci(end), at)
+}
+
+// foldTo is fold with an end computed at run time.
+func (kg *kgen) foldTo(red *irg.Value, acc *ir.InstAlloca, start, step, end value.Value, at func(r value.Value) *index) error {
 	accT, combine, identity := plan.Accumulator(red)
 	kg.b.NewStore(constVal(accT, identity), acc)
 	var err error
-	kg.loop(start, step, end, func(r value.Value) {
+	kg.loopTo(start, step, end, func(r value.Value) {
 		x, e := kg.eval(red.Args[0], at(r))
 		if e == nil {
 			var y value.Value

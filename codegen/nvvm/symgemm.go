@@ -22,6 +22,9 @@ func symGEMM(k plan.Kernel, p plan.GEMM) ([]plan.Arg, *plan.SymWork, error) {
 	if !k.Symbolic {
 		return plan.Params(k.Graph), nil, nil
 	}
+	if args, w, ok, err := symFoldK(k, p); ok { // symfold.go
+		return args, w, err
+	}
 	switch {
 	case p.A.View != nil && k.Sizes != nil && p.B.View == nil && len(p.Batch) == 0 && p.Conv == nil:
 		// The left operand read through views at the run's sizes (symstride_gemm.go).
@@ -46,6 +49,10 @@ func symGEMM(k plan.Kernel, p plan.GEMM) ([]plan.Arg, *plan.SymWork, error) {
 func (mm *gemm) symPrologue() {
 	kg, p := mm.kg, mm.p
 	if kg.size == nil {
+		return
+	}
+	if foldsK(true, p) {
+		mm.symK = kg.size // symfold.go: K is the rows; M and the batch are the bound's
 		return
 	}
 	first := mm.bz

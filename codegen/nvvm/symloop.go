@@ -27,6 +27,9 @@ func (md *module) symbolicKernel(k plan.Kernel, t plan.Target) (*ir.Func, plan.L
 	if _, ok := plan.PlanAttention(k.Graph); ok {
 		return md.attentionKernel(k, t) // symattn.go
 	}
+	if _, ok := plan.UpdateOp(k.Graph); ok {
+		return md.updateKernel(k) // symupdate.go
+	}
 	kinds, count := plan.ContractionKinds(k.Graph)
 	switch {
 	case len(kinds) == 0 && k.Sizes != nil:
@@ -45,14 +48,23 @@ func (md *module) symbolicKernel(k plan.Kernel, t plan.Target) (*ir.Func, plan.L
 // units per row of the kernel's rows: units, the size at the bound, must be a whole number of
 // them (Kernel.Rows; 0: every unit is a row).
 func symArgs(k plan.Kernel, units int, what string) ([]plan.Arg, int, error) {
-	rows := k.Rows
+	scale, err := symScale(k.Rows, units, what)
+	if err != nil {
+		return nil, 0, err
+	}
+	return append(plan.Params(k.Graph), plan.Arg{Kind: plan.ArgSize}), scale, nil
+}
+
+// symScale is the units per row of a size of units at the bound over rows (0: every unit is a
+// row), which must divide it.
+func symScale(rows, units int, what string) (int, error) {
 	if rows == 0 {
 		rows = units
 	}
 	if rows <= 0 || units%rows != 0 {
-		return nil, 0, fmt.Errorf("%s %d at the bound is not a whole number of its %d rows", what, units, rows)
+		return 0, fmt.Errorf("%s %d at the bound is not a whole number of its %d rows", what, units, rows)
 	}
-	return append(plan.Params(k.Graph), plan.Arg{Kind: plan.ArgSize}), units / rows, nil
+	return units / rows, nil
 }
 
 // symLoopKernel is the loop template at a size n known at launch: groups of V elements while a
@@ -80,19 +92,7 @@ func (md *module) symLoopKernel(k plan.Kernel) (*ir.Func, plan.Launch, error) {
 	kg := md.newKernel(k, args)
 	tid := kg.b.NewAdd(kg.b.NewMul(kg.sreg("ctaid.x"), kg.sreg("ntid.x")), kg.sreg("tid.x"))
 	step := kg.b.NewMul(kg.sreg("nctaid.x"), kg.sreg("ntid.x"))
-	n := kg.size
-	var start value.Value = tid
-	keep := func(e error) {
-		if e != nil && err == nil {
-			err = e
-		}
-	}
-	if v > 1 {
-		groups := kg.b.NewUDiv(n, ci(v))
-		kg.loopTo(tid, step, groups, func(i value.Value) { keep(kg.elementGroup(shape, kg.mul(i, v), v, flat)) })
-		start = kg.add(kg.b.NewMul(groups, ci(v)), tid)
-	}
-	kg.loopTo(start, step, n, func(i value.Value) { keep(kg.elementGroup(shape, i, 1, true)) })
+	err = kg.symLoopElements(shape, tid, step, v, flat) // sympersist.go
 	kg.b.NewRet(nil)
 	if err != nil {
 		return nil, plan.Launch{}, err

@@ -21,6 +21,9 @@ func (md *module) symRowReduce(k plan.Kernel) (*ir.Func, plan.Launch, error) {
 	if err != nil {
 		return nil, plan.Launch{}, err
 	}
+	if foldsReduction(k, rp) {
+		return md.symColReduce(k, rp) // symfold.go
+	}
 	switch rp.Kind {
 	case "column":
 		return nil, plan.Launch{}, fmt.Errorf("reduce axes %v of %s are not trailing; only the row template runs at symbolic sizes", rp.Axes, rp.Full)

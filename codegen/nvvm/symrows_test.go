@@ -223,7 +223,8 @@ func symRun(t *testing.T, text string, k plan.Kernel, l plan.Launch, in map[stri
 
 // A symbolic kernel no template takes at symbolic sizes is refused naming the kernel, in
 // codegen/ptx's words: a column reduction, a bound that is not a whole number of rows, a loop
-// kernel reading through a view without rows, a GEMV with a norm prologue (a reduction and a matmul).
+// kernel reading through a view without rows, a GEMV with a norm prologue (a reduction and a matmul),
+// a GEMM folding its rows through a view (symfold.go).
 func TestSymbolicTemplatesRefused(t *testing.T) {
 	for _, tc := range []struct {
 		src  string
@@ -238,6 +239,8 @@ func TestSymbolicTemplatesRefused(t *testing.T) {
 			"input x is read through a broadcast or view"},
 		{"graph k {\n  input %x : f32[4,64]\n  input %w : f32[32,64]\n  %0 = mul(%x, %x) : f32[4,64]\n  %1 = reduce_sum(%0) {axes=[1]} : f32[4]\n  %2 = broadcast_in_dim(%1) {shape=[4,64], dims=[0]} : f32[4,64]\n  %3 = div(%x, %2) : f32[4,64]\n  %4 = dot_general(%3, %w) {lhs_contract=[1], rhs_contract=[1]} : f32[4,32]\n  output out = %4\n}\n", 4,
 			"a matmul and reduce kernel does not run at symbolic sizes yet"},
+		{"graph k {\n  input %x : f32[4,40,3]\n  input %dy : f32[40,20]\n  %0 = transpose(%x) {perm=[1,0,2]} : f32[40,4,3]\n  %2 = reshape(%0) {shape=[40,12]} : f32[40,12]\n  %1 = dot_general(%2, %dy) {lhs_contract=[0], rhs_contract=[0]} : f32[12,20]\n  output out = %1\n}\n", 40,
+			"a GEMM whose K is the symbolic rows, read through a view, does not run at symbolic sizes yet"},
 	} {
 		g, err := ir.Parse("k.gir", []byte(tc.src))
 		if err != nil {

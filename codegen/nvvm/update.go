@@ -30,9 +30,12 @@ func (md *module) updateKernel(k plan.Kernel) (*ir.Func, plan.Launch, error) {
 			return nil, plan.Launch{}, fmt.Errorf("update_slice reads %s as its operand or positions, want a buffer", a.Op)
 		}
 	}
-	args := plan.Params(g)
-	kg := md.newKernel(k, args)
 	l := plan.UpdatePlan(v)
+	args, work, err := symUpdate(k, l.Elements(k.InPlace))
+	if err != nil {
+		return nil, plan.Launch{}, err
+	}
+	kg := md.newKernel(k, args)
 	d := v.Type.DType
 	operand, start, out := kg.ptr[v.Args[0]], kg.ptr[v.Args[2]], kg.outPtr[0]
 	rows := l.S
@@ -41,8 +44,7 @@ func (md *module) updateKernel(k plan.Kernel) (*ir.Func, plan.Launch, error) {
 	}
 	tid := kg.b.NewAdd(kg.b.NewMul(kg.sreg("ctaid.x"), kg.sreg("ntid.x")), kg.sreg("tid.x"))
 	step := kg.b.NewMul(kg.sreg("nctaid.x"), kg.sreg("ntid.x"))
-	var err error
-	kg.loop(tid, step, l.Elements(k.InPlace), func(i value.Value) {
+	kg.loopTo(tid, step, kg.units(l.Elements(k.InPlace)), func(i value.Value) {
 		// i = (bm·rows + row)·N + j
 		r := kg.div(i, l.N)
 		bm, row := kg.div(r, rows), kg.rem(r, rows)
@@ -77,7 +79,7 @@ func (md *module) updateKernel(k plan.Kernel) (*ir.Func, plan.Launch, error) {
 		return nil, plan.Launch{}, err
 	}
 	grid, block := l.Launch(k.InPlace)
-	return kg.f, plan.Launch{Grid: grid, Block: block, Params: args}, nil
+	return kg.f, plan.Launch{Grid: grid, Block: block, Params: args, Work: work}, nil
 }
 
 // updateStart loads start[bm / M] and clamps it to [0, S−T] in 64 bits, as the op defines.
