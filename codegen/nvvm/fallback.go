@@ -11,7 +11,8 @@ import (
 // kernels codegen/backend's nvvm producer takes from codegen/ptx rather than refuse the model:
 // the tensor-core GEMM over a quantized weight (plan.QuantizedMMA), attention at symbolic sizes
 // on tensor cores (codegen/ptx's symattn_mma.go), writing its log-sum-exp, its backward, and
-// split-KV decoding over a symbolic batch (symattn_decode.go). Copies, GEMMs over views, the
+// split-KV decoding over a symbolic batch (symattn_decode.go), and kernels reading or writing
+// layers of stacked buffers at offsets of the run's rows (symlayer.go). Copies, GEMMs over views, the
 // CUDA-core attention forward, folds, the KV cache write and persistent kernels at symbolic sizes
 // are this package's own (symstride*.go, symattn.go, symfold.go, symupdate.go, sympersist.go). The launch records
 // it (Producer "ptx" and a note); both producers share names, parameters and launches, so one plan
@@ -25,6 +26,14 @@ func borrowed(k plan.Kernel, t plan.Target) bool {
 // borrowedTemplate names the codegen/ptx template a borrowed kernel takes, or is "". t is the
 // target, which a template may depend on.
 func borrowedTemplate(k plan.Kernel, t plan.Target) string {
+	for _, st := range k.Stages {
+		if st.Symbolic && st.Sizes != nil {
+			return "symbolic persistent kernel reading or writing layers of stacked buffers"
+		}
+	}
+	if k.Symbolic && plan.LayerSized(k) {
+		return "symbolic kernel reading or writing layers of stacked buffers"
+	}
 	if k.Symbolic && k.Sizes != nil {
 		if p, ok := plan.PlanAttention(k.Graph); ok {
 			if _, _, decode := plan.SymDecodeBatch(p.Op, k.Sizes); decode {

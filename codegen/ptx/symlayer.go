@@ -3,6 +3,7 @@ package ptx
 import (
 	"fmt"
 
+	"github.com/gcomp/gcomp/codegen/plan"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ir/sym"
 )
@@ -127,31 +128,8 @@ func (gn *gen) layerAt(name string, args *[]Arg, base string, off sym.Expr, d ir
 	return r, true
 }
 
-// layerSized reports whether k's Sizes are those of its layers only (what the compiler gives a
-// row loop kernel that reads or writes them): inputs read through slices alone, and concats
-// used only as outputs. A copy kernel's sizes (symcopy.go) cover every value of its views.
-func layerSized(k Kernel) bool {
-	g := k.Graph
-	used := map[*ir.Value][]*ir.Value{}
-	for _, v := range g.Values {
-		for _, a := range v.Args {
-			used[a] = append(used[a], v)
-		}
-	}
-	for v := range k.Sizes {
-		switch {
-		case v.Op == ir.OpInput:
-			for _, u := range used[v] {
-				if u.Op != "slice" {
-					return false
-				}
-			}
-		case v.Op != "concat" || len(used[v]) > 0:
-			return false
-		}
-	}
-	return k.Sizes != nil
-}
+// layerSized reports whether k's Sizes are those of its layers only (plan.LayerSized).
+func layerSized(k Kernel) bool { return plan.LayerSized(k) }
 
 // layerKernel rewrites the graph of row loop kernel k (layerSized) for its layers: k's graph
 // cloned, the buffers' addresses moved to the clone's values, its layer views and outputs
