@@ -122,7 +122,7 @@ func TestBadInput(t *testing.T) {
 		{"ptx without plan", []string{"run", "lone.ptx", "--device", "sim", "--output-dir", "out"}, "lone.ptx has no launch plan beside it (lone.plan.json)"},
 		{"plan for another module", []string{"run", "other.ptx", "--device", "sim", "--output-dir", "out"}, "other.plan.json was not made for other.ptx"},
 		{"corrupt plan", []string{"run", "badplan.ptx", "--device", "sim", "--output-dir", "out"}, "badplan.plan.json: not a launch plan"},
-		{"future plan", []string{"check", "future.ptx"}, "launch plan version 99; this gcomp reads versions 1 to 4"},
+		{"future plan", []string{"check", "future.ptx"}, "launch plan version 99; this gcomp reads versions 1 to 5"},
 		{"check bad model", []string{"check", "shape.go"}, "shape.go:11:"},
 		{"bench on ref", []string{"run", "model.go", "--device", "ref", "--bench", "3", "--output-dir", "out"}, "--bench wants N > 0 and a compiled device"},
 		{"cuda without driver", []string{"run", "model.go", "--device", "cuda", "--cuda-lib", "/nonexistent/libcuda.so.1", "--output-dir", "out"}, "gcomp run: device cuda:0: no CUDA driver library (libcuda.so.1) found: /nonexistent/libcuda.so.1"},
