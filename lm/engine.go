@@ -51,9 +51,9 @@ type Engine struct {
 	m      *Model
 	batch  int
 	packed bool
-	dev   executor.Device // nil on ref
-	copt  compiler.Options
-	name  string
+	dev    executor.Device // nil on ref
+	copt   compiler.Options
+	name   string
 
 	mu      sync.Mutex
 	decode  *program
