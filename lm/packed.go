@@ -24,8 +24,26 @@ func (e *Engine) decodeGraph() (*ir.Graph, error) {
 	if !e.packed {
 		return e.m.graph("decode", func(b *frontend.Builder) { e.m.arch.decode(b, e.batch) })
 	}
-	return e.m.graph("decode", func(b *frontend.Builder) { e.m.arch.decode(b, b.Batch(e.batch)) },
-		frontend.WithMaxBatch(e.batch))
+	return e.m.packedDecode(e.batch)
+}
+
+// packedDecode builds the decode program over the dim batch in [1, slots].
+func (m *Model) packedDecode(slots int) (*ir.Graph, error) {
+	return m.graph("decode", func(b *frontend.Builder) { m.arch.decode(b, b.Batch(slots)) },
+		frontend.WithMaxBatch(slots))
+}
+
+// PackedDecodeGraph builds a packed engine's decode program for a model of c without its
+// weights (gcomp dump --program decode --max-batch N): over the dim batch in [1, slots].
+func PackedDecodeGraph(c Config, slots int) (*ir.Graph, error) {
+	a, err := archOf(c)
+	if err != nil {
+		return nil, err
+	}
+	if slots < 1 || slots > MaxBatch {
+		return nil, fmt.Errorf("lm: %d slots: want 1 to %d", slots, MaxBatch)
+	}
+	return (&Model{Config: c, arch: a}).packedDecode(slots)
 }
 
 // Packed says whether Decode takes fewer rows than Batch (EngineOptions.Packed).
