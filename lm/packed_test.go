@@ -3,6 +3,8 @@ package lm
 import (
 	"context"
 	"testing"
+
+	"github.com/gcomp/gcomp/tensor"
 )
 
 // A packed engine's decode at n of its slots gives the logits the static decode of all slots
@@ -135,5 +137,43 @@ func TestPackedDecodeErrors(t *testing.T) {
 	}
 	if n, err := packed.MoveSlot(1, 1); err != nil || n != 0 {
 		t.Errorf("MoveSlot(1, 1) = %d, %v: want nothing moved", n, err)
+	}
+}
+
+// warpInsts is the simulator's warp instructions of one decode step of e at the first n slots.
+func warpInsts(t *testing.T, e *Engine, n int) int64 {
+	t.Helper()
+	in := map[string]*tensor.Tensor{inTokens: intTensor(make([]int, n), n, 1), inPos: intTensor(make([]int, n), n)}
+	res, err := e.decode.prog.Run(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum int64
+	for _, k := range res.Kernels {
+		if k.Counters != nil {
+			sum += k.Counters.WarpInsts
+		}
+	}
+	return sum
+}
+
+// A packed step at 2 of 8 slots executes what a static step of 2 does in attention and the KV
+// write, far less than the static step of 8 the server ran before: the simulator's warp
+// instructions of one step of the test Llama (docs/perf.md).
+func TestPackedDecodeWarpInsts(t *testing.T) {
+	r := reference(t)
+	m := testModel(t, &r.Cases[1]) // llama
+	open := func(batch int, packed bool) *Engine {
+		e, err := m.Open(EngineOptions{Device: "sim", Batch: batch, Packed: packed, NoSimChecks: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { e.Close() })
+		return e
+	}
+	static8, packed8, static2 := warpInsts(t, open(8, false), 8), warpInsts(t, open(8, true), 2), warpInsts(t, open(2, false), 2)
+	t.Logf("warp instructions of one step: static 8 slots %d, packed at 2 of 8 %d, static 2 slots %d", static8, packed8, static2)
+	if packed8 >= static8 {
+		t.Errorf("a packed step at 2 of 8 slots runs %d warp instructions, the static step of 8 %d", packed8, static8)
 	}
 }
