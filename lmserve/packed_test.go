@@ -48,7 +48,7 @@ func TestPackedEqualsAlone(t *testing.T) {
 			}
 			first := make(chan struct{})
 			wg.Add(1)
-			go func() {
+			go func(first chan struct{}) {
 				defer wg.Done()
 				for ev := range q.Events {
 					if first != nil {
@@ -65,7 +65,7 @@ func TestPackedEqualsAlone(t *testing.T) {
 						finish[i] = ev.Finish
 					}
 				}
-			}()
+			}(first)
 			if gate {
 				<-first // the next joins once this one runs
 			} else {
