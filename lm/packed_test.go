@@ -2,6 +2,7 @@ package lm
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/gcomp/gcomp/tensor"
@@ -45,6 +46,24 @@ func TestPackedDecodeEqualsStatic(t *testing.T) {
 				}
 				hist := make([][]int, B)  // tokens each static slot's sequence has decoded, at positions 0, 1, ...
 				slot := []int{0, 1, 2, 3} // packed slot → the static slot of its sequence
+				// Both start with a prefill of two tokens a slot (the static prefill program, in
+				// place in the packed engine's cache too).
+				for s := range B {
+					hist[s] = []int{(7*s + 1) % m.Vocab, (7*s + 14) % m.Vocab}
+				}
+				want, err := static.Prefill(ctx, hist)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := packed.Prefill(ctx, hist)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for s := range B {
+					if !slices.Equal(got[s], want[s]) {
+						t.Fatalf("prefill, slot %d: the packed engine's logits differ from the static one's", s)
+					}
+				}
 				for step, n := range ns {
 					if step == moveAt {
 						moved, err := packed.MoveSlot(1, 3)
