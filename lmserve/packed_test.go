@@ -2,9 +2,11 @@ package lmserve
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/gcomp/gcomp/lm"
 )
@@ -109,5 +111,95 @@ func TestPackedEqualsAlone(t *testing.T) {
 			}
 			t.Logf("%d slot moves, %d bytes", st.Moves, st.MovedBytes)
 		})
+	}
+}
+
+// fakePacker is a packed Stepper of 3 slots whose first Decode waits for release; it records each
+// step's rows and each move, and its moves fail with moveErr.
+type fakePacker struct {
+	release chan struct{}
+	moveErr error
+	mu      sync.Mutex
+	rows    [][]int // each step's tokens
+	moves   [][2]int
+}
+
+func (f *fakePacker) Batch() int   { return 3 }
+func (f *fakePacker) Packed() bool { return true }
+func (f *fakePacker) Decode(_ context.Context, tokens, _ []int) ([][]float32, error) {
+	f.mu.Lock()
+	first := len(f.rows) == 0
+	f.rows = append(f.rows, slices.Clone(tokens))
+	f.mu.Unlock()
+	if first {
+		<-f.release
+	}
+	out := make([][]float32, len(tokens))
+	for i := range out {
+		out[i] = []float32{0, 1, 0, 0} // greedy: token 1
+	}
+	return out, nil
+}
+func (f *fakePacker) MoveSlot(dst, src int) (int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.moves = append(f.moves, [2]int{dst, src})
+	return 100, f.moveErr
+}
+
+// The packed scheduler's bookkeeping: A (a prompt of 2, one token) runs alone for a step while B
+// and C join; when A leaves slot 0, C moves from slot 2 into it and the next step decodes 2 rows,
+// C's first. A move that fails ends the moved sequence with the error, and the one before it
+// moves next.
+func TestPackedScheduler(t *testing.T) {
+	for _, fail := range []bool{false, true} {
+		f := &fakePacker{release: make(chan struct{})}
+		if fail {
+			f.moveErr = errors.New("no copy")
+		}
+		s, err := New(f, Options{MaxSeq: 16})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, _ := s.Submit(context.Background(), Request{Prompt: []int{2, 2}, MaxTokens: 1})
+		for { // wait for A's first step
+			f.mu.Lock()
+			n := len(f.rows)
+			f.mu.Unlock()
+			if n > 0 {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+		b, _ := s.Submit(context.Background(), Request{Prompt: []int{3}, MaxTokens: 3})
+		c, _ := s.Submit(context.Background(), Request{Prompt: []int{0}, MaxTokens: 3})
+		close(f.release)
+		_, finA, _ := collect(a, nil)
+		_, finB, errB := collect(b, nil)
+		_, finC, errC := collect(c, nil)
+		s.Close()
+		st := s.Metrics().Snapshot()
+		f.mu.Lock()
+		if finA != FinishLength {
+			t.Errorf("fail %v: A ended %q", fail, finA)
+		}
+		if !fail {
+			// Steps: [A], [A B C], [C B] (C moved to slot 0, at its first generated token), ...
+			if len(f.rows) < 3 || len(f.rows[0]) != 1 || len(f.rows[1]) != 3 || !slices.Equal(f.rows[2], []int{1, 1}) ||
+				!slices.Equal(f.moves, [][2]int{{0, 2}}) || finB != FinishLength || finC != FinishLength {
+				t.Errorf("steps %v, moves %v, B %q, C %q", f.rows, f.moves, finB, finC)
+			}
+			if st.Moves != 1 || st.MovedBytes != 100 {
+				t.Errorf("metrics: %d moves of %d bytes, want 1 of 100", st.Moves, st.MovedBytes)
+			}
+		} else {
+			if finB != FinishError || finC != FinishError || errB == nil || errC == nil || !slices.Equal(f.moves, [][2]int{{0, 2}, {0, 1}}) || len(f.rows) != 2 {
+				t.Errorf("failing moves: steps %v, moves %v, B %q %v, C %q %v", f.rows, f.moves, finB, errB, finC, errC)
+			}
+			if st.Moves != 0 || st.Running != 0 {
+				t.Errorf("metrics after failed moves: %d moves, %d running", st.Moves, st.Running)
+			}
+		}
+		f.mu.Unlock()
 	}
 }

@@ -93,8 +93,8 @@ var (
 // token per step beside the other slots' generated tokens (chunked prefill with a chunk of one),
 // then it generates one token per step until it stops; its slot is taken by the next request at
 // the following step, or, over a Packer, by the last running sequence, so that the running ones
-// fill the first slots and a step decodes only them. Every sequence sees only its own cache row, so batching never changes what
-// a sequence generates.
+// fill the first slots and a step decodes only them. Every sequence sees only its own cache row,
+// so batching never changes what a sequence generates.
 type Scheduler struct {
 	eng    Stepper
 	packer Packer // eng when it is packed, else nil
