@@ -22,6 +22,11 @@
 // and writes those same buffers in place and shares the decode program's weights, and on a GPU the decode step replays
 // as one CUDA graph.
 //
+// A packed engine (EngineOptions.Packed) builds its decode program once over a symbolic batch
+// in [1, Batch] and decodes the first n slots only, so a step costs what its n rows cost in
+// attention and the KV write; Engine.MoveSlot copies a sequence's cache rows to another slot on
+// the device, so a server keeps its running sequences in those first slots (packed.go).
+//
 //	m, _ := lm.New(cfg, weights)
 //	e, _ := m.Open(lm.EngineOptions{Device: "sim"})
 //	for tok, err := range e.Generate(ctx, promptIDs, lm.GenerateOptions{MaxNewTokens: 32}) {

@@ -33,6 +33,9 @@ type EngineOptions struct {
 	Device string
 	// Batch is how many sequences decode together, each at its own position (default 1).
 	Batch int
+	// Packed builds the decode program once over a symbolic batch in [1, Batch] (packed.go):
+	// Decode then takes the first n ≤ Batch slots and costs what n rows cost.
+	Packed bool
 	// Compiler options for compiled devices (target, producer); the zero value is sm_80 PTX.
 	Compiler compiler.Options
 	// NoSimChecks runs the simulator without its memory, race and barrier checks (faster).
@@ -45,11 +48,12 @@ type EngineOptions struct {
 // same buffer in place (executor.Program.Link) and shares the decode program's weights
 // (LoadSharing). An Engine is not safe for concurrent use.
 type Engine struct {
-	m     *Model
-	batch int
-	dev   executor.Device // nil on ref
-	copt  compiler.Options
-	name  string
+	m      *Model
+	batch  int
+	packed bool
+	dev    executor.Device // nil on ref
+	copt   compiler.Options
+	name   string
 
 	mu      sync.Mutex
 	decode  *program
@@ -78,7 +82,7 @@ func (m *Model) Open(opts EngineOptions) (*Engine, error) {
 	if opts.Device == "" {
 		opts.Device = "auto"
 	}
-	e := &Engine{m: m, batch: opts.Batch, copt: opts.Compiler, prefill: map[int]*program{}}
+	e := &Engine{m: m, batch: opts.Batch, packed: opts.Packed, copt: opts.Compiler, prefill: map[int]*program{}}
 	sel, err := device.Open(opts.Device, device.Options{Sim: func() (executor.Device, error) {
 		return simdev.New(simdev.Options{NoCheck: opts.NoSimChecks}), nil
 	}})
@@ -91,7 +95,7 @@ func (m *Model) Open(opts EngineOptions) (*Engine, error) {
 	} else {
 		e.name = e.dev.Name()
 	}
-	g, err := m.graph("decode", func(b *frontend.Builder) { m.arch.decode(b, e.batch) })
+	g, err := e.decodeGraph()
 	if err != nil {
 		return nil, err
 	}
@@ -251,8 +255,8 @@ func (e *Engine) Decode(ctx context.Context, tokens, pos []int) ([][]float32, er
 	if err := e.usable(); err != nil {
 		return nil, err
 	}
-	if len(tokens) != e.batch || len(pos) != e.batch {
-		return nil, fmt.Errorf("lm: decode takes one token and one position per sequence: %d tokens, %d positions for a batch of %d", len(tokens), len(pos), e.batch)
+	if err := e.checkRows(len(tokens), len(pos)); err != nil {
+		return nil, err
 	}
 	for b, p := range pos {
 		if p < 0 || p >= e.m.MaxSeq() {
@@ -272,27 +276,29 @@ func (e *Engine) usable() error {
 	return nil
 }
 
-// run runs p on tokens [batch, T] at positions pos and returns the logits.
+// run runs p on tokens [n, T] at positions pos (n = len(pos): the batch, or a packed decode's
+// first n slots) and returns the logits.
 func (e *Engine) run(ctx context.Context, p *program, tokens []int, T int, pos []int) ([][]float32, error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	n := len(pos)
 	in := map[string]*tensor.Tensor{
-		inTokens: intTensor(tokens, e.batch, T),
-		inPos:    intTensor(pos, e.batch),
+		inTokens: intTensor(tokens, n, T),
+		inPos:    intTensor(pos, n),
 	}
 	var logits *tensor.Tensor
 	if p.prog == nil {
 		states := e.m.cacheStates()
 		for _, name := range states {
-			in[name] = e.cache[name]
+			in[name] = e.cacheRows(name, n)
 		}
 		out, err := ref.RunContext(ctx, p.g, in, e.m.weights)
 		if err != nil {
 			return nil, fmt.Errorf("lm: %s on ref: %w", p.g.Name, err)
 		}
 		for o, name := range states {
-			e.cache[name] = out[o]
+			e.setCacheRows(name, out[o])
 		}
 		logits = out[outLogits]
 	} else {
@@ -303,7 +309,7 @@ func (e *Engine) run(ctx context.Context, p *program, tokens []int, T int, pos [
 		logits = res.Outputs[outLogits]
 	}
 	V := logits.Type.Shape[1]
-	rows := make([][]float32, e.batch)
+	rows := make([][]float32, n)
 	for b := range rows {
 		rows[b] = make([]float32, V)
 		for i := range V {

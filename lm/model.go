@@ -105,8 +105,7 @@ func newModel(c Config, weights map[string]*tensor.Tensor, atLoad []string) (*Mo
 func (m *Model) MaxSeq() int { return m.Config.MaxSeq }
 
 // graph builds one of the model's programs.
-func (m *Model) graph(name string, build func(*frontend.Builder)) (*ir.Graph, error) {
-	var opts []frontend.Option
+func (m *Model) graph(name string, build func(*frontend.Builder), opts ...frontend.Option) (*ir.Graph, error) {
 	if m.Quant.Bits != 0 {
 		opts = append(opts, frontend.WithQuantizedParams(m.onDevice))
 	}

@@ -2,7 +2,10 @@
 // batching, behind an OpenAI-compatible HTTP API.
 //
 // A [Scheduler] owns one engine of B sequence slots, each a row of the KV cache with its own
-// position. Every step runs the decode program once for all B rows. A request waits in a
+// position. Over a packed engine (lm.EngineOptions.Packed; Open opens one for B > 1) the running
+// sequences fill slots [0, n), the last one moving into a slot freed below it (its cache rows
+// copied on the device), and every step runs the decode program once for those n rows; over an
+// engine that is not packed it runs all B rows. A request waits in a
 // first-come queue until a slot is free; it then joins the running batch at the next step, its
 // prompt fed one token per step (a prefill chunked into the decode step), and generates one token
 // per step until a stop id, its max_tokens, the context's end or its cancellation; its slot is

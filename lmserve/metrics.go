@@ -12,6 +12,7 @@ import (
 // Metrics are a scheduler's counters, written by its loop and read by the metrics endpoint.
 type Metrics struct {
 	queued, running, tokens, steps atomic.Int64
+	moves, movedBytes              atomic.Int64 // a packed engine's slot moves (Packer) and their KV bytes
 
 	mu      sync.Mutex
 	ttft    ring // seconds from submission to the first token
@@ -81,6 +82,7 @@ func (m *Metrics) firstToken(d time.Duration) {
 // A Snapshot is the metrics at one moment.
 type Snapshot struct {
 	Queued, Running, Tokens, Steps int64
+	Moves, MovedBytes              int64   // slot moves of a packed engine, and the KV cache bytes they copied
 	TokensPerSecond                float64 // over the last 10 s
 	TTFTCount                      int64
 	TTFTSum, TTFTP50, TTFTP99      float64 // seconds
@@ -93,6 +95,7 @@ func (m *Metrics) Snapshot() Snapshot {
 	defer m.mu.Unlock()
 	s := Snapshot{
 		Queued: m.queued.Load(), Running: m.running.Load(), Tokens: m.tokens.Load(), Steps: m.steps.Load(),
+		Moves: m.moves.Load(), MovedBytes: m.movedBytes.Load(),
 		TTFTCount: m.ttft.count, TTFTSum: m.ttft.sum, TTFTP50: m.ttft.quantile(0.5), TTFTP99: m.ttft.quantile(0.99),
 		StepP50: m.stepDur.quantile(0.5), StepP99: m.stepDur.quantile(0.99),
 	}
@@ -115,6 +118,8 @@ func (s Snapshot) WriteText(w io.Writer) {
 		{"gcomp_running_sequences", "gauge", "sequences in the batch", s.Running},
 		{"gcomp_generated_tokens_total", "counter", "tokens generated", s.Tokens},
 		{"gcomp_decode_steps_total", "counter", "decode steps run", s.Steps},
+		{"gcomp_slot_moves_total", "counter", "sequences moved into a freed slot to keep the active ones packed", s.Moves},
+		{"gcomp_slot_move_bytes_total", "counter", "KV cache bytes those moves copied on the device", s.MovedBytes},
 		{"gcomp_tokens_per_second", "gauge", "tokens generated per second over the last 10 s", s.TokensPerSecond},
 	} {
 		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n%s %v\n", l.name, l.help, l.name, l.kind, l.name, l.v)

@@ -9,15 +9,15 @@ import (
 
 // OpenOptions say how Open serves a model folder.
 type OpenOptions struct {
-	Engine lm.EngineOptions // Batch is the number of slots
+	Engine lm.EngineOptions // Batch is the number of slots; Open packs them (Packed) when there are several
 	Name   string           // the model's id in the API; the folder's name if ""
 	// MaxQueue bounds the requests waiting for a slot (Options.MaxQueue).
 	MaxQueue     int
 	MaxBodyBytes int64
 }
 
-// Open serves a loaded model folder: it opens an engine of opts.Engine.Batch slots, starts a
-// scheduler over it and reads the chat template of the folder's tokenizer_config.json.
+// Open serves a loaded model folder: it opens an engine of opts.Engine.Batch slots (packed, with
+// a decode program over a symbolic batch, when there are several), starts a scheduler over it and reads the chat template of the folder's tokenizer_config.json.
 func Open(f *lm.Folder, opts OpenOptions) (*Server, error) {
 	name := opts.Name
 	if name == "" {
@@ -27,7 +27,10 @@ func Open(f *lm.Folder, opts OpenOptions) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	e, err := f.Model.Open(opts.Engine)
+	eopts := opts.Engine
+	// The running sequences fill a prefix of the slots and a step decodes only them.
+	eopts.Packed = eopts.Batch > 1
+	e, err := f.Model.Open(eopts)
 	if err != nil {
 		return nil, err
 	}

@@ -19,6 +19,16 @@ type Stepper interface {
 	Decode(ctx context.Context, tokens, pos []int) ([][]float32, error)
 }
 
+// A Packer is a Stepper that decodes only its first n slots (Decode given n rows) and moves a
+// sequence's cache rows between slots: *lm.Engine opened with lm.EngineOptions.Packed. Over a
+// Packer whose Packed is true the scheduler keeps the running sequences in slots [0, n) and
+// decodes n rows a step.
+type Packer interface {
+	Stepper
+	Packed() bool
+	MoveSlot(dst, src int) (int64, error)
+}
+
 // Why a sequence stopped, as OpenAI's finish_reason spells it, plus the two it has no word for.
 const (
 	FinishStop      = "stop"      // a stop id was generated (or, in the server, a stop string)
@@ -82,10 +92,12 @@ var (
 // first-come queue until a slot is free, then its prompt is fed through the decode step one
 // token per step beside the other slots' generated tokens (chunked prefill with a chunk of one),
 // then it generates one token per step until it stops; its slot is taken by the next request at
-// the following step. Every sequence sees only its own cache row, so batching never changes what
-// a sequence generates.
+// the following step, or, over a Packer, by the last running sequence, so that the running ones
+// fill the first slots and a step decodes only them. Every sequence sees only its own cache row,
+// so batching never changes what a sequence generates.
 type Scheduler struct {
 	eng    Stepper
+	packer Packer // eng when it is packed, else nil
 	opts   Options
 	slots  []*Sequence
 	wake   chan struct{}
@@ -109,6 +121,9 @@ func New(eng Stepper, opts Options) (*Scheduler, error) {
 	s := &Scheduler{
 		eng: eng, opts: opts, slots: make([]*Sequence, eng.Batch()),
 		wake: make(chan struct{}, 1), done: make(chan struct{}), metric: newMetrics(),
+	}
+	if p, ok := eng.(Packer); ok && p.Packed() {
+		s.packer = p
 	}
 	go s.loop()
 	return s, nil
@@ -264,7 +279,14 @@ func (s *Scheduler) loop() {
 			<-s.wake
 			continue
 		}
-		for b, q := range s.slots {
+		rows := len(s.slots)
+		if s.packer != nil {
+			rows = s.pack()
+			if rows == 0 {
+				continue
+			}
+		}
+		for b, q := range s.slots[:rows] {
 			// A free slot decodes token 0 at position 0 of its own row: harmless, as the next
 			// sequence in that slot writes position 0 before it reads it.
 			tokens[b], pos[b] = 0, 0
@@ -278,9 +300,9 @@ func (s *Scheduler) loop() {
 			}
 		}
 		start := time.Now()
-		logits, err := s.eng.Decode(context.Background(), tokens, pos)
+		logits, err := s.eng.Decode(context.Background(), tokens[:rows], pos[:rows])
 		s.metric.step(time.Since(start))
-		for b, q := range s.slots {
+		for b, q := range s.slots[:rows] {
 			if q == nil {
 				continue
 			}
@@ -309,6 +331,33 @@ func (s *Scheduler) loop() {
 				q.events <- ev
 			}
 		}
+	}
+}
+
+// pack moves the last running sequence into the lowest free slot until the running ones fill a
+// prefix of the slots, and returns their number: the rows the step decodes. The sequence's cache
+// rows move on the device (Packer.MoveSlot); its position, prompt progress and sampler travel
+// with the Sequence. A sequence whose move fails ends with the error.
+func (s *Scheduler) pack() int {
+	for {
+		hole := slices.Index(s.slots, nil)
+		last := len(s.slots) - 1
+		for last >= 0 && s.slots[last] == nil {
+			last--
+		}
+		if hole < 0 || hole > last {
+			return last + 1
+		}
+		q := s.slots[last]
+		n, err := s.packer.MoveSlot(hole, last)
+		if err != nil {
+			s.free(last)
+			q.finish(Event{Finish: FinishError, Err: err})
+			continue
+		}
+		s.slots[hole], s.slots[last] = q, nil
+		s.metric.moves.Add(1)
+		s.metric.movedBytes.Add(n)
 	}
 }
 

@@ -343,13 +343,13 @@ func cmdDump(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("dump", flag.ContinueOnError)
 	mf := addBatchedModelFlags(fs)
 	lmf := addProgramFlags(fs)
-	path, err := parseModelArgs(fs, args, stdout, "MODEL | MODEL_DIR --program prefill|decode [--prompt-len T] [--batch B]")
+	path, err := parseModelArgs(fs, args, stdout, "MODEL | MODEL_DIR --program prefill|decode [--prompt-len T] [--batch B | --max-batch N]")
 	if err != nil {
 		return err
 	}
 	var g *ir.Graph
 	if isModelFolder(path) || *lmf.program != "" {
-		g, err = lmf.graph(path, *mf.batch)
+		g, err = lmf.graph(path, *mf.batch, *mf.maxB)
 	} else {
 		g, err = mf.load(path)
 	}

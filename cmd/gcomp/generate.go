@@ -334,7 +334,8 @@ func isModelFolder(path string) bool {
 }
 
 // graph builds the chosen program of the model in folder dir from its config.json alone.
-func (p programFlags) graph(dir string, batch int) (*ir.Graph, error) {
+// maxBatch > 0 builds the decode program over a batch in [1, maxBatch], as a packed engine runs it.
+func (p programFlags) graph(dir string, batch, maxBatch int) (*ir.Graph, error) {
 	fail := func(format string, args ...any) error { return fmt.Errorf("gcomp dump: "+format, args...) }
 	if !isModelFolder(dir) {
 		return nil, fail("--program needs a Hugging Face model folder with a config.json; %s is not one", dir)
@@ -349,6 +350,16 @@ func (p programFlags) graph(dir string, batch int) (*ir.Graph, error) {
 	cfg, err := lm.FromCheckpoint(cc)
 	if err != nil {
 		return nil, fail("%v", err)
+	}
+	if maxBatch != 0 {
+		if batch != 0 || *p.program != "decode" {
+			return nil, fail("--max-batch %d: only for --program decode, without --batch", maxBatch)
+		}
+		g, err := lm.PackedDecodeGraph(cfg, maxBatch)
+		if err != nil {
+			return nil, fail("%v", err)
+		}
+		return g, nil
 	}
 	if batch == 0 {
 		batch = 1

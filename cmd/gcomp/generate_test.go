@@ -194,4 +194,13 @@ func TestDumpProgram(t *testing.T) {
 	gcompFails(t, "choose its program", "dump", dir)
 	gcompFails(t, "no program", "dump", dir, "--program", "train")
 	gcompFails(t, "the context holds 1 to 64", "dump", dir, "--program", "prefill", "--prompt-len", "65")
+	// A packed engine's decode program: over the dim batch, decode only, without --batch.
+	stdout.Reset()
+	if code := Main([]string{"dump", dir, "--program", "decode", "--max-batch", "4"}, &stdout, &stderr); code != 0 ||
+		!strings.Contains(stdout.String(), "dims { batch in [1,4] }") || !strings.Contains(stdout.String(), "input %kv_cache.1.v : f32[batch,2,64,16]") {
+		t.Fatalf("packed decode: %s %s", stdout.String()[:min(400, stdout.Len())], stderr.String())
+	}
+	gcompFails(t, "only for --program decode", "dump", dir, "--program", "prefill", "--max-batch", "4")
+	gcompFails(t, "only for --program decode", "dump", dir, "--program", "decode", "--max-batch", "4", "--batch", "2")
+	gcompFails(t, "want 1 to 1024", "dump", dir, "--program", "decode", "--max-batch", "2000")
 }
