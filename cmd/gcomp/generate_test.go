@@ -201,6 +201,6 @@ func TestDumpProgram(t *testing.T) {
 		t.Fatalf("packed decode: %s %s", stdout.String()[:min(400, stdout.Len())], stderr.String())
 	}
 	gcompFails(t, "only for --program decode", "dump", dir, "--program", "prefill", "--max-batch", "4")
-	gcompFails(t, "only for --program decode", "dump", dir, "--program", "decode", "--max-batch", "4", "--batch", "2")
+	gcompFails(t, "only for --program decode", "dump", "--batch", "2", "--max-batch", "4", dir, "--program", "decode")
 	gcompFails(t, "want 1 to 1024", "dump", dir, "--program", "decode", "--max-batch", "2000")
 }
