@@ -109,6 +109,11 @@ func withAppends(a *Kernel, us []*Kernel) *Kernel {
 		body.SetOutput(o.Name, copies[i][o.Value])
 		m.Writes = append(m.Writes, u.Writes[0])
 	}
+	for i, o := range body.Outputs { // a value the attention pass typed at the bound writes a symbolic buffer
+		if b := m.Writes[i]; o.Value.Type.Sym == nil && b.Type.Sym != nil && o.Value.Type.Shape.Equal(b.Type.Shape) {
+			o.Value.Type.Sym = slices.Clone(b.Type.Sym)
+		}
+	}
 	m.Body = body
 	return m
 }
