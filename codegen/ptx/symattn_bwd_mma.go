@@ -32,12 +32,7 @@ func (w *attnMMA) symbolicGrad(k Kernel, args *[]Arg, dq bool) (*SymWork, error)
 
 // clampS is key clamped to [0, S−1].
 func (w *attnMMA) clampS(key string) string {
-	if w.sym == nil {
-		return w.a.clamp(key, w.p.S)
-	}
-	r := w.b.reg(rU32)
-	w.b.ins("min.u32", r, w.a.reg(key), w.sym.sLast)
-	return r
+	return w.clampTo(key, w.p.S, func() string { return w.sym.sLast })
 }
 
 // keyBlock is the dk/dv block's (batch·KV head, key block) from its index, n key blocks per

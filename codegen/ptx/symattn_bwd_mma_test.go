@@ -1,10 +1,14 @@
 package ptx
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ir/sym"
 	"github.com/gcomp/gcomp/ops"
+	"github.com/gcomp/gcomp/runtime/ref"
 )
 
 // TestSymbolicAttentionGradMMA: the tensor-core backward templates, dq and dk/dv (the dk and dv
@@ -26,5 +30,62 @@ func TestSymbolicAttentionGradMMA(t *testing.T) {
 			wrts = []string{"q", "kv"}
 		}
 		c.run(t, wrts)
+	}
+}
+
+// TestSymbolicAttentionGradMMAStaticKeys: the tensor-core backward over a symbolic query length
+// with the keys static (S = 70 at every run: keys attending from a symbolic number of queries),
+// so that L and S differ at the run: dq and dk/dv, causal (rows above the diagonal of later keys
+// see none) and with a bias [batch, 1, seq, 70], run at L 1, 13 and the bound against the
+// reference and the static kernel of the run's sizes.
+func TestSymbolicAttentionGradMMAStaticKeys(t *testing.T) {
+	for _, c := range []attnCase{
+		{2, 2, 1, 40, 70, 64, 64, ops.MaskCausal, nil, nil, ir.F16},
+		{2, 2, 2, 40, 70, 64, 64, ops.MaskNone, []int{2, 1, 40, 70}, nil, ir.BF16},
+	} {
+		for _, wrt := range []string{"q", "kv"} {
+			t.Run(fmt.Sprintf("%s_d%s", c, wrt), func(t *testing.T) {
+				g := attnGradGraph(t, c, wrt)
+				sizes := symGradSizes(g, c.b)
+				for _, v := range g.Inputs() { // k, v and the bias's keys: static
+					switch v.Name {
+					case "k", "v":
+						sizes[v][2] = sym.Const(int64(c.s))
+					case "bias":
+						sizes[v][3] = sym.Const(int64(c.s))
+					}
+				}
+				for _, o := range g.Outputs {
+					sizes[o.Value] = sizes[o.Value.Args[map[string]int{"dq": 0, "dk": 1, "dv": 2}[o.Name]]]
+				}
+				text, launches, err := Module([]Kernel{{Name: "k0_attention_grad", Graph: g, Symbolic: true, Sizes: sizes}}, Target{SM: 80})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !strings.Contains(text, "mma.sync") {
+					t.Fatal("not on tensor cores")
+				}
+				assemble(t, text)
+				for _, r := range [][2]int{{1, 1}, {2, 13}, {c.b, c.l}} {
+					b, n := r[0], r[1]
+					cs := c
+					cs.b, cs.l = b, n
+					if c.bias != nil {
+						cs.bias = []int{b, 1, n, c.s}
+					}
+					gs := attnGradGraph(t, cs, wrt)
+					in := attnGradInputs(t, gs, uint64(3*n+b))
+					got, _ := runSymAttn(t, text, "k0_attention_grad", launches[0], g, map[string]int64{"batch": int64(b), "seq": int64(n)}, in)
+					want, err := ref.Run(gs, in, nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					run := runStatic(t, "k0_attention_grad", gs, in, Target{SM: 80})
+					for name, x := range symOutputs(t, gs, got, run, b, n) {
+						checkGrad(t, x, want[name])
+					}
+				}
+			})
+		}
 	}
 }

@@ -146,11 +146,17 @@ func (w *attnMMA) offOf(o attnOperand) string {
 
 // clampL is row clamped to [0, L−1].
 func (w *attnMMA) clampL(row string) string {
+	return w.clampTo(row, w.p.L, func() string { return w.sym.lLast })
+}
+
+// clampTo is x clamped to [0, n−1]: n the bound's in a static kernel, else last() the register
+// holding the run's n−1.
+func (w *attnMMA) clampTo(x string, n int, last func() string) string {
 	if w.sym == nil {
-		return w.a.clamp(row, w.p.L)
+		return w.a.clamp(x, n)
 	}
 	r := w.b.reg(rU32)
-	w.b.ins("min.u32", r, w.a.reg(row), w.sym.lLast)
+	w.b.ins("min.u32", r, w.a.reg(x), last())
 	return r
 }
 
