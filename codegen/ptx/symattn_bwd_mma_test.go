@@ -8,7 +8,6 @@ import (
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ir/sym"
 	"github.com/gcomp/gcomp/ops"
-	"github.com/gcomp/gcomp/runtime/ref"
 )
 
 // TestSymbolicAttentionGradMMA: the tensor-core backward templates, dq and dk/dv (the dk and dv
@@ -73,17 +72,7 @@ func TestSymbolicAttentionGradMMAStaticKeys(t *testing.T) {
 					if c.bias != nil {
 						cs.bias = []int{b, 1, n, c.s}
 					}
-					gs := attnGradGraph(t, cs, wrt)
-					in := attnGradInputs(t, gs, uint64(3*n+b))
-					got, _ := runSymAttn(t, text, "k0_attention_grad", launches[0], g, map[string]int64{"batch": int64(b), "seq": int64(n)}, in)
-					want, err := ref.Run(gs, in, nil)
-					if err != nil {
-						t.Fatal(err)
-					}
-					run := runStatic(t, "k0_attention_grad", gs, in, Target{SM: 80})
-					for name, x := range symOutputs(t, gs, got, run, b, n) {
-						checkGrad(t, x, want[name])
-					}
+					checkSymGradRun(t, text, launches[0], g, cs, wrt, uint64(3*n+b))
 				}
 			})
 		}

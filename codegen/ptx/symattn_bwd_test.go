@@ -87,18 +87,26 @@ func (c symGradCase) run(t *testing.T, wrts []string) {
 				if c.bias != nil {
 					cs.bias = []int{min(c.bias[0], b), c.bias[1], n, n}
 				}
-				gs := attnGradGraph(t, cs, wrt)
-				in := attnGradInputs(t, gs, uint64(5*n+b))
-				got, _ := runSymAttn(t, text, "k0_attention_grad", launches[0], g, map[string]int64{"batch": int64(b), "seq": int64(n)}, in)
-				want, err := ref.Run(gs, in, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				run := runStatic(t, "k0_attention_grad", gs, in, Target{SM: 80})
-				for name, x := range symOutputs(t, gs, got, run, b, n) {
-					checkGrad(t, x, want[name])
-				}
+				checkSymGradRun(t, text, launches[0], g, cs, wrt, uint64(5*n+b))
 			}
 		})
+	}
+}
+
+// checkSymGradRun runs gradient wrt's symbolic kernel (text, launch l; g at the bounds) at case
+// cs's batch and sequence length on seeded inputs: the reference's result within checkGrad's
+// tolerance, the bytes past the run's sizes untouched, the static kernel's bits.
+func checkSymGradRun(t *testing.T, text string, l Launch, g *ir.Graph, cs attnCase, wrt string, seed uint64) {
+	t.Helper()
+	gs := attnGradGraph(t, cs, wrt)
+	in := attnGradInputs(t, gs, seed)
+	got, _ := runSymAttn(t, text, "k0_attention_grad", l, g, map[string]int64{"batch": int64(cs.b), "seq": int64(cs.l)}, in)
+	want, err := ref.Run(gs, in, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := runStatic(t, "k0_attention_grad", gs, in, Target{SM: 80})
+	for name, x := range symOutputs(t, gs, got, run, cs.b, cs.l) {
+		checkGrad(t, x, want[name])
 	}
 }
