@@ -130,7 +130,7 @@ func TestSymbolicStep(t *testing.T) {
 // simulator at each of batches (smallest first), with seeded inputs that set, when not nil,
 // overrides: its new parameters and state equal, within tolerance, the reference interpreter's
 // step at that batch and the static build's of the step at that batch (NaN where the reference
-// has NaN).
+// has NaN; an AMP step's tolerance its dtype's).
 func checkSymbolicStep(t *testing.T, s *StepGraph, batches []int64, set func(n int64, inputs map[string]*tensor.Tensor)) {
 	t.Helper()
 	p := loadSim(t, s.Graph)
@@ -190,7 +190,11 @@ func checkSymbolicStep(t *testing.T, s *StepGraph, batches []int64, set func(n i
 				if o == nil || !o.Type.Equal(w.Type) {
 					t.Fatalf("batch %d: %s's %s = %v, want %s", n, what, name, o, w.Type)
 				}
-				rel, abs := tolerance.Tolerance(w.Type.DType, false, 256)
+				dt := w.Type.DType // an AMP step's f32 values computed in its dtype: that dtype's
+				if amp, ok := ir.ParseDType(s.AMP); ok && dt == ir.F32 {
+					dt = amp
+				}
+				rel, abs := tolerance.Tolerance(dt, false, 256)
 				for i := range w.Len() {
 					if g, r := o.At(i), w.At(i); !tolerance.Within(g, r, rel, abs) && !(math.IsNaN(g) && math.IsNaN(r)) {
 						t.Fatalf("batch %d: %s's %s[%d] = %v, the reference's %v", n, what, name, i, g, r)

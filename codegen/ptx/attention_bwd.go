@@ -107,9 +107,6 @@ func bwdKernel(k Kernel, op *ir.Value, mma bool) (string, Launch, error) {
 		return "", Launch{}, err
 	}
 	mmaKV, mmaDQ := mma && (attnmma.FitsGrad(op) || attnmma.FitsGradWide(op)), mma && attnmma.FitsGradDQ(op)
-	if k.Symbolic && (mmaKV || mmaDQ) {
-		return "", Launch{}, fmt.Errorf("the attention backward on tensor cores (%s) does not run at symbolic sizes yet", map[bool]string{true: "dk and dv", false: "dq"}[mmaKV])
-	}
 	params, args := w.bindAll(k)
 	w.keyGrid = op.Op == ops.AttentionGradOp && wrt != "q"
 	work, err := w.symbolic(k, &params, &args) // symattn.go

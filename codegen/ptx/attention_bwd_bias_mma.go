@@ -19,7 +19,7 @@ func (w *attnMMA) gradBias(operands []attnOperand, b0, keyA, keyB string) *gradB
 	b, a := w.b, w.a
 	r := &gradBiasReader{op: operands[3], b0: b0, headBH: b.reg(rU64)}
 	for i, key := range []string{keyA, keyB} {
-		r.keyEl[i] = a.reg(a.mul(a.clamp(key, w.p.S), r.op.strides[3]))
+		r.keyEl[i] = a.reg(a.mul(w.clampS(key), r.op.strides[3]))
 	}
 	return r
 }
@@ -30,7 +30,7 @@ func (r *gradBiasReader) retarget(w *attnMMA, h string) {
 		return
 	}
 	b, a := w.b, w.a
-	el := a.mad(h, r.op.strides[1], a.mad(r.b0, r.op.strides[0], imm(r.op.off)))
+	el := w.madSt(h, r.op, 1, w.madSt(r.b0, r.op, 0, w.offOf(r.op)))
 	o := b.reg(rU64)
 	b.ins("mul.wide.u32", o, a.reg(el), "2")
 	b.ins("add.s64", r.headBH, r.op.ptr, o)
@@ -41,7 +41,7 @@ func (r *gradBiasReader) retarget(w *attnMMA, h string) {
 func (r *gradBiasReader) load(w *attnMMA, row string, i int, ok string) string {
 	b, a := w.b, w.a
 	addr, o := b.reg(rU64), b.reg(rU64)
-	b.ins("mul.wide.u32", o, a.reg(a.mad(row, r.op.strides[2], r.keyEl[i])), "2")
+	b.ins("mul.wide.u32", o, a.reg(w.madSt(row, r.op, 2, r.keyEl[i])), "2")
 	b.ins("add.s64", addr, r.headBH, o)
 	hv, f := b.reg(rB16), b.reg(rF32)
 	b.ins("mov.b16", hv, "0")

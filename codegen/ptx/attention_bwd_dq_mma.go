@@ -40,12 +40,10 @@ func (w *attnMMA) gradDQ(out string) {
 	if op.Attrs.Bool("additive", false) {
 		biasOp = &w.ops[3]
 	}
-	rowTiles := ceilDiv(p.L, attnMMARows)
 
 	_, lane, warp, cta := w.threadIDs()
 	// The last row tiles first, as the forward: under the causal mask they see the most keys.
-	bh := a.reg(a.rem(cta, p.B*p.H))
-	rt := a.sub(imm(rowTiles-1), a.div(cta, p.B*p.H))
+	bh, rt := w.blockTile(cta)
 	bIdx := a.reg(a.div(bh, p.H))
 	h := a.reg(a.rem(bh, p.H))
 	kh := a.reg(a.div(h, p.H/p.KVH))
@@ -60,17 +58,17 @@ func (w *attnMMA) gradDQ(out string) {
 	warpFirst := w.limit(warpRow, "")
 	warpLast := w.limit(a.reg(a.add(warpRow, imm(15))), "")
 	past := b.reg(rPred)
-	b.ins("setp.ge.u32", past, warpRow, imm(p.L))
+	b.ins("setp.ge.u32", past, warpRow, w.szL())
 	b.ins("selp.b32", warpLast, "0", warpLast, past)
 	lastRow := b.reg(rU32)
 	b.ins("add.s32", lastRow, blockRow, imm(attnMMARows-1))
-	b.ins("min.u32", lastRow, lastRow, imm(p.L-1))
+	b.ins("min.u32", lastRow, lastRow, w.szLast())
 	blockLast := w.limit(lastRow, "")
 
 	// Q's, dO's and (for D only) O's A fragments of rows g and g+8, zero past L.
-	ok := w.below(rowA, rowB, p.L)
+	ok := w.belowSz(rowA, rowB, w.szL())
 	aFrags := func(o attnOperand, n int) [][4]string {
-		return w.rowFrags(o, n, bIdx, h, tq, [2]string{rowA, rowB}, ok, p.L)
+		return w.rowFrags(o, n, bIdx, h, tq, [2]string{rowA, rowB}, ok, w.clampL)
 	}
 	qf, dof := aFrags(w.ops[0], p.E), aFrags(doOp, p.Ev)
 
@@ -114,9 +112,9 @@ func (w *attnMMA) gradDQ(out string) {
 	var biasAddr [2]string
 	if biasOp != nil {
 		bo := *biasOp
-		bBH := a.mad(h, bo.strides[1], a.mad(bIdx, bo.strides[0], imm(bo.off)))
+		bBH := w.madSt(h, bo, 1, w.madSt(bIdx, bo, 0, w.offOf(bo)))
 		for i, row := range rows {
-			el := a.add(a.mad(a.clamp(row, p.L), bo.strides[2], bBH), a.mul(tq, 2*bo.strides[3]))
+			el := a.add(w.madSt(w.clampL(row), bo, 2, bBH), a.mul(tq, 2*bo.strides[3]))
 			biasAddr[i] = b.reg(rU64)
 			o := b.reg(rU64)
 			b.ins("mul.wide.u32", o, a.reg(el), "2")
@@ -165,7 +163,7 @@ func (w *attnMMA) gradDQ(out string) {
 	t0 := b.reg(rU32)
 	b.ins("mov.u32", t0, "0")
 	left := b.reg(rU32)
-	b.ins("mov.u32", left, imm(p.S))
+	b.ins("mov.u32", left, w.szS())
 	loop, done := b.label("dq_tile"), b.label("dq_done")
 	none := b.reg(rPred)
 	b.ins("setp.eq.u32", none, blockLast, "0")
@@ -270,8 +268,9 @@ func (w *attnMMA) gradDQ(out string) {
 
 	// dq·scale as rows g and g+8, pairs of columns 2t, 2t+1.
 	scale := op.Attrs.Float("scale", 1)
+	w.afterLoop()
 	for i, row := range rows {
-		el := a.mad(a.mad(bh, p.L, a.clamp(row, p.L)), p.E, a.mul(tq, 2))
+		el := a.mad(w.outRow(bh, w.clampL(row)), p.E, a.mul(tq, 2))
 		addr, o := b.reg(rU64), b.reg(rU64)
 		b.ins("mul.wide.u32", o, a.reg(el), "2")
 		b.ins("add.s64", addr, out, o)
@@ -295,12 +294,16 @@ func attentionGradDQMMAKernel(k Kernel, p AttentionPlan, out *ir.Value) (string,
 	if err != nil {
 		return "", Launch{}, err
 	}
-	w.ops = operands
+	w.ops, w.ptr = operands, ptr
+	work, err := w.symbolicGrad(k, &args, true) // symattn_bwd_mma.go
+	if err != nil {
+		return "", Launch{}, err
+	}
 	b.comment = []string{
 		fmt.Sprintf("%s: attention's dq on tensor cores (mma.sync), %d query rows per block, %d-key K/V tiles by cp.async", k.Name, attnMMARows, w.keys),
 		"  " + k.Graph.Format(p.Op),
 	}
 	b.perf = fmt.Sprintf(".maxntid %d, 1, 1", attnmma.Threads)
 	w.gradDQ(ptr[out])
-	return b.text(), Launch{Grid: [3]int{attnmma.GradDQBlocks(p.Op), 1, 1}, Block: [3]int{attnmma.Threads, 1, 1}, Params: args}, nil
+	return b.text(), Launch{Grid: [3]int{attnmma.GradDQBlocks(p.Op), 1, 1}, Block: [3]int{attnmma.Threads, 1, 1}, Params: args, Work: work}, nil
 }

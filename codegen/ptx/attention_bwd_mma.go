@@ -52,8 +52,7 @@ func (w *attnMMA) gradBody(operands []attnOperand, outs map[string]string) {
 	keyBlocks := ceilDiv(p.S, gradMMAKeys)
 
 	_, lane, warp, cta := w.threadIDs()
-	bk := a.reg(a.div(cta, keyBlocks))
-	kb := a.reg(a.rem(cta, keyBlocks))
+	bk, kb := w.keyBlock(cta, keyBlocks)
 	bIdx := a.reg(a.div(bk, p.KVH))
 	kh := a.reg(a.rem(bk, p.KVH))
 	g, tq := a.reg(a.div(lane, 4)), a.reg(a.rem(lane, 4))
@@ -63,8 +62,8 @@ func (w *attnMMA) gradBody(operands []attnOperand, outs map[string]string) {
 	keyB := a.reg(a.add(keyA, imm(8)))
 
 	// K's and V's A fragments of the warp's 16 keys (rows g and g+8), zero past S.
-	keys, keyOK := [2]string{keyA, keyB}, w.below(keyA, keyB, p.S)
-	kf, vf := w.rowFrags(kOp, p.E, bIdx, kh, tq, keys, keyOK, p.S), w.rowFrags(vOp, p.Ev, bIdx, kh, tq, keys, keyOK, p.S)
+	keys, keyOK := [2]string{keyA, keyB}, w.belowSz(keyA, keyB, w.szS())
+	kf, vf := w.rowFrags(kOp, p.E, bIdx, kh, tq, keys, keyOK, w.clampS), w.rowFrags(vOp, p.Ev, bIdx, kh, tq, keys, keyOK, w.clampS)
 	bias := w.gradBias(operands, bIdx, keyA, keyB)
 
 	zeros := func(n int) []string {
@@ -115,12 +114,12 @@ func (w *attnMMA) gradBody(operands []attnOperand, outs map[string]string) {
 		w.retarget(t, bIdx, h, r0)
 	}
 	none := b.reg(rPred)
-	b.ins("setp.ge.u32", none, r0, imm(p.L))
+	b.ins("setp.ge.u32", none, r0, w.szL())
 	b.braIf(none, rowDone)
 	b.place(rowLoop)
 	b.ins(`.pragma "nounroll"`)
 	left := b.reg(rU32)
-	b.ins("sub.s32", left, imm(p.L), r0)
+	b.ins("sub.s32", left, w.szL(), r0)
 	w.issue(qt, left)
 	w.issue(dt, left)
 	w.rowStats(oOp, doOp, lseOp, bIdx, h, r0, lseSh, dSh)
@@ -128,7 +127,7 @@ func (w *attnMMA) gradBody(operands []attnOperand, outs map[string]string) {
 	b.ins("bar.sync", "0")
 
 	busy := b.reg(rPred) // the warp has keys below S that a row of the tile sees
-	b.ins("setp.lt.u32", busy, warpKey, imm(p.S))
+	b.ins("setp.lt.u32", busy, warpKey, w.szS())
 	if causal {
 		rl := b.reg(rU32)
 		b.ins("add.s32", rl, r0, imm(w.keys-1))
@@ -172,7 +171,7 @@ func (w *attnMMA) gradBody(operands []attnOperand, outs map[string]string) {
 			row := a.reg(a.add(r0, at))
 			for i, key := range []string{keyA, keyB} {
 				ok := b.reg(rPred)
-				b.ins("setp.lt.u32", ok, row, imm(p.L))
+				b.ins("setp.lt.u32", ok, row, w.szL())
 				if causal {
 					b.ins("setp.ge.and.u32", ok, row, key, ok)
 				}
@@ -224,7 +223,7 @@ func (w *attnMMA) gradBody(operands []attnOperand, outs map[string]string) {
 	b.ins("bar.sync", "0") // every warp is done with the tile
 	b.ins("add.s32", r0, r0, imm(w.keys))
 	more := b.reg(rPred)
-	b.ins("setp.lt.u32", more, r0, imm(p.L))
+	b.ins("setp.lt.u32", more, r0, w.szL())
 	b.braIf(more, rowLoop)
 	b.place(rowDone)
 	b.ins("add.s32", hj, hj, "1")
@@ -237,8 +236,8 @@ func (w *attnMMA) gradBody(operands []attnOperand, outs map[string]string) {
 	store := func(out string, acc []string, n int, scale float64) {
 		for i, key := range []string{keyA, keyB} {
 			ok := b.reg(rPred)
-			b.ins("setp.lt.u32", ok, key, imm(p.S))
-			el := a.mad(a.mad(bk, p.S, a.clamp(key, p.S)), n, a.mul(tq, 2))
+			b.ins("setp.lt.u32", ok, key, w.szS())
+			el := a.mad(w.keyRow(bk, key), n, a.mul(tq, 2))
 			addr, o := b.reg(rU64), b.reg(rU64)
 			b.ins("mul.wide.u32", o, a.reg(el), "2")
 			b.ins("add.s64", addr, out, o)
@@ -262,25 +261,25 @@ func (w *attnMMA) gradBody(operands []attnOperand, outs map[string]string) {
 	}
 }
 
-// below returns predicates: x < n and y < n.
-func (w *attnMMA) below(x, y string, n int) (ok [2]string) {
+// belowSz returns predicates: x < n and y < n (n an immediate or a register).
+func (w *attnMMA) belowSz(x, y string, n string) (ok [2]string) {
 	for i, r := range []string{x, y} {
 		ok[i] = w.b.reg(rPred)
-		w.b.ins("setp.lt.u32", ok[i], r, imm(n))
+		w.b.ins("setp.lt.u32", ok[i], r, n)
 	}
 	return ok
 }
 
 // rowFrags loads the 16-bit A fragments of n columns of rows rows[0] and rows[1] (a thread's g
 // and g+8; tq its lane in the quad) of head hh of batch entry b0 of operand o, zero where ok is
-// false (the row is at or past lim, where the address is clamped).
-func (w *attnMMA) rowFrags(o attnOperand, n int, b0, hh, tq string, rows, ok [2]string, lim int) [][4]string {
+// false (the row is past the rows, where clamp clamps the address).
+func (w *attnMMA) rowFrags(o attnOperand, n int, b0, hh, tq string, rows, ok [2]string, clamp func(string) string) [][4]string {
 	b, a := w.b, w.a
 	f := make([][4]string, n/16)
-	base := a.mad(hh, o.strides[1], a.mad(b0, o.strides[0], imm(o.off)))
+	base := w.madSt(hh, o, 1, w.madSt(b0, o, 0, w.offOf(o)))
 	var rowAddr [2]string
 	for i, row := range rows {
-		el := a.add(a.mad(a.clamp(row, lim), o.strides[2], base), a.mul(tq, 2*o.strides[3]))
+		el := a.add(w.madSt(clamp(row), o, 2, base), a.mul(tq, 2*o.strides[3]))
 		rowAddr[i] = b.reg(rU64)
 		wide := b.reg(rU64)
 		b.ins("mul.wide.u32", wide, a.reg(el), "2")
@@ -296,9 +295,9 @@ func (w *attnMMA) retarget(t *kvTile, b0, h, r0 string) {
 	b, a := w.b, w.a
 	perRow := t.n / t.chunk
 	col0 := a.mul(a.rem(w.tid, perRow), t.chunk)
-	el := a.mad(b0, t.op.strides[0], imm(t.op.off))
-	el = a.mad(h, t.op.strides[1], el)
-	el = a.add(a.mad(a.reg(a.add(t.row0, r0)), t.op.strides[2], el), col0)
+	el := w.madSt(b0, t.op, 0, w.offOf(t.op))
+	el = w.madSt(h, t.op, 1, el)
+	el = a.add(w.madSt(a.reg(a.add(t.row0, r0)), t.op, 2, el), col0)
 	o := b.reg(rU64)
 	b.ins("mul.wide.u32", o, a.reg(el), imm(w.eb))
 	b.ins("add.s64", t.src, t.op.ptr, o)
@@ -319,7 +318,7 @@ func (w *attnMMA) rowStats(oOp, doOp, lseOp attnOperand, b0, h, r0, lseSh, dSh s
 	b.ins("mov.f32", dsum, immF32(0))
 	store := b.label("grad_stats_store")
 	past := b.reg(rPred)
-	b.ins("setp.ge.u32", past, row, imm(p.L))
+	b.ins("setp.ge.u32", past, row, w.szL())
 	b.braIf(past, store)
 	b.ins("ld.global.f32", nl, w.elemAddr(lseOp, []string{b0, h, row}, 4))
 	b.ins("mul.rn.f32", nl, nl, immF32(-math.Log2E))
@@ -358,6 +357,11 @@ func attentionGradMMAKernel(k Kernel, p AttentionPlan, outs map[string]*ir.Value
 	if err != nil {
 		return "", Launch{}, err
 	}
+	w.ops, w.ptr = operands, ptr
+	work, err := w.symbolicGrad(k, &args, false) // symattn_bwd_mma.go
+	if err != nil {
+		return "", Launch{}, err
+	}
 	regs := map[string]string{}
 	for wrt, v := range outs {
 		regs[wrt] = ptr[v]
@@ -367,6 +371,6 @@ func attentionGradMMAKernel(k Kernel, p AttentionPlan, outs map[string]*ir.Value
 		"  " + g.Format(p.Op),
 	}
 	b.perf = fmt.Sprintf(".maxntid %d, 1, 1", 32*attnWarps)
-	w.gradBody(operands, regs)
-	return b.text(), Launch{Grid: [3]int{attnmma.GradBlocks(p.Op), 1, 1}, Block: [3]int{32 * attnWarps, 1, 1}, Params: args}, nil
+	w.gradBody(w.ops, regs)
+	return b.text(), Launch{Grid: [3]int{attnmma.GradBlocks(p.Op), 1, 1}, Block: [3]int{32 * attnWarps, 1, 1}, Params: args, Work: work}, nil
 }

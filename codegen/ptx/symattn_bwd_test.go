@@ -2,6 +2,7 @@ package ptx
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -44,57 +45,68 @@ func symGradSizes(g *ir.Graph, b int) map[*ir.Value][]sym.Expr {
 // skipped), grouped KV heads, a bias broadcast over heads or batch. Each run matches the float64
 // reference at its sizes, leaves the gradients' bytes past the run's sizes untouched, and is bit
 // for bit the static kernel built for its sizes (the same tiles and folds in the same order).
-// The tensor-core backward is refused at symbolic sizes, naming it.
+// The f16 case's dq takes the tensor-core template (TestSymbolicAttentionGradMMA).
 func TestSymbolicAttentionGrad(t *testing.T) {
-	for _, c := range []attnCase{
-		{3, 4, 2, 37, 37, 16, 12, ops.MaskCausal, nil, nil, ir.F32},
-		{3, 2, 1, 23, 23, 8, 8, ops.MaskNone, []int{3, 1, 23, 23}, nil, ir.F32},
-		{3, 2, 2, 40, 40, 64, 64, ops.MaskCausal, []int{1, 2, 40, 40}, nil, ir.F32},
-		{2, 2, 2, 20, 20, 128, 128, ops.MaskNone, []int{2, 2, 20, 20}, nil, ir.F16}, // dk/dv with a bias at E = 128: CUDA cores
+	for _, c := range []symGradCase{
+		{attnCase{3, 4, 2, 37, 37, 16, 12, ops.MaskCausal, nil, nil, ir.F32}, ""},
+		{attnCase{3, 2, 1, 23, 23, 8, 8, ops.MaskNone, []int{3, 1, 23, 23}, nil, ir.F32}, ""},
+		{attnCase{3, 2, 2, 40, 40, 64, 64, ops.MaskCausal, []int{1, 2, 40, 40}, nil, ir.F32}, ""},
+		{attnCase{2, 2, 2, 20, 20, 128, 128, ops.MaskNone, []int{2, 2, 20, 20}, nil, ir.F16}, "q"}, // dk/dv with a bias at E = 128: CUDA cores
 	} {
-		for _, wrt := range []string{"q", "kv", "k", "v"} {
-			t.Run(fmt.Sprintf("%s_d%s", c, wrt), func(t *testing.T) {
-				g := attnGradGraph(t, c, wrt)
-				k := Kernel{Name: "k0_attention_grad", Graph: g, Symbolic: true, Sizes: symGradSizes(g, c.b)}
-				text, launches, err := Module([]Kernel{k}, Target{SM: 80})
-				if err != nil {
-					if wrt == "q" && c.d != ir.F32 && strings.Contains(err.Error(), "the attention backward on tensor cores (dq)") {
-						return // refused (below)
-					}
-					t.Fatal(err)
-				}
-				assemble(t, text)
-				for _, r := range [][2]int{{1, 1}, {2, 1}, {1, 17}, {2, 13}, {c.b, c.l}} {
-					b, n := r[0], r[1]
-					cs := c
-					cs.b, cs.l, cs.s = b, n, n
-					if c.bias != nil {
-						cs.bias = []int{min(c.bias[0], b), c.bias[1], n, n}
-					}
-					gs := attnGradGraph(t, cs, wrt)
-					in := attnGradInputs(t, gs, uint64(5*n+b))
-					got, _ := runSymAttn(t, text, "k0_attention_grad", launches[0], g, map[string]int64{"batch": int64(b), "seq": int64(n)}, in)
-					want, err := ref.Run(gs, in, nil)
-					if err != nil {
-						t.Fatal(err)
-					}
-					run := runStatic(t, "k0_attention_grad", gs, in, Target{SM: 80})
-					for name, x := range symOutputs(t, gs, got, run, b, n) {
-						checkGrad(t, x, want[name])
-					}
-				}
-			})
-		}
+		c.run(t, []string{"q", "kv", "k", "v"})
 	}
-	t.Run("tensor cores refused", func(t *testing.T) {
-		c := attnCase{2, 2, 2, 40, 40, 64, 64, ops.MaskCausal, nil, nil, ir.F16}
-		for _, tc := range []struct{ wrt, want string }{{"kv", "dk and dv"}, {"q", "dq"}} {
-			g := attnGradGraph(t, c, tc.wrt)
-			_, _, err := Generate(Kernel{Name: "k0_attention_grad", Graph: g, Symbolic: true, Sizes: symGradSizes(g, c.b)}, Target{SM: 80})
-			want := "the attention backward on tensor cores (" + tc.want + ") does not run at symbolic sizes yet"
-			if err == nil || !strings.Contains(err.Error(), want) || !strings.HasPrefix(err.Error(), "k0_attention_grad: ") {
-				t.Errorf("d%s: Generate = %v, want %q", tc.wrt, err, want)
+}
+
+// symGradCase is a backward case at symbolic sizes; mma names the gradients ("q", "kv", "k",
+// "v") that the tensor-core templates compute.
+type symGradCase struct {
+	attnCase
+	mma string
+}
+
+// run builds each gradient of wrts over a symbolic batch and sequence length at the case's
+// bounds and runs it at batch and length 1, primes and the bound against the reference and the
+// static kernel of the run's sizes.
+func (c symGradCase) run(t *testing.T, wrts []string) {
+	for _, wrt := range wrts {
+		t.Run(fmt.Sprintf("%s_d%s", c.attnCase, wrt), func(t *testing.T) {
+			g := attnGradGraph(t, c.attnCase, wrt)
+			k := Kernel{Name: "k0_attention_grad", Graph: g, Symbolic: true, Sizes: symGradSizes(g, c.b)}
+			text, launches, err := Module([]Kernel{k}, Target{SM: 80})
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-	})
+			if want := slices.Contains(strings.Fields(c.mma), wrt); strings.Contains(text, "mma.sync") != want {
+				t.Fatalf("tensor cores %v, want %v", !want, want)
+			}
+			assemble(t, text)
+			for _, r := range [][2]int{{1, 1}, {2, 1}, {1, 17}, {2, 13}, {c.b, c.l}} {
+				b, n := r[0], r[1]
+				cs := c.attnCase
+				cs.b, cs.l, cs.s = b, n, n
+				if c.bias != nil {
+					cs.bias = []int{min(c.bias[0], b), c.bias[1], n, n}
+				}
+				checkSymGradRun(t, text, launches[0], g, cs, wrt, uint64(5*n+b))
+			}
+		})
+	}
+}
+
+// checkSymGradRun runs gradient wrt's symbolic kernel (text, launch l; g at the bounds) at case
+// cs's batch and sequence length on seeded inputs: the reference's result within checkGrad's
+// tolerance, the bytes past the run's sizes untouched, the static kernel's bits.
+func checkSymGradRun(t *testing.T, text string, l Launch, g *ir.Graph, cs attnCase, wrt string, seed uint64) {
+	t.Helper()
+	gs := attnGradGraph(t, cs, wrt)
+	in := attnGradInputs(t, gs, seed)
+	got, _ := runSymAttn(t, text, "k0_attention_grad", l, g, map[string]int64{"batch": int64(cs.b), "seq": int64(cs.l)}, in)
+	want, err := ref.Run(gs, in, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := runStatic(t, "k0_attention_grad", gs, in, Target{SM: 80})
+	for name, x := range symOutputs(t, gs, got, run, cs.b, cs.l) {
+		checkGrad(t, x, want[name])
+	}
 }

@@ -20,13 +20,24 @@ import (
 // symMMA holds a symbolic tensor-core kernel's sizes at the run, as registers.
 type symMMA struct {
 	l, lLast, s, bh, rtLast string
-	lAgain                  func() string // loads the dims again and computes L
+	lAgain                  func() string                  // loads the dims again and computes L
+	eval                    func(sym.Expr) (string, error) // a size expression into a register
+	sLast                   string                         // S−1 (the backward's, symattn_bwd_mma.go)
 }
 
 // symbolic declares a symbolic kernel's size parameters (each dim its sizes name, then its block
 // count), resolves its operands at the run's sizes and computes its sizes; nothing for a static
 // kernel.
 func (w *attnMMA) symbolic(k Kernel, args *[]Arg) (*SymWork, error) {
+	h := int64(w.p.H)
+	return w.symbolicGrid(k, args, attnmma.Blocks(w.p.Op), func(q, _ []sym.Expr) sym.Expr {
+		return sym.Mul(sym.Scale(q[0], h), sym.Div(sym.Add(q[2], sym.Const(attnMMARows-1)), attnMMARows))
+	})
+}
+
+// symbolicGrid is symbolic with the grid's block count as blocks of q's and k's sizes (static:
+// the count at the bound).
+func (w *attnMMA) symbolicGrid(k Kernel, args *[]Arg, static int, blocks func(q, kk []sym.Expr) sym.Expr) (*SymWork, error) {
 	if !k.Symbolic {
 		return nil, nil
 	}
@@ -71,13 +82,13 @@ func (w *attnMMA) symbolic(k Kernel, args *[]Arg) (*SymWork, error) {
 	b.ins("add.s32", w.sym.rtLast, w.sym.l, imm(attnMMARows-1))
 	b.ins("div.u32", w.sym.rtLast, w.sym.rtLast, imm(attnMMARows))
 	b.ins("sub.s32", w.sym.rtLast, w.sym.rtLast, "1")
-	blocks := sym.Mul(sym.Scale(q[0], int64(p.H)), sym.Div(sym.Add(q[2], sym.Const(attnMMARows-1)), attnMMARows))
+	w.sym.eval = eval
 	b.param("u32", fmt.Sprintf("%s_param_%d", k.Name, len(*args))) // the grid's: %nctaid
 	*args = append(*args, Arg{Kind: ArgSize})
-	if attnmma.Blocks(p.Op) >= 1<<31 {
-		return nil, fmt.Errorf("%d blocks at the bound exceed the grid", attnmma.Blocks(p.Op))
+	if static >= 1<<31 {
+		return nil, fmt.Errorf("%d blocks at the bound exceed the grid", static)
 	}
-	return &SymWork{Vector: 1, MaxBlocks: 1<<31 - 1, Scale: 1, Tile: 1, Elements: blocks.String()}, nil
+	return &SymWork{Vector: 1, MaxBlocks: 1<<31 - 1, Scale: 1, Tile: 1, Elements: blocks(q, kk).String()}, nil
 }
 
 // szL, szLast and szS are L, L−1 and S: immediates at the bound, registers at symbolic sizes.
@@ -135,11 +146,17 @@ func (w *attnMMA) offOf(o attnOperand) string {
 
 // clampL is row clamped to [0, L−1].
 func (w *attnMMA) clampL(row string) string {
+	return w.clampTo(row, w.p.L, func() string { return w.sym.lLast })
+}
+
+// clampTo is x clamped to [0, n−1]: n the bound's in a static kernel, else last() the register
+// holding the run's n−1.
+func (w *attnMMA) clampTo(x string, n int, last func() string) string {
 	if w.sym == nil {
-		return w.a.clamp(row, w.p.L)
+		return w.a.clamp(x, n)
 	}
 	r := w.b.reg(rU32)
-	w.b.ins("min.u32", r, w.a.reg(row), w.sym.lLast)
+	w.b.ins("min.u32", r, w.a.reg(x), last())
 	return r
 }
 

@@ -235,7 +235,8 @@ func runSymAttn(t *testing.T, text, name string, l Launch, g *ir.Graph, env map[
 // TestSymbolicAttentionCost: a kernel built once at the bounds and run at half of them issues
 // about the instructions of the static kernel built for that size (its sizes computed once at
 // its start, its loops the same), within 10%: the tensor-core forward under a position mask and
-// causal with its LSE, the CUDA-core forward with its LSE, and the CUDA-core dq and dk/dv. The
+// causal with its LSE, the CUDA-core forward with its LSE, the CUDA-core dq and dk/dv, and the
+// tensor-core dq and dk/dv. The
 // counts are docs/perf.md's (go test -run TestSymbolicAttentionCost -v ./codegen/ptx).
 func TestSymbolicAttentionCost(t *testing.T) {
 	for _, c := range []struct {
@@ -248,6 +249,9 @@ func TestSymbolicAttentionCost(t *testing.T) {
 		{"f32 causal, LSE", symLSECase{symAttnCase{4, 4, 2, 64, 32, 32, ops.MaskCausal, nil, true, 0, false}, true}, ""},
 		{"f32 causal, dq", symLSECase{symAttnCase{4, 4, 2, 64, 32, 32, ops.MaskCausal, nil, true, 0, false}, true}, "q"},
 		{"f32 causal, dk and dv", symLSECase{symAttnCase{4, 4, 2, 64, 32, 32, ops.MaskCausal, nil, true, 0, false}, true}, "kv"},
+		{"f16 causal, dq, tensor cores", symLSECase{symAttnCase{4, 4, 2, 256, 64, 64, ops.MaskCausal, nil, true, ir.F16, false}, true}, "q"},
+		{"bf16 causal, dk and dv, tensor cores", symLSECase{symAttnCase{4, 4, 2, 256, 64, 64, ops.MaskCausal, nil, true, ir.BF16, false}, true}, "kv"},
+		{"bf16 dk and dv, head dim 128, tensor cores", symLSECase{symAttnCase{4, 2, 2, 256, 128, 128, ops.MaskNone, nil, true, ir.BF16, false}, true}, "kv"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			b, n := c.c.b/2, c.c.l/2
