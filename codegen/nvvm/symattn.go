@@ -20,8 +20,9 @@ import (
 // tiles and every operand's offset and strides (symstride.go: its buffers are contiguous at the
 // run's sizes). The tile loop runs to S, the last tile's keys from S on are zeroed and never
 // folded, and each size is the bound's immediate when the kernel is static (attnGen.sym nil).
-// Split-KV decoding and the tensor-core template run at the bound only: a symbolic decode takes
-// this template, and tensor-core attention at symbolic sizes is codegen/ptx's (fallback.go).
+// Split-KV decoding runs at symbolic sizes over a batch alone (symattn_decode.go; another
+// symbolic decode takes this template), and tensor-core attention at symbolic sizes is
+// codegen/ptx's (fallback.go).
 
 // symAttn is a symbolic attention kernel's sizes at the run.
 type symAttn struct {
