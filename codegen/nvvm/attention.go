@@ -78,7 +78,7 @@ func (md *module) attentionKernel(k plan.Kernel, t plan.Target) (*ir.Func, plan.
 	// Few query rows, a long cache: flash-decoding (attention_decode.go); at symbolic sizes over a
 	// batch alone, batch its expression (symattn_decode.go), else the CUDA-core template.
 	sp, batch, decode := symDecodePlan(k, p)
-	if err := symAttnRefused(k, p, lse); err != nil && !decode { // symattn.go
+	if err := symAttnRefused(k, p); err != nil && !decode { // symattn.go
 		return nil, plan.Launch{}, err
 	}
 	args := plan.Params(g)

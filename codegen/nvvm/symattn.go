@@ -80,7 +80,7 @@ func (ag *attnGen) rowTile(cta value.Value) (bh, rt value.Value) {
 
 // symAttnRefused says why attention kernel k does not run at symbolic sizes on CUDA cores, in
 // codegen/ptx's words, or nil (always nil for a static kernel).
-func symAttnRefused(k plan.Kernel, p plan.AttentionPlan, lse *irg.Value) error {
+func symAttnRefused(k plan.Kernel, p plan.AttentionPlan) error {
 	if !k.Symbolic {
 		return nil
 	}
@@ -91,8 +91,6 @@ func symAttnRefused(k plan.Kernel, p plan.AttentionPlan, lse *irg.Value) error {
 		return fmt.Errorf("attention over symbolic sizes needs its values' sizes")
 	case splitkv.AppendedRows(p.Op) > 0:
 		return fmt.Errorf("attention appending to a cache does not run at symbolic sizes yet")
-	case lse != nil:
-		return fmt.Errorf("attention writing its log-sum-exp (training) does not run at symbolic sizes yet")
 	case !isConst(q[1]) || !isConst(kk[1]) || !isConst(q[3]) || !isConst(kk[3]) || !isConst(plan.SymSizes(p.Op.Args[2], k.Sizes)[3]):
 		return fmt.Errorf("attention's heads and head sizes must be static; it has q %v and k %v", q, kk)
 	}
