@@ -89,7 +89,11 @@ func (md *module) attentionKernel(k plan.Kernel, t plan.Target) (*ir.Func, plan.
 	if batch != "" {
 		args, work = symDecodeArgs(batch, args)
 	} else if !decode {
-		args, work = symAttnArgs(k, p, args)
+		rows := p.Block[0] / 32 // query rows per block: a warp's each, or 64 on tensor cores
+		if attnmma.Takes(p.Op, t.TF32) {
+			rows = attnmma.Rows
+		}
+		args, work = symAttnArgs(k, p, rows, args)
 	}
 	kg := md.newKernel(k, args)
 	if plan.EmptyOutputs(g) {
@@ -120,11 +124,8 @@ func (md *module) attentionKernel(k plan.Kernel, t plan.Target) (*ir.Func, plan.
 	if lse != nil {
 		ag.lse = kg.output(lse)
 	}
-	if attnmma.Takes(p.Op, t.TF32) && k.Symbolic {
-		return nil, plan.Launch{}, fmt.Errorf("tensor-core attention at symbolic sizes has no NVVM counterpart yet (fallback.go borrows codegen/ptx's)")
-	}
 	if attnmma.Takes(p.Op, t.TF32) { // f16/bf16 (f32 under tf32) prefill on tensor cores (attention_mma.go), the LSE included
-		return ag.mmaKernel(operands, args)
+		return ag.mmaKernel(operands, args, work)
 	}
 	ag.ktile = md.sharedArray(k.Name+"_ktile", p.Keys*max(1, p.E), types.Float, 16)
 	ag.vtile = md.sharedArray(k.Name+"_vtile", p.Keys*max(1, p.Ev), types.Float, 16)

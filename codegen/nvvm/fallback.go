@@ -3,7 +3,6 @@ package nvvm
 import (
 	"fmt"
 
-	"github.com/gcomp/gcomp/codegen/attnmma"
 	"github.com/gcomp/gcomp/codegen/plan"
 )
 
@@ -35,14 +34,6 @@ func borrowedTemplate(k plan.Kernel, t plan.Target) string {
 		return "symbolic kernel reading or writing layers of stacked buffers"
 	}
 	if k.Symbolic && k.Sizes != nil {
-		if p, ok := plan.PlanAttention(k.Graph); ok {
-			if _, _, decode := plan.SymDecodeBatch(p.Op, k.Sizes); decode {
-				return "" // split-KV decoding over the batch: symattn_decode.go
-			}
-			if attnmma.Takes(p.Op, t.TF32) {
-				return "strided symbolic attention on tensor cores"
-			}
-		}
 		if _, ok := plan.BackwardAttention(k.Graph); ok {
 			return "symbolic attention backward"
 		}
