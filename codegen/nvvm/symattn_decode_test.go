@@ -106,13 +106,16 @@ func TestSymbolicDecodeTemplate(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				emitted := runSymDecode(t, ptxText, k, pl, gn, in, n, n, sim.InOrder)
+				emitted, pst := runSymDecode(t, ptxText, k, pl, gn, in, n, n, sim.InOrder)
 				for run, order := range []sim.BlockOrder{sim.InOrder, sim.RandomOrder, sim.InOrder} {
 					z := n
 					if run == 2 {
 						z = l.Grid[2] // the bound's grid: blocks past the batch return
 					}
-					got := runSymDecode(t, text, k, l, gn, in, n, z, order)
+					got, st := runSymDecode(t, text, k, l, gn, in, n, z, order)
+					if run == 0 && n == c.b {
+						t.Logf("warp instructions at batch %d: nvvm %d, ptx %d", n, st.WarpInsts, pst.WarpInsts)
+					}
 					for name, b := range got {
 						if !bytes.Equal(b, emitted[name]) {
 							t.Errorf("batch %d, grid.z %d, %v: %s differs from codegen/ptx's entry", n, z, order, name)
@@ -139,8 +142,8 @@ func TestSymbolicDecodeTemplate(t *testing.T) {
 // runSymDecode runs a split-KV kernel over a symbolic batch at batch n on a fresh device, grid.z
 // z, its inputs (in, at n) in buffers of the run's size, each cache output in its cache input's
 // memory (the plan's in_place_of), and returns the outputs' bytes at n; the scratch must be left
-// zero.
-func runSymDecode(t *testing.T, text string, k plan.Kernel, l plan.Launch, gn *ir.Graph, in map[string]*tensor.Tensor, n, z int, order sim.BlockOrder) map[string][]byte {
+// zero; and the launch's counters.
+func runSymDecode(t *testing.T, text string, k plan.Kernel, l plan.Launch, gn *ir.Graph, in map[string]*tensor.Tensor, n, z int, order sim.BlockOrder) (map[string][]byte, *sim.Stats) {
 	t.Helper()
 	sr := loadRun(t, text, k, l, in)
 	inputAt := map[string]uint64{}
@@ -159,7 +162,8 @@ func runSymDecode(t *testing.T, text string, k plan.Kernel, l plan.Launch, gn *i
 	}
 	cfg := sr.cfg
 	cfg.Grid.Z, cfg.Order, cfg.Seed, cfg.RaceGlobal = z, order, 5, true
-	if _, err := sr.m.Launch(sr.entry, cfg, sr.args...); err != nil {
+	st, err := sr.m.Launch(sr.entry, cfg, sr.args...)
+	if err != nil {
 		t.Fatalf("batch %d, grid.z %d: %v", n, z, err)
 	}
 	sr.checkScratch(t, true)
@@ -171,5 +175,5 @@ func runSymDecode(t *testing.T, text string, k plan.Kernel, l plan.Launch, gn *i
 		}
 		out[o.Name] = buf
 	}
-	return out
+	return out, st
 }

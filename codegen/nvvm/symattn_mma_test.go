@@ -107,8 +107,11 @@ func TestSymbolicAttentionMMATemplate(t *testing.T) {
 					}
 				}
 				env := map[string]int64{"batch": int64(b), "seq": int64(n)}
-				got := runSymMMA(t, text, k, l, gs, env, in)
-				emitted := runSymMMA(t, ptxText, k, pl, gs, env, in)
+				got, st := runSymMMA(t, text, k, l, gs, env, in)
+				emitted, pst := runSymMMA(t, ptxText, k, pl, gs, env, in)
+				if b == c.b && n == c.l {
+					t.Logf("warp instructions at batch %d, seq %d: nvvm %d, ptx %d", b, n, st.WarpInsts, pst.WarpInsts)
+				}
 				want, err := ref.Run(gs, in, nil)
 				if err != nil {
 					t.Fatal(err)
@@ -135,8 +138,9 @@ func TestSymbolicAttentionMMATemplate(t *testing.T) {
 // runSymMMA runs symbolic attention kernel k (text, launch l) at the sizes env on a fresh
 // simulator device, checks on: its inputs (in, of gs at env's sizes) in buffers of the run's
 // sizes, its outputs at the bounds filled with a byte that the bytes past the run's sizes must
-// keep, the grid the work's block count at env. It returns the outputs at the run's sizes.
-func runSymMMA(t *testing.T, text string, k plan.Kernel, l plan.Launch, gs *ir.Graph, env map[string]int64, in map[string]*tensor.Tensor) map[string]*tensor.Tensor {
+// keep, the grid the work's block count at env. It returns the outputs at the run's sizes and
+// the launch's counters.
+func runSymMMA(t *testing.T, text string, k plan.Kernel, l plan.Launch, gs *ir.Graph, env map[string]int64, in map[string]*tensor.Tensor) (map[string]*tensor.Tensor, *sim.Stats) {
 	t.Helper()
 	sr := loadRun(t, text, k, l, in)
 	e, err := sym.Parse(l.Work.Elements)
@@ -162,7 +166,8 @@ func runSymMMA(t *testing.T, text string, k plan.Kernel, l plan.Launch, gs *ir.G
 		}
 	}
 	sr.cfg.Grid = sim.Dim3{X: int(max(1, blocks)), Y: 1, Z: 1}
-	if _, err := sr.m.Launch(sr.entry, sr.cfg, sr.args...); err != nil {
+	st, err := sr.m.Launch(sr.entry, sr.cfg, sr.args...)
+	if err != nil {
 		t.Fatalf("%v: %v", env, err)
 	}
 	_, whole := sr.read(t)
@@ -179,5 +184,5 @@ func runSymMMA(t *testing.T, text string, k plan.Kernel, l plan.Launch, gs *ir.G
 		}
 		out[o.Name] = x
 	}
-	return out
+	return out, st
 }
