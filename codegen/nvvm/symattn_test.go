@@ -19,7 +19,8 @@ import (
 // bit for bit codegen/ptx's entry and within tolerance of the reference at that seq. Masks none,
 // causal (tiles past the limit skipped from the run's length) and position (pos[b] clamped to
 // the run's S), grouped KV heads, E ≠ Ev, an additive bias; f16 and bf16 decoding (one query row
-// over seq keys), which split-KV decoding takes at the bound's sizes only.
+// over seq keys), which split-KV decoding takes at the bound's sizes only; the rows' log-sum-exp
+// beside the result (a train step's forward) at the run's L, bit for bit codegen/ptx's.
 func TestSymbolicAttentionTemplate(t *testing.T) {
 	p := requireProducer(t)
 	for _, c := range []struct {
