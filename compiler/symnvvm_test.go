@@ -207,10 +207,10 @@ func TestSymbolicRandomGraphsNVVM(t *testing.T) {
 }
 
 // Strided symbolic kernels built with --backend nvvm (copies moving the symbolic dims, GEMMs
-// reading their left operand through views at the run's sizes, attention on CUDA cores:
-// codegen/nvvm's symstride*.go and symattn.go) take libNVVM's entries, not codegen/ptx's: every
-// kernel taking a dim's value (an ArgSize whose Expr is a dim) but attention on tensor cores is
-// the NVVM producer's own. Each model runs as checkNVVM runs
+// reading their left operand through views at the run's sizes, attention on CUDA and tensor
+// cores: codegen/nvvm's symstride*.go, symattn.go and symattn_mma.go) take libNVVM's entries,
+// not codegen/ptx's: every kernel taking a dim's value (an ArgSize whose Expr is a dim) is the
+// NVVM producer's own. Each model runs as checkNVVM runs
 // it: at the bounds, 1 and primes, equal to the reference and bit for bit to the ptx build.
 func TestSymbolicStrideNVVM(t *testing.T) {
 	lib := libnvvm.Require(t)
@@ -242,7 +242,7 @@ func TestSymbolicStrideNVVM(t *testing.T) {
 		switch {
 		case strings.HasPrefix(m.name, "a copy"):
 			models[i].views = 1
-		case strings.HasPrefix(m.name, "attention on CUDA cores"):
+		case strings.HasPrefix(m.name, "attention"):
 			models[i].views = 2 // attention and the merged heads' GEMM
 		}
 	}
@@ -265,8 +265,8 @@ func TestSymbolicStrideNVVM(t *testing.T) {
 				dims := slices.ContainsFunc(k.Args, func(a artifact.Arg) bool {
 					return a.Kind == artifact.ArgSize && slices.ContainsFunc(g.Dims, func(d ir.Dim) bool { return d.Name == a.Expr })
 				})
-				if !dims || strings.Contains(k.Name, "attention") && strings.Contains(tc.name, "tensor cores") {
-					continue // codegen/ptx's attention on tensor cores at symbolic sizes (nvvm.Lacks)
+				if !dims {
+					continue
 				}
 				views++
 				if k.Producer == "ptx" {

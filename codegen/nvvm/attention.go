@@ -75,16 +75,26 @@ func (md *module) attentionKernel(k plan.Kernel, t plan.Target) (*ir.Func, plan.
 			return nil, plan.Launch{}, err
 		}
 	}
-	if err := symAttnRefused(k, p, lse); err != nil { // symattn.go
+	// Few query rows, a long cache: flash-decoding (attention_decode.go); at symbolic sizes over a
+	// batch alone, batch its expression (symattn_decode.go), else the CUDA-core template.
+	sp, batch, decode := symDecodePlan(k, p)
+	if err := symAttnRefused(k, p); err != nil && !decode { // symattn.go
 		return nil, plan.Launch{}, err
 	}
 	args := plan.Params(g)
-	sp, decode := splitkv.Of(p.Op)
-	decode = decode && !k.Symbolic // split-KV at the bound's sizes only (symattn.go)
 	if decode && sp.Splits > 1 {
 		args = append(args, plan.Arg{Kind: plan.ArgScratch, Bytes: sp.ScratchBytes()})
 	}
-	args, work := symAttnArgs(k, p, args)
+	var work *plan.SymWork
+	if batch != "" {
+		args, work = symDecodeArgs(batch, args)
+	} else if !decode {
+		rows := p.Block[0] / 32 // query rows per block: a warp's each, or 64 on tensor cores
+		if attnmma.Takes(p.Op, t.TF32) {
+			rows = attnmma.Rows
+		}
+		args, work = symAttnArgs(k, p, rows, args)
+	}
 	kg := md.newKernel(k, args)
 	if plan.EmptyOutputs(g) {
 		// Nothing to compute: one thread, as codegen/ptx's empty kernel launches.
@@ -92,8 +102,10 @@ func (md *module) attentionKernel(k plan.Kernel, t plan.Target) (*ir.Func, plan.
 		return kg.f, plan.Launch{Grid: [3]int{1, 1, 1}, Block: [3]int{1, 1, 1}, Params: args}, nil
 	}
 	ag := &attnGen{kg: kg, p: p, d: p.Op.Type.DType, threads: p.Block[0]}
-	if err := ag.symbolic(k, args); err != nil {
-		return nil, plan.Launch{}, err
+	if !decode {
+		if err := ag.symbolic(k, args); err != nil {
+			return nil, plan.Launch{}, err
+		}
 	}
 	operands := make([]attnOperand, len(p.Op.Args))
 	for i, a := range p.Op.Args {
@@ -112,16 +124,13 @@ func (md *module) attentionKernel(k plan.Kernel, t plan.Target) (*ir.Func, plan.
 	if lse != nil {
 		ag.lse = kg.output(lse)
 	}
-	if attnmma.Takes(p.Op, t.TF32) && k.Symbolic {
-		return nil, plan.Launch{}, fmt.Errorf("tensor-core attention at symbolic sizes has no NVVM counterpart yet (fallback.go borrows codegen/ptx's)")
-	}
 	if attnmma.Takes(p.Op, t.TF32) { // f16/bf16 (f32 under tf32) prefill on tensor cores (attention_mma.go), the LSE included
-		return ag.mmaKernel(operands, args)
+		return ag.mmaKernel(operands, args, work)
 	}
 	ag.ktile = md.sharedArray(k.Name+"_ktile", p.Keys*max(1, p.E), types.Float, 16)
 	ag.vtile = md.sharedArray(k.Name+"_vtile", p.Keys*max(1, p.Ev), types.Float, 16)
 	if decode { // few query rows, a long cache: flash-decoding (attention_decode.go)
-		return ag.decodeKernel(sp, operands, args)
+		return ag.decodeKernel(sp, operands, args, work)
 	}
 	// No maxntidx annotation (codegen/ptx's .maxntid): with it CUDA 11.8's ptxas holds the
 	// sm_90 kernel of a 33-wide head to 32 registers and spills.

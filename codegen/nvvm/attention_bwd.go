@@ -123,7 +123,7 @@ func (ag *attnGen) storeLSE(rw *attnRow, lane, b value.Value) {
 	kg.branch(kg.b.NewAnd(kg.b.NewICmp(enum.IPredEQ, lane, ci(0)), rw.active), "lse", func() {
 		x := kg.asmRet(types.Float, "lg2.approx.f32 $0, $1;", "=f,f", kg.b.NewLoad(types.Float, rw.l))
 		x = kg.b.NewFMul(kg.b.NewFAdd(x, kg.b.NewLoad(types.Float, rw.m)), f32(math.Ln2))
-		idx := kg.add(kg.mul(kg.add(kg.mul(b, p.H), rw.h), p.L), rw.i)
+		idx := kg.add(ag.mulL(kg.add(kg.mul(b, p.H), rw.h)), rw.i) // at the run's L (symattn.go)
 		kg.b.NewStore(x, kg.elemPtr(irg.F32, ag.lse, idx)).Align = 4
 	})
 }

@@ -26,15 +26,18 @@ import (
 // every run, and codegen/ptx's.
 
 // decodeKernel finishes attentionKernel for a split-KV plan: the kernel, its operands and its
-// parameters (the scratch last, with a split) are bound.
-func (ag *attnGen) decodeKernel(sp splitkv.Plan, operands []attnOperand, args []plan.Arg) (*ir.Func, plan.Launch, error) {
+// parameters (the scratch last, with a split, then a symbolic batch: work) are bound.
+func (ag *attnGen) decodeKernel(sp splitkv.Plan, operands []attnOperand, args []plan.Arg, work *plan.SymWork) (*ir.Func, plan.Launch, error) {
 	kg, md := ag.kg, ag.kg.md
 	ag.threads = sp.Threads()
 	// codegen/ptx's .maxntid, without its .minnctapersm 2: with it ptxas 11.8 took libNVVM's
 	// unrolled key loop to 93 registers at d = 64 (54 and 30 without; no spills either way).
 	md.ann = append(md.ann, md.tuple(kg.f, &metadata.String{Value: "maxntidx"}, md.i32(int64(sp.Threads()))))
+	if work != nil {
+		ag.exitPastBatch() // symattn_decode.go
+	}
 	ag.decode(sp, operands, kg.output(ag.p.Op))
-	return kg.f, plan.Launch{Grid: sp.Grid(), Block: [3]int{sp.Threads(), 1, 1}, Params: args}, nil
+	return kg.f, plan.Launch{Grid: sp.Grid(), Block: [3]int{sp.Threads(), 1, 1}, Params: args, Work: work}, nil
 }
 
 // decode writes the kernel's body: operands q, k, v[, pos][, bias] and the output at out.

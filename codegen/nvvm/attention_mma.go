@@ -37,7 +37,8 @@ type mmaAttn struct {
 	shBase   map[*ir.Global]value.Value // 32-bit shared address of each tile
 	kt, vt   *mmaTile
 	bIdx, kh value.Value
-	eb, keys int // operand bytes (2, or 4 for f32 on tf32 tensor cores) and keys per K/V tile
+	eb, keys int     // operand bytes (2, or 4 for f32 on tf32 tensor cores) and keys per K/V tile
+	mmaSym   *symMMA // a symbolic kernel's sizes (symattn_mma.go), else nil
 }
 
 // mmaTile is K's or V's shared tile and this thread's copies into it: chunks of chunk elements
@@ -55,16 +56,19 @@ type mmaTile struct {
 }
 
 // mmaKernel finishes attentionKernel for the tensor-core template.
-func (ag *attnGen) mmaKernel(operands []attnOperand, args []plan.Arg) (*ir.Func, plan.Launch, error) {
+func (ag *attnGen) mmaKernel(operands []attnOperand, args []plan.Arg, work *plan.SymWork) (*ir.Func, plan.Launch, error) {
 	kg := ag.kg
 	w := ag.newMMA(operands, attnmma.Keys)
+	if err := w.symbolic(); err != nil { // symattn_mma.go
+		return nil, plan.Launch{}, err
+	}
 	if ag.d == irg.F32 { // f32 on tf32 tensor cores (attention_tf32.go)
 		w.eb, w.keys, w.mmaText = 4, attnmma.KeysTF32, tf32MMAText
 	}
 	// No maxntidx annotation (codegen/ptx's .maxntid 128): with it ptxas 11.8 held a causal
 	// kernel with a bias of libNVVM's to 72 registers on sm_90 and spilled 12 bytes (80 without).
 	w.body(kg.output(ag.p.Op))
-	return kg.f, plan.Launch{Grid: [3]int{attnmma.Blocks(ag.p.Op), 1, 1}, Block: [3]int{attnmma.Threads, 1, 1}, Params: args}, nil
+	return kg.f, plan.Launch{Grid: [3]int{attnmma.Blocks(ag.p.Op), 1, 1}, Block: [3]int{attnmma.Threads, 1, 1}, Params: args, Work: work}, nil
 }
 
 // newMMA starts a tensor-core kernel over operands of the 16-bit dtype ag.d (m16n8k16) whose K/V
@@ -138,7 +142,7 @@ func (w *mmaAttn) load16(o attnOperand, lin value.Value) value.Value {
 // copies as one group.
 func (w *mmaAttn) issue(t *mmaTile, t0, left value.Value) {
 	kg, eb, keys := w.kg, w.eb, w.keys
-	src := kg.elemPtr(t.op.d, t.op.ptr, kg.add(t.src0, kg.mul(t0, t.op.strides[2])))
+	src := kg.elemPtr(t.op.d, t.op.ptr, kg.add(t.src0, w.stMul(t0, t.op, 2)))
 	safe := kg.elemPtr(t.op.d, t.op.ptr, ci(0)) // a valid address for the zero-size copies
 	dst := w.shAddr(t, t.dst)
 	for i := 0; i*t.rpp < keys; i++ {
@@ -150,7 +154,7 @@ func (w *mmaAttn) issue(t *mmaTile, t0, left value.Value) {
 		ok := kg.b.NewICmp(enum.IPredSLT, t.row0, kg.sub(left, ci(row)))
 		at := src
 		if row != 0 {
-			g := kg.b.NewGetElementPtr(memType(t.op.d), src, ci(row*t.op.strides[2]))
+			g := kg.b.NewGetElementPtr(memType(t.op.d), src, w.stMul(ci(row), t.op, 2))
 			g.InBounds = true
 			at = g
 		}
@@ -213,8 +217,8 @@ func (w *mmaAttn) body(out value.Value) {
 	}
 	var rowEl, rowOK [2]value.Value
 	for i, row := range []value.Value{rowA, rowB} {
-		rowOK[i] = b().NewICmp(enum.IPredULT, row, ci(p.L))
-		rowEl[i] = kg.add(w.index(qo, w.bIdx, h, kg.umin(row, ci(p.L-1))), kg.mul(tq, colT*qo.strides[3]))
+		rowOK[i] = b().NewICmp(enum.IPredULT, row, w.dimL())
+		rowEl[i] = kg.add(w.index(qo, w.bIdx, h, kg.umin(row, w.dimLast())), kg.mul(tq, colT*qo.strides[3]))
 	}
 	if tf32 {
 		for ks := range qf {
@@ -227,7 +231,7 @@ func (w *mmaAttn) body(out value.Value) {
 	var biasEl [2]value.Value
 	if bias != nil {
 		for i, row := range []value.Value{rowA, rowB} {
-			biasEl[i] = kg.add(w.index(*bias, w.bIdx, h, kg.umin(row, ci(p.L-1))), kg.mul(tq, 2*bias.strides[3]))
+			biasEl[i] = kg.add(w.index(*bias, w.bIdx, h, kg.umin(row, w.dimLast())), kg.mul(tq, 2*bias.strides[3]))
 		}
 	}
 
@@ -270,9 +274,9 @@ func (w *mmaAttn) body(out value.Value) {
 	s := w.zeros(4 * keys / 8)
 
 	kg.branch(b().NewICmp(enum.IPredNE, blockLast, ci(0)), "attn", func() {
-		w.issue(w.kt, ci(0), ci(p.S))
+		w.issue(w.kt, ci(0), w.dimS())
 		kg.loopTo(ci(0), ci(keys), blockLast, func(t0 value.Value) {
-			left := kg.b.NewSub(ci(p.S), t0)
+			left := kg.b.NewSub(w.dimS(), t0)
 			w.issue(w.vt, t0, left)
 			kg.asm("cp.async.wait_group 1;", "~{memory}") // K of this tile
 			kg.barrier()
@@ -311,9 +315,9 @@ func (w *mmaAttn) body(out value.Value) {
 							el := kg.add(kg.add(biasEl[c/2], b().NewMul(t0, ci(bias.strides[3]))), ci((8*j+c%2)*bias.strides[3]))
 							var f value.Value
 							if tf32 {
-								f = b().NewSelect(ok, w.load(*bias, b().NewSelect(ok, el, ci(bias.off))), f32(0))
+								f = b().NewSelect(ok, w.load(*bias, b().NewSelect(ok, el, w.offOf(*bias))), f32(0))
 							} else {
-								f = w.widen16(b().NewSelect(ok, w.load16(*bias, b().NewSelect(ok, el, ci(bias.off))), constant.NewInt(types.I16, 0)))
+								f = w.widen16(b().NewSelect(ok, w.load16(*bias, b().NewSelect(ok, el, w.offOf(*bias))), constant.NewInt(types.I16, 0)))
 							}
 							b().NewStore(b().NewCall(fma, f, f32(bk), ld(s[4*j+c])), s[4*j+c])
 						}
@@ -403,14 +407,15 @@ func (w *mmaAttn) body(out value.Value) {
 			li = b().NewFAdd(li, kg.shuffleXor(irg.F32, li, off))
 		}
 		inv := kg.asmRet(types.Float, "rcp.approx.f32 $0, $1;", "=f,f", li)
-		el := kg.add(kg.mul(kg.add(kg.mul(bh, p.L), row), p.Ev), kg.mul(tq, 2))
+		outRow := kg.add(w.mulL(bh), row) // bh·L + row, at the run's L
+		el := kg.add(kg.mul(outRow, p.Ev), kg.mul(tq, 2))
 		if tf32 {
 			w.storeTF32(out, el, acc, i, inv, rowOK[i])
 		} else {
 			w.storeHalf(out, el, acc, i, inv, rowOK[i])
 		}
 		if w.lse != nil { // attention_lse beside the result (attention_lse_mma.go)
-			w.storeRowLSE(ld(m[i]), li, k2, tq, rowOK[i], kg.add(kg.mul(bh, p.L), row))
+			w.storeRowLSE(ld(m[i]), li, k2, tq, rowOK[i], outRow)
 		}
 	}
 	kg.b.NewRet(nil)
@@ -431,14 +436,12 @@ type mmaRows struct {
 func (w *mmaAttn) rowBlock(pos *attnOperand) mmaRows {
 	kg, p := w.kg, w.p
 	b := kg.b
-	rowTiles := (p.L + attnmma.Rows - 1) / attnmma.Rows
 	var r mmaRows
 	w.tid = kg.sreg("tid.x")
 	var warp value.Value
 	r.lane, warp = b.NewAnd(w.tid, ci(31)), b.NewLShr(w.tid, ci(5))
-	cta := kg.sreg("ctaid.x")
-	r.bh = kg.rem(cta, p.B*p.H)
-	rt := kg.sub(ci(rowTiles-1), kg.div(cta, p.B*p.H))
+	var rt value.Value
+	r.bh, rt = w.blockTile(kg.sreg("ctaid.x")) // symattn_mma.go
 	w.bIdx = kg.div(r.bh, p.H)
 	r.h = kg.rem(r.bh, p.H)
 	w.kh = kg.div(r.h, p.H/p.KVH)
@@ -451,8 +454,8 @@ func (w *mmaAttn) rowBlock(pos *attnOperand) mmaRows {
 	posv := w.position(pos, w.bIdx)
 	r.limA, r.limB = w.limit(r.rowA, posv), w.limit(r.rowB, posv)
 	r.warpFirst = w.limit(warpRow, posv)
-	r.warpLast = b.NewSelect(b.NewICmp(enum.IPredUGE, warpRow, ci(p.L)), ci(0), w.limit(kg.add(warpRow, ci(15)), posv))
-	r.blockLast = w.limit(kg.umin(kg.add(blockRow, ci(attnmma.Rows-1)), ci(p.L-1)), posv)
+	r.warpLast = b.NewSelect(b.NewICmp(enum.IPredUGE, warpRow, w.dimL()), ci(0), w.limit(kg.add(warpRow, ci(15)), posv))
+	r.blockLast = w.limit(kg.umin(kg.add(blockRow, ci(attnmma.Rows-1)), w.dimLast()), posv)
 	return r
 }
 

@@ -3,20 +3,19 @@ package nvvm
 import (
 	"fmt"
 
-	"github.com/gcomp/gcomp/codegen/attnmma"
 	"github.com/gcomp/gcomp/codegen/plan"
 )
 
 // borrowed reports whether k takes a template this package has no counterpart for, whose
 // kernels codegen/backend's nvvm producer takes from codegen/ptx rather than refuse the model:
 // the tensor-core GEMM over a quantized weight (plan.QuantizedMMA), attention at symbolic sizes
-// on tensor cores (codegen/ptx's symattn_mma.go), writing its log-sum-exp, its backward, and
-// split-KV decoding over a symbolic batch (symattn_decode.go), and kernels reading or writing
-// layers of stacked buffers at offsets of the run's rows (symlayer.go). Copies, GEMMs over views, the
-// CUDA-core attention forward, folds, the KV cache write and persistent kernels at symbolic sizes
-// are this package's own (symstride*.go, symattn.go, symfold.go, symupdate.go, sympersist.go). The launch records
-// it (Producer "ptx" and a note); both producers share names, parameters and launches, so one plan
-// runs the merged module. (The tensor-core attention forward writing its rows' log-sum-exp, dk/dv
+// on tensor cores (codegen/ptx's symattn_mma.go), its backward, and kernels reading or writing
+// layers of stacked buffers at offsets of the run's rows (symlayer.go). Copies, GEMMs over views,
+// the CUDA-core attention forward (writing its log-sum-exp too), split-KV decoding over a
+// symbolic batch, folds, the KV cache write and persistent kernels at symbolic sizes are this
+// package's own (symstride*.go, symattn.go, symattn_decode.go, symfold.go, symupdate.go,
+// sympersist.go). The launch records it (Producer "ptx" and a note); both producers share names,
+// parameters and launches, so one plan runs the merged module. (The tensor-core attention forward writing its rows' log-sum-exp, dk/dv
 // and dq on tensor cores, once borrowed, are attention_lse_mma.go's, attention_bwd_mma.go's and
 // attention_bwd_dq_mma.go's.)
 func borrowed(k plan.Kernel, t plan.Target) bool {
@@ -35,17 +34,6 @@ func borrowedTemplate(k plan.Kernel, t plan.Target) string {
 		return "symbolic kernel reading or writing layers of stacked buffers"
 	}
 	if k.Symbolic && k.Sizes != nil {
-		if p, ok := plan.PlanAttention(k.Graph); ok {
-			if _, _, decode := plan.SymDecodeBatch(p.Op, k.Sizes); decode {
-				return "split-KV attention over a symbolic batch"
-			}
-			if lse, err := plan.ForwardLSE(k.Graph, p.Op); err == nil && lse != nil {
-				return "symbolic attention writing its log-sum-exp"
-			}
-			if attnmma.Takes(p.Op, t.TF32) {
-				return "strided symbolic attention on tensor cores"
-			}
-		}
 		if _, ok := plan.BackwardAttention(k.Graph); ok {
 			return "symbolic attention backward"
 		}

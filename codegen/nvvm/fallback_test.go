@@ -17,8 +17,7 @@ import (
 )
 
 // TestFallback: a kernel of a template this package has no counterpart for (the tensor-core GEMM
-// over a quantized weight, attention at symbolic sizes on tensor cores) is
-// refused by the NVVM producer (nvvm.Refused; nvvm.Lacks
+// over a quantized weight) is refused by the NVVM producer (nvvm.Refused; nvvm.Lacks
 // names it), and codegen/backend's nvvm producer compiles the module with codegen/ptx's entry for
 // it beside libNVVM's for the others, in the kernels' order; the launch says whose entry it runs,
 // and the kernel's outputs equal the reference.
@@ -27,8 +26,6 @@ func TestFallback(t *testing.T) {
 	loop := ir.NewGraph("neg")
 	x := loop.Input("x", ir.T(ir.F32, 16), nil)
 	loop.SetOutput("y", loop.Add("neg", x.Type, nil, x))
-	// Attention over seq = 32 queries and keys: its sizes follow seq (nvvm.SeqSizes).
-	attnF16 := attention(t, ir.F16, 32, 32, 16)
 	for _, tc := range []struct {
 		name     string
 		graph    *ir.Graph
@@ -43,7 +40,6 @@ func TestFallback(t *testing.T) {
 	}{
 		{"quantized gemm", nvvm.QMMAGraph(t), false, plan.Target{SM: 80}, false, quantInputs, 2e-3, "quantized tensor-core GEMM", 0, nil},
 		{"quantized gemm between loops", nvvm.QMMAGraph(t), false, plan.Target{SM: 80}, true, quantInputs, 2e-3, "quantized tensor-core GEMM", 0, nil},
-		{"strided symbolic attention on tensor cores", attnF16, false, plan.Target{SM: 80}, true, nil, 0, "strided symbolic attention on tensor cores", 1, nvvm.SeqSizes(attnF16, attention(t, ir.F16, 31, 31, 16), 32)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			k := plan.Kernel{Name: "k1_borrowed", Graph: tc.graph, InPlace: tc.inPlace, Symbolic: tc.rows > 0, Rows: tc.rows, Sizes: tc.sizes}
@@ -113,29 +109,33 @@ func TestFallback(t *testing.T) {
 }
 
 // TestOwnTensorCoreAttention: the tensor-core attention forward writing its rows' log-sum-exp
-// (f16, bf16, and f32 under tf32), dk/dv (attnmma.FitsGradWide: a bias, head dims over 64 too)
-// and dq (FitsGradDQ) on tensor cores, once borrowed
-// from codegen/ptx, are the NVVM producer's own: Lacks names nothing, and backend.NVVM's launch
+// (f16, bf16, and f32 under tf32), the forward at symbolic sizes (a strided view), dk/dv
+// (attnmma.FitsGradWide: a bias, head dims over 64 too) and dq (FitsGradDQ) on tensor cores,
+// once borrowed from codegen/ptx, are the NVVM producer's own: Lacks names nothing, and backend.NVVM's launch
 // runs libNVVM's tensor-core entry without a borrowing note.
 func TestOwnTensorCoreAttention(t *testing.T) {
 	p := nvvm.RequireProducer(t)
+	// Attention over seq = 32 queries and keys: its sizes follow seq (nvvm.SeqSizes).
+	attnF16 := attention(t, ir.F16, 32, 32, 16)
 	for _, tc := range []struct {
 		name   string
 		graph  *ir.Graph
 		target plan.Target
+		sizes  map[*ir.Value][]sym.Expr // a symbolic kernel's
 	}{
-		{"f16 attention with its lse", attentionLSE(t, ir.F16), plan.Target{SM: 80}},
-		{"bf16 attention with its lse", attentionLSE(t, ir.BF16), plan.Target{SM: 90}},
-		{"tf32 attention with its lse", attentionLSE(t, ir.F32), plan.Target{SM: 80, TF32: true}},
-		{"f16 dk and dv", nvvm.AttentionGradGraph(t, ir.F16, "kv"), plan.Target{SM: 80}},
-		{"bf16 dv", nvvm.AttentionGradGraph(t, ir.BF16, "v"), plan.Target{SM: 90}},
-		{"bf16 dq", nvvm.AttentionGradGraph(t, ir.BF16, "q"), plan.Target{SM: 80}},
-		{"f16 dq", nvvm.AttentionGradGraph(t, ir.F16, "q"), plan.Target{SM: 90}},
-		{"f16 dk and dv with a bias", nvvm.AttentionGradBiasGraph(t, ir.F16, 64, "kv"), plan.Target{SM: 80}},
-		{"bf16 dk at head dim 128", nvvm.AttentionGradBiasGraph(t, ir.BF16, 128, "k"), plan.Target{SM: 90}},
+		{"strided symbolic f16 attention", attnF16, plan.Target{SM: 80}, nvvm.SeqSizes(attnF16, attention(t, ir.F16, 31, 31, 16), 32)},
+		{"f16 attention with its lse", attentionLSE(t, ir.F16), plan.Target{SM: 80}, nil},
+		{"bf16 attention with its lse", attentionLSE(t, ir.BF16), plan.Target{SM: 90}, nil},
+		{"tf32 attention with its lse", attentionLSE(t, ir.F32), plan.Target{SM: 80, TF32: true}, nil},
+		{"f16 dk and dv", nvvm.AttentionGradGraph(t, ir.F16, "kv"), plan.Target{SM: 80}, nil},
+		{"bf16 dv", nvvm.AttentionGradGraph(t, ir.BF16, "v"), plan.Target{SM: 90}, nil},
+		{"bf16 dq", nvvm.AttentionGradGraph(t, ir.BF16, "q"), plan.Target{SM: 80}, nil},
+		{"f16 dq", nvvm.AttentionGradGraph(t, ir.F16, "q"), plan.Target{SM: 90}, nil},
+		{"f16 dk and dv with a bias", nvvm.AttentionGradBiasGraph(t, ir.F16, 64, "kv"), plan.Target{SM: 80}, nil},
+		{"bf16 dk at head dim 128", nvvm.AttentionGradBiasGraph(t, ir.BF16, 128, "k"), plan.Target{SM: 90}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			k := plan.Kernel{Name: "k0_attention", Graph: tc.graph}
+			k := plan.Kernel{Name: "k0_attention", Graph: tc.graph, Symbolic: tc.sizes != nil, Sizes: tc.sizes}
 			if note, ok := nvvm.Lacks(k, tc.target); ok {
 				t.Fatalf("Lacks = %q, want no borrowed template", note)
 			}

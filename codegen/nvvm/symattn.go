@@ -20,8 +20,9 @@ import (
 // tiles and every operand's offset and strides (symstride.go: its buffers are contiguous at the
 // run's sizes). The tile loop runs to S, the last tile's keys from S on are zeroed and never
 // folded, and each size is the bound's immediate when the kernel is static (attnGen.sym nil).
-// Split-KV decoding and the tensor-core template run at the bound only: a symbolic decode takes
-// this template, and tensor-core attention at symbolic sizes is codegen/ptx's (fallback.go).
+// Split-KV decoding runs at symbolic sizes over a batch alone (symattn_decode.go; another
+// symbolic decode takes this template), and the tensor-core template at symbolic sizes is
+// symattn_mma.go's, on these sizes.
 
 // symAttn is a symbolic attention kernel's sizes at the run.
 type symAttn struct {
@@ -79,7 +80,7 @@ func (ag *attnGen) rowTile(cta value.Value) (bh, rt value.Value) {
 
 // symAttnRefused says why attention kernel k does not run at symbolic sizes on CUDA cores, in
 // codegen/ptx's words, or nil (always nil for a static kernel).
-func symAttnRefused(k plan.Kernel, p plan.AttentionPlan, lse *irg.Value) error {
+func symAttnRefused(k plan.Kernel, p plan.AttentionPlan) error {
 	if !k.Symbolic {
 		return nil
 	}
@@ -90,8 +91,6 @@ func symAttnRefused(k plan.Kernel, p plan.AttentionPlan, lse *irg.Value) error {
 		return fmt.Errorf("attention over symbolic sizes needs its values' sizes")
 	case splitkv.AppendedRows(p.Op) > 0:
 		return fmt.Errorf("attention appending to a cache does not run at symbolic sizes yet")
-	case lse != nil:
-		return fmt.Errorf("attention writing its log-sum-exp (training) does not run at symbolic sizes yet")
 	case !isConst(q[1]) || !isConst(kk[1]) || !isConst(q[3]) || !isConst(kk[3]) || !isConst(plan.SymSizes(p.Op.Args[2], k.Sizes)[3]):
 		return fmt.Errorf("attention's heads and head sizes must be static; it has q %v and k %v", q, kk)
 	}
@@ -99,15 +98,16 @@ func symAttnRefused(k plan.Kernel, p plan.AttentionPlan, lse *irg.Value) error {
 }
 
 // symAttnArgs appends a symbolic kernel's size parameters to args: each dim its sizes name, then
-// its block count; and returns its work. Nothing for a static kernel.
-func symAttnArgs(k plan.Kernel, p plan.AttentionPlan, args []plan.Arg) ([]plan.Arg, *plan.SymWork) {
+// its block count B·H·⌈L/rows⌉ (rows: query rows per block); and returns its work. Nothing for a
+// static kernel.
+func symAttnArgs(k plan.Kernel, p plan.AttentionPlan, rows int, args []plan.Arg) ([]plan.Arg, *plan.SymWork) {
 	if !k.Symbolic {
 		return args, nil
 	}
 	args = append(args, symDimArgs(k.Sizes)...)
-	warps := int64(p.Block[0] / 32)
+	r := int64(rows)
 	q := plan.SymSizes(p.Op.Args[0], k.Sizes)
-	blocks := sym.Mul(sym.Scale(q[0], int64(p.H)), sym.Div(sym.Add(q[2], sym.Const(warps-1)), warps))
+	blocks := sym.Mul(sym.Scale(q[0], int64(p.H)), sym.Div(sym.Add(q[2], sym.Const(r-1)), r))
 	args = append(args, plan.Arg{Kind: plan.ArgSize}) // the grid's, which the kernel reads from nctaid
 	return args, &plan.SymWork{Vector: 1, MaxBlocks: 1<<31 - 1, Scale: 1, Tile: 1, Elements: blocks.String()}
 }

@@ -1,6 +1,7 @@
 package nvvm
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -18,28 +19,40 @@ import (
 // bit for bit codegen/ptx's entry and within tolerance of the reference at that seq. Masks none,
 // causal (tiles past the limit skipped from the run's length) and position (pos[b] clamped to
 // the run's S), grouped KV heads, E ≠ Ev, an additive bias; f16 and bf16 decoding (one query row
-// over seq keys), which split-KV decoding takes at the bound's sizes only.
+// over seq keys), which split-KV decoding takes at the bound's sizes only; the rows' log-sum-exp
+// beside the result (a train step's forward) at the run's L, bit for bit codegen/ptx's.
 func TestSymbolicAttentionTemplate(t *testing.T) {
 	p := requireProducer(t)
-	for _, c := range []attnCase{
-		{b: 2, h: 2, kvh: 2, l: 40, s: 40, e: 8, ev: 8, mask: ops.MaskNone, d: ir.F32},
-		{b: 2, h: 4, kvh: 2, l: 37, s: 37, e: 16, ev: 12, mask: ops.MaskCausal, d: ir.F32},
-		{b: 2, h: 2, kvh: 1, l: 19, s: 19, e: 8, ev: 8, mask: ops.MaskNone, bias: []int{2, 1, 19, 19}, d: ir.F32},
-		{b: 3, h: 4, kvh: 2, l: 23, s: 23, e: 16, ev: 12, mask: ops.MaskPosition, d: ir.F32},
-		{b: 1, h: 2, kvh: 2, l: 33, s: 33, e: 8, ev: 8, mask: ops.MaskCausal, bias: []int{1, 2, 33, 33}, d: ir.F32},
-		{b: 2, h: 4, kvh: 1, l: 1, s: 70, e: 16, ev: 16, mask: ops.MaskNone, d: ir.F16}, // decode: one query, seq keys
-		{b: 2, h: 2, kvh: 2, l: 1, s: 45, e: 32, ev: 32, mask: ops.MaskPosition, d: ir.BF16},
+	for _, c := range []struct {
+		attnCase
+		lse bool // the rows' log-sum-exp beside the result (a train step's forward)
+	}{
+		{attnCase{b: 2, h: 2, kvh: 2, l: 40, s: 40, e: 8, ev: 8, mask: ops.MaskNone, d: ir.F32}, false},
+		{attnCase{b: 2, h: 4, kvh: 2, l: 37, s: 37, e: 16, ev: 12, mask: ops.MaskCausal, d: ir.F32}, false},
+		{attnCase{b: 2, h: 2, kvh: 1, l: 19, s: 19, e: 8, ev: 8, mask: ops.MaskNone, bias: []int{2, 1, 19, 19}, d: ir.F32}, false},
+		{attnCase{b: 3, h: 4, kvh: 2, l: 23, s: 23, e: 16, ev: 12, mask: ops.MaskPosition, d: ir.F32}, false},
+		{attnCase{b: 1, h: 2, kvh: 2, l: 33, s: 33, e: 8, ev: 8, mask: ops.MaskCausal, bias: []int{1, 2, 33, 33}, d: ir.F32}, false},
+		{attnCase{b: 2, h: 4, kvh: 1, l: 1, s: 70, e: 16, ev: 16, mask: ops.MaskNone, d: ir.F16}, false}, // decode: one query, seq keys
+		{attnCase{b: 2, h: 2, kvh: 2, l: 1, s: 45, e: 32, ev: 32, mask: ops.MaskPosition, d: ir.BF16}, false},
+		{attnCase{b: 2, h: 2, kvh: 2, l: 40, s: 40, e: 8, ev: 8, mask: ops.MaskNone, d: ir.F32}, true},
+		{attnCase{b: 3, h: 4, kvh: 2, l: 37, s: 37, e: 16, ev: 12, mask: ops.MaskCausal, d: ir.F32}, true},
+		{attnCase{b: 3, h: 4, kvh: 2, l: 23, s: 23, e: 16, ev: 12, mask: ops.MaskPosition, d: ir.F32}, true}, // rows that see no key: -inf
+		{attnCase{b: 2, h: 2, kvh: 1, l: 19, s: 19, e: 8, ev: 8, mask: ops.MaskNone, bias: []int{2, 1, 19, 19}, d: ir.F32}, true},
+		{attnCase{b: 2, h: 2, kvh: 2, l: 33, s: 33, e: 12, ev: 12, mask: ops.MaskCausal, d: ir.F16}, true}, // a head dim tensor cores do not take
 	} {
-		t.Run(c.String(), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s_lse%v", c, c.lse), func(t *testing.T) {
 			bound := c.s
 			at := func(n int) *ir.Graph {
-				cn := c
+				cn := c.attnCase
 				cn.s = n
 				if c.l > 1 {
 					cn.l = n
 				}
 				if c.bias != nil {
 					cn.bias = []int{c.bias[0], c.bias[1], n, n}
+				}
+				if c.lse {
+					return lseGraph(t, cn, true)
 				}
 				return cn.graph(t)
 			}
@@ -77,6 +90,10 @@ func TestSymbolicAttentionTemplate(t *testing.T) {
 				}
 				compare(t, "o (codegen/ptx)", got["o"], emitted["o"], true, c.d, false, 0)
 				checkAttention(t, got["o"], want["o"])
+				if c.lse {
+					compare(t, "lse (codegen/ptx)", got["lse"], emitted["lse"], true, ir.F32, false, 0)
+					checkLSE(t, got["lse"], want["lse"], false)
+				}
 			}
 		})
 	}
