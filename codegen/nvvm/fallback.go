@@ -55,6 +55,10 @@ func borrowedTemplate(k plan.Kernel, t plan.Target) string {
 		if plan.QuantizedMMA(k) {
 			return "quantized tensor-core GEMM"
 		}
+	case "norm gemv":
+		if writesRows(k) {
+			return "GEMV writing its norm prologue's rows"
+		}
 	}
 	return ""
 }
