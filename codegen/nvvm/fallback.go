@@ -11,7 +11,8 @@ import (
 // kernels codegen/backend's nvvm producer takes from codegen/ptx rather than refuse the model:
 // the tensor-core GEMM over a quantized weight (plan.QuantizedMMA), attention at symbolic sizes
 // on tensor cores (codegen/ptx's symattn_mma.go), writing its log-sum-exp, its backward, and
-// split-KV decoding over a symbolic batch (symattn_decode.go), and kernels reading or writing
+// split-KV decoding over a symbolic batch (symattn_decode.go), a norm GEMV writing its
+// prologue's rows (codegen/ptx's gemvnormout.go: the decode step's embeddings), and kernels reading or writing
 // layers of stacked buffers at offsets of the run's rows (symlayer.go). Copies, GEMMs over views, the
 // CUDA-core attention forward, folds, the KV cache write and persistent kernels at symbolic sizes
 // are this package's own (symstride*.go, symattn.go, symfold.go, symupdate.go, sympersist.go). The launch records
