@@ -16,7 +16,11 @@ import (
 // read from L2 (the cost model counts it), and the norm's output never goes to memory: in LLM
 // decoding that removes a launch of about 1 µs per norm for a few hundred ns of L2 reads.
 // Several readers (Llama's q, k and v projections) each recompute the norm. A norm
-// whose output has another reader (a graph output, another kernel, an epilogue) keeps its kernel. codegen/nvvm has no GEMV template: the compiler disables the pass for it.
+// whose output has another reader (a graph output, another kernel, an epilogue) keeps its
+// kernel. The row kernel's other writes, values of the prologue laid out as its rows (the
+// decode step's first norm writes the embeddings it gathers for the residual: gemv.RowOutput),
+// go to the first reader, which writes them from one block, when every kernel reading them comes
+// after it.
 func normGEMVPass(st *State) error {
 	kg := st.Kernels
 	readers := kg.readers()
