@@ -355,7 +355,7 @@ func checkBody(k *Kernel, bounds FusionOptions) error {
 			return fmt.Errorf("output %s does not match buffer %s : %s", o.Name, b.Name, b.Type)
 		}
 		appended := k.Kind == Attention && k.Body.Outputs[j].Value.Op == ops.UpdateSliceOp // a cache it writes the rows of
-		if k.Kind != Persistent && !appended && !writableShape(k, b.Type.Shape) {
+		if k.Kind != Persistent && !appended && !writableShape(k, b.Type.Shape) && !gemvRowOutput(k, k.Body.Outputs[j].Value) {
 			return fmt.Errorf("writes %s : %s, which is not indexed by its space %s", b.Name, b.Type, k.Space)
 		}
 	}
@@ -372,8 +372,12 @@ func checkBody(k *Kernel, bounds FusionOptions) error {
 			reduces++
 		}
 		switch v.Op {
-		case "max_pool2d", "avg_pool2d", "gather":
+		case "max_pool2d", "avg_pool2d":
 			others++
+		case "gather":
+			if !gemvPrologueGather(k, v) {
+				others++
+			}
 		}
 	}
 	// A contraction's epilogue may end in one pooling whose windows tile the space.

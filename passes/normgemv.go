@@ -16,33 +16,62 @@ import (
 // read from L2 (the cost model counts it), and the norm's output never goes to memory: in LLM
 // decoding that removes a launch of about 1 µs per norm for a few hundred ns of L2 reads.
 // Several readers (Llama's q, k and v projections) each recompute the norm. A norm
-// whose output has another reader (a graph output, another kernel, an epilogue) keeps its kernel. codegen/nvvm has no GEMV template: the compiler disables the pass for it.
+// whose output has another reader (a graph output, another kernel, an epilogue) keeps its
+// kernel. The row kernel's other writes, values of the prologue laid out as its rows (the
+// decode step's first norm writes the embeddings it gathers for the residual: gemv.RowOutput),
+// go to the first reader, which writes them from one block, when every kernel reading them comes
+// after it.
 func normGEMVPass(st *State) error {
 	kg := st.Kernels
 	readers := kg.readers()
 	bounds := kg.Bounds.withDefaults()
 	merged := map[*Kernel]bool{}
+	at := map[*Kernel]int{}
+	for i, k := range kg.Kernels {
+		at[k] = i
+	}
 	for _, r := range kg.Kernels {
-		if r.Kind != Row || len(r.Writes) != 1 || r.Writes[0].Kind != TempBuffer {
+		if r.Kind != Row || len(r.Writes) == 0 {
 			continue
 		}
-		b := r.Writes[0]
-		var ms []*Kernel
-		for _, c := range readers[b] {
-			m := withNormPrologue(c, slices.Index(c.Reads, b), r)
-			if c.Kind != Contraction || m == nil || checkBody(m, bounds) != nil {
-				ms = nil
-				break
+		for bi, b := range r.Writes {
+			if b.Kind != TempBuffer {
+				continue
 			}
-			ms = append(ms, m)
+			// r's other writes (the embeddings the first norm normalizes) go to the first
+			// GEMV, which writes them from one block, when every kernel reading them comes after it.
+			var extra []int
+			for j := range r.Writes {
+				if j != bi {
+					extra = append(extra, j)
+				}
+			}
+			var ms []*Kernel
+			for i, c := range readers[b] {
+				var m *Kernel
+				if i == 0 {
+					m = withNormPrologue(c, slices.Index(c.Reads, b), r, bi, extra)
+				} else {
+					m = withNormPrologue(c, slices.Index(c.Reads, b), r, bi, nil)
+				}
+				if c.Kind != Contraction || m == nil || checkBody(m, bounds) != nil {
+					ms = nil
+					break
+				}
+				ms = append(ms, m)
+			}
+			if len(ms) == 0 || !readAfter(r, extra, readers, at, readers[b][0]) || !prologuesPay(r, ms, st.opt.TF32) {
+				continue
+			}
+			for i, c := range readers[b] {
+				*c = *ms[i] // the buffers' writer stays c
+			}
+			for _, j := range extra {
+				r.Writes[j].Writer = readers[b][0]
+			}
+			merged[r] = true
+			break
 		}
-		if len(ms) == 0 || !prologuesPay(r, ms, st.opt.TF32) {
-			continue
-		}
-		for i, c := range readers[b] {
-			*c = *ms[i] // the buffers' writer stays c
-		}
-		merged[r] = true
 	}
 	if len(merged) == 0 {
 		return nil
@@ -52,10 +81,27 @@ func normGEMVPass(st *State) error {
 	return CheckKernels(kg)
 }
 
-// withNormPrologue returns contraction kernel c with row kernel r, the writer of c's j-th read,
-// computed inside it, or nil if the GEMV template would not take the result with r's output as
-// its lhs's prologue.
-func withNormPrologue(c *Kernel, j int, r *Kernel) *Kernel {
+// readAfter reports whether every kernel reading r's writes extra comes after c, which is to
+// write them in r's place, and none of them is a GEMV taking r's norm.
+func readAfter(r *Kernel, extra []int, readers map[*Buffer][]*Kernel, at map[*Kernel]int, c *Kernel) bool {
+	for _, j := range extra {
+		if r.Writes[j].Kind != TempBuffer {
+			return false
+		}
+		for _, k := range readers[r.Writes[j]] {
+			if at[k] <= at[c] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// withNormPrologue returns contraction kernel c with row kernel r, the writer of c's j-th read
+// (r's out-th output), computed inside it, or nil if the GEMV template would not take the result
+// with r's output as its lhs's prologue. c also writes r's writes extra (indexes), which must be
+// values of the prologue that the GEMV writes beside its result (gemv.RowOutput).
+func withNormPrologue(c *Kernel, j int, r *Kernel, out int, extra []int) *Kernel {
 	in := c.Body.Inputs()[j]
 	users := map[*ir.Value][]*ir.Value{}
 	var dot *ir.Value
@@ -88,7 +134,7 @@ func withNormPrologue(c *Kernel, j int, r *Kernel) *Kernel {
 	m := &Kernel{Kind: Contraction, Space: c.Space.Clone(), Origins: map[*ir.Value]*ir.Value{}, label: r.label + "_" + c.label}
 	vals := map[*Buffer]*ir.Value{}
 	rm := copyBody(body, r, vals, map[*ir.Value]*ir.Value{}, &m.Reads)
-	cm := copyBody(body, c, vals, map[*ir.Value]*ir.Value{in: rm[r.Body.Outputs[0].Value]}, &m.Reads)
+	cm := copyBody(body, c, vals, map[*ir.Value]*ir.Value{in: rm[r.Body.Outputs[out].Value]}, &m.Reads)
 	for _, km := range []struct {
 		k *Kernel
 		m map[*ir.Value]*ir.Value
@@ -103,6 +149,13 @@ func withNormPrologue(c *Kernel, j int, r *Kernel) *Kernel {
 		body.SetOutput(o.Name, cm[o.Value])
 		m.Writes = append(m.Writes, c.Writes[i])
 	}
+	var rowOuts []*ir.Value
+	for _, i := range extra {
+		o := r.Body.Outputs[i]
+		body.SetOutput(o.Name, rm[o.Value])
+		m.Writes = append(m.Writes, r.Writes[i])
+		rowOuts = append(rowOuts, rm[o.Value])
+	}
 	m.Body = body
 	m.Ops = append(slices.Clone(r.Ops), c.Ops...)
 	reduces := 0
@@ -113,6 +166,11 @@ func withNormPrologue(c *Kernel, j int, r *Kernel) *Kernel {
 	}
 	for _, v := range body.Values {
 		if v.Op == "dot_general" && reduces > 0 && len(gemv.RowPrologue(v)) == reduces {
+			for _, o := range rowOuts {
+				if !gemv.RowOutput(v, o) {
+					return nil
+				}
+			}
 			if _, ok := gemvPlan(m); ok {
 				return m // the buffers' writer stays c, which takes m's place
 			}
@@ -159,4 +217,32 @@ func prologueL2Bytes(k *Kernel) int64 {
 		}
 	}
 	return 0
+}
+
+// gemvDot returns the product of contraction kernel k when the GEMV template takes it with a row
+// prologue (gemv.RowPrologue), or nil.
+func gemvDot(k *Kernel) *ir.Value {
+	if _, ok := gemvPlan(k); !ok {
+		return nil
+	}
+	for _, v := range k.Body.Values {
+		if v.Op == "dot_general" && len(gemv.RowPrologue(v)) > 0 {
+			return v
+		}
+	}
+	return nil
+}
+
+// gemvRowOutput reports whether k is a GEMV whose row prologue computes v, which it writes from
+// one block (gemv.RowOutput): the embeddings beside their norm.
+func gemvRowOutput(k *Kernel, v *ir.Value) bool {
+	dot := gemvDot(k)
+	return dot != nil && gemv.RowOutput(dot, v)
+}
+
+// gemvPrologueGather reports whether gather v is a value of k's GEMV row prologue, which reads
+// its rows by index before the k loop; any other gather in a contraction kernel is not taken.
+func gemvPrologueGather(k *Kernel, v *ir.Value) bool {
+	dot := gemvDot(k)
+	return dot != nil && gemv.InRowPrologue(dot, v)
 }

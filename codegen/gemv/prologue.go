@@ -24,26 +24,51 @@ const MaxStagedBytes = 16 << 10
 //
 // The lhs qualifies when the product has no batch dims and contracts the lhs's last dim (K)
 // only, and every value it is computed from is a buffer, a literal, a view, an elementwise op,
-// or a reduce_sum over the last dim (kept) of a value laid out as the lhs's rows: its last dim
-// K and its elements the lhs's (a reshape such as [1,1,K] → [1,K] may lie between the norm and
-// the product), so that row m's element k is linear element m·K + k of every such value. The
+// a gather of rows by index that no reduction feeds (a decode step's embeddings), or a
+// reduce_sum over the last dim (kept) of a value laid out as the lhs's rows: its last dim K and
+// its elements the lhs's (a reshape such as [1,1,K] → [1,K] may lie between the norm and the
+// product), so that row m's element k is linear element m·K + k of every such value. The
 // reductions are returned in graph order (an operand's reductions before its own); nil means
 // no prologue, as for a product of more than MaxPrologueRows rows.
 func RowPrologue(dot *ir.Value) []*ir.Value {
+	reds, _ := rowPrologue(dot)
+	return reds
+}
+
+// RowOutput reports whether v, a value of a GEMV kernel other than the product's result, can
+// be one of its outputs: a value of dot's row prologue (RowPrologue) that no reduction feeds,
+// laid out as the lhs's rows (the embeddings that a norm normalizes, gathered and summed). One
+// block of the GEMV writes it before its k loop, so that the row kernel that wrote it beside the
+// norm's output disappears too; the kernels reading it come later.
+func RowOutput(dot, v *ir.Value) bool {
+	reds, vals := rowPrologue(dot)
+	if len(reds) == 0 {
+		return false
+	}
+	dep, in := vals[v]
+	k := dot.Args[0].Type.Shape[dot.Args[0].Type.Shape.Rank()-1]
+	s := v.Type.Shape
+	return in && !dep && s.Rank() > 0 && s[s.Rank()-1] == k && s.NumElements() == dot.Args[0].Type.Shape.NumElements() &&
+		v.Op != ir.OpInput && v.Op != ir.OpParam && v.Op != "constant"
+}
+
+// rowPrologue returns RowPrologue's reductions and every value the lhs is computed from, each
+// mapped to whether a reduction feeds it; nil reductions for no prologue.
+func rowPrologue(dot *ir.Value) ([]*ir.Value, map[*ir.Value]bool) {
 	if p, ok := Fits(dot); !ok || p.M > MaxPrologueRows {
-		return nil
+		return nil, nil
 	}
 	lhs := dot.Args[0]
 	rank := lhs.Type.Shape.Rank()
 	if rank == 0 {
-		return nil
+		return nil, nil
 	}
 	k := lhs.Type.Shape[rank-1]
 	m := lhs.Type.Shape.NumElements() / max(k, 1)
 	rows := func(s ir.Shape) bool { return s.Rank() > 0 && s[s.Rank()-1] == k && s.NumElements() == m*k }
 	perRow := func(s ir.Shape) bool { return s.Rank() > 0 && s[s.Rank()-1] == 1 && s.NumElements() == m }
 	if k == 0 || len(dot.Attrs.Ints("lhs_batch")) > 0 || !slices.Equal(dot.Attrs.Ints("lhs_contract"), []int{rank - 1}) {
-		return nil
+		return nil, nil
 	}
 	var reds []*ir.Value
 	// dep[v]: v is computed from a reduction. Such values keep the rows' layout (rows or perRow),
@@ -75,7 +100,9 @@ func RowPrologue(dot *ir.Value) []*ir.Value {
 			dep[v] = true
 			return true
 		case !dep[v]:
-			return isViewOp(v.Op) || ops.ClassOf(v.Op) == ops.Elementwise
+			// A gather reads its rows by index (bounds checked, as every gather is): the
+			// embeddings of a decode step's tokens.
+			return isViewOp(v.Op) || ops.ClassOf(v.Op) == ops.Elementwise || v.Op == "gather"
 		case ops.ClassOf(v.Op) == ops.Elementwise, v.Op == "reshape":
 			in := v.Args[0].Type.Shape
 			return rows(s) && rows(in) || perRow(s) && perRow(in)
@@ -85,32 +112,77 @@ func RowPrologue(dot *ir.Value) []*ir.Value {
 		}
 		return false
 	}
-	if !walk(lhs) {
-		return nil
+	if !walk(lhs) || len(reds) == 0 {
+		return nil, nil
 	}
-	return reds
+	vals := map[*ir.Value]bool{}
+	for v := range seen {
+		vals[v] = dep[v]
+	}
+	return reds, vals
 }
 
 // StagedRows returns the value a GEMV's row prologue keeps in shared memory, as f32, or nil:
 // the first reduction's operand, when every later reduction reads it again (LayerNorm's
-// variance reads x after its mean) and its elements fit in MaxStagedBytes. Each block then reads
-// it from L2 once, not once per reduction, and its later reductions and its k loop read it from
-// shared memory.
+// variance reads x after its mean), or else gathered rows that every reduction and the lhs read
+// (RMSNorm of a decode step's embeddings: the gather and its bounds check run once per element,
+// not in the k loop), when its elements fit in MaxStagedBytes. Each block then reads it from L2
+// once, not once per reduction, and its later reductions and its k loop read it from shared
+// memory.
 func StagedRows(dot *ir.Value) *ir.Value {
-	reds := RowPrologue(dot)
-	if len(reds) < 2 {
-		return nil
-	}
-	s := reds[0].Args[0]
-	if 4*s.Type.Shape.NumElements() > MaxStagedBytes {
-		return nil
-	}
-	for _, r := range reds[1:] {
-		if !reaches(r.Args[0], s, map[*ir.Value]bool{}) {
-			return nil
+	reds, vals := rowPrologue(dot)
+	var s *ir.Value
+	if len(reds) >= 2 {
+		s = reds[0].Args[0]
+		for _, r := range reds[1:] {
+			if !reaches(r.Args[0], s, map[*ir.Value]bool{}) {
+				return nil
+			}
 		}
+	} else if len(reds) == 1 {
+		s = gatheredRows(dot, reds, vals)
+	}
+	if s == nil || 4*s.Type.Shape.NumElements() > MaxStagedBytes {
+		return nil
 	}
 	return s
+}
+
+// gatheredRows returns the prologue's value computed from a gather, laid out as the lhs's rows
+// and fed by no reduction, that every reduction's operand and the lhs read and that reads every
+// other such value (the sum of two gathers rather than either), or nil.
+func gatheredRows(dot *ir.Value, reds []*ir.Value, vals map[*ir.Value]bool) *ir.Value {
+	var cands []*ir.Value
+	for v, dep := range vals {
+		if dep || v.Op == ir.OpInput || v.Op == ir.OpParam || v.Op == "constant" || !RowOutput(dot, v) || !fromGather(v) {
+			continue
+		}
+		ok := reaches(dot.Args[0], v, map[*ir.Value]bool{})
+		for _, r := range reds {
+			ok = ok && reaches(r.Args[0], v, map[*ir.Value]bool{})
+		}
+		if ok {
+			cands = append(cands, v)
+		}
+	}
+	for _, c := range cands {
+		top := true
+		for _, o := range cands {
+			top = top && reaches(c, o, map[*ir.Value]bool{})
+		}
+		if top {
+			return c
+		}
+	}
+	return nil
+}
+
+// fromGather reports whether v is a gather or computed from one.
+func fromGather(v *ir.Value) bool {
+	if v.Op == "gather" {
+		return true
+	}
+	return slices.ContainsFunc(v.Args, fromGather)
 }
 
 // reaches reports whether s is v or one of its operands, transitively, other than through a
@@ -151,4 +223,11 @@ func isViewOp(op string) bool {
 		return true
 	}
 	return false
+}
+
+// InRowPrologue reports whether v is a value dot's row prologue computes (RowPrologue).
+func InRowPrologue(dot, v *ir.Value) bool {
+	reds, vals := rowPrologue(dot)
+	_, in := vals[v]
+	return len(reds) > 0 && in
 }

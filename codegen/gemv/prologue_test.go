@@ -3,6 +3,8 @@ package gemv
 import (
 	"fmt"
 	"testing"
+
+	"github.com/gcomp/gcomp/ir"
 )
 
 // TestRowPrologue: a norm of buffers' rows is a prologue (its reductions, in order) for up to
@@ -120,6 +122,8 @@ func TestStagedRows(t *testing.T) {
 		{"layernorm_over_the_limit", layerNorm(2, MaxStagedBytes/8+64, "%x"), ""},
 		{"variance_of_another_input", layerNorm(1, 768, "%z"), ""},
 		{"rmsnorm", rmsNorm, ""},
+		{"rmsnorm_of_embeddings", embedRMSNorm(256), "x"},
+		{"rmsnorm_of_embeddings_over_the_limit", embedRMSNorm(MaxStagedBytes/4 + 64), ""},
 	} {
 		got := ""
 		if s := StagedRows(parseDot(t, c.name, c.src)); s != nil {
@@ -128,5 +132,60 @@ func TestStagedRows(t *testing.T) {
 		if got != c.staged {
 			t.Errorf("%s: staged %q, want %q", c.name, got, c.staged)
 		}
+	}
+}
+
+// embedRMSNorm is an RMSNorm GEMV over a row gathered from an embedding table by token id.
+func embedRMSNorm(k int) string {
+	return fmt.Sprintf(`graph g {
+  input %%t : f32[50,%[1]d]
+  input %%tok : i64[1]
+  input %%w : f32[%[1]d,64]
+  %%x = gather(%%t, %%tok) : f32[1,%[1]d]
+  %%q = mul(%%x, %%x) : f32[1,%[1]d]
+  %%v = reduce_sum(%%q) {axes=[1], keepdims=true} : f32[1,1]
+  %%rb = broadcast_in_dim(%%v) {dims=[0,1], shape=[1,%[1]d]} : f32[1,%[1]d]
+  %%h = mul(%%x, %%rb) : f32[1,%[1]d]
+  %%y = dot_general(%%h, %%w) {lhs_contract=[1], rhs_contract=[0]} : f32[1,64]
+  output y = %%y
+}`, k)
+}
+
+// TestRowOutput: of an RMSNorm GEMV over gathered embeddings, the gathered rows are a row
+// output (and the gather a prologue value); the norm's output (fed by its reduction), the
+// per-row value, the product and a buffer are not; nor is anything of a product without a
+// prologue.
+func TestRowOutput(t *testing.T) {
+	dot := parseDot(t, "embed", embedRMSNorm(256))
+	byName := map[string]bool{"x": true, "q": true, "h": false, "v": false, "t": false, "y": false}
+	seen := map[string]bool{}
+	var walk func(v *ir.Value)
+	walk = func(v *ir.Value) {
+		if want, ok := byName[v.Name]; ok && !seen[v.Name] {
+			seen[v.Name] = true
+			if got := RowOutput(dot, v); got != want {
+				t.Errorf("RowOutput(%s) = %v, want %v", v.Name, got, want)
+			}
+		}
+		for _, a := range v.Args {
+			walk(a)
+		}
+	}
+	walk(dot)
+	if len(seen) != len(byName) {
+		t.Errorf("found %d of the %d named values", len(seen), len(byName))
+	}
+	if !InRowPrologue(dot, dot.Args[0].Args[0]) {
+		t.Error("the gathered rows are not in the prologue")
+	}
+	plain := parseDot(t, "plain", `graph g {
+  input %x : f32[1,256]
+  input %w : f32[256,64]
+  %e = exp(%x) : f32[1,256]
+  %y = dot_general(%e, %w) {lhs_contract=[1], rhs_contract=[0]} : f32[1,64]
+  output y = %y
+}`)
+	if RowOutput(plain, plain.Args[0]) || InRowPrologue(plain, plain.Args[0]) {
+		t.Error("a product without a norm prologue has row outputs")
 	}
 }

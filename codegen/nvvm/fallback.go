@@ -8,12 +8,13 @@ import (
 
 // borrowed reports whether k takes a template this package has no counterpart for, whose
 // kernels codegen/backend's nvvm producer takes from codegen/ptx rather than refuse the model:
-// the tensor-core GEMM over a quantized weight (plan.QuantizedMMA), attention at symbolic sizes
-// on tensor cores (codegen/ptx's symattn_mma.go), its backward, and kernels reading or writing
-// layers of stacked buffers at offsets of the run's rows (symlayer.go). Copies, GEMMs over views,
-// the CUDA-core attention forward (writing its log-sum-exp too), split-KV decoding over a
-// symbolic batch, folds, the KV cache write and persistent kernels at symbolic sizes are this
-// package's own (symstride*.go, symattn.go, symattn_decode.go, symfold.go, symupdate.go,
+// the tensor-core GEMM over a quantized weight (plan.QuantizedMMA), attention's backward at
+// symbolic sizes, a norm GEMV writing its prologue's rows (codegen/ptx's
+// gemvnormout.go: the decode step's embeddings), and kernels reading or writing layers of
+// stacked buffers at offsets of the run's rows (symlayer.go). Copies, GEMMs over views, the
+// attention forward on CUDA cores and tensor cores (writing its log-sum-exp too), split-KV
+// decoding over a symbolic batch, folds, the KV cache write and persistent kernels at symbolic
+// sizes are this package's own (symstride*.go, symattn*.go, symfold.go, symupdate.go,
 // sympersist.go). The launch records it (Producer "ptx" and a note); both producers share names,
 // parameters and launches, so one plan runs the merged module. (The tensor-core attention forward writing its rows' log-sum-exp, dk/dv
 // and dq on tensor cores, once borrowed, are attention_lse_mma.go's, attention_bwd_mma.go's and
@@ -42,6 +43,10 @@ func borrowedTemplate(k plan.Kernel, t plan.Target) string {
 	case "contraction":
 		if plan.QuantizedMMA(k) {
 			return "quantized tensor-core GEMM"
+		}
+	case "norm gemv":
+		if writesRows(k) {
+			return "GEMV writing its norm prologue's rows"
 		}
 	}
 	return ""

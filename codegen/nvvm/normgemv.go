@@ -84,3 +84,21 @@ func (md *module) normGEMVKernel(k plan.Kernel) (*ir.Func, plan.Launch, error) {
 	}
 	return kg.f, plan.Launch{Grid: c.Grid, Block: c.Block, Params: args}, nil
 }
+
+// writesRows reports whether k, a GEMV with a norm prologue, also writes values of its prologue
+// (gemv.RowOutput: the embeddings a decode step's first norm normalizes), which only
+// codegen/ptx's template writes (its first block, before the k loop): the direct fallback
+// computes every output at the product's index.
+func writesRows(k plan.Kernel) bool {
+	for _, v := range plan.Live(k.Graph) {
+		if v.Op != "dot_general" {
+			continue
+		}
+		for _, o := range k.Graph.Outputs {
+			if o.Value != v && gemv.RowOutput(v, o.Value) {
+				return true
+			}
+		}
+	}
+	return false
+}

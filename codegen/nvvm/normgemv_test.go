@@ -82,3 +82,45 @@ func TestNormGEMV(t *testing.T) {
 		}
 	}
 }
+
+// TestNormGEMVRows: a norm GEMV over gathered embeddings (the decode step's first, passes'
+// normgemv) that also writes the rows (gemv.RowOutput) is codegen/ptx's entry, which writes them
+// from its first block (Lacks, and Module refuses it); without the rows output the NVVM
+// producer's own entry takes the gather in its prologue, checked on the simulator against the
+// reference.
+func TestNormGEMVRows(t *testing.T) {
+	p := requireProducer(t)
+	for _, rows := range []bool{true, false} {
+		t.Run(fmt.Sprintf("rows=%v", rows), func(t *testing.T) {
+			src := normGEMVGraph(t, "rmsnorm", "f32", 1, 64, 256, false).String()
+			src = strings.Replace(src, "input %x : f32[1,256]", "param %wte : f32[37,256]\n  input %tok : i64[1]\n  %x = gather(%wte, %tok) : f32[1,256]", 1)
+			if rows {
+				src = strings.Replace(src, "output out = %o", "output out = %o\n  output emb = %x", 1)
+			}
+			g, err := ir.Parse("embed.gir", []byte(src))
+			if err != nil {
+				t.Fatal(err)
+			}
+			kern := plan.Kernel{Name: "k0_embed", Graph: g}
+			if tpl := plan.Template(kern); tpl != "norm gemv" {
+				t.Fatalf("template %q, want norm gemv", tpl)
+			}
+			note, lacks := Lacks(kern, plan.Target{SM: 80})
+			if lacks != rows || rows && !strings.Contains(note, "GEMV writing its norm prologue's rows") {
+				t.Fatalf("borrowed %v (%q), want %v", lacks, note, rows)
+			}
+			text, launches, err := p.Module([]plan.Kernel{kern}, plan.Target{SM: 80})
+			if rows {
+				if err == nil {
+					t.Fatal("the NVVM producer took a GEMV writing its prologue's rows")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			assemble(t, text, []plan.Kernel{kern})
+			checkKernel(t, text, kern, launches[0], 7, plan.Target{SM: 80})
+		})
+	}
+}

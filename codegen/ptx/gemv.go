@@ -2,6 +2,7 @@ package ptx
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/gcomp/gcomp/codegen/gemv"
 	"github.com/gcomp/gcomp/ir"
@@ -245,6 +246,9 @@ func gemvKernel(k Kernel, dot *ir.Value, p gemv.Plan, pdl bool, globals *[]strin
 		if setRow, err = gn.gemvRowPrologue(dot, reds, p, tid); err != nil {
 			return "", Launch{}, err
 		}
+		if err := gn.gemvRowOutputs(k.Graph, dot, tid, bx, by, bz); err != nil {
+			return "", Launch{}, err
+		}
 	}
 
 	b.note("k loop")
@@ -407,6 +411,7 @@ func gemvKernel(k Kernel, dot *ir.Value, p gemv.Plan, pdl bool, globals *[]strin
 		}
 	}
 	b.place(skipSum)
+	rowOuts := rowOutputs(g, dot)
 	epilogue := func(total string) error {
 		gn.reset()
 		lin := a.mad(a.mad(bz, p.M, m), p.N, n)
@@ -415,6 +420,9 @@ func gemvKernel(k Kernel, dot *ir.Value, p gemv.Plan, pdl bool, globals *[]strin
 		gn.bound[dot] = func(*index) val { return res }
 		defer delete(gn.bound, dot)
 		for oi, o := range g.Outputs {
+			if slices.Contains(rowOuts, oi) {
+				continue // written by the prologue (gemvnormout.go)
+			}
 			v, err := gn.eval(o.Value, x)
 			if err != nil {
 				return err
