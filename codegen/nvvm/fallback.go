@@ -2,6 +2,7 @@ package nvvm
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/gcomp/gcomp/codegen/attnmma"
 	"github.com/gcomp/gcomp/codegen/plan"
@@ -11,8 +12,9 @@ import (
 // kernels codegen/backend's nvvm producer takes from codegen/ptx rather than refuse the model:
 // the tensor-core GEMM over a quantized weight (plan.QuantizedMMA), attention at symbolic sizes
 // on tensor cores (codegen/ptx's symattn_mma.go), writing its log-sum-exp, its backward, and
-// split-KV decoding over a symbolic batch (symattn_decode.go), and kernels reading or writing
-// layers of stacked buffers at offsets of the run's rows (symlayer.go). Copies, GEMMs over views, the
+// split-KV decoding over a symbolic batch (symattn_decode.go), kernels reading or writing
+// layers of stacked buffers at offsets of the run's rows (symlayer.go), and folds of the rows
+// over scattered axes (BatchNorm's statistics: codegen/ptx's symfold_scatter.go). Copies, GEMMs over views, the
 // CUDA-core attention forward, folds, the KV cache write and persistent kernels at symbolic sizes
 // are this package's own (symstride*.go, symattn.go, symfold.go, symupdate.go, sympersist.go). The launch records
 // it (Producer "ptx" and a note); both producers share names, parameters and launches, so one plan
@@ -54,6 +56,10 @@ func borrowedTemplate(k plan.Kernel, t plan.Target) string {
 	case "contraction":
 		if plan.QuantizedMMA(k) {
 			return "quantized tensor-core GEMM"
+		}
+	case "reduction":
+		if rp, err := plan.ReducePlan(k); k.Symbolic && err == nil && rp.Scattered && slices.Contains(rp.Axes, 0) {
+			return "fold over scattered axes"
 		}
 	}
 	return ""
