@@ -102,6 +102,14 @@ var symSteps = []symStepCase{
 		h = nn.NewBatchNorm2d(b, "bn", 4).Forward(h).Relu()
 		b.Output(DefaultLoss, frontend.MSELoss(h, y))
 	}, &SGD{LR: 0.1, Momentum: 0.9}, ""},
+	// Max pooling's backward routes dy over the run's batch (its mask of taken outputs typed
+	// over the batch, as dy is).
+	{"batch norm (training), relu, max pooling, mean squared error, SGD", func(b *frontend.Builder) {
+		n := b.Batch(8)
+		x, y := b.Input("x", ir.F32, n, 3, 4, 4), b.Input("t", ir.F32, n, 3, 2, 2)
+		h := nn.NewBatchNorm2d(b, "bn", 3).Forward(x).Relu()
+		b.Output(DefaultLoss, frontend.MSELoss(frontend.MaxPool2d(h, [2]int{2, 2}, frontend.PoolOptions{}), y))
+	}, &SGD{LR: 0.1}, ""},
 	// A conv's weight gradient contracts the batch as its input channels (x transposed to
 	// [C, N, H, W] convolved with dy's [O, N, H, W]): refused when the step is built.
 	{"conv with a trained weight, batch norm (training), SGD", func(b *frontend.Builder) {
