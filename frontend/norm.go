@@ -119,22 +119,23 @@ func BatchNormTrain(x, weight, bias *Tensor, eps float64) (y, mean, unbiased *Te
 	if n < 2 {
 		s.failf("batch_norm: expected more than 1 value per channel when training, %s", x.describe("input"))
 	}
-	c := x.Dim(1)
+	avg := func(t *Tensor) *Tensor { return t.MeanKeepDim(dims...) }
+	var count *Tensor
 	if x.symbolicAxes(dims) {
 		// The run's count n, summed as a symbolic mean's (symmean.go), divides the sums and
 		// makes the unbiased variance n/(n−1) times the biased one at run time: one count, so
 		// the kernels computing the statistics fold it beside them.
-		count := x.scalar(1).reduce("reduce_sum", "batch_norm", dims, true)
-		m := x.reduce("reduce_sum", "batch_norm", dims, true).Div(count)
-		xc := x.Sub(m)
-		v := xc.Mul(xc).reduce("reduce_sum", "batch_norm", dims, true).Div(count)
-		y = xc.Mul(v.AddScalar(eps).Rsqrt()).affine("batch_norm", weight, bias)
+		count = x.scalar(1).reduce("reduce_sum", "batch_norm", dims, true)
+		avg = func(t *Tensor) *Tensor { return t.reduce("reduce_sum", "batch_norm", dims, true).Div(count) }
+	}
+	m := avg(x)
+	xc := x.Sub(m)
+	v := avg(xc.Mul(xc))
+	y = xc.Mul(v.AddScalar(eps).Rsqrt()).affine("batch_norm", weight, bias)
+	c := x.Dim(1)
+	if count != nil {
 		return y, m.Reshape(c), v.Mul(count.Div(count.AddScalar(-1))).Reshape(c)
 	}
-	m := x.MeanKeepDim(dims...)
-	xc := x.Sub(m)
-	v := xc.Mul(xc).MeanKeepDim(dims...)
-	y = xc.Mul(v.AddScalar(eps).Rsqrt()).affine("batch_norm", weight, bias)
 	return y, m.Reshape(c), v.Reshape(c).MulScalar(float64(n) / float64(n-1))
 }
 
