@@ -9,7 +9,8 @@ import (
 
 // Folds over the rows. A kernel may fold its symbolic rows into a static result when it does so
 // the way a training step's gradients do: a reduction whose axes are the leading ones, every
-// symbolic dim among them (a bias gradient's sum over [batch, d]'s rows, a loss's batch sum),
+// symbolic dim among them (a bias gradient's sum over [batch, d]'s rows, a loss's batch sum,
+// BatchNorm's statistics over [batch, c, h, w]'s axes 0, 2 and 3),
 // or a dot_general contracting both operands' symbolic prefixes as the leading entries of its
 // contracting dims, without batch dims (a weight gradient Xᵀ·dY: K is the rows). codegen/ptx
 // folds the run's rows only: the reduction's row loop and the GEMM's k loop are bounded by the
@@ -34,12 +35,10 @@ func foldsRows(v *ir.Value, prefix map[*ir.Value]int) bool {
 		q, ok := prefix[v.Args[0]]
 		axes := slices.Clone(v.Attrs.Ints("axes"))
 		slices.Sort(axes)
-		for i, a := range axes {
-			if a != i { // contiguous from 0: the reduction template folds [R·inner, C]
-				return false
-			}
-		}
-		return ok && len(axes) >= q && q > 0
+		// The rows lead the axes: contiguous from 0, the column template folds [R·inner, C];
+		// scattered around kept static axes, the row template folds each kept element's
+		// (codegen/ptx's symfold_scatter.go).
+		return ok && leading(axes, q)
 	case v.Op == "dot_general":
 		q, lok := prefix[v.Args[0]]
 		r, rok := prefix[v.Args[1]]

@@ -103,26 +103,53 @@ func InstanceNorm(x *Tensor, weight, bias *Tensor, eps float64) *Tensor {
 // BatchNormTrain is F.batch_norm in training mode over x[N, C, ...]: x normalized with the
 // batch's statistics per channel (mean and biased variance over every dim but 1), scaled by
 // weight and shifted by bias (either may be nil). It also returns the batch mean and the
-// unbiased variance (n/(n−1) times the biased one, n the elements per channel), which PyTorch
-// folds into the running statistics with its momentum.
+// unbiased variance (n/(n−1) times the biased one, n the elements per channel at the run's
+// sizes), which PyTorch folds into the running statistics with its momentum. n must be at least
+// 2 (over a symbolic batch: at the smallest sizes in range).
 func BatchNormTrain(x, weight, bias *Tensor, eps float64) (y, mean, unbiased *Tensor) {
 	s := x.state()
 	if !x.DType().IsFloat() || x.Rank() < 2 {
 		s.failf("batch_norm: want a float input [N, C, ...], %s", x.describe("input"))
 	}
 	dims := []int{0}
-	n := x.Dim(0)
 	for d := 2; d < x.Rank(); d++ {
 		dims = append(dims, d)
-		n *= x.Dim(d)
 	}
+	n := x.perChannel(dims)
 	if n < 2 {
 		s.failf("batch_norm: expected more than 1 value per channel when training, %s", x.describe("input"))
 	}
-	m := x.MeanKeepDim(dims...)
+	avg := func(t *Tensor) *Tensor { return t.MeanKeepDim(dims...) }
+	var count *Tensor
+	if x.symbolicAxes(dims) {
+		// The run's count n, summed as a symbolic mean's (symmean.go), divides the sums and
+		// makes the unbiased variance n/(n−1) times the biased one at run time: one count, so
+		// the kernels computing the statistics fold it beside them.
+		count = x.scalar(1).reduce("reduce_sum", "batch_norm", dims, true)
+		avg = func(t *Tensor) *Tensor { return t.reduce("reduce_sum", "batch_norm", dims, true).Div(count) }
+	}
+	m := avg(x)
 	xc := x.Sub(m)
-	v := xc.Mul(xc).MeanKeepDim(dims...)
+	v := avg(xc.Mul(xc))
 	y = xc.Mul(v.AddScalar(eps).Rsqrt()).affine("batch_norm", weight, bias)
 	c := x.Dim(1)
+	if count != nil {
+		return y, m.Reshape(c), v.Mul(count.Div(count.AddScalar(-1))).Reshape(c)
+	}
 	return y, m.Reshape(c), v.Reshape(c).MulScalar(float64(n) / float64(n-1))
+}
+
+// perChannel is the smallest number of x's elements over dims at any sizes in the dims' ranges
+// (their product when static): BatchNorm's count per channel, which must be at least 2 at every
+// run for the unbiased variance, as PyTorch requires of each batch.
+func (x *Tensor) perChannel(dims []int) int {
+	n := 1
+	for _, d := range dims {
+		if lo, _, err := x.v.Type.Axis(d).Range(x.state().g.Ranges()); err == nil {
+			n *= int(lo)
+		} else {
+			n *= x.Dim(d)
+		}
+	}
+	return n
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/gcomp/gcomp/codegen/nvvm/libnvvm"
 	"github.com/gcomp/gcomp/compiler"
 	"github.com/gcomp/gcomp/frontend"
+	"github.com/gcomp/gcomp/frontend/nn"
 	"github.com/gcomp/gcomp/internal/tolerance"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ops"
@@ -86,6 +87,37 @@ var symSteps = []symStepCase{
 		o := frontend.ScaledDotProductAttention(heads("wq"), heads("wk"), heads("wv"), true)
 		b.Output(DefaultLoss, frontend.MSELoss(o.Transpose(1, 2).Reshape(n, 5, 8), y))
 	}, &SGD{LR: 0.5}, "a GEMM whose K is the symbolic rows, read through a view, does not run at symbolic sizes yet"},
+	// BatchNorm in training mode: the batch's statistics and their gradients fold [N, C, H, W]
+	// over [0, 2, 3] at the run's N (codegen/ptx's symfold_scatter.go), the running variance is
+	// unbiased over the run's N·H·W.
+	{"conv, batch norm (training), relu, mean squared error, SGD with momentum", func(b *frontend.Builder) {
+		n := b.Batch(8)
+		x, y := b.Input("x", ir.F32, n, 2, 5, 5), b.Input("t", ir.F32, n, 4, 5, 5)
+		k := make([]float64, 4*2*3*3)
+		for i := range k {
+			k[i] = float64(i%7-3) / 8
+		}
+		w := b.Tensor(k, frontend.F32, 4, 2, 3, 3) // fixed: a conv's weight gradient over the batch is refused (below)
+		h := frontend.Conv2d(x, w, nil, frontend.Conv2dOptions{Padding: [2]int{1, 1}})
+		h = nn.NewBatchNorm2d(b, "bn", 4).Forward(h).Relu()
+		b.Output(DefaultLoss, frontend.MSELoss(h, y))
+	}, &SGD{LR: 0.1, Momentum: 0.9}, ""},
+	// Max pooling's backward routes dy over the run's batch (its mask of taken outputs typed
+	// over the batch, as dy is).
+	{"batch norm (training), relu, max pooling, mean squared error, SGD", func(b *frontend.Builder) {
+		n := b.Batch(8)
+		x, y := b.Input("x", ir.F32, n, 3, 4, 4), b.Input("t", ir.F32, n, 3, 2, 2)
+		h := nn.NewBatchNorm2d(b, "bn", 3).Forward(x).Relu()
+		b.Output(DefaultLoss, frontend.MSELoss(frontend.MaxPool2d(h, [2]int{2, 2}, frontend.PoolOptions{}), y))
+	}, &SGD{LR: 0.1}, ""},
+	// A conv's weight gradient contracts the batch as its input channels (x transposed to
+	// [C, N, H, W] convolved with dy's [O, N, H, W]): refused when the step is built.
+	{"conv with a trained weight, batch norm (training), SGD", func(b *frontend.Builder) {
+		x := b.Input("x", ir.F32, b.Batch(8), 2, 5, 5)
+		w := b.Param("w", ir.T(ir.F32, 4, 2, 3, 3), frontend.Uniform(-0.5, 0.5))
+		h := nn.NewBatchNorm2d(b, "bn", 4).Forward(frontend.Conv2d(x, w, nil, frontend.Conv2dOptions{Padding: [2]int{1, 1}}))
+		b.Output(DefaultLoss, h.Mul(h).Mean())
+	}, &SGD{LR: 0.1}, "conv2d: the weight's dim 1 must be static, have batch"},
 }
 
 // A train step over a symbolic batch builds once and runs on the memchecked simulator at
@@ -95,11 +127,14 @@ var symSteps = []symStepCase{
 func TestSymbolicStep(t *testing.T) {
 	for _, tc := range symSteps {
 		t.Run(tc.name, func(t *testing.T) {
-			fwd, err := frontend.Build("m", tc.model, frontend.WithMaxBatch(8))
+			fwd, err := frontend.Build("m", tc.model, frontend.WithMaxBatch(8), frontend.WithTraining())
 			if err != nil {
 				t.Fatal(err)
 			}
 			s, err := StepFromGraph(fwd, tc.opt, Options{})
+			if err != nil && tc.refused != "" && strings.Contains(err.Error(), tc.refused) {
+				return // refused building the step
+			}
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -2,6 +2,7 @@ package nvvm
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/gcomp/gcomp/codegen/plan"
 )
@@ -10,12 +11,13 @@ import (
 // kernels codegen/backend's nvvm producer takes from codegen/ptx rather than refuse the model:
 // the tensor-core GEMM over a quantized weight (plan.QuantizedMMA), attention's backward at
 // symbolic sizes, a norm GEMV writing its prologue's rows (codegen/ptx's
-// gemvnormout.go: the decode step's embeddings), and kernels reading or writing layers of
-// stacked buffers at offsets of the run's rows (symlayer.go). Copies, GEMMs over views, the
-// attention forward on CUDA cores and tensor cores (writing its log-sum-exp too), split-KV
-// decoding over a symbolic batch, folds, the KV cache write and persistent kernels at symbolic
-// sizes are this package's own (symstride*.go, symattn*.go, symfold.go, symupdate.go,
-// sympersist.go). The launch records it (Producer "ptx" and a note); both producers share names,
+// gemvnormout.go: the decode step's embeddings), kernels reading or writing layers of
+// stacked buffers at offsets of the run's rows (symlayer.go), and folds of the rows over
+// scattered axes (BatchNorm's statistics: codegen/ptx's symfold_scatter.go). Copies, GEMMs over
+// views, the attention forward on CUDA cores and tensor cores (writing its log-sum-exp too),
+// split-KV decoding over a symbolic batch, other folds, the KV cache write and persistent kernels
+// at symbolic sizes are this package's own (symstride*.go, symattn*.go, symfold.go,
+// symupdate.go, sympersist.go). The launch records it (Producer "ptx" and a note); both producers share names,
 // parameters and launches, so one plan runs the merged module. (The tensor-core attention forward writing its rows' log-sum-exp, dk/dv
 // and dq on tensor cores, once borrowed, are attention_lse_mma.go's, attention_bwd_mma.go's and
 // attention_bwd_dq_mma.go's.)
@@ -47,6 +49,10 @@ func borrowedTemplate(k plan.Kernel, t plan.Target) string {
 	case "norm gemv":
 		if writesRows(k) {
 			return "GEMV writing its norm prologue's rows"
+		}
+	case "reduction":
+		if rp, err := plan.ReducePlan(k); k.Symbolic && err == nil && rp.Scattered && slices.Contains(rp.Axes, 0) {
+			return "fold over scattered axes"
 		}
 	}
 	return ""

@@ -40,6 +40,7 @@ func TestFallback(t *testing.T) {
 	}{
 		{"quantized gemm", nvvm.QMMAGraph(t), false, plan.Target{SM: 80}, false, quantInputs, 2e-3, "quantized tensor-core GEMM", 0, nil},
 		{"quantized gemm between loops", nvvm.QMMAGraph(t), false, plan.Target{SM: 80}, true, quantInputs, 2e-3, "quantized tensor-core GEMM", 0, nil},
+		{"fold over scattered axes", scatterFold(t), false, plan.Target{SM: 80}, true, nil, 0, "fold over scattered axes", 6, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			k := plan.Kernel{Name: "k1_borrowed", Graph: tc.graph, InPlace: tc.inPlace, Symbolic: tc.rows > 0, Rows: tc.rows, Sizes: tc.sizes}
@@ -265,4 +266,14 @@ func TestOwnSymbolicTemplates(t *testing.T) {
 			}
 		})
 	}
+}
+
+// scatterFold is BatchNorm's statistics over [6, 3, 4, 4]'s axes 0, 2 and 3, the rows leading.
+func scatterFold(t *testing.T) *ir.Graph {
+	g, err := ir.Parse("k.gir", []byte("graph k {\n  input %x : f32[6,3,4,4]\n  %0 = reduce_sum(%x) {axes=[0,2,3], keepdims=true} : f32[1,3,1,1]\n"+
+		"  %1 = mul(%x, %x) : f32[6,3,4,4]\n  %2 = reduce_sum(%1) {axes=[0,2,3], keepdims=true} : f32[1,3,1,1]\n  output s = %0\n  output q = %2\n}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
 }

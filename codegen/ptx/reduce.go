@@ -54,7 +54,7 @@ func reduceKernel(k Kernel, globals *[]string) (string, Launch, error) {
 	if foldsRows(k, rs.axes) && !rs.scattered {
 		return colReduce(k, rs, reds, globals) // the rows lead the reduced block (symfold.go)
 	}
-	if k.Symbolic && (!rs.rowPattern || rs.scattered) {
+	if k.Symbolic && (!rs.rowPattern || rs.scattered) && !foldsScattered(k, rs) {
 		return "", Launch{}, fmt.Errorf("reduce axes %v of %s are not trailing; only the row template runs at symbolic sizes", rs.axes, rs.full)
 	}
 	if rs.rowPattern && rs.a == 1 && rs.r >= splitReduce && len(reds) == 1 && !outputsFull(g, rs) && !k.Symbolic {
@@ -251,7 +251,8 @@ func rowReduce(k Kernel, rs reduceShape, reds []*ir.Value, globals *[]string) (s
 	warps := threads / 32
 	b := newBuilder(k.Name)
 	gn, args := header(k, b, globals)
-	rows, work, err := symRows(k, b, &args, rs.a, 1, 0, max(1, min(rs.a, maxLoopBlocks)))
+	online := onlineSoftmaxPairs(g, reds)
+	rows, rEnd, work, err := rowExtent(k, rs, b, &args, len(online) > 0) // symfold_scatter.go
 	if err != nil {
 		return "", Launch{}, err
 	}
@@ -264,7 +265,6 @@ func rowReduce(k Kernel, rs reduceShape, reds []*ir.Value, globals *[]string) (s
 	partBase := b.reg(rU32)
 	b.ins("mov.u32", partBase, part)
 	slot := a.mad(warp, 8, partBase)
-	online := onlineSoftmaxPairs(g, reds)
 	row := b.reg(rU32)
 	b.ins("mov.u32", row, "%ctaid.x")
 	nrows := b.reg(rU32)
@@ -291,7 +291,7 @@ func rowReduce(k Kernel, rs reduceShape, reds []*ir.Value, globals *[]string) (s
 		b.note("%s", g.Format(red))
 		acc := b.reg(classOf(accT))
 		gn.accMove(acc, gn.e.constVal(accT, identity))
-		gn.loopFrom(tid, imm(threads), rs.r, func(r string) error {
+		gn.loopTo(tid, imm(threads), rEnd, func(r string) error {
 			x, err := gn.eval(red.Args[0], fullAt(r))
 			if err != nil {
 				return err
@@ -317,7 +317,7 @@ func rowReduce(k Kernel, rs reduceShape, reds []*ir.Value, globals *[]string) (s
 		}
 	}
 	if len(fullOuts) > 0 {
-		gn.loopFrom(tid, imm(threads), rs.r, func(r string) error {
+		gn.loopTo(tid, imm(threads), rEnd, func(r string) error {
 			return gn.storeOutputs(fullOuts, fullAt(r))
 		})
 	}

@@ -110,7 +110,7 @@ func gradMaxPool(e *Emitter, v, dy *ir.Value, need []bool) []*ir.Value {
 	x := v.Args[0]
 	xp := e.Pad(x, []int{0, 0, pg.p[0], pg.p[1]}, []int{0, 0, pg.p[0], pg.p[1]}, math.Inf(-1))
 	zero := e.Scalar(0, dy)
-	taken := e.Const(0, ir.Type{DType: ir.Bool, Shape: dy.Type.Shape})
+	taken := e.Const(0, ir.Type{DType: ir.Bool, Shape: dy.Type.Shape, Sym: dy.Type.Sym}) // over a symbolic batch too
 	var parts []*ir.Value
 	for i := range pg.k[0] {
 		for j := range pg.k[1] {
