@@ -1,0 +1,36 @@
+package ptx
+
+import "fmt"
+
+// Folds read through views. A weight gradient dW = Xᵀ·dY whose operand merges attention's heads
+// back ([batch, heads, seq, d] transposed and reshaped into [batch·seq, heads·d]) is not strided:
+// its K, the rows, steps over seq within a head and over heads·seq·d between batch elements.
+// The generic copier delinearizes each copy's k coordinate over the view's contract dims and
+// follows the views down to the buffer (symview.go), each size and stride from the dims'
+// parameters, so it reads the run's layout; copies at or past K at the run are zero-filled, as
+// the strided copies past kBelow. The k loop and the tiles are the static kernel's at the run's
+// sizes, so the fold sums in its order.
+
+// symFoldViews makes the generic operands of a GEMM whose K is the symbolic rows read at the
+// run's sizes: it loads the dims k.Sizes names and checks every size of the views once.
+func (mm *matmul) symFoldViews(k Kernel, b *builder, args *[]Arg) error {
+	if mm.lhs.view == nil && mm.rhs.view == nil {
+		return nil
+	}
+	if k.Sizes == nil {
+		return fmt.Errorf("a GEMM whose K is the symbolic rows, read through a view, does not run at symbolic sizes yet without its values' sizes")
+	}
+	mm.symv = &symView{dims: symViewLoad(k, b, args, k.Sizes), sizes: k.Sizes}
+	for _, l := range []operandLayout{mm.lhs, mm.rhs} {
+		if l.view == nil {
+			continue
+		}
+		if len(l.batchDims) > 0 {
+			return fmt.Errorf("a batched GEMM whose K is the symbolic rows, read through a view, does not run at symbolic sizes yet")
+		}
+		if err := mm.symv.check(b, l.view); err != nil {
+			return err
+		}
+	}
+	return nil
+}
