@@ -11,9 +11,10 @@ import (
 // kernels codegen/backend's nvvm producer takes from codegen/ptx rather than refuse the model:
 // the tensor-core GEMM over a quantized weight (plan.QuantizedMMA), attention at symbolic sizes
 // on tensor cores (codegen/ptx's symattn_mma.go), writing its log-sum-exp, its backward, and
-// split-KV decoding over a symbolic batch (symattn_decode.go), and kernels reading or writing
-// layers of stacked buffers at offsets of the run's rows (symlayer.go). Copies, GEMMs over views, the
-// CUDA-core attention forward, folds, the KV cache write and persistent kernels at symbolic sizes
+// split-KV decoding over a symbolic batch (symattn_decode.go), kernels reading or writing
+// layers of stacked buffers at offsets of the run's rows (symlayer.go), and GEMMs whose K is the
+// symbolic rows read through views at the run's sizes (symfold_view.go). Copies, GEMMs over views, the
+// CUDA-core attention forward, folds of strided operands, the KV cache write and persistent kernels at symbolic sizes
 // are this package's own (symstride*.go, symattn.go, symfold.go, symupdate.go, sympersist.go). The launch records
 // it (Producer "ptx" and a note); both producers share names, parameters and launches, so one plan
 // runs the merged module. (The tensor-core attention forward writing its rows' log-sum-exp, dk/dv
@@ -54,6 +55,9 @@ func borrowedTemplate(k plan.Kernel, t plan.Target) string {
 	case "contraction":
 		if plan.QuantizedMMA(k) {
 			return "quantized tensor-core GEMM"
+		}
+		if foldsView(k, t) { // symfold_view.go
+			return "GEMM folding its symbolic rows through a view"
 		}
 	}
 	return ""
