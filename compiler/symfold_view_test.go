@@ -29,6 +29,9 @@ var foldViewGraphs = []struct{ name, body string }{
 	{"heads merged, the sequence not leading (tensor cores)", "  dims { seq in [1,13] }\n  input %x : f16[2,seq,16]\n  input %dv : f16[2,2,seq,8]\n" +
 		"  %0 = transpose(%dv) {perm=[0,2,1,3]} : f16[2,seq,2,8]\n  %1 = reshape(%0) {shape=[2,13,16]} : f16[2,seq,16]\n" +
 		"  %2 = dot_general(%x, %1) {lhs_contract=[0,1], rhs_contract=[0,1]} : f16[16,16]\n  output dw = %2\n"},
+	{"the batch only as K (FFMA)", "  dims { batch in [1,8] }\n  input %dq : f32[batch,2,5,4]\n  input %x : f32[batch,5,8]\n" +
+		"  %0 = transpose(%dq) {perm=[0,2,1,3]} : f32[batch,5,2,4]\n  %1 = reshape(%0) {shape=[8,5,8]} : f32[batch,5,8]\n" +
+		"  %2 = dot_general(%1, %x) {lhs_contract=[0], rhs_contract=[0]} : f32[5,8,5,8]\n  output dw = %2\n"},
 	{"both operands merged (FFMA)", "  dims { batch in [1,8] }\n  input %a : f32[batch,2,7,3]\n  input %b : f32[batch,2,7,5]\n" +
 		"  %0 = transpose(%a) {perm=[0,2,1,3]} : f32[batch,7,2,3]\n  %1 = reshape(%0) {shape=[8,7,6]} : f32[batch,7,6]\n" +
 		"  %2 = transpose(%b) {perm=[0,2,1,3]} : f32[batch,7,2,5]\n  %3 = reshape(%2) {shape=[8,7,10]} : f32[batch,7,10]\n" +
