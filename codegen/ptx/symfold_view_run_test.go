@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/gcomp/gcomp/ir"
-	"github.com/gcomp/gcomp/ir/sym"
 	"github.com/gcomp/gcomp/runtime/ref"
 	"github.com/gcomp/gcomp/sim"
 	"github.com/gcomp/gcomp/tensor"
@@ -34,21 +33,7 @@ func TestSymbolicFoldViewRuns(t *testing.T) {
 	}{{ir.F32, 37}, {ir.F16, 40}} {
 		t.Run(c.d.String(), func(t *testing.T) {
 			g := parse(t, foldViewSrc(c.d, c.bound))
-			sizes := map[*ir.Value][]sym.Expr{}
-			for _, v := range g.Values {
-				if v.Op == "dot_general" {
-					continue
-				}
-				e := make([]sym.Expr, len(v.Type.Shape))
-				for i, n := range v.Type.Shape {
-					e[i] = sym.Const(int64(n))
-					if n == c.bound {
-						e[i] = sym.Sym("seq")
-					}
-				}
-				sizes[v] = e
-			}
-			text, ls, err := Module([]Kernel{{Name: "k0", Graph: g, Symbolic: true, Rows: 2 * c.bound, Sizes: sizes}}, Target{SM: 80})
+			text, ls, err := Module([]Kernel{{Name: "k0", Graph: g, Symbolic: true, Rows: 2 * c.bound, Sizes: seqSizes(g, c.bound)}}, Target{SM: 80})
 			if err != nil {
 				t.Fatal(err)
 			}

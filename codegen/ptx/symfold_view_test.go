@@ -26,22 +26,7 @@ func TestSymbolicFoldView(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := parse(t, tc.src)
-			seq := sym.Sym("seq")
-			sizes := map[*ir.Value][]sym.Expr{}
-			for _, v := range g.Values {
-				if v.Op == "dot_general" {
-					continue
-				}
-				e := make([]sym.Expr, len(v.Type.Shape))
-				for i, n := range v.Type.Shape {
-					e[i] = sym.Const(int64(n))
-					if n == 13 {
-						e[i] = seq
-					}
-				}
-				sizes[v] = e
-			}
-			k := Kernel{Name: "k0", Graph: g, Symbolic: true, Rows: tc.rows, Sizes: sizes}
+			k := Kernel{Name: "k0", Graph: g, Symbolic: true, Rows: tc.rows, Sizes: seqSizes(g, 13)}
 			text, l, err := Generate(k, Target{SM: 80})
 			if err != nil {
 				t.Fatal(err)
@@ -98,4 +83,24 @@ func TestSymbolicFoldViewRefused(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("Generate = %v, want %q", err, want)
 	}
+}
+
+// seqSizes gives the values of fold graph g, but its dot, their sizes over the dim seq: every
+// dim of size bound is seq.
+func seqSizes(g *ir.Graph, bound int) map[*ir.Value][]sym.Expr {
+	sizes := map[*ir.Value][]sym.Expr{}
+	for _, v := range g.Values {
+		if v.Op == "dot_general" {
+			continue
+		}
+		e := make([]sym.Expr, len(v.Type.Shape))
+		for i, n := range v.Type.Shape {
+			e[i] = sym.Const(int64(n))
+			if n == bound {
+				e[i] = sym.Sym("seq")
+			}
+		}
+		sizes[v] = e
+	}
+	return sizes
 }
