@@ -216,82 +216,97 @@ func loadSim(t *testing.T, g *ir.Graph) *executor.Program {
 	return p
 }
 
-// The NVVM producer builds the attention step over a symbolic batch too: its attention kernels
+// The NVVM producer builds the attention steps over a symbolic batch too: its attention kernels
 // (the forward with the LSE, dq, dk and dv at symbolic sizes) are codegen/ptx's entries
-// (nvvm.Lacks), and the step runs at batches 1 and 5 within tolerance of the reference's.
+// (nvvm.Lacks), and so are, with 2 heads, the weights' gradients folding the rows through views;
+// each step runs at batches 1 and 5 within tolerance of the reference's.
 func TestSymbolicStepNVVM(t *testing.T) {
 	lib := libnvvm.Require(t)
 	nv, err := backend.New("nvvm", lib.Path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	i := slices.IndexFunc(symSteps, func(c symStepCase) bool { return strings.HasPrefix(c.name, "causal self-attention over") })
-	tc := symSteps[i]
-	fwd, err := frontend.Build("m", tc.model, frontend.WithMaxBatch(8))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := StepFromGraph(fwd, tc.opt, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := compiler.Compile(s.Graph, StepCompilerOptions(compiler.Options{Producer: nv}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	attn := 0
-	for _, k := range res.Artifact.Plan.Kernels {
-		if strings.Contains(k.Name, "attention") {
-			attn++
-			if k.Producer != "ptx" {
-				t.Errorf("kernel %s: producer %q, want codegen/ptx's entry", k.Name, k.Producer)
+	for _, tc := range symSteps {
+		if !strings.HasPrefix(tc.name, "causal self-attention") {
+			continue
+		}
+		t.Run(tc.name, func(t *testing.T) {
+			fwd, err := frontend.Build("m", tc.model, frontend.WithMaxBatch(8))
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-	}
-	if attn < 3 {
-		t.Fatalf("%d attention kernels, want the forward and the backward's", attn)
-	}
-	p, err := executor.Load(simdev.New(simdev.Options{}), res.Artifact)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	bound, err := ops.Instantiate(s.Graph, map[string]int64{frontend.BatchDim: 8})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, params, err := tensor.SeededValues(bound, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.SetParams(params); err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range []int64{1, 5} {
-		st, err := ops.Instantiate(s.Graph, map[string]int64{frontend.BatchDim: n})
-		if err != nil {
-			t.Fatal(err)
-		}
-		inputs, _, err := tensor.SeededValues(st, uint64(n))
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := ref.Run(st, inputs, params)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := p.Run(inputs)
-		if err != nil {
-			t.Fatalf("batch %d: %v", n, err)
-		}
-		for name, w := range want {
-			o := got.Outputs[name]
-			rel, abs := tolerance.Tolerance(w.Type.DType, false, 256)
-			for i := range w.Len() {
-				if !tolerance.Within(o.At(i), w.At(i), rel, abs) {
-					t.Fatalf("batch %d: %s[%d] = %v, the reference's %v", n, name, i, o.At(i), w.At(i))
+			s, err := StepFromGraph(fwd, tc.opt, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := compiler.Compile(s.Graph, StepCompilerOptions(compiler.Options{Producer: nv}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			attn := 0
+			for _, k := range res.Artifact.Plan.Kernels {
+				if strings.Contains(k.Name, "attention") {
+					attn++
+					if k.Producer != "ptx" {
+						t.Errorf("kernel %s: producer %q, want codegen/ptx's entry", k.Name, k.Producer)
+					}
 				}
 			}
-		}
+			if attn < 3 {
+				t.Fatalf("%d attention kernels, want the forward and the backward's", attn)
+			}
+			folds := 0
+			for _, k := range res.Artifact.Plan.Kernels {
+				if k.Producer == "ptx" && strings.Contains(strings.Join(k.Notes, "\n"), "GEMM folding its symbolic rows through a view") {
+					folds++
+				}
+			}
+			if want := map[bool]int{true: 3}[strings.Contains(tc.name, "2 heads")]; folds != want {
+				t.Errorf("%d weight gradients through views from codegen/ptx's entry, want %d", folds, want)
+			}
+			p, err := executor.Load(simdev.New(simdev.Options{}), res.Artifact)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			bound, err := ops.Instantiate(s.Graph, map[string]int64{frontend.BatchDim: 8})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, params, err := tensor.SeededValues(bound, 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := p.SetParams(params); err != nil {
+				t.Fatal(err)
+			}
+			for _, n := range []int64{1, 5} {
+				st, err := ops.Instantiate(s.Graph, map[string]int64{frontend.BatchDim: n})
+				if err != nil {
+					t.Fatal(err)
+				}
+				inputs, _, err := tensor.SeededValues(st, uint64(n))
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, err := ref.Run(st, inputs, params)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := p.Run(inputs)
+				if err != nil {
+					t.Fatalf("batch %d: %v", n, err)
+				}
+				for name, w := range want {
+					o := got.Outputs[name]
+					rel, abs := tolerance.Tolerance(w.Type.DType, false, 256)
+					for i := range w.Len() {
+						if !tolerance.Within(o.At(i), w.At(i), rel, abs) {
+							t.Fatalf("batch %d: %s[%d] = %v, the reference's %v", n, name, i, o.At(i), w.At(i))
+						}
+					}
+				}
+			}
+		})
 	}
 }
