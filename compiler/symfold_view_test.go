@@ -53,3 +53,12 @@ func TestSymbolicFoldViews(t *testing.T) {
 		})
 	}
 }
+
+// A fold whose operand is strided at the bound by a symbolic dim (a transpose of [2, seq]) is
+// refused: its views move the rows of a buffer whose rows differ from the operand's.
+func TestSymbolicFoldViewsRefused(t *testing.T) {
+	checkRefused(t, "graph s {\n  dims { seq in [1,13] }\n  input %a : f32[2,seq]\n  input %x : f32[seq,8]\n"+
+		"  %0 = transpose(%a) {perm=[1,0]} : f32[seq,2]\n"+
+		"  %1 = dot_general(%0, %x) {lhs_contract=[0], rhs_contract=[0]} : f32[2,8]\n  output dw = %1\n}\n",
+		"input %a : f32[2,seq] has 2*seq rows, %0 = transpose(%a) {perm=[1,0]} : f32[seq,2] has seq")
+}
