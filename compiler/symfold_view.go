@@ -11,9 +11,11 @@ import (
 
 // A weight gradient whose operand is read through views: attention's dq, dk and dv merged back
 // from [batch, heads, seq, d] into [batch·seq, heads·d] before dW = Xᵀ·dY contracts the rows.
-// rowKernel takes the fold (the views keep the rows), but codegen/ptx's GEMM reads such an
-// operand through the generic copier, whose k coordinate it delinearizes over the view's sizes
-// at the run: foldViews hands it the sizes of the views' values.
+// rowKernel takes the fold where the views keep the rows (a batch leading); where they move
+// them (a symbolic seq after static dims), foldViews checks the dot's operands' rows alone.
+// codegen/ptx's GEMM reads such an operand through the generic copier, whose k coordinate it
+// delinearizes over the view's sizes at the run: foldViews hands it the sizes of the views'
+// values (and a strided operand's, which the template checks do not follow the sizes).
 
 // foldViews retries a contraction kernel that viewRows left without sizes (rows r, refusal
 // why) as a fold reading its operands through views: the views below the dot's operands are

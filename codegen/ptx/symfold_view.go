@@ -18,7 +18,8 @@ import (
 // sizes, so the fold sums in its order.
 
 // symFoldViews makes the generic operands of a GEMM whose K is the symbolic rows read at the
-// run's sizes: it loads the dims k.Sizes names and checks every size of the views once.
+// run's sizes: it loads the dims k.Sizes names and checks every size of the views once. A
+// strided operand read through views must keep the bound's strides at every size (foldStrided).
 func (mm *matmul) symFoldViews(k Kernel, b *builder, args *[]Arg) error {
 	for i, l := range []operandLayout{mm.lhs, mm.rhs} {
 		if a := mm.dot.Args[i]; l.view == nil && k.Sizes != nil && a.Op != ir.OpInput && a.Op != ir.OpParam && !foldStrided(a, k.Sizes, mm.dot.Attrs.Ints([]string{"lhs_contract", "rhs_contract"}[i])) {
