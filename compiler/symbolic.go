@@ -111,6 +111,9 @@ func symbolicKernels(g *ir.Graph, kg *passes.KernelGraph, _ backend.Producer) (m
 			switch {
 			case k.Kind == passes.Contraction:
 				r, sizes, why = viewRows(k, kg, ranges, r, why) // symstride.go
+				if sizes == nil {
+					r, sizes, why = foldViews(k, kg, ranges, r, why) // symfold_view.go
+				}
 			case why != "" && k.Kind == passes.Loop && ptx.SymbolicCopy(k.Body) == "" && !k.BindTime:
 				r, sizes, why = copyRows(k, kg, ranges, why) // symstride.go
 			}

@@ -844,8 +844,8 @@ func feedsOnly(v, dot *ir.Value, g *ir.Graph) bool {
 // delinearizes its free and k coordinates over the operand's dims and follows the views to the
 // buffer.
 func (mm *matmul) genericCopier(l operandLayout, f0, kq string, df, dk []int, nFree int, bidx *index, eb int) func(k0 string, i int) (string, string) {
-	if mm.symv != nil && l.view == mm.lhs.view {
-		return mm.symCopier(l, f0, kq, df, dk, eb)
+	if mm.symv != nil && (l.view == mm.lhs.view || mm.symK != "") {
+		return mm.symCopier(l, f0, kq, df, dk, nFree, eb)
 	}
 	a, b := mm.a, mm.e.b
 	s := l.view.Type.Shape

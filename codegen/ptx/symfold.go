@@ -35,9 +35,10 @@ func (mm *matmul) symFoldK(k Kernel, b *builder, args *[]Arg, tensorCores bool) 
 	if !k.Symbolic || mm.conv != nil || !slices.Contains(mm.dot.Attrs.Ints("lhs_contract"), 0) {
 		return false, nil, nil
 	}
+	if err := mm.symFoldViews(k, b, args); err != nil { // symfold_view.go
+		return true, nil, err
+	}
 	switch {
-	case mm.lhs.view != nil || mm.rhs.view != nil:
-		return true, nil, fmt.Errorf("a GEMM whose K is the symbolic rows, read through a view, does not run at symbolic sizes yet")
 	case tensorCores && (mm.lhs.kSt == 1 || mm.rhs.kSt == 1) && k.Rows > 0 && (mm.K/k.Rows)%8 != 0:
 		return true, nil, fmt.Errorf("a tensor-core GEMM whose K is the symbolic rows, contiguous, with %d per row (not a multiple of 8), does not run at symbolic sizes yet", mm.K/k.Rows)
 	}

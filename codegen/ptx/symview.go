@@ -205,17 +205,22 @@ func (s *symView) delinearize(b *builder, sizes []sym.Expr, x string) []string {
 	return c
 }
 
-// symCopier is genericCopier for the left operand of a symbolic GEMM without batch dims: the
-// copy's free coordinate f (a row below M at the run, else a zero fill) and k coordinate are
-// delinearized over the view's free and contract dims at the run's sizes.
-func (mm *matmul) symCopier(l operandLayout, f0, kq string, df, dk []int, eb int) func(k0 string, i int) (string, string) {
+// symCopier is genericCopier for the left operand of a symbolic GEMM without batch dims, or
+// either operand of one whose K is the rows: the copy's free coordinate f (below M at the run,
+// or below nFree for a fold) and k coordinate (below K, or K at the run for a fold; else a zero
+// fill) are delinearized over the view's free and contract dims at the run's sizes.
+func (mm *matmul) symCopier(l operandLayout, f0, kq string, df, dk []int, nFree, eb int) func(k0 string, i int) (string, string) {
 	a, b, sv := mm.a, mm.e.b, mm.symv
 	s := SymSizes(l.view, sv.sizes)
 	return func(k0 string, i int) (string, string) {
 		f, k := a.reg(a.add(f0, imm(df[i]))), a.reg(a.add(a.add(k0, kq), imm(dk[i])))
 		ok, okK := b.reg(rPred), b.reg(rPred)
-		b.ins("setp.lt.s32", ok, f, mm.symM)
-		b.ins("setp.lt.s32", okK, k, imm(mm.K))
+		fn, kn := mm.symM, imm(mm.K) // a row GEMM's M, or (symfold_view.go) a fold's K, at the run
+		if mm.symK != "" {
+			fn, kn = imm(nFree), mm.symK
+		}
+		b.ins("setp.lt.s32", ok, f, fn)
+		b.ins("setp.lt.s32", okK, k, kn)
 		b.ins("and.pred", ok, ok, okK)
 		// Out of range: the address of element 0 (the copy moves no bytes).
 		fc, kc := b.reg(rU32), b.reg(rU32)

@@ -1,0 +1,69 @@
+package ptx
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ir/sym"
+)
+
+// Folds read through views. A weight gradient dW = Xᵀ·dY whose operand merges attention's heads
+// back ([batch, heads, seq, d] transposed and reshaped into [batch·seq, heads·d]) is not strided:
+// its K, the rows, steps over seq within a head and over heads·seq·d between batch elements.
+// The generic copier delinearizes each copy's k coordinate over the view's contract dims and
+// follows the views down to the buffer (symview.go), each size and stride from the dims'
+// parameters, so it reads the run's layout; copies at or past K at the run are zero-filled, as
+// the strided copies past kBelow. The k loop and the tiles are the static kernel's at the run's
+// sizes, so the fold sums in its order.
+
+// symFoldViews makes the generic operands of a GEMM whose K is the symbolic rows read at the
+// run's sizes: it loads the dims k.Sizes names and checks every size of the views once. A
+// strided operand read through views must keep the bound's strides at every size (foldStrided).
+func (mm *matmul) symFoldViews(k Kernel, b *builder, args *[]Arg) error {
+	for i, l := range []operandLayout{mm.lhs, mm.rhs} {
+		if a := mm.dot.Args[i]; l.view == nil && k.Sizes != nil && a.Op != ir.OpInput && a.Op != ir.OpParam && !foldStrided(a, k.Sizes, mm.dot.Attrs.Ints([]string{"lhs_contract", "rhs_contract"}[i])) {
+			return fmt.Errorf("a GEMM whose K is the symbolic rows, reading an operand through views strided by the sizes, does not run at symbolic sizes yet")
+		}
+	}
+	if mm.lhs.view == nil && mm.rhs.view == nil {
+		return nil
+	}
+	if k.Sizes == nil {
+		return fmt.Errorf("a GEMM whose K is the symbolic rows, read through a view, does not run at symbolic sizes yet without its values' sizes")
+	}
+	mm.symv = &symView{dims: symViewLoad(k, b, args, k.Sizes), sizes: k.Sizes}
+	for _, l := range []operandLayout{mm.lhs, mm.rhs} {
+		if l.view == nil {
+			continue
+		}
+		if len(l.batchDims) > 0 {
+			return fmt.Errorf("a batched GEMM whose K is the symbolic rows, read through a view, does not run at symbolic sizes yet")
+		}
+		if err := mm.symv.check(b, l.view); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// foldStrided reports whether operand a of a fold, strided at the bound, keeps at the run's
+// sizes the strides the copies take (the bound's): its offset and the innermost stride of its
+// free dims and of its contract dims (merged, as layoutOf merges them) are constants.
+func foldStrided(a *ir.Value, sizes map[*ir.Value][]sym.Expr, contract []int) bool {
+	_, off, st, ok := symStridedView(a, sizes)
+	if !ok || !isConst(off) {
+		return false
+	}
+	inner := func(in bool) bool {
+		for d := len(st) - 1; d >= 0; d-- {
+			if slices.Contains(contract, d) == in && a.Type.Shape[d] != 1 {
+				return isConst(st[d])
+			}
+		}
+		return true
+	}
+	return inner(true) && inner(false)
+}
+
+func isConst(e sym.Expr) bool { _, ok := e.IsConst(); return ok }

@@ -1,0 +1,119 @@
+package ptx
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+
+	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/runtime/ref"
+	"github.com/gcomp/gcomp/sim"
+	"github.com/gcomp/gcomp/tensor"
+)
+
+// foldViewSrc is a weight gradient dW = Vᵀ·X (f32) or Xᵀ·V (f16) whose V merges 2 heads of
+// [2, 2, seq, d] back into [2, seq, 2·d] through a transpose and a reshape; K = 2·seq.
+func foldViewSrc(d ir.DType, seq int) string {
+	if d == ir.F16 {
+		return fmt.Sprintf("graph k {\n  input %%x : f16[2,%[1]d,16]\n  input %%dv : f16[2,2,%[1]d,8]\n  %%0 = transpose(%%dv) {perm=[0,2,1,3]} : f16[2,%[1]d,2,8]\n  %%1 = reshape(%%0) {shape=[2,%[1]d,16]} : f16[2,%[1]d,16]\n  %%2 = dot_general(%%x, %%1) {lhs_contract=[0,1], rhs_contract=[0,1]} : f16[16,16]\n  output out = %%2\n}\n", seq)
+	}
+	return fmt.Sprintf("graph k {\n  input %%dq : f32[2,2,%[1]d,4]\n  input %%x : f32[2,%[1]d,8]\n  %%0 = transpose(%%dq) {perm=[0,2,1,3]} : f32[2,%[1]d,2,4]\n  %%1 = reshape(%%0) {shape=[2,%[1]d,8]} : f32[2,%[1]d,8]\n  %%2 = dot_general(%%1, %%x) {lhs_contract=[0,1], rhs_contract=[0,1]} : f32[8,8]\n  output out = %%2\n}\n", seq)
+}
+
+// TestSymbolicFoldViewRuns: the fold GEMM reading an operand through transpose and reshape views,
+// built once at seq = 37 (f32, FFMA) or 40 (f16, tensor cores), runs on the memchecked
+// simulator at seq 1, a prime and the bound (its inputs contiguous at the run's sizes at the start
+// of bound-sized buffers whose rest is never written): within tolerance of the reference and bit
+// for bit the static kernel built for that seq (the same tiles and k steps). The warp
+// instructions of both are docs/perf.md's (go test -run TestSymbolicFoldViewRuns -v ./codegen/ptx).
+func TestSymbolicFoldViewRuns(t *testing.T) {
+	for _, c := range []struct {
+		d     ir.DType
+		bound int
+	}{{ir.F32, 37}, {ir.F16, 40}} {
+		t.Run(c.d.String(), func(t *testing.T) {
+			g := parse(t, foldViewSrc(c.d, c.bound))
+			text, ls, err := Module([]Kernel{{Name: "k0", Graph: g, Symbolic: true, Rows: 2 * c.bound, Sizes: seqSizes(g, c.bound)}}, Target{SM: 80})
+			if err != nil {
+				t.Fatal(err)
+			}
+			assemble(t, text)
+			for _, seq := range []int{1, 13, c.bound} {
+				gs := parse(t, foldViewSrc(c.d, seq))
+				in, _, err := tensor.SeededValues(gs, uint64(seq))
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, st := runSymFold(t, text, ls[0], g, seq, 2*seq, in)
+				run := runStatic(t, "k0", gs, in, Target{SM: 80})
+				static := make([]byte, len(got))
+				if err := run.dev.Read(run.outAddr["out"], static); err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(got, static) {
+					t.Errorf("seq %d: the output differs from the static kernel's", seq)
+				}
+				want, err := ref.Run(gs, in, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				o, err := tensor.FromBytes(gs.Outputs[0].Value.Type, got)
+				if err != nil {
+					t.Fatal(err)
+				}
+				compare(t, fmt.Sprintf("seq %d", seq), o, want["out"], false, c.d, 2*seq, 1)
+				t.Logf("seq %d of %d: %d warp instructions built once, %d static (%.3f×)", seq, c.bound, st.WarpInsts, run.stats.WarpInsts, float64(st.WarpInsts)/float64(run.stats.WarpInsts))
+			}
+		})
+	}
+}
+
+// runSymFold launches fold kernel l (of g, at the bound) at seq with K = k on the memchecked
+// simulator: inputs contiguous at the run's sizes at the start of their bound-sized buffers,
+// the rest never written; the grid is the bound's. It returns the output's bytes.
+func runSymFold(t *testing.T, text string, l Launch, g *ir.Graph, seq, k int, in map[string]*tensor.Tensor) ([]byte, *sim.Stats) {
+	t.Helper()
+	dev := sim.NewDevice()
+	m, err := dev.Load(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var args []any
+	var out uint64
+	for _, a := range l.Params {
+		switch a.Kind {
+		case ArgSize:
+			n := k
+			if a.Expr == "seq" {
+				n = seq
+			}
+			args = append(args, uint32(n))
+		case ArgInput:
+			addr, err := dev.Alloc(g.Inputs()[a.Index].Type.Bytes())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := dev.Write(addr, in[a.Name].Bytes()); err != nil {
+				t.Fatal(err)
+			}
+			args = append(args, addr)
+		case ArgOutput:
+			if out, err = dev.Alloc(g.Outputs[a.Index].Value.Type.Bytes()); err != nil {
+				t.Fatal(err)
+			}
+			args = append(args, out)
+		default:
+			t.Fatalf("unexpected parameter %+v", a)
+		}
+	}
+	cfg := sim.Config{Grid: sim.Dim3{X: l.Grid[0], Y: l.Grid[1], Z: l.Grid[2]}, Block: sim.Dim3{X: l.Block[0], Y: l.Block[1], Z: l.Block[2]}, SharedBytes: l.SharedBytes}
+	st, err := m.Launch("k0", cfg, args...)
+	if err != nil {
+		t.Fatalf("seq %d: %v", seq, err)
+	}
+	got := make([]byte, g.Outputs[0].Value.Type.Bytes())
+	if err := dev.Read(out, got); err != nil {
+		t.Fatal(err)
+	}
+	return got, st
+}

@@ -1,0 +1,116 @@
+package ptx
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ir/sym"
+)
+
+// A GEMM whose K is the symbolic rows, reading an operand through a transpose and a reshape
+// (attention's heads merged back), takes the dims its values' sizes name as parameters beside
+// K's, reads the view through the generic copier (no bound's K compared with a copy's k),
+// assembles for sm_80, on tensor cores for f16; without the sizes it is refused naming why.
+// Its runs (1, a prime, the bound; memchecked, against the reference and the static build) are
+// package compiler's TestSymbolicFoldViews.
+func TestSymbolicFoldView(t *testing.T) {
+	for _, tc := range []struct {
+		name, src string
+		rows      int
+		mma       bool
+	}{
+		{"f32", "graph k {\n  input %dq : f32[2,2,13,4]\n  input %x : f32[2,13,8]\n  %0 = transpose(%dq) {perm=[0,2,1,3]} : f32[2,13,2,4]\n  %1 = reshape(%0) {shape=[2,13,8]} : f32[2,13,8]\n  %2 = dot_general(%1, %x) {lhs_contract=[0,1], rhs_contract=[0,1]} : f32[8,8]\n  output out = %2\n}\n", 26, false},
+		{"f16", "graph k {\n  input %x : f16[2,13,16]\n  input %dv : f16[2,2,13,8]\n  %0 = transpose(%dv) {perm=[0,2,1,3]} : f16[2,13,2,8]\n  %1 = reshape(%0) {shape=[2,13,16]} : f16[2,13,16]\n  %2 = dot_general(%x, %1) {lhs_contract=[0,1], rhs_contract=[0,1]} : f16[16,16]\n  output out = %2\n}\n", 26, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := parse(t, tc.src)
+			k := Kernel{Name: "k0", Graph: g, Symbolic: true, Rows: tc.rows, Sizes: seqSizes(g, 13)}
+			text, l, err := Generate(k, Target{SM: 80})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var dims, counts int
+			for _, a := range l.Params {
+				switch {
+				case a.Kind == ArgSize && a.Expr == "seq":
+					dims++
+				case a.Kind == ArgSize:
+					counts++
+				}
+			}
+			if dims != 1 || counts != 1 || l.Work == nil || l.Work.Axis != 2 || l.Work.Scale != 1 {
+				t.Errorf("params %+v, work %+v; want seq's and K's, one block along z", l.Params, l.Work)
+			}
+			if strings.Contains(text, "mma.sync") != tc.mma {
+				t.Errorf("mma.sync in the kernel: %v, want %v", !tc.mma, tc.mma)
+			}
+			static, _, err := Generate(Kernel{Name: "k0", Graph: g}, Target{SM: 80})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if re := regexp.MustCompile(`setp\.lt\.s32 %p\d+, %r\d+, 26;`); re.MatchString(text) || !re.MatchString(static) {
+				t.Errorf("a copy compares its k with the bound's K: symbolic %v, static %v (want false, true)", re.MatchString(text), re.MatchString(static))
+			}
+			assemble(t, "//\n.version 7.8\n.target sm_80\n.address_size 64\n\n"+text)
+			k.Sizes = nil
+			want := "a GEMM whose K is the symbolic rows, read through a view, does not run at symbolic sizes yet without its values' sizes"
+			if _, _, err := Generate(k, Target{SM: 80}); err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("without sizes: Generate = %v, want %q", err, want)
+			}
+		})
+	}
+}
+
+// A fold through a view in a batched product is refused naming it.
+func TestSymbolicFoldViewRefused(t *testing.T) {
+	g := parse(t, "graph k {\n  input %a : f32[6,2,4,3]\n  input %b : f32[6,4,5]\n  %0 = transpose(%a) {perm=[0,2,1,3]} : f32[6,4,2,3]\n  %1 = reshape(%0) {shape=[6,4,6]} : f32[6,4,6]\n  %2 = dot_general(%1, %b) {lhs_batch=[1], rhs_batch=[1], lhs_contract=[0], rhs_contract=[0]} : f32[4,6,5]\n  output out = %2\n}\n")
+	sizes := map[*ir.Value][]sym.Expr{}
+	for _, v := range g.Values {
+		if v.Op == "dot_general" {
+			continue
+		}
+		e := make([]sym.Expr, len(v.Type.Shape))
+		for i, n := range v.Type.Shape {
+			e[i] = sym.Const(int64(n))
+		}
+		e[0] = sym.Sym("batch")
+		sizes[v] = e
+	}
+	want := "a batched GEMM whose K is the symbolic rows, read through a view, does not run at symbolic sizes yet"
+	_, _, err := Generate(Kernel{Name: "k0", Graph: g, Symbolic: true, Rows: 6, Sizes: sizes}, Target{SM: 80})
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Generate = %v, want %q", err, want)
+	}
+}
+
+// seqSizes gives the values of fold graph g, but its dot, their sizes over the dim seq: every
+// dim of size bound is seq.
+func seqSizes(g *ir.Graph, bound int) map[*ir.Value][]sym.Expr {
+	sizes := map[*ir.Value][]sym.Expr{}
+	for _, v := range g.Values {
+		if v.Op == "dot_general" {
+			continue
+		}
+		e := make([]sym.Expr, len(v.Type.Shape))
+		for i, n := range v.Type.Shape {
+			e[i] = sym.Const(int64(n))
+			if n == bound {
+				e[i] = sym.Sym("seq")
+			}
+		}
+		sizes[v] = e
+	}
+	return sizes
+}
+
+// A fold whose operand is strided at the bound by a symbolic dim (a transpose of [2, seq]: its
+// free dim steps seq elements) is refused rather than read at the bound's stride.
+func TestSymbolicFoldStridedBySizes(t *testing.T) {
+	g := parse(t, "graph k {\n  input %a : f32[2,13]\n  input %x : f32[13,8]\n  %0 = transpose(%a) {perm=[1,0]} : f32[13,2]\n  %1 = dot_general(%0, %x) {lhs_contract=[0], rhs_contract=[0]} : f32[2,8]\n  output out = %1\n}\n")
+	want := "a GEMM whose K is the symbolic rows, reading an operand through views strided by the sizes, does not run at symbolic sizes yet"
+	if _, _, err := Generate(Kernel{Name: "k0", Graph: g, Symbolic: true, Rows: 13, Sizes: seqSizes(g, 13)}, Target{SM: 80}); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Generate = %v, want %q", err, want)
+	}
+}
