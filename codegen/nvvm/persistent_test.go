@@ -119,12 +119,13 @@ func TestPersistentKernels(t *testing.T) {
 // The random graphs' persistent kernels with the two stage kinds this producer once refused go
 // through the differential harness: stages computing sin (seeds 216, 289, 432: libdevice's sin
 // with its frame; 289's sin of a quotient by a dot product is held to its error bound) and
-// per-element contraction stages of f16 operands (seeds 10, 134, 164, 231: with a 16-byte
-// aligned shared array libNVVM -opt=3 formed half vectors from 164's reads that its backend
-// could not lower, "unsupported operation").
+// per-element contraction stages of f16 operands (seeds 10, 134, 231, 44: with a 16-byte
+// aligned shared array libNVVM -opt=3 formed half vectors from seed 164's reads that its backend
+// could not lower, "unsupported operation"; 164's graph no longer forms a persistent kernel
+// after later fusion changes, and 44's f16 [1,336] stage stands in for it).
 func TestPersistentStagesOnceRefused(t *testing.T) {
 	p := requireProducer(t)
-	for _, seed := range []int{10, 134, 164, 216, 231, 289, 432} {
+	for _, seed := range []int{10, 44, 134, 216, 231, 289, 432} {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			var persistent []plan.Kernel
 			for _, k := range randomKernels(t, seed) {
