@@ -2,12 +2,10 @@ package nvvm
 
 import (
 	"fmt"
-	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/gcomp/gcomp/codegen/plan"
-	"github.com/gcomp/gcomp/codegen/ptx"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ir/sym"
 	"github.com/gcomp/gcomp/runtime/ref"
@@ -148,23 +146,13 @@ func seqSizes(g, prev *ir.Graph, bound int) map[*ir.Value][]sym.Expr {
 }
 
 // bothSymbolic builds symbolic kernel k with the NVVM producer (whose own it must be: Lacks names
-// nothing) and with codegen/ptx, and checks that both take the same parameters, launch and work.
+// nothing) and with codegen/ptx (bothEntries), and stops the test unless both take the same
+// parameters, launch and work, the work of a kernel sized at run time.
 func bothSymbolic(t *testing.T, p *Producer, k plan.Kernel, target plan.Target) (text string, l plan.Launch, ptxText string, pl plan.Launch) {
 	t.Helper()
-	if note, ok := Lacks(k, target); ok {
-		t.Fatalf("Lacks: %s", note)
-	}
-	text, ls, err := p.Module([]plan.Kernel{k}, target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ptxText, pls, err := ptx.Module([]plan.Kernel{k}, target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, pl = ls[0], pls[0]
-	if !reflect.DeepEqual(l.Params, pl.Params) || l.Grid != pl.Grid || l.Block != pl.Block || l.Work == nil || *l.Work != *pl.Work {
-		t.Fatalf("launch %v %v %v %+v, codegen/ptx's %v %v %v %+v", l.Params, l.Grid, l.Block, l.Work, pl.Params, pl.Grid, pl.Block, pl.Work)
+	text, l, ptxText, pl = bothEntries(t, p, k, target)
+	if t.Failed() || l.Work == nil {
+		t.Fatalf("launch work %+v, codegen/ptx's %+v", l.Work, pl.Work)
 	}
 	return text, l, ptxText, pl
 }
