@@ -115,25 +115,12 @@ func (e *Engine) MoveSlot(dst, src int) (int64, error) {
 			return moved, fmt.Errorf("lm: moving slot %d to slot %d: %v", src, dst, err)
 		}
 		row := int64(typ.Bytes() / e.batch)
-		if err := copyDevice(e.dev, ptr+executor.Ptr(int64(dst)*row), ptr+executor.Ptr(int64(src)*row), row); err != nil {
+		if err := executor.CopyDevice(e.dev, ptr+executor.Ptr(int64(dst)*row), ptr+executor.Ptr(int64(src)*row), row); err != nil {
 			return moved, fmt.Errorf("lm: moving slot %d to slot %d on %s: %v", src, dst, e.name, err)
 		}
 		moved += row
 	}
 	return moved, nil
-}
-
-// copyDevice copies n bytes within the device's memory: directly where the device copies, else
-// through the host.
-func copyDevice(dev executor.Device, dst, src executor.Ptr, n int64) error {
-	if c, ok := dev.(executor.Copier); ok {
-		return c.Copy(dst, src, n)
-	}
-	buf := make([]byte, n)
-	if err := dev.Read(buf, src); err != nil {
-		return err
-	}
-	return dev.Write(dst, buf)
 }
 
 // sortedValues returns m's values in sorted order (a deterministic copy order).

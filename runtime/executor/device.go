@@ -70,6 +70,19 @@ type Copier interface {
 	Copy(dst, src Ptr, n int64) error
 }
 
+// CopyDevice copies n bytes between buffers of dev: directly where dev is a Copier, else through
+// host memory.
+func CopyDevice(dev Device, dst, src Ptr, n int64) error {
+	if c, ok := dev.(Copier); ok {
+		return c.Copy(dst, src, n)
+	}
+	data := make([]byte, n)
+	if err := dev.Read(data, src); err != nil {
+		return err
+	}
+	return dev.Write(dst, data)
+}
+
 // Event marks a point in a device's queued work; 0 is no event.
 type Event uint64
 

@@ -501,14 +501,7 @@ func (p *Program) readAs(b *buffer, typ ir.Type, size int64) (*tensor.Tensor, er
 }
 
 func (p *Program) copy(dst, src *buffer, n int64) error {
-	if c, ok := p.dev.(Copier); ok {
-		return c.Copy(dst.ptr, src.ptr, n)
-	}
-	data := make([]byte, n)
-	if err := p.dev.Read(data, src.ptr); err != nil {
-		return err
-	}
-	return p.dev.Write(dst.ptr, data)
+	return CopyDevice(p.dev, dst.ptr, src.ptr, n)
 }
 
 // Feedback makes the program keep state on the device across runs, as a
