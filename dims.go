@@ -20,8 +20,9 @@ import (
 
 // Dim is a size a model leaves open until run time: its name and its range [Lo, Hi].
 type Dim struct {
-	Name   string `json:"name"`
-	Lo, Hi int
+	Name string `json:"name"`
+	Lo   int    `json:"lo"`
+	Hi   int    `json:"hi"`
 }
 
 // Dims lists the model's dims in declaration order; nil for a static model.

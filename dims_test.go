@@ -14,8 +14,10 @@ import (
 	"github.com/gcomp/gcomp"
 	"github.com/gcomp/gcomp/frontend"
 	"github.com/gcomp/gcomp/frontend/nn"
+	"github.com/gcomp/gcomp/frontend/onnx/onnxpb"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/tensor"
+	"google.golang.org/protobuf/proto"
 )
 
 // gated is y = relu(x·Wᵀ + b)·m over a batch the function declares with b.Batch(2): two inputs
@@ -220,6 +222,11 @@ func TestMaxShapesONNX(t *testing.T) {
 		t.Errorf("dims %v, want one in [1,8] named as x's axis 1 (%v)", d, in[0].Dims)
 	}
 	s := open(t, m, gcomp.SessionOptions{Device: "sim", Pool: 1, NoSimChecks: true})
+	long := gcomp.Float32(make([]float32, 2*9*16), 2, 9, 16)
+	if _, err := s.Run(context.Background(), map[string]*gcomp.Tensor{in[0].Name: long}); !errors.Is(err, gcomp.ErrShapeMismatch) ||
+		err.Error() != fmt.Sprintf("gcomp: input x: dim 1 (%s) is 9, outside %[1]s's range [1,8]", in[0].Dims[1]) {
+		t.Errorf("a sequence of 9: %v", err)
+	}
 	for _, n := range []int{1, 7} {
 		sub := fmt.Sprintf("%sseq_attn_size%d/", dir, n)
 		x, err := tensor.ReadNPYFile(sub + "x.npy")
@@ -245,3 +252,49 @@ func TestMaxShapesONNX(t *testing.T) {
 		}
 	}
 }
+
+// A model with dims under an .onnx file's own input names ("onnx::Relu_0", as torch names them)
+// runs under them, and a size out of range is reported under them too.
+func TestMaxShapesONNXNames(t *testing.T) {
+	f32 := ptr(int32(onnxpb.TensorProto_FLOAT))
+	info := func(name string) *onnxpb.ValueInfoProto {
+		return &onnxpb.ValueInfoProto{Name: ptr(name), Type: &onnxpb.TypeProto{Value: &onnxpb.TypeProto_TensorType{TensorType: &onnxpb.TypeProto_Tensor{
+			ElemType: f32, Shape: &onnxpb.TensorShapeProto{Dim: []*onnxpb.TensorShapeProto_Dimension{
+				{Value: &onnxpb.TensorShapeProto_Dimension_DimParam{DimParam: "batch"}},
+				{Value: &onnxpb.TensorShapeProto_Dimension_DimValue{DimValue: 2}}}}}}}}
+	}
+	data, err := proto.Marshal(&onnxpb.ModelProto{IrVersion: ptr(int64(8)), OpsetImport: []*onnxpb.OperatorSetIdProto{{Domain: ptr(""), Version: ptr(int64(13))}},
+		Graph: &onnxpb.GraphProto{Name: ptr("torch_jit"), Input: []*onnxpb.ValueInfoProto{info("onnx::Relu_0")}, Output: []*onnxpb.ValueInfoProto{info("1")},
+			Node: []*onnxpb.NodeProto{{OpType: ptr("Relu"), Name: ptr("/Relu"), Input: []string{"onnx::Relu_0"}, Output: []string{"1"}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "relu.onnx")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, err := gcomp.CompileFile(path, gcomp.Options{MaxShapes: map[string][]int{"onnx::Relu_0": {4, 2}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in := m.Inputs(); fmt.Sprint(in) != "[{onnx::Relu_0 f32 [4 2] dims [batch 2] lo [1 2]}]" {
+		t.Fatalf("inputs %v: want onnx::Relu_0 over batch in [1,4]", in)
+	}
+	for _, dev := range []string{"ref", "sim"} {
+		s := open(t, m, gcomp.SessionOptions{Device: dev, Pool: 1})
+		out, err := s.Run(context.Background(), map[string]*gcomp.Tensor{"onnx::Relu_0": gcomp.Float32([]float32{-1, 2, 3, -4, 5, 0}, 3, 2)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if y := values(t, out, "1"); !slices.Equal(y, []float32{0, 2, 3, 0, 5, 0}) || !slices.Equal(out["1"].Shape(), []int{3, 2}) {
+			t.Errorf("%s: y %v %v", dev, out["1"].Shape(), y)
+		}
+		five := gcomp.Float32(make([]float32, 10), 5, 2)
+		_, err = s.Run(context.Background(), map[string]*gcomp.Tensor{"onnx::Relu_0": five})
+		if !errors.Is(err, gcomp.ErrShapeMismatch) || err.Error() != "gcomp: input onnx::Relu_0: dim 0 (batch) is 5, outside batch's range [1,4]" {
+			t.Errorf("%s: 5 rows: %v", dev, err)
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
