@@ -29,17 +29,17 @@ var tinyWeights = map[string]*gcomp.Tensor{
 	"fc.bias":   gcomp.Float32([]float32{0.25, -1}, 2),
 }
 
-// serveModel starts a server for m on dev with tiny's weights.
-func serveModel(t *testing.T, m *gcomp.Model, dev string, cfg serve.Config) (*serve.Server, string) {
+// serveModel starts a server for m on dev with weights and returns it with its address.
+func serveModel(t *testing.T, m *gcomp.Model, dev string, weights map[string]*gcomp.Tensor, cfg serve.Config) (*serve.Server, string) {
 	t.Helper()
-	s, err := gcomp.Open(m, gcomp.SessionOptions{Device: dev, Pool: 1, Weights: tinyWeights})
+	s, err := gcomp.Open(m, gcomp.SessionOptions{Device: dev, Pool: 1, Weights: weights})
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := serve.New(s, cfg)
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() { hs.Close(); srv.Close(); s.Close() })
-	return srv, hs.URL + "/v1/infer"
+	return srv, hs.URL
 }
 
 // rowsOf are n seeded rows of x.
@@ -106,7 +106,8 @@ func TestSymbolicBatchNoPadding(t *testing.T) {
 		{"static sim", static, "sim", func(rows int) int64 { return int64(bound - rows) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv, url := serveModel(t, tc.model, tc.dev, serve.Config{})
+			srv, url := serveModel(t, tc.model, tc.dev, tinyWeights, serve.Config{})
+			url += "/v1/infer"
 			if srv.Batch() != bound {
 				t.Errorf("batch %d, want %d", srv.Batch(), bound)
 			}
@@ -134,7 +135,8 @@ func TestSymbolicBatchGathered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, url := serveModel(t, m, "ref", serve.Config{Window: time.Minute})
+	srv, url := serveModel(t, m, "ref", tinyWeights, serve.Config{Window: time.Minute})
+	url += "/v1/infer"
 	reqs := [][][]float32{rowsOf(1, 7), rowsOf(3, 2)}
 	got := make([]reply, len(reqs))
 	var wg sync.WaitGroup
@@ -152,7 +154,8 @@ func TestSymbolicBatchGathered(t *testing.T) {
 		t.Errorf("stats %+v, want both requests in one run of 4 rows", st)
 	}
 
-	srv, url = serveModel(t, m, "ref", serve.Config{Window: 20 * time.Millisecond})
+	srv, url = serveModel(t, m, "ref", tinyWeights, serve.Config{Window: 20 * time.Millisecond})
+	url += "/v1/infer"
 	if r := infer(t, url, rowsOf(2, 5)...); !slices.Equal(r.Outputs["y"].Data, reference(t, rowsOf(2, 5))) {
 		t.Errorf("a lone request: %v", r.Outputs["y"].Data)
 	}
@@ -184,21 +187,13 @@ func TestSymbolicBatchPadding(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s, err := gcomp.Open(m, gcomp.SessionOptions{Device: "ref", Pool: 1})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
-			srv := serve.New(s, serve.Config{})
-			defer srv.Close()
-			hs := httptest.NewServer(srv.Handler())
-			defer hs.Close()
+			srv, base := serveModel(t, m, "ref", nil, serve.Config{})
 			in := map[string]any{"x": map[string]any{"shape": []int{tc.rows, 3}, "data": slices.Concat(rowsOf(tc.rows, 1)...)}}
 			if len(m.Inputs()) == 2 {
 				in["z"] = map[string]any{"shape": []int{tc.rows, 3}, "data": make([]float32, 3*tc.rows)}
 			}
 			body, _ := json.Marshal(map[string]any{"inputs": in})
-			status, _, out := post(t, hs.URL+"/v1/infer", "application/json", "", body)
+			status, _, out := post(t, base+"/v1/infer", "application/json", "", body)
 			var r reply
 			if err := json.Unmarshal(out, &r); status != 200 || err != nil {
 				t.Fatalf("status %d: %s", status, out)
@@ -213,7 +208,7 @@ func TestSymbolicBatchPadding(t *testing.T) {
 			if st := srv.Stats(); st.Padded != tc.padded || st.Rows != int64(tc.rows) {
 				t.Errorf("stats %+v, want %d rows padded by %d", st, tc.rows, tc.padded)
 			}
-			resp, err := http.Get(hs.URL + "/v1/model")
+			resp, err := http.Get(base + "/v1/model")
 			if err != nil {
 				t.Fatal(err)
 			}
