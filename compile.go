@@ -40,6 +40,18 @@ type Options struct {
 	// its batch with b.Batch(N), or an .onnx model whose inputs leave their first dim symbolic.
 	// A model whose batch is fixed is an error naming the line that fixes it.
 	Batch int
+	// The options below build one model for every size in a range (docs/dynamic.md), as gcomp
+	// build's flags of the same names do. MaxBatch traces a model (a Compile function or a
+	// model.go) that declares its batch with b.Batch(N) over a batch known only at run time, the
+	// dim "batch" in [1, MaxBatch]; it excludes Batch. MaxShapes bounds an .onnx model's dynamic
+	// input axes by input name ("x": {8, 3, 32, 32}): each becomes a dim in [1, bound] named
+	// after its dim_param. Specialize compiles variants for smaller ranges beside the bound's
+	// build, chosen per run: "NAME=BOUND" splits dim NAME's range after BOUND (several values
+	// split it several times; with several dims split, every combination is a variant), "auto"
+	// splits each dim at half its bound where the cost model finds that at least 5% faster.
+	MaxBatch   int
+	MaxShapes  map[string][]int
+	Specialize []string
 }
 
 // Model is a compiled model: its graph, which the reference interpreter runs, and the PTX
@@ -62,15 +74,21 @@ func Compile(name string, build func(*frontend.Builder), opts Options) (*Model, 
 	if build == nil {
 		return nil, fmt.Errorf("gcomp: Compile %s: the build function is nil", name)
 	}
+	if opts.MaxShapes != nil {
+		return nil, fmt.Errorf("gcomp: Compile %s: MaxShapes bounds an .onnx model's axes; a Go model bounds its batch with MaxBatch or declares dims with b.Dim", name)
+	}
 	var bopts []frontend.Option
 	if opts.Batch != 0 {
 		bopts = append(bopts, frontend.WithBatch(opts.Batch))
+	}
+	if opts.MaxBatch != 0 {
+		bopts = append(bopts, frontend.WithMaxBatch(opts.MaxBatch))
 	}
 	g, err := frontend.Build(name, build, bopts...)
 	if err != nil {
 		return nil, err
 	}
-	return CompileGraph(g, opts)
+	return compileGraph(g, opts)
 }
 
 // CompileFile loads a model file and compiles it: a model.go (run by gcomp's embedded Go
@@ -79,11 +97,12 @@ func Compile(name string, build func(*frontend.Builder), opts Options) (*Model, 
 // weights unless others are given; Options.Batch traces either at another batch. Errors carry
 // file:line where the file has one.
 func CompileFile(path string, opts Options) (*Model, error) {
-	lm, err := load.ModelFile(path, load.Options{ONNX: onnx.Options{Shapes: opts.Shapes, Consts: opts.Consts}, Batch: opts.Batch})
+	lopt := load.Options{ONNX: onnx.Options{Shapes: opts.Shapes, Consts: opts.Consts, MaxShapes: opts.MaxShapes}, Batch: opts.Batch, MaxBatch: opts.MaxBatch}
+	lm, err := load.ModelFile(path, lopt)
 	if err != nil {
 		return nil, err
 	}
-	m, err := CompileGraph(lm.Graph, opts)
+	m, err := compileGraph(lm.Graph, opts)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -92,11 +111,19 @@ func CompileFile(path string, opts Options) (*Model, error) {
 }
 
 // CompileGraph compiles a verified graph (package ir), as built by frontend.Build or read by
-// ir.Parse. The graph must not change afterwards.
+// ir.Parse. The graph must not change afterwards. Its dims are its own: MaxBatch and MaxShapes,
+// which shape a graph while it is built, are an error here.
 func CompileGraph(g *ir.Graph, opts Options) (*Model, error) {
 	if g == nil {
 		return nil, errors.New("gcomp: CompileGraph: the graph is nil")
 	}
+	if opts.MaxBatch != 0 || opts.MaxShapes != nil {
+		return nil, fmt.Errorf("gcomp: CompileGraph %s: MaxBatch and MaxShapes bound a model while it is built; a graph declares its dims itself (ir.Graph.DeclareDim, dims { } in .gir)", g.Name)
+	}
+	return compileGraph(g, opts)
+}
+
+func compileGraph(g *ir.Graph, opts Options) (*Model, error) {
 	copt, err := opts.compiler()
 	if err != nil {
 		return nil, err
@@ -124,7 +151,11 @@ func (o Options) compiler() (compiler.Options, error) {
 	if err != nil {
 		return compiler.Options{}, fmt.Errorf("gcomp: %v", err)
 	}
-	return compiler.Options{Target: ptx.Target{SM: sm, TF32: o.TF32}, Producer: p, AMP: amp}, nil
+	copt := compiler.Options{Target: ptx.Target{SM: sm, TF32: o.TF32}, Producer: p, AMP: amp}
+	if err := copt.SetSpecialize(o.Specialize); err != nil {
+		return compiler.Options{}, fmt.Errorf("gcomp: %v", err)
+	}
+	return copt, nil
 }
 
 // Graph is the model's source graph.
@@ -136,15 +167,16 @@ func (m *Model) Artifact() *artifact.Artifact { return m.art }
 // Name is the model's name.
 func (m *Model) Name() string { return m.graph.Name }
 
-// TensorInfo describes one input, output or parameter of a model.
+// TensorInfo describes one input, output or parameter of a model. Shape is its size along each
+// axis; an axis the model leaves open until run time (dims.go) has its upper bound there, Dims
+// its size as an expression over the model's dims ("batch", "batch*seq"; a static axis's number)
+// and Lo its lower end. Dims and Lo are nil for a static tensor.
 type TensorInfo struct {
-	Name  string `json:"name"`
-	DType string `json:"dtype"` // "f32", "i64", ...
-	Shape []int  `json:"shape"`
-}
-
-func info(name string, t ir.Type) TensorInfo {
-	return TensorInfo{Name: name, DType: t.DType.String(), Shape: slices.Clone([]int(t.Shape))}
+	Name  string   `json:"name"`
+	DType string   `json:"dtype"` // "f32", "i64", ...
+	Shape []int    `json:"shape"`
+	Dims  []string `json:"dims,omitempty"`
+	Lo    []int    `json:"lo,omitempty"`
 }
 
 // Inputs describes the model's inputs in declaration order (an .onnx model's by the names its
@@ -152,7 +184,7 @@ func info(name string, t ir.Type) TensorInfo {
 func (m *Model) Inputs() []TensorInfo {
 	var out []TensorInfo
 	for _, v := range m.graph.Inputs() {
-		out = append(out, info(m.inputName(v), v.Type))
+		out = append(out, info(m.graph, m.inputName(v), v.Type))
 	}
 	return out
 }
@@ -162,7 +194,7 @@ func (m *Model) Inputs() []TensorInfo {
 func (m *Model) Outputs() []TensorInfo {
 	var out []TensorInfo
 	for _, o := range m.graph.Outputs {
-		out = append(out, info(m.outputName(o.Name), o.Value.Type))
+		out = append(out, info(m.graph, m.outputName(o.Name), o.Value.Type))
 	}
 	return out
 }
@@ -171,7 +203,7 @@ func (m *Model) Outputs() []TensorInfo {
 func (m *Model) Params() []TensorInfo {
 	var out []TensorInfo
 	for _, v := range m.graph.Params() {
-		out = append(out, info(v.Name, v.Type))
+		out = append(out, info(m.graph, v.Name, v.Type))
 	}
 	return out
 }

@@ -22,6 +22,23 @@
 // for f32 matmuls, and the PTX producer (gcomp's own emitter, or NVVM IR compiled by
 // libNVVM). A Model is the compiled PTX module and launch plan with its source graph.
 //
+// # Sizes known at run time
+//
+// One model can serve every size in a range (docs/dynamic.md): Options.MaxBatch builds a model
+// that declares its batch with b.Batch(N) over a batch of 1 to MaxBatch rows, Options.MaxShapes
+// bounds an .onnx model's dynamic axes, and a .gir graph or a DSL function may declare dims of its
+// own (b.Dim). Options.Specialize also compiles variants for smaller ranges, picked per run
+// ("batch=2", or "auto" to let the cost model choose), as gcomp build's flags of the same names
+// do. Model.Dims lists the dims and their ranges; an input's or output's TensorInfo keeps the
+// bound in Shape, each axis's size as an expression in Dims and its smallest in Lo:
+//
+//	model, err := gcomp.Compile("rows", rows, gcomp.Options{MaxBatch: 8})
+//	fmt.Println(model.Dims(), model.Inputs()) // [{batch 1 8}] [{x f32 [8 3] dims [batch 3] lo [1 3]}]
+//
+// Session.Run then takes inputs of any sizes in range and returns outputs of the sizes they
+// imply; a size outside its range, or inputs that disagree on one, is an ErrShapeMismatch naming
+// the input, the dim and the range (input x: dim 0 (batch) is 9, outside batch's range [1,8]).
+//
 // # Sessions
 //
 // Open puts a model on a device: "auto" (the first usable GPU, else the PTX simulator),

@@ -16,7 +16,9 @@ import (
 // stopped (*StopError).
 var (
 	// ErrShapeMismatch: an input or weight has another dtype or shape than the model's, or a
-	// view's slice does not hold its shape's elements (*ShapeError says which).
+	// view's slice does not hold its shape's elements (*ShapeError says which); for a model with
+	// dims, an input's size outside its dim's range or inputs that disagree on a dim (the error
+	// names the input, the dim and the range).
 	ErrShapeMismatch = errors.New("shape mismatch")
 	// ErrMissingInput: a run was not given every input of the model.
 	ErrMissingInput = errors.New("missing input")

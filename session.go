@@ -64,6 +64,7 @@ type Session struct {
 	params map[string]*tensor.Tensor // ref's weights
 	free   chan *slot
 	slots  []*slot
+	sizes  *ir.Graph // binds a run's sizes (dims.go); nil for a static model
 
 	mu      sync.Mutex
 	closed  bool
@@ -110,7 +111,7 @@ func Open(m *Model, opts SessionOptions) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{model: m, spec: spec, free: make(chan *slot, opts.Pool)}
+	s := &Session{model: m, spec: spec, free: make(chan *slot, opts.Pool), sizes: m.sizesGraph()}
 	if spec.Kind == device.Ref {
 		s.name, s.params = "ref (reference interpreter)", params
 		for range opts.Pool {
@@ -250,7 +251,8 @@ func (m *Model) weights(opts SessionOptions) (map[string]*tensor.Tensor, error) 
 	return params, nil
 }
 
-// checkTensor checks a tensor given for an input or weight of type want.
+// checkTensor checks a tensor given for an input or weight of type want. An input of a symbolic
+// type may have any sizes of its dtype and rank: the run binds them (Session.bindSizes).
 func checkTensor(kind, name string, t *Tensor, want ir.Type) error {
 	if t == nil {
 		missing := ErrMissingInput
@@ -259,7 +261,7 @@ func checkTensor(kind, name string, t *Tensor, want ir.Type) error {
 		}
 		return errorf(missing, "gcomp: %s %s is nil", kind, name)
 	}
-	if !t.typ.Equal(want) {
+	if !t.typ.Equal(want) && !(kind == "input" && sameRank(t.typ, want)) {
 		return &ShapeError{Kind: kind, Name: name, Want: want, Have: t.typ}
 	}
 	return t.check(kind, name)
@@ -338,7 +340,7 @@ func (s *Session) checkInputs(inputs map[string]*Tensor) error {
 			return errorf(ErrUnknownInput, "gcomp: the model %s has no input %s", s.model.graph.Name, name)
 		}
 	}
-	return nil
+	return s.bindSizes(inputs)
 }
 
 func (s *Session) runRef(ctx context.Context, inputs map[string]*Tensor) (map[string]*Tensor, error) {
@@ -358,6 +360,9 @@ func (s *Session) runRef(ctx context.Context, inputs map[string]*Tensor) (map[st
 }
 
 func (s *Session) runCompiled(ctx context.Context, p *executor.Program, inputs map[string]*Tensor) (map[string]*Tensor, error) {
+	if s.sizes != nil {
+		return runSized(ctx, p, inputs)
+	}
 	images := make(map[string]executor.Image, len(inputs))
 	for name, t := range inputs {
 		images[name] = executor.Image{Type: t.typ, Data: t.image()}

@@ -10,8 +10,9 @@ import (
 // without them keeps version 3 or 4, so its bytes are what they were.
 const VariantsVersion = 5
 
-// maxVariants bounds a plan's specializations (validation compares them pairwise).
-const maxVariants = 64
+// MaxVariants bounds a plan's programs, its specializations and its own (validation compares
+// them pairwise); a build that would make more refuses before compiling them.
+const MaxVariants = 64
 
 // Variant is one specialization of a plan with dims: the kernels, memory plan, scratch and error
 // areas of the program compiled for the sizes in Ranges (one entry per dim of the plan, in its
@@ -105,8 +106,8 @@ func (p *Plan) validateVariants() error {
 		return fmt.Errorf("variants need plan version %d and at least one variant (version %d, %d variants)", VariantsVersion, p.Version, len(p.Variants))
 	case len(p.Dims) == 0:
 		return fmt.Errorf("variants need dims")
-	case len(p.Variants) >= maxVariants:
-		return fmt.Errorf("%d variants: at most %d", len(p.Variants)+1, maxVariants)
+	case len(p.Variants) >= MaxVariants:
+		return fmt.Errorf("%d variants: at most %d", len(p.Variants)+1, MaxVariants)
 	}
 	all := p.VariantRanges()
 	total := big.NewInt(0)

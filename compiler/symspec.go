@@ -31,6 +31,9 @@ func compileVariants(g *ir.Graph, opt Options) (*Result, error) {
 		return nil, fmt.Errorf("specialize: graph %s has no dims to specialize", g.Name)
 	}
 	splits, err := checkSplits(g, opt.Specialize)
+	if err == nil {
+		err = checkVariantCount(g, splits, "")
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -42,6 +45,9 @@ func compileVariants(g *ir.Graph, opt Options) (*Result, error) {
 	notes := map[string]string{} // by dim: why the automatic choice split it
 	if opt.SpecializeAuto {
 		if err := autoSplits(g, opt, bound, splits, cache, notes); err != nil {
+			return nil, err
+		}
+		if err := checkVariantCount(g, splits, " with auto's splits"); err != nil {
 			return nil, err
 		}
 	}

@@ -21,6 +21,11 @@
 // padded. Either way runs go through the session's pool, so several batches are in flight at
 // once.
 //
+// A model built over a symbolic batch (gcomp.Options.MaxBatch, or a dim every input and output
+// leads with and no other axis uses) is not padded: its batch is the dim's bound, and each run
+// carries exactly the rows that came (padded only up to the dim's lower end when fewer came), so
+// a lone one-row request costs a one-row run. Stats.Padded counts the zero rows runs carried.
+//
 // Bad requests get one 4xx with a JSON {"error": "..."} naming the problem: 400 for a body
 // that does not parse or a tensor of the wrong name, dtype or shape, 413 beyond
 // Config.MaxBodyBytes (a Content-Length past it is refused before the body is read), 415 for

@@ -21,37 +21,42 @@ import (
 // BenchmarkLoadCNN is the load test of docs/perf.md: concurrent clients on 127.0.0.1 send
 // one-image .npy requests to the tutorial CNN and the benchmark reports requests/s and the
 // 50th and 99th percentile latencies. "batch8" serves the CNN compiled for 8 images with
-// dynamic batching (a 5 ms window); "single" serves it compiled for 1 image, each request a
-// run of its own. The simulator runs without its checks. Bounded: every case sends a fixed
-// number of requests, so run it once each:
+// dynamic batching (a 5 ms window), the rest of each run padded; "max8" serves it compiled once
+// for 1 to 8 images (Options.MaxBatch) with the same window, each run carrying only the rows that
+// came; "single" serves it compiled for 1 image, each request a run of its own. The "-1client"
+// devices send their requests one after another, so batches stay small. The simulator runs
+// without its checks. Bounded: every case sends a fixed number of requests, so run it once each:
 //
 //	go test ./serve -run '^$' -bench LoadCNN -benchtime 1x
 func BenchmarkLoadCNN(b *testing.B) {
 	for _, dev := range []struct {
-		name              string
+		name, device      string
 		requests, clients int
 	}{
-		{"ref", 256, 16},
-		{"sim", 16, 8},
+		{"ref", "ref", 256, 16},
+		{"sim", "sim", 16, 8},
+		{"ref-1client", "ref", 64, 1},
+		{"sim-1client", "sim", 4, 1},
 	} {
 		for _, mode := range []struct {
 			name   string
-			batch  int
+			opts   gcomp.Options
 			window time.Duration
 		}{
-			{"single", 1, 0},
-			{"batch8", 8, 5 * time.Millisecond},
+			{"single", gcomp.Options{Batch: 1}, 0},
+			{"batch8", gcomp.Options{Batch: 8}, 5 * time.Millisecond},
+			{"max8", gcomp.Options{MaxBatch: 8}, 5 * time.Millisecond},
 		} {
 			b.Run(dev.name+"/"+mode.name, func(b *testing.B) {
 				m, err := gcomp.Compile("cnn", func(bd *frontend.Builder) {
-					x := bd.Input("x", frontend.F32, mode.batch, 3, 28, 28)
+					x := bd.Input("x", frontend.F32, bd.Batch(8), 3, 28, 28)
 					bd.Output("logits", cnn.NewCNN(bd).Forward(x))
-				}, gcomp.Options{})
+				}, mode.opts)
 				if err != nil {
 					b.Fatal(err)
 				}
 				const pool = 2 // the machine's cores
-				s, err := gcomp.Open(m, gcomp.SessionOptions{Device: dev.name, InitWeights: true, Pool: pool, NoSimChecks: true})
+				s, err := gcomp.Open(m, gcomp.SessionOptions{Device: dev.device, InitWeights: true, Pool: pool, NoSimChecks: true})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -77,6 +82,7 @@ func BenchmarkLoadCNN(b *testing.B) {
 				b.ReportMetric(ms(lat[len(lat)/2]), "p50-ms")
 				b.ReportMetric(ms(lat[(len(lat)*99)/100]), "p99-ms")
 				b.ReportMetric(float64(st.Rows)/float64(st.Runs), "rows/run")
+				b.ReportMetric(float64(st.Padded)/float64(st.Runs), "padded/run")
 			})
 		}
 	}

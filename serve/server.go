@@ -13,6 +13,7 @@ import (
 
 	"github.com/gcomp/gcomp"
 	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ir/sym"
 	"github.com/gcomp/gcomp/tensor"
 )
 
@@ -48,6 +49,11 @@ type Server struct {
 	sess  *gcomp.Session
 	cfg   Config
 	batch int // rows per run; 0 when the model has no batch dimension
+	// dynamic is set when the batch is a dim of the model (built over a symbolic batch, as
+	// Options.MaxBatch does): a run then carries the rows that came, padded only up to the
+	// dim's lower end, lo.
+	dynamic bool
+	lo      int
 	// inputs and outputs are the model's, by name, in declaration order.
 	inputs, outputs []gcomp.TensorInfo
 
@@ -60,18 +66,20 @@ type Server struct {
 	loop    sync.WaitGroup // the batching goroutine
 	sem     chan struct{}  // one token per batch in flight
 
-	requests, runs, rows atomic.Int64
+	requests, runs, rows, padded atomic.Int64
 }
 
-// Stats count what the server did: requests answered from a run, runs of the model, and the
-// rows those runs carried (rows/runs over the batch is how full the batches were).
+// Stats count what the server did: requests answered from a run, runs of the model, the rows
+// those runs carried for requests (rows/runs over the batch is how full the batches were), and
+// the rows of zeros that padded them to the model's batch (none for a model over a symbolic
+// batch, unless its range starts above the rows that came).
 type Stats struct {
-	Requests, Runs, Rows int64
+	Requests, Runs, Rows, Padded int64
 }
 
 // Stats returns the counts so far.
 func (s *Server) Stats() Stats {
-	return Stats{Requests: s.requests.Load(), Runs: s.runs.Load(), Rows: s.rows.Load()}
+	return Stats{Requests: s.requests.Load(), Runs: s.runs.Load(), Rows: s.rows.Load(), Padded: s.padded.Load()}
 }
 
 // New returns a server for sess's model. With cfg.Window > 0 it starts the goroutine that
@@ -92,7 +100,11 @@ func New(sess *gcomp.Session, cfg Config) *Server {
 	m := sess.Model()
 	s := &Server{sess: sess, cfg: cfg, inputs: m.Inputs(), outputs: m.Outputs(),
 		queue: make(chan *job), stop: make(chan struct{}), sem: make(chan struct{}, cfg.Pool)}
-	s.batch = batchOf(append(slices.Clone(s.inputs), s.outputs...))
+	all := append(slices.Clone(s.inputs), s.outputs...)
+	s.batch = batchOf(all)
+	if s.batch > 0 {
+		s.lo, s.dynamic = batchDim(m.Dims(), all)
+	}
 	if cfg.Window > 0 && s.batch > 1 {
 		s.loop.Add(1)
 		go s.gather()
@@ -112,8 +124,34 @@ func batchOf(ts []gcomp.TensorInfo) int {
 	return b
 }
 
-// Batch is the rows of one run: the model's batch, or 0 when the model has none (requests
-// then carry the inputs' full shapes).
+// batchDim is the lower end of the dim every tensor leads with, and whether there is one: a dim
+// of the model's, and no other axis's size depends on it (so a run of fewer rows changes the
+// leading axes only).
+func batchDim(dims []gcomp.Dim, ts []gcomp.TensorInfo) (int, bool) {
+	name := ts[0].Dims
+	if name == nil {
+		return 0, false
+	}
+	i := slices.IndexFunc(dims, func(d gcomp.Dim) bool { return d.Name == name[0] })
+	if i < 0 {
+		return 0, false
+	}
+	for _, t := range ts {
+		if t.Dims == nil || t.Dims[0] != name[0] {
+			return 0, false
+		}
+		for _, d := range t.Dims[1:] {
+			e, err := sym.Parse(d)
+			if err != nil || slices.Contains(e.Symbols(), name[0]) {
+				return 0, false
+			}
+		}
+	}
+	return dims[i].Lo, true
+}
+
+// Batch is the most rows of one run: the model's batch (its bound, for a model over a symbolic
+// batch), or 0 when the model has none (requests then carry the inputs' full shapes).
 func (s *Server) Batch() int { return s.batch }
 
 // HTTPServer is an http.Server for addr serving Handler with the Config's timeouts, so that
@@ -326,16 +364,25 @@ func (s *Server) gather() {
 	}
 }
 
-// run runs the jobs' rows as one batch (zero rows pad it to the model's batch) and gives each
-// job its rows of the outputs.
+// run runs the jobs' rows as one batch (zero rows pad it to the model's batch; over a symbolic
+// batch, only to its dim's lower end) and gives each job its rows of the outputs.
 func (s *Server) run(ctx context.Context, jobs []*job) {
+	rows, n := 0, s.batch
+	for _, j := range jobs {
+		rows += j.rows
+	}
+	if s.dynamic {
+		n = max(rows, s.lo)
+	}
 	inputs := map[string]*gcomp.Tensor{}
 	for _, info := range s.inputs {
 		if s.batch == 0 {
 			inputs[info.Name] = gcomp.FromHost(jobs[0].in[info.Name])
 			continue
 		}
-		full := tensor.New(typeOf(info))
+		typ := typeOf(info)
+		typ.Shape[0] = n
+		full := tensor.New(typ)
 		off := 0
 		for _, j := range jobs {
 			t := j.in[info.Name]
@@ -350,8 +397,9 @@ func (s *Server) run(ctx context.Context, jobs []*job) {
 	outs, err := s.sess.Run(ctx, inputs)
 	s.runs.Add(1)
 	s.requests.Add(int64(len(jobs)))
-	for _, j := range jobs {
-		s.rows.Add(int64(j.rows))
+	s.rows.Add(int64(rows))
+	if s.batch > 0 {
+		s.padded.Add(int64(n - rows))
 	}
 	if err != nil {
 		for _, j := range jobs {

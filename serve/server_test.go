@@ -239,7 +239,7 @@ func TestDynamicBatching(t *testing.T) {
 			t.Errorf("request %d: %v, want %v", i, got[i].Outputs["y"].Data, want[i])
 		}
 	}
-	if st := srv.Stats(); st != (serve.Stats{Requests: 2, Runs: 1, Rows: 2}) {
+	if st := srv.Stats(); st != (serve.Stats{Requests: 2, Runs: 1, Rows: 2, Padded: 0}) {
 		t.Errorf("stats %+v, want the two requests in one run", st)
 	}
 
@@ -247,7 +247,7 @@ func TestDynamicBatching(t *testing.T) {
 	if r := infer(t, hs.URL+"/v1/infer", rows[1]); !slices.Equal(r.Outputs["y"].Data, want[1]) {
 		t.Errorf("a lone request: %v", r.Outputs["y"].Data)
 	}
-	if st := srv.Stats(); st != (serve.Stats{Requests: 1, Runs: 1, Rows: 1}) {
+	if st := srv.Stats(); st != (serve.Stats{Requests: 1, Runs: 1, Rows: 1, Padded: 1}) {
 		t.Errorf("stats %+v", st)
 	}
 }

@@ -229,8 +229,8 @@ func cmdBuild(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("gcomp build: %v", err)
 	}
-	if err := specializeOptions(&copt, specialize); err != nil {
-		return fmt.Errorf("gcomp build: %v", err)
+	if err := copt.SetSpecialize(specialize); err != nil {
+		return fmt.Errorf("gcomp build: --%v", err)
 	}
 	if len(specialize) > 0 && *emit != "ptx" && *emit != "plan" {
 		return fmt.Errorf("gcomp build: --specialize compiles variants of the module: use it with --emit ptx or plan")

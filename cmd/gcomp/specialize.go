@@ -3,36 +3,12 @@ package main
 import (
 	"fmt"
 	"io"
-	"strconv"
-	"strings"
 
 	"github.com/gcomp/gcomp/artifact"
 	"github.com/gcomp/gcomp/compiler"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/passes"
 )
-
-// specializeOptions sets copt's specializations from --specialize NAME=BOUND (repeatable: split
-// dim NAME's range after BOUND) and --specialize auto (the cost model's choice). The compiler
-// checks the names and bounds against the graph.
-func specializeOptions(copt *compiler.Options, specs []string) error {
-	for _, s := range specs {
-		if s == "auto" {
-			copt.SpecializeAuto = true
-			continue
-		}
-		name, val, ok := strings.Cut(s, "=")
-		n, err := strconv.Atoi(val)
-		if !ok || name == "" || err != nil {
-			return fmt.Errorf("--specialize %q: want NAME=BOUND (an integer upper bound for one of the model's dims) or auto", s)
-		}
-		if copt.Specialize == nil {
-			copt.Specialize = map[string][]int{}
-		}
-		copt.Specialize[name] = append(copt.Specialize[name], n)
-	}
-	return nil
-}
 
 // statsAtVariant returns the cost report at env of the program that runs it: the plan's own
 // (the bound's kernel graph) or the specialization whose ranges hold env, with that variant's

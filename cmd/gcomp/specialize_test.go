@@ -99,7 +99,23 @@ func TestBuildSpecializeBad(t *testing.T) {
 	}
 	resnet := filepath.Join(dir, "resnet_dyn_opset13.onnx")
 	t.Chdir(t.TempDir())
+	// Splits making more programs than a plan holds are refused before any is compiled, naming
+	// the flag (the plan's reader used to refuse them only after all were built).
+	wide := "graph w {\n  dims { n in [1,100], m in [1,100] }\n  input %x : f32[n,m]\n  %0 = neg(%x) : f32[n,m]\n  output y = %0\n}\n"
+	if err := os.WriteFile("w.gir", []byte(wide), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var many, grid []string
+	for b := 1; b <= 64; b++ {
+		many = append(many, "--specialize", fmt.Sprintf("n=%d", b))
+	}
+	for b := 1; b <= 8; b++ { // 9 pieces of each: 81 variants
+		grid = append(grid, "--specialize", fmt.Sprintf("n=%d", b), "--specialize", fmt.Sprintf("m=%d", b))
+	}
 	for _, tc := range []struct{ args, want string }{
+		{"build w.gir -o b.ptx " + strings.Join(many, " "), "specialize: n in 65 pieces make more than the 64 variants a plan holds"},
+		{"build w.gir -o b.ptx " + strings.Join(grid, " "), "specialize: n in 9 pieces, m in 9 pieces make more than the 64 variants"},
+		{"build w.gir -o b.ptx --specialize auto " + strings.Join(many, " "), "specialize: n in 65 pieces make more"},
 		{"build " + resnet + " --max-shape x=8x3x32x32 --specialize seq=4 -o b.ptx", `specialize seq: graph`},
 		{"build " + resnet + " --max-shape x=8x3x32x32 --specialize batch=8 -o b.ptx", "specialize batch=8: the bound must lie in batch's range [1,8] and below its upper end 8"},
 		{"build " + resnet + " --max-shape x=8x3x32x32 --specialize batch=0 -o b.ptx", "specialize batch=0: the bound must lie in batch's range [1,8]"},

@@ -7,6 +7,12 @@
 //	curl -s -H 'Content-Type: application/json' \
 //	    -d '{"inputs":{"x":{"shape":[1,64],"data":[...]}}}' 127.0.0.1:8080/v1/infer
 //
+// --max-batch N (a model.go that declares its batch with b.Batch) or --max-shape (an .onnx model's
+// dynamic axes) builds the model once for 1 to N rows, so each run carries only the rows of the
+// requests it gathered instead of padding them to the batch:
+//
+//	go run ./examples/serve --device sim --max-batch 8 examples/mlp/model.go
+//
 // SIGINT or SIGTERM shuts it down gracefully: no new connections, the requests in flight
 // finish (up to --grace), then the session closes.
 package main
@@ -35,6 +41,12 @@ func main() {
 	}
 }
 
+// list collects a repeatable flag's values.
+type list []string
+
+func (l *list) String() string     { return "" }
+func (l *list) Set(v string) error { *l = append(*l, v); return nil }
+
 // shapes collects --shape NAME=D1xD2... flags.
 type shapes map[string][]int
 
@@ -58,13 +70,21 @@ func run() error {
 	writeTimeout := flag.Duration("write-timeout", serve.DefaultWriteTimeout, "how long a request may take from its header to the end of its reply")
 	idleTimeout := flag.Duration("idle-timeout", serve.DefaultIdleTimeout, "how long an idle keep-alive connection stays open")
 	target := flag.String("target", "sm_80", "GPU architecture")
-	onnxShapes := shapes{}
+	onnxShapes, maxShapes := shapes{}, shapes{}
 	flag.Var(onnxShapes, "shape", "an .onnx input's shape, NAME=1x3x224x224 (its batch, say; repeatable)")
+	maxBatch := flag.Int("max-batch", 0, "build a model.go over a batch of 1 to N rows (it declares its batch with b.Batch): runs carry only the rows that came")
+	flag.Var(maxShapes, "max-shape", "bound an .onnx input's dynamic axes, NAME=8x3x224x224: built once for every size in range (repeatable)")
+	var specialize list
+	flag.Var(&specialize, "specialize", "for a model with dims, also compile variants for smaller ranges: NAME=BOUND (repeatable) or auto")
 	flag.Parse()
 	if flag.NArg() != 1 {
 		return fmt.Errorf("usage: serve [flags] MODEL (model.go, .gir or .onnx)")
 	}
-	model, err := gcomp.CompileFile(flag.Arg(0), gcomp.Options{Target: *target, Shapes: onnxShapes})
+	opts := gcomp.Options{Target: *target, Shapes: onnxShapes, MaxBatch: *maxBatch, Specialize: specialize}
+	if len(maxShapes) > 0 {
+		opts.MaxShapes = maxShapes
+	}
+	model, err := gcomp.CompileFile(flag.Arg(0), opts)
 	if err != nil {
 		return err
 	}
