@@ -28,8 +28,8 @@ var symClassLosses = []struct {
 	{"NLL, class weights, ignore_index a class", Loss{Name: NLLLoss, Weight: []float64{0.5, 1, 2, 1.5}, IgnoreIndex: ptr(int64(2))}, frontend.ReductionMean, cycle},
 	{"cross-entropy, weights, ignore_index and label smoothing", Loss{Name: CrossEntropyLoss, Weight: []float64{0.5, 1, 2, 1.5}, IgnoreIndex: ptr(int64(1)), LabelSmoothing: 0.1}, frontend.ReductionMean, cycle},
 	{"cross-entropy, weights, ignore_index and label smoothing, sum", Loss{Name: CrossEntropyLoss, Weight: []float64{0.5, 1, 2, 1.5}, IgnoreIndex: ptr(int64(1)), LabelSmoothing: 0.1}, frontend.ReductionSum, cycle},
-	// PyTorch's mean over no sample is 0/0: the loss is NaN, and so are the gradients and the
-	// new parameters, in the static step as in the symbolic one.
+	// PyTorch's mean over no sample is 0/0: the loss is NaN, the gradients zero, in the static
+	// step as in the symbolic one (TestEveryLabelIgnoredStep).
 	{"NLL, every label ignored", Loss{Name: NLLLoss, IgnoreIndex: ptr(int64(3))}, frontend.ReductionMean, func(int, int) int64 { return 3 }},
 }
 
