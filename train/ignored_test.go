@@ -1,9 +1,11 @@
 package train
 
 import (
+	"fmt"
 	"math"
 	"testing"
 
+	"github.com/gcomp/gcomp/data"
 	"github.com/gcomp/gcomp/frontend"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ops"
@@ -116,4 +118,57 @@ func fill(n int, v float64) []float64 {
 		s[i] = v
 	}
 	return s
+}
+
+// Fit over rows whose every label is ignored trains nothing, on one device and on data-parallel
+// ranks, over a static and a symbolic batch: every step's loss is NaN (0/0, PyTorch's) and its
+// gradients are zero, so the parameters end as they began (no rank's NaN weight or 0/0 reaches
+// them).
+func TestFitEveryLabelIgnored(t *testing.T) {
+	const rows, global = 20, 8 // a symbolic batch's last step has 4 rows
+	x := make([]float64, rows*2)
+	for i := range x {
+		x[i] = float64(i%7)/3 - 1
+	}
+	d, err := data.NewTensors("d", tensor.FromFloats(ir.T(ir.F32, rows, 2), x), tensor.FromFloats(ir.T(ir.I64, rows), fill(rows, -1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := Loss{Name: CrossEntropyLoss, Weight: []float64{1, 2, 0.5}, IgnoreIndex: ptr(int64(-1))}
+	for _, tc := range []struct {
+		ranks    int
+		symbolic bool
+	}{{1, false}, {2, false}, {1, true}, {2, true}} {
+		t.Run(fmt.Sprintf("%d ranks/symbolic %v", tc.ranks, tc.symbolic), func(t *testing.T) {
+			var m *Model
+			if tc.symbolic {
+				m = symMixture(t, global/tc.ranks, l)
+			} else {
+				m = buildModel(t, mixtureAt(global/tc.ranks), l)
+			}
+			o := FitOptions{Optimizer: &SGD{LR: 0.1, Momentum: 0.9}, Train: d, Epochs: 1, Seed: 3}
+			if tc.ranks > 1 {
+				o.Parallel = &Parallel{Devices: refDevices(tc.ranks)}
+			}
+			res, err := Fit(m, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if l := res.Epochs[0].Train.Loss; !math.IsNaN(l) {
+				t.Errorf("train loss %v, want NaN", l)
+			}
+			init, err := InitParams(m.Train, 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for name, w := range init {
+				g := res.Params[name]
+				for i := range w.Len() {
+					if g.At(i) != w.At(i) {
+						t.Fatalf("%s[%d] = %v, was %v", name, i, g.At(i), w.At(i))
+					}
+				}
+			}
+		})
+	}
 }
