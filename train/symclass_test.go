@@ -58,18 +58,7 @@ func TestSymbolicClassLossStep(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			g, err := WithLoss(fwd, tc.loss, tc.r)
-			if err != nil {
-				t.Fatal(err)
-			}
-			s, err := StepFromGraph(g, &SGD{LR: 0.1, Momentum: 0.9}, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(s.Graph.Dims) != 1 {
-				t.Fatalf("the step has dims %v", s.Graph.Dims)
-			}
-			checkSymbolicStep(t, s, []int64{1, 5, 8}, func(n int64, in map[string]*tensor.Tensor) {
+			checkSymbolicStep(t, symLossStep(t, fwd, tc.loss, tc.r), []int64{1, 5, 8}, func(n int64, in map[string]*tensor.Tensor) {
 				y := make([]float64, n)
 				for i := range y {
 					y[i] = float64(tc.labels(i, int(n)))

@@ -11,7 +11,6 @@ import (
 	"github.com/gcomp/gcomp/internal/tolerance"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ops"
-	"github.com/gcomp/gcomp/passes"
 	"github.com/gcomp/gcomp/runtime/ref"
 	"github.com/gcomp/gcomp/runtime/simdev"
 	"github.com/gcomp/gcomp/tensor"
@@ -92,27 +91,8 @@ func TestFitSymbolicBatchGPT(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cost := func(n int64) *passes.Stats {
-		g, err := ops.Instantiate(s.Graph, map[string]int64{frontend.BatchDim: n})
-		if err != nil {
-			t.Fatal(err)
-		}
-		popt := opt.Passes
-		popt.DisablePasses = append(popt.DisablePasses, "persist")
-		r, err := passes.Run(g, popt)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r.Stats
-	}
-	bound, at2, one := res.Passes.Stats, cost(2), cost(1)
-	for _, c := range []struct {
-		name string
-		s    *passes.Stats
-	}{{"symbolic, at the bound 2", bound}, {"static at 2", at2}, {"static at 1", one}} {
-		t.Logf("%-24s %2d kernels, %8d DRAM bytes, %7.3f µs in kernels, %7.3f µs on a stream",
-			c.name, c.s.Kernels, c.s.DRAMBytes, c.s.ModeledKernelTimeUS, c.s.ModeledTimeUS)
-	}
+	bound, at2, one := res.Passes.Stats, stepCost(t, s, opt, 2), stepCost(t, s, opt, 1)
+	logCosts(t, []string{"symbolic, at the bound 2", "static at 2", "static at 1"}, bound, at2, one)
 	if bound.Kernels > at2.Kernels+1 || bound.ModeledKernelTimeUS > 1.01*at2.ModeledKernelTimeUS {
 		t.Errorf("the symbolic step at its bound plans %d kernels in %.3f µs, the static step at 2 %d in %.3f µs",
 			bound.Kernels, bound.ModeledKernelTimeUS, at2.Kernels, at2.ModeledKernelTimeUS)

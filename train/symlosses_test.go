@@ -60,18 +60,7 @@ func TestSymbolicLosses(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			g, err := WithLoss(fwd, tc.loss, frontend.ReductionMean)
-			if err != nil {
-				t.Fatal(err)
-			}
-			s, err := StepFromGraph(g, &SGD{LR: 0.1, Momentum: 0.9}, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(s.Graph.Dims) != 1 {
-				t.Fatalf("the step has dims %v", s.Graph.Dims)
-			}
-			checkSymbolicStep(t, s, []int64{1, 5, 8}, func(n int64, in map[string]*tensor.Tensor) {
+			checkSymbolicStep(t, symLossStep(t, fwd, tc.loss, frontend.ReductionMean), []int64{1, 5, 8}, func(n int64, in map[string]*tensor.Tensor) {
 				if tc.embed {
 					tok := make([]float64, 2*n)
 					for i := range tok {
@@ -91,6 +80,24 @@ func TestSymbolicLosses(t *testing.T) {
 			})
 		})
 	}
+}
+
+// symLossStep is the step (SGD with momentum) of fwd, a model over a symbolic batch, with loss
+// l reduced by r added.
+func symLossStep(t *testing.T, fwd *ir.Graph, l Loss, r frontend.Reduction) *StepGraph {
+	t.Helper()
+	g, err := WithLoss(fwd, l, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := StepFromGraph(g, &SGD{LR: 0.1, Momentum: 0.9}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Graph.Dims) != 1 {
+		t.Fatalf("the step has dims %v", s.Graph.Dims)
+	}
+	return s
 }
 
 // labelsCycle is n labels cycling through the classes 0..3.
