@@ -24,8 +24,9 @@ import (
 // count runs its rows with weight 0 (its loss, 0/0, counts for nothing; its gradients are zero,
 // as every label of its rows is ignored: loss.go).
 
-// GradWeightName is the f32[] input of a split step's gradients graph over a symbolic batch: the
-// factor of the rank's loss gradient (its seed) that makes the ranks' average the global batch's.
+// GradWeightName is the f32[] input of a split step's gradients graph over a symbolic batch, or
+// of a class loss with weights or ignored labels: the factor of the rank's loss gradient (its
+// seed) that makes the ranks' average the global batch's.
 const GradWeightName = "ddp.grad_weight"
 
 // shard is a rank's part of a global batch.

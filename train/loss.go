@@ -176,9 +176,9 @@ func (l Loss) Build(pred, target *frontend.Tensor, r frontend.Reduction) *fronte
 // label smoothing, as PyTorch defines them: the per-sample loss is
 // w[yᵢ]·(1-ε)·(-logp[i,yᵢ]) + ε/C·Σ_c w[c]·(-logp[i,c]), zero for ignored samples, and the mean
 // divides the sum by Σ w[yᵢ] over the samples not ignored (0/0, NaN, when every one is ignored,
-// with zero gradients, as in PyTorch). Over a symbolic batch the one-hot compares the labels with one row of classes
-// broadcast along the rows, and the per-sample constants take the labels' symbolic sizes
-// (symloss.go); a static batch builds the same graph as before.
+// with zero gradients, as in PyTorch). Over a symbolic batch the one-hot compares the labels
+// with one row of classes broadcast along the rows, and the per-sample constants take the
+// labels' symbolic sizes (symloss.go); a static batch builds the same graph as before.
 func (l Loss) classLoss(logp, labels *frontend.Tensor, r frontend.Reduction) *frontend.Tensor {
 	b := logp.Builder()
 	n, c := logp.Dim(0), logp.Dim(1)

@@ -202,7 +202,9 @@ func init() {
 			if idx.Type.Sym == nil {
 				ids = e.Op("iota", ir.Attrs{"shape": slices.Clone(shape), "dim": ir0, "dtype": idx.Type.DType})
 				at = e.Broadcast(idx, shape, iota0(ir0))
-			} else { // symbolic indices (a batch of tokens): an iota has static sizes, so one row of them broadcast
+			} else {
+				// Symbolic indices (a batch of tokens): an iota has static sizes, so the rows' indices
+				// are one iota broadcast to the indices' symbolic type.
 				t := ir.Type{DType: idx.Type.DType, Shape: shape, Sym: append(slices.Clone(idx.Type.Sym), sym.Const(int64(rows)))}
 				ids = e.BroadcastTo(e.Op("iota", ir.Attrs{"shape": []int{rows}, "dim": 0, "dtype": idx.Type.DType}), t, []int{ir0})
 				at = e.BroadcastTo(idx, t, iota0(ir0))
