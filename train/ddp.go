@@ -121,6 +121,7 @@ func fitParallel(m *Model, o FitOptions) (*FitResult, error) {
 	}
 	global := m.Batch * world
 	d.symbolic = len(split.Grad.Graph.Dims) > 0 // ddp_sym.go: the last partial batch runs too
+	d.weighted = split.Grad.Graph.Lookup(GradWeightName) != nil
 	if nrows := o.Train.Len(); nrows < global && !d.symbolic || nrows == 0 {
 		return nil, fmt.Errorf("%d training %s make no global batch of %d (%d ranks × %d)", nrows, unit(o.Train), global, world, m.Batch)
 	}
@@ -263,11 +264,11 @@ func fitParallel(m *Model, o FitOptions) (*FitResult, error) {
 // gradients averaged, the update; then the loss averaged over the ranks, and meter measuring
 // the shard's predictions.
 func (d *ddp) step(i int, m *Model, b *data.Batch, mt *meter) (map[string]*tensor.Tensor, float64, error) {
-	sh := shardOf(m, b.Y, len(b.Indices), d.comms[i].Rank(), d.comms[i].Size(), d.symbolic) // ddp_sym.go
+	sh := shardOf(m.Loss, b.Y, len(b.Indices), d.comms[i].Rank(), d.comms[i].Size(), d.symbolic, d.weighted) // ddp_sym.go
 	x, y := shardRows(b.X, sh.lo, sh.hi), shardRows(b.Y, sh.lo, sh.hi)
 	d.issued[i] = 0
 	in := map[string]*tensor.Tensor{m.Input: x, m.Target: y}
-	if d.symbolic {
+	if d.weighted {
 		in[GradWeightName] = tensor.FromFloats(ir.T(ir.F32), []float64{sh.weight})
 	}
 	if err := d.ranks[i].backward(in); err != nil {
@@ -288,8 +289,11 @@ func (d *ddp) step(i int, m *Model, b *data.Batch, mt *meter) (map[string]*tenso
 		out[FoundInfName] = f
 	}
 	loss := out[DefaultLoss].F[0]
-	if d.symbolic && sh.weight != 1 {
-		loss *= sh.weight // 0 for a padding row
+	if d.weighted {
+		loss *= sh.weight
+		if sh.weight == 0 {
+			loss = 0 // a padding row, or a static shard of ignored labels (whose loss is 0/0)
+		}
 	}
 	l, err := d.reduce(i, []float64{loss}, collective.Avg)
 	if err != nil {

@@ -33,8 +33,9 @@ type ddp struct {
 	buckets [][]string
 	// issued is how many buckets each rank has issued in the current step.
 	issued []int
-	// symbolic is whether the step runs over a symbolic batch (ddp_sym.go).
-	symbolic bool
+	// symbolic is whether the step runs over a symbolic batch (ddp_sym.go); weighted whether
+	// its gradients graph takes GradWeightName.
+	symbolic, weighted bool
 }
 
 // commStreams is a device with a communication stream beside its compute stream (runtime/cuda's).

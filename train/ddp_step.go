@@ -27,18 +27,25 @@ type SplitStep struct {
 
 // SplitStepFromGraph builds the split step of a forward graph (as StepFromGraph builds the step).
 func SplitStepFromGraph(fwd *ir.Graph, opt Optimizer, o Options) (*SplitStep, error) {
-	full, _, err := buildStep(fwd, opt, o, false)
+	return splitStep(fwd, opt, o, len(fwd.Dims) > 0)
+}
+
+// SplitStep builds the split train step of the model. Its gradients graph takes GradWeightName
+// (ddp_sym.go) over a symbolic batch, and for a class loss whose mean divides by Σ w[yᵢ] over
+// the labels not ignored, which differs from rank to rank.
+func (m *Model) SplitStep(opt Optimizer, o Options) (*SplitStep, error) {
+	return splitStep(m.Train, opt, o, len(m.Train.Dims) > 0 || m.Loss.labelDivisor())
+}
+
+// splitStep is SplitStepFromGraph, with the input GradWeightName when weighted.
+func splitStep(fwd *ir.Graph, opt Optimizer, o Options, weighted bool) (*SplitStep, error) {
+	full, _, err := buildStep(fwd, opt, o, false, false)
 	if err != nil {
 		return nil, err
 	}
-	grad, upd, err := buildStep(fwd, opt, o, true)
+	grad, upd, err := buildStep(fwd, opt, o, true, weighted)
 	if err != nil {
 		return nil, err
 	}
 	return &SplitStep{Grad: grad, Update: upd, Full: full}, nil
-}
-
-// SplitStep builds the split train step of the model.
-func (m *Model) SplitStep(opt Optimizer, o Options) (*SplitStep, error) {
-	return SplitStepFromGraph(m.Train, opt, o)
 }

@@ -17,9 +17,16 @@ import (
 // rows, to the order the sums add up in. Where PyTorch's DistributedSampler pads the last batch
 // by repeating rows, which count twice, a rank with nothing to count here (fewer rows than ranks,
 // or every label of its shard ignored) runs one counted row of the batch with weight 0.
+//
+// A static batch has equal shards, but a class loss with weights or ignored labels still divides
+// each rank's mean by its own Σ w[yᵢ]: its ranks take the same weight, so they too train one
+// device's parameters (where DDP's plain average differs), and a static rank with nothing to
+// count runs its rows with weight 0 (its loss, 0/0, counts for nothing; its gradients are zero,
+// as every label of its rows is ignored: loss.go).
 
-// GradWeightName is the f32[] input of a split step's gradients graph over a symbolic batch: the
-// factor of the rank's loss gradient (its seed) that makes the ranks' average the global batch's.
+// GradWeightName is the f32[] input of a split step's gradients graph over a symbolic batch, or
+// of a class loss with weights or ignored labels: the factor of the rank's loss gradient (its
+// seed) that makes the ranks' average the global batch's.
 const GradWeightName = "ddp.grad_weight"
 
 // shard is a rank's part of a global batch.
@@ -29,19 +36,21 @@ type shard struct {
 	weight float64 // GradWeightName's value
 }
 
-// shardOf returns rank k's shard of a global batch of r rows with targets y, of world ranks at
-// per-rank batch m.Batch: rows [k·B, (k+1)·B) of a static step (weight 1, unused); over a
-// symbolic batch, the near-equal shard and weight described above. Over no counted row at all
-// (every label ignored) the weight is NaN, as the single-device mean is 0/0.
-func shardOf(m *Model, y *tensor.Tensor, r, k, world int, symbolic bool) shard {
-	if !symbolic {
-		return shard{lo: k * m.Batch, hi: (k + 1) * m.Batch, rows: m.Batch, weight: 1}
+// shardOf returns rank k's shard of a global batch of r rows with targets y, of world ranks:
+// rows [k·r/W, (k+1)·r/W) (a static step's r is W·B: rows [k·B, (k+1)·B)), and when weighted
+// (the gradients graph takes GradWeightName) the weight described above. Over no counted row at
+// all (every label ignored) the weight is NaN, as the single-device mean is 0/0.
+func shardOf(l Loss, y *tensor.Tensor, r, k, world int, symbolic, weighted bool) shard {
+	lo, hi := k*r/world, (k+1)*r/world
+	s := shard{lo: lo, hi: hi, rows: hi - lo, weight: 1}
+	if !weighted {
+		return s
 	}
 	per := 1
 	if y.Type.Shape[0] > 0 {
 		per = y.Len() / y.Type.Shape[0]
 	}
-	div := func(lo, hi int) float64 { return m.Loss.weight(shardRows(y, lo, hi), hi-lo, per) }
+	div := func(lo, hi int) float64 { return l.weight(shardRows(y, lo, hi), hi-lo, per) }
 	var total, mine float64
 	for j := range world {
 		d := div(j*r/world, (j+1)*r/world)
@@ -50,9 +59,8 @@ func shardOf(m *Model, y *tensor.Tensor, r, k, world int, symbolic bool) shard {
 			mine = d
 		}
 	}
-	lo, hi := k*r/world, (k+1)*r/world
-	s := shard{lo: lo, hi: hi, rows: hi - lo, weight: float64(world) * mine / total}
-	if mine == 0 && (total > 0 || lo == hi) {
+	s.weight = float64(world) * mine / total
+	if symbolic && mine == 0 && (total > 0 || lo == hi) {
 		i := 0 // the first counted row, if any
 		for j := range r {
 			if div(j, j+1) > 0 {

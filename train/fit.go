@@ -320,10 +320,14 @@ func evalSums(tr evaluator, m *Model, d data.Dataset, flatten, noWorker bool, pa
 	return &evalTotals{loss: loss, weight: weight, mt: mt}, nil
 }
 
+// labelDivisor reports whether the mean reduction divides by a sum over the labels (Σ w[yᵢ]
+// over those not ignored) rather than by the element count.
+func (l Loss) labelDivisor() bool { return l.Class() && (l.Weight != nil || l.IgnoreIndex != nil) }
+
 // weight is the divisor of the mean reduction over the first n rows of targets, each with per
 // losses.
 func (l Loss) weight(targets *tensor.Tensor, n, per int) float64 {
-	if !l.Class() || l.Weight == nil && l.IgnoreIndex == nil {
+	if !l.labelDivisor() {
 		return float64(n * per)
 	}
 	var w float64

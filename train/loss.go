@@ -176,9 +176,9 @@ func (l Loss) Build(pred, target *frontend.Tensor, r frontend.Reduction) *fronte
 // label smoothing, as PyTorch defines them: the per-sample loss is
 // w[yᵢ]·(1-ε)·(-logp[i,yᵢ]) + ε/C·Σ_c w[c]·(-logp[i,c]), zero for ignored samples, and the mean
 // divides the sum by Σ w[yᵢ] over the samples not ignored (0/0, NaN, when every one is ignored,
-// as in PyTorch). Over a symbolic batch the one-hot compares the labels with one row of classes
-// broadcast along the rows, and the per-sample constants take the labels' symbolic sizes
-// (symloss.go); a static batch builds the same graph as before.
+// with zero gradients, as in PyTorch). Over a symbolic batch the one-hot compares the labels
+// with one row of classes broadcast along the rows, and the per-sample constants take the
+// labels' symbolic sizes (symloss.go); a static batch builds the same graph as before.
 func (l Loss) classLoss(logp, labels *frontend.Tensor, r frontend.Reduction) *frontend.Tensor {
 	b := logp.Builder()
 	n, c := logp.Dim(0), logp.Dim(1)
@@ -197,10 +197,10 @@ func (l Loss) classLoss(logp, labels *frontend.Tensor, r frontend.Reduction) *fr
 		w = b.Tensor(l.Weight, dt, 1, c)
 		wy = onehot.Mul(w).Sum(1)
 	}
-	var kept *frontend.Tensor // 1 for the samples not ignored
+	var kept *frontend.Tensor // the samples not ignored
 	if l.IgnoreIndex != nil {
-		kept = labels.Ne(labels.FullLike(float64(*l.IgnoreIndex))).Cast(dt)
-		wy = wy.Mul(kept)
+		kept = labels.Ne(labels.FullLike(float64(*l.IgnoreIndex)))
+		wy = wy.Mul(kept.Cast(dt))
 	}
 	per := wy.Mul(nll)
 	if eps := l.LabelSmoothing; eps != 0 {
@@ -208,11 +208,13 @@ func (l Loss) classLoss(logp, labels *frontend.Tensor, r frontend.Reduction) *fr
 		if w != nil {
 			all = logp.Mul(w)
 		}
-		smooth := all.Sum(1).Neg()
-		if kept != nil {
-			smooth = smooth.Mul(kept)
-		}
-		per = per.MulScalar(1 - eps).Add(smooth.MulScalar(eps / float64(c)))
+		per = per.MulScalar(1 - eps).Add(all.Sum(1).Neg().MulScalar(eps / float64(c)))
+	}
+	if kept != nil {
+		// An ignored sample's loss is 0 selected, not 0·(-logp) multiplied: its gradient is 0
+		// even where the mean's is 1/0 (every label ignored: the loss is 0/0, NaN, and the
+		// gradients are zero, as PyTorch's).
+		per = frontend.Where(kept, per, per.FullLike(0))
 	}
 	switch r {
 	case frontend.ReductionNone:

@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/gcomp/gcomp/frontend"
 	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/passes/autodiff"
 	"github.com/gcomp/gcomp/runtime/ref"
 	"github.com/gcomp/gcomp/tensor"
 )
@@ -23,7 +26,22 @@ type torchLossCase struct {
 	Pred      []float64      `json:"pred"`
 	Target    []float64      `json:"target"`
 	Shape     []int          `json:"shape"`
-	Want      []float64      `json:"want"`
+	Want      []num          `json:"want"`
+	Grad      []num          `json:"grad"` // of the sum of the result, with respect to pred
+}
+
+// num is a float64 that JSON may spell "NaN", "Infinity" or "-Infinity", as the script writes
+// what is not finite.
+type num float64
+
+func (n *num) UnmarshalJSON(b []byte) error {
+	var s string
+	if json.Unmarshal(b, &s) == nil {
+		f, err := strconv.ParseFloat(s, 64)
+		*n = num(f)
+		return err
+	}
+	return json.Unmarshal(b, (*float64)(n))
 }
 
 func (c torchLossCase) loss(t *testing.T) Loss {
@@ -78,6 +96,9 @@ func TestLossesMatchTorch(t *testing.T) {
 		seen[l.Name] = true
 		r := map[string]frontend.Reduction{"mean": frontend.ReductionMean, "sum": frontend.ReductionSum, "none": frontend.ReductionNone}[c.Reduction]
 		name := fmt.Sprintf("%s/%s", l, c.Reduction)
+		if l.IgnoreIndex != nil && !slices.ContainsFunc(c.Target, func(y float64) bool { return y != float64(*l.IgnoreIndex) }) {
+			name += "/every label ignored"
+		}
 		t.Run(name, func(t *testing.T) {
 			pt := ir.T(ir.F64, c.Shape...)
 			tt := l.TargetType(pt)
@@ -85,9 +106,14 @@ func TestLossesMatchTorch(t *testing.T) {
 				tt = pt
 			}
 			g, err := frontend.Build("loss", func(b *frontend.Builder) {
-				b.Output("loss", l.Build(b.Input("pred", pt.DType, pt.Shape...), b.Input("target", tt.DType, tt.Shape...), r))
+				out := l.Build(b.Input("pred", pt.DType, pt.Shape...), b.Input("target", tt.DType, tt.Shape...), r)
+				b.Output("loss", out)
+				b.Output("sum", out.Sum())
 			})
 			if err != nil {
+				t.Fatal(err)
+			}
+			if g, err = autodiff.Grad(g, "sum", []string{"pred"}); err != nil {
 				t.Fatal(err)
 			}
 			in := map[string]*tensor.Tensor{"pred": tensor.FromFloats(pt, c.Pred), "target": tensor.FromFloats(tt, c.Target)}
@@ -95,13 +121,19 @@ func TestLossesMatchTorch(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := out["loss"].F
-			if len(got) != len(c.Want) {
-				t.Fatalf("%d values %v, PyTorch has %d", len(got), got, len(c.Want))
-			}
-			for i, w := range c.Want {
-				if math.Abs(got[i]-w) > 1e-12*(1+math.Abs(w)) {
-					t.Errorf("[%d] = %.17g, PyTorch %.17g", i, got[i], w)
+			for _, v := range []struct {
+				what string
+				got  []float64
+				want []num
+			}{{"loss", out["loss"].F, c.Want}, {"d/dpred", out[autodiff.GradPrefix+"pred"].F, c.Grad}} {
+				if len(v.got) != len(v.want) {
+					t.Fatalf("%s: %d values %v, PyTorch has %d", v.what, len(v.got), v.got, len(v.want))
+				}
+				for i, w := range v.want {
+					g, w := v.got[i], float64(w)
+					if !(math.Abs(g-w) <= 1e-12*(1+math.Abs(w)) || g == w || math.IsNaN(g) && math.IsNaN(w)) {
+						t.Errorf("%s[%d] = %.17g, PyTorch %.17g", v.what, i, g, w)
+					}
 				}
 			}
 		})

@@ -128,14 +128,15 @@ func Step(name string, model func(*frontend.Builder), opt Optimizer, o Options) 
 
 // StepFromGraph builds the training step of a forward graph. g is not changed.
 func StepFromGraph(fwd *ir.Graph, opt Optimizer, o Options) (*StepGraph, error) {
-	s, _, err := buildStep(fwd, opt, o, false)
+	s, _, err := buildStep(fwd, opt, o, false, false)
 	return s, err
 }
 
 // buildStep builds the step of fwd as one graph, or, with split, as two (SplitStepFromGraph):
 // the gradients, then the update. The update's part is the same code in both forms, so the two
-// compute the same numbers.
-func buildStep(fwd *ir.Graph, opt Optimizer, o Options, split bool) (*StepGraph, *StepGraph, error) {
+// compute the same numbers. With weighted, the split's gradients graph takes the seed factor
+// GradWeightName (ddp_sym.go).
+func buildStep(fwd *ir.Graph, opt Optimizer, o Options, split, weighted bool) (*StepGraph, *StepGraph, error) {
 	if err := opt.Check(); err != nil {
 		return nil, nil, err
 	}
@@ -256,7 +257,7 @@ func buildStep(fwd *ir.Graph, opt Optimizer, o Options, split bool) (*StepGraph,
 		}
 	}
 	var gweight *ir.Value
-	if split && len(g.Dims) > 0 { // ddp_sym.go: a rank's share of a global batch's mean
+	if split && weighted { // ddp_sym.go: a rank's share of a global batch's mean
 		if g.Lookup(GradWeightName) != nil && clash == "" {
 			clash = GradWeightName
 		}

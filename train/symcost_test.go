@@ -40,27 +40,8 @@ func TestSymbolicStepCost(t *testing.T) {
 		t.Fatal(err)
 	}
 	bound := res.Passes.Stats
-	cost := func(n int64) *passes.Stats {
-		g, err := ops.Instantiate(s.Graph, map[string]int64{frontend.BatchDim: n})
-		if err != nil {
-			t.Fatal(err)
-		}
-		popt := opt.Passes
-		popt.DisablePasses = append(popt.DisablePasses, "persist")
-		r, err := passes.Run(g, popt)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r.Stats
-	}
-	at64, at13 := cost(64), cost(13)
-	for _, c := range []struct {
-		name string
-		s    *passes.Stats
-	}{{"symbolic, at the bound 64", bound}, {"static at 64", at64}, {"static at 13", at13}} {
-		t.Logf("%-26s %2d kernels, %8d DRAM bytes, %7.3f µs in kernels, %7.3f µs on a stream",
-			c.name, c.s.Kernels, c.s.DRAMBytes, c.s.ModeledKernelTimeUS, c.s.ModeledTimeUS)
-	}
+	at64, at13 := stepCost(t, s, opt, 64), stepCost(t, s, opt, 13)
+	logCosts(t, []string{"symbolic, at the bound 64", "static at 64", "static at 13"}, bound, at64, at13)
 	// One more kernel at most: the loss's gradient seed −1/count, which the static step folds.
 	if bound.Kernels > at64.Kernels+1 || bound.ModeledKernelTimeUS > 1.01*at64.ModeledKernelTimeUS {
 		t.Errorf("the symbolic step at its bound plans %d kernels in %.3f µs, the static step at 64 %d in %.3f µs",
@@ -68,5 +49,31 @@ func TestSymbolicStepCost(t *testing.T) {
 	}
 	if at13.ModeledKernelTimeUS >= at64.ModeledKernelTimeUS {
 		t.Errorf("the step at 13 models %.3f µs, not less than at 64 (%.3f µs)", at13.ModeledKernelTimeUS, at64.ModeledKernelTimeUS)
+	}
+}
+
+// stepCost is the passes' cost report of the symbolic step s at batch n, the persistent-kernel
+// pass off (the static step at n, as the symbolic one runs it).
+func stepCost(t *testing.T, s *StepGraph, opt compiler.Options, n int64) *passes.Stats {
+	t.Helper()
+	g, err := ops.Instantiate(s.Graph, map[string]int64{frontend.BatchDim: n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	popt := opt.Passes
+	popt.DisablePasses = append(popt.DisablePasses, "persist")
+	r, err := passes.Run(g, popt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.Stats
+}
+
+// logCosts logs one line per named cost report, for docs/perf.md.
+func logCosts(t *testing.T, names []string, stats ...*passes.Stats) {
+	t.Helper()
+	for i, s := range stats {
+		t.Logf("%-26s %2d kernels, %8d DRAM bytes, %7.3f µs in kernels, %7.3f µs on a stream",
+			names[i], s.Kernels, s.DRAMBytes, s.ModeledKernelTimeUS, s.ModeledTimeUS)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ir/sym"
 )
 
 // rule is the gradient of one op. grad receives the node, the gradient dy of its result and which
@@ -197,8 +198,18 @@ func init() {
 			rows := table.Type.Shape[0]
 			ir0 := idx.Type.Shape.Rank()
 			shape := append(slices.Clone([]int(idx.Type.Shape)), rows)
-			ids := e.Op("iota", ir.Attrs{"shape": slices.Clone(shape), "dim": ir0, "dtype": idx.Type.DType})
-			onehot := e.Cast(e.Op("eq", nil, e.Broadcast(idx, shape, iota0(ir0)), ids), dy.Type.DType)
+			var ids, at *ir.Value
+			if idx.Type.Sym == nil {
+				ids = e.Op("iota", ir.Attrs{"shape": slices.Clone(shape), "dim": ir0, "dtype": idx.Type.DType})
+				at = e.Broadcast(idx, shape, iota0(ir0))
+			} else {
+				// Symbolic indices (a batch of tokens): an iota has static sizes, so the rows' indices
+				// are one iota broadcast to the indices' symbolic type.
+				t := ir.Type{DType: idx.Type.DType, Shape: shape, Sym: append(slices.Clone(idx.Type.Sym), sym.Const(int64(rows)))}
+				ids = e.BroadcastTo(e.Op("iota", ir.Attrs{"shape": []int{rows}, "dim": 0, "dtype": idx.Type.DType}), t, []int{ir0})
+				at = e.BroadcastTo(idx, t, iota0(ir0))
+			}
+			onehot := e.Cast(e.Op("eq", nil, at, ids), dy.Type.DType)
 			return []*ir.Value{dot(e, onehot, dy, nil, nil, iota0(ir0), iota0(ir0)), nil}
 		}}
 

@@ -110,10 +110,17 @@ func (e *Emitter) symConst(value float64, t ir.Type) *ir.Value {
 // of the same bound shape (an optimizer's scalar broadcast to a parameter shaped like the
 // activations at the bound would take the batch).
 func (e *Emitter) BroadcastScalarTo(a *ir.Value, t ir.Type) *ir.Value {
-	if len(e.G.Dims) == 0 || a.Type.Shape.Equal(t.Shape) && t.Sym == nil {
-		return e.BroadcastScalar(a, t.Shape)
+	return e.BroadcastTo(a, t, []int{})
+}
+
+// BroadcastTo is broadcast_in_dim(a) to t's sizes, symbolic ones included, with a's dim i at
+// dims[i]: the result is t, never a symbolic value's type of the same bound shape (what
+// Broadcast may take when a maps no symbolic size).
+func (e *Emitter) BroadcastTo(a *ir.Value, t ir.Type, dims []int) *ir.Value {
+	if len(e.G.Dims) == 0 || a.Type.Shape.Equal(t.Shape) && isIdentity(dims) && t.Sym == nil {
+		return e.Broadcast(a, t.Shape, dims)
 	}
-	attrs := ir.Attrs{"shape": slices.Clone([]int(t.Shape)), "dims": []int{}}
+	attrs := ir.Attrs{"shape": slices.Clone([]int(t.Shape)), "dims": slices.Clone(dims)}
 	r, err := ops.InferSym("broadcast_in_dim", []ir.Type{a.Type}, attrs, e.G.Ranges(), t.Sym)
 	if err != nil {
 		e.Fail("broadcasting %s to %s: %v", a.Type, t, err)
