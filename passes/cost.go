@@ -191,15 +191,22 @@ func blocks(k *Kernel, tf32 bool) int {
 }
 
 // decodePlan is the split-KV plan of an attention kernel codegen gives the decoding template
-// (a few query rows per head): over a symbolic batch (a buffer it reads has symbolic sizes), the
-// split for every batch up to the bound (codegen/ptx's symattn_decode.go).
+// (a few query rows per head): over a symbolic batch (a buffer it reads leads with a symbolic
+// dim), the split for every batch up to the bound (codegen/ptx's symattn_decode.go); over a
+// symbolic cache length alone, the bound's (symattn_decode_len.go).
 func decodePlan(k *Kernel) (splitkv.Plan, bool) {
 	if k.Kind != Attention || k.Body == nil {
 		return splitkv.Plan{}, false
 	}
 	for _, v := range k.Body.Values {
 		if v.Op == ops.AttentionOp {
-			if slices.ContainsFunc(k.Reads, func(b *Buffer) bool { return b.Type.Sym != nil }) {
+			if slices.ContainsFunc(k.Reads, func(b *Buffer) bool {
+				if len(b.Type.Sym) == 0 {
+					return false
+				}
+				_, c := b.Type.Sym[0].IsConst()
+				return !c
+			}) {
 				return splitkv.OfAnyBatch(v)
 			}
 			return splitkv.Of(v)
