@@ -142,8 +142,8 @@ func TestSymbolicDecodeLengthKernel(t *testing.T) {
 
 // runAt runs the kernel at batch n and cache length s twice (in order, then in a random block
 // order) and once more at the bound's grid, each equal bit for bit, against the reference, the
-// scratch left zero after each.
-func (c symLenCase) runAt(t *testing.T, dev *sim.Device, m *sim.Module, l Launch, g *ir.Graph, n, s int, scratch uint64) {
+// scratch left zero after each. It returns the first run's warp instructions.
+func (c symLenCase) runAt(t *testing.T, dev *sim.Device, m *sim.Module, l Launch, g *ir.Graph, n, s int, scratch uint64) int64 {
 	t.Helper()
 	gs := c.graph(t, n, s)
 	in := inputsFor(gs, uint64(7*s+n), 1)
@@ -165,6 +165,7 @@ func (c symLenCase) runAt(t *testing.T, dev *sim.Device, m *sim.Module, l Launch
 	size, _ := elems.Eval(env)
 	grid := w.Grid(size, l.Grid, l.Block)
 	var first []byte
+	var insts int64
 	for run, grid := range [][3]int{grid, grid, l.Grid} {
 		addr, types := map[string]uint64{}, map[string]ir.Type{}
 		var args []any
@@ -198,7 +199,8 @@ func (c symLenCase) runAt(t *testing.T, dev *sim.Device, m *sim.Module, l Launch
 			order = sim.RandomOrder
 		}
 		cfg := sim.Config{Grid: sim.Dim3{X: grid[0], Y: grid[1], Z: grid[2]}, Block: sim.Dim3{X: l.Block[0], Y: 1, Z: 1}, Order: order, Seed: 3, RaceGlobal: true}
-		if _, err := m.Launch("k0_attention", cfg, args...); err != nil {
+		st, err := m.Launch("k0_attention", cfg, args...)
+		if err != nil {
 			t.Fatalf("batch %d, S %d, grid %v: %v", n, s, grid, err)
 		}
 		got := make([]byte, want["o"].Type.Bytes())
@@ -215,7 +217,7 @@ func (c symLenCase) runAt(t *testing.T, dev *sim.Device, m *sim.Module, l Launch
 			}
 		}
 		if first == nil {
-			first = got
+			first, insts = got, st.WarpInsts
 			o, err := tensor.FromBytes(want["o"].Type, got)
 			if err != nil {
 				t.Fatal(err)
@@ -226,5 +228,51 @@ func (c symLenCase) runAt(t *testing.T, dev *sim.Device, m *sim.Module, l Launch
 		if !bytes.Equal(got, first) {
 			t.Errorf("batch %d, S %d, grid %v, run %d: other bits", n, s, grid, run)
 		}
+	}
+	return insts
+}
+
+// TestSymbolicDecodeLengthWarpInsts: at the bound the kernel over a symbolic cache length
+// executes about the static kernel's warp instructions (the same split; its sizes in registers),
+// and at half the bound about half of them: the chunks past the run's S do not run.
+//
+//	go test ./codegen/ptx -run TestSymbolicDecodeLengthWarpInsts -v
+func TestSymbolicDecodeLengthWarpInsts(t *testing.T) {
+	c := symLenCase{ir.F32, 1, false, 4, 4, 1, 512, 64, ops.MaskNone, false}
+	g := c.graph(t, c.b, c.s)
+	k := Kernel{Name: "k0_attention", Graph: g, Symbolic: true, Sizes: c.sizes(g)}
+	text, launches, err := Module([]Kernel{k}, Target{SM: 80})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev := sim.NewDevice()
+	m, err := dev.Load(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var scratch uint64
+	for _, a := range launches[0].Params {
+		if a.Kind == ArgScratch {
+			if scratch, err = dev.Alloc(a.Bytes); err != nil {
+				t.Fatal(err)
+			}
+			if err := dev.Write(scratch, make([]byte, a.Bytes)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	static := func(s int) int64 {
+		gs := c.graph(t, c.b, s)
+		return runKernel(t, Kernel{Name: "k0_attention", Graph: gs}, inputsFor(gs, 1, 1)).stats.WarpInsts
+	}
+	symBound, symHalf := c.runAt(t, dev, m, launches[0], g, 1, c.s, scratch), c.runAt(t, dev, m, launches[0], g, 1, c.s/2, scratch)
+	statBound, statHalf := static(c.s), static(c.s/2)
+	t.Logf("warp instructions, %d heads of %d, f32: S %d symbolic %d, static %d; S %d symbolic %d, static %d",
+		c.h, c.e, c.s, symBound, statBound, c.s/2, symHalf, statHalf)
+	if float64(symBound) > 1.05*float64(statBound) {
+		t.Errorf("at the bound the symbolic kernel executes %d warp instructions, the static %d: want at most 5%% more", symBound, statBound)
+	}
+	if float64(symHalf) > 0.6*float64(symBound) {
+		t.Errorf("at half the bound the symbolic kernel executes %d warp instructions, %d at the bound: want at most 60%%", symHalf, symBound)
 	}
 }
