@@ -45,19 +45,7 @@ func TestSymbolicDecodeLengthPlan(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, err := compiler.Compile(g, compiler.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var att *artifact.Kernel
-			for i, k := range res.Artifact.Plan.Kernels {
-				if strings.Contains(k.Name, "attention") {
-					att = &res.Artifact.Plan.Kernels[i]
-				}
-			}
-			if att == nil {
-				t.Fatalf("no attention kernel in %v", res.Artifact.Plan.Kernels)
-			}
+			res, att := compileAttention(t, g)
 			over := "over cache length kv,"
 			want := artifact.Work{Elements: "kv", Vector: 1, MaxBlocks: att.Grid[0], Tile: att.Work.Tile, Axis: 0}
 			if tc.batch > 0 {
@@ -105,4 +93,23 @@ func TestSymbolicDecodeLengthNVVM(t *testing.T) {
 		t.Fatalf("no attention kernel in %v", res.Artifact.Plan.Kernels)
 	}
 	checkNVVM(t, g, lib.Path)
+}
+
+// compileAttention builds g and returns the result and its (last) attention kernel.
+func compileAttention(t *testing.T, g *ir.Graph) (*compiler.Result, *artifact.Kernel) {
+	t.Helper()
+	res, err := compiler.Compile(g, compiler.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var att *artifact.Kernel
+	for i, k := range res.Artifact.Plan.Kernels {
+		if strings.Contains(k.Name, "attention") {
+			att = &res.Artifact.Plan.Kernels[i]
+		}
+	}
+	if att == nil {
+		t.Fatalf("no attention kernel in %v", res.Artifact.Plan.Kernels)
+	}
+	return res, att
 }

@@ -109,22 +109,7 @@ func TestSymbolicDecodeLengthKernel(t *testing.T) {
 			if last := l.Params[len(l.Params)-1]; last.Kind != ArgSize || last.Expr != want.Elements {
 				t.Fatalf("last parameter %+v, want the work's size %s", last, want.Elements)
 			}
-			dev := sim.NewDevice()
-			m, err := dev.Load(text)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var scratch uint64
-			for _, a := range l.Params {
-				if a.Kind == ArgScratch {
-					if scratch, err = dev.Alloc(a.Bytes); err != nil {
-						t.Fatal(err)
-					}
-					if err := dev.Write(scratch, make([]byte, a.Bytes)); err != nil {
-						t.Fatal(err)
-					}
-				}
-			}
+			dev, m, scratch := loadZeroScratch(t, text, l)
 			if (scratch != 0) != (sp.Splits > 1) {
 				t.Fatalf("scratch %v with %d splits", scratch != 0, sp.Splits)
 			}
@@ -245,22 +230,7 @@ func TestSymbolicDecodeLengthWarpInsts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dev := sim.NewDevice()
-	m, err := dev.Load(text)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var scratch uint64
-	for _, a := range launches[0].Params {
-		if a.Kind == ArgScratch {
-			if scratch, err = dev.Alloc(a.Bytes); err != nil {
-				t.Fatal(err)
-			}
-			if err := dev.Write(scratch, make([]byte, a.Bytes)); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	dev, m, scratch := loadZeroScratch(t, text, launches[0])
 	static := func(s int) int64 {
 		gs := c.graph(t, c.b, s)
 		return runKernel(t, Kernel{Name: "k0_attention", Graph: gs}, inputsFor(gs, 1, 1)).stats.WarpInsts
@@ -275,4 +245,27 @@ func TestSymbolicDecodeLengthWarpInsts(t *testing.T) {
 	if float64(symHalf) > 0.6*float64(symBound) {
 		t.Errorf("at half the bound the symbolic kernel executes %d warp instructions, %d at the bound: want at most 60%%", symHalf, symBound)
 	}
+}
+
+// loadZeroScratch loads text on a new simulated device and allocates launch l's scratch, zero,
+// if it has one (else 0).
+func loadZeroScratch(t *testing.T, text string, l Launch) (*sim.Device, *sim.Module, uint64) {
+	t.Helper()
+	dev := sim.NewDevice()
+	m, err := dev.Load(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var scratch uint64
+	for _, a := range l.Params {
+		if a.Kind == ArgScratch {
+			if scratch, err = dev.Alloc(a.Bytes); err != nil {
+				t.Fatal(err)
+			}
+			if err := dev.Write(scratch, make([]byte, a.Bytes)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return dev, m, scratch
 }

@@ -108,22 +108,7 @@ func TestSymbolicDecodeKernel(t *testing.T) {
 			if last := l.Params[len(l.Params)-1]; last.Kind != ArgSize || last.Expr != "batch" {
 				t.Fatalf("last parameter %+v, want the batch's size", last)
 			}
-			dev := sim.NewDevice()
-			m, err := dev.Load(text)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var scratch uint64
-			for _, a := range l.Params {
-				if a.Kind == ArgScratch {
-					if scratch, err = dev.Alloc(a.Bytes); err != nil {
-						t.Fatal(err)
-					}
-					if err := dev.Write(scratch, make([]byte, a.Bytes)); err != nil {
-						t.Fatal(err)
-					}
-				}
-			}
+			dev, m, scratch := loadZeroScratch(t, text, l)
 			if (scratch != 0) != (sp.Splits > 1) {
 				t.Fatalf("scratch %v with %d splits", scratch != 0, sp.Splits)
 			}
