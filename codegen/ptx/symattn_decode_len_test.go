@@ -85,13 +85,8 @@ func TestSymbolicDecodeLengthKernel(t *testing.T) {
 			}
 			assemble(t, text)
 			l := launches[0]
-			var att *ir.Value
-			for _, v := range g.Values {
-				if v.Op == ops.AttentionOp {
-					att = v
-				}
-			}
-			sp, _, _, ok := plan.SymDecodeLength(att, k.Sizes)
+			p, _ := PlanAttention(g)
+			sp, _, _, ok := plan.SymDecodeLength(p.Op, k.Sizes)
 			over := "over cache length past+1, "
 			if c.batch {
 				over = "over batch batch and cache length past+1, "
