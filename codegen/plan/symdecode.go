@@ -60,8 +60,9 @@ func batchLeads(v *ir.Value, sizes map[*ir.Value][]sym.Expr, batch sym.Expr) boo
 // with its batch's and S's expressions: codegen/ptx's split-KV decoding over a symbolic cache
 // length (symattn_decode_len.go) takes it. The heads, the query length and the head dims are
 // static, K and V share S, and the op appends no cache (a cache appended to has a static
-// length). The split is planned at the bound's S (splitkv.Of, or OfAnyBatch when the batch is
-// symbolic too); false otherwise.
+// length). The split is planned once for every length up to the bound's S
+// (splitkv.OfAnyLength, over every batch up to the bound when the batch is symbolic too); false
+// otherwise.
 func SymDecodeLength(op *ir.Value, sizes map[*ir.Value][]sym.Expr) (sp splitkv.Plan, batch, length sym.Expr, ok bool) {
 	if sizes == nil || op.Op != ops.AttentionOp || len(op.Args) < 3 || splitkv.AppendedRows(op) > 0 {
 		return splitkv.Plan{}, batch, length, false
@@ -75,11 +76,7 @@ func SymDecodeLength(op *ir.Value, sizes map[*ir.Value][]sym.Expr) (sp splitkv.P
 			return splitkv.Plan{}, batch, length, false
 		}
 	}
-	if isConst(q[0]) {
-		sp, ok = splitkv.Of(op)
-	} else {
-		sp, ok = splitkv.OfAnyBatch(op)
-	}
+	sp, ok = splitkv.OfAnyLength(op, !isConst(q[0]))
 	return sp, q[0], k[2], ok
 }
 

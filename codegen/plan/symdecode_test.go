@@ -11,7 +11,7 @@ import (
 
 // TestSymDecodeLength: split-KV decoding over a symbolic cache length takes attention whose keys'
 // length is symbolic (K's and V's alike), its heads, query length and head dims static, over a
-// static batch (splitkv.Of's split) or a symbolic one (OfAnyBatch's); not a static length (a
+// static batch or a symbolic one (splitkv.OfAnyLength's split for either); not a static length (a
 // symbolic batch alone is SymDecodeBatch's), a symbolic query length, heads or head dim, V of
 // another length, a query too long for the template, an appended cache, nor a kernel without
 // sizes.
@@ -57,10 +57,7 @@ func TestSymDecodeLength(t *testing.T) {
 			if !ok {
 				return
 			}
-			want, _ := splitkv.Of(att)
-			if tc.anyBtch {
-				want, _ = splitkv.OfAnyBatch(att)
-			}
+			want, _ := splitkv.OfAnyLength(att, tc.anyBtch)
 			if sp != want || !b.Equal(tc.q[0]) || !length.Equal(tc.k[2]) {
 				t.Errorf("plan %+v, batch %s, length %s; want %+v, %s, %s", sp, b, length, want, tc.q[0], tc.k[2])
 			}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gcomp/gcomp/artifact"
 	"github.com/gcomp/gcomp/codegen/plan"
+	"github.com/gcomp/gcomp/codegen/splitkv"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ir/sym"
 	"github.com/gcomp/gcomp/ops"
@@ -224,6 +225,11 @@ func TestSymbolicDecodeLengthWarpInsts(t *testing.T) {
 	text, launches, err := Module([]Kernel{k}, Target{SM: 80})
 	if err != nil {
 		t.Fatal(err)
+	}
+	p, _ := PlanAttention(g)
+	lp, _, _, _ := plan.SymDecodeLength(p.Op, k.Sizes)
+	if sp, _ := splitkv.Of(p.Op); lp.Chunk != sp.Chunk {
+		t.Fatalf("chunks of %d, the static kernel's %d: want the same split to compare", lp.Chunk, sp.Chunk)
 	}
 	dev, m, scratch := loadZeroScratch(t, text, launches[0])
 	static := func(s int) int64 {
