@@ -10,9 +10,9 @@ import (
 // Split-KV decoding over a symbolic cache length: a decoding step's attention whose keys and
 // values have a length S known at launch (a cache grown by concatenation, ONNX's
 // past_key_values: K [b, h, past+1, d]), its heads, query length and head dims static
-// (plan.SymDecodeLength). The split is planned once at the bound's S: the chunk is an immediate,
-// and so are the partials' and tickets' layout in scratch (the bound's Splits per (batch entry,
-// KV head)). A run uses the first ⌈S/Chunk⌉ chunks: the kernel computes that count from S, a
+// (plan.SymDecodeLength). The split is planned once for every length up to the bound
+// (splitkv.ForLengths): the chunk is an immediate, and so are the partials' and tickets' layout
+// in scratch (the bound's Splits per (batch entry, KV head)). A run uses the first ⌈S/Chunk⌉ chunks: the kernel computes that count from S, a
 // block whose chunk is at or past it exits before touching memory, the (batch entry, KV head)'s
 // ticket counts only the run's chunks and the combine reads and zeroes only theirs. Launching
 // every chunk of the bound with the chunks past S publishing empty partials would combine

@@ -64,7 +64,7 @@ func (c symLenCase) sizes(g *ir.Graph) map[*ir.Value][]sym.Expr {
 // TestSymbolicDecodeLengthKernel: split-KV decoding over a symbolic cache length (and a symbolic
 // batch), built once at the bounds, runs on the memchecked simulator (a race check between the
 // blocks) at S = 1, a prime, a chunk multiple and the bound against the reference: the split is
-// the bound's, the grid's x the run's chunk count (over a symbolic batch, z the run's batch),
+// plan.SymDecodeLength's, the grid's x the run's chunk count (over a symbolic batch, z the run's batch),
 // the scratch one allocation every run leaves zero, two runs (the second in a random block
 // order) bit for bit equal, and a launch at the bound's grid equal to them (blocks past the
 // run's chunks and batch exit). Inputs hold the run's keys only, contiguous at the run's S, so a
