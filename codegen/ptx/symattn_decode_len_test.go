@@ -175,12 +175,7 @@ func (c symLenCase) runAt(t *testing.T, dev *sim.Device, m *sim.Module, l Launch
 				t.Fatalf("unexpected parameter %+v", a)
 			}
 		}
-		order := sim.InOrder
-		if run == 1 {
-			order = sim.RandomOrder
-		}
-		cfg := sim.Config{Grid: sim.Dim3{X: grid[0], Y: grid[1], Z: grid[2]}, Block: sim.Dim3{X: l.Block[0], Y: 1, Z: 1}, Order: order, Seed: 3, RaceGlobal: true}
-		st, err := m.Launch("k0_attention", cfg, args...)
+		st, err := m.Launch("k0_attention", decodeRunConfig(grid, l.Block[0], run, 3), args...)
 		if err != nil {
 			t.Fatalf("batch %d, S %d, grid %v: %v", n, s, grid, err)
 		}
@@ -269,4 +264,14 @@ func loadZeroScratch(t *testing.T, text string, l Launch) (*sim.Device, *sim.Mod
 		}
 	}
 	return dev, m, scratch
+}
+
+// decodeRunConfig is a decode test's launch of run (0, 1, …): the global race check on, run 1 in
+// a random block order (seed), the others in order.
+func decodeRunConfig(grid [3]int, threads, run int, seed uint64) sim.Config {
+	order := sim.InOrder
+	if run == 1 {
+		order = sim.RandomOrder
+	}
+	return sim.Config{Grid: sim.Dim3{X: grid[0], Y: grid[1], Z: grid[2]}, Block: sim.Dim3{X: threads, Y: 1, Z: 1}, Order: order, Seed: seed, RaceGlobal: true}
 }

@@ -172,12 +172,7 @@ func (c symDecodeCase) runAt(t *testing.T, dev *sim.Device, m *sim.Module, l Lau
 				t.Fatalf("unexpected parameter %+v", a)
 			}
 		}
-		order := sim.InOrder
-		if run == 1 {
-			order = sim.RandomOrder
-		}
-		cfg := sim.Config{Grid: sim.Dim3{X: grid[0], Y: grid[1], Z: grid[2]}, Block: sim.Dim3{X: l.Block[0], Y: 1, Z: 1}, Order: order, Seed: 5, RaceGlobal: true}
-		if _, err := m.Launch("k0_attention", cfg, args...); err != nil {
+		if _, err := m.Launch("k0_attention", decodeRunConfig(grid, l.Block[0], run, 5), args...); err != nil {
 			t.Fatalf("batch %d, grid %v: %v", n, grid, err)
 		}
 		read := func(name string, bytes int) []byte {
