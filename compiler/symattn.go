@@ -61,8 +61,8 @@ func bodySizes(k *passes.Kernel, kg *passes.KernelGraph, ranges sym.Ranges) (map
 		for i, a := range v.Args {
 			args[i] = ir.Type{DType: a.Type.DType, Shape: a.Type.Shape, Sym: sizes[a]}
 		}
-		if v.Op == ops.AttentionOp { // [B, H, L] of q, Ev of v
-			sizes[v] = append(slices.Clone(sizes[v.Args[0]][:3]), ptx.SymSizes(v.Args[2], sizes)[3])
+		if v.Op == ops.AttentionOp { // [B, H, L] of q, Ev of v (q may be static: a cache's length alone is symbolic)
+			sizes[v] = append(slices.Clone(ptx.SymSizes(v.Args[0], sizes)[:3]), ptx.SymSizes(v.Args[2], sizes)[3])
 			continue
 		}
 		it, err := ops.InferSym(v.Op, args, v.Attrs, ranges, nil)

@@ -4,7 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gcomp/gcomp/artifact"
 	"github.com/gcomp/gcomp/codegen/backend"
 	"github.com/gcomp/gcomp/codegen/nvvm/libnvvm"
 	"github.com/gcomp/gcomp/compiler"
@@ -39,19 +38,7 @@ func TestSymbolicDecodePlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := compiler.Compile(g, compiler.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var att *artifact.Kernel
-	for i, k := range res.Artifact.Plan.Kernels {
-		if strings.Contains(k.Name, "attention") {
-			att = &res.Artifact.Plan.Kernels[i]
-		}
-	}
-	if att == nil {
-		t.Fatalf("no attention kernel in %v", res.Artifact.Plan.Kernels)
-	}
+	res, att := compileAttention(t, g)
 	if !strings.HasSuffix(att.Name, "_attention_append") || len(res.Artifact.Plan.Kernels) != 2 {
 		t.Errorf("kernels %v, want the update kernels merged into the attention (appendkv) and the heads' copy", res.Artifact.Plan.Kernels)
 	}

@@ -191,15 +191,29 @@ func blocks(k *Kernel, tf32 bool) int {
 }
 
 // decodePlan is the split-KV plan of an attention kernel codegen gives the decoding template
-// (a few query rows per head): over a symbolic batch (a buffer it reads has symbolic sizes), the
-// split for every batch up to the bound (codegen/ptx's symattn_decode.go).
+// (a few query rows per head): over a symbolic batch (a buffer it reads leads with a symbolic
+// dim), the split for every batch up to the bound (codegen/ptx's symattn_decode.go); over a
+// symbolic cache length (K's buffer's length is symbolic), the split for every length up to the
+// bound (symattn_decode_len.go).
 func decodePlan(k *Kernel) (splitkv.Plan, bool) {
 	if k.Kind != Attention || k.Body == nil {
 		return splitkv.Plan{}, false
 	}
+	symbolic := func(b *Buffer, axis int) bool {
+		if len(b.Type.Sym) <= axis {
+			return false
+		}
+		_, c := b.Type.Sym[axis].IsConst()
+		return !c
+	}
 	for _, v := range k.Body.Values {
 		if v.Op == ops.AttentionOp {
-			if slices.ContainsFunc(k.Reads, func(b *Buffer) bool { return b.Type.Sym != nil }) {
+			anyBatch := slices.ContainsFunc(k.Reads, func(b *Buffer) bool { return symbolic(b, 0) })
+			if base, _, _, ok := ops.StridedView(v.Args[1]); ok && base.Op == ir.OpInput && len(base.Type.Shape) == 4 &&
+				slices.ContainsFunc(k.Reads, func(b *Buffer) bool { return b.Name == base.Name && symbolic(b, 2) }) {
+				return splitkv.OfAnyLength(v, anyBatch)
+			}
+			if anyBatch {
 				return splitkv.OfAnyBatch(v)
 			}
 			return splitkv.Of(v)

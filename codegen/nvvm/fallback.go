@@ -9,7 +9,8 @@ import (
 
 // borrowed reports whether k takes a template this package has no counterpart for, whose
 // kernels codegen/backend's nvvm producer takes from codegen/ptx rather than refuse the model:
-// the tensor-core GEMM over a quantized weight (plan.QuantizedMMA), attention's backward at
+// the tensor-core GEMM over a quantized weight (plan.QuantizedMMA), attention's backward and
+// split-KV decoding over a symbolic cache length (codegen/ptx's symattn_decode_len.go) at
 // symbolic sizes, a norm GEMV writing its prologue's rows (codegen/ptx's
 // gemvnormout.go: the decode step's embeddings), kernels reading or writing layers of
 // stacked buffers at offsets of the run's rows (symlayer.go), folds of the rows over
@@ -40,6 +41,9 @@ func borrowedTemplate(k plan.Kernel, t plan.Target) string {
 	if k.Symbolic && k.Sizes != nil {
 		if _, ok := plan.BackwardAttention(k.Graph); ok {
 			return "symbolic attention backward"
+		}
+		if decodesLength(k) { // symattn_decode.go
+			return "split-KV decoding over a symbolic cache length"
 		}
 	}
 	switch plan.Template(k) {

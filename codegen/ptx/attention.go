@@ -86,9 +86,13 @@ func attentionKernel(k Kernel, t Target) (string, Launch, error) {
 	// Few query rows, a long cache: flash-decoding (attention_decode.go); at symbolic sizes over a
 	// batch alone, batch its expression (symattn_decode.go), else the CUDA-core template.
 	sp, decode := splitkv.Of(p.Op)
-	batch := ""
+	batch, decodeLength := "", false
 	if k.Symbolic {
 		sp, batch, decode = symDecode(k, p)
+		if !decode { // over a symbolic cache length (symattn_decode_len.go)
+			sp, decodeLength = symDecodeLength(k, p)
+			decode = decodeLength
+		}
 	}
 	if err := symAttnRefused(k, p); err != nil && !decode {
 		return "", Launch{}, err
@@ -100,9 +104,14 @@ func attentionKernel(k Kernel, t Target) (string, Launch, error) {
 	w := &attnWriter{name: k.Name, p: p, ptr: map[*ir.Value]string{}}
 	params, args := w.bindAll(k)
 	var work *SymWork
-	if !decode {
+	switch {
+	case !decode:
 		var err error
 		if work, err = w.symbolic(k, &params, &args); err != nil { // symattn.go
+			return "", Launch{}, err
+		}
+	case decodeLength:
+		if err := w.symDecodeDims(k, &params, &args); err != nil {
 			return "", Launch{}, err
 		}
 	}

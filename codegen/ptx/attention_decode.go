@@ -34,9 +34,12 @@ func (w *attnWriter) decodeKernel(k Kernel, sp splitkv.Plan, operands []attnOper
 	}
 	var work *SymWork
 	over := ""
-	if batch != "" {
+	switch {
+	case batch != "":
 		work = w.symDecodeBatch(k, batch, &params, &args)
 		over = " over batch " + batch + ","
+	case w.sym != nil: // over a symbolic cache length
+		work, over = w.symDecodeLengthWork(k, sp, &params, &args)
 	}
 	w.decode(sp, operands, w.ptr[w.p.Op], scratch)
 
@@ -83,7 +86,7 @@ func (w *attnWriter) decode(sp splitkv.Plan, operands []attnOperand, out, scratc
 	k0, kend := u32(), u32()
 	w.ins("mul.lo.s32", k0, split, uimm(sp.Chunk))
 	w.ins("add.s32", kend, k0, uimm(sp.Chunk))
-	w.ins("min.u32", kend, kend, uimm(sp.S))
+	w.ins("min.u32", kend, kend, w.dimS())
 	last := u32()
 	w.ins("mov.u32", last, uimm(sp.L-1))
 	w.ins("min.u32", kend, kend, w.keyLimit(mask, posv, last))
@@ -162,7 +165,7 @@ func (w *attnWriter) decode(sp splitkv.Plan, operands []attnOperand, out, scratc
 	ticket, flag := u32(), u32()
 	lp := pred()
 	w.ins("atom.global.add.u32", ticket, counter, "1")
-	w.ins("setp.eq.u32", lp, ticket, uimm(sp.Splits-1))
+	w.ins("setp.eq.u32", lp, ticket, w.dimLastSplit(sp))
 	w.ins("selp.u32", flag, "1", "0", lp)
 	w.ins("st.shared.u32", "["+isLast+"]", flag)
 	w.label(ticketed)
@@ -196,7 +199,7 @@ func (w *attnWriter) combineRow(rw *attnRow, tag string, sp splitkv.Plan, lane, 
 		top, done := "$"+w.name+"_"+name+tag, "$"+w.name+"_"+name+"_done"+tag
 		w.label(top)
 		in := w.reg("pred")
-		w.ins("setp.lt.u32", in, s, uimm(sp.Splits))
+		w.ins("setp.lt.u32", in, s, w.dimSplits(sp))
 		w.ins("@!"+in+" bra.uni", done)
 		body(at)
 		w.ins("add.s32", s, s, "1")
@@ -251,7 +254,7 @@ func (w *attnWriter) combineRow(rw *attnRow, tag string, sp splitkv.Plan, lane, 
 	top, done := "$"+w.name+"_zero"+tag, "$"+w.name+"_zeroed"+tag
 	w.label(top)
 	in := w.reg("pred")
-	w.ins("setp.lt.u32", in, s, uimm(sp.Splits))
+	w.ins("setp.lt.u32", in, s, w.dimSplits(sp))
 	w.ins("@!"+in+" bra", done)
 	w.ins("mad.lo.s32", at, s, uimm(sp.Rows*stride), first)
 	w.ins("st.global.f32", w.addr(scratch, at, 4), f32Imm(0))

@@ -23,6 +23,7 @@ type symAttn struct {
 	dims                  map[string]string // each dim → its parameter's register
 	l, lLast, s, rowTiles string
 	keyBlocks             string // ⌈S/AttentionGradKeys⌉ for the dk/dv template (keyGrid), else ""
+	chunks, lastChunk     string // split-KV decoding's chunks at the run's S and the last's index (symattn_decode_len.go)
 }
 
 // dimL, dimLast, dimS and dimRowTiles are L, L−1, S and the row tiles: immediates at the bound,

@@ -108,22 +108,7 @@ func TestSymbolicDecodeKernel(t *testing.T) {
 			if last := l.Params[len(l.Params)-1]; last.Kind != ArgSize || last.Expr != "batch" {
 				t.Fatalf("last parameter %+v, want the batch's size", last)
 			}
-			dev := sim.NewDevice()
-			m, err := dev.Load(text)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var scratch uint64
-			for _, a := range l.Params {
-				if a.Kind == ArgScratch {
-					if scratch, err = dev.Alloc(a.Bytes); err != nil {
-						t.Fatal(err)
-					}
-					if err := dev.Write(scratch, make([]byte, a.Bytes)); err != nil {
-						t.Fatal(err)
-					}
-				}
-			}
+			dev, m, scratch := loadZeroScratch(t, text, l)
 			if (scratch != 0) != (sp.Splits > 1) {
 				t.Fatalf("scratch %v with %d splits", scratch != 0, sp.Splits)
 			}
@@ -187,12 +172,7 @@ func (c symDecodeCase) runAt(t *testing.T, dev *sim.Device, m *sim.Module, l Lau
 				t.Fatalf("unexpected parameter %+v", a)
 			}
 		}
-		order := sim.InOrder
-		if run == 1 {
-			order = sim.RandomOrder
-		}
-		cfg := sim.Config{Grid: sim.Dim3{X: grid[0], Y: grid[1], Z: grid[2]}, Block: sim.Dim3{X: l.Block[0], Y: 1, Z: 1}, Order: order, Seed: 5, RaceGlobal: true}
-		if _, err := m.Launch("k0_attention", cfg, args...); err != nil {
+		if _, err := m.Launch("k0_attention", decodeRunConfig(grid, l.Block[0], run, 5), args...); err != nil {
 			t.Fatalf("batch %d, grid %v: %v", n, grid, err)
 		}
 		read := func(name string, bytes int) []byte {
