@@ -1,0 +1,120 @@
+package nvvm
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/gcomp/gcomp/codegen/plan"
+	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ir/sym"
+	"github.com/gcomp/gcomp/runtime/ref"
+	"github.com/gcomp/gcomp/tensor"
+)
+
+// TestSymbolicLayers: row loop kernels reading and writing layers of stacked buffers at offsets
+// of the run's rows (Kernel.Sizes their layers'; plan.LayerSized) are the NVVM producer's own
+// (Lacks names nothing), with codegen/ptx's parameters (each nonzero offset an ArgSize whose
+// Expr is the offset, before the size), launch and work; they assemble for sm_80 and sm_90
+// without spills, and on the memchecked simulator at 0, 1, a prime and the bound's rows, the
+// stacked buffers only their run's layers long, they equal the reference and codegen/ptx's
+// entry bit for bit, and write no element past the run's.
+func TestSymbolicLayers(t *testing.T) {
+	p := requireProducer(t)
+	const bound = 8
+	batch := sym.Sym("batch")
+	for _, tc := range []struct {
+		name    string
+		src     func(b int) string
+		stacked []string // the inputs whose sizes Kernel.Sizes holds, [layers, batch, h], as every concat's
+		offsets int      // the offsets' parameters
+	}{
+		{"layer 1 of 2, f32", func(b int) string {
+			return fmt.Sprintf("graph k {\n  input %%h : f32[2,%[1]d,16]\n  %%0 = slice(%%h) {limit=[2,%[1]d,16], start=[1,0,0]} : f32[1,%[1]d,16]\n"+
+				"  %%1 = neg(%%0) : f32[1,%[1]d,16]\n  output y = %%1\n}\n", b)
+		}, []string{"h"}, 1},
+		{"layers stacked into an output, f16", func(b int) string {
+			return fmt.Sprintf("graph k {\n  input %%x : f16[1,%[1]d,8]\n  %%0 = neg(%%x) : f16[1,%[1]d,8]\n  %%1 = mul(%%x, %%x) : f16[1,%[1]d,8]\n"+
+				"  %%2 = concat(%%0, %%1) {axis=0} : f16[2,%[1]d,8]\n  output hn = %%2\n}\n", b)
+		}, nil, 1},
+		{"both layers of a stacked input into a stacked output, f32", func(b int) string {
+			return fmt.Sprintf("graph k {\n  input %%h : f32[2,%[1]d,4]\n  %%0 = slice(%%h) {limit=[2,%[1]d,4], start=[1,0,0]} : f32[1,%[1]d,4]\n"+
+				"  %%1 = slice(%%h) {limit=[1,%[1]d,4], start=[0,0,0]} : f32[1,%[1]d,4]\n  %%2 = add(%%0, %%1) : f32[1,%[1]d,4]\n  %%3 = sub(%%0, %%1) : f32[1,%[1]d,4]\n"+
+				"  %%4 = concat(%%3, %%2) {axis=0} : f32[2,%[1]d,4]\n  output o = %%4\n}\n", b)
+		}, []string{"h"}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			parse := func(b int) *ir.Graph {
+				g, err := ir.Parse("k.gir", []byte(tc.src(b)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return g
+			}
+			g := parse(bound)
+			k := plan.Kernel{Name: "k0", Graph: g, Symbolic: true, Rows: bound, Sizes: map[*ir.Value][]sym.Expr{}}
+			for _, v := range g.Values {
+				if v.Op == ir.OpInput && slices.Contains(tc.stacked, v.Name) || v.Op == "concat" {
+					k.Sizes[v] = []sym.Expr{sym.Const(int64(v.Type.Shape[0])), batch, sym.Const(int64(v.Type.Shape[2]))}
+				}
+			}
+			if !plan.LayerSized(k) {
+				t.Fatalf("sizes %v: not a kernel of layers", k.Sizes)
+			}
+			text, l, ptxText, pl := bothSymbolic(t, p, k, plan.Target{SM: 80})
+			offsets := 0
+			for _, a := range l.Params[:len(l.Params)-1] {
+				if a.Kind == plan.ArgSize && a.Expr != "" {
+					offsets++
+				}
+			}
+			if last := l.Params[len(l.Params)-1]; offsets != tc.offsets || last.Kind != plan.ArgSize || last.Expr != "" {
+				t.Errorf("params %+v: want %d offsets, then the size", l.Params, tc.offsets)
+			}
+			assemble(t, text, []plan.Kernel{k})
+			in := inputsFor(g, 5)
+			for _, r := range []int{0, 1, 5, bound} {
+				part := map[string]*tensor.Tensor{}
+				gr := parse(r)
+				inputs := map[string]*tensor.Tensor{}
+				for _, v := range gr.Inputs() {
+					part[v.Name] = firstRows(t, in[v.Name], bound, r)
+					x, err := tensor.FromBytes(v.Type, part[v.Name].Bytes())
+					if err != nil {
+						t.Fatal(err)
+					}
+					inputs[v.Name] = x
+				}
+				want, err := ref.Run(gr, inputs, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				size := func(w *plan.SymWork) func(plan.Arg) int {
+					return func(a plan.Arg) int {
+						if a.Expr == "" {
+							return r * w.Scale
+						}
+						e, err := sym.Parse(a.Expr)
+						if err != nil {
+							t.Fatal(err)
+						}
+						n, err := e.Eval(map[string]int64{"batch": int64(r)})
+						if err != nil {
+							t.Fatal(err)
+						}
+						return int(n)
+					}
+				}
+				rows := func(string) bool { return true }
+				got := runRows(t, text, k, l, part, bound, r, size(l.Work), rows)
+				emitted := runRows(t, ptxText, k, pl, part, bound, r, size(pl.Work), rows)
+				for _, o := range g.Outputs {
+					what := fmt.Sprintf("%s at %d of %d rows", o.Name, r, bound)
+					w := firstRows(t, want[o.Name], max(r, 1), r)
+					compare(t, what+" (reference)", got[o.Name], w, true, precision(g, o.Value), false, 0)
+					compare(t, what+" (codegen/ptx)", got[o.Name], emitted[o.Name], true, precision(g, o.Value), false, 0)
+				}
+			}
+		})
+	}
+}
