@@ -31,7 +31,8 @@ var approximate = map[string]bool{"exp": true, "log": true, "tanh": true, "sigmo
 // codegen/ptx's parameters and work for each symbolic kernel, and, where the arithmetic is the
 // same, equal to codegen/ptx's build bit for bit. Every entry is libNVVM's but where a model
 // says it borrows (the kernels reading or writing layers of stacked buffers, in row loops and
-// persistent stages, are codegen/nvvm's own: symlayer.go).
+// persistent stages, and the folds over scattered axes are codegen/nvvm's own: symlayer.go,
+// symfold_scatter.go).
 func TestSymbolicNVVM(t *testing.T) {
 	lib := libnvvm.Require(t)
 	type model struct {
@@ -46,8 +47,9 @@ func TestSymbolicNVVM(t *testing.T) {
 	for _, tc := range symbolicGraphs {
 		models = append(models, model{name: "flat " + tc.name, graph: func() (*ir.Graph, error) { return ir.Parse("s.gir", []byte(tc.gir)) }})
 	}
-	// The folds and the persistent kernels with symbolic stages are codegen/nvvm's own.
-	for _, tc := range foldGraphs {
+	// The folds (over scattered axes too: symfold_scatter.go) and the persistent kernels with
+	// symbolic stages are codegen/nvvm's own.
+	for _, tc := range slices.Concat(foldGraphs, scatterFolds) {
 		models = append(models, model{name: "fold " + tc.name, graph: func() (*ir.Graph, error) { return ir.Parse("s.gir", []byte("graph s {\n"+tc.body+"}\n")) }})
 	}
 	for _, tc := range persistModels {

@@ -2,7 +2,6 @@ package nvvm
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/gcomp/gcomp/codegen/plan"
 )
@@ -45,10 +44,6 @@ func borrowedTemplate(k plan.Kernel, t plan.Target) string {
 	case "norm gemv":
 		if writesRows(k) {
 			return "GEMV writing its norm prologue's rows"
-		}
-	case "reduction":
-		if rp, err := plan.ReducePlan(k); k.Symbolic && err == nil && rp.Scattered && slices.Contains(rp.Axes, 0) {
-			return "fold over scattered axes"
 		}
 	}
 	return ""
