@@ -31,8 +31,8 @@ var approximate = map[string]bool{"exp": true, "log": true, "tanh": true, "sigmo
 // codegen/ptx's parameters and work for each symbolic kernel, and, where the arithmetic is the
 // same, equal to codegen/ptx's build bit for bit. Every entry is libNVVM's but where a model
 // says it borrows (the kernels reading or writing layers of stacked buffers, in row loops and
-// persistent stages, and the folds over scattered axes are codegen/nvvm's own: symlayer.go,
-// symfold_scatter.go).
+// persistent stages, and the folds over scattered axes and through views are codegen/nvvm's own:
+// symlayer.go, symfold_scatter.go, symfold_view.go).
 func TestSymbolicNVVM(t *testing.T) {
 	lib := libnvvm.Require(t)
 	type model struct {
@@ -51,6 +51,9 @@ func TestSymbolicNVVM(t *testing.T) {
 	// symbolic stages are codegen/nvvm's own.
 	for _, tc := range slices.Concat(foldGraphs, scatterFolds) {
 		models = append(models, model{name: "fold " + tc.name, graph: func() (*ir.Graph, error) { return ir.Parse("s.gir", []byte("graph s {\n"+tc.body+"}\n")) }})
+	}
+	for _, tc := range foldViewGraphs { // symfold_view.go
+		models = append(models, model{name: "fold through views " + tc.name, graph: func() (*ir.Graph, error) { return ir.Parse("s.gir", []byte("graph s {\n"+tc.body+"}\n")) }})
 	}
 	for _, tc := range persistModels {
 		models = append(models, model{name: "persistent " + tc.name, graph: func() (*ir.Graph, error) { return frontend.Build("m", tc.build) }})

@@ -9,15 +9,15 @@ import (
 // borrowed reports whether k takes a template this package has no counterpart for, whose
 // kernels codegen/backend's nvvm producer takes from codegen/ptx rather than refuse the model:
 // the tensor-core GEMM over a quantized weight (plan.QuantizedMMA), attention's backward at
-// symbolic sizes, a norm GEMV writing its prologue's rows (codegen/ptx's
-// gemvnormout.go: the decode step's embeddings), folds of the rows over scattered axes
-// (BatchNorm's statistics: codegen/ptx's symfold_scatter.go), and GEMMs whose K is the symbolic
-// rows read through views at the run's sizes (symfold_view.go). Copies, GEMMs
+// symbolic sizes, and a norm GEMV writing its prologue's rows (codegen/ptx's
+// gemvnormout.go: the decode step's embeddings). Copies, GEMMs
 // over views, the attention forward on CUDA cores and tensor cores (writing its log-sum-exp too),
-// split-KV decoding over a symbolic batch, folds of strided operands, the KV cache write,
-// persistent kernels at symbolic sizes and the row loops and persistent stages reading or
-// writing layers of stacked buffers at offsets of the run's rows are this package's own
-// (symstride*.go, symattn*.go, symfold.go, symupdate.go, sympersist.go, symlayer.go). The launch records it (Producer "ptx" and a note); both producers share names,
+// split-KV decoding over a symbolic batch, folds of strided operands, over scattered axes
+// (BatchNorm's statistics) and through views (a weight gradient of attention's heads merged
+// back), the KV cache write, persistent kernels at symbolic sizes and the row loops and
+// persistent stages reading or writing layers of stacked buffers at offsets of the run's rows
+// are this package's own (symstride*.go, symattn*.go, symfold*.go, symupdate.go,
+// sympersist.go, symlayer.go). The launch records it (Producer "ptx" and a note); both producers share names,
 // parameters and launches, so one plan runs the merged module. (The tensor-core attention forward writing its rows' log-sum-exp, dk/dv
 // and dq on tensor cores, once borrowed, are attention_lse_mma.go's, attention_bwd_mma.go's and
 // attention_bwd_dq_mma.go's.)
@@ -37,9 +37,6 @@ func borrowedTemplate(k plan.Kernel, t plan.Target) string {
 	case "contraction":
 		if plan.QuantizedMMA(k) {
 			return "quantized tensor-core GEMM"
-		}
-		if foldsView(k, t) { // symfold_view.go
-			return "GEMM folding its symbolic rows through a view"
 		}
 	case "norm gemv":
 		if writesRows(k) {
