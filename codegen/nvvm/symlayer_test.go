@@ -8,6 +8,7 @@ import (
 	"github.com/gcomp/gcomp/codegen/plan"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ir/sym"
+	"github.com/gcomp/gcomp/passes"
 	"github.com/gcomp/gcomp/runtime/ref"
 	"github.com/gcomp/gcomp/tensor"
 )
@@ -116,5 +117,109 @@ func TestSymbolicLayers(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSymbolicPersistentLayers: a persistent kernel whose first stage reads layer 1 of a stacked
+// state [2, batch, 16] (the stage's Sizes the state's) is the NVVM producer's own, with
+// codegen/ptx's parameters (the layer's offset before the stage's size, then the other stages'
+// sizes) and one-block launch; it assembles without spills, and on the memchecked, racechecked
+// simulator at 0, 1, a prime and the bound, the state only its run's layers long, it equals the
+// reference within tolerance and codegen/ptx's entry bit for bit.
+func TestSymbolicPersistentLayers(t *testing.T) {
+	p := requireProducer(t)
+	const bound = 13
+	parse := func(b int) *ir.Graph {
+		g, err := ir.Parse("t.gir", fmt.Appendf(nil, `graph t {
+  input %%x : f32[%[1]d,16]
+  input %%h0 : f32[2,%[1]d,16]
+  param %%w : f32[16,16]
+  %%0 = slice(%%h0) {limit=[2,%[1]d,16], start=[1,0,0]} : f32[1,%[1]d,16]
+  %%1 = reshape(%%0) {shape=[%[1]d,16]} : f32[%[1]d,16]
+  %%2 = dot_general(%%1, %%w) {lhs_contract=[1], rhs_contract=[1]} : f32[%[1]d,16]
+  %%3 = add(%%2, %%x) : f32[%[1]d,16]
+  %%4 = dot_general(%%3, %%w) {lhs_contract=[1], rhs_contract=[1]} : f32[%[1]d,16]
+  %%5 = neg(%%4) : f32[%[1]d,16]
+  %%6 = dot_general(%%5, %%w) {lhs_contract=[1], rhs_contract=[1]} : f32[%[1]d,16]
+  output y = %%6
+}
+`, b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	g := parse(bound)
+	res, err := passes.Run(g, passes.Options{VerifyEach: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kn := res.Kernels.Kernels[0]
+	if kn.Kind != passes.Persistent {
+		t.Fatalf("want the first kernel persistent:\n%s", res.Kernels.String())
+	}
+	k := kernelOf(kn, kn.Name)
+	k.Symbolic, k.Rows = true, bound
+	layered := 0
+	for i := range k.Stages {
+		st := &k.Stages[i]
+		st.Symbolic, st.Rows = true, bound
+		for _, v := range st.Graph.Inputs() {
+			if v.Name == "h0" {
+				st.Sizes = map[*ir.Value][]sym.Expr{v: {sym.Const(2), sym.Sym("batch"), sym.Const(16)}}
+				layered++
+			}
+		}
+	}
+	if layered != 1 {
+		t.Fatalf("%d stages read the stacked state, want 1", layered)
+	}
+	text, l, ptxText, pl := bothEntries(t, p, k, plan.Target{SM: 80})
+	offsets := 0
+	for _, a := range l.Params {
+		if a.Kind == plan.ArgSize && a.Expr != "" {
+			offsets++
+			if a.Expr != "16*batch" {
+				t.Errorf("offset %q, want 16*batch", a.Expr)
+			}
+		}
+	}
+	if offsets != 1 {
+		t.Errorf("params %+v: want one layer offset", l.Params)
+	}
+	assemble(t, text, []plan.Kernel{k})
+	in := inputsFor(k.Graph, 3)
+	for _, r := range []int{0, 1, 7, bound} {
+		gr := parse(r)
+		part, inputs := map[string]*tensor.Tensor{}, map[string]*tensor.Tensor{}
+		for name, x := range in {
+			part[name] = x
+		}
+		for _, v := range gr.Inputs() {
+			part[v.Name] = firstRows(t, in[v.Name], bound, r)
+			x, err := tensor.FromBytes(v.Type, part[v.Name].Bytes())
+			if err != nil {
+				t.Fatal(err)
+			}
+			inputs[v.Name] = x
+		}
+		params := map[string]*tensor.Tensor{"w": in["w"]}
+		want, err := ref.Run(gr, inputs, params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		size := func(a plan.Arg) int {
+			if a.Expr == "" {
+				return r * a.Scale
+			}
+			return 16 * r
+		}
+		rows := func(string) bool { return true }
+		got := runRows(t, text, k, l, part, bound, r, size, rows)
+		emitted := runRows(t, ptxText, k, pl, part, bound, r, size, rows)
+		o := k.Graph.Outputs[0]
+		what := fmt.Sprintf("%s at %d of %d rows", o.Name, r, bound)
+		compare(t, what+" (reference)", got[o.Name], firstRows(t, want[o.Name], max(r, 1), r), false, precision(g, o.Value), false, contractionLen(g))
+		compare(t, what+" (codegen/ptx)", got[o.Name], emitted[o.Name], true, precision(g, o.Value), false, contractionLen(g))
 	}
 }
