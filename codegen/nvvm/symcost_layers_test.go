@@ -84,35 +84,18 @@ func TestSymbolicCostLayersFolds(t *testing.T) {
 // offset, a dim's value) or its size: at the run dim is run and the kernel's rows run·per.
 func costRunDims(t *testing.T, text string, k plan.Kernel, l plan.Launch, in map[string]*tensor.Tensor, dim string, run, per int) *sim.Stats {
 	t.Helper()
-	sr := loadRun(t, text, k, l, in)
-	n := int64(run * per * l.Work.Scale)
-	for i, a := range l.Params {
-		switch {
-		case a.Kind != plan.ArgSize:
-		case a.Expr == "":
-			sr.args[i] = uint32(n)
-		default:
-			e, err := sym.Parse(a.Expr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			v, err := e.Eval(map[string]int64{dim: int64(run)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			sr.args[i] = uint32(v)
+	return costRunSizes(t, text, k, l, in, fmt.Sprint(dim, " ", run), func(a plan.Arg) int64 {
+		if a.Expr == "" {
+			return int64(run * per * l.Work.Scale)
 		}
-	}
-	w, grid := l.Work, l.Grid
-	if w.Tile > 0 {
-		grid[w.Axis] = int(min(max(1, (n+int64(w.Tile)-1)/int64(w.Tile)), int64(w.MaxBlocks)))
-	} else {
-		grid[0] = w.Grid(n)
-	}
-	sr.cfg.Grid = sim.Dim3{X: grid[0], Y: grid[1], Z: grid[2]}
-	st, err := sr.m.Launch(sr.entry, sr.cfg, sr.args...)
-	if err != nil {
-		t.Fatalf("%s at %s %d: %v", k.Name, dim, run, err)
-	}
-	return st
+		e, err := sym.Parse(a.Expr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := e.Eval(map[string]int64{dim: int64(run)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	})
 }

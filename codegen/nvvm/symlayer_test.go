@@ -75,17 +75,8 @@ func TestSymbolicLayers(t *testing.T) {
 			assemble(t, text, []plan.Kernel{k})
 			in := inputsFor(g, 5)
 			for _, r := range []int{0, 1, 5, bound} {
-				part := map[string]*tensor.Tensor{}
 				gr := parse(r)
-				inputs := map[string]*tensor.Tensor{}
-				for _, v := range gr.Inputs() {
-					part[v.Name] = firstRows(t, in[v.Name], bound, r)
-					x, err := tensor.FromBytes(v.Type, part[v.Name].Bytes())
-					if err != nil {
-						t.Fatal(err)
-					}
-					inputs[v.Name] = x
-				}
+				part, inputs := runInputs(t, gr, in, bound, r)
 				want, err := ref.Run(gr, inputs, nil)
 				if err != nil {
 					t.Fatal(err)
@@ -191,19 +182,9 @@ func TestSymbolicPersistentLayers(t *testing.T) {
 	in := inputsFor(k.Graph, 3)
 	for _, r := range []int{0, 1, 7, bound} {
 		gr := parse(r)
-		part, inputs := map[string]*tensor.Tensor{}, map[string]*tensor.Tensor{}
-		for name, x := range in {
-			part[name] = x
-		}
-		for _, v := range gr.Inputs() {
-			part[v.Name] = firstRows(t, in[v.Name], bound, r)
-			x, err := tensor.FromBytes(v.Type, part[v.Name].Bytes())
-			if err != nil {
-				t.Fatal(err)
-			}
-			inputs[v.Name] = x
-		}
+		part, inputs := runInputs(t, gr, in, bound, r)
 		params := map[string]*tensor.Tensor{"w": in["w"]}
+		part["w"] = in["w"]
 		want, err := ref.Run(gr, inputs, params)
 		if err != nil {
 			t.Fatal(err)
@@ -222,4 +203,21 @@ func TestSymbolicPersistentLayers(t *testing.T) {
 		compare(t, what+" (reference)", got[o.Name], firstRows(t, want[o.Name], max(r, 1), r), false, precision(g, o.Value), false, contractionLen(g))
 		compare(t, what+" (codegen/ptx)", got[o.Name], emitted[o.Name], true, precision(g, o.Value), false, contractionLen(g))
 	}
+}
+
+// runInputs is the inputs of gr (a graph at r of bound rows) at the run: the first r of in's rows
+// (every input's rows lead, or follow static dims whose layers lie one after the other), as the
+// buffers the kernel reads (part) and as gr's inputs for the reference.
+func runInputs(t *testing.T, gr *ir.Graph, in map[string]*tensor.Tensor, bound, r int) (part, inputs map[string]*tensor.Tensor) {
+	t.Helper()
+	part, inputs = map[string]*tensor.Tensor{}, map[string]*tensor.Tensor{}
+	for _, v := range gr.Inputs() {
+		part[v.Name] = firstRows(t, in[v.Name], bound, r)
+		x, err := tensor.FromBytes(v.Type, part[v.Name].Bytes())
+		if err != nil {
+			t.Fatal(err)
+		}
+		inputs[v.Name] = x
+	}
+	return part, inputs
 }
