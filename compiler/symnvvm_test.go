@@ -29,30 +29,38 @@ var approximate = map[string]bool{"exp": true, "log": true, "tanh": true, "sigmo
 // Every row model (folds and persistent kernels too) built once with --backend nvvm runs on the memchecked simulator at the dims'
 // bounds, 1 and primes, smaller sizes first, equal to the reference interpreter (checkRows), with
 // codegen/ptx's parameters and work for each symbolic kernel, and, where the arithmetic is the
-// same, equal to codegen/ptx's build bit for bit.
+// same, equal to codegen/ptx's build bit for bit. Every entry is libNVVM's but where a model
+// says it borrows (the kernels reading or writing layers of stacked buffers, in row loops and
+// persistent stages, and the folds over scattered axes and through views are codegen/nvvm's own:
+// symlayer.go, symfold_scatter.go, symfold_view.go).
 func TestSymbolicNVVM(t *testing.T) {
 	lib := libnvvm.Require(t)
 	type model struct {
-		name  string
-		graph func() (*ir.Graph, error)
+		name    string
+		graph   func() (*ir.Graph, error)
+		borrows bool // a kernel takes codegen/ptx's entry (nvvm.Lacks)
 	}
 	var models []model
 	for _, tc := range rowModels {
-		models = append(models, model{tc.name, func() (*ir.Graph, error) { return frontend.Build("m", tc.build) }})
+		models = append(models, model{name: tc.name, graph: func() (*ir.Graph, error) { return frontend.Build("m", tc.build) }})
 	}
 	for _, tc := range symbolicGraphs {
-		models = append(models, model{"flat " + tc.name, func() (*ir.Graph, error) { return ir.Parse("s.gir", []byte(tc.gir)) }})
+		models = append(models, model{name: "flat " + tc.name, graph: func() (*ir.Graph, error) { return ir.Parse("s.gir", []byte(tc.gir)) }})
 	}
-	// The folds and the persistent kernels with symbolic stages are codegen/nvvm's own.
-	for _, tc := range foldGraphs {
-		models = append(models, model{"fold " + tc.name, func() (*ir.Graph, error) { return ir.Parse("s.gir", []byte("graph s {\n"+tc.body+"}\n")) }})
+	// The folds (over scattered axes too: symfold_scatter.go) and the persistent kernels with
+	// symbolic stages are codegen/nvvm's own.
+	for _, tc := range slices.Concat(foldGraphs, scatterFolds) {
+		models = append(models, model{name: "fold " + tc.name, graph: func() (*ir.Graph, error) { return ir.Parse("s.gir", []byte("graph s {\n"+tc.body+"}\n")) }})
+	}
+	for _, tc := range foldViewGraphs { // symfold_view.go
+		models = append(models, model{name: "fold through views " + tc.name, graph: func() (*ir.Graph, error) { return ir.Parse("s.gir", []byte("graph s {\n"+tc.body+"}\n")) }})
 	}
 	for _, tc := range persistModels {
-		models = append(models, model{"persistent " + tc.name, func() (*ir.Graph, error) { return frontend.Build("m", tc.build) }})
+		models = append(models, model{name: "persistent " + tc.name, graph: func() (*ir.Graph, error) { return frontend.Build("m", tc.build) }})
 	}
 	// codegen/nvvm has no quantized tensor-core GEMM (nvvm.Lacks): the NVVM build takes
 	// codegen/ptx's symbolic entry, with its size parameter and work.
-	models = append(models, model{"int4 weight on tensor cores (codegen/ptx's entry)", func() (*ir.Graph, error) {
+	models = append(models, model{name: "int4 weight on tensor cores (codegen/ptx's entry)", borrows: true, graph: func() (*ir.Graph, error) {
 		return ir.Parse("q.gir", []byte(`graph q {
   dims { batch in [9,24] }
   input %x : f16[batch,128]
@@ -64,17 +72,24 @@ func TestSymbolicNVVM(t *testing.T) {
   output y = %y
 }`))
 	}})
-	// A persistent kernel's stage reading a later layer of a stacked state: codegen/ptx's entry.
-	models = append(models, model{"second layer of a stacked state, persistent (codegen/ptx's entry)", func() (*ir.Graph, error) {
-		return frontend.Build("m", func(b *frontend.Builder) { stackedState(b, 1, 2, 16) })
-	}})
 	for _, tc := range models {
 		t.Run(tc.name, func(t *testing.T) {
 			g, err := tc.graph()
 			if err != nil {
 				t.Fatal(err)
 			}
-			checkNVVM(t, g, lib.Path)
+			borrowed := false
+			for _, k := range checkNVVM(t, g, lib.Path) {
+				if k.Producer == "ptx" {
+					borrowed = true
+					if !tc.borrows {
+						t.Errorf("kernel %s: codegen/ptx's entry (%v)", k.Name, k.Notes)
+					}
+				}
+			}
+			if tc.borrows && !borrowed {
+				t.Error("no kernel takes codegen/ptx's entry")
+			}
 		})
 	}
 }
@@ -83,8 +98,9 @@ func TestSymbolicNVVM(t *testing.T) {
 // their plans' symbolic kernels take the same size arguments with the same work (but GEMVs,
 // which codegen/nvvm runs in the direct template over the result's elements), and runs the nvvm
 // build as checkRows does, each run also through the ptx build on the same inputs: equal bit for
-// bit unless g has an approximate op or a GEMV (whose sums codegen/nvvm computes exactly).
-func checkNVVM(t *testing.T, g *ir.Graph, lib string) {
+// bit unless g has an approximate op or a GEMV (whose sums codegen/nvvm computes exactly). It
+// returns the nvvm build's kernels.
+func checkNVVM(t *testing.T, g *ir.Graph, lib string) []artifact.Kernel {
 	t.Helper()
 	nv, err := backend.New("nvvm", lib)
 	if err != nil {
@@ -155,6 +171,7 @@ func checkNVVM(t *testing.T, g *ir.Graph, lib string) {
 			}
 		}
 	})
+	return nk
 }
 
 // --backend auto measures both producers' symbolic kernels on the simulator at the bound (its

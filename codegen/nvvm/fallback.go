@@ -2,7 +2,6 @@ package nvvm
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/gcomp/gcomp/codegen/plan"
 )
@@ -11,15 +10,15 @@ import (
 // kernels codegen/backend's nvvm producer takes from codegen/ptx rather than refuse the model:
 // the tensor-core GEMM over a quantized weight (plan.QuantizedMMA), attention's backward and
 // split-KV decoding over a symbolic cache length (codegen/ptx's symattn_decode_len.go) at
-// symbolic sizes, a norm GEMV writing its prologue's rows (codegen/ptx's
-// gemvnormout.go: the decode step's embeddings), kernels reading or writing layers of
-// stacked buffers at offsets of the run's rows (symlayer.go), folds of the rows over
-// scattered axes (BatchNorm's statistics: codegen/ptx's symfold_scatter.go), and GEMMs whose K
-// is the symbolic rows read through views at the run's sizes (symfold_view.go). Copies, GEMMs
+// symbolic sizes, and a norm GEMV writing its prologue's rows (codegen/ptx's
+// gemvnormout.go: the decode step's embeddings). Copies, GEMMs
 // over views, the attention forward on CUDA cores and tensor cores (writing its log-sum-exp too),
-// split-KV decoding over a symbolic batch, folds of strided operands, the KV cache write and
-// persistent kernels at symbolic sizes are this package's own (symstride*.go, symattn*.go,
-// symfold.go, symupdate.go, sympersist.go). The launch records it (Producer "ptx" and a note); both producers share names,
+// split-KV decoding over a symbolic batch, folds of strided operands, over scattered axes
+// (BatchNorm's statistics) and through views (a weight gradient of attention's heads merged
+// back), the KV cache write, persistent kernels at symbolic sizes and the row loops and
+// persistent stages reading or writing layers of stacked buffers at offsets of the run's rows
+// are this package's own (symstride*.go, symattn*.go, symfold*.go, symupdate.go,
+// sympersist.go, symlayer.go). The launch records it (Producer "ptx" and a note); both producers share names,
 // parameters and launches, so one plan runs the merged module. (The tensor-core attention forward writing its rows' log-sum-exp, dk/dv
 // and dq on tensor cores, once borrowed, are attention_lse_mma.go's, attention_bwd_mma.go's and
 // attention_bwd_dq_mma.go's.)
@@ -30,14 +29,6 @@ func borrowed(k plan.Kernel, t plan.Target) bool {
 // borrowedTemplate names the codegen/ptx template a borrowed kernel takes, or is "". t is the
 // target, which a template may depend on.
 func borrowedTemplate(k plan.Kernel, t plan.Target) string {
-	for _, st := range k.Stages {
-		if st.Symbolic && st.Sizes != nil {
-			return "symbolic persistent kernel reading or writing layers of stacked buffers"
-		}
-	}
-	if k.Symbolic && plan.LayerSized(k) {
-		return "symbolic kernel reading or writing layers of stacked buffers"
-	}
 	if k.Symbolic && k.Sizes != nil {
 		if _, ok := plan.BackwardAttention(k.Graph); ok {
 			return "symbolic attention backward"
@@ -51,16 +42,9 @@ func borrowedTemplate(k plan.Kernel, t plan.Target) string {
 		if plan.QuantizedMMA(k) {
 			return "quantized tensor-core GEMM"
 		}
-		if foldsView(k, t) { // symfold_view.go
-			return "GEMM folding its symbolic rows through a view"
-		}
 	case "norm gemv":
 		if writesRows(k) {
 			return "GEMV writing its norm prologue's rows"
-		}
-	case "reduction":
-		if rp, err := plan.ReducePlan(k); k.Symbolic && err == nil && rp.Scattered && slices.Contains(rp.Axes, 0) {
-			return "fold over scattered axes"
 		}
 	}
 	return ""

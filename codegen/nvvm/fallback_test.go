@@ -40,7 +40,6 @@ func TestFallback(t *testing.T) {
 	}{
 		{"quantized gemm", nvvm.QMMAGraph(t), false, plan.Target{SM: 80}, false, quantInputs, 2e-3, "quantized tensor-core GEMM", 0, nil},
 		{"quantized gemm between loops", nvvm.QMMAGraph(t), false, plan.Target{SM: 80}, true, quantInputs, 2e-3, "quantized tensor-core GEMM", 0, nil},
-		{"fold over scattered axes", scatterFold(t), false, plan.Target{SM: 80}, true, nil, 0, "fold over scattered axes", 6, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			k := plan.Kernel{Name: "k1_borrowed", Graph: tc.graph, InPlace: tc.inPlace, Symbolic: tc.rows > 0, Rows: tc.rows, Sizes: tc.sizes}
@@ -197,8 +196,8 @@ func quantInputs(in map[string]*tensor.Tensor) {
 }
 
 // TestOwnSymbolicTemplates: the symbolic kinds once borrowed from codegen/ptx (the KV cache write
-// over a symbolic batch, the folds of a symbolic kernel's rows, persistent kernels with symbolic
-// stages) are the NVVM producer's own: Lacks names nothing, its Module takes them, and
+// over a symbolic batch, the folds of a symbolic kernel's rows, over scattered axes too,
+// persistent kernels with symbolic stages) are the NVVM producer's own: Lacks names nothing, its Module takes them, and
 // backend.NVVM's launch runs libNVVM's entry without a borrowing note.
 func TestOwnSymbolicTemplates(t *testing.T) {
 	p := nvvm.RequireProducer(t)
@@ -247,6 +246,7 @@ func TestOwnSymbolicTemplates(t *testing.T) {
 		{"symbolic column fold", plan.Kernel{Graph: parse("graph k {\n  input %dy : f32[40,37]\n  %0 = reduce_sum(%dy) {axes=[0]} : f32[37]\n  output db = %0\n}\n"), Symbolic: true, Rows: 40}},
 		{"symbolic GEMM fold", plan.Kernel{Graph: parse("graph k {\n  input %x : f32[40,12]\n  input %dy : f32[40,20]\n  %0 = dot_general(%x, %dy) {lhs_contract=[0], rhs_contract=[0]} : f32[12,20]\n  output dw = %0\n}\n"), Symbolic: true, Rows: 40}},
 		{"symbolic persistent kernel", persistent},
+		{"symbolic fold over scattered axes", plan.Kernel{Graph: scatterFold(t), Symbolic: true, Rows: 6}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			k := tc.k

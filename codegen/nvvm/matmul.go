@@ -220,8 +220,8 @@ func (mm *gemm) side(op plan.GEMMOperand, rows, nFree int, f0tile, tid value.Val
 func (mm *gemm) copier(sd *side) {
 	kg, op, nFree := mm.kg, sd.op, sd.nFree
 	switch {
-	case op.View != nil && mm.symv != nil && op.View == mm.p.A.View:
-		mm.symCopier(sd) // symstride_gemm.go
+	case op.View != nil && mm.symv != nil && (op.View == mm.p.A.View || mm.symK != nil):
+		mm.symCopier(sd) // symstride_gemm.go, a fold's symfold_view.go
 		return
 	case op.View != nil:
 		mm.genericCopier(sd)

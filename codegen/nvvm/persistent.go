@@ -72,6 +72,7 @@ func (md *module) persistentKernel(k plan.Kernel) (*ir.Func, plan.Launch, error)
 		return kg.b.NewBitCast(p, pt), true
 	}
 	tid := kg.sreg("tid.x")
+	l := kg.layerParams(args) // the stages' layers, in stage order (symlayer.go)
 	if smem != nil && slotGaps(k) {
 		kg.zeroShared(smem, tid)
 	}
@@ -89,7 +90,6 @@ func (md *module) persistentKernel(k plan.Kernel) (*ir.Func, plan.Launch, error)
 		// shared slot when it goes to both.
 		sg := st.Graph.Clone()
 		outs := sg.Outputs
-		sg.Outputs = nil
 		kg.ptr, kg.outPtr = map[*irg.Value]value.Value{}, nil
 		for _, in := range sg.Inputs() {
 			p, ok := slot(in.Name, in.Type.DType)
@@ -100,19 +100,20 @@ func (md *module) persistentKernel(k plan.Kernel) (*ir.Func, plan.Launch, error)
 			}
 			kg.ptr[in] = p
 		}
-		for _, o := range outs {
-			p, shared := slot(o.Name, o.Value.Type.DType)
-			if shared {
-				sg.Outputs = append(sg.Outputs, irg.Output{Name: o.Name + ".shared", Value: o.Value})
-				kg.outPtr = append(kg.outPtr, p)
-			}
-			if p, ok := global[o.Name]; ok {
-				sg.Outputs = append(sg.Outputs, o)
-				kg.outPtr = append(kg.outPtr, p)
-			} else if !shared {
-				return nil, plan.Launch{}, fmt.Errorf("stage %s writes %s, which is neither a kernel output nor in shared memory", st.Name, o.Name)
-			}
+		layerViews(st, sg, kg.ptr, l) // a stage reading a layer of a stacked input: symlayer.go
+		var slots []string
+		sg.Outputs, slots, err = stageOutputs(k, st, outs)
+		if err != nil {
+			return nil, plan.Launch{}, err
 		}
+		for i, o := range sg.Outputs {
+			p := global[o.Name]
+			if slots[i] != "" {
+				p, _ = slot(slots[i], o.Value.Type.DType)
+			}
+			kg.outPtr = append(kg.outPtr, p)
+		}
+		kg.outPtr = layerOutputs(st, sg, kg.outPtr, l) // symlayer.go
 		kg.g, kg.size = sg, sizes[si]
 		if err := kg.stage(sg, tid); err != nil {
 			return nil, plan.Launch{}, fmt.Errorf("stage %s: %w", st.Name, err)
@@ -120,6 +121,31 @@ func (md *module) persistentKernel(k plan.Kernel) (*ir.Func, plan.Launch, error)
 	}
 	kg.b.NewRet(nil)
 	return kg.f, plan.Launch{Grid: [3]int{1, 1, 1}, Block: [3]int{plan.PersistThreads, 1, 1}, Params: args}, nil
+}
+
+// stageOutputs lists stage st's outputs outs (of persistent kernel k) once for global memory and
+// once for its shared slot when it goes to both, the slot's listed as o.Name+".shared"; slots
+// names the value of each listed output that is a slot's ("" for global memory's).
+func stageOutputs(k, st plan.Kernel, outs []irg.Output) (list []irg.Output, slots []string, err error) {
+	global := map[string]bool{}
+	for _, v := range k.Graph.Inputs() {
+		global[v.Name] = true
+	}
+	for _, o := range k.Graph.Outputs {
+		global[o.Name] = true
+	}
+	for _, o := range outs {
+		_, shared := k.Shared[o.Name]
+		if shared {
+			list, slots = append(list, irg.Output{Name: o.Name + ".shared", Value: o.Value}), append(slots, o.Name)
+		}
+		if global[o.Name] {
+			list, slots = append(list, o), append(slots, "")
+		} else if !shared {
+			return nil, nil, fmt.Errorf("stage %s writes %s, which is neither a kernel output nor in shared memory", st.Name, o.Name)
+		}
+	}
+	return list, slots, nil
 }
 
 // stage emits one stage of a persistent kernel: every thread of the block takes elements (or

@@ -21,11 +21,12 @@ import (
 // ones by thread 0.
 func (md *module) rowReduce(k plan.Kernel, rp plan.Reduction) (*ir.Func, plan.Launch, error) {
 	g := k.Graph
-	args, work, err := symReduce(k, rp)
+	args, work, err := rowArgs(k, rp) // symfold_scatter.go
 	if err != nil {
 		return nil, plan.Launch{}, err
 	}
 	kg := md.newKernel(k, args)
+	rows, rEnd := kg.rowExtent(k, rp)
 	T := rp.Threads
 	warps := T / 32
 	slots := md.sharedSlots(k.Name, warps)
@@ -38,13 +39,13 @@ func (md *module) rowReduce(k plan.Kernel, rp plan.Reduction) (*ir.Func, plan.La
 			err = e
 		}
 	}
-	kg.loopTo(kg.sreg("ctaid.x"), kg.sreg("nctaid.x"), kg.units(rp.A), func(row value.Value) {
+	kg.loopTo(kg.sreg("ctaid.x"), kg.sreg("nctaid.x"), rows, func(row value.Value) {
 		fullAt := kg.rowElement(rp, row)
 		kg.bound = map[*irg.Value]value.Value{}
 		for _, red := range rp.Reduces {
 			accT, combine, _ := plan.Accumulator(red)
 			acc := accs[red]
-			keep(kg.fold(red, acc, tid, ci(T), rp.R, fullAt))
+			keep(kg.foldTo(red, acc, tid, ci(T), rEnd, fullAt))
 			total, e := kg.blockCombine(accT, combine, kg.b.NewLoad(regType(accT), acc), lane, warp, slots, warps)
 			keep(e)
 			if e == nil {
@@ -60,7 +61,7 @@ func (md *module) rowReduce(k plan.Kernel, rp plan.Reduction) (*ir.Func, plan.La
 			}
 		}
 		if len(fullOuts) > 0 {
-			kg.loop(tid, ci(T), rp.R, func(r value.Value) { keep(kg.storeOutputs(fullOuts, fullAt(r))) })
+			kg.loopTo(tid, ci(T), rEnd, func(r value.Value) { keep(kg.storeOutputs(fullOuts, fullAt(r))) })
 		}
 		if len(rowOuts) > 0 {
 			kg.branch(kg.b.NewICmp(enum.IPredEQ, tid, ci(0)), "thread0", func() {

@@ -67,18 +67,27 @@ func TestSymbolicCostPorted(t *testing.T) {
 // stage's, or the work's) and the grid from the work.
 func costRun(t *testing.T, text string, k plan.Kernel, l plan.Launch, in map[string]*tensor.Tensor, run int) *sim.Stats {
 	t.Helper()
+	return costRunSizes(t, text, k, l, in, fmt.Sprint(run, " rows"), func(a plan.Arg) int64 {
+		if l.Work == nil {
+			return int64(run * a.Scale)
+		}
+		return int64(run * l.Work.Scale)
+	})
+}
+
+// costRunSizes launches kernel k (text, launch l) with in's values (at the bound), each size
+// argument a size(a), the grid from the work at its size argument's (Expr "") value; at names
+// the run in errors.
+func costRunSizes(t *testing.T, text string, k plan.Kernel, l plan.Launch, in map[string]*tensor.Tensor, at string, size func(plan.Arg) int64) *sim.Stats {
+	t.Helper()
 	sr := loadRun(t, text, k, l, in)
 	for i, a := range l.Params {
-		switch {
-		case a.Kind != plan.ArgSize:
-		case l.Work == nil:
-			sr.args[i] = uint32(run * a.Scale)
-		default:
-			sr.args[i] = uint32(run * l.Work.Scale)
+		if a.Kind == plan.ArgSize {
+			sr.args[i] = uint32(size(a))
 		}
 	}
 	if w := l.Work; w != nil {
-		n := int64(run * w.Scale)
+		n := size(plan.Arg{Kind: plan.ArgSize})
 		grid := l.Grid
 		if w.Tile > 0 {
 			grid[w.Axis] = int(min(max(1, (n+int64(w.Tile)-1)/int64(w.Tile)), int64(w.MaxBlocks)))
@@ -89,7 +98,7 @@ func costRun(t *testing.T, text string, k plan.Kernel, l plan.Launch, in map[str
 	}
 	st, err := sr.m.Launch(sr.entry, sr.cfg, sr.args...)
 	if err != nil {
-		t.Fatalf("%s at %d rows: %v", k.Name, run, err)
+		t.Fatalf("%s at %s: %v", k.Name, at, err)
 	}
 	return st
 }

@@ -56,19 +56,24 @@ func colReduceArgs(k plan.Kernel, rp plan.Reduction) ([]plan.Arg, *plan.SymWork,
 // symFoldK returns the parameters and work of a tiled GEMM whose K is the symbolic rows (its left
 // operand's contracting dims lead with them), with ok; nothing for another. Tensor-core copies
 // of chunks along a contiguous K need K at the run's sizes to be a whole number of chunks: a
-// multiple of 8 per row.
+// multiple of 8 per row. Operands read through views take the dims' values too (symfold_view.go).
 func symFoldK(k plan.Kernel, p plan.GEMM) (args []plan.Arg, w *plan.SymWork, ok bool, err error) {
 	if !foldsK(k.Symbolic, p) {
 		return nil, nil, false, nil
 	}
-	switch {
-	case p.A.View != nil || p.B.View != nil:
-		return nil, nil, true, fmt.Errorf("a GEMM whose K is the symbolic rows, read through a view, does not run at symbolic sizes yet")
-	case p.MMA != nil && (p.A.KSt == 1 || p.B.KSt == 1) && k.Rows > 0 && (p.K/k.Rows)%8 != 0:
+	if err := foldViews(k, p); err != nil { // symfold_view.go
+		return nil, nil, true, err
+	}
+	if p.MMA != nil && (p.A.KSt == 1 || p.B.KSt == 1) && k.Rows > 0 && (p.K/k.Rows)%8 != 0 {
 		return nil, nil, true, fmt.Errorf("a tensor-core GEMM whose K is the symbolic rows, contiguous, with %d per row (not a multiple of 8), does not run at symbolic sizes yet", p.K/k.Rows)
 	}
-	args, w, err = symFoldArgs(k, p.K)
-	return args, w, true, err
+	if p.A.View == nil && p.B.View == nil {
+		args, w, err = symFoldArgs(k, p.K)
+		return args, w, true, err
+	}
+	// Read through views: the dims' parameters before K's (symfold_view.go).
+	args, scale, err := symStrideArgs(k, p.K, "folded count")
+	return args, symWork(scale, max(1, p.K), 2, 1), true, err
 }
 
 // foldsK reports whether tiled GEMM p of a kernel (symbolic: one with a size parameter)

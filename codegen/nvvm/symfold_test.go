@@ -49,6 +49,14 @@ var foldCases = []struct {
 		40, 1, "x,dy", "", "tensor core"},
 	{"weight gradient over two dims (tensor cores)", "graph k {\n  input %%x : f16[%[1]d,5,16]\n  input %%dy : f16[%[1]d,5,24]\n  %%0 = dot_general(%%x, %%dy) {lhs_contract=[0,1], rhs_contract=[0,1]} : f16[16,24]\n  output dw = %%0\n}\n",
 		3, 5, "x,dy", "", "tensor core"},
+	// Folds over scattered axes (symfold_scatter.go): the row template over the kept channels,
+	// the run's count ending the reduced loops.
+	{"statistics over scattered axes, keepdims", "graph k {\n  input %%x : f32[%[1]d,3,4,4]\n  %%0 = reduce_sum(%%x) {axes=[0,2,3], keepdims=true} : f32[1,3,1,1]\n  %%1 = mul(%%x, %%x) : f32[%[1]d,3,4,4]\n  %%2 = reduce_sum(%%1) {axes=[0,2,3], keepdims=true} : f32[1,3,1,1]\n  output s = %%0\n  output q = %%2\n}\n",
+		6, 16, "x", "", ""},
+	{"maximum over scattered axes spread back, f16", "graph k {\n  input %%x : f16[%[1]d,5,7]\n  %%0 = reduce_max(%%x) {axes=[0,2]} : f16[5]\n  %%1 = broadcast_in_dim(%%0) {shape=[%[1]d,5,7], dims=[1]} : f16[%[1]d,5,7]\n  %%2 = sub(%%x, %%1) : f16[%[1]d,5,7]\n  output y = %%2\n  output m = %%0\n}\n",
+		20, 7, "x", "y", ""},
+	{"i32 sums over scattered axes, two kept", "graph k {\n  input %%x : i32[%[1]d,2,9,3]\n  %%0 = reduce_sum(%%x) {axes=[0,2]} : i32[2,3]\n  output s = %%0\n}\n",
+		40, 9, "x", "", ""},
 	{"bf16 weight gradient, two k steps and more (tensor cores)", "graph k {\n  input %%x : bf16[%[1]d,40]\n  input %%dy : bf16[%[1]d,136]\n  %%0 = dot_general(%%x, %%dy) {lhs_contract=[0], rhs_contract=[0]} : bf16[40,136]\n  output dw = %%0\n}\n",
 		70, 1, "x,dy", "", "tensor core"},
 }

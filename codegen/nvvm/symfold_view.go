@@ -1,15 +1,60 @@
 package nvvm
 
-import "github.com/gcomp/gcomp/codegen/plan"
+import (
+	"fmt"
 
-// foldsView reports whether k is a GEMM whose K is the symbolic rows reading an operand through
-// views at the run's sizes (a weight gradient of attention's heads merged back; codegen/ptx's
-// symfold_view.go): this package's fold (symfold.go) reads strided operands only, so
-// codegen/backend's nvvm producer takes codegen/ptx's entry for it.
-func foldsView(k plan.Kernel, t plan.Target) bool {
-	if !k.Symbolic || k.Sizes == nil {
-		return false
+	"github.com/llir/llvm/ir"
+	"github.com/llir/llvm/ir/value"
+
+	"github.com/gcomp/gcomp/codegen/plan"
+	irg "github.com/gcomp/gcomp/ir"
+)
+
+// Folds read through views, as codegen/ptx's symfold_view.go: a weight gradient dW = Xᵀ·dY whose
+// operand merges attention's heads back ([batch, heads, seq, d] transposed and reshaped into
+// [batch·seq, heads·d]) is not strided: its K, the rows, steps over seq within a head and over
+// heads·seq·d between batch elements. Each generic operand's copy delinearizes its k coordinate
+// over the view's contract dims at the run's sizes and follows the views down to the buffer
+// (symCopier, symstride_gemm.go), each size and stride from the dims' parameters (after the
+// buffers, before K's: symStrideArgs); a copy at or past K at the run reads nothing and copies
+// 0. The k loop and the tiles are the static kernel's at the run's sizes, so the fold sums in
+// its order.
+
+// foldViews checks the operands of GEMM p, whose K is symbolic kernel k's rows, in codegen/ptx's
+// words: one strided at the bound must keep the bound's strides at every size
+// (plan.FoldStrided); one read through views needs the values' sizes, and no batch dims.
+func foldViews(k plan.Kernel, p plan.GEMM) error {
+	for i, op := range []plan.GEMMOperand{p.A, p.B} {
+		a := p.Dot.Args[i]
+		contract := p.Dot.Attrs.Ints([]string{"lhs_contract", "rhs_contract"}[i])
+		if op.View == nil && k.Sizes != nil && a.Op != irg.OpInput && a.Op != irg.OpParam && !plan.FoldStrided(a, k.Sizes, contract) {
+			return fmt.Errorf("a GEMM whose K is the symbolic rows, reading an operand through views strided by the sizes, does not run at symbolic sizes yet")
+		}
 	}
-	p, err := plan.GEMMPlan(k, t)
-	return err == nil && foldsK(true, p) && (p.A.View != nil || p.B.View != nil)
+	if p.A.View == nil && p.B.View == nil {
+		return nil
+	}
+	if k.Sizes == nil {
+		return fmt.Errorf("a GEMM whose K is the symbolic rows, read through a view, does not run at symbolic sizes yet without its values' sizes")
+	}
+	for _, op := range []plan.GEMMOperand{p.A, p.B} {
+		if op.View != nil && len(op.BatchDims) > 0 {
+			return fmt.Errorf("a batched GEMM whose K is the symbolic rows, read through a view, does not run at symbolic sizes yet")
+		}
+	}
+	return nil
+}
+
+// loadIf is kg.load(d, p, lin) where ok holds and 0 (of register dtype r) elsewhere, reading
+// nothing there: a fold's copy past K at a run of no rows has no element to read.
+func (kg *kgen) loadIf(ok value.Value, d, r irg.DType, p, lin value.Value) value.Value {
+	from := kg.b
+	in, after := kg.block("load"), kg.block("load_done")
+	from.NewCondBr(ok, in, after)
+	kg.b = in
+	v := kg.load(d, p, lin)
+	kg.b.NewBr(after)
+	loaded := kg.b
+	kg.b = after
+	return after.NewPhi(ir.NewIncoming(v, loaded), ir.NewIncoming(constVal(r, 0), from))
 }

@@ -2,6 +2,7 @@ package nvvm
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/llir/llvm/ir"
@@ -32,7 +33,7 @@ func (md *module) symbolicKernel(k plan.Kernel, t plan.Target) (*ir.Func, plan.L
 	}
 	kinds, count := plan.ContractionKinds(k.Graph)
 	switch {
-	case len(kinds) == 0 && k.Sizes != nil:
+	case len(kinds) == 0 && k.Sizes != nil && !plan.LayerSized(k):
 		return md.symCopyKernel(k) // symstride_copy.go
 	case len(kinds) == 0:
 		return md.symLoopKernel(k)
@@ -72,24 +73,33 @@ func symScale(rows, units int, what string) (int, error) {
 // elementwise kernel indexes every tensor by the linear index alone; a row kernel
 // (Kernel.Rows) may read static operands broadcast along its rows and views that keep them,
 // whose index arithmetic at the bound is that at the run's sizes for the first n elements; its
-// groups stay within rows.
+// groups stay within rows. It may read and write layers of stacked buffers at the run's offsets
+// (symlayer.go), their parameters before the size.
 func (md *module) symLoopKernel(k plan.Kernel) (*ir.Func, plan.Launch, error) {
 	g := k.Graph
+	var offsets []plan.Arg
+	if k.Sizes != nil {
+		offsets, g = layerArgs(k)
+	}
 	shape := g.Outputs[0].Value.Type.Shape
 	for _, o := range g.Outputs[1:] {
 		if !o.Value.Type.Shape.Equal(shape) {
 			return nil, plan.Launch{}, fmt.Errorf("outputs %s and %s have different shapes", g.Outputs[0].Name, o.Name)
 		}
 	}
-	if why := flatElementwise(g); why != "" && k.Rows == 0 {
+	if why := flatElementwise(k.Graph); why != "" && k.Rows == 0 {
 		return nil, plan.Launch{}, fmt.Errorf("a loop kernel over symbolic sizes must be elementwise only; %s: not compiled yet", why)
 	}
 	args, scale, err := symArgs(k, shape.NumElements(), "element count")
 	if err != nil {
 		return nil, plan.Launch{}, err
 	}
-	v, flat := plan.VectorWidth(g, shape)
+	args = slices.Insert(args, len(args)-1, offsets...)
 	kg := md.newKernel(k, args)
+	if k.Sizes != nil {
+		kg.layerKernel(k, args)
+	}
+	v, flat := plan.VectorWidth(kg.g, shape)
 	tid := kg.b.NewAdd(kg.b.NewMul(kg.sreg("ctaid.x"), kg.sreg("ntid.x")), kg.sreg("tid.x"))
 	step := kg.b.NewMul(kg.sreg("nctaid.x"), kg.sreg("ntid.x"))
 	err = kg.symLoopElements(shape, tid, step, v, flat) // sympersist.go

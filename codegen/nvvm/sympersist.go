@@ -21,11 +21,23 @@ import (
 // is still one block. While a stage is built, kgen.size is its parameter (nil for a static
 // stage), so the stage templates take their ends from kgen.units.
 
-// persistentArgs is a persistent kernel's parameters: plan.Params, then the size of each
-// symbolic stage in stage order.
+// persistentArgs is a persistent kernel's parameters: plan.Params, then, stage by stage, the
+// offsets of its layers (symlayer.go) and the size of a symbolic stage.
 func persistentArgs(k plan.Kernel) ([]plan.Arg, error) {
 	args := plan.Params(k.Graph)
 	for si, st := range k.Stages {
+		if st.Sizes != nil {
+			rec := &layers{}
+			sg := st.Graph.Clone()
+			layerViews(st, sg, map[*irg.Value]value.Value{}, rec)
+			outs, _, err := stageOutputs(k, st, sg.Outputs)
+			if err != nil {
+				return nil, err
+			}
+			sg.Outputs = outs
+			layerOutputs(st, sg, make([]value.Value, len(outs)), rec)
+			args = append(args, rec.args...)
+		}
 		if !st.Symbolic {
 			continue
 		}
@@ -53,7 +65,7 @@ func stageUnits(g *irg.Graph) int {
 func (kg *kgen) stageSizes(args []plan.Arg) map[int]value.Value {
 	sizes := map[int]value.Value{}
 	for i, a := range args {
-		if a.Kind == plan.ArgSize {
+		if a.Kind == plan.ArgSize && a.Expr == "" { // not a layer's offset (symlayer.go)
 			sizes[a.Index] = kg.f.Params[i]
 		}
 	}

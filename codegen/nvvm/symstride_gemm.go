@@ -1,10 +1,13 @@
 package nvvm
 
 import (
+	"slices"
+
 	"github.com/llir/llvm/ir/enum"
 	"github.com/llir/llvm/ir/value"
 
 	"github.com/gcomp/gcomp/codegen/plan"
+	irg "github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ir/sym"
 )
 
@@ -16,27 +19,45 @@ import (
 // size and stride computed from the dims' parameters. M is the size parameter, as for any
 // symbolic GEMM (symgemm.go).
 
-// gemmView binds a symbolic GEMM's dims and checks its left operand's views: nil for a kernel
-// without sizes or a left operand read in place.
+// gemmView binds a symbolic GEMM's dims and checks its left operand's views (a fold's, either
+// operand's: symfold_view.go): nil for a kernel without sizes or operands read in place.
 func (kg *kgen) gemmView(k plan.Kernel, args []plan.Arg, p plan.GEMM) (*symView, error) {
+	views := []*irg.Value{p.A.View}
+	if foldsK(k.Symbolic, p) {
+		views = append(views, p.B.View)
+	}
 	sv := kg.newSymView(k, args)
-	if sv == nil || p.A.View == nil {
+	if sv == nil || !slices.ContainsFunc(views, func(v *irg.Value) bool { return v != nil }) {
 		return nil, nil
 	}
-	return sv, sv.check(p.A.View)
+	for _, v := range views {
+		if v == nil {
+			continue
+		}
+		if err := sv.check(v); err != nil {
+			return nil, err
+		}
+	}
+	return sv, nil
 }
 
-// symCopier is genericCopier for the left operand of a symbolic GEMM with sizes: copy i lies
-// inside when its row is below M at the run and its k below K; outside, it reads the view's
-// first element (which a run of at least one row wrote) and copies 0.
+// symCopier is genericCopier for the left operand of a symbolic GEMM with sizes, or either
+// operand of one whose K is the rows: copy i lies inside when its free coordinate is below M at
+// the run (a fold's: the bound's) and its k below K (a fold's: at the run); outside, it reads
+// the view's first element (which a run of at least one row wrote; a fold reads nothing) and
+// copies 0.
 func (mm *gemm) symCopier(sd *side) {
 	kg, op, sv := mm.kg, sd.op, mm.symv
 	s := plan.SymSizes(op.View, sv.sizes)
 	d := op.View.Type.DType
+	fn, kn := mm.symM, value.Value(ci(mm.p.K))
+	if mm.symK != nil {
+		fn, kn = ci(sd.nFree), mm.symK
+	}
 	sd.valueAt = func(k0 value.Value, i int) (value.Value, error) {
 		f := kg.add(sd.f0, ci(sd.df[i]))
 		kk := kg.add(kg.add(k0, sd.kq), ci(sd.dk[i]))
-		ok := kg.b.NewAnd(kg.b.NewICmp(enum.IPredSLT, f, mm.symM), kg.b.NewICmp(enum.IPredSLT, kk, ci(mm.p.K)))
+		ok := kg.b.NewAnd(kg.b.NewICmp(enum.IPredSLT, f, fn), kg.b.NewICmp(enum.IPredSLT, kk, kn))
 		f, kk = kg.b.NewSelect(ok, f, ci(0)), kg.b.NewSelect(ok, kk, ci(0))
 		c := make([]value.Value, len(s))
 		for _, grp := range []struct {
@@ -53,6 +74,9 @@ func (mm *gemm) symCopier(sd *side) {
 			}
 		}
 		buf, lin := sv.lin(op.View, c)
+		if mm.symK != nil {
+			return kg.loadIf(ok, d, sd.d, kg.ptr[buf], lin), nil // symfold_view.go
+		}
 		return kg.b.NewSelect(ok, kg.load(d, kg.ptr[buf], lin), constVal(sd.d, 0)), nil
 	}
 }

@@ -1,6 +1,9 @@
 package plan
 
-import "github.com/gcomp/gcomp/ir"
+import (
+	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ir/sym"
+)
 
 // LayerSized reports whether k's Sizes are those of its layers only (what the compiler gives a
 // row loop kernel that reads or writes them): inputs read through slices alone, and concats
@@ -26,4 +29,16 @@ func LayerSized(k Kernel) bool {
 		}
 	}
 	return k.Sizes != nil
+}
+
+// LayerOffset is the element offset of the slice starting at start of a value whose sizes are
+// sizes (expressions over the dims): Σ start[i]·∏_{j>i} sizes[j]. Both producers take a layer's
+// offset parameter from it.
+func LayerOffset(start []int, sizes []sym.Expr) sym.Expr {
+	off, stride := sym.Const(0), sym.Const(1)
+	for i := len(sizes) - 1; i >= 0; i-- {
+		off = sym.Add(off, sym.Scale(stride, int64(start[i])))
+		stride = sym.Mul(stride, sizes[i])
+	}
+	return off
 }

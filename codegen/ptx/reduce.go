@@ -612,33 +612,10 @@ func fullReduce(k Kernel, rs reduceShape, red *ir.Value, globals *[]string) (str
 	return b.text(), Launch{Grid: [3]int{blocks, 1, 1}, Block: [3]int{threads, 1, 1}, Params: args}, nil
 }
 
-// onlineSoftmaxPairs finds softmax's two reductions: m = reduce_max(x) and
-// s = reduce_sum(exp(x − broadcast(m))) over the same f32 x, with s not an output. They fold in
-// one pass over the row (online: the running sum is rescaled whenever the running max grows).
+// onlineSoftmaxPairs is plan.OnlineSoftmaxPairs: softmax's max and sum, folded in one pass over
+// the row (online: the running sum is rescaled whenever the running max grows).
 func onlineSoftmaxPairs(g *ir.Graph, reds []*ir.Value) map[*ir.Value]*ir.Value {
-	pairs := map[*ir.Value]*ir.Value{}
-	outs := map[*ir.Value]bool{}
-	for _, o := range g.Outputs {
-		outs[o.Value] = true
-	}
-	for _, s := range reds {
-		e := s.Args[0]
-		if s.Op != "reduce_sum" || outs[s] || e.Op != "exp" || e.Type.DType != ir.F32 {
-			continue
-		}
-		d := e.Args[0]
-		if d.Op != "sub" || d.Args[1].Op != "broadcast_in_dim" {
-			continue
-		}
-		m := d.Args[1].Args[0]
-		for m.Op == "reshape" {
-			m = m.Args[0]
-		}
-		if m.Op == "reduce_max" && m.Args[0] == d.Args[0] && pairs[m] == nil {
-			pairs[m] = s
-		}
-	}
-	return pairs
+	return plan.OnlineSoftmaxPairs(g, reds)
 }
 
 // onlineMaxSum folds a row to its max m and Σ exp(x − m) in one pass. Each thread keeps (m, s)

@@ -2,8 +2,8 @@ package ptx
 
 import (
 	"fmt"
-	"slices"
 
+	"github.com/gcomp/gcomp/codegen/plan"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ir/sym"
 )
@@ -47,23 +47,10 @@ func (mm *matmul) symFoldViews(k Kernel, b *builder, args *[]Arg) error {
 	return nil
 }
 
-// foldStrided reports whether operand a of a fold, strided at the bound, keeps at the run's
-// sizes the strides the copies take (the bound's): its offset and the innermost stride of its
-// free dims and of its contract dims (merged, as layoutOf merges them) are constants.
+// foldStrided is plan.FoldStrided: operand a, strided at the bound, keeps the bound's strides
+// at every size.
 func foldStrided(a *ir.Value, sizes map[*ir.Value][]sym.Expr, contract []int) bool {
-	_, off, st, ok := symStridedView(a, sizes)
-	if !ok || !isConst(off) {
-		return false
-	}
-	inner := func(in bool) bool {
-		for d := len(st) - 1; d >= 0; d-- {
-			if slices.Contains(contract, d) == in && a.Type.Shape[d] != 1 {
-				return isConst(st[d])
-			}
-		}
-		return true
-	}
-	return inner(true) && inner(false)
+	return plan.FoldStrided(a, sizes, contract)
 }
 
 func isConst(e sym.Expr) bool { _, ok := e.IsConst(); return ok }

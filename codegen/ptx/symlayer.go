@@ -28,14 +28,7 @@ import (
 
 // LayerOffset is the element offset of the slice starting at start of a value whose sizes are
 // sizes (expressions over the dims): Σ start[i]·∏_{j>i} sizes[j].
-func LayerOffset(start []int, sizes []sym.Expr) sym.Expr {
-	off, stride := sym.Const(0), sym.Const(1)
-	for i := len(sizes) - 1; i >= 0; i-- {
-		off = sym.Add(off, sym.Scale(stride, int64(start[i])))
-		stride = sym.Mul(stride, sizes[i])
-	}
-	return off
-}
+func LayerOffset(start []int, sizes []sym.Expr) sym.Expr { return plan.LayerOffset(start, sizes) }
 
 // layerViews rewrites sg, stage st's graph cloned (value for value), for the stage's layer
 // views: each slice of an input whose sizes st.Sizes holds becomes an input of the slice's type
