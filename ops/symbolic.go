@@ -28,6 +28,7 @@ var symRules = map[string]symRule{
 	"concat":           symConcat,
 	"pad":              symPad,
 	"gather":           symGather,
+	"philox_uniform":   symPhilox,      // random.go
 	UpdateSliceOp:      symUpdateSlice, // update.go
 	AttentionOp:        symAttention,   // symattention.go
 	AttentionLSEOp:     symAttentionLSE,

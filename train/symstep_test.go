@@ -110,6 +110,22 @@ var symSteps = []symStepCase{
 		h := nn.NewBatchNorm2d(b, "bn", 3).Forward(x).Relu()
 		b.Output(DefaultLoss, frontend.MSELoss(frontend.MaxPool2d(h, [2]int{2, 2}, frontend.PoolOptions{}), y))
 	}, &SGD{LR: 0.1}, ""},
+	// Dropout's mask over a symbolic batch: philox_uniform typed over the batch, element i a
+	// function of its row-major index alone, so row r drops what the reference drops at the
+	// run's batch (the step's rng.key input seeded per batch).
+	{"MLP, dropout, mean squared error, SGD", func(b *frontend.Builder) {
+		x, y := b.Input("x", ir.F32, b.Batch(8), 6), b.Input("t", ir.F32, b.Batch(8), 3)
+		w1 := b.Param("w1", ir.T(ir.F32, 16, 6), frontend.Uniform(-1, 1))
+		w2 := b.Param("w2", ir.T(ir.F32, 3, 16), frontend.Uniform(-1, 1))
+		h := nn.Dropout{P: 0.25}.Forward(frontend.Linear(x, w1, nil).Relu())
+		b.Output(DefaultLoss, frontend.MSELoss(frontend.Linear(h, w2, nil), y))
+	}, &SGD{LR: 0.1}, ""},
+	{"batch norm (training), dropout over [batch, 3, 4, 4], mean squared error, SGD", func(b *frontend.Builder) {
+		n := b.Batch(8)
+		x, y := b.Input("x", ir.F32, n, 3, 4, 4), b.Input("t", ir.F32, n, 3, 4, 4)
+		h := nn.Dropout{P: 0.5}.Forward(nn.NewBatchNorm2d(b, "bn", 3).Forward(x))
+		b.Output(DefaultLoss, frontend.MSELoss(h, y))
+	}, &SGD{LR: 0.1}, ""},
 	// A conv's weight gradient contracts the batch as its input channels (x transposed to
 	// [C, N, H, W] convolved with dy's [O, N, H, W]): refused when the step is built.
 	{"conv with a trained weight, batch norm (training), SGD", func(b *frontend.Builder) {
