@@ -29,6 +29,9 @@ func borrowed(k plan.Kernel, t plan.Target) bool {
 // borrowedTemplate names the codegen/ptx template a borrowed kernel takes, or is "". t is the
 // target, which a template may depend on.
 func borrowedTemplate(k plan.Kernel, t plan.Target) string {
+	if plan.FoldsConv(k) { // before the stages' layers: its stage has sizes too
+		return "conv weight gradient folding its symbolic batch"
+	}
 	for _, st := range k.Stages {
 		if st.Symbolic && st.Sizes != nil {
 			return "symbolic persistent kernel reading or writing layers of stacked buffers"

@@ -1,6 +1,7 @@
 package ptx
 
 import (
+	"github.com/gcomp/gcomp/codegen/plan"
 	"github.com/gcomp/gcomp/ir"
 )
 
@@ -14,19 +15,8 @@ import (
 // result is static: the work's axis is z, one block), and so is every index: the operands' rows
 // lead their buffers, where the first rows at the bound are the run's.
 
-// convFolds reports whether dot, the contraction of symbolic kernel k, is such a fold: a conv2d
-// whose weight operand has sizes (its input channels symbolic) and whose result has none.
-func convFolds(k Kernel, dot *ir.Value) bool {
-	if !k.Symbolic || dot.Op != "conv2d" || k.Sizes == nil || k.Sizes[dot] != nil {
-		return false
-	}
-	w := k.Sizes[dot.Args[1]]
-	if len(w) != 4 {
-		return false
-	}
-	_, static := w[1].IsConst()
-	return !static
-}
+// convFolds reports whether dot, the contraction of symbolic kernel k, is such a fold.
+func convFolds(k Kernel, dot *ir.Value) bool { return plan.ConvFolds(k, dot) }
 
 // convTaps is a conv2d's K: the weight's input channels per group times its kernel positions.
 func convTaps(dot *ir.Value) int {
