@@ -21,7 +21,8 @@ func symDirectTakes(k Kernel, dot *ir.Value) bool {
 }
 
 // symDirect declares a symbolic direct kernel's size parameter, its result elements at the
-// run's sizes (a folding conv's taps: symconv.go), and returns it with the loop's work; "" and nothing for a static kernel.
+// run's sizes, and returns it with the loop's work; "" and nothing for a static kernel. A
+// folding conv's parameter is its taps instead (symconv.go): its elements stay the bound's.
 func symDirect(k Kernel, gn *gen, b *builder, args *[]Arg, dot *ir.Value) (string, *SymWork, error) {
 	if !k.Symbolic {
 		return "", nil, nil
