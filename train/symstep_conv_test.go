@@ -52,44 +52,56 @@ func TestSymbolicStepConvNVVM(t *testing.T) {
 			if borrowed == 0 {
 				t.Fatal("no conv weight gradient from codegen/ptx's entry")
 			}
-			p, err := executor.Load(simdev.New(simdev.Options{}), res.Artifact)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer p.Close()
-			params := map[string]*tensor.Tensor{}
-			for _, n := range []int64{1, 5} {
-				st, err := ops.Instantiate(s.Graph, map[string]int64{frontend.BatchDim: n})
-				if err != nil {
-					t.Fatal(err)
-				}
-				inputs, ps, err := tensor.SeededValues(st, uint64(n))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if n == 1 { // the parameters are static: the first batch's, bound once
-					params = ps
-					if err := p.SetParams(params); err != nil {
-						t.Fatal(err)
-					}
-				}
-				want, err := ref.Run(st, inputs, params)
-				if err != nil {
-					t.Fatal(err)
-				}
-				got, err := p.Run(inputs)
-				if err != nil {
-					t.Fatalf("batch %d: %v", n, err)
-				}
-				for name, w := range want {
-					rel, abs := tolerance.Tolerance(w.Type.DType, false, 256)
-					for i := range w.Len() {
-						if g := got.Outputs[name].At(i); !tolerance.Within(g, w.At(i), rel, abs) {
-							t.Fatalf("batch %d: %s[%d] = %v, the reference's %v", n, name, i, g, w.At(i))
-						}
-					}
-				}
-			}
+			checkStepRuns(t, s, res, []int64{1, 5})
 		})
+	}
+}
+
+// checkStepRuns loads res, the step s compiled over a symbolic batch, on a memchecked simulator
+// and runs it at each of batches with seeded inputs and the bound's seeded parameters: its
+// outputs equal the reference interpreter's step at that batch within tolerance.
+func checkStepRuns(t *testing.T, s *StepGraph, res *compiler.Result, batches []int64) {
+	t.Helper()
+	p, err := executor.Load(simdev.New(simdev.Options{}), res.Artifact)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	bound, err := ops.Instantiate(s.Graph, map[string]int64{frontend.BatchDim: int64(s.Graph.Dims[0].Hi)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, params, err := tensor.SeededValues(bound, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.SetParams(params); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range batches {
+		st, err := ops.Instantiate(s.Graph, map[string]int64{frontend.BatchDim: n})
+		if err != nil {
+			t.Fatal(err)
+		}
+		inputs, _, err := tensor.SeededValues(st, uint64(n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := ref.Run(st, inputs, params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := p.Run(inputs)
+		if err != nil {
+			t.Fatalf("batch %d: %v", n, err)
+		}
+		for name, w := range want {
+			rel, abs := tolerance.Tolerance(w.Type.DType, false, 256)
+			for i := range w.Len() {
+				if g := got.Outputs[name].At(i); !tolerance.Within(g, w.At(i), rel, abs) {
+					t.Fatalf("batch %d: %s[%d] = %v, the reference's %v", n, name, i, g, w.At(i))
+				}
+			}
+		}
 	}
 }

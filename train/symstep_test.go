@@ -335,49 +335,7 @@ func TestSymbolicStepNVVM(t *testing.T) {
 			if want := map[bool]int{true: 3}[strings.Contains(tc.name, "2 heads")]; folds != want {
 				t.Errorf("%d weight gradients through views from codegen/ptx's entry, want %d", folds, want)
 			}
-			p, err := executor.Load(simdev.New(simdev.Options{}), res.Artifact)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer p.Close()
-			bound, err := ops.Instantiate(s.Graph, map[string]int64{frontend.BatchDim: 8})
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, params, err := tensor.SeededValues(bound, 3)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := p.SetParams(params); err != nil {
-				t.Fatal(err)
-			}
-			for _, n := range []int64{1, 5} {
-				st, err := ops.Instantiate(s.Graph, map[string]int64{frontend.BatchDim: n})
-				if err != nil {
-					t.Fatal(err)
-				}
-				inputs, _, err := tensor.SeededValues(st, uint64(n))
-				if err != nil {
-					t.Fatal(err)
-				}
-				want, err := ref.Run(st, inputs, params)
-				if err != nil {
-					t.Fatal(err)
-				}
-				got, err := p.Run(inputs)
-				if err != nil {
-					t.Fatalf("batch %d: %v", n, err)
-				}
-				for name, w := range want {
-					o := got.Outputs[name]
-					rel, abs := tolerance.Tolerance(w.Type.DType, false, 256)
-					for i := range w.Len() {
-						if !tolerance.Within(o.At(i), w.At(i), rel, abs) {
-							t.Fatalf("batch %d: %s[%d] = %v, the reference's %v", n, name, i, o.At(i), w.At(i))
-						}
-					}
-				}
-			}
+			checkStepRuns(t, s, res, []int64{1, 5}) // symstep_conv_test.go
 		})
 	}
 }
