@@ -1,14 +1,11 @@
 package ptx
 
 import (
-	"bytes"
 	"fmt"
 	"testing"
 
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ir/sym"
-	"github.com/gcomp/gcomp/runtime/ref"
-	"github.com/gcomp/gcomp/tensor"
 )
 
 // convFoldSrc is a convolution's weight gradient over n images: x [n, 4, 6, 6] viewed as
@@ -50,30 +47,7 @@ func TestSymbolicConvFoldRuns(t *testing.T) {
 				t.Fatalf("work %+v: want the taps' size parameter, 36 per image", w)
 			}
 			for _, n := range []int{1, 5, bound} {
-				gs := parse(t, convFoldSrc(d, n))
-				in, _, err := tensor.SeededValues(gs, uint64(n))
-				if err != nil {
-					t.Fatal(err)
-				}
-				got, st := runSymFold(t, text, ls[0], g, n, 36*n, in) // symfold_view_run_test.go
-				run := runStatic(t, "k0", gs, in, Target{SM: 80})
-				static := make([]byte, len(got))
-				if err := run.dev.Read(run.outAddr["out"], static); err != nil {
-					t.Fatal(err)
-				}
-				if !bytes.Equal(got, static) {
-					t.Errorf("batch %d: the output differs from the static kernel's", n)
-				}
-				want, err := ref.Run(gs, in, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				o, err := tensor.FromBytes(gs.Outputs[0].Value.Type, got)
-				if err != nil {
-					t.Fatal(err)
-				}
-				compare(t, fmt.Sprintf("batch %d", n), o, want["out"], false, d, 36*n, 1)
-				t.Logf("batch %d of %d: %d warp instructions built once, %d static", n, bound, st.WarpInsts, run.stats.WarpInsts)
+				checkFoldRun(t, fmt.Sprintf("batch %d of %d", n, bound), text, ls[0], g, parse(t, convFoldSrc(d, n)), n, 36*n, d) // symfold_view_run_test.go
 			}
 			k.Sizes = nil
 			if _, ls, err := Module([]Kernel{k}, Target{SM: 80}); err == nil && ls[0].Work != nil && ls[0].Work.Scale == 36 {
