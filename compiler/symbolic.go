@@ -114,6 +114,11 @@ func symbolicKernels(g *ir.Graph, kg *passes.KernelGraph, _ backend.Producer) (m
 				if sizes == nil {
 					r, sizes, why = foldViews(k, kg, ranges, r, why) // symfold_view.go
 				}
+				if why != "" {
+					if cr, cs, ok := convFold(k); ok { // symconv.go
+						r, sizes, why = cr, cs, ""
+					}
+				}
 			case why != "" && k.Kind == passes.Loop && ptx.SymbolicCopy(k.Body) == "" && !k.BindTime:
 				r, sizes, why = copyRows(k, kg, ranges, why) // symstride.go
 			}

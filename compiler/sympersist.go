@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/gcomp/gcomp/codegen/ptx"
+	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ir/sym"
 	"github.com/gcomp/gcomp/passes"
 )
@@ -32,7 +33,12 @@ func persistentRows(k *passes.Kernel, ranges sym.Ranges, refuse func(string) err
 		}
 		stage := func(why string) error { return refuse(fmt.Sprintf("stage %s (%s): %s", s.Name, opNames(s.Ops), why)) }
 		var rows sym.Expr
-		switch r, why := rowKernel(s, false); {
+		r, why := rowKernel(s, false)
+		var sizes map[*ir.Value][]sym.Expr
+		if cr, cs, ok := convFold(s); why != "" && symbolic && ok { // symconv.go
+			r, why, sizes = cr, "", cs
+		}
+		switch {
 		case !symbolic && why != "":
 			return nil, stage(why)
 		case !symbolic || k.BindTime:
@@ -51,7 +57,7 @@ func persistentRows(k *passes.Kernel, ranges sym.Ranges, refuse func(string) err
 		if err != nil || rows.Overflowed() || hi >= 1<<31 {
 			return nil, stage(fmt.Sprintf("its row count %s overflows", rows))
 		}
-		stages[i] = &symKernel{rows: rows, bound: int(hi)}
+		stages[i] = &symKernel{rows: rows, bound: int(hi), sizes: sizes}
 	}
 	return stages, nil
 }
@@ -65,6 +71,9 @@ func stageKernels(k *passes.Kernel, stages []*symKernel) []ptx.Kernel {
 		if i < len(stages) && stages[i] != nil {
 			pk.Graph, pk.Symbolic, pk.Rows = atBound(s.Body), true, stages[i].bound
 			sizes, _ := layerSizes(s) // symlayer.go: its layer views' offsets
+			if stages[i].sizes != nil {
+				sizes = stages[i].sizes // a conv's weight gradient: symconv.go
+			}
 			pk.Sizes = onClone(sizes, s.Body, pk.Graph)
 		} else if stages != nil {
 			pk.Graph = atBound(s.Body)

@@ -219,6 +219,14 @@ func keepsRows(v *ir.Value, p int, prefix map[*ir.Value]int, types map[*ir.Value
 			return "writes along a " + rowDim(types[v], v.Attrs.Int("axis", 0))
 		}
 		return ""
+	case "philox_uniform":
+		// Element i is a function of its row-major index alone (a dropout mask), the same at
+		// the run's sizes as at the bound's when one symbolic dim leads: row r's numbers are
+		// row r's of the reference at the run's batch.
+		if p != 1 {
+			return "draws random numbers over rows other than one leading symbolic dim"
+		}
+		return ""
 	case "conv2d", "max_pool2d", "avg_pool2d":
 		q, _ := arg(0)
 		if _, w := prefix[v.Args[len(v.Args)-1]]; q != 1 || len(v.Args) > 1 && w {

@@ -1,6 +1,9 @@
 package frontend
 
-import "github.com/gcomp/gcomp/ir"
+import (
+	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ir/sym"
+)
 
 // DropoutTrain is F.dropout in training mode: each element of x is kept with probability 1−p
 // and scaled by 1/(1−p), or zeroed. The mask comes from philox_uniform(key) with the given
@@ -26,7 +29,11 @@ func DropoutTrain(x *Tensor, p float64, key *Tensor, stream int) *Tensor {
 	case 1:
 		return x.MulScalar(0)
 	}
-	u := s.op("philox_uniform", ir.Attrs{"shape": x.Shape(), "stream": stream}, key)
+	var want []sym.Expr // over a symbolic batch, the mask's sizes are x's: element i is the same number at any bound
+	if x.v.Type.Sym != nil {
+		want = x.v.Type.Axes()
+	}
+	u := s.opWant("philox_uniform", ir.Attrs{"shape": x.Shape(), "stream": stream}, want, key)
 	keep := u.Lt(u.scalar(1 - p))
 	return Where(keep, x.MulScalar(1/(1-p)), x.scalar(0))
 }

@@ -8,8 +8,8 @@ import (
 )
 
 // Instantiate returns the static graph g is when its dims take the sizes in env: every type
-// evaluated, and the attributes that hold a bound rewritten to the actual size (reshape's and
-// broadcast_in_dim's shape, the limit of a symbolic dim sliced whole). The result has no dims and
+// evaluated, and the attributes that hold a bound rewritten to the actual size (reshape's,
+// broadcast_in_dim's and philox_uniform's shape, the limit of a symbolic dim sliced whole). The result has no dims and
 // is verified, so it runs like any static graph: the reference interpreter's definition of a
 // symbolic graph at those sizes.
 func Instantiate(g *ir.Graph, env map[string]int64) (*ir.Graph, error) {
@@ -27,7 +27,7 @@ func Instantiate(g *ir.Graph, env map[string]int64) (*ir.Graph, error) {
 		}
 		v.Type = t
 		switch v.Op {
-		case "reshape", "broadcast_in_dim":
+		case "reshape", "broadcast_in_dim", "philox_uniform":
 			v.Attrs["shape"] = []int(slices.Clone(t.Shape))
 		case "slice":
 			x := orig[v.Args[0]].Type

@@ -2,6 +2,7 @@ package ops
 
 import (
 	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ir/sym"
 	"github.com/gcomp/gcomp/tensor"
 )
 
@@ -30,6 +31,21 @@ func inferPhilox(args []ir.Type, a ir.Attrs) (ir.Type, error) {
 	}
 	t := ir.Type{DType: ir.F32, Shape: ir.Shape(a.Ints("shape")).Clone()}
 	return t, checkShape(t.Shape)
+}
+
+// symPhilox gives philox_uniform the sizes declared for its result (a dropout mask over a symbolic
+// batch): element i is a function of its row-major index i alone, so the first elements at the
+// run's sizes are the same numbers whatever the bound (the shape attribute, which InferSym checks
+// the sizes' bounds against).
+func symPhilox(_ []ir.Type, a ir.Attrs, want []sym.Expr, _ sym.Ranges) ([]sym.Expr, error) {
+	if want != nil {
+		return want, nil
+	}
+	out := make([]sym.Expr, len(a.Ints("shape")))
+	for i, n := range a.Ints("shape") {
+		out[i] = sym.Const(int64(n))
+	}
+	return out, nil
 }
 
 func evalPhilox(args []*tensor.Tensor, a ir.Attrs, out ir.Type) (*tensor.Tensor, error) {

@@ -28,6 +28,7 @@ var symRules = map[string]symRule{
 	"concat":           symConcat,
 	"pad":              symPad,
 	"gather":           symGather,
+	"philox_uniform":   symPhilox,      // random.go
 	UpdateSliceOp:      symUpdateSlice, // update.go
 	AttentionOp:        symAttention,   // symattention.go
 	AttentionLSEOp:     symAttentionLSE,
@@ -222,11 +223,14 @@ func symConv(args []ir.Type, a ir.Attrs, _ []sym.Expr, r sym.Ranges) ([]sym.Expr
 		return nil, err
 	}
 	for i := range w.Shape {
+		if i == 1 {
+			continue // the input channels may be symbolic: a weight gradient contracts the batch as them
+		}
 		if _, err := static(fmt.Sprintf("the weight's dim %d", i), w.Axis(i)); err != nil {
 			return nil, err
 		}
 	}
-	if err := sameSize(x.Axis(1), sym.Const(int64(w.Shape[1]*g.groups)), "input channels"); err != nil {
+	if err := sameSize(x.Axis(1), sym.Scale(w.Axis(1), int64(g.groups)), "input channels"); err != nil {
 		return nil, err
 	}
 	oh, err := windowSym(x.Axis(2), g.kh, g.stride[0], g.pad[0], g.dil[0], r)

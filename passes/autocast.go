@@ -75,6 +75,9 @@ func Autocast(g *ir.Graph, dt ir.DType) map[*ir.Value]*ir.Value {
 			if l == nil {
 				l = lowDequantize(a, dt, low, mk)
 			}
+			if l == nil && v.Op == "conv2d" {
+				l = lowViews(a, dt, low, mk) // autocast_symconv.go
+			}
 			if l == nil {
 				l = mk(&ir.Value{Op: "cast", Type: retype(a.Type, dt), Attrs: ir.Attrs{"to": dt}, Args: []*ir.Value{a}, Pos: v.Pos})
 			}

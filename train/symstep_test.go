@@ -111,14 +111,42 @@ var symSteps = []symStepCase{
 		h := nn.NewBatchNorm2d(b, "bn", 3).Forward(x).Relu()
 		b.Output(DefaultLoss, frontend.MSELoss(frontend.MaxPool2d(h, [2]int{2, 2}, frontend.PoolOptions{}), y))
 	}, &SGD{LR: 0.1}, ""},
-	// A conv's weight gradient contracts the batch as its input channels (x transposed to
-	// [C, N, H, W] convolved with dy's [O, N, H, W]): refused when the step is built.
+	// Dropout's mask over a symbolic batch: philox_uniform typed over the batch, element i a
+	// function of its row-major index alone, so row r drops what the reference drops at the
+	// run's batch (the step's rng.key input seeded per batch).
+	{"MLP, dropout, mean squared error, SGD", func(b *frontend.Builder) {
+		x, y := b.Input("x", ir.F32, b.Batch(8), 6), b.Input("t", ir.F32, b.Batch(8), 3)
+		w1 := b.Param("w1", ir.T(ir.F32, 16, 6), frontend.Uniform(-1, 1))
+		w2 := b.Param("w2", ir.T(ir.F32, 3, 16), frontend.Uniform(-1, 1))
+		h := nn.Dropout{P: 0.25}.Forward(frontend.Linear(x, w1, nil).Relu())
+		b.Output(DefaultLoss, frontend.MSELoss(frontend.Linear(h, w2, nil), y))
+	}, &SGD{LR: 0.1}, ""},
+	{"batch norm (training), dropout over [batch, 3, 4, 4], mean squared error, SGD", func(b *frontend.Builder) {
+		n := b.Batch(8)
+		x, y := b.Input("x", ir.F32, n, 3, 4, 4), b.Input("t", ir.F32, n, 3, 4, 4)
+		h := nn.Dropout{P: 0.5}.Forward(nn.NewBatchNorm2d(b, "bn", 3).Forward(x))
+		b.Output(DefaultLoss, frontend.MSELoss(h, y))
+	}, &SGD{LR: 0.1}, ""},
+	// A conv's weight gradient contracts the batch as its input channels (x viewed as
+	// [C, batch, H, W] convolved with dy's [O, batch, OH, OW]): the direct template folds the
+	// run's taps (codegen/ptx's symconv.go), here a stage of a persistent kernel.
 	{"conv with a trained weight, batch norm (training), SGD", func(b *frontend.Builder) {
 		x := b.Input("x", ir.F32, b.Batch(8), 2, 5, 5)
 		w := b.Param("w", ir.T(ir.F32, 4, 2, 3, 3), frontend.Uniform(-0.5, 0.5))
 		h := nn.NewBatchNorm2d(b, "bn", 4).Forward(frontend.Conv2d(x, w, nil, frontend.Conv2dOptions{Padding: [2]int{1, 1}}))
 		b.Output(DefaultLoss, h.Mul(h).Mean())
-	}, &SGD{LR: 0.1}, "conv2d: the weight's dim 1 must be static, have batch"},
+	}, &SGD{LR: 0.1}, ""},
+	// Two trained convolutions, the second strided and grouped (x viewed as [C/G, G·batch, H, W]),
+	// each weight gradient a kernel of its own, and dx of the second over the batch.
+	{"two trained convs (stride 2, 2 groups), relu, mean squared error, SGD with momentum", func(b *frontend.Builder) {
+		n := b.Batch(8)
+		x, y := b.Input("x", ir.F32, n, 3, 12, 12), b.Input("t", ir.F32, n, 8, 6, 6)
+		w1 := b.Param("w1", ir.T(ir.F32, 8, 3, 3, 3), frontend.Uniform(-0.5, 0.5))
+		w2 := b.Param("w2", ir.T(ir.F32, 8, 4, 3, 3), frontend.Uniform(-0.5, 0.5))
+		h := frontend.Conv2d(x, w1, nil, frontend.Conv2dOptions{Padding: [2]int{1, 1}}).Relu()
+		h = frontend.Conv2d(h, w2, nil, frontend.Conv2dOptions{Padding: [2]int{1, 1}, Stride: [2]int{2, 2}, Groups: 2})
+		b.Output(DefaultLoss, frontend.MSELoss(h, y))
+	}, &SGD{LR: 0.05, Momentum: 0.9}, ""},
 }
 
 // A train step over a symbolic batch builds once and runs on the memchecked simulator at
@@ -315,49 +343,7 @@ func TestSymbolicStepNVVM(t *testing.T) {
 			if want := map[bool]int{true: 3}[strings.Contains(tc.name, "2 heads")]; folds != want {
 				t.Errorf("%d weight gradients through views, want %d", folds, want)
 			}
-			p, err := executor.Load(simdev.New(simdev.Options{}), res.Artifact)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer p.Close()
-			bound, err := ops.Instantiate(s.Graph, map[string]int64{frontend.BatchDim: 8})
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, params, err := tensor.SeededValues(bound, 3)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := p.SetParams(params); err != nil {
-				t.Fatal(err)
-			}
-			for _, n := range []int64{1, 5} {
-				st, err := ops.Instantiate(s.Graph, map[string]int64{frontend.BatchDim: n})
-				if err != nil {
-					t.Fatal(err)
-				}
-				inputs, _, err := tensor.SeededValues(st, uint64(n))
-				if err != nil {
-					t.Fatal(err)
-				}
-				want, err := ref.Run(st, inputs, params)
-				if err != nil {
-					t.Fatal(err)
-				}
-				got, err := p.Run(inputs)
-				if err != nil {
-					t.Fatalf("batch %d: %v", n, err)
-				}
-				for name, w := range want {
-					o := got.Outputs[name]
-					rel, abs := tolerance.Tolerance(w.Type.DType, false, 256)
-					for i := range w.Len() {
-						if !tolerance.Within(o.At(i), w.At(i), rel, abs) {
-							t.Fatalf("batch %d: %s[%d] = %v, the reference's %v", n, name, i, o.At(i), w.At(i))
-						}
-					}
-				}
-			}
+			checkStepRuns(t, s, res, []int64{1, 5}) // symstep_conv_test.go
 		})
 	}
 }

@@ -94,16 +94,6 @@ func TestTrainMaxBatchClassLoss(t *testing.T) {
 	}
 	args := []string{"bmix.go", "--data", "npy:" + filepath.Join(td, "mixture"), "--limit", "45", "--class-weights", "1,2,0.5", "--ignore-index", "2",
 		"--label-smoothing", "0.1", "--optimizer", "sgd", "--lr", "0.05", "--epochs", "2", "--max-batch", "16"}
-	cut := func(s string) string { // the epoch lines but their timings
-		var lines []string
-		for _, l := range strings.Split(strings.TrimSpace(s), "\n") {
-			if i := strings.LastIndex(l, " ("); i > 0 {
-				l = l[:i]
-			}
-			lines = append(lines, l)
-		}
-		return strings.Join(lines, "\n")
-	}
 	want, _ := runTrain(t, append(args, "--device", "ref", "--save", "ref.safetensors")...)
 	for _, tc := range []struct{ dev, steps string }{
 		{"sim", "45 training rows, 3 steps of 16 per epoch"},
@@ -114,7 +104,7 @@ func TestTrainMaxBatchClassLoss(t *testing.T) {
 		if !strings.Contains(errOut, tc.steps) {
 			t.Errorf("%s: stderr %q, want %q", tc.dev, errOut, tc.steps)
 		}
-		if cut(out) != cut(want) {
+		if epochLines(out) != epochLines(want) {
 			t.Errorf("%s printed\n%s\nthe reference\n%s", tc.dev, out, want)
 		}
 		sameCheckpoint(t, save, "ref.safetensors")

@@ -10,7 +10,8 @@ import (
 // kernels codegen/backend's nvvm producer takes from codegen/ptx rather than refuse the model:
 // the tensor-core GEMM over a quantized weight (plan.QuantizedMMA), attention's backward and
 // split-KV decoding over a symbolic cache length (codegen/ptx's symattn_decode_len.go) at
-// symbolic sizes, and a norm GEMV writing its prologue's rows (codegen/ptx's
+// symbolic sizes, a conv's weight gradient folding its symbolic batch (codegen/ptx's
+// symconv.go), and a norm GEMV writing its prologue's rows (codegen/ptx's
 // gemvnormout.go: the decode step's embeddings). Copies, GEMMs
 // over views, the attention forward on CUDA cores and tensor cores (writing its log-sum-exp too),
 // split-KV decoding over a symbolic batch, folds of strided operands, over scattered axes
@@ -29,6 +30,9 @@ func borrowed(k plan.Kernel, t plan.Target) bool {
 // borrowedTemplate names the codegen/ptx template a borrowed kernel takes, or is "". t is the
 // target, which a template may depend on.
 func borrowedTemplate(k plan.Kernel, t plan.Target) string {
+	if plan.FoldsConv(k) { // before the stages' layers: its stage has sizes too
+		return "conv weight gradient folding its symbolic batch"
+	}
 	if k.Symbolic && k.Sizes != nil {
 		if _, ok := plan.BackwardAttention(k.Graph); ok {
 			return "symbolic attention backward"

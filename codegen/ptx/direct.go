@@ -16,7 +16,7 @@ func directKernel(k Kernel, dot *ir.Value, why string, globals *[]string) (strin
 	b := newBuilder(k.Name)
 	gn, args := header(k, b, globals)
 	b.note("direct %s (%s): one thread per result element", dot.Op, why)
-	end, work, err := symDirect(k, b, &args, dot) // symdirect.go
+	end, work, err := symDirect(k, gn, b, &args, dot) // symdirect.go
 	if err != nil {
 		return "", Launch{}, err
 	}
@@ -55,7 +55,7 @@ func (gn *gen) directElements(dot *ir.Value, start, step, end string, fmaF32 boo
 		} else {
 			term, K = gn.dotTerm(dot, x)
 		}
-		gn.loopFrom("0", "1", K, func(kk string) error {
+		gn.loopTo("0", "1", gn.tapsEnd(K), func(kk string) error {
 			u, v, err := term(kk)
 			if err != nil {
 				return err

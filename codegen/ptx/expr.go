@@ -34,6 +34,7 @@ type gen struct {
 	globals     *[]string                      // module-level constant arrays
 	errPtr      string                         // global address of the error word (kernels with gathers)
 	sites       map[*ir.Value]int              // each gather's site number in the error word
+	foldK       string                         // a folding conv's K at the run's sizes (symconv.go)
 }
 
 type cacheKey struct {

@@ -84,7 +84,7 @@ func persistentKernel(k Kernel, globals *[]string) (string, Launch, error) {
 		}
 		gn.layerOutputs(k.Name, st, sg, &args) // symlayer.go
 		gn.kernelGraph, gn.kname = sg, k.Name+"_"+st.Name
-		if err := gn.stage(sg, tid, stageSize(k.Name, si, st, b, &args)); err != nil {
+		if err := gn.stage(sg, tid, foldStageSize(st, gn, stageSize(k.Name, si, st, b, &args))); err != nil {
 			return "", Launch{}, fmt.Errorf("stage %s: %w", st.Name, err)
 		}
 	}

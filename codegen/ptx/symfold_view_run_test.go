@@ -39,33 +39,40 @@ func TestSymbolicFoldViewRuns(t *testing.T) {
 			}
 			assemble(t, text)
 			for _, seq := range []int{1, 13, c.bound} {
-				gs := parse(t, foldViewSrc(c.d, seq))
-				in, _, err := tensor.SeededValues(gs, uint64(seq))
-				if err != nil {
-					t.Fatal(err)
-				}
-				got, st := runSymFold(t, text, ls[0], g, seq, 2*seq, in)
-				run := runStatic(t, "k0", gs, in, Target{SM: 80})
-				static := make([]byte, len(got))
-				if err := run.dev.Read(run.outAddr["out"], static); err != nil {
-					t.Fatal(err)
-				}
-				if !bytes.Equal(got, static) {
-					t.Errorf("seq %d: the output differs from the static kernel's", seq)
-				}
-				want, err := ref.Run(gs, in, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				o, err := tensor.FromBytes(gs.Outputs[0].Value.Type, got)
-				if err != nil {
-					t.Fatal(err)
-				}
-				compare(t, fmt.Sprintf("seq %d", seq), o, want["out"], false, c.d, 2*seq, 1)
-				t.Logf("seq %d of %d: %d warp instructions built once, %d static (%.3f×)", seq, c.bound, st.WarpInsts, run.stats.WarpInsts, float64(st.WarpInsts)/float64(run.stats.WarpInsts))
+				checkFoldRun(t, fmt.Sprintf("seq %d of %d", seq, c.bound), text, ls[0], g, parse(t, foldViewSrc(c.d, seq)), seq, 2*seq, c.d)
 			}
 		})
 	}
+}
+
+// checkFoldRun runs fold kernel l of module text (g at the bound) at seq, its size parameter k,
+// on seq's graph gs with seeded inputs (runSymFold): bit for bit the static kernel built for gs
+// and within d's tolerance of the reference. It logs both kernels' warp instructions.
+func checkFoldRun(t *testing.T, what, text string, l Launch, g, gs *ir.Graph, seq, k int, d ir.DType) {
+	t.Helper()
+	in, _, err := tensor.SeededValues(gs, uint64(seq))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, st := runSymFold(t, text, l, g, seq, k, in)
+	run := runStatic(t, "k0", gs, in, Target{SM: 80})
+	static := make([]byte, len(got))
+	if err := run.dev.Read(run.outAddr["out"], static); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, static) {
+		t.Errorf("%s: the output differs from the static kernel's", what)
+	}
+	want, err := ref.Run(gs, in, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := tensor.FromBytes(gs.Outputs[0].Value.Type, got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	compare(t, what, o, want["out"], false, d, k, 1)
+	t.Logf("%s: %d warp instructions built once, %d static (%.3f×)", what, st.WarpInsts, run.stats.WarpInsts, float64(st.WarpInsts)/float64(run.stats.WarpInsts))
 }
 
 // runSymFold launches fold kernel l (of g, at the bound) at seq with K = k on the memchecked

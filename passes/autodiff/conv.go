@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ir/sym"
 )
 
 // pair reads a two-int window attribute with its default.
@@ -50,17 +51,31 @@ func gradConv(e *Emitter, v, dy *ir.Value, need []bool) []*ir.Value {
 		dx = e.Op("conv2d", convAttrs([2]int{1, 1}, [2]int{0, 0}, d, g), dyp, wt)
 	}
 	if need[1] {
-		xt := e.Reshape(x, []int{n, g, c / g, h, wd})
+		xa, ya, g64 := x.Type.Axes(), dy.Type.Axes(), int64(g)
+		xt := e.reshapeAs(x, []int{n, g, c / g, h, wd}, xa[0], sym.Const(g64), sym.Div(xa[1], g64), xa[2], xa[3])
 		xt = e.Transpose(xt, []int{2, 1, 0, 3, 4})
-		xt = e.Reshape(xt, []int{c / g, g * n, h, wd})
-		dyt := e.Reshape(dy, []int{n, g, o / g, oh, ow})
+		xt = e.reshapeAs(xt, []int{c / g, g * n, h, wd}, sym.Div(xa[1], g64), sym.Scale(xa[0], g64), xa[2], xa[3])
+		dyt := e.reshapeAs(dy, []int{n, g, o / g, oh, ow}, ya[0], sym.Const(g64), sym.Div(ya[1], g64), ya[2], ya[3])
 		dyt = e.Transpose(dyt, []int{1, 2, 0, 3, 4})
-		dyt = e.Reshape(dyt, []int{o, n, oh, ow})
+		dyt = e.reshapeAs(dyt, []int{o, n, oh, ow}, ya[1], ya[0], ya[2], ya[3])
 		r := e.Op("conv2d", convAttrs(d, p, s, g), xt, dyt) // [C/G, O, KH', KW'], KH' ≥ KH
 		r = e.Slice(r, []int{0, 0, 0, 0}, []int{c / g, o, kh, kw}, nil)
 		dw = e.Transpose(r, []int{1, 0, 2, 3})
 	}
 	return []*ir.Value{dx, dw}
+}
+
+// reshapeAs reshapes a to shape, whose sizes over a symbolic graph are axes: a weight gradient's
+// views move the batch, whose bound may equal a channel count, so the primal's types of the same
+// bound shape (the Emitter's hints) would name the wrong dim.
+func (e *Emitter) reshapeAs(a *ir.Value, shape []int, axes ...sym.Expr) *ir.Value {
+	if a.Type.Sym == nil {
+		return e.Reshape(a, shape)
+	}
+	saved := e.hints
+	e.hints = []ir.Type{{Shape: shape, Sym: axes}}
+	defer func() { e.hints = saved }()
+	return e.Reshape(a, shape)
 }
 
 // poolGeom is a pooling node's window geometry.

@@ -1,0 +1,107 @@
+package train
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gcomp/gcomp/codegen/backend"
+	"github.com/gcomp/gcomp/codegen/nvvm/libnvvm"
+	"github.com/gcomp/gcomp/compiler"
+	"github.com/gcomp/gcomp/frontend"
+	"github.com/gcomp/gcomp/internal/tolerance"
+	"github.com/gcomp/gcomp/ops"
+	"github.com/gcomp/gcomp/runtime/executor"
+	"github.com/gcomp/gcomp/runtime/ref"
+	"github.com/gcomp/gcomp/runtime/simdev"
+	"github.com/gcomp/gcomp/tensor"
+)
+
+// The NVVM producer builds the steps training convolutions over a symbolic batch: each weight
+// gradient folding the batch is codegen/ptx's entry (nvvm.Lacks), a kernel of its own or a
+// persistent kernel's stage, and the step runs at batches 1 and 5 within tolerance of the
+// reference's.
+func TestSymbolicStepConvNVVM(t *testing.T) {
+	lib := libnvvm.Require(t)
+	nv, err := backend.New("nvvm", lib.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range symSteps {
+		if !strings.Contains(tc.name, "trained") {
+			continue
+		}
+		t.Run(tc.name, func(t *testing.T) {
+			fwd, err := frontend.Build("m", tc.model, frontend.WithMaxBatch(8), frontend.WithTraining())
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := StepFromGraph(fwd, tc.opt, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := compiler.Compile(s.Graph, StepCompilerOptions(compiler.Options{Producer: nv}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			borrowed := 0
+			for _, k := range res.Artifact.Plan.Kernels {
+				if k.Producer == "ptx" && strings.Contains(strings.Join(k.Notes, "\n"), "conv weight gradient folding its symbolic batch") {
+					borrowed++
+				}
+			}
+			if borrowed == 0 {
+				t.Fatal("no conv weight gradient from codegen/ptx's entry")
+			}
+			checkStepRuns(t, s, res, []int64{1, 5})
+		})
+	}
+}
+
+// checkStepRuns loads res, the step s compiled over a symbolic batch, on a memchecked simulator
+// and runs it at each of batches with seeded inputs and the bound's seeded parameters: its
+// outputs equal the reference interpreter's step at that batch within tolerance.
+func checkStepRuns(t *testing.T, s *StepGraph, res *compiler.Result, batches []int64) {
+	t.Helper()
+	p, err := executor.Load(simdev.New(simdev.Options{}), res.Artifact)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	bound, err := ops.Instantiate(s.Graph, map[string]int64{frontend.BatchDim: int64(s.Graph.Dims[0].Hi)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, params, err := tensor.SeededValues(bound, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.SetParams(params); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range batches {
+		st, err := ops.Instantiate(s.Graph, map[string]int64{frontend.BatchDim: n})
+		if err != nil {
+			t.Fatal(err)
+		}
+		inputs, _, err := tensor.SeededValues(st, uint64(n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := ref.Run(st, inputs, params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := p.Run(inputs)
+		if err != nil {
+			t.Fatalf("batch %d: %v", n, err)
+		}
+		for name, w := range want {
+			rel, abs := tolerance.Tolerance(w.Type.DType, false, 256)
+			for i := range w.Len() {
+				if g := got.Outputs[name].At(i); !tolerance.Within(g, w.At(i), rel, abs) {
+					t.Fatalf("batch %d: %s[%d] = %v, the reference's %v", n, name, i, g, w.At(i))
+				}
+			}
+		}
+	}
+}
