@@ -397,7 +397,23 @@ func bindParams(m *load.Model, weights string, strict bool, seed uint64, stderr 
 	if weights != "" && len(initialized) > 0 {
 		fmt.Fprintf(stderr, "gcomp: %d parameters not in %s use their initializers (seed %d): %s\n", len(initialized), weights, seed, strings.Join(initialized, ", "))
 	}
+	if src := onnxOrigin(g); weights == "" && m.Weights == nil && len(initialized) > 0 && src != "" {
+		// A module (or .gir) built from an .onnx file holds none of the file's weights: without
+		// this line a run would quietly compute with seeded values instead of the model's.
+		fmt.Fprintf(stderr, "gcomp: no --weights: the %d parameters use seeded initializers (seed %d), not the weights of %s, which a built module or a .gir does not hold; give them with --weights (gcomp init-weights %s writes them)\n",
+			len(initialized), seed, src, src)
+	}
 	return params, nil
+}
+
+// onnxOrigin is the .onnx file g's values were imported from, as their locations name it, or "".
+func onnxOrigin(g *ir.Graph) string {
+	for _, v := range g.Values {
+		if file, _, ok := strings.Cut(v.Pos, ".onnx:"); ok {
+			return file + ".onnx"
+		}
+	}
+	return ""
 }
 
 // paramCopies indexes the model parameters read from a file by their content (contentKey), each
