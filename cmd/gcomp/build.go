@@ -265,7 +265,7 @@ func cmdBuild(args []string, stdout, stderr io.Writer) error {
 	if *emit == "nvvm" {
 		copt.Producer = &nvvm.Producer{IROnly: true}
 	}
-	lm, err := mf.loadModel(path, true)
+	lm, err := mf.loadModel(path, false) // eval mode, as run and check load it
 	if err != nil {
 		return err
 	}
