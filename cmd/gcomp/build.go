@@ -331,6 +331,9 @@ func cmdBuild(args []string, stdout, stderr io.Writer) error {
 		} else if stats == "json" {
 			stdout.Write(res.Stats.JSON())
 		} else if stats == "table" {
+			if len(g.Dims) > 0 { // the report of a model with dims is at their bounds: say so
+				fmt.Fprintf(stdout, "at the bound (%s):\n", compiler.SizesString(g, boundSizes(g)))
+			}
 			res.Stats.WriteTable(stdout)
 			writeVariants(stdout, art)
 		}
