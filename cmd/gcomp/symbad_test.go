@@ -69,3 +69,50 @@ func TestSymbolicBadInputsCLI(t *testing.T) {
 		}
 	}
 }
+
+// The flags that shape a model as it is traced or imported do not apply to a compiled module,
+// whose sizes were chosen when it was built: each is one error naming the flag (and the ranges
+// of a module with dims), not a run that quietly ignores it.
+func TestRunModuleShapeFlags(t *testing.T) {
+	t.Chdir(t.TempDir())
+	files := map[string]string{
+		"d.gir": "graph d {\n  dims { batch in [1,8] }\n  input %x : f32[batch,2]\n  %0 = neg(%x) : f32[batch,2]\n  output y = %0\n}\n",
+		"s.gir": "graph s {\n  input %x : f32[3,2]\n  %0 = neg(%x) : f32[3,2]\n  output y = %0\n}\n",
+	}
+	var stdout, stderr bytes.Buffer
+	for name, text := range files {
+		if err := os.WriteFile(name, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if code := Main([]string{"build", name, "-o", strings.TrimSuffix(name, ".gir") + ".ptx"}, &stdout, &stderr); code != 0 {
+			t.Fatalf("build %s: %s", name, stderr.String())
+		}
+	}
+	if err := tensorio.WriteNPYFile("x.npy", tensor.New(ir.T(ir.F32, 3, 2)).Array()); err != nil {
+		t.Fatal(err)
+	}
+	const dims = "a compiled module's sizes were chosen when it was built (it runs batch in [1,8], at the sizes of its inputs): give inputs of the sizes to run, or build it again with "
+	for _, tc := range []struct{ args, want string }{
+		{"run d.ptx --max-batch 4", "gcomp: d.ptx: --max-batch: " + dims + "--max-batch"},
+		{"run d.ptx --batch 3", "gcomp: d.ptx: --batch: " + dims + "--batch"},
+		{"run d.ptx --max-shape x=4x2", "gcomp: d.ptx: --max-shape: " + dims + "--max-shape"},
+		{"run d.ptx --shape x=3x2", "gcomp: d.ptx: --shape: " + dims + "--shape"},
+		{"run s.ptx --max-batch 4", "gcomp: s.ptx: --max-batch: a compiled module's sizes were chosen when it was built (its shapes are static): build it again with --max-batch"},
+		{"run s.ptx --const c=x.npy", "gcomp: s.ptx: --const: a compiled module's sizes were chosen when it was built (its shapes are static): build it again with --const"},
+		{"run s.ptx --batch 2", "gcomp: s.ptx: --batch: a compiled module is fixed at the batch it was built at (build it with --batch)"},
+		{"run none.ptx --max-shape x=4x2", "gcomp: none.ptx: --max-shape: a compiled module's sizes were chosen when it was built: build it again with --max-shape"},
+	} {
+		stderr.Reset()
+		args := append(strings.Fields(tc.args), "--input", "x=x.npy", "--output-dir", "o")
+		code := Main(args, &stdout, &stderr)
+		if code != 1 || !strings.Contains(stderr.String(), tc.want) || strings.Count(strings.TrimSpace(stderr.String()), "\n") > 0 {
+			t.Errorf("%s: exit %d, stderr %q; want exit 1 and one line with %q", tc.args, code, stderr.String(), tc.want)
+		}
+		if _, err := os.Stat("o"); err == nil {
+			t.Fatalf("%s: wrote o", tc.args)
+		}
+	}
+	if code := Main([]string{"run", "d.ptx", "--input", "x=x.npy", "--output-dir", "o"}, &stdout, &stderr); code != 0 {
+		t.Errorf("run d.ptx: exit %d: %s", code, stderr.String())
+	}
+}
