@@ -161,10 +161,10 @@ func onnxBatched(filename string, src []byte, opt Options) (*Model, int, error) 
 }
 
 // batchUnsupported is the error for Options.Batch on a .gir model: it holds a graph traced at
-// one batch, with every shape fixed and no dim marked as the batch.
+// one batch, or over dims it declares with their ranges, and no dim marked as the batch.
 func batchUnsupported(filename, ext string) error {
 	if ext == ".gir" {
-		return fmt.Errorf("%s: a .gir graph marks no batch dim (its shapes are fixed when it is written): choose the batch when tracing its .go model (gcomp dump model.go --batch B)", filename)
+		return fmt.Errorf("%s: a .gir graph marks no batch dim (its shapes, and the ranges of any dims { } it declares, are written in it): choose the batch when tracing its .go model (gcomp dump model.go --batch B, or --max-batch N for a batch in [1, N])", filename)
 	}
 	return fmt.Errorf("%s: batch: only .go and .onnx models are traced at a batch chosen when loading", filename)
 }

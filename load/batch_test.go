@@ -170,6 +170,15 @@ func TestBatchGIR(t *testing.T) {
 	if _, err := File(gir, Options{Batch: 2}); err == nil || !strings.Contains(err.Error(), "m.gir: a .gir graph marks no batch dim") {
 		t.Errorf("err = %v", err)
 	}
+	// A .gir with dims is not "fixed when it is written": the message says what it holds.
+	sym := filepath.Join(dir, "s.gir")
+	if err := os.WriteFile(sym, []byte("graph s {\n  dims { batch in [1,8] }\n  input %x : f32[batch]\n  output y = %x\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := "s.gir: a .gir graph marks no batch dim (its shapes, and the ranges of any dims { } it declares, are written in it)"
+	if _, err := File(sym, Options{Batch: 2}); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("err = %v, want %q", err, want)
+	}
 }
 
 // An .onnx model's symbolic first dims take the batch; a node that fixes it is an error.

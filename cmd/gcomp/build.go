@@ -28,6 +28,9 @@ type modelFlags struct {
 	onnx    onnxFlags
 	batch   *int // --batch, for the commands that take it (nil otherwise)
 	maxB    *int // --max-batch, likewise
+	// given reports whether a flag was on the command line: 0 is --batch's and --max-batch's
+	// "not given", so a 0 the user wrote is refused rather than taken as absent.
+	given func(name string) bool
 }
 
 func addModelFlags(fs *flag.FlagSet) modelFlags {
@@ -46,8 +49,16 @@ func addBatchedModelFlags(fs *flag.FlagSet) modelFlags {
 	m := addModelFlags(fs)
 	m.batch = fs.Int("batch", 0, "trace a .go model at this batch instead of its file's own (the model declares it with b.Batch); fill an .onnx model's symbolic first input dims")
 	m.maxB = fs.Int("max-batch", 0, "trace a .go model over a batch known only at run time, in [1, N]: b.Batch gives the dim batch, and one build runs at every batch in range")
+	m.given = func(name string) bool {
+		found := false
+		fs.Visit(func(f *flag.Flag) { found = found || f.Name == name })
+		return found
+	}
 	return m
 }
+
+// isGiven reports whether flag name was on the command line (false where nothing records it).
+func (m modelFlags) isGiven(name string) bool { return m.given != nil && m.given(name) }
 
 func (m modelFlags) load(path string) (*ir.Graph, error) {
 	lm, err := m.loadModel(path, false)
@@ -95,13 +106,13 @@ func (m modelFlags) options(training bool) (load.Options, error) {
 	}
 	lopt := load.Options{Entry: *m.entry, Timeout: *m.timeout, Memory: int64(*m.memory), ONNX: opt, Training: training}
 	if m.batch != nil {
-		if *m.batch < 0 {
+		if *m.batch < 0 || *m.batch == 0 && m.isGiven("batch") {
 			return load.Options{}, fmt.Errorf("gcomp: --batch %d: must be positive", *m.batch)
 		}
 		lopt.Batch = *m.batch
 	}
 	if m.maxB != nil {
-		if *m.maxB < 0 || *m.maxB > 0 && lopt.Batch != 0 {
+		if *m.maxB < 0 || *m.maxB == 0 && m.isGiven("max-batch") || *m.maxB > 0 && lopt.Batch != 0 {
 			return load.Options{}, fmt.Errorf("gcomp: --max-batch %d: must be positive, without --batch", *m.maxB)
 		}
 		lopt.MaxBatch = *m.maxB
@@ -254,7 +265,7 @@ func cmdBuild(args []string, stdout, stderr io.Writer) error {
 	if *emit == "nvvm" {
 		copt.Producer = &nvvm.Producer{IROnly: true}
 	}
-	lm, err := mf.loadModel(path, true)
+	lm, err := mf.loadModel(path, false) // eval mode, as run and check load it
 	if err != nil {
 		return err
 	}
@@ -320,6 +331,9 @@ func cmdBuild(args []string, stdout, stderr io.Writer) error {
 		} else if stats == "json" {
 			stdout.Write(res.Stats.JSON())
 		} else if stats == "table" {
+			if len(g.Dims) > 0 { // the report of a model with dims is at their bounds: say so
+				fmt.Fprintf(stdout, "at the bound (%s):\n", compiler.SizesString(g, boundSizes(g)))
+			}
 			res.Stats.WriteTable(stdout)
 			writeVariants(stdout, art)
 		}

@@ -46,6 +46,10 @@ func TestBuildMaxBatch(t *testing.T) {
 	}
 	for _, tc := range []struct{ args, want string }{
 		{"build " + model + " --max-batch -1 -o o.ptx", "--max-batch -1: must be positive, without --batch"},
+		// 0 is the flags' "not given"; written out it is a bound that is not positive, not absent.
+		{"build " + model + " --max-batch 0 -o o.ptx", "--max-batch 0: must be positive, without --batch"},
+		{"build " + model + " --batch 0 -o o.ptx", "--batch 0: must be positive"},
+		{"run " + model + " --max-batch=0 --output-dir o.ptx", "--max-batch 0: must be positive, without --batch"},
 		{"build " + model + " --max-batch 4 --batch 2 -o o.ptx", "--max-batch 4: must be positive, without --batch"},
 		{"build s.gir --max-batch 4 -o o.ptx", "s.gir: a max batch bounds the batch of a .go model; a .gir model declares its dims itself"},
 	} {

@@ -89,3 +89,52 @@ func TestMaxShapeBuildRun(t *testing.T) {
 		t.Errorf("a refused build wrote b.ptx")
 	}
 }
+
+// A module built from an .onnx file holds none of the file's weights, so a run of it without
+// --weights computes with seeded initializers: gcomp run says so on stderr (the issue's own
+// commands, `gcomp build model.onnx --max-shape ... -o m.ptx` then `gcomp run m.ptx --input
+// ...`, would otherwise print outputs unlike PyTorch's without a word). With --weights, and for
+// the .onnx file itself (its initializers are its weights), there is no such line.
+func TestRunBuiltONNXWeightsNote(t *testing.T) {
+	resnet, err := filepath.Abs(filepath.Join("..", "..", "frontend", "onnx", "suite", "testdata", "dynamic", "resnet_dyn_opset13.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir())
+	var stdout, stderr bytes.Buffer
+	for _, args := range [][]string{
+		{"build", resnet, "--max-shape", "x=8x3x32x32", "-o", "m.ptx"},
+		{"init-weights", resnet, "--max-shape", "x=8x3x32x32", "-o", "w.safetensors"},
+		{"dump", resnet, "--max-shape", "x=8x3x32x32"},
+	} {
+		stdout.Reset()
+		if code := Main(args, &stdout, &stderr); code != 0 {
+			t.Fatalf("%v: %s", args, stderr.String())
+		}
+	}
+	if err := os.WriteFile("m.gir", stdout.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := tensorio.WriteNPYFile("x.npy", tensor.New(ir.T(ir.F32, 3, 3, 32, 32)).Array()); err != nil {
+		t.Fatal(err)
+	}
+	const note = "gcomp: no --weights: the 42 parameters use seeded initializers (seed 0), not the weights of resnet_dyn_opset13.onnx"
+	for _, tc := range []struct {
+		args []string
+		note bool
+	}{
+		{[]string{"run", "m.ptx"}, true},
+		{[]string{"run", "m.gir"}, true},
+		{[]string{"run", "m.ptx", "--weights", "w.safetensors"}, false},
+		{[]string{"run", resnet, "--max-shape", "x=8x3x32x32"}, false},
+	} {
+		stderr.Reset()
+		args := append(tc.args, "--device", "ref", "--input", "x=x.npy", "--output-dir", "o")
+		if code := Main(args, &stdout, &stderr); code != 0 {
+			t.Fatalf("%v: exit %d: %s", tc.args, code, stderr.String())
+		}
+		if got := strings.Contains(stderr.String(), note); got != tc.note {
+			t.Errorf("%v: stderr %q; the note about seeded weights: %v, want %v", tc.args, stderr.String(), got, tc.note)
+		}
+	}
+}

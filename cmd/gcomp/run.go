@@ -155,10 +155,14 @@ func prefixPath(path string, err error) string {
 // model is compiled in memory when compile is set.
 func loadRunnable(path string, mf modelFlags, copt compiler.Options, compile bool) (*load.Model, *artifact.Artifact, error) {
 	if strings.HasSuffix(path, ".ptx") {
-		if mf.batch != nil && *mf.batch != 0 {
-			return nil, nil, fmt.Errorf("gcomp: %s: --batch: a compiled module is fixed at the batch it was built at (build it with --batch)", path)
-		}
 		art, err := artifact.Read(path)
+		var plan *artifact.Plan
+		if err == nil {
+			plan = art.Plan
+		}
+		if ferr := moduleShapeFlags(path, mf, plan); ferr != nil { // the flags first, as before any read
+			return nil, nil, ferr
+		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("gcomp: %v", err)
 		}
@@ -186,6 +190,37 @@ func loadRunnable(path string, mf modelFlags, copt compiler.Options, compile boo
 		return nil, nil, fmt.Errorf("gcomp: %s: %v", path, err)
 	}
 	return m, res.Artifact, nil
+}
+
+// moduleShapeFlags refuses the flags that shape a model as it is traced or imported (--batch,
+// --max-batch, --shape, --max-shape, --const): a compiled module's shapes and dims were chosen when it was
+// built, and a run that ignored them would not be the run the user asked for. plan is nil when
+// the module could not be read.
+func moduleShapeFlags(path string, mf modelFlags, plan *artifact.Plan) error {
+	built, again := "", "build it again with "
+	if plan != nil && len(plan.Dims) > 0 {
+		built, again = " (it runs "+artifact.RangesString(plan.Dims)+", at the sizes of its inputs)", "give inputs of the sizes to run, or build it again with "
+	} else if plan != nil {
+		built = " (its shapes are static)"
+	}
+	if (plan == nil || len(plan.Dims) == 0) && mf.batch != nil && *mf.batch != 0 {
+		return fmt.Errorf("gcomp: %s: --batch: a compiled module is fixed at the batch it was built at (build it with --batch)", path)
+	}
+	for _, f := range []struct {
+		name  string
+		given bool
+	}{
+		{"--batch", mf.batch != nil && *mf.batch != 0},
+		{"--max-batch", mf.maxB != nil && *mf.maxB != 0},
+		{"--shape", len(*mf.onnx.shapes) > 0},
+		{"--max-shape", len(*mf.onnx.maxShapes) > 0},
+		{"--const", len(*mf.onnx.consts) > 0},
+	} {
+		if f.given {
+			return fmt.Errorf("gcomp: %s: %s: a compiled module's sizes were chosen when it was built%s: %s%s", path, f.name, built, again, f.name)
+		}
+	}
+	return nil
 }
 
 // ampBuilt says how a plan's module was built: "with --amp bf16" or "without --amp".
@@ -397,7 +432,23 @@ func bindParams(m *load.Model, weights string, strict bool, seed uint64, stderr 
 	if weights != "" && len(initialized) > 0 {
 		fmt.Fprintf(stderr, "gcomp: %d parameters not in %s use their initializers (seed %d): %s\n", len(initialized), weights, seed, strings.Join(initialized, ", "))
 	}
+	if src := onnxOrigin(g); weights == "" && m.Weights == nil && len(initialized) > 0 && src != "" {
+		// A module (or .gir) built from an .onnx file holds none of the file's weights: without
+		// this line a run would quietly compute with seeded values instead of the model's.
+		fmt.Fprintf(stderr, "gcomp: no --weights: the %d parameters use seeded initializers (seed %d), not the weights of %s, which a built module or a .gir does not hold; give them with --weights (gcomp init-weights %s writes them)\n",
+			len(initialized), seed, src, src)
+	}
 	return params, nil
+}
+
+// onnxOrigin is the .onnx file g's values were imported from, as their locations name it, or "".
+func onnxOrigin(g *ir.Graph) string {
+	for _, v := range g.Values {
+		if file, _, ok := strings.Cut(v.Pos, ".onnx:"); ok {
+			return file + ".onnx"
+		}
+	}
+	return ""
 }
 
 // paramCopies indexes the model parameters read from a file by their content (contentKey), each

@@ -49,10 +49,7 @@ func statsAtSizes(g *ir.Graph, specs []string) (map[string]int64, error) {
 // the one at env with the specialization it runs, if any): two tables, or one JSON object
 // {"bound": {sizes, stats}, "at": {sizes, variant, stats}}.
 func writeStatsAt(w io.Writer, format string, g *ir.Graph, bound, at *passes.Stats, env map[string]int64, variant string) {
-	boundEnv := map[string]int64{}
-	for _, d := range g.Dims {
-		boundEnv[d.Name] = int64(d.Hi)
-	}
+	boundEnv := boundSizes(g)
 	if format == "json" {
 		type sized struct {
 			Sizes   map[string]int64 `json:"sizes"`
@@ -77,4 +74,13 @@ func writeStatsAt(w io.Writer, format string, g *ir.Graph, bound, at *passes.Sta
 		fmt.Fprintf(w, "\nat %s:\n", compiler.SizesString(g, env))
 	}
 	at.WriteTable(w)
+}
+
+// boundSizes is every dim of g at its upper bound, the sizes a build's own report is at.
+func boundSizes(g *ir.Graph) map[string]int64 {
+	env := map[string]int64{}
+	for _, d := range g.Dims {
+		env[d.Name] = int64(d.Hi)
+	}
+	return env
 }

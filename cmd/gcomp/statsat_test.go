@@ -95,6 +95,21 @@ func TestBuildStatsAt(t *testing.T) {
 	if b != 0 || a < 0 || strings.Count(out, "\nDRAM bytes ") != 2 {
 		t.Errorf("--stats --stats-at printed\n%s", out)
 	}
+	// --stats alone labels its one report with the bound's sizes too, once; a static model's
+	// report has no label.
+	if err := os.WriteFile("static.gir", []byte("graph n {\n  input %x : f32[4,3]\n  %0 = neg(%x) : f32[4,3]\n  output y = %0\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ model, label string }{{"s.gir", "at the bound (batch=64, seq=8):\n"}, {"static.gir", ""}} {
+		stdout.Reset()
+		if code := Main([]string{"build", tc.model, "--stats"}, &stdout, &stderr); code != 0 {
+			t.Fatalf("build %s --stats: %s", tc.model, stderr.String())
+		}
+		out := stdout.String()
+		if !strings.HasPrefix(out, tc.label) || strings.Count(out, "at the bound") != strings.Count(tc.label, "at the bound") || strings.Count(out, "\nDRAM bytes ") != 1 {
+			t.Errorf("build %s --stats printed\n%s", tc.model, out)
+		}
+	}
 	// A dim whose range starts at 0: no rows, no flops, the weights still read.
 	zero := "graph z {\n  dims { n in [0,8] }\n  input %x : f32[n,4]\n  param %w : f32[3,4] {init=\"zeros\"}\n" +
 		"  %0 = dot_general(%x, %w) {lhs_contract=[1], rhs_contract=[1]} : f32[n,3]\n  output y = %0\n}\n"

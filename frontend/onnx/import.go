@@ -322,9 +322,11 @@ func (im *importer) input(in *onnxpb.ValueInfoProto) (*val, error) {
 				im.batchUsed = true
 				continue
 			case dim.GetDimParam() != "":
-				return nil, fmt.Errorf("dimension %d is symbolic (%q): fix it with --shape %s=%s", i, dim.GetDimParam(), name, exampleShape(tt.GetShape()))
+				ex := exampleShape(tt.GetShape())
+				return nil, fmt.Errorf("dimension %d is symbolic (%q): fix it with --shape %s=%s, or bound it with --max-shape %s=%s", i, dim.GetDimParam(), name, ex, name, ex)
 			case dim.GetValue() == nil || dim.GetDimValue() < 0:
-				return nil, fmt.Errorf("dimension %d is unknown: fix it with --shape %s=%s", i, name, exampleShape(tt.GetShape()))
+				ex := exampleShape(tt.GetShape())
+				return nil, fmt.Errorf("dimension %d is unknown: fix it with --shape %s=%s, or bound it with --max-shape %s=%s", i, name, ex, name, ex)
 			}
 			shape = append(shape, int(dim.GetDimValue()))
 		}

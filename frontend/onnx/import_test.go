@@ -83,7 +83,7 @@ func linear() []byte {
 
 func TestImportLinear(t *testing.T) {
 	_, err := Import("linear.onnx", linear(), "", Options{})
-	want := `linear.onnx: input "input": dimension 0 is symbolic ("batch"): fix it with --shape input=Nx2`
+	want := `linear.onnx: input "input": dimension 0 is symbolic ("batch"): fix it with --shape input=Nx2, or bound it with --max-shape input=Nx2`
 	if err == nil || err.Error() != want {
 		t.Fatalf("without --shape: got %v, want %s", err, want)
 	}
