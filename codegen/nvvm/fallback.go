@@ -11,7 +11,8 @@ import (
 // kernels codegen/backend's nvvm producer takes from codegen/ptx rather than refuse the model:
 // the tensor-core GEMM over a quantized weight (plan.QuantizedMMA), attention's backward at
 // symbolic sizes, a norm GEMV writing its prologue's rows (codegen/ptx's
-// gemvnormout.go: the decode step's embeddings), kernels reading or writing layers of
+// gemvnormout.go: the decode step's embeddings) or at symbolic sizes (a packed decode step's:
+// codegen/ptx's symgemvnorm.go), kernels reading or writing layers of
 // stacked buffers at offsets of the run's rows (symlayer.go), folds of the rows over
 // scattered axes (BatchNorm's statistics: codegen/ptx's symfold_scatter.go), and GEMMs whose K
 // is the symbolic rows read through views at the run's sizes (symfold_view.go). Copies, GEMMs
@@ -53,6 +54,9 @@ func borrowedTemplate(k plan.Kernel, t plan.Target) string {
 	case "norm gemv":
 		if writesRows(k) {
 			return "GEMV writing its norm prologue's rows"
+		}
+		if k.Symbolic {
+			return "GEMV with a norm prologue at symbolic sizes" // codegen/ptx's symgemvnorm.go
 		}
 	case "reduction":
 		if rp, err := plan.ReducePlan(k); k.Symbolic && err == nil && rp.Scattered && slices.Contains(rp.Axes, 0) {
