@@ -6,7 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gcomp/gcomp/codegen/backend"
 	"github.com/gcomp/gcomp/codegen/gemv"
+	"github.com/gcomp/gcomp/codegen/nvvm"
+	"github.com/gcomp/gcomp/codegen/nvvm/libnvvm"
 	"github.com/gcomp/gcomp/compiler"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/passes"
@@ -73,6 +76,38 @@ func TestPackedDecodeNormsInGEMV(t *testing.T) {
 			}
 			if symPrologues != prologues || p.want >= 0 && prologues != p.want || p.want < 0 && prologues == 0 {
 				t.Errorf("%d GEMVs with a norm prologue, the static program %d, want %d", symPrologues, prologues, p.want)
+			}
+		})
+	}
+}
+
+// A packed decode program built with --backend nvvm takes codegen/ptx's entries for its norm
+// GEMVs (nvvm.Lacks), each noted as such in the plan, on the tiny GPT-2 and Llama checkpoints.
+func TestPackedDecodeNormsInGEMVNVVM(t *testing.T) {
+	lib := libnvvm.Require(t)
+	r := reference(t)
+	for ci := range r.Cases {
+		c := &r.Cases[ci]
+		if c.Name != "gpt2" && c.Name != "llama" {
+			continue
+		}
+		t.Run(c.Name, func(t *testing.T) {
+			g, err := PackedDecodeGraph(testModel(t, c).Config, gemv.MaxPrologueRows)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := compiler.Compile(g, compiler.Options{Producer: backend.NVVM{Producer: &nvvm.Producer{LibPath: lib.Path}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			borrowed := 0
+			for _, k := range res.Artifact.Plan.Kernels {
+				if slices.ContainsFunc(k.Notes, func(n string) bool { return strings.Contains(n, "GEMV with a norm prologue at symbolic sizes") }) {
+					borrowed++
+				}
+			}
+			if borrowed == 0 {
+				t.Errorf("no norm GEMV taken from codegen/ptx; notes %v", res.Artifact.Plan.Kernels)
 			}
 		})
 	}
