@@ -21,7 +21,7 @@ func symNormGEMV(norm, dt string, m, n, k, posRows int, kContig, embed bool) str
 		return normGEMV(norm, dt, m, n, k, kContig)
 	}
 	const vocab = 37
-	src := embedNormGEMV(norm, dt, m, n, k, vocab, kContig, k%2 == 0)
+	src := embedNormGEMV(norm, dt, m, n, k, vocab, kContig, !kContig) // the rows output first or last
 	return strings.Replace(src, fmt.Sprintf("%%wpe : %s[%d,%d]", dt, 2*m+1, k), fmt.Sprintf("%%wpe : %s[%d,%d]", dt, posRows, k), 1)
 }
 
