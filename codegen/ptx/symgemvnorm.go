@@ -18,7 +18,7 @@ func gemvRowElems(b *builder, s *symGEMV, n, rows int) string {
 	return end
 }
 
-// symRowsEnd ends the rows gemvRowGuard skipped (gemvRowsEnd) and forgets the values computed
+// symRowsEnd ends the rows symRowGuard skips (gemvRowsEnd) and forgets the values computed
 // in them, which the code after the branch target may not read.
 func (gn *gen) symRowsEnd(s *symGEMV) {
 	if s != nil {
