@@ -78,7 +78,28 @@ func normGEMVPass(st *State) error {
 	}
 	kg.Kernels = slices.DeleteFunc(kg.Kernels, func(k *Kernel) bool { return merged[k] })
 	kg.renumber()
+	if len(st.Graph.Dims) > 0 {
+		// Over a symbolic batch the other kernels' bodies do not carry the buffers' sizes
+		// (appendkv.go); each merged kernel passed checkBody above.
+		return nil
+	}
 	return CheckKernels(kg)
+}
+
+// symbolicTypes gives body's inputs and outputs the symbolic sizes of m's buffers, which
+// copyBody drops: over a symbolic batch the merged kernel reads and writes the buffers its
+// two kernels did.
+func symbolicTypes(m *Kernel, body *ir.Graph) {
+	for j, in := range body.Inputs() {
+		if b := m.Reads[j]; b.Type.Sym != nil && in.Type.Shape.Equal(b.Type.Shape) {
+			in.Type.Sym = slices.Clone(b.Type.Sym)
+		}
+	}
+	for i, o := range body.Outputs {
+		if b := m.Writes[i]; o.Value.Type.Sym == nil && b.Type.Sym != nil && o.Value.Type.Shape.Equal(b.Type.Shape) {
+			o.Value.Type.Sym = slices.Clone(b.Type.Sym)
+		}
+	}
 }
 
 // readAfter reports whether every kernel reading r's writes extra comes after c, which is to
@@ -156,6 +177,7 @@ func withNormPrologue(c *Kernel, j int, r *Kernel, out int, extra []int) *Kernel
 		m.Writes = append(m.Writes, r.Writes[i])
 		rowOuts = append(rowOuts, rm[o.Value])
 	}
+	symbolicTypes(m, body)
 	m.Body = body
 	m.Ops = append(slices.Clone(r.Ops), c.Ops...)
 	reduces := 0

@@ -12,7 +12,8 @@ import (
 // split-KV decoding over a symbolic cache length (codegen/ptx's symattn_decode_len.go) at
 // symbolic sizes, a conv's weight gradient folding its symbolic batch (codegen/ptx's
 // symconv.go), and a norm GEMV writing its prologue's rows (codegen/ptx's
-// gemvnormout.go: the decode step's embeddings). Copies, GEMMs
+// gemvnormout.go: the decode step's embeddings) or at symbolic sizes (a packed decode step's:
+// codegen/ptx's symgemvnorm.go). Copies, GEMMs
 // over views, the attention forward on CUDA cores and tensor cores (writing its log-sum-exp too),
 // split-KV decoding over a symbolic batch, folds of strided operands, over scattered axes
 // (BatchNorm's statistics) and through views (a weight gradient of attention's heads merged
@@ -49,6 +50,9 @@ func borrowedTemplate(k plan.Kernel, t plan.Target) string {
 	case "norm gemv":
 		if writesRows(k) {
 			return "GEMV writing its norm prologue's rows"
+		}
+		if k.Symbolic {
+			return "GEMV with a norm prologue at symbolic sizes" // codegen/ptx's symgemvnorm.go
 		}
 	}
 	return ""

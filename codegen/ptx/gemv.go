@@ -243,12 +243,13 @@ func gemvKernel(k Kernel, dot *ir.Value, p gemv.Plan, pdl bool, globals *[]strin
 	setRow := func(int) {}
 	if reds := gemv.RowPrologue(dot); len(reds) > 0 {
 		var err error
-		if setRow, err = gn.gemvRowPrologue(dot, reds, p, tid); err != nil {
+		if setRow, err = gn.gemvRowPrologue(dot, reds, p, tid, symM); err != nil {
 			return "", Launch{}, err
 		}
-		if err := gn.gemvRowOutputs(k.Graph, dot, tid, bx, by, bz); err != nil {
+		if err := gn.gemvRowOutputs(k.Graph, dot, p, tid, bx, by, bz, symM); err != nil {
 			return "", Launch{}, err
 		}
+		symRowsPast(b, symM)
 	}
 
 	b.note("k loop")

@@ -21,8 +21,9 @@ import (
 
 // gemvRowPrologue emits the prologue of dot's lhs, whose reductions are reds, and returns the
 // function that selects the row (0 ≤ m < p.M) the bound per-row values stand for: the k loop
-// calls it before it evaluates row m's lhs. Every thread of the block must run it.
-func (gn *gen) gemvRowPrologue(dot *ir.Value, reds []*ir.Value, p gemv.Plan, tid string) (func(m int), error) {
+// calls it before it evaluates row m's lhs. Every thread of the block must run it. A symbolic
+// GEMV (s) computes, reads and holds the run's rows only (symgemvnorm.go).
+func (gn *gen) gemvRowPrologue(dot *ir.Value, reds []*ir.Value, p gemv.Plan, tid string, s *symGEMV) (func(m int), error) {
 	b, a := gn.e.b, gn.a
 	k := p.K
 	warps := gemv.Threads / 32
@@ -34,8 +35,8 @@ func (gn *gen) gemvRowPrologue(dot *ir.Value, reds []*ir.Value, p gemv.Plan, tid
 	b.ins("shr.u32", warp, tid, "5")
 	b.ins("mov.u32", partBase, part)
 	b.ins("mad.lo.u32", slot, warp, "8", partBase)
-	if s := gemv.StagedRows(dot); s != nil {
-		gn.stageRows(s, tid)
+	if st := gemv.StagedRows(dot); st != nil {
+		gn.stageRows(st, tid, p, s)
 	}
 	// The per-row values live in shared memory as f32 (exact for f16 and bf16 values), one slot
 	// per (value, row), written by thread 0: registers would hold 2·M of them through the k loop,
@@ -47,8 +48,10 @@ func (gn *gen) gemvRowPrologue(dot *ir.Value, reds []*ir.Value, p gemv.Plan, tid
 	cur := 0
 	hold := func(i int, v *ir.Value, vals []val) {
 		for m, x := range vals {
+			symRowGuard(b, s, m)
 			b.guarded(t0, "st.shared.f32", fmt.Sprintf("[%s+%d]", rowsBase, 4*(i*p.M+m)), gn.e.reg(gn.e.cast(x, ir.F32)))
 		}
+		gn.symRowsEnd(s)
 		b.ins("bar.sync", "0")
 		gn.bound[v] = func(*index) val {
 			r := b.reg(rF32)
@@ -65,7 +68,9 @@ func (gn *gen) gemvRowPrologue(dot *ir.Value, reds []*ir.Value, p gemv.Plan, tid
 			gn.accMove(accs[m], gn.e.constVal(accT, identity))
 		}
 		gn.loopFrom(tid, imm(gemv.Threads), k, func(r string) error {
+			defer gn.symRowsEnd(s)
 			for m := range p.M {
+				symRowGuard(b, s, m)
 				cur = m
 				x, err := gn.eval(red.Args[0], newIndexLin(red.Args[0].Type.Shape, a.add(r, imm(m*k))))
 				if err != nil {
@@ -81,14 +86,17 @@ func (gn *gen) gemvRowPrologue(dot *ir.Value, reds []*ir.Value, p gemv.Plan, tid
 		})
 		vals := make([]val, p.M)
 		for m := range accs {
+			symRowGuard(b, s, m) // uniform over the launch: the whole block skips the barriers
 			vals[m] = gn.e.cast(gn.blockCombine(val{accT, accs[m]}, combine, lane, slot, partBase, warps), red.Type.DType)
 		}
+		gn.symRowsEnd(s)
 		hold(i, red, vals)
 	}
 	b.note("row prologue: the per-row values the lhs broadcasts")
 	for i, src := range held[len(reds):] {
 		vals := make([]val, p.M)
 		for m := range vals {
+			symRowGuard(b, s, m)
 			cur = m
 			gn.reset()
 			x, err := gn.eval(src, newIndexLin(src.Type.Shape, imm(m)))
@@ -97,6 +105,7 @@ func (gn *gen) gemvRowPrologue(dot *ir.Value, reds []*ir.Value, p gemv.Plan, tid
 			}
 			vals[m] = x
 		}
+		gn.symRowsEnd(s)
 		hold(len(reds)+i, src, vals)
 	}
 	gn.reset()
@@ -106,8 +115,8 @@ func (gn *gen) gemvRowPrologue(dot *ir.Value, reds []*ir.Value, p gemv.Plan, tid
 // stageRows evaluates s (gemv.StagedRows) once into shared memory as f32, every thread of the
 // block a strided share of its elements, and binds it there: the reductions after the first and
 // the k loop read it from shared memory, not through its buffers in L2 again. Exact for f16 and
-// bf16, whose values f32 holds.
-func (gn *gen) stageRows(s *ir.Value, tid string) {
+// bf16, whose values f32 holds. A symbolic GEMV (sym) stages the run's rows only.
+func (gn *gen) stageRows(s *ir.Value, tid string, p gemv.Plan, sym *symGEMV) {
 	b, a := gn.e.b, gn.a
 	n := s.Type.Shape.NumElements()
 	b.note("row prologue: %s staged in shared memory", gn.kernelGraph.Format(s))
@@ -122,7 +131,7 @@ func (gn *gen) stageRows(s *ir.Value, tid string) {
 		b.ins("mad.lo.u32", addr, lin, "4", base)
 		return "[" + addr + "]"
 	}
-	gn.loopFrom(tid, imm(gemv.Threads), n, func(r string) error {
+	gn.loopTo(tid, imm(gemv.Threads), gemvRowElems(b, sym, n, p.M), func(r string) error {
 		x, err := gn.eval(s, newIndexLin(s.Type.Shape, r))
 		if err != nil {
 			return err

@@ -11,8 +11,9 @@ import (
 // staged row is read from shared memory); the other blocks only compute with them. A gather
 // among them reads its rows bounds checked, in every block, as every gather does (indexcheck.go).
 
-// gemvRowOutputs emits the stores of g's row outputs of dot, by block (0, 0, 0).
-func (gn *gen) gemvRowOutputs(g *ir.Graph, dot *ir.Value, tid, bx, by, bz string) error {
+// gemvRowOutputs emits the stores of g's row outputs of dot, by block (0, 0, 0): of the run's
+// rows only in a symbolic GEMV (s).
+func (gn *gen) gemvRowOutputs(g *ir.Graph, dot *ir.Value, p gemv.Plan, tid, bx, by, bz string, s *symGEMV) error {
 	outs := rowOutputs(g, dot)
 	if len(outs) == 0 {
 		return nil
@@ -27,7 +28,7 @@ func (gn *gen) gemvRowOutputs(g *ir.Graph, dot *ir.Value, tid, bx, by, bz string
 	b.braIf(other, skip)
 	for _, i := range outs {
 		o := g.Outputs[i].Value
-		gn.loopFrom(tid, imm(gemv.Threads), o.Type.Shape.NumElements(), func(r string) error {
+		gn.loopTo(tid, imm(gemv.Threads), gemvRowElems(b, s, o.Type.Shape.NumElements(), p.M), func(r string) error {
 			x, err := gn.eval(o, newIndexLin(o.Type.Shape, r))
 			if err != nil {
 				return err

@@ -103,8 +103,8 @@ func gemvSymbolic(k Kernel, b *builder, args *[]Arg, dot *ir.Value, p gemv.Plan,
 	if foldsRows(k, dot.Attrs.Ints("lhs_contract")) {
 		return nil, nil, fmt.Errorf("a GEMV whose K is the symbolic rows does not run at symbolic sizes yet")
 	}
-	if p.Batch > 1 || w.quant != nil || len(gemv.RowPrologue(dot)) > 0 {
-		return nil, nil, fmt.Errorf("a batched, quantized or norm-prologue GEMV does not run at symbolic sizes yet")
+	if p.Batch > 1 || w.quant != nil {
+		return nil, nil, fmt.Errorf("a batched or quantized GEMV does not run at symbolic sizes yet")
 	}
 	m, work, err := symRows(k, b, args, p.M, p.M, 2, 1)
 	if err != nil {

@@ -129,6 +129,8 @@ func symbolicKernel(k Kernel, t Target, globals *[]string) (string, Launch, erro
 		return reduceKernel(k, globals)
 	case len(kinds) == 1 && (kinds[0] == "matmul" || kinds[0] == "conv2d") && count[kinds[0]] == 1 && k.Rows > 0:
 		return matmulKernel(k, t, globals)
+	case NormPrologue(k.Graph) && k.Rows > 0:
+		return matmulKernel(k, t, globals) // a GEMV with a norm prologue (symgemvnorm.go)
 	}
 	return "", Launch{}, fmt.Errorf("a %s kernel does not run at symbolic sizes yet", strings.Join(kinds, " and "))
 }
