@@ -13,10 +13,8 @@ import (
 // fusionDiffers are the examples whose build over a symbolic batch fuses differently from the
 // static build at the bound, each with why. An example that fuses the same is taken off the
 // list, or the test fails.
-var fusionDiffers = map[string]string{
-	"gpt2":  "the decode step keeps its LayerNorms as kernels of their own (no norm-prologue GEMV at symbolic sizes yet)",
-	"llama": "the decode step keeps its RMSNorms as kernels of their own (no norm-prologue GEMV at symbolic sizes yet)",
-}
+// (gpt2 and llama were, until the norm-prologue GEMV ran at symbolic sizes.)
+var fusionDiffers = map[string]string{}
 
 // Fusion decides on the bound's shapes (issue 27: "fusion, autodiff and autocast unchanged in
 // what they decide"), so every example built over a symbolic batch in [1, maxBatch] has the
