@@ -845,7 +845,7 @@ func feedsOnly(v, dot *ir.Value, g *ir.Graph) bool {
 // buffer.
 func (mm *matmul) genericCopier(l operandLayout, f0, kq string, df, dk []int, nFree int, bidx *index, eb int) func(k0 string, i int) (string, string) {
 	if mm.symv != nil && (l.view == mm.lhs.view || mm.symK != "") {
-		return mm.symCopier(l, f0, kq, df, dk, nFree, eb)
+		return mm.symCopier(l, f0, kq, df, dk, nFree, bidx, eb)
 	}
 	a, b := mm.a, mm.e.b
 	s := l.view.Type.Shape
