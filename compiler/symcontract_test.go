@@ -3,6 +3,7 @@ package compiler_test
 import (
 	"testing"
 
+	"github.com/gcomp/gcomp/codegen/nvvm/libnvvm"
 	"github.com/gcomp/gcomp/ir"
 )
 
@@ -55,6 +56,21 @@ func TestSymbolicContractRefused(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			checkRefused(t, "graph s {\n"+tc.body+"}\n", tc.want)
+		})
+	}
+}
+
+// The NVVM producer takes codegen/ptx's entry for these products (nvvm.Lacks): its build runs
+// at the same sizes bit for bit the codegen/ptx build's.
+func TestSymbolicContractNVVM(t *testing.T) {
+	lib := libnvvm.Require(t)
+	for _, tc := range contractGraphs[:2] {
+		t.Run(tc.name, func(t *testing.T) {
+			g, err := ir.Parse("s.gir", []byte("graph s {\n"+tc.body+"}\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkNVVM(t, g, lib.Path)
 		})
 	}
 }

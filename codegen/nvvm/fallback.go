@@ -14,7 +14,8 @@ import (
 // gemvnormout.go: the decode step's embeddings), kernels reading or writing layers of
 // stacked buffers at offsets of the run's rows (symlayer.go), folds of the rows over
 // scattered axes (BatchNorm's statistics: codegen/ptx's symfold_scatter.go), and GEMMs whose K
-// is the symbolic rows read through views at the run's sizes (symfold_view.go). Copies, GEMMs
+// is the symbolic rows read through views at the run's sizes (symfold_view.go), and batched
+// products contracting a symbolic dim that is not the rows (fallback_contract.go). Copies, GEMMs
 // over views, the attention forward on CUDA cores and tensor cores (writing its log-sum-exp too),
 // split-KV decoding over a symbolic batch, folds of strided operands, the KV cache write and
 // persistent kernels at symbolic sizes are this package's own (symstride*.go, symattn*.go,
@@ -49,6 +50,9 @@ func borrowedTemplate(k plan.Kernel, t plan.Target) string {
 		}
 		if foldsView(k, t) { // symfold_view.go
 			return "GEMM folding its symbolic rows through a view"
+		}
+		if contractsSymbolic(k) { // fallback_contract.go
+			return "batched product contracting a symbolic dim"
 		}
 	case "norm gemv":
 		if writesRows(k) {
