@@ -10,7 +10,7 @@ import (
 // contractGraphs are batched products contracting a symbolic dim that is not the rows: a
 // transformer's products outside attention, per batch element.
 var contractGraphs = []struct{ name, body string }{
-	{"xᵀ·y over seq, static batch (FFMA)", "  dims { seq in [1,37] }\n  input %x : f32[2,seq,12]\n  input %y : f32[2,seq,20]\n" +
+	{"xᵀ·y over seq from 0, static batch (FFMA)", "  dims { seq in [0,37] }\n  input %x : f32[2,seq,12]\n  input %y : f32[2,seq,20]\n" +
 		"  %0 = dot_general(%x, %y) {lhs_batch=[0], lhs_contract=[1], rhs_batch=[0], rhs_contract=[1]} : f32[2,12,20]\n  output z = %0\n"},
 	{"xᵀ·y over seq, symbolic batch, bias after (FFMA)", "  dims { b in [1,3], seq in [1,37] }\n  input %x : f32[b,seq,12]\n  input %y : f32[b,seq,20]\n  input %w : f32[20]\n" +
 		"  %0 = dot_general(%x, %y) {lhs_batch=[0], lhs_contract=[1], rhs_batch=[0], rhs_contract=[1]} : f32[b,12,20]\n" +

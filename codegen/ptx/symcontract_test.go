@@ -43,7 +43,7 @@ func contractSizes(g *ir.Graph, bound int, batch bool) map[*ir.Value][]sym.Expr 
 
 // TestSymbolicContract: batched products whose K is seq (a symbolic dim that is not the rows),
 // built once at the bound (37 on FFMA, 40 on tensor cores) over a static batch of 3 or a symbolic
-// batch of at most 3, run on the memchecked simulator at seq 1, a prime, a multiple of the k
+// batch of at most 3, run on the memchecked simulator at seq 0 (K empty: zeros), 1, a prime, a multiple of the k
 // tile and the bound (and batch 1 or 3): within tolerance of the reference and bit for bit the
 // static kernel built at that seq (the same template, tiles and k steps; the copies past K
 // zero-filled). Inputs are contiguous at the run's sizes at the start of bound-sized buffers
@@ -70,7 +70,7 @@ func TestSymbolicContract(t *testing.T) {
 				t.Errorf("tensor cores %v for %s", mma, c.d)
 			}
 			tile := map[bool]int{false: 8, true: 16}[c.d != ir.F32]
-			for _, seq := range []int{1, 13, 2 * tile, c.bound} {
+			for _, seq := range []int{0, 1, 13, 2 * tile, c.bound} {
 				nb := 3
 				if c.batch && seq != c.bound {
 					nb = 1 + seq%2*2 // 1 or 3
