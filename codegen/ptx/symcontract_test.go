@@ -69,8 +69,8 @@ func TestSymbolicContract(t *testing.T) {
 			if mma := strings.Contains(text, "mma.sync"); mma != (c.d != ir.F32) {
 				t.Errorf("tensor cores %v for %s", mma, c.d)
 			}
-			tile := map[bool]int{false: 8, true: 16}[c.d != ir.F32]
-			for _, seq := range []int{0, 1, 13, 2 * tile, c.bound} {
+			tile := map[bool]int{false: 16, true: 32}[c.d != ir.F32] // two FFMA k steps, one tensor-core step
+			for _, seq := range []int{0, 1, 13, tile, c.bound} {
 				nb := 3
 				if c.batch && seq != c.bound {
 					nb = 1 + seq%2*2 // 1 or 3
