@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ir/sym"
 )
 
@@ -20,7 +21,7 @@ import (
 
 // symContract declares the parameters of a symbolic batched product whose contracting sizes
 // (k.Sizes) are symbolic: the dims they name, and a symbolic batch's count; nothing for another.
-func (mm *matmul) symContract(k Kernel, b *builder, args *[]Arg) (bool, *SymWork, error) {
+func (mm *matmul) symContract(k Kernel, b *builder, args *[]Arg, tensorCores bool) (bool, *SymWork, error) {
 	if !k.Symbolic || k.Sizes == nil || mm.conv != nil || mm.quant != nil || len(mm.batchShape) == 0 {
 		return false, nil, nil
 	}
@@ -50,15 +51,24 @@ func (mm *matmul) symContract(k Kernel, b *builder, args *[]Arg) (bool, *SymWork
 			}
 		}
 	}
-	var err error
-	if mm.lhs, err = genericLayout(mm.dot.Args[0], lb, lc); err != nil {
-		return true, nil, err
-	}
-	if mm.rhs, err = genericLayout(mm.dot.Args[1], rb, rc); err != nil {
-		return true, nil, err
-	}
 	mm.symv = &symView{dims: symViewLoad(k, b, args, k.Sizes), sizes: k.Sizes}
-	for _, v := range mm.dot.Args {
+	for i, l := range []*operandLayout{&mm.lhs, &mm.rhs} {
+		v, batch, contract := mm.dot.Args[i], [][]int{lb, rb}[i], [][]int{lc, rc}[i]
+		if st := mm.symStrided(v, *l, batch, tensorCores); st != nil {
+			// Strided: the bound's copies, the batch strides at the run's sizes.
+			mm.symBatchSt[i] = make([]string, len(batch))
+			for j, e := range st {
+				if !isConst(e) {
+					mm.symBatchSt[i][j] = mm.symv.eval(b, e)
+					l.batchStrides[j] = symAlign(e) // what mmaSides's alignment checks see
+				}
+			}
+			continue
+		}
+		var err error
+		if *l, err = genericLayout(v, batch, contract); err != nil {
+			return true, nil, err
+		}
 		if err := mm.symv.check(b, v); err != nil {
 			return true, nil, err
 		}
@@ -72,6 +82,56 @@ func (mm *matmul) symContract(k Kernel, b *builder, args *[]Arg) (bool, *SymWork
 	}
 	w, err := mm.symBatch(k, b, args)
 	return true, w, err
+}
+
+// symStrided returns the batch strides at the run's sizes of operand v (layout l at the bound)
+// when v is a buffer whose other strides are the bound's at every size ([b, seq, d] contracting
+// seq: only its batch stride seq·d follows the sizes), so the template's strided copies (16-byte
+// chunks on tensor cores) read it with the batch offset from the run's stride; nil when it is
+// read through the generic copier. On tensor cores a contiguous K is not strided: its chunks
+// would cross the run's K.
+func (mm *matmul) symStrided(v *ir.Value, l operandLayout, batch []int, tensorCores bool) []sym.Expr {
+	if v.Op != ir.OpInput && v.Op != ir.OpParam || l.view != nil || tensorCores && l.kSt == 1 {
+		return nil
+	}
+	st := symContiguous(SymSizes(v, mm.symv.sizes))
+	for d, e := range st {
+		if !slices.Contains(batch, d) && !isConst(e) {
+			return nil
+		}
+	}
+	out := make([]sym.Expr, len(batch))
+	for j, d := range batch {
+		out[j] = st[d]
+		if _, err := symEval(func() string { return "" }, func(string, ...string) {}, mm.symv.dims, st[d]); err != nil {
+			return nil
+		}
+	}
+	return out
+}
+
+// symAlign is the largest n dividing e at every size: the gcd of its coefficients.
+func symAlign(e sym.Expr) int {
+	c, ms, _ := e.Monomials()
+	g := c
+	for _, m := range ms {
+		g = gcd64(g, m.Coef)
+	}
+	return int(max(g, -g))
+}
+
+// batchOffset is off plus batch coordinate c of operand si's batch dim i times its stride: the
+// run's stride's register for a symbolic product's strided operand, else the bound's immediate.
+func (mm *matmul) batchOffset(si, i int, c, off string) string {
+	if st := mm.symBatchSt[si]; st != nil && st[i] != "" {
+		if c == "0" {
+			return off
+		}
+		r := mm.e.b.reg(rU32)
+		mm.e.b.ins("mad.lo.s32", r, st[i], c, off)
+		return r
+	}
+	return mm.a.mad(c, []operandLayout{mm.lhs, mm.rhs}[si].batchStrides[i], off)
 }
 
 // symProduct is the product of s's entries at dims.

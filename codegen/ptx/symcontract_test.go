@@ -69,6 +69,14 @@ func TestSymbolicContract(t *testing.T) {
 			if mma := strings.Contains(text, "mma.sync"); mma != (c.d != ir.F32) {
 				t.Errorf("tensor cores %v for %s", mma, c.d)
 			}
+			// Operands strided but for their batch stride take the bound's copies (16-byte chunks
+			// on tensor cores: x, y, V); the scores' row stride follows seq, and V's heads are
+			// merged back through views: element copies.
+			chunks, elems := strings.Contains(text, "cp.async.cg.shared.global"), strings.Contains(text, "ld.global.u16")
+			want := map[string][2]bool{"xty": {true, false}, "scores": {true, true}, "heads": {false, true}}[c.kind]
+			if c.d != ir.F32 && (chunks != want[0] || elems != want[1]) {
+				t.Errorf("16-byte copies %v, element copies %v; want %v", chunks, elems, want)
+			}
 			tile := map[bool]int{false: 16, true: 32}[c.d != ir.F32] // two FFMA k steps, one tensor-core step
 			for _, seq := range []int{0, 1, 13, tile, c.bound} {
 				nb := 3

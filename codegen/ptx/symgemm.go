@@ -24,7 +24,7 @@ func (mm *matmul) symbolic(k Kernel, b *builder, args *[]Arg, tensorCores bool) 
 	if folds, w, err := mm.symFoldK(k, b, args, tensorCores); folds {
 		return w, err
 	}
-	if contracts, w, err := mm.symContract(k, b, args); contracts { // symcontract.go
+	if contracts, w, err := mm.symContract(k, b, args, tensorCores); contracts { // symcontract.go
 		return w, err
 	}
 	if err := mm.symViewLHS(k); err != nil {
