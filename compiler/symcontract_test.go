@@ -27,18 +27,7 @@ var contractGraphs = []struct{ name, body string }{
 // One build of each runs on the memchecked simulator at 1, primes and the bound (smaller first),
 // within tolerance of the reference interpreter, and bit for bit the static build's at those
 // sizes: the k loop is the static kernel's at the run's K.
-func TestSymbolicContract(t *testing.T) {
-	for _, tc := range contractGraphs {
-		t.Run(tc.name, func(t *testing.T) {
-			g, err := ir.Parse("s.gir", []byte("graph s {\n"+tc.body+"}\n"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkRows(t, g)
-			checkStaticBits(t, g)
-		})
-	}
-}
+func TestSymbolicContract(t *testing.T) { checkBuiltOnce(t, contractGraphs) }
 
 // The products contracting a symbolic dim the templates do not take yet are refused naming the
 // value and why.

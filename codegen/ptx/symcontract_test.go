@@ -112,53 +112,13 @@ func TestSymbolicContract(t *testing.T) {
 	}
 }
 
-// runSymContract launches kernel l (of g, at the bound) at seq and batch nb on the memchecked
-// simulator: inputs (gs's, at the run's sizes) at the start of bound-sized buffers; a symbolic
-// batch's grid.z is nb. It returns the run's output bytes.
+// runSymContract launches kernel l (of g, at the bound) at seq and batch nb (runSym); a
+// symbolic batch's grid.z is nb. It returns the run's output bytes (gs's).
 func runSymContract(t *testing.T, text string, l Launch, g, gs *ir.Graph, seq, nb int, in map[string]*tensor.Tensor) ([]byte, *sim.Stats) {
 	t.Helper()
-	dev := sim.NewDevice()
-	m, err := dev.Load(text)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var args []any
-	var out uint64
 	grid := l.Grid
 	if l.Work != nil {
 		grid[l.Work.Axis] = nb
 	}
-	for _, a := range l.Params {
-		switch a.Kind {
-		case ArgSize:
-			n := map[string]int{"seq": seq, "b": nb, "": nb}[a.Expr]
-			args = append(args, uint32(n))
-		case ArgInput:
-			addr, err := dev.Alloc(g.Inputs()[a.Index].Type.Bytes())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := dev.Write(addr, in[a.Name].Bytes()); err != nil {
-				t.Fatal(err)
-			}
-			args = append(args, addr)
-		case ArgOutput:
-			if out, err = dev.Alloc(g.Outputs[a.Index].Value.Type.Bytes()); err != nil {
-				t.Fatal(err)
-			}
-			args = append(args, out)
-		default:
-			t.Fatalf("unexpected parameter %+v", a)
-		}
-	}
-	cfg := sim.Config{Grid: sim.Dim3{X: grid[0], Y: grid[1], Z: grid[2]}, Block: sim.Dim3{X: l.Block[0], Y: l.Block[1], Z: l.Block[2]}, SharedBytes: l.SharedBytes}
-	st, err := m.Launch("k0", cfg, args...)
-	if err != nil {
-		t.Fatalf("seq %d: %v", seq, err)
-	}
-	got := make([]byte, gs.Outputs[0].Value.Type.Bytes())
-	if err := dev.Read(out, got); err != nil {
-		t.Fatal(err)
-	}
-	return got, st
+	return runSym(t, text, l, g, gs.Outputs[0].Value.Type.Bytes(), map[string]int{"seq": seq, "b": nb, "": nb}, grid, in)
 }
