@@ -55,18 +55,21 @@ func TestSymbolicContract(t *testing.T) {
 		d     ir.DType
 		bound int
 		batch bool
+		tf32  bool
 	}{
-		{"xty", ir.F32, 37, false}, {"xty", ir.F32, 37, true}, {"scores", ir.F32, 37, false}, {"scores", ir.F32, 37, true}, {"heads", ir.F32, 37, true},
-		{"xty", ir.F16, 40, false}, {"scores", ir.BF16, 40, true}, {"heads", ir.F16, 40, false},
+		{"xty", ir.F32, 37, false, false}, {"xty", ir.F32, 37, true, false}, {"scores", ir.F32, 37, false, false}, {"scores", ir.F32, 37, true, false}, {"heads", ir.F32, 37, true, false},
+		{"xty", ir.F16, 40, false, false}, {"scores", ir.BF16, 40, true, false}, {"heads", ir.F16, 40, false, false},
+		{"scores", ir.F32, 40, true, true},
 	} {
-		t.Run(fmt.Sprintf("%s/%s/batch=%v", c.kind, c.d, c.batch), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s/%s/batch=%v/tf32=%v", c.kind, c.d, c.batch, c.tf32), func(t *testing.T) {
+			tgt := Target{SM: 80, TF32: c.tf32}
 			g := parse(t, contractSrc(c.kind, c.d, 3, c.bound))
-			text, ls, err := Module([]Kernel{{Name: "k0", Graph: g, Symbolic: true, Rows: 3, Sizes: contractSizes(g, c.bound, c.batch)}}, Target{SM: 80})
+			text, ls, err := Module([]Kernel{{Name: "k0", Graph: g, Symbolic: true, Rows: 3, Sizes: contractSizes(g, c.bound, c.batch)}}, tgt)
 			if err != nil {
 				t.Fatal(err)
 			}
 			assemble(t, text)
-			if mma := strings.Contains(text, "mma.sync"); mma != (c.d != ir.F32) {
+			if mma := strings.Contains(text, "mma.sync"); mma != (c.d != ir.F32 || c.tf32) {
 				t.Errorf("tensor cores %v for %s", mma, c.d)
 			}
 			// Operands strided but for their batch stride take the bound's copies (16-byte chunks
@@ -77,7 +80,7 @@ func TestSymbolicContract(t *testing.T) {
 			if c.d != ir.F32 && (chunks != want[0] || elems != want[1]) {
 				t.Errorf("16-byte copies %v, element copies %v; want %v", chunks, elems, want)
 			}
-			tile := map[bool]int{false: 16, true: 32}[c.d != ir.F32] // two FFMA k steps, one tensor-core step
+			tile := map[bool]int{false: 16, true: 32}[c.d != ir.F32 || c.tf32] // two FFMA k steps, one or two tensor-core steps
 			for _, seq := range []int{0, 1, 13, tile, c.bound} {
 				nb := 3
 				if c.batch && seq != c.bound {
@@ -89,7 +92,7 @@ func TestSymbolicContract(t *testing.T) {
 					t.Fatal(err)
 				}
 				got, st := runSymContract(t, text, ls[0], g, gs, seq, nb, in)
-				run := runStatic(t, "k0", gs, in, Target{SM: 80})
+				run := runStatic(t, "k0", gs, in, tgt)
 				static := make([]byte, len(got))
 				if err := run.dev.Read(run.outAddr["out"], static); err != nil {
 					t.Fatal(err)
@@ -105,7 +108,11 @@ func TestSymbolicContract(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				compare(t, fmt.Sprintf("seq %d batch %d", seq, nb), o, want["out"], false, c.d, seq, 1)
+				prec := c.d
+				if c.tf32 {
+					prec = ir.F16 // tf32 rounds the operands to f16's 10 mantissa bits
+				}
+				compare(t, fmt.Sprintf("seq %d batch %d", seq, nb), o, want["out"], false, prec, seq, 1)
 				t.Logf("seq %d of %d, batch %d: %d warp instructions built once, %d static (%.3f×)", seq, c.bound, nb, st.WarpInsts, run.stats.WarpInsts, float64(st.WarpInsts)/float64(run.stats.WarpInsts))
 			}
 		})
