@@ -28,34 +28,41 @@ func TestFallbackContract(t *testing.T) {
 		}
 		tgt := plan.Target{SM: 80}
 		k := plan.Kernel{Name: "k0_contract", Graph: g, Symbolic: true, Rows: 2, Sizes: sizesOver(g, 13, "seq")}
-		const template = "batched product contracting a symbolic dim"
-		if note, ok := nvvm.Lacks(k, tgt); !ok || !strings.Contains(note, "no "+template+" template") {
-			t.Fatalf("Lacks = %q, %v; want a note naming the %s", note, ok, template)
-		}
-		if _, _, err := p.Module([]plan.Kernel{k}, tgt); !nvvm.Refused(err) || !strings.Contains(err.Error(), template) {
-			t.Fatalf("the NVVM producer's Module: %v, want a refusal naming the %s", err, template)
-		}
-		text, launches, err := backend.NVVM{Producer: p}.Module([]plan.Kernel{k}, tgt)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if launches[0].Producer != "ptx" || !strings.Contains(strings.Join(launches[0].Notes, "\n"), "codegen/ptx's") {
-			t.Errorf("launch %+v: want codegen/ptx's entry, said", launches[0])
-		}
-		var seq bool
-		for _, a := range launches[0].Params {
-			seq = seq || a.Expr == "seq"
-		}
-		if !seq {
-			t.Errorf("params %+v: no parameter for seq", launches[0].Params)
-		}
-		nvvm.Assemble(t, text, []plan.Kernel{k})
+		checkBorrowedSym(t, p, k, tgt, "batched product contracting a symbolic dim")
 		// The batch symbolic, K static: not borrowed.
 		k.Sizes = sizesOver(g, 2, "b")
 		if _, ok := nvvm.Lacks(k, tgt); ok {
 			t.Error("a batched product over a symbolic batch with a static K is borrowed")
 		}
 	}
+}
+
+// checkBorrowedSym checks that symbolic kernel k (sizes over seq) is borrowed under tgt: Lacks
+// names template, the NVVM producer's Module refuses it, and backend.NVVM's module has
+// codegen/ptx's entry for it, with seq's parameter, which assembles.
+func checkBorrowedSym(t *testing.T, p *nvvm.Producer, k plan.Kernel, tgt plan.Target, template string) {
+	t.Helper()
+	if note, ok := nvvm.Lacks(k, tgt); !ok || !strings.Contains(note, "no "+template+" template") {
+		t.Fatalf("Lacks = %q, %v; want a note naming the %s", note, ok, template)
+	}
+	if _, _, err := p.Module([]plan.Kernel{k}, tgt); !nvvm.Refused(err) || !strings.Contains(err.Error(), template) {
+		t.Fatalf("the NVVM producer's Module: %v, want a refusal naming the %s", err, template)
+	}
+	text, launches, err := backend.NVVM{Producer: p}.Module([]plan.Kernel{k}, tgt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if launches[0].Producer != "ptx" || !strings.Contains(strings.Join(launches[0].Notes, "\n"), "codegen/ptx's") {
+		t.Errorf("launch %+v: want codegen/ptx's entry, said", launches[0])
+	}
+	var seq bool
+	for _, a := range launches[0].Params {
+		seq = seq || a.Expr == "seq"
+	}
+	if !seq {
+		t.Errorf("params %+v: no parameter for seq", launches[0].Params)
+	}
+	nvvm.Assemble(t, text, []plan.Kernel{k})
 }
 
 // sizesOver is the sizes of g's values but the products', dim name where a size is n.

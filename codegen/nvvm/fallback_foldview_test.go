@@ -1,10 +1,8 @@
 package nvvm_test
 
 import (
-	"strings"
 	"testing"
 
-	"github.com/gcomp/gcomp/codegen/backend"
 	"github.com/gcomp/gcomp/codegen/nvvm"
 	"github.com/gcomp/gcomp/codegen/plan"
 	"github.com/gcomp/gcomp/ir"
@@ -42,28 +40,7 @@ func TestFallbackFoldView(t *testing.T) {
 		}
 		tgt := plan.Target{SM: 80}
 		k := plan.Kernel{Name: "k0_fold", Graph: g, Symbolic: true, Rows: 26, Sizes: sizes}
-		const template = "GEMM folding its symbolic rows through a view"
-		if note, ok := nvvm.Lacks(k, tgt); !ok || !strings.Contains(note, "no "+template+" template") {
-			t.Fatalf("Lacks = %q, %v; want a note naming the %s", note, ok, template)
-		}
-		if _, _, err := p.Module([]plan.Kernel{k}, tgt); !nvvm.Refused(err) || !strings.Contains(err.Error(), template) {
-			t.Fatalf("the NVVM producer's Module: %v, want a refusal naming the %s", err, template)
-		}
-		text, launches, err := backend.NVVM{Producer: p}.Module([]plan.Kernel{k}, tgt)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if launches[0].Producer != "ptx" || !strings.Contains(strings.Join(launches[0].Notes, "\n"), "codegen/ptx's") {
-			t.Errorf("launch %+v: want codegen/ptx's entry, said", launches[0])
-		}
-		var seq bool
-		for _, a := range launches[0].Params {
-			seq = seq || a.Expr == "seq"
-		}
-		if !seq {
-			t.Errorf("params %+v: no parameter for seq", launches[0].Params)
-		}
-		nvvm.Assemble(t, text, []plan.Kernel{k})
+		checkBorrowedSym(t, p, k, tgt, "GEMM folding its symbolic rows through a view")
 		k.Sizes = nil
 		if _, ok := nvvm.Lacks(k, tgt); ok {
 			t.Error("a fold through a view without sizes is borrowed")
