@@ -114,6 +114,9 @@ func symbolicKernels(g *ir.Graph, kg *passes.KernelGraph, _ backend.Producer) (m
 				if sizes == nil {
 					r, sizes, why = foldViews(k, kg, ranges, r, why) // symfold_view.go
 				}
+				if sizes == nil {
+					r, sizes, why = contractViews(k, kg, ranges, r, why) // symcontract.go
+				}
 				if why != "" {
 					if cr, cs, ok := convFold(k); ok { // symconv.go
 						r, sizes, why = cr, cs, ""

@@ -66,20 +66,9 @@ func foldOperandViews(k *passes.Kernel) (*ir.Value, map[*ir.Value]bool) {
 	if buffer(dot.Args[0]) && buffer(dot.Args[1]) {
 		return nil, nil // strided
 	}
-	chain := map[*ir.Value]bool{}
-	for _, a := range dot.Args {
-		for u := a; ; u = u.Args[0] {
-			switch {
-			case buffer(u):
-				chain[u] = true
-			case u.Op == "transpose" || u.Op == "reshape" || u.Op == "slice" || u.Op == "broadcast_in_dim":
-				chain[u] = true
-				continue
-			default:
-				return nil, nil // computed in the kernel: the template refuses it by name
-			}
-			break
-		}
+	chain := operandChains(dot) // symcontract.go
+	if chain == nil {
+		return nil, nil // computed in the kernel: the template refuses it by name
 	}
 	return dot, chain
 }

@@ -41,8 +41,11 @@ var foldViewGraphs = []struct{ name, body string }{
 // One build of each runs on the memchecked simulator at the bound, 1 and primes (smaller first),
 // within tolerance of the reference interpreter and bit for bit the static build's at those
 // sizes: the fold takes the run's rows through the views in the static kernel's order.
-func TestSymbolicFoldViews(t *testing.T) {
-	for _, tc := range foldViewGraphs {
+func TestSymbolicFoldViews(t *testing.T) { checkBuiltOnce(t, foldViewGraphs) }
+
+// checkBuiltOnce runs checkRows and checkStaticBits on each graph (named, its body).
+func checkBuiltOnce(t *testing.T, graphs []struct{ name, body string }) {
+	for _, tc := range graphs {
 		t.Run(tc.name, func(t *testing.T) {
 			g, err := ir.Parse("s.gir", []byte("graph s {\n"+tc.body+"}\n"))
 			if err != nil {

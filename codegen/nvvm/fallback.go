@@ -11,7 +11,8 @@ import (
 // the tensor-core GEMM over a quantized weight (plan.QuantizedMMA), attention's backward and
 // split-KV decoding over a symbolic cache length (codegen/ptx's symattn_decode_len.go) at
 // symbolic sizes, a conv's weight gradient folding its symbolic batch (codegen/ptx's
-// symconv.go), and a norm GEMV writing its prologue's rows (codegen/ptx's
+// symconv.go), batched products contracting a symbolic dim that is not the rows
+// (fallback_contract.go), and a norm GEMV writing its prologue's rows (codegen/ptx's
 // gemvnormout.go: the decode step's embeddings) or at symbolic sizes (a packed decode step's:
 // codegen/ptx's symgemvnorm.go). Copies, GEMMs
 // over views, the attention forward on CUDA cores and tensor cores (writing its log-sum-exp too),
@@ -46,6 +47,9 @@ func borrowedTemplate(k plan.Kernel, t plan.Target) string {
 	case "contraction":
 		if plan.QuantizedMMA(k) {
 			return "quantized tensor-core GEMM"
+		}
+		if contractsSymbolic(k) { // fallback_contract.go
+			return "batched product contracting a symbolic dim"
 		}
 	case "norm gemv":
 		if writesRows(k) {

@@ -412,6 +412,9 @@ type matmul struct {
 	// sizes when it is the symbolic rows (symfold.go), or "".
 	symM, symEnd, symK string
 	symv               *symView // a symbolic kernel's generic left operand at the run's sizes (symview.go)
+	// symBatchSt holds, per operand and batch dim, the register of a batch stride at the run's
+	// sizes ("" for the bound's immediate; symcontract.go).
+	symBatchSt [2][]string
 }
 
 // narrowColRegs is the FFMA template's accumulator columns per thread: 8 (a 128-column tile)
@@ -477,10 +480,10 @@ func (mm *matmul) emit() error {
 	for i := range mm.batchShape {
 		c := bidx.getCoord(a, i)
 		if mm.lhs.view == nil { // generic operands address their batch themselves
-			offA = a.mad(c, mm.lhs.batchStrides[i], offA)
+			offA = mm.batchOffset(0, i, c, offA)
 		}
 		if mm.rhs.view == nil {
-			offB = a.mad(c, mm.rhs.batchStrides[i], offB)
+			offB = mm.batchOffset(1, i, c, offB)
 		}
 	}
 	offA, offB = a.add(offA, imm(mm.lhs.off)), a.add(offB, imm(mm.rhs.off))
@@ -845,7 +848,7 @@ func feedsOnly(v, dot *ir.Value, g *ir.Graph) bool {
 // buffer.
 func (mm *matmul) genericCopier(l operandLayout, f0, kq string, df, dk []int, nFree int, bidx *index, eb int) func(k0 string, i int) (string, string) {
 	if mm.symv != nil && (l.view == mm.lhs.view || mm.symK != "") {
-		return mm.symCopier(l, f0, kq, df, dk, nFree, eb)
+		return mm.symCopier(l, f0, kq, df, dk, nFree, bidx, eb)
 	}
 	a, b := mm.a, mm.e.b
 	s := l.view.Type.Shape

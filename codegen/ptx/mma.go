@@ -232,7 +232,7 @@ func (mm *matmul) emitMMA() error {
 		c := bidx.getCoord(a, i)
 		for si, sd := range sides {
 			if sd.l.view == nil { // generic operands address their batch themselves
-				offs[si] = a.mad(c, sd.l.batchStrides[i], offs[si])
+				offs[si] = mm.batchOffset(si, i, c, offs[si])
 			}
 		}
 	}

@@ -80,6 +80,15 @@ func checkFoldRun(t *testing.T, what, text string, l Launch, g, gs *ir.Graph, se
 // the rest never written; the grid is the bound's. It returns the output's bytes.
 func runSymFold(t *testing.T, text string, l Launch, g *ir.Graph, seq, k int, in map[string]*tensor.Tensor) ([]byte, *sim.Stats) {
 	t.Helper()
+	return runSym(t, text, l, g, g.Outputs[0].Value.Type.Bytes(), map[string]int{"seq": seq, "": k}, l.Grid, in)
+}
+
+// runSym launches kernel k0 of text (launch l, of g at the bound) on the memchecked simulator
+// over grid, each size parameter the value sizes gives its expression ("" for the kernel's own
+// size): inputs at the start of bound-sized buffers, the rest never written. It returns the
+// output's first n bytes.
+func runSym(t *testing.T, text string, l Launch, g *ir.Graph, n int, sizes map[string]int, grid [3]int, in map[string]*tensor.Tensor) ([]byte, *sim.Stats) {
+	t.Helper()
 	dev := sim.NewDevice()
 	m, err := dev.Load(text)
 	if err != nil {
@@ -90,11 +99,7 @@ func runSymFold(t *testing.T, text string, l Launch, g *ir.Graph, seq, k int, in
 	for _, a := range l.Params {
 		switch a.Kind {
 		case ArgSize:
-			n := k
-			if a.Expr == "seq" {
-				n = seq
-			}
-			args = append(args, uint32(n))
+			args = append(args, uint32(sizes[a.Expr]))
 		case ArgInput:
 			addr, err := dev.Alloc(g.Inputs()[a.Index].Type.Bytes())
 			if err != nil {
@@ -113,12 +118,12 @@ func runSymFold(t *testing.T, text string, l Launch, g *ir.Graph, seq, k int, in
 			t.Fatalf("unexpected parameter %+v", a)
 		}
 	}
-	cfg := sim.Config{Grid: sim.Dim3{X: l.Grid[0], Y: l.Grid[1], Z: l.Grid[2]}, Block: sim.Dim3{X: l.Block[0], Y: l.Block[1], Z: l.Block[2]}, SharedBytes: l.SharedBytes}
+	cfg := sim.Config{Grid: sim.Dim3{X: grid[0], Y: grid[1], Z: grid[2]}, Block: sim.Dim3{X: l.Block[0], Y: l.Block[1], Z: l.Block[2]}, SharedBytes: l.SharedBytes}
 	st, err := m.Launch("k0", cfg, args...)
 	if err != nil {
-		t.Fatalf("seq %d: %v", seq, err)
+		t.Fatalf("sizes %v: %v", sizes, err)
 	}
-	got := make([]byte, g.Outputs[0].Value.Type.Bytes())
+	got := make([]byte, n)
 	if err := dev.Read(out, got); err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,9 @@ func (mm *matmul) symbolic(k Kernel, b *builder, args *[]Arg, tensorCores bool) 
 	if folds, w, err := mm.symFoldK(k, b, args, tensorCores); folds {
 		return w, err
 	}
+	if contracts, w, err := mm.symContract(k, b, args, tensorCores); contracts { // symcontract.go
+		return w, err
+	}
 	if err := mm.symViewLHS(k); err != nil {
 		return nil, err
 	}
@@ -39,22 +42,28 @@ func (mm *matmul) symbolic(k Kernel, b *builder, args *[]Arg, tensorCores bool) 
 	case len(mm.batchShape) > 0 && mm.conv == nil:
 		// Batched: the rows are the batch (the compiler checks both operands lead with it), one
 		// grid.z block row per batch element; M, N and K stay the bound's.
-		batch := mm.batchShape.NumElements()
-		n, w, err := symRows(k, b, args, batch, 1, 2, batch)
-		if err != nil {
-			return nil, err
-		}
-		// A run of no batch elements still launches one block row: it exits.
-		z, past := b.reg(rU32), b.reg(rPred)
-		b.ins("mov.u32", z, "%ctaid.z")
-		b.ins("setp.ge.u32", past, z, n)
-		mm.symEnd = b.label("no_batch")
-		b.braIf(past, mm.symEnd)
-		return w, nil
+		return mm.symBatch(k, b, args)
 	}
 	m, w, err := symRows(k, b, args, mm.M, mmBM, 1, ceilDiv(mm.M, mmBM))
 	mm.symM = m
 	return w, err
+}
+
+// symBatch declares a batched product's batch count at the run's sizes, the rows of its
+// symbolic values: grid.z follows it, and a block past it exits.
+func (mm *matmul) symBatch(k Kernel, b *builder, args *[]Arg) (*SymWork, error) {
+	batch := mm.batchShape.NumElements()
+	n, w, err := symRows(k, b, args, batch, 1, 2, batch)
+	if err != nil {
+		return nil, err
+	}
+	// A run of no batch elements still launches one block row: it exits.
+	z, past := b.reg(rU32), b.reg(rPred)
+	b.ins("mov.u32", z, "%ctaid.z")
+	b.ins("setp.ge.u32", past, z, n)
+	mm.symEnd = b.label("no_batch")
+	b.braIf(past, mm.symEnd)
+	return w, nil
 }
 
 // symViewLHS makes the left operand of a symbolic kernel with sizes (Kernel.Sizes) generic when

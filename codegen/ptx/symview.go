@@ -206,10 +206,11 @@ func (s *symView) delinearize(b *builder, sizes []sym.Expr, x string) []string {
 }
 
 // symCopier is genericCopier for the left operand of a symbolic GEMM without batch dims, or
-// either operand of one whose K is the rows: the copy's free coordinate f (below M at the run,
-// or below nFree for a fold) and k coordinate (below K, or K at the run for a fold; else a zero
-// fill) are delinearized over the view's free and contract dims at the run's sizes.
-func (mm *matmul) symCopier(l operandLayout, f0, kq string, df, dk []int, nFree, eb int) func(k0 string, i int) (string, string) {
+// either operand of one whose K is the rows or a symbolic dim of a batched product
+// (symcontract.go; the batch coordinates are bidx's): the copy's free coordinate f (below M at
+// the run, or below nFree for a fold) and k coordinate (below K, or K at the run for a fold;
+// else a zero fill) are delinearized over the view's free and contract dims at the run's sizes.
+func (mm *matmul) symCopier(l operandLayout, f0, kq string, df, dk []int, nFree int, bidx *index, eb int) func(k0 string, i int) (string, string) {
 	a, b, sv := mm.a, mm.e.b, mm.symv
 	s := SymSizes(l.view, sv.sizes)
 	return func(k0 string, i int) (string, string) {
@@ -227,6 +228,9 @@ func (mm *matmul) symCopier(l operandLayout, f0, kq string, df, dk []int, nFree,
 		b.ins("selp.b32", fc, f, "0", ok)
 		b.ins("selp.b32", kc, k, "0", ok)
 		c := make([]string, len(s))
+		for j, d := range l.batchDims { // a batched product's (symcontract.go): only the first may follow the sizes
+			c[d] = bidx.getCoord(a, j)
+		}
 		for _, grp := range []struct {
 			dims []int
 			lin  string

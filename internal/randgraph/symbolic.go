@@ -26,7 +26,9 @@ var folds = []string{"reduce_sum", "dot_general"}
 // comes before the symbolic dim (reshaped back to f32[s, n, d'] as its output), and ops that keep rows independent (elementwise
 // chains, biases broadcast over the rows, row reductions spread back over their rows, products
 // with a static right operand or per row, transposes, slices and pads of the trailing axes).
-// Every third graph or so also has, as one more output, one of Refusals or folds over the rows;
+// With two row dims ([s, n] or [n, m]), every fourth graph or so has as an output a product
+// batched over the first that contracts the second (the compiler takes it). Every third graph
+// or so also has, as its last output, one of Refusals or folds over the rows;
 // refused names a refusal ("" when the graph is in the class), and the compiler must refuse such
 // a graph naming it, never compile it. The same generator state gives
 // the same graph; it is not one of Graph's kinds, so their seeds keep their graphs.
@@ -39,6 +41,9 @@ func Symbolic(r *rand.Rand) (g *ir.Graph, refused string) {
 	d := 1 + r.IntN(24)
 	var x *ir.Value
 	lead := 0 // the static dim before n, if any
+	// split is the rows' sizes when they are two dims, [lead, n] or [n, m]: a batched product
+	// over the first contracts the second (symcontract's class).
+	var split []sym.Expr
 	switch r.IntN(3) {
 	case 0:
 		x = b.g.Input(b.name("x"), b.symType(n, d), nil)
@@ -50,6 +55,7 @@ func Symbolic(r *rand.Rand) (g *ir.Graph, refused string) {
 		}
 		in := b.g.Input(b.name("x"), t, nil)
 		x = b.op("reshape", ir.Attrs{"shape": []int{lead * hiN, d}}, nil, in)
+		split = []sym.Expr{sym.Const(int64(lead)), n}
 	default:
 		hiM := 2 + r.IntN(4)
 		m := g.DeclareDim("m", 1, hiM)
@@ -60,6 +66,7 @@ func Symbolic(r *rand.Rand) (g *ir.Graph, refused string) {
 		}
 		in := b.g.Input(b.name("x"), t, nil)
 		x = b.op("reshape", ir.Attrs{"shape": []int{hiN * hiM, d}}, nil, in)
+		split = []sym.Expr{n, m}
 	}
 	b.rows = x.Type.Sym[0]
 	vals := []*ir.Value{x}
@@ -73,6 +80,18 @@ func Symbolic(r *rand.Rand) (g *ir.Graph, refused string) {
 		last = b.op("reshape", ir.Attrs{"shape": []int{lead, hiN, e}}, want, last)
 	}
 	b.output(last)
+	if split != nil && r.IntN(4) == 0 {
+		// yᵀ·y per element of the rows' first dim, contracting the second (symcontract's class).
+		y := vals[len(vals)-1]
+		e := y.Type.Shape[1]
+		_, hi, err := split[1].Range(b.ranges)
+		if err != nil {
+			panic(err)
+		}
+		bounds := []int{y.Type.Shape[0] / int(hi), int(hi), e}
+		y3 := b.op("reshape", ir.Attrs{"shape": bounds}, []sym.Expr{split[0], split[1], sym.Const(int64(e))}, y)
+		b.output(b.op("dot_general", ir.Attrs{"lhs_batch": []int{0}, "rhs_batch": []int{0}, "lhs_contract": []int{1}, "rhs_contract": []int{1}}, nil, y3, y3))
+	}
 	if r.IntN(3) == 0 {
 		// Every value of vals reads the input, so no pass folds y into the parameters.
 		y := vals[len(vals)-1]

@@ -11,11 +11,11 @@ import (
 	"github.com/gcomp/gcomp/ops"
 )
 
-// Symbolic graphs verify and have dims; outside the refused op, every value's symbolic dims
-// lead its shape with one row count; each refusal is drawn, as an output, and no graph in the
+// Symbolic graphs verify and have dims; outside the refused op and a batched product contracting
+// a symbolic dim (and its operand), every value's symbolic dims lead its shape with one row count; each refusal is drawn, as an output, and no graph in the
 // class has one; the same seed gives the same graph.
 func TestSymbolic(t *testing.T) {
-	seen, nonLeading := map[string]int{}, 0
+	seen, nonLeading, contracts := map[string]int{}, 0, 0
 	for seed := range uint64(300) {
 		g, refused := randgraph.Symbolic(rand.New(rand.NewPCG(seed, 27)))
 		again, _ := randgraph.Symbolic(rand.New(rand.NewPCG(seed, 27)))
@@ -28,9 +28,20 @@ func TestSymbolic(t *testing.T) {
 		seen[refused]++
 		var rows string
 		found := false
+		last := g.Outputs[len(g.Outputs)-1].Value
+		var contract *ir.Value // a product batched over the rows' first dim contracting the second
+		for _, o := range g.Outputs {
+			if o.Value.Op == "dot_general" && len(o.Value.Attrs.Ints("lhs_batch")) > 0 {
+				contract = o.Value
+				contracts++
+			}
+		}
 		for _, v := range g.Values {
-			if refused != "" && v == g.Outputs[len(g.Outputs)-1].Value {
+			if refused != "" && v == last {
 				found = v.Op == refused
+				continue
+			}
+			if contract != nil && (v == contract || v == contract.Args[0]) {
 				continue
 			}
 			if v.Op == ir.OpParam || v.Op == ir.OpInput || v.Type.Sym == nil {
@@ -62,6 +73,9 @@ func TestSymbolic(t *testing.T) {
 		if refused != "" && !found {
 			t.Errorf("seed %d: refused %s is not the last output\n%s", seed, refused, g)
 		}
+	}
+	if contracts < 10 {
+		t.Errorf("%d batched products contracting a symbolic dim in 300 graphs", contracts)
 	}
 	if nonLeading < 50 {
 		t.Errorf("%d values with a static dim before their symbolic one in 300 graphs", nonLeading)

@@ -1,0 +1,85 @@
+package nvvm_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gcomp/gcomp/codegen/backend"
+	"github.com/gcomp/gcomp/codegen/nvvm"
+	"github.com/gcomp/gcomp/codegen/plan"
+	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ir/sym"
+)
+
+// TestFallbackContract: a batched product contracting seq, a symbolic dim that is not its rows
+// (codegen/ptx's symcontract.go), is borrowed (f32 and f16): Lacks names it, the NVVM producer's
+// Module refuses it, and backend.NVVM's module has codegen/ptx's entry for it, with seq's
+// parameter, and assembles. A batched product over a symbolic batch with a static K is the
+// NVVM producer's own.
+func TestFallbackContract(t *testing.T) {
+	p := nvvm.RequireProducer(t)
+	for _, src := range []string{
+		"graph k {\n  input %x : f32[2,13,12]\n  input %y : f32[2,13,20]\n  %0 = dot_general(%x, %y) {lhs_batch=[0], lhs_contract=[1], rhs_batch=[0], rhs_contract=[1]} : f32[2,12,20]\n  output out = %0\n}\n",
+		"graph k {\n  input %p : f16[2,12,13]\n  input %v : f16[2,13,16]\n  %0 = dot_general(%p, %v) {lhs_batch=[0], lhs_contract=[2], rhs_batch=[0], rhs_contract=[1]} : f16[2,12,16]\n  output out = %0\n}\n",
+	} {
+		g, err := ir.Parse("k.gir", []byte(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tgt := plan.Target{SM: 80}
+		k := plan.Kernel{Name: "k0_contract", Graph: g, Symbolic: true, Rows: 2, Sizes: sizesOver(g, 13, "seq")}
+		checkBorrowedSym(t, p, k, tgt, "batched product contracting a symbolic dim")
+		// The batch symbolic, K static: not borrowed.
+		k.Sizes = sizesOver(g, 2, "b")
+		if _, ok := nvvm.Lacks(k, tgt); ok {
+			t.Error("a batched product over a symbolic batch with a static K is borrowed")
+		}
+	}
+}
+
+// checkBorrowedSym checks that symbolic kernel k (sizes over seq) is borrowed under tgt: Lacks
+// names template, the NVVM producer's Module refuses it, and backend.NVVM's module has
+// codegen/ptx's entry for it, with seq's parameter, which assembles.
+func checkBorrowedSym(t *testing.T, p *nvvm.Producer, k plan.Kernel, tgt plan.Target, template string) {
+	t.Helper()
+	if note, ok := nvvm.Lacks(k, tgt); !ok || !strings.Contains(note, "no "+template+" template") {
+		t.Fatalf("Lacks = %q, %v; want a note naming the %s", note, ok, template)
+	}
+	if _, _, err := p.Module([]plan.Kernel{k}, tgt); !nvvm.Refused(err) || !strings.Contains(err.Error(), template) {
+		t.Fatalf("the NVVM producer's Module: %v, want a refusal naming the %s", err, template)
+	}
+	text, launches, err := backend.NVVM{Producer: p}.Module([]plan.Kernel{k}, tgt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if launches[0].Producer != "ptx" || !strings.Contains(strings.Join(launches[0].Notes, "\n"), "codegen/ptx's") {
+		t.Errorf("launch %+v: want codegen/ptx's entry, said", launches[0])
+	}
+	var seq bool
+	for _, a := range launches[0].Params {
+		seq = seq || a.Expr == "seq"
+	}
+	if !seq {
+		t.Errorf("params %+v: no parameter for seq", launches[0].Params)
+	}
+	nvvm.Assemble(t, text, []plan.Kernel{k})
+}
+
+// sizesOver is the sizes of g's values but the products', dim name where a size is n.
+func sizesOver(g *ir.Graph, n int, name string) map[*ir.Value][]sym.Expr {
+	sizes := map[*ir.Value][]sym.Expr{}
+	for _, v := range g.Values {
+		if v.Op == "dot_general" {
+			continue
+		}
+		e := make([]sym.Expr, len(v.Type.Shape))
+		for i, m := range v.Type.Shape {
+			e[i] = sym.Const(int64(m))
+			if m == n {
+				e[i] = sym.Sym(name)
+			}
+		}
+		sizes[v] = e
+	}
+	return sizes
+}

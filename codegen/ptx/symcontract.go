@@ -1,0 +1,163 @@
+package ptx
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ir/sym"
+)
+
+// Batched products contracting a symbolic dim that is not the rows: per batch element,
+// x[b, seq, d]ᵀ·y[b, seq, e] → [b, d, e], or scores·V by hand, [b, t, seq]·[b, seq, d] → [b, t, d].
+// Laid out contiguously at the run's sizes, an operand's batch stride and (for the scores) its
+// row stride follow seq, so neither is the bound's: both operands are read through the generic
+// copier, which delinearizes each copy's batch, free and k coordinates over the operand's sizes
+// at the run and follows its views to the buffer (symview.go), so a view below an operand (the
+// heads merged back) is read the same way. K at the run bounds the k loop (ceil(K/bk) steps)
+// and zero-fills the copies at or past it, so the sum runs in the static kernel's order at the
+// run's sizes on the same template. M and N are static, and so is every batch dim but the first:
+// the result is static when the batch is, else its rows are the batch (grid.z follows it).
+
+// symContract declares the parameters of a symbolic batched product whose contracting sizes
+// (k.Sizes) are symbolic: the dims they name, and a symbolic batch's count; nothing for another.
+func (mm *matmul) symContract(k Kernel, b *builder, args *[]Arg, tensorCores bool) (bool, *SymWork, error) {
+	if !k.Symbolic || k.Sizes == nil || mm.conv != nil || mm.quant != nil || len(mm.batchShape) == 0 {
+		return false, nil, nil
+	}
+	at := mm.dot.Attrs
+	lb, rb := at.Ints("lhs_batch"), at.Ints("rhs_batch")
+	lc, rc := at.Ints("lhs_contract"), at.Ints("rhs_contract")
+	ls, rs := SymSizes(mm.dot.Args[0], k.Sizes), SymSizes(mm.dot.Args[1], k.Sizes)
+	kl, kr := symProduct(ls, lc), symProduct(rs, rc)
+	if isConst(kl) && isConst(kr) {
+		return false, nil, nil
+	}
+	if !kl.Equal(kr) {
+		return true, nil, fmt.Errorf("a batched product contracting %s by %s does not run at symbolic sizes", kl, kr)
+	}
+	for i, d := range lb {
+		if !ls[d].Equal(rs[rb[i]]) || i > 0 && !isConst(ls[d]) {
+			return true, nil, fmt.Errorf("a batched product contracting a symbolic dim, batched over %s, runs at symbolic sizes only with a symbolic batch leading its static ones", symJoin(symPick(ls, lb)))
+		}
+	}
+	for _, side := range []struct {
+		s            []sym.Expr
+		batch, contr []int
+	}{{ls, lb, lc}, {rs, rb, rc}} {
+		for d, e := range side.s {
+			if !isConst(e) && !slices.Contains(side.batch, d) && !slices.Contains(side.contr, d) {
+				return true, nil, fmt.Errorf("a batched product contracting a symbolic dim, with a symbolic free dim (%s), does not run at symbolic sizes yet", e)
+			}
+		}
+	}
+	mm.symv = &symView{dims: symViewLoad(k, b, args, k.Sizes), sizes: k.Sizes}
+	for i, l := range []*operandLayout{&mm.lhs, &mm.rhs} {
+		v, batch, contract := mm.dot.Args[i], [][]int{lb, rb}[i], [][]int{lc, rc}[i]
+		if st := mm.symStrided(v, *l, batch, tensorCores); st != nil {
+			// Strided: the bound's copies, the batch strides at the run's sizes.
+			mm.symBatchSt[i] = make([]string, len(batch))
+			for j, e := range st {
+				if !isConst(e) {
+					mm.symBatchSt[i][j] = mm.symv.eval(b, e)
+					l.batchStrides[j] = symAlign(e) // what mmaSides's alignment checks see
+				}
+			}
+			continue
+		}
+		var err error
+		if *l, err = genericLayout(v, batch, contract); err != nil {
+			return true, nil, err
+		}
+		if err := mm.symv.check(b, v); err != nil {
+			return true, nil, err
+		}
+	}
+	if _, err := symEval(func() string { return b.reg(rU32) }, func(string, ...string) {}, mm.symv.dims, kl); err != nil {
+		return true, nil, err
+	}
+	mm.symK = mm.symv.eval(b, kl)
+	if isConst(ls[lb[0]]) {
+		return true, nil, nil // a static result: the bound's grid
+	}
+	w, err := mm.symBatch(k, b, args)
+	return true, w, err
+}
+
+// symStrided returns the batch strides at the run's sizes of operand v (layout l at the bound)
+// when v is a buffer whose other strides are the bound's at every size ([b, seq, d] contracting
+// seq: only its batch stride seq·d follows the sizes), so the template's strided copies (16-byte
+// chunks on tensor cores) read it with the batch offset from the run's stride; nil when it is
+// read through the generic copier. On tensor cores a contiguous K is not strided: its chunks
+// would cross the run's K.
+func (mm *matmul) symStrided(v *ir.Value, l operandLayout, batch []int, tensorCores bool) []sym.Expr {
+	if v.Op != ir.OpInput && v.Op != ir.OpParam || l.view != nil || tensorCores && l.kSt == 1 {
+		return nil
+	}
+	st := symContiguous(SymSizes(v, mm.symv.sizes))
+	for d, e := range st {
+		if !slices.Contains(batch, d) && !isConst(e) {
+			return nil
+		}
+	}
+	out := make([]sym.Expr, len(batch))
+	for j, d := range batch {
+		out[j] = st[d]
+		if _, err := symEval(func() string { return "" }, func(string, ...string) {}, mm.symv.dims, st[d]); err != nil {
+			return nil
+		}
+	}
+	return out
+}
+
+// symAlign is the largest n dividing e at every size: the gcd of its coefficients.
+func symAlign(e sym.Expr) int {
+	c, ms, _ := e.Monomials()
+	g := c
+	for _, m := range ms {
+		g = gcd64(g, m.Coef)
+	}
+	return int(max(g, -g))
+}
+
+// batchOffset is off plus batch coordinate c of operand si's batch dim i times its stride: the
+// run's stride's register for a symbolic product's strided operand, else the bound's immediate.
+func (mm *matmul) batchOffset(si, i int, c, off string) string {
+	if st := mm.symBatchSt[si]; st != nil && st[i] != "" {
+		if c == "0" {
+			return off
+		}
+		r := mm.e.b.reg(rU32)
+		mm.e.b.ins("mad.lo.s32", r, st[i], c, off)
+		return r
+	}
+	return mm.a.mad(c, []operandLayout{mm.lhs, mm.rhs}[si].batchStrides[i], off)
+}
+
+// symProduct is the product of s's entries at dims.
+func symProduct(s []sym.Expr, dims []int) sym.Expr {
+	p := sym.Const(1)
+	for _, d := range dims {
+		p = sym.Mul(p, s[d])
+	}
+	return p
+}
+
+func symPick(s []sym.Expr, dims []int) []sym.Expr {
+	out := make([]sym.Expr, len(dims))
+	for i, d := range dims {
+		out[i] = s[d]
+	}
+	return out
+}
+
+func symJoin(s []sym.Expr) string {
+	t := "["
+	for i, e := range s {
+		if i > 0 {
+			t += ","
+		}
+		t += e.String()
+	}
+	return t + "]"
+}
