@@ -10,9 +10,9 @@ import (
 // borrowed reports whether k takes a template this package has no counterpart for, whose
 // kernels codegen/backend's nvvm producer takes from codegen/ptx rather than refuse the model:
 // the tensor-core GEMM over a quantized weight (plan.QuantizedMMA), attention's backward and
-// split-KV decoding over a symbolic cache length (codegen/ptx's symattn_decode_len.go) at
-// symbolic sizes, a norm GEMV writing its prologue's rows (codegen/ptx's
-// gemvnormout.go: the decode step's embeddings), kernels reading or writing layers of
+// split-KV decoding over a symbolic cache length (codegen/ptx's symattn_decode_len.go) and
+// concats of views at symbolic sizes (codegen/ptx's symconcat.go: a cache grown by concat), a
+// norm GEMV writing its prologue's rows (codegen/ptx's gemvnormout.go: the decode step's embeddings), kernels reading or writing layers of
 // stacked buffers at offsets of the run's rows (symlayer.go), folds of the rows over
 // scattered axes (BatchNorm's statistics: codegen/ptx's symfold_scatter.go), and GEMMs whose K
 // is the symbolic rows read through views at the run's sizes (symfold_view.go). Copies, GEMMs
@@ -44,6 +44,9 @@ func borrowedTemplate(k plan.Kernel, t plan.Target) string {
 		}
 		if decodesLength(k) { // symattn_decode.go
 			return "split-KV decoding over a symbolic cache length"
+		}
+		if plan.SymbolicConcat(k.Graph) == "" { // codegen/ptx's symconcat.go
+			return "symbolic concat"
 		}
 	}
 	switch plan.Template(k) {
