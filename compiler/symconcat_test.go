@@ -105,3 +105,41 @@ func TestSymbolicConcatNVVM(t *testing.T) {
 	}
 	checkNVVM(t, g, lib.Path)
 }
+
+// grownStep is cachedStep's decoding step over a cache grown inside the graph, as a decoder
+// exported with past_key_values grows it: present = concat(past, the step's row) along the
+// cache length past+1, past in [lo, maxPast]; the attention reads the grown caches, which are
+// outputs too.
+func grownStep(dt ir.DType, lo, maxPast int) func(b *frontend.Builder) {
+	return func(b *frontend.Builder) {
+		past := b.Dim("past", lo, maxPast)
+		q := b.Input("q", dt, 2, 4, 1, 16)
+		pk, pv := b.Input("past_k", dt, 2, 4, past, 16), b.Input("past_v", dt, 2, 4, past, 16)
+		k, v := b.Input("k", dt, 2, 4, 1, 16), b.Input("v", dt, 2, 4, 1, 16)
+		presentK, presentV := frontend.Cat(2, pk, k), frontend.Cat(2, pv, v)
+		b.Output("o", frontend.ScaledDotProductAttention(q, presentK, presentV, false))
+		b.Output("present_k", presentK)
+		b.Output("present_v", presentV)
+	}
+}
+
+// The split-KV decode over a symbolic cache length reads a cache grown by concat: built once,
+// run at past 0 (or 1), a prime and the bound against the reference.
+func TestSymbolicConcatDecode(t *testing.T) {
+	for _, tc := range []struct {
+		dt ir.DType
+		lo int
+	}{{ir.F32, 0}, {ir.F16, 1}} {
+		t.Run(fmt.Sprint(tc.dt), func(t *testing.T) {
+			g, err := frontend.Build("decode", grownStep(tc.dt, tc.lo, 199))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, _ := compileAttention(t, g)
+			if text := string(res.Artifact.PTX); !strings.Contains(text, "split-KV attention, over cache length") || !strings.Contains(text, "operand 1 of the concat") {
+				t.Fatal("the step is not a concat copy and the split-KV attention over the cache length")
+			}
+			checkRowsAt(t, g, compiler.Options{}, []map[string]int64{{"past": int64(tc.lo)}, {"past": 61}, {"past": 199}}, 64, nil)
+		})
+	}
+}

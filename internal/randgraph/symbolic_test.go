@@ -11,11 +11,11 @@ import (
 	"github.com/gcomp/gcomp/ops"
 )
 
-// Symbolic graphs verify and have dims; outside the refused op, every value's symbolic dims
+// Symbolic graphs verify and have dims; outside the refused op and a concat along the rows, every value's symbolic dims
 // lead its shape with one row count; each refusal is drawn, as an output, and no graph in the
 // class has one; the same seed gives the same graph.
 func TestSymbolic(t *testing.T) {
-	seen, nonLeading := map[string]int{}, 0
+	seen, nonLeading, concats := map[string]int{}, 0, 0
 	for seed := range uint64(300) {
 		g, refused := randgraph.Symbolic(rand.New(rand.NewPCG(seed, 27)))
 		again, _ := randgraph.Symbolic(rand.New(rand.NewPCG(seed, 27)))
@@ -29,9 +29,12 @@ func TestSymbolic(t *testing.T) {
 		var rows string
 		found := false
 		for _, v := range g.Values {
-			if refused != "" && v == g.Outputs[len(g.Outputs)-1].Value {
+			if last := g.Outputs[len(g.Outputs)-1].Value; v == last && (refused != "" || v.Op == "concat") {
 				found = v.Op == refused
-				continue
+				if refused == "" {
+					concats++
+				}
+				continue // the refusal, or a concat along the rows (twice them)
 			}
 			if v.Op == ir.OpParam || v.Op == ir.OpInput || v.Type.Sym == nil {
 				continue
@@ -62,6 +65,9 @@ func TestSymbolic(t *testing.T) {
 		if refused != "" && !found {
 			t.Errorf("seed %d: refused %s is not the last output\n%s", seed, refused, g)
 		}
+	}
+	if concats < 10 {
+		t.Errorf("a concat along the rows drawn %d times in 300", concats)
 	}
 	if nonLeading < 50 {
 		t.Errorf("%d values with a static dim before their symbolic one in 300 graphs", nonLeading)
