@@ -5,9 +5,10 @@ import (
 
 	"github.com/gcomp/gcomp/codegen/plan"
 	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ir/sym"
 )
 
-// Concatenation at symbolic sizes: a loop kernel whose one output is a concat of views of inputs
+// Concatenation at symbolic sizes: a loop kernel whose outputs are concats of views of inputs
 // (a decoder's present_k = concat(past_k, k) along its symbolic length) is not rows of its
 // buffers when the axis is symbolic or its operands' rows differ, so the bound's offsets are
 // wrong at other sizes. As the copy moving symbolic dims does (symcopy.go), one thread per output
@@ -27,56 +28,78 @@ func symConcatKernel(k Kernel, globals *[]string) (string, Launch, error) {
 		return "", Launch{}, fmt.Errorf("a kernel concatenating along symbolic sizes must concat views of inputs; %s", why)
 	}
 	out := g.Outputs[0].Value
-	axis := out.Attrs.Int("axis", 0)
 	b := newBuilder(k.Name)
 	gn, args := header(k, b, globals)
 	sv := &symView{dims: symViewLoad(k, b, &args, k.Sizes), sizes: k.Sizes}
-	for _, a := range out.Args {
-		if err := sv.check(b, a); err != nil {
-			return "", Launch{}, err
+	for _, o := range g.Outputs {
+		for _, a := range o.Value.Args {
+			if err := sv.check(b, a); err != nil {
+				return "", Launch{}, err
+			}
 		}
 	}
+	// The size parameter is the first output's element count (it sets the grid); the others'
+	// are computed from the dims.
 	n, scale, err := symSize(k, b, &args, out.Type.Shape.NumElements(), "element count")
 	if err != nil {
 		return "", Launch{}, err
 	}
-	ld, reg, addr, err := copyAccess(b, out.Type.DType)
-	if err != nil {
-		return "", Launch{}, err
+	tid, nthreads := globalThread(b)
+	for oi, o := range g.Outputs {
+		ld, reg, addr, err := copyAccess(b, o.Value.Type.DType)
+		if err != nil {
+			return "", Launch{}, err
+		}
+		if oi > 0 {
+			count := sym.Const(1)
+			for _, e := range SymSizes(o.Value, k.Sizes) {
+				count = sym.Mul(count, e)
+			}
+			n = sv.eval(b, count)
+		}
+		b.note("output %s", o.Name)
+		concatCopy(b, gn, sv, o.Value, oi, tid, nthreads, n, ld, reg, addr)
 	}
+	w := SymWork{Vector: 1, Block: loopBlock, MaxBlocks: maxLoopBlocks, Scale: scale}
+	l := Launch{Grid: [3]int{w.Grid(int64(out.Type.Shape.NumElements())), 1, 1}, Block: [3]int{loopBlock, 1, 1}, Params: args, Work: &w}
+	return b.text(), l, nil
+}
+
+// concatCopy emits the grid-stride loop writing the n elements of output oi, concat c.
+func concatCopy(b *builder, gn *gen, sv *symView, c *ir.Value, oi int, tid, nthreads, n, ld string, reg regClass, addr func(base, lin string) string) {
+	axis := c.Attrs.Int("axis", 0)
 	// The operands' offsets along the axis at the run, computed once.
-	offs := make([]string, len(out.Args))
+	offs := make([]string, len(c.Args))
 	offs[0] = "0"
-	for j := 1; j < len(out.Args); j++ {
-		offs[j] = sv.eval(b, SymSizes(out.Args[j-1], k.Sizes)[axis])
+	for j := 1; j < len(c.Args); j++ {
+		offs[j] = sv.eval(b, SymSizes(c.Args[j-1], sv.sizes)[axis])
 		if j > 1 {
 			sum := b.reg(rU32)
 			b.ins("add.s32", sum, offs[j-1], offs[j])
 			offs[j] = sum
 		}
 	}
-	tid, nthreads := globalThread(b)
-	osz := SymSizes(out, k.Sizes)
+	osz := SymSizes(c, sv.sizes)
 	gn.loopTo(tid, nthreads, n, func(i string) error {
-		c := sv.delinearize(b, osz, i)
+		x := sv.delinearize(b, osz, i)
 		done := b.label("concat_done")
-		for j := len(out.Args) - 1; j >= 0; j-- {
+		for j := len(c.Args) - 1; j >= 0; j-- {
 			next := b.label("concat_operand")
 			if j > 0 {
 				p := b.reg(rPred)
-				b.ins("setp.lt.u32", p, c[axis], offs[j])
+				b.ins("setp.lt.u32", p, x[axis], offs[j])
 				b.braIf(p, next)
 			}
-			cj := append([]string(nil), c...)
+			xj := append([]string(nil), x...)
 			if j > 0 {
-				cj[axis] = b.reg(rU32)
-				b.ins("sub.s32", cj[axis], c[axis], offs[j])
+				xj[axis] = b.reg(rU32)
+				b.ins("sub.s32", xj[axis], x[axis], offs[j])
 			}
 			b.note("operand %d of the concat", j)
-			buf, lin := sv.lin(b, out.Args[j], cj)
-			x := b.reg(reg)
-			b.ins("ld.global."+ld, x, addr(gn.ptr[buf], lin))
-			b.ins("st.global."+ld, addr(gn.outPtr[0], i), x)
+			buf, lin := sv.lin(b, c.Args[j], xj)
+			v := b.reg(reg)
+			b.ins("ld.global."+ld, v, addr(gn.ptr[buf], lin))
+			b.ins("st.global."+ld, addr(gn.outPtr[oi], i), v)
 			if j > 0 {
 				b.bra(done)
 				b.place(next)
@@ -85,9 +108,6 @@ func symConcatKernel(k Kernel, globals *[]string) (string, Launch, error) {
 		b.place(done)
 		return nil
 	})
-	w := SymWork{Vector: 1, Block: loopBlock, MaxBlocks: maxLoopBlocks, Scale: scale}
-	l := Launch{Grid: [3]int{w.Grid(int64(out.Type.Shape.NumElements())), 1, 1}, Block: [3]int{loopBlock, 1, 1}, Params: args, Work: &w}
-	return b.text(), l, nil
 }
 
 // copyAccess returns a copy's load/store type for elements of dt, their register class, and

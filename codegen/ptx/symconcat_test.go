@@ -57,7 +57,7 @@ func TestSymbolicConcatKernel(t *testing.T) {
 	}
 	k := concatKernel(t, "graph s {\n  dims { past in [0,31] }\n  input %a : f32[past,8]\n  input %b : f32[1,8]\n"+
 		"  %0 = concat(%a, %b) {axis=0} : f32[past+1,8]\n  %1 = neg(%0) : f32[past+1,8]\n  output y = %1\n}\n")
-	if _, _, err := symConcatKernel(k, new([]string)); err == nil || !strings.Contains(err.Error(), "its output is neg, not a concat") {
+	if _, _, err := symConcatKernel(k, new([]string)); err == nil || !strings.Contains(err.Error(), "its output y is neg, not a concat") {
 		t.Errorf("a concat under neg: %v", err)
 	}
 }
