@@ -9,6 +9,7 @@ import (
 	"github.com/gcomp/gcomp/codegen/nvvm/libnvvm"
 	"github.com/gcomp/gcomp/compiler"
 	"github.com/gcomp/gcomp/frontend"
+	"github.com/gcomp/gcomp/frontend/nn"
 	"github.com/gcomp/gcomp/ir"
 )
 
@@ -111,16 +112,20 @@ func TestSymbolicConcatNVVM(t *testing.T) {
 // cache length past+1, past in [lo, maxPast]; the attention reads the grown caches, which are
 // outputs too.
 func grownStep(dt ir.DType, lo, maxPast int) func(b *frontend.Builder) {
-	return func(b *frontend.Builder) {
-		past := b.Dim("past", lo, maxPast)
-		q := b.Input("q", dt, 2, 4, 1, 16)
-		pk, pv := b.Input("past_k", dt, 2, 4, past, 16), b.Input("past_v", dt, 2, 4, past, 16)
-		k, v := b.Input("k", dt, 2, 4, 1, 16), b.Input("v", dt, 2, 4, 1, 16)
-		presentK, presentV := frontend.Cat(2, pk, k), frontend.Cat(2, pv, v)
-		b.Output("o", frontend.ScaledDotProductAttention(q, presentK, presentV, false))
-		b.Output("present_k", presentK)
-		b.Output("present_v", presentV)
-	}
+	return func(b *frontend.Builder) { b.Output("o", grownAttention(b, dt, lo, maxPast)) }
+}
+
+// grownAttention builds grownStep's caches (outputs present_k and present_v) and returns the
+// attention over them.
+func grownAttention(b *frontend.Builder, dt ir.DType, lo, maxPast int) *frontend.Tensor {
+	past := b.Dim("past", lo, maxPast)
+	q := b.Input("q", dt, 2, 4, 1, 16)
+	pk, pv := b.Input("past_k", dt, 2, 4, past, 16), b.Input("past_v", dt, 2, 4, past, 16)
+	k, v := b.Input("k", dt, 2, 4, 1, 16), b.Input("v", dt, 2, 4, 1, 16)
+	presentK, presentV := frontend.Cat(2, pk, k), frontend.Cat(2, pv, v)
+	b.Output("present_k", presentK)
+	b.Output("present_v", presentV)
+	return frontend.ScaledDotProductAttention(q, presentK, presentV, false)
 }
 
 // The split-KV decode over a symbolic cache length reads a cache grown by concat: built once,
@@ -142,4 +147,20 @@ func TestSymbolicConcatDecode(t *testing.T) {
 			checkRowsAt(t, g, compiler.Options{}, []map[string]int64{{"past": int64(tc.lo)}, {"past": 61}, {"past": 199}}, 64, nil)
 		})
 	}
+}
+
+// The attention's rows over a symbolic cache length are static ([2, 4, 1, 16]), so the linear
+// layer reading them is a static kernel (it was handed symbolic sizes of constants, which the
+// GEMM templates refused): the step with its heads merged into an output projection, as a
+// decoder has it, runs at past 0, 1, 13, 31 and the bound.
+func TestSymbolicConcatDecodeProjected(t *testing.T) {
+	g, err := frontend.Build("decode", func(b *frontend.Builder) {
+		o := grownAttention(b, ir.F32, 0, 37)
+		proj := nn.NewLinear(b, "proj", 64, 16).Forward(o.Transpose(1, 2).Reshape(2, 1, 64))
+		b.Output("y", proj)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRows(t, g)
 }
