@@ -93,7 +93,9 @@ func onClone(sizes map[*ir.Value][]sym.Expr, body, c *ir.Graph) map[*ir.Value][]
 // that the kernels reading it read it at the run's sizes.
 func symbolicOutputs(k *passes.Kernel, kg *passes.KernelGraph, sizes map[*ir.Value][]sym.Expr) {
 	for _, o := range k.Body.Outputs {
-		if b := kg.Buffer(o.Name); b != nil && b.Type.Sym == nil && sizes[o.Value] != nil {
+		// An output static at every run (a decode step's rows over a symbolic cache length)
+		// stays static: its readers are static kernels.
+		if b := kg.Buffer(o.Name); b != nil && b.Type.Sym == nil && slices.ContainsFunc(sizes[o.Value], func(e sym.Expr) bool { return !isConst(e) }) {
 			b.Type.Sym = sizes[o.Value]
 		}
 	}

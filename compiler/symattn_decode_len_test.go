@@ -16,7 +16,7 @@ import (
 // cachedStep is a decoding step over a cache of a symbolic length: attention of one query row
 // per head (4 heads of 16) over K and V [b, 4, kv, 16], kv in [1, maxKV] (the keys a
 // decoder's past_key_values and its step's row make). batch is 0 for a static batch of 2.
-// (A cache grown here by concat along kv is refused: a concat along a symbolic dim.)
+// (A cache grown by concat along kv: grownStep, symconcat_test.go.)
 func cachedStep(dt ir.DType, batch, maxKV int) func(b *frontend.Builder) {
 	return func(b *frontend.Builder) {
 		if batch == 0 {

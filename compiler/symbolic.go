@@ -122,8 +122,8 @@ func symbolicKernels(g *ir.Graph, kg *passes.KernelGraph, _ backend.Producer) (m
 						r, sizes, why = cr, cs, ""
 					}
 				}
-			case why != "" && k.Kind == passes.Loop && ptx.SymbolicCopy(k.Body) == "" && !k.BindTime:
-				r, sizes, why = copyRows(k, kg, ranges, why) // symstride.go
+			case why != "" && k.Kind == passes.Loop && (ptx.SymbolicCopy(k.Body) == "" || ptx.SymbolicConcat(k.Body) == "") && !k.BindTime:
+				r, sizes, why = copyRows(k, kg, ranges, why) // symstride.go (a concat: codegen/ptx's symconcat.go)
 			}
 			if why != "" {
 				return nil, refuse(why + "; a kernel runs at symbolic sizes when its rows (every dim up to the last symbolic one) are independent")

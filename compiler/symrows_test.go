@@ -231,14 +231,14 @@ func checkRowsAt(t *testing.T, g *ir.Graph, opt compiler.Options, envs []map[str
 }
 
 // A kernel whose rows are not independent, or whose symbolic dims do not lead its shapes, is
-// refused naming the kernel, the value and why.
+// refused naming the kernel, the value and why (a concat alone runs as a copy: symconcat_test.go).
 func TestSymbolicRowsRefused(t *testing.T) {
 	for _, tc := range []struct{ name, body, want string }{
 		{"transpose moving the symbolic dim", "  %0 = transpose(%x) {perm=[1,0]} : f32[2,batch]\n  %1 = neg(%0) : f32[2,batch]\n  output y = %1\n",
 			"input %x : f32[batch,2] has batch rows, %0 = transpose(%x) {perm=[1,0]} : f32[2,batch] has 2*batch"},
 		{"reshape changing the rows", "  %0 = reshape(%x) {shape=[32]} : f32[2*batch]\n  %1 = neg(%0) : f32[2*batch]\n  %2 = add(%1, %1) : f32[2*batch]\n  %3 = reshape(%2) {shape=[16,2]} : f32[batch,2]\n  %4 = mul(%3, %x) : f32[batch,2]\n  output y = %4\n",
 			"has batch rows, %0 = reshape(%x) {shape=[32]} : f32[2*batch] has 2*batch"},
-		{"concat along the rows", "  %0 = concat(%x, %x) {axis=0} : f32[2*batch,2]\n  %1 = neg(%0) : f32[2*batch,2]\n  output y = %1\n",
+		{"concat along the rows under an op in its kernel", "  %0 = concat(%x, %x) {axis=0} : f32[2*batch,2]\n  %1 = neg(%0) : f32[2*batch,2]\n  output y = %1\n",
 			"input %x : f32[batch,2] has batch rows, %0 = concat(%x, %x) {axis=0} : f32[2*batch,2] has 2*batch"},
 		{"bind-time sum over a broadcast's rows", "  param %b : f32[2] {init=\"ones\"}\n  %0 = broadcast_in_dim(%b) {shape=[16,2], dims=[1]} : f32[batch,2]\n  %1 = reduce_sum(%0) {axes=[0]} : f32[2]\n  %2 = broadcast_in_dim(%1) {shape=[16,2], dims=[1]} : f32[batch,2]\n  %3 = add(%x, %2) : f32[batch,2]\n  output y = %3\n",
 			"over static buffers: %1 = reduce_sum(%0) {axes=[0]} : f32[2] reduces over a symbolic dim"},

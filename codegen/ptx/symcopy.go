@@ -34,16 +34,9 @@ func symCopyKernel(k Kernel, globals *[]string) (string, Launch, error) {
 	if err != nil {
 		return "", Launch{}, err
 	}
-	eb := out.Type.DType.Size()
-	ld, reg := map[int]string{1: "u8", 2: "b16", 4: "b32", 8: "b64"}[eb], map[int]regClass{1: rU32, 2: rB16, 4: rU32, 8: rU64}[eb]
-	if ld == "" {
-		return "", Launch{}, fmt.Errorf("a copy of %s elements is not supported", out.Type.DType)
-	}
-	addr := func(base, lin string) string {
-		wide, a := b.reg(rU64), b.reg(rU64)
-		b.ins("mul.wide.u32", wide, lin, imm(eb))
-		b.ins("add.s64", a, base, wide)
-		return "[" + a + "]"
+	ld, reg, addr, err := copyAccess(b, out.Type.DType) // symconcat.go
+	if err != nil {
+		return "", Launch{}, err
 	}
 	tid, nthreads := globalThread(b)
 	osz := SymSizes(out, k.Sizes)

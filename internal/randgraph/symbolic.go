@@ -12,13 +12,9 @@ import (
 
 // Refusals are the ops Symbolic adds that the compiler refuses in a graph with dims
 // (docs/dynamic.md, "What is refused"), each over the rows of a symbolic value: a pad of the
-// symbolic dim (one more row), a concat along it (twice the rows). A transpose putting it after
-// a static dim is no longer one: it runs as a copy.
-func Refusals() []string { return []string{"pad", "concat"} }
-
-// folds are the ops Symbolic adds beside Refusals that fold the rows into a static result, which
-// the compiler takes (a gradient's column sum, Xᵀ·X).
-var folds = []string{"reduce_sum", "dot_general"}
+// symbolic dim (one more row). A transpose putting it after a static dim and a concat along it
+// (twice the rows) are no longer ones: they run as copies.
+func Refusals() []string { return []string{"pad"} }
 
 // Symbolic generates a graph with bounded dims (docs/dynamic.md) of the class the compiler
 // builds once for every size in range: values f32[R, d] whose rows R lead, one dim n, the
@@ -28,7 +24,9 @@ var folds = []string{"reduce_sum", "dot_general"}
 // with a static right operand or per row, transposes, slices and pads of the trailing axes).
 // With two row dims ([s, n] or [n, m]), every fourth graph or so has as an output a product
 // batched over the first that contracts the second (the compiler takes it). Every third graph
-// or so also has, as its last output, one of Refusals or folds over the rows;
+// or so also has, as its last output, one of Refusals, a fold of the rows into a static result
+// (a column sum, Xᵀ·X) or a concat along the rows (twice the rows, the one value whose rows
+// differ), the last two of which the compiler takes;
 // refused names a refusal ("" when the graph is in the class), and the compiler must refuse such
 // a graph naming it, never compile it. The same generator state gives
 // the same graph; it is not one of Graph's kinds, so their seeds keep their graphs.
@@ -96,7 +94,7 @@ func Symbolic(r *rand.Rand) (g *ir.Graph, refused string) {
 		// Every value of vals reads the input, so no pass folds y into the parameters.
 		y := vals[len(vals)-1]
 		op := []string{"reduce_sum", "pad", "dot_general", "concat"}[r.IntN(4)]
-		if !slices.Contains(folds, op) {
+		if slices.Contains(Refusals(), op) {
 			refused = op
 		}
 		switch op {

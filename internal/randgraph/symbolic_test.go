@@ -11,11 +11,12 @@ import (
 	"github.com/gcomp/gcomp/ops"
 )
 
-// Symbolic graphs verify and have dims; outside the refused op and a batched product contracting
-// a symbolic dim (and its operand), every value's symbolic dims lead its shape with one row count; each refusal is drawn, as an output, and no graph in the
-// class has one; the same seed gives the same graph.
+// Symbolic graphs verify and have dims; outside the refused op, a concat along the rows and a
+// batched product contracting a symbolic dim (and its operand), every value's symbolic dims lead
+// its shape with one row count; each refusal is drawn, as an output, and no graph in the class
+// has one; the same seed gives the same graph.
 func TestSymbolic(t *testing.T) {
-	seen, nonLeading, contracts := map[string]int{}, 0, 0
+	seen, nonLeading, contracts, concats := map[string]int{}, 0, 0, 0
 	for seed := range uint64(300) {
 		g, refused := randgraph.Symbolic(rand.New(rand.NewPCG(seed, 27)))
 		again, _ := randgraph.Symbolic(rand.New(rand.NewPCG(seed, 27)))
@@ -37,9 +38,12 @@ func TestSymbolic(t *testing.T) {
 			}
 		}
 		for _, v := range g.Values {
-			if refused != "" && v == last {
+			if v == last && (refused != "" || v.Op == "concat") {
 				found = v.Op == refused
-				continue
+				if refused == "" {
+					concats++
+				}
+				continue // the refusal, or a concat along the rows (twice them)
 			}
 			if contract != nil && (v == contract || v == contract.Args[0]) {
 				continue
@@ -76,6 +80,9 @@ func TestSymbolic(t *testing.T) {
 	}
 	if contracts < 10 {
 		t.Errorf("%d batched products contracting a symbolic dim in 300 graphs", contracts)
+	}
+	if concats < 10 {
+		t.Errorf("a concat along the rows drawn %d times in 300", concats)
 	}
 	if nonLeading < 50 {
 		t.Errorf("%d values with a static dim before their symbolic one in 300 graphs", nonLeading)

@@ -1,0 +1,58 @@
+package nvvm_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gcomp/gcomp/codegen/nvvm"
+	"github.com/gcomp/gcomp/codegen/plan"
+	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ir/sym"
+)
+
+// TestFallbackConcat: a concat of views along a symbolic dim (codegen/ptx's symconcat.go) is
+// borrowed with a note naming it; the same kernel without sizes (static), or a copy through
+// views without a concat, is not (compiler's TestSymbolicConcatNVVM runs the borrowed build).
+func TestFallbackConcat(t *testing.T) {
+	parse := func(src string) *ir.Graph {
+		g, err := ir.Parse("k.gir", []byte(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	concat := parse("graph k {\n  input %a : f32[2,4,9,8]\n  input %b : f32[2,1,4,8]\n  %0 = transpose(%b) {perm=[0,2,1,3]} : f32[2,4,1,8]\n  %1 = concat(%a, %0) {axis=2} : f32[2,4,10,8]\n  output out = %1\n}\n")
+	copy := parse("graph k {\n  input %b : f32[2,9,4,8]\n  %0 = transpose(%b) {perm=[0,2,1,3]} : f32[2,4,9,8]\n  output out = %0\n}\n")
+	sizes := func(g *ir.Graph) map[*ir.Value][]sym.Expr {
+		m := map[*ir.Value][]sym.Expr{}
+		for _, v := range g.Values {
+			e := make([]sym.Expr, len(v.Type.Shape))
+			for i, n := range v.Type.Shape {
+				e[i] = sym.Const(int64(n))
+				switch n {
+				case 9:
+					e[i] = sym.Sym("past")
+				case 10:
+					e[i] = sym.Add(sym.Sym("past"), sym.Const(1))
+				}
+			}
+			m[v] = e
+		}
+		return m
+	}
+	tgt := plan.Target{SM: 80}
+	for _, tc := range []struct {
+		name string
+		k    plan.Kernel
+		want bool
+	}{
+		{"symbolic concat", plan.Kernel{Name: "k0_concat", Graph: concat, Symbolic: true, Sizes: sizes(concat)}, true},
+		{"static concat", plan.Kernel{Name: "k0_concat", Graph: concat}, false},
+		{"symbolic copy", plan.Kernel{Name: "k0_transpose", Graph: copy, Symbolic: true, Sizes: sizes(copy)}, false},
+	} {
+		note, ok := nvvm.Lacks(tc.k, tgt)
+		if ok != tc.want || ok && !strings.Contains(note, "no symbolic concat template") {
+			t.Errorf("%s: Lacks = %q, %v; want %v", tc.name, note, ok, tc.want)
+		}
+	}
+}
