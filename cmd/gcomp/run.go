@@ -43,11 +43,6 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	// The default device stays ref (docs: "Running a model"), which runs a module's source graph,
-	// not its kernels: said once, so that no one takes ref's numbers for the kernels'.
-	if !mf.isGiven("device") && strings.HasSuffix(path, ".ptx") {
-		fmt.Fprintf(stderr, "gcomp: no --device: running %s's source graph on the reference interpreter; --device auto runs its kernels (the first usable GPU, else the PTX simulator)\n", path)
-	}
 	if *outDir == "" && *saveInputs {
 		return fmt.Errorf("gcomp run: --save-inputs writes into --output-dir DIR: give one")
 	}
@@ -106,6 +101,11 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	}
 	var outs map[string]*tensor.Tensor
 	if sel == nil {
+		// The default device stays ref (docs/runtime.md), which runs a module's source graph, not
+		// its kernels: said, so that no one takes ref's numbers for the kernels'.
+		if !mf.isGiven("device") && strings.HasSuffix(path, ".ptx") {
+			fmt.Fprintf(stderr, "gcomp: no --device: running %s's source graph on the reference interpreter; --device auto runs its kernels (the first usable GPU, else the PTX simulator)\n", path)
+		}
 		outs, err = ref.Run(g, in, params)
 	} else {
 		outs, err = runCompiled(sel, art, in, params, *bench, *graphs, stdout)
