@@ -6,6 +6,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/tensor"
@@ -39,8 +40,17 @@ func printOutputs(w io.Writer, outs map[string]*tensor.Tensor, f runFiles) {
 		}
 		first = false
 		t := outs[name]
-		fmt.Fprintf(w, "%s: %s\n%s\n", f.user[path], t.Type.DType.String()+t.Type.Shape.String(), formatTensor(t))
+		fmt.Fprintf(w, "%s: %s\n%s\n", printableName(f.user[path]), t.Type.DType.String()+t.Type.Shape.String(), formatTensor(t))
 	}
+}
+
+// printableName is name as read from a model's file, quoted when it holds what a terminal would
+// act on or a reader could not see (a control character, a newline, invisible spaces).
+func printableName(name string) string {
+	if name == "" || strings.IndexFunc(name, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
+		return strconv.Quote(name)
+	}
+	return name
 }
 
 // formatTensor is t's values as NumPy's str(array) prints them with its default options: nested

@@ -127,3 +127,21 @@ func listDir(t *testing.T, dir string) []string {
 	}
 	return names
 }
+
+// An .onnx model's outputs print under the file's names, in the graph's order, whatever file
+// name --output-dir would have to give them; a name a terminal would act on is quoted.
+func TestRunPrintsONNXNames(t *testing.T) {
+	t.Chdir(t.TempDir())
+	writeTorchNamed(t)
+	got := gcompOK(t, "run", "m.onnx", "--shape", "onnx::Gemm_0=2x2", "--input", "onnx::Gemm_0=x.npy")
+	const want = "4: f32[2,3]\n[[  3.5 -93.   11. ]\n [  3.5 -95.    7. ]]\n\n" +
+		"../x: f32[2,3]\n[[ 3.5  0.  11. ]\n [ 3.5  0.   7. ]]\n"
+	if got != want {
+		t.Errorf("printed\n%s\nwant\n%s", got, want)
+	}
+	for name, want := range map[string]string{"y": "y", "../x": "../x", "onnx::Gemm_0": "onnx::Gemm_0", "a\x1b[2Jb": `"a\x1b[2Jb"`, "a\nb": `"a\nb"`, "": `""`, "é": "é"} {
+		if got := printableName(name); got != want {
+			t.Errorf("printableName(%q) = %s, want %s", name, got, want)
+		}
+	}
+}
