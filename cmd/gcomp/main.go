@@ -3,7 +3,7 @@
 //	gcomp build MODEL -o model.ptx [--target sm_80] [--tf32] [--amp bf16|f16]   compile (model.plan.json goes beside)
 //	gcomp check MODEL                                simulate the compiled model and compare with the reference
 //	gcomp dump MODEL                                 print the graph in the .gir text form
-//	gcomp run MODEL|model.ptx --device ref|sim [--weights W] [--input NAME=FILE.npy]... --output-dir DIR
+//	gcomp run MODEL|model.ptx [--device ref|sim|auto] [--weights W] [--input NAME=FILE.npy]... [--output-dir DIR]   outputs printed, or written as DIR/NAME.npy
 //	gcomp init-weights MODEL -o w.safetensors        write the model's seeded initial weights
 //	gcomp generate MODEL_DIR --prompt TEXT [--max-new-tokens N] [--temperature T] [--device ...]   generate text
 //	gcomp tokenize MODEL_DIR --text TEXT | --decode 1,2,3   a model folder's tokenizer

@@ -133,7 +133,7 @@ func TestBadInput(t *testing.T) {
 		{"bad stats", []string{"build", "model.go", "--stats=xml"}, "want --stats or --stats=json"},
 		{"bad emit", []string{"build", "model.go", "--emit", "frob"}, `unknown --emit "frob"`},
 		{"stats and emit to stdout", []string{"build", "model.go", "--emit", "kernels", "--stats"}, "with --stats, give -o FILE for the --emit output"},
-		{"no output dir", []string{"run", "model.go"}, "--output-dir is required"},
+		{"save inputs without output dir", []string{"run", "model.go", "--save-inputs"}, "--save-inputs writes into --output-dir DIR: give one"},
 		{"bad device", []string{"run", "model.go", "--device", "tpu", "--output-dir", "out"}, `unknown device "tpu"`},
 		{"wrong dtype input", []string{"run", "model.go", "--input", "x=x64.npy", "--output-dir", "out"}, "input x: x64.npy holds f64[2,3], the model wants f32[2,3]"},
 		{"wrong shape input", []string{"run", "model.go", "--input", "x=x23.npy", "--output-dir", "out"}, "holds f32[3,2], the model wants f32[2,3]"},

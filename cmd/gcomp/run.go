@@ -37,16 +37,16 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	graphs := fs.Bool("cuda-graphs", true, "with --bench on a GPU, record the kernels of a run once as a CUDA graph and replay it for the timed runs (one launch per run; per-kernel times need --cuda-graphs=false)")
 	bench := fs.Int("bench", 0, "after one warm-up run, time N runs and print the median and minimum per run and per kernel (compiled devices; CUDA events on a GPU)")
 	vf := addValueFlags(fs)
-	outDir := fs.String("output-dir", "", "directory to write each output to as NAME.npy")
+	outDir := fs.String("output-dir", "", "directory to write each output to as NAME.npy (without it each output is printed to stdout, NumPy-style)")
 	saveInputs := fs.Bool("save-inputs", false, "also write the inputs used (given or random) to DIR/inputs/NAME.npy")
-	path, err := parseModelArgs(fs, args, stdout, "MODEL|model.ptx --device ref|sim|cuda:N|auto [--weights W.safetensors] [--input NAME=FILE.npy]... --output-dir DIR")
+	path, err := parseModelArgs(fs, args, stdout, "MODEL|model.ptx [--device ref|sim|cuda:N|auto] [--weights W.safetensors] [--input NAME=FILE.npy]... [--output-dir DIR]")
 	if err != nil {
 		return err
 	}
-	if *outDir == "" {
-		return fmt.Errorf("gcomp run: --output-dir is required")
+	if *outDir == "" && *saveInputs {
+		return fmt.Errorf("gcomp run: --save-inputs writes into --output-dir DIR: give one")
 	}
-	if err := checkOutputDir(*outDir); err != nil {
+	if err := checkOutputDir(*outDir); *outDir != "" && err != nil {
 		return err
 	}
 	if parallelDevices(*dev) {
@@ -57,7 +57,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		return writeRunOutputs(*outDir, in, outs, files, stderr)
+		return finishRun(stdout, stderr, *outDir, in, outs, files)
 	}
 	spec, err := device.Parse(*dev)
 	if err != nil {
@@ -85,7 +85,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	g := m.Graph
 	// The outputs' files are known now: check them all before any work.
 	files := newRunFiles(g, m.Names, *saveInputs)
-	if err := checkNPYFiles(*outDir, files.names); err != nil {
+	if err := checkNPYFiles(*outDir, files.names); *outDir != "" && err != nil {
 		return fmt.Errorf("gcomp run: %s: %v", path, err)
 	}
 	ref.SetMemoryBudget(int64(*vf.refMemory))
@@ -101,6 +101,11 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	}
 	var outs map[string]*tensor.Tensor
 	if sel == nil {
+		// The default device stays ref (docs/runtime.md), which runs a module's source graph, not
+		// its kernels: said, so that no one takes ref's numbers for the kernels'.
+		if !mf.isGiven("device") && strings.HasSuffix(path, ".ptx") {
+			fmt.Fprintf(stderr, "gcomp: no --device: running %s's source graph on the reference interpreter; --device auto runs its kernels (the first usable GPU, else the PTX simulator)\n", path)
+		}
 		outs, err = ref.Run(g, in, params)
 	} else {
 		outs, err = runCompiled(sel, art, in, params, *bench, *graphs, stdout)
@@ -108,7 +113,17 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("gcomp run: %s", prefixPath(path, err))
 	}
-	return writeRunOutputs(*outDir, in, outs, files, stderr)
+	return finishRun(stdout, stderr, *outDir, in, outs, files)
+}
+
+// finishRun hands a run's outputs to the user: into dir as .npy files, or, without a dir,
+// printed to stdout.
+func finishRun(stdout, stderr io.Writer, dir string, in, outs map[string]*tensor.Tensor, f runFiles) error {
+	if dir == "" {
+		printOutputs(stdout, outs, f)
+		return nil
+	}
+	return writeRunOutputs(dir, in, outs, f, stderr)
 }
 
 // writeRunOutputs writes each output to DIR/NAME.npy and, with --save-inputs, each input to
@@ -433,12 +448,35 @@ func bindParams(m *load.Model, weights string, strict bool, seed uint64, stderr 
 		fmt.Fprintf(stderr, "gcomp: %d parameters not in %s use their initializers (seed %d): %s\n", len(initialized), weights, seed, strings.Join(initialized, ", "))
 	}
 	if src := onnxOrigin(g); weights == "" && m.Weights == nil && len(initialized) > 0 && src != "" {
-		// A module (or .gir) built from an .onnx file holds none of the file's weights: without
-		// this line a run would quietly compute with seeded values instead of the model's.
-		fmt.Fprintf(stderr, "gcomp: no --weights: the %d parameters use seeded initializers (seed %d), not the weights of %s, which a built module or a .gir does not hold; give them with --weights (gcomp init-weights %s writes them)\n",
-			len(initialized), seed, src, src)
+		// A module (or .gir) built from an .onnx file holds none of the file's weights (the
+		// artifact has no place for them): without this line a run would quietly compute with
+		// seeded values instead of the model's. It says the two ways to the file's weights.
+		shape := boundFlags(m)
+		fmt.Fprintf(stderr, "gcomp: no --weights: the %d parameters use seeded initializers (seed %d), not the weights of %s, which a built module or a .gir does not hold; for them run the .onnx itself (gcomp run %s%s ...), or write them once (gcomp init-weights %s%s -o w.safetensors) and give --weights w.safetensors\n",
+			len(initialized), seed, src, src, shape, src, shape)
 	}
 	return params, nil
+}
+
+// boundFlags are the --max-shape flags that bound m's symbolic inputs as m was built, each input
+// by the name the model's file gives it (" --max-shape x=8x3x32x32"), or, when no input is
+// symbolic, a placeholder for the flags the .onnx needed.
+func boundFlags(m *load.Model) string {
+	var b strings.Builder
+	for _, v := range m.Graph.Inputs() {
+		if v.Type.Sym == nil {
+			continue
+		}
+		dims := make([]string, len(v.Type.Shape))
+		for i, d := range v.Type.Shape {
+			dims[i] = fmt.Sprint(d)
+		}
+		fmt.Fprintf(&b, " --max-shape %s=%s", inputName(m.Names, v), strings.Join(dims, "x"))
+	}
+	if b.Len() == 0 {
+		return " [the --shape flags it was built with]"
+	}
+	return b.String()
 }
 
 // onnxOrigin is the .onnx file g's values were imported from, as their locations name it, or "".

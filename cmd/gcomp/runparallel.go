@@ -61,7 +61,7 @@ func runParallel(path, list string, mf modelFlags, tf targetFlags, vf valueFlags
 		return fail(fmt.Errorf("batch %d does not split evenly over %d devices", batch, n))
 	}
 	files = newRunFiles(m.Graph, m.Names, saveInputs)
-	if err := checkNPYFiles(outDir, files.names); err != nil {
+	if err := checkNPYFiles(outDir, files.names); outDir != "" && err != nil {
 		return fail(err)
 	}
 	shard, _, err := mf.loadModelBatch(path, batch/n)
