@@ -34,9 +34,9 @@ func inferPhilox(args []ir.Type, a ir.Attrs) (ir.Type, error) {
 }
 
 // symPhilox gives philox_uniform the sizes declared for its result (a dropout mask over a symbolic
-// batch): element i is a function of its row-major index i alone, so the first elements at the
-// run's sizes are the same numbers whatever the bound (the shape attribute, which InferSym checks
-// the sizes' bounds against).
+// batch, or batch and seq): element i is a function of its row-major index i at the run's sizes
+// alone (Instantiate rewrites the shape attribute to them), so the numbers do not depend on the
+// bound (the shape attribute, which InferSym checks the sizes' bounds against).
 func symPhilox(_ []ir.Type, a ir.Attrs, want []sym.Expr, _ sym.Ranges) ([]sym.Expr, error) {
 	if want != nil {
 		return want, nil
