@@ -1,0 +1,73 @@
+package train
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/gcomp/gcomp/frontend"
+	"github.com/gcomp/gcomp/frontend/nn"
+	"github.com/gcomp/gcomp/ir"
+)
+
+// A transformer block trained over variable-length sequences: its activations are
+// [batch, 1, seq, 8] with both batch and seq symbolic, and its three dropouts (after the
+// attention's projection, on the feed-forward network's hidden activations and after its
+// output, as nn.TransformerEncoderLayer's dropout1, dropout and dropout2) draw their masks over
+// the rows batch·seq: element i of a mask is the reference's at the run's sizes (docs/ops.md).
+// One build runs at (batch, seq) pairs that are 1, primes and the bounds, smallest first, each
+// within tolerance of the reference interpreter's step and the static build's at those sizes.
+// (The weights' dropout inside attention forms no fused attention; its products over a
+// symbolic free dim are refused, docs/dynamic.md.)
+func TestSymbolicTransformerDropoutStep(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opt  Optimizer
+		p    float64
+	}{
+		{"dropout 0.1, SGD", &SGD{LR: 0.1}, 0.1},
+		// Not Adam: at seq 1 the softmax over one key has a zero gradient for k, which Adam's
+		// normalization would turn from rounding noise into a full step.
+		{"dropout 0.5, SGD with momentum", &SGD{LR: 0.05, Momentum: 0.9}, 0.5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fwd, err := frontend.Build("m", func(b *frontend.Builder) { transformerBlock(b, tc.p) }, frontend.WithTraining())
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := StepFromGraph(fwd, tc.opt, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(s.Graph.Dims) != 2 {
+				t.Fatalf("the step has dims %v", s.Graph.Dims)
+			}
+			var masks []string // the three dropouts', each over both dims
+			for _, v := range s.Graph.Values {
+				if v.Op == "philox_uniform" {
+					masks = append(masks, v.Type.String())
+				}
+			}
+			if want := []string{"f32[batch,1,seq,8]", "f32[batch,1,seq,16]", "f32[batch,1,seq,8]"}; !slices.Equal(masks, want) {
+				t.Fatalf("the step's masks are %v, want %v", masks, want)
+			}
+			checkSymbolicStepAt(t, s, []map[string]int64{
+				{"batch": 1, "seq": 1}, {"batch": 1, "seq": 5}, {"batch": 3, "seq": 2}, {"batch": 2, "seq": 7}, {"batch": 4, "seq": 7},
+			}, nil)
+		})
+	}
+}
+
+// transformerBlock is a post-norm transformer encoder block with one head over x [batch, 1,
+// seq, 8] (batch in [1, 4], seq in [1, 7]), its loss the mean squared error to t.
+func transformerBlock(b *frontend.Builder, p float64) {
+	n, s := b.Dim("batch", 1, 4), b.Dim("seq", 1, 7)
+	x, y := b.Input("x", ir.F32, n, 1, s, 8), b.Input("t", ir.F32, n, 1, s, 8)
+	lin := func(name string, in, out int) *nn.Linear { return nn.NewLinear(b, name, in, out) }
+	drop := nn.Dropout{P: p}
+	q, k, v := lin("q", 8, 8).Forward(x), lin("k", 8, 8).Forward(x), lin("v", 8, 8).Forward(x)
+	a := frontend.ScaledDotProductAttention(q, k, v, false)
+	x = nn.NewLayerNorm(b, "norm1", 8).Forward(x.Add(drop.Forward(lin("out", 8, 8).Forward(a))))
+	h := lin("linear2", 16, 8).Forward(drop.Forward(lin("linear1", 8, 16).Forward(x).Relu()))
+	x = nn.NewLayerNorm(b, "norm2", 8).Forward(x.Add(drop.Forward(h)))
+	b.Output(DefaultLoss, frontend.MSELoss(x, y))
+}
