@@ -16,18 +16,18 @@ import (
 // ([batch, seq, d], a transformer's activations), a static dim before a symbolic one, or rows
 // that are the whole shape. One build runs at 1, primes and the bounds (memchecked) equal to
 // the reference interpreter at those sizes and, bit for bit, to the static build's, with the
-// masked input in each float dtype dropout takes.
+// masked input in each float dtype dropout takes; a seq of 0 draws nothing.
 func TestSymbolicDropoutMask(t *testing.T) {
 	for _, tc := range []struct {
 		name, dims, sym string
 		bound           []int
 		stream          int
 	}{
-		{"a symbolic batch", "batch in [1,11]", "batch,3,5", []int{11, 3, 5}, 2},
-		{"batch and seq", "batch in [1,4], seq in [1,9]", "batch,seq,6", []int{4, 9, 6}, 1},
-		{"batch and seq, odd rows", "batch in [1,3], seq in [1,7]", "batch,seq,3", []int{3, 7, 3}, 0},
-		{"a static dim before the batch", "batch in [1,8]", "2,batch,3", []int{2, 8, 3}, 5},
-		{"the rows are the shape", "batch in [1,5], seq in [1,7]", "batch,2,seq", []int{5, 2, 7}, 3},
+		{"a symbolic batch", "batch in [1,40]", "batch,3,5", []int{40, 3, 5}, 2},
+		{"batch and seq", "batch in [1,4], seq in [1,16]", "batch,seq,6", []int{4, 16, 6}, 1},
+		{"batch and seq from 0, odd rows", "batch in [1,3], seq in [0,31]", "batch,seq,3", []int{3, 31, 3}, 0},
+		{"a static dim before the batch", "batch in [1,13]", "2,batch,3", []int{2, 13, 3}, 5},
+		{"the rows are the shape", "batch in [1,5], seq in [1,13]", "batch,2,seq", []int{5, 2, 13}, 3},
 	} {
 		for _, dt := range []string{"f32", "f16", "bf16"} {
 			t.Run(tc.name+"/"+dt, func(t *testing.T) {
