@@ -7,6 +7,9 @@ import (
 
 	"github.com/gcomp/gcomp/codegen/nvvm/libnvvm"
 	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ops"
+	"github.com/gcomp/gcomp/runtime/executor"
+	"github.com/gcomp/gcomp/tensor"
 )
 
 // Dropout's mask over symbolic dims: philox_uniform typed over them is a function of each
@@ -77,6 +80,48 @@ func TestSymbolicDropoutMaskRefused(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			checkRefused(t, "graph s {\n  dims { b in [1,4], t in [1,9] }\n  input %key : i64[]\n  input %x : f32[b,t,2]\n"+tc.body+"}\n", tc.want)
 		})
+	}
+}
+
+// The mask's kernel over [batch, seq, 64] does the run's work, not the bound's: at each run's
+// sizes it stores the bytes the static build at those sizes stores, and its thread instructions
+// are within a quarter of the static build's (the size checks; logged for docs/perf.md).
+func TestSymbolicDropoutMaskWork(t *testing.T) {
+	g, err := ir.Parse("s.gir", []byte(dropoutGraph("batch in [1,8], seq in [1,128]", "batch,seq,64", []int{8, 128, 64}, 0, "f32")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := load(t, g)
+	for _, env := range []map[string]int64{{"batch": 1, "seq": 1}, {"batch": 3, "seq": 37}, {"batch": 8, "seq": 128}} {
+		st, err := ops.Instantiate(g, env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inputs, _, err := tensor.SeededValues(st, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := p.Run(inputs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		static, err := load(t, st).Run(inputs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sym, stat executor.Counters
+		for _, k := range got.Kernels {
+			sym.Add(k.Counters)
+		}
+		for _, k := range static.Kernels {
+			stat.Add(k.Counters)
+		}
+		if sym.GlobalStoreBytes != stat.GlobalStoreBytes || sym.ThreadInsts > stat.ThreadInsts*5/4 {
+			t.Errorf("sizes %v: the symbolic build stores %d bytes in %d thread instructions, the static build %d in %d",
+				env, sym.GlobalStoreBytes, sym.ThreadInsts, stat.GlobalStoreBytes, stat.ThreadInsts)
+		}
+		t.Logf("sizes %v: %d kernels, %d thread instructions, %d bytes stored; static build: %d kernels, %d, %d",
+			env, len(got.Kernels), sym.ThreadInsts, sym.GlobalStoreBytes, len(static.Kernels), stat.ThreadInsts, stat.GlobalStoreBytes)
 	}
 }
 
