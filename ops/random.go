@@ -16,7 +16,7 @@ func init() {
 		Attrs: []AttrSpec{{"shape", AttrInts, false}, {"stream", AttrInt, true}},
 		Doc: "philox_uniform(key) {shape, stream}: f32[shape] uniform in [0, 1) from Philox4x32-10. key is an i64 scalar " +
 			"(its two's-complement bits: low word k0, high word k1); stream (default 0, at least 0) is a second, static key. " +
-			"Element i (row-major) is word i mod 4 of Philox4x32-10 with key (k0, k1) applied to the counter " +
+			"Element i (row-major; over symbolic dims, at the run's sizes) is word i mod 4 of Philox4x32-10 with key (k0, k1) applied to the counter " +
 			"(⌊i/4⌋ mod 2³², ⌊i/2³⁴⌋, stream mod 2³², ⌊stream/2³²⌋); a word w becomes (w >> 8)·2⁻²⁴, exact in f32, so 0 " +
 			"can occur and 1 cannot. The same (key, stream) gives the same numbers everywhere; a different key or stream an " +
 			"independent sequence. Not differentiable."})
