@@ -16,23 +16,48 @@ import (
 // the rows batch·seq: element i of a mask is the reference's at the run's sizes (docs/ops.md).
 // One build runs at (batch, seq) pairs that are 1, primes and the bounds, smallest first, each
 // within tolerance of the reference interpreter's step and the static build's at those sizes.
-// (The weights' dropout inside attention forms no fused attention; its products over a
-// symbolic free dim are refused, docs/dynamic.md.)
+// nn.TransformerEncoderLayer with dropout on its three branches trains over a symbolic batch of
+// static sequences. (The weights' dropout inside attention forms no fused attention; its
+// products over a symbolic free dim are refused, docs/dynamic.md.)
 func TestSymbolicTransformerDropoutStep(t *testing.T) {
+	overBoth := []map[string]int64{
+		{"batch": 1, "seq": 1}, {"batch": 1, "seq": 5}, {"batch": 3, "seq": 2}, {"batch": 2, "seq": 7}, {"batch": 4, "seq": 7},
+	}
+	overBatch := []map[string]int64{{frontend.BatchDim: 1}, {frontend.BatchDim: 3}, {frontend.BatchDim: 4}}
+	block := func(p float64, heads int) func(b *frontend.Builder) {
+		return func(b *frontend.Builder) { transformerBlock(b, p, heads) }
+	}
 	for _, tc := range []struct {
 		name  string
+		model func(b *frontend.Builder)
 		opt   Optimizer
-		p     float64
-		heads int
+		batch int // WithMaxBatch's, for a model that declares b.Batch; 0 for b.Dim's
+		envs  []map[string]int64
+		masks []string // the dropouts' masks, in the step's order
 	}{
-		{"dropout 0.1, SGD", &SGD{LR: 0.1}, 0.1, 1},
+		{"dropout 0.1, SGD", block(0.1, 1), &SGD{LR: 0.1}, 0, overBoth,
+			[]string{"f32[batch,1,seq,8]", "f32[batch,1,seq,16]", "f32[batch,1,seq,8]"}},
 		// Not Adam: at seq 1 the softmax over one key has a zero gradient for k, which Adam's
 		// normalization would turn from rounding noise into a full step.
-		{"dropout 0.5, SGD with momentum", &SGD{LR: 0.05, Momentum: 0.9}, 0.5, 1},
-		{"2 heads, dropout 0.1, SGD", &SGD{LR: 0.1}, 0.1, 2},
+		{"dropout 0.5, SGD with momentum", block(0.5, 1), &SGD{LR: 0.05, Momentum: 0.9}, 0, overBoth,
+			[]string{"f32[batch,1,seq,8]", "f32[batch,1,seq,16]", "f32[batch,1,seq,8]"}},
+		{"2 heads, dropout 0.1, SGD", block(0.1, 2), &SGD{LR: 0.1}, 0, overBoth,
+			[]string{"f32[batch,seq,8]", "f32[batch,seq,16]", "f32[batch,seq,8]"}},
+		// nn.TransformerEncoderLayer itself (packed in-projection with biases, 2 heads) over a
+		// symbolic batch of sequences of 5, dropout 0.1 on its three branches.
+		{"nn.TransformerEncoderLayer over a symbolic batch, dropout 0.1, SGD", func(b *frontend.Builder) {
+			x, y := b.Input("x", ir.F32, b.Batch(4), 5, 8), b.Input("t", ir.F32, b.Batch(4), 5, 8)
+			l := nn.NewTransformerEncoderLayer(b, "enc", 8, 2, nn.TransformerEncoderLayerOptions{DimFeedforward: 16, Dropout: 0.1, BatchFirst: true})
+			l.SelfAttn.Dropout = 0 // on the weights, attention is unfused (docs/dynamic.md, Next)
+			b.Output(DefaultLoss, frontend.MSELoss(l.Forward(x), y))
+		}, &SGD{LR: 0.1}, 4, overBatch, []string{"f32[batch,5,8]", "f32[batch,5,16]", "f32[batch,5,8]"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			fwd, err := frontend.Build("m", func(b *frontend.Builder) { transformerBlock(b, tc.p, tc.heads) }, frontend.WithTraining())
+			opts := []frontend.Option{frontend.WithTraining()}
+			if tc.batch > 0 {
+				opts = append(opts, frontend.WithMaxBatch(tc.batch))
+			}
+			fwd, err := frontend.Build("m", tc.model, opts...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -40,25 +65,19 @@ func TestSymbolicTransformerDropoutStep(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(s.Graph.Dims) != 2 {
+			if len(s.Graph.Dims) != len(tc.envs[0]) {
 				t.Fatalf("the step has dims %v", s.Graph.Dims)
 			}
-			var masks []string // the three dropouts', each over both dims
+			var masks []string
 			for _, v := range s.Graph.Values {
 				if v.Op == "philox_uniform" {
 					masks = append(masks, v.Type.String())
 				}
 			}
-			want := []string{"f32[batch,seq,8]", "f32[batch,seq,16]", "f32[batch,seq,8]"}
-			if tc.heads == 1 {
-				want = []string{"f32[batch,1,seq,8]", "f32[batch,1,seq,16]", "f32[batch,1,seq,8]"}
+			if !slices.Equal(masks, tc.masks) {
+				t.Fatalf("the step's masks are %v, want %v", masks, tc.masks)
 			}
-			if !slices.Equal(masks, want) {
-				t.Fatalf("the step's masks are %v, want %v", masks, want)
-			}
-			checkSymbolicStepAt(t, s, []map[string]int64{
-				{"batch": 1, "seq": 1}, {"batch": 1, "seq": 5}, {"batch": 3, "seq": 2}, {"batch": 2, "seq": 7}, {"batch": 4, "seq": 7},
-			}, nil)
+			checkSymbolicStepAt(t, s, tc.envs, nil)
 		})
 	}
 }
