@@ -220,12 +220,10 @@ func keepsRows(v *ir.Value, p int, prefix map[*ir.Value]int, types map[*ir.Value
 		}
 		return ""
 	case "philox_uniform":
-		// Element i is a function of its row-major index alone (a dropout mask), the same at
-		// the run's sizes as at the bound's when one symbolic dim leads: row r's numbers are
-		// row r's of the reference at the run's batch.
-		if p != 1 {
-			return "draws random numbers over rows other than one leading symbolic dim"
-		}
+		// Element i is a function of its row-major index at the run's sizes alone (a dropout
+		// mask). The bound's code decodes row r into its dims with the bound's sizes and encodes
+		// it back to r (symstride.go), so element j of row r has index r·inner+j, the run's
+		// row-major index over any rows: [batch], [batch, seq], [2, seq].
 		return ""
 	case "conv2d", "max_pool2d", "avg_pool2d":
 		q, _ := arg(0)

@@ -16,7 +16,7 @@ func init() {
 		Attrs: []AttrSpec{{"shape", AttrInts, false}, {"stream", AttrInt, true}},
 		Doc: "philox_uniform(key) {shape, stream}: f32[shape] uniform in [0, 1) from Philox4x32-10. key is an i64 scalar " +
 			"(its two's-complement bits: low word k0, high word k1); stream (default 0, at least 0) is a second, static key. " +
-			"Element i (row-major) is word i mod 4 of Philox4x32-10 with key (k0, k1) applied to the counter " +
+			"Element i (row-major; over symbolic dims, at the run's sizes) is word i mod 4 of Philox4x32-10 with key (k0, k1) applied to the counter " +
 			"(⌊i/4⌋ mod 2³², ⌊i/2³⁴⌋, stream mod 2³², ⌊stream/2³²⌋); a word w becomes (w >> 8)·2⁻²⁴, exact in f32, so 0 " +
 			"can occur and 1 cannot. The same (key, stream) gives the same numbers everywhere; a different key or stream an " +
 			"independent sequence. Not differentiable."})
@@ -34,9 +34,9 @@ func inferPhilox(args []ir.Type, a ir.Attrs) (ir.Type, error) {
 }
 
 // symPhilox gives philox_uniform the sizes declared for its result (a dropout mask over a symbolic
-// batch): element i is a function of its row-major index i alone, so the first elements at the
-// run's sizes are the same numbers whatever the bound (the shape attribute, which InferSym checks
-// the sizes' bounds against).
+// batch, or batch and seq): element i is a function of its row-major index i at the run's sizes
+// alone (Instantiate rewrites the shape attribute to them), so the numbers do not depend on the
+// bound (the shape attribute, which InferSym checks the sizes' bounds against).
 func symPhilox(_ []ir.Type, a ir.Attrs, want []sym.Expr, _ sym.Ranges) ([]sym.Expr, error) {
 	if want != nil {
 		return want, nil

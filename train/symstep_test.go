@@ -197,8 +197,27 @@ func TestSymbolicStep(t *testing.T) {
 // has NaN; an AMP step's tolerance its dtype's).
 func checkSymbolicStep(t *testing.T, s *StepGraph, batches []int64, set func(n int64, inputs map[string]*tensor.Tensor)) {
 	t.Helper()
+	envs := make([]map[string]int64, len(batches))
+	for i, n := range batches {
+		envs[i] = map[string]int64{frontend.BatchDim: n}
+	}
+	checkSymbolicStepAt(t, s, envs, func(env map[string]int64, inputs map[string]*tensor.Tensor) {
+		if set != nil {
+			set(env[frontend.BatchDim], inputs)
+		}
+	})
+}
+
+// checkSymbolicStepAt is checkSymbolicStep over any dims, at the sizes of envs in their order
+// (the inputs seeded by the sizes in the dims' order).
+func checkSymbolicStepAt(t *testing.T, s *StepGraph, envs []map[string]int64, set func(env map[string]int64, inputs map[string]*tensor.Tensor)) {
+	t.Helper()
 	p := loadSim(t, s.Graph)
-	bound, err := ops.Instantiate(s.Graph, map[string]int64{frontend.BatchDim: int64(s.Graph.Dims[0].Hi)})
+	atBound := map[string]int64{}
+	for _, d := range s.Graph.Dims {
+		atBound[d.Name] = int64(d.Hi)
+	}
+	bound, err := ops.Instantiate(s.Graph, atBound)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,13 +234,16 @@ func checkSymbolicStep(t *testing.T, s *StepGraph, batches []int64, set func(n i
 	if err := p.SetParams(params); err != nil {
 		t.Fatal(err)
 	}
-	for _, n := range batches {
-		env := map[string]int64{frontend.BatchDim: n}
+	for _, env := range envs {
+		seed := uint64(0)
+		for _, d := range s.Graph.Dims {
+			seed = seed*1000 + uint64(env[d.Name])
+		}
 		st, err := ops.Instantiate(s.Graph, env)
 		if err != nil {
 			t.Fatal(err)
 		}
-		inputs, _, err := tensor.SeededValues(st, uint64(n))
+		inputs, _, err := tensor.SeededValues(st, seed)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -231,7 +253,7 @@ func checkSymbolicStep(t *testing.T, s *StepGraph, batches []int64, set func(n i
 			}
 		}
 		if set != nil {
-			set(n, inputs)
+			set(env, inputs)
 		}
 		want, err := ref.Run(st, inputs, params)
 		if err != nil {
@@ -239,7 +261,7 @@ func checkSymbolicStep(t *testing.T, s *StepGraph, batches []int64, set func(n i
 		}
 		got, err := p.Run(inputs)
 		if err != nil {
-			t.Fatalf("batch %d: %v", n, err)
+			t.Fatalf("sizes %v: %v", env, err)
 		}
 		sp := loadSim(t, st)
 		if err := sp.SetParams(params); err != nil {
@@ -247,12 +269,12 @@ func checkSymbolicStep(t *testing.T, s *StepGraph, batches []int64, set func(n i
 		}
 		static, err := sp.Run(inputs)
 		if err != nil {
-			t.Fatalf("static build at batch %d: %v", n, err)
+			t.Fatalf("static build at sizes %v: %v", env, err)
 		}
 		for name, w := range want {
 			for what, o := range map[string]*tensor.Tensor{"symbolic build": got.Outputs[name], "static build": static.Outputs[name]} {
 				if o == nil || !o.Type.Equal(w.Type) {
-					t.Fatalf("batch %d: %s's %s = %v, want %s", n, what, name, o, w.Type)
+					t.Fatalf("sizes %v: %s's %s = %v, want %s", env, what, name, o, w.Type)
 				}
 				dt := w.Type.DType // an AMP step's f32 values computed in its dtype: that dtype's
 				if amp, ok := ir.ParseDType(s.AMP); ok && dt == ir.F32 {
@@ -261,7 +283,7 @@ func checkSymbolicStep(t *testing.T, s *StepGraph, batches []int64, set func(n i
 				rel, abs := tolerance.Tolerance(dt, false, 256)
 				for i := range w.Len() {
 					if g, r := o.At(i), w.At(i); !tolerance.Within(g, r, rel, abs) && !(math.IsNaN(g) && math.IsNaN(r)) {
-						t.Fatalf("batch %d: %s's %s[%d] = %v, the reference's %v", n, what, name, i, g, r)
+						t.Fatalf("sizes %v: %s's %s[%d] = %v, the reference's %v", env, what, name, i, g, r)
 					}
 				}
 			}
