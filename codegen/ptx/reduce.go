@@ -55,9 +55,6 @@ func reduceKernel(k Kernel, globals *[]string) (string, Launch, error) {
 	if foldsRows(k, rs.axes) && !rs.scattered {
 		return colReduce(k, rs, reds, globals) // the rows lead the reduced block (symfold.go)
 	}
-	if k.Symbolic && !rs.rowPattern {
-		return "", Launch{}, fmt.Errorf("reduce axes %v of %s are not trailing; only the row template runs at symbolic sizes", rs.axes, rs.full)
-	}
 	if rs.rowPattern && rs.a == 1 && rs.r >= splitReduce && len(reds) == 1 && !outputsFull(g, rs) && !k.Symbolic {
 		return fullReduce(k, rs, reds[0], globals)
 	}

@@ -16,7 +16,7 @@ import "slices"
 // rowsInner returns rs as the scattered row layout when symbolic kernel k reduces inner axes of
 // its rows (axis 0 kept, the reduced axes not trailing); rs unchanged otherwise.
 func rowsInner(k Kernel, rs reduceShape) reduceShape {
-	if !k.Symbolic || len(rs.axes) == 0 || slices.Contains(rs.axes, 0) || rs.rowPattern && !rs.scattered {
+	if !k.Symbolic || slices.Contains(rs.axes, 0) || rs.rowPattern && !rs.scattered {
 		return rs
 	}
 	kept, red := rs.split()
