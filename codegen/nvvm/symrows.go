@@ -31,9 +31,6 @@ func (md *module) symRowReduce(k plan.Kernel) (*ir.Func, plan.Launch, error) {
 		rp.Kind, rp.Threads, rp.ScratchBytes = "row", rowThreads(rp.R), 0
 		rp.Grid = [3]int{max(1, min(rp.A, plan.MaxLoopBlocks)), 1, 1}
 	}
-	if rp.Scattered && !foldsScattered(k, rp) { // a fold over scattered axes: symfold_scatter.go
-		return nil, plan.Launch{}, fmt.Errorf("reduce axes %v of %s are not trailing; only the row template runs at symbolic sizes", rp.Axes, rp.Full)
-	}
 	return md.rowReduce(k, rp)
 }
 
