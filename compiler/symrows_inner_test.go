@@ -1,17 +1,13 @@
 package compiler_test
 
-import (
-	"testing"
-
-	"github.com/gcomp/gcomp/ir"
-)
-
 // innerReductions keep their symbolic rows and reduce static axes that are not trailing: nearest
 // upsampling's backward (each input pixel's 2×2 window of the gradient, axes [3, 5] of [N, C, H,
 // 2, W, 2], or [3] once the trailing window is summed), a middle axis in f16 with keepdims spread
 // back, a softmax over a middle axis, and two symbolic dims leading. codegen/ptx's
 // symrows_inner.go takes them with the row template over the kept elements. static marks those
-// whose static build (the column template) agrees bit for bit: sums exact in the f64 accumulator.
+// whose static build agrees bit for bit (sums exact in the f64 accumulator). They are not folds
+// (the rows stay kept), but TestSymbolicFolds runs them the same way: memchecked at the bounds, 1
+// and primes against the reference, and against the static build where static.
 var innerReductions = []struct {
 	name, body string
 	static     bool
@@ -29,21 +25,4 @@ var innerReductions = []struct {
 		"  %5 = broadcast_in_dim(%4) {shape=[5,6,4], dims=[0,2]} : f32[batch,6,4]\n  %6 = div(%3, %5) : f32[batch,6,4]\n  output y = %6\n", false},
 	{"two symbolic dims leading", "  dims { b in [1,3], t in [1,5] }\n  input %x : f32[b,t,4,3]\n" +
 		"  %0 = reduce_max(%x) {axes=[2]} : f32[b,t,3]\n  output m = %0\n", true},
-}
-
-// Each runs on the memchecked simulator at its dims' bounds, 1 and primes, smaller sizes first,
-// within tolerance of the reference interpreter (and bit for bit the static build where static).
-func TestSymbolicInnerReductions(t *testing.T) {
-	for _, tc := range innerReductions {
-		t.Run(tc.name, func(t *testing.T) {
-			g, err := ir.Parse("s.gir", []byte("graph s {\n"+tc.body+"}\n"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkRows(t, g)
-			if tc.static {
-				checkStaticBits(t, g)
-			}
-		})
-	}
 }
