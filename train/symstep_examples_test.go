@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gcomp/gcomp/codegen/backend"
+	"github.com/gcomp/gcomp/codegen/nvvm/libnvvm"
 	"github.com/gcomp/gcomp/compiler"
 	"github.com/gcomp/gcomp/examples/cnn"
 	fashioncnn "github.com/gcomp/gcomp/examples/fashion/cnn"
@@ -85,6 +87,36 @@ func TestSymbolicStepExamples(t *testing.T) {
 			checkStepStatic(t, s, res, 2)
 		})
 	}
+}
+
+// The NVVM producer builds unet's step too: its reductions, the upsampling's backward among them,
+// are NVVM's own (the row template over the kept elements: codegen/nvvm's symrows.go), and the
+// step runs at batches 1 and 3 within
+// tolerance of the reference's.
+func TestSymbolicStepUNetNVVM(t *testing.T) {
+	lib := libnvvm.Require(t)
+	nv, err := backend.New("nvvm", lib.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fwd, err := frontend.Build("m", exampleSteps[0].model, frontend.WithMaxBatch(3), frontend.WithTraining())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := StepFromGraph(fwd, &SGD{LR: 0.05}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := compiler.Compile(s.Graph, StepCompilerOptions(compiler.Options{Producer: nv}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range res.Artifact.Plan.Kernels {
+		if strings.HasSuffix(k.Name, "_sum") && k.Producer == "ptx" {
+			t.Errorf("%s is codegen/ptx's entry, not NVVM's own", k.Name)
+		}
+	}
+	checkStepRuns(t, s, res, []int64{1, 3})
 }
 
 // checkStepStatic runs res, the step s compiled over a symbolic batch, and the static build of s
