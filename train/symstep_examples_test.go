@@ -32,26 +32,28 @@ var exampleSteps = []struct {
 }{
 	// The upsampling's backward sums each pixel's 2×2 window of the gradient: a reduction over
 	// inner axes of the rows (codegen/ptx's symrows_inner.go).
-	{"unet", func(b *frontend.Builder) {
+	{"unet", imageStep(3, 8, []int{2, 8, 8}, func(b *frontend.Builder, x *frontend.Tensor) *frontend.Tensor {
+		return unet.NewUNet(b).Forward(x)
+	}), false, ""},
+	{"resnet", imageStep(3, 8, []int{10}, func(b *frontend.Builder, x *frontend.Tensor) *frontend.Tensor {
+		return resnet.NewResNet(b).Forward(x)
+	}), false, ""},
+	{"cnn", imageStep(3, 28, []int{10}, func(b *frontend.Builder, x *frontend.Tensor) *frontend.Tensor {
+		return cnn.NewCNN(b).Forward(x)
+	}), true, ""},
+	{"fashion_cnn", imageStep(1, 28, []int{10}, func(b *frontend.Builder, x *frontend.Tensor) *frontend.Tensor {
+		return fashioncnn.NewCNN(b).Forward(x)
+	}), true, ""},
+}
+
+// imageStep is net's loss over a batch in [1, 3] of c×hw×hw images: the mean squared error
+// against a target of out's sizes per row.
+func imageStep(c, hw int, out []int, net func(b *frontend.Builder, x *frontend.Tensor) *frontend.Tensor) func(*frontend.Builder) {
+	return func(b *frontend.Builder) {
 		n := b.Batch(3)
-		x, y := b.Input("x", ir.F32, n, 3, 8, 8), b.Input("t", ir.F32, n, 2, 8, 8)
-		b.Output(DefaultLoss, frontend.MSELoss(unet.NewUNet(b).Forward(x), y))
-	}, false, ""},
-	{"resnet", func(b *frontend.Builder) {
-		n := b.Batch(3)
-		x, y := b.Input("x", ir.F32, n, 3, 8, 8), b.Input("t", ir.F32, n, 10)
-		b.Output(DefaultLoss, frontend.MSELoss(resnet.NewResNet(b).Forward(x), y))
-	}, false, ""},
-	{"cnn", func(b *frontend.Builder) {
-		n := b.Batch(3)
-		x, y := b.Input("x", ir.F32, n, 3, 28, 28), b.Input("t", ir.F32, n, 10)
-		b.Output(DefaultLoss, frontend.MSELoss(cnn.NewCNN(b).Forward(x), y))
-	}, true, ""},
-	{"fashion_cnn", func(b *frontend.Builder) {
-		n := b.Batch(3)
-		x, y := b.Input("x", ir.F32, n, 1, 28, 28), b.Input("t", ir.F32, n, 10)
-		b.Output(DefaultLoss, frontend.MSELoss(fashioncnn.NewCNN(b).Forward(x), y))
-	}, true, ""},
+		x, y := b.Input("x", ir.F32, n, c, hw, hw), b.Input("t", ir.F32, append([]int{n}, out...)...)
+		b.Output(DefaultLoss, frontend.MSELoss(net(b, x), y))
+	}
 }
 
 // Each example's train step (SGD with momentum) builds once over a symbolic batch in [1, 3] and
