@@ -13,9 +13,10 @@ import (
 // bounding its grid-stride loop over rows (or over result elements).
 
 // symRowReduce is the row reduction at symbolic sizes: one block per row, rows bounded by the
-// size parameter. Only the row template takes a row count, as in codegen/ptx: reduced axes
-// must be trailing, and a plan splitting one long row over blocks (a bound of one row) runs
-// as a row reduction.
+// size parameter. Only the row template takes a row count, as in codegen/ptx: a reduction over
+// inner axes of the rows is planned as the scattered row template over the kept elements
+// (codegen/ptx's symrows_inner.go), and a plan splitting one long row over blocks (a bound of
+// one row) runs as a row reduction.
 func (md *module) symRowReduce(k plan.Kernel) (*ir.Func, plan.Launch, error) {
 	rp, err := plan.ReducePlan(k)
 	if err != nil {
