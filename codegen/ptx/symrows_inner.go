@@ -5,9 +5,10 @@ import "slices"
 // Row reductions over inner axes: a symbolic kernel's reduction that keeps its leading symbolic
 // rows and reduces static axes that are not trailing (nearest upsampling's backward sums each
 // input pixel's k×k window of the gradient: axes [3, 5] of [N, C, H, k, W, k], or [3] of
-// [N, C, H, k, W] once the trailing window is summed). The static build takes it with the column
-// template, whose tiles span the kept axes before and after the reduced block; at symbolic sizes
-// the row template takes it over the kept elements instead, each element's coordinates put
+// [N, C, H, k, W] once the trailing window is summed). The static build takes a contiguous
+// reduced block with the column template, whose tiles span the kept axes before and after it,
+// and scattered axes with the row template over the kept elements; at symbolic sizes the row
+// template takes both over the kept elements, each element's coordinates put
 // together from the kept and the reduced positions (reduceShape.rowElement, the scattered
 // layout). The kept shape leads with the rows and every other axis is static, so a run's kept
 // elements are the first N·(kept per row) of the bound's, and the row count is the size
