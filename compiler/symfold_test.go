@@ -53,7 +53,7 @@ var foldGraphs = []struct {
 // interpreter; where the static build at those sizes takes the same template, equal to it bit for
 // bit (the fold takes the run's rows in the static kernel's order).
 func TestSymbolicFolds(t *testing.T) {
-	for _, tc := range slices.Concat(foldGraphs, scatterFolds, convFolds) { // symfold_scatter_test.go, symconv_test.go
+	for _, tc := range slices.Concat(foldGraphs, scatterFolds, convFolds, innerReductions) { // symfold_scatter_test.go, symconv_test.go, symrows_inner_test.go
 		t.Run(tc.name, func(t *testing.T) {
 			g, err := ir.Parse("s.gir", []byte("graph s {\n"+tc.body+"}\n"))
 			if err != nil {

@@ -13,9 +13,10 @@ import (
 // bounding its grid-stride loop over rows (or over result elements).
 
 // symRowReduce is the row reduction at symbolic sizes: one block per row, rows bounded by the
-// size parameter. Only the row template takes a row count, as in codegen/ptx: reduced axes
-// must be trailing, and a plan splitting one long row over blocks (a bound of one row) runs
-// as a row reduction.
+// size parameter. Only the row template takes a row count, as in codegen/ptx: a reduction over
+// inner axes of the rows is planned as the scattered row template over the kept elements
+// (codegen/ptx's symrows_inner.go), and a plan splitting one long row over blocks (a bound of
+// one row) runs as a row reduction.
 func (md *module) symRowReduce(k plan.Kernel) (*ir.Func, plan.Launch, error) {
 	rp, err := plan.ReducePlan(k)
 	if err != nil {
@@ -30,9 +31,6 @@ func (md *module) symRowReduce(k plan.Kernel) (*ir.Func, plan.Launch, error) {
 	case "split":
 		rp.Kind, rp.Threads, rp.ScratchBytes = "row", rowThreads(rp.R), 0
 		rp.Grid = [3]int{max(1, min(rp.A, plan.MaxLoopBlocks)), 1, 1}
-	}
-	if rp.Scattered && !foldsScattered(k, rp) { // a fold over scattered axes: symfold_scatter.go
-		return nil, plan.Launch{}, fmt.Errorf("reduce axes %v of %s are not trailing; only the row template runs at symbolic sizes", rp.Axes, rp.Full)
 	}
 	return md.rowReduce(k, rp)
 }

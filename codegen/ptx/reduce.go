@@ -48,14 +48,12 @@ func reduceKernel(k Kernel, globals *[]string) (string, Launch, error) {
 	if err != nil {
 		return "", Launch{}, err
 	}
+	rs = rowsInner(k, rs) // symrows_inner.go
 	if err := checkRowDomains(g, rs); err != nil {
 		return "", Launch{}, err
 	}
 	if foldsRows(k, rs.axes) && !rs.scattered {
 		return colReduce(k, rs, reds, globals) // the rows lead the reduced block (symfold.go)
-	}
-	if k.Symbolic && (!rs.rowPattern || rs.scattered) && !foldsScattered(k, rs) {
-		return "", Launch{}, fmt.Errorf("reduce axes %v of %s are not trailing; only the row template runs at symbolic sizes", rs.axes, rs.full)
 	}
 	if rs.rowPattern && rs.a == 1 && rs.r >= splitReduce && len(reds) == 1 && !outputsFull(g, rs) && !k.Symbolic {
 		return fullReduce(k, rs, reds[0], globals)
