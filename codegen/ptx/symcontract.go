@@ -41,15 +41,14 @@ func (mm *matmul) symContract(k Kernel, b *builder, args *[]Arg, tensorCores boo
 			return true, nil, fmt.Errorf("a batched product contracting a symbolic dim, batched over %s, runs at symbolic sizes only with a symbolic batch leading its static ones", symJoin(symPick(ls, lb)))
 		}
 	}
-	for _, side := range []struct {
-		s            []sym.Expr
-		batch, contr []int
-	}{{ls, lb, lc}, {rs, rb, rc}} {
-		for d, e := range side.s {
-			if !isConst(e) && !slices.Contains(side.batch, d) && !slices.Contains(side.contr, d) {
-				return true, nil, fmt.Errorf("a batched product contracting a symbolic dim, with a symbolic free dim (%s), does not run at symbolic sizes yet", e)
-			}
+	for d, e := range rs {
+		if !isConst(e) && !slices.Contains(rb, d) && !slices.Contains(rc, d) {
+			return true, nil, fmt.Errorf("a batched product contracting a symbolic dim, with a symbolic free dim (%s) on its right, does not run at symbolic sizes yet", e)
 		}
+	}
+	m := symFree(ls, lb, lc)
+	if !isConst(m) && !mm.rowColShape() {
+		return true, nil, fmt.Errorf("a batched product contracting a symbolic dim, with a symbolic free dim (%s), runs at symbolic sizes only with one free dim on each side", m)
 	}
 	mm.symv = &symView{dims: symViewLoad(k, b, args, k.Sizes), sizes: k.Sizes}
 	for i, l := range []*operandLayout{&mm.lhs, &mm.rhs} {
@@ -77,11 +76,58 @@ func (mm *matmul) symContract(k Kernel, b *builder, args *[]Arg, tensorCores boo
 		return true, nil, err
 	}
 	mm.symK = mm.symv.eval(b, kl)
-	if isConst(ls[lb[0]]) {
-		return true, nil, nil // a static result: the bound's grid
+	var w *SymWork
+	if !isConst(ls[lb[0]]) {
+		var err error
+		if w, err = mm.symBatch(k, b, args); err != nil {
+			return true, nil, err
+		}
 	}
-	w, err := mm.symBatch(k, b, args)
-	return true, w, err
+	if !isConst(m) {
+		if _, err := symEval(func() string { return b.reg(rU32) }, func(string, ...string) {}, mm.symv.dims, m); err != nil {
+			return true, nil, err
+		}
+		mm.symRowsPast(mm.symv.eval(b, m))
+	}
+	return true, w, nil // a static batch: the bound's grid
+}
+
+// symRowsPast makes m, M at the run's sizes, the template's M (every edge check of the rows,
+// the generic copier's, the output's batch stride M·N), and sends the blocks whose row tile
+// starts at or past it (grid.y stays the bound's) to the end.
+func (mm *matmul) symRowsPast(m string) {
+	b := mm.e.b
+	mm.symM = m
+	y, past := b.reg(rU32), b.reg(rPred)
+	b.ins("mov.u32", y, "%ctaid.y")
+	b.ins("mul.lo.u32", y, y, imm(mmBM))
+	b.ins("setp.ge.u32", past, y, m)
+	if mm.symEnd == "" {
+		mm.symEnd = b.label("no_rows")
+	}
+	b.braIf(past, mm.symEnd)
+}
+
+// outRow is row r of batch element bz of the result, [batch..., M, N] contiguous: bz·M + r,
+// with M at the run's sizes when it is symbolic.
+func (mm *matmul) outRow(bz, r string) string {
+	if mm.symM == "" || mm.symK == "" {
+		return mm.a.mad(bz, mm.M, r)
+	}
+	o := mm.e.b.reg(rU32)
+	mm.e.b.ins("mad.lo.s32", o, bz, mm.symM, mm.a.reg(r))
+	return o
+}
+
+// symFree is the product of s's free dims (neither batch nor contract).
+func symFree(s []sym.Expr, batch, contract []int) sym.Expr {
+	p := sym.Const(1)
+	for d, e := range s {
+		if !slices.Contains(batch, d) && !slices.Contains(contract, d) {
+			p = sym.Mul(p, e)
+		}
+	}
+	return p
 }
 
 // symStrided returns the batch strides at the run's sizes of operand v (layout l at the bound)

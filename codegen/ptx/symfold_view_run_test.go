@@ -110,7 +110,11 @@ func runSym(t *testing.T, text string, l Launch, g *ir.Graph, n int, sizes map[s
 			}
 			args = append(args, addr)
 		case ArgOutput:
-			if out, err = dev.Alloc(g.Outputs[a.Index].Value.Type.Bytes()); err != nil {
+			nb := g.Outputs[a.Index].Value.Type.Bytes()
+			if out, err = dev.Alloc(nb); err != nil {
+				t.Fatal(err)
+			}
+			if err := dev.Write(out, bytes.Repeat([]byte{symUntouched}, nb)); err != nil { // bytes past the run's stay so
 				t.Fatal(err)
 			}
 			args = append(args, out)
