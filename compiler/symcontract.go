@@ -66,7 +66,7 @@ func contractViews(k *passes.Kernel, kg *passes.KernelGraph, ranges sym.Ranges, 
 	// a symbolic M (the left operand's free dims) its values are the result's rows, batch·M, and
 	// read nothing else at the run's sizes (symcontract_free.go).
 	skip := withValue(chain, dot)
-	rows, m := product(ls, lb), freeProduct(ls, lb, lc)
+	rows, m := product(ls, lb), ptx.SymFree(ls, lb, lc)
 	er, why2 := rowKernelViews(k, false, skip, nil)
 	if why2 != "" {
 		return r, nil, why2

@@ -2,7 +2,6 @@ package compiler
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ir/sym"
@@ -16,17 +15,6 @@ import (
 // the run's sizes (its batch stride t·d). Its epilogue indexes other tensors by the result's
 // coordinates at the bound's strides, so it may read static tensors only (a bias over d):
 // a tensor at the run's sizes beside the product is refused.
-
-// freeProduct is the product of s's free dims (neither batch nor contract).
-func freeProduct(s []sym.Expr, batch, contract []int) sym.Expr {
-	p := sym.Const(1)
-	for d, e := range s {
-		if !slices.Contains(batch, d) && !slices.Contains(contract, d) {
-			p = sym.Mul(p, e)
-		}
-	}
-	return p
-}
 
 // freeEpilogue reports why kernel k, a product with M m whose operands' views and the product
 // are skip, cannot run at the run's M: an input of symbolic sizes its epilogue reads; "" when

@@ -46,7 +46,7 @@ func (mm *matmul) symContract(k Kernel, b *builder, args *[]Arg, tensorCores boo
 			return true, nil, fmt.Errorf("a batched product contracting a symbolic dim, with a symbolic free dim (%s) on its right, does not run at symbolic sizes yet", e)
 		}
 	}
-	m := symFree(ls, lb, lc)
+	m := SymFree(ls, lb, lc)
 	if !isConst(m) && !mm.rowColShape() {
 		return true, nil, fmt.Errorf("a batched product contracting a symbolic dim, with a symbolic free dim (%s), runs at symbolic sizes only with one free dim on each side", m)
 	}
@@ -119,8 +119,9 @@ func (mm *matmul) outRow(bz, r string) string {
 	return o
 }
 
-// symFree is the product of s's free dims (neither batch nor contract).
-func symFree(s []sym.Expr, batch, contract []int) sym.Expr {
+// SymFree is the product of s's free dims (neither batch nor contract): a product's M from its
+// left operand's sizes.
+func SymFree(s []sym.Expr, batch, contract []int) sym.Expr {
 	p := sym.Const(1)
 	for d, e := range s {
 		if !slices.Contains(batch, d) && !slices.Contains(contract, d) {

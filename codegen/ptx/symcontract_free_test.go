@@ -1,14 +1,12 @@
 package ptx
 
 import (
-	"bytes"
 	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ir/sym"
-	"github.com/gcomp/gcomp/runtime/ref"
 	"github.com/gcomp/gcomp/tensor"
 )
 
@@ -81,36 +79,15 @@ func TestSymbolicContractFree(t *testing.T) {
 					grid[ls[0].Work.Axis] = nb
 				}
 				whole, st := runSym(t, text, ls[0], g, g.Outputs[0].Value.Type.Bytes(), map[string]int{"t": tr, "seq": seq, "b": nb, "": nb}, grid, in)
-				got := whole[:gs.Outputs[0].Value.Type.Bytes()]
+				got, at := whole[:gs.Outputs[0].Value.Type.Bytes()], fmt.Sprintf("t %d seq %d batch %d", tr, seq, nb)
 				for i, x := range whole[len(got):] {
 					if x != symUntouched {
-						t.Fatalf("t %d seq %d batch %d: output byte %d past the run's %d written", tr, seq, nb, len(got)+i, len(got))
+						t.Fatalf("%s: output byte %d past the run's %d written", at, len(got)+i, len(got))
 					}
 				}
-				run := runStatic(t, "k0", gs, in, tgt)
-				static := make([]byte, len(got))
-				if err := run.dev.Read(run.outAddr["out"], static); err != nil {
-					t.Fatal(err)
-				}
-				at := fmt.Sprintf("t %d seq %d batch %d", tr, seq, nb)
 				// Under tf32 the static build of a 1×1 product takes FFMA (no dim of its operands
 				// is contiguous): only the reference applies.
-				if !bytes.Equal(got, static) && !(c.tf32 && tr == 1 && seq == 1) {
-					t.Errorf("%s: the output differs from the static kernel's", at)
-				}
-				want, err := ref.Run(gs, in, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				o, err := tensor.FromBytes(gs.Outputs[0].Value.Type, got)
-				if err != nil {
-					t.Fatal(err)
-				}
-				prec := c.d
-				if c.tf32 {
-					prec = ir.F16 // tf32 rounds the operands to f16's 10 mantissa bits
-				}
-				compare(t, at, o, want["out"], false, prec, seq, 1)
+				run := checkStaticAndRef(t, at, got, gs, in, tgt, contractPrec(c.d, c.tf32), seq, !(c.tf32 && tr == 1 && seq == 1))
 				if ratio := float64(st.WarpInsts) / float64(run.stats.WarpInsts); c.d == ir.F32 && !c.tf32 && ratio > 1.12 {
 					t.Errorf("%s: %d warp instructions, %.3f× the static kernel's", at, st.WarpInsts, ratio)
 				}
@@ -129,4 +106,13 @@ func TestSymbolicContractFreeRefused(t *testing.T) {
 	if _, _, err := Generate(Kernel{Name: "k0", Graph: g, Symbolic: true, Rows: 2, Sizes: sizes}, Target{SM: 80}); err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("Generate = %v, want %q", err, want)
 	}
+}
+
+// contractPrec is the tolerance's dtype of a product of d operands: under tf32, f16's (tf32
+// rounds the operands to its 10 mantissa bits).
+func contractPrec(d ir.DType, tf32 bool) ir.DType {
+	if tf32 {
+		return ir.F16
+	}
+	return d
 }
