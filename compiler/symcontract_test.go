@@ -22,7 +22,7 @@ var contractGraphs = []struct{ name, body string }{
 	{"pooling by matmul, the heads merged back (bf16 tensor cores)", "  dims { b in [1,3], seq in [1,24] }\n  input %q : bf16[b,seq,16]\n  input %vh : bf16[b,2,seq,8]\n" +
 		"  %0 = transpose(%vh) {perm=[0,2,1,3]} : bf16[b,seq,2,8]\n  %1 = reshape(%0) {shape=[3,24,16]} : bf16[b,seq,16]\n" +
 		"  %2 = dot_general(%q, %1) {lhs_batch=[0], lhs_contract=[1], rhs_batch=[0], rhs_contract=[1]} : bf16[b,16,16]\n  output z = %2\n"},
-	{"scores·V by hand, t beside seq, static batch (FFMA)", "  dims { t in [1,140], seq in [1,37] }\n  input %p : f32[2,t,seq]\n  input %v : f32[2,seq,12]\n" +
+	{"scores·V by hand, t from 0 beside seq, static batch (FFMA)", "  dims { t in [0,140], seq in [1,37] }\n  input %p : f32[2,t,seq]\n  input %v : f32[2,seq,12]\n" +
 		"  %0 = dot_general(%p, %v) {lhs_batch=[0], lhs_contract=[2], rhs_batch=[0], rhs_contract=[1]} : f32[2,t,12]\n  output z = %0\n"},
 	{"a self-attention's scores·V by hand, symbolic batch, bias after (FFMA)", "  dims { b in [1,3], seq in [1,29] }\n  input %p : f32[b,seq,seq]\n  input %v : f32[b,seq,8]\n  input %w : f32[8]\n" +
 		"  %0 = dot_general(%p, %v) {lhs_batch=[0], lhs_contract=[2], rhs_batch=[0], rhs_contract=[1]} : f32[b,seq,8]\n" +
