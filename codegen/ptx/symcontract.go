@@ -16,8 +16,11 @@ import (
 // at the run and follows its views to the buffer (symview.go), so a view below an operand (the
 // heads merged back) is read the same way. K at the run bounds the k loop (ceil(K/bk) steps)
 // and zero-fills the copies at or past it, so the sum runs in the static kernel's order at the
-// run's sizes on the same template. M and N are static, and so is every batch dim but the first:
-// the result is static when the batch is, else its rows are the batch (grid.z follows it).
+// run's sizes on the same template. N is static, and so is every batch dim but the first: the
+// result is static when the batch and M are, else its rows are the batch (grid.z follows it).
+// M may be symbolic too (scores·V with t symbolic, one free dim on each side): M at the run,
+// evaluated from the dims, bounds the left operand's copies, the epilogue's edge checks and the
+// row tiles (grid.y stays the bound's; a tile past M exits), and the result's batch stride.
 
 // symContract declares the parameters of a symbolic batched product whose contracting sizes
 // (k.Sizes) are symbolic: the dims they name, and a symbolic batch's count; nothing for another.
