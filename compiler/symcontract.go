@@ -18,8 +18,9 @@ import (
 // rows: codegen/ptx's GEMM reads both through its generic copier at the run's sizes and bounds
 // its k loop by K at the run (symcontract.go there). contractViews hands it the operands' sizes
 // where the product is batched over the operands' leading dims (a symbolic batch, if any, leads
-// them), its free dims are static and both operands contract the same sizes; the result is then
-// static (a static batch) or rows of the batch, which the epilogue keeps.
+// them), the right operand's free dims are static and both operands contract the same sizes; the
+// result is then static (a static batch) or rows of the batch, which the epilogue keeps, or, with
+// a symbolic M beside, rows of batch·M (symcontract_free.go).
 
 // contractViews retries a contraction kernel that rowKernel refused (rows r, refusal why) as
 // such a batched product, its operands buffers or views of them. It returns the kernel's rows
@@ -57,30 +58,30 @@ func contractViews(k *passes.Kernel, kg *passes.KernelGraph, ranges sym.Ranges, 
 			return r, nil, fmt.Sprintf("%s contracts a symbolic dim in a product batched over %s; a symbolic batch dim must lead static ones", format(dot), exprList(ls[:len(lb)]))
 		}
 	}
-	for _, s := range []struct {
-		sizes    []sym.Expr
-		contract []int
-	}{{ls, lc}, {rs, rc}} {
-		for d := len(lb); d < len(s.sizes); d++ {
-			if !slices.Contains(s.contract, d) && !isConst(s.sizes[d]) {
-				return r, nil, fmt.Sprintf("%s contracts a symbolic dim beside a symbolic free dim (%s), which the GEMM templates do not take at symbolic sizes yet", format(dot), s.sizes[d])
-			}
+	for d := len(rb); d < len(rs); d++ {
+		if !slices.Contains(rc, d) && !isConst(rs[d]) {
+			return r, nil, fmt.Sprintf("%s contracts a symbolic dim beside a symbolic free dim of its right operand (%s), which the GEMM templates do not take at symbolic sizes yet", format(dot), rs[d])
 		}
 	}
-	// The epilogue keeps the rows: the batch, or nothing symbolic when the batch is static.
+	// The epilogue keeps the rows: the batch, or nothing symbolic when the batch is static; with
+	// a symbolic M (the left operand's free dims) its values are the result's rows, batch·M, and
+	// read nothing else at the run's sizes (symcontract_free.go).
 	skip := withValue(chain, dot)
-	rows := product(ls, lb)
+	rows, m := product(ls, lb), ptx.SymFree(ls, lb, lc)
 	er, why2 := rowKernelViews(k, false, skip, nil)
 	if why2 != "" {
 		return r, nil, why2
 	}
 	for _, v := range k.Body.Values {
 		if !skip[v] && types[v].Sym != nil {
-			if !er.Equal(rows) || isConst(rows) {
-				return r, nil, fmt.Sprintf("%s has %s rows, %s has %s", format(v), er, format(dot), rows)
+			if isConst(m) && (!er.Equal(rows) || isConst(rows)) || !isConst(m) && !er.Equal(sym.Mul(rows, m)) {
+				return r, nil, fmt.Sprintf("%s has %s rows, %s has %s", format(v), er, format(dot), sym.Mul(rows, m))
 			}
 			break
 		}
+	}
+	if why := freeEpilogue(k, skip, types, m, format); why != "" {
+		return r, nil, why
 	}
 	return rows, sizes, ""
 }

@@ -22,6 +22,13 @@ var contractGraphs = []struct{ name, body string }{
 	{"pooling by matmul, the heads merged back (bf16 tensor cores)", "  dims { b in [1,3], seq in [1,24] }\n  input %q : bf16[b,seq,16]\n  input %vh : bf16[b,2,seq,8]\n" +
 		"  %0 = transpose(%vh) {perm=[0,2,1,3]} : bf16[b,seq,2,8]\n  %1 = reshape(%0) {shape=[3,24,16]} : bf16[b,seq,16]\n" +
 		"  %2 = dot_general(%q, %1) {lhs_batch=[0], lhs_contract=[1], rhs_batch=[0], rhs_contract=[1]} : bf16[b,16,16]\n  output z = %2\n"},
+	{"scores·V by hand, t from 0 beside seq, static batch (FFMA)", "  dims { t in [0,140], seq in [1,37] }\n  input %p : f32[2,t,seq]\n  input %v : f32[2,seq,12]\n" +
+		"  %0 = dot_general(%p, %v) {lhs_batch=[0], lhs_contract=[2], rhs_batch=[0], rhs_contract=[1]} : f32[2,t,12]\n  output z = %0\n"},
+	{"a self-attention's scores·V by hand, symbolic batch, bias after (FFMA)", "  dims { b in [1,3], seq in [1,29] }\n  input %p : f32[b,seq,seq]\n  input %v : f32[b,seq,8]\n  input %w : f32[8]\n" +
+		"  %0 = dot_general(%p, %v) {lhs_batch=[0], lhs_contract=[2], rhs_batch=[0], rhs_contract=[1]} : f32[b,seq,8]\n" +
+		"  %1 = broadcast_in_dim(%w) {dims=[2], shape=[3,29,8]} : f32[b,seq,8]\n  %2 = add(%0, %1) : f32[b,seq,8]\n  output z = %2\n"},
+	{"scores·V by hand over heads, t beside seq, symbolic batch (bf16 tensor cores)", "  dims { b in [1,2], t in [1,40], seq in [1,24] }\n  input %p : bf16[b,2,t,seq]\n  input %v : bf16[b,2,seq,16]\n" +
+		"  %0 = dot_general(%p, %v) {lhs_batch=[0,1], lhs_contract=[3], rhs_batch=[0,1], rhs_contract=[2]} : bf16[b,2,t,16]\n  output z = %0\n"},
 }
 
 // One build of each runs on the memchecked simulator at 1, primes and the bound (smaller first),
@@ -33,9 +40,12 @@ func TestSymbolicContract(t *testing.T) { checkBuiltOnce(t, contractGraphs) }
 // value and why.
 func TestSymbolicContractRefused(t *testing.T) {
 	for _, tc := range []struct{ name, body, want string }{
-		{"a symbolic free dim beside", "  dims { t in [1,9], seq in [1,9] }\n  input %p : f32[2,t,seq]\n  input %v : f32[2,seq,8]\n" +
-			"  %0 = dot_general(%p, %v) {lhs_batch=[0], lhs_contract=[2], rhs_batch=[0], rhs_contract=[1]} : f32[2,t,8]\n  output z = %0\n",
-			"%0 = dot_general(%p, %v) {lhs_batch=[0], lhs_contract=[2], rhs_batch=[0], rhs_contract=[1]} : f32[2,t,8] contracts a symbolic dim beside a symbolic free dim (t)"},
+		{"a symbolic free dim on the right", "  dims { e in [1,9], seq in [1,9] }\n  input %p : f32[2,5,seq]\n  input %v : f32[2,seq,e]\n" +
+			"  %0 = dot_general(%p, %v) {lhs_batch=[0], lhs_contract=[2], rhs_batch=[0], rhs_contract=[1]} : f32[2,5,e]\n  output z = %0\n",
+			"%0 = dot_general(%p, %v) {lhs_batch=[0], lhs_contract=[2], rhs_batch=[0], rhs_contract=[1]} : f32[2,5,e] contracts a symbolic dim beside a symbolic free dim of its right operand (e)"},
+		{"a symbolic M with a tensor at the run's sizes after", "  dims { t in [1,9], seq in [1,9] }\n  input %p : f32[2,t,seq]\n  input %v : f32[2,seq,8]\n  input %r : f32[2,t,8]\n" +
+			"  %0 = dot_general(%p, %v) {lhs_batch=[0], lhs_contract=[2], rhs_batch=[0], rhs_contract=[1]} : f32[2,t,8]\n  %1 = add(%0, %r) : f32[2,t,8]\n  output z = %1\n",
+			"input %r : f32[2,t,8] is read at the run's sizes beside a product with a symbolic M (t)"},
 		{"a symbolic batch after a static one", "  dims { b in [1,3], seq in [1,9] }\n  input %x : f32[2,b,seq,4]\n  input %y : f32[2,b,seq,4]\n" +
 			"  %0 = dot_general(%x, %y) {lhs_batch=[0,1], lhs_contract=[2], rhs_batch=[0,1], rhs_contract=[2]} : f32[2,b,4,4]\n  output z = %0\n",
 			"a symbolic batch dim must lead static ones"},
@@ -49,11 +59,11 @@ func TestSymbolicContractRefused(t *testing.T) {
 	}
 }
 
-// The NVVM producer takes codegen/ptx's entry for these products (nvvm.Lacks): its build runs
-// at the same sizes bit for bit the codegen/ptx build's.
+// The NVVM producer takes codegen/ptx's entry for these products (nvvm.Lacks), a symbolic M
+// beside too: its build runs at the same sizes bit for bit the codegen/ptx build's.
 func TestSymbolicContractNVVM(t *testing.T) {
 	lib := libnvvm.Require(t)
-	for _, tc := range contractGraphs[:2] {
+	for _, tc := range append(contractGraphs[:2:2], contractGraphs[5]) {
 		t.Run(tc.name, func(t *testing.T) {
 			g, err := ir.Parse("s.gir", []byte("graph s {\n"+tc.body+"}\n"))
 			if err != nil {

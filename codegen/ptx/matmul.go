@@ -739,7 +739,7 @@ func (mm *matmul) emit() error {
 			b.ins("and.pred", ok, okm, okn)
 			b.braIf("!"+ok, skip)
 			mm.reset()
-			lin := a.mad(a.mad(bz, mm.M, rows[i]), mm.N, cols[j0])
+			lin := a.mad(mm.outRow(bz, rows[i]), mm.N, cols[j0])
 			var x *index
 			if mm.conv != nil {
 				x, lin = mm.conv.outIndex(a, rows[i], a.mad(bz, mm.N, cols[j0]))

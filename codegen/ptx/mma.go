@@ -523,7 +523,7 @@ func (mm *matmul) emitMMA() error {
 	// the tile.
 	rowBase := a.add(a.add(m0, a.mul(wm, 16*mI)), a.div(lane, 4))
 	colBase := a.add(a.add(n0, a.mul(wn, 8*nI)), a.mul(a.rem(lane, 4), 2))
-	linBase := a.mad(a.mad(bz, mm.M, rowBase), mm.N, colBase)
+	linBase := a.mad(mm.outRow(bz, rowBase), mm.N, colBase)
 	for mi := range mI {
 		for ni := range nI {
 			// c0,c1 (and c2,c3) are adjacent columns: one paired store when they are adjacent in the result.
@@ -591,7 +591,7 @@ func (mm *matmul) stagedEpilogue(acc []string, sh, warp, lane, m0, n0, bz string
 	if mm.conv == nil {
 		rowBase = a.reg(a.add(a.add(m0, a.mul(wm, 16*mI)), a.div(lane, 8)))
 		colBase = a.reg(a.add(a.add(n0, a.mul(wn, 8*nI)), a.mul(a.rem(lane, 8), 4)))
-		linBase = a.reg(a.mad(a.mad(bz, mm.M, rowBase), mm.N, colBase))
+		linBase = a.reg(a.mad(mm.outRow(bz, rowBase), mm.N, colBase))
 	} else {
 		rowBase = a.reg(a.add(a.add(m0, a.mul(wm, 16*mI)), a.mul(a.rem(lane, 4), 4)))
 		colBase = a.reg(a.add(a.add(n0, a.mul(wn, 8*nI)), a.div(lane, 4)))

@@ -16,8 +16,11 @@ import (
 // at the run and follows its views to the buffer (symview.go), so a view below an operand (the
 // heads merged back) is read the same way. K at the run bounds the k loop (ceil(K/bk) steps)
 // and zero-fills the copies at or past it, so the sum runs in the static kernel's order at the
-// run's sizes on the same template. M and N are static, and so is every batch dim but the first:
-// the result is static when the batch is, else its rows are the batch (grid.z follows it).
+// run's sizes on the same template. N is static, and so is every batch dim but the first: the
+// result is static when the batch and M are, else its rows are the batch (grid.z follows it).
+// M may be symbolic too (scores·V with t symbolic, one free dim on each side): M at the run,
+// evaluated from the dims, bounds the left operand's copies, the epilogue's edge checks and the
+// row tiles (grid.y stays the bound's; a tile past M exits), and the result's batch stride.
 
 // symContract declares the parameters of a symbolic batched product whose contracting sizes
 // (k.Sizes) are symbolic: the dims they name, and a symbolic batch's count; nothing for another.
@@ -41,15 +44,14 @@ func (mm *matmul) symContract(k Kernel, b *builder, args *[]Arg, tensorCores boo
 			return true, nil, fmt.Errorf("a batched product contracting a symbolic dim, batched over %s, runs at symbolic sizes only with a symbolic batch leading its static ones", symJoin(symPick(ls, lb)))
 		}
 	}
-	for _, side := range []struct {
-		s            []sym.Expr
-		batch, contr []int
-	}{{ls, lb, lc}, {rs, rb, rc}} {
-		for d, e := range side.s {
-			if !isConst(e) && !slices.Contains(side.batch, d) && !slices.Contains(side.contr, d) {
-				return true, nil, fmt.Errorf("a batched product contracting a symbolic dim, with a symbolic free dim (%s), does not run at symbolic sizes yet", e)
-			}
+	for d, e := range rs {
+		if !isConst(e) && !slices.Contains(rb, d) && !slices.Contains(rc, d) {
+			return true, nil, fmt.Errorf("a batched product contracting a symbolic dim, with a symbolic free dim (%s) on its right, does not run at symbolic sizes yet", e)
 		}
+	}
+	m := SymFree(ls, lb, lc)
+	if !isConst(m) && !mm.rowColShape() {
+		return true, nil, fmt.Errorf("a batched product contracting a symbolic dim, with a symbolic free dim (%s), runs at symbolic sizes only with one free dim on each side", m)
 	}
 	mm.symv = &symView{dims: symViewLoad(k, b, args, k.Sizes), sizes: k.Sizes}
 	for i, l := range []*operandLayout{&mm.lhs, &mm.rhs} {
@@ -77,11 +79,59 @@ func (mm *matmul) symContract(k Kernel, b *builder, args *[]Arg, tensorCores boo
 		return true, nil, err
 	}
 	mm.symK = mm.symv.eval(b, kl)
-	if isConst(ls[lb[0]]) {
-		return true, nil, nil // a static result: the bound's grid
+	var w *SymWork
+	if !isConst(ls[lb[0]]) {
+		var err error
+		if w, err = mm.symBatch(k, b, args); err != nil {
+			return true, nil, err
+		}
 	}
-	w, err := mm.symBatch(k, b, args)
-	return true, w, err
+	if !isConst(m) {
+		if _, err := symEval(func() string { return b.reg(rU32) }, func(string, ...string) {}, mm.symv.dims, m); err != nil {
+			return true, nil, err
+		}
+		mm.symRowsPast(mm.symv.eval(b, m))
+	}
+	return true, w, nil // a static batch: the bound's grid
+}
+
+// symRowsPast makes m, M at the run's sizes, the template's M (every edge check of the rows,
+// the generic copier's, the output's batch stride M·N), and sends the blocks whose row tile
+// starts at or past it (grid.y stays the bound's) to the end.
+func (mm *matmul) symRowsPast(m string) {
+	b := mm.e.b
+	mm.symM = m
+	y, past := b.reg(rU32), b.reg(rPred)
+	b.ins("mov.u32", y, "%ctaid.y")
+	b.ins("mul.lo.u32", y, y, imm(mmBM))
+	b.ins("setp.ge.u32", past, y, m)
+	if mm.symEnd == "" {
+		mm.symEnd = b.label("no_rows")
+	}
+	b.braIf(past, mm.symEnd)
+}
+
+// outRow is row r of batch element bz of the result, [batch..., M, N] contiguous: bz·M + r,
+// with M at the run's sizes when it is symbolic.
+func (mm *matmul) outRow(bz, r string) string {
+	if mm.symM == "" || mm.symK == "" {
+		return mm.a.mad(bz, mm.M, r)
+	}
+	o := mm.e.b.reg(rU32)
+	mm.e.b.ins("mad.lo.s32", o, bz, mm.symM, mm.a.reg(r))
+	return o
+}
+
+// SymFree is the product of s's free dims (neither batch nor contract): a product's M from its
+// left operand's sizes.
+func SymFree(s []sym.Expr, batch, contract []int) sym.Expr {
+	p := sym.Const(1)
+	for d, e := range s {
+		if !slices.Contains(batch, d) && !slices.Contains(contract, d) {
+			p = sym.Mul(p, e)
+		}
+	}
+	return p
 }
 
 // symStrided returns the batch strides at the run's sizes of operand v (layout l at the bound)

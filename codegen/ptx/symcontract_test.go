@@ -1,14 +1,12 @@
 package ptx
 
 import (
-	"bytes"
 	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ir/sym"
-	"github.com/gcomp/gcomp/runtime/ref"
 	"github.com/gcomp/gcomp/sim"
 	"github.com/gcomp/gcomp/tensor"
 )
@@ -92,27 +90,7 @@ func TestSymbolicContract(t *testing.T) {
 					t.Fatal(err)
 				}
 				got, st := runSymContract(t, text, ls[0], g, gs, seq, nb, in)
-				run := runStatic(t, "k0", gs, in, tgt)
-				static := make([]byte, len(got))
-				if err := run.dev.Read(run.outAddr["out"], static); err != nil {
-					t.Fatal(err)
-				}
-				if !bytes.Equal(got, static) {
-					t.Errorf("seq %d batch %d: the output differs from the static kernel's", seq, nb)
-				}
-				want, err := ref.Run(gs, in, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				o, err := tensor.FromBytes(gs.Outputs[0].Value.Type, got)
-				if err != nil {
-					t.Fatal(err)
-				}
-				prec := c.d
-				if c.tf32 {
-					prec = ir.F16 // tf32 rounds the operands to f16's 10 mantissa bits
-				}
-				compare(t, fmt.Sprintf("seq %d batch %d", seq, nb), o, want["out"], false, prec, seq, 1)
+				run := checkStaticAndRef(t, fmt.Sprintf("seq %d batch %d", seq, nb), got, gs, in, tgt, contractPrec(c.d, c.tf32), seq, true)
 				t.Logf("seq %d of %d, batch %d: %d warp instructions built once, %d static (%.3f×)", seq, c.bound, nb, st.WarpInsts, run.stats.WarpInsts, float64(st.WarpInsts)/float64(run.stats.WarpInsts))
 			}
 		})

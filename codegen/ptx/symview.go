@@ -219,6 +219,9 @@ func (mm *matmul) symCopier(l operandLayout, f0, kq string, df, dk []int, nFree 
 		fn, kn := mm.symM, imm(mm.K) // a row GEMM's M, or (symfold_view.go) a fold's K, at the run
 		if mm.symK != "" {
 			fn, kn = imm(nFree), mm.symK
+			if mm.symM != "" && l.view == mm.lhs.view { // a batched product's M at the run (symcontract.go)
+				fn = mm.symM
+			}
 		}
 		b.ins("setp.lt.s32", ok, f, fn)
 		b.ins("setp.lt.s32", okK, k, kn)
