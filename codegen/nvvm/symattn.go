@@ -104,10 +104,15 @@ func symAttnArgs(k plan.Kernel, p plan.AttentionPlan, rows int, args []plan.Arg)
 	if !k.Symbolic {
 		return args, nil
 	}
-	args = append(args, symDimArgs(k.Sizes)...)
 	r := int64(rows)
 	q := plan.SymSizes(p.Op.Args[0], k.Sizes)
-	blocks := sym.Mul(sym.Scale(q[0], int64(p.H)), sym.Div(sym.Add(q[2], sym.Const(r-1)), r))
+	return symBlockArgs(k, sym.Mul(sym.Scale(q[0], int64(p.H)), sym.Div(sym.Add(q[2], sym.Const(r-1)), r)), args)
+}
+
+// symBlockArgs appends each dim k's sizes name, then the block count blocks, to args; the work
+// is blocks.
+func symBlockArgs(k plan.Kernel, blocks sym.Expr, args []plan.Arg) ([]plan.Arg, *plan.SymWork) {
+	args = append(args, symDimArgs(k.Sizes)...)
 	args = append(args, plan.Arg{Kind: plan.ArgSize}) // the grid's, which the kernel reads from nctaid
 	return args, &plan.SymWork{Vector: 1, MaxBlocks: 1<<31 - 1, Scale: 1, Tile: 1, Elements: blocks.String()}
 }

@@ -1,0 +1,73 @@
+package nvvm
+
+import (
+	"fmt"
+
+	"github.com/llir/llvm/ir/value"
+
+	"github.com/gcomp/gcomp/codegen/attnmma"
+	"github.com/gcomp/gcomp/codegen/plan"
+	irg "github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ir/sym"
+	"github.com/gcomp/gcomp/ops"
+)
+
+// Attention's backward on CUDA cores at symbolic sizes, as codegen/ptx's: attention_bwd.go's
+// attention_lse, dq and dk/dv templates over a batch, a query length L and a key length S known
+// at launch, on symattn.go's sizes (each dim its values' sizes name, then the block count; L, S
+// and every operand's offset and strides computed once from them). The LSE and dq kernels take
+// the forward's grid, B·H·⌈L/warps⌉; dk/dv's is a block per plan.AttentionGradKeys keys of each
+// (batch, KV head), B·KVH·⌈S/AttentionGradKeys⌉, its block split at the run's S. The row tiles
+// run to the run's L, keys past S are inactive, and the outputs are written contiguous at the
+// run's sizes, nothing past them. The tensor-core backward at symbolic sizes is codegen/ptx's
+// (symGradMMA; fallback.go borrows it).
+
+// symGradMMA reports whether symbolic backward kernel op takes a tensor-core template: dk and dv
+// where attnmma.FitsGradWide holds, dq where FitsGradDQ does (codegen/ptx's choice).
+func symGradMMA(op *irg.Value) bool {
+	if op.Op != ops.AttentionGradOp {
+		return false
+	}
+	return attnmma.FitsGradWide(op) || attnmma.FitsGradDQ(op)
+}
+
+// symGradArgs appends a symbolic backward kernel's size parameters to args (symAttnArgs): the dk
+// and dv kernel's block count is B·KVH·⌈S/AttentionGradKeys⌉, the others' the forward's.
+func symGradArgs(k plan.Kernel, p plan.AttentionPlan, keyGrid bool, args []plan.Arg) ([]plan.Arg, *plan.SymWork, error) {
+	if !k.Symbolic {
+		return args, nil, nil
+	}
+	if symGradMMA(p.Op) {
+		return nil, nil, fmt.Errorf("%s: the tensor-core backward at symbolic sizes is codegen/ptx's (the NVVM producer borrows it)", k.Name)
+	}
+	if !keyGrid {
+		args, work := symAttnArgs(k, p, p.Block[0]/32, args)
+		return args, work, nil
+	}
+	q, kk := plan.SymSizes(p.Op.Args[0], k.Sizes), plan.SymSizes(p.Op.Args[1], k.Sizes)
+	const n = plan.AttentionGradKeys
+	blocks := sym.Mul(sym.Scale(q[0], int64(p.KVH)), sym.Div(sym.Add(kk[2], sym.Const(n-1)), n))
+	args, work := symBlockArgs(k, blocks, args)
+	return args, work, nil
+}
+
+// mulS is x·S.
+func (ag *attnGen) mulS(x value.Value) value.Value {
+	if ag.sym == nil {
+		return ag.kg.mul(x, ag.p.S)
+	}
+	return ag.sym.sv.mul(x, ag.sym.s)
+}
+
+// keyBlock splits the dk/dv kernel's block index cta into its (batch, KV head) and key block,
+// ⌈S/AttentionGradKeys⌉ key blocks per (batch, KV head).
+func (ag *attnGen) keyBlock(cta value.Value) (bk, kb value.Value) {
+	kg := ag.kg
+	const n = plan.AttentionGradKeys
+	if ag.sym == nil {
+		blocks := ceilDiv(ag.p.S, n)
+		return kg.div(cta, blocks), kg.rem(cta, blocks)
+	}
+	blocks := kg.b.NewUDiv(kg.add(ag.sym.s, ci(n-1)), ci(n))
+	return kg.b.NewUDiv(cta, blocks), kg.b.NewURem(cta, blocks)
+}
