@@ -49,7 +49,7 @@ func TestSymbolicAttentionGradTemplate(t *testing.T) {
 				if !strings.Contains(l.Work.Elements, "seq") || strings.Contains(text, "mma.sync") {
 					t.Fatalf("work %+v (want the block count over seq), tensor cores %v", *l.Work, strings.Contains(text, "mma.sync"))
 				}
-				regs := assemble(t, text, []plan.Kernel{k})
+				regs, pregs := assemble(t, text, []plan.Kernel{k}), assemble(t, ptxText, []plan.Kernel{k})
 				for _, n := range []int{bound, 1, 2, 13, 17} {
 					gn := at(n)
 					in := inputsFor(gn, uint64(n)+3)
@@ -59,7 +59,7 @@ func TestSymbolicAttentionGradTemplate(t *testing.T) {
 					got, st := symRun(t, text, k, l, in, nil, bound, n)
 					emitted, pst := symRun(t, ptxText, k, pl, in, nil, bound, n)
 					if n == bound {
-						t.Logf("warp instructions at seq %d: nvvm %d, ptx %d; registers %v", n, st.WarpInsts, pst.WarpInsts, regs[k.Name])
+						t.Logf("warp instructions at seq %d: nvvm %d, ptx %d; registers nvvm %v, ptx %v", n, st.WarpInsts, pst.WarpInsts, regs[k.Name], pregs[k.Name])
 					}
 					want, err := ref.Run(gn, in, nil)
 					if err != nil {
