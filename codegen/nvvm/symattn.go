@@ -63,19 +63,31 @@ func (ag *attnGen) dimS64() value.Value {
 
 // mulL is x·L.
 func (ag *attnGen) mulL(x value.Value) value.Value {
+	return ag.mulSize(x, ag.p.L, func() value.Value { return ag.sym.l })
+}
+
+// mulSize is x·n, n a size: the bound's immediate, or at symbolic sizes the run's, run().
+func (ag *attnGen) mulSize(x value.Value, n int, run func() value.Value) value.Value {
 	if ag.sym == nil {
-		return ag.kg.mul(x, ag.p.L)
+		return ag.kg.mul(x, n)
 	}
-	return ag.sym.sv.mul(x, ag.sym.l)
+	return ag.sym.sv.mul(x, run())
 }
 
 // rowTile splits block index cta into its (batch, head) and row tile.
 func (ag *attnGen) rowTile(cta value.Value) (bh, rt value.Value) {
+	return ag.split(cta, ag.p.RowTiles, func() value.Value { return ag.sym.rowTiles })
+}
+
+// split is (x / n, x mod n), n a count: the bound's immediate, or at symbolic sizes the run's,
+// run().
+func (ag *attnGen) split(x value.Value, n int, run func() value.Value) (value.Value, value.Value) {
 	kg := ag.kg
 	if ag.sym == nil {
-		return kg.div(cta, ag.p.RowTiles), kg.rem(cta, ag.p.RowTiles)
+		return kg.div(x, n), kg.rem(x, n)
 	}
-	return kg.b.NewUDiv(cta, ag.sym.rowTiles), kg.b.NewURem(cta, ag.sym.rowTiles)
+	r := run()
+	return kg.b.NewUDiv(x, r), kg.b.NewURem(x, r)
 }
 
 // symAttnRefused says why attention kernel k does not run at symbolic sizes on CUDA cores, in

@@ -53,21 +53,14 @@ func symGradArgs(k plan.Kernel, p plan.AttentionPlan, keyGrid bool, args []plan.
 
 // mulS is x·S.
 func (ag *attnGen) mulS(x value.Value) value.Value {
-	if ag.sym == nil {
-		return ag.kg.mul(x, ag.p.S)
-	}
-	return ag.sym.sv.mul(x, ag.sym.s)
+	return ag.mulSize(x, ag.p.S, func() value.Value { return ag.sym.s })
 }
 
 // keyBlock splits the dk/dv kernel's block index cta into its (batch, KV head) and key block,
 // ⌈S/AttentionGradKeys⌉ key blocks per (batch, KV head).
 func (ag *attnGen) keyBlock(cta value.Value) (bk, kb value.Value) {
-	kg := ag.kg
 	const n = plan.AttentionGradKeys
-	if ag.sym == nil {
-		blocks := ceilDiv(ag.p.S, n)
-		return kg.div(cta, blocks), kg.rem(cta, blocks)
-	}
-	blocks := kg.b.NewUDiv(kg.add(ag.sym.s, ci(n-1)), ci(n))
-	return kg.b.NewUDiv(cta, blocks), kg.b.NewURem(cta, blocks)
+	return ag.split(cta, ceilDiv(ag.p.S, n), func() value.Value {
+		return ag.kg.b.NewUDiv(ag.kg.add(ag.sym.s, ci(n-1)), ci(n))
+	})
 }
