@@ -105,7 +105,7 @@ func (md *module) attentionBwdKernel(k plan.Kernel, t plan.Target) (*ir.Func, pl
 		ag.ktile = md.sharedArray(k.Name+"_ktile", p.Keys*max(1, p.E), types.Float, 16)
 		ag.body(operands, nil)
 	case wrt == "q" && attnmma.FitsGradDQ(op): // dq on tensor cores (attention_bwd_dq_mma.go)
-		return ag.gradDQMMAKernel(operands, kg.output(op), args)
+		return ag.gradDQMMAKernel(operands, kg.output(op), args, work)
 	case wrt == "q":
 		ag.ktile = md.sharedArray(k.Name+"_ktile", p.Keys*max(1, p.E), types.Float, 16)
 		ag.vtile = md.sharedArray(k.Name+"_vtile", p.Keys*max(1, p.Ev), types.Float, 16)

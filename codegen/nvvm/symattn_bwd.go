@@ -22,26 +22,29 @@ import (
 // run's sizes, nothing past them. The tensor-core backward at symbolic sizes is codegen/ptx's
 // (symGradMMA; fallback.go borrows it).
 
-// symGradMMA reports whether symbolic backward kernel op takes a tensor-core template: dk and dv
-// where attnmma.FitsGradWide holds, dq where FitsGradDQ does (codegen/ptx's choice).
+// symGradMMA reports whether symbolic backward kernel op takes the tensor-core dk/dv template
+// (attnmma.FitsGradWide, codegen/ptx's choice), which this package does not run at symbolic
+// sizes: codegen/ptx's symattn_bwd_mma.go does.
 func symGradMMA(op *irg.Value) bool {
-	if op.Op != ops.AttentionGradOp {
-		return false
-	}
-	return attnmma.FitsGradWide(op) || attnmma.FitsGradDQ(op)
+	return op.Op == ops.AttentionGradOp && attnmma.FitsGradWide(op)
 }
 
 // symGradArgs appends a symbolic backward kernel's size parameters to args (symAttnArgs): the dk
-// and dv kernel's block count is B·KVH·⌈S/AttentionGradKeys⌉, the others' the forward's.
+// and dv kernel's block count is B·KVH·⌈S/AttentionGradKeys⌉, dq's on tensor cores the
+// tensor-core forward's, B·H·⌈L/attnmma.Rows⌉, the others' the CUDA-core forward's.
 func symGradArgs(k plan.Kernel, p plan.AttentionPlan, keyGrid bool, args []plan.Arg) ([]plan.Arg, *plan.SymWork, error) {
 	if !k.Symbolic {
 		return args, nil, nil
 	}
 	if symGradMMA(p.Op) {
-		return nil, nil, fmt.Errorf("%s: the tensor-core backward at symbolic sizes is codegen/ptx's (the NVVM producer borrows it)", k.Name)
+		return nil, nil, fmt.Errorf("%s: the tensor-core dk/dv backward at symbolic sizes is codegen/ptx's (the NVVM producer borrows it)", k.Name)
 	}
 	if !keyGrid {
-		args, work := symAttnArgs(k, p, p.Block[0]/32, args)
+		rows := p.Block[0] / 32
+		if p.Op.Op == ops.AttentionGradOp && attnmma.FitsGradDQ(p.Op) {
+			rows = attnmma.Rows // dq on tensor cores (attention_bwd_dq_mma.go)
+		}
+		args, work := symAttnArgs(k, p, rows, args)
 		return args, work, nil
 	}
 	q, kk := plan.SymSizes(p.Op.Args[0], k.Sizes), plan.SymSizes(p.Op.Args[1], k.Sizes)

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gcomp/gcomp/codegen/attnmma"
 	"github.com/gcomp/gcomp/codegen/plan"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ops"
@@ -23,13 +24,22 @@ import (
 // operands at a head dim the tensor-core templates do not take.
 func TestSymbolicAttentionGradTemplate(t *testing.T) {
 	p := requireProducer(t)
-	for _, c := range []attnCase{
-		{b: 2, h: 4, kvh: 2, l: 37, s: 37, e: 16, ev: 12, mask: ops.MaskCausal, d: ir.F32},
-		{b: 2, h: 2, kvh: 1, l: 23, s: 23, e: 8, ev: 8, mask: ops.MaskNone, bias: []int{2, 1, 23, 23}, d: ir.F32},
-		{b: 1, h: 2, kvh: 2, l: 40, s: 40, e: 64, ev: 64, mask: ops.MaskCausal, bias: []int{1, 2, 40, 40}, d: ir.F32},
-		{b: 2, h: 2, kvh: 2, l: 33, s: 33, e: 12, ev: 12, mask: ops.MaskCausal, d: ir.F16},
+	all := []string{"lse", "q", "kv", "k", "v"}
+	for _, tc := range []struct {
+		c    attnCase
+		wrts []string
+	}{
+		{attnCase{b: 2, h: 4, kvh: 2, l: 37, s: 37, e: 16, ev: 12, mask: ops.MaskCausal, d: ir.F32}, all},
+		{attnCase{b: 2, h: 2, kvh: 1, l: 23, s: 23, e: 8, ev: 8, mask: ops.MaskNone, bias: []int{2, 1, 23, 23}, d: ir.F32}, all},
+		{attnCase{b: 1, h: 2, kvh: 2, l: 40, s: 40, e: 64, ev: 64, mask: ops.MaskCausal, bias: []int{1, 2, 40, 40}, d: ir.F32}, all},
+		{attnCase{b: 2, h: 2, kvh: 2, l: 33, s: 33, e: 12, ev: 12, mask: ops.MaskCausal, d: ir.F16}, all},
+		// dq on tensor cores (its dk and dv borrowed: TestSymbolicAttentionGradMMABorrowed).
+		{attnCase{b: 2, h: 4, kvh: 2, l: 70, s: 70, e: 16, ev: 32, mask: ops.MaskCausal, d: ir.F16}, []string{"lse", "q"}},
+		{attnCase{b: 2, h: 2, kvh: 1, l: 45, s: 45, e: 64, ev: 64, mask: ops.MaskNone, bias: []int{2, 1, 45, 45}, d: ir.BF16}, []string{"q"}},
+		{attnCase{b: 1, h: 2, kvh: 2, l: 40, s: 40, e: 32, ev: 32, mask: ops.MaskCausal, bias: []int{1, 2, 40, 40}, d: ir.F16}, []string{"q"}},
 	} {
-		for _, wrt := range []string{"lse", "q", "kv", "k", "v"} {
+		c := tc.c
+		for _, wrt := range tc.wrts {
 			t.Run(fmt.Sprintf("%s_d%s", c, wrt), func(t *testing.T) {
 				at := func(n int) *ir.Graph {
 					cn := c
@@ -46,8 +56,9 @@ func TestSymbolicAttentionGradTemplate(t *testing.T) {
 				g := at(bound)
 				k := plan.Kernel{Name: "k0_attention_" + wrt, Graph: g, Symbolic: true, Rows: 1, Sizes: seqSizes(g, at(bound-1), bound)}
 				text, l, ptxText, pl := bothSymbolic(t, p, k, plan.Target{SM: 80})
-				if !strings.Contains(l.Work.Elements, "seq") || strings.Contains(text, "mma.sync") {
-					t.Fatalf("work %+v (want the block count over seq), tensor cores %v", *l.Work, strings.Contains(text, "mma.sync"))
+				mma := wrt == "q" && attnmma.FitsGradDQ(g.Outputs[0].Value)
+				if !strings.Contains(l.Work.Elements, "seq") || strings.Contains(text, "mma.sync") != mma {
+					t.Fatalf("work %+v (want the block count over seq), tensor cores %v, want %v", *l.Work, !mma, mma)
 				}
 				regs, pregs := assemble(t, text, []plan.Kernel{k}), assemble(t, ptxText, []plan.Kernel{k})
 				for _, n := range []int{bound, 1, 2, 13, 17} {
@@ -78,14 +89,14 @@ func TestSymbolicAttentionGradTemplate(t *testing.T) {
 	}
 }
 
-// TestSymbolicAttentionGradMMABorrowed: at symbolic sizes the tensor-core backward (dk and dv
-// where attnmma.FitsGradWide holds, dq where FitsGradDQ does) is still codegen/ptx's entry: Lacks
-// names it and Module refuses it, and the NVVM producer's own dispatch refuses it by name rather
-// than lowering the bound's template.
+// TestSymbolicAttentionGradMMABorrowed: at symbolic sizes the tensor-core dk/dv template (where
+// attnmma.FitsGradWide holds) is still codegen/ptx's entry: Lacks names it and Module refuses it,
+// and the NVVM producer's own dispatch refuses it by name rather than lowering the bound's
+// template.
 func TestSymbolicAttentionGradMMABorrowed(t *testing.T) {
 	p := requireProducer(t)
 	c := attnCase{b: 2, h: 2, kvh: 2, l: 40, s: 40, e: 16, ev: 16, mask: ops.MaskCausal, d: ir.F16}
-	for _, wrt := range []string{"q", "kv"} {
+	for _, wrt := range []string{"kv", "k", "v"} {
 		t.Run(wrt, func(t *testing.T) {
 			at := func(n int) *ir.Graph {
 				cn := c
@@ -95,15 +106,15 @@ func TestSymbolicAttentionGradMMABorrowed(t *testing.T) {
 			g := at(c.l)
 			k := plan.Kernel{Name: "k0_attention_grad", Graph: g, Symbolic: true, Rows: 1, Sizes: seqSizes(g, at(c.l-1), c.l)}
 			note, ok := Lacks(k, plan.Target{SM: 80})
-			if !ok || !strings.Contains(note, "symbolic attention backward on tensor cores") {
-				t.Fatalf("Lacks = %q, %v; want the tensor-core backward borrowed", note, ok)
+			if !ok || !strings.Contains(note, "symbolic attention dk/dv on tensor cores") {
+				t.Fatalf("Lacks = %q, %v; want the tensor-core dk/dv borrowed", note, ok)
 			}
 			if _, _, err := p.Module([]plan.Kernel{k}, plan.Target{SM: 80}); err == nil {
 				t.Fatal("Module took a borrowed kernel")
 			}
 			ir := &Producer{IROnly: true}
-			if _, _, err := ir.Module([]plan.Kernel{k}, plan.Target{SM: 80}); err == nil || !strings.Contains(err.Error(), "tensor-core backward at symbolic sizes is codegen/ptx's") {
-				t.Fatalf("IR-only lowering: error %v, want the tensor-core backward refused", err)
+			if _, _, err := ir.Module([]plan.Kernel{k}, plan.Target{SM: 80}); err == nil || !strings.Contains(err.Error(), "tensor-core dk/dv backward at symbolic sizes is codegen/ptx's") {
+				t.Fatalf("IR-only lowering: error %v, want the tensor-core dk/dv refused", err)
 			}
 		})
 	}
