@@ -19,8 +19,9 @@ import (
 // the forward's grid, B·H·⌈L/warps⌉; dk/dv's is a block per plan.AttentionGradKeys keys of each
 // (batch, KV head), B·KVH·⌈S/AttentionGradKeys⌉, its block split at the run's S. The row tiles
 // run to the run's L, keys past S are inactive, and the outputs are written contiguous at the
-// run's sizes, nothing past them. The tensor-core backward at symbolic sizes is codegen/ptx's
-// (symGradMMA; fallback.go borrows it).
+// run's sizes, nothing past them. dq on tensor cores (attention_bwd_dq_mma.go) runs at these
+// sizes with the tensor-core forward's grid and row tiles (symattn_mma.go); the tensor-core dk/dv
+// at symbolic sizes is codegen/ptx's (symGradMMA; fallback.go borrows it).
 
 // symGradMMA reports whether symbolic backward kernel op takes the tensor-core dk/dv template
 // (attnmma.FitsGradWide, codegen/ptx's choice), which this package does not run at symbolic
