@@ -72,10 +72,10 @@ func TestSymbolicNVVM(t *testing.T) {
   output y = %y
 }`))
 	}})
-	// Attention's backward at symbolic sizes: on CUDA cores codegen/nvvm's own (symattn_bwd.go),
-	// on tensor cores codegen/ptx's entries.
+	// Attention's backward at symbolic sizes, on CUDA and tensor cores: codegen/nvvm's own
+	// (symattn_bwd.go).
 	for _, tc := range symAttnGrads {
-		models = append(models, model{name: "attention backward " + tc.name, borrows: tc.mma, graph: func() (*ir.Graph, error) { return ir.Parse("a.gir", []byte(tc.gir)) }})
+		models = append(models, model{name: "attention backward " + tc.name, graph: func() (*ir.Graph, error) { return ir.Parse("a.gir", []byte(tc.gir)) }})
 	}
 	for _, tc := range models {
 		t.Run(tc.name, func(t *testing.T) {
@@ -305,14 +305,11 @@ func TestSymbolicStrideNVVM(t *testing.T) {
 
 // symAttnGrads are attention's forward writing the rows' log-sum-exp and its dq, dk and dv over
 // a symbolic batch and sequence: f32 with grouped KV heads and E ≠ Ev on CUDA cores, and f16 at
-// head dims the tensor-core backward templates take (mma).
-var symAttnGrads = []struct {
-	name, gir string
-	mma       bool
-}{
-	{"f32, causal, grouped KV heads, E 16, Ev 12", symAttnGradGIR("f32", "causal", 16, 12), false},
-	{"f32, no mask, E 8", symAttnGradGIR("f32", "none", 8, 8), false},
-	{"f16, causal, E 16 (tensor cores)", symAttnGradGIR("f16", "causal", 16, 16), true},
+// head dims the tensor-core backward templates take.
+var symAttnGrads = []struct{ name, gir string }{
+	{"f32, causal, grouped KV heads, E 16, Ev 12", symAttnGradGIR("f32", "causal", 16, 12)},
+	{"f32, no mask, E 8", symAttnGradGIR("f32", "none", 8, 8)},
+	{"f16, causal, E 16 (tensor cores)", symAttnGradGIR("f16", "causal", 16, 16)},
 }
 
 // symAttnGradGIR is attention over q [batch, 4, seq, e], k [batch, 2, seq, e] and v [batch, 2,

@@ -78,10 +78,7 @@ func (md *module) attentionBwdKernel(k plan.Kernel, t plan.Target) (*ir.Func, pl
 		return nil, plan.Launch{}, err
 	}
 	keyGrid := op.Op == ops.AttentionGradOp && wrt != "q"
-	args, work, err := symGradArgs(k, p, keyGrid, plan.Params(g)) // symattn_bwd.go
-	if err != nil {
-		return nil, plan.Launch{}, err
-	}
+	args, work := symGradArgs(k, p, keyGrid, plan.Params(g)) // symattn_bwd.go
 	kg := md.newKernel(k, args)
 	if plan.EmptyOutputs(g) {
 		// Nothing to compute: one thread, as codegen/ptx's empty kernel launches.
@@ -116,7 +113,7 @@ func (md *module) attentionBwdKernel(k plan.Kernel, t plan.Target) (*ir.Func, pl
 			ptrs[wrt] = kg.output(v)
 		}
 		if attnmma.FitsGradWide(op) { // dk and dv on tensor cores (attention_bwd_mma.go)
-			return ag.gradMMAKernel(operands, ptrs, args)
+			return ag.gradMMAKernel(operands, ptrs, args, work)
 		}
 		ag.dkvBody(operands, ptrs)
 		launch.Grid = [3]int{max(1, p.B*p.KVH*ceilDiv(p.S, plan.AttentionGradKeys)), 1, 1}

@@ -12,16 +12,17 @@ import (
 	"github.com/gcomp/gcomp/runtime/ref"
 )
 
-// TestSymbolicAttentionGradTemplate: attention's backward on CUDA cores at symbolic sizes (L = S
-// = seq; a bias's seq dims follow), attention_lse alone, dq, dk and dv in one kernel and each
-// alone, built once at the bound, is the NVVM producer's own (Lacks names nothing), takes
-// codegen/ptx's parameters, launch and work (dk/dv's a block per AttentionGradKeys keys at the
-// run's S), assembles for sm_80 and sm_90 without spills, and runs on the memchecked simulator at
-// seq = 1, 2, primes and the bound with its inputs contiguous at the run's seq: bit for bit
-// codegen/ptx's entry, within codegen/ptx's tolerance of the reference, nothing written past the
-// run's rows. Masks none and causal (the dk/dv blocks above the diagonal skipped from the run's
-// key blocks), grouped KV heads, E ≠ Ev, an additive bias broadcast over heads or batch, f16
-// operands at a head dim the tensor-core templates do not take.
+// TestSymbolicAttentionGradTemplate: attention's backward at symbolic sizes (L = S = seq; a
+// bias's seq dims follow), attention_lse alone, dq, dk and dv in one kernel and each alone, on
+// CUDA cores and on tensor cores, built once at the bound, is the NVVM producer's own (Lacks
+// names nothing), takes codegen/ptx's parameters, launch and work (dk/dv's a block per key
+// block at the run's S), assembles for sm_80 and sm_90 without spills, and runs on the
+// memchecked simulator at seq = 1, 2, primes and the bound with its inputs contiguous at the
+// run's seq: bit for bit codegen/ptx's entry, within codegen/ptx's tolerance of the reference,
+// nothing written past the run's rows. Masks none and causal (the dk/dv blocks above the diagonal
+// skipped from the run's key blocks), grouped KV heads, E ≠ Ev, an additive bias broadcast over
+// heads or batch, f16 operands at a head dim the tensor-core templates do not take; f16 and bf16
+// on tensor cores.
 func TestSymbolicAttentionGradTemplate(t *testing.T) {
 	p := requireProducer(t)
 	all := []string{"lse", "q", "kv", "k", "v"}
@@ -33,10 +34,10 @@ func TestSymbolicAttentionGradTemplate(t *testing.T) {
 		{attnCase{b: 2, h: 2, kvh: 1, l: 23, s: 23, e: 8, ev: 8, mask: ops.MaskNone, bias: []int{2, 1, 23, 23}, d: ir.F32}, all},
 		{attnCase{b: 1, h: 2, kvh: 2, l: 40, s: 40, e: 64, ev: 64, mask: ops.MaskCausal, bias: []int{1, 2, 40, 40}, d: ir.F32}, all},
 		{attnCase{b: 2, h: 2, kvh: 2, l: 33, s: 33, e: 12, ev: 12, mask: ops.MaskCausal, d: ir.F16}, all},
-		// dq on tensor cores (its dk and dv borrowed: TestSymbolicAttentionGradMMABorrowed).
-		{attnCase{b: 2, h: 4, kvh: 2, l: 70, s: 70, e: 16, ev: 32, mask: ops.MaskCausal, d: ir.F16}, []string{"lse", "q"}},
-		{attnCase{b: 2, h: 2, kvh: 1, l: 45, s: 45, e: 64, ev: 64, mask: ops.MaskNone, bias: []int{2, 1, 45, 45}, d: ir.BF16}, []string{"q"}},
-		{attnCase{b: 1, h: 2, kvh: 2, l: 40, s: 40, e: 32, ev: 32, mask: ops.MaskCausal, bias: []int{1, 2, 40, 40}, d: ir.F16}, []string{"q"}},
+		// dq, dk and dv on tensor cores.
+		{attnCase{b: 2, h: 4, kvh: 2, l: 70, s: 70, e: 16, ev: 32, mask: ops.MaskCausal, d: ir.F16}, all},
+		{attnCase{b: 2, h: 2, kvh: 1, l: 45, s: 45, e: 64, ev: 64, mask: ops.MaskNone, bias: []int{2, 1, 45, 45}, d: ir.BF16}, all[1:]},
+		{attnCase{b: 1, h: 2, kvh: 2, l: 40, s: 40, e: 32, ev: 32, mask: ops.MaskCausal, bias: []int{1, 2, 40, 40}, d: ir.F16}, all[1:]},
 	} {
 		c := tc.c
 		for _, wrt := range tc.wrts {
@@ -56,7 +57,8 @@ func TestSymbolicAttentionGradTemplate(t *testing.T) {
 				g := at(bound)
 				k := plan.Kernel{Name: "k0_attention_" + wrt, Graph: g, Symbolic: true, Rows: 1, Sizes: seqSizes(g, at(bound-1), bound)}
 				text, l, ptxText, pl := bothSymbolic(t, p, k, plan.Target{SM: 80})
-				mma := wrt == "q" && attnmma.FitsGradDQ(g.Outputs[0].Value)
+				op := g.Outputs[0].Value
+				mma := wrt != "lse" && (attnmma.FitsGradDQ(op) || attnmma.FitsGradWide(op))
 				if !strings.Contains(l.Work.Elements, "seq") || strings.Contains(text, "mma.sync") != mma {
 					t.Fatalf("work %+v (want the block count over seq), tensor cores %v, want %v", *l.Work, !mma, mma)
 				}
@@ -86,36 +88,5 @@ func TestSymbolicAttentionGradTemplate(t *testing.T) {
 				}
 			})
 		}
-	}
-}
-
-// TestSymbolicAttentionGradMMABorrowed: at symbolic sizes the tensor-core dk/dv template (where
-// attnmma.FitsGradWide holds) is still codegen/ptx's entry: Lacks names it and Module refuses it,
-// and the NVVM producer's own dispatch refuses it by name rather than lowering the bound's
-// template.
-func TestSymbolicAttentionGradMMABorrowed(t *testing.T) {
-	p := requireProducer(t)
-	c := attnCase{b: 2, h: 2, kvh: 2, l: 40, s: 40, e: 16, ev: 16, mask: ops.MaskCausal, d: ir.F16}
-	for _, wrt := range []string{"kv", "k", "v"} {
-		t.Run(wrt, func(t *testing.T) {
-			at := func(n int) *ir.Graph {
-				cn := c
-				cn.l, cn.s = n, n
-				return attnGradGraph(t, cn, wrt)
-			}
-			g := at(c.l)
-			k := plan.Kernel{Name: "k0_attention_grad", Graph: g, Symbolic: true, Rows: 1, Sizes: seqSizes(g, at(c.l-1), c.l)}
-			note, ok := Lacks(k, plan.Target{SM: 80})
-			if !ok || !strings.Contains(note, "symbolic attention dk/dv on tensor cores") {
-				t.Fatalf("Lacks = %q, %v; want the tensor-core dk/dv borrowed", note, ok)
-			}
-			if _, _, err := p.Module([]plan.Kernel{k}, plan.Target{SM: 80}); err == nil {
-				t.Fatal("Module took a borrowed kernel")
-			}
-			ir := &Producer{IROnly: true}
-			if _, _, err := ir.Module([]plan.Kernel{k}, plan.Target{SM: 80}); err == nil || !strings.Contains(err.Error(), "tensor-core dk/dv backward at symbolic sizes is codegen/ptx's") {
-				t.Fatalf("IR-only lowering: error %v, want the tensor-core dk/dv refused", err)
-			}
-		})
 	}
 }
