@@ -72,6 +72,11 @@ func TestSymbolicNVVM(t *testing.T) {
   output y = %y
 }`))
 	}})
+	// Attention's backward at symbolic sizes, on CUDA and tensor cores: codegen/nvvm's own
+	// (symattn_bwd.go).
+	for _, tc := range symAttnGrads {
+		models = append(models, model{name: "attention backward " + tc.name, graph: func() (*ir.Graph, error) { return ir.Parse("a.gir", []byte(tc.gir)) }})
+	}
 	for _, tc := range models {
 		t.Run(tc.name, func(t *testing.T) {
 			g, err := tc.graph()
@@ -296,4 +301,37 @@ func TestSymbolicStrideNVVM(t *testing.T) {
 			checkNVVM(t, g, lib.Path)
 		})
 	}
+}
+
+// symAttnGrads are attention's forward writing the rows' log-sum-exp and its dq, dk and dv over
+// a symbolic batch and sequence: f32 with grouped KV heads and E ≠ Ev on CUDA cores, and f16 at
+// head dims the tensor-core backward templates take.
+var symAttnGrads = []struct{ name, gir string }{
+	{"f32, causal, grouped KV heads, E 16, Ev 12", symAttnGradGIR("f32", "causal", 16, 12)},
+	{"f32, no mask, E 8", symAttnGradGIR("f32", "none", 8, 8)},
+	{"f16, causal, E 16 (tensor cores)", symAttnGradGIR("f16", "causal", 16, 16)},
+}
+
+// symAttnGradGIR is attention over q [batch, 4, seq, e], k [batch, 2, seq, e] and v [batch, 2,
+// seq, ev] of dtype dt and mask, its log-sum-exp and its gradients dq, dk and dv from do.
+func symAttnGradGIR(dt, mask string, e, ev int) string {
+	a := fmt.Sprintf(`{mask="%s", scale=0.25}`, mask)
+	g := fmt.Sprintf(`{mask="%s", scale=0.25, lse=true, wrt=`, mask)
+	return fmt.Sprintf(`graph a {
+  dims { batch in [1,3], seq in [1,37] }
+  input %%q : %[1]s[batch,4,seq,%[2]d]
+  input %%k : %[1]s[batch,2,seq,%[2]d]
+  input %%v : %[1]s[batch,2,seq,%[3]d]
+  input %%do : %[1]s[batch,4,seq,%[3]d]
+  %%o = attention(%%q, %%k, %%v) %[4]s : %[1]s[batch,4,seq,%[3]d]
+  %%lse = attention_lse(%%q, %%k, %%v) %[4]s : f32[batch,4,seq]
+  %%dq = attention_grad(%%q, %%k, %%v, %%o, %%do, %%lse) %[5]s"q"} : %[1]s[batch,4,seq,%[2]d]
+  %%dk = attention_grad(%%q, %%k, %%v, %%o, %%do, %%lse) %[5]s"k"} : %[1]s[batch,2,seq,%[2]d]
+  %%dv = attention_grad(%%q, %%k, %%v, %%o, %%do, %%lse) %[5]s"v"} : %[1]s[batch,2,seq,%[3]d]
+  output o = %%o
+  output dq = %%dq
+  output dk = %%dk
+  output dv = %%dv
+}
+`, dt, e, ev, a, g)
 }

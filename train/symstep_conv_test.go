@@ -59,14 +59,23 @@ func TestSymbolicStepConvNVVM(t *testing.T) {
 
 // checkStepRuns loads res, the step s compiled over a symbolic batch, on a memchecked simulator
 // and runs it at each of batches with seeded inputs and the bound's seeded parameters: its
-// outputs equal the reference interpreter's step at that batch within tolerance.
-func checkStepRuns(t *testing.T, s *StepGraph, res *compiler.Result, batches []int64) {
+// outputs equal the reference interpreter's step at that batch within tolerance, and each of
+// same's (another producer's build of s) bit for bit.
+func checkStepRuns(t *testing.T, s *StepGraph, res *compiler.Result, batches []int64, same ...*compiler.Result) {
 	t.Helper()
-	p, err := executor.Load(simdev.New(simdev.Options{}), res.Artifact)
-	if err != nil {
-		t.Fatal(err)
+	load := func(res *compiler.Result) *executor.Program {
+		p, err := executor.Load(simdev.New(simdev.Options{}), res.Artifact)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { p.Close() })
+		return p
 	}
-	defer p.Close()
+	p := load(res)
+	var others []*executor.Program
+	for _, r := range same {
+		others = append(others, load(r))
+	}
 	bound, err := ops.Instantiate(s.Graph, map[string]int64{frontend.BatchDim: int64(s.Graph.Dims[0].Hi)})
 	if err != nil {
 		t.Fatal(err)
@@ -75,8 +84,10 @@ func checkStepRuns(t *testing.T, s *StepGraph, res *compiler.Result, batches []i
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.SetParams(params); err != nil {
-		t.Fatal(err)
+	for _, p := range append([]*executor.Program{p}, others...) {
+		if err := p.SetParams(params); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for _, n := range batches {
 		st, err := ops.Instantiate(s.Graph, map[string]int64{frontend.BatchDim: n})
@@ -94,6 +105,17 @@ func checkStepRuns(t *testing.T, s *StepGraph, res *compiler.Result, batches []i
 		got, err := p.Run(inputs)
 		if err != nil {
 			t.Fatalf("batch %d: %v", n, err)
+		}
+		for i, o := range others {
+			r, err := o.Run(inputs)
+			if err != nil {
+				t.Fatalf("batch %d, build %d: %v", n, i+1, err)
+			}
+			for name, x := range r.Outputs {
+				if string(x.Bytes()) != string(got.Outputs[name].Bytes()) {
+					t.Errorf("batch %d: %s differs from build %d's", n, name, i+1)
+				}
+			}
 		}
 		for name, w := range want {
 			rel, abs := tolerance.Tolerance(w.Type.DType, false, 256)

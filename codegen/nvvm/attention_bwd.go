@@ -74,28 +74,35 @@ func (md *module) attentionBwdKernel(k plan.Kernel, t plan.Target) (*ir.Func, pl
 	if p.E > 128 || ev > 128 {
 		return nil, plan.Launch{}, fmt.Errorf("%s: head dims %d and %d, the backward templates take at most 128", op.Op, p.E, ev)
 	}
-	args := plan.Params(g)
+	if err := symAttnRefused(k, p); err != nil { // symattn.go
+		return nil, plan.Launch{}, err
+	}
+	keyGrid := op.Op == ops.AttentionGradOp && wrt != "q"
+	args, work := symGradArgs(k, p, keyGrid, plan.Params(g)) // symattn_bwd.go
 	kg := md.newKernel(k, args)
 	if plan.EmptyOutputs(g) {
 		// Nothing to compute: one thread, as codegen/ptx's empty kernel launches.
 		kg.b.NewRet(nil)
 		return kg.f, plan.Launch{Grid: [3]int{1, 1, 1}, Block: [3]int{1, 1, 1}, Params: args}, nil
 	}
+	ag := &attnGen{kg: kg, p: p, d: op.Type.DType, threads: p.Block[0]}
+	if err := ag.symbolic(k, args); err != nil {
+		return nil, plan.Launch{}, err
+	}
 	operands := make([]attnOperand, len(op.Args))
 	for i, a := range op.Args {
-		if operands[i], err = kg.attentionOperand(a); err != nil {
+		if operands[i], err = ag.operandOf(a, k); err != nil {
 			return nil, plan.Launch{}, err
 		}
 	}
-	ag := &attnGen{kg: kg, p: p, d: op.Type.DType, threads: p.Block[0]}
-	launch := plan.Launch{Grid: p.Grid, Block: p.Block, Params: args}
+	launch := plan.Launch{Grid: p.Grid, Block: p.Block, Params: args, Work: work}
 	switch {
 	case op.Op == ops.AttentionLSEOp:
 		ag.lse = kg.output(op)
 		ag.ktile = md.sharedArray(k.Name+"_ktile", p.Keys*max(1, p.E), types.Float, 16)
 		ag.body(operands, nil)
 	case wrt == "q" && attnmma.FitsGradDQ(op): // dq on tensor cores (attention_bwd_dq_mma.go)
-		return ag.gradDQMMAKernel(operands, kg.output(op), args)
+		return ag.gradDQMMAKernel(operands, kg.output(op), args, work)
 	case wrt == "q":
 		ag.ktile = md.sharedArray(k.Name+"_ktile", p.Keys*max(1, p.E), types.Float, 16)
 		ag.vtile = md.sharedArray(k.Name+"_vtile", p.Keys*max(1, p.Ev), types.Float, 16)
@@ -106,7 +113,7 @@ func (md *module) attentionBwdKernel(k plan.Kernel, t plan.Target) (*ir.Func, pl
 			ptrs[wrt] = kg.output(v)
 		}
 		if attnmma.FitsGradWide(op) { // dk and dv on tensor cores (attention_bwd_mma.go)
-			return ag.gradMMAKernel(operands, ptrs, args)
+			return ag.gradMMAKernel(operands, ptrs, args, work)
 		}
 		ag.dkvBody(operands, ptrs)
 		launch.Grid = [3]int{max(1, p.B*p.KVH*ceilDiv(p.S, plan.AttentionGradKeys)), 1, 1}
@@ -225,7 +232,7 @@ func (ag *attnGen) dqBody(operands []attnOperand, out value.Value) {
 	D := ag.warpDot(dO, ag.lanes(oOp, p.Ev, b, h, row, lane, active))
 	lse2 := ag.rowLSE(lseOp, b, h, row, active)
 	dq := ag.zeros(len(rw.q))
-	ag.tileLoop(operands, tid, ci(0), blim, ci(p.S), b, kh, func(t0 value.Value) {
+	ag.tileLoop(operands, tid, ci(0), blim, ag.dimS(), b, kh, func(t0 value.Value) {
 		// This row's keys in the tile: j < Keys and t0 + j < lim.
 		n := kg.b.NewSelect(kg.b.NewICmp(enum.IPredUGT, lim, t0), kg.umin(kg.b.NewSub(lim, t0), ci(p.Keys)), ci(0))
 		kg.branch(active, "dq", func() {
@@ -240,7 +247,7 @@ func (ag *attnGen) dqBody(operands []attnOperand, out value.Value) {
 			})
 		})
 	})
-	orow := kg.add(kg.mul(kg.add(kg.mul(b, p.H), h), p.L), row)
+	orow := kg.add(ag.mulL(kg.add(kg.mul(b, p.H), h)), row)
 	ag.storeLanes(op.Type.DType, out, dq, op.Attrs.Float("scale", 1), p.E, orow, lane, active)
 	kg.b.NewRet(nil)
 }
@@ -272,12 +279,11 @@ func (ag *attnGen) dkvBody(operands []attnOperand, outs map[string]value.Value) 
 	tid := kg.sreg("tid.x")
 	lane, warp := kg.b.NewAnd(tid, ci(31)), kg.b.NewLShr(tid, ci(5))
 	cta := kg.sreg("ctaid.x")
-	keyBlocks := ceilDiv(p.S, plan.AttentionGradKeys)
-	bk, kb := kg.div(cta, keyBlocks), kg.rem(cta, keyBlocks)
+	bk, kb := ag.keyBlock(cta) // symattn_bwd.go
 	b, kh := kg.div(bk, p.KVH), kg.rem(bk, p.KVH)
 	key0 := kg.mul(kb, plan.AttentionGradKeys)
 	key := kg.add(key0, warp)
-	active := kg.b.NewICmp(enum.IPredULT, key, ci(p.S))
+	active := kg.b.NewICmp(enum.IPredULT, key, ag.dimS())
 
 	// This lane's k elements, pre-scaled by scale·log₂e (scores in base 2), v elements (dk) and
 	// accumulators.
@@ -303,13 +309,13 @@ func (ag *attnGen) dkvBody(operands []attnOperand, outs map[string]value.Value) 
 	grp := p.H / p.KVH
 	kg.loop(ci(0), ci(1), grp, func(hh value.Value) {
 		h := kg.add(kg.mul(kh, grp), hh)
-		kg.loopTo(first, ci(rows), ci(p.L), func(t0 value.Value) {
-			ag.loadTile(qtile, operands[0], p.E, tid, t0, ci(p.L), b, h)
-			ag.loadTile(dotile, doOp, p.Ev, tid, t0, ci(p.L), b, h)
+		kg.loopTo(first, ci(rows), ag.dimL(), func(t0 value.Value) {
+			ag.loadTile(qtile, operands[0], p.E, tid, t0, ag.dimL(), b, h)
+			ag.loadTile(dotile, doOp, p.Ev, tid, t0, ag.dimL(), b, h)
 			ag.rowStats(lseOp, oOp, doOp, lsetile, dtile, tid, t0, b, h, doK)
 			kg.barrier()
 			// Fold the tile's rows [t0, min(t0+rows, L)) that see this warp's key.
-			n := kg.umin(kg.b.NewSub(ci(p.L), t0), ci(rows))
+			n := kg.umin(kg.b.NewSub(ag.dimL(), t0), ci(rows))
 			kg.branch(active, "fold", func() {
 				kg.loopTo(ci(0), ci(1), n, func(r value.Value) {
 					i := kg.add(t0, r)
@@ -338,7 +344,7 @@ func (ag *attnGen) dkvBody(operands []attnOperand, outs map[string]value.Value) 
 			kg.barrier()
 		})
 	})
-	orow := kg.add(kg.mul(kg.add(kg.mul(b, p.KVH), kh), p.S), key)
+	orow := kg.add(ag.mulS(kg.add(kg.mul(b, p.KVH), kh)), key)
 	if doK {
 		ag.storeLanes(op.Args[1].Type.DType, outs["k"], dk, op.Attrs.Float("scale", 1), p.E, orow, lane, active)
 	}
@@ -353,7 +359,7 @@ func (ag *attnGen) dkvBody(operands []attnOperand, outs map[string]value.Value) 
 func (ag *attnGen) rowStats(lseOp, oOp, doOp attnOperand, lsetile, dtile *ir.Global, tid, t0, b, h value.Value, withD bool) {
 	kg, p := ag.kg, ag.p
 	i := kg.add(t0, tid)
-	in := kg.b.NewAnd(kg.b.NewICmp(enum.IPredULT, tid, ci(p.Keys)), kg.b.NewICmp(enum.IPredULT, i, ci(p.L)))
+	in := kg.b.NewAnd(kg.b.NewICmp(enum.IPredULT, tid, ci(p.Keys)), kg.b.NewICmp(enum.IPredULT, i, ag.dimL()))
 	kg.branch(in, "stats", func() {
 		lse := kg.b.NewFMul(ag.load(lseOp, ag.index(lseOp, b, h, i)), f32(math.Log2E))
 		kg.b.NewStore(lse, ag.shared(lsetile, tid))

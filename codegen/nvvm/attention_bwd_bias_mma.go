@@ -24,7 +24,7 @@ func (w *mmaAttn) gradBias(keyA, keyB value.Value) *gradBiasReader {
 	}
 	r := &gradBiasReader{w: w, op: w.ops[3]}
 	for i, key := range []value.Value{keyA, keyB} {
-		r.keyEl[i] = w.kg.mul(w.kg.umin(key, ci(w.p.S-1)), r.op.strides[3])
+		r.keyEl[i] = w.kg.mul(w.kg.umin(key, w.dimSLast()), r.op.strides[3])
 	}
 	return r
 }
@@ -40,7 +40,7 @@ func (r *gradBiasReader) retarget(h value.Value) {
 // key past S reads key S−1: its Pᵀ row feeds only dk and dv rows that are never stored.
 func (r *gradBiasReader) load(row value.Value, i int, ok value.Value) value.Value {
 	kg := r.w.kg
-	el := kg.add(kg.add(r.head, kg.mul(row, r.op.strides[2])), r.keyEl[i])
-	h := kg.b.NewSelect(ok, r.w.load16(r.op, kg.b.NewSelect(ok, el, ci(r.op.off))), constant.NewInt(types.I16, 0))
+	el := kg.add(kg.add(r.head, r.w.stMul(row, r.op, 2)), r.keyEl[i])
+	h := kg.b.NewSelect(ok, r.w.load16(r.op, kg.b.NewSelect(ok, el, r.w.offOf(r.op))), constant.NewInt(types.I16, 0))
 	return r.w.widen16(h)
 }

@@ -33,10 +33,15 @@ import (
 // element is summed by one thread in key order (no atomics).
 
 // gradDQMMAKernel finishes attentionBwdKernel for dq on tensor cores (out: dq's pointer).
-func (ag *attnGen) gradDQMMAKernel(operands []attnOperand, out value.Value, args []plan.Arg) (*ir.Func, plan.Launch, error) {
+// At symbolic sizes (work non-nil) L, S, the row tiles and the operands' offsets and outer
+// strides are the run's (symattn_mma.go), as codegen/ptx's symattn_bwd_mma.go.
+func (ag *attnGen) gradDQMMAKernel(operands []attnOperand, out value.Value, args []plan.Arg, work *plan.SymWork) (*ir.Func, plan.Launch, error) {
 	w := ag.newMMA(operands, attnmma.GradDQKeys)
+	if err := w.symbolic(); err != nil { // symattn_mma.go
+		return nil, plan.Launch{}, err
+	}
 	w.gradDQ(out)
-	return ag.kg.f, plan.Launch{Grid: [3]int{attnmma.GradDQBlocks(ag.p.Op), 1, 1}, Block: [3]int{attnmma.Threads, 1, 1}, Params: args}, nil
+	return ag.kg.f, plan.Launch{Grid: [3]int{attnmma.GradDQBlocks(ag.p.Op), 1, 1}, Block: [3]int{attnmma.Threads, 1, 1}, Params: args, Work: work}, nil
 }
 
 func (w *mmaAttn) gradDQ(out value.Value) {
@@ -59,13 +64,13 @@ func (w *mmaAttn) gradDQ(out value.Value) {
 	// Q's, dO's and (for D only) O's A fragments of rows g and g+8, zero past L.
 	var rowOK [2]value.Value
 	for i, row := range rows {
-		rowOK[i] = b().NewICmp(enum.IPredULT, row, ci(p.L))
+		rowOK[i] = b().NewICmp(enum.IPredULT, row, w.dimL())
 	}
 	frags := func(o attnOperand, n int) [][4]value.Value {
 		f := make([][4]value.Value, n/16)
 		var rowEl [2]value.Value
 		for i, row := range rows {
-			rowEl[i] = kg.add(w.index(o, w.bIdx, h, kg.umin(row, ci(p.L-1))), kg.mul(tq, 2*o.strides[3]))
+			rowEl[i] = kg.add(w.index(o, w.bIdx, h, kg.umin(row, w.dimLast())), kg.mul(tq, 2*o.strides[3]))
 		}
 		w.halfA(o, f, rowEl, rowOK)
 		return f
@@ -99,7 +104,7 @@ func (w *mmaAttn) gradDQ(out value.Value) {
 	var biasEl [2]value.Value
 	if bias != nil {
 		for i, row := range rows {
-			biasEl[i] = kg.add(w.index(*bias, w.bIdx, h, kg.umin(row, ci(p.L-1))), kg.mul(tq, 2*bias.strides[3]))
+			biasEl[i] = kg.add(w.index(*bias, w.bIdx, h, kg.umin(row, w.dimLast())), kg.mul(tq, 2*bias.strides[3]))
 		}
 	}
 
@@ -123,7 +128,7 @@ func (w *mmaAttn) gradDQ(out value.Value) {
 
 	kg.branch(b().NewICmp(enum.IPredNE, blockLast, ci(0)), "dq", func() {
 		kg.loopTo(ci(0), ci(keys), blockLast, func(t0 value.Value) {
-			left := b().NewSub(ci(p.S), t0)
+			left := b().NewSub(w.dimS(), t0)
 			w.issue(kt, t0, left)
 			w.issue(vt, t0, left)
 			kg.asm("cp.async.wait_group 1;", "~{memory}") // K of this tile
@@ -137,7 +142,7 @@ func (w *mmaAttn) gradDQ(out value.Value) {
 						for c := range 4 {
 							ok := b().NewICmp(enum.IPredSGT, kLeft, ci(8*j+c%2))
 							el := kg.add(kg.add(biasEl[c/2], b().NewMul(t0, ci(bias.strides[3]))), ci((8*j+c%2)*bias.strides[3]))
-							f := w.widen16(b().NewSelect(ok, w.load16(*bias, b().NewSelect(ok, el, ci(bias.off))), constant.NewInt(types.I16, 0)))
+							f := w.widen16(b().NewSelect(ok, w.load16(*bias, b().NewSelect(ok, el, w.offOf(*bias))), constant.NewInt(types.I16, 0)))
 							b().NewStore(b().NewCall(fma, w.ld(s[4*j+c]), f32(c2/math.Log2E), f), s[4*j+c])
 						}
 					}
@@ -183,7 +188,7 @@ func (w *mmaAttn) gradDQ(out value.Value) {
 
 	// dq·scale as rows g and g+8, pairs of columns 2t, 2t+1.
 	for i, row := range rows {
-		el := kg.add(kg.mul(kg.add(kg.mul(bh, p.L), kg.umin(row, ci(p.L-1))), p.E), kg.mul(tq, 2))
+		el := kg.add(kg.mul(kg.add(w.mulL(bh), kg.umin(row, w.dimLast())), p.E), kg.mul(tq, 2))
 		pks := make([]value.Value, p.E/8)
 		for n := range pks {
 			x := b().NewFMul(w.ld(dq[4*n+2*i]), f32(scale))

@@ -40,10 +40,15 @@ const ldPlain, ldTrans = "ldmatrix.sync.aligned.m8n8.x4.shared.b16", "ldmatrix.s
 
 // gradMMAKernel finishes attentionBwdKernel for dk and dv on tensor cores (outs: the outputs'
 // pointers by wrt, one or both).
-func (ag *attnGen) gradMMAKernel(operands []attnOperand, outs map[string]value.Value, args []plan.Arg) (*ir.Func, plan.Launch, error) {
+// At symbolic sizes (work non-nil) L, S, the key blocks and the operands' offsets and outer
+// strides are the run's (symattn_mma.go, symattn_bwd.go), as codegen/ptx's symattn_bwd_mma.go.
+func (ag *attnGen) gradMMAKernel(operands []attnOperand, outs map[string]value.Value, args []plan.Arg, work *plan.SymWork) (*ir.Func, plan.Launch, error) {
 	w := ag.newMMA(operands, attnmma.GradRowTile(ag.p.Op)) // keys: the row tile
+	if err := w.symbolic(); err != nil {                   // symattn_mma.go
+		return nil, plan.Launch{}, err
+	}
 	w.gradBody(outs)
-	return ag.kg.f, plan.Launch{Grid: [3]int{attnmma.GradBlocks(ag.p.Op), 1, 1}, Block: [3]int{attnmma.Threads, 1, 1}, Params: args}, nil
+	return ag.kg.f, plan.Launch{Grid: [3]int{attnmma.GradBlocks(ag.p.Op), 1, 1}, Block: [3]int{attnmma.Threads, 1, 1}, Params: args, Work: work}, nil
 }
 
 func (w *mmaAttn) gradBody(outs map[string]value.Value) {
@@ -60,10 +65,13 @@ func (w *mmaAttn) gradBody(outs map[string]value.Value) {
 	w.tid = kg.sreg("tid.x")
 	lane, warp := b().NewAnd(w.tid, ci(31)), b().NewLShr(w.tid, ci(5))
 	cta := kg.sreg("ctaid.x")
-	bk := kg.div(cta, keyBlocks)
+	bk, kbi := w.gradKeyBlock(cta, keyBlocks) // symattn_bwd.go
 	w.bIdx, w.kh = kg.div(bk, p.KVH), kg.rem(bk, p.KVH)
 	g, tq := kg.div(lane, 4), kg.rem(lane, 4)
-	blockKey := kg.mul(kg.rem(cta, keyBlocks), attnmma.GradKeys)
+	if kbi == nil {
+		kbi = kg.rem(cta, keyBlocks)
+	}
+	blockKey := kg.mul(kbi, attnmma.GradKeys)
 	warpKey := kg.add(kg.mul(warp, 16), blockKey)
 	keyA := kg.add(warpKey, g)
 	keyB := kg.add(keyA, ci(8))
@@ -73,8 +81,8 @@ func (w *mmaAttn) gradBody(outs map[string]value.Value) {
 		f := make([][4]value.Value, n/16)
 		var rowEl, ok [2]value.Value
 		for i, key := range []value.Value{keyA, keyB} {
-			ok[i] = b().NewICmp(enum.IPredULT, key, ci(p.S))
-			rowEl[i] = kg.add(w.index(o, w.bIdx, w.kh, kg.umin(key, ci(p.S-1))), kg.mul(tq, 2*o.strides[3]))
+			ok[i] = b().NewICmp(enum.IPredULT, key, w.dimS())
+			rowEl[i] = kg.add(w.index(o, w.bIdx, w.kh, kg.umin(key, w.dimSLast())), kg.mul(tq, 2*o.strides[3]))
 		}
 		w.halfA(o, f, rowEl, ok)
 		return f
@@ -136,15 +144,15 @@ func (w *mmaAttn) gradBody(outs map[string]value.Value) {
 		for _, t := range []*mmaTile{qt, dt} {
 			t.src0 = kg.add(w.index(t.op, w.bIdx, h, t.row0), t.col0)
 		}
-		kg.loopTo(rowStart, ci(rows), ci(p.L), func(r0 value.Value) {
-			left := b().NewSub(ci(p.L), r0)
+		kg.loopTo(rowStart, ci(rows), w.dimL(), func(r0 value.Value) {
+			left := b().NewSub(w.dimL(), r0)
 			w.issue(qt, r0, left)
 			w.issue(dt, r0, left)
 			w.gradRowStats(oOp, doOp, lseOp, h, r0, lseTile, dTile)
 			kg.asm("cp.async.wait_group 0;", "~{memory}")
 			kg.barrier()
 			// The warp has keys below S that a row of the tile sees.
-			var busy value.Value = b().NewICmp(enum.IPredULT, warpKey, ci(p.S))
+			var busy value.Value = b().NewICmp(enum.IPredULT, warpKey, w.dimS())
 			if causal {
 				busy = b().NewAnd(busy, b().NewICmp(enum.IPredULE, warpKey, kg.add(r0, ci(rows-1))))
 			}
@@ -159,7 +167,7 @@ func (w *mmaAttn) gradBody(outs map[string]value.Value) {
 						dr[2*j+c] = b().NewLoad(types.Float, w.shared(dTile, at))
 						row := kg.add(r0, at)
 						for i, key := range []value.Value{keyA, keyB} {
-							var ok value.Value = b().NewICmp(enum.IPredULT, row, ci(p.L))
+							var ok value.Value = b().NewICmp(enum.IPredULT, row, w.dimL())
 							if causal {
 								ok = b().NewAnd(ok, b().NewICmp(enum.IPredUGE, row, key))
 							}
@@ -195,7 +203,7 @@ func (w *mmaAttn) gradBody(outs map[string]value.Value) {
 	// dk·scale and dv as rows g and g+8 of the warp's keys, pairs of columns 2t, 2t+1.
 	store := func(out value.Value, acc []*ir.InstAlloca, n int, scale float64) {
 		for i, key := range []value.Value{keyA, keyB} {
-			el := kg.add(kg.mul(kg.add(kg.mul(bk, p.S), kg.umin(key, ci(p.S-1))), n), kg.mul(tq, 2))
+			el := kg.add(kg.mul(kg.add(w.mulS(bk), kg.umin(key, w.dimSLast())), n), kg.mul(tq, 2))
 			pks := make([]value.Value, n/8)
 			for nt := range pks {
 				x, y := w.ld(acc[4*nt+2*i]), w.ld(acc[4*nt+2*i+1])
@@ -204,7 +212,7 @@ func (w *mmaAttn) gradBody(outs map[string]value.Value) {
 				}
 				pks[nt] = kg.asmRet(types.I32, "cvt.rn."+w.half+"x2.f32 $0, $1, $2;", "=r,f,f", y, x)
 			}
-			kg.branch(b().NewICmp(enum.IPredULT, key, ci(p.S)), "store", func() {
+			kg.branch(b().NewICmp(enum.IPredULT, key, w.dimS()), "store", func() {
 				for nt, pk := range pks {
 					st := b().NewStore(pk, w.ptrTo(attnOperand{d: w.d, ptr: out}, kg.add(el, ci(8*nt)), types.I32))
 					st.Align = 4
@@ -250,7 +258,7 @@ func (w *mmaAttn) gradRowStats(oOp, doOp, lseOp attnOperand, h, r0 value.Value, 
 	kg.branch(kg.b.NewICmp(enum.IPredULT, w.tid, ci(w.keys)), "stats", func() {
 		row := kg.add(r0, w.tid)
 		nl, dsum := w.zeros(1)[0], w.zeros(1)[0]
-		kg.branch(kg.b.NewICmp(enum.IPredULT, row, ci(p.L)), "stats_row", func() {
+		kg.branch(kg.b.NewICmp(enum.IPredULT, row, w.dimL()), "stats_row", func() {
 			kg.b.NewStore(kg.b.NewFMul(w.load(lseOp, w.index(lseOp, w.bIdx, h, row)), f32(-math.Log2E)), nl)
 			var sum value.Value = f32(0)
 			for e := range p.Ev {

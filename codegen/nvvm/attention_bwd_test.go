@@ -143,25 +143,31 @@ func checkOwnBackward(t *testing.T, p *Producer, k plan.Kernel, in map[string]*t
 	}
 	emitted := runPTX(t, k, plan.Target{SM: 80}, launches[0], in)
 	for _, o := range k.Graph.Outputs {
-		g, w := got[o.Name], want[o.Name]
-		scale := 0.0
-		for _, x := range w.F {
-			if !math.IsInf(x, 0) && !math.IsNaN(x) {
-				scale = max(scale, math.Abs(x))
-			}
-		}
-		bad := 0
-		for i, x := range w.F {
-			if y := g.F[i]; !(math.Abs(y-x) <= tol[w.Type.DType]*(1+scale) || y == x || math.IsNaN(x) && math.IsNaN(y)) && bad < 5 {
-				t.Errorf("%s[%d] = %g, want %g", o.Name, i, y, x)
-				bad++
-			}
-		}
-		if string(g.Bytes()) != string(emitted[o.Name].Bytes()) {
+		checkWithin(t, o.Name, got[o.Name], want[o.Name], tol)
+		if string(got[o.Name].Bytes()) != string(emitted[o.Name].Bytes()) {
 			t.Errorf("%s differs from codegen/ptx's", o.Name)
 		}
 	}
 	return text
+}
+
+// checkWithin fails the test unless g is within tol·(1 + w's largest element) of w, -inf and NaN
+// where w is.
+func checkWithin(t *testing.T, name string, g, w *tensor.Tensor, tol map[ir.DType]float64) {
+	t.Helper()
+	scale := 0.0
+	for _, x := range w.F {
+		if !math.IsInf(x, 0) && !math.IsNaN(x) {
+			scale = max(scale, math.Abs(x))
+		}
+	}
+	bad := 0
+	for i, x := range w.F {
+		if y := g.F[i]; !(math.Abs(y-x) <= tol[w.Type.DType]*(1+scale) || y == x || math.IsNaN(x) && math.IsNaN(y)) && bad < 5 {
+			t.Errorf("%s[%d] = %g, want %g", name, i, y, x)
+			bad++
+		}
+	}
 }
 
 // gradTolerance is codegen/ptx's bound on a gradient: f32 arithmetic, ex2.approx and lg2.approx

@@ -63,19 +63,31 @@ func (ag *attnGen) dimS64() value.Value {
 
 // mulL is x·L.
 func (ag *attnGen) mulL(x value.Value) value.Value {
+	return ag.mulSize(x, ag.p.L, func() value.Value { return ag.sym.l })
+}
+
+// mulSize is x·n, n a size: the bound's immediate, or at symbolic sizes the run's, run().
+func (ag *attnGen) mulSize(x value.Value, n int, run func() value.Value) value.Value {
 	if ag.sym == nil {
-		return ag.kg.mul(x, ag.p.L)
+		return ag.kg.mul(x, n)
 	}
-	return ag.sym.sv.mul(x, ag.sym.l)
+	return ag.sym.sv.mul(x, run())
 }
 
 // rowTile splits block index cta into its (batch, head) and row tile.
 func (ag *attnGen) rowTile(cta value.Value) (bh, rt value.Value) {
+	return ag.split(cta, ag.p.RowTiles, func() value.Value { return ag.sym.rowTiles })
+}
+
+// split is (x / n, x mod n), n a count: the bound's immediate, or at symbolic sizes the run's,
+// run().
+func (ag *attnGen) split(x value.Value, n int, run func() value.Value) (value.Value, value.Value) {
 	kg := ag.kg
 	if ag.sym == nil {
-		return kg.div(cta, ag.p.RowTiles), kg.rem(cta, ag.p.RowTiles)
+		return kg.div(x, n), kg.rem(x, n)
 	}
-	return kg.b.NewUDiv(cta, ag.sym.rowTiles), kg.b.NewURem(cta, ag.sym.rowTiles)
+	r := run()
+	return kg.b.NewUDiv(x, r), kg.b.NewURem(x, r)
 }
 
 // symAttnRefused says why attention kernel k does not run at symbolic sizes on CUDA cores, in
@@ -104,10 +116,15 @@ func symAttnArgs(k plan.Kernel, p plan.AttentionPlan, rows int, args []plan.Arg)
 	if !k.Symbolic {
 		return args, nil
 	}
-	args = append(args, symDimArgs(k.Sizes)...)
 	r := int64(rows)
 	q := plan.SymSizes(p.Op.Args[0], k.Sizes)
-	blocks := sym.Mul(sym.Scale(q[0], int64(p.H)), sym.Div(sym.Add(q[2], sym.Const(r-1)), r))
+	return symBlockArgs(k, sym.Mul(sym.Scale(q[0], int64(p.H)), sym.Div(sym.Add(q[2], sym.Const(r-1)), r)), args)
+}
+
+// symBlockArgs appends each dim k's sizes name, then the block count blocks, to args; the work
+// is blocks.
+func symBlockArgs(k plan.Kernel, blocks sym.Expr, args []plan.Arg) ([]plan.Arg, *plan.SymWork) {
+	args = append(args, symDimArgs(k.Sizes)...)
 	args = append(args, plan.Arg{Kind: plan.ArgSize}) // the grid's, which the kernel reads from nctaid
 	return args, &plan.SymWork{Vector: 1, MaxBlocks: 1<<31 - 1, Scale: 1, Tile: 1, Elements: blocks.String()}
 }

@@ -22,9 +22,12 @@ import (
 // either module.
 
 // symbolicKernel picks the template of a symbolic kernel as codegen/ptx's symbolicKernel does:
-// attention, a copy through views, the loop, or a row template that takes its row count as a
+// attention and its backward, a copy through views, the loop, or a row template that takes its row count as a
 // parameter.
 func (md *module) symbolicKernel(k plan.Kernel, t plan.Target) (*ir.Func, plan.Launch, error) {
+	if _, ok := plan.BackwardAttention(k.Graph); ok {
+		return md.attentionBwdKernel(k, t) // symattn_bwd.go
+	}
 	if _, ok := plan.PlanAttention(k.Graph); ok {
 		return md.attentionKernel(k, t) // symattn.go
 	}
