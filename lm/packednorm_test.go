@@ -17,8 +17,9 @@ import (
 
 // A packed engine's decode program (a symbolic batch in [1, slots]) keeps its norms in the GEMVs
 // that read them, as the static program of slots rows does (passes' normgemv at symbolic sizes,
-// codegen/ptx's symgemvnorm.go): up to gemv.MaxPrologueRows slots its kernels are the static
-// ones, name for name, on every test checkpoint and on GPT-2 small's config; above it, neither
+// codegen/ptx's symgemvnorm.go): up to gemv.MaxPrologueRows slots (8: above
+// gemv.MaxUnstagedRows with the rows staged in shared memory) its kernels are the static ones,
+// name for name, on every test checkpoint and on GPT-2 small's config; above it, neither
 // program takes a prologue.
 func TestPackedDecodeNormsInGEMV(t *testing.T) {
 	names := func(t *testing.T, g *ir.Graph) ([]string, int) {
@@ -48,14 +49,14 @@ func TestPackedDecodeNormsInGEMV(t *testing.T) {
 	for ci := range r.Cases {
 		c := &r.Cases[ci]
 		m := testModel(t, c)
-		for _, slots := range []int{1, gemv.MaxPrologueRows} {
+		for _, slots := range []int{1, gemv.MaxUnstagedRows + 1, gemv.MaxPrologueRows} {
 			progs = append(progs, prog{c.Name, m.Config, slots, -1})
 		}
 		progs = append(progs, prog{c.Name, m.Config, gemv.MaxPrologueRows + 1, 0})
 	}
 	if !testing.Short() {
-		// Every ln_1 and ln_2; at 4 rows ln_f keeps its kernel (the LM head's 1571 blocks
-		// reading 4 rows each cost more than its launch: passes' prologuesPay).
+		// Every ln_1 and ln_2; at 8 rows ln_f keeps its kernel (the LM head's 1571 blocks
+		// reading 8 rows each cost more than its launch: passes' prologuesPay).
 		progs = append(progs, prog{"gpt2-small", benchConfigs[0].c, gemv.MaxPrologueRows, 12 + 12})
 	}
 	for _, p := range progs {

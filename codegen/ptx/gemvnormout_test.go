@@ -42,7 +42,7 @@ func embedNormGEMV(norm, dt string, m, n, k, vocab int, kContig, embFirst bool) 
 // launch, which still completes.
 func TestGEMVEmbeddingPrologue(t *testing.T) {
 	const vocab = 37
-	shapes := [][3]int{{1, 768, 768}, {2, 64, 130}, {1, 96, 2048}, {3, 40, 257}}
+	shapes := [][3]int{{1, 768, 768}, {2, 64, 130}, {1, 96, 2048}, {3, 40, 257}, {8, 64, 768}, {5, 40, 257}}
 	if testing.Short() {
 		shapes = shapes[:2]
 	}
