@@ -1,7 +1,6 @@
 package gemv
 
 import (
-	"maps"
 	"slices"
 
 	"github.com/gcomp/gcomp/ir"
@@ -13,10 +12,11 @@ import (
 const MaxPrologueRows = MaxM
 
 // MaxUnstagedRows is the most rows a prologue takes whose k loop evaluates the norm from its
-// buffers: above it, a thread's accumulators (up to 8 per row for 16-bit weights stored [K,N])
-// beside a gather's index and bounds arithmetic, or LayerNorm's centring, per row spill on
-// sm_80/sm_90. More rows take a prologue only when its rows are staged in shared memory
-// (StagedRows) or it is a norm of a buffer's rows with one reduction (RMSNorm in a layer).
+// buffers, or that gathers its rows: above it, a thread's accumulators (up to 8 per row for
+// 16-bit weights stored [K,N]) beside LayerNorm's centring, or a gather's index and bounds
+// arithmetic, per row spill on sm_80/sm_90. More rows take a prologue only when its rows are
+// staged in shared memory (StagedRows) without a gather, or it is a norm of a buffer's rows with
+// one reduction (RMSNorm in a layer).
 const MaxUnstagedRows = 4
 
 // MaxStagedBytes bounds the rows a row prologue keeps in shared memory, as f32 (StagedRows):
@@ -70,11 +70,11 @@ func rowPrologue(dot *ir.Value) ([]*ir.Value, map[*ir.Value]bool) {
 		return nil, nil
 	}
 	reds, vals := prologueValues(dot)
-	if len(reds) == 0 || p.M <= MaxUnstagedRows || stagedRows(dot, reds, vals) != nil {
+	if len(reds) == 0 || p.M <= MaxUnstagedRows || stagedRows(dot, reds, vals) != nil && !gathers(vals) {
 		return reds, vals
 	}
-	if len(reds) > 1 || slices.ContainsFunc(slices.Collect(maps.Keys(vals)), func(v *ir.Value) bool { return v.Op == "gather" }) {
-		return nil, nil // above MaxUnstagedRows, only staged rows or one reduction of buffers' rows
+	if len(reds) > 1 || gathers(vals) {
+		return nil, nil // above MaxUnstagedRows, staged rows (without gathers) or one reduction of a buffer's rows
 	}
 	return reds, vals
 }
@@ -203,6 +203,18 @@ func gatheredRows(dot *ir.Value, reds []*ir.Value, vals map[*ir.Value]bool) *ir.
 		}
 	}
 	return nil
+}
+
+// gathers reports whether a prologue's values include a gather. Above MaxUnstagedRows its rows'
+// index and bounds arithmetic spill on sm_90 even with the rows staged (5 f32 rows of 768): the
+// decode step's first norm keeps its kernel there.
+func gathers(vals map[*ir.Value]bool) bool {
+	for v := range vals {
+		if v.Op == "gather" {
+			return true
+		}
+	}
+	return false
 }
 
 // fromGather reports whether v is a gather or computed from one.
