@@ -44,24 +44,8 @@ func TestRowPrologue(t *testing.T) {
   %y = dot_general(%h2, %w) {lhs_contract=[1], rhs_contract=[1]} : f32[1,64]
   output y = %y
 }`, 1},
-		{"five_rows", `graph g {
-  input %x : f32[5,256]
-  input %w : f32[256,64]
-  %v = reduce_sum(%x) {axes=[1], keepdims=true} : f32[5,1]
-  %rb = broadcast_in_dim(%v) {dims=[0,1], shape=[5,256]} : f32[5,256]
-  %h = mul(%x, %rb) : f32[5,256]
-  %y = dot_general(%h, %w) {lhs_contract=[1], rhs_contract=[0]} : f32[5,64]
-  output y = %y
-}`, 1},
-		{"nine_rows", `graph g {
-  input %x : f32[9,256]
-  input %w : f32[256,64]
-  %v = reduce_sum(%x) {axes=[1], keepdims=true} : f32[9,1]
-  %rb = broadcast_in_dim(%v) {dims=[0,1], shape=[9,256]} : f32[9,256]
-  %h = mul(%x, %rb) : f32[9,256]
-  %y = dot_general(%h, %w) {lhs_contract=[1], rhs_contract=[0]} : f32[9,64]
-  output y = %y
-}`, 0},
+		{"five_rows", scaledRows(5), 1},
+		{"nine_rows", scaledRows(9), 0},
 		// Above MaxUnstagedRows a prologue needs its rows staged, or one reduction of a buffer.
 		{"layernorm_8_rows_staged", layerNormRows(MaxPrologueRows, MaxStagedBytes/4/MaxPrologueRows, "%x"), 2},
 		{"layernorm_4_rows_unstaged", layerNormRows(MaxUnstagedRows, MaxStagedBytes/4/MaxUnstagedRows+64, "%x"), 2},
@@ -139,6 +123,19 @@ func TestStagedRows(t *testing.T) {
 			t.Errorf("%s: staged %q, want %q", c.name, got, c.staged)
 		}
 	}
+}
+
+// scaledRows is a GEMV over m rows of x scaled by their sums.
+func scaledRows(m int) string {
+	return fmt.Sprintf(`graph g {
+  input %%x : f32[%[1]d,256]
+  input %%w : f32[256,64]
+  %%v = reduce_sum(%%x) {axes=[1], keepdims=true} : f32[%[1]d,1]
+  %%rb = broadcast_in_dim(%%v) {dims=[0,1], shape=[%[1]d,256]} : f32[%[1]d,256]
+  %%h = mul(%%x, %%rb) : f32[%[1]d,256]
+  %%y = dot_general(%%h, %%w) {lhs_contract=[1], rhs_contract=[0]} : f32[%[1]d,64]
+  output y = %%y
+}`, m)
 }
 
 // layerNormRows is an f16 LayerNorm GEMV of m rows of k elements whose variance reads second
