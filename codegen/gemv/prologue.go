@@ -14,9 +14,9 @@ const MaxPrologueRows = MaxM
 // MaxUnstagedRows is the most rows a prologue takes whose k loop evaluates the norm from its
 // buffers, or that gathers its rows: above it, a thread's accumulators (up to 8 per row for
 // 16-bit weights stored [K,N]) beside LayerNorm's centring, or a gather's index and bounds
-// arithmetic, per row spill on sm_80/sm_90 (even one reduction of a buffer's rows: RMSNorm). More
-// rows take a prologue only when its rows are staged in shared memory (StagedRows: LayerNorm's
-// rows, or an RMSNorm's buffer) without a gather.
+// arithmetic, per row spill on sm_80/sm_90. More rows take a prologue only when it is a LayerNorm
+// (two reductions) whose rows are staged in shared memory (StagedRows) without a gather: an
+// RMSNorm of 5 f32 rows of 256, even staged, spills 4 bytes on sm_90 (ptxas at 48 registers).
 const MaxUnstagedRows = 4
 
 // MaxStagedBytes bounds the rows a row prologue keeps in shared memory, as f32 (StagedRows):
@@ -70,10 +70,10 @@ func rowPrologue(dot *ir.Value) ([]*ir.Value, map[*ir.Value]bool) {
 		return nil, nil
 	}
 	reds, vals := prologueValues(dot)
-	if len(reds) == 0 || p.M <= MaxUnstagedRows || stagedRows(dot, reds, vals) != nil && !gathers(vals) {
+	if len(reds) == 0 || p.M <= MaxUnstagedRows || len(reds) > 1 && stagedRows(dot, reds, vals) != nil && !gathers(vals) {
 		return reds, vals
 	}
-	return nil, nil // above MaxUnstagedRows, only staged rows without gathers
+	return nil, nil // above MaxUnstagedRows, only a LayerNorm's staged rows without gathers
 }
 
 // prologueValues is rowPrologue at any row count.
@@ -146,8 +146,7 @@ func prologueValues(dot *ir.Value) ([]*ir.Value, map[*ir.Value]bool) {
 // the first reduction's operand, when every later reduction reads it again (LayerNorm's
 // variance reads x after its mean), or else gathered rows that every reduction and the lhs read
 // (RMSNorm of a decode step's embeddings: the gather and its bounds check run once per element,
-// not in the k loop), or above MaxUnstagedRows the buffer an RMSNorm reads (bufferRows), when its
-// elements fit in MaxStagedBytes. Each block then reads it from L2
+// not in the k loop), when its elements fit in MaxStagedBytes. Each block then reads it from L2
 // once, not once per reduction, and its later reductions and its k loop read it from shared
 // memory.
 func StagedRows(dot *ir.Value) *ir.Value {
@@ -166,9 +165,7 @@ func stagedRows(dot *ir.Value, reds []*ir.Value, vals map[*ir.Value]bool) *ir.Va
 			}
 		}
 	} else if len(reds) == 1 {
-		if s = gatheredRows(dot, reds, vals); s == nil {
-			s = bufferRows(dot, reds, vals)
-		}
+		s = gatheredRows(dot, reds, vals)
 	}
 	if s == nil || 4*s.Type.Shape.NumElements() > MaxStagedBytes {
 		return nil
@@ -215,35 +212,6 @@ func gathers(vals map[*ir.Value]bool) bool {
 		}
 	}
 	return false
-}
-
-// bufferRows returns, above MaxUnstagedRows rows, the buffer laid out as the lhs's rows that the
-// lhs and every reduction read (an RMSNorm's x), or nil: staged, the k loop reads it from shared
-// memory, where evaluating the norm from the buffer per row spills on sm_90 (5 f32 rows of 256).
-func bufferRows(dot *ir.Value, reds []*ir.Value, vals map[*ir.Value]bool) *ir.Value {
-	lhs := dot.Args[0].Type.Shape
-	k := lhs[lhs.Rank()-1]
-	if lhs.NumElements()/k <= MaxUnstagedRows {
-		return nil
-	}
-	var found *ir.Value
-	for v := range vals {
-		s := v.Type.Shape
-		if v.Op != ir.OpInput && v.Op != ir.OpParam || s.Rank() == 0 || s[s.Rank()-1] != k || s.NumElements() != lhs.NumElements() {
-			continue
-		}
-		ok := reaches(dot.Args[0], v, map[*ir.Value]bool{})
-		for _, r := range reds {
-			ok = ok && reaches(r.Args[0], v, map[*ir.Value]bool{})
-		}
-		if ok {
-			if found != nil {
-				return nil // two such buffers: neither is the rows
-			}
-			found = v
-		}
-	}
-	return found
 }
 
 // fromGather reports whether v is a gather or computed from one.
