@@ -65,7 +65,7 @@ func normGEMV(norm, dt string, m, n, k int, kContig bool) string {
 // fit gemv.MaxStagedBytes is taken; others are refused: no template takes the kernel.
 func TestGEMVRowPrologue(t *testing.T) {
 	shapes := [][3]int{{1, 768, 768}, {2, 64, 130}, {3, 96, 250}, {4, 40, 257}, {4, 2048, 512}, {1, 33, 300}, {2, 64, 129}, {3, 48, 100},
-		{5, 64, 256}, {6, 64, 129}, {8, 96, 768}, {7, 40, 1100}, {8, 40, 1100}}
+		{5, 64, 256}, {6, 64, 129}, {8, 96, 768}, {7, 40, 1100}, {8, 40, 1100}, {4, 64, 2048}}
 	if testing.Short() {
 		shapes = shapes[:3]
 	}
