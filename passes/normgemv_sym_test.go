@@ -15,14 +15,15 @@ import (
 // Over a symbolic batch the norm of x [batch, 256] that only a linear layer reads moves into
 // the GEMV's prologue as it does at the bound's static size (a regression: the merged body's
 // inputs lost the buffers' symbolic sizes, it failed checkBody, and the norm kept its kernel),
-// and the merged kernel reads and writes the symbolic buffers. Above gemv.MaxPrologueRows rows
-// at the bound no prologue forms either way.
+// and the merged kernel reads and writes the symbolic buffers, up to gemv.MaxPrologueRows rows
+// (8 for a LayerNorm, its rows staged in shared memory; 4, gemv.MaxUnstagedRows, for an RMSNorm).
+// Above it no prologue forms either way.
 func TestNormGEMVSymbolicBatch(t *testing.T) {
 	for _, c := range []struct {
 		norm  string
 		bound int
 		fused bool
-	}{{"layernorm", 1, true}, {"layernorm", 4, true}, {"rmsnorm", 3, true}, {"layernorm", 5, false}} {
+	}{{"layernorm", 1, true}, {"layernorm", 4, true}, {"rmsnorm", 3, true}, {"layernorm", 8, true}, {"rmsnorm", 8, false}, {"layernorm", 9, false}} {
 		for _, symbolic := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s_%d_symbolic=%v", c.norm, c.bound, symbolic), func(t *testing.T) {
 				var opts []frontend.Option

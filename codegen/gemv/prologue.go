@@ -7,14 +7,22 @@ import (
 	"github.com/gcomp/gcomp/ops"
 )
 
-// MaxPrologueRows is the most rows a GEMV with a norm prologue takes: with more, a thread's
-// accumulators (up to 8 per row for 16-bit weights stored [K,N]) and the norm's per-element
-// work spill on sm_80/sm_90; decoding's batch-1 rows are far below it.
-const MaxPrologueRows = 4
+// MaxPrologueRows is the most rows a GEMV with a norm prologue takes: the template's (MaxM), a
+// decode step batched over 8 sequences or packed in 8 slots.
+const MaxPrologueRows = MaxM
+
+// MaxUnstagedRows is the most rows a prologue takes whose k loop evaluates the norm from its
+// buffers, or that gathers its rows: above it, a thread's accumulators (up to 8 per row for
+// 16-bit weights stored [K,N]) beside LayerNorm's centring, or a gather's index and bounds
+// arithmetic, per row spill on sm_80/sm_90. More rows take a prologue only when it is a LayerNorm
+// (two reductions) whose rows are staged in shared memory (StagedRows) without a gather: an
+// RMSNorm of 5 f32 rows of 256, even staged, spills 4 bytes on sm_90 (ptxas at 48 registers).
+const MaxUnstagedRows = 4
 
 // MaxStagedBytes bounds the rows a row prologue keeps in shared memory, as f32 (StagedRows):
-// 16 KB, a third of a block's static shared memory; 4096 elements of one row.
-const MaxStagedBytes = 16 << 10
+// 32 KB, two thirds of a block's static shared memory (the GEMV's own takes at most 8.4 KB);
+// 8 rows of 1024 elements (GPT-2 small's 768 at 8 rows), or 8192 elements of one row.
+const MaxStagedBytes = 32 << 10
 
 // RowPrologue returns the reductions of dot's lhs when the lhs is a row prologue: a norm of its
 // rows computed in the kernel (LayerNorm's mean and variance, RMSNorm's mean square, then the
@@ -42,9 +50,11 @@ func RowPrologue(dot *ir.Value) []*ir.Value {
 // norm's output disappears too; the kernels reading it come later.
 func RowOutput(dot, v *ir.Value) bool {
 	reds, vals := rowPrologue(dot)
-	if len(reds) == 0 {
-		return false
-	}
+	return len(reds) > 0 && rowOutput(dot, v, vals)
+}
+
+// rowOutput is RowOutput over the prologue's values.
+func rowOutput(dot, v *ir.Value, vals map[*ir.Value]bool) bool {
 	dep, in := vals[v]
 	k := dot.Args[0].Type.Shape[dot.Args[0].Type.Shape.Rank()-1]
 	s := v.Type.Shape
@@ -55,9 +65,19 @@ func RowOutput(dot, v *ir.Value) bool {
 // rowPrologue returns RowPrologue's reductions and every value the lhs is computed from, each
 // mapped to whether a reduction feeds it; nil reductions for no prologue.
 func rowPrologue(dot *ir.Value) ([]*ir.Value, map[*ir.Value]bool) {
-	if p, ok := Fits(dot); !ok || p.M > MaxPrologueRows {
+	p, ok := Fits(dot)
+	if !ok || p.M > MaxPrologueRows {
 		return nil, nil
 	}
+	reds, vals := prologueValues(dot)
+	if len(reds) == 0 || p.M <= MaxUnstagedRows || len(reds) > 1 && stagedRows(dot, reds, vals) != nil && !gathers(vals) {
+		return reds, vals
+	}
+	return nil, nil // above MaxUnstagedRows, only a LayerNorm's staged rows without gathers
+}
+
+// prologueValues is rowPrologue at any row count.
+func prologueValues(dot *ir.Value) ([]*ir.Value, map[*ir.Value]bool) {
 	lhs := dot.Args[0]
 	rank := lhs.Type.Shape.Rank()
 	if rank == 0 {
@@ -131,6 +151,11 @@ func rowPrologue(dot *ir.Value) ([]*ir.Value, map[*ir.Value]bool) {
 // memory.
 func StagedRows(dot *ir.Value) *ir.Value {
 	reds, vals := rowPrologue(dot)
+	return stagedRows(dot, reds, vals)
+}
+
+// stagedRows is StagedRows over the prologue's reductions and values.
+func stagedRows(dot *ir.Value, reds []*ir.Value, vals map[*ir.Value]bool) *ir.Value {
 	var s *ir.Value
 	if len(reds) >= 2 {
 		s = reds[0].Args[0]
@@ -154,7 +179,7 @@ func StagedRows(dot *ir.Value) *ir.Value {
 func gatheredRows(dot *ir.Value, reds []*ir.Value, vals map[*ir.Value]bool) *ir.Value {
 	var cands []*ir.Value
 	for v, dep := range vals {
-		if dep || v.Op == ir.OpInput || v.Op == ir.OpParam || v.Op == "constant" || !RowOutput(dot, v) || !fromGather(v) {
+		if dep || v.Op == ir.OpInput || v.Op == ir.OpParam || v.Op == "constant" || !rowOutput(dot, v, vals) || !fromGather(v) {
 			continue
 		}
 		ok := reaches(dot.Args[0], v, map[*ir.Value]bool{})
@@ -175,6 +200,18 @@ func gatheredRows(dot *ir.Value, reds []*ir.Value, vals map[*ir.Value]bool) *ir.
 		}
 	}
 	return nil
+}
+
+// gathers reports whether a prologue's values include a gather. Above MaxUnstagedRows its rows'
+// index and bounds arithmetic spill on sm_90 even with the rows staged (5 f32 rows of 768): the
+// decode step's first norm keeps its kernel there.
+func gathers(vals map[*ir.Value]bool) bool {
+	for v := range vals {
+		if v.Op == "gather" {
+			return true
+		}
+	}
+	return false
 }
 
 // fromGather reports whether v is a gather or computed from one.

@@ -2,15 +2,17 @@ package gemv
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/gcomp/gcomp/ir"
 )
 
 // TestRowPrologue: a norm of buffers' rows is a prologue (its reductions, in order) for up to
-// MaxPrologueRows rows contracting the last dim, through a reshape; more rows, a contraction
-// over another dim, a per-row value spread by a non-identity broadcast, or another reduction are
-// not.
+// MaxPrologueRows rows contracting the last dim, through a reshape; above MaxUnstagedRows only
+// for a LayerNorm whose rows are staged (StagedRows), without a gather; more rows, a
+// contraction over another dim, a per-row value spread by a non-identity broadcast, or another
+// reduction are not.
 func TestRowPrologue(t *testing.T) {
 	for _, c := range []struct {
 		name, src string
@@ -42,15 +44,18 @@ func TestRowPrologue(t *testing.T) {
   %y = dot_general(%h2, %w) {lhs_contract=[1], rhs_contract=[1]} : f32[1,64]
   output y = %y
 }`, 1},
-		{"five_rows", `graph g {
-  input %x : f32[5,256]
-  input %w : f32[256,64]
-  %v = reduce_sum(%x) {axes=[1], keepdims=true} : f32[5,1]
-  %rb = broadcast_in_dim(%v) {dims=[0,1], shape=[5,256]} : f32[5,256]
-  %h = mul(%x, %rb) : f32[5,256]
-  %y = dot_general(%h, %w) {lhs_contract=[1], rhs_contract=[0]} : f32[5,64]
-  output y = %y
-}`, 0},
+		{"four_rows", scaledRows(4), 1},
+		{"five_rows", scaledRows(5), 0},
+		{"nine_rows", scaledRows(9), 0},
+		// Above MaxUnstagedRows a prologue needs its rows staged, or one reduction of a buffer.
+		{"layernorm_8_rows_staged", layerNormRows(MaxPrologueRows, MaxStagedBytes/4/MaxPrologueRows, "%x"), 2},
+		{"layernorm_4_rows_unstaged", layerNormRows(MaxUnstagedRows, MaxStagedBytes/4/MaxUnstagedRows+64, "%x"), 2},
+		{"layernorm_5_rows_unstaged", layerNormRows(MaxUnstagedRows+1, MaxStagedBytes/4/MaxUnstagedRows, "%x"), 0},
+		{"layernorm_8_rows_variance_of_another_input", layerNormRows(MaxPrologueRows, 256, "%z"), 0},
+		{"embeddings_8_rows_staged", embedRMSNormRows(MaxPrologueRows, MaxStagedBytes/4/MaxPrologueRows), 0},
+		{"embeddings_5_rows_unstaged", embedRMSNormRows(MaxUnstagedRows+1, MaxStagedBytes/4/MaxUnstagedRows), 0},
+		{"embeddings_4_rows_unstaged", embedRMSNormRows(MaxUnstagedRows, MaxStagedBytes/4/MaxUnstagedRows+64), 1},
+		{"rmsnorm_8_rows", strings.ReplaceAll(strings.ReplaceAll(embedRMSNormRows(MaxPrologueRows, 1024), "%x = gather(%t, %tok) : f32[8,1024]\n", ""), "input %tok : i64[8]", "input %x : f32[8,1024]"), 0},
 		{"reduce_over_rows", `graph g {
   input %x : f32[2,256]
   input %w : f32[256,64]
@@ -83,26 +88,10 @@ func TestRowPrologue(t *testing.T) {
 }
 
 // TestStagedRows: a LayerNorm's rows are kept in shared memory when its variance reads them
-// again and they fit in MaxStagedBytes as f32; an RMSNorm (one reduction), a second reduction
+// again and they fit in MaxStagedBytes as f32; an RMSNorm (one reduction; above
+// MaxUnstagedRows rows no prologue), a second reduction
 // that does not read the first one's operand, and rows over the limit are not.
 func TestStagedRows(t *testing.T) {
-	layerNorm := func(m, k int, second string) string {
-		return fmt.Sprintf(`graph g {
-  input %%x : f16[%[1]d,%[2]d]
-  input %%z : f16[%[1]d,%[2]d]
-  input %%w : f16[%[2]d,64]
-  %%s = reduce_sum(%%x) {axes=[1], keepdims=true} : f16[%[1]d,1]
-  %%b = broadcast_in_dim(%%s) {dims=[0,1], shape=[%[1]d,%[2]d]} : f16[%[1]d,%[2]d]
-  %%c = sub(%[3]s, %%b) : f16[%[1]d,%[2]d]
-  %%q = mul(%%c, %%c) : f16[%[1]d,%[2]d]
-  %%v = reduce_sum(%%q) {axes=[1], keepdims=true} : f16[%[1]d,1]
-  %%r = rsqrt(%%v) : f16[%[1]d,1]
-  %%rb = broadcast_in_dim(%%r) {dims=[0,1], shape=[%[1]d,%[2]d]} : f16[%[1]d,%[2]d]
-  %%h = mul(%%c, %%rb) : f16[%[1]d,%[2]d]
-  %%y = dot_general(%%h, %%w) {lhs_contract=[1], rhs_contract=[0]} : f16[%[1]d,64]
-  output y = %%y
-}`, m, k, second)
-	}
 	rmsNorm := `graph g {
   input %x : f32[1,256]
   input %w : f32[256,64]
@@ -117,11 +106,12 @@ func TestStagedRows(t *testing.T) {
 		name, src string
 		staged    string // the staged value's name; "" for none
 	}{
-		{"layernorm", layerNorm(1, 768, "%x"), "x"},
-		{"layernorm_at_the_limit", layerNorm(1, MaxStagedBytes/4, "%x"), "x"},
-		{"layernorm_over_the_limit", layerNorm(2, MaxStagedBytes/8+64, "%x"), ""},
-		{"variance_of_another_input", layerNorm(1, 768, "%z"), ""},
+		{"layernorm", layerNormRows(1, 768, "%x"), "x"},
+		{"layernorm_at_the_limit", layerNormRows(1, MaxStagedBytes/4, "%x"), "x"},
+		{"layernorm_over_the_limit", layerNormRows(2, MaxStagedBytes/8+64, "%x"), ""},
+		{"variance_of_another_input", layerNormRows(1, 768, "%z"), ""},
 		{"rmsnorm", rmsNorm, ""},
+		{"rmsnorm_5_rows", strings.ReplaceAll(rmsNorm, "[1,", "[5,"), ""},
 		{"rmsnorm_of_embeddings", embedRMSNorm(256), "x"},
 		{"rmsnorm_of_embeddings_over_the_limit", embedRMSNorm(MaxStagedBytes/4 + 64), ""},
 	} {
@@ -135,20 +125,56 @@ func TestStagedRows(t *testing.T) {
 	}
 }
 
+// scaledRows is a GEMV over m rows of x scaled by their sums.
+func scaledRows(m int) string {
+	return fmt.Sprintf(`graph g {
+  input %%x : f32[%[1]d,256]
+  input %%w : f32[256,64]
+  %%v = reduce_sum(%%x) {axes=[1], keepdims=true} : f32[%[1]d,1]
+  %%rb = broadcast_in_dim(%%v) {dims=[0,1], shape=[%[1]d,256]} : f32[%[1]d,256]
+  %%h = mul(%%x, %%rb) : f32[%[1]d,256]
+  %%y = dot_general(%%h, %%w) {lhs_contract=[1], rhs_contract=[0]} : f32[%[1]d,64]
+  output y = %%y
+}`, m)
+}
+
+// layerNormRows is an f16 LayerNorm GEMV of m rows of k elements whose variance reads second
+// (%x: the rows, %z: another input).
+func layerNormRows(m, k int, second string) string {
+	return fmt.Sprintf(`graph g {
+  input %%x : f16[%[1]d,%[2]d]
+  input %%z : f16[%[1]d,%[2]d]
+  input %%w : f16[%[2]d,64]
+  %%s = reduce_sum(%%x) {axes=[1], keepdims=true} : f16[%[1]d,1]
+  %%b = broadcast_in_dim(%%s) {dims=[0,1], shape=[%[1]d,%[2]d]} : f16[%[1]d,%[2]d]
+  %%c = sub(%[3]s, %%b) : f16[%[1]d,%[2]d]
+  %%q = mul(%%c, %%c) : f16[%[1]d,%[2]d]
+  %%v = reduce_sum(%%q) {axes=[1], keepdims=true} : f16[%[1]d,1]
+  %%r = rsqrt(%%v) : f16[%[1]d,1]
+  %%rb = broadcast_in_dim(%%r) {dims=[0,1], shape=[%[1]d,%[2]d]} : f16[%[1]d,%[2]d]
+  %%h = mul(%%c, %%rb) : f16[%[1]d,%[2]d]
+  %%y = dot_general(%%h, %%w) {lhs_contract=[1], rhs_contract=[0]} : f16[%[1]d,64]
+  output y = %%y
+}`, m, k, second)
+}
+
 // embedRMSNorm is an RMSNorm GEMV over a row gathered from an embedding table by token id.
-func embedRMSNorm(k int) string {
+func embedRMSNorm(k int) string { return embedRMSNormRows(1, k) }
+
+// embedRMSNormRows is embedRMSNorm over m rows gathered by m token ids.
+func embedRMSNormRows(m, k int) string {
 	return fmt.Sprintf(`graph g {
   input %%t : f32[50,%[1]d]
-  input %%tok : i64[1]
+  input %%tok : i64[%[2]d]
   input %%w : f32[%[1]d,64]
-  %%x = gather(%%t, %%tok) : f32[1,%[1]d]
-  %%q = mul(%%x, %%x) : f32[1,%[1]d]
-  %%v = reduce_sum(%%q) {axes=[1], keepdims=true} : f32[1,1]
-  %%rb = broadcast_in_dim(%%v) {dims=[0,1], shape=[1,%[1]d]} : f32[1,%[1]d]
-  %%h = mul(%%x, %%rb) : f32[1,%[1]d]
-  %%y = dot_general(%%h, %%w) {lhs_contract=[1], rhs_contract=[0]} : f32[1,64]
+  %%x = gather(%%t, %%tok) : f32[%[2]d,%[1]d]
+  %%q = mul(%%x, %%x) : f32[%[2]d,%[1]d]
+  %%v = reduce_sum(%%q) {axes=[1], keepdims=true} : f32[%[2]d,1]
+  %%rb = broadcast_in_dim(%%v) {dims=[0,1], shape=[%[2]d,%[1]d]} : f32[%[2]d,%[1]d]
+  %%h = mul(%%x, %%rb) : f32[%[2]d,%[1]d]
+  %%y = dot_general(%%h, %%w) {lhs_contract=[1], rhs_contract=[0]} : f32[%[2]d,64]
   output y = %%y
-}`, k)
+}`, k, m)
 }
 
 // TestRowOutput: of an RMSNorm GEMV over gathered embeddings, the gathered rows are a row

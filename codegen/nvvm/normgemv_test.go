@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gcomp/gcomp/codegen/gemv"
 	"github.com/gcomp/gcomp/codegen/plan"
 	"github.com/gcomp/gcomp/ir"
 )
@@ -51,13 +52,14 @@ func normGEMVGraph(t *testing.T, norm, dt string, m, n, k int, kContig bool) *ir
 
 // TestNormGEMV: a GEMV with a LayerNorm (beta or not) or RMSNorm prologue is the NVVM producer's
 // own entry (the row prologue, then the direct template) for codegen/ptx's prologue shapes:
-// one to gemv.MaxPrologueRows rows, K under one block's 256 threads and over, on and off the
+// one to gemv.MaxPrologueRows rows (above gemv.MaxUnstagedRows, LayerNorms only, as gemv takes
+// them: its row loop holds one accumulator whatever the rows), K under one block's 256 threads and over, on and off the
 // vector width, both weight orders, f32, f16 and bf16. checkModule assembles it for sm_80 and
 // sm_90 without spills and runs it on the simulator with its checks against the reference (and
 // codegen/ptx's GEMV within tolerance: rsqrt is approximate in both).
 func TestNormGEMV(t *testing.T) {
 	p := requireProducer(t)
-	shapes := [][3]int{{1, 33, 300}, {2, 64, 130}, {3, 48, 100}, {4, 40, 257}}
+	shapes := [][3]int{{1, 33, 300}, {2, 64, 130}, {3, 48, 100}, {4, 40, 257}, {5, 64, 256}, {8, 40, 768}}
 	for _, norm := range []string{"layernorm_bias", "layernorm", "rmsnorm"} {
 		for _, dt := range []string{"f32", "f16", "bf16"} {
 			for i, s := range shapes {
@@ -65,6 +67,12 @@ func TestNormGEMV(t *testing.T) {
 				kContig := i%2 == 1
 				t.Run(fmt.Sprintf("%s_%s_%dx%dx%d_kcontig=%v", norm, dt, m, n, k, kContig), func(t *testing.T) {
 					kern := plan.Kernel{Name: "k0_" + norm, Graph: normGEMVGraph(t, norm, dt, m, n, k, kContig)}
+					if m > gemv.MaxUnstagedRows && norm == "rmsnorm" {
+						if tpl := plan.Template(kern); tpl == "norm gemv" {
+							t.Fatalf("an RMSNorm of %d rows takes the norm gemv template, want at most %d", m, gemv.MaxUnstagedRows)
+						}
+						return
+					}
 					if tpl := plan.Template(kern); tpl != "norm gemv" {
 						t.Fatalf("template %q, want norm gemv", tpl)
 					}
