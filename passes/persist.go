@@ -120,7 +120,32 @@ type runPlan struct {
 // its pooling needs the tiled template's window-major rows, and stages run the direct fold; nor
 // is a GEMV with a norm prologue (normgemv.go): stages run no reductions.
 func persistable(k *Kernel, opt FusionOptions) bool {
-	return (k.Kind == Loop || k.Kind == Contraction) && kernelPool(k) == nil && !hasReduction(k) && !contractsSymbolic(k) && k.Space.NumElements() <= opt.PersistElems
+	return (k.Kind == Loop || k.Kind == Contraction) && kernelPool(k) == nil && !hasReduction(k) && !contractsSymbolic(k) && !concatsSymbolic(k) && k.Space.NumElements() <= opt.PersistElems
+}
+
+// concatsSymbolic reports whether k concatenates along a symbolic dim (a cache grown by
+// concatenation): such a kernel runs at symbolic sizes on its own, as a copy (codegen/ptx's
+// symconcat.go), but not as a persistent kernel's stage.
+func concatsSymbolic(k *Kernel) bool {
+	for _, v := range k.Body.Values {
+		if v.Op != "concat" {
+			continue
+		}
+		if s, ax := symOf(k, v), v.Attrs.Int("axis", 0); ax < len(s) {
+			if _, ok := s[ax].IsConst(); !ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// symOf is v's symbolic sizes, or those of the value it stands for in k's source graph.
+func symOf(k *Kernel, v *ir.Value) []sym.Expr {
+	if v.Type.Sym == nil && k.Origins[v] != nil {
+		return k.Origins[v].Type.Sym
+	}
+	return v.Type.Sym
 }
 
 // contractsSymbolic reports whether a product of k contracts a symbolic dim (a train step's
@@ -128,18 +153,12 @@ func persistable(k *Kernel, opt FusionOptions) bool {
 // (codegen/ptx's symfold.go), but not as a persistent kernel's stage, whose products run the
 // bound's K.
 func contractsSymbolic(k *Kernel) bool {
-	symOf := func(v *ir.Value) []sym.Expr {
-		if v.Type.Sym == nil && k.Origins[v] != nil {
-			return k.Origins[v].Type.Sym
-		}
-		return v.Type.Sym
-	}
 	for _, v := range k.Body.Values {
 		if v.Op != "dot_general" || len(v.Args) < 2 {
 			continue
 		}
 		for i, key := range []string{"lhs_contract", "rhs_contract"} {
-			s := symOf(v.Args[i])
+			s := symOf(k, v.Args[i])
 			for _, ax := range v.Attrs.Ints(key) {
 				if ax < len(s) {
 					if _, ok := s[ax].IsConst(); !ok {
