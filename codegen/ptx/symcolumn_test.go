@@ -6,9 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/runtime/ref"
-	"github.com/gcomp/gcomp/sim"
 	"github.com/gcomp/gcomp/tensor"
 )
 
@@ -65,6 +63,8 @@ func TestSymbolicColumnInner(t *testing.T) {
 				t.Errorf("block %v: not the column template", l.Block)
 			case w == nil || w.Scale != tc.tiles || w.Tile != 1 || w.Axis != 0 || w.MaxBlocks != l.Grid[0]:
 				t.Errorf("work %+v, want %d tiles per row, one per block along x, at most the bound's grid %v", w, tc.tiles, l.Grid)
+			case l.Grid[0] != bound*tc.tiles:
+				t.Errorf("grid %v, want a block per tile at the bound (%d)", l.Grid, bound*tc.tiles)
 			case sl.Grid != l.Grid || sl.Block != l.Block:
 				t.Errorf("the static kernel's launch %v×%v, the symbolic one's at the bound %v×%v", sl.Grid, sl.Block, l.Grid, l.Block)
 			}
@@ -77,7 +77,14 @@ func TestSymbolicColumnInner(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				got, st := runSymColumn(t, text, l, g, n*tc.tiles, in)
+				// runSymAttn launches one block per unit of Work.Elements (every size parameter
+				// without an expression is that count): the column work's grid, the run's tiles,
+				// which stay below its MaxBlocks here.
+				lw := *l.Work
+				lw.Elements = fmt.Sprint(n * tc.tiles)
+				lt := l
+				lt.Work = &lw
+				got, st := runSymAttn(t, text, "k0", lt, g, map[string]int64{}, in)
 				what := fmt.Sprintf("batch %d of %d", n, bound)
 				if n == 0 {
 					for name, b := range got {
@@ -100,60 +107,4 @@ func TestSymbolicColumnInner(t *testing.T) {
 			}
 		})
 	}
-}
-
-// runSymColumn launches column kernel l (of g, at the bound) with tile count tiles on the
-// simulator (memcheck and racecheck on) over the grid its work computes: inputs at the start of
-// bound-sized buffers, the rest never written; outputs bound-sized, filled with symUntouched. It
-// returns each output's whole buffer and the launch's counters.
-func runSymColumn(t *testing.T, text string, l Launch, g *ir.Graph, tiles int, in map[string]*tensor.Tensor) (map[string][]byte, *sim.Stats) {
-	t.Helper()
-	dev := sim.NewDevice()
-	m, err := dev.Load(text)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var args []any
-	outs := map[string]uint64{}
-	for _, a := range l.Params {
-		var n int
-		var data []byte
-		switch a.Kind {
-		case ArgSize:
-			args = append(args, uint32(tiles))
-			continue
-		case ArgInput:
-			n, data = g.Inputs()[a.Index].Type.Bytes(), in[a.Name].Bytes()
-		case ArgOutput:
-			n = g.Outputs[a.Index].Value.Type.Bytes()
-			data = bytes.Repeat([]byte{symUntouched}, n)
-		default:
-			t.Fatalf("unexpected parameter %+v", a)
-		}
-		addr, err := dev.Alloc(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := dev.Write(addr, data); err != nil {
-			t.Fatal(err)
-		}
-		if a.Kind == ArgOutput {
-			outs[a.Name] = addr
-		}
-		args = append(args, addr)
-	}
-	grid := min(max(1, (tiles+l.Work.Tile-1)/l.Work.Tile), l.Work.MaxBlocks)
-	cfg := sim.Config{Grid: sim.Dim3{X: grid, Y: 1, Z: 1}, Block: sim.Dim3{X: l.Block[0], Y: 1, Z: 1}, SharedBytes: l.SharedBytes}
-	st, err := m.Launch("k0", cfg, args...)
-	if err != nil {
-		t.Fatalf("%d tiles: %v", tiles, err)
-	}
-	got := map[string][]byte{}
-	for _, o := range g.Outputs {
-		got[o.Name] = make([]byte, o.Value.Type.Bytes())
-		if err := dev.Read(outs[o.Name], got[o.Name]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return got, st
 }
