@@ -47,10 +47,14 @@ func TestSymbolicNVVM(t *testing.T) {
 	for _, tc := range symbolicGraphs {
 		models = append(models, model{name: "flat " + tc.name, graph: func() (*ir.Graph, error) { return ir.Parse("s.gir", []byte(tc.gir)) }})
 	}
-	// The folds (over scattered axes too: symfold_scatter.go) and the persistent kernels with
-	// symbolic stages are codegen/nvvm's own.
+	// The folds (over scattered axes too: symfold_scatter.go), the reductions over inner axes of
+	// the rows (the column template: symcolumn.go) and the persistent kernels with symbolic stages
+	// are codegen/nvvm's own.
 	for _, tc := range slices.Concat(foldGraphs, scatterFolds) {
 		models = append(models, model{name: "fold " + tc.name, graph: func() (*ir.Graph, error) { return ir.Parse("s.gir", []byte("graph s {\n"+tc.body+"}\n")) }})
+	}
+	for _, tc := range innerReductions { // symrows_inner_test.go
+		models = append(models, model{name: "inner " + tc.name, graph: func() (*ir.Graph, error) { return ir.Parse("s.gir", []byte("graph s {\n"+tc.body+"}\n")) }})
 	}
 	for _, tc := range foldViewGraphs { // symfold_view.go
 		models = append(models, model{name: "fold through views " + tc.name, graph: func() (*ir.Graph, error) { return ir.Parse("s.gir", []byte("graph s {\n"+tc.body+"}\n")) }})

@@ -31,7 +31,7 @@ var exampleSteps = []struct {
 	refused string
 }{
 	// The upsampling's backward sums each pixel's 2×2 window of the gradient: a reduction over
-	// inner axes of the rows (codegen/ptx's symrows_inner.go).
+	// inner axes of the rows (the column template at symbolic sizes: codegen/ptx's symcolumn.go).
 	{"unet", imageStep(3, 8, []int{2, 8, 8}, func(b *frontend.Builder, x *frontend.Tensor) *frontend.Tensor {
 		return unet.NewUNet(b).Forward(x)
 	}), false, ""},
@@ -92,7 +92,7 @@ func TestSymbolicStepExamples(t *testing.T) {
 }
 
 // The NVVM producer builds unet's step too: its reductions, the upsampling's backward among them,
-// are NVVM's own (the row template over the kept elements: codegen/nvvm's symrows.go), and the
+// are NVVM's own (the column template at symbolic sizes: codegen/nvvm's symcolumn.go), and the
 // step runs at batches 1 and 3 within
 // tolerance of the reference's.
 func TestSymbolicStepUNetNVVM(t *testing.T) {

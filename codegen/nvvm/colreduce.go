@@ -18,18 +18,19 @@ import (
 // the tile's per-column outputs.
 func (md *module) colReduce(k plan.Kernel, rp plan.Reduction) (*ir.Func, plan.Launch, error) {
 	g := k.Graph
-	args, work, err := colReduceArgs(k, rp) // symfold.go
+	W, H := rp.TileCols, rp.TileRows
+	ctiles := (rp.C + W - 1) / W
+	args, work, err := colReduceArgs(k, rp, rp.A*ctiles) // symfold.go
 	if err != nil {
 		return nil, plan.Launch{}, err
 	}
 	kg := md.newKernel(k, args)
-	W, H := rp.TileCols, rp.TileRows
+	tileEnd, rEnd := kg.colExtent(k, rp, rp.A*ctiles) // symcolumn.go
 	slots := md.sharedSlots(k.Name, W*H)
 	tid := kg.sreg("tid.x")
 	tx := kg.b.NewAnd(tid, ci(W-1))
 	ty := kg.b.NewLShr(tid, ci(5))
 	accs := kg.accumulators(rp.Reduces)
-	ctiles := (rp.C + W - 1) / W
 	var fullOuts, rowOuts []int
 	for i, o := range g.Outputs {
 		if rp.IsRowShape(o.Value.Type.Shape) {
@@ -43,7 +44,7 @@ func (md *module) colReduce(k plan.Kernel, rp plan.Reduction) (*ir.Func, plan.La
 			err = e
 		}
 	}
-	kg.loop(kg.sreg("ctaid.x"), kg.sreg("nctaid.x"), rp.A*ctiles, func(tile value.Value) {
+	kg.loopTo(kg.sreg("ctaid.x"), kg.sreg("nctaid.x"), tileEnd, func(tile value.Value) {
 		ai := kg.div(tile, ctiles)
 		c := kg.add(kg.mul(kg.rem(tile, ctiles), W), tx)
 		cok := kg.b.NewICmp(enum.IPredULT, c, ci(rp.C))
@@ -58,7 +59,7 @@ func (md *module) colReduce(k plan.Kernel, rp plan.Reduction) (*ir.Func, plan.La
 		for _, red := range rp.Reduces {
 			accT, combine, _ := plan.Accumulator(red)
 			acc := accs[red]
-			keep(kg.foldTo(red, acc, ty, ci(H), kg.units(rp.R), at(cc)))
+			keep(kg.foldTo(red, acc, ty, ci(H), rEnd, at(cc)))
 			kg.b.NewStore(kg.b.NewLoad(regType(accT), acc), kg.slot(slots, tid, accT)).Align = 8
 			kg.barrier()
 			var total value.Value = kg.b.NewLoad(regType(accT), kg.slot(slots, tx, accT))
@@ -76,7 +77,7 @@ func (md *module) colReduce(k plan.Kernel, rp plan.Reduction) (*ir.Func, plan.La
 		}
 		if len(fullOuts) > 0 {
 			kg.branch(cok, "col", func() {
-				kg.loopTo(ty, ci(H), kg.units(rp.R), func(r value.Value) { keep(kg.storeOutputs(fullOuts, at(c)(r))) })
+				kg.loopTo(ty, ci(H), rEnd, func(r value.Value) { keep(kg.storeOutputs(fullOuts, at(c)(r))) })
 			})
 		}
 		if len(rowOuts) > 0 {

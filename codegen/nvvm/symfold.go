@@ -45,10 +45,14 @@ func (md *module) symColReduce(k plan.Kernel, rp plan.Reduction) (*ir.Func, plan
 }
 
 // colReduceArgs returns the column template's parameters and work: plan.Params and none for a
-// static kernel, the folded count after them for a symbolic one.
-func colReduceArgs(k plan.Kernel, rp plan.Reduction) ([]plan.Arg, *plan.SymWork, error) {
-	if !k.Symbolic {
+// static kernel; the folded count after them for a symbolic one folding its rows, its tiles (at
+// the bound) for one keeping them (symcolumn.go).
+func colReduceArgs(k plan.Kernel, rp plan.Reduction, tiles int) ([]plan.Arg, *plan.SymWork, error) {
+	switch {
+	case !k.Symbolic:
 		return plan.Params(k.Graph), nil, nil
+	case keepsColumnRows(k, rp):
+		return symColumnArgs(k, rp, tiles)
 	}
 	return symFoldArgs(k, rp.R)
 }

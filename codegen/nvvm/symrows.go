@@ -13,10 +13,10 @@ import (
 // bounding its grid-stride loop over rows (or over result elements).
 
 // symRowReduce is the row reduction at symbolic sizes: one block per row, rows bounded by the
-// size parameter. Only the row template takes a row count, as in codegen/ptx: a reduction over
-// inner axes of the rows is planned as the scattered row template over the kept elements
-// (codegen/ptx's symrows_inner.go), and a plan splitting one long row over blocks (a bound of
-// one row) runs as a row reduction.
+// size parameter. A reduction over inner axes of the rows takes the static build's template: the
+// column one with its tiles the size (symcolumn.go) or the scattered row one over the kept
+// elements, and a plan splitting one long row over blocks (a bound of one row) runs as a row
+// reduction.
 func (md *module) symRowReduce(k plan.Kernel) (*ir.Func, plan.Launch, error) {
 	rp, err := plan.ReducePlan(k)
 	if err != nil {
@@ -27,7 +27,7 @@ func (md *module) symRowReduce(k plan.Kernel) (*ir.Func, plan.Launch, error) {
 	}
 	switch rp.Kind {
 	case "column":
-		return nil, plan.Launch{}, fmt.Errorf("reduce axes %v of %s are not trailing; only the row template runs at symbolic sizes", rp.Axes, rp.Full)
+		return md.colReduce(k, rp) // symcolumn.go
 	case "split":
 		rp.Kind, rp.Threads, rp.ScratchBytes = "row", rowThreads(rp.R), 0
 		rp.Grid = [3]int{max(1, min(rp.A, plan.MaxLoopBlocks)), 1, 1}

@@ -142,7 +142,6 @@ func ReducePlan(k Kernel) (Reduction, error) {
 	if err != nil {
 		return Reduction{}, err
 	}
-	rs = rowsInner(k, rs) // symrows_inner.go
 	if err := checkRowDomains(k.Graph, rs); err != nil {
 		return Reduction{}, err
 	}

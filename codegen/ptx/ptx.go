@@ -235,14 +235,17 @@ func globalThread(b *builder) (tid, nthreads string) {
 // blockTiles opens a block-stride loop over tiles 0..tiles-1 (`for id := ctaid.x; id < tiles;
 // id += nctaid.x`): every thread of a block runs the same iterations, so the body may use
 // bar.sync. next closes the loop.
-func blockTiles(b *builder, tiles int) (id string, next func()) {
+func blockTiles(b *builder, tiles int) (id string, next func()) { return blockTilesTo(b, imm(tiles)) }
+
+// blockTilesTo is blockTiles up to a tile count in a register (a symbolic kernel's size).
+func blockTilesTo(b *builder, tiles string) (id string, next func()) {
 	id, step := b.reg(rU32), b.reg(rU32)
 	b.ins("mov.u32", id, "%ctaid.x")
 	b.ins("mov.u32", step, "%nctaid.x")
 	head, done := b.label("tile"), b.label("tiles_done")
 	b.place(head)
 	p := b.reg(rPred)
-	b.ins("setp.ge.u32", p, id, imm(tiles))
+	b.ins("setp.ge.u32", p, id, tiles)
 	b.braIf(p, done)
 	return id, func() {
 		b.ins("add.s32", id, id, step)

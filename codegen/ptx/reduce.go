@@ -48,7 +48,6 @@ func reduceKernel(k Kernel, globals *[]string) (string, Launch, error) {
 	if err != nil {
 		return "", Launch{}, err
 	}
-	rs = rowsInner(k, rs) // symrows_inner.go
 	if err := checkRowDomains(g, rs); err != nil {
 		return "", Launch{}, err
 	}
@@ -404,16 +403,19 @@ func colReduce(k Kernel, rs reduceShape, reds []*ir.Value, globals *[]string) (s
 	b.ins("mov.u32", partBase, part)
 	slot := a.mad(tid, 8, partBase)
 	colSlot := a.mad(tx, 8, partBase)
-	rEnd, work := imm(rs.r), (*SymWork)(nil)
-	if k.Symbolic {
-		var err error
+	ctiles := ceilDiv(rs.c, colWidth)
+	tiles := rs.a * ctiles
+	rEnd := imm(rs.r)
+	tilesEnd, work, err := colTiles(k, rs, b, &args, tiles) // symcolumn.go
+	if err != nil {
+		return "", Launch{}, err
+	}
+	if foldsRows(k, rs.axes) {
 		if rEnd, work, err = symFold(k, b, &args, rs.r); err != nil {
 			return "", Launch{}, err
 		}
 	}
-	ctiles := ceilDiv(rs.c, colWidth)
-	tiles := rs.a * ctiles
-	tile, next := blockTiles(b, tiles)
+	tile, next := blockTilesTo(b, tilesEnd)
 	ai := a.div(tile, ctiles)
 	c := a.add(a.mul(a.rem(tile, ctiles), colWidth), tx)
 	cok := b.reg(rPred)
