@@ -55,6 +55,9 @@ func reduceKernel(k Kernel, globals *[]string) (string, Launch, error) {
 	if foldsRows(k, rs.axes) && !rs.scattered {
 		return colReduce(k, rs, reds, globals) // the rows lead the reduced block (symfold.go)
 	}
+	if k.Symbolic && k.Sizes != nil {
+		return "", Launch{}, fmt.Errorf("a reduction reading views at symbolic sizes runs only as a column reduction over the leading rows")
+	}
 	if rs.rowPattern && rs.a == 1 && rs.r >= splitReduce && len(reds) == 1 && !outputsFull(g, rs) && !k.Symbolic {
 		return fullReduce(k, rs, reds[0], globals)
 	}
@@ -405,8 +408,12 @@ func colReduce(k Kernel, rs reduceShape, reds []*ir.Value, globals *[]string) (s
 	slot := a.mad(tid, 8, partBase)
 	colSlot := a.mad(tx, 8, partBase)
 	rEnd, work := imm(rs.r), (*SymWork)(nil)
+	var sv *symView
 	if k.Symbolic {
 		var err error
+		if sv, err = symReduceViews(k, b, &args); err != nil { // the dims before the count: symfold_reduce_view.go
+			return "", Launch{}, err
+		}
 		if rEnd, work, err = symFold(k, b, &args, rs.r); err != nil {
 			return "", Launch{}, err
 		}
@@ -421,6 +428,7 @@ func colReduce(k Kernel, rs reduceShape, reds []*ir.Value, globals *[]string) (s
 	cc := a.clamp(c, rs.c) // lanes past the last column fold column C-1 and discard it
 	base := a.mul(ai, rs.r*rs.c)
 	gn.bound = map[*ir.Value]func(*index) val{}
+	bindViewTops(gn, sv, g)
 	for _, red := range reds {
 		accT, combine, identity := accumulator(red)
 		b.note("%s", g.Format(red))
