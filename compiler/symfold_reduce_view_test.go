@@ -24,9 +24,9 @@ var foldReduceViewGraphs = []struct{ name, body string }{
 	{"heads merged, the sequence not leading, rows flattened (bf16)", "  dims { seq in [1,13] }\n  input %dv : bf16[2,3,seq,8]\n" +
 		"  %0 = transpose(%dv) {perm=[0,2,1,3]} : bf16[2,seq,3,8]\n  %1 = reshape(%0) {shape=[26,24]} : bf16[2*seq,24]\n" +
 		"  %2 = reduce_sum(%1) {axes=[0]} : bf16[24]\n  output db = %2\n"},
-	{"a max and an SGD update over the merged heads, the batch leading (the views keep the rows) (f32)", "  dims { batch in [1,5] }\n  input %dk : f32[batch,2,3,4]\n  input %b : f32[8]\n" +
-		"  %0 = transpose(%dk) {perm=[0,2,1,3]} : f32[batch,3,2,4]\n  %1 = reshape(%0) {shape=[15,8]} : f32[batch*3,8]\n" +
-		"  %2 = reduce_max(%1) {axes=[0]} : f32[8]\n  %3 = constant() {dtype=f32, shape=[8], value=[-0.1]} : f32[8]\n" +
+	{"a max and an SGD update over the merged heads, the sequence not leading (f32)", "  dims { seq in [1,11] }\n  input %dk : f32[3,2,seq,4]\n  input %b : f32[8]\n" +
+		"  %0 = transpose(%dk) {perm=[0,2,1,3]} : f32[3,seq,2,4]\n  %1 = reshape(%0) {shape=[3,11,8]} : f32[3,seq,8]\n" +
+		"  %2 = reduce_max(%1) {axes=[0,1]} : f32[8]\n  %3 = constant() {dtype=f32, shape=[8], value=[-0.1]} : f32[8]\n" +
 		"  %4 = mul(%2, %3) : f32[8]\n  %5 = add(%b, %4) : f32[8]\n  output nb = %5\n"},
 }
 
