@@ -1,19 +1,25 @@
 package train
 
 import (
+	"math"
+	"slices"
 	"testing"
 
 	"github.com/gcomp/gcomp/frontend"
 	"github.com/gcomp/gcomp/frontend/nn"
 	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ops"
+	"github.com/gcomp/gcomp/tensor"
 )
 
 // nn.TransformerEncoderLayer trained over variable-length sequences: both batch and seq are
-// symbolic, so the gradients of its packed, biased in-projection sum (the bias) and concatenate
-// (the packed weight) the heads' gradients read through the view that merges them,
-// [batch, h, seq, d] transposed to [batch, seq, h, d], which moves the rows (docs/dynamic.md,
-// "Folds through views"). Each run is within tolerance of the reference interpreter's step and
-// the static build's at those sizes.
+// symbolic, so the gradient of its packed, biased in-projection sums (the bias) and concatenates
+// (the packed weight's, as pads added) the heads' gradients read through the view that merges
+// them, [batch, h, seq, d] transposed to [batch, seq, h, d], which moves the rows
+// (docs/dynamic.md, "Folds through views"). Dropout 0.1 on its three branches draws its masks
+// over the rows batch·seq. One build runs at (batch, seq) pairs that are 1, primes and the
+// bounds, smallest first, each within tolerance of the reference interpreter's step and bit for
+// bit the static build's at those sizes.
 func TestSymbolicTransformerEncoderLayerStep(t *testing.T) {
 	envs := []map[string]int64{
 		{"batch": 1, "seq": 1}, {"batch": 1, "seq": 5}, {"batch": 3, "seq": 2}, {"batch": 2, "seq": 7}, {"batch": 4, "seq": 7},
@@ -36,5 +42,79 @@ func TestSymbolicTransformerEncoderLayerStep(t *testing.T) {
 	if len(s.Graph.Dims) != 2 {
 		t.Fatalf("the step has dims %v", s.Graph.Dims)
 	}
-	checkSymbolicStepAt(t, s, envs, nil)
+	var masks []string
+	for _, v := range s.Graph.Values {
+		if v.Op == "philox_uniform" {
+			masks = append(masks, v.Type.String())
+		}
+	}
+	if want := []string{"f32[batch,seq,8]", "f32[batch,seq,16]", "f32[batch,seq,8]"}; !slices.Equal(masks, want) {
+		t.Fatalf("the step's masks are %v, want %v", masks, want)
+	}
+	var runs []stepRun
+	checkSymbolicStepAt(t, s, envs, func(env map[string]int64, inputs map[string]*tensor.Tensor) {
+		runs = append(runs, stepRun{env, inputs})
+	})
+	checkStaticBits(t, s, runs)
+}
+
+// checkStaticBits runs step s's symbolic build and its static build at each run's sizes on the
+// run's inputs, with the bound's seeded parameters as checkSymbolicStepAt sets them, and wants
+// their outputs equal bit for bit.
+func checkStaticBits(t *testing.T, s *StepGraph, runs []stepRun) {
+	t.Helper()
+	atBound := map[string]int64{}
+	for _, d := range s.Graph.Dims {
+		atBound[d.Name] = int64(d.Hi)
+	}
+	bound, err := ops.Instantiate(s.Graph, atBound)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, params, err := tensor.SeededValues(bound, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, v := range s.InitState() {
+		if _, ok := params[name]; ok {
+			params[name] = v
+		}
+	}
+	p := loadSim(t, s.Graph)
+	if err := p.SetParams(params); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range runs {
+		env, inputs := r.env, r.inputs
+		st, err := ops.Instantiate(s.Graph, env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sp := loadSim(t, st)
+		if err := sp.SetParams(params); err != nil {
+			t.Fatal(err)
+		}
+		got, err := p.Run(inputs)
+		if err != nil {
+			t.Fatalf("sizes %v: %v", env, err)
+		}
+		want, err := sp.Run(inputs)
+		if err != nil {
+			t.Fatalf("static build at sizes %v: %v", env, err)
+		}
+		for name, w := range want.Outputs {
+			o := got.Outputs[name]
+			for i := range w.Len() {
+				if math.Float64bits(o.At(i)) != math.Float64bits(w.At(i)) {
+					t.Fatalf("sizes %v: %s[%d] = %v, the static build's %v", env, name, i, o.At(i), w.At(i))
+				}
+			}
+		}
+	}
+}
+
+// stepRun is one run's sizes and inputs.
+type stepRun struct {
+	env    map[string]int64
+	inputs map[string]*tensor.Tensor
 }
