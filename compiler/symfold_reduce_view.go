@@ -35,7 +35,7 @@ func foldReduceViews(k *passes.Kernel, kg *passes.KernelGraph, ranges sym.Ranges
 	if why2 != "" {
 		return r, nil, why
 	}
-	chain := maps2set(tops, below)
+	chain := union(tops, below)
 	sizes := foldViewSizes(k, kg, ranges, chain) // symfold_view.go
 	if sizes == nil {
 		return r, nil, why
@@ -107,7 +107,7 @@ func symViewTops(k *passes.Kernel, kg *passes.KernelGraph) ([]*ir.Value, map[*ir
 	return tops, below
 }
 
-func maps2set(tops []*ir.Value, below map[*ir.Value]bool) map[*ir.Value]bool {
+func union(tops []*ir.Value, below map[*ir.Value]bool) map[*ir.Value]bool {
 	s := map[*ir.Value]bool{}
 	for v := range below {
 		s[v] = true

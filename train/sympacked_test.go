@@ -3,7 +3,12 @@ package train
 import (
 	"math"
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/gcomp/gcomp/codegen/backend"
+	"github.com/gcomp/gcomp/codegen/nvvm/libnvvm"
+	"github.com/gcomp/gcomp/compiler"
 
 	"github.com/gcomp/gcomp/frontend"
 	"github.com/gcomp/gcomp/frontend/nn"
@@ -51,6 +56,7 @@ func TestSymbolicTransformerEncoderLayerStep(t *testing.T) {
 	if want := []string{"f32[batch,seq,8]", "f32[batch,seq,16]", "f32[batch,seq,8]"}; !slices.Equal(masks, want) {
 		t.Fatalf("the step's masks are %v, want %v", masks, want)
 	}
+	t.Run("nvvm", func(t *testing.T) { checkBorrowsReduceViews(t, s) })
 	var runs []stepRun
 	checkSymbolicStepAt(t, s, envs, func(env map[string]int64, inputs map[string]*tensor.Tensor) {
 		runs = append(runs, stepRun{env, inputs})
@@ -117,4 +123,32 @@ func checkStaticBits(t *testing.T, s *StepGraph, runs []stepRun) {
 type stepRun struct {
 	env    map[string]int64
 	inputs map[string]*tensor.Tensor
+}
+
+// checkBorrowsReduceViews builds step s with the NVVM producer: it compiles, and the kernels
+// taking codegen/ptx's entry are the column reductions through views (codegen/nvvm's
+// fallback_reduce_view.go), at least one.
+func checkBorrowsReduceViews(t *testing.T, s *StepGraph) {
+	lib := libnvvm.Require(t)
+	nv, err := backend.New("nvvm", lib.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := compiler.Compile(s.Graph, StepCompilerOptions(compiler.Options{Producer: nv}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	borrowed := 0
+	for _, k := range res.Artifact.Plan.Kernels {
+		if k.Producer != "ptx" {
+			continue
+		}
+		borrowed++
+		if !strings.Contains(strings.Join(k.Notes, "\n"), "column reduction through views") {
+			t.Errorf("kernel %s: codegen/ptx's entry (%v)", k.Name, k.Notes)
+		}
+	}
+	if borrowed == 0 {
+		t.Error("no kernel takes codegen/ptx's entry; the in-projection's bias gradient reads views at the run's sizes")
+	}
 }
