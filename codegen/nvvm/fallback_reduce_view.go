@@ -8,5 +8,5 @@ import "github.com/gcomp/gcomp/codegen/plan"
 // in-projection). This package's column template reads its operands at the bound's index
 // arithmetic, so it borrows codegen/ptx's entry.
 func reducesViews(k plan.Kernel) bool {
-	return k.Symbolic && k.Sizes != nil && plan.Template(k) == "reduction"
+	return k.Symbolic && k.Sizes != nil && !plan.LayerSized(k) && plan.Template(k) == "reduction"
 }

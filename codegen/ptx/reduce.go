@@ -55,7 +55,7 @@ func reduceKernel(k Kernel, globals *[]string) (string, Launch, error) {
 	if foldsRows(k, rs.axes) && !rs.scattered {
 		return colReduce(k, rs, reds, globals) // the rows lead the reduced block (symfold.go)
 	}
-	if k.Symbolic && k.Sizes != nil {
+	if k.Symbolic && k.Sizes != nil && !layerSized(k) {
 		return "", Launch{}, fmt.Errorf("a reduction reading views at symbolic sizes runs only as a column reduction over the leading rows")
 	}
 	if rs.rowPattern && rs.a == 1 && rs.r >= splitReduce && len(reds) == 1 && !outputsFull(g, rs) && !k.Symbolic {

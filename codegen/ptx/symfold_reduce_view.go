@@ -19,7 +19,7 @@ import (
 
 // symReduceViews loads the dims of a symbolic column reduction's views, or nil without sizes.
 func symReduceViews(k Kernel, b *builder, args *[]Arg) (*symView, error) {
-	if !k.Symbolic || k.Sizes == nil {
+	if !k.Symbolic || k.Sizes == nil || layerSized(k) { // a layer's sizes: symlayer.go
 		return nil, nil
 	}
 	sv := &symView{dims: symViewLoad(k, b, args, k.Sizes), sizes: k.Sizes}
