@@ -20,6 +20,9 @@ var foldReduceViewGraphs = []struct{ name, body string }{
 		"  %6 = pad(%1) {low=[0,0,0], high=[0,0,16]} : f16[batch,seq,24]\n  %7 = pad(%3) {low=[0,0,8], high=[0,0,8]} : f16[batch,seq,24]\n" +
 		"  %8 = pad(%5) {low=[0,0,16], high=[0,0,0]} : f16[batch,seq,24]\n  %9 = add(%6, %7) : f16[batch,seq,24]\n" +
 		"  %10 = add(%9, %8) : f16[batch,seq,24]\n  %11 = reduce_sum(%10) {axes=[0,1]} : f16[24]\n  output dw = %10\n  output db = %11\n"},
+	{"heads merged times a buffer of the rows (f32)", "  dims { batch in [1,4], seq in [1,7] }\n  input %dq : f32[batch,2,seq,4]\n  input %x : f32[batch,seq,8]\n" +
+		"  %0 = transpose(%dq) {perm=[0,2,1,3]} : f32[batch,seq,2,4]\n  %1 = reshape(%0) {shape=[4,7,8]} : f32[batch,seq,8]\n" +
+		"  %2 = mul(%1, %x) : f32[batch,seq,8]\n  %3 = reduce_sum(%2) {axes=[0,1]} : f32[8]\n  output dg = %3\n"},
 	// seq is not the buffer's leading dim: a head's rows start seq·8 apart at the run's sizes.
 	{"heads merged, the sequence not leading, rows flattened (bf16)", "  dims { seq in [1,13] }\n  input %dv : bf16[2,3,seq,8]\n" +
 		"  %0 = transpose(%dv) {perm=[0,2,1,3]} : bf16[2,seq,3,8]\n  %1 = reshape(%0) {shape=[26,24]} : bf16[2*seq,24]\n" +
