@@ -69,23 +69,7 @@ func TestSymbolicTransformerEncoderLayerStep(t *testing.T) {
 // their outputs equal bit for bit.
 func checkStaticBits(t *testing.T, s *StepGraph, runs []stepRun) {
 	t.Helper()
-	atBound := map[string]int64{}
-	for _, d := range s.Graph.Dims {
-		atBound[d.Name] = int64(d.Hi)
-	}
-	bound, err := ops.Instantiate(s.Graph, atBound)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, params, err := tensor.SeededValues(bound, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, v := range s.InitState() {
-		if _, ok := params[name]; ok {
-			params[name] = v
-		}
-	}
+	params, _ := boundParams(t, s)
 	p := loadSim(t, s.Graph)
 	if err := p.SetParams(params); err != nil {
 		t.Fatal(err)
@@ -151,4 +135,30 @@ func checkBorrowsReduceViews(t *testing.T, s *StepGraph) {
 	if borrowed == 0 {
 		t.Error("no kernel takes codegen/ptx's entry; the in-projection's bias gradient reads views at the run's sizes")
 	}
+}
+
+// boundParams returns step s's parameters as the symbolic runs take them: seeded at the bound,
+// the optimizer's state as it starts (Adam's squares at zero, not at random values), and that
+// state.
+func boundParams(t *testing.T, s *StepGraph) (params, state map[string]*tensor.Tensor) {
+	t.Helper()
+	atBound := map[string]int64{}
+	for _, d := range s.Graph.Dims {
+		atBound[d.Name] = int64(d.Hi)
+	}
+	bound, err := ops.Instantiate(s.Graph, atBound)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, params, err = tensor.SeededValues(bound, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	state = s.InitState()
+	for name, v := range state {
+		if _, ok := params[name]; ok {
+			params[name] = v
+		}
+	}
+	return params, state
 }
