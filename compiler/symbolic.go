@@ -124,6 +124,8 @@ func symbolicKernels(g *ir.Graph, kg *passes.KernelGraph, _ backend.Producer) (m
 				}
 			case why != "" && k.Kind == passes.Loop && (ptx.SymbolicCopy(k.Body) == "" || ptx.SymbolicConcat(k.Body) == "") && !k.BindTime:
 				r, sizes, why = copyRows(k, kg, ranges, why) // symstride.go (a concat: codegen/ptx's symconcat.go)
+			case why != "" && k.Kind == passes.Row && !k.BindTime:
+				r, sizes, why = foldReduceViews(k, kg, ranges, r, why) // symfold_reduce_view.go
 			}
 			if why != "" {
 				return nil, refuse(why + "; a kernel runs at symbolic sizes when its rows (every dim up to the last symbolic one) are independent")

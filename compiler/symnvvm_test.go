@@ -59,6 +59,10 @@ func TestSymbolicNVVM(t *testing.T) {
 	for _, tc := range foldViewGraphs { // symfold_view.go
 		models = append(models, model{name: "fold through views " + tc.name, graph: func() (*ir.Graph, error) { return ir.Parse("s.gir", []byte("graph s {\n"+tc.body+"}\n")) }})
 	}
+	// Column reductions through views (symfold_reduce_view.go) take codegen/ptx's entry.
+	for _, tc := range foldReduceViewGraphs {
+		models = append(models, model{name: "column reduction through views " + tc.name, borrows: true, graph: func() (*ir.Graph, error) { return ir.Parse("s.gir", []byte("graph s {\n"+tc.body+"}\n")) }})
+	}
 	for _, tc := range persistModels {
 		models = append(models, model{name: "persistent " + tc.name, graph: func() (*ir.Graph, error) { return frontend.Build("m", tc.build) }})
 	}

@@ -85,8 +85,8 @@ func TestSymbolicTransformerDropoutStep(t *testing.T) {
 // transformerBlock is a post-norm transformer encoder block over [batch, seq, 8] (batch in
 // [1, 4], seq in [1, 7]) with dropout p, its loss the mean squared error to t. With one head the
 // activations are [batch, 1, seq, 8]; with more, the heads are split from the features and
-// merged back, and the q, k and v projections have no bias (a bias's gradient sums the heads'
-// gradients through the view that merges them, a fold the compiler does not take yet).
+// merged back, and the q, k and v projections have no bias (biased and packed ones train too:
+// TestSymbolicTransformerEncoderLayerStep).
 func transformerBlock(b *frontend.Builder, p float64, heads int) {
 	n, s := b.Dim("batch", 1, 4), b.Dim("seq", 1, 7)
 	shape := []int{n, s, 8}

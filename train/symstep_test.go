@@ -213,24 +213,7 @@ func checkSymbolicStep(t *testing.T, s *StepGraph, batches []int64, set func(n i
 func checkSymbolicStepAt(t *testing.T, s *StepGraph, envs []map[string]int64, set func(env map[string]int64, inputs map[string]*tensor.Tensor)) {
 	t.Helper()
 	p := loadSim(t, s.Graph)
-	atBound := map[string]int64{}
-	for _, d := range s.Graph.Dims {
-		atBound[d.Name] = int64(d.Hi)
-	}
-	bound, err := ops.Instantiate(s.Graph, atBound)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, params, err := tensor.SeededValues(bound, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	state := s.InitState() // Adam's squares start at zero, not at random values
-	for name, v := range state {
-		if _, ok := params[name]; ok {
-			params[name] = v
-		}
-	}
+	params, state := boundParams(t, s)
 	if err := p.SetParams(params); err != nil {
 		t.Fatal(err)
 	}

@@ -54,6 +54,9 @@ func reduceKernel(k Kernel, globals *[]string) (string, Launch, error) {
 	if foldsRows(k, rs.axes) && !rs.scattered {
 		return colReduce(k, rs, reds, globals) // the rows lead the reduced block (symfold.go)
 	}
+	if k.Symbolic && k.Sizes != nil && !layerSized(k) {
+		return "", Launch{}, fmt.Errorf("a reduction reading views at symbolic sizes runs only as a column reduction over the leading rows")
+	}
 	if rs.rowPattern && rs.a == 1 && rs.r >= splitReduce && len(reds) == 1 && !outputsFull(g, rs) && !k.Symbolic {
 		return fullReduce(k, rs, reds[0], globals)
 	}
@@ -406,6 +409,10 @@ func colReduce(k Kernel, rs reduceShape, reds []*ir.Value, globals *[]string) (s
 	ctiles := ceilDiv(rs.c, colWidth)
 	tiles := rs.a * ctiles
 	rEnd := imm(rs.r)
+	sv, err := symReduceViews(k, b, &args) // the dims before the count: symfold_reduce_view.go
+	if err != nil {
+		return "", Launch{}, err
+	}
 	tilesEnd, work, err := colTiles(k, rs, b, &args, tiles) // symcolumn.go
 	if err != nil {
 		return "", Launch{}, err
@@ -423,6 +430,7 @@ func colReduce(k Kernel, rs reduceShape, reds []*ir.Value, globals *[]string) (s
 	cc := a.clamp(c, rs.c) // lanes past the last column fold column C-1 and discard it
 	base := a.mul(ai, rs.r*rs.c)
 	gn.bound = map[*ir.Value]func(*index) val{}
+	bindViewTops(gn, sv, g)
 	for _, red := range reds {
 		accT, combine, identity := accumulator(red)
 		b.note("%s", g.Format(red))

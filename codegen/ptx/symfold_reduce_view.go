@@ -1,0 +1,92 @@
+package ptx
+
+import (
+	"fmt"
+
+	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ir/sym"
+)
+
+// Column reductions read through views. A bias gradient over the rows whose operand merges
+// attention's heads back ([batch, h, seq, d] transposed and reshaped into [batch, seq, h·d], the
+// packed in-projection's three of them padded into [batch, seq, 3·h·d]) reads buffers whose rows
+// are not the kernel's. The compiler hands the views' sizes over (Kernel.Sizes, its
+// symfold_reduce_view.go); the column template takes the dims they name as parameters after the
+// folded count, and reads each top of a chain of views at its linear index, which is the same at
+// the bound and at the run (its rows lead, its trailing dims are static), delinearized over the
+// top's sizes at the run and followed down to the buffer (symview.go). The row loop is the
+// static kernel's at the run's sizes, so the fold sums in its order.
+
+// symReduceViews loads the dims of a symbolic column reduction's views, or nil without sizes.
+func symReduceViews(k Kernel, b *builder, args *[]Arg) (*symView, error) {
+	if !k.Symbolic || k.Sizes == nil || layerSized(k) { // a layer's sizes: symlayer.go
+		return nil, nil
+	}
+	sv := &symView{dims: symViewLoad(k, b, args, k.Sizes), sizes: k.Sizes}
+	for _, v := range viewTops(k.Graph, k.Sizes) {
+		if err := sv.check(b, v); err != nil {
+			return nil, err
+		}
+		s := SymSizes(v, k.Sizes)
+		last := -1
+		for i, e := range s {
+			if !isConst(e) {
+				last = i
+			}
+		}
+		for i := last + 1; i < len(s); i++ {
+			if n, _ := s[i].IsConst(); n != int64(v.Type.Shape[i]) {
+				return nil, fmt.Errorf("a column reduction reading %s through views whose static dims differ from the bound's does not run at symbolic sizes", v.Type)
+			}
+		}
+	}
+	return sv, nil
+}
+
+// bindViewTops makes gn read each top of a chain of views of the kernel's symbolic buffers at
+// the run's sizes.
+func bindViewTops(gn *gen, sv *symView, g *ir.Graph) {
+	if sv == nil {
+		return
+	}
+	b := gn.e.b
+	for _, v := range viewTops(g, sv.sizes) {
+		s := SymSizes(v, sv.sizes)
+		gn.bound[v] = func(x *index) val {
+			buf, lin := sv.lin(b, v, sv.delinearize(b, s, x.getLin(gn.a)))
+			return gn.load(buf, lin)
+		}
+	}
+}
+
+// viewTops returns the views of g with sizes that no other view with sizes reads, down whose
+// chain of views lies a buffer.
+func viewTops(g *ir.Graph, sizes map[*ir.Value][]sym.Expr) []*ir.Value {
+	isView := func(v *ir.Value) bool {
+		switch v.Op {
+		case "transpose", "reshape", "slice", "broadcast_in_dim":
+			return sizes[v] != nil
+		}
+		return false
+	}
+	under := map[*ir.Value]bool{}
+	for _, v := range g.Values {
+		if isView(v) {
+			under[v.Args[0]] = true
+		}
+	}
+	var tops []*ir.Value
+	for _, v := range g.Values {
+		if !isView(v) || under[v] {
+			continue
+		}
+		u := v
+		for isView(u) {
+			u = u.Args[0]
+		}
+		if u.Op == ir.OpInput || u.Op == ir.OpParam {
+			tops = append(tops, v)
+		}
+	}
+	return tops
+}

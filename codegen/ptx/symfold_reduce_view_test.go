@@ -1,0 +1,54 @@
+package ptx
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/gcomp/gcomp/ir"
+)
+
+// reduceViewSrc is a bias gradient summing, over the rows, V [2, 2, seq, 4] merged back into
+// [2, seq, 8] through a transpose and a reshape (op reduce_sum, or reduce_max).
+func reduceViewSrc(d ir.DType, seq int, op string) string {
+	return fmt.Sprintf("graph k {\n  input %%dq : %[2]s[2,2,%[1]d,4]\n  %%0 = transpose(%%dq) {perm=[0,2,1,3]} : %[2]s[2,%[1]d,2,4]\n"+
+		"  %%1 = reshape(%%0) {shape=[2,%[1]d,8]} : %[2]s[2,%[1]d,8]\n  %%2 = %[3]s(%%1) {axes=[0,1]} : %[2]s[8]\n  output out = %%2\n}\n", seq, d, op)
+}
+
+// TestSymbolicFoldReduceViewRuns: the column reduction reading its operand through transpose
+// and reshape views that move the rows, built once at seq = 37, runs on the memchecked simulator
+// at seq 1, a prime and the bound (its input contiguous at the run's sizes at the start of a
+// bound-sized buffer whose rest is never written): within tolerance of the reference and bit for
+// bit the static kernel built for that seq (the same row loop). The warp instructions of both
+// are docs/perf.md's (go test -run TestSymbolicFoldReduceViewRuns -v ./codegen/ptx).
+func TestSymbolicFoldReduceViewRuns(t *testing.T) {
+	const bound = 37
+	for _, c := range []struct {
+		d  ir.DType
+		op string
+	}{{ir.F32, "reduce_sum"}, {ir.F16, "reduce_sum"}, {ir.BF16, "reduce_max"}} {
+		t.Run(c.d.String()+" "+c.op, func(t *testing.T) {
+			g := parse(t, reduceViewSrc(c.d, bound, c.op))
+			text, ls, err := Module([]Kernel{{Name: "k0", Graph: g, Symbolic: true, Rows: 2 * bound, Sizes: seqSizes(g, bound)}}, Target{SM: 80})
+			if err != nil {
+				t.Fatal(err)
+			}
+			assemble(t, text)
+			for _, seq := range []int{1, 13, bound} {
+				checkFoldRun(t, fmt.Sprintf("seq %d of %d", seq, bound), text, ls[0], g, parse(t, reduceViewSrc(c.d, seq, c.op)), seq, 2*seq, c.d)
+			}
+		})
+	}
+}
+
+// Sizes reach the reduction templates only for the column reduction over the leading rows: a
+// row reduction (over the trailing axis) reading views at the run's sizes is refused, not read
+// at the bound's index arithmetic.
+func TestSymbolicReduceViewsRefused(t *testing.T) {
+	g := parse(t, "graph k {\n  input %dq : f32[2,2,13,4]\n  %0 = transpose(%dq) {perm=[0,2,1,3]} : f32[2,13,2,4]\n"+
+		"  %1 = reshape(%0) {shape=[2,13,8]} : f32[2,13,8]\n  %2 = reduce_sum(%1) {axes=[2]} : f32[2,13]\n  output out = %2\n}\n")
+	want := "a reduction reading views at symbolic sizes runs only as a column reduction over the leading rows"
+	if _, _, err := Generate(Kernel{Name: "k0", Graph: g, Symbolic: true, Rows: 26, Sizes: seqSizes(g, 13)}, Target{SM: 80}); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Generate = %v, want %q", err, want)
+	}
+}

@@ -1,0 +1,119 @@
+package compiler
+
+import (
+	"slices"
+
+	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ir/sym"
+	"github.com/gcomp/gcomp/ops"
+	"github.com/gcomp/gcomp/passes"
+)
+
+// A bias gradient read through views that move the rows: nn.MultiheadAttention's packed
+// in-projection sums the heads' gradients dq, dk and dv [batch, h, seq, d], each merged back by
+// a transpose and a reshape into [batch, seq, h·d] and padded into its third of
+// [batch, seq, 3·h·d], over the rows. The merged values lead with the kernel's rows, but the
+// buffers below them do not (a head's rows start seq·d apart at the run's sizes), so rowKernel
+// refuses them. foldReduceViews takes such a column reduction when only the views' tops are
+// checked for rows: codegen/ptx's column template reads each top at the run's sizes, its linear
+// index (the same at the bound and at the run, the rows leading) delinearized over the top's
+// sizes and followed down to the buffer (symview.go there).
+
+// foldReduceViews retries a row kernel that rowKernel refused (rows r, refusal why) as a column
+// reduction over its leading rows whose symbolic operands are read through views; it returns
+// the rows, the sizes of the views' values, or the refusal. A kernel that is no such fold keeps
+// r and why.
+func foldReduceViews(k *passes.Kernel, kg *passes.KernelGraph, ranges sym.Ranges, r sym.Expr, why string) (sym.Expr, map[*ir.Value][]sym.Expr, string) {
+	if !foldsLeadingRows(k.Body) {
+		return r, nil, why
+	}
+	tops, below := symViewTops(k, kg)
+	if len(tops) == 0 {
+		return r, nil, why
+	}
+	r2, why2 := rowKernelViews(k, true, below, nil)
+	if why2 != "" {
+		return r, nil, why
+	}
+	chain := union(tops, below)
+	sizes := foldViewSizes(k, kg, ranges, chain) // symfold_view.go
+	if sizes == nil {
+		return r, nil, why
+	}
+	for _, v := range tops {
+		if sizes[v] == nil {
+			return r, nil, why
+		}
+	}
+	return r2, sizes, ""
+}
+
+// foldsLeadingRows reports whether body has reductions, every one over leading contiguous axes
+// from 0 (the column template's fold, codegen/ptx's reduce.go), and no dot_general.
+func foldsLeadingRows(body *ir.Graph) bool {
+	n := 0
+	for _, v := range body.Values {
+		switch {
+		case v.Op == "dot_general":
+			return false
+		case ops.ClassOf(v.Op) == ops.Reduce:
+			axes := slices.Clone(v.Attrs.Ints("axes"))
+			slices.Sort(axes)
+			for i, a := range axes {
+				if a != i {
+					return false
+				}
+			}
+			if len(axes) == 0 {
+				return false
+			}
+			n++
+		}
+	}
+	return n > 0
+}
+
+// symViewTops returns the tops of the body's chains of views (transposes, reshapes, slices,
+// broadcasts) of a symbolic buffer, those the body reads other than through another view, and
+// the values below them down to the buffers.
+func symViewTops(k *passes.Kernel, kg *passes.KernelGraph) ([]*ir.Value, map[*ir.Value]bool) {
+	isView := func(v *ir.Value) bool {
+		return v.Op == "transpose" || v.Op == "reshape" || v.Op == "slice" || v.Op == "broadcast_in_dim"
+	}
+	ofSymbolic := func(v *ir.Value) bool {
+		for isView(v) {
+			v = v.Args[0]
+		}
+		b := kg.Buffer(v.Name)
+		return buffer(v) && b != nil && b.Type.Sym != nil
+	}
+	below := map[*ir.Value]bool{}
+	for _, v := range k.Body.Values {
+		if isView(v) && ofSymbolic(v) {
+			for u := v.Args[0]; ; u = u.Args[0] {
+				below[u] = true
+				if !isView(u) {
+					break
+				}
+			}
+		}
+	}
+	var tops []*ir.Value
+	for _, v := range k.Body.Values {
+		if isView(v) && ofSymbolic(v) && !below[v] {
+			tops = append(tops, v)
+		}
+	}
+	return tops, below
+}
+
+func union(tops []*ir.Value, below map[*ir.Value]bool) map[*ir.Value]bool {
+	s := map[*ir.Value]bool{}
+	for v := range below {
+		s[v] = true
+	}
+	for _, v := range tops {
+		s[v] = true
+	}
+	return s
+}

@@ -1,0 +1,49 @@
+package compiler_test
+
+import "testing"
+
+// foldReduceViewGraphs are bias gradients summing, over the rows, operands that merge
+// attention's heads back through a transpose and a reshape ([batch, h, seq, d] read as
+// [batch, seq, h·d]): the buffers' rows are not the kernel's, so the column template reads each
+// merged value at the run's sizes through its views. The packed case is nn.MultiheadAttention's
+// in-projection: dq, dk and dv padded into their thirds of [batch, seq, 3·h·d], summed, and that
+// sum written too (the packed weight's gradient reads it).
+var foldReduceViewGraphs = []struct{ name, body string }{
+	{"heads merged, batch and seq symbolic (f32)", "  dims { batch in [1,4], seq in [1,7] }\n  input %dq : f32[batch,2,seq,4]\n" +
+		"  %0 = transpose(%dq) {perm=[0,2,1,3]} : f32[batch,seq,2,4]\n  %1 = reshape(%0) {shape=[4,7,8]} : f32[batch,seq,8]\n" +
+		"  %2 = reduce_sum(%1) {axes=[0,1]} : f32[8]\n  output db = %2\n"},
+	{"packed q, k and v, the sum written too (f16)", "  dims { batch in [1,4], seq in [1,7] }\n" +
+		"  input %dq : f16[batch,2,seq,4]\n  input %dk : f16[batch,2,seq,4]\n  input %dv : f16[batch,2,seq,4]\n" +
+		"  %0 = transpose(%dq) {perm=[0,2,1,3]} : f16[batch,seq,2,4]\n  %1 = reshape(%0) {shape=[4,7,8]} : f16[batch,seq,8]\n" +
+		"  %2 = transpose(%dk) {perm=[0,2,1,3]} : f16[batch,seq,2,4]\n  %3 = reshape(%2) {shape=[4,7,8]} : f16[batch,seq,8]\n" +
+		"  %4 = transpose(%dv) {perm=[0,2,1,3]} : f16[batch,seq,2,4]\n  %5 = reshape(%4) {shape=[4,7,8]} : f16[batch,seq,8]\n" +
+		"  %6 = pad(%1) {low=[0,0,0], high=[0,0,16]} : f16[batch,seq,24]\n  %7 = pad(%3) {low=[0,0,8], high=[0,0,8]} : f16[batch,seq,24]\n" +
+		"  %8 = pad(%5) {low=[0,0,16], high=[0,0,0]} : f16[batch,seq,24]\n  %9 = add(%6, %7) : f16[batch,seq,24]\n" +
+		"  %10 = add(%9, %8) : f16[batch,seq,24]\n  %11 = reduce_sum(%10) {axes=[0,1]} : f16[24]\n  output dw = %10\n  output db = %11\n"},
+	{"heads merged times a buffer of the rows (f32)", "  dims { batch in [1,4], seq in [1,7] }\n  input %dq : f32[batch,2,seq,4]\n  input %x : f32[batch,seq,8]\n" +
+		"  %0 = transpose(%dq) {perm=[0,2,1,3]} : f32[batch,seq,2,4]\n  %1 = reshape(%0) {shape=[4,7,8]} : f32[batch,seq,8]\n" +
+		"  %2 = mul(%1, %x) : f32[batch,seq,8]\n  %3 = reduce_sum(%2) {axes=[0,1]} : f32[8]\n  output dg = %3\n"},
+	// seq is not the buffer's leading dim: a head's rows start seq·8 apart at the run's sizes.
+	{"heads merged, the sequence not leading, rows flattened (bf16)", "  dims { seq in [1,13] }\n  input %dv : bf16[2,3,seq,8]\n" +
+		"  %0 = transpose(%dv) {perm=[0,2,1,3]} : bf16[2,seq,3,8]\n  %1 = reshape(%0) {shape=[26,24]} : bf16[2*seq,24]\n" +
+		"  %2 = reduce_sum(%1) {axes=[0]} : bf16[24]\n  output db = %2\n"},
+	{"a max and an SGD update over the merged heads, the sequence not leading (f32)", "  dims { seq in [1,11] }\n  input %dk : f32[3,2,seq,4]\n  input %b : f32[8]\n" +
+		"  %0 = transpose(%dk) {perm=[0,2,1,3]} : f32[3,seq,2,4]\n  %1 = reshape(%0) {shape=[3,11,8]} : f32[3,seq,8]\n" +
+		"  %2 = reduce_max(%1) {axes=[0,1]} : f32[8]\n  %3 = constant() {dtype=f32, shape=[8], value=[-0.1]} : f32[8]\n" +
+		"  %4 = mul(%2, %3) : f32[8]\n  %5 = add(%b, %4) : f32[8]\n  output nb = %5\n"},
+}
+
+// One build of each runs on the memchecked simulator at the bound, 1 and primes (smaller first),
+// within tolerance of the reference interpreter and bit for bit the static build's at those
+// sizes: the column template folds the run's rows through the views in the static kernel's order.
+func TestSymbolicFoldReduceViews(t *testing.T) { checkBuiltOnce(t, foldReduceViewGraphs) }
+
+// A reduction over trailing axes (a softmax's or a layer norm's rows) of heads merged through
+// views that move the rows stays refused: only the column template reads views at the run's
+// sizes.
+func TestSymbolicFoldReduceViewsRefused(t *testing.T) {
+	checkRefused(t, "graph s {\n  dims { seq in [1,7] }\n  input %dq : f32[2,2,seq,4]\n"+
+		"  %0 = transpose(%dq) {perm=[0,2,1,3]} : f32[2,seq,2,4]\n  %1 = reshape(%0) {shape=[2,7,8]} : f32[2,seq,8]\n"+
+		"  %2 = reduce_sum(%1) {axes=[2]} : f32[2,seq]\n  output s = %2\n}\n",
+		"input %dq : f32[2,2,seq,4] has 4*seq rows, %0 = transpose(%dq) {perm=[0,2,1,3]} : f32[2,seq,2,4] has 2*seq")
+}

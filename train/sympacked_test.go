@@ -1,0 +1,164 @@
+package train
+
+import (
+	"math"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gcomp/gcomp/codegen/backend"
+	"github.com/gcomp/gcomp/codegen/nvvm/libnvvm"
+	"github.com/gcomp/gcomp/compiler"
+
+	"github.com/gcomp/gcomp/frontend"
+	"github.com/gcomp/gcomp/frontend/nn"
+	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ops"
+	"github.com/gcomp/gcomp/tensor"
+)
+
+// nn.TransformerEncoderLayer trained over variable-length sequences: both batch and seq are
+// symbolic, so the gradient of its packed, biased in-projection sums (the bias) and concatenates
+// (the packed weight's, as pads added) the heads' gradients read through the view that merges
+// them, [batch, h, seq, d] transposed to [batch, seq, h, d], which moves the rows
+// (docs/dynamic.md, "Folds through views"). Dropout 0.1 on its three branches draws its masks
+// over the rows batch·seq. One build runs at (batch, seq) pairs that are 1, primes and the
+// bounds, smallest first, each within tolerance of the reference interpreter's step and bit for
+// bit the static build's at those sizes.
+func TestSymbolicTransformerEncoderLayerStep(t *testing.T) {
+	envs := []map[string]int64{
+		{"batch": 1, "seq": 1}, {"batch": 1, "seq": 5}, {"batch": 3, "seq": 2}, {"batch": 2, "seq": 7}, {"batch": 4, "seq": 7},
+	}
+	model := func(b *frontend.Builder) {
+		n, s := b.Dim("batch", 1, 4), b.Dim("seq", 1, 7)
+		x, y := b.Input("x", ir.F32, n, s, 8), b.Input("t", ir.F32, n, s, 8)
+		l := nn.NewTransformerEncoderLayer(b, "enc", 8, 2, nn.TransformerEncoderLayerOptions{DimFeedforward: 16, Dropout: 0.1, BatchFirst: true})
+		l.SelfAttn.Dropout = 0 // on the weights, attention is unfused (docs/dynamic.md, Next)
+		b.Output(DefaultLoss, frontend.MSELoss(l.Forward(x), y))
+	}
+	fwd, err := frontend.Build("m", model, frontend.WithTraining())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := StepFromGraph(fwd, &SGD{LR: 0.1}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Graph.Dims) != 2 {
+		t.Fatalf("the step has dims %v", s.Graph.Dims)
+	}
+	var masks []string
+	for _, v := range s.Graph.Values {
+		if v.Op == "philox_uniform" {
+			masks = append(masks, v.Type.String())
+		}
+	}
+	if want := []string{"f32[batch,seq,8]", "f32[batch,seq,16]", "f32[batch,seq,8]"}; !slices.Equal(masks, want) {
+		t.Fatalf("the step's masks are %v, want %v", masks, want)
+	}
+	t.Run("nvvm", func(t *testing.T) { checkBorrowsReduceViews(t, s) })
+	var runs []stepRun
+	checkSymbolicStepAt(t, s, envs, func(env map[string]int64, inputs map[string]*tensor.Tensor) {
+		runs = append(runs, stepRun{env, inputs})
+	})
+	checkStaticBits(t, s, runs)
+}
+
+// checkStaticBits runs step s's symbolic build and its static build at each run's sizes on the
+// run's inputs, with the bound's seeded parameters as checkSymbolicStepAt sets them, and wants
+// their outputs equal bit for bit.
+func checkStaticBits(t *testing.T, s *StepGraph, runs []stepRun) {
+	t.Helper()
+	params, _ := boundParams(t, s)
+	p := loadSim(t, s.Graph)
+	if err := p.SetParams(params); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range runs {
+		env, inputs := r.env, r.inputs
+		st, err := ops.Instantiate(s.Graph, env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sp := loadSim(t, st)
+		if err := sp.SetParams(params); err != nil {
+			t.Fatal(err)
+		}
+		got, err := p.Run(inputs)
+		if err != nil {
+			t.Fatalf("sizes %v: %v", env, err)
+		}
+		want, err := sp.Run(inputs)
+		if err != nil {
+			t.Fatalf("static build at sizes %v: %v", env, err)
+		}
+		for name, w := range want.Outputs {
+			o := got.Outputs[name]
+			for i := range w.Len() {
+				if math.Float64bits(o.At(i)) != math.Float64bits(w.At(i)) {
+					t.Fatalf("sizes %v: %s[%d] = %v, the static build's %v", env, name, i, o.At(i), w.At(i))
+				}
+			}
+		}
+	}
+}
+
+// stepRun is one run's sizes and inputs.
+type stepRun struct {
+	env    map[string]int64
+	inputs map[string]*tensor.Tensor
+}
+
+// checkBorrowsReduceViews builds step s with the NVVM producer: it compiles, and the kernels
+// taking codegen/ptx's entry are the column reductions through views (codegen/nvvm's
+// fallback_reduce_view.go), at least one.
+func checkBorrowsReduceViews(t *testing.T, s *StepGraph) {
+	lib := libnvvm.Require(t)
+	nv, err := backend.New("nvvm", lib.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := compiler.Compile(s.Graph, StepCompilerOptions(compiler.Options{Producer: nv}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	borrowed := 0
+	for _, k := range res.Artifact.Plan.Kernels {
+		if k.Producer != "ptx" {
+			continue
+		}
+		borrowed++
+		if !strings.Contains(strings.Join(k.Notes, "\n"), "column reduction through views") {
+			t.Errorf("kernel %s: codegen/ptx's entry (%v)", k.Name, k.Notes)
+		}
+	}
+	if borrowed == 0 {
+		t.Error("no kernel takes codegen/ptx's entry; the in-projection's bias gradient reads views at the run's sizes")
+	}
+}
+
+// boundParams returns step s's parameters as the symbolic runs take them: seeded at the bound,
+// the optimizer's state as it starts (Adam's squares at zero, not at random values), and that
+// state.
+func boundParams(t *testing.T, s *StepGraph) (params, state map[string]*tensor.Tensor) {
+	t.Helper()
+	atBound := map[string]int64{}
+	for _, d := range s.Graph.Dims {
+		atBound[d.Name] = int64(d.Hi)
+	}
+	bound, err := ops.Instantiate(s.Graph, atBound)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, params, err = tensor.SeededValues(bound, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	state = s.InitState()
+	for name, v := range state {
+		if _, ok := params[name]; ok {
+			params[name] = v
+		}
+	}
+	return params, state
+}
