@@ -20,6 +20,12 @@ var splitFolds = []struct {
 }{
 	{"loss sum f32", "  dims { n in [0,20000] }\n  input %x : f32[n,4]\n  %0 = reduce_sum(%x) {axes=[0,1]} : f32[]\n  output s = %0\n",
 		[]map[string]int64{{"n": 0}, {"n": 1}, {"n": 8191}, {"n": 8209}, {"n": 16384}, {"n": 20000}}, 8192},
+	// Two splits of different block counts share the plan's scratch area, the second one's
+	// counter where the first one's partials were: each must leave it all zero.
+	{"two losses", "  dims { n in [1,20000] }\n  input %y : f32[n,16]\n  input %x : f32[n,4]\n" +
+		"  %0 = mul(%y, %y) : f32[n,16]\n  %1 = reduce_sum(%0) {axes=[0,1]} : f32[]\n  %2 = reduce_sum(%x) {axes=[0,1]} : f32[]\n" +
+		"  output q = %1\n  output s = %2\n",
+		[]map[string]int64{{"n": 1}, {"n": 4099}, {"n": 8209}, {"n": 20000}}, 8192},
 	{"squared sum f16, kept", "  dims { n in [1,9000] }\n  input %x : f16[n,8]\n  %0 = mul(%x, %x) : f16[n,8]\n" +
 		"  %1 = reduce_sum(%0) {axes=[0,1], keepdims=true} : f16[1,1]\n  output s = %1\n",
 		[]map[string]int64{{"n": 1}, {"n": 4099}, {"n": 8192}, {"n": 9000}}, 4096},

@@ -15,9 +15,9 @@ import (
 // a grid-stride share (element i at thread i of the grid) and thread 0 writes the block's
 // partial to the scratch buffer, then takes a ticket from the integer counter after it (an
 // atomic add; llvm.nvvm.membar.gl on both sides). The block with the last ticket folds the
-// partials in block order (volatile loads: the other blocks' stores are not in its L1), writes
-// the outputs and resets the counter for the next launch. No float atomics: the result is the
-// same bits every run, and codegen/ptx's.
+// partials in block order (volatile loads: the other blocks' stores are not in its L1), zeroing
+// them, writes the outputs and resets the counter for the next launch. No float atomics: the
+// result is the same bits every run, and codegen/ptx's.
 func (md *module) splitReduce(k plan.Kernel, rp plan.Reduction) (*ir.Func, plan.Launch, error) {
 	g := k.Graph
 	red := rp.Reduces[0]
@@ -68,6 +68,12 @@ func (md *module) splitReduce(k plan.Kernel, rp plan.Reduction) (*ir.Func, plan.
 		kg.loopTo(tid, ci(T), sz.blocks, func(i value.Value) {
 			x := kg.b.NewLoad(rt, partial(i))
 			x.Align, x.Volatile = 8, true
+			// The plan's scratch area is shared by every split kernel, each with its counter
+			// after its own partials (another's counter may sit where this partial was): leave
+			// it all zero, as codegen/ptx's does.
+			z := kg.b.NewGetElementPtr(types.I64, kg.scratch, i)
+			z.InBounds = true
+			kg.b.NewStore(constant.NewInt(types.I64, 0), z).Align = 8
 			y, e := kg.binary(combine, accT, kg.b.NewLoad(rt, acc2), x)
 			keep(e)
 			if e == nil {
