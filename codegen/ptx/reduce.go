@@ -517,7 +517,8 @@ func outputsFull(g *ir.Graph, rs reduceShape) bool {
 // float atomics: each block folds a fixed grid-stride share and writes its partial to scratch;
 // the last block to finish (an integer atomic counter decides) folds the partials in block
 // order, writes the result and zeroes the partials and the counter. The scratch holds the
-// partials and the counter.
+// partials and the counter. A symbolic kernel takes its count and block count at the run
+// (symsplit.go).
 func fullReduce(k Kernel, rs reduceShape, red *ir.Value, globals *[]string) (string, Launch, error) {
 	g := k.Graph
 	const threads = splitThreads
