@@ -56,6 +56,9 @@ func TestSymbolicNVVM(t *testing.T) {
 	for _, tc := range innerReductions { // symrows_inner_test.go
 		models = append(models, model{name: "inner " + tc.name, graph: func() (*ir.Graph, error) { return ir.Parse("s.gir", []byte("graph s {\n"+tc.body+"}\n")) }})
 	}
+	for _, tc := range splitFolds { // split over the run's count: symsplit.go
+		models = append(models, model{name: "split fold " + tc.name, graph: func() (*ir.Graph, error) { return ir.Parse("s.gir", []byte("graph s {\n"+tc.body+"}\n")) }})
+	}
 	for _, tc := range foldViewGraphs { // symfold_view.go
 		models = append(models, model{name: "fold through views " + tc.name, graph: func() (*ir.Graph, error) { return ir.Parse("s.gir", []byte("graph s {\n"+tc.body+"}\n")) }})
 	}

@@ -22,6 +22,9 @@ func (md *module) symRowReduce(k plan.Kernel) (*ir.Func, plan.Launch, error) {
 	if err != nil {
 		return nil, plan.Launch{}, err
 	}
+	if foldsReduction(k, rp) && rp.Kind == "split" {
+		return md.splitReduce(k, rp) // over the run's count (symsplit.go)
+	}
 	if foldsReduction(k, rp) {
 		return md.symColReduce(k, rp) // symfold.go
 	}

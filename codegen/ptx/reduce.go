@@ -51,14 +51,16 @@ func reduceKernel(k Kernel, globals *[]string) (string, Launch, error) {
 	if err := checkRowDomains(g, rs); err != nil {
 		return "", Launch{}, err
 	}
-	if foldsRows(k, rs.axes) && !rs.scattered {
+	readsViews := k.Symbolic && k.Sizes != nil && !layerSized(k) // symfold_reduce_view.go
+	splits := rs.rowPattern && rs.a == 1 && rs.r >= splitReduce && len(reds) == 1 && !outputsFull(g, rs) && !readsViews
+	if foldsRows(k, rs.axes) && !rs.scattered && !splits {
 		return colReduce(k, rs, reds, globals) // the rows lead the reduced block (symfold.go)
 	}
-	if k.Symbolic && k.Sizes != nil && !layerSized(k) {
+	if readsViews {
 		return "", Launch{}, fmt.Errorf("a reduction reading views at symbolic sizes runs only as a column reduction over the leading rows")
 	}
-	if rs.rowPattern && rs.a == 1 && rs.r >= splitReduce && len(reds) == 1 && !outputsFull(g, rs) && !k.Symbolic {
-		return fullReduce(k, rs, reds[0], globals)
+	if splits && (!k.Symbolic || foldsRows(k, rs.axes)) {
+		return fullReduce(k, rs, reds[0], globals) // over the run's count when symbolic (symsplit.go)
 	}
 	if rs.rowPattern {
 		return rowReduce(k, rs, reds, globals)
@@ -526,7 +528,8 @@ func outputsFull(g *ir.Graph, rs reduceShape) bool {
 // float atomics: each block folds a fixed grid-stride share and writes its partial to scratch;
 // the last block to finish (an integer atomic counter decides) folds the partials in block
 // order, writes the result and zeroes the partials and the counter. The scratch holds the
-// partials and the counter.
+// partials and the counter. A symbolic kernel takes its count and block count at the run
+// (symsplit.go).
 func fullReduce(k Kernel, rs reduceShape, red *ir.Value, globals *[]string) (string, Launch, error) {
 	g := k.Graph
 	const threads = splitThreads
@@ -536,6 +539,10 @@ func fullReduce(k Kernel, rs reduceShape, red *ir.Value, globals *[]string) (str
 	a := gn.a
 	sp := b.param("u64", fmt.Sprintf("%s_param_%d", k.Name, len(args)))
 	args = append(args, Arg{Kind: ArgScratch, Bytes: 8*blocks + 8})
+	sz, err := splitSizes(k, b, &args, rs.r, blocks) // symsplit.go
+	if err != nil {
+		return "", Launch{}, err
+	}
 	scratch := b.reg(rU64)
 	b.ins("ld.param.u64", scratch, "["+sp+"]")
 	b.ins("cvta.to.global.u64", scratch, scratch)
@@ -556,7 +563,7 @@ func fullReduce(k Kernel, rs reduceShape, red *ir.Value, globals *[]string) (str
 	b.note("%s", g.Format(red))
 	acc := b.reg(classOf(accT))
 	gn.accMove(acc, gn.e.constVal(accT, identity))
-	gn.loopFrom(first, imm(blocks*threads), rs.r, func(i string) error {
+	gn.loopTo(first, sz.stride, sz.end, func(i string) error {
 		x, err := gn.eval(red.Args[0], newIndexLin(rs.full, i))
 		if err != nil {
 			return err
@@ -577,12 +584,12 @@ func fullReduce(k Kernel, rs reduceShape, red *ir.Value, globals *[]string) (str
 	b.ins("st.global."+st, gn.addr(scratch, bid, 8), total.r)
 	b.ins("fence.acq_rel.gpu")
 	done := b.label("not_last")
-	lastBlock(b, fmt.Sprintf("[%s+%d]", scratch, 8*blocks), blocks, notT0, done)
+	lastTicket(b, fmt.Sprintf("[%s+%d]", scratch, 8*blocks), sz.last, notT0, done)
 	// The last block: fold the partials in block order.
 	b.ins("fence.acq_rel.gpu")
 	acc2 := b.reg(classOf(accT))
 	gn.accMove(acc2, gn.e.constVal(accT, identity))
-	gn.loopFrom(tid, imm(threads), blocks, func(i string) error {
+	gn.loopTo(tid, imm(threads), sz.blocks, func(i string) error {
 		x := b.reg(classOf(accT))
 		ad := gn.addr(scratch, i, 8)
 		b.ins("ld.global.cg."+st, x, ad)
@@ -617,7 +624,7 @@ func fullReduce(k Kernel, rs reduceShape, red *ir.Value, globals *[]string) (str
 	if gn.err != nil {
 		return "", Launch{}, gn.err
 	}
-	return b.text(), Launch{Grid: [3]int{blocks, 1, 1}, Block: [3]int{threads, 1, 1}, Params: args}, nil
+	return b.text(), Launch{Grid: [3]int{blocks, 1, 1}, Block: [3]int{threads, 1, 1}, Params: args, Work: sz.work}, nil
 }
 
 // onlineSoftmaxPairs is plan.OnlineSoftmaxPairs: softmax's max and sum, folded in one pass over

@@ -6,12 +6,18 @@ package ptx
 // a barrier and all branch to notLast unless the number was n−1, the last of n blocks.
 // Deterministic and without float atomics: the last block folds the partials in a fixed order.
 func lastBlock(b *builder, counter string, n int, t0Done, notLast string) {
+	lastTicket(b, counter, imm(n-1), t0Done, notLast)
+}
+
+// lastTicket is lastBlock with the last block's number an operand: a register where the block
+// count is the launch's (symsplit.go).
+func lastTicket(b *builder, counter, lastNum string, t0Done, notLast string) {
 	last := b.sharedArray("is_last", 4, 4)
 	ticket := b.reg(rU32)
 	b.ins("atom.global.add.u32", ticket, counter, "1")
 	isLast := b.reg(rU32)
 	lp := b.reg(rPred)
-	b.ins("setp.eq.u32", lp, ticket, imm(n-1))
+	b.ins("setp.eq.u32", lp, ticket, lastNum)
 	b.ins("selp.u32", isLast, "1", "0", lp)
 	b.ins("st.shared.u32", "["+last+"]", isLast)
 	b.place(t0Done)
