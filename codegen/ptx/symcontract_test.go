@@ -71,15 +71,20 @@ func TestSymbolicContract(t *testing.T) {
 				t.Errorf("tensor cores %v for %s", mma, c.d)
 			}
 			// Operands strided but for their batch stride take the bound's copies (16-byte chunks
-			// on tensor cores: x, y, V); the scores' row stride follows seq, and V's heads are
-			// merged back through views: element copies.
+			// on tensor cores: x, y, V); V's heads merged back through views are 16-byte chunks
+			// of d = 8 at every size; the scores' row stride follows seq: chunks when seq is a
+			// multiple of 8 at the run, else element copies (symchunk.go).
 			chunks, elems := strings.Contains(text, "cp.async.cg.shared.global"), strings.Contains(text, "ld.global.u16")
-			want := map[string][2]bool{"xty": {true, false}, "scores": {true, true}, "heads": {false, true}}[c.kind]
+			want := map[string][2]bool{"xty": {true, false}, "scores": {true, true}, "heads": {true, true}}[c.kind]
 			if c.d != ir.F32 && (chunks != want[0] || elems != want[1]) {
 				t.Errorf("16-byte copies %v, element copies %v; want %v", chunks, elems, want)
 			}
 			tile := map[bool]int{false: 16, true: 32}[c.d != ir.F32 || c.tf32] // two FFMA k steps, one or two tensor-core steps
-			for _, seq := range []int{0, 1, 13, tile, c.bound} {
+			seqs := []int{0, 1, 13, tile, c.bound}
+			if tile == 32 {
+				seqs = []int{0, 1, 8, 13, 16, tile, c.bound} // chunks at 8, 16, 32 and 40; elements at 1 and 13
+			}
+			for _, seq := range seqs {
 				nb := 3
 				if c.batch && seq != c.bound {
 					nb = 1 + seq%2*2 // 1 or 3
