@@ -172,15 +172,31 @@ func (s *symView) lin(b *builder, v *ir.Value, c []string) (*ir.Value, string) {
 	}
 }
 
-// linear is Σ c[i]·stride_i of a contiguous tensor of sizes at the run.
+// linear is Σ c[i]·stride_i of a contiguous tensor of sizes at the run. The copies compute it
+// per element or chunk, so it spends no instruction on a zero start or a unit stride.
 func (s *symView) linear(b *builder, sizes []sym.Expr, c []string) string {
-	r := b.reg(rU32)
-	b.ins("mov.u32", r, "0")
+	r := "0"
 	for i, st := range symContiguous(sizes) {
 		if isOne(sizes[i]) || c[i] == "0" {
 			continue
 		}
-		b.ins("mad.lo.s32", r, c[i], s.eval(b, st), r)
+		sv, t := s.eval(b, st), b.reg(rU32)
+		switch {
+		case r == "0" && sv == "1":
+			r = c[i]
+			continue
+		case r == "0":
+			b.ins("mul.lo.s32", t, c[i], sv)
+		case sv == "1":
+			b.ins("add.s32", t, c[i], r)
+		default:
+			b.ins("mad.lo.s32", t, c[i], sv, r)
+		}
+		r = t
+	}
+	if r == "0" {
+		r = b.reg(rU32)
+		b.ins("mov.u32", r, "0")
 	}
 	return r
 }
@@ -188,8 +204,7 @@ func (s *symView) linear(b *builder, sizes []sym.Expr, c []string) string {
 // delinearize splits linear index x into coordinates over sizes at the run.
 func (s *symView) delinearize(b *builder, sizes []sym.Expr, x string) []string {
 	c := make([]string, len(sizes))
-	rest := b.reg(rU32)
-	b.ins("mov.u32", rest, x)
+	rest := x
 	for i := len(sizes) - 1; i >= 0; i-- {
 		if i == 0 {
 			c[i] = rest
