@@ -29,7 +29,8 @@ type symChunk struct {
 
 // symChunks decides, for each side, the chunk copies of a symbolic kernel's generic side of
 // eb-byte elements (16-bit or tf32): a side whose chunks are aligned at every size copies them
-// instead (nil returned for it); one whose chunks depend on the run gets both.
+// instead (nil returned for it); one whose chunks depend on the run gets both. Called in the
+// prologue, it hoists the generic sides' buffer strides too.
 func (mm *matmul) symChunks(sides []*mmaSide, eb int) []*symChunk {
 	out := make([]*symChunk, len(sides))
 	if mm.symv == nil || eb != 2 && eb != 4 {
@@ -37,6 +38,9 @@ func (mm *matmul) symChunks(sides []*mmaSide, eb int) []*symChunk {
 	}
 	c := 16 / eb
 	for si, sd := range sides {
+		if sd.l.view != nil {
+			mm.symv.hoist(mm.e.b, sd.l.view)
+		}
 		// A narrow tile's B buffer holds only the rows its element copies fill (mmaSides).
 		if sd.l.view == nil || sd.q != nil || si == 0 && mm.conv != nil || si == 1 && sd.kContig && mm.rn < 8 {
 			continue
