@@ -12,8 +12,9 @@ import (
 
 // chunkSrc is xᵀ·V per batch element, [nb, seq, 16]ᵀ·[nb, seq, 16] → [nb, 16, 16], with V read
 // through views whose contiguous dim (V's 16 columns) is or is not made of 16-byte chunks at
-// every seq: heads8 merges [nb, 2, seq, 8] back (d = 8: chunks), heads4 [nb, 4, seq, 4] (d = 4:
-// elements); sliceS takes columns S… of [nb, seq, 24] (S = 8: chunks, 4: elements).
+// every seq: headsD merges [nb, 16/D, seq, D] back (16-bit elements: chunks for D = 8, elements
+// for 4; f32: chunks for 4, elements for 2); sliceS takes columns S… of [nb, seq, 24] (S = 8:
+// chunks, 4: elements).
 func chunkSrc(kind string, d ir.DType, nb, seq int) string {
 	t := d.String()
 	x := fmt.Sprintf("graph k {\n  input %%x : %[1]s[%[2]d,%[3]d,16]\n", t, nb, seq)
@@ -24,6 +25,8 @@ func chunkSrc(kind string, d ir.DType, nb, seq int) string {
 		hd = 8
 	case "heads4":
 		hd = 4
+	case "heads2":
+		hd = 2
 	case "slice8":
 		s = 8
 	case "slice4":
@@ -54,13 +57,16 @@ func TestSymbolicChunkCopies(t *testing.T) {
 	}{
 		{"heads8", ir.F16, false, false, false, false},
 		{"heads8", ir.BF16, false, true, false, false},
+		{"heads8", ir.F32, true, false, false, false}, // tf32: chunks of 4 floats
+		{"heads4", ir.F32, true, true, false, false},  // d = 4 floats: 16 bytes
+		{"heads2", ir.F32, true, true, false, true},
 		{"slice8", ir.F16, false, false, false, false},
 		{"heads4", ir.F16, false, false, false, true},
 		{"slice4", ir.BF16, false, true, false, true},
 		{"scores", ir.F16, false, false, true, true},
 		{"scores", ir.F32, true, true, true, true},
 	} {
-		t.Run(fmt.Sprintf("%s/%s/batch=%v", c.kind, c.d, c.batch), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s/%s/batch=%v/tf32=%v", c.kind, c.d, c.batch, c.tf32), func(t *testing.T) {
 			const bound = 40
 			src := chunkSrc
 			if c.kind == "scores" {
