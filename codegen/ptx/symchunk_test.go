@@ -91,20 +91,7 @@ func TestSymbolicChunkCopies(t *testing.T) {
 			if branch && (!chunk.MatchString(fast) || elem.MatchString(fast) || !elem.MatchString(slow) || chunk.MatchString(slow)) {
 				t.Errorf("the chunk block does not copy 16-byte chunks only, or the element block elements only:\n%s\n----\n%s", fast, slow)
 			}
-			for _, seq := range []int{0, 1, 8, 13, 16, bound} {
-				nb := 3
-				if c.batch && seq != bound {
-					nb = 1 + seq%2*2
-				}
-				gs := parse(t, src(c.kind, c.d, nb, seq))
-				in, _, err := tensor.SeededValues(gs, uint64(seq+1))
-				if err != nil {
-					t.Fatal(err)
-				}
-				got, st := runSymContract(t, text, ls[0], g, gs, seq, nb, in)
-				run := checkStaticAndRef(t, fmt.Sprintf("seq %d batch %d", seq, nb), got, gs, in, tgt, contractPrec(c.d, c.tf32), seq, true)
-				t.Logf("seq %d of %d, batch %d: %d warp instructions built once, %d static (%.3f×)", seq, bound, nb, st.WarpInsts, run.stats.WarpInsts, float64(st.WarpInsts)/float64(run.stats.WarpInsts))
-			}
+			runContractSeqs(t, text, ls[0], g, func(nb, seq int) string { return src(c.kind, c.d, nb, seq) }, []int{0, 1, 8, 13, 16, bound}, bound, c.batch, tgt, contractPrec(c.d, c.tf32))
 		})
 	}
 }
@@ -128,4 +115,26 @@ func chunkBlocks(text string) (fast, slow string, ok bool) {
 		return "", "", false
 	}
 	return rest[:i], rest[j : j+k], true
+}
+
+// runContractSeqs runs kernel l (of g, built at bound) at each seq of seqs (runSymContract) over
+// a batch of 3, or of 1 or 3 when the batch is symbolic (the bound's 3 at the bound), on inputs
+// seeded by seq, and checks its output bit for bit against the static kernel's at that seq and
+// within prec of the reference; it logs both kernels' warp instructions (docs/perf.md's).
+func runContractSeqs(t *testing.T, text string, l Launch, g *ir.Graph, src func(nb, seq int) string, seqs []int, bound int, batch bool, tgt Target, prec ir.DType) {
+	t.Helper()
+	for _, seq := range seqs {
+		nb := 3
+		if batch && seq != bound {
+			nb = 1 + seq%2*2 // 1 or 3
+		}
+		gs := parse(t, src(nb, seq))
+		in, _, err := tensor.SeededValues(gs, uint64(seq))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, st := runSymContract(t, text, l, g, gs, seq, nb, in)
+		run := checkStaticAndRef(t, fmt.Sprintf("seq %d batch %d", seq, nb), got, gs, in, tgt, prec, seq, true)
+		t.Logf("seq %d of %d, batch %d: %d warp instructions built once, %d static (%.3f×)", seq, bound, nb, st.WarpInsts, run.stats.WarpInsts, float64(st.WarpInsts)/float64(run.stats.WarpInsts))
+	}
 }

@@ -84,20 +84,7 @@ func TestSymbolicContract(t *testing.T) {
 			if tile == 32 {
 				seqs = []int{0, 1, 8, 13, 16, tile, c.bound} // chunks at 8, 16, 32 and 40; elements at 1 and 13
 			}
-			for _, seq := range seqs {
-				nb := 3
-				if c.batch && seq != c.bound {
-					nb = 1 + seq%2*2 // 1 or 3
-				}
-				gs := parse(t, contractSrc(c.kind, c.d, nb, seq))
-				in, _, err := tensor.SeededValues(gs, uint64(seq))
-				if err != nil {
-					t.Fatal(err)
-				}
-				got, st := runSymContract(t, text, ls[0], g, gs, seq, nb, in)
-				run := checkStaticAndRef(t, fmt.Sprintf("seq %d batch %d", seq, nb), got, gs, in, tgt, contractPrec(c.d, c.tf32), seq, true)
-				t.Logf("seq %d of %d, batch %d: %d warp instructions built once, %d static (%.3f×)", seq, c.bound, nb, st.WarpInsts, run.stats.WarpInsts, float64(st.WarpInsts)/float64(run.stats.WarpInsts))
-			}
+			runContractSeqs(t, text, ls[0], g, func(nb, seq int) string { return contractSrc(c.kind, c.d, nb, seq) }, seqs, c.bound, c.batch, tgt, contractPrec(c.d, c.tf32))
 		})
 	}
 }
