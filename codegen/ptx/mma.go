@@ -260,13 +260,10 @@ func (mm *matmul) emitMMA() error {
 		df, dk      []int
 		ptr         string
 	}
-	maps := make([]copyMap, 2)
-	for si, sd := range sides {
-		cm := &maps[si]
-		if sd.q != nil {
-			mm.quantCopyInit(sd, tid, n0)
-			continue
-		}
+	// mapOf lays out side si's copies: each thread's first copy, its shared offset and, for a
+	// strided operand, its pointer.
+	mapOf := func(si int, sd *mmaSide) copyMap {
+		var cm copyMap
 		var fl string
 		var perRow int
 		perRow, cm.df, cm.dk = sd.copies(bk, []int{mmBM, 16 * mm.rn}[si])
@@ -283,68 +280,97 @@ func (mm *matmul) emitMMA() error {
 		cm.f0 = a.add(f0s[si], fl)
 		if si == 0 && mm.conv != nil {
 			sd.copyAt = mm.conv.copier(mm, cm.f0, cm.kq, cm.dk, sd.base, eb)
-			continue
+			return cm
 		}
 		if sd.l.view != nil {
 			sd.copyAt = mm.genericCopier(sd.l, cm.f0, cm.kq, cm.df, cm.dk, nFrees[si], bidx, eb)
-			continue
+			return cm
 		}
 		off := a.mad(a.clamp(cm.f0, nFrees[si]), sd.l.freeSt, a.mul(cm.kq, sd.l.kSt))
 		cm.ptr = b.reg(rU64)
 		o := b.reg(rU64)
 		b.ins("mul.wide.u32", o, a.reg(off), imm(eb))
 		b.ins("add.s64", cm.ptr, sd.base, o)
+		return cm
+	}
+	// A generic side of a symbolic kernel copies 16-byte chunks where the run's sizes allow
+	// (symchunk.go): always, or taking them or the element copies by a uniform branch.
+	fast := mm.symChunks(sides, eb)
+	maps := make([]copyMap, 2)
+	fastMaps := make([]copyMap, 2)
+	for si, sd := range sides {
+		if sd.q != nil {
+			mm.quantCopyInit(sd, tid, n0)
+			continue
+		}
+		maps[si] = mapOf(si, sd)
+		if f := fast[si]; f != nil {
+			fastMaps[si] = mapOf(si, f.sd)
+		}
 	}
 
-	// issue copies k step k0 of both operands into buffer buf, then advances the pointers.
-	issue := func(k0, buf string) {
-		for si, sd := range sides {
-			if sd.q != nil {
-				mm.quantIssue(sd, k0, buf, tid, n0)
+	// issueSide issues side sd's copies (map cm) of k step k0 into buffer buf, then advances its
+	// pointer.
+	issueSide := func(si int, sd *mmaSide, cm copyMap, k0, buf string) {
+		bufBase := a.mad(buf, sd.bufBytes, cm.sh0)
+		kc := a.add(k0, cm.kq)
+		for i := range cm.df {
+			var src, ok string
+			if sd.copyAt != nil {
+				src, ok = sd.copyAt(k0, i)
+			} else {
+				ok = b.reg(rPred)
+				b.ins("setp.lt.s32", ok, a.reg(cm.f0), mm.freeBelow(si == 0, nFrees[si], cm.df[i]))
+				okK := b.reg(rPred)
+				b.ins("setp.lt.s32", okK, a.reg(kc), mm.kBelow(cm.dk[i]))
+				b.ins("and.pred", ok, ok, okK)
+				src = b.reg(rU64)
+				b.ins("add.s64", src, cm.ptr, imm(eb*(cm.df[i]*sd.l.freeSt+cm.dk[i]*sd.l.kSt)))
+				b.ins("selp.b64", src, src, sd.base, ok)
+			}
+			var shOff int
+			if sd.kContig {
+				shOff = eb * (cm.df[i] * sd.rowH)
+			} else {
+				shOff = sd.rowAt(cm.dk[i], eb)
+			}
+			dst := fmt.Sprintf("[%s+%d]", bufBase, shOff)
+			if sd.elem {
+				// Zero outside the matrix (and in conv2d's padding), as cp.async zero-fills.
+				r := b.reg(rU32)
+				b.ins("mov.u32", r, "0")
+				b.guarded(ok, fmt.Sprintf("ld.global.u%d", 8*eb), r, "["+src+"]")
+				b.ins(fmt.Sprintf("st.shared.u%d", 8*eb), dst, r)
 				continue
 			}
-			cm := maps[si]
-			bufBase := a.mad(buf, sd.bufBytes, cm.sh0)
-			kc := a.add(k0, cm.kq)
-			for i := range cm.df {
-				var src, ok string
-				if sd.copyAt != nil {
-					src, ok = sd.copyAt(k0, i)
-				} else {
-					ok = b.reg(rPred)
-					b.ins("setp.lt.s32", ok, a.reg(cm.f0), mm.freeBelow(si == 0, nFrees[si], cm.df[i]))
-					okK := b.reg(rPred)
-					b.ins("setp.lt.s32", okK, a.reg(kc), mm.kBelow(cm.dk[i]))
-					b.ins("and.pred", ok, ok, okK)
-					src = b.reg(rU64)
-					b.ins("add.s64", src, cm.ptr, imm(eb*(cm.df[i]*sd.l.freeSt+cm.dk[i]*sd.l.kSt)))
-					b.ins("selp.b64", src, src, sd.base, ok)
-				}
-				var shOff int
-				if sd.kContig {
-					shOff = eb * (cm.df[i] * sd.rowH)
-				} else {
-					shOff = sd.rowAt(cm.dk[i], eb)
-				}
-				dst := fmt.Sprintf("[%s+%d]", bufBase, shOff)
-				if sd.elem {
-					// Zero outside the matrix (and in conv2d's padding), as cp.async zero-fills.
-					r := b.reg(rU32)
-					b.ins("mov.u32", r, "0")
-					b.guarded(ok, fmt.Sprintf("ld.global.u%d", 8*eb), r, "["+src+"]")
-					b.ins(fmt.Sprintf("st.shared.u%d", 8*eb), dst, r)
-					continue
-				}
-				n := b.reg(rU32)
-				b.ins("selp.b32", n, imm(eb*sd.chunk), "0", ok)
-				kind := "ca"
-				if eb*sd.chunk == 16 {
-					kind = "cg" // 16-byte copies bypass L1
-				}
-				b.ins("cp.async."+kind+".shared.global", dst, "["+src+"]", imm(eb*sd.chunk), n)
+			n := b.reg(rU32)
+			b.ins("selp.b32", n, imm(eb*sd.chunk), "0", ok)
+			kind := "ca"
+			if eb*sd.chunk == 16 {
+				kind = "cg" // 16-byte copies bypass L1
 			}
-			if sd.copyAt == nil {
-				b.ins("add.s64", cm.ptr, cm.ptr, imm(eb*bk*sd.l.kSt))
+			b.ins("cp.async."+kind+".shared.global", dst, "["+src+"]", imm(eb*sd.chunk), n)
+		}
+		if sd.copyAt == nil {
+			b.ins("add.s64", cm.ptr, cm.ptr, imm(eb*bk*sd.l.kSt))
+		}
+	}
+	// issue copies k step k0 of both operands into buffer buf.
+	issue := func(k0, buf string) {
+		for si, sd := range sides {
+			switch f := fast[si]; {
+			case sd.q != nil:
+				mm.quantIssue(sd, k0, buf, tid, n0)
+			case f != nil:
+				elems, done := b.label("elem_copies"), b.label("copies_done")
+				b.braIf("!"+f.when, elems)
+				issueSide(si, f.sd, fastMaps[si], k0, buf)
+				b.bra(done)
+				b.place(elems)
+				issueSide(si, sd, maps[si], k0, buf)
+				b.place(done)
+			default:
+				issueSide(si, sd, maps[si], k0, buf)
 			}
 		}
 		b.ins("cp.async.commit_group")

@@ -71,28 +71,20 @@ func TestSymbolicContract(t *testing.T) {
 				t.Errorf("tensor cores %v for %s", mma, c.d)
 			}
 			// Operands strided but for their batch stride take the bound's copies (16-byte chunks
-			// on tensor cores: x, y, V); the scores' row stride follows seq, and V's heads are
-			// merged back through views: element copies.
+			// on tensor cores: x, y, V); V's heads merged back through views are 16-byte chunks
+			// of d = 8 at every size; the scores' row stride follows seq: chunks when seq is a
+			// multiple of 8 at the run, else element copies (symchunk.go).
 			chunks, elems := strings.Contains(text, "cp.async.cg.shared.global"), strings.Contains(text, "ld.global.u16")
-			want := map[string][2]bool{"xty": {true, false}, "scores": {true, true}, "heads": {false, true}}[c.kind]
+			want := map[string][2]bool{"xty": {true, false}, "scores": {true, true}, "heads": {true, true}}[c.kind]
 			if c.d != ir.F32 && (chunks != want[0] || elems != want[1]) {
 				t.Errorf("16-byte copies %v, element copies %v; want %v", chunks, elems, want)
 			}
 			tile := map[bool]int{false: 16, true: 32}[c.d != ir.F32 || c.tf32] // two FFMA k steps, one or two tensor-core steps
-			for _, seq := range []int{0, 1, 13, tile, c.bound} {
-				nb := 3
-				if c.batch && seq != c.bound {
-					nb = 1 + seq%2*2 // 1 or 3
-				}
-				gs := parse(t, contractSrc(c.kind, c.d, nb, seq))
-				in, _, err := tensor.SeededValues(gs, uint64(seq))
-				if err != nil {
-					t.Fatal(err)
-				}
-				got, st := runSymContract(t, text, ls[0], g, gs, seq, nb, in)
-				run := checkStaticAndRef(t, fmt.Sprintf("seq %d batch %d", seq, nb), got, gs, in, tgt, contractPrec(c.d, c.tf32), seq, true)
-				t.Logf("seq %d of %d, batch %d: %d warp instructions built once, %d static (%.3f×)", seq, c.bound, nb, st.WarpInsts, run.stats.WarpInsts, float64(st.WarpInsts)/float64(run.stats.WarpInsts))
+			seqs := []int{0, 1, 13, tile, c.bound}
+			if tile == 32 {
+				seqs = []int{0, 1, 8, 13, 16, tile, c.bound} // chunks at 8, 16, 32 and 40; elements at 1 and 13
 			}
+			runContractSeqs(t, text, ls[0], g, func(nb, seq int) string { return contractSrc(c.kind, c.d, nb, seq) }, seqs, c.bound, c.batch, tgt, contractPrec(c.d, c.tf32))
 		})
 	}
 }

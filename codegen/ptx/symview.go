@@ -96,13 +96,18 @@ func symDimParams(k Kernel, b *builder, args *[]Arg, sizes map[*ir.Value][]sym.E
 	return dims, params
 }
 
-// symView is a symbolic GEMM's generic left operand: the dims' registers and the values' sizes.
+// symView is a symbolic GEMM's generic left operand: the dims' registers and the values' sizes,
+// and sizes evaluated once where every later use sees them (hoist).
 type symView struct {
-	dims  map[string]string
-	sizes map[*ir.Value][]sym.Expr
+	dims   map[string]string
+	sizes  map[*ir.Value][]sym.Expr
+	hoists map[string]string
 }
 
 func (s *symView) eval(b *builder, e sym.Expr) string {
+	if r, ok := s.hoists[e.String()]; ok {
+		return r
+	}
 	r, err := symEval(func() string { return b.reg(rU32) }, b.ins, s.dims, e)
 	if err != nil {
 		panic(err) // symbolic() evaluated every size of the view once already
@@ -125,6 +130,25 @@ func (s *symView) check(b *builder, v *ir.Value) error {
 			return nil
 		}
 		return fmt.Errorf("%s is computed inside the kernel; a contraction reads only views of buffers", u.Op)
+	}
+}
+
+// hoist evaluates the strides of the buffer under view v that take instructions (products of
+// dims), so that each copy's address reuses them. It must be called where it dominates every
+// later eval (the kernel's prologue).
+func (s *symView) hoist(b *builder, v *ir.Value) {
+	for v.Op != ir.OpInput && v.Op != ir.OpParam {
+		v = v.Args[0]
+	}
+	for _, e := range symContiguous(SymSizes(v, s.sizes)) {
+		if _, ms, _ := e.Monomials(); len(ms) == 1 && len(ms[0].Names) == 1 && ms[0].Coef == 1 || isConst(e) {
+			continue // an immediate or a dim's register already
+		}
+		r := s.eval(b, e)
+		if s.hoists == nil {
+			s.hoists = map[string]string{}
+		}
+		s.hoists[e.String()] = r
 	}
 }
 
@@ -172,15 +196,31 @@ func (s *symView) lin(b *builder, v *ir.Value, c []string) (*ir.Value, string) {
 	}
 }
 
-// linear is Σ c[i]·stride_i of a contiguous tensor of sizes at the run.
+// linear is Σ c[i]·stride_i of a contiguous tensor of sizes at the run. The copies compute it
+// per element or chunk, so it spends no instruction on a zero start or a unit stride.
 func (s *symView) linear(b *builder, sizes []sym.Expr, c []string) string {
-	r := b.reg(rU32)
-	b.ins("mov.u32", r, "0")
+	r := "0"
 	for i, st := range symContiguous(sizes) {
 		if isOne(sizes[i]) || c[i] == "0" {
 			continue
 		}
-		b.ins("mad.lo.s32", r, c[i], s.eval(b, st), r)
+		sv, t := s.eval(b, st), b.reg(rU32)
+		switch {
+		case r == "0" && sv == "1":
+			r = c[i]
+			continue
+		case r == "0":
+			b.ins("mul.lo.s32", t, c[i], sv)
+		case sv == "1":
+			b.ins("add.s32", t, c[i], r)
+		default:
+			b.ins("mad.lo.s32", t, c[i], sv, r)
+		}
+		r = t
+	}
+	if r == "0" {
+		r = b.reg(rU32)
+		b.ins("mov.u32", r, "0")
 	}
 	return r
 }
@@ -188,8 +228,7 @@ func (s *symView) linear(b *builder, sizes []sym.Expr, c []string) string {
 // delinearize splits linear index x into coordinates over sizes at the run.
 func (s *symView) delinearize(b *builder, sizes []sym.Expr, x string) []string {
 	c := make([]string, len(sizes))
-	rest := b.reg(rU32)
-	b.ins("mov.u32", rest, x)
+	rest := x
 	for i := len(sizes) - 1; i >= 0; i-- {
 		if i == 0 {
 			c[i] = rest
@@ -226,10 +265,6 @@ func (mm *matmul) symCopier(l operandLayout, f0, kq string, df, dk []int, nFree 
 		b.ins("setp.lt.s32", ok, f, fn)
 		b.ins("setp.lt.s32", okK, k, kn)
 		b.ins("and.pred", ok, ok, okK)
-		// Out of range: the address of element 0 (the copy moves no bytes).
-		fc, kc := b.reg(rU32), b.reg(rU32)
-		b.ins("selp.b32", fc, f, "0", ok)
-		b.ins("selp.b32", kc, k, "0", ok)
 		c := make([]string, len(s))
 		for j, d := range l.batchDims { // a batched product's (symcontract.go): only the first may follow the sizes
 			c[d] = bidx.getCoord(a, j)
@@ -237,7 +272,7 @@ func (mm *matmul) symCopier(l operandLayout, f0, kq string, df, dk []int, nFree 
 		for _, grp := range []struct {
 			dims []int
 			lin  string
-		}{{l.freeDims, fc}, {l.contractDims, kc}} {
+		}{{l.freeDims, f}, {l.contractDims, k}} {
 			sizes := make([]sym.Expr, len(grp.dims))
 			for j, d := range grp.dims {
 				sizes[j] = s[d]
@@ -247,7 +282,11 @@ func (mm *matmul) symCopier(l operandLayout, f0, kq string, df, dk []int, nFree 
 				c[d] = x[j]
 			}
 		}
+		// Out of range: the buffer's first element (the copy moves no bytes; the coordinates'
+		// address past the run's sizes is never dereferenced).
 		buf, lin := sv.lin(b, l.view, c)
-		return mm.scaledAddr(mm.ptr[buf], lin, eb), ok
+		src := mm.scaledAddr(mm.ptr[buf], lin, eb)
+		b.ins("selp.b64", src, src, mm.ptr[buf], ok)
+		return src, ok
 	}
 }

@@ -1,0 +1,159 @@
+package ptx
+
+import (
+	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ir/sym"
+)
+
+// 16-byte copies for the tensor cores' generic operands at the run's sizes. A generic side of
+// a symbolic kernel (read through views, or a buffer whose row stride follows the sizes: the
+// scores [b, t, seq]) is copied element by element, each copy's coordinates delinearized at the
+// run (symview.go). Where a chunk of 16 bytes along the side's contiguous dim (its last: k when
+// stored [free][k], else free) is 16 contiguous, 16-byte aligned bytes of the buffer at the run,
+// the side copies chunks instead: the same generic address of the chunk's first element, one
+// cp.async per 16 bytes. Whether they are depends on sizes that must be multiples of the chunk:
+// those of the contiguous dim down the views (through a reshape, both its last sizes), and the
+// buffer's last one. Those that are constants decide at build time; the others make a
+// predicate computed once per launch from the size parameters, and each k step takes the chunk
+// copies or the element copies by a branch uniform over the launch. A chunk starts at a
+// multiple of its size in a dim whose size it divides, so it lies wholly inside or wholly past
+// the run's K (zero-filled, as the element copies): the shared tiles, and so the products, are
+// the element copies' bit for bit.
+
+// symChunk is a generic side's chunk copies: the side copying them, and the predicate (true
+// when the run's sizes allow them) that chooses them over the element copies.
+type symChunk struct {
+	sd   *mmaSide
+	when string
+}
+
+// symChunks decides, for each side, the chunk copies of a symbolic kernel's generic side of
+// eb-byte elements (16-bit or tf32): a side whose chunks are aligned at every size copies them
+// instead (nil returned for it); one whose chunks depend on the run gets both. Called in the
+// prologue, it hoists the generic sides' buffer strides too.
+func (mm *matmul) symChunks(sides []*mmaSide, eb int) []*symChunk {
+	out := make([]*symChunk, len(sides))
+	if mm.symv == nil || eb != 2 && eb != 4 {
+		return out
+	}
+	c := 16 / eb
+	for si, sd := range sides {
+		if sd.l.view != nil {
+			mm.symv.hoist(mm.e.b, sd.l.view)
+		}
+		// A narrow tile's B buffer holds only the rows its element copies fill (mmaSides).
+		if sd.l.view == nil || sd.q != nil || si == 0 && mm.conv != nil || si == 1 && sd.kContig && mm.rn < 8 {
+			continue
+		}
+		conds, ok := mm.symChunkSizes(sd.l, c)
+		if !ok {
+			continue
+		}
+		if len(conds) == 0 {
+			sd.chunk, sd.elem = c, false
+			continue
+		}
+		f := *sd
+		f.chunk, f.elem, f.copyAt = c, false, nil
+		out[si] = &symChunk{sd: &f, when: mm.symMultiple(conds, c)}
+	}
+	return out
+}
+
+// symMultiple emits a predicate that every size of conds is a multiple of c (a power of two)
+// at the run: the low bits of their bitwise or are zero.
+func (mm *matmul) symMultiple(conds []sym.Expr, c int) string {
+	b := mm.e.b
+	acc := ""
+	for _, e := range conds {
+		r := mm.symv.eval(b, e)
+		if acc == "" {
+			acc = r
+			continue
+		}
+		o := b.reg(rU32)
+		b.ins("or.b32", o, acc, r)
+		acc = o
+	}
+	low, p := b.reg(rU32), b.reg(rPred)
+	b.ins("and.b32", low, acc, imm(c-1))
+	b.ins("setp.eq.u32", p, low, "0")
+	return p
+}
+
+// symChunkSizes follows generic operand l's contiguous dim down its views to the buffer and
+// returns the sizes that must be multiples of c at the run for its chunks of c elements to be
+// contiguous and aligned there, those a multiple of c at every size left out; ok is false when
+// no run's sizes allow them (a constant size c does not divide, a strided or broadcast
+// contiguous dim, or one that is not the buffer's last).
+func (mm *matmul) symChunkSizes(l operandLayout, c int) (conds []sym.Expr, ok bool) {
+	v := l.view
+	s := SymSizes(v, mm.symv.sizes)
+	grp := l.freeDims
+	if l.kSt == 1 {
+		grp = l.contractDims
+	}
+	d := len(s) - 1
+	if len(grp) == 0 || grp[len(grp)-1] != d {
+		return nil, false
+	}
+	need := func(e sym.Expr) bool {
+		if symAlign(e)%c == 0 {
+			return true
+		}
+		if isConst(e) {
+			return false
+		}
+		for _, o := range conds {
+			if o.Equal(e) {
+				return true
+			}
+		}
+		conds = append(conds, e)
+		return true
+	}
+	// The copy's coordinate in the group is a multiple of c: so is its coordinate in the dim,
+	// and the chunk stays inside the dim, when c divides the dim's size.
+	if !need(s[d]) {
+		return nil, false
+	}
+	for {
+		out := SymSizes(v, mm.symv.sizes)
+		switch v.Op {
+		case ir.OpInput, ir.OpParam:
+			// Every stride but the last is a multiple of the last size.
+			return conds, d == len(out)-1 && need(out[d])
+		}
+		in := SymSizes(v.Args[0], mm.symv.sizes)
+		switch v.Op {
+		case "transpose":
+			d = v.Attrs.Ints("perm")[d]
+		case "slice":
+			start, step := v.Attrs.Ints("start"), v.Attrs.Ints("stride")
+			if step != nil && step[d] != 1 || start[d]%c != 0 {
+				return nil, false
+			}
+		case "broadcast_in_dim":
+			from := -1
+			for i, o := range v.Attrs.Ints("dims") {
+				if o == d && !isOne(in[i]) {
+					from = i
+				}
+			}
+			if from < 0 {
+				return nil, false
+			}
+			d = from
+		case "reshape":
+			// Linear indices: the chunk is c consecutive ones from a multiple of c, which stay
+			// in one row of the input's last dim when c divides it.
+			if d != len(out)-1 || len(in) == 0 || !need(out[d]) || !need(in[len(in)-1]) {
+				return nil, false
+			}
+			d = len(in) - 1
+		default:
+			return nil, false
+		}
+		v = v.Args[0]
+	}
+}
