@@ -40,9 +40,6 @@ func borrowedTemplate(k plan.Kernel, t plan.Target) string {
 		if decodesLength(k) { // symattn_decode.go
 			return "split-KV decoding over a symbolic cache length"
 		}
-		if plan.SymbolicConcat(k.Graph) == "" { // codegen/ptx's symconcat.go
-			return "symbolic concat"
-		}
 	}
 	switch plan.Template(k) {
 	case "contraction":
