@@ -33,8 +33,8 @@ func borrowed(k plan.Kernel, t plan.Target) bool {
 // borrowedTemplate names the codegen/ptx template a borrowed kernel takes, or is "". t is the
 // target, which a template may depend on.
 func borrowedTemplate(k plan.Kernel, t plan.Target) string {
-	if plan.FoldsConv(k) { // before the stages' layers: its stage has sizes too
-		return "conv weight gradient folding its symbolic batch"
+	if len(k.Stages) > 0 && plan.FoldsConv(k) { // a persistent stage's; a kernel's is symconv.go's
+		return "persistent stage of a conv weight gradient folding its symbolic batch"
 	}
 	if k.Symbolic && k.Sizes != nil {
 		if decodesLength(k) { // symattn_decode.go

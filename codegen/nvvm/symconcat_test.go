@@ -40,17 +40,22 @@ func dimsGraph(t *testing.T, src string, env map[string]int64) (*ir.Graph, map[*
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Each value's sizes (values in the order of their lines): its type's, a braced one the
-	// expression.
+	// The sizes of each value whose type has a braced size (values in the order of their lines):
+	// its type's, a braced one the expression.
 	sizes := map[*ir.Value][]sym.Expr{}
+	next := 0
 	for _, line := range strings.Split(src, "\n") {
 		line = strings.TrimPrefix(strings.TrimSpace(line), "input ")
 		i := strings.LastIndex(line, " : ")
 		if !strings.HasPrefix(line, "%") || i < 0 {
 			continue
 		}
-		v := g.Values[len(sizes)]
+		v := g.Values[next]
+		next++
 		typ := line[i:]
+		if !braced.MatchString(typ) {
+			continue
+		}
 		var e []sym.Expr
 		for d, f := range strings.Split(typ[strings.Index(typ, "[")+1:len(typ)-1], ",") {
 			if braced.MatchString(f) {

@@ -141,9 +141,10 @@ func flatElementwise(g *irg.Graph) string {
 	return ""
 }
 
-// units is n, a template's units at the bound, or a symbolic kernel's size parameter.
+// units is n, a template's units at the bound, or a symbolic kernel's size parameter (but a
+// folding conv's, whose elements are static).
 func (kg *kgen) units(n int) value.Value {
-	if kg.size != nil {
+	if kg.size != nil && kg.foldK == nil { // a folding conv's size is its taps (symconv.go)
 		return kg.size
 	}
 	return ci(n)
