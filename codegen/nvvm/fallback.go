@@ -46,8 +46,8 @@ func borrowedTemplate(k plan.Kernel, t plan.Target) string {
 		if plan.QuantizedMMA(k) {
 			return "quantized tensor-core GEMM"
 		}
-		if contractsSymbolic(k) { // fallback_contract.go
-			return "batched product contracting a symbolic dim"
+		if contractsSymbolic(k, t) { // fallback_contract.go
+			return "tensor-core batched product contracting a symbolic dim"
 		}
 	case "norm gemv":
 		if writesRows(k) {

@@ -85,8 +85,14 @@ func runDims(t *testing.T, text string, k plan.Kernel, l plan.Launch, gr *ir.Gra
 		}
 	}
 	sr.cfg.RaceGlobal = true
-	if l.Work.Tile == 0 {
-		sr.cfg.Grid.X = l.Work.Grid(int64(n))
+	switch w := l.Work; {
+	case w == nil: // the bound's grid
+	case w.Tile > 0:
+		grid := [3]int{sr.cfg.Grid.X, sr.cfg.Grid.Y, sr.cfg.Grid.Z}
+		grid[w.Axis] = int(min(max(1, (int64(n)+int64(w.Tile)-1)/int64(w.Tile)), int64(w.MaxBlocks)))
+		sr.cfg.Grid = sim.Dim3{X: grid[0], Y: grid[1], Z: grid[2]}
+	default:
+		sr.cfg.Grid.X = w.Grid(int64(n))
 	}
 	const fill = 0x3d
 	for _, o := range k.Graph.Outputs {
