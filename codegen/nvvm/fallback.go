@@ -9,9 +9,8 @@ import (
 // borrowed reports whether k takes a template this package has no counterpart for, whose
 // kernels codegen/backend's nvvm producer takes from codegen/ptx rather than refuse the model:
 // the tensor-core GEMM over a quantized weight (plan.QuantizedMMA), split-KV decoding over a
-// symbolic cache length (codegen/ptx's symattn_decode_len.go), a persistent stage computing a
-// conv's weight gradient folding its symbolic batch (codegen/ptx's symconv.go), batched products
-// contracting a symbolic dim that is not the rows on tensor cores (fallback_contract.go), and a
+// symbolic cache length (codegen/ptx's symattn_decode_len.go), batched products contracting a
+// symbolic dim that is not the rows on tensor cores (fallback_contract.go), and a
 // norm GEMV writing its prologue's rows (codegen/ptx's gemvnormout.go: the decode step's
 // embeddings) or at symbolic sizes (a packed decode step's: codegen/ptx's symgemvnorm.go). Every
 // other template is this package's own (docs/codegen.md lists them). The launch records a
@@ -24,9 +23,6 @@ func borrowed(k plan.Kernel, t plan.Target) bool {
 // borrowedTemplate names the codegen/ptx template a borrowed kernel takes, or is "". t is the
 // target, which a template may depend on.
 func borrowedTemplate(k plan.Kernel, t plan.Target) string {
-	if len(k.Stages) > 0 && plan.FoldsConv(k) { // a persistent stage's; a kernel's is symconv.go's
-		return "persistent stage of a conv weight gradient folding its symbolic batch"
-	}
 	if k.Symbolic && k.Sizes != nil {
 		if decodesLength(k) { // symattn_decode.go
 			return "split-KV decoding over a symbolic cache length"

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gcomp/gcomp/codegen/plan"
 	"github.com/gcomp/gcomp/runtime/ref"
+	"github.com/gcomp/gcomp/tensor"
 )
 
 // TestSymbolicConvFold: a convolution's weight gradient over a symbolic batch (the batch its
@@ -14,8 +15,9 @@ import (
 // nothing): the direct template with codegen/ptx's parameters (the taps at the run's batch),
 // launch and work (one block along z); it assembles for sm_80 and sm_90 without spills, and on
 // the memchecked, racechecked simulator at batch 1, a prime and the bound, the operands laid out
-// at the run's batch, it equals the reference and codegen/ptx's entry bit for bit. (A persistent
-// kernel's stage computing one is still borrowed: TestFallbackConvFold.)
+// at the run's batch, it equals the reference and codegen/ptx's entry bit for bit; a persistent
+// kernel whose stage computes it (its size parameter the stage's taps) equals codegen/ptx's bit
+// for bit and the reference within tolerance.
 func TestSymbolicConvFold(t *testing.T) {
 	p := requireProducer(t)
 	const bound = 8
@@ -40,6 +42,12 @@ func TestSymbolicConvFold(t *testing.T) {
 				t.Errorf("params %v, work %+v: want the taps' size parameter last, %d per batch element, one block along z", l.Params, *l.Work, tc.taps)
 			}
 			assemble(t, text, []plan.Kernel{k})
+			pk := plan.Kernel{Name: "k1_persistent", Graph: g, Stages: []plan.Kernel{{Name: "s0_conv", Graph: g, Symbolic: true, Rows: bound, Sizes: sizes}}}
+			ptext, ppl, pptxText, ppl2 := bothEntries(t, p, pk, target)
+			if n := len(ppl.Params); ppl.Params[n-1] != (plan.Arg{Kind: plan.ArgSize, Scale: tc.taps}) {
+				t.Errorf("persistent params %v: want the stage's taps last, %d per batch element", ppl.Params, tc.taps)
+			}
+			assemble(t, ptext, []plan.Kernel{pk})
 			for _, r := range []int64{1, 5, bound} {
 				env := map[string]int64{"batch": r}
 				gr, _ := dimsGraph(t, src, env)
@@ -55,6 +63,17 @@ func TestSymbolicConvFold(t *testing.T) {
 					// docs/perf.md's table.
 					t.Logf("warp instructions at batch %d: nvvm %d, ptx %d", r, st.WarpInsts, pst.WarpInsts)
 				}
+				pgot, _ := runDims(t, ptext, pk, ppl, gr, in, env, n)
+				pemitted, _ := runDims(t, pptxText, pk, ppl2, gr, in, env, n)
+				if !bytes.Equal(pgot["dw"], pemitted["dw"]) {
+					t.Errorf("dw at batch %d: the persistent kernel's differs from codegen/ptx's", r)
+				}
+				// A stage folds f32 products with an fma in f32 (plan.AccType): within tolerance.
+				x, err := tensor.FromBytes(gr.Outputs[0].Value.Type, pgot["dw"])
+				if err != nil {
+					t.Fatal(err)
+				}
+				compare(t, fmt.Sprintf("the persistent kernel's dw at batch %d (reference)", r), x, want["dw"], false, gr.Outputs[0].Value.Type.DType, false, n)
 				if !bytes.Equal(got["dw"], want["dw"].Bytes()) {
 					t.Errorf("dw at batch %d: differs from the reference", r)
 				}
