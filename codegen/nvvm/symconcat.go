@@ -27,43 +27,32 @@ func (md *module) symConcatKernel(k plan.Kernel) (*ir.Func, plan.Launch, error) 
 	if why := plan.SymbolicConcat(g); why != "" {
 		return nil, plan.Launch{}, fmt.Errorf("a kernel concatenating along symbolic sizes must concat views of inputs; %s", why)
 	}
-	out := g.Outputs[0].Value
-	units := out.Type.Shape.NumElements()
-	args, scale, err := symStrideArgs(k, units, "element count")
-	if err != nil {
-		return nil, plan.Launch{}, err
-	}
-	kg := md.newKernel(k, args)
-	sv := kg.newSymView(k, args)
-	for _, o := range g.Outputs {
-		for _, e := range plan.SymSizes(o.Value, k.Sizes) {
-			if err := sv.valid(e); err != nil {
-				return nil, plan.Launch{}, err
-			}
-		}
-		for _, a := range o.Value.Args {
-			if err := sv.check(a); err != nil {
-				return nil, plan.Launch{}, err
-			}
-		}
-	}
-	tid := kg.b.NewAdd(kg.b.NewMul(kg.sreg("ctaid.x"), kg.sreg("ntid.x")), kg.sreg("tid.x"))
-	step := kg.b.NewMul(kg.sreg("nctaid.x"), kg.sreg("ntid.x"))
-	for oi, o := range g.Outputs {
-		n := kg.size
-		if oi > 0 {
-			count := sym.Const(1)
+	return md.symElements(k, func(kg *kgen, sv *symView, tid, step value.Value) error { // symstride_copy.go
+		for _, o := range g.Outputs {
 			for _, e := range plan.SymSizes(o.Value, k.Sizes) {
-				count = sym.Mul(count, e)
+				if err := sv.valid(e); err != nil {
+					return err
+				}
 			}
-			n = sv.eval(count)
+			for _, a := range o.Value.Args {
+				if err := sv.check(a); err != nil {
+					return err
+				}
+			}
 		}
-		kg.concatCopy(sv, o.Value, kg.outPtr[oi], tid, step, n)
-	}
-	kg.b.NewRet(nil)
-	w := plan.SymWork{Vector: 1, Block: plan.LoopBlock, MaxBlocks: plan.MaxLoopBlocks, Scale: scale}
-	l := plan.Launch{Grid: [3]int{w.Grid(int64(units)), 1, 1}, Block: [3]int{plan.LoopBlock, 1, 1}, Params: args, Work: &w}
-	return kg.f, l, nil
+		for oi, o := range g.Outputs {
+			n := kg.size
+			if oi > 0 {
+				count := sym.Const(1)
+				for _, e := range plan.SymSizes(o.Value, k.Sizes) {
+					count = sym.Mul(count, e)
+				}
+				n = sv.eval(count)
+			}
+			kg.concatCopy(sv, o.Value, kg.outPtr[oi], tid, step, n)
+		}
+		return nil
+	})
 }
 
 // concatCopy emits the grid-stride loop writing the n elements of concat c to out.
