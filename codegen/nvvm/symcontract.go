@@ -25,8 +25,9 @@ import (
 // side): M at the run bounds the left operand's copies, the edge checks, the row tiles (a tile
 // past it exits) and the result's batch stride.
 
-// contraction is a symbolic batched product's sizes at the run: K, M (nil when static) and
-// each operand's batch strides (nil where the bound's, or where the operand is generic).
+// contraction is a symbolic batched product's sizes at the run: K, M (symM: M is symbolic),
+// each operand's batch strides (nil for a generic operand; a constant one is the bound's) and
+// whether its batch is symbolic (the size parameter).
 type contraction struct {
 	k, m     sym.Expr
 	symM     bool

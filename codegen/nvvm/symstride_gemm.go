@@ -42,7 +42,8 @@ func (kg *kgen) gemmView(k plan.Kernel, args []plan.Arg, p plan.GEMM) (*symView,
 }
 
 // symCopier is genericCopier for the left operand of a symbolic GEMM with sizes, or either
-// operand of one whose K is the rows: copy i lies inside when its free coordinate is below M at
+// operand of one whose K is the rows or is symbolic (a batched product's: symcontract.go, its
+// batch coordinates the bound's): copy i lies inside when its free coordinate is below M at
 // the run (a fold's: the bound's) and its k below K (a fold's: at the run); outside, it reads
 // the view's first element (which a run of at least one row wrote; a fold reads nothing) and
 // copies 0.
