@@ -31,8 +31,10 @@ var approximate = map[string]bool{"exp": true, "log": true, "tanh": true, "sigmo
 // codegen/ptx's parameters and work for each symbolic kernel, and, where the arithmetic is the
 // same, equal to codegen/ptx's build bit for bit. Every entry is libNVVM's but where a model
 // says it borrows (the kernels reading or writing layers of stacked buffers, in row loops and
-// persistent stages, and the folds over scattered axes and through views are codegen/nvvm's own:
-// symlayer.go, symfold_scatter.go, symfold_view.go).
+// persistent stages, the folds over scattered axes and through views, concats along a symbolic
+// dim, conv weight gradients folding the batch and FFMA products contracting a symbolic dim are
+// codegen/nvvm's own: symlayer.go, symfold_scatter.go, symfold_view.go, symconcat.go,
+// symconv.go, symcontract.go).
 func TestSymbolicNVVM(t *testing.T) {
 	lib := libnvvm.Require(t)
 	type model struct {
@@ -66,6 +68,19 @@ func TestSymbolicNVVM(t *testing.T) {
 	for _, tc := range foldReduceViewGraphs {
 		models = append(models, model{name: "column reduction through views " + tc.name, borrows: true, graph: func() (*ir.Graph, error) { return ir.Parse("s.gir", []byte("graph s {\n"+tc.body+"}\n")) }})
 	}
+	// A concat along a symbolic dim, a conv's weight gradient folding its symbolic batch and a
+	// batched product contracting a symbolic dim on FFMA are codegen/nvvm's own too
+	// (symconcat.go, symconv.go, symcontract.go).
+	models = append(models, model{name: "concat growing a cache", graph: func() (*ir.Graph, error) {
+		return ir.Parse("c.gir", []byte("graph c {\n  dims { past in [0,23] }\n  input %pk : f16[2,4,past,8]\n  input %k : f16[2,1,4,8]\n"+
+			"  %0 = transpose(%k) {perm=[0,2,1,3]} : f16[2,4,1,8]\n  %1 = concat(%pk, %0) {axis=2} : f16[2,4,past+1,8]\n  output y = %1\n}\n"))
+	}})
+	for _, tc := range convFolds {
+		models = append(models, model{name: "conv weight gradient " + tc.name, graph: func() (*ir.Graph, error) { return ir.Parse("s.gir", []byte("graph s {\n"+tc.body+"}\n")) }})
+	}
+	models = append(models, model{name: "contraction " + contractGraphs[1].name, graph: func() (*ir.Graph, error) {
+		return ir.Parse("s.gir", []byte("graph s {\n"+contractGraphs[1].body+"}\n"))
+	}})
 	for _, tc := range persistModels {
 		models = append(models, model{name: "persistent " + tc.name, graph: func() (*ir.Graph, error) { return frontend.Build("m", tc.build) }})
 	}

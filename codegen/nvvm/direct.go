@@ -19,6 +19,9 @@ func (md *module) directKernel(k plan.Kernel, c plan.Contraction) (*ir.Func, pla
 		return nil, plan.Launch{}, err
 	}
 	kg := md.newKernel(k, args)
+	if plan.ConvFolds(k, c.Dot) { // its size is the taps (symconv.go)
+		kg.foldK = kg.size
+	}
 	tid := kg.add(kg.b.NewMul(kg.sreg("ctaid.x"), kg.sreg("ntid.x")), kg.sreg("tid.x"))
 	step := kg.b.NewMul(kg.sreg("nctaid.x"), kg.sreg("ntid.x"))
 	err = kg.directElements(c.Dot, tid, step, false)
@@ -55,7 +58,7 @@ func (kg *kgen) directElements(dot *irg.Value, start, step value.Value, fmaF32 b
 		} else {
 			term, K = kg.dotTerm(dot, x)
 		}
-		kg.loop(ci(0), ci(1), K, func(kk value.Value) {
+		kg.loopTo(ci(0), ci(1), kg.tapsEnd(K), func(kk value.Value) {
 			u, v, e := term(kk)
 			if e == nil {
 				e = kg.foldProduct(dot, accT, acc, u, v)

@@ -89,7 +89,7 @@ func (mm *gemm) lanesAt(row, col value.Value, n int) []*index {
 	}
 	shape := p.Dot.Type.Shape
 	nb := len(p.Batch)
-	lin := kg.add(kg.mul(kg.add(kg.mul(mm.bz, p.M), row), p.N), col)
+	lin := kg.add(kg.mul(kg.add(mm.outRows(mm.bz), row), p.N), col)
 	var lanes []*index
 	for l := range n {
 		x := newIndexLin(shape, kg.add(lin, ci(l)))

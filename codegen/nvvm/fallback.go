@@ -9,24 +9,14 @@ import (
 // borrowed reports whether k takes a template this package has no counterpart for, whose
 // kernels codegen/backend's nvvm producer takes from codegen/ptx rather than refuse the model:
 // the tensor-core GEMM over a quantized weight (plan.QuantizedMMA), split-KV decoding over a
-// symbolic cache length (codegen/ptx's symattn_decode_len.go) and concats of views (codegen/ptx's
-// symconcat.go: a cache grown by concat) at symbolic sizes, a conv's weight gradient folding its
-// symbolic batch (codegen/ptx's symconv.go), batched products contracting a symbolic dim that is
-// not the rows (fallback_contract.go), column reductions reading views that move the rows
-// (fallback_reduce_view.go), and a norm GEMV writing its prologue's rows (codegen/ptx's
-// gemvnormout.go: the decode step's embeddings) or at symbolic sizes (a packed decode step's:
-// codegen/ptx's symgemvnorm.go). Copies, GEMMs
-// over views, the attention forward on CUDA cores and tensor cores (writing its log-sum-exp too),
-// its backward on CUDA cores and tensor cores (attention_lse, dq, dk and dv: symattn_bwd.go),
-// split-KV decoding over a symbolic batch, folds of strided operands, over scattered axes
-// (BatchNorm's statistics) and through views (a weight gradient of attention's heads merged
-// back), the KV cache write, persistent kernels at symbolic sizes and the row loops and
-// persistent stages reading or writing layers of stacked buffers at offsets of the run's rows
-// are this package's own (symstride*.go, symattn*.go, symfold*.go, symupdate.go,
-// sympersist.go, symlayer.go). The launch records it (Producer "ptx" and a note); both producers share names,
-// parameters and launches, so one plan runs the merged module. (The tensor-core attention forward writing its rows' log-sum-exp, dk/dv
-// and dq on tensor cores, once borrowed, are attention_lse_mma.go's, attention_bwd_mma.go's and
-// attention_bwd_dq_mma.go's.)
+// symbolic cache length (codegen/ptx's symattn_decode_len.go), batched products contracting a
+// symbolic dim that is not the rows on tensor cores (fallback_contract.go), column reductions
+// reading views that move the rows (fallback_reduce_view.go), and a
+// norm GEMV writing its prologue's rows (codegen/ptx's gemvnormout.go: the decode step's
+// embeddings) or at symbolic sizes (a packed decode step's: codegen/ptx's symgemvnorm.go). Every
+// other template is this package's own (docs/codegen.md lists them). The launch records a
+// borrowed entry (Producer "ptx" and a note); both producers share names, parameters and
+// launches, so one plan runs the merged module.
 func borrowed(k plan.Kernel, t plan.Target) bool {
 	return borrowedTemplate(k, t) != ""
 }
@@ -34,15 +24,9 @@ func borrowed(k plan.Kernel, t plan.Target) bool {
 // borrowedTemplate names the codegen/ptx template a borrowed kernel takes, or is "". t is the
 // target, which a template may depend on.
 func borrowedTemplate(k plan.Kernel, t plan.Target) string {
-	if plan.FoldsConv(k) { // before the stages' layers: its stage has sizes too
-		return "conv weight gradient folding its symbolic batch"
-	}
 	if k.Symbolic && k.Sizes != nil {
 		if decodesLength(k) { // symattn_decode.go
 			return "split-KV decoding over a symbolic cache length"
-		}
-		if plan.SymbolicConcat(k.Graph) == "" { // codegen/ptx's symconcat.go
-			return "symbolic concat"
 		}
 		if reducesViews(k) { // fallback_reduce_view.go
 			return "column reduction through views at symbolic sizes"
@@ -53,8 +37,8 @@ func borrowedTemplate(k plan.Kernel, t plan.Target) string {
 		if plan.QuantizedMMA(k) {
 			return "quantized tensor-core GEMM"
 		}
-		if contractsSymbolic(k) { // fallback_contract.go
-			return "batched product contracting a symbolic dim"
+		if contractsSymbolic(k, t) { // fallback_contract.go
+			return "tensor-core batched product contracting a symbolic dim"
 		}
 	case "norm gemv":
 		if writesRows(k) {

@@ -3,11 +3,10 @@ package nvvm
 import "github.com/gcomp/gcomp/codegen/plan"
 
 // contractsSymbolic reports whether k is a batched product contracting a symbolic dim that is
-// not its rows (codegen/ptx's symcontract.go: both operands read through its generic copier at
-// the run's sizes, K at the run bounding the k loop): this package's symbolic GEMM keeps K and
-// the operands' strides at the bound, so codegen/backend's nvvm producer takes codegen/ptx's
-// entry for it.
-func contractsSymbolic(k plan.Kernel) bool {
+// not its rows (codegen/ptx's symcontract.go) that codegen/ptx computes on tensor cores (or any
+// template but FFMA): this package's is the FFMA template's (symcontract.go), so
+// codegen/backend's nvvm producer takes codegen/ptx's entry for the others.
+func contractsSymbolic(k plan.Kernel, t plan.Target) bool {
 	if !k.Symbolic || k.Sizes == nil {
 		return false
 	}
@@ -19,7 +18,8 @@ func contractsSymbolic(k plan.Kernel) bool {
 			s := plan.SymSizes(v.Args[i], k.Sizes)
 			for _, d := range v.Attrs.Ints(attr) {
 				if _, ok := s[d].IsConst(); !ok {
-					return true
+					c, err := plan.ContractionPlan(k, t)
+					return err != nil || c.Kind != "ffma"
 				}
 			}
 		}

@@ -43,6 +43,8 @@ type kgen struct {
 	// size is a symbolic kernel's size parameter (plan.ArgSize: its elements, rows or M at the
 	// run's sizes; symloop.go), nil for a static kernel.
 	size value.Value
+	// foldK is a folding conv's taps at the run's sizes (symconv.go), nil for another kernel.
+	foldK value.Value
 }
 
 type cacheKey struct {

@@ -30,16 +30,27 @@ func (md *module) ffmaKernel(k plan.Kernel, t plan.Target) (*ir.Func, plan.Launc
 	if p.Dot.Type.DType != irg.F32 {
 		return nil, plan.Launch{}, fmt.Errorf("the ffma template computes f32, not %s", p.Dot.Type.DType)
 	}
+	con, p, err := symContract(k, p) // symcontract.go
+	if err != nil {
+		return nil, plan.Launch{}, err
+	}
 	args, work, err := symGEMM(k, p)
+	if con != nil {
+		args, work, err = symContractArgs(k, p)
+	}
 	if err != nil {
 		return nil, plan.Launch{}, err
 	}
 	kg := md.newKernel(k, args)
 	symv, err := kg.gemmView(k, args, p) // symstride_gemm.go
+	if con != nil {
+		symv = kg.newSymView(k, args)
+		err = con.check(symv, p)
+	}
 	if err != nil {
 		return nil, plan.Launch{}, err
 	}
-	mm := &gemm{kg: kg, p: p, symv: symv}
+	mm := &gemm{kg: kg, p: p, symv: symv, con: con}
 	if err := mm.emit(); err != nil {
 		return nil, plan.Launch{}, err
 	}
@@ -81,6 +92,11 @@ type gemm struct {
 	// symK is K at the run's sizes (a symbolic kernel folding its rows), nil at the bound's
 	// (symfold.go).
 	symK value.Value
+	// con is a symbolic batched product contracting a symbolic dim (symcontract.go), nil for
+	// another; batchSt holds, per operand and batch dim, a strided operand's batch stride at the
+	// run's sizes, nil where it is the bound's.
+	con     *contraction
+	batchSt [2][]value.Value
 }
 
 // tile declares the kernel's shared array name of n elem's and takes its 32-bit address (in the
@@ -232,7 +248,7 @@ func (mm *gemm) copier(sd *side) {
 	base := kg.ptr[op.Buffer]
 	var off value.Value = ci(op.Off)
 	for i := range mm.p.Batch {
-		off = kg.add(kg.mul(kg.coord(mm.bidx, i), op.BatchStrides[i]), off)
+		off = mm.batchOffset(sd, i, kg.coord(mm.bidx, i), off) // symcontract.go
 	}
 	first := kg.add(off, kg.mul(kg.clamp(sd.f0, nFree), op.FreeSt))
 	safe := kg.elemPtr(sd.d, base, off)

@@ -114,7 +114,10 @@ func (md *module) persistentKernel(k plan.Kernel) (*ir.Func, plan.Launch, error)
 			kg.outPtr = append(kg.outPtr, p)
 		}
 		kg.outPtr = layerOutputs(st, sg, kg.outPtr, l) // symlayer.go
-		kg.g, kg.size = sg, sizes[si]
+		kg.g, kg.size, kg.foldK = sg, sizes[si], nil
+		if plan.FoldsConv(st) { // its size is the taps (symconv.go)
+			kg.foldK = kg.size
+		}
 		if err := kg.stage(sg, tid); err != nil {
 			return nil, plan.Launch{}, fmt.Errorf("stage %s: %w", st.Name, err)
 		}

@@ -48,6 +48,10 @@ func symGEMM(k plan.Kernel, p plan.GEMM) ([]plan.Arg, *plan.SymWork, error) {
 // operand's first element when the copy lies outside, which such a run never wrote.
 func (mm *gemm) symPrologue() {
 	kg, p := mm.kg, mm.p
+	if mm.con != nil {
+		mm.contractPrologue() // symcontract.go
+		return
+	}
 	if kg.size == nil {
 		return
 	}

@@ -22,7 +22,7 @@ import (
 // either module.
 
 // symbolicKernel picks the template of a symbolic kernel as codegen/ptx's symbolicKernel does:
-// attention and its backward, a copy through views, the loop, or a row template that takes its row count as a
+// attention and its backward, a concat or copy through views, the loop, or a row template that takes its row count as a
 // parameter.
 func (md *module) symbolicKernel(k plan.Kernel, t plan.Target) (*ir.Func, plan.Launch, error) {
 	if _, ok := plan.BackwardAttention(k.Graph); ok {
@@ -36,6 +36,8 @@ func (md *module) symbolicKernel(k plan.Kernel, t plan.Target) (*ir.Func, plan.L
 	}
 	kinds, count := plan.ContractionKinds(k.Graph)
 	switch {
+	case len(kinds) == 0 && k.Sizes != nil && !plan.LayerSized(k) && plan.SymbolicConcat(k.Graph) == "":
+		return md.symConcatKernel(k) // symconcat.go
 	case len(kinds) == 0 && k.Sizes != nil && !plan.LayerSized(k):
 		return md.symCopyKernel(k) // symstride_copy.go
 	case len(kinds) == 0:
@@ -139,9 +141,10 @@ func flatElementwise(g *irg.Graph) string {
 	return ""
 }
 
-// units is n, a template's units at the bound, or a symbolic kernel's size parameter.
+// units is n, a template's units at the bound, or a symbolic kernel's size parameter (but a
+// folding conv's, whose elements are static).
 func (kg *kgen) units(n int) value.Value {
-	if kg.size != nil {
+	if kg.size != nil && kg.foldK == nil { // a folding conv's size is its taps (symconv.go)
 		return kg.size
 	}
 	return ci(n)

@@ -41,7 +41,7 @@ func persistentArgs(k plan.Kernel) ([]plan.Arg, error) {
 		if !st.Symbolic {
 			continue
 		}
-		scale, err := symScale(st.Rows, stageUnits(st.Graph), "stage "+st.Name+" element count")
+		scale, err := symScale(st.Rows, stageUnits(st), "stage "+st.Name+" element count")
 		if err != nil {
 			return nil, fmt.Errorf("stage %s: %w", st.Name, err)
 		}
@@ -50,10 +50,14 @@ func persistentArgs(k plan.Kernel) ([]plan.Arg, error) {
 	return args, nil
 }
 
-// stageUnits is a stage's elements at the bound: its contraction's result elements, else its
-// first output's.
-func stageUnits(g *irg.Graph) int {
+// stageUnits is a stage's units at the bound: its contraction's result elements (a folding
+// conv's taps: symconv.go), else its first output's elements.
+func stageUnits(st plan.Kernel) int {
+	g := st.Graph
 	for _, v := range plan.Live(g) {
+		if v.Op == "conv2d" && plan.ConvFolds(st, v) {
+			return convTaps(v)
+		}
 		if ops.ClassOf(v.Op) == ops.Contraction {
 			return v.Type.Shape.NumElements()
 		}

@@ -81,10 +81,13 @@ func (md *module) symContraction(k plan.Kernel, t plan.Target) (*ir.Func, plan.L
 
 // symDirect returns the direct template's parameters and work: plan.Params and none for a
 // static kernel; for a symbolic one its result elements after them, a loop's work of one
-// element per work item.
+// element per work item; a folding conv's size is its taps instead (symconv.go).
 func symDirect(k plan.Kernel, c plan.Contraction) ([]plan.Arg, *plan.SymWork, error) {
 	if !k.Symbolic {
 		return plan.Params(k.Graph), nil, nil
+	}
+	if args, w, ok, err := symConvFold(k, c.Dot); ok { // a conv's weight gradient: its taps
+		return args, w, err
 	}
 	args, scale, err := symArgs(k, c.Dot.Type.Shape.NumElements(), "element count")
 	return args, &plan.SymWork{Vector: 1, Block: c.Block[0], MaxBlocks: plan.MaxLoopBlocks, Scale: scale}, err

@@ -23,28 +23,40 @@ func (md *module) symCopyKernel(k plan.Kernel) (*ir.Func, plan.Launch, error) {
 		return nil, plan.Launch{}, fmt.Errorf("a kernel moving symbolic dims must copy one input through views; %s", why)
 	}
 	out := g.Outputs[0].Value
-	units := out.Type.Shape.NumElements()
+	return md.symElements(k, func(kg *kgen, sv *symView, tid, step value.Value) error {
+		if err := sv.check(out); err != nil {
+			return err
+		}
+		d := out.Type.DType
+		t, eb := memType(d), d.Size()
+		osz := plan.SymSizes(out, k.Sizes)
+		kg.loopTo(tid, step, kg.size, func(i value.Value) {
+			buf, lin := sv.lin(out, sv.delinearize(osz, i))
+			ld := kg.b.NewLoad(t, kg.elemPtr(d, kg.ptr[buf], lin))
+			ld.Align = ir.Align(eb)
+			st := kg.b.NewStore(ld, kg.elemPtr(d, kg.outPtr[0], i))
+			st.Align = ir.Align(eb)
+		})
+		return nil
+	})
+}
+
+// symElements emits a kernel of one thread per element of its first output at the run's sizes
+// (the size parameter, after the dims': symStrideArgs), body emitting its grid-stride loops from
+// element tid by step, and returns it with codegen/ptx's launch.
+func (md *module) symElements(k plan.Kernel, body func(kg *kgen, sv *symView, tid, step value.Value) error) (*ir.Func, plan.Launch, error) {
+	units := k.Graph.Outputs[0].Value.Type.Shape.NumElements()
 	args, scale, err := symStrideArgs(k, units, "element count")
 	if err != nil {
 		return nil, plan.Launch{}, err
 	}
 	kg := md.newKernel(k, args)
 	sv := kg.newSymView(k, args)
-	if err := sv.check(out); err != nil {
-		return nil, plan.Launch{}, err
-	}
-	d := out.Type.DType
-	t, eb := memType(d), d.Size()
 	tid := kg.b.NewAdd(kg.b.NewMul(kg.sreg("ctaid.x"), kg.sreg("ntid.x")), kg.sreg("tid.x"))
 	step := kg.b.NewMul(kg.sreg("nctaid.x"), kg.sreg("ntid.x"))
-	osz := plan.SymSizes(out, k.Sizes)
-	kg.loopTo(tid, step, kg.size, func(i value.Value) {
-		buf, lin := sv.lin(out, sv.delinearize(osz, i))
-		ld := kg.b.NewLoad(t, kg.elemPtr(d, kg.ptr[buf], lin))
-		ld.Align = ir.Align(eb)
-		st := kg.b.NewStore(ld, kg.elemPtr(d, kg.outPtr[0], i))
-		st.Align = ir.Align(eb)
-	})
+	if err := body(kg, sv, tid, step); err != nil {
+		return nil, plan.Launch{}, err
+	}
 	kg.b.NewRet(nil)
 	w := plan.SymWork{Vector: 1, Block: plan.LoopBlock, MaxBlocks: plan.MaxLoopBlocks, Scale: scale}
 	l := plan.Launch{Grid: [3]int{w.Grid(int64(units)), 1, 1}, Block: [3]int{plan.LoopBlock, 1, 1}, Params: args, Work: &w}

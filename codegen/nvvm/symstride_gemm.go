@@ -42,7 +42,8 @@ func (kg *kgen) gemmView(k plan.Kernel, args []plan.Arg, p plan.GEMM) (*symView,
 }
 
 // symCopier is genericCopier for the left operand of a symbolic GEMM with sizes, or either
-// operand of one whose K is the rows: copy i lies inside when its free coordinate is below M at
+// operand of one whose K is the rows or is symbolic (a batched product's: symcontract.go, its
+// batch coordinates the bound's): copy i lies inside when its free coordinate is below M at
 // the run (a fold's: the bound's) and its k below K (a fold's: at the run); outside, it reads
 // the view's first element (which a run of at least one row wrote; a fold reads nothing) and
 // copies 0.
@@ -50,9 +51,9 @@ func (mm *gemm) symCopier(sd *side) {
 	kg, op, sv := mm.kg, sd.op, mm.symv
 	s := plan.SymSizes(op.View, sv.sizes)
 	d := op.View.Type.DType
-	fn, kn := mm.symM, value.Value(ci(mm.p.K))
+	fn, kn := mm.freeBelow(sd, 0), value.Value(ci(mm.p.K)) // M at the run on the left
 	if mm.symK != nil {
-		fn, kn = ci(sd.nFree), mm.symK
+		kn = mm.symK
 	}
 	sd.valueAt = func(k0 value.Value, i int) (value.Value, error) {
 		f := kg.add(sd.f0, ci(sd.df[i]))
@@ -60,6 +61,9 @@ func (mm *gemm) symCopier(sd *side) {
 		ok := kg.b.NewAnd(kg.b.NewICmp(enum.IPredSLT, f, fn), kg.b.NewICmp(enum.IPredSLT, kk, kn))
 		f, kk = kg.b.NewSelect(ok, f, ci(0)), kg.b.NewSelect(ok, kk, ci(0))
 		c := make([]value.Value, len(s))
+		for j, dd := range op.BatchDims { // a batched product's (symcontract.go): the bound's batch
+			c[dd] = kg.coord(mm.bidx, j)
+		}
 		for _, grp := range []struct {
 			dims []int
 			lin  value.Value

@@ -1,0 +1,256 @@
+package nvvm
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/llir/llvm/ir/enum"
+	"github.com/llir/llvm/ir/value"
+
+	"github.com/gcomp/gcomp/codegen/plan"
+	irg "github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ir/sym"
+)
+
+// Batched products contracting a symbolic dim that is not the rows, as codegen/ptx's
+// symcontract.go, on the FFMA template: per batch element x[b, seq, d]ᵀ·y[b, seq, e] → [b, d, e],
+// or scores·V by hand, [b, t, seq]·[b, seq, d] → [b, t, d]. Laid out at the run's sizes, an
+// operand's batch stride (and the scores' row stride) follows seq: a buffer whose other strides
+// are the bound's at every size is copied strided with its batch stride at the run, any other
+// operand through the generic copier at the run's sizes (symCopier). K at the run bounds the k
+// steps and zero-fills the copies at or past it, so the sum runs in the static kernel's order.
+// The dims' parameters follow the buffers; a symbolic batch (the rows, leading the static batch
+// dims) adds the batch count, grid.z following it. M may be symbolic (one free dim on each
+// side): M at the run bounds the left operand's copies, the edge checks, the row tiles (a tile
+// past it exits) and the result's batch stride.
+
+// contraction is a symbolic batched product's sizes at the run: K, M (symM: M is symbolic),
+// each operand's batch strides (nil for a generic operand; a constant one is the bound's) and
+// whether its batch is symbolic (the size parameter).
+type contraction struct {
+	k, m     sym.Expr
+	symM     bool
+	batchSt  [2][]sym.Expr
+	symBatch bool
+}
+
+// symContract recognizes a symbolic batched product contracting a symbolic dim (nil, p and no
+// error for another kernel), checks it in codegen/ptx's words, and returns it with p's operands
+// laid out as codegen/ptx's template reads them.
+func symContract(k plan.Kernel, p plan.GEMM) (*contraction, plan.GEMM, error) {
+	if !k.Symbolic || k.Sizes == nil || p.Conv != nil || len(p.Batch) == 0 {
+		return nil, p, nil
+	}
+	at := p.Dot.Attrs
+	lb, rb := at.Ints("lhs_batch"), at.Ints("rhs_batch")
+	lc, rc := at.Ints("lhs_contract"), at.Ints("rhs_contract")
+	ls, rs := plan.SymSizes(p.Dot.Args[0], k.Sizes), plan.SymSizes(p.Dot.Args[1], k.Sizes)
+	kl, kr := symProduct(ls, lc), symProduct(rs, rc)
+	if isConst(kl) && isConst(kr) {
+		return nil, p, nil
+	}
+	if !kl.Equal(kr) {
+		return nil, p, fmt.Errorf("a batched product contracting %s by %s does not run at symbolic sizes", kl, kr)
+	}
+	for i, d := range lb {
+		if !ls[d].Equal(rs[rb[i]]) || i > 0 && !isConst(ls[d]) {
+			picked := make([]string, len(lb))
+			for j, d := range lb {
+				picked[j] = ls[d].String()
+			}
+			return nil, p, fmt.Errorf("a batched product contracting a symbolic dim, batched over [%s], runs at symbolic sizes only with a symbolic batch leading its static ones", strings.Join(picked, ","))
+		}
+	}
+	for d, e := range rs {
+		if !isConst(e) && !slices.Contains(rb, d) && !slices.Contains(rc, d) {
+			return nil, p, fmt.Errorf("a batched product contracting a symbolic dim, with a symbolic free dim (%s) on its right, does not run at symbolic sizes yet", e)
+		}
+	}
+	c := &contraction{k: kl, m: symFree(ls, lb, lc), symBatch: !isConst(ls[lb[0]])}
+	c.symM = !isConst(c.m)
+	if c.symM && !p.RowCol {
+		return nil, p, fmt.Errorf("a batched product contracting a symbolic dim, with a symbolic free dim (%s), runs at symbolic sizes only with one free dim on each side", c.m)
+	}
+	for i, op := range []*plan.GEMMOperand{&p.A, &p.B} {
+		v, batch, contract := p.Dot.Args[i], [][]int{lb, rb}[i], [][]int{lc, rc}[i]
+		if st := symStrided(v, *op, batch, k.Sizes); st != nil {
+			c.batchSt[i] = st
+			continue
+		}
+		g, err := genericOperand(v, batch, contract)
+		if err != nil {
+			return nil, p, err
+		}
+		*op = g
+	}
+	return c, p, nil
+}
+
+// symContractArgs is such a product's parameters and work: the dims' after the buffers, then a
+// symbolic batch's count (grid.z follows it); no work for a static batch (the bound's grid).
+func symContractArgs(k plan.Kernel, p plan.GEMM) ([]plan.Arg, *plan.SymWork, error) {
+	args := append(plan.Params(k.Graph), symDimArgs(k.Sizes)...)
+	if !isConst(plan.SymSizes(p.Dot.Args[0], k.Sizes)[p.Dot.Attrs.Ints("lhs_batch")[0]]) {
+		batch := p.Batch.NumElements()
+		scale, err := symScale(k.Rows, batch, "row count")
+		return append(args, plan.Arg{Kind: plan.ArgSize}), symWork(scale, 1, 2, batch), err
+	}
+	return args, nil, nil
+}
+
+// symStrided returns the batch strides at the run's sizes of operand v (op at the bound) when v
+// is a buffer whose other strides are the bound's at every size ([b, seq, d] contracting seq),
+// so the strided copies read it with the run's batch offset; nil when it is read through the
+// generic copier.
+func symStrided(v *irg.Value, op plan.GEMMOperand, batch []int, sizes map[*irg.Value][]sym.Expr) []sym.Expr {
+	if v.Op != irg.OpInput && v.Op != irg.OpParam || op.View != nil {
+		return nil
+	}
+	st := plan.SymContiguous(plan.SymSizes(v, sizes))
+	for d, e := range st {
+		if !slices.Contains(batch, d) && !isConst(e) {
+			return nil
+		}
+	}
+	out := make([]sym.Expr, len(batch))
+	for j, d := range batch {
+		out[j] = st[d]
+		if _, _, ok := st[d].Monomials(); !ok {
+			return nil // a floor division: read through the generic copier
+		}
+	}
+	return out
+}
+
+// genericOperand is operand v read through its views: codegen/ptx's generic layout.
+func genericOperand(v *irg.Value, batch, contract []int) (plan.GEMMOperand, error) {
+	for u := v; u.Op != irg.OpInput && u.Op != irg.OpParam; u = u.Args[0] {
+		switch u.Op {
+		case "transpose", "slice", "broadcast_in_dim", "reshape":
+		default:
+			return plan.GEMMOperand{}, fmt.Errorf("dot_general operand %s is computed inside the kernel (%s); only views of buffers are a supported fusion", v.Type, u.Op)
+		}
+	}
+	s := v.Type.Shape
+	o := plan.GEMMOperand{View: v, BatchDims: batch, ContractDims: contract, Free: 1, K: 1}
+	for d := range s.Rank() {
+		switch {
+		case slices.Contains(batch, d):
+		case slices.Contains(contract, d):
+			o.K *= s[d]
+		default:
+			o.FreeDims = append(o.FreeDims, d)
+			o.Free *= s[d]
+		}
+	}
+	if s.Rank() > 0 && slices.Contains(contract, s.Rank()-1) {
+		o.KSt = 1
+	} else {
+		o.FreeSt = 1
+	}
+	return o, nil
+}
+
+// check binds the product's dims (sv: the kernel's) and checks every size it evaluates.
+func (c *contraction) check(sv *symView, p plan.GEMM) error {
+	exprs := []sym.Expr{c.k, c.m}
+	for _, st := range c.batchSt {
+		exprs = append(exprs, st...)
+	}
+	for _, e := range exprs {
+		if err := sv.valid(e); err != nil {
+			return err
+		}
+	}
+	for _, op := range []plan.GEMMOperand{p.A, p.B} {
+		if op.View != nil {
+			if err := sv.check(op.View); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// contractPrologue evaluates K, the batch strides and M at the run's sizes, and sends a block
+// past the run's batch (a symbolic batch) or whose row tile starts at or past M to the end.
+func (mm *gemm) contractPrologue() {
+	kg, c, sv := mm.kg, mm.con, mm.symv
+	for i, st := range c.batchSt {
+		if st == nil {
+			continue
+		}
+		mm.batchSt[i] = make([]value.Value, len(st))
+		for j, e := range st {
+			if !isConst(e) {
+				mm.batchSt[i][j] = sv.eval(e)
+			}
+		}
+	}
+	mm.symK = sv.eval(c.k)
+	var past value.Value
+	if c.symBatch {
+		past = kg.b.NewICmp(enum.IPredUGE, mm.bz, kg.size)
+	}
+	if c.symM {
+		mm.symM = sv.eval(c.m)
+		p := kg.b.NewICmp(enum.IPredUGE, mm.m0, mm.symM)
+		if past == nil {
+			past = p
+		} else {
+			past = kg.b.NewOr(past, p)
+		}
+	}
+	if past != nil {
+		in, out := kg.block("rows"), kg.block("no_rows")
+		kg.b.NewCondBr(past, out, in)
+		out.NewRet(nil)
+		kg.b = in
+	}
+}
+
+// batchOffset is off plus batch coordinate x of side sd's batch dim i times its stride: at the
+// run's sizes for a symbolic product's strided operand, else the bound's.
+func (mm *gemm) batchOffset(sd *side, i int, x, off value.Value) value.Value {
+	si := 1
+	if sd.mSide {
+		si = 0
+	}
+	if st := mm.batchSt[si]; st != nil && st[i] != nil {
+		return mm.kg.add(mm.kg.b.NewMul(x, st[i]), off)
+	}
+	return mm.kg.add(mm.kg.mul(x, sd.op.BatchStrides[i]), off)
+}
+
+// outRows is the result's rows before batch element bz: bz·M, M at the run's sizes in a
+// symbolic product with a symbolic M.
+func (mm *gemm) outRows(bz value.Value) value.Value {
+	if mm.con != nil && mm.con.symM {
+		return mm.kg.b.NewMul(bz, mm.symM)
+	}
+	return mm.kg.mul(bz, mm.p.M)
+}
+
+// symProduct is the product of s's entries at dims.
+func symProduct(s []sym.Expr, dims []int) sym.Expr {
+	p := sym.Const(1)
+	for _, d := range dims {
+		p = sym.Mul(p, s[d])
+	}
+	return p
+}
+
+// symFree is the product of s's free dims (neither batch nor contract): a product's M from its
+// left operand's sizes.
+func symFree(s []sym.Expr, batch, contract []int) sym.Expr {
+	p := sym.Const(1)
+	for d, e := range s {
+		if !slices.Contains(batch, d) && !slices.Contains(contract, d) {
+			p = sym.Mul(p, e)
+		}
+	}
+	return p
+}
+
+func isConst(e sym.Expr) bool { _, ok := e.IsConst(); return ok }
