@@ -37,9 +37,6 @@ func borrowedTemplate(k plan.Kernel, t plan.Target) string {
 		return "conv weight gradient folding its symbolic batch"
 	}
 	if k.Symbolic && k.Sizes != nil {
-		if decodesLength(k) { // symattn_decode.go
-			return "split-KV decoding over a symbolic cache length"
-		}
 		if plan.SymbolicConcat(k.Graph) == "" { // codegen/ptx's symconcat.go
 			return "symbolic concat"
 		}

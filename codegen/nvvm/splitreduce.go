@@ -100,6 +100,11 @@ func (kg *kgen) membar() { kg.b.NewCall(kg.md.declare("llvm.nvvm.membar.gl", typ
 // and tells the block through shared memory whether it was the last of n; the last block runs
 // last after llvm.nvvm.membar.gl. Every thread must call it.
 func (kg *kgen) lastBlock(t0, counter value.Value, n int, publish, last func()) {
+	kg.lastBlockOf(t0, counter, ci(n-1), publish, last)
+}
+
+// lastBlockOf is lastBlock with the last ticket, n−1, a value (a count known at launch).
+func (kg *kgen) lastBlockOf(t0, counter, lastTicket value.Value, publish, last func()) {
 	flag := kg.md.m.NewGlobalDef(kg.name+"_is_last", constant.NewUndef(types.I32))
 	flag.Linkage = enum.LinkageInternal
 	flag.AddrSpace, flag.Typ.AddrSpace, flag.Align = 3, 3, 4
@@ -108,7 +113,7 @@ func (kg *kgen) lastBlock(t0, counter value.Value, n int, publish, last func()) 
 			publish()
 		}
 		ticket := kg.b.NewAtomicRMW(enum.AtomicOpAdd, counter, ci(1), enum.AtomicOrderingMonotonic)
-		isLast := kg.b.NewZExt(kg.b.NewICmp(enum.IPredEQ, ticket, ci(n-1)), types.I32)
+		isLast := kg.b.NewZExt(kg.b.NewICmp(enum.IPredEQ, ticket, lastTicket), types.I32)
 		kg.b.NewStore(isLast, flag).Align = 4
 	})
 	kg.barrier()
