@@ -53,9 +53,6 @@ func borrowedTemplate(k plan.Kernel, t plan.Target) string {
 		if writesRows(k) {
 			return "GEMV writing its norm prologue's rows"
 		}
-		if k.Symbolic {
-			return "GEMV with a norm prologue at symbolic sizes" // codegen/ptx's symgemvnorm.go
-		}
 	}
 	return ""
 }

@@ -132,35 +132,3 @@ func TestNormGEMVRows(t *testing.T) {
 		})
 	}
 }
-
-// TestSymbolicNormGEMVBorrowed: a norm GEMV over symbolic rows (a packed decode step's, Kernel.Rows
-// its M) is codegen/ptx's entry (Lacks names the template, and Module refuses it), whose entry
-// generates; the same kernel at static sizes stays this package's own.
-func TestSymbolicNormGEMVBorrowed(t *testing.T) {
-	for _, norm := range []string{"layernorm", "rmsnorm"} {
-		for _, symbolic := range []bool{true, false} {
-			t.Run(fmt.Sprintf("%s_symbolic=%v", norm, symbolic), func(t *testing.T) {
-				kern := plan.Kernel{Name: "k0", Graph: normGEMVGraph(t, norm, "f32", 3, 64, 256, false), Symbolic: symbolic}
-				if symbolic {
-					kern.Rows = 3
-				}
-				if tpl := plan.Template(kern); tpl != "norm gemv" {
-					t.Fatalf("template %q, want norm gemv", tpl)
-				}
-				note, lacks := Lacks(kern, plan.Target{SM: 80})
-				if lacks != symbolic || symbolic && !strings.Contains(note, "GEMV with a norm prologue at symbolic sizes") {
-					t.Fatalf("borrowed %v (%q), want %v", lacks, note, symbolic)
-				}
-				if !symbolic {
-					return
-				}
-				if _, l, err := plan.Generate(kern, plan.Target{SM: 80}); err != nil || l.Work == nil {
-					t.Fatalf("codegen/ptx's entry: work %v, %v", l.Work, err)
-				}
-				if _, _, err := (&Producer{}).Module([]plan.Kernel{kern}, plan.Target{SM: 80}); err == nil {
-					t.Fatal("the NVVM producer took a symbolic norm GEMV")
-				}
-			})
-		}
-	}
-}
