@@ -34,7 +34,7 @@ func (md *module) symbolicKernel(k plan.Kernel, t plan.Target) (*ir.Func, plan.L
 	if _, ok := plan.UpdateOp(k.Graph); ok {
 		return md.updateKernel(k) // symupdate.go
 	}
-	if plan.Template(k) == "norm gemv" {
+	if plan.Template(k) == "norm gemv" && k.Rows > 0 {
 		return md.normGEMVKernel(k) // symgemvnorm.go
 	}
 	kinds, count := plan.ContractionKinds(k.Graph)
