@@ -49,7 +49,7 @@ func TestSymbolicNormGEMV(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, pls, err := ptx.Module([]plan.Kernel{kern}, target)
+			ptxText, pls, err := ptx.Module([]plan.Kernel{kern}, target)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -60,8 +60,8 @@ func TestSymbolicNormGEMV(t *testing.T) {
 				t.Fatalf("parameters %v, work %+v; codegen/ptx's %v: want its parameters but the scratch, the direct template's work of %d elements a row", l.Params, l.Work, pls[0].Params, c.n)
 			}
 			assemble(t, text, []plan.Kernel{kern})
-			for _, m := range []int{c.m, 1, 2, 0} { // the bound, 1, a prime, none
-				if m > c.m {
+			for i, m := range []int{c.m, 1, 2, 0} { // the bound, 1, a prime, none
+				if m > c.m || i == 2 && m == c.m {
 					continue
 				}
 				gm := graph(max(m, 1))
@@ -87,8 +87,12 @@ func TestSymbolicNormGEMV(t *testing.T) {
 				if g := w.Grid(int64(m*c.n), l.Grid, l.Block); m > 0 {
 					sr.cfg.Grid.X, sr.cfg.Grid.Y, sr.cfg.Grid.Z = g[0], g[1], g[2]
 				}
-				if _, err := sr.m.Launch(sr.entry, sr.cfg, sr.args...); err != nil {
+				st, err := sr.m.Launch(sr.entry, sr.cfg, sr.args...)
+				if err != nil {
 					t.Fatalf("m %d: %v", m, err)
+				}
+				if m == c.m {
+					t.Logf("warp instructions at m %d: nvvm %d, ptx %d", m, st.WarpInsts, ptxWarpInsts(t, ptxText, plan.Kernel{Name: "k0", Graph: gm}, pls[0], in, m))
 				}
 				if m == 0 {
 					continue
@@ -114,4 +118,24 @@ func TestSymbolicNormGEMV(t *testing.T) {
 			}
 		})
 	}
+}
+
+// ptxWarpInsts runs codegen/ptx's symbolic entry (launch l) at m rows and returns its warp
+// instructions.
+func ptxWarpInsts(t *testing.T, text string, k plan.Kernel, l plan.Launch, in map[string]*tensor.Tensor, m int) int64 {
+	t.Helper()
+	sr := loadRun(t, text, k, l, in)
+	for i, a := range l.Params {
+		if a.Kind == plan.ArgSize {
+			sr.args[i] = uint32(m * l.Work.Scale)
+		}
+	}
+	w := artifact.Work{Vector: l.Work.Vector, MaxBlocks: l.Work.MaxBlocks, Tile: l.Work.Tile, Axis: l.Work.Axis}
+	g := w.Grid(int64(m*l.Work.Scale), l.Grid, l.Block)
+	sr.cfg.Grid.X, sr.cfg.Grid.Y, sr.cfg.Grid.Z = g[0], g[1], g[2]
+	st, err := sr.m.Launch(sr.entry, sr.cfg, sr.args...)
+	if err != nil {
+		t.Fatalf("codegen/ptx's entry at m %d: %v", m, err)
+	}
+	return st.WarpInsts
 }
