@@ -48,10 +48,6 @@ func borrowedTemplate(k plan.Kernel, t plan.Target) string {
 		if contractsSymbolic(k) { // fallback_contract.go
 			return "batched product contracting a symbolic dim"
 		}
-	case "norm gemv":
-		if writesRows(k) {
-			return "GEMV writing its norm prologue's rows"
-		}
 	}
 	return ""
 }

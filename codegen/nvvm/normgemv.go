@@ -83,31 +83,17 @@ func (md *module) normGEMVKernel(k plan.Kernel) (*ir.Func, plan.Launch, error) {
 		// The reduction's index is its row's: keepdims leaves the reduced dim 1.
 		kg.at[red] = func(x *index) value.Value { return kg.b.NewLoad(regType(red.Type.DType), row(kg.lin(x))) }
 	}
+	rows, outs := rowOutputs(g, dot) // gemvnormout.go
+	if err := kg.storePrologueRows(dot, rows, M, tid, T); err != nil {
+		return nil, plan.Launch{}, err
+	}
 	start := kg.add(kg.b.NewMul(kg.sreg("ctaid.x"), ci(T)), tid)
 	step := kg.b.NewMul(kg.sreg("nctaid.x"), ci(T))
-	err = kg.directElements(dot, start, step, false)
+	err = kg.directElementsTo(dot, start, step, false, outs)
 	kg.at = nil
 	kg.b.NewRet(nil)
 	if err != nil {
 		return nil, plan.Launch{}, err
 	}
 	return kg.f, plan.Launch{Grid: c.Grid, Block: c.Block, Params: args, Work: work}, nil
-}
-
-// writesRows reports whether k, a GEMV with a norm prologue, also writes values of its prologue
-// (gemv.RowOutput: the embeddings a decode step's first norm normalizes), which only
-// codegen/ptx's template writes (its first block, before the k loop): the direct fallback
-// computes every output at the product's index.
-func writesRows(k plan.Kernel) bool {
-	for _, v := range plan.Live(k.Graph) {
-		if v.Op != "dot_general" {
-			continue
-		}
-		for _, o := range k.Graph.Outputs {
-			if o.Value != v && gemv.RowOutput(v, o.Value) {
-				return true
-			}
-		}
-	}
-	return false
 }

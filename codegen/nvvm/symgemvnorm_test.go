@@ -19,8 +19,8 @@ import (
 // TestSymbolicNormGEMV: a norm GEMV over symbolic rows (a packed decode step's, Kernel.Rows its
 // M), built once at the bound, is the NVVM producer's own (Lacks names nothing) with
 // codegen/ptx's parameters (but its GEMV's scratch) and the direct template's work, assembles for sm_80 and sm_90
-// without spills, and runs on the memchecked simulator at m the bound, 1 and a prime with x
-// and the output holding the run's rows only (a read or write past them is a memcheck error):
+// without spills, and runs on the memchecked simulator at m the bound, 1 and a prime with x (or
+// the tokens of gathered rows, which it also writes out) and the outputs holding the run's rows only (a read or write past them is a memcheck error):
 // bit for bit the static kernel of m rows and within the reference's error bounds; at m = 0,
 // on the bound's grid, it reads and writes nothing.
 func TestSymbolicNormGEMV(t *testing.T) {
@@ -34,9 +34,15 @@ func TestSymbolicNormGEMV(t *testing.T) {
 		{"rmsnorm", "f16", 4, 64, 256, true},
 		{"layernorm", "bf16", 5, 33, 300, false},
 		{"rmsnorm", "f32", 2, 48, 100, false},
+		{"embed", "f32", 3, 64, 256, false}, // gathered rows, written out too (gemvnormout.go)
 	} {
 		t.Run(fmt.Sprintf("%s_%s_%dx%dx%d_kcontig=%v", c.norm, c.dt, c.m, c.n, c.k, c.kContig), func(t *testing.T) {
-			graph := func(m int) *ir.Graph { return normGEMVGraph(t, c.norm, c.dt, m, c.n, c.k, c.kContig) }
+			graph := func(m int) *ir.Graph {
+				if c.norm == "embed" {
+					return embedGraph(t, m, true)
+				}
+				return normGEMVGraph(t, c.norm, c.dt, m, c.n, c.k, c.kContig)
+			}
 			kern := plan.Kernel{Name: "k0", Graph: graph(c.m), Symbolic: true, Rows: c.m}
 			if tpl := plan.Template(kern); tpl != "norm gemv" {
 				t.Fatalf("template %q, want norm gemv", tpl)
@@ -68,7 +74,9 @@ func TestSymbolicNormGEMV(t *testing.T) {
 				in := inputsFor(gm, uint64(31*m+c.k))
 				var want map[string]*tensor.Tensor
 				if m == 0 {
-					in["x"] = tensor.New(ir.T(in["x"].Type.DType, 0, c.k))
+					for _, v := range gm.Inputs() { // the run's no rows
+						in[v.Name] = tensor.New(ir.T(v.Type.DType, append([]int{0}, v.Type.Shape[1:]...)...))
+					}
 				} else {
 					static := plan.Kernel{Name: "k0", Graph: gm}
 					stext, sls, err := p.Module([]plan.Kernel{static}, target)
@@ -98,12 +106,12 @@ func TestSymbolicNormGEMV(t *testing.T) {
 					continue
 				}
 				_, got := sr.read(t)
-				if !bytes.Equal(got["out"].Bytes(), want["out"].Bytes()) {
-					t.Errorf("m %d: the output differs from the static kernel's of %d rows", m, m)
-				}
-				pin, iin := map[string]*tensor.Tensor{}, map[string]*tensor.Tensor{"x": in["x"]}
+				pin, iin := map[string]*tensor.Tensor{}, map[string]*tensor.Tensor{}
 				for _, v := range gm.Params() {
 					pin[v.Name] = in[v.Name]
+				}
+				for _, v := range gm.Inputs() {
+					iin[v.Name] = in[v.Name]
 				}
 				wantRef, err := ref.Run(gm, iin, pin)
 				if err != nil {
@@ -113,8 +121,13 @@ func TestSymbolicNormGEMV(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				b := bounds["out"]
-				compareWith(t, fmt.Sprintf("m %d: out (reference)", m), got["out"], wantRef["out"], false, precision(gm, gm.Outputs[0].Value), false, c.k, &b)
+				for _, o := range gm.Outputs {
+					if !bytes.Equal(got[o.Name].Bytes(), want[o.Name].Bytes()) {
+						t.Errorf("m %d: %s differs from the static kernel's of %d rows", m, o.Name, m)
+					}
+					b := bounds[o.Name]
+					compareWith(t, fmt.Sprintf("m %d: %s (reference)", m, o.Name), got[o.Name], wantRef[o.Name], false, precision(gm, o.Value), false, c.k, &b)
+				}
 			}
 		})
 	}
