@@ -10,13 +10,12 @@ import (
 // kernels codegen/backend's nvvm producer takes from codegen/ptx rather than refuse the model:
 // the tensor-core GEMM over a quantized weight (plan.QuantizedMMA), concats of views
 // (codegen/ptx's symconcat.go: a cache grown by concat) at symbolic sizes, a conv's weight
-// gradient folding its symbolic batch (codegen/ptx's symconv.go), batched products contracting a
-// symbolic dim that is not the rows (fallback_contract.go), and a norm GEMV writing its
-// prologue's rows (codegen/ptx's gemvnormout.go: the decode step's embeddings). Copies, GEMMs
+// gradient folding its symbolic batch (codegen/ptx's symconv.go), and batched products
+// contracting a symbolic dim that is not the rows (fallback_contract.go). Copies, GEMMs
 // over views, the attention forward on CUDA cores and tensor cores (writing its log-sum-exp too),
 // its backward on CUDA cores and tensor cores (attention_lse, dq, dk and dv: symattn_bwd.go),
 // split-KV decoding over a symbolic batch or cache length (symattn_decode*.go), the norm GEMV at
-// symbolic rows (symgemvnorm.go), folds of strided operands, over scattered axes
+// symbolic rows and writing its prologue's rows (symgemvnorm.go, gemvnormout.go), folds of strided operands, over scattered axes
 // (BatchNorm's statistics) and through views (a weight gradient of attention's heads merged
 // back), the KV cache write, persistent kernels at symbolic sizes and the row loops and
 // persistent stages reading or writing layers of stacked buffers at offsets of the run's rows
