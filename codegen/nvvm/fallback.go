@@ -7,23 +7,16 @@ import (
 )
 
 // borrowed reports whether k takes a template this package has no counterpart for, whose
-// kernels codegen/backend's nvvm producer takes from codegen/ptx rather than refuse the model:
-// the tensor-core GEMM over a quantized weight (plan.QuantizedMMA), concats of views
-// (codegen/ptx's symconcat.go: a cache grown by concat) at symbolic sizes, a conv's weight
-// gradient folding its symbolic batch (codegen/ptx's symconv.go), and batched products
-// contracting a symbolic dim that is not the rows (fallback_contract.go). Copies, GEMMs
-// over views, the attention forward on CUDA cores and tensor cores (writing its log-sum-exp too),
-// its backward on CUDA cores and tensor cores (attention_lse, dq, dk and dv: symattn_bwd.go),
-// split-KV decoding over a symbolic batch or cache length (symattn_decode*.go), the norm GEMV at
-// symbolic rows and writing its prologue's rows (symgemvnorm.go, gemvnormout.go), folds of strided operands, over scattered axes
-// (BatchNorm's statistics) and through views (a weight gradient of attention's heads merged
-// back), the KV cache write, persistent kernels at symbolic sizes and the row loops and
-// persistent stages reading or writing layers of stacked buffers at offsets of the run's rows
-// are this package's own (symstride*.go, symattn*.go, symfold*.go, symupdate.go,
-// sympersist.go, symlayer.go). The launch records it (Producer "ptx" and a note); both producers share names,
-// parameters and launches, so one plan runs the merged module. (The tensor-core attention forward writing its rows' log-sum-exp, dk/dv
-// and dq on tensor cores, once borrowed, are attention_lse_mma.go's, attention_bwd_mma.go's and
-// attention_bwd_dq_mma.go's.)
+// kernels codegen/backend's nvvm producer takes from codegen/ptx rather than refuse the model.
+// Still borrowed (borrowedTemplate): the tensor-core GEMM over a quantized weight
+// (plan.QuantizedMMA), concats of views at symbolic sizes (codegen/ptx's symconcat.go), a conv's
+// weight gradient folding its symbolic batch (codegen/ptx's symconv.go) and batched products
+// contracting a symbolic dim that is not the rows (fallback_contract.go). Every other template,
+// split-KV decoding over a symbolic cache length (symattn_decode_len.go) and the norm GEMV at
+// symbolic rows or writing its prologue's rows (symgemvnorm.go, gemvnormout.go) among the last
+// ported, is this package's own (docs/codegen.md, "Borrowed from codegen/ptx"). The launch
+// records a borrowed entry (Producer "ptx" and a note); both producers share names, parameters
+// and launches, so one plan runs the merged module.
 func borrowed(k plan.Kernel, t plan.Target) bool {
 	return borrowedTemplate(k, t) != ""
 }
