@@ -183,15 +183,7 @@ func (r *lenRunner) run(t *testing.T, gs *ir.Graph, in map[string]*tensor.Tensor
 	grid := l.Grid
 	if !bound {
 		w := artifact.Work{Elements: l.Work.Elements, Vector: l.Work.Vector, MaxBlocks: l.Work.MaxBlocks, Tile: l.Work.Tile, Axis: l.Work.Axis}
-		e, err := sym.Parse(w.Elements)
-		if err != nil {
-			t.Fatal(err)
-		}
-		size, err := e.Eval(env)
-		if err != nil {
-			t.Fatal(err)
-		}
-		grid = w.Grid(size, l.Grid, l.Block)
+		grid = w.Grid(evalSize(t, w.Elements, env), l.Grid, l.Block)
 	}
 	var args []any
 	var out uint64
@@ -219,15 +211,7 @@ func (r *lenRunner) run(t *testing.T, gs *ir.Graph, in map[string]*tensor.Tensor
 		case plan.ArgScratch:
 			args, scratchBytes = append(args, r.scratch), a.Bytes
 		case plan.ArgSize:
-			e, err := sym.Parse(a.Expr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			v, err := e.Eval(env)
-			if err != nil {
-				t.Fatal(err)
-			}
-			args = append(args, uint32(v))
+			args = append(args, uint32(evalSize(t, a.Expr, env)))
 		default:
 			t.Fatalf("unexpected parameter %+v", a)
 		}
@@ -251,4 +235,18 @@ func (r *lenRunner) run(t *testing.T, gs *ir.Graph, in map[string]*tensor.Tensor
 		}
 	}
 	return got, st
+}
+
+// evalSize is size expression expr at the dims' values env.
+func evalSize(t *testing.T, expr string, env map[string]int64) int64 {
+	t.Helper()
+	e, err := sym.Parse(expr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := e.Eval(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
