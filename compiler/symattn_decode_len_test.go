@@ -6,8 +6,6 @@ import (
 	"testing"
 
 	"github.com/gcomp/gcomp/artifact"
-	"github.com/gcomp/gcomp/codegen/backend"
-	"github.com/gcomp/gcomp/codegen/nvvm/libnvvm"
 	"github.com/gcomp/gcomp/compiler"
 	"github.com/gcomp/gcomp/frontend"
 	"github.com/gcomp/gcomp/ir"
@@ -61,38 +59,6 @@ func TestSymbolicDecodeLengthPlan(t *testing.T) {
 			checkRows(t, g)
 		})
 	}
-}
-
-// With --backend nvvm the decode attention over a symbolic cache length is codegen/ptx's entry
-// (codegen/nvvm lacks it: nvvm.Lacks, fallback.go), the launch saying so, and the build runs as
-// the ptx build does.
-func TestSymbolicDecodeLengthNVVM(t *testing.T) {
-	lib := libnvvm.Require(t)
-	g, err := frontend.Build("decode", cachedStep(ir.F32, 3, 100))
-	if err != nil {
-		t.Fatal(err)
-	}
-	nv, err := backend.New("nvvm", lib.Path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := compiler.Compile(g, compiler.Options{Producer: nv})
-	if err != nil {
-		t.Fatal(err)
-	}
-	found := false
-	for _, k := range res.Artifact.Plan.Kernels {
-		if strings.Contains(k.Name, "attention") {
-			found = true
-			if k.Producer != "ptx" || !strings.Contains(strings.Join(k.Notes, "\n"), "split-KV decoding over a symbolic cache length") {
-				t.Errorf("%s: producer %q, notes %q, want codegen/ptx's split-KV entry over the cache length", k.Name, k.Producer, k.Notes)
-			}
-		}
-	}
-	if !found {
-		t.Fatalf("no attention kernel in %v", res.Artifact.Plan.Kernels)
-	}
-	checkNVVM(t, g, lib.Path)
 }
 
 // compileAttention builds g and returns the result and its (last) attention kernel.

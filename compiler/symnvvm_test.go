@@ -103,6 +103,27 @@ func TestSymbolicNVVM(t *testing.T) {
 	for _, tc := range symAttnGrads {
 		models = append(models, model{name: "attention backward " + tc.name, graph: func() (*ir.Graph, error) { return ir.Parse("a.gir", []byte(tc.gir)) }})
 	}
+	// Split-KV decoding over a symbolic cache length (and a symbolic batch): codegen/nvvm's own
+	// (symattn_decode_len.go).
+	for _, tc := range []struct {
+		dt    ir.DType
+		batch int
+	}{{ir.F32, 0}, {ir.F16, 3}} {
+		models = append(models, model{name: fmt.Sprintf("split-KV decoding over a symbolic cache length %s batch%d", tc.dt, tc.batch),
+			graph: func() (*ir.Graph, error) { return frontend.Build("decode", cachedStep(tc.dt, tc.batch, 100)) }})
+	}
+	// A norm GEMV over a symbolic batch (a packed decode step's: the norm in the GEMV's
+	// prologue): codegen/nvvm's own (symgemvnorm.go).
+	for _, dt := range []ir.DType{ir.F32, ir.F16} {
+		models = append(models, model{name: "norm GEMV over a symbolic batch " + dt.String(), graph: func() (*ir.Graph, error) {
+			return frontend.Build("m", func(b *frontend.Builder) {
+				x := b.Input("x", dt, b.Dim("batch", 0, 3), 256)
+				w, bias := b.Param("g", ir.T(dt, 256), frontend.Uniform(0.5, 1.5)), b.Param("b", ir.T(dt, 256), frontend.Uniform(-1, 1))
+				w1 := b.Param("w1", ir.T(dt, 40, 256), frontend.Uniform(-1, 1))
+				b.Output("y", frontend.Linear(frontend.LayerNorm(x, []int{256}, w, bias, 1e-5), w1, nil))
+			})
+		}})
+	}
 	for _, tc := range models {
 		t.Run(tc.name, func(t *testing.T) {
 			g, err := tc.graph()

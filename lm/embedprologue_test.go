@@ -18,7 +18,8 @@ import (
 // TestDecodeEmbeddingIndexCheck: a decode step whose embedding gather runs in the first GEMV's
 // norm prologue (passes' normgemv, gemv.RowOutput) still fails the run on a token outside the
 // vocabulary with the gather, its source line, the element and the index, from either producer
-// (the NVVM build borrows codegen/ptx's entry for that GEMV); the tokens at 0 and vocab−1 run.
+// (the NVVM build's own entry writes the rows too: codegen/nvvm's gemvnormout.go); the tokens at
+// 0 and vocab−1 run.
 func TestDecodeEmbeddingIndexCheck(t *testing.T) {
 	const vocab = 64
 	for _, c := range []Config{

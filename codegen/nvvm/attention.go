@@ -77,16 +77,26 @@ func (md *module) attentionKernel(k plan.Kernel, t plan.Target) (*ir.Func, plan.
 	}
 	// Few query rows, a long cache: flash-decoding (attention_decode.go); at symbolic sizes over a
 	// batch alone, batch its expression (symattn_decode.go), else the CUDA-core template.
+	// Over a symbolic cache length, its plan (symattn_decode_len.go).
 	sp, batch, decode := symDecodePlan(k, p)
+	lenSp, lenBatch, length, decodeLength := symDecodeLengthPlan(k, p)
+	if !decode && decodeLength {
+		sp, decode = lenSp, true
+	}
 	if err := symAttnRefused(k, p); err != nil && !decode { // symattn.go
 		return nil, plan.Launch{}, err
 	}
 	args := plan.Params(g)
+	if decodeLength {
+		args = append(args, symDimArgs(k.Sizes)...)
+	}
 	if decode && sp.Splits > 1 {
 		args = append(args, plan.Arg{Kind: plan.ArgScratch, Bytes: sp.ScratchBytes()})
 	}
 	var work *plan.SymWork
-	if batch != "" {
+	if decodeLength {
+		args, work = symDecodeLengthArgs(sp, lenBatch, length, args)
+	} else if batch != "" {
 		args, work = symDecodeArgs(batch, args)
 	} else if !decode {
 		rows := p.Block[0] / 32 // query rows per block: a warp's each, or 64 on tensor cores
@@ -102,10 +112,15 @@ func (md *module) attentionKernel(k plan.Kernel, t plan.Target) (*ir.Func, plan.
 		return kg.f, plan.Launch{Grid: [3]int{1, 1, 1}, Block: [3]int{1, 1, 1}, Params: args}, nil
 	}
 	ag := &attnGen{kg: kg, p: p, d: p.Op.Type.DType, threads: p.Block[0]}
-	if !decode {
-		if err := ag.symbolic(k, args); err != nil {
-			return nil, plan.Launch{}, err
-		}
+	var err error
+	switch {
+	case decodeLength:
+		err = ag.symDecodeLength(k, sp, args)
+	case !decode:
+		err = ag.symbolic(k, args)
+	}
+	if err != nil {
+		return nil, plan.Launch{}, err
 	}
 	operands := make([]attnOperand, len(p.Op.Args))
 	for i, a := range p.Op.Args {

@@ -33,7 +33,10 @@ func (ag *attnGen) decodeKernel(sp splitkv.Plan, operands []attnOperand, args []
 	// codegen/ptx's .maxntid, without its .minnctapersm 2: with it ptxas 11.8 took libNVVM's
 	// unrolled key loop to 93 registers at d = 64 (54 and 30 without; no spills either way).
 	md.ann = append(md.ann, md.tuple(kg.f, &metadata.String{Value: "maxntidx"}, md.i32(int64(sp.Threads()))))
-	if work != nil {
+	if ag.sym != nil {
+		ag.exitPastChunks() // symattn_decode_len.go
+	}
+	if work != nil && work.Axis == 2 {
 		ag.exitPastBatch() // symattn_decode.go
 	}
 	ag.decode(sp, operands, kg.output(ag.p.Op))
@@ -53,7 +56,7 @@ func (ag *attnGen) decode(sp splitkv.Plan, operands []attnOperand, out value.Val
 
 	// The chunk [k0, kend): kend stops at the block's last visible key (query index L−1's).
 	k0 := kg.mul(split, sp.Chunk)
-	kend := kg.umin(kg.umin(kg.add(k0, ci(sp.Chunk)), ci(sp.S)), ag.keyLimit(mask, posv, ci(sp.L-1)))
+	kend := kg.umin(kg.umin(kg.add(k0, ci(sp.Chunk)), ag.dimS()), ag.keyLimit(mask, posv, ci(sp.L-1)))
 
 	// The warp's rows (w, w+Warps, …) and the keys each sees.
 	rows := make([]*attnRow, sp.RowSlots)
@@ -104,7 +107,7 @@ func (ag *attnGen) decode(sp splitkv.Plan, operands []attnOperand, out value.Val
 	kg.barrier()
 	// Thread 0 takes a ticket; the block goes on only if it was the last of Splits.
 	t0 := kg.b.NewICmp(enum.IPredEQ, tid, ci(0))
-	kg.lastBlock(t0, counter, sp.Splits, nil, func() {
+	kg.lastTicket(t0, counter, ag.dimLastSplit(sp), nil, func() {
 		kg.branch(t0, "reset", func() { kg.b.NewStore(ci(0), counter).Align = 4 }) // ready for the next launch
 		for _, rw := range rows {
 			ag.combineRow(rw, sp, lane, head, b, out)
@@ -147,13 +150,13 @@ func (ag *attnGen) combineRow(rw *attnRow, sp splitkv.Plan, lane, head, b, out v
 		at := func(s value.Value) value.Value { return kg.add(kg.mul(s, sp.Rows*stride), first) }
 		mx := kg.alloca(types.Float)
 		kg.b.NewStore(f32(math.Inf(-1)), mx)
-		kg.loop(ci(0), ci(1), sp.Splits, func(s value.Value) {
+		kg.loopTo(ci(0), ci(1), ag.dimSplits(sp), func(s value.Value) {
 			kg.b.NewStore(kg.call("llvm.maxnum.f32", types.Float, kg.b.NewLoad(types.Float, mx), ag.loadPartial(at(s))), mx)
 		})
 		m := kg.b.NewLoad(types.Float, mx)
 		base := kg.b.NewSelect(kg.b.NewFCmp(enum.FPredOEQ, m, f32(math.Inf(-1))), f32(0), m)
 		fma := kg.md.declare("llvm.fma.f32", types.Float, types.Float, types.Float, types.Float)
-		kg.loop(ci(0), ci(1), sp.Splits, func(s value.Value) {
+		kg.loopTo(ci(0), ci(1), ag.dimSplits(sp), func(s value.Value) {
 			a := at(s)
 			wt := kg.ex2(kg.b.NewFSub(ag.loadPartial(a), base))
 			kg.b.NewStore(kg.b.NewCall(fma, ag.loadPartial(kg.add(a, ci(1))), wt, kg.b.NewLoad(types.Float, l)), l)
@@ -170,7 +173,7 @@ func (ag *attnGen) combineRow(rw *attnRow, sp splitkv.Plan, lane, head, b, out v
 		})
 		// Every lane has read the maxima and sums: lanes zero them, split s by lane s mod 32.
 		kg.asm("bar.warp.sync -1;", "~{memory}")
-		kg.loop(lane, ci(32), sp.Splits, func(s value.Value) {
+		kg.loopTo(lane, ci(32), ag.dimSplits(sp), func(s value.Value) {
 			a := at(s)
 			ag.storePartial(a, f32(0))
 			ag.storePartial(kg.add(a, ci(1)), f32(0))

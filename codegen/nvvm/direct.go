@@ -36,6 +36,11 @@ func (md *module) directKernel(k plan.Kernel, c plan.Contraction) (*ir.Func, pla
 // output of the kernel graph at each. With fmaF32 a product of f32 operands into f32 accumulates
 // with an fma in f32 (plan.AccType), as codegen/ptx's persistent stages do.
 func (kg *kgen) directElements(dot *irg.Value, start, step value.Value, fmaF32 bool) error {
+	return kg.directElementsTo(dot, start, step, fmaF32, allOutputs(kg.g))
+}
+
+// directElementsTo is directElements storing the kernel's outputs outs (at dot's index) only.
+func (kg *kgen) directElementsTo(dot *irg.Value, start, step value.Value, fmaF32 bool, outs []int) error {
 	shape := dot.Type.Shape
 	accT := plan.AccType(dot, fmaF32)
 	acc := kg.alloca(regType(accT))
@@ -66,7 +71,7 @@ func (kg *kgen) directElements(dot *irg.Value, start, step value.Value, fmaF32 b
 			keep(e)
 		})
 		kg.bound = map[*irg.Value]value.Value{dot: kg.cast(accT, kg.b.NewLoad(regType(accT), acc), dot.Type.DType)}
-		keep(kg.storeOutputs(allOutputs(kg.g), x))
+		keep(kg.storeOutputs(outs, x))
 		kg.bound = nil
 	})
 	return err

@@ -7,16 +7,14 @@ import (
 )
 
 // borrowed reports whether k takes a template this package has no counterpart for, whose
-// kernels codegen/backend's nvvm producer takes from codegen/ptx rather than refuse the model:
-// the tensor-core GEMM over a quantized weight (plan.QuantizedMMA), split-KV decoding over a
-// symbolic cache length (codegen/ptx's symattn_decode_len.go), batched products contracting a
-// symbolic dim that is not the rows on tensor cores (fallback_contract.go), column reductions
-// reading views that move the rows (fallback_reduce_view.go), and a
-// norm GEMV writing its prologue's rows (codegen/ptx's gemvnormout.go: the decode step's
-// embeddings) or at symbolic sizes (a packed decode step's: codegen/ptx's symgemvnorm.go). Every
-// other template is this package's own (docs/codegen.md lists them). The launch records a
-// borrowed entry (Producer "ptx" and a note); both producers share names, parameters and
-// launches, so one plan runs the merged module.
+// kernels codegen/backend's nvvm producer takes from codegen/ptx rather than refuse the model.
+// Still borrowed (borrowedTemplate): the tensor-core GEMM over a quantized weight
+// (plan.QuantizedMMA), batched products contracting a symbolic dim that is not the rows on
+// tensor cores (fallback_contract.go) and column reductions reading views that move the rows
+// (fallback_reduce_view.go). Every other template is this package's own (docs/codegen.md,
+// "Borrowed from codegen/ptx"). The launch records a borrowed entry (Producer "ptx" and a
+// note); both producers share names, parameters and launches, so one plan runs the merged
+// module.
 func borrowed(k plan.Kernel, t plan.Target) bool {
 	return borrowedTemplate(k, t) != ""
 }
@@ -25,9 +23,6 @@ func borrowed(k plan.Kernel, t plan.Target) bool {
 // target, which a template may depend on.
 func borrowedTemplate(k plan.Kernel, t plan.Target) string {
 	if k.Symbolic && k.Sizes != nil {
-		if decodesLength(k) { // symattn_decode.go
-			return "split-KV decoding over a symbolic cache length"
-		}
 		if reducesViews(k) { // fallback_reduce_view.go
 			return "column reduction through views at symbolic sizes"
 		}
@@ -39,13 +34,6 @@ func borrowedTemplate(k plan.Kernel, t plan.Target) string {
 		}
 		if contractsSymbolic(k, t) { // fallback_contract.go
 			return "tensor-core batched product contracting a symbolic dim"
-		}
-	case "norm gemv":
-		if writesRows(k) {
-			return "GEMV writing its norm prologue's rows"
-		}
-		if k.Symbolic {
-			return "GEMV with a norm prologue at symbolic sizes" // codegen/ptx's symgemvnorm.go
 		}
 	}
 	return ""

@@ -38,11 +38,14 @@ func (md *module) normGEMVKernel(k plan.Kernel) (*ir.Func, plan.Launch, error) {
 	}
 	c := plan.DirectFallback(plan.Contraction{Dot: dot})
 	T := c.Block[0]
-	args := plan.Params(g)
-	kg := md.newKernel(k, args)
 	lhs := dot.Args[0].Type.Shape
 	K := lhs[lhs.Rank()-1]
 	M := lhs.NumElements() / max(1, K)
+	args, work, err := symNormGEMVArgs(k, c, M) // symgemvnorm.go
+	if err != nil {
+		return nil, plan.Launch{}, err
+	}
+	kg := md.newKernel(k, args)
 	slots := md.sharedSlots(k.Name, T/32)
 	tid := kg.sreg("tid.x")
 	lane, warp := kg.b.NewAnd(tid, ci(31)), kg.b.NewLShr(tid, ci(5))
@@ -58,47 +61,39 @@ func (md *module) normGEMVKernel(k plan.Kernel) (*ir.Func, plan.Launch, error) {
 		}
 		src := red.Args[0].Type.Shape
 		for m := range M {
-			err := kg.fold(red, acc, tid, ci(T), K, func(r value.Value) *index { return newIndexLin(src, kg.add(ci(m*K), r)) })
-			if err != nil {
-				return nil, plan.Launch{}, err
-			}
-			total, err := kg.blockCombine(accT, combine, kg.b.NewLoad(regType(accT), acc), lane, warp, slots, T/32)
-			if err != nil {
-				return nil, plan.Launch{}, err
-			}
-			kg.branch(kg.b.NewICmp(enum.IPredEQ, tid, ci(0)), "hold", func() {
-				kg.b.NewStore(kg.cast(accT, total, red.Type.DType), row(ci(m)))
+			kg.prologueRow(dot, m, M, func() {
+				err = kg.fold(red, acc, tid, ci(T), K, func(r value.Value) *index { return newIndexLin(src, kg.add(ci(m*K), r)) })
+				if err != nil {
+					return
+				}
+				var total value.Value
+				total, err = kg.blockCombine(accT, combine, kg.b.NewLoad(regType(accT), acc), lane, warp, slots, T/32)
+				if err != nil {
+					return
+				}
+				kg.branch(kg.b.NewICmp(enum.IPredEQ, tid, ci(0)), "hold", func() {
+					kg.b.NewStore(kg.cast(accT, total, red.Type.DType), row(ci(m)))
+				})
 			})
+			if err != nil {
+				return nil, plan.Launch{}, err
+			}
 		}
 		kg.barrier()
 		// The reduction's index is its row's: keepdims leaves the reduced dim 1.
 		kg.at[red] = func(x *index) value.Value { return kg.b.NewLoad(regType(red.Type.DType), row(kg.lin(x))) }
 	}
+	rows, outs := rowOutputs(g, dot) // gemvnormout.go
+	if err := kg.storePrologueRows(dot, rows, M, tid, T); err != nil {
+		return nil, plan.Launch{}, err
+	}
 	start := kg.add(kg.b.NewMul(kg.sreg("ctaid.x"), ci(T)), tid)
 	step := kg.b.NewMul(kg.sreg("nctaid.x"), ci(T))
-	err := kg.directElements(dot, start, step, false)
+	err = kg.directElementsTo(dot, start, step, false, outs)
 	kg.at = nil
 	kg.b.NewRet(nil)
 	if err != nil {
 		return nil, plan.Launch{}, err
 	}
-	return kg.f, plan.Launch{Grid: c.Grid, Block: c.Block, Params: args}, nil
-}
-
-// writesRows reports whether k, a GEMV with a norm prologue, also writes values of its prologue
-// (gemv.RowOutput: the embeddings a decode step's first norm normalizes), which only
-// codegen/ptx's template writes (its first block, before the k loop): the direct fallback
-// computes every output at the product's index.
-func writesRows(k plan.Kernel) bool {
-	for _, v := range plan.Live(k.Graph) {
-		if v.Op != "dot_general" {
-			continue
-		}
-		for _, o := range k.Graph.Outputs {
-			if o.Value != v && gemv.RowOutput(v, o.Value) {
-				return true
-			}
-		}
-	}
-	return false
+	return kg.f, plan.Launch{Grid: c.Grid, Block: c.Block, Params: args, Work: work}, nil
 }

@@ -1,6 +1,7 @@
 package nvvm
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 	"testing"
@@ -8,6 +9,8 @@ import (
 	"github.com/gcomp/gcomp/codegen/gemv"
 	"github.com/gcomp/gcomp/codegen/plan"
 	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/runtime/ref"
+	"github.com/gcomp/gcomp/tensor"
 )
 
 // normGEMVGraph is the kernel a LayerNorm (with beta or not) or RMSNorm fused into the GEMV that
@@ -92,75 +95,57 @@ func TestNormGEMV(t *testing.T) {
 }
 
 // TestNormGEMVRows: a norm GEMV over gathered embeddings (the decode step's first, passes'
-// normgemv) that also writes the rows (gemv.RowOutput) is codegen/ptx's entry, which writes them
-// from its first block (Lacks, and Module refuses it); without the rows output the NVVM
-// producer's own entry takes the gather in its prologue, checked on the simulator against the
-// reference.
+// normgemv) is the NVVM producer's own entry, the gather in its prologue, whether or not it also
+// writes the rows (gemv.RowOutput: its first block writes them, gemvnormout.go), at one and
+// three rows: checked on the simulator against the reference (the rows bit for bit) and
+// codegen/ptx's entry.
 func TestNormGEMVRows(t *testing.T) {
 	p := requireProducer(t)
 	for _, rows := range []bool{true, false} {
-		t.Run(fmt.Sprintf("rows=%v", rows), func(t *testing.T) {
-			src := normGEMVGraph(t, "rmsnorm", "f32", 1, 64, 256, false).String()
-			src = strings.Replace(src, "input %x : f32[1,256]", "param %wte : f32[37,256]\n  input %tok : i64[1]\n  %x = gather(%wte, %tok) : f32[1,256]", 1)
-			if rows {
-				src = strings.Replace(src, "output out = %o", "output out = %o\n  output emb = %x", 1)
-			}
-			g, err := ir.Parse("embed.gir", []byte(src))
-			if err != nil {
-				t.Fatal(err)
-			}
-			kern := plan.Kernel{Name: "k0_embed", Graph: g}
-			if tpl := plan.Template(kern); tpl != "norm gemv" {
-				t.Fatalf("template %q, want norm gemv", tpl)
-			}
-			note, lacks := Lacks(kern, plan.Target{SM: 80})
-			if lacks != rows || rows && !strings.Contains(note, "GEMV writing its norm prologue's rows") {
-				t.Fatalf("borrowed %v (%q), want %v", lacks, note, rows)
-			}
-			text, launches, err := p.Module([]plan.Kernel{kern}, plan.Target{SM: 80})
-			if rows {
-				if err == nil {
-					t.Fatal("the NVVM producer took a GEMV writing its prologue's rows")
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			assemble(t, text, []plan.Kernel{kern})
-			checkKernel(t, text, kern, launches[0], 7, plan.Target{SM: 80})
-		})
-	}
-}
-
-// TestSymbolicNormGEMVBorrowed: a norm GEMV over symbolic rows (a packed decode step's, Kernel.Rows
-// its M) is codegen/ptx's entry (Lacks names the template, and Module refuses it), whose entry
-// generates; the same kernel at static sizes stays this package's own.
-func TestSymbolicNormGEMVBorrowed(t *testing.T) {
-	for _, norm := range []string{"layernorm", "rmsnorm"} {
-		for _, symbolic := range []bool{true, false} {
-			t.Run(fmt.Sprintf("%s_symbolic=%v", norm, symbolic), func(t *testing.T) {
-				kern := plan.Kernel{Name: "k0", Graph: normGEMVGraph(t, norm, "f32", 3, 64, 256, false), Symbolic: symbolic}
-				if symbolic {
-					kern.Rows = 3
-				}
+		for _, m := range []int{1, 3} {
+			t.Run(fmt.Sprintf("rows=%v_m=%d", rows, m), func(t *testing.T) {
+				kern := plan.Kernel{Name: "k0_embed", Graph: embedGraph(t, m, rows)}
 				if tpl := plan.Template(kern); tpl != "norm gemv" {
 					t.Fatalf("template %q, want norm gemv", tpl)
 				}
-				note, lacks := Lacks(kern, plan.Target{SM: 80})
-				if lacks != symbolic || symbolic && !strings.Contains(note, "GEMV with a norm prologue at symbolic sizes") {
-					t.Fatalf("borrowed %v (%q), want %v", lacks, note, symbolic)
+				if note, lacks := Lacks(kern, plan.Target{SM: 80}); lacks {
+					t.Fatalf("Lacks = %q", note)
 				}
-				if !symbolic {
+				text, launches, err := p.Module([]plan.Kernel{kern}, plan.Target{SM: 80})
+				if err != nil {
+					t.Fatal(err)
+				}
+				assemble(t, text, []plan.Kernel{kern})
+				checkKernel(t, text, kern, launches[0], 7, plan.Target{SM: 80})
+				if !rows {
 					return
 				}
-				if _, l, err := plan.Generate(kern, plan.Target{SM: 80}); err != nil || l.Work == nil {
-					t.Fatalf("codegen/ptx's entry: work %v, %v", l.Work, err)
+				in := inputsFor(kern.Graph, 7)
+				got, _ := run(t, text, kern, launches[0], in)
+				want, err := ref.Run(kern.Graph, map[string]*tensor.Tensor{"tok": in["tok"]}, map[string]*tensor.Tensor{"wte": in["wte"], "gamma": in["gamma"], "beta": in["beta"], "w": in["w"], "b": in["b"]})
+				if err != nil {
+					t.Fatal(err)
 				}
-				if _, _, err := (&Producer{}).Module([]plan.Kernel{kern}, plan.Target{SM: 80}); err == nil {
-					t.Fatal("the NVVM producer took a symbolic norm GEMV")
+				if !bytes.Equal(got["emb"].Bytes(), want["emb"].Bytes()) {
+					t.Error("the rows differ from the reference's")
 				}
 			})
 		}
 	}
+}
+
+// embedGraph is normGEMVGraph's RMSNorm of m rows of 256 gathered from a table of 37 by the
+// tokens tok, writing the rows as output emb too when rows is set.
+func embedGraph(t *testing.T, m int, rows bool) *ir.Graph {
+	t.Helper()
+	src := normGEMVGraph(t, "rmsnorm", "f32", m, 64, 256, false).String()
+	src = strings.Replace(src, fmt.Sprintf("input %%x : f32[%d,256]", m), fmt.Sprintf("param %%wte : f32[37,256]\n  input %%tok : i64[%d]\n  %%x = gather(%%wte, %%tok) : f32[%d,256]", m, m), 1)
+	if rows {
+		src = strings.Replace(src, "output out = %o", "output out = %o\n  output emb = %x", 1)
+	}
+	g, err := ir.Parse("embed.gir", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
 }

@@ -20,14 +20,17 @@ import (
 // tiles and every operand's offset and strides (symstride.go: its buffers are contiguous at the
 // run's sizes). The tile loop runs to S, the last tile's keys from S on are zeroed and never
 // folded, and each size is the bound's immediate when the kernel is static (attnGen.sym nil).
-// Split-KV decoding runs at symbolic sizes over a batch alone (symattn_decode.go; another
-// symbolic decode takes this template), and the tensor-core template at symbolic sizes is
+// Split-KV decoding runs at symbolic sizes over a batch alone (symattn_decode.go) or a cache
+// length (symattn_decode_len.go; another symbolic decode takes this template), and the tensor-core template at symbolic sizes is
 // symattn_mma.go's, on these sizes.
 
 // symAttn is a symbolic attention kernel's sizes at the run.
 type symAttn struct {
 	sv                    *symView
 	l, lLast, s, rowTiles value.Value
+	// chunks and lastChunk are the run's split-KV chunks and the last one's index over a
+	// symbolic cache length (symattn_decode_len.go), else nil.
+	chunks, lastChunk value.Value
 }
 
 // dimL, dimLast, dimS and dimRowTiles are L, L−1, S and the row tiles: immediates at the bound,

@@ -48,16 +48,3 @@ func symDecodePlan(k plan.Kernel, p plan.AttentionPlan) (splitkv.Plan, string, b
 	}
 	return sp, batch.String(), true
 }
-
-// decodesLength reports whether attention kernel k decodes over a symbolic cache length
-// (plan.SymDecodeLength): codegen/ptx's symattn_decode_len.go, whose entry the nvvm producer
-// takes (fallback.go). Its ticket and combine count the run's chunks, which this package's
-// split-KV code (lastBlock, its loops over Splits) takes as immediates.
-func decodesLength(k plan.Kernel) bool {
-	p, ok := plan.PlanAttention(k.Graph)
-	if !ok {
-		return false
-	}
-	_, _, _, ok = plan.SymDecodeLength(p.Op, k.Sizes)
-	return ok
-}

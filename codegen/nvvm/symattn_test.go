@@ -31,8 +31,8 @@ func TestSymbolicAttentionTemplate(t *testing.T) {
 		{attnCase{b: 2, h: 2, kvh: 1, l: 19, s: 19, e: 8, ev: 8, mask: ops.MaskNone, bias: []int{2, 1, 19, 19}, d: ir.F32}, false},
 		{attnCase{b: 3, h: 4, kvh: 2, l: 23, s: 23, e: 16, ev: 12, mask: ops.MaskPosition, d: ir.F32}, false},
 		{attnCase{b: 1, h: 2, kvh: 2, l: 33, s: 33, e: 8, ev: 8, mask: ops.MaskCausal, bias: []int{1, 2, 33, 33}, d: ir.F32}, false},
-		// Decoding (one query row over seq keys) takes split-KV over a symbolic cache length,
-		// codegen/ptx's entry (TestSymbolicDecodeLengthNVVM, package compiler).
+		// Decoding (one query row over seq keys) takes split-KV over a symbolic cache length
+		// (symattn_decode_len.go, TestSymbolicDecodeLengthTemplate).
 		{attnCase{b: 2, h: 2, kvh: 2, l: 40, s: 40, e: 8, ev: 8, mask: ops.MaskNone, d: ir.F32}, true},
 		{attnCase{b: 3, h: 4, kvh: 2, l: 37, s: 37, e: 16, ev: 12, mask: ops.MaskCausal, d: ir.F32}, true},
 		{attnCase{b: 3, h: 4, kvh: 2, l: 23, s: 23, e: 16, ev: 12, mask: ops.MaskPosition, d: ir.F32}, true}, // rows that see no key: -inf

@@ -34,6 +34,9 @@ func (md *module) symbolicKernel(k plan.Kernel, t plan.Target) (*ir.Func, plan.L
 	if _, ok := plan.UpdateOp(k.Graph); ok {
 		return md.updateKernel(k) // symupdate.go
 	}
+	if plan.Template(k) == "norm gemv" && k.Rows > 0 {
+		return md.normGEMVKernel(k) // symgemvnorm.go
+	}
 	kinds, count := plan.ContractionKinds(k.Graph)
 	switch {
 	case len(kinds) == 0 && k.Sizes != nil && !plan.LayerSized(k) && plan.SymbolicConcat(k.Graph) == "":
