@@ -21,11 +21,15 @@ import (
 // SymbolicConcat is plan.SymbolicConcat (compiler asks it).
 func SymbolicConcat(g *ir.Graph) string { return plan.SymbolicConcat(g) }
 
-// symConcatKernel emits the concat of a kernel SymbolicConcat takes, at the run's sizes.
+// symConcatKernel emits a kernel SymbolicConcat takes, at the run's sizes: a copy when its
+// outputs are concats of views of inputs, else the fused template.
 func symConcatKernel(k Kernel, globals *[]string) (string, Launch, error) {
 	g := k.Graph
 	if why := SymbolicConcat(g); why != "" {
-		return "", Launch{}, fmt.Errorf("a kernel concatenating along symbolic sizes must concat views of inputs; %s", why)
+		return "", Launch{}, fmt.Errorf("a kernel concatenating along symbolic sizes computes elementwise ops and views only; %s", why)
+	}
+	if !plan.ConcatCopy(g) {
+		return symConcatFused(k, globals) // symconcat_fused.go
 	}
 	out := g.Outputs[0].Value
 	b := newBuilder(k.Name)
