@@ -84,3 +84,69 @@ func TestSymbolicConcatFused(t *testing.T) {
 		}
 	}
 }
+
+// Kernels the compiler refused while a concat along the rows under an op was: a concat along the
+// rows under neg, and a stacked output ([2, batch, 4], the concat of two layers) used again,
+// both run at every batch against the reference and bit for bit the static build's.
+func TestSymbolicConcatFusedRows(t *testing.T) {
+	for _, tc := range []struct{ name, body string }{
+		{"neg", "  input %x : f32[batch,3]\n  %0 = concat(%x, %x) {axis=0} : f32[2*batch,3]\n  %1 = neg(%0) : f32[2*batch,3]\n  output y = %1\n"},
+		{"stacked output used again", "  input %x : f32[batch,4]\n  %0 = reshape(%x) {shape=[1,16,4]} : f32[1,batch,4]\n" +
+			"  %1 = concat(%0, %0) {axis=0} : f32[2,batch,4]\n  %2 = neg(%1) : f32[2,batch,4]\n  output y = %1\n  output z = %2\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g, err := ir.Parse("s.gir", []byte("graph s {\n  dims { batch in [1,16] }\n"+tc.body+"}\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkRows(t, g)
+			checkStaticBits(t, g)
+		})
+	}
+}
+
+// A decoder's step as ONNX exports it with past_key_values: the step's key arrives [2, 1, 4, 8]
+// in f32, is transposed to [2, 4, 1, 8], rotated (RoPE: k·cos + rotate_half(k)·sin, rotate_half
+// a concat of its halves along the static last axis), cast to the cache's type and concatenated
+// to past_k along past in [0, 40]: one kernel, run at past 0, 1, 13, 31 and the bound against
+// the reference and bit for bit the static build's, in f32, f16 and bf16.
+func TestSymbolicConcatFusedRoPE(t *testing.T) {
+	for _, dt := range []ir.DType{ir.F32, ir.F16, ir.BF16} {
+		t.Run(dt.String(), func(t *testing.T) {
+			src := fmt.Sprintf(`graph rope {
+  dims { past in [0,40] }
+  input %%pk : %[1]s[2,4,past,8]
+  input %%k : f32[2,1,4,8]
+  input %%cos : f32[8]
+  input %%sin : f32[8]
+  %%0 = transpose(%%k) {perm=[0,2,1,3]} : f32[2,4,1,8]
+  %%1 = slice(%%0) {start=[0,0,0,4], limit=[2,4,1,8]} : f32[2,4,1,4]
+  %%2 = neg(%%1) : f32[2,4,1,4]
+  %%3 = slice(%%0) {start=[0,0,0,0], limit=[2,4,1,4]} : f32[2,4,1,4]
+  %%4 = concat(%%2, %%3) {axis=3} : f32[2,4,1,8]
+  %%5 = broadcast_in_dim(%%cos) {dims=[3], shape=[2,4,1,8]} : f32[2,4,1,8]
+  %%6 = broadcast_in_dim(%%sin) {dims=[3], shape=[2,4,1,8]} : f32[2,4,1,8]
+  %%7 = mul(%%0, %%5) : f32[2,4,1,8]
+  %%8 = mul(%%4, %%6) : f32[2,4,1,8]
+  %%9 = add(%%7, %%8) : f32[2,4,1,8]
+  %%10 = cast(%%9) {to=%[1]s} : %[1]s[2,4,1,8]
+  %%11 = concat(%%pk, %%10) {axis=2} : %[1]s[2,4,past+1,8]
+  output present_k = %%11
+}
+`, dt)
+			g, err := ir.Parse("rope.gir", []byte(src))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := compiler.Compile(g, compiler.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ks := res.Artifact.Plan.Kernels; len(ks) != 1 || !strings.Contains(string(res.Artifact.PTX), "operand 1 of the concat") {
+				t.Fatalf("%d kernels; want the rotation and both concats in one fused concat", len(ks))
+			}
+			checkRows(t, g)
+			checkStaticBits(t, g)
+		})
+	}
+}

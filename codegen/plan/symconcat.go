@@ -38,7 +38,7 @@ func SymbolicConcat(g *ir.Graph) string {
 		case v.Op == "transpose", v.Op == "reshape", v.Op == "slice", v.Op == "broadcast_in_dim", v.Op == "select":
 		case ops.ClassOf(v.Op) == ops.Elementwise:
 		default:
-			return fmt.Sprintf("it computes %s, which a concat's kernel at symbolic sizes does not take (elementwise ops and views only)", v.Op)
+			return fmt.Sprintf("it computes %s (a concat's kernel at symbolic sizes takes elementwise ops and views only)", v.Op)
 		}
 		for _, a := range v.Args {
 			if why := walk(a); why != "" {
