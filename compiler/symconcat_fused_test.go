@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gcomp/gcomp/codegen/backend"
+	"github.com/gcomp/gcomp/codegen/nvvm/libnvvm"
 	"github.com/gcomp/gcomp/compiler"
 	"github.com/gcomp/gcomp/ir"
 )
@@ -149,4 +151,27 @@ func TestSymbolicConcatFusedRoPE(t *testing.T) {
 			checkStaticBits(t, g)
 		})
 	}
+}
+
+// With --backend nvvm a concat along a symbolic dim fused with computation is codegen/ptx's entry
+// (codegen/nvvm's fallback.go borrows it) and runs as the ptx build does.
+func TestSymbolicConcatFusedNVVM(t *testing.T) {
+	lib := libnvvm.Require(t)
+	g, err := ir.Parse("s.gir", []byte("graph s {\n  dims { past in [0,23] }\n  input %a : f16[2,4,past,8]\n  input %b : f32[2,4,1,8]\n"+
+		"  %0 = cast(%b) {to=f16} : f16[2,4,1,8]\n  %1 = concat(%a, %0) {axis=2} : f16[2,4,past+1,8]\n  %2 = tanh(%1) : f16[2,4,past+1,8]\n  output y = %2\n}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nv, err := backend.New("nvvm", lib.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := compiler.Compile(g, compiler.Options{Producer: nv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ks := res.Artifact.Plan.Kernels; len(ks) != 1 || ks[0].Producer != "ptx" || !strings.Contains(strings.Join(ks[0].Notes, "\n"), "symbolic concat") {
+		t.Fatalf("kernels %+v, want codegen/ptx's concat entry", ks)
+	}
+	checkNVVM(t, g, lib.Path)
 }

@@ -10,8 +10,8 @@ import (
 	"github.com/gcomp/gcomp/ir/sym"
 )
 
-// TestFallbackConcat: a concat of views along a symbolic dim (codegen/ptx's symconcat.go) is
-// borrowed with a note naming it; the same kernel without sizes (static), or a copy through
+// TestFallbackConcat: a concat of views along a symbolic dim (codegen/ptx's symconcat.go), or
+// one fused with elementwise ops (symconcat_fused.go), is borrowed with a note naming it; the same kernel without sizes (static), or a copy through
 // views without a concat, is not (compiler's TestSymbolicConcatNVVM runs the borrowed build).
 func TestFallbackConcat(t *testing.T) {
 	parse := func(src string) *ir.Graph {
@@ -22,6 +22,7 @@ func TestFallbackConcat(t *testing.T) {
 		return g
 	}
 	concat := parse("graph k {\n  input %a : f32[2,4,9,8]\n  input %b : f32[2,1,4,8]\n  %0 = transpose(%b) {perm=[0,2,1,3]} : f32[2,4,1,8]\n  %1 = concat(%a, %0) {axis=2} : f32[2,4,10,8]\n  output out = %1\n}\n")
+	fused := parse("graph k {\n  input %a : f16[2,4,9,8]\n  input %b : f32[2,4,1,8]\n  %0 = cast(%b) {to=f16} : f16[2,4,1,8]\n  %1 = concat(%a, %0) {axis=2} : f16[2,4,10,8]\n  %2 = tanh(%1) : f16[2,4,10,8]\n  output out = %2\n}\n")
 	copy := parse("graph k {\n  input %b : f32[2,9,4,8]\n  %0 = transpose(%b) {perm=[0,2,1,3]} : f32[2,4,9,8]\n  output out = %0\n}\n")
 	sizes := func(g *ir.Graph) map[*ir.Value][]sym.Expr {
 		m := map[*ir.Value][]sym.Expr{}
@@ -47,6 +48,7 @@ func TestFallbackConcat(t *testing.T) {
 		want bool
 	}{
 		{"symbolic concat", plan.Kernel{Name: "k0_concat", Graph: concat, Symbolic: true, Sizes: sizes(concat)}, true},
+		{"symbolic concat fused with a cast and tanh", plan.Kernel{Name: "k0_cast_concat_tanh", Graph: fused, Symbolic: true, Sizes: sizes(fused)}, true},
 		{"static concat", plan.Kernel{Name: "k0_concat", Graph: concat}, false},
 		{"symbolic copy", plan.Kernel{Name: "k0_transpose", Graph: copy, Symbolic: true, Sizes: sizes(copy)}, false},
 	} {
