@@ -72,17 +72,7 @@ func symConcatKernel(k Kernel, globals *[]string) (string, Launch, error) {
 // concatCopy emits the grid-stride loop writing the n elements of output oi, concat c.
 func concatCopy(b *builder, gn *gen, sv *symView, c *ir.Value, oi int, tid, nthreads, n, ld string, reg regClass, addr func(base, lin string) string) {
 	axis := c.Attrs.Int("axis", 0)
-	// The operands' offsets along the axis at the run, computed once.
-	offs := make([]string, len(c.Args))
-	offs[0] = "0"
-	for j := 1; j < len(c.Args); j++ {
-		offs[j] = sv.eval(b, SymSizes(c.Args[j-1], sv.sizes)[axis])
-		if j > 1 {
-			sum := b.reg(rU32)
-			b.ins("add.s32", sum, offs[j-1], offs[j])
-			offs[j] = sum
-		}
-	}
+	offs := concatOffsets(b, sv, c) // computed once
 	osz := SymSizes(c, sv.sizes)
 	gn.loopTo(tid, nthreads, n, func(i string) error {
 		x := sv.delinearize(b, osz, i)
@@ -112,6 +102,23 @@ func concatCopy(b *builder, gn *gen, sv *symView, c *ir.Value, oi int, tid, nthr
 		b.place(done)
 		return nil
 	})
+}
+
+// concatOffsets returns the offsets of concat c's operands along its axis at the run: the sum of
+// the sizes of the operands before each.
+func concatOffsets(b *builder, sv *symView, c *ir.Value) []string {
+	axis := c.Attrs.Int("axis", 0)
+	offs := make([]string, len(c.Args))
+	offs[0] = "0"
+	for j := 1; j < len(c.Args); j++ {
+		offs[j] = sv.eval(b, SymSizes(c.Args[j-1], sv.sizes)[axis])
+		if j > 1 {
+			sum := b.reg(rU32)
+			b.ins("add.s32", sum, offs[j-1], offs[j])
+			offs[j] = sum
+		}
+	}
+	return offs
 }
 
 // copyAccess returns a copy's load/store type for elements of dt, their register class, and

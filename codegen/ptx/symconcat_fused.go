@@ -169,16 +169,7 @@ func (ce *concatEval) at(v *ir.Value, c []string, memo map[*ir.Value]val) (val, 
 func (ce *concatEval) concat(v *ir.Value, c []string) (val, error) {
 	gn, b, sv := ce.gn, ce.gn.e.b, ce.sv
 	axis := v.Attrs.Int("axis", 0)
-	offs := make([]string, len(v.Args))
-	offs[0] = "0"
-	for j := 1; j < len(v.Args); j++ {
-		offs[j] = sv.eval(b, SymSizes(v.Args[j-1], sv.sizes)[axis])
-		if j > 1 {
-			sum := b.reg(rU32)
-			b.ins("add.s32", sum, offs[j-1], offs[j])
-			offs[j] = sum
-		}
-	}
+	offs := concatOffsets(b, sv, v) // symconcat.go
 	cls := classOf(v.Type.DType)
 	res := b.reg(cls)
 	done := b.label("concat_done")
