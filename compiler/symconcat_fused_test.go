@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gcomp/gcomp/codegen/backend"
 	"github.com/gcomp/gcomp/codegen/nvvm/libnvvm"
 	"github.com/gcomp/gcomp/compiler"
 	"github.com/gcomp/gcomp/ir"
@@ -162,16 +161,5 @@ func TestSymbolicConcatFusedNVVM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nv, err := backend.New("nvvm", lib.Path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := compiler.Compile(g, compiler.Options{Producer: nv})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ks := res.Artifact.Plan.Kernels; len(ks) != 1 || ks[0].Producer != "ptx" || !strings.Contains(strings.Join(ks[0].Notes, "\n"), "symbolic concat") {
-		t.Fatalf("kernels %+v, want codegen/ptx's concat entry", ks)
-	}
-	checkNVVM(t, g, lib.Path)
+	checkBorrowedConcat(t, g, lib.Path) // symconcat_test.go
 }

@@ -92,7 +92,14 @@ func TestSymbolicConcatNVVM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nv, err := backend.New("nvvm", lib.Path)
+	checkBorrowedConcat(t, g, lib.Path)
+}
+
+// checkBorrowedConcat builds g, one concat kernel, with --backend nvvm: the kernel is
+// codegen/ptx's entry, the launch saying so, and the build runs as the ptx build does.
+func checkBorrowedConcat(t *testing.T, g *ir.Graph, lib string) {
+	t.Helper()
+	nv, err := backend.New("nvvm", lib)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +111,7 @@ func TestSymbolicConcatNVVM(t *testing.T) {
 	if len(ks) != 1 || ks[0].Producer != "ptx" || !strings.Contains(strings.Join(ks[0].Notes, "\n"), "symbolic concat") {
 		t.Fatalf("kernels %+v, want codegen/ptx's concat entry", ks)
 	}
-	checkNVVM(t, g, lib.Path)
+	checkNVVM(t, g, lib)
 }
 
 // grownStep is cachedStep's decoding step over a cache grown inside the graph, as a decoder

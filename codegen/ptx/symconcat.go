@@ -76,32 +76,44 @@ func concatCopy(b *builder, gn *gen, sv *symView, c *ir.Value, oi int, tid, nthr
 	osz := SymSizes(c, sv.sizes)
 	gn.loopTo(tid, nthreads, n, func(i string) error {
 		x := sv.delinearize(b, osz, i)
-		done := b.label("concat_done")
-		for j := len(c.Args) - 1; j >= 0; j-- {
-			next := b.label("concat_operand")
-			if j > 0 {
-				p := b.reg(rPred)
-				b.ins("setp.lt.u32", p, x[axis], offs[j])
-				b.braIf(p, next)
-			}
-			xj := append([]string(nil), x...)
-			if j > 0 {
-				xj[axis] = b.reg(rU32)
-				b.ins("sub.s32", xj[axis], x[axis], offs[j])
-			}
-			b.note("operand %d of the concat", j)
+		return concatBranches(b, x, axis, offs, func(j int, xj []string) error {
 			buf, lin := sv.lin(b, c.Args[j], xj)
 			v := b.reg(reg)
 			b.ins("ld.global."+ld, v, addr(gn.ptr[buf], lin))
 			b.ins("st.global."+ld, addr(gn.outPtr[oi], i), v)
-			if j > 0 {
-				b.bra(done)
-				b.place(next)
-			}
-		}
-		b.place(done)
-		return nil
+			return nil
+		})
 	})
+}
+
+// concatBranches emits a concat's branches at coordinates x at the run: from the last operand,
+// the first whose offset along the axis is at most x's coordinate there runs operand(j, its
+// coordinates), then leaves.
+func concatBranches(b *builder, x []string, axis int, offs []string, operand func(j int, xj []string) error) error {
+	done := b.label("concat_done")
+	for j := len(offs) - 1; j >= 0; j-- {
+		next := b.label("concat_operand")
+		if j > 0 {
+			p := b.reg(rPred)
+			b.ins("setp.lt.u32", p, x[axis], offs[j])
+			b.braIf(p, next)
+		}
+		xj := append([]string(nil), x...)
+		if j > 0 {
+			xj[axis] = b.reg(rU32)
+			b.ins("sub.s32", xj[axis], x[axis], offs[j])
+		}
+		b.note("operand %d of the concat", j)
+		if err := operand(j, xj); err != nil {
+			return err
+		}
+		if j > 0 {
+			b.bra(done)
+			b.place(next)
+		}
+	}
+	b.place(done)
+	return nil
 }
 
 // concatOffsets returns the offsets of concat c's operands along its axis at the run: the sum of

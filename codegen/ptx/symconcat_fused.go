@@ -172,34 +172,20 @@ func (ce *concatEval) concat(v *ir.Value, c []string) (val, error) {
 	offs := concatOffsets(b, sv, v) // symconcat.go
 	cls := classOf(v.Type.DType)
 	res := b.reg(cls)
-	done := b.label("concat_done")
-	for j := len(v.Args) - 1; j >= 0; j-- {
-		next := b.label("concat_operand")
-		if j > 0 {
-			p := b.reg(rPred)
-			b.ins("setp.lt.u32", p, c[axis], offs[j])
-			b.braIf(p, next)
-		}
-		cj := append([]string(nil), c...)
-		if j > 0 {
-			cj[axis] = b.reg(rU32)
-			b.ins("sub.s32", cj[axis], c[axis], offs[j])
-		}
-		b.note("operand %d of the concat", j)
+	err := concatBranches(b, c, axis, offs, func(j int, cj []string) error { // symconcat.go
 		// Registers computed in a branch hold nothing in another: the generator's per-element
 		// caches start and end empty around it.
 		gn.reset()
 		x, err := ce.at(v.Args[j], cj, map[*ir.Value]val{})
 		if err != nil {
-			return val{}, err
+			return err
 		}
 		b.ins("mov."+regDecl[cls].typ, res, gn.e.reg(x))
 		gn.reset()
-		if j > 0 {
-			b.bra(done)
-			b.place(next)
-		}
+		return nil
+	})
+	if err != nil {
+		return val{}, err
 	}
-	b.place(done)
 	return val{v.Type.DType, res}, nil
 }
