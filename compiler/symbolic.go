@@ -128,7 +128,7 @@ func symbolicKernels(g *ir.Graph, kg *passes.KernelGraph, _ backend.Producer) (m
 				r, sizes, why = foldReduceViews(k, kg, ranges, r, why) // symfold_reduce_view.go
 			}
 			if why != "" {
-				return nil, refuse(why + "; a kernel runs at symbolic sizes when its rows (every dim up to the last symbolic one) are independent")
+				return nil, refuse(concatRefusal(k, why) + "; a kernel runs at symbolic sizes when its rows (every dim up to the last symbolic one) are independent") // symconcat.go
 			}
 			if k.Kind == passes.Loop && sizes == nil {
 				sizes, _ = layerSizes(k) // its layers past the first, at offsets of the run's rows

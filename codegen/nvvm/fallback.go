@@ -10,8 +10,9 @@ import (
 // kernels codegen/backend's nvvm producer takes from codegen/ptx rather than refuse the model.
 // Still borrowed (borrowedTemplate): the tensor-core GEMM over a quantized weight
 // (plan.QuantizedMMA), batched products contracting a symbolic dim that is not the rows on
-// tensor cores (fallback_contract.go) and column reductions reading views that move the rows
-// (fallback_reduce_view.go). Every other template is this package's own (docs/codegen.md,
+// tensor cores (fallback_contract.go), column reductions reading views that move the rows
+// (fallback_reduce_view.go) and a concat along a symbolic dim fused with computation
+// (codegen/ptx's symconcat_fused.go; a concat of views is symconcat.go's). Every other template is this package's own (docs/codegen.md,
 // "Borrowed from codegen/ptx"). The launch records a borrowed entry (Producer "ptx" and a
 // note); both producers share names, parameters and launches, so one plan runs the merged
 // module.
@@ -25,6 +26,9 @@ func borrowedTemplate(k plan.Kernel, t plan.Target) string {
 	if k.Symbolic && k.Sizes != nil {
 		if reducesViews(k) { // fallback_reduce_view.go
 			return "column reduction through views at symbolic sizes"
+		}
+		if !plan.LayerSized(k) && plan.SymbolicConcat(k.Graph) == "" && !plan.ConcatCopy(k.Graph) { // codegen/ptx's symconcat_fused.go
+			return "symbolic concat fused with computation"
 		}
 	}
 	switch plan.Template(k) {

@@ -21,11 +21,12 @@ import (
 // operand's views at c minus the offset, as its memory's bits. An operand empty at the run is
 // never chosen.
 
-// symConcatKernel emits the concat of a kernel plan.SymbolicConcat takes, at the run's sizes.
+// symConcatKernel emits the concat of views of a kernel plan.ConcatCopy takes, at the run's sizes
+// (one fused with computation is borrowed: fallback.go).
 func (md *module) symConcatKernel(k plan.Kernel) (*ir.Func, plan.Launch, error) {
 	g := k.Graph
-	if why := plan.SymbolicConcat(g); why != "" {
-		return nil, plan.Launch{}, fmt.Errorf("a kernel concatenating along symbolic sizes must concat views of inputs; %s", why)
+	if !plan.ConcatCopy(g) {
+		return nil, plan.Launch{}, fmt.Errorf("a kernel concatenating along symbolic sizes must concat views of inputs")
 	}
 	return md.symElements(k, func(kg *kgen, sv *symView, tid, step value.Value) error { // symstride_copy.go
 		for _, o := range g.Outputs {

@@ -39,7 +39,7 @@ func (md *module) symbolicKernel(k plan.Kernel, t plan.Target) (*ir.Func, plan.L
 	}
 	kinds, count := plan.ContractionKinds(k.Graph)
 	switch {
-	case len(kinds) == 0 && k.Sizes != nil && !plan.LayerSized(k) && plan.SymbolicConcat(k.Graph) == "":
+	case len(kinds) == 0 && k.Sizes != nil && !plan.LayerSized(k) && plan.ConcatCopy(k.Graph):
 		return md.symConcatKernel(k) // symconcat.go
 	case len(kinds) == 0 && k.Sizes != nil && !plan.LayerSized(k):
 		return md.symCopyKernel(k) // symstride_copy.go

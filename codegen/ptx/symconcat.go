@@ -21,11 +21,15 @@ import (
 // SymbolicConcat is plan.SymbolicConcat (compiler asks it).
 func SymbolicConcat(g *ir.Graph) string { return plan.SymbolicConcat(g) }
 
-// symConcatKernel emits the concat of a kernel SymbolicConcat takes, at the run's sizes.
+// symConcatKernel emits a kernel SymbolicConcat takes, at the run's sizes: a copy when its
+// outputs are concats of views of inputs, else the fused template.
 func symConcatKernel(k Kernel, globals *[]string) (string, Launch, error) {
 	g := k.Graph
 	if why := SymbolicConcat(g); why != "" {
-		return "", Launch{}, fmt.Errorf("a kernel concatenating along symbolic sizes must concat views of inputs; %s", why)
+		return "", Launch{}, fmt.Errorf("a kernel concatenating along symbolic sizes computes elementwise ops and views only; %s", why)
+	}
+	if !plan.ConcatCopy(g) {
+		return symConcatFused(k, globals) // symconcat_fused.go
 	}
 	out := g.Outputs[0].Value
 	b := newBuilder(k.Name)
@@ -68,7 +72,54 @@ func symConcatKernel(k Kernel, globals *[]string) (string, Launch, error) {
 // concatCopy emits the grid-stride loop writing the n elements of output oi, concat c.
 func concatCopy(b *builder, gn *gen, sv *symView, c *ir.Value, oi int, tid, nthreads, n, ld string, reg regClass, addr func(base, lin string) string) {
 	axis := c.Attrs.Int("axis", 0)
-	// The operands' offsets along the axis at the run, computed once.
+	offs := concatOffsets(b, sv, c) // computed once
+	osz := SymSizes(c, sv.sizes)
+	gn.loopTo(tid, nthreads, n, func(i string) error {
+		x := sv.delinearize(b, osz, i)
+		return concatBranches(b, x, axis, offs, func(j int, xj []string) error {
+			buf, lin := sv.lin(b, c.Args[j], xj)
+			v := b.reg(reg)
+			b.ins("ld.global."+ld, v, addr(gn.ptr[buf], lin))
+			b.ins("st.global."+ld, addr(gn.outPtr[oi], i), v)
+			return nil
+		})
+	})
+}
+
+// concatBranches emits a concat's branches at coordinates x at the run: from the last operand,
+// the first whose offset along the axis is at most x's coordinate there runs operand(j, its
+// coordinates), then leaves.
+func concatBranches(b *builder, x []string, axis int, offs []string, operand func(j int, xj []string) error) error {
+	done := b.label("concat_done")
+	for j := len(offs) - 1; j >= 0; j-- {
+		next := b.label("concat_operand")
+		if j > 0 {
+			p := b.reg(rPred)
+			b.ins("setp.lt.u32", p, x[axis], offs[j])
+			b.braIf(p, next)
+		}
+		xj := append([]string(nil), x...)
+		if j > 0 {
+			xj[axis] = b.reg(rU32)
+			b.ins("sub.s32", xj[axis], x[axis], offs[j])
+		}
+		b.note("operand %d of the concat", j)
+		if err := operand(j, xj); err != nil {
+			return err
+		}
+		if j > 0 {
+			b.bra(done)
+			b.place(next)
+		}
+	}
+	b.place(done)
+	return nil
+}
+
+// concatOffsets returns the offsets of concat c's operands along its axis at the run: the sum of
+// the sizes of the operands before each.
+func concatOffsets(b *builder, sv *symView, c *ir.Value) []string {
+	axis := c.Attrs.Int("axis", 0)
 	offs := make([]string, len(c.Args))
 	offs[0] = "0"
 	for j := 1; j < len(c.Args); j++ {
@@ -79,35 +130,7 @@ func concatCopy(b *builder, gn *gen, sv *symView, c *ir.Value, oi int, tid, nthr
 			offs[j] = sum
 		}
 	}
-	osz := SymSizes(c, sv.sizes)
-	gn.loopTo(tid, nthreads, n, func(i string) error {
-		x := sv.delinearize(b, osz, i)
-		done := b.label("concat_done")
-		for j := len(c.Args) - 1; j >= 0; j-- {
-			next := b.label("concat_operand")
-			if j > 0 {
-				p := b.reg(rPred)
-				b.ins("setp.lt.u32", p, x[axis], offs[j])
-				b.braIf(p, next)
-			}
-			xj := append([]string(nil), x...)
-			if j > 0 {
-				xj[axis] = b.reg(rU32)
-				b.ins("sub.s32", xj[axis], x[axis], offs[j])
-			}
-			b.note("operand %d of the concat", j)
-			buf, lin := sv.lin(b, c.Args[j], xj)
-			v := b.reg(reg)
-			b.ins("ld.global."+ld, v, addr(gn.ptr[buf], lin))
-			b.ins("st.global."+ld, addr(gn.outPtr[oi], i), v)
-			if j > 0 {
-				b.bra(done)
-				b.place(next)
-			}
-		}
-		b.place(done)
-		return nil
-	})
+	return offs
 }
 
 // copyAccess returns a copy's load/store type for elements of dt, their register class, and

@@ -156,44 +156,49 @@ func (s *symView) hoist(b *builder, v *ir.Value) {
 // index there, at the run's sizes.
 func (s *symView) lin(b *builder, v *ir.Value, c []string) (*ir.Value, string) {
 	for {
-		out := SymSizes(v, s.sizes)
 		switch v.Op {
 		case ir.OpInput, ir.OpParam:
-			return v, s.linear(b, out, c)
+			return v, s.linear(b, SymSizes(v, s.sizes), c)
 		}
-		in := SymSizes(v.Args[0], s.sizes)
-		ic := make([]string, len(in))
-		switch v.Op {
-		case "transpose":
-			for i, p := range v.Attrs.Ints("perm") {
-				ic[p] = c[i]
-			}
-		case "slice":
-			start, step := v.Attrs.Ints("start"), v.Attrs.Ints("stride")
-			for i := range ic {
-				st := 1
-				if step != nil {
-					st = step[i]
-				}
-				ic[i] = imm(start[i])
-				if c[i] != "0" {
-					r := b.reg(rU32)
-					b.ins("mad.lo.s32", r, c[i], imm(st), imm(start[i]))
-					ic[i] = r
-				}
-			}
-		case "broadcast_in_dim":
-			for i, d := range v.Attrs.Ints("dims") {
-				ic[i] = c[d]
-				if isOne(in[i]) {
-					ic[i] = "0"
-				}
-			}
-		case "reshape":
-			ic = s.delinearize(b, in, s.linear(b, out, c))
-		}
-		v, c = v.Args[0], ic
+		v, c = v.Args[0], s.operandCoords(b, v, c)
 	}
+}
+
+// operandCoords maps coordinates c of view v (a transpose, slice, broadcast or reshape) to its
+// operand's, at the run's sizes.
+func (s *symView) operandCoords(b *builder, v *ir.Value, c []string) []string {
+	out, in := SymSizes(v, s.sizes), SymSizes(v.Args[0], s.sizes)
+	ic := make([]string, len(in))
+	switch v.Op {
+	case "transpose":
+		for i, p := range v.Attrs.Ints("perm") {
+			ic[p] = c[i]
+		}
+	case "slice":
+		start, step := v.Attrs.Ints("start"), v.Attrs.Ints("stride")
+		for i := range ic {
+			st := 1
+			if step != nil {
+				st = step[i]
+			}
+			ic[i] = imm(start[i])
+			if c[i] != "0" {
+				r := b.reg(rU32)
+				b.ins("mad.lo.s32", r, c[i], imm(st), imm(start[i]))
+				ic[i] = r
+			}
+		}
+	case "broadcast_in_dim":
+		for i, d := range v.Attrs.Ints("dims") {
+			ic[i] = c[d]
+			if isOne(in[i]) {
+				ic[i] = "0"
+			}
+		}
+	case "reshape":
+		ic = s.delinearize(b, in, s.linear(b, out, c))
+	}
+	return ic
 }
 
 // linear is Σ c[i]·stride_i of a contiguous tensor of sizes at the run. The copies compute it

@@ -26,7 +26,7 @@ func Refusals() []string { return []string{"pad"} }
 // batched over the first that contracts the second (the compiler takes it). Every third graph
 // or so also has, as its last output, one of Refusals, a fold of the rows into a static result
 // (a column sum, Xᵀ·X) or a concat along the rows (twice the rows, the one value whose rows
-// differ), the last two of which the compiler takes;
+// differ; every other one under tanh, fused with it), the last two of which the compiler takes;
 // refused names a refusal ("" when the graph is in the class), and the compiler must refuse such
 // a graph naming it, never compile it. The same generator state gives
 // the same graph; it is not one of Graph's kinds, so their seeds keep their graphs.
@@ -105,7 +105,11 @@ func Symbolic(r *rand.Rand) (g *ir.Graph, refused string) {
 		case "dot_general":
 			b.output(b.op("dot_general", ir.Attrs{"lhs_contract": []int{0}, "rhs_contract": []int{0}}, nil, y, y))
 		case "concat":
-			b.output(b.op("concat", ir.Attrs{"axis": 0}, nil, y, y))
+			c := b.op("concat", ir.Attrs{"axis": 0}, nil, y, y)
+			if r.IntN(2) == 0 {
+				c = b.op("tanh", nil, nil, c) // fused with the concat in its kernel
+			}
+			b.output(c)
 		}
 	}
 	if err := ops.Verify(g); err != nil {

@@ -11,12 +11,13 @@ import (
 	"github.com/gcomp/gcomp/ops"
 )
 
-// Symbolic graphs verify and have dims; outside the refused op, a concat along the rows and a
+// Symbolic graphs verify and have dims; outside the refused op, a concat along the rows (or tanh
+// over it) and a
 // batched product contracting a symbolic dim (and its operand), every value's symbolic dims lead
 // its shape with one row count; each refusal is drawn, as an output, and no graph in the class
 // has one; the same seed gives the same graph.
 func TestSymbolic(t *testing.T) {
-	seen, nonLeading, contracts, concats := map[string]int{}, 0, 0, 0
+	seen, nonLeading, contracts, concats, fused := map[string]int{}, 0, 0, 0, 0
 	for seed := range uint64(300) {
 		g, refused := randgraph.Symbolic(rand.New(rand.NewPCG(seed, 27)))
 		again, _ := randgraph.Symbolic(rand.New(rand.NewPCG(seed, 27)))
@@ -38,12 +39,22 @@ func TestSymbolic(t *testing.T) {
 			}
 		}
 		for _, v := range g.Values {
-			if v == last && (refused != "" || v.Op == "concat") {
+			concat := last // a concat along the rows, or tanh over one
+			if concat.Op == "tanh" {
+				concat = concat.Args[0]
+			}
+			if v == last && (refused != "" || concat.Op == "concat") {
 				found = v.Op == refused
 				if refused == "" {
 					concats++
 				}
+				if v != concat {
+					fused++
+				}
 				continue // the refusal, or a concat along the rows (twice them)
+			}
+			if v == concat && concat.Op == "concat" {
+				continue
 			}
 			if contract != nil && (v == contract || v == contract.Args[0]) {
 				continue
@@ -83,6 +94,9 @@ func TestSymbolic(t *testing.T) {
 	}
 	if concats < 10 {
 		t.Errorf("a concat along the rows drawn %d times in 300", concats)
+	}
+	if fused < 5 {
+		t.Errorf("a concat along the rows under tanh drawn %d times in 300", fused)
 	}
 	if nonLeading < 50 {
 		t.Errorf("%d values with a static dim before their symbolic one in 300 graphs", nonLeading)
