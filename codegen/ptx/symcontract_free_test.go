@@ -97,8 +97,8 @@ func TestSymbolicContractFree(t *testing.T) {
 	}
 }
 
-// A symbolic free dim on the right (V's columns), or a symbolic M over two free dims, is refused
-// naming why.
+// A symbolic M or N over two free dims is refused naming why (a symbolic free dim on the right
+// alone runs: TestSymbolicContractRHS).
 func TestSymbolicContractFreeRefused(t *testing.T) {
 	c2, c9, seq := sym.Const(2), sym.Const(9), sym.Sym("seq")
 	for _, tc := range []struct {
@@ -106,10 +106,10 @@ func TestSymbolicContractFreeRefused(t *testing.T) {
 		lhs, rhs  []sym.Expr
 		want      string
 	}{
-		{"a symbolic free dim on the right", "graph k {\n  input %p : f32[2,9,13]\n  input %v : f32[2,13,11]\n  %0 = dot_general(%p, %v) {lhs_batch=[0], lhs_contract=[2], rhs_batch=[0], rhs_contract=[1]} : f32[2,9,11]\n  output out = %0\n}\n",
-			[]sym.Expr{c2, c9, seq}, []sym.Expr{c2, seq, sym.Sym("e")}, "with a symbolic free dim (e) on its right, does not run at symbolic sizes yet"},
+		{"a symbolic N over two free dims", "graph k {\n  input %p : f32[2,9,13]\n  input %v : f32[2,13,3,8]\n  %0 = dot_general(%p, %v) {lhs_batch=[0], lhs_contract=[2], rhs_batch=[0], rhs_contract=[1]} : f32[2,9,3,8]\n  output out = %0\n}\n",
+			[]sym.Expr{c2, c9, seq}, []sym.Expr{c2, seq, sym.Sym("e"), sym.Const(8)}, "with a symbolic free dim (8*e) runs at symbolic sizes only with one free dim on each side"},
 		{"a symbolic M over two free dims", "graph k {\n  input %p : f32[2,9,3,13]\n  input %v : f32[2,13,8]\n  %0 = dot_general(%p, %v) {lhs_batch=[0], lhs_contract=[3], rhs_batch=[0], rhs_contract=[1]} : f32[2,9,3,8]\n  output out = %0\n}\n",
-			[]sym.Expr{c2, sym.Sym("t"), sym.Const(3), seq}, []sym.Expr{c2, seq, sym.Const(8)}, "with a symbolic free dim (3*t), runs at symbolic sizes only with one free dim on each side"},
+			[]sym.Expr{c2, sym.Sym("t"), sym.Const(3), seq}, []sym.Expr{c2, seq, sym.Const(8)}, "with a symbolic free dim (3*t) runs at symbolic sizes only with one free dim on each side"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := parse(t, tc.src)
