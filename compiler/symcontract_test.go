@@ -29,6 +29,16 @@ var contractGraphs = []struct{ name, body string }{
 		"  %1 = broadcast_in_dim(%w) {dims=[2], shape=[3,29,8]} : f32[b,seq,8]\n  %2 = add(%0, %1) : f32[b,seq,8]\n  output z = %2\n"},
 	{"scores·V by hand over heads, t beside seq, symbolic batch (bf16 tensor cores)", "  dims { b in [1,2], t in [1,40], seq in [1,24] }\n  input %p : bf16[b,2,t,seq]\n  input %v : bf16[b,2,seq,16]\n" +
 		"  %0 = dot_general(%p, %v) {lhs_batch=[0,1], lhs_contract=[3], rhs_batch=[0,1], rhs_contract=[2]} : bf16[b,2,t,16]\n  output z = %0\n"},
+	// A symbolic free dim on the right (symcontract_rhs.go): q·kᵀ by hand, N the keys' rows.
+	{"a self-attention's q·kᵀ by hand, symbolic batch (FFMA)", "  dims { b in [1,3], seq in [1,37] }\n  input %q : f32[b,seq,16]\n  input %k : f32[b,seq,16]\n" +
+		"  %0 = dot_general(%q, %k) {lhs_batch=[0], lhs_contract=[2], rhs_batch=[0], rhs_contract=[2]} : f32[b,seq,seq]\n  output z = %0\n"},
+	{"q·kᵀ by hand over heads, t beside seq, scaled, symbolic batch (bf16 tensor cores)", "  dims { b in [1,2], t in [1,40], seq in [1,140] }\n  input %q : bf16[b,2,t,16]\n  input %k : bf16[b,2,seq,16]\n" +
+		"  %0 = dot_general(%q, %k) {lhs_batch=[0,1], lhs_contract=[3], rhs_batch=[0,1], rhs_contract=[3]} : bf16[b,2,t,seq]\n" +
+		"  %1 = neg(%0) : bf16[b,2,t,seq]\n  output z = %1\n"},
+	{"q·kᵀ by hand, static queries, static batch (FFMA)", "  dims { seq in [0,140] }\n  input %q : f32[2,9,16]\n  input %k : f32[2,seq,16]\n" +
+		"  %0 = dot_general(%q, %k) {lhs_batch=[0], lhs_contract=[2], rhs_batch=[0], rhs_contract=[2]} : f32[2,9,seq]\n  output z = %0\n"},
+	{"scores·V by hand, V's columns symbolic too (FFMA)", "  dims { e in [1,9], seq in [1,9] }\n  input %p : f32[2,5,seq]\n  input %v : f32[2,seq,e]\n" +
+		"  %0 = dot_general(%p, %v) {lhs_batch=[0], lhs_contract=[2], rhs_batch=[0], rhs_contract=[1]} : f32[2,5,e]\n  output z = %0\n"},
 }
 
 // One build of each runs on the memchecked simulator at 1, primes and the bound (smaller first),
@@ -40,9 +50,12 @@ func TestSymbolicContract(t *testing.T) { checkBuiltOnce(t, contractGraphs) }
 // value and why.
 func TestSymbolicContractRefused(t *testing.T) {
 	for _, tc := range []struct{ name, body, want string }{
-		{"a symbolic free dim on the right", "  dims { e in [1,9], seq in [1,9] }\n  input %p : f32[2,5,seq]\n  input %v : f32[2,seq,e]\n" +
-			"  %0 = dot_general(%p, %v) {lhs_batch=[0], lhs_contract=[2], rhs_batch=[0], rhs_contract=[1]} : f32[2,5,e]\n  output z = %0\n",
-			"%0 = dot_general(%p, %v) {lhs_batch=[0], lhs_contract=[2], rhs_batch=[0], rhs_contract=[1]} : f32[2,5,e] contracts a symbolic dim beside a symbolic free dim of its right operand (e)"},
+		{"a mask at the run's sizes added to q·kᵀ", "  dims { seq in [1,9] }\n  input %q : f32[2,5,16]\n  input %k : f32[2,seq,16]\n  input %m : f32[2,5,seq]\n" +
+			"  %0 = dot_general(%q, %k) {lhs_batch=[0], lhs_contract=[2], rhs_batch=[0], rhs_contract=[2]} : f32[2,5,seq]\n  %1 = add(%0, %m) : f32[2,5,seq]\n  output z = %1\n",
+			"input %m : f32[2,5,seq] is read at the run's sizes beside a product with a symbolic N (seq)"},
+		{"a symbolic N over two free dims", "  dims { seq in [1,9] }\n  input %q : f32[2,5,16]\n  input %k : f32[2,seq,3,16]\n" +
+			"  %0 = dot_general(%q, %k) {lhs_batch=[0], lhs_contract=[2], rhs_batch=[0], rhs_contract=[3]} : f32[2,5,seq,3]\n  output z = %0\n",
+			"has a symbolic free dim (3*seq) over 2 dims of its right operand"},
 		{"a symbolic M with a tensor at the run's sizes after", "  dims { t in [1,9], seq in [1,9] }\n  input %p : f32[2,t,seq]\n  input %v : f32[2,seq,8]\n  input %r : f32[2,t,8]\n" +
 			"  %0 = dot_general(%p, %v) {lhs_batch=[0], lhs_contract=[2], rhs_batch=[0], rhs_contract=[1]} : f32[2,t,8]\n  %1 = add(%0, %r) : f32[2,t,8]\n  output z = %1\n",
 			"input %r : f32[2,t,8] is read at the run's sizes beside a product with a symbolic M (t)"},
@@ -60,10 +73,10 @@ func TestSymbolicContractRefused(t *testing.T) {
 }
 
 // The NVVM producer takes codegen/ptx's entry for these products (nvvm.Lacks), a symbolic M
-// beside too: its build runs at the same sizes bit for bit the codegen/ptx build's.
+// beside too, and a symbolic N: its build runs at the same sizes bit for bit the codegen/ptx build's.
 func TestSymbolicContractNVVM(t *testing.T) {
 	lib := libnvvm.Require(t)
-	for _, tc := range append(contractGraphs[:2:2], contractGraphs[5]) {
+	for _, tc := range append(contractGraphs[:2:2], contractGraphs[5], contractGraphs[8]) {
 		t.Run(tc.name, func(t *testing.T) {
 			g, err := ir.Parse("s.gir", []byte("graph s {\n"+tc.body+"}\n"))
 			if err != nil {

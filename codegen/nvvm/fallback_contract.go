@@ -1,9 +1,14 @@
 package nvvm
 
-import "github.com/gcomp/gcomp/codegen/plan"
+import (
+	"slices"
+
+	"github.com/gcomp/gcomp/codegen/plan"
+	"github.com/gcomp/gcomp/ir"
+)
 
 // contractsSymbolic reports whether k is a batched product contracting a symbolic dim that is
-// not its rows (codegen/ptx's symcontract.go: both operands read through its generic copier at
+// not its rows, or with a symbolic free dim on its right (codegen/ptx's symcontract.go: both operands read through its generic copier at
 // the run's sizes, K at the run bounding the k loop): this package's symbolic GEMM keeps K and
 // the operands' strides at the bound, so codegen/backend's nvvm producer takes codegen/ptx's
 // entry for it.
@@ -22,6 +27,22 @@ func contractsSymbolic(k plan.Kernel) bool {
 					return true
 				}
 			}
+		}
+		if symbolicRHSFree(v, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// symbolicRHSFree reports whether batched product v's right operand has a symbolic free dim
+// (q·kᵀ by hand over a symbolic seq: codegen/ptx's symcontract_rhs.go takes N at the run and
+// stores the result at the run's row stride; this package's GEMM keeps the bound's).
+func symbolicRHSFree(v *ir.Value, k plan.Kernel) bool {
+	s := plan.SymSizes(v.Args[1], k.Sizes)
+	for d, e := range s {
+		if _, ok := e.IsConst(); !ok && !slices.Contains(v.Attrs.Ints("rhs_batch"), d) && !slices.Contains(v.Attrs.Ints("rhs_contract"), d) {
+			return true
 		}
 	}
 	return false
