@@ -80,7 +80,7 @@ func contractViews(k *passes.Kernel, kg *passes.KernelGraph, ranges sym.Ranges, 
 			break
 		}
 	}
-	if why := freeEpilogue(k, skip, types, m, n, format); why != "" {
+	if why := freeEpilogue(k, skip, types, dot, m, n, format); why != "" {
 		return r, nil, why
 	}
 	return rows, sizes, ""

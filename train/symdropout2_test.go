@@ -1,6 +1,7 @@
 package train
 
 import (
+	"math"
 	"slices"
 	"testing"
 
@@ -25,7 +26,10 @@ func TestSymbolicTransformerDropoutStep(t *testing.T) {
 	}
 	overBatch := []map[string]int64{{frontend.BatchDim: 1}, {frontend.BatchDim: 3}, {frontend.BatchDim: 4}}
 	block := func(p float64, heads int) func(b *frontend.Builder) {
-		return func(b *frontend.Builder) { transformerBlock(b, p, heads) }
+		return func(b *frontend.Builder) { transformerBlock(b, p, heads, 0) }
+	}
+	attnDrop := func(p float64, heads int) func(b *frontend.Builder) {
+		return func(b *frontend.Builder) { transformerBlock(b, p, heads, p) }
 	}
 	for _, tc := range []struct {
 		name  string
@@ -43,6 +47,13 @@ func TestSymbolicTransformerDropoutStep(t *testing.T) {
 			[]string{"f32[batch,1,seq,8]", "f32[batch,1,seq,16]", "f32[batch,1,seq,8]"}},
 		{"2 heads, dropout 0.1, SGD", block(0.1, 2), &SGD{LR: 0.1}, 0, overBoth,
 			[]string{"f32[batch,seq,8]", "f32[batch,seq,16]", "f32[batch,seq,8]"}},
+		// Dropout on the attention weights too (MultiheadAttention's dropout_p): attention is
+		// unfused, q·kᵀ [batch, h, seq, seq] has symbolic free dims on both sides, and so do the
+		// products of its backward.
+		{"attention-weight dropout 0.1, SGD", attnDrop(0.1, 1), &SGD{LR: 0.1}, 0, overBoth,
+			[]string{"f32[batch,1,seq,seq]", "f32[batch,1,seq,8]", "f32[batch,1,seq,16]", "f32[batch,1,seq,8]"}},
+		{"2 heads, attention-weight dropout 0.1, SGD", attnDrop(0.1, 2), &SGD{LR: 0.1}, 0, overBoth,
+			[]string{"f32[batch,2,seq,seq]", "f32[batch,seq,8]", "f32[batch,seq,16]", "f32[batch,seq,8]"}},
 		// nn.TransformerEncoderLayer itself (packed in-projection with biases, 2 heads) over a
 		// symbolic batch of sequences of 5, dropout 0.1 on its three branches.
 		{"nn.TransformerEncoderLayer over a symbolic batch, dropout 0.1, SGD", func(b *frontend.Builder) {
@@ -87,7 +98,7 @@ func TestSymbolicTransformerDropoutStep(t *testing.T) {
 // activations are [batch, 1, seq, 8]; with more, the heads are split from the features and
 // merged back, and the q, k and v projections have no bias (a bias's gradient sums the heads'
 // gradients through the view that merges them, a fold the compiler does not take yet).
-func transformerBlock(b *frontend.Builder, p float64, heads int) {
+func transformerBlock(b *frontend.Builder, p float64, heads int, attnP float64) {
 	n, s := b.Dim("batch", 1, 4), b.Dim("seq", 1, 7)
 	shape := []int{n, s, 8}
 	if heads == 1 {
@@ -102,7 +113,12 @@ func transformerBlock(b *frontend.Builder, p float64, heads int) {
 		l := nn.NewLinear(b, name, 8, 8, nn.LinearOptions{NoBias: true})
 		return l.Forward(x).Reshape(n, s, heads, 8/heads).Transpose(1, 2)
 	}
-	a := frontend.ScaledDotProductAttention(split("q"), split("k"), split("v"), false)
+	q, k, v := split("q"), split("k"), split("v")
+	a := frontend.ScaledDotProductAttention(q, k, v, false)
+	if attnP > 0 { // nn.MultiheadAttention's unfused form in training (attention_dropout.go there)
+		w := q.Matmul(k.Transpose(-2, -1)).MulScalar(1 / math.Sqrt(float64(q.Dim(-1))))
+		a = nn.Dropout{P: attnP}.Forward(w.Softmax(-1)).Matmul(v)
+	}
 	if heads > 1 {
 		a = a.Transpose(1, 2).Reshape(n, s, 8)
 	}
