@@ -28,6 +28,9 @@ func TestSymbolicTransformerDropoutStep(t *testing.T) {
 	block := func(p float64, heads int) func(b *frontend.Builder) {
 		return func(b *frontend.Builder) { transformerBlock(b, p, heads, 0) }
 	}
+	attnDrop := func(p float64, heads int) func(b *frontend.Builder) {
+		return func(b *frontend.Builder) { transformerBlock(b, p, heads, p) }
+	}
 	for _, tc := range []struct {
 		name  string
 		model func(b *frontend.Builder)
@@ -44,6 +47,11 @@ func TestSymbolicTransformerDropoutStep(t *testing.T) {
 			[]string{"f32[batch,1,seq,8]", "f32[batch,1,seq,16]", "f32[batch,1,seq,8]"}},
 		{"2 heads, dropout 0.1, SGD", block(0.1, 2), &SGD{LR: 0.1}, 0, overBoth,
 			[]string{"f32[batch,seq,8]", "f32[batch,seq,16]", "f32[batch,seq,8]"}},
+		// Dropout on the attention weights too (MultiheadAttention's dropout_p): attention is
+		// unfused; q·kᵀ [batch, 2, seq, seq] has symbolic free dims on both sides, the softmax
+		// reduces the symbolic seq, and so do the products and row sums of its backward.
+		{"2 heads, attention-weight dropout 0.1, SGD", attnDrop(0.1, 2), &SGD{LR: 0.1}, 0, overBoth,
+			[]string{"f32[batch,2,seq,seq]", "f32[batch,seq,8]", "f32[batch,seq,16]", "f32[batch,seq,8]"}},
 		// nn.TransformerEncoderLayer itself (packed in-projection with biases, 2 heads) over a
 		// symbolic batch of sequences of 5, dropout 0.1 on its three branches.
 		{"nn.TransformerEncoderLayer over a symbolic batch, dropout 0.1, SGD", func(b *frontend.Builder) {
