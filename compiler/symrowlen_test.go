@@ -1,6 +1,11 @@
 package compiler_test
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/gcomp/gcomp/codegen/nvvm/libnvvm"
+	"github.com/gcomp/gcomp/ir"
+)
 
 // rowLengthGraphs reduce a symbolic last dim: unfused attention's softmax over the keys and its
 // gradient, the rows batch·t (or batch·h·t) and their length seq both following the sizes.
@@ -35,4 +40,18 @@ func TestSymbolicRowLengthRefused(t *testing.T) {
 		"  %0 = broadcast_in_dim(%w) {dims=[0], shape=[3,13]} : f32[3,seq]\n  %1 = mul(%x, %0) : f32[3,seq]\n"+
 		"  %2 = reduce_sum(%1) {axes=[1]} : f32[3]\n  output y = %2\n}\n",
 		"input %w : f32[3] is read beside a reduction of the symbolic seq")
+}
+
+// The NVVM producer builds them too: at the same sizes bit for bit codegen/ptx's build.
+func TestSymbolicRowLengthNVVM(t *testing.T) {
+	lib := libnvvm.Require(t)
+	for _, tc := range rowLengthGraphs {
+		t.Run(tc.name, func(t *testing.T) {
+			g, err := ir.Parse("s.gir", []byte("graph s {\n"+tc.body+"}\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkNVVM(t, g, lib.Path)
+		})
+	}
 }

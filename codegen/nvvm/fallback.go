@@ -12,7 +12,8 @@ import (
 // symbolic cache length (codegen/ptx's symattn_decode_len.go) and concats of views (codegen/ptx's
 // symconcat.go: a cache grown by concat) at symbolic sizes, a conv's weight gradient folding its
 // symbolic batch (codegen/ptx's symconv.go), batched products contracting a symbolic dim that is
-// not the rows (fallback_contract.go), and a norm GEMV writing its prologue's rows (codegen/ptx's
+// not the rows or with a symbolic free dim on the right (fallback_contract.go), row reductions
+// of a symbolic last dim and loops broadcasting along it (fallback_rowlen.go), and a norm GEMV writing its prologue's rows (codegen/ptx's
 // gemvnormout.go: the decode step's embeddings) or at symbolic sizes (a packed decode step's:
 // codegen/ptx's symgemvnorm.go). Copies, GEMMs
 // over views, the attention forward on CUDA cores and tensor cores (writing its log-sum-exp too),
@@ -42,6 +43,9 @@ func borrowedTemplate(k plan.Kernel, t plan.Target) string {
 		}
 		if plan.SymbolicConcat(k.Graph) == "" { // codegen/ptx's symconcat.go
 			return "symbolic concat"
+		}
+		if rowLength(k) { // fallback_rowlen.go
+			return "row reduction over a symbolic row length"
 		}
 	}
 	switch plan.Template(k) {
