@@ -35,6 +35,8 @@ var contractGraphs = []struct{ name, body string }{
 	{"q·kᵀ by hand over heads, t beside seq, scaled, symbolic batch (bf16 tensor cores)", "  dims { b in [1,2], t in [1,40], seq in [1,140] }\n  input %q : bf16[b,2,t,16]\n  input %k : bf16[b,2,seq,16]\n" +
 		"  %0 = dot_general(%q, %k) {lhs_batch=[0,1], lhs_contract=[3], rhs_batch=[0,1], rhs_contract=[3]} : bf16[b,2,t,seq]\n" +
 		"  %1 = neg(%0) : bf16[b,2,t,seq]\n  output z = %1\n"},
+	{"x·xᵀ, one operand on both sides (FFMA)", "  dims { seq in [1,9] }\n  input %x : f32[2,seq,4]\n" +
+		"  %0 = dot_general(%x, %x) {lhs_batch=[0], lhs_contract=[2], rhs_batch=[0], rhs_contract=[2]} : f32[2,seq,seq]\n  output y = %0\n"},
 	{"q·kᵀ by hand, static queries, static batch (FFMA)", "  dims { seq in [0,140] }\n  input %q : f32[2,9,16]\n  input %k : f32[2,seq,16]\n" +
 		"  %0 = dot_general(%q, %k) {lhs_batch=[0], lhs_contract=[2], rhs_batch=[0], rhs_contract=[2]} : f32[2,9,seq]\n  output z = %0\n"},
 	// Epilogues reading a tensor at the run's sizes: a residual added to scores·V, a mask to q·kᵀ.
@@ -82,7 +84,7 @@ func TestSymbolicContractRefused(t *testing.T) {
 // beside too, and a symbolic N: its build runs at the same sizes bit for bit the codegen/ptx build's.
 func TestSymbolicContractNVVM(t *testing.T) {
 	lib := libnvvm.Require(t)
-	for _, tc := range append(contractGraphs[:2:2], contractGraphs[5], contractGraphs[8]) {
+	for _, tc := range append(contractGraphs[:2:2], contractGraphs[5], contractGraphs[8], contractGraphs[10]) {
 		t.Run(tc.name, func(t *testing.T) {
 			g, err := ir.Parse("s.gir", []byte("graph s {\n"+tc.body+"}\n"))
 			if err != nil {

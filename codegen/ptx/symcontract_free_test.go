@@ -7,7 +7,6 @@ import (
 
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ir/sym"
-	"github.com/gcomp/gcomp/tensor"
 )
 
 // freeSrc is scores·V by hand with the scores' rows t symbolic beside seq:
@@ -69,29 +68,12 @@ func TestSymbolicContractFree(t *testing.T) {
 				if c.batch && i < len(runs)-1 {
 					nb = 1 + i%2*2 // 1 or 3
 				}
-				gs := parse(t, freeSrc(c.d, nb, tr, seq))
-				in, _, err := tensor.SeededValues(gs, uint64(7*tr+seq))
-				if err != nil {
-					t.Fatal(err)
-				}
-				grid := ls[0].Grid
-				if ls[0].Work != nil {
-					grid[ls[0].Work.Axis] = nb
-				}
-				whole, st := runSym(t, text, ls[0], g, g.Outputs[0].Value.Type.Bytes(), map[string]int{"t": tr, "seq": seq, "b": nb, "": nb}, grid, in)
-				got, at := whole[:gs.Outputs[0].Value.Type.Bytes()], fmt.Sprintf("t %d seq %d batch %d", tr, seq, nb)
-				for i, x := range whole[len(got):] {
-					if x != symUntouched {
-						t.Fatalf("%s: output byte %d past the run's %d written", at, len(got)+i, len(got))
-					}
-				}
 				// Under tf32 the static build of a 1×1 product takes FFMA (no dim of its operands
 				// is contiguous): only the reference applies.
-				run := checkStaticAndRef(t, at, got, gs, in, tgt, contractPrec(c.d, c.tf32), seq, !(c.tf32 && tr == 1 && seq == 1))
-				if ratio := float64(st.WarpInsts) / float64(run.stats.WarpInsts); c.d == ir.F32 && !c.tf32 && ratio > 1.12 {
-					t.Errorf("%s: %d warp instructions, %.3f× the static kernel's", at, st.WarpInsts, ratio)
+				ratio := contractRun(t, text, ls[0], g, parse(t, freeSrc(c.d, nb, tr, seq)), tgt, contractPrec(c.d, c.tf32), seq, !(c.tf32 && tr == 1 && seq == 1), tr, seq, nb)
+				if c.d == ir.F32 && !c.tf32 && ratio > 1.12 {
+					t.Errorf("t %d seq %d batch %d: %.3f× the static kernel's warp instructions", tr, seq, nb, ratio)
 				}
-				t.Logf("%s of %d×%d: %d warp instructions built once, %d static (%.3f×)", at, c.tBound, c.seqBound, st.WarpInsts, run.stats.WarpInsts, float64(st.WarpInsts)/float64(run.stats.WarpInsts))
 			}
 		})
 	}
