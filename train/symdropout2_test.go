@@ -18,8 +18,9 @@ import (
 // One build runs at (batch, seq) pairs that are 1, primes and the bounds, smallest first, each
 // within tolerance of the reference interpreter's step and the static build's at those sizes.
 // nn.TransformerEncoderLayer with dropout on its three branches trains over a symbolic batch of
-// static sequences. (The weights' dropout inside attention forms no fused attention; its
-// products over a symbolic free dim are refused, docs/dynamic.md.)
+// static sequences. With dropout on the attention weights too, attention is unfused: its q·kᵀ
+// has symbolic free dims on both sides and its softmax reduces the symbolic seq (two heads here;
+// what still refuses other such steps: TestSymbolicAttentionWeightDropoutRefused).
 func TestSymbolicTransformerDropoutStep(t *testing.T) {
 	overBoth := []map[string]int64{
 		{"batch": 1, "seq": 1}, {"batch": 1, "seq": 5}, {"batch": 3, "seq": 2}, {"batch": 2, "seq": 7}, {"batch": 4, "seq": 7},
@@ -57,7 +58,7 @@ func TestSymbolicTransformerDropoutStep(t *testing.T) {
 		{"nn.TransformerEncoderLayer over a symbolic batch, dropout 0.1, SGD", func(b *frontend.Builder) {
 			x, y := b.Input("x", ir.F32, b.Batch(4), 5, 8), b.Input("t", ir.F32, b.Batch(4), 5, 8)
 			l := nn.NewTransformerEncoderLayer(b, "enc", 8, 2, nn.TransformerEncoderLayerOptions{DimFeedforward: 16, Dropout: 0.1, BatchFirst: true})
-			l.SelfAttn.Dropout = 0 // on the weights, attention is unfused (docs/dynamic.md, Next)
+			l.SelfAttn.Dropout = 0 // on the weights: TestSymbolicAttentionWeightDropoutRefused
 			b.Output(DefaultLoss, frontend.MSELoss(l.Forward(x), y))
 		}, &SGD{LR: 0.1}, 4, overBatch, []string{"f32[batch,5,8]", "f32[batch,5,16]", "f32[batch,5,8]"}},
 	} {
@@ -92,7 +93,8 @@ func TestSymbolicTransformerDropoutStep(t *testing.T) {
 }
 
 // transformerBlock is a post-norm transformer encoder block over [batch, seq, 8] (batch in
-// [1, 4], seq in [1, 7]) with dropout p (attnP on the attention weights too, which unfuses attention), its loss the mean squared error to t. With one head the
+// [1, 4], seq in [1, 7]) with dropout p (and attnP on the attention weights, which unfuses
+// attention), its loss the mean squared error to t. With one head the
 // activations are [batch, 1, seq, 8]; with more, the heads are split from the features and
 // merged back, and the q, k and v projections have no bias (a bias's gradient sums the heads'
 // gradients through the view that merges them, a fold the compiler does not take yet).
