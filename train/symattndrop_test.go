@@ -1,7 +1,6 @@
 package train
 
 import (
-	"slices"
 	"strings"
 	"testing"
 
@@ -38,28 +37,8 @@ func TestSymbolicAttentionWeightDropoutRefused(t *testing.T) {
 			"stage s2_matmul_scale (dot_general mul): %6 = dot_general(%3, %5) {lhs_batch=[0,1], lhs_contract=[3], rhs_batch=[0,1], rhs_contract=[2]} : f32[batch,2,5,5] has two symbolic operands whose rows are not exactly its batch dims"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			opts := []frontend.Option{frontend.WithTraining()}
-			if tc.batch > 0 {
-				opts = append(opts, frontend.WithMaxBatch(tc.batch))
-			}
-			fwd, err := frontend.Build("m", tc.model, opts...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			s, err := StepFromGraph(fwd, &SGD{LR: 0.1}, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var masks []string
-			for _, v := range s.Graph.Values {
-				if v.Op == "philox_uniform" {
-					masks = append(masks, v.Type.String())
-				}
-			}
-			if !slices.Equal(masks, tc.masks) {
-				t.Fatalf("the step's masks are %v, want %v", masks, tc.masks)
-			}
-			_, err = compiler.Compile(s.Graph, StepCompilerOptions(compiler.Options{}))
+			s := dropoutStep(t, tc.model, tc.batch, &SGD{LR: 0.1}, tc.masks)
+			_, err := compiler.Compile(s.Graph, StepCompilerOptions(compiler.Options{}))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Compile = %v, want %q", err, tc.want)
 			}

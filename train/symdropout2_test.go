@@ -63,33 +63,41 @@ func TestSymbolicTransformerDropoutStep(t *testing.T) {
 		}, &SGD{LR: 0.1}, 4, overBatch, []string{"f32[batch,5,8]", "f32[batch,5,16]", "f32[batch,5,8]"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			opts := []frontend.Option{frontend.WithTraining()}
-			if tc.batch > 0 {
-				opts = append(opts, frontend.WithMaxBatch(tc.batch))
-			}
-			fwd, err := frontend.Build("m", tc.model, opts...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			s, err := StepFromGraph(fwd, tc.opt, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			s := dropoutStep(t, tc.model, tc.batch, tc.opt, tc.masks)
 			if len(s.Graph.Dims) != len(tc.envs[0]) {
 				t.Fatalf("the step has dims %v", s.Graph.Dims)
-			}
-			var masks []string
-			for _, v := range s.Graph.Values {
-				if v.Op == "philox_uniform" {
-					masks = append(masks, v.Type.String())
-				}
-			}
-			if !slices.Equal(masks, tc.masks) {
-				t.Fatalf("the step's masks are %v, want %v", masks, tc.masks)
 			}
 			checkSymbolicStepAt(t, s, tc.envs, nil)
 		})
 	}
+}
+
+// dropoutStep builds model's train step with opt (over a symbolic batch of at most batch when
+// batch > 0) and checks its dropouts' masks, in the step's order.
+func dropoutStep(t *testing.T, model func(b *frontend.Builder), batch int, opt Optimizer, want []string) *StepGraph {
+	t.Helper()
+	opts := []frontend.Option{frontend.WithTraining()}
+	if batch > 0 {
+		opts = append(opts, frontend.WithMaxBatch(batch))
+	}
+	fwd, err := frontend.Build("m", model, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := StepFromGraph(fwd, opt, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var masks []string
+	for _, v := range s.Graph.Values {
+		if v.Op == "philox_uniform" {
+			masks = append(masks, v.Type.String())
+		}
+	}
+	if !slices.Equal(masks, want) {
+		t.Fatalf("the step's masks are %v, want %v", masks, want)
+	}
+	return s
 }
 
 // transformerBlock is a post-norm transformer encoder block over [batch, seq, 8] (batch in
