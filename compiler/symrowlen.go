@@ -51,6 +51,9 @@ func rowLength(k *passes.Kernel, r sym.Expr, why string) (sym.Expr, map[*ir.Valu
 	kept := full[:len(full)-1]
 	for _, v := range k.Body.Values {
 		s := types[v].Sym
+		if s == nil && keptSizes(constSizes(v.Type.Shape), kept) {
+			s = constSizes(v.Type.Shape) // static rows [3, seq]: the kept sizes are static
+		}
 		switch {
 		case s == nil:
 			if !splat(v) && v.Type.Shape.NumElements() != 1 {
@@ -81,6 +84,9 @@ func fullValue(v *ir.Value, types map[*ir.Value]ir.Type, kept []sym.Expr) string
 		return ""
 	case v.Op == "broadcast_in_dim":
 		s, dims := types[v.Args[0]].Sym, v.Attrs.Ints("dims")
+		if s == nil {
+			s = constSizes(v.Args[0].Type.Shape)
+		}
 		if keptSizes(s, kept) && slices.Equal(dims, seq(len(s))) {
 			return ""
 		}
@@ -166,3 +172,12 @@ func rowBroadcasts(k *passes.Kernel) bool {
 
 // splat reports whether v is a constant of one value.
 func splat(v *ir.Value) bool { return v.Op == "constant" && len(v.Attrs.Floats("value")) == 1 }
+
+// constSizes is shape as sizes.
+func constSizes(shape ir.Shape) []sym.Expr {
+	s := make([]sym.Expr, len(shape))
+	for i, n := range shape {
+		s[i] = sym.Const(int64(n))
+	}
+	return s
+}
