@@ -122,6 +122,10 @@ func symbolicKernels(g *ir.Graph, kg *passes.KernelGraph, _ backend.Producer) (m
 						r, sizes, why = cr, cs, ""
 					}
 				}
+			case why != "" && k.Kind == passes.Row:
+				r, sizes, why = rowLength(k, r, why) // symrowlen.go
+			case why != "" && k.Kind == passes.Loop && !k.BindTime && rowBroadcasts(k):
+				r, sizes, why = rowBroadcast(k, r, why) // symrowlen.go
 			case why != "" && k.Kind == passes.Loop && (ptx.SymbolicCopy(k.Body) == "" || ptx.SymbolicConcat(k.Body) == "") && !k.BindTime:
 				r, sizes, why = copyRows(k, kg, ranges, why) // symstride.go (a concat: codegen/ptx's symconcat.go)
 			case why != "" && k.Kind == passes.Row && !k.BindTime:

@@ -2,7 +2,6 @@ package compiler
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/gcomp/gcomp/codegen/ptx"
@@ -40,7 +39,7 @@ func contractViews(k *passes.Kernel, kg *passes.KernelGraph, ranges sym.Ranges, 
 	lc, rc := at.Ints("lhs_contract"), at.Ints("rhs_contract")
 	ls, rs := ptx.SymSizes(dot.Args[0], sizes), ptx.SymSizes(dot.Args[1], sizes)
 	kl, kr := product(ls, lc), product(rs, rc)
-	if isConst(kl) && isConst(kr) {
+	if isConst(kl) && isConst(kr) && isConst(ptx.SymFree(rs, rb, rc)) { // a symbolic N: symcontract_rhs.go
 		return r, nil, why
 	}
 	types := symTypes(k)
@@ -58,29 +57,30 @@ func contractViews(k *passes.Kernel, kg *passes.KernelGraph, ranges sym.Ranges, 
 			return r, nil, fmt.Sprintf("%s contracts a symbolic dim in a product batched over %s; a symbolic batch dim must lead static ones", format(dot), exprList(ls[:len(lb)]))
 		}
 	}
-	for d := len(rb); d < len(rs); d++ {
-		if !slices.Contains(rc, d) && !isConst(rs[d]) {
-			return r, nil, fmt.Sprintf("%s contracts a symbolic dim beside a symbolic free dim of its right operand (%s), which the GEMM templates do not take at symbolic sizes yet", format(dot), rs[d])
-		}
+	m, n := ptx.SymFree(ls, lb, lc), ptx.SymFree(rs, rb, rc)
+	if why := oneFreeDim(dot, ls, rs, format); why != "" {
+		return r, nil, why
 	}
 	// The epilogue keeps the rows: the batch, or nothing symbolic when the batch is static; with
-	// a symbolic M (the left operand's free dims) its values are the result's rows, batch·M, and
-	// read nothing else at the run's sizes (symcontract_free.go).
+	// a symbolic M (the left operand's free dims) its values are the result's rows, batch·M, with
+	// a symbolic N (symcontract_rhs.go) batch·M·N, and read nothing else at the run's sizes
+	// (symcontract_free.go).
 	skip := withValue(chain, dot)
-	rows, m := product(ls, lb), ptx.SymFree(ls, lb, lc)
+	rows := product(ls, lb)
+	want := resultRows(rows, m, n)
 	er, why2 := rowKernelViews(k, false, skip, nil)
 	if why2 != "" {
 		return r, nil, why2
 	}
 	for _, v := range k.Body.Values {
 		if !skip[v] && types[v].Sym != nil {
-			if isConst(m) && (!er.Equal(rows) || isConst(rows)) || !isConst(m) && !er.Equal(sym.Mul(rows, m)) {
-				return r, nil, fmt.Sprintf("%s has %s rows, %s has %s", format(v), er, format(dot), sym.Mul(rows, m))
+			if !er.Equal(want) || isConst(want) {
+				return r, nil, fmt.Sprintf("%s has %s rows, %s has %s", format(v), er, format(dot), want)
 			}
 			break
 		}
 	}
-	if why := freeEpilogue(k, skip, types, m, format); why != "" {
+	if why := freeEpilogue(k, skip, types, dot, m, n, format); why != "" {
 		return r, nil, why
 	}
 	return rows, sizes, ""

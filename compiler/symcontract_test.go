@@ -30,6 +30,23 @@ var contractGraphs = []struct{ name, body string }{
 		"  %1 = broadcast_in_dim(%w) {dims=[2], shape=[3,29,8]} : f32[b,seq,8]\n  %2 = add(%0, %1) : f32[b,seq,8]\n  output z = %2\n"},
 	{"scores·V by hand over heads, t beside seq, symbolic batch (bf16 tensor cores)", "  dims { b in [1,2], t in [1,40], seq in [1,24] }\n  input %p : bf16[b,2,t,seq]\n  input %v : bf16[b,2,seq,16]\n" +
 		"  %0 = dot_general(%p, %v) {lhs_batch=[0,1], lhs_contract=[3], rhs_batch=[0,1], rhs_contract=[2]} : bf16[b,2,t,16]\n  output z = %0\n"},
+	// A symbolic free dim on the right (symcontract_rhs.go): q·kᵀ by hand, N the keys' rows.
+	{"a self-attention's q·kᵀ by hand, symbolic batch (FFMA)", "  dims { b in [1,3], seq in [1,37] }\n  input %q : f32[b,seq,16]\n  input %k : f32[b,seq,16]\n" +
+		"  %0 = dot_general(%q, %k) {lhs_batch=[0], lhs_contract=[2], rhs_batch=[0], rhs_contract=[2]} : f32[b,seq,seq]\n  output z = %0\n"},
+	{"q·kᵀ by hand over heads, t beside seq, scaled, symbolic batch (bf16 tensor cores)", "  dims { b in [1,2], t in [1,40], seq in [1,140] }\n  input %q : bf16[b,2,t,16]\n  input %k : bf16[b,2,seq,16]\n" +
+		"  %0 = dot_general(%q, %k) {lhs_batch=[0,1], lhs_contract=[3], rhs_batch=[0,1], rhs_contract=[3]} : bf16[b,2,t,seq]\n" +
+		"  %1 = neg(%0) : bf16[b,2,t,seq]\n  output z = %1\n"},
+	{"x·xᵀ, one operand on both sides (FFMA)", "  dims { seq in [1,9] }\n  input %x : f32[2,seq,4]\n" +
+		"  %0 = dot_general(%x, %x) {lhs_batch=[0], lhs_contract=[2], rhs_batch=[0], rhs_contract=[2]} : f32[2,seq,seq]\n  output y = %0\n"},
+	{"q·kᵀ by hand, static queries, static batch (FFMA)", "  dims { seq in [0,140] }\n  input %q : f32[2,9,16]\n  input %k : f32[2,seq,16]\n" +
+		"  %0 = dot_general(%q, %k) {lhs_batch=[0], lhs_contract=[2], rhs_batch=[0], rhs_contract=[2]} : f32[2,9,seq]\n  output z = %0\n"},
+	// Epilogues reading a tensor at the run's sizes: a residual added to scores·V, a mask to q·kᵀ.
+	{"scores·V by hand, t beside seq, a residual added (FFMA)", "  dims { t in [1,140], seq in [1,37] }\n  input %p : f32[2,t,seq]\n  input %v : f32[2,seq,8]\n  input %r : f32[2,t,8]\n" +
+		"  %0 = dot_general(%p, %v) {lhs_batch=[0], lhs_contract=[2], rhs_batch=[0], rhs_contract=[1]} : f32[2,t,8]\n  %1 = add(%0, %r) : f32[2,t,8]\n  output z = %1\n"},
+	{"a self-attention's q·kᵀ by hand, a mask added, symbolic batch (f16 tensor cores)", "  dims { b in [1,3], seq in [1,40] }\n  input %q : f16[b,seq,16]\n  input %k : f16[b,seq,16]\n  input %m : f16[b,seq,seq]\n" +
+		"  %0 = dot_general(%q, %k) {lhs_batch=[0], lhs_contract=[2], rhs_batch=[0], rhs_contract=[2]} : f16[b,seq,seq]\n  %1 = add(%0, %m) : f16[b,seq,seq]\n  output z = %1\n"},
+	{"scores·V by hand, V's columns symbolic too (FFMA)", "  dims { e in [1,9], seq in [1,9] }\n  input %p : f32[2,5,seq]\n  input %v : f32[2,seq,e]\n" +
+		"  %0 = dot_general(%p, %v) {lhs_batch=[0], lhs_contract=[2], rhs_batch=[0], rhs_contract=[1]} : f32[2,5,e]\n  output z = %0\n"},
 }
 
 // One build of each runs on the memchecked simulator at 1, primes and the bound (smaller first),
@@ -41,12 +58,16 @@ func TestSymbolicContract(t *testing.T) { checkBuiltOnce(t, contractGraphs) }
 // value and why.
 func TestSymbolicContractRefused(t *testing.T) {
 	for _, tc := range []struct{ name, body, want string }{
-		{"a symbolic free dim on the right", "  dims { e in [1,9], seq in [1,9] }\n  input %p : f32[2,5,seq]\n  input %v : f32[2,seq,e]\n" +
-			"  %0 = dot_general(%p, %v) {lhs_batch=[0], lhs_contract=[2], rhs_batch=[0], rhs_contract=[1]} : f32[2,5,e]\n  output z = %0\n",
-			"%0 = dot_general(%p, %v) {lhs_batch=[0], lhs_contract=[2], rhs_batch=[0], rhs_contract=[1]} : f32[2,5,e] contracts a symbolic dim beside a symbolic free dim of its right operand (e)"},
-		{"a symbolic M with a tensor at the run's sizes after", "  dims { t in [1,9], seq in [1,9] }\n  input %p : f32[2,t,seq]\n  input %v : f32[2,seq,8]\n  input %r : f32[2,t,8]\n" +
-			"  %0 = dot_general(%p, %v) {lhs_batch=[0], lhs_contract=[2], rhs_batch=[0], rhs_contract=[1]} : f32[2,t,8]\n  %1 = add(%0, %r) : f32[2,t,8]\n  output z = %1\n",
-			"input %r : f32[2,t,8] is read at the run's sizes beside a product with a symbolic M (t)"},
+		{"a mask broadcast over the heads added to q·kᵀ", "  dims { seq in [1,9] }\n  input %q : f32[2,2,5,16]\n  input %k : f32[2,2,seq,16]\n  input %m : f32[2,5,seq]\n" +
+			"  %0 = dot_general(%q, %k) {lhs_batch=[0,1], lhs_contract=[3], rhs_batch=[0,1], rhs_contract=[3]} : f32[2,2,5,seq]\n" +
+			"  %1 = broadcast_in_dim(%m) {dims=[0,2,3], shape=[2,2,5,9]} : f32[2,2,5,seq]\n  %2 = add(%0, %1) : f32[2,2,5,seq]\n  output z = %2\n",
+			"input %m : f32[2,5,seq] has 10*seq rows, %1 = broadcast_in_dim(%m) {dims=[0,2,3], shape=[2,2,5,9]} : f32[2,2,5,seq] has 20*seq"},
+		{"a residual of other sizes added to scores·V", "  dims { t in [1,9], seq in [1,9] }\n  input %p : f32[2,t,seq]\n  input %v : f32[2,seq,8]\n  input %r : f32[2*t,8]\n" +
+			"  %0 = dot_general(%p, %v) {lhs_batch=[0], lhs_contract=[2], rhs_batch=[0], rhs_contract=[1]} : f32[2,t,8]\n  %1 = reshape(%r) {shape=[2,9,8]} : f32[2,t,8]\n  %2 = add(%0, %1) : f32[2,t,8]\n  output z = %2\n",
+			"input %r : f32[2*t,8] is read at the run's sizes beside a product with a symbolic M (t) at other sizes than the product's"},
+		{"a symbolic N over two free dims", "  dims { seq in [1,9] }\n  input %q : f32[2,5,16]\n  input %k : f32[2,seq,3,16]\n" +
+			"  %0 = dot_general(%q, %k) {lhs_batch=[0], lhs_contract=[2], rhs_batch=[0], rhs_contract=[3]} : f32[2,5,seq,3]\n  output z = %0\n",
+			"has a symbolic free dim (3*seq) over 2 dims of its right operand"},
 		{"a symbolic batch after a static one", "  dims { b in [1,3], seq in [1,9] }\n  input %x : f32[2,b,seq,4]\n  input %y : f32[2,b,seq,4]\n" +
 			"  %0 = dot_general(%x, %y) {lhs_batch=[0,1], lhs_contract=[2], rhs_batch=[0,1], rhs_contract=[2]} : f32[2,b,4,4]\n  output z = %0\n",
 			"a symbolic batch dim must lead static ones"},
@@ -61,9 +82,9 @@ func TestSymbolicContractRefused(t *testing.T) {
 }
 
 // With --backend nvvm these products are codegen/nvvm's own on FFMA (its symcontract.go), a
-// symbolic batch, heads and a symbolic M beside too, and codegen/ptx's entry on tensor cores
-// (nvvm.Lacks, the launch saying so): each build runs at the same sizes bit for bit the
-// codegen/ptx build's.
+// symbolic batch, heads and a symbolic M beside too, and codegen/ptx's entry on tensor cores or
+// with a symbolic N (nvvm.Lacks, the launch saying so): each build runs at the same sizes bit
+// for bit the codegen/ptx build's.
 func TestSymbolicContractNVVM(t *testing.T) {
 	lib := libnvvm.Require(t)
 	for _, tc := range contractGraphs {
@@ -75,11 +96,20 @@ func TestSymbolicContractNVVM(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tensorCores := strings.HasSuffix(tc.name, "(tensor cores)")
+			want := "" // the borrowed entry's note, or "" for nvvm's own
+			switch {
+			case strings.Contains(tc.name, "q·kᵀ") || strings.Contains(tc.name, "x·xᵀ") || strings.Contains(tc.name, "columns symbolic"):
+				want = "batched product with a symbolic free dim on the right"
+			case strings.HasSuffix(tc.name, "tensor cores)"):
+				want = "tensor-core batched product contracting a symbolic dim"
+			}
 			for _, k := range checkNVVM(t, g, lib.Path) {
-				borrowed := k.Producer == "ptx" && strings.Contains(strings.Join(k.Notes, "\n"), "tensor-core batched product contracting a symbolic dim")
-				if borrowed != tensorCores {
-					t.Errorf("kernel %s: producer %q (%v), want codegen/ptx's entry: %v", k.Name, k.Producer, k.Notes, tensorCores)
+				if !strings.Contains(k.Name, "dot") { // the product's kernel; a mask's softmax has its own
+					continue
+				}
+				borrowed := k.Producer == "ptx"
+				if borrowed != (want != "") || borrowed && !strings.Contains(strings.Join(k.Notes, "\n"), want) {
+					t.Errorf("kernel %s: producer %q (%v), want codegen/ptx's entry noting %q", k.Name, k.Producer, k.Notes, want)
 				}
 			}
 		})

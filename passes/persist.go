@@ -120,7 +120,7 @@ type runPlan struct {
 // its pooling needs the tiled template's window-major rows, and stages run the direct fold; nor
 // is a GEMV with a norm prologue (normgemv.go): stages run no reductions.
 func persistable(k *Kernel, opt FusionOptions) bool {
-	return (k.Kind == Loop || k.Kind == Contraction) && kernelPool(k) == nil && !hasReduction(k) && !contractsSymbolic(k) && !concatsSymbolic(k) && k.Space.NumElements() <= opt.PersistElems
+	return (k.Kind == Loop || k.Kind == Contraction) && kernelPool(k) == nil && !hasReduction(k) && !contractsSymbolic(k) && !freesSymbolicRHS(k) && !concatsSymbolic(k) && k.Space.NumElements() <= opt.PersistElems
 }
 
 // concatsSymbolic reports whether k concatenates along a symbolic dim (a cache grown by

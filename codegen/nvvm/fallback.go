@@ -10,7 +10,9 @@ import (
 // kernels codegen/backend's nvvm producer takes from codegen/ptx rather than refuse the model.
 // Still borrowed (borrowedTemplate): the tensor-core GEMM over a quantized weight
 // (plan.QuantizedMMA), batched products contracting a symbolic dim that is not the rows on
-// tensor cores (fallback_contract.go), column reductions reading views that move the rows
+// tensor cores or with a symbolic free dim on the right (fallback_contract.go), row
+// reductions of a symbolic last dim and loops broadcasting along it (fallback_rowlen.go), column
+// reductions reading views that move the rows
 // (fallback_reduce_view.go) and a concat along a symbolic dim fused with computation
 // (codegen/ptx's symconcat_fused.go; a concat of views is symconcat.go's). Every other template is this package's own (docs/codegen.md,
 // "Borrowed from codegen/ptx"). The launch records a borrowed entry (Producer "ptx" and a
@@ -30,11 +32,17 @@ func borrowedTemplate(k plan.Kernel, t plan.Target) string {
 		if !plan.LayerSized(k) && plan.SymbolicConcat(k.Graph) == "" && !plan.ConcatCopy(k.Graph) { // codegen/ptx's symconcat_fused.go
 			return "symbolic concat fused with computation"
 		}
+		if rowLength(k) { // fallback_rowlen.go
+			return "row reduction over a symbolic row length"
+		}
 	}
 	switch plan.Template(k) {
 	case "contraction":
 		if plan.QuantizedMMA(k) {
 			return "quantized tensor-core GEMM"
+		}
+		if productsRHSSymbolic(k) { // fallback_contract.go
+			return "batched product with a symbolic free dim on the right"
 		}
 		if contractsSymbolic(k, t) { // fallback_contract.go
 			return "tensor-core batched product contracting a symbolic dim"

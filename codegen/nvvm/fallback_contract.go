@@ -1,6 +1,11 @@
 package nvvm
 
-import "github.com/gcomp/gcomp/codegen/plan"
+import (
+	"slices"
+
+	"github.com/gcomp/gcomp/codegen/plan"
+	"github.com/gcomp/gcomp/ir"
+)
 
 // contractsSymbolic reports whether k is a batched product contracting a symbolic dim that is
 // not its rows (codegen/ptx's symcontract.go) that codegen/ptx computes on tensor cores (or any
@@ -22,6 +27,33 @@ func contractsSymbolic(k plan.Kernel, t plan.Target) bool {
 					return err != nil || c.Kind != "ffma"
 				}
 			}
+		}
+	}
+	return false
+}
+
+// productsRHSSymbolic reports whether k has a batched product whose right operand has a symbolic
+// free dim.
+func productsRHSSymbolic(k plan.Kernel) bool {
+	if !k.Symbolic || k.Sizes == nil {
+		return false
+	}
+	for _, v := range k.Graph.Values {
+		if v.Op == "dot_general" && len(v.Attrs.Ints("lhs_batch")) > 0 && symbolicRHSFree(v, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// symbolicRHSFree reports whether batched product v's right operand has a symbolic free dim
+// (q·kᵀ by hand over a symbolic seq: codegen/ptx's symcontract_rhs.go takes N at the run and
+// stores the result at the run's row stride; this package's GEMM keeps the bound's).
+func symbolicRHSFree(v *ir.Value, k plan.Kernel) bool {
+	s := plan.SymSizes(v.Args[1], k.Sizes)
+	for d, e := range s {
+		if _, ok := e.IsConst(); !ok && !slices.Contains(v.Attrs.Ints("rhs_batch"), d) && !slices.Contains(v.Attrs.Ints("rhs_contract"), d) {
+			return true
 		}
 	}
 	return false

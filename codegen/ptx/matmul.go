@@ -411,7 +411,12 @@ type matmul struct {
 	// symEnd, the label a block past a symbolic batch jumps to, or ""; symK, K at the run's
 	// sizes when it is the symbolic rows (symfold.go), or "".
 	symM, symEnd, symK string
-	symv               *symView // a symbolic kernel's generic left operand at the run's sizes (symview.go)
+	// symN is N at the run's sizes when the right operand's free dim is symbolic
+	// (symcontract_rhs.go), or ""; symOut, that the result is laid out at the run's sizes (a
+	// batched product over a symbolic dim, symcontract.go).
+	symN   string
+	symOut bool
+	symv   *symView // a symbolic kernel's generic left operand at the run's sizes (symview.go)
 	// symBatchSt holds, per operand and batch dim, the register of a batch stride at the run's
 	// sizes ("" for the bound's immediate; symcontract.go).
 	symBatchSt [2][]string
@@ -734,12 +739,12 @@ func (mm *matmul) emit() error {
 			skip := b.label("skip")
 			okm, okn := b.reg(rPred), b.reg(rPred)
 			b.ins("setp.lt.u32", okm, rows[i], mm.freeBelow(true, mm.M, 0))
-			b.ins("setp.lt.u32", okn, cols[j0], imm(mm.N))
+			b.ins("setp.lt.u32", okn, cols[j0], mm.colsBelow(0))
 			ok := b.reg(rPred)
 			b.ins("and.pred", ok, okm, okn)
 			b.braIf("!"+ok, skip)
 			mm.reset()
-			lin := a.mad(mm.outRow(bz, rows[i]), mm.N, cols[j0])
+			lin := mm.outLin(bz, rows[i], cols[j0])
 			var x *index
 			if mm.conv != nil {
 				x, lin = mm.conv.outIndex(a, rows[i], a.mad(bz, mm.N, cols[j0]))
@@ -813,6 +818,9 @@ func (mm *matmul) rowColShape() bool {
 // dim is not (f32[4]·f32[4,2,2,3] is 1×12 with a result ending in 3).
 func (mm *matmul) colGroups(w int) bool {
 	shape := mm.dot.Type.Shape
+	if mm.symN != "" { // a group could straddle the run's row end (symcontract_rhs.go)
+		return w == 1
+	}
 	return mm.N%w == 0 && shape.Rank() > 0 && shape[shape.Rank()-1]%w == 0
 }
 
@@ -847,7 +855,7 @@ func feedsOnly(v, dot *ir.Value, g *ir.Graph) bool {
 // delinearizes its free and k coordinates over the operand's dims and follows the views to the
 // buffer.
 func (mm *matmul) genericCopier(l operandLayout, f0, kq string, df, dk []int, nFree int, bidx *index, eb int) func(k0 string, i int) (string, string) {
-	if mm.symv != nil && (l.view == mm.lhs.view || mm.symK != "") {
+	if mm.symv != nil && (l.view == mm.lhs.view || mm.symK != "" || mm.symOut) {
 		return mm.symCopier(l, f0, kq, df, dk, nFree, bidx, eb)
 	}
 	a, b := mm.a, mm.e.b

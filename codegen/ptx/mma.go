@@ -549,7 +549,7 @@ func (mm *matmul) emitMMA() error {
 	// the tile.
 	rowBase := a.add(a.add(m0, a.mul(wm, 16*mI)), a.div(lane, 4))
 	colBase := a.add(a.add(n0, a.mul(wn, 8*nI)), a.mul(a.rem(lane, 4), 2))
-	linBase := a.mad(mm.outRow(bz, rowBase), mm.N, colBase)
+	linBase := mm.outLin(bz, rowBase, colBase)
 	for mi := range mI {
 		for ni := range nI {
 			// c0,c1 (and c2,c3) are adjacent columns: one paired store when they are adjacent in the result.
@@ -617,7 +617,7 @@ func (mm *matmul) stagedEpilogue(acc []string, sh, warp, lane, m0, n0, bz string
 	if mm.conv == nil {
 		rowBase = a.reg(a.add(a.add(m0, a.mul(wm, 16*mI)), a.div(lane, 8)))
 		colBase = a.reg(a.add(a.add(n0, a.mul(wn, 8*nI)), a.mul(a.rem(lane, 8), 4)))
-		linBase = a.reg(a.mad(mm.outRow(bz, rowBase), mm.N, colBase))
+		linBase = a.reg(mm.outLin(bz, rowBase, colBase))
 	} else {
 		rowBase = a.reg(a.add(a.add(m0, a.mul(wm, 16*mI)), a.mul(a.rem(lane, 4), 4)))
 		colBase = a.reg(a.add(a.add(n0, a.mul(wn, 8*nI)), a.div(lane, 4)))
@@ -698,7 +698,7 @@ func (mm *matmul) element(rowBase string, dr int, colBase string, dc int, linBas
 	skip := b.label("skip")
 	okm, okn := b.reg(rPred), b.reg(rPred)
 	b.ins("setp.lt.s32", okm, a.reg(rowBase), mm.freeBelow(true, mm.M, dr))
-	b.ins("setp.lt.s32", okn, a.reg(colBase), imm(mm.N-dc))
+	b.ins("setp.lt.s32", okn, a.reg(colBase), mm.colsBelow(dc))
 	ok := b.reg(rPred)
 	b.ins("and.pred", ok, okm, okn)
 	b.braIf("!"+ok, skip)
@@ -709,7 +709,7 @@ func (mm *matmul) element(rowBase string, dr int, colBase string, dc int, linBas
 	row, col := a.add(rowBase, imm(dr)), a.add(colBase, imm(dc))
 	shape := mm.dot.Type.Shape
 	nb := len(mm.batchShape)
-	lin := a.add(linBase, imm(dr*mm.N+dc))
+	lin := mm.outOffset(linBase, dr, dc)
 	x := newIndexLin(shape, lin)
 	if mm.conv != nil {
 		// GEMM rows are pixels and columns output channels of the group (blockIdx.z).

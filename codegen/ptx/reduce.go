@@ -254,7 +254,15 @@ func rowReduce(k Kernel, rs reduceShape, reds []*ir.Value, globals *[]string) (s
 	b := newBuilder(k.Name)
 	gn, args := header(k, b, globals)
 	online := onlineSoftmaxPairs(g, reds)
-	rows, rEnd, work, err := rowExtent(k, rs, b, &args, len(online) > 0) // symfold_scatter.go
+	var rows, rEnd string
+	var work *SymWork
+	var err error
+	symLen, symRowLen := symRowLen(k, reds)
+	if symRowLen && !rs.scattered {
+		rows, rEnd, work, err = symRowExtent(k, rs, symLen, b, &args) // symrowlen.go
+	} else {
+		rows, rEnd, work, err = rowExtent(k, rs, b, &args, len(online) > 0) // symfold_scatter.go
+	}
 	if err != nil {
 		return "", Launch{}, err
 	}
@@ -278,13 +286,16 @@ func rowReduce(k Kernel, rs reduceShape, reds []*ir.Value, globals *[]string) (s
 	b.braIf(p, rowDone)
 	gn.bound = map[*ir.Value]func(*index) val{}
 	fullAt := rs.rowElement(a, row)
+	if symRowLen && !rs.scattered {
+		fullAt = rowAtRun(gn, rs, row, rEnd)
+	}
 	for _, red := range reds {
 		if _, done := gn.bound[red]; done {
 			continue // the sum of an online softmax pair
 		}
 		if sum := online[red]; sum != nil {
 			b.note("online softmax: %s and %s in one pass", g.Format(red), g.Format(sum))
-			m, s := gn.onlineMaxSum(red, sum, fullAt, tid, threads, rs.r, lane, warp, partBase, warps)
+			m, s := gn.onlineMaxSum(red, sum, fullAt, tid, threads, rEnd, lane, warp, partBase, warps)
 			gn.bound[red] = func(*index) val { return m }
 			gn.bound[sum] = func(*index) val { return s }
 			continue
@@ -636,7 +647,7 @@ func onlineSoftmaxPairs(g *ir.Graph, reds []*ir.Value) map[*ir.Value]*ir.Value {
 // onlineMaxSum folds a row to its max m and Σ exp(x − m) in one pass. Each thread keeps (m, s)
 // with s in f64; pairs combine as (max, s₁·e^(m₁−m) + s₂·e^(m₂−m)). While the max is −inf the
 // scale is 1 and the terms 0, so leading −inf elements do not poison the sum.
-func (gn *gen) onlineMaxSum(maxV, sumV *ir.Value, fullAt func(string) *index, tid string, threads, n int, lane, warp, partBase string, warps int) (val, val) {
+func (gn *gen) onlineMaxSum(maxV, sumV *ir.Value, fullAt func(string) *index, tid string, threads int, n, lane, warp, partBase string, warps int) (val, val) {
 	b := gn.e.b
 	m := b.reg(rF32)
 	s := b.reg(rF64)
@@ -657,7 +668,7 @@ func (gn *gen) onlineMaxSum(maxV, sumV *ir.Value, fullAt func(string) *index, ti
 		b.ins("selp.f64", s, plain.r, ns.r, ninf)
 		b.ins("mov.f32", m, mn.r)
 	}
-	gn.loopFrom(tid, imm(threads), n, func(r string) error {
+	gn.loopTo(tid, imm(threads), n, func(r string) error {
 		x, err := gn.eval(maxV.Args[0], fullAt(r))
 		if err != nil {
 			return err

@@ -33,7 +33,8 @@ func (mm *matmul) symContract(k Kernel, b *builder, args *[]Arg, tensorCores boo
 	lc, rc := at.Ints("lhs_contract"), at.Ints("rhs_contract")
 	ls, rs := SymSizes(mm.dot.Args[0], k.Sizes), SymSizes(mm.dot.Args[1], k.Sizes)
 	kl, kr := symProduct(ls, lc), symProduct(rs, rc)
-	if isConst(kl) && isConst(kr) {
+	m, n := SymFree(ls, lb, lc), SymFree(rs, rb, rc)
+	if isConst(kl) && isConst(kr) && isConst(n) { // a symbolic N: symcontract_rhs.go
 		return false, nil, nil
 	}
 	if !kl.Equal(kr) {
@@ -44,19 +45,16 @@ func (mm *matmul) symContract(k Kernel, b *builder, args *[]Arg, tensorCores boo
 			return true, nil, fmt.Errorf("a batched product contracting a symbolic dim, batched over %s, runs at symbolic sizes only with a symbolic batch leading its static ones", symJoin(symPick(ls, lb)))
 		}
 	}
-	for d, e := range rs {
-		if !isConst(e) && !slices.Contains(rb, d) && !slices.Contains(rc, d) {
-			return true, nil, fmt.Errorf("a batched product contracting a symbolic dim, with a symbolic free dim (%s) on its right, does not run at symbolic sizes yet", e)
+	for _, f := range []sym.Expr{m, n} {
+		if !isConst(f) && !mm.rowColShape() {
+			return true, nil, fmt.Errorf("a batched product with a symbolic free dim (%s) runs at symbolic sizes only with one free dim on each side", f)
 		}
 	}
-	m := SymFree(ls, lb, lc)
-	if !isConst(m) && !mm.rowColShape() {
-		return true, nil, fmt.Errorf("a batched product contracting a symbolic dim, with a symbolic free dim (%s), runs at symbolic sizes only with one free dim on each side", m)
-	}
+	mm.symOut = true
 	mm.symv = &symView{dims: symViewLoad(k, b, args, k.Sizes), sizes: k.Sizes}
 	for i, l := range []*operandLayout{&mm.lhs, &mm.rhs} {
 		v, batch, contract := mm.dot.Args[i], [][]int{lb, rb}[i], [][]int{lc, rc}[i]
-		if st := mm.symStrided(v, *l, batch, tensorCores); st != nil {
+		if st := mm.symStrided(v, *l, batch, tensorCores && !isConst(kl)); st != nil {
 			// Strided: the bound's copies, the batch strides at the run's sizes.
 			mm.symBatchSt[i] = make([]string, len(batch))
 			for j, e := range st {
@@ -78,7 +76,9 @@ func (mm *matmul) symContract(k Kernel, b *builder, args *[]Arg, tensorCores boo
 	if _, err := symEval(func() string { return b.reg(rU32) }, func(string, ...string) {}, mm.symv.dims, kl); err != nil {
 		return true, nil, err
 	}
-	mm.symK = mm.symv.eval(b, kl)
+	if !isConst(kl) {
+		mm.symK = mm.symv.eval(b, kl)
+	}
 	var w *SymWork
 	if !isConst(ls[lb[0]]) {
 		var err error
@@ -91,6 +91,12 @@ func (mm *matmul) symContract(k Kernel, b *builder, args *[]Arg, tensorCores boo
 			return true, nil, err
 		}
 		mm.symRowsPast(mm.symv.eval(b, m))
+	}
+	if !isConst(n) {
+		if _, err := symEval(func() string { return b.reg(rU32) }, func(string, ...string) {}, mm.symv.dims, n); err != nil {
+			return true, nil, err
+		}
+		mm.symColsPast(mm.symv.eval(b, n)) // symcontract_rhs.go
 	}
 	return true, w, nil // a static batch: the bound's grid
 }
@@ -114,7 +120,7 @@ func (mm *matmul) symRowsPast(m string) {
 // outRow is row r of batch element bz of the result, [batch..., M, N] contiguous: bz·M + r,
 // with M at the run's sizes when it is symbolic.
 func (mm *matmul) outRow(bz, r string) string {
-	if mm.symM == "" || mm.symK == "" {
+	if mm.symM == "" || !mm.symOut {
 		return mm.a.mad(bz, mm.M, r)
 	}
 	o := mm.e.b.reg(rU32)
@@ -138,10 +144,10 @@ func SymFree(s []sym.Expr, batch, contract []int) sym.Expr {
 // when v is a buffer whose other strides are the bound's at every size ([b, seq, d] contracting
 // seq: only its batch stride seq·d follows the sizes), so the template's strided copies (16-byte
 // chunks on tensor cores) read it with the batch offset from the run's stride; nil when it is
-// read through the generic copier. On tensor cores a contiguous K is not strided: its chunks
-// would cross the run's K.
-func (mm *matmul) symStrided(v *ir.Value, l operandLayout, batch []int, tensorCores bool) []sym.Expr {
-	if v.Op != ir.OpInput && v.Op != ir.OpParam || l.view != nil || tensorCores && l.kSt == 1 {
+// read through the generic copier. With symK (tensor cores, K symbolic) a contiguous K is not
+// strided: its chunks would cross the run's K.
+func (mm *matmul) symStrided(v *ir.Value, l operandLayout, batch []int, symK bool) []sym.Expr {
+	if v.Op != ir.OpInput && v.Op != ir.OpParam || l.view != nil || symK && l.kSt == 1 {
 		return nil
 	}
 	st := symContiguous(SymSizes(v, mm.symv.sizes))

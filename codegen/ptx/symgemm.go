@@ -85,6 +85,9 @@ func (mm *matmul) symViewLHS(k Kernel) error {
 // freeBelow is the bound a free coordinate x is compared with (x < bound) to lie below
 // size − d: on the M side (m) of a symbolic kernel, M's parameter less d; else the immediate.
 func (mm *matmul) freeBelow(m bool, size, d int) string {
+	if !m && mm.symN != "" { // the right operand's columns at the run (symcontract_rhs.go)
+		return mm.a.sub(mm.symN, imm(d))
+	}
 	if !m || mm.symM == "" {
 		return imm(size - d)
 	}

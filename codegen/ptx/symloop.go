@@ -121,6 +121,8 @@ func symbolicKernel(k Kernel, t Target, globals *[]string) (string, Launch, erro
 	}
 	kinds, count := contractionKinds(k.Graph)
 	switch {
+	case len(kinds) == 0 && rowBroadcastLoop(k):
+		return symRowBroadcastKernel(k, globals) // symrowlen.go
 	case len(kinds) == 0 && k.Sizes != nil && !layerSized(k) && SymbolicConcat(k.Graph) == "":
 		return symConcatKernel(k, globals) // symconcat.go
 	case len(kinds) == 0 && k.Sizes != nil && !layerSized(k):

@@ -261,10 +261,15 @@ func (mm *matmul) symCopier(l operandLayout, f0, kq string, df, dk []int, nFree 
 		f, k := a.reg(a.add(f0, imm(df[i]))), a.reg(a.add(a.add(k0, kq), imm(dk[i])))
 		ok, okK := b.reg(rPred), b.reg(rPred)
 		fn, kn := mm.symM, imm(mm.K) // a row GEMM's M, or (symfold_view.go) a fold's K, at the run
-		if mm.symK != "" {
-			fn, kn = imm(nFree), mm.symK
+		if mm.symK != "" || mm.symOut {
+			fn = imm(nFree)
+			if mm.symK != "" {
+				kn = mm.symK
+			}
 			if mm.symM != "" && l.view == mm.lhs.view { // a batched product's M at the run (symcontract.go)
 				fn = mm.symM
+			} else if mm.symN != "" && l.view == mm.rhs.view { // its N (symcontract_rhs.go)
+				fn = mm.symN
 			}
 		}
 		b.ins("setp.lt.s32", ok, f, fn)
