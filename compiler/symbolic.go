@@ -123,13 +123,17 @@ func symbolicKernels(g *ir.Graph, kg *passes.KernelGraph, _ backend.Producer) (m
 					}
 				}
 			case why != "" && k.Kind == passes.Row:
+				r0, why0 := r, why
 				r, sizes, why = rowLength(k, r, why) // symrowlen.go
+				if why != "" && !k.BindTime {
+					if fr, fs, fwhy := foldReduceViews(k, kg, ranges, r0, why0); fwhy == "" { // symfold_reduce_view.go
+						r, sizes, why = fr, fs, ""
+					}
+				}
 			case why != "" && k.Kind == passes.Loop && !k.BindTime && rowBroadcasts(k):
 				r, sizes, why = rowBroadcast(k, r, why) // symrowlen.go
 			case why != "" && k.Kind == passes.Loop && (ptx.SymbolicCopy(k.Body) == "" || ptx.SymbolicConcat(k.Body) == "") && !k.BindTime:
 				r, sizes, why = copyRows(k, kg, ranges, why) // symstride.go (a concat: codegen/ptx's symconcat.go)
-			case why != "" && k.Kind == passes.Row && !k.BindTime:
-				r, sizes, why = foldReduceViews(k, kg, ranges, r, why) // symfold_reduce_view.go
 			}
 			if why != "" {
 				return nil, refuse(concatRefusal(k, why) + "; a kernel runs at symbolic sizes when its rows (every dim up to the last symbolic one) are independent") // symconcat.go

@@ -51,7 +51,8 @@ func reduceKernel(k Kernel, globals *[]string) (string, Launch, error) {
 	if err := checkRowDomains(g, rs); err != nil {
 		return "", Launch{}, err
 	}
-	readsViews := k.Symbolic && k.Sizes != nil && !layerSized(k) // symfold_reduce_view.go
+	_, rowLen := symRowLen(k, reds)                                         // symrowlen.go: its sizes are the row length's
+	readsViews := k.Symbolic && k.Sizes != nil && !layerSized(k) && !rowLen // symfold_reduce_view.go
 	splits := rs.rowPattern && rs.a == 1 && rs.r >= splitReduce && len(reds) == 1 && !outputsFull(g, rs) && !readsViews
 	if foldsRows(k, rs.axes) && !rs.scattered && !splits {
 		return colReduce(k, rs, reds, globals) // the rows lead the reduced block (symfold.go)
