@@ -416,7 +416,7 @@ func (f *fuser) canJoin(v *ir.Value, gr *group, others []*group) bool {
 			return false // gr would read from h and h from gr: a cycle
 		}
 	}
-	if f.needsMemory(v, gr) || gr.kind.opaque() || gr.kind == Attention || ops.ClassOf(v.Op) == ops.Custom {
+	if f.needsMemory(v, gr) || gr.kind.opaque() || gr.kind == Attention || ops.ClassOf(v.Op) == ops.Custom || splitsSymbolicConcat(v, gr) {
 		return false
 	}
 	// A parameter-only value that gr would evaluate once per element of a broadcast (a
