@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gcomp/gcomp/codegen/nvvm/libnvvm"
 	"github.com/gcomp/gcomp/compiler"
 	"github.com/gcomp/gcomp/ir"
 )
@@ -61,5 +62,22 @@ func TestSymbolicConcatReduced(t *testing.T) {
 				checkStaticBits(t, g)
 			})
 		}
+	}
+}
+
+// With --backend nvvm the same graphs build (the concat's kernel nvvm's copy or codegen/ptx's
+// fused concat, the reduction or product nvvm's) and run as the ptx build does, in f32.
+func TestSymbolicConcatReducedNVVM(t *testing.T) {
+	lib := libnvvm.Require(t)
+	for _, tc := range concatReduceCases {
+		t.Run(tc.name, func(t *testing.T) {
+			g, err := ir.Parse("s.gir", []byte("graph s {\n  dims { past in [0,37] }\n"+strings.ReplaceAll(tc.body, "T", "f32")+"}\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ks := checkNVVM(t, g, lib.Path); len(ks) != tc.kernels {
+				t.Errorf("%d kernels, want %d", len(ks), tc.kernels)
+			}
+		})
 	}
 }
