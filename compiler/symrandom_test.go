@@ -17,7 +17,8 @@ var gemmView = regexp.MustCompile(`^k\d+_\w+: a GEMM whose (symbolic operand is 
 
 // Random graphs with symbolic dims (randgraph.Symbolic): each in the class the compiler takes is
 // built once and runs on the memchecked simulator at its dims' bounds, 1 and primes, equal to the
-// reference interpreter at those sizes (checkRows), a concat along the rows under tanh among them;
+// reference interpreter at those sizes (checkRows), a concat along the rows under tanh and one
+// summed over its rows among them;
 // each with an op the compiler refuses is
 // refused with one error naming a kernel and that op, never compiled.
 func TestSymbolicRandomGraphs(t *testing.T) {
@@ -36,6 +37,9 @@ func TestSymbolicRandomGraphs(t *testing.T) {
 			}
 			if o.Value.Op == "tanh" && o.Value.Args[0].Op == "concat" {
 				seen["concat along the rows under tanh"]++ // compiled and run (symconcat_fused.go)
+			}
+			if o.Value.Op == "reduce_sum" && o.Value.Args[0].Op == "concat" {
+				seen["concat along the rows summed over its rows"]++ // the concat a kernel of its own (passes' fuse_symconcat.go)
 			}
 		}
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
@@ -60,7 +64,7 @@ func TestSymbolicRandomGraphs(t *testing.T) {
 			}
 		})
 	}
-	for _, r := range append(randgraph.Refusals(), "", "batched product contracting a symbolic dim", "concat along the rows under tanh") {
+	for _, r := range append(randgraph.Refusals(), "", "batched product contracting a symbolic dim", "concat along the rows under tanh", "concat along the rows summed over its rows") {
 		if seen[r] == 0 && !testing.Short() {
 			t.Errorf("no graph with %q among %d: %v", r, n, seen)
 		}

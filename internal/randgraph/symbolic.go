@@ -26,7 +26,8 @@ func Refusals() []string { return []string{"pad"} }
 // batched over the first that contracts the second (the compiler takes it). Every third graph
 // or so also has, as its last output, one of Refusals, a fold of the rows into a static result
 // (a column sum, Xᵀ·X) or a concat along the rows (twice the rows, the one value whose rows
-// differ; every other one under tanh, fused with it), the last two of which the compiler takes;
+// differ; a third under tanh, fused with it, a third summed over its rows, the concat a kernel
+// of its own), the last two of which the compiler takes;
 // refused names a refusal ("" when the graph is in the class), and the compiler must refuse such
 // a graph naming it, never compile it. The same generator state gives
 // the same graph; it is not one of Graph's kinds, so their seeds keep their graphs.
@@ -106,8 +107,11 @@ func Symbolic(r *rand.Rand) (g *ir.Graph, refused string) {
 			b.output(b.op("dot_general", ir.Attrs{"lhs_contract": []int{0}, "rhs_contract": []int{0}}, nil, y, y))
 		case "concat":
 			c := b.op("concat", ir.Attrs{"axis": 0}, nil, y, y)
-			if r.IntN(2) == 0 {
+			switch r.IntN(3) {
+			case 0:
 				c = b.op("tanh", nil, nil, c) // fused with the concat in its kernel
+			case 1:
+				c = b.op("reduce_sum", ir.Attrs{"axes": []int{1}}, nil, c) // a row sum reading the concat's own kernel's buffer
 			}
 			b.output(c)
 		}

@@ -12,12 +12,12 @@ import (
 )
 
 // Symbolic graphs verify and have dims; outside the refused op, a concat along the rows (or tanh
-// over it) and a
+// over it, or its row sum) and a
 // batched product contracting a symbolic dim (and its operand), every value's symbolic dims lead
 // its shape with one row count; each refusal is drawn, as an output, and no graph in the class
 // has one; the same seed gives the same graph.
 func TestSymbolic(t *testing.T) {
-	seen, nonLeading, contracts, concats, fused := map[string]int{}, 0, 0, 0, 0
+	seen, nonLeading, contracts, concats, fused, summed := map[string]int{}, 0, 0, 0, 0, 0
 	for seed := range uint64(300) {
 		g, refused := randgraph.Symbolic(rand.New(rand.NewPCG(seed, 27)))
 		again, _ := randgraph.Symbolic(rand.New(rand.NewPCG(seed, 27)))
@@ -39,8 +39,8 @@ func TestSymbolic(t *testing.T) {
 			}
 		}
 		for _, v := range g.Values {
-			concat := last // a concat along the rows, or tanh over one
-			if concat.Op == "tanh" {
+			concat := last // a concat along the rows, or tanh or a row sum over one
+			if concat.Op == "tanh" || concat.Op == "reduce_sum" && concat.Args[0].Op == "concat" {
 				concat = concat.Args[0]
 			}
 			if v == last && (refused != "" || concat.Op == "concat") {
@@ -48,8 +48,11 @@ func TestSymbolic(t *testing.T) {
 				if refused == "" {
 					concats++
 				}
-				if v != concat {
+				if v != concat && v.Op == "tanh" {
 					fused++
+				}
+				if v != concat && v.Op == "reduce_sum" {
+					summed++
 				}
 				continue // the refusal, or a concat along the rows (twice them)
 			}
@@ -97,6 +100,9 @@ func TestSymbolic(t *testing.T) {
 	}
 	if fused < 5 {
 		t.Errorf("a concat along the rows under tanh drawn %d times in 300", fused)
+	}
+	if summed < 5 {
+		t.Errorf("a concat along the rows summed over its rows drawn %d times in 300", summed)
 	}
 	if nonLeading < 50 {
 		t.Errorf("%d values with a static dim before their symbolic one in 300 graphs", nonLeading)
