@@ -8,6 +8,9 @@ import (
 	"github.com/gcomp/gcomp/codegen/nvvm/libnvvm"
 	"github.com/gcomp/gcomp/compiler"
 	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ops"
+	"github.com/gcomp/gcomp/runtime/executor"
+	"github.com/gcomp/gcomp/tensor"
 )
 
 // concatReduceCases put a concat along a symbolic dim past (in [0,37]) beside a reduction or a
@@ -80,4 +83,55 @@ func TestSymbolicConcatReducedNVVM(t *testing.T) {
 			}
 		})
 	}
+}
+
+// What the split costs (docs/perf.md): the symbolic build launches the concat's kernel and the
+// reduction's where the static build at the same sizes launches one kernel that reduces the
+// concat as it reads it; their warp instructions on the simulator at past 1, 13 and the bound.
+func TestSymbolicConcatReducedCost(t *testing.T) {
+	for _, tc := range concatReduceCases[:3] {
+		t.Run(tc.name, func(t *testing.T) {
+			g, err := ir.Parse("s.gir", []byte("graph s {\n  dims { past in [0,37] }\n"+strings.ReplaceAll(tc.body, "T", "f32")+"}\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := load(t, g)
+			for _, past := range []int64{1, 13, 37} {
+				env := map[string]int64{"past": past}
+				sg, err := ops.Instantiate(g, env)
+				if err != nil {
+					t.Fatal(err)
+				}
+				inputs, _, err := tensor.SeededValues(sg, 1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sym, err := p.Run(inputs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				static, err := load(t, sg).Run(inputs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(sym.Kernels) != len(static.Kernels)+1 {
+					t.Errorf("past %d: %d launches, the static build %d; want one more (the concat's)", past, len(sym.Kernels), len(static.Kernels))
+				}
+				t.Logf("past %d of 37: %d launches, %d warp instructions built once; static %d, %d (%.2f×)", past,
+					len(sym.Kernels), warpInsts(sym.Kernels), len(static.Kernels), warpInsts(static.Kernels),
+					float64(warpInsts(sym.Kernels))/float64(warpInsts(static.Kernels)))
+			}
+		})
+	}
+}
+
+// warpInsts sums the simulator's warp instructions over a run's launches.
+func warpInsts(ks []executor.KernelRun) int64 {
+	var n int64
+	for _, k := range ks {
+		if k.Counters != nil {
+			n += k.Counters.WarpInsts
+		}
+	}
+	return n
 }
