@@ -117,9 +117,10 @@ func TestSymbolicConcatReducedCost(t *testing.T) {
 				if len(sym.Kernels) != len(static.Kernels)+1 {
 					t.Errorf("past %d: %d launches, the static build %d; want one more (the concat's)", past, len(sym.Kernels), len(static.Kernels))
 				}
-				t.Logf("past %d of 37: %d launches, %d warp instructions built once; static %d, %d (%.2f×)", past,
-					len(sym.Kernels), warpInsts(sym.Kernels), len(static.Kernels), warpInsts(static.Kernels),
-					float64(warpInsts(sym.Kernels))/float64(warpInsts(static.Kernels)))
+				last := func(ks []executor.KernelRun) executor.KernelRun { return ks[len(ks)-1] }
+				t.Logf("past %d of 37: %d launches, %d warp instructions built once (reduction grid %v block %v); static %d, %d (grid %v block %v) (%.2f×)", past,
+					len(sym.Kernels), warpInsts(sym.Kernels), last(sym.Kernels).Grid, last(sym.Kernels).Block, len(static.Kernels), warpInsts(static.Kernels),
+					last(static.Kernels).Grid, last(static.Kernels).Block, float64(warpInsts(sym.Kernels))/float64(warpInsts(static.Kernels)))
 			}
 		})
 	}
