@@ -13,7 +13,10 @@ import (
 // coordinate of the result's element (the batch's from grid.z, the row and the column); the
 // broadcast maps them to the tensor's (a dim of size 1 reads coordinate 0: stride 0), whose
 // linear index is taken at the run's strides (symView.lin), evaluated from the dims' parameters.
-// FFMA and tensor cores share the epilogue's evaluation, so both read it so.
+// FFMA and tensor cores share the epilogue's evaluation, so both read it so. (With M or N
+// symbolic the result is [batch..., M, N] and the epilogue sets every coordinate; with both
+// static only the leading batch dim may be symbolic, and the coordinates delinearized from the
+// run's linear index over the bound's shape are the run's.)
 
 // symBroadcasts binds each epilogue broadcast of a buffer whose sizes (k.Sizes) are symbolic,
 // read element by element at the run's strides; it must run in the prologue (the strides it
@@ -35,9 +38,6 @@ func (mm *matmul) symBroadcasts(k Kernel, b *builder) error {
 		buf := v.Args[0]
 		if buf.Op != ir.OpInput && buf.Op != ir.OpParam {
 			return fmt.Errorf("an epilogue broadcast of a computed value at symbolic sizes does not run beside a batched product")
-		}
-		if !mm.rowColShape() {
-			return fmt.Errorf("an epilogue broadcast of a tensor at symbolic sizes runs beside a batched product only with one free dim on each side")
 		}
 		if err := mm.symv.check(b, v); err != nil {
 			return err

@@ -80,3 +80,22 @@ func TestSymbolicContractBroadcast(t *testing.T) {
 		})
 	}
 }
+
+// An epilogue broadcast at symbolic sizes of a value computed in the kernel (no buffer to read
+// at the run's strides) is refused, not read at the bound's.
+func TestSymbolicContractBroadcastRefused(t *testing.T) {
+	g := parse(t, "graph k {\n  input %q : f32[3,2,9,16]\n  input %k : f32[3,2,13,16]\n  input %m : f32[3,1,9,13]\n"+
+		"  %0 = dot_general(%q, %k) {lhs_batch=[0,1], lhs_contract=[3], rhs_batch=[0,1], rhs_contract=[3]} : f32[3,2,9,13]\n"+
+		"  %1 = neg(%m) : f32[3,1,9,13]\n  %2 = broadcast_in_dim(%1) {dims=[0,1,2,3], shape=[3,2,9,13]} : f32[3,2,9,13]\n"+
+		"  %3 = add(%0, %2) : f32[3,2,9,13]\n  output out = %3\n}\n")
+	s := maskSizes(g, false, false)
+	for _, v := range g.Values {
+		if v.Op == "neg" {
+			s[v] = s[g.Inputs()[2]]
+		}
+	}
+	want := "an epilogue broadcast of a computed value at symbolic sizes does not run beside a batched product"
+	if _, _, err := Generate(Kernel{Name: "k0", Graph: g, Symbolic: true, Rows: 6, Sizes: s}, Target{SM: 80}); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Generate = %v, want %q", err, want)
+	}
+}
