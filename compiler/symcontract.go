@@ -66,6 +66,21 @@ func contractViews(k *passes.Kernel, kg *passes.KernelGraph, ranges sym.Ranges, 
 	// a symbolic N (symcontract_rhs.go) batch·M·N, and read nothing else at the run's sizes
 	// (symcontract_free.go).
 	skip := withValue(chain, dot)
+	if !isConst(m) || !isConst(n) { // broadcasts read at the run's strides (symcontract_bcast.go)
+		bc, bwhy := runBroadcasts(k, types, chain, dot, format)
+		if bwhy != "" {
+			return r, nil, bwhy
+		}
+		if len(bc) > 0 {
+			for v := range bc {
+				skip[v] = true
+			}
+			if sizes = foldViewSizes(k, kg, ranges, skip); sizes == nil {
+				return r, nil, why
+			}
+			delete(sizes, dot)
+		}
+	}
 	rows := product(ls, lb)
 	want := resultRows(rows, m, n)
 	er, why2 := rowKernelViews(k, false, skip, nil)

@@ -16,8 +16,9 @@ import (
 // element's coordinates and its linear index at the run's sizes: a static tensor (a bias over
 // d) is read at the coordinates, a tensor of the result's own sizes (a residual added to
 // scores·V, a mask added to q·kᵀ) at the linear index, which is its element's at the run. So a
-// tensor at the run's sizes is read only by elementwise ops at the result's sizes: a view or a
-// broadcast of it would index it at the bound's strides, and is refused.
+// tensor at the run's sizes is read by elementwise ops at the result's sizes, or through a
+// broadcast of it, read at its strides at the run (symcontract_bcast.go); another view of it
+// would index it at the bound's strides, and is refused.
 
 // freeEpilogue reports why kernel k, a product dot with M m and N n whose operands' views and the
 // product are skip, cannot run at the run's M and N: a tensor of symbolic sizes its epilogue

@@ -45,6 +45,25 @@ var contractGraphs = []struct{ name, body string }{
 		"  %0 = dot_general(%p, %v) {lhs_batch=[0], lhs_contract=[2], rhs_batch=[0], rhs_contract=[1]} : f32[2,t,8]\n  %1 = add(%0, %r) : f32[2,t,8]\n  output z = %1\n"},
 	{"a self-attention's q·kᵀ by hand, a mask added, symbolic batch (f16 tensor cores)", "  dims { b in [1,3], seq in [1,40] }\n  input %q : f16[b,seq,16]\n  input %k : f16[b,seq,16]\n  input %m : f16[b,seq,seq]\n" +
 		"  %0 = dot_general(%q, %k) {lhs_batch=[0], lhs_contract=[2], rhs_batch=[0], rhs_contract=[2]} : f16[b,seq,seq]\n  %1 = add(%0, %m) : f16[b,seq,seq]\n  output z = %1\n"},
+	// Epilogues reading a tensor at the run's sizes through a broadcast (symcontract_bcast.go).
+	{"a self-attention's q·kᵀ by hand, a mask broadcast over the heads added, symbolic batch (f16 tensor cores)", "  dims { b in [1,3], seq in [1,40] }\n  input %q : f16[b,2,seq,16]\n  input %k : f16[b,2,seq,16]\n  input %m : f16[b,1,seq,seq]\n" +
+		"  %0 = dot_general(%q, %k) {lhs_batch=[0,1], lhs_contract=[3], rhs_batch=[0,1], rhs_contract=[3]} : f16[b,2,seq,seq]\n" +
+		"  %1 = broadcast_in_dim(%m) {dims=[0,1,2,3], shape=[3,2,40,40]} : f16[b,2,seq,seq]\n  %2 = add(%0, %1) : f16[b,2,seq,seq]\n  output z = %2\n"},
+	{"q·kᵀ by hand over heads, a mask broadcast over the heads it lacks (FFMA)", "  dims { seq in [1,9] }\n  input %q : f32[2,2,5,16]\n  input %k : f32[2,2,seq,16]\n  input %m : f32[2,5,seq]\n" +
+		"  %0 = dot_general(%q, %k) {lhs_batch=[0,1], lhs_contract=[3], rhs_batch=[0,1], rhs_contract=[3]} : f32[2,2,5,seq]\n" +
+		"  %1 = broadcast_in_dim(%m) {dims=[0,2,3], shape=[2,2,5,9]} : f32[2,2,5,seq]\n  %2 = add(%0, %1) : f32[2,2,5,seq]\n  output z = %2\n"},
+	{"q·kᵀ by hand, a bias over the keys broadcast along the rows (FFMA)", "  dims { seq in [0,140] }\n  input %q : f32[2,9,16]\n  input %k : f32[2,seq,16]\n  input %w : f32[seq]\n" +
+		"  %0 = dot_general(%q, %k) {lhs_batch=[0], lhs_contract=[2], rhs_batch=[0], rhs_contract=[2]} : f32[2,9,seq]\n" +
+		"  %1 = broadcast_in_dim(%w) {dims=[2], shape=[2,9,140]} : f32[2,9,seq]\n  %2 = add(%0, %1) : f32[2,9,seq]\n  output z = %2\n"},
+	{"scores·V by hand, t beside seq, a per-row scale [t, 1] broadcast (FFMA)", "  dims { t in [1,140], seq in [1,37] }\n  input %p : f32[2,t,seq]\n  input %v : f32[2,seq,8]\n  input %s : f32[t,1]\n" +
+		"  %0 = dot_general(%p, %v) {lhs_batch=[0], lhs_contract=[2], rhs_batch=[0], rhs_contract=[1]} : f32[2,t,8]\n" +
+		"  %1 = broadcast_in_dim(%s) {dims=[1,2], shape=[2,140,8]} : f32[2,t,8]\n  %2 = mul(%0, %1) : f32[2,t,8]\n  output z = %2\n"},
+	{"q·kᵀ by hand over heads, t beside seq, a mask broadcast over batch and heads (bf16 tensor cores)", "  dims { b in [1,2], t in [1,40], seq in [1,140] }\n  input %q : bf16[b,2,t,16]\n  input %k : bf16[b,2,seq,16]\n  input %m : bf16[1,1,t,seq]\n" +
+		"  %0 = dot_general(%q, %k) {lhs_batch=[0,1], lhs_contract=[3], rhs_batch=[0,1], rhs_contract=[3]} : bf16[b,2,t,seq]\n" +
+		"  %1 = broadcast_in_dim(%m) {dims=[0,1,2,3], shape=[2,2,40,140]} : bf16[b,2,t,seq]\n  %2 = add(%0, %1) : bf16[b,2,t,seq]\n  output z = %2\n"},
+	{"scores·V by hand over heads, t beside seq, a residual broadcast over the heads, symbolic batch (FFMA)", "  dims { b in [1,3], t in [1,20], seq in [1,17] }\n  input %p : f32[b,2,t,seq]\n  input %v : f32[b,2,seq,8]\n  input %r : f32[b,1,t,8]\n" +
+		"  %0 = dot_general(%p, %v) {lhs_batch=[0,1], lhs_contract=[3], rhs_batch=[0,1], rhs_contract=[2]} : f32[b,2,t,8]\n" +
+		"  %1 = broadcast_in_dim(%r) {dims=[0,1,2,3], shape=[3,2,20,8]} : f32[b,2,t,8]\n  %2 = add(%0, %1) : f32[b,2,t,8]\n  output z = %2\n"},
 	{"scores·V by hand, V's columns symbolic too (FFMA)", "  dims { e in [1,9], seq in [1,9] }\n  input %p : f32[2,5,seq]\n  input %v : f32[2,seq,e]\n" +
 		"  %0 = dot_general(%p, %v) {lhs_batch=[0], lhs_contract=[2], rhs_batch=[0], rhs_contract=[1]} : f32[2,5,e]\n  output z = %0\n"},
 }
@@ -58,10 +77,14 @@ func TestSymbolicContract(t *testing.T) { checkBuiltOnce(t, contractGraphs) }
 // value and why.
 func TestSymbolicContractRefused(t *testing.T) {
 	for _, tc := range []struct{ name, body, want string }{
-		{"a mask broadcast over the heads added to q·kᵀ", "  dims { seq in [1,9] }\n  input %q : f32[2,2,5,16]\n  input %k : f32[2,2,seq,16]\n  input %m : f32[2,5,seq]\n" +
+		{"a mask transposed before its broadcast over the heads", "  dims { seq in [1,9] }\n  input %q : f32[2,2,5,16]\n  input %k : f32[2,2,seq,16]\n  input %m : f32[2,seq,5]\n" +
 			"  %0 = dot_general(%q, %k) {lhs_batch=[0,1], lhs_contract=[3], rhs_batch=[0,1], rhs_contract=[3]} : f32[2,2,5,seq]\n" +
-			"  %1 = broadcast_in_dim(%m) {dims=[0,2,3], shape=[2,2,5,9]} : f32[2,2,5,seq]\n  %2 = add(%0, %1) : f32[2,2,5,seq]\n  output z = %2\n",
-			"input %m : f32[2,5,seq] has 10*seq rows, %1 = broadcast_in_dim(%m) {dims=[0,2,3], shape=[2,2,5,9]} : f32[2,2,5,seq] has 20*seq"},
+			"  %1 = transpose(%m) {perm=[0,2,1]} : f32[2,5,seq]\n  %2 = broadcast_in_dim(%1) {dims=[0,2,3], shape=[2,2,5,9]} : f32[2,2,5,seq]\n  %3 = add(%0, %2) : f32[2,2,5,seq]\n  output z = %3\n",
+			"input %m : f32[2,seq,5] has 2*seq rows, %1 = transpose(%m) {perm=[0,2,1]} : f32[2,5,seq] has 10*seq"},
+		{"a bias broadcast to other sizes, then reshaped", "  dims { seq in [1,9] }\n  input %q : f32[2,2,5,16]\n  input %k : f32[2,2,seq,16]\n  input %w : f32[seq]\n" +
+			"  %0 = dot_general(%q, %k) {lhs_batch=[0,1], lhs_contract=[3], rhs_batch=[0,1], rhs_contract=[3]} : f32[2,2,5,seq]\n" +
+			"  %1 = broadcast_in_dim(%w) {dims=[2], shape=[2,10,9]} : f32[2,10,seq]\n  %2 = reshape(%1) {shape=[2,2,5,9]} : f32[2,2,5,seq]\n  %3 = add(%0, %2) : f32[2,2,5,seq]\n  output z = %3\n",
+			"%1 = broadcast_in_dim(%w) {dims=[2], shape=[2,10,9]} : f32[2,10,seq] broadcasts a tensor of the run's sizes to other sizes than the product's f32[2,2,5,seq]"},
 		{"a residual of other sizes added to scores·V", "  dims { t in [1,9], seq in [1,9] }\n  input %p : f32[2,t,seq]\n  input %v : f32[2,seq,8]\n  input %r : f32[2*t,8]\n" +
 			"  %0 = dot_general(%p, %v) {lhs_batch=[0], lhs_contract=[2], rhs_batch=[0], rhs_contract=[1]} : f32[2,t,8]\n  %1 = reshape(%r) {shape=[2,9,8]} : f32[2,t,8]\n  %2 = add(%0, %1) : f32[2,t,8]\n  output z = %2\n",
 			"input %r : f32[2*t,8] is read at the run's sizes beside a product with a symbolic M (t) at other sizes than the product's"},
@@ -98,13 +121,15 @@ func TestSymbolicContractNVVM(t *testing.T) {
 			}
 			want := "" // the borrowed entry's note, or "" for nvvm's own
 			switch {
+			case strings.Contains(tc.name, "broadcast"):
+				want = "batched product reading a broadcast at symbolic sizes in its epilogue"
 			case strings.Contains(tc.name, "q·kᵀ") || strings.Contains(tc.name, "x·xᵀ") || strings.Contains(tc.name, "columns symbolic"):
 				want = "batched product with a symbolic free dim on the right"
 			case strings.HasSuffix(tc.name, "tensor cores)"):
 				want = "tensor-core batched product contracting a symbolic dim"
 			}
 			for _, k := range checkNVVM(t, g, lib.Path) {
-				if !strings.Contains(k.Name, "dot") { // the product's kernel; a mask's softmax has its own
+				if !strings.Contains(k.Name, "matmul") { // the product's kernel; a mask's softmax has its own
 					continue
 				}
 				borrowed := k.Producer == "ptx"

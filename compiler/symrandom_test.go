@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -18,7 +19,8 @@ var gemmView = regexp.MustCompile(`^k\d+_\w+: a GEMM whose (symbolic operand is 
 // Random graphs with symbolic dims (randgraph.Symbolic): each in the class the compiler takes is
 // built once and runs on the memchecked simulator at its dims' bounds, 1 and primes, equal to the
 // reference interpreter at those sizes (checkRows), a concat along the rows under tanh and one
-// summed over its rows among them;
+// summed over its rows, q·kᵀ by hand (symbolic M and N) and a mask of the run's sizes broadcast
+// to it among them;
 // each with an op the compiler refuses is
 // refused with one error naming a kernel and that op, never compiled.
 func TestSymbolicRandomGraphs(t *testing.T) {
@@ -32,8 +34,16 @@ func TestSymbolicRandomGraphs(t *testing.T) {
 		g, refused := randgraph.Symbolic(rng)
 		seen[refused]++
 		for _, o := range g.Outputs {
-			if o.Value.Op == "dot_general" && len(o.Value.Attrs.Ints("lhs_batch")) > 0 && refused == "" {
+			v := o.Value
+			if v.Op == "add" && v.Args[0].Op == "dot_general" && refused == "" {
+				seen["mask broadcast to q·kᵀ"]++ // compiled and run (symcontract_bcast.go)
+				v = v.Args[0]
+			}
+			if v.Op == "dot_general" && len(v.Attrs.Ints("lhs_batch")) > 0 && refused == "" {
 				seen["batched product contracting a symbolic dim"]++ // compiled and run, not refused
+				if slices.Equal(v.Attrs.Ints("rhs_contract"), []int{2}) {
+					seen["q·kᵀ by hand"]++ // compiled and run (symcontract_rhs.go)
+				}
 			}
 			if o.Value.Op == "tanh" && o.Value.Args[0].Op == "concat" {
 				seen["concat along the rows under tanh"]++ // compiled and run (symconcat_fused.go)
@@ -64,7 +74,7 @@ func TestSymbolicRandomGraphs(t *testing.T) {
 			}
 		})
 	}
-	for _, r := range append(randgraph.Refusals(), "", "batched product contracting a symbolic dim", "concat along the rows under tanh", "concat along the rows summed over its rows") {
+	for _, r := range append(randgraph.Refusals(), "", "batched product contracting a symbolic dim", "q·kᵀ by hand", "mask broadcast to q·kᵀ", "concat along the rows under tanh", "concat along the rows summed over its rows") {
 		if seen[r] == 0 && !testing.Short() {
 			t.Errorf("no graph with %q among %d: %v", r, n, seen)
 		}

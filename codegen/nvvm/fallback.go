@@ -32,6 +32,9 @@ func borrowedTemplate(k plan.Kernel, t plan.Target) string {
 		if !plan.LayerSized(k) && plan.SymbolicConcat(k.Graph) == "" && !plan.ConcatCopy(k.Graph) { // codegen/ptx's symconcat_fused.go
 			return "symbolic concat fused with computation"
 		}
+		if broadcastsEpilogue(k) { // fallback_contract.go
+			return "batched product reading a broadcast at symbolic sizes in its epilogue"
+		}
 		if rowLength(k) { // fallback_rowlen.go
 			return "row reduction over a symbolic row length"
 		}

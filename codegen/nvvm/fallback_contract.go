@@ -58,3 +58,34 @@ func symbolicRHSFree(v *ir.Value, k plan.Kernel) bool {
 	}
 	return false
 }
+
+// broadcastsEpilogue reports whether k is a batched product whose epilogue reads a tensor at the
+// run's sizes through a broadcast (a mask over the heads: codegen/ptx's symcontract_bcast.go
+// reads it at the run's strides; this package's GEMM epilogue indexes it at the bound's).
+func broadcastsEpilogue(k plan.Kernel) bool {
+	if !k.Symbolic || k.Sizes == nil {
+		return false
+	}
+	chain := map[*ir.Value]bool{}
+	batched := false
+	for _, v := range k.Graph.Values {
+		if v.Op != "dot_general" || len(v.Attrs.Ints("lhs_batch")) == 0 {
+			continue
+		}
+		batched = true
+		for _, a := range v.Args {
+			for u := a; ; u = u.Args[0] {
+				chain[u] = true
+				if len(u.Args) == 0 {
+					break
+				}
+			}
+		}
+	}
+	for v := range k.Sizes {
+		if batched && v.Op == "broadcast_in_dim" && !chain[v] {
+			return true
+		}
+	}
+	return false
+}

@@ -52,6 +52,9 @@ func (mm *matmul) symContract(k Kernel, b *builder, args *[]Arg, tensorCores boo
 	}
 	mm.symOut = true
 	mm.symv = &symView{dims: symViewLoad(k, b, args, k.Sizes), sizes: k.Sizes}
+	if err := mm.symBroadcasts(k, b); err != nil { // symcontract_bcast.go
+		return true, nil, err
+	}
 	for i, l := range []*operandLayout{&mm.lhs, &mm.rhs} {
 		v, batch, contract := mm.dot.Args[i], [][]int{lb, rb}[i], [][]int{lc, rc}[i]
 		if st := mm.symStrided(v, *l, batch, tensorCores && !isConst(kl)); st != nil {

@@ -92,15 +92,22 @@ func TestSymbolicContractRHS(t *testing.T) {
 // (k terms summed), logs the warp instructions and returns their ratio to the static kernel's.
 func contractRun(t *testing.T, text string, l Launch, g, gs *ir.Graph, tgt Target, prec ir.DType, k int, bits bool, tr, seq, nb int) float64 {
 	t.Helper()
+	return contractRunRows(t, text, l, g, gs, tgt, prec, k, bits, tr, seq, nb, nb)
+}
+
+// contractRunRows is contractRun for a batch of nb leading a static batch, rows batch elements in
+// all (grid.z and the batch count).
+func contractRunRows(t *testing.T, text string, l Launch, g, gs *ir.Graph, tgt Target, prec ir.DType, k int, bits bool, tr, seq, nb, rows int) float64 {
+	t.Helper()
 	in, _, err := tensor.SeededValues(gs, uint64(7*tr+seq))
 	if err != nil {
 		t.Fatal(err)
 	}
 	grid := l.Grid
 	if l.Work != nil {
-		grid[l.Work.Axis] = nb
+		grid[l.Work.Axis] = rows
 	}
-	whole, st := runSym(t, text, l, g, g.Outputs[0].Value.Type.Bytes(), map[string]int{"t": tr, "seq": seq, "b": nb, "": nb}, grid, in)
+	whole, st := runSym(t, text, l, g, g.Outputs[0].Value.Type.Bytes(), map[string]int{"t": tr, "seq": seq, "b": nb, "": rows}, grid, in)
 	got, at := whole[:gs.Outputs[0].Value.Type.Bytes()], fmt.Sprintf("t %d seq %d batch %d", tr, seq, nb)
 	for i, x := range whole[len(got):] {
 		if x != symUntouched {

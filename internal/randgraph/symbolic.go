@@ -23,7 +23,8 @@ func Refusals() []string { return []string{"pad"} }
 // chains, biases broadcast over the rows, row reductions spread back over their rows, products
 // with a static right operand or per row, transposes, slices and pads of the trailing axes).
 // With two row dims ([s, n] or [n, m]), every fourth graph or so has as an output a product
-// batched over the first that contracts the second (the compiler takes it). Every third graph
+// batched over the first that contracts the second, or one whose free dims are the second
+// (q·kᵀ by hand), half of those with a mask broadcast to it added (the compiler takes them). Every third graph
 // or so also has, as its last output, one of Refusals, a fold of the rows into a static result
 // (a column sum, Xᵀ·X) or a concat along the rows (twice the rows, the one value whose rows
 // differ; a third under tanh, fused with it, a third summed over its rows, the concat a kernel
@@ -89,7 +90,11 @@ func Symbolic(r *rand.Rand) (g *ir.Graph, refused string) {
 		}
 		bounds := []int{y.Type.Shape[0] / int(hi), int(hi), e}
 		y3 := b.op("reshape", ir.Attrs{"shape": bounds}, []sym.Expr{split[0], split[1], sym.Const(int64(e))}, y)
-		b.output(b.op("dot_general", ir.Attrs{"lhs_batch": []int{0}, "rhs_batch": []int{0}, "lhs_contract": []int{1}, "rhs_contract": []int{1}}, nil, y3, y3))
+		if r.IntN(2) == 0 {
+			b.output(b.op("dot_general", ir.Attrs{"lhs_batch": []int{0}, "rhs_batch": []int{0}, "lhs_contract": []int{1}, "rhs_contract": []int{1}}, nil, y3, y3))
+		} else {
+			b.output(b.scores(y3, split))
+		}
 	}
 	if r.IntN(3) == 0 {
 		// Every value of vals reads the input, so no pass folds y into the parameters.
@@ -120,6 +125,26 @@ func Symbolic(r *rand.Rand) (g *ir.Graph, refused string) {
 		panic(fmt.Sprintf("randgraph: symbolic graph does not verify: %v\n%s", err, g))
 	}
 	return g, refused
+}
+
+// scores is y·yᵀ per element of y's first dim, [A, B, e]·[A, B, e]ᵀ → [A, B, B] (q·kᵀ by hand:
+// its free dims M and N are the rows' second dim B), every other time with a mask of the run's
+// sizes broadcast to it added: [B, B] over A, [B] along the rows or [A, 1, B] over them.
+func (b *symBuilder) scores(y *ir.Value, split []sym.Expr) *ir.Value {
+	dot := b.op("dot_general", ir.Attrs{"lhs_batch": []int{0}, "rhs_batch": []int{0}, "lhs_contract": []int{2}, "rhs_contract": []int{2}}, nil, y, y)
+	if b.r.IntN(2) == 0 {
+		return dot
+	}
+	one := sym.Const(1)
+	sizes, dims := [][]sym.Expr{{split[1], split[1]}, {split[1]}, {split[0], one, split[1]}}, [][]int{{1, 2}, {2}, {0, 1, 2}}
+	i := b.r.IntN(len(sizes))
+	t, err := ir.SymType(ir.F32, b.ranges, sizes[i]...)
+	if err != nil {
+		panic(err)
+	}
+	m := b.g.Input(b.name("mask"), t, nil)
+	mb := b.op("broadcast_in_dim", ir.Attrs{"shape": []int(dot.Type.Shape), "dims": dims[i]}, dot.Type.Sym, m)
+	return b.op("add", nil, nil, dot, mb)
 }
 
 type symBuilder struct {

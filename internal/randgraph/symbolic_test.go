@@ -12,12 +12,13 @@ import (
 )
 
 // Symbolic graphs verify and have dims; outside the refused op, a concat along the rows (or tanh
-// over it, or its row sum) and a
-// batched product contracting a symbolic dim (and its operand), every value's symbolic dims lead
-// its shape with one row count; each refusal is drawn, as an output, and no graph in the class
-// has one; the same seed gives the same graph.
+// over it, or its row sum) and a batched product (and its operand, and a mask of the run's sizes
+// broadcast to it and added), every value's symbolic dims lead its shape with one row count;
+// products q·kᵀ by hand (M and N the rows' second dim) and masks broadcast to them are drawn;
+// each refusal is drawn, as an output, and no graph in the class has one; the same seed gives the
+// same graph.
 func TestSymbolic(t *testing.T) {
-	seen, nonLeading, contracts, concats, fused, summed := map[string]int{}, 0, 0, 0, 0, 0
+	seen, nonLeading, contracts, concats, fused, summed, scores, masks := map[string]int{}, 0, 0, 0, 0, 0, 0, 0
 	for seed := range uint64(300) {
 		g, refused := randgraph.Symbolic(rand.New(rand.NewPCG(seed, 27)))
 		again, _ := randgraph.Symbolic(rand.New(rand.NewPCG(seed, 27)))
@@ -31,11 +32,25 @@ func TestSymbolic(t *testing.T) {
 		var rows string
 		found := false
 		last := g.Outputs[len(g.Outputs)-1].Value
-		var contract *ir.Value // a product batched over the rows' first dim contracting the second
+		var contract, epi *ir.Value // a product batched over the rows' first dim, a mask added to it
 		for _, o := range g.Outputs {
-			if o.Value.Op == "dot_general" && len(o.Value.Attrs.Ints("lhs_batch")) > 0 {
-				contract = o.Value
+			v := o.Value
+			if v.Op == "add" && v.Args[0].Op == "dot_general" && len(v.Args[0].Attrs.Ints("lhs_batch")) > 0 {
+				epi, v = v, v.Args[0]
+				if b := epi.Args[1]; b.Op != "broadcast_in_dim" || b.Args[0].Op != ir.OpInput || b.Args[0].Type.Sym == nil || !slices.EqualFunc(b.Type.Sym, v.Type.Sym, sym.Expr.Equal) {
+					t.Errorf("seed %d: %s is no mask of the run's sizes broadcast to the product's", seed, g.FormatAt(b))
+				}
+				masks++
+			}
+			if v.Op == "dot_general" && len(v.Attrs.Ints("lhs_batch")) > 0 {
+				contract = v
 				contracts++
+				if slices.Equal(v.Attrs.Ints("rhs_contract"), []int{2}) {
+					scores++ // q·kᵀ by hand: M and N the rows' second dim
+					if v.Type.Sym[1].String() != v.Type.Sym[2].String() || v.Type.Sym[1].String() != v.Args[0].Type.Sym[1].String() {
+						t.Errorf("seed %d: %s does not have the rows' second dim as M and N", seed, g.FormatAt(v))
+					}
+				}
 			}
 		}
 		for _, v := range g.Values {
@@ -59,7 +74,7 @@ func TestSymbolic(t *testing.T) {
 			if v == concat && concat.Op == "concat" {
 				continue
 			}
-			if contract != nil && (v == contract || v == contract.Args[0]) {
+			if contract != nil && (v == contract || v == contract.Args[0]) || epi != nil && (v == epi || v == epi.Args[1]) {
 				continue
 			}
 			if v.Op == ir.OpParam || v.Op == ir.OpInput || v.Type.Sym == nil {
@@ -94,6 +109,9 @@ func TestSymbolic(t *testing.T) {
 	}
 	if contracts < 10 {
 		t.Errorf("%d batched products contracting a symbolic dim in 300 graphs", contracts)
+	}
+	if scores < 10 || masks < 5 {
+		t.Errorf("%d products q·kᵀ by hand, %d with a broadcast mask added, in 300 graphs", scores, masks)
 	}
 	if concats < 10 {
 		t.Errorf("a concat along the rows drawn %d times in 300", concats)
