@@ -30,8 +30,9 @@ func reduceViewSrc(d ir.DType, seq int, op, axes string) string {
 // codegen/ptx's parameters (seq's value, then the folded count), launch and work; it assembles
 // for sm_80 and sm_90 without spills, and on the memchecked, racechecked simulator at seq 1, a
 // prime and the bound, its input laid out at the run's sizes and no longer, it equals the
-// reference within tolerance and codegen/ptx's entry bit for bit. A row reduction reading such
-// views is refused in codegen/ptx's words by both producers.
+// reference within tolerance and codegen/ptx's entry bit for bit (warp instructions of both:
+// docs/perf.md, -v). A row reduction reading such views is refused in codegen/ptx's words by
+// both producers.
 func TestSymbolicFoldReduceViews(t *testing.T) {
 	p := requireProducer(t)
 	const bound = 37
@@ -76,9 +77,9 @@ func TestSymbolicFoldReduceViews(t *testing.T) {
 						return 2 * seq * w.Scale
 					}
 				}
-				static := func(string) bool { return false }
-				got := runRows(t, text, k, l, in, 2*bound, 2*seq, size(l.Work), static)
-				emitted := runRows(t, ptxText, k, pl, in, 2*bound, 2*seq, size(pl.Work), static)
+				got, st := runRowLen(t, text, k, l, in, size(l.Work), gr) // symrowlen_test.go
+				emitted, pst := runRowLen(t, ptxText, k, pl, in, size(pl.Work), gr)
+				t.Logf("seq %d: warp instructions nvvm %d, ptx %d", seq, st.WarpInsts, pst.WarpInsts)
 				o := g.Outputs[0]
 				what := fmt.Sprintf("%s at seq %d", o.Name, seq)
 				w, err := tensor.FromBytes(ir.T(o.Value.Type.DType, want[o.Name].Len()), want[o.Name].Bytes())

@@ -10,6 +10,7 @@ import (
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ir/sym"
 	"github.com/gcomp/gcomp/runtime/ref"
+	"github.com/gcomp/gcomp/sim"
 	"github.com/gcomp/gcomp/tensor"
 )
 
@@ -41,7 +42,8 @@ var rowLenCases = []struct {
 // launch and work; they assemble for sm_80 and sm_90 without spills, and on the memchecked,
 // racechecked simulator at (b, seq) of 1, a prime and the bound, every buffer laid out
 // contiguously at the run's sizes and no longer, they equal the reference within tolerance and
-// codegen/ptx's entry bit for bit, writing nothing past the run's elements.
+// codegen/ptx's entry bit for bit, writing nothing past the run's elements. The warp instructions
+// of both are docs/perf.md's (-v).
 func TestSymbolicRowLength(t *testing.T) {
 	p := requireProducer(t)
 	const bb, bseq = 3, 37
@@ -105,8 +107,9 @@ func TestSymbolicRowLength(t *testing.T) {
 						return rows * w.Scale
 					}
 				}
-				got := runRowLen(t, text, k, l, in, size(l.Work), gr)
-				emitted := runRowLen(t, ptxText, k, pl, in, size(pl.Work), gr)
+				got, st := runRowLen(t, text, k, l, in, size(l.Work), gr)
+				emitted, pst := runRowLen(t, ptxText, k, pl, in, size(pl.Work), gr)
+				t.Logf("b %d, seq %d: warp instructions nvvm %d, ptx %d", b, seq, st.WarpInsts, pst.WarpInsts)
 				for _, o := range gr.Outputs {
 					what := fmt.Sprintf("%s at b %d, seq %d", o.Name, b, seq)
 					w, err := tensor.FromBytes(ir.T(o.Value.Type.DType, want[o.Name].Len()), want[o.Name].Bytes())
@@ -123,8 +126,9 @@ func TestSymbolicRowLength(t *testing.T) {
 
 // runRowLen runs kernel k (text, launch l) with its size arguments size(a) in a fresh simulator
 // device, checks on, its inputs in laid out at the run's sizes (graph gr). It returns each output's
-// elements at the run, flat, failing the test if the kernel wrote past them.
-func runRowLen(t *testing.T, text string, k plan.Kernel, l plan.Launch, in map[string]*tensor.Tensor, size func(plan.Arg) int, gr *ir.Graph) map[string]*tensor.Tensor {
+// elements at the run, flat, failing the test if the kernel wrote past them, and the launch's
+// counters.
+func runRowLen(t *testing.T, text string, k plan.Kernel, l plan.Launch, in map[string]*tensor.Tensor, size func(plan.Arg) int, gr *ir.Graph) (map[string]*tensor.Tensor, *sim.Stats) {
 	t.Helper()
 	sr := loadRun(t, text, k, l, in)
 	for i, a := range l.Params {
@@ -139,7 +143,8 @@ func runRowLen(t *testing.T, text string, k plan.Kernel, l plan.Launch, in map[s
 			t.Fatal(err)
 		}
 	}
-	if _, err := sr.m.Launch(sr.entry, sr.cfg, sr.args...); err != nil {
+	st, err := sr.m.Launch(sr.entry, sr.cfg, sr.args...)
+	if err != nil {
 		t.Fatal(err)
 	}
 	_, out := sr.read(t)
@@ -151,5 +156,5 @@ func runRowLen(t *testing.T, text string, k plan.Kernel, l plan.Launch, in map[s
 		}
 		out[o.Name] = firstRows(t, x, x.Len(), n)
 	}
-	return out
+	return out, st
 }
