@@ -7,7 +7,6 @@ import (
 
 	"github.com/gcomp/gcomp/codegen/plan"
 	irg "github.com/gcomp/gcomp/ir"
-	"github.com/gcomp/gcomp/ir/sym"
 )
 
 // Column reductions read through views, as codegen/ptx's symfold_reduce_view.go: a bias gradient
@@ -31,7 +30,7 @@ func readsViews(k plan.Kernel, rp plan.Reduction) bool {
 func (kg *kgen) bindReduceViews(k plan.Kernel, args []plan.Arg) error {
 	sv := kg.newSymView(k, args)
 	kg.at = map[*irg.Value]func(*index) value.Value{}
-	for _, v := range viewTops(k.Graph, k.Sizes) {
+	for _, v := range plan.ViewTops(k.Graph, k.Sizes) {
 		if err := sv.check(v); err != nil {
 			return err
 		}
@@ -53,36 +52,4 @@ func (kg *kgen) bindReduceViews(k plan.Kernel, args []plan.Arg) error {
 		}
 	}
 	return nil
-}
-
-// viewTops returns the views of g with sizes that no other view with sizes reads, down whose
-// chain of views lies a buffer (codegen/ptx's).
-func viewTops(g *irg.Graph, sizes map[*irg.Value][]sym.Expr) []*irg.Value {
-	isView := func(v *irg.Value) bool {
-		switch v.Op {
-		case "transpose", "reshape", "slice", "broadcast_in_dim":
-			return sizes[v] != nil
-		}
-		return false
-	}
-	under := map[*irg.Value]bool{}
-	for _, v := range g.Values {
-		if isView(v) {
-			under[v.Args[0]] = true
-		}
-	}
-	var tops []*irg.Value
-	for _, v := range g.Values {
-		if !isView(v) || under[v] {
-			continue
-		}
-		u := v
-		for isView(u) {
-			u = u.Args[0]
-		}
-		if u.Op == irg.OpInput || u.Op == irg.OpParam {
-			tops = append(tops, v)
-		}
-	}
-	return tops
 }

@@ -130,6 +130,26 @@ func TestSymbolicRowLength(t *testing.T) {
 // counters.
 func runRowLen(t *testing.T, text string, k plan.Kernel, l plan.Launch, in map[string]*tensor.Tensor, size func(plan.Arg) int, gr *ir.Graph) (map[string]*tensor.Tensor, *sim.Stats) {
 	t.Helper()
+	out, st := launchSized(t, text, k, l, in, size)
+	for i, o := range gr.Outputs {
+		x := out[o.Name]
+		n := o.Value.Type.Shape.NumElements()
+		if rest := x.Bytes()[n*x.Type.DType.Size():]; !bytes.Equal(rest, bytes.Repeat([]byte{outFill}, len(rest))) {
+			t.Errorf("output %d (%s) written past its %d elements at the run", i, o.Name, n)
+		}
+		out[o.Name] = firstRows(t, x, x.Len(), n)
+	}
+	return out, st
+}
+
+// outFill is the byte launchSized fills the outputs with before the launch.
+const outFill = 0x3d
+
+// launchSized runs kernel k (text, launch l) with its size arguments size(a) in a fresh
+// simulator device, memcheck and global racecheck on, its outputs (at the bound's sizes) filled
+// with outFill first. It returns the outputs whole and the launch's counters.
+func launchSized(t *testing.T, text string, k plan.Kernel, l plan.Launch, in map[string]*tensor.Tensor, size func(plan.Arg) int) (map[string]*tensor.Tensor, *sim.Stats) {
+	t.Helper()
 	sr := loadRun(t, text, k, l, in)
 	for i, a := range l.Params {
 		if a.Kind == plan.ArgSize {
@@ -137,9 +157,8 @@ func runRowLen(t *testing.T, text string, k plan.Kernel, l plan.Launch, in map[s
 		}
 	}
 	sr.cfg.RaceGlobal = true
-	const fill = 0x3d
 	for _, o := range k.Graph.Outputs {
-		if err := sr.dev.Write(sr.outAddr[o.Name], bytes.Repeat([]byte{fill}, o.Value.Type.Bytes())); err != nil {
+		if err := sr.dev.Write(sr.outAddr[o.Name], bytes.Repeat([]byte{outFill}, o.Value.Type.Bytes())); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -148,13 +167,5 @@ func runRowLen(t *testing.T, text string, k plan.Kernel, l plan.Launch, in map[s
 		t.Fatal(err)
 	}
 	_, out := sr.read(t)
-	for i, o := range gr.Outputs {
-		x := out[o.Name]
-		n := o.Value.Type.Shape.NumElements()
-		if rest := x.Bytes()[n*x.Type.DType.Size():]; !bytes.Equal(rest, bytes.Repeat([]byte{fill}, len(rest))) {
-			t.Errorf("output %d (%s) written past its %d elements at the run", i, o.Name, n)
-		}
-		out[o.Name] = firstRows(t, x, x.Len(), n)
-	}
 	return out, st
 }
