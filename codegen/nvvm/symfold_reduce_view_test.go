@@ -8,8 +8,6 @@ import (
 	"github.com/gcomp/gcomp/codegen/plan"
 	"github.com/gcomp/gcomp/codegen/ptx"
 	"github.com/gcomp/gcomp/ir"
-	"github.com/gcomp/gcomp/runtime/ref"
-	"github.com/gcomp/gcomp/tensor"
 )
 
 // reduceViewSrc is a bias gradient summing, over the rows, V [2, 2, seq, 4] merged back into
@@ -63,31 +61,13 @@ func TestSymbolicFoldReduceViews(t *testing.T) {
 			}
 			assemble(t, text, []plan.Kernel{k})
 			for _, seq := range []int{1, 13, bound} {
-				gr := parse(seq)
-				in := inputsFor(gr, uint64(7+seq))
-				want, err := ref.Run(gr, in, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				size := func(w *plan.SymWork) func(plan.Arg) int {
-					return func(a plan.Arg) int {
-						if a.Expr == "seq" {
-							return seq
-						}
-						return 2 * seq * w.Scale
+				size := func(a plan.Arg, w *plan.SymWork) int {
+					if a.Expr == "seq" {
+						return seq
 					}
+					return 2 * seq * w.Scale
 				}
-				got, st := runRowLen(t, text, k, l, in, size(l.Work), gr) // symrowlen_test.go
-				emitted, pst := runRowLen(t, ptxText, k, pl, in, size(pl.Work), gr)
-				t.Logf("seq %d: warp instructions nvvm %d, ptx %d", seq, st.WarpInsts, pst.WarpInsts)
-				o := g.Outputs[0]
-				what := fmt.Sprintf("%s at seq %d", o.Name, seq)
-				w, err := tensor.FromBytes(ir.T(o.Value.Type.DType, want[o.Name].Len()), want[o.Name].Bytes())
-				if err != nil {
-					t.Fatal(err)
-				}
-				compare(t, what+" (reference)", got[o.Name], w, false, precision(g, o.Value), false, 2*seq)
-				compare(t, what+" (codegen/ptx)", got[o.Name], emitted[o.Name], true, precision(g, o.Value), false, 1)
+				checkRun(t, fmt.Sprintf("seq %d", seq), k, text, l, ptxText, pl, parse(seq), size, 2*seq) // symrowlen_test.go
 			}
 		})
 	}

@@ -86,41 +86,48 @@ func TestSymbolicRowLength(t *testing.T) {
 			assemble(t, text, []plan.Kernel{k})
 			for _, run := range [][2]int{{1, 1}, {2, 13}, {bb, bseq}} {
 				b, seq := run[0], run[1]
-				gr := parse(b, seq)
-				in := inputsFor(gr, uint64(11+b*seq))
-				want, err := ref.Run(gr, in, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
 				rows := b
 				if tc.loop {
 					rows = b * seq
 				}
-				size := func(w *plan.SymWork) func(plan.Arg) int {
-					return func(a plan.Arg) int {
-						switch a.Expr {
-						case "b":
-							return b
-						case "seq":
-							return seq
-						}
-						return rows * w.Scale
+				size := func(a plan.Arg, w *plan.SymWork) int {
+					switch a.Expr {
+					case "b":
+						return b
+					case "seq":
+						return seq
 					}
+					return rows * w.Scale
 				}
-				got, st := runRowLen(t, text, k, l, in, size(l.Work), gr)
-				emitted, pst := runRowLen(t, ptxText, k, pl, in, size(pl.Work), gr)
-				t.Logf("b %d, seq %d: warp instructions nvvm %d, ptx %d", b, seq, st.WarpInsts, pst.WarpInsts)
-				for _, o := range gr.Outputs {
-					what := fmt.Sprintf("%s at b %d, seq %d", o.Name, b, seq)
-					w, err := tensor.FromBytes(ir.T(o.Value.Type.DType, want[o.Name].Len()), want[o.Name].Bytes())
-					if err != nil {
-						t.Fatal(err)
-					}
-					compare(t, what+" (reference)", got[o.Name], w, false, precision(g, o.Value), false, seq)
-					compare(t, what+" (codegen/ptx)", got[o.Name], emitted[o.Name], true, precision(g, o.Value), false, 1)
-				}
+				checkRun(t, fmt.Sprintf("b %d, seq %d", b, seq), k, text, l, ptxText, pl, parse(b, seq), size, seq)
 			}
 		})
+	}
+}
+
+// checkRun runs NVVM's entry of kernel k (text, l) and codegen/ptx's (ptxText, pl) on inputs of
+// gr, k's graph at the run's sizes (runRowLen; size(a, work) each size argument), and compares
+// each output with the reference interpreter's within tolerance (terms summed) and with
+// codegen/ptx's bit for bit. It logs both launches' warp instructions (docs/perf.md).
+func checkRun(t *testing.T, at string, k plan.Kernel, text string, l plan.Launch, ptxText string, pl plan.Launch, gr *ir.Graph, size func(plan.Arg, *plan.SymWork) int, terms int) {
+	t.Helper()
+	in := inputsFor(gr, uint64(len(at)*7+terms))
+	want, err := ref.Run(gr, in, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, st := runRowLen(t, text, k, l, in, func(a plan.Arg) int { return size(a, l.Work) }, gr)
+	emitted, pst := runRowLen(t, ptxText, k, pl, in, func(a plan.Arg) int { return size(a, pl.Work) }, gr)
+	t.Logf("%s: warp instructions nvvm %d, ptx %d", at, st.WarpInsts, pst.WarpInsts)
+	for i, o := range gr.Outputs {
+		what := fmt.Sprintf("%s at %s", o.Name, at)
+		w, err := tensor.FromBytes(ir.T(o.Value.Type.DType, want[o.Name].Len()), want[o.Name].Bytes())
+		if err != nil {
+			t.Fatal(err)
+		}
+		bo := k.Graph.Outputs[i].Value
+		compare(t, what+" (reference)", got[o.Name], w, false, precision(k.Graph, bo), false, terms)
+		compare(t, what+" (codegen/ptx)", got[o.Name], emitted[o.Name], true, precision(k.Graph, bo), false, 1)
 	}
 }
 
