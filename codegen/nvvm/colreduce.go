@@ -25,6 +25,12 @@ func (md *module) colReduce(k plan.Kernel, rp plan.Reduction) (*ir.Func, plan.La
 		return nil, plan.Launch{}, err
 	}
 	kg := md.newKernel(k, args)
+	if readsViews(k, rp) {
+		if err := kg.bindReduceViews(k, args); err != nil { // symfold_reduce_view.go
+			return nil, plan.Launch{}, err
+		}
+		defer func() { kg.at = nil }()
+	}
 	tileEnd, rEnd := kg.colExtent(k, rp, rp.A*ctiles) // symcolumn.go
 	slots := md.sharedSlots(k.Name, W*H)
 	tid := kg.sreg("tid.x")

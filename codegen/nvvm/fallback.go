@@ -10,14 +10,12 @@ import (
 // kernels codegen/backend's nvvm producer takes from codegen/ptx rather than refuse the model.
 // Still borrowed (borrowedTemplate): the tensor-core GEMM over a quantized weight
 // (plan.QuantizedMMA), batched products contracting a symbolic dim that is not the rows on
-// tensor cores or with a symbolic free dim on the right (fallback_contract.go), row
-// reductions of a symbolic last dim and loops broadcasting along it (fallback_rowlen.go), column
-// reductions reading views that move the rows
-// (fallback_reduce_view.go) and a concat along a symbolic dim fused with computation
-// (codegen/ptx's symconcat_fused.go; a concat of views is symconcat.go's). Every other template is this package's own (docs/codegen.md,
-// "Borrowed from codegen/ptx"). The launch records a borrowed entry (Producer "ptx" and a
-// note); both producers share names, parameters and launches, so one plan runs the merged
-// module.
+// tensor cores, with a symbolic free dim on the right, or reading a broadcast of the run's sizes
+// in their epilogue (fallback_contract.go), and a concat along a symbolic dim fused with
+// computation (codegen/ptx's symconcat_fused.go; a concat of views is symconcat.go's). Every
+// other template is this package's own (docs/codegen.md, "Borrowed from codegen/ptx"). The
+// launch records a borrowed entry (Producer "ptx" and a note); both producers share names,
+// parameters and launches, so one plan runs the merged module.
 func borrowed(k plan.Kernel, t plan.Target) bool {
 	return borrowedTemplate(k, t) != ""
 }
@@ -26,17 +24,11 @@ func borrowed(k plan.Kernel, t plan.Target) bool {
 // target, which a template may depend on.
 func borrowedTemplate(k plan.Kernel, t plan.Target) string {
 	if k.Symbolic && k.Sizes != nil {
-		if reducesViews(k) { // fallback_reduce_view.go
-			return "column reduction through views at symbolic sizes"
-		}
 		if !plan.LayerSized(k) && plan.SymbolicConcat(k.Graph) == "" && !plan.ConcatCopy(k.Graph) { // codegen/ptx's symconcat_fused.go
 			return "symbolic concat fused with computation"
 		}
 		if broadcastsEpilogue(k) { // fallback_contract.go
 			return "batched product reading a broadcast at symbolic sizes in its epilogue"
-		}
-		if rowLength(k) { // fallback_rowlen.go
-			return "row reduction over a symbolic row length"
 		}
 	}
 	switch plan.Template(k) {

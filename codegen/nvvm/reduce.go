@@ -27,6 +27,13 @@ func (md *module) rowReduce(k plan.Kernel, rp plan.Reduction) (*ir.Func, plan.La
 	}
 	kg := md.newKernel(k, args)
 	rows, rEnd := kg.rowExtent(k, rp)
+	rowLen, err := kg.rowLenAt(k, rp, args) // symrowlen.go
+	if err != nil {
+		return nil, plan.Launch{}, err
+	}
+	if rowLen != nil {
+		rEnd = rowLen
+	}
 	T := rp.Threads
 	warps := T / 32
 	slots := md.sharedSlots(k.Name, warps)
@@ -41,6 +48,9 @@ func (md *module) rowReduce(k plan.Kernel, rp plan.Reduction) (*ir.Func, plan.La
 	}
 	kg.loopTo(kg.sreg("ctaid.x"), kg.sreg("nctaid.x"), rows, func(row value.Value) {
 		fullAt := kg.rowElement(rp, row)
+		if rowLen != nil {
+			fullAt = kg.rowAtRun(rp, row, rowLen, &err)
+		}
 		kg.bound = map[*irg.Value]value.Value{}
 		for _, red := range rp.Reduces {
 			accT, combine, _ := plan.Accumulator(red)
@@ -68,7 +78,7 @@ func (md *module) rowReduce(k plan.Kernel, rp plan.Reduction) (*ir.Func, plan.La
 				keep(kg.storeRowOutputs(rowOuts, row))
 			})
 		}
-		kg.bound = nil
+		kg.bound, kg.at = nil, nil
 	})
 	kg.b.NewRet(nil)
 	if err != nil {

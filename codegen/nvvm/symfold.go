@@ -53,6 +53,9 @@ func colReduceArgs(k plan.Kernel, rp plan.Reduction, tiles int) ([]plan.Arg, *pl
 		return plan.Params(k.Graph), nil, nil
 	case keepsColumnRows(k, rp):
 		return symColumnArgs(k, rp, tiles)
+	case readsViews(k, rp): // the dims' parameters before the count (symfold_reduce_view.go)
+		args, scale, err := symStrideArgs(k, rp.R, "folded count")
+		return args, symWork(scale, max(1, rp.R), 2, 1), err
 	}
 	return symFoldArgs(k, rp.R)
 }

@@ -26,10 +26,14 @@ func foldsScattered(k plan.Kernel, rp plan.Reduction) bool {
 	return k.Symbolic && rp.Scattered && slices.Contains(rp.Axes, 0)
 }
 
-// rowArgs returns the row template's parameters and work: symReduce's, or a scattered fold's
+// rowArgs returns the row template's parameters and work: symReduce's, a symbolic row length's,
+// or a scattered fold's
 // (its reduced count at the bound the size, at the run's sizes). An online softmax over such
 // axes is refused in codegen/ptx's words.
 func rowArgs(k plan.Kernel, rp plan.Reduction) ([]plan.Arg, *plan.SymWork, error) {
+	if args, w, ok, err := rowLenArgs(k, rp); ok { // a symbolic row length (symrowlen.go)
+		return args, w, err
+	}
 	if !foldsScattered(k, rp) {
 		return symReduce(k, rp)
 	}

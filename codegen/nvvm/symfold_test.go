@@ -156,30 +156,14 @@ func foldRun(t *testing.T, text string, k plan.Kernel, l plan.Launch, in map[str
 // past the run must keep the fill.
 func runRows(t *testing.T, text string, k plan.Kernel, l plan.Launch, in map[string]*tensor.Tensor, rows, r int, size func(plan.Arg) int, rowOutput func(string) bool) map[string]*tensor.Tensor {
 	t.Helper()
-	sr := loadRun(t, text, k, l, in)
-	for i, a := range l.Params {
-		if a.Kind == plan.ArgSize {
-			sr.args[i] = uint32(size(a))
-		}
-	}
-	sr.cfg.RaceGlobal = true
-	const fill = 0x3d
-	for _, o := range k.Graph.Outputs {
-		if err := sr.dev.Write(sr.outAddr[o.Name], bytes.Repeat([]byte{fill}, o.Value.Type.Bytes())); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := sr.m.Launch(sr.entry, sr.cfg, sr.args...); err != nil {
-		t.Fatalf("%d of %d rows: %v", r, rows, err)
-	}
-	_, out := sr.read(t)
+	out, _ := launchSized(t, text, k, l, in, size) // symrowlen_test.go
 	for name, x := range out {
 		if !rowOutput(name) {
 			out[name] = firstRows(t, x, 1, 1)
 			continue
 		}
 		b := x.Bytes()[x.Len()/rows*r*x.Type.DType.Size():]
-		if !bytes.Equal(b, bytes.Repeat([]byte{fill}, len(b))) {
+		if !bytes.Equal(b, bytes.Repeat([]byte{outFill}, len(b))) {
 			t.Errorf("%s written past %d of %d rows", name, r, rows)
 		}
 		out[name] = firstRows(t, x, rows, r)

@@ -3,8 +3,8 @@ package ptx
 import (
 	"fmt"
 
+	"github.com/gcomp/gcomp/codegen/plan"
 	"github.com/gcomp/gcomp/ir"
-	"github.com/gcomp/gcomp/ir/sym"
 )
 
 // Column reductions read through views. A bias gradient over the rows whose operand merges
@@ -23,7 +23,7 @@ func symReduceViews(k Kernel, b *builder, args *[]Arg) (*symView, error) {
 		return nil, nil
 	}
 	sv := &symView{dims: symViewLoad(k, b, args, k.Sizes), sizes: k.Sizes}
-	for _, v := range viewTops(k.Graph, k.Sizes) {
+	for _, v := range plan.ViewTops(k.Graph, k.Sizes) {
 		if err := sv.check(b, v); err != nil {
 			return nil, err
 		}
@@ -50,43 +50,11 @@ func bindViewTops(gn *gen, sv *symView, g *ir.Graph) {
 		return
 	}
 	b := gn.e.b
-	for _, v := range viewTops(g, sv.sizes) {
+	for _, v := range plan.ViewTops(g, sv.sizes) {
 		s := SymSizes(v, sv.sizes)
 		gn.bound[v] = func(x *index) val {
 			buf, lin := sv.lin(b, v, sv.delinearize(b, s, x.getLin(gn.a)))
 			return gn.load(buf, lin)
 		}
 	}
-}
-
-// viewTops returns the views of g with sizes that no other view with sizes reads, down whose
-// chain of views lies a buffer.
-func viewTops(g *ir.Graph, sizes map[*ir.Value][]sym.Expr) []*ir.Value {
-	isView := func(v *ir.Value) bool {
-		switch v.Op {
-		case "transpose", "reshape", "slice", "broadcast_in_dim":
-			return sizes[v] != nil
-		}
-		return false
-	}
-	under := map[*ir.Value]bool{}
-	for _, v := range g.Values {
-		if isView(v) {
-			under[v.Args[0]] = true
-		}
-	}
-	var tops []*ir.Value
-	for _, v := range g.Values {
-		if !isView(v) || under[v] {
-			continue
-		}
-		u := v
-		for isView(u) {
-			u = u.Args[0]
-		}
-		if u.Op == ir.OpInput || u.Op == ir.OpParam {
-			tops = append(tops, v)
-		}
-	}
-	return tops
 }
