@@ -178,13 +178,19 @@ func keepsRows(v *ir.Value, p int, prefix map[*ir.Value]int, types map[*ir.Value
 		q, ok := arg(0)
 		r, rhs := arg(1)
 		lb, rb := v.Attrs.Ints("lhs_batch"), v.Attrs.Ints("rhs_batch")
-		lead := func(dims []int) bool { // exactly the q leading dims, in order
-			for i, d := range dims {
+		// The batch dims start with the q leading dims, in order; static batch dims may follow
+		// (heads split from the rows' features: [batch, h, t, d]), each row's products then
+		// contiguous at the run's sizes as at the bound.
+		lead := func(dims []int) bool {
+			if len(dims) < q {
+				return false
+			}
+			for i, d := range dims[:q] {
 				if d != i {
 					return false
 				}
 			}
-			return len(dims) == q
+			return true
 		}
 		switch {
 		case !ok:
