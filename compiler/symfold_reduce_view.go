@@ -31,7 +31,11 @@ func foldReduceViews(k *passes.Kernel, kg *passes.KernelGraph, ranges sym.Ranges
 	if len(tops) == 0 {
 		return r, nil, why
 	}
-	r2, why2 := rowKernelViews(k, true, below, nil)
+	read := map[*ir.Value]bool{}
+	for _, v := range tops {
+		read[v] = true // a top's own rows lead; below it a view may move them (kᵀ's transpose)
+	}
+	r2, why2 := rowKernelViews(k, true, below, read)
 	if why2 != "" {
 		return r, nil, why
 	}

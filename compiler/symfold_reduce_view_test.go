@@ -31,6 +31,15 @@ var foldReduceViewGraphs = []struct{ name, body string }{
 		"  %0 = transpose(%dk) {perm=[0,2,1,3]} : f32[3,seq,2,4]\n  %1 = reshape(%0) {shape=[3,11,8]} : f32[3,seq,8]\n" +
 		"  %2 = reduce_max(%1) {axes=[0,1]} : f32[8]\n  %3 = constant() {dtype=f32, shape=[8], value=[-0.1]} : f32[8]\n" +
 		"  %4 = mul(%2, %3) : f32[8]\n  %5 = add(%b, %4) : f32[8]\n  output nb = %5\n"},
+	// One head: k's bias gradient sums kᵀ's gradient read back through the transpose that made
+	// kᵀ, which moves seq: the top's own rows lead, the buffer's do not.
+	{"kᵀ's gradient through the transpose moving seq, batch and seq symbolic (f32)", "  dims { batch in [1,4], seq in [1,7] }\n  input %dkt : f32[batch,1,8,seq]\n" +
+		"  %0 = transpose(%dkt) {perm=[0,1,3,2]} : f32[batch,1,seq,8]\n  %1 = reduce_sum(%0) {axes=[0,1,2]} : f32[8]\n  output db = %1\n"},
+	{"kᵀ's gradient through the transpose moving seq, an SGD update (f16)", "  dims { seq in [0,13] }\n  input %dkt : f16[3,8,seq]\n  input %b : f16[8]\n" +
+		"  %0 = transpose(%dkt) {perm=[0,2,1]} : f16[3,seq,8]\n  %1 = reduce_sum(%0) {axes=[0,1]} : f16[8]\n" +
+		"  %2 = constant() {dtype=f16, shape=[8], value=[-0.1]} : f16[8]\n  %3 = mul(%1, %2) : f16[8]\n  %4 = add(%b, %3) : f16[8]\n  output nb = %4\n"},
+	{"kᵀ's gradient through the transpose moving seq, times a buffer of the rows (bf16)", "  dims { seq in [1,13] }\n  input %dkt : bf16[2,1,8,seq]\n  input %x : bf16[2,1,seq,8]\n" +
+		"  %0 = transpose(%dkt) {perm=[0,1,3,2]} : bf16[2,1,seq,8]\n  %1 = mul(%0, %x) : bf16[2,1,seq,8]\n  %2 = reduce_sum(%1) {axes=[0,1,2]} : bf16[8]\n  output dg = %2\n"},
 }
 
 // One build of each runs on the memchecked simulator at the bound, 1 and primes (smaller first),

@@ -34,7 +34,10 @@ func foldViews(k *passes.Kernel, kg *passes.KernelGraph, ranges sym.Ranges, r sy
 				below[v] = true
 			}
 		}
-		r2, why2 := rowKernelViews(k, true, below, nil)
+		// The operands' own rows lead; a view below one may move them (kᵀ's gradient read
+		// back through the transpose that made it), read at the run's sizes.
+		read := map[*ir.Value]bool{dot.Args[0]: !buffer(dot.Args[0]), dot.Args[1]: !buffer(dot.Args[1])}
+		r2, why2 := rowKernelViews(k, true, below, read)
 		if why2 != "" {
 			return r, nil, why
 		}

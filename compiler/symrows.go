@@ -44,9 +44,10 @@ func rowKernel(k *passes.Kernel, fold bool) (sym.Expr, string) {
 	return rowKernelViews(k, fold, nil, nil)
 }
 
-// rowKernelViews is rowKernel for a kernel whose dot_general reads its left operand lhs through
-// the views chain at the run's sizes (symstride.go): only lhs's rows are checked.
-func rowKernelViews(k *passes.Kernel, fold bool, chain map[*ir.Value]bool, lhs *ir.Value) (sym.Expr, string) {
+// rowKernelViews is rowKernel for a kernel that reads the values of read (a dot_general's left
+// operand, symstride.go; a fold's view tops, symfold_reduce_view.go) through the views chain at
+// the run's sizes: only their own rows are checked, not how they keep their operands'.
+func rowKernelViews(k *passes.Kernel, fold bool, chain, read map[*ir.Value]bool) (sym.Expr, string) {
 	body := k.Body
 	var (
 		rows       sym.Expr
@@ -101,7 +102,7 @@ func rowKernelViews(k *passes.Kernel, fold bool, chain map[*ir.Value]bool, lhs *
 			return rows, fmt.Sprintf("%s has %s rows, %s has %s", format(first), rows, format(v), r)
 		}
 		prefix[v] = p
-		if v == lhs || len(v.Args) == 1 && layers[v.Args[0]] || concats[v] {
+		if read[v] || len(v.Args) == 1 && layers[v.Args[0]] || concats[v] {
 			continue // read through views, or a layer read or written at its offset at the run's sizes
 		}
 		if why := keepsRows(v, p, prefix, types); why != "" {
@@ -178,13 +179,19 @@ func keepsRows(v *ir.Value, p int, prefix map[*ir.Value]int, types map[*ir.Value
 		q, ok := arg(0)
 		r, rhs := arg(1)
 		lb, rb := v.Attrs.Ints("lhs_batch"), v.Attrs.Ints("rhs_batch")
-		lead := func(dims []int) bool { // exactly the q leading dims, in order
-			for i, d := range dims {
+		// The batch dims start with the q leading dims, in order; static batch dims may follow
+		// (heads split from the rows' features: [batch, h, t, d]), each row's products then
+		// contiguous at the run's sizes as at the bound.
+		lead := func(dims []int) bool {
+			if len(dims) < q {
+				return false
+			}
+			for i, d := range dims[:q] {
 				if d != i {
 					return false
 				}
 			}
-			return len(dims) == q
+			return true
 		}
 		switch {
 		case !ok:

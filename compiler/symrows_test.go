@@ -76,6 +76,18 @@ var rowModels = []struct {
 			b.Output("xy"+dt.String(), x.Matmul(y).Relu())
 		}
 	}},
+	{"batched matmuls over a symbolic batch and static heads read through views", func(b *frontend.Builder) {
+		// Heads split from the rows' features, as nn.MultiheadAttention's scores over a symbolic
+		// batch of static sequences: batch dims [batch, 2], rows the batch.
+		batch := b.Dim("batch", 0, 7)
+		for _, dt := range []ir.DType{ir.F32, ir.F16, ir.BF16} {
+			heads := func(name string) *frontend.Tensor {
+				return b.Input(name+dt.String(), dt, batch, 5, 8).View(-1, 5, 2, 4).Transpose(1, 2)
+			}
+			q, k := heads("q"), heads("k")
+			b.Output("s"+dt.String(), q.Matmul(k.Transpose(2, 3)).Neg())
+		}
+	}},
 	{"conv2d over a symbolic batch", func(b *frontend.Builder) { conv(b, ir.F32, 1) }},
 	{"grouped f16 conv2d (tensor cores)", func(b *frontend.Builder) { conv(b, ir.F16, 2) }},
 	{"adaptive average pooling (direct template: a constant operand)", func(b *frontend.Builder) { avgPool(b, ir.F32) }},
@@ -246,6 +258,9 @@ func TestSymbolicRowsRefused(t *testing.T) {
 			"over static buffers: %1 = reduce_sum(%0) {axes=[0]} : f32[2] reduces over a symbolic dim"},
 		{"matmul contracting the rows after a static dim", "  %0 = dot_general(%x, %x) {lhs_contract=[1,0], rhs_contract=[1,0]} : f32[]\n  output y = %0\n",
 			"%0 = dot_general(%x, %x) {lhs_contract=[1,0], rhs_contract=[1,0]} : f32[] contracts a symbolic dim"},
+		{"batched product whose batch dims start after the rows", "  input %h : f32[batch,2,3]\n" +
+			"  %0 = dot_general(%h, %h) {lhs_batch=[1,0], lhs_contract=[2], rhs_batch=[1,0], rhs_contract=[2]} : f32[2,batch]\n  output y = %0\n",
+			"input %h : f32[batch,2,3] has batch rows, %0 = dot_general(%h, %h) {lhs_batch=[1,0], lhs_contract=[2], rhs_batch=[1,0], rhs_contract=[2]} : f32[2,batch] has 2*batch"},
 		{"outer product of symbolic rows", "  %0 = dot_general(%x, %x) {lhs_contract=[1], rhs_contract=[1]} : f32[batch,batch]\n  output y = %0\n",
 			"has batch rows, %0 = dot_general(%x, %x) {lhs_contract=[1], rhs_contract=[1]} : f32[batch,batch] has batch*batch"},
 	} {

@@ -98,7 +98,7 @@ func viewRows(k *passes.Kernel, kg *passes.KernelGraph, ranges sym.Ranges, r sym
 		}
 		return r, sizes, ""
 	}
-	r, why2 := rowKernelViews(k, false, chain, lhs)
+	r, why2 := rowKernelViews(k, false, chain, map[*ir.Value]bool{lhs: true})
 	if why2 != "" {
 		return r, nil, why
 	}

@@ -20,7 +20,7 @@ import (
 // nn.TransformerEncoderLayer with dropout on its three branches trains over a symbolic batch of
 // static sequences. With dropout on the attention weights too, attention is unfused: its q·kᵀ
 // has symbolic free dims on both sides and its softmax reduces the symbolic seq (two heads here;
-// what still refuses other such steps: TestSymbolicAttentionWeightDropoutRefused).
+// one head with biases, and nn.TransformerEncoderLayer: TestSymbolicAttentionWeightDropoutStep).
 func TestSymbolicTransformerDropoutStep(t *testing.T) {
 	overBoth := []map[string]int64{
 		{"batch": 1, "seq": 1}, {"batch": 1, "seq": 5}, {"batch": 3, "seq": 2}, {"batch": 2, "seq": 7}, {"batch": 4, "seq": 7},
@@ -58,7 +58,7 @@ func TestSymbolicTransformerDropoutStep(t *testing.T) {
 		{"nn.TransformerEncoderLayer over a symbolic batch, dropout 0.1, SGD", func(b *frontend.Builder) {
 			x, y := b.Input("x", ir.F32, b.Batch(4), 5, 8), b.Input("t", ir.F32, b.Batch(4), 5, 8)
 			l := nn.NewTransformerEncoderLayer(b, "enc", 8, 2, nn.TransformerEncoderLayerOptions{DimFeedforward: 16, Dropout: 0.1, BatchFirst: true})
-			l.SelfAttn.Dropout = 0 // on the weights: TestSymbolicAttentionWeightDropoutRefused
+			l.SelfAttn.Dropout = 0 // on the weights too: TestSymbolicAttentionWeightDropoutStep
 			b.Output(DefaultLoss, frontend.MSELoss(l.Forward(x), y))
 		}, &SGD{LR: 0.1}, 4, overBatch, []string{"f32[batch,5,8]", "f32[batch,5,16]", "f32[batch,5,8]"}},
 	} {

@@ -15,8 +15,15 @@ func reduceViewSrc(d ir.DType, seq int, op string) string {
 		"  %%1 = reshape(%%0) {shape=[2,%[1]d,8]} : %[2]s[2,%[1]d,8]\n  %%2 = %[3]s(%%1) {axes=[0,1]} : %[2]s[8]\n  output out = %%2\n}\n", seq, d, op)
 }
 
+// transposeViewSrc is one head's k bias gradient: kᵀ's gradient [2, 1, 8, seq] summed over the
+// rows of [2, 1, seq, 8], read back through the transpose that moves seq (op as reduceViewSrc's).
+func transposeViewSrc(d ir.DType, seq int, op string) string {
+	return fmt.Sprintf("graph k {\n  input %%dkt : %[2]s[2,1,8,%[1]d]\n  %%0 = transpose(%%dkt) {perm=[0,1,3,2]} : %[2]s[2,1,%[1]d,8]\n"+
+		"  %%1 = %[3]s(%%0) {axes=[0,1,2]} : %[2]s[8]\n  output out = %%1\n}\n", seq, d, op)
+}
+
 // TestSymbolicFoldReduceViewRuns: the column reduction reading its operand through transpose
-// and reshape views that move the rows, built once at seq = 37, runs on the memchecked simulator
+// and reshape views that move the rows (or through a transpose alone, kᵀ's), built once at seq = 37, runs on the memchecked simulator
 // at seq 1, a prime and the bound (its input contiguous at the run's sizes at the start of a
 // bound-sized buffer whose rest is never written): within tolerance of the reference and bit for
 // bit the static kernel built for that seq (the same row loop). The warp instructions of both
@@ -24,18 +31,24 @@ func reduceViewSrc(d ir.DType, seq int, op string) string {
 func TestSymbolicFoldReduceViewRuns(t *testing.T) {
 	const bound = 37
 	for _, c := range []struct {
-		d  ir.DType
-		op string
-	}{{ir.F32, "reduce_sum"}, {ir.F16, "reduce_sum"}, {ir.BF16, "reduce_max"}} {
-		t.Run(c.d.String()+" "+c.op, func(t *testing.T) {
-			g := parse(t, reduceViewSrc(c.d, bound, c.op))
+		d   ir.DType
+		op  string
+		src func(d ir.DType, seq int, op string) string
+	}{{ir.F32, "reduce_sum", reduceViewSrc}, {ir.F16, "reduce_sum", reduceViewSrc}, {ir.BF16, "reduce_max", reduceViewSrc},
+		{ir.F32, "reduce_sum", transposeViewSrc}, {ir.BF16, "reduce_sum", transposeViewSrc}} {
+		name := c.d.String() + " " + c.op
+		if c.src(c.d, 1, c.op) == transposeViewSrc(c.d, 1, c.op) {
+			name += " of kᵀ"
+		}
+		t.Run(name, func(t *testing.T) {
+			g := parse(t, c.src(c.d, bound, c.op))
 			text, ls, err := Module([]Kernel{{Name: "k0", Graph: g, Symbolic: true, Rows: 2 * bound, Sizes: seqSizes(g, bound)}}, Target{SM: 80})
 			if err != nil {
 				t.Fatal(err)
 			}
 			assemble(t, text)
 			for _, seq := range []int{1, 13, bound} {
-				checkFoldRun(t, fmt.Sprintf("seq %d of %d", seq, bound), text, ls[0], g, parse(t, reduceViewSrc(c.d, seq, c.op)), seq, 2*seq, c.d)
+				checkFoldRun(t, fmt.Sprintf("seq %d of %d", seq, bound), text, ls[0], g, parse(t, c.src(c.d, seq, c.op)), seq, 2*seq, c.d)
 			}
 		})
 	}
