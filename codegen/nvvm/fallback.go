@@ -41,8 +41,8 @@ func borrowedTemplate(k plan.Kernel, t plan.Target) string {
 		if plan.QuantizedMMA(k) {
 			return "quantized tensor-core GEMM"
 		}
-		if productsRHSSymbolic(k) { // fallback_contract.go
-			return "batched product with a symbolic free dim on the right"
+		if productsRHSSymbolic(k, t) { // fallback_contract.go
+			return "tensor-core batched product with a symbolic free dim on the right"
 		}
 		if contractsSymbolic(k, t) { // fallback_contract.go
 			return "tensor-core batched product contracting a symbolic dim"
