@@ -9,12 +9,11 @@ import (
 // borrowed reports whether k takes a template this package has no counterpart for, whose
 // kernels codegen/backend's nvvm producer takes from codegen/ptx rather than refuse the model.
 // Still borrowed (borrowedTemplate): the tensor-core GEMM over a quantized weight
-// (plan.QuantizedMMA), batched products contracting a symbolic dim that is not the rows on
-// tensor cores or with a symbolic free dim on the right (fallback_contract.go), row
-// reductions of a symbolic last dim and loops broadcasting along it (fallback_rowlen.go), column
-// reductions reading views that move the rows
-// (fallback_reduce_view.go) and a concat along a symbolic dim fused with computation
-// (codegen/ptx's symconcat_fused.go; a concat of views is symconcat.go's). Every other template is this package's own (docs/codegen.md,
+// (plan.QuantizedMMA), batched products contracting a symbolic dim that is not the rows or with
+// a symbolic free dim on the right on tensor cores (fallback_contract.go; FFMA's are
+// symcontract*.go's), row reductions of a symbolic last dim and loops broadcasting along it
+// (fallback_rowlen.go) and column reductions reading views that move the rows
+// (fallback_reduce_view.go). Every other template is this package's own (docs/codegen.md,
 // "Borrowed from codegen/ptx"). The launch records a borrowed entry (Producer "ptx" and a
 // note); both producers share names, parameters and launches, so one plan runs the merged
 // module.
@@ -29,8 +28,8 @@ func borrowedTemplate(k plan.Kernel, t plan.Target) string {
 		if reducesViews(k) { // fallback_reduce_view.go
 			return "column reduction through views at symbolic sizes"
 		}
-		if !plan.LayerSized(k) && plan.SymbolicConcat(k.Graph) == "" && !plan.ConcatCopy(k.Graph) { // codegen/ptx's symconcat_fused.go
-			return "symbolic concat fused with computation"
+		if !plan.LayerSized(k) && plan.SymbolicConcat(k.Graph) == "" {
+			return "" // a concat's kernel, fused with computation or not: symconcat*.go
 		}
 		if rowLength(k) { // fallback_rowlen.go
 			return "row reduction over a symbolic row length"
