@@ -149,13 +149,9 @@ func (ce *concatEval) at(v *irg.Value, c []value.Value, memo map[*irg.Value]valu
 // sizes along the axis before it, at the run), joined in a phi. An operand empty at the run is
 // never taken.
 func (ce *concatEval) concat(v *irg.Value, c []value.Value) (value.Value, error) {
-	kg, sv := ce.kg, ce.sv
+	kg := ce.kg
 	axis := v.Attrs.Int("axis", 0)
-	offs := make([]value.Value, len(v.Args))
-	offs[0] = ci(0)
-	for j := 1; j < len(v.Args); j++ {
-		offs[j] = kg.add(offs[j-1], sv.eval(plan.SymSizes(v.Args[j-1], sv.sizes)[axis]))
-	}
+	offs := concatOffsets(ce.sv, v) // symconcat.go
 	done := kg.block("concat_done")
 	var incs []*ir.Incoming
 	for j := len(v.Args) - 1; j >= 0; j-- {
