@@ -152,14 +152,26 @@ func TestSymbolicConcatFusedRoPE(t *testing.T) {
 	}
 }
 
-// With --backend nvvm a concat along a symbolic dim fused with computation is codegen/ptx's entry
-// (codegen/nvvm's fallback.go borrows it) and runs as the ptx build does.
+// With --backend nvvm a concat along a symbolic dim fused with computation is codegen/nvvm's own
+// (its symconcat_fused.go), not borrowed, and runs as the ptx build does: a decoder's f16 cache
+// grown by its cast step with tanh after, and in f32 at a middle axis each of
+// concatFusedCases' (computation before and after, three operands, the concat an output too).
 func TestSymbolicConcatFusedNVVM(t *testing.T) {
 	lib := libnvvm.Require(t)
-	g, err := ir.Parse("s.gir", []byte("graph s {\n  dims { past in [0,23] }\n  input %a : f16[2,4,past,8]\n  input %b : f32[2,4,1,8]\n"+
-		"  %0 = cast(%b) {to=f16} : f16[2,4,1,8]\n  %1 = concat(%a, %0) {axis=2} : f16[2,4,past+1,8]\n  %2 = tanh(%1) : f16[2,4,past+1,8]\n  output y = %2\n}\n"))
-	if err != nil {
-		t.Fatal(err)
+	type named struct{ name, src string }
+	srcs := []named{{"f16 cast before, tanh after", "graph s {\n  dims { past in [0,23] }\n  input %a : f16[2,4,past,8]\n  input %b : f32[2,4,1,8]\n" +
+		"  %0 = cast(%b) {to=f16} : f16[2,4,1,8]\n  %1 = concat(%a, %0) {axis=2} : f16[2,4,past+1,8]\n  %2 = tanh(%1) : f16[2,4,past+1,8]\n  output y = %2\n}\n"}}
+	for _, tc := range concatFusedCases {
+		at := func(s string) string { return "2,3," + s + ",4" }
+		srcs = append(srcs, named{"f32 " + tc.name, "graph s {\n  dims { past in [0,37] }\n" + strings.ReplaceAll(tc.body("f32", at), "AXIS", "2") + "}\n"})
 	}
-	checkConcatNVVM(t, g, lib.Path, true) // symconcat_test.go
+	for _, tc := range srcs {
+		t.Run(tc.name, func(t *testing.T) {
+			g, err := ir.Parse("s.gir", []byte(tc.src))
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkConcatNVVM(t, g, lib.Path) // symconcat_test.go
+		})
+	}
 }

@@ -68,19 +68,28 @@ func TestSymbolicNVVM(t *testing.T) {
 	for _, tc := range foldReduceViewGraphs {
 		models = append(models, model{name: "column reduction through views " + tc.name, graph: func() (*ir.Graph, error) { return ir.Parse("s.gir", []byte("graph s {\n"+tc.body+"}\n")) }})
 	}
-	// A concat along a symbolic dim, a conv's weight gradient folding its symbolic batch and a
-	// batched product contracting a symbolic dim on FFMA are codegen/nvvm's own too
-	// (symconcat.go, symconv.go, symcontract.go).
+	// A concat along a symbolic dim (fused with computation too), a conv's weight gradient
+	// folding its symbolic batch and batched products contracting a symbolic dim or with a
+	// symbolic N on FFMA are codegen/nvvm's own too (symconcat*.go, symconv.go, symcontract*.go).
 	models = append(models, model{name: "concat growing a cache", graph: func() (*ir.Graph, error) {
 		return ir.Parse("c.gir", []byte("graph c {\n  dims { past in [0,23] }\n  input %pk : f16[2,4,past,8]\n  input %k : f16[2,1,4,8]\n"+
 			"  %0 = transpose(%k) {perm=[0,2,1,3]} : f16[2,4,1,8]\n  %1 = concat(%pk, %0) {axis=2} : f16[2,4,past+1,8]\n  output y = %1\n}\n"))
 	}})
+	models = append(models, model{name: "concat fused with a cast and tanh", graph: func() (*ir.Graph, error) { // symconcat_fused.go
+		return ir.Parse("c.gir", []byte("graph c {\n  dims { past in [0,23] }\n  input %a : f16[2,4,past,8]\n  input %b : f32[2,4,1,8]\n"+
+			"  %0 = cast(%b) {to=f16} : f16[2,4,1,8]\n  %1 = concat(%a, %0) {axis=2} : f16[2,4,past+1,8]\n  %2 = tanh(%1) : f16[2,4,past+1,8]\n  output y = %2\n}\n"))
+	}})
 	for _, tc := range convFolds {
 		models = append(models, model{name: "conv weight gradient " + tc.name, graph: func() (*ir.Graph, error) { return ir.Parse("s.gir", []byte("graph s {\n"+tc.body+"}\n")) }})
 	}
-	models = append(models, model{name: "contraction " + contractGraphs[1].name, graph: func() (*ir.Graph, error) {
-		return ir.Parse("s.gir", []byte("graph s {\n"+contractGraphs[1].body+"}\n"))
-	}})
+	for _, tc := range contractGraphs {
+		// One contracting seq, one with seq its N (symcontract_rhs.go).
+		if tc.name == contractGraphs[1].name || tc.name == "a self-attention's q·kᵀ by hand, symbolic batch (FFMA)" {
+			models = append(models, model{name: "contraction " + tc.name, graph: func() (*ir.Graph, error) {
+				return ir.Parse("s.gir", []byte("graph s {\n"+tc.body+"}\n"))
+			}})
+		}
+	}
 	for _, tc := range persistModels {
 		models = append(models, model{name: "persistent " + tc.name, graph: func() (*ir.Graph, error) { return frontend.Build("m", tc.build) }})
 	}

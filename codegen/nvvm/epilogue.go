@@ -58,7 +58,7 @@ func (mm *gemm) epilogue() error {
 	var err error
 	for i := 0; i < 8; i += wi {
 		for j0 := 0; j0 < rn; j0 += w {
-			ok := kg.b.NewAnd(kg.b.NewICmp(enum.IPredULT, rows[i], mm.mBelow(0)), kg.b.NewICmp(enum.IPredULT, cols[j0], ci(p.N)))
+			ok := kg.b.NewAnd(kg.b.NewICmp(enum.IPredULT, rows[i], mm.mBelow(0)), kg.b.NewICmp(enum.IPredULT, cols[j0], mm.nBelow(0)))
 			kg.branch(ok, "store", func() {
 				n := max(w, wi)
 				lanes := mm.lanesAt(rows[i], cols[j0], n)
@@ -89,7 +89,7 @@ func (mm *gemm) lanesAt(row, col value.Value, n int) []*index {
 	}
 	shape := p.Dot.Type.Shape
 	nb := len(p.Batch)
-	lin := kg.add(kg.mul(kg.add(mm.outRows(mm.bz), row), p.N), col)
+	lin := mm.outLin(mm.bz, row, col) // symcontract_rhs.go
 	var lanes []*index
 	for l := range n {
 		x := newIndexLin(shape, kg.add(lin, ci(l)))

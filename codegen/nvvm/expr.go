@@ -79,6 +79,12 @@ func (kg *kgen) eval1(v *irg.Value, x *index) (value.Value, error) {
 		}
 		args[i] = r
 	}
+	return kg.elementwise(v, args)
+}
+
+// elementwise computes elementwise op v of its operands' values args.
+func (kg *kgen) elementwise(v *irg.Value, args []value.Value) (value.Value, error) {
+	d := v.Type.DType
 	switch {
 	case v.Op == "select":
 		return kg.b.NewSelect(args[0], args[1], args[2]), nil

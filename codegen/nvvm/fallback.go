@@ -9,13 +9,12 @@ import (
 // borrowed reports whether k takes a template this package has no counterpart for, whose
 // kernels codegen/backend's nvvm producer takes from codegen/ptx rather than refuse the model.
 // Still borrowed (borrowedTemplate): the tensor-core GEMM over a quantized weight
-// (plan.QuantizedMMA), batched products contracting a symbolic dim that is not the rows on
-// tensor cores, with a symbolic free dim on the right, or reading a broadcast of the run's sizes
-// in their epilogue (fallback_contract.go), and a concat along a symbolic dim fused with
-// computation (codegen/ptx's symconcat_fused.go; a concat of views is symconcat.go's). Every
-// other template is this package's own (docs/codegen.md, "Borrowed from codegen/ptx"). The
-// launch records a borrowed entry (Producer "ptx" and a note); both producers share names,
-// parameters and launches, so one plan runs the merged module.
+// (plan.QuantizedMMA), batched products contracting a symbolic dim that is not the rows or with
+// a symbolic free dim on the right on tensor cores (FFMA's are symcontract*.go's), or reading a
+// broadcast of the run's sizes in their epilogue (fallback_contract.go). Every other template is
+// this package's own (docs/codegen.md, "Borrowed from codegen/ptx"). The launch records a
+// borrowed entry (Producer "ptx" and a note); both producers share names, parameters and
+// launches, so one plan runs the merged module.
 func borrowed(k plan.Kernel, t plan.Target) bool {
 	return borrowedTemplate(k, t) != ""
 }
@@ -24,8 +23,8 @@ func borrowed(k plan.Kernel, t plan.Target) bool {
 // target, which a template may depend on.
 func borrowedTemplate(k plan.Kernel, t plan.Target) string {
 	if k.Symbolic && k.Sizes != nil {
-		if !plan.LayerSized(k) && plan.SymbolicConcat(k.Graph) == "" && !plan.ConcatCopy(k.Graph) { // codegen/ptx's symconcat_fused.go
-			return "symbolic concat fused with computation"
+		if !plan.LayerSized(k) && plan.SymbolicConcat(k.Graph) == "" {
+			return "" // a concat's kernel, fused with computation or not: symconcat*.go
 		}
 		if broadcastsEpilogue(k) { // fallback_contract.go
 			return "batched product reading a broadcast at symbolic sizes in its epilogue"
@@ -36,8 +35,8 @@ func borrowedTemplate(k plan.Kernel, t plan.Target) string {
 		if plan.QuantizedMMA(k) {
 			return "quantized tensor-core GEMM"
 		}
-		if productsRHSSymbolic(k) { // fallback_contract.go
-			return "batched product with a symbolic free dim on the right"
+		if productsRHSSymbolic(k, t) { // fallback_contract.go
+			return "tensor-core batched product with a symbolic free dim on the right"
 		}
 		if contractsSymbolic(k, t) { // fallback_contract.go
 			return "tensor-core batched product contracting a symbolic dim"

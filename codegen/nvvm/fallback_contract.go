@@ -33,22 +33,23 @@ func contractsSymbolic(k plan.Kernel, t plan.Target) bool {
 }
 
 // productsRHSSymbolic reports whether k has a batched product whose right operand has a symbolic
-// free dim.
-func productsRHSSymbolic(k plan.Kernel) bool {
+// free dim that codegen/ptx computes on tensor cores (or any template but FFMA): this package's
+// is the FFMA template's (symcontract_rhs.go).
+func productsRHSSymbolic(k plan.Kernel, t plan.Target) bool {
 	if !k.Symbolic || k.Sizes == nil {
 		return false
 	}
 	for _, v := range k.Graph.Values {
 		if v.Op == "dot_general" && len(v.Attrs.Ints("lhs_batch")) > 0 && symbolicRHSFree(v, k) {
-			return true
+			c, err := plan.ContractionPlan(k, t)
+			return err != nil || c.Kind != "ffma"
 		}
 	}
 	return false
 }
 
 // symbolicRHSFree reports whether batched product v's right operand has a symbolic free dim
-// (q·kᵀ by hand over a symbolic seq: codegen/ptx's symcontract_rhs.go takes N at the run and
-// stores the result at the run's row stride; this package's GEMM keeps the bound's).
+// (q·kᵀ by hand over a symbolic seq: codegen/ptx's symcontract_rhs.go).
 func symbolicRHSFree(v *ir.Value, k plan.Kernel) bool {
 	s := plan.SymSizes(v.Args[1], k.Sizes)
 	for d, e := range s {

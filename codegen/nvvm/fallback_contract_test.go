@@ -14,16 +14,20 @@ import (
 // TestFallbackContract: a batched product contracting seq, a symbolic dim that is not its rows
 // (codegen/ptx's symcontract.go), is borrowed on tensor cores (f16): Lacks names it, the NVVM
 // producer's Module refuses it, and backend.NVVM's module has codegen/ptx's entry for it, with
-// seq's parameter, and assembles. On FFMA (f32) it is the NVVM producer's own (symcontract.go:
-// TestSymbolicContract), as is a batched product over a symbolic batch with a static K.
+// seq's parameter, and assembles; so is q·kᵀ by hand with seq its N on tensor cores. On FFMA
+// (f32) both are the NVVM producer's own (symcontract*.go: TestSymbolicContract), as is a
+// batched product over a symbolic batch with a static K.
 func TestFallbackContract(t *testing.T) {
 	p := nvvm.RequireProducer(t)
 	for _, tc := range []struct {
 		src      string
-		borrowed bool
+		borrowed string // the template Lacks names, or "" for this package's own
 	}{
-		{"graph k {\n  input %x : f32[2,13,12]\n  input %y : f32[2,13,20]\n  %0 = dot_general(%x, %y) {lhs_batch=[0], lhs_contract=[1], rhs_batch=[0], rhs_contract=[1]} : f32[2,12,20]\n  output out = %0\n}\n", false},
-		{"graph k {\n  input %p : f16[2,12,13]\n  input %v : f16[2,13,16]\n  %0 = dot_general(%p, %v) {lhs_batch=[0], lhs_contract=[2], rhs_batch=[0], rhs_contract=[1]} : f16[2,12,16]\n  output out = %0\n}\n", true},
+		{"graph k {\n  input %x : f32[2,13,12]\n  input %y : f32[2,13,20]\n  %0 = dot_general(%x, %y) {lhs_batch=[0], lhs_contract=[1], rhs_batch=[0], rhs_contract=[1]} : f32[2,12,20]\n  output out = %0\n}\n", ""},
+		{"graph k {\n  input %p : f16[2,12,13]\n  input %v : f16[2,13,16]\n  %0 = dot_general(%p, %v) {lhs_batch=[0], lhs_contract=[2], rhs_batch=[0], rhs_contract=[1]} : f16[2,12,16]\n  output out = %0\n}\n", "tensor-core batched product contracting a symbolic dim"},
+		// q·kᵀ by hand, seq its N (symcontract_rhs.go).
+		{"graph k {\n  input %q : f32[2,9,16]\n  input %k : f32[2,13,16]\n  %0 = dot_general(%q, %k) {lhs_batch=[0], lhs_contract=[2], rhs_batch=[0], rhs_contract=[2]} : f32[2,9,13]\n  output out = %0\n}\n", ""},
+		{"graph k {\n  input %q : f16[2,9,16]\n  input %k : f16[2,13,16]\n  %0 = dot_general(%q, %k) {lhs_batch=[0], lhs_contract=[2], rhs_batch=[0], rhs_contract=[2]} : f16[2,9,13]\n  output out = %0\n}\n", "tensor-core batched product with a symbolic free dim on the right"},
 	} {
 		g, err := ir.Parse("k.gir", []byte(tc.src))
 		if err != nil {
@@ -31,10 +35,10 @@ func TestFallbackContract(t *testing.T) {
 		}
 		tgt := plan.Target{SM: 80}
 		k := plan.Kernel{Name: "k0_contract", Graph: g, Symbolic: true, Rows: 2, Sizes: sizesOver(g, 13, "seq")}
-		if tc.borrowed {
-			checkBorrowedSym(t, p, k, tgt, "tensor-core batched product contracting a symbolic dim")
+		if tc.borrowed != "" {
+			checkBorrowedSym(t, p, k, tgt, tc.borrowed)
 		} else if note, ok := nvvm.Lacks(k, tgt); ok {
-			t.Errorf("an FFMA product contracting seq is borrowed: %s", note)
+			t.Errorf("an FFMA product over seq is borrowed: %s", note)
 		}
 		// The batch symbolic, K static: not borrowed.
 		k.Sizes = sizesOver(g, 2, "b")

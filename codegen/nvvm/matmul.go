@@ -92,6 +92,9 @@ type gemm struct {
 	// symK is K at the run's sizes (a symbolic kernel folding its rows), nil at the bound's
 	// (symfold.go).
 	symK value.Value
+	// symN is N at the run's sizes (a symbolic free dim on the right: symcontract_rhs.go), nil
+	// at the bound's.
+	symN value.Value
 	// con is a symbolic batched product contracting a symbolic dim (symcontract.go), nil for
 	// another; batchSt holds, per operand and batch dim, a strided operand's batch stride at the
 	// run's sizes, nil where it is the bound's.
@@ -236,7 +239,7 @@ func (mm *gemm) side(op plan.GEMMOperand, rows, nFree int, f0tile, tid value.Val
 func (mm *gemm) copier(sd *side) {
 	kg, op, nFree := mm.kg, sd.op, sd.nFree
 	switch {
-	case op.View != nil && mm.symv != nil && (op.View == mm.p.A.View || mm.symK != nil):
+	case op.View != nil && mm.symv != nil && (op.View == mm.p.A.View || mm.symK != nil || mm.con != nil):
 		mm.symCopier(sd) // symstride_gemm.go, a fold's symfold_view.go
 		return
 	case op.View != nil:

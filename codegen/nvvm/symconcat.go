@@ -59,12 +59,7 @@ func (md *module) symConcatKernel(k plan.Kernel) (*ir.Func, plan.Launch, error) 
 // concatCopy emits the grid-stride loop writing the n elements of concat c to out.
 func (kg *kgen) concatCopy(sv *symView, c *irg.Value, out, tid, step, n value.Value) {
 	axis := c.Attrs.Int("axis", 0)
-	// The operands' offsets along the axis at the run, computed once.
-	offs := make([]value.Value, len(c.Args))
-	offs[0] = ci(0)
-	for j := 1; j < len(c.Args); j++ {
-		offs[j] = kg.add(offs[j-1], sv.eval(plan.SymSizes(c.Args[j-1], sv.sizes)[axis]))
-	}
+	offs := concatOffsets(sv, c) // computed once
 	d := c.Type.DType
 	t, eb := memType(d), d.Size()
 	osz := plan.SymSizes(c, sv.sizes)
@@ -93,4 +88,16 @@ func (kg *kgen) concatCopy(sv *symView, c *irg.Value, out, tid, step, n value.Va
 		}
 		kg.b = done
 	})
+}
+
+// concatOffsets is the offsets along concat c's axis of its operands at the run: the operands'
+// sizes along it before each.
+func concatOffsets(sv *symView, c *irg.Value) []value.Value {
+	axis := c.Attrs.Int("axis", 0)
+	offs := make([]value.Value, len(c.Args))
+	offs[0] = ci(0)
+	for j := 1; j < len(c.Args); j++ {
+		offs[j] = sv.kg.add(offs[j-1], sv.eval(plan.SymSizes(c.Args[j-1], sv.sizes)[axis]))
+	}
+	return offs
 }

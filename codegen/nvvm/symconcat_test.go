@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -120,11 +121,9 @@ func runDims(t *testing.T, text string, k plan.Kernel, l plan.Launch, gr *ir.Gra
 }
 
 // TestSymbolicConcat: concats of views along a symbolic dim (a cache grown by concat) are the
-// NVVM producer's own (symconcat.go; Lacks names nothing): codegen/ptx's parameters (the dims'
-// values, then the first output's element count), launch and work; they assemble for sm_80 and
-// sm_90 without spills, and on the memchecked, racechecked simulator at 0, 1, a prime and the
-// bound, every buffer laid out at the run's sizes, they equal the reference and codegen/ptx's
-// entry bit for bit, writing nothing past the run's elements.
+// NVVM producer's own (symconcat.go; Lacks names nothing), checkConcatKernel's way: at 0, 1, a
+// prime and the bound, every buffer laid out at the run's sizes, they equal the reference and
+// codegen/ptx's entry bit for bit.
 func TestSymbolicConcat(t *testing.T) {
 	p := requireProducer(t)
 	const bound = 23
@@ -142,42 +141,68 @@ func TestSymbolicConcat(t *testing.T) {
 		{"bool broadcast operand", "graph k {\n  input %a : bool[{{past}},4]\n  input %b : bool[4]\n" +
 			"  %0 = broadcast_in_dim(%b) {shape=[2,4], dims=[1]} : bool[2,4]\n  %1 = concat(%a, %0) {axis=0} : bool[{{past+2}},4]\n  output y = %1\n}\n"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			g, sizes := dimsGraph(t, tc.src, map[string]int64{"past": bound})
-			k := plan.Kernel{Name: "k0_concat", Graph: g, Symbolic: true, Sizes: sizes}
-			target := plan.Target{SM: 80}
-			text, l, ptxText, pl := bothSymbolic(t, p, k, target)
-			var exprs []string
-			for _, a := range l.Params {
-				if a.Kind == plan.ArgSize {
-					exprs = append(exprs, a.Expr)
-				}
+		t.Run(tc.name, func(t *testing.T) { checkConcatKernel(t, p, "k0_concat", tc.src, bound, false) })
+	}
+}
+
+// checkConcatKernel builds src's concat kernel (sizes over past, at bound) with both producers:
+// codegen/ptx's parameters (past's value, then the first output's element count), launch and
+// work; it assembles for sm_80 and sm_90 without spills, and runs on the memchecked,
+// racechecked simulator at past 0, 1, 7 and bound, writing nothing past the run's elements,
+// equal to codegen/ptx's entry bit for bit and to the reference: a copy (not fused) bit for bit,
+// a fused kernel within tolerance, and with tanh or exp (libdevice's here, PTX's approximations
+// there) not compared with codegen/ptx's bits.
+func checkConcatKernel(t *testing.T, p *Producer, name, src string, bound int64, fused bool) {
+	t.Helper()
+	g, sizes := dimsGraph(t, src, map[string]int64{"past": bound})
+	k := plan.Kernel{Name: name, Graph: g, Symbolic: true, Sizes: sizes}
+	if plan.ConcatCopy(g) == fused || plan.SymbolicConcat(g) != "" {
+		t.Fatalf("a concat copy %v, %q; want fused %v", plan.ConcatCopy(g), plan.SymbolicConcat(g), fused)
+	}
+	target := plan.Target{SM: 80}
+	text, l, ptxText, pl := bothSymbolic(t, p, k, target)
+	var exprs []string
+	for _, a := range l.Params {
+		if a.Kind == plan.ArgSize {
+			exprs = append(exprs, a.Expr)
+		}
+	}
+	if fmt.Sprint(exprs) != "[past ]" {
+		t.Errorf("size parameters %q: want past, then the element count", exprs)
+	}
+	assemble(t, text, []plan.Kernel{k})
+	approx := slices.ContainsFunc(g.Values, func(v *ir.Value) bool { return v.Op == "tanh" || v.Op == "exp" })
+	for _, r := range []int64{0, 1, 7, bound} {
+		env := map[string]int64{"past": r}
+		gr, _ := dimsGraph(t, src, env)
+		in := inputsFor(gr, uint64(r)+3)
+		want, err := ref.Run(gr, in, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := gr.Outputs[0].Value.Type.Shape.NumElements()
+		got, st := runDims(t, text, k, l, gr, in, env, n)
+		emitted, pst := runDims(t, ptxText, k, pl, gr, in, env, n)
+		if r == bound {
+			// docs/perf.md's table.
+			t.Logf("warp instructions at past %d: nvvm %d, ptx %d", r, st.WarpInsts, pst.WarpInsts)
+		}
+		for _, o := range gr.Outputs {
+			if !approx && !bytes.Equal(got[o.Name], emitted[o.Name]) {
+				t.Errorf("%s at past %d: differs from codegen/ptx's", o.Name, r)
 			}
-			if fmt.Sprint(exprs) != "[past ]" {
-				t.Errorf("size parameters %q: want past, then the element count", exprs)
+			if !fused {
+				if !bytes.Equal(got[o.Name], want[o.Name].Bytes()) {
+					t.Errorf("%s at past %d: differs from the reference", o.Name, r)
+				}
+				continue
 			}
-			assemble(t, text, []plan.Kernel{k})
-			for _, r := range []int64{0, 1, 7, bound} {
-				env := map[string]int64{"past": r}
-				gr, _ := dimsGraph(t, tc.src, env)
-				in := inputsFor(gr, uint64(r)+3)
-				want, err := ref.Run(gr, in, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				n := gr.Outputs[0].Value.Type.Shape.NumElements()
-				got, st := runDims(t, text, k, l, gr, in, env, n)
-				emitted, pst := runDims(t, ptxText, k, pl, gr, in, env, n)
-				if r == bound {
-					// docs/perf.md's table.
-					t.Logf("warp instructions at past %d: nvvm %d, ptx %d", r, st.WarpInsts, pst.WarpInsts)
-				}
-				for _, o := range gr.Outputs {
-					if !bytes.Equal(got[o.Name], want[o.Name].Bytes()) || !bytes.Equal(got[o.Name], emitted[o.Name]) {
-						t.Errorf("%s at past %d: differs from the reference or codegen/ptx's", o.Name, r)
-					}
-				}
+			x, err := tensor.FromBytes(o.Value.Type, got[o.Name])
+			if err != nil {
+				t.Fatal(err)
 			}
-		})
+			d := o.Value.Type.DType
+			compare(t, fmt.Sprintf("%s at past %d (reference)", o.Name, r), x, want[o.Name], !d.IsFloat(), d, false, 1)
+		}
 	}
 }

@@ -29,10 +29,10 @@ import (
 // each operand's batch strides (nil for a generic operand; a constant one is the bound's) and
 // whether its batch is symbolic (the size parameter).
 type contraction struct {
-	k, m     sym.Expr
-	symM     bool
-	batchSt  [2][]sym.Expr
-	symBatch bool
+	k, m, n    sym.Expr
+	symM, symN bool
+	batchSt    [2][]sym.Expr
+	symBatch   bool
 }
 
 // symContract recognizes a symbolic batched product contracting a symbolic dim (nil, p and no
@@ -47,7 +47,8 @@ func symContract(k plan.Kernel, p plan.GEMM) (*contraction, plan.GEMM, error) {
 	lc, rc := at.Ints("lhs_contract"), at.Ints("rhs_contract")
 	ls, rs := plan.SymSizes(p.Dot.Args[0], k.Sizes), plan.SymSizes(p.Dot.Args[1], k.Sizes)
 	kl, kr := symProduct(ls, lc), symProduct(rs, rc)
-	if isConst(kl) && isConst(kr) {
+	n := symFree(rs, rb, rc)
+	if isConst(kl) && isConst(kr) && isConst(n) {
 		return nil, p, nil
 	}
 	if !kl.Equal(kr) {
@@ -62,15 +63,15 @@ func symContract(k plan.Kernel, p plan.GEMM) (*contraction, plan.GEMM, error) {
 			return nil, p, fmt.Errorf("a batched product contracting a symbolic dim, batched over [%s], runs at symbolic sizes only with a symbolic batch leading its static ones", strings.Join(picked, ","))
 		}
 	}
-	for d, e := range rs {
-		if !isConst(e) && !slices.Contains(rb, d) && !slices.Contains(rc, d) {
-			return nil, p, fmt.Errorf("a batched product contracting a symbolic dim, with a symbolic free dim (%s) on its right, does not run at symbolic sizes yet", e)
+	c := &contraction{k: kl, m: symFree(ls, lb, lc), n: n, symBatch: !isConst(ls[lb[0]])}
+	c.symM, c.symN = !isConst(c.m), !isConst(n)
+	for _, f := range []sym.Expr{c.m, n} {
+		if !isConst(f) && !p.RowCol {
+			return nil, p, fmt.Errorf("a batched product with a symbolic free dim (%s) runs at symbolic sizes only with one free dim on each side", f)
 		}
 	}
-	c := &contraction{k: kl, m: symFree(ls, lb, lc), symBatch: !isConst(ls[lb[0]])}
-	c.symM = !isConst(c.m)
-	if c.symM && !p.RowCol {
-		return nil, p, fmt.Errorf("a batched product contracting a symbolic dim, with a symbolic free dim (%s), runs at symbolic sizes only with one free dim on each side", c.m)
+	if c.symN {
+		p.ColGroups = false // a group could straddle the run's row end (symcontract_rhs.go)
 	}
 	for i, op := range []*plan.GEMMOperand{&p.A, &p.B} {
 		v, batch, contract := p.Dot.Args[i], [][]int{lb, rb}[i], [][]int{lc, rc}[i]
@@ -154,7 +155,7 @@ func genericOperand(v *irg.Value, batch, contract []int) (plan.GEMMOperand, erro
 
 // check binds the product's dims (sv: the kernel's) and checks every size it evaluates.
 func (c *contraction) check(sv *symView, p plan.GEMM) error {
-	exprs := []sym.Expr{c.k, c.m}
+	exprs := []sym.Expr{c.k, c.m, c.n}
 	for _, st := range c.batchSt {
 		exprs = append(exprs, st...)
 	}
@@ -173,8 +174,9 @@ func (c *contraction) check(sv *symView, p plan.GEMM) error {
 	return nil
 }
 
-// contractPrologue evaluates K, the batch strides and M at the run's sizes, and sends a block
-// past the run's batch (a symbolic batch) or whose row tile starts at or past M to the end.
+// contractPrologue evaluates K, the batch strides, M and N at the run's sizes, and sends a
+// block past the run's batch (a symbolic batch), or whose row tile starts at or past M or
+// column tile at or past N (symcontract_rhs.go), to the end.
 func (mm *gemm) contractPrologue() {
 	kg, c, sv := mm.kg, mm.con, mm.symv
 	for i, st := range c.batchSt {
@@ -188,19 +190,28 @@ func (mm *gemm) contractPrologue() {
 			}
 		}
 	}
-	mm.symK = sv.eval(c.k)
-	var past value.Value
-	if c.symBatch {
-		past = kg.b.NewICmp(enum.IPredUGE, mm.bz, kg.size)
+	if !isConst(c.k) {
+		mm.symK = sv.eval(c.k)
 	}
-	if c.symM {
-		mm.symM = sv.eval(c.m)
-		p := kg.b.NewICmp(enum.IPredUGE, mm.m0, mm.symM)
+	var past value.Value
+	exit := func(first, size value.Value) {
+		p := kg.b.NewICmp(enum.IPredUGE, first, size)
 		if past == nil {
 			past = p
 		} else {
 			past = kg.b.NewOr(past, p)
 		}
+	}
+	if c.symBatch {
+		exit(mm.bz, kg.size)
+	}
+	if c.symM {
+		mm.symM = sv.eval(c.m)
+		exit(mm.m0, mm.symM)
+	}
+	if c.symN {
+		mm.symN = sv.eval(c.n)
+		exit(mm.n0, mm.symN)
 	}
 	if past != nil {
 		in, out := kg.block("rows"), kg.block("no_rows")
@@ -224,7 +235,7 @@ func (mm *gemm) batchOffset(sd *side, i int, x, off value.Value) value.Value {
 }
 
 // outRows is the result's rows before batch element bz: bz·M, M at the run's sizes in a
-// symbolic product with a symbolic M.
+// symbolic product with a symbolic M (whose row stride is N at the run: outLin).
 func (mm *gemm) outRows(bz value.Value) value.Value {
 	if mm.con != nil && mm.con.symM {
 		return mm.kg.b.NewMul(bz, mm.symM)

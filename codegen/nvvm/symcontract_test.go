@@ -2,6 +2,7 @@ package nvvm
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"testing"
 
@@ -21,26 +22,37 @@ import (
 // and the reference within tolerance, writing nothing past the run's result.
 func TestSymbolicContract(t *testing.T) {
 	p := requireProducer(t)
-	const bound = 13
 	for _, tc := range []struct {
 		name, src string
 		batch     int64 // the run's batch when it is the dim b (0: static)
 		rows      int   // Kernel.Rows
+		bound     int64 // seq's bound (0: 13)
 	}{
 		{"xᵀ·y over seq, both strided", "graph k {\n  input %x : f32[2,{{seq}},12]\n  input %y : f32[2,{{seq}},20]\n" +
-			"  %0 = dot_general(%x, %y) {lhs_batch=[0], lhs_contract=[1], rhs_batch=[0], rhs_contract=[1]} : f32[2,12,20]\n  output out = %0\n}\n", 0, 2},
+			"  %0 = dot_general(%x, %y) {lhs_batch=[0], lhs_contract=[1], rhs_batch=[0], rhs_contract=[1]} : f32[2,12,20]\n  output out = %0\n}\n", 0, 2, 0},
 		{"scores·V, the scores generic", "graph k {\n  input %p : f32[3,12,{{seq}}]\n  input %v : f32[3,{{seq}},16]\n" +
-			"  %0 = dot_general(%p, %v) {lhs_batch=[0], lhs_contract=[2], rhs_batch=[0], rhs_contract=[1]} : f32[3,12,16]\n  output out = %0\n}\n", 0, 3},
+			"  %0 = dot_general(%p, %v) {lhs_batch=[0], lhs_contract=[2], rhs_batch=[0], rhs_contract=[1]} : f32[3,12,16]\n  output out = %0\n}\n", 0, 3, 0},
 		{"symbolic batch and seq, a bias epilogue", "graph k {\n  input %x : f32[{{b}},{{seq}},8]\n  input %y : f32[{{b}},{{seq}},24]\n  input %c : f32[24]\n" +
 			"  %0 = dot_general(%x, %y) {lhs_batch=[0], lhs_contract=[1], rhs_batch=[0], rhs_contract=[1]} : f32[{{b}},8,24]\n" +
-			"  %1 = broadcast_in_dim(%c) {shape=[{{b}},8,24], dims=[2]} : f32[{{b}},8,24]\n  %2 = add(%0, %1) : f32[{{b}},8,24]\n  output out = %2\n}\n", 3, 4},
+			"  %1 = broadcast_in_dim(%c) {shape=[{{b}},8,24], dims=[2]} : f32[{{b}},8,24]\n  %2 = add(%0, %1) : f32[{{b}},8,24]\n  output out = %2\n}\n", 3, 4, 0},
 		{"scores·V with a symbolic M (seq by seq)", "graph k {\n  input %p : f32[2,{{seq}},{{seq}}]\n  input %v : f32[2,{{seq}},16]\n" +
-			"  %0 = dot_general(%p, %v) {lhs_batch=[0], lhs_contract=[2], rhs_batch=[0], rhs_contract=[1]} : f32[2,{{seq}},16]\n  output out = %0\n}\n", 0, 2},
+			"  %0 = dot_general(%p, %v) {lhs_batch=[0], lhs_contract=[2], rhs_batch=[0], rhs_contract=[1]} : f32[2,{{seq}},16]\n  output out = %0\n}\n", 0, 2, 0},
 		{"heads merged through a view, contracted over seq", "graph k {\n  input %x : f32[2,2,{{seq}},4]\n  input %y : f32[2,{{seq}},20]\n" +
 			"  %0 = transpose(%x) {perm=[0,2,1,3]} : f32[2,{{seq}},2,4]\n  %1 = reshape(%0) {shape=[2,{{seq}},8]} : f32[2,{{seq}},8]\n" +
-			"  %2 = dot_general(%1, %y) {lhs_batch=[0], lhs_contract=[1], rhs_batch=[0], rhs_contract=[1]} : f32[2,8,20]\n  output out = %2\n}\n", 0, 2},
+			"  %2 = dot_general(%1, %y) {lhs_batch=[0], lhs_contract=[1], rhs_batch=[0], rhs_contract=[1]} : f32[2,8,20]\n  output out = %2\n}\n", 0, 2, 0},
+		// A symbolic free dim on the right (symcontract_rhs.go): N is seq, K static or not.
+		{"q·kᵀ, static queries, N over three column tiles", "graph k {\n  input %q : f32[2,9,16]\n  input %k : f32[2,{{seq}},16]\n" +
+			"  %0 = dot_general(%q, %k) {lhs_batch=[0], lhs_contract=[2], rhs_batch=[0], rhs_contract=[2]} : f32[2,9,{{seq}}]\n  output out = %0\n}\n", 0, 2, 140},
+		{"a self-attention's q·kᵀ, symbolic batch, a mask of the result's sizes added", "graph k {\n  input %q : f32[{{b}},{{seq}},16]\n  input %k : f32[{{b}},{{seq}},16]\n  input %m : f32[{{b}},{{seq}},{{seq}}]\n" +
+			"  %0 = dot_general(%q, %k) {lhs_batch=[0], lhs_contract=[2], rhs_batch=[0], rhs_contract=[2]} : f32[{{b}},{{seq}},{{seq}}]\n  %1 = add(%0, %m) : f32[{{b}},{{seq}},{{seq}}]\n  output out = %1\n}\n", 3, 4, 37},
+		{"q·kᵀ, the keys through a transpose, negated after", "graph k {\n  input %q : f32[3,5,8]\n  input %kt : f32[3,8,{{seq}}]\n" +
+			"  %0 = transpose(%kt) {perm=[0,2,1]} : f32[3,{{seq}},8]\n  %1 = dot_general(%q, %0) {lhs_batch=[0], lhs_contract=[2], rhs_batch=[0], rhs_contract=[2]} : f32[3,5,{{seq}}]\n" +
+			"  %2 = neg(%1) : f32[3,5,{{seq}}]\n  output out = %2\n}\n", 0, 3, 0},
+		{"scores·V, V's columns symbolic too (K and N seq)", "graph k {\n  input %p : f32[2,5,{{seq}}]\n  input %v : f32[2,{{seq}},{{seq}}]\n" +
+			"  %0 = dot_general(%p, %v) {lhs_batch=[0], lhs_contract=[2], rhs_batch=[0], rhs_contract=[1]} : f32[2,5,{{seq}}]\n  output out = %0\n}\n", 0, 2, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			bound := cmp.Or(tc.bound, 13)
 			benv := map[string]int64{"seq": bound, "b": 4}
 			g, sizes := dimsGraph(t, tc.src, benv)
 			k := plan.Kernel{Name: "k0_contract", Graph: g, Symbolic: true, Rows: tc.rows, Sizes: sizes}

@@ -81,6 +81,9 @@ func (mm *gemm) mBelow(d int) value.Value {
 // freeBelow is mBelow for side sd's free coordinate: the immediate nFree − d but on the M side
 // of a symbolic kernel.
 func (mm *gemm) freeBelow(sd *side, d int) value.Value {
+	if !sd.mSide && mm.symN != nil {
+		return mm.nBelow(d) // the right operand's columns at the run (symcontract_rhs.go)
+	}
 	if !sd.mSide {
 		return ci(sd.nFree - d)
 	}

@@ -43,6 +43,8 @@ func (md *module) symbolicKernel(k plan.Kernel, t plan.Target) (*ir.Func, plan.L
 		return md.symRowBroadcastKernel(k) // symrowlen.go
 	case len(kinds) == 0 && k.Sizes != nil && !plan.LayerSized(k) && plan.ConcatCopy(k.Graph):
 		return md.symConcatKernel(k) // symconcat.go
+	case len(kinds) == 0 && k.Sizes != nil && !plan.LayerSized(k) && plan.SymbolicConcat(k.Graph) == "":
+		return md.symConcatFused(k) // symconcat_fused.go
 	case len(kinds) == 0 && k.Sizes != nil && !plan.LayerSized(k):
 		return md.symCopyKernel(k) // symstride_copy.go
 	case len(kinds) == 0:

@@ -134,40 +134,46 @@ func (sv *symView) mul(x, y value.Value) value.Value {
 // lin follows the views from v at coordinates c down to the buffer, returning it and the
 // linear index there, at the run's sizes.
 func (sv *symView) lin(v *irg.Value, c []value.Value) (*irg.Value, value.Value) {
-	kg := sv.kg
 	for {
-		out := plan.SymSizes(v, sv.sizes)
 		if v.Op == irg.OpInput || v.Op == irg.OpParam {
-			return v, sv.linear(out, c)
+			return v, sv.linear(plan.SymSizes(v, sv.sizes), c)
 		}
-		in := plan.SymSizes(v.Args[0], sv.sizes)
-		ic := make([]value.Value, len(in))
-		switch v.Op {
-		case "transpose":
-			for i, p := range v.Attrs.Ints("perm") {
-				ic[p] = c[i]
-			}
-		case "slice":
-			start, step := v.Attrs.Ints("start"), v.Attrs.Ints("stride")
-			for i := range ic {
-				st := 1
-				if step != nil {
-					st = step[i]
-				}
-				ic[i] = kg.add(kg.mul(c[i], st), ci(start[i]))
-			}
-		case "broadcast_in_dim":
-			for i, d := range v.Attrs.Ints("dims") {
-				ic[i] = c[d]
-				if plan.IsOne(in[i]) {
-					ic[i] = ci(0)
-				}
-			}
-		case "reshape":
-			ic = sv.delinearize(in, sv.linear(out, c))
-		}
-		v, c = v.Args[0], ic
+		v, c = v.Args[0], sv.operandCoords(v, c)
 	}
+}
+
+// operandCoords maps coordinates c of view v to its operand's holding the same element, at the
+// run's sizes.
+func (sv *symView) operandCoords(v *irg.Value, c []value.Value) []value.Value {
+	kg := sv.kg
+	out := plan.SymSizes(v, sv.sizes)
+	in := plan.SymSizes(v.Args[0], sv.sizes)
+	ic := make([]value.Value, len(in))
+	switch v.Op {
+	case "transpose":
+		for i, p := range v.Attrs.Ints("perm") {
+			ic[p] = c[i]
+		}
+	case "slice":
+		start, step := v.Attrs.Ints("start"), v.Attrs.Ints("stride")
+		for i := range ic {
+			st := 1
+			if step != nil {
+				st = step[i]
+			}
+			ic[i] = kg.add(kg.mul(c[i], st), ci(start[i]))
+		}
+	case "broadcast_in_dim":
+		for i, d := range v.Attrs.Ints("dims") {
+			ic[i] = c[d]
+			if plan.IsOne(in[i]) {
+				ic[i] = ci(0)
+			}
+		}
+	case "reshape":
+		ic = sv.delinearize(in, sv.linear(out, c))
+	}
+	return ic
 }
 
 // linear is Σ c[i]·stride_i of a contiguous tensor of sizes at the run.

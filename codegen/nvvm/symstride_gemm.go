@@ -78,8 +78,8 @@ func (mm *gemm) symCopier(sd *side) {
 			}
 		}
 		buf, lin := sv.lin(op.View, c)
-		if mm.symK != nil {
-			return kg.loadIf(ok, d, sd.d, kg.ptr[buf], lin), nil // symfold_view.go
+		if mm.symK != nil || mm.con != nil {
+			return kg.loadIf(ok, d, sd.d, kg.ptr[buf], lin), nil // symfold_view.go, symcontract.go
 		}
 		return kg.b.NewSelect(ok, kg.load(d, kg.ptr[buf], lin), constVal(sd.d, 0)), nil
 	}
