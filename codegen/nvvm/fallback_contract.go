@@ -5,6 +5,7 @@ import (
 
 	"github.com/gcomp/gcomp/codegen/plan"
 	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ir/sym"
 )
 
 // contractsSymbolic reports whether k is a batched product contracting a symbolic dim that is
@@ -84,8 +85,8 @@ func broadcastsEpilogue(k plan.Kernel) bool {
 		}
 	}
 	for v := range k.Sizes {
-		if batched && v.Op == "broadcast_in_dim" && !chain[v] {
-			return true
+		if batched && v.Op == "broadcast_in_dim" && !chain[v] && slices.ContainsFunc(plan.SymSizes(v.Args[0], k.Sizes), func(e sym.Expr) bool { return !isConst(e) }) {
+			return true // a tensor of the run's sizes broadcast (a static bias broadcast is not)
 		}
 	}
 	return false
