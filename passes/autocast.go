@@ -64,6 +64,7 @@ func Autocast(g *ir.Graph, dt ir.DType) map[*ir.Value]*ir.Value {
 			}
 		}
 		if !isF32Contraction(v) {
+			sinkCast(v, dt, mk) // autocast_symviews.go
 			out = append(out, v)
 			continue
 		}
@@ -75,7 +76,7 @@ func Autocast(g *ir.Graph, dt ir.DType) map[*ir.Value]*ir.Value {
 			if l == nil {
 				l = lowDequantize(a, dt, low, mk)
 			}
-			if l == nil && v.Op == "conv2d" {
+			if l == nil {
 				l = lowViews(a, dt, low, mk) // autocast_symconv.go
 			}
 			if l == nil {

@@ -76,6 +76,12 @@ func TestSymbolicTransformerDropoutStep(t *testing.T) {
 // batch > 0) and checks its dropouts' masks, in the step's order.
 func dropoutStep(t *testing.T, model func(b *frontend.Builder), batch int, opt Optimizer, want []string) *StepGraph {
 	t.Helper()
+	return dropoutStepWith(t, model, batch, opt, Options{}, want)
+}
+
+// dropoutStepWith is dropoutStep with the step's options o (an AMP step's).
+func dropoutStepWith(t *testing.T, model func(b *frontend.Builder), batch int, opt Optimizer, o Options, want []string) *StepGraph {
+	t.Helper()
 	opts := []frontend.Option{frontend.WithTraining()}
 	if batch > 0 {
 		opts = append(opts, frontend.WithMaxBatch(batch))
@@ -84,7 +90,7 @@ func dropoutStep(t *testing.T, model func(b *frontend.Builder), batch int, opt O
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := StepFromGraph(fwd, opt, Options{})
+	s, err := StepFromGraph(fwd, opt, o)
 	if err != nil {
 		t.Fatal(err)
 	}

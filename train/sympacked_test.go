@@ -42,10 +42,17 @@ func TestSymbolicTransformerEncoderLayerStep(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		attnDrop float64 // the dropout on the attention weights
+		amp      string  // the step's autocast dtype
 		masks    []string
 	}{
-		{"three dropouts", 0, []string{"f32[batch,seq,8]", "f32[batch,seq,16]", "f32[batch,seq,8]"}},
-		{"four dropouts, the attention weights' included", 0.1,
+		{"three dropouts", 0, "", []string{"f32[batch,seq,8]", "f32[batch,seq,16]", "f32[batch,seq,8]"}},
+		{"four dropouts, the attention weights' included", 0.1, "",
+			[]string{"f32[batch,2,seq,seq]", "f32[batch,seq,8]", "f32[batch,seq,16]", "f32[batch,seq,8]"}},
+		// Under autocast the heads are split and merged in bf16: autocast casts the packed
+		// projection before the views that move its rows and casts attention's results back
+		// after them (passes/autocast_symviews.go).
+		{"three dropouts, bf16 autocast", 0, "bf16", []string{"f32[batch,seq,8]", "f32[batch,seq,16]", "f32[batch,seq,8]"}},
+		{"four dropouts, bf16 autocast", 0.1, "bf16",
 			[]string{"f32[batch,2,seq,seq]", "f32[batch,seq,8]", "f32[batch,seq,16]", "f32[batch,seq,8]"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -56,11 +63,20 @@ func TestSymbolicTransformerEncoderLayerStep(t *testing.T) {
 				l.SelfAttn.Dropout = tc.attnDrop
 				b.Output(DefaultLoss, frontend.MSELoss(l.Forward(x), y))
 			}
-			s := dropoutStep(t, model, 0, &SGD{LR: 0.1}, tc.masks)
+			o := Options{}
+			if tc.amp != "" {
+				o = Options{AMP: tc.amp, LossScale: &LossScale{Disabled: true}}
+			}
+			s := dropoutStepWith(t, model, 0, &SGD{LR: 0.1}, o, tc.masks)
 			if len(s.Graph.Dims) != 2 {
 				t.Fatalf("the step has dims %v", s.Graph.Dims)
 			}
 			t.Run("nvvm", func(t *testing.T) {
+				if tc.amp != "" && tc.attnDrop > 0 {
+					// The unfused attention's batched products on tensor cores over a symbolic
+					// seq have no NVVM template yet (docs/dynamic.md's Next).
+					t.Skip("the NVVM producer has no symbolic tensor-core batched product")
+				}
 				checkNVVMStep(t, s, []map[string]int64{{"batch": 1, "seq": 1}, {"batch": 3, "seq": 5}, {"batch": 4, "seq": 7}})
 			})
 			var runs []stepRun
