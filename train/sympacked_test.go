@@ -16,6 +16,7 @@ import (
 	"github.com/gcomp/gcomp/internal/tolerance"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ops"
+	"github.com/gcomp/gcomp/passes"
 	"github.com/gcomp/gcomp/runtime/executor"
 	"github.com/gcomp/gcomp/runtime/simdev"
 	"github.com/gcomp/gcomp/tensor"
@@ -70,6 +71,12 @@ func TestSymbolicTransformerEncoderLayerStep(t *testing.T) {
 			s := dropoutStepWith(t, model, 0, &SGD{LR: 0.1}, o, tc.masks)
 			if len(s.Graph.Dims) != 2 {
 				t.Fatalf("the step has dims %v", s.Graph.Dims)
+			}
+			if res, err := passes.Run(s.Graph, passes.Options{ParamsChangeEveryRun: true}); err != nil {
+				t.Fatal(err)
+			} else { // docs/perf.md's numbers (go test ./train -run TestSymbolicTransformerEncoderLayerStep -v)
+				st := res.Stats
+				t.Logf("AMP %q: %d kernels, %d DRAM bytes, arena %d bytes, %.1f µs modeled at the bound", tc.amp, st.Kernels, st.DRAMBytes, st.ArenaBytes, st.ModeledTimeUS)
 			}
 			t.Run("nvvm", func(t *testing.T) {
 				if tc.amp != "" && tc.attnDrop > 0 {
