@@ -4,8 +4,6 @@ import (
 	"testing"
 
 	"github.com/gcomp/gcomp/ir"
-	"github.com/gcomp/gcomp/ops"
-	"github.com/gcomp/gcomp/passes"
 )
 
 // Autocast casts a convolution's weight-gradient operands over a symbolic batch before their
@@ -25,14 +23,7 @@ func TestAutocastConvWeightGradViews(t *testing.T) {
 			"  %1 = reshape(%dy) {shape=[8,1,4,5,5]} : f32[" + tc.batch + ",1,4,5,5]\n  %2 = transpose(%1) {perm=[1,2,0,3,4]} : f32[1,4," + tc.batch + ",5,5]\n" +
 			"  %3 = reshape(%2) {shape=[4,8,5,5]} : f32[4," + tc.batch + ",5,5]\n" +
 			"  %4 = conv2d(%0, %3) {padding=[1,1]} : f32[2,4,3,3]\n  output dw = %4\n}\n"
-		g, err := ir.Parse("s.gir", []byte(src))
-		if err != nil {
-			t.Fatal(err)
-		}
-		c := passes.AutocastGraph(g, ir.BF16)
-		if err := ops.Verify(c); err != nil {
-			t.Fatalf("%q: %v\n%s", tc.dims, err, c)
-		}
+		c := autocastSource(t, src)
 		for _, v := range c.Values {
 			if v.Op != "conv2d" {
 				continue

@@ -31,14 +31,7 @@ func TestAutocastHeadSplitViews(t *testing.T) {
 		src += "  %a = attention(%tq, %tk, %tv) {mask=\"none\", scale=0.5} : f32[" + tc.batch + ",2," + tc.seq + ",4]\n" +
 			"  %m = transpose(%a) {perm=[0,2,1,3]} : f32[" + bs + ",2,4]\n  %n = reshape(%m) {shape=[4,7,8]} : f32[" + bs + ",8]\n" +
 			"  %y = dot_general(%n, %o) {lhs_contract=[2], rhs_contract=[1]} : f32[" + bs + ",8]\n  output y = %y\n}\n"
-		g, err := ir.Parse("s.gir", []byte(src))
-		if err != nil {
-			t.Fatal(err)
-		}
-		c := passes.AutocastGraph(g, ir.BF16)
-		if err := ops.Verify(c); err != nil {
-			t.Fatalf("%q: %v\n%s", tc.dims, err, c)
-		}
+		c := autocastSource(t, src)
 		root := func(a *ir.Value) *ir.Value {
 			for a.Op == "reshape" || a.Op == "transpose" || a.Op == "slice" {
 				a = a.Args[0]
@@ -64,4 +57,18 @@ func TestAutocastHeadSplitViews(t *testing.T) {
 			}
 		}
 	}
+}
+
+// autocastSource is AutocastGraph(bf16) of the graph src, which must verify after it.
+func autocastSource(t *testing.T, src string) *ir.Graph {
+	t.Helper()
+	g, err := ir.Parse("s.gir", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := passes.AutocastGraph(g, ir.BF16)
+	if err := ops.Verify(c); err != nil {
+		t.Fatalf("%v\n%s", err, c)
+	}
+	return c
 }
