@@ -19,12 +19,13 @@ import (
 // multiple of its size in a dim whose size it divides, so it lies wholly inside or wholly past
 // the run's K and M (zero-filled, reading nothing, as the element copies): the shared tiles,
 // and so the products, are the element copies' bit for bit. Sizes that only the run decides
-// keep the element copies here (codegen/ptx branches on a launch-uniform predicate).
+// keep the element copies here (codegen/ptx branches on a launch-uniform predicate), and so
+// do tf32 sides (codegen/ptx copies 4 floats a chunk).
 
 // symChunkSide returns side si's plan with chunk copies when its generic operand op allows them
 // at every run's size, and whether it does.
 func (mm *gemm) symChunkSide(si int, op plan.GEMMOperand, pl plan.MMASide, eb int) (plan.MMASide, bool) {
-	if mm.symv == nil || op.View == nil || eb != 2 && eb != 4 || !mm.symCopies(op) {
+	if mm.symv == nil || op.View == nil || eb != 2 || !mm.symCopies(op) {
 		return pl, false
 	}
 	if si == 0 && mm.p.Conv != nil || si == 1 && pl.KContig && mm.p.ColRegs < 8 {
