@@ -67,7 +67,7 @@ func (mm *gemm) emitMMA() error {
 	ops := []plan.GEMMOperand{p.A, p.B}
 	sides := make([]*tcSide, 2)
 	for si := range sides {
-		pl := q.Sides[si]
+		pl, chunked := mm.symChunkSide(si, ops[si], q.Sides[si], eb) // symchunk.go
 		sd := &tcSide{side: &side{op: ops[si], d: d, df: pl.DF, dk: pl.DK, nFree: nFrees[si], mSide: si == 0, f0tile: f0s[si], tile: tiles[si]}, plan: pl}
 		var fl value.Value
 		if pl.KContig {
@@ -81,6 +81,9 @@ func (mm *gemm) emitMMA() error {
 		mm.copier(sd.side)
 		if si == 0 && p.Conv != nil {
 			mm.convCopier(sd.side)
+		}
+		if chunked {
+			mm.symChunkCopier(sd.side)
 		}
 		sides[si] = sd
 	}

@@ -22,7 +22,6 @@ import (
 // Without sizes both producers refuse them alike (TestSymbolicTemplatesRefused).
 func TestSymbolicFoldViews(t *testing.T) {
 	p := requireProducer(t)
-	const bound = 13
 	for _, tc := range []struct {
 		name, src string // src has %[1]d for seq
 		kind      string
@@ -35,72 +34,81 @@ func TestSymbolicFoldViews(t *testing.T) {
 			"  %%1 = reshape(%%0) {shape=[2,%[1]d,6]} : f32[2,%[1]d,6]\n  %%2 = transpose(%%b) {perm=[0,2,1,3]} : f32[2,%[1]d,2,5]\n  %%3 = reshape(%%2) {shape=[2,%[1]d,10]} : f32[2,%[1]d,10]\n" +
 			"  %%4 = dot_general(%%1, %%3) {lhs_contract=[0,1], rhs_contract=[0,1]} : f32[6,10]\n  output out = %%4\n}\n", "ffma"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			parse := func(seq int) *ir.Graph {
-				g, err := ir.Parse("k.gir", fmt.Appendf(nil, tc.src, seq))
-				if err != nil {
-					t.Fatal(err)
-				}
-				return g
-			}
-			g := parse(bound)
-			sizes := map[*ir.Value][]sym.Expr{}
-			for _, v := range g.Values {
-				if v.Op == "dot_general" {
-					continue
-				}
-				e := make([]sym.Expr, len(v.Type.Shape))
-				for i, n := range v.Type.Shape {
-					e[i] = sym.Const(int64(n))
-					if n == bound {
-						e[i] = sym.Sym("seq")
-					}
-				}
-				sizes[v] = e
-			}
-			k := plan.Kernel{Name: "k0", Graph: g, Symbolic: true, Rows: 2 * bound, Sizes: sizes}
-			target := plan.Target{SM: 80}
-			if c, err := plan.ContractionPlan(k, target); err != nil || c.Kind != tc.kind {
-				t.Fatalf("plan %q, %v; want %s", c.Kind, err, tc.kind)
-			}
-			text, l, ptxText, pl := bothSymbolic(t, p, k, target)
-			var params []string
-			for _, a := range l.Params {
-				if a.Kind == plan.ArgSize {
-					params = append(params, a.Expr)
-				}
-			}
-			if strings.Join(params, ",") != "seq," || l.Work.Axis != 2 || l.Work.MaxBlocks != 1 {
-				t.Errorf("size parameters %q, work %+v: want seq, then K; one block along z", params, *l.Work)
-			}
-			assemble(t, text, []plan.Kernel{k})
-			for _, r := range []int{0, 1, 5, bound} {
-				gr := parse(r)
-				in := inputsFor(gr, uint64(3+r))
-				want, err := ref.Run(gr, in, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				size := func(w *plan.SymWork) func(plan.Arg) int {
-					return func(a plan.Arg) int {
-						if a.Expr == "seq" {
-							return r
-						}
-						return 2 * r * w.Scale
-					}
-				}
-				static := func(string) bool { return false }
-				got := runRows(t, text, k, l, in, 2*bound, 2*r, size(l.Work), static)
-				emitted := runRows(t, ptxText, k, pl, in, 2*bound, 2*r, size(pl.Work), static)
-				o := g.Outputs[0]
-				what := fmt.Sprintf("%s at seq %d", o.Name, r)
-				w, err := tensor.FromBytes(ir.T(o.Value.Type.DType, want[o.Name].Len()), want[o.Name].Bytes())
-				if err != nil {
-					t.Fatal(err)
-				}
-				compare(t, what+" (reference)", got[o.Name], w, false, precision(g, o.Value), false, max(1, 2*r*contractionLen(g)/(2*bound)))
-				compare(t, what+" (codegen/ptx)", got[o.Name], emitted[o.Name], true, precision(g, o.Value), false, 1)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { runFoldViews(t, p, tc.src, tc.kind) })
 	}
+}
+
+// runFoldViews builds the fold of src (%[1]d for seq, the sizes' symbol at the bound), checks
+// codegen/ptx's parameters and plan kind, assembles it, and runs both producers' entries at 0,
+// 1, a prime and the bound against the reference and each other bit for bit; it returns the
+// NVVM producer's text.
+func runFoldViews(t *testing.T, p *Producer, src, kind string) string {
+	t.Helper()
+	const bound = 13
+	parse := func(seq int) *ir.Graph {
+		g, err := ir.Parse("k.gir", fmt.Appendf(nil, src, seq))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	g := parse(bound)
+	sizes := map[*ir.Value][]sym.Expr{}
+	for _, v := range g.Values {
+		if v.Op == "dot_general" {
+			continue
+		}
+		e := make([]sym.Expr, len(v.Type.Shape))
+		for i, n := range v.Type.Shape {
+			e[i] = sym.Const(int64(n))
+			if n == bound {
+				e[i] = sym.Sym("seq")
+			}
+		}
+		sizes[v] = e
+	}
+	k := plan.Kernel{Name: "k0", Graph: g, Symbolic: true, Rows: 2 * bound, Sizes: sizes}
+	target := plan.Target{SM: 80}
+	if c, err := plan.ContractionPlan(k, target); err != nil || c.Kind != kind {
+		t.Fatalf("plan %q, %v; want %s", c.Kind, err, kind)
+	}
+	text, l, ptxText, pl := bothSymbolic(t, p, k, target)
+	var params []string
+	for _, a := range l.Params {
+		if a.Kind == plan.ArgSize {
+			params = append(params, a.Expr)
+		}
+	}
+	if strings.Join(params, ",") != "seq," || l.Work.Axis != 2 || l.Work.MaxBlocks != 1 {
+		t.Errorf("size parameters %q, work %+v: want seq, then K; one block along z", params, *l.Work)
+	}
+	assemble(t, text, []plan.Kernel{k})
+	for _, r := range []int{0, 1, 5, bound} {
+		gr := parse(r)
+		in := inputsFor(gr, uint64(3+r))
+		want, err := ref.Run(gr, in, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		size := func(w *plan.SymWork) func(plan.Arg) int {
+			return func(a plan.Arg) int {
+				if a.Expr == "seq" {
+					return r
+				}
+				return 2 * r * w.Scale
+			}
+		}
+		static := func(string) bool { return false }
+		got := runRows(t, text, k, l, in, 2*bound, 2*r, size(l.Work), static)
+		emitted := runRows(t, ptxText, k, pl, in, 2*bound, 2*r, size(pl.Work), static)
+		o := g.Outputs[0]
+		what := fmt.Sprintf("%s at seq %d", o.Name, r)
+		w, err := tensor.FromBytes(ir.T(o.Value.Type.DType, want[o.Name].Len()), want[o.Name].Bytes())
+		if err != nil {
+			t.Fatal(err)
+		}
+		compare(t, what+" (reference)", got[o.Name], w, false, precision(g, o.Value), false, max(1, 2*r*contractionLen(g)/(2*bound)))
+		compare(t, what+" (codegen/ptx)", got[o.Name], emitted[o.Name], true, precision(g, o.Value), false, 1)
+	}
+	return text
 }

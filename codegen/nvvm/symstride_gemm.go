@@ -48,39 +48,53 @@ func (kg *kgen) gemmView(k plan.Kernel, args []plan.Arg, p plan.GEMM) (*symView,
 // the view's first element (which a run of at least one row wrote; a fold reads nothing) and
 // copies 0.
 func (mm *gemm) symCopier(sd *side) {
-	kg, op, sv := mm.kg, sd.op, mm.symv
-	s := plan.SymSizes(op.View, sv.sizes)
-	d := op.View.Type.DType
-	fn, kn := mm.freeBelow(sd, 0), value.Value(ci(mm.p.K)) // M at the run on the left
-	if mm.symK != nil {
-		kn = mm.symK
-	}
+	kg := mm.kg
+	d := sd.op.View.Type.DType
 	sd.valueAt = func(k0 value.Value, i int) (value.Value, error) {
-		f := kg.add(sd.f0, ci(sd.df[i]))
-		kk := kg.add(kg.add(k0, sd.kq), ci(sd.dk[i]))
-		ok := kg.b.NewAnd(kg.b.NewICmp(enum.IPredSLT, f, fn), kg.b.NewICmp(enum.IPredSLT, kk, kn))
-		f, kk = kg.b.NewSelect(ok, f, ci(0)), kg.b.NewSelect(ok, kk, ci(0))
-		c := make([]value.Value, len(s))
-		for j, dd := range op.BatchDims { // a batched product's (symcontract.go): the bound's batch
-			c[dd] = kg.coord(mm.bidx, j)
-		}
-		for _, grp := range []struct {
-			dims []int
-			lin  value.Value
-		}{{op.FreeDims, f}, {op.ContractDims, kk}} {
-			sizes := make([]sym.Expr, len(grp.dims))
-			for j, dd := range grp.dims {
-				sizes[j] = s[dd]
-			}
-			x := sv.delinearize(sizes, grp.lin)
-			for j, dd := range grp.dims {
-				c[dd] = x[j]
-			}
-		}
-		buf, lin := sv.lin(op.View, c)
+		ok, buf, lin := mm.symAt(sd, k0, i)
 		if mm.symK != nil || mm.con != nil {
 			return kg.loadIf(ok, d, sd.d, kg.ptr[buf], lin), nil // symfold_view.go, symcontract.go
 		}
 		return kg.b.NewSelect(ok, kg.load(d, kg.ptr[buf], lin), constVal(sd.d, 0)), nil
 	}
+}
+
+// symCopies reports whether operand op of a symbolic GEMM with sizes is copied through its
+// views at the run's sizes (symCopier).
+func (mm *gemm) symCopies(op plan.GEMMOperand) bool {
+	return op.View != nil && mm.symv != nil && (op.View == mm.p.A.View || mm.symK != nil || mm.con != nil)
+}
+
+// symAt is whether side sd's copy i at k step k0 lies inside, and its element through the
+// views: buffer and linear index (the view's first element outside).
+func (mm *gemm) symAt(sd *side, k0 value.Value, i int) (ok value.Value, buf *irg.Value, lin value.Value) {
+	kg, op, sv := mm.kg, sd.op, mm.symv
+	s := plan.SymSizes(op.View, sv.sizes)
+	fn, kn := mm.freeBelow(sd, 0), value.Value(ci(mm.p.K)) // M at the run on the left
+	if mm.symK != nil {
+		kn = mm.symK
+	}
+	f := kg.add(sd.f0, ci(sd.df[i]))
+	kk := kg.add(kg.add(k0, sd.kq), ci(sd.dk[i]))
+	ok = kg.b.NewAnd(kg.b.NewICmp(enum.IPredSLT, f, fn), kg.b.NewICmp(enum.IPredSLT, kk, kn))
+	f, kk = kg.b.NewSelect(ok, f, ci(0)), kg.b.NewSelect(ok, kk, ci(0))
+	c := make([]value.Value, len(s))
+	for j, dd := range op.BatchDims { // a batched product's (symcontract.go): the bound's batch
+		c[dd] = kg.coord(mm.bidx, j)
+	}
+	for _, grp := range []struct {
+		dims []int
+		lin  value.Value
+	}{{op.FreeDims, f}, {op.ContractDims, kk}} {
+		sizes := make([]sym.Expr, len(grp.dims))
+		for j, dd := range grp.dims {
+			sizes[j] = s[dd]
+		}
+		x := sv.delinearize(sizes, grp.lin)
+		for j, dd := range grp.dims {
+			c[dd] = x[j]
+		}
+	}
+	buf, lin = sv.lin(op.View, c)
+	return ok, buf, lin
 }
