@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/gcomp/gcomp/codegen/plan"
 	"github.com/gcomp/gcomp/codegen/ptx"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ir/sym"
@@ -39,7 +40,7 @@ func contractViews(k *passes.Kernel, kg *passes.KernelGraph, ranges sym.Ranges, 
 	lc, rc := at.Ints("lhs_contract"), at.Ints("rhs_contract")
 	ls, rs := ptx.SymSizes(dot.Args[0], sizes), ptx.SymSizes(dot.Args[1], sizes)
 	kl, kr := product(ls, lc), product(rs, rc)
-	if isConst(kl) && isConst(kr) && isConst(ptx.SymFree(rs, rb, rc)) { // a symbolic N: symcontract_rhs.go
+	if isConst(kl) && isConst(kr) && isConst(plan.SymFree(rs, rb, rc)) { // a symbolic N: symcontract_rhs.go
 		return r, nil, why
 	}
 	types := symTypes(k)
@@ -57,7 +58,7 @@ func contractViews(k *passes.Kernel, kg *passes.KernelGraph, ranges sym.Ranges, 
 			return r, nil, fmt.Sprintf("%s contracts a symbolic dim in a product batched over %s; a symbolic batch dim must lead static ones", format(dot), exprList(ls[:len(lb)]))
 		}
 	}
-	m, n := ptx.SymFree(ls, lb, lc), ptx.SymFree(rs, rb, rc)
+	m, n := plan.SymFree(ls, lb, lc), plan.SymFree(rs, rb, rc)
 	if why := oneFreeDim(dot, ls, rs, format); why != "" {
 		return r, nil, why
 	}

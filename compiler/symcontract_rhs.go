@@ -3,7 +3,7 @@ package compiler
 import (
 	"fmt"
 
-	"github.com/gcomp/gcomp/codegen/ptx"
+	"github.com/gcomp/gcomp/codegen/plan"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ir/sym"
 )
@@ -24,7 +24,7 @@ func oneFreeDim(dot *ir.Value, ls, rs []sym.Expr, format func(*ir.Value) string)
 	for i, s := range [][]sym.Expr{ls, rs} {
 		batch, contract := [][]int{at.Ints("lhs_batch"), at.Ints("rhs_batch")}[i], [][]int{at.Ints("lhs_contract"), at.Ints("rhs_contract")}[i]
 		free := len(s) - len(batch) - len(contract)
-		if f := ptx.SymFree(s, batch, contract); !isConst(f) && free != 1 {
+		if f := plan.SymFree(s, batch, contract); !isConst(f) && free != 1 {
 			return fmt.Sprintf("%s has a symbolic free dim (%s) over %d dims of its %s operand; a batched product runs at symbolic sizes with one free dim on each side", format(dot), f, free, [2]string{"left", "right"}[i])
 		}
 	}

@@ -3,14 +3,13 @@ package nvvm
 import (
 	"fmt"
 
-	"github.com/llir/llvm/ir"
-	"github.com/llir/llvm/ir/enum"
-	"github.com/llir/llvm/ir/value"
-
 	"github.com/gcomp/gcomp/codegen/plan"
 	irg "github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ir/sym"
 	"github.com/gcomp/gcomp/ops"
+	"github.com/llir/llvm/ir"
+	"github.com/llir/llvm/ir/enum"
+	"github.com/llir/llvm/ir/value"
 )
 
 // A concat along a symbolic dim fused with computation, as codegen/ptx's symconcat_fused.go (a
@@ -39,7 +38,7 @@ func (md *module) symConcatFused(k plan.Kernel) (*ir.Func, plan.Launch, error) {
 			}
 		}
 		ce := &concatEval{kg: kg, sv: sv}
-		for _, group := range sameSizeOutputs(g, k.Sizes) {
+		for _, group := range plan.SameSizeOutputs(g, k.Sizes) {
 			osz := plan.SymSizes(g.Outputs[group[0]].Value, k.Sizes)
 			n := kg.size
 			if group[0] > 0 {
@@ -69,27 +68,6 @@ func (md *module) symConcatFused(k plan.Kernel) (*ir.Func, plan.Launch, error) {
 		}
 		return nil
 	})
-}
-
-// sameSizeOutputs groups g's outputs by their sizes at the run, in order of first appearance.
-func sameSizeOutputs(g *irg.Graph, sizes map[*irg.Value][]sym.Expr) [][]int {
-	var groups [][]int
-	var keys []string
-	for oi, o := range g.Outputs {
-		key := fmt.Sprint(plan.SymSizes(o.Value, sizes))
-		found := false
-		for gi, k := range keys {
-			if k == key {
-				groups[gi] = append(groups[gi], oi)
-				found = true
-			}
-		}
-		if !found {
-			keys = append(keys, key)
-			groups = append(groups, []int{oi})
-		}
-	}
-	return groups
 }
 
 // concatEval evaluates a value at coordinates at the run's sizes.

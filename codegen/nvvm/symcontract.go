@@ -5,12 +5,11 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/llir/llvm/ir/enum"
-	"github.com/llir/llvm/ir/value"
-
 	"github.com/gcomp/gcomp/codegen/plan"
 	irg "github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ir/sym"
+	"github.com/llir/llvm/ir/enum"
+	"github.com/llir/llvm/ir/value"
 )
 
 // Batched products contracting a symbolic dim that is not the rows, as codegen/ptx's
@@ -46,8 +45,8 @@ func symContract(k plan.Kernel, p plan.GEMM) (*contraction, plan.GEMM, error) {
 	lb, rb := at.Ints("lhs_batch"), at.Ints("rhs_batch")
 	lc, rc := at.Ints("lhs_contract"), at.Ints("rhs_contract")
 	ls, rs := plan.SymSizes(p.Dot.Args[0], k.Sizes), plan.SymSizes(p.Dot.Args[1], k.Sizes)
-	kl, kr := symProduct(ls, lc), symProduct(rs, rc)
-	n := symFree(rs, rb, rc)
+	kl, kr := plan.SymProduct(ls, lc), plan.SymProduct(rs, rc)
+	n := plan.SymFree(rs, rb, rc)
 	if isConst(kl) && isConst(kr) && isConst(n) {
 		return nil, p, nil
 	}
@@ -63,7 +62,7 @@ func symContract(k plan.Kernel, p plan.GEMM) (*contraction, plan.GEMM, error) {
 			return nil, p, fmt.Errorf("a batched product contracting a symbolic dim, batched over [%s], runs at symbolic sizes only with a symbolic batch leading its static ones", strings.Join(picked, ","))
 		}
 	}
-	c := &contraction{k: kl, m: symFree(ls, lb, lc), n: n, symBatch: !isConst(ls[lb[0]])}
+	c := &contraction{k: kl, m: plan.SymFree(ls, lb, lc), n: n, symBatch: !isConst(ls[lb[0]])}
 	c.symM, c.symN = !isConst(c.m), !isConst(n)
 	for _, f := range []sym.Expr{c.m, n} {
 		if !isConst(f) && !p.RowCol {
@@ -241,27 +240,6 @@ func (mm *gemm) outRows(bz value.Value) value.Value {
 		return mm.kg.b.NewMul(bz, mm.symM)
 	}
 	return mm.kg.mul(bz, mm.p.M)
-}
-
-// symProduct is the product of s's entries at dims.
-func symProduct(s []sym.Expr, dims []int) sym.Expr {
-	p := sym.Const(1)
-	for _, d := range dims {
-		p = sym.Mul(p, s[d])
-	}
-	return p
-}
-
-// symFree is the product of s's free dims (neither batch nor contract): a product's M from its
-// left operand's sizes.
-func symFree(s []sym.Expr, batch, contract []int) sym.Expr {
-	p := sym.Const(1)
-	for d, e := range s {
-		if !slices.Contains(batch, d) && !slices.Contains(contract, d) {
-			p = sym.Mul(p, e)
-		}
-	}
-	return p
 }
 
 func isConst(e sym.Expr) bool { _, ok := e.IsConst(); return ok }

@@ -3,6 +3,7 @@ package ptx
 import (
 	"fmt"
 
+	"github.com/gcomp/gcomp/codegen/plan"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ir/sym"
 	"github.com/gcomp/gcomp/ops"
@@ -41,7 +42,7 @@ func symConcatFused(k Kernel, globals *[]string) (string, Launch, error) {
 	}
 	tid, nthreads := globalThread(b)
 	ce := &concatEval{gn: gn, sv: sv}
-	for _, group := range sameSizeOutputs(g, k.Sizes) {
+	for _, group := range plan.SameSizeOutputs(g, k.Sizes) {
 		osz := SymSizes(g.Outputs[group[0]].Value, k.Sizes)
 		if group[0] > 0 {
 			count := sym.Const(1)
@@ -76,27 +77,6 @@ func symConcatFused(k Kernel, globals *[]string) (string, Launch, error) {
 	w := SymWork{Vector: 1, Block: loopBlock, MaxBlocks: maxLoopBlocks, Scale: scale}
 	l := Launch{Grid: [3]int{w.Grid(int64(out.Type.Shape.NumElements())), 1, 1}, Block: [3]int{loopBlock, 1, 1}, Params: args, Work: &w}
 	return b.text(), l, nil
-}
-
-// sameSizeOutputs groups g's outputs by their sizes at the run, in order of first appearance.
-func sameSizeOutputs(g *ir.Graph, sizes map[*ir.Value][]sym.Expr) [][]int {
-	var groups [][]int
-	var keys []string
-	for oi, o := range g.Outputs {
-		key := fmt.Sprint(SymSizes(o.Value, sizes))
-		found := false
-		for gi, k := range keys {
-			if k == key {
-				groups[gi] = append(groups[gi], oi)
-				found = true
-			}
-		}
-		if !found {
-			keys = append(keys, key)
-			groups = append(groups, []int{oi})
-		}
-	}
-	return groups
 }
 
 // concatEval evaluates a value at coordinates at the run's sizes.

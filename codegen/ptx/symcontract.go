@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/gcomp/gcomp/codegen/plan"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ir/sym"
 )
@@ -32,8 +33,8 @@ func (mm *matmul) symContract(k Kernel, b *builder, args *[]Arg, tensorCores boo
 	lb, rb := at.Ints("lhs_batch"), at.Ints("rhs_batch")
 	lc, rc := at.Ints("lhs_contract"), at.Ints("rhs_contract")
 	ls, rs := SymSizes(mm.dot.Args[0], k.Sizes), SymSizes(mm.dot.Args[1], k.Sizes)
-	kl, kr := symProduct(ls, lc), symProduct(rs, rc)
-	m, n := SymFree(ls, lb, lc), SymFree(rs, rb, rc)
+	kl, kr := plan.SymProduct(ls, lc), plan.SymProduct(rs, rc)
+	m, n := plan.SymFree(ls, lb, lc), plan.SymFree(rs, rb, rc)
 	if isConst(kl) && isConst(kr) && isConst(n) { // a symbolic N: symcontract_rhs.go
 		return false, nil, nil
 	}
@@ -131,18 +132,6 @@ func (mm *matmul) outRow(bz, r string) string {
 	return o
 }
 
-// SymFree is the product of s's free dims (neither batch nor contract): a product's M from its
-// left operand's sizes.
-func SymFree(s []sym.Expr, batch, contract []int) sym.Expr {
-	p := sym.Const(1)
-	for d, e := range s {
-		if !slices.Contains(batch, d) && !slices.Contains(contract, d) {
-			p = sym.Mul(p, e)
-		}
-	}
-	return p
-}
-
 // symStrided returns the batch strides at the run's sizes of operand v (layout l at the bound)
 // when v is a buffer whose other strides are the bound's at every size ([b, seq, d] contracting
 // seq: only its batch stride seq·d follows the sizes), so the template's strided copies (16-byte
@@ -191,15 +180,6 @@ func (mm *matmul) batchOffset(si, i int, c, off string) string {
 		return r
 	}
 	return mm.a.mad(c, []operandLayout{mm.lhs, mm.rhs}[si].batchStrides[i], off)
-}
-
-// symProduct is the product of s's entries at dims.
-func symProduct(s []sym.Expr, dims []int) sym.Expr {
-	p := sym.Const(1)
-	for _, d := range dims {
-		p = sym.Mul(p, s[d])
-	}
-	return p
 }
 
 func symPick(s []sym.Expr, dims []int) []sym.Expr {
