@@ -26,7 +26,7 @@ func borrowedTemplate(k plan.Kernel, t plan.Target) string {
 		if !plan.LayerSized(k) && plan.SymbolicConcat(k.Graph) == "" {
 			return "" // a concat's kernel, fused with computation or not: symconcat*.go
 		}
-		if broadcastsEpilogue(k) { // fallback_contract.go
+		if broadcastsEpilogue(k, t) { // fallback_contract.go
 			return "batched product reading a broadcast at symbolic sizes in its epilogue"
 		}
 	}

@@ -51,6 +51,12 @@ func (md *module) ffmaKernel(k plan.Kernel, t plan.Target) (*ir.Func, plan.Launc
 		return nil, plan.Launch{}, err
 	}
 	mm := &gemm{kg: kg, p: p, symv: symv, con: con}
+	if con != nil {
+		err = mm.symBroadcasts() // symcontract_bcast.go
+	}
+	if err != nil {
+		return nil, plan.Launch{}, err
+	}
 	if err := mm.emit(); err != nil {
 		return nil, plan.Launch{}, err
 	}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
+	"maps"
+	"slices"
 	"testing"
 
 	"github.com/gcomp/gcomp/codegen/plan"
@@ -77,29 +79,42 @@ func TestSymbolicContract(t *testing.T) {
 			assemble(t, text, []plan.Kernel{k})
 			for _, r := range []int64{0, 1, 7, bound} {
 				env := map[string]int64{"seq": r, "b": max(tc.batch, 1)}
-				gr, _ := dimsGraph(t, tc.src, env)
-				in := inputsFor(gr, uint64(r)+17)
-				n := int(env["b"])
-				got, st := runDims(t, text, k, l, gr, in, env, n)
-				emitted, pst := runDims(t, ptxText, k, pl, gr, in, env, n)
+				insts, pinsts := contractBothAt(t, tc.src, k, text, l, ptxText, pl, env, int(env["b"]), max(1, int(r)))
 				if r == bound {
 					// docs/perf.md's table.
-					t.Logf("warp instructions at seq %d: nvvm %d, ptx %d", r, st.WarpInsts, pst.WarpInsts)
+					t.Logf("warp instructions at seq %d: nvvm %d, ptx %d", r, insts, pinsts)
 				}
-				o := gr.Outputs[0]
-				if !bytes.Equal(got[o.Name], emitted[o.Name]) {
-					t.Errorf("%s at seq %d: differs from codegen/ptx's", o.Name, r)
-				}
-				ref1, err := ref.Run(gr, in, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				x, err := tensor.FromBytes(o.Value.Type, got[o.Name])
-				if err != nil {
-					t.Fatal(err)
-				}
-				compare(t, fmt.Sprintf("%s at seq %d (reference)", o.Name, r), x, ref1[o.Name], false, ir.F32, false, max(1, int(r)))
 			}
 		})
 	}
+}
+
+// contractBothAt runs symbolic kernel k's NVVM entry (text, l) and codegen/ptx's (ptxText, pl)
+// at the sizes env (n the size parameter) on src's graph there: the outputs must be equal bit
+// for bit and within tolerance of the reference (k the summed terms); it returns both entries'
+// warp instructions.
+func contractBothAt(t *testing.T, src string, k plan.Kernel, text string, l plan.Launch, ptxText string, pl plan.Launch, env map[string]int64, n, terms int) (nvvm, ptx int64) {
+	t.Helper()
+	gr, _ := dimsGraph(t, src, env)
+	var seed uint64 = 17
+	for _, name := range slices.Sorted(maps.Keys(env)) {
+		seed = seed*31 + uint64(env[name])
+	}
+	in := inputsFor(gr, seed)
+	got, st := runDims(t, text, k, l, gr, in, env, n)
+	emitted, pst := runDims(t, ptxText, k, pl, gr, in, env, n)
+	o := gr.Outputs[0]
+	if !bytes.Equal(got[o.Name], emitted[o.Name]) {
+		t.Errorf("%s at %v: differs from codegen/ptx's", o.Name, env)
+	}
+	ref1, err := ref.Run(gr, in, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := tensor.FromBytes(o.Value.Type, got[o.Name])
+	if err != nil {
+		t.Fatal(err)
+	}
+	compare(t, fmt.Sprintf("%s at %v (reference)", o.Name, env), x, ref1[o.Name], false, ir.F32, false, terms)
+	return int64(st.WarpInsts), int64(pst.WarpInsts)
 }
