@@ -1,6 +1,7 @@
 package nvvm_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -93,4 +94,54 @@ func sizesOver(g *ir.Graph, n int, name string) map[*ir.Value][]sym.Expr {
 		sizes[v] = e
 	}
 	return sizes
+}
+
+// TestFallbackBroadcast: q·kᵀ by hand over two heads, seq its N, plus a mask [2, 1, 9, seq]
+// broadcast over the heads. On FFMA (f32) the epilogue's broadcast is the NVVM producer's own
+// (symcontract_bcast.go: TestSymbolicContractBroadcast); on tensor cores (f16) the kernel is
+// borrowed naming the broadcast, whichever template the product's own borrow would name; so is
+// an FFMA product whose only symbolic dim is M (its epilogue reads at the bound's strides), and a
+// broadcast of a value computed in the kernel at symbolic sizes.
+func TestFallbackBroadcast(t *testing.T) {
+	p := nvvm.RequireProducer(t)
+	const bcast = "batched product reading a broadcast at symbolic sizes in its epilogue"
+	mask := func(d string, t, seq int, neg bool) string {
+		s := fmt.Sprintf("graph k {\n  input %%q : %[1]s[2,2,%[2]d,16]\n  input %%k : %[1]s[2,2,%[3]d,16]\n  input %%m : %[1]s[2,1,%[2]d,%[3]d]\n"+
+			"  %%0 = dot_general(%%q, %%k) {lhs_batch=[0,1], lhs_contract=[3], rhs_batch=[0,1], rhs_contract=[3]} : %[1]s[2,2,%[2]d,%[3]d]\n", d, t, seq)
+		src := "%m"
+		if neg {
+			s += fmt.Sprintf("  %%4 = neg(%%m) : %[1]s[2,1,%[2]d,%[3]d]\n", d, t, seq)
+			src = "%4"
+		}
+		return s + fmt.Sprintf("  %%1 = broadcast_in_dim(%[4]s) {dims=[0,1,2,3], shape=[2,2,%[2]d,%[3]d]} : %[1]s[2,2,%[2]d,%[3]d]\n"+
+			"  %%2 = add(%%0, %%1) : %[1]s[2,2,%[2]d,%[3]d]\n  output out = %%2\n}\n", d, t, seq, src)
+	}
+	for _, tc := range []struct {
+		name, src string
+		borrowed  bool
+		built     bool // codegen/ptx builds it (checkBorrowedSym)
+	}{
+		{"FFMA, seq the keys", mask("f32", 9, 13, false), false, true},
+		{"tensor cores, seq the keys", mask("f16", 9, 13, false), true, true},
+		{"FFMA, seq the queries alone", mask("f32", 13, 9, false), true, false},
+		{"FFMA, the mask computed", mask("f32", 9, 13, true), true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g, err := ir.Parse("k.gir", []byte(tc.src))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tgt := plan.Target{SM: 80}
+			k := plan.Kernel{Name: "k0_contract", Graph: g, Symbolic: true, Rows: 4, Sizes: sizesOver(g, 13, "seq")}
+			note, ok := nvvm.Lacks(k, tgt)
+			switch {
+			case !tc.borrowed && ok:
+				t.Errorf("borrowed: %s", note)
+			case tc.borrowed && tc.built:
+				checkBorrowedSym(t, p, k, tgt, bcast)
+			case tc.borrowed && (!ok || !strings.Contains(note, bcast)):
+				t.Errorf("Lacks = %q, %v; want a note naming the %s", note, ok, bcast)
+			}
+		})
+	}
 }
