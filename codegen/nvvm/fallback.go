@@ -11,7 +11,8 @@ import (
 // Still borrowed (borrowedTemplate): the tensor-core GEMM over a quantized weight
 // (plan.QuantizedMMA), batched products contracting a symbolic dim that is not the rows or with
 // a symbolic free dim on the right on tensor cores (FFMA's are symcontract*.go's), or reading a
-// broadcast of the run's sizes in their epilogue (fallback_contract.go). Every other template is
+// broadcast of the run's sizes in their epilogue on tensor cores (fallback_contract.go; FFMA's
+// read it: symcontract_bcast.go). Every other template is
 // this package's own (docs/codegen.md, "Borrowed from codegen/ptx"). The launch records a
 // borrowed entry (Producer "ptx" and a note); both producers share names, parameters and
 // launches, so one plan runs the merged module.
