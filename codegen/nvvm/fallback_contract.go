@@ -62,8 +62,9 @@ func symbolicRHSFree(v *ir.Value, k plan.Kernel) bool {
 }
 
 // broadcastsEpilogue reports whether k is a batched product whose epilogue reads a tensor at the
-// run's sizes through a broadcast (a mask over the heads: codegen/ptx's symcontract_bcast.go
-// reads it at the run's strides; this package's GEMM epilogue indexes it at the bound's).
+// run's sizes through a broadcast or another view (a mask over the heads, transposed or not:
+// codegen/ptx's symcontract_bcast.go reads it at the run's strides; this package's GEMM epilogue
+// indexes it at the bound's).
 func broadcastsEpilogue(k plan.Kernel) bool {
 	if !k.Symbolic || k.Sizes == nil {
 		return false
@@ -85,8 +86,9 @@ func broadcastsEpilogue(k plan.Kernel) bool {
 		}
 	}
 	for v := range k.Sizes {
-		if batched && v.Op == "broadcast_in_dim" && !chain[v] && slices.ContainsFunc(plan.SymSizes(v.Args[0], k.Sizes), func(e sym.Expr) bool { return !isConst(e) }) {
-			return true // a tensor of the run's sizes broadcast (a static bias broadcast is not)
+		view := v.Op == "broadcast_in_dim" || v.Op == "transpose" || v.Op == "reshape" || v.Op == "slice"
+		if batched && view && !chain[v] && slices.ContainsFunc(plan.SymSizes(v.Args[0], k.Sizes), func(e sym.Expr) bool { return !isConst(e) }) {
+			return true // a tensor of the run's sizes broadcast or viewed (a static bias broadcast is not)
 		}
 	}
 	return false
