@@ -16,7 +16,8 @@ import (
 // column) mapped down the chain of views (transpose, reshape, slice, broadcast) at the run's
 // sizes, at the buffer's own strides at the run, a broadcast dim's stride 0 (symcontract_bcast.go
 // there). Only a chain of views of a buffer every use of which (and of each view below the top)
-// is such a view is read so; its top must have the product's sizes.
+// is such a view, or a read as it is at the product's sizes, is read so; its top must have the
+// product's sizes.
 
 // isView reports whether v is a view the epilogue follows at the run's sizes.
 func isView(v *ir.Value) bool {
@@ -59,7 +60,9 @@ func runViews(k *passes.Kernel, types map[*ir.Value]ir.Type, chain map[*ir.Value
 		for ; isView(u); u = u.Args[0] {
 			vals = append(vals, u)
 		}
-		if !buffer(u) || types[u].Sym == nil || !viewedOnly(u) {
+		// The buffer may be read as it is too where it has the product's sizes (at the result
+		// element's linear index at the run: symcontract_free.go).
+		if !buffer(u) || types[u].Sym == nil || !viewedOnly(u) && !sameSizes(types[u].Sym, types[dot].Sym) {
 			continue
 		}
 		only := true
