@@ -67,8 +67,8 @@ func contractViews(k *passes.Kernel, kg *passes.KernelGraph, ranges sym.Ranges, 
 	// a symbolic N (symcontract_rhs.go) batch·M·N, and read nothing else at the run's sizes
 	// (symcontract_free.go).
 	skip := withValue(chain, dot)
-	if !isConst(m) || !isConst(n) { // broadcasts read at the run's strides (symcontract_bcast.go)
-		bc, bwhy := runBroadcasts(k, types, chain, dot, format)
+	if !isConst(m) || !isConst(n) { // views of buffers read at the run's strides (symcontract_bcast.go)
+		bc, bwhy := runViews(k, types, chain, dot, format)
 		if bwhy != "" {
 			return r, nil, bwhy
 		}

@@ -17,8 +17,8 @@ import (
 // d) is read at the coordinates, a tensor of the result's own sizes (a residual added to
 // scores·V, a mask added to q·kᵀ) at the linear index, which is its element's at the run. So a
 // tensor at the run's sizes is read by elementwise ops at the result's sizes, or through a
-// broadcast of it, read at its strides at the run (symcontract_bcast.go); another view of it
-// would index it at the bound's strides, and is refused.
+// chain of views of it (a broadcast, a transpose, a reshape, a slice), read at its strides at the
+// run (symcontract_bcast.go).
 
 // freeEpilogue reports why kernel k, a product dot with M m and N n whose operands' views and the
 // product are skip, cannot run at the run's M and N: a tensor of symbolic sizes its epilogue
@@ -44,8 +44,8 @@ func freeEpilogue(k *passes.Kernel, skip map[*ir.Value]bool, types map[*ir.Value
 
 // runSized reports why the epilogue's tensor t, of symbolic sizes, is not read at the product's
 // linear index at the run (result type res): t has other sizes than the result's; "" when it
-// has the same. (Views and broadcasts of t in the epilogue change its rows, which rowKernelViews
-// refuses.)
+// has the same. (Other views of t in the epilogue than those symcontract_bcast.go reads at the
+// run's strides change its rows, which rowKernelViews refuses.)
 func runSized(t *ir.Value, types map[*ir.Value]ir.Type, res ir.Type) string {
 	if !sameSizes(types[t].Sym, res.Sym) {
 		return "at other sizes than the product's " + res.String()
