@@ -10,8 +10,9 @@ import (
 // kernels codegen/backend's nvvm producer takes from codegen/ptx rather than refuse the model.
 // Still borrowed (borrowedTemplate): the tensor-core GEMM over a quantized weight
 // (plan.QuantizedMMA), batched products contracting a symbolic dim that is not the rows or with
-// a symbolic free dim on the right on tensor cores (FFMA's are symcontract*.go's), or reading a
-// broadcast of the run's sizes in their epilogue (fallback_contract.go). Every other template is
+// a symbolic free dim on the right that codegen/ptx computes as a GEMV (FFMA's and tensor
+// cores' are symcontract*.go's), or reading a broadcast of the run's sizes in their epilogue
+// (fallback_contract.go). Every other template is
 // this package's own (docs/codegen.md, "Borrowed from codegen/ptx"). The launch records a
 // borrowed entry (Producer "ptx" and a note); both producers share names, parameters and
 // launches, so one plan runs the merged module.
@@ -36,10 +37,10 @@ func borrowedTemplate(k plan.Kernel, t plan.Target) string {
 			return "quantized tensor-core GEMM"
 		}
 		if productsRHSSymbolic(k, t) { // fallback_contract.go
-			return "tensor-core batched product with a symbolic free dim on the right"
+			return "batched GEMV with a symbolic free dim on the right"
 		}
 		if contractsSymbolic(k, t) { // fallback_contract.go
-			return "tensor-core batched product contracting a symbolic dim"
+			return "batched GEMV contracting a symbolic dim"
 		}
 	}
 	return ""

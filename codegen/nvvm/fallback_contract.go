@@ -9,9 +9,9 @@ import (
 )
 
 // contractsSymbolic reports whether k is a batched product contracting a symbolic dim that is
-// not its rows (codegen/ptx's symcontract.go) that codegen/ptx computes on tensor cores (or any
-// template but FFMA): this package's is the FFMA template's (symcontract.go), so
-// codegen/backend's nvvm producer takes codegen/ptx's entry for the others.
+// not its rows (codegen/ptx's symcontract.go) that codegen/ptx computes on neither FFMA nor
+// tensor cores (its GEMV): this package's are symcontract*.go's, so codegen/backend's nvvm
+// producer takes codegen/ptx's entry for the others.
 func contractsSymbolic(k plan.Kernel, t plan.Target) bool {
 	if !k.Symbolic || k.Sizes == nil {
 		return false
@@ -24,8 +24,7 @@ func contractsSymbolic(k plan.Kernel, t plan.Target) bool {
 			s := plan.SymSizes(v.Args[i], k.Sizes)
 			for _, d := range v.Attrs.Ints(attr) {
 				if _, ok := s[d].IsConst(); !ok {
-					c, err := plan.ContractionPlan(k, t)
-					return err != nil || c.Kind != "ffma"
+					return !ownsProduct(k, t)
 				}
 			}
 		}
@@ -34,19 +33,26 @@ func contractsSymbolic(k plan.Kernel, t plan.Target) bool {
 }
 
 // productsRHSSymbolic reports whether k has a batched product whose right operand has a symbolic
-// free dim that codegen/ptx computes on tensor cores (or any template but FFMA): this package's
-// is the FFMA template's (symcontract_rhs.go).
+// free dim that codegen/ptx computes on neither FFMA nor tensor cores: this package's are
+// symcontract_rhs.go's and symcontract_mma.go's.
 func productsRHSSymbolic(k plan.Kernel, t plan.Target) bool {
 	if !k.Symbolic || k.Sizes == nil {
 		return false
 	}
 	for _, v := range k.Graph.Values {
 		if v.Op == "dot_general" && len(v.Attrs.Ints("lhs_batch")) > 0 && symbolicRHSFree(v, k) {
-			c, err := plan.ContractionPlan(k, t)
-			return err != nil || c.Kind != "ffma"
+			return !ownsProduct(k, t)
 		}
 	}
 	return false
+}
+
+// ownsProduct reports whether codegen/ptx computes symbolic batched product k on a template
+// this package has it on at the run's sizes: FFMA (symcontract.go) or tensor cores
+// (symcontract_mma.go).
+func ownsProduct(k plan.Kernel, t plan.Target) bool {
+	c, err := plan.ContractionPlan(k, t)
+	return err == nil && (c.Kind == "ffma" || c.Kind == "tensor core")
 }
 
 // symbolicRHSFree reports whether batched product v's right operand has a symbolic free dim
