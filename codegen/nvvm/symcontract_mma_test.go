@@ -34,6 +34,10 @@ func TestSymbolicContractMMA(t *testing.T) {
 			"  %0 = dot_general(%x, %y) {lhs_batch=[0], lhs_contract=[1], rhs_batch=[0], rhs_contract=[1]} : T[2,16,24]\n  output out = %0\n}\n", all, 0, 2, 0},
 		{"scores·V, the scores generic", "graph k {\n  input %p : T[3,12,{{seq}}]\n  input %v : T[3,{{seq}},16]\n" +
 			"  %0 = dot_general(%p, %v) {lhs_batch=[0], lhs_contract=[2], rhs_batch=[0], rhs_contract=[1]} : T[3,12,16]\n  output out = %0\n}\n", all, 0, 3, 0},
+		// Strided at the bound but read through the generic copier: K, its contiguous dim, is
+		// symbolic (a chunk could cross the run's K).
+		{"a weighting per batch element over seq, contiguous K", "graph k {\n  input %w : T[3,{{seq}}]\n  input %v : T[3,{{seq}},16]\n" +
+			"  %0 = dot_general(%w, %v) {lhs_batch=[0], lhs_contract=[1], rhs_batch=[0], rhs_contract=[1]} : T[3,16]\n  output out = %0\n}\n", "f16 f32", 0, 3, 0},
 		{"symbolic batch and seq, a bias epilogue", "graph k {\n  input %x : T[{{b}},{{seq}},8]\n  input %y : T[{{b}},{{seq}},24]\n  input %c : T[24]\n" +
 			"  %0 = dot_general(%x, %y) {lhs_batch=[0], lhs_contract=[1], rhs_batch=[0], rhs_contract=[1]} : T[{{b}},8,24]\n" +
 			"  %1 = broadcast_in_dim(%c) {shape=[{{b}},8,24], dims=[2]} : T[{{b}},8,24]\n  %2 = add(%0, %1) : T[{{b}},8,24]\n  output out = %2\n}\n", "f16", 3, 4, 0},
