@@ -17,7 +17,7 @@ import (
 // symbolic (xᵀ·y, scores·V; operands strided with the run's batch stride or generic, through
 // views, a symbolic batch, a symbolic M) and N symbolic on the right (q·kᵀ by hand), in f16,
 // bf16 and f32 on tf32. Codegen/ptx's parameters, launch and work; they assemble for sm_80
-// and sm_90, and on the memchecked, racechecked simulator at seq 1, a prime, a multiple of 8
+// and sm_90, and on the memchecked, racechecked simulator at seq 0, 1, a prime, a multiple of 8
 // and the bound, every buffer laid out at the run's sizes, they equal codegen/ptx's entry bit
 // for bit and the reference within tolerance, writing nothing past the run's result.
 func TestSymbolicContractMMA(t *testing.T) {
@@ -83,7 +83,7 @@ func TestSymbolicContractMMA(t *testing.T) {
 					t.Errorf("size parameters %q, want %s", exprs, want)
 				}
 				assemble(t, text, []plan.Kernel{k})
-				for _, r := range []int64{1, 13, 24, bound} {
+				for _, r := range []int64{0, 1, 13, 24, bound} {
 					env := map[string]int64{"seq": r, "b": max(tc.batch, 1)}
 					gr, _ := dimsGraph(t, src, env)
 					in := inputsFor(gr, uint64(r)+29)
