@@ -1,15 +1,11 @@
 package nvvm
 
 import (
-	"bytes"
 	"cmp"
-	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/gcomp/gcomp/codegen/plan"
-	"github.com/gcomp/gcomp/runtime/ref"
-	"github.com/gcomp/gcomp/tensor"
 )
 
 // TestSymbolicContractMMA: batched products at symbolic sizes that codegen/ptx computes on
@@ -68,46 +64,7 @@ func TestSymbolicContractMMA(t *testing.T) {
 				if c, err := plan.ContractionPlan(k, target); err != nil || c.Kind != "tensor core" {
 					t.Fatalf("plan %q, %v; want tensor core", c.Kind, err)
 				}
-				text, l, ptxText, pl := bothEntries(t, p, k, target)
-				want := "[seq]"
-				if tc.batch > 0 {
-					want = "[b seq ]"
-				}
-				var exprs []string
-				for _, a := range l.Params {
-					if a.Kind == plan.ArgSize {
-						exprs = append(exprs, a.Expr)
-					}
-				}
-				if fmt.Sprint(exprs) != want {
-					t.Errorf("size parameters %q, want %s", exprs, want)
-				}
-				assemble(t, text, []plan.Kernel{k})
-				for _, r := range []int64{0, 1, 13, 24, bound} {
-					env := map[string]int64{"seq": r, "b": max(tc.batch, 1)}
-					gr, _ := dimsGraph(t, src, env)
-					in := inputsFor(gr, uint64(r)+29)
-					n := int(env["b"])
-					got, st := runDims(t, text, k, l, gr, in, env, n)
-					emitted, pst := runDims(t, ptxText, k, pl, gr, in, env, n)
-					if r == bound {
-						// docs/perf.md's table.
-						t.Logf("warp instructions at seq %d: nvvm %d, ptx %d", r, st.WarpInsts, pst.WarpInsts)
-					}
-					o := gr.Outputs[0]
-					if !bytes.Equal(got[o.Name], emitted[o.Name]) {
-						t.Errorf("%s at seq %d: differs from codegen/ptx's", o.Name, r)
-					}
-					ref1, err := ref.Run(gr, in, nil)
-					if err != nil {
-						t.Fatal(err)
-					}
-					x, err := tensor.FromBytes(o.Value.Type, got[o.Name])
-					if err != nil {
-						t.Fatal(err)
-					}
-					compare(t, fmt.Sprintf("%s at seq %d (reference)", o.Name, r), x, ref1[o.Name], false, o.Value.Type.DType, dt == "f32", max(16, int(r)))
-				}
+				checkContractEntries(t, p, src, k, target, tc.batch, []int64{0, 1, 13, 24, bound}, 29, 16)
 			})
 		}
 	}

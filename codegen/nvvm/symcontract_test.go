@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/gcomp/gcomp/codegen/plan"
-	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/runtime/ref"
 	"github.com/gcomp/gcomp/tensor"
 )
@@ -60,46 +59,57 @@ func TestSymbolicContract(t *testing.T) {
 			if c, err := plan.ContractionPlan(k, target); err != nil || c.Kind != "ffma" {
 				t.Fatalf("plan %q, %v; want ffma", c.Kind, err)
 			}
-			text, l, ptxText, pl := bothEntries(t, p, k, target)
-			want := "[seq]"
-			if tc.batch > 0 {
-				want = "[b seq ]"
-			}
-			var exprs []string
-			for _, a := range l.Params {
-				if a.Kind == plan.ArgSize {
-					exprs = append(exprs, a.Expr)
-				}
-			}
-			if fmt.Sprint(exprs) != want {
-				t.Errorf("size parameters %q, want %s", exprs, want)
-			}
-			assemble(t, text, []plan.Kernel{k})
-			for _, r := range []int64{0, 1, 7, bound} {
-				env := map[string]int64{"seq": r, "b": max(tc.batch, 1)}
-				gr, _ := dimsGraph(t, tc.src, env)
-				in := inputsFor(gr, uint64(r)+17)
-				n := int(env["b"])
-				got, st := runDims(t, text, k, l, gr, in, env, n)
-				emitted, pst := runDims(t, ptxText, k, pl, gr, in, env, n)
-				if r == bound {
-					// docs/perf.md's table.
-					t.Logf("warp instructions at seq %d: nvvm %d, ptx %d", r, st.WarpInsts, pst.WarpInsts)
-				}
-				o := gr.Outputs[0]
-				if !bytes.Equal(got[o.Name], emitted[o.Name]) {
-					t.Errorf("%s at seq %d: differs from codegen/ptx's", o.Name, r)
-				}
-				ref1, err := ref.Run(gr, in, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				x, err := tensor.FromBytes(o.Value.Type, got[o.Name])
-				if err != nil {
-					t.Fatal(err)
-				}
-				compare(t, fmt.Sprintf("%s at seq %d (reference)", o.Name, r), x, ref1[o.Name], false, ir.F32, false, max(1, int(r)))
-			}
+			checkContractEntries(t, p, tc.src, k, target, tc.batch, []int64{0, 1, 7, bound}, 17, 1)
 		})
+	}
+}
+
+// checkContractEntries builds symbolic product k (graph src over seq, and b when batch is the
+// run's batch) with the NVVM producer and codegen/ptx under target: codegen/ptx's launch and
+// size parameters (seq's, after b's for a symbolic batch), assembled without spills; at each of
+// seqs on the memchecked, racechecked simulator (inputs drawn from seed + seq), every buffer laid
+// out at the run's sizes, the result equals codegen/ptx's bit for bit and the reference within
+// tolerance (k at least minK), nothing written past it. It logs both entries' warp
+// instructions at the last (docs/perf.md's tables).
+func checkContractEntries(t *testing.T, p *Producer, src string, k plan.Kernel, target plan.Target, batch int64, seqs []int64, seed uint64, minK int) {
+	t.Helper()
+	text, l, ptxText, pl := bothEntries(t, p, k, target)
+	want := "[seq]"
+	if batch > 0 {
+		want = "[b seq ]"
+	}
+	var exprs []string
+	for _, a := range l.Params {
+		if a.Kind == plan.ArgSize {
+			exprs = append(exprs, a.Expr)
+		}
+	}
+	if fmt.Sprint(exprs) != want {
+		t.Errorf("size parameters %q, want %s", exprs, want)
+	}
+	assemble(t, text, []plan.Kernel{k})
+	for i, r := range seqs {
+		env := map[string]int64{"seq": r, "b": max(batch, 1)}
+		gr, _ := dimsGraph(t, src, env)
+		in := inputsFor(gr, uint64(r)+seed)
+		n := int(env["b"])
+		got, st := runDims(t, text, k, l, gr, in, env, n)
+		emitted, pst := runDims(t, ptxText, k, pl, gr, in, env, n)
+		if i == len(seqs)-1 {
+			t.Logf("warp instructions at seq %d: nvvm %d, ptx %d", r, st.WarpInsts, pst.WarpInsts)
+		}
+		o := gr.Outputs[0]
+		if !bytes.Equal(got[o.Name], emitted[o.Name]) {
+			t.Errorf("%s at seq %d: differs from codegen/ptx's", o.Name, r)
+		}
+		ref1, err := ref.Run(gr, in, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, err := tensor.FromBytes(o.Value.Type, got[o.Name])
+		if err != nil {
+			t.Fatal(err)
+		}
+		compare(t, fmt.Sprintf("%s at seq %d (reference)", o.Name, r), x, ref1[o.Name], false, o.Value.Type.DType, target.TF32, max(minK, int(r)))
 	}
 }
