@@ -70,7 +70,8 @@ func TestSymbolicNVVM(t *testing.T) {
 	}
 	// A concat along a symbolic dim (fused with computation too), a conv's weight gradient
 	// folding its symbolic batch and batched products contracting a symbolic dim or with a
-	// symbolic N on FFMA are codegen/nvvm's own too (symconcat*.go, symconv.go, symcontract*.go).
+	// symbolic N, on FFMA or tensor cores, are codegen/nvvm's own too (symconcat*.go, symconv.go,
+	// symcontract*.go).
 	models = append(models, model{name: "concat growing a cache", graph: func() (*ir.Graph, error) {
 		return ir.Parse("c.gir", []byte("graph c {\n  dims { past in [0,23] }\n  input %pk : f16[2,4,past,8]\n  input %k : f16[2,1,4,8]\n"+
 			"  %0 = transpose(%k) {perm=[0,2,1,3]} : f16[2,4,1,8]\n  %1 = concat(%pk, %0) {axis=2} : f16[2,4,past+1,8]\n  output y = %1\n}\n"))
@@ -83,8 +84,11 @@ func TestSymbolicNVVM(t *testing.T) {
 		models = append(models, model{name: "conv weight gradient " + tc.name, graph: func() (*ir.Graph, error) { return ir.Parse("s.gir", []byte("graph s {\n"+tc.body+"}\n")) }})
 	}
 	for _, tc := range contractGraphs {
-		// One contracting seq, one with seq its N (symcontract_rhs.go).
-		if tc.name == contractGraphs[1].name || tc.name == "a self-attention's q·kᵀ by hand, symbolic batch (FFMA)" {
+		// One contracting seq, one with seq its N (symcontract_rhs.go), and each on tensor cores
+		// (symcontract_mma.go).
+		switch tc.name {
+		case contractGraphs[1].name, "a self-attention's q·kᵀ by hand, symbolic batch (FFMA)", "scores·V by hand, static batch (tensor cores)",
+			"a self-attention's q·kᵀ by hand, a mask added, symbolic batch (f16 tensor cores)":
 			models = append(models, model{name: "contraction " + tc.name, graph: func() (*ir.Graph, error) {
 				return ir.Parse("s.gir", []byte("graph s {\n"+tc.body+"}\n"))
 			}})

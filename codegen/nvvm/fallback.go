@@ -9,13 +9,12 @@ import (
 // borrowed reports whether k takes a template this package has no counterpart for, whose
 // kernels codegen/backend's nvvm producer takes from codegen/ptx rather than refuse the model.
 // Still borrowed (borrowedTemplate): the tensor-core GEMM over a quantized weight
-// (plan.QuantizedMMA), batched products contracting a symbolic dim that is not the rows or with
-// a symbolic free dim on the right on tensor cores (FFMA's are symcontract*.go's), or reading a
-// broadcast of the run's sizes in their epilogue on tensor cores (fallback_contract.go; FFMA's
-// read it: symcontract_bcast.go). Every other template is
-// this package's own (docs/codegen.md, "Borrowed from codegen/ptx"). The launch records a
-// borrowed entry (Producer "ptx" and a note); both producers share names, parameters and
-// launches, so one plan runs the merged module.
+// (plan.QuantizedMMA), and batched products reading a broadcast of the run's sizes in their
+// epilogue on tensor cores, or another view of one (fallback_contract.go; FFMA's read a
+// broadcast of a buffer: symcontract_bcast.go). Every other template is this package's own
+// (docs/codegen.md, "Borrowed from codegen/ptx"). The launch records a borrowed entry (Producer
+// "ptx" and a note); both producers share names, parameters and launches, so one plan runs the
+// merged module.
 func borrowed(k plan.Kernel, t plan.Target) bool {
 	return borrowedTemplate(k, t) != ""
 }
@@ -35,12 +34,6 @@ func borrowedTemplate(k plan.Kernel, t plan.Target) string {
 	case "contraction":
 		if plan.QuantizedMMA(k) {
 			return "quantized tensor-core GEMM"
-		}
-		if productsRHSSymbolic(k, t) { // fallback_contract.go
-			return "tensor-core batched product with a symbolic free dim on the right"
-		}
-		if contractsSymbolic(k, t) { // fallback_contract.go
-			return "tensor-core batched product contracting a symbolic dim"
 		}
 	}
 	return ""

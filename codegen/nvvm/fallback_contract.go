@@ -2,64 +2,10 @@ package nvvm
 
 import (
 	"maps"
-	"slices"
 
 	"github.com/gcomp/gcomp/codegen/plan"
 	"github.com/gcomp/gcomp/ir"
 )
-
-// contractsSymbolic reports whether k is a batched product contracting a symbolic dim that is
-// not its rows (codegen/ptx's symcontract.go) that codegen/ptx computes on tensor cores (or any
-// template but FFMA): this package's is the FFMA template's (symcontract.go), so
-// codegen/backend's nvvm producer takes codegen/ptx's entry for the others.
-func contractsSymbolic(k plan.Kernel, t plan.Target) bool {
-	if !k.Symbolic || k.Sizes == nil {
-		return false
-	}
-	for _, v := range k.Graph.Values {
-		if v.Op != "dot_general" || len(v.Attrs.Ints("lhs_batch")) == 0 {
-			continue
-		}
-		for i, attr := range []string{"lhs_contract", "rhs_contract"} {
-			s := plan.SymSizes(v.Args[i], k.Sizes)
-			for _, d := range v.Attrs.Ints(attr) {
-				if _, ok := s[d].IsConst(); !ok {
-					c, err := plan.ContractionPlan(k, t)
-					return err != nil || c.Kind != "ffma"
-				}
-			}
-		}
-	}
-	return false
-}
-
-// productsRHSSymbolic reports whether k has a batched product whose right operand has a symbolic
-// free dim that codegen/ptx computes on tensor cores (or any template but FFMA): this package's
-// is the FFMA template's (symcontract_rhs.go).
-func productsRHSSymbolic(k plan.Kernel, t plan.Target) bool {
-	if !k.Symbolic || k.Sizes == nil {
-		return false
-	}
-	for _, v := range k.Graph.Values {
-		if v.Op == "dot_general" && len(v.Attrs.Ints("lhs_batch")) > 0 && symbolicRHSFree(v, k) {
-			c, err := plan.ContractionPlan(k, t)
-			return err != nil || c.Kind != "ffma"
-		}
-	}
-	return false
-}
-
-// symbolicRHSFree reports whether batched product v's right operand has a symbolic free dim
-// (q·kᵀ by hand over a symbolic seq: codegen/ptx's symcontract_rhs.go).
-func symbolicRHSFree(v *ir.Value, k plan.Kernel) bool {
-	s := plan.SymSizes(v.Args[1], k.Sizes)
-	for d, e := range s {
-		if _, ok := e.IsConst(); !ok && !slices.Contains(v.Attrs.Ints("rhs_batch"), d) && !slices.Contains(v.Attrs.Ints("rhs_contract"), d) {
-			return true
-		}
-	}
-	return false
-}
 
 // broadcastsEpilogue reports whether k is a batched product whose epilogue reads a tensor at the
 // run's sizes through a broadcast or another view (a mask over the heads, transposed or not:

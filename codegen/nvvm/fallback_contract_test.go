@@ -2,6 +2,7 @@ package nvvm_test
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -12,34 +13,37 @@ import (
 	"github.com/gcomp/gcomp/ir/sym"
 )
 
-// TestFallbackContract: a batched product contracting seq, a symbolic dim that is not its rows
-// (codegen/ptx's symcontract.go), is borrowed on tensor cores (f16): Lacks names it, the NVVM
-// producer's Module refuses it, and backend.NVVM's module has codegen/ptx's entry for it, with
-// seq's parameter, and assembles; so is q·kᵀ by hand with seq its N on tensor cores. On FFMA
-// (f32) both are the NVVM producer's own (symcontract*.go: TestSymbolicContract), as is a
-// batched product over a symbolic batch with a static K.
+// TestFallbackContract: batched products at symbolic sizes, contracting seq (a symbolic dim
+// that is not the rows: codegen/ptx's symcontract.go) or q·kᵀ by hand with seq its N
+// (symcontract_rhs.go), are the NVVM producer's own on FFMA (f32) and on tensor cores (f16, bf16,
+// and f32 on tf32: symcontract_mma.go): Lacks names nothing and its Module builds them with
+// seq's parameter, as it does a batched product over a symbolic batch with a static K.
 func TestFallbackContract(t *testing.T) {
 	p := nvvm.RequireProducer(t)
 	for _, tc := range []struct {
-		src      string
-		borrowed string // the template Lacks names, or "" for this package's own
+		src  string
+		tf32 bool
 	}{
-		{"graph k {\n  input %x : f32[2,13,12]\n  input %y : f32[2,13,20]\n  %0 = dot_general(%x, %y) {lhs_batch=[0], lhs_contract=[1], rhs_batch=[0], rhs_contract=[1]} : f32[2,12,20]\n  output out = %0\n}\n", ""},
-		{"graph k {\n  input %p : f16[2,12,13]\n  input %v : f16[2,13,16]\n  %0 = dot_general(%p, %v) {lhs_batch=[0], lhs_contract=[2], rhs_batch=[0], rhs_contract=[1]} : f16[2,12,16]\n  output out = %0\n}\n", "tensor-core batched product contracting a symbolic dim"},
+		{"graph k {\n  input %x : f32[2,13,12]\n  input %y : f32[2,13,20]\n  %0 = dot_general(%x, %y) {lhs_batch=[0], lhs_contract=[1], rhs_batch=[0], rhs_contract=[1]} : f32[2,12,20]\n  output out = %0\n}\n", false},
+		{"graph k {\n  input %p : f16[2,12,13]\n  input %v : f16[2,13,16]\n  %0 = dot_general(%p, %v) {lhs_batch=[0], lhs_contract=[2], rhs_batch=[0], rhs_contract=[1]} : f16[2,12,16]\n  output out = %0\n}\n", false},
+		{"graph k {\n  input %p : f32[2,12,13]\n  input %v : f32[2,13,16]\n  %0 = dot_general(%p, %v) {lhs_batch=[0], lhs_contract=[2], rhs_batch=[0], rhs_contract=[1]} : f32[2,12,16]\n  output out = %0\n}\n", true},
 		// q·kᵀ by hand, seq its N (symcontract_rhs.go).
-		{"graph k {\n  input %q : f32[2,9,16]\n  input %k : f32[2,13,16]\n  %0 = dot_general(%q, %k) {lhs_batch=[0], lhs_contract=[2], rhs_batch=[0], rhs_contract=[2]} : f32[2,9,13]\n  output out = %0\n}\n", ""},
-		{"graph k {\n  input %q : f16[2,9,16]\n  input %k : f16[2,13,16]\n  %0 = dot_general(%q, %k) {lhs_batch=[0], lhs_contract=[2], rhs_batch=[0], rhs_contract=[2]} : f16[2,9,13]\n  output out = %0\n}\n", "tensor-core batched product with a symbolic free dim on the right"},
+		{"graph k {\n  input %q : f32[2,9,16]\n  input %k : f32[2,13,16]\n  %0 = dot_general(%q, %k) {lhs_batch=[0], lhs_contract=[2], rhs_batch=[0], rhs_contract=[2]} : f32[2,9,13]\n  output out = %0\n}\n", false},
+		{"graph k {\n  input %q : bf16[2,9,16]\n  input %k : bf16[2,13,16]\n  %0 = dot_general(%q, %k) {lhs_batch=[0], lhs_contract=[2], rhs_batch=[0], rhs_contract=[2]} : bf16[2,9,13]\n  output out = %0\n}\n", false},
 	} {
 		g, err := ir.Parse("k.gir", []byte(tc.src))
 		if err != nil {
 			t.Fatal(err)
 		}
-		tgt := plan.Target{SM: 80}
+		tgt := plan.Target{SM: 80, TF32: tc.tf32}
 		k := plan.Kernel{Name: "k0_contract", Graph: g, Symbolic: true, Rows: 2, Sizes: sizesOver(g, 13, "seq")}
-		if tc.borrowed != "" {
-			checkBorrowedSym(t, p, k, tgt, tc.borrowed)
-		} else if note, ok := nvvm.Lacks(k, tgt); ok {
-			t.Errorf("an FFMA product over seq is borrowed: %s", note)
+		if note, ok := nvvm.Lacks(k, tgt); ok {
+			t.Errorf("%s: a batched product over seq is borrowed: %s", g.Inputs()[0].Type, note)
+		}
+		if _, launches, err := p.Module([]plan.Kernel{k}, tgt); err != nil {
+			t.Errorf("%s: %v", g.Inputs()[0].Type, err)
+		} else if !slices.ContainsFunc(launches[0].Params, func(a plan.Arg) bool { return a.Expr == "seq" }) {
+			t.Errorf("%s: params %+v: no parameter for seq", g.Inputs()[0].Type, launches[0].Params)
 		}
 		// The batch symbolic, K static: not borrowed.
 		k.Sizes = sizesOver(g, 2, "b")
@@ -47,34 +51,6 @@ func TestFallbackContract(t *testing.T) {
 			t.Error("a batched product over a symbolic batch with a static K is borrowed")
 		}
 	}
-}
-
-// checkBorrowedSym checks that symbolic kernel k (sizes over seq) is borrowed under tgt: Lacks
-// names template, the NVVM producer's Module refuses it, and backend.NVVM's module has
-// codegen/ptx's entry for it, with seq's parameter, which assembles.
-func checkBorrowedSym(t *testing.T, p *nvvm.Producer, k plan.Kernel, tgt plan.Target, template string) {
-	t.Helper()
-	if note, ok := nvvm.Lacks(k, tgt); !ok || !strings.Contains(note, "no "+template+" template") {
-		t.Fatalf("Lacks = %q, %v; want a note naming the %s", note, ok, template)
-	}
-	if _, _, err := p.Module([]plan.Kernel{k}, tgt); !nvvm.Refused(err) || !strings.Contains(err.Error(), template) {
-		t.Fatalf("the NVVM producer's Module: %v, want a refusal naming the %s", err, template)
-	}
-	text, launches, err := backend.NVVM{Producer: p}.Module([]plan.Kernel{k}, tgt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if launches[0].Producer != "ptx" || !strings.Contains(strings.Join(launches[0].Notes, "\n"), "codegen/ptx's") {
-		t.Errorf("launch %+v: want codegen/ptx's entry, said", launches[0])
-	}
-	var seq bool
-	for _, a := range launches[0].Params {
-		seq = seq || a.Expr == "seq"
-	}
-	if !seq {
-		t.Errorf("params %+v: no parameter for seq", launches[0].Params)
-	}
-	nvvm.Assemble(t, text, []plan.Kernel{k})
 }
 
 // sizesOver is the sizes of g's values but the products', dim name where a size is n.
@@ -144,4 +120,32 @@ func TestFallbackBroadcast(t *testing.T) {
 			}
 		})
 	}
+}
+
+// checkBorrowedSym checks that symbolic kernel k (sizes over seq) is borrowed under tgt: Lacks
+// names template, the NVVM producer's Module refuses it, and backend.NVVM's module has
+// codegen/ptx's entry for it, with seq's parameter, which assembles.
+func checkBorrowedSym(t *testing.T, p *nvvm.Producer, k plan.Kernel, tgt plan.Target, template string) {
+	t.Helper()
+	if note, ok := nvvm.Lacks(k, tgt); !ok || !strings.Contains(note, "no "+template+" template") {
+		t.Fatalf("Lacks = %q, %v; want a note naming the %s", note, ok, template)
+	}
+	if _, _, err := p.Module([]plan.Kernel{k}, tgt); !nvvm.Refused(err) || !strings.Contains(err.Error(), template) {
+		t.Fatalf("the NVVM producer's Module: %v, want a refusal naming the %s", err, template)
+	}
+	text, launches, err := backend.NVVM{Producer: p}.Module([]plan.Kernel{k}, tgt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if launches[0].Producer != "ptx" || !strings.Contains(strings.Join(launches[0].Notes, "\n"), "codegen/ptx's") {
+		t.Errorf("launch %+v: want codegen/ptx's entry, said", launches[0])
+	}
+	var seq bool
+	for _, a := range launches[0].Params {
+		seq = seq || a.Expr == "seq"
+	}
+	if !seq {
+		t.Errorf("params %+v: no parameter for seq", launches[0].Params)
+	}
+	nvvm.Assemble(t, text, []plan.Kernel{k})
 }

@@ -30,33 +30,11 @@ func (md *module) ffmaKernel(k plan.Kernel, t plan.Target) (*ir.Func, plan.Launc
 	if p.Dot.Type.DType != irg.F32 {
 		return nil, plan.Launch{}, fmt.Errorf("the ffma template computes f32, not %s", p.Dot.Type.DType)
 	}
-	con, p, err := symContract(k, p) // symcontract.go
+	mm, args, work, err := md.newGEMM(k, p, false) // symcontract.go
 	if err != nil {
 		return nil, plan.Launch{}, err
 	}
-	args, work, err := symGEMM(k, p)
-	if con != nil {
-		args, work, err = symContractArgs(k, p)
-	}
-	if err != nil {
-		return nil, plan.Launch{}, err
-	}
-	kg := md.newKernel(k, args)
-	symv, err := kg.gemmView(k, args, p) // symstride_gemm.go
-	if con != nil {
-		symv = kg.newSymView(k, args)
-		err = con.check(symv, p)
-	}
-	if err != nil {
-		return nil, plan.Launch{}, err
-	}
-	mm := &gemm{kg: kg, p: p, symv: symv, con: con}
-	if con != nil {
-		err = mm.symBroadcasts() // symcontract_bcast.go
-	}
-	if err != nil {
-		return nil, plan.Launch{}, err
-	}
+	kg, p := mm.kg, mm.p
 	if err := mm.emit(); err != nil {
 		return nil, plan.Launch{}, err
 	}

@@ -28,20 +28,14 @@ func (md *module) mmaKernel(k plan.Kernel, t plan.Target) (*ir.Func, plan.Launch
 	if err != nil {
 		return nil, plan.Launch{}, err
 	}
-	args, work, err := symGEMM(k, p)
+	mm, args, work, err := md.newGEMM(k, p, true) // symcontract.go, symcontract_mma.go
 	if err != nil {
 		return nil, plan.Launch{}, err
 	}
-	kg := md.newKernel(k, args)
-	symv, err := kg.gemmView(k, args, p) // symstride_gemm.go
-	if err != nil {
-		return nil, plan.Launch{}, err
-	}
-	mm := &gemm{kg: kg, p: p, symv: symv}
 	if err := mm.emitMMA(); err != nil {
 		return nil, plan.Launch{}, err
 	}
-	return kg.f, plan.Launch{Grid: p.Grid, Block: p.Block, Params: args, Work: work}, nil
+	return mm.kg.f, plan.Launch{Grid: p.Grid, Block: p.Block, Params: args, Work: work}, nil
 }
 
 // tcSide is one side of the tensor-core tiles: the shared tile (bytes) and the copies.
@@ -313,8 +307,8 @@ func (mm *gemm) fragmentEpilogue(accs []value.Value, warp, lane value.Value) err
 // element runs the epilogue for the len(accs) GEMM elements from (rowBase+dr, colBase+dc)
 // (consecutive columns, or pixels of a conv2d) and stores every output.
 func (mm *gemm) element(rowBase value.Value, dr int, colBase value.Value, dc int, accs []value.Value) error {
-	kg, p := mm.kg, mm.p
-	ok := kg.b.NewAnd(kg.b.NewICmp(enum.IPredSLT, rowBase, mm.mBelow(dr)), kg.b.NewICmp(enum.IPredSLT, colBase, ci(p.N-dc)))
+	kg := mm.kg
+	ok := kg.b.NewAnd(kg.b.NewICmp(enum.IPredSLT, rowBase, mm.mBelow(dr)), kg.b.NewICmp(enum.IPredSLT, colBase, mm.nBelow(dc)))
 	var err error
 	kg.branch(ok, "store", func() {
 		err = mm.bindAndStore(mm.lanesAt(kg.add(rowBase, ci(dr)), kg.add(colBase, ci(dc)), len(accs)), accs)

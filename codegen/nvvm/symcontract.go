@@ -36,8 +36,9 @@ type contraction struct {
 
 // symContract recognizes a symbolic batched product contracting a symbolic dim (nil, p and no
 // error for another kernel), checks it in codegen/ptx's words, and returns it with p's operands
-// laid out as codegen/ptx's template reads them.
-func symContract(k plan.Kernel, p plan.GEMM) (*contraction, plan.GEMM, error) {
+// laid out as codegen/ptx's template reads them (on tensor cores, tc, with the shared tiles and
+// copies codegen/ptx plans for them: symcontract_mma.go).
+func symContract(k plan.Kernel, p plan.GEMM, tc bool) (*contraction, plan.GEMM, error) {
 	if !k.Symbolic || k.Sizes == nil || p.Conv != nil || len(p.Batch) == 0 {
 		return nil, p, nil
 	}
@@ -74,7 +75,7 @@ func symContract(k plan.Kernel, p plan.GEMM) (*contraction, plan.GEMM, error) {
 	}
 	for i, op := range []*plan.GEMMOperand{&p.A, &p.B} {
 		v, batch, contract := p.Dot.Args[i], [][]int{lb, rb}[i], [][]int{lc, rc}[i]
-		if st := symStrided(v, *op, batch, k.Sizes); st != nil {
+		if st := symStrided(v, *op, batch, k.Sizes, tc && !isConst(kl)); st != nil {
 			c.batchSt[i] = st
 			continue
 		}
@@ -84,7 +85,44 @@ func symContract(k plan.Kernel, p plan.GEMM) (*contraction, plan.GEMM, error) {
 		}
 		*op = g
 	}
+	if tc {
+		p = mmaContract(p, c) // symcontract_mma.go
+	}
 	return c, p, nil
+}
+
+// newGEMM declares tiled kernel k of plan p (on tensor cores: tc) and its parameters and work: a
+// symbolic batched product contracting a symbolic dim laid out as codegen/ptx reads it
+// (symContract), with the dims its sizes name; any other symbolic GEMM's left operand's views
+// bound (symstride_gemm.go).
+func (md *module) newGEMM(k plan.Kernel, p plan.GEMM, tc bool) (*gemm, []plan.Arg, *plan.SymWork, error) {
+	con, p, err := symContract(k, p, tc)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	args, work, err := symGEMM(k, p)
+	if con != nil {
+		args, work, err = symContractArgs(k, p)
+	}
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	kg := md.newKernel(k, args)
+	symv, err := kg.gemmView(k, args, p)
+	if con != nil {
+		symv = kg.newSymView(k, args)
+		err = con.check(symv, p)
+	}
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	mm := &gemm{kg: kg, p: p, symv: symv, con: con}
+	if con != nil && !tc { // tensor-core products reading a broadcast are codegen/ptx's (broadcastsEpilogue)
+		if err := mm.symBroadcasts(); err != nil { // symcontract_bcast.go
+			return nil, nil, nil, err
+		}
+	}
+	return mm, args, work, nil
 }
 
 // symContractArgs is such a product's parameters and work: the dims' after the buffers, then a
@@ -102,9 +140,10 @@ func symContractArgs(k plan.Kernel, p plan.GEMM) ([]plan.Arg, *plan.SymWork, err
 // symStrided returns the batch strides at the run's sizes of operand v (op at the bound) when v
 // is a buffer whose other strides are the bound's at every size ([b, seq, d] contracting seq),
 // so the strided copies read it with the run's batch offset; nil when it is read through the
-// generic copier.
-func symStrided(v *irg.Value, op plan.GEMMOperand, batch []int, sizes map[*irg.Value][]sym.Expr) []sym.Expr {
-	if v.Op != irg.OpInput && v.Op != irg.OpParam || op.View != nil {
+// generic copier. With symK (tensor cores, K symbolic) a contiguous K is not strided: its
+// chunks would cross the run's K.
+func symStrided(v *irg.Value, op plan.GEMMOperand, batch []int, sizes map[*irg.Value][]sym.Expr, symK bool) []sym.Expr {
+	if v.Op != irg.OpInput && v.Op != irg.OpParam || op.View != nil || symK && op.KSt == 1 {
 		return nil
 	}
 	st := plan.SymContiguous(plan.SymSizes(v, sizes))

@@ -67,7 +67,7 @@ func TestSymbolicContractBroadcast(t *testing.T) {
 					}
 				}
 				n := int(r[2]) * tc.heads
-				insts, pinsts := contractBothAt(t, tc.src, k, text, l, ptxText, pl, env, n, max(1, int(r[1]), 16))
+				insts, pinsts := contractBothAt(t, tc.src, k, text, l, ptxText, pl, env, n, max(1, int(r[1]), 16), 17, false)
 				if r[0] == tc.bound["t"] && r[1] == tc.bound["seq"] {
 					// docs/perf.md's table.
 					t.Logf("warp instructions at %v: nvvm %d, ptx %d", env, insts, pinsts)

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/gcomp/gcomp/codegen/plan"
-	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/runtime/ref"
 	"github.com/gcomp/gcomp/tensor"
 )
@@ -62,41 +61,52 @@ func TestSymbolicContract(t *testing.T) {
 			if c, err := plan.ContractionPlan(k, target); err != nil || c.Kind != "ffma" {
 				t.Fatalf("plan %q, %v; want ffma", c.Kind, err)
 			}
-			text, l, ptxText, pl := bothEntries(t, p, k, target)
-			want := "[seq]"
-			if tc.batch > 0 {
-				want = "[b seq ]"
-			}
-			var exprs []string
-			for _, a := range l.Params {
-				if a.Kind == plan.ArgSize {
-					exprs = append(exprs, a.Expr)
-				}
-			}
-			if fmt.Sprint(exprs) != want {
-				t.Errorf("size parameters %q, want %s", exprs, want)
-			}
-			assemble(t, text, []plan.Kernel{k})
-			for _, r := range []int64{0, 1, 7, bound} {
-				env := map[string]int64{"seq": r, "b": max(tc.batch, 1)}
-				insts, pinsts := contractBothAt(t, tc.src, k, text, l, ptxText, pl, env, int(env["b"]), max(1, int(r)))
-				if r == bound {
-					// docs/perf.md's table.
-					t.Logf("warp instructions at seq %d: nvvm %d, ptx %d", r, insts, pinsts)
-				}
-			}
+			checkContractEntries(t, p, tc.src, k, target, tc.batch, []int64{0, 1, 7, bound}, 17, 1)
 		})
+	}
+}
+
+// checkContractEntries builds symbolic product k (graph src over seq, and b when batch is the
+// run's batch) with the NVVM producer and codegen/ptx under target: codegen/ptx's launch and
+// size parameters (seq's, after b's for a symbolic batch), assembled without spills; at each of
+// seqs on the memchecked, racechecked simulator (inputs drawn from seed + seq), every buffer laid
+// out at the run's sizes, the result equals codegen/ptx's bit for bit and the reference within
+// tolerance (k at least minK), nothing written past it. It logs both entries' warp
+// instructions at the last (docs/perf.md's tables).
+func checkContractEntries(t *testing.T, p *Producer, src string, k plan.Kernel, target plan.Target, batch int64, seqs []int64, seed uint64, minK int) {
+	t.Helper()
+	text, l, ptxText, pl := bothEntries(t, p, k, target)
+	want := "[seq]"
+	if batch > 0 {
+		want = "[b seq ]"
+	}
+	var exprs []string
+	for _, a := range l.Params {
+		if a.Kind == plan.ArgSize {
+			exprs = append(exprs, a.Expr)
+		}
+	}
+	if fmt.Sprint(exprs) != want {
+		t.Errorf("size parameters %q, want %s", exprs, want)
+	}
+	assemble(t, text, []plan.Kernel{k})
+	for i, r := range seqs {
+		env := map[string]int64{"seq": r, "b": max(batch, 1)}
+		insts, pinsts := contractBothAt(t, src, k, text, l, ptxText, pl, env, int(env["b"]), max(minK, int(r)), seed, target.TF32)
+		if i == len(seqs)-1 {
+			t.Logf("warp instructions at seq %d: nvvm %d, ptx %d", r, insts, pinsts)
+		}
 	}
 }
 
 // contractBothAt runs symbolic kernel k's NVVM entry (text, l) and codegen/ptx's (ptxText, pl)
 // at the sizes env (n the size parameter) on src's graph there: the outputs must be equal bit
 // for bit and within tolerance of the reference (k the summed terms); it returns both entries'
-// warp instructions.
-func contractBothAt(t *testing.T, src string, k plan.Kernel, text string, l plan.Launch, ptxText string, pl plan.Launch, env map[string]int64, n, terms int) (nvvm, ptx int64) {
+// warp instructions. Inputs are drawn from seed and the sizes; tf32 says the product rounds its
+// operands to tf32.
+func contractBothAt(t *testing.T, src string, k plan.Kernel, text string, l plan.Launch, ptxText string, pl plan.Launch, env map[string]int64, n, terms int, seed uint64, tf32 bool) (nvvm, ptx int64) {
 	t.Helper()
 	gr, _ := dimsGraph(t, src, env)
-	var seed uint64 = 17
 	for _, name := range slices.Sorted(maps.Keys(env)) {
 		seed = seed*31 + uint64(env[name])
 	}
@@ -115,6 +125,6 @@ func contractBothAt(t *testing.T, src string, k plan.Kernel, text string, l plan
 	if err != nil {
 		t.Fatal(err)
 	}
-	compare(t, fmt.Sprintf("%s at %v (reference)", o.Name, env), x, ref1[o.Name], false, ir.F32, false, terms)
+	compare(t, fmt.Sprintf("%s at %v (reference)", o.Name, env), x, ref1[o.Name], false, o.Value.Type.DType, tf32, terms)
 	return int64(st.WarpInsts), int64(pst.WarpInsts)
 }
