@@ -17,8 +17,8 @@ func contractsSymbolic(k plan.Kernel, t plan.Target) bool {
 		return false
 	}
 	for _, v := range k.Graph.Values {
-		if v.Op != "dot_general" || len(v.Attrs.Ints("lhs_batch")) == 0 {
-			continue
+		if v.Op != "dot_general" || len(v.Attrs.Ints("lhs_batch")) == 0 || slices.Contains(v.Attrs.Ints("lhs_contract"), 0) {
+			continue // a batched fold of the rows is symfold*.go's
 		}
 		for i, attr := range []string{"lhs_contract", "rhs_contract"} {
 			s := plan.SymSizes(v.Args[i], k.Sizes)

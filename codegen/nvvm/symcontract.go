@@ -38,8 +38,8 @@ type contraction struct {
 // error for another kernel), checks it in codegen/ptx's words, and returns it with p's operands
 // laid out as codegen/ptx's template reads them.
 func symContract(k plan.Kernel, p plan.GEMM) (*contraction, plan.GEMM, error) {
-	if !k.Symbolic || k.Sizes == nil || p.Conv != nil || len(p.Batch) == 0 {
-		return nil, p, nil
+	if !k.Symbolic || k.Sizes == nil || p.Conv != nil || len(p.Batch) == 0 || foldsK(k.Symbolic, p) {
+		return nil, p, nil // a batched fold of the rows is symfold.go's, as codegen/ptx's
 	}
 	at := p.Dot.Attrs
 	lb, rb := at.Ints("lhs_batch"), at.Ints("rhs_batch")

@@ -14,7 +14,8 @@ import (
 
 // TestSymbolicFoldViews: GEMMs whose K is the symbolic rows, reading attention's heads merged
 // back through a transpose and a reshape at the run's sizes (seq not leading the buffers), or a
-// transpose of [m, seq] (strided at the bound by seq) at the run's strides, are
+// transpose of [m, seq] (strided at the bound by seq) at the run's strides, batched over a
+// static dim or not, are
 // the NVVM producer's own (Lacks names nothing; symfold_view.go): codegen/ptx's parameters (the
 // dims' values, then K), launch and work, on FFMA and tensor cores, one operand or both read
 // through views; they assemble for sm_80 and sm_90 without spills, and on the memchecked,
@@ -41,6 +42,11 @@ func TestSymbolicFoldViews(t *testing.T) {
 			"  %%1 = dot_general(%%0, %%x) {lhs_contract=[0], rhs_contract=[0]} : f32[2,8]\n  output out = %%1\n}\n", "ffma", 1},
 		{"a transpose of [16, seq] on the right (tensor cores)", "graph k {\n  input %%x : f16[%[1]d,16]\n  input %%a : f16[16,%[1]d]\n  %%0 = transpose(%%a) {perm=[1,0]} : f16[%[1]d,16]\n" +
 			"  %%1 = dot_general(%%x, %%0) {lhs_contract=[0], rhs_contract=[0]} : f16[16,16]\n  output out = %%1\n}\n", "tensor core", 1},
+		// Batched over a static dim (the rows are K): each batch coordinate from blockIdx.z.
+		{"batched, heads merged (FFMA)", "graph k {\n  input %%a : f32[%[1]d,2,4,3]\n  input %%b : f32[%[1]d,4,5]\n  %%0 = transpose(%%a) {perm=[0,2,1,3]} : f32[%[1]d,4,2,3]\n" +
+			"  %%1 = reshape(%%0) {shape=[%[1]d,4,6]} : f32[%[1]d,4,6]\n  %%2 = dot_general(%%1, %%b) {lhs_batch=[1], rhs_batch=[1], lhs_contract=[0], rhs_contract=[0]} : f32[4,6,5]\n  output out = %%2\n}\n", "ffma", 1},
+		{"batched, heads merged (tensor cores)", "graph k {\n  input %%a : f16[%[1]d,2,4,8]\n  input %%b : f16[%[1]d,4,16]\n  %%0 = transpose(%%a) {perm=[0,2,1,3]} : f16[%[1]d,4,2,8]\n" +
+			"  %%1 = reshape(%%0) {shape=[%[1]d,4,16]} : f16[%[1]d,4,16]\n  %%2 = dot_general(%%1, %%b) {lhs_batch=[1], rhs_batch=[1], lhs_contract=[0], rhs_contract=[0]} : f16[4,16,16]\n  output out = %%2\n}\n", "tensor core", 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) { runFoldViews(t, p, tc.src, tc.kind, tc.per) })
 	}

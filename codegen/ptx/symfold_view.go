@@ -37,8 +37,8 @@ func (mm *matmul) symFoldViews(k Kernel, b *builder, args *[]Arg) error {
 		if l.view == nil {
 			continue
 		}
-		if len(l.batchDims) > 0 {
-			return fmt.Errorf("a batched GEMM whose K is the symbolic rows, read through a view, does not run at symbolic sizes yet")
+		if err := plan.FoldViewBatch(l.view, k.Sizes, l.batchDims); err != nil {
+			return err
 		}
 		if err := mm.symv.check(b, l.view); err != nil {
 			return err
