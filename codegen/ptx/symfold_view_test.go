@@ -64,7 +64,7 @@ func TestSymbolicFoldView(t *testing.T) {
 }
 
 // A fold through a view in a batched product whose batch dim follows the sizes is refused
-// naming it (one with static batch dims runs: TestSymbolicFoldViewBatched).
+// naming it (one with static batch dims runs: TestSymbolicFoldViewRuns).
 func TestSymbolicFoldViewRefused(t *testing.T) {
 	g := parse(t, "graph k {\n  input %a : f32[6,2,6,3]\n  input %b : f32[6,6,5]\n  %0 = transpose(%a) {perm=[0,2,1,3]} : f32[6,6,2,3]\n  %1 = reshape(%0) {shape=[6,6,6]} : f32[6,6,6]\n  %2 = dot_general(%1, %b) {lhs_batch=[1], rhs_batch=[1], lhs_contract=[0], rhs_contract=[0]} : f32[6,6,5]\n  output out = %2\n}\n")
 	want := "a batched GEMM whose K is the symbolic rows, read through a view with a symbolic batch dim (seq), does not run at symbolic sizes"
