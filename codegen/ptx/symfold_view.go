@@ -55,7 +55,7 @@ func (mm *matmul) symFoldViews(k Kernel, b *builder, args *[]Arg) error {
 // the fold is its bit for bit. GEMMPlan applies it too, so that the NVVM producer's plan has
 // this template's copies.
 func (mm *matmul) symFoldGeneric(k Kernel) error {
-	if !k.Symbolic || k.Sizes == nil || mm.conv != nil || !slices.Contains(mm.dot.Attrs.Ints("lhs_contract"), 0) {
+	if !k.Symbolic || k.Sizes == nil || mm.conv != nil || mm.quant != nil || !slices.Contains(mm.dot.Attrs.Ints("lhs_contract"), 0) {
 		return nil
 	}
 	for i, l := range []*operandLayout{&mm.lhs, &mm.rhs} {
