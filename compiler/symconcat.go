@@ -8,8 +8,8 @@ import (
 // concatRefusal adds to why, the refusal of kernel k, what the concat template (codegen/ptx's
 // symconcat.go and symconcat_fused.go) does not take when k concatenates along a symbolic dim:
 // such a concat runs with elementwise ops and views around it only, never beside a reduction
-// or a product (the fusion pass keeps it out of those kernels: passes' fuse_symconcat.go), and
-// reads no literal tensor.
+// or a product (the fusion pass keeps it out of those kernels: passes' fuse_symconcat.go); a
+// literal tensor it reads at its own strides.
 func concatRefusal(k *passes.Kernel, why string) string {
 	for _, v := range k.Body.Values {
 		if v.Op != "concat" {

@@ -43,6 +43,33 @@ var concatFusedCases = []struct {
 			"  %%2 = mul(%%1, %%s) : %[1]s[%[4]s]\n  %%3 = sub(%%2, %%1) : %[1]s[%[4]s]\n  output y = %%3\n  output present = %%1\n",
 			dt, at("past"), at("1"), at("2*past+1"))
 	}},
+	// Literal tensors: their sizes are their own, read at their strides at every run.
+	{"literal_operand", func(dt string, at func(string) string) string {
+		return fmt.Sprintf("  input %%a : %[1]s[%[2]s]\n  %%0 = constant() {shape=[%[3]s], dtype=%[1]s, value=[%[4]s]} : %[1]s[%[3]s]\n"+
+			"  %%1 = concat(%%0, %%a) {axis=AXIS} : %[1]s[%[5]s]\n  output y = %%1\n",
+			dt, at("past"), at("2"), literal(at("2")), at("past+2"))
+	}},
+	{"literal_under_tanh", func(dt string, at func(string) string) string {
+		return fmt.Sprintf("  input %%a : %[1]s[%[2]s]\n  input %%b : %[1]s[%[3]s]\n  %%0 = constant() {shape=[%[3]s], dtype=%[1]s, value=[%[4]s]} : %[1]s[%[3]s]\n"+
+			"  %%1 = concat(%%a, %%0, %%b) {axis=AXIS} : %[1]s[%[5]s]\n  %%2 = tanh(%%1) : %[1]s[%[5]s]\n  output y = %%2\n",
+			dt, at("past"), at("1"), literal(at("1")), at("past+2"))
+	}},
+}
+
+// literal is the values of a literal tensor of the sizes in dims (comma-separated): distinct,
+// signed, some not integers.
+func literal(dims string) string {
+	n := 1
+	for _, d := range strings.Split(dims, ",") {
+		var k int
+		fmt.Sscan(d, &k)
+		n *= k
+	}
+	vals := make([]string, n)
+	for i := range vals {
+		vals[i] = fmt.Sprint(float64(i%11)*0.375 - 1.5)
+	}
+	return strings.Join(vals, ",")
 }
 
 // A concat along a symbolic dim fused with computation (codegen/ptx's symconcat_fused.go): built
@@ -50,7 +77,8 @@ var concatFusedCases = []struct {
 // reference, and bit for bit the static build's at those sizes, in f32, f16 and bf16, at the
 // leading, a middle and the last axis: elementwise ops after the concat (a scale by a broadcast
 // constant, three operands), before it (on the operands, a cast), both, an input read at the
-// output's sizes, and the concat an output too.
+// output's sizes, the concat an output too, and a literal tensor as an operand (the concat
+// alone, or under tanh).
 func TestSymbolicConcatFused(t *testing.T) {
 	dims := []string{"2", "3", "5", "4"}
 	for _, dt := range []ir.DType{ir.F32, ir.F16, ir.BF16} {
@@ -86,14 +114,19 @@ func TestSymbolicConcatFused(t *testing.T) {
 	}
 }
 
-// Kernels the compiler refused while a concat along the rows under an op was: a concat along the
-// rows under neg, and a stacked output ([2, batch, 4], the concat of two layers) used again,
-// both run at every batch against the reference and bit for bit the static build's.
+// Kernels the compiler refused while a concat along the rows under an op, or of a literal tensor,
+// was: a concat along the rows under neg, a stacked output ([2, batch, 4], the concat of two
+// layers) used again, and the rows of a concat of a literal tensor summed (the concat a kernel
+// of its own), all run at every batch against the reference and bit for bit the static build's.
 func TestSymbolicConcatFusedRows(t *testing.T) {
 	for _, tc := range []struct{ name, body string }{
 		{"neg", "  input %x : f32[batch,3]\n  %0 = concat(%x, %x) {axis=0} : f32[2*batch,3]\n  %1 = neg(%0) : f32[2*batch,3]\n  output y = %1\n"},
 		{"stacked output used again", "  input %x : f32[batch,4]\n  %0 = reshape(%x) {shape=[1,16,4]} : f32[1,batch,4]\n" +
 			"  %1 = concat(%0, %0) {axis=0} : f32[2,batch,4]\n  %2 = neg(%1) : f32[2,batch,4]\n  output y = %1\n  output z = %2\n"},
+		{"rows of a literal tensor summed", "  input %x : f32[batch,2]\n  %c = constant() {shape=[1,2], dtype=f32, value=[1,2]} : f32[1,2]\n" +
+			"  %0 = concat(%x, %c) {axis=0} : f32[batch+1,2]\n  %1 = reduce_sum(%0) {axes=[1]} : f32[batch+1]\n  output y = %1\n"},
+		{"a literal tensor's rows under exp, f16", "  input %x : f16[batch,4]\n  %c = constant() {shape=[3,4], dtype=f16, value=[1,-2,0.5,3,-0.25,4,2,-1,0.125,-3,1.5,2.5]} : f16[3,4]\n" +
+			"  %0 = concat(%c, %x) {axis=0} : f16[batch+3,4]\n  %1 = exp(%0) : f16[batch+3,4]\n  output y = %1\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g, err := ir.Parse("s.gir", []byte("graph s {\n  dims { batch in [1,16] }\n"+tc.body+"}\n"))

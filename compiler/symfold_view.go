@@ -15,7 +15,8 @@ import (
 // them (a symbolic seq after static dims), foldViews checks the dot's operands' rows alone.
 // codegen/ptx's GEMM reads such an operand through the generic copier, whose k coordinate it
 // delinearizes over the view's sizes at the run: foldViews hands it the sizes of the views'
-// values (and a strided operand's, which the template checks do not follow the sizes).
+// values (and a strided operand's: one whose strides follow the sizes, a transpose of
+// [2, seq], it reads through its views too).
 
 // foldViews retries a contraction kernel that viewRows left without sizes (rows r, refusal
 // why) as a fold reading its operands through views: the views below the dot's operands are

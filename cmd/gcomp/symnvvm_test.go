@@ -16,8 +16,8 @@ import (
 
 // gcomp build --backend nvvm builds a model with dims once (a GEMM and a softmax over its rows,
 // each a kernel from libNVVM with a size parameter), and gcomp run and check run it at two
-// sizes; a graph summing rows of a concat of a literal tensor along its symbolic axis is refused
-// as with codegen/ptx.
+// sizes; a graph whose product's rows are not independent (the outer product of the symbolic
+// rows) is refused as with codegen/ptx, exit status 1 and nothing written.
 func TestBuildRunSymbolicNVVM(t *testing.T) {
 	lib := libnvvm.Require(t)
 	dev, err := lib.Libdevice()
@@ -32,8 +32,8 @@ func TestBuildRunSymbolicNVVM(t *testing.T) {
 		"  %1 = reduce_max(%0) {axes=[1]} : f32[batch]\n  %2 = broadcast_in_dim(%1) {shape=[40,32], dims=[0]} : f32[batch,32]\n" +
 		"  %3 = sub(%0, %2) : f32[batch,32]\n  %4 = exp(%3) : f32[batch,32]\n  %5 = reduce_sum(%4) {axes=[1]} : f32[batch]\n" +
 		"  %6 = broadcast_in_dim(%5) {shape=[40,32], dims=[0]} : f32[batch,32]\n  %7 = div(%4, %6) : f32[batch,32]\n  output y = %7\n}\n"
-	red := "graph r {\n  dims { batch in [1,40] }\n  input %x : f32[batch,3]\n  %c = constant() {shape=[1,3], dtype=f32, value=[1,2,3]} : f32[1,3]\n" +
-		"  %0 = concat(%x, %c) {axis=0} : f32[batch+1,3]\n  %1 = reduce_sum(%0) {axes=[1]} : f32[batch+1]\n  output y = %1\n}\n"
+	red := "graph r {\n  dims { batch in [1,40] }\n  input %x : f32[batch,3]\n" +
+		"  %0 = dot_general(%x, %x) {lhs_contract=[1], rhs_contract=[1]} : f32[batch,batch]\n  output y = %0\n}\n"
 	for name, text := range map[string]string{"s.gir": gir, "r.gir": red} {
 		if err := os.WriteFile(name, []byte(text), 0o644); err != nil {
 			t.Fatal(err)
@@ -72,9 +72,8 @@ func TestBuildRunSymbolicNVVM(t *testing.T) {
 	}
 	stderr.Reset()
 	code := Main([]string{"build", "r.gir", "--backend", "nvvm", "--nvvm-lib", lib.Path, "-o", "r.ptx"}, &stdout, &stderr)
-	// A concat along a symbolic dim runs with elementwise ops and beside a reduction (as a
-	// kernel of its own), but not over a literal tensor.
-	want := "loop kernel k0_concat (concat), over symbolic buffer t2: input %x : f32[batch,3] has batch rows, %1 = concat(%x, %0) {axis=0} : f32[batch+1,3] has batch+1; its concat along a symbolic dim: it reads a literal tensor"
+	// The outer product of the symbolic rows has rows that are not independent.
+	want := "contraction kernel k0_matmul (dot_general), over symbolic buffer y: input %x : f32[batch,3] has batch rows, %0 = dot_general(%x, %x) {lhs_contract=[1], rhs_contract=[1]} : f32[batch,batch] has batch*batch"
 	if code != 1 || !strings.Contains(stderr.String(), want) || strings.Count(strings.TrimSpace(stderr.String()), "\n") > 0 {
 		t.Errorf("build r.gir --backend nvvm: exit %d, stderr %q; want %q", code, stderr.String(), want)
 	}

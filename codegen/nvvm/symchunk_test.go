@@ -34,7 +34,7 @@ func TestSymbolicChunkCopies(t *testing.T) {
 				"  %%%%1 = reshape(%%%%0) {shape=[2,%%[1]d,%[4]d]} : %[1]s[2,%%[1]d,%[4]d]\n"+
 				"  %%%%2 = dot_general(%%%%x, %%%%1) {lhs_contract=[0,1], rhs_contract=[0,1]} : %[1]s[12,%[4]d]\n  output out = %%%%2\n}\n",
 				c.d, c.heads, c.hd, n)
-			text := runFoldViews(t, p, src, "tensor core")
+			text := runFoldViews(t, p, src, "tensor core", 2)
 			if got := chunk.MatchString(text); got != c.chunks {
 				t.Errorf("16-byte chunk copies %v, want %v", got, c.chunks)
 			}

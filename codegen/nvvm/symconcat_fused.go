@@ -89,10 +89,9 @@ func (ce *concatEval) at(v *irg.Value, c []value.Value, memo map[*irg.Value]valu
 		buf, lin := ce.sv.lin(v, c)
 		r = kg.load(v.Type.DType, kg.ptr[buf], lin)
 	case v.Op == "constant":
-		if len(v.Attrs.Floats("value")) != 1 {
-			return nil, fmt.Errorf("a literal tensor is not indexed at symbolic sizes")
-		}
-		r = kg.constant(v, nil)
+		// A literal tensor's sizes are its own (codegen/ptx's symconcat_fused.go): read at its
+		// strides, as the static build reads it.
+		r = kg.constant(v, newIndexCoords(v.Type.Shape, c))
 	case v.Op == "iota":
 		r = kg.cast(irg.I32, c[v.Attrs.Int("dim", 0)], v.Type.DType)
 	case v.Op == "transpose" || v.Op == "reshape" || v.Op == "slice" || v.Op == "broadcast_in_dim":

@@ -9,10 +9,10 @@ import (
 
 // SymbolicConcat reports why g is not a kernel the producers' concat template takes at symbolic
 // sizes, or "" when it is: its outputs compute, element by element, from concats, views (a
-// transpose, reshape, slice or broadcast), elementwise ops (casts and select included), splat
-// constants and iotas over its inputs, and at least one of them concatenates (a KV cache grown by
-// concat along its symbolic length, RoPE or a cast applied to the step's row before it, a scale
-// after it). Each output element at the run's sizes finds its operand along every concat it
+// transpose, reshape, slice or broadcast), elementwise ops (casts and select included),
+// constants (splats and literal tensors) and iotas over its inputs, and at least one of them
+// concatenates (a KV cache grown by concat along its symbolic length, RoPE or a cast applied to
+// the step's row before it, a scale after it). Each output element at the run's sizes finds its operand along every concat it
 // reaches and evaluates the chain there; a reduction or a product beside the concat is refused.
 func SymbolicConcat(g *ir.Graph) string {
 	if len(g.Outputs) == 0 {
@@ -26,13 +26,8 @@ func SymbolicConcat(g *ir.Graph) string {
 		}
 		seen[v] = true
 		switch {
-		case v.Op == ir.OpInput || v.Op == ir.OpParam || v.Op == "iota":
-			return ""
-		case v.Op == "constant":
-			if len(v.Attrs.Floats("value")) != 1 {
-				return "it reads a literal tensor, which a concat's kernel at symbolic sizes does not index"
-			}
-			return ""
+		case v.Op == ir.OpInput || v.Op == ir.OpParam || v.Op == "iota" || v.Op == "constant":
+			return "" // a literal tensor's sizes are its own: read at its strides at every run
 		case v.Op == "concat":
 			concats++
 		case v.Op == "transpose", v.Op == "reshape", v.Op == "slice", v.Op == "broadcast_in_dim", v.Op == "select":

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/gcomp/gcomp/ir"
@@ -26,4 +27,18 @@ func FoldStrided(a *ir.Value, sizes map[*ir.Value][]sym.Expr, contract []int) bo
 		return true
 	}
 	return inner(true) && inner(false)
+}
+
+// FoldViewBatch reports why view, an operand of a batched GEMM whose K is the symbolic rows
+// read through its views, does not run at symbolic sizes, or nil: its batch dims must be static
+// (the rows are K), so the copier takes each batch coordinate from blockIdx.z as the static
+// kernel does.
+func FoldViewBatch(view *ir.Value, sizes map[*ir.Value][]sym.Expr, batchDims []int) error {
+	s := SymSizes(view, sizes)
+	for _, d := range batchDims {
+		if _, ok := s[d].IsConst(); !ok {
+			return fmt.Errorf("a batched GEMM whose K is the symbolic rows, read through a view with a symbolic batch dim (%s), does not run at symbolic sizes", s[d])
+		}
+	}
+	return nil
 }

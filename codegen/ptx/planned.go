@@ -31,6 +31,8 @@ func GEMMPlan(k Kernel, t Target) (GEMM, error) {
 	} else {
 		if mm, _, err = dotGEMM(c.Dot); err == nil && !slices.Contains(c.Dot.Attrs.Ints("lhs_contract"), 0) {
 			err = mm.symViewLHS(k) // symgemm.go: as the template reads it
+		} else if err == nil {
+			err = mm.symFoldGeneric(k) // symfold_view.go: as the template reads it
 		}
 	}
 	if err != nil {

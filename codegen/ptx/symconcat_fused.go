@@ -16,7 +16,8 @@ import (
 // grid-stride loop delinearizes it over the output's sizes at the run and evaluates the graph
 // there: elementwise ops compute in registers as the loop template's do (the same instructions,
 // so the values are the static build's bit for bit), views map the coordinates to their
-// operand's at the run's sizes (symview.go), inputs load at their linear index at the run, and a
+// operand's at the run's sizes (symview.go), inputs load at their linear index at the run, a
+// literal tensor at its own (static) strides, and a
 // concat branches to the operand whose offset along its axis is the last at most the coordinate
 // (as the concat copy does, symconcat.go), evaluates it there and joins the branches in one
 // register. Outputs of the same sizes share a loop, all computed before any is stored (an output
@@ -98,11 +99,13 @@ func (ce *concatEval) at(v *ir.Value, c []string, memo map[*ir.Value]val) (val, 
 		buf, lin := ce.sv.lin(b, v, c)
 		r = gn.load(buf, lin)
 	case v.Op == "constant":
-		vals := v.Attrs.Floats("value")
-		if len(vals) != 1 {
-			return val{}, fmt.Errorf("a literal tensor is not indexed at symbolic sizes")
+		// A literal tensor's sizes are its own, static at every run (only the other operands of a
+		// concat follow the sizes): its element at c is read at its own strides, as the static
+		// build reads it (a module-level array; a splat is an immediate).
+		var err error
+		if r, err = gn.constant(v, newIndexCoords(v.Type.Shape, c)); err != nil {
+			return val{}, err
 		}
-		r = gn.e.constVal(v.Type.DType, castConst(v.Type.DType, vals[0]))
 	case v.Op == "iota":
 		r = gn.e.cast(val{ir.I32, c[v.Attrs.Int("dim", 0)]}, v.Type.DType)
 	case v.Op == "transpose" || v.Op == "reshape" || v.Op == "slice" || v.Op == "broadcast_in_dim":

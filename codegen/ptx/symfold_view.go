@@ -2,6 +2,7 @@ package ptx
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/gcomp/gcomp/codegen/plan"
 	"github.com/gcomp/gcomp/ir"
@@ -19,12 +20,11 @@ import (
 
 // symFoldViews makes the generic operands of a GEMM whose K is the symbolic rows read at the
 // run's sizes: it loads the dims k.Sizes names and checks every size of the views once. A
-// strided operand read through views must keep the bound's strides at every size (foldStrided).
+// strided operand read through views whose strides follow the sizes is read as a generic one
+// (symFoldGeneric).
 func (mm *matmul) symFoldViews(k Kernel, b *builder, args *[]Arg) error {
-	for i, l := range []operandLayout{mm.lhs, mm.rhs} {
-		if a := mm.dot.Args[i]; l.view == nil && k.Sizes != nil && a.Op != ir.OpInput && a.Op != ir.OpParam && !foldStrided(a, k.Sizes, mm.dot.Attrs.Ints([]string{"lhs_contract", "rhs_contract"}[i])) {
-			return fmt.Errorf("a GEMM whose K is the symbolic rows, reading an operand through views strided by the sizes, does not run at symbolic sizes yet")
-		}
+	if err := mm.symFoldGeneric(k); err != nil {
+		return err
 	}
 	if mm.lhs.view == nil && mm.rhs.view == nil {
 		return nil
@@ -37,12 +37,38 @@ func (mm *matmul) symFoldViews(k Kernel, b *builder, args *[]Arg) error {
 		if l.view == nil {
 			continue
 		}
-		if len(l.batchDims) > 0 {
-			return fmt.Errorf("a batched GEMM whose K is the symbolic rows, read through a view, does not run at symbolic sizes yet")
+		if err := plan.FoldViewBatch(l.view, k.Sizes, l.batchDims); err != nil {
+			return err
 		}
 		if err := mm.symv.check(b, l.view); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// symFoldGeneric makes each operand of fold kernel k (a GEMM whose K is the symbolic rows, with
+// its values' sizes) that is strided at the bound by a symbolic dim generic: a transpose of
+// [2, seq] steps seq elements along its free dim, the bound's seq in the strided copies, so it
+// is read through its views at the run's sizes instead (symCopier, the copier of the folds
+// through views). Only the copies change: the tiles and the k loop are the static kernel's, so
+// the fold is its bit for bit. GEMMPlan applies it too, so that the NVVM producer's plan has
+// this template's copies.
+func (mm *matmul) symFoldGeneric(k Kernel) error {
+	if !k.Symbolic || k.Sizes == nil || mm.conv != nil || mm.quant != nil || !slices.Contains(mm.dot.Attrs.Ints("lhs_contract"), 0) {
+		return nil
+	}
+	for i, l := range []*operandLayout{&mm.lhs, &mm.rhs} {
+		a := mm.dot.Args[i]
+		contract := mm.dot.Attrs.Ints([]string{"lhs_contract", "rhs_contract"}[i])
+		if l.view != nil || a.Op == ir.OpInput || a.Op == ir.OpParam || foldStrided(a, k.Sizes, contract) {
+			continue
+		}
+		g, err := genericLayout(a, mm.dot.Attrs.Ints([]string{"lhs_batch", "rhs_batch"}[i]), contract)
+		if err != nil {
+			return err
+		}
+		*l = g
 	}
 	return nil
 }

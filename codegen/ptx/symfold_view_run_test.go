@@ -20,29 +20,52 @@ func foldViewSrc(d ir.DType, seq int) string {
 	return fmt.Sprintf("graph k {\n  input %%dq : f32[2,2,%[1]d,4]\n  input %%x : f32[2,%[1]d,8]\n  %%0 = transpose(%%dq) {perm=[0,2,1,3]} : f32[2,%[1]d,2,4]\n  %%1 = reshape(%%0) {shape=[2,%[1]d,8]} : f32[2,%[1]d,8]\n  %%2 = dot_general(%%1, %%x) {lhs_contract=[0,1], rhs_contract=[0,1]} : f32[8,8]\n  output out = %%2\n}\n", seq)
 }
 
+// foldBatchedSrc is a batched fold: per batch element j of 4, a's 2 heads of 8 merged back
+// ([seq, 2, 4, 8] transposed and reshaped into [seq, 4, 16]), row j contracted over seq with
+// b[seq, j, 16].
+func foldBatchedSrc(d ir.DType, seq int) string {
+	return fmt.Sprintf("graph k {\n  input %%a : %[1]s[%[2]d,2,4,8]\n  input %%b : %[1]s[%[2]d,4,16]\n  %%0 = transpose(%%a) {perm=[0,2,1,3]} : %[1]s[%[2]d,4,2,8]\n"+
+		"  %%1 = reshape(%%0) {shape=[%[2]d,4,16]} : %[1]s[%[2]d,4,16]\n  %%2 = dot_general(%%1, %%b) {lhs_batch=[1], rhs_batch=[1], lhs_contract=[0], rhs_contract=[0]} : %[1]s[4,16,16]\n  output out = %%2\n}\n", d, seq)
+}
+
 // TestSymbolicFoldViewRuns: the fold GEMM reading an operand through transpose and reshape views,
 // built once at seq = 37 (f32, FFMA) or 40 (f16, tensor cores), runs on the memchecked
 // simulator at seq 1, a prime and the bound (its inputs contiguous at the run's sizes at the start
 // of bound-sized buffers whose rest is never written): within tolerance of the reference and bit
-// for bit the static kernel built for that seq (the same tiles and k steps). The warp
-// instructions of both are docs/perf.md's (go test -run TestSymbolicFoldViewRuns -v ./codegen/ptx).
+// for bit the static kernel built for that seq (the same tiles and k steps); so does a batched
+// fold (static batch dims, each coordinate from blockIdx.z; the compiler does not hand the
+// templates one yet: docs/dynamic.md, Next). The warp instructions of both are docs/perf.md's
+// (go test -run TestSymbolicFoldViewRuns -v ./codegen/ptx).
 func TestSymbolicFoldViewRuns(t *testing.T) {
 	for _, c := range []struct {
+		name  string
 		d     ir.DType
 		bound int
-	}{{ir.F32, 37}, {ir.F16, 40}} {
-		t.Run(c.d.String(), func(t *testing.T) {
-			g := parse(t, foldViewSrc(c.d, c.bound))
-			text, ls, err := Module([]Kernel{{Name: "k0", Graph: g, Symbolic: true, Rows: 2 * c.bound, Sizes: seqSizes(g, c.bound)}}, Target{SM: 80})
-			if err != nil {
-				t.Fatal(err)
-			}
-			assemble(t, text)
-			for _, seq := range []int{1, 13, c.bound} {
-				checkFoldRun(t, fmt.Sprintf("seq %d of %d", seq, c.bound), text, ls[0], g, parse(t, foldViewSrc(c.d, seq)), seq, 2*seq, c.d)
-			}
+		per   int // K per seq
+		src   func(ir.DType, int) string
+	}{{"f32", ir.F32, 37, 2, foldViewSrc}, {"f16", ir.F16, 40, 2, foldViewSrc},
+		{"batched f32", ir.F32, 37, 1, foldBatchedSrc}, {"batched f16", ir.F16, 40, 1, foldBatchedSrc}} {
+		t.Run(c.name, func(t *testing.T) {
+			runFoldOnce(t, c.d, c.bound, c.per, func(seq int) string { return c.src(c.d, seq) })
 		})
 	}
+}
+
+// runFoldOnce builds the fold of src (at seq; K is per rows per seq) once at seq bound, checks
+// it assembles, and runs it at seq 1, 13 and the bound (checkFoldRun). It returns the text and
+// launch.
+func runFoldOnce(t *testing.T, d ir.DType, bound, per int, src func(seq int) string) (string, Launch) {
+	t.Helper()
+	g := parse(t, src(bound))
+	text, ls, err := Module([]Kernel{{Name: "k0", Graph: g, Symbolic: true, Rows: per * bound, Sizes: seqSizes(g, bound)}}, Target{SM: 80})
+	if err != nil {
+		t.Fatal(err)
+	}
+	assemble(t, text)
+	for _, seq := range []int{1, 13, bound} {
+		checkFoldRun(t, fmt.Sprintf("seq %d of %d", seq, bound), text, ls[0], g, parse(t, src(seq)), seq, per*seq, d)
+	}
+	return text, ls[0]
 }
 
 // checkFoldRun runs fold kernel l of module text (g at the bound) at seq, its size parameter k,
