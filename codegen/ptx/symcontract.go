@@ -100,7 +100,7 @@ func (mm *matmul) symContract(k Kernel, b *builder, args *[]Arg, tensorCores boo
 		if _, err := symEval(func() string { return b.reg(rU32) }, func(string, ...string) {}, mm.symv.dims, n); err != nil {
 			return true, nil, err
 		}
-		mm.symColsPast(mm.symv.eval(b, n)) // symcontract_rhs.go
+		mm.symColsPast(mm.symv.eval(b, n), symAlign(n)) // symcontract_rhs.go
 	}
 	return true, w, nil // a static batch: the bound's grid
 }

@@ -1,0 +1,69 @@
+package ptx
+
+// The result's stores of a product with a symbolic N (symcontract_rhs.go). Its row stride is N
+// at the run, so a group of four columns starting at a multiple of four lies in one row, 16-byte
+// aligned (for 4-byte elements; 8-byte for 16-bit ones), exactly when the run's N is a multiple
+// of four: then the epilogue takes the static kernel's groups (one vector store per group and
+// vector loads of epilogue tensors of the result's sizes; on tensor cores the staged epilogue
+// through shared memory), else it goes element by element. Where N's expression is a multiple
+// of four at every size that is decided at build time; otherwise a branch uniform over the
+// launch chooses. Both epilogues compute the same values from the same accumulators: only the
+// width of the accesses differs.
+
+// symColsBranch emits epi, the epilogue, for a product with a symbolic N: once with groups of w
+// columns (mm.symCols = w) taken where the run's N is a multiple of w, once element by element
+// taken otherwise. Registers that both need must be computed before.
+func (mm *matmul) symColsBranch(w int, epi func() error) error {
+	if mm.symNAlign%w == 0 {
+		mm.symCols = w
+		defer func() { mm.symCols = 0 }()
+		return epi()
+	}
+	b := mm.e.b
+	low, p := b.reg(rU32), b.reg(rPred)
+	b.ins("and.b32", low, mm.symN, imm(w-1))
+	b.ins("setp.ne.u32", p, low, "0")
+	elems, done := b.label("cols_elems"), b.label("cols_done")
+	b.braIf(p, elems)
+	mm.symCols = w
+	err := epi()
+	mm.symCols = 0
+	if err != nil {
+		return err
+	}
+	b.bra(done)
+	b.place(elems)
+	if err := epi(); err != nil {
+		return err
+	}
+	b.place(done)
+	return nil
+}
+
+// symStages reports whether a tensor-core product with a symbolic N stages its epilogue
+// through shared memory where the run's N is a multiple of four (mmaStaged then): the A tile's
+// space must hold the stage.
+func (mm *matmul) symStages() bool {
+	return mm.symN != "" && mm.conv == nil && len(mm.batchShape)+2 == mm.dot.Type.Shape.Rank()
+}
+
+// symElemBases hoists, for the direct tensor-core epilogue of a symbolic N, what each element
+// would otherwise compute at the run's N: the columns left in the row from colBase (N −
+// colBase, compared with an element's column offset) and the linear index of each row offset
+// dr in drs (linBase + dr·N, to which an element adds its column offset). It returns the undo.
+func (mm *matmul) symElemBases(linBase, colBase string, drs []int) func() {
+	if mm.symN == "" {
+		return func() {}
+	}
+	b, a := mm.e.b, mm.a
+	mm.symLeft = b.reg(rU32)
+	b.ins("sub.s32", mm.symLeft, mm.symN, a.reg(colBase))
+	rows := map[int]string{}
+	for _, dr := range drs {
+		if _, ok := rows[dr]; !ok {
+			rows[dr] = a.reg(mm.outOffset(linBase, dr, 0))
+		}
+	}
+	mm.symRowBase, mm.symRowLin = linBase, rows
+	return func() { mm.symLeft, mm.symRowBase, mm.symRowLin = "", "", nil }
+}
