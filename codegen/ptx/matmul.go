@@ -417,13 +417,13 @@ type matmul struct {
 	symN   string
 	symOut bool
 	// symNAlign is what N's expression is a multiple of at every size; symCols, a multiple of
-	// which the run's N is in the epilogue being emitted (0: unknown); symLeft, symRowBase and
-	// symRowLin, the direct tensor-core epilogue's hoisted columns left and row indexes
-	// (symcontract_rhs_store.go).
-	symNAlign, symCols  int
-	symLeft, symRowBase string
-	symRowLin           map[int]string
-	symv                *symView // a symbolic kernel's generic left operand at the run's sizes (symview.go)
+	// which the run's N is in the epilogue being emitted (0: unknown); symColsLeft, symRowsLeft,
+	// symRowBase and symRowLin, the direct tensor-core epilogue's hoisted columns and rows left
+	// and row indexes (symcontract_rhs_store.go).
+	symNAlign, symCols                   int
+	symColsLeft, symRowsLeft, symRowBase string
+	symRowLin                            map[int]string
+	symv                                 *symView // a symbolic kernel's generic left operand at the run's sizes (symview.go)
 	// symBatchSt holds, per operand and batch dim, the register of a batch stride at the run's
 	// sizes ("" for the bound's immediate; symcontract.go).
 	symBatchSt [2][]string

@@ -569,7 +569,7 @@ func (mm *matmul) directEpilogue(acc []string, wm, wn, lane, m0, n0, bz string, 
 	for mi := range mI {
 		drs = append(drs, mi*16, mi*16+8)
 	}
-	defer mm.symElemBases(linBase, colBase, drs)()
+	defer mm.symElemBases(linBase, rowBase, colBase, drs)()
 	for mi := range mI {
 		for ni := range nI {
 			// c0,c1 (and c2,c3) are adjacent columns: one paired store when they are adjacent in the result.
@@ -638,6 +638,7 @@ func (mm *matmul) stagedEpilogue(acc []string, sh, warp, lane, m0, n0, bz string
 		rowBase = a.reg(a.add(a.add(m0, a.mul(wm, 16*mI)), a.div(lane, 8)))
 		colBase = a.reg(a.add(a.add(n0, a.mul(wn, 8*nI)), a.mul(a.rem(lane, 8), 4)))
 		linBase = a.reg(mm.outLin(bz, rowBase, colBase))
+		defer mm.symElemBases(linBase, rowBase, colBase, nil)()
 	} else {
 		rowBase = a.reg(a.add(a.add(m0, a.mul(wm, 16*mI)), a.mul(a.rem(lane, 4), 4)))
 		colBase = a.reg(a.add(a.add(n0, a.mul(wn, 8*nI)), a.div(lane, 4)))
@@ -716,11 +717,10 @@ func (mm *matmul) scaledAddr(base, off string, eb int) string {
 func (mm *matmul) element(rowBase string, dr int, colBase string, dc int, linBase string, bidx *index, accs []val) error {
 	b, a := mm.e.b, mm.a
 	skip := b.label("skip")
-	okm, okn := b.reg(rPred), b.reg(rPred)
-	b.ins("setp.lt.s32", okm, a.reg(rowBase), mm.freeBelow(true, mm.M, dr))
-	if mm.symLeft != "" && linBase == mm.symRowBase { // hoisted (symcontract_rhs_store.go)
-		b.ins("setp.gt.s32", okn, mm.symLeft, imm(dc)) // colBase + dc < N
-	} else {
+	okm, okn, hoisted := mm.symElemChecks(linBase, rowBase, dr, dc)
+	if !hoisted {
+		okm, okn = b.reg(rPred), b.reg(rPred)
+		b.ins("setp.lt.s32", okm, a.reg(rowBase), mm.freeBelow(true, mm.M, dr))
 		b.ins("setp.lt.s32", okn, a.reg(colBase), mm.colsBelow(dc))
 	}
 	ok := b.reg(rPred)

@@ -47,7 +47,7 @@ func (mm *matmul) outOffset(lin string, dr, dc int) string {
 		return mm.a.add(r, imm(dc))
 	}
 	o := mm.e.b.reg(rU32)
-	mm.e.b.ins("mad.lo.s32", o, mm.a.reg(imm(dr)), mm.symN, mm.a.reg(lin))
+	mm.e.b.ins("mad.lo.s32", o, mm.symN, imm(dr), mm.a.reg(lin))
 	return mm.a.add(o, imm(dc))
 }
 

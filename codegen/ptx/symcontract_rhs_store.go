@@ -48,16 +48,24 @@ func (mm *matmul) symStages() bool {
 }
 
 // symElemBases hoists, for the direct tensor-core epilogue of a symbolic N, what each element
-// would otherwise compute at the run's N: the columns left in the row from colBase (N −
-// colBase, compared with an element's column offset) and the linear index of each row offset
-// dr in drs (linBase + dr·N, to which an element adds its column offset). It returns the undo.
-func (mm *matmul) symElemBases(linBase, colBase string, drs []int) func() {
+// would otherwise compute at the run's sizes: the columns left in the row from colBase (N −
+// colBase, compared with an element's column offset; the rows left below rowBase alike when M
+// is symbolic) and the linear index of each row offset dr in drs (linBase + dr·N, to which an
+// element adds its column offset). It returns the undo.
+func (mm *matmul) symElemBases(linBase, rowBase, colBase string, drs []int) func() {
 	if mm.symN == "" {
 		return func() {}
 	}
 	b, a := mm.e.b, mm.a
-	mm.symLeft = b.reg(rU32)
-	b.ins("sub.s32", mm.symLeft, mm.symN, a.reg(colBase))
+	left := func(n, base string) string {
+		r := b.reg(rU32)
+		b.ins("sub.s32", r, n, a.reg(base))
+		return r
+	}
+	mm.symColsLeft = left(mm.symN, colBase)
+	if mm.symM != "" {
+		mm.symRowsLeft = left(mm.symM, rowBase)
+	}
 	rows := map[int]string{}
 	for _, dr := range drs {
 		if _, ok := rows[dr]; !ok {
@@ -65,5 +73,22 @@ func (mm *matmul) symElemBases(linBase, colBase string, drs []int) func() {
 		}
 	}
 	mm.symRowBase, mm.symRowLin = linBase, rows
-	return func() { mm.symLeft, mm.symRowBase, mm.symRowLin = "", "", nil }
+	return func() { mm.symColsLeft, mm.symRowsLeft, mm.symRowBase, mm.symRowLin = "", "", "", nil }
+}
+
+// symElemChecks makes the predicates that element (dr, dc) from the hoisted bases lies below
+// M and N: okm and okn, hoisted false where symElemBases has not run for linBase.
+func (mm *matmul) symElemChecks(linBase, rowBase string, dr, dc int) (okm, okn string, hoisted bool) {
+	if mm.symColsLeft == "" || linBase != mm.symRowBase {
+		return "", "", false
+	}
+	b := mm.e.b
+	okm, okn = b.reg(rPred), b.reg(rPred)
+	if mm.symRowsLeft != "" {
+		b.ins("setp.gt.s32", okm, mm.symRowsLeft, imm(dr)) // rowBase + dr < M
+	} else {
+		b.ins("setp.lt.s32", okm, mm.a.reg(rowBase), mm.freeBelow(true, mm.M, dr))
+	}
+	b.ins("setp.gt.s32", okn, mm.symColsLeft, imm(dc)) // colBase + dc < N
+	return okm, okn, true
 }
