@@ -712,7 +712,7 @@ func (mm *matmul) emit() error {
 		for d := range mm.batchShape {
 			bidx.getCoord(a, d) // before the branch: both epilogues read them
 		}
-		return mm.symColsBranch(4, func() error { return mm.ffmaEpilogue(rows, cols, bz, bidx, acc) })
+		return mm.symColsBranch(func() error { return mm.ffmaEpilogue(rows, cols, bz, bidx, acc) }, 4)
 	}
 	return mm.ffmaEpilogue(rows, cols, bz, bidx, acc)
 }

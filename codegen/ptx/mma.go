@@ -543,12 +543,12 @@ func (mm *matmul) emitMMA() error {
 
 	b.note("epilogue")
 	if mm.symN != "" && mm.symStages() { // groups of columns where the run's N allows (symcontract_rhs_store.go)
-		return mm.symColsBranch(4, func() error {
+		return mm.symColsBranch(func() error {
 			if mm.mmaStaged() {
 				return mm.stagedEpilogue(acc, sides[0].sh, warp, lane, m0, n0, bz, bidx)
 			}
 			return mm.directEpilogue(acc, wm, wn, lane, m0, n0, bz, bidx)
-		})
+		}, 4, 2)
 	}
 	if staged {
 		return mm.stagedEpilogue(acc, sides[0].sh, warp, lane, m0, n0, bz, bidx)

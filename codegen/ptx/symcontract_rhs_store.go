@@ -1,5 +1,7 @@
 package ptx
 
+import "fmt"
+
 // The result's stores of a product with a symbolic N (symcontract_rhs.go). Its row stride is N
 // at the run, so a group of four columns starting at a multiple of four lies in one row, 16-byte
 // aligned (for 4-byte elements; 8-byte for 16-bit ones), exactly when the run's N is a multiple
@@ -10,33 +12,41 @@ package ptx
 // launch chooses. Both epilogues compute the same values from the same accumulators: only the
 // width of the accesses differs.
 
-// symColsBranch emits epi, the epilogue, for a product with a symbolic N: once with groups of w
-// columns (mm.symCols = w) taken where the run's N is a multiple of w, once element by element
-// taken otherwise. Registers that both need must be computed before.
-func (mm *matmul) symColsBranch(w int, epi func() error) error {
-	if mm.symNAlign%w == 0 {
-		mm.symCols = w
-		defer func() { mm.symCols = 0 }()
-		return epi()
-	}
+// symColsBranch emits epi, the epilogue, for a product with a symbolic N once per width w of
+// ws (decreasing powers of two) with groups of w columns (mm.symCols = w), taken where the run's
+// N is a multiple of w and of no wider one, and once element by element, taken otherwise: a
+// chain of branches uniform over the launch. A width that N's expression is a multiple of at
+// every size ends the chain there. Registers that every epilogue needs must be computed before.
+func (mm *matmul) symColsBranch(epi func() error, ws ...int) error {
 	b := mm.e.b
-	low, p := b.reg(rU32), b.reg(rPred)
-	b.ins("and.b32", low, mm.symN, imm(w-1))
-	b.ins("setp.ne.u32", p, low, "0")
-	elems, done := b.label("cols_elems"), b.label("cols_done")
-	b.braIf(p, elems)
-	mm.symCols = w
-	err := epi()
-	mm.symCols = 0
-	if err != nil {
-		return err
+	done := ""
+	defer func() { mm.symCols = 0 }()
+	for _, w := range ws {
+		mm.symCols = w
+		if mm.symNAlign%w == 0 {
+			break
+		}
+		if done == "" {
+			done = b.label("cols_done")
+		}
+		low, p := b.reg(rU32), b.reg(rPred)
+		b.ins("and.b32", low, mm.symN, imm(w-1))
+		b.ins("setp.ne.u32", p, low, "0")
+		next := b.label(fmt.Sprintf("cols_not%d", w))
+		b.braIf(p, next)
+		if err := epi(); err != nil {
+			return err
+		}
+		b.bra(done)
+		b.place(next)
+		mm.symCols = 0
 	}
-	b.bra(done)
-	b.place(elems)
 	if err := epi(); err != nil {
 		return err
 	}
-	b.place(done)
+	if done != "" {
+		b.place(done)
+	}
 	return nil
 }
 
