@@ -542,7 +542,7 @@ func (mm *matmul) emitMMA() error {
 	b.place(done)
 
 	b.note("epilogue")
-	if mm.symN != "" && mm.symStages() { // groups of columns where the run's N allows (symcontract_rhs_store.go)
+	if mm.symStages() { // groups of columns where the run's N allows (symcontract_rhs_store.go)
 		return mm.symColsBranch(func() error {
 			if mm.mmaStaged() {
 				return mm.stagedEpilogue(acc, sides[0].sh, warp, lane, m0, n0, bz, bidx)

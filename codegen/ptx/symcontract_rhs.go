@@ -12,7 +12,8 @@ package ptx
 // static (q·kᵀ) or symbolic.
 
 // symColsPast makes n, N at the run's sizes (a multiple of align at every size), the template's
-// N and the result's row stride, and sends the blocks whose column tile starts at or past it to the end.
+// N and the result's row stride, and sends the blocks whose column tile starts at or past it to
+// the end.
 func (mm *matmul) symColsPast(n string, align int) {
 	b := mm.e.b
 	mm.symN, mm.symNAlign = n, align
