@@ -7,9 +7,10 @@ import "fmt"
 // aligned (for 4-byte elements; 8-byte for 16-bit ones), exactly when the run's N is a multiple
 // of four: then the epilogue takes the static kernel's groups (one vector store per group and
 // vector loads of epilogue tensors of the result's sizes; on tensor cores the staged epilogue
-// through shared memory), else it goes element by element. Where N's expression is a multiple
-// of four at every size that is decided at build time; otherwise a branch uniform over the
-// launch chooses. Both epilogues compute the same values from the same accumulators: only the
+// through shared memory); on tensor cores pairs where N is even only (as the static kernel at
+// such an N), else it goes element by element. Where N's expression is a multiple of the width
+// at every size that is decided at build time; otherwise branches uniform over the launch
+// choose. Both epilogues compute the same values from the same accumulators: only the
 // width of the accesses differs.
 
 // symColsBranch emits epi, the epilogue, for a product with a symbolic N once per width w of
