@@ -416,7 +416,14 @@ type matmul struct {
 	// batched product over a symbolic dim, symcontract.go).
 	symN   string
 	symOut bool
-	symv   *symView // a symbolic kernel's generic left operand at the run's sizes (symview.go)
+	// symNAlign is what N's expression is a multiple of at every size; symCols, a multiple of
+	// which the run's N is in the epilogue being emitted (0: unknown); symColsLeft, symRowsLeft,
+	// symRowBase and symRowLin, the direct tensor-core epilogue's hoisted columns and rows left
+	// and row indexes (symcontract_rhs_store.go).
+	symNAlign, symCols                   int
+	symColsLeft, symRowsLeft, symRowBase string
+	symRowLin                            map[int]string
+	symv                                 *symView // a symbolic kernel's generic left operand at the run's sizes (symview.go)
 	// symBatchSt holds, per operand and batch dim, the register of a batch stride at the run's
 	// sizes ("" for the bound's immediate; symcontract.go).
 	symBatchSt [2][]string
@@ -693,7 +700,6 @@ func (mm *matmul) emit() error {
 
 	// Epilogue: each accumulator through the fused ops, then its one store.
 	b.note("epilogue")
-	g := mm.kernelGraph
 	rows := make([]string, 8)
 	cols := make([]string, rn)
 	for i := range 8 {
@@ -702,6 +708,18 @@ func (mm *matmul) emit() error {
 			cols[i] = a.add(n0, a.add(a.mul(colT, cw), imm(RegTileOffset(i))))
 		}
 	}
+	if mm.symN != "" { // groups where the run's N allows (symcontract_rhs_store.go)
+		for d := range mm.batchShape {
+			bidx.getCoord(a, d) // before the branch: both epilogues read them
+		}
+		return mm.symColsBranch(func() error { return mm.ffmaEpilogue(rows, cols, bz, bidx, acc) }, 4)
+	}
+	return mm.ffmaEpilogue(rows, cols, bz, bidx, acc)
+}
+
+// ffmaEpilogue runs each accumulator of an FFMA tile through the fused ops and stores it.
+func (mm *matmul) ffmaEpilogue(rows, cols []string, bz string, bidx *index, acc []string) error {
+	b, a, g, rn := mm.e.b, mm.a, mm.kernelGraph, mm.rn
 	shape := mm.dot.Type.Shape
 	nb := len(mm.batchShape)
 	single := mm.rowColShape()
@@ -818,8 +836,8 @@ func (mm *matmul) rowColShape() bool {
 // dim is not (f32[4]·f32[4,2,2,3] is 1×12 with a result ending in 3).
 func (mm *matmul) colGroups(w int) bool {
 	shape := mm.dot.Type.Shape
-	if mm.symN != "" { // a group could straddle the run's row end (symcontract_rhs.go)
-		return w == 1
+	if mm.symN != "" { // a group lies in one row where the run's N is a multiple (symcontract_rhs_store.go)
+		return w == 1 || mm.symCols > 0 && mm.symCols%w == 0
 	}
 	return mm.N%w == 0 && shape.Rank() > 0 && shape[shape.Rank()-1]%w == 0
 }

@@ -211,7 +211,7 @@ func (mm *matmul) emitMMA() error {
 	// The epilogue stages accumulators through tileA once the main loop is done with it.
 	staged := mm.mmaStaged()
 	aBytes := 2 * sides[0].bufBytes
-	if staged {
+	if staged || mm.symStages() {
 		aBytes = max(aBytes, mmThreads/32*stageWarpBytes)
 	}
 	sA := b.sharedArray("tileA", aBytes, 16)
@@ -542,14 +542,34 @@ func (mm *matmul) emitMMA() error {
 	b.place(done)
 
 	b.note("epilogue")
+	if mm.symStages() { // groups of columns where the run's N allows (symcontract_rhs_store.go)
+		return mm.symColsBranch(func() error {
+			if mm.mmaStaged() {
+				return mm.stagedEpilogue(acc, sides[0].sh, warp, lane, m0, n0, bz, bidx)
+			}
+			return mm.directEpilogue(acc, wm, wn, lane, m0, n0, bz, bidx)
+		}, 4, 2)
+	}
 	if staged {
 		return mm.stagedEpilogue(acc, sides[0].sh, warp, lane, m0, n0, bz, bidx)
 	}
+	return mm.directEpilogue(acc, wm, wn, lane, m0, n0, bz, bidx)
+}
+
+// directEpilogue stores each thread's accumulators from the mma fragments' registers.
+func (mm *matmul) directEpilogue(acc []string, wm, wn, lane, m0, n0, bz string, bidx *index) error {
+	a := mm.a
+	_, mI, nI := mmaWarps(mm.rn)
 	// Accumulator c of tile (mi, ni) is row lane/4 (+8 for c ≥ 2), column 2·(lane%4) + c%2 of
 	// the tile.
 	rowBase := a.add(a.add(m0, a.mul(wm, 16*mI)), a.div(lane, 4))
 	colBase := a.add(a.add(n0, a.mul(wn, 8*nI)), a.mul(a.rem(lane, 4), 2))
 	linBase := mm.outLin(bz, rowBase, colBase)
+	var drs []int
+	for mi := range mI {
+		drs = append(drs, mi*16, mi*16+8)
+	}
+	defer mm.symElemBases(linBase, rowBase, colBase, drs)()
 	for mi := range mI {
 		for ni := range nI {
 			// c0,c1 (and c2,c3) are adjacent columns: one paired store when they are adjacent in the result.
@@ -618,6 +638,7 @@ func (mm *matmul) stagedEpilogue(acc []string, sh, warp, lane, m0, n0, bz string
 		rowBase = a.reg(a.add(a.add(m0, a.mul(wm, 16*mI)), a.div(lane, 8)))
 		colBase = a.reg(a.add(a.add(n0, a.mul(wn, 8*nI)), a.mul(a.rem(lane, 8), 4)))
 		linBase = a.reg(mm.outLin(bz, rowBase, colBase))
+		defer mm.symElemBases(linBase, rowBase, colBase, nil)()
 	} else {
 		rowBase = a.reg(a.add(a.add(m0, a.mul(wm, 16*mI)), a.mul(a.rem(lane, 4), 4)))
 		colBase = a.reg(a.add(a.add(n0, a.mul(wn, 8*nI)), a.div(lane, 4)))
@@ -696,9 +717,12 @@ func (mm *matmul) scaledAddr(base, off string, eb int) string {
 func (mm *matmul) element(rowBase string, dr int, colBase string, dc int, linBase string, bidx *index, accs []val) error {
 	b, a := mm.e.b, mm.a
 	skip := b.label("skip")
-	okm, okn := b.reg(rPred), b.reg(rPred)
-	b.ins("setp.lt.s32", okm, a.reg(rowBase), mm.freeBelow(true, mm.M, dr))
-	b.ins("setp.lt.s32", okn, a.reg(colBase), mm.colsBelow(dc))
+	okm, okn, hoisted := mm.symElemChecks(linBase, rowBase, dr, dc)
+	if !hoisted {
+		okm, okn = b.reg(rPred), b.reg(rPred)
+		b.ins("setp.lt.s32", okm, a.reg(rowBase), mm.freeBelow(true, mm.M, dr))
+		b.ins("setp.lt.s32", okn, a.reg(colBase), mm.colsBelow(dc))
+	}
 	ok := b.reg(rPred)
 	b.ins("and.pred", ok, okm, okn)
 	b.braIf("!"+ok, skip)

@@ -53,6 +53,19 @@ func (mm *matmul) symContract(k Kernel, b *builder, args *[]Arg, tensorCores boo
 	}
 	mm.symOut = true
 	mm.symv = &symView{dims: symViewLoad(k, b, args, k.Sizes), sizes: k.Sizes}
+	// A block past the run's M or N exits first, before the prologue's other work.
+	if !isConst(m) {
+		if _, err := symEval(func() string { return b.reg(rU32) }, func(string, ...string) {}, mm.symv.dims, m); err != nil {
+			return true, nil, err
+		}
+		mm.symRowsPast(mm.symv.eval(b, m))
+	}
+	if !isConst(n) {
+		if _, err := symEval(func() string { return b.reg(rU32) }, func(string, ...string) {}, mm.symv.dims, n); err != nil {
+			return true, nil, err
+		}
+		mm.symColsPast(mm.symv.eval(b, n), symAlign(n)) // symcontract_rhs.go
+	}
 	if err := mm.symBroadcasts(k, b); err != nil { // symcontract_bcast.go
 		return true, nil, err
 	}
@@ -89,18 +102,6 @@ func (mm *matmul) symContract(k Kernel, b *builder, args *[]Arg, tensorCores boo
 		if w, err = mm.symBatch(k, b, args); err != nil {
 			return true, nil, err
 		}
-	}
-	if !isConst(m) {
-		if _, err := symEval(func() string { return b.reg(rU32) }, func(string, ...string) {}, mm.symv.dims, m); err != nil {
-			return true, nil, err
-		}
-		mm.symRowsPast(mm.symv.eval(b, m))
-	}
-	if !isConst(n) {
-		if _, err := symEval(func() string { return b.reg(rU32) }, func(string, ...string) {}, mm.symv.dims, n); err != nil {
-			return true, nil, err
-		}
-		mm.symColsPast(mm.symv.eval(b, n)) // symcontract_rhs.go
 	}
 	return true, w, nil // a static batch: the bound's grid
 }

@@ -7,14 +7,16 @@ package ptx
 // the run, evaluated from the dims, bounds the right operand's copies (zero fill past it), the
 // epilogue's column checks and the column tiles (grid.x stays the bound's; a tile starting at
 // or past N exits), and it is the result's row stride: every store lands where the static
-// kernel built at the run's sizes puts it. Stores go element by element (a group of columns
-// could straddle the run's row end). K may be static (q·kᵀ) or symbolic.
+// kernel built at the run's sizes puts it. Stores go in groups of columns where the run's N
+// keeps a group in one row, else element by element (symcontract_rhs_store.go). K may be
+// static (q·kᵀ) or symbolic.
 
-// symColsPast makes n, N at the run's sizes, the template's N and the result's row stride, and
-// sends the blocks whose column tile starts at or past it to the end.
-func (mm *matmul) symColsPast(n string) {
+// symColsPast makes n, N at the run's sizes (a multiple of align at every size), the template's
+// N and the result's row stride, and sends the blocks whose column tile starts at or past it to
+// the end.
+func (mm *matmul) symColsPast(n string, align int) {
 	b := mm.e.b
-	mm.symN = n
+	mm.symN, mm.symNAlign = n, align
 	x, past := b.reg(rU32), b.reg(rPred)
 	b.ins("mov.u32", x, "%ctaid.x")
 	b.ins("mul.lo.u32", x, x, imm(16*mm.rn))
@@ -42,8 +44,11 @@ func (mm *matmul) outOffset(lin string, dr, dc int) string {
 	if mm.symN == "" || dr == 0 {
 		return mm.a.add(lin, imm(dr*mm.N+dc))
 	}
+	if r, ok := mm.symRowLin[dr]; ok && lin == mm.symRowBase {
+		return mm.a.add(r, imm(dc))
+	}
 	o := mm.e.b.reg(rU32)
-	mm.e.b.ins("mad.lo.s32", o, mm.a.reg(imm(dr)), mm.symN, mm.a.reg(lin))
+	mm.e.b.ins("mad.lo.s32", o, mm.symN, imm(dr), mm.a.reg(lin))
 	return mm.a.add(o, imm(dc))
 }
 

@@ -61,7 +61,9 @@ func (mm *matmul) symBatch(k Kernel, b *builder, args *[]Arg) (*SymWork, error) 
 	z, past := b.reg(rU32), b.reg(rPred)
 	b.ins("mov.u32", z, "%ctaid.z")
 	b.ins("setp.ge.u32", past, z, n)
-	mm.symEnd = b.label("no_batch")
+	if mm.symEnd == "" {
+		mm.symEnd = b.label("no_batch")
+	}
 	b.braIf(past, mm.symEnd)
 	return w, nil
 }
