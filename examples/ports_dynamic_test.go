@@ -14,9 +14,7 @@ import (
 	"github.com/gcomp/gcomp/load"
 	"github.com/gcomp/gcomp/ops"
 	"github.com/gcomp/gcomp/runtime/check"
-	"github.com/gcomp/gcomp/runtime/executor"
 	"github.com/gcomp/gcomp/runtime/ref"
-	"github.com/gcomp/gcomp/runtime/simdev"
 	"github.com/gcomp/gcomp/tensor"
 )
 
@@ -42,8 +40,8 @@ func TestPortsSymbolicBatch(t *testing.T) {
 	}{
 		{"resnet", true, ""},
 		// Tensor.Dim reports a symbolic dim's bound and Expand takes sizes, so the class token
-		// expanded to x.size(0) is f32[8,1,64] at any batch, and its concatenation with the
-		// patches, f32[batch,16,64], is refused where it is written.
+		// expanded to x.Dim(0) (torch's x.size(0)) is f32[8,1,64] at any batch, and its
+		// concatenation with the patches, f32[batch,16,64], is refused where it is written.
 		{"vit", false, "testdata/ports/vit/model.go:51: concat: dim 0 of f32[8,1,64] and f32[batch,16,64]: 8 and batch are not provably equal"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -87,16 +85,7 @@ func TestPortsSymbolicBatch(t *testing.T) {
 			if testing.Short() && c.slow {
 				return
 			}
-			dev := simdev.New(simdev.Options{})
-			defer dev.Close()
-			prog, err := executor.Load(dev, res.Artifact)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer prog.Close()
-			if err := prog.SetParams(params); err != nil {
-				t.Fatal(err)
-			}
+			prog := loadSim(t, res.Artifact, params)
 			torchDir := filepath.Join("..", "testdata", "torch", "ports", c.name)
 			for _, n := range []int{1, torchBatch, 3, portsMaxBatch} {
 				inputs := torchInputs
