@@ -1,6 +1,7 @@
 package examples_test
 
 import (
+	"github.com/gcomp/gcomp/artifact"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"github.com/gcomp/gcomp/load"
 	"github.com/gcomp/gcomp/runtime/executor"
 	"github.com/gcomp/gcomp/runtime/simdev"
+	"github.com/gcomp/gcomp/tensor"
 	portresnet "github.com/gcomp/gcomp/testdata/ports/resnet"
 	portvit "github.com/gcomp/gcomp/testdata/ports/vit"
 )
@@ -77,16 +79,7 @@ func TestPortsAgainstPyTorch(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			dev := simdev.New(simdev.Options{})
-			defer dev.Close()
-			prog, err := executor.Load(dev, res.Artifact)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer prog.Close()
-			if err := prog.SetParams(params); err != nil {
-				t.Fatal(err)
-			}
+			prog := loadSim(t, res.Artifact, params)
 			sim, err := prog.Run(inputs)
 			if err != nil {
 				t.Fatal(err)
@@ -106,4 +99,20 @@ func readStateDict(t *testing.T, path string) []string {
 	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
 	slices.Sort(lines)
 	return lines
+}
+
+// loadSim loads a on a fresh memchecked simulator with params bound; both close when t ends.
+func loadSim(t *testing.T, a *artifact.Artifact, params map[string]*tensor.Tensor) *executor.Program {
+	t.Helper()
+	dev := simdev.New(simdev.Options{})
+	t.Cleanup(func() { dev.Close() })
+	prog, err := executor.Load(dev, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { prog.Close() })
+	if err := prog.SetParams(params); err != nil {
+		t.Fatal(err)
+	}
+	return prog
 }
