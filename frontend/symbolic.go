@@ -247,3 +247,61 @@ func (s *state) sizes(dims []int) string {
 	}
 	return "[" + strings.Join(parts, ",") + "]"
 }
+
+// Size returns the size of dimension d as a size argument, torch's x.size(d): a static dim's
+// size, or, where the dim's size is one symbolic dim, that dim's handle, which Input, Reshape
+// and Expand take in place of a size (cls.Expand(x.Size(0), -1, -1) follows x's batch). A dim
+// sized by an expression of dims (batch*seq) has no handle: Size fails naming it (Reshape's -1
+// infers such a size).
+func (t *Tensor) Size(d int) int {
+	s := t.state()
+	i := t.axis("size", d)
+	e := t.v.Type.Axis(i)
+	if n, ok := e.IsConst(); ok {
+		return int(n)
+	}
+	for h, dim := range s.g.Dims {
+		if e.String() == dim.Name {
+			return dimHandleBase - h
+		}
+	}
+	s.failf("size: dim %d of %s is %s, an expression of dims, not one: pass -1 to Reshape, or the dims' handles", i, named(t, "input"), e)
+	return 0
+}
+
+// expandSym is Expand with Dim handles among the sizes: a handle sizes a new dim, or a dim of
+// size 1 or of that dim.
+func (t *Tensor) expandSym(dims []int) *Tensor {
+	s := t.s
+	r := t.Rank()
+	want := make([]sym.Expr, len(dims))
+	shape := make([]int, len(dims))
+	for i, d := range dims {
+		j := i - (len(dims) - r)
+		e, handle := s.size(d)
+		switch {
+		case d == -1 && j >= 0:
+			want[i], shape[i] = t.v.Type.Axis(j), t.v.Type.Shape[j]
+			continue
+		case d < 0 && !handle:
+			s.failf("expand: bad size %d in %v", d, s.sizes(dims))
+		}
+		if j >= 0 {
+			if have := t.v.Type.Axis(j); have.String() != "1" && have.String() != e.String() {
+				s.failf("expand: cannot expand %s to %s: dim %d has size %s", named(t, "input"), s.sizes(dims), j, have)
+			}
+		}
+		want[i], shape[i] = e, d
+		if handle {
+			shape[i] = s.g.Dims[dimHandleBase-d].Hi
+		}
+	}
+	if slices.EqualFunc(want, t.v.Type.Axes(), func(a, b sym.Expr) bool { return a.String() == b.String() }) {
+		return t
+	}
+	bdims := make([]int, r)
+	for i := range bdims {
+		bdims[i] = len(dims) - r + i
+	}
+	return s.opWant("broadcast_in_dim", ir.Attrs{"shape": shape, "dims": bdims}, want, t)
+}

@@ -129,6 +129,19 @@ func TestSymbolicErrors(t *testing.T) {
 			seq := b.Dim("seq", 1, 8)
 			b.Output("z", b.Input("x", ir.F32, seq, 2).Reshape(seq, 3))
 		}, "reshape: shape [seq,3] is invalid for x f32[seq,2]: 3*seq elements, not 2*seq"},
+		{"expand a dim of another size", func(b *frontend.Builder) {
+			x := b.Input("x", ir.F32, b.Dim("n", 1, 8), 3)
+			b.Output("z", b.Input("y", ir.F32, 2, 3).Expand(x.Size(0), -1))
+		}, "expand: cannot expand y f32[2,3] to [n,-1]: dim 0 has size 2"},
+		{"expand a symbolic dim to another", func(b *frontend.Builder) {
+			x := b.Input("x", ir.F32, b.Dim("n", 1, 8), 3)
+			y := b.Input("y", ir.F32, b.Dim("m", 1, 8), 3)
+			b.Output("z", y.Expand(x.Size(0), -1))
+		}, "expand: cannot expand y f32[m,3] to [n,-1]: dim 0 has size m"},
+		{"size of an expression", func(b *frontend.Builder) {
+			x := b.Input("x", ir.F32, b.Dim("n", 1, 8), 3)
+			b.Output("z", x.Reshape(-1).Expand(2, x.Reshape(-1).Size(0)))
+		}, "size: dim 0 of input f32[3*n] is 3*n, an expression of dims, not one"},
 		{"window", func(b *frontend.Builder) {
 			x := b.Input("x", ir.F32, 1, 1, b.Dim("h", 1, 8), 4)
 			b.Output("z", frontend.MaxPool2d(x, [2]int{2, 2}, frontend.PoolOptions{}))
@@ -139,5 +152,50 @@ func TestSymbolicErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v\nwant %s", tc.name, err, tc.want)
 		}
+	}
+}
+
+// Size gives a static dim's size or a symbolic dim's handle, which Expand takes: a class token
+// [1, 1, d] expanded to x.Size(0) follows x's batch (a ViT's torch.cat((cls, x), 1)).
+func TestSizeExpand(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		model func(b *frontend.Builder)
+		want  []string
+	}{
+		{"a class token over a symbolic batch", func(b *frontend.Builder) {
+			x := b.Input("x", ir.F32, b.Dim("batch", 1, 8), 4, 16)
+			cls := b.Param("cls", ir.T(ir.F32, 1, 1, 16), frontend.Zeros())
+			if x.Size(1) != 4 || x.Size(-1) != 16 || x.Dim(0) != 8 {
+				t.Errorf("Size(1), Size(-1), Dim(0) = %d, %d, %d; want 4, 16 and the bound 8", x.Size(1), x.Size(-1), x.Dim(0))
+			}
+			b.Output("y", frontend.Cat(1, cls.Expand(x.Size(0), -1, -1), x))
+		}, []string{"broadcast_in_dim(%cls) {dims=[0,1,2], shape=[8,1,16]} : f32[batch,1,16]", "concat(%0, %x) {axis=1} : f32[batch,5,16]"}},
+		{"a new leading dim", func(b *frontend.Builder) {
+			x := b.Input("x", ir.F32, b.Dim("seq", 0, 9), 2)
+			b.Output("y", b.Input("w", ir.F32, 2).Expand(x.Size(0), 2))
+		}, []string{"broadcast_in_dim(%w) {dims=[1], shape=[9,2]} : f32[seq,2]"}},
+		{"-1 keeps a symbolic dim, a handle its own", func(b *frontend.Builder) {
+			seq := b.Dim("seq", 1, 9)
+			x := b.Input("x", ir.F32, seq, 1)
+			b.Output("y", x.Expand(-1, 3).Add(x.Expand(seq, 3)))
+		}, []string{"broadcast_in_dim(%x) {dims=[0,1], shape=[9,3]} : f32[seq,3]"}},
+		{"a static model", func(b *frontend.Builder) {
+			x := b.Input("x", ir.F32, 2, 3)
+			b.Output("y", b.Input("w", ir.F32, 1, 3).Expand(x.Size(0), -1))
+		}, []string{"broadcast_in_dim(%w) {dims=[0,1], shape=[2,3]} : f32[2,3]"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g, err := frontend.Build("g", tc.model)
+			if err != nil {
+				t.Fatal(err)
+			}
+			text := g.String()
+			for _, w := range tc.want {
+				if !strings.Contains(text, w) {
+					t.Errorf("missing %q in\n%s", w, text)
+				}
+			}
+		})
 	}
 }

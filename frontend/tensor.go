@@ -43,7 +43,8 @@ func (t *Tensor) Shape() []int { t.state(); return slices.Clone(t.v.Type.Shape) 
 // Rank returns the number of dimensions.
 func (t *Tensor) Rank() int { t.state(); return len(t.v.Type.Shape) }
 
-// Dim returns the size of dimension d; a negative d counts from the end (-1 is the last).
+// Dim returns the size of dimension d; a negative d counts from the end (-1 is the last). A
+// symbolic dim's size is its bound; Size gives its handle.
 func (t *Tensor) Dim(d int) int { return t.v.Type.Shape[t.axis("dim", d)] }
 
 // String returns the tensor's name, if it has one, and its type: "x f32[8,2]".
@@ -227,12 +228,16 @@ func (t *Tensor) broadcastTo(shape ir.Shape) *Tensor {
 }
 
 // Expand broadcasts t to the given shape (torch's expand / broadcast_to): size-1 dims repeat and
-// new dims are added on the left; -1 keeps a dim's size.
+// new dims are added on the left; -1 keeps a dim's size. A size may be a symbolic dim's handle
+// (Builder.Dim, Tensor.Size): cls.Expand(x.Size(0), -1, -1) follows x's batch at run time.
 func (t *Tensor) Expand(dims ...int) *Tensor {
 	s := t.state()
 	r := t.Rank()
 	if len(dims) < r {
 		s.failf("expand: %v has fewer dims than %s", dims, named(t, "input"))
+	}
+	if s.hasHandle(dims) {
+		return t.expandSym(dims) // symbolic.go
 	}
 	shape := make(ir.Shape, len(dims))
 	for i, d := range dims {

@@ -47,7 +47,7 @@ func NewViT(b *frontend.Builder, image, patch, dim, depth, heads, mlpDim, numCla
 func (m *ViT) Forward(x *frontend.Tensor) *frontend.Tensor {
 	x = m.PatchEmbed.Forward(x)          // [B, dim, H/P, W/P]
 	x = x.Flatten(2, -1).Transpose(1, 2) // [B, patches, dim]
-	cls := m.ClsToken.Expand(x.Dim(0), -1, -1)
+	cls := m.ClsToken.Expand(x.Size(0), -1, -1)
 	x = frontend.Cat(1, cls, x).Add(m.PosEmbed)
 	x = m.PosDrop.Forward(x)
 	x = m.Encoder.Forward(x)
