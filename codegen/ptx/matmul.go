@@ -564,7 +564,7 @@ func (mm *matmul) emit() error {
 	for si, l := range []operandLayout{mm.lhs, mm.rhs} {
 		if l.view != nil {
 			sd := sides[si]
-			sides[si].copyAt = mm.genericCopier(l, sd.f0, sd.kq, sd.df, sd.dk, sd.nFree, bidx, 4)
+			sides[si].copyAt = mm.genericCopier(l, sd.f0, sd.kq, sd.df, sd.dk, sd.nFree, bidx, 4, 1)
 		}
 	}
 
@@ -869,10 +869,10 @@ func feedsOnly(v, dot *ir.Value, g *ir.Graph) bool {
 	return true
 }
 
-// genericCopier addresses the copies of a generic operand (eb-byte elements): each copy
-// delinearizes its free and k coordinates over the operand's dims and follows the views to the
-// buffer.
-func (mm *matmul) genericCopier(l operandLayout, f0, kq string, df, dk []int, nFree int, bidx *index, eb int) func(k0 string, i int) (string, string) {
+// genericCopier addresses the copies of a generic operand (eb-byte elements, chunk of them per
+// copy): each copy delinearizes its free and k coordinates over the operand's dims and follows
+// the views to the buffer.
+func (mm *matmul) genericCopier(l operandLayout, f0, kq string, df, dk []int, nFree int, bidx *index, eb, chunk int) func(k0 string, i int) (string, string) {
 	if mm.symv != nil && (l.view == mm.lhs.view || mm.symK != "" || mm.symOut) {
 		return mm.symCopier(l, f0, kq, df, dk, nFree, bidx, eb)
 	}
@@ -886,7 +886,16 @@ func (mm *matmul) genericCopier(l operandLayout, f0, kq string, df, dk []int, nF
 		okK := b.reg(rPred)
 		b.ins("setp.lt.s32", okK, a.reg(k), imm(mm.K))
 		b.ins("and.pred", ok, ok, okK)
-		f, k = a.clamp(f, nFree), a.clamp(k, mm.K)
+		// An out-of-range copy reads the clamped coordinates' element, which a chunk keeps at a
+		// multiple of it along its contiguous group: 16-byte aligned, as cp.async asks of its
+		// source even when it moves no bytes.
+		fc, kc := 1, 1
+		if l.kSt == 1 {
+			kc = chunk
+		} else {
+			fc = chunk
+		}
+		f, k = a.clamp(f, max(1, nFree-fc+1)), a.clamp(k, max(1, mm.K-kc+1))
 		c := make([]string, s.Rank())
 		for j, d := range l.batchDims {
 			c[d] = bidx.getCoord(a, j)

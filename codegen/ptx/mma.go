@@ -108,7 +108,8 @@ func (mm *matmul) mmaSides(ms mmaShape) ([]*mmaSide, error) {
 		}
 		if conv || sd.l.view != nil {
 			// Element copies whose addresses copyAt computes: 4-byte ones by cp.async, 2-byte and
-			// 1-byte ones by ld.global and st.shared.
+			// 1-byte ones by ld.global and st.shared; a generic side whose views align 16-byte
+			// chunks copies those instead (symChunks, symchunk.go).
 			sd.chunk, sd.elem = 1, eb != 4
 			continue
 		}
@@ -283,7 +284,7 @@ func (mm *matmul) emitMMA() error {
 			return cm
 		}
 		if sd.l.view != nil {
-			sd.copyAt = mm.genericCopier(sd.l, cm.f0, cm.kq, cm.df, cm.dk, nFrees[si], bidx, eb)
+			sd.copyAt = mm.genericCopier(sd.l, cm.f0, cm.kq, cm.df, cm.dk, nFrees[si], bidx, eb, sd.chunk)
 			return cm
 		}
 		off := a.mad(a.clamp(cm.f0, nFrees[si]), sd.l.freeSt, a.mul(cm.kq, sd.l.kSt))
@@ -293,8 +294,8 @@ func (mm *matmul) emitMMA() error {
 		b.ins("add.s64", cm.ptr, sd.base, o)
 		return cm
 	}
-	// A generic side of a symbolic kernel copies 16-byte chunks where the run's sizes allow
-	// (symchunk.go): always, or taking them or the element copies by a uniform branch.
+	// A generic side copies 16-byte chunks where its views (a symbolic kernel: the run's sizes)
+	// allow (symchunk.go): always, or taking them or the element copies by a uniform branch.
 	fast := mm.symChunks(sides, eb)
 	maps := make([]copyMap, 2)
 	fastMaps := make([]copyMap, 2)

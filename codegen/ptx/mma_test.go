@@ -129,9 +129,10 @@ func TestMatmulHalfStores(t *testing.T) {
 }
 
 // Operands read through views that are not strided (heads merged back by transpose and
-// reshape, as attention's output projection reads them) run on tensor cores too, each element
-// copied at the address its views give: k-contiguous (A) and free-contiguous (B) ones, f16,
-// bf16 and tf32, within tolerance and free of bank conflicts.
+// reshape, as attention's output projection reads them) run on tensor cores too, copied at the
+// addresses their views give (16-byte chunks where the heads align them, else element by
+// element): k-contiguous (A) and free-contiguous (B) ones, f16, bf16 and tf32, within tolerance
+// and free of bank conflicts.
 func TestMatmulMMAViews(t *testing.T) {
 	cases := []struct{ name, src string }{
 		{"merged_heads_lhs", `graph g {

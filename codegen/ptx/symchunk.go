@@ -18,7 +18,9 @@ import (
 // copies or the element copies by a branch uniform over the launch. A chunk starts at a
 // multiple of its size in a dim whose size it divides, so it lies wholly inside or wholly past
 // the run's K (zero-filled, as the element copies): the shared tiles, and so the products, are
-// the element copies' bit for bit.
+// the element copies' bit for bit. A static build takes the same decision with every size a
+// constant: at build time, without a branch (its copier, genericCopier, keeps an out-of-range
+// chunk's clamped address aligned).
 
 // symChunk is a generic side's chunk copies: the side copying them, and the predicate (true
 // when the run's sizes allow them) that chooses them over the element copies.
@@ -27,18 +29,18 @@ type symChunk struct {
 	when string
 }
 
-// symChunks decides, for each side, the chunk copies of a symbolic kernel's generic side of
-// eb-byte elements (16-bit or tf32): a side whose chunks are aligned at every size copies them
-// instead (nil returned for it); one whose chunks depend on the run gets both. Called in the
-// prologue, it hoists the generic sides' buffer strides too.
+// symChunks decides, for each side, the chunk copies of a generic side of eb-byte elements
+// (16-bit or tf32), in a symbolic kernel or a static one: a side whose chunks are aligned at
+// every size copies them instead (nil returned for it); one whose chunks depend on the run gets
+// both. Called in the prologue, it hoists a symbolic kernel's generic sides' buffer strides too.
 func (mm *matmul) symChunks(sides []*mmaSide, eb int) []*symChunk {
 	out := make([]*symChunk, len(sides))
-	if mm.symv == nil || eb != 2 && eb != 4 {
+	if eb != 2 && eb != 4 {
 		return out
 	}
 	c := 16 / eb
 	for si, sd := range sides {
-		if sd.l.view != nil {
+		if sd.l.view != nil && mm.symv != nil {
 			mm.symv.hoist(mm.e.b, sd.l.view)
 		}
 		// A narrow tile's B buffer holds only the rows its element copies fill (mmaSides).
@@ -87,8 +89,12 @@ func (mm *matmul) symMultiple(conds []sym.Expr, c int) string {
 // no run's sizes allow them (a constant size c does not divide, a strided or broadcast
 // contiguous dim, or one that is not the buffer's last).
 func (mm *matmul) symChunkSizes(l operandLayout, c int) (conds []sym.Expr, ok bool) {
+	var sizes map[*ir.Value][]sym.Expr // a static build's: every size its shape's constant
+	if mm.symv != nil {
+		sizes = mm.symv.sizes
+	}
 	v := l.view
-	s := SymSizes(v, mm.symv.sizes)
+	s := SymSizes(v, sizes)
 	grp := l.freeDims
 	if l.kSt == 1 {
 		grp = l.contractDims
@@ -118,13 +124,13 @@ func (mm *matmul) symChunkSizes(l operandLayout, c int) (conds []sym.Expr, ok bo
 		return nil, false
 	}
 	for {
-		out := SymSizes(v, mm.symv.sizes)
+		out := SymSizes(v, sizes)
 		switch v.Op {
 		case ir.OpInput, ir.OpParam:
 			// Every stride but the last is a multiple of the last size.
 			return conds, d == len(out)-1 && need(out[d])
 		}
-		in := SymSizes(v.Args[0], mm.symv.sizes)
+		in := SymSizes(v.Args[0], sizes)
 		switch v.Op {
 		case "transpose":
 			d = v.Attrs.Ints("perm")[d]
