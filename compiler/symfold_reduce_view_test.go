@@ -51,7 +51,7 @@ func TestSymbolicFoldReduceViews(t *testing.T) { checkBuiltOnce(t, foldReduceVie
 // reshape ([batch, h, seq, d] read as [batch, seq, h·d]) over their trailing axis, when not fused
 // into the product that made them: a sum, a layer norm (affine), a softmax (its max and sum
 // online); a sum per head folds the transposed heads over the rows and their features
-// (scattered axes); a loss-like sum of every element is long enough at the bound for the split
+// (scattered axes), over the heads keeping the rows (the column template); a loss-like sum of every element is long enough at the bound for the split
 // reduction. Each template reads the tops of the views at the run's sizes.
 var rowReduceViewGraphs = []struct{ name, body string }{
 	{"row sums of the merged heads, batch and seq symbolic (f32)", "  dims { batch in [1,4], seq in [1,7] }\n  input %dq : f32[batch,2,seq,4]\n" +
@@ -77,6 +77,8 @@ var rowReduceViewGraphs = []struct{ name, body string }{
 		"  %0 = transpose(%dq) {perm=[0,2,1,3]} : f32[batch,seq,2,4]\n  %1 = reduce_sum(%0) {axes=[0,1,3]} : f32[2]\n  output s = %1\n"},
 	{"sums per head, kᵀ's gradient through the transpose moving seq, scattered axes (f16)", "  dims { seq in [0,13] }\n  input %dkt : f16[3,2,4,seq]\n" +
 		"  %0 = transpose(%dkt) {perm=[0,3,1,2]} : f16[3,seq,2,4]\n  %1 = reduce_sum(%0) {axes=[0,1,3]} : f16[2]\n  output s = %1\n"},
+	{"sums over the heads, the column template keeping the rows (f32)", "  dims { batch in [1,4], seq in [1,7] }\n  input %dq : f32[batch,2,seq,4]\n" +
+		"  %0 = transpose(%dq) {perm=[0,2,1,3]} : f32[batch,seq,2,4]\n  %1 = reduce_sum(%0) {axes=[2]} : f32[batch,seq,4]\n  output s = %1\n"},
 	// 2·seq·8 = 32768 elements at the bound: the split reduction, over the run's count.
 	{"a sum of every merged element, split over blocks (f32)", "  dims { seq in [1,2048] }\n  input %dq : f32[2,2,seq,4]\n" +
 		"  %0 = transpose(%dq) {perm=[0,2,1,3]} : f32[2,seq,2,4]\n  %1 = reshape(%0) {shape=[2,2048,8]} : f32[2,seq,8]\n" +
