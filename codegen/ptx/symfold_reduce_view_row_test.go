@@ -73,8 +73,16 @@ func headSumViewSrc(d ir.DType, seq int) string {
 		"  %%1 = reduce_sum(%%0) {axes=[0,1,3]} : %[2]s[2]\n  output out = %%1\n}\n", seq, d)
 }
 
+// headsSumViewSrc sums the transposed heads [2, seq, 2, 4] over the heads: the column template
+// keeping the rows (its tiles the size, symcolumn.go).
+func headsSumViewSrc(d ir.DType, seq int) string {
+	return fmt.Sprintf("graph k {\n  input %%dq : %[2]s[2,2,%[1]d,4]\n  %%0 = transpose(%%dq) {perm=[0,2,1,3]} : %[2]s[2,%[1]d,2,4]\n"+
+		"  %%1 = reduce_sum(%%0) {axes=[2]} : %[2]s[2,%[1]d,4]\n  output out = %%1\n}\n", seq, d)
+}
+
 // TestSymbolicRowReduceViewRuns: row reductions over the merged heads' rows (a sum, a layer
-// norm, a softmax) and a fold over scattered axes of the transposed heads, each built once at
+// norm, a softmax), a fold over scattered axes of the transposed heads and a sum over the heads
+// keeping the rows (the column template over tiles of the rows), each built once at
 // seq = 37, run on the memchecked simulator at seq 1, a prime and the bound (inputs contiguous
 // at the run's sizes at the start of bound-sized buffers whose rest is never written): within
 // tolerance of the reference and bit for bit the static kernel built for that seq. The warp
@@ -92,6 +100,7 @@ func TestSymbolicRowReduceViewRuns(t *testing.T) {
 		{"layer norm", ir.F32, layerNormViewSrc, 8}, {"layer norm", ir.F16, layerNormViewSrc, 8},
 		{"softmax", ir.F32, softmaxViewSrc, 8}, {"softmax", ir.BF16, softmaxViewSrc, 8},
 		{"head sums", ir.F32, headSumViewSrc, 0}, {"head sums", ir.F16, headSumViewSrc, 0},
+		{"sums over the heads", ir.F32, headsSumViewSrc, 2}, {"sums over the heads", ir.BF16, headsSumViewSrc, 2},
 	} {
 		t.Run(c.name+" "+c.d.String(), func(t *testing.T) {
 			g := parse(t, c.src(c.d, bound))
