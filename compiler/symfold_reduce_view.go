@@ -51,6 +51,35 @@ func foldReduceViews(k *passes.Kernel, kg *passes.KernelGraph, ranges sym.Ranges
 	return r2, sizes, ""
 }
 
+// rowLengthReadingViews retries a row kernel that rowKernel refused (rows r, refusal why) as a
+// reduction of a symbolic last dim (rowLength, symrowlen.go) reading the tops of chains of views
+// of symbolic buffers: a softmax over the keys read through a transpose that moves them last. The
+// row-length template reads each top at the element's linear index at the run, delinearized over
+// the top's sizes and followed down to the buffer. It returns the rows, the sizes of the
+// reductions' operand and of the views, or the refusal; a kernel that is no such reduction keeps
+// r and why.
+func rowLengthReadingViews(k *passes.Kernel, kg *passes.KernelGraph, ranges sym.Ranges, r sym.Expr, why string) (sym.Expr, map[*ir.Value][]sym.Expr, string) {
+	topList, below := symViewTops(k, kg)
+	if len(topList) == 0 {
+		return r, nil, why
+	}
+	tops := union(topList, nil)
+	r2, sizes, why2 := rowLengthViews(k, tops, below, r, why) // symrowlen.go
+	if why2 != "" {
+		return r, nil, why
+	}
+	views := foldViewSizes(k, kg, ranges, union(topList, below)) // symfold_view.go
+	for _, v := range topList {
+		if views == nil || views[v] == nil {
+			return r, nil, why
+		}
+	}
+	for v, s := range views {
+		sizes[v] = s
+	}
+	return r2, sizes, ""
+}
+
 // reducesOnly reports whether body has reductions and no dot_general: rowKernelViews checks that
 // each reduction keeps or folds the rows as a reduction template can.
 func reducesOnly(body *ir.Graph) bool {

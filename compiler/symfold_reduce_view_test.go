@@ -51,7 +51,9 @@ func TestSymbolicFoldReduceViews(t *testing.T) { checkBuiltOnce(t, foldReduceVie
 // reshape ([batch, h, seq, d] read as [batch, seq, h·d]) over their trailing axis, when not fused
 // into the product that made them: a sum, a layer norm (affine), a softmax (its max and sum
 // online); a sum per head folds the transposed heads over the rows and their features
-// (scattered axes), over the heads keeping the rows (the column template); a loss-like sum of every element is long enough at the bound for the split
+// (scattered axes), over the heads keeping the rows (the column template); a softmax over the
+// keys and a sum over the sequence read through a transpose moving them last (the row-length
+// template, symrowlen.go); a loss-like sum of every element is long enough at the bound for the split
 // reduction. Each template reads the tops of the views at the run's sizes.
 var rowReduceViewGraphs = []struct{ name, body string }{
 	{"row sums of the merged heads, batch and seq symbolic (f32)", "  dims { batch in [1,4], seq in [1,7] }\n  input %dq : f32[batch,2,seq,4]\n" +
@@ -79,6 +81,20 @@ var rowReduceViewGraphs = []struct{ name, body string }{
 		"  %0 = transpose(%dkt) {perm=[0,3,1,2]} : f16[3,seq,2,4]\n  %1 = reduce_sum(%0) {axes=[0,1,3]} : f16[2]\n  output s = %1\n"},
 	{"sums over the heads, the column template keeping the rows (f32)", "  dims { batch in [1,4], seq in [1,7] }\n  input %dq : f32[batch,2,seq,4]\n" +
 		"  %0 = transpose(%dq) {perm=[0,2,1,3]} : f32[batch,seq,2,4]\n  %1 = reduce_sum(%0) {axes=[2]} : f32[batch,seq,4]\n  output s = %1\n"},
+	// The row-length template: a softmax over the keys, read through a transpose that moves them last.
+	{"a softmax over the keys read through a transpose (f32)", "  dims { seq in [1,13] }\n  input %x : f32[2,seq,4]\n" +
+		"  %0 = transpose(%x) {perm=[0,2,1]} : f32[2,4,seq]\n  %1 = reduce_max(%0) {axes=[2], keepdims=true} : f32[2,4,1]\n" +
+		"  %2 = broadcast_in_dim(%1) {dims=[0,1,2], shape=[2,4,13]} : f32[2,4,seq]\n  %3 = sub(%0, %2) : f32[2,4,seq]\n  %4 = exp(%3) : f32[2,4,seq]\n" +
+		"  %5 = reduce_sum(%4) {axes=[2], keepdims=true} : f32[2,4,1]\n  %6 = broadcast_in_dim(%5) {dims=[0,1,2], shape=[2,4,13]} : f32[2,4,seq]\n" +
+		"  %7 = div(%4, %6) : f32[2,4,seq]\n  output y = %7\n"},
+	{"a softmax over the keys of scores [batch, h, seq, t] read through a transpose, batch and seq symbolic (bf16)", "  dims { batch in [1,3], seq in [1,11] }\n  input %x : bf16[batch,2,seq,5]\n" +
+		"  %0 = transpose(%x) {perm=[0,1,3,2]} : bf16[batch,2,5,seq]\n  %1 = reduce_max(%0) {axes=[3], keepdims=true} : bf16[batch,2,5,1]\n" +
+		"  %2 = broadcast_in_dim(%1) {dims=[0,1,2,3], shape=[3,2,5,11]} : bf16[batch,2,5,seq]\n  %3 = sub(%0, %2) : bf16[batch,2,5,seq]\n  %4 = exp(%3) : bf16[batch,2,5,seq]\n" +
+		"  %5 = reduce_sum(%4) {axes=[3], keepdims=true} : bf16[batch,2,5,1]\n  %6 = broadcast_in_dim(%5) {dims=[0,1,2,3], shape=[3,2,5,11]} : bf16[batch,2,5,seq]\n" +
+		"  %7 = div(%4, %6) : bf16[batch,2,5,seq]\n  output y = %7\n"},
+	{"a sum over the sequence of the merged heads, moved last by a second transpose (f16)", "  dims { seq in [1,13] }\n  input %dq : f16[2,2,seq,4]\n" +
+		"  %0 = transpose(%dq) {perm=[0,2,1,3]} : f16[2,seq,2,4]\n  %1 = reshape(%0) {shape=[2,13,8]} : f16[2,seq,8]\n" +
+		"  %2 = transpose(%1) {perm=[0,2,1]} : f16[2,8,seq]\n  %3 = reduce_sum(%2) {axes=[2]} : f16[2,8]\n  output s = %3\n"},
 	// 2·seq·8 = 32768 elements at the bound: the split reduction, over the run's count.
 	{"a sum of every merged element, split over blocks (f32)", "  dims { seq in [1,2048] }\n  input %dq : f32[2,2,seq,4]\n" +
 		"  %0 = transpose(%dq) {perm=[0,2,1,3]} : f32[2,seq,2,4]\n  %1 = reshape(%0) {shape=[2,2048,8]} : f32[2,seq,8]\n" +
@@ -91,14 +107,11 @@ var rowReduceViewGraphs = []struct{ name, body string }{
 // over the run's count) through the views in the static kernel's order.
 func TestSymbolicRowReduceViews(t *testing.T) { checkBuiltOnce(t, rowReduceViewGraphs) }
 
-// A softmax over the keys read through a transpose that moves them last ([2, seq, 4] read as
-// [2, 4, seq]) stays refused: the row-length template (a reduction of a symbolic last dim,
-// symrowlen.go) reads its operand at the element's linear index, not through views.
+// A fold around a kept symbolic dim through views (the merged heads summed over the batch and
+// their features, seq kept) stays refused, as without views (TestSymbolicFoldsRefused): no
+// template folds around a kept symbolic dim.
 func TestSymbolicFoldReduceViewsRefused(t *testing.T) {
-	checkRefused(t, "graph s {\n  dims { seq in [1,13] }\n  input %x : f32[2,seq,4]\n"+
-		"  %0 = transpose(%x) {perm=[0,2,1]} : f32[2,4,seq]\n  %1 = reduce_max(%0) {axes=[2], keepdims=true} : f32[2,4,1]\n"+
-		"  %2 = broadcast_in_dim(%1) {dims=[0,1,2], shape=[2,4,13]} : f32[2,4,seq]\n  %3 = sub(%0, %2) : f32[2,4,seq]\n  %4 = exp(%3) : f32[2,4,seq]\n"+
-		"  %5 = reduce_sum(%4) {axes=[2], keepdims=true} : f32[2,4,1]\n  %6 = broadcast_in_dim(%5) {dims=[0,1,2], shape=[2,4,13]} : f32[2,4,seq]\n"+
-		"  %7 = div(%4, %6) : f32[2,4,seq]\n  output y = %7\n}\n",
-		"input %x : f32[2,seq,4] has 2*seq rows, %0 = transpose(%x) {perm=[0,2,1]} : f32[2,4,seq] has 8*seq")
+	checkRefused(t, "graph s {\n  dims { seq in [1,7] }\n  input %dq : f32[2,2,seq,4]\n"+
+		"  %0 = transpose(%dq) {perm=[0,2,1,3]} : f32[2,seq,2,4]\n  %1 = reduce_sum(%0) {axes=[0,3]} : f32[seq,2]\n  output s = %1\n}\n",
+		"input %dq : f32[2,2,seq,4] has 4*seq rows, %0 = transpose(%dq) {perm=[0,2,1,3]} : f32[2,seq,2,4] has 2*seq")
 }

@@ -56,6 +56,7 @@ func (md *module) rowReduce(k plan.Kernel, rp plan.Reduction) (*ir.Func, plan.La
 		fullAt := kg.rowElement(rp, row)
 		if rowLen != nil {
 			fullAt = kg.rowAtRun(rp, row, rowLen, &err)
+			keep(kg.bindReduceViews(k, args)) // the tops of views it reads, if any (symfold_reduce_view.go)
 		}
 		kg.bound = map[*irg.Value]value.Value{}
 		for _, red := range rp.Reduces {

@@ -38,10 +38,13 @@ func viewDims(k plan.Kernel, rp plan.Reduction, args []plan.Arg) []plan.Arg {
 }
 
 // bindReduceViews makes kg read each top of a chain of views of k's buffers at the run's sizes
-// (kg.at), its dims' parameters in args. It checks the views in codegen/ptx's words.
+// (kg.at, beside what it binds already: a row of a symbolic length's broadcasts, symrowlen.go),
+// its dims' parameters in args. It checks the views in codegen/ptx's words.
 func (kg *kgen) bindReduceViews(k plan.Kernel, args []plan.Arg) error {
 	sv := kg.newSymView(k, args)
-	kg.at = map[*irg.Value]func(*index) value.Value{}
+	if kg.at == nil {
+		kg.at = map[*irg.Value]func(*index) value.Value{}
+	}
 	for _, v := range plan.ViewTops(k.Graph, k.Sizes) {
 		if err := sv.check(v); err != nil {
 			return err
@@ -57,6 +60,9 @@ func (kg *kgen) bindReduceViews(k plan.Kernel, args []plan.Arg) error {
 			if n, _ := s[i].IsConst(); n != int64(v.Type.Shape[i]) {
 				return fmt.Errorf("a reduction reading %s through views whose static dims differ from the bound's does not run at symbolic sizes", v.Type)
 			}
+		}
+		if _, bound := kg.at[v]; bound {
+			continue
 		}
 		kg.at[v] = func(x *index) value.Value {
 			buf, lin := sv.lin(v, sv.delinearize(s, kg.lin(x)))

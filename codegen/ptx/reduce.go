@@ -256,7 +256,7 @@ func rowReduce(k Kernel, rs reduceShape, reds []*ir.Value, globals *[]string) (s
 	var sv *symView
 	symLen, symRowLen := symRowLen(k, reds)
 	if symRowLen && !rs.scattered {
-		rows, rEnd, work, err = symRowExtent(k, rs, symLen, b, &args) // symrowlen.go
+		rows, rEnd, work, sv, err = symRowExtent(k, rs, symLen, b, &args) // symrowlen.go
 	} else {
 		if readsViews(k, reds) { // the dims before the count: symfold_reduce_view.go
 			sv, err = symReduceViews(k, b, &args)

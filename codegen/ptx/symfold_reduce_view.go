@@ -34,7 +34,23 @@ func symReduceViews(k Kernel, b *builder, args *[]Arg) (*symView, error) {
 	if !k.Symbolic || k.Sizes == nil || layerSized(k) { // a layer's sizes: symlayer.go
 		return nil, nil
 	}
-	sv := &symView{dims: symViewLoad(k, b, args, k.Sizes), sizes: k.Sizes}
+	return checkViewTops(k, b, symViewLoad(k, b, args, k.Sizes))
+}
+
+// rowLenViews is the symView of a row reduction of a symbolic length (symrowlen.go) whose dims
+// are loaded (dims), or nil when it reads no views: a softmax over the keys read through a
+// transpose that moves them last reads the top at the run's linear index as every template does.
+func rowLenViews(k Kernel, b *builder, dims map[string]string) (*symView, error) {
+	if len(plan.ViewTops(k.Graph, k.Sizes)) == 0 {
+		return nil, nil
+	}
+	return checkViewTops(k, b, dims)
+}
+
+// checkViewTops returns the symView of k's views over the dims' registers, or why a top of a
+// chain of views does not run at symbolic sizes.
+func checkViewTops(k Kernel, b *builder, dims map[string]string) (*symView, error) {
+	sv := &symView{dims: dims, sizes: k.Sizes}
 	for _, v := range plan.ViewTops(k.Graph, k.Sizes) {
 		if err := sv.check(b, v); err != nil {
 			return nil, err
