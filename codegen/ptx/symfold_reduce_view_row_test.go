@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gcomp/gcomp/artifact"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/tensor"
 )
@@ -84,7 +85,8 @@ func headsSumViewSrc(d ir.DType, seq int) string {
 // norm, a softmax), a fold over scattered axes of the transposed heads and a sum over the heads
 // keeping the rows (the column template over tiles of the rows), each built once at
 // seq = 37, run on the memchecked simulator at seq 1, a prime and the bound (inputs contiguous
-// at the run's sizes at the start of bound-sized buffers whose rest is never written): within
+// at the run's sizes at the start of bound-sized buffers whose rest is never written; the grid
+// the runtime launches at those sizes): within
 // tolerance of the reference and bit for bit the static kernel built for that seq. The warp
 // instructions of both are docs/perf.md's (go test -run TestSymbolicRowReduceViewRuns -v
 // ./codegen/ptx).
@@ -120,7 +122,10 @@ func TestSymbolicRowReduceViewRuns(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				got, st := runSym(t, text, l, g, gs.Outputs[0].Value.Type.Bytes(), map[string]int{"seq": seq, "": l.Work.Scale * 2 * seq}, l.Grid, in)
+				n := l.Work.Scale * 2 * seq
+				w := artifact.Work{Elements: "n", Vector: l.Work.Vector, MaxBlocks: l.Work.MaxBlocks, Tile: l.Work.Tile, Axis: l.Work.Axis}
+				grid := w.Grid(int64(n), l.Grid, l.Block) // the runtime's at the run's sizes
+				got, st := runSym(t, text, l, g, gs.Outputs[0].Value.Type.Bytes(), map[string]int{"seq": seq, "": n}, grid, in)
 				k := c.k
 				if k == 0 {
 					k = 2 * seq * 4
