@@ -126,12 +126,12 @@ func symbolicKernels(g *ir.Graph, kg *passes.KernelGraph, _ backend.Producer) (m
 				r0, why0 := r, why
 				r, sizes, why = rowLength(k, r, why) // symrowlen.go
 				if why != "" && !k.BindTime {
-					r, sizes, why = rowLengthReadingViews(k, kg, ranges, r0, why) // symfold_reduce_view.go
-				}
-				if why != "" && !k.BindTime {
 					if fr, fs, fwhy := foldReduceViews(k, kg, ranges, r0, why0); fwhy == "" { // symfold_reduce_view.go
 						r, sizes, why = fr, fs, ""
 					}
+				}
+				if why != "" && !k.BindTime {
+					r, sizes, why = rowLengthReadingViews(k, kg, ranges, r0, why) // symfold_reduce_view.go
 				}
 			case why != "" && k.Kind == passes.Loop && !k.BindTime && rowBroadcasts(k):
 				r, sizes, why = rowBroadcast(k, r, why) // symrowlen.go
