@@ -1,6 +1,11 @@
 package compiler_test
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/gcomp/gcomp/frontend"
+	"github.com/gcomp/gcomp/ir"
+)
 
 // foldReduceViewGraphs are bias gradients summing, over the rows, operands that merge
 // attention's heads back through a transpose and a reshape ([batch, h, seq, d] read as
@@ -114,4 +119,26 @@ func TestSymbolicFoldReduceViewsRefused(t *testing.T) {
 	checkRefused(t, "graph s {\n  dims { seq in [1,7] }\n  input %dq : f32[2,2,seq,4]\n"+
 		"  %0 = transpose(%dq) {perm=[0,2,1,3]} : f32[2,seq,2,4]\n  %1 = reduce_sum(%0) {axes=[0,3]} : f32[seq,2]\n  output s = %1\n}\n",
 		"input %dq : f32[2,2,seq,4] has 4*seq rows, %0 = transpose(%dq) {perm=[0,2,1,3]} : f32[2,seq,2,4] has 2*seq")
+}
+
+// A layer norm after merging attention's heads back, written with the DSL as PyTorch code writes
+// it (out.transpose(1, 2).reshape(b, seq, h·d), then F.layer_norm), batch and seq symbolic: the
+// norm's row kernel reads the heads through the transpose and the reshape at the run's sizes,
+// within tolerance of the reference and bit for bit the static build at 1, primes and the bounds.
+func TestSymbolicLayerNormMergedHeads(t *testing.T) {
+	for _, dt := range []ir.DType{ir.F32, ir.BF16} {
+		t.Run(dt.String(), func(t *testing.T) {
+			g, err := frontend.Build("s", func(b *frontend.Builder) {
+				batch, seq := b.Dim("batch", 1, 3), b.Dim("seq", 1, 11)
+				heads := b.Input("heads", dt, batch, 2, seq, 4)
+				w, bias := b.Input("w", dt, 8), b.Input("b", dt, 8)
+				b.Output("y", frontend.LayerNorm(heads.Transpose(1, 2).Reshape(batch, seq, 8), []int{8}, w, bias, 1e-5))
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkRows(t, g)
+			checkStaticBits(t, g)
+		})
+	}
 }
