@@ -130,6 +130,9 @@ func symbolicKernels(g *ir.Graph, kg *passes.KernelGraph, _ backend.Producer) (m
 						r, sizes, why = fr, fs, ""
 					}
 				}
+				if why != "" && !k.BindTime {
+					r, sizes, why = rowLengthReadingViews(k, kg, ranges, r0, why) // symfold_reduce_view.go
+				}
 			case why != "" && k.Kind == passes.Loop && !k.BindTime && rowBroadcasts(k):
 				r, sizes, why = rowBroadcast(k, r, why) // symrowlen.go
 			case why != "" && k.Kind == passes.Loop && (ptx.SymbolicCopy(k.Body) == "" || ptx.SymbolicConcat(k.Body) == "") && !k.BindTime:

@@ -1,30 +1,29 @@
 package compiler
 
 import (
-	"slices"
-
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ir/sym"
 	"github.com/gcomp/gcomp/ops"
 	"github.com/gcomp/gcomp/passes"
 )
 
-// A bias gradient read through views that move the rows: nn.MultiheadAttention's packed
+// Reductions read through views that move the rows: nn.MultiheadAttention's packed
 // in-projection sums the heads' gradients dq, dk and dv [batch, h, seq, d], each merged back by
 // a transpose and a reshape into [batch, seq, h·d] and padded into its third of
-// [batch, seq, 3·h·d], over the rows. The merged values lead with the kernel's rows, but the
+// [batch, seq, 3·h·d], over the rows (a bias gradient); a layer norm or a softmax over the merged
+// heads' rows reduces each row of [batch, seq, h·d]; a sum per head folds the transposed heads
+// [batch, seq, h, d] over scattered axes. The merged values lead with the kernel's rows, but the
 // buffers below them do not (a head's rows start seq·d apart at the run's sizes), so rowKernel
-// refuses them. foldReduceViews takes such a column reduction when only the views' tops are
-// checked for rows: codegen/ptx's column template reads each top at the run's sizes, its linear
-// index (the same at the bound and at the run, the rows leading) delinearized over the top's
-// sizes and followed down to the buffer (symview.go there).
+// refuses them. foldReduceViews takes such a reduction when only the views' tops are checked for
+// rows: each of codegen/ptx's reduction templates (column, row, scattered fold, split) reads
+// each top at the run's sizes, its linear index (the same at the bound and at the run, the rows
+// leading) delinearized over the top's sizes and followed down to the buffer (symview.go there).
 
-// foldReduceViews retries a row kernel that rowKernel refused (rows r, refusal why) as a column
-// reduction over its leading rows whose symbolic operands are read through views; it returns
-// the rows, the sizes of the views' values, or the refusal. A kernel that is no such fold keeps
-// r and why.
+// foldReduceViews retries a row kernel that rowKernel refused (rows r, refusal why) as a
+// reduction whose symbolic operands are read through views; it returns the rows, the sizes of
+// the views' values, or the refusal. A kernel that is no such reduction keeps r and why.
 func foldReduceViews(k *passes.Kernel, kg *passes.KernelGraph, ranges sym.Ranges, r sym.Expr, why string) (sym.Expr, map[*ir.Value][]sym.Expr, string) {
-	if !foldsLeadingRows(k.Body) {
+	if !reducesOnly(k.Body) {
 		return r, nil, why
 	}
 	tops, below := symViewTops(k, kg)
@@ -52,25 +51,44 @@ func foldReduceViews(k *passes.Kernel, kg *passes.KernelGraph, ranges sym.Ranges
 	return r2, sizes, ""
 }
 
-// foldsLeadingRows reports whether body has reductions, every one over leading contiguous axes
-// from 0 (the column template's fold, codegen/ptx's reduce.go), and no dot_general.
-func foldsLeadingRows(body *ir.Graph) bool {
+// rowLengthReadingViews retries a row kernel that rowKernel refused (rows r, refusal why) as a
+// reduction of a symbolic last dim (rowLength, symrowlen.go) reading the tops of chains of views
+// of symbolic buffers: a softmax over the keys read through a transpose that moves them last. The
+// row-length template reads each top at the element's linear index at the run, delinearized over
+// the top's sizes and followed down to the buffer. It returns the rows, the sizes of the
+// reductions' operand and of the views, or the refusal; a kernel that is no such reduction keeps
+// r and why.
+func rowLengthReadingViews(k *passes.Kernel, kg *passes.KernelGraph, ranges sym.Ranges, r sym.Expr, why string) (sym.Expr, map[*ir.Value][]sym.Expr, string) {
+	topList, below := symViewTops(k, kg)
+	if len(topList) == 0 {
+		return r, nil, why
+	}
+	tops := union(topList, nil)
+	r2, sizes, why2 := rowLengthViews(k, tops, below, r, why) // symrowlen.go
+	if why2 != "" {
+		return r, nil, why
+	}
+	views := foldViewSizes(k, kg, ranges, union(topList, below)) // symfold_view.go
+	for _, v := range topList {
+		if views == nil || views[v] == nil {
+			return r, nil, why
+		}
+	}
+	for v, s := range views {
+		sizes[v] = s
+	}
+	return r2, sizes, ""
+}
+
+// reducesOnly reports whether body has reductions and no dot_general: rowKernelViews checks that
+// each reduction keeps or folds the rows as a reduction template can.
+func reducesOnly(body *ir.Graph) bool {
 	n := 0
 	for _, v := range body.Values {
 		switch {
 		case v.Op == "dot_general":
 			return false
 		case ops.ClassOf(v.Op) == ops.Reduce:
-			axes := slices.Clone(v.Attrs.Ints("axes"))
-			slices.Sort(axes)
-			for i, a := range axes {
-				if a != i {
-					return false
-				}
-			}
-			if len(axes) == 0 {
-				return false
-			}
 			n++
 		}
 	}

@@ -64,9 +64,10 @@ func TestSymbolicNVVM(t *testing.T) {
 	for _, tc := range foldViewGraphs { // symfold_view.go
 		models = append(models, model{name: "fold through views " + tc.name, graph: func() (*ir.Graph, error) { return ir.Parse("s.gir", []byte("graph s {\n"+tc.body+"}\n")) }})
 	}
-	// Column reductions through views are codegen/nvvm's own too (symfold_reduce_view.go).
-	for _, tc := range foldReduceViewGraphs {
-		models = append(models, model{name: "column reduction through views " + tc.name, graph: func() (*ir.Graph, error) { return ir.Parse("s.gir", []byte("graph s {\n"+tc.body+"}\n")) }})
+	// Reductions through views are codegen/nvvm's own too, on every template
+	// (symfold_reduce_view.go).
+	for _, tc := range slices.Concat(foldReduceViewGraphs, rowReduceViewGraphs) {
+		models = append(models, model{name: "reduction through views " + tc.name, graph: func() (*ir.Graph, error) { return ir.Parse("s.gir", []byte("graph s {\n"+tc.body+"}\n")) }})
 	}
 	// A concat along a symbolic dim (fused with computation too), a conv's weight gradient
 	// folding its symbolic batch and batched products contracting a symbolic dim or with a

@@ -25,6 +25,13 @@ import (
 // its symbolic last dim. It returns the kernel's rows (the kept dims' product), the sizes of the
 // reductions' operand, or the refusal; a kernel that is no such reduction keeps r and why.
 func rowLength(k *passes.Kernel, r sym.Expr, why string) (sym.Expr, map[*ir.Value][]sym.Expr, string) {
+	return rowLengthViews(k, nil, nil, r, why)
+}
+
+// rowLengthViews is rowLength for a kernel that reads the tops of chains of views (tops, of the
+// full sizes) at the run's sizes, the values below them (below) unchecked
+// (symfold_reduce_view.go).
+func rowLengthViews(k *passes.Kernel, tops, below map[*ir.Value]bool, r sym.Expr, why string) (sym.Expr, map[*ir.Value][]sym.Expr, string) {
 	if k.Kind != passes.Row || why == "" {
 		return r, nil, why
 	}
@@ -50,6 +57,9 @@ func rowLength(k *passes.Kernel, r sym.Expr, why string) (sym.Expr, map[*ir.Valu
 	}
 	kept := full[:len(full)-1]
 	for _, v := range k.Body.Values {
+		if below[v] || tops[v] && sameSizes(types[v].Sym, full) {
+			continue
+		}
 		s := types[v].Sym
 		if s == nil && keptSizes(constSizes(v.Type.Shape), kept) {
 			s = constSizes(v.Type.Shape) // static rows [3, seq]: the kept sizes are static

@@ -25,7 +25,13 @@ func (md *module) rowReduce(k plan.Kernel, rp plan.Reduction) (*ir.Func, plan.La
 	if err != nil {
 		return nil, plan.Launch{}, err
 	}
+	args = viewDims(k, rp, args) // symfold_reduce_view.go
 	kg := md.newKernel(k, args)
+	if readsViews(k, rp) {
+		if err := kg.bindReduceViews(k, args); err != nil { // reset with kg.bound after the row
+			return nil, plan.Launch{}, err
+		}
+	}
 	rows, rEnd := kg.rowExtent(k, rp)
 	rowLen, err := kg.rowLenAt(k, rp, args) // symrowlen.go
 	if err != nil {
@@ -50,6 +56,7 @@ func (md *module) rowReduce(k plan.Kernel, rp plan.Reduction) (*ir.Func, plan.La
 		fullAt := kg.rowElement(rp, row)
 		if rowLen != nil {
 			fullAt = kg.rowAtRun(rp, row, rowLen, &err)
+			keep(kg.bindReduceViews(k, args)) // the tops of views it reads, if any (symfold_reduce_view.go)
 		}
 		kg.bound = map[*irg.Value]value.Value{}
 		for _, red := range rp.Reduces {

@@ -25,7 +25,14 @@ func (md *module) splitReduce(k plan.Kernel, rp plan.Reduction) (*ir.Func, plan.
 	if err != nil {
 		return nil, plan.Launch{}, err
 	}
+	args = viewDims(k, rp, args) // symfold_reduce_view.go
 	kg := md.newKernel(k, args)
+	if readsViews(k, rp) {
+		if err := kg.bindReduceViews(k, args); err != nil {
+			return nil, plan.Launch{}, err
+		}
+		defer func() { kg.at = nil }()
+	}
 	T, blocks := rp.Threads, rp.Grid[0]
 	sz := kg.splitSizes(rp)
 	slots := md.sharedSlots(k.Name, T/32)

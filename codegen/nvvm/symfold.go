@@ -52,12 +52,11 @@ func colReduceArgs(k plan.Kernel, rp plan.Reduction, tiles int) ([]plan.Arg, *pl
 	case !k.Symbolic:
 		return plan.Params(k.Graph), nil, nil
 	case keepsColumnRows(k, rp):
-		return symColumnArgs(k, rp, tiles)
-	case readsViews(k, rp): // the dims' parameters before the count (symfold_reduce_view.go)
-		args, scale, err := symStrideArgs(k, rp.R, "folded count")
-		return args, symWork(scale, max(1, rp.R), 2, 1), err
+		args, w, err := symColumnArgs(k, rp, tiles)
+		return viewDims(k, rp, args), w, err // symfold_reduce_view.go
 	}
-	return symFoldArgs(k, rp.R)
+	args, w, err := symFoldArgs(k, rp.R)
+	return viewDims(k, rp, args), w, err
 }
 
 // symFoldK returns the parameters and work of a tiled GEMM whose K is the symbolic rows (its left

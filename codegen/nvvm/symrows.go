@@ -22,15 +22,11 @@ func (md *module) symRowReduce(k plan.Kernel) (*ir.Func, plan.Launch, error) {
 	if err != nil {
 		return nil, plan.Launch{}, err
 	}
-	views := readsViews(k, rp) // symfold_reduce_view.go
-	if foldsReduction(k, rp) && rp.Kind == "split" && !views {
+	if foldsReduction(k, rp) && rp.Kind == "split" {
 		return md.splitReduce(k, rp) // over the run's count (symsplit.go)
 	}
 	if foldsReduction(k, rp) {
 		return md.symColReduce(k, rp) // symfold.go
-	}
-	if views {
-		return nil, plan.Launch{}, fmt.Errorf("a reduction reading views at symbolic sizes runs only as a column reduction over the leading rows")
 	}
 	switch rp.Kind {
 	case "column":

@@ -6,7 +6,7 @@ import (
 )
 
 // ViewTops returns the views of g with sizes that no other view with sizes reads, down whose
-// chain of views lies a buffer: what a column reduction through views reads at the run's sizes
+// chain of views lies a buffer: what a reduction through views reads at the run's sizes
 // (codegen/ptx's and codegen/nvvm's symfold_reduce_view.go).
 func ViewTops(g *ir.Graph, sizes map[*ir.Value][]sym.Expr) []*ir.Value {
 	isView := func(v *ir.Value) bool {

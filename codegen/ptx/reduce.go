@@ -51,14 +51,9 @@ func reduceKernel(k Kernel, globals *[]string) (string, Launch, error) {
 	if err := checkRowDomains(g, rs); err != nil {
 		return "", Launch{}, err
 	}
-	_, rowLen := symRowLen(k, reds)                                         // symrowlen.go: its sizes are the row length's
-	readsViews := k.Symbolic && k.Sizes != nil && !layerSized(k) && !rowLen // symfold_reduce_view.go
-	splits := rs.rowPattern && rs.a == 1 && rs.r >= splitReduce && len(reds) == 1 && !outputsFull(g, rs) && !readsViews
+	splits := rs.rowPattern && rs.a == 1 && rs.r >= splitReduce && len(reds) == 1 && !outputsFull(g, rs)
 	if foldsRows(k, rs.axes) && !rs.scattered && !splits {
 		return colReduce(k, rs, reds, globals) // the rows lead the reduced block (symfold.go)
-	}
-	if readsViews {
-		return "", Launch{}, fmt.Errorf("a reduction reading views at symbolic sizes runs only as a column reduction over the leading rows")
 	}
 	if splits && (!k.Symbolic || foldsRows(k, rs.axes)) {
 		return fullReduce(k, rs, reds[0], globals) // over the run's count when symbolic (symsplit.go)
@@ -258,11 +253,17 @@ func rowReduce(k Kernel, rs reduceShape, reds []*ir.Value, globals *[]string) (s
 	var rows, rEnd string
 	var work *SymWork
 	var err error
+	var sv *symView
 	symLen, symRowLen := symRowLen(k, reds)
 	if symRowLen && !rs.scattered {
-		rows, rEnd, work, err = symRowExtent(k, rs, symLen, b, &args) // symrowlen.go
+		rows, rEnd, work, sv, err = symRowExtent(k, rs, symLen, b, &args) // symrowlen.go
 	} else {
-		rows, rEnd, work, err = rowExtent(k, rs, b, &args, len(online) > 0) // symfold_scatter.go
+		if readsViews(k, reds) { // the dims before the count: symfold_reduce_view.go
+			sv, err = symReduceViews(k, b, &args)
+		}
+		if err == nil {
+			rows, rEnd, work, err = rowExtent(k, rs, b, &args, len(online) > 0) // symfold_scatter.go
+		}
 	}
 	if err != nil {
 		return "", Launch{}, err
@@ -286,6 +287,7 @@ func rowReduce(k Kernel, rs reduceShape, reds []*ir.Value, globals *[]string) (s
 	b.ins("setp.ge.u32", p, row, rows)
 	b.braIf(p, rowDone)
 	gn.bound = map[*ir.Value]func(*index) val{}
+	bindViewTops(gn, sv, g)
 	fullAt := rs.rowElement(a, row)
 	if symRowLen && !rs.scattered {
 		fullAt = rowAtRun(gn, rs, row, rEnd)
@@ -551,6 +553,13 @@ func fullReduce(k Kernel, rs reduceShape, red *ir.Value, globals *[]string) (str
 	a := gn.a
 	sp := b.param("u64", fmt.Sprintf("%s_param_%d", k.Name, len(args)))
 	args = append(args, Arg{Kind: ArgScratch, Bytes: 8*blocks + 8})
+	var sv *symView
+	var err error
+	if readsViews(k, []*ir.Value{red}) { // the dims before the count: symfold_reduce_view.go
+		if sv, err = symReduceViews(k, b, &args); err != nil {
+			return "", Launch{}, err
+		}
+	}
 	sz, err := splitSizes(k, b, &args, rs.r, blocks) // symsplit.go
 	if err != nil {
 		return "", Launch{}, err
@@ -575,6 +584,8 @@ func fullReduce(k Kernel, rs reduceShape, red *ir.Value, globals *[]string) (str
 	b.note("%s", g.Format(red))
 	acc := b.reg(classOf(accT))
 	gn.accMove(acc, gn.e.constVal(accT, identity))
+	gn.bound = map[*ir.Value]func(*index) val{}
+	bindViewTops(gn, sv, g)
 	gn.loopTo(first, sz.stride, sz.end, func(i string) error {
 		x, err := gn.eval(red.Args[0], newIndexLin(rs.full, i))
 		if err != nil {

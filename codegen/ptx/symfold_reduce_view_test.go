@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ir/sym"
 )
 
 // reduceViewSrc is a bias gradient summing, over the rows, V [2, 2, seq, 4] merged back into
@@ -54,14 +55,30 @@ func TestSymbolicFoldReduceViewRuns(t *testing.T) {
 	}
 }
 
-// Sizes reach the reduction templates only for the column reduction over the leading rows: a
-// row reduction (over the trailing axis) reading views at the run's sizes is refused, not read
-// at the bound's index arithmetic.
+// Every reduction template reads views at the run's sizes (symfold_reduce_view_row_test.go), but
+// only where the view's linear index is the same at the bound and at the run: sizes whose static
+// trailing dims are not the bound's are refused, by the column, the row and the scattered
+// templates alike, not read at the bound's index arithmetic.
 func TestSymbolicReduceViewsRefused(t *testing.T) {
-	g := parse(t, "graph k {\n  input %dq : f32[2,2,13,4]\n  %0 = transpose(%dq) {perm=[0,2,1,3]} : f32[2,13,2,4]\n"+
-		"  %1 = reshape(%0) {shape=[2,13,8]} : f32[2,13,8]\n  %2 = reduce_sum(%1) {axes=[2]} : f32[2,13]\n  output out = %2\n}\n")
-	want := "a reduction reading views at symbolic sizes runs only as a column reduction over the leading rows"
-	if _, _, err := Generate(Kernel{Name: "k0", Graph: g, Symbolic: true, Rows: 26, Sizes: seqSizes(g, 13)}, Target{SM: 80}); err == nil || !strings.Contains(err.Error(), want) {
-		t.Errorf("Generate = %v, want %q", err, want)
+	for _, c := range []struct{ name, src string }{
+		{"column", reduceViewSrc(ir.F32, 13, "reduce_sum")},
+		{"row", rowSumViewSrc(ir.F32, 13)},
+		{"layer norm", layerNormViewSrc(ir.F16, 13)},
+		{"scattered", headSumViewSrc(ir.F32, 13)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			g := parse(t, c.src)
+			sizes := seqSizes(g, 13)
+			top := g.Values[1] // %0 = transpose(%dq): [2, seq, 2, 4] read as [2, seq, 1, 8]
+			if c.name != "scattered" {
+				top = g.Values[2] // %1 = reshape(%0): [2, seq, 8] read as [2, seq, 4, 2]
+			}
+			last := len(sizes[top]) - 1
+			sizes[top] = append(sizes[top][:last:last], sym.Const(int64(top.Type.Shape[last]/2)), sym.Const(2))
+			want := fmt.Sprintf("a reduction reading %s through views whose static dims differ from the bound's does not run at symbolic sizes", top.Type)
+			if _, _, err := Generate(Kernel{Name: "k0", Graph: g, Symbolic: true, Rows: 26, Sizes: sizes}, Target{SM: 80}); err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("Generate = %v, want %q", err, want)
+			}
+		})
 	}
 }

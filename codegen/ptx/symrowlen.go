@@ -30,17 +30,19 @@ func symRowLen(k Kernel, reds []*ir.Value) (sym.Expr, bool) {
 }
 
 // symRowExtent declares the row count and the dims of a row reduction of a symbolic last dim n,
-// returning the row count's and n's registers at the run.
-func symRowExtent(k Kernel, rs reduceShape, n sym.Expr, b *builder, args *[]Arg) (rows, rEnd string, work *SymWork, err error) {
+// returning the row count's and n's registers at the run, and the views it reads at the run's
+// sizes (symfold_reduce_view.go), if any.
+func symRowExtent(k Kernel, rs reduceShape, n sym.Expr, b *builder, args *[]Arg) (rows, rEnd string, work *SymWork, sv *symView, err error) {
 	dims := symViewLoad(k, b, args, k.Sizes) // before the row count: the work's size is the last
 	rows, work, err = symRows(k, b, args, rs.a, 1, 0, max(1, min(rs.a, maxLoopBlocks)))
 	if err != nil {
-		return "", "", nil, err
+		return "", "", nil, nil, err
 	}
 	if rEnd, err = symEval(func() string { return b.reg(rU32) }, b.ins, dims, n); err != nil {
-		return "", "", nil, err
+		return "", "", nil, nil, err
 	}
-	return rows, rEnd, work, nil
+	sv, err = rowLenViews(k, b, dims)
+	return rows, rEnd, work, sv, err
 }
 
 // rowAtRun is rowElement for a row of length n at the run (a register): row·n + r. It binds
