@@ -127,3 +127,18 @@ func batchedFold(k *passes.Kernel) bool {
 	}
 	return dot != nil && len(dot.Attrs.Ints("lhs_batch")) > 0 && slices.Contains(dot.Attrs.Ints("lhs_contract"), 0)
 }
+
+// symbolicBatch returns the first symbolic size among s's batch dims when the product contracts
+// its leading axis (a fold of the rows batched over a symbolic dim, which the fold templates
+// refuse: they take each batch coordinate from blockIdx.z at the bound), else nil.
+func symbolicBatch(s []sym.Expr, batch, contract []int) *sym.Expr {
+	if !slices.Contains(contract, 0) {
+		return nil
+	}
+	for _, d := range batch {
+		if !isConst(s[d]) {
+			return &s[d]
+		}
+	}
+	return nil
+}
