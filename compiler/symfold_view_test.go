@@ -67,6 +67,9 @@ var foldViewGraphs = []struct{ name, body string }{
 	{"batched per head through a transpose (FFMA)", "  dims { seq in [1,13] }\n  input %a : f32[6,seq,3]\n  input %b : f32[seq,6,5]\n" +
 		"  %0 = transpose(%a) {perm=[1,0,2]} : f32[seq,6,3]\n" +
 		"  %1 = dot_general(%0, %b) {lhs_batch=[1], lhs_contract=[0], rhs_batch=[1], rhs_contract=[0]} : f32[6,3,5]\n  output dw = %1\n"},
+	{"batched per head through a transpose (tensor cores)", "  dims { seq in [1,40] }\n  input %a : f16[4,seq,16]\n  input %b : f16[seq,4,16]\n" +
+		"  %0 = transpose(%a) {perm=[1,0,2]} : f16[seq,4,16]\n" +
+		"  %1 = dot_general(%0, %b) {lhs_batch=[1], lhs_contract=[0], rhs_batch=[1], rhs_contract=[0]} : f16[4,16,16]\n  output dw = %1\n"},
 	{"batched per head, buffers (FFMA)", "  dims { seq in [1,9] }\n  input %x : f32[seq,2,4]\n  input %y : f32[seq,2,4]\n" +
 		"  %0 = dot_general(%x, %y) {lhs_batch=[1], lhs_contract=[0], rhs_batch=[1], rhs_contract=[0]} : f32[2,4,4]\n  output dw = %0\n"},
 }
