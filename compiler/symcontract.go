@@ -108,15 +108,7 @@ func contractViews(k *passes.Kernel, kg *passes.KernelGraph, ranges sym.Ranges, 
 // batchedOperandViews returns kernel k's one dot_general when it has batch dims, with the values
 // of both operands' chains of views down to their buffers; nil for another kernel.
 func batchedOperandViews(k *passes.Kernel) (*ir.Value, map[*ir.Value]bool) {
-	var dot *ir.Value
-	for _, v := range k.Body.Values {
-		if v.Op == "dot_general" {
-			if dot != nil {
-				return nil, nil
-			}
-			dot = v
-		}
-	}
+	dot := oneDot(k) // symfold_view.go
 	if dot == nil || len(dot.Args) != 2 || len(dot.Attrs.Ints("lhs_batch")) == 0 {
 		return nil, nil
 	}

@@ -57,15 +57,7 @@ func foldViews(k *passes.Kernel, kg *passes.KernelGraph, ranges sym.Ranges, r sy
 // does) and reads an operand through views, with the values of both operands' chains down to
 // their buffers; nil for another kernel.
 func foldOperandViews(k *passes.Kernel) (*ir.Value, map[*ir.Value]bool) {
-	var dot *ir.Value
-	for _, v := range k.Body.Values {
-		if v.Op == "dot_general" {
-			if dot != nil {
-				return nil, nil
-			}
-			dot = v
-		}
-	}
+	dot := oneDot(k)
 	if dot == nil || len(dot.Args) != 2 || !slices.Contains(dot.Attrs.Ints("lhs_contract"), 0) {
 		return nil, nil
 	}
@@ -116,15 +108,7 @@ func foldViewSizes(k *passes.Kernel, kg *passes.KernelGraph, ranges sym.Ranges, 
 // one block along z, but a batched GEMM's grid.z is its batch, the bound's at every size, so the
 // launch keeps the bound's grid (the k loop alone follows the run's rows).
 func batchedFold(k *passes.Kernel) bool {
-	var dot *ir.Value
-	for _, v := range k.Body.Values {
-		if v.Op == "dot_general" {
-			if dot != nil {
-				return false
-			}
-			dot = v
-		}
-	}
+	dot := oneDot(k)
 	return dot != nil && len(dot.Attrs.Ints("lhs_batch")) > 0 && slices.Contains(dot.Attrs.Ints("lhs_contract"), 0)
 }
 
@@ -141,4 +125,18 @@ func symbolicBatch(s []sym.Expr, batch, contract []int) *sym.Expr {
 		}
 	}
 	return nil
+}
+
+// oneDot returns kernel k's dot_general when it has exactly one, else nil.
+func oneDot(k *passes.Kernel) *ir.Value {
+	var dot *ir.Value
+	for _, v := range k.Body.Values {
+		if v.Op == "dot_general" {
+			if dot != nil {
+				return nil
+			}
+			dot = v
+		}
+	}
+	return dot
 }
