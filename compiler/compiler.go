@@ -181,6 +181,9 @@ func (l *lowered) plan(opt Options, genLaunches []ptx.Launch, entries []string) 
 				size = l.Work.Elements // symattn.go
 			}
 			pk.Work = &artifact.Work{Elements: size, Vector: l.Work.Vector, MaxBlocks: l.Work.MaxBlocks, Tile: l.Work.Tile, Axis: l.Work.Axis}
+			if syms[k.Name].boundGrid {
+				pk.Work = nil // the size argument stays: it bounds the k loop
+			}
 		}
 		for _, a := range l.Params {
 			if a.Kind == ptx.ArgSize {

@@ -25,6 +25,8 @@ type symKernel struct {
 	bound  int
 	stages []*symKernel             // a persistent kernel's, by stage (sympersist.go)
 	sizes  map[*ir.Value][]sym.Expr // the values' sizes of a strided kernel (attention, a GEMM over views)
+	// boundGrid: the launch's grid is the bound's at every size (a batched fold, symfold_view.go).
+	boundGrid bool
 }
 
 // symbolicKernels returns, for a graph with dims, the rows of each kernel whose buffers are
@@ -156,7 +158,7 @@ func symbolicKernels(g *ir.Graph, kg *passes.KernelGraph, _ backend.Producer) (m
 			// the bound, and every run reads the first of them.
 			continue
 		}
-		kernels[k.Name] = symKernel{rows: rows, bound: int(hi), sizes: sizes}
+		kernels[k.Name] = symKernel{rows: rows, bound: int(hi), sizes: sizes, boundGrid: k.Kind == passes.Contraction && batchedFold(k)}
 	}
 	return kernels, nil
 }

@@ -51,6 +51,9 @@ func contractViews(k *passes.Kernel, kg *passes.KernelGraph, ranges sym.Ranges, 
 	case !kl.Equal(kr):
 		return r, nil, fmt.Sprintf("%s contracts %s by %s", format(dot), kl, kr)
 	case !leading(lb) || !leading(rb):
+		if d := symbolicBatch(ls, lb, lc); d != nil { // symfold_view.go
+			return r, nil, fmt.Sprintf("%s folds the rows in a product batched over a symbolic dim (%s); a batched fold of the rows runs with static batch dims only", format(dot), d)
+		}
 		return r, nil, fmt.Sprintf("%s contracts a symbolic dim in a product batched over dims that do not lead its operands", format(dot))
 	}
 	for i, d := range lb {
@@ -105,15 +108,7 @@ func contractViews(k *passes.Kernel, kg *passes.KernelGraph, ranges sym.Ranges, 
 // batchedOperandViews returns kernel k's one dot_general when it has batch dims, with the values
 // of both operands' chains of views down to their buffers; nil for another kernel.
 func batchedOperandViews(k *passes.Kernel) (*ir.Value, map[*ir.Value]bool) {
-	var dot *ir.Value
-	for _, v := range k.Body.Values {
-		if v.Op == "dot_general" {
-			if dot != nil {
-				return nil, nil
-			}
-			dot = v
-		}
-	}
+	dot := oneDot(k) // symfold_view.go
 	if dot == nil || len(dot.Args) != 2 || len(dot.Attrs.Ints("lhs_batch")) == 0 {
 		return nil, nil
 	}

@@ -12,7 +12,8 @@ import (
 // symbolic dim among them (a bias gradient's sum over [batch, d]'s rows, a loss's batch sum,
 // BatchNorm's statistics over [batch, c, h, w]'s axes 0, 2 and 3),
 // or a dot_general contracting both operands' symbolic prefixes as the leading entries of its
-// contracting dims, without batch dims (a weight gradient Xᵀ·dY: K is the rows). codegen/ptx
+// contracting dims (a weight gradient Xᵀ·dY: K is the rows), batched or not over static dims
+// after them (per-head weight gradients). codegen/ptx
 // folds the run's rows only: the reduction's row loop and the GEMM's k loop are bounded by the
 // size parameter, in the order the static kernel at that size takes them.
 
@@ -42,8 +43,9 @@ func foldsRows(v *ir.Value, prefix map[*ir.Value]int) bool {
 	case v.Op == "dot_general":
 		q, lok := prefix[v.Args[0]]
 		r, rok := prefix[v.Args[1]]
-		return lok && rok && q == r && len(v.Attrs.Ints("lhs_batch")) == 0 &&
-			leading(v.Attrs.Ints("lhs_contract"), q) && leading(v.Attrs.Ints("rhs_contract"), q)
+		// Batch dims, if any, follow the rows (the contracting dims lead with them), so they are
+		// static: a per-head weight gradient, each head's rows folded (symfold_view.go).
+		return lok && rok && q == r && leading(v.Attrs.Ints("lhs_contract"), q) && leading(v.Attrs.Ints("rhs_contract"), q)
 	}
 	return false
 }

@@ -56,6 +56,26 @@ var foldViewGraphs = []struct{ name, body string }{
 	{"a transpose of [16, seq] on the right (tensor cores)", "  dims { seq in [1,13] }\n  input %x : f16[seq,16]\n  input %a : f16[16,seq]\n" +
 		"  %0 = transpose(%a) {perm=[1,0]} : f16[seq,16]\n" +
 		"  %1 = dot_general(%x, %0) {lhs_contract=[0], rhs_contract=[0]} : f16[16,16]\n  output dw = %1\n"},
+	// Batched folds (per-head weight gradients with separate per-head projections): per batch
+	// element j, the rows contracted with b's row j; the batch dims are static, the rows are K.
+	{"batched over heads merged, the rows leading (FFMA)", "  dims { seq in [1,37] }\n  input %a : f32[seq,2,4,8]\n  input %b : f32[seq,4,16]\n" +
+		"  %0 = transpose(%a) {perm=[0,2,1,3]} : f32[seq,4,2,8]\n  %1 = reshape(%0) {shape=[37,4,16]} : f32[seq,4,16]\n" +
+		"  %2 = dot_general(%1, %b) {lhs_batch=[1], lhs_contract=[0], rhs_batch=[1], rhs_contract=[0]} : f32[4,16,16]\n  output dw = %2\n"},
+	{"batched over heads merged, the rows leading (tensor cores)", "  dims { seq in [1,40] }\n  input %a : f16[seq,2,4,8]\n  input %b : f16[seq,4,16]\n" +
+		"  %0 = transpose(%a) {perm=[0,2,1,3]} : f16[seq,4,2,8]\n  %1 = reshape(%0) {shape=[40,4,16]} : f16[seq,4,16]\n" +
+		"  %2 = dot_general(%1, %b) {lhs_batch=[1], lhs_contract=[0], rhs_batch=[1], rhs_contract=[0]} : f16[4,16,16]\n  output dw = %2\n"},
+	{"batched per head through a transpose (FFMA)", "  dims { seq in [1,13] }\n  input %a : f32[6,seq,3]\n  input %b : f32[seq,6,5]\n" +
+		"  %0 = transpose(%a) {perm=[1,0,2]} : f32[seq,6,3]\n" +
+		"  %1 = dot_general(%0, %b) {lhs_batch=[1], lhs_contract=[0], rhs_batch=[1], rhs_contract=[0]} : f32[6,3,5]\n  output dw = %1\n"},
+	{"batched per head through a transpose (tensor cores)", "  dims { seq in [1,40] }\n  input %a : f16[4,seq,16]\n  input %b : f16[seq,4,16]\n" +
+		"  %0 = transpose(%a) {perm=[1,0,2]} : f16[seq,4,16]\n" +
+		"  %1 = dot_general(%0, %b) {lhs_batch=[1], lhs_contract=[0], rhs_batch=[1], rhs_contract=[0]} : f16[4,16,16]\n  output dw = %1\n"},
+	{"batched over two static dims, seq from 0 (FFMA)", "  dims { seq in [0,11] }\n  input %x : f32[seq,2,3,4]\n  input %y : f32[seq,2,3,5]\n" +
+		"  %0 = dot_general(%x, %y) {lhs_batch=[1,2], lhs_contract=[0], rhs_batch=[1,2], rhs_contract=[0]} : f32[2,3,4,5]\n  output dw = %0\n"},
+	{"batched per head over batch and seq rows (FFMA)", "  dims { batch in [1,3], seq in [1,7] }\n  input %x : f32[batch,seq,2,4]\n  input %dy : f32[batch,seq,2,6]\n" +
+		"  %0 = dot_general(%x, %dy) {lhs_batch=[2], lhs_contract=[0,1], rhs_batch=[2], rhs_contract=[0,1]} : f32[2,4,6]\n  output dw = %0\n"},
+	{"batched per head, buffers (FFMA)", "  dims { seq in [1,9] }\n  input %x : f32[seq,2,4]\n  input %y : f32[seq,2,4]\n" +
+		"  %0 = dot_general(%x, %y) {lhs_batch=[1], lhs_contract=[0], rhs_batch=[1], rhs_contract=[0]} : f32[2,4,4]\n  output dw = %0\n"},
 }
 
 // One build of each runs on the memchecked simulator at the bound, 1 and primes (smaller first),

@@ -60,11 +60,11 @@ func (mm *matmul) symFoldGeneric(k Kernel) error {
 	}
 	for i, l := range []*operandLayout{&mm.lhs, &mm.rhs} {
 		a := mm.dot.Args[i]
-		contract := mm.dot.Attrs.Ints([]string{"lhs_contract", "rhs_contract"}[i])
-		if l.view != nil || a.Op == ir.OpInput || a.Op == ir.OpParam || foldStrided(a, k.Sizes, contract) {
+		batch, contract := mm.dot.Attrs.Ints([]string{"lhs_batch", "rhs_batch"}[i]), mm.dot.Attrs.Ints([]string{"lhs_contract", "rhs_contract"}[i])
+		if l.view != nil || a.Op == ir.OpInput || a.Op == ir.OpParam || foldStrided(a, k.Sizes, batch, contract) {
 			continue
 		}
-		g, err := genericLayout(a, mm.dot.Attrs.Ints([]string{"lhs_batch", "rhs_batch"}[i]), contract)
+		g, err := genericLayout(a, batch, contract)
 		if err != nil {
 			return err
 		}
@@ -75,8 +75,8 @@ func (mm *matmul) symFoldGeneric(k Kernel) error {
 
 // foldStrided is plan.FoldStrided: operand a, strided at the bound, keeps the bound's strides
 // at every size.
-func foldStrided(a *ir.Value, sizes map[*ir.Value][]sym.Expr, contract []int) bool {
-	return plan.FoldStrided(a, sizes, contract)
+func foldStrided(a *ir.Value, sizes map[*ir.Value][]sym.Expr, batch, contract []int) bool {
+	return plan.FoldStrided(a, sizes, batch, contract)
 }
 
 func isConst(e sym.Expr) bool { _, ok := e.IsConst(); return ok }

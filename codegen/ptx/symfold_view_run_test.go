@@ -33,8 +33,8 @@ func foldBatchedSrc(d ir.DType, seq int) string {
 // simulator at seq 1, a prime and the bound (its inputs contiguous at the run's sizes at the start
 // of bound-sized buffers whose rest is never written): within tolerance of the reference and bit
 // for bit the static kernel built for that seq (the same tiles and k steps); so does a batched
-// fold (static batch dims, each coordinate from blockIdx.z; the compiler does not hand the
-// templates one yet: docs/dynamic.md, Next). The warp instructions of both are docs/perf.md's
+// fold (static batch dims, each coordinate from blockIdx.z; compiled whole: the compiler's
+// TestSymbolicFoldViews, batched rows). The warp instructions of both are docs/perf.md's
 // (go test -run TestSymbolicFoldViewRuns -v ./codegen/ptx).
 func TestSymbolicFoldViewRuns(t *testing.T) {
 	for _, c := range []struct {
