@@ -64,18 +64,17 @@ func TestSymbolicChunkBranch(t *testing.T) {
 	load16 := regexp.MustCompile(`load (half|i16|bfloat), (half|i16|bfloat) addrspace\(1\)\*`)
 	ptxChunk := regexp.MustCompile(`cp\.async\.cg\.shared\.global \[[^]]*\], \[[^]]*\], 16, `)
 	ptxElem := regexp.MustCompile(`ld\.global\S*\.[ub]16`)
+	const scoresV = "graph k {\n  input %p : T[3,12,{{seq}}]\n  input %v : T[3,{{seq}},16]\n" +
+		"  %0 = dot_general(%p, %v) {lhs_batch=[0], lhs_contract=[2], rhs_batch=[0], rhs_contract=[1]} : T[3,12,16]\n  output out = %0\n}\n"
 	for _, tc := range []struct {
 		name, src, dtype string
 		rows             int
 		bound            int64
 		branch           bool // the run decides the chunks
 	}{
-		{"scores·V, the scores generic", "graph k {\n  input %p : T[3,12,{{seq}}]\n  input %v : T[3,{{seq}},16]\n" +
-			"  %0 = dot_general(%p, %v) {lhs_batch=[0], lhs_contract=[2], rhs_batch=[0], rhs_contract=[1]} : T[3,12,16]\n  output out = %0\n}\n", "f16", 3, 40, true},
-		{"scores·V, the scores generic", "graph k {\n  input %p : T[3,12,{{seq}}]\n  input %v : T[3,{{seq}},16]\n" +
-			"  %0 = dot_general(%p, %v) {lhs_batch=[0], lhs_contract=[2], rhs_batch=[0], rhs_contract=[1]} : T[3,12,16]\n  output out = %0\n}\n", "bf16", 3, 40, true},
-		{"scores·V, the scores generic", "graph k {\n  input %p : T[3,12,{{seq}}]\n  input %v : T[3,{{seq}},16]\n" +
-			"  %0 = dot_general(%p, %v) {lhs_batch=[0], lhs_contract=[2], rhs_batch=[0], rhs_contract=[1]} : T[3,12,16]\n  output out = %0\n}\n", "f32", 3, 40, false},
+		{"scores·V, the scores generic", scoresV, "f16", 3, 40, true},
+		{"scores·V, the scores generic", scoresV, "bf16", 3, 40, true},
+		{"scores·V, the scores generic", scoresV, "f32", 3, 40, false},
 		{"a weighting per batch element, contiguous K", "graph k {\n  input %w : T[3,{{seq}}]\n  input %v : T[3,{{seq}},16]\n" +
 			"  %0 = dot_general(%w, %v) {lhs_batch=[0], lhs_contract=[1], rhs_batch=[0], rhs_contract=[1]} : T[3,16]\n  output out = %0\n}\n", "f16", 3, 40, true},
 		{"scores·V with a symbolic M over two row tiles", "graph k {\n  input %p : T[2,{{seq}},{{seq}}]\n  input %v : T[2,{{seq}},16]\n" +
