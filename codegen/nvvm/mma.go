@@ -60,8 +60,10 @@ func (mm *gemm) emitMMA() error {
 	nFrees := []int{p.M, p.N}
 	ops := []plan.GEMMOperand{p.A, p.B}
 	sides := make([]*tcSide, 2)
-	for si := range sides {
-		pl, chunked := mm.symChunkSide(si, ops[si], q.Sides[si], eb) // symchunk.go
+	// A generic side whose chunks the run decides gets a chunk side too (fast) and a
+	// launch-uniform predicate choosing it (when): symchunk.go.
+	fast, when := make([]*tcSide, 2), make([]value.Value, 2)
+	newSide := func(si int, pl plan.MMASide, chunked bool) *tcSide {
 		sd := &tcSide{side: &side{op: ops[si], d: d, df: pl.DF, dk: pl.DK, nFree: nFrees[si], mSide: si == 0, f0tile: f0s[si], tile: tiles[si]}, plan: pl}
 		var fl value.Value
 		if pl.KContig {
@@ -79,43 +81,64 @@ func (mm *gemm) emitMMA() error {
 		if chunked {
 			mm.symChunkCopier(sd.side)
 		}
-		sides[si] = sd
+		return sd
+	}
+	for si := range sides {
+		pl, conds, chunked := mm.symChunkSide(si, ops[si], q.Sides[si], eb) // symchunk.go
+		if chunked && len(conds) > 0 {
+			sides[si] = newSide(si, q.Sides[si], false)
+			fast[si], when[si] = newSide(si, pl, true), mm.symMultiple(conds, pl.Chunk)
+			continue
+		}
+		sides[si] = newSide(si, pl, chunked)
 	}
 
+	issueSide := func(sd *tcSide, k0, buf value.Value) error {
+		pl := sd.plan
+		first := kg.add(kg.mul(buf, pl.BufBytes), sd.sh0)
+		for i := range sd.df {
+			off := eb * sd.dk[i] * pl.RowH
+			if pl.KContig {
+				off = eb * sd.df[i] * pl.RowH
+			}
+			at := kg.add(first, ci(off))
+			dst := mm.shPtr(sd.tile, at, memType(d))
+			if sd.valueAt != nil {
+				v, err := sd.valueAt(k0, i)
+				if err != nil {
+					return err
+				}
+				kg.b.NewStore(kg.toMem(d, v), dst)
+				continue
+			}
+			src, ok := sd.copyAt(k0, i)
+			if pl.Elem {
+				// Zero outside the matrix (and in conv2d's padding), as cp.async zero-fills.
+				ld := kg.b.NewLoad(memType(d), src)
+				ld.Align = ir.Align(eb)
+				kg.b.NewStore(kg.b.NewSelect(ok, ld, memConst(d, 0)), dst)
+				continue
+			}
+			size := eb * pl.Chunk
+			kind := "ca"
+			if size == 16 {
+				kind = "cg" // 16-byte copies bypass L1
+			}
+			n := kg.b.NewSelect(ok, ci(size), ci(0))
+			kg.asm(fmt.Sprintf("cp.async.%s.shared.global [$0], [$1], %d, $2;", kind, size), "r,l,r,~{memory}", mm.shAddr(sd.tile, at), src, n)
+		}
+		return nil
+	}
 	issue := func(k0, buf value.Value) error {
-		for _, sd := range sides {
-			pl := sd.plan
-			first := kg.add(kg.mul(buf, pl.BufBytes), sd.sh0)
-			for i := range sd.df {
-				off := eb * sd.dk[i] * pl.RowH
-				if pl.KContig {
-					off = eb * sd.df[i] * pl.RowH
-				}
-				at := kg.add(first, ci(off))
-				dst := mm.shPtr(sd.tile, at, memType(d))
-				if sd.valueAt != nil {
-					v, err := sd.valueAt(k0, i)
-					if err != nil {
-						return err
-					}
-					kg.b.NewStore(kg.toMem(d, v), dst)
-					continue
-				}
-				src, ok := sd.copyAt(k0, i)
-				if pl.Elem {
-					// Zero outside the matrix (and in conv2d's padding), as cp.async zero-fills.
-					ld := kg.b.NewLoad(memType(d), src)
-					ld.Align = ir.Align(eb)
-					kg.b.NewStore(kg.b.NewSelect(ok, ld, memConst(d, 0)), dst)
-					continue
-				}
-				size := eb * pl.Chunk
-				kind := "ca"
-				if size == 16 {
-					kind = "cg" // 16-byte copies bypass L1
-				}
-				n := kg.b.NewSelect(ok, ci(size), ci(0))
-				kg.asm(fmt.Sprintf("cp.async.%s.shared.global [$0], [$1], %d, $2;", kind, size), "r,l,r,~{memory}", mm.shAddr(sd.tile, at), src, n)
+		for si, sd := range sides {
+			var err error
+			if f := fast[si]; f != nil {
+				err = mm.symChunkIssue(when[si], func() error { return issueSide(f, k0, buf) }, func() error { return issueSide(sd, k0, buf) })
+			} else {
+				err = issueSide(sd, k0, buf)
+			}
+			if err != nil {
+				return err
 			}
 		}
 		kg.asm("cp.async.commit_group;", "~{memory}")

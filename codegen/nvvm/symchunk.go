@@ -1,6 +1,10 @@
 package nvvm
 
 import (
+	"slices"
+
+	"github.com/llir/llvm/ir"
+	"github.com/llir/llvm/ir/enum"
 	"github.com/llir/llvm/ir/value"
 
 	"github.com/gcomp/gcomp/codegen/plan"
@@ -9,35 +13,79 @@ import (
 )
 
 // 16-byte copies for the tensor cores' generic operands at the run's sizes, as codegen/ptx's
-// symchunk.go, in the case decided at build time. A generic side of a symbolic kernel (read
-// through views: a fold's operand merging attention's heads back) is copied element by element
+// symchunk.go. A generic side of a symbolic kernel (read through views: a fold's operand
+// merging attention's heads back, the scores [b, t, seq]) is copied element by element
 // (symCopier). Where every size along the side's contiguous dim down its views to the buffer
-// (through a reshape, both its last sizes; the buffer's last) is a multiple of the chunk at
-// every size of the run, a chunk of 16 bytes is 16 contiguous, 16-byte aligned bytes of the
-// buffer: the side copies chunks instead, one cp.async of the chunk's first element's address
-// through the views each, with the copy map of chunks codegen/ptx lays out. A chunk starts at a
-// multiple of its size in a dim whose size it divides, so it lies wholly inside or wholly past
-// the run's K and M (zero-filled, reading nothing, as the element copies): the shared tiles,
-// and so the products, are the element copies' bit for bit. Sizes that only the run decides
-// keep the element copies here (codegen/ptx branches on a launch-uniform predicate), and so
-// do tf32 sides (codegen/ptx copies 4 floats a chunk).
+// (through a reshape, both its last sizes; the buffer's last) is a multiple of the chunk at the
+// run, a chunk of 16 bytes is 16 contiguous, 16-byte aligned bytes of the buffer: the side
+// copies chunks instead, one cp.async of the chunk's first element's address through the views
+// each, with the copy map of chunks codegen/ptx lays out. Sizes that are multiples of the chunk
+// at every size decide at build time; the others make a predicate computed once per launch from
+// the dims' parameters, and each k step takes the chunk copies or the element copies by a
+// branch uniform over the launch (symChunkIssue). A chunk starts at a multiple of its size in a
+// dim whose size it divides, so it lies wholly inside or wholly past the run's K and M
+// (zero-filled, reading nothing, as the element copies): the shared tiles, and so the
+// products, are the element copies' bit for bit. tf32 sides keep the element copies here
+// (codegen/ptx copies 4 floats a chunk).
 
 // symChunkSide returns side si's plan with chunk copies when its generic operand op allows them
-// at every run's size, and whether it does.
-func (mm *gemm) symChunkSide(si int, op plan.GEMMOperand, pl plan.MMASide, eb int) (plan.MMASide, bool) {
+// at some run's sizes, whether it does, and the sizes that must be multiples of the chunk at the
+// run for it (none: at every run).
+func (mm *gemm) symChunkSide(si int, op plan.GEMMOperand, pl plan.MMASide, eb int) (plan.MMASide, []sym.Expr, bool) {
 	if mm.symv == nil || op.View == nil || eb != 2 || !mm.symCopies(op) {
-		return pl, false
+		return pl, nil, false
 	}
 	if si == 0 && mm.p.Conv != nil || si == 1 && pl.KContig && mm.p.ColRegs < 8 {
-		return pl, false // conv2d's image; a narrow tile's B buffer holds only its element copies' rows
+		return pl, nil, false // conv2d's image; a narrow tile's B buffer holds only its element copies' rows
 	}
 	c := 16 / eb
-	if !symChunkable(op, pl.KContig, mm.symv.sizes, c) {
-		return pl, false
+	conds, ok := symChunkSizes(op, pl.KContig, mm.symv.sizes, c)
+	if !ok {
+		return pl, nil, false
 	}
 	pl.Chunk, pl.Elem = c, false
 	pl.PerRow, pl.DF, pl.DK = chunkCopies(pl.KContig, mm.p.MMA.BK, c, []int{plan.GEMMTileM, mm.p.TileN}[si])
-	return pl, true
+	return pl, conds, true
+}
+
+// symMultiple is whether every size of conds is a multiple of c (a power of two) at the run,
+// as codegen/ptx's: the low bits of their bitwise or are zero (modulo 2^32).
+func (mm *gemm) symMultiple(conds []sym.Expr, c int) value.Value {
+	b := mm.kg.b
+	var acc value.Value
+	for _, e := range conds {
+		r := mm.symv.eval(e)
+		if acc == nil {
+			acc = r
+			continue
+		}
+		acc = b.NewOr(acc, r)
+	}
+	return b.NewICmp(enum.IPredEQ, b.NewAnd(acc, ci(c-1)), ci(0))
+}
+
+// symChunkIssue issues a k step's copies of a side whose chunks the run decides: the chunk
+// copies where when holds, the element copies otherwise, by a branch uniform over the launch
+// (blocks chunk_copies and elem_copies, as codegen/ptx's labels).
+func (mm *gemm) symChunkIssue(when value.Value, chunks, elems func() error) error {
+	kg := mm.kg
+	fast, slow, done := kg.block("chunk_copies"), kg.block("elem_copies"), kg.block("copies_done")
+	kg.b.NewCondBr(when, fast, slow)
+	var err error
+	for _, arm := range []struct {
+		b    *ir.Block
+		body func() error
+	}{{fast, chunks}, {slow, elems}} {
+		kg.b = arm.b
+		kg.cache = map[cacheKey]value.Value{}
+		if e := arm.body(); e != nil && err == nil {
+			err = e
+		}
+		kg.b.NewBr(done)
+	}
+	kg.cache = map[cacheKey]value.Value{}
+	kg.b = done
+	return err
 }
 
 // chunkCopies is codegen/ptx's copy map of a side of chunks of c elements for k steps of bk: a
@@ -72,10 +120,12 @@ func (mm *gemm) symChunkCopier(sd *side) {
 	}
 }
 
-// symChunkable reports whether chunks of c elements along operand op's contiguous dim (k when
-// kContig, else its last free dim) are contiguous and aligned in its buffer at every size of
-// the run: each size along that dim down the views is a multiple of c at every size.
-func symChunkable(op plan.GEMMOperand, kContig bool, sizes map[*irg.Value][]sym.Expr, c int) bool {
+// symChunkSizes follows operand op's contiguous dim (k when kContig, else its last free dim)
+// down its views to the buffer and returns the sizes that must be multiples of c at the run for
+// its chunks of c elements to be contiguous and aligned there, those a multiple of c at every
+// size left out; ok is false when no run's sizes allow them (a constant size c does not divide,
+// a strided or broadcast contiguous dim, or one that is not the buffer's last).
+func symChunkSizes(op plan.GEMMOperand, kContig bool, sizes map[*irg.Value][]sym.Expr, c int) (conds []sym.Expr, ok bool) {
 	v := op.View
 	s := plan.SymSizes(v, sizes)
 	grp := op.FreeDims
@@ -84,18 +134,34 @@ func symChunkable(op plan.GEMMOperand, kContig bool, sizes map[*irg.Value][]sym.
 	}
 	d := len(s) - 1
 	if len(grp) == 0 || grp[len(grp)-1] != d {
-		return false
+		return nil, false
 	}
-	divides := func(e sym.Expr) bool { return symAlign(e)%c == 0 }
-	if !divides(s[d]) {
-		return false
+	need := func(e sym.Expr) bool {
+		if symAlign(e)%c == 0 {
+			return true
+		}
+		if isConst(e) {
+			return false
+		}
+		if !slices.ContainsFunc(conds, e.Equal) {
+			conds = append(conds, e)
+		}
+		return true
+	}
+	// The copy's coordinate in the group is a multiple of c: so is its coordinate in the dim,
+	// and the chunk stays inside the dim, when c divides the dim's size.
+	if !need(s[d]) {
+		return nil, false
 	}
 	for {
 		out := plan.SymSizes(v, sizes)
 		switch v.Op {
 		case irg.OpInput, irg.OpParam:
 			// Every stride but the last is a multiple of the last size.
-			return d == len(out)-1 && divides(out[d])
+			if d != len(out)-1 || !need(out[d]) {
+				return nil, false
+			}
+			return conds, true
 		}
 		in := plan.SymSizes(v.Args[0], sizes)
 		switch v.Op {
@@ -104,7 +170,7 @@ func symChunkable(op plan.GEMMOperand, kContig bool, sizes map[*irg.Value][]sym.
 		case "slice":
 			start, step := v.Attrs.Ints("start"), v.Attrs.Ints("stride")
 			if step != nil && step[d] != 1 || start[d]%c != 0 {
-				return false
+				return nil, false
 			}
 		case "broadcast_in_dim":
 			from := -1
@@ -114,18 +180,18 @@ func symChunkable(op plan.GEMMOperand, kContig bool, sizes map[*irg.Value][]sym.
 				}
 			}
 			if from < 0 {
-				return false
+				return nil, false
 			}
 			d = from
 		case "reshape":
 			// Linear indices: c consecutive ones from a multiple of c stay in one row of the
 			// input's last dim when c divides it.
-			if d != len(out)-1 || len(in) == 0 || !divides(out[d]) || !divides(in[len(in)-1]) {
-				return false
+			if d != len(out)-1 || len(in) == 0 || !need(out[d]) || !need(in[len(in)-1]) {
+				return nil, false
 			}
 			d = len(in) - 1
 		default:
-			return false
+			return nil, false
 		}
 		v = v.Args[0]
 	}

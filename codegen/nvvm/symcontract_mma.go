@@ -14,10 +14,11 @@ import (
 // tiles' layout: codegen/plan's MMA sides are codegen/ptx's for the operands at the bound, and
 // symContract re-lays the operands out (generic, or strided with the run's batch stride), so
 // mmaContract re-plans each side as codegen/ptx's mmaSides does for the layout its template
-// reads. A generic side copies element by element (16-byte chunks where symchunk.go allows); a
-// strided side copies chunks aligned at every size (a symbolic batch stride counts as the
-// largest number dividing it at every size); with K symbolic a contiguous K is read through
-// the generic copier (symStrided), since a chunk could cross the run's K. With N symbolic the
+// reads. A generic side copies element by element (16-byte chunks where symchunk.go allows, by
+// a launch-uniform branch where the run's sizes decide); a strided side copies chunks aligned
+// at every size (a symbolic batch stride counts as the largest number dividing it at every
+// size); with K symbolic a contiguous K is read through the generic copier (symStrided), since
+// a chunk could cross the run's K. With N symbolic the
 // epilogue stores element by element from the fragments (a pair or a staged group of columns
 // could straddle the run's row end). The accumulators take their mma in the static template's
 // order, so results are codegen/ptx's bit for bit.
