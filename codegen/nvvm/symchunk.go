@@ -1,8 +1,6 @@
 package nvvm
 
 import (
-	"slices"
-
 	"github.com/llir/llvm/ir"
 	"github.com/llir/llvm/ir/enum"
 	"github.com/llir/llvm/ir/value"
@@ -120,93 +118,12 @@ func (mm *gemm) symChunkCopier(sd *side) {
 	}
 }
 
-// symChunkSizes follows operand op's contiguous dim (k when kContig, else its last free dim)
-// down its views to the buffer and returns the sizes that must be multiples of c at the run for
-// its chunks of c elements to be contiguous and aligned there, those a multiple of c at every
-// size left out; ok is false when no run's sizes allow them (a constant size c does not divide,
-// a strided or broadcast contiguous dim, or one that is not the buffer's last).
+// symChunkSizes is plan.ChunkSizes for operand op: its contiguous dim is the last of its
+// contracted dims when kContig, else of its free dims.
 func symChunkSizes(op plan.GEMMOperand, kContig bool, sizes map[*irg.Value][]sym.Expr, c int) (conds []sym.Expr, ok bool) {
-	v := op.View
-	s := plan.SymSizes(v, sizes)
 	grp := op.FreeDims
 	if kContig {
 		grp = op.ContractDims
 	}
-	d := len(s) - 1
-	if len(grp) == 0 || grp[len(grp)-1] != d {
-		return nil, false
-	}
-	need := func(e sym.Expr) bool {
-		if symAlign(e)%c == 0 {
-			return true
-		}
-		if isConst(e) {
-			return false
-		}
-		if !slices.ContainsFunc(conds, e.Equal) {
-			conds = append(conds, e)
-		}
-		return true
-	}
-	// The copy's coordinate in the group is a multiple of c: so is its coordinate in the dim,
-	// and the chunk stays inside the dim, when c divides the dim's size.
-	if !need(s[d]) {
-		return nil, false
-	}
-	for {
-		out := plan.SymSizes(v, sizes)
-		switch v.Op {
-		case irg.OpInput, irg.OpParam:
-			// Every stride but the last is a multiple of the last size.
-			if d != len(out)-1 || !need(out[d]) {
-				return nil, false
-			}
-			return conds, true
-		}
-		in := plan.SymSizes(v.Args[0], sizes)
-		switch v.Op {
-		case "transpose":
-			d = v.Attrs.Ints("perm")[d]
-		case "slice":
-			start, step := v.Attrs.Ints("start"), v.Attrs.Ints("stride")
-			if step != nil && step[d] != 1 || start[d]%c != 0 {
-				return nil, false
-			}
-		case "broadcast_in_dim":
-			from := -1
-			for i, o := range v.Attrs.Ints("dims") {
-				if o == d && !plan.IsOne(in[i]) {
-					from = i
-				}
-			}
-			if from < 0 {
-				return nil, false
-			}
-			d = from
-		case "reshape":
-			// Linear indices: c consecutive ones from a multiple of c stay in one row of the
-			// input's last dim when c divides it.
-			if d != len(out)-1 || len(in) == 0 || !need(out[d]) || !need(in[len(in)-1]) {
-				return nil, false
-			}
-			d = len(in) - 1
-		default:
-			return nil, false
-		}
-		v = v.Args[0]
-	}
-}
-
-// symAlign is the largest n dividing e at every size: the gcd of its coefficients.
-func symAlign(e sym.Expr) int {
-	c, ms, _ := e.Monomials()
-	g := max(c, -c)
-	for _, m := range ms {
-		a, b := g, max(m.Coef, -m.Coef)
-		for b != 0 {
-			a, b = b, a%b
-		}
-		g = a
-	}
-	return int(g)
+	return plan.ChunkSizes(op.View, grp, sizes, c)
 }

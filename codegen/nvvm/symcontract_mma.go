@@ -68,7 +68,7 @@ func mmaSide(p plan.GEMM, si int, op plan.GEMMOperand, st []sym.Expr) plan.MMASi
 		strides := []int{op.FreeSt, op.KSt}
 		for j, s := range op.BatchStrides {
 			if st != nil && !isConst(st[j]) {
-				s = symAlign(st[j])
+				s = plan.Align(st[j])
 			}
 			strides = append(strides, s)
 		}

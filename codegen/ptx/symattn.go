@@ -3,6 +3,7 @@ package ptx
 import (
 	"fmt"
 
+	"github.com/gcomp/gcomp/codegen/plan"
 	"github.com/gcomp/gcomp/codegen/splitkv"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ir/sym"
@@ -176,7 +177,7 @@ func symOperand(v *ir.Value, sizes map[*ir.Value][]sym.Expr, ptr map[*ir.Value]s
 	if o.symOff, err = eval(off); err != nil {
 		return o, err
 	}
-	o.off = int(content(off))
+	o.off = plan.Align(off)
 	for d, e := range st {
 		if v.Type.Shape[d] == 1 {
 			e = sym.Const(0) // broadcast, or a lone index
@@ -184,29 +185,12 @@ func symOperand(v *ir.Value, sizes map[*ir.Value][]sym.Expr, ptr map[*ir.Value]s
 		if o.symSt[d], err = eval(e); err != nil {
 			return o, err
 		}
-		o.strides[d] = int(content(e))
+		o.strides[d] = plan.Align(e)
 		if n, c := e.IsConst(); d == len(st)-1 && (!c || n != 1) {
 			o.strides[d] = 0
 		}
 	}
 	return o, nil
-}
-
-// content is the gcd of e's constant and coefficients.
-func content(e sym.Expr) int64 {
-	c, ms, _ := e.Monomials()
-	g := max(c, -c)
-	for _, m := range ms {
-		g = gcd64(g, max(m.Coef, -m.Coef))
-	}
-	return g
-}
-
-func gcd64(a, b int64) int64 {
-	for b != 0 {
-		a, b = b, a%b
-	}
-	return a
 }
 
 // symIndex is index for an operand at symbolic sizes: symOff + Σ idx[d]·symSt[d].

@@ -1,6 +1,7 @@
 package ptx
 
 import (
+	"github.com/gcomp/gcomp/codegen/plan"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ir/sym"
 )
@@ -83,83 +84,16 @@ func (mm *matmul) symMultiple(conds []sym.Expr, c int) string {
 	return p
 }
 
-// symChunkSizes follows generic operand l's contiguous dim down its views to the buffer and
-// returns the sizes that must be multiples of c at the run for its chunks of c elements to be
-// contiguous and aligned there, those a multiple of c at every size left out; ok is false when
-// no run's sizes allow them (a constant size c does not divide, a strided or broadcast
-// contiguous dim, or one that is not the buffer's last).
+// symChunkSizes is plan.ChunkSizes for generic operand l: its contiguous dim is the last of its
+// contracted dims where k is contiguous, else of its free dims.
 func (mm *matmul) symChunkSizes(l operandLayout, c int) (conds []sym.Expr, ok bool) {
 	var sizes map[*ir.Value][]sym.Expr // a static build's: every size its shape's constant
 	if mm.symv != nil {
 		sizes = mm.symv.sizes
 	}
-	v := l.view
-	s := SymSizes(v, sizes)
 	grp := l.freeDims
 	if l.kSt == 1 {
 		grp = l.contractDims
 	}
-	d := len(s) - 1
-	if len(grp) == 0 || grp[len(grp)-1] != d {
-		return nil, false
-	}
-	need := func(e sym.Expr) bool {
-		if symAlign(e)%c == 0 {
-			return true
-		}
-		if isConst(e) {
-			return false
-		}
-		for _, o := range conds {
-			if o.Equal(e) {
-				return true
-			}
-		}
-		conds = append(conds, e)
-		return true
-	}
-	// The copy's coordinate in the group is a multiple of c: so is its coordinate in the dim,
-	// and the chunk stays inside the dim, when c divides the dim's size.
-	if !need(s[d]) {
-		return nil, false
-	}
-	for {
-		out := SymSizes(v, sizes)
-		switch v.Op {
-		case ir.OpInput, ir.OpParam:
-			// Every stride but the last is a multiple of the last size.
-			return conds, d == len(out)-1 && need(out[d])
-		}
-		in := SymSizes(v.Args[0], sizes)
-		switch v.Op {
-		case "transpose":
-			d = v.Attrs.Ints("perm")[d]
-		case "slice":
-			start, step := v.Attrs.Ints("start"), v.Attrs.Ints("stride")
-			if step != nil && step[d] != 1 || start[d]%c != 0 {
-				return nil, false
-			}
-		case "broadcast_in_dim":
-			from := -1
-			for i, o := range v.Attrs.Ints("dims") {
-				if o == d && !isOne(in[i]) {
-					from = i
-				}
-			}
-			if from < 0 {
-				return nil, false
-			}
-			d = from
-		case "reshape":
-			// Linear indices: the chunk is c consecutive ones from a multiple of c, which stay
-			// in one row of the input's last dim when c divides it.
-			if d != len(out)-1 || len(in) == 0 || !need(out[d]) || !need(in[len(in)-1]) {
-				return nil, false
-			}
-			d = len(in) - 1
-		default:
-			return nil, false
-		}
-		v = v.Args[0]
-	}
+	return plan.ChunkSizes(l.view, grp, sizes, c)
 }

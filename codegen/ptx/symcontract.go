@@ -64,7 +64,7 @@ func (mm *matmul) symContract(k Kernel, b *builder, args *[]Arg, tensorCores boo
 		if _, err := symEval(func() string { return b.reg(rU32) }, func(string, ...string) {}, mm.symv.dims, n); err != nil {
 			return true, nil, err
 		}
-		mm.symColsPast(mm.symv.eval(b, n), symAlign(n)) // symcontract_rhs.go
+		mm.symColsPast(mm.symv.eval(b, n), plan.Align(n)) // symcontract_rhs.go
 	}
 	if err := mm.symBroadcasts(k, b); err != nil { // symcontract_bcast.go
 		return true, nil, err
@@ -77,7 +77,7 @@ func (mm *matmul) symContract(k Kernel, b *builder, args *[]Arg, tensorCores boo
 			for j, e := range st {
 				if !isConst(e) {
 					mm.symBatchSt[i][j] = mm.symv.eval(b, e)
-					l.batchStrides[j] = symAlign(e) // what mmaSides's alignment checks see
+					l.batchStrides[j] = plan.Align(e) // what mmaSides's alignment checks see
 				}
 			}
 			continue
@@ -157,16 +157,6 @@ func (mm *matmul) symStrided(v *ir.Value, l operandLayout, batch []int, symK boo
 		}
 	}
 	return out
-}
-
-// symAlign is the largest n dividing e at every size: the gcd of its coefficients.
-func symAlign(e sym.Expr) int {
-	c, ms, _ := e.Monomials()
-	g := c
-	for _, m := range ms {
-		g = gcd64(g, m.Coef)
-	}
-	return int(max(g, -g))
 }
 
 // batchOffset is off plus batch coordinate c of operand si's batch dim i times its stride: the
