@@ -9,8 +9,8 @@ import (
 	"github.com/gcomp/gcomp/codegen/backend"
 	"github.com/gcomp/gcomp/codegen/nvvm"
 	"github.com/gcomp/gcomp/codegen/plan"
+	"github.com/gcomp/gcomp/internal/symtest"
 	"github.com/gcomp/gcomp/ir"
-	"github.com/gcomp/gcomp/ir/sym"
 )
 
 // TestFallbackContract: batched products at symbolic sizes, contracting seq (a symbolic dim
@@ -36,7 +36,7 @@ func TestFallbackContract(t *testing.T) {
 			t.Fatal(err)
 		}
 		tgt := plan.Target{SM: 80, TF32: tc.tf32}
-		k := plan.Kernel{Name: "k0_contract", Graph: g, Symbolic: true, Rows: 2, Sizes: sizesOver(g, 13, "seq")}
+		k := plan.Kernel{Name: "k0_contract", Graph: g, Symbolic: true, Rows: 2, Sizes: symtest.SizesOver(g, 13, "seq", nil)}
 		if note, ok := nvvm.Lacks(k, tgt); ok {
 			t.Errorf("%s: a batched product over seq is borrowed: %s", g.Inputs()[0].Type, note)
 		}
@@ -46,30 +46,11 @@ func TestFallbackContract(t *testing.T) {
 			t.Errorf("%s: params %+v: no parameter for seq", g.Inputs()[0].Type, launches[0].Params)
 		}
 		// The batch symbolic, K static: not borrowed.
-		k.Sizes = sizesOver(g, 2, "b")
+		k.Sizes = symtest.SizesOver(g, 2, "b", nil)
 		if _, ok := nvvm.Lacks(k, tgt); ok {
 			t.Error("a batched product over a symbolic batch with a static K is borrowed")
 		}
 	}
-}
-
-// sizesOver is the sizes of g's values but the products', dim name where a size is n.
-func sizesOver(g *ir.Graph, n int, name string) map[*ir.Value][]sym.Expr {
-	sizes := map[*ir.Value][]sym.Expr{}
-	for _, v := range g.Values {
-		if v.Op == "dot_general" {
-			continue
-		}
-		e := make([]sym.Expr, len(v.Type.Shape))
-		for i, m := range v.Type.Shape {
-			e[i] = sym.Const(int64(m))
-			if m == n {
-				e[i] = sym.Sym(name)
-			}
-		}
-		sizes[v] = e
-	}
-	return sizes
 }
 
 // TestFallbackBroadcast: q·kᵀ by hand over two heads, seq its N, plus a mask [2, 1, 9, seq]
@@ -108,7 +89,7 @@ func TestFallbackBroadcast(t *testing.T) {
 				t.Fatal(err)
 			}
 			tgt := plan.Target{SM: 80}
-			k := plan.Kernel{Name: "k0_contract", Graph: g, Symbolic: true, Rows: 4, Sizes: sizesOver(g, 13, "seq")}
+			k := plan.Kernel{Name: "k0_contract", Graph: g, Symbolic: true, Rows: 4, Sizes: symtest.SizesOver(g, 13, "seq", nil)}
 			note, ok := nvvm.Lacks(k, tgt)
 			switch {
 			case !tc.borrowed && ok:

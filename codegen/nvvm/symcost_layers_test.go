@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/gcomp/gcomp/codegen/plan"
+	"github.com/gcomp/gcomp/internal/symtest"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ir/sym"
 	"github.com/gcomp/gcomp/sim"
@@ -30,21 +31,9 @@ func TestSymbolicCostLayersFolds(t *testing.T) {
 	// dimSizes gives every value of g but its products sizes over dim, the bound's size n of
 	// any axis becoming dim; stacked only: the inputs and concats (a kernel of layers).
 	dimSizes := func(g *ir.Graph, dim string, n int, stacked bool) map[*ir.Value][]sym.Expr {
-		sizes := map[*ir.Value][]sym.Expr{}
-		for _, v := range g.Values {
-			if v.Op == "dot_general" || stacked && v.Op != ir.OpInput && v.Op != "concat" || stacked && v.Op == ir.OpInput && v.Type.Shape[0] == 1 {
-				continue
-			}
-			e := make([]sym.Expr, len(v.Type.Shape))
-			for i, m := range v.Type.Shape {
-				e[i] = sym.Const(int64(m))
-				if m == n {
-					e[i] = sym.Sym(dim)
-				}
-			}
-			sizes[v] = e
-		}
-		return sizes
+		return symtest.SizesOver(g, n, dim, func(v *ir.Value) bool {
+			return !stacked || v.Op == "concat" || v.Op == ir.OpInput && v.Type.Shape[0] != 1
+		})
 	}
 	layer := parse("graph k {\n  input %h : f32[2,256,64]\n  %0 = slice(%h) {limit=[2,256,64], start=[1,0,0]} : f32[1,256,64]\n  %1 = neg(%0) : f32[1,256,64]\n  output y = %1\n}\n")
 	stacked := parse("graph k {\n  input %x : f16[1,256,64]\n  %0 = neg(%x) : f16[1,256,64]\n  %1 = mul(%x, %x) : f16[1,256,64]\n  %2 = concat(%0, %1) {axis=0} : f16[2,256,64]\n  output hn = %2\n}\n")

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/gcomp/gcomp/codegen/plan"
+	"github.com/gcomp/gcomp/internal/symtest"
 	"github.com/gcomp/gcomp/ir"
-	"github.com/gcomp/gcomp/ir/sym"
 	"github.com/gcomp/gcomp/runtime/ref"
 	"github.com/gcomp/gcomp/tensor"
 )
@@ -68,20 +68,7 @@ func runFoldViews(t *testing.T, p *Producer, src, kind string, per int) string {
 		return g
 	}
 	g := parse(bound)
-	sizes := map[*ir.Value][]sym.Expr{}
-	for _, v := range g.Values {
-		if v.Op == "dot_general" {
-			continue
-		}
-		e := make([]sym.Expr, len(v.Type.Shape))
-		for i, n := range v.Type.Shape {
-			e[i] = sym.Const(int64(n))
-			if n == bound {
-				e[i] = sym.Sym("seq")
-			}
-		}
-		sizes[v] = e
-	}
+	sizes := symtest.SizesOver(g, bound, "seq", nil)
 	k := plan.Kernel{Name: "k0", Graph: g, Symbolic: true, Rows: per * bound, Sizes: sizes}
 	target := plan.Target{SM: 80}
 	if c, err := plan.ContractionPlan(k, target); err != nil || c.Kind != kind {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/gcomp/gcomp/internal/symtest"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ir/sym"
 )
@@ -33,9 +34,9 @@ func TestAlign(t *testing.T) {
 func TestChunkSizes(t *testing.T) {
 	for _, tc := range []struct {
 		name, body string // values over a dim of size 40, seq when symbolic
-		group          []int
-		symbolic       bool
-		want           string // the sizes, or "refused"
+		group      []int
+		symbolic   bool
+		want       string // the sizes, or "refused"
 	}{
 		{"a buffer whose rows are 64", "input %x : f16[3,40,64]", []int{2}, true, "[]"},
 		{"a buffer whose rows are seq", "input %x : f16[3,64,40]", []int{2}, true, "[seq]"},
@@ -56,17 +57,7 @@ func TestChunkSizes(t *testing.T) {
 			}
 			var sizes map[*ir.Value][]sym.Expr
 			if tc.symbolic {
-				sizes = map[*ir.Value][]sym.Expr{}
-				for _, v := range g.Values {
-					e := make([]sym.Expr, len(v.Type.Shape))
-					for i, n := range v.Type.Shape {
-						e[i] = sym.Const(int64(n))
-						if n == 40 {
-							e[i] = sym.Sym("seq")
-						}
-					}
-					sizes[v] = e
-				}
+				sizes = symtest.SizesOver(g, 40, "seq", nil)
 			}
 			conds, ok := ChunkSizes(g.Values[len(g.Values)-1], tc.group, sizes, 8)
 			got := "refused"

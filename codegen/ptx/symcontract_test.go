@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gcomp/gcomp/internal/symtest"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ir/sym"
 	"github.com/gcomp/gcomp/sim"
@@ -30,7 +31,7 @@ func contractSrc(kind string, d ir.DType, nb, seq int) string {
 // contractSizes is the sizes of g's values but the product's: seq where a dim is the bound,
 // and b for the leading dim when the batch is symbolic.
 func contractSizes(g *ir.Graph, bound int, batch bool) map[*ir.Value][]sym.Expr {
-	sizes := seqSizes(g, bound)
+	sizes := symtest.SizesOver(g, bound, "seq", nil)
 	if batch {
 		for _, s := range sizes {
 			s[0] = sym.Sym("b")

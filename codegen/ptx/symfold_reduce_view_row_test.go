@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/gcomp/gcomp/artifact"
+	"github.com/gcomp/gcomp/internal/symtest"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/tensor"
 )
@@ -106,7 +107,7 @@ func TestSymbolicRowReduceViewRuns(t *testing.T) {
 	} {
 		t.Run(c.name+" "+c.d.String(), func(t *testing.T) {
 			g := parse(t, c.src(c.d, bound))
-			text, ls, err := Module([]Kernel{{Name: "k0", Graph: g, Symbolic: true, Rows: 2 * bound, Sizes: seqSizes(g, bound)}}, Target{SM: 80})
+			text, ls, err := Module([]Kernel{{Name: "k0", Graph: g, Symbolic: true, Rows: 2 * bound, Sizes: symtest.SizesOver(g, bound, "seq", nil)}}, Target{SM: 80})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gcomp/gcomp/internal/symtest"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ir/sym"
 )
@@ -43,7 +44,7 @@ func TestSymbolicFoldReduceViewRuns(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			g := parse(t, c.src(c.d, bound, c.op))
-			text, ls, err := Module([]Kernel{{Name: "k0", Graph: g, Symbolic: true, Rows: 2 * bound, Sizes: seqSizes(g, bound)}}, Target{SM: 80})
+			text, ls, err := Module([]Kernel{{Name: "k0", Graph: g, Symbolic: true, Rows: 2 * bound, Sizes: symtest.SizesOver(g, bound, "seq", nil)}}, Target{SM: 80})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -68,7 +69,7 @@ func TestSymbolicReduceViewsRefused(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			g := parse(t, c.src)
-			sizes := seqSizes(g, 13)
+			sizes := symtest.SizesOver(g, 13, "seq", nil)
 			top := g.Values[1] // %0 = transpose(%dq): [2, seq, 2, 4] read as [2, seq, 1, 8]
 			if c.name != "scattered" {
 				top = g.Values[2] // %1 = reshape(%0): [2, seq, 8] read as [2, seq, 4, 2]

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/gcomp/gcomp/internal/symtest"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/runtime/ref"
 	"github.com/gcomp/gcomp/sim"
@@ -57,7 +58,7 @@ func TestSymbolicFoldViewRuns(t *testing.T) {
 func runFoldOnce(t *testing.T, d ir.DType, bound, per int, src func(seq int) string) (string, Launch) {
 	t.Helper()
 	g := parse(t, src(bound))
-	text, ls, err := Module([]Kernel{{Name: "k0", Graph: g, Symbolic: true, Rows: per * bound, Sizes: seqSizes(g, bound)}}, Target{SM: 80})
+	text, ls, err := Module([]Kernel{{Name: "k0", Graph: g, Symbolic: true, Rows: per * bound, Sizes: symtest.SizesOver(g, bound, "seq", nil)}}, Target{SM: 80})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,8 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gcomp/gcomp/ir"
-	"github.com/gcomp/gcomp/ir/sym"
+	"github.com/gcomp/gcomp/internal/symtest"
 )
 
 // A GEMM whose K is the symbolic rows, reading an operand through a transpose and a reshape
@@ -26,7 +25,7 @@ func TestSymbolicFoldView(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := parse(t, tc.src)
-			k := Kernel{Name: "k0", Graph: g, Symbolic: true, Rows: tc.rows, Sizes: seqSizes(g, 13)}
+			k := Kernel{Name: "k0", Graph: g, Symbolic: true, Rows: tc.rows, Sizes: symtest.SizesOver(g, 13, "seq", nil)}
 			text, l, err := Generate(k, Target{SM: 80})
 			if err != nil {
 				t.Fatal(err)
@@ -68,28 +67,8 @@ func TestSymbolicFoldView(t *testing.T) {
 func TestSymbolicFoldViewRefused(t *testing.T) {
 	g := parse(t, "graph k {\n  input %a : f32[6,2,6,3]\n  input %b : f32[6,6,5]\n  %0 = transpose(%a) {perm=[0,2,1,3]} : f32[6,6,2,3]\n  %1 = reshape(%0) {shape=[6,6,6]} : f32[6,6,6]\n  %2 = dot_general(%1, %b) {lhs_batch=[1], rhs_batch=[1], lhs_contract=[0], rhs_contract=[0]} : f32[6,6,5]\n  output out = %2\n}\n")
 	want := "a batched GEMM whose K is the symbolic rows, read through a view with a symbolic batch dim (seq), does not run at symbolic sizes"
-	_, _, err := Generate(Kernel{Name: "k0", Graph: g, Symbolic: true, Rows: 6, Sizes: seqSizes(g, 6)}, Target{SM: 80})
+	_, _, err := Generate(Kernel{Name: "k0", Graph: g, Symbolic: true, Rows: 6, Sizes: symtest.SizesOver(g, 6, "seq", nil)}, Target{SM: 80})
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("Generate = %v, want %q", err, want)
 	}
-}
-
-// seqSizes gives the values of fold graph g, but its dot, their sizes over the dim seq: every
-// dim of size bound is seq.
-func seqSizes(g *ir.Graph, bound int) map[*ir.Value][]sym.Expr {
-	sizes := map[*ir.Value][]sym.Expr{}
-	for _, v := range g.Values {
-		if v.Op == "dot_general" {
-			continue
-		}
-		e := make([]sym.Expr, len(v.Type.Shape))
-		for i, n := range v.Type.Shape {
-			e[i] = sym.Const(int64(n))
-			if n == bound {
-				e[i] = sym.Sym("seq")
-			}
-		}
-		sizes[v] = e
-	}
-	return sizes
 }
