@@ -69,3 +69,23 @@ func TestSymbolicRowLengthNVVM(t *testing.T) {
 		})
 	}
 }
+
+// rowBroadcastViewGraphs divide the exponentials of scores read through a transpose that moves
+// the keys last by their row sums broadcast back along them: the loop after the row-length
+// reduction (compiler/symrowlen.go's rowBroadcast) reads the transpose's top at the run's
+// sizes, the row sums at the row (symfold_reduce_view.go).
+var rowBroadcastViewGraphs = []struct{ name, body string }{
+	{"exp of transposed scores divided by static rows' sums (f32)", "  dims { seq in [1,13] }\n  input %x : f32[2,seq,4]\n  input %s : f32[2,4,1]\n" +
+		"  %0 = transpose(%x) {perm=[0,2,1]} : f32[2,4,seq]\n  %1 = exp(%0) : f32[2,4,seq]\n" +
+		"  %2 = broadcast_in_dim(%s) {dims=[0,1,2], shape=[2,4,13]} : f32[2,4,seq]\n  %3 = div(%1, %2) : f32[2,4,seq]\n  output y = %3\n"},
+	{"exp of scores [b, seq, t] transposed, batch and seq symbolic, the sums a view's top too (f16)", "  dims { b in [1,3], seq in [1,11] }\n  input %x : f16[b,seq,5]\n  input %s : f16[b,5,1]\n" +
+		"  %0 = transpose(%x) {perm=[0,2,1]} : f16[b,5,seq]\n  %1 = exp(%0) : f16[b,5,seq]\n" +
+		"  %2 = broadcast_in_dim(%s) {dims=[0,1,2], shape=[3,5,11]} : f16[b,5,seq]\n  %3 = div(%1, %2) : f16[b,5,seq]\n  output y = %3\n"},
+	{"over heads, seq from 0, the sums without their last dim (f32)", "  dims { seq in [0,17] }\n  input %x : f32[2,2,seq,3]\n  input %s : f32[2,2,3]\n" +
+		"  %0 = transpose(%x) {perm=[0,1,3,2]} : f32[2,2,3,seq]\n  %1 = exp(%0) : f32[2,2,3,seq]\n" +
+		"  %2 = broadcast_in_dim(%s) {dims=[0,1,2], shape=[2,2,3,17]} : f32[2,2,3,seq]\n  %3 = div(%1, %2) : f32[2,2,3,seq]\n  output y = %3\n  output e = %1\n"},
+}
+
+// One build of each runs on the memchecked simulator at 1, primes and the bound (smaller first),
+// within tolerance of the reference interpreter and bit for bit the static build's at those sizes.
+func TestSymbolicRowBroadcastViews(t *testing.T) { checkBuiltOnce(t, rowBroadcastViewGraphs) }

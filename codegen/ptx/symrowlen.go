@@ -74,13 +74,43 @@ func rowAtRun(gn *gen, rs reduceShape, row, n string) func(r string) *index {
 // the run; a broadcast reads its buffer at row i / n, n the row length at the run. One element
 // per thread of a grid-stride loop over the run's element count (its size parameter).
 
-// rowBroadcastLoop reports whether k is such a kernel: every value with sizes is a broadcast.
+// Its operands of the full sizes may be the tops of chains of views of the kernel's buffers
+// (the exponentials of scores transposed to move the keys last): k.Sizes holds the views' sizes
+// too, and the loop reads each top at the run's linear index as the row-length template does
+// (symfold_reduce_view.go).
+
+// rowBroadcastLoop reports whether k is such a kernel: every value with sizes is a broadcast of
+// a buffer along the last dim, a view or a buffer, and one at least is such a broadcast.
 func rowBroadcastLoop(k Kernel) bool {
 	if !k.Symbolic || len(k.Sizes) == 0 {
 		return false
 	}
+	n := 0
 	for v := range k.Sizes {
-		if v.Op != "broadcast_in_dim" || v.Args[0].Op != ir.OpInput && v.Args[0].Op != ir.OpParam {
+		switch {
+		case rowBroadcastOf(v):
+			n++
+		case v.Op == ir.OpInput, v.Op == ir.OpParam, v.Op == "transpose", v.Op == "reshape", v.Op == "slice", v.Op == "broadcast_in_dim":
+		default:
+			return false
+		}
+	}
+	return n > 0
+}
+
+// rowBroadcastOf reports whether v broadcasts a buffer of the kept sizes (the full ones but the
+// last, with or without the last as 1) back along the last dim.
+func rowBroadcastOf(v *ir.Value) bool {
+	if v.Op != "broadcast_in_dim" || v.Args[0].Op != ir.OpInput && v.Args[0].Op != ir.OpParam {
+		return false
+	}
+	full, a := v.Type.Shape, v.Args[0].Type.Shape
+	kept := full[:len(full)-1]
+	if !a.Equal(kept) && !a.Equal(append(kept.Clone(), 1)) {
+		return false
+	}
+	for i, d := range v.Attrs.Ints("dims") {
+		if d != i {
 			return false
 		}
 	}
@@ -103,9 +133,14 @@ func symRowBroadcastKernel(k Kernel, globals *[]string) (string, Launch, error) 
 	if err != nil {
 		return "", Launch{}, err
 	}
-	for _, v := range g.Values { // in the graph's order: deterministic
+	sv, err := rowLenViews(k, b, dims) // symfold_reduce_view.go
+	if err != nil {
+		return "", Launch{}, err
+	}
+	bindViewTops(gn, sv, g)
+	for _, v := range g.Values { // in the graph's order: deterministic; rebinds the row broadcasts the views bound
 		s, ok := k.Sizes[v]
-		if !ok {
+		if !ok || !rowBroadcastOf(v) {
 			continue
 		}
 		rowLen, err := symEval(func() string { return b.reg(rU32) }, b.ins, dims, s[len(s)-1])
