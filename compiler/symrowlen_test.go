@@ -89,3 +89,22 @@ var rowBroadcastViewGraphs = []struct{ name, body string }{
 // One build of each runs on the memchecked simulator at 1, primes and the bound (smaller first),
 // within tolerance of the reference interpreter and bit for bit the static build's at those sizes.
 func TestSymbolicRowBroadcastViews(t *testing.T) { checkBuiltOnce(t, rowBroadcastViewGraphs) }
+
+// The NVVM producer builds them itself (codegen/nvvm's symrowlen.go reads the views' tops as its
+// row-length template does): codegen/ptx's launches, and bit for bit codegen/ptx's build.
+func TestSymbolicRowBroadcastViewsNVVM(t *testing.T) {
+	lib := libnvvm.Require(t)
+	for _, tc := range rowBroadcastViewGraphs {
+		t.Run(tc.name, func(t *testing.T) {
+			g, err := ir.Parse("s.gir", []byte("graph s {\n"+tc.body+"}\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range checkNVVM(t, g, lib.Path) {
+				if k.Producer == "ptx" {
+					t.Errorf("kernel %s: codegen/ptx's entry (%v)", k.Name, k.Notes)
+				}
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package ptx
 
 import (
 	"fmt"
+	"github.com/gcomp/gcomp/codegen/plan"
 
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ir/sym"
@@ -79,45 +80,7 @@ func rowAtRun(gn *gen, rs reduceShape, row, n string) func(r string) *index {
 // too, and the loop reads each top at the run's linear index as the row-length template does
 // (symfold_reduce_view.go).
 
-// rowBroadcastLoop reports whether k is such a kernel: every value with sizes is a broadcast of
-// a buffer along the last dim, a view or a buffer, and one at least is such a broadcast.
-func rowBroadcastLoop(k Kernel) bool {
-	if !k.Symbolic || len(k.Sizes) == 0 {
-		return false
-	}
-	n := 0
-	for v := range k.Sizes {
-		switch {
-		case rowBroadcastOf(v):
-			n++
-		case v.Op == ir.OpInput, v.Op == ir.OpParam, v.Op == "transpose", v.Op == "reshape", v.Op == "slice", v.Op == "broadcast_in_dim":
-		default:
-			return false
-		}
-	}
-	return n > 0
-}
-
-// rowBroadcastOf reports whether v broadcasts a buffer of the kept sizes (the full ones but the
-// last, with or without the last as 1) back along the last dim.
-func rowBroadcastOf(v *ir.Value) bool {
-	if v.Op != "broadcast_in_dim" || v.Args[0].Op != ir.OpInput && v.Args[0].Op != ir.OpParam {
-		return false
-	}
-	full, a := v.Type.Shape, v.Args[0].Type.Shape
-	kept := full[:len(full)-1]
-	if !a.Equal(kept) && !a.Equal(append(kept.Clone(), 1)) {
-		return false
-	}
-	for i, d := range v.Attrs.Ints("dims") {
-		if d != i {
-			return false
-		}
-	}
-	return true
-}
-
-// symRowBroadcastKernel compiles a rowBroadcastLoop kernel.
+// symRowBroadcastKernel compiles a plan.RowBroadcastLoop kernel.
 func symRowBroadcastKernel(k Kernel, globals *[]string) (string, Launch, error) {
 	g := k.Graph
 	b := newBuilder(k.Name)
@@ -140,7 +103,7 @@ func symRowBroadcastKernel(k Kernel, globals *[]string) (string, Launch, error) 
 	bindViewTops(gn, sv, g)
 	for _, v := range g.Values { // in the graph's order: deterministic; rebinds the row broadcasts the views bound
 		s, ok := k.Sizes[v]
-		if !ok || !rowBroadcastOf(v) {
+		if !ok || !plan.RowBroadcastOf(v) {
 			continue
 		}
 		rowLen, err := symEval(func() string { return b.reg(rU32) }, b.ins, dims, s[len(s)-1])
