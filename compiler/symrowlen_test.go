@@ -108,3 +108,12 @@ func TestSymbolicRowBroadcastViewsNVVM(t *testing.T) {
 		})
 	}
 }
+
+// Row sums read through a view of their own before the broadcast stay refused: the loop reads
+// buffers of the kept sizes at the row, not views of them.
+func TestSymbolicRowBroadcastViewsRefused(t *testing.T) {
+	checkRefused(t, "graph s {\n  dims { seq in [1,13] }\n  input %x : f32[2,seq,4]\n  input %s : f32[2,1,4]\n"+
+		"  %0 = transpose(%x) {perm=[0,2,1]} : f32[2,4,seq]\n  %1 = exp(%0) : f32[2,4,seq]\n  %t = transpose(%s) {perm=[0,2,1]} : f32[2,4,1]\n"+
+		"  %2 = broadcast_in_dim(%t) {dims=[0,1,2], shape=[2,4,13]} : f32[2,4,seq]\n  %3 = div(%1, %2) : f32[2,4,seq]\n  output y = %3\n}\n",
+		"%0 = transpose(%x) {perm=[0,2,1]} : f32[2,4,seq] has 8*seq; a kernel runs at symbolic sizes when its rows")
+}
