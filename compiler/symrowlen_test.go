@@ -53,9 +53,12 @@ func TestSymbolicRowLengthRefused(t *testing.T) {
 // The NVVM producer builds them itself (codegen/nvvm's symrowlen.go; a borrowed entry fails):
 // codegen/ptx's launches, and at the same sizes bit for bit codegen/ptx's build where no op is
 // approximate.
-func TestSymbolicRowLengthNVVM(t *testing.T) {
+func TestSymbolicRowLengthNVVM(t *testing.T) { checkOwnNVVM(t, rowLengthGraphs) }
+
+// checkOwnNVVM builds each graph with the NVVM producer (checkNVVM), failing on a borrowed entry.
+func checkOwnNVVM(t *testing.T, graphs []struct{ name, body string }) {
 	lib := libnvvm.Require(t)
-	for _, tc := range rowLengthGraphs {
+	for _, tc := range graphs {
 		t.Run(tc.name, func(t *testing.T) {
 			g, err := ir.Parse("s.gir", []byte("graph s {\n"+tc.body+"}\n"))
 			if err != nil {
@@ -92,22 +95,7 @@ func TestSymbolicRowBroadcastViews(t *testing.T) { checkBuiltOnce(t, rowBroadcas
 
 // The NVVM producer builds them itself (codegen/nvvm's symrowlen.go reads the views' tops as its
 // row-length template does): codegen/ptx's launches, and bit for bit codegen/ptx's build.
-func TestSymbolicRowBroadcastViewsNVVM(t *testing.T) {
-	lib := libnvvm.Require(t)
-	for _, tc := range rowBroadcastViewGraphs {
-		t.Run(tc.name, func(t *testing.T) {
-			g, err := ir.Parse("s.gir", []byte("graph s {\n"+tc.body+"}\n"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, k := range checkNVVM(t, g, lib.Path) {
-				if k.Producer == "ptx" {
-					t.Errorf("kernel %s: codegen/ptx's entry (%v)", k.Name, k.Notes)
-				}
-			}
-		})
-	}
-}
+func TestSymbolicRowBroadcastViewsNVVM(t *testing.T) { checkOwnNVVM(t, rowBroadcastViewGraphs) }
 
 // Row sums read through a view of their own before the broadcast stay refused: the loop reads
 // buffers of the kept sizes at the row, not views of them.
