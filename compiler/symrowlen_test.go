@@ -24,6 +24,8 @@ var rowLengthGraphs = []struct{ name, body string }{
 	{"a per-row tensor of static rows broadcast along seq", "  dims { seq in [1,13] }\n  input %x : f32[3,seq]\n  input %w : f32[3]\n" +
 		"  %0 = broadcast_in_dim(%w) {dims=[0], shape=[3,13]} : f32[3,seq]\n  %1 = mul(%x, %0) : f32[3,seq]\n" +
 		"  %2 = reduce_sum(%1) {axes=[1]} : f32[3]\n  output y = %2\n"},
+	{"a loop dividing static rows by their static sums", "  dims { seq in [0,19] }\n  input %e : f32[3,seq]\n  input %s : f32[3,1]\n" +
+		"  %0 = broadcast_in_dim(%s) {dims=[0,1], shape=[3,19]} : f32[3,seq]\n  %1 = div(%e, %0) : f32[3,seq]\n  output y = %1\n"},
 	{"a sum over seq alone", "  dims { seq in [1,19] }\n  input %x : f32[seq]\n" +
 		"  %0 = reduce_max(%x) {axes=[0]} : f32[]\n  output y = %0\n"},
 	{"the softmax's gradient y·(dy − Σ dy·y)", "  dims { b in [1,3], seq in [1,31] }\n  input %y : f32[b,seq,seq]\n  input %dy : f32[b,seq,seq]\n" +

@@ -112,7 +112,7 @@ func (md *module) symRowBroadcastKernel(k plan.Kernel) (*ir.Func, plan.Launch, e
 	var atErr error
 	for _, v := range g.Values { // in the graph's order: deterministic
 		s, ok := k.Sizes[v]
-		if !ok || !plan.RowBroadcastOf(v) {
+		if !ok || !plan.RowBroadcastOf(v, k.Sizes) {
 			continue
 		}
 		n := s[len(s)-1]

@@ -1,6 +1,9 @@
 package plan
 
-import "github.com/gcomp/gcomp/ir"
+import (
+	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ir/sym"
+)
 
 // A loop kernel over a full tensor whose last dim is symbolic, dividing by per-row values
 // broadcast back along it (the softmax's division by its row sums): k.Sizes holds the full sizes
@@ -17,7 +20,7 @@ func RowBroadcastLoop(k Kernel) bool {
 	n := 0
 	for v := range k.Sizes {
 		switch {
-		case RowBroadcastOf(v):
+		case RowBroadcastOf(v, k.Sizes):
 			n++
 		case v.Op == ir.OpInput, v.Op == ir.OpParam, v.Op == "transpose", v.Op == "reshape", v.Op == "slice", v.Op == "broadcast_in_dim":
 		default:
@@ -28,13 +31,14 @@ func RowBroadcastLoop(k Kernel) bool {
 }
 
 // RowBroadcastOf reports whether v broadcasts a buffer of the kept sizes (the full ones but the
-// last, with or without the last as 1) back along the last dim.
-func RowBroadcastOf(v *ir.Value) bool {
+// last, with or without the last as 1) back along a last dim symbolic in sizes: a static one is
+// a view a copy reads (an expand of [b, t, 1] to [b, t, 4]).
+func RowBroadcastOf(v *ir.Value, sizes map[*ir.Value][]sym.Expr) bool {
 	if v.Op != "broadcast_in_dim" || v.Args[0].Op != ir.OpInput && v.Args[0].Op != ir.OpParam {
 		return false
 	}
-	full, a := v.Type.Shape, v.Args[0].Type.Shape
-	if len(full) == 0 {
+	full, a, s := v.Type.Shape, v.Args[0].Type.Shape, sizes[v]
+	if len(full) == 0 || len(s) != len(full) || isConst(s[len(s)-1]) {
 		return false
 	}
 	kept := full[:len(full)-1]

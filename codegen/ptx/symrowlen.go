@@ -103,7 +103,7 @@ func symRowBroadcastKernel(k Kernel, globals *[]string) (string, Launch, error) 
 	bindViewTops(gn, sv, g)
 	for _, v := range g.Values { // in the graph's order: deterministic; rebinds the row broadcasts the views bound
 		s, ok := k.Sizes[v]
-		if !ok || !plan.RowBroadcastOf(v) {
+		if !ok || !plan.RowBroadcastOf(v, k.Sizes) {
 			continue
 		}
 		rowLen, err := symEval(func() string { return b.reg(rU32) }, b.ins, dims, s[len(s)-1])
