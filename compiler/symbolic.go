@@ -136,7 +136,11 @@ func symbolicKernels(g *ir.Graph, kg *passes.KernelGraph, _ backend.Producer) (m
 					r, sizes, why = rowLengthReadingViews(k, kg, ranges, r0, why) // symfold_reduce_view.go
 				}
 			case why != "" && k.Kind == passes.Loop && !k.BindTime && rowBroadcasts(k):
+				r0, why0 := r, why
 				r, sizes, why = rowBroadcast(k, r, why) // symrowlen.go
+				if why != "" {
+					r, sizes, why = rowBroadcastReadingViews(k, kg, ranges, r0, why0) // symfold_reduce_view.go
+				}
 			case why != "" && k.Kind == passes.Loop && (ptx.SymbolicCopy(k.Body) == "" || ptx.SymbolicConcat(k.Body) == "") && !k.BindTime:
 				r, sizes, why = copyRows(k, kg, ranges, why) // symstride.go (a concat: codegen/ptx's symconcat.go)
 			}

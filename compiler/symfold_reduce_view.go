@@ -59,12 +59,30 @@ func foldReduceViews(k *passes.Kernel, kg *passes.KernelGraph, ranges sym.Ranges
 // reductions' operand and of the views, or the refusal; a kernel that is no such reduction keeps
 // r and why.
 func rowLengthReadingViews(k *passes.Kernel, kg *passes.KernelGraph, ranges sym.Ranges, r sym.Expr, why string) (sym.Expr, map[*ir.Value][]sym.Expr, string) {
+	return readingViews(k, kg, ranges, r, why, rowLengthViews) // symrowlen.go
+}
+
+// rowBroadcastReadingViews retries a loop kernel that rowKernel refused (rows r, refusal why) as
+// one dividing by row sums broadcast along a symbolic last dim (rowBroadcast, symrowlen.go) that
+// reads the tops of chains of views of symbolic buffers: the exponentials of scores read through
+// a transpose that moves the keys last. The loop reads each top at the element's linear index at
+// the run, delinearized over the top's sizes and followed down to the buffer, as the row-length
+// template does. It returns the element count, the sizes of the broadcasts and of the views, or
+// the refusal; a kernel that is no such loop keeps r and why.
+func rowBroadcastReadingViews(k *passes.Kernel, kg *passes.KernelGraph, ranges sym.Ranges, r sym.Expr, why string) (sym.Expr, map[*ir.Value][]sym.Expr, string) {
+	return readingViews(k, kg, ranges, r, why, rowBroadcastViews) // symrowlen.go
+}
+
+// readingViews retries kernel k with try, given the tops of its chains of views of symbolic
+// buffers and the values below them, and adds the views' sizes to those try returns.
+func readingViews(k *passes.Kernel, kg *passes.KernelGraph, ranges sym.Ranges, r sym.Expr, why string,
+	try func(*passes.Kernel, map[*ir.Value]bool, map[*ir.Value]bool, sym.Expr, string) (sym.Expr, map[*ir.Value][]sym.Expr, string)) (sym.Expr, map[*ir.Value][]sym.Expr, string) {
 	topList, below := symViewTops(k, kg)
 	if len(topList) == 0 {
 		return r, nil, why
 	}
 	tops := union(topList, nil)
-	r2, sizes, why2 := rowLengthViews(k, tops, below, r, why) // symrowlen.go
+	r2, sizes, why2 := try(k, tops, below, r, why)
 	if why2 != "" {
 		return r, nil, why
 	}

@@ -122,6 +122,13 @@ func seq(n int) []int {
 // count as the rows and the broadcasts' sizes, or the refusal; a kernel that is no such loop
 // keeps r and why.
 func rowBroadcast(k *passes.Kernel, r sym.Expr, why string) (sym.Expr, map[*ir.Value][]sym.Expr, string) {
+	return rowBroadcastViews(k, nil, nil, r, why)
+}
+
+// rowBroadcastViews is rowBroadcast for a loop that reads the tops of chains of views (tops, of
+// the full sizes) at the run's sizes, the values below them (below) unchecked
+// (symfold_reduce_view.go).
+func rowBroadcastViews(k *passes.Kernel, tops, below map[*ir.Value]bool, r sym.Expr, why string) (sym.Expr, map[*ir.Value][]sym.Expr, string) {
 	if k.Kind != passes.Loop || why == "" {
 		return r, nil, why
 	}
@@ -135,18 +142,18 @@ func rowBroadcast(k *passes.Kernel, r sym.Expr, why string) (sym.Expr, map[*ir.V
 	for _, v := range k.Body.Values {
 		s := types[v].Sym
 		switch {
+		case below[v] && !tops[v]:
+			// read through the view above it
+		case v.Op == "broadcast_in_dim" && sameSizes(s, full) && buffer(v.Args[0]) && keptSizes(sizesOf(types, v.Args[0]), kept) && slices.Equal(v.Attrs.Ints("dims"), seq(v.Args[0].Type.Shape.Rank())):
+			sizes[v] = full // the row sums broadcast back, even where it tops a chain of views
+		case tops[v] && sameSizes(s, full):
+			// read at the element's linear index at the run through its views
 		case s == nil && (splat(v) || v.Type.Shape.NumElements() == 1):
 			// a splat, or a scalar (the random numbers' key)
 		case s == nil || !sameSizes(s, full):
-			if !buffer(v) || !keptSizes(s, kept) {
+			if !buffer(v) || !keptSizes(sizesOf(types, v), kept) {
 				return r, nil, why
 			}
-		case v.Op == "broadcast_in_dim":
-			a := v.Args[0]
-			if !buffer(a) || !keptSizes(types[a].Sym, kept) || !slices.Equal(v.Attrs.Ints("dims"), seq(len(types[a].Sym))) {
-				return r, nil, why
-			}
-			sizes[v] = full
 		case buffer(v), ops.ClassOf(v.Op) == ops.Elementwise, v.Op == "select", v.Op == "philox_uniform", splat(v):
 		default:
 			return r, nil, why
@@ -173,11 +180,19 @@ func keptSizes(s, kept []sym.Expr) bool {
 func rowBroadcasts(k *passes.Kernel) bool {
 	types := symTypes(k)
 	for _, v := range k.Body.Values {
-		if s := types[v].Sym; v.Op == "broadcast_in_dim" && len(s) > 0 && !isConst(s[len(s)-1]) && keptSizes(types[v.Args[0]].Sym, s[:len(s)-1]) {
+		if s := types[v].Sym; v.Op == "broadcast_in_dim" && len(s) > 0 && !isConst(s[len(s)-1]) && keptSizes(sizesOf(types, v.Args[0]), s[:len(s)-1]) {
 			return true
 		}
 	}
 	return false
+}
+
+// sizesOf is v's symbolic sizes, or its static shape's (static rows [3, seq] keep [3, 1]).
+func sizesOf(types map[*ir.Value]ir.Type, v *ir.Value) []sym.Expr {
+	if s := types[v].Sym; s != nil {
+		return s
+	}
+	return constSizes(v.Type.Shape)
 }
 
 // splat reports whether v is a constant of one value.

@@ -24,6 +24,8 @@ var rowLengthGraphs = []struct{ name, body string }{
 	{"a per-row tensor of static rows broadcast along seq", "  dims { seq in [1,13] }\n  input %x : f32[3,seq]\n  input %w : f32[3]\n" +
 		"  %0 = broadcast_in_dim(%w) {dims=[0], shape=[3,13]} : f32[3,seq]\n  %1 = mul(%x, %0) : f32[3,seq]\n" +
 		"  %2 = reduce_sum(%1) {axes=[1]} : f32[3]\n  output y = %2\n"},
+	{"a loop dividing static rows by their static sums", "  dims { seq in [0,19] }\n  input %e : f32[3,seq]\n  input %s : f32[3,1]\n" +
+		"  %0 = broadcast_in_dim(%s) {dims=[0,1], shape=[3,19]} : f32[3,seq]\n  %1 = div(%e, %0) : f32[3,seq]\n  output y = %1\n"},
 	{"a sum over seq alone", "  dims { seq in [1,19] }\n  input %x : f32[seq]\n" +
 		"  %0 = reduce_max(%x) {axes=[0]} : f32[]\n  output y = %0\n"},
 	{"the softmax's gradient y·(dy − Σ dy·y)", "  dims { b in [1,3], seq in [1,31] }\n  input %y : f32[b,seq,seq]\n  input %dy : f32[b,seq,seq]\n" +
@@ -53,9 +55,12 @@ func TestSymbolicRowLengthRefused(t *testing.T) {
 // The NVVM producer builds them itself (codegen/nvvm's symrowlen.go; a borrowed entry fails):
 // codegen/ptx's launches, and at the same sizes bit for bit codegen/ptx's build where no op is
 // approximate.
-func TestSymbolicRowLengthNVVM(t *testing.T) {
+func TestSymbolicRowLengthNVVM(t *testing.T) { checkOwnNVVM(t, rowLengthGraphs) }
+
+// checkOwnNVVM builds each graph with the NVVM producer (checkNVVM), failing on a borrowed entry.
+func checkOwnNVVM(t *testing.T, graphs []struct{ name, body string }) {
 	lib := libnvvm.Require(t)
-	for _, tc := range rowLengthGraphs {
+	for _, tc := range graphs {
 		t.Run(tc.name, func(t *testing.T) {
 			g, err := ir.Parse("s.gir", []byte("graph s {\n"+tc.body+"}\n"))
 			if err != nil {
@@ -68,4 +73,37 @@ func TestSymbolicRowLengthNVVM(t *testing.T) {
 			}
 		})
 	}
+}
+
+// rowBroadcastViewGraphs divide the exponentials of scores read through a transpose that moves
+// the keys last by their row sums broadcast back along them: the loop after the row-length
+// reduction (compiler/symrowlen.go's rowBroadcast) reads the transpose's top at the run's
+// sizes, the row sums at the row (symfold_reduce_view.go).
+var rowBroadcastViewGraphs = []struct{ name, body string }{
+	{"exp of transposed scores divided by static rows' sums (f32)", "  dims { seq in [1,13] }\n  input %x : f32[2,seq,4]\n  input %s : f32[2,4,1]\n" +
+		"  %0 = transpose(%x) {perm=[0,2,1]} : f32[2,4,seq]\n  %1 = exp(%0) : f32[2,4,seq]\n" +
+		"  %2 = broadcast_in_dim(%s) {dims=[0,1,2], shape=[2,4,13]} : f32[2,4,seq]\n  %3 = div(%1, %2) : f32[2,4,seq]\n  output y = %3\n"},
+	{"exp of scores [b, seq, t] transposed, batch and seq symbolic, the sums a view's top too (f16)", "  dims { b in [1,3], seq in [1,11] }\n  input %x : f16[b,seq,5]\n  input %s : f16[b,5,1]\n" +
+		"  %0 = transpose(%x) {perm=[0,2,1]} : f16[b,5,seq]\n  %1 = exp(%0) : f16[b,5,seq]\n" +
+		"  %2 = broadcast_in_dim(%s) {dims=[0,1,2], shape=[3,5,11]} : f16[b,5,seq]\n  %3 = div(%1, %2) : f16[b,5,seq]\n  output y = %3\n"},
+	{"over heads, seq from 0, the sums without their last dim (f32)", "  dims { seq in [0,17] }\n  input %x : f32[2,2,seq,3]\n  input %s : f32[2,2,3]\n" +
+		"  %0 = transpose(%x) {perm=[0,1,3,2]} : f32[2,2,3,seq]\n  %1 = exp(%0) : f32[2,2,3,seq]\n" +
+		"  %2 = broadcast_in_dim(%s) {dims=[0,1,2], shape=[2,2,3,17]} : f32[2,2,3,seq]\n  %3 = div(%1, %2) : f32[2,2,3,seq]\n  output y = %3\n  output e = %1\n"},
+}
+
+// One build of each runs on the memchecked simulator at 1, primes and the bound (smaller first),
+// within tolerance of the reference interpreter and bit for bit the static build's at those sizes.
+func TestSymbolicRowBroadcastViews(t *testing.T) { checkBuiltOnce(t, rowBroadcastViewGraphs) }
+
+// The NVVM producer builds them itself (codegen/nvvm's symrowlen.go reads the views' tops as its
+// row-length template does): codegen/ptx's launches, and bit for bit codegen/ptx's build.
+func TestSymbolicRowBroadcastViewsNVVM(t *testing.T) { checkOwnNVVM(t, rowBroadcastViewGraphs) }
+
+// Row sums read through a view of their own before the broadcast stay refused: the loop reads
+// buffers of the kept sizes at the row, not views of them.
+func TestSymbolicRowBroadcastViewsRefused(t *testing.T) {
+	checkRefused(t, "graph s {\n  dims { seq in [1,13] }\n  input %x : f32[2,seq,4]\n  input %s : f32[2,1,4]\n"+
+		"  %0 = transpose(%x) {perm=[0,2,1]} : f32[2,4,seq]\n  %1 = exp(%0) : f32[2,4,seq]\n  %t = transpose(%s) {perm=[0,2,1]} : f32[2,4,1]\n"+
+		"  %2 = broadcast_in_dim(%t) {dims=[0,1,2], shape=[2,4,13]} : f32[2,4,seq]\n  %3 = div(%1, %2) : f32[2,4,seq]\n  output y = %3\n}\n",
+		"%0 = transpose(%x) {perm=[0,2,1]} : f32[2,4,seq] has 8*seq; a kernel runs at symbolic sizes when its rows")
 }

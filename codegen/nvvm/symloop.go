@@ -39,7 +39,7 @@ func (md *module) symbolicKernel(k plan.Kernel, t plan.Target) (*ir.Func, plan.L
 	}
 	kinds, count := plan.ContractionKinds(k.Graph)
 	switch {
-	case len(kinds) == 0 && rowBroadcastLoop(k):
+	case len(kinds) == 0 && plan.RowBroadcastLoop(k):
 		return md.symRowBroadcastKernel(k) // symrowlen.go
 	case len(kinds) == 0 && k.Sizes != nil && !plan.LayerSized(k) && plan.ConcatCopy(k.Graph):
 		return md.symConcatKernel(k) // symconcat.go

@@ -93,21 +93,7 @@ func (kg *kgen) atRow(v *irg.Value, row func(*index) value.Value, errp *error) {
 // broadcast reads its buffer at row i / n, n the row length at the run. One element per thread
 // of a grid-stride loop over the run's element count (its size, after the dims').
 
-// rowBroadcastLoop reports whether k is such a kernel: every value with sizes is a broadcast of
-// a buffer.
-func rowBroadcastLoop(k plan.Kernel) bool {
-	if !k.Symbolic || len(k.Sizes) == 0 {
-		return false
-	}
-	for v := range k.Sizes {
-		if v.Op != "broadcast_in_dim" || v.Args[0].Op != irg.OpInput && v.Args[0].Op != irg.OpParam {
-			return false
-		}
-	}
-	return true
-}
-
-// symRowBroadcastKernel compiles a rowBroadcastLoop kernel.
+// symRowBroadcastKernel compiles a plan.RowBroadcastLoop kernel.
 func (md *module) symRowBroadcastKernel(k plan.Kernel) (*ir.Func, plan.Launch, error) {
 	g := k.Graph
 	shape := g.Outputs[0].Value.Type.Shape
@@ -126,7 +112,7 @@ func (md *module) symRowBroadcastKernel(k plan.Kernel) (*ir.Func, plan.Launch, e
 	var atErr error
 	for _, v := range g.Values { // in the graph's order: deterministic
 		s, ok := k.Sizes[v]
-		if !ok {
+		if !ok || !plan.RowBroadcastOf(v, k.Sizes) {
 			continue
 		}
 		n := s[len(s)-1]
@@ -135,6 +121,9 @@ func (md *module) symRowBroadcastKernel(k plan.Kernel) (*ir.Func, plan.Launch, e
 		}
 		rowLen := sv.eval(n)
 		kg.atRow(v, func(x *index) value.Value { return kg.b.NewUDiv(kg.lin(x), rowLen) }, &atErr)
+	}
+	if err := kg.bindReduceViews(k, args); err != nil { // the views' tops it reads, if any (symfold_reduce_view.go)
+		return nil, plan.Launch{}, err
 	}
 	tid := kg.b.NewAdd(kg.b.NewMul(kg.sreg("ctaid.x"), kg.sreg("ntid.x")), kg.sreg("tid.x"))
 	step := kg.b.NewMul(kg.sreg("nctaid.x"), kg.sreg("ntid.x"))

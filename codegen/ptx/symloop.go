@@ -2,6 +2,7 @@ package ptx
 
 import (
 	"fmt"
+	"github.com/gcomp/gcomp/codegen/plan"
 	"strings"
 
 	"github.com/gcomp/gcomp/ir"
@@ -121,7 +122,7 @@ func symbolicKernel(k Kernel, t Target, globals *[]string) (string, Launch, erro
 	}
 	kinds, count := contractionKinds(k.Graph)
 	switch {
-	case len(kinds) == 0 && rowBroadcastLoop(k):
+	case len(kinds) == 0 && plan.RowBroadcastLoop(k):
 		return symRowBroadcastKernel(k, globals) // symrowlen.go
 	case len(kinds) == 0 && k.Sizes != nil && !layerSized(k) && SymbolicConcat(k.Graph) == "":
 		return symConcatKernel(k, globals) // symconcat.go

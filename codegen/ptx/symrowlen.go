@@ -2,6 +2,7 @@ package ptx
 
 import (
 	"fmt"
+	"github.com/gcomp/gcomp/codegen/plan"
 
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ir/sym"
@@ -74,20 +75,12 @@ func rowAtRun(gn *gen, rs reduceShape, row, n string) func(r string) *index {
 // the run; a broadcast reads its buffer at row i / n, n the row length at the run. One element
 // per thread of a grid-stride loop over the run's element count (its size parameter).
 
-// rowBroadcastLoop reports whether k is such a kernel: every value with sizes is a broadcast.
-func rowBroadcastLoop(k Kernel) bool {
-	if !k.Symbolic || len(k.Sizes) == 0 {
-		return false
-	}
-	for v := range k.Sizes {
-		if v.Op != "broadcast_in_dim" || v.Args[0].Op != ir.OpInput && v.Args[0].Op != ir.OpParam {
-			return false
-		}
-	}
-	return true
-}
+// Its operands of the full sizes may be the tops of chains of views of the kernel's buffers
+// (the exponentials of scores transposed to move the keys last): k.Sizes holds the views' sizes
+// too, and the loop reads each top at the run's linear index as the row-length template does
+// (symfold_reduce_view.go).
 
-// symRowBroadcastKernel compiles a rowBroadcastLoop kernel.
+// symRowBroadcastKernel compiles a plan.RowBroadcastLoop kernel.
 func symRowBroadcastKernel(k Kernel, globals *[]string) (string, Launch, error) {
 	g := k.Graph
 	b := newBuilder(k.Name)
@@ -103,9 +96,14 @@ func symRowBroadcastKernel(k Kernel, globals *[]string) (string, Launch, error) 
 	if err != nil {
 		return "", Launch{}, err
 	}
-	for _, v := range g.Values { // in the graph's order: deterministic
+	sv, err := rowLenViews(k, b, dims) // symfold_reduce_view.go
+	if err != nil {
+		return "", Launch{}, err
+	}
+	bindViewTops(gn, sv, g)
+	for _, v := range g.Values { // in the graph's order: deterministic; rebinds the row broadcasts the views bound
 		s, ok := k.Sizes[v]
-		if !ok {
+		if !ok || !plan.RowBroadcastOf(v, k.Sizes) {
 			continue
 		}
 		rowLen, err := symEval(func() string { return b.reg(rU32) }, b.ins, dims, s[len(s)-1])
