@@ -23,8 +23,8 @@ import (
 // branch uniform over the launch (symChunkIssue). A chunk starts at a multiple of its size in a
 // dim whose size it divides, so it lies wholly inside or wholly past the run's K and M
 // (zero-filled, reading nothing, as the element copies): the shared tiles, and so the
-// products, are the element copies' bit for bit. tf32 sides (f32 under --tf32, 4-byte
-// element copies) take chunks of 4 floats alike, as codegen/ptx's.
+// products, are the element copies' bit for bit. tf32 sides (f32 under --tf32) take chunks
+// of 4 floats alike, as codegen/ptx's.
 
 // symChunkSide returns side si's plan with chunk copies when its generic operand op allows them
 // at some run's sizes, whether it does, and the sizes that must be multiples of the chunk at the
