@@ -23,14 +23,14 @@ import (
 // branch uniform over the launch (symChunkIssue). A chunk starts at a multiple of its size in a
 // dim whose size it divides, so it lies wholly inside or wholly past the run's K and M
 // (zero-filled, reading nothing, as the element copies): the shared tiles, and so the
-// products, are the element copies' bit for bit. tf32 sides keep the element copies here
-// (codegen/ptx copies 4 floats a chunk).
+// products, are the element copies' bit for bit. tf32 sides (f32 under --tf32) take chunks
+// of 4 floats alike, as codegen/ptx's.
 
 // symChunkSide returns side si's plan with chunk copies when its generic operand op allows them
 // at some run's sizes, whether it does, and the sizes that must be multiples of the chunk at the
 // run for it (none: at every run).
 func (mm *gemm) symChunkSide(si int, op plan.GEMMOperand, pl plan.MMASide, eb int) (plan.MMASide, []sym.Expr, bool) {
-	if mm.symv == nil || op.View == nil || eb != 2 || !mm.symCopies(op) {
+	if mm.symv == nil || op.View == nil || eb != 2 && eb != 4 || !mm.symCopies(op) {
 		return pl, nil, false
 	}
 	if si == 0 && mm.p.Conv != nil || si == 1 && pl.KContig && mm.p.ColRegs < 8 {
