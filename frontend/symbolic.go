@@ -213,12 +213,8 @@ func (t *Tensor) reshapeSym(what string, dims []int) *Tensor {
 		in = sym.Mul(in, e)
 	}
 	if infer >= 0 {
-		c, ok := rest.IsConst()
-		q := in
-		if ok && c > 0 {
-			q = sym.Div(in, c)
-		}
-		if !ok || c <= 0 || !sym.Scale(q, c).Equal(in) {
+		q, ok := sym.Quo(in, rest) // [batch, -1] of f32[batch,4,16] is [batch,64]
+		if !ok {
 			s.failf("%s: shape %v is invalid for %s: its size %s is not a multiple of %s", what, s.sizes(dims), named(t, "input"), in, rest)
 		}
 		want[infer] = q

@@ -180,6 +180,15 @@ func TestSizeExpand(t *testing.T) {
 			x := b.Input("x", ir.F32, seq, 1)
 			b.Output("y", x.Expand(-1, 3).Add(x.Expand(seq, 3)))
 		}, []string{"broadcast_in_dim(%x) {dims=[0,1], shape=[9,3]} : f32[seq,3]"}},
+		{"a view to the batch's size, torch's x.view(x.size(0), -1)", func(b *frontend.Builder) {
+			x := b.Input("x", ir.F32, b.Dim("batch", 1, 8), 4, 16)
+			b.Output("y", x.View(x.Size(0), -1))
+		}, []string{"reshape(%x) {shape=[8,64]} : f32[batch,64]"}},
+		{"heads split by handles and -1", func(b *frontend.Builder) {
+			batch, seq := b.Dim("batch", 1, 4), b.Dim("seq", 1, 9)
+			x := b.Input("x", ir.F32, batch, seq, 48)
+			b.Output("y", x.Reshape(batch, seq, 12, -1).Reshape(-1, x.Size(1), 4))
+		}, []string{"reshape(%x) {shape=[4,9,12,4]} : f32[batch,seq,12,4]", "{shape=[48,9,4]} : f32[12*batch,seq,4]"}},
 		{"a static model", func(b *frontend.Builder) {
 			x := b.Input("x", ir.F32, 2, 3)
 			b.Output("y", b.Input("w", ir.F32, 1, 3).Expand(x.Size(0), -1))
