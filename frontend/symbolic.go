@@ -257,7 +257,7 @@ func (t *Tensor) Size(d int) int {
 		return int(n)
 	}
 	for h, dim := range s.g.Dims {
-		if e.String() == dim.Name {
+		if e.Equal(sym.Sym(dim.Name)) {
 			return dimHandleBase - h
 		}
 	}
@@ -283,7 +283,7 @@ func (t *Tensor) expandSym(dims []int) *Tensor {
 			s.failf("expand: bad size %d in %v", d, s.sizes(dims))
 		}
 		if j >= 0 {
-			if have := t.v.Type.Axis(j); have.String() != "1" && have.String() != e.String() {
+			if have := t.v.Type.Axis(j); !have.Equal(sym.Const(1)) && !have.Equal(e) {
 				s.failf("expand: cannot expand %s to %s: dim %d has size %s", named(t, "input"), s.sizes(dims), j, have)
 			}
 		}
@@ -292,7 +292,7 @@ func (t *Tensor) expandSym(dims []int) *Tensor {
 			shape[i] = s.g.Dims[dimHandleBase-d].Hi
 		}
 	}
-	if slices.EqualFunc(want, t.v.Type.Axes(), func(a, b sym.Expr) bool { return a.String() == b.String() }) {
+	if slices.EqualFunc(want, t.v.Type.Axes(), sym.Expr.Equal) {
 		return t
 	}
 	bdims := make([]int, r)
