@@ -60,7 +60,7 @@ fmt-check:
 # vet also type-checks the GPU suite (build tag gpu), which only runs where there is a GPU.
 vet:
 	$(GO) vet $(PKGS)
-	$(GO) vet -tags gpu ./runtime/cuda ./runtime/collective ./cmd/gcomp .
+	$(GO) vet -tags gpu ./runtime/cuda ./runtime/collective ./cmd/gcomp ./lm .
 
 unit:
 	$(GO) test -count=1 -timeout 45m $(PKGS)
