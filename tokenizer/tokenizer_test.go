@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -62,11 +63,12 @@ func TestSpecialTokens(t *testing.T) {
 		text     string
 		special  []int // Encode
 		plainLen int   // EncodeWith(EncodeOptions{}): the special token's text as ordinary text
+		empty    []int // Encode(""): the BOS a tokenizer adds, or nothing
 	}{
-		{"gpt2", 50256, []int{50256}, "Hi<|endoftext|>", []int{17250, 50256}, 8},
-		{"gpt2-json", 50256, []int{50256}, "Hi<|endoftext|>", []int{17250, 50256}, 8},
-		{"llama2", 1, []int{2}, "<s>Hello</s>", []int{1, 1, 15043, 2}, 7},
-		{"llama3", 128000, []int{128001, 128008, 128009}, "Hi<|eot_id|>", []int{128000, 13347, 128009}, 8},
+		{"gpt2", 50256, []int{50256}, "Hi<|endoftext|>", []int{17250, 50256}, 8, nil},
+		{"gpt2-json", 50256, []int{50256}, "Hi<|endoftext|>", []int{17250, 50256}, 8, nil},
+		{"llama2", 1, []int{2}, "<s>Hello</s>", []int{1, 1, 15043, 2}, 7, []int{1}},
+		{"llama3", 128000, []int{128001, 128008, 128009}, "Hi<|eot_id|>", []int{128000, 13347, 128009}, 8, []int{128000}},
 	} {
 		t.Run(c.folder, func(t *testing.T) {
 			tok := load(t, cacheDir(t, c.folder))
@@ -84,6 +86,9 @@ func TestSpecialTokens(t *testing.T) {
 			}
 			if !cmp.Equal(got, c.special) {
 				t.Errorf("Encode(%q) = %v, want %v", c.text, got, c.special)
+			}
+			if empty, err := tok.Encode(""); err != nil || !slices.Equal(empty, c.empty) {
+				t.Errorf("Encode(\"\") = %v, %v; want %v", empty, err, c.empty)
 			}
 			if plain := encode(t, tok, c.text, EncodeOptions{}); len(plain) != c.plainLen {
 				t.Errorf("plain encoding of %q = %v, want %d ids", c.text, plain, c.plainLen)

@@ -49,11 +49,7 @@ func addBatchedModelFlags(fs *flag.FlagSet) modelFlags {
 	m := addModelFlags(fs)
 	m.batch = fs.Int("batch", 0, "trace a .go model at this batch instead of its file's own (the model declares it with b.Batch); fill an .onnx model's symbolic first input dims")
 	m.maxB = fs.Int("max-batch", 0, "trace a .go model over a batch known only at run time, in [1, N]: b.Batch gives the dim batch, and one build runs at every batch in range")
-	m.given = func(name string) bool {
-		found := false
-		fs.Visit(func(f *flag.Flag) { found = found || f.Name == name })
-		return found
-	}
+	m.given = func(name string) bool { return given(fs, name) }
 	return m
 }
 

@@ -40,6 +40,14 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer, synopsis stri
 	}
 }
 
+// given reports whether flag name was on fs's command line, so that an empty value
+// (--text "") is told from an absent flag.
+func given(fs *flag.FlagSet, name string) bool {
+	found := false
+	fs.Visit(func(f *flag.Flag) { found = found || f.Name == name })
+	return found
+}
+
 // parseModelArgs parses the flags of a command that takes exactly one model file, and returns it.
 func parseModelArgs(fs *flag.FlagSet, args []string, stdout io.Writer, synopsis string) (string, error) {
 	pos, err := parseFlags(fs, args, stdout, synopsis)

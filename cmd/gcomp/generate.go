@@ -32,6 +32,7 @@ type generateFlags struct {
 	device, dtype, idsOut, logitsOut *string
 	stats, noSimChecks               *bool
 	target                           targetFlags
+	textPrompt                       bool // --prompt was given, perhaps as ""
 }
 
 func cmdGenerate(args []string, stdout, stderr io.Writer) error {
@@ -58,14 +59,15 @@ func cmdGenerate(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if given(fs, "prompt") == given(fs, "prompt-ids") {
+		return fmt.Errorf("gcomp generate: give the prompt as --prompt TEXT or --prompt-ids 1,2,3 (one of them)")
+	}
+	f.textPrompt = given(fs, "prompt")
 	return generate(dir, f, stdout, stderr)
 }
 
 func generate(dir string, f generateFlags, stdout, stderr io.Writer) error {
 	fail := func(format string, args ...any) error { return fmt.Errorf("gcomp generate: "+format, args...) }
-	if (*f.prompt == "") == (*f.promptIDs == "") {
-		return fail("give the prompt as --prompt TEXT or --prompt-ids 1,2,3 (one of them)")
-	}
 	for _, out := range []string{*f.idsOut, *f.logitsOut} {
 		if out != "" {
 			if err := checkOutput(out); err != nil {
@@ -104,7 +106,7 @@ func generate(dir string, f generateFlags, stdout, stderr io.Writer) error {
 	}
 	tok := folder.Tokenizer
 	var prompt []int
-	if *f.prompt != "" {
+	if f.textPrompt {
 		if tok == nil {
 			return fail("%s has no tokenizer (tokenizer.json, vocab.json with merges.txt, or tokenizer.model): give --prompt-ids", dir)
 		}
@@ -112,10 +114,12 @@ func generate(dir string, f generateFlags, stdout, stderr io.Writer) error {
 			return fail("%v", err)
 		}
 		if len(prompt) == 0 {
-			return fail("the prompt encodes to no tokens")
+			return fail("the prompt %q encodes to no tokens (this tokenizer adds no BOS): give text, or the BOS id with --prompt-ids", *f.prompt)
 		}
 	} else if prompt, err = parseIDs(*f.promptIDs); err != nil {
 		return fail("--prompt-ids: %v", err)
+	} else if len(prompt) == 0 {
+		return fail("--prompt-ids is empty: give at least one token id")
 	}
 	if len(prompt) >= folder.Model.MaxSeq() {
 		return fail("the prompt has %d tokens; the context holds %d (--max-seq)", len(prompt), folder.Model.MaxSeq())
@@ -247,9 +251,12 @@ func bytesText(n int64) string {
 	return fmt.Sprintf("%d B", n)
 }
 
-// parseIDs reads comma-separated token ids.
+// parseIDs reads comma-separated token ids; "" is none.
 func parseIDs(s string) ([]int, error) {
 	var ids []int
+	if strings.TrimSpace(s) == "" {
+		return ids, nil
+	}
 	for _, f := range strings.Split(s, ",") {
 		f = strings.TrimSpace(f)
 		n, err := strconv.ParseInt(f, 10, 64)
@@ -271,7 +278,7 @@ func cmdTokenize(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	fail := func(format string, args ...any) error { return fmt.Errorf("gcomp tokenize: "+format, args...) }
-	if (*text == "") == (*decode == "") {
+	if given(fs, "text") == given(fs, "decode") {
 		return fail("give --text TEXT or --decode 1,2,3 (one of them)")
 	}
 	if !lm.HasTokenizer(dir) {
@@ -284,7 +291,7 @@ func cmdTokenize(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fail("%v", err)
 	}
-	if *decode != "" {
+	if given(fs, "decode") {
 		ids, err := parseIDs(*decode)
 		if err != nil {
 			return fail("--decode: %v", err)

@@ -133,6 +133,8 @@ func TestGenerateCommandErrors(t *testing.T) {
 		{"not a token id", []string{llama, "--prompt-ids", "1,x"}},
 		{"one of them", []string{llama}},
 		{"one of them", []string{llama, "--prompt", "a", "--prompt-ids", "1"}},
+		{"--prompt-ids is empty", []string{llama, "--prompt-ids", ""}},
+		{"--prompt-ids is empty", []string{llama, "--prompt-ids", " "}},
 		{"temperature", []string{llama, "--prompt-ids", "1", "--temperature", "-1"}},
 		{"top-p", []string{llama, "--prompt-ids", "1", "--top-p", "1.5"}},
 		{"--dtype", []string{llama, "--prompt-ids", "1", "--dtype", "f64"}},
@@ -168,6 +170,15 @@ func TestTokenizeCommand(t *testing.T) {
 		t.Fatalf("decode: %q %s", stdout.String(), stderr.String())
 	}
 	gcompFails(t, "one of them", "tokenize", dir)
+	gcompFails(t, "one of them", "tokenize", dir, "--text", "a", "--decode", "1")
+	// An empty text is a text (GPT-2's tokenizer adds no BOS: no ids), not a missing flag.
+	for _, tc := range []struct{ args, want string }{{"--text", "[]\n"}, {"--decode", "\n"}} {
+		stdout.Reset()
+		if code := Main([]string{"tokenize", dir, tc.args, ""}, &stdout, &stderr); code != 0 || stdout.String() != tc.want {
+			t.Errorf("tokenize %s \"\": %q, %s; want %q", tc.args, stdout.String(), stderr.String(), tc.want)
+		}
+	}
+	gcompFails(t, "encodes to no tokens", "generate", dir, "--prompt", "", "--device", "ref")
 	gcompFails(t, "not in the vocabulary", "tokenize", dir, "--decode", "50257")
 	gcompFails(t, "has no tokenizer", "tokenize", t.TempDir(), "--text", "a")
 	_ = c
