@@ -36,7 +36,7 @@ func (s Sampling) Check() error {
 	case !(s.TopP >= 0 && s.TopP <= 1):
 		return fmt.Errorf("top-p %v: want a number in [0, 1] (0 or 1 keeps every token)", s.TopP)
 	case s.RepetitionPenalty < 0 || math.IsNaN(s.RepetitionPenalty) || math.IsInf(s.RepetitionPenalty, 0):
-		return fmt.Errorf("repetition penalty %v: want a finite number > 0 (1 is none)", s.RepetitionPenalty)
+		return fmt.Errorf("repetition penalty %v: want a finite number ≥ 0 (0 or 1 is none)", s.RepetitionPenalty)
 	}
 	return nil
 }
