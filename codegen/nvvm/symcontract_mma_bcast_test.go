@@ -17,8 +17,8 @@ import (
 // seq 1, 13 and the bound (a symbolic batch 1, 2 and its bound), every buffer laid out at the
 // run's sizes, they equal codegen/ptx's entry bit for bit and the reference within tolerance.
 func TestSymbolicContractMMAViews(t *testing.T) {
-	p := requireProducer(t)
 	const all = "f16 bf16 f32"
+	p := requireProducer(t)
 	qk := "  %0 = dot_general(%q, %k) {lhs_batch=[0,1], lhs_contract=[3], rhs_batch=[0,1], rhs_contract=[3]} : "
 	for _, tc := range []struct {
 		name, src string
