@@ -9,12 +9,13 @@ import (
 // borrowed reports whether k takes a template this package has no counterpart for, whose
 // kernels codegen/backend's nvvm producer takes from codegen/ptx rather than refuse the model.
 // Still borrowed (borrowedTemplate): the tensor-core GEMM over a quantized weight
-// (plan.QuantizedMMA), and batched products reading a broadcast of the run's sizes in their
-// epilogue on tensor cores, or another view of one (fallback_contract.go; FFMA's read a
-// broadcast of a buffer: symcontract_bcast.go). Every other template is this package's own
-// (docs/codegen.md, "Borrowed from codegen/ptx"). The launch records a borrowed entry (Producer
-// "ptx" and a note); both producers share names, parameters and launches, so one plan runs the
-// merged module.
+// (plan.QuantizedMMA), and batched products reading a view of the run's sizes in their epilogue
+// beside a product whose M or batch alone is symbolic, or a view of a computed value
+// (fallback_contract.go; beside a product contracting a symbolic dim or with a symbolic N, views
+// of a buffer are read here, on FFMA and tensor cores: symcontract_bcast.go). Every other
+// template is this package's own (docs/codegen.md, "Borrowed from codegen/ptx"). The launch
+// records a borrowed entry (Producer "ptx" and a note); both producers share names, parameters
+// and launches, so one plan runs the merged module.
 func borrowed(k plan.Kernel, t plan.Target) bool {
 	return borrowedTemplate(k, t) != ""
 }

@@ -8,10 +8,12 @@ import (
 )
 
 // broadcastsEpilogue reports whether k is a batched product whose epilogue reads a tensor at the
-// run's sizes through a broadcast or another view (a mask over the heads, transposed or not:
-// codegen/ptx's symcontract_bcast.go reads it at the run's strides) that this package's GEMM
-// epilogue does not: a broadcast of a buffer is its own beside its FFMA products
-// (symcontract_bcast.go), not beside tensor cores; any other view is codegen/ptx's.
+// run's sizes through a broadcast or another view that this package's GEMM epilogue does not
+// read at the run's strides: beside a product symContract does not take (M or the batch symbolic
+// alone, whose epilogue reads at the bound's), or a view of a value computed in the kernel
+// (codegen/ptx refuses it in its words). Views of a buffer beside a product contracting a
+// symbolic dim or with a symbolic N, on FFMA or tensor cores, are this package's own
+// (symcontract_bcast.go).
 func broadcastsEpilogue(k plan.Kernel, t plan.Target) bool {
 	if !k.Symbolic || k.Sizes == nil {
 		return false
@@ -27,20 +29,27 @@ func broadcastsEpilogue(k plan.Kernel, t plan.Target) bool {
 	}
 	for v := range k.Sizes {
 		switch {
-		case chain[v] || len(v.Args) == 0 || !symbolicSizes(v.Args[0], k.Sizes):
+		case chain[v] || !isView(v) || !symbolicSizes(v.Args[0], k.Sizes):
 			// an operand's view, or a static bias broadcast
-		case (v.Op == "transpose" || v.Op == "reshape" || v.Op == "slice") && buffer(viewRoot(v)):
-			return true
-		case v.Op == "broadcast_in_dim" && (!ownsBroadcasts(k, t) || !buffer(v.Args[0])):
+		case !buffer(viewRoot(v)) || !ownsViews(k, t):
 			return true
 		}
 	}
 	return false
 }
 
+// isView reports whether v is a view an epilogue reads through at the run's sizes.
+func isView(v *ir.Value) bool {
+	switch v.Op {
+	case "transpose", "reshape", "slice", "broadcast_in_dim":
+		return true
+	}
+	return false
+}
+
 // viewRoot is the value v views through transposes, reshapes, slices and broadcasts.
 func viewRoot(v *ir.Value) *ir.Value {
-	for v.Op == "transpose" || v.Op == "reshape" || v.Op == "slice" || v.Op == "broadcast_in_dim" {
+	for isView(v) {
 		v = v.Args[0]
 	}
 	return v

@@ -54,11 +54,12 @@ func TestFallbackContract(t *testing.T) {
 }
 
 // TestFallbackBroadcast: q·kᵀ by hand over two heads, seq its N, plus a mask [2, 1, 9, seq]
-// broadcast over the heads. On FFMA (f32) the epilogue's broadcast is the NVVM producer's own
-// (symcontract_bcast.go: TestSymbolicContractBroadcast); on tensor cores (f16) the kernel is
-// borrowed naming the broadcast, whichever template the product's own borrow would name; so is
-// an FFMA product whose only symbolic dim is M (its epilogue reads at the bound's strides), and a
-// broadcast of a value computed in the kernel at symbolic sizes.
+// broadcast over the heads, or a mask [2, seq, 9] transposed before its broadcast. On FFMA (f32)
+// and on tensor cores (f16) the epilogue's views are the NVVM producer's own
+// (symcontract_bcast.go: TestSymbolicContractBroadcast, TestSymbolicContractMMAViews); an FFMA
+// product whose only symbolic dim is M (its epilogue reads at the bound's strides) is borrowed
+// naming the broadcast, and so is a broadcast of a value computed in the kernel at symbolic
+// sizes.
 func TestFallbackBroadcast(t *testing.T) {
 	p := nvvm.RequireProducer(t)
 	const bcast = "batched product reading a broadcast at symbolic sizes in its epilogue"
@@ -73,14 +74,23 @@ func TestFallbackBroadcast(t *testing.T) {
 		return s + fmt.Sprintf("  %%1 = broadcast_in_dim(%[4]s) {dims=[0,1,2,3], shape=[2,2,%[2]d,%[3]d]} : %[1]s[2,2,%[2]d,%[3]d]\n"+
 			"  %%2 = add(%%0, %%1) : %[1]s[2,2,%[2]d,%[3]d]\n  output out = %%2\n}\n", d, t, seq, src)
 	}
+	transposed := func(d string) string {
+		return fmt.Sprintf("graph k {\n  input %%q : %[1]s[2,2,9,16]\n  input %%k : %[1]s[2,2,13,16]\n  input %%m : %[1]s[2,13,9]\n"+
+			"  %%0 = dot_general(%%q, %%k) {lhs_batch=[0,1], lhs_contract=[3], rhs_batch=[0,1], rhs_contract=[3]} : %[1]s[2,2,9,13]\n"+
+			"  %%1 = transpose(%%m) {perm=[0,2,1]} : %[1]s[2,9,13]\n  %%2 = broadcast_in_dim(%%1) {dims=[0,2,3], shape=[2,2,9,13]} : %[1]s[2,2,9,13]\n"+
+			"  %%3 = add(%%0, %%2) : %[1]s[2,2,9,13]\n  output out = %%3\n}\n", d)
+	}
 	for _, tc := range []struct {
 		name, src string
 		borrowed  bool
-		built     bool // codegen/ptx builds it (checkBorrowedSym)
+		built     bool // codegen/ptx builds it: backend.NVVM's module has its entry
 	}{
 		{"FFMA, seq the keys", mask("f32", 9, 13, false), false, true},
-		{"tensor cores, seq the keys", mask("f16", 9, 13, false), true, true},
-		{"FFMA, seq the queries alone", mask("f32", 13, 9, false), true, false},
+		{"tensor cores, seq the keys", mask("f16", 9, 13, false), false, true},
+		{"FFMA, a mask transposed", transposed("f32"), false, true},
+		{"tensor cores, a mask transposed", transposed("f16"), false, true},
+		{"FFMA, seq the queries alone", mask("f32", 13, 9, false), true, true},
+		{"tensor cores, seq the queries alone", mask("f16", 13, 9, false), true, true},
 		{"FFMA, the mask computed", mask("f32", 9, 13, true), true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -91,42 +101,26 @@ func TestFallbackBroadcast(t *testing.T) {
 			tgt := plan.Target{SM: 80}
 			k := plan.Kernel{Name: "k0_contract", Graph: g, Symbolic: true, Rows: 4, Sizes: symtest.SizesOver(g, 13, "seq", nil)}
 			note, ok := nvvm.Lacks(k, tgt)
+			_, _, err = p.Module([]plan.Kernel{k}, tgt)
 			switch {
 			case !tc.borrowed && ok:
 				t.Errorf("borrowed: %s", note)
-			case tc.borrowed && tc.built:
-				checkBorrowedSym(t, p, k, tgt, bcast)
-			case tc.borrowed && (!ok || !strings.Contains(note, bcast)):
+			case !tc.borrowed && err != nil:
+				t.Errorf("the NVVM producer's Module: %v", err)
+			case tc.borrowed && (!ok || !strings.Contains(note, "no "+bcast+" template")):
 				t.Errorf("Lacks = %q, %v; want a note naming the %s", note, ok, bcast)
+			case tc.borrowed && (!nvvm.Refused(err) || !strings.Contains(err.Error(), bcast)):
+				t.Errorf("the NVVM producer's Module: %v, want a refusal naming the %s", err, bcast)
+			case tc.borrowed && tc.built:
+				text, launches, err := backend.NVVM{Producer: p}.Module([]plan.Kernel{k}, tgt)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if launches[0].Producer != "ptx" || !strings.Contains(strings.Join(launches[0].Notes, "\n"), "codegen/ptx's") {
+					t.Errorf("launch %+v: want codegen/ptx's entry, said", launches[0])
+				}
+				nvvm.Assemble(t, text, []plan.Kernel{k})
 			}
 		})
 	}
-}
-
-// checkBorrowedSym checks that symbolic kernel k (sizes over seq) is borrowed under tgt: Lacks
-// names template, the NVVM producer's Module refuses it, and backend.NVVM's module has
-// codegen/ptx's entry for it, with seq's parameter, which assembles.
-func checkBorrowedSym(t *testing.T, p *nvvm.Producer, k plan.Kernel, tgt plan.Target, template string) {
-	t.Helper()
-	if note, ok := nvvm.Lacks(k, tgt); !ok || !strings.Contains(note, "no "+template+" template") {
-		t.Fatalf("Lacks = %q, %v; want a note naming the %s", note, ok, template)
-	}
-	if _, _, err := p.Module([]plan.Kernel{k}, tgt); !nvvm.Refused(err) || !strings.Contains(err.Error(), template) {
-		t.Fatalf("the NVVM producer's Module: %v, want a refusal naming the %s", err, template)
-	}
-	text, launches, err := backend.NVVM{Producer: p}.Module([]plan.Kernel{k}, tgt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if launches[0].Producer != "ptx" || !strings.Contains(strings.Join(launches[0].Notes, "\n"), "codegen/ptx's") {
-		t.Errorf("launch %+v: want codegen/ptx's entry, said", launches[0])
-	}
-	var seq bool
-	for _, a := range launches[0].Params {
-		seq = seq || a.Expr == "seq"
-	}
-	if !seq {
-		t.Errorf("params %+v: no parameter for seq", launches[0].Params)
-	}
-	nvvm.Assemble(t, text, []plan.Kernel{k})
 }

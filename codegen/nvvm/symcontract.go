@@ -117,8 +117,8 @@ func (md *module) newGEMM(k plan.Kernel, p plan.GEMM, tc bool) (*gemm, []plan.Ar
 		return nil, nil, nil, err
 	}
 	mm := &gemm{kg: kg, p: p, symv: symv, con: con}
-	if con != nil && !tc { // tensor-core products reading a broadcast are codegen/ptx's (broadcastsEpilogue)
-		if err := mm.symBroadcasts(); err != nil { // symcontract_bcast.go
+	if con != nil { // FFMA's and tensor cores' epilogue views at the run's sizes
+		if err := mm.symViews(); err != nil { // symcontract_bcast.go
 			return nil, nil, nil, err
 		}
 	}

@@ -11,41 +11,39 @@ import (
 	"github.com/gcomp/gcomp/ir/sym"
 )
 
-// Epilogue broadcasts of tensors at the run's sizes beside a symbolic batched product, as
-// codegen/ptx's symcontract_bcast.go: a mask [b, 1, t, seq] over the heads of q·kᵀ
-// [b, h, t, seq], a bias [seq] or [t, 1] along its rows. The tensor is contiguous at the run's
-// sizes, so the bound's strides would read the wrong element. The epilogue knows every
+// Epilogues reading a tensor at the run's sizes through views beside a symbolic batched product,
+// as codegen/ptx's symcontract_bcast.go: a mask [b, 1, t, seq] broadcast over the heads of q·kᵀ
+// [b, h, t, seq], a bias [seq] or [t, 1] along its rows, a mask transposed (or sliced) before its
+// broadcast, a residual [b·t, d] reshaped to scores·V's [b, t, d]. The tensor is contiguous at the
+// run's sizes, so the bound's strides would read the wrong element. The epilogue knows every
 // coordinate of the result's element (the batch's from grid.z, the row and the column: lanesAt);
-// the broadcast maps them to the tensor's (a dim of size 1 reads coordinate 0: stride 0), whose
-// linear index is taken at the run's strides, evaluated from the dims' parameters once in the
-// prologue. The tiled epilogue (lanesAt, bindAndStore) is FFMA's and tensor cores' both, so
-// either template reads broadcasts so by calling symBroadcasts in its prologue; this package's
-// own symbolic products are FFMA's (symcontract.go), a tensor-core one is borrowed
-// (fallback_contract.go: broadcastsEpilogue).
+// the chain of views maps them down to the buffer's at the run's sizes (symView.lin: a transpose
+// permutes them, a broadcast dim of size 1 reads coordinate 0, a reshape linearizes and
+// delinearizes at the run, a slice offsets), whose linear index is taken at the run's strides,
+// evaluated from the dims' parameters. The tiled epilogue (lanesAt, bindAndStore) is FFMA's
+// (symcontract.go) and tensor cores' (symcontract_mma.go) both, so either template reads views
+// so by calling symViews in its prologue, and the element it reads is codegen/ptx's.
 
-// symBroadcasts binds (kg.at) each epilogue broadcast of a buffer whose sizes are symbolic, read
-// element by element at the run's strides; it runs in the entry block, where it evaluates the
-// buffers' strides so that they dominate every element.
-func (mm *gemm) symBroadcasts() error {
+// symViews checks each epilogue view at symbolic sizes (a chain of views of a buffer, in
+// codegen/ptx's words) and binds (kg.at) each top of such a chain, read element by element at
+// the run's sizes.
+func (mm *gemm) symViews() error {
 	kg, sv := mm.kg, mm.symv
 	chain := operandChain(mm.p.Dot)
 	for _, v := range kg.g.Values {
-		if chain[v] || v.Op != "broadcast_in_dim" || !symbolicSizes(v.Args[0], sv.sizes) {
+		if chain[v] || sv.sizes[v] == nil || !isView(v) {
 			continue
 		}
-		buf := v.Args[0]
-		if !buffer(buf) {
-			return fmt.Errorf("an epilogue broadcast of a computed value at symbolic sizes does not run beside a batched product")
+		if !buffer(viewRoot(v)) {
+			return fmt.Errorf("an epilogue %s of a computed value at symbolic sizes does not run beside a batched product", v.Op)
 		}
 		if err := sv.check(v); err != nil {
 			return err
 		}
-		in := plan.SymSizes(buf, sv.sizes)
-		st := make([]value.Value, len(in))
-		for i, e := range plan.SymContiguous(in) {
-			if !plan.IsOne(in[i]) {
-				st[i] = sv.eval(e)
-			}
+	}
+	for _, v := range plan.ViewTops(kg.g, sv.sizes) {
+		if chain[v] {
+			continue
 		}
 		if kg.at == nil {
 			kg.at = map[*irg.Value]func(*index) value.Value{}
@@ -55,12 +53,7 @@ func (mm *gemm) symBroadcasts() error {
 			for d := range c {
 				c[d] = kg.coord(x, d)
 			}
-			var lin value.Value = ci(0)
-			for i, b := range sv.operandCoords(v, c) {
-				if st[i] != nil {
-					lin = kg.add(sv.mul(b, st[i]), lin)
-				}
-			}
+			buf, lin := sv.lin(v, c)
 			return kg.load(buf.Type.DType, kg.ptr[buf], lin)
 		}
 	}
@@ -87,10 +80,10 @@ func symbolicSizes(v *irg.Value, sizes map[*irg.Value][]sym.Expr) bool {
 	return slices.ContainsFunc(plan.SymSizes(v, sizes), func(e sym.Expr) bool { return !isConst(e) })
 }
 
-// ownsBroadcasts reports whether k's batched product is one whose broadcast epilogue this
-// package reads (symBroadcasts): an FFMA product contracting a symbolic dim or with a symbolic
-// free dim on the right (symContract takes it). Tensor-core ones stay codegen/ptx's.
-func ownsBroadcasts(k plan.Kernel, t plan.Target) bool {
+// ownsViews reports whether k's batched product is one whose epilogue views this package reads
+// at the run's sizes (symViews): a tiled product (FFMA or tensor cores) contracting a symbolic
+// dim or with a symbolic free dim on the right, which symContract takes.
+func ownsViews(k plan.Kernel, t plan.Target) bool {
 	for _, v := range k.Graph.Values {
 		if v.Op != "dot_general" || len(v.Attrs.Ints("lhs_batch")) == 0 {
 			continue
@@ -102,7 +95,7 @@ func ownsBroadcasts(k plan.Kernel, t plan.Target) bool {
 			return false // M or the batch symbolic alone: symgemm.go, whose epilogue reads at the bound's
 		}
 		c, err := plan.ContractionPlan(k, t)
-		return err == nil && c.Kind == "ffma"
+		return err == nil && (c.Kind == "ffma" || c.Kind == "tensor core")
 	}
 	return false
 }

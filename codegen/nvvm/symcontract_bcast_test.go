@@ -17,9 +17,10 @@ func bcastMaskSrc(nb, mask string) string {
 }
 
 // TestSymbolicContractBroadcast: FFMA batched products at symbolic sizes whose epilogue reads a
-// buffer of the run's sizes through a broadcast (symcontract_bcast.go) are the NVVM producer's
-// own (Lacks names nothing): a mask over the heads, over the batch and the heads, a bias along
-// the rows, a per-row scale [t, 1], a residual over the rows beside a symbolic K alone. Built
+// buffer of the run's sizes through a broadcast or another view (symcontract_bcast.go) are the
+// NVVM producer's own (Lacks names nothing): a mask over the heads, over the batch and the heads,
+// a bias along the rows, a per-row scale [t, 1], a residual over the rows beside a symbolic K
+// alone, a mask transposed before its broadcast (tensor cores: TestSymbolicContractMMAViews). Built
 // once at the bounds, they assemble for sm_80 and sm_90, and on the memchecked simulator at 0
 // where the dims allow it, 1, primes and the bounds, every buffer laid out at the run's sizes
 // (the broadcast dims' stride 0), they equal codegen/ptx's entry bit for bit and the reference
@@ -49,6 +50,11 @@ func TestSymbolicContractBroadcast(t *testing.T) {
 			"  %0 = dot_general(%x, %y) {lhs_batch=[0], lhs_contract=[1], rhs_batch=[0], rhs_contract=[1]} : f32[{{b}},12,20]\n" +
 			"  %1 = broadcast_in_dim(%r) {dims=[0,1,2], shape=[{{b}},12,20]} : f32[{{b}},12,20]\n  %2 = add(%0, %1) : f32[{{b}},12,20]\n  output out = %2\n}\n",
 			map[string]int64{"b": 4, "seq": 13}, 4, 1, [][]int64{{0, 0, 1}, {0, 1, 3}, {0, 7, 2}, {0, 13, 4}}},
+		{"a mask [b, seq, t] transposed before its broadcast over the heads, symbolic batch", "graph k {\n  input %q : f32[{{b}},2,{{t}},16]\n  input %k : f32[{{b}},2,{{seq}},16]\n  input %m : f32[{{b}},{{seq}},{{t}}]\n" +
+			"  %0 = dot_general(%q, %k) {lhs_batch=[0,1], lhs_contract=[3], rhs_batch=[0,1], rhs_contract=[3]} : f32[{{b}},2,{{t}},{{seq}}]\n" +
+			"  %1 = transpose(%m) {perm=[0,2,1]} : f32[{{b}},{{t}},{{seq}}]\n  %2 = broadcast_in_dim(%1) {dims=[0,2,3], shape=[{{b}},2,{{t}},{{seq}}]} : f32[{{b}},2,{{t}},{{seq}}]\n" +
+			"  %3 = add(%0, %2) : f32[{{b}},2,{{t}},{{seq}}]\n  output out = %3\n}\n",
+			map[string]int64{"b": 3, "t": 37, "seq": 40}, 6, 2, [][]int64{{1, 1, 1}, {13, 7, 2}, {37, 40, 3}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g, sizes := dimsGraph(t, tc.src, tc.bound)

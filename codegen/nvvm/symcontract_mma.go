@@ -20,8 +20,9 @@ import (
 // size); with K symbolic a contiguous K is read through the generic copier (symStrided), since
 // a chunk could cross the run's K. With N symbolic the
 // epilogue stores element by element from the fragments (a pair or a staged group of columns
-// could straddle the run's row end). The accumulators take their mma in the static template's
-// order, so results are codegen/ptx's bit for bit.
+// could straddle the run's row end). An epilogue reading a buffer of the run's sizes through a
+// broadcast or another view reads it as FFMA's does (symcontract_bcast.go). The accumulators
+// take their mma in the static template's order, so results are codegen/ptx's bit for bit.
 
 // mmaContract returns tensor-core plan p with its sides planned for symbolic product c's
 // operand layouts, and its epilogue codegen/ptx's for them.
