@@ -75,6 +75,9 @@ func (m modelFlags) loadTraining(path string) (*ir.Graph, error) {
 
 // loadModel loads the model at path with the weights it carries (an .onnx model's).
 func (m modelFlags) loadModel(path string, training bool) (*load.Model, error) {
+	if err := notModelFolder(path); err != nil {
+		return nil, err
+	}
 	lopt, err := m.options(training)
 	if err != nil {
 		return nil, err
@@ -85,6 +88,9 @@ func (m modelFlags) loadModel(path string, training bool) (*load.Model, error) {
 // loadModelBatch loads the model at path traced at batch (0: --batch, else the model's own) and
 // returns the batch it was traced at (0 if the model declares none).
 func (m modelFlags) loadModelBatch(path string, batch int) (*load.Model, int, error) {
+	if err := notModelFolder(path); err != nil {
+		return nil, 0, err
+	}
 	lopt, err := m.options(false)
 	if err != nil {
 		return nil, 0, err
@@ -93,6 +99,16 @@ func (m modelFlags) loadModelBatch(path string, batch int) (*load.Model, int, er
 		lopt.Batch = batch
 	}
 	return load.ModelFileBatch(path, lopt)
+}
+
+// notModelFolder refuses a Hugging Face model folder where one model file is wanted, saying
+// which commands take the folder.
+func notModelFolder(path string) error {
+	if !isModelFolder(path) {
+		return nil
+	}
+	return fmt.Errorf("%s is a Hugging Face model folder, not one model file: gcomp generate and gcomp serve run it; "+
+		"gcomp dump %s --program decode (or prefill) prints a program of it as .gir for the other commands", path, path)
 }
 
 func (m modelFlags) options(training bool) (load.Options, error) {
