@@ -150,7 +150,8 @@ func TestGenerateCommandErrors(t *testing.T) {
 		if _, err := os.Stat(ids); err == nil {
 			t.Fatalf("%v: --ids-out written by a failing command", tc.args)
 		}
-	} // The commands that take one model file say which commands take a folder.
+	}
+	// The commands that take one model file say which commands take a folder.
 	for _, cmd := range []string{"build", "run", "check"} {
 		gcompFails(t, "is a Hugging Face model folder, not one model file", cmd, llama)
 	}
