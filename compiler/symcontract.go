@@ -50,10 +50,9 @@ func contractViews(k *passes.Kernel, kg *passes.KernelGraph, ranges sym.Ranges, 
 	switch {
 	case !kl.Equal(kr):
 		return r, nil, fmt.Sprintf("%s contracts %s by %s", format(dot), kl, kr)
-	case !leading(lb) || !leading(rb):
-		if d := symbolicBatch(ls, lb, lc); d != nil { // symfold_view.go
-			return r, nil, fmt.Sprintf("%s folds the rows in a product batched over a symbolic dim (%s); a batched fold of the rows runs with static batch dims only", format(dot), d)
-		}
+	case (!leading(lb) || !leading(rb)) && !plan.FoldsSymbolicBatch(dot, sizes):
+		// A fold of the rows batched over a symbolic dim has the batch after the rows; the
+		// templates read both operands through the generic copier (symfold_batch.go).
 		return r, nil, fmt.Sprintf("%s contracts a symbolic dim in a product batched over dims that do not lead its operands", format(dot))
 	}
 	for i, d := range lb {

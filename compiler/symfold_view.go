@@ -103,30 +103,6 @@ func foldViewSizes(k *passes.Kernel, kg *passes.KernelGraph, ranges sym.Ranges, 
 	return sizes
 }
 
-// batchedFold reports whether kernel k's one dot_general folds the rows (it contracts its left
-// operand's leading axis) in a product batched over static dims: the templates' fold work keeps
-// one block along z, but a batched GEMM's grid.z is its batch, the bound's at every size, so the
-// launch keeps the bound's grid (the k loop alone follows the run's rows).
-func batchedFold(k *passes.Kernel) bool {
-	dot := oneDot(k)
-	return dot != nil && len(dot.Attrs.Ints("lhs_batch")) > 0 && slices.Contains(dot.Attrs.Ints("lhs_contract"), 0)
-}
-
-// symbolicBatch returns the first symbolic size among s's batch dims when the product contracts
-// its leading axis (a fold of the rows batched over a symbolic dim, which the fold templates
-// refuse: they take each batch coordinate from blockIdx.z at the bound), else nil.
-func symbolicBatch(s []sym.Expr, batch, contract []int) *sym.Expr {
-	if !slices.Contains(contract, 0) {
-		return nil
-	}
-	for _, d := range batch {
-		if !isConst(s[d]) {
-			return &s[d]
-		}
-	}
-	return nil
-}
-
 // oneDot returns kernel k's dot_general when it has exactly one, else nil.
 func oneDot(k *passes.Kernel) *ir.Value {
 	var dot *ir.Value
