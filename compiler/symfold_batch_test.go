@@ -4,9 +4,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gcomp/gcomp/codegen/nvvm/libnvvm"
 	"github.com/gcomp/gcomp/compiler"
 	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ops"
 )
 
 // foldBatchGraphs are folds of the rows batched over a symbolic dim (symfold_batch.go): per-head
@@ -29,7 +29,9 @@ var foldBatchGraphs = []struct{ name, body string }{
 	{"batched over a symbolic batch and static heads, from [batch, heads, seq, d] (FFMA)", "  dims { b in [1,3], seq in [1,7] }\n  input %dq : f32[b,2,seq,4]\n  input %x : f32[seq,b,2,6]\n" +
 		"  %0 = transpose(%dq) {perm=[2,0,1,3]} : f32[seq,b,2,4]\n" +
 		"  %1 = dot_general(%0, %x) {lhs_batch=[1,2], lhs_contract=[0], rhs_batch=[1,2], rhs_contract=[0]} : f32[b,2,4,6]\n  output dw = %1\n"},
-	{"batched over a symbolic dim, runs of no rows (FFMA)", "  dims { h in [1,3], seq in [0,11] }\n  input %x : f32[seq,h,5]\n  input %y : f32[seq,h,3]\n" +
+	{"batched over a symbolic dim, an epilogue squaring it (FFMA)", "  dims { h in [1,3], seq in [1,11] }\n  input %x : f32[seq,h,5]\n  input %y : f32[seq,h,3]\n" +
+		"  %0 = dot_general(%x, %y) {lhs_batch=[1], lhs_contract=[0], rhs_batch=[1], rhs_contract=[0]} : f32[h,5,3]\n  %1 = mul(%0, %0) : f32[h,5,3]\n  output z = %1\n"},
+	{"batched over a symbolic dim, runs of no rows and no heads (FFMA)", "  dims { h in [0,3], seq in [0,11] }\n  input %x : f32[seq,h,5]\n  input %y : f32[seq,h,3]\n" +
 		"  %0 = dot_general(%x, %y) {lhs_batch=[1], lhs_contract=[0], rhs_batch=[1], rhs_contract=[0]} : f32[h,5,3]\n  output z = %0\n"},
 }
 
@@ -56,12 +58,22 @@ func TestSymbolicFoldBatchMMA(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := compiler.Compile(g, compiler.Options{})
+		bound := map[string]int64{}
+		for _, d := range g.Dims {
+			bound[d.Name] = int64(d.Hi)
+		}
+		sg, err := ops.Instantiate(g, bound)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(string(res.Artifact.PTX), "mma.sync") {
-			t.Errorf("%s: no mma.sync in the symbolic build", tc.name)
+		for build, bg := range map[string]*ir.Graph{"symbolic": g, "static": sg} {
+			res, err := compiler.Compile(bg, compiler.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(res.Artifact.PTX), "mma.sync") {
+				t.Errorf("%s: no mma.sync in the %s build", tc.name, build)
+			}
 		}
 	}
 }
@@ -69,19 +81,4 @@ func TestSymbolicFoldBatchMMA(t *testing.T) {
 // With --backend nvvm each is codegen/nvvm's own (its symcontract.go takes the fold, as
 // codegen/ptx's does), with codegen/ptx's launch, and runs at the same sizes bit for bit the
 // codegen/ptx build's (checkNVVM).
-func TestSymbolicFoldBatchNVVM(t *testing.T) {
-	lib := libnvvm.Require(t)
-	for _, tc := range foldBatchGraphs {
-		t.Run(tc.name, func(t *testing.T) {
-			g, err := ir.Parse("s.gir", []byte("graph s {\n"+tc.body+"}\n"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, k := range checkNVVM(t, g, lib.Path) {
-				if k.Producer == "ptx" {
-					t.Errorf("kernel %s: codegen/ptx's entry (%v)", k.Name, k.Notes)
-				}
-			}
-		})
-	}
-}
+func TestSymbolicFoldBatchNVVM(t *testing.T) { checkOwnNVVM(t, foldBatchGraphs) }

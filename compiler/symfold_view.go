@@ -52,10 +52,10 @@ func foldViews(k *passes.Kernel, kg *passes.KernelGraph, ranges sym.Ranges, r sy
 }
 
 // foldOperandViews returns kernel k's dot_general when it contracts its left operand's leading
-// axis (a fold of the rows, symfold.go; batched or not: the batch dims follow the rows, so they
-// are static, and the templates take each batch coordinate from blockIdx.z as the static kernel
-// does) and reads an operand through views, with the values of both operands' chains down to
-// their buffers; nil for another kernel.
+// axis (a fold of the rows, symfold.go; batched or not: over static batch dims the templates
+// take each batch coordinate from blockIdx.z as the static kernel does, over a symbolic one the
+// fold is contractViews' (symfold_batch.go)) and reads an operand through views, with the values
+// of both operands' chains down to their buffers; nil for another kernel.
 func foldOperandViews(k *passes.Kernel) (*ir.Value, map[*ir.Value]bool) {
 	dot := oneDot(k)
 	if dot == nil || len(dot.Args) != 2 || !slices.Contains(dot.Attrs.Ints("lhs_contract"), 0) {
