@@ -24,6 +24,11 @@ var foldBatchGraphs = []struct{ name, body string }{
 	{"a fold of the rows through views batched over a symbolic dim (bf16 tensor cores)", "  dims { h in [1,3], seq in [1,24] }\n  input %a : bf16[h,seq,16]\n  input %b : bf16[seq,h,16]\n" +
 		"  %0 = transpose(%a) {perm=[1,0,2]} : bf16[seq,h,16]\n" +
 		"  %1 = dot_general(%0, %b) {lhs_batch=[1], lhs_contract=[0], rhs_batch=[1], rhs_contract=[0]} : bf16[h,16,16]\n  output z = %1\n"},
+	// kᵀ's gradient per head read back through the transpose that made it: K, the rows, is
+	// contiguous in the buffer and at primes not a whole number of 16-byte chunks.
+	{"a fold of the rows through a transpose making K contiguous, batched over a symbolic dim (f16 tensor cores)", "  dims { h in [1,3], seq in [1,24] }\n  input %dkt : f16[h,16,seq]\n  input %x : f16[seq,h,16]\n" +
+		"  %0 = transpose(%dkt) {perm=[2,0,1]} : f16[seq,h,16]\n" +
+		"  %1 = dot_general(%0, %x) {lhs_batch=[1], lhs_contract=[0], rhs_batch=[1], rhs_contract=[0]} : f16[h,16,16]\n  output dw = %1\n"},
 	// Attention's [batch, heads, seq, d] gradient read with the rows leading: per batch element
 	// and head, the rows folded; the batch symbolic, the heads static after it.
 	{"batched over a symbolic batch and static heads, from [batch, heads, seq, d] (FFMA)", "  dims { b in [1,3], seq in [1,7] }\n  input %dq : f32[b,2,seq,4]\n  input %x : f32[seq,b,2,6]\n" +
