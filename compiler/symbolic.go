@@ -162,7 +162,7 @@ func symbolicKernels(g *ir.Graph, kg *passes.KernelGraph, _ backend.Producer) (m
 			// the bound, and every run reads the first of them.
 			continue
 		}
-		kernels[k.Name] = symKernel{rows: rows, bound: int(hi), sizes: sizes, boundGrid: k.Kind == passes.Contraction && batchedFold(k)}
+		kernels[k.Name] = symKernel{rows: rows, bound: int(hi), sizes: sizes, boundGrid: k.Kind == passes.Contraction && batchedFold(k, sizes)}
 	}
 	return kernels, nil
 }

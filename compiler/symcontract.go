@@ -18,9 +18,10 @@ import (
 // rows: codegen/ptx's GEMM reads both through its generic copier at the run's sizes and bounds
 // its k loop by K at the run (symcontract.go there). contractViews hands it the operands' sizes
 // where the product is batched over the operands' leading dims (a symbolic batch, if any, leads
-// them), the right operand's free dims are static and both operands contract the same sizes; the
-// result is then static (a static batch) or rows of the batch, which the epilogue keeps, or, with
-// a symbolic M beside, rows of batch·M (symcontract_free.go).
+// them; a fold of the rows has its symbolic batch after the rows: symfold_batch.go), the right
+// operand's free dims are static and both operands contract the same sizes; the result is then
+// static (a static batch) or rows of the batch, which the epilogue keeps, or, with a symbolic M
+// beside, rows of batch·M (symcontract_free.go).
 
 // contractViews retries a contraction kernel that rowKernel refused (rows r, refusal why) as
 // such a batched product, its operands buffers or views of them. It returns the kernel's rows
@@ -50,10 +51,9 @@ func contractViews(k *passes.Kernel, kg *passes.KernelGraph, ranges sym.Ranges, 
 	switch {
 	case !kl.Equal(kr):
 		return r, nil, fmt.Sprintf("%s contracts %s by %s", format(dot), kl, kr)
-	case !leading(lb) || !leading(rb):
-		if d := symbolicBatch(ls, lb, lc); d != nil { // symfold_view.go
-			return r, nil, fmt.Sprintf("%s folds the rows in a product batched over a symbolic dim (%s); a batched fold of the rows runs with static batch dims only", format(dot), d)
-		}
+	case (!leading(lb) || !leading(rb)) && !plan.FoldsSymbolicBatch(dot, sizes):
+		// A fold of the rows batched over a symbolic dim has the batch after the rows; the
+		// templates read both operands through the generic copier (symfold_batch.go).
 		return r, nil, fmt.Sprintf("%s contracts a symbolic dim in a product batched over dims that do not lead its operands", format(dot))
 	}
 	for i, d := range lb {

@@ -110,14 +110,6 @@ func TestSymbolicContractRefused(t *testing.T) {
 		{"a symbolic batch after a static one", "  dims { b in [1,3], seq in [1,9] }\n  input %x : f32[2,b,seq,4]\n  input %y : f32[2,b,seq,4]\n" +
 			"  %0 = dot_general(%x, %y) {lhs_batch=[0,1], lhs_contract=[2], rhs_batch=[0,1], rhs_contract=[2]} : f32[2,b,4,4]\n  output z = %0\n",
 			"a symbolic batch dim must lead static ones"},
-		// With static batch dims this is a batched fold of the rows (TestSymbolicFoldViews).
-		{"a fold of the rows batched over a symbolic dim", "  dims { h in [1,4], seq in [1,9] }\n  input %x : f32[seq,h,4]\n  input %y : f32[seq,h,4]\n" +
-			"  %0 = dot_general(%x, %y) {lhs_batch=[1], lhs_contract=[0], rhs_batch=[1], rhs_contract=[0]} : f32[h,4,4]\n  output z = %0\n",
-			"folds the rows in a product batched over a symbolic dim (h); a batched fold of the rows runs with static batch dims only"},
-		{"a fold of the rows through views batched over a symbolic dim", "  dims { h in [1,4], seq in [1,9] }\n  input %a : f32[h,seq,3]\n  input %b : f32[seq,h,5]\n" +
-			"  %0 = transpose(%a) {perm=[1,0,2]} : f32[seq,h,3]\n" +
-			"  %1 = dot_general(%0, %b) {lhs_batch=[1], lhs_contract=[0], rhs_batch=[1], rhs_contract=[0]} : f32[h,3,5]\n  output z = %1\n",
-			"folds the rows in a product batched over a symbolic dim (h); a batched fold of the rows runs with static batch dims only"},
 		{"batch dims not leading", "  dims { seq in [1,9] }\n  input %x : f32[2,4,seq]\n  input %y : f32[seq,2,4]\n" +
 			"  %0 = dot_general(%x, %y) {lhs_batch=[0], lhs_contract=[2], rhs_batch=[1], rhs_contract=[0]} : f32[2,4,4]\n  output z = %0\n",
 			"in a product batched over dims that do not lead its operands"},

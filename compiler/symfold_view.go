@@ -52,10 +52,10 @@ func foldViews(k *passes.Kernel, kg *passes.KernelGraph, ranges sym.Ranges, r sy
 }
 
 // foldOperandViews returns kernel k's dot_general when it contracts its left operand's leading
-// axis (a fold of the rows, symfold.go; batched or not: the batch dims follow the rows, so they
-// are static, and the templates take each batch coordinate from blockIdx.z as the static kernel
-// does) and reads an operand through views, with the values of both operands' chains down to
-// their buffers; nil for another kernel.
+// axis (a fold of the rows, symfold.go; batched or not: over static batch dims the templates
+// take each batch coordinate from blockIdx.z as the static kernel does, over a symbolic one the
+// fold is contractViews' (symfold_batch.go)) and reads an operand through views, with the values
+// of both operands' chains down to their buffers; nil for another kernel.
 func foldOperandViews(k *passes.Kernel) (*ir.Value, map[*ir.Value]bool) {
 	dot := oneDot(k)
 	if dot == nil || len(dot.Args) != 2 || !slices.Contains(dot.Attrs.Ints("lhs_contract"), 0) {
@@ -101,30 +101,6 @@ func foldViewSizes(k *passes.Kernel, kg *passes.KernelGraph, ranges sym.Ranges, 
 		}
 	}
 	return sizes
-}
-
-// batchedFold reports whether kernel k's one dot_general folds the rows (it contracts its left
-// operand's leading axis) in a product batched over static dims: the templates' fold work keeps
-// one block along z, but a batched GEMM's grid.z is its batch, the bound's at every size, so the
-// launch keeps the bound's grid (the k loop alone follows the run's rows).
-func batchedFold(k *passes.Kernel) bool {
-	dot := oneDot(k)
-	return dot != nil && len(dot.Attrs.Ints("lhs_batch")) > 0 && slices.Contains(dot.Attrs.Ints("lhs_contract"), 0)
-}
-
-// symbolicBatch returns the first symbolic size among s's batch dims when the product contracts
-// its leading axis (a fold of the rows batched over a symbolic dim, which the fold templates
-// refuse: they take each batch coordinate from blockIdx.z at the bound), else nil.
-func symbolicBatch(s []sym.Expr, batch, contract []int) *sym.Expr {
-	if !slices.Contains(contract, 0) {
-		return nil
-	}
-	for _, d := range batch {
-		if !isConst(s[d]) {
-			return &s[d]
-		}
-	}
-	return nil
 }
 
 // oneDot returns kernel k's dot_general when it has exactly one, else nil.

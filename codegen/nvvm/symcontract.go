@@ -39,8 +39,8 @@ type contraction struct {
 // laid out as codegen/ptx's template reads them (on tensor cores, tc, with the shared tiles and
 // copies codegen/ptx plans for them: symcontract_mma.go).
 func symContract(k plan.Kernel, p plan.GEMM, tc bool) (*contraction, plan.GEMM, error) {
-	if !k.Symbolic || k.Sizes == nil || p.Conv != nil || len(p.Batch) == 0 || foldsK(k.Symbolic, p) {
-		return nil, p, nil // a batched fold of the rows is symfold.go's, as codegen/ptx's
+	if !k.Symbolic || k.Sizes == nil || p.Conv != nil || len(p.Batch) == 0 || foldsK(k, p) {
+		return nil, p, nil // a fold of the rows batched over static dims is symfold.go's, as codegen/ptx's
 	}
 	at := p.Dot.Attrs
 	lb, rb := at.Ints("lhs_batch"), at.Ints("rhs_batch")

@@ -64,7 +64,7 @@ func colReduceArgs(k plan.Kernel, rp plan.Reduction, tiles int) ([]plan.Arg, *pl
 // of chunks along a contiguous K need K at the run's sizes to be a whole number of chunks: a
 // multiple of 8 per row. Operands read through views take the dims' values too (symfold_view.go).
 func symFoldK(k plan.Kernel, p plan.GEMM) (args []plan.Arg, w *plan.SymWork, ok bool, err error) {
-	if !foldsK(k.Symbolic, p) {
+	if !foldsK(k, p) {
 		return nil, nil, false, nil
 	}
 	if err := foldViews(k, p); err != nil { // symfold_view.go
@@ -82,10 +82,11 @@ func symFoldK(k plan.Kernel, p plan.GEMM) (args []plan.Arg, w *plan.SymWork, ok 
 	return args, symWork(scale, max(1, p.K), 2, 1), true, err
 }
 
-// foldsK reports whether tiled GEMM p of a kernel (symbolic: one with a size parameter)
-// contracts the kernel's rows.
-func foldsK(symbolic bool, p plan.GEMM) bool {
-	return symbolic && p.Conv == nil && slices.Contains(p.Dot.Attrs.Ints("lhs_contract"), 0)
+// foldsK reports whether tiled GEMM p of kernel k contracts the symbolic kernel's rows into a
+// result whose batch is static; one batched over a symbolic dim is symcontract.go's, as
+// codegen/ptx's (plan.FoldsSymbolicBatch).
+func foldsK(k plan.Kernel, p plan.GEMM) bool {
+	return k.Symbolic && p.Conv == nil && slices.Contains(p.Dot.Attrs.Ints("lhs_contract"), 0) && !plan.FoldsSymbolicBatch(p.Dot, k.Sizes)
 }
 
 // kBelow is the bound a k coordinate is compared with (k < bound, signed) to lie below K − d:

@@ -21,7 +21,7 @@ import (
 // its order.
 
 // foldViews checks the operands of GEMM p, whose K is symbolic kernel k's rows, in codegen/ptx's
-// words: one read through views needs the values' sizes, and static batch dims. (One strided at the
+// words: one read through views needs the values' sizes. (One strided at the
 // bound by a symbolic dim, a transpose of [2, seq], is read through its views: plan.GEMMPlan
 // makes it generic, as codegen/ptx's template reads it.)
 func foldViews(k plan.Kernel, p plan.GEMM) error {
@@ -30,14 +30,6 @@ func foldViews(k plan.Kernel, p plan.GEMM) error {
 	}
 	if k.Sizes == nil {
 		return fmt.Errorf("a GEMM whose K is the symbolic rows, read through a view, does not run at symbolic sizes yet without its values' sizes")
-	}
-	for _, op := range []plan.GEMMOperand{p.A, p.B} {
-		if op.View == nil {
-			continue
-		}
-		if err := plan.FoldViewBatch(op.View, k.Sizes, op.BatchDims); err != nil {
-			return err
-		}
 	}
 	return nil
 }

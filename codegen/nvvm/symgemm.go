@@ -55,7 +55,7 @@ func (mm *gemm) symPrologue() {
 	if kg.size == nil {
 		return
 	}
-	if foldsK(true, p) {
+	if foldsK(plan.Kernel{Symbolic: true}, p) { // a symbolic batch's fold has con
 		mm.symK = kg.size // symfold.go: K is the rows; M and the batch are the bound's
 		return
 	}

@@ -23,7 +23,7 @@ import (
 // operand's: symfold_view.go): nil for a kernel without sizes or operands read in place.
 func (kg *kgen) gemmView(k plan.Kernel, args []plan.Arg, p plan.GEMM) (*symView, error) {
 	views := []*irg.Value{p.A.View}
-	if foldsK(k.Symbolic, p) {
+	if foldsK(k, p) {
 		views = append(views, p.B.View)
 	}
 	sv := kg.newSymView(k, args)

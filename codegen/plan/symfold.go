@@ -1,7 +1,6 @@
 package plan
 
 import (
-	"fmt"
 	"slices"
 
 	"github.com/gcomp/gcomp/ir"
@@ -35,16 +34,22 @@ func FoldStrided(a *ir.Value, sizes map[*ir.Value][]sym.Expr, batch, contract []
 	return inner(true) && inner(false)
 }
 
-// FoldViewBatch reports why view, an operand of a batched GEMM whose K is the symbolic rows
-// read through its views, does not run at symbolic sizes, or nil: its batch dims must be static
-// (the rows are K), so the copier takes each batch coordinate from blockIdx.z as the static
-// kernel does.
-func FoldViewBatch(view *ir.Value, sizes map[*ir.Value][]sym.Expr, batchDims []int) error {
-	s := SymSizes(view, sizes)
-	for _, d := range batchDims {
+// FoldsSymbolicBatch reports whether dot, the product of a symbolic kernel whose values' sizes
+// are sizes, folds the rows (its K leads with its left operand's leading axis) in a product
+// batched over a symbolic dim (per-head weight gradients with the heads, or a batch beside
+// them, symbolic). Such a fold is no static result: its result's rows are the batch. Both
+// producers take it as a batched product contracting a symbolic dim (their symcontract.go):
+// grid.z follows the run's batch (a block past it exits), the generic copier takes each batch,
+// free and k coordinate with the strides of the run's sizes, and K at the run bounds the k loop.
+func FoldsSymbolicBatch(dot *ir.Value, sizes map[*ir.Value][]sym.Expr) bool {
+	if sizes == nil || !slices.Contains(dot.Attrs.Ints("lhs_contract"), 0) {
+		return false
+	}
+	s := SymSizes(dot.Args[0], sizes)
+	for _, d := range dot.Attrs.Ints("lhs_batch") {
 		if _, ok := s[d].IsConst(); !ok {
-			return fmt.Errorf("a batched GEMM whose K is the symbolic rows, read through a view with a symbolic batch dim (%s), does not run at symbolic sizes", s[d])
+			return true
 		}
 	}
-	return nil
+	return false
 }

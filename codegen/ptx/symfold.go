@@ -3,6 +3,8 @@ package ptx
 import (
 	"fmt"
 	"slices"
+
+	"github.com/gcomp/gcomp/codegen/plan"
 )
 
 // Templates that fold a symbolic kernel's rows into a static result (the compiler's symfold.go
@@ -32,8 +34,8 @@ func symFold(k Kernel, b *builder, args *[]Arg, units int) (string, *SymWork, er
 // contracting dims lead with them); nothing for another. Tensor-core copies of chunks along a
 // contiguous K need K at the run's sizes to be a whole number of chunks: a multiple of 8 per row.
 func (mm *matmul) symFoldK(k Kernel, b *builder, args *[]Arg, tensorCores bool) (bool, *SymWork, error) {
-	if !k.Symbolic || mm.conv != nil || !slices.Contains(mm.dot.Attrs.Ints("lhs_contract"), 0) {
-		return false, nil, nil
+	if !k.Symbolic || mm.conv != nil || !slices.Contains(mm.dot.Attrs.Ints("lhs_contract"), 0) || plan.FoldsSymbolicBatch(mm.dot, k.Sizes) {
+		return false, nil, nil // a fold batched over a symbolic dim: symContract's
 	}
 	if err := mm.symFoldViews(k, b, args); err != nil { // symfold_view.go
 		return true, nil, err

@@ -37,9 +37,6 @@ func (mm *matmul) symFoldViews(k Kernel, b *builder, args *[]Arg) error {
 		if l.view == nil {
 			continue
 		}
-		if err := plan.FoldViewBatch(l.view, k.Sizes, l.batchDims); err != nil {
-			return err
-		}
 		if err := mm.symv.check(b, l.view); err != nil {
 			return err
 		}

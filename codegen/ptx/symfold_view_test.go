@@ -62,13 +62,22 @@ func TestSymbolicFoldView(t *testing.T) {
 	}
 }
 
-// A fold through a view in a batched product whose batch dim follows the sizes is refused
-// naming it (one with static batch dims runs: TestSymbolicFoldViewRuns).
-func TestSymbolicFoldViewRefused(t *testing.T) {
+// A fold through a view in a batched product whose batch dim follows the sizes (here seq, the
+// rows too) is symContract's (plan.FoldsSymbolicBatch): grid.z follows the run's batch, one
+// block per batch element up to the bound's, a block past the run's batch exits, and it
+// assembles. (One with static batch dims keeps the bound's grid: TestSymbolicFoldViewRuns.)
+// Its runs are package compiler's TestSymbolicFoldBatch.
+func TestSymbolicFoldViewSymbolicBatch(t *testing.T) {
 	g := parse(t, "graph k {\n  input %a : f32[6,2,6,3]\n  input %b : f32[6,6,5]\n  %0 = transpose(%a) {perm=[0,2,1,3]} : f32[6,6,2,3]\n  %1 = reshape(%0) {shape=[6,6,6]} : f32[6,6,6]\n  %2 = dot_general(%1, %b) {lhs_batch=[1], rhs_batch=[1], lhs_contract=[0], rhs_contract=[0]} : f32[6,6,5]\n  output out = %2\n}\n")
-	want := "a batched GEMM whose K is the symbolic rows, read through a view with a symbolic batch dim (seq), does not run at symbolic sizes"
-	_, _, err := Generate(Kernel{Name: "k0", Graph: g, Symbolic: true, Rows: 6, Sizes: symtest.SizesOver(g, 6, "seq", nil)}, Target{SM: 80})
-	if err == nil || !strings.Contains(err.Error(), want) {
-		t.Errorf("Generate = %v, want %q", err, want)
+	text, l, err := Generate(Kernel{Name: "k0", Graph: g, Symbolic: true, Rows: 6, Sizes: symtest.SizesOver(g, 6, "seq", nil)}, Target{SM: 80})
+	if err != nil {
+		t.Fatal(err)
 	}
+	if w := l.Work; w == nil || w.Axis != 2 || w.Tile != 1 || w.MaxBlocks != 6 || l.Grid[2] != 6 {
+		t.Errorf("grid %v, work %+v; want grid.z over the batch, 6 at the bound", l.Grid, l.Work)
+	}
+	if !regexp.MustCompile(`mov\.u32 %r\d+, %ctaid\.z;\s+setp\.ge\.u32 %p\d+, %r\d+, %r\d+;`).MatchString(text) {
+		t.Error("no block past the run's batch exits")
+	}
+	assemble(t, "//\n.version 7.8\n.target sm_80\n.address_size 64\n\n"+text)
 }
