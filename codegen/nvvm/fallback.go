@@ -30,12 +30,6 @@ func borrowedTemplate(k plan.Kernel, t plan.Target) string {
 			return "batched product reading a broadcast at symbolic sizes in its epilogue"
 		}
 	}
-	switch plan.Template(k) {
-	case "contraction":
-		if plan.QuantizedMMA(k) {
-			return "quantized tensor-core GEMM"
-		}
-	}
 	return ""
 }
 
