@@ -98,9 +98,9 @@ func TestSymbolicNVVM(t *testing.T) {
 	for _, tc := range persistModels {
 		models = append(models, model{name: "persistent " + tc.name, graph: func() (*ir.Graph, error) { return frontend.Build("m", tc.build) }})
 	}
-	// codegen/nvvm has no quantized tensor-core GEMM (nvvm.Lacks): the NVVM build takes
-	// codegen/ptx's symbolic entry, with its size parameter and work.
-	models = append(models, model{name: "int4 weight on tensor cores (codegen/ptx's entry)", borrows: true, graph: func() (*ir.Graph, error) {
+	// The quantized tensor-core GEMM over a symbolic batch: codegen/nvvm's own (qmma.go), with
+	// codegen/ptx's size parameter and work.
+	models = append(models, model{name: "int4 weight on tensor cores", graph: func() (*ir.Graph, error) {
 		return ir.Parse("q.gir", []byte(`graph q {
   dims { batch in [9,24] }
   input %x : f16[batch,128]

@@ -8,8 +8,7 @@ import (
 
 // borrowed reports whether k takes a template this package has no counterpart for, whose
 // kernels codegen/backend's nvvm producer takes from codegen/ptx rather than refuse the model.
-// Still borrowed (borrowedTemplate): the tensor-core GEMM over a quantized weight
-// (plan.QuantizedMMA), and batched products reading a broadcast of the run's sizes in their
+// Still borrowed (borrowedTemplate): batched products reading a broadcast of the run's sizes in their
 // epilogue on tensor cores, or another view of one (fallback_contract.go; FFMA's read a
 // broadcast of a buffer: symcontract_bcast.go). Every other template is this package's own
 // (docs/codegen.md, "Borrowed from codegen/ptx"). The launch records a borrowed entry (Producer

@@ -52,21 +52,3 @@ func TestQuantizedMMA(t *testing.T) {
 		})
 	}
 }
-
-// qmmaGraph is f16 activations times an int4 weight the tensor-core GEMM dequantizes.
-func qmmaGraph(t *testing.T) *ir.Graph {
-	t.Helper()
-	g, err := ir.Parse("qmma.gir", []byte(`graph g {
-  input %x : f16[24,128]
-  param %q : u8[40,64]
-  param %s : f16[40,4]
-  param %z : u8[40,4]
-  %w = dequantize(%q, %s, %z) {axis=1, bits=4, group=32} : f16[40,128]
-  %y = dot_general(%x, %w) {lhs_contract=[1], rhs_contract=[1]} : f16[24,40]
-  output y = %y
-}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return g
-}

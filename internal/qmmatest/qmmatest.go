@@ -70,8 +70,8 @@ func Quantize(in map[string]*tensor.Tensor, bits int, r *rand.Rand) {
 	}
 }
 
-// MMA is the layouts the tensor-core GEMM's tests cover, with the bytes per copy of q its
-// tile loader takes (16, 4 or 1; 8: int4's 16-byte copies of half a row): int8 (signed and
+// MMA is the layouts the tensor-core GEMM's tests cover, with the copy codegen/ptx's test looks
+// for in the kernel (16 and 8: a 16-byte cp.async, 4: a 4-byte one, 1: byte loads): int8 (signed and
 // unsigned) and int4, groups of 32/64/128, 16 and 48 (scales per k16 slab) and one per row,
 // with and without zero points, f16 and bf16 (a dequantize of 16-bit scales, or an f32 one
 // cast), ragged M, N and K, fragments formed in f16x2 registers (f16 scales, K a multiple of
