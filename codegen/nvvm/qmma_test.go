@@ -16,8 +16,9 @@ import (
 // cast, groups per k16 slab, per k step, of several steps and one per row, with and without
 // zero points, ragged M, N and K, q copied by 16-byte, 4-byte and byte copies, fragments in
 // f16x2 or f32 registers) Lacks names nothing, Module lowers it with mma.sync and ldmatrix
-// for A alone, ptxas assembles it for sm_80 and sm_90 without spills, and on the memchecked
-// simulator it equals codegen/ptx's entry bit for bit and the reference within tolerance.
+// for A alone (the same PTX twice), ptxas assembles it for sm_80 and sm_90 without spills,
+// and on the memchecked simulator it equals codegen/ptx's entry bit for bit and the reference
+// within tolerance.
 func TestQuantizedMMA(t *testing.T) {
 	p := requireProducer(t)
 	target := plan.Target{SM: 80}
@@ -37,6 +38,9 @@ func TestQuantizedMMA(t *testing.T) {
 			text, launches, err := p.Module([]plan.Kernel{k}, target)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if again, _, err := p.Module([]plan.Kernel{k}, target); err != nil || again != text {
+				t.Fatalf("a second Module differs (%v): the PTX is not deterministic", err)
 			}
 			if !strings.Contains(text, "mma.sync.aligned.m16n8k16") || strings.Count(text, "ldmatrix") != 8 { // A: 4 row tiles × 2 k16 slabs
 				t.Fatalf("want mma.sync with ldmatrix for A only:\n%s", text)
