@@ -98,15 +98,16 @@ func TestSymbolicNVVM(t *testing.T) {
 	for _, tc := range persistModels {
 		models = append(models, model{name: "persistent " + tc.name, graph: func() (*ir.Graph, error) { return frontend.Build("m", tc.build) }})
 	}
-	// codegen/nvvm has no quantized tensor-core GEMM (nvvm.Lacks): the NVVM build takes
-	// codegen/ptx's symbolic entry, with its size parameter and work.
-	models = append(models, model{name: "int4 weight on tensor cores (codegen/ptx's entry)", borrows: true, graph: func() (*ir.Graph, error) {
+	// The quantized tensor-core GEMM over a symbolic batch: codegen/nvvm's own (qmma.go), with
+	// codegen/ptx's size parameter and work (weights drawn by initializers: zero params would
+	// make every result 0).
+	models = append(models, model{name: "int4 weight on tensor cores", graph: func() (*ir.Graph, error) {
 		return ir.Parse("q.gir", []byte(`graph q {
   dims { batch in [9,24] }
   input %x : f16[batch,128]
-  param %q : u8[40,64]
-  param %s : f16[40,4]
-  param %z : u8[40,4]
+  param %q : u8[40,64] {init="uniform", low=0, high=255.9}
+  param %s : f16[40,4] {init="uniform", low=-0.02, high=0.02}
+  param %z : u8[40,4] {init="uniform", low=0, high=15.9}
   %w = dequantize(%q, %s, %z) {axis=1, bits=4, group=32} : f16[40,128]
   %y = dot_general(%x, %w) {lhs_contract=[1], rhs_contract=[1]} : f16[batch,40]
   output y = %y

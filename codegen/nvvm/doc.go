@@ -20,7 +20,7 @@
 // pooling fused; a nearest upsampling and a concat along an outer axis keep the group's vector
 // loads, repeat.go), the transpose tile (plan.TransposePlan), the row, column and split reductions
 // (plan.ReducePlan), the direct contraction (plan.ContractionPlan), the staged loop for pooling
-// and concats (plan.StagedPlan), the tiled FFMA and tensor-core (f16, bf16, tf32) matmul and
+// and concats (plan.StagedPlan), the tiled FFMA and tensor-core (f16, bf16, tf32; over a quantized weight: qmma.go) matmul and
 // implicit-GEMM conv2d with their epilogues, pooled ones included (plan.GEMMPlan; cp.async,
 // ldmatrix, mma.sync and cvt.rna.tf32 as one-instruction inline assembly, which libNVVM 11.8
 // has no intrinsics for), the persistent kernel, the CUDA-core, split-KV (appending the cache
@@ -30,7 +30,7 @@
 // codegen/ptx's) and update_slice's update template (plan.UpdatePlan); GEMVs, with a norm
 // prologue or not, run in the direct template. A kernel no template takes is an error naming the
 // kernel and the template, never a silent fallback to the PTX emitter. The templates it lacks
-// (Lacks: the quantized tensor-core GEMM, the strided symbolic kernel; fallback.go) are refused,
+// (Lacks: tensor-core products reading a broadcast at symbolic sizes in their epilogue; fallback.go) are refused,
 // and codegen/backend's nvvm producer takes codegen/ptx's entries for them, its launches saying
 // so. Kernels at symbolic sizes (plan.Kernel.Symbolic; sym*.go) take the loop, the row
 // reduction, the tiles, the folds of the rows (column reductions, GEMMs whose K is the rows), the

@@ -8,7 +8,6 @@ import (
 	"github.com/gcomp/gcomp/ir/sym"
 	"github.com/gcomp/gcomp/ops"
 	"github.com/gcomp/gcomp/passes"
-	"github.com/gcomp/gcomp/tensor"
 )
 
 // For the external tests (train_test.go), which build train steps: package train imports this
@@ -33,18 +32,6 @@ func RequireProducer(t *testing.T) *Producer { return requireProducer(t) }
 
 // Assemble is assemble.
 func Assemble(t *testing.T, text string, kernels []plan.Kernel) { assemble(t, text, kernels) }
-
-// Run is run, without the counters.
-func Run(t *testing.T, text string, k plan.Kernel, l plan.Launch, in map[string]*tensor.Tensor) map[string]*tensor.Tensor {
-	got, _ := run(t, text, k, l, in)
-	return got
-}
-
-// InputsFor is inputsFor.
-func InputsFor(g *ir.Graph, seed uint64) map[string]*tensor.Tensor { return inputsFor(g, seed) }
-
-// QMMAGraph is qmmaGraph.
-func QMMAGraph(t *testing.T) *ir.Graph { return qmmaGraph(t) }
 
 // AttentionGradGraph is attnGradGraph (wrt q, k, v or "kv") of a causal attention over
 // [1, 2, 64, 64] queries, 2 KV heads and 48 keys, operands of dtype d.

@@ -8,9 +8,8 @@ import (
 
 // borrowed reports whether k takes a template this package has no counterpart for, whose
 // kernels codegen/backend's nvvm producer takes from codegen/ptx rather than refuse the model.
-// Still borrowed (borrowedTemplate): the tensor-core GEMM over a quantized weight
-// (plan.QuantizedMMA), and batched products reading a view of the run's sizes in their epilogue
-// beside a product whose M or batch alone is symbolic, or a view of a computed value
+// Still borrowed (borrowedTemplate): batched products reading a view of the run's sizes in their
+// epilogue beside a product whose M or batch alone is symbolic, or a view of a computed value
 // (fallback_contract.go; beside a product contracting a symbolic dim or with a symbolic N, views
 // of a buffer are read here, on FFMA and tensor cores: symcontract_bcast.go). Every other
 // template is this package's own (docs/codegen.md, "Borrowed from codegen/ptx"). The launch
@@ -29,12 +28,6 @@ func borrowedTemplate(k plan.Kernel, t plan.Target) string {
 		}
 		if broadcastsEpilogue(k, t) { // fallback_contract.go
 			return "batched product reading a broadcast at symbolic sizes in its epilogue"
-		}
-	}
-	switch plan.Template(k) {
-	case "contraction":
-		if plan.QuantizedMMA(k) {
-			return "quantized tensor-core GEMM"
 		}
 	}
 	return ""

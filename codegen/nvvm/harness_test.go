@@ -368,7 +368,14 @@ func (sr *simRun) read(t *testing.T) ([]byte, map[string]*tensor.Tensor) {
 // (bit for bit where the kernel is exact).
 func checkKernel(t *testing.T, text string, k plan.Kernel, l plan.Launch, seed uint64, target plan.Target) *sim.Stats {
 	t.Helper()
-	in := inputsFor(k.Graph, seed)
+	st, _ := checkKernelIn(t, text, k, l, inputsFor(k.Graph, seed), target)
+	return st
+}
+
+// checkKernelIn is checkKernel on inputs in; it returns the simulator's stats of the NVVM
+// entry and of codegen/ptx's.
+func checkKernelIn(t *testing.T, text string, k plan.Kernel, l plan.Launch, in map[string]*tensor.Tensor, target plan.Target) (nvvmStats, ptxStats *sim.Stats) {
+	t.Helper()
 	got, st := run(t, text, k, l, in)
 	pin := map[string]*tensor.Tensor{}
 	for _, v := range k.Graph.Params() {
@@ -386,7 +393,7 @@ func checkKernel(t *testing.T, text string, k plan.Kernel, l plan.Launch, seed u
 	if err != nil {
 		t.Fatalf("codegen/ptx: %v", err)
 	}
-	emitted, _ := run(t, ptxText, k, launches[0], in)
+	emitted, pst := run(t, ptxText, k, launches[0], in)
 	if tpl := plan.Template(k); tpl == "attention" || tpl == "attention backward" { // no error-bound rule: attention's own tolerance
 		for _, o := range k.Graph.Outputs {
 			// attention_grad reads the forward's o and log-sum-exp, which random inputs are not:
@@ -396,7 +403,7 @@ func checkKernel(t *testing.T, text string, k plan.Kernel, l plan.Launch, seed u
 			}
 			compare(t, o.Name+" (codegen/ptx)", got[o.Name], emitted[o.Name], true, o.Value.Type.DType, false, 0)
 		}
-		return st
+		return st, pst
 	}
 	bounds, err := tolerance.Bounds(k.Graph, iin, pin, target.TF32)
 	if err != nil {
@@ -412,7 +419,7 @@ func checkKernel(t *testing.T, text string, k plan.Kernel, l plan.Launch, seed u
 			compare(t, o.Name+" (codegen/ptx)", got[o.Name], emitted[o.Name], !gemv, precision(k.Graph, o.Value), target.TF32, contractionLen(k.Graph))
 		}
 	}
-	return st
+	return st, pst
 }
 
 // compare holds got to want: bit for bit when exact or not a float, else within the tolerance

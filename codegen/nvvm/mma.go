@@ -83,7 +83,13 @@ func (mm *gemm) emitMMA() error {
 		}
 		return sd
 	}
+	var qs *quantSide // a quantized weight's byte tile (qmma.go)
 	for si := range sides {
+		if si == 1 && q.Quant != nil {
+			qs = mm.newQuantSide(tid, tiles[1])
+			sides[si] = &tcSide{side: &side{op: ops[si], tile: tiles[si]}, plan: q.Sides[si]}
+			continue
+		}
 		pl, conds, chunked := mm.symChunkSide(si, ops[si], q.Sides[si], eb) // symchunk.go
 		if chunked && len(conds) > 0 {
 			sides[si] = newSide(si, q.Sides[si], false)
@@ -132,6 +138,10 @@ func (mm *gemm) emitMMA() error {
 	issue := func(k0, buf value.Value) error {
 		for si, sd := range sides {
 			var err error
+			if si == 1 && qs != nil {
+				mm.quantIssue(qs, k0, buf, tid)
+				continue
+			}
 			if f := fast[si]; f != nil {
 				err = mm.symChunkIssue(when[si], func() error { return issueSide(f, k0, buf) }, func() error { return issueSide(sd, k0, buf) })
 			} else {
@@ -169,6 +179,11 @@ func (mm *gemm) emitMMA() error {
 			addrs[si] = kg.mul(kg.add(kg.mul(tg, sides[si].plan.RowH), kg.add(warpFree, g)), eb)
 		}
 	}
+	if qs != nil {
+		if err := mm.quantFragInit(qs, lane, wn, q.NI, bk); err != nil {
+			return err
+		}
+	}
 	i32 := types.I32
 	ldm := "ldmatrix.sync.aligned.m8n8.x4.shared.b16 {$0, $1, $2, $3}, [$4];"
 	loadFrag := func(sd *tcSide, base value.Value, off int, kOff, fOff func(j int) int) []value.Value {
@@ -203,13 +218,25 @@ func (mm *gemm) emitMMA() error {
 	}
 	f4 := types.NewStruct(types.Float, types.Float, types.Float, types.Float)
 	mmaText := q.Inst + " {$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};"
-	compute := func(cur value.Value) {
+	compute := func(kt, cur value.Value) error {
 		ab := kg.add(kg.mul(cur, sides[0].plan.BufBytes), addrs[0])
 		bb := kg.add(kg.mul(cur, sides[1].plan.BufBytes), addrs[1])
+		var quantSlab func(ks int) ([][2]value.Value, [][2]value.Value, error)
+		nB := q.NI / 2 // B fragments ldmatrix loads (none for a quantized B: qmma.go)
+		if qs != nil {
+			quantSlab, nB = mm.quantStep(qs, kt, lane, wn, q.NI, bk), 0
+		}
 		for ks := 0; ks < bk; ks += q.KStep {
 			// B's fragments for the warp's column tiles first, then A's one row tile at a time.
 			bf := make([][]value.Value, q.NI/2)
-			for nj := range q.NI / 2 {
+			if quantSlab != nil {
+				scales, kOK, err := quantSlab(ks)
+				if err != nil {
+					return err
+				}
+				bf = mm.quantFrags(qs, cur, ks, q.NI, scales, kOK)
+			}
+			for nj := range nB {
 				off := eb * (nj*16*sides[1].plan.RowH + ks)
 				if !sides[1].plan.KContig {
 					off = eb * (ks*sides[1].plan.RowH + nj*16)
@@ -240,6 +267,7 @@ func (mm *gemm) emitMMA() error {
 				}
 			}
 		}
+		return nil
 	}
 
 	nk := mm.kSteps(bk)
@@ -257,7 +285,9 @@ func (mm *gemm) emitMMA() error {
 				err = e
 			}
 		})
-		compute(cur)
+		if e := compute(kt, cur); e != nil && err == nil {
+			err = e
+		}
 		mm.waitAll()
 		kg.barrier()
 	})

@@ -59,6 +59,9 @@ type MMA struct {
 	WarpsN, MI, NI int
 	Sides          [2]MMASide
 	Staged         bool
+	// Quant is set when B is a quantized weight's byte tile, dequantized as the fragments
+	// form (quant.go); Sides[1] then copies bytes of B.Buffer, the integers.
+	Quant *MMAQuant
 }
 
 // MMASide is one side's shared tile: KContig rows of k (else rows of free elements, read with

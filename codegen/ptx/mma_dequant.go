@@ -3,6 +3,7 @@ package ptx
 import (
 	"fmt"
 
+	"github.com/gcomp/gcomp/codegen/plan"
 	"github.com/gcomp/gcomp/codegen/qmma"
 	"github.com/gcomp/gcomp/ir"
 )
@@ -84,6 +85,17 @@ func quantGEMM(dot, dq *ir.Value) (*matmul, int, error) {
 		return nil, 0, fmt.Errorf("the product's K %d is not the weight's %d", mm.K, w[1])
 	}
 	return mm, 1, nil
+}
+
+// plan describes the side to codegen/nvvm (plan.MMAQuant): the byte tile's copies (bufBytes per
+// buffer) as quantIssue makes them and the dequantization.
+func (qb *quantB) plan(bufBytes int) (plan.MMASide, *plan.MMAQuant) {
+	perRow := qb.kb / qb.chunk
+	sd := plan.MMASide{KContig: true, BufBytes: bufBytes, Chunk: qb.chunk, PerRow: perRow}
+	for i := 0; i*mmThreads < mmBM*perRow; i++ {
+		sd.DF, sd.DK = append(sd.DF, i*mmThreads/perRow), append(sd.DK, 0)
+	}
+	return sd, &plan.MMAQuant{DQ: qb.dq, Bits: qb.bits, Group: qb.group, K: qb.k, KB: qb.kb, RowB: qb.rowB, Halves: qb.halves()}
 }
 
 // quantOperand returns dot's dequantized weight if the quantized GEMM takes it.

@@ -6,57 +6,21 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gcomp/gcomp/internal/qmmatest"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/tensor"
 )
 
-// quantMMA is x[M,K]·wᵀ with w[N,K] = dequantize(q, scale[, zero]) {axis=1} of dt's scales,
-// or, with cast, an f32 dequantize (f32 scales) cast to dt: the forms codegen/qmma takes.
+// quantMMA is qmmatest's case.
 func quantMMA(dt, qd string, cast bool, m, n, k, bits, group int, zero bool) string {
-	sdt := dt
-	if cast {
-		sdt = "f32"
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "graph g {\n  input %%x : %s[%d,%d]\n  param %%q : %s[%d,%d]\n  param %%s : %s[%d,%d]\n", dt, m, k, qd, n, k*bits/8, sdt, n, k/group)
-	args := "%q, %s"
-	if zero {
-		fmt.Fprintf(&b, "  param %%z : %s[%d,%d]\n", qd, n, k/group)
-		args += ", %z"
-	}
-	fmt.Fprintf(&b, "  %%w = dequantize(%s) {axis=1, bits=%d, group=%d} : %s[%d,%d]\n", args, bits, group, sdt, n, k)
-	w := "%w"
-	if cast {
-		fmt.Fprintf(&b, "  %%wc = cast(%%w) {to=%s} : %s[%d,%d]\n", dt, dt, n, k)
-		w = "%wc"
-	}
-	fmt.Fprintf(&b, "  %%0 = dot_general(%%x, %s) {lhs_contract=[1], rhs_contract=[1]} : %s[%d,%d]\n  output y = %%0\n}", w, dt, m, n)
-	return b.String()
+	return qmmatest.Source(qmmatest.Case{Bits: bits, Group: group, Zero: zero, Cast: cast, QD: qd, DT: dt, M: m, N: n, K: k})
 }
 
-// quantInputs is inputsFor(g) with a quantized weight's operands drawn as a checkpoint's: every
-// integer of q's dtype, zero points in [0, 2^bits) (i8: shifted by −128), and scales of a real
-// checkpoint's size (1/8 of a step per 2^bits), which keep the sums near 1, in the scales' dtype.
+// quantInputs is inputsFor(g) with a quantized weight's operands drawn as a checkpoint's
+// (qmmatest.Quantize).
 func quantInputs(g *ir.Graph, seed uint64, bits int, r *rand.Rand) map[string]*tensor.Tensor {
 	in := inputsFor(g, seed, 1)
-	for i := range in["q"].I {
-		if in["q"].Type.DType == ir.U8 {
-			in["q"].I[i] = int64(r.IntN(256))
-		} else {
-			in["q"].I[i] = int64(r.IntN(256) - 128)
-		}
-	}
-	if z := in["z"]; z != nil {
-		for i := range z.I {
-			z.I[i] = int64(r.IntN(1 << bits))
-			if z.Type.DType == ir.I8 {
-				z.I[i] -= 128
-			}
-		}
-	}
-	for i := range in["s"].F {
-		in["s"].F[i] = tensor.RoundFloat(in["s"].Type.DType, in["s"].F[i]/float64(int(1)<<bits)/8)
-	}
+	qmmatest.Quantize(in, bits, r)
 	return in
 }
 
@@ -69,34 +33,9 @@ func quantInputs(g *ir.Graph, seed uint64, bits int, r *rand.Rand) map[string]*t
 // f32; the kernel reads q's bytes (no ldmatrix of B), and checkKernel assembles it
 // for sm_80 and sm_90 without spills and runs it under memcheck and racecheck.
 func TestQuantizedMMA(t *testing.T) {
-	cases := []struct {
-		bits, group int // group 0: one per row
-		zero, cast  bool
-		qd, dt      string
-		m, n, k     int
-		chunk       int // bytes per copy of q
-	}{
-		{4, 32, true, false, "u8", "f16", 128, 128, 256, 16},
-		{4, 128, true, false, "u8", "bf16", 33, 72, 512, 16},
-		{4, 64, false, false, "u8", "f16", 130, 40, 192, 16},
-		{4, 0, false, true, "u8", "bf16", 17, 100, 96, 16},
-		{4, 16, true, true, "u8", "f16", 20, 64, 48, 8},
-		{8, 32, false, false, "i8", "f16", 64, 136, 128, 16},
-		{8, 128, true, true, "u8", "bf16", 9, 50, 256, 16},
-		{8, 0, false, false, "i8", "bf16", 40, 24, 100, 4},
-		{8, 48, true, false, "u8", "f16", 12, 31, 144, 16},
-		{8, 0, true, false, "u8", "f16", 25, 16, 99, 1},
-		{8, 64, false, true, "i8", "f16", 16, 200, 320, 16},
-		{8, 64, true, false, "u8", "f16", 40, 72, 128, 16},
-	}
-	for _, c := range cases {
-		group := c.group
-		if group == 0 {
-			group = c.k
-		}
-		name := fmt.Sprintf("int%d_%s_g%d_zero%v_cast%v_%s_%dx%dx%d", c.bits, c.qd, group, c.zero, c.cast, c.dt, c.m, c.n, c.k)
-		t.Run(name, func(t *testing.T) {
-			g := parse(t, quantMMA(c.dt, c.qd, c.cast, c.m, c.n, c.k, c.bits, group, c.zero))
+	for _, c := range qmmatest.MMA {
+		t.Run(c.Name(), func(t *testing.T) {
+			g := parse(t, qmmatest.Source(c.Case))
 			kern := Kernel{Name: "k_qmma", Graph: g}
 			if !QuantizedMMA(kern) {
 				t.Fatal("not a quantized tensor-core GEMM")
@@ -110,14 +49,14 @@ func TestQuantizedMMA(t *testing.T) {
 				t.Fatalf("want mma.sync with ldmatrix for A only:\n%s", text)
 			}
 			// f16 scales and whole k steps dequantize in f16x2 registers, the rest in f32.
-			if halves := c.dt == "f16" && !c.cast && c.k%32 == 0; strings.Contains(text, "mul.rn.f16x2") != halves {
+			if halves := c.DT == "f16" && !c.Cast && c.K%32 == 0; strings.Contains(text, "mul.rn.f16x2") != halves {
 				t.Errorf("f16x2 dequantization: %v, want %v", !halves, halves)
 			}
 			copyIns := map[int]string{16: "cp.async.cg.shared.global", 8: "cp.async.cg.shared.global", 4: "cp.async.ca.shared.global", 1: "ld.global.u8"}
-			if !strings.Contains(text, copyIns[c.chunk]) {
-				t.Errorf("q not copied by %s", copyIns[c.chunk])
+			if !strings.Contains(text, copyIns[c.Chunk]) {
+				t.Errorf("q not copied by %s", copyIns[c.Chunk])
 			}
-			in := quantInputs(g, uint64(c.m*c.n+c.k), c.bits, rand.New(rand.NewPCG(uint64(c.bits*group+c.m), 3)))
+			in := quantInputs(g, uint64(c.M*c.N+c.K), c.Bits, rand.New(rand.NewPCG(uint64(c.Bits*c.Group+c.M), 3)))
 			checkKernel(t, kern, in, false)
 		})
 	}

@@ -38,10 +38,6 @@ func GEMMPlan(k Kernel, t Target) (GEMM, error) {
 	if err != nil {
 		return GEMM{}, err
 	}
-	if mm.quant != nil {
-		// Its B side is a byte tile dequantized in registers, which this plan does not describe.
-		return GEMM{}, fmt.Errorf("the quantized tensor-core GEMM (mma_dequant.go) has no NVVM counterpart yet")
-	}
 	p := GEMM{Dot: c.Dot, M: mm.M, N: mm.N, K: mm.K, Batch: mm.batchShape, A: exportOperand(mm.lhs), B: exportOperand(mm.rhs),
 		RowCol: mm.conv == nil && mm.rowColShape(), ColGroups: mm.conv == nil && mm.colGroups(4),
 		ColPairs: mm.conv == nil && mm.colGroups(2) && len(mm.batchShape)+2 == c.Dot.Type.Shape.Rank(), Grid: c.Grid, Block: c.Block}
@@ -60,6 +56,10 @@ func GEMMPlan(k Kernel, t Target) (GEMM, error) {
 		p.MMA = &MMA{EB: ms.eb, BK: ms.bk, KStep: ms.kStep, Inst: ms.inst, Staged: mm.mmaStaged()}
 		p.MMA.WarpsN, p.MMA.MI, p.MMA.NI = mmaWarps(mm.rn)
 		for i, sd := range sides {
+			if sd.q != nil {
+				p.MMA.Sides[i], p.MMA.Quant = sd.q.plan(sd.bufBytes) // mma_dequant.go
+				continue
+			}
 			perRow, df, dk := sd.copies(ms.bk, []int{GEMMTileM, p.TileN}[i])
 			p.MMA.Sides[i] = MMASide{KContig: sd.kContig, RowH: sd.rowH, BufBytes: sd.bufBytes, Chunk: sd.chunk, Elem: sd.elem,
 				PerRow: perRow, DF: df, DK: dk}
