@@ -16,7 +16,7 @@ import (
 )
 
 // TestFallback: a kernel of a template this package has no counterpart for (a tensor-core
-// product reading a broadcast at symbolic sizes in its epilogue) is refused by the NVVM producer (nvvm.Refused; nvvm.Lacks
+// product whose only symbolic dim is M reading a broadcast in its epilogue) is refused by the NVVM producer (nvvm.Refused; nvvm.Lacks
 // names it), and codegen/backend's nvvm producer compiles the module with codegen/ptx's entry for
 // it beside libNVVM's for the others, in the kernels' order, which assembles; the launch says
 // whose entry it runs. (The quantized tensor-core GEMM, once borrowed, is the package's own:
@@ -26,14 +26,16 @@ func TestFallback(t *testing.T) {
 	loop := ir.NewGraph("neg")
 	x := loop.Input("x", ir.T(ir.F32, 16), nil)
 	loop.SetOutput("y", loop.Add("neg", x.Type, nil, x))
-	// q·kᵀ over seq = 13 keys plus a mask broadcast over the heads, on tensor cores.
+	// q·kᵀ over seq = 13 queries (its only symbolic dim is M) plus a mask broadcast over the
+	// heads, on tensor cores: the epilogue of such a product reads at the bound's strides, which
+	// this package does not do (TestFallbackBroadcast).
 	scores, err := ir.Parse("k.gir", []byte(`graph k {
-  input %q : f16[2,2,9,16]
-  input %k : f16[2,2,13,16]
-  input %m : f16[2,1,9,13]
-  %0 = dot_general(%q, %k) {lhs_batch=[0,1], lhs_contract=[3], rhs_batch=[0,1], rhs_contract=[3]} : f16[2,2,9,13]
-  %1 = broadcast_in_dim(%m) {dims=[0,1,2,3], shape=[2,2,9,13]} : f16[2,2,9,13]
-  %2 = add(%0, %1) : f16[2,2,9,13]
+  input %q : f16[2,2,13,16]
+  input %k : f16[2,2,9,16]
+  input %m : f16[2,1,13,9]
+  %0 = dot_general(%q, %k) {lhs_batch=[0,1], lhs_contract=[3], rhs_batch=[0,1], rhs_contract=[3]} : f16[2,2,13,9]
+  %1 = broadcast_in_dim(%m) {dims=[0,1,2,3], shape=[2,2,13,9]} : f16[2,2,13,9]
+  %2 = add(%0, %1) : f16[2,2,13,9]
   output out = %2
 }`))
 	if err != nil {
