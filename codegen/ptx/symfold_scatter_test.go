@@ -21,31 +21,36 @@ const runBlockLimit = 2.25
 // scatterStatsSrc is BatchNorm's variance over [batch, 3, 4, 4]'s axes 0, 2 and 3: two sums (the
 // same identity), one kept output.
 func scatterStatsSrc(d ir.DType, batch int) string {
-	var sb strings.Builder
-	p := lines(&sb, d, batch)
-	p("graph k {\n  input %x : T[S,3,4,4]")
-	p("  %s = reduce_sum(%x) {axes=[0,2,3], keepdims=true} : T[1,3,1,1]")
-	p("  %sb = broadcast_in_dim(%s) {shape=[S,3,4,4], dims=[0,1,2,3]} : T[S,3,4,4]")
-	p("  %c = sub(%x, %sb) : T[S,3,4,4]")
-	p("  %sq = mul(%c, %c) : T[S,3,4,4]")
-	p("  %v = reduce_sum(%sq) {axes=[0,2,3], keepdims=true} : T[1,3,1,1]")
-	p("  output out = %v\n}")
-	return sb.String()
+	return sizedSrc(d, batch, `graph k {
+  input %x : T[S,3,4,4]
+  %s = reduce_sum(%x) {axes=[0,2,3], keepdims=true} : T[1,3,1,1]
+  %sb = broadcast_in_dim(%s) {shape=[S,3,4,4], dims=[0,1,2,3]} : T[S,3,4,4]
+  %c = sub(%x, %sb) : T[S,3,4,4]
+  %sq = mul(%c, %c) : T[S,3,4,4]
+  %v = reduce_sum(%sq) {axes=[0,2,3], keepdims=true} : T[1,3,1,1]
+  output out = %v
+}`)
 }
 
 // scatterMaxSumSrc folds [batch, 5, 7] over axes 0 and 2 twice, a maximum and then a sum (two
 // identities in the slots), and spreads the sum back: a full-shape output over the run's count.
 func scatterMaxSumSrc(d ir.DType, batch int) string {
+	return sizedSrc(d, batch, `graph k {
+  input %x : T[S,5,7]
+  %m = reduce_max(%x) {axes=[0,2]} : T[5]
+  %mb = broadcast_in_dim(%m) {shape=[S,5,7], dims=[1]} : T[S,5,7]
+  %e = sub(%x, %mb) : T[S,5,7]
+  %s = reduce_sum(%e) {axes=[0,2]} : T[5]
+  %sb = broadcast_in_dim(%s) {shape=[S,5,7], dims=[1]} : T[S,5,7]
+  %y = sub(%x, %sb) : T[S,5,7]
+  output out = %y
+}`)
+}
+
+// sizedSrc is src with S standing for n and T for d (as lines writes them).
+func sizedSrc(d ir.DType, n int, src string) string {
 	var sb strings.Builder
-	p := lines(&sb, d, batch)
-	p("graph k {\n  input %x : T[S,5,7]")
-	p("  %m = reduce_max(%x) {axes=[0,2]} : T[5]")
-	p("  %mb = broadcast_in_dim(%m) {shape=[S,5,7], dims=[1]} : T[S,5,7]")
-	p("  %e = sub(%x, %mb) : T[S,5,7]")
-	p("  %s = reduce_sum(%e) {axes=[0,2]} : T[5]")
-	p("  %sb = broadcast_in_dim(%s) {shape=[S,5,7], dims=[1]} : T[S,5,7]")
-	p("  %y = sub(%x, %sb) : T[S,5,7]")
-	p("  output out = %y\n}")
+	lines(&sb, d, n)(src)
 	return sb.String()
 }
 
