@@ -21,8 +21,9 @@ import (
 // rows ([N, H, W]), so the run's elements are the first N·H·W positions of each channel's
 // reduction: the folded count at the run's sizes, the size parameter, ends the loops over the
 // reduced elements (the reduction's, and the full-shape outputs' spreading the result back). The
-// block is the bound's count's (rowThreads) and the partials combine in codegen/ptx's order, so
-// the two producers agree bit for bit.
+// block is the bound's count's (rowThreads), its warps past the run's count leaving first thing
+// (runBlock), and the partials combine in codegen/ptx's order, so the two producers agree bit
+// for bit.
 
 // foldsScattered reports whether symbolic kernel k's reduction (plan rp) folds its rows among
 // scattered axes.
