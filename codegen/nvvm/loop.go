@@ -45,6 +45,9 @@ type kgen struct {
 	size value.Value
 	// foldK is a folding conv's taps at the run's sizes (symconv.go), nil for another kernel.
 	foldK value.Value
+	// run is a scattered fold's block at the run's count (symfold_scatter.go), nil for another
+	// kernel.
+	run *runBlock
 }
 
 type cacheKey struct {

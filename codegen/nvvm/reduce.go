@@ -60,8 +60,9 @@ func (md *module) rowReduce(k plan.Kernel, rp plan.Reduction) (*ir.Func, plan.La
 		}
 		kg.bound = map[*irg.Value]value.Value{}
 		for _, red := range rp.Reduces {
-			accT, combine, _ := plan.Accumulator(red)
+			accT, combine, identity := plan.Accumulator(red)
 			acc := accs[red]
+			kg.identity(slots, accT, identity) // symfold_scatter.go
 			keep(kg.foldTo(red, acc, tid, ci(T), rEnd, fullAt))
 			total, e := kg.blockCombine(accT, combine, kg.b.NewLoad(regType(accT), acc), lane, warp, slots, warps)
 			keep(e)
@@ -222,7 +223,8 @@ func (kg *kgen) rowElement(rp plan.Reduction, row value.Value) func(r value.Valu
 
 // blockCombine folds every thread's partial acc into the block's total, which every thread
 // gets: butterfly shuffles within the warp, then the warps' partials through shared memory in
-// warp order. The barriers are llvm.nvvm.barrier0 (bar.sync 0).
+// warp order. The barriers are llvm.nvvm.barrier0 (bar.sync 0), or a scattered fold's over the
+// run's block (blockBarrier).
 func (kg *kgen) blockCombine(accT irg.DType, combine string, acc, lane, warp value.Value, slots *ir.Global, warps int) (value.Value, error) {
 	for off := 16; off >= 1; off /= 2 {
 		o := kg.shuffleXor(accT, acc, off)
@@ -235,7 +237,7 @@ func (kg *kgen) blockCombine(accT irg.DType, combine string, acc, lane, warp val
 	kg.branch(kg.b.NewICmp(enum.IPredEQ, lane, ci(0)), "lane0", func() {
 		kg.b.NewStore(acc, kg.slot(slots, warp, accT)).Align = 8
 	})
-	kg.barrier()
+	kg.blockBarrier() // symfold_scatter.go
 	var total value.Value
 	for w := range warps {
 		ld := kg.b.NewLoad(regType(accT), kg.slot(slots, ci(w), accT))
@@ -250,7 +252,7 @@ func (kg *kgen) blockCombine(accT irg.DType, combine string, acc, lane, warp val
 		}
 		total = y
 	}
-	kg.barrier() // the next reduce reuses the slots
+	kg.blockBarrier() // the next reduce reuses the slots
 	return total, nil
 }
 

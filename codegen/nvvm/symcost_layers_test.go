@@ -14,7 +14,8 @@ import (
 )
 
 // TestSymbolicCostLayersFolds: the NVVM producer's own layers of stacked buffers (symlayer.go),
-// folds over scattered axes (symfold_scatter.go) and folds through views (symfold_view.go)
+// folds over scattered axes (symfold_scatter.go; at a run filling the bound's block and one in the
+// run's block) and folds through views (symfold_view.go)
 // against codegen/ptx's entries for the same kernels, on the simulator with the same launch at a
 // run below the bound (warp instructions, deterministic; not a GPU timing), with ptxas's
 // registers for sm_80 (both without spills). It logs the table of docs/perf.md and fails where
@@ -41,6 +42,7 @@ func TestSymbolicCostLayersFolds(t *testing.T) {
 		"  %1 = reshape(%0) {shape=[2,64,128]} : f32[2,64,128]\n  %2 = dot_general(%1, %x) {lhs_contract=[0,1], rhs_contract=[0,1]} : f32[128,128]\n  output dw = %2\n}\n")
 	viewMMA := parse("graph k {\n  input %x : f16[2,64,128]\n  input %dv : f16[2,4,64,32]\n  %0 = transpose(%dv) {perm=[0,2,1,3]} : f16[2,64,4,32]\n" +
 		"  %1 = reshape(%0) {shape=[2,64,128]} : f16[2,64,128]\n  %2 = dot_general(%x, %1) {lhs_contract=[0,1], rhs_contract=[0,1]} : f16[128,128]\n  output dw = %2\n}\n")
+	stats := parse("graph k {\n  input %x : f32[64,32,8,8]\n  %0 = reduce_sum(%x) {axes=[0,2,3]} : f32[32]\n  %1 = mul(%x, %x) : f32[64,32,8,8]\n  %2 = reduce_sum(%1) {axes=[0,2,3]} : f32[32]\n  output s = %0\n  output q = %2\n}\n")
 	rows := []string{"| kernel (bound → run) | nvvm | codegen/ptx | ratio | registers sm_80 nvvm / ptx |", "|---|---:|---:|---:|---:|"}
 	for _, c := range []struct {
 		name string
@@ -51,7 +53,8 @@ func TestSymbolicCostLayersFolds(t *testing.T) {
 	}{
 		{"layer 1 of a stacked f32 [2,batch,64], negated, 256 → 100", plan.Kernel{Graph: layer, Rows: 256, Sizes: dimSizes(layer, "batch", 256, true)}, "batch", 100, 1},
 		{"two f16 layers stacked into h_n [2,batch,64], 256 → 100", plan.Kernel{Graph: stacked, Rows: 256, Sizes: dimSizes(stacked, "batch", 256, true)}, "batch", 100, 1},
-		{"scattered fold: BatchNorm statistics f32 [batch,32,8,8], 64 → 13", plan.Kernel{Graph: parse("graph k {\n  input %x : f32[64,32,8,8]\n  %0 = reduce_sum(%x) {axes=[0,2,3]} : f32[32]\n  %1 = mul(%x, %x) : f32[64,32,8,8]\n  %2 = reduce_sum(%1) {axes=[0,2,3]} : f32[32]\n  output s = %0\n  output q = %2\n}\n"), Rows: 64}, "batch", 13, 1},
+		{"scattered fold: BatchNorm statistics f32 [batch,32,8,8], 64 → 13", plan.Kernel{Graph: stats, Rows: 64}, "batch", 13, 1},
+		{"scattered fold in the run's block (two warps of eight), 64 → 1", plan.Kernel{Graph: stats, Rows: 64}, "batch", 1, 1},
 		{"fold through views, FFMA: heads merged f32 [2,4,seq,32] → [2,seq,128], 64 → 13", plan.Kernel{Graph: view, Rows: 128, Sizes: dimSizes(view, "seq", 64, false)}, "seq", 13, 2},
 		{"fold through views, tensor cores: f16 [2,4,seq,32] on the right, 64 → 40", plan.Kernel{Graph: viewMMA, Rows: 128, Sizes: dimSizes(viewMMA, "seq", 64, false)}, "seq", 40, 2},
 	} {

@@ -93,6 +93,17 @@ func (b *builder) guarded(pred, opcode string, operands ...string) {
 	b.ins(opcode, operands...)
 }
 
+// mark is the body's current end, for hoist.
+func (b *builder) mark() int { return b.body.Len() }
+
+// hoist moves what the body gained since mark m to its start.
+func (b *builder) hoist(m int) {
+	body := b.body.String()
+	b.body.Reset()
+	b.body.WriteString(body[m:])
+	b.body.WriteString(body[:m])
+}
+
 // place puts a label at the current position.
 func (b *builder) place(label string) { b.body.WriteString(label + ":\n") }
 

@@ -35,6 +35,7 @@ type gen struct {
 	errPtr      string                         // global address of the error word (kernels with gathers)
 	sites       map[*ir.Value]int              // each gather's site number in the error word
 	foldK       string                         // a folding conv's K at the run's sizes (symconv.go)
+	run         *runBlock                      // a scattered fold's block at the run's count (symfold_scatter.go)
 }
 
 type cacheKey struct {

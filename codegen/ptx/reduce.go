@@ -254,6 +254,7 @@ func rowReduce(k Kernel, rs reduceShape, reds []*ir.Value, globals *[]string) (s
 	var work *SymWork
 	var err error
 	var sv *symView
+	var run *runBlock
 	symLen, symRowLen := symRowLen(k, reds)
 	if symRowLen && !rs.scattered {
 		rows, rEnd, work, sv, err = symRowExtent(k, rs, symLen, b, &args) // symrowlen.go
@@ -262,7 +263,7 @@ func rowReduce(k Kernel, rs reduceShape, reds []*ir.Value, globals *[]string) (s
 			sv, err = symReduceViews(k, b, &args)
 		}
 		if err == nil {
-			rows, rEnd, work, err = rowExtent(k, rs, b, &args, len(online) > 0) // symfold_scatter.go
+			rows, rEnd, work, run, err = rowExtent(k, rs, b, &args, len(online) > 0) // symfold_scatter.go
 		}
 	}
 	if err != nil {
@@ -270,13 +271,15 @@ func rowReduce(k Kernel, rs reduceShape, reds []*ir.Value, globals *[]string) (s
 	}
 	part := b.sharedArray("partials", 16*warps, 8)
 	a := gn.a
-	tid, lane, warp := b.reg(rU32), b.reg(rU32), b.reg(rU32)
-	b.ins("mov.u32", tid, "%tid.x")
+	tid, lane, warp := run.threadID(b), b.reg(rU32), b.reg(rU32) // symfold_scatter.go
 	b.ins("and.b32", lane, tid, "31")
 	b.ins("shr.u32", warp, tid, "5")
 	partBase := b.reg(rU32)
 	b.ins("mov.u32", partBase, part)
 	slot := a.mad(warp, 8, partBase)
+	if gn.run = run; run != nil {
+		run.slots(b, partBase)
+	}
 	row := b.reg(rU32)
 	b.ins("mov.u32", row, "%ctaid.x")
 	nrows := b.reg(rU32)
@@ -307,6 +310,7 @@ func rowReduce(k Kernel, rs reduceShape, reds []*ir.Value, globals *[]string) (s
 		b.note("%s", g.Format(red))
 		acc := b.reg(classOf(accT))
 		gn.accMove(acc, gn.e.constVal(accT, identity))
+		run.identity(b, val{accT, acc})
 		gn.loopTo(tid, imm(threads), rEnd, func(r string) error {
 			x, err := gn.eval(red.Args[0], fullAt(r))
 			if err != nil {
@@ -392,7 +396,7 @@ func (gn *gen) blockCombine(acc val, combine, lane, slot, partBase string, warps
 	first := b.reg(rPred)
 	b.ins("setp.eq.u32", first, lane, "0")
 	b.guarded(first, "st.shared."+st, "["+slot+"]", acc.r)
-	b.ins("bar.sync", "0")
+	gn.run.barrier(b)
 	total := val{acc.dt, b.reg(classOf(acc.dt))}
 	b.ins("ld.shared."+st, total.r, "["+partBase+"]")
 	for w := 1; w < warps; w++ {
@@ -401,7 +405,7 @@ func (gn *gen) blockCombine(acc val, combine, lane, slot, partBase string, warps
 		y, _ := gn.e.binary(combine, total, val{acc.dt, x})
 		total = y
 	}
-	b.ins("bar.sync", "0") // the next reduce reuses the slots
+	gn.run.barrier(b) // the next reduce reuses the slots
 	gn.reset()
 	return total
 }
