@@ -441,6 +441,7 @@ func colReduce(k Kernel, rs reduceShape, reds []*ir.Value, globals *[]string) (s
 		if rEnd, work, err = symFold(k, b, &args, rs.r); err != nil {
 			return "", Launch{}, err
 		}
+		hoistViewTops(b, sv, g) // symfold_reduce_view.go
 	}
 	tile, next := blockTilesTo(b, tilesEnd)
 	ai := a.div(tile, ctiles)
@@ -568,6 +569,7 @@ func fullReduce(k Kernel, rs reduceShape, red *ir.Value, globals *[]string) (str
 	if err != nil {
 		return "", Launch{}, err
 	}
+	hoistViewTops(b, sv, g) // symfold_reduce_view.go
 	scratch := b.reg(rU64)
 	b.ins("ld.param.u64", scratch, "["+sp+"]")
 	b.ins("cvta.to.global.u64", scratch, scratch)

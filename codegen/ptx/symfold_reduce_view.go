@@ -71,6 +71,20 @@ func checkViewTops(k Kernel, b *builder, dims map[string]string) (*symView, erro
 	return sv, nil
 }
 
+// hoistViewTops evaluates, in the prologue, the strides of the buffers under sv's tops that
+// multiply dims (symView.hoist) for a template whose threads loop over many elements (the column
+// fold of the rows, the split reduction), each of which would compute them again. Templates
+// whose threads read a few elements each keep them per element: once per warp in the prologue
+// costs more there.
+func hoistViewTops(b *builder, sv *symView, g *ir.Graph) {
+	if sv == nil {
+		return
+	}
+	for _, v := range plan.ViewTops(g, sv.sizes) {
+		sv.hoist(b, v)
+	}
+}
+
 // bindViewTops makes gn read each top of a chain of views of the kernel's symbolic buffers at
 // the run's sizes.
 func bindViewTops(gn *gen, sv *symView, g *ir.Graph) {
@@ -81,7 +95,7 @@ func bindViewTops(gn *gen, sv *symView, g *ir.Graph) {
 	for _, v := range plan.ViewTops(g, sv.sizes) {
 		s := SymSizes(v, sv.sizes)
 		gn.bound[v] = func(x *index) val {
-			buf, lin := sv.lin(b, v, sv.delinearize(b, s, x.getLin(gn.a)))
+			buf, lin := sv.foldLin(b, v, sv.delinearize(b, s, x.getLin(gn.a))) // symfold_reduce_reshape.go
 			return gn.load(buf, lin)
 		}
 	}
