@@ -65,7 +65,7 @@ func (kg *kgen) bindReduceViews(k plan.Kernel, args []plan.Arg) error {
 			continue
 		}
 		kg.at[v] = func(x *index) value.Value {
-			buf, lin := sv.lin(v, sv.delinearize(s, kg.lin(x)))
+			buf, lin := sv.foldLin(v, sv.delinearize(s, kg.lin(x))) // symfold_reduce_reshape.go
 			return kg.load(buf.Type.DType, kg.ptr[buf], lin)
 		}
 	}
