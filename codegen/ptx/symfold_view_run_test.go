@@ -71,8 +71,9 @@ func runFoldOnce(t *testing.T, d ir.DType, bound, per int, src func(seq int) str
 
 // checkFoldRun runs fold kernel l of module text (g at the bound) at seq, its size parameter k,
 // on seq's graph gs with seeded inputs (runSymFold): bit for bit the static kernel built for gs
-// and within d's tolerance of the reference. It logs both kernels' warp instructions.
-func checkFoldRun(t *testing.T, what, text string, l Launch, g, gs *ir.Graph, seq, k int, d ir.DType) {
+// and within d's tolerance of the reference. It logs and returns the ratio of both kernels' warp
+// instructions (built once over static).
+func checkFoldRun(t *testing.T, what, text string, l Launch, g, gs *ir.Graph, seq, k int, d ir.DType) float64 {
 	t.Helper()
 	in, _, err := tensor.SeededValues(gs, uint64(seq))
 	if err != nil {
@@ -80,7 +81,9 @@ func checkFoldRun(t *testing.T, what, text string, l Launch, g, gs *ir.Graph, se
 	}
 	got, st := runSymFold(t, text, l, g, seq, k, in)
 	run := checkStaticAndRef(t, what, got, gs, in, Target{SM: 80}, d, k, true)
-	t.Logf("%s: %d warp instructions built once, %d static (%.3f×)", what, st.WarpInsts, run.stats.WarpInsts, float64(st.WarpInsts)/float64(run.stats.WarpInsts))
+	ratio := float64(st.WarpInsts) / float64(run.stats.WarpInsts)
+	t.Logf("%s: %d warp instructions built once, %d static (%.3f×)", what, st.WarpInsts, run.stats.WarpInsts, ratio)
+	return ratio
 }
 
 // checkStaticAndRef checks output bytes got of a symbolic run on gs's inputs in: with bits, bit
