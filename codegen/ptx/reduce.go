@@ -569,7 +569,6 @@ func fullReduce(k Kernel, rs reduceShape, red *ir.Value, globals *[]string) (str
 	if err != nil {
 		return "", Launch{}, err
 	}
-	hoistViewTops(b, sv, g) // symfold_reduce_view.go
 	scratch := b.reg(rU64)
 	b.ins("ld.param.u64", scratch, "["+sp+"]")
 	b.ins("cvta.to.global.u64", scratch, scratch)

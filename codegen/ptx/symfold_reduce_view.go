@@ -72,10 +72,9 @@ func checkViewTops(k Kernel, b *builder, dims map[string]string) (*symView, erro
 }
 
 // hoistViewTops evaluates, in the prologue, the strides of the buffers under sv's tops that
-// multiply dims (symView.hoist) for a template whose threads loop over many elements (the column
-// fold of the rows, the split reduction), each of which would compute them again. Templates
-// whose threads read a few elements each keep them per element: once per warp in the prologue
-// costs more there.
+// multiply dims (symView.hoist) for the column fold of the rows, whose threads loop over the
+// rows, each of which would compute them again. Templates whose threads read a few elements each
+// keep them per element: once per warp in the prologue costs more there (docs/perf.md).
 func hoistViewTops(b *builder, sv *symView, g *ir.Graph) {
 	if sv == nil {
 		return
