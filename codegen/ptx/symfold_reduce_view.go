@@ -94,7 +94,7 @@ func bindViewTops(gn *gen, sv *symView, g *ir.Graph) {
 	for _, v := range plan.ViewTops(g, sv.sizes) {
 		s := SymSizes(v, sv.sizes)
 		gn.bound[v] = func(x *index) val {
-			buf, lin := sv.foldLin(b, v, sv.delinearize(b, s, x.getLin(gn.a))) // symfold_reduce_reshape.go
+			buf, lin := sv.foldLin(b, v, sv.foldCoords(b, s, x.getLin(gn.a))) // symfold_reduce_reshape.go
 			return gn.load(buf, lin)
 		}
 	}
