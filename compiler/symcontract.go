@@ -17,8 +17,9 @@ import (
 // sizes, the operands' batch strides (and the scores' row stride) follow seq, so they are not
 // rows: codegen/ptx's GEMM reads both through its generic copier at the run's sizes and bounds
 // its k loop by K at the run (symcontract.go there). contractViews hands it the operands' sizes
-// where the product is batched over the operands' leading dims (a symbolic batch, if any, leads
-// them; a fold of the rows has its symbolic batch after the rows: symfold_batch.go), the right
+// where the product is batched over the operands' leading dims (symbolic or static in any order:
+// the producers split grid.z at the run's batch sizes; a fold of the rows has its symbolic batch
+// after the rows: symfold_batch.go), the right
 // operand's free dims are static and both operands contract the same sizes; the result is then
 // static (a static batch) or rows of the batch, which the epilogue keeps, or, with a symbolic M
 // beside, rows of batch·M (symcontract_free.go).
@@ -57,8 +58,8 @@ func contractViews(k *passes.Kernel, kg *passes.KernelGraph, ranges sym.Ranges, 
 		return r, nil, fmt.Sprintf("%s contracts a symbolic dim in a product batched over dims that do not lead its operands", format(dot))
 	}
 	for i, d := range lb {
-		if !ls[d].Equal(rs[rb[i]]) || i > 0 && !isConst(ls[d]) {
-			return r, nil, fmt.Sprintf("%s contracts a symbolic dim in a product batched over %s; a symbolic batch dim must lead static ones", format(dot), exprList(ls[:len(lb)]))
+		if !ls[d].Equal(rs[rb[i]]) {
+			return r, nil, fmt.Sprintf("%s contracts a symbolic dim in a product batched over %s by %s", format(dot), exprList(pick(ls, lb)), exprList(pick(rs, rb)))
 		}
 	}
 	m, n := plan.SymFree(ls, lb, lc), plan.SymFree(rs, rb, rc)
@@ -151,6 +152,15 @@ func product(s []sym.Expr, dims []int) sym.Expr {
 		p = sym.Mul(p, s[d])
 	}
 	return p
+}
+
+// pick is s's entries at dims.
+func pick(s []sym.Expr, dims []int) []sym.Expr {
+	out := make([]sym.Expr, len(dims))
+	for i, d := range dims {
+		out[i] = s[d]
+	}
+	return out
 }
 
 func exprList(s []sym.Expr) string {

@@ -17,8 +17,9 @@ import (
 // contractViews takes it as a batched product contracting a symbolic dim, although its batch
 // dims follow the rows in its operands, and both producers read it so (plan.FoldsSymbolicBatch):
 // grid.z follows the run's batch, the generic copier takes each batch, free and k coordinate
-// with the strides of the run's sizes, K at the run bounds the k loop. A symbolic batch dim
-// after a static one stays refused, as for any batched product contracting a symbolic dim.
+// with the strides of the run's sizes, K at the run bounds the k loop. A symbolic batch dim may
+// follow a static one: grid.z splits at the run's batch sizes (symcontract_after.go in both
+// producers).
 
 // batchedFold reports whether kernel k's one dot_general folds the rows (it contracts its left
 // operand's leading axis) in a product batched over static dims (its operands' sizes, if any,

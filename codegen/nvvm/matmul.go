@@ -132,7 +132,7 @@ func (mm *gemm) prologue() value.Value {
 	bx, by := kg.sreg("ctaid.x"), kg.sreg("ctaid.y")
 	mm.bz = kg.sreg("ctaid.z")
 	mm.m0, mm.n0 = kg.mul(by, plan.GEMMTileM), kg.mul(bx, p.TileN)
-	mm.bidx = newIndexLin(p.Batch, mm.bz)
+	mm.bidx = mm.batchIndex() // symcontract_after.go
 	for d := range p.Batch {
 		kg.coord(mm.bidx, d)
 	}

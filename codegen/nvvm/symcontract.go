@@ -3,7 +3,6 @@ package nvvm
 import (
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/gcomp/gcomp/codegen/plan"
 	irg "github.com/gcomp/gcomp/ir"
@@ -19,8 +18,9 @@ import (
 // are the bound's at every size is copied strided with its batch stride at the run, any other
 // operand through the generic copier at the run's sizes (symCopier). K at the run bounds the k
 // steps and zero-fills the copies at or past it, so the sum runs in the static kernel's order.
-// The dims' parameters follow the buffers; a symbolic batch (the rows, leading the static batch
-// dims) adds the batch count, grid.z following it. M may be symbolic (one free dim on each
+// The dims' parameters follow the buffers; a symbolic batch (the rows) adds the batch count,
+// grid.z following it, split at the run's batch sizes when a symbolic batch dim follows a static
+// one (symcontract_after.go). M may be symbolic (one free dim on each
 // side): M at the run bounds the left operand's copies, the edge checks, the row tiles (a tile
 // past it exits) and the result's batch stride.
 
@@ -32,6 +32,7 @@ type contraction struct {
 	symM, symN bool
 	batchSt    [2][]sym.Expr
 	symBatch   bool
+	batchAt    []sym.Expr // the run's batch sizes when a symbolic one follows another (symcontract_after.go)
 }
 
 // symContract recognizes a symbolic batched product contracting a symbolic dim (nil, p and no
@@ -55,15 +56,11 @@ func symContract(k plan.Kernel, p plan.GEMM, tc bool) (*contraction, plan.GEMM, 
 		return nil, p, fmt.Errorf("a batched product contracting %s by %s does not run at symbolic sizes", kl, kr)
 	}
 	for i, d := range lb {
-		if !ls[d].Equal(rs[rb[i]]) || i > 0 && !isConst(ls[d]) {
-			picked := make([]string, len(lb))
-			for j, d := range lb {
-				picked[j] = ls[d].String()
-			}
-			return nil, p, fmt.Errorf("a batched product contracting a symbolic dim, batched over [%s], runs at symbolic sizes only with a symbolic batch leading its static ones", strings.Join(picked, ","))
+		if !ls[d].Equal(rs[rb[i]]) {
+			return nil, p, fmt.Errorf("a batched product contracting a symbolic dim, batched over [%s] by [%s], does not run at symbolic sizes", exprs(ls, lb), exprs(rs, rb))
 		}
 	}
-	c := &contraction{k: kl, m: plan.SymFree(ls, lb, lc), n: n, symBatch: !isConst(ls[lb[0]])}
+	c := &contraction{k: kl, m: plan.SymFree(ls, lb, lc), n: n, symBatch: !isConst(plan.SymProduct(ls, lb)), batchAt: batchAfter(ls, lb)}
 	c.symM, c.symN = !isConst(c.m), !isConst(n)
 	for _, f := range []sym.Expr{c.m, n} {
 		if !isConst(f) && !p.RowCol {
@@ -129,7 +126,7 @@ func (md *module) newGEMM(k plan.Kernel, p plan.GEMM, tc bool) (*gemm, []plan.Ar
 // symbolic batch's count (grid.z follows it); no work for a static batch (the bound's grid).
 func symContractArgs(k plan.Kernel, p plan.GEMM) ([]plan.Arg, *plan.SymWork, error) {
 	args := append(plan.Params(k.Graph), symDimArgs(k.Sizes)...)
-	if !isConst(plan.SymSizes(p.Dot.Args[0], k.Sizes)[p.Dot.Attrs.Ints("lhs_batch")[0]]) {
+	if !isConst(plan.SymProduct(plan.SymSizes(p.Dot.Args[0], k.Sizes), p.Dot.Attrs.Ints("lhs_batch"))) {
 		batch := p.Batch.NumElements()
 		scale, err := symScale(k.Rows, batch, "row count")
 		return append(args, plan.Arg{Kind: plan.ArgSize}), symWork(scale, 1, 2, batch), err
@@ -193,11 +190,11 @@ func genericOperand(v *irg.Value, batch, contract []int) (plan.GEMMOperand, erro
 
 // check binds the product's dims (sv: the kernel's) and checks every size it evaluates.
 func (c *contraction) check(sv *symView, p plan.GEMM) error {
-	exprs := []sym.Expr{c.k, c.m, c.n}
+	all := append([]sym.Expr{c.k, c.m, c.n}, c.batchAt...)
 	for _, st := range c.batchSt {
-		exprs = append(exprs, st...)
+		all = append(all, st...)
 	}
-	for _, e := range exprs {
+	for _, e := range all {
 		if err := sv.valid(e); err != nil {
 			return err
 		}

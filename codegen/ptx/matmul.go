@@ -8,6 +8,7 @@ import (
 	"github.com/gcomp/gcomp/codegen/gemv"
 	"github.com/gcomp/gcomp/codegen/plan"
 	"github.com/gcomp/gcomp/ir"
+	"github.com/gcomp/gcomp/ir/sym"
 	"github.com/gcomp/gcomp/ops"
 )
 
@@ -427,6 +428,9 @@ type matmul struct {
 	// symBatchSt holds, per operand and batch dim, the register of a batch stride at the run's
 	// sizes ("" for the bound's immediate; symcontract.go).
 	symBatchSt [2][]string
+	// symBatchAt is the run's batch sizes when a symbolic batch dim follows a static one: grid.z
+	// splits into batch coordinates at them (symcontract_after.go); nil otherwise.
+	symBatchAt []sym.Expr
 }
 
 // narrowColRegs is the FFMA template's accumulator columns per thread: 8 (a 128-column tile)
@@ -487,7 +491,7 @@ func (mm *matmul) emit() error {
 		rowT, colT = tx, ty
 	}
 	// Batch: coordinates of blockIdx.z, and each operand's element offset.
-	bidx := newIndexLin(mm.batchShape, bz)
+	bidx := mm.batchIndex(bz)
 	offA, offB := "0", "0"
 	for i := range mm.batchShape {
 		c := bidx.getCoord(a, i)

@@ -227,7 +227,7 @@ func (mm *matmul) emitMMA() error {
 	b.ins("shr.u32", warp, tid, "5")
 	m0, n0 := a.mul(by, mmBM), a.mul(bx, 16*mm.rn)
 	wgN, mI, nI := mmaWarps(mm.rn)
-	bidx := newIndexLin(mm.batchShape, bz)
+	bidx := mm.batchIndex(bz)
 	offs := []string{"0", "0"}
 	for i := range mm.batchShape {
 		c := bidx.getCoord(a, i)

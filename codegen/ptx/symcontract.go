@@ -17,8 +17,9 @@ import (
 // at the run and follows its views to the buffer (symview.go), so a view below an operand (the
 // heads merged back) is read the same way. K at the run bounds the k loop (ceil(K/bk) steps)
 // and zero-fills the copies at or past it, so the sum runs in the static kernel's order at the
-// run's sizes on the same template. N is static, and so is every batch dim but the first: the
-// result is static when the batch and M are, else its rows are the batch (grid.z follows it).
+// run's sizes on the same template. N is static; the result is static when the batch and M are,
+// else its rows are the batch (grid.z follows it, split into batch coordinates at the run's sizes
+// when a symbolic batch dim follows a static one: symcontract_after.go).
 // M may be symbolic too (scores·V with t symbolic, one free dim on each side): M at the run,
 // evaluated from the dims, bounds the left operand's copies, the epilogue's edge checks and the
 // row tiles (grid.y stays the bound's; a tile past M exits), and the result's batch stride.
@@ -42,8 +43,8 @@ func (mm *matmul) symContract(k Kernel, b *builder, args *[]Arg, tensorCores boo
 		return true, nil, fmt.Errorf("a batched product contracting %s by %s does not run at symbolic sizes", kl, kr)
 	}
 	for i, d := range lb {
-		if !ls[d].Equal(rs[rb[i]]) || i > 0 && !isConst(ls[d]) {
-			return true, nil, fmt.Errorf("a batched product contracting a symbolic dim, batched over %s, runs at symbolic sizes only with a symbolic batch leading its static ones", symJoin(symPick(ls, lb)))
+		if !ls[d].Equal(rs[rb[i]]) {
+			return true, nil, fmt.Errorf("a batched product contracting a symbolic dim, batched over %s by %s, does not run at symbolic sizes", symJoin(symPick(ls, lb)), symJoin(symPick(rs, rb)))
 		}
 	}
 	for _, f := range []sym.Expr{m, n} {
@@ -96,8 +97,11 @@ func (mm *matmul) symContract(k Kernel, b *builder, args *[]Arg, tensorCores boo
 	if !isConst(kl) {
 		mm.symK = mm.symv.eval(b, kl)
 	}
+	if err := mm.symBatchAfter(b, symPick(ls, lb)); err != nil { // symcontract_after.go
+		return true, nil, err
+	}
 	var w *SymWork
-	if !isConst(ls[lb[0]]) {
+	if !isConst(plan.SymProduct(ls, lb)) {
 		var err error
 		if w, err = mm.symBatch(k, b, args); err != nil {
 			return true, nil, err

@@ -276,7 +276,7 @@ func (mm *matmul) symCopier(l operandLayout, f0, kq string, df, dk []int, nFree 
 		b.ins("setp.lt.s32", okK, k, kn)
 		b.ins("and.pred", ok, ok, okK)
 		c := make([]string, len(s))
-		for j, d := range l.batchDims { // a batched product's (symcontract.go): only the first may follow the sizes
+		for j, d := range l.batchDims { // a batched product's (symcontract.go), at the run's sizes (symcontract_after.go)
 			c[d] = bidx.getCoord(a, j)
 		}
 		for _, grp := range []struct {
