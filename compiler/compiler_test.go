@@ -9,6 +9,7 @@ import (
 
 	"github.com/gcomp/gcomp/codegen/ptx"
 	"github.com/gcomp/gcomp/compiler"
+	"github.com/gcomp/gcomp/internal/paramcheck"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/runtime/check"
 	"github.com/gcomp/gcomp/tensor"
@@ -96,6 +97,7 @@ func simCheck(t *testing.T, res *compiler.Result, g *ir.Graph) *check.Report {
 	if err != nil {
 		t.Fatal(err)
 	}
+	paramcheck.NonZero(t, params)
 	rep, err := check.Run(res.Artifact, inputs, params)
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gcomp/gcomp/codegen/ptx"
 	"github.com/gcomp/gcomp/compiler"
+	"github.com/gcomp/gcomp/internal/paramcheck"
 	"github.com/gcomp/gcomp/internal/randgraph"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/runtime/check"
@@ -43,6 +44,7 @@ func checkRandom(t *testing.T, g *ir.Graph, target ptx.Target, seed uint64) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, g)
 	}
+	paramcheck.NonZero(t, params)
 	// The default run, then the global race check with the blocks in reverse and in a seeded
 	// random order.
 	for i, opt := range []simdev.Options{{}, {RaceGlobal: true, Order: sim.Reverse}, {RaceGlobal: true, Order: sim.RandomOrder, Seed: seed}} {

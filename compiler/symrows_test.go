@@ -11,6 +11,7 @@ import (
 	"github.com/gcomp/gcomp/artifact"
 	"github.com/gcomp/gcomp/compiler"
 	"github.com/gcomp/gcomp/frontend"
+	"github.com/gcomp/gcomp/internal/paramcheck"
 	"github.com/gcomp/gcomp/internal/tolerance"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ops"
@@ -204,6 +205,7 @@ func checkRowsAt(t *testing.T, g *ir.Graph, opt compiler.Options, envs []map[str
 	if err != nil {
 		t.Fatal(err)
 	}
+	paramcheck.NonZero(t, params)
 	if err := p.SetParams(params); err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/gcomp/gcomp/codegen/nvvm/libnvvm"
 	"github.com/gcomp/gcomp/compiler"
 	"github.com/gcomp/gcomp/frontend"
+	"github.com/gcomp/gcomp/internal/paramcheck"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/ops"
 	"github.com/gcomp/gcomp/runtime/executor"
@@ -205,6 +206,7 @@ func boundParams(t *testing.T, g *ir.Graph) map[string]*tensor.Tensor {
 	if err != nil {
 		t.Fatal(err)
 	}
+	paramcheck.NonZero(t, params)
 	return params
 }
 

@@ -60,10 +60,7 @@ func TestEveryLabelIgnoredStep(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				inputs, params, err := tensor.SeededValues(st, 7)
-				if err != nil {
-					t.Fatal(err)
-				}
+				inputs, params := seededNonZero(t, st, 7)
 				for name, v := range s.InitState() {
 					inputs[name] = v
 				}

@@ -227,10 +227,7 @@ func boundParams(t *testing.T, s *StepGraph) (params, state map[string]*tensor.T
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, params, err = tensor.SeededValues(bound, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, params = seededNonZero(t, bound, 3)
 	state = s.InitState()
 	for name, v := range state {
 		if _, ok := params[name]; ok {

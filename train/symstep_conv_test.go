@@ -83,10 +83,7 @@ func checkStepRuns(t *testing.T, s *StepGraph, res *compiler.Result, batches []i
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, params, err := tensor.SeededValues(bound, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, params := seededNonZero(t, bound, 3)
 	for _, p := range append([]*executor.Program{p}, others...) {
 		if err := p.SetParams(params); err != nil {
 			t.Fatal(err)

@@ -134,10 +134,7 @@ func checkStepStatic(t *testing.T, s *StepGraph, res *compiler.Result, n int64) 
 	if err != nil {
 		t.Fatalf("static build at batch %d: %v", n, err)
 	}
-	inputs, params, err := tensor.SeededValues(st, 5)
-	if err != nil {
-		t.Fatal(err)
-	}
+	inputs, params := seededNonZero(t, st, 5)
 	run := func(r *compiler.Result) map[string]*tensor.Tensor {
 		p, err := executor.Load(simdev.New(simdev.Options{}), r.Artifact)
 		if err != nil {

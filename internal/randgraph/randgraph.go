@@ -67,9 +67,12 @@ func mixed(r *rand.Rand) *ir.Graph {
 		if i%2 == 0 {
 			pool = append(pool, g.Input(fmt.Sprintf("x%d", i), t, nil))
 		} else {
-			var init ir.Attrs // zeros, half the time
-			if r.IntN(2) == 0 {
-				init = ir.Attrs{"init": "uniform", "low": -2.0, "high": 3.0}
+			// Never all zeros (the harnesses refuse them: a kernel could do anything with them
+			// and pass): half the time around zero, half positive; integers draw 1 to 3, as
+			// they truncate toward zero.
+			init := ir.Attrs{"init": "uniform", "low": -2.0, "high": 3.0}
+			if r.IntN(2) != 0 || !d.IsFloat() {
+				init = ir.Attrs{"init": "uniform", "low": 1.0, "high": 4.0}
 			}
 			pool = append(pool, g.Param(fmt.Sprintf("p%d", i), t, init))
 		}
@@ -78,6 +81,8 @@ func mixed(r *rand.Rand) *ir.Graph {
 		pool = append(pool, g.Input("img", ir.T(ir.F32, 1+r.IntN(2), 2, 4, 4), nil))
 	}
 	leaves := len(pool) // inputs and parameters: values every executor holds exactly
+	// The weights of products and gathers.
+	weight := func() ir.Attrs { return ir.Attrs{"init": "normal", "mean": 0.0, "std": 1.0} }
 	var idx *ir.Value
 	if r.IntN(4) == 0 {
 		idx = g.Input("idx", ir.T(ir.I32, 1+r.IntN(4)), ir.Attrs{"range": []int{0, 5}})
@@ -187,7 +192,7 @@ func mixed(r *rand.Rand) *ir.Graph {
 			add("slice", ir.Attrs{"start": start, "limit": limit}, x)
 		case k == 10 && x.Type.Shape.Rank() == 2 && float:
 			kdim := x.Type.Shape[1]
-			w := g.Param(fmt.Sprintf("w%d", len(pool)), ir.T(x.Type.DType, 1+r.IntN(4), kdim), nil)
+			w := g.Param(fmt.Sprintf("w%d", len(pool)), ir.T(x.Type.DType, 1+r.IntN(4), kdim), weight())
 			add("dot_general", ir.Attrs{"lhs_contract": []int{1}, "rhs_contract": []int{1}}, x, w)
 		case k == 11:
 			// A chain of one to three casts through any dtype, half the time on an input or
@@ -233,7 +238,7 @@ func mixed(r *rand.Rand) *ir.Graph {
 			}
 		case k == 15 && idx != nil && float && x.Type.Shape.Rank() > 0:
 			d := x.Type.Shape[x.Type.Shape.Rank()-1]
-			table := g.Param(fmt.Sprintf("emb%d", len(pool)), ir.T(x.Type.DType, 5, d), nil)
+			table := g.Param(fmt.Sprintf("emb%d", len(pool)), ir.T(x.Type.DType, 5, d), weight())
 			if e := add("gather", nil, table, idx); e != nil && x.Type.Shape.Rank() == 2 && x.Type.Shape[0] == idx.Type.Shape[0] {
 				add("add", nil, e, x)
 			}
@@ -247,7 +252,7 @@ func mixed(r *rand.Rand) *ir.Graph {
 			}
 		case k == 17 && x.Type.Shape.Rank() == 4 && float:
 			if r.IntN(2) == 0 {
-				w := g.Param(fmt.Sprintf("conv%d", len(pool)), ir.T(x.Type.DType, 2, x.Type.Shape[1], 3, 3), nil)
+				w := g.Param(fmt.Sprintf("conv%d", len(pool)), ir.T(x.Type.DType, 2, x.Type.Shape[1], 3, 3), weight())
 				add("conv2d", ir.Attrs{"padding": []int{1, 1}}, x, w)
 			} else {
 				add("max_pool2d", ir.Attrs{"kernel": []int{2, 2}}, x)

@@ -1,6 +1,7 @@
 package check_test
 
 import (
+	"github.com/gcomp/gcomp/internal/paramcheck"
 	"strings"
 	"testing"
 
@@ -35,6 +36,7 @@ func TestExamplesBlockOrders(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			paramcheck.Randomize(g, 0.1) // the examples' zero biases, drawn nonzero
 			res, err := compiler.Compile(g, compiler.Options{})
 			if err != nil {
 				t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/gcomp/gcomp/internal/paramcheck"
 	"testing"
 	"time"
 
@@ -51,6 +52,7 @@ func chainProgram(t *testing.T, dev executor.Device) (*executor.Program, map[str
 	if err != nil {
 		t.Fatal(err)
 	}
+	paramcheck.NonZero(t, params)
 	if err := p.SetParams(params); err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package executor_test
 
 import (
+	"github.com/gcomp/gcomp/internal/paramcheck"
 	"strings"
 	"testing"
 
@@ -79,6 +80,7 @@ func TestPDLRunBoundary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	paramcheck.NonZero(t, params)
 	if err := p.SetParams(params); err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package parallel
 
 import (
+	"github.com/gcomp/gcomp/internal/paramcheck"
 	"slices"
 	"testing"
 
@@ -37,6 +38,7 @@ func TestForwardEqualsOneDevice(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			paramcheck.Randomize(g, 0.1) // the transformer's zero biases, drawn nonzero
 			return g
 		}
 		global, shard := build(tc.batch), build(tc.batch/tc.n)
@@ -48,6 +50,7 @@ func TestForwardEqualsOneDevice(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		paramcheck.NonZero(t, params)
 		whole, err := compiler.Compile(global, compiler.Options{})
 		if err != nil {
 			t.Fatal(err)
