@@ -9,6 +9,7 @@ import (
 	"github.com/gcomp/gcomp/compiler"
 	"github.com/gcomp/gcomp/frontend"
 	"github.com/gcomp/gcomp/frontend/nn"
+	"github.com/gcomp/gcomp/internal/paramcheck"
 	"github.com/gcomp/gcomp/internal/tolerance"
 	"github.com/gcomp/gcomp/ir"
 	"github.com/gcomp/gcomp/runtime/check"
@@ -54,6 +55,7 @@ func TestAMPCheckCanFail(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		paramcheck.Randomize(g, 0.1) // the layers zero their biases: drawn nonzero, a dropped add fails
 		res, err := compiler.Compile(g, compiler.Options{AMP: dt})
 		if err != nil {
 			t.Fatal(err)
